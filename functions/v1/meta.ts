@@ -1,0 +1,47 @@
+import { FIRST_PARTY_DIMENSIONS, METRICS, OPERATORS, PROPERTY_PREFIX, RANGES, SHARED_DIMENSIONS, VISIT_SCOPED_DIMENSIONS } from '../../lib/dimensions'
+import { LIMITS } from '../../lib/ratelimit'
+import { defineEndpoint } from '../../lib/registry'
+
+export const metaEndpoints = [
+  defineEndpoint({
+    method: 'GET',
+    path: '/api/v1/me',
+    scope: 'read',
+    tool: 'whoami',
+    summary: 'The calling key: scope, organization, site binding, plan and permissions.',
+    description:
+      'Who the key is. scope is "read" (reports and settings reads) or "write" (also changes things). siteId is set when the key is bound to one site. Call this first to learn what the other tools will allow.',
+    async handler({ services, key }) {
+      const org = await services.store.getOrg(key.orgId)
+      return {
+        key: { id: key.id, name: key.name, prefix: key.prefix, scope: key.scope, siteId: key.siteId },
+        organization: org ? { id: org.id, name: org.name } : { id: key.orgId, name: null },
+        plan: org?.plan ?? 'free',
+        permissions: key.scope === 'write' ? ['read', 'write'] : ['read'],
+        rateLimits: Object.fromEntries(Object.entries(LIMITS).map(([name, l]) => [name, { requests: l.max, perSeconds: l.windowMs / 1000 }])),
+      }
+    },
+  }),
+  defineEndpoint({
+    method: 'GET',
+    path: '/api/v1/dimensions',
+    scope: 'read',
+    tool: 'list_dimensions',
+    summary: 'Breakdown properties, filter dimensions, operators, named ranges and metrics.',
+    description:
+      'The vocabulary for filters and breakdowns. A filter is {dimension, operator, value:[...]}; values of one filter are OR-ed, filters are AND-ed. firstPartyOnly dimensions fail on a ga4 read. visitScoped dimensions keep whole visits; the others keep matching events.',
+    async handler() {
+      const dimensions = [...SHARED_DIMENSIONS, ...FIRST_PARTY_DIMENSIONS]
+      return {
+        filterDimensions: dimensions,
+        breakdownProperties: [...dimensions, `${PROPERTY_PREFIX}<key>`],
+        propertyPrefix: PROPERTY_PREFIX,
+        firstPartyOnly: FIRST_PARTY_DIMENSIONS,
+        visitScoped: VISIT_SCOPED_DIMENSIONS,
+        operators: OPERATORS,
+        ranges: RANGES,
+        metrics: METRICS,
+      }
+    },
+  }),
+]

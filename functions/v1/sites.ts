@@ -1,0 +1,101 @@
+import { z } from 'zod'
+import { ApiError } from '../../lib/errors'
+import { deleteSiteData } from '../../lib/olap/site-data'
+import { flagParam, rangeParam, siteIdParam } from '../../lib/params'
+import { Reply, defineEndpoint } from '../../lib/registry'
+import { SiteInputError, applySitePatch, newSite, siteCreateSchema, sitePatchSchema, siteView } from '../../lib/sites'
+import { DomainTakenError } from '../../lib/store'
+
+const siteInput = <T>(build: () => T): T => {
+  try {
+    return build()
+  } catch (err) {
+    if (err instanceof SiteInputError) throw new ApiError(400, err.message)
+    throw err
+  }
+}
+
+export const siteEndpoints = [
+  defineEndpoint({
+    method: 'GET',
+    path: '/api/v1/sites',
+    scope: 'read',
+    tool: 'list_sites',
+    summary: 'Every site the key can reach, with its settings and install state.',
+    description: 'Lists sites. Each has id (UUID) and snippetId (the public data-site value); either works as site_id in other tools.',
+    params: z.object({ range: rangeParam.default('7d'), stats: flagParam.default(true) }),
+    async handler({ services, key, baseUrl }) {
+      const sites = await services.store.listSites(key.orgId)
+      return { sites: sites.filter((s) => !key.siteId || s.id === key.siteId).map((s) => siteView(s, baseUrl)) }
+    },
+  }),
+  defineEndpoint({
+    method: 'POST',
+    path: '/api/v1/sites',
+    scope: 'write',
+    orgWide: true,
+    tool: 'create_site',
+    summary: 'Adds a site and returns it with its ready-to-paste tracking snippet.',
+    description:
+      'Adds a site. domain is a bare hostname (example.com). sources ⊆ ["standalone","ga4"], default ["standalone"]; primarySource must be one of them; timezone is an IANA zone, default UTC, and decides how relative ranges resolve.',
+    body: siteCreateSchema,
+    async handler({ services, key, baseUrl }, { body }) {
+      const site = siteInput(() => newSite(body, key.orgId, services.now()))
+      try {
+        await services.store.createSite(site)
+      } catch (err) {
+        if (err instanceof DomainTakenError) throw new ApiError(409, err.message)
+        throw err
+      }
+      return new Reply(201, siteView(site, baseUrl))
+    },
+  }),
+  defineEndpoint({
+    method: 'GET',
+    path: '/api/v1/sites/{site_id}',
+    scope: 'read',
+    tool: 'get_site',
+    summary: 'Every setting and status of one site.',
+    description:
+      'One site: tracking, changeDetection, sharing, appearance, integrations, alerts, install state and imported periods. Field names here are the names update_site_settings takes.',
+    params: z.object({ site_id: siteIdParam }),
+    async handler({ site, baseUrl }, { params }) {
+      return siteView(await site(params.site_id), baseUrl)
+    },
+  }),
+  defineEndpoint({
+    method: 'PATCH',
+    path: '/api/v1/sites/{site_id}',
+    scope: 'write',
+    tool: 'update_site_settings',
+    summary: 'Changes site settings, flat by field name; returns the updated site.',
+    description:
+      'Send only the fields to change, flat by name: any field of tracking, changeDetection, sharing or appearance (for example includeBots, excludedPaths, isPublic, shareLevel, publicCounts, publicCountsDial, theme), plus standaloneEnabled, primarySource, sources and timezone. An unknown field or a wrong type is rejected and nothing changes.',
+    params: z.object({ site_id: siteIdParam }),
+    body: sitePatchSchema,
+    async handler({ services, site, baseUrl }, { params, body }) {
+      const current = await site(params.site_id)
+      const next = siteInput(() => applySitePatch(current, body))
+      await services.store.saveSite(next)
+      return siteView(next, baseUrl)
+    },
+  }),
+  defineEndpoint({
+    method: 'DELETE',
+    path: '/api/v1/sites/{site_id}',
+    scope: 'write',
+    orgWide: true,
+    tool: 'delete_site',
+    summary: 'Deletes a site and all its data, irreversibly. confirm must repeat the domain.',
+    params: z.object({ site_id: siteIdParam, confirm: z.string({ message: 'required: repeat the site domain to confirm' }) }),
+    async handler({ services, site }, { params }) {
+      const current = await site(params.site_id)
+      if (params.confirm.trim().toLowerCase() !== current.domain) {
+        throw new ApiError(400, `confirm: must repeat the site's domain (${current.domain})`)
+      }
+      await deleteSiteData(services.olap, current.id)
+      await services.store.deleteSite(current, services.now().toISOString())
+      return { deleted: true, id: current.id }
+    },
+  }),
+]

@@ -1,0 +1,61 @@
+import { ApiError } from './errors'
+import { type ApiKeyRecord, type Scope, sha256Hex } from './keys'
+import { SNIPPET_ID_PATTERN, type Site, UUID_PATTERN } from './sites'
+import type { Store } from './store'
+
+export type Credential = { secret: string; via: 'header' | 'query' }
+
+/** `Authorization: Bearer`, `x-api-key`, or `?key=` (spec section 5). */
+export function readCredential(request: Request): Credential | null {
+  const authorization = request.headers.get('authorization')
+  if (authorization) {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization)
+    if (!match) throw new ApiError(401, 'Authorization header must be "Bearer <API_KEY>"')
+    return { secret: match[1], via: 'header' }
+  }
+  const header = request.headers.get('x-api-key')
+  if (header) return { secret: header.trim(), via: 'header' }
+  const query = new URL(request.url).searchParams.get('key')
+  if (query) return { secret: query, via: 'query' }
+  return null
+}
+
+/** Resolves the caller's key: 401 when missing or invalid, 403 when its scope is too small. */
+export async function authenticate(store: Store, request: Request, needed: Scope): Promise<ApiKeyRecord> {
+  const credential = readCredential(request)
+  if (!credential) throw new ApiError(401, 'missing API key: send Authorization: Bearer <API_KEY>')
+  const key = await store.getApiKeyByHash(await sha256Hex(credential.secret))
+  if (!key) throw new ApiError(401, 'invalid API key')
+  if (credential.via === 'query' && !(key.scope === 'write' && key.siteId)) {
+    // URLs get logged: only a write-only, site-bound ingest key may travel in one
+    throw new ApiError(401, 'the key query parameter is accepted only for site-bound ingest keys; send other keys in the Authorization header')
+  }
+  if (needed === 'write' && key.scope !== 'write') throw new ApiError(403, 'this endpoint needs a write-scoped key; this key is read-only')
+  return key
+}
+
+const SITE_NOT_FOUND = 'site not found'
+
+/**
+ * Looks a site up by UUID or snippet id, as the key may see it. Another organization's site,
+ * or one outside a site-bound key's site, is the same 404 as a site that does not exist.
+ * Snippet ids never change, so their mapping to UUIDs is cached in process.
+ */
+export function siteResolver(store: Store) {
+  const snippetToId = new Map<string, string>()
+  return async (key: ApiKeyRecord, idOrSnippet: string): Promise<Site> => {
+    let id: string | null = null
+    if (UUID_PATTERN.test(idOrSnippet)) id = idOrSnippet.toLowerCase()
+    else if (SNIPPET_ID_PATTERN.test(idOrSnippet)) {
+      id = snippetToId.get(idOrSnippet) ?? (await store.getSiteIdBySnippet(idOrSnippet))
+      if (id) {
+        if (snippetToId.size > 50_000) snippetToId.clear()
+        snippetToId.set(idOrSnippet, id)
+      }
+    }
+    if (!id) throw new ApiError(404, SITE_NOT_FOUND)
+    const site = await store.getSite(id)
+    if (!site || site.orgId !== key.orgId || (key.siteId && key.siteId !== site.id)) throw new ApiError(404, SITE_NOT_FOUND)
+    return site
+  }
+}

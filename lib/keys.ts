@@ -1,0 +1,45 @@
+/** API keys: random secrets with a recognisable prefix, stored only as their SHA-256. */
+export const KEY_PREFIX = 'wak_'
+const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
+
+export type Scope = 'read' | 'write'
+
+/** What the auth path needs, stored under the key's hash. */
+export interface ApiKeyRecord {
+  id: string
+  orgId: string
+  name: string
+  prefix: string
+  scope: Scope
+  /** Set for a site-bound ingest key. */
+  siteId: string | null
+  createdAt: string
+}
+
+export interface ApiKeyMeta extends ApiKeyRecord {
+  hash: string
+  revokedAt: string | null
+}
+
+export function randomString(length: number, alphabet = ALPHABET): string {
+  // 62 * 4 = 248 < 256: reject the top bytes so every character is equally likely
+  const limit = 256 - (256 % alphabet.length)
+  let out = ''
+  while (out.length < length) {
+    for (const byte of crypto.getRandomValues(new Uint8Array(length * 2))) {
+      if (byte < limit && out.length < length) out += alphabet[byte % alphabet.length]
+    }
+  }
+  return out
+}
+
+export async function sha256Hex(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text))
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('')
+}
+
+/** A new secret (43 random base62 characters, about 256 bits) and the prefix listed in its place. */
+export function newKeySecret(): { secret: string; prefix: string } {
+  const secret = KEY_PREFIX + randomString(43)
+  return { secret, prefix: secret.slice(0, KEY_PREFIX.length + 6) }
+}

@@ -1,0 +1,329 @@
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs'
+import { join } from 'node:path'
+import type { CommandResult, RawRedis, RedisCommand } from './raw'
+
+type Value = { type: 'string'; value: string } | { type: 'hash'; value: Map<string, string> } | { type: 'set'; value: Set<string> }
+type Entry = Value & { expireAt?: number }
+type Serialized = { t: Value['type']; v: string | [string, string][] | string[]; x?: number }
+
+class RedisError extends Error {}
+const wrongType = () => new RedisError('WRONGTYPE Operation against a key holding the wrong kind of value')
+const notInteger = () => new RedisError('ERR value is not an integer or out of range')
+
+function toInt(value: string | number | undefined): number {
+  const n = Number(value)
+  if (value === undefined || value === '' || !Number.isSafeInteger(n)) throw notInteger()
+  return n
+}
+
+/**
+ * The embedded key/value store: a subset of Redis commands, in process, persisted to an
+ * append-only log of key states under DATA_DIR. Every write reaches the file (write(2))
+ * before the command returns, so a process killed after a 2xx loses nothing; the log is
+ * compacted into a snapshot at open.
+ */
+export class EmbeddedRedis implements RawRedis {
+  private data = new Map<string, Entry>()
+  private fd: number | null = null
+
+  constructor(private readonly options: { dir?: string; now?: () => number; fsync?: boolean } = {}) {
+    if (options.dir) this.open(options.dir)
+  }
+
+  private now() {
+    return this.options.now ? this.options.now() : Date.now()
+  }
+
+  private open(dir: string) {
+    mkdirSync(dir, { recursive: true })
+    const file = join(dir, 'kv.log')
+    if (existsSync(file)) {
+      for (const line of readFileSync(file, 'utf8').split('\n')) {
+        if (!line) continue
+        let record: [string, Serialized | null]
+        try {
+          record = JSON.parse(line)
+        } catch {
+          continue // a torn last line from a crash mid-write: that command never returned
+        }
+        if (record[1] === null) this.data.delete(record[0])
+        else this.data.set(record[0], deserialize(record[1]))
+      }
+    }
+    const tmp = `${file}.tmp`
+    const out = openSync(tmp, 'w')
+    const now = this.now()
+    for (const [key, entry] of this.data) {
+      if (entry.expireAt !== undefined && entry.expireAt <= now) continue
+      writeSync(out, JSON.stringify([key, serialize(entry)]) + '\n')
+    }
+    fsyncSync(out)
+    closeSync(out)
+    renameSync(tmp, file)
+    this.fd = openSync(file, 'a')
+  }
+
+  private persist(keys: string[]) {
+    if (this.fd === null) return
+    let lines = ''
+    for (const key of keys) {
+      const entry = this.data.get(key)
+      lines += JSON.stringify([key, entry ? serialize(entry) : null]) + '\n'
+    }
+    writeSync(this.fd, lines)
+    if (this.options.fsync) fsyncSync(this.fd)
+  }
+
+  private get(key: string): Entry | undefined {
+    const entry = this.data.get(key)
+    if (entry?.expireAt !== undefined && entry.expireAt <= this.now()) {
+      this.data.delete(key)
+      return undefined
+    }
+    return entry
+  }
+
+  private typed<T extends Value['type']>(key: string, type: T): Extract<Entry, { type: T }> | undefined {
+    const entry = this.get(key)
+    if (entry && entry.type !== type) throw wrongType()
+    return entry as Extract<Entry, { type: T }> | undefined
+  }
+
+  private hash(key: string, create: true): Map<string, string>
+  private hash(key: string, create?: false): Map<string, string> | undefined
+  private hash(key: string, create = false) {
+    const entry = this.typed(key, 'hash')
+    if (entry || !create) return entry?.value
+    const value = new Map<string, string>()
+    this.data.set(key, { type: 'hash', value })
+    return value
+  }
+
+  private set(key: string, create: true): Set<string>
+  private set(key: string, create?: false): Set<string> | undefined
+  private set(key: string, create = false) {
+    const entry = this.typed(key, 'set')
+    if (entry || !create) return entry?.value
+    const value = new Set<string>()
+    this.data.set(key, { type: 'set', value })
+    return value
+  }
+
+  private dropIfEmpty(key: string) {
+    const entry = this.data.get(key)
+    if (entry && entry.type !== 'string' && entry.value.size === 0) this.data.delete(key)
+  }
+
+  private incrBy(key: string, by: number) {
+    const entry = this.typed(key, 'string')
+    const next = (entry ? toInt(entry.value) : 0) + by
+    this.data.set(key, { type: 'string', value: String(next), expireAt: entry?.expireAt })
+    return next
+  }
+
+  private expireAt(key: string, at: number) {
+    const entry = this.get(key)
+    if (!entry) return 0
+    if (at <= this.now()) this.data.delete(key)
+    else entry.expireAt = at
+    return 1
+  }
+
+  /** Runs one command synchronously; returns the reply and the keys it wrote. */
+  private run(command: RedisCommand): { reply: unknown; wrote: string[] } {
+    const [rawName, ...rawArgs] = command
+    const name = String(rawName).toUpperCase()
+    const args = rawArgs.map(String)
+    const [key] = args
+    const arity = (min: number) => {
+      if (args.length < min) throw new RedisError(`ERR wrong number of arguments for '${name.toLowerCase()}' command`)
+    }
+    switch (name) {
+      case 'PING':
+        return { reply: 'PONG', wrote: [] }
+      case 'GET': {
+        arity(1)
+        return { reply: this.typed(key, 'string')?.value ?? null, wrote: [] }
+      }
+      case 'MGET': {
+        arity(1)
+        return { reply: args.map((k) => { const e = this.get(k); return e?.type === 'string' ? e.value : null }), wrote: [] }
+      }
+      case 'SET': {
+        arity(2)
+        let expireAt: number | undefined
+        let mode: 'NX' | 'XX' | undefined
+        let keepTtl = false
+        for (let i = 2; i < args.length; i++) {
+          const option = args[i].toUpperCase()
+          if (option === 'NX' || option === 'XX') mode = option
+          else if (option === 'EX') expireAt = this.now() + toInt(args[++i]) * 1000
+          else if (option === 'PX') expireAt = this.now() + toInt(args[++i])
+          else if (option === 'PXAT') expireAt = toInt(args[++i])
+          else if (option === 'KEEPTTL') keepTtl = true
+          else throw new RedisError('ERR syntax error')
+        }
+        const existing = this.get(key)
+        if ((mode === 'NX' && existing) || (mode === 'XX' && !existing)) return { reply: null, wrote: [] }
+        if (keepTtl) expireAt = existing?.expireAt
+        this.data.set(key, { type: 'string', value: args[1], expireAt })
+        return { reply: 'OK', wrote: [key] }
+      }
+      case 'DEL': {
+        arity(1)
+        let removed = 0
+        for (const k of args) if (this.get(k) && this.data.delete(k)) removed++
+        return { reply: removed, wrote: args }
+      }
+      case 'EXISTS':
+        arity(1)
+        return { reply: args.filter((k) => this.get(k)).length, wrote: [] }
+      case 'INCR':
+        arity(1)
+        return { reply: this.incrBy(key, 1), wrote: [key] }
+      case 'INCRBY':
+        arity(2)
+        return { reply: this.incrBy(key, toInt(args[1])), wrote: [key] }
+      case 'DECRBY':
+        arity(2)
+        return { reply: this.incrBy(key, -toInt(args[1])), wrote: [key] }
+      case 'EXPIRE':
+        arity(2)
+        return { reply: this.expireAt(key, this.now() + toInt(args[1]) * 1000), wrote: [key] }
+      case 'PEXPIRE':
+        arity(2)
+        return { reply: this.expireAt(key, this.now() + toInt(args[1])), wrote: [key] }
+      case 'PEXPIREAT':
+        arity(2)
+        return { reply: this.expireAt(key, toInt(args[1])), wrote: [key] }
+      case 'TTL':
+      case 'PTTL': {
+        arity(1)
+        const entry = this.get(key)
+        if (!entry) return { reply: -2, wrote: [] }
+        if (entry.expireAt === undefined) return { reply: -1, wrote: [] }
+        const ms = entry.expireAt - this.now()
+        return { reply: name === 'TTL' ? Math.ceil(ms / 1000) : ms, wrote: [] }
+      }
+      case 'HSET': {
+        if (args.length < 3 || args.length % 2 === 0) throw new RedisError("ERR wrong number of arguments for 'hset' command")
+        const hash = this.hash(key, true)
+        let added = 0
+        for (let i = 1; i < args.length; i += 2) {
+          if (!hash.has(args[i])) added++
+          hash.set(args[i], args[i + 1])
+        }
+        return { reply: added, wrote: [key] }
+      }
+      case 'HSETNX': {
+        arity(3)
+        const hash = this.hash(key, true)
+        if (hash.has(args[1])) return { reply: 0, wrote: [] }
+        hash.set(args[1], args[2])
+        return { reply: 1, wrote: [key] }
+      }
+      case 'HGET':
+        arity(2)
+        return { reply: this.hash(key)?.get(args[1]) ?? null, wrote: [] }
+      case 'HMGET': {
+        arity(2)
+        const hash = this.hash(key)
+        return { reply: args.slice(1).map((f) => hash?.get(f) ?? null), wrote: [] }
+      }
+      case 'HGETALL':
+        arity(1)
+        return { reply: [...(this.hash(key) ?? [])].flat(), wrote: [] }
+      case 'HDEL': {
+        arity(2)
+        const hash = this.hash(key)
+        let removed = 0
+        for (const f of args.slice(1)) if (hash?.delete(f)) removed++
+        this.dropIfEmpty(key)
+        return { reply: removed, wrote: [key] }
+      }
+      case 'HINCRBY': {
+        arity(3)
+        const hash = this.hash(key, true)
+        const next = (hash.has(args[1]) ? toInt(hash.get(args[1])) : 0) + toInt(args[2])
+        hash.set(args[1], String(next))
+        return { reply: next, wrote: [key] }
+      }
+      case 'HLEN':
+        arity(1)
+        return { reply: this.hash(key)?.size ?? 0, wrote: [] }
+      case 'SADD': {
+        arity(2)
+        const set = this.set(key, true)
+        let added = 0
+        for (const m of args.slice(1)) if (!set.has(m) && set.add(m)) added++
+        return { reply: added, wrote: [key] }
+      }
+      case 'SREM': {
+        arity(2)
+        const set = this.set(key)
+        let removed = 0
+        for (const m of args.slice(1)) if (set?.delete(m)) removed++
+        this.dropIfEmpty(key)
+        return { reply: removed, wrote: [key] }
+      }
+      case 'SMEMBERS':
+        arity(1)
+        return { reply: [...(this.set(key) ?? [])], wrote: [] }
+      case 'SISMEMBER':
+        arity(2)
+        return { reply: this.set(key)?.has(args[1]) ? 1 : 0, wrote: [] }
+      case 'SCARD':
+        arity(1)
+        return { reply: this.set(key)?.size ?? 0, wrote: [] }
+      case 'FLUSHALL': {
+        const keys = [...this.data.keys()]
+        this.data.clear()
+        return { reply: 'OK', wrote: keys }
+      }
+      default:
+        throw new RedisError(`ERR unknown command '${name.toLowerCase()}'`)
+    }
+  }
+
+  private execSync(command: RedisCommand): unknown {
+    const { reply, wrote } = this.run(command)
+    if (wrote.length) this.persist(wrote)
+    return reply
+  }
+
+  async exec(command: RedisCommand) {
+    return this.execSync(command)
+  }
+
+  async pipeline(commands: RedisCommand[]): Promise<CommandResult[]> {
+    return commands.map((command) => {
+      try {
+        return { result: this.execSync(command) }
+      } catch (err) {
+        return { error: (err as Error).message }
+      }
+    })
+  }
+
+  /** Commands run back to back on one thread, so nothing interleaves: the transaction is atomic. */
+  async transaction(commands: RedisCommand[]) {
+    return this.pipeline(commands)
+  }
+
+  async close() {
+    if (this.fd !== null) closeSync(this.fd)
+    this.fd = null
+  }
+}
+
+function serialize(entry: Entry): Serialized {
+  const v = entry.type === 'string' ? entry.value : entry.type === 'hash' ? [...entry.value] : [...entry.value]
+  return entry.expireAt === undefined ? { t: entry.type, v } : { t: entry.type, v, x: entry.expireAt }
+}
+
+function deserialize(s: Serialized): Entry {
+  const expireAt = s.x
+  if (s.t === 'string') return { type: 'string', value: s.v as string, expireAt }
+  if (s.t === 'hash') return { type: 'hash', value: new Map(s.v as [string, string][]), expireAt }
+  return { type: 'set', value: new Set(s.v as string[]), expireAt }
+}

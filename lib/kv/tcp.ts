@@ -1,0 +1,65 @@
+import { createHash } from 'node:crypto'
+import { Redis as IoRedis } from 'ioredis'
+import type { CommandResult, RawRedis, RedisCommand } from './raw'
+
+const sha1 = (text: string) => createHash('sha1').update(text).digest('hex')
+
+/**
+ * Redis over TCP. Scripts sent by `@upstash/ratelimit` start with `#!lua flags=...`,
+ * which Redis 7.0 rejects, so the line is stripped; EVALSHA of the original script's
+ * hash is mapped to the stripped script's hash so cached scripts stay one round trip.
+ */
+export class TcpRedis implements RawRedis {
+  private readonly client: IoRedis
+  private readonly strippedSha = new Map<string, string>()
+
+  constructor(url: string) {
+    this.client = new IoRedis(url, { maxRetriesPerRequest: 2, enableAutoPipelining: true, lazyConnect: false })
+  }
+
+  private rewrite(command: RedisCommand): RedisCommand {
+    const name = String(command[0]).toUpperCase()
+    if (name === 'EVAL' && typeof command[1] === 'string' && command[1].startsWith('#!lua')) {
+      const stripped = command[1].replace(/^#!lua[^\n]*\n/, '')
+      this.strippedSha.set(sha1(command[1]), sha1(stripped))
+      return [command[0], stripped, ...command.slice(2)]
+    }
+    if (name === 'EVALSHA') {
+      const mapped = this.strippedSha.get(String(command[1]))
+      if (mapped) return [command[0], mapped, ...command.slice(2)]
+    }
+    return command
+  }
+
+  async exec(command: RedisCommand) {
+    const [name, ...args] = this.rewrite(command)
+    return this.client.call(String(name), ...args)
+  }
+
+  async pipeline(commands: RedisCommand[]) {
+    const pipe = this.client.pipeline()
+    for (const command of commands) {
+      const [name, ...args] = this.rewrite(command)
+      pipe.call(String(name), ...args)
+    }
+    return toResults(await pipe.exec())
+  }
+
+  async transaction(commands: RedisCommand[]) {
+    const multi = this.client.multi()
+    for (const command of commands) {
+      const [name, ...args] = this.rewrite(command)
+      multi.call(String(name), ...args)
+    }
+    return toResults(await multi.exec())
+  }
+
+  async close() {
+    await this.client.quit().catch(() => this.client.disconnect())
+  }
+}
+
+function toResults(replies: [Error | null, unknown][] | null): CommandResult[] {
+  if (!replies) return [{ error: 'EXECABORT transaction aborted' }]
+  return replies.map(([err, result]) => (err ? { error: err.message } : { result }))
+}

@@ -1,0 +1,49 @@
+import { mkdirSync } from 'node:fs'
+import { Session } from 'chdb'
+import type { Olap, QueryParams } from './types'
+
+const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_.]*$/
+
+function parseRows<Row>(text: string): Row[] {
+  const rows: Row[] = []
+  for (const line of text.split('\n')) if (line) rows.push(JSON.parse(line) as Row)
+  return rows
+}
+
+/** The embedded ClickHouse engine, in process, with data under `dir`. One process per folder. */
+export class ChdbOlap implements Olap {
+  readonly session: Session
+
+  constructor(dir: string) {
+    mkdirSync(dir, { recursive: true })
+    this.session = new Session(dir, { connectionArgs: ['--output_format_json_quote_64bit_integers=1'] })
+  }
+
+  /** Runs SQL as the ClickHouse HTTP interface would; the local endpoint serves this. */
+  async raw(sql: string, params: QueryParams = {}, format = 'TabSeparated'): Promise<Uint8Array> {
+    const result = Object.keys(params).length
+      ? await this.session.queryBindAsync(sql, params, { format })
+      : await this.session.queryAsync(sql, { format })
+    return result.bytes()
+  }
+
+  async query<Row>(sql: string, params: QueryParams = {}): Promise<Row[]> {
+    const bytes = await this.raw(sql, params, 'JSONEachRow')
+    return parseRows<Row>(new TextDecoder().decode(bytes))
+  }
+
+  async command(sql: string, params: QueryParams = {}) {
+    await this.raw(sql, params)
+  }
+
+  async insert(table: string, rows: readonly object[]) {
+    if (!rows.length) return
+    if (!TABLE_NAME.test(table)) throw new Error(`bad table name ${table}`)
+    const body = rows.map((r) => JSON.stringify(r)).join('\n')
+    await this.session.insert({ table, values: body, format: 'JSONEachRow' })
+  }
+
+  async close() {
+    this.session.close()
+  }
+}

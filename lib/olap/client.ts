@@ -1,0 +1,29 @@
+import type { Olap, QueryParams } from './types'
+
+/** The part of `@clickhouse/client` and `@clickhouse/client-web` this service uses; both share it. */
+export interface ClickHouseClientLike {
+  query(args: { query: string; query_params?: QueryParams; format: 'JSONEachRow' }): Promise<{ json<T>(): Promise<T[]> }>
+  command(args: { query: string; query_params?: QueryParams; clickhouse_settings?: Record<string, unknown> }): Promise<unknown>
+  insert(args: { table: string; values: readonly object[]; format: 'JSONEachRow'; clickhouse_settings?: Record<string, unknown> }): Promise<unknown>
+  close(): Promise<void>
+}
+
+export const CLICKHOUSE_SETTINGS = { output_format_json_quote_64bit_integers: 1 } as const
+
+/** ClickHouse over HTTP. Inserts are async inserts that wait for the flush, so an acknowledged insert is stored. */
+export function clickhouseClientOlap(client: ClickHouseClientLike): Olap {
+  return {
+    async query<Row>(sql: string, params?: QueryParams) {
+      const result = await client.query({ query: sql, query_params: params, format: 'JSONEachRow' })
+      return result.json<Row>()
+    },
+    async command(sql: string, params?: QueryParams) {
+      await client.command({ query: sql, query_params: params, clickhouse_settings: { mutations_sync: 1 } })
+    },
+    async insert(table: string, rows: readonly object[]) {
+      if (!rows.length) return
+      await client.insert({ table, values: rows, format: 'JSONEachRow', clickhouse_settings: { async_insert: 1, wait_for_async_insert: 1 } })
+    },
+    close: () => client.close(),
+  }
+}

@@ -1,0 +1,11 @@
+import type { Olap } from './types'
+
+/** Every ClickHouse table that holds rows of a site. */
+export const SITE_TABLES = ['events', 'sessions', 'bot_events'] as const
+
+/** Removes all of a site's analytics rows, waiting for the mutations to finish. */
+export async function deleteSiteData(olap: Olap, siteId: string) {
+  for (const table of SITE_TABLES) {
+    await olap.command(`ALTER TABLE ${table} DELETE WHERE site_id = {site:UUID} SETTINGS mutations_sync = 2`, { site: siteId })
+  }
+}

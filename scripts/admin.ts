@@ -1,0 +1,72 @@
+import { Command, InvalidArgumentError } from 'commander'
+import { createApiKey, createOrg } from '../lib/admin'
+import { ApiError } from '../lib/errors'
+import { openNodeStores } from '../lib/home/node'
+
+/** The account area's stand-in. Prints only JSON on stdout; works with or without a running server. */
+const program = new Command('admin').description('Manage organizations and API keys (keys are never created through the API).')
+program.configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) })
+
+async function withStore<T>(work: (stores: Awaited<ReturnType<typeof openNodeStores>>) => Promise<T>) {
+  const stores = await openNodeStores(process.env, { viaRunningServer: true })
+  try {
+    process.stdout.write(`${JSON.stringify(await work(stores), null, 2)}\n`)
+  } catch (err) {
+    process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`)
+    process.exitCode = err instanceof ApiError && err.status === 404 ? 2 : 1
+  } finally {
+    await stores.close()
+  }
+}
+
+const scope = (value: string) => {
+  if (value !== 'read' && value !== 'write') throw new InvalidArgumentError('scope must be read or write')
+  return value
+}
+
+const org = program.command('org').description('Organizations')
+org
+  .command('create')
+  .description('Create an organization; prints {"id": ...}')
+  .requiredOption('--name <name>', 'organization name')
+  .action((opts: { name: string }) => withStore(async ({ store }) => ({ id: (await createOrg(store, opts.name, new Date())).id })))
+org
+  .command('list')
+  .description('List organizations')
+  .action(() => withStore(async ({ store }) => (await store.listOrgs()).map(({ id, name, plan, createdAt }) => ({ id, name, plan, createdAt }))))
+
+const key = program.command('key').description('API keys')
+key
+  .command('create')
+  .description('Create a key; prints the secret once with its prefix, scope and id')
+  .requiredOption('--org <id>', 'organization id')
+  .requiredOption('--name <name>', 'key name')
+  .option('--scope <scope>', 'read or write', scope, 'read')
+  .option('--site <site>', 'bind the key to one site (UUID or snippet id): a site-bound ingest key')
+  .action((opts: { org: string; name: string; scope: 'read' | 'write'; site?: string }) =>
+    withStore(async ({ store }) => {
+      const { key, prefix, scope, id, siteId } = await createApiKey(store, { orgId: opts.org, name: opts.name, scope: opts.scope, siteId: opts.site }, new Date())
+      return siteId ? { key, prefix, scope, id, siteId } : { key, prefix, scope, id }
+    }),
+  )
+key
+  .command('list')
+  .description("List an organization's keys (never the secrets)")
+  .requiredOption('--org <id>', 'organization id')
+  .action((opts: { org: string }) =>
+    withStore(async ({ store }) => (await store.listApiKeys(opts.org)).map(({ hash: _hash, ...meta }) => meta)),
+  )
+key
+  .command('revoke')
+  .description('Revoke a key by id; it stops working at once')
+  .requiredOption('--id <id>', 'key id')
+  .action((opts: { id: string }) =>
+    withStore(async ({ store }) => {
+      const meta = await store.getApiKeyMeta(opts.id)
+      if (!meta) throw new ApiError(404, `api key ${opts.id} not found`)
+      if (!meta.revokedAt) await store.revokeApiKey(meta, new Date().toISOString())
+      return { revoked: true, id: meta.id }
+    }),
+  )
+
+await program.parseAsync(process.argv)
