@@ -8,9 +8,11 @@ const pathPattern = z.string().min(1).max(500).regex(/^\//, 'must start with /')
 const ipOrCidr = z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()])
 const queryParamName = z.string().regex(/^[A-Za-z0-9_.\-[\]]{1,64}$/, 'must be a query parameter name')
 
+/** A valid IANA zone, in its proper case; an alias (Asia/Kolkata) is kept as written, not swapped for ICU's legacy name. */
 export const timezoneSchema = z.string().transform((zone, ctx) => {
   try {
-    return new Intl.DateTimeFormat('en-US', { timeZone: zone }).resolvedOptions().timeZone
+    const resolved = new Intl.DateTimeFormat('en-US', { timeZone: zone }).resolvedOptions().timeZone
+    return resolved.toLowerCase() === zone.toLowerCase() ? resolved : zone
   } catch {
     ctx.addIssue({ code: 'custom', message: `unknown IANA time zone "${zone}"` })
     return z.NEVER

@@ -1,5 +1,7 @@
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
+import { createHash } from 'node:crypto'
+import { runLuaScript } from './lua'
 import type { CommandResult, RawRedis, RedisCommand } from './raw'
 
 type Value = { type: 'string'; value: string } | { type: 'hash'; value: Map<string, string> } | { type: 'set'; value: Set<string> }
@@ -24,6 +26,7 @@ function toInt(value: string | number | undefined): number {
  */
 export class EmbeddedRedis implements RawRedis {
   private data = new Map<string, Entry>()
+  private scripts = new Map<string, string>()
   private fd: number | null = null
 
   constructor(private readonly options: { dir?: string; now?: () => number; fsync?: boolean } = {}) {
@@ -275,6 +278,22 @@ export class EmbeddedRedis implements RawRedis {
       case 'SCARD':
         arity(1)
         return { reply: this.set(key)?.size ?? 0, wrote: [] }
+      case 'SCRIPT': {
+        if (args[0]?.toUpperCase() !== 'LOAD' || args.length !== 2) throw new RedisError('ERR only SCRIPT LOAD is supported')
+        return { reply: this.loadScript(args[1]), wrote: [] }
+      }
+      case 'EVAL':
+      case 'EVALSHA': {
+        arity(2)
+        const script = name === 'EVAL' ? args[0] : this.scripts.get(args[0].toLowerCase())
+        if (script === undefined) throw new RedisError('NOSCRIPT No matching script. Please use EVAL.')
+        if (name === 'EVAL') this.loadScript(script)
+        const numKeys = toInt(args[1])
+        if (numKeys < 0 || numKeys > args.length - 2) throw new RedisError("ERR Number of keys can't be greater than number of args")
+        // each redis.call inside runs and persists like a top-level command
+        const reply = runLuaScript(script, args.slice(2, 2 + numKeys), args.slice(2 + numKeys), (command) => this.execSync(command))
+        return { reply, wrote: [] }
+      }
       case 'FLUSHALL': {
         const keys = [...this.data.keys()]
         this.data.clear()
@@ -283,6 +302,12 @@ export class EmbeddedRedis implements RawRedis {
       default:
         throw new RedisError(`ERR unknown command '${name.toLowerCase()}'`)
     }
+  }
+
+  private loadScript(script: string) {
+    const sha = createHash('sha1').update(script).digest('hex')
+    this.scripts.set(sha, script)
+    return sha
   }
 
   private execSync(command: RedisCommand): unknown {

@@ -33,7 +33,7 @@ export class TcpRedis implements RawRedis {
 
   async exec(command: RedisCommand) {
     const [name, ...args] = this.rewrite(command)
-    return this.client.call(String(name), ...args)
+    return flatReply(await this.client.call(String(name), ...args))
   }
 
   async pipeline(commands: RedisCommand[]) {
@@ -59,7 +59,13 @@ export class TcpRedis implements RawRedis {
   }
 }
 
+/** ioredis turns HGETALL replies into objects even through call(); the REST protocol carries the flat array. */
+function flatReply(reply: unknown): unknown {
+  if (reply && typeof reply === 'object' && !Array.isArray(reply) && !Buffer.isBuffer(reply)) return Object.entries(reply).flat()
+  return reply
+}
+
 function toResults(replies: [Error | null, unknown][] | null): CommandResult[] {
   if (!replies) return [{ error: 'EXECABORT transaction aborted' }]
-  return replies.map(([err, result]) => (err ? { error: err.message } : { result }))
+  return replies.map(([err, result]) => (err ? { error: err.message } : { result: flatReply(result) }))
 }

@@ -1,0 +1,58 @@
+import { createClient } from '@clickhouse/client-web'
+import { Redis } from '@upstash/redis/cloudflare'
+import { z } from 'zod'
+import { CLICKHOUSE_SETTINGS, type ClickHouseClientLike, clickhouseClientOlap } from '../lib/olap/client'
+import { guardedFetch } from '../lib/outbound'
+import { redisRateLimiter } from '../lib/ratelimit'
+import type { Services } from '../lib/services'
+import { Store } from '../lib/store'
+import { createApp } from './app'
+
+const envSchema = z.object({
+  CLICKHOUSE_URL: z.url({ message: 'CLICKHOUSE_URL must be the URL of a ClickHouse HTTP endpoint' }),
+  CLICKHOUSE_USER: z.string().default('default'),
+  CLICKHOUSE_PASSWORD: z.string().default(''),
+  CLICKHOUSE_DATABASE: z.string().optional(),
+  UPSTASH_REDIS_REST_URL: z.url({ message: 'UPSTASH_REDIS_REST_URL must be set to an Upstash REST URL' }),
+  UPSTASH_REDIS_REST_TOKEN: z.string({ message: 'UPSTASH_REDIS_REST_TOKEN must be set' }).min(1),
+  PUBLIC_URL: z.url().optional(),
+  OUTBOUND_ALLOW_PRIVATE: z.enum(['0', '1']).default('0'),
+})
+type WorkerEnv = z.input<typeof envSchema>
+
+let cached: { raw: WorkerEnv; app: ReturnType<typeof createApp> } | null = null
+
+/** Builds the app once per isolate; a missing or malformed binding fails loudly, naming it. */
+function appFor(rawEnv: WorkerEnv) {
+  if (cached?.raw === rawEnv) return cached.app
+  const parsed = envSchema.safeParse(rawEnv)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    throw new Error(`worker environment: ${issue.path.join('.')}: ${issue.message}`)
+  }
+  const env = parsed.data
+  const redis = new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN, enableTelemetry: false })
+  const client = createClient({
+    url: env.CLICKHOUSE_URL,
+    username: env.CLICKHOUSE_USER,
+    password: env.CLICKHOUSE_PASSWORD,
+    database: env.CLICKHOUSE_DATABASE,
+    clickhouse_settings: CLICKHOUSE_SETTINGS,
+  })
+  const services: Services = {
+    olap: clickhouseClientOlap(client as unknown as ClickHouseClientLike),
+    store: new Store(redis),
+    limiter: redisRateLimiter(redis),
+    now: () => new Date(),
+    fetch: guardedFetch({ allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === '1' }),
+    publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
+  }
+  cached = { raw: rawEnv, app: createApp(services) }
+  return cached.app
+}
+
+export default {
+  fetch(request: Request, env: WorkerEnv, ctx: Parameters<ReturnType<typeof createApp>['fetch']>[2]) {
+    return appFor(env).fetch(request, env, ctx)
+  },
+}

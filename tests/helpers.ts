@@ -1,0 +1,106 @@
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Redis } from '@upstash/redis'
+import { createApp } from '../functions/app'
+import { createApiKey, createOrg } from '../lib/admin'
+import { EmbeddedRedis } from '../lib/kv/embedded'
+import { type RawRedis, rawRequester } from '../lib/kv/raw'
+import { TcpRedis } from '../lib/kv/tcp'
+import { ChdbOlap } from '../lib/olap/chdb'
+import { migrate } from '../lib/olap/migrate'
+import { loadMigrations } from '../lib/olap/migrations-node'
+import { guardedFetch } from '../lib/outbound'
+import { type RateLimiter, memoryRateLimiter, redisRateLimiter } from '../lib/ratelimit'
+import type { Services } from '../lib/services'
+import { newSite } from '../lib/sites'
+import { Store } from '../lib/store'
+
+export const REDIS_URL = process.env.REDIS_URL
+
+export const tempDir = (name: string) => mkdtempSync(join(tmpdir(), `wa-${name}-`))
+
+let engine: Promise<ChdbOlap> | null = null
+/** One embedded ClickHouse per test process (chdb allows one), migrated once. */
+export function testOlap(): Promise<ChdbOlap> {
+  engine ??= (async () => {
+    const olap = new ChdbOlap(join(tempDir('chdb'), 'clickhouse'))
+    await migrate(olap, loadMigrations())
+    return olap
+  })()
+  return engine
+}
+
+export type KvKind = 'embedded' | 'redis'
+
+export function rawRedis(kind: KvKind): RawRedis {
+  if (kind === 'redis') {
+    if (!REDIS_URL) throw new Error('REDIS_URL is not set')
+    return new TcpRedis(REDIS_URL)
+  }
+  return new EmbeddedRedis()
+}
+
+/** Services on real stores: embedded ClickHouse, and the embedded store or a real Redis. */
+export async function testServices(options: { kv?: KvKind; now?: () => Date; limiter?: RateLimiter } = {}): Promise<Services & { raw: RawRedis }> {
+  const raw = rawRedis(options.kv ?? 'embedded')
+  const redis = new Redis(rawRequester(raw))
+  const now = options.now ?? (() => new Date())
+  return {
+    olap: await testOlap(),
+    store: new Store(redis),
+    limiter: options.limiter ?? (options.kv === 'redis' ? redisRateLimiter(redis) : memoryRateLimiter(() => now().getTime())),
+    now,
+    fetch: guardedFetch({ allowPrivate: true }),
+    publicUrl: 'https://api.test',
+    raw,
+  }
+}
+
+/** Two organizations, each with a site, read and write keys, and the first with a site-bound ingest key. */
+export async function seed(services: Services) {
+  const now = services.now()
+  const make = async (name: string, domain: string, timezone = 'UTC') => {
+    const org = await createOrg(services.store, name, now)
+    const site = newSite({ domain, timezone }, org.id, now)
+    await services.store.createSite(site)
+    const read = await createApiKey(services.store, { orgId: org.id, name: 'read', scope: 'read' }, now)
+    const write = await createApiKey(services.store, { orgId: org.id, name: 'write', scope: 'write' }, now)
+    return { org, site, read, write }
+  }
+  const a = await make('Org A', `a-${crypto.randomUUID().slice(0, 8)}.example.com`, 'Europe/Berlin')
+  const b = await make('Org B', `b-${crypto.randomUUID().slice(0, 8)}.example.org`)
+  const ingest = await createApiKey(services.store, { orgId: a.org.id, name: 'ingest', scope: 'write', siteId: a.site.id }, now)
+  return { a, b, ingest }
+}
+
+export function client(services: Services) {
+  const app = createApp(services)
+  return async (
+    method: string,
+    path: string,
+    options: { key?: string; via?: 'bearer' | 'header' | 'query'; body?: unknown; rawBody?: string } = {},
+  ) => {
+    const headers: Record<string, string> = {}
+    let url = `http://api.test${path}`
+    if (options.key) {
+      if ((options.via ?? 'bearer') === 'bearer') headers.authorization = `Bearer ${options.key}`
+      else if (options.via === 'header') headers['x-api-key'] = options.key
+      else url += `${path.includes('?') ? '&' : '?'}key=${encodeURIComponent(options.key)}`
+    }
+    let body: string | undefined
+    if (options.rawBody !== undefined) body = options.rawBody
+    else if (options.body !== undefined) body = JSON.stringify(options.body)
+    if (body !== undefined) headers['content-type'] = 'application/json'
+    const res = await app.request(url, { method, headers, body })
+    const text = await res.text()
+    let json: any = null
+    try {
+      json = text ? JSON.parse(text) : null
+    } catch {
+      json = text
+    }
+    if (res.status >= 500) throw new Error(`server error ${res.status} on ${method} ${path}: ${text}`)
+    return { status: res.status, headers: res.headers, json }
+  }
+}

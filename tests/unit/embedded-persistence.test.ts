@@ -1,0 +1,58 @@
+import { spawn } from 'node:child_process'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { EmbeddedRedis } from '../../lib/kv/embedded'
+import { tempDir } from '../helpers'
+
+const writer = `
+import { EmbeddedRedis } from ${JSON.stringify(join(process.cwd(), 'lib/kv/embedded.ts'))}
+const kv = new EmbeddedRedis({ dir: process.env.KV_DIR })
+for (let i = 0; ; i++) {
+  await kv.exec(['SET', 'k' + i, 'v' + i])
+  await kv.exec(['HINCRBY', 'counts', 'n', 1])
+  process.stdout.write('ack ' + i + '\\n')
+  if (i % 50 === 0) await new Promise((r) => setImmediate(r))
+}
+`
+
+describe('embedded key/value persistence', () => {
+  it('keeps every acknowledged write when the process is killed with SIGKILL', async () => {
+    const dir = tempDir('kv-kill')
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', writer], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, KV_DIR: dir },
+    })
+    let lastAck = -1
+    await new Promise<void>((resolve) => {
+      child.stdout.on('data', (chunk: Buffer) => {
+        const acks = chunk.toString().match(/ack (\d+)/g)
+        if (acks) lastAck = Number(acks[acks.length - 1].slice(4))
+        if (lastAck >= 500 && !child.killed) child.kill('SIGKILL')
+      })
+      child.on('exit', () => resolve())
+    })
+    expect(lastAck).toBeGreaterThanOrEqual(500)
+    const kv = new EmbeddedRedis({ dir })
+    for (let i = 0; i <= lastAck; i++) expect(await kv.exec(['GET', `k${i}`])).toBe(`v${i}`)
+    expect(Number(await kv.exec(['HGET', 'counts', 'n']))).toBeGreaterThanOrEqual(lastAck + 1)
+    await kv.close()
+  })
+
+  it('restores expiry deadlines and drops expired keys on reopen', async () => {
+    let now = 1_000_000
+    const dir = tempDir('kv-ttl')
+    const kv = new EmbeddedRedis({ dir, now: () => now })
+    await kv.exec(['SET', 'short', 'x', 'PX', '1000'])
+    await kv.exec(['SET', 'long', 'y', 'EX', '100'])
+    await kv.exec(['SADD', 'set', 'a', 'b'])
+    await kv.exec(['SREM', 'set', 'a'])
+    await kv.close()
+    now += 5000
+    const reopened = new EmbeddedRedis({ dir, now: () => now })
+    expect(await reopened.exec(['GET', 'short'])).toBeNull()
+    expect(await reopened.exec(['GET', 'long'])).toBe('y')
+    expect(await reopened.exec(['PTTL', 'long'])).toBe(95_000)
+    expect(await reopened.exec(['SMEMBERS', 'set'])).toEqual(['b'])
+    await reopened.close()
+  })
+})

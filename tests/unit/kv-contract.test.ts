@@ -1,0 +1,163 @@
+import type { AddressInfo } from 'node:net'
+import { serve } from '@hono/node-server'
+import { Redis } from '@upstash/redis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createApiKey, createOrg } from '../../lib/admin'
+import { EmbeddedRedis } from '../../lib/kv/embedded'
+import { type RawRedis, rawRequester } from '../../lib/kv/raw'
+import { TcpRedis } from '../../lib/kv/tcp'
+import { localEndpointsApp } from '../../lib/home/local-endpoints'
+import { newSite } from '../../lib/sites'
+import { DomainTakenError, Store } from '../../lib/store'
+import { REDIS_URL } from '../helpers'
+
+type Backend = { name: string; open(): Promise<{ raw?: RawRedis; redis: Redis; close(): Promise<void> }> }
+
+const backends: Backend[] = [
+  {
+    name: 'embedded',
+    async open() {
+      const raw = new EmbeddedRedis()
+      return { raw, redis: new Redis(rawRequester(raw)), close: () => raw.close() }
+    },
+  },
+  {
+    name: 'embedded over the local Upstash REST endpoint',
+    async open() {
+      const raw = new EmbeddedRedis()
+      const server = serve({ fetch: localEndpointsApp({ token: 't0ken', chdb: null, raw }).fetch, port: 0, hostname: '127.0.0.1' })
+      await new Promise((r) => server.once('listening', r))
+      const { port } = server.address() as AddressInfo
+      const redis = new Redis({ url: `http://127.0.0.1:${port}/redis`, token: 't0ken', enableTelemetry: false })
+      return { raw, redis, close: async () => void server.close() }
+    },
+  },
+]
+const redisUrl = REDIS_URL
+if (redisUrl) {
+  backends.push({
+    name: 'Redis over TCP',
+    async open() {
+      const raw = new TcpRedis(redisUrl)
+      return { raw, redis: new Redis(rawRequester(raw)), close: () => raw.close() }
+    },
+  })
+}
+
+describe.each(backends)('key/value contract: $name', (backend) => {
+  let redis: Redis
+  let raw: RawRedis | undefined
+  let close: () => Promise<void>
+  const ns = `contract:${crypto.randomUUID()}:`
+
+  beforeAll(async () => {
+    ;({ redis, raw, close } = await backend.open())
+  })
+  afterAll(() => close())
+
+  it('strings, counters and expiry behave like Redis', async () => {
+    expect(await redis.set(`${ns}s`, 'hello')).toBe('OK')
+    expect(await redis.get(`${ns}s`)).toBe('hello')
+    expect(await redis.set(`${ns}s`, 'again', { nx: true })).toBeNull()
+    expect(await redis.get(`${ns}missing`)).toBeNull()
+    expect(await redis.incr(`${ns}n`)).toBe(1)
+    expect(await redis.incrby(`${ns}n`, 41)).toBe(42)
+    expect(await redis.mget(`${ns}n`, `${ns}missing`, `${ns}s`)).toEqual([42, null, 'hello'])
+    expect(await redis.ttl(`${ns}n`)).toBe(-1)
+    expect(await redis.expire(`${ns}n`, 100)).toBe(1)
+    const ttl = await redis.ttl(`${ns}n`)
+    expect(ttl).toBeGreaterThan(95)
+    expect(ttl).toBeLessThanOrEqual(100)
+    expect(await redis.ttl(`${ns}missing`)).toBe(-2)
+    expect(await redis.set(`${ns}short`, 'x', { px: 30 })).toBe('OK')
+    await new Promise((r) => setTimeout(r, 80))
+    expect(await redis.get(`${ns}short`)).toBeNull()
+    expect(await redis.del(`${ns}s`, `${ns}missing`)).toBe(1)
+    expect(await redis.exists(`${ns}s`, `${ns}n`)).toBe(1)
+  })
+
+  it('hashes and sets behave like Redis', async () => {
+    expect(await redis.hset(`${ns}h`, { a: '1', b: 'two' })).toBe(2)
+    expect(await redis.hsetnx(`${ns}h`, 'a', '9')).toBe(0)
+    expect(await redis.hincrby(`${ns}h`, 'a', 5)).toBe(6)
+    expect(await redis.hget(`${ns}h`, 'b')).toBe('two')
+    expect(await redis.hgetall(`${ns}h`)).toEqual({ a: 6, b: 'two' })
+    expect(await redis.hgetall(`${ns}none`)).toBeNull()
+    expect(await redis.hdel(`${ns}h`, 'a', 'zz')).toBe(1)
+    expect(await redis.sadd(`${ns}set`, 'x', 'y', 'x')).toBe(2)
+    expect((await redis.smembers(`${ns}set`)).sort()).toEqual(['x', 'y'])
+    expect(await redis.sismember(`${ns}set`, 'y')).toBe(1)
+    expect(await redis.srem(`${ns}set`, 'y')).toBe(1)
+    expect(await redis.scard(`${ns}set`)).toBe(1)
+    await expect(redis.incr(`${ns}h`)).rejects.toThrow(/WRONGTYPE/)
+  })
+
+  it('pipelines and transactions return every reply in order, errors in place', async () => {
+    const replies = await redis.pipeline().set(`${ns}p`, 'v').get(`${ns}p`).incr(`${ns}p`).get(`${ns}p`).exec({ keepErrors: true })
+    expect(replies.map((r) => r.result)).toEqual(['OK', 'v', undefined, 'v'])
+    expect(String(replies[2].error)).toMatch(/not an integer/)
+    const tx = await redis.multi().incr(`${ns}t`).incr(`${ns}t`).exec()
+    expect(tx).toEqual([1, 2])
+  })
+
+  it('runs the domain store: orgs, keys, sites, usage', async () => {
+    const store = new Store(redis)
+    const now = new Date('2026-11-01T00:00:00Z')
+    const org = await createOrg(store, 'Contract Org', now)
+    expect(await store.getOrg(org.id)).toEqual(org)
+    const site = newSite({ domain: `c-${crypto.randomUUID().slice(0, 6)}.example.com`, timezone: 'Asia/Tokyo' }, org.id, now)
+    await store.createSite(site)
+    await expect(store.createSite({ ...site, id: crypto.randomUUID() })).rejects.toBeInstanceOf(DomainTakenError)
+    expect(await store.getSite(site.id)).toEqual(site)
+    expect(await store.getSiteIdBySnippet(site.snippetId)).toBe(site.id)
+    expect((await store.listSites(org.id)).map((s) => s.id)).toEqual([site.id])
+
+    const key = await createApiKey(store, { orgId: org.id, name: 'k', scope: 'write', siteId: site.snippetId }, now)
+    expect(key.siteId).toBe(site.id)
+    const { sha256Hex } = await import('../../lib/keys')
+    expect(await store.getApiKeyByHash(await sha256Hex(key.key))).toMatchObject({ id: key.id, scope: 'write', siteId: site.id })
+    await store.touchApiKey(org.id, key.id, '2026-11-02T00:00:00.000Z')
+    expect(await store.listApiKeys(org.id)).toEqual([expect.objectContaining({ id: key.id, lastUsedAt: '2026-11-02T00:00:00.000Z', revokedAt: null })])
+
+    await store.addUsage(org.id, '2026-11', { pageview: 3, custom: 1 })
+    await store.addUsage(org.id, '2026-11', { pageview: 2 })
+    expect(await store.getUsage(org.id, '2026-11')).toEqual({ pageview: 5, custom: 1 })
+
+    // deleting the site frees the domain, forgets the snippet and revokes its bound key
+    await store.deleteSite(site, '2026-11-03T00:00:00.000Z')
+    expect(await store.getSite(site.id)).toBeNull()
+    expect(await store.getSiteIdBySnippet(site.snippetId)).toBeNull()
+    expect(await store.listSites(org.id)).toEqual([])
+    expect(await store.getApiKeyByHash(await sha256Hex(key.key))).toBeNull()
+    expect((await store.getApiKeyMeta(key.id))!.revokedAt).toBe('2026-11-03T00:00:00.000Z')
+    await store.createSite({ ...site, id: crypto.randomUUID() })
+  })
+
+  it('runs scripts: EVAL, EVALSHA and redis.call, as @upstash/ratelimit sends them', async () => {
+    const script = `#!lua flags=allow-key-locking
+      local n = redis.call("INCRBY", KEYS[1], tonumber(ARGV[1]))
+      if n == tonumber(ARGV[1]) then redis.call("PEXPIRE", KEYS[1], 60000) end
+      return {n, redis.call("GET", KEYS[2]), 2.7}`
+    expect(await redis.eval(script, [`${ns}e`, `${ns}nothing`], ['5'])).toEqual([5, null, 2])
+    const sha = await redis.scriptLoad(script.replace(/^#![^\n]*\n/, ''))
+    expect(await redis.evalsha(sha, [`${ns}e`, `${ns}nothing`], ['5'])).toEqual([10, null, 2])
+    await expect(redis.evalsha('0'.repeat(40), [], [])).rejects.toThrow(/NOSCRIPT/)
+    await expect(redis.eval('return redis.call("NOSUCHCMD")', [], [])).rejects.toThrow(/unknown (redis )?command/i)
+  })
+
+  it('carries @upstash/ratelimit: the 61st ping-class request in a window is refused', async () => {
+    const { redisRateLimiter } = await import('../../lib/ratelimit')
+    const limiter = redisRateLimiter(redis)
+    const id = `${ns}ratelimit`
+    // a sliding window weighs in the previous minute: start just after a boundary so it is empty
+    const intoWindow = Date.now() % 60_000
+    if (intoWindow > 50_000) await new Promise((r) => setTimeout(r, 60_000 - intoWindow + 50))
+    const results = []
+    for (let i = 0; i < 60; i++) results.push(await limiter.limit('ping', id))
+    expect(results.every((r) => r.success)).toBe(true)
+    expect(results[59].remaining).toBe(0)
+    const refused = await limiter.limit('ping', id)
+    expect(refused).toMatchObject({ success: false, limit: 60, remaining: 0 })
+    expect(refused.reset).toBeGreaterThan(Date.now())
+  })
+})
