@@ -27,7 +27,8 @@ const env = z
     UPSTASH_REDIS_REST_TOKEN: z.string().optional(),
     OUTBOUND_ALLOW_PRIVATE: z.enum(['0', '1']).default('0'),
   })
-  .parse(process.env)
+  // an empty variable means unset
+  .parse(Object.fromEntries(Object.entries(process.env).filter(([, value]) => value !== '')))
 
 const log = (message: string) => process.stderr.write(`${message}\n`)
 const dir = dataDir(env)
@@ -60,8 +61,6 @@ if (stores.chdb || stores.raw) {
   writeFileSync(localInfoFile(dir), JSON.stringify({ url: `http://127.0.0.1:${localPort}`, pid: process.pid, clickhouse: !!stores.chdb, redis: !!stores.raw }))
 }
 
-log(`analytics API on ${baseUrl} (ClickHouse: ${stores.describe.clickhouse}; key/value: ${stores.describe.keyValue})`)
-
 if ((await stores.store.countOrgs()) === 0) {
   const demo = await createDemo(stores.store, new Date())
   log(
@@ -78,6 +77,8 @@ if ((await stores.store.countOrgs()) === 0) {
     ].join('\n'),
   )
 }
+
+log(`analytics API on ${baseUrl} (ClickHouse: ${stores.describe.clickhouse}; key/value: ${stores.describe.keyValue})`)
 
 let stopping = false
 async function shutdown(signal: string) {

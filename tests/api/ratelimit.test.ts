@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest'
+import { redisRateLimiter } from '../../lib/ratelimit'
+import { REDIS_URL, client, seed, testServices } from '../helpers'
+
+describe('per-key rate limits through the app', () => {
+  it('the 601st request in a minute is 429 with Retry-After and RateLimit headers (in-process limiter)', async () => {
+    const now = new Date('2026-11-22T12:00:10Z')
+    const services = await testServices({ now: () => now })
+    const fx = await seed(services)
+    const call = client(services)
+    for (let i = 1; i <= 600; i++) {
+      const res = await call('GET', '/api/v1/me', { key: fx.a.read.key })
+      expect(res.status).toBe(200)
+      if (i === 1 || i === 600) {
+        expect(res.headers.get('ratelimit-limit')).toBe('600')
+        expect(res.headers.get('ratelimit-remaining')).toBe(String(600 - i))
+        expect(res.headers.get('ratelimit-reset')).toBe('50')
+      }
+    }
+    const refused = await call('GET', `/api/v1/sites/${fx.a.site.id}`, { key: fx.a.read.key })
+    expect(refused.status).toBe(429)
+    expect(refused.json.error).toMatch(/rate limit/)
+    expect(refused.headers.get('retry-after')).toBe('50')
+    expect(refused.headers.get('ratelimit-limit')).toBe('600')
+    expect(refused.headers.get('ratelimit-remaining')).toBe('0')
+    expect(refused.headers.get('ratelimit-reset')).toBe('50')
+    expect(refused.headers.get('access-control-allow-origin')).toBe('*')
+    // the budget is per key
+    expect((await call('GET', '/api/v1/me', { key: fx.a.write.key })).status).toBe(200)
+  })
+
+  it.runIf(!!REDIS_URL)('the 601st request in a minute is 429 with the Redis limiter shared across instances', async () => {
+    const services = await testServices({ kv: 'redis' })
+    const fx = await seed(services)
+    // two app instances on one Redis share the budget
+    const first = client(services)
+    const second = client({ ...services, limiter: redisRateLimiter((services.store as unknown as { redis: never }).redis) })
+    const intoWindow = Date.now() % 60_000
+    if (intoWindow > 45_000) await new Promise((r) => setTimeout(r, 60_000 - intoWindow + 50))
+    for (let i = 0; i < 600; i++) expect((await (i % 2 ? first : second)('GET', '/api/v1/me', { key: fx.a.read.key })).status).toBe(200)
+    const refused = await first('GET', '/api/v1/me', { key: fx.a.read.key })
+    expect(refused.status).toBe(429)
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0)
+    expect(refused.headers.get('ratelimit-remaining')).toBe('0')
+  })
+})

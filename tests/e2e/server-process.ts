@@ -1,0 +1,52 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { promisify } from 'node:util'
+
+export interface RunningServer {
+  url: string
+  process: ChildProcess
+  output: () => string
+  stop(signal?: NodeJS.Signals): Promise<number | null>
+}
+
+/** Starts `functions/node.ts` as `npm start` does, on a free port, and waits until it listens. */
+export async function startServer(env: Record<string, string>): Promise<RunningServer> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'functions/node.ts'], {
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let output = ''
+  child.stdout!.on('data', (d) => (output += d))
+  child.stderr!.on('data', (d) => (output += d))
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 60_000)
+    const check = () => {
+      // the listening line comes last, after the first-start banner
+      const match = /analytics API on (http:\/\/\S+)/.exec(output)
+      if (match) {
+        clearTimeout(timer)
+        resolve(match[1])
+      }
+    }
+    child.stderr!.on('data', check)
+    child.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${output}`)))
+  })
+  return {
+    url,
+    process: child,
+    output: () => output,
+    stop: (signal = 'SIGTERM') =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve(child.exitCode)
+        child.once('exit', (code) => resolve(code))
+        child.kill(signal)
+      }),
+  }
+}
+
+const run = promisify(execFile)
+
+/** Runs a CLI script the way `npm run -s <name> -- ...` does; returns parsed stdout JSON. */
+export async function cli(script: 'admin' | 'migrate', args: string[], env: Record<string, string>) {
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', `scripts/${script}.ts`, ...args], { env: { ...process.env, ...env } })
+  return JSON.parse(stdout)
+}

@@ -1,0 +1,74 @@
+import { afterAll, describe, expect, it } from 'vitest'
+import { tempDir } from '../helpers'
+import { type RunningServer, cli, startServer } from './server-process'
+
+describe('the Node server on embedded stores', () => {
+  const env = { DATA_DIR: tempDir('server'), REDIS_URL: '', UPSTASH_REDIS_REST_URL: '', CLICKHOUSE_URL: '' }
+  let server: RunningServer
+  let readKey = ''
+  let writeKey = ''
+  const api = (path: string, key: string, init: RequestInit = {}) =>
+    fetch(`${server.url}${path}`, { ...init, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...init.headers } })
+
+  afterAll(async () => {
+    await server?.stop()
+  })
+
+  it('first start creates a demo organization, site and keys, and prints a curl line that works', async () => {
+    server = await startServer(env)
+    readKey = /read key:\s+(\S+)/.exec(server.output())![1]
+    writeKey = /write key:\s+(\S+)/.exec(server.output())![1]
+    const curl = /curl -H "Authorization: Bearer (\S+)" (\S+)/.exec(server.output())!
+    expect(curl[1]).toBe(readKey)
+    const me = await fetch(curl[2], { headers: { authorization: `Bearer ${curl[1]}` } })
+    expect(me.status).toBe(200)
+    expect((await me.json()).key.scope).toBe('read')
+    const sites = await (await api('/api/v1/sites', readKey)).json()
+    expect(sites.sites.map((s: { domain: string }) => s.domain)).toEqual(['demo.example.com'])
+  })
+
+  it('the admin CLI and the migration runner work while the server owns the stores', async () => {
+    const org = await cli('admin', ['org', 'create', '--name', 'CLI Org'], env)
+    expect(org).toEqual({ id: expect.stringMatching(/^[0-9a-f-]{36}$/) })
+    const key = await cli('admin', ['key', 'create', '--org', org.id, '--name', 'ci', '--scope', 'write'], env)
+    expect(Object.keys(key).sort()).toEqual(['id', 'key', 'prefix', 'scope'])
+    const me = await (await api('/api/v1/me', key.key)).json()
+    expect(me).toMatchObject({ key: { id: key.id, scope: 'write' }, organization: { id: org.id, name: 'CLI Org' } })
+    const listed = await cli('admin', ['key', 'list', '--org', org.id], env)
+    expect(listed).toEqual([expect.objectContaining({ id: key.id, prefix: key.prefix, revokedAt: null })])
+    expect(JSON.stringify(listed)).not.toContain(key.key)
+    expect(await cli('admin', ['key', 'revoke', '--id', key.id], env)).toEqual({ revoked: true, id: key.id })
+    expect((await api('/api/v1/me', key.key)).status).toBe(401)
+    expect(await cli('migrate', [], env)).toEqual({ clickhouse: 'embedded, through the running server', applied: [] })
+  })
+
+  it('a site answered 201 survives SIGKILL right after, with the keys', async () => {
+    const created = await api('/api/v1/sites', writeKey, { method: 'POST', body: JSON.stringify({ domain: 'durable.example.com' }) })
+    expect(created.status).toBe(201)
+    const site = await created.json()
+    expect(await server.stop('SIGKILL')).toBeNull()
+    server = await startServer(env)
+    expect(server.output()).not.toContain('First start')
+    const read = await api(`/api/v1/sites/${site.snippetId}`, readKey)
+    expect(read.status).toBe(200)
+    expect((await read.json()).id).toBe(site.id)
+  })
+
+  it('stops cleanly on SIGTERM, and the CLIs then open the stores directly', async () => {
+    expect(await server.stop('SIGTERM')).toBe(0)
+    const orgs = await cli('admin', ['org', 'list'], env)
+    expect(orgs.map((o: { name: string }) => o.name).sort()).toEqual(['CLI Org', 'Demo organization'])
+    server = await startServer(env)
+    expect((await api('/api/v1/me', writeKey)).status).toBe(200)
+  })
+
+  it('admin --help works at every level', async () => {
+    const { execFile } = await import('node:child_process')
+    const help = (args: string[]) =>
+      new Promise<string>((resolve) => execFile(process.execPath, ['--import', 'tsx', 'scripts/admin.ts', ...args, '--help'], { env: { ...process.env, ...env } }, (_e, out) => resolve(out)))
+    expect(await help([])).toMatch(/Usage: admin/)
+    expect(await help(['key'])).toMatch(/create/)
+    expect(await help(['key', 'create'])).toMatch(/--scope/)
+    expect(await help(['org', 'create'])).toMatch(/--name/)
+  })
+})

@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest'
+import { migrate, parseMigrationFile, renderMigration } from '../../lib/olap/migrate'
+import { loadMigrations } from '../../lib/olap/migrations-node'
+import { testOlap } from '../helpers'
+
+describe('ClickHouse migrations', () => {
+  it('are numbered files, rendered plain for one server and ON CLUSTER with Replicated engines for a cluster', () => {
+    const migrations = loadMigrations()
+    expect(migrations.map((m) => m.version)).toEqual([1, 2])
+    expect(() => parseMigrationFile('events.sql', '')).toThrow(/NNNN_name/)
+    const plain = renderMigration(migrations[0].sql)
+    expect(plain).toHaveLength(2)
+    expect(plain[0]).toMatch(/^CREATE TABLE IF NOT EXISTS events\s+\(/)
+    expect(plain[0]).toMatch(/ENGINE = MergeTree\s+PARTITION BY toYYYYMM\(timestamp\)\s+ORDER BY \(site_id,/)
+    const clustered = renderMigration(migrations[0].sql, 'main')
+    expect(clustered[0]).toMatch(/events ON CLUSTER main/)
+    expect(clustered[0]).toMatch(/ENGINE = ReplicatedMergeTree/)
+    expect(() => renderMigration('x', 'a; DROP')).toThrow()
+  })
+
+  it('applies each migration once and records it', async () => {
+    const olap = await testOlap() // already migrated once
+    expect(await migrate(olap, loadMigrations())).toEqual([])
+    const rows = await olap.query<{ version: number; name: string }>('SELECT version, name FROM schema_migrations ORDER BY version')
+    expect(rows).toEqual([{ version: 1, name: 'events' }, { version: 2, name: 'sessions' }])
+    const applied = await migrate(olap, [...loadMigrations(), { version: 3, name: 'extra', sql: 'CREATE TABLE IF NOT EXISTS extra_t (a UInt8) ENGINE = Memory;' }])
+    expect(applied.map((m) => m.version)).toEqual([3])
+    expect((await olap.query('SELECT count() AS n FROM schema_migrations'))[0]).toEqual({ n: '3' })
+  })
+
+  it('feeds the sessions table from events: per-visit facts merge by session id', async () => {
+    const olap = await testOlap()
+    const site = crypto.randomUUID()
+    const base = { site_id: site, visitor_id: '7', session_id: '99', session_start: '2026-11-01 10:00:00.000', referrer_source: 'Google', country_code: 'DE' }
+    // two separate inserts: two unmerged parts of one visit
+    await olap.insert('events', [{ ...base, timestamp: '2026-11-01 10:00:00.000', name: 'pageview', kind: 'pageview', pathname: '/' }])
+    await olap.insert('events', [
+      { ...base, timestamp: '2026-11-01 10:05:00.000', name: 'signup', kind: 'custom', pathname: '/pricing' },
+      { ...base, timestamp: '2026-11-01 10:07:30.000', name: 'pageview', kind: 'pageview', pathname: '/pricing' },
+    ])
+    const rows = await olap.query(
+      `SELECT session_id, argMinMerge(entry_page) AS entry, argMaxMerge(exit_page) AS exit, sum(pageviews) AS pageviews,
+              sum(custom_events) AS custom, dateDiff('second', min(session_start), max(end)) AS duration, any(referrer_source) AS source
+       FROM sessions WHERE site_id = {site:UUID} GROUP BY session_id`,
+      { site },
+    )
+    expect(rows).toEqual([{ session_id: '99', entry: '/', exit: '/pricing', pageviews: '2', custom: '1', duration: '450', source: 'Google' }])
+  })
+})
