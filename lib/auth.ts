@@ -20,11 +20,15 @@ export function readCredential(request: Request): Credential | null {
   return null
 }
 
-/** Resolves the caller's key: 401 when missing or invalid, 403 when its scope is too small. */
-export async function authenticate(store: Store, request: Request, needed: Scope): Promise<ApiKeyRecord> {
+/** The credential's hash, the only form in which keys are stored and rate-limited. 401 when there is none. */
+export async function credentialHash(request: Request): Promise<{ credential: Credential; hash: string }> {
   const credential = readCredential(request)
   if (!credential) throw new ApiError(401, 'missing API key: send Authorization: Bearer <API_KEY>')
-  const key = await store.getApiKeyByHash(await sha256Hex(credential.secret))
+  return { credential, hash: await sha256Hex(credential.secret) }
+}
+
+/** Checks the key found for a credential: 401 when missing or invalid, 403 when its scope is too small. */
+export function authorize(key: ApiKeyRecord | null, credential: Credential, needed: Scope): ApiKeyRecord {
   if (!key) throw new ApiError(401, 'invalid API key')
   if (credential.via === 'query' && !(key.scope === 'write' && key.siteId)) {
     // URLs get logged: only a write-only, site-bound ingest key may travel in one

@@ -18,14 +18,16 @@ export interface LimitResult {
   reset: number
 }
 
+export type Limits = Record<LimitClass, { max: number; windowMs: number }>
+
 export interface RateLimiter {
   limit(limitClass: LimitClass, identifier: string): Promise<LimitResult>
 }
 
 /** Shared across instances: `@upstash/ratelimit` sliding windows in Redis. */
-export function redisRateLimiter(redis: Redis): RateLimiter {
+export function redisRateLimiter(redis: Redis, limits: Limits = LIMITS): RateLimiter {
   const limiters = Object.fromEntries(
-    Object.entries(LIMITS).map(([name, { max, windowMs }]) => [
+    Object.entries(limits).map(([name, { max, windowMs }]) => [
       name,
       new Ratelimit({ redis, prefix: `rl:${name}`, limiter: Ratelimit.slidingWindow(max, `${windowMs} ms`), analytics: false }),
     ]),
@@ -42,13 +44,19 @@ export function redisRateLimiter(redis: Redis): RateLimiter {
  * The embedded home's limiter: the same sliding-window rule as the Redis one (the previous
  * window's count weighted by how much of it still overlaps), in process memory.
  */
-export function memoryRateLimiter(now: () => number = Date.now): RateLimiter {
+export function memoryRateLimiter(now: () => number = Date.now, limits: Limits = LIMITS): RateLimiter {
   const windows = new Map<string, { start: number; count: number; previous: number }>()
+  let prunedAt = 0
   return {
     async limit(limitClass, identifier) {
-      const { max, windowMs } = LIMITS[limitClass]
+      const { max, windowMs } = limits[limitClass]
       const t = now()
       const start = t - (t % windowMs)
+      if (windows.size > 100_000 && prunedAt !== start) {
+        prunedAt = start
+        // forget identifiers idle for two windows: they no longer weigh on anything
+        for (const [key, w] of windows) if (w.start < start - windowMs) windows.delete(key)
+      }
       const key = `${limitClass}:${identifier}`
       let w = windows.get(key)
       if (!w || w.start !== start) {

@@ -1,6 +1,6 @@
 import type { Context, Hono } from 'hono'
 import { z } from 'zod'
-import { authenticate, siteResolver } from './auth'
+import { authorize, credentialHash, siteResolver } from './auth'
 import { ApiError } from './errors'
 import type { ApiKeyRecord } from './keys'
 import { LIMITS, type LimitClass } from './ratelimit'
@@ -103,11 +103,13 @@ export function mountEndpoints(app: Hono, endpoints: Endpoint[], services: Servi
     app.on(endpoint.method, honoPath(endpoint.path), async (c) => {
       let key = null as unknown as ApiKeyRecord
       if (endpoint.scope !== 'public') {
-        key = await authenticate(services.store, c.req.raw, endpoint.scope)
+        const { credential, hash } = await credentialHash(c.req.raw)
+        const limitClass = endpoint.limit ?? 'default'
+        // the budget is per key, counted under the key's hash, so lookup and count go out together
+        const [record, result] = await Promise.all([services.store.getApiKeyByHash(hash), services.limiter.limit(limitClass, hash)])
+        key = authorize(record, credential, endpoint.scope)
         if (endpoint.orgWide && key.siteId) throw new ApiError(403, 'this endpoint needs an organization-wide key; this key is bound to one site')
         const now = services.now().getTime()
-        const limitClass = endpoint.limit ?? 'default'
-        const result = await services.limiter.limit(limitClass, key.id)
         const headers = rateLimitHeaders(result, now)
         for (const [name, value] of Object.entries(headers)) c.header(name, value)
         if (!result.success) {

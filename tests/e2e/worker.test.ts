@@ -1,0 +1,91 @@
+import { execFile } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { Miniflare } from 'miniflare'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import worker from '../../functions/worker'
+import { tempDir } from '../helpers'
+import { type RunningServer, startServer } from './server-process'
+
+const run = promisify(execFile)
+const OFFLINE = { WRANGLER_SEND_METRICS: 'false', WRANGLER_HIDE_BANNER: 'true', CLOUDFLARE_CF_FETCH_ENABLED: 'false' }
+
+describe('the worker bundle under workerd', () => {
+  const outdir = tempDir('worker-build')
+  const dataDir = tempDir('worker-backend')
+  let server: RunningServer
+  let mf: Miniflare
+  let readKey = ''
+  let writeKey = ''
+
+  beforeAll(async () => {
+    await run(process.execPath, ['node_modules/wrangler/bin/wrangler.js', 'deploy', '--dry-run', '--outdir', outdir], { env: { ...process.env, ...OFFLINE } })
+    server = await startServer({ DATA_DIR: dataDir, REDIS_URL: '', UPSTASH_REDIS_REST_URL: '', CLICKHOUSE_URL: '' })
+    readKey = /read key:\s+(\S+)/.exec(server.output())![1]
+    writeKey = /write key:\s+(\S+)/.exec(server.output())![1]
+    const local = JSON.parse(readFileSync(join(dataDir, 'local-endpoints.json'), 'utf8'))
+    const token = readFileSync(join(dataDir, 'local-token'), 'utf8')
+    mf = new Miniflare({
+      modules: true,
+      scriptPath: join(outdir, 'worker.js'),
+      modulesRoot: outdir,
+      compatibilityDate: '2026-04-01',
+      compatibilityFlags: ['nodejs_compat'],
+      bindings: {
+        CLICKHOUSE_URL: local.url,
+        CLICKHOUSE_PASSWORD: token,
+        UPSTASH_REDIS_REST_URL: `${local.url}/redis`,
+        UPSTASH_REDIS_REST_TOKEN: token,
+      },
+    })
+  })
+
+  afterAll(async () => {
+    await mf?.dispose()
+    await server?.stop()
+  })
+
+  it('bundles without chdb or any Node-only module', () => {
+    const bundle = readFileSync(join(outdir, 'worker.js'), 'utf8')
+    expect(bundle).not.toMatch(/chdb|ioredis|fengari/)
+    expect(bundle).not.toMatch(/from ["']node:|require\(["']node:/)
+  })
+
+  it('answers keyed requests against the local ClickHouse-HTTP and Upstash-REST endpoints', async () => {
+    const health = await mf.dispatchFetch('http://worker.test/health')
+    expect(await health.json()).toEqual({ status: 'ok', clickhouse: 'ok', keyValue: 'ok' })
+    const me = await mf.dispatchFetch('http://worker.test/api/v1/me', { headers: { authorization: `Bearer ${readKey}` } })
+    expect(me.status).toBe(200)
+    expect(me.headers.get('ratelimit-limit')).toBe('600')
+    expect(Number(me.headers.get('ratelimit-remaining'))).toBeLessThan(600)
+    const body = (await me.json()) as { key: { scope: string }; organization: { name: string } }
+    expect(body).toMatchObject({ key: { scope: 'read' }, organization: { name: 'Demo organization' } })
+    expect((await mf.dispatchFetch('http://worker.test/api/v1/me')).status).toBe(401)
+  })
+
+  it('writes through the worker are seen by the Node server, and the other way round', async () => {
+    const created = await mf.dispatchFetch('http://worker.test/api/v1/sites', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${writeKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ domain: 'edge.example.com', timezone: 'Europe/Paris' }),
+    })
+    expect(created.status).toBe(201)
+    const site = (await created.json()) as { id: string; snippetId: string }
+    const viaNode = await fetch(`${server.url}/api/v1/sites/${site.snippetId}`, { headers: { authorization: `Bearer ${readKey}` } })
+    expect(((await viaNode.json()) as { timezone: string }).timezone).toBe('Europe/Paris')
+    const deleted = await mf.dispatchFetch(`http://worker.test/api/v1/sites/${site.id}?confirm=edge.example.com`, { method: 'DELETE', headers: { authorization: `Bearer ${writeKey}` } })
+    expect(await deleted.json()).toEqual({ deleted: true, id: site.id })
+    expect((await fetch(`${server.url}/api/v1/sites/${site.id}`, { headers: { authorization: `Bearer ${readKey}` } })).status).toBe(404)
+  })
+})
+
+describe('the worker entry', () => {
+  it('fails loudly, naming the binding, when its environment is incomplete', async () => {
+    const ctx = { waitUntil() {}, passThroughOnException() {}, props: {} }
+    await expect(async () => worker.fetch(new Request('http://x/health'), {} as never, ctx)).rejects.toThrow(/CLICKHOUSE_URL/)
+    await expect(async () =>
+      worker.fetch(new Request('http://x/health'), { CLICKHOUSE_URL: 'http://127.0.0.1:1', UPSTASH_REDIS_REST_URL: 'http://127.0.0.1:2' } as never, ctx),
+    ).rejects.toThrow(/UPSTASH_REDIS_REST_TOKEN/)
+  })
+})
