@@ -1,24 +1,31 @@
 import { Hono } from 'hono'
-import { cors } from 'hono/cors'
 import { ApiError } from '../lib/errors'
 import { mountEndpoints } from '../lib/registry'
 import type { Services } from '../lib/services'
 import { endpoints } from './v1/index'
 
+const CORS_EXPOSE_HEADERS = 'RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After'
+const CORS_ALLOW_HEADERS = 'Authorization, x-api-key, Content-Type, mcp-protocol-version, mcp-session-id'
+
 /** Builds the whole HTTP app from its services. Handlers never know which home they run in. */
 export function createApp(services: Services) {
   const app = new Hono()
 
-  app.use(
-    '/api/*',
-    cors({
-      origin: '*',
-      allowMethods: ['GET', 'POST', 'PATCH', 'DELETE', 'OPTIONS'],
-      allowHeaders: ['Authorization', 'x-api-key', 'Content-Type', 'mcp-protocol-version', 'mcp-session-id'],
-      exposeHeaders: ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After'],
-      maxAge: 86400,
-    }),
-  )
+  // Every /api response, errors and preflight included, is readable from any origin. Written with
+  // c.header() before the handler runs: hono/cors touches c.res first, which makes the Node adapter
+  // build every response twice (a third of the CPU of a keyed request).
+  app.use('/api/*', async (c, next) => {
+    c.header('Access-Control-Allow-Origin', '*')
+    if (c.req.method !== 'OPTIONS') {
+      c.header('Access-Control-Expose-Headers', CORS_EXPOSE_HEADERS)
+      return next()
+    }
+    c.header('Access-Control-Allow-Methods', 'GET, POST, PATCH, DELETE, OPTIONS')
+    c.header('Access-Control-Allow-Headers', c.req.header('access-control-request-headers') ?? CORS_ALLOW_HEADERS)
+    c.header('Access-Control-Max-Age', '86400')
+    c.header('Vary', 'Access-Control-Request-Headers')
+    return c.body(null, 204)
+  })
 
   app.get('/health', async (c) => {
     const checks = await Promise.allSettled([services.olap.query('SELECT 1 AS ok'), services.store.countOrgs()])

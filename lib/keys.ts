@@ -33,7 +33,12 @@ export function randomString(length: number, alphabet = ALPHABET): string {
   return out
 }
 
+type NodeCrypto = { createHash(algorithm: string): { update(text: string): { digest(encoding: 'hex'): string } } }
+// Node's synchronous hash is ~100x cheaper per call than WebCrypto's thread-pool round trip; Workers use WebCrypto.
+const nodeCrypto = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process?.getBuiltinModule?.('node:crypto') as NodeCrypto | undefined
+
 export async function sha256Hex(text: string): Promise<string> {
+  if (nodeCrypto) return nodeCrypto.createHash('sha256').update(text).digest('hex')
   const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text))
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('')
 }

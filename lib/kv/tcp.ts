@@ -14,7 +14,7 @@ export class TcpRedis implements RawRedis {
   private readonly strippedSha = new Map<string, string>()
 
   constructor(url: string) {
-    this.client = new IoRedis(url, { maxRetriesPerRequest: 2, enableAutoPipelining: true, lazyConnect: false })
+    this.client = new IoRedis(url, { maxRetriesPerRequest: 2, enableAutoPipelining: false, lazyConnect: false })
   }
 
   private rewrite(command: RedisCommand): RedisCommand {
