@@ -6,6 +6,7 @@ import { Miniflare } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import worker from '../../functions/worker'
 import { tempDir } from '../helpers'
+import { mcpClient } from './mcp-client'
 import { type RunningServer, startServer } from './server-process'
 
 const run = promisify(execFile)
@@ -77,6 +78,22 @@ describe('the worker bundle under workerd', () => {
     const deleted = await mf.dispatchFetch(`http://worker.test/api/v1/sites/${site.id}?confirm=edge.example.com`, { method: 'DELETE', headers: { authorization: `Bearer ${writeKey}` } })
     expect(await deleted.json()).toEqual({ deleted: true, id: site.id })
     expect((await fetch(`${server.url}/api/v1/sites/${site.id}`, { headers: { authorization: `Bearer ${readKey}` } })).status).toBe(404)
+  })
+
+  it('serves the MCP tools: list and call', async () => {
+    const url = (await mf.ready).toString()
+    const reader = await mcpClient(url, readKey)
+    const names = (await reader.listTools()).tools.map((t) => t.name)
+    expect(names).toContain('get_site')
+    expect(names).not.toContain('update_site_settings')
+    const sites = await reader.callTool({ name: 'list_sites', arguments: {} })
+    expect((sites.structuredContent as { sites: { domain: string }[] }).sites.map((s) => s.domain)).toContain('demo.example.com')
+    const missing = await reader.callTool({ name: 'get_site', arguments: { site_id: 'zzzzzzzzzz' } })
+    expect(missing.structuredContent).toEqual({ status: 404, error: 'site not found' })
+    await reader.close()
+    const writer = await mcpClient(url, writeKey)
+    expect((await writer.listTools()).tools.map((t) => t.name)).toContain('update_site_settings')
+    await writer.close()
   })
 })
 

@@ -1,0 +1,116 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { endpoints } from '../../functions/v1/index'
+import { tempDir } from '../helpers'
+import { mcpClient } from './mcp-client'
+import { type RunningServer, cli, startServer } from './server-process'
+
+
+const readTools = endpoints.filter((e) => e.tool && e.scope === 'read').map((e) => e.tool!).sort()
+const allTools = endpoints.filter((e) => e.tool && e.scope !== 'public').map((e) => e.tool!).sort()
+
+describe('the MCP tool server on a real server process', () => {
+  const env = { DATA_DIR: tempDir('mcp'), REDIS_URL: '', UPSTASH_REDIS_REST_URL: '', CLICKHOUSE_URL: '' }
+  let server: RunningServer
+  let readKey = ''
+  let writeKey = ''
+  let siteId = ''
+
+  beforeAll(async () => {
+    server = await startServer(env)
+    readKey = /read key:\s+(\S+)/.exec(server.output())![1]
+    writeKey = /write key:\s+(\S+)/.exec(server.output())![1]
+    siteId = /site:\s+\S+ \(id (\S+),/.exec(server.output())![1]
+  })
+  afterAll(() => server?.stop())
+
+  it('a read key lists only read tools; a write key lists all of them', async () => {
+    const reader = await mcpClient(server.url, readKey)
+    const listed = (await reader.listTools()).tools
+    expect(listed.map((t) => t.name).sort()).toEqual(readTools)
+    expect(readTools).toEqual(expect.arrayContaining(['whoami', 'list_sites', 'get_site', 'list_dimensions', 'list_api_keys']))
+    const patch = listed.find((t) => t.name === 'get_site')!
+    expect(patch.inputSchema).toMatchObject({ type: 'object', required: ['site_id'] })
+    expect(patch.annotations).toMatchObject({ readOnlyHint: true })
+    const writer = await mcpClient(server.url, writeKey)
+    expect((await writer.listTools()).tools.map((t) => t.name).sort()).toEqual(allTools)
+    expect(allTools).toEqual(expect.arrayContaining(['update_site_settings', 'create_site', 'delete_site', 'revoke_api_key']))
+    await reader.close()
+    await writer.close()
+  })
+
+  it('a tool call returns what the REST call returns, as text and as structured content', async () => {
+    const client = await mcpClient(server.url, readKey)
+    const result = await client.callTool({ name: 'get_site', arguments: { site_id: siteId } })
+    const rest = await (await fetch(`${server.url}/api/v1/sites/${siteId}`, { headers: { authorization: `Bearer ${readKey}` } })).json()
+    expect(result.isError).toBeFalsy()
+    expect(result.structuredContent).toEqual(rest)
+    expect(JSON.parse((result.content as { text: string }[])[0].text)).toEqual(rest)
+    const me = await client.callTool({ name: 'whoami', arguments: {} })
+    expect(me.structuredContent).toMatchObject({ key: { scope: 'read' } })
+    await client.close()
+  })
+
+  it('a write tool cannot be called with a read key', async () => {
+    const client = await mcpClient(server.url, readKey)
+    await expect(client.callTool({ name: 'update_site_settings', arguments: { site_id: siteId, includeBots: true } })).rejects.toThrow(/unknown tool/)
+    const site = await (await fetch(`${server.url}/api/v1/sites/${siteId}`, { headers: { authorization: `Bearer ${readKey}` } })).json()
+    expect(site.tracking.includeBots).toBe(false)
+    await client.close()
+  })
+
+  it('write tools change things through the same validation, and errors name the field', async () => {
+    const client = await mcpClient(server.url, writeKey)
+    const bad = await client.callTool({ name: 'update_site_settings', arguments: { site_id: siteId, includeBots: 'yes' } })
+    expect(bad.isError).toBe(true)
+    expect((bad.content as { text: string }[])[0].text).toMatch(/^400: includeBots/)
+    expect(bad.structuredContent).toMatchObject({ status: 400 })
+    const unknown = await client.callTool({ name: 'update_site_settings', arguments: { site_id: siteId, colour: 'red' } })
+    expect((unknown.content as { text: string }[])[0].text).toMatch(/colour/)
+    const good = await client.callTool({ name: 'update_site_settings', arguments: { site_id: siteId, includeBots: true, excludedPaths: ['/admin/*'] } })
+    expect(good.structuredContent).toMatchObject({ tracking: { includeBots: true, excludedPaths: ['/admin/*'] } })
+    const created = await client.callTool({ name: 'create_site', arguments: { domain: 'agent.example.com', timezone: 'Europe/Rome' } })
+    expect(created.structuredContent).toMatchObject({ domain: 'agent.example.com', timezone: 'Europe/Rome' })
+    await client.close()
+  })
+
+  it('an unknown or foreign site gives the same answer as over REST', async () => {
+    const client = await mcpClient(server.url, readKey)
+    const other = await cli('admin', ['org', 'create', '--name', 'Other'], env)
+    const otherKey = await cli('admin', ['key', 'create', '--org', other.id, '--name', 'o', '--scope', 'write'], env)
+    const foreign = await (await fetch(`${server.url}/api/v1/sites`, { method: 'POST', headers: { authorization: `Bearer ${otherKey.key}` }, body: JSON.stringify({ domain: 'foreign.example.com' }) })).json()
+    for (const id of ['00000000-0000-4000-8000-000000000000', foreign.id, foreign.snippetId]) {
+      const rest = await fetch(`${server.url}/api/v1/sites/${id}`, { headers: { authorization: `Bearer ${readKey}` } })
+      const tool = await client.callTool({ name: 'get_site', arguments: { site_id: id } })
+      expect(tool.isError).toBe(true)
+      expect(tool.structuredContent).toEqual({ status: rest.status, error: (await rest.json()).error })
+      expect(tool.structuredContent).toEqual({ status: 404, error: 'site not found' })
+    }
+    await client.close()
+  })
+
+  it('needs a Bearer key before any JSON-RPC, and GET is 405', async () => {
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' })
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }
+    const none = await fetch(`${server.url}/api/mcp`, { method: 'POST', headers, body })
+    expect(none.status).toBe(401)
+    expect(await none.json()).toEqual({ error: expect.stringMatching(/missing API key/) })
+    const bad = await fetch(`${server.url}/api/mcp`, { method: 'POST', headers: { ...headers, authorization: 'Bearer wak_nope' }, body })
+    expect(bad.status).toBe(401)
+    const viaHeader = await fetch(`${server.url}/api/mcp`, { method: 'POST', headers: { ...headers, 'x-api-key': readKey }, body })
+    expect(viaHeader.status).toBe(401)
+    expect((await fetch(`${server.url}/api/mcp`, { headers: { authorization: `Bearer ${readKey}` } })).status).toBe(405)
+  })
+
+  it('tool calls share the per-key REST budget: 600 REST calls, then a tool call is rate limited', async () => {
+    const fresh = await cli('admin', ['key', 'create', '--org', (await (await fetch(`${server.url}/api/v1/me`, { headers: { authorization: `Bearer ${readKey}` } })).json()).organization.id, '--name', 'budget', '--scope', 'read'], env)
+    const client = await mcpClient(server.url, fresh.key)
+    const statuses = await Promise.all(
+      Array.from({ length: 600 }, () => fetch(`${server.url}/api/v1/me`, { headers: { authorization: `Bearer ${fresh.key}` } }).then((r) => r.status)),
+    )
+    expect(statuses.filter((s) => s === 200)).toHaveLength(600)
+    const limited = await client.callTool({ name: 'whoami', arguments: {} })
+    expect(limited.isError).toBe(true)
+    expect(limited.structuredContent).toMatchObject({ status: 429, error: expect.stringMatching(/rate limit/) })
+    await client.close()
+  })
+})
