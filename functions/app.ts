@@ -2,6 +2,7 @@ import { Hono } from 'hono'
 import { ApiError } from '../lib/errors'
 import { mountEndpoints } from '../lib/registry'
 import type { Services } from '../lib/services'
+import { mountCollector } from './collector'
 import { mountMcp } from './mcp'
 import { endpoints } from './v1/index'
 
@@ -37,6 +38,7 @@ export function createApp(services: Services) {
 
   mountEndpoints(app, endpoints, services)
   mountMcp(app, endpoints, services)
+  mountCollector(app, services)
 
   app.notFound((c) => c.json({ error: `no endpoint ${c.req.method} ${new URL(c.req.url).pathname}` }, 404))
 

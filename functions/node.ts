@@ -1,13 +1,20 @@
 import { rmSync, writeFileSync } from 'node:fs'
 import { lookup } from 'node:dns/promises'
 import { serve } from '@hono/node-server'
+import { getConnInfo } from '@hono/node-server/conninfo'
 import { z } from 'zod'
 import { createDemo } from '../lib/demo'
+import { demoHits } from '../lib/ingest/demo-traffic'
+import { importHits } from '../lib/ingest/import'
 import { dataDir, localInfoFile, localToken, openNodeStores } from '../lib/home/node'
 import { localEndpointsApp } from '../lib/home/local-endpoints'
 import { migrate } from '../lib/olap/migrate'
 import { loadMigrations } from '../lib/olap/migrations-node'
 import { guardedFetch } from '../lib/outbound'
+import { dbipGeo } from '../lib/ingest/geo-node'
+import { Ingestor } from '../lib/ingest/pipeline'
+import { BufferedSink } from '../lib/ingest/sink'
+import type { Services } from '../lib/services'
 import { createApp } from './app'
 
 const env = z
@@ -26,6 +33,7 @@ const env = z
     UPSTASH_REDIS_REST_URL: z.url().optional(),
     UPSTASH_REDIS_REST_TOKEN: z.string().optional(),
     OUTBOUND_ALLOW_PRIVATE: z.enum(['0', '1']).default('0'),
+    TRUST_PROXY: z.enum(['0', '1']).default('0'),
   })
   // an empty variable means unset
   .parse(Object.fromEntries(Object.entries(process.env).filter(([, value]) => value !== '')))
@@ -35,11 +43,18 @@ const dir = dataDir(env)
 const stores = await openNodeStores(env)
 if (stores.chdb) await migrate(stores.chdb, loadMigrations())
 
-const services = {
+const sink = new BufferedSink(stores.olap, stores.store)
+const now = () => new Date()
+const services: Services = {
   olap: stores.olap,
   store: stores.store,
   limiter: stores.limiter,
-  now: () => new Date(),
+  now,
+  ingestor: new Ingestor({ store: stores.store, sink, geo: dbipGeo(), now }),
+  clientAddress: (c) => {
+    const forwarded = env.TRUST_PROXY === '1' ? c.req.header('x-forwarded-for')?.split(',')[0].trim() : undefined
+    return (forwarded || getConnInfo(c).remote.address || '').replace(/^::ffff:(?=\d+\.)/, '')
+  },
   fetch: guardedFetch({
     allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === '1',
     resolve: async (host) => (await lookup(host, { all: true })).map((a) => a.address),
@@ -63,13 +78,16 @@ if (stores.chdb || stores.raw) {
 
 if ((await stores.store.countOrgs()) === 0) {
   const demo = await createDemo(stores.store, new Date())
+  const hits = demoHits({ site: demo.site.snippetId, domain: demo.site.domain, days: 30, visitorsPerDay: 150, end: new Date() })
+  const seeded = await importHits((function* () { for (const hit of hits) yield JSON.stringify(hit) })(), services.ingestor)
+  await sink.flush()
   log(
     [
       '',
       'First start: created a demo organization and site. These keys are shown once:',
       `  read key:  ${demo.readKey}`,
       `  write key: ${demo.writeKey}`,
-      `  site:      ${demo.site.domain} (id ${demo.site.id}, snippet ${demo.site.snippetId})`,
+      `  site:      ${demo.site.domain} (id ${demo.site.id}, snippet ${demo.site.snippetId}), with ${seeded.imported} demo hits over 30 days`,
       '',
       'Try:',
       `  curl -H "Authorization: Bearer ${demo.readKey}" ${baseUrl}/api/v1/me`,
@@ -87,7 +105,10 @@ async function shutdown(signal: string) {
   log(`${signal}: stopping`)
   rmSync(localInfoFile(dir), { force: true })
   ;(server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.()
-  await Promise.all([new Promise((r) => server.close(r)), local ? new Promise((r) => local!.close(r)) : null])
+  await new Promise((r) => server.close(r))
+  // every hit answered 202 is stored before the stores close
+  await sink.close()
+  if (local) await new Promise((r) => local!.close(r))
   await stores.close()
   process.exit(0)
 }

@@ -3,6 +3,8 @@ import { Redis } from '@upstash/redis/cloudflare'
 import { z } from 'zod'
 import { CLICKHOUSE_SETTINGS, type ClickHouseClientLike, clickhouseClientOlap } from '../lib/olap/client'
 import { guardedFetch } from '../lib/outbound'
+import { Ingestor } from '../lib/ingest/pipeline'
+import { directSink } from '../lib/ingest/sink'
 import { redisRateLimiter } from '../lib/ratelimit'
 import type { Services } from '../lib/services'
 import { Store } from '../lib/store'
@@ -39,11 +41,17 @@ function appFor(rawEnv: WorkerEnv) {
     database: env.CLICKHOUSE_DATABASE,
     clickhouse_settings: CLICKHOUSE_SETTINGS,
   })
+  const olap = clickhouseClientOlap(client as unknown as ClickHouseClientLike)
+  const store = new Store(redis)
+  const now = () => new Date()
   const services: Services = {
-    olap: clickhouseClientOlap(client as unknown as ClickHouseClientLike),
-    store: new Store(redis),
+    olap,
+    store,
     limiter: redisRateLimiter(redis),
-    now: () => new Date(),
+    now,
+    // nothing outlives a request on Workers: hits are inserted (async inserts) before the 202; geo comes from request.cf
+    ingestor: new Ingestor({ store, sink: directSink(olap, store), now }),
+    clientAddress: (c) => c.req.header('cf-connecting-ip') ?? '',
     fetch: guardedFetch({ allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === '1' }),
     publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
   }

@@ -33,7 +33,7 @@ export function randomString(length: number, alphabet = ALPHABET): string {
   return out
 }
 
-type NodeCrypto = { createHash(algorithm: string): { update(text: string): { digest(encoding: 'hex'): string } } }
+type NodeCrypto = { createHash(algorithm: string): { update(text: string): { digest(encoding: 'hex'): string; digest(): Uint8Array } } }
 // Node's synchronous hash is ~100x cheaper per call than WebCrypto's thread-pool round trip; Workers use WebCrypto.
 const nodeCrypto = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process?.getBuiltinModule?.('node:crypto') as NodeCrypto | undefined
 
@@ -47,4 +47,28 @@ export async function sha256Hex(text: string): Promise<string> {
 export function newKeySecret(): { secret: string; prefix: string } {
   const secret = KEY_PREFIX + randomString(43)
   return { secret, prefix: secret.slice(0, KEY_PREFIX.length + 6) }
+}
+
+/** The first 8 bytes of SHA-256, as the decimal string of a ClickHouse UInt64. */
+export async function hash64(text: string): Promise<string> {
+  const bytes = nodeCrypto
+    ? nodeCrypto.createHash('sha256').update(text).digest()
+    : new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)))
+  let value = 0n
+  for (let i = 0; i < 8; i++) value = (value << 8n) | BigInt(bytes[i])
+  return value.toString()
+}
+
+let pool = new Uint8Array(0)
+let poolAt = 0
+/** A random non-zero UInt64 as a decimal string, from a pool refilled 8 KiB at a time. */
+export function random64(): string {
+  if (poolAt + 8 > pool.length) {
+    pool = crypto.getRandomValues(new Uint8Array(8192))
+    poolAt = 0
+  }
+  const view = new DataView(pool.buffer, poolAt, 8)
+  poolAt += 8
+  const value = (BigInt(view.getUint32(0)) << 32n) | BigInt(view.getUint32(4))
+  return (value || 1n).toString()
 }

@@ -1,3 +1,5 @@
+import type { Context } from 'hono'
+import type { Ingestor } from './ingest/pipeline'
 import type { Olap } from './olap/types'
 import type { RateLimiter } from './ratelimit'
 import type { Store } from './store'
@@ -10,6 +12,10 @@ export interface Services {
   now: () => Date
   /** The one guarded outbound fetch (DESIGN.md section 10). */
   fetch: typeof fetch
+  /** The one ingestion path for browser hits and imports. */
+  ingestor: Ingestor
+  /** The client's address as this home knows it (socket, trusted proxy header, or CF-Connecting-IP). */
+  clientAddress(c: Context): string
   /** Public origin used in snippets; defaults to the request's origin. */
   publicUrl?: string
 }

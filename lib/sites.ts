@@ -94,6 +94,8 @@ export interface Site {
   primarySource: Source
   standaloneEnabled: boolean
   createdAt: string
+  /** Set by proxy-config: a proxy that sends it in X-Proxy-Secret may forward the visitor's address. */
+  proxySecret?: string
   tracking: GroupValues<'tracking'> & { customDomain: string | null }
   changeDetection: GroupValues<'changeDetection'> & { crawlStatus: 'pending' | 'ok' | 'failed' }
   sharing: GroupValues<'sharing'>
@@ -203,7 +205,7 @@ export function applySitePatch(site: Site, patch: SitePatch): Site {
 
 /** The site as the API shows it. */
 export function siteView(site: Site, baseUrl: string) {
-  const { orgId: _org, ...rest } = site
+  const { orgId: _org, proxySecret: _secret, ...rest } = site
   const scriptHost = site.tracking.customDomain ? `https://${site.tracking.customDomain}` : baseUrl
   return {
     ...rest,

@@ -18,6 +18,8 @@ import { ChdbOlap } from '../lib/olap/chdb'
 import { migrate } from '../lib/olap/migrate'
 import { loadMigrations } from '../lib/olap/migrations-node'
 import { LIMITS, type Limits, memoryRateLimiter, redisRateLimiter } from '../lib/ratelimit'
+import { Ingestor } from '../lib/ingest/pipeline'
+import { directSink } from '../lib/ingest/sink'
 import { newSite } from '../lib/sites'
 import { Store } from '../lib/store'
 
@@ -50,6 +52,8 @@ async function benchServer(redisUrl: string | undefined) {
   const app = createApp({
     olap,
     store,
+    ingestor: new Ingestor({ store, sink: directSink(olap, store), now: () => new Date() }),
+    clientAddress: () => '127.0.0.1',
     limiter: redisUrl ? redisRateLimiter(redis, unthrottled) : memoryRateLimiter(Date.now, unthrottled),
     now: () => new Date(),
     fetch,

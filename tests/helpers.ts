@@ -11,6 +11,9 @@ import { ChdbOlap } from '../lib/olap/chdb'
 import { migrate } from '../lib/olap/migrate'
 import { loadMigrations } from '../lib/olap/migrations-node'
 import { guardedFetch } from '../lib/outbound'
+import { dbipGeo } from '../lib/ingest/geo-node'
+import { Ingestor } from '../lib/ingest/pipeline'
+import { directSink } from '../lib/ingest/sink'
 import { type RateLimiter, memoryRateLimiter, redisRateLimiter } from '../lib/ratelimit'
 import type { Services } from '../lib/services'
 import { newSite } from '../lib/sites'
@@ -46,9 +49,14 @@ export async function testServices(options: { kv?: KvKind; now?: () => Date; lim
   const raw = rawRedis(options.kv ?? 'embedded')
   const redis = new Redis(rawRequester(raw))
   const now = options.now ?? (() => new Date())
+  const olap = await testOlap()
+  const store = new Store(redis)
   return {
-    olap: await testOlap(),
-    store: new Store(redis),
+    olap,
+    store,
+    // inserts before answering, so a test reads what it sent; the site cache is off so settings apply at once
+    ingestor: new Ingestor({ store, sink: directSink(olap, store), geo: dbipGeo(), now, siteCacheMs: 0 }),
+    clientAddress: (c) => c.req.header('x-forwarded-for') ?? '127.0.0.1',
     limiter: options.limiter ?? (options.kv === 'redis' ? redisRateLimiter(redis) : memoryRateLimiter(() => now().getTime())),
     now,
     fetch: guardedFetch({ allowPrivate: true }),

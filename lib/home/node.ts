@@ -9,7 +9,7 @@ import { EmbeddedRedis } from '../kv/embedded'
 import { type RawRedis, rawRequester } from '../kv/raw'
 import { TcpRedis } from '../kv/tcp'
 import { type RateLimiter, memoryRateLimiter, redisRateLimiter } from '../ratelimit'
-import { Store } from '../store'
+import { NATIVE_SCRIPTS, Store } from '../store'
 
 export interface NodeEnv {
   DATA_DIR?: string
@@ -125,7 +125,9 @@ export async function openNodeStores(env: NodeEnv, options: { viaRunningServer?:
     limiter = memoryRateLimiter()
     keyValue = 'embedded, through the running server'
   } else {
-    raw = new EmbeddedRedis({ dir: join(dir, 'kv') })
+    const embedded = new EmbeddedRedis({ dir: join(dir, 'kv') })
+    for (const [lua, native] of NATIVE_SCRIPTS) embedded.defineNativeScript(lua, native)
+    raw = embedded
     redis = new Redis(rawRequester(raw))
     limiter = memoryRateLimiter()
     keyValue = `embedded (${join(dir, 'kv')})`

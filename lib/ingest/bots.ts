@@ -1,0 +1,109 @@
+import crawlerList from 'crawler-user-agents'
+import { isbot } from 'isbot'
+
+export const BOT_KINDS = ['ai-training', 'ai-assistant', 'ai-search', 'search-engine', 'seo', 'monitoring', 'social-preview', 'feed-reader', 'other'] as const
+export type BotKind = (typeof BOT_KINDS)[number]
+
+/**
+ * Our own table, checked first: it splits the AI crawlers that `crawler-user-agents` tags only
+ * as "ai-crawler" into training crawlers, user-triggered fetchers and AI search indexers.
+ */
+const OWN_TABLE: [RegExp, string, BotKind][] = [
+  [/ChatGPT-User/i, 'ChatGPT-User', 'ai-assistant'],
+  [/Claude-User/i, 'Claude-User', 'ai-assistant'],
+  [/Perplexity-User/i, 'Perplexity-User', 'ai-assistant'],
+  [/MistralAI-User/i, 'MistralAI-User', 'ai-assistant'],
+  [/Meta-ExternalFetcher/i, 'Meta-ExternalFetcher', 'ai-assistant'],
+  [/Gemini-Deep-Research|Google-NotebookLM/i, 'Google AI fetcher', 'ai-assistant'],
+  [/OAI-SearchBot/i, 'OAI-SearchBot', 'ai-search'],
+  [/PerplexityBot/i, 'PerplexityBot', 'ai-search'],
+  [/Claude-SearchBot/i, 'Claude-SearchBot', 'ai-search'],
+  [/YouBot/i, 'YouBot', 'ai-search'],
+  [/DuckAssistBot/i, 'DuckAssistBot', 'ai-search'],
+  [/GPTBot/i, 'GPTBot', 'ai-training'],
+  [/ClaudeBot|anthropic-ai|Claude-Web/i, 'ClaudeBot', 'ai-training'],
+  [/CCBot/i, 'CCBot', 'ai-training'],
+  [/Google-Extended/i, 'Google-Extended', 'ai-training'],
+  [/Applebot-Extended/i, 'Applebot-Extended', 'ai-training'],
+  [/Bytespider/i, 'Bytespider', 'ai-training'],
+  [/Meta-ExternalAgent/i, 'Meta-ExternalAgent', 'ai-training'],
+  [/cohere-ai|cohere-training/i, 'cohere-ai', 'ai-training'],
+  [/Amazonbot/i, 'Amazonbot', 'ai-training'],
+  [/Diffbot/i, 'Diffbot', 'ai-training'],
+  [/Timpibot/i, 'Timpibot', 'ai-training'],
+  [/omgili/i, 'omgili', 'ai-training'],
+]
+
+const TAG_KIND: Record<string, BotKind> = {
+  'search-engine': 'search-engine',
+  seo: 'seo',
+  monitoring: 'monitoring',
+  'social-preview': 'social-preview',
+  'feed-reader': 'feed-reader',
+  'ai-crawler': 'ai-training',
+}
+
+const crawlers = crawlerList as { pattern: string; tags?: string[] }[]
+const catalogue = crawlers.map((c) => {
+  const kind = (c.tags ?? []).map((t) => TAG_KIND[t]).find(Boolean) ?? 'other'
+  const name = c.pattern.replace(/\\(.)/g, '$1').replace(/[\^$()[\]{}|?*+]/g, '').replace(/[/ ]+$/, '') || c.pattern
+  return { regex: new RegExp(c.pattern), name, kind }
+})
+
+export interface BotInfo {
+  name: string
+  kind: BotKind
+}
+
+/** A bot's name and kind, or null for a human browser. */
+export function classifyBot(userAgent: string): BotInfo | null {
+  for (const [regex, name, kind] of OWN_TABLE) if (regex.test(userAgent)) return { name, kind }
+  const known = catalogue.find((c) => c.regex.test(userAgent))
+  if (known) return { name: known.name, kind: known.kind }
+  return isbot(userAgent) ? { name: userAgent.split(/[\s/;(]/)[0].slice(0, 60) || 'unknown', kind: 'other' } : null
+}
+
+export const isBotUserAgent = (userAgent: string) => isbot(userAgent)
+
+/** Crawlers that publish the reverse-DNS domains their addresses resolve to. */
+const VERIFIABLE: [RegExp, string[]][] = [
+  [/Googlebot|Google-|AdsBot-Google|Mediapartners-Google|APIs-Google|FeedFetcher-Google|GoogleOther/i, ['googlebot.com', 'google.com', 'googleusercontent.com']],
+  [/bingbot|BingPreview|msnbot|adidxbot/i, ['search.msn.com']],
+  [/Applebot/i, ['applebot.apple.com']],
+  [/YandexBot|YandexImages|Yandex/i, ['yandex.ru', 'yandex.net', 'yandex.com']],
+  [/Baiduspider/i, ['baidu.com', 'baidu.jp']],
+  [/DuckDuckBot|DuckAssistBot/i, ['duckduckgo.com']],
+  [/PetalBot/i, ['aspiegel.com', 'petalsearch.com']],
+  [/facebookexternalhit|meta-externalagent|meta-externalfetcher/i, ['facebook.com', 'fbsv.net']],
+  [/Amazonbot/i, ['crawl.amazonbot.amazon']],
+  [/SeznamBot/i, ['seznam.cz']],
+]
+
+export interface DnsResolver {
+  /** PTR names of an address. */
+  reverse(ip: string): Promise<string[]>
+  /** A and AAAA addresses of a name. */
+  lookup(hostname: string): Promise<string[]>
+}
+
+/**
+ * Reverse DNS plus a forward confirm: the address's PTR name must end in one of the crawler's
+ * published domains, and that name must resolve back to the same address.
+ */
+export async function verifyBot(userAgent: string, ip: string | undefined, resolver: DnsResolver): Promise<boolean> {
+  if (!ip) return false
+  const domains = VERIFIABLE.find(([regex]) => regex.test(userAgent))?.[1]
+  if (!domains) return false
+  try {
+    const names = await resolver.reverse(ip)
+    for (const name of names) {
+      const host = name.toLowerCase().replace(/\.$/, '')
+      if (!domains.some((d) => host === d || host.endsWith(`.${d}`))) continue
+      const addresses = await resolver.lookup(host)
+      if (addresses.some((a) => a.toLowerCase() === ip.toLowerCase())) return true
+    }
+  } catch {
+    return false
+  }
+  return false
+}

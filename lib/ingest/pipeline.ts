@@ -1,0 +1,276 @@
+import ipaddr from 'ipaddr.js'
+import { hash64, random64, randomString } from '../keys'
+import type { Site } from '../sites'
+import type { Store } from '../store'
+import { type BotInfo, classifyBot } from './bots'
+import { channelFor, classifyReferrer, linkKind, parseUserAgent, pathMatches, screenClass, utmFrom } from './enrich'
+import type { Geo, GeoLookup } from './geo'
+import { type EventKind, type Hit, kindOfName } from './hit'
+import type { EventSink, IngestBatch, Row } from './sink'
+
+export const VISIT_GAP_MS = 30 * 60 * 1000
+
+export interface IngestItem {
+  hit: Hit
+  ip: string
+  userAgent: string
+  /** When the hit arrived; the import uses the hit's own timestamp instead. */
+  receivedAt: Date
+  /** Geo known from the edge (request.cf); otherwise looked up from the IP. */
+  geo?: Geo | null
+  /** Where it came from: the browser tracker, the raw-hit import. */
+  source: 'browser' | 'import'
+}
+
+export type IngestOutcome = { status: 'stored' } | { status: 'dropped'; reason: string } | { status: 'rejected'; error: string }
+
+/** Visit-scoped attributes: those of the visit's first hit, stamped on every event of the visit. */
+type VisitAttrs = Pick<
+  Row,
+  'referrer' | 'referrer_source' | 'referrer_medium' | 'channel' | 'utm_source' | 'utm_medium' | 'utm_campaign' | 'utm_term' | 'utm_content' |
+  'country_code' | 'region' | 'city' | 'latitude' | 'longitude' | 'browser' | 'browser_version' | 'os' | 'os_version' | 'device' | 'screen_class'
+>
+
+const TRACKING_TOGGLES: Partial<Record<EventKind, keyof Site['tracking']>> = {
+  click: 'autocapture',
+  outbound: 'trackOutboundLinks',
+  download: 'trackFileDownloads',
+  form: 'trackForms',
+  error: 'trackErrors',
+  vital: 'trackVitals',
+}
+
+/** `2026-11-20 10:00:00.000`, the DateTime64 text ClickHouse reads. */
+export const clickhouseTime = (date: Date) => date.toISOString().replace('T', ' ').replace('Z', '')
+
+const dayFormatters = new Map<string, Intl.DateTimeFormat>()
+const days = new Map<string, string>()
+/**
+ * The site-local calendar day of an instant, YYYY-MM-DD. Every zone's offset is a multiple of
+ * 15 minutes, so the day is the same throughout each quarter hour: cached by that.
+ */
+export function localDay(date: Date, timezone: string): string {
+  const key = `${timezone}|${Math.floor(date.getTime() / 900_000)}`
+  let day = days.get(key)
+  if (day === undefined) {
+    let f = dayFormatters.get(timezone)
+    if (!f) {
+      f = new Intl.DateTimeFormat('en-CA', { timeZone: timezone, year: 'numeric', month: '2-digit', day: '2-digit' })
+      dayFormatters.set(timezone, f)
+    }
+    if (days.size > 100_000) days.clear()
+    day = f.format(date)
+    days.set(key, day)
+  }
+  return day
+}
+
+function ipExcluded(ip: string, rules: string[]): boolean {
+  if (!rules.length || !ipaddr.isValid(ip)) return false
+  const address = ipaddr.process(ip)
+  return rules.some((rule) => {
+    try {
+      if (!rule.includes('/')) return ipaddr.process(rule).toString() === address.toString()
+      const [range, bits] = ipaddr.parseCIDR(rule)
+      return address.kind() === range.kind() && address.match([range, bits] as never)
+    } catch {
+      return false
+    }
+  })
+}
+
+/** Memoizes a pure function of a string, within a bound: user agents and referrers repeat a lot. */
+function memo<T>(fn: (key: string) => T, size = 5000) {
+  const cache = new Map<string, T>()
+  return (key: string) => {
+    let value = cache.get(key)
+    if (value === undefined) {
+      if (cache.size >= size) cache.clear()
+      value = fn(key)
+      cache.set(key, value)
+    }
+    return value
+  }
+}
+
+/** A stable id of an error group: its name, its message with numbers masked, and its top frame. */
+async function errorFingerprint(error: NonNullable<Hit['error']>): Promise<string> {
+  const message = error.message.replace(/\d+/g, '0').slice(0, 300)
+  const frame = (error.stack ?? error.source ?? '').split('\n').find((l) => /\S/.test(l) && !l.includes(error.message.slice(0, 40))) ?? ''
+  return hash64(`${error.name ?? 'Error'}|${message}|${frame.replace(/:\d+:\d+\)?\s*$/, '').trim()}`)
+}
+
+/**
+ * The one ingestion path of browser hits and imported raw hits: validate against the site,
+ * enrich, assign visitor and visit, and hand rows to the sink.
+ */
+export class Ingestor {
+  private readonly sites = new Map<string, { site: Site | null; at: number }>()
+  private readonly salts = new Map<string, Promise<string>>()
+  private readonly userAgent = memo(parseUserAgent)
+  private readonly bot = memo(classifyBot)
+  // a visitor's hits share an address: look each up once
+  private readonly geoCache = new Map<string, Promise<Geo | null>>()
+  private readonly referrer = memo((key: string) => {
+    const cut = key.indexOf(' ')
+    return classifyReferrer(key.slice(cut + 1) || null, key.slice(0, cut))
+  })
+
+  constructor(
+    private readonly deps: { store: Store; sink: EventSink; geo?: GeoLookup; now: () => Date; siteCacheMs?: number },
+  ) {}
+
+  /** The site of a snippet id, cached briefly: settings changes reach ingestion within seconds. */
+  async site(snippetId: string): Promise<Site | null> {
+    const now = Date.now()
+    const cached = this.sites.get(snippetId)
+    if (cached && now - cached.at < (this.deps.siteCacheMs ?? 10_000)) return cached.site
+    const id = await this.deps.store.getSiteIdBySnippet(snippetId)
+    const site = id ? await this.deps.store.getSite(id) : null
+    if (this.sites.size > 50_000) this.sites.clear()
+    this.sites.set(snippetId, { site, at: now })
+    return site
+  }
+
+  private geo(ip: string): Promise<Geo | null> {
+    if (!this.deps.geo) return Promise.resolve(null)
+    let geo = this.geoCache.get(ip)
+    if (!geo) {
+      if (this.geoCache.size > 20_000) this.geoCache.clear()
+      geo = this.deps.geo(ip).catch(() => null)
+      this.geoCache.set(ip, geo)
+    }
+    return geo
+  }
+
+  private salt(siteId: string, day: string): Promise<string> {
+    const key = `${siteId}:${day}`
+    let salt = this.salts.get(key)
+    if (!salt) {
+      if (this.salts.size > 100_000) this.salts.clear()
+      salt = this.deps.store.dailySalt(siteId, day, `s_${randomString(32)}`)
+      salt.catch(() => this.salts.delete(key))
+      this.salts.set(key, salt)
+    }
+    return salt
+  }
+
+  async ingest(items: IngestItem[]): Promise<IngestOutcome[]> {
+    const outcomes: IngestOutcome[] = new Array(items.length)
+    const now = this.deps.now().getTime()
+    const snippets = [...new Set(items.map((i) => i.hit.site))]
+    const sites = new Map(await Promise.all(snippets.map(async (s) => [s, await this.site(s)] as const)))
+
+    type Prepared = { index: number; site: Site; at: Date; row: Row; attrs: VisitAttrs; visitorKey: string }
+    const prepared: Prepared[] = []
+    const bots: Row[] = []
+    const botOrgs: string[] = []
+
+    await Promise.all(
+      items.map(async (item, index) => {
+        const { hit } = item
+        const site = sites.get(hit.site)
+        if (!site) return void (outcomes[index] = { status: 'rejected', error: `site: unknown site "${hit.site}"` })
+        const at = hit.timestamp ? new Date(hit.timestamp) : item.receivedAt
+        if (at.getTime() > now + 5 * 60_000) return void (outcomes[index] = { status: 'rejected', error: 'timestamp: in the future' })
+        const url = new URL(hit.url)
+        const pathname = site.tracking.hashRouting && url.hash.startsWith('#/') ? `${url.pathname}${url.hash.slice(1)}` : url.pathname
+        if (!site.standaloneEnabled) return void (outcomes[index] = { status: 'dropped', reason: 'the site does not collect first-party data' })
+        if (ipExcluded(item.ip, site.tracking.excludedIps)) return void (outcomes[index] = { status: 'dropped', reason: 'excluded IP' })
+        if (site.tracking.excludedPaths.some((p) => pathMatches(p, pathname))) return void (outcomes[index] = { status: 'dropped', reason: 'excluded path' })
+
+        const bot: BotInfo | null = item.userAgent ? this.bot(item.userAgent) : { name: 'unknown', kind: 'other' }
+        if (bot) {
+          if (!site.tracking.includeBots) return void (outcomes[index] = { status: 'dropped', reason: 'bot' })
+          bots.push({
+            site_id: site.id, timestamp: clickhouseTime(at), bot_name: bot.name, bot_kind: bot.kind, verified: 0,
+            collection_source: item.source, hostname: url.hostname, pathname, referrer: hit.referrer ?? '', user_agent: item.userAgent.slice(0, 1000), country_code: item.geo?.country ?? '',
+          })
+          botOrgs.push(site.orgId)
+          return void (outcomes[index] = { status: 'stored' })
+        }
+
+        let kind = kindOfName(hit.name)
+        if (kind === 'click') kind = linkKind(hit.click?.href, url, site.tracking.affiliatePaths) ?? 'click'
+        const toggle = TRACKING_TOGGLES[kind]
+        if (toggle && site.tracking[toggle] === false) return void (outcomes[index] = { status: 'dropped', reason: `${toggle} is off` })
+
+        const ua = this.userAgent(item.userAgent)
+        const ref = this.referrer(`${url.hostname} ${hit.referrer ?? ''}`)
+        const utm = utmFrom(url)
+        const geo = item.geo !== undefined ? item.geo : await this.geo(item.ip)
+        const captured = new URLSearchParams()
+        for (const name of site.tracking.capturedQueryParams) {
+          const value = url.searchParams.get(name)
+          if (value !== null) captured.set(name, value)
+        }
+        const attrs: VisitAttrs = {
+          referrer: ref.referrer.slice(0, 2000), referrer_source: ref.source, referrer_medium: ref.medium, channel: channelFor(ref, utm), ...utm,
+          country_code: geo?.country ?? '', region: geo?.region ?? '', city: geo?.city ?? '', latitude: geo?.latitude ?? 0, longitude: geo?.longitude ?? 0,
+          browser: ua.browser, browser_version: ua.browserVersion, os: ua.os, os_version: ua.osVersion, device: ua.device, screen_class: screenClass(hit.screenWidth),
+        }
+        const salt = await this.salt(site.id, localDay(at, site.timezone))
+        const visitorId = await hash64(`${salt}|${site.id}|${item.ip}|${item.userAgent}`)
+        const eventName = kind === 'outbound' || kind === 'download' || kind === 'affiliate' ? kind : hit.name
+        // one literal with every column, visit attributes included, keeps rows in one fast shape
+        const row: Row = {
+          site_id: site.id, timestamp: clickhouseTime(at), name: eventName, kind, visitor_id: visitorId, session_id: '0', session_start: '',
+          ...attrs,
+          hostname: url.hostname, pathname: pathname.slice(0, 2000), query: captured.toString(), collection_source: item.source,
+          props: Object.fromEntries(Object.entries(hit.props ?? {}).map(([k, v]) => [k, String(v)])),
+          revenue_amount: hit.revenue ? String(hit.revenue.amount) : '0', revenue_currency: hit.revenue?.currency ?? '',
+          link_url: hit.click?.href ?? '', selector: hit.click?.selector ?? hit.form?.selector ?? '', element_text: hit.click?.text ?? '',
+          element_tag: hit.click?.tag ?? (kind === 'form' ? 'form' : ''), interactive: hit.click?.interactive ? 1 : 0, dead_click: hit.click?.dead ? 1 : 0,
+          error_fingerprint: hit.error ? await errorFingerprint(hit.error) : '0', error_name: hit.error?.name ?? '', error_message: hit.error?.message ?? '',
+          vital_name: hit.vital?.name ?? '', vital_value: hit.vital?.value ?? 0,
+          engaged_ms: hit.engagement?.ms ?? 0, scroll_depth: hit.engagement?.scroll ?? 0,
+        }
+        if (kind === 'form' && hit.form?.action) row.link_url = hit.form.action
+        if (hit.vital?.attribution) row.props = { ...(row.props as object), ...Object.fromEntries(Object.entries(hit.vital.attribution).map(([k, v]) => [`attribution.${k}`, String(v)])) }
+        prepared.push({ index, site, at, row, attrs, visitorKey: visitorId })
+      }),
+    )
+
+    // visits: every hit in time order, in one atomic script call for the batch
+    prepared.sort((a, b) => a.at.getTime() - b.at.getTime() || a.index - b.index)
+    // a hit within the gap of the same visitor's previous hit in this batch surely joins that visit:
+    // only the others may start one, so only they carry a candidate id and their attributes
+    const previous = new Map<string, number>()
+    const sessions = await this.deps.store.assignSessions(
+      prepared.map((p) => {
+        const key = `${p.site.id}:${p.visitorKey}`
+        const at = p.at.getTime()
+        const before = previous.get(key)
+        previous.set(key, at)
+        const mayStart = before === undefined || at - before > VISIT_GAP_MS
+        return { siteId: p.site.id, visitorId: p.visitorKey, at, candidateId: mayStart ? random64() : '', attrs: mayStart ? JSON.stringify(p.attrs) : '' }
+      }),
+      VISIT_GAP_MS,
+    )
+    const batch: IngestBatch = { events: [], bots, usage: new Map() }
+    const count = (orgId: string, at: Date, kind: string) => {
+      const month = at.toISOString().slice(0, 7)
+      const months = batch.usage.get(orgId) ?? new Map<string, Record<string, number>>()
+      batch.usage.set(orgId, months)
+      const counts = months.get(month) ?? {}
+      months.set(month, counts)
+      counts[kind] = (counts[kind] ?? 0) + 1
+    }
+    // a visit begun in this batch takes the attributes of its first hit here; an older one, the stored ones
+    const startedHere = new Map<string, VisitAttrs>()
+    prepared.forEach((p, i) => {
+      const session = sessions[i]
+      let attrs = session.attrs ? (JSON.parse(session.attrs) as VisitAttrs) : startedHere.get(session.id)
+      if (!attrs) startedHere.set(session.id, (attrs = p.attrs))
+      if (attrs !== p.attrs) for (const field in attrs) p.row[field] = attrs[field as keyof VisitAttrs]
+      p.row.session_id = session.id
+      p.row.session_start = clickhouseTime(new Date(session.start))
+      batch.events.push(p.row)
+      count(p.site.orgId, p.at, String(p.row.kind))
+      outcomes[p.index] = { status: 'stored' }
+    })
+    bots.forEach((row, i) => count(botOrgs[i], new Date(`${String(row.timestamp).replace(' ', 'T')}Z`), 'bot'))
+    if (batch.events.length || batch.bots.length) await this.deps.sink.write(batch)
+    return outcomes
+  }
+}

@@ -1,0 +1,103 @@
+import type { Olap } from '../olap/types'
+import type { Store } from '../store'
+
+export type Row = Record<string, unknown>
+
+export interface IngestBatch {
+  events: Row[]
+  bots: Row[]
+  /** orgId -> month -> kind -> count */
+  usage: Map<string, Map<string, Record<string, number>>>
+}
+
+/** Where processed hits go. A resolved write means the rows will be stored. */
+export interface EventSink {
+  write(batch: IngestBatch): Promise<void>
+  /** Stores everything written so far. */
+  flush(): Promise<void>
+}
+
+async function store(olap: Olap, kv: Store, batch: IngestBatch) {
+  await Promise.all([olap.insert('events', batch.events), olap.insert('bot_events', batch.bots)])
+  await Promise.all(
+    [...batch.usage].flatMap(([orgId, months]) => [...months].map(([month, counts]) => kv.addUsage(orgId, month, counts))),
+  )
+}
+
+/** Inserts before answering: for Workers, where nothing outlives the request. */
+export function directSink(olap: Olap, kv: Store): EventSink {
+  return { write: (batch) => store(olap, kv, batch), flush: async () => {} }
+}
+
+export function mergeUsage(into: IngestBatch['usage'], from: IngestBatch['usage']) {
+  for (const [orgId, months] of from) {
+    const orgMonths = into.get(orgId) ?? new Map<string, Record<string, number>>()
+    into.set(orgId, orgMonths)
+    for (const [month, counts] of months) {
+      const target = orgMonths.get(month) ?? {}
+      orgMonths.set(month, target)
+      for (const [kind, n] of Object.entries(counts)) target[kind] = (target[kind] ?? 0) + n
+    }
+  }
+}
+
+/**
+ * Batches rows in memory and inserts them every `intervalMs` or `maxRows` rows, one flush at a
+ * time. A failed insert keeps its rows for the next flush, so every accepted row is stored once.
+ * The Node server calls flush() on SIGTERM before it exits.
+ */
+export class BufferedSink implements EventSink {
+  private pending: IngestBatch = { events: [], bots: [], usage: new Map() }
+  private flushing: Promise<void> | null = null
+  private readonly timer: ReturnType<typeof setInterval>
+
+  constructor(
+    private readonly olap: Olap,
+    private readonly kv: Store,
+    private readonly options: { maxRows?: number; intervalMs?: number } = {},
+  ) {
+    this.timer = setInterval(() => void this.flush().catch((err) => console.error('event flush failed; will retry', err)), options.intervalMs ?? 500)
+    this.timer.unref?.()
+  }
+
+  async write(batch: IngestBatch) {
+    this.pending.events.push(...batch.events)
+    this.pending.bots.push(...batch.bots)
+    mergeUsage(this.pending.usage, batch.usage)
+    if (this.pending.events.length + this.pending.bots.length >= (this.options.maxRows ?? 20_000)) {
+      void this.flush().catch((err) => console.error('event flush failed; will retry', err))
+    }
+  }
+
+  async flush(): Promise<void> {
+    while (this.flushing) await this.flushing
+    if (!this.pending.events.length && !this.pending.bots.length && !this.pending.usage.size) return
+    const batch = this.pending
+    this.pending = { events: [], bots: [], usage: new Map() }
+    // a part that fails goes back in front of anything written meanwhile, with the parts not yet
+    // tried; parts already stored are not retried, so nothing is stored twice
+    this.flushing = (async () => {
+      const steps: [() => Promise<void>, () => void][] = [
+        [() => this.olap.insert('events', batch.events), () => this.pending.events.unshift(...batch.events)],
+        [() => this.olap.insert('bot_events', batch.bots), () => this.pending.bots.unshift(...batch.bots)],
+        [() => store(this.olap, this.kv, { events: [], bots: [], usage: batch.usage }), () => mergeUsage(this.pending.usage, batch.usage)],
+      ]
+      for (let i = 0; i < steps.length; i++) {
+        try {
+          await steps[i][0]()
+        } catch (err) {
+          for (const [, requeue] of steps.slice(i)) requeue()
+          throw err
+        }
+      }
+    })().finally(() => {
+      this.flushing = null
+    })
+    return this.flushing
+  }
+
+  async close() {
+    clearInterval(this.timer)
+    await this.flush()
+  }
+}

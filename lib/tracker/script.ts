@@ -1,0 +1,133 @@
+// The tracking script. It sets no cookies and uses no storage. Built with esbuild into
+// bundle.generated.ts (npm run build:tracker); the server serves it at /js/script.js.
+declare const VITALS_PATH: string
+declare const VITALS_ATTRIBUTION_PATH: string
+declare const ATTRIBUTION_SAMPLE: number
+
+type Opts = { callback?: () => void; [field: string]: unknown }
+type Svc = ((name: string, opts?: Opts) => void) & { q?: IArguments[] }
+
+;((w: Window & { svc?: Svc }, d: Document, loc: Location) => {
+  const script = d.currentScript as HTMLScriptElement
+  const site = script.getAttribute('data-site')
+  const origin = new URL(script.src).origin
+  const endpoint = script.getAttribute('data-api') || `${origin}/api/event`
+  const now = Date.now
+  let lastPage = ''
+  let visibleSince = now()
+  let engaged = 0
+  let scroll = 0
+  let reported = 0
+
+  const send = (name: string, data?: Opts, callback?: () => void) => {
+    const body = JSON.stringify({ site, name, url: loc.href, referrer: d.referrer || null, screenWidth: w.innerWidth, ...data })
+    // a string beacon is text/plain: no preflight, and it outlives the page
+    if (navigator.sendBeacon?.(endpoint, body)) callback?.()
+    else fetch(endpoint, { method: 'POST', body, keepalive: true }).then(callback, callback)
+  }
+
+  const depth = () => {
+    const el = d.documentElement
+    const seen = Math.round(((w.scrollY + w.innerHeight) / Math.max(el.scrollHeight, 1)) * 100)
+    scroll = Math.max(scroll, Math.min(seen, 100))
+  }
+
+  const leave = () => {
+    if (!lastPage || reported) return
+    if (d.visibilityState === 'visible') engaged += now() - visibleSince
+    visibleSince = now()
+    reported = 1
+    send('engagement', { engagement: { ms: engaged, scroll } })
+  }
+
+  const page = () => {
+    if (loc.href === lastPage) return
+    leave()
+    lastPage = loc.href
+    engaged = scroll = reported = 0
+    visibleSince = now()
+    depth()
+    send('pageview')
+  }
+
+  const selector = (el: Element) => {
+    const parts: string[] = []
+    for (let e: Element | null = el; e && e !== d.body && parts.length < 3; e = e.parentElement) {
+      parts.unshift(e.tagName.toLowerCase() + (e.id ? `#${e.id}` : [...e.classList].slice(0, 2).map((c) => `.${c}`).join('')))
+      if (e.id) break
+    }
+    return parts.join('>')
+  }
+
+  const INTERACTIVE = 'a,button,input,select,textarea,label,summary,[role=button],[role=link],[onclick],[tabindex]'
+  d.addEventListener(
+    'click',
+    (event) => {
+      const target = event.target as Element
+      const el = target.closest?.(INTERACTIVE) || target
+      if (!el.tagName) return
+      const href = el.closest('a')?.href
+      const click: Record<string, unknown> = {
+        selector: selector(el),
+        text: ((el as HTMLElement).innerText || (el as HTMLInputElement).value || '').trim().slice(0, 100),
+        tag: el.tagName.toLowerCase(),
+        href,
+        interactive: el.matches(INTERACTIVE),
+      }
+      if (href || /^(INPUT|SELECT|TEXTAREA)$/.test(el.tagName)) return send('click', { click })
+      // a dead click: no navigation and no change to the page within a second
+      let changed = 0
+      const observer = new MutationObserver(() => (changed = 1))
+      observer.observe(d.documentElement, { subtree: true, childList: true, attributes: true, characterData: true })
+      const at = loc.href
+      setTimeout(() => {
+        observer.disconnect()
+        click.dead = !changed && at === loc.href
+        send('click', { click })
+      }, 1000)
+    },
+    true,
+  )
+
+  d.addEventListener('submit', (event) => {
+    const form = event.target as HTMLFormElement
+    send('form', { form: { selector: selector(form), action: form.action } })
+  }, true)
+
+  const error = (name: string, message: unknown, stack?: string, source?: string, line?: number) =>
+    send('error', { error: { name: name || 'Error', message: String(message).slice(0, 1000), stack: stack?.slice(0, 4000), source, line } })
+  w.addEventListener('error', (e) => e.message && error(e.error?.name, e.message, e.error?.stack, e.filename, e.lineno))
+  w.addEventListener('unhandledrejection', (e) => error(e.reason?.name || 'UnhandledRejection', e.reason?.message ?? e.reason, e.reason?.stack))
+
+  w.addEventListener('scroll', depth, { passive: true })
+  d.addEventListener('visibilitychange', () => {
+    if (d.visibilityState === 'hidden') leave()
+    else {
+      visibleSince = now()
+      reported = 0
+    }
+  })
+  w.addEventListener('pagehide', leave)
+
+  const history = w.history
+  const push = history.pushState
+  history.pushState = function (...args) {
+    push.apply(this, args)
+    page()
+  }
+  w.addEventListener('popstate', page)
+  w.addEventListener('hashchange', () => loc.hash.startsWith('#/') && page())
+
+  const queued = w.svc?.q || []
+  w.svc = (name: string, opts?: Opts) => send(name, opts, opts?.callback)
+  page()
+  for (const args of queued) w.svc(...(args as unknown as [string, Opts]))
+
+  w.addEventListener('load', () =>
+    setTimeout(() => {
+      const s = d.createElement('script')
+      s.src = origin + (Math.random() < ATTRIBUTION_SAMPLE ? VITALS_ATTRIBUTION_PATH : VITALS_PATH)
+      d.head.appendChild(s)
+    }),
+  )
+})(window, document, location)

@@ -1,0 +1,34 @@
+import { Command, InvalidArgumentError } from 'commander'
+import { openNodeStores } from '../lib/home/node'
+import { demoHits } from '../lib/ingest/demo-traffic'
+import { dbipGeo } from '../lib/ingest/geo-node'
+import { importHits } from '../lib/ingest/import'
+import { Ingestor } from '../lib/ingest/pipeline'
+import { directSink } from '../lib/ingest/sink'
+
+const positive = (v: string) => {
+  const n = Number(v)
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive integer')
+  return n
+}
+
+const program = new Command('demo-traffic')
+  .description('Generate realistic traffic for a site through the raw-hit import path. Works while the server runs.')
+  .requiredOption('--site <snippet>', "the site's snippet id")
+  .option('--days <n>', 'days of traffic, ending now', positive, 30)
+  .option('--visitors-per-day <n>', 'average visitors a weekday', positive, 200)
+  .option('--seed <n>', 'random seed', positive, 42)
+  .action(async (opts: { site: string; days: number; visitorsPerDay: number; seed: number }) => {
+    const stores = await openNodeStores(process.env, { viaRunningServer: true })
+    try {
+      const ingestor = new Ingestor({ store: stores.store, sink: directSink(stores.olap, stores.store), geo: dbipGeo(), now: () => new Date() })
+      const site = await ingestor.site(opts.site)
+      if (!site) throw new InvalidArgumentError(`no site with snippet id ${opts.site}`)
+      const hits = demoHits({ site: opts.site, domain: site.domain, days: opts.days, visitorsPerDay: opts.visitorsPerDay, end: new Date(), seed: opts.seed })
+      const result = await importHits((function* () { for (const h of hits) yield JSON.stringify(h) })(), ingestor)
+      process.stdout.write(`${JSON.stringify({ imported: result.imported, rejected: result.rejected })}\n`)
+    } finally {
+      await stores.close()
+    }
+  })
+await program.parseAsync(process.argv)

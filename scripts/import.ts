@@ -1,0 +1,32 @@
+import { createReadStream } from 'node:fs'
+import { stat } from 'node:fs/promises'
+import { createInterface } from 'node:readline'
+import { SingleBar } from 'cli-progress'
+import { Command } from 'commander'
+import { openNodeStores } from '../lib/home/node'
+import { dbipGeo } from '../lib/ingest/geo-node'
+import { importHits } from '../lib/ingest/import'
+import { Ingestor } from '../lib/ingest/pipeline'
+import { directSink } from '../lib/ingest/sink'
+
+const program = new Command('import')
+  .description('Load raw hits (NDJSON, DESIGN.md section 9) through the collector\'s enrichment and sessionization, with their own timestamps. Works while the server runs.')
+  .option('--file <path>', 'NDJSON file (default: standard input)')
+  .action(async (opts: { file?: string }) => {
+    const stores = await openNodeStores(process.env, { viaRunningServer: true })
+    const ingestor = new Ingestor({ store: stores.store, sink: directSink(stores.olap, stores.store), geo: dbipGeo(), now: () => new Date() })
+    const input = opts.file ? createReadStream(opts.file) : process.stdin
+    const total = opts.file ? (await stat(opts.file)).size : 0
+    const bar = process.stderr.isTTY && total ? new SingleBar({ format: 'importing [{bar}] {percentage}% | {lines} lines', stream: process.stderr }) : null
+    bar?.start(total, 0, { lines: 0 })
+    try {
+      const result = await importHits(createInterface({ input, crlfDelay: Infinity }), ingestor, ({ bytes, lines }) => bar?.update(Math.min(bytes, total), { lines }))
+      bar?.stop()
+      for (const { line, error } of result.errors) process.stderr.write(`line ${line}: ${error}\n`)
+      if (result.rejected > result.errors.length) process.stderr.write(`... and ${result.rejected - result.errors.length} more rejected lines\n`)
+      process.stdout.write(`${JSON.stringify({ imported: result.imported, rejected: result.rejected })}\n`)
+    } finally {
+      await stores.close()
+    }
+  })
+await program.parseAsync(process.argv)
