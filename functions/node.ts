@@ -1,5 +1,5 @@
 import { rmSync, writeFileSync } from 'node:fs'
-import { lookup } from 'node:dns/promises'
+import { Resolver, lookup } from 'node:dns/promises'
 import { serve } from '@hono/node-server'
 import { getConnInfo } from '@hono/node-server/conninfo'
 import { z } from 'zod'
@@ -51,6 +51,13 @@ const services: Services = {
   limiter: stores.limiter,
   now,
   ingestor: new Ingestor({ store: stores.store, sink, geo: dbipGeo(), now }),
+  dns: (() => {
+    const resolver = new Resolver({ timeout: 2000, tries: 2 })
+    return {
+      reverse: (ip: string) => resolver.reverse(ip),
+      lookup: async (host: string) => [...(await resolver.resolve4(host).catch(() => [])), ...(await resolver.resolve6(host).catch(() => []))],
+    }
+  })(),
   clientAddress: (c) => {
     const forwarded = env.TRUST_PROXY === '1' ? c.req.header('x-forwarded-for')?.split(',')[0].trim() : undefined
     return (forwarded || getConnInfo(c).remote.address || '').replace(/^::ffff:(?=\d+\.)/, '')

@@ -5,6 +5,7 @@ import { CLICKHOUSE_SETTINGS, type ClickHouseClientLike, clickhouseClientOlap } 
 import { guardedFetch } from '../lib/outbound'
 import { Ingestor } from '../lib/ingest/pipeline'
 import { directSink } from '../lib/ingest/sink'
+import { dohResolver } from '../lib/ingest/dns'
 import { redisRateLimiter } from '../lib/ratelimit'
 import type { Services } from '../lib/services'
 import { Store } from '../lib/store'
@@ -41,6 +42,7 @@ function appFor(rawEnv: WorkerEnv) {
     database: env.CLICKHOUSE_DATABASE,
     clickhouse_settings: CLICKHOUSE_SETTINGS,
   })
+  const outbound = guardedFetch({ allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === '1' })
   const olap = clickhouseClientOlap(client as unknown as ClickHouseClientLike)
   const store = new Store(redis)
   const now = () => new Date()
@@ -52,7 +54,8 @@ function appFor(rawEnv: WorkerEnv) {
     // nothing outlives a request on Workers: hits are inserted (async inserts) before the 202; geo comes from request.cf
     ingestor: new Ingestor({ store, sink: directSink(olap, store), now }),
     clientAddress: (c) => c.req.header('cf-connecting-ip') ?? '',
-    fetch: guardedFetch({ allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === '1' }),
+    fetch: outbound,
+    dns: dohResolver(outbound),
     publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
   }
   cached = { raw: rawEnv, app: createApp(services) }

@@ -1,4 +1,5 @@
 import type { Context } from 'hono'
+import type { DnsResolver } from './ingest/bots'
 import type { Ingestor } from './ingest/pipeline'
 import type { Olap } from './olap/types'
 import type { RateLimiter } from './ratelimit'
@@ -16,6 +17,8 @@ export interface Services {
   ingestor: Ingestor
   /** The client's address as this home knows it (socket, trusted proxy header, or CF-Connecting-IP). */
   clientAddress(c: Context): string
+  /** Reverse and forward DNS, to verify crawlers. */
+  dns?: DnsResolver
   /** Public origin used in snippets; defaults to the request's origin. */
   publicUrl?: string
 }

@@ -96,6 +96,8 @@ export interface Site {
   createdAt: string
   /** Set by proxy-config: a proxy that sends it in X-Proxy-Secret may forward the visitor's address. */
   proxySecret?: string
+  /** The site's server-side ingest key, minted by POST /sites/{id}/ingest-key. */
+  ingestKeyId?: string
   tracking: GroupValues<'tracking'> & { customDomain: string | null }
   changeDetection: GroupValues<'changeDetection'> & { crawlStatus: 'pending' | 'ok' | 'failed' }
   sharing: GroupValues<'sharing'>
@@ -205,7 +207,7 @@ export function applySitePatch(site: Site, patch: SitePatch): Site {
 
 /** The site as the API shows it. */
 export function siteView(site: Site, baseUrl: string) {
-  const { orgId: _org, proxySecret: _secret, ...rest } = site
+  const { orgId: _org, proxySecret: _secret, ingestKeyId: _ingest, ...rest } = site
   const scriptHost = site.tracking.customDomain ? `https://${site.tracking.customDomain}` : baseUrl
   return {
     ...rest,

@@ -1,5 +1,6 @@
 import { endpointIndex, openApiDocument } from '../../lib/openapi'
 import { type Endpoint, defineEndpoint } from '../../lib/registry'
+import { ingestEndpoints } from './ingest'
 import { metaEndpoints } from './meta'
 import { orgEndpoints } from './org'
 import { siteEndpoints } from './sites'
@@ -29,4 +30,5 @@ export const endpoints: Endpoint[] = [
   ...metaEndpoints,
   ...orgEndpoints,
   ...siteEndpoints,
+  ...ingestEndpoints,
 ]

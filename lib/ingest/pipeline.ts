@@ -155,6 +155,13 @@ export class Ingestor {
     return salt
   }
 
+  /** Stores bot rows of server-side collection; they count as usage of kind "bot", which is not billed. */
+  async writeBots(orgId: string, rows: Row[]) {
+    if (!rows.length) return
+    const month = this.deps.now().toISOString().slice(0, 7)
+    await this.deps.sink.write({ events: [], bots: rows, usage: new Map([[orgId, new Map([[month, { bot: rows.length }]])]]) })
+  }
+
   async ingest(items: IngestItem[]): Promise<IngestOutcome[]> {
     const outcomes: IngestOutcome[] = new Array(items.length)
     const now = this.deps.now().getTime()

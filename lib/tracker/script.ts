@@ -14,7 +14,7 @@ type Svc = ((name: string, opts?: Opts) => void) & { q?: IArguments[] }
   const endpoint = script.getAttribute('data-api') || `${origin}/api/event`
   const now = Date.now
   let lastPage = ''
-  let visibleSince = now()
+  let visibleSince = 0
   let engaged = 0
   let scroll = 0
   let reported = 0
@@ -32,12 +32,17 @@ type Svc = ((name: string, opts?: Opts) => void) & { q?: IArguments[] }
     scroll = Math.max(scroll, Math.min(seen, 100))
   }
 
+  // engaged time counts only while the page is visible
+  const tally = () => {
+    if (visibleSince) engaged += now() - visibleSince
+    visibleSince = d.visibilityState === 'visible' ? now() : 0
+  }
+
   const leave = () => {
+    tally()
     if (!lastPage || reported) return
-    if (d.visibilityState === 'visible') engaged += now() - visibleSince
-    visibleSince = now()
     reported = 1
-    send('engagement', { engagement: { ms: engaged, scroll } })
+    send('engagement', { url: lastPage, engagement: { ms: engaged, scroll } })
   }
 
   const page = () => {
@@ -45,7 +50,7 @@ type Svc = ((name: string, opts?: Opts) => void) & { q?: IArguments[] }
     leave()
     lastPage = loc.href
     engaged = scroll = reported = 0
-    visibleSince = now()
+    tally()
     depth()
     send('pageview')
   }
@@ -103,7 +108,7 @@ type Svc = ((name: string, opts?: Opts) => void) & { q?: IArguments[] }
   d.addEventListener('visibilitychange', () => {
     if (d.visibilityState === 'hidden') leave()
     else {
-      visibleSince = now()
+      tally()
       reported = 0
     }
   })

@@ -1,0 +1,80 @@
+import { z } from 'zod'
+import type { Site } from '../sites'
+import { type BotKind, type DnsResolver, classifyBot, verifyBot } from './bots'
+import { clickhouseTime } from './pipeline'
+import type { Row } from './sink'
+
+export const MAX_COLLECT_HITS = 500
+
+/** A server-side hit (spec 2.4), with its aliases folded into the canonical names. */
+export const collectedHitSchema = z.preprocess(
+  (raw) => {
+    if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return raw
+    const r = raw as Record<string, unknown>
+    return {
+      path: r.path,
+      userAgent: r.userAgent ?? r.user_agent ?? r.ua,
+      ip: r.ip ?? r.clientIp,
+      referrer: r.referrer ?? r.referer,
+      hostname: r.hostname ?? r.host,
+      timestamp: r.timestamp,
+    }
+  },
+  z.object({
+    path: z.string().min(1).max(2000),
+    userAgent: z.string().min(1).max(1000),
+    ip: z.union([z.ipv4(), z.ipv6()]).optional(),
+    referrer: z.string().max(2000).optional(),
+    hostname: z.string().max(253).optional(),
+    timestamp: z.iso.datetime({ offset: true }).optional(),
+  }),
+)
+
+export type CollectedHit = z.infer<typeof collectedHitSchema>
+
+/**
+ * Keeps the bot and AI-crawler hits of a server-side batch and drops humans and junk. A bot whose
+ * user agent names a crawler that publishes its reverse-DNS domains is verified against them.
+ */
+export async function collectBotHits(site: Site, raw: unknown[], deps: { dns?: DnsResolver; now: () => Date }) {
+  const rows: Row[] = []
+  let dropped = 0
+  const verified = new Map<string, Promise<boolean>>()
+  const now = deps.now().getTime()
+  await Promise.all(
+    raw.map(async (candidate) => {
+      const parsed = collectedHitSchema.safeParse(candidate)
+      if (!parsed.success) return void dropped++
+      const hit = parsed.data
+      const at = hit.timestamp ? new Date(hit.timestamp) : new Date(now)
+      if (at.getTime() > now + 5 * 60_000) return void dropped++
+      const bot = classifyBot(hit.userAgent)
+      if (!bot) return void dropped++
+      const key = `${hit.userAgent}|${hit.ip ?? ''}`
+      let check = verified.get(key)
+      if (!check) {
+        check = deps.dns ? verifyBot(hit.userAgent, hit.ip, deps.dns) : Promise.resolve(false)
+        verified.set(key, check)
+      }
+      rows.push(botRow(site, at, bot.name, bot.kind, (await check) ? 1 : 0, hit))
+    }),
+  )
+  return { rows, dropped }
+}
+
+function botRow(site: Site, at: Date, name: string, kind: BotKind, verified: number, hit: CollectedHit): Row {
+  const path = hit.path.startsWith('/') ? hit.path : `/${hit.path}`
+  return {
+    site_id: site.id,
+    timestamp: clickhouseTime(at),
+    bot_name: name,
+    bot_kind: kind,
+    verified,
+    collection_source: 'server',
+    hostname: (hit.hostname ?? site.domain).toLowerCase(),
+    pathname: path.split('?')[0],
+    referrer: hit.referrer ?? '',
+    user_agent: hit.userAgent,
+    country_code: '',
+  }
+}
