@@ -46,8 +46,7 @@ const TAG_KIND: Record<string, BotKind> = {
 const crawlers = crawlerList as { pattern: string; tags?: string[] }[]
 const catalogue = crawlers.map((c) => {
   const kind = (c.tags ?? []).map((t) => TAG_KIND[t]).find(Boolean) ?? 'other'
-  const name = c.pattern.replace(/\\(.)/g, '$1').replace(/[\^$()[\]{}|?*+]/g, '').replace(/[/ ]+$/, '') || c.pattern
-  return { regex: new RegExp(c.pattern), name, kind }
+  return { regex: new RegExp(c.pattern), kind }
 })
 
 export interface BotInfo {
@@ -58,8 +57,11 @@ export interface BotInfo {
 /** A bot's name and kind, or null for a human browser. */
 export function classifyBot(userAgent: string): BotInfo | null {
   for (const [regex, name, kind] of OWN_TABLE) if (regex.test(userAgent)) return { name, kind }
-  const known = catalogue.find((c) => c.regex.test(userAgent))
-  if (known) return { name: known.name, kind: known.kind }
+  for (const c of catalogue) {
+    // the name is what the pattern matched: "Googlebot/" gives Googlebot
+    const match = c.regex.exec(userAgent)
+    if (match) return { name: match[0].replace(/[\s/;:(),-]+$/, '').slice(0, 60) || 'unknown', kind: c.kind }
+  }
   return isbot(userAgent) ? { name: userAgent.split(/[\s/;(]/)[0].slice(0, 60) || 'unknown', kind: 'other' } : null
 }
 

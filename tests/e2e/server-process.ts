@@ -46,7 +46,7 @@ export async function startServer(env: Record<string, string>): Promise<RunningS
 const run = promisify(execFile)
 
 /** Runs a CLI script the way `npm run -s <name> -- ...` does; returns parsed stdout JSON. */
-export async function cli(script: 'admin' | 'migrate', args: string[], env: Record<string, string>) {
+export async function cli(script: 'admin' | 'migrate' | 'import' | 'demo-traffic', args: string[], env: Record<string, string>) {
   const { stdout } = await run(process.execPath, ['--import', 'tsx', `scripts/${script}.ts`, ...args], { env: { ...process.env, ...env } })
   return JSON.parse(stdout)
 }

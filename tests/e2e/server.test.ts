@@ -42,6 +42,19 @@ describe('the Node server on embedded stores', () => {
     expect(await cli('migrate', [], env)).toEqual({ clickhouse: 'embedded, through the running server', applied: [] })
   })
 
+  it('imports raw hits and generates demo traffic while the server runs', async () => {
+    const { writeFileSync } = await import('node:fs')
+    const sites = await (await api('/api/v1/sites', readKey)).json()
+    const demo = sites.sites[0]
+    const file = `${env.DATA_DIR}/hits.ndjson`
+    const hit = { timestamp: '2026-11-01T10:00:00Z', site: demo.snippetId, name: 'pageview', url: `https://${demo.domain}/imported`, ip: '8.8.8.8', userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0' }
+    writeFileSync(file, [JSON.stringify(hit), 'oops', JSON.stringify({ ...hit, name: 'Signup' })].join('\n'))
+    expect(await cli('import', ['--file', file], env)).toEqual({ imported: 2, rejected: 1 })
+    const generated = await cli('demo-traffic', ['--site', demo.snippetId, '--days', '2', '--visitors-per-day', '20'], env)
+    expect(generated.imported).toBeGreaterThan(40)
+    expect(generated.rejected).toBe(0)
+  })
+
   it('a site answered 201 survives SIGKILL right after, with the keys', async () => {
     const created = await api('/api/v1/sites', writeKey, { method: 'POST', body: JSON.stringify({ domain: 'durable.example.com' }) })
     expect(created.status).toBe(201)
@@ -60,6 +73,34 @@ describe('the Node server on embedded stores', () => {
     expect(orgs.map((o: { name: string }) => o.name).sort()).toEqual(['CLI Org', 'Demo organization'])
     server = await startServer(env)
     expect((await api('/api/v1/me', writeKey)).status).toBe(200)
+  })
+
+  it('stores exactly the N hits it accepted under concurrent load, flushing on SIGTERM', async () => {
+    const sites = await (await api('/api/v1/sites', readKey)).json()
+    const demo = sites.sites[0]
+    const n = 3000
+    const statuses: number[] = []
+    for (let batch = 0; batch < n / 300; batch++) {
+      statuses.push(
+        ...(await Promise.all(
+          Array.from({ length: 300 }, (_, i) =>
+            fetch(`${server.url}/api/event`, {
+              method: 'POST',
+              headers: { 'content-type': 'text/plain', 'user-agent': `Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0 load-${batch}-${i % 37}` },
+              body: JSON.stringify({ site: demo.snippetId, name: 'pageview', url: `https://${demo.domain}/load-test/${batch}/${i}` }),
+            }).then((r) => r.status),
+          ),
+        )),
+      )
+    }
+    expect(statuses.filter((s) => s === 202)).toHaveLength(n)
+    // SIGTERM right away: what is still buffered must be flushed before exit
+    expect(await server.stop('SIGTERM')).toBe(0)
+    const { ChdbOlap } = await import('../../lib/olap/chdb')
+    const olap = new ChdbOlap(`${env.DATA_DIR}/clickhouse`)
+    const [row] = await olap.query<{ n: string; paths: string }>("SELECT count() AS n, uniqExact(pathname) AS paths FROM events WHERE startsWith(pathname, '/load-test/')")
+    await olap.close()
+    expect(row).toEqual({ n: String(n), paths: String(n) })
   })
 
   it('admin --help works at every level', async () => {

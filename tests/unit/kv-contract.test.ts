@@ -8,7 +8,7 @@ import { type RawRedis, rawRequester } from '../../lib/kv/raw'
 import { TcpRedis } from '../../lib/kv/tcp'
 import { localEndpointsApp } from '../../lib/home/local-endpoints'
 import { newSite } from '../../lib/sites'
-import { DomainTakenError, Store } from '../../lib/store'
+import { DomainTakenError, NATIVE_SCRIPTS, Store } from '../../lib/store'
 import { REDIS_URL } from '../helpers'
 
 type Backend = { name: string; open(): Promise<{ raw?: RawRedis; redis: Redis; close(): Promise<void> }> }
@@ -33,6 +33,15 @@ const backends: Backend[] = [
     },
   },
 ]
+backends.splice(1, 0, {
+  name: 'embedded, running its hot scripts natively',
+  async open() {
+    const raw = new EmbeddedRedis()
+    for (const [lua, native] of NATIVE_SCRIPTS) raw.defineNativeScript(lua, native)
+    return { raw, redis: new Redis(rawRequester(raw)), close: () => raw.close() }
+  },
+})
+
 const redisUrl = REDIS_URL
 if (redisUrl) {
   backends.push({
@@ -131,6 +140,42 @@ describe.each(backends)('key/value contract: $name', (backend) => {
     expect(await store.getApiKeyByHash(await sha256Hex(key.key))).toBeNull()
     expect((await store.getApiKeyMeta(key.id))!.revokedAt).toBe('2026-11-03T00:00:00.000Z')
     await store.createSite({ ...site, id: crypto.randomUUID() })
+  })
+
+  it('assigns visits atomically: joins within the gap, starts anew after it, per visitor', async () => {
+    const store = new Store(redis)
+    const site = crypto.randomUUID()
+    const gap = 30 * 60_000
+    const t0 = Date.UTC(2026, 10, 1, 10)
+    const first = await store.assignSessions(
+      [
+        { siteId: site, visitorId: '1', at: t0, candidateId: '11', attrs: '{"src":"a"}' },
+        { siteId: site, visitorId: '1', at: t0 + gap, candidateId: '', attrs: '' },
+        { siteId: site, visitorId: '2', at: t0 + 5, candidateId: '21', attrs: '{"src":"b"}' },
+        { siteId: site, visitorId: '1', at: t0 + 2 * gap + 1, candidateId: '12', attrs: '{"src":"c"}' },
+      ],
+      gap,
+    )
+    // visits begun in this call come back without attributes: the caller has them
+    expect(first).toEqual([
+      { id: '11', start: t0, attrs: null },
+      { id: '11', start: t0, attrs: null },
+      { id: '21', start: t0 + 5, attrs: null },
+      { id: '12', start: t0 + 2 * gap + 1, attrs: null },
+    ])
+    const later = await store.assignSessions(
+      [
+        { siteId: site, visitorId: '2', at: t0 + gap, candidateId: '22', attrs: '{"src":"d"}' },
+        { siteId: site, visitorId: '1', at: t0 + 2 * gap + 100, candidateId: '13', attrs: '{"src":"e"}' },
+        { siteId: site, visitorId: '3', at: t0, candidateId: '18446744073709551615', attrs: '{"src":"f"}' },
+      ],
+      gap,
+    )
+    expect(later).toEqual([
+      { id: '21', start: t0 + 5, attrs: '{"src":"b"}' },
+      { id: '12', start: t0 + 2 * gap + 1, attrs: '{"src":"c"}' },
+      { id: '18446744073709551615', start: t0, attrs: null },
+    ])
   })
 
   it('runs scripts: EVAL, EVALSHA and redis.call, as @upstash/ratelimit sends them', async () => {
