@@ -52,10 +52,10 @@ export function mountCollector(app: Hono, services: Services) {
     const proxied = site.proxySecret && c.req.header('x-proxy-secret') === site.proxySecret
     const ip = (proxied && c.req.header('x-forwarded-for')?.split(',')[0].trim()) || services.clientAddress(c)
     const cf = (c.req.raw as { cf?: Record<string, unknown> }).cf
-    const [outcome] = await services.ingestor.ingest([
-      { hit: parsed.data, ip, userAgent: c.req.header('user-agent') ?? '', receivedAt: services.now(), geo: cf ? geoFromCf(cf) : undefined, source: 'browser' },
-    ])
+    const outcome = await services.ingestor.submit({
+      hit: parsed.data, ip, userAgent: c.req.header('user-agent') ?? '', receivedAt: services.now(), geo: cf ? geoFromCf(cf) : undefined, source: 'browser',
+    })
     if (outcome.status === 'rejected') throw new ApiError(400, outcome.error)
-    return c.json({ ok: true }, 202)
+    return c.body(null, 202)
   })
 }

@@ -34,6 +34,7 @@ const env = z
     UPSTASH_REDIS_REST_TOKEN: z.string().optional(),
     OUTBOUND_ALLOW_PRIVATE: z.enum(['0', '1']).default('0'),
     TRUST_PROXY: z.enum(['0', '1']).default('0'),
+    SKIP_DEMO_TRAFFIC: z.enum(['0', '1']).default('0'),
   })
   // an empty variable means unset
   .parse(Object.fromEntries(Object.entries(process.env).filter(([, value]) => value !== '')))
@@ -50,7 +51,7 @@ const services: Services = {
   store: stores.store,
   limiter: stores.limiter,
   now,
-  ingestor: new Ingestor({ store: stores.store, sink, geo: dbipGeo(), now }),
+  ingestor: new Ingestor({ store: stores.store, sink, geo: dbipGeo(), now, coalesce: true }),
   dns: (() => {
     const resolver = new Resolver({ timeout: 2000, tries: 2 })
     return {
@@ -85,7 +86,7 @@ if (stores.chdb || stores.raw) {
 
 if ((await stores.store.countOrgs()) === 0) {
   const demo = await createDemo(stores.store, new Date())
-  const hits = demoHits({ site: demo.site.snippetId, domain: demo.site.domain, days: 30, visitorsPerDay: 150, end: new Date() })
+  const hits = env.SKIP_DEMO_TRAFFIC === '1' ? [] : demoHits({ site: demo.site.snippetId, domain: demo.site.domain, days: 30, visitorsPerDay: 150, end: new Date() })
   const seeded = await importHits((function* () { for (const hit of hits) yield JSON.stringify(hit) })(), services.ingestor)
   await sink.flush()
   log(

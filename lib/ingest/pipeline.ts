@@ -117,7 +117,15 @@ export class Ingestor {
   })
 
   constructor(
-    private readonly deps: { store: Store; sink: EventSink; geo?: GeoLookup; now: () => Date; siteCacheMs?: number },
+    private readonly deps: {
+      store: Store
+      sink: EventSink
+      geo?: GeoLookup
+      now: () => Date
+      siteCacheMs?: number
+      /** Coalesce concurrent live hits into batches (Node). Workers keep each request's I/O its own. */
+      coalesce?: boolean
+    },
   ) {}
 
   /** The site of a snippet id, cached briefly: settings changes reach ingestion within seconds. */
@@ -153,6 +161,28 @@ export class Ingestor {
       this.salts.set(key, salt)
     }
     return salt
+  }
+
+  private queue: { item: IngestItem; resolve: (o: IngestOutcome) => void; reject: (e: unknown) => void }[] = []
+
+  /**
+   * Ingests one live hit, coalesced with the hits of concurrent requests into one batch: under
+   * load, one site lookup, one session script call and one sink write serve many requests.
+   */
+  submit(item: IngestItem): Promise<IngestOutcome> {
+    if (!this.deps.coalesce) return this.ingest([item]).then(([outcome]) => outcome)
+    return new Promise((resolve, reject) => {
+      if (this.queue.push({ item, resolve, reject }) === 1) {
+        setImmediate(() => {
+          const batch = this.queue
+          this.queue = []
+          this.ingest(batch.map((q) => q.item)).then(
+            (outcomes) => batch.forEach((q, i) => q.resolve(outcomes[i])),
+            (err) => batch.forEach((q) => q.reject(err)),
+          )
+        })
+      }
+    })
   }
 
   /** Stores bot rows of server-side collection; they count as usage of kind "bot", which is not billed. */

@@ -56,7 +56,7 @@ export class BufferedSink implements EventSink {
     private readonly kv: Store,
     private readonly options: { maxRows?: number; intervalMs?: number } = {},
   ) {
-    this.timer = setInterval(() => void this.flush().catch((err) => console.error('event flush failed; will retry', err)), options.intervalMs ?? 500)
+    this.timer = setInterval(() => void this.flush().catch((err) => console.error('event flush failed; will retry', err)), options.intervalMs ?? 200)
     this.timer.unref?.()
   }
 

@@ -294,8 +294,14 @@ export class EmbeddedRedis implements RawRedis {
         // each redis.call inside runs and persists like a top-level command
         const native = this.nativeScripts.get(sha)
         const run = native ?? ((keys: string[], argv: string[], call: (command: string[]) => unknown) => runLuaScript(script, keys, argv, call))
-        const reply = run(args.slice(2, 2 + numKeys), args.slice(2 + numKeys), (command) => this.execSync(command))
-        return { reply, wrote: [] }
+        // the script's writes reach the log together, once it has run
+        const wrote = new Set<string>()
+        const reply = run(args.slice(2, 2 + numKeys), args.slice(2 + numKeys), (command) => {
+          const result = this.run(command)
+          for (const key of result.wrote) wrote.add(key)
+          return result.reply
+        })
+        return { reply, wrote: [...wrote] }
       }
       case 'FLUSHALL': {
         const keys = [...this.data.keys()]

@@ -38,8 +38,12 @@ describe.skipIf(!CHROMIUM)('the tracker in real Chromium', () => {
     outer.get('/page', (c) => c.html(page(snippetId)))
     outer.get('/thanks', (c) => c.html('<p>thanks</p>'))
     outer.all('*', async (c) => {
-      if (c.req.path === '/api/event' && c.req.method === 'POST') received.push(JSON.parse(await c.req.raw.clone().text()))
-      return app.fetch(c.req.raw)
+      const isEvent = c.req.path === '/api/event' && c.req.method === 'POST'
+      const body = isEvent ? JSON.parse(await c.req.raw.clone().text()) : null
+      const response = await app.fetch(c.req.raw)
+      // recorded once answered: the test sink has stored it by then
+      if (isEvent && response.status === 202) received.push(body)
+      return response
     })
     const server = serve({ fetch: outer.fetch, port: 0, hostname: '127.0.0.1' })
     await new Promise((r) => server.once('listening', r))
@@ -47,7 +51,8 @@ describe.skipIf(!CHROMIUM)('the tracker in real Chromium', () => {
     close = () => server.close()
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+      // the browser-wide agent too: beacons sent while a page unloads do not carry the context's override
+      args: [`--user-agent=${DESKTOP_CHROME}`, '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
     })
   })
   afterAll(async () => {
