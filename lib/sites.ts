@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { ApiError } from './errors'
 import { randomString } from './keys'
 
 export const SOURCES = ['standalone', 'ga4'] as const
@@ -150,7 +151,12 @@ function checkPrimarySource(sources: Source[], primary: Source): Source {
   return primary
 }
 
-export class SiteInputError extends Error {}
+/** An inconsistent site change: a 400 naming the field. */
+export class SiteInputError extends ApiError {
+  constructor(message: string) {
+    super(400, message)
+  }
+}
 
 export function newSite(input: z.infer<typeof siteCreateSchema>, orgId: string, now: Date): Site {
   const sources = input.sources ?? (input.primarySource ? [input.primarySource] : ['standalone'])

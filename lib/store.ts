@@ -1,5 +1,7 @@
 import type { Redis } from '@upstash/redis'
 import type { ApiKeyMeta, ApiKeyRecord } from './keys'
+import { ApiError } from './errors'
+import type { Goal } from './goals'
 import type { Site } from './sites'
 
 export interface Org {
@@ -9,7 +11,12 @@ export interface Org {
   createdAt: string
 }
 
-export class DomainTakenError extends Error {}
+/** A domain already claimed in the organization: 409. */
+export class DomainTakenError extends ApiError {
+  constructor(message: string) {
+    super(409, message)
+  }
+}
 
 /** Redis key names, all in one place. */
 const k = {
@@ -24,6 +31,7 @@ const k = {
   site: (id: string) => `site:${id}`,
   snippet: (snippetId: string) => `snippet:${snippetId}`,
   siteKeys: (siteId: string) => `site:${siteId}:apikeys`,
+  siteGoals: (siteId: string) => `site:${siteId}:goals`,
   usage: (orgId: string, month: string) => `usage:${orgId}:${month}`,
   salt: (siteId: string, day: string) => `salt:${siteId}:${day}`,
   session: (siteId: string, visitorId: string) => `sess:${siteId}:${visitorId}`,
@@ -230,7 +238,7 @@ export class Store {
     const metas = boundKeyIds.length ? (await this.redis.mget<unknown[]>(...boundKeyIds.map(k.keyMeta))).map((m) => parse<ApiKeyMeta>(m)) : []
     const tx = this.redis
       .multi()
-      .del(k.site(site.id), k.snippet(site.snippetId), k.siteKeys(site.id))
+      .del(k.site(site.id), k.snippet(site.snippetId), k.siteKeys(site.id), k.siteGoals(site.id))
       .srem(k.orgSites(site.orgId), site.id)
       .hdel(k.orgDomains(site.orgId), site.domain)
     for (const meta of metas) {
@@ -272,6 +280,19 @@ export class Store {
   }
 
   private sessionScript: ReturnType<Redis['createScript']> | undefined
+
+  async listGoals(siteId: string): Promise<Goal[]> {
+    const all = await this.redis.hgetall<Record<string, Goal>>(k.siteGoals(siteId))
+    return Object.values(all ?? {}).sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id))
+  }
+
+  async saveGoal(siteId: string, goal: Goal) {
+    await this.redis.hset(k.siteGoals(siteId), { [goal.id]: JSON.stringify(goal) })
+  }
+
+  async deleteGoal(siteId: string, goalId: string): Promise<boolean> {
+    return (await this.redis.hdel(k.siteGoals(siteId), goalId)) === 1
+  }
 
   async addUsage(orgId: string, month: string, counts: Record<string, number>) {
     const tx = this.redis.pipeline()

@@ -1,8 +1,10 @@
 import { endpointIndex, openApiDocument } from '../../lib/openapi'
 import { type Endpoint, defineEndpoint } from '../../lib/registry'
+import { goalEndpoints } from './goals'
 import { ingestEndpoints } from './ingest'
 import { metaEndpoints } from './meta'
 import { orgEndpoints } from './org'
+import { reportEndpoints } from './reports'
 import { siteEndpoints } from './sites'
 
 /** The one endpoint registry: routes, the index, the OpenAPI document and MCP tools all come from it. */
@@ -31,4 +33,6 @@ export const endpoints: Endpoint[] = [
   ...orgEndpoints,
   ...siteEndpoints,
   ...ingestEndpoints,
+  ...reportEndpoints,
+  ...goalEndpoints,
 ]

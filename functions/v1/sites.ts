@@ -3,17 +3,7 @@ import { ApiError } from '../../lib/errors'
 import { deleteSiteData } from '../../lib/olap/site-data'
 import { flagParam, rangeParam, siteIdParam } from '../../lib/params'
 import { Reply, defineEndpoint } from '../../lib/registry'
-import { SiteInputError, applySitePatch, newSite, siteCreateSchema, sitePatchSchema, siteView } from '../../lib/sites'
-import { DomainTakenError } from '../../lib/store'
-
-const siteInput = <T>(build: () => T): T => {
-  try {
-    return build()
-  } catch (err) {
-    if (err instanceof SiteInputError) throw new ApiError(400, err.message)
-    throw err
-  }
-}
+import { applySitePatch, newSite, siteCreateSchema, sitePatchSchema, siteView } from '../../lib/sites'
 
 export const siteEndpoints = [
   defineEndpoint({
@@ -40,13 +30,8 @@ export const siteEndpoints = [
       'Adds a site. domain is a bare hostname (example.com). sources ⊆ ["standalone","ga4"], default ["standalone"]; primarySource must be one of them; timezone is an IANA zone, default UTC, and decides how relative ranges resolve.',
     body: siteCreateSchema,
     async handler({ services, key, baseUrl }, { body }) {
-      const site = siteInput(() => newSite(body, key.orgId, services.now()))
-      try {
-        await services.store.createSite(site)
-      } catch (err) {
-        if (err instanceof DomainTakenError) throw new ApiError(409, err.message)
-        throw err
-      }
+      const site = newSite(body, key.orgId, services.now())
+      await services.store.createSite(site)
       return new Reply(201, siteView(site, baseUrl))
     },
   }),
@@ -75,7 +60,7 @@ export const siteEndpoints = [
     body: sitePatchSchema,
     async handler({ services, site, baseUrl }, { params, body }) {
       const current = await site(params.site_id)
-      const next = siteInput(() => applySitePatch(current, body))
+      const next = applySitePatch(current, body)
       await services.store.saveSite(next)
       return siteView(next, baseUrl)
     },

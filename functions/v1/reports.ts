@@ -1,0 +1,79 @@
+import { z } from 'zod'
+import { validateDimension, QueryInputError } from '../../lib/query/filters'
+import { prepareQuery, reportParams } from '../../lib/query/prepare'
+import { rangeView } from '../../lib/query/range'
+import { ZERO_TOTALS, breakdown, series, totals } from '../../lib/query/report'
+import { defineEndpoint } from '../../lib/registry'
+
+const METRICS_NOTE =
+  'visitors, visits and pageviews are integer counts; bounceRate is a fraction from 0 to 1 (not a percentage); avgDuration is seconds; viewsPerVisit is pageviews per visit; events counts custom events only.'
+
+export const reportEndpoints = [
+  defineEndpoint({
+    method: 'GET',
+    path: '/api/v1/stats',
+    scope: 'read',
+    tool: 'get_stats',
+    summary: 'Totals for a range: visitors, visits, pageviews, bounce rate, visit duration, views per visit, custom events.',
+    description: `Aggregate numbers for one site and range (default 30d, in the site timezone). ${METRICS_NOTE} range=realtime counts the last 5 minutes. filters narrow it (see list_dimensions).`,
+    params: reportParams,
+    async handler(ctx, { params }) {
+      const { source, query } = await prepareQuery(ctx, params)
+      return { source, range: rangeView(query.range), totals: source === 'ga4' ? ZERO_TOTALS : await totals(ctx.services.olap, query) }
+    },
+  }),
+  defineEndpoint({
+    method: 'GET',
+    path: '/api/v1/timeseries',
+    scope: 'read',
+    tool: 'get_timeseries',
+    summary: 'Visitors, visits and pageviews per bucket; every bucket of the window, empty ones zero.',
+    description:
+      'Buckets are minute (realtime: the last 30 minutes), hour (today, yesterday, one-day custom), day (up to 90 days) or month; each is labelled by its start as an ISO timestamp with the site offset. Counts are integers.',
+    params: reportParams,
+    async handler(ctx, { params }) {
+      const { source, query } = await prepareQuery(ctx, params, { series: true })
+      return { source, range: rangeView(query.range), series: await series(source === 'ga4' ? null : ctx.services.olap, query) }
+    },
+  }),
+  defineEndpoint({
+    method: 'GET',
+    path: '/api/v1/breakdown',
+    scope: 'read',
+    tool: 'get_breakdown',
+    summary: 'Top values of one property (path, source, country, prop:<key>, goal, ...) with their metrics.',
+    description: `Rows sorted by visitors, most first. property is any filter dimension, prop:<key> for a custom property, or goal (rows: visitors = unique converters, events = conversions, conversionRate 0-1, revenue where the goal has a currency). ${METRICS_NOTE} Rows of event, goal, interaction and prop: properties omit bounceRate and avgDuration.`,
+    params: reportParams.extend({ property: z.string({ message: 'required: the dimension to break down by' }).min(1, 'required').max(200).describe('Dimension to group by') }),
+    async handler(ctx, { params }) {
+      const { source, query } = await prepareQuery(ctx, params, { withGoals: params.property === 'goal' })
+      if (params.property !== 'goal') validateDimension(params.property, source, 'property')
+      else if (source === 'ga4') throw new QueryInputError('property: goal is recorded only by the first-party collector')
+      const results = source === 'ga4' ? [] : await breakdown(ctx.services.olap, query, params.property)
+      return { source, range: rangeView(query.range), property: params.property, results }
+    },
+  }),
+  defineEndpoint({
+    method: 'GET',
+    path: '/api/v1/realtime',
+    scope: 'read',
+    tool: 'get_realtime',
+    summary: 'Live: visitors in the last 5 minutes and 30 minutes, a minute series, active pages and sources.',
+    description: 'now counts the last 5 minutes (the same number as the public live count); halfHour the last 30. The series has 30 one-minute buckets. Pages and sources are over the last 5 minutes.',
+    params: reportParams.omit({ range: true, from: true, to: true }),
+    async handler(ctx, { params }) {
+      const now = await prepareQuery(ctx, { ...params, range: 'realtime' })
+      const half = await prepareQuery(ctx, { ...params, range: 'realtime' }, { series: true })
+      const olap = now.source === 'ga4' ? null : ctx.services.olap
+      const limited = { ...now.query, limit: Math.min(now.query.limit, 10) }
+      return {
+        source: now.source,
+        range: rangeView(half.query.range),
+        now: olap ? (await totals(olap, now.query)).visitors : 0,
+        halfHour: olap ? (await totals(olap, half.query)).visitors : 0,
+        series: await series(olap, half.query),
+        pages: olap ? await breakdown(olap, limited, 'path') : [],
+        sources: olap ? await breakdown(olap, limited, 'source') : [],
+      }
+    },
+  }),
+]

@@ -1,0 +1,156 @@
+import { Temporal } from 'temporal-polyfill'
+import { PROPERTY_PREFIX } from '../dimensions'
+import type { Goal } from '../goals'
+import { type Compiled, type Filter, Params, QueryInputError, SPARSE_DIMENSIONS, compileFilters, dimensionSql, goalConditionSql } from './filters'
+import { type ResolvedRange, chTime } from './range'
+
+/** The query model: everything a report needs, resolved and validated. */
+export interface Query {
+  siteId: string
+  range: ResolvedRange
+  filters: Filter[]
+  goals: Goal[]
+  limit: number
+}
+
+/** Dimensions of visit engagement: their breakdown rows carry bounceRate and avgDuration (spec 2.5). */
+const NON_ENGAGEMENT = new Set(['event', 'goal', 'link', 'outbound', 'affiliate', 'button', 'dead_click', 'form'])
+export const hasEngagement = (property: string) => !NON_ENGAGEMENT.has(property) && !property.startsWith(PROPERTY_PREFIX)
+
+/** Site and window scope, and the filters: the WHERE every report starts from. Added here, never by a handler. */
+function where(query: Query, params: Params) {
+  params.values.site = query.siteId
+  params.values.from = chTime(query.range.from)
+  params.values.to = chTime(query.range.to)
+  // a visit ends when the visitor id rotates at the site-local midnight, so it began within a day of any of its events
+  params.values.sessionsFrom = chTime(query.range.from.subtract({ hours: 26 }))
+  const scope = 'site_id = {site:UUID} AND timestamp >= {from:DateTime64(3)} AND timestamp < {to:DateTime64(3)}'
+  return [scope, ...compileFilters(query.filters, query.goals, scope, params)].join(' AND ')
+}
+
+/** Per-visit facts of the visits with at least one selected event. */
+const visitFacts = (selected: string) => `
+  SELECT session_id, sum(pageviews) AS pv, sum(custom_events) AS ce, dateDiff('millisecond', min(session_start), max(end)) / 1000 AS duration
+  FROM sessions
+  WHERE site_id = {site:UUID} AND session_start >= {sessionsFrom:DateTime64(3)} AND session_start < {to:DateTime64(3)}
+    AND session_id IN (SELECT session_id FROM events WHERE ${selected})
+  GROUP BY session_id`
+
+export function compileStats(query: Query): Compiled {
+  const params = new Params()
+  const selected = where(query, params)
+  const sql = `
+SELECT visitors, visits, pageviews, events, facts_visits, bounces, duration
+FROM (
+  SELECT uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits, countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events
+  FROM events WHERE ${selected}
+) AS counts
+CROSS JOIN (
+  SELECT count() AS facts_visits, countIf(pv <= 1 AND ce = 0) AS bounces, if(count() = 0, 0, avg(duration)) AS duration
+  FROM (${visitFacts(selected)})
+) AS facts`
+  return { sql, params: params.values }
+}
+
+function bucketSql(range: ResolvedRange, params: Params) {
+  const tz = params.add('String', range.timezone)
+  switch (range.interval) {
+    case 'minute':
+      return 'toStartOfMinute(timestamp)'
+    case 'hour':
+      return `toStartOfHour(timestamp, ${tz})`
+    case 'day':
+      return `toStartOfDay(timestamp, ${tz})`
+    case 'month':
+      return `toDateTime(toStartOfMonth(timestamp, ${tz}), ${tz})`
+  }
+}
+
+export function compileTimeseries(query: Query): Compiled {
+  const params = new Params()
+  const selected = where(query, params)
+  const bucket = bucketSql(query.range, params)
+  const sql = `
+SELECT toUnixTimestamp(${bucket}) AS bucket, uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits, countIf(kind = 'pageview') AS pageviews
+FROM events WHERE ${selected}
+GROUP BY bucket ORDER BY bucket`
+  return { sql, params: params.values }
+}
+
+/** The relation a breakdown reads and the value expression over it. */
+function breakdownSource(property: string, params: Params): { from: string; value: string; presence: string | null } {
+  if (property === 'entry_page' || property === 'exit_page') {
+    const merge = property === 'entry_page' ? 'argMinMerge(entry_page)' : 'argMaxMerge(exit_page)'
+    return {
+      from: `events INNER JOIN (SELECT session_id, ${merge} AS visit_page FROM sessions WHERE site_id = {site:UUID} AND session_start >= {sessionsFrom:DateTime64(3)} AND session_start < {to:DateTime64(3)} GROUP BY session_id) AS visit USING session_id`,
+      value: 'visit.visit_page',
+      presence: "visit.visit_page != ''",
+    }
+  }
+  if (property.startsWith(PROPERTY_PREFIX)) {
+    const key = params.add('String', property.slice(PROPERTY_PREFIX.length))
+    return { from: 'events', value: `props[${key}]`, presence: `mapContains(props, ${key})` }
+  }
+  const value = dimensionSql(property, params)
+  return { from: 'events', value, presence: SPARSE_DIMENSIONS.has(property) ? `${value} != ''` : null }
+}
+
+export function compileBreakdown(query: Query, property: string): Compiled {
+  if (property === 'goal') return compileGoalBreakdown(query)
+  const params = new Params()
+  const selected = where(query, params)
+  const source = breakdownSource(property, params)
+  const rows = [selected, source.presence].filter(Boolean).join(' AND ')
+  const limit = params.add('UInt32', query.limit)
+  const engagement = hasEngagement(property)
+  const sql = `
+SELECT counts.value AS value, visitors, visits, pageviews, events${engagement ? ', bounce_rate, avg_duration' : ''}
+FROM (
+  SELECT ${source.value} AS value, uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits,
+         countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events
+  FROM ${source.from} WHERE ${rows}
+  GROUP BY value
+) AS counts
+${
+  engagement
+    ? `LEFT JOIN (
+  SELECT pairs.value AS value, countIf(facts.pv <= 1 AND facts.ce = 0) / count() AS bounce_rate, avg(facts.duration) AS avg_duration
+  FROM (SELECT DISTINCT ${source.value} AS value, session_id FROM ${source.from} WHERE ${rows}) AS pairs
+  INNER JOIN (${visitFacts(selected)}) AS facts USING session_id
+  GROUP BY value
+) AS engagement ON engagement.value = counts.value`
+    : ''
+}
+ORDER BY visitors DESC, value ASC
+LIMIT ${limit}`
+  return { sql, params: params.values }
+}
+
+/** One row a goal: unique converters, fires, conversion rate over all visitors, revenue in its currency. */
+export function compileGoalBreakdown(query: Query): Compiled {
+  const params = new Params()
+  const selected = where(query, params)
+  const limit = params.add('UInt32', query.limit)
+  if (!query.goals.length) return { sql: `SELECT '' AS value, 0 AS visitors, 0 AS events, 0 AS total_visitors, 0 AS revenue, '' AS currency WHERE 0 LIMIT ${limit}`, params: params.values }
+  const tags = query.goals.map((g) => `if(${goalConditionSql(g, params)}, ${params.add('String', g.name)}, '')`).join(', ')
+  const names = params.add('Array(String)', query.goals.map((g) => g.name))
+  const currencies = params.add('Array(String)', query.goals.map((g) => g.currency ?? ''))
+  const sql = `
+SELECT goal AS value, uniqExact(visitor_id) AS visitors, count() AS events, any(total.visitors) AS total_visitors,
+       sumIf(revenue_amount, revenue_currency = goal_currency AND goal_currency != '') AS revenue, any(goal_currency) AS currency
+FROM (
+  SELECT visitor_id, revenue_amount, revenue_currency, arrayJoin(arrayFilter(g -> g != '', [${tags}])) AS goal,
+         transform(goal, ${names}, ${currencies}, '') AS goal_currency
+  FROM events WHERE ${selected}
+) AS conversions
+CROSS JOIN (SELECT uniqExact(visitor_id) AS visitors FROM events WHERE ${selected}) AS total
+GROUP BY goal
+ORDER BY visitors DESC, value ASC
+LIMIT ${limit}`
+  return { sql, params: params.values }
+}
+
+export const epochLabel = (epochSeconds: number, timezone: string) =>
+  Temporal.Instant.fromEpochMilliseconds(epochSeconds * 1000).toZonedDateTimeISO(timezone).toString({ timeZoneName: 'never', smallestUnit: 'second' })
+
+export { QueryInputError }
