@@ -283,7 +283,7 @@ export class Store {
 
   async listGoals(siteId: string): Promise<Goal[]> {
     const all = await this.redis.hgetall<Record<string, Goal>>(k.siteGoals(siteId))
-    return Object.values(all ?? {}).sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id))
+    return Object.values(all ?? {}).sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.name.localeCompare(b.name))
   }
 
   async saveGoal(siteId: string, goal: Goal) {

@@ -1,0 +1,118 @@
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Command } from 'commander'
+import { createApp } from '../functions/app'
+import { createApiKey, createOrg } from '../lib/admin'
+import { openNodeStores } from '../lib/home/node'
+import { Ingestor } from '../lib/ingest/pipeline'
+import { directSink } from '../lib/ingest/sink'
+import { migrate } from '../lib/olap/migrate'
+import { loadMigrations } from '../lib/olap/migrations-node'
+import { compileBreakdown, compileStats, compileTimeseries } from '../lib/query/compile'
+import { parseFilters } from '../lib/query/filters'
+import { resolveRange } from '../lib/query/range'
+import { memoryRateLimiter } from '../lib/ratelimit'
+import { newSite } from '../lib/sites'
+
+/**
+ * Report latency on the embedded home: one site with 1M events over 30 days and nine more with
+ * 9M between them, generated in the engine (an INSERT ... SELECT standing in for the import path,
+ * which would take minutes). Medians over N runs of the API call, and of the same compiled SQL run
+ * directly on the engine.
+ */
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]
+
+const program = new Command('bench-reports')
+  .option('--main <n>', 'events of the measured site', '1000000')
+  .option('--others <n>', 'events of the nine other sites', '9000000')
+  .option('--runs <n>', 'runs of each report', '20')
+  .action(async (opts: { main: string; others: string; runs: string }) => {
+    const dir = mkdtempSync(join(tmpdir(), 'bench-reports-'))
+    const stores = await openNodeStores({ DATA_DIR: dir })
+    await migrate(stores.olap, loadMigrations())
+    const now = new Date()
+    const org = await createOrg(stores.store, 'Bench', now)
+    const sites = []
+    for (let i = 0; i < 10; i++) {
+      const site = newSite({ domain: `site${i}.bench.test`, timezone: i === 0 ? 'Europe/Berlin' : 'UTC' }, org.id, now)
+      await stores.store.createSite(site)
+      sites.push(site)
+    }
+    const key = (await createApiKey(stores.store, { orgId: org.id, name: 'bench', scope: 'read' }, now)).key
+    const generate = async (count: number, siteIds: string[], visitors: number) => {
+      const started = performance.now()
+      await stores.olap.command(
+        `INSERT INTO events (site_id, timestamp, name, kind, visitor_id, session_id, session_start, hostname, pathname, referrer_source, channel, country_code, device, browser, props)
+         SELECT site_id, ts, name, kind, visitor, cityHash64(visitor, toStartOfInterval(ts, INTERVAL 2 HOUR)) AS session,
+                toStartOfInterval(ts, INTERVAL 2 HOUR) AS session_start, 'bench.test',
+                concat('/', ['blog', 'docs', 'pricing', 'about', 'changelog'][1 + (number % 5)], '/', toString(cityHash64(number) % 200)),
+                ['', 'Google', 'Bing', 'Hacker News', 'Twitter', 'ChatGPT'][1 + (visitor % 6)],
+                ['Direct', 'Organic Search', 'Organic Search', 'Organic Social', 'Organic Social', 'AI'][1 + (visitor % 6)],
+                ['US', 'DE', 'GB', 'FR', 'IN', 'BR', 'JP'][1 + (visitor % 7)], ['Desktop', 'Mobile', 'Tablet'][1 + (visitor % 3)],
+                ['Chrome', 'Safari', 'Firefox', 'Edge'][1 + (visitor % 4)], if(kind = 'custom', map('plan', ['free', 'pro'][1 + (number % 2)]), map())
+         FROM (
+           SELECT number, toUUID({sites:Array(String)}[1 + (number % length({sites:Array(String)}))]) AS site_id,
+                  toDateTime64(now64(3) - toIntervalSecond(cityHash64(number, 1) % (30 * 86400)), 3, 'UTC') AS ts,
+                  cityHash64(number, 2) % {visitors:UInt64} + 1 AS visitor,
+                  multiIf(number % 10 < 7, 'pageview', number % 10 < 9, 'engagement', 'Signup') AS name,
+                  multiIf(number % 10 < 7, 'pageview', number % 10 < 9, 'engagement', 'custom') AS kind
+           FROM numbers({count:UInt64})
+         )`,
+        { sites: siteIds, visitors, count },
+      )
+      return (performance.now() - started) / 1000
+    }
+    const loadOthers = await generate(Number(opts.others), sites.slice(1).map((s) => s.id), 900_000)
+    const loadMain = await generate(Number(opts.main), [sites[0].id], 100_000)
+
+    const services = {
+      olap: stores.olap,
+      store: stores.store,
+      limiter: memoryRateLimiter(Date.now, { default: { max: 1e9, windowMs: 60_000 }, collect: { max: 1e9, windowMs: 60_000 }, ping: { max: 1e9, windowMs: 60_000 }, proxy: { max: 1e9, windowMs: 60_000 } }),
+      now: () => new Date(),
+      fetch,
+      ingestor: new Ingestor({ store: stores.store, sink: directSink(stores.olap, stores.store), now: () => new Date() }),
+      clientAddress: () => '127.0.0.1',
+    }
+    const app = createApp(services)
+    const site = sites[0]
+    const filters = JSON.stringify([{ dimension: 'country', operator: 'is', value: ['US', 'DE'] }, { dimension: 'path', operator: 'contains', value: ['blog'] }])
+    const range = resolveRange({ range: '30d' }, site.timezone, now)
+    const base = { siteId: site.id, range, filters: [], goals: [], limit: 100 }
+    const reports = {
+      stats: { path: `/api/v1/stats?site_id=${site.id}&range=30d`, compiled: compileStats(base) },
+      timeseries: { path: `/api/v1/timeseries?site_id=${site.id}&range=30d`, compiled: compileTimeseries(base) },
+      'breakdown path': { path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=path`, compiled: compileBreakdown(base, 'path') },
+      'breakdown source': { path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=source`, compiled: compileBreakdown(base, 'source') },
+      'filtered stats': {
+        path: `/api/v1/stats?site_id=${site.id}&range=30d&filters=${encodeURIComponent(filters)}`,
+        compiled: compileStats({ ...base, filters: parseFilters(filters, 'standalone') }),
+      },
+    }
+    const results: Record<string, { apiMedianMs: number; engineMedianMs: number; ratio: number }> = {}
+    for (const [name, report] of Object.entries(reports)) {
+      const api: number[] = []
+      const engine: number[] = []
+      for (let i = 0; i < Number(opts.runs) + 2; i++) {
+        let t = performance.now()
+        const res = await app.request(`http://bench${report.path}`, { headers: { authorization: `Bearer ${key}` } })
+        if (res.status !== 200) throw new Error(`${name}: ${res.status} ${await res.text()}`)
+        await res.arrayBuffer()
+        const apiMs = performance.now() - t
+        t = performance.now()
+        await stores.olap.query(report.compiled.sql, report.compiled.params)
+        const engineMs = performance.now() - t
+        if (i >= 2) {
+          api.push(apiMs)
+          engine.push(engineMs)
+        }
+      }
+      results[name] = { apiMedianMs: +median(api).toFixed(1), engineMedianMs: +median(engine).toFixed(1), ratio: +(median(api) / median(engine)).toFixed(2) }
+    }
+    const [counts] = await stores.olap.query<{ n: string }>('SELECT count() AS n FROM events')
+    process.stdout.write(`${JSON.stringify({ events: Number(counts.n), loadSeconds: { others: +loadOthers.toFixed(1), main: +loadMain.toFixed(1) }, runs: Number(opts.runs), results }, null, 2)}\n`)
+    await stores.close()
+    process.exit(0)
+  })
+await program.parseAsync(process.argv)

@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest'
+import { compileBreakdown, compileStats, compileTimeseries, type Query } from '../../lib/query/compile'
+import { parseFilters } from '../../lib/query/filters'
+import { buckets, resolveRange } from '../../lib/query/range'
+
+const now = new Date('2026-03-08T12:00:00Z') // New York springs forward at 07:00 UTC this day
+const query = (filters = '[]'): Query => ({
+  siteId: '00000000-0000-4000-8000-000000000001',
+  range: resolveRange({ range: '7d' }, 'America/New_York', now),
+  filters: parseFilters(filters, 'standalone'),
+  goals: [],
+  limit: 10,
+})
+
+describe('the query pipeline, without a database', () => {
+  it('compiles user values into bound parameters, never into the SQL text', () => {
+    const hostile = "x' OR 1=1 --"
+    const filters = JSON.stringify([
+      { dimension: 'path', operator: 'contains', value: [hostile] },
+      { dimension: 'prop:plan\'; DROP TABLE events', operator: 'is', value: [hostile] },
+      { dimension: 'entry_page', operator: 'matches', value: [hostile] },
+    ])
+    for (const compiled of [compileStats(query(filters)), compileTimeseries(query(filters)), compileBreakdown(query(filters), "prop:a'b")]) {
+      expect(compiled.sql).not.toContain(hostile)
+      expect(compiled.sql).not.toContain('DROP TABLE')
+      expect(compiled.sql).not.toContain("a'b")
+      expect(Object.values(compiled.params)).toContainEqual([hostile])
+      expect(compiled.params.site).toBe('00000000-0000-4000-8000-000000000001')
+    }
+  })
+
+  it('adds the site and window scope itself', () => {
+    const { sql, params } = compileStats(query())
+    expect(sql).toContain('site_id = {site:UUID} AND timestamp >= {from:DateTime64(3)} AND timestamp < {to:DateTime64(3)}')
+    // 7d ends at the start of tomorrow in New York (EDT, -4h), starts six days before today (EST, -5h)
+    expect(params.from).toBe('2026-03-02 05:00:00.000')
+    expect(params.to).toBe('2026-03-09 04:00:00.000')
+  })
+
+  it('resolves the day of a DST change to 23 hourly buckets', () => {
+    const day = resolveRange({ range: 'today' }, 'America/New_York', now)
+    expect(buckets(day).map((b) => b.label).slice(1, 4)).toEqual(['2026-03-08T01:00:00-05:00', '2026-03-08T03:00:00-04:00', '2026-03-08T04:00:00-04:00'])
+    expect(buckets(day)).toHaveLength(23)
+  })
+
+  it('validates filters: dimensions, operators, shapes, sources', () => {
+    expect(() => parseFilters('[{"dimension":"path","operator":"is","value":["/"]}', 'standalone')).toThrow(/not valid JSON/)
+    expect(() => parseFilters('[{"dimension":"nope","operator":"is","value":["/"]}]', 'standalone')).toThrow(/unknown dimension/)
+    expect(() => parseFilters('[{"dimension":"path","operator":"is","value":"/"}]', 'standalone')).toThrow(/filters\[0\]\.value/)
+    expect(() => parseFilters('[{"dimension":"path","operator":"is","value":["/"],"x":1}]', 'standalone')).toThrow(/unknown field "x"/)
+    expect(() => parseFilters('[{"dimension":"outbound","operator":"is","value":["/"]}]', 'ga4')).toThrow(/first-party/)
+    expect(parseFilters('[{"dimension":"path","operator":"is","value":["/"]}]', 'ga4')).toHaveLength(1)
+  })
+})
