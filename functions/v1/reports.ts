@@ -4,6 +4,7 @@ import { prepareQuery, reportParams } from '../../lib/query/prepare'
 import { rangeView } from '../../lib/query/range'
 import { ZERO_TOTALS, breakdown, series, totals } from '../../lib/query/report'
 import { defineEndpoint } from '../../lib/registry'
+import { FIRST_PARTY_DIMENSIONS, SHARED_DIMENSIONS } from '../../lib/dimensions'
 
 const METRICS_NOTE =
   'visitors, visits and pageviews are integer counts; bounceRate is a fraction from 0 to 1 (not a percentage); avgDuration is seconds; viewsPerVisit is pageviews per visit; events counts custom events only.'
@@ -50,6 +51,31 @@ export const reportEndpoints = [
       else if (source === 'ga4') throw new QueryInputError('property: goal is recorded only by the first-party collector')
       const results = source === 'ga4' ? [] : await breakdown(ctx.services.olap, query, params.property)
       return { source, range: rangeView(query.range), property: params.property, results }
+    },
+  }),
+  defineEndpoint({
+    method: 'GET',
+    path: '/api/v1/export',
+    scope: 'read',
+    tool: 'export_report',
+    summary: 'Totals, timeseries and every breakdown dimension for the range, up to 10,000 rows each.',
+    description: `Everything at once for an offline copy. ${METRICS_NOTE} limit applies per dimension (default and maximum 10000).`,
+    params: reportParams,
+    async handler(ctx, { params }) {
+      const { source, query, site } = await prepareQuery(ctx, params, { withGoals: true })
+      const olap = source === 'ga4' ? null : ctx.services.olap
+      const rows = { ...query, limit: Math.min(params.limit ?? 10_000, 10_000) }
+      const properties = [...SHARED_DIMENSIONS, ...FIRST_PARTY_DIMENSIONS].filter((d) => d !== 'bot_kind' && (source === 'standalone' || !(FIRST_PARTY_DIMENSIONS as readonly string[]).includes(d)))
+      const breakdowns: Record<string, unknown> = {}
+      for (const property of properties) breakdowns[property] = olap ? await breakdown(olap, rows, property) : []
+      return {
+        site: { id: site.id, domain: site.domain, timezone: site.timezone },
+        source,
+        range: rangeView(query.range),
+        totals: olap ? await totals(olap, query) : ZERO_TOTALS,
+        series: await series(olap, query),
+        breakdowns,
+      }
     },
   }),
   defineEndpoint({
