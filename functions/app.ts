@@ -4,6 +4,7 @@ import { mountEndpoints } from '../lib/registry'
 import type { Services } from '../lib/services'
 import { mountCollector } from './collector'
 import { mountMcp } from './mcp'
+import { mountPublic } from './public'
 import { endpoints } from './v1/index'
 
 const CORS_EXPOSE_HEADERS = 'RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After'
@@ -39,6 +40,7 @@ export function createApp(services: Services) {
   mountEndpoints(app, endpoints, services)
   mountMcp(app, endpoints, services)
   mountCollector(app, services)
+  mountPublic(app, services)
 
   app.notFound((c) => c.json({ error: `no endpoint ${c.req.method} ${new URL(c.req.url).pathname}` }, 404))
 

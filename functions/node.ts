@@ -14,6 +14,7 @@ import { guardedFetch } from '../lib/outbound'
 import { dbipGeo } from '../lib/ingest/geo-node'
 import { Ingestor } from '../lib/ingest/pipeline'
 import { BufferedSink } from '../lib/ingest/sink'
+import { memoryLiveCache } from '../lib/public-live'
 import type { Services } from '../lib/services'
 import { createApp } from './app'
 
@@ -52,6 +53,8 @@ const services: Services = {
   limiter: stores.limiter,
   now,
   ingestor: new Ingestor({ store: stores.store, sink, geo: dbipGeo(), now, coalesce: true }),
+  sharedProcess: true,
+  liveCache: memoryLiveCache(),
   dns: (() => {
     const resolver = new Resolver({ timeout: 2000, tries: 2 })
     return {

@@ -6,6 +6,22 @@ import { guardedFetch } from '../lib/outbound'
 import { Ingestor } from '../lib/ingest/pipeline'
 import { directSink } from '../lib/ingest/sink'
 import { dohResolver } from '../lib/ingest/dns'
+import type { LiveAnswer, LiveCache } from '../lib/public-live'
+
+/** The Workers Cache API, keyed by the normalized question. */
+function cacheApiLiveCache(): LiveCache {
+  const url = (key: string) => `https://public-live.cache/${encodeURIComponent(key)}`
+  const cache = () => (globalThis as unknown as { caches: { default: Cache } }).caches.default
+  return {
+    async get(key) {
+      const hit = await cache().match(url(key))
+      return hit ? ((await hit.json()) as LiveAnswer) : undefined
+    },
+    async put(key, answer) {
+      await cache().put(url(key), new Response(JSON.stringify(answer), { headers: { 'Cache-Control': `public, max-age=${answer.ttl}`, 'Content-Type': 'application/json' } }))
+    },
+  }
+}
 import { redisRateLimiter } from '../lib/ratelimit'
 import type { Services } from '../lib/services'
 import { Store } from '../lib/store'
@@ -53,6 +69,7 @@ function appFor(rawEnv: WorkerEnv) {
     now,
     // nothing outlives a request on Workers: hits are inserted (async inserts) before the 202; geo comes from request.cf
     ingestor: new Ingestor({ store, sink: directSink(olap, store), now }),
+    liveCache: cacheApiLiveCache(),
     clientAddress: (c) => c.req.header('cf-connecting-ip') ?? '',
     fetch: outbound,
     dns: dohResolver(outbound),

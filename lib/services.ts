@@ -2,6 +2,7 @@ import type { Context } from 'hono'
 import type { DnsResolver } from './ingest/bots'
 import type { Ingestor } from './ingest/pipeline'
 import type { Olap } from './olap/types'
+import type { LiveCache } from './public-live'
 import type { RateLimiter } from './ratelimit'
 import type { Store } from './store'
 
@@ -17,6 +18,10 @@ export interface Services {
   ingestor: Ingestor
   /** The client's address as this home knows it (socket, trusted proxy header, or CF-Connecting-IP). */
   clientAddress(c: Context): string
+  /** Requests share one long-lived process (Node): concurrent identical work may be coalesced in memory. */
+  sharedProcess?: boolean
+  /** Answers of the public live count, kept for their TTL. */
+  liveCache: LiveCache
   /** Reverse and forward DNS, to verify crawlers. */
   dns?: DnsResolver
   /** Public origin used in snippets; defaults to the request's origin. */

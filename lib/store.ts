@@ -34,6 +34,7 @@ const k = {
   siteGoals: (siteId: string) => `site:${siteId}:goals`,
   usage: (orgId: string, month: string) => `usage:${orgId}:${month}`,
   salt: (siteId: string, day: string) => `salt:${siteId}:${day}`,
+  liveWindows: (siteId: string, minute: number) => `live:${siteId}:${minute}`,
   session: (siteId: string, visitorId: string) => `sess:${siteId}:${visitorId}`,
 }
 
@@ -280,6 +281,12 @@ export class Store {
   }
 
   private sessionScript: ReturnType<Redis['createScript']> | undefined
+
+  /** Counts one more uncached public-count window asked of the site this minute; the new count. */
+  async countLiveWindow(siteId: string, minute: number): Promise<number> {
+    const [count] = await this.redis.pipeline().incr(k.liveWindows(siteId, minute)).expire(k.liveWindows(siteId, minute), 120).exec<[number, number]>()
+    return count
+  }
 
   async listGoals(siteId: string): Promise<Goal[]> {
     const all = await this.redis.hgetall<Record<string, Goal>>(k.siteGoals(siteId))

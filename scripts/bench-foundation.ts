@@ -20,6 +20,7 @@ import { loadMigrations } from '../lib/olap/migrations-node'
 import { LIMITS, type Limits, memoryRateLimiter, redisRateLimiter } from '../lib/ratelimit'
 import { Ingestor } from '../lib/ingest/pipeline'
 import { directSink } from '../lib/ingest/sink'
+import { memoryLiveCache } from '../lib/public-live'
 import { newSite } from '../lib/sites'
 import { Store } from '../lib/store'
 
@@ -54,6 +55,7 @@ async function benchServer(redisUrl: string | undefined) {
     store,
     ingestor: new Ingestor({ store, sink: directSink(olap, store), now: () => new Date() }),
     clientAddress: () => '127.0.0.1',
+    liveCache: memoryLiveCache(),
     limiter: redisUrl ? redisRateLimiter(redis, unthrottled) : memoryRateLimiter(Date.now, unthrottled),
     now: () => new Date(),
     fetch,

@@ -13,6 +13,7 @@ import { compileBreakdown, compileStats, compileTimeseries } from '../lib/query/
 import { parseFilters } from '../lib/query/filters'
 import { resolveRange } from '../lib/query/range'
 import { memoryRateLimiter } from '../lib/ratelimit'
+import { memoryLiveCache } from '../lib/public-live'
 import { newSite } from '../lib/sites'
 
 /**
@@ -74,6 +75,7 @@ const program = new Command('bench-reports')
       fetch,
       ingestor: new Ingestor({ store: stores.store, sink: directSink(stores.olap, stores.store), now: () => new Date() }),
       clientAddress: () => '127.0.0.1',
+    liveCache: memoryLiveCache(),
     }
     const app = createApp(services)
     const site = sites[0]

@@ -24,8 +24,10 @@ export async function buildTracker() {
     VITALS_ATTRIBUTION_PATH: JSON.stringify(attributionPath),
     ATTRIBUTION_SAMPLE: '0.1',
   })
+  const live = await bundle('live.ts')
   const files = {
     script: { path: `/js/script.${contentHash(script)}.js`, code: script },
+    live: { path: `/js/live.${contentHash(live)}.js`, code: live },
     vitals: { path: vitalsPath, code: vitals },
     vitalsAttribution: { path: attributionPath, code: vitalsAttribution },
   }

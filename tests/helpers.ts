@@ -16,6 +16,7 @@ import { Ingestor } from '../lib/ingest/pipeline'
 import { directSink } from '../lib/ingest/sink'
 import { type RateLimiter, memoryRateLimiter, redisRateLimiter } from '../lib/ratelimit'
 import type { Services } from '../lib/services'
+import { memoryLiveCache } from '../lib/public-live'
 import { newSite } from '../lib/sites'
 import { Store } from '../lib/store'
 
@@ -57,6 +58,8 @@ export async function testServices(options: { kv?: KvKind; now?: () => Date; lim
     // inserts before answering, so a test reads what it sent; the site cache is off so settings apply at once
     ingestor: new Ingestor({ store, sink: directSink(olap, store), geo: dbipGeo(), now, siteCacheMs: 0 }),
     clientAddress: (c) => c.req.header('x-forwarded-for') ?? '127.0.0.1',
+    sharedProcess: true,
+    liveCache: memoryLiveCache(() => now().getTime()),
     limiter: options.limiter ?? (options.kv === 'redis' ? redisRateLimiter(redis) : memoryRateLimiter(() => now().getTime())),
     now,
     fetch: guardedFetch({ allowPrivate: true }),

@@ -26,7 +26,7 @@ export interface Prepared {
   query: Query
 }
 
-async function firstEventAt(olap: Olap, siteId: string): Promise<Date | null> {
+export async function firstEventAt(olap: Olap, siteId: string): Promise<Date | null> {
   const [row] = await olap.query<{ first: string | null }>(
     "SELECT if(count() = 0, NULL, toString(min(timestamp))) AS first FROM events WHERE site_id = {site:UUID}",
     { site: siteId },

@@ -13,6 +13,8 @@ const NON_REGISTRY_ROUTES = [
   'POST /api/mcp',
   'POST /api/event',
   'GET /js/script.js',
+  'GET /api/public/live',
+  'GET /live.js',
   'GET /js/:file{[a-z-]+\\.[0-9a-f]{12}\\.js}',
 ]
 
