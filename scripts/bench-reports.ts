@@ -44,18 +44,19 @@ const program = new Command('bench-reports')
     const generate = async (count: number, siteIds: string[], visitors: number) => {
       const started = performance.now()
       await stores.olap.command(
+        // five events a visit, 90 seconds apart: about 200k visits per million events
         `INSERT INTO events (site_id, timestamp, name, kind, visitor_id, session_id, session_start, hostname, pathname, referrer_source, channel, country_code, device, browser, props)
-         SELECT site_id, ts, name, kind, visitor, cityHash64(visitor, toStartOfInterval(ts, INTERVAL 2 HOUR)) AS session,
-                toStartOfInterval(ts, INTERVAL 2 HOUR) AS session_start, 'bench.test',
+         SELECT site_id, session_start + toIntervalSecond(90 * (number % 5)) AS ts, name, kind, visitor, cityHash64(visit) AS session, session_start, 'bench.test',
                 concat('/', ['blog', 'docs', 'pricing', 'about', 'changelog'][1 + (number % 5)], '/', toString(cityHash64(number) % 200)),
                 ['', 'Google', 'Bing', 'Hacker News', 'Twitter', 'ChatGPT'][1 + (visitor % 6)],
                 ['Direct', 'Organic Search', 'Organic Search', 'Organic Social', 'Organic Social', 'AI'][1 + (visitor % 6)],
                 ['US', 'DE', 'GB', 'FR', 'IN', 'BR', 'JP'][1 + (visitor % 7)], ['Desktop', 'Mobile', 'Tablet'][1 + (visitor % 3)],
                 ['Chrome', 'Safari', 'Firefox', 'Edge'][1 + (visitor % 4)], if(kind = 'custom', map('plan', ['free', 'pro'][1 + (number % 2)]), map())
          FROM (
-           SELECT number, toUUID({sites:Array(String)}[1 + (number % length({sites:Array(String)}))]) AS site_id,
-                  toDateTime64(now64(3) - toIntervalSecond(cityHash64(number, 1) % (30 * 86400)), 3, 'UTC') AS ts,
-                  cityHash64(number, 2) % {visitors:UInt64} + 1 AS visitor,
+           SELECT number, intDiv(number, 5) AS visit,
+                  toUUID({sites:Array(String)}[1 + (visit % length({sites:Array(String)}))]) AS site_id,
+                  toDateTime64(now64(3) - toIntervalSecond(cityHash64(visit, 1) % (30 * 86400)), 3, 'UTC') AS session_start,
+                  cityHash64(visit, 2) % {visitors:UInt64} + 1 AS visitor,
                   multiIf(number % 10 < 7, 'pageview', number % 10 < 9, 'engagement', 'Signup') AS name,
                   multiIf(number % 10 < 7, 'pageview', number % 10 < 9, 'engagement', 'custom') AS kind
            FROM numbers({count:UInt64})

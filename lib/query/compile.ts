@@ -1,5 +1,5 @@
 import { Temporal } from 'temporal-polyfill'
-import { PROPERTY_PREFIX } from '../dimensions'
+import { PROPERTY_PREFIX, VISIT_SCOPED_DIMENSIONS } from '../dimensions'
 import type { Goal } from '../goals'
 import { type Compiled, type Filter, Params, QueryInputError, SPARSE_DIMENSIONS, compileFilters, dimensionSql, goalConditionSql } from './filters'
 import { type ResolvedRange, chTime } from './range'
@@ -24,31 +24,35 @@ function where(query: Query, params: Params) {
   params.values.to = chTime(query.range.to)
   // a visit ends when the visitor id rotates at the site-local midnight, so it began within a day of any of its events
   params.values.sessionsFrom = chTime(query.range.from.subtract({ hours: 26 }))
+  params.values.scanFrom = chTime(query.range.from.subtract({ hours: 26 }))
+  params.values.scanTo = chTime(query.range.to.add({ hours: 26 }))
   const scope = 'site_id = {site:UUID} AND timestamp >= {from:DateTime64(3)} AND timestamp < {to:DateTime64(3)}'
   return [scope, ...compileFilters(query.filters, query.goals, scope, params)].join(' AND ')
 }
 
-/** Per-visit facts of the visits with at least one selected event. */
-const visitFacts = (selected: string) => `
-  SELECT session_id, sum(pageviews) AS pv, sum(custom_events) AS ce, dateDiff('millisecond', min(session_start), max(end)) / 1000 AS duration
-  FROM sessions
-  WHERE site_id = {site:UUID} AND session_start >= {sessionsFrom:DateTime64(3)} AND session_start < {to:DateTime64(3)}
-    AND session_id IN (SELECT session_id FROM events WHERE ${selected})
-  GROUP BY session_id`
+/**
+ * The events a visit-level scan reads: the window widened by 26 hours each way, since a visit ends
+ * when the visitor id rotates at the site-local midnight and so never spans more than a day.
+ * Visits with at least one selected event keep their whole-visit facts (pageviews, custom events,
+ * first to last event), computed in the same single scan as the selected counts.
+ */
+const VISIT_SCAN = 'site_id = {site:UUID} AND timestamp >= {scanFrom:DateTime64(3)} AND timestamp < {scanTo:DateTime64(3)}'
+const VISIT_FACTS = `countIf(kind = 'pageview') AS pv, countIf(kind = 'custom') AS ce,
+         dateDiff('millisecond', min(timestamp), max(timestamp)) / 1000 AS duration, max(sel) AS has_sel`
 
 export function compileStats(query: Query): Compiled {
   const params = new Params()
   const selected = where(query, params)
   const sql = `
-SELECT visitors, visits, pageviews, events, facts_visits, bounces, duration
+SELECT uniqExact(visitor) AS visitors, count() AS visits, sum(sel_pv) AS pageviews, sum(sel_ce) AS events,
+       count() AS facts_visits, countIf(pv <= 1 AND ce = 0) AS bounces, if(count() = 0, 0, avg(duration)) AS duration
 FROM (
-  SELECT uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits, countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events
-  FROM events WHERE ${selected}
-) AS counts
-CROSS JOIN (
-  SELECT count() AS facts_visits, countIf(pv <= 1 AND ce = 0) AS bounces, if(count() = 0, 0, avg(duration)) AS duration
-  FROM (${visitFacts(selected)})
-) AS facts`
+  SELECT session_id, any(visitor_id) AS visitor, countIf(sel AND kind = 'pageview') AS sel_pv, countIf(sel AND kind = 'custom') AS sel_ce,
+         ${VISIT_FACTS}
+  FROM (SELECT session_id, visitor_id, kind, timestamp, (${selected}) AS sel FROM events WHERE ${VISIT_SCAN})
+  GROUP BY session_id
+  HAVING has_sel
+)`
   return { sql, params: params.values }
 }
 
@@ -103,6 +107,8 @@ export function compileBreakdown(query: Query, property: string): Compiled {
   const rows = [selected, source.presence].filter(Boolean).join(' AND ')
   const limit = params.add('UInt32', query.limit)
   const engagement = hasEngagement(property)
+  // a visit-scoped value is the same on every event of a visit: one value a visit, no arrays
+  const perVisit = (VISIT_SCOPED_DIMENSIONS as readonly string[]).includes(property)
   const sql = `
 SELECT counts.value AS value, visitors, visits, pageviews, events${engagement ? ', bounce_rate, avg_duration' : ''}
 FROM (
@@ -114,9 +120,14 @@ FROM (
 ${
   engagement
     ? `LEFT JOIN (
-  SELECT pairs.value AS value, countIf(facts.pv <= 1 AND facts.ce = 0) / count() AS bounce_rate, avg(facts.duration) AS avg_duration
-  FROM (SELECT DISTINCT ${source.value} AS value, session_id FROM ${source.from} WHERE ${rows}) AS pairs
-  INNER JOIN (${visitFacts(selected)}) AS facts USING session_id
+  SELECT value, countIf(pv <= 1 AND ce = 0) / count() AS bounce_rate, avg(duration) AS avg_duration
+  FROM (
+    SELECT session_id, ${perVisit ? 'anyIf(row_value, sel) AS value' : 'groupUniqArrayIf(row_value, sel) AS row_values'}, ${VISIT_FACTS}
+    FROM (SELECT session_id, kind, timestamp, ${source.value} AS row_value, (${rows}) AS sel FROM ${source.from} WHERE ${VISIT_SCAN})
+    GROUP BY session_id
+    HAVING has_sel
+  )
+  ${perVisit ? '' : 'ARRAY JOIN row_values AS value'}
   GROUP BY value
 ) AS engagement ON engagement.value = counts.value`
     : ''

@@ -1,0 +1,92 @@
+import { spawn } from 'node:child_process'
+import { mkdtempSync } from 'node:fs'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { serve } from '@hono/node-server'
+import autocannon from 'autocannon'
+import { Command } from 'commander'
+import { Hono } from 'hono'
+import { createApp } from '../functions/app'
+import { createOrg } from '../lib/admin'
+import { openNodeStores } from '../lib/home/node'
+import { demoHits } from '../lib/ingest/demo-traffic'
+import { importHits } from '../lib/ingest/import'
+import { Ingestor } from '../lib/ingest/pipeline'
+import { directSink } from '../lib/ingest/sink'
+import { migrate } from '../lib/olap/migrate'
+import { loadMigrations } from '../lib/olap/migrations-node'
+import { memoryLiveCache } from '../lib/public-live'
+import { memoryRateLimiter } from '../lib/ratelimit'
+import { newSite } from '../lib/sites'
+
+/** The public live count: cached throughput against a bare route, and engine queries under 1000 polling clients. */
+async function benchServer() {
+  const stores = await openNodeStores({ DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-public-')) })
+  await migrate(stores.olap, loadMigrations())
+  const now = () => new Date()
+  const org = await createOrg(stores.store, 'Bench', now())
+  const site = newSite({ domain: 'public.bench.test' }, org.id, now())
+  site.sharing = { ...site.sharing, publicCounts: true, publicCountsDial: 'all' }
+  await stores.store.createSite(site)
+  const ingestor = new Ingestor({ store: stores.store, sink: directSink(stores.olap, stores.store), now, coalesce: true })
+  const hits = demoHits({ site: site.snippetId, domain: site.domain, days: 7, visitorsPerDay: 300, end: now() })
+  await importHits((function* () { for (const h of hits) yield JSON.stringify(h) })(), ingestor)
+  let engineQueries = 0
+  const query = stores.olap.query.bind(stores.olap)
+  stores.olap.query = (async (sql: string, params?: Record<string, unknown>) => {
+    engineQueries++
+    return query(sql, params)
+  }) as typeof stores.olap.query
+  const app = createApp({ olap: stores.olap, store: stores.store, limiter: memoryRateLimiter(), now, fetch, ingestor, clientAddress: () => '127.0.0.1', sharedProcess: true, liveCache: memoryLiveCache() })
+  const outer = new Hono()
+  outer.get('/bare', (c) => c.json({ ok: true }))
+  outer.get('/bench/engine-queries', (c) => c.json({ engineQueries }))
+  outer.route('/', app)
+  const server = serve({ fetch: outer.fetch, port: 0, hostname: '127.0.0.1' })
+  await new Promise((r) => server.once('listening', r))
+  process.stdout.write(`${JSON.stringify({ base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, snippet: site.snippetId })}\n`)
+}
+
+async function drive(opts: { duration: string }) {
+  const child = spawn(process.execPath, ['--import', 'tsx', process.argv[1], 'serve'], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const { base, snippet } = JSON.parse(await new Promise<string>((resolve) => createInterface({ input: child.stdout! }).once('line', resolve)))
+  const duration = Number(opts.duration)
+  const run = (path: string, connections: number) => autocannon({ url: base + path, connections, duration })
+  const live = `/api/public/live?site=${snippet}`
+  const period = `/api/public/live?site=${snippet}&range=7d`
+  await fetch(base + live)
+  await fetch(base + period)
+  const bare = await run('/bare', 10)
+  const cachedLive = await run(live, 10)
+  const cachedPeriod = await run(period, 10)
+  const before = ((await (await fetch(`${base}/bench/engine-queries`)).json()) as { engineQueries: number }).engineQueries
+  const polling = await run(live, 1000)
+  const after = ((await (await fetch(`${base}/bench/engine-queries`)).json()) as { engineQueries: number }).engineQueries
+  child.kill()
+  process.stdout.write(
+    `${JSON.stringify(
+      {
+        rps: { bare: Math.round(bare.requests.average), cachedLive: Math.round(cachedLive.requests.average), cachedPeriod: Math.round(cachedPeriod.requests.average) },
+        ratioToBare: { live: +(cachedLive.requests.average / bare.requests.average).toFixed(2), period: +(cachedPeriod.requests.average / bare.requests.average).toFixed(2) },
+        thousandClients: {
+          seconds: duration,
+          requests: polling.requests.total,
+          non2xx: polling.non2xx,
+          engineQueries: after - before,
+          // a live answer takes two queries (5 minutes and halfHour); its TTL is 10 s
+          computations: (after - before) / 2,
+          ttlWindows: Math.ceil(duration / 10),
+        },
+      },
+      null,
+      2,
+    )}\n`,
+  )
+}
+
+const program = new Command('bench-public').description('Throughput of cached public counts against a bare route, and engine queries while 1000 clients poll.')
+program.command('run', { isDefault: true }).option('--duration <s>', 'seconds per run', '10').action(drive)
+program.command('serve').description('(internal) the server side').action(benchServer)
+await program.parseAsync(process.argv)
