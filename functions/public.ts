@@ -26,9 +26,14 @@ export function mountPublic(app: Hono, services: Services) {
     return at
   }
 
-  const answer = (c: Context, live: LiveAnswer) => {
-    c.header('Cache-Control', `public, max-age=${live.ttl}`)
-    return c.json(live.body)
+  // answers are serialized once per cache entry, and sent without re-merging headers
+  const serialized = new WeakMap<LiveAnswer, string>()
+  const answer = (_c: Context, live: LiveAnswer) => {
+    let text = serialized.get(live)
+    if (text === undefined) serialized.set(live, (text = JSON.stringify(live.body)))
+    return new Response(text, {
+      headers: { 'Content-Type': 'application/json', 'Cache-Control': `public, max-age=${live.ttl}`, 'Access-Control-Allow-Origin': '*' },
+    })
   }
 
   app.get('/api/public/live', async (c) => {
@@ -36,6 +41,11 @@ export function mountPublic(app: Hono, services: Services) {
     const parsed = liveParams.safeParse(c.req.query())
     if (!parsed.success) throw new ApiError(400, describeZodError(parsed.error, 'query'))
     const params = parsed.data
+    // the question as asked: a repeat within the TTL is answered before any range arithmetic,
+    // as a CDN would answer the same URL
+    const asked = `asked|${params.site}|${params.range ?? ''}|${params.from ?? ''}|${params.to ?? ''}`
+    const repeat = await services.liveCache.get(asked)
+    if (repeat) return answer(c, repeat)
     const now = services.now()
     // a bad range or missing custom dates is 400 whatever the site
     resolveRange({ range: params.range ?? '5m', from: params.from, to: params.to }, 'UTC', now)
@@ -51,7 +61,10 @@ export function mountPublic(app: Hono, services: Services) {
     let pending = shared()
     if (pending) return answer(c, await pending)
     const cached = await services.liveCache.get(key)
-    if (cached) return answer(c, cached)
+    if (cached) {
+      await services.liveCache.put(asked, cached)
+      return answer(c, cached)
+    }
     // checked again with no await in between: every concurrent miss joins the first one's work
     pending = shared()
     if (pending) return answer(c, await pending)
@@ -59,7 +72,7 @@ export function mountPublic(app: Hono, services: Services) {
       const count = await services.store.countLiveWindow(site.id, Math.floor(now.getTime() / 60_000))
       if (count > DISTINCT_WINDOWS_PER_MINUTE) throw new ApiError(429, 'too many distinct windows asked of this site this minute; cached windows are still served', { 'Retry-After': '60' })
       const live = await liveCounts(services.olap, site, range, now)
-      await services.liveCache.put(key, live)
+      await Promise.all([services.liveCache.put(key, live), services.liveCache.put(asked, live)])
       return live
     })()
     if (coalesce) {

@@ -80,6 +80,33 @@ describe('the worker bundle under workerd', () => {
     expect((await fetch(`${server.url}/api/v1/sites/${site.id}`, { headers: { authorization: `Bearer ${readKey}` } })).status).toBe(404)
   })
 
+  it('collects an event and answers the public count through the Cache API', async () => {
+    const sites = (await (await mf.dispatchFetch('http://worker.test/api/v1/sites?stats=0', { headers: { authorization: `Bearer ${readKey}` } })).json()) as { sites: { id: string; snippetId: string; domain: string }[] }
+    const demo = sites.sites.find((s) => s.domain === 'demo.example.com')!
+    const event = await mf.dispatchFetch('http://worker.test/api/event', {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain', 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0', 'cf-connecting-ip': '8.8.8.8' },
+      body: JSON.stringify({ site: demo.snippetId, name: 'pageview', url: 'https://demo.example.com/from-the-edge' }),
+    })
+    expect(event.status).toBe(202)
+    expect((await mf.dispatchFetch(`http://worker.test/api/public/live?site=${demo.snippetId}`)).status).toBe(404)
+    await mf.dispatchFetch(`http://worker.test/api/v1/sites/${demo.id}`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${writeKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ publicCounts: true }),
+    })
+    // the worker caches site settings for a few seconds, as ingestion does
+    await new Promise((r) => setTimeout(r, 10_500))
+    const live = await mf.dispatchFetch(`http://worker.test/api/public/live?site=${demo.snippetId}`)
+    expect(live.status).toBe(200)
+    expect(live.headers.get('cache-control')).toBe('public, max-age=10')
+    const body = (await live.json()) as { visitors: number; range: string }
+    expect(body).toMatchObject({ range: '5m' })
+    expect(body.visitors).toBeGreaterThanOrEqual(1)
+    const again = await mf.dispatchFetch(`http://worker.test/api/public/live?site=${demo.snippetId}`)
+    expect(await again.json()).toEqual(body)
+  })
+
   it('serves the MCP tools: list and call', async () => {
     const url = (await mf.ready).toString()
     const reader = await mcpClient(url, readKey)
