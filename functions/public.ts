@@ -41,16 +41,16 @@ export function mountPublic(app: Hono, services: Services) {
     const parsed = liveParams.safeParse(c.req.query())
     if (!parsed.success) throw new ApiError(400, describeZodError(parsed.error, 'query'))
     const params = parsed.data
-    // the question as asked: a repeat within the TTL is answered before any range arithmetic,
-    // as a CDN would answer the same URL
-    const asked = `asked|${params.site}|${params.range ?? ''}|${params.from ?? ''}|${params.to ?? ''}`
-    const repeat = await services.liveCache.get(asked)
+    const site = await services.ingestor.site(params.site)
+    // the question as asked, under the site's current dial: a repeat within the TTL is answered
+    // before any range arithmetic (it was valid and admitted when first answered)
+    const asked = site && `asked|${site.id}|${site.sharing.publicCounts}|${site.sharing.publicCountsDial}|${params.range ?? ''}|${params.from ?? ''}|${params.to ?? ''}`
+    const repeat = asked ? await services.liveCache.get(asked) : undefined
     if (repeat) return answer(c, repeat)
     const now = services.now()
     // a bad range or missing custom dates is 400 whatever the site
     resolveRange({ range: params.range ?? '5m', from: params.from, to: params.to }, 'UTC', now)
-    const site = await services.ingestor.site(params.site)
-    if (!site || !site.sharing.publicCounts) throw NOT_FOUND
+    if (!site || !site.sharing.publicCounts || !asked) throw NOT_FOUND
     const range = liveWindow(params, site, now, params.range === 'all' ? await firstEvent(site.id) : null)
     if (!dialAdmits(site.sharing.publicCountsDial, range, now)) throw NOT_FOUND
 
