@@ -77,7 +77,8 @@ async function drive(opts: { duration: string }) {
           engineQueries: after - before,
           // a live answer takes two queries (5 minutes and halfHour); its TTL is 10 s
           computations: (after - before) / 2,
-          ttlWindows: Math.ceil(duration / 10),
+          // a run of d seconds overlaps at most floor(d / 10) + 1 ten-second TTL periods
+          ttlPeriodsOverlapped: Math.floor(duration / 10) + 1,
         },
       },
       null,
