@@ -10,7 +10,7 @@ import { demoHits } from '../lib/ingest/demo-traffic'
 import { dbipGeo } from '../lib/ingest/geo-node'
 import { importHits } from '../lib/ingest/import'
 import { Ingestor } from '../lib/ingest/pipeline'
-import { directSink } from '../lib/ingest/sink'
+import { BufferedSink } from '../lib/ingest/sink'
 import { migrate } from '../lib/olap/migrate'
 import { loadMigrations } from '../lib/olap/migrations-node'
 
@@ -52,7 +52,9 @@ async function benchImport(hits: number) {
   await migrate(stores.olap, loadMigrations())
   const { createDemo } = await import('../lib/demo')
   const demo = await createDemo(stores.store, new Date())
-  const ingestor = new Ingestor({ store: stores.store, sink: directSink(stores.olap, stores.store), geo: dbipGeo(), now: () => new Date() })
+  // inserts run on the engine's threads while the next chunk is parsed and enriched
+  const sink = new BufferedSink(stores.olap, stores.store, { maxRows: 50_000, intervalMs: 1000 })
+  const ingestor = new Ingestor({ store: stores.store, sink, geo: dbipGeo(), now: () => new Date() })
   const lines: string[] = []
   for (const hit of demoHits({ site: demo.site.snippetId, domain: demo.site.domain, days: 60, visitorsPerDay: Math.ceil(hits / 60 / 4), end: new Date() })) {
     lines.push(JSON.stringify(hit))
@@ -61,6 +63,7 @@ async function benchImport(hits: number) {
   await ingestor.site(demo.site.snippetId)
   const started = performance.now()
   const result = await importHits(lines, ingestor)
+  await sink.close()
   const seconds = (performance.now() - started) / 1000
   const [stored] = await stores.olap.query<{ n: string }>('SELECT count() AS n FROM events')
   await stores.close()
@@ -72,8 +75,9 @@ const program = new Command('bench-collector')
   .option('--duration <s>', 'seconds of load', '15')
   .option('--connections <n>', 'concurrent connections', '50')
   .option('--hits <n>', 'hits to import', '200000')
-  .action(async (opts: { duration: string; connections: string; hits: string }) => {
-    const events = await benchEvents(Number(opts.duration), Number(opts.connections))
+  .option('--import-only', 'skip the /api/event run')
+  .action(async (opts: { duration: string; connections: string; hits: string; importOnly?: boolean }) => {
+    const events = opts.importOnly ? null : await benchEvents(Number(opts.duration), Number(opts.connections))
     const imported = await benchImport(Number(opts.hits))
     process.stdout.write(`${JSON.stringify({ event: events, import: imported }, null, 2)}\n`)
   })
