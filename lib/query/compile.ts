@@ -40,7 +40,43 @@ const VISIT_SCAN = 'site_id = {site:UUID} AND timestamp >= {scanFrom:DateTime64(
 const VISIT_FACTS = `countIf(kind = 'pageview') AS pv, countIf(kind = 'custom') AS ce,
          dateDiff('millisecond', min(timestamp), max(timestamp)) / 1000 AS duration, max(sel) AS has_sel`
 
+/** Visit attributes the sessions table carries under the same column names as events. */
+const SESSION_DIMENSIONS = new Set([
+  'source', 'channel', 'referrer', 'utm_source', 'utm_medium', 'utm_campaign', 'utm_term', 'utm_content',
+  'country', 'region', 'city', 'browser', 'os', 'device', 'screen_class',
+])
+
+/**
+ * Totals with no event-scoped filter read visits from the sessions rollup: a visit counts when it
+ * began before the window's end and its last event is in or after the window's start, which for
+ * windows over 30 minutes (or ending now) means it has an event inside, since a gap over 30
+ * minutes ends a visit. Pageviews and custom events still come from events in the window.
+ */
+function compileStatsFromSessions(query: Query): Compiled {
+  const params = new Params()
+  const selected = where(query, params)
+  const visitFilters = compileFilters(query.filters, query.goals, '', params)
+  const sql = `
+SELECT visitors, visits, pageviews, events, visits AS facts_visits, bounces, duration
+FROM (
+  SELECT countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events FROM events WHERE ${selected}
+) AS counts
+CROSS JOIN (
+  SELECT uniqExact(visitor) AS visitors, count() AS visits, countIf(pv <= 1 AND ce = 0) AS bounces, if(count() = 0, 0, avg(duration)) AS duration
+  FROM (
+    SELECT session_id, any(visitor_id) AS visitor, sum(pageviews) AS pv, sum(custom_events) AS ce,
+           dateDiff('millisecond', min(session_start), max(end)) / 1000 AS duration
+    FROM sessions
+    WHERE site_id = {site:UUID} AND session_start >= {sessionsFrom:DateTime64(3)} AND session_start < {to:DateTime64(3)}${visitFilters.map((f) => ` AND ${f}`).join('')}
+    GROUP BY session_id
+    HAVING max(end) >= {from:DateTime64(3)}
+  )
+) AS visits`
+  return { sql, params: params.values }
+}
+
 export function compileStats(query: Query): Compiled {
+  if (query.filters.every((f) => SESSION_DIMENSIONS.has(f.dimension))) return compileStatsFromSessions(query)
   const params = new Params()
   const selected = where(query, params)
   const sql = `
@@ -99,8 +135,38 @@ function breakdownSource(property: string, params: Params): { from: string; valu
   return { from: 'events', value, presence: SPARSE_DIMENSIONS.has(property) ? `${value} != ''` : null }
 }
 
+/** A visit-attribute breakdown with visit-attribute filters: visits from the sessions rollup, views from events. */
+function compileVisitBreakdownFromSessions(query: Query, property: string): Compiled {
+  const params = new Params()
+  const selected = where(query, params)
+  const visitFilters = compileFilters(query.filters, query.goals, '', params)
+  const value = dimensionSql(property, params)
+  const limit = params.add('UInt32', query.limit)
+  const sql = `
+SELECT visits_by_value.value AS value, visitors, visits, pageviews, events, bounce_rate, avg_duration
+FROM (
+  SELECT value, uniqExact(visitor) AS visitors, count() AS visits, countIf(pv <= 1 AND ce = 0) / count() AS bounce_rate, avg(duration) AS avg_duration
+  FROM (
+    SELECT session_id, any(${value}) AS value, any(visitor_id) AS visitor, sum(pageviews) AS pv, sum(custom_events) AS ce,
+           dateDiff('millisecond', min(session_start), max(end)) / 1000 AS duration
+    FROM sessions
+    WHERE site_id = {site:UUID} AND session_start >= {sessionsFrom:DateTime64(3)} AND session_start < {to:DateTime64(3)}${visitFilters.map((f) => ` AND ${f}`).join('')}
+    GROUP BY session_id
+    HAVING max(end) >= {from:DateTime64(3)}
+  )
+  GROUP BY value
+) AS visits_by_value
+LEFT JOIN (
+  SELECT ${value} AS value, countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events FROM events WHERE ${selected} GROUP BY value
+) AS views USING value
+ORDER BY visitors DESC, value ASC
+LIMIT ${limit}`
+  return { sql, params: params.values }
+}
+
 export function compileBreakdown(query: Query, property: string): Compiled {
   if (property === 'goal') return compileGoalBreakdown(query)
+  if (SESSION_DIMENSIONS.has(property) && query.filters.every((f) => SESSION_DIMENSIONS.has(f.dimension))) return compileVisitBreakdownFromSessions(query, property)
   const params = new Params()
   const selected = where(query, params)
   const source = breakdownSource(property, params)
