@@ -20,7 +20,8 @@ export function createApp(services: Services) {
   app.use('/api/*', async (c, next) => {
     c.header('Access-Control-Allow-Origin', '*')
     if (c.req.method !== 'OPTIONS') {
-      c.header('Access-Control-Expose-Headers', CORS_EXPOSE_HEADERS)
+      // the rate-limit headers exist on keyed answers only
+      if (c.req.path.startsWith('/api/v1')) c.header('Access-Control-Expose-Headers', CORS_EXPOSE_HEADERS)
       return next()
     }
     c.header('Access-Control-Allow-Methods', 'GET, POST, PATCH, DELETE, OPTIONS')
