@@ -132,6 +132,9 @@ function breakdownSource(property: string, params: Params): { from: string; valu
     return { from: 'events', value: `props[${key}]`, presence: `mapContains(props, ${key})` }
   }
   const value = dimensionSql(property, params)
+  // the event breakdown lists what sites send and count: pageviews, custom events and link and form
+  // events; autocaptured clicks, errors, vitals and engagement reports have their own reads
+  if (property === 'event') return { from: 'events', value, presence: "kind NOT IN ('click', 'error', 'vital', 'engagement')" }
   return { from: 'events', value, presence: SPARSE_DIMENSIONS.has(property) ? `${value} != ''` : null }
 }
 

@@ -247,6 +247,9 @@ describe('reports', () => {
     const plan = await get(`/api/v1/breakdown?site_id=${sites.ny.id}&${custom}&property=prop:plan`)
     expect(plan.results).toEqual(reference((e) => e.plan, false))
     expect(plan.results[0]).not.toHaveProperty('bounceRate')
+    // the event breakdown: pageviews and custom events, not the collector's engagement reports
+    const event = await get(`/api/v1/breakdown?site_id=${sites.ny.id}&${custom}&property=event`)
+    expect(event.results).toEqual(reference((e) => (e.kind === 'engagement' ? undefined : e.name), false))
     const limited = await get(`/api/v1/breakdown?site_id=${sites.ny.id}&${custom}&property=path&limit=0`)
     expect(limited.results).toHaveLength(1)
   })
