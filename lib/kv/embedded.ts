@@ -29,8 +29,12 @@ export class EmbeddedRedis implements RawRedis {
   private scripts = new Map<string, string>()
   private nativeScripts = new Map<string, (keys: string[], args: string[], call: (command: string[]) => unknown) => unknown>()
   private fd: number | null = null
+  private file = ''
+  /** Bytes of the last snapshot, and appended since: the log is rewritten when it outgrows the data. */
+  private snapshotBytes = 0
+  private appendedBytes = 0
 
-  constructor(private readonly options: { dir?: string; now?: () => number; fsync?: boolean } = {}) {
+  constructor(private readonly options: { dir?: string; now?: () => number; fsync?: boolean; compactAfterBytes?: number } = {}) {
     if (options.dir) this.open(options.dir)
   }
 
@@ -54,17 +58,30 @@ export class EmbeddedRedis implements RawRedis {
         else this.data.set(record[0], deserialize(record[1]))
       }
     }
-    const tmp = `${file}.tmp`
+    this.file = file
+    this.snapshot()
+  }
+
+  /** Rewrites the log as one line per live key, atomically (write, fsync, rename). */
+  private snapshot() {
+    if (this.fd !== null) closeSync(this.fd)
+    const tmp = `${this.file}.tmp`
     const out = openSync(tmp, 'w')
     const now = this.now()
+    let bytes = 0
     for (const [key, entry] of this.data) {
-      if (entry.expireAt !== undefined && entry.expireAt <= now) continue
-      writeSync(out, JSON.stringify([key, serialize(entry)]) + '\n')
+      if (entry.expireAt !== undefined && entry.expireAt <= now) {
+        this.data.delete(key)
+        continue
+      }
+      bytes += writeSync(out, JSON.stringify([key, serialize(entry)]) + '\n')
     }
     fsyncSync(out)
     closeSync(out)
-    renameSync(tmp, file)
-    this.fd = openSync(file, 'a')
+    renameSync(tmp, this.file)
+    this.fd = openSync(this.file, 'a')
+    this.snapshotBytes = bytes
+    this.appendedBytes = 0
   }
 
   private persist(keys: string[]) {
@@ -74,8 +91,10 @@ export class EmbeddedRedis implements RawRedis {
       const entry = this.data.get(key)
       lines += JSON.stringify([key, entry ? serialize(entry) : null]) + '\n'
     }
-    writeSync(this.fd, lines)
+    this.appendedBytes += writeSync(this.fd, lines)
     if (this.options.fsync) fsyncSync(this.fd)
+    // the visit cache rewrites its keys all day: compact once the appended part outgrows the data
+    if (this.appendedBytes > Math.max(this.options.compactAfterBytes ?? 64 * 1024 * 1024, 4 * this.snapshotBytes)) this.snapshot()
   }
 
   private get(key: string): Entry | undefined {

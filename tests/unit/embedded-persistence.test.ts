@@ -56,3 +56,21 @@ describe('embedded key/value persistence', () => {
     await reopened.close()
   })
 })
+
+describe('embedded key/value log compaction', () => {
+  it('rewrites the log once it outgrows the live data, keeping every key', async () => {
+    const { statSync } = await import('node:fs')
+    const dir = tempDir('kv-compact')
+    const kv = new EmbeddedRedis({ dir, compactAfterBytes: 10_000 })
+    for (let i = 0; i < 5000; i++) await kv.exec(['SET', `hot:${i % 10}`, `value-${i}`, 'PX', '7200000'])
+    await kv.exec(['SET', 'cold', 'kept'])
+    const size = statSync(join(dir, 'kv.log')).size
+    // 5,000 rewrites of ten keys would be over 250 KB appended; compaction keeps it near the threshold
+    expect(size).toBeLessThan(20_000)
+    await kv.close()
+    const reopened = new EmbeddedRedis({ dir })
+    expect(await reopened.exec(['GET', 'hot:9'])).toBe('value-4999')
+    expect(await reopened.exec(['GET', 'cold'])).toBe('kept')
+    await reopened.close()
+  })
+})
