@@ -9,6 +9,3 @@ export class ApiError extends Error {
     this.name = 'ApiError'
   }
 }
-
-export const badRequest = (message: string) => new ApiError(400, message)
-export const notFound = (message = 'site not found') => new ApiError(404, message)

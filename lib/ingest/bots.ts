@@ -65,8 +65,6 @@ export function classifyBot(userAgent: string): BotInfo | null {
   return isbot(userAgent) ? { name: userAgent.split(/[\s/;(]/)[0].slice(0, 60) || 'unknown', kind: 'other' } : null
 }
 
-export const isBotUserAgent = (userAgent: string) => isbot(userAgent)
-
 /** Crawlers that publish the reverse-DNS domains their addresses resolve to. */
 const VERIFIABLE: [RegExp, string[]][] = [
   [/Googlebot|Google-|AdsBot-Google|Mediapartners-Google|APIs-Google|FeedFetcher-Google|GoogleOther/i, ['googlebot.com', 'google.com', 'googleusercontent.com']],

@@ -1,7 +1,6 @@
-import { Temporal } from 'temporal-polyfill'
 import { PROPERTY_PREFIX, VISIT_SCOPED_DIMENSIONS } from '../dimensions'
 import type { Goal } from '../goals'
-import { type Compiled, type Filter, Params, QueryInputError, SPARSE_DIMENSIONS, compileFilters, dimensionSql, goalConditionSql } from './filters'
+import { type Compiled, type Filter, Params, SPARSE_DIMENSIONS, compileFilters, dimensionSql, goalConditionSql } from './filters'
 import { type ResolvedRange, chTime } from './range'
 
 /** The query model: everything a report needs, resolved and validated. */
@@ -230,7 +229,3 @@ LIMIT ${limit}`
   return { sql, params: params.values }
 }
 
-export const epochLabel = (epochSeconds: number, timezone: string) =>
-  Temporal.Instant.fromEpochMilliseconds(epochSeconds * 1000).toZonedDateTimeISO(timezone).toString({ timeZoneName: 'never', smallestUnit: 'second' })
-
-export { QueryInputError }
