@@ -1,16 +1,15 @@
-import { existsSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
 import { serve } from '@hono/node-server'
 import { Hono } from 'hono'
-import { type Browser, chromium } from 'playwright-core'
+import type { Browser } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { CHROMIUM, launchChromium } from './chromium'
 import { createApp } from '../../functions/app'
 import { createApiKey, createOrg } from '../../lib/admin'
 import { importHits } from '../../lib/ingest/import'
 import { newSite } from '../../lib/sites'
 import { testServices } from '../helpers'
 
-const CHROMIUM = ['/usr/lib/chromium/chromium', '/usr/bin/chromium'].find((p) => existsSync(p))
 const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0'
 
 describe.skipIf(!CHROMIUM)('the live.js badge in real Chromium', () => {
@@ -59,7 +58,7 @@ describe.skipIf(!CHROMIUM)('the live.js badge in real Chromium', () => {
     await new Promise((r) => server.once('listening', r))
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
     close = () => server.close()
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] })
+    browser = await launchChromium()
   })
   afterAll(async () => {
     await browser?.close()

@@ -1,13 +1,12 @@
-import { existsSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
 import { serve } from '@hono/node-server'
 import { Hono } from 'hono'
-import { type Browser, chromium } from 'playwright-core'
+import type { Browser } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { CHROMIUM, launchChromium } from './chromium'
 import { createApp } from '../../functions/app'
 import { seed, testServices } from '../helpers'
 
-const CHROMIUM = ['/usr/lib/chromium/chromium', '/usr/bin/chromium'].find((p) => existsSync(p))
 const DESKTOP_CHROME = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36'
 
 const page = (snippetId: string) => `<!doctype html>
@@ -49,11 +48,8 @@ describe.skipIf(!CHROMIUM)('the tracker in real Chromium', () => {
     await new Promise((r) => server.once('listening', r))
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
     close = () => server.close()
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      // the browser-wide agent too: beacons sent while a page unloads do not carry the context's override
-      args: [`--user-agent=${DESKTOP_CHROME}`, '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
-    })
+    // the browser-wide agent too: beacons sent while a page unloads do not carry the context's override
+    browser = await launchChromium([`--user-agent=${DESKTOP_CHROME}`])
   })
   afterAll(async () => {
     await browser?.close()
