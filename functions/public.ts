@@ -1,4 +1,4 @@
-import type { Context, Hono } from 'hono'
+import type { Hono } from 'hono'
 import { describeZodError } from '../lib/registry'
 import { ApiError } from '../lib/errors'
 import { DISTINCT_WINDOWS_PER_MINUTE, type LiveAnswer, NOT_FOUND, dialAdmits, isLive, liveCounts, liveParams, liveWindow } from '../lib/public-live'
@@ -28,7 +28,7 @@ export function mountPublic(app: Hono, services: Services) {
 
   // answers are serialized once per cache entry, and sent without re-merging headers
   const serialized = new WeakMap<LiveAnswer, string>()
-  const answer = (_c: Context, live: LiveAnswer) => {
+  const answer = (live: LiveAnswer) => {
     let text = serialized.get(live)
     if (text === undefined) serialized.set(live, (text = JSON.stringify(live.body)))
     return new Response(text, {
@@ -42,15 +42,14 @@ export function mountPublic(app: Hono, services: Services) {
     // before validation and range arithmetic (it was valid and admitted when first answered)
     const query = new URL(c.req.url).searchParams
     const snippet = query.get('site')
-    const known = snippet ? await services.ingestor.site(snippet) : null
-    const asked = known && `asked|${known.id}|${known.sharing.publicCounts}|${known.sharing.publicCountsDial}|${query.get('range') ?? ''}|${query.get('from') ?? ''}|${query.get('to') ?? ''}`
+    const site = snippet ? await services.ingestor.site(snippet) : null
+    const asked = site && `asked|${site.id}|${site.sharing.publicCounts}|${site.sharing.publicCountsDial}|${query.get('range') ?? ''}|${query.get('from') ?? ''}|${query.get('to') ?? ''}`
     const repeat = asked ? await services.liveCache.get(asked) : undefined
-    if (repeat) return answer(c, repeat)
+    if (repeat) return answer(repeat)
 
     const parsed = liveParams.safeParse(c.req.query())
     if (!parsed.success) throw new ApiError(400, describeZodError(parsed.error, 'query'))
     const params = parsed.data
-    const site = known
     const now = services.now()
     // a bad range or missing custom dates is 400 whatever the site
     resolveRange({ range: params.range ?? '5m', from: params.from, to: params.to }, 'UTC', now)
@@ -63,15 +62,15 @@ export function mountPublic(app: Hono, services: Services) {
     const key = isLive(range.name) ? `${site.id}|${range.name === 'realtime' ? '5m' : range.name}` : `${site.id}|${view.from}|${view.to}`
     const shared = () => (coalesce ? inflight.get(key) : undefined)
     let pending = shared()
-    if (pending) return answer(c, await pending)
+    if (pending) return answer(await pending)
     const cached = await services.liveCache.get(key)
     if (cached) {
       await services.liveCache.put(asked, cached)
-      return answer(c, cached)
+      return answer(cached)
     }
     // checked again with no await in between: every concurrent miss joins the first one's work
     pending = shared()
-    if (pending) return answer(c, await pending)
+    if (pending) return answer(await pending)
     const work = (async () => {
       const count = await services.store.countLiveWindow(site.id, Math.floor(now.getTime() / 60_000))
       if (count > DISTINCT_WINDOWS_PER_MINUTE) throw new ApiError(429, 'too many distinct windows asked of this site this minute; cached windows are still served', { 'Retry-After': '60' })
@@ -83,7 +82,7 @@ export function mountPublic(app: Hono, services: Services) {
       inflight.set(key, work)
       work.finally(() => inflight.delete(key)).catch(() => {})
     }
-    return answer(c, await work)
+    return answer(await work)
   })
 
   app.get('/live.js', (c) => {

@@ -9,6 +9,14 @@ export async function createOrg(store: Store, name: string, now: Date): Promise<
   return org
 }
 
+/** Revokes a key (of `orgId`, when given); revoking a revoked key is a no-op. 404 for a key not found. */
+export async function revokeApiKey(store: Store, id: string, now: Date, orgId?: string): Promise<{ revoked: true; id: string }> {
+  const meta = await store.getApiKeyMeta(id)
+  if (!meta || (orgId && meta.orgId !== orgId)) throw new ApiError(404, 'api key not found')
+  if (!meta.revokedAt) await store.revokeApiKey(meta, now.toISOString())
+  return { revoked: true, id: meta.id }
+}
+
 export async function createApiKey(
   store: Store,
   input: { orgId: string; name: string; scope: Scope; siteId?: string | null },

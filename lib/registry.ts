@@ -133,12 +133,11 @@ export function mountEndpoints(app: Hono, endpoints: Endpoint[], services: Servi
         body = parsed.data
       }
 
-      const url = new URL(c.req.url)
       const ctx: EndpointContext = {
         services,
         key,
         request: c.req.raw,
-        baseUrl: services.publicUrl ?? url.origin,
+        baseUrl: services.publicUrl ?? new URL(c.req.url).origin,
         site: (idOrSnippet) => resolveSite(key, idOrSnippet),
       }
       const result = await endpoint.handler(ctx, { params: params.data, body })

@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError } from 'commander'
-import { createApiKey, createOrg } from '../lib/admin'
+import { createApiKey, createOrg, revokeApiKey } from '../lib/admin'
 import { ApiError } from '../lib/errors'
 import { openNodeStores } from '../lib/home/node'
 
@@ -61,12 +61,7 @@ key
   .description('Revoke a key by id; it stops working at once')
   .requiredOption('--id <id>', 'key id')
   .action((opts: { id: string }) =>
-    withStore(async ({ store }) => {
-      const meta = await store.getApiKeyMeta(opts.id)
-      if (!meta) throw new ApiError(404, `api key ${opts.id} not found`)
-      if (!meta.revokedAt) await store.revokeApiKey(meta, new Date().toISOString())
-      return { revoked: true, id: meta.id }
-    }),
+    withStore(({ store }) => revokeApiKey(store, opts.id, new Date())),
   )
 
 await program.parseAsync(process.argv)

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { ApiError } from '../../lib/errors'
+import { revokeApiKey } from '../../lib/admin'
 import { uuidParam } from '../../lib/params'
 import { defineEndpoint } from '../../lib/registry'
 
@@ -26,10 +26,7 @@ export const orgEndpoints = [
     summary: 'Revokes one key by id. It stops working at once. Keys cannot be created through the API.',
     params: z.object({ id: uuidParam.describe('The key id from list_api_keys') }),
     async handler({ services, key }, { params }) {
-      const meta = await services.store.getApiKeyMeta(params.id)
-      if (!meta || meta.orgId !== key.orgId) throw new ApiError(404, 'api key not found')
-      if (!meta.revokedAt) await services.store.revokeApiKey(meta, services.now().toISOString())
-      return { revoked: true, id: meta.id }
+      return revokeApiKey(services.store, params.id, services.now(), key.orgId)
     },
   }),
 ]

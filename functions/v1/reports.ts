@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { validateDimension, QueryInputError } from '../../lib/query/filters'
 import { prepareQuery, reportParams } from '../../lib/query/prepare'
-import { rangeView } from '../../lib/query/range'
+import { rangeView, resolveRange } from '../../lib/query/range'
 import { ZERO_TOTALS, breakdown, series, totals } from '../../lib/query/report'
 import { defineEndpoint } from '../../lib/registry'
 import { FIRST_PARTY_DIMENSIONS, SHARED_DIMENSIONS } from '../../lib/dimensions'
@@ -87,16 +87,19 @@ export const reportEndpoints = [
     description: 'now counts the last 5 minutes (the same number as the public live count); halfHour the last 30. The series has 30 one-minute buckets. Pages and sources are over the last 5 minutes.',
     params: reportParams.omit({ range: true, from: true, to: true }),
     async handler(ctx, { params }) {
-      const now = await prepareQuery(ctx, { ...params, range: 'realtime' })
-      const half = await prepareQuery(ctx, { ...params, range: 'realtime' }, { series: true })
-      const olap = now.source === 'ga4' ? null : ctx.services.olap
-      const limited = { ...now.query, limit: Math.min(now.query.limit, 10) }
+      // one site lookup and filter parse; the three windows derive from the same instant
+      const { source, site, query } = await prepareQuery(ctx, { ...params, range: 'realtime' })
+      const at = ctx.services.now()
+      const minutes = { ...query, range: resolveRange({ range: 'realtime' }, site.timezone, at, { series: true }) }
+      const halfHour = { ...query, range: resolveRange({ range: '30m' }, site.timezone, at) }
+      const olap = source === 'ga4' ? null : ctx.services.olap
+      const limited = { ...query, limit: Math.min(query.limit, 10) }
       return {
-        source: now.source,
-        range: rangeView(half.query.range),
-        now: olap ? (await totals(olap, now.query)).visitors : 0,
-        halfHour: olap ? (await totals(olap, half.query)).visitors : 0,
-        series: await series(olap, half.query),
+        source,
+        range: rangeView(minutes.range),
+        now: olap ? (await totals(olap, query)).visitors : 0,
+        halfHour: olap ? (await totals(olap, halfHour)).visitors : 0,
+        series: await series(olap, minutes),
         pages: olap ? await breakdown(olap, limited, 'path') : [],
         sources: olap ? await breakdown(olap, limited, 'source') : [],
       }

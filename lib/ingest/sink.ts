@@ -17,11 +17,13 @@ export interface EventSink {
   flush(): Promise<void>
 }
 
+async function addUsage(kv: Store, usage: IngestBatch['usage']) {
+  await Promise.all([...usage].flatMap(([orgId, months]) => [...months].map(([month, counts]) => kv.addUsage(orgId, month, counts))))
+}
+
 async function store(olap: Olap, kv: Store, batch: IngestBatch) {
   await Promise.all([olap.insert('events', batch.events), olap.insert('bot_events', batch.bots)])
-  await Promise.all(
-    [...batch.usage].flatMap(([orgId, months]) => [...months].map(([month, counts]) => kv.addUsage(orgId, month, counts))),
-  )
+  await addUsage(kv, batch.usage)
 }
 
 /** Inserts before answering: for Workers, where nothing outlives the request. */
@@ -80,7 +82,7 @@ export class BufferedSink implements EventSink {
       const steps: [() => Promise<void>, () => void][] = [
         [() => this.olap.insert('events', batch.events), () => this.pending.events.unshift(...batch.events)],
         [() => this.olap.insert('bot_events', batch.bots), () => this.pending.bots.unshift(...batch.bots)],
-        [() => store(this.olap, this.kv, { events: [], bots: [], usage: batch.usage }), () => mergeUsage(this.pending.usage, batch.usage)],
+        [() => addUsage(this.kv, batch.usage), () => mergeUsage(this.pending.usage, batch.usage)],
       ]
       for (let i = 0; i < steps.length; i++) {
         try {

@@ -22,9 +22,8 @@ function where(query: Query, params: Params) {
   params.values.from = chTime(query.range.from)
   params.values.to = chTime(query.range.to)
   // a visit ends when the visitor id rotates at the site-local midnight, so it began within a day of any of its events
-  params.values.sessionsFrom = chTime(query.range.from.subtract({ hours: 26 }))
-  params.values.scanFrom = chTime(query.range.from.subtract({ hours: 26 }))
-  params.values.scanTo = chTime(query.range.to.add({ hours: 26 }))
+  params.values.visitsFrom = chTime(query.range.from.subtract({ hours: 26 }))
+  params.values.visitsTo = chTime(query.range.to.add({ hours: 26 }))
   const scope = 'site_id = {site:UUID} AND timestamp >= {from:DateTime64(3)} AND timestamp < {to:DateTime64(3)}'
   return [scope, ...compileFilters(query.filters, query.goals, scope, params)].join(' AND ')
 }
@@ -35,7 +34,7 @@ function where(query: Query, params: Params) {
  * Visits with at least one selected event keep their whole-visit facts (pageviews, custom events,
  * first to last event), computed in the same single scan as the selected counts.
  */
-const VISIT_SCAN = 'site_id = {site:UUID} AND timestamp >= {scanFrom:DateTime64(3)} AND timestamp < {scanTo:DateTime64(3)}'
+const VISIT_SCAN = 'site_id = {site:UUID} AND timestamp >= {visitsFrom:DateTime64(3)} AND timestamp < {visitsTo:DateTime64(3)}'
 const VISIT_FACTS = `countIf(kind = 'pageview') AS pv, countIf(kind = 'custom') AS ce,
          dateDiff('millisecond', min(timestamp), max(timestamp)) / 1000 AS duration, max(sel) AS has_sel`
 
@@ -66,7 +65,7 @@ CROSS JOIN (
     SELECT session_id, any(visitor_id) AS visitor, sum(pageviews) AS pv, sum(custom_events) AS ce,
            dateDiff('millisecond', min(session_start), max(end)) / 1000 AS duration
     FROM sessions
-    WHERE site_id = {site:UUID} AND session_start >= {sessionsFrom:DateTime64(3)} AND session_start < {to:DateTime64(3)}${visitFilters.map((f) => ` AND ${f}`).join('')}
+    WHERE site_id = {site:UUID} AND session_start >= {visitsFrom:DateTime64(3)} AND session_start < {to:DateTime64(3)}${visitFilters.map((f) => ` AND ${f}`).join('')}
     GROUP BY session_id
     HAVING max(end) >= {from:DateTime64(3)}
   )
@@ -121,7 +120,7 @@ function breakdownSource(property: string, params: Params): { from: string; valu
   if (property === 'entry_page' || property === 'exit_page') {
     const merge = property === 'entry_page' ? 'argMinMerge(entry_page)' : 'argMaxMerge(exit_page)'
     return {
-      from: `events INNER JOIN (SELECT session_id, ${merge} AS visit_page FROM sessions WHERE site_id = {site:UUID} AND session_start >= {sessionsFrom:DateTime64(3)} AND session_start < {to:DateTime64(3)} GROUP BY session_id) AS visit USING session_id`,
+      from: `events INNER JOIN (SELECT session_id, ${merge} AS visit_page FROM sessions WHERE site_id = {site:UUID} AND session_start >= {visitsFrom:DateTime64(3)} AND session_start < {to:DateTime64(3)} GROUP BY session_id) AS visit USING session_id`,
       value: 'visit.visit_page',
       presence: "visit.visit_page != ''",
     }
@@ -152,7 +151,7 @@ FROM (
     SELECT session_id, any(${value}) AS value, any(visitor_id) AS visitor, sum(pageviews) AS pv, sum(custom_events) AS ce,
            dateDiff('millisecond', min(session_start), max(end)) / 1000 AS duration
     FROM sessions
-    WHERE site_id = {site:UUID} AND session_start >= {sessionsFrom:DateTime64(3)} AND session_start < {to:DateTime64(3)}${visitFilters.map((f) => ` AND ${f}`).join('')}
+    WHERE site_id = {site:UUID} AND session_start >= {visitsFrom:DateTime64(3)} AND session_start < {to:DateTime64(3)}${visitFilters.map((f) => ` AND ${f}`).join('')}
     GROUP BY session_id
     HAVING max(end) >= {from:DateTime64(3)}
   )

@@ -145,7 +145,7 @@ export function compileFilters(filters: Filter[], goals: Goal[], scope: string, 
     }
     if (f.dimension === 'entry_page' || f.dimension === 'exit_page') {
       const merge = f.dimension === 'entry_page' ? 'argMinMerge(entry_page)' : 'argMaxMerge(exit_page)'
-      return `session_id IN (SELECT session_id FROM sessions WHERE site_id = {site:UUID} AND session_start >= {sessionsFrom:DateTime64(3)} GROUP BY session_id HAVING ${operatorSql(merge, f.operator, f.value, params)})`
+      return `session_id IN (SELECT session_id FROM sessions WHERE site_id = {site:UUID} AND session_start >= {visitsFrom:DateTime64(3)} GROUP BY session_id HAVING ${operatorSql(merge, f.operator, f.value, params)})`
     }
     return operatorSql(dimensionSql(f.dimension, params), f.operator, f.value, params)
   })
