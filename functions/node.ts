@@ -5,6 +5,7 @@ import { getConnInfo } from '@hono/node-server/conninfo'
 import { z } from 'zod'
 import { createDemo } from '../lib/demo'
 import { demoHits } from '../lib/ingest/demo-traffic'
+import { ROLLUP_ALL_DAYS, ROLLUP_RECENT_DAYS, refreshPageRollups } from '../lib/query/rollup'
 import { importHits } from '../lib/ingest/import'
 import { dataDir, localInfoFile, localToken, openNodeStores } from '../lib/home/node'
 import { localEndpointsApp } from '../lib/home/local-endpoints'
@@ -109,6 +110,7 @@ if ((await stores.store.countOrgs()) === 0) {
 
 log(`analytics API on ${baseUrl} (ClickHouse: ${stores.describe.clickhouse}; key/value: ${stores.describe.keyValue})`)
 
+
 let stopping = false
 async function shutdown(signal: string) {
   if (stopping) return
@@ -117,6 +119,7 @@ async function shutdown(signal: string) {
   rmSync(localInfoFile(dir), { force: true })
   ;(server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.()
   await new Promise((r) => server.close(r))
+  await rollup
   // every hit answered 202 is stored before the stores close
   await sink.close()
   if (local) await new Promise((r) => local!.close(r))
@@ -125,3 +128,16 @@ async function shutdown(signal: string) {
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'))
 process.on('SIGINT', () => void shutdown('SIGINT'))
+
+// the page rollup (lib/query/rollup.ts): every finished day at start and every few hours, recent ones every ten minutes
+let rollupRuns = 0
+let rollup: Promise<unknown> | null = null
+function refreshRollups() {
+  if (rollup || stopping) return
+  const lookback = rollupRuns++ % 36 === 0 ? ROLLUP_ALL_DAYS : ROLLUP_RECENT_DAYS
+  rollup = refreshPageRollups(stores.olap, stores.store, new Date(), lookback)
+    .catch((err: Error) => log(`page rollup refresh failed: ${err.message}`))
+    .finally(() => (rollup = null))
+}
+refreshRollups()
+setInterval(refreshRollups, 10 * 60_000).unref()

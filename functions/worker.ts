@@ -24,6 +24,7 @@ function cacheApiLiveCache(): LiveCache {
 }
 import { redisRateLimiter } from '../lib/ratelimit'
 import type { Services } from '../lib/services'
+import { ROLLUP_ALL_DAYS, ROLLUP_RECENT_DAYS, refreshPageRollups } from '../lib/query/rollup'
 import { Store } from '../lib/store'
 import { createApp } from './app'
 
@@ -39,11 +40,14 @@ const envSchema = z.object({
 })
 type WorkerEnv = z.input<typeof envSchema>
 
-let cached: { raw: WorkerEnv; app: ReturnType<typeof createApp> } | null = null
+/** The daily trigger in wrangler.toml; the other one runs every ten minutes. */
+const DAILY_CRON = '17 3 * * *'
+
+let cached: { raw: WorkerEnv; app: ReturnType<typeof createApp>; services: Services } | null = null
 
 /** Builds the app once per isolate; a missing or malformed binding fails loudly, naming it. */
 function appFor(rawEnv: WorkerEnv) {
-  if (cached?.raw === rawEnv) return cached.app
+  if (cached?.raw === rawEnv) return cached
   const parsed = envSchema.safeParse(rawEnv)
   if (!parsed.success) {
     const issue = parsed.error.issues[0]
@@ -75,12 +79,18 @@ function appFor(rawEnv: WorkerEnv) {
     dns: dohResolver(outbound),
     publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
   }
-  cached = { raw: rawEnv, app: createApp(services) }
-  return cached.app
+  cached = { raw: rawEnv, app: createApp(services), services }
+  return cached
 }
 
 export default {
   fetch(request: Request, env: WorkerEnv, ctx: Parameters<ReturnType<typeof createApp>['fetch']>[2]) {
-    return appFor(env).fetch(request, env, ctx)
+    return appFor(env).app.fetch(request, env, ctx)
+  },
+  // the page rollup (lib/query/rollup.ts): recent finished days every ten minutes, every day once a day
+  scheduled(controller: { cron: string }, env: WorkerEnv, ctx: { waitUntil(p: Promise<unknown>): void }) {
+    const { services } = appFor(env)
+    const lookback = controller.cron === DAILY_CRON ? ROLLUP_ALL_DAYS : ROLLUP_RECENT_DAYS
+    ctx.waitUntil(refreshPageRollups(services.olap, services.store, services.now(), lookback))
   },
 }

@@ -1,7 +1,7 @@
 import { PROPERTY_PREFIX, VISIT_SCOPED_DIMENSIONS } from '../dimensions'
 import type { Goal } from '../goals'
 import { type Compiled, type Filter, Params, SPARSE_DIMENSIONS, compileFilters, dimensionSql, goalConditionSql } from './filters'
-import { type ResolvedRange, chTime } from './range'
+import { type DaySpan, type ResolvedRange, type RolledDays, chTime, rawDaySpans } from './range'
 
 /** The query model: everything a report needs, resolved and validated. */
 export interface Query {
@@ -37,6 +37,18 @@ function where(query: Query, params: Params) {
 const VISIT_SCAN = 'site_id = {site:UUID} AND timestamp >= {visitsFrom:DateTime64(3)} AND timestamp < {visitsTo:DateTime64(3)}'
 const VISIT_FACTS = `countIf(kind = 'pageview') AS pv, countIf(kind = 'custom') AS ce,
          dateDiff('millisecond', min(timestamp), max(timestamp)) / 1000 AS duration, max(sel) AS has_sel`
+
+/**
+ * A scan restricted to whole site-local days (the days of a window the page rollup does not cover,
+ * or the one day a rollup row is built from). A visit never crosses the site-local midnight, so the
+ * visit-level scan needs no widening: both read the same spans.
+ */
+function daySpansScope(query: Query, spans: DaySpan[], params: Params) {
+  params.values.site = query.siteId
+  const span = spans.map((d) => `timestamp >= ${params.add('DateTime64(3)', chTime(d.from))} AND timestamp < ${params.add('DateTime64(3)', chTime(d.to))}`)
+  const scope = `site_id = {site:UUID} AND (${span.length ? span.map((c) => `(${c})`).join(' OR ') : '0'})`
+  return { selected: scope, visitScan: scope }
+}
 
 /** Visit attributes the sessions table carries under the same column names as events. */
 const SESSION_DIMENSIONS = new Set([
@@ -165,19 +177,19 @@ LIMIT ${limit}`
   return { sql, params: params.values }
 }
 
-export function compileBreakdown(query: Query, property: string): Compiled {
-  if (property === 'goal') return compileGoalBreakdown(query)
-  if (SESSION_DIMENSIONS.has(property) && query.filters.every((f) => SESSION_DIMENSIONS.has(f.dimension))) return compileVisitBreakdownFromSessions(query, property)
-  const params = new Params()
-  const selected = where(query, params)
+/**
+ * The rows of an event-scoped breakdown over a scope: per value, visitors, visits, pageviews and
+ * custom events of the selected events, and for engagement dimensions the bounces and summed
+ * duration (ms) of the visits holding the value. The report and the page rollup both build on it.
+ */
+function breakdownRows(property: string, params: Params, selected: string, visitScan: string) {
   const source = breakdownSource(property, params)
   const rows = [selected, source.presence].filter(Boolean).join(' AND ')
-  const limit = params.add('UInt32', query.limit)
   const engagement = hasEngagement(property)
   // a visit-scoped value is the same on every event of a visit: one value a visit, no arrays
   const perVisit = (VISIT_SCOPED_DIMENSIONS as readonly string[]).includes(property)
-  const sql = `
-SELECT counts.value AS value, visitors, visits, pageviews, events${engagement ? ', bounce_rate, avg_duration' : ''}
+  return `
+SELECT counts.value AS value, visitors, visits, pageviews, events${engagement ? ', bounces, duration_ms' : ''}
 FROM (
   SELECT ${source.value} AS value, uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits,
          countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events
@@ -187,10 +199,10 @@ FROM (
 ${
   engagement
     ? `LEFT JOIN (
-  SELECT value, countIf(pv <= 1 AND ce = 0) / count() AS bounce_rate, avg(duration) AS avg_duration
+  SELECT value, countIf(pv <= 1 AND ce = 0) AS bounces, toUInt64(round(sum(duration) * 1000)) AS duration_ms
   FROM (
     SELECT session_id, ${perVisit ? 'anyIf(row_value, sel) AS value' : 'groupUniqArrayIf(row_value, sel) AS row_values'}, ${VISIT_FACTS}
-    FROM (SELECT session_id, kind, timestamp, ${source.value} AS row_value, (${rows}) AS sel FROM ${source.from} WHERE ${VISIT_SCAN})
+    FROM (SELECT session_id, kind, timestamp, ${source.value} AS row_value, (${rows}) AS sel FROM ${source.from} WHERE ${visitScan})
     GROUP BY session_id
     HAVING has_sel
   )
@@ -198,9 +210,61 @@ ${
   GROUP BY value
 ) AS engagement ON engagement.value = counts.value`
     : ''
+}`
 }
+
+/**
+ * A breakdown. With `rolled` (path, no filters, whole site-local days: see rollup.ts), the days
+ * whose page rollup is current are read from page_days and only the rest from events; visitors and
+ * visits add up across days because ids rotate at the site-local midnight.
+ */
+export function compileBreakdown(query: Query, property: string, rolled?: RolledDays): Compiled {
+  if (property === 'goal') return compileGoalBreakdown(query)
+  if (SESSION_DIMENSIONS.has(property) && query.filters.every((f) => SESSION_DIMENSIONS.has(f.dimension))) return compileVisitBreakdownFromSessions(query, property)
+  const params = new Params()
+  const engagement = hasEngagement(property)
+  const rates = engagement ? ', bounces / visits AS bounce_rate, duration_ms / 1000 / visits AS avg_duration' : ''
+  let inner: string
+  if (rolled && rolled.days.length) {
+    const { selected, visitScan } = daySpansScope(query, rawDaySpans(query.range, rolled.days), params)
+    const days = params.add('Array(Date)', rolled.days)
+    // 64-bit values travel as strings
+    const sums = `arrayMap(x -> toUInt64(x), ${params.add('Array(String)', rolled.sums)})`
+    const counts = `arrayMap(x -> toUInt64(x), ${params.add('Array(String)', rolled.events)})`
+    inner = `
+SELECT value, sum(visitors) AS visitors, sum(visits) AS visits, sum(pageviews) AS pageviews, sum(events) AS events, sum(bounces) AS bounces, sum(duration_ms) AS duration_ms
+FROM (
+  ${breakdownRows(property, params, selected, visitScan)}
+  UNION ALL
+  SELECT pathname, visitors, visits, pageviews, events, bounces, duration_ms
+  FROM page_days FINAL
+  WHERE site_id = {site:UUID} AND timezone = ${params.add('String', query.range.timezone)} AND (day, day_events, day_sum) IN arrayZip(${days}, ${counts}, ${sums})
+)
+GROUP BY value`
+  } else {
+    inner = breakdownRows(property, params, where(query, params), VISIT_SCAN)
+  }
+  const limit = params.add('UInt32', query.limit)
+  const sql = `
+SELECT value, visitors, visits, pageviews, events${rates}
+FROM (${inner})
 ORDER BY visitors DESC, value ASC
 LIMIT ${limit}`
+  return { sql, params: params.values }
+}
+
+/**
+ * The page rollup of one site-local day: the path breakdown's rows over that day's events, stamped
+ * with the day's signature (see rollup.ts), inserted as they would be read.
+ */
+export function compilePageRollup(siteId: string, day: DaySpan & { day: string; events: string; sum: string }, timezone: string): Compiled {
+  const params = new Params()
+  const { selected, visitScan } = daySpansScope({ siteId } as Query, [day], params)
+  const sql = `
+INSERT INTO page_days (site_id, timezone, day, day_events, day_sum, pathname, visitors, visits, pageviews, events, bounces, duration_ms)
+SELECT {site:UUID}, ${params.add('String', timezone)}, ${params.add('Date', day.day)}, ${params.add('UInt64', day.events)}, ${params.add('UInt64', day.sum)},
+       value, visitors, visits, pageviews, events, bounces, duration_ms
+FROM (${breakdownRows('path', params, selected, visitScan)})`
   return { sql, params: params.values }
 }
 

@@ -150,3 +150,44 @@ export function buckets(range: ResolvedRange): { epoch: number; label: string }[
 
 /** 2026-11-20 10:00:00.000 in UTC, as ClickHouse DateTime64 parameters are written. */
 export const chTime = (z: Temporal.ZonedDateTime) => new Date(z.epochMilliseconds).toISOString().replace('T', ' ').replace('Z', '')
+
+/** A run of whole site-local days, as its start and exclusive end. */
+export interface DaySpan {
+  from: Temporal.ZonedDateTime
+  to: Temporal.ZonedDateTime
+}
+
+/** Days of a window whose page rollup is current, with the signatures it was built from (rollup.ts). */
+export interface RolledDays {
+  days: string[]
+  events: string[]
+  sums: string[]
+}
+
+/** The window is whole site-local days: it starts and ends at a local midnight. */
+export const wholeDays = (range: ResolvedRange) => range.from.equals(range.from.startOfDay()) && range.to.equals(range.to.startOfDay())
+
+/** The site-local days of a window made of whole days, as YYYY-MM-DD. */
+export function windowDays(range: ResolvedRange): string[] {
+  const days: string[] = []
+  for (let d = range.from.toPlainDate(); Temporal.PlainDate.compare(d, range.to.toPlainDate()) < 0; d = d.add({ days: 1 })) days.push(d.toString())
+  return days
+}
+
+/** The runs of days in the window other than `rolled`, as spans for a raw scan. */
+export function rawDaySpans(range: ResolvedRange, rolled: readonly string[]): DaySpan[] {
+  const skip = new Set(rolled)
+  const spans: DaySpan[] = []
+  let open: Temporal.ZonedDateTime | null = null
+  const days = windowDays(range)
+  for (const [i, day] of days.entries()) {
+    const start = Temporal.PlainDate.from(day).toZonedDateTime({ timeZone: range.timezone })
+    if (!skip.has(day) && !open) open = start
+    if (skip.has(day) && open) {
+      spans.push({ from: open, to: start })
+      open = null
+    }
+    if (i === days.length - 1 && open) spans.push({ from: open, to: range.to })
+  }
+  return spans
+}

@@ -2,6 +2,7 @@ import type { Olap } from '../olap/types'
 import { type Query, compileBreakdown, compileStats, compileTimeseries, hasEngagement } from './compile'
 import { runReport } from './prepare'
 import { buckets } from './range'
+import { rolledDays, usesPageRollup } from './rollup'
 
 const num = (v: unknown) => Number(v ?? 0)
 const round = (v: number, digits: number) => Math.round(v * 10 ** digits) / 10 ** digits
@@ -45,7 +46,8 @@ export async function series(olap: Olap | null, query: Query) {
 }
 
 export async function breakdown(olap: Olap, query: Query, property: string) {
-  const rows = await runReport<Record<string, unknown>>(olap, compileBreakdown(query, property))
+  const rolled = usesPageRollup(query, property) ? await rolledDays(olap, query) : undefined
+  const rows = await runReport<Record<string, unknown>>(olap, compileBreakdown(query, property, rolled))
   if (property === 'goal') {
     return rows.map((r) => {
       const visitors = num(r.visitors)

@@ -1,6 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { createApiKey, createOrg } from '../../lib/admin'
 import { importHits } from '../../lib/ingest/import'
+import { resolveRange } from '../../lib/query/range'
+import { refreshPageRollups, rolledDays } from '../../lib/query/rollup'
 import { newSite } from '../../lib/sites'
 import { client, testServices } from '../helpers'
 
@@ -111,6 +113,20 @@ function expectedTotals(ref: Ref, from: string, to: string, keep: (e: RefEvent, 
     viewsPerVisit: visitIds.size ? round(pageviews / visitIds.size, 2) : 0,
     events: selected.filter((e) => e.kind === 'custom').length,
   }
+}
+
+/** Breakdown rows over the reference: each value's totals, sorted by visitors then value. */
+function expectedBreakdown(ref: Ref, from: string, to: string, valueOf: (e: RefEvent, v: RefVisit) => string | undefined, engagement: boolean) {
+  const values = new Set(ref.events.map((e) => valueOf(e, ref.visits.get(e.visit)!)).filter((v): v is string => v !== undefined))
+  return [...values]
+    .map((value) => {
+      const t = expectedTotals(ref, from, to, (e, v) => valueOf(e, v) === value)
+      const row: Record<string, unknown> = { value, visitors: t.visitors, visits: t.visits, pageviews: t.pageviews, events: t.events }
+      if (engagement) Object.assign(row, { bounceRate: t.bounceRate, avgDuration: t.avgDuration })
+      return row
+    })
+    .filter((r) => (r.visitors as number) > 0)
+    .sort((a, b) => (b.visitors as number) - (a.visitors as number) || String(a.value).localeCompare(String(b.value)))
 }
 
 describe('reports', () => {
@@ -228,18 +244,7 @@ describe('reports', () => {
   it('breaks down by path, source and prop:, sorted by visitors then value, with limits', async () => {
     const from = '2026-08-01T00:00:00-04:00'
     const to = '2026-11-23T00:00:00-05:00'
-    const reference = (valueOf: (e: RefEvent, v: RefVisit) => string | undefined, engagement: boolean) => {
-      const values = new Set(sites.ny.ref.events.map((e) => valueOf(e, sites.ny.ref.visits.get(e.visit)!)).filter((v): v is string => v !== undefined))
-      return [...values]
-        .map((value) => {
-          const t = expectedTotals(sites.ny.ref, from, to, (e, v) => valueOf(e, v) === value)
-          const row: Record<string, unknown> = { value, visitors: t.visitors, visits: t.visits, pageviews: t.pageviews, events: t.events }
-          if (engagement) Object.assign(row, { bounceRate: t.bounceRate, avgDuration: t.avgDuration })
-          return row
-        })
-        .filter((r) => (r.visitors as number) > 0)
-        .sort((a, b) => (b.visitors as number) - (a.visitors as number) || String(a.value).localeCompare(String(b.value)))
-    }
+    const reference = (valueOf: (e: RefEvent, v: RefVisit) => string | undefined, engagement: boolean) => expectedBreakdown(sites.ny.ref, from, to, valueOf, engagement)
     const path = await get(`/api/v1/breakdown?site_id=${sites.ny.id}&${custom}&property=path`)
     expect(path.results).toEqual(reference((e) => e.path, true))
     const source = await get(`/api/v1/breakdown?site_id=${sites.ny.id}&${custom}&property=source&limit=2`)
@@ -404,5 +409,54 @@ describe('site listing statistics and export', () => {
       { value: '/b', visitors: 1, visits: 1, pageviews: 1, events: 0, bounceRate: 0, avgDuration: 300 },
     ])
     expect(Object.keys(exported.json.breakdowns)).toHaveLength(28)
+  })
+})
+
+describe('page rollup', () => {
+  it('path breakdowns sum finished days from page_days, exactly, and read a day that changed from events until it is rebuilt', async () => {
+    const services = await testServices({ now: () => NOW })
+    const call = client(services)
+    const org = await createOrg(services.store, 'Rollup', NOW)
+    const key = (await createApiKey(services.store, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
+    const tz = 'Europe/Berlin'
+    const site = newSite({ domain: 'rollup.reports.test', timezone: tz }, org.id, NOW)
+    await services.store.createSite(site)
+    const ref = fixture(site.snippetId, site.domain, tz, 7)
+    expect((await importHits(ref.lines, services.ingestor)).rejected).toBe(0)
+    const paths = async (range: string) => {
+      const res = await call('GET', `/api/v1/breakdown?site_id=${site.id}&${range}&property=path&limit=1000`, { key })
+      expect(res.status, JSON.stringify(res.json)).toBe(200)
+      return res.json.results
+    }
+    // the 30 days end with today, 22 November, and span the end of summer time on 25 October
+    const from = '2026-10-24T00:00:00+02:00'
+    const to = '2026-11-23T00:00:00+01:00'
+    const expected = expectedBreakdown(ref, from, to, (e) => e.path, true)
+    expect(expected.length).toBeGreaterThan(3)
+    expect(await paths('range=30d')).toEqual(expected)
+
+    const query = { siteId: site.id, range: resolveRange({ range: '30d' }, tz, NOW), filters: [], goals: [], limit: 1000 }
+    expect((await rolledDays(services.olap, query)).days).toEqual([])
+    await refreshPageRollups(services.olap, services.store, NOW, 120)
+    const finished = [...new Set(ref.events.filter((e) => e.ts >= Date.parse(from) && e.ts < Date.parse(to)).map((e) => localDate(e.ts, tz)))].filter((d) => d < '2026-11-22').sort()
+    expect(finished.length).toBeGreaterThan(3)
+    expect((await rolledDays(services.olap, query)).days).toEqual(finished)
+    expect(await paths('range=30d')).toEqual(expected)
+    expect(await paths('range=custom&from=2026-10-25&to=2026-11-20')).toEqual(expectedBreakdown(ref, '2026-10-25T00:00:00+02:00', '2026-11-21T00:00:00+01:00', (e) => e.path, true))
+    // rows built for one timezone are never read for another
+    expect((await rolledDays(services.olap, { ...query, range: resolveRange({ range: '30d' }, 'UTC', NOW) })).days).toEqual([])
+    const before = (await rolledDays(services.olap, query)).days
+
+    // a late hit into a finished, rolled day: that day is read from events until the next refresh
+    const late = { timestamp: '2026-11-20T12:00:00Z', site: site.snippetId, name: 'pageview', url: `https://${site.domain}/late`, ip: '9.9.9.9', userAgent: UAS[0] }
+    expect((await importHits([JSON.stringify(late)], services.ingestor)).imported).toBe(1)
+    const withLate = [...expected, { value: '/late', visitors: 1, visits: 1, pageviews: 1, events: 0, bounceRate: 1, avgDuration: 0 }].sort(
+      (a, b) => (b.visitors as number) - (a.visitors as number) || String(a.value).localeCompare(String(b.value)),
+    )
+    expect((await rolledDays(services.olap, query)).days).toEqual(before.filter((d) => d !== '2026-11-20'))
+    expect(await paths('range=30d')).toEqual(withLate)
+    await refreshPageRollups(services.olap, services.store, NOW, 120)
+    expect((await rolledDays(services.olap, query)).days).toEqual(before)
+    expect(await paths('range=30d')).toEqual(withLate)
   })
 })

@@ -6,7 +6,7 @@ import { testOlap } from '../helpers'
 describe('ClickHouse migrations', () => {
   it('are numbered files, rendered plain for one server and ON CLUSTER with Replicated engines for a cluster', () => {
     const migrations = loadMigrations()
-    expect(migrations.map((m) => m.version)).toEqual([1, 2])
+    expect(migrations.map((m) => m.version)).toEqual([1, 2, 3])
     expect(() => parseMigrationFile('events.sql', '')).toThrow(/NNNN_name/)
     const plain = renderMigration(migrations[0].sql)
     expect(plain).toHaveLength(2)
@@ -22,10 +22,10 @@ describe('ClickHouse migrations', () => {
     const olap = await testOlap() // already migrated once
     expect(await migrate(olap, loadMigrations())).toEqual([])
     const rows = await olap.query<{ version: number; name: string }>('SELECT version, name FROM schema_migrations ORDER BY version')
-    expect(rows).toEqual([{ version: 1, name: 'events' }, { version: 2, name: 'sessions' }])
-    const applied = await migrate(olap, [...loadMigrations(), { version: 3, name: 'extra', sql: 'CREATE TABLE IF NOT EXISTS extra_t (a UInt8) ENGINE = Memory;' }])
-    expect(applied.map((m) => m.version)).toEqual([3])
-    expect((await olap.query('SELECT count() AS n FROM schema_migrations'))[0]).toEqual({ n: '3' })
+    expect(rows).toEqual([{ version: 1, name: 'events' }, { version: 2, name: 'sessions' }, { version: 3, name: 'page_days' }])
+    const applied = await migrate(olap, [...loadMigrations(), { version: 4, name: 'extra', sql: 'CREATE TABLE IF NOT EXISTS extra_t (a UInt8) ENGINE = Memory;' }])
+    expect(applied.map((m) => m.version)).toEqual([4])
+    expect((await olap.query('SELECT count() AS n FROM schema_migrations'))[0]).toEqual({ n: '4' })
   })
 
   it('feeds the sessions table from events: per-visit facts merge by session id', async () => {
