@@ -5,7 +5,7 @@ import { getConnInfo } from '@hono/node-server/conninfo'
 import { z } from 'zod'
 import { createDemo } from '../lib/demo'
 import { demoHits } from '../lib/ingest/demo-traffic'
-import { ROLLUP_ALL_DAYS, ROLLUP_RECENT_DAYS, refreshPageRollups } from '../lib/query/rollup'
+import { ROLLUP_ALL_DAYS, ROLLUP_RECENT_DAYS, refreshRollups } from '../lib/query/rollup'
 import { importHits } from '../lib/ingest/import'
 import { dataDir, localInfoFile, localToken, openNodeStores } from '../lib/home/node'
 import { localEndpointsApp } from '../lib/home/local-endpoints'
@@ -129,15 +129,15 @@ async function shutdown(signal: string) {
 process.on('SIGTERM', () => void shutdown('SIGTERM'))
 process.on('SIGINT', () => void shutdown('SIGINT'))
 
-// the page rollup (lib/query/rollup.ts): every finished day at start and every few hours, recent ones every ten minutes
+// the daily rollup (lib/query/rollup.ts): every finished day at start and every few hours, recent ones every ten minutes
 let rollupRuns = 0
 let rollup: Promise<unknown> | null = null
-function refreshRollups() {
+function scheduleRollups() {
   if (rollup || stopping) return
   const lookback = rollupRuns++ % 36 === 0 ? ROLLUP_ALL_DAYS : ROLLUP_RECENT_DAYS
-  rollup = refreshPageRollups(stores.olap, stores.store, new Date(), lookback)
+  rollup = refreshRollups(stores.olap, stores.store, new Date(), lookback)
     .catch((err: Error) => log(`page rollup refresh failed: ${err.message}`))
     .finally(() => (rollup = null))
 }
-refreshRollups()
-setInterval(refreshRollups, 10 * 60_000).unref()
+scheduleRollups()
+setInterval(scheduleRollups, 10 * 60_000).unref()

@@ -11,8 +11,8 @@ import { migrate } from '../lib/olap/migrate'
 import { loadMigrations } from '../lib/olap/migrations-node'
 import { compileBreakdown, compileStats, compileTimeseries } from '../lib/query/compile'
 import { type Compiled, parseFilters } from '../lib/query/filters'
-import { resolveRange } from '../lib/query/range'
-import { ROLLUP_ALL_DAYS, refreshPageRollups, rolledDays } from '../lib/query/rollup'
+import { type RolledDays, resolveRange } from '../lib/query/range'
+import { ROLLUP_ALL_DAYS, refreshRollups, rolledDays, usesRollup } from '../lib/query/rollup'
 import { memoryRateLimiter } from '../lib/ratelimit'
 import { memoryLiveCache } from '../lib/public-live'
 import { newSite } from '../lib/sites'
@@ -23,7 +23,7 @@ import { newSite } from '../lib/sites'
  * which would take minutes, and keeping the collector's rules: visitor ids rotate and visits end at
  * the site-local midnight). The page rollup is refreshed once after loading, as the server does at
  * start. Medians over N runs of the API call, and of the same compiled SQL run directly on the
- * engine (for the path breakdown, its two statements).
+ * engine (with the rolled-days lookup, where the read uses the rollup: two statements).
  */
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]
 
@@ -74,8 +74,19 @@ const program = new Command('bench-reports')
     const loadMain = await generate(Number(opts.main), [sites[0].id], 100_000, sites[0].timezone)
     // what the server's refresh does at start: roll up every finished day (lib/query/rollup.ts)
     const started = performance.now()
-    const rolledUpDays = await refreshPageRollups(stores.olap, stores.store, now, ROLLUP_ALL_DAYS)
+    const rolledUpDays = await refreshRollups(stores.olap, stores.store, now, ROLLUP_ALL_DAYS)
     const rollupSeconds = (performance.now() - started) / 1000
+    // measure the steady state: background merges of the bulk load done, as they are minutes after any insert
+    const settleStarted = performance.now()
+    for (let quiet = 0; quiet < 3; ) {
+      const [merges] = await stores.olap.query<{ n: string }>('SELECT count() AS n FROM system.merges')
+      quiet = Number(merges.n) ? 0 : quiet + 1
+      await new Promise((r) => setTimeout(r, 1000))
+    }
+    const settleSeconds = (performance.now() - settleStarted) / 1000
+    const parts = Object.fromEntries(
+      (await stores.olap.query<{ table: string; n: string }>("SELECT table, count() AS n FROM system.parts WHERE active AND database = currentDatabase() GROUP BY table")).map((r) => [r.table, Number(r.n)]),
+    )
 
     const services = {
       olap: stores.olap,
@@ -92,23 +103,18 @@ const program = new Command('bench-reports')
     const filters = JSON.stringify([{ dimension: 'country', operator: 'is', value: ['US', 'DE'] }, { dimension: 'path', operator: 'contains', value: ['blog'] }])
     const range = resolveRange({ range: '30d' }, site.timezone, now)
     const base = { siteId: site.id, range, filters: [], goals: [], limit: 100 }
-    const run = (compiled: Compiled) => () => stores.olap.query(compiled.sql, compiled.params)
+    // what the API runs: the rolled days of the window where the read may use them, then the compiled SQL
+    const run = (compile: (rolled?: RolledDays) => Compiled, rollup: boolean) => async () => {
+      const compiled = compile(rollup ? await rolledDays(stores.olap, base) : undefined)
+      return stores.olap.query(compiled.sql, compiled.params)
+    }
+    const filtered = { ...base, filters: parseFilters(filters, 'standalone') }
     const reports: Record<string, { path: string; direct: () => Promise<unknown> }> = {
-      stats: { path: `/api/v1/stats?site_id=${site.id}&range=30d`, direct: run(compileStats(base)) },
-      timeseries: { path: `/api/v1/timeseries?site_id=${site.id}&range=30d`, direct: run(compileTimeseries(base)) },
-      // two statements: the days whose rollup is current, then the breakdown over them and today's events
-      'breakdown path': {
-        path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=path`,
-        direct: async () => {
-          const compiled = compileBreakdown(base, 'path', await rolledDays(stores.olap, base))
-          return stores.olap.query(compiled.sql, compiled.params)
-        },
-      },
-      'breakdown source': { path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=source`, direct: run(compileBreakdown(base, 'source')) },
-      'filtered stats': {
-        path: `/api/v1/stats?site_id=${site.id}&range=30d&filters=${encodeURIComponent(filters)}`,
-        direct: run(compileStats({ ...base, filters: parseFilters(filters, 'standalone') })),
-      },
+      stats: { path: `/api/v1/stats?site_id=${site.id}&range=30d`, direct: run((r) => compileStats(base, r), usesRollup(base)) },
+      timeseries: { path: `/api/v1/timeseries?site_id=${site.id}&range=30d`, direct: run((r) => compileTimeseries(base, r), usesRollup(base)) },
+      'breakdown path': { path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=path`, direct: run((r) => compileBreakdown(base, 'path', r), usesRollup(base, 'path')) },
+      'breakdown source': { path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=source`, direct: run((r) => compileBreakdown(base, 'source', r), usesRollup(base, 'source')) },
+      'filtered stats': { path: `/api/v1/stats?site_id=${site.id}&range=30d&filters=${encodeURIComponent(filters)}`, direct: run((r) => compileStats(filtered, r), usesRollup(filtered)) },
     }
     const results: Record<string, { apiMedianMs: number; engineMedianMs: number; ratio: number }> = {}
     for (const [name, report] of Object.entries(reports)) {
@@ -131,7 +137,7 @@ const program = new Command('bench-reports')
       results[name] = { apiMedianMs: +median(api).toFixed(1), engineMedianMs: +median(engine).toFixed(1), ratio: +(median(api) / median(engine)).toFixed(2) }
     }
     const [counts] = await stores.olap.query<{ n: string }>('SELECT count() AS n FROM events')
-    process.stdout.write(`${JSON.stringify({ events: Number(counts.n), loadSeconds: { others: +loadOthers.toFixed(1), main: +loadMain.toFixed(1) }, rollup: { days: rolledUpDays, seconds: +rollupSeconds.toFixed(1) }, runs: Number(opts.runs), results }, null, 2)}\n`)
+    process.stdout.write(`${JSON.stringify({ events: Number(counts.n), loadSeconds: { others: +loadOthers.toFixed(1), main: +loadMain.toFixed(1) }, rollup: { days: rolledUpDays, seconds: +rollupSeconds.toFixed(1) }, mergesSettledSeconds: +settleSeconds.toFixed(1), parts, runs: Number(opts.runs), results }, null, 2)}\n`)
     await stores.close()
     process.exit(0)
   })

@@ -5,7 +5,7 @@ import { dbipGeo } from '../lib/ingest/geo-node'
 import { importHits } from '../lib/ingest/import'
 import { Ingestor } from '../lib/ingest/pipeline'
 import { directSink } from '../lib/ingest/sink'
-import { ROLLUP_ALL_DAYS, refreshPageRollups } from '../lib/query/rollup'
+import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/query/rollup'
 
 const positive = (v: string) => {
   const n = Number(v)
@@ -28,7 +28,7 @@ const program = new Command('demo-traffic')
       const hits = demoHits({ site: opts.site, domain: site.domain, days: opts.days, visitorsPerDay: opts.visitorsPerDay, end: new Date(), seed: opts.seed })
       const result = await importHits((function* () { for (const h of hits) yield JSON.stringify(h) })(), ingestor)
       // days the hits landed in are rebuilt now rather than at the server's next refresh
-      await refreshPageRollups(stores.olap, stores.store, new Date(), ROLLUP_ALL_DAYS)
+      await refreshRollups(stores.olap, stores.store, new Date(), ROLLUP_ALL_DAYS)
       process.stdout.write(`${JSON.stringify({ imported: result.imported, rejected: result.rejected })}\n`)
     } finally {
       await stores.close()

@@ -8,7 +8,7 @@ import { dbipGeo } from '../lib/ingest/geo-node'
 import { importHits } from '../lib/ingest/import'
 import { Ingestor } from '../lib/ingest/pipeline'
 import { directSink } from '../lib/ingest/sink'
-import { ROLLUP_ALL_DAYS, refreshPageRollups } from '../lib/query/rollup'
+import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/query/rollup'
 
 const program = new Command('import')
   .description('Load raw hits (NDJSON, DESIGN.md section 9) through the collector\'s enrichment and sessionization, with their own timestamps. Works while the server runs.')
@@ -26,7 +26,7 @@ const program = new Command('import')
       for (const { line, error } of result.errors) process.stderr.write(`line ${line}: ${error}\n`)
       if (result.rejected > result.errors.length) process.stderr.write(`... and ${result.rejected - result.errors.length} more rejected lines\n`)
       // days the hits landed in are rebuilt now rather than at the server's next refresh
-      await refreshPageRollups(stores.olap, stores.store, new Date(), ROLLUP_ALL_DAYS)
+      await refreshRollups(stores.olap, stores.store, new Date(), ROLLUP_ALL_DAYS)
       process.stdout.write(`${JSON.stringify({ imported: result.imported, rejected: result.rejected })}\n`)
     } finally {
       await stores.close()

@@ -1,7 +1,7 @@
 import { PROPERTY_PREFIX, VISIT_SCOPED_DIMENSIONS } from '../dimensions'
 import type { Goal } from '../goals'
 import { type Compiled, type Filter, Params, SPARSE_DIMENSIONS, compileFilters, dimensionSql, goalConditionSql } from './filters'
-import { type DaySpan, type ResolvedRange, type RolledDays, chTime, rawDaySpans } from './range'
+import { type DaySpan, type ResolvedRange, type RolledDays, ROLLUP_VERSION, chTime, rawDaySpans } from './range'
 
 /** The query model: everything a report needs, resolved and validated. */
 export interface Query {
@@ -43,10 +43,15 @@ const VISIT_FACTS = `countIf(kind = 'pageview') AS pv, countIf(kind = 'custom') 
  * or the one day a rollup row is built from). A visit never crosses the site-local midnight, so the
  * visit-level scan needs no widening: both read the same spans.
  */
-function daySpansScope(query: Query, spans: DaySpan[], params: Params) {
+function daySpansScope(query: Pick<Query, 'siteId'>, spans: DaySpan[], params: Params) {
   params.values.site = query.siteId
   const span = spans.map((d) => `timestamp >= ${params.add('DateTime64(3)', chTime(d.from))} AND timestamp < ${params.add('DateTime64(3)', chTime(d.to))}`)
   const scope = `site_id = {site:UUID} AND (${span.length ? span.map((c) => `(${c})`).join(' OR ') : '0'})`
+  // the visits the spans' events belong to (entry and exit pages) began within them
+  if (spans.length) {
+    params.values.visitsFrom = chTime(spans[0].from)
+    params.values.to = chTime(spans[spans.length - 1].to)
+  }
   return { selected: scope, visitScan: scope }
 }
 
@@ -85,20 +90,21 @@ CROSS JOIN (
   return { sql, params: params.values }
 }
 
-export function compileStats(query: Query): Compiled {
+export function compileStats(query: Query, rolled?: RolledDays): Compiled {
+  if (rolled?.days.length) return compileStatsFromRollup(query, rolled)
   if (query.filters.every((f) => SESSION_DIMENSIONS.has(f.dimension))) return compileStatsFromSessions(query)
   const params = new Params()
   const selected = where(query, params)
+  // the visits holding a selected event, joined to their whole-visit facts from the sessions rollup
   const sql = `
 SELECT uniqExact(visitor) AS visitors, count() AS visits, sum(sel_pv) AS pageviews, sum(sel_ce) AS events,
        count() AS facts_visits, countIf(pv <= 1 AND ce = 0) AS bounces, if(count() = 0, 0, avg(duration)) AS duration
-FROM (
-  SELECT session_id, any(visitor_id) AS visitor, countIf(sel AND kind = 'pageview') AS sel_pv, countIf(sel AND kind = 'custom') AS sel_ce,
-         ${VISIT_FACTS}
-  FROM (SELECT session_id, visitor_id, kind, timestamp, (${selected}) AS sel FROM events WHERE ${VISIT_SCAN})
+FROM (SELECT session_id, countIf(kind = 'pageview') AS sel_pv, countIf(kind = 'custom') AS sel_ce FROM events WHERE ${selected} GROUP BY session_id) AS selected
+INNER JOIN (
+  SELECT session_id, any(visitor_id) AS visitor, sum(pageviews) AS pv, sum(custom_events) AS ce, dateDiff('millisecond', min(session_start), max(end)) / 1000 AS duration
+  FROM sessions WHERE site_id = {site:UUID} AND session_start >= {visitsFrom:DateTime64(3)} AND session_start < {to:DateTime64(3)}
   GROUP BY session_id
-  HAVING has_sel
-)`
+) AS facts USING session_id`
   return { sql, params: params.values }
 }
 
@@ -116,7 +122,8 @@ function bucketSql(range: ResolvedRange, params: Params) {
   }
 }
 
-export function compileTimeseries(query: Query): Compiled {
+export function compileTimeseries(query: Query, rolled?: RolledDays): Compiled {
+  if (rolled?.days.length && (query.range.interval === 'day' || query.range.interval === 'month')) return compileTimeseriesFromRollup(query, rolled)
   const params = new Params()
   const selected = where(query, params)
   const bucket = bucketSql(query.range, params)
@@ -129,10 +136,12 @@ GROUP BY bucket ORDER BY bucket`
 
 /** The relation a breakdown reads and the value expression over it. */
 function breakdownSource(property: string, params: Params): { from: string; value: string; presence: string | null } {
+  if (property === TOTALS) return { from: 'events', value: "''", presence: null }
   if (property === 'entry_page' || property === 'exit_page') {
-    const merge = property === 'entry_page' ? 'argMinMerge(entry_page)' : 'argMaxMerge(exit_page)'
+    // FINAL merges a visit's rows in sort order, cheaper here than grouping by visit
+    const merge = property === 'entry_page' ? 'finalizeAggregation(entry_page)' : 'finalizeAggregation(exit_page)'
     return {
-      from: `events INNER JOIN (SELECT session_id, ${merge} AS visit_page FROM sessions WHERE site_id = {site:UUID} AND session_start >= {visitsFrom:DateTime64(3)} AND session_start < {to:DateTime64(3)} GROUP BY session_id) AS visit USING session_id`,
+      from: `events INNER JOIN (SELECT session_id, ${merge} AS visit_page FROM sessions FINAL WHERE site_id = {site:UUID} AND session_start >= {visitsFrom:DateTime64(3)} AND session_start < {to:DateTime64(3)}) AS visit USING session_id`,
       value: 'visit.visit_page',
       presence: "visit.visit_page != ''",
     }
@@ -177,73 +186,81 @@ LIMIT ${limit}`
   return { sql, params: params.values }
 }
 
+/** The breakdown "property" of a window's totals: one row, value ''. */
+export const TOTALS = ''
+
 /**
  * The rows of an event-scoped breakdown over a scope: per value, visitors, visits, pageviews and
  * custom events of the selected events, and for engagement dimensions the bounces and summed
- * duration (ms) of the visits holding the value. The report and the page rollup both build on it.
+ * duration (ms) of the visits holding the value. With `day`, per site-local day and value: the
+ * shape the daily rollup stores (rollup.ts). Reports, totals and the rollup all build on it.
  */
-function breakdownRows(property: string, params: Params, selected: string, visitScan: string) {
+function breakdownRows(property: string, params: Params, selected: string, visitScan: string, day?: string, engagement = hasEngagement(property)) {
   const source = breakdownSource(property, params)
   const rows = [selected, source.presence].filter(Boolean).join(' AND ')
-  const engagement = hasEngagement(property)
   // a visit-scoped value is the same on every event of a visit: one value a visit, no arrays
-  const perVisit = (VISIT_SCOPED_DIMENSIONS as readonly string[]).includes(property)
+  const perVisit = property === TOTALS || (VISIT_SCOPED_DIMENSIONS as readonly string[]).includes(property)
+  const byDay = day ? 'day, ' : ''
   return `
-SELECT counts.value AS value, visitors, visits, pageviews, events${engagement ? ', bounces, duration_ms' : ''}
+SELECT ${day ? 'counts.day AS day, ' : ''}counts.value AS value, visitors, visits, pageviews, events${engagement ? ', bounces, duration_ms' : ''}
 FROM (
-  SELECT ${source.value} AS value, uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits,
+  SELECT ${day ? `${day} AS day, ` : ''}${source.value} AS value, uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits,
          countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events
   FROM ${source.from} WHERE ${rows}
-  GROUP BY value
+  GROUP BY ${byDay}value
 ) AS counts
 ${
   engagement
     ? `LEFT JOIN (
-  SELECT value, countIf(pv <= 1 AND ce = 0) AS bounces, toUInt64(round(sum(duration) * 1000)) AS duration_ms
+  SELECT ${byDay}value, countIf(pv <= 1 AND ce = 0) AS bounces, toUInt64(round(sum(duration) * 1000)) AS duration_ms
   FROM (
-    SELECT session_id, ${perVisit ? 'anyIf(row_value, sel) AS value' : 'groupUniqArrayIf(row_value, sel) AS row_values'}, ${VISIT_FACTS}
+    SELECT session_id, ${day ? `anyIf(${day}, sel) AS day, ` : ''}${perVisit ? 'anyIf(row_value, sel) AS value' : 'groupUniqArrayIf(row_value, sel) AS row_values'}, ${VISIT_FACTS}
     FROM (SELECT session_id, kind, timestamp, ${source.value} AS row_value, (${rows}) AS sel FROM ${source.from} WHERE ${visitScan})
     GROUP BY session_id
     HAVING has_sel
   )
   ${perVisit ? '' : 'ARRAY JOIN row_values AS value'}
-  GROUP BY value
-) AS engagement ON engagement.value = counts.value`
+  GROUP BY ${byDay}value
+) AS engagement ON engagement.value = counts.value${day ? ' AND engagement.day = counts.day' : ''}`
     : ''
 }`
 }
 
 /**
- * A breakdown. With `rolled` (path, no filters, whole site-local days: see rollup.ts), the days
- * whose page rollup is current are read from page_days and only the rest from events; visitors and
- * visits add up across days because ids rotate at the site-local midnight.
+ * The rows of a read that may use the daily rollup: with `rolled` (no filters, whole site-local
+ * days, a rolled property: see rollup.ts), the days whose rollup is current come from day_rollups
+ * and only the rest from events. Visitors and visits add up across days because ids rotate and
+ * visits end at the site-local midnight. With `perDay`, rows keep their day.
  */
+function rollupAwareRows(query: Query, property: string, params: Params, rolled: RolledDays | undefined, options: { perDay?: boolean; engagement?: boolean } = {}) {
+  const engagement = options.engagement ?? hasEngagement(property)
+  const day = options.perDay ? `toDate(timestamp, ${params.add('String', query.range.timezone)})` : undefined
+  if (!rolled?.days.length) return breakdownRows(property, params, where(query, params), VISIT_SCAN, day, engagement)
+  const { selected, visitScan } = daySpansScope(query, rawDaySpans(query.range, rolled.days), params)
+  const keep = options.perDay ? 'day, ' : ''
+  const metrics = ['visitors', 'visits', 'pageviews', 'events', ...(engagement ? ['bounces', 'duration_ms'] : [])]
+  return `
+SELECT ${keep}value, ${metrics.map((m) => `sum(${m}) AS ${m}`).join(', ')}
+FROM (
+  ${breakdownRows(property, params, selected, visitScan, day, engagement)}
+  UNION ALL
+  SELECT ${keep}value, ${metrics.join(', ')}
+  FROM day_rollups FINAL
+  WHERE site_id = {site:UUID} AND timezone = ${params.add('String', query.range.timezone)} AND version = ${params.add('UInt16', ROLLUP_VERSION)} AND property = ${params.add('String', property)}
+    AND (day, day_events, day_sum) IN arrayZip(${params.add('Array(Date)', rolled.days)}, ${uint64s(params, rolled.events)}, ${uint64s(params, rolled.sums)})
+)
+GROUP BY ${keep}value`
+}
+
+/** 64-bit values travel as strings. */
+const uint64s = (params: Params, values: string[]) => `arrayMap(x -> toUInt64(x), ${params.add('Array(String)', values)})`
+
 export function compileBreakdown(query: Query, property: string, rolled?: RolledDays): Compiled {
   if (property === 'goal') return compileGoalBreakdown(query)
-  if (SESSION_DIMENSIONS.has(property) && query.filters.every((f) => SESSION_DIMENSIONS.has(f.dimension))) return compileVisitBreakdownFromSessions(query, property)
+  if (!rolled?.days.length && SESSION_DIMENSIONS.has(property) && query.filters.every((f) => SESSION_DIMENSIONS.has(f.dimension))) return compileVisitBreakdownFromSessions(query, property)
   const params = new Params()
-  const engagement = hasEngagement(property)
-  const rates = engagement ? ', bounces / visits AS bounce_rate, duration_ms / 1000 / visits AS avg_duration' : ''
-  let inner: string
-  if (rolled && rolled.days.length) {
-    const { selected, visitScan } = daySpansScope(query, rawDaySpans(query.range, rolled.days), params)
-    const days = params.add('Array(Date)', rolled.days)
-    // 64-bit values travel as strings
-    const sums = `arrayMap(x -> toUInt64(x), ${params.add('Array(String)', rolled.sums)})`
-    const counts = `arrayMap(x -> toUInt64(x), ${params.add('Array(String)', rolled.events)})`
-    inner = `
-SELECT value, sum(visitors) AS visitors, sum(visits) AS visits, sum(pageviews) AS pageviews, sum(events) AS events, sum(bounces) AS bounces, sum(duration_ms) AS duration_ms
-FROM (
-  ${breakdownRows(property, params, selected, visitScan)}
-  UNION ALL
-  SELECT pathname, visitors, visits, pageviews, events, bounces, duration_ms
-  FROM page_days FINAL
-  WHERE site_id = {site:UUID} AND timezone = ${params.add('String', query.range.timezone)} AND (day, day_events, day_sum) IN arrayZip(${days}, ${counts}, ${sums})
-)
-GROUP BY value`
-  } else {
-    inner = breakdownRows(property, params, where(query, params), VISIT_SCAN)
-  }
+  const rates = hasEngagement(property) ? ', bounces / visits AS bounce_rate, duration_ms / 1000 / visits AS avg_duration' : ''
+  const inner = rollupAwareRows(query, property, params, rolled)
   const limit = params.add('UInt32', query.limit)
   const sql = `
 SELECT value, visitors, visits, pageviews, events${rates}
@@ -253,18 +270,45 @@ LIMIT ${limit}`
   return { sql, params: params.values }
 }
 
-/**
- * The page rollup of one site-local day: the path breakdown's rows over that day's events, stamped
- * with the day's signature (see rollup.ts), inserted as they would be read.
- */
-export function compilePageRollup(siteId: string, day: DaySpan & { day: string; events: string; sum: string }, timezone: string): Compiled {
+/** Totals over rolled days and the rest, in the shape of compileStats. */
+function compileStatsFromRollup(query: Query, rolled: RolledDays): Compiled {
   const params = new Params()
-  const { selected, visitScan } = daySpansScope({ siteId } as Query, [day], params)
   const sql = `
-INSERT INTO page_days (site_id, timezone, day, day_events, day_sum, pathname, visitors, visits, pageviews, events, bounces, duration_ms)
-SELECT {site:UUID}, ${params.add('String', timezone)}, ${params.add('Date', day.day)}, ${params.add('UInt64', day.events)}, ${params.add('UInt64', day.sum)},
+SELECT sum(visitors) AS visitors, sum(visits) AS visits, sum(pageviews) AS pageviews, sum(events) AS events,
+       visits AS facts_visits, sum(bounces) AS bounces, if(visits = 0, 0, sum(duration_ms) / 1000 / visits) AS duration
+FROM (${rollupAwareRows(query, TOTALS, params, rolled)})`
+  return { sql, params: params.values }
+}
+
+/** A day or month series over rolled days and the rest: per-day totals summed into buckets. */
+function compileTimeseriesFromRollup(query: Query, rolled: RolledDays): Compiled {
+  const params = new Params()
+  const inner = rollupAwareRows(query, TOTALS, params, rolled, { perDay: true, engagement: false })
+  const tz = params.add('String', query.range.timezone)
+  const bucket = query.range.interval === 'month' ? `toDateTime(toStartOfMonth(day), ${tz})` : `toDateTime(day, ${tz})`
+  const sql = `
+SELECT toUnixTimestamp(${bucket}) AS bucket, sum(visitors) AS visitors, sum(visits) AS visits, sum(pageviews) AS pageviews
+FROM (${inner})
+GROUP BY bucket ORDER BY bucket`
+  return { sql, params: params.values }
+}
+
+/**
+ * The daily rollup of one property over whole site-local days: per day and value, the rows a
+ * read would compute, stamped with each day's signature (see rollup.ts).
+ */
+export function compileRollup(siteId: string, timezone: string, property: string, spans: DaySpan[], days: RolledDays): Compiled {
+  const params = new Params()
+  const { selected, visitScan } = daySpansScope({ siteId }, spans, params)
+  const tz = params.add('String', timezone)
+  const dayList = params.add('Array(Date)', days.days)
+  const sql = `
+INSERT INTO day_rollups (site_id, timezone, version, property, day, day_events, day_sum, value, visitors, visits, pageviews, events, bounces, duration_ms)
+SELECT {site:UUID}, ${tz}, ${params.add('UInt16', ROLLUP_VERSION)}, ${params.add('String', property)}, day,
+       transform(day, ${dayList}, ${uint64s(params, days.events)}, toUInt64(0)), transform(day, ${dayList}, ${uint64s(params, days.sums)}, toUInt64(0)),
        value, visitors, visits, pageviews, events, bounces, duration_ms
-FROM (${breakdownRows('path', params, selected, visitScan)})`
+FROM (${breakdownRows(property, params, selected, visitScan, `toDate(timestamp, ${tz})`)})
+WHERE has(${dayList}, day)`
   return { sql, params: params.values }
 }
 

@@ -157,7 +157,10 @@ export interface DaySpan {
   to: Temporal.ZonedDateTime
 }
 
-/** Days of a window whose page rollup is current, with the signatures it was built from (rollup.ts). */
+/** Bumped whenever what the daily rollup stores changes: rows of other versions are never read. */
+export const ROLLUP_VERSION = 1
+
+/** Days of a window whose daily rollup is current, with the signatures it was built from (rollup.ts). */
 export interface RolledDays {
   days: string[]
   events: string[]

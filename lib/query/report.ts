@@ -2,7 +2,7 @@ import type { Olap } from '../olap/types'
 import { type Query, compileBreakdown, compileStats, compileTimeseries, hasEngagement } from './compile'
 import { runReport } from './prepare'
 import { buckets } from './range'
-import { rolledDays, usesPageRollup } from './rollup'
+import { rolledDays, usesRollup } from './rollup'
 
 const num = (v: unknown) => Number(v ?? 0)
 const round = (v: number, digits: number) => Math.round(v * 10 ** digits) / 10 ** digits
@@ -21,7 +21,8 @@ export const ZERO_TOTALS: Totals = { visitors: 0, visits: 0, pageviews: 0, bounc
 
 /** Runs the compiled reports and shapes their rows: the run-and-shape stage of the pipeline. */
 export async function totals(olap: Olap, query: Query): Promise<Totals> {
-  const [row] = await runReport<Record<string, unknown>>(olap, compileStats(query))
+  const rolled = usesRollup(query) ? await rolledDays(olap, query) : undefined
+  const [row] = await runReport<Record<string, unknown>>(olap, compileStats(query, rolled))
   const visits = num(row?.visits)
   const factsVisits = num(row?.facts_visits)
   return {
@@ -37,7 +38,8 @@ export async function totals(olap: Olap, query: Query): Promise<Totals> {
 
 /** Continuous buckets over the window; empty ones are zeros. */
 export async function series(olap: Olap | null, query: Query) {
-  const rows = olap ? await runReport<Record<string, unknown>>(olap, compileTimeseries(query)) : []
+  const rolled = olap && usesRollup(query) && (query.range.interval === 'day' || query.range.interval === 'month') ? await rolledDays(olap, query) : undefined
+  const rows = olap ? await runReport<Record<string, unknown>>(olap, compileTimeseries(query, rolled)) : []
   const byBucket = new Map(rows.map((r) => [num(r.bucket), r]))
   return buckets(query.range).map(({ epoch, label }) => {
     const r = byBucket.get(epoch)
@@ -46,7 +48,7 @@ export async function series(olap: Olap | null, query: Query) {
 }
 
 export async function breakdown(olap: Olap, query: Query, property: string) {
-  const rolled = usesPageRollup(query, property) ? await rolledDays(olap, query) : undefined
+  const rolled = usesRollup(query, property) ? await rolledDays(olap, query) : undefined
   const rows = await runReport<Record<string, unknown>>(olap, compileBreakdown(query, property, rolled))
   if (property === 'goal') {
     return rows.map((r) => {

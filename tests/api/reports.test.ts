@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { createApiKey, createOrg } from '../../lib/admin'
 import { importHits } from '../../lib/ingest/import'
 import { resolveRange } from '../../lib/query/range'
-import { refreshPageRollups, rolledDays } from '../../lib/query/rollup'
+import { refreshRollups, rolledDays } from '../../lib/query/rollup'
 import { newSite } from '../../lib/sites'
 import { client, testServices } from '../helpers'
 
@@ -412,8 +412,8 @@ describe('site listing statistics and export', () => {
   })
 })
 
-describe('page rollup', () => {
-  it('path breakdowns sum finished days from page_days, exactly, and read a day that changed from events until it is rebuilt', async () => {
+describe('daily rollup', () => {
+  it('unfiltered reads sum finished days from day_rollups, exactly, and read a day that changed from events until it is rebuilt', async () => {
     const services = await testServices({ now: () => NOW })
     const call = client(services)
     const org = await createOrg(services.store, 'Rollup', NOW)
@@ -423,40 +423,69 @@ describe('page rollup', () => {
     await services.store.createSite(site)
     const ref = fixture(site.snippetId, site.domain, tz, 7)
     expect((await importHits(ref.lines, services.ingestor)).rejected).toBe(0)
-    const paths = async (range: string) => {
-      const res = await call('GET', `/api/v1/breakdown?site_id=${site.id}&${range}&property=path&limit=1000`, { key })
+    const get = async (path: string) => {
+      const res = await call('GET', `${path}&site_id=${site.id}`, { key })
       expect(res.status, JSON.stringify(res.json)).toBe(200)
-      return res.json.results
+      return res.json
     }
     // the 30 days end with today, 22 November, and span the end of summer time on 25 October
     const from = '2026-10-24T00:00:00+02:00'
     const to = '2026-11-23T00:00:00+01:00'
-    const expected = expectedBreakdown(ref, from, to, (e) => e.path, true)
-    expect(expected.length).toBeGreaterThan(3)
-    expect(await paths('range=30d')).toEqual(expected)
+    const breakdowns: [string, (e: RefEvent, v: RefVisit) => string][] = [
+      ['path', (e) => e.path],
+      ['entry_page', (e, v) => v.entry],
+      ['source', (e, v) => v.source],
+      ['country', (e, v) => v.country],
+      ['device', (e, v) => v.device],
+    ]
+    const expectAllMatch = async (reference: Ref) => {
+      for (const [range, lo, hi] of [
+        ['range=30d', from, to],
+        ['range=7d', '2026-11-16T00:00:00+01:00', to],
+        ['range=year', '2026-01-01T00:00:00+01:00', to],
+        ['range=custom&from=2026-10-25&to=2026-11-20', '2026-10-25T00:00:00+02:00', '2026-11-21T00:00:00+01:00'],
+      ]) {
+        expect((await get(`/api/v1/stats?${range}`)).totals, range).toEqual(expectedTotals(reference, lo, hi))
+        for (const [property, valueOf] of breakdowns) {
+          expect((await get(`/api/v1/breakdown?${range}&property=${property}&limit=1000`)).results, `${range} ${property}`).toEqual(expectedBreakdown(reference, lo, hi, valueOf, true))
+        }
+      }
+      for (const range of ['30d', 'year']) {
+        const json = await get(`/api/v1/timeseries?range=${range}`)
+        for (const [i, bucket] of json.series.entries()) {
+          const e = expectedTotals(reference, bucket.timestamp, json.series[i + 1]?.timestamp ?? json.range.to)
+          expect({ t: bucket.timestamp, visitors: bucket.visitors, visits: bucket.visits, pageviews: bucket.pageviews }).toEqual({ t: bucket.timestamp, visitors: e.visitors, visits: e.visits, pageviews: e.pageviews })
+        }
+      }
+    }
+    await expectAllMatch(ref)
 
     const query = { siteId: site.id, range: resolveRange({ range: '30d' }, tz, NOW), filters: [], goals: [], limit: 1000 }
     expect((await rolledDays(services.olap, query)).days).toEqual([])
-    await refreshPageRollups(services.olap, services.store, NOW, 120)
+    await refreshRollups(services.olap, services.store, NOW, 200)
     const finished = [...new Set(ref.events.filter((e) => e.ts >= Date.parse(from) && e.ts < Date.parse(to)).map((e) => localDate(e.ts, tz)))].filter((d) => d < '2026-11-22').sort()
     expect(finished.length).toBeGreaterThan(3)
-    expect((await rolledDays(services.olap, query)).days).toEqual(finished)
-    expect(await paths('range=30d')).toEqual(expected)
-    expect(await paths('range=custom&from=2026-10-25&to=2026-11-20')).toEqual(expectedBreakdown(ref, '2026-10-25T00:00:00+02:00', '2026-11-21T00:00:00+01:00', (e) => e.path, true))
+    const rolled = (await rolledDays(services.olap, query)).days
+    expect(rolled).toEqual(finished)
+    await expectAllMatch(ref)
     // rows built for one timezone are never read for another
     expect((await rolledDays(services.olap, { ...query, range: resolveRange({ range: '30d' }, 'UTC', NOW) })).days).toEqual([])
-    const before = (await rolledDays(services.olap, query)).days
 
-    // a late hit into a finished, rolled day: that day is read from events until the next refresh
-    const late = { timestamp: '2026-11-20T12:00:00Z', site: site.snippetId, name: 'pageview', url: `https://${site.domain}/late`, ip: '9.9.9.9', userAgent: UAS[0] }
-    expect((await importHits([JSON.stringify(late)], services.ingestor)).imported).toBe(1)
-    const withLate = [...expected, { value: '/late', visitors: 1, visits: 1, pageviews: 1, events: 0, bounceRate: 1, avgDuration: 0 }].sort(
-      (a, b) => (b.visitors as number) - (a.visitors as number) || String(a.value).localeCompare(String(b.value)),
-    )
-    expect((await rolledDays(services.olap, query)).days).toEqual(before.filter((d) => d !== '2026-11-20'))
-    expect(await paths('range=30d')).toEqual(withLate)
-    await refreshPageRollups(services.olap, services.store, NOW, 120)
-    expect((await rolledDays(services.olap, query)).days).toEqual(before)
-    expect(await paths('range=30d')).toEqual(withLate)
+    // a late visit into a finished, rolled day: that day is read from events until the next refresh
+    const lateHits = [
+      { timestamp: '2026-11-20T12:00:00Z', site: site.snippetId, name: 'pageview', url: `https://${site.domain}/late`, referrer: 'https://www.google.com/', ip: '8.8.8.8', userAgent: UAS[1] },
+      { timestamp: '2026-11-20T12:04:00Z', site: site.snippetId, name: 'pageview', url: `https://${site.domain}/pricing`, ip: '8.8.8.8', userAgent: UAS[1] },
+    ]
+    expect((await importHits(lateHits.map((h) => JSON.stringify(h)), services.ingestor)).imported).toBe(2)
+    const late = fixture(site.snippetId, site.domain, tz, 7)
+    const visitor = `8.8.8.8|${UAS[1]}|2026-11-20`
+    const id = `${visitor}|late`
+    late.visits.set(id, { id, visitor, start: Date.parse(lateHits[0].timestamp), end: Date.parse(lateHits[1].timestamp), pageviews: 2, custom: 0, source: 'Google', country: 'US', device: 'Desktop', entry: '/late', exit: '/pricing' })
+    for (const h of lateHits) late.events.push({ ts: Date.parse(h.timestamp), kind: 'pageview', name: 'pageview', path: new URL(h.url).pathname, visitor, visit: id })
+    expect((await rolledDays(services.olap, query)).days).toEqual(rolled.filter((d) => d !== '2026-11-20'))
+    await expectAllMatch(late)
+    expect(await refreshRollups(services.olap, services.store, NOW, 200)).toBe(1)
+    expect((await rolledDays(services.olap, query)).days).toEqual(rolled)
+    await expectAllMatch(late)
   })
 })

@@ -22,7 +22,7 @@ describe('ClickHouse migrations', () => {
     const olap = await testOlap() // already migrated once
     expect(await migrate(olap, loadMigrations())).toEqual([])
     const rows = await olap.query<{ version: number; name: string }>('SELECT version, name FROM schema_migrations ORDER BY version')
-    expect(rows).toEqual([{ version: 1, name: 'events' }, { version: 2, name: 'sessions' }, { version: 3, name: 'page_days' }])
+    expect(rows).toEqual([{ version: 1, name: 'events' }, { version: 2, name: 'sessions' }, { version: 3, name: 'day_rollups' }])
     const applied = await migrate(olap, [...loadMigrations(), { version: 4, name: 'extra', sql: 'CREATE TABLE IF NOT EXISTS extra_t (a UInt8) ENGINE = Memory;' }])
     expect(applied.map((m) => m.version)).toEqual([4])
     expect((await olap.query('SELECT count() AS n FROM schema_migrations'))[0]).toEqual({ n: '4' })

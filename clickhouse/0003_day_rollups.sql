@@ -22,16 +22,19 @@ SELECT site_id, toStartOfFifteenMinutes(timestamp) AS quarter, count() AS events
 FROM events
 GROUP BY site_id, quarter;
 
--- The page rollup (lib/query/rollup.ts): per site, site-local day and path, the finished numbers
--- of the path breakdown, stamped with the signature (events, session-id sum) of the day they were
--- built from. Reads use a day's rows only while its signature still matches, and read them FINAL.
-CREATE TABLE IF NOT EXISTS page_days {{on_cluster}} (
+-- The daily rollup (lib/query/rollup.ts): per site, site-local day, property ('' for the day's
+-- totals) and value, the finished numbers of a breakdown, stamped with the signature (events,
+-- session-id sum) of the day they were built from and the rollup version. Reads use a day's rows
+-- only while both still match, and read them FINAL.
+CREATE TABLE IF NOT EXISTS day_rollups {{on_cluster}} (
   site_id UUID,
   timezone LowCardinality(String),
+  version UInt16,
+  property LowCardinality(String),
   day Date,
   day_events UInt64,
   day_sum UInt64,
-  pathname String,
+  value String,
   visitors UInt64,
   visits UInt64,
   pageviews UInt64,
@@ -41,4 +44,4 @@ CREATE TABLE IF NOT EXISTS page_days {{on_cluster}} (
 )
 ENGINE = {{replicated}}ReplacingMergeTree
 PARTITION BY toYYYYMM(day)
-ORDER BY (site_id, timezone, day, day_events, day_sum, pathname);
+ORDER BY (site_id, timezone, version, property, day, day_events, day_sum, value);
