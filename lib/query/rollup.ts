@@ -32,8 +32,8 @@ export const ROLLED_PROPERTIES = [
 /** How far back a routine refresh looks, and a full one (at start, after an import, daily). */
 export const ROLLUP_RECENT_DAYS = 3
 export const ROLLUP_ALL_DAYS = 800
-/** Days built by one statement: bounds the groups a statement holds. */
-const DAYS_PER_STATEMENT = 31
+/** Days built by one statement: bounds its groups, and on the embedded engine (one query at a time) how long a read can wait behind it. */
+const DAYS_PER_STATEMENT = 7
 
 const SIGNATURES = `
 SELECT toDate(quarter, {tz:String}) AS day, sum(events) AS n, sum(session_sum) AS s
