@@ -55,6 +55,7 @@ export function mountCollector(app: Hono, services: Services) {
       hit: parsed.data, ip, userAgent: c.req.header('user-agent') ?? '', receivedAt: services.now(), geo: cf ? geoFromCf(cf) : undefined, source: 'browser',
     })
     if (outcome.status === 'rejected') throw new ApiError(400, outcome.error)
-    return c.body(null, 202)
+    // an explicit empty length: no chunked encoding, so one write a response
+    return c.body(null, 202, { 'content-length': '0' })
   })
 }

@@ -28,7 +28,7 @@ const program = new Command('demo-traffic')
       const hits = demoHits({ site: opts.site, domain: site.domain, days: opts.days, visitorsPerDay: opts.visitorsPerDay, end: new Date(), seed: opts.seed })
       const result = await importHits((function* () { for (const h of hits) yield JSON.stringify(h) })(), ingestor)
       // days the hits landed in are rebuilt now rather than at the server's next refresh
-      await refreshRollups(stores.olap, stores.store, new Date(), ROLLUP_ALL_DAYS)
+      if (result.imported) await refreshRollups(stores.olap, stores.store, new Date(), ROLLUP_ALL_DAYS)
       process.stdout.write(`${JSON.stringify({ imported: result.imported, rejected: result.rejected })}\n`)
     } finally {
       await stores.close()

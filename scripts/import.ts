@@ -7,7 +7,7 @@ import { openNodeStores } from '../lib/home/node'
 import { dbipGeo } from '../lib/ingest/geo-node'
 import { importHits } from '../lib/ingest/import'
 import { Ingestor } from '../lib/ingest/pipeline'
-import { directSink } from '../lib/ingest/sink'
+import { BufferedSink } from '../lib/ingest/sink'
 import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/query/rollup'
 
 const program = new Command('import')
@@ -15,18 +15,21 @@ const program = new Command('import')
   .option('--file <path>', 'NDJSON file (default: standard input)')
   .action(async (opts: { file?: string }) => {
     const stores = await openNodeStores(process.env, { viaRunningServer: true })
-    const ingestor = new Ingestor({ store: stores.store, sink: directSink(stores.olap, stores.store), geo: dbipGeo(), now: () => new Date() })
+    // inserts run on the engine while the next chunks are parsed and enriched; all are in before the summary
+    const sink = new BufferedSink(stores.olap, stores.store, { maxRows: 20_000, intervalMs: 1000 })
+    const ingestor = new Ingestor({ store: stores.store, sink, geo: dbipGeo(), now: () => new Date() })
     const input = opts.file ? createReadStream(opts.file) : process.stdin
     const total = opts.file ? (await stat(opts.file)).size : 0
     const bar = process.stderr.isTTY && total ? new SingleBar({ format: 'importing [{bar}] {percentage}% | {lines} lines', stream: process.stderr }) : null
     bar?.start(total, 0, { lines: 0 })
     try {
       const result = await importHits(createInterface({ input, crlfDelay: Infinity }), ingestor, ({ bytes, lines }) => bar?.update(Math.min(bytes, total), { lines }))
+      await sink.close()
       bar?.stop()
       for (const { line, error } of result.errors) process.stderr.write(`line ${line}: ${error}\n`)
       if (result.rejected > result.errors.length) process.stderr.write(`... and ${result.rejected - result.errors.length} more rejected lines\n`)
       // days the hits landed in are rebuilt now rather than at the server's next refresh
-      await refreshRollups(stores.olap, stores.store, new Date(), ROLLUP_ALL_DAYS)
+      if (result.imported) await refreshRollups(stores.olap, stores.store, new Date(), ROLLUP_ALL_DAYS)
       process.stdout.write(`${JSON.stringify({ imported: result.imported, rejected: result.rejected })}\n`)
     } finally {
       await stores.close()
