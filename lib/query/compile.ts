@@ -95,14 +95,16 @@ export function compileStats(query: Query, rolled?: RolledDays): Compiled {
   if (query.filters.every((f) => SESSION_DIMENSIONS.has(f.dimension))) return compileStatsFromSessions(query)
   const params = new Params()
   const selected = where(query, params)
-  // the visits holding a selected event, joined to their whole-visit facts from the sessions rollup
+  // the visits holding a selected event, joined to their whole-visit facts from the sessions rollup;
+  // filters on visit attributes (stamped on every row of a visit) narrow the facts read as well
+  const visitFilters = compileFilters(query.filters.filter((f) => SESSION_DIMENSIONS.has(f.dimension)), query.goals, '', params)
   const sql = `
 SELECT uniqExact(visitor) AS visitors, count() AS visits, sum(sel_pv) AS pageviews, sum(sel_ce) AS events,
        count() AS facts_visits, countIf(pv <= 1 AND ce = 0) AS bounces, if(count() = 0, 0, avg(duration)) AS duration
 FROM (SELECT session_id, countIf(kind = 'pageview') AS sel_pv, countIf(kind = 'custom') AS sel_ce FROM events WHERE ${selected} GROUP BY session_id) AS selected
 INNER JOIN (
   SELECT session_id, any(visitor_id) AS visitor, sum(pageviews) AS pv, sum(custom_events) AS ce, dateDiff('millisecond', min(session_start), max(end)) / 1000 AS duration
-  FROM sessions WHERE site_id = {site:UUID} AND session_start >= {visitsFrom:DateTime64(3)} AND session_start < {to:DateTime64(3)}
+  FROM sessions WHERE site_id = {site:UUID} AND session_start >= {visitsFrom:DateTime64(3)} AND session_start < {to:DateTime64(3)}${visitFilters.map((f) => ` AND ${f}`).join('')}
   GROUP BY session_id
 ) AS facts USING session_id`
   return { sql, params: params.values }
