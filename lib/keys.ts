@@ -54,9 +54,7 @@ export async function hash64(text: string): Promise<string> {
   const bytes = nodeCrypto
     ? nodeCrypto.createHash('sha256').update(text).digest()
     : new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)))
-  let value = 0n
-  for (let i = 0; i < 8; i++) value = (value << 8n) | BigInt(bytes[i])
-  return value.toString()
+  return new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0).toString()
 }
 
 let pool = new Uint8Array(0)

@@ -40,8 +40,24 @@ const TRACKING_TOGGLES: Partial<Record<EventKind, keyof Site['tracking']>> = {
   vital: 'trackVitals',
 }
 
-/** `2026-11-20 10:00:00.000`, the DateTime64 text ClickHouse reads. */
-export const clickhouseTime = (date: Date) => date.toISOString().replace('T', ' ').replace('Z', '')
+let minute = Number.NaN
+let minutePrefix = ''
+/**
+ * `2026-11-20 10:00:00.000`, the DateTime64 text ClickHouse reads, from a Date or epoch ms. Live
+ * hits arrive within the same minute: its `YYYY-MM-DD HH:MM:` prefix is kept between calls.
+ */
+export function clickhouseTime(at: Date | number): string {
+  const ms = typeof at === 'number' ? at : at.getTime()
+  const m = Math.floor(ms / 60_000)
+  if (m !== minute) {
+    minute = m
+    minutePrefix = new Date(m * 60_000).toISOString().slice(0, 17).replace('T', ' ')
+  }
+  const rest = ms - m * 60_000
+  const seconds = Math.floor(rest / 1000)
+  const millis = rest - seconds * 1000
+  return `${minutePrefix}${seconds < 10 ? '0' : ''}${seconds}.${millis < 100 ? (millis < 10 ? '00' : '0') : ''}${millis}`
+}
 
 const dayFormatters = new Map<string, Intl.DateTimeFormat>()
 const days = new Map<string, string>()
@@ -301,7 +317,7 @@ export class Ingestor {
       if (!attrs) startedHere.set(session.id, (attrs = p.attrs))
       if (attrs !== p.attrs) for (const field in attrs) p.row[field] = attrs[field as keyof VisitAttrs]
       p.row.session_id = session.id
-      p.row.session_start = clickhouseTime(new Date(session.start))
+      p.row.session_start = clickhouseTime(session.start)
       batch.events.push(p.row)
       count(p.site.orgId, p.at, String(p.row.kind))
       outcomes[p.index] = { status: 'stored' }

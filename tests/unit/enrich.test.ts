@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest'
 import { classifyBot, verifyBot } from '../../lib/ingest/bots'
 import { dohResolver, reverseName } from '../../lib/ingest/dns'
 import { channelFor, classifyReferrer, linkKind, parseUserAgent, pathMatches, screenClass, utmFrom } from '../../lib/ingest/enrich'
-import { localDay } from '../../lib/ingest/pipeline'
+import { clickhouseTime, localDay } from '../../lib/ingest/pipeline'
 import { guardedFetch } from '../../lib/outbound'
 
 const utm = (query: string) => utmFrom(new URL(`https://site.test/?${query}`))
@@ -122,5 +122,18 @@ describe('bots', () => {
     expect(await verifyBot('curl/8', '66.249.66.1', resolver)).toBe(false)
     expect(asked).toContain('crawl-66-249-66-1.googlebot.com/A')
     server.close()
+  })
+})
+
+describe('clickhouseTime', () => {
+  it('writes DateTime64(3) text exactly as the ISO form, across minute boundaries and in any order', () => {
+    const iso = (ms: number) => new Date(ms).toISOString().replace('T', ' ').replace('Z', '')
+    const instants = [0, 999, 59_999, 60_000, 60_001, Date.UTC(2026, 10, 22, 23, 59, 59, 999), Date.UTC(2026, 10, 23), -1, -60_001]
+    let seed = 7
+    for (let i = 0; i < 2000; i++) instants.push((seed = (seed * 48271) % 2147483647) * 1000 + (i % 1000))
+    for (const ms of instants) {
+      expect(clickhouseTime(ms)).toBe(iso(ms))
+      expect(clickhouseTime(new Date(ms))).toBe(iso(ms))
+    }
   })
 })
