@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
@@ -43,6 +43,7 @@ async function benchEvents(duration: number, connections: number) {
   const result = await autocannon({ url, connections, duration, requests })
   child.kill('SIGTERM')
   await new Promise((r) => child.once('exit', r))
+  rmSync(dataDir, { recursive: true, force: true })
   return { eventsPerSecond: Math.round(result.requests.average), p50Ms: result.latency.p50, p99Ms: result.latency.p99, accepted: result['2xx'], errors: result.errors + result.non2xx }
 }
 
@@ -67,6 +68,7 @@ async function benchImport(hits: number) {
   const seconds = (performance.now() - started) / 1000
   const [stored] = await stores.olap.query<{ n: string }>('SELECT count() AS n FROM events')
   await stores.close()
+  rmSync(dataDir, { recursive: true, force: true })
   return { hits: lines.length, imported: result.imported, stored: Number(stored.n), seconds: +seconds.toFixed(2), hitsPerSecond: Math.round(lines.length / seconds) }
 }
 

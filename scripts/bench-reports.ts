@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Command } from 'commander'
@@ -139,6 +139,7 @@ const program = new Command('bench-reports')
     const [counts] = await stores.olap.query<{ n: string }>('SELECT count() AS n FROM events')
     process.stdout.write(`${JSON.stringify({ events: Number(counts.n), loadSeconds: { others: +loadOthers.toFixed(1), main: +loadMain.toFixed(1) }, rollup: { days: rolledUpDays, seconds: +rollupSeconds.toFixed(1) }, mergesSettledSeconds: +settleSeconds.toFixed(1), parts, runs: Number(opts.runs), results }, null, 2)}\n`)
     await stores.close()
+    rmSync(dir, { recursive: true, force: true })
     process.exit(0)
   })
 await program.parseAsync(process.argv)
