@@ -47,11 +47,9 @@ function daySpansScope(query: Pick<Query, 'siteId'>, spans: DaySpan[], params: P
   params.values.site = query.siteId
   const span = spans.map((d) => `timestamp >= ${params.add('DateTime64(3)', chTime(d.from))} AND timestamp < ${params.add('DateTime64(3)', chTime(d.to))}`)
   const scope = `site_id = {site:UUID} AND (${span.length ? span.map((c) => `(${c})`).join(' OR ') : '0'})`
-  // the visits the spans' events belong to (entry and exit pages) began within them
-  if (spans.length) {
-    params.values.visitsFrom = chTime(spans[0].from)
-    params.values.to = chTime(spans[spans.length - 1].to)
-  }
+  // the visits the spans' events belong to (entry and exit pages) began within them; no spans, no visits
+  params.values.visitsFrom = spans.length ? chTime(spans[0].from) : '1970-01-01 00:00:00.000'
+  params.values.to = spans.length ? chTime(spans[spans.length - 1].to) : '1970-01-01 00:00:00.000'
   return { selected: scope, visitScan: scope }
 }
 

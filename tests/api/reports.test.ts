@@ -1,3 +1,4 @@
+import { Temporal } from 'temporal-polyfill'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { createApiKey, createOrg } from '../../lib/admin'
 import { importHits } from '../../lib/ingest/import'
@@ -468,6 +469,15 @@ describe('daily rollup', () => {
     const rolled = (await rolledDays(services.olap, query)).days
     expect(rolled).toEqual(finished)
     await expectAllMatch(ref)
+    // a window of rolled days only (no day left to read from events): two days the fixture has visits on
+    const [a, b] = finished.slice(-3)
+    const onlyRolled = `range=custom&from=${a}&to=${b}`
+    const [lo, hi] = [`${a}T00:00:00+01:00`, Temporal.PlainDate.from(b).add({ days: 1 }).toString() + 'T00:00:00+01:00']
+    expect((await rolledDays(services.olap, { ...query, range: resolveRange({ range: 'custom', from: a, to: b }, tz, NOW) })).days.length).toBe(Temporal.PlainDate.from(a).until(b).days + 1)
+    expect((await get(`/api/v1/stats?${onlyRolled}`)).totals).toEqual(expectedTotals(ref, lo, hi))
+    for (const [property, valueOf] of breakdowns) {
+      expect((await get(`/api/v1/breakdown?${onlyRolled}&property=${property}&limit=1000`)).results, property).toEqual(expectedBreakdown(ref, lo, hi, valueOf, true))
+    }
     // rows built for one timezone are never read for another
     expect((await rolledDays(services.olap, { ...query, range: resolveRange({ range: '30d' }, 'UTC', NOW) })).days).toEqual([])
 
