@@ -78,7 +78,7 @@ const program = new Command('bench-reports')
     const rollupSeconds = (performance.now() - started) / 1000
     // measure the steady state: background merges of the bulk load done, as they are minutes after any insert
     const settleStarted = performance.now()
-    for (let quiet = 0; quiet < 3; ) {
+    for (let quiet = 0; quiet < 10; ) {
       const [merges] = await stores.olap.query<{ n: string }>('SELECT count() AS n FROM system.merges')
       quiet = Number(merges.n) ? 0 : quiet + 1
       await new Promise((r) => setTimeout(r, 1000))
@@ -116,11 +116,10 @@ const program = new Command('bench-reports')
       'breakdown source': { path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=source`, direct: run((r) => compileBreakdown(base, 'source', r), usesRollup(base, 'source')) },
       'filtered stats': { path: `/api/v1/stats?site_id=${site.id}&range=30d&filters=${encodeURIComponent(filters)}`, direct: run((r) => compileStats(filtered, r), usesRollup(filtered)) },
     }
-    const results: Record<string, { apiMedianMs: number; engineMedianMs: number; ratio: number }> = {}
-    for (const [name, report] of Object.entries(reports)) {
-      const api: number[] = []
-      const engine: number[] = []
-      for (let i = 0; i < Number(opts.runs) + 2; i++) {
+    // round robin over the reports, so a slow spell of the machine falls on all of them alike
+    const samples = Object.fromEntries(Object.keys(reports).map((name) => [name, { api: [] as number[], engine: [] as number[] }]))
+    for (let i = 0; i < Number(opts.runs) + 2; i++) {
+      for (const [name, report] of Object.entries(reports)) {
         let t = performance.now()
         const res = await app.request(`http://bench${report.path}`, { headers: { authorization: `Bearer ${key}` } })
         if (res.status !== 200) throw new Error(`${name}: ${res.status} ${await res.text()}`)
@@ -130,12 +129,18 @@ const program = new Command('bench-reports')
         await report.direct()
         const engineMs = performance.now() - t
         if (i >= 2) {
-          api.push(apiMs)
-          engine.push(engineMs)
+          samples[name].api.push(apiMs)
+          samples[name].engine.push(engineMs)
         }
       }
-      results[name] = { apiMedianMs: +median(api).toFixed(1), engineMedianMs: +median(engine).toFixed(1), ratio: +(median(api) / median(engine)).toFixed(2) }
     }
+    const quartiles = (xs: number[]) => [...xs].sort((a, b) => a - b).filter((_, i, all) => i === all.length >> 2 || i === (3 * all.length) >> 2).map((x) => +x.toFixed(1))
+    const results = Object.fromEntries(
+      Object.entries(samples).map(([name, { api, engine }]) => [
+        name,
+        { apiMedianMs: +median(api).toFixed(1), apiQuartilesMs: quartiles(api), engineMedianMs: +median(engine).toFixed(1), ratio: +(median(api) / median(engine)).toFixed(2) },
+      ]),
+    )
     const [counts] = await stores.olap.query<{ n: string }>('SELECT count() AS n FROM events')
     process.stdout.write(`${JSON.stringify({ events: Number(counts.n), loadSeconds: { others: +loadOthers.toFixed(1), main: +loadMain.toFixed(1) }, rollup: { days: rolledUpDays, seconds: +rollupSeconds.toFixed(1) }, mergesSettledSeconds: +settleSeconds.toFixed(1), parts, runs: Number(opts.runs), results }, null, 2)}\n`)
     await stores.close()
