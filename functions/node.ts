@@ -110,7 +110,6 @@ if ((await stores.store.countOrgs()) === 0) {
 
 log(`analytics API on ${baseUrl} (ClickHouse: ${stores.describe.clickhouse}; key/value: ${stores.describe.keyValue})`)
 
-
 let stopping = false
 async function shutdown(signal: string) {
   if (stopping) return
@@ -136,7 +135,7 @@ function scheduleRollups() {
   if (rollup || stopping) return
   const lookback = rollupRuns++ % 36 === 0 ? ROLLUP_ALL_DAYS : ROLLUP_RECENT_DAYS
   rollup = refreshRollups(stores.olap, stores.store, new Date(), lookback)
-    .catch((err: Error) => log(`page rollup refresh failed: ${err.message}`))
+    .catch((err: Error) => log(`daily rollup refresh failed: ${err.message}`))
     .finally(() => (rollup = null))
 }
 scheduleRollups()

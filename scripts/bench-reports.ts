@@ -12,7 +12,7 @@ import { loadMigrations } from '../lib/olap/migrations-node'
 import { compileBreakdown, compileStats, compileTimeseries } from '../lib/query/compile'
 import { type Compiled, parseFilters } from '../lib/query/filters'
 import { type RolledDays, resolveRange } from '../lib/query/range'
-import { ROLLUP_ALL_DAYS, refreshRollups, rolledDays, usesRollup } from '../lib/query/rollup'
+import { ROLLUP_ALL_DAYS, refreshRollups, rolledDays, seriesUsesRollup, usesRollup } from '../lib/query/rollup'
 import { memoryRateLimiter } from '../lib/ratelimit'
 import { memoryLiveCache } from '../lib/public-live'
 import { newSite } from '../lib/sites'
@@ -111,7 +111,7 @@ const program = new Command('bench-reports')
     const filtered = { ...base, filters: parseFilters(filters, 'standalone') }
     const reports: Record<string, { path: string; direct: () => Promise<unknown> }> = {
       stats: { path: `/api/v1/stats?site_id=${site.id}&range=30d`, direct: run((r) => compileStats(base, r), usesRollup(base)) },
-      timeseries: { path: `/api/v1/timeseries?site_id=${site.id}&range=30d`, direct: run((r) => compileTimeseries(base, r), usesRollup(base)) },
+      timeseries: { path: `/api/v1/timeseries?site_id=${site.id}&range=30d`, direct: run((r) => compileTimeseries(base, r), seriesUsesRollup(base)) },
       'breakdown path': { path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=path`, direct: run((r) => compileBreakdown(base, 'path', r), usesRollup(base, 'path')) },
       'breakdown source': { path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=source`, direct: run((r) => compileBreakdown(base, 'source', r), usesRollup(base, 'source')) },
       'filtered stats': { path: `/api/v1/stats?site_id=${site.id}&range=30d&filters=${encodeURIComponent(filters)}`, direct: run((r) => compileStats(filtered, r), usesRollup(filtered)) },

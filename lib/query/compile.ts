@@ -122,8 +122,9 @@ function bucketSql(range: ResolvedRange, params: Params) {
   }
 }
 
+/** A series; with `rolled`, whose buckets are days or months (seriesUsesRollup), from the daily rollup. */
 export function compileTimeseries(query: Query, rolled?: RolledDays): Compiled {
-  if (rolled?.days.length && (query.range.interval === 'day' || query.range.interval === 'month')) return compileTimeseriesFromRollup(query, rolled)
+  if (rolled?.days.length) return compileTimeseriesFromRollup(query, rolled)
   const params = new Params()
   const selected = where(query, params)
   const bucket = bucketSql(query.range, params)

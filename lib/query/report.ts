@@ -2,7 +2,7 @@ import type { Olap } from '../olap/types'
 import { type Query, compileBreakdown, compileStats, compileTimeseries, hasEngagement } from './compile'
 import { runReport } from './prepare'
 import { buckets } from './range'
-import { rolledDays, usesRollup } from './rollup'
+import { rolledDays, seriesUsesRollup, usesRollup } from './rollup'
 
 const num = (v: unknown) => Number(v ?? 0)
 const round = (v: number, digits: number) => Math.round(v * 10 ** digits) / 10 ** digits
@@ -38,7 +38,7 @@ export async function totals(olap: Olap, query: Query): Promise<Totals> {
 
 /** Continuous buckets over the window; empty ones are zeros. */
 export async function series(olap: Olap | null, query: Query) {
-  const rolled = olap && usesRollup(query) && (query.range.interval === 'day' || query.range.interval === 'month') ? await rolledDays(olap, query) : undefined
+  const rolled = olap && seriesUsesRollup(query) ? await rolledDays(olap, query) : undefined
   const rows = olap ? await runReport<Record<string, unknown>>(olap, compileTimeseries(query, rolled)) : []
   const byBucket = new Map(rows.map((r) => [num(r.bucket), r]))
   return buckets(query.range).map(({ epoch, label }) => {

@@ -59,6 +59,9 @@ const windowParams = (siteId: string, range: Pick<ResolvedRange, 'from' | 'to' |
 export const usesRollup = (query: Query, property: string = TOTALS) =>
   !query.filters.length && wholeDays(query.range) && (property === TOTALS || (ROLLED_PROPERTIES as readonly string[]).includes(property))
 
+/** Series that may use it: those of day or month buckets (a rolled day is one bucket or part of one). */
+export const seriesUsesRollup = (query: Query) => usesRollup(query) && (query.range.interval === 'day' || query.range.interval === 'month')
+
 /** The days of the query's window whose rollup rows match the day's current signature. */
 export async function rolledDays(olap: Olap, query: Query): Promise<RolledDays> {
   // both sides in one statement, matched here: cheaper on the engine than a join
