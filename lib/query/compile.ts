@@ -187,6 +187,35 @@ LIMIT ${limit}`
   return { sql, params: params.values }
 }
 
+/**
+ * A visit-attribute breakdown under any other filters: the visits holding a selected event, each
+ * joined once to its whole-visit facts and attribute (entry and exit pages included) from the
+ * sessions rollup, instead of joining every event to its visit.
+ */
+function compileVisitBreakdown(query: Query, property: string): Compiled {
+  const params = new Params()
+  const selected = where(query, params)
+  const visitFilters = compileFilters(query.filters.filter((f) => SESSION_DIMENSIONS.has(f.dimension)), query.goals, '', params)
+  const page = property === 'entry_page' ? 'argMinMerge(entry_page)' : property === 'exit_page' ? 'argMaxMerge(exit_page)' : null
+  const value = page ?? `any(${dimensionSql(property, params)})`
+  const limit = params.add('UInt32', query.limit)
+  const sql = `
+SELECT value, uniqExact(visitor) AS visitors, count() AS visits, sum(sel_pv) AS pageviews, sum(sel_ce) AS events,
+       countIf(pv <= 1 AND ce = 0) / count() AS bounce_rate, avg(duration) AS avg_duration
+FROM (SELECT session_id, countIf(kind = 'pageview') AS sel_pv, countIf(kind = 'custom') AS sel_ce FROM events WHERE ${selected} GROUP BY session_id) AS selected
+INNER JOIN (
+  SELECT session_id, ${value} AS value, any(visitor_id) AS visitor, sum(pageviews) AS pv, sum(custom_events) AS ce,
+         dateDiff('millisecond', min(session_start), max(end)) / 1000 AS duration
+  FROM sessions WHERE site_id = {site:UUID} AND session_start >= {visitsFrom:DateTime64(3)} AND session_start < {to:DateTime64(3)}${visitFilters.map((f) => ` AND ${f}`).join('')}
+  GROUP BY session_id
+) AS facts USING session_id
+${page ? "WHERE value != ''" : ''}
+GROUP BY value
+ORDER BY visitors DESC, value ASC
+LIMIT ${limit}`
+  return { sql, params: params.values }
+}
+
 /** The breakdown "property" of a window's totals: one row, value ''. */
 export const TOTALS = ''
 
@@ -259,6 +288,7 @@ const uint64s = (params: Params, values: string[]) => `arrayMap(x -> toUInt64(x)
 export function compileBreakdown(query: Query, property: string, rolled?: RolledDays): Compiled {
   if (property === 'goal') return compileGoalBreakdown(query)
   if (!rolled?.days.length && SESSION_DIMENSIONS.has(property) && query.filters.every((f) => SESSION_DIMENSIONS.has(f.dimension))) return compileVisitBreakdownFromSessions(query, property)
+  if (!rolled?.days.length && (SESSION_DIMENSIONS.has(property) || property === 'entry_page' || property === 'exit_page')) return compileVisitBreakdown(query, property)
   const params = new Params()
   const rates = hasEngagement(property) ? ', bounces / visits AS bounce_rate, duration_ms / 1000 / visits AS avg_duration' : ''
   const inner = rollupAwareRows(query, property, params, rolled)

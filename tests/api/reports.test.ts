@@ -117,11 +117,14 @@ function expectedTotals(ref: Ref, from: string, to: string, keep: (e: RefEvent, 
 }
 
 /** Breakdown rows over the reference: each value's totals, sorted by visitors then value. */
-function expectedBreakdown(ref: Ref, from: string, to: string, valueOf: (e: RefEvent, v: RefVisit) => string | undefined, engagement: boolean) {
+function expectedBreakdown(
+  ref: Ref, from: string, to: string, valueOf: (e: RefEvent, v: RefVisit) => string | undefined, engagement: boolean,
+  keep: (e: RefEvent, v: RefVisit) => boolean = () => true,
+) {
   const values = new Set(ref.events.map((e) => valueOf(e, ref.visits.get(e.visit)!)).filter((v): v is string => v !== undefined))
   return [...values]
     .map((value) => {
-      const t = expectedTotals(ref, from, to, (e, v) => valueOf(e, v) === value)
+      const t = expectedTotals(ref, from, to, (e, v) => keep(e, v) && valueOf(e, v) === value)
       const row: Record<string, unknown> = { value, visitors: t.visitors, visits: t.visits, pageviews: t.pageviews, events: t.events }
       if (engagement) Object.assign(row, { bounceRate: t.bounceRate, avgDuration: t.avgDuration })
       return row
@@ -258,6 +261,29 @@ describe('reports', () => {
     expect(event.results).toEqual(reference((e) => (e.kind === 'engagement' ? undefined : e.name), false))
     const limited = await get(`/api/v1/breakdown?site_id=${sites.ny.id}&${custom}&property=path&limit=0`)
     expect(limited.results).toHaveLength(1)
+  })
+
+  it('breaks down by visit attributes, entry and exit pages under event-scoped and visit-scoped filters', async () => {
+    const [from, to] = R
+    const cases: [unknown[], (e: RefEvent, v: RefVisit) => boolean][] = [
+      [[{ dimension: 'path', operator: 'is', value: ['/pricing'] }], (e) => e.path === '/pricing'],
+      [[{ dimension: 'country', operator: 'is', value: ['US', 'DE'] }, { dimension: 'path', operator: 'contains', value: ['blog'] }], (e, v) => ['US', 'DE'].includes(v.country) && e.path.includes('blog')],
+      [[{ dimension: 'event', operator: 'is', value: ['Signup'] }], (e) => e.name === 'Signup'],
+    ]
+    const properties: [string, (e: RefEvent, v: RefVisit) => string][] = [
+      ['entry_page', (e, v) => v.entry],
+      ['exit_page', (e, v) => v.exit],
+      ['source', (e, v) => v.source],
+      ['device', (e, v) => v.device],
+    ]
+    for (const [filters, keep] of cases) {
+      for (const [property, valueOf] of properties) {
+        const json = await get(`/api/v1/breakdown?site_id=${sites.ny.id}&${custom}&property=${property}&limit=1000${filtersParam(filters)}`)
+        const expected = expectedBreakdown(sites.ny.ref, from, to, valueOf, true, keep)
+        expect(expected.length, `${property} ${JSON.stringify(filters)}`).toBeGreaterThan(0)
+        expect(json.results, `${property} ${JSON.stringify(filters)}`).toEqual(expected)
+      }
+    }
   })
 
   it('goals: definitions, conversions, a goal filter, and goal breakdown rows', async () => {
