@@ -60,6 +60,24 @@ const SESSION_DIMENSIONS = new Set([
 ])
 
 /**
+ * Whole-visit facts from the sessions rollup, one row a visit that began in the widened window:
+ * visitor, pageviews, custom events, first to last event, and optionally a visit attribute as
+ * `value`. Filters on visit attributes narrow it (they are stamped on every row of a visit);
+ * `inWindow` keeps only visits whose last event is in or after the window's start.
+ */
+function visitFacts(visitFilters: string[], options: { value?: string; inWindow?: boolean } = {}) {
+  return `SELECT session_id, ${options.value ? `${options.value} AS value, ` : ''}any(visitor_id) AS visitor, sum(pageviews) AS pv, sum(custom_events) AS ce,
+         dateDiff('millisecond', min(session_start), max(end)) / 1000 AS duration
+  FROM sessions
+  WHERE site_id = {site:UUID} AND session_start >= {visitsFrom:DateTime64(3)} AND session_start < {to:DateTime64(3)}${visitFilters.map((f) => ` AND ${f}`).join('')}
+  GROUP BY session_id${options.inWindow ? '\n  HAVING max(end) >= {from:DateTime64(3)}' : ''}`
+}
+
+/** The visits holding a selected event, with the selected pageviews and custom events of each. */
+const selectedVisits = (selected: string) =>
+  `SELECT session_id, countIf(kind = 'pageview') AS sel_pv, countIf(kind = 'custom') AS sel_ce FROM events WHERE ${selected} GROUP BY session_id`
+
+/**
  * Totals with no event-scoped filter read visits from the sessions rollup: a visit counts when it
  * began before the window's end and its last event is in or after the window's start, which for
  * windows over 30 minutes (or ending now) means it has an event inside, since a gap over 30
@@ -76,14 +94,7 @@ FROM (
 ) AS counts
 CROSS JOIN (
   SELECT uniqExact(visitor) AS visitors, count() AS visits, countIf(pv <= 1 AND ce = 0) AS bounces, if(count() = 0, 0, avg(duration)) AS duration
-  FROM (
-    SELECT session_id, any(visitor_id) AS visitor, sum(pageviews) AS pv, sum(custom_events) AS ce,
-           dateDiff('millisecond', min(session_start), max(end)) / 1000 AS duration
-    FROM sessions
-    WHERE site_id = {site:UUID} AND session_start >= {visitsFrom:DateTime64(3)} AND session_start < {to:DateTime64(3)}${visitFilters.map((f) => ` AND ${f}`).join('')}
-    GROUP BY session_id
-    HAVING max(end) >= {from:DateTime64(3)}
-  )
+  FROM (${visitFacts(visitFilters, { inWindow: true })})
 ) AS visits`
   return { sql, params: params.values }
 }
@@ -99,12 +110,8 @@ export function compileStats(query: Query, rolled?: RolledDays): Compiled {
   const sql = `
 SELECT uniqExact(visitor) AS visitors, count() AS visits, sum(sel_pv) AS pageviews, sum(sel_ce) AS events,
        count() AS facts_visits, countIf(pv <= 1 AND ce = 0) AS bounces, if(count() = 0, 0, avg(duration)) AS duration
-FROM (SELECT session_id, countIf(kind = 'pageview') AS sel_pv, countIf(kind = 'custom') AS sel_ce FROM events WHERE ${selected} GROUP BY session_id) AS selected
-INNER JOIN (
-  SELECT session_id, any(visitor_id) AS visitor, sum(pageviews) AS pv, sum(custom_events) AS ce, dateDiff('millisecond', min(session_start), max(end)) / 1000 AS duration
-  FROM sessions WHERE site_id = {site:UUID} AND session_start >= {visitsFrom:DateTime64(3)} AND session_start < {to:DateTime64(3)}${visitFilters.map((f) => ` AND ${f}`).join('')}
-  GROUP BY session_id
-) AS facts USING session_id`
+FROM (${selectedVisits(selected)}) AS selected
+INNER JOIN (${visitFacts(visitFilters)}) AS facts USING session_id`
   return { sql, params: params.values }
 }
 
@@ -169,14 +176,7 @@ function compileVisitBreakdownFromSessions(query: Query, property: string): Comp
 SELECT visits_by_value.value AS value, visitors, visits, pageviews, events, bounce_rate, avg_duration
 FROM (
   SELECT value, uniqExact(visitor) AS visitors, count() AS visits, countIf(pv <= 1 AND ce = 0) / count() AS bounce_rate, avg(duration) AS avg_duration
-  FROM (
-    SELECT session_id, any(${value}) AS value, any(visitor_id) AS visitor, sum(pageviews) AS pv, sum(custom_events) AS ce,
-           dateDiff('millisecond', min(session_start), max(end)) / 1000 AS duration
-    FROM sessions
-    WHERE site_id = {site:UUID} AND session_start >= {visitsFrom:DateTime64(3)} AND session_start < {to:DateTime64(3)}${visitFilters.map((f) => ` AND ${f}`).join('')}
-    GROUP BY session_id
-    HAVING max(end) >= {from:DateTime64(3)}
-  )
+  FROM (${visitFacts(visitFilters, { value: `any(${value})`, inWindow: true })})
   GROUP BY value
 ) AS visits_by_value
 LEFT JOIN (
@@ -202,13 +202,8 @@ function compileVisitBreakdown(query: Query, property: string): Compiled {
   const sql = `
 SELECT value, uniqExact(visitor) AS visitors, count() AS visits, sum(sel_pv) AS pageviews, sum(sel_ce) AS events,
        countIf(pv <= 1 AND ce = 0) / count() AS bounce_rate, avg(duration) AS avg_duration
-FROM (SELECT session_id, countIf(kind = 'pageview') AS sel_pv, countIf(kind = 'custom') AS sel_ce FROM events WHERE ${selected} GROUP BY session_id) AS selected
-INNER JOIN (
-  SELECT session_id, ${value} AS value, any(visitor_id) AS visitor, sum(pageviews) AS pv, sum(custom_events) AS ce,
-         dateDiff('millisecond', min(session_start), max(end)) / 1000 AS duration
-  FROM sessions WHERE site_id = {site:UUID} AND session_start >= {visitsFrom:DateTime64(3)} AND session_start < {to:DateTime64(3)}${visitFilters.map((f) => ` AND ${f}`).join('')}
-  GROUP BY session_id
-) AS facts USING session_id
+FROM (${selectedVisits(selected)}) AS selected
+INNER JOIN (${visitFacts(visitFilters, { value })}) AS facts USING session_id
 ${page ? "WHERE value != ''" : ''}
 GROUP BY value
 ORDER BY visitors DESC, value ASC

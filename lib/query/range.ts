@@ -149,7 +149,7 @@ export function buckets(range: ResolvedRange): { epoch: number; label: string }[
 }
 
 /** 2026-11-20 10:00:00.000 in UTC, as ClickHouse DateTime64 parameters are written. */
-export const chTime = (z: Temporal.ZonedDateTime) => new Date(z.epochMilliseconds).toISOString().replace('T', ' ').replace('Z', '')
+export const chTime = (z: Pick<Temporal.Instant, 'epochMilliseconds'>) => new Date(z.epochMilliseconds).toISOString().replace('T', ' ').replace('Z', '')
 
 /** A run of whole site-local days, as its start and exclusive end. */
 export interface DaySpan {
@@ -180,17 +180,18 @@ export function windowDays(range: ResolvedRange): string[] {
 /** The runs of days in the window other than `rolled`, as spans for a raw scan. */
 export function rawDaySpans(range: ResolvedRange, rolled: readonly string[]): DaySpan[] {
   const skip = new Set(rolled)
+  return daySpans(windowDays(range).filter((day) => !skip.has(day)), range.timezone)
+}
+
+/** Runs of consecutive site-local days (YYYY-MM-DD, ascending), as spans. */
+export function daySpans(days: readonly string[], timezone: string): DaySpan[] {
   const spans: DaySpan[] = []
-  let open: Temporal.ZonedDateTime | null = null
-  const days = windowDays(range)
-  for (const [i, day] of days.entries()) {
-    const start = Temporal.PlainDate.from(day).toZonedDateTime({ timeZone: range.timezone })
-    if (!skip.has(day) && !open) open = start
-    if (skip.has(day) && open) {
-      spans.push({ from: open, to: start })
-      open = null
-    }
-    if (i === days.length - 1 && open) spans.push({ from: open, to: range.to })
+  for (const day of days) {
+    const from = Temporal.PlainDate.from(day).toZonedDateTime({ timeZone: timezone })
+    const to = from.add({ days: 1 }).startOfDay()
+    const last = spans[spans.length - 1]
+    if (last?.to.equals(from)) last.to = to
+    else spans.push({ from, to })
   }
   return spans
 }

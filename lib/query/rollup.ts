@@ -2,7 +2,7 @@ import { Temporal } from 'temporal-polyfill'
 import type { Olap } from '../olap/types'
 import type { Store } from '../store'
 import { type Query, TOTALS, compileRollup } from './compile'
-import { type DaySpan, type ResolvedRange, type RolledDays, ROLLUP_VERSION, chTime, wholeDays } from './range'
+import { type ResolvedRange, type RolledDays, ROLLUP_VERSION, chTime, daySpans, wholeDays } from './range'
 
 /**
  * The daily rollup: per site, site-local day, property and value, the finished numbers of a
@@ -55,6 +55,9 @@ const windowParams = (siteId: string, range: Pick<ResolvedRange, 'from' | 'to' |
   toDay: range.to.toPlainDate().toString(),
 })
 
+/** Day signature rows (day, event count, session-id sum) as the arrays reads and builds bind. */
+const asRolledDays = (rows: { d: string; n: string; s: string }[]): RolledDays => ({ days: rows.map((r) => r.d), events: rows.map((r) => r.n), sums: rows.map((r) => r.s) })
+
 /** Reads that may use the rollup: no filters, whole site-local days, and totals or a rolled property. */
 export const usesRollup = (query: Query, property: string = TOTALS) =>
   !query.filters.length && wholeDays(query.range) && (property === TOTALS || (ROLLED_PROPERTIES as readonly string[]).includes(property))
@@ -70,8 +73,7 @@ export async function rolledDays(olap: Olap, query: Query): Promise<RolledDays> 
     windowParams(query.siteId, query.range),
   )
   const built = new Set(rows.filter((r) => r.rolled).map((r) => `${r.d}|${r.n}|${r.s}`))
-  const current = rows.filter((r) => !r.rolled && built.has(`${r.d}|${r.n}|${r.s}`)).sort((a, b) => a.d.localeCompare(b.d))
-  return { days: current.map((r) => r.d), events: current.map((r) => r.n), sums: current.map((r) => r.s) }
+  return asRolledDays(rows.filter((r) => !r.rolled && built.has(`${r.d}|${r.n}|${r.s}`)).sort((a, b) => a.d.localeCompare(b.d)))
 }
 
 /**
@@ -79,9 +81,9 @@ export async function rolledDays(olap: Olap, query: Query): Promise<RolledDays> 
  * longer match, for each site with events in that span. Returns the number of days built.
  */
 export async function refreshRollups(olap: Olap, store: Store, now: Date, lookbackDays: number): Promise<number> {
-  const since = new Date(now.getTime() - (lookbackDays + 1) * 86_400_000)
+  const since = Temporal.Instant.fromEpochMilliseconds(now.getTime() - (lookbackDays + 1) * 86_400_000)
   const sites = await olap.query<{ site: string }>('SELECT DISTINCT toString(site_id) AS site FROM event_quarters WHERE quarter >= {since:DateTime64(3)}', {
-    since: since.toISOString().replace('T', ' ').replace('Z', ''),
+    since: chTime(since),
   })
   let built = 0
   for (const { site: siteId } of sites) {
@@ -95,9 +97,9 @@ export async function refreshRollups(olap: Olap, store: Store, now: Date, lookba
       windowParams(siteId, window),
     )
     for (let i = 0; i < stale.length; i += DAYS_PER_STATEMENT) {
-      const chunk = stale.slice(i, i + DAYS_PER_STATEMENT)
-      await buildDays(olap, siteId, site.timezone, { days: chunk.map((r) => r.d), events: chunk.map((r) => r.n), sums: chunk.map((r) => r.s) })
-      built += chunk.length
+      const chunk = asRolledDays(stale.slice(i, i + DAYS_PER_STATEMENT))
+      await buildDays(olap, siteId, site.timezone, chunk)
+      built += chunk.days.length
     }
   }
   return built
@@ -116,16 +118,4 @@ async function buildDays(olap: Olap, siteId: string, timezone: string, days: Rol
   const params = { site: siteId, tz: timezone, version: ROLLUP_VERSION, ...days }
   const [old] = await olap.query<{ n: string }>(`SELECT count() AS n FROM day_rollups WHERE ${garbage}`, params)
   if (Number(old?.n)) await olap.command(`ALTER TABLE day_rollups DELETE WHERE ${garbage}`, params)
-}
-
-/** Runs of consecutive site-local days, as spans. */
-function daySpans(days: string[], timezone: string): DaySpan[] {
-  const spans: DaySpan[] = []
-  for (const day of days) {
-    const from = Temporal.PlainDate.from(day).toZonedDateTime({ timeZone: timezone })
-    const last = spans[spans.length - 1]
-    if (last && last.to.equals(from)) last.to = from.add({ days: 1 }).startOfDay()
-    else spans.push({ from, to: from.add({ days: 1 }).startOfDay() })
-  }
-  return spans
 }
