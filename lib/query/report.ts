@@ -1,8 +1,21 @@
 import type { Olap } from '../olap/types'
 import { type Query, compileBreakdown, compileStats, compileTimeseries, hasEngagement } from './compile'
 import { runReport } from './prepare'
-import { buckets } from './range'
+import { type RolledDays, buckets } from './range'
 import { rolledDays, seriesUsesRollup, usesRollup } from './rollup'
+
+/**
+ * The rolled-up days of a window, looked up once per resolved range and site: the reads of one
+ * request (an export's every breakdown, totals and series) share the range object and the lookup.
+ */
+const rolledByRange = new WeakMap<object, Map<string, Promise<RolledDays>>>()
+function rolledFor(olap: Olap, query: Query): Promise<RolledDays> {
+  let bySite = rolledByRange.get(query.range)
+  if (!bySite) rolledByRange.set(query.range, (bySite = new Map()))
+  let days = bySite.get(query.siteId)
+  if (!days) bySite.set(query.siteId, (days = rolledDays(olap, query)))
+  return days
+}
 
 const num = (v: unknown) => Number(v ?? 0)
 const round = (v: number, digits: number) => Math.round(v * 10 ** digits) / 10 ** digits
@@ -21,7 +34,7 @@ export const ZERO_TOTALS: Totals = { visitors: 0, visits: 0, pageviews: 0, bounc
 
 /** Runs the compiled reports and shapes their rows: the run-and-shape stage of the pipeline. */
 export async function totals(olap: Olap, query: Query): Promise<Totals> {
-  const rolled = usesRollup(query) ? await rolledDays(olap, query) : undefined
+  const rolled = usesRollup(query) ? await rolledFor(olap, query) : undefined
   const [row] = await runReport<Record<string, unknown>>(olap, compileStats(query, rolled))
   const visits = num(row?.visits)
   const factsVisits = num(row?.facts_visits)
@@ -38,7 +51,7 @@ export async function totals(olap: Olap, query: Query): Promise<Totals> {
 
 /** Continuous buckets over the window; empty ones are zeros. */
 export async function series(olap: Olap | null, query: Query) {
-  const rolled = olap && seriesUsesRollup(query) ? await rolledDays(olap, query) : undefined
+  const rolled = olap && seriesUsesRollup(query) ? await rolledFor(olap, query) : undefined
   const rows = olap ? await runReport<Record<string, unknown>>(olap, compileTimeseries(query, rolled)) : []
   const byBucket = new Map(rows.map((r) => [num(r.bucket), r]))
   return buckets(query.range).map(({ epoch, label }) => {
@@ -48,7 +61,7 @@ export async function series(olap: Olap | null, query: Query) {
 }
 
 export async function breakdown(olap: Olap, query: Query, property: string) {
-  const rolled = usesRollup(query, property) ? await rolledDays(olap, query) : undefined
+  const rolled = usesRollup(query, property) ? await rolledFor(olap, query) : undefined
   const rows = await runReport<Record<string, unknown>>(olap, compileBreakdown(query, property, rolled))
   if (property === 'goal') {
     return rows.map((r) => {
