@@ -49,12 +49,18 @@ export function newKeySecret(): { secret: string; prefix: string } {
   return { secret, prefix: secret.slice(0, KEY_PREFIX.length + 6) }
 }
 
+const first8 = (bytes: Uint8Array) => new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0).toString()
+
 /** The first 8 bytes of SHA-256, as the decimal string of a ClickHouse UInt64. */
 export async function hash64(text: string): Promise<string> {
-  const bytes = nodeCrypto
-    ? nodeCrypto.createHash('sha256').update(text).digest()
-    : new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)))
-  return new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0).toString()
+  if (nodeCrypto) return first8(nodeCrypto.createHash('sha256').update(text).digest())
+  return first8(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text))))
+}
+
+/** hash64 of each text, with one wait for them all (Node hashes synchronously). */
+export async function hash64Many(texts: string[]): Promise<string[]> {
+  if (nodeCrypto) return texts.map((text) => first8(nodeCrypto.createHash('sha256').update(text).digest()))
+  return Promise.all(texts.map(hash64))
 }
 
 let pool = new Uint8Array(0)

@@ -39,10 +39,13 @@ const k = {
 }
 
 /**
- * Sessions are `id|start|last|attrs` strings; the script extends or replaces each in order,
- * atomically, and answers one line `id|start|attrs` a hit. attrs are sent back only for visits
- * that began before this call: the caller knows the rest. One string keeps the client's JSON
- * deserialization to one attempt, and the ':' in front keeps it from parsing 64-bit ids.
+ * Sessions are `id|start|last|attrs` strings. The caller sends runs of a visitor's hits, each
+ * within the gap of the one before (time-sorted, so a run's later hits surely join its first
+ * one's visit): the script extends or replaces each visitor's session in order, atomically,
+ * with the run's first and last times, and answers one line `id|start|attrs` a run. attrs are
+ * sent back only for visits that began before this call: the caller knows the rest. One string
+ * keeps the client's JSON deserialization to one attempt, and the ':' in front keeps it from
+ * parsing 64-bit ids.
  */
 const ASSIGN_SESSIONS = `
 local gap = tonumber(ARGV[1])
@@ -50,8 +53,9 @@ local ttl = ARGV[2]
 local out = {}
 local created = {}
 for i, key in ipairs(KEYS) do
-  local ts = ARGV[i * 3]
-  local candidate = ARGV[i * 3 + 1]
+  local ts = ARGV[i * 4 - 1]
+  local until_ts = ARGV[i * 4]
+  local candidate = ARGV[i * 4 + 1]
   local current = redis.call('GET', key)
   local joined = false
   if current then
@@ -63,7 +67,7 @@ for i, key in ipairs(KEYS) do
     local last = string.sub(current, b + 1, c - 1)
     local t = tonumber(ts)
     if t - tonumber(last) <= gap and t >= tonumber(start) - gap then
-      if t > tonumber(last) then last = ts end
+      if tonumber(until_ts) > tonumber(last) then last = until_ts end
       local rest = string.sub(current, c + 1)
       redis.call('SET', key, id .. '|' .. start .. '|' .. last .. '|' .. rest, 'PX', ttl)
       if created[id] then rest = '' end
@@ -72,7 +76,7 @@ for i, key in ipairs(KEYS) do
     end
   end
   if not joined then
-    redis.call('SET', key, candidate .. '|' .. ts .. '|' .. ts .. '|' .. ARGV[i * 3 + 2], 'PX', ttl)
+    redis.call('SET', key, candidate .. '|' .. ts .. '|' .. until_ts .. '|' .. ARGV[i * 4 + 2], 'PX', ttl)
     created[candidate] = true
     out[i] = candidate .. '|' .. ts .. '|'
   end
@@ -89,9 +93,10 @@ export function assignSessionsNative(keys: string[], args: string[], call: (comm
   const ttl = args[1]
   const created = new Set<string>()
   const out: string[] = []
-  keys.forEach((key, index) => {
-    const i = index + 1
-    const ts = args[i * 3 - 1]
+  for (let index = 0; index < keys.length; index++) {
+    const key = keys[index]
+    const ts = args[index * 4 + 2]
+    const until = args[index * 4 + 3]
     const current = call(['GET', key]) as string | null
     if (current) {
       const a = current.indexOf('|')
@@ -102,32 +107,35 @@ export function assignSessionsNative(keys: string[], args: string[], call: (comm
       let last = current.slice(b + 1, c)
       const t = Number(ts)
       if (t - Number(last) <= gap && t >= Number(start) - gap) {
-        if (t > Number(last)) last = ts
+        if (Number(until) > Number(last)) last = until
         const rest = current.slice(c + 1)
         call(['SET', key, `${id}|${start}|${last}|${rest}`, 'PX', ttl])
         out.push(`${id}|${start}|${created.has(id) ? '' : rest}`)
-        return
+        continue
       }
     }
-    const candidate = args[i * 3]
-    call(['SET', key, `${candidate}|${ts}|${ts}|${args[i * 3 + 1]}`, 'PX', ttl])
+    const candidate = args[index * 4 + 4]
+    call(['SET', key, `${candidate}|${ts}|${until}|${args[index * 4 + 5]}`, 'PX', ttl])
     created.add(candidate)
     out.push(`${candidate}|${ts}|`)
-  })
+  }
   return `:${out.join('\n')}`
 }
 
 /** Scripts the embedded store may run natively, by their Lua source. */
 export const NATIVE_SCRIPTS: [string, typeof assignSessionsNative][] = [[ASSIGN_SESSIONS, assignSessionsNative]]
 
+/** A run of one visitor's hits, each within the visit gap of the one before. */
 export interface SessionRequest {
   siteId: string
   visitorId: string
-  /** Hit time, epoch milliseconds. */
+  /** Time of the run's first hit, epoch milliseconds. */
   at: number
-  /** The id to use if this hit starts a visit; unique per call. */
+  /** Time of its last hit (`at` for a run of one). */
+  until: number
+  /** The id to use if the run starts a visit; unique per call. */
   candidateId: string
-  /** Visit-scoped attributes of this hit, kept if it starts the visit. */
+  /** Visit-scoped attributes of the run's first hit, kept if it starts the visit. */
   attrs: string
 }
 
@@ -260,13 +268,14 @@ export class Store {
   }
 
   /**
-   * Assigns each hit to a visit, in order, in one script call: a hit within `gapMs` of the
-   * visitor's last one joins that visit, otherwise it starts a new one with its candidate id.
+   * Assigns each run of hits to a visit, in order, in one script call: a run whose first hit is
+   * within `gapMs` of the visitor's last one joins that visit, otherwise it starts a new one with
+   * its candidate id.
    */
   async assignSessions(requests: SessionRequest[], gapMs: number): Promise<{ id: string; start: number; attrs: string | null }[]> {
     if (!requests.length) return []
     const args = [String(gapMs), String(gapMs * 4)]
-    for (const r of requests) args.push(String(r.at), r.candidateId, r.attrs)
+    for (const r of requests) args.push(String(r.at), String(r.until), r.candidateId, r.attrs)
     this.sessionScript ??= this.redis.createScript<string>(ASSIGN_SESSIONS)
     const out = String(await this.sessionScript.exec(requests.map((r) => k.session(r.siteId, r.visitorId)), args))
     return out

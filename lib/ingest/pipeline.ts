@@ -1,5 +1,5 @@
 import ipaddr from 'ipaddr.js'
-import { hash64, random64, randomString } from '../keys'
+import { hash64Many, random64, randomString } from '../keys'
 import type { Site } from '../sites'
 import type { Store } from '../store'
 import { type BotInfo, classifyBot } from './bots'
@@ -109,11 +109,80 @@ function memo<T>(fn: (key: string) => T, size = 5000) {
   }
 }
 
-/** A stable id of an error group: its name, its message with numbers masked, and its top frame. */
-async function errorFingerprint(error: NonNullable<Hit['error']>): Promise<string> {
+/** What identifies an error group, hashed into its fingerprint: the name, the message with numbers masked, the top frame. */
+function errorGroup(error: NonNullable<Hit['error']>): string {
   const message = error.message.replace(/\d+/g, '0').slice(0, 300)
   const frame = (error.stack ?? error.source ?? '').split('\n').find((l) => /\S/.test(l) && !l.includes(error.message.slice(0, 40))) ?? ''
-  return hash64(`${error.name ?? 'Error'}|${message}|${frame.replace(/:\d+:\d+\)?\s*$/, '').trim()}`)
+  return `${error.name ?? 'Error'}|${message}|${frame.replace(/:\d+:\d+\)?\s*$/, '').trim()}`
+}
+
+/** A hit that passed the site's checks, on its way to a row. */
+interface Prepared {
+  index: number
+  item: IngestItem
+  site: Site
+  at: number
+  url: URL
+  pathname: string
+  kind: EventKind
+  saltKey: string
+  visitorId: string
+  errorId: string
+  run?: Run
+}
+
+/** A visitor's hits in this batch, each within the visit gap of the one before. */
+interface Run {
+  first: Prepared
+  until: number
+  attrs: VisitAttrs
+  sessionId?: string
+  sessionStart?: string
+}
+
+const NO_PROPS: Record<string, string> = Object.freeze({}) as Record<string, string>
+
+function stringProps(props: Record<string, unknown> | null | undefined, prefix = ''): Record<string, string> {
+  if (!props) return NO_PROPS
+  const out: Record<string, string> = {}
+  for (const key in props) out[prefix + key] = String(props[key])
+  return out
+}
+
+/** One literal with every column, visit attributes included, keeps rows in one fast shape. */
+function eventRow(p: Prepared): Row {
+  const { hit } = p.item
+  const { kind, url, run } = p
+  const a = run!.attrs
+  let props = stringProps(hit.props)
+  if (hit.vital?.attribution) props = { ...props, ...stringProps(hit.vital.attribution, 'attribution.') }
+  return {
+    site_id: p.site.id, timestamp: clickhouseTime(p.at), name: kind === 'outbound' || kind === 'download' || kind === 'affiliate' ? kind : hit.name, kind,
+    visitor_id: p.visitorId, session_id: run!.sessionId, session_start: run!.sessionStart,
+    referrer: a.referrer, referrer_source: a.referrer_source, referrer_medium: a.referrer_medium, channel: a.channel,
+    utm_source: a.utm_source, utm_medium: a.utm_medium, utm_campaign: a.utm_campaign, utm_term: a.utm_term, utm_content: a.utm_content,
+    country_code: a.country_code, region: a.region, city: a.city, latitude: a.latitude, longitude: a.longitude,
+    browser: a.browser, browser_version: a.browser_version, os: a.os, os_version: a.os_version, device: a.device, screen_class: a.screen_class,
+    hostname: url.hostname, pathname: p.pathname.slice(0, 2000), query: capturedQuery(url, p.site.tracking.capturedQueryParams), collection_source: p.item.source,
+    props,
+    revenue_amount: hit.revenue ? String(hit.revenue.amount) : '0', revenue_currency: hit.revenue?.currency ?? '',
+    link_url: kind === 'form' && hit.form?.action ? hit.form.action : (hit.click?.href ?? ''), selector: hit.click?.selector ?? hit.form?.selector ?? '', element_text: hit.click?.text ?? '',
+    element_tag: hit.click?.tag ?? (kind === 'form' ? 'form' : ''), interactive: hit.click?.interactive ? 1 : 0, dead_click: hit.click?.dead ? 1 : 0,
+    error_fingerprint: p.errorId, error_name: hit.error?.name ?? '', error_message: hit.error?.message ?? '',
+    vital_name: hit.vital?.name ?? '', vital_value: hit.vital?.value ?? 0,
+    engaged_ms: hit.engagement?.ms ?? 0, scroll_depth: hit.engagement?.scroll ?? 0,
+  }
+}
+
+/** The query parameters the site captures, in the order it lists them. */
+function capturedQuery(url: URL, names: string[]): string {
+  if (!names.length || !url.search) return ''
+  const captured = new URLSearchParams()
+  for (const name of names) {
+    const value = url.searchParams.get(name)
+    if (value !== null) captured.set(name, value)
+  }
+  return captured.toString()
 }
 
 /**
@@ -167,12 +236,13 @@ export class Ingestor {
     return geo
   }
 
-  private salt(siteId: string, day: string): Promise<string> {
-    const key = `${siteId}:${day}`
+  /** The daily salt of `siteId:day`. */
+  private salt(key: string): Promise<string> {
     let salt = this.salts.get(key)
     if (!salt) {
       if (this.salts.size > 100_000) this.salts.clear()
-      salt = this.deps.store.dailySalt(siteId, day, `s_${randomString(32)}`)
+      const cut = key.indexOf(':')
+      salt = this.deps.store.dailySalt(key.slice(0, cut), key.slice(cut + 1), `s_${randomString(32)}`)
       salt.catch(() => this.salts.delete(key))
       this.salts.set(key, salt)
     }
@@ -214,116 +284,123 @@ export class Ingestor {
     const snippets = [...new Set(items.map((i) => i.hit.site))]
     const sites = new Map(await Promise.all(snippets.map(async (s) => [s, await this.site(s)] as const)))
 
-    type Prepared = { index: number; site: Site; at: Date; row: Row; attrs: VisitAttrs; visitorKey: string }
+    // 1. checks against the site's settings; nothing here waits
     const prepared: Prepared[] = []
     const bots: Row[] = []
     const botOrgs: string[] = []
+    const saltKeys = new Map<string, Promise<string>>()
+    items.forEach((item, index) => {
+      const { hit } = item
+      const site = sites.get(hit.site)
+      if (!site) return void (outcomes[index] = { status: 'rejected', error: `site: unknown site "${hit.site}"` })
+      const at = hit.timestamp ? Date.parse(hit.timestamp) : item.receivedAt.getTime()
+      if (at > now + 5 * 60_000) return void (outcomes[index] = { status: 'rejected', error: 'timestamp: in the future' })
+      const url = new URL(hit.url)
+      const pathname = site.tracking.hashRouting && url.hash.startsWith('#/') ? `${url.pathname}${url.hash.slice(1)}` : url.pathname
+      if (!site.standaloneEnabled) return void (outcomes[index] = { status: 'dropped', reason: 'the site does not collect first-party data' })
+      if (ipExcluded(item.ip, site.tracking.excludedIps)) return void (outcomes[index] = { status: 'dropped', reason: 'excluded IP' })
+      if (site.tracking.excludedPaths.some((p) => pathMatches(p, pathname))) return void (outcomes[index] = { status: 'dropped', reason: 'excluded path' })
 
-    await Promise.all(
-      items.map(async (item, index) => {
-        const { hit } = item
-        const site = sites.get(hit.site)
-        if (!site) return void (outcomes[index] = { status: 'rejected', error: `site: unknown site "${hit.site}"` })
-        const at = hit.timestamp ? new Date(hit.timestamp) : item.receivedAt
-        if (at.getTime() > now + 5 * 60_000) return void (outcomes[index] = { status: 'rejected', error: 'timestamp: in the future' })
-        const url = new URL(hit.url)
-        const pathname = site.tracking.hashRouting && url.hash.startsWith('#/') ? `${url.pathname}${url.hash.slice(1)}` : url.pathname
-        if (!site.standaloneEnabled) return void (outcomes[index] = { status: 'dropped', reason: 'the site does not collect first-party data' })
-        if (ipExcluded(item.ip, site.tracking.excludedIps)) return void (outcomes[index] = { status: 'dropped', reason: 'excluded IP' })
-        if (site.tracking.excludedPaths.some((p) => pathMatches(p, pathname))) return void (outcomes[index] = { status: 'dropped', reason: 'excluded path' })
+      const bot: BotInfo | null = item.userAgent ? this.bot(item.userAgent) : { name: 'unknown', kind: 'other' }
+      if (bot) {
+        if (!site.tracking.includeBots) return void (outcomes[index] = { status: 'dropped', reason: 'bot' })
+        bots.push({
+          site_id: site.id, timestamp: clickhouseTime(at), bot_name: bot.name, bot_kind: bot.kind, verified: 0,
+          collection_source: item.source, hostname: url.hostname, pathname, referrer: hit.referrer ?? '', user_agent: item.userAgent.slice(0, 1000), country_code: item.geo?.country ?? '',
+        })
+        botOrgs.push(site.orgId)
+        return void (outcomes[index] = { status: 'stored' })
+      }
 
-        const bot: BotInfo | null = item.userAgent ? this.bot(item.userAgent) : { name: 'unknown', kind: 'other' }
-        if (bot) {
-          if (!site.tracking.includeBots) return void (outcomes[index] = { status: 'dropped', reason: 'bot' })
-          bots.push({
-            site_id: site.id, timestamp: clickhouseTime(at), bot_name: bot.name, bot_kind: bot.kind, verified: 0,
-            collection_source: item.source, hostname: url.hostname, pathname, referrer: hit.referrer ?? '', user_agent: item.userAgent.slice(0, 1000), country_code: item.geo?.country ?? '',
-          })
-          botOrgs.push(site.orgId)
-          return void (outcomes[index] = { status: 'stored' })
-        }
+      let kind = kindOfName(hit.name)
+      if (kind === 'click') kind = linkKind(hit.click?.href, url, site.tracking.affiliatePaths) ?? 'click'
+      const toggle = TRACKING_TOGGLES[kind]
+      if (toggle && site.tracking[toggle] === false) return void (outcomes[index] = { status: 'dropped', reason: `${toggle} is off` })
+      const saltKey = `${site.id}:${localDay(new Date(at), site.timezone)}`
+      if (!saltKeys.has(saltKey)) saltKeys.set(saltKey, this.salt(saltKey))
+      prepared.push({ index, item, site, at, url, pathname, kind, saltKey, visitorId: '', errorId: '0' })
+    })
 
-        let kind = kindOfName(hit.name)
-        if (kind === 'click') kind = linkKind(hit.click?.href, url, site.tracking.affiliatePaths) ?? 'click'
-        const toggle = TRACKING_TOGGLES[kind]
-        if (toggle && site.tracking[toggle] === false) return void (outcomes[index] = { status: 'dropped', reason: `${toggle} is off` })
+    // 2. visitor ids: the day's salt, then one hash each (error groups hashed alongside)
+    const salts = new Map(await Promise.all([...saltKeys].map(async ([key, salt]) => [key, await salt] as const)))
+    const errors = prepared.filter((p) => p.item.hit.error)
+    const hashes = await hash64Many([
+      ...prepared.map((p) => `${salts.get(p.saltKey)}|${p.site.id}|${p.item.ip}|${p.item.userAgent}`),
+      ...errors.map((p) => errorGroup(p.item.hit.error!)),
+    ])
+    prepared.forEach((p, i) => (p.visitorId = hashes[i]))
+    errors.forEach((p, i) => (p.errorId = hashes[prepared.length + i]))
 
-        const ua = this.userAgent(item.userAgent)
-        const ref = this.referrer(`${url.hostname} ${hit.referrer ?? ''}`)
-        const utm = utmFrom(url)
-        const geo = item.geo !== undefined ? item.geo : await this.geo(item.ip)
-        const captured = new URLSearchParams()
-        for (const name of site.tracking.capturedQueryParams) {
-          const value = url.searchParams.get(name)
-          if (value !== null) captured.set(name, value)
-        }
-        const attrs: VisitAttrs = {
-          referrer: ref.referrer.slice(0, 2000), referrer_source: ref.source, referrer_medium: ref.medium, channel: channelFor(ref, utm), ...utm,
-          country_code: geo?.country ?? '', region: geo?.region ?? '', city: geo?.city ?? '', latitude: geo?.latitude ?? 0, longitude: geo?.longitude ?? 0,
-          browser: ua.browser, browser_version: ua.browserVersion, os: ua.os, os_version: ua.osVersion, device: ua.device, screen_class: screenClass(hit.screenWidth),
-        }
-        const salt = await this.salt(site.id, localDay(at, site.timezone))
-        const visitorId = await hash64(`${salt}|${site.id}|${item.ip}|${item.userAgent}`)
-        const eventName = kind === 'outbound' || kind === 'download' || kind === 'affiliate' ? kind : hit.name
-        // one literal with every column, visit attributes included, keeps rows in one fast shape
-        const row: Row = {
-          site_id: site.id, timestamp: clickhouseTime(at), name: eventName, kind, visitor_id: visitorId, session_id: '0', session_start: '',
-          ...attrs,
-          hostname: url.hostname, pathname: pathname.slice(0, 2000), query: captured.toString(), collection_source: item.source,
-          props: Object.fromEntries(Object.entries(hit.props ?? {}).map(([k, v]) => [k, String(v)])),
-          revenue_amount: hit.revenue ? String(hit.revenue.amount) : '0', revenue_currency: hit.revenue?.currency ?? '',
-          link_url: hit.click?.href ?? '', selector: hit.click?.selector ?? hit.form?.selector ?? '', element_text: hit.click?.text ?? '',
-          element_tag: hit.click?.tag ?? (kind === 'form' ? 'form' : ''), interactive: hit.click?.interactive ? 1 : 0, dead_click: hit.click?.dead ? 1 : 0,
-          error_fingerprint: hit.error ? await errorFingerprint(hit.error) : '0', error_name: hit.error?.name ?? '', error_message: hit.error?.message ?? '',
-          vital_name: hit.vital?.name ?? '', vital_value: hit.vital?.value ?? 0,
-          engaged_ms: hit.engagement?.ms ?? 0, scroll_depth: hit.engagement?.scroll ?? 0,
-        }
-        if (kind === 'form' && hit.form?.action) row.link_url = hit.form.action
-        if (hit.vital?.attribution) row.props = { ...(row.props as object), ...Object.fromEntries(Object.entries(hit.vital.attribution).map(([k, v]) => [`attribution.${k}`, String(v)])) }
-        prepared.push({ index, site, at, row, attrs, visitorKey: visitorId })
-      }),
+    // 3. runs: in time order, a visitor's hit within the gap of their previous one in this batch
+    // surely joins that one's visit, so only a run's first hit may start one. Visit attributes are
+    // those of a visit's first hit: they are worked out for runs' first hits only.
+    prepared.sort((a, b) => a.at - b.at || a.index - b.index)
+    const runs: Run[] = []
+    const open = new Map<string, Run>()
+    for (const p of prepared) {
+      const key = `${p.site.id}:${p.visitorId}`
+      let run = open.get(key)
+      if (run && p.at - run.until <= VISIT_GAP_MS) run.until = p.at
+      else {
+        run = { first: p, until: p.at, attrs: null as unknown as VisitAttrs }
+        open.set(key, run)
+        runs.push(run)
+      }
+      p.run = run
+    }
+    const geos = new Map(
+      await Promise.all(
+        [...new Set(runs.filter((r) => r.first.item.geo === undefined).map((r) => r.first.item.ip))].map(async (ip) => [ip, await this.geo(ip)] as const),
+      ),
     )
+    for (const run of runs) run.attrs = this.visitAttrs(run.first, run.first.item.geo !== undefined ? run.first.item.geo : (geos.get(run.first.item.ip) ?? null))
 
-    // visits: every hit in time order, in one atomic script call for the batch
-    prepared.sort((a, b) => a.at.getTime() - b.at.getTime() || a.index - b.index)
-    // a hit within the gap of the same visitor's previous hit in this batch surely joins that visit:
-    // only the others may start one, so only they carry a candidate id and their attributes
-    const previous = new Map<string, number>()
+    // 4. visits: every run in time order, in one atomic script call for the batch
     const sessions = await this.deps.store.assignSessions(
-      prepared.map((p) => {
-        const key = `${p.site.id}:${p.visitorKey}`
-        const at = p.at.getTime()
-        const before = previous.get(key)
-        previous.set(key, at)
-        const mayStart = before === undefined || at - before > VISIT_GAP_MS
-        return { siteId: p.site.id, visitorId: p.visitorKey, at, candidateId: mayStart ? random64() : '', attrs: mayStart ? JSON.stringify(p.attrs) : '' }
-      }),
+      runs.map((r) => ({ siteId: r.first.site.id, visitorId: r.first.visitorId, at: r.first.at, until: r.until, candidateId: random64(), attrs: JSON.stringify(r.attrs) })),
       VISIT_GAP_MS,
     )
+    // a visit begun in this batch takes the attributes of its first run here; an older one, the stored ones
+    const startedHere = new Map<string, VisitAttrs>()
+    runs.forEach((run, i) => {
+      const session = sessions[i]
+      const attrs = session.attrs ? (JSON.parse(session.attrs) as VisitAttrs) : startedHere.get(session.id)
+      if (attrs) run.attrs = attrs
+      else startedHere.set(session.id, run.attrs)
+      run.sessionId = session.id
+      run.sessionStart = clickhouseTime(session.start)
+    })
+
+    // 5. rows
     const batch: IngestBatch = { events: [], bots, usage: new Map() }
-    const count = (orgId: string, at: Date, kind: string) => {
-      const month = at.toISOString().slice(0, 7)
-      const months = batch.usage.get(orgId) ?? new Map<string, Record<string, number>>()
-      batch.usage.set(orgId, months)
-      const counts = months.get(month) ?? {}
-      months.set(month, counts)
+    const count = (orgId: string, timestamp: string, kind: string) => {
+      const month = timestamp.slice(0, 7)
+      let months = batch.usage.get(orgId)
+      if (!months) batch.usage.set(orgId, (months = new Map()))
+      let counts = months.get(month)
+      if (!counts) months.set(month, (counts = {}))
       counts[kind] = (counts[kind] ?? 0) + 1
     }
-    // a visit begun in this batch takes the attributes of its first hit here; an older one, the stored ones
-    const startedHere = new Map<string, VisitAttrs>()
-    prepared.forEach((p, i) => {
-      const session = sessions[i]
-      let attrs = session.attrs ? (JSON.parse(session.attrs) as VisitAttrs) : startedHere.get(session.id)
-      if (!attrs) startedHere.set(session.id, (attrs = p.attrs))
-      if (attrs !== p.attrs) for (const field in attrs) p.row[field] = attrs[field as keyof VisitAttrs]
-      p.row.session_id = session.id
-      p.row.session_start = clickhouseTime(session.start)
-      batch.events.push(p.row)
-      count(p.site.orgId, p.at, String(p.row.kind))
+    for (const p of prepared) {
+      const row = eventRow(p)
+      batch.events.push(row)
+      count(p.site.orgId, row.timestamp as string, p.kind)
       outcomes[p.index] = { status: 'stored' }
-    })
-    bots.forEach((row, i) => count(botOrgs[i], new Date(`${String(row.timestamp).replace(' ', 'T')}Z`), 'bot'))
+    }
+    bots.forEach((row, i) => count(botOrgs[i], row.timestamp as string, 'bot'))
     if (batch.events.length || batch.bots.length) await this.deps.sink.write(batch)
     return outcomes
+  }
+
+  /** The visit-scoped attributes a hit would give the visit it starts. */
+  private visitAttrs(p: Prepared, geo: Geo | null): VisitAttrs {
+    const ua = this.userAgent(p.item.userAgent)
+    const ref = this.referrer(`${p.url.hostname} ${p.item.hit.referrer ?? ''}`)
+    const utm = utmFrom(p.url)
+    return {
+      referrer: ref.referrer.slice(0, 2000), referrer_source: ref.source, referrer_medium: ref.medium, channel: channelFor(ref, utm), ...utm,
+      country_code: geo?.country ?? '', region: geo?.region ?? '', city: geo?.city ?? '', latitude: geo?.latitude ?? 0, longitude: geo?.longitude ?? 0,
+      browser: ua.browser, browser_version: ua.browserVersion, os: ua.os, os_version: ua.osVersion, device: ua.device, screen_class: screenClass(p.item.hit.screenWidth),
+    }
   }
 }

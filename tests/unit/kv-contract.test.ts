@@ -142,39 +142,43 @@ describe.each(backends)('key/value contract: $name', (backend) => {
     await store.createSite({ ...site, id: crypto.randomUUID() })
   })
 
-  it('assigns visits atomically: joins within the gap, starts anew after it, per visitor', async () => {
+  it('assigns visits atomically: runs join within the gap, start anew after it, per visitor', async () => {
     const store = new Store(redis)
     const site = crypto.randomUUID()
     const gap = 30 * 60_000
     const t0 = Date.UTC(2026, 10, 1, 10)
     const first = await store.assignSessions(
       [
-        { siteId: site, visitorId: '1', at: t0, candidateId: '11', attrs: '{"src":"a"}' },
-        { siteId: site, visitorId: '1', at: t0 + gap, candidateId: '', attrs: '' },
-        { siteId: site, visitorId: '2', at: t0 + 5, candidateId: '21', attrs: '{"src":"b"}' },
-        { siteId: site, visitorId: '1', at: t0 + 2 * gap + 1, candidateId: '12', attrs: '{"src":"c"}' },
+        { siteId: site, visitorId: '1', at: t0, until: t0 + 10, candidateId: '11', attrs: '{"src":"a"}' },
+        { siteId: site, visitorId: '2', at: t0 + 5, until: t0 + 5, candidateId: '21', attrs: '{"src":"b"}' },
+        // the run's last hit, not its first, sets where the gap is measured from
+        { siteId: site, visitorId: '1', at: t0 + 10 + gap, until: t0 + 10 + gap + 7, candidateId: '12', attrs: '{"src":"x"}' },
+        { siteId: site, visitorId: '1', at: t0 + 10 + 2 * gap + 8, until: t0 + 10 + 2 * gap + 8, candidateId: '13', attrs: '{"src":"c"}' },
       ],
       gap,
     )
     // visits begun in this call come back without attributes: the caller has them
     expect(first).toEqual([
       { id: '11', start: t0, attrs: null },
-      { id: '11', start: t0, attrs: null },
       { id: '21', start: t0 + 5, attrs: null },
-      { id: '12', start: t0 + 2 * gap + 1, attrs: null },
+      { id: '11', start: t0, attrs: null },
+      { id: '13', start: t0 + 10 + 2 * gap + 8, attrs: null },
     ])
     const later = await store.assignSessions(
       [
-        { siteId: site, visitorId: '2', at: t0 + gap, candidateId: '22', attrs: '{"src":"d"}' },
-        { siteId: site, visitorId: '1', at: t0 + 2 * gap + 100, candidateId: '13', attrs: '{"src":"e"}' },
-        { siteId: site, visitorId: '3', at: t0, candidateId: '18446744073709551615', attrs: '{"src":"f"}' },
+        { siteId: site, visitorId: '2', at: t0 + gap, until: t0 + gap, candidateId: '22', attrs: '{"src":"d"}' },
+        { siteId: site, visitorId: '1', at: t0 + 10 + 2 * gap + 100, until: t0 + 10 + 3 * gap, candidateId: '14', attrs: '{"src":"e"}' },
+        { siteId: site, visitorId: '3', at: t0, until: t0, candidateId: '18446744073709551615', attrs: '{"src":"f"}' },
+        // an hour after that run's last hit: a new visit
+        { siteId: site, visitorId: '1', at: t0 + 10 + 4 * gap + 1, until: t0 + 10 + 4 * gap + 1, candidateId: '15', attrs: '{"src":"g"}' },
       ],
       gap,
     )
     expect(later).toEqual([
       { id: '21', start: t0 + 5, attrs: '{"src":"b"}' },
-      { id: '12', start: t0 + 2 * gap + 1, attrs: '{"src":"c"}' },
+      { id: '13', start: t0 + 10 + 2 * gap + 8, attrs: '{"src":"c"}' },
       { id: '18446744073709551615', start: t0, attrs: null },
+      { id: '15', start: t0 + 10 + 4 * gap + 1, attrs: null },
     ])
   })
 
