@@ -46,11 +46,12 @@ export class ChdbOlap implements Olap {
     if (!rows.length) return
     if (!TABLE_NAME.test(table)) throw new Error(`bad table name ${table}`)
     // rows built from one literal share their keys in order: sent as arrays under one column list,
-    // they are smaller to write and to parse; anything else goes as objects
+    // they are smaller to write and to parse; anything else goes as objects. The arrays are
+    // written in one JSON.stringify call: JSONCompactEachRow reads rows separated by commas.
     const columns = Object.keys(rows[0])
     if (rows.every((row) => sameKeys(row, columns))) {
-      const body = rows.map((r) => JSON.stringify(Object.values(r))).join('\n')
-      await this.session.insert({ table, values: body, format: 'JSONCompactEachRow', columns })
+      const body = JSON.stringify(rows.map((r) => Object.values(r)))
+      await this.session.insert({ table, values: body.slice(1, -1), format: 'JSONCompactEachRow', columns })
     } else {
       await this.session.insert({ table, values: rows.map((r) => JSON.stringify(r)).join('\n'), format: 'JSONEachRow' })
     }

@@ -5,6 +5,7 @@ import { classifyBot, verifyBot } from '../../lib/ingest/bots'
 import { dohResolver, reverseName } from '../../lib/ingest/dns'
 import { channelFor, classifyReferrer, linkKind, parseUserAgent, pathMatches, screenClass, utmFrom } from '../../lib/ingest/enrich'
 import { clickhouseTime, localDay } from '../../lib/ingest/pipeline'
+import { hash64, hash64Many } from '../../lib/keys'
 import { guardedFetch } from '../../lib/outbound'
 
 const utm = (query: string) => utmFrom(new URL(`https://site.test/?${query}`))
@@ -135,5 +136,22 @@ describe('clickhouseTime', () => {
       expect(clickhouseTime(ms)).toBe(iso(ms))
       expect(clickhouseTime(new Date(ms))).toBe(iso(ms))
     }
+  })
+})
+
+describe('hash64', () => {
+  it('is the first 8 bytes of SHA-256 as an unsigned decimal, one at a time or many at once', async () => {
+    const texts = ['', 'a', 's_salt|site|203.0.113.9|Mozilla/5.0 (X11; Linux x86_64)', 'ü€𝄞'.repeat(40)]
+    // the reference: WebCrypto's digest, read as a big-endian unsigned 64-bit integer
+    const expected = await Promise.all(
+      texts.map(async (t) => {
+        const bytes = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(t)))
+        return bytes.slice(0, 8).reduce((n, b) => n * 256n + BigInt(b), 0n).toString()
+      }),
+    )
+    expect(await Promise.all(texts.map(hash64))).toEqual(expected)
+    expect(await hash64Many(texts)).toEqual(expected)
+    // SHA-256('') begins e3b0c44298fc1c14
+    expect(expected[0]).toBe(BigInt('0xe3b0c44298fc1c14').toString())
   })
 })
