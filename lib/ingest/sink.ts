@@ -3,6 +3,9 @@ import type { Store } from '../store'
 
 export type Row = Record<string, unknown>
 
+/** Where event rows are inserted: a Null table whose view fills `events` (clickhouse/0004_events_input.sql). */
+export const EVENTS_INPUT = 'events_input'
+
 export interface IngestBatch {
   events: Row[]
   bots: Row[]
@@ -22,7 +25,7 @@ async function addUsage(kv: Store, usage: IngestBatch['usage']) {
 }
 
 async function store(olap: Olap, kv: Store, batch: IngestBatch) {
-  await Promise.all([olap.insert('events', batch.events), olap.insert('bot_events', batch.bots)])
+  await Promise.all([olap.insert(EVENTS_INPUT, batch.events), olap.insert('bot_events', batch.bots)])
   await addUsage(kv, batch.usage)
 }
 
@@ -80,7 +83,7 @@ export class BufferedSink implements EventSink {
     // tried; parts already stored are not retried, so nothing is stored twice
     this.flushing = (async () => {
       const steps: [() => Promise<void>, () => void][] = [
-        [() => this.olap.insert('events', batch.events), () => this.pending.events.unshift(...batch.events)],
+        [() => this.olap.insert(EVENTS_INPUT, batch.events), () => this.pending.events.unshift(...batch.events)],
         [() => this.olap.insert('bot_events', batch.bots), () => this.pending.bots.unshift(...batch.bots)],
         [() => addUsage(this.kv, batch.usage), () => mergeUsage(this.pending.usage, batch.usage)],
       ]

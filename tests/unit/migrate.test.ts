@@ -6,7 +6,7 @@ import { testOlap } from '../helpers'
 describe('ClickHouse migrations', () => {
   it('are numbered files, rendered plain for one server and ON CLUSTER with Replicated engines for a cluster', () => {
     const migrations = loadMigrations()
-    expect(migrations.map((m) => m.version)).toEqual([1, 2, 3])
+    expect(migrations.map((m) => m.version)).toEqual([1, 2, 3, 4])
     expect(() => parseMigrationFile('events.sql', '')).toThrow(/NNNN_name/)
     const plain = renderMigration(migrations[0].sql)
     expect(plain).toHaveLength(2)
@@ -22,10 +22,31 @@ describe('ClickHouse migrations', () => {
     const olap = await testOlap() // already migrated once
     expect(await migrate(olap, loadMigrations())).toEqual([])
     const rows = await olap.query<{ version: number; name: string }>('SELECT version, name FROM schema_migrations ORDER BY version')
-    expect(rows).toEqual([{ version: 1, name: 'events' }, { version: 2, name: 'sessions' }, { version: 3, name: 'day_rollups' }])
-    const applied = await migrate(olap, [...loadMigrations(), { version: 4, name: 'extra', sql: 'CREATE TABLE IF NOT EXISTS extra_t (a UInt8) ENGINE = Memory;' }])
-    expect(applied.map((m) => m.version)).toEqual([4])
-    expect((await olap.query('SELECT count() AS n FROM schema_migrations'))[0]).toEqual({ n: '4' })
+    expect(rows).toEqual([{ version: 1, name: 'events' }, { version: 2, name: 'sessions' }, { version: 3, name: 'day_rollups' }, { version: 4, name: 'events_input' }])
+    const applied = await migrate(olap, [...loadMigrations(), { version: 5, name: 'extra', sql: 'CREATE TABLE IF NOT EXISTS extra_t (a UInt8) ENGINE = Memory;' }])
+    expect(applied.map((m) => m.version)).toEqual([5])
+    expect((await olap.query('SELECT count() AS n FROM schema_migrations'))[0]).toEqual({ n: '5' })
+  })
+
+  it('passes rows inserted into events_input on to events and its views; the two tables keep the same columns', async () => {
+    const olap = await testOlap()
+    const columns = async (table: string) =>
+      olap.query<{ name: string; type: string }>('SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = {table:String} ORDER BY position', { table })
+    const plain = (type: string) => type.replace(/LowCardinality\((\w+)\)/g, '$1')
+    const events = await columns('events')
+    expect(events.length).toBeGreaterThan(40)
+    expect(await columns('events_input')).toEqual(events.map((c) => ({ name: c.name, type: plain(c.type) })))
+
+    const site = crypto.randomUUID()
+    await olap.insert('events_input', [
+      { site_id: site, timestamp: '2026-11-01 10:00:00.000', name: 'pageview', kind: 'pageview', visitor_id: '7', session_id: '18446744073709551615', session_start: '2026-11-01 10:00:00.000', pathname: '/', browser: 'Firefox', props: { plan: 'pro' } },
+    ])
+    expect(await olap.query('SELECT kind, session_id, browser, props FROM events WHERE site_id = {site:UUID}', { site })).toEqual([
+      { kind: 'pageview', session_id: '18446744073709551615', browser: 'Firefox', props: { plan: 'pro' } },
+    ])
+    expect(await olap.query('SELECT sum(pageviews) AS pageviews FROM sessions WHERE site_id = {site:UUID}', { site })).toEqual([{ pageviews: '1' }])
+    expect(await olap.query('SELECT sum(events) AS events FROM event_quarters WHERE site_id = {site:UUID}', { site })).toEqual([{ events: '1' }])
+    expect(await olap.query('SELECT count() AS n FROM events_input')).toEqual([{ n: '0' }])
   })
 
   it('feeds the sessions table from events: per-visit facts merge by session id', async () => {
