@@ -1,15 +1,11 @@
 import type { Hono } from 'hono'
 import { ApiError } from '../lib/errors'
 import { geoFromCf } from '../lib/ingest/geo'
-import { hitSchema, missingKindField } from '../lib/ingest/hit'
-import { describeZodError } from '../lib/registry'
+import { missingKindField, parseHit } from '../lib/ingest/hit'
 import type { Services } from '../lib/services'
 import { TRACKER_FILES } from '../lib/tracker/bundle.generated'
 
 const MAX_EVENT_BYTES = 64 * 1024
-
-/** What the browser may send: the import's hit without timestamp, ip and userAgent, which come from the request. */
-const browserHitSchema = hitSchema.omit({ timestamp: true, ip: true, userAgent: true })
 
 const javascript = (code: string, cacheControl: string, etag: string) =>
   new Response(code, {
@@ -41,18 +37,19 @@ export function mountCollector(app: Hono, services: Services) {
     } catch {
       throw new ApiError(400, 'body: not valid JSON')
     }
-    const parsed = browserHitSchema.safeParse(body)
-    if (!parsed.success) throw new ApiError(400, describeZodError(parsed.error, 'body'))
-    const missing = missingKindField(parsed.data)
+    // the browser sends no timestamp, ip or userAgent: they come from the request
+    const hit = parseHit(body, 'browser')
+    if (typeof hit === 'string') throw new ApiError(400, hit)
+    const missing = missingKindField(hit)
     if (missing) throw new ApiError(400, missing)
-    const site = await services.ingestor.site(parsed.data.site)
-    if (!site) throw new ApiError(400, `site: unknown site "${parsed.data.site}"`)
+    const site = await services.ingestor.site(hit.site)
+    if (!site) throw new ApiError(400, `site: unknown site "${hit.site}"`)
     // a customer's proxy that proves the site's secret may pass the visitor's address on
     const proxied = site.proxySecret && c.req.header('x-proxy-secret') === site.proxySecret
     const ip = (proxied && c.req.header('x-forwarded-for')?.split(',')[0].trim()) || services.clientAddress(c)
     const cf = (c.req.raw as { cf?: Record<string, unknown> }).cf
     const outcome = await services.ingestor.submit({
-      hit: parsed.data, ip, userAgent: c.req.header('user-agent') ?? '', receivedAt: services.now(), geo: cf ? geoFromCf(cf) : undefined, source: 'browser',
+      hit, ip, userAgent: c.req.header('user-agent') ?? '', receivedAt: services.now(), geo: cf ? geoFromCf(cf) : undefined, source: 'browser',
     })
     if (outcome.status === 'rejected') throw new ApiError(400, outcome.error)
     // an explicit empty length: no chunked encoding, so one write a response

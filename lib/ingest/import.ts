@@ -1,5 +1,4 @@
-import { describeZodError } from '../registry'
-import { type Hit, hitSchema, missingKindField } from './hit'
+import { missingKindField, parseHit } from './hit'
 import type { IngestItem, Ingestor } from './pipeline'
 
 export interface ImportResult {
@@ -19,9 +18,8 @@ export function parseImportLine(text: string): IngestItem | string {
   } catch {
     return 'not valid JSON'
   }
-  const parsed = hitSchema.safeParse(json)
-  if (!parsed.success) return describeZodError(parsed.error, 'body')
-  const hit: Hit = parsed.data
+  const hit = parseHit(json, 'import')
+  if (typeof hit === 'string') return hit
   if (!hit.timestamp) return 'timestamp: required in an import'
   if (!hit.ip) return 'ip: required in an import'
   if (!hit.userAgent) return 'userAgent: required in an import'
