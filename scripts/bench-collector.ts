@@ -8,9 +8,7 @@ import { Command } from 'commander'
 import { openNodeStores } from '../lib/home/node'
 import { demoHits } from '../lib/ingest/demo-traffic'
 import { dbipGeo } from '../lib/ingest/geo-node'
-import { importHits } from '../lib/ingest/import'
-import { Ingestor } from '../lib/ingest/pipeline'
-import { BufferedSink } from '../lib/ingest/sink'
+import { runImport } from '../lib/ingest/import'
 import { migrate } from '../lib/olap/migrate'
 import { loadMigrations } from '../lib/olap/migrations-node'
 
@@ -53,18 +51,14 @@ async function benchImport(hits: number) {
   await migrate(stores.olap, loadMigrations())
   const { createDemo } = await import('../lib/demo')
   const demo = await createDemo(stores.store, new Date())
-  // inserts run on the engine's threads while the next chunk is parsed and enriched
-  const sink = new BufferedSink(stores.olap, stores.store, { maxRows: 50_000, intervalMs: 1000 })
-  const ingestor = new Ingestor({ store: stores.store, sink, geo: dbipGeo(), now: () => new Date() })
   const lines: string[] = []
   for (const hit of demoHits({ site: demo.site.snippetId, domain: demo.site.domain, days: 60, visitorsPerDay: Math.ceil(hits / 60 / 4), end: new Date() })) {
     lines.push(JSON.stringify(hit))
     if (lines.length >= hits) break
   }
-  await ingestor.site(demo.site.snippetId)
+  // what `npm run import` runs, from lines in memory: parse, enrich, sessionize and insert, all stored at the end
   const started = performance.now()
-  const result = await importHits(lines, ingestor)
-  await sink.close()
+  const result = await runImport(lines, { olap: stores.olap, store: stores.store, geo: dbipGeo() })
   const seconds = (performance.now() - started) / 1000
   const [stored] = await stores.olap.query<{ n: string }>('SELECT count() AS n FROM events')
   await stores.close()
@@ -77,10 +71,14 @@ const program = new Command('bench-collector')
   .option('--duration <s>', 'seconds of load', '15')
   .option('--connections <n>', 'concurrent connections', '50')
   .option('--hits <n>', 'hits to import', '200000')
+  .option('--import-runs <n>', 'import runs, each on a fresh DATA_DIR; the median is reported', '3')
   .option('--import-only', 'skip the /api/event run')
-  .action(async (opts: { duration: string; connections: string; hits: string; importOnly?: boolean }) => {
+  .action(async (opts: { duration: string; connections: string; hits: string; importRuns: string; importOnly?: boolean }) => {
     const events = opts.importOnly ? null : await benchEvents(Number(opts.duration), Number(opts.connections))
-    const imported = await benchImport(Number(opts.hits))
+    const runs = []
+    for (let i = 0; i < Number(opts.importRuns); i++) runs.push(await benchImport(Number(opts.hits)))
+    const rates = runs.map((r) => r.hitsPerSecond).sort((a, b) => a - b)
+    const imported = { hits: runs[0].hits, stored: runs.map((r) => r.stored), seconds: runs.map((r) => r.seconds), hitsPerSecond: rates, medianHitsPerSecond: rates[Math.floor(rates.length / 2)] }
     process.stdout.write(`${JSON.stringify({ event: events, import: imported }, null, 2)}\n`)
   })
 await program.parseAsync(process.argv)

@@ -2,9 +2,7 @@ import { Command, InvalidArgumentError } from 'commander'
 import { openNodeStores } from '../lib/home/node'
 import { demoHits } from '../lib/ingest/demo-traffic'
 import { dbipGeo } from '../lib/ingest/geo-node'
-import { importHits } from '../lib/ingest/import'
-import { Ingestor } from '../lib/ingest/pipeline'
-import { directSink } from '../lib/ingest/sink'
+import { runImport } from '../lib/ingest/import'
 import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/query/rollup'
 
 const positive = (v: string) => {
@@ -22,11 +20,11 @@ const program = new Command('demo-traffic')
   .action(async (opts: { site: string; days: number; visitorsPerDay: number; seed: number }) => {
     const stores = await openNodeStores(process.env, { viaRunningServer: true })
     try {
-      const ingestor = new Ingestor({ store: stores.store, sink: directSink(stores.olap, stores.store), geo: dbipGeo(), now: () => new Date() })
-      const site = await ingestor.site(opts.site)
+      const siteId = await stores.store.getSiteIdBySnippet(opts.site)
+      const site = siteId ? await stores.store.getSite(siteId) : null
       if (!site) throw new InvalidArgumentError(`no site with snippet id ${opts.site}`)
       const hits = demoHits({ site: opts.site, domain: site.domain, days: opts.days, visitorsPerDay: opts.visitorsPerDay, end: new Date(), seed: opts.seed })
-      const result = await importHits((function* () { for (const h of hits) yield JSON.stringify(h) })(), ingestor)
+      const result = await runImport((function* () { for (const h of hits) yield JSON.stringify(h) })(), { olap: stores.olap, store: stores.store, geo: dbipGeo() })
       // days the hits landed in are rebuilt now rather than at the server's next refresh
       if (result.imported) await refreshRollups(stores.olap, stores.store, new Date(), ROLLUP_ALL_DAYS)
       process.stdout.write(`${JSON.stringify({ imported: result.imported, rejected: result.rejected })}\n`)

@@ -5,9 +5,7 @@ import { SingleBar } from 'cli-progress'
 import { Command } from 'commander'
 import { openNodeStores } from '../lib/home/node'
 import { dbipGeo } from '../lib/ingest/geo-node'
-import { importHits } from '../lib/ingest/import'
-import { Ingestor } from '../lib/ingest/pipeline'
-import { BufferedSink } from '../lib/ingest/sink'
+import { runImport } from '../lib/ingest/import'
 import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/query/rollup'
 
 const program = new Command('import')
@@ -15,16 +13,13 @@ const program = new Command('import')
   .option('--file <path>', 'NDJSON file (default: standard input)')
   .action(async (opts: { file?: string }) => {
     const stores = await openNodeStores(process.env, { viaRunningServer: true })
-    // inserts run on the engine while the next chunks are parsed and enriched; all are in before the summary
-    const sink = new BufferedSink(stores.olap, stores.store, { maxRows: 20_000, intervalMs: 1000 })
-    const ingestor = new Ingestor({ store: stores.store, sink, geo: dbipGeo(), now: () => new Date() })
     const input = opts.file ? createReadStream(opts.file) : process.stdin
     const total = opts.file ? (await stat(opts.file)).size : 0
     const bar = process.stderr.isTTY && total ? new SingleBar({ format: 'importing [{bar}] {percentage}% | {lines} lines', stream: process.stderr }) : null
     bar?.start(total, 0, { lines: 0 })
     try {
-      const result = await importHits(createInterface({ input, crlfDelay: Infinity }), ingestor, ({ bytes, lines }) => bar?.update(Math.min(bytes, total), { lines }))
-      await sink.close()
+      const lines = createInterface({ input, crlfDelay: Infinity })
+      const result = await runImport(lines, { olap: stores.olap, store: stores.store, geo: dbipGeo() }, ({ bytes, lines }) => bar?.update(Math.min(bytes, total), { lines }))
       bar?.stop()
       for (const { line, error } of result.errors) process.stderr.write(`line ${line}: ${error}\n`)
       if (result.rejected > result.errors.length) process.stderr.write(`... and ${result.rejected - result.errors.length} more rejected lines\n`)

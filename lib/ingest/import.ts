@@ -1,5 +1,9 @@
 import { missingKindField, parseHit } from './hit'
-import type { IngestItem, Ingestor } from './pipeline'
+import type { Olap } from '../olap/types'
+import type { Store } from '../store'
+import type { GeoLookup } from './geo'
+import { type IngestItem, Ingestor } from './pipeline'
+import { BufferedSink } from './sink'
 
 export interface ImportResult {
   imported: number
@@ -54,6 +58,9 @@ export async function importHits(
     })
     chunk = []
     onProgress?.({ lines: lineNumber, bytes })
+    // a turn of the event loop: the sink sees its finished insert and starts the next one while
+    // the next chunk is enriched (promises alone would keep it waiting until the import ends)
+    await new Promise((resolve) => setImmediate(resolve))
   }
   for await (const text of lines) {
     lineNumber++
@@ -66,4 +73,23 @@ export async function importHits(
   }
   if (chunk.length) await flush()
   return result
+}
+
+/**
+ * An import with its own ingestor and buffered sink, as the CLIs run it: inserts go to the engine
+ * while the next chunks are enriched, and everything is stored before it returns.
+ */
+export async function runImport(
+  lines: AsyncIterable<string> | Iterable<string>,
+  deps: { olap: Olap; store: Store; geo?: GeoLookup },
+  onProgress?: (done: { lines: number; bytes: number }) => void,
+): Promise<ImportResult> {
+  // an insert starts as soon as the one before is done, with up to 50k rows
+  const sink = new BufferedSink(deps.olap, deps.store, { maxRows: 50_000, intervalMs: 100 })
+  const ingestor = new Ingestor({ store: deps.store, sink, geo: deps.geo, now: () => new Date() })
+  try {
+    return await importHits(lines, ingestor, onProgress)
+  } finally {
+    await sink.close()
+  }
 }
