@@ -126,16 +126,17 @@ function isIPv6(value: string): boolean {
   }
 }
 
-function props(value: unknown, path: string) {
+/** A flat object of strings (at most `maxText` long), finite numbers and booleans, and null where allowed. */
+function scalars(value: unknown, path: string, rules: { maxText: number; nullable: boolean; maxKeys?: number; maxKeyLength?: number }) {
   if (!isObject(value)) fail(path, 'expected an object')
   let count = 0
   for (const key in value) {
-    if (++count > 30) fail(path, 'at most 30 properties')
-    if (key.length < 1 || key.length > 200) fail(path, 'property names have 1 to 200 characters')
+    if (rules.maxKeys !== undefined && ++count > rules.maxKeys) fail(path, `at most ${rules.maxKeys} properties`)
+    if (rules.maxKeyLength !== undefined && (key.length < 1 || key.length > rules.maxKeyLength)) fail(path, `property names have 1 to ${rules.maxKeyLength} characters`)
     const v = value[key]
-    if (typeof v === 'string') text(v, `${path}.${key}`, 2000)
+    if (typeof v === 'string') text(v, `${path}.${key}`, rules.maxText)
     else if (typeof v === 'number') finite(v, `${path}.${key}`)
-    else if (typeof v !== 'boolean') fail(`${path}.${key}`, 'expected a string, number or boolean')
+    else if (typeof v !== 'boolean' && !(rules.nullable && v === null)) fail(`${path}.${key}`, `expected a string, number${rules.nullable ? ', boolean or null' : ' or boolean'}`)
   }
 }
 
@@ -150,7 +151,7 @@ function checkHit(input: unknown, from: 'browser' | 'import'): Hit {
   hit.url = httpUrl(hit.url, 'url')
   if (hit.referrer != null) text(hit.referrer, 'referrer', 4000)
   if (hit.screenWidth != null) integer(hit.screenWidth, 'screenWidth', 0, 100_000)
-  if (hit.props != null) props(hit.props, 'props')
+  if (hit.props != null) scalars(hit.props, 'props', { maxText: 2000, nullable: false, maxKeys: 30, maxKeyLength: 200 })
   if (hit.revenue != null) {
     const revenue = object(hit.revenue, 'revenue', REVENUE_FIELDS)
     if (!(typeof revenue.amount === 'string' ? AMOUNT.test(revenue.amount) : Number.isFinite(revenue.amount))) fail('revenue.amount', 'must be a decimal amount')
@@ -178,16 +179,7 @@ function checkHit(input: unknown, from: 'browser' | 'import'): Hit {
     if (!VITAL_NAMES.has(vital.name as string)) fail('vital.name', `must be one of ${[...VITAL_NAMES].join(', ')}`)
     if (finite(vital.value, 'vital.value') < 0) fail('vital.value', 'must not be negative')
     if (vital.rating !== undefined && !VITAL_RATINGS.has(vital.rating as string)) fail('vital.rating', `must be one of ${[...VITAL_RATINGS].join(', ')}`)
-    if (vital.attribution !== undefined) {
-      if (!isObject(vital.attribution)) fail('vital.attribution', 'expected an object')
-      for (const key in vital.attribution) {
-        const v = vital.attribution[key]
-        const path = `vital.attribution.${key}`
-        if (typeof v === 'string') text(v, path, 1000)
-        else if (typeof v === 'number') finite(v, path)
-        else if (v !== null && typeof v !== 'boolean') fail(path, 'expected a string, number, boolean or null')
-      }
-    }
+    if (vital.attribution !== undefined) scalars(vital.attribution, 'vital.attribution', { maxText: 1000, nullable: true })
   }
   if (hit.engagement !== undefined) {
     const engagement = object(hit.engagement, 'engagement', ENGAGEMENT_FIELDS)

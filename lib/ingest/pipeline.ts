@@ -135,7 +135,8 @@ interface Prepared {
 interface Run {
   first: Prepared
   until: number
-  attrs: VisitAttrs
+  /** Those of the visit the run belongs to, once known. */
+  attrs?: VisitAttrs
   sessionId?: string
   sessionStart?: string
 }
@@ -153,7 +154,7 @@ function stringProps(props: Record<string, unknown> | null | undefined, prefix =
 function eventRow(p: Prepared): Row {
   const { hit } = p.item
   const { kind, url, run } = p
-  const a = run!.attrs
+  const a = run!.attrs!
   let props = stringProps(hit.props)
   if (hit.vital?.attribution) props = { ...props, ...stringProps(hit.vital.attribution, 'attribution.') }
   return {
@@ -342,7 +343,7 @@ export class Ingestor {
       let run = open.get(key)
       if (run && p.at - run.until <= VISIT_GAP_MS) run.until = p.at
       else {
-        run = { first: p, until: p.at, attrs: null as unknown as VisitAttrs }
+        run = { first: p, until: p.at }
         open.set(key, run)
         runs.push(run)
       }
@@ -366,7 +367,7 @@ export class Ingestor {
       const session = sessions[i]
       const attrs = session.attrs ? (JSON.parse(session.attrs) as VisitAttrs) : startedHere.get(session.id)
       if (attrs) run.attrs = attrs
-      else startedHere.set(session.id, run.attrs)
+      else startedHere.set(session.id, run.attrs!)
       run.sessionId = session.id
       run.sessionStart = clickhouseTime(session.start)
     })
