@@ -71,6 +71,10 @@ function text(value: unknown, path: string, max: number, min = 0): string {
 
 const optionalText = (value: unknown, path: string, max: number) => value === undefined || text(value, path, max)
 
+function optionalTexts(value: Obj, path: string, limits: Record<string, number>) {
+  for (const field in limits) optionalText(value[field], `${path}.${field}`, limits[field])
+}
+
 function integer(value: unknown, path: string, min: number, max: number): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value)) fail(path, 'expected an integer')
   if (value < min || value > max) fail(path, `must be from ${min} to ${max}`)
@@ -103,11 +107,15 @@ const fields = (...names: string[]) => new Set(names)
 const BROWSER_FIELDS = fields('site', 'name', 'url', 'referrer', 'screenWidth', 'props', 'revenue', 'click', 'error', 'vital', 'engagement', 'form')
 const IMPORT_FIELDS = new Set([...BROWSER_FIELDS, 'timestamp', 'ip', 'userAgent'])
 const REVENUE_FIELDS = fields('amount', 'currency')
-const CLICK_FIELDS = fields('selector', 'text', 'tag', 'href', 'interactive', 'dead')
-const ERROR_FIELDS = fields('name', 'message', 'stack', 'source', 'line')
+// the optional text fields of the nested objects and their longest lengths; the objects' fields follow
+const CLICK_TEXTS = { selector: 500, text: 500, tag: 40, href: 4000 }
+const ERROR_TEXTS = { name: 200, stack: 8000, source: 4000 }
+const FORM_TEXTS = { selector: 500, action: 4000 }
+const CLICK_FIELDS = fields(...Object.keys(CLICK_TEXTS), 'interactive', 'dead')
+const ERROR_FIELDS = fields(...Object.keys(ERROR_TEXTS), 'message', 'line')
 const VITAL_FIELDS = fields('name', 'value', 'rating', 'attribution')
 const ENGAGEMENT_FIELDS = fields('ms', 'scroll')
-const FORM_FIELDS = fields('selector', 'action')
+const FORM_FIELDS = fields(...Object.keys(FORM_TEXTS))
 const VITAL_NAMES = fields('LCP', 'INP', 'CLS', 'FCP', 'TTFB')
 const VITAL_RATINGS = fields('good', 'needs-improvement', 'poor')
 const AMOUNT = /^-?\d{1,14}(\.\d{1,4})?$/
@@ -159,19 +167,14 @@ function checkHit(input: unknown, from: 'browser' | 'import'): Hit {
   }
   if (hit.click !== undefined) {
     const click = object(hit.click, 'click', CLICK_FIELDS)
-    optionalText(click.selector, 'click.selector', 500)
-    optionalText(click.text, 'click.text', 500)
-    optionalText(click.tag, 'click.tag', 40)
-    optionalText(click.href, 'click.href', 4000)
+    optionalTexts(click, 'click', CLICK_TEXTS)
     boolean(click.interactive, 'click.interactive')
     boolean(click.dead, 'click.dead')
   }
   if (hit.error !== undefined) {
     const error = object(hit.error, 'error', ERROR_FIELDS)
-    optionalText(error.name, 'error.name', 200)
+    optionalTexts(error, 'error', ERROR_TEXTS)
     text(error.message, 'error.message', 2000)
-    optionalText(error.stack, 'error.stack', 8000)
-    optionalText(error.source, 'error.source', 4000)
     if (error.line !== undefined) integer(error.line, 'error.line', 0, Number.MAX_SAFE_INTEGER)
   }
   if (hit.vital !== undefined) {
@@ -188,8 +191,7 @@ function checkHit(input: unknown, from: 'browser' | 'import'): Hit {
   }
   if (hit.form !== undefined) {
     const form = object(hit.form, 'form', FORM_FIELDS)
-    optionalText(form.selector, 'form.selector', 500)
-    optionalText(form.action, 'form.action', 4000)
+    optionalTexts(form, 'form', FORM_TEXTS)
   }
   if (hit.timestamp !== undefined && (typeof hit.timestamp !== 'string' || !DATETIME.test(hit.timestamp))) {
     fail('timestamp', 'expected an ISO 8601 date and time with an offset, like 2026-11-20T10:00:00Z')

@@ -125,7 +125,8 @@ interface Prepared {
   url: URL
   pathname: string
   kind: EventKind
-  saltKey: string
+  /** The daily salt of the hit's site and site-local day, as the cache holds it. */
+  salt: Promise<string>
   visitorId: string
   errorId: string
   run?: Run
@@ -237,13 +238,12 @@ export class Ingestor {
     return geo
   }
 
-  /** The daily salt of `siteId:day`. */
-  private salt(key: string): Promise<string> {
+  private salt(siteId: string, day: string): Promise<string> {
+    const key = `${siteId}:${day}`
     let salt = this.salts.get(key)
     if (!salt) {
       if (this.salts.size > 100_000) this.salts.clear()
-      const cut = key.indexOf(':')
-      salt = this.deps.store.dailySalt(key.slice(0, cut), key.slice(cut + 1), `s_${randomString(32)}`)
+      salt = this.deps.store.dailySalt(siteId, day, `s_${randomString(32)}`)
       salt.catch(() => this.salts.delete(key))
       this.salts.set(key, salt)
     }
@@ -289,7 +289,7 @@ export class Ingestor {
     const prepared: Prepared[] = []
     const bots: Row[] = []
     const botOrgs: string[] = []
-    const saltKeys = new Map<string, Promise<string>>()
+    const salts = new Set<Promise<string>>()
     items.forEach((item, index) => {
       const { hit } = item
       const site = sites.get(hit.site)
@@ -317,16 +317,17 @@ export class Ingestor {
       if (kind === 'click') kind = linkKind(hit.click?.href, url, site.tracking.affiliatePaths) ?? 'click'
       const toggle = TRACKING_TOGGLES[kind]
       if (toggle && site.tracking[toggle] === false) return void (outcomes[index] = { status: 'dropped', reason: `${toggle} is off` })
-      const saltKey = `${site.id}:${localDay(new Date(at), site.timezone)}`
-      if (!saltKeys.has(saltKey)) saltKeys.set(saltKey, this.salt(saltKey))
-      prepared.push({ index, item, site, at, url, pathname, kind, saltKey, visitorId: '', errorId: '0' })
+      const salt = this.salt(site.id, localDay(new Date(at), site.timezone))
+      salts.add(salt)
+      prepared.push({ index, item, site, at, url, pathname, kind, salt, visitorId: '', errorId: '0' })
     })
 
     // 2. visitor ids: the day's salt, then one hash each (error groups hashed alongside)
-    const salts = new Map(await Promise.all([...saltKeys].map(async ([key, salt]) => [key, await salt] as const)))
+    // the salts of the batch's days, each awaited once (a settled promise is read after that)
+    const saltOf = new Map(await Promise.all([...salts].map(async (salt) => [salt, await salt] as const)))
     const errors = prepared.filter((p) => p.item.hit.error)
     const hashes = await hash64Many([
-      ...prepared.map((p) => `${salts.get(p.saltKey)}|${p.site.id}|${p.item.ip}|${p.item.userAgent}`),
+      ...prepared.map((p) => `${saltOf.get(p.salt)}|${p.site.id}|${p.item.ip}|${p.item.userAgent}`),
       ...errors.map((p) => errorGroup(p.item.hit.error!)),
     ])
     prepared.forEach((p, i) => (p.visitorId = hashes[i]))
