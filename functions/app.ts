@@ -1,11 +1,8 @@
 import { Hono } from 'hono'
-import { ApiError } from '../lib/errors'
-import { mountEndpoints } from '../lib/registry'
 import type { Services } from '../lib/services'
-import { mountCollector } from './collector'
-import { mountMcp } from './mcp'
-import { mountPublic } from './public'
-import { endpoints } from './v1/index'
+import { allowedMethods, mountEndpoints } from './http'
+import { asApiError } from './invoke'
+import { endpoints } from './registry'
 
 const CORS_EXPOSE_HEADERS = 'RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After'
 const CORS_ALLOW_HEADERS = 'Authorization, x-api-key, Content-Type, mcp-protocol-version, mcp-session-id'
@@ -31,28 +28,23 @@ export function createApp(services: Services) {
     return c.body(null, 204)
   })
 
-  app.get('/health', async (c) => {
-    const checks = await Promise.allSettled([services.olap.query('SELECT 1 AS ok'), services.store.countOrgs()])
-    const [olap, kv] = checks.map((r) => (r.status === 'fulfilled' ? 'ok' : 'unavailable'))
-    const healthy = olap === 'ok' && kv === 'ok'
-    return c.json({ status: healthy ? 'ok' : 'degraded', clickhouse: olap, keyValue: kv }, healthy ? 200 : 503)
+  mountEndpoints(app, endpoints, services)
+
+  const methodsOf = allowedMethods(endpoints)
+  app.notFound((c) => {
+    const path = new URL(c.req.url).pathname
+    const allowed = methodsOf(path)
+    if (allowed && c.req.method !== 'OPTIONS') {
+      c.header('Allow', [...allowed, 'OPTIONS'].join(', '))
+      return c.json({ error: `${c.req.method} is not allowed on ${path}; use ${allowed.join(' or ')}` }, 405)
+    }
+    return c.json({ error: `no endpoint ${c.req.method} ${path}` }, 404)
   })
 
-  mountEndpoints(app, endpoints, services)
-  mountMcp(app, endpoints, services)
-  mountCollector(app, services)
-  mountPublic(app, services)
-
-  app.notFound((c) => c.json({ error: `no endpoint ${c.req.method} ${new URL(c.req.url).pathname}` }, 404))
-
   app.onError((err, c) => {
-    if (err instanceof ApiError) {
-      for (const [name, value] of Object.entries(err.headers)) c.header(name, value)
-      return c.json({ error: err.message }, err.status)
-    }
-    const requestId = crypto.randomUUID()
-    console.error(JSON.stringify({ level: 'error', requestId, method: c.req.method, path: new URL(c.req.url).pathname, error: String((err as Error)?.stack ?? err) }))
-    return c.json({ error: `internal error (request ${requestId})` }, 500)
+    const failure = asApiError(err, c.req.raw)
+    for (const [name, value] of Object.entries(failure.headers)) c.header(name, value)
+    return c.json({ error: failure.message }, failure.status)
   })
 
   return app

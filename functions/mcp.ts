@@ -1,13 +1,12 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js'
-import type { Context, Hono } from 'hono'
-import { sha256Hex } from '../lib/keys'
+import { z } from 'zod'
 import { ApiError } from '../lib/errors'
-import type { ApiKeyRecord } from '../lib/keys'
-import { toolInputSchema } from '../lib/openapi'
-import { type Endpoint, pathParamNames } from '../lib/registry'
-import type { Services } from '../lib/services'
+import { type ApiKeyRecord, sha256Hex } from '../lib/keys'
+import { type Endpoint, defineEndpoint, isJsonAnswer, pathParamNames } from './endpoint'
+import { admit, asApiError, invoke, siteFor } from './invoke'
+import { outputSchema, toolInputSchema } from './openapi'
 
 /** The tools a key may see: reads for every key, writes for write keys, org-wide tools not for site-bound keys. */
 export function toolsFor(endpoints: Endpoint[], key: Pick<ApiKeyRecord, 'scope' | 'siteId'>) {
@@ -16,79 +15,80 @@ export function toolsFor(endpoints: Endpoint[], key: Pick<ApiKeyRecord, 'scope' 
   )
 }
 
-/** Turns a tool call into the HTTP request of its endpoint: path parameters, query string, JSON body. */
-export function toolRequest(endpoint: Endpoint, args: Record<string, unknown>, origin: string, bearer: string): Request {
-  const inPath = new Set(pathParamNames(endpoint.path))
-  const paramNames = new Set(Object.keys(endpoint.params?.shape ?? {}))
-  const path = endpoint.path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(String(args[name] ?? '')))
-  const url = new URL(path, origin)
+/**
+ * A tool's arguments as the endpoint takes them: path and query parameters as the strings a URL
+ * would carry, the rest as the JSON body.
+ */
+export function toolInput(endpoint: Endpoint, args: Record<string, unknown>): { params: Record<string, unknown>; body?: unknown } {
+  const paramNames = new Set([...pathParamNames(endpoint.path), ...Object.keys(endpoint.params?.shape ?? {})])
+  const params: Record<string, unknown> = {}
   const body: Record<string, unknown> = {}
   for (const [name, value] of Object.entries(args)) {
-    if (inPath.has(name) || value === undefined) continue
-    if (paramNames.has(name) || !endpoint.body) url.searchParams.set(name, typeof value === 'string' ? value : JSON.stringify(value))
+    if (value === undefined) continue
+    if (paramNames.has(name) || !endpoint.body) params[name] = typeof value === 'string' ? value : JSON.stringify(value)
     else body[name] = value
   }
-  return new Request(url, {
-    method: endpoint.method,
-    headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' },
-    body: endpoint.body ? JSON.stringify(body) : undefined,
-  })
+  return { params, body: endpoint.body ? body : undefined }
 }
 
 const MCP_INSTRUCTIONS =
   'Web analytics for the sites of one organization. Start with whoami, then list_sites for site ids (a UUID or the snippet id both work as site_id). ' +
   'Counts are integers; bounceRate is a fraction from 0 to 1, not a percentage; durations are seconds. Relative ranges resolve in the site timezone.'
 
+const BEARER = /^Bearer\s+(\S+)\s*$/i
+
 /**
  * The MCP tool server at /api/mcp: stateless Streamable HTTP with JSON responses, one tool per
- * registered endpoint. A tool call is dispatched through the same app as a REST call with the
- * caller's key, so validation, site checks and the per-key rate limit are the endpoint's own.
+ * registered endpoint. The key is looked up once per request; each tool call is then admitted
+ * (scope, one request against the key's budget) and invoked like the REST call.
  */
-export function mountMcp(app: Hono, endpoints: Endpoint[], services: Services) {
-  const byTool = new Map(endpoints.filter((e) => e.tool).map((e) => [e.tool!, e]))
+export function mcpEndpoint(registry: () => Endpoint[]) {
+  return defineEndpoint({
+    method: 'POST',
+    path: '/api/mcp',
+    scope: 'public',
+    tool: null,
+    summary: 'The MCP tool server: stateless Streamable HTTP, JSON-RPC over POST, one tool per endpoint. Authorization: Bearer <API_KEY>.',
+    description:
+      'Tools are the endpoints of this API with the same parameters, checks and per-key rate limit; a read key sees the read tools, a write key all of them. A tool call counts one request against the key.',
+    validatesOwnInput: true,
+    body: z.looseObject({ jsonrpc: z.literal('2.0'), method: z.string() }).describe('A JSON-RPC 2.0 message'),
+    response: { mediaType: 'application/json', description: 'A JSON-RPC 2.0 answer' },
+    async handler(ctx) {
+      const bearer = BEARER.exec(ctx.request.headers.get('authorization') ?? '')?.[1]
+      if (!bearer) throw new ApiError(401, 'missing API key: send Authorization: Bearer <API_KEY>')
+      const presented = { credential: { secret: bearer, via: 'header' as const }, hash: await sha256Hex(bearer) }
+      const key = await ctx.services.store.getApiKeyByHash(presented.hash)
+      if (!key) throw new ApiError(401, 'invalid API key')
 
-  app.on(['GET', 'DELETE'], '/api/mcp', (c) => {
-    c.header('Allow', 'POST')
-    return c.json({ error: 'the MCP endpoint is stateless: send JSON-RPC with POST' }, 405)
+      const visible = toolsFor(registry(), key)
+      const byTool = new Map(visible.map((e) => [e.tool!, e]))
+      const server = new Server({ name: 'web-analytics', version: '1.0.0' }, { capabilities: { tools: {} }, instructions: MCP_INSTRUCTIONS })
+      server.setRequestHandler(ListToolsRequestSchema, async () => ({
+        tools: visible.map((e) => ({
+          name: e.tool!,
+          description: e.description ?? e.summary,
+          inputSchema: toolInputSchema(e) as { type: 'object'; properties: Record<string, object> },
+          ...(isJsonAnswer(e.response) ? { outputSchema: outputSchema(e.response) as { type: 'object'; properties: Record<string, object> } } : {}),
+          annotations: { readOnlyHint: e.method === 'GET', destructiveHint: e.method === 'DELETE', idempotentHint: e.method !== 'POST' },
+        })),
+      }))
+      server.setRequestHandler(CallToolRequestSchema, async (request) => {
+        const endpoint = byTool.get(request.params.name)
+        if (!endpoint) throw new McpError(ErrorCode.InvalidParams, `unknown tool ${request.params.name} for this key`)
+        try {
+          const admitted = await admit(ctx.services, endpoint, presented, ctx.background, key)
+          const call = { ...ctx, key: admitted.key, site: (id: string) => siteFor(ctx.services, admitted.key, id) }
+          const result = await invoke(endpoint, call, toolInput(endpoint, request.params.arguments ?? {}))
+          return { content: [{ type: 'text' as const, text: JSON.stringify(result) }], structuredContent: result as Record<string, unknown> }
+        } catch (err) {
+          const failure = asApiError(err, ctx.request)
+          return { isError: true, content: [{ type: 'text' as const, text: `${failure.status}: ${failure.message}` }], structuredContent: { status: failure.status, error: failure.message } }
+        }
+      })
+      const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
+      await server.connect(transport)
+      return transport.handleRequest(ctx.request)
+    },
   })
-
-  app.post('/api/mcp', async (c) => {
-    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header('authorization') ?? '')?.[1]
-    if (!bearer) throw new ApiError(401, 'missing API key: send Authorization: Bearer <API_KEY>')
-    const key = await services.store.getApiKeyByHash(await sha256Hex(bearer))
-    if (!key) throw new ApiError(401, 'invalid API key')
-
-    const visible = toolsFor(endpoints, key)
-    const server = new Server({ name: 'web-analytics', version: '1.0.0' }, { capabilities: { tools: {} }, instructions: MCP_INSTRUCTIONS })
-    server.setRequestHandler(ListToolsRequestSchema, async () => ({
-      tools: visible.map((e) => ({
-        name: e.tool!,
-        description: e.description ?? e.summary,
-        inputSchema: toolInputSchema(e) as { type: 'object'; properties: Record<string, object> },
-        annotations: { readOnlyHint: e.method === 'GET', destructiveHint: e.method === 'DELETE', idempotentHint: e.method !== 'POST' },
-      })),
-    }))
-    server.setRequestHandler(CallToolRequestSchema, async (request) => {
-      const endpoint = byTool.get(request.params.name)
-      if (!endpoint || !visible.includes(endpoint)) throw new McpError(ErrorCode.InvalidParams, `unknown tool ${request.params.name} for this key`)
-      const response = await app.fetch(toolRequest(endpoint, request.params.arguments ?? {}, new URL(c.req.url).origin, bearer), c.env, executionContext(c))
-      const text = await response.text()
-      const json = text ? JSON.parse(text) : {}
-      if (!response.ok) {
-        return { isError: true, content: [{ type: 'text' as const, text: `${response.status}: ${json.error ?? text}` }], structuredContent: { status: response.status, error: json.error ?? text } }
-      }
-      return { content: [{ type: 'text' as const, text }], structuredContent: json }
-    })
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
-    await server.connect(transport)
-    return transport.handleRequest(c.req.raw)
-  })
-}
-
-function executionContext(c: Context) {
-  try {
-    return c.executionCtx
-  } catch {
-    return undefined
-  }
 }

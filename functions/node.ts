@@ -1,14 +1,14 @@
 import { rmSync, writeFileSync } from 'node:fs'
 import { Resolver, lookup } from 'node:dns/promises'
 import { serve } from '@hono/node-server'
-import { getConnInfo } from '@hono/node-server/conninfo'
+import type { IncomingMessage } from 'node:http'
 import { z } from 'zod'
 import { createDemo } from '../lib/demo'
 import { demoHits } from '../lib/ingest/demo-traffic'
 import { ROLLUP_ALL_DAYS, ROLLUP_RECENT_DAYS, refreshRollups } from '../lib/query/rollup'
 import { importHits } from '../lib/ingest/import'
 import { dataDir, localInfoFile, localToken, openNodeStores } from '../lib/home/node'
-import { localEndpointsApp } from '../lib/home/local-endpoints'
+import { localEndpointsApp } from './local-endpoints'
 import { migrate } from '../lib/olap/migrate'
 import { loadMigrations } from '../lib/olap/migrations-node'
 import { guardedFetch } from '../lib/outbound'
@@ -63,9 +63,10 @@ const services: Services = {
       lookup: async (host: string) => [...(await resolver.resolve4(host).catch(() => [])), ...(await resolver.resolve6(host).catch(() => []))],
     }
   })(),
-  clientAddress: (c) => {
-    const forwarded = env.TRUST_PROXY === '1' ? c.req.header('x-forwarded-for')?.split(',')[0].trim() : undefined
-    return (forwarded || getConnInfo(c).remote.address || '').replace(/^::ffff:(?=\d+\.)/, '')
+  clientAddress: (request, bindings) => {
+    const forwarded = env.TRUST_PROXY === '1' ? request.headers.get('x-forwarded-for')?.split(',')[0].trim() : undefined
+    const socket = (bindings as { incoming?: IncomingMessage }).incoming?.socket
+    return (forwarded || socket?.remoteAddress || '').replace(/^::ffff:(?=\d+\.)/, '')
   },
   fetch: guardedFetch({
     allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === '1',

@@ -74,7 +74,7 @@ function appFor(rawEnv: WorkerEnv) {
     // nothing outlives a request on Workers: hits are inserted (async inserts) before the 202; geo comes from request.cf
     ingestor: new Ingestor({ store, sink: directSink(olap, store), now }),
     liveCache: cacheApiLiveCache(),
-    clientAddress: (c) => c.req.header('cf-connecting-ip') ?? '',
+    clientAddress: (request) => request.headers.get('cf-connecting-ip') ?? '',
     fetch: outbound,
     dns: dohResolver(outbound),
     publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),

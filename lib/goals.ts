@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { siteRefSchema } from './sites'
 
 export interface Goal {
   id: string
@@ -11,7 +12,7 @@ export interface Goal {
 }
 
 export const goalInputSchema = z.strictObject({
-  site_id: z.string().min(1).max(64),
+  site_id: siteRefSchema,
   name: z.string().trim().min(1).max(120).optional(),
   type: z.enum(['event', 'page']),
   matchValue: z.string().trim().min(1).max(500),

@@ -1,4 +1,3 @@
-import type { Context } from 'hono'
 import type { DnsResolver } from './ingest/bots'
 import type { Ingestor } from './ingest/pipeline'
 import type { Olap } from './olap/types'
@@ -16,8 +15,8 @@ export interface Services {
   fetch: typeof fetch
   /** The one ingestion path for browser hits and imports. */
   ingestor: Ingestor
-  /** The client's address as this home knows it (socket, trusted proxy header, or CF-Connecting-IP). */
-  clientAddress(c: Context): string
+  /** The client's address as this home knows it (socket, trusted proxy header, or CF-Connecting-IP); `env` is the home's per-request environment. */
+  clientAddress(request: Request, env: unknown): string
   /** Requests share one long-lived process (Node): concurrent identical work may be coalesced in memory. */
   sharedProcess?: boolean
   /** Answers of the public live count, kept for their TTL. */

@@ -3,6 +3,9 @@ import { ApiError } from './errors'
 import { randomString } from './keys'
 
 export const SOURCES = ['standalone', 'ga4'] as const
+
+/** How a caller names a site: its UUID or its public snippet id. */
+export const siteRefSchema = z.string().min(1, 'required').max(64).describe('Site UUID or public snippet id (the data-site value)')
 export type Source = (typeof SOURCES)[number]
 
 const pathPattern = z.string().min(1).max(500).regex(/^\//, 'must start with /')
@@ -147,15 +150,8 @@ export const SNIPPET_ID_PATTERN = /^[a-z0-9]{10}$/
 export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 function checkPrimarySource(sources: Source[], primary: Source): Source {
-  if (!sources.includes(primary)) throw new SiteInputError(`primarySource: "${primary}" is not one of the site's sources (${sources.join(', ')})`)
+  if (!sources.includes(primary)) throw new ApiError(400, `primarySource: "${primary}" is not one of the site's sources (${sources.join(', ')})`)
   return primary
-}
-
-/** An inconsistent site change: a 400 naming the field. */
-export class SiteInputError extends ApiError {
-  constructor(message: string) {
-    super(400, message)
-  }
 }
 
 export function newSite(input: z.infer<typeof siteCreateSchema>, orgId: string, now: Date): Site {
@@ -194,7 +190,7 @@ export function newSite(input: z.infer<typeof siteCreateSchema>, orgId: string, 
   }
 }
 
-/** Applies a validated flat patch; throws SiteInputError when the result would be inconsistent. */
+/** Applies a validated flat patch; a 400 naming the field when the result would be inconsistent. */
 export function applySitePatch(site: Site, patch: SitePatch): Site {
   const next: Site = structuredClone(site)
   for (const group of Object.keys(writable) as Group[]) {
@@ -220,3 +216,41 @@ export function siteView(site: Site, baseUrl: string) {
     snippet: `<script defer data-site="${site.snippetId}" src="${scriptHost}/js/script.js"></script>`,
   }
 }
+
+const groupSchema = <G extends Group>(group: G) => z.object(writable[group] as (typeof writable)[G])
+
+/** The answer of every site read and write: the site as siteView shows it. */
+export const siteViewSchema = z.object({
+  id: z.uuid(),
+  snippetId: z.string().describe('The public data-site value; works as site_id too'),
+  domain: z.string(),
+  timezone: z.string(),
+  sources: z.array(z.enum(SOURCES)),
+  primarySource: z.enum(SOURCES),
+  standaloneEnabled: z.boolean(),
+  createdAt: z.string(),
+  tracking: groupSchema('tracking').extend({ customDomain: z.string().nullable() }),
+  changeDetection: groupSchema('changeDetection').extend({ crawlStatus: z.enum(['pending', 'ok', 'failed']) }),
+  sharing: groupSchema('sharing'),
+  appearance: groupSchema('appearance'),
+  integrations: z.object({
+    ga4: z.object({ connected: z.boolean(), propertyId: z.string().nullable() }),
+    searchConsole: z.object({ connected: z.boolean(), siteUrl: z.string().nullable() }),
+  }),
+  alerts: z.object({
+    weeklyReport: z.boolean(),
+    monthlyReport: z.boolean(),
+    spikeAlerts: z.boolean(),
+    dropAlerts: z.boolean(),
+    spikeThreshold: z.number(),
+    dropThreshold: z.number(),
+    backlinkAlerts: z.boolean(),
+    vitalsAlerts: z.boolean(),
+    recipients: z.array(z.string()),
+    webhookUrl: z.string().nullable(),
+    source: z.enum(SOURCES).nullable(),
+  }),
+  install: z.object({ installed: z.boolean(), firstEventAt: z.string().nullable(), lastEventAt: z.string().nullable(), checkedAt: z.string().nullable() }),
+  imports: z.array(z.object({ source: z.enum(SOURCES), from: z.string(), to: z.string(), importedAt: z.string() })),
+  snippet: z.string().describe('The tracking snippet to paste'),
+})

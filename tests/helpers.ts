@@ -1,8 +1,12 @@
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { isDeepStrictEqual } from 'node:util'
 import { Redis } from '@upstash/redis'
+import { z } from 'zod'
 import { createApp } from '../functions/app'
+import { isJsonAnswer } from '../functions/endpoint'
+import { endpoints } from '../functions/registry'
 import { createApiKey, createOrg } from '../lib/admin'
 import { EmbeddedRedis } from '../lib/kv/embedded'
 import { type RawRedis, rawRequester } from '../lib/kv/raw'
@@ -57,7 +61,7 @@ export async function testServices(options: { kv?: KvKind; now?: () => Date; lim
     store,
     // inserts before answering, so a test reads what it sent; the site cache is off so settings apply at once
     ingestor: new Ingestor({ store, sink: directSink(olap, store), geo: dbipGeo(), now, siteCacheMs: 0 }),
-    clientAddress: (c) => c.req.header('x-forwarded-for') ?? '127.0.0.1',
+    clientAddress: (request) => request.headers.get('x-forwarded-for') ?? '127.0.0.1',
     sharedProcess: true,
     liveCache: memoryLiveCache(() => now().getTime()),
     limiter: options.limiter ?? (options.kv === 'redis' ? redisRateLimiter(redis) : memoryRateLimiter(() => now().getTime())),
@@ -85,8 +89,40 @@ export async function seed(services: Services) {
   return { a, b, ingest }
 }
 
-export function client(services: Services) {
+const routes = endpoints.map((endpoint) => ({ endpoint, pattern: new RegExp(`^${endpoint.path.replace(/\./g, '\\.').replace(/\{\w+\}/g, '[^/]+')}$`) }))
+
+/**
+ * Holds a success answer to the schema its endpoint declares: the declared status, every field
+ * valid, and no field the schema leaves out (parsing drops those, so the parsed answer differs).
+ */
+export function checkAnswer(method: string, url: string, status: number, json: unknown) {
+  const path = new URL(url).pathname
+  const route = routes.find((r) => r.endpoint.method === method && r.pattern.test(path))
+  if (!route || status >= 300 || status === 0) return
+  const { endpoint } = route
+  if (status !== (endpoint.status ?? 200)) throw new Error(`${method} ${path} answered ${status}; it declares ${endpoint.status ?? 200}`)
+  if (!isJsonAnswer(endpoint.response)) return
+  const parsed = endpoint.response.safeParse(json)
+  if (!parsed.success) throw new Error(`the answer of ${method} ${path} does not match its schema:\n${z.prettifyError(parsed.error)}`)
+  if (!isDeepStrictEqual(parsed.data, json)) throw new Error(`the answer of ${method} ${path} has fields its schema does not declare: ${JSON.stringify(json).slice(0, 500)}`)
+}
+
+/** The app, with every success answer checked against its declared schema. */
+export function checkedApp(services: Services) {
   const app = createApp(services)
+  return {
+    async request(url: string, init: RequestInit = {}) {
+      const res = await app.request(url, init)
+      const type = res.headers.get('content-type') ?? ''
+      if (type.includes('application/json')) checkAnswer(init.method ?? 'GET', url, res.status, await res.clone().json())
+      else checkAnswer(init.method ?? 'GET', url, res.status, undefined)
+      return res
+    },
+  }
+}
+
+export function client(services: Services) {
+  const app = checkedApp(services)
   return async (
     method: string,
     path: string,

@@ -1,10 +1,21 @@
 import { z } from 'zod'
 import { ApiError } from '../../lib/errors'
 import { type Goal, goalInputSchema } from '../../lib/goals'
+import { siteRefSchema } from '../../lib/sites'
 import { prepareQuery, reportParams } from '../../lib/query/prepare'
 import { rangeView } from '../../lib/query/range'
 import { breakdown } from '../../lib/query/report'
-import { Reply, defineEndpoint } from '../../lib/registry'
+import { defineEndpoint } from '../endpoint'
+import { breakdownRowSchema, rangeViewSchema } from './answers'
+
+const goalSchema = z.object({
+  id: z.uuid(),
+  name: z.string(),
+  type: z.enum(['event', 'page']),
+  matchValue: z.string(),
+  currency: z.string().nullable(),
+  createdAt: z.string(),
+})
 
 const defaultName = (type: Goal['type'], matchValue: string) => (type === 'event' ? matchValue : `Visit ${matchValue}`)
 
@@ -18,6 +29,18 @@ export const goalEndpoints = [
     description:
       'visitors is unique converters; conversions counts every completion; conversionRate is converters divided by all visitors of the window, a fraction from 0 to 1; revenue sums the goal currency. A site that reads only ga4 answers available: false.',
     params: reportParams,
+    response: z.object({
+      available: z.boolean().describe('false for a site that reads only ga4'),
+      range: rangeViewSchema.optional(),
+      goals: z.array(
+        goalSchema.extend({
+          visitors: z.number().int().describe('Unique converters'),
+          conversions: z.number().int(),
+          conversionRate: z.number().describe('Converters over all visitors, 0 to 1'),
+          revenue: breakdownRowSchema.shape.revenue,
+        }),
+      ),
+    }),
     async handler(ctx, { params }) {
       const site = await ctx.site(params.site_id)
       if (!site.sources.includes('standalone')) return { available: false, goals: [] }
@@ -34,7 +57,7 @@ export const goalEndpoints = [
             visitors: Number(r?.visitors ?? 0),
             conversions: Number(r?.conversions ?? 0),
             conversionRate: Number(r?.conversionRate ?? 0),
-            ...(g.currency ? { revenue: r?.revenue ?? { amount: 0, currency: g.currency } } : {}),
+            ...(g.currency ? { revenue: (r?.revenue as { amount: number; currency: string } | undefined) ?? { amount: 0, currency: g.currency } } : {}),
           }
         }),
       }
@@ -47,6 +70,8 @@ export const goalEndpoints = [
     tool: 'create_goal',
     summary: 'Defines a goal: an event name, or a page path where * matches anything; optional ISO 4217 currency for revenue.',
     body: goalInputSchema,
+    status: 201,
+    response: goalSchema,
     async handler({ services, site }, { body }) {
       const target = await site(body.site_id)
       const goals = await services.store.listGoals(target.id)
@@ -54,7 +79,7 @@ export const goalEndpoints = [
       if (goals.some((g) => g.name === name)) throw new ApiError(409, `name: the site already has a goal named "${name}"`)
       const goal: Goal = { id: crypto.randomUUID(), name, type: body.type, matchValue: body.matchValue, currency: body.currency ?? null, createdAt: services.now().toISOString() }
       await services.store.saveGoal(target.id, goal)
-      return new Reply(201, goal)
+      return goal
     },
   }),
   defineEndpoint({
@@ -63,7 +88,8 @@ export const goalEndpoints = [
     scope: 'write',
     tool: 'update_goal',
     summary: 'Redefines a goal: any of name, type, matchValue and currency.',
-    body: goalInputSchema.partial().extend({ site_id: z.string().min(1).max(64), goal_id: z.uuid({ message: 'must be a goal id' }) }),
+    body: goalInputSchema.partial().extend({ site_id: siteRefSchema, goal_id: z.uuid({ message: 'must be a goal id' }) }),
+    response: goalSchema,
     async handler({ services, site }, { body }) {
       const target = await site(body.site_id)
       const goals = await services.store.listGoals(target.id)
@@ -87,11 +113,12 @@ export const goalEndpoints = [
     scope: 'write',
     tool: 'delete_goal',
     summary: 'Deletes a goal. Its past conversions are computed from events, so they return if it is defined again.',
-    params: z.object({ site_id: z.string().min(1).max(64), goal_id: z.uuid({ message: 'must be a goal id' }) }),
+    params: z.object({ site_id: siteRefSchema, goal_id: z.uuid({ message: 'must be a goal id' }) }),
+    response: z.object({ deleted: z.literal(true), id: z.uuid() }),
     async handler({ services, site }, { params }) {
       const target = await site(params.site_id)
       if (!(await services.store.deleteGoal(target.id, params.goal_id))) throw new ApiError(404, 'goal not found')
-      return { deleted: true, id: params.goal_id }
+      return { deleted: true as const, id: params.goal_id }
     },
   }),
 ]

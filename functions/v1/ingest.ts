@@ -3,11 +3,11 @@ import { createApiKey } from '../../lib/admin'
 import { ApiError } from '../../lib/errors'
 import { MAX_COLLECT_HITS, collectBotHits } from '../../lib/ingest/collect'
 import { randomString } from '../../lib/keys'
-import { siteIdParam } from '../../lib/params'
-import { Reply, defineEndpoint } from '../../lib/registry'
+import { siteRefSchema } from '../../lib/sites'
+import { defineEndpoint } from '../endpoint'
 
 const collectBody = z
-  .looseObject({ site_id: z.string().min(1).max(64).optional(), events: z.array(z.unknown()).optional() })
+  .looseObject({ site_id: siteRefSchema.optional(), events: z.array(z.unknown()).optional() })
   .refine((b) => b.events === undefined || b.events.length <= MAX_COLLECT_HITS, { message: `at most ${MAX_COLLECT_HITS} hits a request`, path: ['events'] })
 
 export const ingestEndpoints = [
@@ -20,8 +20,9 @@ export const ingestEndpoints = [
     summary: 'Server-side bot collection: stores bot and AI-crawler hits, drops humans and junk.',
     description:
       'Send up to 500 hits from your server logs: {site_id, events:[{path, userAgent, ip?, referrer?, hostname?, timestamp?}]}, or one hit as the body itself. Aliases user_agent, ua, clientIp, referer and host are accepted. Only bots are stored (not billed); answers {ingested, dropped}.',
-    params: z.object({ site_id: siteIdParam.optional() }),
+    params: z.object({ site_id: siteRefSchema.optional() }),
     body: collectBody,
+    response: z.object({ ingested: z.number().int().describe('Bot hits stored'), dropped: z.number().int().describe('Humans, junk and invalid hits') }),
     async handler({ services, key, site }, { params, body }) {
       const siteRef = body.site_id ?? params.site_id ?? key.siteId
       if (!siteRef) throw new ApiError(400, 'site_id: required (the site snippet id)')
@@ -38,7 +39,8 @@ export const ingestEndpoints = [
     scope: 'read',
     tool: 'get_ingest_key',
     summary: 'Whether the site has a server-side ingest key, with its prefix (never the secret).',
-    params: z.object({ site_id: siteIdParam }),
+    params: z.object({ site_id: siteRefSchema }),
+    response: z.object({ exists: z.boolean(), id: z.uuid().optional(), prefix: z.string().optional(), createdAt: z.string().optional() }),
     async handler({ services, site }, { params }) {
       const current = await site(params.site_id)
       const meta = current.ingestKeyId ? await services.store.getApiKeyMeta(current.ingestKeyId) : null
@@ -55,7 +57,16 @@ export const ingestEndpoints = [
     summary: 'Mints, or rotates, the site-bound write key for server-side ingestion; the secret is shown once.',
     description:
       'Creates a write-scoped key bound to this one site, for log drains and servers (it may also be sent as ?key=). Any previous ingest key of the site stops working at once. The secret is in the answer only this time.',
-    params: z.object({ site_id: siteIdParam }),
+    params: z.object({ site_id: siteRefSchema }),
+    status: 201,
+    response: z.object({
+      key: z.string().describe('The secret, shown only in this answer'),
+      id: z.uuid(),
+      prefix: z.string(),
+      scope: z.literal('write'),
+      siteId: z.uuid(),
+      rotated: z.boolean().describe('Whether an earlier ingest key was revoked'),
+    }),
     async handler({ services, site }, { params }) {
       const current = await site(params.site_id)
       const now = services.now()
@@ -63,7 +74,7 @@ export const ingestEndpoints = [
       const created = await createApiKey(services.store, { orgId: current.orgId, name: `ingest key for ${current.domain}`, scope: 'write', siteId: current.id }, now)
       await services.store.saveSite({ ...current, ingestKeyId: created.id })
       if (previous && !previous.revokedAt) await services.store.revokeApiKey(previous, now.toISOString())
-      return new Reply(201, { key: created.key, id: created.id, prefix: created.prefix, scope: 'write', siteId: current.id, rotated: !!previous })
+      return { key: created.key, id: created.id, prefix: created.prefix, scope: 'write' as const, siteId: current.id, rotated: !!previous }
     },
   }),
   defineEndpoint({
@@ -75,22 +86,29 @@ export const ingestEndpoints = [
     summary: "What a first-party proxy needs: upstream URLs, the path mapping and the site's proxy secret.",
     description:
       'For serving the script and the event endpoint from your own domain. A site-bound ingest key resolves its own site; an organization-wide write key passes site_id. The proxy must send X-Proxy-Secret with the visitor address in X-Forwarded-For.',
-    params: z.object({ site_id: siteIdParam.optional() }),
+    params: z.object({ site_id: siteRefSchema.optional() }),
+    response: z.object({
+      siteId: z.uuid(),
+      snippetId: z.string(),
+      proxySecret: z.string(),
+      upstream: z.object({ script: z.string(), event: z.string() }),
+      paths: z.record(z.string(), z.string()).describe('Your path -> the upstream URL it forwards to'),
+      requestHeaders: z.record(z.string(), z.string()),
+      snippet: z.string(),
+    }),
     async handler({ services, key, site, baseUrl }, { params }) {
       const siteRef = key.siteId ?? params.site_id
       if (!siteRef) throw new ApiError(400, 'site_id: required with an organization-wide key')
-      let current = await site(siteRef)
-      if (!current.proxySecret) {
-        current = { ...current, proxySecret: `wps_${randomString(40)}` }
-        await services.store.saveSite(current)
-      }
+      const current = await site(siteRef)
+      const proxySecret = current.proxySecret ?? `wps_${randomString(40)}`
+      if (!current.proxySecret) await services.store.saveSite({ ...current, proxySecret })
       return {
         siteId: current.id,
         snippetId: current.snippetId,
-        proxySecret: current.proxySecret,
+        proxySecret,
         upstream: { script: `${baseUrl}/js/script.js`, event: `${baseUrl}/api/event` },
         paths: { '/stats/script.js': `${baseUrl}/js/script.js`, '/stats/event': `${baseUrl}/api/event` },
-        requestHeaders: { 'X-Proxy-Secret': current.proxySecret, 'X-Forwarded-For': '<visitor IP address>' },
+        requestHeaders: { 'X-Proxy-Secret': proxySecret, 'X-Forwarded-For': '<visitor IP address>' },
         snippet: `<script defer data-site="${current.snippetId}" data-api="/stats/event" src="/stats/script.js"></script>`,
       }
     },

@@ -1,6 +1,7 @@
 import { FIRST_PARTY_DIMENSIONS, METRICS, OPERATORS, PROPERTY_PREFIX, RANGES, SHARED_DIMENSIONS, VISIT_SCOPED_DIMENSIONS } from '../../lib/dimensions'
 import { LIMITS } from '../../lib/ratelimit'
-import { defineEndpoint } from '../../lib/registry'
+import { z } from 'zod'
+import { defineEndpoint } from '../endpoint'
 
 export const metaEndpoints = [
   defineEndpoint({
@@ -11,13 +12,20 @@ export const metaEndpoints = [
     summary: 'The calling key: scope, organization, site binding, plan and permissions.',
     description:
       'Who the key is. scope is "read" (reports and settings reads) or "write" (also changes things). siteId is set when the key is bound to one site. Call this first to learn what the other tools will allow.',
+    response: z.object({
+      key: z.object({ id: z.uuid(), name: z.string(), prefix: z.string(), scope: z.enum(['read', 'write']), siteId: z.uuid().nullable() }),
+      organization: z.object({ id: z.uuid(), name: z.string().nullable() }),
+      plan: z.enum(['free', 'pro', 'business']),
+      permissions: z.array(z.enum(['read', 'write'])),
+      rateLimits: z.record(z.string(), z.object({ requests: z.number().int(), perSeconds: z.number() })),
+    }),
     async handler({ services, key }) {
       const org = await services.store.getOrg(key.orgId)
       return {
         key: { id: key.id, name: key.name, prefix: key.prefix, scope: key.scope, siteId: key.siteId },
         organization: org ? { id: org.id, name: org.name } : { id: key.orgId, name: null },
         plan: org?.plan ?? 'free',
-        permissions: key.scope === 'write' ? ['read', 'write'] : ['read'],
+        permissions: key.scope === 'write' ? (['read', 'write'] as ('read' | 'write')[]) : (['read'] as ('read' | 'write')[]),
         rateLimits: Object.fromEntries(Object.entries(LIMITS).map(([name, l]) => [name, { requests: l.max, perSeconds: l.windowMs / 1000 }])),
       }
     },
@@ -30,16 +38,26 @@ export const metaEndpoints = [
     summary: 'Breakdown properties, filter dimensions, operators, named ranges and metrics.',
     description:
       'The vocabulary for filters and breakdowns. A filter is {dimension, operator, value:[...]}; values of one filter are OR-ed, filters are AND-ed. firstPartyOnly dimensions fail on a ga4 read. visitScoped dimensions keep whole visits; the others keep matching events.',
+    response: z.object({
+      filterDimensions: z.array(z.string()),
+      breakdownProperties: z.array(z.string()),
+      propertyPrefix: z.string(),
+      firstPartyOnly: z.array(z.string()),
+      visitScoped: z.array(z.string()),
+      operators: z.array(z.string()),
+      ranges: z.array(z.string()),
+      metrics: z.record(z.string(), z.string()),
+    }),
     async handler() {
       const dimensions = [...SHARED_DIMENSIONS, ...FIRST_PARTY_DIMENSIONS]
       return {
-        filterDimensions: dimensions,
+        filterDimensions: dimensions as string[],
         breakdownProperties: [...dimensions, `${PROPERTY_PREFIX}<key>`],
         propertyPrefix: PROPERTY_PREFIX,
-        firstPartyOnly: FIRST_PARTY_DIMENSIONS,
-        visitScoped: VISIT_SCOPED_DIMENSIONS,
-        operators: OPERATORS,
-        ranges: RANGES,
+        firstPartyOnly: [...FIRST_PARTY_DIMENSIONS],
+        visitScoped: [...VISIT_SCOPED_DIMENSIONS],
+        operators: [...OPERATORS],
+        ranges: [...RANGES],
         metrics: METRICS,
       }
     },

@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { revokeApiKey } from '../../lib/admin'
-import { uuidParam } from '../../lib/params'
-import { defineEndpoint } from '../../lib/registry'
+import { defineEndpoint } from '../endpoint'
+import { uuidParam } from '../params'
 
 export const orgEndpoints = [
   defineEndpoint({
@@ -10,6 +10,20 @@ export const orgEndpoints = [
     scope: 'read',
     tool: 'list_api_keys',
     summary: 'Every key of the organization: name, prefix, scope, site binding, last use. Never the secret.',
+    response: z.object({
+      keys: z.array(
+        z.object({
+          id: z.uuid(),
+          name: z.string(),
+          prefix: z.string(),
+          scope: z.enum(['read', 'write']),
+          siteId: z.uuid().nullable().describe('Set for a site-bound ingest key'),
+          createdAt: z.string(),
+          revokedAt: z.string().nullable(),
+          lastUsedAt: z.string().nullable(),
+        }),
+      ),
+    }),
     async handler({ services, key }) {
       const keys = await services.store.listApiKeys(key.orgId)
       return {
@@ -25,6 +39,7 @@ export const orgEndpoints = [
     tool: 'revoke_api_key',
     summary: 'Revokes one key by id. It stops working at once. Keys cannot be created through the API.',
     params: z.object({ id: uuidParam.describe('The key id from list_api_keys') }),
+    response: z.object({ revoked: z.literal(true), id: z.uuid() }),
     async handler({ services, key }, { params }) {
       return revokeApiKey(services.store, params.id, services.now(), key.orgId)
     },

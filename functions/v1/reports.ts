@@ -2,8 +2,13 @@ import { z } from 'zod'
 import { validateDimension, QueryInputError } from '../../lib/query/filters'
 import { prepareQuery, reportParams } from '../../lib/query/prepare'
 import { rangeView, resolveRange } from '../../lib/query/range'
-import { ZERO_TOTALS, breakdown, series, totals } from '../../lib/query/report'
-import { defineEndpoint } from '../../lib/registry'
+import { ZERO_TOTALS, breakdown as breakdownRows, series, totals } from '../../lib/query/report'
+import type { Olap } from '../../lib/olap/types'
+import type { Query } from '../../lib/query/compile'
+
+const breakdown = async (olap: Olap, query: Query, property: string) => (await breakdownRows(olap, query, property)) as BreakdownRow[]
+import { defineEndpoint } from '../endpoint'
+import { type BreakdownRow, breakdownRowSchema, rangeViewSchema, seriesSchema, sourceSchema, totalsSchema } from './answers'
 import { FIRST_PARTY_DIMENSIONS, SHARED_DIMENSIONS } from '../../lib/dimensions'
 
 const METRICS_NOTE =
@@ -18,6 +23,7 @@ export const reportEndpoints = [
     summary: 'Totals for a range: visitors, visits, pageviews, bounce rate, visit duration, views per visit, custom events.',
     description: `Aggregate numbers for one site and range (default 30d, in the site timezone). ${METRICS_NOTE} range=realtime counts the last 5 minutes. filters narrow it (see list_dimensions).`,
     params: reportParams,
+    response: z.object({ source: sourceSchema, range: rangeViewSchema, totals: totalsSchema }),
     async handler(ctx, { params }) {
       const { source, query } = await prepareQuery(ctx, params)
       return { source, range: rangeView(query.range), totals: source === 'ga4' ? ZERO_TOTALS : await totals(ctx.services.olap, query) }
@@ -32,6 +38,7 @@ export const reportEndpoints = [
     description:
       'Buckets are minute (realtime: the last 30 minutes), hour (today, yesterday, one-day custom), day (up to 90 days) or month; each is labelled by its start as an ISO timestamp with the site offset. Counts are integers.',
     params: reportParams,
+    response: z.object({ source: sourceSchema, range: rangeViewSchema, series: seriesSchema }),
     async handler(ctx, { params }) {
       const { source, query } = await prepareQuery(ctx, params, { series: true })
       return { source, range: rangeView(query.range), series: await series(source === 'ga4' ? null : ctx.services.olap, query) }
@@ -45,6 +52,7 @@ export const reportEndpoints = [
     summary: 'Top values of one property (path, source, country, prop:<key>, goal, ...) with their metrics.',
     description: `Rows sorted by visitors, most first. property is any filter dimension, prop:<key> for a custom property, or goal (rows: visitors = unique converters, events = conversions, conversionRate 0-1, revenue where the goal has a currency). ${METRICS_NOTE} Rows of event, goal, interaction and prop: properties omit bounceRate and avgDuration.`,
     params: reportParams.extend({ property: z.string({ message: 'required: the dimension to break down by' }).min(1, 'required').max(200).describe('Dimension to group by') }),
+    response: z.object({ source: sourceSchema, range: rangeViewSchema, property: z.string(), results: z.array(breakdownRowSchema) }),
     async handler(ctx, { params }) {
       const { source, query } = await prepareQuery(ctx, params, { withGoals: params.property === 'goal' })
       if (params.property !== 'goal') validateDimension(params.property, source, 'property')
@@ -61,12 +69,20 @@ export const reportEndpoints = [
     summary: 'Totals, timeseries and every breakdown dimension for the range, up to 10,000 rows each.',
     description: `Everything at once for an offline copy. ${METRICS_NOTE} limit applies per dimension (default and maximum 10000).`,
     params: reportParams,
+    response: z.object({
+      site: z.object({ id: z.string(), domain: z.string(), timezone: z.string() }),
+      source: sourceSchema,
+      range: rangeViewSchema,
+      totals: totalsSchema,
+      series: seriesSchema,
+      breakdowns: z.record(z.string(), z.array(breakdownRowSchema)).describe('Rows per breakdown property'),
+    }),
     async handler(ctx, { params }) {
       const { source, query, site } = await prepareQuery(ctx, params, { withGoals: true })
       const olap = source === 'ga4' ? null : ctx.services.olap
       const rows = { ...query, limit: Math.min(params.limit ?? 10_000, 10_000) }
       const properties = [...SHARED_DIMENSIONS, ...FIRST_PARTY_DIMENSIONS].filter((d) => d !== 'bot_kind' && (source === 'standalone' || !(FIRST_PARTY_DIMENSIONS as readonly string[]).includes(d)))
-      const breakdowns: Record<string, unknown> = {}
+      const breakdowns: Record<string, BreakdownRow[]> = {}
       for (const property of properties) breakdowns[property] = olap ? await breakdown(olap, rows, property) : []
       return {
         site: { id: site.id, domain: site.domain, timezone: site.timezone },
@@ -86,6 +102,15 @@ export const reportEndpoints = [
     summary: 'Live: visitors in the last 5 minutes and 30 minutes, a minute series, active pages and sources.',
     description: 'now counts the last 5 minutes (the same number as the public live count); halfHour the last 30. The series has 30 one-minute buckets. Pages and sources are over the last 5 minutes.',
     params: reportParams.omit({ range: true, from: true, to: true }),
+    response: z.object({
+      source: sourceSchema,
+      range: rangeViewSchema,
+      now: z.number().int().describe('Visitors in the last 5 minutes'),
+      halfHour: z.number().int().describe('Visitors in the last 30 minutes'),
+      series: seriesSchema,
+      pages: z.array(breakdownRowSchema),
+      sources: z.array(breakdownRowSchema),
+    }),
     async handler(ctx, { params }) {
       // one site lookup and filter parse; the three windows derive from the same instant
       const { source, site, query } = await prepareQuery(ctx, { ...params, range: 'realtime' })

@@ -1,12 +1,19 @@
 import { z } from 'zod'
 import { ApiError } from '../../lib/errors'
 import { deleteSiteData } from '../../lib/olap/site-data'
-import { flagParam, rangeParam, siteIdParam } from '../../lib/params'
+import { flagParam, rangeParam } from '../params'
 import type { Olap } from '../../lib/olap/types'
 import { rangeView, resolveRange } from '../../lib/query/range'
 import { ZERO_TOTALS, series, totals } from '../../lib/query/report'
-import { Reply, defineEndpoint } from '../../lib/registry'
-import { applySitePatch, newSite, siteCreateSchema, sitePatchSchema, siteView } from '../../lib/sites'
+import { applySitePatch, newSite, siteRefSchema, siteCreateSchema, sitePatchSchema, siteView, siteViewSchema } from '../../lib/sites'
+import { defineEndpoint } from '../endpoint'
+import { rangeViewSchema, totalsSchema } from './answers'
+
+const siteStatsSchema = totalsSchema.extend({
+  range: rangeViewSchema,
+  previous: totalsSchema.extend({ range: rangeViewSchema }).describe('The window of equal length before'),
+  sparkline: z.array(z.number().int()).describe('Visitors per bucket of the window'),
+})
 
 /** When each site last received an event, in one query. */
 async function lastEventBySite(olap: Olap, ids: string[]): Promise<Map<string, string>> {
@@ -28,6 +35,7 @@ export const siteEndpoints = [
     description:
       'Lists sites. Each has id (UUID) and snippetId (the public data-site value); either works as site_id in other tools. With stats (the default) each row adds totals for range (default 7d), the same for the previous window of equal length, a visitors sparkline and install state. stats=0 returns rows only.',
     params: z.object({ range: rangeParam.exclude(['custom']).default('7d'), stats: flagParam.default(true) }),
+    response: z.object({ sites: z.array(siteViewSchema.extend({ stats: siteStatsSchema.optional().describe('Absent with stats=0') })) }),
     async handler({ services, key, baseUrl }, { params }) {
       const sites = (await services.store.listSites(key.orgId)).filter((s) => !key.siteId || s.id === key.siteId)
       if (!params.stats) return { sites: sites.map((s) => siteView(s, baseUrl)) }
@@ -63,10 +71,12 @@ export const siteEndpoints = [
     description:
       'Adds a site. domain is a bare hostname (example.com). sources ⊆ ["standalone","ga4"], default ["standalone"]; primarySource must be one of them; timezone is an IANA zone, default UTC, and decides how relative ranges resolve.',
     body: siteCreateSchema,
+    status: 201,
+    response: siteViewSchema,
     async handler({ services, key, baseUrl }, { body }) {
       const site = newSite(body, key.orgId, services.now())
       await services.store.createSite(site)
-      return new Reply(201, siteView(site, baseUrl))
+      return siteView(site, baseUrl)
     },
   }),
   defineEndpoint({
@@ -77,7 +87,8 @@ export const siteEndpoints = [
     summary: 'Every setting and status of one site.',
     description:
       'One site: tracking, changeDetection, sharing, appearance, integrations, alerts, install state and imported periods. Field names here are the names update_site_settings takes.',
-    params: z.object({ site_id: siteIdParam }),
+    params: z.object({ site_id: siteRefSchema }),
+    response: siteViewSchema,
     async handler({ site, baseUrl }, { params }) {
       return siteView(await site(params.site_id), baseUrl)
     },
@@ -90,8 +101,9 @@ export const siteEndpoints = [
     summary: 'Changes site settings, flat by field name; returns the updated site.',
     description:
       'Send only the fields to change, flat by name: any field of tracking, changeDetection, sharing or appearance (for example includeBots, excludedPaths, isPublic, shareLevel, publicCounts, publicCountsDial, theme), plus standaloneEnabled, primarySource, sources and timezone. An unknown field or a wrong type is rejected and nothing changes.',
-    params: z.object({ site_id: siteIdParam }),
+    params: z.object({ site_id: siteRefSchema }),
     body: sitePatchSchema,
+    response: siteViewSchema,
     async handler({ services, site, baseUrl }, { params, body }) {
       const current = await site(params.site_id)
       const next = applySitePatch(current, body)
@@ -106,7 +118,8 @@ export const siteEndpoints = [
     orgWide: true,
     tool: 'delete_site',
     summary: 'Deletes a site and all its data, irreversibly. confirm must repeat the domain.',
-    params: z.object({ site_id: siteIdParam, confirm: z.string({ message: 'required: repeat the site domain to confirm' }) }),
+    params: z.object({ site_id: siteRefSchema, confirm: z.string({ message: 'required: repeat the site domain to confirm' }) }),
+    response: z.object({ deleted: z.literal(true), id: z.uuid() }),
     async handler({ services, site }, { params }) {
       const current = await site(params.site_id)
       if (params.confirm.trim().toLowerCase() !== current.domain) {
@@ -114,7 +127,7 @@ export const siteEndpoints = [
       }
       await deleteSiteData(services.olap, current.id)
       await services.store.deleteSite(current, services.now().toISOString())
-      return { deleted: true, id: current.id }
+      return { deleted: true as const, id: current.id }
     },
   }),
 ]

@@ -2,7 +2,7 @@ import { z } from 'zod'
 import { RANGES } from '../dimensions'
 import { ApiError } from '../errors'
 import type { Olap } from '../olap/types'
-import type { EndpointContext } from '../registry'
+import type { Store } from '../store'
 import { SOURCES, type Site } from '../sites'
 import type { Query } from './compile'
 import { type Compiled, parseFilters } from './filters'
@@ -35,7 +35,13 @@ export async function firstEventAt(olap: Olap, siteId: string): Promise<Date | n
 }
 
 /** Parses and validates the common parameters against the site: the query model, or a 400 naming the parameter. */
-export async function prepareQuery(ctx: EndpointContext, params: ReportParams, options: { series?: boolean; range?: ReportParams['range']; withGoals?: boolean } = {}): Promise<Prepared> {
+/** What parsing reads: the site as the caller may see it, its goals, its first event. */
+interface QueryContext {
+  services: { olap: Olap; store: Store; now: () => Date }
+  site(idOrSnippet: string): Promise<Site>
+}
+
+export async function prepareQuery(ctx: QueryContext, params: ReportParams, options: { series?: boolean; range?: ReportParams['range']; withGoals?: boolean } = {}): Promise<Prepared> {
   const site = await ctx.site(params.site_id)
   const source = params.source ?? site.primarySource
   if (!site.sources.includes(source)) throw new ApiError(400, `source: this site has no ${source} source (it has ${site.sources.join(', ')})`)

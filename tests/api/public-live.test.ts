@@ -1,10 +1,9 @@
 import { beforeAll, describe, expect, it } from 'vitest'
-import { createApp } from '../../functions/app'
 import { createApiKey, createOrg } from '../../lib/admin'
 import { importHits } from '../../lib/ingest/import'
 import { DISTINCT_WINDOWS_PER_MINUTE } from '../../lib/public-live'
 import { newSite } from '../../lib/sites'
-import { client, testServices } from '../helpers'
+import { checkedApp, client, testServices } from '../helpers'
 
 const NOW = new Date('2026-11-22T15:00:00Z')
 const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0'
@@ -66,9 +65,9 @@ describe('GET /api/public/live', () => {
     expect(result.rejected).toBe(0)
   })
 
-  let app: ReturnType<typeof createApp>
+  let app: ReturnType<typeof checkedApp>
   const live = async (query: string, headers: Record<string, string> = {}) => {
-    app ??= createApp(services)
+    app ??= checkedApp(services)
     const res = await app.request(`http://api.test/api/public/live?${query}`, { headers })
     const text = await res.text()
     if (res.status >= 500) throw new Error(text)

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { endpoints } from '../../functions/v1/index'
+import { endpoints } from '../../functions/registry'
 import { tempDir } from '../helpers'
 import { mcpClient } from './mcp-client'
 import { type RunningServer, cli, startServer } from './server-process'

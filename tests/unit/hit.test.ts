@@ -1,61 +1,10 @@
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { parseHit } from '../../lib/ingest/hit'
+import { browserHitSchema, importHitSchema } from '../../lib/ingest/hit-schema'
 
-// The reference: the rules of a hit (DESIGN.md section 9) as a zod schema, as the collector
-// checked them before its hand-written check. Both must accept and reject the same payloads.
-const shortText = (max: number) => z.string().max(max)
-const propValue = z.union([z.string().max(2000), z.number().finite(), z.boolean()])
-const importHit = z.strictObject({
-  site: z.string().min(1).max(64),
-  name: z.string().trim().min(1).max(120),
-  url: z.url({ protocol: /^https?$/ }).max(4000),
-  referrer: z.string().max(4000).nullish(),
-  screenWidth: z.number().int().min(0).max(100_000).nullish(),
-  props: z
-    .record(z.string().min(1).max(200), propValue)
-    .refine((p) => Object.keys(p).length <= 30)
-    .nullish(),
-  revenue: z
-    .strictObject({
-      amount: z.union([z.string().regex(/^-?\d{1,14}(\.\d{1,4})?$/), z.number().finite()]),
-      currency: z.string().regex(/^[A-Z]{3}$/),
-    })
-    .nullish(),
-  click: z
-    .strictObject({
-      selector: shortText(500).optional(),
-      text: shortText(500).optional(),
-      tag: shortText(40).optional(),
-      href: shortText(4000).optional(),
-      interactive: z.boolean().optional(),
-      dead: z.boolean().optional(),
-    })
-    .optional(),
-  error: z
-    .strictObject({
-      name: shortText(200).optional(),
-      message: shortText(2000),
-      stack: shortText(8000).optional(),
-      source: shortText(4000).optional(),
-      line: z.number().int().nonnegative().optional(),
-    })
-    .optional(),
-  vital: z
-    .strictObject({
-      name: z.enum(['LCP', 'INP', 'CLS', 'FCP', 'TTFB']),
-      value: z.number().finite().nonnegative(),
-      rating: z.enum(['good', 'needs-improvement', 'poor']).optional(),
-      attribution: z.record(z.string(), z.union([z.string().max(1000), z.number(), z.boolean(), z.null()])).optional(),
-    })
-    .optional(),
-  engagement: z.strictObject({ ms: z.number().int().min(0).max(86_400_000), scroll: z.number().int().min(0).max(100) }).optional(),
-  form: z.strictObject({ selector: shortText(500).optional(), action: shortText(4000).optional() }).optional(),
-  timestamp: z.iso.datetime({ offset: true }).optional(),
-  ip: z.union([z.ipv4(), z.ipv6()]).optional(),
-  userAgent: z.string().max(1000).optional(),
-})
-const browserHit = importHit.omit({ timestamp: true, ip: true, userAgent: true })
+const importHit = importHitSchema
+const browserHit = browserHitSchema
 
 const base = () => ({ site: 'abc123', name: 'pageview', url: 'https://example.com/a?b=1', referrer: 'https://www.google.com/', screenWidth: 1280 })
 const importBase = () => ({ ...base(), timestamp: '2026-11-20T10:00:00.123Z', ip: '203.0.113.7', userAgent: 'Mozilla/5.0' })

@@ -1,11 +1,17 @@
 import { z } from 'zod'
-import { type Endpoint, pathParamNames } from './registry'
+import { type Endpoint, isJsonAnswer, pathParamNames } from './endpoint'
 
 type JsonSchema = Record<string, unknown> & { properties?: Record<string, JsonSchema>; required?: string[] }
 
 /** JSON Schema of what a client sends (input side of transforms and defaults). */
 export function inputSchema(schema: z.ZodType): JsonSchema {
   const { $schema: _, ...rest } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as JsonSchema
+  return rest
+}
+
+/** JSON Schema of what a client receives. */
+export function outputSchema(schema: z.ZodType): JsonSchema {
+  const { $schema: _, ...rest } = z.toJSONSchema(schema, { io: 'output', unrepresentable: 'any' }) as JsonSchema
   return rest
 }
 
@@ -36,6 +42,8 @@ export function endpointIndex(endpoints: Endpoint[]) {
       description: e.description ?? e.summary,
       parameters: e.params ? inputSchema(e.params) : null,
       body: e.body ? inputSchema(e.body) : null,
+      status: e.status ?? 200,
+      response: isJsonAnswer(e.response) ? outputSchema(e.response) : { mediaType: e.response.mediaType, description: e.response.description },
     })),
   }
 }
@@ -56,18 +64,21 @@ export function openApiDocument(endpoints: Endpoint[], serverUrl: string) {
       description: typeof schema.description === 'string' ? schema.description : undefined,
       schema,
     }))
-    const success = e.method === 'POST' && e.tool?.startsWith('create_') ? '201' : '200'
+    const success = String(e.status ?? 200)
+    const answer = isJsonAnswer(e.response)
+      ? { description: 'Success', content: { 'application/json': { schema: outputSchema(e.response) } } }
+      : { description: e.response.description, ...(e.response.mediaType ? { content: { [e.response.mediaType]: { schema: { type: 'string' } } } } : {}) }
     paths[e.path] ??= {}
     paths[e.path][e.method.toLowerCase()] = {
       operationId: e.tool ?? `${e.method.toLowerCase()}_${e.path.replace(/\W+/g, '_').replace(/^_|_$/g, '')}`,
       summary: e.summary,
       description: e.description ?? e.summary,
-      tags: [e.path.split('/')[3] || 'index'],
+      tags: [e.path.startsWith('/api/v1') ? e.path.split('/')[3] || 'index' : 'public'],
       ...(e.scope === 'public' ? { security: [] } : { 'x-scope': e.scope }),
       parameters,
       ...(e.body ? { requestBody: { required: true, content: { 'application/json': { schema: inputSchema(e.body) } } } } : {}),
       responses: {
-        [success]: { description: 'Success', content: { 'application/json': { schema: { type: 'object' } } } },
+        [success]: answer,
         '400': errorResponse('Bad input; the message names the parameter'),
         ...(e.scope === 'public'
           ? {}
@@ -81,7 +92,7 @@ export function openApiDocument(endpoints: Endpoint[], serverUrl: string) {
     }
   }
   return {
-    openapi: '3.1.0',
+    openapi: '3.1.0' as const,
     info: { title: 'Web analytics API', version: '1.0.0', description: 'Reporting and settings API. Every error is {"error": "..."}.' },
     servers: [{ url: serverUrl }],
     security: [{ bearer: [] }, { apiKeyHeader: [] }],

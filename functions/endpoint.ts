@@ -1,0 +1,74 @@
+import { z } from 'zod'
+import type { ApiKeyRecord } from '../lib/keys'
+import type { LimitClass } from '../lib/ratelimit'
+import type { Services } from '../lib/services'
+import type { Site } from '../lib/sites'
+
+export type EndpointScope = 'public' | 'read' | 'write'
+export type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE'
+type AnyObject = z.ZodObject<z.ZodRawShape>
+
+/** What a handler is given: the services, the caller, and the request it came in. No transport types. */
+export interface EndpointContext {
+  services: Services
+  /** The caller's key; public endpoints never read it. */
+  key: ApiKeyRecord
+  request: Request
+  /** The home's per-request environment (the Node socket, Workers bindings), for the client address. */
+  env: unknown
+  /** The origin clients reach this service at. */
+  baseUrl: string
+  /** The site by UUID or snippet id, or the same 404 for missing and foreign sites. */
+  site(idOrSnippet: string): Promise<Site>
+  /** Work that may finish after the answer (Workers keep the isolate alive for it). */
+  background(task: Promise<unknown>): void
+}
+
+/** A success answer that is not JSON: a script, or no body at all. */
+export interface RawAnswer {
+  mediaType: string | null
+  description: string
+}
+
+export interface Endpoint<P extends AnyObject = AnyObject, B extends z.ZodType = z.ZodType, R extends z.ZodType = z.ZodType> {
+  method: Method
+  /** OpenAPI-style path: `/api/v1/sites/{site_id}`. */
+  path: string
+  scope: EndpointScope
+  /** The MCP tool name, or null for endpoints that are not tools. */
+  tool: string | null
+  summary: string
+  /** What an agent needs to read the answer right: units, fractions versus percentages, key parameters. */
+  description?: string
+  /** Path and query parameters together. */
+  params?: P
+  body?: B
+  /** The handler reads and checks its own input (hot paths); `params` and `body` then only document it. */
+  validatesOwnInput?: boolean
+  /** The status of a success (default 200). */
+  status?: 200 | 201 | 202
+  /** The schema of a success answer: the OpenAPI document, MCP's outputSchema and the API tests read it. */
+  response: R | RawAnswer
+  limit?: LimitClass
+  /** Refuses site-bound ingest keys (adding or deleting sites, revoking keys). */
+  orgWide?: boolean
+  /** The answer's data, or a whole Response where the endpoint writes its own (scripts, cached answers, MCP). */
+  handler(ctx: EndpointContext, input: { params: z.infer<P>; body: z.infer<B> }): Promise<z.input<R> | Response>
+}
+
+export const defineEndpoint = <P extends AnyObject = AnyObject, B extends z.ZodType = z.ZodType, R extends z.ZodType = z.ZodType>(e: Endpoint<P, B, R>) =>
+  e as unknown as Endpoint
+
+export const isJsonAnswer = (response: Endpoint['response']): response is z.ZodType => response instanceof z.ZodType
+
+export const pathParamNames = (path: string) => [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1])
+
+/** `site_id: expected a string` from the first zod issue. */
+export function describeZodError(error: z.ZodError, where: 'query' | 'body'): string {
+  const issue = error.issues[0]
+  const path = issue.path.join('.')
+  if (issue.code === 'unrecognized_keys') {
+    return `${path ? `${path}: ` : ''}unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`
+  }
+  return `${path || where}: ${issue.message}`
+}

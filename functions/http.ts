@@ -1,0 +1,77 @@
+import type { Context, Hono } from 'hono'
+import { readCredential } from '../lib/auth'
+import { ApiError } from '../lib/errors'
+import { sha256Hex, type ApiKeyRecord } from '../lib/keys'
+import type { Services } from '../lib/services'
+import type { Endpoint } from './endpoint'
+import { admit, endpointContext, invoke } from './invoke'
+
+export const honoPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1')
+
+async function readJsonBody(request: Request): Promise<unknown> {
+  const text = await request.text()
+  if (!text.trim()) return undefined
+  try {
+    return JSON.parse(text)
+  } catch {
+    throw new ApiError(400, 'body: not valid JSON')
+  }
+}
+
+export function backgroundTask(c: Context) {
+  return (task: Promise<unknown>) => {
+    const settled = task.catch((err) => console.error('background task failed', err))
+    try {
+      c.executionCtx.waitUntil(settled)
+    } catch {
+      // Node has no execution context; the promise runs on its own
+    }
+  }
+}
+
+/** The REST transport: every declared endpoint as a route, admitted and invoked like an MCP tool call. */
+export function mountEndpoints(app: Hono, endpoints: Endpoint[], services: Services) {
+  for (const endpoint of endpoints) {
+    const hasParams = endpoint.params !== undefined && !endpoint.validatesOwnInput
+    app.on(endpoint.method, honoPath(endpoint.path), async (c) => {
+      const background = backgroundTask(c)
+      let key = null as unknown as ApiKeyRecord
+      if (endpoint.scope !== 'public') {
+        const credential = readCredential(c.req.raw)
+        if (!credential) throw new ApiError(401, 'missing API key: send Authorization: Bearer <API_KEY>')
+        const admitted = await admit(services, endpoint, { credential, hash: await sha256Hex(credential.secret) }, background)
+        key = admitted.key
+        for (const [name, value] of Object.entries(admitted.headers)) c.header(name, value)
+      }
+      const params = hasParams ? { ...withoutKey(c.req.query()), ...c.req.param() } : {}
+      const body = endpoint.body && !endpoint.validatesOwnInput ? await readJsonBody(c.req.raw) : undefined
+      const ctx = endpointContext(services, { key, request: c.req.raw, env: c.env, background })
+      const result = await invoke(endpoint, ctx, { params, body })
+      // through c.body, so the headers set before the handler (CORS, rate limits) are kept
+      if (result instanceof Response) return c.body(result.body as never, result.status as 200, Object.fromEntries(result.headers))
+      return c.json(result as object, endpoint.status ?? 200)
+    })
+  }
+}
+
+/** `?key=` is a credential, never a parameter. */
+function withoutKey(query: Record<string, string>) {
+  if (!('key' in query)) return query
+  const { key: _key, ...rest } = query
+  return rest
+}
+
+/** The methods each declared path answers, to tell a wrong method (405 with Allow) from an unknown path. */
+export function allowedMethods(endpoints: Endpoint[]) {
+  const paths = new Map<string, { pattern: RegExp; methods: string[] }>()
+  for (const e of endpoints) {
+    let entry = paths.get(e.path)
+    if (!entry) {
+      const pattern = new RegExp(`^${e.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '[^/]+')}$`)
+      paths.set(e.path, (entry = { pattern, methods: [] }))
+    }
+    entry.methods.push(e.method)
+  }
+  const all = [...paths.values()]
+  return (pathname: string) => all.find((p) => p.pattern.test(pathname))?.methods ?? null
+}

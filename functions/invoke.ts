@@ -1,0 +1,112 @@
+import { type Credential, authorize, siteResolver } from '../lib/auth'
+import { ApiError } from '../lib/errors'
+import type { ApiKeyRecord } from '../lib/keys'
+import { LIMITS, type LimitResult } from '../lib/ratelimit'
+import type { Services } from '../lib/services'
+import { type Endpoint, type EndpointContext, describeZodError } from './endpoint'
+
+/**
+ * The two halves of every call, shared by REST and MCP: admitting the caller (key, scope, one
+ * request against the key's budget) and invoking the endpoint (validate, handle).
+ */
+
+/** A credential and its hash: keys are stored and rate-limited only under their hash. */
+export interface Presented {
+  credential: Credential
+  hash: string
+}
+
+export interface Admitted {
+  key: ApiKeyRecord
+  /** RateLimit-* headers of the answer. */
+  headers: Record<string, string>
+}
+
+function rateLimitHeaders(result: LimitResult, now: number) {
+  return {
+    'RateLimit-Limit': String(result.limit),
+    'RateLimit-Remaining': String(result.remaining),
+    'RateLimit-Reset': String(Math.max(0, Math.ceil((result.reset - now) / 1000))),
+  }
+}
+
+const LAST_USED_EVERY_MS = 60_000
+
+/** Per set of services: when each key's use was last recorded, and the site lookup with its snippet cache. */
+const perServices = new WeakMap<Services, { lastUsedWritten: Map<string, number>; resolveSite: ReturnType<typeof siteResolver> }>()
+function stateOf(services: Services) {
+  let state = perServices.get(services)
+  if (!state) perServices.set(services, (state = { lastUsedWritten: new Map(), resolveSite: siteResolver(services.store) }))
+  return state
+}
+
+/**
+ * Admits a caller of a keyed endpoint: 401 for a missing or unknown key, 403 for a scope too
+ * small, 429 past the key's budget. `known` is the key already looked up for this credential
+ * (an MCP request's tool calls): the budget is still counted, once per call.
+ */
+export async function admit(
+  services: Services,
+  endpoint: Endpoint,
+  presented: Presented,
+  background: (task: Promise<unknown>) => void,
+  known?: ApiKeyRecord,
+): Promise<Admitted> {
+  const limitClass = endpoint.limit ?? 'default'
+  // the budget is per key, counted under the key's hash, so lookup and count go out together
+  const [record, result] = await Promise.all([known ?? services.store.getApiKeyByHash(presented.hash), services.limiter.limit(limitClass, presented.hash)])
+  const key = authorize(record, presented.credential, endpoint.scope === 'write' ? 'write' : 'read')
+  if (endpoint.orgWide && key.siteId) throw new ApiError(403, 'this endpoint needs an organization-wide key; this key is bound to one site')
+  const now = services.now().getTime()
+  const headers = rateLimitHeaders(result, now)
+  if (!result.success) {
+    const retryAfter = String(Math.max(1, Number(headers['RateLimit-Reset'])))
+    throw new ApiError(429, `rate limit exceeded: ${LIMITS[limitClass].max} requests per minute for this key`, { ...headers, 'Retry-After': retryAfter })
+  }
+  const { lastUsedWritten } = stateOf(services)
+  if ((lastUsedWritten.get(key.id) ?? 0) < now - LAST_USED_EVERY_MS) {
+    lastUsedWritten.set(key.id, now)
+    background(services.store.touchApiKey(key.orgId, key.id, new Date(now).toISOString()))
+  }
+  return { key, headers }
+}
+
+/** The site by UUID or snippet id as `key` may see it: another organization's is the same 404 as none. */
+export const siteFor = (services: Services, key: ApiKeyRecord, idOrSnippet: string) => stateOf(services).resolveSite(key, idOrSnippet)
+
+/** What a handler gets for one call. */
+export function endpointContext(services: Services, call: { key: ApiKeyRecord; request: Request; env: unknown; background: EndpointContext['background'] }): EndpointContext {
+  return {
+    services,
+    ...call,
+    baseUrl: services.publicUrl ?? new URL(call.request.url).origin,
+    site: (idOrSnippet) => siteFor(services, call.key, idOrSnippet),
+  }
+}
+
+/** Any failure as the ApiError answered for it: unknown ones are logged with a request id and answered as a generic 500. */
+export function asApiError(err: unknown, request: Request): ApiError {
+  if (err instanceof ApiError) return err
+  const requestId = crypto.randomUUID()
+  console.error(JSON.stringify({ level: 'error', requestId, method: request.method, path: new URL(request.url).pathname, error: String((err as Error)?.stack ?? err) }))
+  return new ApiError(500, `internal error (request ${requestId})`)
+}
+
+/** Validates the parameters and body against the declaration, then runs the handler. */
+export async function invoke(endpoint: Endpoint, ctx: EndpointContext, input: { params: Record<string, unknown>; body?: unknown }): Promise<unknown> {
+  if (endpoint.validatesOwnInput) return endpoint.handler(ctx, { params: {}, body: undefined } as never)
+  let params: unknown = {}
+  if (endpoint.params) {
+    const parsed = endpoint.params.safeParse(input.params)
+    if (!parsed.success) throw new ApiError(400, describeZodError(parsed.error, 'query'))
+    params = parsed.data
+  }
+  let body: unknown
+  if (endpoint.body) {
+    if (input.body === undefined) throw new ApiError(400, 'body: a JSON body is required')
+    const parsed = endpoint.body.safeParse(input.body)
+    if (!parsed.success) throw new ApiError(400, describeZodError(parsed.error, 'body'))
+    body = parsed.data
+  }
+  return endpoint.handler(ctx, { params, body } as never)
+}

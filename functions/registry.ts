@@ -1,0 +1,91 @@
+import { z } from 'zod'
+import { collectorEndpoints } from './collector'
+import { type Endpoint, defineEndpoint } from './endpoint'
+import { mcpEndpoint } from './mcp'
+import { endpointIndex, openApiDocument } from './openapi'
+import { publicEndpoints } from './public'
+import { goalEndpoints } from './v1/goals'
+import { ingestEndpoints } from './v1/ingest'
+import { metaEndpoints } from './v1/meta'
+import { orgEndpoints } from './v1/org'
+import { reportEndpoints } from './v1/reports'
+import { siteEndpoints } from './v1/sites'
+
+const healthSchema = z.object({
+  status: z.enum(['ok', 'degraded']),
+  clickhouse: z.enum(['ok', 'unavailable']),
+  keyValue: z.enum(['ok', 'unavailable']),
+})
+
+/**
+ * The one endpoint registry: the REST routes, the index, the OpenAPI document and the MCP tools
+ * all come from it. Keyless routes (the collector, the public count, MCP, health) are declared
+ * here too, as `public` endpoints.
+ */
+export const endpoints: Endpoint[] = [
+  defineEndpoint({
+    method: 'GET',
+    path: '/api/v1',
+    scope: 'public',
+    tool: null,
+    summary: 'This index: every endpoint with its method, path, scope, description, parameters and answer as JSON Schema.',
+    response: z.object({
+      version: z.string(),
+      authentication: z.string(),
+      openapi: z.string(),
+      mcp: z.string(),
+      endpoints: z.array(
+        z.object({
+          method: z.string(),
+          path: z.string(),
+          scope: z.enum(['public', 'read', 'write']),
+          tool: z.string().nullable(),
+          summary: z.string(),
+          description: z.string(),
+          parameters: z.record(z.string(), z.unknown()).nullable(),
+          body: z.record(z.string(), z.unknown()).nullable(),
+          status: z.number(),
+          response: z.record(z.string(), z.unknown()),
+        }),
+      ),
+    }),
+    async handler() {
+      return endpointIndex(endpoints)
+    },
+  }),
+  defineEndpoint({
+    method: 'GET',
+    path: '/api/v1/openapi.json',
+    scope: 'public',
+    tool: null,
+    summary: 'The OpenAPI 3.1 document of this API.',
+    response: z.looseObject({ openapi: z.literal('3.1.0'), paths: z.record(z.string(), z.unknown()) }),
+    async handler({ baseUrl }) {
+      return openApiDocument(endpoints, baseUrl)
+    },
+  }),
+  defineEndpoint({
+    method: 'GET',
+    path: '/health',
+    scope: 'public',
+    tool: null,
+    summary: 'Whether ClickHouse and the key/value store answer: 200 when both do, 503 otherwise.',
+    response: healthSchema,
+    async handler({ services }) {
+      const checks = await Promise.allSettled([services.olap.query('SELECT 1 AS ok'), services.store.countOrgs()])
+      const [clickhouse, keyValue] = checks.map((r) => (r.status === 'fulfilled' ? ('ok' as const) : ('unavailable' as const)))
+      const healthy = clickhouse === 'ok' && keyValue === 'ok'
+      const body = { status: healthy ? ('ok' as const) : ('degraded' as const), clickhouse, keyValue }
+      return healthy ? body : Response.json(body, { status: 503 })
+    },
+  }),
+  ...metaEndpoints,
+  ...orgEndpoints,
+  ...siteEndpoints,
+  ...ingestEndpoints,
+  ...reportEndpoints,
+  ...goalEndpoints,
+  ...collectorEndpoints,
+  ...publicEndpoints,
+  mcpEndpoint(() => endpoints),
+]

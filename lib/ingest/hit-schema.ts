@@ -1,0 +1,60 @@
+import { z } from 'zod'
+
+/*
+ * The rules of a hit as a zod schema: the raw-hit import's line, and the browser's POST to
+ * /api/event (the same without timestamp, ip and userAgent, which come from the request).
+ * The collector checks hits by hand for speed (hit.ts); this schema documents the format in the
+ * OpenAPI document, and tests/unit/hit.test.ts holds the hand-written check to it.
+ */
+const shortText = (max: number) => z.string().max(max)
+const propValue = z.union([z.string().max(2000), z.number().finite(), z.boolean()])
+export const importHitSchema = z.strictObject({
+  site: z.string().min(1).max(64),
+  name: z.string().trim().min(1).max(120),
+  url: z.url({ protocol: /^https?$/ }).max(4000),
+  referrer: z.string().max(4000).nullish(),
+  screenWidth: z.number().int().min(0).max(100_000).nullish(),
+  props: z
+    .record(z.string().min(1).max(200), propValue)
+    .refine((p) => Object.keys(p).length <= 30)
+    .nullish(),
+  revenue: z
+    .strictObject({
+      amount: z.union([z.string().regex(/^-?\d{1,14}(\.\d{1,4})?$/), z.number().finite()]),
+      currency: z.string().regex(/^[A-Z]{3}$/),
+    })
+    .nullish(),
+  click: z
+    .strictObject({
+      selector: shortText(500).optional(),
+      text: shortText(500).optional(),
+      tag: shortText(40).optional(),
+      href: shortText(4000).optional(),
+      interactive: z.boolean().optional(),
+      dead: z.boolean().optional(),
+    })
+    .optional(),
+  error: z
+    .strictObject({
+      name: shortText(200).optional(),
+      message: shortText(2000),
+      stack: shortText(8000).optional(),
+      source: shortText(4000).optional(),
+      line: z.number().int().nonnegative().optional(),
+    })
+    .optional(),
+  vital: z
+    .strictObject({
+      name: z.enum(['LCP', 'INP', 'CLS', 'FCP', 'TTFB']),
+      value: z.number().finite().nonnegative(),
+      rating: z.enum(['good', 'needs-improvement', 'poor']).optional(),
+      attribution: z.record(z.string(), z.union([z.string().max(1000), z.number(), z.boolean(), z.null()])).optional(),
+    })
+    .optional(),
+  engagement: z.strictObject({ ms: z.number().int().min(0).max(86_400_000), scroll: z.number().int().min(0).max(100) }).optional(),
+  form: z.strictObject({ selector: shortText(500).optional(), action: shortText(4000).optional() }).optional(),
+  timestamp: z.iso.datetime({ offset: true }).optional(),
+  ip: z.union([z.ipv4(), z.ipv6()]).optional(),
+  userAgent: z.string().max(1000).optional(),
+})
+export const browserHitSchema = importHitSchema.omit({ timestamp: true, ip: true, userAgent: true })
