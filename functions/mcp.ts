@@ -37,6 +37,20 @@ const MCP_INSTRUCTIONS =
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i
 
+/** A failed call's structured content: the status and message the REST call would answer. */
+const TOOL_ERROR = {
+  type: 'object',
+  properties: { status: { type: 'integer' }, error: { type: 'string' } },
+  required: ['status', 'error'],
+  additionalProperties: false,
+}
+
+/** What a tool's structured content is: the endpoint's answer, or the error of a failed call. */
+function toolOutputSchema(endpoint: Endpoint) {
+  if (!isJsonAnswer(endpoint.response)) return undefined
+  return { type: 'object' as const, anyOf: [outputSchema(endpoint.response), TOOL_ERROR] }
+}
+
 /**
  * The MCP tool server at /api/mcp: stateless Streamable HTTP with JSON responses, one tool per
  * registered endpoint. The key is looked up once per request; each tool call is then admitted
@@ -69,7 +83,7 @@ export function mcpEndpoint(registry: () => Endpoint[]) {
           name: e.tool!,
           description: e.description ?? e.summary,
           inputSchema: toolInputSchema(e) as { type: 'object'; properties: Record<string, object> },
-          ...(isJsonAnswer(e.response) ? { outputSchema: outputSchema(e.response) as { type: 'object'; properties: Record<string, object> } } : {}),
+          outputSchema: toolOutputSchema(e),
           annotations: { readOnlyHint: e.method === 'GET', destructiveHint: e.method === 'DELETE', idempotentHint: e.method !== 'POST' },
         })),
       }))

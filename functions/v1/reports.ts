@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { validateDimension, QueryInputError } from '../../lib/query/filters'
-import { prepareQuery, reportParams } from '../../lib/query/prepare'
+import { limitParam, prepareQuery, reportParams } from '../../lib/query/prepare'
 import { rangeView, resolveRange } from '../../lib/query/range'
 import { ZERO_TOTALS, breakdown as breakdownRows, series, totals } from '../../lib/query/report'
 import type { Olap } from '../../lib/olap/types'
@@ -68,7 +68,7 @@ export const reportEndpoints = [
     tool: 'export_report',
     summary: 'Totals, timeseries and every breakdown dimension for the range, up to 10,000 rows each.',
     description: `Everything at once for an offline copy. ${METRICS_NOTE} limit applies per dimension (default and maximum 10000).`,
-    params: reportParams,
+    params: reportParams.extend({ limit: limitParam(10_000, 10_000) }),
     response: z.object({
       site: z.object({ id: z.string(), domain: z.string(), timezone: z.string() }),
       source: sourceSchema,
@@ -80,7 +80,7 @@ export const reportEndpoints = [
     async handler(ctx, { params }) {
       const { source, query, site } = await prepareQuery(ctx, params, { withGoals: true })
       const olap = source === 'ga4' ? null : ctx.services.olap
-      const rows = { ...query, limit: Math.min(params.limit ?? 10_000, 10_000) }
+      const rows = { ...query, limit: Math.min(Math.max(1, params.limit ?? 10_000), 10_000) }
       const properties = [...SHARED_DIMENSIONS, ...FIRST_PARTY_DIMENSIONS].filter((d) => d !== 'bot_kind' && (source === 'standalone' || !(FIRST_PARTY_DIMENSIONS as readonly string[]).includes(d)))
       const breakdowns: Record<string, BreakdownRow[]> = {}
       for (const property of properties) breakdowns[property] = olap ? await breakdown(olap, rows, property) : []

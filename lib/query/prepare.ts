@@ -8,6 +8,13 @@ import type { Query } from './compile'
 import { type Compiled, parseFilters } from './filters'
 import { resolveRange } from './range'
 
+/**
+ * A row count (spec 4.1): any integer is taken and clamped to 1..max, so the documents show the
+ * bounds that matter rather than the whole integer range.
+ */
+export const limitParam = (max: number, fallback: number) =>
+  z.coerce.number({ message: 'must be a number' }).int('must be an integer').meta({ minimum: 1, maximum: max }).optional().describe(`Rows for lists, clamped to 1-${max}, default ${fallback}`)
+
 /** The common parameters of spec 4.1. */
 export const reportParams = z.object({
   site_id: z.string().min(1, 'required').max(64).describe('Site UUID or public snippet id'),
@@ -16,7 +23,7 @@ export const reportParams = z.object({
   to: z.string().optional().describe('YYYY-MM-DD, with range=custom (included)'),
   filters: z.string().optional().describe('URL-encoded JSON array of {dimension, operator: is|is_not|contains|matches, value: [strings]}'),
   source: z.enum(SOURCES).optional().describe("standalone or ga4; default: the site's primary source"),
-  limit: z.coerce.number({ message: 'must be a number' }).int('must be an integer').optional().describe('Rows for lists, 1-1000, default 100'),
+  limit: limitParam(1000, 100),
 })
 export type ReportParams = z.infer<typeof reportParams>
 

@@ -1,6 +1,8 @@
 import { compileErrors, validate } from '@readme/openapi-parser'
+import ts from 'typescript'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../functions/app'
+import { isJsonAnswer } from '../../functions/endpoint'
 import { honoPath } from '../../functions/http'
 import { endpoints } from '../../functions/registry'
 import { client, seed, testServices } from '../helpers'
@@ -70,6 +72,18 @@ describe('the endpoint registry', () => {
     expect(res.headers.get('access-control-allow-origin')).toBe('*')
   })
 
+  it('a known path asked with a method it does not answer is 405 with Allow, in JSON', async () => {
+    const put = await call('PUT', `/api/v1/sites/${fx.a.site.id}`, { key: fx.a.write.key, body: {} })
+    expect(put.status).toBe(405)
+    expect(put.json.error).toMatch(/PUT is not allowed/)
+    expect(put.headers.get('allow')).toBe('GET, PATCH, DELETE, OPTIONS')
+    const mcp = await call('GET', '/api/mcp')
+    expect(mcp).toMatchObject({ status: 405, json: { error: expect.any(String) } })
+    expect(mcp.headers.get('allow')).toBe('POST, OPTIONS')
+    expect((await call('DELETE', '/api/v1/stats', { key: fx.a.read.key })).status).toBe(405)
+    expect((await call('GET', '/api/v1/nope/deeper', { key: fx.a.read.key })).status).toBe(404)
+  })
+
   it('GET /api/v1/dimensions lists dimensions, operators and ranges', async () => {
     const res = await call('GET', '/api/v1/dimensions', { key: fx.a.read.key })
     expect(res.json.operators).toEqual(['is', 'is_not', 'contains', 'matches'])
@@ -82,5 +96,57 @@ describe('the endpoint registry', () => {
   it('/health answers without a key', async () => {
     const res = await call('GET', '/health')
     expect(res).toMatchObject({ status: 200, json: { status: 'ok', clickhouse: 'ok', keyValue: 'ok' } })
+  })
+})
+
+describe('typed answers in the OpenAPI document', () => {
+  it('every endpoint documents its success status and, for JSON answers, a real response schema', async () => {
+    const services = await testServices()
+    const doc = (await client(services)('GET', '/api/v1/openapi.json')).json
+    for (const e of endpoints) {
+      const responses = doc.paths[e.path][e.method.toLowerCase()].responses
+      const success = responses[String(e.status ?? 200)]
+      expect(success, `${e.method} ${e.path}`).toBeDefined()
+      if (!isJsonAnswer(e.response)) continue
+      const schema = success.content['application/json'].schema
+      expect(schema.type, `${e.method} ${e.path}`).toBe('object')
+      expect(Object.keys(schema.properties ?? {}).length, `${e.method} ${e.path}`).toBeGreaterThan(0)
+    }
+    expect(doc.paths['/api/v1/sites/{site_id}/ingest-key'].post.responses).toHaveProperty('201')
+    expect(doc.paths['/api/v1/sites/{site_id}/ingest-key'].post.responses).not.toHaveProperty('200')
+    expect(doc.paths['/api/event'].post.responses).toHaveProperty('202')
+    // integer parameters carry their real bounds, not the whole safe-integer range
+    for (const path of Object.values(doc.paths) as Record<string, { parameters?: { schema: { minimum?: number; maximum?: number } }[] }>[]) {
+      for (const op of Object.values(path)) {
+        for (const p of op.parameters ?? []) expect(Math.abs(p.schema.maximum ?? 0)).toBeLessThan(Number.MAX_SAFE_INTEGER)
+      }
+    }
+  })
+
+  it('openapi-typescript generates a client in which get_stats answers totals.visitors: number', async () => {
+    const services = await testServices()
+    const doc = (await client(services)('GET', '/api/v1/openapi.json')).json
+    const { default: openapiTS, astToString } = await import('openapi-typescript')
+    const generated = astToString(await openapiTS(doc))
+    const probe = (line: string) => {
+      const files: Record<string, string> = {
+        '/api.d.ts': generated,
+        '/probe.ts': `import type { paths } from './api'\ntype Stats = paths['/api/v1/stats']['get']['responses'][200]['content']['application/json']\ndeclare const stats: Stats\n${line}\n`,
+      }
+      const options = { strict: true, noEmit: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler, types: [], lib: ['lib.es2022.d.ts'] }
+      const host = ts.createCompilerHost(options)
+      const read = host.readFile.bind(host)
+      host.readFile = (name) => files[name] ?? read(name)
+      host.fileExists = (name) => name in files || ts.sys.fileExists(name)
+      const getSource = host.getSourceFile.bind(host)
+      host.getSourceFile = (name, version) => (name in files ? ts.createSourceFile(name, files[name], version) : getSource(name, version))
+      const program = ts.createProgram(['/probe.ts'], options, host)
+      return ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'))
+    }
+    expect(probe('const visitors: number = stats.totals.visitors')).toEqual([])
+    expect(probe("const source: 'standalone' | 'ga4' = stats.source")).toEqual([])
+    // the probe can fail: a field of the wrong type or one that does not exist is an error
+    expect(probe('const visitors: string = stats.totals.visitors').join()).toMatch(/not assignable/)
+    expect(probe('const nope = stats.totals.nope').join()).toMatch(/does not exist/)
   })
 })

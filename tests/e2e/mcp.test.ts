@@ -107,6 +107,25 @@ describe('the MCP tool server on a real server process', () => {
     expect((await fetch(`${server.url}/api/mcp`, { headers: { authorization: `Bearer ${readKey}` } })).status).toBe(405)
   })
 
+  it('tools declare their answer as outputSchema, and one tool call counts one request against the key', async () => {
+    const org = (await (await fetch(`${server.url}/api/v1/me`, { headers: { authorization: `Bearer ${readKey}` } })).json()).organization.id
+    const fresh = await cli('admin', ['key', 'create', '--org', org, '--name', 'one-call', '--scope', 'read'], env)
+    const client = await mcpClient(server.url, fresh.key)
+    const tools = (await client.listTools()).tools
+    const stats = tools.find((t) => t.name === 'get_stats')!
+    expect(stats.outputSchema).toMatchObject({ type: 'object' })
+    expect(JSON.stringify(stats.outputSchema)).toContain('"visitors"')
+    // the SDK client checks structured content against outputSchema: a real answer passes it
+    const answer = await client.callTool({ name: 'get_stats', arguments: { site_id: siteId, range: '7d' } })
+    expect(answer.isError).toBeFalsy()
+    expect((answer.structuredContent as { totals: { visitors: number } }).totals.visitors).toEqual(expect.any(Number))
+    // initialize, tools/list and one call: only the call counted; this REST call is the second request
+    const rest = await fetch(`${server.url}/api/v1/me`, { headers: { authorization: `Bearer ${fresh.key}` } })
+    expect(rest.headers.get('ratelimit-limit')).toBe('600')
+    expect(rest.headers.get('ratelimit-remaining')).toBe('598')
+    await client.close()
+  })
+
   it('tool calls share the per-key REST budget: 600 REST calls, then a tool call is rate limited', async () => {
     const fresh = await cli('admin', ['key', 'create', '--org', (await (await fetch(`${server.url}/api/v1/me`, { headers: { authorization: `Bearer ${readKey}` } })).json()).organization.id, '--name', 'budget', '--scope', 'read'], env)
     const client = await mcpClient(server.url, fresh.key)
