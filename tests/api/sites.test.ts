@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest'
+import { importHits } from '../../lib/ingest/import'
 import { client, seed, testServices } from '../helpers'
 
 describe('sites', () => {
@@ -125,10 +126,13 @@ describe('sites', () => {
   it('DELETE needs confirm=<domain>, then removes the site from both stores', async () => {
     const created = (await call('POST', '/api/v1/sites', { key: fx.a.write.key, body: { domain: 'gone.example.com' } })).json
     const other = (await call('POST', '/api/v1/sites', { key: fx.a.write.key, body: { domain: 'stays.example.com' } })).json
-    const row = (siteId: string, path: string) => ({ site_id: siteId, timestamp: '2026-11-20 10:00:00.000', name: 'pageview', kind: 'pageview', visitor_id: '1', session_id: '2', session_start: '2026-11-20 10:00:00.000', pathname: path })
-    // direct inserts: the collector that feeds these tables arrives with a later issue
-    await services.olap.insert('events', [row(created.id, '/a'), row(created.id, '/b'), row(other.id, '/c')])
-    await services.olap.insert('bot_events', [{ site_id: created.id, timestamp: '2026-11-20 10:00:00.000', bot_name: 'GPTBot' }])
+    // through the collector's own paths: raw hits by the import, a crawler hit by server-side collection
+    const hit = (snippet: string, path: string, second: number) =>
+      JSON.stringify({ timestamp: `2026-11-20T10:00:0${second}Z`, site: snippet, name: 'pageview', url: `https://example.com${path}`, ip: '203.0.113.5', userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0' })
+    const imported = await importHits([hit(created.snippetId, '/a', 0), hit(created.snippetId, '/b', 1), hit(other.snippetId, '/c', 2)], services.ingestor)
+    expect(imported).toMatchObject({ imported: 3, rejected: 0 })
+    const crawled = await call('POST', '/api/v1/collect', { key: fx.a.write.key, body: { site_id: created.snippetId, events: [{ path: '/a', userAgent: 'Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)' }] } })
+    expect(crawled.json).toEqual({ ingested: 1, dropped: 0 })
     const count = async (table: string, id: string) =>
       Number((await services.olap.query<{ n: string }>(`SELECT count() AS n FROM ${table} WHERE site_id = {id:UUID}`, { id }))[0].n)
     expect(await count('events', created.id)).toBe(2)
