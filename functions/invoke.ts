@@ -60,8 +60,9 @@ export async function admit(
   const now = services.now().getTime()
   const headers = rateLimitHeaders(result, now)
   if (!result.success) {
-    const retryAfter = String(Math.max(1, Number(headers['RateLimit-Reset'])))
-    throw new ApiError(429, `rate limit exceeded: ${LIMITS[limitClass].max} requests per minute for this key`, { ...headers, 'Retry-After': retryAfter })
+    // when a request will be admitted again, rounded up: a client that waits this long succeeds
+    const retryAfter = String(Math.max(1, Math.ceil((result.retryAfterMs ?? result.reset - now) / 1000)))
+    throw new ApiError(429, `rate limit exceeded: ${LIMITS[limitClass].max} requests per minute for this key`, { ...headers, 'RateLimit-Reset': retryAfter, 'Retry-After': retryAfter })
   }
   const { lastUsedWritten } = stateOf(services)
   if ((lastUsedWritten.get(key.id) ?? 0) < now - LAST_USED_EVERY_MS) {

@@ -14,8 +14,24 @@ export interface LimitResult {
   success: boolean
   limit: number
   remaining: number
-  /** Epoch milliseconds when the budget is whole again. */
+  /** Epoch milliseconds when the current fixed window ends. */
   reset: number
+  /** On a refusal: milliseconds until one request would be admitted. */
+  retryAfterMs?: number
+}
+
+/**
+ * Under the sliding-window rule a request is admitted while
+ * floor((1 - elapsed / window) * previous) + current < max, where previous and current are the
+ * admitted counts of the previous and current fixed windows. After a refusal at `now`: the
+ * milliseconds until that first holds again (the previous window's weight falls far enough, or,
+ * when the current window is full, far enough into the next one).
+ */
+export function retryAfterMs(max: number, windowMs: number, now: number, previous: number, current: number): number {
+  const start = now - (now % windowMs)
+  // strictly after the instant the weighted count reaches the bound: one millisecond past it
+  if (current < max) return previous > 0 ? Math.max(1, Math.floor(start + windowMs * (1 - (max - current) / previous) - now) + 1) : 1
+  return Math.floor(start + windowMs + windowMs * (1 - max / current) - now) + 1
 }
 
 export type Limits = Record<LimitClass, { max: number; windowMs: number }>
@@ -29,13 +45,20 @@ export function redisRateLimiter(redis: Redis, limits: Limits = LIMITS): RateLim
   const limiters = Object.fromEntries(
     Object.entries(limits).map(([name, { max, windowMs }]) => [
       name,
-      new Ratelimit({ redis, prefix: `rl:${name}`, limiter: Ratelimit.slidingWindow(max, `${windowMs} ms`), analytics: false }),
+      // no ephemeral cache: it would refuse a key until the fixed window ends, past the moment the sliding window admits it
+      new Ratelimit({ redis, prefix: `rl:${name}`, limiter: Ratelimit.slidingWindow(max, `${windowMs} ms`), analytics: false, ephemeralCache: false }),
     ]),
   ) as Record<LimitClass, Ratelimit>
   return {
     async limit(limitClass, identifier) {
       const { success, limit, remaining, reset } = await limiters[limitClass].limit(identifier)
-      return { success, limit, remaining: Math.max(0, remaining), reset }
+      if (success) return { success, limit, remaining: Math.max(0, remaining), reset }
+      // refusals are rare: read the two windows' counts to say when a request will be admitted
+      const { max, windowMs } = limits[limitClass]
+      const now = Date.now()
+      const window = Math.floor(now / windowMs)
+      const [current, previous] = await redis.mget<(string | number | null)[]>(`rl:${limitClass}:${identifier}:${window}`, `rl:${limitClass}:${identifier}:${window - 1}`)
+      return { success, limit, remaining: 0, reset, retryAfterMs: retryAfterMs(max, windowMs, now, Number(previous ?? 0), Number(current ?? 0)) }
     },
   }
 }
@@ -66,7 +89,7 @@ export function memoryRateLimiter(now: () => number = Date.now, limits: Limits =
       }
       const weighted = Math.floor((1 - (t - start) / windowMs) * w.previous)
       const reset = start + windowMs
-      if (weighted + w.count >= max) return { success: false, limit: max, remaining: 0, reset }
+      if (weighted + w.count >= max) return { success: false, limit: max, remaining: 0, reset, retryAfterMs: retryAfterMs(max, windowMs, t, w.previous, w.count) }
       w.count++
       return { success: true, limit: max, remaining: Math.max(0, max - weighted - w.count), reset }
     },

@@ -4,7 +4,7 @@ import { REDIS_URL, client, seed, testServices } from '../helpers'
 
 describe('per-key rate limits through the app', () => {
   it('the 601st request in a minute is 429 with Retry-After and RateLimit headers (in-process limiter)', async () => {
-    const now = new Date('2026-11-22T12:00:10Z')
+    let now = new Date('2026-11-22T12:00:10Z')
     const services = await testServices({ now: () => now })
     const fx = await seed(services)
     const call = client(services)
@@ -20,13 +20,37 @@ describe('per-key rate limits through the app', () => {
     const refused = await call('GET', `/api/v1/sites/${fx.a.site.id}`, { key: fx.a.read.key })
     expect(refused.status).toBe(429)
     expect(refused.json.error).toMatch(/rate limit/)
-    expect(refused.headers.get('retry-after')).toBe('50')
+    // 600 admitted this minute weigh 600 until just after 12:01:00: admitted again 50.001 s from now
+    expect(refused.headers.get('retry-after')).toBe('51')
     expect(refused.headers.get('ratelimit-limit')).toBe('600')
     expect(refused.headers.get('ratelimit-remaining')).toBe('0')
-    expect(refused.headers.get('ratelimit-reset')).toBe('50')
+    expect(refused.headers.get('ratelimit-reset')).toBe('51')
     expect(refused.headers.get('access-control-allow-origin')).toBe('*')
     // the budget is per key
     expect((await call('GET', '/api/v1/me', { key: fx.a.write.key })).status).toBe(200)
+    // waiting what Retry-After says is enough
+    now = new Date(now.getTime() + 51_000)
+    expect((await call('GET', '/api/v1/me', { key: fx.a.read.key })).status).toBe(200)
+  })
+
+  it.runIf(!!REDIS_URL)('after a 429 from the shared Redis limiter, waiting Retry-After seconds is enough', async () => {
+    const services = await testServices({ kv: 'redis' })
+    const fx = await seed(services)
+    const small = { default: { max: 5, windowMs: 3000 }, collect: { max: 5, windowMs: 3000 }, ping: { max: 5, windowMs: 3000 }, proxy: { max: 5, windowMs: 3000 } }
+    const call = client({ ...services, limiter: redisRateLimiter((services.store as unknown as { redis: never }).redis, small) })
+    for (let round = 0; round < 2; round++) {
+      let refused: Awaited<ReturnType<typeof call>> | undefined
+      for (let i = 0; i < 12 && !refused; i++) {
+        const res = await call('GET', '/api/v1/me', { key: fx.a.read.key })
+        if (res.status === 429) refused = res
+      }
+      expect(refused?.status).toBe(429)
+      const wait = Number(refused!.headers.get('retry-after'))
+      expect(wait).toBeGreaterThanOrEqual(1)
+      expect(wait).toBeLessThanOrEqual(6)
+      await new Promise((r) => setTimeout(r, wait * 1000))
+      expect((await call('GET', '/api/v1/me', { key: fx.a.read.key })).status).toBe(200)
+    }
   })
 
   it.runIf(!!REDIS_URL)('the 601st request in a minute is 429 with the Redis limiter shared across instances', async () => {
