@@ -12,6 +12,7 @@ import { localEndpointsApp } from './local-endpoints'
 import { migrate } from '../lib/olap/migrate'
 import { loadMigrations } from '../lib/olap/migrations-node'
 import { guardedFetch } from '../lib/outbound'
+import { pinnedNodeFetch } from '../lib/outbound-node'
 import { dbipGeo } from '../lib/ingest/geo-node'
 import { Ingestor } from '../lib/ingest/pipeline'
 import { BufferedSink } from '../lib/ingest/sink'
@@ -71,6 +72,7 @@ const services: Services = {
   fetch: guardedFetch({
     allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === '1',
     resolve: async (host) => (await lookup(host, { all: true })).map((a) => a.address),
+    pinnedFetch: pinnedNodeFetch(),
   }),
   publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
 }

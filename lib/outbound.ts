@@ -1,3 +1,5 @@
+import ipaddr from 'ipaddr.js'
+
 /**
  * The one guarded outbound fetch (DESIGN.md section 10): http(s) only, no private, loopback or
  * link-local targets unless allowed, a timeout, a size cap, and every redirect re-checked.
@@ -11,44 +13,57 @@ export interface OutboundOptions {
   maxRedirects?: number
   /** Resolves a hostname to addresses (Node: dns.lookup). Without it only literal addresses are checked. */
   resolve?: (hostname: string) => Promise<string[]>
+  /**
+   * Fetches one hop connecting only to `addresses`, the ones just checked, so that DNS cannot
+   * answer differently between the check and the connection (Node: an undici dispatcher whose
+   * lookup returns them). Without it the runtime's fetch resolves again (Workers, which never
+   * reach private addresses).
+   */
+  pinnedFetch?: (url: URL, addresses: string[], init: RequestInit) => Promise<Response>
   fetchImpl?: typeof fetch
 }
 
-function ipv4Private(ip: string): boolean {
-  const [a, b] = ip.split('.').map(Number)
-  return a === 0 || a === 10 || a === 127 || (a === 100 && b >= 64 && b <= 127) || (a === 169 && b === 254) ||
-    (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 198 && (b === 18 || b === 19)) || a >= 224
+/**
+ * Only globally routable unicast addresses are public. ipaddr.js knows the special ranges
+ * (private, loopback, link-local, unique-local, CGNAT, multicast, reserved, ...) and reads an
+ * IPv4-mapped IPv6 address in every spelling as the IPv4 address it carries; the ranges that
+ * embed an IPv4 address in another way (NAT64, 6to4, Teredo) are refused as well.
+ */
+export function isPrivateAddress(address: string): boolean {
+  const ip = address.replace(/^\[|\]$/g, '')
+  if (!ipaddr.isValid(ip)) return true
+  return ipaddr.process(ip).range() !== 'unicast'
 }
 
-export function isPrivateAddress(address: string): boolean {
-  const ip = address.replace(/^\[|\]$/g, '').toLowerCase()
-  if (/^\d+\.\d+\.\d+\.\d+$/.test(ip)) return ipv4Private(ip)
-  if (!ip.includes(':')) return false
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(ip)
-  if (mapped) return ipv4Private(mapped[1])
-  return ip === '::' || ip === '::1' || /^f[cd]/.test(ip) || /^fe[89ab]/.test(ip) || ip.startsWith('ff')
-}
+const isIpLiteral = (host: string) => ipaddr.isValid(host.replace(/^\[|\]$/g, ''))
 
 export function guardedFetch(options: OutboundOptions = {}): typeof fetch {
-  const { allowPrivate = false, timeoutMs = 10_000, maxBytes = 5 * 1024 * 1024, maxRedirects = 5, resolve } = options
+  const { allowPrivate = false, timeoutMs = 10_000, maxBytes = 5 * 1024 * 1024, maxRedirects = 5, resolve, pinnedFetch } = options
   const fetchImpl = options.fetchImpl ?? fetch
 
-  async function check(url: URL) {
+  /** The addresses the URL's host stands for, every one of them checked; none when the runtime resolves. */
+  async function check(url: URL): Promise<string[]> {
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new OutboundError(`only http and https URLs are fetched, not ${url.protocol}`)
-    if (allowPrivate) return
     const host = url.hostname
-    const addresses = /^[\d.]+$|:/.test(host) ? [host] : resolve ? await resolve(host) : []
+    const addresses = isIpLiteral(host) ? [host.replace(/^\[|\]$/g, '')] : resolve ? await resolve(host) : []
+    if (allowPrivate) return addresses
     if (host === 'localhost' || host.endsWith('.localhost') || addresses.some(isPrivateAddress)) {
       throw new OutboundError(`${host} is a private, loopback or link-local address`)
     }
+    return addresses
+  }
+
+  async function fetchHop(url: URL, addresses: string[], init: RequestInit) {
+    if (pinnedFetch && addresses.length) return pinnedFetch(url, addresses, init)
+    return fetchImpl(url, init)
   }
 
   return (async (input: RequestInfo | URL, init?: RequestInit) => {
     let url = new URL(input instanceof Request ? input.url : String(input))
     const signal = AbortSignal.timeout(timeoutMs)
     for (let hop = 0; ; hop++) {
-      await check(url)
-      const response = await fetchImpl(url, { ...init, redirect: 'manual', signal })
+      const addresses = await check(url)
+      const response = await fetchHop(url, addresses, { ...init, redirect: 'manual', signal })
       const location = response.headers.get('location')
       if (response.status >= 300 && response.status < 400 && location) {
         if (hop >= maxRedirects) throw new OutboundError(`more than ${maxRedirects} redirects`)

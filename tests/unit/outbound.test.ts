@@ -2,6 +2,7 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { guardedFetch, isPrivateAddress } from '../../lib/outbound'
+import { pinnedNodeFetch } from '../../lib/outbound-node'
 
 describe('guarded outbound fetch', () => {
   let base = ''
@@ -22,7 +23,35 @@ describe('guarded outbound fetch', () => {
     for (const ip of ['10.1.2.3', '127.0.0.1', '172.16.0.1', '172.31.255.255', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', 'fd00::1', 'fe80::1', '::ffff:10.0.0.1', '[::1]']) {
       expect(isPrivateAddress(ip), ip).toBe(true)
     }
+    // IPv4-mapped IPv6 in every spelling, NAT64 and 6to4 carry an IPv4 address: read as that address, or refused
+    for (const ip of ['::ffff:127.0.0.1', '[::ffff:7f00:1]', '0:0:0:0:0:ffff:127.0.0.1', '::ffff:a9fe:a9fe', '64:ff9b::a00:1', '2002:7f00:1::1', '::', 'garbage']) {
+      expect(isPrivateAddress(ip), ip).toBe(true)
+    }
     for (const ip of ['8.8.8.8', '172.32.0.1', '1.1.1.1', '2606:4700::1111', '::ffff:8.8.8.8']) expect(isPrivateAddress(ip), ip).toBe(false)
+  })
+
+  it('refuses loopback reached through IPv4-mapped IPv6 literals', async () => {
+    const guarded = guardedFetch()
+    const port = new URL(base).port
+    for (const host of ['[::ffff:127.0.0.1]', '[::ffff:7f00:1]', '[0:0:0:0:0:ffff:127.0.0.1]', '[::ffff:a9fe:a9fe]']) {
+      await expect(guarded(`http://${host}:${port}/ok`), host).rejects.toThrow(/private/)
+    }
+  })
+
+  it('connects to the address it checked, never looking the name up again', async () => {
+    let lookups = 0
+    const pinned = guardedFetch({
+      allowPrivate: true,
+      resolve: async () => (lookups++, ['127.0.0.1']),
+      pinnedFetch: pinnedNodeFetch(),
+    })
+    // the name exists nowhere but in the checked answer: the connection can only have used that
+    const res = await pinned(`http://rebind.invalid:${new URL(base).port}/ok`)
+    expect(await res.text()).toBe('fine')
+    expect(lookups).toBe(1)
+    // a resolver that answers a private address is refused before any connection
+    const rebinding = guardedFetch({ resolve: async () => ['93.184.216.34', '10.0.0.1'], pinnedFetch: pinnedNodeFetch() })
+    await expect(rebinding('http://two-faced.invalid/')).rejects.toThrow(/private/)
   })
 
   it('refuses loopback targets, non-http schemes and hostnames that resolve privately', async () => {
