@@ -50,8 +50,13 @@ export interface Endpoint<P extends AnyObject = AnyObject, B extends z.ZodType =
   /** The schema of a success answer: the OpenAPI document, MCP's outputSchema and the API tests read it. */
   response: R | RawAnswer
   limit?: LimitClass
-  /** Refuses site-bound ingest keys (adding or deleting sites, revoking keys). */
+  /** Refuses site-bound keys (the organization's keys and team, adding or deleting sites). */
   orgWide?: boolean
+  /**
+   * Takes a site-bound write key in the URL (`?key=`), for log drains and platforms that can only
+   * call a fixed URL. URLs get logged, so only ingestion endpoints do.
+   */
+  keyInUrl?: boolean
   /** The answer's data, or a whole Response where the endpoint writes its own (scripts, cached answers, MCP). */
   handler(ctx: EndpointContext, input: { params: z.infer<P>; body: z.infer<B> }): Promise<z.input<R> | Response>
 }

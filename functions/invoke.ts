@@ -55,6 +55,9 @@ export async function admit(
   const limitClass = endpoint.limit ?? 'default'
   // the budget is per key, counted under the key's hash, so lookup and count go out together
   const [record, result] = await Promise.all([known ?? services.store.getApiKeyByHash(presented.hash), services.limiter.limit(limitClass, presented.hash)])
+  if (presented.credential.via === 'query' && !endpoint.keyInUrl) {
+    throw new ApiError(401, 'the key query parameter is accepted only by the ingestion endpoints (collect, proxy-config), with a site-bound ingest key; send keys in the Authorization header')
+  }
   const key = authorize(record, presented.credential, endpoint.scope === 'write' ? 'write' : 'read')
   if (endpoint.orgWide && key.siteId) throw new ApiError(403, 'this endpoint needs an organization-wide key; this key is bound to one site')
   const now = services.now().getTime()

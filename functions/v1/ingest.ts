@@ -16,6 +16,7 @@ export const ingestEndpoints = [
     path: '/api/v1/collect',
     scope: 'write',
     limit: 'collect',
+    keyInUrl: true,
     tool: 'collect_bot_hits',
     summary: 'Server-side bot collection: stores bot and AI-crawler hits, drops humans and junk.',
     description:
@@ -56,7 +57,7 @@ export const ingestEndpoints = [
     tool: 'rotate_ingest_key',
     summary: 'Mints, or rotates, the site-bound write key for server-side ingestion; the secret is shown once.',
     description:
-      'Creates a write-scoped key bound to this one site, for log drains and servers (it may also be sent as ?key=). Any previous ingest key of the site stops working at once. The secret is in the answer only this time.',
+      'Creates a write-scoped key bound to this one site, for log drains and servers (collect and proxy-config also take it as ?key=). Every earlier key bound to the site stops working at once. The secret is in the answer only this time.',
     params: z.object({ site_id: siteRefSchema }),
     status: 201,
     response: z.object({
@@ -70,11 +71,12 @@ export const ingestEndpoints = [
     async handler({ services, site }, { params }) {
       const current = await site(params.site_id)
       const now = services.now()
-      const previous = current.ingestKeyId ? await services.store.getApiKeyMeta(current.ingestKeyId) : null
+      // rotating revokes every earlier key bound to the site, the ones made in the account area included
+      const previous = (await services.store.listApiKeys(current.orgId)).filter((k) => k.siteId === current.id && !k.revokedAt)
       const created = await createApiKey(services.store, { orgId: current.orgId, name: `ingest key for ${current.domain}`, scope: 'write', siteId: current.id }, now)
       await services.store.saveSite({ ...current, ingestKeyId: created.id })
-      if (previous && !previous.revokedAt) await services.store.revokeApiKey(previous, now.toISOString())
-      return { key: created.key, id: created.id, prefix: created.prefix, scope: 'write' as const, siteId: current.id, rotated: !!previous }
+      await Promise.all(previous.map((meta) => services.store.revokeApiKey(meta, now.toISOString())))
+      return { key: created.key, id: created.id, prefix: created.prefix, scope: 'write' as const, siteId: current.id, rotated: previous.length > 0 }
     },
   }),
   defineEndpoint({
@@ -82,6 +84,7 @@ export const ingestEndpoints = [
     path: '/api/v1/proxy-config',
     scope: 'write',
     limit: 'proxy',
+    keyInUrl: true,
     tool: 'get_proxy_config',
     summary: "What a first-party proxy needs: upstream URLs, the path mapping and the site's proxy secret.",
     description:
@@ -97,7 +100,8 @@ export const ingestEndpoints = [
       snippet: z.string(),
     }),
     async handler({ services, key, site, baseUrl }, { params }) {
-      const siteRef = key.siteId ?? params.site_id
+      // a site-bound key names its own site or none; another site's id is the same 404 as a missing one
+      const siteRef = params.site_id ?? key.siteId
       if (!siteRef) throw new ApiError(400, 'site_id: required with an organization-wide key')
       const current = await site(siteRef)
       const proxySecret = current.proxySecret ?? `wps_${randomString(40)}`

@@ -9,6 +9,7 @@ export const orgEndpoints = [
     path: '/api/v1/org/api-keys',
     scope: 'read',
     tool: 'list_api_keys',
+    orgWide: true,
     summary: 'Every key of the organization: name, prefix, scope, site binding, last use. Never the secret.',
     response: z.object({
       keys: z.array(

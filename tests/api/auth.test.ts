@@ -38,12 +38,33 @@ describe.each(kinds)('auth matrix (%s key/value store)', (kind) => {
     }
   })
 
-  it('?key= works only for a write-scoped site-bound ingest key', async () => {
-    expect((await call('GET', '/api/v1/me', { key: fx.a.read.key, via: 'query' })).status).toBe(401)
-    expect((await call('GET', '/api/v1/me', { key: fx.a.write.key, via: 'query' })).status).toBe(401)
-    const ingest = await call('GET', '/api/v1/me', { key: fx.ingest.key, via: 'query' })
+  it('?key= works only for a write-scoped site-bound ingest key, on the ingestion endpoints only', async () => {
+    expect((await call('GET', '/api/v1/proxy-config', { key: fx.a.read.key, via: 'query' })).status).toBe(401)
+    expect((await call('GET', `/api/v1/proxy-config?site_id=${fx.a.site.id}`, { key: fx.a.write.key, via: 'query' })).status).toBe(401)
+    const ingest = await call('GET', '/api/v1/proxy-config', { key: fx.ingest.key, via: 'query' })
     expect(ingest.status).toBe(200)
-    expect(ingest.json.key.siteId).toBe(fx.a.site.id)
+    expect(ingest.json.siteId).toBe(fx.a.site.id)
+    // URLs get logged: the same key reads nothing through one
+    for (const path of ['/api/v1/me', `/api/v1/stats?site_id=${fx.a.site.id}`, `/api/v1/sites/${fx.a.site.id}`]) {
+      const res = await call('GET', path, { key: fx.ingest.key, via: 'query' })
+      expect(res.status, path).toBe(401)
+      expect(res.json.error).toMatch(/query parameter/)
+    }
+    expect((await call('GET', '/api/v1/me', { key: fx.ingest.key })).status).toBe(200)
+  })
+
+  it('a site-bound key reaches its own site only', async () => {
+    const mine = await call('GET', '/api/v1/sites', { key: fx.ingest.key })
+    expect(mine.json.sites.map((s: { id: string }) => s.id)).toEqual([fx.a.site.id])
+    // organization-wide endpoints are 403
+    expect((await call('GET', '/api/v1/org/api-keys', { key: fx.ingest.key })).status).toBe(403)
+    expect((await call('DELETE', `/api/v1/org/api-keys?id=${fx.a.read.id}`, { key: fx.ingest.key })).status).toBe(403)
+    // another site of the same organization is 404, also through proxy-config
+    const sibling = (await call('POST', '/api/v1/sites', { key: fx.a.write.key, body: { domain: `sibling-${crypto.randomUUID().slice(0, 6)}.example.com` } })).json
+    expect((await call('GET', `/api/v1/sites/${sibling.id}`, { key: fx.ingest.key })).status).toBe(404)
+    const proxy = await call('GET', `/api/v1/proxy-config?site_id=${sibling.id}`, { key: fx.ingest.key })
+    expect(proxy.status).toBe(404)
+    expect((await call('GET', `/api/v1/proxy-config?site_id=${fx.a.site.snippetId}`, { key: fx.ingest.key })).json.siteId).toBe(fx.a.site.id)
   })
 
   it('a read key on a write endpoint is 403 and changes nothing', async () => {

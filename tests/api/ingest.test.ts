@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest'
+import { createApiKey } from '../../lib/admin'
 import { importHits } from '../../lib/ingest/import'
 import { client, seed, testServices } from '../helpers'
 
@@ -283,10 +284,14 @@ describe('ingestion', () => {
       expect(first.json).toMatchObject({ scope: 'write', siteId: fx.b.site.id, rotated: false })
       const shown = await call('GET', `/api/v1/sites/${fx.b.site.id}/ingest-key`, { key: fx.b.read.key })
       expect(shown.json).toEqual({ exists: true, id: first.json.id, prefix: first.json.prefix, createdAt: now.toISOString() })
-      expect((await call('GET', '/api/v1/me', { key: first.json.key, via: 'query' })).json.key.siteId).toBe(fx.b.site.id)
+      expect((await call('GET', '/api/v1/proxy-config', { key: first.json.key, via: 'query' })).json.siteId).toBe(fx.b.site.id)
+      // a site-bound key made in the account area is revoked by the rotation too
+      const adminMade = await createApiKey(services.store, { orgId: fx.b.org.id, name: 'drain', scope: 'write', siteId: fx.b.site.id }, now)
+      expect((await call('GET', '/api/v1/me', { key: adminMade.key })).status).toBe(200)
       const second = await call('POST', `/api/v1/sites/${fx.b.site.id}/ingest-key`, { key: fx.b.write.key })
       expect(second.json.rotated).toBe(true)
       expect((await call('GET', '/api/v1/me', { key: first.json.key })).status).toBe(401)
+      expect((await call('GET', '/api/v1/me', { key: adminMade.key })).status).toBe(401)
       expect((await call('GET', '/api/v1/me', { key: second.json.key })).status).toBe(200)
       // a site-bound key cannot mint keys
       expect((await call('POST', `/api/v1/sites/${fx.b.site.id}/ingest-key`, { key: second.json.key })).status).toBe(403)
