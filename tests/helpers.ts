@@ -100,8 +100,9 @@ export function checkAnswer(method: string, url: string, status: number, json: u
   const route = routes.find((r) => r.endpoint.method === method && r.pattern.test(path))
   if (!route || status >= 300 || status === 0) return
   const { endpoint } = route
-  if (status !== (endpoint.status ?? 200)) throw new Error(`${method} ${path} answered ${status}; it declares ${endpoint.status ?? 200}`)
+  // a raw answer (a script, MCP's JSON-RPC) has the statuses of its own protocol
   if (!isJsonAnswer(endpoint.response)) return
+  if (status !== (endpoint.status ?? 200)) throw new Error(`${method} ${path} answered ${status}; it declares ${endpoint.status ?? 200}`)
   const parsed = endpoint.response.safeParse(json)
   if (!parsed.success) throw new Error(`the answer of ${method} ${path} does not match its schema:\n${z.prettifyError(parsed.error)}`)
   if (!isDeepStrictEqual(parsed.data, json)) throw new Error(`the answer of ${method} ${path} has fields its schema does not declare: ${JSON.stringify(json).slice(0, 500)}`)

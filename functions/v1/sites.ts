@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { ApiError } from '../../lib/errors'
 import { deleteSiteData } from '../../lib/olap/site-data'
+import { assertEngineKnowsTimezone } from '../../lib/olap/timezones'
 import { flagParam, rangeParam } from '../params'
 import type { Olap } from '../../lib/olap/types'
 import { rangeView, resolveRange } from '../../lib/query/range'
@@ -74,6 +75,7 @@ export const siteEndpoints = [
     status: 201,
     response: siteViewSchema,
     async handler({ services, key, baseUrl }, { body }) {
+      if (body.timezone) await assertEngineKnowsTimezone(services.olap, body.timezone)
       const site = newSite(body, key.orgId, services.now())
       await services.store.createSite(site)
       return siteView(site, baseUrl)
@@ -106,6 +108,7 @@ export const siteEndpoints = [
     response: siteViewSchema,
     async handler({ services, site, baseUrl }, { params, body }) {
       const current = await site(params.site_id)
+      if (body.timezone) await assertEngineKnowsTimezone(services.olap, body.timezone)
       const next = applySitePatch(current, body)
       await services.store.saveSite(next)
       return siteView(next, baseUrl)

@@ -162,4 +162,19 @@ describe('sites', () => {
     expect(res.json.error).toMatch(/^range/)
     expect((await call('GET', '/api/v1/sites?stats=maybe', { key: fx.a.read.key })).json.error).toMatch(/^stats/)
   })
+
+  it.each(['SystemV/EST5', 'SystemV/AST4ADT', 'US/Pacific-New'])('a zone the runtime knows and the engine does not (%s) is 400 naming timezone, and the organization keeps working', async (zone) => {
+    const before = (await services.store.getSite(fx.a.site.id))!.timezone
+    const patched = await call('PATCH', `/api/v1/sites/${fx.a.site.id}`, { key: fx.a.write.key, body: { timezone: zone } })
+    expect(patched.status).toBe(400)
+    expect(patched.json.error).toMatch(/^timezone/)
+    const created = await call('POST', '/api/v1/sites', { key: fx.a.write.key, body: { domain: `tz-${crypto.randomUUID().slice(0, 6)}.example.com`, timezone: zone } })
+    expect(created.status).toBe(400)
+    expect(created.json.error).toMatch(/^timezone/)
+    expect((await services.store.getSite(fx.a.site.id))!.timezone).toBe(before)
+    expect((await call('GET', '/api/v1/sites', { key: fx.a.read.key })).status).toBe(200)
+    // an alias the engine knows is kept as written
+    const alias = await call('POST', '/api/v1/sites', { key: fx.a.write.key, body: { domain: `tz-${crypto.randomUUID().slice(0, 6)}.example.com`, timezone: 'Asia/Calcutta' } })
+    expect(alias.json.timezone).toBe('Asia/Calcutta')
+  })
 })
