@@ -6,8 +6,6 @@ import { browserHitSchema } from '../lib/ingest/hit-schema'
 import { TRACKER_FILES } from '../lib/tracker/bundle.generated'
 import { defineEndpoint } from './endpoint'
 
-const MAX_EVENT_BYTES = 64 * 1024
-
 const javascript = (code: string, cacheControl: string, etag: string) =>
   new Response(code, {
     headers: { 'Content-Type': 'application/javascript; charset=utf-8', 'Cache-Control': cacheControl, ETag: `"${etag}"`, 'Access-Control-Allow-Origin': '*' },
@@ -53,7 +51,6 @@ export const collectorEndpoints = [
     response: { mediaType: null, description: 'Accepted; no body' },
     async handler({ services, request, env }) {
       const text = await request.text()
-      if (text.length > MAX_EVENT_BYTES) throw new ApiError(413, `body: larger than ${MAX_EVENT_BYTES} bytes`)
       let body: unknown
       try {
         body = JSON.parse(text)

@@ -45,6 +45,8 @@ export interface Endpoint<P extends AnyObject = AnyObject, B extends z.ZodType =
   body?: B
   /** The handler reads and checks its own input (hot paths); `params` and `body` then only document it. */
   validatesOwnInput?: boolean
+  /** The largest body taken, in bytes (default DEFAULT_MAX_BODY_BYTES); a larger one is 413 before it is read whole. */
+  maxBodyBytes?: number
   /** The status of a success (default 200). */
   status?: 200 | 201 | 202
   /** The schema of a success answer: the OpenAPI document, MCP's outputSchema and the API tests read it. */
@@ -60,6 +62,9 @@ export interface Endpoint<P extends AnyObject = AnyObject, B extends z.ZodType =
   /** The answer's data, or a whole Response where the endpoint writes its own (scripts, cached answers, MCP). */
   handler(ctx: EndpointContext, input: { params: z.infer<P>; body: z.infer<B> }): Promise<z.input<R> | Response>
 }
+
+/** What a settings write or any other small JSON body needs. */
+export const DEFAULT_MAX_BODY_BYTES = 64 * 1024
 
 export const defineEndpoint = <P extends AnyObject = AnyObject, B extends z.ZodType = z.ZodType, R extends z.ZodType = z.ZodType>(e: Endpoint<P, B, R>) =>
   e as unknown as Endpoint

@@ -1,9 +1,10 @@
 import type { Context, Hono } from 'hono'
+import { bodyLimit } from 'hono/body-limit'
 import { readCredential } from '../lib/auth'
 import { ApiError } from '../lib/errors'
 import { sha256Hex, type ApiKeyRecord } from '../lib/keys'
 import type { Services } from '../lib/services'
-import type { Endpoint } from './endpoint'
+import { DEFAULT_MAX_BODY_BYTES, type Endpoint } from './endpoint'
 import { admit, endpointContext, invoke } from './invoke'
 
 export const honoPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1')
@@ -33,6 +34,10 @@ export function backgroundTask(c: Context) {
 export function mountEndpoints(app: Hono, endpoints: Endpoint[], services: Services) {
   for (const endpoint of endpoints) {
     const hasParams = endpoint.params !== undefined && !endpoint.validatesOwnInput
+    // the cap holds while the body is read (Content-Length first, then counted bytes), so a huge body is never buffered
+    const maxSize = endpoint.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
+    const limit = bodyLimit({ maxSize, onError: (c) => c.json({ error: `body: larger than ${maxSize} bytes` }, 413) })
+    if (endpoint.method !== 'GET') app.on(endpoint.method, honoPath(endpoint.path), limit)
     app.on(endpoint.method, honoPath(endpoint.path), async (c) => {
       const background = backgroundTask(c)
       let key = null as unknown as ApiKeyRecord

@@ -66,6 +66,7 @@ export function mcpEndpoint(registry: () => Endpoint[]) {
     description:
       'Tools are the endpoints of this API with the same parameters, checks and per-key rate limit; a read key sees the read tools, a write key all of them. A tool call counts one request against the key.',
     validatesOwnInput: true,
+    maxBodyBytes: 1024 * 1024,
     body: z.looseObject({ jsonrpc: z.literal('2.0'), method: z.string() }).describe('A JSON-RPC 2.0 message'),
     response: { mediaType: 'application/json', description: 'A JSON-RPC 2.0 answer' },
     async handler(ctx) {

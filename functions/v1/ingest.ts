@@ -17,6 +17,8 @@ export const ingestEndpoints = [
     scope: 'write',
     limit: 'collect',
     keyInUrl: true,
+    // 500 hits of about 2 KB each at most
+    maxBodyBytes: 1024 * 1024,
     tool: 'collect_bot_hits',
     summary: 'Server-side bot collection: stores bot and AI-crawler hits, drops humans and junk.',
     description:
