@@ -1,7 +1,8 @@
 import { rmSync, writeFileSync } from 'node:fs'
 import { Resolver, lookup } from 'node:dns/promises'
 import { serve } from '@hono/node-server'
-import type { IncomingMessage } from 'node:http'
+import { type IncomingMessage, STATUS_CODES, type Server } from 'node:http'
+import type { Duplex } from 'node:stream'
 import { z } from 'zod'
 import { createDemo } from '../lib/demo'
 import { demoHits } from '../lib/ingest/demo-traffic'
@@ -78,6 +79,7 @@ const services: Services = {
 }
 const app = createApp(services)
 const server = serve({ fetch: app.fetch, port: env.PORT, hostname: env.HOST })
+answerMalformedRequestsInJson(server as unknown as Server)
 await new Promise((resolve) => server.once('listening', resolve))
 const port = (server.address() as { port: number }).port
 const baseUrl = services.publicUrl ?? `http://localhost:${port}`
@@ -143,3 +145,20 @@ function scheduleRollups() {
 }
 scheduleRollups()
 setInterval(scheduleRollups, 10 * 60_000).unref()
+
+/**
+ * Requests Node's HTTP parser refuses before the app sees them (a lowercase method, raw bytes in
+ * the URL, headers over Node's limit) are answered like every other error: {"error"} in JSON.
+ */
+function answerMalformedRequestsInJson(http: Server) {
+  http.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy()
+    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
+    const error =
+      status === 431 ? 'request headers are too large' : status === 408 ? 'the request took too long to arrive' : `malformed HTTP request (${err.code ?? 'unparseable'})`
+    const body = JSON.stringify({ error })
+    socket.end(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nAccess-Control-Allow-Origin: *\r\nConnection: close\r\n\r\n${body}`,
+    )
+  })
+}

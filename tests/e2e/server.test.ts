@@ -1,3 +1,4 @@
+import { connect } from 'node:net'
 import { afterAll, describe, expect, it } from 'vitest'
 import { tempDir } from '../helpers'
 import { type RunningServer, cli, startServer } from './server-process'
@@ -25,6 +26,36 @@ describe('the Node server on embedded stores', () => {
     expect((await me.json()).key.scope).toBe('read')
     const sites = await (await api('/api/v1/sites', readKey)).json()
     expect(sites.sites.map((s: { domain: string }) => s.domain)).toEqual(['demo.example.com'])
+  })
+
+  it('answers requests the HTTP parser refuses in JSON too: a lowercase method, raw bytes in the URL, huge headers', async () => {
+    const { port } = new URL(server.url)
+    const raw = (request: Buffer) =>
+      new Promise<{ status: number; type: string; body: string }>((resolve, reject) => {
+        const socket = connect(Number(port), '127.0.0.1', () => socket.end(request))
+        let data = ''
+        socket.on('data', (d) => (data += d.toString('latin1')))
+        socket.on('error', reject)
+        socket.on('close', () => {
+          const [head, body] = data.split('\r\n\r\n')
+          resolve({ status: Number(head.split(' ')[1]), type: /content-type: (.*)/i.exec(head)?.[1] ?? '', body })
+        })
+      })
+    const cases: [Buffer, number][] = [
+      [Buffer.from('get /api/v1/me HTTP/1.1\r\nHost: x\r\n\r\n'), 400],
+      [Buffer.concat([Buffer.from('GET /api/v1/stats?site_id='), Buffer.from([0xff, 0xfe, 0x00]), Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n')]), 400],
+      [Buffer.from(`GET /api/v1/me HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`), 431],
+    ]
+    for (const [request, status] of cases) {
+      const res = await raw(request)
+      expect(res.status, request.subarray(0, 40).toString('latin1')).toBe(status)
+      expect(res.type).toMatch(/application\/json/)
+      expect(JSON.parse(res.body)).toEqual({ error: expect.any(String) })
+    }
+    // percent-encoded bytes that are not UTF-8 reach the app, which answers in JSON as well
+    const encoded = await fetch(`${server.url}/api/v1/stats?site_id=%ff%fe`, { headers: { authorization: `Bearer ${readKey}` } })
+    expect(encoded.status).toBeLessThan(500)
+    expect(await encoded.json()).toEqual({ error: expect.any(String) })
   })
 
   it('the admin CLI and the migration runner work while the server owns the stores', async () => {
