@@ -1,9 +1,8 @@
 import { z } from 'zod'
 import { ApiError } from '../../lib/errors'
 import { type Goal, goalInputSchema } from '../../lib/goals'
-import { prepareQuery, reportParams } from '../../lib/query/prepare'
-import { rangeView } from '../../lib/query/range'
-import { breakdown } from '../../lib/query/report'
+import { reportParams } from '../../lib/query/parse'
+import { goalConversions } from '../../lib/query/reports'
 import { Reply, defineEndpoint } from '../../lib/registry'
 
 const defaultName = (type: Goal['type'], matchValue: string) => (type === 'event' ? matchValue : `Visit ${matchValue}`)
@@ -19,25 +18,7 @@ export const goalEndpoints = [
       'visitors is unique converters; conversions counts every completion; conversionRate is converters divided by all visitors of the window, a fraction from 0 to 1; revenue sums the goal currency. A site that reads only ga4 answers available: false.',
     params: reportParams,
     async handler(ctx, { params }) {
-      const site = await ctx.site(params.site_id)
-      if (!site.sources.includes('standalone')) return { available: false, goals: [] }
-      const { query } = await prepareQuery(ctx, { ...params, source: 'standalone' }, { withGoals: true })
-      const rows = query.goals.length ? await breakdown(ctx.services.olap, { ...query, limit: 1000 }, 'goal') : []
-      const byName = new Map(rows.map((r) => [r.value, r]))
-      return {
-        available: true,
-        range: rangeView(query.range),
-        goals: query.goals.map((g) => {
-          const r = byName.get(g.name)
-          return {
-            ...g,
-            visitors: Number(r?.visitors ?? 0),
-            conversions: Number(r?.conversions ?? 0),
-            conversionRate: Number(r?.conversionRate ?? 0),
-            ...(g.currency ? { revenue: r?.revenue ?? { amount: 0, currency: g.currency } } : {}),
-          }
-        }),
-      }
+      return goalConversions(ctx.services, await ctx.site(params.site_id), params)
     },
   }),
   defineEndpoint({

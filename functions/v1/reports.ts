@@ -1,10 +1,7 @@
 import { z } from 'zod'
-import { validateDimension, QueryInputError } from '../../lib/query/filters'
-import { prepareQuery, reportParams } from '../../lib/query/prepare'
-import { rangeView, resolveRange } from '../../lib/query/range'
-import { ZERO_TOTALS, breakdown, series, totals } from '../../lib/query/report'
+import { reportParams } from '../../lib/query/parse'
+import { breakdown, exportAll, realtime, series, totals } from '../../lib/query/reports'
 import { defineEndpoint } from '../../lib/registry'
-import { FIRST_PARTY_DIMENSIONS, SHARED_DIMENSIONS } from '../../lib/dimensions'
 
 const METRICS_NOTE =
   'visitors, visits and pageviews are integer counts; bounceRate is a fraction from 0 to 1 (not a percentage); avgDuration is seconds; viewsPerVisit is pageviews per visit; events counts custom events only.'
@@ -19,8 +16,7 @@ export const reportEndpoints = [
     description: `Aggregate numbers for one site and range (default 30d, in the site timezone). ${METRICS_NOTE} range=realtime counts the last 5 minutes. filters narrow it (see list_dimensions).`,
     params: reportParams,
     async handler(ctx, { params }) {
-      const { source, query } = await prepareQuery(ctx, params)
-      return { source, range: rangeView(query.range), totals: source === 'ga4' ? ZERO_TOTALS : await totals(ctx.services.olap, query) }
+      return totals(ctx.services, await ctx.site(params.site_id), params)
     },
   }),
   defineEndpoint({
@@ -33,8 +29,7 @@ export const reportEndpoints = [
       'Buckets are minute (realtime: the last 30 minutes), hour (today, yesterday, one-day custom), day (up to 90 days) or month; each is labelled by its start as an ISO timestamp with the site offset. Counts are integers.',
     params: reportParams,
     async handler(ctx, { params }) {
-      const { source, query } = await prepareQuery(ctx, params, { series: true })
-      return { source, range: rangeView(query.range), series: await series(source === 'ga4' ? null : ctx.services.olap, query) }
+      return series(ctx.services, await ctx.site(params.site_id), params)
     },
   }),
   defineEndpoint({
@@ -46,11 +41,7 @@ export const reportEndpoints = [
     description: `Rows sorted by visitors, most first. property is any filter dimension, prop:<key> for a custom property, or goal (rows: visitors = unique converters, events = conversions, conversionRate 0-1, revenue where the goal has a currency). ${METRICS_NOTE} Rows of event, goal, interaction and prop: properties omit bounceRate and avgDuration.`,
     params: reportParams.extend({ property: z.string({ message: 'required: the dimension to break down by' }).min(1, 'required').max(200).describe('Dimension to group by') }),
     async handler(ctx, { params }) {
-      const { source, query } = await prepareQuery(ctx, params, { withGoals: params.property === 'goal' })
-      if (params.property !== 'goal') validateDimension(params.property, source, 'property')
-      else if (source === 'ga4') throw new QueryInputError('property: goal is recorded only by the first-party collector')
-      const results = source === 'ga4' ? [] : await breakdown(ctx.services.olap, query, params.property)
-      return { source, range: rangeView(query.range), property: params.property, results }
+      return breakdown(ctx.services, await ctx.site(params.site_id), params)
     },
   }),
   defineEndpoint({
@@ -62,20 +53,7 @@ export const reportEndpoints = [
     description: `Everything at once for an offline copy. ${METRICS_NOTE} limit applies per dimension (default and maximum 10000).`,
     params: reportParams,
     async handler(ctx, { params }) {
-      const { source, query, site } = await prepareQuery(ctx, params, { withGoals: true })
-      const olap = source === 'ga4' ? null : ctx.services.olap
-      const rows = { ...query, limit: Math.min(params.limit ?? 10_000, 10_000) }
-      const properties = [...SHARED_DIMENSIONS, ...FIRST_PARTY_DIMENSIONS].filter((d) => d !== 'bot_kind' && (source === 'standalone' || !(FIRST_PARTY_DIMENSIONS as readonly string[]).includes(d)))
-      const breakdowns: Record<string, unknown> = {}
-      for (const property of properties) breakdowns[property] = olap ? await breakdown(olap, rows, property) : []
-      return {
-        site: { id: site.id, domain: site.domain, timezone: site.timezone },
-        source,
-        range: rangeView(query.range),
-        totals: olap ? await totals(olap, query) : ZERO_TOTALS,
-        series: await series(olap, query),
-        breakdowns,
-      }
+      return exportAll(ctx.services, await ctx.site(params.site_id), params)
     },
   }),
   defineEndpoint({
@@ -87,22 +65,7 @@ export const reportEndpoints = [
     description: 'now counts the last 5 minutes (the same number as the public live count); halfHour the last 30. The series has 30 one-minute buckets. Pages and sources are over the last 5 minutes.',
     params: reportParams.omit({ range: true, from: true, to: true }),
     async handler(ctx, { params }) {
-      // one site lookup and filter parse; the three windows derive from the same instant
-      const { source, site, query } = await prepareQuery(ctx, { ...params, range: 'realtime' })
-      const at = ctx.services.now()
-      const minutes = { ...query, range: resolveRange({ range: 'realtime' }, site.timezone, at, { series: true }) }
-      const halfHour = { ...query, range: resolveRange({ range: '30m' }, site.timezone, at) }
-      const olap = source === 'ga4' ? null : ctx.services.olap
-      const limited = { ...query, limit: Math.min(query.limit, 10) }
-      return {
-        source,
-        range: rangeView(minutes.range),
-        now: olap ? (await totals(olap, query)).visitors : 0,
-        halfHour: olap ? (await totals(olap, halfHour)).visitors : 0,
-        series: await series(olap, minutes),
-        pages: olap ? await breakdown(olap, limited, 'path') : [],
-        sources: olap ? await breakdown(olap, limited, 'source') : [],
-      }
+      return realtime(ctx.services, await ctx.site(params.site_id), params)
     },
   }),
 ]
