@@ -36,12 +36,12 @@ function reads(olap: Olap, source: Source) {
 const windowQuery = (siteId: string, range: ResolvedRange): Query => ({ siteId, range, filters: [], goals: [], limit: 100 })
 
 /** Reads what parsing needs (the goals, the first event) only when it needs it, then parses. */
-async function prepare(deps: ReportDeps, site: Site, params: ReportParams, options: ParseOptions & { withGoals?: boolean } = {}): Promise<ParsedReport> {
+async function prepare(deps: ReportDeps, site: Site, params: ReportParams, options: ParseOptions & { withGoals?: boolean; now?: Date } = {}): Promise<ParsedReport> {
   const [goals, first] = await Promise.all([
     options.withGoals || needsGoals(params, options) ? deps.store.listGoals(site.id) : Promise.resolve([] as Goal[]),
     needsFirstEvent(params, options) ? firstEventAt(deps.olap, site.id) : Promise.resolve(null),
   ])
-  return parseQuery({ params, site, goals, firstEventAt: first, now: deps.now() }, options)
+  return parseQuery({ params, site, goals, firstEventAt: first, now: options.now ?? deps.now() }, options)
 }
 
 /** GET /stats: the window's totals. */
@@ -84,7 +84,7 @@ export async function exportAll(deps: ReportDeps, site: Site, params: ReportPara
 export async function realtime(deps: ReportDeps, site: Site, params: Omit<ReportParams, 'range' | 'from' | 'to'>) {
   const now = deps.now()
   // one parse; the three windows derive from the same instant
-  const { source, query } = await prepare({ ...deps, now: () => now }, site, { ...params, range: 'realtime' })
+  const { source, query } = await prepare(deps, site, { ...params, range: 'realtime' }, { now })
   const minutes = { ...query, range: resolveRange({ range: 'realtime' }, site.timezone, now, { series: true }) }
   const halfHour = { ...query, range: resolveRange({ range: '30m' }, site.timezone, now) }
   const limited = { ...query, limit: Math.min(query.limit, 10) }

@@ -1,7 +1,7 @@
 import { ApiError } from '../errors'
 import type { Olap } from '../olap/types'
 import { breakdownSql } from './compile/breakdown'
-import { signaturesAndBuilt } from './compile/day-rollups'
+import { asRolledDays, signaturesAndBuilt } from './compile/day-rollups'
 import { seriesSql } from './compile/series'
 import { type Compiled, type Fragment, render } from './compile/sql'
 import { statsSql } from './compile/stats'
@@ -24,9 +24,6 @@ export async function executeCommand(olap: Olap, statement: Fragment): Promise<v
   const compiled = render(statement)
   await olap.command(compiled.sql, compiled.params)
 }
-
-/** Day signature rows (day, event count, session-id sum) as the arrays reads and builds bind. */
-export const asRolledDays = (rows: { d: string; n: string; s: string }[]): RolledDays => ({ days: rows.map((r) => r.d), events: rows.map((r) => r.n), sums: rows.map((r) => r.s) })
 
 /** The days of the query's window whose rollup rows match the day's current signature. */
 export async function rolledDays(olap: Olap, query: Pick<Query, 'siteId' | 'range'>): Promise<RolledDays> {

@@ -1,12 +1,12 @@
 import { Temporal } from 'temporal-polyfill'
 import type { Olap } from '../olap/types'
-import { outdatedRows, staleDays } from '../query/compile/day-rollups'
+import { asRolledDays, outdatedRows, staleDays } from '../query/compile/day-rollups'
 import { rollupInsertSql } from '../query/compile/rollup-build'
 import { bind, sql } from '../query/compile/sql'
 import { type RolledDays, TOTALS } from '../query/model'
 import { ROLLED_PROPERTIES } from '../query/plan'
 import { chTime, daySpans } from '../query/range'
-import { asRolledDays, execute, executeCommand } from '../query/run'
+import { execute, executeCommand } from '../query/run'
 import type { Store } from '../store'
 
 /**

@@ -48,17 +48,17 @@ describe('the SQL builders', () => {
   it('scope: the window, the visit scan widened by 26 hours, and whole days as spans', () => {
     const scope = windowScope(SITE, week)
     // 7d ends at the start of tomorrow in New York (EDT, -4h), starts six days before today (EST, -5h)
-    expect(render(scope.selected)).toEqual({
+    expect(render(scope.events)).toEqual({
       sql: 'site_id = {p0:UUID} AND timestamp >= {p1:DateTime64(3)} AND timestamp < {p2:DateTime64(3)}',
       params: { p0: SITE, p1: '2026-03-02 05:00:00.000', p2: '2026-03-09 04:00:00.000' },
     })
     expect(render(scope.visitScan).params).toEqual({ p0: SITE, p1: '2026-03-01 03:00:00.000', p2: '2026-03-10 06:00:00.000' })
     const spans = daySpansScope(SITE, daySpans(['2026-03-03', '2026-03-04', '2026-03-06'], 'UTC'))
-    expect(render(spans.selected)).toEqual({
+    expect(render(spans.events)).toEqual({
       sql: 'site_id = {p0:UUID} AND ((timestamp >= {p1:DateTime64(3)} AND timestamp < {p2:DateTime64(3)}) OR (timestamp >= {p3:DateTime64(3)} AND timestamp < {p4:DateTime64(3)}))',
       params: { p0: SITE, p1: '2026-03-03 00:00:00.000', p2: '2026-03-05 00:00:00.000', p3: '2026-03-06 00:00:00.000', p4: '2026-03-07 00:00:00.000' },
     })
-    expect(render(daySpansScope(SITE, []).selected).sql).toBe('site_id = {p0:UUID} AND (0)')
+    expect(render(daySpansScope(SITE, []).events).sql).toBe('site_id = {p0:UUID} AND (0)')
   })
 
   it('filters: operators over allow-listed expressions, goals and entry or exit pages as visit conditions', () => {

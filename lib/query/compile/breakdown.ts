@@ -5,7 +5,7 @@ import { goalBreakdownSql } from './goals'
 import { breakdownRows, rowsWithRollup } from './rows'
 import { type Fragment, bind, empty, raw, sql } from './sql'
 import { selectedVisits, visitFacts } from './visits'
-import { queryScope, selected, visitFilters } from './window'
+import { queryScope, selected, visitFilters } from './selection'
 
 const limitOf = (query: Query) => bind('UInt32', query.limit)
 

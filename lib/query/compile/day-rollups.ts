@@ -51,6 +51,9 @@ export const signaturesAndBuilt = (siteId: string, window: Window) =>
 export const staleDays = (siteId: string, window: Window) =>
   sql`SELECT toString(day) AS d, n, s FROM (${signatures(siteId, window)}) AS sig LEFT ANTI JOIN ${built(siteId, window)} USING (day, n, s) ORDER BY day`
 
+/** Signature rows (day, event count, session-id sum) as the arrays reads and builds bind. */
+export const asRolledDays = (rows: { d: string; n: string; s: string }[]): RolledDays => ({ days: rows.map((r) => r.d), events: rows.map((r) => r.n), sums: rows.map((r) => r.s) })
+
 /** Rows of the given days from another signature, timezone or version: never read, dropped after a build. */
 export function outdatedRows(siteId: string, timezone: string, days: RolledDays): Fragment {
   const dayList = bind('Array(Date)', days.days)

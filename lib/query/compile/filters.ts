@@ -77,7 +77,7 @@ export function filterConditions(filters: readonly Filter[], goals: readonly Goa
   return filters.map((f) => {
     if (f.dimension === 'goal') {
       const matched = f.value.map((name) => goals.find((g) => g.name === name)!)
-      const converted = sql`session_id IN (SELECT session_id FROM events WHERE ${scope.selected} AND (${join(matched.map(goalCondition), ' OR ')}))`
+      const converted = sql`session_id IN (SELECT session_id FROM events WHERE ${scope.events} AND (${join(matched.map(goalCondition), ' OR ')}))`
       return f.operator === 'is' ? converted : sql`NOT ${converted}`
     }
     if (f.dimension === 'entry_page' || f.dimension === 'exit_page') {
@@ -89,4 +89,4 @@ export function filterConditions(filters: readonly Filter[], goals: readonly Goa
 }
 
 /** The selected events: the scope and every filter. */
-export const selectedEvents = (filters: readonly Filter[], goals: readonly Goal[], scope: Scope) => join([scope.selected, ...filterConditions(filters, goals, scope)], ' AND ')
+export const selectedEvents = (filters: readonly Filter[], goals: readonly Goal[], scope: Scope) => join([scope.events, ...filterConditions(filters, goals, scope)], ' AND ')

@@ -2,7 +2,7 @@ import type { Query } from '../model'
 import { goalCondition } from './filters'
 import { windowScope } from './scope'
 import { type Fragment, bind, join, sql } from './sql'
-import { selected } from './window'
+import { selected } from './selection'
 
 /** One row a goal: unique converters, fires, conversion rate over all visitors, revenue in its currency. */
 export function goalBreakdownSql(query: Query): Fragment {

@@ -18,6 +18,6 @@ INSERT INTO day_rollups (site_id, timezone, version, property, day, day_events, 
 SELECT ${bind('UUID', siteId)}, ${tz}, ${bind('UInt16', ROLLUP_VERSION)}, ${bind('String', property)}, day,
        transform(day, ${dayList}, ${uint64s(days.events)}, toUInt64(0)), transform(day, ${dayList}, ${uint64s(days.sums)}, toUInt64(0)),
        value, visitors, visits, pageviews, events, bounces, duration_ms
-FROM (${breakdownRows(property, scope, scope.selected, { day: localDay(timezone) })})
+FROM (${breakdownRows(property, scope, scope.events, { day: localDay(timezone) })})
 WHERE has(${dayList}, day)`
 }

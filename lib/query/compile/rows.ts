@@ -86,7 +86,7 @@ export function rowsWithRollup(property: string, scope: Scope, timezone: string,
   return sql`
 SELECT ${raw(keep)}value, ${raw(metrics.map((m) => `sum(${m}) AS ${m}`).join(', '))}
 FROM (
-  ${breakdownRows(property, scope, scope.selected, { day: options.day, engagement })}
+  ${breakdownRows(property, scope, scope.events, { day: options.day, engagement })}
   UNION ALL
   ${rolledRows(scope.siteId, timezone, property, rolled, raw(`${keep}value, ${metrics.join(', ')}`))}
 )

@@ -10,8 +10,8 @@ export const siteIs = (siteId: string) => sql`site_id = ${bind('UUID', siteId)}`
 /** The site and the events a report reads, and the visits those events belong to. */
 export interface Scope {
   siteId: string
-  /** The events the report selects: the site and window. */
-  selected: Fragment
+  /** The events in scope: the site and the window or days; filters narrow them further. */
+  events: Fragment
   /** The events a visit-level scan reads: every event of the visits holding a selected one. */
   visitScan: Fragment
   /** The visits of those events began at or after this and before `visitsTo` (sessions.session_start). */
@@ -31,7 +31,7 @@ export function windowScope(siteId: string, range: Pick<ResolvedRange, 'from' | 
   const visitsFrom = time(range.from.subtract({ hours: 26 }))
   return {
     siteId,
-    selected: sql`${site} AND timestamp >= ${time(range.from)} AND timestamp < ${time(range.to)}`,
+    events: sql`${site} AND timestamp >= ${time(range.from)} AND timestamp < ${time(range.to)}`,
     visitScan: sql`${site} AND timestamp >= ${visitsFrom} AND timestamp < ${time(range.to.add({ hours: 26 }))}`,
     visitsFrom,
     visitsTo: time(range.to),
@@ -50,5 +50,5 @@ export function daySpansScope(siteId: string, spans: readonly DaySpan[]): Scope 
   // no spans, no visits
   const from = spans.length ? time(spans[0].from) : NO_TIME
   const to = spans.length ? time(spans[spans.length - 1].to) : NO_TIME
-  return { siteId, selected: scope, visitScan: scope, visitsFrom: from, visitsTo: to, windowFrom: from }
+  return { siteId, events: scope, visitScan: scope, visitsFrom: from, visitsTo: to, windowFrom: from }
 }

@@ -3,7 +3,7 @@ import type { Plan } from '../plan'
 import type { ResolvedRange } from '../range'
 import { localDay, rowsWithRollup } from './rows'
 import { type Fragment, bind, sql } from './sql'
-import { queryScope, selected } from './window'
+import { queryScope, selected } from './selection'
 
 function bucket(range: ResolvedRange): Fragment {
   const tz = bind('String', range.timezone)

@@ -3,7 +3,7 @@ import type { Plan } from '../plan'
 import { rowsWithRollup } from './rows'
 import { type Fragment, sql } from './sql'
 import { visitFacts, selectedVisits } from './visits'
-import { queryScope, selected, visitFilters } from './window'
+import { queryScope, selected, visitFilters } from './selection'
 
 /**
  * The window's totals as one row: visitors, visits, pageviews, custom events, and the visits,

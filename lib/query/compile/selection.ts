@@ -1,6 +1,5 @@
 import type { Query } from '../model'
-import type { Plan } from '../plan'
-import { SESSION_DIMENSIONS } from '../plan'
+import { type Plan, SESSION_DIMENSIONS } from '../plan'
 import { rawDaySpans } from '../range'
 import { filterConditions, selectedEvents } from './filters'
 import { type Scope, daySpansScope, windowScope } from './scope'
