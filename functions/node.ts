@@ -6,7 +6,7 @@ import type { Duplex } from 'node:stream'
 import { z } from 'zod'
 import { createDemo } from '../lib/demo'
 import { demoHits } from '../lib/ingest/demo-traffic'
-import { ROLLUP_ALL_DAYS, ROLLUP_RECENT_DAYS, refreshRollups } from '../lib/query/rollup'
+import { ROLLUP_ALL_DAYS, ROLLUP_RECENT_DAYS, refreshRollups } from '../lib/rollup/refresh'
 import { importHits } from '../lib/ingest/import'
 import { dataDir, localInfoFile, localToken, openNodeStores } from '../lib/home/node'
 import { localEndpointsApp } from './local-endpoints'
@@ -133,7 +133,7 @@ async function shutdown(signal: string) {
 process.on('SIGTERM', () => void shutdown('SIGTERM'))
 process.on('SIGINT', () => void shutdown('SIGINT'))
 
-// the daily rollup (lib/query/rollup.ts): every finished day at start and every few hours, recent ones every ten minutes
+// the daily rollup (lib/rollup/refresh.ts): every finished day at start and every few hours, recent ones every ten minutes
 let rollupRuns = 0
 let rollup: Promise<unknown> | null = null
 function scheduleRollups() {

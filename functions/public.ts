@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { ApiError } from '../lib/errors'
 import { DISTINCT_WINDOWS_PER_MINUTE, LIVE_WINDOWS, type LiveAnswer, NOT_FOUND, dialAdmits, isLive, liveCounts, liveParams, liveWindow } from '../lib/public-live'
-import { firstEventAt } from '../lib/query/prepare'
+import { firstEventAt } from '../lib/query/site-events'
 import { rangeView, resolveRange } from '../lib/query/range'
 import type { Services } from '../lib/services'
 import { TRACKER_FILES } from '../lib/tracker/bundle.generated'

@@ -1,5 +1,5 @@
 import { type WorkerEnv, workerServices } from '../lib/home/worker'
-import { ROLLUP_ALL_DAYS, ROLLUP_RECENT_DAYS, refreshRollups } from '../lib/query/rollup'
+import { ROLLUP_ALL_DAYS, ROLLUP_RECENT_DAYS, refreshRollups } from '../lib/rollup/refresh'
 import type { Services } from '../lib/services'
 import { createApp } from './app'
 
@@ -20,7 +20,7 @@ export default {
   fetch(request: Request, env: WorkerEnv, ctx: Parameters<ReturnType<typeof createApp>['fetch']>[2]) {
     return appFor(env).app.fetch(request, env, ctx)
   },
-  // the daily rollup (lib/query/rollup.ts): recent finished days every ten minutes, every day once a day
+  // the daily rollup (lib/rollup/refresh.ts): recent finished days every ten minutes, every day once a day
   scheduled(controller: { cron: string }, env: WorkerEnv, ctx: { waitUntil(p: Promise<unknown>): void }) {
     const { services } = appFor(env)
     const lookback = controller.cron === DAILY_CRON ? ROLLUP_ALL_DAYS : ROLLUP_RECENT_DAYS

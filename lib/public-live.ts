@@ -4,7 +4,7 @@ import { RANGES } from './dimensions'
 import { ApiError } from './errors'
 import type { Olap } from './olap/types'
 import { type ResolvedRange, type WindowName, rangeView, resolveRange } from './query/range'
-import { ZERO_TOTALS, totals } from './query/report'
+import { windowTotals } from './query/reports'
 import type { Site } from './sites'
 
 export const LIVE_WINDOWS = ['5m', '30m'] as const
@@ -53,14 +53,12 @@ export function liveWindow(params: LiveParams, site: Site, now: Date, firstEvent
 
 /** Counts the window from the primary source, humans only (bots are never in `events`). */
 export async function liveCounts(olap: Olap, site: Site, range: ResolvedRange, now: Date): Promise<LiveAnswer> {
-  const query = { siteId: site.id, range, filters: [], goals: [], limit: 1 }
-  const reads = site.primarySource === 'standalone'
-  const counts = reads ? await totals(olap, query) : ZERO_TOTALS
+  const counts = await windowTotals(olap, site, range)
   const view = rangeView(range)
   const body: Record<string, unknown> = { site: site.snippetId, range: range.name, from: view.from, to: view.to, visitors: counts.visitors, visits: counts.visits, pageviews: counts.pageviews }
   if (range.name === '5m' || range.name === 'realtime') {
     const half = resolveRange({ range: '30m' }, site.timezone, now)
-    body.halfHour = reads ? (await totals(olap, { ...query, range: half })).visitors : 0
+    body.halfHour = (await windowTotals(olap, site, half)).visitors
   }
   return { body, ttl: isLive(range.name) ? LIVE_TTL_SECONDS : PERIOD_TTL_SECONDS }
 }

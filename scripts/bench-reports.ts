@@ -9,10 +9,12 @@ import { Ingestor } from '../lib/ingest/pipeline'
 import { directSink } from '../lib/ingest/sink'
 import { migrate } from '../lib/olap/migrate'
 import { loadMigrations } from '../lib/olap/migrations-node'
-import { compileBreakdown, compileStats, compileTimeseries } from '../lib/query/compile'
-import { type Compiled, parseFilters } from '../lib/query/filters'
-import { type RolledDays, resolveRange } from '../lib/query/range'
-import { ROLLUP_ALL_DAYS, refreshRollups, rolledDays, seriesUsesRollup, usesRollup } from '../lib/query/rollup'
+import type { Query, Read } from '../lib/query/model'
+import { parseFilters } from '../lib/query/parse'
+import { mayUseRollup } from '../lib/query/plan'
+import { resolveRange } from '../lib/query/range'
+import { compileRead, rolledDays } from '../lib/query/run'
+import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/rollup/refresh'
 import { memoryRateLimiter } from '../lib/ratelimit'
 import { memoryLiveCache } from '../lib/public-live'
 import { newSite } from '../lib/sites'
@@ -72,7 +74,7 @@ const program = new Command('bench-reports')
     }
     const loadOthers = await generate(Number(opts.others), sites.slice(1).map((s) => s.id), 900_000, 'UTC')
     const loadMain = await generate(Number(opts.main), [sites[0].id], 100_000, sites[0].timezone)
-    // what the server's refresh does at start: roll up every finished day (lib/query/rollup.ts)
+    // what the server's refresh does at start: roll up every finished day (lib/rollup/refresh.ts)
     const started = performance.now()
     const rolledUpDays = await refreshRollups(stores.olap, stores.store, now, ROLLUP_ALL_DAYS)
     const rollupSeconds = (performance.now() - started) / 1000
@@ -102,19 +104,19 @@ const program = new Command('bench-reports')
     const site = sites[0]
     const filters = JSON.stringify([{ dimension: 'country', operator: 'is', value: ['US', 'DE'] }, { dimension: 'path', operator: 'contains', value: ['blog'] }])
     const range = resolveRange({ range: '30d' }, site.timezone, now)
-    const base = { siteId: site.id, range, filters: [], goals: [], limit: 100 }
+    const base: Query = { siteId: site.id, range, filters: [], goals: [], limit: 100 }
     // what the API runs: the rolled days of the window where the read may use them, then the compiled SQL
-    const run = (compile: (rolled?: RolledDays) => Compiled, rollup: boolean) => async () => {
-      const compiled = compile(rollup ? await rolledDays(stores.olap, base) : undefined)
+    const run = (query: Query, read: Read) => async () => {
+      const compiled = compileRead(query, read, mayUseRollup(query, read) ? await rolledDays(stores.olap, query) : undefined)
       return stores.olap.query(compiled.sql, compiled.params)
     }
     const filtered = { ...base, filters: parseFilters(filters, 'standalone') }
     const reports: Record<string, { path: string; direct: () => Promise<unknown> }> = {
-      stats: { path: `/api/v1/stats?site_id=${site.id}&range=30d`, direct: run((r) => compileStats(base, r), usesRollup(base)) },
-      timeseries: { path: `/api/v1/timeseries?site_id=${site.id}&range=30d`, direct: run((r) => compileTimeseries(base, r), seriesUsesRollup(base)) },
-      'breakdown path': { path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=path`, direct: run((r) => compileBreakdown(base, 'path', r), usesRollup(base, 'path')) },
-      'breakdown source': { path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=source`, direct: run((r) => compileBreakdown(base, 'source', r), usesRollup(base, 'source')) },
-      'filtered stats': { path: `/api/v1/stats?site_id=${site.id}&range=30d&filters=${encodeURIComponent(filters)}`, direct: run((r) => compileStats(filtered, r), usesRollup(filtered)) },
+      stats: { path: `/api/v1/stats?site_id=${site.id}&range=30d`, direct: run(base, { kind: 'stats' }) },
+      timeseries: { path: `/api/v1/timeseries?site_id=${site.id}&range=30d`, direct: run(base, { kind: 'series' }) },
+      'breakdown path': { path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=path`, direct: run(base, { kind: 'breakdown', property: 'path' }) },
+      'breakdown source': { path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=source`, direct: run(base, { kind: 'breakdown', property: 'source' }) },
+      'filtered stats': { path: `/api/v1/stats?site_id=${site.id}&range=30d&filters=${encodeURIComponent(filters)}`, direct: run(filtered, { kind: 'stats' }) },
     }
     // round robin over the reports, so a slow spell of the machine falls on all of them alike
     const samples = Object.fromEntries(Object.keys(reports).map((name) => [name, { api: [] as number[], engine: [] as number[] }]))

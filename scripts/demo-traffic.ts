@@ -3,7 +3,7 @@ import { openNodeStores } from '../lib/home/node'
 import { demoHits } from '../lib/ingest/demo-traffic'
 import { dbipGeo } from '../lib/ingest/geo-node'
 import { runImport } from '../lib/ingest/import'
-import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/query/rollup'
+import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/rollup/refresh'
 
 const positive = (v: string) => {
   const n = Number(v)

@@ -6,7 +6,7 @@ import { Command } from 'commander'
 import { openNodeStores } from '../lib/home/node'
 import { dbipGeo } from '../lib/ingest/geo-node'
 import { runImport } from '../lib/ingest/import'
-import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/query/rollup'
+import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/rollup/refresh'
 
 const program = new Command('import')
   .description('Load raw hits (NDJSON, DESIGN.md section 9) through the collector\'s enrichment and sessionization, with their own timestamps. Works while the server runs.')

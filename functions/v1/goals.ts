@@ -2,9 +2,8 @@ import { z } from 'zod'
 import { ApiError } from '../../lib/errors'
 import { type Goal, goalInputSchema } from '../../lib/goals'
 import { siteRefSchema } from '../../lib/sites'
-import { prepareQuery, reportParams } from '../../lib/query/prepare'
-import { rangeView } from '../../lib/query/range'
-import { breakdown } from '../../lib/query/report'
+import { reportParams } from '../../lib/query/parse'
+import { goalConversions } from '../../lib/query/reports'
 import { defineEndpoint } from '../endpoint'
 import { breakdownRowSchema, rangeViewSchema } from './answers'
 
@@ -42,25 +41,7 @@ export const goalEndpoints = [
       ),
     }),
     async handler(ctx, { params }) {
-      const site = await ctx.site(params.site_id)
-      if (!site.sources.includes('standalone')) return { available: false, goals: [] }
-      const { query } = await prepareQuery(ctx, { ...params, source: 'standalone' }, { withGoals: true })
-      const rows = query.goals.length ? await breakdown(ctx.services.olap, { ...query, limit: 1000 }, 'goal') : []
-      const byName = new Map(rows.map((r) => [r.value, r]))
-      return {
-        available: true,
-        range: rangeView(query.range),
-        goals: query.goals.map((g) => {
-          const r = byName.get(g.name)
-          return {
-            ...g,
-            visitors: Number(r?.visitors ?? 0),
-            conversions: Number(r?.conversions ?? 0),
-            conversionRate: Number(r?.conversionRate ?? 0),
-            ...(g.currency ? { revenue: (r?.revenue as { amount: number; currency: string } | undefined) ?? { amount: 0, currency: g.currency } } : {}),
-          }
-        }),
-      }
+      return goalConversions(ctx.services, await ctx.site(params.site_id), params)
     },
   }),
   defineEndpoint({

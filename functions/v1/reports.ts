@@ -1,15 +1,8 @@
 import { z } from 'zod'
-import { validateDimension, QueryInputError } from '../../lib/query/filters'
-import { limitParam, prepareQuery, reportParams } from '../../lib/query/prepare'
-import { rangeView, resolveRange } from '../../lib/query/range'
-import { ZERO_TOTALS, breakdown as breakdownRows, series, totals } from '../../lib/query/report'
-import type { Olap } from '../../lib/olap/types'
-import type { Query } from '../../lib/query/compile'
-
-const breakdown = async (olap: Olap, query: Query, property: string) => (await breakdownRows(olap, query, property)) as BreakdownRow[]
+import { limitParam, reportParams } from '../../lib/query/parse'
+import { breakdown, exportAll, realtime, series, totals } from '../../lib/query/reports'
 import { defineEndpoint } from '../endpoint'
-import { type BreakdownRow, breakdownRowSchema, rangeViewSchema, seriesSchema, sourceSchema, totalsSchema } from './answers'
-import { FIRST_PARTY_DIMENSIONS, SHARED_DIMENSIONS } from '../../lib/dimensions'
+import { breakdownRowSchema, rangeViewSchema, seriesSchema, sourceSchema, totalsSchema } from './answers'
 
 const METRICS_NOTE =
   'visitors, visits and pageviews are integer counts; bounceRate is a fraction from 0 to 1 (not a percentage); avgDuration is seconds; viewsPerVisit is pageviews per visit; events counts custom events only.'
@@ -25,8 +18,7 @@ export const reportEndpoints = [
     params: reportParams,
     response: z.object({ source: sourceSchema, range: rangeViewSchema, totals: totalsSchema }),
     async handler(ctx, { params }) {
-      const { source, query } = await prepareQuery(ctx, params)
-      return { source, range: rangeView(query.range), totals: source === 'ga4' ? ZERO_TOTALS : await totals(ctx.services.olap, query) }
+      return totals(ctx.services, await ctx.site(params.site_id), params)
     },
   }),
   defineEndpoint({
@@ -40,8 +32,7 @@ export const reportEndpoints = [
     params: reportParams,
     response: z.object({ source: sourceSchema, range: rangeViewSchema, series: seriesSchema }),
     async handler(ctx, { params }) {
-      const { source, query } = await prepareQuery(ctx, params, { series: true })
-      return { source, range: rangeView(query.range), series: await series(source === 'ga4' ? null : ctx.services.olap, query) }
+      return series(ctx.services, await ctx.site(params.site_id), params)
     },
   }),
   defineEndpoint({
@@ -54,11 +45,7 @@ export const reportEndpoints = [
     params: reportParams.extend({ property: z.string({ message: 'required: the dimension to break down by' }).min(1, 'required').max(200).describe('Dimension to group by') }),
     response: z.object({ source: sourceSchema, range: rangeViewSchema, property: z.string(), results: z.array(breakdownRowSchema) }),
     async handler(ctx, { params }) {
-      const { source, query } = await prepareQuery(ctx, params, { withGoals: params.property === 'goal' })
-      if (params.property !== 'goal') validateDimension(params.property, source, 'property')
-      else if (source === 'ga4') throw new QueryInputError('property: goal is recorded only by the first-party collector')
-      const results = source === 'ga4' ? [] : await breakdown(ctx.services.olap, query, params.property)
-      return { source, range: rangeView(query.range), property: params.property, results }
+      return breakdown(ctx.services, await ctx.site(params.site_id), params)
     },
   }),
   defineEndpoint({
@@ -78,20 +65,7 @@ export const reportEndpoints = [
       breakdowns: z.record(z.string(), z.array(breakdownRowSchema)).describe('Rows per breakdown property'),
     }),
     async handler(ctx, { params }) {
-      const { source, query, site } = await prepareQuery(ctx, params, { withGoals: true })
-      const olap = source === 'ga4' ? null : ctx.services.olap
-      const rows = { ...query, limit: Math.min(Math.max(1, params.limit ?? 10_000), 10_000) }
-      const properties = [...SHARED_DIMENSIONS, ...FIRST_PARTY_DIMENSIONS].filter((d) => d !== 'bot_kind' && (source === 'standalone' || !(FIRST_PARTY_DIMENSIONS as readonly string[]).includes(d)))
-      const breakdowns: Record<string, BreakdownRow[]> = {}
-      for (const property of properties) breakdowns[property] = olap ? await breakdown(olap, rows, property) : []
-      return {
-        site: { id: site.id, domain: site.domain, timezone: site.timezone },
-        source,
-        range: rangeView(query.range),
-        totals: olap ? await totals(olap, query) : ZERO_TOTALS,
-        series: await series(olap, query),
-        breakdowns,
-      }
+      return exportAll(ctx.services, await ctx.site(params.site_id), params)
     },
   }),
   defineEndpoint({
@@ -112,22 +86,7 @@ export const reportEndpoints = [
       sources: z.array(breakdownRowSchema),
     }),
     async handler(ctx, { params }) {
-      // one site lookup and filter parse; the three windows derive from the same instant
-      const { source, site, query } = await prepareQuery(ctx, { ...params, range: 'realtime' })
-      const at = ctx.services.now()
-      const minutes = { ...query, range: resolveRange({ range: 'realtime' }, site.timezone, at, { series: true }) }
-      const halfHour = { ...query, range: resolveRange({ range: '30m' }, site.timezone, at) }
-      const olap = source === 'ga4' ? null : ctx.services.olap
-      const limited = { ...query, limit: Math.min(query.limit, 10) }
-      return {
-        source,
-        range: rangeView(minutes.range),
-        now: olap ? (await totals(olap, query)).visitors : 0,
-        halfHour: olap ? (await totals(olap, halfHour)).visitors : 0,
-        series: await series(olap, minutes),
-        pages: olap ? await breakdown(olap, limited, 'path') : [],
-        sources: olap ? await breakdown(olap, limited, 'source') : [],
-      }
+      return realtime(ctx.services, await ctx.site(params.site_id), params)
     },
   }),
 ]

@@ -2,12 +2,10 @@ import { z } from 'zod'
 import { ApiError } from '../../lib/errors'
 import { deleteSiteData } from '../../lib/olap/site-data'
 import { assertEngineKnowsTimezone } from '../../lib/olap/timezones'
-import { flagParam, rangeParam } from '../params'
-import type { Olap } from '../../lib/olap/types'
-import { rangeView, resolveRange } from '../../lib/query/range'
-import { ZERO_TOTALS, series, totals } from '../../lib/query/report'
+import { siteStats } from '../../lib/query/reports'
 import { applySitePatch, newSite, siteRefSchema, siteCreateSchema, sitePatchSchema, siteView, siteViewSchema } from '../../lib/sites'
 import { defineEndpoint } from '../endpoint'
+import { flagParam, rangeParam } from '../params'
 import { rangeViewSchema, totalsSchema } from './answers'
 
 const siteStatsSchema = totalsSchema.extend({
@@ -15,16 +13,6 @@ const siteStatsSchema = totalsSchema.extend({
   previous: totalsSchema.extend({ range: rangeViewSchema }).describe('The window of equal length before'),
   sparkline: z.array(z.number().int()).describe('Visitors per bucket of the window'),
 })
-
-/** When each site last received an event, in one query. */
-async function lastEventBySite(olap: Olap, ids: string[]): Promise<Map<string, string>> {
-  if (!ids.length) return new Map()
-  const rows = await olap.query<{ site: string; last: string }>(
-    "SELECT toString(site_id) AS site, toString(max(timestamp)) AS last FROM events WHERE site_id IN {ids:Array(UUID)} GROUP BY site_id",
-    { ids },
-  )
-  return new Map(rows.map((r) => [r.site, `${r.last.replace(' ', 'T')}Z`]))
-}
 
 export const siteEndpoints = [
   defineEndpoint({
@@ -40,26 +28,8 @@ export const siteEndpoints = [
     async handler({ services, key, baseUrl }, { params }) {
       const sites = (await services.store.listSites(key.orgId)).filter((s) => !key.siteId || s.id === key.siteId)
       if (!params.stats) return { sites: sites.map((s) => siteView(s, baseUrl)) }
-      const lastEvents = await lastEventBySite(services.olap, sites.map((s) => s.id))
-      const rows = await Promise.all(
-        sites.map(async (site) => {
-          const range = resolveRange({ range: params.range }, site.timezone, services.now(), { firstEventAt: null })
-          const length = range.from.until(range.to)
-          const previous = { ...range, from: range.from.subtract(length), to: range.from }
-          const query = { siteId: site.id, range, filters: [], goals: [], limit: 100 }
-          const reads = site.sources.includes('standalone')
-          const [current, before, spark] = reads
-            ? await Promise.all([totals(services.olap, query), totals(services.olap, { ...query, range: previous }), series(services.olap, query)])
-            : [ZERO_TOTALS, ZERO_TOTALS, await series(null, query)]
-          const last = lastEvents.get(site.id) ?? null
-          return {
-            ...siteView(site, baseUrl),
-            install: { ...site.install, installed: site.install.installed || last !== null, lastEventAt: last ?? site.install.lastEventAt },
-            stats: { range: rangeView(range), ...current, previous: { range: rangeView(previous), ...before }, sparkline: spark.map((b) => b.visitors) },
-          }
-        }),
-      )
-      return { sites: rows }
+      const rows = await siteStats(services, sites, params.range)
+      return { sites: rows.map(({ site, ...stats }) => ({ ...siteView(site, baseUrl), ...stats })) }
     },
   }),
   defineEndpoint({

@@ -23,22 +23,15 @@ export interface ResolvedRange {
   interval: Interval
 }
 
-/** A bad range: a 400 naming the parameter. */
-export class RangeError400 extends ApiError {
-  constructor(message: string) {
-    super(400, message)
-  }
-}
-
 const DATE = /^\d{4}-\d{2}-\d{2}$/
 
 function plainDate(value: string | undefined, name: 'from' | 'to'): Temporal.PlainDate {
-  if (!value) throw new RangeError400(`${name}: required with range=custom (YYYY-MM-DD)`)
-  if (!DATE.test(value)) throw new RangeError400(`${name}: must be a date as YYYY-MM-DD`)
+  if (!value) throw new ApiError(400, `${name}: required with range=custom (YYYY-MM-DD)`)
+  if (!DATE.test(value)) throw new ApiError(400, `${name}: must be a date as YYYY-MM-DD`)
   try {
     return Temporal.PlainDate.from(value, { overflow: 'reject' })
   } catch {
-    throw new RangeError400(`${name}: ${value} is not a calendar date`)
+    throw new ApiError(400, `${name}: ${value} is not a calendar date`)
   }
 }
 
@@ -105,14 +98,23 @@ export function resolveRange(
     case 'custom': {
       const from = plainDate(input.from, 'from')
       const to = plainDate(input.to, 'to')
-      if (Temporal.PlainDate.compare(from, to) > 0) throw new RangeError400('from: must not be after to')
+      if (Temporal.PlainDate.compare(from, to) > 0) throw new ApiError(400, 'from: must not be after to')
       const days = from.until(to).days + 1
-      if (days > 3660) throw new RangeError400('to: a custom range may span at most ten years')
+      if (days > 3660) throw new ApiError(400, 'to: a custom range may span at most ten years')
       const start = from.toZonedDateTime({ timeZone: timezone })
       const end = to.add({ days: 1 }).toZonedDateTime({ timeZone: timezone })
       return make(start, end, days === 1 ? 'hour' : days <= 90 ? 'day' : 'month')
     }
   }
+}
+
+/**
+ * The window of equal length just before `range`, as site listings compare against (and later
+ * comparisons will): 7d from 16 November is 9 to 16 November.
+ */
+export function previousWindow(range: ResolvedRange): ResolvedRange {
+  const length = range.from.until(range.to)
+  return { ...range, from: range.from.subtract(length), to: range.from }
 }
 
 const iso = (z: Temporal.ZonedDateTime) => z.toString({ timeZoneName: 'never', smallestUnit: 'second' })
@@ -155,16 +157,6 @@ export const chTime = (z: Pick<Temporal.Instant, 'epochMilliseconds'>) => new Da
 export interface DaySpan {
   from: Temporal.ZonedDateTime
   to: Temporal.ZonedDateTime
-}
-
-/** Bumped whenever what the daily rollup stores changes: rows of other versions are never read. */
-export const ROLLUP_VERSION = 1
-
-/** Days of a window whose daily rollup is current, with the signatures it was built from (rollup.ts). */
-export interface RolledDays {
-  days: string[]
-  events: string[]
-  sums: string[]
 }
 
 /** The window is whole site-local days: it starts and ends at a local midnight. */

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import { compileBreakdown, compileStats, compileTimeseries, type Query } from '../../lib/query/compile'
-import { parseFilters } from '../../lib/query/filters'
+import type { Compiled } from '../../lib/query/compile/sql'
+import type { Query } from '../../lib/query/model'
+import { parseFilters } from '../../lib/query/parse'
 import { buckets, resolveRange } from '../../lib/query/range'
+import { compileRead } from '../../lib/query/run'
 
 const now = new Date('2026-03-08T12:00:00Z') // New York springs forward at 07:00 UTC this day
 const query = (filters = '[]'): Query => ({
@@ -12,6 +14,9 @@ const query = (filters = '[]'): Query => ({
   limit: 10,
 })
 
+/** The SQL with each bound parameter written in as a quoted literal: to read values where they are used. */
+const withValues = ({ sql, params }: Compiled) => sql.replace(/\{(p\d+):[^}]+\}/g, (_, name: string) => `'${String(params[name])}'`)
+
 describe('the query pipeline, without a database', () => {
   it('compiles user values into bound parameters, never into the SQL text', () => {
     const hostile = "x' OR 1=1 --"
@@ -20,21 +25,23 @@ describe('the query pipeline, without a database', () => {
       { dimension: 'prop:plan\'; DROP TABLE events', operator: 'is', value: [hostile] },
       { dimension: 'entry_page', operator: 'matches', value: [hostile] },
     ])
-    for (const compiled of [compileStats(query(filters)), compileTimeseries(query(filters)), compileBreakdown(query(filters), "prop:a'b")]) {
+    for (const compiled of [
+      compileRead(query(filters), { kind: 'stats' }),
+      compileRead(query(filters), { kind: 'series' }),
+      compileRead(query(filters), { kind: 'breakdown', property: "prop:a'b" }),
+    ]) {
       expect(compiled.sql).not.toContain(hostile)
       expect(compiled.sql).not.toContain('DROP TABLE')
       expect(compiled.sql).not.toContain("a'b")
       expect(Object.values(compiled.params)).toContainEqual([hostile])
-      expect(compiled.params.site).toBe('00000000-0000-4000-8000-000000000001')
+      expect(withValues(compiled)).toContain("site_id = '00000000-0000-4000-8000-000000000001'")
     }
   })
 
   it('adds the site and window scope itself', () => {
-    const { sql, params } = compileStats(query())
-    expect(sql).toContain('site_id = {site:UUID} AND timestamp >= {from:DateTime64(3)} AND timestamp < {to:DateTime64(3)}')
+    const compiled = compileRead(query(), { kind: 'stats' })
     // 7d ends at the start of tomorrow in New York (EDT, -4h), starts six days before today (EST, -5h)
-    expect(params.from).toBe('2026-03-02 05:00:00.000')
-    expect(params.to).toBe('2026-03-09 04:00:00.000')
+    expect(withValues(compiled)).toContain("site_id = '00000000-0000-4000-8000-000000000001' AND timestamp >= '2026-03-02 05:00:00.000' AND timestamp < '2026-03-09 04:00:00.000'")
   })
 
   it('resolves the day of a DST change to 23 hourly buckets', () => {

@@ -1,0 +1,64 @@
+import { type Query, hasEngagement } from '../model'
+import type { Plan } from '../plan'
+import { dimensionSql } from './filters'
+import { goalBreakdownSql } from './goals'
+import { breakdownRows, rowsWithRollup } from './rows'
+import { type Fragment, bind, empty, raw, sql } from './sql'
+import { selectedVisits, visitFacts } from './visits'
+import { queryScope, selected, visitFilters } from './selection'
+
+const limitOf = (query: Query) => bind('UInt32', query.limit)
+
+/** The rows of one property, most visitors first, up to the query's limit. */
+export function breakdownSql(query: Query, property: string, plan: Plan): Fragment {
+  if (property === 'goal') return goalBreakdownSql(query)
+  if (plan.table === 'sessions') return visitBreakdownFromSessions(query, property)
+  if (plan.table === 'events' && plan.visits) return visitBreakdown(query, property)
+  const scope = queryScope(query, plan)
+  const rows =
+    plan.table === 'rollup' ? rowsWithRollup(property, scope, query.range.timezone, plan.rolled) : breakdownRows(property, scope, selected(query, scope))
+  const rates = raw(hasEngagement(property) ? ', bounces / visits AS bounce_rate, duration_ms / 1000 / visits AS avg_duration' : '')
+  return sql`
+SELECT value, visitors, visits, pageviews, events${rates}
+FROM (${rows})
+ORDER BY visitors DESC, value ASC
+LIMIT ${limitOf(query)}`
+}
+
+/** A visit-attribute breakdown with visit-attribute filters: visits from the sessions rollup, views from events. */
+function visitBreakdownFromSessions(query: Query, property: string): Fragment {
+  const scope = queryScope(query, { table: 'sessions' })
+  const value = dimensionSql(property)
+  return sql`
+SELECT visits_by_value.value AS value, visitors, visits, pageviews, events, bounce_rate, avg_duration
+FROM (
+  SELECT value, uniqExact(visitor) AS visitors, count() AS visits, countIf(pv <= 1 AND ce = 0) / count() AS bounce_rate, avg(duration) AS avg_duration
+  FROM (${visitFacts(scope, visitFilters(query, scope), { value: sql`any(${value})`, inWindow: true })})
+  GROUP BY value
+) AS visits_by_value
+LEFT JOIN (
+  SELECT ${value} AS value, countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events FROM events WHERE ${selected(query, scope)} GROUP BY value
+) AS views USING value
+ORDER BY visitors DESC, value ASC
+LIMIT ${limitOf(query)}`
+}
+
+/**
+ * A visit-attribute breakdown under any other filters: the visits holding a selected event, each
+ * joined once to its whole-visit facts and attribute (entry and exit pages included) from the
+ * sessions rollup, instead of joining every event to its visit.
+ */
+function visitBreakdown(query: Query, property: string): Fragment {
+  const scope = queryScope(query, { table: 'events', visits: true })
+  const page = property === 'entry_page' ? raw('argMinMerge(entry_page)') : property === 'exit_page' ? raw('argMaxMerge(exit_page)') : null
+  const value = page ?? sql`any(${dimensionSql(property)})`
+  return sql`
+SELECT value, uniqExact(visitor) AS visitors, count() AS visits, sum(sel_pv) AS pageviews, sum(sel_ce) AS events,
+       countIf(pv <= 1 AND ce = 0) / count() AS bounce_rate, avg(duration) AS avg_duration
+FROM (${selectedVisits(selected(query, scope))}) AS selected
+INNER JOIN (${visitFacts(scope, visitFilters(query, scope), { value })}) AS facts USING session_id
+${page ? raw("WHERE value != ''") : empty}
+GROUP BY value
+ORDER BY visitors DESC, value ASC
+LIMIT ${limitOf(query)}`
+}

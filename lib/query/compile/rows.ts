@@ -1,0 +1,97 @@
+import { PROPERTY_PREFIX, VISIT_SCOPED_DIMENSIONS } from '../../dimensions'
+import { type RolledDays, TOTALS, hasEngagement } from '../model'
+import { rolledRows } from './day-rollups'
+import { SPARSE_DIMENSIONS, dimensionSql } from './filters'
+import { type Scope, siteIs } from './scope'
+import { type Fragment, bind, empty, join, raw, sql } from './sql'
+import { VISIT_FACTS } from './visits'
+
+/** The relation a breakdown reads and the value expression over it. */
+function breakdownSource(property: string, scope: Scope): { from: Fragment; value: Fragment; presence: Fragment | null } {
+  const events = raw('events')
+  if (property === TOTALS) return { from: events, value: raw("''"), presence: null }
+  if (property === 'entry_page' || property === 'exit_page') {
+    // FINAL merges a visit's rows in sort order, cheaper here than grouping by visit
+    const merge = raw(property === 'entry_page' ? 'finalizeAggregation(entry_page)' : 'finalizeAggregation(exit_page)')
+    return {
+      from: sql`events INNER JOIN (SELECT session_id, ${merge} AS visit_page FROM sessions FINAL WHERE ${siteIs(scope.siteId)} AND session_start >= ${scope.visitsFrom} AND session_start < ${scope.visitsTo}) AS visit USING session_id`,
+      value: raw('visit.visit_page'),
+      presence: raw("visit.visit_page != ''"),
+    }
+  }
+  if (property.startsWith(PROPERTY_PREFIX)) {
+    const key = bind('String', property.slice(PROPERTY_PREFIX.length))
+    return { from: events, value: sql`props[${key}]`, presence: sql`mapContains(props, ${key})` }
+  }
+  const value = dimensionSql(property)
+  // the event breakdown lists what sites send and count: pageviews, custom events and link and form
+  // events; autocaptured clicks, errors, vitals and engagement reports have their own reads
+  if (property === 'event') return { from: events, value, presence: raw("kind NOT IN ('click', 'error', 'vital', 'engagement')") }
+  return { from: events, value, presence: SPARSE_DIMENSIONS.has(property) ? sql`${value} != ''` : null }
+}
+
+export interface RowsOptions {
+  /** An expression of the event's site-local day: rows are per day and value. */
+  day?: Fragment
+  /** Whether rows carry bounces and summed duration; by default for engagement properties. */
+  engagement?: boolean
+}
+
+/**
+ * The rows of an event-scoped breakdown over the `selected` events of a scope: per value,
+ * visitors, visits, pageviews and custom events of the selected events, and for engagement
+ * properties the bounces and summed duration (ms) of the visits holding the value. With `day`,
+ * per site-local day and value: the shape the daily rollup stores. Reports, totals and the
+ * rollup build all build on it.
+ */
+export function breakdownRows(property: string, scope: Scope, selected: Fragment, options: RowsOptions = {}): Fragment {
+  const { day } = options
+  const engagement = options.engagement ?? hasEngagement(property)
+  const source = breakdownSource(property, scope)
+  const rows = join(source.presence ? [selected, source.presence] : [selected], ' AND ')
+  // a visit-scoped value is the same on every event of a visit: one value a visit, no arrays
+  const perVisit = property === TOTALS || (VISIT_SCOPED_DIMENSIONS as readonly string[]).includes(property)
+  const byDay = day ? raw('day, ') : empty
+  const engagementJoin = sql`LEFT JOIN (
+  SELECT ${byDay}value, countIf(pv <= 1 AND ce = 0) AS bounces, toUInt64(round(sum(duration) * 1000)) AS duration_ms
+  FROM (
+    SELECT session_id, ${day ? sql`anyIf(${day}, sel) AS day, ` : empty}${raw(perVisit ? 'anyIf(row_value, sel) AS value' : 'groupUniqArrayIf(row_value, sel) AS row_values')}, ${VISIT_FACTS}
+    FROM (SELECT session_id, kind, timestamp, ${source.value} AS row_value, (${rows}) AS sel FROM ${source.from} WHERE ${scope.visitScan})
+    GROUP BY session_id
+    HAVING has_sel
+  )
+  ${raw(perVisit ? '' : 'ARRAY JOIN row_values AS value')}
+  GROUP BY ${byDay}value
+) AS engagement ON engagement.value = counts.value${raw(day ? ' AND engagement.day = counts.day' : '')}`
+  return sql`
+SELECT ${raw(day ? 'counts.day AS day, ' : '')}counts.value AS value, visitors, visits, pageviews, events${raw(engagement ? ', bounces, duration_ms' : '')}
+FROM (
+  SELECT ${day ? sql`${day} AS day, ` : empty}${source.value} AS value, uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits,
+         countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events
+  FROM ${source.from} WHERE ${rows}
+  GROUP BY ${byDay}value
+) AS counts
+${engagement ? engagementJoin : empty}`
+}
+
+/**
+ * The same rows over a window part rolled up: the rolled days from day_rollups, the other days
+ * (`scope`, their spans) from events, summed per value. Visitors and visits add up across days
+ * because ids rotate and visits end at the site-local midnight. With `day`, rows keep their day.
+ */
+export function rowsWithRollup(property: string, scope: Scope, timezone: string, rolled: RolledDays, options: RowsOptions = {}): Fragment {
+  const engagement = options.engagement ?? hasEngagement(property)
+  const keep = options.day ? 'day, ' : ''
+  const metrics = ['visitors', 'visits', 'pageviews', 'events', ...(engagement ? ['bounces', 'duration_ms'] : [])]
+  return sql`
+SELECT ${raw(keep)}value, ${raw(metrics.map((m) => `sum(${m}) AS ${m}`).join(', '))}
+FROM (
+  ${breakdownRows(property, scope, scope.events, { day: options.day, engagement })}
+  UNION ALL
+  ${rolledRows(scope.siteId, timezone, property, rolled, raw(`${keep}value, ${metrics.join(', ')}`))}
+)
+GROUP BY ${raw(keep)}value`
+}
+
+/** The site-local day of an event. */
+export const localDay = (timezone: string) => sql`toDate(timestamp, ${bind('String', timezone)})`

@@ -1,0 +1,40 @@
+import { type Query, TOTALS } from '../model'
+import type { Plan } from '../plan'
+import type { ResolvedRange } from '../range'
+import { localDay, rowsWithRollup } from './rows'
+import { type Fragment, bind, sql } from './sql'
+import { queryScope, selected } from './selection'
+
+function bucket(range: ResolvedRange): Fragment {
+  const tz = bind('String', range.timezone)
+  switch (range.interval) {
+    case 'minute':
+      return sql`toStartOfMinute(timestamp)`
+    case 'hour':
+      return sql`toStartOfHour(timestamp, ${tz})`
+    case 'day':
+      return sql`toStartOfDay(timestamp, ${tz})`
+    case 'month':
+      return sql`toDateTime(toStartOfMonth(timestamp, ${tz}), ${tz})`
+  }
+}
+
+/** Visitors, visits and pageviews per bucket start (epoch seconds); buckets without events have no row. */
+export function seriesSql(query: Query, plan: Plan): Fragment {
+  const scope = queryScope(query, plan)
+  if (plan.table === 'rollup') {
+    // day or month buckets: per-day totals summed into buckets
+    const { timezone } = query.range
+    const inner = rowsWithRollup(TOTALS, scope, timezone, plan.rolled, { day: localDay(timezone), engagement: false })
+    const tz = bind('String', timezone)
+    const dayBucket = query.range.interval === 'month' ? sql`toDateTime(toStartOfMonth(day), ${tz})` : sql`toDateTime(day, ${tz})`
+    return sql`
+SELECT toUnixTimestamp(${dayBucket}) AS bucket, sum(visitors) AS visitors, sum(visits) AS visits, sum(pageviews) AS pageviews
+FROM (${inner})
+GROUP BY bucket ORDER BY bucket`
+  }
+  return sql`
+SELECT toUnixTimestamp(${bucket(query.range)}) AS bucket, uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits, countIf(kind = 'pageview') AS pageviews
+FROM events WHERE ${selected(query, scope)}
+GROUP BY bucket ORDER BY bucket`
+}

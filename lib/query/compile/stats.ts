@@ -1,0 +1,41 @@
+import { type Query, TOTALS } from '../model'
+import type { Plan } from '../plan'
+import { rowsWithRollup } from './rows'
+import { type Fragment, sql } from './sql'
+import { visitFacts, selectedVisits } from './visits'
+import { queryScope, selected, visitFilters } from './selection'
+
+/**
+ * The window's totals as one row: visitors, visits, pageviews, custom events, and the visits,
+ * bounces and mean duration the engagement rates are over (facts_visits, bounces, duration).
+ */
+export function statsSql(query: Query, plan: Plan): Fragment {
+  const scope = queryScope(query, plan)
+  switch (plan.table) {
+    case 'rollup':
+      return sql`
+SELECT sum(visitors) AS visitors, sum(visits) AS visits, sum(pageviews) AS pageviews, sum(events) AS events,
+       visits AS facts_visits, sum(bounces) AS bounces, if(visits = 0, 0, sum(duration_ms) / 1000 / visits) AS duration
+FROM (${rowsWithRollup(TOTALS, scope, query.range.timezone, plan.rolled)})`
+    case 'sessions':
+      // a visit counts when it began before the window's end and its last event is in or after
+      // the window's start, which for windows over 30 minutes (or ending now) means it has an
+      // event inside, since a gap over 30 minutes ends a visit; views still come from events
+      return sql`
+SELECT visitors, visits, pageviews, events, visits AS facts_visits, bounces, duration
+FROM (
+  SELECT countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events FROM events WHERE ${selected(query, scope)}
+) AS counts
+CROSS JOIN (
+  SELECT uniqExact(visitor) AS visitors, count() AS visits, countIf(pv <= 1 AND ce = 0) AS bounces, if(count() = 0, 0, avg(duration)) AS duration
+  FROM (${visitFacts(scope, visitFilters(query, scope), { inWindow: true })})
+) AS visits`
+    case 'events':
+      // the visits holding a selected event, joined to their whole-visit facts
+      return sql`
+SELECT uniqExact(visitor) AS visitors, count() AS visits, sum(sel_pv) AS pageviews, sum(sel_ce) AS events,
+       count() AS facts_visits, countIf(pv <= 1 AND ce = 0) AS bounces, if(count() = 0, 0, avg(duration)) AS duration
+FROM (${selectedVisits(selected(query, scope))}) AS selected
+INNER JOIN (${visitFacts(scope, visitFilters(query, scope))}) AS facts USING session_id`
+  }
+}

@@ -1,0 +1,27 @@
+import { siteIs, type Scope } from './scope'
+import { type Fragment, empty, join, raw, sql } from './sql'
+
+/**
+ * Whole-visit facts from the sessions rollup, one row a visit begun in the scope's visit span:
+ * visitor, pageviews, custom events, first to last event, and optionally a visit attribute as
+ * `value`. Filters on visit attributes narrow it (they are stamped on every row of a visit);
+ * `inWindow` keeps only visits whose last event is in or after the window's start.
+ */
+export function visitFacts(scope: Scope, visitFilters: readonly Fragment[], options: { value?: Fragment; inWindow?: boolean } = {}): Fragment {
+  const value = options.value ? sql`${options.value} AS value, ` : empty
+  const filters = join(visitFilters.map((f) => sql` AND ${f}`), '')
+  return sql`SELECT session_id, ${value}any(visitor_id) AS visitor, sum(pageviews) AS pv, sum(custom_events) AS ce,
+         dateDiff('millisecond', min(session_start), max(end)) / 1000 AS duration
+  FROM sessions
+  WHERE ${siteIs(scope.siteId)} AND session_start >= ${scope.visitsFrom} AND session_start < ${scope.visitsTo}${filters}
+  GROUP BY session_id${options.inWindow ? sql`
+  HAVING max(end) >= ${scope.windowFrom}` : empty}`
+}
+
+/** The visits holding a selected event, with the selected pageviews and custom events of each. */
+export const selectedVisits = (selected: Fragment) =>
+  sql`SELECT session_id, countIf(kind = 'pageview') AS sel_pv, countIf(kind = 'custom') AS sel_ce FROM events WHERE ${selected} GROUP BY session_id`
+
+/** Per visit of a visit-level scan: pageviews, custom events, first to last event, and whether it holds a selected event. */
+export const VISIT_FACTS = raw(`countIf(kind = 'pageview') AS pv, countIf(kind = 'custom') AS ce,
+         dateDiff('millisecond', min(timestamp), max(timestamp)) / 1000 AS duration, max(sel) AS has_sel`)

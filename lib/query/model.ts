@@ -1,0 +1,39 @@
+import type { Goal } from '../goals'
+import { type OPERATORS, PROPERTY_PREFIX } from '../dimensions'
+import type { ResolvedRange } from './range'
+
+/** The sources a site reads from; a ga4 read has no events here. */
+export type Source = 'standalone' | 'ga4'
+
+/** One filter: a dimension, an operator, and values OR-ed together. */
+export interface Filter {
+  dimension: string
+  operator: (typeof OPERATORS)[number]
+  value: string[]
+}
+
+/** The query model: everything a report needs, resolved and validated. */
+export interface Query {
+  siteId: string
+  range: ResolvedRange
+  filters: Filter[]
+  goals: Goal[]
+  limit: number
+}
+
+/** What a report reads: the window's totals, its series, or the rows of one property. */
+export type Read = { kind: 'stats' } | { kind: 'series' } | { kind: 'breakdown'; property: string }
+
+/** The breakdown "property" of a window's totals: one row, value ''. */
+export const TOTALS = ''
+
+/** Days of a window whose daily rollup is current, with the signatures it was built from. */
+export interface RolledDays {
+  days: string[]
+  events: string[]
+  sums: string[]
+}
+
+/** Properties that are not visit engagement: their breakdown rows carry no bounceRate or avgDuration (spec 2.5). */
+const NON_ENGAGEMENT = new Set(['event', 'goal', 'link', 'outbound', 'affiliate', 'button', 'dead_click', 'form'])
+export const hasEngagement = (property: string) => !NON_ENGAGEMENT.has(property) && !property.startsWith(PROPERTY_PREFIX)

@@ -1,0 +1,125 @@
+import { z } from 'zod'
+import { FIRST_PARTY_DIMENSIONS, OPERATORS, PROPERTY_PREFIX, RANGES, SHARED_DIMENSIONS } from '../dimensions'
+import { ApiError } from '../errors'
+import type { Goal } from '../goals'
+import { SOURCES, type Site, siteRefSchema } from '../sites'
+import type { Filter, Query, Source } from './model'
+import { type WindowName, resolveRange } from './range'
+
+/**
+ * A row count (spec 4.1): any integer is taken and clamped to 1..max, so the documents show the
+ * bounds that matter rather than the whole integer range.
+ */
+export const limitParam = (max: number, fallback: number) =>
+  z.coerce.number({ message: 'must be a number' }).int('must be an integer').meta({ minimum: 1, maximum: max }).optional().describe(`Rows for lists, clamped to 1-${max}, default ${fallback}`)
+
+/** The common parameters of spec 4.1. */
+export const reportParams = z.object({
+  site_id: siteRefSchema,
+  range: z.enum(RANGES).default('30d').describe('Named range, resolved in the site timezone; custom needs from and to'),
+  from: z.string().optional().describe('YYYY-MM-DD, with range=custom'),
+  to: z.string().optional().describe('YYYY-MM-DD, with range=custom (included)'),
+  filters: z.string().optional().describe('URL-encoded JSON array of {dimension, operator: is|is_not|contains|matches, value: [strings]}'),
+  source: z.enum(SOURCES).optional().describe("standalone or ga4; default: the site's primary source"),
+  limit: limitParam(1000, 100),
+})
+export type ReportParams = z.infer<typeof reportParams>
+
+export const filterSchema = z.array(
+  z.strictObject({
+    dimension: z.string().min(1),
+    operator: z.enum(OPERATORS),
+    value: z.array(z.string().max(2000), { message: 'must be an array of strings' }).min(1).max(100),
+  }),
+)
+
+export function validateDimension(dimension: string, source: Source, what: 'filters' | 'property'): void {
+  const known = (SHARED_DIMENSIONS as readonly string[]).includes(dimension) || (FIRST_PARTY_DIMENSIONS as readonly string[]).includes(dimension)
+  const prop = dimension.startsWith(PROPERTY_PREFIX) && dimension.length > PROPERTY_PREFIX.length && dimension.length <= 200
+  if (!known && !prop) throw new ApiError(400, `${what}: unknown dimension "${dimension}"`)
+  if (source === 'ga4' && ((FIRST_PARTY_DIMENSIONS as readonly string[]).includes(dimension) || prop)) {
+    throw new ApiError(400, `${what}: "${dimension}" is recorded only by the first-party collector; the ga4 source has no such field`)
+  }
+  if (dimension === 'bot_kind') throw new ApiError(400, `${what}: bot_kind applies to bot traffic, which these human-traffic reports do not read`)
+}
+
+/** Parses the `filters` parameter: URL-decoded JSON, an array of {dimension, operator, value}. */
+export function parseFilters(raw: string | undefined, source: Source): Filter[] {
+  if (raw === undefined || raw === '') return []
+  let json: unknown
+  try {
+    json = JSON.parse(raw)
+  } catch {
+    throw new ApiError(400, 'filters: not valid JSON')
+  }
+  const parsed = filterSchema.safeParse(json)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    const [index, field] = issue.path
+    const where = index === undefined ? 'filters' : `filters[${String(index)}]${field === undefined ? '' : `.${String(field)}`}`
+    const message = issue.code === 'unrecognized_keys' ? `unknown field ${issue.keys.map((k) => `"${k}"`).join(', ')}` : issue.message
+    throw new ApiError(400, `${where}: ${message}`)
+  }
+  for (const f of parsed.data) validateDimension(f.dimension, source, 'filters')
+  return parsed.data
+}
+
+/** A goal filter names goals of the site and takes is or is_not. */
+function validateGoalFilter(filter: Filter, goals: Goal[]) {
+  for (const name of filter.value) if (!goals.some((g) => g.name === name)) throw new ApiError(400, `filters: no goal named "${name}" on this site`)
+  if (filter.operator !== 'is' && filter.operator !== 'is_not') throw new ApiError(400, 'filters: goal takes the is and is_not operators')
+}
+
+export interface ParseOptions {
+  /** The timeseries window, which differs for realtime (30 minutes, not 5). */
+  series?: boolean
+  /** A range that overrides the parameter (realtime reads). */
+  range?: WindowName
+  /** The property a breakdown groups by. */
+  property?: string
+}
+
+/**
+ * Whether parsing will need the site's goals: a breakdown by goal, a goal filter, or a caller that
+ * lists goals. A lenient look at the raw filters, so goals are read only when used; the parse
+ * itself validates them.
+ */
+export function needsGoals(params: Pick<ReportParams, 'filters'>, options: ParseOptions = {}): boolean {
+  if (options.property === 'goal') return true
+  try {
+    const filters: unknown = JSON.parse(params.filters ?? '[]')
+    return Array.isArray(filters) && filters.some((f) => (f as { dimension?: unknown })?.dimension === 'goal')
+  } catch {
+    return false
+  }
+}
+
+/** Whether the window needs the site's first event: `all` starts on its day. */
+export const needsFirstEvent = (params: Pick<ReportParams, 'range'>, options: ParseOptions = {}) => (options.range ?? params.range) === 'all'
+
+export interface ParseInput {
+  params: ReportParams
+  site: Site
+  goals: Goal[]
+  firstEventAt: Date | null
+  now: Date
+}
+
+export interface ParsedReport {
+  source: Source
+  query: Query
+}
+
+/** Validates the common parameters against the site: the query model, or a 400 naming the parameter. */
+export function parseQuery({ params, site, goals, firstEventAt, now }: ParseInput, options: ParseOptions = {}): ParsedReport {
+  const source = params.source ?? site.primarySource
+  if (!site.sources.includes(source)) throw new ApiError(400, `source: this site has no ${source} source (it has ${site.sources.join(', ')})`)
+  const filters = parseFilters(params.filters, source)
+  for (const f of filters) if (f.dimension === 'goal') validateGoalFilter(f, goals)
+  const range = resolveRange({ range: options.range ?? params.range, from: params.from, to: params.to }, site.timezone, now, { series: options.series, firstEventAt })
+  const property = options.property
+  if (property === 'goal' && source === 'ga4') throw new ApiError(400, 'property: goal is recorded only by the first-party collector')
+  if (property !== undefined && property !== 'goal') validateDimension(property, source, 'property')
+  const limit = Math.min(1000, Math.max(1, params.limit ?? 100))
+  return { source, query: { siteId: site.id, range, filters, goals, limit } }
+}

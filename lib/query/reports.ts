@@ -1,0 +1,149 @@
+import { FIRST_PARTY_DIMENSIONS, type RangeName, SHARED_DIMENSIONS } from '../dimensions'
+import type { Goal } from '../goals'
+import type { Olap } from '../olap/types'
+import type { Site } from '../sites'
+import type { Store } from '../store'
+import type { Query, Source } from './model'
+import { type ParseOptions, type ParsedReport, type ReportParams, needsFirstEvent, needsGoals, parseQuery } from './parse'
+import { type ResolvedRange, previousWindow, rangeView, resolveRange } from './range'
+import { runRead } from './run'
+import { type BreakdownRow, type Totals, ZERO_TOTALS, shapeBreakdown, shapeSeries, shapeTotals } from './shape'
+import { firstEventAt, lastEventBySite } from './site-events'
+
+/**
+ * The report verbs: each reads what one report needs and answers it whole. Handlers resolve the
+ * site and pass the validated parameters; the verbs do the rest (parse, read, shape).
+ */
+
+/** What the verbs read from: the engine, the goals of a site, and the clock. */
+export interface ReportDeps {
+  olap: Olap
+  store: Pick<Store, 'listGoals'>
+  now(): Date
+}
+
+/** The reads of one source. The ga4 source has no events here: its reads answer zeros and empty lists. */
+function reads(olap: Olap, source: Source) {
+  const answers = source === 'standalone'
+  return {
+    totals: async (query: Query): Promise<Totals> => (answers ? shapeTotals((await runRead(olap, query, { kind: 'stats' }))[0]) : ZERO_TOTALS),
+    series: async (query: Query) => shapeSeries(query.range, answers ? await runRead(olap, query, { kind: 'series' }) : []),
+    breakdown: async (query: Query, property: string) => (answers ? shapeBreakdown(property, await runRead(olap, query, { kind: 'breakdown', property })) : []),
+  }
+}
+
+/** A query over a window with no filters: site listings and the public count. */
+const windowQuery = (siteId: string, range: ResolvedRange): Query => ({ siteId, range, filters: [], goals: [], limit: 100 })
+
+/** Reads what parsing needs (the goals, the first event) only when it needs it, then parses. */
+async function prepare(deps: ReportDeps, site: Site, params: ReportParams, options: ParseOptions & { withGoals?: boolean; now?: Date } = {}): Promise<ParsedReport> {
+  const [goals, first] = await Promise.all([
+    options.withGoals || needsGoals(params, options) ? deps.store.listGoals(site.id) : Promise.resolve([] as Goal[]),
+    needsFirstEvent(params, options) ? firstEventAt(deps.olap, site.id) : Promise.resolve(null),
+  ])
+  return parseQuery({ params, site, goals, firstEventAt: first, now: options.now ?? deps.now() }, options)
+}
+
+/** GET /stats: the window's totals. */
+export async function totals(deps: ReportDeps, site: Site, params: ReportParams) {
+  const { source, query } = await prepare(deps, site, params)
+  return { source, range: rangeView(query.range), totals: await reads(deps.olap, source).totals(query) }
+}
+
+/** GET /timeseries: every bucket of the window. */
+export async function series(deps: ReportDeps, site: Site, params: ReportParams) {
+  const { source, query } = await prepare(deps, site, params, { series: true })
+  return { source, range: rangeView(query.range), series: await reads(deps.olap, source).series(query) }
+}
+
+/** GET /breakdown: the top values of one property. */
+export async function breakdown(deps: ReportDeps, site: Site, params: ReportParams & { property: string }) {
+  const { source, query } = await prepare(deps, site, params, { property: params.property })
+  return { source, range: rangeView(query.range), property: params.property, results: await reads(deps.olap, source).breakdown(query, params.property) }
+}
+
+/** GET /export: totals, series and every breakdown the source has. */
+export async function exportAll(deps: ReportDeps, site: Site, params: ReportParams) {
+  const { source, query } = await prepare(deps, site, params, { withGoals: true })
+  const read = reads(deps.olap, source)
+  const rows = { ...query, limit: Math.min(Math.max(1, params.limit ?? 10_000), 10_000) }
+  const properties = [...SHARED_DIMENSIONS, ...FIRST_PARTY_DIMENSIONS].filter((d) => d !== 'bot_kind' && (source === 'standalone' || !(FIRST_PARTY_DIMENSIONS as readonly string[]).includes(d)))
+  const breakdowns: Record<string, BreakdownRow[]> = {}
+  for (const property of properties) breakdowns[property] = await read.breakdown(rows, property)
+  return {
+    site: { id: site.id, domain: site.domain, timezone: site.timezone },
+    source,
+    range: rangeView(query.range),
+    totals: await read.totals(query),
+    series: await read.series(query),
+    breakdowns,
+  }
+}
+
+/** GET /realtime: the last 5 and 30 minutes, a minute series, active pages and sources. */
+export async function realtime(deps: ReportDeps, site: Site, params: Omit<ReportParams, 'range' | 'from' | 'to'>) {
+  const now = deps.now()
+  // one parse; the three windows derive from the same instant
+  const { source, query } = await prepare(deps, site, { ...params, range: 'realtime' }, { now })
+  const minutes = { ...query, range: resolveRange({ range: 'realtime' }, site.timezone, now, { series: true }) }
+  const halfHour = { ...query, range: resolveRange({ range: '30m' }, site.timezone, now) }
+  const limited = { ...query, limit: Math.min(query.limit, 10) }
+  const read = reads(deps.olap, source)
+  return {
+    source,
+    range: rangeView(minutes.range),
+    now: (await read.totals(query)).visitors,
+    halfHour: (await read.totals(halfHour)).visitors,
+    series: await read.series(minutes),
+    pages: await read.breakdown(limited, 'path'),
+    sources: await read.breakdown(limited, 'source'),
+  }
+}
+
+/** GET /goals: each goal with its conversions in the window. Goals are first-party: a site without that source has none. */
+export async function goalConversions(deps: ReportDeps, site: Site, params: ReportParams) {
+  if (!site.sources.includes('standalone')) return { available: false, goals: [] }
+  const { query } = await prepare(deps, site, { ...params, source: 'standalone' }, { withGoals: true })
+  const rows = query.goals.length ? await reads(deps.olap, 'standalone').breakdown({ ...query, limit: 1000 }, 'goal') : []
+  const byName = new Map(rows.map((r) => [r.value, r]))
+  return {
+    available: true,
+    range: rangeView(query.range),
+    goals: query.goals.map((g) => {
+      const r = byName.get(g.name)
+      return {
+        ...g,
+        visitors: Number(r?.visitors ?? 0),
+        conversions: Number(r?.conversions ?? 0),
+        conversionRate: Number(r?.conversionRate ?? 0),
+        ...(g.currency ? { revenue: r?.revenue ?? { amount: 0, currency: g.currency } } : {}),
+      }
+    }),
+  }
+}
+
+/**
+ * GET /sites rows: per site, totals of the window and of the previous window of equal length, a
+ * visitors sparkline, and the install state with the last event seen.
+ */
+export async function siteStats(deps: ReportDeps, sites: Site[], rangeName: Exclude<RangeName, 'custom'>) {
+  const lastEvents = await lastEventBySite(deps.olap, sites.map((s) => s.id))
+  return Promise.all(
+    sites.map(async (site) => {
+      const range = resolveRange({ range: rangeName }, site.timezone, deps.now(), { firstEventAt: null })
+      const previous = previousWindow(range)
+      const query = windowQuery(site.id, range)
+      const read = reads(deps.olap, site.sources.includes('standalone') ? 'standalone' : 'ga4')
+      const [current, before, spark] = await Promise.all([read.totals(query), read.totals({ ...query, range: previous }), read.series(query)])
+      const last = lastEvents.get(site.id) ?? null
+      return {
+        site,
+        install: { ...site.install, installed: site.install.installed || last !== null, lastEventAt: last ?? site.install.lastEventAt },
+        stats: { range: rangeView(range), ...current, previous: { range: rangeView(previous), ...before }, sparkline: spark.map((b) => b.visitors) },
+      }
+    }),
+  )
+}
+
+/** The public live count: the window's totals from the site's primary source. */
+export const windowTotals = (olap: Olap, site: Site, range: ResolvedRange) => reads(olap, site.primarySource).totals(windowQuery(site.id, range))

@@ -1,0 +1,85 @@
+import { hasEngagement } from './model'
+import { type ResolvedRange, buckets } from './range'
+
+/** A number from a result cell: 64-bit integers come back as strings, missing cells as zero. */
+const numberOf = (v: unknown) => Number(v ?? 0)
+const round = (v: number, digits: number) => Math.round(v * 10 ** digits) / 10 ** digits
+
+export interface Totals {
+  visitors: number
+  visits: number
+  pageviews: number
+  bounceRate: number
+  avgDuration: number
+  viewsPerVisit: number
+  events: number
+}
+
+export const ZERO_TOTALS: Totals = { visitors: 0, visits: 0, pageviews: 0, bounceRate: 0, avgDuration: 0, viewsPerVisit: 0, events: 0 }
+
+type Row = Record<string, unknown>
+
+/** A breakdown row: goal rows carry conversions instead of visits and pageviews; engagement dimensions their rates. */
+export interface BreakdownRow {
+  value: string
+  visitors: number
+  visits?: number
+  pageviews?: number
+  events: number
+  bounceRate?: number
+  avgDuration?: number
+  conversions?: number
+  conversionRate?: number
+  revenue?: { amount: number; currency: string }
+}
+
+/** The totals row as the API reports it: rates over the visits they are about, rounded. */
+export function shapeTotals(row: Row | undefined): Totals {
+  const visits = numberOf(row?.visits)
+  const factsVisits = numberOf(row?.facts_visits)
+  return {
+    visitors: numberOf(row?.visitors),
+    visits,
+    pageviews: numberOf(row?.pageviews),
+    bounceRate: factsVisits ? round(numberOf(row?.bounces) / factsVisits, 4) : 0,
+    avgDuration: Math.round(numberOf(row?.duration)),
+    viewsPerVisit: visits ? round(numberOf(row?.pageviews) / visits, 2) : 0,
+    events: numberOf(row?.events),
+  }
+}
+
+/** Continuous buckets over the window; empty ones are zeros. */
+export function shapeSeries(range: ResolvedRange, rows: Row[]) {
+  const byBucket = new Map(rows.map((r) => [numberOf(r.bucket), r]))
+  return buckets(range).map(({ epoch, label }) => {
+    const r = byBucket.get(epoch)
+    return { timestamp: label, visitors: numberOf(r?.visitors), visits: numberOf(r?.visits), pageviews: numberOf(r?.pageviews) }
+  })
+}
+
+/** Breakdown rows: goal rows carry conversions, engagement properties their rates. */
+export function shapeBreakdown(property: string, rows: Row[]): BreakdownRow[] {
+  if (property === 'goal') {
+    return rows.map((r) => {
+      const visitors = numberOf(r.visitors)
+      const row: BreakdownRow = {
+        value: String(r.value),
+        visitors,
+        events: numberOf(r.events),
+        conversions: numberOf(r.events),
+        conversionRate: numberOf(r.total_visitors) ? round(visitors / numberOf(r.total_visitors), 4) : 0,
+      }
+      if (r.currency) row.revenue = { amount: round(numberOf(r.revenue), 2), currency: String(r.currency) }
+      return row
+    })
+  }
+  const engagement = hasEngagement(property)
+  return rows.map((r) => {
+    const row: BreakdownRow = { value: String(r.value), visitors: numberOf(r.visitors), visits: numberOf(r.visits), pageviews: numberOf(r.pageviews), events: numberOf(r.events) }
+    if (engagement) {
+      row.bounceRate = round(numberOf(r.bounce_rate), 4)
+      row.avgDuration = Math.round(numberOf(r.avg_duration))
+    }
+    return row
+  })
+}

@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest'
+import { createApiKey, createOrg } from '../../lib/admin'
+import { importHits } from '../../lib/ingest/import'
+import { newSite } from '../../lib/sites'
+import { client, testServices } from '../helpers'
+import { NOW, UAS } from './report-reference'
+
+describe('site listing statistics and export', () => {
+  it('lists each site with totals, the previous window, a sparkline and install state; stats=0 gives rows only', async () => {
+    const services = await testServices({ now: () => NOW })
+    const call = client(services)
+    const org = await createOrg(services.store, 'Listing', NOW)
+    const key = (await createApiKey(services.store, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
+    const busy = newSite({ domain: 'busy.listing.test' }, org.id, NOW)
+    const idle = newSite({ domain: 'idle.listing.test' }, org.id, NOW)
+    await services.store.createSite(busy)
+    await services.store.createSite(idle)
+    const hit = (ts: string, ip: string, path = '/') => JSON.stringify({ timestamp: ts, site: busy.snippetId, name: 'pageview', url: `https://busy.listing.test${path}`, ip, userAgent: UAS[0] })
+    // this week (7d: 16-22 Nov, UTC): two visitors, three pageviews; the week before: one visitor
+    await importHits([hit('2026-11-20T10:00:00Z', '8.8.8.8'), hit('2026-11-20T10:05:00Z', '8.8.8.8', '/b'), hit('2026-11-22T09:00:00Z', '1.1.1.1'), hit('2026-11-12T09:00:00Z', '1.1.1.1')], services.ingestor)
+    const res = await call('GET', '/api/v1/sites', { key })
+    const [b, i] = res.json.sites
+    expect(b.domain).toBe('busy.listing.test')
+    expect(b.stats).toMatchObject({ visitors: 2, visits: 2, pageviews: 3, bounceRate: 0.5, avgDuration: 150, range: { from: '2026-11-16T00:00:00+00:00', to: '2026-11-23T00:00:00+00:00' } })
+    expect(b.stats.previous).toMatchObject({ visitors: 1, visits: 1, pageviews: 1, range: { from: '2026-11-09T00:00:00+00:00', to: '2026-11-16T00:00:00+00:00' } })
+    expect(b.stats.sparkline).toEqual([0, 0, 0, 0, 1, 0, 1])
+    expect(b.install).toMatchObject({ installed: true, lastEventAt: '2026-11-22T09:00:00.000Z' })
+    expect(i.stats).toMatchObject({ visitors: 0, previous: { visitors: 0 } })
+    expect(i.install.installed).toBe(false)
+    const rowsOnly = await call('GET', '/api/v1/sites?stats=0', { key })
+    expect(rowsOnly.json.sites[0]).not.toHaveProperty('stats')
+    expect((await call('GET', '/api/v1/sites?range=custom', { key })).status).toBe(400)
+
+    const exported = await call('GET', `/api/v1/export?site_id=${busy.id}&range=7d`, { key })
+    expect(exported.json.totals).toMatchObject({ visitors: 2, pageviews: 3 })
+    expect(exported.json.series).toHaveLength(7)
+    expect(exported.json.breakdowns.path).toEqual([
+      { value: '/', visitors: 2, visits: 2, pageviews: 2, events: 0, bounceRate: 0.5, avgDuration: 150 },
+      { value: '/b', visitors: 1, visits: 1, pageviews: 1, events: 0, bounceRate: 0, avgDuration: 300 },
+    ])
+    expect(Object.keys(exported.json.breakdowns)).toHaveLength(28)
+  })
+})

@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest'
+import type { Query, Read, RolledDays } from '../../lib/query/model'
+import { parseFilters } from '../../lib/query/parse'
+import { mayUseRollup, plan } from '../../lib/query/plan'
+import { resolveRange } from '../../lib/query/range'
+
+const now = new Date('2026-03-08T12:00:00Z')
+const rolled: RolledDays = { days: ['2026-03-03'], events: ['10'], sums: ['7'] }
+const query = (filters: unknown[] = [], range: 'realtime' | 'today' | '7d' | '12mo' = '7d'): Query => ({
+  siteId: '00000000-0000-4000-8000-000000000001',
+  range: resolveRange({ range }, 'America/New_York', now),
+  filters: parseFilters(JSON.stringify(filters), 'standalone'),
+  goals: [{ id: 'g', name: 'Signup', type: 'event', matchValue: 'Signup', currency: null, createdAt: '' }],
+  limit: 10,
+})
+const country = { dimension: 'country', operator: 'is', value: ['US'] }
+const path = { dimension: 'path', operator: 'contains', value: ['/blog'] }
+const stats: Read = { kind: 'stats' }
+const series: Read = { kind: 'series' }
+const by = (property: string): Read => ({ kind: 'breakdown', property })
+
+describe('the planner', () => {
+  it('uses the daily rollup only for unfiltered reads of whole days, of totals, day or month series and rolled properties', () => {
+    expect(mayUseRollup(query(), stats)).toBe(true)
+    expect(mayUseRollup(query(), series)).toBe(true)
+    expect(mayUseRollup(query([], '12mo'), series)).toBe(true)
+    expect(mayUseRollup(query(), by('path'))).toBe(true)
+    expect(mayUseRollup(query(), by('entry_page'))).toBe(true)
+    // hour buckets are parts of a day; city and goal are not rolled; filters and partial days never
+    expect(mayUseRollup(query([], 'today'), series)).toBe(false)
+    expect(mayUseRollup(query(), by('city'))).toBe(false)
+    expect(mayUseRollup(query(), by('goal'))).toBe(false)
+    expect(mayUseRollup(query([country]), stats)).toBe(false)
+    expect(mayUseRollup(query([], 'realtime'), stats)).toBe(false)
+  })
+
+  it('reads rolled days from the rollup when there are any', () => {
+    expect(plan(query(), stats, rolled)).toEqual({ table: 'rollup', rolled })
+    expect(plan(query(), series, rolled)).toEqual({ table: 'rollup', rolled })
+    expect(plan(query(), by('source'), rolled)).toEqual({ table: 'rollup', rolled })
+    // no rolled day, or a read the rollup cannot answer: as if there were none
+    expect(plan(query(), stats, { days: [], events: [], sums: [] })).toEqual({ table: 'sessions' })
+    expect(plan(query([country]), stats, rolled)).toEqual({ table: 'sessions' })
+    expect(plan(query(), by('city'), rolled)).toEqual({ table: 'sessions' })
+  })
+
+  it('reads visits from the sessions rollup when every filter is on a visit attribute', () => {
+    expect(plan(query(), stats)).toEqual({ table: 'sessions' })
+    expect(plan(query([country]), stats)).toEqual({ table: 'sessions' })
+    expect(plan(query([country]), by('source'))).toEqual({ table: 'sessions' })
+  })
+
+  it('reads events otherwise, joining visit facts for totals and visit attributes', () => {
+    expect(plan(query([path]), stats)).toEqual({ table: 'events', visits: true })
+    expect(plan(query([path, country]), by('source'))).toEqual({ table: 'events', visits: true })
+    expect(plan(query([country]), by('entry_page'))).toEqual({ table: 'events', visits: true })
+    expect(plan(query(), by('exit_page'))).toEqual({ table: 'events', visits: true })
+    expect(plan(query([country]), by('path'))).toEqual({ table: 'events', visits: false })
+    expect(plan(query(), by('goal'))).toEqual({ table: 'events', visits: false })
+    expect(plan(query([], 'today'), series)).toEqual({ table: 'events', visits: false })
+    expect(plan(query([{ dimension: 'goal', operator: 'is', value: ['Signup'] }]), stats)).toEqual({ table: 'events', visits: true })
+  })
+})
