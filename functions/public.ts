@@ -27,6 +27,11 @@ async function firstEvent(services: Services, siteId: string) {
   return at
 }
 
+/** The answer under the range name that was asked: an equal window may be cached under another name (ytd and year). */
+function asAsked(live: LiveAnswer, name: string): LiveAnswer {
+  return live.body.range === name ? live : { ...live, body: { ...live.body, range: name } }
+}
+
 // answers are serialized once per cache entry, and sent without re-merging headers
 const serialized = new WeakMap<LiveAnswer, string>()
 function answer(live: LiveAnswer) {
@@ -98,18 +103,23 @@ export const publicEndpoints = [
       const key = isLive(range.name) ? `${site.id}|${range.name === 'realtime' ? '5m' : range.name}` : `${site.id}|${view.from}|${view.to}`
       const shared = () => (coalesce ? inflight.get(key) : undefined)
       let pending = shared()
-      if (pending) return answer(await pending)
+      if (pending) return answer(asAsked(await pending, range.name))
       const cached = await services.liveCache.get(key)
       if (cached) {
-        await services.liveCache.put(asked, cached)
-        return answer(cached)
+        const named = asAsked(cached, range.name)
+        await services.liveCache.put(asked, named)
+        return answer(named)
       }
       // checked again with no await in between: every concurrent miss joins the first one's work
       pending = shared()
-      if (pending) return answer(await pending)
+      if (pending) return answer(asAsked(await pending, range.name))
       const work = (async () => {
-        const count = await services.store.countLiveWindow(site.id, Math.floor(now.getTime() / 60_000))
-        if (count > DISTINCT_WINDOWS_PER_MINUTE) throw new ApiError(429, 'too many distinct windows asked of this site this minute; cached windows are still served', { 'Retry-After': '60' })
+        // the live windows are the badge's own question: asking many other windows never shuts it off
+        if (!isLive(range.name)) {
+          const count = await services.store.countLiveWindow(site.id, Math.floor(now.getTime() / 60_000))
+          const retryAfter = String(60 - Math.floor((now.getTime() % 60_000) / 1000))
+          if (count > DISTINCT_WINDOWS_PER_MINUTE) throw new ApiError(429, 'too many distinct windows asked of this site this minute; cached windows are still served', { 'Retry-After': retryAfter })
+        }
         const live = await liveCounts(services.olap, site, range, now)
         await Promise.all([services.liveCache.put(key, live), services.liveCache.put(asked, live)])
         return live

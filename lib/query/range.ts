@@ -25,14 +25,26 @@ export interface ResolvedRange {
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/
 
+/**
+ * The days the engine can hold: the daily rollup keys rows by Date (1970-01-01 to 2149-06-06),
+ * and a window ends the day after its last day. Outside them a read could only fail or be empty.
+ */
+const FIRST_DAY = Temporal.PlainDate.from('1970-01-01')
+const LAST_DAY = Temporal.PlainDate.from('2149-06-05')
+
 function plainDate(value: string | undefined, name: 'from' | 'to'): Temporal.PlainDate {
   if (!value) throw new ApiError(400, `${name}: required with range=custom (YYYY-MM-DD)`)
   if (!DATE.test(value)) throw new ApiError(400, `${name}: must be a date as YYYY-MM-DD`)
+  let date: Temporal.PlainDate
   try {
-    return Temporal.PlainDate.from(value, { overflow: 'reject' })
+    date = Temporal.PlainDate.from(value, { overflow: 'reject' })
   } catch {
     throw new ApiError(400, `${name}: ${value} is not a calendar date`)
   }
+  if (Temporal.PlainDate.compare(date, FIRST_DAY) < 0 || Temporal.PlainDate.compare(date, LAST_DAY) > 0) {
+    throw new ApiError(400, `${name}: ${value} is outside the days this service stores (${FIRST_DAY} to ${LAST_DAY})`)
+  }
+  return date
 }
 
 /**

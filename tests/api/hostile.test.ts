@@ -1,4 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest'
+import { importHits } from '../../lib/ingest/import'
+import { DISTINCT_WINDOWS_PER_MINUTE } from '../../lib/public-live'
 import { checkedApp, client, seed, testServices } from '../helpers'
 
 /** A body of `total` bytes made on demand, counting how much of it the server pulled. */
@@ -68,5 +70,81 @@ describe('request bodies are capped while they are read', () => {
     const res = await call('PATCH', `/api/v1/sites/${fx.a.site.id}`, { key: fx.a.write.key, body: { displayName: 'x', excludedPaths: Array(5000).fill('/a-long-path-to-exclude') } })
     expect(res.status).toBe(413)
     expect(await services.store.getSite(fx.a.site.id)).toEqual(before)
+  })
+})
+
+describe('dates, limits and the public count under abuse', () => {
+  const NOW = new Date('2026-11-22T15:00:30Z')
+  let services: Awaited<ReturnType<typeof testServices>>
+  let fx: Awaited<ReturnType<typeof seed>>
+  let call: ReturnType<typeof client>
+
+  beforeAll(async () => {
+    services = await testServices({ now: () => NOW })
+    fx = await seed(services)
+    call = client(services)
+    await call('PATCH', `/api/v1/sites/${fx.b.site.id}`, { key: fx.b.write.key, body: { publicCounts: true, publicCountsDial: 'all' } })
+    const hit = (minutesAgo: number, ip: string, path: string) =>
+      JSON.stringify({ timestamp: new Date(NOW.getTime() - minutesAgo * 60_000).toISOString(), site: fx.b.site.snippetId, name: 'pageview', url: `https://${fx.b.site.domain}${path}`, ip, userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0', props: { plan: path === '/a' ? 'pro' : 'free' } })
+    expect((await importHits([hit(2, '8.8.8.8', '/a'), hit(3, '1.1.1.1', '/b'), hit(90, '9.9.9.9', '/b')], services.ingestor)).rejected).toBe(0)
+  })
+
+  it.each([
+    ['9999-12-30', '9999-12-31', 'from'],
+    ['2026-01-01', '9999-12-31', 'to'],
+    ['0001-01-01', '0001-01-02', 'from'],
+    ['1969-12-31', '2026-01-01', 'from'],
+  ])('custom %s to %s is 400 naming %s, on every report and the public count', async (from, to, name) => {
+    const range = `range=custom&from=${from}&to=${to}`
+    for (const path of ['stats', 'timeseries', 'breakdown', 'export']) {
+      const res = await call('GET', `/api/v1/${path}?site_id=${fx.b.site.id}&${range}&property=path`, { key: fx.b.read.key })
+      expect(res.status, path).toBe(400)
+      expect(res.json.error, path).toMatch(new RegExp(`^${name}: .*outside`))
+    }
+    const live = await call('GET', `/api/public/live?site=${fx.b.site.snippetId}&${range}`)
+    expect(live.status).toBe(400)
+    expect(live.json.error).toMatch(new RegExp(`^${name}:`))
+  })
+
+  it('export clamps limit like every list: -1 and 0 give one row a breakdown, never a 500', async () => {
+    for (const limit of ['-1', '0']) {
+      const res = await call('GET', `/api/v1/export?site_id=${fx.b.site.id}&range=today&limit=${limit}`, { key: fx.b.read.key })
+      expect(res.status).toBe(200)
+      expect(res.json.breakdowns.path).toHaveLength(1)
+    }
+    const all = await call('GET', `/api/v1/export?site_id=${fx.b.site.id}&range=today&limit=20000`, { key: fx.b.read.key })
+    expect(all.json.breakdowns.path.map((r: { value: string }) => r.value).sort()).toEqual(['/a', '/b'])
+  })
+
+  it('echoes the range that was asked when an equal window is cached under another name', async () => {
+    const live = (range?: string) => call('GET', `/api/public/live?site=${fx.b.site.snippetId}${range ? `&range=${range}` : ''}`)
+    for (const [first, second] of [['year', 'ytd'], ['today', 'week'], ['5m', 'realtime']]) {
+      const a = await live(first)
+      const b = await live(second)
+      expect(a.json.range).toBe(first)
+      expect(b.json.range).toBe(second)
+      expect(b.json.visitors).toBe(a.json.visitors)
+      // and again from the cache of the asked question
+      expect((await live(second)).json.range).toBe(second)
+    }
+    expect((await live()).json.range).toBe('5m')
+  })
+
+  it('many custom windows cannot switch off the live badge: live windows are never refused for them', async () => {
+    const custom = (day: number) => call('GET', `/api/public/live?site=${fx.b.site.snippetId}&range=custom&from=2026-10-${String(day).padStart(2, '0')}&to=2026-10-${String(day).padStart(2, '0')}`)
+    let refused: Awaited<ReturnType<typeof custom>> | undefined
+    for (let day = 1; day <= DISTINCT_WINDOWS_PER_MINUTE + 1 && !refused; day++) {
+      const res = await custom(day)
+      if (res.status === 429) refused = res
+    }
+    expect(refused?.status).toBe(429)
+    // 30 s into the minute: the window limit lifts when it ends
+    expect(refused!.headers.get('retry-after')).toBe('30')
+    for (const range of ['', '&range=5m', '&range=30m', '&range=realtime']) {
+      const res = await call('GET', `/api/public/live?site=${fx.b.site.snippetId}${range}`)
+      expect(res.status, range).toBe(200)
+    }
+    const live = await call('GET', `/api/public/live?site=${fx.b.site.snippetId}`)
+    expect(live.json).toMatchObject({ range: '5m', visitors: 2, halfHour: 2 })
   })
 })
