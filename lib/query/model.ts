@@ -37,3 +37,17 @@ export interface RolledDays {
 /** Properties that are not visit engagement: their breakdown rows carry no bounceRate or avgDuration (spec 2.5). */
 const NON_ENGAGEMENT = new Set(['event', 'goal', 'link', 'outbound', 'affiliate', 'button', 'dead_click', 'form'])
 export const hasEngagement = (property: string) => !NON_ENGAGEMENT.has(property) && !property.startsWith(PROPERTY_PREFIX)
+
+/**
+ * The goals a goal filter names: by exact name (is, is_not), by a case-insensitive part of the
+ * name (contains), or by a regular expression over the name (matches), like every dimension.
+ */
+export function goalsOfFilter(filter: Filter, goals: readonly Goal[]): Goal[] {
+  const wanted = (name: string) =>
+    filter.operator === 'contains'
+      ? filter.value.some((v) => name.toLowerCase().includes(v.toLowerCase()))
+      : filter.operator === 'matches'
+        ? filter.value.some((v) => new RegExp(v).test(name))
+        : filter.value.includes(name)
+  return goals.filter((g) => wanted(g.name))
+}

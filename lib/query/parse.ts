@@ -64,10 +64,20 @@ export function parseFilters(raw: string | undefined, source: Source): Filter[] 
   return parsed.data
 }
 
-/** A goal filter names goals of the site and takes is or is_not. */
+/** A goal filter by name (is, is_not) names goals of the site; a matches filter is a valid pattern. */
 function validateGoalFilter(filter: Filter, goals: Goal[]) {
-  for (const name of filter.value) if (!goals.some((g) => g.name === name)) throw new ApiError(400, `filters: no goal named "${name}" on this site`)
-  if (filter.operator !== 'is' && filter.operator !== 'is_not') throw new ApiError(400, 'filters: goal takes the is and is_not operators')
+  if (filter.operator === 'is' || filter.operator === 'is_not') {
+    for (const name of filter.value) if (!goals.some((g) => g.name === name)) throw new ApiError(400, `filters: no goal named "${name}" on this site`)
+  }
+  if (filter.operator === 'matches') {
+    for (const pattern of filter.value) {
+      try {
+        new RegExp(pattern)
+      } catch {
+        throw new ApiError(400, 'filters: invalid regular expression in a matches filter')
+      }
+    }
+  }
 }
 
 export interface ParseOptions {

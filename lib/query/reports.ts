@@ -1,4 +1,4 @@
-import { FIRST_PARTY_DIMENSIONS, type RangeName, SHARED_DIMENSIONS } from '../dimensions'
+import { FIRST_PARTY_DIMENSIONS, PROPERTY_PREFIX, type RangeName, SHARED_DIMENSIONS } from '../dimensions'
 import type { Goal } from '../goals'
 import type { Olap } from '../olap/types'
 import type { Site } from '../sites'
@@ -6,7 +6,8 @@ import type { Store } from '../store'
 import type { Query, Source } from './model'
 import { type ParseOptions, type ParsedReport, type ReportParams, needsFirstEvent, needsGoals, parseQuery } from './parse'
 import { type ResolvedRange, previousWindow, rangeView, resolveRange } from './range'
-import { runRead } from './run'
+import { execute, runRead } from './run'
+import { propertyKeysSql } from './compile/property-keys'
 import { type BreakdownRow, type Totals, ZERO_TOTALS, shapeBreakdown, shapeSeries, shapeTotals } from './shape'
 import { firstEventAt, lastEventBySite } from './site-events'
 
@@ -63,11 +64,17 @@ export async function breakdown(deps: ReportDeps, site: Site, params: ReportPara
 }
 
 /** GET /export: totals, series and every breakdown the source has. */
+/** Custom property keys an export breaks down by, most used first. */
+const EXPORT_PROPERTY_KEYS = 100
+
 export async function exportAll(deps: ReportDeps, site: Site, params: ReportParams) {
   const { source, query } = await prepare(deps, site, params, { withGoals: true })
   const read = reads(deps.olap, source)
   const rows = { ...query, limit: Math.min(Math.max(1, params.limit ?? 10_000), 10_000) }
-  const properties = [...SHARED_DIMENSIONS, ...FIRST_PARTY_DIMENSIONS].filter((d) => d !== 'bot_kind' && (source === 'standalone' || !(FIRST_PARTY_DIMENSIONS as readonly string[]).includes(d)))
+  const dimensions = [...SHARED_DIMENSIONS, ...FIRST_PARTY_DIMENSIONS].filter((d) => d !== 'bot_kind' && (source === 'standalone' || !(FIRST_PARTY_DIMENSIONS as readonly string[]).includes(d)))
+  // and prop:<key> for every custom property key seen in the window (the collector's source only)
+  const keys = source === 'standalone' ? await execute<{ key: string }>(deps.olap, propertyKeysSql(query, EXPORT_PROPERTY_KEYS)) : []
+  const properties = [...dimensions, ...keys.map((k) => `${PROPERTY_PREFIX}${k.key}`)]
   const breakdowns: Record<string, BreakdownRow[]> = {}
   for (const property of properties) breakdowns[property] = await read.breakdown(rows, property)
   return {

@@ -147,4 +147,29 @@ describe('dates, limits and the public count under abuse', () => {
     const live = await call('GET', `/api/public/live?site=${fx.b.site.snippetId}`)
     expect(live.json).toMatchObject({ range: '5m', visitors: 2, halfHour: 2 })
   })
+
+  it('export breaks down by every custom property key seen in the window', async () => {
+    const res = await call('GET', `/api/v1/export?site_id=${fx.b.site.id}&range=today`, { key: fx.b.read.key })
+    // by hand: /a was seen with plan=pro by one visitor, /b with plan=free by two
+    expect(res.json.breakdowns['prop:plan'].map((r: { value: string; visitors: number }) => [r.value, r.visitors])).toEqual([['free', 2], ['pro', 1]])
+  })
+
+  it('a goal filter takes contains and matches over goal names, like every dimension', async () => {
+    for (const body of [{ type: 'page', matchValue: '/a' }, { type: 'event', matchValue: 'Signup' }]) {
+      expect((await call('POST', '/api/v1/goals', { key: fx.b.write.key, body: { site_id: fx.b.site.id, ...body } })).status).toBe(201)
+    }
+    const visitors = async (filter: unknown) => {
+      const res = await call('GET', `/api/v1/stats?site_id=${fx.b.site.id}&range=today&filters=${encodeURIComponent(JSON.stringify([filter]))}`, { key: fx.b.read.key })
+      expect(res.status, JSON.stringify(res.json)).toBe(200)
+      return res.json.totals.visitors
+    }
+    // "Visit /a" converted once (8.8.8.8); nobody signed up
+    expect(await visitors({ dimension: 'goal', operator: 'contains', value: ['visit'] })).toBe(1)
+    expect(await visitors({ dimension: 'goal', operator: 'matches', value: ['^Visit /'] })).toBe(1)
+    expect(await visitors({ dimension: 'goal', operator: 'matches', value: ['^Sign'] })).toBe(0)
+    expect(await visitors({ dimension: 'goal', operator: 'contains', value: ['nothing like it'] })).toBe(0)
+    expect(await visitors({ dimension: 'goal', operator: 'is_not', value: ['Visit /a'] })).toBe(2)
+    const bad = await call('GET', `/api/v1/stats?site_id=${fx.b.site.id}&filters=${encodeURIComponent(JSON.stringify([{ dimension: 'goal', operator: 'matches', value: ['('] }]))}`, { key: fx.b.read.key })
+    expect(bad).toMatchObject({ status: 400, json: { error: expect.stringMatching(/^filters: invalid regular expression/) } })
+  })
 })

@@ -1,7 +1,7 @@
 import { PROPERTY_PREFIX } from '../../dimensions'
 import { ApiError } from '../../errors'
 import { type Goal, pageGoalPattern } from '../../goals'
-import type { Filter } from '../model'
+import { type Filter, goalsOfFilter } from '../model'
 import type { Scope } from './scope'
 import { type Fragment, bind, join, raw, sql } from './sql'
 
@@ -76,9 +76,10 @@ export function goalCondition(goal: Goal): Fragment {
 export function filterConditions(filters: readonly Filter[], goals: readonly Goal[], scope: Scope): Fragment[] {
   return filters.map((f) => {
     if (f.dimension === 'goal') {
-      const matched = f.value.map((name) => goals.find((g) => g.name === name)!)
-      const converted = sql`session_id IN (SELECT session_id FROM events WHERE ${scope.events} AND (${join(matched.map(goalCondition), ' OR ')}))`
-      return f.operator === 'is' ? converted : sql`NOT ${converted}`
+      const matched = goalsOfFilter(f, goals)
+      const converting = matched.length ? join(matched.map(goalCondition), ' OR ') : raw('0')
+      const converted = sql`session_id IN (SELECT session_id FROM events WHERE ${scope.events} AND (${converting}))`
+      return f.operator === 'is_not' ? sql`NOT ${converted}` : converted
     }
     if (f.dimension === 'entry_page' || f.dimension === 'exit_page') {
       const merge = raw(f.dimension === 'entry_page' ? 'argMinMerge(entry_page)' : 'argMaxMerge(exit_page)')
