@@ -88,6 +88,10 @@ function clickhouseOverHttp(url: string, username?: string, password?: string, d
  */
 export async function openNodeStores(env: NodeEnv, options: { viaRunningServer?: boolean } = {}): Promise<NodeStores> {
   const dir = dataDir(env)
+  // what the stores write (the engine's parts, the key/value log with secrets and salts) is the owner's alone
+  process.umask(0o077)
+  mkdirSync(dir, { recursive: true, mode: 0o700 })
+  chmodSync(dir, 0o700)
   const running = options.viaRunningServer ? await findRunningServer(dir) : null
   const token = running ? localToken(dir) : ''
 

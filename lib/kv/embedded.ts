@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs'
+import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { createHash } from 'node:crypto'
 import { runLuaScript } from './lua'
@@ -43,7 +43,9 @@ export class EmbeddedRedis implements RawRedis {
   }
 
   private open(dir: string) {
-    mkdirSync(dir, { recursive: true })
+    // the log holds proxy secrets and daily salts: only the owner may read it
+    mkdirSync(dir, { recursive: true, mode: 0o700 })
+    chmodSync(dir, 0o700)
     const file = join(dir, 'kv.log')
     if (existsSync(file)) {
       for (const line of readFileSync(file, 'utf8').split('\n')) {
@@ -66,7 +68,7 @@ export class EmbeddedRedis implements RawRedis {
   private snapshot() {
     if (this.fd !== null) closeSync(this.fd)
     const tmp = `${this.file}.tmp`
-    const out = openSync(tmp, 'w')
+    const out = openSync(tmp, 'w', 0o600)
     const now = this.now()
     let bytes = 0
     for (const [key, entry] of this.data) {
@@ -79,7 +81,7 @@ export class EmbeddedRedis implements RawRedis {
     fsyncSync(out)
     closeSync(out)
     renameSync(tmp, this.file)
-    this.fd = openSync(this.file, 'a')
+    this.fd = openSync(this.file, 'a', 0o600)
     this.snapshotBytes = bytes
     this.appendedBytes = 0
   }

@@ -74,3 +74,30 @@ describe('embedded key/value log compaction', () => {
     await reopened.close()
   })
 })
+
+describe('embedded store files', () => {
+  it('are the owner’s alone: the log 0600 and its folder 0700, also when they existed with wider modes', async () => {
+    const { chmodSync, mkdirSync, statSync, writeFileSync } = await import('node:fs')
+    const dir = join(tempDir('kv-modes'), 'kv')
+    mkdirSync(dir, { mode: 0o755 })
+    writeFileSync(join(dir, 'kv.log'), '', { mode: 0o644 })
+    chmodSync(dir, 0o755)
+    const kv = new EmbeddedRedis({ dir })
+    await kv.exec(['SET', 'salt', 'secret'])
+    expect(statSync(dir).mode & 0o777).toBe(0o700)
+    expect(statSync(join(dir, 'kv.log')).mode & 0o777).toBe(0o600)
+    await kv.close()
+  })
+
+  it('the Node home creates its data folder and everything in it for the owner only', async () => {
+    const { readdirSync, statSync } = await import('node:fs')
+    const { openNodeStores } = await import('../../lib/home/node')
+    const dir = join(tempDir('home-modes'), 'data')
+    // the embedded engine allows one per process: only the key/value side is opened here, with ClickHouse over HTTP named but unused
+    const stores = await openNodeStores({ DATA_DIR: dir, CLICKHOUSE_URL: 'http://127.0.0.1:1' })
+    await stores.store.redis.set('k', 'v')
+    const walk = (path: string): string[] => [path, ...(statSync(path).isDirectory() ? readdirSync(path).flatMap((name) => walk(join(path, name))) : [])]
+    for (const path of walk(dir)) expect(statSync(path).mode & 0o077, path).toBe(0)
+    await stores.close()
+  })
+})
