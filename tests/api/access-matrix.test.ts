@@ -1,0 +1,83 @@
+import { beforeAll, describe, expect, it } from 'vitest'
+import { endpoints } from '../../functions/registry'
+import { createApiKey } from '../../lib/admin'
+import { importHits } from '../../lib/ingest/import'
+import { memoryRateLimiter } from '../../lib/ratelimit'
+import { client, seed, testServices } from '../helpers'
+
+/**
+ * Generated from the registry: every keyed endpoint, called with each kind of key of one
+ * organization (read, write, site-bound ingest) against the other organization's resources
+ * (its site by UUID and by snippet id, its goal, its key). Nothing of the other organization may
+ * be read or changed: no success against a foreign id, none of its ids in any answer, and its
+ * site, goals and keys exactly as before.
+ */
+
+const unlimited = { default: { max: 1e9, windowMs: 60_000 }, collect: { max: 1e9, windowMs: 60_000 }, ping: { max: 1e9, windowMs: 60_000 }, proxy: { max: 1e9, windowMs: 60_000 } }
+const GPTBOT = 'Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)'
+
+describe('access matrix: one organization against another', () => {
+  let services: Awaited<ReturnType<typeof testServices>>
+  let fx: Awaited<ReturnType<typeof seed>>
+  let call: ReturnType<typeof client>
+  let foreignGoal = ''
+  let foreignKeyId = ''
+  let secrets: string[] = []
+
+  beforeAll(async () => {
+    services = await testServices({ limiter: memoryRateLimiter(Date.now, unlimited) })
+    fx = await seed(services)
+    call = client(services)
+    const goal = await call('POST', '/api/v1/goals', { key: fx.b.write.key, body: { site_id: fx.b.site.id, type: 'event', matchValue: 'Signup' } })
+    foreignGoal = goal.json.id
+    foreignKeyId = (await createApiKey(services.store, { orgId: fx.b.org.id, name: 'b-ingest', scope: 'write', siteId: fx.b.site.id }, services.now())).id
+    await call('GET', `/api/v1/proxy-config?site_id=${fx.b.site.id}`, { key: fx.b.write.key })
+    const hit = { timestamp: new Date(Date.now() - 600_000).toISOString(), site: fx.b.site.snippetId, name: 'pageview', url: `https://${fx.b.site.domain}/secret-page`, ip: '203.0.113.1', userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0' }
+    await importHits([JSON.stringify(hit)], services.ingestor)
+    secrets = [fx.b.org.id, fx.b.site.id, fx.b.site.snippetId, fx.b.site.domain, foreignGoal, foreignKeyId, fx.b.read.id, fx.b.write.id, '/secret-page']
+  })
+
+  const stateOfB = async () => ({
+    site: await services.store.getSite(fx.b.site.id),
+    goals: await services.store.listGoals(fx.b.site.id),
+    keys: (await services.store.listApiKeys(fx.b.org.id)).map(({ lastUsedAt: _, ...k }) => k),
+  })
+
+  it('leaks nothing through any keyed endpoint, with any key kind, by UUID or snippet id', async () => {
+    const before = await stateOfB()
+    const keys = { read: fx.a.read.key, write: fx.a.write.key, ingest: fx.ingest.key }
+    let calls = 0
+    const statuses = new Set<number>()
+    for (const endpoint of endpoints.filter((e) => e.scope !== 'public')) {
+      for (const [kind, key] of Object.entries(keys)) {
+        for (const siteRef of [fx.b.site.id, fx.b.site.snippetId]) {
+          const sample: Record<string, unknown> = {
+            site_id: siteRef, goal_id: foreignGoal, id: foreignKeyId, confirm: fx.b.site.domain, property: 'path', range: '30d',
+            domain: `x-${crypto.randomUUID().slice(0, 6)}.example.com`, name: 'mine now', type: 'event', matchValue: 'x',
+            includeBots: true, publicCounts: true, events: [{ path: '/', userAgent: GPTBOT }],
+          }
+          const paramNames = Object.keys(endpoint.params?.shape ?? {})
+          const bodyNames = Object.keys((endpoint.body as unknown as { shape?: Record<string, unknown> })?.shape ?? {})
+          let path = endpoint.path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(String(sample[name])))
+          const query = new URLSearchParams(paramNames.filter((n) => !endpoint.path.includes(`{${n}}`) && n in sample).map((n) => [n, String(sample[n])]))
+          if (query.size) path += `?${query}`
+          const body = endpoint.body ? Object.fromEntries(bodyNames.filter((n) => n in sample).map((n) => [n, sample[n]])) : undefined
+          const res = await call(endpoint.method, path, { key, body })
+          calls++
+          const where = `${kind} key: ${endpoint.method} ${path} -> ${res.status} ${JSON.stringify(res.json).slice(0, 200)}`
+          const text = JSON.stringify(res.json)
+          for (const secret of secrets) expect(text.includes(secret), `${where} shows ${secret}`).toBe(false)
+          // an endpoint that names a foreign resource never succeeds with it
+          const namesForeign = [...paramNames, ...bodyNames].some((n) => ['site_id', 'goal_id', 'id'].includes(n))
+          if (namesForeign) expect(res.status, where).toBeGreaterThanOrEqual(400)
+          statuses.add(res.status)
+        }
+      }
+    }
+    expect(await stateOfB()).toEqual(before)
+    console.log(`access matrix: ${calls} cross-organization calls`)
+    expect(calls).toBeGreaterThan(100)
+    // the calls reached the access checks: foreign sites were not found, org-wide endpoints refused site-bound keys
+    expect([...statuses]).toEqual(expect.arrayContaining([200, 403, 404]))
+  })
+})
