@@ -1,7 +1,7 @@
 import { z } from 'zod'
+import { clickhouseTime } from '../olap/time'
 import type { Site } from '../sites'
 import { type BotKind, type DnsResolver, classifyBot, verifyBot } from './bots'
-import { clickhouseTime } from './pipeline'
 import type { Row } from './sink'
 
 export const MAX_COLLECT_HITS = 500

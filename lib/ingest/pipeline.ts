@@ -1,5 +1,6 @@
 import ipaddr from 'ipaddr.js'
 import { hash64Many, random64, randomString } from '../keys'
+import { clickhouseTime } from '../olap/time'
 import type { Site } from '../sites'
 import type { Store } from '../store'
 import { type BotInfo, classifyBot } from './bots'
@@ -38,25 +39,6 @@ const TRACKING_TOGGLES: Partial<Record<EventKind, keyof Site['tracking']>> = {
   form: 'trackForms',
   error: 'trackErrors',
   vital: 'trackVitals',
-}
-
-let minute = Number.NaN
-let minutePrefix = ''
-/**
- * `2026-11-20 10:00:00.000`, the DateTime64 text ClickHouse reads, from a Date or epoch ms. Live
- * hits arrive within the same minute: its `YYYY-MM-DD HH:MM:` prefix is kept between calls.
- */
-export function clickhouseTime(at: Date | number): string {
-  const ms = typeof at === 'number' ? at : at.getTime()
-  const m = Math.floor(ms / 60_000)
-  if (m !== minute) {
-    minute = m
-    minutePrefix = new Date(m * 60_000).toISOString().slice(0, 17).replace('T', ' ')
-  }
-  const rest = ms - m * 60_000
-  const seconds = Math.floor(rest / 1000)
-  const millis = rest - seconds * 1000
-  return `${minutePrefix}${seconds < 10 ? '0' : ''}${seconds}.${millis < 100 ? (millis < 10 ? '00' : '0') : ''}${millis}`
 }
 
 const dayFormatters = new Map<string, Intl.DateTimeFormat>()
