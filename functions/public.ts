@@ -42,7 +42,7 @@ export function mountPublic(app: Hono, services: Services) {
     // before validation and range arithmetic (it was valid and admitted when first answered)
     const query = new URL(c.req.url).searchParams
     const snippet = query.get('site')
-    const site = snippet ? await services.ingestor.site(snippet) : null
+    const site = snippet ? await services.sites.bySnippet(snippet) : null
     const asked = site && `asked|${site.id}|${site.sharing.publicCounts}|${site.sharing.publicCountsDial}|${query.get('range') ?? ''}|${query.get('from') ?? ''}|${query.get('to') ?? ''}`
     const repeat = asked ? await services.liveCache.get(asked) : undefined
     if (repeat) return answer(repeat)

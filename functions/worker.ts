@@ -24,6 +24,7 @@ function cacheApiLiveCache(): LiveCache {
 }
 import { redisRateLimiter } from '../lib/ratelimit'
 import type { Services } from '../lib/services'
+import { SiteDirectory } from '../lib/site-directory'
 import { ROLLUP_ALL_DAYS, ROLLUP_RECENT_DAYS, refreshRollups } from '../lib/query/rollup'
 import { Store } from '../lib/store'
 import { createApp } from './app'
@@ -65,14 +66,16 @@ function appFor(rawEnv: WorkerEnv) {
   const outbound = guardedFetch({ allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === '1' })
   const olap = clickhouseClientOlap(client as unknown as ClickHouseClientLike)
   const store = new Store(redis)
+  const sites = new SiteDirectory(store)
   const now = () => new Date()
   const services: Services = {
     olap,
     store,
+    sites,
     limiter: redisRateLimiter(redis),
     now,
     // nothing outlives a request on Workers: hits are inserted (async inserts) before the 202; geo comes from request.cf
-    ingestor: new Ingestor({ store, sink: directSink(olap, store), now }),
+    ingestor: new Ingestor({ sites, store, sink: directSink(olap, store), now }),
     liveCache: cacheApiLiveCache(),
     clientAddress: (c) => c.req.header('cf-connecting-ip') ?? '',
     fetch: outbound,

@@ -61,7 +61,7 @@ export const ingestEndpoints = [
       const now = services.now()
       const previous = current.ingestKeyId ? await services.store.getApiKeyMeta(current.ingestKeyId) : null
       const created = await createApiKey(services.store, { orgId: current.orgId, name: `ingest key for ${current.domain}`, scope: 'write', siteId: current.id }, now)
-      await services.store.saveSite({ ...current, ingestKeyId: created.id })
+      await services.sites.save({ ...current, ingestKeyId: created.id })
       if (previous && !previous.revokedAt) await services.store.revokeApiKey(previous, now.toISOString())
       return new Reply(201, { key: created.key, id: created.id, prefix: created.prefix, scope: 'write', siteId: current.id, rotated: !!previous })
     },
@@ -82,7 +82,7 @@ export const ingestEndpoints = [
       let current = await site(siteRef)
       if (!current.proxySecret) {
         current = { ...current, proxySecret: `wps_${randomString(40)}` }
-        await services.store.saveSite(current)
+        await services.sites.save(current)
       }
       return {
         siteId: current.id,

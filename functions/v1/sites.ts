@@ -95,7 +95,7 @@ export const siteEndpoints = [
     async handler({ services, site, baseUrl }, { params, body }) {
       const current = await site(params.site_id)
       const next = applySitePatch(current, body)
-      await services.store.saveSite(next)
+      await services.sites.save(next)
       return siteView(next, baseUrl)
     },
   }),
@@ -113,7 +113,7 @@ export const siteEndpoints = [
         throw new ApiError(400, `confirm: must repeat the site's domain (${current.domain})`)
       }
       await deleteSiteData(services.olap, current.id)
-      await services.store.deleteSite(current, services.now().toISOString())
+      await services.sites.remove(current, services.now().toISOString())
       return { deleted: true, id: current.id }
     },
   }),

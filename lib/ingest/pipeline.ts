@@ -1,6 +1,7 @@
 import ipaddr from 'ipaddr.js'
 import { hash64Many, random64, randomString } from '../keys'
 import { clickhouseTime } from '../olap/time'
+import type { SiteDirectory } from '../site-directory'
 import type { Site } from '../sites'
 import type { Store } from '../store'
 import { type BotInfo, classifyBot } from './bots'
@@ -13,6 +14,8 @@ export const VISIT_GAP_MS = 30 * 60 * 1000
 
 export interface IngestItem {
   hit: Hit
+  /** The site of `hit.site`, looked up by whoever received the hit; null when there is none. */
+  site: Site | null
   ip: string
   userAgent: string
   /** When the hit arrived; the import uses the hit's own timestamp instead. */
@@ -174,7 +177,6 @@ function capturedQuery(url: URL, names: string[]): string {
  * enrich, assign visitor and visit, and hand rows to the sink.
  */
 export class Ingestor {
-  private readonly sites = new Map<string, { site: Site | null; at: number }>()
   private readonly salts = new Map<string, Promise<string>>()
   private readonly userAgent = memo(parseUserAgent)
   private readonly bot = memo(classifyBot)
@@ -187,26 +189,19 @@ export class Ingestor {
 
   constructor(
     private readonly deps: {
+      /** Where imports look their hits' sites up; live hits come with theirs. */
+      sites: SiteDirectory
       store: Store
       sink: EventSink
       geo?: GeoLookup
       now: () => Date
-      siteCacheMs?: number
       /** Coalesce concurrent live hits into batches (Node). Workers keep each request's I/O its own. */
       coalesce?: boolean
     },
   ) {}
 
-  /** The site of a snippet id, cached briefly: settings changes reach ingestion within seconds. */
-  async site(snippetId: string): Promise<Site | null> {
-    const now = Date.now()
-    const cached = this.sites.get(snippetId)
-    if (cached && now - cached.at < (this.deps.siteCacheMs ?? 10_000)) return cached.site
-    const id = await this.deps.store.getSiteIdBySnippet(snippetId)
-    const site = id ? await this.deps.store.getSite(id) : null
-    if (this.sites.size > 50_000) this.sites.clear()
-    this.sites.set(snippetId, { site, at: now })
-    return site
+  get sites(): SiteDirectory {
+    return this.deps.sites
   }
 
   private geo(ip: string): Promise<Geo | null> {
@@ -264,8 +259,6 @@ export class Ingestor {
   async ingest(items: IngestItem[]): Promise<IngestOutcome[]> {
     const outcomes: IngestOutcome[] = new Array(items.length)
     const now = this.deps.now().getTime()
-    const snippets = [...new Set(items.map((i) => i.hit.site))]
-    const sites = new Map(await Promise.all(snippets.map(async (s) => [s, await this.site(s)] as const)))
 
     // 1. checks against the site's settings; nothing here waits
     const prepared: Prepared[] = []
@@ -273,8 +266,7 @@ export class Ingestor {
     const botOrgs: string[] = []
     const salts = new Set<Promise<string>>()
     items.forEach((item, index) => {
-      const { hit } = item
-      const site = sites.get(hit.site)
+      const { hit, site } = item
       if (!site) return void (outcomes[index] = { status: 'rejected', error: `site: unknown site "${hit.site}"` })
       const at = hit.timestamp ? Date.parse(hit.timestamp) : item.receivedAt.getTime()
       if (at > now + 5 * 60_000) return void (outcomes[index] = { status: 'rejected', error: 'timestamp: in the future' })
