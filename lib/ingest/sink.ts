@@ -1,14 +1,13 @@
 import type { Olap } from '../olap/types'
 import type { Store } from '../store'
-
-export type Row = Record<string, unknown>
+import type { BotRow, EventRow } from './rows'
 
 /** Where event rows are inserted: a Null table whose view fills `events` (clickhouse/0004_events_input.sql). */
 export const EVENTS_INPUT = 'events_input'
 
 export interface IngestBatch {
-  events: Row[]
-  bots: Row[]
+  events: EventRow[]
+  bots: BotRow[]
   /** orgId -> month -> kind -> count */
   usage: Map<string, Map<string, Record<string, number>>>
 }
