@@ -48,7 +48,7 @@ const SITE_NOT_FOUND = 'site not found'
  */
 export function siteResolver(store: Store) {
   return async (key: ApiKeyRecord, idOrSnippet: string): Promise<Site> => {
-    const site = await SiteDirectory.of(store).find(idOrSnippet)
+    const site = await SiteDirectory.of(store).findFresh(idOrSnippet)
     if (!site || site.orgId !== key.orgId || (key.siteId && key.siteId !== site.id)) throw new ApiError(404, SITE_NOT_FOUND)
     return site
   }

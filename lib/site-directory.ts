@@ -5,8 +5,8 @@ const directories = new WeakMap<Store, SiteDirectory>()
 
 /**
  * Sites by UUID or snippet id, cached for `cacheMs` (10 s unless told): every hit and every
- * keyed request looks its site up. Settings saved through here are seen by this process at once;
- * other processes see them within the cache time.
+ * public count looks its site up. Settings saved through here are seen by this process at once;
+ * other processes see them within the cache time, or at once when they read fresh.
  */
 export class SiteDirectory {
   private readonly cached = new Map<string, { site: Site | null; at: number }>()
@@ -25,24 +25,22 @@ export class SiteDirectory {
     return directories.get(store) ?? new SiteDirectory(store)
   }
 
-  /** The site of a UUID or a snippet id; null when there is none or the reference is neither. */
-  find(idOrSnippet: string): Promise<Site | null> {
-    if (UUID_PATTERN.test(idOrSnippet)) return this.byId(idOrSnippet.toLowerCase())
-    if (SNIPPET_ID_PATTERN.test(idOrSnippet)) return this.bySnippet(idOrSnippet)
+  /**
+   * The site of a UUID or a snippet id as stored now; null when there is none or the reference
+   * is neither. For the keyed API, whose handlers change what they read: a settings write or a
+   * key rotation must start from the stored site, whichever process saved it last.
+   */
+  findFresh(idOrSnippet: string): Promise<Site | null> {
+    if (UUID_PATTERN.test(idOrSnippet)) return this.readById(idOrSnippet.toLowerCase())
+    if (SNIPPET_ID_PATTERN.test(idOrSnippet)) return this.readBySnippet(idOrSnippet)
     return Promise.resolve(null)
   }
 
-  async byId(id: string): Promise<Site | null> {
-    const hit = this.fresh(id)
-    if (hit !== undefined) return hit
-    return this.keep(id, await this.store.getSite(id))
-  }
-
-  async bySnippet(snippetId: string): Promise<Site | null> {
-    const hit = this.fresh(snippetId)
-    if (hit !== undefined) return hit
-    const id = await this.store.getSiteIdBySnippet(snippetId)
-    return this.keep(snippetId, id ? await this.store.getSite(id) : null)
+  /** The site of a snippet id, from the cache when there. */
+  bySnippet(snippetId: string): Promise<Site | null> {
+    const entry = this.cached.get(snippetId)
+    if (entry && Date.now() - entry.at < this.cacheMs) return Promise.resolve(entry.site)
+    return this.readBySnippet(snippetId)
   }
 
   /** The sites of these snippet ids, each looked up once. */
@@ -53,29 +51,33 @@ export class SiteDirectory {
   /** Stores changed settings; this process reads them from the next request on. */
   async save(site: Site) {
     await this.store.saveSite(site)
-    this.remember(site, site)
+    this.keep(site.snippetId, site)
   }
 
   /** Deletes the site from the store (see Store.deleteSite) and forgets it here. */
   async remove(site: Site, at: string) {
     await this.store.deleteSite(site, at)
-    this.remember(site, null)
+    this.keep(site.snippetId, null)
   }
 
-  private fresh(key: string): Site | null | undefined {
-    const entry = this.cached.get(key)
-    return entry && Date.now() - entry.at < this.cacheMs ? entry.site : undefined
-  }
-
-  private keep(key: string, site: Site | null): Site | null {
-    if (this.cacheMs <= 0) return site
-    if (this.cached.size > 100_000) this.cached.clear()
-    this.cached.set(key, { site, at: Date.now() })
+  private async readBySnippet(snippetId: string): Promise<Site | null> {
+    // a snippet id stays with its site: once known, only the site's settings need reading again
+    const id = this.cached.get(snippetId)?.site?.id ?? (await this.store.getSiteIdBySnippet(snippetId))
+    const site = id ? await this.store.getSite(id) : null
+    this.keep(snippetId, site)
     return site
   }
 
-  private remember(site: Site, value: Site | null) {
-    this.keep(site.id, value)
-    this.keep(site.snippetId, value)
+  private async readById(id: string): Promise<Site | null> {
+    const site = await this.store.getSite(id)
+    if (site) this.keep(site.snippetId, site)
+    return site
+  }
+
+  /** Caches by snippet id, the key hits and public counts carry. */
+  private keep(snippetId: string, site: Site | null) {
+    if (this.cacheMs <= 0) return
+    if (this.cached.size > 100_000) this.cached.clear()
+    this.cached.set(snippetId, { site, at: Date.now() })
   }
 }

@@ -73,5 +73,6 @@ export async function identify(hits: readonly AcceptedHit[], salts: DailySalts):
   // a settled promise is read through this map, without another wait per hit
   const settled = new Map(await Promise.all([...new Set(saltOfHit)].map(async (salt) => [salt, await salt] as const)))
   const ids = await hash64Many(hits.map((h, i) => `${settled.get(saltOfHit[i])}|${h.site.id}|${h.item.ip}|${h.item.userAgent}`))
-  return hits.map((h, i) => ({ ...h, visitorId: ids[i] }))
+  // a literal rather than a spread, which costs more than a microsecond a hit
+  return hits.map((h, i) => ({ index: h.index, item: h.item, site: h.site, at: h.at, url: h.url, pathname: h.pathname, kind: h.kind, visitorId: ids[i] }))
 }

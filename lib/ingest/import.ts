@@ -52,7 +52,9 @@ export async function importHits(
   }
   const flush = async () => {
     const sites = await ingestor.sites.bySnippets(chunk.map((c) => c.item.hit.site))
-    const outcomes = await ingestor.ingest(chunk.map((c) => ({ ...c.item, site: sites.get(c.item.hit.site)! })))
+    // literals rather than spreads, which cost more than a microsecond a hit
+    const items = chunk.map(({ item: { hit, ip, userAgent, receivedAt, source } }) => ({ hit, site: sites.get(hit.site)!, ip, userAgent, receivedAt, source }))
+    const outcomes = await ingestor.ingest(items)
     outcomes.forEach((outcome, i) => {
       if (outcome.status === 'rejected') reject(chunk[i].line, outcome.error)
       else if (outcome.status === 'stored') result.imported++

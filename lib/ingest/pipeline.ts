@@ -5,9 +5,9 @@ import { Coalescer } from './batching'
 import { type Geo, type GeoLookup, cachedGeoLookup } from './geo'
 import type { Hit } from './hit'
 import { DailySalts, identify } from './identity'
-import { type BotRow, type EventRow, type VisitAttrs, botRow, errorFingerprints, eventRow, visitAttrs } from './rows'
+import { type BotRow, type VisitAttrs, botRowOf, errorFingerprints, eventRow, visitAttrs } from './rows'
 import { type AcceptedHit, screen } from './screening'
-import type { EventSink, IngestBatch } from './sink'
+import { type EventSink, type IngestBatch, countUsage } from './sink'
 import { assignVisits, groupRuns } from './visits'
 
 export interface IngestItem {
@@ -27,16 +27,6 @@ export interface IngestItem {
 export type IngestOutcome = { status: 'stored' } | { status: 'dropped'; reason: string } | { status: 'rejected'; error: string }
 
 const STORED: IngestOutcome = Object.freeze({ status: 'stored' })
-
-/** Counts a stored row in the batch's usage: orgId -> month -> kind -> count. */
-function countUsage(usage: IngestBatch['usage'], orgId: string, timestamp: string, kind: string) {
-  const month = timestamp.slice(0, 7)
-  let months = usage.get(orgId)
-  if (!months) usage.set(orgId, (months = new Map()))
-  let counts = months.get(month)
-  if (!counts) months.set(month, (counts = {}))
-  counts[kind] = (counts[kind] ?? 0) + 1
-}
 
 /**
  * The one ingestion path of browser hits and imported raw hits, in stages: screening against the
@@ -85,31 +75,30 @@ export class Ingestor {
     const batch: IngestBatch = { events: [], bots: [], usage: new Map() }
     const now = this.deps.now().getTime()
 
+    // screening: nothing here waits; a bot the site keeps goes straight to its row
     const accepted: AcceptedHit[] = []
     items.forEach((item, index) => {
       const screened = screen(item, index, now)
       if ('status' in screened) outcomes[index] = screened
       else if ('bot' in screened) {
-        const { site, item: { hit }, url } = screened
-        const row = botRow({
-          siteId: site.id, at: screened.at, bot: screened.bot, verified: false, source: item.source, hostname: url.hostname, pathname: screened.pathname,
-          referrer: hit.referrer, userAgent: item.userAgent, countryCode: item.geo?.country,
-        })
+        const row = botRowOf(screened)
         batch.bots.push(row)
-        countUsage(batch.usage, site.orgId, row.timestamp, 'bot')
+        countUsage(batch.usage, screened.site.orgId, row.timestamp, 'bot')
         outcomes[index] = STORED
       } else accepted.push(screened)
     })
 
     const identified = await identify(accepted, this.salts)
 
+    // visits: one script call for the batch's runs, each with the attributes of its first hit
     const { hits, runs, runOf } = groupRuns(identified)
     const attrs = await this.visitAttrsOf(runs.map((r) => r.first))
     const visits = await assignVisits(this.deps.store, runs, attrs)
 
+    // rows, in time order
     const fingerprints = await errorFingerprints(hits)
     hits.forEach((hit, i) => {
-      const row: EventRow = eventRow(hit, visits[runOf[i]], fingerprints[i])
+      const row = eventRow(hit, visits[runOf[i]], fingerprints[i])
       batch.events.push(row)
       countUsage(batch.usage, hit.site.orgId, row.timestamp, hit.kind)
       outcomes[hit.index] = STORED

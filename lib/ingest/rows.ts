@@ -5,7 +5,7 @@ import type { Geo } from './geo'
 import type { EventKind, Hit } from './hit'
 import { hash64Many } from './identity'
 import { memo } from './memo'
-import type { AcceptedHit } from './screening'
+import type { AcceptedHit, BotHit } from './screening'
 import type { Visit } from './visits'
 
 /** Where a row came from: the browser tracker, the raw-hit import, server-side collection. */
@@ -186,4 +186,13 @@ export function botRow(b: {
     site_id: b.siteId, timestamp: clickhouseTime(b.at), bot_name: b.bot.name, bot_kind: b.bot.kind, verified: b.verified ? 1 : 0,
     collection_source: b.source, hostname: b.hostname, pathname: b.pathname, referrer: b.referrer ?? '', user_agent: b.userAgent.slice(0, 1000), country_code: b.countryCode ?? '',
   }
+}
+
+/** The bot row of a browser or imported hit. */
+export function botRowOf(h: BotHit): BotRow {
+  const { item } = h
+  return botRow({
+    siteId: h.site.id, at: h.at, bot: h.bot, verified: false, source: item.source, hostname: h.url.hostname, pathname: h.pathname,
+    referrer: item.hit.referrer, userAgent: item.userAgent, countryCode: item.geo?.country,
+  })
 }

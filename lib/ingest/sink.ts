@@ -33,6 +33,16 @@ export function directSink(olap: Olap, kv: Store): EventSink {
   return { write: (batch) => store(olap, kv, batch), flush: async () => {} }
 }
 
+/** Counts a stored row in the batch's usage. */
+export function countUsage(usage: IngestBatch['usage'], orgId: string, timestamp: string, kind: string) {
+  const month = timestamp.slice(0, 7)
+  let months = usage.get(orgId)
+  if (!months) usage.set(orgId, (months = new Map()))
+  let counts = months.get(month)
+  if (!counts) months.set(month, (counts = {}))
+  counts[kind] = (counts[kind] ?? 0) + 1
+}
+
 export function mergeUsage(into: IngestBatch['usage'], from: IngestBatch['usage']) {
   for (const [orgId, months] of from) {
     const orgMonths = into.get(orgId) ?? new Map<string, Record<string, number>>()
