@@ -117,7 +117,7 @@ describe.each(backends)('key/value contract: $name', (backend) => {
     expect(await store.getOrg(org.id)).toEqual(org)
     const site = newSite({ domain: `c-${crypto.randomUUID().slice(0, 6)}.example.com`, timezone: 'Asia/Tokyo' }, org.id, now)
     await store.createSite(site)
-    await expect(store.createSite({ ...site, id: crypto.randomUUID() })).rejects.toMatchObject({ status: 409 })
+    await expect(store.createSite({ ...site, id: crypto.randomUUID() })).rejects.toMatchObject({ name: 'ApiError', status: 409 })
     expect(await store.getSite(site.id)).toEqual(site)
     expect(await store.getSiteIdBySnippet(site.snippetId)).toBe(site.id)
     expect((await store.listSites(org.id)).map((s) => s.id)).toEqual([site.id])
