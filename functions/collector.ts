@@ -62,14 +62,14 @@ export const collectorEndpoints = [
       if (typeof hit === 'string') throw new ApiError(400, hit)
       const missing = missingKindField(hit)
       if (missing) throw new ApiError(400, missing)
-      const site = await services.ingestor.site(hit.site)
+      const site = await services.sites.bySnippet(hit.site)
       if (!site) throw new ApiError(400, `site: unknown site "${hit.site}"`)
       // a customer's proxy that proves the site's secret may pass the visitor's address on
       const proxied = site.proxySecret && request.headers.get('x-proxy-secret') === site.proxySecret
       const ip = (proxied && request.headers.get('x-forwarded-for')?.split(',')[0].trim()) || services.clientAddress(request, env)
       const cf = (request as { cf?: Record<string, unknown> }).cf
       const outcome = await services.ingestor.submit({
-        hit, ip, userAgent: request.headers.get('user-agent') ?? '', receivedAt: services.now(), geo: cf ? geoFromCf(cf) : undefined, source: 'browser',
+        hit, site, ip, userAgent: request.headers.get('user-agent') ?? '', receivedAt: services.now(), geo: cf ? geoFromCf(cf) : undefined, source: 'browser',
       })
       if (outcome.status === 'rejected') throw new ApiError(400, outcome.error)
       // an explicit empty length: no chunked encoding, so one write a response

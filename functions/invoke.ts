@@ -1,4 +1,4 @@
-import { type Credential, authorize, siteResolver } from '../lib/auth'
+import { type Credential, authorize, siteForKey } from '../lib/auth'
 import { ApiError } from '../lib/errors'
 import type { ApiKeyRecord } from '../lib/keys'
 import { LIMITS, type LimitResult } from '../lib/ratelimit'
@@ -32,12 +32,12 @@ function rateLimitHeaders(result: LimitResult, now: number) {
 
 const LAST_USED_EVERY_MS = 60_000
 
-/** Per set of services: when each key's use was last recorded, and the site lookup with its snippet cache. */
-const perServices = new WeakMap<Services, { lastUsedWritten: Map<string, number>; resolveSite: ReturnType<typeof siteResolver> }>()
-function stateOf(services: Services) {
-  let state = perServices.get(services)
-  if (!state) perServices.set(services, (state = { lastUsedWritten: new Map(), resolveSite: siteResolver(services.store) }))
-  return state
+/** Per set of services: when each key's use was last recorded. */
+const lastUseWritten = new WeakMap<Services, Map<string, number>>()
+function lastUseOf(services: Services) {
+  let written = lastUseWritten.get(services)
+  if (!written) lastUseWritten.set(services, (written = new Map()))
+  return written
 }
 
 /**
@@ -67,7 +67,7 @@ export async function admit(
     const retryAfter = String(Math.max(1, Math.ceil((result.retryAfterMs ?? result.reset - now) / 1000)))
     throw new ApiError(429, `rate limit exceeded: ${LIMITS[limitClass].max} requests per minute for this key`, { ...headers, 'RateLimit-Reset': retryAfter, 'Retry-After': retryAfter })
   }
-  const { lastUsedWritten } = stateOf(services)
+  const lastUsedWritten = lastUseOf(services)
   if ((lastUsedWritten.get(key.id) ?? 0) < now - LAST_USED_EVERY_MS) {
     lastUsedWritten.set(key.id, now)
     background(services.store.touchApiKey(key.orgId, key.id, new Date(now).toISOString()))
@@ -76,7 +76,7 @@ export async function admit(
 }
 
 /** The site by UUID or snippet id as `key` may see it: another organization's is the same 404 as none. */
-export const siteFor = (services: Services, key: ApiKeyRecord, idOrSnippet: string) => stateOf(services).resolveSite(key, idOrSnippet)
+export const siteFor = (services: Services, key: ApiKeyRecord, idOrSnippet: string) => siteForKey(services.sites, key, idOrSnippet)
 
 /** What a handler gets for one call. */
 export function endpointContext(services: Services, call: { key: ApiKeyRecord; request: Request; env: unknown; background: EndpointContext['background'] }): EndpointContext {

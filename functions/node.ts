@@ -18,6 +18,7 @@ import { dbipGeo } from '../lib/ingest/geo-node'
 import { Ingestor } from '../lib/ingest/pipeline'
 import { BufferedSink } from '../lib/ingest/sink'
 import { memoryLiveCache } from '../lib/public-live'
+import { SiteDirectory } from '../lib/site-directory'
 import type { Services } from '../lib/services'
 import { createApp } from './app'
 
@@ -50,12 +51,14 @@ if (stores.chdb) await migrate(stores.chdb, loadMigrations())
 
 const sink = new BufferedSink(stores.olap, stores.store)
 const now = () => new Date()
+const sites = new SiteDirectory(stores.store)
 const services: Services = {
   olap: stores.olap,
   store: stores.store,
+  sites,
   limiter: stores.limiter,
   now,
-  ingestor: new Ingestor({ store: stores.store, sink, geo: dbipGeo(), now, coalesce: true }),
+  ingestor: new Ingestor({ sites, store: stores.store, sink, geo: dbipGeo(), now, coalesce: true }),
   sharedProcess: true,
   liveCache: memoryLiveCache(),
   dns: (() => {

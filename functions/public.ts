@@ -83,7 +83,7 @@ export const publicEndpoints = [
       // before validation and range arithmetic (it was valid and admitted when first answered)
       const query = new URL(request.url).searchParams
       const snippet = query.get('site')
-      const site = snippet ? await services.ingestor.site(snippet) : null
+      const site = snippet ? await services.sites.bySnippet(snippet) : null
       const asked = site && `asked|${site.id}|${site.sharing.publicCounts}|${site.sharing.publicCountsDial}|${query.get('range') ?? ''}|${query.get('from') ?? ''}|${query.get('to') ?? ''}`
       const repeat = asked ? await services.liveCache.get(asked) : undefined
       if (repeat) return answer(repeat)

@@ -1,7 +1,7 @@
 import { ApiError } from './errors'
 import { type ApiKeyRecord, type Scope, sha256Hex } from './keys'
-import { SNIPPET_ID_PATTERN, type Site, UUID_PATTERN } from './sites'
-import type { Store } from './store'
+import type { SiteDirectory } from './site-directory'
+import type { Site } from './sites'
 
 export type Credential = { secret: string; via: 'header' | 'query' }
 
@@ -43,23 +43,10 @@ const SITE_NOT_FOUND = 'site not found'
 /**
  * Looks a site up by UUID or snippet id, as the key may see it. Another organization's site,
  * or one outside a site-bound key's site, is the same 404 as a site that does not exist.
- * Snippet ids never change, so their mapping to UUIDs is cached in process.
+ * Lookups go through the site directory the home built over this store.
  */
-export function siteResolver(store: Store) {
-  const snippetToId = new Map<string, string>()
-  return async (key: ApiKeyRecord, idOrSnippet: string): Promise<Site> => {
-    let id: string | null = null
-    if (UUID_PATTERN.test(idOrSnippet)) id = idOrSnippet.toLowerCase()
-    else if (SNIPPET_ID_PATTERN.test(idOrSnippet)) {
-      id = snippetToId.get(idOrSnippet) ?? (await store.getSiteIdBySnippet(idOrSnippet))
-      if (id) {
-        if (snippetToId.size > 50_000) snippetToId.clear()
-        snippetToId.set(idOrSnippet, id)
-      }
-    }
-    if (!id) throw new ApiError(404, SITE_NOT_FOUND)
-    const site = await store.getSite(id)
-    if (!site || site.orgId !== key.orgId || (key.siteId && key.siteId !== site.id)) throw new ApiError(404, SITE_NOT_FOUND)
-    return site
-  }
+export async function siteForKey(sites: SiteDirectory, key: ApiKeyRecord, idOrSnippet: string): Promise<Site> {
+  const site = await sites.findFresh(idOrSnippet)
+  if (!site || site.orgId !== key.orgId || (key.siteId && key.siteId !== site.id)) throw new ApiError(404, SITE_NOT_FOUND)
+  return site
 }

@@ -14,7 +14,7 @@ export const SHARED_DIMENSIONS = [
 /** Dimensions only the first-party collector records; a `ga4` read rejects them. */
 export const FIRST_PARTY_DIMENSIONS = ['goal', 'link', 'outbound', 'affiliate', 'button', 'dead_click', 'form', 'bot_kind', 'collection_source'] as const
 
-/** Visit-scoped dimensions select whole visits; the rest select events (DESIGN.md section 4). */
+/** Visit-scoped dimensions select whole visits; the rest select events. */
 export const VISIT_SCOPED_DIMENSIONS = [
   'entry_page', 'exit_page', 'source', 'channel', 'referrer',
   'utm_source', 'utm_medium', 'utm_campaign', 'utm_term', 'utm_content',

@@ -1,7 +1,7 @@
 import ipaddr from 'ipaddr.js'
 
 /**
- * The one guarded outbound fetch (DESIGN.md section 10): http(s) only, no private, loopback or
+ * The one guarded outbound fetch: http(s) only, no private, loopback or
  * link-local targets unless allowed, a timeout, a size cap, and every redirect re-checked.
  */
 export class OutboundError extends Error {}

@@ -3,15 +3,18 @@ import type { Ingestor } from './ingest/pipeline'
 import type { Olap } from './olap/types'
 import type { LiveCache } from './public-live'
 import type { RateLimiter } from './ratelimit'
+import type { SiteDirectory } from './site-directory'
 import type { Store } from './store'
 
 /** What the app is built from. Each home (Node, Worker, tests) builds its own set. */
 export interface Services {
   olap: Olap
   store: Store
+  /** Sites by UUID or snippet id, cached; settings are saved through it. */
+  sites: SiteDirectory
   limiter: RateLimiter
   now: () => Date
-  /** The one guarded outbound fetch (DESIGN.md section 10). */
+  /** The one guarded outbound fetch. */
   fetch: typeof fetch
   /** The one ingestion path for browser hits and imports. */
   ingestor: Ingestor

@@ -21,6 +21,7 @@ import { LIMITS, type Limits, memoryRateLimiter, redisRateLimiter } from '../lib
 import { Ingestor } from '../lib/ingest/pipeline'
 import { directSink } from '../lib/ingest/sink'
 import { memoryLiveCache } from '../lib/public-live'
+import { SiteDirectory } from '../lib/site-directory'
 import { newSite } from '../lib/sites'
 import { Store } from '../lib/store'
 
@@ -50,10 +51,12 @@ async function benchServer(redisUrl: string | undefined) {
   const site = newSite({ domain: 'bench.example.com' }, org.id, now)
   await store.createSite(site)
   const key = (await createApiKey(store, { orgId: org.id, name: 'bench', scope: 'read' }, now)).key
+  const sites = new SiteDirectory(store)
   const app = createApp({
     olap,
     store,
-    ingestor: new Ingestor({ store, sink: directSink(olap, store), now: () => new Date() }),
+    sites,
+    ingestor: new Ingestor({ sites, store, sink: directSink(olap, store), now: () => new Date() }),
     clientAddress: () => '127.0.0.1',
     liveCache: memoryLiveCache(),
     limiter: redisUrl ? redisRateLimiter(redis, unthrottled) : memoryRateLimiter(Date.now, unthrottled),

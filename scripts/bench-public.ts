@@ -19,6 +19,7 @@ import { migrate } from '../lib/olap/migrate'
 import { loadMigrations } from '../lib/olap/migrations-node'
 import { memoryLiveCache } from '../lib/public-live'
 import { memoryRateLimiter } from '../lib/ratelimit'
+import { SiteDirectory } from '../lib/site-directory'
 import { newSite } from '../lib/sites'
 
 /** The public live count: cached throughput against a bare route, and engine queries under 1000 polling clients. */
@@ -30,7 +31,8 @@ async function benchServer() {
   const site = newSite({ domain: 'public.bench.test' }, org.id, now())
   site.sharing = { ...site.sharing, publicCounts: true, publicCountsDial: 'all' }
   await stores.store.createSite(site)
-  const ingestor = new Ingestor({ store: stores.store, sink: directSink(stores.olap, stores.store), now, coalesce: true })
+  const sites = new SiteDirectory(stores.store)
+  const ingestor = new Ingestor({ sites, store: stores.store, sink: directSink(stores.olap, stores.store), now, coalesce: true })
   const hits = demoHits({ site: site.snippetId, domain: site.domain, days: 7, visitorsPerDay: 300, end: now() })
   await importHits((function* () { for (const h of hits) yield JSON.stringify(h) })(), ingestor)
   let engineQueries = 0
@@ -39,7 +41,7 @@ async function benchServer() {
     engineQueries++
     return query(sql, params)
   }) as typeof stores.olap.query
-  const app = createApp({ olap: stores.olap, store: stores.store, limiter: memoryRateLimiter(), now, fetch, ingestor, clientAddress: () => '127.0.0.1', sharedProcess: true, liveCache: memoryLiveCache() })
+  const app = createApp({ olap: stores.olap, store: stores.store, sites, limiter: memoryRateLimiter(), now, fetch, ingestor, clientAddress: () => '127.0.0.1', sharedProcess: true, liveCache: memoryLiveCache() })
   const outer = new Hono()
   outer.get('/bare', (c) => c.json({ ok: true }))
   outer.get('/bench/engine-queries', (c) => c.json({ engineQueries }))

@@ -6,6 +6,7 @@ import { createApp } from '../functions/app'
 import { createApiKey, createOrg } from '../lib/admin'
 import { openNodeStores } from '../lib/home/node'
 import { Ingestor } from '../lib/ingest/pipeline'
+import { SiteDirectory } from '../lib/site-directory'
 import { directSink } from '../lib/ingest/sink'
 import { migrate } from '../lib/olap/migrate'
 import { loadMigrations } from '../lib/olap/migrations-node'
@@ -90,13 +91,15 @@ const program = new Command('bench-reports')
       (await stores.olap.query<{ table: string; n: string }>("SELECT table, count() AS n FROM system.parts WHERE active AND database = currentDatabase() GROUP BY table")).map((r) => [r.table, Number(r.n)]),
     )
 
+    const siteDirectory = new SiteDirectory(stores.store)
     const services = {
       olap: stores.olap,
       store: stores.store,
+      sites: siteDirectory,
       limiter: memoryRateLimiter(Date.now, { default: { max: 1e9, windowMs: 60_000 }, collect: { max: 1e9, windowMs: 60_000 }, ping: { max: 1e9, windowMs: 60_000 }, proxy: { max: 1e9, windowMs: 60_000 } }),
       now: () => new Date(),
       fetch,
-      ingestor: new Ingestor({ store: stores.store, sink: directSink(stores.olap, stores.store), now: () => new Date() }),
+      ingestor: new Ingestor({ sites: siteDirectory, store: stores.store, sink: directSink(stores.olap, stores.store), now: () => new Date() }),
       clientAddress: () => '127.0.0.1',
     liveCache: memoryLiveCache(),
     }

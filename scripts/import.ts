@@ -9,7 +9,7 @@ import { runImport } from '../lib/ingest/import'
 import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/rollup/refresh'
 
 const program = new Command('import')
-  .description('Load raw hits (NDJSON, DESIGN.md section 9) through the collector\'s enrichment and sessionization, with their own timestamps. Works while the server runs.')
+  .description('Load raw hits (NDJSON, docs/architecture.md) through the collector\'s enrichment and sessionization, with their own timestamps. Works while the server runs.')
   .option('--file <path>', 'NDJSON file (default: standard input)')
   .action(async (opts: { file?: string }) => {
     const stores = await openNodeStores(process.env, { viaRunningServer: true })

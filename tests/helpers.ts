@@ -21,6 +21,7 @@ import { directSink } from '../lib/ingest/sink'
 import { type RateLimiter, memoryRateLimiter, redisRateLimiter } from '../lib/ratelimit'
 import type { Services } from '../lib/services'
 import { memoryLiveCache } from '../lib/public-live'
+import { SiteDirectory } from '../lib/site-directory'
 import { newSite } from '../lib/sites'
 import { Store } from '../lib/store'
 
@@ -50,17 +51,22 @@ export function rawRedis(kind: KvKind): RawRedis {
 }
 
 /** Services on real stores: embedded ClickHouse, and the embedded store or a real Redis. */
-export async function testServices(options: { kv?: KvKind; now?: () => Date; limiter?: RateLimiter } = {}): Promise<Services & { raw: RawRedis }> {
+export async function testServices(
+  options: { kv?: KvKind; now?: () => Date; limiter?: RateLimiter; siteCacheMs?: number } = {},
+): Promise<Services & { raw: RawRedis }> {
   const raw = rawRedis(options.kv ?? 'embedded')
   const redis = new Redis(rawRequester(raw))
   const now = options.now ?? (() => new Date())
   const olap = await testOlap()
   const store = new Store(redis)
+  // the site cache is off unless asked for, so settings written to the store directly apply at once
+  const sites = new SiteDirectory(store, { cacheMs: options.siteCacheMs ?? 0 })
   return {
     olap,
     store,
-    // inserts before answering, so a test reads what it sent; the site cache is off so settings apply at once
-    ingestor: new Ingestor({ store, sink: directSink(olap, store), geo: dbipGeo(), now, siteCacheMs: 0 }),
+    sites,
+    // inserts before answering, so a test reads what it sent
+    ingestor: new Ingestor({ sites, store, sink: directSink(olap, store), geo: dbipGeo(), now }),
     clientAddress: (request) => request.headers.get('x-forwarded-for') ?? '127.0.0.1',
     sharedProcess: true,
     liveCache: memoryLiveCache(() => now().getTime()),

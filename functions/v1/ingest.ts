@@ -76,7 +76,7 @@ export const ingestEndpoints = [
       // rotating revokes every earlier key bound to the site, the ones made in the account area included
       const previous = (await services.store.listApiKeys(current.orgId)).filter((k) => k.siteId === current.id && !k.revokedAt)
       const created = await createApiKey(services.store, { orgId: current.orgId, name: `ingest key for ${current.domain}`, scope: 'write', siteId: current.id }, now)
-      await services.store.saveSite({ ...current, ingestKeyId: created.id })
+      await services.sites.save({ ...current, ingestKeyId: created.id })
       await Promise.all(previous.map((meta) => services.store.revokeApiKey(meta, now.toISOString())))
       return { key: created.key, id: created.id, prefix: created.prefix, scope: 'write' as const, siteId: current.id, rotated: previous.length > 0 }
     },
@@ -107,7 +107,7 @@ export const ingestEndpoints = [
       if (!siteRef) throw new ApiError(400, 'site_id: required with an organization-wide key')
       const current = await site(siteRef)
       const proxySecret = current.proxySecret ?? `wps_${randomString(40)}`
-      if (!current.proxySecret) await services.store.saveSite({ ...current, proxySecret })
+      if (!current.proxySecret) await services.sites.save({ ...current, proxySecret })
       return {
         siteId: current.id,
         snippetId: current.snippetId,

@@ -80,7 +80,7 @@ export const siteEndpoints = [
       const current = await site(params.site_id)
       if (body.timezone) await assertEngineKnowsTimezone(services.olap, body.timezone)
       const next = applySitePatch(current, body)
-      await services.store.saveSite(next)
+      await services.sites.save(next)
       return siteView(next, baseUrl)
     },
   }),
@@ -99,7 +99,7 @@ export const siteEndpoints = [
         throw new ApiError(400, `confirm: must repeat the site's domain (${current.domain})`)
       }
       await deleteSiteData(services.olap, current.id)
-      await services.store.deleteSite(current, services.now().toISOString())
+      await services.sites.remove(current, services.now().toISOString())
       return { deleted: true as const, id: current.id }
     },
   }),

@@ -9,7 +9,8 @@ import { EmbeddedRedis } from '../kv/embedded'
 import { type RawRedis, rawRequester } from '../kv/raw'
 import { TcpRedis } from '../kv/tcp'
 import { type RateLimiter, memoryRateLimiter, redisRateLimiter } from '../ratelimit'
-import { NATIVE_SCRIPTS, Store } from '../store'
+import { NATIVE_SCRIPTS } from '../ingest/visits'
+import { Store } from '../store'
 
 export interface NodeEnv {
   DATA_DIR?: string

@@ -8,6 +8,7 @@ import { CLICKHOUSE_SETTINGS, type ClickHouseClientLike, clickhouseClientOlap } 
 import { guardedFetch } from '../outbound'
 import type { LiveAnswer, LiveCache } from '../public-live'
 import { redisRateLimiter } from '../ratelimit'
+import { SiteDirectory } from '../site-directory'
 import type { Services } from '../services'
 import { Store } from '../store'
 
@@ -59,14 +60,16 @@ export function workerServices(rawEnv: WorkerEnv): Services {
   const outbound = guardedFetch({ allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === '1' })
   const olap = clickhouseClientOlap(client as unknown as ClickHouseClientLike)
   const store = new Store(redis)
+  const sites = new SiteDirectory(store)
   const now = () => new Date()
   return {
     olap,
     store,
+    sites,
     limiter: redisRateLimiter(redis),
     now,
     // nothing outlives a request on Workers: hits are inserted (async inserts) before the 202; geo comes from request.cf
-    ingestor: new Ingestor({ store, sink: directSink(olap, store), now }),
+    ingestor: new Ingestor({ sites, store, sink: directSink(olap, store), now }),
     liveCache: cacheApiLiveCache(),
     clientAddress: (request) => request.headers.get('cf-connecting-ip') ?? '',
     fetch: outbound,

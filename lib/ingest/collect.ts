@@ -1,8 +1,7 @@
 import { z } from 'zod'
 import type { Site } from '../sites'
-import { type BotKind, type DnsResolver, classifyBot, verifyBot } from './bots'
-import { clickhouseTime } from './pipeline'
-import type { Row } from './sink'
+import { type DnsResolver, classifyBot, verifyBot } from './bots'
+import { type BotRow, botRow } from './rows'
 
 export const MAX_COLLECT_HITS = 500
 
@@ -37,7 +36,7 @@ export type CollectedHit = z.infer<typeof collectedHitSchema>
  * user agent names a crawler that publishes its reverse-DNS domains is verified against them.
  */
 export async function collectBotHits(site: Site, raw: unknown[], deps: { dns?: DnsResolver; now: () => Date }) {
-  const rows: Row[] = []
+  const rows: BotRow[] = []
   let dropped = 0
   const verified = new Map<string, Promise<boolean>>()
   const now = deps.now().getTime()
@@ -56,25 +55,14 @@ export async function collectBotHits(site: Site, raw: unknown[], deps: { dns?: D
         check = deps.dns ? verifyBot(hit.userAgent, hit.ip, deps.dns) : Promise.resolve(false)
         verified.set(key, check)
       }
-      rows.push(botRow(site, at, bot.name, bot.kind, (await check) ? 1 : 0, hit))
+      const path = hit.path.startsWith('/') ? hit.path : `/${hit.path}`
+      rows.push(
+        botRow({
+          siteId: site.id, at, bot, verified: await check, source: 'server', hostname: (hit.hostname ?? site.domain).toLowerCase(), pathname: path.split('?')[0],
+          referrer: hit.referrer, userAgent: hit.userAgent, countryCode: '',
+        }),
+      )
     }),
   )
   return { rows, dropped }
-}
-
-function botRow(site: Site, at: Date, name: string, kind: BotKind, verified: number, hit: CollectedHit): Row {
-  const path = hit.path.startsWith('/') ? hit.path : `/${hit.path}`
-  return {
-    site_id: site.id,
-    timestamp: clickhouseTime(at),
-    bot_name: name,
-    bot_kind: kind,
-    verified,
-    collection_source: 'server',
-    hostname: (hit.hostname ?? site.domain).toLowerCase(),
-    pathname: path.split('?')[0],
-    referrer: hit.referrer ?? '',
-    user_agent: hit.userAgent,
-    country_code: '',
-  }
 }

@@ -9,6 +9,20 @@ export interface Geo {
 
 export type GeoLookup = (ip: string) => Promise<Geo | null>
 
+/** A lookup that asks once per address (within a bound): a visitor's hits share one. */
+export function cachedGeoLookup(lookup: GeoLookup): GeoLookup {
+  const cache = new Map<string, Promise<Geo | null>>()
+  return (ip) => {
+    let geo = cache.get(ip)
+    if (!geo) {
+      if (cache.size > 20_000) cache.clear()
+      geo = lookup(ip).catch(() => null)
+      cache.set(ip, geo)
+    }
+    return geo
+  }
+}
+
 /** Cloudflare's `request.cf` geo fields, when the worker has them. */
 export function geoFromCf(cf: Record<string, unknown> | undefined): Geo | null {
   if (!cf || typeof cf.country !== 'string' || cf.country === 'T1' || cf.country === 'XX') return null

@@ -8,7 +8,7 @@ type PropValue = string | number | boolean
 
 /**
  * One hit, as the tracker posts it to /api/event and as the raw-hit import reads it
- * (DESIGN.md section 9). The import adds timestamp, ip and userAgent; the browser's come from the request.
+ *. The import adds timestamp, ip and userAgent; the browser's come from the request.
  */
 export interface Hit {
   site: string

@@ -1,14 +1,13 @@
 import type { Olap } from '../olap/types'
 import type { Store } from '../store'
-
-export type Row = Record<string, unknown>
+import type { BotRow, EventRow } from './rows'
 
 /** Where event rows are inserted: a Null table whose view fills `events` (clickhouse/0004_events_input.sql). */
 export const EVENTS_INPUT = 'events_input'
 
 export interface IngestBatch {
-  events: Row[]
-  bots: Row[]
+  events: EventRow[]
+  bots: BotRow[]
   /** orgId -> month -> kind -> count */
   usage: Map<string, Map<string, Record<string, number>>>
 }
@@ -32,6 +31,16 @@ async function store(olap: Olap, kv: Store, batch: IngestBatch) {
 /** Inserts before answering: for Workers, where nothing outlives the request. */
 export function directSink(olap: Olap, kv: Store): EventSink {
   return { write: (batch) => store(olap, kv, batch), flush: async () => {} }
+}
+
+/** Counts a stored row in the batch's usage. */
+export function countUsage(usage: IngestBatch['usage'], orgId: string, timestamp: string, kind: string) {
+  const month = timestamp.slice(0, 7)
+  let months = usage.get(orgId)
+  if (!months) usage.set(orgId, (months = new Map()))
+  let counts = months.get(month)
+  if (!counts) months.set(month, (counts = {}))
+  counts[kind] = (counts[kind] ?? 0) + 1
 }
 
 export function mergeUsage(into: IngestBatch['usage'], from: IngestBatch['usage']) {

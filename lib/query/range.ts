@@ -48,7 +48,7 @@ function plainDate(value: string | undefined, name: 'from' | 'to'): Temporal.Pla
 }
 
 /**
- * Resolves a symbolic range in the site's timezone at an injected `now` (DESIGN.md section 5).
+ * Resolves a symbolic range in the site's timezone at an injected `now`.
  * `series` asks for the timeseries window, which differs for realtime (30 minutes, not 5).
  * `firstEventAt` bounds `all`.
  */
@@ -163,7 +163,7 @@ export function buckets(range: ResolvedRange): { epoch: number; label: string }[
 }
 
 /** 2026-11-20 10:00:00.000 in UTC, as ClickHouse DateTime64 parameters are written. */
-export const chTime = (z: Pick<Temporal.Instant, 'epochMilliseconds'>) => new Date(z.epochMilliseconds).toISOString().replace('T', ' ').replace('Z', '')
+export { clickhouseTime as chTime } from '../olap/time'
 
 /** A run of whole site-local days, as its start and exclusive end. */
 export interface DaySpan {

@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest'
 import { classifyBot, verifyBot } from '../../lib/ingest/bots'
 import { dohResolver, reverseName } from '../../lib/ingest/dns'
 import { channelFor, classifyReferrer, linkKind, parseUserAgent, pathMatches, screenClass, utmFrom } from '../../lib/ingest/enrich'
-import { clickhouseTime, localDay } from '../../lib/ingest/pipeline'
-import { hash64, hash64Many } from '../../lib/keys'
+import { hash64, hash64Many, localDay } from '../../lib/ingest/identity'
+import { clickhouseTime } from '../../lib/olap/time'
 import { guardedFetch } from '../../lib/outbound'
 
 const utm = (query: string) => utmFrom(new URL(`https://site.test/?${query}`))

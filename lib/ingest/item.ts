@@ -1,0 +1,20 @@
+import type { Site } from '../sites'
+import type { Geo } from './geo'
+import type { Hit } from './hit'
+
+/** A hit on its way in, with what its receiver knows: the site, the client, the time. */
+export interface IngestItem {
+  hit: Hit
+  /** The site of `hit.site`, looked up by whoever received the hit; null when there is none. */
+  site: Site | null
+  ip: string
+  userAgent: string
+  /** When the hit arrived; the import uses the hit's own timestamp instead. */
+  receivedAt: Date
+  /** Geo known from the edge (request.cf); otherwise looked up from the IP. */
+  geo?: Geo | null
+  /** Where it came from: the browser tracker, the raw-hit import. */
+  source: 'browser' | 'import'
+}
+
+export type IngestOutcome = { status: 'stored' } | { status: 'dropped'; reason: string } | { status: 'rejected'; error: string }

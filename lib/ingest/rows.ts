@@ -1,0 +1,198 @@
+import { clickhouseTime } from '../olap/time'
+import type { BotInfo } from './bots'
+import { channelFor, classifyReferrer, parseUserAgent, screenClass, utmFrom } from './enrich'
+import type { Geo } from './geo'
+import type { EventKind, Hit } from './hit'
+import { hash64Many } from './identity'
+import { memo } from './memo'
+import type { AcceptedHit, BotHit } from './screening'
+import type { Visit } from './visits'
+
+/** Where a row came from: the browser tracker, the raw-hit import, server-side collection. */
+export type CollectionSource = 'browser' | 'import' | 'server'
+
+/** A row of `events_input` (clickhouse/0004_events_input.sql). */
+export interface EventRow {
+  site_id: string
+  /** DateTime64(3) text, as are all times here */
+  timestamp: string
+  name: string
+  kind: EventKind
+  visitor_id: string
+  session_id: string
+  session_start: string
+  referrer: string
+  referrer_source: string
+  referrer_medium: string
+  channel: string
+  utm_source: string
+  utm_medium: string
+  utm_campaign: string
+  utm_term: string
+  utm_content: string
+  country_code: string
+  region: string
+  city: string
+  latitude: number
+  longitude: number
+  browser: string
+  browser_version: string
+  os: string
+  os_version: string
+  device: string
+  screen_class: string
+  hostname: string
+  pathname: string
+  query: string
+  collection_source: CollectionSource
+  props: Record<string, string>
+  /** Decimal text, as sent */
+  revenue_amount: string
+  revenue_currency: string
+  link_url: string
+  selector: string
+  element_text: string
+  element_tag: string
+  interactive: 0 | 1
+  dead_click: 0 | 1
+  error_fingerprint: string
+  error_name: string
+  error_message: string
+  vital_name: string
+  vital_value: number
+  engaged_ms: number
+  scroll_depth: number
+}
+
+/** A row of `bot_events`. */
+export interface BotRow {
+  site_id: string
+  timestamp: string
+  bot_name: string
+  bot_kind: BotInfo['kind']
+  /** 1 when the crawler's reverse DNS matched the domains it publishes */
+  verified: 0 | 1
+  collection_source: CollectionSource
+  hostname: string
+  pathname: string
+  referrer: string
+  user_agent: string
+  country_code: string
+}
+
+/** Visit-scoped attributes: those of the visit's first hit, stamped on every event of the visit. */
+export type VisitAttrs = Pick<
+  EventRow,
+  'referrer' | 'referrer_source' | 'referrer_medium' | 'channel' | 'utm_source' | 'utm_medium' | 'utm_campaign' | 'utm_term' | 'utm_content' |
+  'country_code' | 'region' | 'city' | 'latitude' | 'longitude' | 'browser' | 'browser_version' | 'os' | 'os_version' | 'device' | 'screen_class'
+>
+
+const userAgentOf = memo(parseUserAgent)
+// keyed by the page's host and the referrer, which decide the answer together
+const referrerOf = memo((key: string) => {
+  const cut = key.indexOf(' ')
+  return classifyReferrer(key.slice(cut + 1) || null, key.slice(0, cut))
+})
+
+/** The visit-scoped attributes a hit would give the visit it starts. */
+export function visitAttrs(hit: AcceptedHit, geo: Geo | null): VisitAttrs {
+  const ua = userAgentOf(hit.item.userAgent)
+  const ref = referrerOf(`${hit.url.hostname} ${hit.item.hit.referrer ?? ''}`)
+  const utm = utmFrom(hit.url)
+  return {
+    referrer: ref.referrer.slice(0, 2000), referrer_source: ref.source, referrer_medium: ref.medium, channel: channelFor(ref, utm), ...utm,
+    country_code: geo?.country ?? '', region: geo?.region ?? '', city: geo?.city ?? '', latitude: geo?.latitude ?? 0, longitude: geo?.longitude ?? 0,
+    browser: ua.browser, browser_version: ua.browserVersion, os: ua.os, os_version: ua.osVersion, device: ua.device, screen_class: screenClass(hit.item.hit.screenWidth),
+  }
+}
+
+const NO_PROPS: Record<string, string> = Object.freeze({}) as Record<string, string>
+
+function stringProps(props: Record<string, unknown> | null | undefined, prefix = ''): Record<string, string> {
+  if (!props) return NO_PROPS
+  const out: Record<string, string> = {}
+  for (const key in props) out[prefix + key] = String(props[key])
+  return out
+}
+
+/** The query parameters the site captures, in the order it lists them. */
+function capturedQuery(url: URL, names: string[]): string {
+  if (!names.length || !url.search) return ''
+  const captured = new URLSearchParams()
+  for (const name of names) {
+    const value = url.searchParams.get(name)
+    if (value !== null) captured.set(name, value)
+  }
+  return captured.toString()
+}
+
+/** What identifies an error group, hashed into its fingerprint: the name, the message with numbers masked, the top frame. */
+function errorGroup(error: NonNullable<Hit['error']>): string {
+  const message = error.message.replace(/\d+/g, '0').slice(0, 300)
+  const frame = (error.stack ?? error.source ?? '').split('\n').find((l) => /\S/.test(l) && !l.includes(error.message.slice(0, 40))) ?? ''
+  return `${error.name ?? 'Error'}|${message}|${frame.replace(/:\d+:\d+\)?\s*$/, '').trim()}`
+}
+
+/** Each hit's error-group fingerprint ('0' for a hit without an error), hashed in one call. */
+export async function errorFingerprints(hits: readonly AcceptedHit[]): Promise<string[]> {
+  const fingerprints = new Array<string>(hits.length).fill('0')
+  const withError: number[] = []
+  hits.forEach((h, i) => h.item.hit.error && withError.push(i))
+  if (!withError.length) return fingerprints
+  const hashes = await hash64Many(withError.map((i) => errorGroup(hits[i].item.hit.error!)))
+  withError.forEach((i, n) => (fingerprints[i] = hashes[n]))
+  return fingerprints
+}
+
+/** One literal with every column, visit attributes included, keeps rows in one fast shape. */
+export function eventRow(h: AcceptedHit & { readonly visitorId: string }, visit: Visit<VisitAttrs>, errorFingerprint: string): EventRow {
+  const { hit } = h.item
+  const { kind, url } = h
+  const a = visit.attrs
+  let props = stringProps(hit.props)
+  if (hit.vital?.attribution) props = { ...props, ...stringProps(hit.vital.attribution, 'attribution.') }
+  return {
+    site_id: h.site.id, timestamp: clickhouseTime(h.at), name: kind === 'outbound' || kind === 'download' || kind === 'affiliate' ? kind : hit.name, kind,
+    visitor_id: h.visitorId, session_id: visit.id, session_start: visit.start,
+    referrer: a.referrer, referrer_source: a.referrer_source, referrer_medium: a.referrer_medium, channel: a.channel,
+    utm_source: a.utm_source, utm_medium: a.utm_medium, utm_campaign: a.utm_campaign, utm_term: a.utm_term, utm_content: a.utm_content,
+    country_code: a.country_code, region: a.region, city: a.city, latitude: a.latitude, longitude: a.longitude,
+    browser: a.browser, browser_version: a.browser_version, os: a.os, os_version: a.os_version, device: a.device, screen_class: a.screen_class,
+    hostname: url.hostname, pathname: h.pathname.slice(0, 2000), query: capturedQuery(url, h.site.tracking.capturedQueryParams), collection_source: h.item.source,
+    props,
+    revenue_amount: hit.revenue ? String(hit.revenue.amount) : '0', revenue_currency: hit.revenue?.currency ?? '',
+    link_url: kind === 'form' && hit.form?.action ? hit.form.action : (hit.click?.href ?? ''), selector: hit.click?.selector ?? hit.form?.selector ?? '', element_text: hit.click?.text ?? '',
+    element_tag: hit.click?.tag ?? (kind === 'form' ? 'form' : ''), interactive: hit.click?.interactive ? 1 : 0, dead_click: hit.click?.dead ? 1 : 0,
+    error_fingerprint: errorFingerprint, error_name: hit.error?.name ?? '', error_message: hit.error?.message ?? '',
+    vital_name: hit.vital?.name ?? '', vital_value: hit.vital?.value ?? 0,
+    engaged_ms: hit.engagement?.ms ?? 0, scroll_depth: hit.engagement?.scroll ?? 0,
+  }
+}
+
+/** A bot's hit as a row, from the browser path and from server-side collection alike. */
+export function botRow(b: {
+  siteId: string
+  at: number | Date
+  bot: BotInfo
+  verified: boolean
+  source: CollectionSource
+  hostname: string
+  pathname: string
+  referrer: string | null | undefined
+  userAgent: string
+  countryCode: string | undefined
+}): BotRow {
+  return {
+    site_id: b.siteId, timestamp: clickhouseTime(b.at), bot_name: b.bot.name, bot_kind: b.bot.kind, verified: b.verified ? 1 : 0,
+    collection_source: b.source, hostname: b.hostname, pathname: b.pathname, referrer: b.referrer ?? '', user_agent: b.userAgent.slice(0, 1000), country_code: b.countryCode ?? '',
+  }
+}
+
+/** The bot row of a browser or imported hit. */
+export function botRowOf(h: BotHit): BotRow {
+  const { item } = h
+  return botRow({
+    siteId: h.site.id, at: h.at, bot: h.bot, verified: false, source: item.source, hostname: h.url.hostname, pathname: h.pathname,
+    referrer: item.hit.referrer, userAgent: item.userAgent, countryCode: item.geo?.country,
+  })
+}
