@@ -72,8 +72,7 @@ export const collectorEndpoints = [
         hit, site, ip, userAgent: request.headers.get('user-agent') ?? '', receivedAt: services.now(), geo: cf ? geoFromCf(cf) : undefined, source: 'browser',
       })
       if (outcome.status === 'rejected') throw new ApiError(400, outcome.error)
-      // an explicit empty length: no chunked encoding, so one write a response
-      return new Response(null, { status: 202, headers: { 'content-length': '0' } })
+      return undefined
     },
   }),
 ]

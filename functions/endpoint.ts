@@ -22,6 +22,8 @@ export interface EndpointContext {
   site(idOrSnippet: string): Promise<Site>
   /** Work that may finish after the answer (Workers keep the isolate alive for it). */
   background(task: Promise<unknown>): void
+  /** The same call made with another key: an MCP request's tool calls, each admitted on its own. */
+  withKey(key: ApiKeyRecord): EndpointContext
 }
 
 /** A success answer that is not JSON: a script, or no body at all. */
@@ -59,8 +61,8 @@ export interface Endpoint<P extends AnyObject = AnyObject, B extends z.ZodType =
    * call a fixed URL. URLs get logged, so only ingestion endpoints do.
    */
   keyInUrl?: boolean
-  /** The answer's data, or a whole Response where the endpoint writes its own (scripts, cached answers, MCP). */
-  handler(ctx: EndpointContext, input: { params: z.infer<P>; body: z.infer<B> }): Promise<z.input<R> | Response>
+  /** The answer's data; a whole Response where the endpoint writes its own (scripts, cached answers, MCP); nothing for an empty answer. */
+  handler(ctx: EndpointContext, input: { params: z.infer<P>; body: z.infer<B> }): Promise<z.input<R> | Response | undefined>
 }
 
 /** What a settings write or any other small JSON body needs. */

@@ -4,8 +4,8 @@ import { readCredential } from '../lib/auth'
 import { ApiError } from '../lib/errors'
 import { sha256Hex, type ApiKeyRecord } from '../lib/keys'
 import type { Services } from '../lib/services'
-import { DEFAULT_MAX_BODY_BYTES, type Endpoint } from './endpoint'
-import { admit, endpointContext, invoke } from './invoke'
+import { DEFAULT_MAX_BODY_BYTES, type Endpoint, isJsonAnswer } from './endpoint'
+import { CallContext, admit, invoke } from './invoke'
 
 export const honoPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1')
 
@@ -19,39 +19,39 @@ async function readJsonBody(request: Request): Promise<unknown> {
   }
 }
 
-export function backgroundTask(c: Context) {
-  return (task: Promise<unknown>) => {
-    const settled = task.catch((err) => console.error('background task failed', err))
-    try {
-      c.executionCtx.waitUntil(settled)
-    } catch {
-      // Node has no execution context; the promise runs on its own
-    }
-  }
-}
-
 /** The REST transport: every declared endpoint as a route, admitted and invoked like an MCP tool call. */
 export function mountEndpoints(app: Hono, endpoints: Endpoint[], services: Services) {
   for (const endpoint of endpoints) {
     const hasParams = endpoint.params !== undefined && !endpoint.validatesOwnInput
-    // the cap holds while the body is read (Content-Length first, then counted bytes), so a huge body is never buffered
+    // the cap holds while the body is read: by Content-Length when the request has one (read here
+    // from the header alone, so the Node adapter keeps its fast body path), else by counted bytes
     const maxSize = endpoint.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
-    const limit = bodyLimit({ maxSize, onError: (c) => c.json({ error: `body: larger than ${maxSize} bytes` }, 413) })
-    if (endpoint.method !== 'GET') app.on(endpoint.method, honoPath(endpoint.path), limit)
+    const tooLarge = (c: Context) => c.json({ error: `body: larger than ${maxSize} bytes` }, 413)
+    const counted = bodyLimit({ maxSize, onError: tooLarge })
+    const takesBody = endpoint.method !== 'GET'
+    const emptyAnswer = !isJsonAnswer(endpoint.response) && endpoint.response.mediaType === null
     app.on(endpoint.method, honoPath(endpoint.path), async (c) => {
-      const background = backgroundTask(c)
-      let key = null as unknown as ApiKeyRecord
+      if (takesBody) {
+        const length = c.req.header('content-length')
+        if (length === undefined || c.req.header('transfer-encoding') !== undefined) {
+          const refused = await counted(c, async () => {})
+          if (refused) return refused
+        } else if (Number(length) > maxSize) return tooLarge(c)
+      }
+      // public endpoints never read the key
+      let ctx = new CallContext(services, null as unknown as ApiKeyRecord, c.req.raw, c.env, c)
       if (endpoint.scope !== 'public') {
         const credential = readCredential(c.req.raw)
         if (!credential) throw new ApiError(401, 'missing API key: send Authorization: Bearer <API_KEY>')
-        const admitted = await admit(services, endpoint, { credential, hash: await sha256Hex(credential.secret) }, background)
-        key = admitted.key
+        const admitted = await admit(services, endpoint, { credential, hash: await sha256Hex(credential.secret) }, ctx)
+        ctx = ctx.withKey(admitted.key)
         for (const [name, value] of Object.entries(admitted.headers)) c.header(name, value)
       }
       const params = hasParams ? { ...withoutKey(c.req.query()), ...c.req.param() } : {}
       const body = endpoint.body && !endpoint.validatesOwnInput ? await readJsonBody(c.req.raw) : undefined
-      const ctx = endpointContext(services, { key, request: c.req.raw, env: c.env, background })
       const result = await invoke(endpoint, ctx, { params, body })
+      // an empty answer has an explicit empty length: no chunked encoding, so one write a response
+      if (emptyAnswer) return c.body(null, (endpoint.status ?? 200) as 200, { 'content-length': '0' })
       // through c.body, so the headers set before the handler (CORS, rate limits) are kept
       if (result instanceof Response) return c.body(result.body as never, result.status as 200, Object.fromEntries(result.headers))
       return c.json(result as object, endpoint.status ?? 200)

@@ -49,7 +49,7 @@ export async function admit(
   services: Services,
   endpoint: Endpoint,
   presented: Presented,
-  background: (task: Promise<unknown>) => void,
+  call: Pick<EndpointContext, 'background'>,
   known?: ApiKeyRecord,
 ): Promise<Admitted> {
   const limitClass = endpoint.limit ?? 'default'
@@ -70,7 +70,7 @@ export async function admit(
   const lastUsedWritten = lastUseOf(services)
   if ((lastUsedWritten.get(key.id) ?? 0) < now - LAST_USED_EVERY_MS) {
     lastUsedWritten.set(key.id, now)
-    background(services.store.touchApiKey(key.orgId, key.id, new Date(now).toISOString()))
+    call.background(services.store.touchApiKey(key.orgId, key.id, new Date(now).toISOString()))
   }
   return { key, headers }
 }
@@ -78,13 +78,46 @@ export async function admit(
 /** The site by UUID or snippet id as `key` may see it: another organization's is the same 404 as none. */
 export const siteFor = (services: Services, key: ApiKeyRecord, idOrSnippet: string) => siteForKey(services.sites, key, idOrSnippet)
 
-/** What a handler gets for one call. */
-export function endpointContext(services: Services, call: { key: ApiKeyRecord; request: Request; env: unknown; background: EndpointContext['background'] }): EndpointContext {
-  return {
-    services,
-    ...call,
-    baseUrl: services.publicUrl ?? new URL(call.request.url).origin,
-    site: (idOrSnippet) => siteFor(services, call.key, idOrSnippet),
+/** Where work that outlives the answer is handed over: Workers' execution context; Node has none. */
+export interface CallHost {
+  readonly executionCtx: { waitUntil(task: Promise<unknown>): void }
+}
+
+/**
+ * What a handler gets for one call. The site lookup and the background hand-over are made on
+ * first use: most calls of the hot paths read neither, and a closure per request is not free.
+ */
+export class CallContext implements EndpointContext {
+  constructor(
+    readonly services: Services,
+    readonly key: ApiKeyRecord,
+    readonly request: Request,
+    readonly env: unknown,
+    private readonly host?: CallHost,
+  ) {}
+
+  get baseUrl() {
+    return this.services.publicUrl ?? new URL(this.request.url).origin
+  }
+
+  get site() {
+    return (idOrSnippet: string) => siteFor(this.services, this.key, idOrSnippet)
+  }
+
+  get background() {
+    return (task: Promise<unknown>) => {
+      const settled = task.catch((err) => console.error('background task failed', err))
+      try {
+        this.host?.executionCtx.waitUntil(settled)
+      } catch {
+        // Node has no execution context; the promise runs on its own
+      }
+    }
+  }
+
+  /** The same call made with another key (an MCP tool call, admitted on its own). */
+  withKey(key: ApiKeyRecord) {
+    return new CallContext(this.services, key, this.request, this.env, this.host)
   }
 }
 

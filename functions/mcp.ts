@@ -5,7 +5,7 @@ import { z } from 'zod'
 import { ApiError } from '../lib/errors'
 import { type ApiKeyRecord, sha256Hex } from '../lib/keys'
 import { type Endpoint, defineEndpoint, isJsonAnswer, pathParamNames } from './endpoint'
-import { admit, asApiError, invoke, siteFor } from './invoke'
+import { admit, asApiError, invoke } from './invoke'
 import { outputSchema, toolInputSchema } from './openapi'
 
 /** The tools a key may see: reads for every key, writes for write keys, org-wide tools not for site-bound keys. */
@@ -92,9 +92,8 @@ export function mcpEndpoint(registry: () => Endpoint[]) {
         const endpoint = byTool.get(request.params.name)
         if (!endpoint) throw new McpError(ErrorCode.InvalidParams, `unknown tool ${request.params.name} for this key`)
         try {
-          const admitted = await admit(ctx.services, endpoint, presented, ctx.background, key)
-          const call = { ...ctx, key: admitted.key, site: (id: string) => siteFor(ctx.services, admitted.key, id) }
-          const result = await invoke(endpoint, call, toolInput(endpoint, request.params.arguments ?? {}))
+          const admitted = await admit(ctx.services, endpoint, presented, ctx, key)
+          const result = await invoke(endpoint, ctx.withKey(admitted.key), toolInput(endpoint, request.params.arguments ?? {}))
           return { content: [{ type: 'text' as const, text: JSON.stringify(result) }], structuredContent: result as Record<string, unknown> }
         } catch (err) {
           const failure = asApiError(err, ctx.request)
