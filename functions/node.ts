@@ -2,6 +2,7 @@ import { rmSync, writeFileSync } from 'node:fs'
 import { Resolver, lookup } from 'node:dns/promises'
 import { serve } from '@hono/node-server'
 import { type IncomingMessage, STATUS_CODES, type Server } from 'node:http'
+import { join } from 'node:path'
 import type { Duplex } from 'node:stream'
 import { z } from 'zod'
 import { createDemo } from '../lib/demo'
@@ -16,6 +17,7 @@ import { guardedFetch } from '../lib/outbound'
 import { pinnedNodeFetch } from '../lib/outbound-node'
 import { dbipGeo } from '../lib/ingest/geo-node'
 import { Ingestor } from '../lib/ingest/pipeline'
+import { Journal } from '../lib/ingest/journal'
 import { BufferedSink } from '../lib/ingest/sink'
 import { memoryLiveCache } from '../lib/public-live'
 import { SiteDirectory } from '../lib/site-directory'
@@ -49,7 +51,11 @@ const dir = dataDir(env)
 const stores = await openNodeStores(env)
 if (stores.chdb) await migrate(stores.chdb, loadMigrations())
 
-const sink = new BufferedSink(stores.olap, stores.store)
+// a hit is acknowledged once it is in the journal on disk; what an earlier process journaled and
+// did not insert (a crash, kill -9) is stored now, before anything is served
+const { journal, replayed } = await Journal.open(join(dir, 'journal'), stores.olap, stores.store)
+if (replayed) log(`stored ${replayed} journaled rows left by the previous run`)
+const sink = new BufferedSink(stores.olap, stores.store, { log: journal })
 const now = () => new Date()
 const sites = new SiteDirectory(stores.store)
 const services: Services = {
@@ -129,6 +135,7 @@ async function shutdown(signal: string) {
   await rollup
   // every hit answered 202 is stored before the stores close
   await sink.close()
+  journal.close()
   if (local) await new Promise((r) => local!.close(r))
   await stores.close()
   process.exit(0)

@@ -19,7 +19,23 @@ export interface EventSink {
   flush(): Promise<void>
 }
 
-async function addUsage(kv: Store, usage: IngestBatch['usage']) {
+/** The parts of a batch, stored one after the other. */
+export type SinkStep = 'events' | 'bots' | 'usage'
+
+/**
+ * A write-ahead log the buffered sink writes through (the Node home's journal.ts): a write
+ * resolves once its rows are on disk, so what was acknowledged survives a crash of the process.
+ */
+export interface WriteAheadLog {
+  /** Appends synchronously; the promise resolves once the batch is durable. */
+  append(batch: IngestBatch): Promise<void>
+  /** Starts a new segment; the rows appended so far are in the sealed ones. */
+  seal(): number
+  markStored(segments: number[], step: SinkStep): void
+  release(segments: number[]): void
+}
+
+export async function addUsage(kv: Store, usage: IngestBatch['usage']) {
   await Promise.all([...usage].flatMap(([orgId, months]) => [...months].map(([month, counts]) => kv.addUsage(orgId, month, counts))))
 }
 
@@ -58,29 +74,35 @@ export function mergeUsage(into: IngestBatch['usage'], from: IngestBatch['usage'
 /**
  * Batches rows in memory and inserts them every `intervalMs` or `maxRows` rows, one flush at a
  * time. A failed insert keeps its rows for the next flush, so every accepted row is stored once.
- * The Node server calls flush() on SIGTERM before it exits.
+ * With a write-ahead log, a write resolves once its rows are on disk, and the log's segments are
+ * released as their rows are stored. The Node server calls close() on SIGTERM before it exits.
  */
 export class BufferedSink implements EventSink {
   private pending: IngestBatch = { events: [], bots: [], usage: new Map() }
+  /** Sealed segments of the log whose rows are pending (a failed flush puts them back). */
+  private sealed: number[] = []
   private flushing: Promise<void> | null = null
   private readonly timer: ReturnType<typeof setInterval>
 
   constructor(
     private readonly olap: Olap,
     private readonly kv: Store,
-    private readonly options: { maxRows?: number; intervalMs?: number } = {},
+    private readonly options: { maxRows?: number; intervalMs?: number; log?: WriteAheadLog } = {},
   ) {
     this.timer = setInterval(() => void this.flush().catch((err) => console.error('event flush failed; will retry', err)), options.intervalMs ?? 200)
     this.timer.unref?.()
   }
 
   async write(batch: IngestBatch) {
+    // appended and taken into pending with no wait in between: a flush seals exactly what it takes
+    const durable = this.options.log?.append(batch)
     this.pending.events.push(...batch.events)
     this.pending.bots.push(...batch.bots)
     mergeUsage(this.pending.usage, batch.usage)
     if (this.pending.events.length + this.pending.bots.length >= (this.options.maxRows ?? 20_000)) {
       void this.flush().catch((err) => console.error('event flush failed; will retry', err))
     }
+    await durable
   }
 
   async flush(): Promise<void> {
@@ -88,22 +110,29 @@ export class BufferedSink implements EventSink {
     if (!this.pending.events.length && !this.pending.bots.length && !this.pending.usage.size) return
     const batch = this.pending
     this.pending = { events: [], bots: [], usage: new Map() }
+    const { log } = this.options
+    if (log) this.sealed.push(log.seal())
+    const segments = this.sealed
+    this.sealed = []
     // a part that fails goes back in front of anything written meanwhile, with the parts not yet
-    // tried; parts already stored are not retried, so nothing is stored twice
+    // tried; parts already stored are not retried (nor replayed from the log), so nothing is stored twice
     this.flushing = (async () => {
-      const steps: [() => Promise<void>, () => void][] = [
-        [() => this.olap.insert(EVENTS_INPUT, batch.events), () => this.pending.events.unshift(...batch.events)],
-        [() => this.olap.insert('bot_events', batch.bots), () => this.pending.bots.unshift(...batch.bots)],
-        [() => addUsage(this.kv, batch.usage), () => mergeUsage(this.pending.usage, batch.usage)],
+      const steps: [SinkStep, () => Promise<void>, () => void][] = [
+        ['events', () => this.olap.insert(EVENTS_INPUT, batch.events), () => this.pending.events.unshift(...batch.events)],
+        ['bots', () => this.olap.insert('bot_events', batch.bots), () => this.pending.bots.unshift(...batch.bots)],
+        ['usage', () => addUsage(this.kv, batch.usage), () => mergeUsage(this.pending.usage, batch.usage)],
       ]
       for (let i = 0; i < steps.length; i++) {
         try {
-          await steps[i][0]()
+          await steps[i][1]()
         } catch (err) {
-          for (const [, requeue] of steps.slice(i)) requeue()
+          for (const [, , requeue] of steps.slice(i)) requeue()
+          this.sealed.unshift(...segments)
           throw err
         }
+        log?.markStored(segments, steps[i][0])
       }
+      log?.release(segments)
     })().finally(() => {
       this.flushing = null
     })

@@ -1,0 +1,171 @@
+import { closeSync, fdatasync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, writeSync } from 'node:fs'
+import { join } from 'node:path'
+import type { Olap } from '../olap/types'
+import type { Store } from '../store'
+import { EVENTS_INPUT, type IngestBatch, type SinkStep, type WriteAheadLog, addUsage, mergeUsage } from './sink'
+
+/**
+ * The write-ahead journal of the Node home: a batch of rows is on disk (appended and fdatasync'ed)
+ * before the hits in it are acknowledged, so a 202 survives `kill -9`. The buffered sink still
+ * inserts every 200 ms; the journal's segments are deleted once their rows are stored, and at
+ * start every segment left behind is replayed.
+ *
+ * A segment is `<n>.log`, one JSON batch a line, with `<n>.done` naming the steps of its flush
+ * that were stored (events, bots, usage), so a replay after a crash between two steps does not
+ * store one twice. A torn last line is a batch whose write never returned: never acknowledged.
+ */
+
+interface Segment {
+  n: number
+  fd: number
+  /** Appends not yet covered by a sync that has started. */
+  waiting: { resolve(): void; reject(err: unknown): void }[]
+  syncing: boolean
+  sealed: boolean
+}
+
+type Record = [events: IngestBatch['events'], bots: IngestBatch['bots'], usage: [string, string, { [kind: string]: number }][]]
+
+const segmentFile = (dir: string, n: number) => join(dir, `${n}.log`)
+const doneFile = (dir: string, n: number) => join(dir, `${n}.done`)
+
+function encode(batch: IngestBatch): string {
+  const usage: Record[2] = []
+  for (const [orgId, months] of batch.usage) for (const [month, counts] of months) usage.push([orgId, month, counts])
+  return `${JSON.stringify([batch.events, batch.bots, usage] satisfies Record)}\n`
+}
+
+function decode(line: string): IngestBatch | null {
+  let record: Record
+  try {
+    record = JSON.parse(line)
+  } catch {
+    return null
+  }
+  const usage: IngestBatch['usage'] = new Map()
+  for (const [orgId, month, counts] of record[2]) {
+    if (!usage.has(orgId)) usage.set(orgId, new Map())
+    usage.get(orgId)!.set(month, counts)
+  }
+  return { events: record[0], bots: record[1], usage }
+}
+
+function segmentNumbers(dir: string): number[] {
+  return readdirSync(dir)
+    .map((name) => /^(\d+)\.log$/.exec(name)?.[1])
+    .filter((n): n is string => n !== undefined)
+    .map(Number)
+    .sort((a, b) => a - b)
+}
+
+export class Journal implements WriteAheadLog {
+  private current: Segment
+  private next: number
+
+  private constructor(private readonly dir: string) {
+    const existing = segmentNumbers(dir)
+    this.next = (existing.at(-1) ?? 0) + 1
+    this.current = this.open()
+  }
+
+  /**
+   * Opens the journal in `dir`, first storing whatever an earlier process journaled and did not
+   * get to insert. Returns the journal and how many rows the replay stored.
+   */
+  static async open(dir: string, olap: Olap, kv: Store): Promise<{ journal: Journal; replayed: number }> {
+    mkdirSync(dir, { recursive: true, mode: 0o700 })
+    let replayed = 0
+    for (const n of segmentNumbers(dir)) {
+      const batches = readFileSync(segmentFile(dir, n), 'utf8').split('\n').map(decode).filter((b): b is IngestBatch => b !== null)
+      const merged: IngestBatch = { events: batches.flatMap((b) => b.events), bots: batches.flatMap((b) => b.bots), usage: new Map() }
+      for (const b of batches) mergeUsage(merged.usage, b.usage)
+      const done = new Set(readDone(dir, n))
+      const journal = { markStored: (step: SinkStep) => appendDone(dir, [n], step) }
+      if (!done.has('events') && merged.events.length) await olap.insert(EVENTS_INPUT, merged.events)
+      if (!done.has('events')) journal.markStored('events')
+      if (!done.has('bots') && merged.bots.length) await olap.insert('bot_events', merged.bots)
+      if (!done.has('bots')) journal.markStored('bots')
+      if (!done.has('usage')) await addUsage(kv, merged.usage)
+      replayed += merged.events.length + merged.bots.length
+      rmSync(segmentFile(dir, n), { force: true })
+      rmSync(doneFile(dir, n), { force: true })
+    }
+    return { journal: new Journal(dir), replayed }
+  }
+
+  private open(): Segment {
+    const n = this.next++
+    return { n, fd: openSync(segmentFile(this.dir, n), 'a', 0o600), waiting: [], syncing: false, sealed: false }
+  }
+
+  /** Appends a batch; resolves once it is on disk. Appends that arrive while a sync runs share the next one. */
+  append(batch: IngestBatch): Promise<void> {
+    const segment = this.current
+    writeSync(segment.fd, encode(batch))
+    return new Promise((resolve, reject) => {
+      segment.waiting.push({ resolve, reject })
+      this.sync(segment)
+    })
+  }
+
+  private sync(segment: Segment) {
+    if (segment.syncing || !segment.waiting.length) return
+    segment.syncing = true
+    const covered = segment.waiting
+    segment.waiting = []
+    fdatasync(segment.fd, (err) => {
+      segment.syncing = false
+      for (const waiter of covered) err ? waiter.reject(err) : waiter.resolve()
+      if (segment.waiting.length) return this.sync(segment)
+      if (segment.sealed) closeSync(segment.fd)
+    })
+  }
+
+  /**
+   * Closes the current segment and starts a new one; returns the closed segment's number. Called
+   * as a flush takes the pending rows, with no wait in between: the rows it takes are exactly those
+   * of the segments sealed so far.
+   */
+  seal(): number {
+    const sealed = this.current
+    sealed.sealed = true
+    this.current = this.open()
+    if (!sealed.syncing && !sealed.waiting.length) closeSync(sealed.fd)
+    return sealed.n
+  }
+
+  /** A step of the flush of these segments is stored: a replay skips it. */
+  markStored(segments: number[], step: SinkStep) {
+    appendDone(this.dir, segments, step)
+  }
+
+  /** Every row of these segments is stored: they are no longer needed. */
+  release(segments: number[]) {
+    for (const n of segments) {
+      rmSync(segmentFile(this.dir, n), { force: true })
+      rmSync(doneFile(this.dir, n), { force: true })
+    }
+  }
+
+  /** Closes the current segment (the rows in it are stored by the caller's last flush). */
+  close() {
+    this.release([this.seal()])
+  }
+}
+
+function readDone(dir: string, n: number): string[] {
+  try {
+    return readFileSync(doneFile(dir, n), 'utf8').split('\n').filter(Boolean)
+  } catch {
+    return []
+  }
+}
+
+function appendDone(dir: string, segments: number[], step: SinkStep) {
+  for (const n of segments) {
+    const fd = openSync(doneFile(dir, n), 'a', 0o600)
+    writeSync(fd, `${step}\n`)
+    fsyncSync(fd)
+    closeSync(fd)
+  }
+}
