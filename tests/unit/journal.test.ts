@@ -1,0 +1,102 @@
+import { describe, expect, it } from 'vitest'
+import { readdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { createOrg } from '../../lib/admin'
+import { importHits } from '../../lib/ingest/import'
+import { Journal } from '../../lib/ingest/journal'
+import { Ingestor } from '../../lib/ingest/pipeline'
+import { BufferedSink } from '../../lib/ingest/sink'
+import type { Olap } from '../../lib/olap/types'
+import { SiteDirectory } from '../../lib/site-directory'
+import { newSite } from '../../lib/sites'
+import { tempDir, testServices } from '../helpers'
+
+const GPTBOT = 'Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)'
+const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0'
+
+/** A site whose rows this test alone writes, and hits for it: `humans` pageviews and `bots` crawler hits (kept: includeBots). */
+async function fixture() {
+  const services = await testServices()
+  const org = await createOrg(services.store, 'Journal', new Date())
+  const site = newSite({ domain: `journal-${crypto.randomUUID().slice(0, 8)}.example.com` }, org.id, new Date())
+  site.tracking.includeBots = true
+  await services.store.createSite(site)
+  const at = new Date(Date.now() - 3600_000).toISOString()
+  const lines = (humans: number, bots: number) => [
+    ...Array.from({ length: humans }, (_, i) => JSON.stringify({ timestamp: at, site: site.snippetId, name: 'pageview', url: `https://${site.domain}/p${i}`, ip: '203.0.113.7', userAgent: FIREFOX })),
+    ...Array.from({ length: bots }, (_, i) => JSON.stringify({ timestamp: at, site: site.snippetId, name: 'pageview', url: `https://${site.domain}/b${i}`, ip: '203.0.113.8', userAgent: GPTBOT })),
+  ]
+  const count = async (table: string) => Number((await services.olap.query<{ n: string }>(`SELECT count() AS n FROM ${table} WHERE site_id = {s:UUID}`, { s: site.id }))[0].n)
+  const usage = async () => (await services.store.getUsage(org.id, at.slice(0, 7))).pageview ?? 0
+  return { services, site, lines, count, usage }
+}
+
+/** A process that journals hits and dies before its sink inserts them (no flush, no close). */
+async function journalAndCrash(dir: string, olap: Olap, f: Awaited<ReturnType<typeof fixture>>, humans: number, bots: number) {
+  const { journal } = await Journal.open(dir, olap, f.services.store)
+  const sink = new BufferedSink(olap, f.services.store, { intervalMs: 3_600_000, log: journal })
+  const ingestor = new Ingestor({ sites: new SiteDirectory(f.services.store), store: f.services.store, sink, now: () => new Date() })
+  const result = await importHits(f.lines(humans, bots), ingestor)
+  expect(result.imported).toBe(humans + bots)
+  return sink
+}
+
+describe('the write-ahead journal', () => {
+  it('stores at the next start every row journaled and never inserted, once', async () => {
+    const f = await fixture()
+    const dir = join(tempDir('journal'), 'journal')
+    await journalAndCrash(dir, f.services.olap, f, 50, 5)
+    expect(await f.count('events')).toBe(0)
+    const { replayed } = await Journal.open(dir, f.services.olap, f.services.store)
+    expect(replayed).toBe(55)
+    expect(await f.count('events')).toBe(50)
+    expect(await f.count('bot_events')).toBe(5)
+    expect(await f.usage()).toBe(50)
+    // replayed segments are gone: a second start stores nothing again
+    expect((await Journal.open(dir, f.services.olap, f.services.store)).replayed).toBe(0)
+    expect(await f.count('events')).toBe(50)
+  })
+
+  it('a crash between the steps of a flush replays only the steps not stored', async () => {
+    const f = await fixture()
+    const dir = join(tempDir('journal'), 'journal')
+    // the bot insert fails once the events are in: the events step is marked, the rest requeued
+    const failingBots: Olap = { ...f.services.olap, query: f.services.olap.query.bind(f.services.olap), command: f.services.olap.command.bind(f.services.olap), close: async () => {}, insert: async (table, rows) => (table === 'bot_events' && rows.length ? Promise.reject(new Error('bot insert failed')) : f.services.olap.insert(table, rows)) }
+    const sink = await journalAndCrash(dir, failingBots, f, 20, 3)
+    await expect(sink.flush()).rejects.toThrow(/bot insert failed/)
+    expect(await f.count('events')).toBe(20)
+    expect(await f.count('bot_events')).toBe(0)
+    expect(readdirSync(dir).some((name) => name.endsWith('.done'))).toBe(true)
+    // the process dies here; the next start stores the bots and the usage, not the events again
+    await Journal.open(dir, f.services.olap, f.services.store)
+    expect(await f.count('events')).toBe(20)
+    expect(await f.count('bot_events')).toBe(3)
+    expect(await f.usage()).toBe(20)
+  })
+
+  it('a flush that stores everything releases its segments', async () => {
+    const f = await fixture()
+    const dir = join(tempDir('journal'), 'journal')
+    const sink = await journalAndCrash(dir, f.services.olap, f, 10, 0)
+    await sink.flush()
+    expect(readdirSync(dir).filter((name) => name.endsWith('.log'))).toHaveLength(1) // the new, empty segment
+    expect((await Journal.open(dir, f.services.olap, f.services.store)).replayed).toBe(0)
+    expect(await f.count('events')).toBe(10)
+  })
+
+  it('rows the engine took just before the crash, unmarked, are not stored again', async () => {
+    const f = await fixture()
+    const dir = join(tempDir('journal'), 'journal')
+    await journalAndCrash(dir, f.services.olap, f, 30, 2)
+    // the engine took the events of the journal and the process died before marking them
+    const { readFileSync } = await import('node:fs')
+    for (const name of readdirSync(dir).filter((n) => n.endsWith('.log'))) {
+      for (const line of readFileSync(join(dir, name), 'utf8').split('\n').filter(Boolean)) await f.services.olap.insert('events_input', JSON.parse(line)[0])
+    }
+    expect(await f.count('events')).toBe(30)
+    const { replayed } = await Journal.open(dir, f.services.olap, f.services.store)
+    expect(replayed).toBe(2)
+    expect(await f.count('events')).toBe(30)
+    expect(await f.count('bot_events')).toBe(2)
+  })
+})
