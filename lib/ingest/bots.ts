@@ -107,3 +107,56 @@ export async function verifyBot(userAgent: string, ip: string | undefined, resol
   }
   return false
 }
+
+/** How long a verification is remembered: a crawler's addresses change rarely, a failed check may be a passing DNS fault. */
+const VERIFIED_TTL_MS = 24 * 3600_000
+const UNVERIFIED_TTL_MS = 3600_000
+/** DNS lookups in flight at once, per resolver. */
+const MAX_CONCURRENT_VERIFICATIONS = 16
+
+/**
+ * Verifications by crawler and address, cached (positive and negative, with a TTL) and run at
+ * most MAX_CONCURRENT_VERIFICATIONS at a time: a log batch of 500 hits from 500 addresses of one
+ * crawler costs each address one check, once a day.
+ */
+class BotVerifier {
+  private readonly cache = new Map<string, { verified: Promise<boolean>; until: number }>()
+  private running = 0
+  private readonly queue: (() => void)[] = []
+
+  constructor(private readonly resolver: DnsResolver) {}
+
+  verify(userAgent: string, ip: string | undefined): Promise<boolean> {
+    const domains = ip ? VERIFIABLE.find(([regex]) => regex.test(userAgent))?.[1] : undefined
+    if (!ip || !domains) return Promise.resolve(false)
+    const key = `${domains[0]}|${ip.toLowerCase()}`
+    const now = Date.now()
+    const cached = this.cache.get(key)
+    if (cached && cached.until > now) return cached.verified
+    const verified = this.slot(() => verifyBot(userAgent, ip, this.resolver))
+    if (this.cache.size > 100_000) this.cache.clear()
+    this.cache.set(key, { verified, until: now + UNVERIFIED_TTL_MS })
+    void verified.then((ok) => ok && this.cache.set(key, { verified, until: Date.now() + VERIFIED_TTL_MS }))
+    return verified
+  }
+
+  private async slot<T>(work: () => Promise<T>): Promise<T> {
+    if (this.running >= MAX_CONCURRENT_VERIFICATIONS) await new Promise<void>((resolve) => this.queue.push(resolve))
+    this.running++
+    try {
+      return await work()
+    } finally {
+      this.running--
+      this.queue.shift()?.()
+    }
+  }
+}
+
+const verifiers = new WeakMap<DnsResolver, BotVerifier>()
+
+/** The process's verifier for a resolver: its cache is shared by every request. */
+export function botVerifier(resolver: DnsResolver): BotVerifier {
+  let verifier = verifiers.get(resolver)
+  if (!verifier) verifiers.set(resolver, (verifier = new BotVerifier(resolver)))
+  return verifier
+}

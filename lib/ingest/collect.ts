@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import type { Site } from '../sites'
-import { type DnsResolver, classifyBot, verifyBot } from './bots'
+import { type DnsResolver, botVerifier, classifyBot } from './bots'
 import { type BotRow, botRow } from './rows'
 
 export const MAX_COLLECT_HITS = 500
@@ -31,14 +31,21 @@ export const collectedHitSchema = z.preprocess(
 
 export type CollectedHit = z.infer<typeof collectedHitSchema>
 
+/** How long a collect call waits for crawler verification; checks still running go on to fill the cache. */
+export const VERIFICATION_BUDGET_MS = 700
+
 /**
  * Keeps the bot and AI-crawler hits of a server-side batch and drops humans and junk. A bot whose
- * user agent names a crawler that publishes its reverse-DNS domains is verified against them.
+ * user agent names a crawler that publishes its reverse-DNS domains is verified against them,
+ * within VERIFICATION_BUDGET_MS: a hit whose check is not done by then is stored unverified, and
+ * the check goes on, so the next hits from that address are verified from the cache.
  */
 export async function collectBotHits(site: Site, raw: unknown[], deps: { dns?: DnsResolver; now: () => Date }) {
   const rows: BotRow[] = []
   let dropped = 0
-  const verified = new Map<string, Promise<boolean>>()
+  const verifier = deps.dns && botVerifier(deps.dns)
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const budget = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), VERIFICATION_BUDGET_MS)))
   const now = deps.now().getTime()
   await Promise.all(
     raw.map(async (candidate) => {
@@ -49,12 +56,7 @@ export async function collectBotHits(site: Site, raw: unknown[], deps: { dns?: D
       if (at.getTime() > now + 5 * 60_000) return void dropped++
       const bot = classifyBot(hit.userAgent)
       if (!bot) return void dropped++
-      const key = `${hit.userAgent}|${hit.ip ?? ''}`
-      let check = verified.get(key)
-      if (!check) {
-        check = deps.dns ? verifyBot(hit.userAgent, hit.ip, deps.dns) : Promise.resolve(false)
-        verified.set(key, check)
-      }
+      const check = verifier ? Promise.race([verifier.verify(hit.userAgent, hit.ip), budget]) : false
       const path = hit.path.startsWith('/') ? hit.path : `/${hit.path}`
       rows.push(
         botRow({
@@ -64,5 +66,6 @@ export async function collectBotHits(site: Site, raw: unknown[], deps: { dns?: D
       )
     }),
   )
+  clearTimeout(timer)
   return { rows, dropped }
 }

@@ -173,3 +173,51 @@ describe('dates, limits and the public count under abuse', () => {
     expect(bad).toMatchObject({ status: 400, json: { error: expect.stringMatching(/^filters: invalid regular expression/) } })
   })
 })
+
+describe('server-side collection verifies crawlers without a DNS lookup per hit', () => {
+  const GOOGLEBOT = 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)'
+  const ips = Array.from({ length: 500 }, (_, i) => `66.249.${64 + Math.floor(i / 250)}.${i % 250}`)
+
+  it('caches checks per address, bounds their concurrency, and answers within its budget', async () => {
+    const services = await testServices()
+    const fx = await seed(services)
+    let reverses = 0
+    let inFlight = 0
+    let mostInFlight = 0
+    const dns = {
+      async reverse(ip: string) {
+        reverses++
+        mostInFlight = Math.max(mostInFlight, ++inFlight)
+        await new Promise((r) => setTimeout(r, 30))
+        inFlight--
+        return [`crawl-${ip.replaceAll('.', '-')}.googlebot.com`]
+      },
+      async lookup(host: string) {
+        return [host.slice('crawl-'.length, host.indexOf('.')).replaceAll('-', '.')]
+      },
+    }
+    const call = client({ ...services, dns })
+    const verifiedCount = async () => Number((await services.olap.query<{ n: string }>('SELECT countIf(verified = 1) AS n FROM bot_events WHERE site_id = {s:UUID}', { s: fx.a.site.id }))[0].n)
+    const send = () => call('POST', '/api/v1/collect', { key: fx.ingest.key, body: { site_id: fx.a.site.snippetId, events: ips.map((ip) => ({ path: '/', userAgent: GOOGLEBOT, ip })) } })
+    expect((await send()).json).toEqual({ ingested: 500, dropped: 0 })
+    expect(mostInFlight).toBeLessThanOrEqual(16)
+    // 500 checks of 30 ms, 16 at a time, outlast the call's budget: those not done went in unverified and go on
+    const first = await verifiedCount()
+    expect(first).toBeGreaterThan(0)
+    expect(first).toBeLessThan(500)
+    await new Promise((r) => setTimeout(r, 1500))
+    expect(reverses).toBe(500)
+    expect((await send()).json).toEqual({ ingested: 500, dropped: 0 })
+    // every address was checked once: the second batch is verified from the cache
+    expect(reverses).toBe(500)
+    expect((await verifiedCount()) - first).toBe(500)
+  })
+
+  it('answers even when DNS never does', async () => {
+    const services = await testServices()
+    const fx = await seed(services)
+    const call = client({ ...services, dns: { reverse: () => new Promise<string[]>(() => {}), lookup: async () => [] } })
+    const res = await call('POST', '/api/v1/collect', { key: fx.ingest.key, body: { site_id: fx.a.site.snippetId, events: [{ path: '/', userAgent: GOOGLEBOT, ip: '66.249.66.1' }] } })
+    expect(res.json).toEqual({ ingested: 1, dropped: 0 })
+  })
+})
