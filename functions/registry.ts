@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { engineAnswers } from '../lib/olap/health'
 import { collectorEndpoints } from './collector'
 import { type Endpoint, defineEndpoint } from './endpoint'
 import { mcpEndpoint } from './mcp'
@@ -72,7 +73,7 @@ export const endpoints: Endpoint[] = [
     summary: 'Whether ClickHouse and the key/value store answer: 200 when both do, 503 otherwise.',
     response: healthSchema,
     async handler({ services }) {
-      const checks = await Promise.allSettled([services.olap.query('SELECT 1 AS ok'), services.store.countOrgs()])
+      const checks = await Promise.allSettled([engineAnswers(services.olap), services.store.countOrgs()])
       const [clickhouse, keyValue] = checks.map((r) => (r.status === 'fulfilled' ? ('ok' as const) : ('unavailable' as const)))
       const healthy = clickhouse === 'ok' && keyValue === 'ok'
       const body = { status: healthy ? ('ok' as const) : ('degraded' as const), clickhouse, keyValue }

@@ -1,5 +1,6 @@
 import { closeSync, fdatasync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
+import { notYetStored } from '../olap/stored-rows'
 import type { Olap } from '../olap/types'
 import type { Store } from '../store'
 import { EVENTS_INPUT, type IngestBatch, type SinkStep, type WriteAheadLog, addUsage, mergeUsage } from './sink'
@@ -82,9 +83,9 @@ export class Journal implements WriteAheadLog {
       const done = new Set(readDone(dir, n))
       // an insert the engine took just before the crash, when the process did not get to mark it,
       // is found in the table: only rows not there yet are inserted
-      const events = done.has('events') ? [] : await notYetStored(olap, 'events', merged.events, EVENT_IDENTITY)
+      const events = done.has('events') ? [] : await notYetStored(olap, 'events', merged.events)
       if (events.length) await olap.insert(EVENTS_INPUT, events)
-      const bots = done.has('bots') ? [] : await notYetStored(olap, 'bot_events', merged.bots, BOT_IDENTITY)
+      const bots = done.has('bots') ? [] : await notYetStored(olap, 'bot_events', merged.bots)
       if (bots.length) await olap.insert('bot_events', bots)
       if (!done.has('usage')) await addUsage(kv, merged.usage)
       replayed += events.length + bots.length
@@ -152,31 +153,6 @@ export class Journal implements WriteAheadLog {
   close() {
     this.release([this.seal()])
   }
-}
-
-/** The columns that tell one stored row from another, as text. */
-const EVENT_IDENTITY = ['site_id', 'session_id', 'timestamp', 'kind', 'name', 'pathname'] as const
-const BOT_IDENTITY = ['site_id', 'timestamp', 'user_agent', 'pathname', 'bot_name'] as const
-
-/** The rows of `rows` not yet in `table`, counted: two equal rows journaled and one stored leave one. */
-async function notYetStored<Row extends { site_id: string; timestamp: string }>(olap: Olap, table: 'events' | 'bot_events', rows: Row[], identity: readonly string[]): Promise<Row[]> {
-  if (!rows.length) return []
-  const identityOf = (row: Record<string, unknown>) => identity.map((column) => String(row[column])).join('\u0000')
-  const times = rows.map((r) => r.timestamp).sort()
-  const stored = await olap.query<{ id: string; n: string }>(
-    `SELECT concatWithSeparator('\\0', ${identity.map((c) => `toString(${c})`).join(', ')}) AS id, count() AS n FROM ${table}
-     WHERE site_id IN {sites:Array(UUID)} AND timestamp >= {from:DateTime64(3)} AND timestamp <= {to:DateTime64(3)}
-     GROUP BY id`,
-    { sites: [...new Set(rows.map((r) => r.site_id))], from: times[0], to: times[times.length - 1] },
-  )
-  const left = new Map(stored.map((s) => [s.id, Number(s.n)]))
-  return rows.filter((row) => {
-    const id = identityOf(row as unknown as Record<string, unknown>)
-    const n = left.get(id) ?? 0
-    if (n === 0) return true
-    left.set(id, n - 1)
-    return false
-  })
 }
 
 function readDone(dir: string, n: number): string[] {
