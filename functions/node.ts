@@ -1,4 +1,5 @@
 import { rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { Resolver, lookup } from 'node:dns/promises'
 import { serve } from '@hono/node-server'
 import { type IncomingMessage, STATUS_CODES, type Server } from 'node:http'
@@ -20,6 +21,8 @@ import { BufferedSink } from '../lib/ingest/sink'
 import { memoryLiveCache } from '../lib/public-live'
 import { SiteDirectory } from '../lib/site-directory'
 import type { Services } from '../lib/services'
+import { deliverReports } from '../lib/delivery/reports'
+import { nodeMailer } from '../lib/delivery/mail-node'
 import { createApp } from './app'
 
 const env = z
@@ -40,6 +43,8 @@ const env = z
     OUTBOUND_ALLOW_PRIVATE: z.enum(['0', '1']).default('0'),
     TRUST_PROXY: z.enum(['0', '1']).default('0'),
     SKIP_DEMO_TRAFFIC: z.enum(['0', '1']).default('0'),
+    SMTP_URL: z.url().optional(),
+    MAIL_FROM: z.string().optional(),
   })
   // an empty variable means unset
   .parse(Object.fromEntries(Object.entries(process.env).filter(([, value]) => value !== '')))
@@ -79,6 +84,7 @@ const services: Services = {
     pinnedFetch: pinnedNodeFetch(),
   }),
   publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
+  mailer: nodeMailer({ smtpUrl: env.SMTP_URL, outboxDir: join(dir, 'outbox'), from: env.MAIL_FROM ?? `reports@${env.PUBLIC_URL ? new URL(env.PUBLIC_URL).hostname : 'localhost'}`, log }),
 }
 const app = createApp(services)
 const server = serve({ fetch: app.fetch, port: env.PORT, hostname: env.HOST })
@@ -148,6 +154,17 @@ function scheduleRollups() {
 }
 scheduleRollups()
 setInterval(scheduleRollups, 10 * 60_000).unref()
+
+// weekly and monthly reports (lib/delivery/reports.ts): each run sends what is due and not yet sent
+let reports: Promise<unknown> | null = null
+function scheduleReports() {
+  if (reports || stopping) return
+  reports = deliverReports(services, new Date(), { log })
+    .catch((err: Error) => log(`report delivery failed: ${err.message}`))
+    .finally(() => (reports = null))
+}
+scheduleReports()
+setInterval(scheduleReports, 10 * 60_000).unref()
 
 /**
  * Requests Node's HTTP parser refuses before the app sees them (a lowercase method, raw bytes in

@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { collectorEndpoints } from './collector'
+import { alertEndpoints } from './v1/alerts'
 import { type Endpoint, defineEndpoint } from './endpoint'
 import { mcpEndpoint } from './mcp'
 import { endpointIndex, openApiDocument } from './openapi'
@@ -85,6 +86,7 @@ export const endpoints: Endpoint[] = [
   ...ingestEndpoints,
   ...reportEndpoints,
   ...goalEndpoints,
+  ...alertEndpoints,
   ...collectorEndpoints,
   ...publicEndpoints,
   mcpEndpoint(() => endpoints),

@@ -28,7 +28,12 @@ const redisKey = {
   usage: (orgId: string, month: string) => `usage:${orgId}:${month}`,
   salt: (siteId: string, day: string) => `salt:${siteId}:${day}`,
   liveWindows: (siteId: string, minute: number) => `live:${siteId}:${minute}`,
+  // settings: report deliveries, team, install checks, custom domains
+  delivery: (id: string) => `delivery:${id}`,
 }
+
+/** A sent report's record outlives its period (a month) and the next due day. */
+const DELIVERY_RECORD_SECONDS = 400 * 86_400
 
 /** `@upstash/redis` deserializes JSON values on read; records are always objects. */
 const parse = <T>(value: unknown): T | null => (value && typeof value === 'object' ? (value as T) : null)
@@ -198,5 +203,22 @@ export class Store {
   async getUsage(orgId: string, month: string): Promise<Record<string, number>> {
     const raw = await this.redis.hgetall<Record<string, string>>(redisKey.usage(orgId, month))
     return Object.fromEntries(Object.entries(raw ?? {}).map(([kind, n]) => [kind, Number(n)]))
+  }
+
+  // ---- settings: report deliveries, team, install checks, custom domains ----
+
+  /** Claims one delivery for `leaseSeconds`: true for the one caller that may send it, false once claimed or sent. */
+  async claimDelivery(id: string, leaseSeconds: number): Promise<boolean> {
+    return (await this.redis.set(redisKey.delivery(id), 'sending', { nx: true, ex: leaseSeconds })) === 'OK'
+  }
+
+  /** Records a delivery as sent, for long enough that its period is never due again. */
+  async markDelivered(id: string) {
+    await this.redis.set(redisKey.delivery(id), 'sent', { ex: DELIVERY_RECORD_SECONDS })
+  }
+
+  /** Gives a failed delivery's claim back, so the next run retries it. */
+  async releaseDelivery(id: string) {
+    await this.redis.del(redisKey.delivery(id))
   }
 }
