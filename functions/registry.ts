@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { collectorEndpoints } from './collector'
 import { alertEndpoints } from './v1/alerts'
+import { memberEndpoints } from './v1/members'
 import { type Endpoint, defineEndpoint } from './endpoint'
 import { mcpEndpoint } from './mcp'
 import { endpointIndex, openApiDocument } from './openapi'
@@ -87,6 +88,7 @@ export const endpoints: Endpoint[] = [
   ...reportEndpoints,
   ...goalEndpoints,
   ...alertEndpoints,
+  ...memberEndpoints,
   ...collectorEndpoints,
   ...publicEndpoints,
   mcpEndpoint(() => endpoints),

@@ -2,6 +2,7 @@ import type { Redis } from '@upstash/redis'
 import type { ApiKeyMeta, ApiKeyRecord } from './keys'
 import { ApiError } from './errors'
 import type { Goal } from './goals'
+import type { Invitation, Member } from './team'
 import type { Site } from './sites'
 
 export interface Org {
@@ -30,6 +31,11 @@ const redisKey = {
   liveWindows: (siteId: string, minute: number) => `live:${siteId}:${minute}`,
   // settings: report deliveries, team, install checks, custom domains
   delivery: (id: string) => `delivery:${id}`,
+  orgMembers: (orgId: string) => `org:${orgId}:members`,
+  orgInvitations: (orgId: string) => `org:${orgId}:invitations`,
+  /** Each address of the team once: `member:<id>` or `invitation:<id>`. */
+  orgTeamEmails: (orgId: string) => `org:${orgId}:team-emails`,
+  invitationOrg: (invitationId: string) => `invitation:${invitationId}`,
 }
 
 /** A sent report's record outlives its period (a month) and the next due day. */
@@ -220,5 +226,64 @@ export class Store {
   /** Gives a failed delivery's claim back, so the next run retries it. */
   async releaseDelivery(id: string) {
     await this.redis.del(redisKey.delivery(id))
+  }
+
+  async listTeam(orgId: string): Promise<{ members: Member[]; invitations: Invitation[] }> {
+    const [members, invitations] = await this.redis
+      .pipeline()
+      .hgetall<Record<string, Member>>(redisKey.orgMembers(orgId))
+      .hgetall<Record<string, Invitation>>(redisKey.orgInvitations(orgId))
+      .exec<[Record<string, Member> | null, Record<string, Invitation> | null]>()
+    return { members: Object.values(members ?? {}), invitations: Object.values(invitations ?? {}) }
+  }
+
+  /** Adds a member unless the address is already on the team; false then. */
+  async addMember(orgId: string, member: Member): Promise<boolean> {
+    if (!(await this.redis.hsetnx(redisKey.orgTeamEmails(orgId), member.email, `member:${member.id}`))) return false
+    await this.saveMember(orgId, member)
+    return true
+  }
+
+  async saveMember(orgId: string, member: Member) {
+    await this.redis.hset(redisKey.orgMembers(orgId), { [member.id]: JSON.stringify(member) })
+  }
+
+  async removeMember(orgId: string, member: Member) {
+    await this.redis.multi().hdel(redisKey.orgMembers(orgId), member.id).hdel(redisKey.orgTeamEmails(orgId), member.email).exec()
+  }
+
+  /** Records an invitation unless the address is already on the team; false then. */
+  async createInvitation(orgId: string, invitation: Invitation): Promise<boolean> {
+    if (!(await this.redis.hsetnx(redisKey.orgTeamEmails(orgId), invitation.email, `invitation:${invitation.id}`))) return false
+    await this.redis
+      .multi()
+      .hset(redisKey.orgInvitations(orgId), { [invitation.id]: JSON.stringify(invitation) })
+      .set(redisKey.invitationOrg(invitation.id), orgId)
+      .exec()
+    return true
+  }
+
+  async getInvitationOrg(invitationId: string): Promise<string | null> {
+    const orgId = await this.redis.get(redisKey.invitationOrg(invitationId))
+    return typeof orgId === 'string' ? orgId : null
+  }
+
+  async removeInvitation(orgId: string, invitation: Invitation) {
+    await this.redis
+      .multi()
+      .hdel(redisKey.orgInvitations(orgId), invitation.id)
+      .hdel(redisKey.orgTeamEmails(orgId), invitation.email)
+      .del(redisKey.invitationOrg(invitation.id))
+      .exec()
+  }
+
+  async acceptInvitation(orgId: string, invitation: Invitation, member: Member) {
+    await this.redis
+      .multi()
+      .hdel(redisKey.orgInvitations(orgId), invitation.id)
+      .del(redisKey.invitationOrg(invitation.id))
+      .hset(redisKey.orgMembers(orgId), { [member.id]: JSON.stringify(member) })
+      .hset(redisKey.orgTeamEmails(orgId), { [member.email]: `member:${member.id}` })
+      .exec()
   }
 }
