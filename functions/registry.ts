@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { collectorEndpoints } from './collector'
 import { alertEndpoints } from './v1/alerts'
 import { memberEndpoints } from './v1/members'
+import { installEndpoints } from './v1/install'
 import { type Endpoint, defineEndpoint } from './endpoint'
 import { mcpEndpoint } from './mcp'
 import { endpointIndex, openApiDocument } from './openapi'
@@ -89,6 +90,7 @@ export const endpoints: Endpoint[] = [
   ...goalEndpoints,
   ...alertEndpoints,
   ...memberEndpoints,
+  ...installEndpoints,
   ...collectorEndpoints,
   ...publicEndpoints,
   mcpEndpoint(() => endpoints),

@@ -3,6 +3,7 @@ import type { ApiKeyMeta, ApiKeyRecord } from './keys'
 import { ApiError } from './errors'
 import type { Goal } from './goals'
 import type { Invitation, Member } from './team'
+import type { InstallCheck } from './install-check-result'
 import type { Site } from './sites'
 
 export interface Org {
@@ -36,6 +37,7 @@ const redisKey = {
   /** Each address of the team once: `member:<id>` or `invitation:<id>`. */
   orgTeamEmails: (orgId: string) => `org:${orgId}:team-emails`,
   invitationOrg: (invitationId: string) => `invitation:${invitationId}`,
+  siteInstallCheck: (siteId: string) => `site:${siteId}:install-check`,
 }
 
 /** A sent report's record outlives its period (a month) and the next due day. */
@@ -286,4 +288,13 @@ export class Store {
       .hset(redisKey.orgTeamEmails(orgId), { [member.email]: `member:${member.id}` })
       .exec()
   }
+
+  async getInstallCheck(siteId: string): Promise<InstallCheck | null> {
+    return parse<InstallCheck>(await this.redis.get(redisKey.siteInstallCheck(siteId)))
+  }
+
+  async saveInstallCheck(siteId: string, check: InstallCheck) {
+    await this.redis.set(redisKey.siteInstallCheck(siteId), JSON.stringify(check))
+  }
 }
+
