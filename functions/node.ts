@@ -71,6 +71,8 @@ const services: Services = {
     return {
       reverse: (ip: string) => resolver.reverse(ip),
       lookup: async (host: string) => [...(await resolver.resolve4(host).catch(() => [])), ...(await resolver.resolve6(host).catch(() => []))],
+      // no such record or name is an empty answer; a failing resolver stays an error
+      cname: (host: string) => resolver.resolveCname(host).catch((err: NodeJS.ErrnoException) => (err.code === 'ENODATA' || err.code === 'ENOTFOUND' ? [] : Promise.reject(err))),
     }
   })(),
   clientAddress: (request, bindings) => {

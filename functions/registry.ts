@@ -3,6 +3,7 @@ import { collectorEndpoints } from './collector'
 import { alertEndpoints } from './v1/alerts'
 import { memberEndpoints } from './v1/members'
 import { installEndpoints } from './v1/install'
+import { customDomainEndpoints } from './v1/custom-domain'
 import { type Endpoint, defineEndpoint } from './endpoint'
 import { mcpEndpoint } from './mcp'
 import { endpointIndex, openApiDocument } from './openapi'
@@ -91,6 +92,7 @@ export const endpoints: Endpoint[] = [
   ...alertEndpoints,
   ...memberEndpoints,
   ...installEndpoints,
+  ...customDomainEndpoints,
   ...collectorEndpoints,
   ...publicEndpoints,
   mcpEndpoint(() => endpoints),

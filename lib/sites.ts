@@ -142,6 +142,7 @@ export const sitePatchSchema = z
     primarySource: z.enum(SOURCES),
     sources: sourcesSchema,
     timezone: timezoneSchema,
+    customDomain: domainSchema.nullable(),
   })
   .partial()
   .refine((patch) => Object.keys(patch).length > 0, 'body must name at least one field to change')

@@ -38,6 +38,7 @@ const redisKey = {
   orgTeamEmails: (orgId: string) => `org:${orgId}:team-emails`,
   invitationOrg: (invitationId: string) => `invitation:${invitationId}`,
   siteInstallCheck: (siteId: string) => `site:${siteId}:install-check`,
+  siteCustomDomain: (siteId: string) => `site:${siteId}:custom-domain`,
 }
 
 /** A sent report's record outlives its period (a month) and the next due day. */
@@ -296,5 +297,28 @@ export class Store {
   async saveInstallCheck(siteId: string, check: InstallCheck) {
     await this.redis.set(redisKey.siteInstallCheck(siteId), JSON.stringify(check))
   }
+
+  async getCustomDomain(siteId: string): Promise<CustomDomainRecord | null> {
+    return parse<CustomDomainRecord>(await this.redis.get(redisKey.siteCustomDomain(siteId)))
+  }
+
+  async saveCustomDomain(siteId: string, record: CustomDomainRecord) {
+    await this.redis.set(redisKey.siteCustomDomain(siteId), JSON.stringify(record))
+  }
+
+  async deleteCustomDomain(siteId: string) {
+    await this.redis.del(redisKey.siteCustomDomain(siteId))
+  }
+
+  /** Drops what a deleted site's install checks and custom domain left behind. */
+  async deleteSiteChecks(siteId: string) {
+    await this.redis.del(redisKey.siteInstallCheck(siteId), redisKey.siteCustomDomain(siteId))
+  }
 }
 
+/** A site's custom tracking domain, as attached (lib/custom-domain.ts). */
+export interface CustomDomainRecord {
+  domain: string
+  addedAt: string
+  verifiedAt: string | null
+}
