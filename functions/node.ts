@@ -135,6 +135,7 @@ async function shutdown(signal: string) {
   ;(server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.()
   await new Promise((r) => server.close(r))
   await rollup
+  await reports
   // every hit answered 202 is stored before the stores close
   await sink.close()
   if (local) await new Promise((r) => local!.close(r))

@@ -3,7 +3,7 @@ import { ApiError } from './errors'
 import { randomString } from './keys'
 import { OutboundError, outboundCheckOf } from './outbound'
 import type { Services } from './services'
-import { SOURCES, type Site } from './sites'
+import { SOURCES, type Site, siteViewSchema } from './sites'
 
 /** The most addresses one site's reports and alerts go to. */
 export const MAX_RECIPIENTS = 20
@@ -36,19 +36,8 @@ export const alertsPatchSchema = z
 
 export type AlertsPatch = z.infer<typeof alertsPatchSchema>
 
-export const alertsSchema = z.object({
-  weeklyReport: z.boolean(),
-  monthlyReport: z.boolean(),
-  spikeAlerts: z.boolean(),
-  dropAlerts: z.boolean(),
-  spikeThreshold: z.number(),
-  dropThreshold: z.number(),
-  backlinkAlerts: z.boolean(),
-  vitalsAlerts: z.boolean(),
-  recipients: z.array(z.string()),
-  webhookUrl: z.string().nullable(),
-  source: z.enum(SOURCES).nullable(),
-})
+/** The stored settings as every read shows them (the site view's alerts group). */
+export const alertsSchema = siteViewSchema.shape.alerts
 
 export const alertsAnswerSchema = alertsSchema.extend({
   webhookSecret: z
@@ -57,8 +46,8 @@ export const alertsAnswerSchema = alertsSchema.extend({
     .describe('The signing secret of the webhook, shown only in the answer that issued it: when webhookUrl changes or rotateWebhookSecret is sent'),
 })
 
-/** The measured source of a site's reports. */
-export const reportSource = (site: Site) => site.alerts.source ?? site.primarySource
+/** The measured source of a site's reports; the primary one when the chosen source was since dropped from the site. */
+export const reportSource = (site: Site) => (site.alerts.source && site.sources.includes(site.alerts.source) ? site.alerts.source : site.primarySource)
 
 /** A webhook URL the guarded fetch would refuse is refused when it is saved, not at the first delivery. */
 async function checkWebhookUrl(services: Services, url: string) {
