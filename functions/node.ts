@@ -1,5 +1,4 @@
 import { rmSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { Resolver, lookup } from 'node:dns/promises'
 import { serve } from '@hono/node-server'
 import { type IncomingMessage, STATUS_CODES, type Server } from 'node:http'
@@ -86,7 +85,7 @@ const services: Services = {
     pinnedFetch: pinnedNodeFetch(),
   }),
   publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
-  mailer: nodeMailer({ smtpUrl: env.SMTP_URL, outboxDir: join(dir, 'outbox'), from: env.MAIL_FROM ?? `reports@${env.PUBLIC_URL ? new URL(env.PUBLIC_URL).hostname : 'localhost'}`, log }),
+  mailer: nodeMailer({ smtpUrl: env.SMTP_URL, dataDir: dir, from: env.MAIL_FROM ?? `reports@${env.PUBLIC_URL ? new URL(env.PUBLIC_URL).hostname : 'localhost'}`, log }),
 }
 const app = createApp(services)
 const server = serve({ fetch: app.fetch, port: env.PORT, hostname: env.HOST })

@@ -67,7 +67,7 @@ describe('report delivery', () => {
     await services.store.saveSite(next)
     return next
   }
-  const deps = () => ({ ...services, mailer: nodeMailer({ smtpUrl: smtp.url, outboxDir: tempDir('unused-outbox'), from: 'reports@api.test', log }) })
+  const deps = () => ({ ...services, mailer: nodeMailer({ smtpUrl: smtp.url, dataDir: tempDir('unused-data'), from: 'reports@api.test', log }) })
 
   beforeAll(async () => {
     services = await testServices({ now: () => MONDAY })
@@ -163,9 +163,10 @@ describe('report delivery', () => {
   })
 
   it('writes each message as an .eml file to the outbox when no SMTP server is configured', async () => {
-    const outbox = join(tempDir('data'), 'outbox')
+    const dataDir = tempDir('data')
+    const outbox = join(dataDir, 'outbox')
     const lines: string[] = []
-    const mailer = nodeMailer({ outboxDir: outbox, from: 'reports@api.test', log: (m) => lines.push(m) })
+    const mailer = nodeMailer({ dataDir, from: 'reports@api.test', log: (m) => lines.push(m) })
     await mailer.send({ to: ['ann@example.com'], subject: 'Weekly report for example.com', text: 'Visitors 3' })
     const files = readdirSync(outbox)
     expect(files).toHaveLength(1)
