@@ -37,16 +37,17 @@ async function smtpSink() {
   return { received, url: `smtp://127.0.0.1:${port}`, close: () => new Promise<void>((resolve) => server.close(() => resolve())) }
 }
 
-/** A local webhook receiver: answers each request with the next planned status (200 once the plan runs out). */
+/** A local webhook receiver: answers each request to a path with the next status planned for it (200 once none is left). */
 async function webhookSink() {
-  const requests: { path: string; headers: IncomingHttpHeaders; body: string }[] = []
-  const plan: number[] = []
+  const requests: { path: string; headers: IncomingHttpHeaders; body: string; status: number }[] = []
+  const plan = new Map<string, number[]>()
   const server = createServer((req, res) => {
     let body = ''
     req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')))
     req.on('end', () => {
-      requests.push({ path: req.url ?? '', headers: req.headers, body })
-      res.writeHead(plan.shift() ?? 200).end()
+      const status = plan.get(req.url ?? '')?.shift() ?? 200
+      requests.push({ path: req.url ?? '', headers: req.headers, body, status })
+      res.writeHead(status).end()
     })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -138,28 +139,24 @@ describe('report delivery', () => {
     await configure((await services.store.getSite(fx.b.site.id))!, { weeklyReport: true, webhookUrl: `${hooks.url}/flaky` }, SECRET)
     await configure((await services.store.getSite(fx.a.site.id))!, { weeklyReport: false })
     // the broken site's receiver refuses for good (400); the flaky one fails twice (500, 503), then takes it
-    const failing = new Map([['/broken', [400, 400, 400]], ['/flaky', [500, 503]]])
-    const attempts: string[] = []
-    const fetchByPath: typeof fetch = async (input, init) => {
-      const url = new URL(String(input))
-      attempts.push(url.pathname)
-      const status = failing.get(url.pathname)?.shift()
-      return status ? new Response(null, { status }) : services.fetch(input, init)
-    }
-    const delivered = (path: string) => hooks.requests.filter((r) => r.path === path).length
+    hooks.plan.set('/broken', [400, 400, 400])
+    hooks.plan.set('/flaky', [500, 503])
+    const answers = (path: string) => hooks.requests.filter((r) => r.path === path).map((r) => r.status)
     logs.length = 0
-    const result = await deliverReports({ ...deps(), fetch: fetchByPath }, now, { log, retryDelaysMs: FAST_RETRIES })
+    const result = await deliverReports(deps(), now, { log, retryDelaysMs: FAST_RETRIES })
     expect(result).toEqual({ sent: 1, failed: 1 })
-    expect(attempts.filter((p) => p === '/flaky')).toHaveLength(3)
-    expect(delivered('/flaky')).toBe(1)
+    expect(answers('/flaky')).toEqual([500, 503, 200])
+    // the same signed body each time
+    expect(new Set(hooks.requests.filter((r) => r.path === '/flaky').map((r) => `${r.headers['x-signature']} ${r.body}`)).size).toBe(1)
     // a 400 is final: no retry
-    expect(attempts.filter((p) => p === '/broken')).toHaveLength(1)
+    expect(answers('/broken')).toEqual([400])
     expect(logs.some((line) => line.includes(`report of site ${broken.id} failed`) && line.includes('answered 400'))).toBe(true)
     // its claim was given back: the next run delivers it once the receiver takes it
-    failing.delete('/broken')
-    expect(await deliverReports({ ...deps(), fetch: fetchByPath }, now, { log, retryDelaysMs: FAST_RETRIES })).toEqual({ sent: 1, failed: 0 })
-    expect(delivered('/broken')).toBe(1)
-    expect(await deliverReports({ ...deps(), fetch: fetchByPath }, now, { log, retryDelaysMs: FAST_RETRIES })).toEqual({ sent: 0, failed: 0 })
+    hooks.plan.delete('/broken')
+    expect(await deliverReports(deps(), now, { log, retryDelaysMs: FAST_RETRIES })).toEqual({ sent: 1, failed: 0 })
+    expect(answers('/broken')).toEqual([400, 200])
+    expect(await deliverReports(deps(), now, { log, retryDelaysMs: FAST_RETRIES })).toEqual({ sent: 0, failed: 0 })
+    expect(answers('/flaky')).toEqual([500, 503, 200])
   })
 
   it('writes each message as an .eml file to the outbox when no SMTP server is configured', async () => {
