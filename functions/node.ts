@@ -22,6 +22,8 @@ import { BufferedSink } from '../lib/ingest/sink'
 import { memoryLiveCache } from '../lib/public-live'
 import { SiteDirectory } from '../lib/site-directory'
 import type { Services } from '../lib/services'
+import { deliverReports } from '../lib/delivery/reports'
+import { nodeMailer } from '../lib/delivery/mail-node'
 import { createApp } from './app'
 
 const env = z
@@ -42,6 +44,8 @@ const env = z
     OUTBOUND_ALLOW_PRIVATE: z.enum(['0', '1']).default('0'),
     TRUST_PROXY: z.enum(['0', '1']).default('0'),
     SKIP_DEMO_TRAFFIC: z.enum(['0', '1']).default('0'),
+    SMTP_URL: z.url().optional(),
+    MAIL_FROM: z.string().optional(),
   })
   // an empty variable means unset
   .parse(Object.fromEntries(Object.entries(process.env).filter(([, value]) => value !== '')))
@@ -72,6 +76,8 @@ const services: Services = {
     return {
       reverse: (ip: string) => resolver.reverse(ip),
       lookup: async (host: string) => [...(await resolver.resolve4(host).catch(() => [])), ...(await resolver.resolve6(host).catch(() => []))],
+      // no such record or name is an empty answer; a failing resolver stays an error
+      cname: (host: string) => resolver.resolveCname(host).catch((err: NodeJS.ErrnoException) => (err.code === 'ENODATA' || err.code === 'ENOTFOUND' ? [] : Promise.reject(err))),
     }
   })(),
   clientAddress: (request, bindings) => {
@@ -85,6 +91,7 @@ const services: Services = {
     pinnedFetch: pinnedNodeFetch(),
   }),
   publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
+  mailer: nodeMailer({ smtpUrl: env.SMTP_URL, dataDir: dir, from: env.MAIL_FROM ?? `reports@${env.PUBLIC_URL ? new URL(env.PUBLIC_URL).hostname : 'localhost'}`, log }),
 }
 const app = createApp(services)
 const server = serve({ fetch: app.fetch, port: env.PORT, hostname: env.HOST })
@@ -133,6 +140,7 @@ async function shutdown(signal: string) {
   ;(server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.()
   await new Promise((r) => server.close(r))
   await rollup
+  await reports
   // every hit answered 202 is stored before the stores close
   await sink.close()
   journal.close()
@@ -155,6 +163,17 @@ function scheduleRollups() {
 }
 scheduleRollups()
 setInterval(scheduleRollups, 10 * 60_000).unref()
+
+// weekly and monthly reports (lib/delivery/reports.ts): each run sends what is due and not yet sent
+let reports: Promise<unknown> | null = null
+function scheduleReports() {
+  if (reports || stopping) return
+  reports = deliverReports(services, new Date(), { log })
+    .catch((err: Error) => log(`report delivery failed: ${err.message}`))
+    .finally(() => (reports = null))
+}
+scheduleReports()
+setInterval(scheduleReports, 10 * 60_000).unref()
 
 /**
  * Requests Node's HTTP parser refuses before the app sees them (a lowercase method, raw bytes in

@@ -1,6 +1,10 @@
 import { z } from 'zod'
 import { engineAnswers } from '../lib/olap/health'
 import { collectorEndpoints } from './collector'
+import { alertEndpoints } from './v1/alerts'
+import { memberEndpoints } from './v1/members'
+import { installEndpoints } from './v1/install'
+import { customDomainEndpoints } from './v1/custom-domain'
 import { type Endpoint, defineEndpoint } from './endpoint'
 import { mcpEndpoint } from './mcp'
 import { endpointIndex, openApiDocument } from './openapi'
@@ -86,6 +90,10 @@ export const endpoints: Endpoint[] = [
   ...ingestEndpoints,
   ...reportEndpoints,
   ...goalEndpoints,
+  ...alertEndpoints,
+  ...memberEndpoints,
+  ...installEndpoints,
+  ...customDomainEndpoints,
   ...collectorEndpoints,
   ...publicEndpoints,
   mcpEndpoint(() => endpoints),

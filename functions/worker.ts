@@ -1,6 +1,7 @@
 import { type WorkerEnv, workerServices } from '../lib/home/worker'
 import { ROLLUP_ALL_DAYS, ROLLUP_RECENT_DAYS, refreshRollups } from '../lib/rollup/refresh'
 import type { Services } from '../lib/services'
+import { deliverReports } from '../lib/delivery/reports'
 import { createApp } from './app'
 
 /** The daily trigger in wrangler.toml; the other one runs every ten minutes. */
@@ -25,5 +26,7 @@ export default {
     const { services } = appFor(env)
     const lookback = controller.cron === DAILY_CRON ? ROLLUP_ALL_DAYS : ROLLUP_RECENT_DAYS
     ctx.waitUntil(refreshRollups(services.olap, services.store, services.now(), lookback))
+    // weekly and monthly reports: webhooks only, Workers have no mailer
+    if (controller.cron !== DAILY_CRON) ctx.waitUntil(deliverReports(services, services.now()))
   },
 }

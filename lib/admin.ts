@@ -1,11 +1,14 @@
 import { ApiError } from './errors'
+import { addOwner } from './members'
 import { type ApiKeyMeta, type Scope, newKeySecret, sha256Hex } from './keys'
 import type { Org, Store } from './store'
 
 /** The account area's operations, used by the admin CLI and the first-start demo. Never by the API. */
-export async function createOrg(store: Store, name: string, now: Date): Promise<Org> {
+export async function createOrg(store: Store, name: string, now: Date, ownerEmail?: string): Promise<Org> {
   const org: Org = { id: crypto.randomUUID(), name, plan: 'free', createdAt: now.toISOString() }
   await store.createOrg(org)
+  // the creator owns the organization
+  if (ownerEmail) await addOwner(store, org.id, ownerEmail, now)
   return org
 }
 

@@ -37,28 +37,41 @@ export function isPrivateAddress(address: string): boolean {
 
 const isIpLiteral = (host: string) => ipaddr.isValid(host.replace(/^\[|\]$/g, ''))
 
-export function guardedFetch(options: OutboundOptions = {}): typeof fetch {
-  const { allowPrivate = false, timeoutMs = 10_000, maxBytes = 5 * 1024 * 1024, maxRedirects = 5, resolve, pinnedFetch } = options
-  const fetchImpl = options.fetchImpl ?? fetch
+/** The address rules of the guard, shared by the fetch and by checks of a URL saved for later (a webhook). */
+export type OutboundRules = Pick<OutboundOptions, 'allowPrivate' | 'resolve'>
 
-  /** The addresses the URL's host stands for, every one of them checked; none when the runtime resolves. */
-  async function check(url: URL): Promise<string[]> {
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new OutboundError(`only http and https URLs are fetched, not ${url.protocol}`)
-    const host = url.hostname
-    const addresses = isIpLiteral(host) ? [host.replace(/^\[|\]$/g, '')] : resolve ? await resolve(host) : []
-    if (allowPrivate) return addresses
-    if (host === 'localhost' || host.endsWith('.localhost') || addresses.some(isPrivateAddress)) {
-      throw new OutboundError(`${host} is a private, loopback or link-local address`)
-    }
-    return addresses
+/**
+ * The addresses the URL's host stands for, every one of them checked; none when the runtime
+ * resolves. Throws an OutboundError for a target the guard refuses.
+ */
+export async function checkOutboundUrl(url: URL, { allowPrivate = false, resolve }: OutboundRules = {}): Promise<string[]> {
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new OutboundError(`only http and https URLs are fetched, not ${url.protocol}`)
+  const host = url.hostname
+  const addresses = isIpLiteral(host) ? [host.replace(/^\[|\]$/g, '')] : resolve ? await resolve(host) : []
+  if (allowPrivate) return addresses
+  if (host === 'localhost' || host.endsWith('.localhost') || addresses.some(isPrivateAddress)) {
+    throw new OutboundError(`${host} is a private, loopback or link-local address`)
   }
+  return addresses
+}
+
+/** The guarded fetch, carrying its own address check so a URL can be held to it before it is stored. */
+export type GuardedFetch = typeof fetch & { check(url: URL): Promise<string[]> }
+
+/** The check of the guard `fetcher` is, or the strict default rules for any other fetch. */
+export const outboundCheckOf = (fetcher: typeof fetch): GuardedFetch['check'] => (fetcher as Partial<GuardedFetch>).check ?? ((url) => checkOutboundUrl(url))
+
+export function guardedFetch(options: OutboundOptions = {}): GuardedFetch {
+  const { timeoutMs = 10_000, maxBytes = 5 * 1024 * 1024, maxRedirects = 5, pinnedFetch } = options
+  const fetchImpl = options.fetchImpl ?? fetch
+  const check = (url: URL) => checkOutboundUrl(url, options)
 
   async function fetchHop(url: URL, addresses: string[], init: RequestInit) {
     if (pinnedFetch && addresses.length) return pinnedFetch(url, addresses, init)
     return fetchImpl(url, init)
   }
 
-  return (async (input: RequestInfo | URL, init?: RequestInit) => {
+  const guarded = async (input: RequestInfo | URL, init?: RequestInit) => {
     let url = new URL(input instanceof Request ? input.url : String(input))
     const signal = AbortSignal.timeout(timeoutMs)
     for (let hop = 0; ; hop++) {
@@ -91,5 +104,6 @@ export function guardedFetch(options: OutboundOptions = {}): typeof fetch {
       }
       return new Response(response.status === 204 || response.status === 304 ? null : body, { status: response.status, statusText: response.statusText, headers: response.headers })
     }
-  }) as typeof fetch
+  }
+  return Object.assign(guarded as typeof fetch, { check })
 }

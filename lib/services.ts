@@ -1,3 +1,4 @@
+import type { Mailer } from './delivery/mail'
 import type { DnsResolver } from './ingest/bots'
 import type { Ingestor } from './ingest/pipeline'
 import type { Olap } from './olap/types'
@@ -28,4 +29,6 @@ export interface Services {
   dns?: DnsResolver
   /** Public origin used in snippets; defaults to the request's origin. */
   publicUrl?: string
+  /** Sends reports and invitations; absent where no mail can be sent (Workers). */
+  mailer?: Mailer
 }

@@ -102,6 +102,8 @@ export interface Site {
   proxySecret?: string
   /** The site's server-side ingest key, minted by POST /sites/{id}/ingest-key. */
   ingestKeyId?: string
+  /** Signs the alert webhook's deliveries; shown once when issued (lib/alerts.ts), never in reads. */
+  webhookSecret?: string
   tracking: GroupValues<'tracking'> & { customDomain: string | null }
   changeDetection: GroupValues<'changeDetection'> & { crawlStatus: 'pending' | 'ok' | 'failed' }
   sharing: GroupValues<'sharing'>
@@ -140,6 +142,7 @@ export const sitePatchSchema = z
     primarySource: z.enum(SOURCES),
     sources: sourcesSchema,
     timezone: timezoneSchema,
+    customDomain: domainSchema.nullable(),
   })
   .partial()
   .refine((patch) => Object.keys(patch).length > 0, 'body must name at least one field to change')
@@ -209,7 +212,7 @@ export function applySitePatch(site: Site, patch: SitePatch): Site {
 
 /** The site as the API shows it. */
 export function siteView(site: Site, baseUrl: string) {
-  const { orgId: _org, proxySecret: _secret, ingestKeyId: _ingest, ...rest } = site
+  const { orgId: _org, proxySecret: _secret, ingestKeyId: _ingest, webhookSecret: _webhook, ...rest } = site
   const scriptHost = site.tracking.customDomain ? `https://${site.tracking.customDomain}` : baseUrl
   return {
     ...rest,

@@ -2,6 +2,8 @@ import type { Redis } from '@upstash/redis'
 import type { ApiKeyMeta, ApiKeyRecord } from './keys'
 import { ApiError } from './errors'
 import type { Goal } from './goals'
+import type { Invitation, Member } from './team'
+import type { InstallCheck } from './install-check-result'
 import type { Site } from './sites'
 
 export interface Org {
@@ -28,7 +30,19 @@ const redisKey = {
   usage: (orgId: string, month: string) => `usage:${orgId}:${month}`,
   salt: (siteId: string, day: string) => `salt:${siteId}:${day}`,
   liveWindows: (siteId: string, minute: number) => `live:${siteId}:${minute}`,
+  // settings: report deliveries, team, install checks, custom domains
+  delivery: (id: string) => `delivery:${id}`,
+  orgMembers: (orgId: string) => `org:${orgId}:members`,
+  orgInvitations: (orgId: string) => `org:${orgId}:invitations`,
+  /** Each address of the team once: `member:<id>` or `invitation:<id>`. */
+  orgTeamEmails: (orgId: string) => `org:${orgId}:team-emails`,
+  invitationOrg: (invitationId: string) => `invitation:${invitationId}`,
+  siteInstallCheck: (siteId: string) => `site:${siteId}:install-check`,
+  siteCustomDomain: (siteId: string) => `site:${siteId}:custom-domain`,
 }
+
+/** A sent report's record outlives its period (a month) and the next due day. */
+const DELIVERY_RECORD_SECONDS = 400 * 86_400
 
 /** `@upstash/redis` deserializes JSON values on read; records are always objects. */
 const parse = <T>(value: unknown): T | null => (value && typeof value === 'object' ? (value as T) : null)
@@ -199,4 +213,112 @@ export class Store {
     const raw = await this.redis.hgetall<Record<string, string>>(redisKey.usage(orgId, month))
     return Object.fromEntries(Object.entries(raw ?? {}).map(([kind, n]) => [kind, Number(n)]))
   }
+
+  // ---- settings: report deliveries, team, install checks, custom domains ----
+
+  /** Claims one delivery for `leaseSeconds`: true for the one caller that may send it, false once claimed or sent. */
+  async claimDelivery(id: string, leaseSeconds: number): Promise<boolean> {
+    return (await this.redis.set(redisKey.delivery(id), 'sending', { nx: true, ex: leaseSeconds })) === 'OK'
+  }
+
+  /** Records a delivery as sent, for long enough that its period is never due again. */
+  async markDelivered(id: string) {
+    await this.redis.set(redisKey.delivery(id), 'sent', { ex: DELIVERY_RECORD_SECONDS })
+  }
+
+  /** Gives a failed delivery's claim back, so the next run retries it. */
+  async releaseDelivery(id: string) {
+    await this.redis.del(redisKey.delivery(id))
+  }
+
+  async listTeam(orgId: string): Promise<{ members: Member[]; invitations: Invitation[] }> {
+    const [members, invitations] = await this.redis
+      .pipeline()
+      .hgetall<Record<string, Member>>(redisKey.orgMembers(orgId))
+      .hgetall<Record<string, Invitation>>(redisKey.orgInvitations(orgId))
+      .exec<[Record<string, Member> | null, Record<string, Invitation> | null]>()
+    return { members: Object.values(members ?? {}), invitations: Object.values(invitations ?? {}) }
+  }
+
+  /** Adds a member unless the address is already on the team; false then. */
+  async addMember(orgId: string, member: Member): Promise<boolean> {
+    if (!(await this.redis.hsetnx(redisKey.orgTeamEmails(orgId), member.email, `member:${member.id}`))) return false
+    await this.saveMember(orgId, member)
+    return true
+  }
+
+  async saveMember(orgId: string, member: Member) {
+    await this.redis.hset(redisKey.orgMembers(orgId), { [member.id]: JSON.stringify(member) })
+  }
+
+  async removeMember(orgId: string, member: Member) {
+    await this.redis.multi().hdel(redisKey.orgMembers(orgId), member.id).hdel(redisKey.orgTeamEmails(orgId), member.email).exec()
+  }
+
+  /** Records an invitation unless the address is already on the team; false then. */
+  async createInvitation(orgId: string, invitation: Invitation): Promise<boolean> {
+    if (!(await this.redis.hsetnx(redisKey.orgTeamEmails(orgId), invitation.email, `invitation:${invitation.id}`))) return false
+    await this.redis
+      .multi()
+      .hset(redisKey.orgInvitations(orgId), { [invitation.id]: JSON.stringify(invitation) })
+      .set(redisKey.invitationOrg(invitation.id), orgId)
+      .exec()
+    return true
+  }
+
+  async getInvitationOrg(invitationId: string): Promise<string | null> {
+    const orgId = await this.redis.get(redisKey.invitationOrg(invitationId))
+    return typeof orgId === 'string' ? orgId : null
+  }
+
+  async removeInvitation(orgId: string, invitation: Invitation) {
+    await this.redis
+      .multi()
+      .hdel(redisKey.orgInvitations(orgId), invitation.id)
+      .hdel(redisKey.orgTeamEmails(orgId), invitation.email)
+      .del(redisKey.invitationOrg(invitation.id))
+      .exec()
+  }
+
+  async acceptInvitation(orgId: string, invitation: Invitation, member: Member) {
+    await this.redis
+      .multi()
+      .hdel(redisKey.orgInvitations(orgId), invitation.id)
+      .del(redisKey.invitationOrg(invitation.id))
+      .hset(redisKey.orgMembers(orgId), { [member.id]: JSON.stringify(member) })
+      .hset(redisKey.orgTeamEmails(orgId), { [member.email]: `member:${member.id}` })
+      .exec()
+  }
+
+  async getInstallCheck(siteId: string): Promise<InstallCheck | null> {
+    return parse<InstallCheck>(await this.redis.get(redisKey.siteInstallCheck(siteId)))
+  }
+
+  async saveInstallCheck(siteId: string, check: InstallCheck) {
+    await this.redis.set(redisKey.siteInstallCheck(siteId), JSON.stringify(check))
+  }
+
+  async getCustomDomain(siteId: string): Promise<CustomDomainRecord | null> {
+    return parse<CustomDomainRecord>(await this.redis.get(redisKey.siteCustomDomain(siteId)))
+  }
+
+  async saveCustomDomain(siteId: string, record: CustomDomainRecord) {
+    await this.redis.set(redisKey.siteCustomDomain(siteId), JSON.stringify(record))
+  }
+
+  async deleteCustomDomain(siteId: string) {
+    await this.redis.del(redisKey.siteCustomDomain(siteId))
+  }
+
+  /** Drops what a deleted site's install checks and custom domain left behind. */
+  async deleteSiteChecks(siteId: string) {
+    await this.redis.del(redisKey.siteInstallCheck(siteId), redisKey.siteCustomDomain(siteId))
+  }
+}
+
+/** A site's custom tracking domain, as attached (lib/custom-domain.ts). */
+export interface CustomDomainRecord {
+  domain: string
+  addedAt: string
+  verifiedAt: string | null
 }

@@ -1,6 +1,8 @@
 import { Command, InvalidArgumentError } from 'commander'
 import { createApiKey, createOrg, revokeApiKey } from '../lib/admin'
 import { ApiError } from '../lib/errors'
+import { acceptInvitation } from '../lib/members'
+import { emailSchema } from '../lib/team'
 import { openNodeStores } from '../lib/home/node'
 
 /** The account area's stand-in. Prints only JSON on stdout; works with or without a running server. */
@@ -24,12 +26,19 @@ const scope = (value: string) => {
   return value
 }
 
+const ownerEmail = (value: string) => {
+  const parsed = emailSchema.safeParse(value)
+  if (!parsed.success) throw new InvalidArgumentError('owner must be an e-mail address')
+  return parsed.data
+}
+
 const org = program.command('org').description('Organizations')
 org
   .command('create')
   .description('Create an organization; prints {"id": ...}')
   .requiredOption('--name <name>', 'organization name')
-  .action((opts: { name: string }) => withStore(async ({ store }) => ({ id: (await createOrg(store, opts.name, new Date())).id })))
+  .option('--owner <email>', "the creator's e-mail address: the organization's owner", ownerEmail)
+  .action((opts: { name: string; owner?: string }) => withStore(async ({ store }) => ({ id: (await createOrg(store, opts.name, new Date(), opts.owner)).id })))
 org
   .command('list')
   .description('List organizations')
@@ -63,5 +72,12 @@ key
   .action((opts: { id: string }) =>
     withStore(({ store }) => revokeApiKey(store, opts.id, new Date())),
   )
+
+const invitation = program.command('invitation').description('Team invitations (sent with POST /api/v1/org/members)')
+invitation
+  .command('accept')
+  .description('Accept an invitation as its invitee would in the browser; prints the new member')
+  .requiredOption('--id <id>', 'invitation id')
+  .action((opts: { id: string }) => withStore(({ store }) => acceptInvitation(store, opts.id, new Date())))
 
 await program.parseAsync(process.argv)

@@ -4,6 +4,7 @@ import { deleteSiteData } from '../../lib/olap/site-data'
 import { assertEngineKnowsTimezone } from '../../lib/olap/timezones'
 import { siteStats } from '../../lib/query/reports'
 import { applySitePatch, newSite, siteRefSchema, siteCreateSchema, sitePatchSchema, siteView, siteViewSchema } from '../../lib/sites'
+import { assertSubdomainOf, attachCustomDomain, detachCustomDomain } from '../../lib/custom-domain'
 import { defineEndpoint } from '../endpoint'
 import { flagParam, rangeParam } from '../params'
 import { rangeViewSchema, totalsSchema } from './answers'
@@ -72,7 +73,7 @@ export const siteEndpoints = [
     tool: 'update_site_settings',
     summary: 'Changes site settings, flat by field name; returns the updated site.',
     description:
-      'Send only the fields to change, flat by name: any field of tracking, changeDetection, sharing or appearance (for example includeBots, excludedPaths, isPublic, shareLevel, publicCounts, publicCountsDial, theme), plus standaloneEnabled, primarySource, sources and timezone. An unknown field or a wrong type is rejected and nothing changes.',
+      'Send only the fields to change, flat by name: any field of tracking, changeDetection, sharing or appearance (for example includeBots, excludedPaths, isPublic, shareLevel, publicCounts, publicCountsDial, theme), plus standaloneEnabled, primarySource, sources, timezone and customDomain (a subdomain of the site, or null; as POST and DELETE /sites/{site_id}/custom-domain). An unknown field or a wrong type is rejected and nothing changes.',
     params: z.object({ site_id: siteRefSchema }),
     body: sitePatchSchema,
     response: siteViewSchema,
@@ -80,8 +81,12 @@ export const siteEndpoints = [
       const current = await site(params.site_id)
       if (body.timezone) await assertEngineKnowsTimezone(services.olap, body.timezone)
       const next = applySitePatch(current, body)
+      if (body.customDomain) assertSubdomainOf(next, body.customDomain, 'customDomain')
       await services.sites.save(next)
-      return siteView(next, baseUrl)
+      if (body.customDomain === undefined) return siteView(next, baseUrl)
+      // customDomain is attached and detached as POST and DELETE /sites/{id}/custom-domain do
+      const { site: final } = body.customDomain ? await attachCustomDomain(services, next, body.customDomain, baseUrl) : await detachCustomDomain(services, next, baseUrl)
+      return siteView(final, baseUrl)
     },
   }),
   defineEndpoint({
@@ -100,6 +105,7 @@ export const siteEndpoints = [
       }
       await deleteSiteData(services.olap, current.id)
       await services.sites.remove(current, services.now().toISOString())
+      await services.store.deleteSiteChecks(current.id)
       return { deleted: true as const, id: current.id }
     },
   }),

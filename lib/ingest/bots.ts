@@ -84,6 +84,8 @@ export interface DnsResolver {
   reverse(ip: string): Promise<string[]>
   /** A and AAAA addresses of a name. */
   lookup(hostname: string): Promise<string[]>
+  /** CNAME targets of a name, empty when it has none (custom tracking domains). */
+  cname?(hostname: string): Promise<string[]>
 }
 
 /**

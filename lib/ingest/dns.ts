@@ -5,19 +5,20 @@ import type { DnsResolver } from './bots'
  * without a system resolver: Workers. Goes through the guarded outbound fetch.
  */
 export function dohResolver(fetcher: typeof fetch, endpoint = 'https://cloudflare-dns.com/dns-query'): DnsResolver {
-  const query = async (name: string, type: 'PTR' | 'A' | 'AAAA') => {
+  const query = async (name: string, type: 'PTR' | 'A' | 'AAAA' | 'CNAME') => {
     const url = new URL(endpoint)
     url.searchParams.set('name', name)
     url.searchParams.set('type', type)
     const response = await fetcher(url, { headers: { accept: 'application/dns-json' } })
     if (!response.ok) throw new Error(`DNS query failed: ${response.status}`)
     const body = (await response.json()) as { Answer?: { type: number; data: string }[] }
-    const code = { PTR: 12, A: 1, AAAA: 28 }[type]
+    const code = { PTR: 12, A: 1, AAAA: 28, CNAME: 5 }[type]
     return (body.Answer ?? []).filter((a) => a.type === code).map((a) => a.data.replace(/\.$/, ''))
   }
   return {
     reverse: (ip) => query(reverseName(ip), 'PTR'),
     lookup: async (host) => [...(await query(host, 'A')), ...(await query(host, 'AAAA'))],
+    cname: (host) => query(host, 'CNAME'),
   }
 }
 

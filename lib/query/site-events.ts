@@ -1,6 +1,7 @@
 import type { Olap } from '../olap/types'
 import { bind, sql } from './compile/sql'
 import { execute } from './run'
+import { clickhouseTime } from '../olap/time'
 
 /** A site's first event, which bounds the `all` range; null before any. */
 export async function firstEventAt(olap: Olap, siteId: string): Promise<Date | null> {
@@ -19,4 +20,16 @@ export async function lastEventBySite(olap: Olap, ids: string[]): Promise<Map<st
     sql`SELECT toString(site_id) AS site, toString(max(timestamp)) AS last FROM events WHERE site_id IN ${bind('Array(UUID)', ids)} GROUP BY site_id`,
   )
   return new Map(rows.map((r) => [r.site, `${r.last.replace(' ', 'T')}Z`]))
+}
+
+/** A site's first and last event (ISO, null before any) and how many events arrived since `since`. */
+export async function siteActivity(olap: Olap, siteId: string, since: Date): Promise<{ firstEventAt: string | null; lastEventAt: string | null; eventsSince: number }> {
+  const [row] = await execute<{ n: string; first: string | null; last: string | null; recent: string }>(
+    olap,
+    sql`SELECT count() AS n, if(n = 0, NULL, toString(min(timestamp))) AS first, if(n = 0, NULL, toString(max(timestamp))) AS last,
+      countIf(timestamp >= ${bind('DateTime64(3)', clickhouseTime(since))}) AS recent
+      FROM events WHERE site_id = ${bind('UUID', siteId)}`,
+  )
+  const iso = (text: string | null | undefined) => (text ? `${text.replace(' ', 'T')}Z` : null)
+  return { firstEventAt: iso(row?.first), lastEventAt: iso(row?.last), eventsSince: Number(row?.recent ?? 0) }
 }

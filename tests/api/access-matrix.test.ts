@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { endpoints } from '../../functions/registry'
 import { createApiKey } from '../../lib/admin'
 import { importHits } from '../../lib/ingest/import'
+import { acceptInvitation, addOwner } from '../../lib/members'
 import { memoryRateLimiter } from '../../lib/ratelimit'
 import { client, seed, testServices } from '../helpers'
 
@@ -22,6 +23,8 @@ describe('access matrix: one organization against another', () => {
   let call: ReturnType<typeof client>
   let foreignGoal = ''
   let foreignKeyId = ''
+  let foreignMember = ''
+  let foreignInvitation = ''
   let secrets: string[] = []
 
   beforeAll(async () => {
@@ -34,13 +37,19 @@ describe('access matrix: one organization against another', () => {
     await call('GET', `/api/v1/proxy-config?site_id=${fx.b.site.id}`, { key: fx.b.write.key })
     const hit = { timestamp: new Date(Date.now() - 600_000).toISOString(), site: fx.b.site.snippetId, name: 'pageview', url: `https://${fx.b.site.domain}/secret-page`, ip: '203.0.113.1', userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0' }
     await importHits([JSON.stringify(hit)], services.ingestor)
-    secrets = [fx.b.org.id, fx.b.site.id, fx.b.site.snippetId, fx.b.site.domain, foreignGoal, foreignKeyId, fx.b.read.id, fx.b.write.id, '/secret-page']
+    // org B's team: an owner, an admin and a pending invitation
+    await addOwner(services.store, fx.b.org.id, 'owner-b@example.org', services.now())
+    const invited = await call('POST', '/api/v1/org/members', { key: fx.b.write.key, body: { email: 'admin-b@example.org', role: 'admin' } })
+    foreignMember = (await acceptInvitation(services.store, invited.json.id, services.now())).id
+    foreignInvitation = (await call('POST', '/api/v1/org/members', { key: fx.b.write.key, body: { email: 'pending-b@example.org', role: 'member' } })).json.id
+    secrets = [foreignMember, foreignInvitation, 'owner-b@', 'admin-b@', 'pending-b@', fx.b.org.id, fx.b.site.id, fx.b.site.snippetId, fx.b.site.domain, foreignGoal, foreignKeyId, fx.b.read.id, fx.b.write.id, '/secret-page']
   })
 
   const stateOfB = async () => ({
     site: await services.store.getSite(fx.b.site.id),
     goals: await services.store.listGoals(fx.b.site.id),
     keys: (await services.store.listApiKeys(fx.b.org.id)).map(({ lastUsedAt: _, ...k }) => k),
+    team: await services.store.listTeam(fx.b.org.id),
   })
 
   it('leaks nothing through any keyed endpoint, with any key kind, by UUID or snippet id', async () => {
@@ -55,6 +64,7 @@ describe('access matrix: one organization against another', () => {
             site_id: siteRef, goal_id: foreignGoal, id: foreignKeyId, confirm: fx.b.site.domain, property: 'path', range: '30d',
             domain: `x-${crypto.randomUUID().slice(0, 6)}.example.com`, name: 'mine now', type: 'event', matchValue: 'x',
             includeBots: true, publicCounts: true, events: [{ path: '/', userAgent: GPTBOT }],
+            member_id: foreignMember, invitation_id: foreignInvitation, role: 'admin', email: `x-${crypto.randomUUID().slice(0, 6)}@example.com`, weeklyReport: true,
           }
           const paramNames = Object.keys(endpoint.params?.shape ?? {})
           const bodyNames = Object.keys((endpoint.body as unknown as { shape?: Record<string, unknown> })?.shape ?? {})
@@ -68,7 +78,7 @@ describe('access matrix: one organization against another', () => {
           const text = JSON.stringify(res.json)
           for (const secret of secrets) expect(text.includes(secret), `${where} shows ${secret}`).toBe(false)
           // an endpoint that names a foreign resource never succeeds with it
-          const namesForeign = [...paramNames, ...bodyNames].some((n) => ['site_id', 'goal_id', 'id'].includes(n))
+          const namesForeign = [...paramNames, ...bodyNames].some((n) => ['site_id', 'goal_id', 'id', 'member_id', 'invitation_id'].includes(n))
           if (namesForeign) expect(res.status, where).toBeGreaterThanOrEqual(400)
           statuses.add(res.status)
         }

@@ -59,12 +59,22 @@ describe('the Node server on embedded stores', () => {
   })
 
   it('the admin CLI and the migration runner work while the server owns the stores', async () => {
-    const org = await cli('admin', ['org', 'create', '--name', 'CLI Org'], env)
+    const org = await cli('admin', ['org', 'create', '--name', 'CLI Org', '--owner', 'Owner@Example.com'], env)
     expect(org).toEqual({ id: expect.stringMatching(/^[0-9a-f-]{36}$/) })
     const key = await cli('admin', ['key', 'create', '--org', org.id, '--name', 'ci', '--scope', 'write'], env)
     expect(Object.keys(key).sort()).toEqual(['id', 'key', 'prefix', 'scope'])
     const me = await (await api('/api/v1/me', key.key)).json()
     expect(me).toMatchObject({ key: { id: key.id, scope: 'write' }, organization: { id: org.id, name: 'CLI Org' } })
+    // the creator owns it; an invitation (e-mailed to the outbox, no SMTP here) is accepted through the CLI
+    const invited = await (await api('/api/v1/org/members', key.key, { method: 'POST', body: JSON.stringify({ email: 'new@example.com', role: 'admin' }) })).json()
+    expect(invited).toMatchObject({ email: 'new@example.com', role: 'admin', emailed: true })
+    const { readdirSync, readFileSync } = await import('node:fs')
+    const outbox = readdirSync(`${env.DATA_DIR}/outbox`).map((f) => readFileSync(`${env.DATA_DIR}/outbox/${f}`, 'utf8'))
+    expect(outbox.some((mail) => mail.includes('To: new@example.com') && mail.includes(invited.id))).toBe(true)
+    expect(await cli('admin', ['invitation', 'accept', '--id', invited.id], env)).toMatchObject({ email: 'new@example.com', role: 'admin', orgId: org.id })
+    const team = await (await api('/api/v1/org/members', key.key)).json()
+    expect(team.members.map((m: { email: string; role: string }) => [m.email, m.role])).toEqual([['owner@example.com', 'owner'], ['new@example.com', 'admin']])
+    expect(team.invitations).toEqual([])
     const listed = await cli('admin', ['key', 'list', '--org', org.id], env)
     expect(listed).toEqual([expect.objectContaining({ id: key.id, prefix: key.prefix, revokedAt: null })])
     expect(JSON.stringify(listed)).not.toContain(key.key)
