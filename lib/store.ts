@@ -28,6 +28,7 @@ const redisKey = {
   usage: (orgId: string, month: string) => `usage:${orgId}:${month}`,
   salt: (siteId: string, day: string) => `salt:${siteId}:${day}`,
   liveWindows: (siteId: string, minute: number) => `live:${siteId}:${minute}`,
+  usageBySite: (orgId: string, month: string) => `usage:${orgId}:${month}:sites`,
 }
 
 /** `@upstash/redis` deserializes JSON values on read; records are always objects. */
@@ -189,14 +190,33 @@ export class Store {
     return (await this.redis.hdel(redisKey.siteGoals(siteId), goalId)) === 1
   }
 
-  async addUsage(orgId: string, month: string, counts: Record<string, number>) {
+  /** Counts stored rows, by site and kind, in the organization's usage of a month: one round trip. */
+  async addUsage(orgId: string, month: string, bySite: Record<string, Record<string, number>>) {
     const tx = this.redis.pipeline()
-    for (const [kind, n] of Object.entries(counts)) tx.hincrby(redisKey.usage(orgId, month), kind, n)
+    for (const [siteId, counts] of Object.entries(bySite)) {
+      for (const [kind, n] of Object.entries(counts)) {
+        tx.hincrby(redisKey.usage(orgId, month), kind, n)
+        tx.hincrby(redisKey.usageBySite(orgId, month), `${siteId}:${kind}`, n)
+      }
+    }
     await tx.exec()
   }
 
   async getUsage(orgId: string, month: string): Promise<Record<string, number>> {
     const raw = await this.redis.hgetall<Record<string, string>>(redisKey.usage(orgId, month))
     return Object.fromEntries(Object.entries(raw ?? {}).map(([kind, n]) => [kind, Number(n)]))
+  }
+
+  /** The month's usage per site and kind. */
+  async getUsageBySite(orgId: string, month: string): Promise<Record<string, Record<string, number>>> {
+    const raw = await this.redis.hgetall<Record<string, string>>(redisKey.usageBySite(orgId, month))
+    const bySite: Record<string, Record<string, number>> = {}
+    for (const [field, n] of Object.entries(raw ?? {})) {
+      const at = field.lastIndexOf(':')
+      const siteId = field.slice(0, at)
+      bySite[siteId] ??= {}
+      bySite[siteId][field.slice(at + 1)] = Number(n)
+    }
+    return bySite
   }
 }
