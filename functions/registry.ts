@@ -4,11 +4,14 @@ import { type Endpoint, defineEndpoint } from './endpoint'
 import { mcpEndpoint } from './mcp'
 import { endpointIndex, openApiDocument } from './openapi'
 import { publicEndpoints } from './public'
+import { annotationEndpoints } from './v1/annotations'
+import { funnelEndpoints } from './v1/funnels'
 import { goalEndpoints } from './v1/goals'
 import { ingestEndpoints } from './v1/ingest'
 import { metaEndpoints } from './v1/meta'
 import { orgEndpoints } from './v1/org'
 import { reportEndpoints } from './v1/reports'
+import { segmentEndpoints } from './v1/segments'
 import { siteEndpoints } from './v1/sites'
 
 const healthSchema = z.object({
@@ -85,6 +88,9 @@ export const endpoints: Endpoint[] = [
   ...ingestEndpoints,
   ...reportEndpoints,
   ...goalEndpoints,
+  ...funnelEndpoints,
+  ...segmentEndpoints,
+  ...annotationEndpoints,
   ...collectorEndpoints,
   ...publicEndpoints,
   mcpEndpoint(() => endpoints),

@@ -2,6 +2,7 @@ import type { Redis } from '@upstash/redis'
 import type { ApiKeyMeta, ApiKeyRecord } from './keys'
 import { ApiError } from './errors'
 import type { Goal } from './goals'
+import type { Filter } from './query/model'
 import type { Site } from './sites'
 
 export interface Org {
@@ -28,8 +29,16 @@ const redisKey = {
   usage: (orgId: string, month: string) => `usage:${orgId}:${month}`,
   salt: (siteId: string, day: string) => `salt:${siteId}:${day}`,
   liveWindows: (siteId: string, minute: number) => `live:${siteId}:${minute}`,
+  // settings: annotations, funnels, segments, usage per site
+  siteAnnotations: (siteId: string) => `site:${siteId}:annotations`,
+  annotationSite: (id: string) => `annotation:${id}:site`,
+  siteFunnels: (siteId: string) => `site:${siteId}:funnels`,
+  siteSegments: (siteId: string) => `site:${siteId}:segments`,
   usageBySite: (orgId: string, month: string) => `usage:${orgId}:${month}:sites`,
 }
+
+/** The keys holding what belongs to one site alone, removed with it. */
+const siteOwnedKeys = (siteId: string) => [redisKey.siteAnnotations(siteId), redisKey.siteFunnels(siteId), redisKey.siteSegments(siteId)]
 
 /** `@upstash/redis` deserializes JSON values on read; records are always objects. */
 const parse = <T>(value: unknown): T | null => (value && typeof value === 'object' ? (value as T) : null)
@@ -139,7 +148,7 @@ export class Store {
     const metas = boundKeyIds.length ? (await this.redis.mget<unknown[]>(...boundKeyIds.map(redisKey.keyMeta))).map((m) => parse<ApiKeyMeta>(m)) : []
     const tx = this.redis
       .multi()
-      .del(redisKey.site(site.id), redisKey.snippet(site.snippetId), redisKey.siteKeys(site.id), redisKey.siteGoals(site.id))
+      .del(redisKey.site(site.id), redisKey.snippet(site.snippetId), redisKey.siteKeys(site.id), redisKey.siteGoals(site.id), ...siteOwnedKeys(site.id))
       .srem(redisKey.orgSites(site.orgId), site.id)
       .hdel(redisKey.orgDomains(site.orgId), site.domain)
     for (const meta of metas) {
@@ -207,6 +216,8 @@ export class Store {
     return Object.fromEntries(Object.entries(raw ?? {}).map(([kind, n]) => [kind, Number(n)]))
   }
 
+  // --- settings: annotations, funnels, segments, usage per site ---
+
   /** The month's usage per site and kind. */
   async getUsageBySite(orgId: string, month: string): Promise<Record<string, Record<string, number>>> {
     const raw = await this.redis.hgetall<Record<string, string>>(redisKey.usageBySite(orgId, month))
@@ -219,4 +230,94 @@ export class Store {
     }
     return bySite
   }
+
+  async listAnnotations(siteId: string): Promise<Annotation[]> {
+    return Object.values((await this.redis.hgetall<Record<string, Annotation>>(redisKey.siteAnnotations(siteId))) ?? {})
+  }
+
+  async saveAnnotation(annotation: Annotation) {
+    await this.redis
+      .multi()
+      .hset(redisKey.siteAnnotations(annotation.siteId), { [annotation.id]: JSON.stringify(annotation) })
+      .set(redisKey.annotationSite(annotation.id), annotation.siteId)
+      .exec()
+  }
+
+  /** The site an annotation belongs to, so a delete by id alone can check who may delete it. */
+  async getAnnotationSite(id: string): Promise<string | null> {
+    const siteId = await this.redis.get(redisKey.annotationSite(id))
+    return typeof siteId === 'string' ? siteId : null
+  }
+
+  async deleteAnnotation(siteId: string, id: string): Promise<boolean> {
+    const [removed] = await this.redis.multi().hdel(redisKey.siteAnnotations(siteId), id).del(redisKey.annotationSite(id)).exec<[number, number]>()
+    return removed === 1
+  }
+
+  async listFunnels(siteId: string): Promise<Funnel[]> {
+    const all = await this.redis.hgetall<Record<string, Funnel>>(redisKey.siteFunnels(siteId))
+    return Object.values(all ?? {}).sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.name.localeCompare(b.name))
+  }
+
+  async saveFunnel(siteId: string, funnel: Funnel) {
+    await this.redis.hset(redisKey.siteFunnels(siteId), { [funnel.id]: JSON.stringify(funnel) })
+  }
+
+  async deleteFunnel(siteId: string, funnelId: string): Promise<boolean> {
+    return (await this.redis.hdel(redisKey.siteFunnels(siteId), funnelId)) === 1
+  }
+
+  async listSegments(siteId: string): Promise<Segment[]> {
+    const all = await this.redis.hgetall<Record<string, Segment>>(redisKey.siteSegments(siteId))
+    return Object.values(all ?? {}).sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.name.localeCompare(b.name))
+  }
+
+  async saveSegment(siteId: string, segment: Segment) {
+    await this.redis.hset(redisKey.siteSegments(siteId), { [segment.id]: JSON.stringify(segment) })
+  }
+
+  async deleteSegment(siteId: string, segmentId: string): Promise<boolean> {
+    return (await this.redis.hdel(redisKey.siteSegments(siteId), segmentId)) === 1
+  }
+}
+
+// --- settings records: annotations, funnels, segments ---
+
+export const ANNOTATION_KINDS = ['deploy', 'campaign', 'email', 'content', 'note', 'spike_source', 'other'] as const
+
+/** A marker on the traffic chart. */
+export interface Annotation {
+  id: string
+  siteId: string
+  title: string
+  at: string
+  kind: (typeof ANNOTATION_KINDS)[number]
+  body: string | null
+  url: string | null
+  createdAt: string
+}
+
+export const FUNNEL_STEP_TYPES = ['page', 'event', 'goal'] as const
+
+export interface FunnelStep {
+  type: (typeof FUNNEL_STEP_TYPES)[number]
+  /** A path where `*` matches anything (page), an event name (event), or a goal id of the site (goal). */
+  value: string
+  label: string | null
+}
+
+export interface Funnel {
+  id: string
+  name: string
+  steps: FunnelStep[]
+  createdAt: string
+  updatedAt: string
+}
+
+/** A saved set of filters, usable as one `segment` filter in every report. */
+export interface Segment {
+  id: string
+  name: string
+  filters: Filter[]
+  createdAt: string
 }
