@@ -7,6 +7,7 @@ import { publicEndpoints } from './public'
 import { annotationEndpoints } from './v1/annotations'
 import { funnelEndpoints } from './v1/funnels'
 import { goalEndpoints } from './v1/goals'
+import { importEndpoints } from './v1/imports'
 import { ingestEndpoints } from './v1/ingest'
 import { metaEndpoints } from './v1/meta'
 import { orgEndpoints } from './v1/org'
@@ -91,6 +92,7 @@ export const endpoints: Endpoint[] = [
   ...funnelEndpoints,
   ...segmentEndpoints,
   ...annotationEndpoints,
+  ...importEndpoints,
   ...collectorEndpoints,
   ...publicEndpoints,
   mcpEndpoint(() => endpoints),

@@ -29,16 +29,17 @@ const redisKey = {
   usage: (orgId: string, month: string) => `usage:${orgId}:${month}`,
   salt: (siteId: string, day: string) => `salt:${siteId}:${day}`,
   liveWindows: (siteId: string, minute: number) => `live:${siteId}:${minute}`,
-  // settings: annotations, funnels, segments, usage per site
+  // settings: annotations, funnels, segments, import runs, usage per site
   siteAnnotations: (siteId: string) => `site:${siteId}:annotations`,
   annotationSite: (id: string) => `annotation:${id}:site`,
   siteFunnels: (siteId: string) => `site:${siteId}:funnels`,
   siteSegments: (siteId: string) => `site:${siteId}:segments`,
+  siteImports: (siteId: string) => `site:${siteId}:imports`,
   usageBySite: (orgId: string, month: string) => `usage:${orgId}:${month}:sites`,
 }
 
 /** The keys holding what belongs to one site alone, removed with it. */
-const siteOwnedKeys = (siteId: string) => [redisKey.siteAnnotations(siteId), redisKey.siteFunnels(siteId), redisKey.siteSegments(siteId)]
+const siteOwnedKeys = (siteId: string) => [redisKey.siteAnnotations(siteId), redisKey.siteFunnels(siteId), redisKey.siteSegments(siteId), redisKey.siteImports(siteId)]
 
 /** `@upstash/redis` deserializes JSON values on read; records are always objects. */
 const parse = <T>(value: unknown): T | null => (value && typeof value === 'object' ? (value as T) : null)
@@ -216,7 +217,7 @@ export class Store {
     return Object.fromEntries(Object.entries(raw ?? {}).map(([kind, n]) => [kind, Number(n)]))
   }
 
-  // --- settings: annotations, funnels, segments, usage per site ---
+  // --- settings: annotations, funnels, segments, import runs, usage per site ---
 
   /** The month's usage per site and kind. */
   async getUsageBySite(orgId: string, month: string): Promise<Record<string, Record<string, number>>> {
@@ -279,9 +280,18 @@ export class Store {
   async deleteSegment(siteId: string, segmentId: string): Promise<boolean> {
     return (await this.redis.hdel(redisKey.siteSegments(siteId), segmentId)) === 1
   }
+
+  async listImportRuns(siteId: string): Promise<ImportRun[]> {
+    const all = await this.redis.hgetall<Record<string, ImportRun>>(redisKey.siteImports(siteId))
+    return Object.values(all ?? {})
+  }
+
+  async saveImportRun(siteId: string, run: ImportRun) {
+    await this.redis.hset(redisKey.siteImports(siteId), { [run.id]: JSON.stringify(run) })
+  }
 }
 
-// --- settings records: annotations, funnels, segments ---
+// --- settings records: annotations, funnels, segments, import runs ---
 
 export const ANNOTATION_KINDS = ['deploy', 'campaign', 'email', 'content', 'note', 'spike_source', 'other'] as const
 
@@ -320,4 +330,19 @@ export interface Segment {
   name: string
   filters: Filter[]
   createdAt: string
+}
+
+/** One run of a data import into a site: what it loaded and the period its rows cover. */
+export interface ImportRun {
+  id: string
+  kind: 'raw_hits'
+  state: 'completed' | 'failed'
+  startedAt: string
+  finishedAt: string
+  rows: number
+  rejected: number
+  /** The first and last timestamp of the rows it stored; null when it stored none. */
+  from: string | null
+  to: string | null
+  error: string | null
 }

@@ -51,6 +51,7 @@ describe('access matrix: one organization against another', () => {
     funnels: await services.store.listFunnels(fx.b.site.id),
     segments: await services.store.listSegments(fx.b.site.id),
     annotations: await services.store.listAnnotations(fx.b.site.id),
+    imports: await services.store.listImportRuns(fx.b.site.id),
   })
 
   it('leaks nothing through any keyed endpoint, with any key kind, by UUID or snippet id', async () => {
