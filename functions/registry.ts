@@ -13,6 +13,7 @@ import { metaEndpoints } from './v1/meta'
 import { orgEndpoints } from './v1/org'
 import { reportEndpoints } from './v1/reports'
 import { segmentEndpoints } from './v1/segments'
+import { siteFactEndpoints } from './v1/site-facts'
 import { siteEndpoints } from './v1/sites'
 
 const healthSchema = z.object({
@@ -92,6 +93,7 @@ export const endpoints: Endpoint[] = [
   ...funnelEndpoints,
   ...segmentEndpoints,
   ...annotationEndpoints,
+  ...siteFactEndpoints,
   ...importEndpoints,
   ...collectorEndpoints,
   ...publicEndpoints,

@@ -10,6 +10,10 @@ export interface Org {
   name: string
   plan: 'free' | 'pro' | 'business'
   createdAt: string
+  /** Set by the account area's billing; absent for an organization that never subscribed. */
+  subscriptionStatus?: 'active' | 'past_due' | 'canceled'
+  /** The end of a paid plan's trial, when it has one. */
+  trialEndsAt?: string | null
 }
 
 /** The Redis key of each kind of record, all in one place (the visit script's own key is in ingest/visits.ts). */
