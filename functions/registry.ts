@@ -9,11 +9,16 @@ import { type Endpoint, defineEndpoint } from './endpoint'
 import { mcpEndpoint } from './mcp'
 import { endpointIndex, openApiDocument } from './openapi'
 import { publicEndpoints } from './public'
+import { annotationEndpoints } from './v1/annotations'
+import { funnelEndpoints } from './v1/funnels'
 import { goalEndpoints } from './v1/goals'
+import { importEndpoints } from './v1/imports'
 import { ingestEndpoints } from './v1/ingest'
 import { metaEndpoints } from './v1/meta'
 import { orgEndpoints } from './v1/org'
 import { reportEndpoints } from './v1/reports'
+import { segmentEndpoints } from './v1/segments'
+import { siteFactEndpoints } from './v1/site-facts'
 import { siteEndpoints } from './v1/sites'
 
 const healthSchema = z.object({
@@ -94,6 +99,11 @@ export const endpoints: Endpoint[] = [
   ...memberEndpoints,
   ...installEndpoints,
   ...customDomainEndpoints,
+  ...funnelEndpoints,
+  ...segmentEndpoints,
+  ...annotationEndpoints,
+  ...siteFactEndpoints,
+  ...importEndpoints,
   ...collectorEndpoints,
   ...publicEndpoints,
   mcpEndpoint(() => endpoints),

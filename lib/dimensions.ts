@@ -14,6 +14,12 @@ export const SHARED_DIMENSIONS = [
 /** Dimensions only the first-party collector records; a `ga4` read rejects them. */
 export const FIRST_PARTY_DIMENSIONS = ['goal', 'link', 'outbound', 'affiliate', 'button', 'dead_click', 'form', 'bot_kind', 'collection_source'] as const
 
+/**
+ * Dimensions a filter takes but a breakdown does not: `segment` names a saved segment of the site
+ * and stands for its filters, checked against the read's source when it is expanded.
+ */
+export const FILTER_ONLY_DIMENSIONS = ['segment'] as const
+
 /** Visit-scoped dimensions select whole visits; the rest select events. */
 export const VISIT_SCOPED_DIMENSIONS = [
   'entry_page', 'exit_page', 'source', 'channel', 'referrer',

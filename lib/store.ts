@@ -4,6 +4,7 @@ import { ApiError } from './errors'
 import type { Goal } from './goals'
 import type { Invitation, Member } from './team'
 import type { InstallCheck } from './install-check-result'
+import type { Filter } from './query/model'
 import type { Site } from './sites'
 
 export interface Org {
@@ -11,6 +12,10 @@ export interface Org {
   name: string
   plan: 'free' | 'pro' | 'business'
   createdAt: string
+  /** Set by the account area's billing; absent for an organization that never subscribed. */
+  subscriptionStatus?: 'active' | 'past_due' | 'canceled'
+  /** The end of a paid plan's trial, when it has one. */
+  trialEndsAt?: string | null
 }
 
 /** The Redis key of each kind of record, all in one place (the visit script's own key is in ingest/visits.ts). */
@@ -39,10 +44,20 @@ const redisKey = {
   invitationOrg: (invitationId: string) => `invitation:${invitationId}`,
   siteInstallCheck: (siteId: string) => `site:${siteId}:install-check`,
   siteCustomDomain: (siteId: string) => `site:${siteId}:custom-domain`,
+  // settings: annotations, funnels, segments, import runs, usage per site
+  siteAnnotations: (siteId: string) => `site:${siteId}:annotations`,
+  annotationSite: (id: string) => `annotation:${id}:site`,
+  siteFunnels: (siteId: string) => `site:${siteId}:funnels`,
+  siteSegments: (siteId: string) => `site:${siteId}:segments`,
+  siteImports: (siteId: string) => `site:${siteId}:imports`,
+  usageBySite: (orgId: string, month: string) => `usage:${orgId}:${month}:sites`,
 }
 
 /** A sent report's record outlives its period (a month) and the next due day. */
 const DELIVERY_RECORD_SECONDS = 400 * 86_400
+
+/** The keys holding what belongs to one site alone, removed with it. */
+const siteOwnedKeys = (siteId: string) => [redisKey.siteAnnotations(siteId), redisKey.siteFunnels(siteId), redisKey.siteSegments(siteId), redisKey.siteImports(siteId)]
 
 /** `@upstash/redis` deserializes JSON values on read; records are always objects. */
 const parse = <T>(value: unknown): T | null => (value && typeof value === 'object' ? (value as T) : null)
@@ -152,7 +167,7 @@ export class Store {
     const metas = boundKeyIds.length ? (await this.redis.mget<unknown[]>(...boundKeyIds.map(redisKey.keyMeta))).map((m) => parse<ApiKeyMeta>(m)) : []
     const tx = this.redis
       .multi()
-      .del(redisKey.site(site.id), redisKey.snippet(site.snippetId), redisKey.siteKeys(site.id), redisKey.siteGoals(site.id))
+      .del(redisKey.site(site.id), redisKey.snippet(site.snippetId), redisKey.siteKeys(site.id), redisKey.siteGoals(site.id), ...siteOwnedKeys(site.id))
       .srem(redisKey.orgSites(site.orgId), site.id)
       .hdel(redisKey.orgDomains(site.orgId), site.domain)
     for (const meta of metas) {
@@ -203,9 +218,15 @@ export class Store {
     return (await this.redis.hdel(redisKey.siteGoals(siteId), goalId)) === 1
   }
 
-  async addUsage(orgId: string, month: string, counts: Record<string, number>) {
+  /** Counts stored rows, by site and kind, in the organization's usage of a month: one round trip. */
+  async addUsage(orgId: string, month: string, bySite: Record<string, Record<string, number>>) {
     const tx = this.redis.pipeline()
-    for (const [kind, n] of Object.entries(counts)) tx.hincrby(redisKey.usage(orgId, month), kind, n)
+    for (const [siteId, counts] of Object.entries(bySite)) {
+      for (const [kind, n] of Object.entries(counts)) {
+        tx.hincrby(redisKey.usage(orgId, month), kind, n)
+        tx.hincrby(redisKey.usageBySite(orgId, month), `${siteId}:${kind}`, n)
+      }
+    }
     await tx.exec()
   }
 
@@ -314,6 +335,79 @@ export class Store {
   async deleteSiteChecks(siteId: string) {
     await this.redis.del(redisKey.siteInstallCheck(siteId), redisKey.siteCustomDomain(siteId))
   }
+
+  // --- settings: annotations, funnels, segments, import runs, usage per site ---
+
+  /** The month's usage per site and kind. */
+  async getUsageBySite(orgId: string, month: string): Promise<Record<string, Record<string, number>>> {
+    const raw = await this.redis.hgetall<Record<string, string>>(redisKey.usageBySite(orgId, month))
+    const bySite: Record<string, Record<string, number>> = {}
+    for (const [field, n] of Object.entries(raw ?? {})) {
+      const at = field.lastIndexOf(':')
+      const siteId = field.slice(0, at)
+      bySite[siteId] ??= {}
+      bySite[siteId][field.slice(at + 1)] = Number(n)
+    }
+    return bySite
+  }
+
+  async listAnnotations(siteId: string): Promise<Annotation[]> {
+    return Object.values((await this.redis.hgetall<Record<string, Annotation>>(redisKey.siteAnnotations(siteId))) ?? {})
+  }
+
+  async saveAnnotation(annotation: Annotation) {
+    await this.redis
+      .multi()
+      .hset(redisKey.siteAnnotations(annotation.siteId), { [annotation.id]: JSON.stringify(annotation) })
+      .set(redisKey.annotationSite(annotation.id), annotation.siteId)
+      .exec()
+  }
+
+  /** The site an annotation belongs to, so a delete by id alone can check who may delete it. */
+  async getAnnotationSite(id: string): Promise<string | null> {
+    const siteId = await this.redis.get(redisKey.annotationSite(id))
+    return typeof siteId === 'string' ? siteId : null
+  }
+
+  async deleteAnnotation(siteId: string, id: string): Promise<boolean> {
+    const [removed] = await this.redis.multi().hdel(redisKey.siteAnnotations(siteId), id).del(redisKey.annotationSite(id)).exec<[number, number]>()
+    return removed === 1
+  }
+
+  async listFunnels(siteId: string): Promise<Funnel[]> {
+    const all = await this.redis.hgetall<Record<string, Funnel>>(redisKey.siteFunnels(siteId))
+    return Object.values(all ?? {}).sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.name.localeCompare(b.name))
+  }
+
+  async saveFunnel(siteId: string, funnel: Funnel) {
+    await this.redis.hset(redisKey.siteFunnels(siteId), { [funnel.id]: JSON.stringify(funnel) })
+  }
+
+  async deleteFunnel(siteId: string, funnelId: string): Promise<boolean> {
+    return (await this.redis.hdel(redisKey.siteFunnels(siteId), funnelId)) === 1
+  }
+
+  async listSegments(siteId: string): Promise<Segment[]> {
+    const all = await this.redis.hgetall<Record<string, Segment>>(redisKey.siteSegments(siteId))
+    return Object.values(all ?? {}).sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.name.localeCompare(b.name))
+  }
+
+  async saveSegment(siteId: string, segment: Segment) {
+    await this.redis.hset(redisKey.siteSegments(siteId), { [segment.id]: JSON.stringify(segment) })
+  }
+
+  async deleteSegment(siteId: string, segmentId: string): Promise<boolean> {
+    return (await this.redis.hdel(redisKey.siteSegments(siteId), segmentId)) === 1
+  }
+
+  async listImportRuns(siteId: string): Promise<ImportRun[]> {
+    const all = await this.redis.hgetall<Record<string, ImportRun>>(redisKey.siteImports(siteId))
+    return Object.values(all ?? {})
+  }
+
+  async saveImportRun(siteId: string, run: ImportRun) {
+    await this.redis.hset(redisKey.siteImports(siteId), { [run.id]: JSON.stringify(run) })
+  }
 }
 
 /** A site's custom tracking domain, as attached (lib/custom-domain.ts). */
@@ -321,4 +415,60 @@ export interface CustomDomainRecord {
   domain: string
   addedAt: string
   verifiedAt: string | null
+}
+
+// --- settings records: annotations, funnels, segments, import runs ---
+
+export const ANNOTATION_KINDS = ['deploy', 'campaign', 'email', 'content', 'note', 'spike_source', 'other'] as const
+
+/** A marker on the traffic chart. */
+export interface Annotation {
+  id: string
+  siteId: string
+  title: string
+  at: string
+  kind: (typeof ANNOTATION_KINDS)[number]
+  body: string | null
+  url: string | null
+  createdAt: string
+}
+
+export const FUNNEL_STEP_TYPES = ['page', 'event', 'goal'] as const
+
+export interface FunnelStep {
+  type: (typeof FUNNEL_STEP_TYPES)[number]
+  /** A path where `*` matches anything (page), an event name (event), or a goal id of the site (goal). */
+  value: string
+  label: string | null
+}
+
+export interface Funnel {
+  id: string
+  name: string
+  steps: FunnelStep[]
+  createdAt: string
+  updatedAt: string
+}
+
+/** A saved set of filters, usable as one `segment` filter in every report. */
+export interface Segment {
+  id: string
+  name: string
+  filters: Filter[]
+  createdAt: string
+}
+
+/** One run of a data import into a site: what it loaded and the period its rows cover. */
+export interface ImportRun {
+  id: string
+  kind: 'raw_hits'
+  state: 'completed' | 'failed'
+  startedAt: string
+  finishedAt: string
+  rows: number
+  rejected: number
+  /** The first and last timestamp of the rows it stored; null when it stored none. */
+  from: string | null
+  to: string | null
+  error: string | null
 }

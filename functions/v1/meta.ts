@@ -1,4 +1,4 @@
-import { FIRST_PARTY_DIMENSIONS, METRICS, OPERATORS, PROPERTY_PREFIX, RANGES, SHARED_DIMENSIONS, VISIT_SCOPED_DIMENSIONS } from '../../lib/dimensions'
+import { FILTER_ONLY_DIMENSIONS, FIRST_PARTY_DIMENSIONS, METRICS, OPERATORS, PROPERTY_PREFIX, RANGES, SHARED_DIMENSIONS, VISIT_SCOPED_DIMENSIONS } from '../../lib/dimensions'
 import { LIMITS } from '../../lib/ratelimit'
 import { z } from 'zod'
 import { defineEndpoint } from '../endpoint'
@@ -37,7 +37,7 @@ export const metaEndpoints = [
     tool: 'list_dimensions',
     summary: 'Breakdown properties, filter dimensions, operators, named ranges and metrics.',
     description:
-      'The vocabulary for filters and breakdowns. A filter is {dimension, operator, value:[...]}; values of one filter are OR-ed, filters are AND-ed. firstPartyOnly dimensions fail on a ga4 read. visitScoped dimensions keep whole visits; the others keep matching events.',
+      'The vocabulary for filters and breakdowns. A filter is {dimension, operator, value:[...]}; values of one filter are OR-ed, filters are AND-ed. firstPartyOnly dimensions fail on a ga4 read. segment (filters only) takes the id of a saved segment with operator is and stands for its filters. visitScoped dimensions keep whole visits; the others keep matching events.',
     response: z.object({
       filterDimensions: z.array(z.string()),
       breakdownProperties: z.array(z.string()),
@@ -51,7 +51,7 @@ export const metaEndpoints = [
     async handler() {
       const dimensions = [...SHARED_DIMENSIONS, ...FIRST_PARTY_DIMENSIONS]
       return {
-        filterDimensions: dimensions as string[],
+        filterDimensions: [...dimensions, ...FILTER_ONLY_DIMENSIONS] as string[],
         breakdownProperties: [...dimensions, `${PROPERTY_PREFIX}<key>`],
         propertyPrefix: PROPERTY_PREFIX,
         firstPartyOnly: [...FIRST_PARTY_DIMENSIONS],

@@ -1,9 +1,63 @@
 import { z } from 'zod'
 import { revokeApiKey } from '../../lib/admin'
+import { orgOverview } from '../../lib/org'
+import { FEATURES } from '../../lib/plans'
 import { defineEndpoint } from '../endpoint'
 import { uuidParam } from '../params'
 
+const countsByKind = z.record(z.string(), z.number().int()).describe('Stored events by kind: pageview, custom, click, outbound, download, form, error, vital, engagement, bot...')
+
+export const subscriptionSchema = z.object({
+  status: z.enum(['free', 'trialing', 'active', 'past_due', 'canceled']),
+  trialEndsAt: z.string().nullable(),
+  trialDaysLeft: z.number().int().nullable().describe('Whole days left, rounded up; null when not trialing'),
+})
+
+export const billingPeriodSchema = z.object({
+  month: z.string().describe('YYYY-MM, UTC'),
+  from: z.string().describe('First instant of the period'),
+  to: z.string().describe('First instant of the next period (excluded)'),
+})
+
+export const noticeSchema = z.object({
+  level: z.enum(['info', 'warning']),
+  code: z.enum(['quota_exceeded', 'quota_near', 'trial_ending', 'payment_past_due', 'subscription_canceled', 'sites_over_limit']),
+  message: z.string(),
+})
+
 export const orgEndpoints = [
+  defineEndpoint({
+    method: 'GET',
+    path: '/api/v1/org',
+    scope: 'read',
+    tool: 'get_organization',
+    orgWide: true,
+    summary: "The organization's plan, limits, features, subscription and trial, this month's usage by event kind and by site, billing period and team size.",
+    description:
+      'Usage is counted per calendar month in UTC (the billing period), by each event\'s own timestamp. usage.events counts billable events: everything a visitor does except bot hits, engagement (leave-time) reports and Web Vitals samples, which are stored but not billed; byKind lists every kind stored, billed or not. share is usage.events over the quota (above 1 when over it). Going over the quota adds a notice; collection never drops data for it. bySite includes sites deleted this month (domain null).',
+    response: z.object({
+      id: z.uuid(),
+      name: z.string(),
+      plan: z.enum(['free', 'pro', 'business']),
+      limits: z.object({ monthlyEvents: z.number().int(), sites: z.number().int(), teamMembers: z.number().int(), retentionMonths: z.number().int() }),
+      features: z.array(z.enum(FEATURES)),
+      subscription: subscriptionSchema,
+      billingPeriod: billingPeriodSchema,
+      usage: z.object({
+        events: z.number().int().describe('Billable events this period'),
+        quota: z.number().int(),
+        share: z.number().describe('events / quota, a fraction'),
+        byKind: countsByKind,
+        bySite: z.array(z.object({ siteId: z.string(), domain: z.string().nullable(), events: z.number().int(), byKind: countsByKind })),
+      }),
+      sites: z.number().int(),
+      team: z.object({ size: z.number().int() }),
+      notices: z.array(noticeSchema),
+    }),
+    async handler({ services, key }) {
+      return orgOverview(services.store, key.orgId, services.now())
+    },
+  }),
   defineEndpoint({
     method: 'GET',
     path: '/api/v1/org/api-keys',

@@ -1,4 +1,5 @@
 import { missingKindField, parseHit } from './hit'
+import { type SiteTally, recordImportRuns, tally } from '../imports'
 import type { Olap } from '../olap/types'
 import { SiteDirectory } from '../site-directory'
 import type { Store } from '../store'
@@ -12,6 +13,8 @@ export interface ImportResult {
   rejected: number
   /** The first rejected lines, with why. */
   errors: { line: number; error: string }[]
+  /** Per site reached: rows stored and rejected, and the period they cover. */
+  bySite: Map<string, SiteTally>
 }
 
 const CHUNK = 5000
@@ -42,8 +45,9 @@ export async function importHits(
   lines: AsyncIterable<string> | Iterable<string>,
   ingestor: Ingestor,
   onProgress?: (done: { lines: number; bytes: number }) => void,
+  /** Filled as the import goes, so a caller still has what was stored when it fails. */
+  result: ImportResult = { imported: 0, rejected: 0, errors: [], bySite: new Map() },
 ): Promise<ImportResult> {
-  const result: ImportResult = { imported: 0, rejected: 0, errors: [] }
   let chunk: { line: number; item: Omit<IngestItem, 'site'> }[] = []
   let lineNumber = 0
   let bytes = 0
@@ -57,9 +61,14 @@ export async function importHits(
     const items = chunk.map(({ item: { hit, ip, userAgent, receivedAt, source } }) => ({ hit, site: sites.get(hit.site)!, ip, userAgent, receivedAt, source }))
     const outcomes = await ingestor.ingest(items)
     outcomes.forEach((outcome, i) => {
-      if (outcome.status === 'rejected') reject(chunk[i].line, outcome.error)
-      else if (outcome.status === 'stored') result.imported++
-      else reject(chunk[i].line, `dropped: ${outcome.reason}`)
+      const site = items[i].site
+      if (outcome.status === 'stored') {
+        result.imported++
+        tally(result.bySite, site.id, items[i].receivedAt)
+        return
+      }
+      reject(chunk[i].line, outcome.status === 'rejected' ? outcome.error : `dropped: ${outcome.reason}`)
+      if (site) tally(result.bySite, site.id, null)
     })
     chunk = []
     onProgress?.({ lines: lineNumber, bytes })
@@ -82,7 +91,8 @@ export async function importHits(
 
 /**
  * An import with its own ingestor and buffered sink, as the CLIs run it: inserts go to the engine
- * while the next chunks are enriched, and everything is stored before it returns.
+ * while the next chunks are enriched, and everything is stored before it returns. Each site it
+ * reached records the run (rows, period, state), listed by GET /sites/{id}/imports.
  */
 export async function runImport(
   lines: AsyncIterable<string> | Iterable<string>,
@@ -92,9 +102,18 @@ export async function runImport(
   // an insert starts as soon as the one before is done, with up to 50k rows
   const sink = new BufferedSink(deps.olap, deps.store, { maxRows: 50_000, intervalMs: 100 })
   const ingestor = new Ingestor({ sites: new SiteDirectory(deps.store), store: deps.store, sink, geo: deps.geo, now: () => new Date() })
+  const result: ImportResult = { imported: 0, rejected: 0, errors: [], bySite: new Map() }
+  const startedAt = new Date()
+  let error: string | null = null
   try {
-    return await importHits(lines, ingestor, onProgress)
-  } finally {
+    await importHits(lines, ingestor, onProgress, result)
     await sink.close()
+    return result
+  } catch (err) {
+    error = String((err as Error)?.message ?? err)
+    await sink.close().catch(() => {})
+    throw err
+  } finally {
+    await recordImportRuns(deps.store, result.bySite, { startedAt, finishedAt: new Date(), error })
   }
 }

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { notYetStored } from '../olap/stored-rows'
 import type { Olap } from '../olap/types'
 import type { Store } from '../store'
-import { EVENTS_INPUT, type IngestBatch, type SinkStep, type WriteAheadLog, addUsage, mergeUsage } from './sink'
+import { EVENTS_INPUT, type IngestBatch, type SinkStep, type SiteUsage, type WriteAheadLog, addUsage, mergeUsage } from './sink'
 
 /**
  * The write-ahead journal of the Node home: a batch of rows is on disk (appended and fdatasync'ed)
@@ -25,7 +25,7 @@ interface Segment {
   sealed: boolean
 }
 
-type JournalLine = [events: IngestBatch['events'], bots: IngestBatch['bots'], usage: [string, string, { [kind: string]: number }][]]
+type JournalLine = [events: IngestBatch['events'], bots: IngestBatch['bots'], usage: [orgId: string, month: string, bySite: SiteUsage][]]
 
 const segmentFile = (dir: string, n: number) => join(dir, `${n}.log`)
 const doneFile = (dir: string, n: number) => join(dir, `${n}.done`)

@@ -50,8 +50,10 @@ export class Ingestor {
   /** Stores bot rows of server-side collection; they count as usage of kind "bot", which is not billed. */
   async writeBots(orgId: string, rows: BotRow[]) {
     if (!rows.length) return
-    const month = this.deps.now().toISOString().slice(0, 7)
-    await this.deps.sink.write({ events: [], bots: rows, usage: new Map([[orgId, new Map([[month, { bot: rows.length }]])]]) })
+    const usage: IngestBatch['usage'] = new Map()
+    const now = this.deps.now().toISOString()
+    for (const row of rows) countUsage(usage, orgId, row.site_id, now, 'bot')
+    await this.deps.sink.write({ events: [], bots: rows, usage })
   }
 
   async ingest(items: IngestItem[]): Promise<IngestOutcome[]> {
@@ -67,7 +69,7 @@ export class Ingestor {
       else if ('bot' in screened) {
         const row = botRowOf(screened)
         batch.bots.push(row)
-        countUsage(batch.usage, screened.site.orgId, row.timestamp, 'bot')
+        countUsage(batch.usage, screened.site.orgId, screened.site.id, row.timestamp, 'bot')
         outcomes[index] = STORED
       } else accepted.push(screened)
     })
@@ -84,7 +86,7 @@ export class Ingestor {
     hits.forEach((hit, i) => {
       const row = eventRow(hit, visits[runOf[i]], fingerprints[i])
       batch.events.push(row)
-      countUsage(batch.usage, hit.site.orgId, row.timestamp, hit.kind)
+      countUsage(batch.usage, hit.site.orgId, hit.site.id, row.timestamp, hit.kind)
       outcomes[hit.index] = STORED
     })
     if (batch.events.length || batch.bots.length) await this.deps.sink.write(batch)

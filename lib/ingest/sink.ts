@@ -5,11 +5,14 @@ import type { BotRow, EventRow } from './rows'
 /** Where event rows are inserted: a Null table whose view fills `events` (clickhouse/0004_events_input.sql). */
 export const EVENTS_INPUT = 'events_input'
 
+/** siteId -> kind -> count */
+export type SiteUsage = Record<string, Record<string, number>>
+
 export interface IngestBatch {
   events: EventRow[]
   bots: BotRow[]
-  /** orgId -> month -> kind -> count */
-  usage: Map<string, Map<string, Record<string, number>>>
+  /** orgId -> month -> siteId -> kind -> count */
+  usage: Map<string, Map<string, SiteUsage>>
 }
 
 /** Where processed hits go. A resolved write means the rows will be stored. */
@@ -49,24 +52,24 @@ export function directSink(olap: Olap, kv: Store): EventSink {
   return { write: (batch) => store(olap, kv, batch), flush: async () => {} }
 }
 
-/** Counts a stored row in the batch's usage. */
-export function countUsage(usage: IngestBatch['usage'], orgId: string, timestamp: string, kind: string) {
+/** Counts stored rows of one site in the batch's usage (per site, so the organization's usage breaks down by site). */
+export function countUsage(usage: IngestBatch['usage'], orgId: string, siteId: string, timestamp: string, kind: string, n = 1) {
   const month = timestamp.slice(0, 7)
   let months = usage.get(orgId)
   if (!months) usage.set(orgId, (months = new Map()))
-  let counts = months.get(month)
-  if (!counts) months.set(month, (counts = {}))
-  counts[kind] = (counts[kind] ?? 0) + 1
+  let sites = months.get(month)
+  if (!sites) months.set(month, (sites = {}))
+  const counts = (sites[siteId] ??= {})
+  counts[kind] = (counts[kind] ?? 0) + n
 }
 
 export function mergeUsage(into: IngestBatch['usage'], from: IngestBatch['usage']) {
   for (const [orgId, months] of from) {
-    const orgMonths = into.get(orgId) ?? new Map<string, Record<string, number>>()
-    into.set(orgId, orgMonths)
-    for (const [month, counts] of months) {
-      const target = orgMonths.get(month) ?? {}
-      orgMonths.set(month, target)
-      for (const [kind, n] of Object.entries(counts)) target[kind] = (target[kind] ?? 0) + n
+    for (const [month, sites] of months) {
+      for (const [siteId, counts] of Object.entries(sites)) {
+        // a month (YYYY-MM) is its own first seven characters, as a timestamp's month is
+        for (const [kind, n] of Object.entries(counts)) countUsage(into, orgId, siteId, month, kind, n)
+      }
     }
   }
 }

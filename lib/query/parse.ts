@@ -1,8 +1,9 @@
 import { z } from 'zod'
-import { FIRST_PARTY_DIMENSIONS, OPERATORS, PROPERTY_PREFIX, RANGES, SHARED_DIMENSIONS } from '../dimensions'
+import { FILTER_ONLY_DIMENSIONS, FIRST_PARTY_DIMENSIONS, OPERATORS, PROPERTY_PREFIX, RANGES, SHARED_DIMENSIONS } from '../dimensions'
 import { ApiError } from '../errors'
 import type { Goal } from '../goals'
 import { SOURCES, type Site, siteRefSchema } from '../sites'
+import type { Segment } from '../store'
 import type { Filter, Query, Source } from './model'
 import { type WindowName, resolveRange } from './range'
 
@@ -34,6 +35,10 @@ export const filterSchema = z.array(
 )
 
 export function validateDimension(dimension: string, source: Source, what: 'filters' | 'property'): void {
+  if ((FILTER_ONLY_DIMENSIONS as readonly string[]).includes(dimension)) {
+    if (what === 'property') throw new ApiError(400, `property: ${dimension} is a filter, not a breakdown property`)
+    return
+  }
   const known = (SHARED_DIMENSIONS as readonly string[]).includes(dimension) || (FIRST_PARTY_DIMENSIONS as readonly string[]).includes(dimension)
   const prop = dimension.startsWith(PROPERTY_PREFIX) && dimension.length > PROPERTY_PREFIX.length && dimension.length <= 200
   if (!known && !prop) throw new ApiError(400, `${what}: unknown dimension "${dimension}"`)
@@ -65,7 +70,7 @@ export function parseFilters(raw: string | undefined, source: Source): Filter[] 
 }
 
 /** A goal filter by name (is, is_not) names goals of the site; a matches filter is a valid pattern. */
-function validateGoalFilter(filter: Filter, goals: Goal[]) {
+export function validateGoalFilter(filter: Filter, goals: Goal[]) {
   if (filter.operator === 'is' || filter.operator === 'is_not') {
     for (const name of filter.value) if (!goals.some((g) => g.name === name)) throw new ApiError(400, `filters: no goal named "${name}" on this site`)
   }
@@ -95,13 +100,37 @@ export interface ParseOptions {
  * itself validates them.
  */
 export function needsGoals(params: Pick<ReportParams, 'filters'>, options: ParseOptions = {}): boolean {
-  if (options.property === 'goal') return true
+  // a segment may hold goal filters
+  return options.property === 'goal' || filtersName(params, 'goal') || filtersName(params, 'segment')
+}
+
+/** Whether parsing will need the site's segments: a segment filter. Lenient, as needsGoals. */
+export const needsSegments = (params: Pick<ReportParams, 'filters'>) => filtersName(params, 'segment')
+
+function filtersName(params: Pick<ReportParams, 'filters'>, dimension: string): boolean {
   try {
     const filters: unknown = JSON.parse(params.filters ?? '[]')
-    return Array.isArray(filters) && filters.some((f) => (f as { dimension?: unknown })?.dimension === 'goal')
+    return Array.isArray(filters) && filters.some((f) => (f as { dimension?: unknown })?.dimension === dimension)
   } catch {
     return false
   }
+}
+
+/**
+ * Replaces each segment filter by the filters of its segment (AND-ed with the rest). Only `is`
+ * with one segment id: negating or OR-ing whole segments is not expressible as AND-ed filters.
+ * The segment's filters are checked against this read's source, as if written out.
+ */
+export function expandSegments(filters: Filter[], segments: Segment[], source: Source): Filter[] {
+  return filters.flatMap((f) => {
+    if (f.dimension !== 'segment') return [f]
+    if (f.operator !== 'is') throw new ApiError(400, `filters: a segment filter takes only the is operator (not ${f.operator})`)
+    if (f.value.length !== 1) throw new ApiError(400, 'filters: a segment filter names exactly one segment id')
+    const segment = segments.find((s) => s.id === f.value[0].toLowerCase())
+    if (!segment) throw new ApiError(400, 'filters: not a segment id of this site')
+    for (const inner of segment.filters) validateDimension(inner.dimension, source, 'filters')
+    return segment.filters
+  })
 }
 
 /** Whether the window needs the site's first event: `all` starts on its day. */
@@ -111,6 +140,8 @@ export interface ParseInput {
   params: ReportParams
   site: Site
   goals: Goal[]
+  /** The site's segments, when a filter names one. */
+  segments?: Segment[]
   firstEventAt: Date | null
   now: Date
 }
@@ -121,10 +152,10 @@ export interface ParsedReport {
 }
 
 /** Validates the common parameters against the site: the query model, or a 400 naming the parameter. */
-export function parseQuery({ params, site, goals, firstEventAt, now }: ParseInput, options: ParseOptions = {}): ParsedReport {
+export function parseQuery({ params, site, goals, segments = [], firstEventAt, now }: ParseInput, options: ParseOptions = {}): ParsedReport {
   const source = params.source ?? site.primarySource
   if (!site.sources.includes(source)) throw new ApiError(400, `source: this site has no ${source} source (it has ${site.sources.join(', ')})`)
-  const filters = parseFilters(params.filters, source)
+  const filters = expandSegments(parseFilters(params.filters, source), segments, source)
   for (const f of filters) if (f.dimension === 'goal') validateGoalFilter(f, goals)
   const range = resolveRange({ range: options.range ?? params.range, from: params.from, to: params.to }, site.timezone, now, { series: options.series, firstEventAt })
   const property = options.property

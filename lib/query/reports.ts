@@ -4,7 +4,7 @@ import type { Olap } from '../olap/types'
 import type { Site } from '../sites'
 import type { Store } from '../store'
 import type { Query, Source } from './model'
-import { type ParseOptions, type ParsedReport, type ReportParams, needsFirstEvent, needsGoals, parseQuery } from './parse'
+import { type ParseOptions, type ParsedReport, type ReportParams, needsFirstEvent, needsGoals, needsSegments, parseQuery } from './parse'
 import { type ResolvedRange, previousWindow, rangeView, resolveRange } from './range'
 import { execute, runRead } from './run'
 import { propertyKeysSql } from './compile/property-keys'
@@ -19,7 +19,7 @@ import { firstEventAt, lastEventBySite } from './site-events'
 /** What the verbs read from: the engine, the goals of a site, and the clock. */
 export interface ReportDeps {
   olap: Olap
-  store: Pick<Store, 'listGoals'>
+  store: Pick<Store, 'listGoals' | 'listSegments'>
   now(): Date
 }
 
@@ -36,13 +36,14 @@ function reads(olap: Olap, source: Source) {
 /** A query over a window with no filters: site listings and the public count. */
 const windowQuery = (siteId: string, range: ResolvedRange): Query => ({ siteId, range, filters: [], goals: [], limit: 100 })
 
-/** Reads what parsing needs (the goals, the first event) only when it needs it, then parses. */
+/** Reads what parsing needs (the goals, the segments, the first event) only when it needs it, then parses. */
 async function prepare(deps: ReportDeps, site: Site, params: ReportParams, options: ParseOptions & { withGoals?: boolean; now?: Date } = {}): Promise<ParsedReport> {
-  const [goals, first] = await Promise.all([
+  const [goals, segments, first] = await Promise.all([
     options.withGoals || needsGoals(params, options) ? deps.store.listGoals(site.id) : Promise.resolve([] as Goal[]),
+    needsSegments(params) ? deps.store.listSegments(site.id) : Promise.resolve([]),
     needsFirstEvent(params, options) ? firstEventAt(deps.olap, site.id) : Promise.resolve(null),
   ])
-  return parseQuery({ params, site, goals, firstEventAt: first, now: options.now ?? deps.now() }, options)
+  return parseQuery({ params, site, goals, segments, firstEventAt: first, now: options.now ?? deps.now() }, options)
 }
 
 /** GET /stats: the window's totals. */

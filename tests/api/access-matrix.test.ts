@@ -25,6 +25,9 @@ describe('access matrix: one organization against another', () => {
   let foreignKeyId = ''
   let foreignMember = ''
   let foreignInvitation = ''
+  let foreignFunnel = ''
+  let foreignSegment = ''
+  let foreignAnnotation = ''
   let secrets: string[] = []
 
   beforeAll(async () => {
@@ -33,6 +36,10 @@ describe('access matrix: one organization against another', () => {
     call = client(services)
     const goal = await call('POST', '/api/v1/goals', { key: fx.b.write.key, body: { site_id: fx.b.site.id, type: 'event', matchValue: 'Signup' } })
     foreignGoal = goal.json.id
+    const asB = (path: string, body: unknown) => call('POST', path, { key: fx.b.write.key, body })
+    foreignFunnel = (await asB('/api/v1/funnels', { site_id: fx.b.site.id, name: 'Theirs', steps: [{ type: 'page', value: '/' }, { type: 'goal', value: foreignGoal }] })).json.id
+    foreignSegment = (await asB('/api/v1/segments', { site_id: fx.b.site.id, name: 'Theirs', filters: [{ dimension: 'path', operator: 'is', value: ['/secret-page'] }] })).json.id
+    foreignAnnotation = (await asB('/api/v1/annotations', { siteId: fx.b.site.id, title: 'Their launch' })).json.id
     foreignKeyId = (await createApiKey(services.store, { orgId: fx.b.org.id, name: 'b-ingest', scope: 'write', siteId: fx.b.site.id }, services.now())).id
     await call('GET', `/api/v1/proxy-config?site_id=${fx.b.site.id}`, { key: fx.b.write.key })
     const hit = { timestamp: new Date(Date.now() - 600_000).toISOString(), site: fx.b.site.snippetId, name: 'pageview', url: `https://${fx.b.site.domain}/secret-page`, ip: '203.0.113.1', userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0' }
@@ -42,7 +49,7 @@ describe('access matrix: one organization against another', () => {
     const invited = await call('POST', '/api/v1/org/members', { key: fx.b.write.key, body: { email: 'admin-b@example.org', role: 'admin' } })
     foreignMember = (await acceptInvitation(services.store, invited.json.id, services.now())).id
     foreignInvitation = (await call('POST', '/api/v1/org/members', { key: fx.b.write.key, body: { email: 'pending-b@example.org', role: 'member' } })).json.id
-    secrets = [foreignMember, foreignInvitation, 'owner-b@', 'admin-b@', 'pending-b@', fx.b.org.id, fx.b.site.id, fx.b.site.snippetId, fx.b.site.domain, foreignGoal, foreignKeyId, fx.b.read.id, fx.b.write.id, '/secret-page']
+        secrets = [fx.b.org.id, fx.b.site.id, fx.b.site.snippetId, fx.b.site.domain, foreignGoal, foreignKeyId, fx.b.read.id, fx.b.write.id, '/secret-page', foreignFunnel, foreignSegment, foreignAnnotation, 'Their launch', foreignMember, foreignInvitation, 'owner-b@', 'admin-b@', 'pending-b@']
   })
 
   const stateOfB = async () => ({
@@ -50,6 +57,10 @@ describe('access matrix: one organization against another', () => {
     goals: await services.store.listGoals(fx.b.site.id),
     keys: (await services.store.listApiKeys(fx.b.org.id)).map(({ lastUsedAt: _, ...k }) => k),
     team: await services.store.listTeam(fx.b.org.id),
+    funnels: await services.store.listFunnels(fx.b.site.id),
+    segments: await services.store.listSegments(fx.b.site.id),
+    annotations: await services.store.listAnnotations(fx.b.site.id),
+    imports: await services.store.listImportRuns(fx.b.site.id),
   })
 
   it('leaks nothing through any keyed endpoint, with any key kind, by UUID or snippet id', async () => {
@@ -59,10 +70,14 @@ describe('access matrix: one organization against another', () => {
     const statuses = new Set<number>()
     for (const endpoint of endpoints.filter((e) => e.scope !== 'public')) {
       for (const [kind, key] of Object.entries(keys)) {
-        for (const siteRef of [fx.b.site.id, fx.b.site.snippetId]) {
+        // the other organization's site, and (so its ids are looked up, not stopped at the site) our own
+        for (const siteRef of [fx.b.site.id, fx.b.site.snippetId, fx.a.site.id]) {
+          const ownSite = siteRef === fx.a.site.id
+          const foreignId = endpoint.path.includes('annotations') ? foreignAnnotation : endpoint.path.includes('segments') ? foreignSegment : foreignKeyId
           const sample: Record<string, unknown> = {
-            site_id: siteRef, goal_id: foreignGoal, id: foreignKeyId, confirm: fx.b.site.domain, property: 'path', range: '30d',
-            domain: `x-${crypto.randomUUID().slice(0, 6)}.example.com`, name: 'mine now', type: 'event', matchValue: 'x',
+            site_id: siteRef, siteId: siteRef, goal_id: foreignGoal, funnel_id: foreignFunnel, id: foreignId, confirm: fx.b.site.domain, property: 'path', range: '30d',
+            domain: `x-${crypto.randomUUID().slice(0, 6)}.example.com`, name: 'mine now', type: 'event', matchValue: 'x', title: 'mine now',
+            steps: [{ type: 'page', value: '/' }, { type: 'goal', value: foreignGoal }], filters: [{ dimension: 'path', operator: 'is', value: ['/'] }],
             includeBots: true, publicCounts: true, events: [{ path: '/', userAgent: GPTBOT }],
             member_id: foreignMember, invitation_id: foreignInvitation, role: 'admin', email: `x-${crypto.randomUUID().slice(0, 6)}@example.com`, weeklyReport: true,
           }
@@ -78,7 +93,8 @@ describe('access matrix: one organization against another', () => {
           const text = JSON.stringify(res.json)
           for (const secret of secrets) expect(text.includes(secret), `${where} shows ${secret}`).toBe(false)
           // an endpoint that names a foreign resource never succeeds with it
-          const namesForeign = [...paramNames, ...bodyNames].some((n) => ['site_id', 'goal_id', 'id', 'member_id', 'invitation_id'].includes(n))
+          const foreignNames = ownSite ? ['goal_id', 'funnel_id', 'id', 'member_id', 'invitation_id'] : ['site_id', 'siteId', 'goal_id', 'funnel_id', 'id', 'member_id', 'invitation_id']
+          const namesForeign = [...paramNames, ...bodyNames].some((n) => foreignNames.includes(n))
           if (namesForeign) expect(res.status, where).toBeGreaterThanOrEqual(400)
           statuses.add(res.status)
         }

@@ -88,7 +88,7 @@ describe('the endpoint registry', () => {
     const res = await call('GET', '/api/v1/dimensions', { key: fx.a.read.key })
     expect(res.json.operators).toEqual(['is', 'is_not', 'contains', 'matches'])
     expect(res.json.ranges).toHaveLength(14)
-    expect(res.json.filterDimensions).toHaveLength(29)
+    expect(res.json.filterDimensions).toHaveLength(30)
     expect(res.json.firstPartyOnly).toContain('collection_source')
     expect(res.json.breakdownProperties).toContain('prop:<key>')
   })

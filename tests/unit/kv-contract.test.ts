@@ -129,9 +129,10 @@ describe.each(backends)('key/value contract: $name', (backend) => {
     await store.touchApiKey(org.id, key.id, '2026-11-02T00:00:00.000Z')
     expect(await store.listApiKeys(org.id)).toEqual([expect.objectContaining({ id: key.id, lastUsedAt: '2026-11-02T00:00:00.000Z', revokedAt: null })])
 
-    await store.addUsage(org.id, '2026-11', { pageview: 3, custom: 1 })
-    await store.addUsage(org.id, '2026-11', { pageview: 2 })
-    expect(await store.getUsage(org.id, '2026-11')).toEqual({ pageview: 5, custom: 1 })
+    await store.addUsage(org.id, '2026-11', { [site.id]: { pageview: 3, custom: 1 } })
+    await store.addUsage(org.id, '2026-11', { [site.id]: { pageview: 2 }, other: { pageview: 1 } })
+    expect(await store.getUsage(org.id, '2026-11')).toEqual({ pageview: 6, custom: 1 })
+    expect(await store.getUsageBySite(org.id, '2026-11')).toEqual({ [site.id]: { pageview: 5, custom: 1 }, other: { pageview: 1 } })
 
     // deleting the site frees the domain, forgets the snippet and revokes its bound key
     await store.deleteSite(site, '2026-11-03T00:00:00.000Z')

@@ -1,0 +1,65 @@
+import { z } from 'zod'
+import { ANNOTATION_LIST_MAX, annotatedSite, annotationInputSchema, createAnnotation, deleteAnnotation, instantSchema, listAnnotations } from '../../lib/annotations'
+import { ANNOTATION_KINDS } from '../../lib/store'
+import { defineEndpoint } from '../endpoint'
+import { uuidParam } from '../params'
+
+const annotationSchema = z.object({
+  id: z.uuid(),
+  siteId: z.uuid(),
+  title: z.string(),
+  at: z.string().describe('ISO 8601, UTC'),
+  kind: z.enum(ANNOTATION_KINDS),
+  body: z.string().nullable(),
+  url: z.string().nullable(),
+  createdAt: z.string(),
+})
+
+export const annotationEndpoints = [
+  defineEndpoint({
+    method: 'POST',
+    path: '/api/v1/annotations',
+    scope: 'write',
+    tool: 'create_annotation',
+    summary: 'Places a marker on the traffic chart (a deploy, a campaign, a newsletter...) and returns it with its id.',
+    description:
+      'Name the site by siteId (its UUID) or domain. title is required, at most 200 characters. at is an ISO 8601 timestamp with an offset (default now), stored and answered in UTC. kind is one of deploy, campaign, email, content, note, spike_source, other (default note). body (up to 5000 characters) and url (http or https only) are optional and answer null when absent.',
+    body: annotationInputSchema,
+    status: 201,
+    response: annotationSchema,
+    async handler({ services, key, site }, { body }) {
+      const target = await annotatedSite(services.store, site, key.orgId, body)
+      return createAnnotation(services.store, target, body, services.now())
+    },
+  }),
+  defineEndpoint({
+    method: 'GET',
+    path: '/api/v1/annotations',
+    scope: 'read',
+    tool: 'list_annotations',
+    summary: `A site's annotations, newest first, at most ${ANNOTATION_LIST_MAX}.`,
+    description: `siteId is the site UUID (the snippet id is not taken here). from and to are optional ISO 8601 timestamps with an offset; both bounds are included. Ordered by at, newest first; at most ${ANNOTATION_LIST_MAX}.`,
+    params: z.object({
+      siteId: z.uuid({ message: 'must be a site UUID (not the snippet id)' }),
+      from: instantSchema.optional(),
+      to: instantSchema.optional(),
+    }),
+    response: z.object({ annotations: z.array(annotationSchema) }),
+    async handler({ services, site }, { params }) {
+      return { annotations: await listAnnotations(services.store, await site(params.siteId), params) }
+    },
+  }),
+  defineEndpoint({
+    method: 'DELETE',
+    path: '/api/v1/annotations',
+    scope: 'write',
+    tool: 'delete_annotation',
+    summary: 'Deletes one annotation by id.',
+    params: z.object({ id: uuidParam.describe('The annotation id') }),
+    response: z.object({ deleted: z.literal(true), id: z.uuid() }),
+    async handler({ services, site }, { params }) {
+      await deleteAnnotation(services.store, site, params.id)
+      return { deleted: true as const, id: params.id }
+    },
+  }),
+]
