@@ -1,4 +1,4 @@
-import { type WorkerEnv, workerServices } from '../lib/home/worker'
+import { type WorkerEnv, workerEnvSchema, workerServices } from '../lib/home/worker'
 import { ROLLUP_ALL_DAYS, ROLLUP_RECENT_DAYS, refreshRollups } from '../lib/rollup/refresh'
 import type { Services } from '../lib/services'
 import { createApp } from './app'
@@ -12,7 +12,9 @@ let cached: { raw: WorkerEnv; app: ReturnType<typeof createApp>; services: Servi
 function appFor(rawEnv: WorkerEnv) {
   if (cached?.raw === rawEnv) return cached
   const services = workerServices(rawEnv)
-  cached = { raw: rawEnv, app: createApp(services), services }
+  // one console line per request: the Workers log keeps each as an entry
+  const level = workerEnvSchema.shape.LOG_LEVEL.parse(rawEnv.LOG_LEVEL || undefined)
+  cached = { raw: rawEnv, app: createApp(services, { level, write: (line) => console.log(line) }), services }
   return cached
 }
 

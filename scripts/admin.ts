@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander'
 import { createApiKey, createOrg, revokeApiKey } from '../lib/admin'
 import { ApiError } from '../lib/errors'
+import { runCli } from '../lib/home/failure'
 import { openNodeStores } from '../lib/home/node'
 
 /** The account area's stand-in. Prints only JSON on stdout; works with or without a running server. */
@@ -64,4 +65,4 @@ key
     withStore(({ store }) => revokeApiKey(store, opts.id, new Date())),
   )
 
-await program.parseAsync(process.argv)
+await runCli(program)

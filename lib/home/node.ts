@@ -11,6 +11,7 @@ import { TcpRedis } from '../kv/tcp'
 import { type RateLimiter, memoryRateLimiter, redisRateLimiter } from '../ratelimit'
 import { NATIVE_SCRIPTS } from '../ingest/visits'
 import { Store } from '../store'
+import { UserError } from './env'
 
 export interface NodeEnv {
   DATA_DIR?: string
@@ -93,7 +94,11 @@ export async function openNodeStores(env: NodeEnv, options: { viaRunningServer?:
   process.umask(0o077)
   mkdirSync(dir, { recursive: true, mode: 0o700 })
   chmodSync(dir, 0o700)
-  const running = options.viaRunningServer ? await findRunningServer(dir) : null
+  const embeddedWanted = !env.CLICKHOUSE_URL || !(env.REDIS_URL || env.UPSTASH_REDIS_REST_URL)
+  const running = embeddedWanted ? await findRunningServer(dir) : null
+  if (running && !options.viaRunningServer) {
+    throw new UserError(`a server (pid ${running.pid}) already runs on the data folder ${dir}: stop it, or set DATA_DIR to another folder`)
+  }
   const token = running ? localToken(dir) : ''
 
   let olap: Olap
@@ -106,7 +111,12 @@ export async function openNodeStores(env: NodeEnv, options: { viaRunningServer?:
     olap = clickhouseOverHttp(running.url, 'default', token)
     clickhouse = 'embedded, through the running server'
   } else {
-    chdb = new ChdbOlap(join(dir, 'clickhouse'))
+    try {
+      chdb = new ChdbOlap(join(dir, 'clickhouse'))
+    } catch (err) {
+      // the engine locks its folder: a server or CLI on the same DATA_DIR that is starting or stopping
+      throw new UserError(`the embedded ClickHouse in ${join(dir, 'clickhouse')} is in use by another process: wait for it or stop it, or set DATA_DIR to another folder`, { cause: err })
+    }
     olap = chdb
     clickhouse = `embedded (${join(dir, 'clickhouse')})`
   }

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import worker from '../../functions/worker'
 import { tempDir } from '../helpers'
 import { mcpClient } from './mcp-client'
-import { type RunningServer, startServer } from './server-process'
+import { type RunningServer, startServer, demoKeys } from './server-process'
 
 const run = promisify(execFile)
 const OFFLINE = { WRANGLER_SEND_METRICS: 'false', WRANGLER_HIDE_BANNER: 'true', CLOUDFLARE_CF_FETCH_ENABLED: 'false' }
@@ -23,8 +23,7 @@ describe('the worker bundle under workerd', () => {
   beforeAll(async () => {
     await run(process.execPath, ['node_modules/wrangler/bin/wrangler.js', 'deploy', '--dry-run', '--outdir', outdir], { env: { ...process.env, ...OFFLINE } })
     server = await startServer({ DATA_DIR: dataDir, REDIS_URL: '', UPSTASH_REDIS_REST_URL: '', CLICKHOUSE_URL: '' })
-    readKey = /read key:\s+(\S+)/.exec(server.output())![1]
-    writeKey = /write key:\s+(\S+)/.exec(server.output())![1]
+    ;({ readKey, writeKey } = demoKeys(server.output()))
     const local = JSON.parse(readFileSync(join(dataDir, 'local-endpoints.json'), 'utf8'))
     const token = readFileSync(join(dataDir, 'local-token'), 'utf8')
     mf = new Miniflare({
@@ -38,6 +37,7 @@ describe('the worker bundle under workerd', () => {
         CLICKHOUSE_PASSWORD: token,
         UPSTASH_REDIS_REST_URL: `${local.url}/redis`,
         UPSTASH_REDIS_REST_TOKEN: token,
+        LOG_LEVEL: 'error',
       },
     })
   })
