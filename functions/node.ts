@@ -19,6 +19,7 @@ import { dbipGeo } from '../lib/ingest/geo-node'
 import { Ingestor } from '../lib/ingest/pipeline'
 import { BufferedSink } from '../lib/ingest/sink'
 import { memoryLiveCache } from '../lib/public-live'
+import { swaggerUiAssets } from '../lib/reference-assets-node'
 import { SiteDirectory } from '../lib/site-directory'
 import type { Services } from '../lib/services'
 import { createApp } from './app'
@@ -65,6 +66,7 @@ const services: Services = {
     pinnedFetch: pinnedNodeFetch(),
   }),
   publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
+  referenceAssets: swaggerUiAssets(),
 }
 const requestLines = batchedLines(process.stderr)
 process.on('exit', requestLines.flush)

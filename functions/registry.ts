@@ -4,6 +4,7 @@ import { type Endpoint, defineEndpoint } from './endpoint'
 import { mcpEndpoint } from './mcp'
 import { endpointIndex, openApiDocument } from './openapi'
 import { publicEndpoints } from './public'
+import { referencePageEndpoints } from './reference-page'
 import { goalEndpoints } from './v1/goals'
 import { ingestEndpoints } from './v1/ingest'
 import { metaEndpoints } from './v1/meta'
@@ -88,4 +89,5 @@ export const endpoints: Endpoint[] = [
   ...collectorEndpoints,
   ...publicEndpoints,
   mcpEndpoint(() => endpoints),
+  ...referencePageEndpoints,
 ]
