@@ -3,6 +3,7 @@ import { defineConfig } from 'vitest/config'
 export default defineConfig({
   test: {
     include: ['tests/**/*.test.ts'],
+    globalSetup: ['tests/global-setup.ts'],
     // chdb allows one engine per process: every test file runs in its own process
     pool: 'forks',
     testTimeout: 60_000,

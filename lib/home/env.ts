@@ -36,6 +36,7 @@ export const nodeEnvSchema = z.object({
   REDIS_URL: z.url().optional().describe('use Redis over TCP (`redis://` or `rediss://`) for keys, sites, settings, visits and rate limits'),
   UPSTASH_REDIS_REST_URL: z.url().optional().describe('use Upstash over REST instead (with the token below)'),
   UPSTASH_REDIS_REST_TOKEN: z.string().optional().describe('the Upstash REST token'),
+  REDIS_PREFIX: z.string().optional().describe('a prefix for every key written to Redis or Upstash, so installations (or test runs) can share one database'),
   OUTBOUND_ALLOW_PRIVATE: flag.default('0').describe("`1` lets the server's own outbound requests reach private, loopback and link-local addresses"),
   TRUST_PROXY: flag.default('0').describe('`1` behind your own reverse proxy: take the client address from `X-Forwarded-For`'),
   SKIP_DEMO_TRAFFIC: flag.default('0').describe('`1` to create the demo site on first start without its 30 days of traffic'),

@@ -69,6 +69,13 @@ describe('failures a user can fix', () => {
     expectOneSentence(run('scripts/demo-traffic.ts', ['--site', 'nope'], env), /no site has the snippet id "nope"/)
   })
 
+  it('the server: no engine library for this platform, as after npm ci on macOS or arm64', () => {
+    const preload = join(tempDir('failures'), 'other-arch.cjs')
+    writeFileSync(preload, "Object.defineProperty(process, 'arch', { value: 'riscv64' })\n")
+    const result = run('functions/node.ts', [], { DATA_DIR: tempDir('failures'), NODE_OPTIONS: `--require ${preload}` })
+    expectOneSentence(result, /no library for linux-riscv64 .*run `npm install`/)
+  })
+
   it('admin: an unknown organization', () => {
     const result = run('scripts/admin.ts', ['key', 'create', '--org', 'nope', '--name', 'x'], env)
     expect(result.stderr.trim().split('\n')).toHaveLength(1)
