@@ -18,9 +18,23 @@ function appFor(rawEnv: WorkerEnv) {
   return cached
 }
 
+/** What to do about a missing or malformed variable, said once per isolate rather than as a stack per request. */
+const SETUP_HINT =
+  'set it with `wrangler secret put` (see docs/self-hosting.md); for `wrangler dev` on this machine, run `npm start` and then `npm run dev:worker`, which writes .dev.vars (see .dev.vars.example)'
+let toldMisconfigured = false
+
 export default {
   fetch(request: Request, env: WorkerEnv, ctx: Parameters<ReturnType<typeof createApp>['fetch']>[2]) {
-    return appFor(env).app.fetch(request, env, ctx)
+    let app: ReturnType<typeof createApp>
+    try {
+      app = appFor(env).app
+    } catch (err) {
+      const error = `${(err as Error).message}: ${SETUP_HINT}`
+      if (!toldMisconfigured) console.error(error)
+      toldMisconfigured = true
+      return Response.json({ error }, { status: 503 })
+    }
+    return app.fetch(request, env, ctx)
   },
   // the daily rollup (lib/rollup/refresh.ts): recent finished days every ten minutes, every day once a day
   scheduled(controller: { cron: string }, env: WorkerEnv, ctx: { waitUntil(p: Promise<unknown>): void }) {
