@@ -106,11 +106,13 @@ if ((await stores.store.countOrgs()) === 0) {
     ].join('\n'),
   )
 } else {
+  const orgs = await stores.store.listOrgs()
+  const org = orgs.length === 1 ? orgs[0].id : '<id from org list>'
   log(
     [
       `Data from an earlier start is in ${dir}; keys are shown only when they are made. To make one:`,
-      '  npm run -s admin -- org list',
-      '  npm run -s admin -- key create --org <organization id> --name me --scope read',
+      ...(orgs.length === 1 ? [] : ['  npm run -s admin -- org list']),
+      `  npm run -s admin -- key create --org ${org} --name me --scope read`,
     ].join('\n'),
   )
 }

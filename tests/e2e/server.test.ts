@@ -109,7 +109,9 @@ describe('the Node server on embedded stores', () => {
     expect(await server.stop('SIGKILL')).toBeNull()
     server = await startServer(env)
     expect(server.output()).not.toContain('First start')
-    expect(server.output()).toContain('npm run -s admin -- key create --org')
+    // two organizations by now (the CLI made one): the lines say how to find the id
+    expect(server.output()).toContain('npm run -s admin -- org list')
+    expect(server.output()).toContain('npm run -s admin -- key create --org <id from org list> --name me --scope read')
     const read = await api(`/api/v1/sites/${site.snippetId}`, readKey)
     expect(read.status).toBe(200)
     expect((await read.json()).id).toBe(site.id)
