@@ -3,13 +3,16 @@ import type { Services } from '../lib/services'
 import { allowedMethods, mountEndpoints } from './http'
 import { asApiError } from './invoke'
 import { endpoints } from './registry'
+import { type LogOptions, requestLog } from './request-log'
 
 const CORS_EXPOSE_HEADERS = 'RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After'
 const CORS_ALLOW_HEADERS = 'Authorization, x-api-key, Content-Type, mcp-protocol-version, mcp-session-id'
 
 /** Builds the whole HTTP app from its services. Handlers never know which home they run in. */
-export function createApp(services: Services) {
+export function createApp(services: Services, log: LogOptions = { level: 'error' }) {
   const app = new Hono()
+
+  app.use(requestLog(log))
 
   // Every /api response, errors and preflight included, is readable from any origin. Written with
   // c.header() before the handler runs: hono/cors touches c.res first, which makes the Node adapter

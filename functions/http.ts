@@ -6,6 +6,7 @@ import { sha256Hex, type ApiKeyRecord } from '../lib/keys'
 import type { Services } from '../lib/services'
 import { DEFAULT_MAX_BODY_BYTES, type Endpoint, isJsonAnswer } from './endpoint'
 import { CallContext, admit, invoke } from './invoke'
+import { KEY_PREFIX_VAR } from './request-log'
 
 export const honoPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1')
 
@@ -45,6 +46,7 @@ export function mountEndpoints(app: Hono, endpoints: Endpoint[], services: Servi
         if (!credential) throw new ApiError(401, 'missing API key: send Authorization: Bearer <API_KEY>')
         const admitted = await admit(services, endpoint, { credential, hash: await sha256Hex(credential.secret) }, ctx)
         ctx = ctx.withKey(admitted.key)
+        c.set(KEY_PREFIX_VAR as never, admitted.key.prefix as never)
         for (const [name, value] of Object.entries(admitted.headers)) c.header(name, value)
       }
       const params = hasParams ? { ...withoutKey(c.req.query()), ...c.req.param() } : {}

@@ -4,6 +4,7 @@ import type { ApiKeyRecord } from '../lib/keys'
 import { LIMITS, type LimitResult } from '../lib/ratelimit'
 import type { Services } from '../lib/services'
 import { type Endpoint, type EndpointContext, describeZodError } from './endpoint'
+import { traceOf } from './request-log'
 
 /**
  * The two halves of every call, shared by REST and MCP: admitting the caller (key, scope, one
@@ -124,9 +125,9 @@ export class CallContext implements EndpointContext {
 /** Any failure as the ApiError answered for it: unknown ones are logged with a request id and answered as a generic 500. */
 export function asApiError(err: unknown, request: Request): ApiError {
   if (err instanceof ApiError) return err
-  const requestId = crypto.randomUUID()
-  console.error(JSON.stringify({ level: 'error', requestId, method: request.method, path: new URL(request.url).pathname, error: String((err as Error)?.stack ?? err) }))
-  return new ApiError(500, `internal error (request ${requestId})`)
+  const { id, logError } = traceOf(request)
+  logError({ requestId: id, method: request.method, path: new URL(request.url).pathname, error: String((err as Error)?.stack ?? err) })
+  return new ApiError(500, `internal error (request ${id})`)
 }
 
 /** Validates the parameters and body against the declaration, then runs the handler. */

@@ -4,11 +4,12 @@ import { serve } from '@hono/node-server'
 import { type IncomingMessage, STATUS_CODES, type Server } from 'node:http'
 import { join } from 'node:path'
 import type { Duplex } from 'node:stream'
-import { z } from 'zod'
 import { createDemo } from '../lib/demo'
 import { demoHits } from '../lib/ingest/demo-traffic'
 import { ROLLUP_ALL_DAYS, ROLLUP_RECENT_DAYS, refreshRollups } from '../lib/rollup/refresh'
 import { importHits } from '../lib/ingest/import'
+import { nodeEnvSchema, parseEnv } from '../lib/home/env'
+import { exitWithFailure } from '../lib/home/failure'
 import { dataDir, localInfoFile, localToken, openNodeStores } from '../lib/home/node'
 import { localEndpointsApp } from './local-endpoints'
 import { migrate } from '../lib/olap/migrate'
@@ -20,35 +21,19 @@ import { Ingestor } from '../lib/ingest/pipeline'
 import { Journal } from '../lib/ingest/journal'
 import { BufferedSink } from '../lib/ingest/sink'
 import { memoryLiveCache } from '../lib/public-live'
+import { swaggerUiAssets } from '../lib/reference-assets-node'
 import { SiteDirectory } from '../lib/site-directory'
 import type { Services } from '../lib/services'
 import { deliverReports } from '../lib/delivery/reports'
 import { nodeMailer } from '../lib/delivery/mail-node'
 import { createApp } from './app'
+import { batchedLines } from './request-log'
 
-const env = z
-  .object({
-    PORT: z.coerce.number().int().min(0).max(65535).default(8787),
-    HOST: z.string().default('0.0.0.0'),
-    LOCAL_PORT: z.coerce.number().int().min(0).max(65535).optional(),
-    PUBLIC_URL: z.url().optional(),
-    DATA_DIR: z.string().optional(),
-    CLICKHOUSE_URL: z.url().optional(),
-    CLICKHOUSE_USER: z.string().optional(),
-    CLICKHOUSE_PASSWORD: z.string().optional(),
-    CLICKHOUSE_DATABASE: z.string().optional(),
-    CLICKHOUSE_CLUSTER: z.string().optional(),
-    REDIS_URL: z.url().optional(),
-    UPSTASH_REDIS_REST_URL: z.url().optional(),
-    UPSTASH_REDIS_REST_TOKEN: z.string().optional(),
-    OUTBOUND_ALLOW_PRIVATE: z.enum(['0', '1']).default('0'),
-    TRUST_PROXY: z.enum(['0', '1']).default('0'),
-    SKIP_DEMO_TRAFFIC: z.enum(['0', '1']).default('0'),
-    SMTP_URL: z.url().optional(),
-    MAIL_FROM: z.string().optional(),
-  })
-  // an empty variable means unset
-  .parse(Object.fromEntries(Object.entries(process.env).filter(([, value]) => value !== '')))
+// a failure the user can fix (a bad variable, a busy port, a data folder in use) is one sentence
+process.on('uncaughtException', exitWithFailure)
+process.on('unhandledRejection', exitWithFailure)
+
+const env = parseEnv(nodeEnvSchema, process.env)
 
 const log = (message: string) => process.stderr.write(`${message}\n`)
 const dir = dataDir(env)
@@ -92,8 +77,11 @@ const services: Services = {
   }),
   publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
   mailer: nodeMailer({ smtpUrl: env.SMTP_URL, dataDir: dir, from: env.MAIL_FROM ?? `reports@${env.PUBLIC_URL ? new URL(env.PUBLIC_URL).hostname : 'localhost'}`, log }),
+  referenceAssets: swaggerUiAssets(),
 }
-const app = createApp(services)
+const requestLines = batchedLines(process.stderr)
+process.on('exit', requestLines.flush)
+const app = createApp(services, { level: env.LOG_LEVEL, write: requestLines.write })
 const server = serve({ fetch: app.fetch, port: env.PORT, hostname: env.HOST })
 answerMalformedRequestsInJson(server as unknown as Server)
 await new Promise((resolve) => server.once('listening', resolve))
@@ -117,14 +105,25 @@ if ((await stores.store.countOrgs()) === 0) {
   log(
     [
       '',
-      'First start: created a demo organization and site. These keys are shown once:',
-      `  read key:  ${demo.readKey}`,
-      `  write key: ${demo.writeKey}`,
-      `  site:      ${demo.site.domain} (id ${demo.site.id}, snippet ${demo.site.snippetId}), with ${seeded.imported} demo hits over 30 days`,
+      `First start: created the organization "${demo.org.name}" and the site ${demo.site.domain} (id ${demo.site.id}, snippet ${demo.site.snippetId}), with ${seeded.imported} demo hits over 30 days.`,
+      'Its keys are shown only now. Paste this line into your shell:',
       '',
-      'Try:',
-      `  curl -H "Authorization: Bearer ${demo.readKey}" ${baseUrl}/api/v1/me`,
+      `  export KEY=${demo.readKey} WRITE_KEY=${demo.writeKey} SITE=${demo.site.id} ORG=${demo.org.id}`,
       '',
+      'then try:',
+      `  curl -H "Authorization: Bearer $KEY" ${baseUrl}/api/v1/me`,
+      `  curl -H "Authorization: Bearer $KEY" "${baseUrl}/api/v1/stats?site_id=$SITE&range=7d"`,
+      '',
+    ].join('\n'),
+  )
+} else {
+  const orgs = await stores.store.listOrgs()
+  const org = orgs.length === 1 ? orgs[0].id : '<id from org list>'
+  log(
+    [
+      `Data from an earlier start is in ${dir}; keys are shown only when they are made. To make one:`,
+      ...(orgs.length === 1 ? [] : ['  npm run -s admin -- org list']),
+      `  npm run -s admin -- key create --org ${org} --name me --scope read`,
     ].join('\n'),
   )
 }

@@ -11,6 +11,7 @@ import { endpointIndex, openApiDocument } from './openapi'
 import { publicEndpoints } from './public'
 import { annotationEndpoints } from './v1/annotations'
 import { funnelEndpoints } from './v1/funnels'
+import { referencePageEndpoints } from './reference-page'
 import { goalEndpoints } from './v1/goals'
 import { importEndpoints } from './v1/imports'
 import { ingestEndpoints } from './v1/ingest'
@@ -107,4 +108,5 @@ export const endpoints: Endpoint[] = [
   ...collectorEndpoints,
   ...publicEndpoints,
   mcpEndpoint(() => endpoints),
+  ...referencePageEndpoints,
 ]

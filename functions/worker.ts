@@ -1,4 +1,4 @@
-import { type WorkerEnv, workerServices } from '../lib/home/worker'
+import { type WorkerEnv, workerEnvSchema, workerServices } from '../lib/home/worker'
 import { ROLLUP_ALL_DAYS, ROLLUP_RECENT_DAYS, refreshRollups } from '../lib/rollup/refresh'
 import type { Services } from '../lib/services'
 import { deliverReports } from '../lib/delivery/reports'
@@ -13,13 +13,29 @@ let cached: { raw: WorkerEnv; app: ReturnType<typeof createApp>; services: Servi
 function appFor(rawEnv: WorkerEnv) {
   if (cached?.raw === rawEnv) return cached
   const services = workerServices(rawEnv)
-  cached = { raw: rawEnv, app: createApp(services), services }
+  // one console line per request: the Workers log keeps each as an entry
+  const level = workerEnvSchema.shape.LOG_LEVEL.parse(rawEnv.LOG_LEVEL || undefined)
+  cached = { raw: rawEnv, app: createApp(services, { level, write: (line) => console.log(line) }), services }
   return cached
 }
 
+/** What to do about a missing or malformed variable, said once per isolate rather than as a stack per request. */
+const SETUP_HINT =
+  'set it with `wrangler secret put` (see docs/self-hosting.md); for `wrangler dev` on this machine, run `npm start` and then `npm run dev:worker`, which writes .dev.vars (see .dev.vars.example)'
+let toldMisconfigured = false
+
 export default {
   fetch(request: Request, env: WorkerEnv, ctx: Parameters<ReturnType<typeof createApp>['fetch']>[2]) {
-    return appFor(env).app.fetch(request, env, ctx)
+    let app: ReturnType<typeof createApp>
+    try {
+      app = appFor(env).app
+    } catch (err) {
+      const error = `${(err as Error).message}: ${SETUP_HINT}`
+      if (!toldMisconfigured) console.error(error)
+      toldMisconfigured = true
+      return Response.json({ error }, { status: 503 })
+    }
+    return app.fetch(request, env, ctx)
   },
   // the daily rollup (lib/rollup/refresh.ts): recent finished days every ten minutes, every day once a day
   scheduled(controller: { cron: string }, env: WorkerEnv, ctx: { waitUntil(p: Promise<unknown>): void }) {

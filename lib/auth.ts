@@ -5,7 +5,7 @@ import type { Site } from './sites'
 
 export type Credential = { secret: string; via: 'header' | 'query' }
 
-/** `Authorization: Bearer`, `x-api-key`, or `?key=` (spec section 5). */
+/** `Authorization: Bearer`, `x-api-key`, or `?key=` (docs/api.md, Authentication and scopes). */
 export function readCredential(request: Request): Credential | null {
   const authorization = request.headers.get('authorization')
   if (authorization) {

@@ -1,4 +1,4 @@
-/** The static vocabulary of reports: spec sections 4.1 and 4.2. */
+/** The static vocabulary of reports (docs/api.md, Ranges and Filters). */
 export const RANGES = ['realtime', 'today', 'yesterday', '7d', 'week', 'month', '30d', '90d', 'year', 'ytd', 'last-year', '12mo', 'all', 'custom'] as const
 export type RangeName = (typeof RANGES)[number]
 

@@ -24,7 +24,7 @@ export const PERIOD_TTL_SECONDS = 60
 export const isLive = (range: WindowName) => range === '5m' || range === '30m' || range === 'realtime'
 
 /**
- * The site's dial bounds the window by its real start and length (spec 4.7 rule 6):
+ * The site's dial bounds the window by its real start and length (docs/tracker.md):
  * live admits only the live windows; 30d windows starting at most 30 site-local days before
  * today; year windows starting less than a calendar year before today; all admits everything.
  */

@@ -1,7 +1,7 @@
 import { Ratelimit } from '@upstash/ratelimit'
 import type { Redis } from '@upstash/redis'
 
-/** Per-key budgets of spec section 8. */
+/** Per-key budgets (docs/api.md, Limits). */
 export const LIMITS = {
   default: { max: 600, windowMs: 60_000 },
   collect: { max: 600, windowMs: 60_000 },

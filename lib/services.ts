@@ -27,6 +27,8 @@ export interface Services {
   liveCache: LiveCache
   /** Reverse and forward DNS, to verify crawlers. */
   dns?: DnsResolver
+  /** Files of the API reference page by name (Node reads them from swagger-ui-dist); without it, no page. */
+  referenceAssets?: (file: string) => Promise<Uint8Array>
   /** Public origin used in snippets; defaults to the request's origin. */
   publicUrl?: string
   /** Sends reports and invitations; absent where no mail can be sent (Workers). */

@@ -3,6 +3,7 @@ import { createApiKey, createOrg, revokeApiKey } from '../lib/admin'
 import { ApiError } from '../lib/errors'
 import { acceptInvitation } from '../lib/members'
 import { emailSchema } from '../lib/team'
+import { runCli } from '../lib/home/failure'
 import { openNodeStores } from '../lib/home/node'
 
 /** The account area's stand-in. Prints only JSON on stdout; works with or without a running server. */
@@ -80,4 +81,4 @@ invitation
   .requiredOption('--id <id>', 'invitation id')
   .action((opts: { id: string }) => withStore(({ store }) => acceptInvitation(store, opts.id, new Date())))
 
-await program.parseAsync(process.argv)
+await runCli(program)

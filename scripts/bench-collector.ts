@@ -24,10 +24,14 @@ async function benchEvents(duration: number, connections: number) {
   })
   let log = ''
   const url = await new Promise<string>((resolve) => {
-    createInterface({ input: child.stderr! }).on('line', (line) => {
+    const lines = createInterface({ input: child.stderr! }).on('line', (line) => {
       log += `${line}\n`
       const match = /analytics API on (\S+)/.exec(line)
-      if (match) resolve(match[1])
+      if (!match) return
+      // the request log is drained unread: parsing it here would take CPU from the server under test
+      lines.close()
+      child.stderr!.resume()
+      resolve(match[1])
     })
   })
   const snippet = /snippet (\w+)\)/.exec(log)![1]

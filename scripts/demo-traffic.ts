@@ -1,4 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander'
+import { UserError } from '../lib/home/env'
+import { runCli } from '../lib/home/failure'
 import { openNodeStores } from '../lib/home/node'
 import { demoHits } from '../lib/ingest/demo-traffic'
 import { dbipGeo } from '../lib/ingest/geo-node'
@@ -22,7 +24,7 @@ const program = new Command('demo-traffic')
     try {
       const siteId = await stores.store.getSiteIdBySnippet(opts.site)
       const site = siteId ? await stores.store.getSite(siteId) : null
-      if (!site) throw new InvalidArgumentError(`no site with snippet id ${opts.site}`)
+      if (!site) throw new UserError(`no site has the snippet id "${opts.site}": GET /api/v1/sites lists each site's snippetId`)
       const hits = demoHits({ site: opts.site, domain: site.domain, days: opts.days, visitorsPerDay: opts.visitorsPerDay, end: new Date(), seed: opts.seed })
       const result = await runImport((function* () { for (const h of hits) yield JSON.stringify(h) })(), { olap: stores.olap, store: stores.store, geo: dbipGeo() })
       // days the hits landed in are rebuilt now rather than at the server's next refresh
@@ -32,4 +34,4 @@ const program = new Command('demo-traffic')
       await stores.close()
     }
   })
-await program.parseAsync(process.argv)
+await runCli(program)

@@ -3,6 +3,8 @@ import { stat } from 'node:fs/promises'
 import { createInterface } from 'node:readline'
 import { SingleBar } from 'cli-progress'
 import { Command } from 'commander'
+import { UserError } from '../lib/home/env'
+import { runCli } from '../lib/home/failure'
 import { openNodeStores } from '../lib/home/node'
 import { dbipGeo } from '../lib/ingest/geo-node'
 import { runImport } from '../lib/ingest/import'
@@ -12,9 +14,10 @@ const program = new Command('import')
   .description('Load raw hits (NDJSON, docs/architecture.md) through the collector\'s enrichment and sessionization, with their own timestamps. Works while the server runs.')
   .option('--file <path>', 'NDJSON file (default: standard input)')
   .action(async (opts: { file?: string }) => {
+    // a file that cannot be read is told before the stores are opened
+    const total = opts.file ? (await stat(opts.file)).size : 0
     const stores = await openNodeStores(process.env, { viaRunningServer: true })
     const input = opts.file ? createReadStream(opts.file) : process.stdin
-    const total = opts.file ? (await stat(opts.file)).size : 0
     const bar = process.stderr.isTTY && total ? new SingleBar({ format: 'importing [{bar}] {percentage}% | {lines} lines', stream: process.stderr }) : null
     bar?.start(total, 0, { lines: 0 })
     try {
@@ -26,8 +29,9 @@ const program = new Command('import')
       // days the hits landed in are rebuilt now rather than at the server's next refresh
       if (result.imported) await refreshRollups(stores.olap, stores.store, new Date(), ROLLUP_ALL_DAYS)
       process.stdout.write(`${JSON.stringify({ imported: result.imported, rejected: result.rejected })}\n`)
+      if (result.rejected && !result.imported) throw new UserError(`all ${result.rejected} lines were rejected and nothing was imported: see docs/import.md for the format`)
     } finally {
       await stores.close()
     }
   })
-await program.parseAsync(process.argv)
+await runCli(program)

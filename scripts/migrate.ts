@@ -1,4 +1,5 @@
 import { Command } from 'commander'
+import { runCli } from '../lib/home/failure'
 import { openNodeStores } from '../lib/home/node'
 import { migrate } from '../lib/olap/migrate'
 import { loadMigrations } from '../lib/olap/migrations-node'
@@ -15,4 +16,4 @@ const program = new Command('migrate')
       await stores.close()
     }
   })
-await program.parseAsync(process.argv)
+await runCli(program)

@@ -10,6 +10,7 @@ import { endpoints } from '../functions/registry'
 import { createApiKey, createOrg } from '../lib/admin'
 import { EmbeddedRedis } from '../lib/kv/embedded'
 import { type RawRedis, rawRequester } from '../lib/kv/raw'
+import { prefixedRaw } from '../lib/kv/prefix'
 import { TcpRedis } from '../lib/kv/tcp'
 import { ChdbOlap } from '../lib/olap/chdb'
 import { migrate } from '../lib/olap/migrate'
@@ -26,8 +27,11 @@ import { newSite } from '../lib/sites'
 import { Store } from '../lib/store'
 
 export const REDIS_URL = process.env.REDIS_URL
+// CI runs every test: a Redis-backed test must not skip there for want of REDIS_URL
+if (process.env.CI && !REDIS_URL) throw new Error('CI is set but REDIS_URL is not: the Redis-backed tests would be skipped')
 
-export const tempDir = (name: string) => mkdtempSync(join(tmpdir(), `wa-${name}-`))
+/** A fresh folder inside the run's own, which tests/global-setup.ts removes when the run ends. */
+export const tempDir = (name: string) => mkdtempSync(join(process.env.TEST_TMP_DIR ?? tmpdir(), `wa-${name}-`))
 
 let engine: Promise<ChdbOlap> | null = null
 /** One embedded ClickHouse per test process (chdb allows one), migrated once. */
@@ -45,7 +49,8 @@ export type KvKind = 'embedded' | 'redis'
 export function rawRedis(kind: KvKind): RawRedis {
   if (kind === 'redis') {
     if (!REDIS_URL) throw new Error('REDIS_URL is not set')
-    return new TcpRedis(REDIS_URL)
+    // every key under the run's prefix, removed when the run ends
+    return prefixedRaw(new TcpRedis(REDIS_URL), process.env.REDIS_PREFIX ?? 'wa-test:')
   }
   return new EmbeddedRedis()
 }

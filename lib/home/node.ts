@@ -2,15 +2,17 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { join, resolve } from 'node:path'
 import { createClient } from '@clickhouse/client'
 import { Redis } from '@upstash/redis'
-import { ChdbOlap } from '../olap/chdb'
+import type { ChdbOlap } from '../olap/chdb'
 import { CLICKHOUSE_SETTINGS, type ClickHouseClientLike, clickhouseClientOlap } from '../olap/client'
 import type { Olap } from '../olap/types'
 import { EmbeddedRedis } from '../kv/embedded'
 import { type RawRedis, rawRequester } from '../kv/raw'
+import { prefixedRaw, prefixedUpstash } from '../kv/prefix'
 import { TcpRedis } from '../kv/tcp'
 import { type RateLimiter, memoryRateLimiter, redisRateLimiter } from '../ratelimit'
 import { NATIVE_SCRIPTS } from '../ingest/visits'
 import { Store } from '../store'
+import { UserError } from './env'
 
 export interface NodeEnv {
   DATA_DIR?: string
@@ -22,6 +24,7 @@ export interface NodeEnv {
   REDIS_URL?: string
   UPSTASH_REDIS_REST_URL?: string
   UPSTASH_REDIS_REST_TOKEN?: string
+  REDIS_PREFIX?: string
 }
 
 export const dataDir = (env: NodeEnv) => resolve(env.DATA_DIR || '.data')
@@ -93,7 +96,11 @@ export async function openNodeStores(env: NodeEnv, options: { viaRunningServer?:
   process.umask(0o077)
   mkdirSync(dir, { recursive: true, mode: 0o700 })
   chmodSync(dir, 0o700)
-  const running = options.viaRunningServer ? await findRunningServer(dir) : null
+  const embeddedWanted = !env.CLICKHOUSE_URL || !(env.REDIS_URL || env.UPSTASH_REDIS_REST_URL)
+  const running = embeddedWanted ? await findRunningServer(dir) : null
+  if (running && !options.viaRunningServer) {
+    throw new UserError(`a server (pid ${running.pid}) already runs on the data folder ${dir}: stop it, or set DATA_DIR to another folder`)
+  }
   const token = running ? localToken(dir) : ''
 
   let olap: Olap
@@ -106,7 +113,19 @@ export async function openNodeStores(env: NodeEnv, options: { viaRunningServer?:
     olap = clickhouseOverHttp(running.url, 'default', token)
     clickhouse = 'embedded, through the running server'
   } else {
-    chdb = new ChdbOlap(join(dir, 'clickhouse'))
+    // loaded only here: a server on CLICKHOUSE_URL needs no engine library for its platform
+    const { ChdbOlap } = await import('../olap/chdb').catch((err: { code?: string }) => {
+      if (err.code !== 'CHDB_PLATFORM') throw err
+      throw new UserError(
+        `the embedded ClickHouse has no library for ${process.platform}-${process.arch} in node_modules (the lockfile lists Linux x64's only): run \`npm install\`, which fetches the one for this platform, or set CLICKHOUSE_URL to a ClickHouse server`,
+      )
+    })
+    try {
+      chdb = new ChdbOlap(join(dir, 'clickhouse'))
+    } catch (err) {
+      // the engine locks its folder: a server or CLI on the same DATA_DIR that is starting or stopping
+      throw new UserError(`the embedded ClickHouse in ${join(dir, 'clickhouse')} is in use by another process: wait for it or stop it, or set DATA_DIR to another folder`, { cause: err })
+    }
     olap = chdb
     clickhouse = `embedded (${join(dir, 'clickhouse')})`
   }
@@ -117,11 +136,13 @@ export async function openNodeStores(env: NodeEnv, options: { viaRunningServer?:
   let keyValue: string
   if (env.UPSTASH_REDIS_REST_URL) {
     if (!env.UPSTASH_REDIS_REST_TOKEN) throw new Error('UPSTASH_REDIS_REST_URL is set but UPSTASH_REDIS_REST_TOKEN is not')
-    redis = new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN, enableTelemetry: false })
+    redis = env.REDIS_PREFIX
+      ? new Redis(prefixedUpstash({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN, prefix: env.REDIS_PREFIX }))
+      : new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN, enableTelemetry: false })
     limiter = redisRateLimiter(redis)
     keyValue = `upstash ${new URL(env.UPSTASH_REDIS_REST_URL).host}`
   } else if (env.REDIS_URL) {
-    raw = new TcpRedis(env.REDIS_URL)
+    raw = env.REDIS_PREFIX ? prefixedRaw(new TcpRedis(env.REDIS_URL), env.REDIS_PREFIX) : new TcpRedis(env.REDIS_URL)
     redis = new Redis(rawRequester(raw))
     limiter = redisRateLimiter(redis)
     keyValue = `redis ${new URL(env.REDIS_URL).host}`

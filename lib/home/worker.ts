@@ -11,6 +11,7 @@ import { redisRateLimiter } from '../ratelimit'
 import { SiteDirectory } from '../site-directory'
 import type { Services } from '../services'
 import { Store } from '../store'
+import { logLevelSchema } from './env'
 
 /** The Workers home: ClickHouse over HTTP, Upstash over REST, the Cache API, geo from request.cf. */
 
@@ -23,6 +24,7 @@ export const workerEnvSchema = z.object({
   UPSTASH_REDIS_REST_TOKEN: z.string({ message: 'UPSTASH_REDIS_REST_TOKEN must be set' }).min(1),
   PUBLIC_URL: z.url().optional(),
   OUTBOUND_ALLOW_PRIVATE: z.enum(['0', '1']).default('0'),
+  LOG_LEVEL: logLevelSchema.default('info'),
 })
 export type WorkerEnv = z.input<typeof workerEnvSchema>
 

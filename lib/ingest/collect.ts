@@ -5,7 +5,7 @@ import { type BotRow, botRow } from './rows'
 
 export const MAX_COLLECT_HITS = 500
 
-/** A server-side hit (spec 2.4), with its aliases folded into the canonical names. */
+/** A server-side hit, with its aliases folded into the canonical names. */
 export const collectedHitSchema = z.preprocess(
   (raw) => {
     if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return raw

@@ -34,7 +34,7 @@ export interface RolledDays {
   sums: string[]
 }
 
-/** Properties that are not visit engagement: their breakdown rows carry no bounceRate or avgDuration (spec 2.5). */
+/** Properties that are not visit engagement: their breakdown rows carry no bounceRate or avgDuration (docs/api.md, Metrics). */
 const NON_ENGAGEMENT = new Set(['event', 'goal', 'link', 'outbound', 'affiliate', 'button', 'dead_click', 'form'])
 export const hasEngagement = (property: string) => !NON_ENGAGEMENT.has(property) && !property.startsWith(PROPERTY_PREFIX)
 

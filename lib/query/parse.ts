@@ -8,13 +8,13 @@ import type { Filter, Query, Source } from './model'
 import { type WindowName, resolveRange } from './range'
 
 /**
- * A row count (spec 4.1): any integer is taken and clamped to 1..max, so the documents show the
+ * A row count (docs/api.md, Limits): any integer is taken and clamped to 1..max, so the documents show the
  * bounds that matter rather than the whole integer range.
  */
 export const limitParam = (max: number, fallback: number) =>
   z.coerce.number({ message: 'must be a number' }).int('must be an integer').meta({ minimum: 1, maximum: max }).optional().describe(`Rows for lists, clamped to 1-${max}, default ${fallback}`)
 
-/** The common parameters of spec 4.1. */
+/** The common parameters of every report (docs/api.md, Reports). */
 export const reportParams = z.object({
   site_id: siteRefSchema,
   range: z.enum(RANGES).default('30d').describe('Named range, resolved in the site timezone; custom needs from and to'),

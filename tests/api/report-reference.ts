@@ -88,7 +88,7 @@ export function fixture(snippet: string, domain: string, tz: string, seed: numbe
 export type Ref = ReturnType<typeof fixture>
 export const round = (v: number, d: number) => Math.round(v * 10 ** d) / 10 ** d
 
-/** The metric definitions of DESIGN.md section 4, over the reference grouping. */
+/** The metric definitions of docs/api.md (Metrics), over the reference grouping. */
 export function expectedTotals(ref: Ref, from: string, to: string, keep: (e: RefEvent, v: RefVisit) => boolean = () => true) {
   const lo = Date.parse(from)
   const hi = Date.parse(to)

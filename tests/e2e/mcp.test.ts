@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { endpoints } from '../../functions/registry'
 import { tempDir } from '../helpers'
 import { mcpClient } from './mcp-client'
-import { type RunningServer, cli, startServer } from './server-process'
+import { type RunningServer, cli, startServer, demoKeys } from './server-process'
 
 
 const readTools = endpoints.filter((e) => e.tool && e.scope === 'read').map((e) => e.tool!).sort()
@@ -17,9 +17,7 @@ describe('the MCP tool server on a real server process', () => {
 
   beforeAll(async () => {
     server = await startServer(env)
-    readKey = /read key:\s+(\S+)/.exec(server.output())![1]
-    writeKey = /write key:\s+(\S+)/.exec(server.output())![1]
-    siteId = /site:\s+\S+ \(id (\S+),/.exec(server.output())![1]
+    ;({ readKey, writeKey, site: siteId } = demoKeys(server.output()))
   })
   afterAll(() => server?.stop())
 

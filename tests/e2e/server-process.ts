@@ -43,6 +43,14 @@ export async function startServer(env: Record<string, string>): Promise<RunningS
   }
 }
 
+/** The variables of the first-start banner's `export` line. */
+export function demoKeys(output: string) {
+  const line = /^ {2}export (.+)$/m.exec(output)
+  if (!line) throw new Error(`no export line in:\n${output}`)
+  const vars = Object.fromEntries(line[1].split(' ').map((pair) => pair.split('=') as [string, string]))
+  return { readKey: vars.KEY, writeKey: vars.WRITE_KEY, site: vars.SITE, org: vars.ORG }
+}
+
 const run = promisify(execFile)
 
 /** Runs a CLI script the way `npm run -s <name> -- ...` does; returns parsed stdout JSON. */

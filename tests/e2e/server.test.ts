@@ -1,10 +1,10 @@
 import { connect } from 'node:net'
 import { afterAll, describe, expect, it } from 'vitest'
 import { tempDir } from '../helpers'
-import { type RunningServer, cli, startServer } from './server-process'
+import { type RunningServer, cli, startServer, demoKeys } from './server-process'
 
 describe('the Node server on embedded stores', () => {
-  const env = { DATA_DIR: tempDir('server'), REDIS_URL: '', UPSTASH_REDIS_REST_URL: '', CLICKHOUSE_URL: '' }
+  const env = { DATA_DIR: tempDir('server'), REDIS_URL: '', UPSTASH_REDIS_REST_URL: '', CLICKHOUSE_URL: '', LOG_LEVEL: 'info' }
   let server: RunningServer
   let readKey = ''
   let writeKey = ''
@@ -17,15 +17,31 @@ describe('the Node server on embedded stores', () => {
 
   it('first start creates a demo organization, site and keys, and prints a curl line that works', async () => {
     server = await startServer(env)
-    readKey = /read key:\s+(\S+)/.exec(server.output())![1]
-    writeKey = /write key:\s+(\S+)/.exec(server.output())![1]
-    const curl = /curl -H "Authorization: Bearer (\S+)" (\S+)/.exec(server.output())!
-    expect(curl[1]).toBe(readKey)
-    const me = await fetch(curl[2], { headers: { authorization: `Bearer ${curl[1]}` } })
-    expect(me.status).toBe(200)
+    ;({ readKey, writeKey } = demoKeys(server.output()))
+    const { site } = demoKeys(server.output())
+    // the banner's curl lines read the exported variables, as the README's do
+    const curls = [...server.output().matchAll(/curl -H "Authorization: Bearer \$KEY" "?([^"\s]+)"?/g)].map((m) => m[1].replace('$SITE', site))
+    expect(curls).toHaveLength(2)
+    for (const url of curls) expect((await fetch(url, { headers: { authorization: `Bearer ${readKey}` } })).status, url).toBe(200)
+    const me = await api('/api/v1/me', readKey)
     expect((await me.json()).key.scope).toBe('read')
     const sites = await (await api('/api/v1/sites', readKey)).json()
     expect(sites.sites.map((s: { domain: string }) => s.domain)).toEqual(['demo.example.com'])
+  })
+
+  it('logs one JSON line per request, without credential values, and answers its id as X-Request-Id', async () => {
+    const before = server.output().length
+    const given = await fetch(`${server.url}/api/v1/me`, { headers: { authorization: `Bearer ${readKey}`, 'x-request-id': 'trace-123' } })
+    expect(given.headers.get('x-request-id')).toBe('trace-123')
+    const forged = await fetch(`${server.url}/api/v1/proxy-config?key=sk_secret_value&x=1`, { headers: { 'x-request-id': 'a"b\\nc' } })
+    const forgedId = forged.headers.get('x-request-id')!
+    expect(forgedId).toMatch(/^[0-9a-f-]{36}$/)
+    await new Promise((r) => setTimeout(r, 200))
+    const lines = server.output().slice(before).split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l))
+    expect(lines).toContainEqual({ time: expect.any(String), level: 'info', method: 'GET', path: '/api/v1/me', status: 200, ms: expect.any(Number), requestId: 'trace-123', keyPrefix: readKey.slice(0, 10) })
+    const keyed = lines.find((l) => l.requestId === forgedId)
+    expect(keyed).toMatchObject({ path: '/api/v1/proxy-config?key=redacted&x=1', status: 401 })
+    expect(server.output()).not.toContain('sk_secret_value')
   })
 
   it('answers requests the HTTP parser refuses in JSON too: a lowercase method, raw bytes in the URL, huge headers', async () => {
@@ -103,6 +119,9 @@ describe('the Node server on embedded stores', () => {
     expect(await server.stop('SIGKILL')).toBeNull()
     server = await startServer(env)
     expect(server.output()).not.toContain('First start')
+    // two organizations by now (the CLI made one): the lines say how to find the id
+    expect(server.output()).toContain('npm run -s admin -- org list')
+    expect(server.output()).toContain('npm run -s admin -- key create --org <id from org list> --name me --scope read')
     const read = await api(`/api/v1/sites/${site.snippetId}`, readKey)
     expect(read.status).toBe(200)
     expect((await read.json()).id).toBe(site.id)

@@ -5,12 +5,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApiKey, createOrg } from '../../lib/admin'
 import { EmbeddedRedis } from '../../lib/kv/embedded'
 import { type RawRedis, rawRequester } from '../../lib/kv/raw'
-import { TcpRedis } from '../../lib/kv/tcp'
 import { localEndpointsApp } from '../../functions/local-endpoints'
 import { newSite } from '../../lib/sites'
 import { NATIVE_SCRIPTS, assignRuns } from '../../lib/ingest/visits'
 import { Store } from '../../lib/store'
-import { REDIS_URL } from '../helpers'
+import { REDIS_URL, rawRedis } from '../helpers'
 
 type Backend = { name: string; open(): Promise<{ raw?: RawRedis; redis: Redis; close(): Promise<void> }> }
 
@@ -48,7 +47,8 @@ if (redisUrl) {
   backends.push({
     name: 'Redis over TCP',
     async open() {
-      const raw = new TcpRedis(redisUrl)
+      // under the run's REDIS_PREFIX, as every test's keys are
+      const raw = rawRedis('redis')
       return { raw, redis: new Redis(rawRequester(raw)), close: () => raw.close() }
     },
   })

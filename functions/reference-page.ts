@@ -1,0 +1,84 @@
+import { z } from 'zod'
+import { ApiError } from '../lib/errors'
+import { defineEndpoint } from './endpoint'
+
+/**
+ * The API reference page: Swagger UI (swagger-ui-dist, Apache-2.0) rendering the OpenAPI
+ * document, with its files served by this server from the package, never from a CDN.
+ */
+
+/** The package's files the page loads, and their types: nothing else is read from it. */
+export const REFERENCE_ASSETS: Record<string, string> = {
+  'swagger-ui.css': 'text/css; charset=utf-8',
+  'swagger-ui-bundle.js': 'application/javascript; charset=utf-8',
+  'favicon-32x32.png': 'image/png',
+}
+
+const page = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Web analytics API reference</title>
+<link rel="stylesheet" href="/docs/assets/swagger-ui.css">
+<link rel="icon" type="image/png" href="/docs/assets/favicon-32x32.png">
+</head>
+<body>
+<div id="reference"></div>
+<script src="/docs/assets/swagger-ui-bundle.js"></script>
+<script>
+  window.ui = SwaggerUIBundle({
+    url: '/api/v1/openapi.json',
+    dom_id: '#reference',
+    deepLinking: true,
+    persistAuthorization: true,
+    displayOperationId: true,
+    tryItOutEnabled: true,
+    filter: true,
+  })
+</script>
+</body>
+</html>
+`
+
+export const referencePageEndpoints = [
+  defineEndpoint({
+    method: 'GET',
+    path: '/',
+    scope: 'public',
+    tool: null,
+    summary: 'Redirects to the API reference page at /docs.',
+    // a body type, not an empty answer: the transport answers an empty one itself, without Location
+    response: { mediaType: 'text/plain', description: 'A redirect to /docs' },
+    async handler() {
+      return new Response(null, { status: 302, headers: { Location: '/docs' } })
+    },
+  }),
+  defineEndpoint({
+    method: 'GET',
+    path: '/docs',
+    scope: 'public',
+    tool: null,
+    summary: 'The API reference page: every endpoint from the OpenAPI document, with calls to try with your key.',
+    response: { mediaType: 'text/html', description: 'The page' },
+    async handler({ services }) {
+      if (!services.referenceAssets) throw new ApiError(404, 'this deployment serves no reference page; GET /api/v1/openapi.json has the OpenAPI document')
+      return new Response(page, { headers: { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-cache' } })
+    },
+  }),
+  defineEndpoint({
+    method: 'GET',
+    path: '/docs/assets/{file}',
+    scope: 'public',
+    tool: null,
+    summary: 'The files of the reference page (Swagger UI).',
+    params: z.object({ file: z.string().describe(Object.keys(REFERENCE_ASSETS).join(', ')) }),
+    response: { mediaType: 'application/octet-stream', description: 'The file' },
+    async handler({ services }, { params }) {
+      const type = REFERENCE_ASSETS[params.file]
+      const body = type && services.referenceAssets ? await services.referenceAssets(params.file) : null
+      if (!body) throw new ApiError(404, 'no such file')
+      return new Response(body as BodyInit, { headers: { 'Content-Type': type, 'Cache-Control': 'public, max-age=3600' } })
+    },
+  }),
+]

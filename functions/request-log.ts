@@ -1,0 +1,91 @@
+import type { MiddlewareHandler } from 'hono'
+import type { LogLevel } from '../lib/home/env'
+
+/**
+ * Request logs: one JSON line per request (`info`), and the line of every unknown failure
+ * (`error`), both carrying the request's id, which every answer returns as `X-Request-Id`.
+ */
+
+export interface LogOptions {
+  level: LogLevel
+  /** Where a finished JSON line goes (default: standard error or the console). */
+  write?: (line: string) => void
+}
+
+const HEADER = 'X-Request-Id'
+/** A caller's own id is kept when it is short and plain, so it cannot forge log fields. */
+const SANE_ID = /^[\w\-.:=]{1,128}$/
+/** Query parameters whose values are never logged: credentials. */
+const SECRET_PARAMS = new Set(['key', 'api_key', 'apikey', 'token', 'access_token', 'secret'])
+
+interface Trace {
+  id: string
+  logError: (fields: Record<string, unknown>) => void
+}
+
+/** Per request: its id and where its failures are logged (read by `asApiError`, which has the request alone). */
+const traces = new WeakMap<Request, Trace>()
+
+/** The request's id, or a fresh one for a request that did not come through the app. */
+export function traceOf(request: Request): Trace {
+  return traces.get(request) ?? { id: crypto.randomUUID(), logError: (fields) => writeDefault(JSON.stringify({ level: 'error', ...fields })) }
+}
+
+function writeDefault(line: string) {
+  const stderr = (globalThis as { process?: { stderr?: { write(s: string): unknown } } }).process?.stderr
+  if (stderr) stderr.write(`${line}\n`)
+  else console.log(line)
+}
+
+/** The path as logged: the values of credential parameters replaced, so a URL-borne key never reaches a log. */
+export function loggedPath(url: string, pathname: string): string {
+  const q = url.indexOf('?')
+  if (q < 0) return pathname
+  const params = new URLSearchParams(url.slice(q + 1))
+  for (const name of params.keys()) if (SECRET_PARAMS.has(name.toLowerCase())) params.set(name, 'redacted')
+  const query = params.toString()
+  return query ? `${pathname}?${query}` : pathname
+}
+
+/** Set by the transport once a key is admitted, so the line names the key by its prefix. */
+export const KEY_PREFIX_VAR = 'keyPrefix'
+
+/** The middleware: an id for every request, its header on every answer, and the request's line. */
+export function requestLog({ level, write = writeDefault }: LogOptions): MiddlewareHandler {
+  const logError = level === 'silent' ? () => {} : (fields: Record<string, unknown>) => write(JSON.stringify({ time: new Date().toISOString(), level: 'error', ...fields }))
+  const logRequests = level === 'info'
+  return async (c, next) => {
+    const given = c.req.header(HEADER)
+    const id = given && SANE_ID.test(given) ? given : crypto.randomUUID()
+    traces.set(c.req.raw, { id, logError })
+    // set before the handler runs, like the CORS headers (see app.ts)
+    c.header(HEADER, id)
+    if (!logRequests) return next()
+    const started = performance.now()
+    await next()
+    // built by hand: JSON.stringify of an object is a measurable share of a collector request
+    const ms = Math.round((performance.now() - started) * 10) / 10
+    const keyPrefix = c.get(KEY_PREFIX_VAR as never) as string | undefined
+    write(
+      `{"time":"${new Date().toISOString()}","level":"info","method":${JSON.stringify(c.req.method)},"path":${JSON.stringify(loggedPath(c.req.url, c.req.path))},"status":${c.res.status},"ms":${ms},"requestId":"${id}"${keyPrefix ? `,"keyPrefix":${JSON.stringify(keyPrefix)}` : ''}}`,
+    )
+  }
+}
+
+/**
+ * Lines for a stream, written once per turn of the event loop: a write per request would be a
+ * system call per request on the hot path.
+ */
+export function batchedLines(stream: { write(chunk: string): unknown }) {
+  let pending: string[] = []
+  const flush = () => {
+    if (pending.length === 0) return
+    const lines = pending
+    pending = []
+    stream.write(`${lines.join('\n')}\n`)
+  }
+  const write = (line: string) => {
+    if (pending.push(line) === 1) setImmediate(flush)
+  }
+  return { write, flush }
+}

@@ -1,0 +1,5 @@
+import { writeFileSync } from 'node:fs'
+import { configurationPage } from '../lib/home/env-docs'
+
+// docs/configuration.md, from the environment schemas
+writeFileSync(new URL('../docs/configuration.md', import.meta.url), configurationPage())

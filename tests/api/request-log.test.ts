@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest'
+import { createApp } from '../../functions/app'
+import { loggedPath } from '../../functions/request-log'
+import { testServices } from '../helpers'
+
+describe('request logs', () => {
+  it('an internal error is logged and answered with the id of its request, which X-Request-Id carries', async () => {
+    const services = await testServices()
+    services.store.getApiKeyByHash = async () => {
+      throw new Error('the store fell over')
+    }
+    const lines: string[] = []
+    const app = createApp(services, { level: 'info', write: (line) => lines.push(line) })
+    const res = await app.request('http://api.test/api/v1/me', { headers: { authorization: 'Bearer wak_whatever' } })
+    expect(res.status).toBe(500)
+    const id = res.headers.get('x-request-id')!
+    expect((await res.json()).error).toBe(`internal error (request ${id})`)
+    const [failure, request] = lines.map((l) => JSON.parse(l))
+    expect(failure).toMatchObject({ level: 'error', requestId: id, method: 'GET', path: '/api/v1/me', error: expect.stringContaining('the store fell over') })
+    expect(request).toMatchObject({ level: 'info', requestId: id, status: 500 })
+  })
+
+  it('each level writes what it says', async () => {
+    const services = await testServices()
+    const count = async (level: 'silent' | 'error' | 'info') => {
+      const lines: string[] = []
+      const res = await createApp(services, { level, write: (line) => lines.push(line) }).request('http://api.test/health')
+      expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/)
+      return lines.length
+    }
+    expect([await count('silent'), await count('error'), await count('info')]).toEqual([0, 0, 1])
+  })
+
+  it('never logs the value of a credential parameter', () => {
+    expect(loggedPath('http://x/api/v1/collect?key=wak_secret&site=a', '/api/v1/collect')).toBe('/api/v1/collect?key=redacted&site=a')
+    expect(loggedPath('http://x/api/v1/stats?site_id=a&range=7d', '/api/v1/stats')).toBe('/api/v1/stats?site_id=a&range=7d')
+    expect(loggedPath('http://x/health', '/health')).toBe('/health')
+  })
+})

@@ -1,0 +1,85 @@
+import { spawnSync } from 'node:child_process'
+import { writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { tempDir } from '../helpers'
+import { type RunningServer, startServer } from './server-process'
+
+/** A failure the user can fix ends the process with one sentence on stderr and a non-zero exit. */
+function run(file: string, args: string[], env: Record<string, string>) {
+  const { status, stderr } = spawnSync(process.execPath, ['--import', 'tsx', file, ...args], {
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', REDIS_URL: '', UPSTASH_REDIS_REST_URL: '', CLICKHOUSE_URL: '', SKIP_DEMO_TRAFFIC: '1', ...env },
+    encoding: 'utf8',
+    timeout: 60_000,
+  })
+  return { status, stderr }
+}
+
+function expectOneSentence({ status, stderr }: { status: number | null; stderr: string }, pattern: RegExp) {
+  const lines = stderr.trim().split('\n').filter((line) => !/^line \d+: /.test(line))
+  expect(lines, stderr).toHaveLength(1)
+  expect(lines[0]).toMatch(/^error: /)
+  expect(lines[0]).toMatch(pattern)
+  expect(stderr).not.toMatch(/\n\s+at /)
+  expect(status).toBe(1)
+}
+
+describe('failures a user can fix', () => {
+  const env = { DATA_DIR: tempDir('failures') }
+  let server: RunningServer
+
+  beforeAll(async () => {
+    server = await startServer({ ...env, REDIS_URL: '', UPSTASH_REDIS_REST_URL: '', CLICKHOUSE_URL: '', SKIP_DEMO_TRAFFIC: '1' })
+  })
+  afterAll(async () => {
+    await server?.stop()
+  })
+
+  it('the server: a malformed variable', () => {
+    expectOneSentence(run('functions/node.ts', [], { PORT: 'abc', DATA_DIR: tempDir('failures') }), /PORT is "abc"/)
+    expectOneSentence(run('functions/node.ts', [], { LOG_LEVEL: 'loud', DATA_DIR: tempDir('failures') }), /LOG_LEVEL/)
+  })
+
+  it('the server: a port in use', async () => {
+    const busy = createServer()
+    await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve))
+    const { port } = busy.address() as { port: number }
+    try {
+      expectOneSentence(run('functions/node.ts', [], { PORT: String(port), DATA_DIR: tempDir('failures') }), new RegExp(`port ${port} is already in use`))
+    } finally {
+      busy.close()
+    }
+  })
+
+  it('the server: a second server on the same data folder', () => {
+    expectOneSentence(run('functions/node.ts', [], env), /already runs on the data folder/)
+  })
+
+  it('import: a missing file, and a file whose every line is rejected', () => {
+    expectOneSentence(run('scripts/import.ts', ['--file', join(env.DATA_DIR, 'missing.ndjson')], env), /cannot read .*missing\.ndjson/)
+    const bad = join(env.DATA_DIR, 'bad.ndjson')
+    writeFileSync(bad, 'oops\n{"site": 1}\n')
+    const rejected = run('scripts/import.ts', ['--file', bad], env)
+    expectOneSentence(rejected, /all 2 lines were rejected/)
+    expect(rejected.stderr).toMatch(/^line 1: /m)
+  })
+
+  it('demo-traffic: an unknown site', () => {
+    expectOneSentence(run('scripts/demo-traffic.ts', ['--site', 'nope'], env), /no site has the snippet id "nope"/)
+  })
+
+  it('the server: no engine library for this platform, as after npm ci on macOS or arm64', () => {
+    const preload = join(tempDir('failures'), 'other-arch.cjs')
+    writeFileSync(preload, "Object.defineProperty(process, 'arch', { value: 'riscv64' })\n")
+    const result = run('functions/node.ts', [], { DATA_DIR: tempDir('failures'), NODE_OPTIONS: `--require ${preload}` })
+    expectOneSentence(result, /no library for linux-riscv64 .*run `npm install`/)
+  })
+
+  it('admin: an unknown organization', () => {
+    const result = run('scripts/admin.ts', ['key', 'create', '--org', 'nope', '--name', 'x'], env)
+    expect(result.stderr.trim().split('\n')).toHaveLength(1)
+    expect(result.stderr).not.toMatch(/\n\s+at /)
+    expect(result.status).not.toBe(0)
+  })
+})
