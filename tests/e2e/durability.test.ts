@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest'
 import { tempDir } from '../helpers'
-import { type RunningServer, startServer } from './server-process'
+import { type RunningServer, demoKeys, startServer } from './server-process'
 
 /**
  * A 202 from /api/event is a promise: the hit survives `kill -9` of the server that gave it,
@@ -39,8 +39,11 @@ describe('acknowledged hits survive SIGKILL', () => {
 
   it('every hit answered 202 is stored after a restart, killed right after the last answer', async () => {
     server = await startServer(env)
-    readKey = /read key:\s+(\S+)/.exec(server.output())![1]
-    ;[, siteId, snippet] = /site:\s+\S+ \(id (\S+), snippet (\w+)\)/.exec(server.output())!
+    const demo = demoKeys(server.output())
+    readKey = demo.readKey
+    const site = await (await fetch(`${server.url}/api/v1/sites/${demo.site}`, { headers: { authorization: `Bearer ${readKey}` } })).json()
+    siteId = site.id
+    snippet = site.snippetId
     const acknowledged = (await Promise.all(send(3000, 'a'))).filter(Boolean).length
     expect(acknowledged).toBe(3000)
     expect(await server.stop('SIGKILL')).toBeNull()
