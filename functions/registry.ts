@@ -5,6 +5,7 @@ import { type Endpoint, defineEndpoint } from './endpoint'
 import { mcpEndpoint } from './mcp'
 import { endpointIndex, openApiDocument } from './openapi'
 import { publicEndpoints } from './public'
+import { behaviourEndpoints } from './v1/behaviour'
 import { goalEndpoints } from './v1/goals'
 import { ingestEndpoints } from './v1/ingest'
 import { metaEndpoints } from './v1/meta'
@@ -86,6 +87,7 @@ export const endpoints: Endpoint[] = [
   ...ingestEndpoints,
   ...reportEndpoints,
   ...goalEndpoints,
+  ...behaviourEndpoints,
   ...collectorEndpoints,
   ...publicEndpoints,
   mcpEndpoint(() => endpoints),
