@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { errors } from '../../lib/query/behaviour'
+import { clicks, errors } from '../../lib/query/behaviour'
 import { reportParams } from '../../lib/query/parse'
 import { defineEndpoint } from '../endpoint'
 import { rangeViewSchema } from './answers'
@@ -55,6 +55,19 @@ const errorsSchema = z.object({
   pages: z.array(countRowSchema).optional().describe('pages=1: the pages it fired on, most occurrences first'),
 })
 
+const clickGroupSchema = z.object({
+  selector: z.string(),
+  text: z.string(),
+  tag: z.string(),
+  url: z.string().describe('The link followed, empty for other elements'),
+  interactive: z.boolean(),
+  count: count,
+  visitors: count,
+  deadClicks: count.describe('Clicks that changed nothing on the page'),
+  topPath: z.string(),
+  paths: count.describe('Distinct pages'),
+})
+
 export const behaviourEndpoints = [
   defineEndpoint({
     method: 'GET',
@@ -72,6 +85,20 @@ export const behaviourEndpoints = [
     response: errorsSchema,
     async handler(ctx, { params }) {
       return errors(ctx.services, await ctx.site(params.site_id), params)
+    },
+  }),
+  defineEndpoint({
+    method: 'GET',
+    path: '/api/v1/clicks',
+    scope: 'read',
+    tool: 'get_clicks',
+    summary: 'Clicks grouped by element (selector, text, tag) and link, with visitors and dead clicks.',
+    description:
+      'Autocaptured clicks and outbound, download and affiliate link clicks; most clicked first, at most limit. deadClicks counts clicks that changed nothing on the page. A site that reads only ga4 answers available: false.',
+    params: reportParams,
+    response: z.object({ available, range, summary: z.object({ clicks: count, visitors: count, deadClicks: count }), clicks: z.array(clickGroupSchema) }),
+    async handler(ctx, { params }) {
+      return clicks(ctx.services, await ctx.site(params.site_id), params)
     },
   }),
 ]

@@ -1,5 +1,6 @@
 import { ApiError } from '../errors'
 import type { Site } from '../sites'
+import { clickGroupsSql, clickSummarySql } from './compile/clicks'
 import { ERROR_BREAKDOWNS, type ErrorBreakdown, errorBreakdownSql, errorGroupsSql, errorPageCountSql, errorSummarySql, recentErrorsSql } from './compile/errors'
 import type { Query } from './model'
 import type { ReportParams } from './parse'
@@ -102,4 +103,28 @@ export async function errors(deps: ReportDeps, site: Site, params: ErrorParams) 
     errorGroups(deps, query),
   ])
   return { available: true, range: rangeView(query.range), summary: shapeErrorSummary(current[0]), previous: shapeErrorSummary(before[0]), groups }
+}
+
+/** GET /clicks: clicks grouped by element and link, with dead clicks counted. */
+export async function clicks(deps: ReportDeps, site: Site, params: ReportParams) {
+  const query = await standaloneQuery(deps, site, params)
+  if (!query) return { available: false, summary: { clicks: 0, visitors: 0, deadClicks: 0 }, clicks: [] }
+  const [summary, rows] = await Promise.all([execute<Row>(deps.olap, clickSummarySql(query)), execute<Row>(deps.olap, clickGroupsSql(query))])
+  return {
+    available: true,
+    range: rangeView(query.range),
+    summary: { clicks: numberOf(summary[0]?.clicks), visitors: numberOf(summary[0]?.visitors), deadClicks: numberOf(summary[0]?.dead_clicks) },
+    clicks: rows.map((r) => ({
+      selector: String(r.selector),
+      text: String(r.text),
+      tag: String(r.tag),
+      url: String(r.url),
+      interactive: numberOf(r.any_interactive) === 1,
+      count: numberOf(r.count),
+      visitors: numberOf(r.visitors),
+      deadClicks: numberOf(r.dead_clicks),
+      topPath: String(r.top_path),
+      paths: numberOf(r.paths),
+    })),
+  }
 }

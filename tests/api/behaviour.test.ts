@@ -142,6 +142,19 @@ function expectedErrorGroups(errors: ErrorHit[]) {
 
 const errorSummary = (errors: ErrorHit[]) => ({ errors: errors.length, groups: distinct(errors.map((e) => e.group)), visitors: distinct(errors.map(visitorOf)) })
 
+function expectedClicks(clicks: ClickHit[]) {
+  const key = (c: ClickHit) => JSON.stringify([c.selector, c.text, c.tag, c.url])
+  const groups = new Map<string, ClickHit[]>()
+  for (const c of clicks) groups.set(key(c), [...(groups.get(key(c)) ?? []), c])
+  return [...groups.values()]
+    .map((hs) => ({
+      selector: hs[0].selector, text: hs[0].text, tag: hs[0].tag, url: hs[0].url, interactive: hs[0].interactive,
+      count: hs.length, visitors: distinct(hs.map(visitorOf)), deadClicks: hs.filter((h) => h.dead).length,
+      topPath: mostFrequent(hs.map((h) => h.path)), paths: distinct(hs.map((h) => h.path)),
+    }))
+    .sort((a, b) => b.count - a.count || [a.selector, a.text, a.tag, a.url].join('\u0000').localeCompare([b.selector, b.text, b.tag, b.url].join('\u0000')))
+}
+
 describe('behaviour reads', () => {
   let call: ReturnType<typeof client>
   let key = ''
@@ -244,14 +257,37 @@ describe('behaviour reads', () => {
     })
   })
 
+  describe('clicks', () => {
+    it('groups clicks by selector, text, tag and link, counting dead ones', async () => {
+      const json = await get(`/api/v1/clicks?site_id=${ids.shop}&range=30d`)
+      const current = within(fx.clicks, json.range)
+      expect(json.available).toBe(true)
+      expect(json.summary).toEqual({ clicks: current.length, visitors: distinct(current.map(visitorOf)), deadClicks: current.filter((c) => c.dead).length })
+      expect(json.clicks).toEqual(expectedClicks(current))
+      // the same element is sometimes dead and sometimes not
+      const price = json.clicks.find((c: { selector: string }) => c.selector === 'span.price')
+      expect(price.deadClicks).toBeGreaterThan(0)
+      expect(price.deadClicks).toBeLessThan(price.count)
+    })
+
+    it('honours filters and limit', async () => {
+      const json = await get(`/api/v1/clicks?site_id=${ids.shop}&range=90d&limit=3${filtersParam([{ dimension: 'device', operator: 'is', value: ['Mobile'] }])}`)
+      const current = within(fx.clicks, json.range).filter((c) => DEVICES[c.ua] === 'Mobile')
+      expect(json.summary.clicks).toBe(current.length)
+      expect(json.clicks).toEqual(expectedClicks(current).slice(0, 3))
+    })
+  })
+
   it('an empty site answers zeros and empty lists', async () => {
     const errors = await get(`/api/v1/errors?site_id=${ids.empty}`)
     expect(errors).toMatchObject({ available: true, summary: { errors: 0, groups: 0, visitors: 0 }, previous: { errors: 0, groups: 0, visitors: 0 }, groups: [] })
+    expect(await get(`/api/v1/clicks?site_id=${ids.empty}`)).toMatchObject({ available: true, summary: { clicks: 0, visitors: 0, deadClicks: 0 }, clicks: [] })
   })
 
   it('a site that reads only ga4 answers available: false', async () => {
     expect(await get(`/api/v1/errors?site_id=${ids.ga4}`)).toEqual({ available: false, summary: { errors: 0, groups: 0, visitors: 0 }, previous: { errors: 0, groups: 0, visitors: 0 }, groups: [] })
     expect((await get(`/api/v1/errors?site_id=${ids.ga4}&fingerprint=1`)).available).toBe(false)
     expect((await get(`/api/v1/errors?site_id=${ids.ga4}&fingerprint=1&pages=1`)).available).toBe(false)
+    expect(await get(`/api/v1/clicks?site_id=${ids.ga4}`)).toEqual({ available: false, summary: { clicks: 0, visitors: 0, deadClicks: 0 }, clicks: [] })
   })
 })

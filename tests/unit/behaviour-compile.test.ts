@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { clickGroupsSql, clickSummarySql } from '../../lib/query/compile/clicks'
 import { errorBreakdownSql, errorGroupsSql, errorSummarySql, recentErrorsSql } from '../../lib/query/compile/errors'
 import { render } from '../../lib/query/compile/sql'
 import type { Query } from '../../lib/query/model'
@@ -28,5 +29,13 @@ describe('behaviour builders', () => {
     expect(flat(countries.sql)).toMatch(/^SELECT country_code AS value, count\(\) AS count, uniqExact\(visitor_id\) AS visitors FROM events .* ORDER BY count DESC, value ASC LIMIT \{p4:UInt32\} OFFSET \{p5:UInt32\}$/)
     expect(countries.params).toMatchObject({ p3: '7', p4: 5, p5: 40 })
     expect(flat(render(recentErrorsSql(query(), '7', 20)).sql)).toMatch(/ORDER BY timestamp DESC, pathname ASC LIMIT \{p4:UInt32\}$/)
+  })
+
+  it('clicks: click and link kinds bound, grouped by element and link', () => {
+    const groups = render(clickGroupsSql(query({ limit: 3 })))
+    expect(flat(groups.sql)).toContain('AND kind IN {p3:Array(String)}')
+    expect(flat(groups.sql)).toContain('GROUP BY selector, text, tag, url ORDER BY count DESC, selector ASC, text ASC, tag ASC, url ASC LIMIT {p4:UInt32}')
+    expect(groups.params).toMatchObject({ p3: ['click', 'outbound', 'download', 'affiliate'], p4: 3 })
+    expect(flat(render(clickSummarySql(query())).sql)).toMatch(/^SELECT count\(\) AS clicks, uniqExact\(visitor_id\) AS visitors, countIf\(dead_click = 1\) AS dead_clicks FROM events WHERE /)
   })
 })
