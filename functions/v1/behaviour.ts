@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { clicks, errors } from '../../lib/query/behaviour'
+import { clicks, errors, properties } from '../../lib/query/behaviour'
 import { reportParams } from '../../lib/query/parse'
 import { defineEndpoint } from '../endpoint'
 import { rangeViewSchema } from './answers'
@@ -68,6 +68,8 @@ const clickGroupSchema = z.object({
   paths: count.describe('Distinct pages'),
 })
 
+const propertyRowSchema = { events: count, visitors: count }
+
 export const behaviourEndpoints = [
   defineEndpoint({
     method: 'GET',
@@ -99,6 +101,25 @@ export const behaviourEndpoints = [
     response: z.object({ available, range, summary: z.object({ clicks: count, visitors: count, deadClicks: count }), clicks: z.array(clickGroupSchema) }),
     async handler(ctx, { params }) {
       return clicks(ctx.services, await ctx.site(params.site_id), params)
+    },
+  }),
+  defineEndpoint({
+    method: 'GET',
+    path: '/api/v1/properties',
+    scope: 'read',
+    tool: 'get_properties',
+    summary: 'Custom property keys seen in the window with event and visitor counts; with property, that key’s values.',
+    description: 'Most events first, at most limit. property=<key> lists the values of one key. A site that reads only ga4 answers available: false.',
+    params: reportParams.extend({ property: z.string().min(1, 'must not be empty').max(200).optional().describe('A custom property key: its values') }),
+    response: z.object({
+      available,
+      range,
+      keys: z.array(z.object({ key: z.string(), ...propertyRowSchema })).optional().describe('Without property: custom keys, most events first'),
+      property: z.string().optional().describe('The key whose values are listed'),
+      values: z.array(z.object({ value: z.string(), ...propertyRowSchema })).optional().describe('With property: its values, most events first'),
+    }),
+    async handler(ctx, { params }) {
+      return properties(ctx.services, await ctx.site(params.site_id), params)
     },
   }),
 ]

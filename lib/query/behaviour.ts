@@ -2,6 +2,8 @@ import { ApiError } from '../errors'
 import type { Site } from '../sites'
 import { clickGroupsSql, clickSummarySql } from './compile/clicks'
 import { ERROR_BREAKDOWNS, type ErrorBreakdown, errorBreakdownSql, errorGroupsSql, errorPageCountSql, errorSummarySql, recentErrorsSql } from './compile/errors'
+import { COLLECTOR_PREFIX } from './compile/property-keys'
+import { propertyKeyCountsSql, propertyValuesSql } from './compile/properties'
 import type { Query } from './model'
 import type { ReportParams } from './parse'
 import { buckets, previousWindow, rangeView } from './range'
@@ -127,4 +129,19 @@ export async function clicks(deps: ReportDeps, site: Site, params: ReportParams)
       paths: numberOf(r.paths),
     })),
   }
+}
+
+/** GET /properties: the custom property keys of the window; with `property`, that key's values. */
+export async function properties(deps: ReportDeps, site: Site, params: ReportParams & { property?: string }) {
+  const { property } = params
+  if (property?.startsWith(COLLECTOR_PREFIX)) throw new ApiError(400, `property: ${COLLECTOR_PREFIX}* keys are the collector's own, not custom properties`)
+  const query = await standaloneQuery(deps, site, params)
+  if (property !== undefined) {
+    if (!query) return { available: false, property, values: [] }
+    const rows = await execute<Row>(deps.olap, propertyValuesSql(query, property))
+    return { available: true, range: rangeView(query.range), property, values: rows.map((r) => ({ value: String(r.value), events: numberOf(r.events), visitors: numberOf(r.visitors) })) }
+  }
+  if (!query) return { available: false, keys: [] }
+  const rows = await execute<Row>(deps.olap, propertyKeyCountsSql(query))
+  return { available: true, range: rangeView(query.range), keys: rows.map((r) => ({ key: String(r.key), events: numberOf(r.events), visitors: numberOf(r.visitors) })) }
 }

@@ -278,10 +278,36 @@ describe('behaviour reads', () => {
     })
   })
 
+  describe('properties', () => {
+    it('lists custom keys with event and visitor counts, without the collector’s attribution keys', async () => {
+      const json = await get(`/api/v1/properties?site_id=${ids.shop}&range=30d`)
+      const current = within(fx.props, json.range)
+      const keys = ['plan', 'coupon'].map((k) => {
+        const hits = current.filter((p) => k in p.props)
+        return { key: k, events: hits.length, visitors: distinct(hits.map(visitorOf)) }
+      })
+      expect(json).toEqual({ available: true, range: json.range, keys: keys.sort((a, b) => b.events - a.events || a.key.localeCompare(b.key)) })
+    })
+
+    it('lists the values of one key, with filters and limit', async () => {
+      const json = await get(`/api/v1/properties?site_id=${ids.shop}&range=30d&property=plan`)
+      const current = within(fx.props, json.range)
+      const rows = (hits: PropHit[]) => countRows(hits, (p) => p.props.plan).map(({ value, count, visitors }) => ({ value, events: count, visitors }))
+      expect(json.values).toEqual(rows(current))
+      const gb = await get(`/api/v1/properties?site_id=${ids.shop}&range=30d&property=plan&limit=1${filtersParam([{ dimension: 'country', operator: 'is', value: ['GB'] }])}`)
+      expect(gb.values).toEqual(rows(current.filter((p) => IPS[p.ip][1] === 'GB')).slice(0, 1))
+      const coupon = await get(`/api/v1/properties?site_id=${ids.shop}&range=30d&property=coupon`)
+      expect(coupon.values.reduce((s: number, r: { events: number }) => s + r.events, 0)).toBe(current.filter((p) => 'coupon' in p.props).length)
+      expect((await call('GET', `/api/v1/properties?site_id=${ids.shop}&property=attribution.element`, { key })).status).toBe(400)
+    })
+  })
+
   it('an empty site answers zeros and empty lists', async () => {
     const errors = await get(`/api/v1/errors?site_id=${ids.empty}`)
     expect(errors).toMatchObject({ available: true, summary: { errors: 0, groups: 0, visitors: 0 }, previous: { errors: 0, groups: 0, visitors: 0 }, groups: [] })
     expect(await get(`/api/v1/clicks?site_id=${ids.empty}`)).toMatchObject({ available: true, summary: { clicks: 0, visitors: 0, deadClicks: 0 }, clicks: [] })
+    expect(await get(`/api/v1/properties?site_id=${ids.empty}`)).toMatchObject({ available: true, keys: [] })
+    expect(await get(`/api/v1/properties?site_id=${ids.empty}&property=plan`)).toMatchObject({ available: true, values: [] })
   })
 
   it('a site that reads only ga4 answers available: false', async () => {
@@ -289,5 +315,6 @@ describe('behaviour reads', () => {
     expect((await get(`/api/v1/errors?site_id=${ids.ga4}&fingerprint=1`)).available).toBe(false)
     expect((await get(`/api/v1/errors?site_id=${ids.ga4}&fingerprint=1&pages=1`)).available).toBe(false)
     expect(await get(`/api/v1/clicks?site_id=${ids.ga4}`)).toEqual({ available: false, summary: { clicks: 0, visitors: 0, deadClicks: 0 }, clicks: [] })
+    expect(await get(`/api/v1/properties?site_id=${ids.ga4}`)).toEqual({ available: false, keys: [] })
   })
 })

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { clickGroupsSql, clickSummarySql } from '../../lib/query/compile/clicks'
 import { errorBreakdownSql, errorGroupsSql, errorSummarySql, recentErrorsSql } from '../../lib/query/compile/errors'
+import { propertyKeyCountsSql, propertyValuesSql } from '../../lib/query/compile/properties'
 import { render } from '../../lib/query/compile/sql'
 import type { Query } from '../../lib/query/model'
 import { resolveRange } from '../../lib/query/range'
@@ -37,5 +38,16 @@ describe('behaviour builders', () => {
     expect(flat(groups.sql)).toContain('GROUP BY selector, text, tag, url ORDER BY count DESC, selector ASC, text ASC, tag ASC, url ASC LIMIT {p4:UInt32}')
     expect(groups.params).toMatchObject({ p3: ['click', 'outbound', 'download', 'affiliate'], p4: 3 })
     expect(flat(render(clickSummarySql(query())).sql)).toMatch(/^SELECT count\(\) AS clicks, uniqExact\(visitor_id\) AS visitors, countIf\(dead_click = 1\) AS dead_clicks FROM events WHERE /)
+  })
+
+  it('properties: keys without the collector prefix; one key’s values with the key bound', () => {
+    const keys = render(propertyKeyCountsSql(query()))
+    expect(flat(keys.sql)).toContain('ARRAY JOIN mapKeys(props) AS key')
+    expect(flat(keys.sql)).toContain('AND NOT startsWith(key, {p3:String}) GROUP BY key ORDER BY events DESC, key ASC LIMIT {p4:UInt32}')
+    expect(keys.params).toMatchObject({ p3: 'attribution.', p4: 5 })
+    const values = render(propertyValuesSql(query(), HOSTILE))
+    expect(flat(values.sql)).toMatch(/^SELECT props\[\{p0:String\}\] AS value, .* AND mapContains\(props, \{p0:String\}\) GROUP BY value ORDER BY events DESC, value ASC LIMIT \{p4:UInt32\}$/)
+    expect(values.params.p0).toBe(HOSTILE)
+    expect(values.sql).not.toContain(HOSTILE)
   })
 })
