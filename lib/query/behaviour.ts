@@ -58,6 +58,36 @@ async function errorGroups(deps: ReportDeps, query: Query, fingerprint?: string)
   }))
 }
 
+/** The pages one group fired on, most occurrences first, from `offset`. */
+async function errorPages(deps: ReportDeps, query: Query, fingerprint: string, offset: number) {
+  const [total, rows] = await Promise.all([execute<Row>(deps.olap, errorPageCountSql(query, fingerprint)), execute<Row>(deps.olap, errorBreakdownSql(query, fingerprint, 'pages', offset))])
+  return { total: numberOf(total[0]?.total), pages: shapeCounts(rows) }
+}
+
+const BREAKDOWNS = Object.keys(ERROR_BREAKDOWNS) as ErrorBreakdown[]
+
+/** One group: its row, its occurrences by page, browser, OS, device and country, and the latest ones. */
+async function errorDetail(deps: ReportDeps, query: Query, fingerprint: string) {
+  const [groups, recent, ...lists] = await Promise.all([
+    errorGroups(deps, query, fingerprint),
+    execute<Row>(deps.olap, recentErrorsSql(query, fingerprint, RECENT_ERRORS)),
+    ...BREAKDOWNS.map((by) => execute<Row>(deps.olap, errorBreakdownSql(query, fingerprint, by))),
+  ])
+  return {
+    group: groups[0] ?? null,
+    breakdowns: Object.fromEntries(BREAKDOWNS.map((by, i) => [by, shapeCounts(lists[i])])) as Record<ErrorBreakdown, ReturnType<typeof shapeCounts>>,
+    recent: recent.map((r) => ({
+      timestamp: isoOf(r.at),
+      path: String(r.pathname),
+      message: String(r.error_message),
+      browser: String(r.browser),
+      os: String(r.os),
+      device: String(r.device),
+      country: String(r.country_code),
+    })),
+  }
+}
+
 /**
  * GET /errors: the window's error groups with totals against the previous window; with a
  * fingerprint, that group's detail; with a fingerprint and pages=1, the pages it fired on.
@@ -70,33 +100,11 @@ export async function errors(deps: ReportDeps, site: Site, params: ErrorParams) 
   if (fingerprint !== undefined && pages) {
     const offset = params.offset ?? 0
     if (!query) return { available: false, fingerprint, offset, total: 0, pages: [] }
-    const [total, rows] = await Promise.all([execute<Row>(deps.olap, errorPageCountSql(query, fingerprint)), execute<Row>(deps.olap, errorBreakdownSql(query, fingerprint, 'pages', offset))])
-    return { available: true, range: rangeView(query.range), fingerprint, offset, total: numberOf(total[0]?.total), pages: shapeCounts(rows) }
+    return { available: true, range: rangeView(query.range), fingerprint, offset, ...(await errorPages(deps, query, fingerprint, offset)) }
   }
   if (fingerprint !== undefined) {
-    const none = { pages: [], browsers: [], os: [], devices: [], countries: [] }
-    if (!query) return { available: false, group: null, breakdowns: none, recent: [] }
-    const [groups, recent, ...lists] = await Promise.all([
-      errorGroups(deps, query, fingerprint),
-      execute<Row>(deps.olap, recentErrorsSql(query, fingerprint, RECENT_ERRORS)),
-      ...(Object.keys(ERROR_BREAKDOWNS) as ErrorBreakdown[]).map((by) => execute<Row>(deps.olap, errorBreakdownSql(query, fingerprint, by))),
-    ])
-    const breakdowns = Object.fromEntries((Object.keys(ERROR_BREAKDOWNS) as ErrorBreakdown[]).map((by, i) => [by, shapeCounts(lists[i])])) as Record<ErrorBreakdown, ReturnType<typeof shapeCounts>>
-    return {
-      available: true,
-      range: rangeView(query.range),
-      group: groups[0] ?? null,
-      breakdowns,
-      recent: recent.map((r) => ({
-        timestamp: isoOf(r.at),
-        path: String(r.pathname),
-        message: String(r.error_message),
-        browser: String(r.browser),
-        os: String(r.os),
-        device: String(r.device),
-        country: String(r.country_code),
-      })),
-    }
+    if (!query) return { available: false, group: null, breakdowns: { pages: [], browsers: [], os: [], devices: [], countries: [] }, recent: [] }
+    return { available: true, range: rangeView(query.range), ...(await errorDetail(deps, query, fingerprint)) }
   }
   if (!query) return { available: false, summary: ZERO_ERROR_SUMMARY, previous: ZERO_ERROR_SUMMARY, groups: [] }
   const [current, before, groups] = await Promise.all([
