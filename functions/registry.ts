@@ -12,6 +12,7 @@ import { publicEndpoints } from './public'
 import { annotationEndpoints } from './v1/annotations'
 import { funnelEndpoints } from './v1/funnels'
 import { referencePageEndpoints } from './reference-page'
+import { behaviourEndpoints } from './v1/behaviour'
 import { goalEndpoints } from './v1/goals'
 import { importEndpoints } from './v1/imports'
 import { ingestEndpoints } from './v1/ingest'
@@ -105,6 +106,7 @@ export const endpoints: Endpoint[] = [
   ...annotationEndpoints,
   ...siteFactEndpoints,
   ...importEndpoints,
+  ...behaviourEndpoints,
   ...collectorEndpoints,
   ...publicEndpoints,
   mcpEndpoint(() => endpoints),

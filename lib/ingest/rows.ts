@@ -126,11 +126,34 @@ function capturedQuery(url: URL, names: string[]): string {
   return captured.toString()
 }
 
-/** What identifies an error group, hashed into its fingerprint: the name, the message with numbers masked, the top frame. */
-function errorGroup(error: NonNullable<Hit['error']>): string {
-  const message = error.message.replace(/\d+/g, '0').slice(0, 300)
-  const frame = (error.stack ?? error.source ?? '').split('\n').find((l) => /\S/.test(l) && !l.includes(error.message.slice(0, 40))) ?? ''
-  return `${error.name ?? 'Error'}|${message}|${frame.replace(/:\d+:\d+\)?\s*$/, '').trim()}`
+/** Parts of a message that differ between occurrences of one fault, in the order they are masked. */
+const VARYING_PARTS: [RegExp, string][] = [
+  [/\b[a-z][a-z\d+.-]*:\/\/[^\s'"`<>()]+/gi, '<url>'],
+  [/\b[\da-f]{8}-[\da-f]{4}-[\da-f]{4}-[\da-f]{4}-[\da-f]{12}\b/gi, '<id>'],
+  // tokens mixing letters and digits (hashes, generated ids), not words
+  [/\b(?=\w*\d)(?=\w*[a-z])\w{8,}\b/gi, '<id>'],
+  [/\d+/g, '<n>'],
+]
+
+/** An error message with its URLs, ids and numbers masked, so one fault is one group. */
+export function normalizedErrorMessage(message: string): string {
+  let text = message
+  for (const [pattern, mask] of VARYING_PARTS) text = text.replace(pattern, mask)
+  return text.slice(0, 300)
+}
+
+/** A stack line that names a frame: V8's `at fn (file:1:2)`, or Firefox's and Safari's `fn@file:1:2`. */
+const FRAME_LINE = /^\s*at\s|@\S*:\d+/
+
+/** The top frame of the stack (else the script the error came from), without its line and column, which move with every build. */
+function topFrame(error: NonNullable<Hit['error']>): string {
+  const frame = (error.stack ?? '').split('\n').find((line) => FRAME_LINE.test(line)) ?? error.source ?? ''
+  return frame.trim().replace(/:\d+(?::\d+)?(\)?)$/, '$1')
+}
+
+/** What identifies an error group, hashed into its fingerprint: the kind, the name, the normalized message, the top frame. */
+export function errorGroupKey(kind: EventKind, error: NonNullable<Hit['error']>): string {
+  return `${kind}|${error.name ?? 'Error'}|${normalizedErrorMessage(error.message)}|${topFrame(error)}`
 }
 
 /** Each hit's error-group fingerprint ('0' for a hit without an error), hashed in one call. */
@@ -139,7 +162,7 @@ export async function errorFingerprints(hits: readonly AcceptedHit[]): Promise<s
   const withError: number[] = []
   hits.forEach((h, i) => h.item.hit.error && withError.push(i))
   if (!withError.length) return fingerprints
-  const hashes = await hash64Many(withError.map((i) => errorGroup(hits[i].item.hit.error!)))
+  const hashes = await hash64Many(withError.map((i) => errorGroupKey(hits[i].kind, hits[i].item.hit.error!)))
   withError.forEach((i, n) => (fingerprints[i] = hashes[n]))
   return fingerprints
 }

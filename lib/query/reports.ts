@@ -37,7 +37,7 @@ function reads(olap: Olap, source: Source) {
 const windowQuery = (siteId: string, range: ResolvedRange): Query => ({ siteId, range, filters: [], goals: [], limit: 100 })
 
 /** Reads what parsing needs (the goals, the segments, the first event) only when it needs it, then parses. */
-async function prepare(deps: ReportDeps, site: Site, params: ReportParams, options: ParseOptions & { withGoals?: boolean; now?: Date } = {}): Promise<ParsedReport> {
+export async function prepare(deps: ReportDeps, site: Site, params: ReportParams, options: ParseOptions & { withGoals?: boolean; now?: Date } = {}): Promise<ParsedReport> {
   const [goals, segments, first] = await Promise.all([
     options.withGoals || needsGoals(params, options) ? deps.store.listGoals(site.id) : Promise.resolve([] as Goal[]),
     needsSegments(params) ? deps.store.listSegments(site.id) : Promise.resolve([]),

@@ -4,7 +4,7 @@ import { selected } from './selection'
 import { type Fragment, bind, sql } from './sql'
 
 /** Custom property keys only: the collector files vitals attribution under props as well, prefixed. */
-const COLLECTOR_PREFIX = 'attribution.'
+export const COLLECTOR_PREFIX = 'attribution.'
 
 /** The custom property keys the selected events carry, most used first, at most `limit`. */
 export function propertyKeysSql(query: Query, limit: number): Fragment {

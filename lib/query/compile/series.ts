@@ -5,7 +5,8 @@ import { localDay, rowsWithRollup } from './rows'
 import { type Fragment, bind, sql } from './sql'
 import { queryScope, selected } from './selection'
 
-function bucket(range: ResolvedRange): Fragment {
+/** The start of the bucket of the range's interval that an event falls in. */
+export function bucket(range: ResolvedRange): Fragment {
   const tz = bind('String', range.timezone)
   switch (range.interval) {
     case 'minute':
