@@ -25,7 +25,23 @@ interface Segment {
   sealed: boolean
 }
 
-type JournalLine = [events: IngestBatch['events'], bots: IngestBatch['bots'], usage: [orgId: string, month: string, bySite: SiteUsage][]]
+/** Rows as their values under one list of columns: a batch's rows share their shape, and naming every field of every row was most of the journal's cost. */
+type Table = [columns: string[], rows: unknown[][]]
+type JournalLine = [events: Table, bots: Table, usage: [orgId: string, month: string, bySite: SiteUsage][]]
+
+function toTable(rows: readonly object[]): Table {
+  if (!rows.length) return [[], []]
+  const columns = Object.keys(rows[0])
+  return [columns, rows.map((row) => columns.map((column) => (row as Record<string, unknown>)[column]))]
+}
+
+function fromTable<Row>([columns, rows]: Table): Row[] {
+  return rows.map((values) => {
+    const row: Record<string, unknown> = {}
+    for (let i = 0; i < columns.length; i++) row[columns[i]] = values[i]
+    return row as Row
+  })
+}
 
 const segmentFile = (dir: string, n: number) => join(dir, `${n}.log`)
 const doneFile = (dir: string, n: number) => join(dir, `${n}.done`)
@@ -33,7 +49,7 @@ const doneFile = (dir: string, n: number) => join(dir, `${n}.done`)
 function encode(batch: IngestBatch): string {
   const usage: JournalLine[2] = []
   for (const [orgId, months] of batch.usage) for (const [month, counts] of months) usage.push([orgId, month, counts])
-  return `${JSON.stringify([batch.events, batch.bots, usage] satisfies JournalLine)}\n`
+  return `${JSON.stringify([toTable(batch.events), toTable(batch.bots), usage] satisfies JournalLine)}\n`
 }
 
 function decode(line: string): IngestBatch | null {
@@ -48,7 +64,7 @@ function decode(line: string): IngestBatch | null {
     if (!usage.has(orgId)) usage.set(orgId, new Map())
     usage.get(orgId)!.set(month, counts)
   }
-  return { events: record[0], bots: record[1], usage }
+  return { events: fromTable(record[0]), bots: fromTable(record[1]), usage }
 }
 
 function segmentNumbers(dir: string): number[] {

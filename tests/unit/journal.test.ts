@@ -91,7 +91,11 @@ describe('the write-ahead journal', () => {
     // the engine took the events of the journal and the process died before marking them
     const { readFileSync } = await import('node:fs')
     for (const name of readdirSync(dir).filter((n) => n.endsWith('.log'))) {
-      for (const line of readFileSync(join(dir, name), 'utf8').split('\n').filter(Boolean)) await f.services.olap.insert('events_input', JSON.parse(line)[0])
+      for (const line of readFileSync(join(dir, name), 'utf8').split('\n').filter(Boolean)) {
+        // a line holds the events as one list of columns and each row's values
+        const [columns, rows] = JSON.parse(line)[0] as [string[], unknown[][]]
+        await f.services.olap.insert('events_input', rows.map((values) => Object.fromEntries(columns.map((c, i) => [c, values[i]]))))
+      }
     }
     expect(await f.count('events')).toBe(30)
     const { replayed } = await Journal.open(dir, f.services.olap, f.services.store)
