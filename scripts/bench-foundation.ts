@@ -51,6 +51,7 @@ async function benchServer(redisUrl: string | undefined) {
   const site = newSite({ domain: 'bench.example.com' }, org.id, now)
   await store.createSite(site)
   const key = (await createApiKey(store, { orgId: org.id, name: 'bench', scope: 'read' }, now)).key
+  const writeKey = (await createApiKey(store, { orgId: org.id, name: 'bench-write', scope: 'write' }, now)).key
   const sites = new SiteDirectory(store)
   const app = createApp({
     olap,
@@ -71,25 +72,27 @@ async function benchServer(redisUrl: string | undefined) {
   const server = serve({ fetch: outer.fetch, port: 0, hostname: '127.0.0.1' })
   await new Promise((r) => server.once('listening', r))
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  process.stdout.write(`${JSON.stringify({ base, key, siteId: site.id })}\n`)
+  process.stdout.write(`${JSON.stringify({ base, key, writeKey, siteId: site.id })}\n`)
 }
 
 async function drive(opts: { duration: string; connections: string; redis?: string }) {
   const redisUrl = opts.redis ?? process.env.REDIS_URL
   const child = spawn(process.execPath, ['--import', 'tsx', process.argv[1], 'serve', ...(redisUrl ? ['--redis', redisUrl] : [])], { stdio: ['ignore', 'pipe', 'inherit'] })
   const line = await new Promise<string>((resolve) => createInterface({ input: child.stdout! }).once('line', resolve))
-  const { base, key, siteId } = JSON.parse(line)
+  const { base, key, writeKey, siteId } = JSON.parse(line)
   const headers = { authorization: `Bearer ${key}` }
-  const targets = { bare: '/bare', me: '/api/v1/me', site: `/api/v1/sites/${siteId}` }
+  const targets = { bare: '/bare', me: '/api/v1/me', site: `/api/v1/sites/${siteId}`, alerts: `/api/v1/sites/${siteId}/alerts` }
+  // a settings write: the alert settings merged, as PATCH does it
+  const write = { method: 'PATCH' as const, headers: { authorization: `Bearer ${writeKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ weeklyReport: true }) }
 
   const results: Record<string, { rps: number; meanMs: number; p99Ms: number; non2xx: number; medianUs: number }> = {}
-  for (const [name, path] of Object.entries(targets)) {
-    const load = await autocannon({ url: base + path, headers, duration: Number(opts.duration), connections: Number(opts.connections) })
+  for (const [name, path, init] of [...Object.entries(targets).map(([n, p]) => [n, p, { headers }] as const), ['alertsPatch', targets.alerts, write] as const]) {
+    const load = await autocannon({ url: base + path, ...init, duration: Number(opts.duration), connections: Number(opts.connections) })
     // autocannon's percentiles are whole milliseconds: time one client in a loop for a microsecond median
     const samples: number[] = []
     for (let i = 0; i < 3000; i++) {
       const t = performance.now()
-      await (await fetch(base + path, { headers })).arrayBuffer()
+      await (await fetch(base + path, init)).arrayBuffer()
       samples.push((performance.now() - t) * 1000)
     }
     samples.sort((a, b) => a - b)
@@ -114,7 +117,7 @@ async function drive(opts: { duration: string; connections: string; redis?: stri
         connections: Number(opts.connections),
         durationSeconds: Number(opts.duration),
         results,
-        medianLatencyRatioToBare: { me: ratio(results.me.medianUs, results.bare.medianUs), site: ratio(results.site.medianUs, results.bare.medianUs) },
+        medianLatencyRatioToBare: { me: ratio(results.me.medianUs, results.bare.medianUs), site: ratio(results.site.medianUs, results.bare.medianUs), alerts: ratio(results.alerts.medianUs, results.bare.medianUs), alertsPatch: ratio(results.alertsPatch.medianUs, results.bare.medianUs) },
         throughputRatioToBare: { me: ratio(results.me.rps, results.bare.rps), site: ratio(results.site.rps, results.bare.rps) },
         keyValuePerRequest: perRequest,
       },
