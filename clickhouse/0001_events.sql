@@ -1,6 +1,6 @@
 -- Every collected hit of a human visitor: pageviews, custom events and the collector's own
 -- kinds (click, error, vital, engagement, form, outbound, download, affiliate).
--- Visitor and visit ids are assigned at ingestion (DESIGN.md section 3); session_start is the
+-- Visitor and visit ids are assigned at ingestion; session_start is the
 -- visit's first timestamp, carried on each event so that visits partition consistently.
 CREATE TABLE IF NOT EXISTS events {{on_cluster}} (
   site_id UUID,
