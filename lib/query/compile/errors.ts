@@ -7,8 +7,9 @@ import { mostFrequent } from './most-frequent'
 
 /** The error events of the query: its window and filters, and one group when a fingerprint is given. */
 function errorEvents(query: Query, fingerprint?: string): Fragment {
+  const kind = sql`kind = 'error'`
   const group = fingerprint === undefined ? raw('') : sql` AND error_fingerprint = ${bind('UInt64', fingerprint)}`
-  return sql`${selected(query, windowScope(query.siteId, query.range))} AND kind = 'error'${group}`
+  return sql`${selected(query, windowScope(query.siteId, query.range))} AND ${kind}${group}`
 }
 
 /** The window's error count, groups and affected visitors. */
