@@ -205,17 +205,30 @@ export class Store {
     return count
   }
 
-  async listGoals(siteId: string): Promise<Goal[]> {
-    const all = await this.redis.hgetall<Record<string, Goal>>(redisKey.siteGoals(siteId))
+  /** A site's named records (goals, funnels, segments): one hash by id, listed oldest first. */
+  private async listNamed<T extends { createdAt: string; name: string }>(key: string): Promise<T[]> {
+    const all = await this.redis.hgetall<Record<string, T>>(key)
     return Object.values(all ?? {}).sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.name.localeCompare(b.name))
   }
 
-  async saveGoal(siteId: string, goal: Goal) {
-    await this.redis.hset(redisKey.siteGoals(siteId), { [goal.id]: JSON.stringify(goal) })
+  private async saveNamed(key: string, record: { id: string }) {
+    await this.redis.hset(key, { [record.id]: JSON.stringify(record) })
   }
 
-  async deleteGoal(siteId: string, goalId: string): Promise<boolean> {
-    return (await this.redis.hdel(redisKey.siteGoals(siteId), goalId)) === 1
+  private async deleteNamed(key: string, id: string): Promise<boolean> {
+    return (await this.redis.hdel(key, id)) === 1
+  }
+
+  listGoals(siteId: string): Promise<Goal[]> {
+    return this.listNamed<Goal>(redisKey.siteGoals(siteId))
+  }
+
+  saveGoal(siteId: string, goal: Goal) {
+    return this.saveNamed(redisKey.siteGoals(siteId), goal)
+  }
+
+  deleteGoal(siteId: string, goalId: string): Promise<boolean> {
+    return this.deleteNamed(redisKey.siteGoals(siteId), goalId)
   }
 
   /** Counts stored rows, by site and kind, in the organization's usage of a month: one round trip. */
@@ -374,30 +387,28 @@ export class Store {
     return removed === 1
   }
 
-  async listFunnels(siteId: string): Promise<Funnel[]> {
-    const all = await this.redis.hgetall<Record<string, Funnel>>(redisKey.siteFunnels(siteId))
-    return Object.values(all ?? {}).sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.name.localeCompare(b.name))
+  listFunnels(siteId: string): Promise<Funnel[]> {
+    return this.listNamed<Funnel>(redisKey.siteFunnels(siteId))
   }
 
-  async saveFunnel(siteId: string, funnel: Funnel) {
-    await this.redis.hset(redisKey.siteFunnels(siteId), { [funnel.id]: JSON.stringify(funnel) })
+  saveFunnel(siteId: string, funnel: Funnel) {
+    return this.saveNamed(redisKey.siteFunnels(siteId), funnel)
   }
 
-  async deleteFunnel(siteId: string, funnelId: string): Promise<boolean> {
-    return (await this.redis.hdel(redisKey.siteFunnels(siteId), funnelId)) === 1
+  deleteFunnel(siteId: string, funnelId: string): Promise<boolean> {
+    return this.deleteNamed(redisKey.siteFunnels(siteId), funnelId)
   }
 
-  async listSegments(siteId: string): Promise<Segment[]> {
-    const all = await this.redis.hgetall<Record<string, Segment>>(redisKey.siteSegments(siteId))
-    return Object.values(all ?? {}).sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.name.localeCompare(b.name))
+  listSegments(siteId: string): Promise<Segment[]> {
+    return this.listNamed<Segment>(redisKey.siteSegments(siteId))
   }
 
-  async saveSegment(siteId: string, segment: Segment) {
-    await this.redis.hset(redisKey.siteSegments(siteId), { [segment.id]: JSON.stringify(segment) })
+  saveSegment(siteId: string, segment: Segment) {
+    return this.saveNamed(redisKey.siteSegments(siteId), segment)
   }
 
-  async deleteSegment(siteId: string, segmentId: string): Promise<boolean> {
-    return (await this.redis.hdel(redisKey.siteSegments(siteId), segmentId)) === 1
+  deleteSegment(siteId: string, segmentId: string): Promise<boolean> {
+    return this.deleteNamed(redisKey.siteSegments(siteId), segmentId)
   }
 
   async listImportRuns(siteId: string): Promise<ImportRun[]> {
