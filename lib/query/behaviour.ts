@@ -20,7 +20,7 @@ const numberOf = (v: unknown) => Number(v ?? 0)
 const isoOf = (epochMs: unknown) => new Date(numberOf(epochMs)).toISOString()
 
 /** The query over the standalone source, or null for a site that does not have it. */
-async function standaloneQuery(deps: ReportDeps, site: Site, params: ReportParams): Promise<Query | null> {
+export async function standaloneQuery(deps: ReportDeps, site: Site, params: ReportParams): Promise<Query | null> {
   if (!site.sources.includes('standalone')) return null
   return (await prepare(deps, site, { ...params, source: 'standalone' })).query
 }
