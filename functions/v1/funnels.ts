@@ -1,8 +1,13 @@
 import { z } from 'zod'
 import { createFunnel, deleteFunnel, funnelCreateSchema, funnelPatchSchema, updateFunnel } from '../../lib/funnels'
+import { funnelReport } from '../../lib/query/funnels'
+import { reportParams } from '../../lib/query/parse'
 import { siteRefSchema } from '../../lib/sites'
 import { FUNNEL_STEP_TYPES } from '../../lib/store'
 import { defineEndpoint } from '../endpoint'
+import { rangeViewSchema } from './answers'
+
+const count = z.number().int().nonnegative()
 
 const funnelSchema = z.object({
   id: z.uuid(),
@@ -20,13 +25,35 @@ export const funnelEndpoints = [
     method: 'GET',
     path: '/api/v1/funnels',
     scope: 'read',
-    tool: 'list_funnels',
-    summary: "The site's saved funnel definitions, oldest first.",
-    description: 'Definitions only: each funnel with its ordered steps. site_id takes the UUID or the snippet id.',
-    params: z.object({ site_id: siteRefSchema }),
-    response: z.object({ funnels: z.array(funnelSchema) }),
+    tool: 'get_funnels',
+    summary: "The site's saved funnels, oldest first, and the computed result of one (funnel_id, else the first).",
+    description:
+      'result: per step, visitors who reached it in order within one visit (each step strictly after the one before; steps out of order or split across visits do not count; a visitor counts once, at their furthest visit), conversionFromPrevious and conversionFromFirst (fractions from 0 to 1) and dropOff (visitors lost since the step before). Filters keep the visits holding a selected event. result is null when the site has no funnel. funnels lists every definition. A site that reads only ga4 answers available: false with its definitions.',
+    params: reportParams.extend({ funnel_id: z.uuid({ message: 'must be a funnel id' }).optional().describe('The funnel to compute; default the first') }),
+    response: z.object({
+      available: z.boolean().describe('false for a site that reads only ga4: the collector alone records the steps'),
+      range: rangeViewSchema.optional(),
+      funnels: z.array(funnelSchema),
+      result: z
+        .object({
+          funnelId: z.uuid(),
+          name: z.string(),
+          steps: z.array(
+            z.object({
+              type: z.enum(FUNNEL_STEP_TYPES),
+              value: z.string(),
+              label: z.string().nullable(),
+              visitors: count,
+              conversionFromPrevious: z.number().min(0).max(1).describe('Visitors over those of the step before (1 for the first step with visitors)'),
+              conversionFromFirst: z.number().min(0).max(1),
+              dropOff: count.describe('Visitors of the step before who did not reach this one'),
+            }),
+          ),
+        })
+        .nullable(),
+    }),
     async handler({ services, site }, { params }) {
-      return { funnels: await services.store.listFunnels((await site(params.site_id)).id) }
+      return funnelReport(services, await site(params.site_id), params)
     },
   }),
   defineEndpoint({

@@ -62,7 +62,7 @@ export function operatorSql(expr: Fragment, operator: Filter['operator'], values
 }
 
 /** The condition a goal sets on one event. */
-export function goalCondition(goal: Goal): Fragment {
+export function goalCondition(goal: Pick<Goal, 'type' | 'matchValue'>): Fragment {
   if (goal.type === 'event') return sql`name = ${bind('String', goal.matchValue)}`
   return sql`(kind = 'pageview' AND pathname LIKE ${bind('String', pageGoalPattern(goal.matchValue))})`
 }
