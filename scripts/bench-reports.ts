@@ -19,6 +19,10 @@ import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/rollup/refresh'
 import { memoryRateLimiter } from '../lib/ratelimit'
 import { memoryLiveCache } from '../lib/public-live'
 import { newSite } from '../lib/sites'
+import { createFunnel } from '../lib/funnels'
+import { funnelLevelsSql } from '../lib/query/compile/funnels'
+import { render } from '../lib/query/compile/sql'
+import { contributorsSql, vitalsSql } from '../lib/query/compile/vitals'
 
 /**
  * Report latency on the embedded home: one site with 1M events over 30 days and nine more with
@@ -34,7 +38,8 @@ const program = new Command('bench-reports')
   .option('--main <n>', 'events of the measured site', '1000000')
   .option('--others <n>', 'events of the nine other sites', '9000000')
   .option('--runs <n>', 'runs of each report', '20')
-  .action(async (opts: { main: string; others: string; runs: string }) => {
+  .option('--vitals <n>', 'vital samples of the measured site, beside its events', '50000')
+  .action(async (opts: { main: string; others: string; runs: string; vitals: string }) => {
     const dir = mkdtempSync(join(tmpdir(), 'bench-reports-'))
     const stores = await openNodeStores({ DATA_DIR: dir })
     await migrate(stores.olap, loadMigrations())
@@ -75,6 +80,25 @@ const program = new Command('bench-reports')
     }
     const loadOthers = await generate(Number(opts.others), sites.slice(1).map((s) => s.id), 900_000, 'UTC')
     const loadMain = await generate(Number(opts.main), [sites[0].id], 100_000, sites[0].timezone)
+    // vital samples of the measured site (five metrics a page load), a tenth with attribution as the tracker samples it
+    await stores.olap.command(
+      `INSERT INTO events (site_id, timestamp, name, kind, visitor_id, session_id, session_start, hostname, pathname, country_code, device, browser, os, vital_name, vital_value, props)
+       SELECT toUUID({site:String}), ts, 'vital', 'vital', cityHash64(load % 20000), cityHash64(load), ts, 'bench.test',
+              concat('/', ['blog', 'docs', 'pricing', 'about', 'changelog'][1 + (load % 5)], '/', toString(cityHash64(load) % 200)),
+              ['US', 'DE', 'GB', 'FR', 'IN', 'BR', 'JP'][1 + (load % 7)], ['Desktop', 'Mobile', 'Tablet'][1 + (load % 3)], ['Chrome', 'Safari', 'Firefox', 'Edge'][1 + (load % 4)],
+              ['Windows', 'iOS', 'macOS', 'Android'][1 + (load % 4)], metric,
+              if(metric = 'CLS', (cityHash64(number) % 400) / 1000, (cityHash64(number) % 6000) * (metric = 'INP' ? 0.1 : 1.0)),
+              if(cityHash64(load, 3) % 10 = 0,
+                 multiIf(metric = 'LCP', map('attribution.target', ['img.hero', 'h1', 'div.banner>img'][1 + (load % 3)]),
+                         metric = 'CLS', map('attribution.largestShiftTarget', ['div.ad', 'img.logo'][1 + (load % 2)]),
+                         metric = 'INP', map('attribution.interactionTarget', ['button#buy', 'a.menu'][1 + (load % 2)], 'attribution.scriptUrl', ['https://cdn.bench.test/app.js', 'https://ads.bench.test/tag.js'][1 + (load % 2)]),
+                         map()),
+                 map())
+       FROM (SELECT number, intDiv(number, 5) AS load, ['LCP', 'INP', 'CLS', 'FCP', 'TTFB'][1 + (number % 5)] AS metric,
+                    toDateTime64(now64(3) - toIntervalSecond(cityHash64(load, 1) % (30 * 86400)), 3, 'UTC') AS ts
+             FROM numbers({count:UInt64}))`,
+      { site: sites[0].id, count: Number(opts.vitals) },
+    )
     // what the server's refresh does at start: roll up every finished day (lib/rollup/refresh.ts)
     const started = performance.now()
     const rolledUpDays = await refreshRollups(stores.olap, stores.store, now, ROLLUP_ALL_DAYS)
@@ -114,12 +138,21 @@ const program = new Command('bench-reports')
       return stores.olap.query(compiled.sql, compiled.params)
     }
     const filtered = { ...base, filters: parseFilters(filters, 'standalone') }
+    const funnel = await createFunnel(stores.store, site.id, { site_id: site.id, name: 'Pricing to signup', steps: [{ type: 'page', value: '/pricing/*' }, { type: 'page', value: '/docs/*' }, { type: 'event', value: 'Signup' }] }, now)
+    // what the vitals and funnels reads run: their statements at once, as the verbs do
+    const statements = (fragments: ReturnType<typeof render>[]) => async () => Promise.all(fragments.map((c) => stores.olap.query(c.sql, c.params)))
+    const vitalsOptions = { percentile: '75' as const }
+    const vitalsStatements = [render(vitalsSql(base, vitalsOptions))]
+    const contributorStatements = [render(contributorsSql(base, vitalsOptions))]
     const reports: Record<string, { path: string; direct: () => Promise<unknown> }> = {
       stats: { path: `/api/v1/stats?site_id=${site.id}&range=30d`, direct: run(base, { kind: 'stats' }) },
       timeseries: { path: `/api/v1/timeseries?site_id=${site.id}&range=30d`, direct: run(base, { kind: 'series' }) },
       'breakdown path': { path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=path`, direct: run(base, { kind: 'breakdown', property: 'path' }) },
       'breakdown source': { path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=source`, direct: run(base, { kind: 'breakdown', property: 'source' }) },
       'filtered stats': { path: `/api/v1/stats?site_id=${site.id}&range=30d&filters=${encodeURIComponent(filters)}`, direct: run(filtered, { kind: 'stats' }) },
+      vitals: { path: `/api/v1/vitals?site_id=${site.id}&range=30d`, direct: statements(vitalsStatements) },
+      'vitals attribution': { path: `/api/v1/vitals?site_id=${site.id}&range=30d&attribution=1`, direct: statements([...vitalsStatements, ...contributorStatements]) },
+      funnels: { path: `/api/v1/funnels?site_id=${site.id}&range=30d`, direct: statements([render(funnelLevelsSql(base, funnel.steps))]) },
     }
     // round robin over the reports, so a slow spell of the machine falls on all of them alike
     const samples = Object.fromEntries(Object.keys(reports).map((name) => [name, { api: [] as number[], engine: [] as number[] }]))

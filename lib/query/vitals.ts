@@ -11,6 +11,7 @@ import {
   type VitalName,
   type VitalPercentile,
   type VitalTable,
+  type VitalsGroup,
   type VitalsOptions,
   contributorsSql,
   vitalsSql,
@@ -116,14 +117,14 @@ export async function vitals(deps: ReportDeps, site: Site, params: VitalsParams)
       ...(withAttribution ? { contributors: Object.fromEntries(KINDS.map((k) => [k, []])) as Record<ContributorKind, []> } : {}),
     }
   }
-  const [window, days, tables, contributors] = await Promise.all([
-    execute<Row>(deps.olap, vitalsSql(query, options, { by: 'none' })),
-    execute<Row>(deps.olap, vitalsSql(query, options, { by: 'day' })),
-    Promise.all(TABLES.map((table) => execute<Row>(deps.olap, vitalsSql(query, options, { by: 'table', table })))),
-    withAttribution ? Promise.all(KINDS.map((kind) => execute<Row>(deps.olap, contributorsSql(query, options, kind)))) : null,
+  const [rows, contributorRows] = await Promise.all([
+    execute<Row>(deps.olap, vitalsSql(query, options)),
+    withAttribution ? execute<Row>(deps.olap, contributorsSql(query, options)) : null,
   ])
+  const of = (group: VitalsGroup) => rows.filter((r) => r.group === group)
+  const window = of('')
   const metrics = shapeMetrics(window[0])
-  const byDay = new Map(days.map((r) => [String(r.value), r]))
+  const byDay = new Map(of('day').map((r) => [String(r.value), r]))
   return {
     available: true,
     range: rangeView(query.range),
@@ -131,13 +132,13 @@ export async function vitals(deps: ReportDeps, site: Site, params: VitalsParams)
     summary: shapeRow(window[0]),
     metrics,
     trend: trendDays(query.range).map((date) => ({ date, ...shapeRow(byDay.get(date)) })),
-    tables: Object.fromEntries(TABLES.map((t, i) => [t, tables[i].map((r) => ({ value: String(r.value), ...shapeRow(r) }))])) as Record<VitalTable, ({ value: string } & ReturnType<typeof shapeRow>)[]>,
-    ...(contributors
+    tables: Object.fromEntries(TABLES.map((t) => [t, of(t).map((r) => ({ value: String(r.value), ...shapeRow(r) }))])) as Record<VitalTable, ({ value: string } & ReturnType<typeof shapeRow>)[]>,
+    ...(contributorRows
       ? {
           contributors: Object.fromEntries(
-            KINDS.map((kind, i) => {
+            KINDS.map((kind) => {
               const overall = metrics[CONTRIBUTORS[kind].metric].value ?? 0
-              return [kind, contributors[i].map((r) => ({ target: String(r.target), samples: numberOf(r.samples), share: numberOf(r.share), value: numberOf(r.value), effect: numberOf(r.value) - overall }))]
+              return [kind, contributorRows.filter((r) => r.kind === kind).map((r) => ({ target: String(r.target), samples: numberOf(r.samples), share: numberOf(r.share), value: numberOf(r.value), effect: numberOf(r.value) - overall }))]
             }),
           ) as Record<ContributorKind, { target: string; samples: number; share: number; value: number; effect: number }[]>,
         }

@@ -4,12 +4,20 @@ import type { Query } from '../model'
 import { goalCondition } from './filters'
 import { windowScope } from './scope'
 import { selected } from './selection'
-import { type Fragment, empty, join, raw, sql } from './sql'
+import { type Fragment, bind, empty, join, raw, sql } from './sql'
 
 /** The longest a visit can last: it ends when the visitor id rotates at the site-local midnight. */
 const VISIT_SPAN_MS = 86_400_000
 
 /** The condition an event meets to reach a step; a goal step whose goal is gone is never reached. */
+/** The event names a step's events carry, which the sort key narrows to. */
+function stepNames(step: FunnelStep, goals: readonly Goal[]): string[] {
+  const goal = step.type === 'goal' ? goals.find((g) => g.id === step.value) : undefined
+  const type = goal?.type ?? step.type
+  if (type === 'page') return ['pageview']
+  return [goal ? goal.matchValue : step.value]
+}
+
 export function stepCondition(step: FunnelStep, goals: readonly Goal[]): Fragment {
   if (step.type === 'page') return goalCondition({ type: 'page', matchValue: step.value })
   if (step.type === 'event') return goalCondition({ type: 'event', matchValue: step.value })
@@ -47,7 +55,7 @@ FROM (
            windowFunnel(${window}, 'strict_increase')(toUInt64(toUnixTimestamp64Milli(timestamp)) * ${raw(String(STEP_SLOTS))} + toUInt64(${raw(String(STEP_SLOTS - 1))} - step), ${levels}) AS visit_level
     FROM events
     ARRAY JOIN arrayFilter(k -> [${join(conditions, ', ')}][k + 1], range(${raw(String(steps.length))})) AS step
-    WHERE ${scope.events} AND (${join(conditions, ' OR ')})${visits}
+    WHERE ${scope.events} AND name IN ${bind('Array(String)', [...new Set(steps.flatMap((s) => stepNames(s, query.goals)))])} AND (${join(conditions, ' OR ')})${visits}
     GROUP BY visitor_id, session_id
   )
   GROUP BY visitor_id

@@ -1,7 +1,7 @@
 import type { Query } from '../model'
 import { windowScope } from './scope'
 import { selected } from './selection'
-import { type Fragment, bind, empty, raw, sql } from './sql'
+import { type Fragment, bind, empty, join, raw, sql } from './sql'
 
 /** The metrics the tracker sends, in the order reads list them. */
 export const VITAL_NAMES = ['LCP', 'INP', 'CLS', 'FCP', 'TTFB'] as const
@@ -35,7 +35,8 @@ export interface VitalsOptions {
 /** The vital samples of the query: its window and filters, one form factor when asked. */
 function vitalEvents(query: Query, options: VitalsOptions): Fragment {
   const device = options.formFactor ? sql` AND device = ${bind('String', FORM_FACTORS[options.formFactor])}` : empty
-  return sql`${selected(query, windowScope(query.siteId, query.range))} AND kind = 'vital'${device}`
+  // name is in the sort key (kind is not): within each day the vitals are one run of rows
+  return sql`${selected(query, windowScope(query.siteId, query.range))} AND name = 'vital' AND kind = 'vital'${device}`
 }
 
 /**
@@ -58,22 +59,37 @@ function metricColumns(options: VitalsOptions): Fragment {
 export const VITAL_TABLES = { pages: 'pathname', countries: 'country_code', devices: 'device', browsers: 'browser', os: 'os' } as const
 export type VitalTable = keyof typeof VITAL_TABLES
 
-export type VitalsGrouping = { by: 'none' } | { by: 'day' } | { by: 'table'; table: VitalTable }
+/** What a row of the vitals statement is: the window (''), a site-local day, or a table's row. */
+export type VitalsGroup = '' | 'day' | VitalTable
+
+const TABLES = Object.entries(VITAL_TABLES) as [VitalTable, string][]
 
 /**
- * The vitals of the window: every metric's samples, bands and percentile, with the samples and
- * visitors behind them. Once for the window, per site-local day, or per value of a table's
- * column (most samples first, at most the query's limit).
+ * The vitals of the window in one scan: every metric's samples, bands and percentile, with the
+ * samples and visitors behind them, once for the window (group ''), per site-local day (group
+ * 'day', value YYYY-MM-DD) and per value of each table's column (group the table's name, most
+ * samples first, at most the query's limit).
  */
-export function vitalsSql(query: Query, options: VitalsOptions, grouping: VitalsGrouping): Fragment {
-  const value =
-    grouping.by === 'none' ? raw("''") : grouping.by === 'day' ? sql`toString(toDate(timestamp, ${bind('String', query.range.timezone)}))` : raw(VITAL_TABLES[grouping.table])
-  const tail = grouping.by === 'none' ? empty : grouping.by === 'day' ? raw('GROUP BY value ORDER BY value') : sql`GROUP BY value ORDER BY samples DESC, value ASC LIMIT ${bind('UInt32', query.limit)}`
+export function vitalsSql(query: Query, options: VitalsOptions): Fragment {
+  const groups = TABLES.map(([, column]) => `grouping(${column}) = 0, ${column}`).join(', ')
+  const sets = TABLES.map(([, column]) => `(${column})`).join(', ')
   return sql`
-SELECT ${value} AS value, count() AS samples, uniqExact(visitor_id) AS visitors,
-       ${metricColumns(options)}
-FROM events WHERE ${vitalEvents(query, options)}
-${tail}`
+SELECT group, value, samples, visitors, ${raw(VITAL_NAMES.map((n) => `n_${n}, good_${n}, poor_${n}, p_${n}`).join(', '))}
+FROM (
+  SELECT group, value, samples, visitors, ${raw(VITAL_NAMES.map((n) => `n_${n}, good_${n}, poor_${n}, p_${n}`).join(', '))},
+         row_number() OVER (PARTITION BY group ORDER BY samples DESC, value ASC) AS rank
+  FROM (
+    SELECT ${raw(`multiIf(grouping(day) = 0, 'day', ${TABLES.map(([table, column]) => `grouping(${column}) = 0, '${table}'`).join(', ')}, '')`)} AS group,
+           ${raw(`multiIf(grouping(day) = 0, day, ${groups}, '')`)} AS value,
+           toString(toDate(timestamp, ${bind('String', query.range.timezone)})) AS day,
+           count() AS samples, uniqExact(visitor_id) AS visitors,
+           ${metricColumns(options)}
+    FROM events WHERE ${vitalEvents(query, options)}
+    GROUP BY GROUPING SETS ((), (day), ${raw(sets)})
+  )
+)
+WHERE group IN ('', 'day') OR rank <= ${bind('UInt32', query.limit)}
+ORDER BY group, rank`
 }
 
 /**
@@ -89,17 +105,24 @@ export const CONTRIBUTORS = {
 export type ContributorKind = keyof typeof CONTRIBUTORS
 
 /**
- * One kind of contributor: per value of its attribution field, the samples naming it, their share
- * of the metric's samples that name any, and the metric's percentile over them. Most samples first.
+ * The contributors of every kind in one scan: per kind and value of its attribution field, the
+ * samples naming it, their share of the metric's samples that name one of that kind, and the
+ * metric's percentile over them. Most samples first, at most the query's limit per kind.
  */
-export function contributorsSql(query: Query, options: VitalsOptions, kind: ContributorKind): Fragment {
-  const { metric, field } = CONTRIBUTORS[kind]
-  const key = bind('String', `attribution.${field}`)
+export function contributorsSql(query: Query, options: VitalsOptions): Fragment {
+  const named = Object.entries(CONTRIBUTORS).map(([kind, { metric, field }]) => sql`(${raw(`'${kind}'`)}, if(vital_name = ${raw(`'${metric}'`)}, props[${bind('String', `attribution.${field}`)}], ''))`)
+  const metrics = [...new Set(Object.values(CONTRIBUTORS).map((c) => c.metric))]
   return sql`
-SELECT props[${key}] AS target, count() AS samples, samples / sum(samples) OVER () AS share,
-       ${raw(`quantileExactInclusive(${VITAL_PERCENTILES[options.percentile]})(vital_value)`)} AS value
-FROM events WHERE ${vitalEvents(query, options)} AND vital_name = ${bind('String', metric)} AND props[${key}] != ''
-GROUP BY target
-ORDER BY samples DESC, target ASC
-LIMIT ${bind('UInt32', query.limit)}`
+SELECT contributor_kind AS kind, target, samples, share, value
+FROM (
+  SELECT contributor.1 AS contributor_kind, contributor.2 AS target, count() AS samples, samples / sum(samples) OVER (PARTITION BY contributor_kind) AS share,
+         ${raw(`quantileExactInclusive(${VITAL_PERCENTILES[options.percentile]})(vital_value)`)} AS value,
+         row_number() OVER (PARTITION BY contributor_kind ORDER BY samples DESC, target ASC) AS rank
+  -- an alias named like a column (kind) would stand for it in WHERE
+  FROM events ARRAY JOIN arrayFilter(c -> c.2 != '', [${join(named, ', ')}]) AS contributor
+  WHERE ${vitalEvents(query, options)} AND vital_name IN ${bind('Array(String)', metrics)}
+  GROUP BY contributor_kind, target
+)
+WHERE rank <= ${bind('UInt32', query.limit)}
+ORDER BY contributor_kind, rank`
 }
