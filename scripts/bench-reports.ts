@@ -138,7 +138,7 @@ const program = new Command('bench-reports')
       return stores.olap.query(compiled.sql, compiled.params)
     }
     const filtered = { ...base, filters: parseFilters(filters, 'standalone') }
-    const funnel = await createFunnel(stores.store, site.id, { site_id: site.id, name: 'Pricing to signup', steps: [{ type: 'page', value: '/pricing/*' }, { type: 'page', value: '/docs/*' }, { type: 'event', value: 'Signup' }] }, now)
+    const funnel = await createFunnel(stores.store, site.id, { site_id: site.id, name: 'Docs to signup', steps: [{ type: 'page', value: '/docs/*' }, { type: 'page', value: '/pricing/*' }, { type: 'event', value: 'Signup' }] }, now)
     // what the vitals and funnels reads run: their statements at once, as the verbs do
     const statements = (fragments: ReturnType<typeof render>[]) => async () => Promise.all(fragments.map((c) => stores.olap.query(c.sql, c.params)))
     const vitalsOptions = { percentile: '75' as const }
