@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest'
+import { funnelLevelsSql } from '../../lib/query/compile/funnels'
+import { render } from '../../lib/query/compile/sql'
+import { contributorsSql, vitalsSql } from '../../lib/query/compile/vitals'
+import type { Query } from '../../lib/query/model'
+import { resolveRange } from '../../lib/query/range'
+import { experienceScore } from '../../lib/query/vitals'
+
+const SITE = '00000000-0000-4000-8000-000000000001'
+const week = resolveRange({ range: '7d' }, 'Europe/Berlin', new Date('2026-11-22T12:00:00Z'))
+const query = (over: Partial<Query> = {}): Query => ({ siteId: SITE, range: week, filters: [], goals: [], limit: 5, ...over })
+const flat = (text: string) => text.replace(/\s+/g, ' ').trim()
+const HOSTILE = "x' OR 1=1 --"
+
+describe('vitals builders', () => {
+  it('bind the window, filters, the form factor and the limit; the percentile level comes from the allow-list', () => {
+    const { sql, params } = render(vitalsSql(query({ filters: [{ dimension: 'path', operator: 'is', value: [HOSTILE] }] }), { percentile: '90', formFactor: 'phone' }))
+    expect(flat(sql)).toContain("pathname IN {p4:Array(String)} AND name = 'vital' AND kind = 'vital' AND device = {p5:String}")
+    expect(flat(sql)).toContain('quantileExactInclusiveIf(0.9)(vital_value, vital_name = \'LCP\') AS p_LCP')
+    expect(flat(sql)).toContain("countIf(vital_name = 'INP' AND vital_value <= 200) AS good_INP, countIf(vital_name = 'INP' AND vital_value > 500) AS poor_INP")
+    expect(flat(sql)).toContain('GROUP BY GROUPING SETS ((), (day), (pathname), (country_code), (device), (browser), (os))')
+    expect(flat(sql)).toMatch(/WHERE group IN \('', 'day'\) OR rank <= \{p6:UInt32\} ORDER BY group, rank$/)
+    expect(params).toMatchObject({ p0: 'Europe/Berlin', p1: SITE, p4: [HOSTILE], p5: 'Mobile', p6: 5 })
+    expect(sql).not.toContain(HOSTILE)
+  })
+
+  it('contributors: attribution keys bound, one kind per metric field, at most the limit per kind', () => {
+    const { sql, params } = render(contributorsSql(query(), { percentile: '50' }))
+    expect(flat(sql)).toContain("('lcpElements', if(vital_name = 'LCP', props[{p0:String}], ''))")
+    expect(flat(sql)).toContain('quantileExactInclusive(0.5)(vital_value) AS value')
+    expect(params).toMatchObject({ p0: 'attribution.target', p1: 'attribution.largestShiftTarget', p2: 'attribution.scriptUrl', p3: 'attribution.interactionTarget', p7: ['LCP', 'CLS', 'INP'], p8: 5 })
+  })
+
+  it('the experience score weighs good as 100 and needs-improvement as 50, over the metrics with samples', () => {
+    const none = { samples: 0, good: 0, poor: 0 }
+    expect(experienceScore({ LCP: none, INP: none, CLS: none, FCP: none, TTFB: none })).toBeNull()
+    // LCP alone: 2 good, 1 needs improvement, 1 poor = (200 + 50) / 4
+    expect(experienceScore({ LCP: { samples: 4, good: 2, poor: 1 }, INP: none, CLS: none, FCP: none, TTFB: none })).toBe(62.5)
+    // LCP all good (weight 0.3), CLS all poor (weight 0.25): 30 / 0.55
+    expect(experienceScore({ LCP: { samples: 3, good: 3, poor: 0 }, INP: none, CLS: { samples: 2, good: 0, poor: 2 }, FCP: none, TTFB: none })).toBe(54.5)
+  })
+})
+
+describe('funnel builder', () => {
+  it('binds step values, windowFunnel in strict_increase mode per visit, a row per step an event meets', () => {
+    const steps = [
+      { type: 'page' as const, value: `/pricing*${HOSTILE}`, label: null },
+      { type: 'event' as const, value: HOSTILE, label: null },
+      { type: 'goal' as const, value: '00000000-0000-4000-8000-00000000000a', label: null },
+    ]
+    const goals = [{ id: '00000000-0000-4000-8000-00000000000a', name: 'Signup', type: 'event' as const, matchValue: 'Signup', currency: null, createdAt: '' }]
+    const { sql, params } = render(funnelLevelsSql(query({ goals }), steps))
+    expect(sql).not.toContain(HOSTILE)
+    expect(Object.values(params)).toEqual(expect.arrayContaining([`/pricing%x' OR 1=1 --`, HOSTILE, 'Signup', ['pageview', HOSTILE, 'Signup']]))
+    expect(flat(sql)).toContain("windowFunnel(2764800000, 'strict_increase')(toUInt64(toUnixTimestamp64Milli(timestamp)) * 16 + toUInt64(15 - step), step = 0, step = 1, step = 2) AS visit_level")
+    expect(flat(sql)).toContain('GROUP BY visitor_id, session_id')
+    // a step naming a deleted goal is never met
+    expect(flat(render(funnelLevelsSql(query(), steps)).sql)).toContain('(toUInt8(0))')
+    // filters keep the visits holding a selected event
+    expect(flat(render(funnelLevelsSql(query({ filters: [{ dimension: 'country', operator: 'is', value: ['DE'] }] }), steps)).sql)).toContain('AND session_id IN (SELECT session_id FROM events WHERE')
+  })
+})
