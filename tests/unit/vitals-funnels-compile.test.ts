@@ -42,21 +42,36 @@ describe('vitals builders', () => {
 })
 
 describe('funnel builder', () => {
-  it('binds step values, windowFunnel in strict_increase mode per visit, a row per step an event meets', () => {
-    const steps = [
-      { type: 'page' as const, value: `/pricing*${HOSTILE}`, label: null },
-      { type: 'event' as const, value: HOSTILE, label: null },
-      { type: 'goal' as const, value: '00000000-0000-4000-8000-00000000000a', label: null },
-    ]
-    const goals = [{ id: '00000000-0000-4000-8000-00000000000a', name: 'Signup', type: 'event' as const, matchValue: 'Signup', currency: null, createdAt: '' }]
+  const goals = [{ id: '00000000-0000-4000-8000-00000000000a', name: 'Signup', type: 'event' as const, matchValue: 'Signup', currency: null, createdAt: '' }]
+  const page = (value: string) => ({ type: 'page' as const, value, label: null })
+  const event = (value: string) => ({ type: 'event' as const, value, label: null })
+  const goal = { type: 'goal' as const, value: goals[0].id, label: null }
+  const PER_STEP = "windowFunnel(2764800000, 'strict_increase')(toUInt64(toUnixTimestamp64Milli(timestamp)) * 16 + toUInt64(15 - step), step = 0, step = 1"
+
+  it('binds step values; windowFunnel in strict_increase mode per visit over the events that meet a step', () => {
+    const steps = [page(`/pricing*${HOSTILE}`), event(HOSTILE), goal]
     const { sql, params } = render(funnelLevelsSql(query({ goals }), steps))
     expect(sql).not.toContain(HOSTILE)
     expect(Object.values(params)).toEqual(expect.arrayContaining([`/pricing%x' OR 1=1 --`, HOSTILE, 'Signup', ['pageview', HOSTILE, 'Signup']]))
-    expect(flat(sql)).toContain("windowFunnel(2764800000, 'strict_increase')(toUInt64(toUnixTimestamp64Milli(timestamp)) * 16 + toUInt64(15 - step), step = 0, step = 1, step = 2) AS visit_level")
+    expect(flat(sql)).toContain("windowFunnel(172800000, 'strict_increase')(toUInt64(toUnixTimestamp64Milli(timestamp)), ((kind = 'pageview' AND pathname LIKE {p")
     expect(flat(sql)).toContain('GROUP BY visitor_id, session_id')
+    expect(sql).not.toContain('ARRAY JOIN')
     // a step naming a deleted goal is never met
-    expect(flat(render(funnelLevelsSql(query(), steps)).sql)).toContain('(toUInt8(0))')
+    expect(flat(render(funnelLevelsSql(query(), steps)).sql)).toContain(', toUInt8(0)) AS visit_level')
     // filters keep the visits holding a selected event
     expect(flat(render(funnelLevelsSql(query({ filters: [{ dimension: 'country', operator: 'is', value: ['DE'] }] }), steps)).sql)).toContain('AND session_id IN (SELECT session_id FROM events WHERE')
+  })
+
+  it('gives an event a row per step it meets where one event may meet two steps in a row', () => {
+    const perStep = (steps: Parameters<typeof funnelLevelsSql>[1]) => flat(render(funnelLevelsSql(query({ goals }), steps)).sql).includes(PER_STEP)
+    expect(perStep([page('/pricing*'), page('/pricing/pro')])).toBe(true)
+    expect(perStep([page('/pricing/pro'), page('/pricing*')])).toBe(true)
+    expect(perStep([page('/a'), page('/a')])).toBe(true)
+    expect(perStep([page('/*/x'), page('/blog/*')])).toBe(true)
+    expect(perStep([event('Signup'), goal])).toBe(true)
+    expect(perStep([page('/blog/*'), page('/pricing/*')])).toBe(false)
+    expect(perStep([page('/a'), page('/b'), page('/a')])).toBe(false)
+    expect(perStep([page('/pricing*'), event('Signup'), goal])).toBe(true)
+    expect(perStep([page('/pricing*'), goal, event('Start')])).toBe(false)
   })
 })

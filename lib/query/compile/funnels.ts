@@ -9,20 +9,28 @@ import { type Fragment, bind, empty, join, raw, sql } from './sql'
 /** The longest a visit can last: it ends when the visitor id rotates at the site-local midnight. */
 const VISIT_SPAN_MS = 86_400_000
 
-/** The condition an event meets to reach a step; a goal step whose goal is gone is never reached. */
-/** The event names a step's events carry, which the sort key narrows to. */
-function stepNames(step: FunnelStep, goals: readonly Goal[]): string[] {
-  const goal = step.type === 'goal' ? goals.find((g) => g.id === step.value) : undefined
-  const type = goal?.type ?? step.type
-  if (type === 'page') return ['pageview']
-  return [goal ? goal.matchValue : step.value]
+/** What events meet a step: pageviews of a path pattern, or events of a name; null for a goal step whose goal is gone. */
+type StepMatch = Pick<Goal, 'type' | 'matchValue'> | null
+
+function stepMatch(step: FunnelStep, goals: readonly Goal[]): StepMatch {
+  if (step.type !== 'goal') return { type: step.type, matchValue: step.value }
+  return goals.find((g) => g.id === step.value) ?? null
 }
 
-export function stepCondition(step: FunnelStep, goals: readonly Goal[]): Fragment {
-  if (step.type === 'page') return goalCondition({ type: 'page', matchValue: step.value })
-  if (step.type === 'event') return goalCondition({ type: 'event', matchValue: step.value })
-  const goal = goals.find((g) => g.id === step.value)
-  return goal ? goalCondition(goal) : raw('toUInt8(0)')
+/** The event name of a step's events, which the sort key narrows to. */
+const eventName = (m: NonNullable<StepMatch>) => (m.type === 'page' ? 'pageview' : m.matchValue)
+
+/**
+ * Whether one event can meet both steps. Paths can meet both patterns unless their literal parts
+ * before the first * already differ (a sound test that keeps the check small).
+ */
+function mayOverlap(a: StepMatch, b: StepMatch): boolean {
+  if (!a || !b || eventName(a) !== eventName(b)) return false
+  if (a.type === 'event' || b.type === 'event') return true
+  const prefix = (pattern: string) => pattern.split('*')[0]
+  const [pa, pb] = [prefix(a.matchValue), prefix(b.matchValue)]
+  if (!a.matchValue.includes('*') && !b.matchValue.includes('*')) return a.matchValue === b.matchValue
+  return pa.startsWith(pb) || pb.startsWith(pa)
 }
 
 /** Funnels have at most this many steps (lib/funnels.ts allows 8); a step's place fits in the low 4 bits of a time. */
@@ -35,27 +43,33 @@ const STEP_SLOTS = 16
  * all their events in the window.
  *
  * windowFunnel in strict_increase mode walks each visit's events; only events that meet some step
- * are read. An event meeting several steps is one row per step, at its time in milliseconds times
- * 16 plus (15 - step): later steps of one event sort first, so no event fills two steps (say
- * /pricing/pro for both "/pricing*" and "/pricing/pro"), and a step met again does not restart the
- * chain ahead of its own next step. The window is two days: no visit outlasts its site-local day.
+ * are read. Where one event may meet two steps in a row (/pricing/pro for both "/pricing*" and
+ * "/pricing/pro"), windowFunnel would let it fill neither (the first step met again restarts the
+ * chain) or, in its default mode, both. Then the event is one row per step it meets, at its time in
+ * milliseconds times 16 plus (15 - step): its later steps sort first, so it fills one step only and
+ * never moves the chain ahead of its own next step. The window is two days: no visit outlasts its
+ * site-local day.
  */
 export function funnelLevelsSql(query: Query, steps: readonly FunnelStep[]): Fragment {
   const scope = windowScope(query.siteId, query.range)
-  const conditions = steps.map((s) => sql`(${stepCondition(s, query.goals)})`)
+  const matches = steps.map((s) => stepMatch(s, query.goals))
+  const conditions = matches.map((m) => (m ? sql`(${goalCondition(m)})` : raw('toUInt8(0)')))
+  const names = [...new Set(matches.flatMap((m) => (m ? [eventName(m)] : [])))]
   const visits = query.filters.length ? sql` AND session_id IN (SELECT session_id FROM events WHERE ${selected(query, scope)})` : empty
-  const window = raw(String(2 * VISIT_SPAN_MS * STEP_SLOTS))
-  const levels = raw(steps.map((_, k) => `step = ${k}`).join(', '))
+  const time = raw('toUInt64(toUnixTimestamp64Milli(timestamp))')
+  const perStep = matches.some((m, i) => i > 0 && mayOverlap(matches[i - 1], m))
+  const funnel = perStep
+    ? sql`windowFunnel(${raw(String(2 * VISIT_SPAN_MS * STEP_SLOTS))}, 'strict_increase')(${time} * ${raw(String(STEP_SLOTS))} + toUInt64(${raw(String(STEP_SLOTS - 1))} - step), ${raw(steps.map((_, k) => `step = ${k}`).join(', '))})`
+    : sql`windowFunnel(${raw(String(2 * VISIT_SPAN_MS))}, 'strict_increase')(${time}, ${join(conditions, ', ')})`
+  const rowPerStep = perStep ? sql`ARRAY JOIN arrayFilter(k -> [${join(conditions, ', ')}][k + 1], range(${raw(String(steps.length))})) AS step` : empty
   return sql`
 SELECT level, count() AS visitors
 FROM (
   SELECT visitor_id, max(visit_level) AS level
   FROM (
-    SELECT visitor_id, session_id,
-           windowFunnel(${window}, 'strict_increase')(toUInt64(toUnixTimestamp64Milli(timestamp)) * ${raw(String(STEP_SLOTS))} + toUInt64(${raw(String(STEP_SLOTS - 1))} - step), ${levels}) AS visit_level
-    FROM events
-    ARRAY JOIN arrayFilter(k -> [${join(conditions, ', ')}][k + 1], range(${raw(String(steps.length))})) AS step
-    WHERE ${scope.events} AND name IN ${bind('Array(String)', [...new Set(steps.flatMap((s) => stepNames(s, query.goals)))])} AND (${join(conditions, ' OR ')})${visits}
+    SELECT visitor_id, session_id, ${funnel} AS visit_level
+    FROM events ${rowPerStep}
+    WHERE ${scope.events} AND name IN ${bind('Array(String)', names)} AND (${join(conditions, ' OR ')})${visits}
     GROUP BY visitor_id, session_id
   )
   GROUP BY visitor_id
