@@ -102,7 +102,10 @@ export function guardedFetch(options: OutboundOptions = {}): GuardedFetch {
         body.set(chunk, offset)
         offset += chunk.byteLength
       }
-      return new Response(response.status === 204 || response.status === 304 ? null : body, { status: response.status, statusText: response.statusText, headers: response.headers })
+      const answer = new Response(response.status === 204 || response.status === 304 ? null : body, { status: response.status, statusText: response.statusText, headers: response.headers })
+      // as the runtime's fetch does: the URL the answer came from, after the redirects followed
+      Object.defineProperty(answer, 'url', { value: url.href })
+      return answer
     }
   }
   return Object.assign(guarded as typeof fetch, { check })
