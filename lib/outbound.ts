@@ -78,7 +78,8 @@ export function guardedFetch(options: OutboundOptions = {}): GuardedFetch {
       const addresses = await check(url)
       const response = await fetchHop(url, addresses, { ...init, redirect: 'manual', signal })
       const location = response.headers.get('location')
-      if (response.status >= 300 && response.status < 400 && location) {
+      // redirect: 'manual' hands the redirect to the caller, who fetches the next hop through the guard again
+      if (response.status >= 300 && response.status < 400 && location && init?.redirect !== 'manual') {
         if (hop >= maxRedirects) throw new OutboundError(`more than ${maxRedirects} redirects`)
         url = new URL(location, url)
         continue

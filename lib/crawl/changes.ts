@@ -62,13 +62,13 @@ const iso = (ms: unknown) => new Date(Number(ms)).toISOString()
 const snapshotRef = (id: unknown) => (String(id) === NO_SNAPSHOT ? null : String(id))
 
 const SNAPSHOT_COLUMNS = raw(
-  'toString(id) AS id, toString(site_id) AS site_id, path, toUnixTimestamp64Milli(fetched_at) AS fetched_ms, status, final_url, content_type, bytes, title, meta_description, canonical, robots_meta, h1, word_count, content_hash, in_sitemap, removed, error',
+  'toString(id) AS snapshot_id, toString(site_id) AS site, path, toUnixTimestamp64Milli(fetched_at) AS fetched_ms, status, final_url, content_type, bytes, title, meta_description, canonical, robots_meta, h1, word_count, content_hash, in_sitemap, removed, error',
 )
 
 function snapshotOf(r: Row): StoredSnapshot {
   return {
-    id: String(r.id),
-    siteId: String(r.site_id),
+    id: String(r.snapshot_id),
+    siteId: String(r.site),
     path: String(r.path),
     fetchedAt: iso(r.fetched_ms),
     status: Number(r.status),
@@ -89,13 +89,13 @@ function snapshotOf(r: Row): StoredSnapshot {
 }
 
 const CHANGE_COLUMNS = raw(
-  'toString(id) AS id, toString(site_id) AS site_id, toUnixTimestamp64Milli(detected_at) AS detected_ms, scope, path, type, category, before, after, words_added, words_removed, diffable, pages, sample_paths, toString(before_snapshot) AS before_snapshot, toString(after_snapshot) AS after_snapshot',
+  'toString(id) AS change_id, toString(site_id) AS site, toUnixTimestamp64Milli(detected_at) AS detected_ms, scope, path, type, category, before, after, words_added, words_removed, diffable, pages, sample_paths, toString(before_snapshot) AS before_ref, toString(after_snapshot) AS after_ref',
 )
 
 function changeOf(r: Row): StoredChange {
   return {
-    id: String(r.id),
-    siteId: String(r.site_id),
+    id: String(r.change_id),
+    siteId: String(r.site),
     detectedAt: iso(r.detected_ms),
     scope: r.scope === 'site' ? 'site' : 'page',
     path: String(r.path),
@@ -108,8 +108,8 @@ function changeOf(r: Row): StoredChange {
     diffable: Number(r.diffable) === 1,
     pages: Number(r.pages),
     samplePaths: (r.sample_paths as string[]) ?? [],
-    beforeSnapshot: snapshotRef(r.before_snapshot),
-    afterSnapshot: snapshotRef(r.after_snapshot),
+    beforeSnapshot: snapshotRef(r.before_ref),
+    afterSnapshot: snapshotRef(r.after_ref),
   }
 }
 
@@ -141,8 +141,8 @@ export async function pageSnapshots(olap: Olap, siteId: string, path: string, li
 /** The main text of snapshots of a site, by snapshot id. */
 export async function snapshotTexts(olap: Olap, siteId: string, ids: string[]): Promise<Map<string, string>> {
   if (!ids.length) return new Map()
-  const rows = await execute<Row>(olap, sql`SELECT toString(id) AS id, main_text FROM crawl_snapshots WHERE ${site(siteId)} AND id IN ${bind('Array(UUID)', ids)}`)
-  return new Map(rows.map((r) => [String(r.id), String(r.main_text)]))
+  const rows = await execute<Row>(olap, sql`SELECT toString(id) AS snapshot_id, main_text FROM crawl_snapshots WHERE ${site(siteId)} AND id IN ${bind('Array(UUID)', ids)}`)
+  return new Map(rows.map((r) => [String(r.snapshot_id), String(r.main_text)]))
 }
 
 /** One snapshot with its main text and links, or null. */

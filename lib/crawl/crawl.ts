@@ -59,15 +59,31 @@ interface Fetched {
   error: string
 }
 
-/** One polite request through the guarded fetch; a refused, failed, oversized or timed-out fetch is status 0 with the reason. */
+/** Redirects the crawler follows from one URL. */
+const MAX_REDIRECTS = 5
+
+/**
+ * One polite request through the guarded fetch, following redirects hop by hop so each hop waits
+ * its turn for the host and is checked by the guard again; a refused, failed, oversized or
+ * timed-out fetch is status 0 with the reason.
+ */
 async function fetchPolitely(config: CrawlerConfig, url: string, accept: string): Promise<Fetched> {
-  await pacerOf(config).wait(new URL(url).host)
+  let current = url
   try {
-    const res = await config.fetch(url, { headers: { 'user-agent': config.userAgent, accept } })
-    return { status: res.status, finalUrl: res.url || url, contentType: (res.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase(), body: new Uint8Array(await res.arrayBuffer()), error: '' }
+    for (let hop = 0; ; hop++) {
+      await pacerOf(config).wait(new URL(current).host)
+      const res = await config.fetch(current, { headers: { 'user-agent': config.userAgent, accept }, redirect: 'manual' })
+      const location = res.headers.get('location')
+      if (res.status >= 300 && res.status < 400 && location) {
+        if (hop >= MAX_REDIRECTS) throw new Error(`more than ${MAX_REDIRECTS} redirects`)
+        current = new URL(location, current).href
+        continue
+      }
+      return { status: res.status, finalUrl: current, contentType: (res.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase(), body: new Uint8Array(await res.arrayBuffer()), error: '' }
+    }
   } catch (err) {
     const reason = err instanceof Error ? (err.name === 'TimeoutError' || err.name === 'AbortError' ? 'timed out' : err.message) : String(err)
-    return { status: 0, finalUrl: url, contentType: '', body: new Uint8Array(), error: reason.slice(0, 300) }
+    return { status: 0, finalUrl: current, contentType: '', body: new Uint8Array(), error: reason.slice(0, 300) }
   }
 }
 
@@ -147,10 +163,12 @@ export async function crawlSite(services: Services, config: CrawlerConfig, site:
   const robots = readRobots(origin, robotsText, config.userAgent)
   const crawlable = (path: string) => !excluded(path) && robots.allows(path)
   const sitemapStart = robots.sitemaps.filter((u) => u.startsWith(`${origin}/`))
-  const sitemap = await sitemapPaths(origin, sitemapStart.length ? sitemapStart : [`${origin}/sitemap.xml`], limits.crawlPagesPerSite, async (url) => {
+  const listed = await sitemapPaths(origin, sitemapStart.length ? sitemapStart : [`${origin}/sitemap.xml`], limits.crawlPagesPerSite, async (url) => {
     const got = await fetchPolitely(config, url, 'application/xml,text/xml;q=0.9,*/*;q=0.5')
     return got.status === 200 ? decode(got.body) : null
   })
+  // what the sitemap lists for us: the paths robots.txt and the exclusions leave
+  const sitemap = { found: listed.found, paths: new Set([...listed.paths].filter(crawlable)) }
   const viewed = await pageviewPaths(services, site.id, now, limits.crawlPagesPerSite)
 
   // the pages tracked: what was seen before, then pinged, the homepage, the sitemap, pageviews, up to the cap
