@@ -30,3 +30,19 @@ export const CRAWL_TIMEOUT_MS = 15_000
 export const DEFAULT_HOST_INTERVAL_MS = 1000
 
 export const siteOrigin = (config: CrawlerConfig, site: Site) => (config.siteOrigin ? config.siteOrigin(site) : `https://${site.domain}`).replace(/\/$/, '')
+
+/** The crawler of a home: its guarded fetch built from the home's address rules with the crawler's cap and timeout. */
+export function crawlerConfig(options: {
+  guarded: (limits: { maxBytes: number; timeoutMs: number }) => typeof fetch
+  hostIntervalMs?: number
+  siteRunMs?: number
+  maxQueuedPings?: number
+}): CrawlerConfig {
+  return {
+    fetch: options.guarded({ maxBytes: CRAWL_MAX_BYTES, timeoutMs: CRAWL_TIMEOUT_MS }),
+    userAgent: DEFAULT_USER_AGENT,
+    hostIntervalMs: options.hostIntervalMs ?? DEFAULT_HOST_INTERVAL_MS,
+    maxQueuedPings: options.maxQueuedPings ?? 1000,
+    siteRunMs: options.siteRunMs ?? 10 * 60_000,
+  }
+}

@@ -138,7 +138,7 @@ async function pageviewPaths(services: Services, siteId: string, now: Date, cap:
 }
 
 /** One run over one site. Throws only when the site could not be crawled at all (its stores failing). */
-export async function crawlSite(services: Services, config: CrawlerConfig, site: Site): Promise<CrawlRun> {
+export async function crawlSite(services: Services, config: CrawlerConfig, site: Site, shouldStop: () => boolean = () => false): Promise<CrawlRun> {
   const started = Date.now()
   const now = services.now()
   const day = now.toISOString().slice(0, 10)
@@ -194,7 +194,7 @@ export async function crawlSite(services: Services, config: CrawlerConfig, site:
   const snapshots: SnapshotRow[] = []
   const errors: CrawlRun['errors'] = []
   const done = new Set<string>()
-  while (frontier.length && snapshots.length < budget && Date.now() - started < config.siteRunMs) {
+  while (frontier.length && snapshots.length < budget && Date.now() - started < config.siteRunMs && !shouldStop()) {
     const path = frontier.shift()!
     if (done.has(path)) continue
     done.add(path)
@@ -320,6 +320,8 @@ export interface CrawlJobOptions {
   log?: (line: string) => void
   /** Sites crawled at the same time. */
   concurrency?: number
+  /** True when the run must end soon (the server stopping, a cron run's deadline): sites not begun wait, a site begun stores what it has. */
+  shouldStop?: () => boolean
 }
 
 /**
@@ -338,7 +340,7 @@ export async function runCrawls(services: Services, config: CrawlerConfig, optio
       if (!site) return await queue.forget(siteId)
       if (!site.changeDetection.changeDetectionEnabled) return await queue.schedule(siteId, services.now().getTime() + DAY_MS, { replace: true })
       if (!(claimed = await queue.claim(siteId, leaseSeconds))) return
-      runs.push(await crawlSite(services, config, site))
+      runs.push(await crawlSite(services, config, site, options.shouldStop))
     } catch (err) {
       options.log?.(`crawl of site ${siteId} failed: ${(err as Error).message}`)
       await queue.schedule(siteId, services.now().getTime() + RETRY_AFTER_MS, { replace: true }).catch(() => {})
@@ -349,7 +351,7 @@ export async function runCrawls(services: Services, config: CrawlerConfig, optio
   }
   const waiting = [...due]
   const worker = async () => {
-    for (let id = waiting.shift(); id !== undefined; id = waiting.shift()) await crawlOne(id)
+    for (let id = waiting.shift(); id !== undefined && !options.shouldStop?.(); id = waiting.shift()) await crawlOne(id)
   }
   await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 4) }, worker))
   return runs
