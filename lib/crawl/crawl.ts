@@ -1,3 +1,4 @@
+import { ApiError } from '../errors'
 import { pathMatches } from '../ingest/enrich'
 import { clickhouseTime } from '../olap/time'
 import { PLANS } from '../plans'
@@ -299,11 +300,14 @@ async function store(services: Services, siteId: string, snapshots: SnapshotRow[
   }
 }
 
-/** The crawl's state on the site record, read fresh so a settings write in between is kept. */
+/** The crawl's state on the site record, changed as one compare-and-set so a settings write in between is kept. */
 async function recordCrawlState(services: Services, siteId: string, state: Partial<Site['changeDetection']>) {
-  const fresh = await services.store.getSite(siteId)
-  if (!fresh) return
-  await services.sites.save({ ...fresh, changeDetection: { ...fresh.changeDetection, ...state } })
+  await services.sites
+    .update(siteId, (current) => ({ ...current, changeDetection: { ...current.changeDetection, ...state } }))
+    // a site deleted while it was crawled has no record left to show the crawl on
+    .catch((err: unknown) => {
+      if (!(err instanceof ApiError && err.status === 404)) throw err
+    })
 }
 
 /** Queues a site's first crawl, due at once (adding a site). */
