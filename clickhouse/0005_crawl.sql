@@ -1,6 +1,8 @@
 -- What the crawler saw: one row per fetch of a page (lib/crawl). A page's latest snapshot is its
 -- row with the greatest fetched_at; status 0 is a fetch that failed (error says why), which
 -- change detection skips. main_text is the readable text (Readability), empty for non-HTML.
+-- launched_at is the page's launch date: the earlier of its first fetch and its first pageview,
+-- carried from each snapshot to the next.
 CREATE TABLE IF NOT EXISTS crawl_snapshots {{on_cluster}} (
   site_id UUID,
   path String,
@@ -21,7 +23,8 @@ CREATE TABLE IF NOT EXISTS crawl_snapshots {{on_cluster}} (
   links Array(String),
   in_sitemap UInt8,
   removed UInt8,
-  error String
+  error String,
+  launched_at DateTime64(3, 'UTC')
 )
 ENGINE = {{replicated}}MergeTree
 PARTITION BY toYYYYMM(fetched_at)

@@ -18,6 +18,7 @@ import { memoryLiveCache } from '../lib/public-live'
 import { memoryRateLimiter } from '../lib/ratelimit'
 import type { Services } from '../lib/services'
 import { SiteDirectory } from '../lib/site-directory'
+import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/rollup/refresh'
 import { newSite } from '../lib/sites'
 
 /**
@@ -26,7 +27,8 @@ import { newSite } from '../lib/sites'
  * off by configuration. The first crawl is the baseline; a tenth of the pages is then edited and
  * the site crawled again, so every page is fetched, parsed and compared, and the edited ones word
  * diffed. Then 1M events of traffic on those pages, generated in the engine (an INSERT ... SELECT
- * standing in for the import path, as bench-reports does), and the median of GET /api/v1/pages.
+ * standing in for the import path, as bench-reports does), the daily rollup refreshed as the
+ * server does, and the median of GET /api/v1/pages.
  */
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]
 
@@ -120,18 +122,34 @@ const program = new Command('bench-crawler')
     now = new Date(now.getTime() + 8 * 86_400_000)
     const second = await crawl()
 
-    // traffic: pageviews and engagement reports on the crawled pages over the last 30 days
+    // traffic over the last 30 days, generated as bench-reports does (visits of five events, 90 seconds
+    // apart, ending at the site-local midnight where the visitor id rotates): pageviews and
+    // engagement reports on the crawled pages
     const loadStarted = performance.now()
     await stores.olap.command(
-      `INSERT INTO events (site_id, timestamp, name, kind, visitor_id, session_id, session_start, hostname, pathname, engaged_ms, scroll_depth)
-       SELECT toUUID({site:String}), ts, kind, kind, cityHash64(number % 50000), cityHash64(intDiv(number, 5)), ts, 'bench-crawl.test',
-              concat('/p/', toString(cityHash64(number) % {pages:UInt64})), if(kind = 'engagement', 30000, 0), if(kind = 'engagement', 60, 0)
-       FROM (SELECT number, toDateTime64({now:String}, 3, 'UTC') - toIntervalSecond(cityHash64(number, 1) % (30 * 86400)) AS ts,
-                    if(number % 10 < 8, 'pageview', 'engagement') AS kind
-             FROM numbers({count:UInt64}))`,
+      `INSERT INTO events (site_id, timestamp, name, kind, visitor_id, session_id, session_start, hostname, pathname, channel, device, browser, engaged_ms, scroll_depth)
+       SELECT site_id, session_start + toIntervalSecond(90 * (number % 5)) AS ts, kind, kind, visitor, cityHash64(visit) AS session, session_start, 'bench-crawl.test',
+              concat('/p/', toString(cityHash64(number) % {pages:UInt64})), ['Direct', 'Organic Search', 'Organic Social'][1 + (visitor % 3)],
+              ['Desktop', 'Mobile', 'Tablet'][1 + (visitor % 3)], ['Chrome', 'Safari', 'Firefox'][1 + (visitor % 3)],
+              if(kind = 'engagement', 5000 + number % 60000, 0), if(kind = 'engagement', number % 101, 0)
+       FROM (
+         SELECT number, intDiv(number, 5) AS visit, toUUID({site:String}) AS site_id,
+                toDateTime64({now:String}, 3, 'UTC') - toIntervalSecond(cityHash64(visit, 1) % (30 * 86400)) AS start0,
+                if(toDate(start0, 'UTC') != toDate(start0 + toIntervalSecond(360), 'UTC'), start0 - toIntervalSecond(360), start0) AS session_start,
+                cityHash64(cityHash64(visit, 2) % 100000, toDate(session_start, 'UTC')) AS visitor,
+                if(number % 10 < 7, 'pageview', 'engagement') AS kind
+         FROM numbers({count:UInt64})
+       )`,
       { site: site.id, pages: pageCount, count: Number(opts.events), now: now.toISOString().replace('T', ' ').slice(0, 23) },
     )
     const loadSeconds = (performance.now() - loadStarted) / 1000
+    // what the server does at start and every ten minutes: roll up the finished days; then let merges settle
+    await refreshRollups(stores.olap, stores.store, now, ROLLUP_ALL_DAYS)
+    for (let quiet = 0; quiet < 5; ) {
+      const [merges] = await stores.olap.query<{ n: string }>('SELECT count() AS n FROM system.merges')
+      quiet = Number(merges.n) ? 0 : quiet + 1
+      await new Promise((r) => setTimeout(r, 1000))
+    }
     const app = createApp(services)
     const samples: number[] = []
     let listed = 0

@@ -33,6 +33,8 @@ export interface StoredSnapshot {
   inSitemap: boolean
   removed: boolean
   error: string
+  /** The page's launch date: the earlier of its first fetch and its first pageview, ISO 8601 UTC. */
+  launchedAt: string
 }
 
 export interface StoredChange {
@@ -62,7 +64,7 @@ const iso = (ms: unknown) => new Date(Number(ms)).toISOString()
 const snapshotRef = (id: unknown) => (String(id) === NO_SNAPSHOT ? null : String(id))
 
 const SNAPSHOT_COLUMNS = raw(
-  'toString(id) AS snapshot_id, toString(site_id) AS site, path, toUnixTimestamp64Milli(fetched_at) AS fetched_ms, status, final_url, content_type, bytes, title, meta_description, canonical, robots_meta, h1, word_count, content_hash, in_sitemap, removed, error',
+  'toString(id) AS snapshot_id, toString(site_id) AS site, path, toUnixTimestamp64Milli(fetched_at) AS fetched_ms, status, final_url, content_type, bytes, title, meta_description, canonical, robots_meta, h1, word_count, content_hash, in_sitemap, removed, error, toUnixTimestamp64Milli(launched_at) AS launched_ms',
 )
 
 function snapshotOf(r: Row): StoredSnapshot {
@@ -85,6 +87,7 @@ function snapshotOf(r: Row): StoredSnapshot {
     inSitemap: Number(r.in_sitemap) === 1,
     removed: Number(r.removed) === 1,
     error: String(r.error),
+    launchedAt: iso(r.launched_ms),
   }
 }
 
@@ -116,20 +119,46 @@ function changeOf(r: Row): StoredChange {
 const site = (siteId: string) => sql`site_id = ${bind('UUID', siteId)}`
 const time = (at: Date) => bind('DateTime64(3)', clickhouseTime(at))
 
+/** The columns of a page's latest snapshot, each taken at its greatest fetched_at. */
+const LATEST_COLUMNS = raw(
+  [
+    'toString(id) AS snapshot_id',
+    'status',
+    'final_url',
+    'content_type',
+    'bytes',
+    'title',
+    'meta_description',
+    'canonical',
+    'robots_meta',
+    'h1',
+    'word_count',
+    'content_hash',
+    'in_sitemap',
+    'removed',
+    'error',
+    'toUnixTimestamp64Milli(launched_at) AS launched_ms',
+  ]
+    .map((column) => {
+      const [expression, alias = expression] = column.split(' AS ')
+      return `argMax(${expression}, fetched_at) AS ${alias}`
+    })
+    .join(', '),
+)
+
 /**
  * Each page's latest snapshot, by path. `successful` keeps only fetches that got an answer
  * (status above 0): what the next snapshot is compared with.
  */
 export async function latestSnapshots(olap: Olap, siteId: string, options: { successful?: boolean } = {}): Promise<Map<string, StoredSnapshot>> {
   const answered = options.successful ? sql` AND status > 0` : raw('')
-  const rows = await execute<Row>(olap, sql`SELECT ${SNAPSHOT_COLUMNS} FROM crawl_snapshots WHERE ${site(siteId)}${answered} ORDER BY path, fetched_at DESC LIMIT 1 BY path`)
+  // the WHERE clause reads the stored columns, not the latest values named alike
+  const rows = await execute<Row>(
+    olap,
+    sql`SELECT path, ${LATEST_COLUMNS}, toString(any(site_id)) AS site, toUnixTimestamp64Milli(max(fetched_at)) AS fetched_ms
+FROM crawl_snapshots WHERE ${site(siteId)}${answered} GROUP BY path SETTINGS prefer_column_name_to_alias = 1`,
+  )
   return new Map(rows.map((r) => [String(r.path), snapshotOf(r)]))
-}
-
-/** Each page's first fetch (epoch ms), by path: when the crawler first saw it. */
-export async function firstCrawled(olap: Olap, siteId: string): Promise<Map<string, number>> {
-  const rows = await execute<Row>(olap, sql`SELECT path, toUnixTimestamp64Milli(min(fetched_at)) AS first_ms FROM crawl_snapshots WHERE ${site(siteId)} GROUP BY path`)
-  return new Map(rows.map((r) => [String(r.path), Number(r.first_ms)]))
 }
 
 /** A page's snapshots, newest first, at most `limit`. */

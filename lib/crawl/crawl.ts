@@ -92,6 +92,8 @@ const decode = (body: Uint8Array) => new TextDecoder('utf-8', { fatal: false }).
 
 export interface SnapshotRow extends ComparedSnapshot {
   fetchedAt: Date
+  /** The earlier of the page's first fetch and its first pageview. */
+  launchedAt: Date
   bytes: number
   links: string[]
   inSitemap: boolean
@@ -99,7 +101,7 @@ export interface SnapshotRow extends ComparedSnapshot {
 }
 
 /** Fetches and reads one page into a snapshot. */
-async function snapshotPage(config: CrawlerConfig, origin: string, path: string, fetchedAt: Date, inSitemap: boolean, previous: StoredSnapshot | undefined, sitemapRead: boolean): Promise<SnapshotRow> {
+async function snapshotPage(config: CrawlerConfig, origin: string, path: string, fetchedAt: Date, inSitemap: boolean, previous: StoredSnapshot | undefined, sitemapRead: boolean): Promise<Omit<SnapshotRow, 'launchedAt'>> {
   const url = `${origin}${path}`
   const got = await fetchPolitely(config, url, 'text/html,application/xhtml+xml;q=0.9,*/*;q=0.5')
   const finalUrl = got.finalUrl
@@ -128,14 +130,23 @@ export interface CrawlRun {
   pagesKnown: number
 }
 
-/** Paths the site's pageviews show in the last days, most viewed first. */
-async function pageviewPaths(services: Services, siteId: string, now: Date, cap: number): Promise<string[]> {
-  const rows = await execute<{ pathname: string }>(
+/**
+ * The paths the site's pageviews show: those of the last days, most viewed first, at most `cap`,
+ * and every path's first pageview ever (epoch ms), which a page's launch date may be.
+ */
+async function pageviewPaths(services: Services, siteId: string, now: Date, cap: number): Promise<{ recent: string[]; firstViews: Map<string, number> }> {
+  const rows = await execute<{ pathname: string; first_ms: string | number; recent: string | number }>(
     services.olap,
-    sql`SELECT pathname FROM events WHERE site_id = ${bind('UUID', siteId)} AND kind = 'pageview' AND timestamp >= ${bind('DateTime64(3)', clickhouseTime(now.getTime() - PAGEVIEW_DAYS * DAY_MS))}
-        GROUP BY pathname ORDER BY count() DESC, pathname LIMIT ${bind('UInt32', cap)}`,
+    sql`SELECT pathname, toUnixTimestamp64Milli(min(timestamp)) AS first_ms, countIf(timestamp >= ${bind('DateTime64(3)', clickhouseTime(now.getTime() - PAGEVIEW_DAYS * DAY_MS))}) AS recent
+        FROM events WHERE site_id = ${bind('UUID', siteId)} AND kind = 'pageview' GROUP BY pathname`,
   )
-  return rows.map((r) => r.pathname).filter((p) => p.startsWith('/'))
+  const paths = rows.filter((r) => r.pathname.startsWith('/'))
+  const recent = paths
+    .filter((r) => Number(r.recent) > 0)
+    .sort((a, b) => Number(b.recent) - Number(a.recent) || a.pathname.localeCompare(b.pathname))
+    .slice(0, cap)
+    .map((r) => r.pathname)
+  return { recent, firstViews: new Map(paths.map((r) => [r.pathname, Number(r.first_ms)])) }
 }
 
 /** One run over one site. Throws only when the site could not be crawled at all (its stores failing). */
@@ -175,7 +186,7 @@ export async function crawlSite(services: Services, config: CrawlerConfig, site:
   // the pages tracked: what was seen before, then pinged, the homepage, the sitemap, pageviews, up to the cap
   const tracked = new Set<string>([...known.keys()].filter(crawlable))
   const pinged = new Set(pings.filter(crawlable))
-  for (const path of [...pinged, '/', ...sitemap.paths, ...viewed]) {
+  for (const path of [...pinged, '/', ...sitemap.paths, ...viewed.recent]) {
     if (tracked.size >= limits.crawlPagesPerSite) break
     if (crawlable(path)) tracked.add(path)
   }
@@ -200,7 +211,8 @@ export async function crawlSite(services: Services, config: CrawlerConfig, site:
     if (done.has(path)) continue
     done.add(path)
     const snapshot = await snapshotPage(config, origin, path, new Date(services.now().getTime()), sitemap.paths.has(path), known.get(path), sitemap.found)
-    snapshots.push(snapshot)
+    const previousLaunch = known.has(path) ? Date.parse(known.get(path)!.launchedAt) : snapshot.fetchedAt.getTime()
+    snapshots.push({ ...snapshot, launchedAt: new Date(Math.min(previousLaunch, viewed.firstViews.get(path) ?? Number.POSITIVE_INFINITY)) })
     if (snapshot.error) errors.push({ path, error: snapshot.error })
     for (const link of snapshot.links) {
       if (tracked.has(link) || tracked.size >= limits.crawlPagesPerSite || !crawlable(link)) continue
@@ -272,6 +284,7 @@ async function store(services: Services, siteId: string, snapshots: SnapshotRow[
         in_sitemap: s.inSitemap ? 1 : 0,
         removed: s.removed ? 1 : 0,
         error: s.error,
+        launched_at: clickhouseTime(s.launchedAt),
       })),
     )
   }

@@ -4,11 +4,13 @@ import { clickhouseTime } from '../olap/time'
 import { bucket } from '../query/compile/series'
 import { bind, sql } from '../query/compile/sql'
 import { type ResolvedRange, type WindowName, buckets, rangeView, resolveRange } from '../query/range'
-import { execute } from '../query/run'
+import type { Query } from '../query/model'
+import { execute, runRead } from '../query/run'
+import { shapeBreakdown } from '../query/shape'
 import type { Services } from '../services'
 import type { Site } from '../sites'
 import type { StoredChange } from './changes'
-import { changeById, firstCrawled, latestSnapshots, siteChanges, snapshotDetail } from './changes'
+import { changeById, latestSnapshots, siteChanges, snapshotDetail } from './changes'
 import { CATEGORIES, CHANGE_TYPES, type ChangeType, wordRuns } from './detect'
 import { isNoindex } from './parse'
 
@@ -47,20 +49,31 @@ function windowOf(site: Site, params: WindowParams, now: Date): ResolvedRange {
   return resolveRange(params, site.timezone, now, { firstEventAt: new Date(site.createdAt) })
 }
 
-/** Traffic per path: pageviews and visitors in the window, scroll depth and time on page from engagement reports, and each path's first pageview ever. */
+/** Most paths whose traffic the pages read looks up: the plan with the most pages tracked. */
+const MAX_TRAFFIC_PATHS = 20_000
+
+/**
+ * Traffic per path in the window: visitors and pageviews as the path breakdown counts them (the
+ * same read, daily rollup included), and scroll depth and engaged time from the engagement
+ * reports. A site that reads only ga4 has no first-party traffic here: zeros.
+ */
 async function trafficByPath(services: Services, site: Site, range: ResolvedRange) {
-  const from = time(range.from.epochMilliseconds)
-  const to = time(range.to.epochMilliseconds)
-  const inWindow = sql`timestamp >= ${from} AND timestamp < ${to}`
-  const rows = await execute<Row>(
+  if (!site.sources.includes('standalone')) return new Map<string, { visitors: number; pageviews: number; reports: number; scroll: number; engaged: number }>()
+  const query: Query = { siteId: site.id, range, filters: [], goals: [], limit: MAX_TRAFFIC_PATHS }
+  const views = shapeBreakdown('path', await runRead(services.olap, query, { kind: 'breakdown', property: 'path' }))
+  const engagement = await execute<Row>(
     services.olap,
-    sql`SELECT pathname, toUnixTimestamp64Milli(minIf(timestamp, kind = 'pageview')) AS first_ms,
-       countIf(kind = 'pageview' AND ${inWindow}) AS pageviews, uniqExactIf(visitor_id, kind = 'pageview' AND ${inWindow}) AS visitors,
-       countIf(kind = 'engagement' AND ${inWindow}) AS reports, avgIf(scroll_depth, kind = 'engagement' AND ${inWindow}) AS scroll, avgIf(engaged_ms, kind = 'engagement' AND ${inWindow}) AS engaged
-FROM events WHERE site_id = ${bind('UUID', site.id)} AND kind IN ('pageview', 'engagement') AND timestamp < ${to}
+    sql`SELECT pathname, count() AS reports, avg(scroll_depth) AS scroll, avg(engaged_ms) AS engaged
+FROM events WHERE site_id = ${bind('UUID', site.id)} AND name = 'engagement' AND kind = 'engagement' AND timestamp >= ${time(range.from.epochMilliseconds)} AND timestamp < ${time(range.to.epochMilliseconds)}
 GROUP BY pathname`,
   )
-  return new Map(rows.map((r) => [String(r.pathname), r]))
+  const byPath = new Map(views.map((v) => [v.value, { visitors: v.visitors, pageviews: v.pageviews ?? 0, reports: 0, scroll: 0, engaged: 0 }]))
+  for (const r of engagement) {
+    const path = String(r.pathname)
+    const entry = byPath.get(path) ?? { visitors: 0, pageviews: 0, reports: 0, scroll: 0, engaged: 0 }
+    byPath.set(path, { ...entry, reports: Number(r.reports), scroll: Number(r.scroll), engaged: Number(r.engaged) })
+  }
+  return byPath
 }
 
 async function botsByPath(services: Services, site: Site, range: ResolvedRange, paths: string[]) {
@@ -88,13 +101,12 @@ GROUP BY pathname`,
 export async function pages(services: Services, site: Site, params: PagesParams) {
   const now = services.now()
   const range = windowOf(site, params, now)
-  const [latest, firsts, traffic] = await Promise.all([latestSnapshots(services.olap, site.id), firstCrawled(services.olap, site.id), trafficByPath(services, site, range)])
+  const [latest, traffic] = await Promise.all([latestSnapshots(services.olap, site.id), trafficByPath(services, site, range)])
   const newSince = now.getTime() - NEW_PAGE_DAYS * 86_400_000
   const all = [...latest.values()].map((s) => {
     const t = traffic.get(s.path)
-    const firstView = t && Number(t.first_ms) > 0 ? Number(t.first_ms) : Number.POSITIVE_INFINITY
-    const launched = Math.min(firsts.get(s.path) ?? Number.POSITIVE_INFINITY, firstView)
-    const reports = Number(t?.reports ?? 0)
+    const launched = Date.parse(s.launchedAt)
+    const reports = t?.reports ?? 0
     return {
       path: s.path,
       title: s.title,
@@ -108,10 +120,10 @@ export async function pages(services: Services, site: Site, params: PagesParams)
       error: s.error || null,
       launchedAt: new Date(launched).toISOString(),
       lastCrawledAt: s.fetchedAt,
-      visitors: Number(t?.visitors ?? 0),
-      pageviews: Number(t?.pageviews ?? 0),
-      scrollDepth: reports ? Math.round(Number(t?.scroll) * 10) / 10 : null,
-      timeOnPage: reports ? Math.round(Number(t?.engaged) / 100) / 10 : null,
+      visitors: t?.visitors ?? 0,
+      pageviews: t?.pageviews ?? 0,
+      scrollDepth: t && reports ? Math.round(t.scroll * 10) / 10 : null,
+      timeOnPage: t && reports ? Math.round(t.engaged / 100) / 10 : null,
     }
   })
   const q = params.q?.toLowerCase()
