@@ -49,6 +49,10 @@ if (replayed) log(`stored ${replayed} journaled rows left by the previous run`)
 const sink = new BufferedSink(stores.olap, stores.store, { log: journal })
 const now = () => new Date()
 const sites = new SiteDirectory(stores.store)
+// declared before anything can call them: a site added while the server still starts wakes the crawler
+let stopping = false
+let crawls: Promise<unknown> | null = null
+let crawlAgain = false
 const outboundRules = {
   allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === '1',
   resolve: async (host: string) => (await lookup(host, { all: true })).map((a) => a.address),
@@ -78,7 +82,10 @@ const services: Services = {
     return (forwarded || socket?.remoteAddress || '').replace(/^::ffff:(?=\d+\.)/, '')
   },
   fetch: guardedFetch(outboundRules),
-  crawler: env.CRAWLER === '1' ? crawlerConfig({ guarded: (limits) => guardedFetch({ ...outboundRules, ...limits }), hostIntervalMs: env.CRAWL_HOST_INTERVAL_MS }) : undefined,
+  crawler:
+    env.CRAWLER === '1'
+      ? { ...crawlerConfig({ guarded: (limits) => guardedFetch({ ...outboundRules, ...limits }), hostIntervalMs: env.CRAWL_HOST_INTERVAL_MS, origin: env.CRAWL_ORIGIN }), wake: () => scheduleCrawls() }
+      : undefined,
   publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
   mailer: nodeMailer({ smtpUrl: env.SMTP_URL, dataDir: dir, from: env.MAIL_FROM ?? `reports@${env.PUBLIC_URL ? new URL(env.PUBLIC_URL).hostname : 'localhost'}`, log }),
   referenceAssets: swaggerUiAssets(),
@@ -134,7 +141,6 @@ if ((await stores.store.countOrgs()) === 0) {
 
 log(`analytics API on ${baseUrl} (ClickHouse: ${stores.describe.clickhouse}; key/value: ${stores.describe.keyValue})`)
 
-let stopping = false
 async function shutdown(signal: string) {
   if (stopping) return
   stopping = true
@@ -180,13 +186,20 @@ function scheduleReports() {
 scheduleReports()
 setInterval(scheduleReports, 10 * 60_000).unref()
 
-// the crawler (lib/crawl/crawl.ts): every minute, the sites due (a new site, a ping, the recrawl schedule)
-let crawls: Promise<unknown> | null = null
+// the crawler (lib/crawl/crawl.ts): every minute, and at once when a site is added or pinged, the sites due
 function scheduleCrawls() {
-  if (crawls || stopping || !services.crawler) return
+  if (stopping || !services.crawler) return
+  // a wake during a run starts another run after it, for the site that just became due
+  if (crawls) return void (crawlAgain = true)
   crawls = runCrawls(services, services.crawler, { log, shouldStop: () => stopping })
     .catch((err: Error) => log(`crawl run failed: ${err.message}`))
-    .finally(() => (crawls = null))
+    .finally(() => {
+      crawls = null
+      if (crawlAgain) {
+        crawlAgain = false
+        scheduleCrawls()
+      }
+    })
 }
 scheduleCrawls()
 setInterval(scheduleCrawls, 60_000).unref()

@@ -17,6 +17,8 @@ export interface CrawlerConfig {
   siteRunMs: number
   /** Where a site's pages are fetched from; default https://<domain>. Tests point it at a local server. */
   siteOrigin?: (site: Site) => string
+  /** Called when a site becomes due at once (added, pinged): the Node server starts a run then instead of at its next tick. */
+  wake?: () => void
 }
 
 /** The crawler's product name in its User-Agent and for robots.txt groups. */
@@ -37,8 +39,11 @@ export function crawlerConfig(options: {
   hostIntervalMs?: number
   siteRunMs?: number
   maxQueuedPings?: number
+  /** Fetch every site from this origin instead of https://<domain> (CRAWL_ORIGIN: a local copy of a site, tests). */
+  origin?: string
 }): CrawlerConfig {
   return {
+    ...(options.origin ? { siteOrigin: () => options.origin! } : {}),
     fetch: options.guarded({ maxBytes: CRAWL_MAX_BYTES, timeoutMs: CRAWL_TIMEOUT_MS }),
     userAgent: DEFAULT_USER_AGENT,
     hostIntervalMs: options.hostIntervalMs ?? DEFAULT_HOST_INTERVAL_MS,

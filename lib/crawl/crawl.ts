@@ -326,6 +326,7 @@ async function recordCrawlState(services: Services, siteId: string, state: Parti
 /** Queues a site's first crawl, due at once (adding a site). */
 export async function queueFirstCrawl(services: Services, site: Site) {
   await new CrawlQueue(services.store).schedule(site.id, services.now().getTime())
+  services.crawler?.wake?.()
 }
 
 /** Drops a deleted site from the queue and its crawl bookkeeping. */

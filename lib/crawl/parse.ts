@@ -20,9 +20,12 @@ const FIELD_CHARS = 1000
 /** Most links kept from one page. */
 const MAX_LINKS = 1000
 
+const BLOCKS = 'p,div,li,dt,dd,h1,h2,h3,h4,h5,h6,article,section,header,footer,nav,main,aside,blockquote,pre,figcaption,td,th,br,a,button'
+
 const clean = (text: string | null | undefined, max = FIELD_CHARS) => (text ?? '').replace(/\s+/g, ' ').trim().slice(0, max)
 
-export const countWords = (text: string) => (text ? text.split(' ').length : 0)
+/** Words: whitespace-separated tokens holding a letter or a digit (a lone punctuation mark is none). */
+export const countWords = (text: string) => (text.match(/\S*[\p{L}\p{N}]\S*/gu) ?? []).length
 
 /** The path a link on `base` points to when it stays on `origin`, else null. */
 export function internalPath(href: string, base: URL, origin: string): string | null {
@@ -63,11 +66,13 @@ export function parsePage(html: string, url: URL, origin: string): ParsedPage {
     h1: clean(document.querySelector('h1')?.textContent),
     links: [...links],
   }
+  // text of adjacent blocks must not run together ("first</p><a>Docs" is two words)
+  for (const block of document.querySelectorAll(BLOCKS)) block.appendChild(document.createTextNode(' '))
   // Readability rewrites the document: it runs last, on what the fields above no longer need
   const body = clean(document.body?.textContent, Number.MAX_SAFE_INTEGER)
   let article: string | null | undefined
   try {
-    article = new Readability(document as unknown as Document, { serializer: () => '' }).parse()?.textContent
+    article = new Readability(document as unknown as Document, { serializer: () => '', charThreshold: 20 }).parse()?.textContent
   } catch {
     article = null
   }

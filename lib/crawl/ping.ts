@@ -41,6 +41,7 @@ export async function pingPage(services: Services, key: ApiKeyRecord, rawUrl: st
     const now = services.now().getTime()
     await queue.addPing(site.id, path, now)
     await queue.schedule(site.id, now)
+    config.wake?.()
   }
   return { accepted, path }
 }

@@ -40,6 +40,7 @@ export const nodeEnvSchema = z.object({
   OUTBOUND_ALLOW_PRIVATE: flag.default('0').describe("`1` lets the server's own outbound requests reach private, loopback and link-local addresses"),
   CRAWLER: flag.default('1').describe('`0` turns the crawler off (change detection): nothing is crawled and publish pings answer 503'),
   CRAWL_HOST_INTERVAL_MS: z.coerce.number({ message: 'must be a number of milliseconds' }).int().min(0).max(60_000).default(1000).describe("least time between two of the crawler's requests to one host, in milliseconds; `0` only against your own test site"),
+  CRAWL_ORIGIN: z.url().optional().describe('crawl every site from this origin instead of `https://<domain>`: a local copy of a site under test (with `OUTBOUND_ALLOW_PRIVATE=1` for a private address)'),
   TRUST_PROXY: flag.default('0').describe('`1` behind your own reverse proxy: take the client address from `X-Forwarded-For`'),
   SKIP_DEMO_TRAFFIC: flag.default('0').describe('`1` to create the demo site on first start without its 30 days of traffic'),
   SMTP_URL: z.url().optional().describe('where report and invitation e-mails go (`smtp://user:pass@host:587`); without it they are written as `.eml` files to `DATA_DIR/outbox`'),

@@ -27,6 +27,7 @@ export const workerEnvSchema = z.object({
   OUTBOUND_ALLOW_PRIVATE: z.enum(['0', '1']).default('0'),
   CRAWLER: z.enum(['0', '1']).default('1'),
   CRAWL_HOST_INTERVAL_MS: z.coerce.number().int().min(0).max(60_000).default(1000),
+  CRAWL_ORIGIN: z.url().optional(),
   LOG_LEVEL: logLevelSchema.default('info'),
 })
 export type WorkerEnv = z.input<typeof workerEnvSchema>
@@ -83,7 +84,7 @@ export function workerServices(rawEnv: WorkerEnv): Services {
     // a cron run is short: a site gets two minutes a run, and the next run goes on where it stopped
     crawler:
       env.CRAWLER === '1'
-        ? crawlerConfig({ guarded: (limits) => guardedFetch({ allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === '1', ...limits }), hostIntervalMs: env.CRAWL_HOST_INTERVAL_MS, siteRunMs: 2 * 60_000 })
+        ? crawlerConfig({ guarded: (limits) => guardedFetch({ allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === '1', ...limits }), hostIntervalMs: env.CRAWL_HOST_INTERVAL_MS, siteRunMs: 2 * 60_000, origin: env.CRAWL_ORIGIN })
         : undefined,
   }
 }
