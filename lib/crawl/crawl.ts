@@ -7,7 +7,7 @@ import { execute } from '../query/run'
 import type { Services } from '../services'
 import type { Site } from '../sites'
 import { NO_SNAPSHOT, type StoredSnapshot, latestSnapshots, snapshotTexts } from './changes'
-import { type CrawlerConfig, siteOrigin } from './config'
+import { CRAWLER_NAME, type CrawlerConfig, siteOrigin } from './config'
 import { type ComparedSnapshot, type DetectedChange, comparePage, foldSiteWide, isHtml, siteChange } from './detect'
 import { readRobots, sitemapPaths } from './discover'
 import { contentHash, parsePage } from './parse'
@@ -172,7 +172,7 @@ export async function crawlSite(services: Services, config: CrawlerConfig, site:
   // discovery: robots.txt, the sitemaps, pageviews
   const robotsAnswer = await fetchPolitely(config, `${origin}/robots.txt`, 'text/plain')
   const robotsText = robotsAnswer.status === 200 ? decode(robotsAnswer.body) : ''
-  const robots = readRobots(origin, robotsText, config.userAgent)
+  const robots = readRobots(origin, robotsText, CRAWLER_NAME)
   const crawlable = (path: string) => !excluded(path) && robots.allows(path)
   const sitemapStart = robots.sitemaps.filter((u) => u.startsWith(`${origin}/`))
   const listed = await sitemapPaths(origin, sitemapStart.length ? sitemapStart : [`${origin}/sitemap.xml`], limits.crawlPagesPerSite, async (url) => {

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApiKey, createOrg } from '../../lib/admin'
 import { type CrawlerConfig, DEFAULT_USER_AGENT } from '../../lib/crawl/config'
+import { pageSnapshots, siteChanges } from '../../lib/crawl/changes'
 import { runCrawls } from '../../lib/crawl/crawl'
 import { CrawlQueue } from '../../lib/crawl/queue'
 import { importHits } from '../../lib/ingest/import'
@@ -358,6 +359,30 @@ describe('the crawler against a fixture website', () => {
     expect(off.status).toBe(503)
     expect(off.headers.get('retry-after')).toBe('60')
     services.crawler = config
+  })
+
+  it('gives later reads the snapshots and changes through lib/crawl/changes.ts', async () => {
+    // /blog/b was fetched by the three crawls and the ping run
+    const snapshots = await pageSnapshots(services.olap, siteId, '/blog/b')
+    expect(snapshots.map((s) => s.fetchedAt)).toEqual([now, now - 60_000, now - 60_000 - 8 * DAY, now - 60_000 - 16 * DAY].map((t) => new Date(t).toISOString()))
+    expect(snapshots.map((s) => s.title)).toEqual(['Post B | Acme Inc', 'Post B | Acme Inc', 'Post B | Acme', 'Post B | Acme'])
+    const changes = await siteChanges(services.olap, siteId, new Date(now - 30 * DAY), new Date(now + 1), { path: '/blog/b' })
+    expect(changes.map((c) => `${c.scope} ${c.type}`)).toEqual(['site title', 'page text', 'site robots_txt', 'site sitemap'])
+    expect(changes[1]).toMatchObject({ path: '/blog/b', wordsAdded: 2, wordsRemoved: 2, beforeSnapshot: snapshots[3].id, afterSnapshot: snapshots[2].id })
+  })
+
+  it("stops at the plan's pages a day and goes on the next UTC day", async () => {
+    now += 8 * DAY
+    const day = new Date(now).toISOString().slice(0, 10)
+    const queue = new CrawlQueue(services.store)
+    // a free plan fetches 200 pages a day per site: all but one are spent
+    await queue.spendBudget(siteId, day, 199)
+    requests.length = 0
+    const [run] = await crawl()
+    expect(run).toMatchObject({ fetched: 1 })
+    expect(run.left).toBeGreaterThan(0)
+    expect(requests.filter((r) => !r.path.endsWith('.xml') && r.path !== '/robots.txt').map((r) => r.path)).toEqual(['/'])
+    expect(await queue.dueAt(siteId)).toBe(Date.parse(`${day}T00:00:00Z`) + DAY)
   })
 
   it('keeps crawling the other sites when one fails', async () => {
