@@ -37,12 +37,19 @@ class HostPacer {
   private readonly next = new Map<string, number>()
   constructor(private readonly intervalMs: number) {}
 
+  /** Resolves when a request to `host` may be sent: the interval after the last one actually sent, however late a timer fired. */
   async wait(host: string) {
     if (this.intervalMs <= 0) return
-    const now = Date.now()
-    const at = Math.max(now, this.next.get(host) ?? 0)
-    this.next.set(host, at + this.intervalMs)
-    if (at > now) await new Promise((resolve) => setTimeout(resolve, at - now))
+    for (;;) {
+      const now = Date.now()
+      const next = this.next.get(host) ?? 0
+      if (now >= next) {
+        if (this.next.size > 10_000) this.next.clear()
+        this.next.set(host, now + this.intervalMs)
+        return
+      }
+      await new Promise((resolve) => setTimeout(resolve, next - now))
+    }
   }
 }
 const pacers = new WeakMap<CrawlerConfig, HostPacer>()
@@ -171,6 +178,13 @@ export async function crawlSite(services: Services, config: CrawlerConfig, site:
 
   // discovery: robots.txt, the sitemaps, pageviews
   const robotsAnswer = await fetchPolitely(config, `${origin}/robots.txt`, 'text/plain')
+  // as RFC 9309 asks: robots.txt missing (4xx) allows everything; unreachable (no answer, 5xx) allows nothing, so the run waits
+  if (robotsAnswer.status === 0 || robotsAnswer.status >= 500) {
+    const error = `robots.txt could not be read (${robotsAnswer.error || `HTTP ${robotsAnswer.status}`}): nothing is fetched until it can`
+    await queue.schedule(site.id, now.getTime() + RETRY_AFTER_MS, { replace: true })
+    await recordCrawlState(services, site.id, { crawlStatus: 'failed', lastCrawlAt: now.toISOString(), pagesKnown: known.size, crawlErrors: [{ path: '/robots.txt', error }] })
+    return { siteId: site.id, fetched: 0, changes: 0, errors: [{ path: '/robots.txt', error }], left: 0, pagesKnown: known.size }
+  }
   const robotsText = robotsAnswer.status === 200 ? decode(robotsAnswer.body) : ''
   const robots = readRobots(origin, robotsText, CRAWLER_NAME)
   const crawlable = (path: string) => !excluded(path) && robots.allows(path)
@@ -225,8 +239,9 @@ export async function crawlSite(services: Services, config: CrawlerConfig, site:
   const changes: DetectedChange[] = []
   if (!firstCrawl) {
     const answered = snapshots.filter((s) => s.status > 0)
-    const needText = answered.map((s) => latest.get(s.path)).filter((p): p is StoredSnapshot => !!p && isHtml(p.contentType))
-    const texts = await snapshotTexts(services.olap, site.id, needText.filter((p) => answered.find((s) => s.path === p.path)?.contentHash !== p.contentHash).map((p) => p.id))
+    // the previous main text is read only where it changed: for the word diff
+    const textChanged = answered.map((s) => [s, latest.get(s.path)] as const).filter(([s, p]) => p && isHtml(p.contentType) && p.contentHash !== s.contentHash)
+    const texts = await snapshotTexts(services.olap, site.id, textChanged.map(([, p]) => p!.id))
     const pageChanges = answered.flatMap((s) => {
       const previous = latest.get(s.path)
       return comparePage(previous ? asCompared(previous, texts.get(previous.id) ?? '') : null, s)
