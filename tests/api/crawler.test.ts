@@ -401,6 +401,18 @@ describe('the crawler against a fixture website', () => {
     site['/robots.txt'] = robots
   })
 
+  it('crawls nothing and accepts no ping while change detection is off for the site', async () => {
+    expect((await call('PATCH', `/api/v1/sites/${siteId}`, { key: write, body: { changeDetectionEnabled: false } })).status).toBe(200)
+    expect((await call('POST', '/api/v1/ping', { key: write, body: { url: `https://${domain}/blog/a` } })).json).toEqual({ accepted: false, path: '/blog/a' })
+    const queue = new CrawlQueue(services.store)
+    await queue.schedule(siteId, now, { replace: true })
+    requests.length = 0
+    expect(await crawl()).toEqual([])
+    expect(requests).toEqual([])
+    expect(await queue.dueAt(siteId)).toBe(now + DAY)
+    expect((await call('PATCH', `/api/v1/sites/${siteId}`, { key: write, body: { changeDetectionEnabled: true } })).status).toBe(200)
+  })
+
   it('keeps crawling the other sites when one fails', async () => {
     const broken = await call('POST', '/api/v1/sites', { key: write, body: { domain: `broken-${crypto.randomUUID().slice(0, 6)}.test` } })
     const healthy = await call('POST', '/api/v1/sites', { key: write, body: { domain: `healthy-${crypto.randomUUID().slice(0, 6)}.test` } })

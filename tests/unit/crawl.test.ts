@@ -1,4 +1,10 @@
+import { Redis } from '@upstash/redis'
 import { describe, expect, it } from 'vitest'
+import { CrawlQueue } from '../../lib/crawl/queue'
+import { EmbeddedRedis } from '../../lib/kv/embedded'
+import { rawRequester } from '../../lib/kv/raw'
+import { Store } from '../../lib/store'
+import { tempDir } from '../helpers'
 import { CRAWLER_NAME } from '../../lib/crawl/config'
 import { type ComparedSnapshot, comparePage, foldSiteWide, wordChanges } from '../../lib/crawl/detect'
 import { readRobots, readSitemap } from '../../lib/crawl/discover'
@@ -82,5 +88,32 @@ describe('the crawler, piece by piece', () => {
     // half the pages is not most of them; four pages are too few
     expect(foldSiteWide(titles(5), 10)).toHaveLength(5)
     expect(foldSiteWide(titles(4), 4)).toHaveLength(4)
+  })
+})
+
+describe('the crawl queue', () => {
+  it('survives a restart of the embedded store: due sites, pings and budgets are where they were', async () => {
+    const dir = tempDir('crawl-queue')
+    const open = () => {
+      const raw = new EmbeddedRedis({ dir })
+      return { raw, queue: new CrawlQueue(new Store(new Redis(rawRequester(raw)))) }
+    }
+    const first = open()
+    await first.queue.schedule('site-a', 2_000)
+    await first.queue.schedule('site-b', 1_000)
+    await first.queue.schedule('site-b', 5_000) // a later time never postpones an earlier one
+    await first.queue.addPing('site-a', '/new-post', 1_500)
+    await first.queue.spendBudget('site-a', '2026-11-02', 7)
+    await first.raw.close()
+
+    const second = open()
+    expect(await second.queue.dueSites(3_000)).toEqual(['site-b', 'site-a'])
+    expect(await second.queue.dueSites(1_500)).toEqual(['site-b'])
+    expect(await second.queue.pings('site-a')).toEqual(['/new-post'])
+    expect(await second.queue.budgetUsed('site-a', '2026-11-02')).toBe(7)
+    await second.queue.forget('site-a')
+    expect(await second.queue.dueSites(3_000)).toEqual(['site-b'])
+    expect(await second.queue.pingCount('site-a')).toBe(0)
+    await second.raw.close()
   })
 })
