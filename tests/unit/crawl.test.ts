@@ -1,8 +1,11 @@
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { Redis } from '@upstash/redis'
 import { describe, expect, it } from 'vitest'
 import { CrawlQueue } from '../../lib/crawl/queue'
 import { EmbeddedRedis } from '../../lib/kv/embedded'
 import { rawRequester } from '../../lib/kv/raw'
+import { guardedFetch } from '../../lib/outbound'
 import { Store } from '../../lib/store'
 import { tempDir } from '../helpers'
 import { CRAWLER_NAME } from '../../lib/crawl/config'
@@ -115,5 +118,27 @@ describe('the crawl queue', () => {
     expect(await second.queue.dueSites(3_000)).toEqual(['site-b'])
     expect(await second.queue.pingCount('site-a')).toBe(0)
     await second.raw.close()
+  })
+})
+
+describe('the guarded fetch as the crawler uses it', () => {
+  it('answers the URL it ended at, and leaves redirects to the caller with redirect: manual', async () => {
+    const server = createServer((req, res) => {
+      if (req.url === '/old') return void res.writeHead(301, { location: '/new' }).end()
+      res.writeHead(200, { 'content-type': 'text/plain' }).end(`at ${req.url}`)
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    try {
+      const guarded = guardedFetch({ allowPrivate: true })
+      const followed = await guarded(`${origin}/old`)
+      expect([followed.status, followed.url, await followed.text()]).toEqual([200, `${origin}/new`, 'at /new'])
+      const manual = await guarded(`${origin}/old`, { redirect: 'manual' })
+      expect([manual.status, manual.headers.get('location'), manual.url]).toEqual([301, '/new', `${origin}/old`])
+      // without the deployment's permission, loopback stays refused on every hop
+      await expect(guardedFetch()(`${origin}/old`, { redirect: 'manual' })).rejects.toThrow(/private, loopback or link-local/)
+    } finally {
+      server.close()
+    }
   })
 })
