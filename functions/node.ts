@@ -15,6 +15,8 @@ import { localEndpointsApp } from './local-endpoints'
 import { migrate } from '../lib/olap/migrate'
 import { loadMigrations } from '../lib/olap/migrations-node'
 import { guardedFetch } from '../lib/outbound'
+import { crawlerConfig } from '../lib/crawl/config'
+import { runCrawls } from '../lib/crawl/crawl'
 import { pinnedNodeFetch } from '../lib/outbound-node'
 import { dbipGeo } from '../lib/ingest/geo-node'
 import { Ingestor } from '../lib/ingest/pipeline'
@@ -47,6 +49,15 @@ if (replayed) log(`stored ${replayed} journaled rows left by the previous run`)
 const sink = new BufferedSink(stores.olap, stores.store, { log: journal })
 const now = () => new Date()
 const sites = new SiteDirectory(stores.store)
+// declared before anything can call them: a site added while the server still starts wakes the crawler
+let stopping = false
+let crawls: Promise<unknown> | null = null
+let crawlAgain = false
+const outboundRules = {
+  allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === '1',
+  resolve: async (host: string) => (await lookup(host, { all: true })).map((a) => a.address),
+  pinnedFetch: pinnedNodeFetch(),
+}
 const services: Services = {
   olap: stores.olap,
   store: stores.store,
@@ -70,11 +81,11 @@ const services: Services = {
     const socket = (bindings as { incoming?: IncomingMessage }).incoming?.socket
     return (forwarded || socket?.remoteAddress || '').replace(/^::ffff:(?=\d+\.)/, '')
   },
-  fetch: guardedFetch({
-    allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === '1',
-    resolve: async (host) => (await lookup(host, { all: true })).map((a) => a.address),
-    pinnedFetch: pinnedNodeFetch(),
-  }),
+  fetch: guardedFetch(outboundRules),
+  crawler:
+    env.CRAWLER === '1'
+      ? { ...crawlerConfig({ guarded: (limits) => guardedFetch({ ...outboundRules, ...limits }), hostIntervalMs: env.CRAWL_HOST_INTERVAL_MS, origin: env.CRAWL_ORIGIN }), wake: () => scheduleCrawls() }
+      : undefined,
   publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
   mailer: nodeMailer({ smtpUrl: env.SMTP_URL, dataDir: dir, from: env.MAIL_FROM ?? `reports@${env.PUBLIC_URL ? new URL(env.PUBLIC_URL).hostname : 'localhost'}`, log }),
   referenceAssets: swaggerUiAssets(),
@@ -130,7 +141,6 @@ if ((await stores.store.countOrgs()) === 0) {
 
 log(`analytics API on ${baseUrl} (ClickHouse: ${stores.describe.clickhouse}; key/value: ${stores.describe.keyValue})`)
 
-let stopping = false
 async function shutdown(signal: string) {
   if (stopping) return
   stopping = true
@@ -140,6 +150,8 @@ async function shutdown(signal: string) {
   await new Promise((r) => server.close(r))
   await rollup
   await reports
+  // a crawl stops after the page it is fetching (at most the crawler's timeout); it is not waited for longer than a few seconds
+  await Promise.race([crawls, new Promise((r) => setTimeout(r, 3000))])
   // every hit answered 202 is stored before the stores close
   await sink.close()
   journal.close()
@@ -173,6 +185,24 @@ function scheduleReports() {
 }
 scheduleReports()
 setInterval(scheduleReports, 10 * 60_000).unref()
+
+// the crawler (lib/crawl/crawl.ts): every minute, and at once when a site is added or pinged, the sites due
+function scheduleCrawls() {
+  if (stopping || !services.crawler) return
+  // a wake during a run starts another run after it, for the site that just became due
+  if (crawls) return void (crawlAgain = true)
+  crawls = runCrawls(services, services.crawler, { log, shouldStop: () => stopping })
+    .catch((err: Error) => log(`crawl run failed: ${err.message}`))
+    .finally(() => {
+      crawls = null
+      if (crawlAgain) {
+        crawlAgain = false
+        scheduleCrawls()
+      }
+    })
+}
+scheduleCrawls()
+setInterval(scheduleCrawls, 60_000).unref()
 
 /**
  * Requests Node's HTTP parser refuses before the app sees them (a lowercase method, raw bytes in

@@ -14,6 +14,7 @@ import { funnelEndpoints } from './v1/funnels'
 import { referencePageEndpoints } from './reference-page'
 import { behaviourEndpoints } from './v1/behaviour'
 import { vitalEndpoints } from './v1/vitals'
+import { crawlEndpoints } from './v1/crawl'
 import { goalEndpoints } from './v1/goals'
 import { importEndpoints } from './v1/imports'
 import { ingestEndpoints } from './v1/ingest'
@@ -109,6 +110,7 @@ export const endpoints: Endpoint[] = [
   ...importEndpoints,
   ...behaviourEndpoints,
   ...vitalEndpoints,
+  ...crawlEndpoints,
   ...collectorEndpoints,
   ...publicEndpoints,
   mcpEndpoint(() => endpoints),

@@ -2,6 +2,7 @@ import { type WorkerEnv, workerEnvSchema, workerServices } from '../lib/home/wor
 import { ROLLUP_ALL_DAYS, ROLLUP_RECENT_DAYS, refreshRollups } from '../lib/rollup/refresh'
 import type { Services } from '../lib/services'
 import { deliverReports } from '../lib/delivery/reports'
+import { runCrawls } from '../lib/crawl/crawl'
 import { createApp } from './app'
 
 /** The daily trigger in wrangler.toml; the other one runs every ten minutes. */
@@ -44,5 +45,10 @@ export default {
     ctx.waitUntil(refreshRollups(services.olap, services.store, services.now(), lookback))
     // weekly and monthly reports: webhooks only, Workers have no mailer
     if (controller.cron !== DAILY_CRON) ctx.waitUntil(deliverReports(services, services.now()))
+    // the crawler: the sites due, for at most five minutes a run; what is left waits for the next run
+    if (controller.cron !== DAILY_CRON && services.crawler) {
+      const deadline = Date.now() + 5 * 60_000
+      ctx.waitUntil(runCrawls(services, services.crawler, { log: (line) => console.error(line), shouldStop: () => Date.now() > deadline }))
+    }
   },
 }

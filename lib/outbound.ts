@@ -78,7 +78,8 @@ export function guardedFetch(options: OutboundOptions = {}): GuardedFetch {
       const addresses = await check(url)
       const response = await fetchHop(url, addresses, { ...init, redirect: 'manual', signal })
       const location = response.headers.get('location')
-      if (response.status >= 300 && response.status < 400 && location) {
+      // redirect: 'manual' hands the redirect to the caller, who fetches the next hop through the guard again
+      if (response.status >= 300 && response.status < 400 && location && init?.redirect !== 'manual') {
         if (hop >= maxRedirects) throw new OutboundError(`more than ${maxRedirects} redirects`)
         url = new URL(location, url)
         continue
@@ -102,7 +103,10 @@ export function guardedFetch(options: OutboundOptions = {}): GuardedFetch {
         body.set(chunk, offset)
         offset += chunk.byteLength
       }
-      return new Response(response.status === 204 || response.status === 304 ? null : body, { status: response.status, statusText: response.statusText, headers: response.headers })
+      const answer = new Response(response.status === 204 || response.status === 304 ? null : body, { status: response.status, statusText: response.statusText, headers: response.headers })
+      // as the runtime's fetch does: the URL the answer came from, after the redirects followed
+      Object.defineProperty(answer, 'url', { value: url.href })
+      return answer
     }
   }
   return Object.assign(guarded as typeof fetch, { check })

@@ -16,6 +16,10 @@ export interface PlanLimits {
   teamMembers: number
   /** How long events are kept. */
   retentionMonths: number
+  /** Pages the crawler fetches for one site in a UTC day (lib/crawl). */
+  crawlPagesPerDay: number
+  /** Pages the crawler keeps track of per site: discovery stops adding beyond it. */
+  crawlPagesPerSite: number
 }
 
 export interface Plan {
@@ -27,15 +31,15 @@ export interface Plan {
 const BASE: readonly Feature[] = ['goals', 'annotations', 'segments', 'funnels', 'imports', 'sharedLinks', 'alerts']
 
 export const PLANS: Record<Org['plan'], Plan> = {
-  free: { name: 'free', limits: { monthlyEvents: 100_000, sites: 3, teamMembers: 1, retentionMonths: 6 }, features: BASE },
+  free: { name: 'free', limits: { monthlyEvents: 100_000, sites: 3, teamMembers: 1, retentionMonths: 6, crawlPagesPerDay: 200, crawlPagesPerSite: 200 }, features: BASE },
   pro: {
     name: 'pro',
-    limits: { monthlyEvents: 1_000_000, sites: 20, teamMembers: 10, retentionMonths: 60 },
+    limits: { monthlyEvents: 1_000_000, sites: 20, teamMembers: 10, retentionMonths: 60, crawlPagesPerDay: 2_000, crawlPagesPerSite: 5_000 },
     features: [...BASE, 'revenue', 'customProperties', 'webhooks', 'ga4', 'searchConsole', 'changeDetection'],
   },
   business: {
     name: 'business',
-    limits: { monthlyEvents: 10_000_000, sites: 100, teamMembers: 50, retentionMonths: 60 },
+    limits: { monthlyEvents: 10_000_000, sites: 100, teamMembers: 50, retentionMonths: 60, crawlPagesPerDay: 10_000, crawlPagesPerSite: 20_000 },
     features: [...FEATURES],
   },
 }

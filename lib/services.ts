@@ -1,3 +1,4 @@
+import type { CrawlerConfig } from './crawl/config'
 import type { Mailer } from './delivery/mail'
 import type { DnsResolver } from './ingest/bots'
 import type { Ingestor } from './ingest/pipeline'
@@ -33,4 +34,6 @@ export interface Services {
   publicUrl?: string
   /** Sends reports and invitations; absent where no mail can be sent (Workers). */
   mailer?: Mailer
+  /** The crawler (lib/crawl); absent where it is turned off: pings answer 503 and nothing is crawled. */
+  crawler?: CrawlerConfig
 }

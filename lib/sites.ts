@@ -88,6 +88,17 @@ const defaults: { [G in Group]: GroupValues<G> } = {
   appearance: { displayName: null, theme: 'system', accentColor: '#4f46e5' },
 }
 
+/** What the crawler last did for the site (lib/crawl): shown, never written by the API. */
+export interface CrawlState {
+  crawlStatus: 'pending' | 'ok' | 'failed'
+  /** ISO 8601 UTC of the last run; null before the first. */
+  lastCrawlAt?: string | null
+  /** Pages with at least one snapshot. */
+  pagesKnown?: number
+  /** Pages the last run could not fetch (a path of '' is the run itself failing), at most 20. */
+  crawlErrors?: { path: string; error: string }[]
+}
+
 export interface Site {
   id: string
   snippetId: string
@@ -105,7 +116,7 @@ export interface Site {
   /** Signs the alert webhook's deliveries; shown once when issued (lib/alerts.ts), never in reads. */
   webhookSecret?: string
   tracking: GroupValues<'tracking'> & { customDomain: string | null }
-  changeDetection: GroupValues<'changeDetection'> & { crawlStatus: 'pending' | 'ok' | 'failed' }
+  changeDetection: GroupValues<'changeDetection'> & CrawlState
   sharing: GroupValues<'sharing'>
   appearance: GroupValues<'appearance'>
   integrations: { ga4: { connected: boolean; propertyId: string | null }; searchConsole: { connected: boolean; siteUrl: string | null } }
@@ -171,7 +182,7 @@ export function newSite(input: z.infer<typeof siteCreateSchema>, orgId: string, 
     standaloneEnabled: sources.includes('standalone'),
     createdAt: now.toISOString(),
     tracking: { ...defaults.tracking, customDomain: null },
-    changeDetection: { ...defaults.changeDetection, crawlStatus: 'pending' },
+    changeDetection: { ...defaults.changeDetection, crawlStatus: 'pending', lastCrawlAt: null, pagesKnown: 0, crawlErrors: [] },
     sharing: { ...defaults.sharing },
     appearance: { ...defaults.appearance },
     integrations: { ga4: { connected: false, propertyId: null }, searchConsole: { connected: false, siteUrl: null } },
@@ -216,6 +227,7 @@ export function siteView(site: Site, baseUrl: string) {
   const scriptHost = site.tracking.customDomain ? `https://${site.tracking.customDomain}` : baseUrl
   return {
     ...rest,
+    changeDetection: { lastCrawlAt: null, pagesKnown: 0, crawlErrors: [], ...site.changeDetection },
     snippet: `<script defer data-site="${site.snippetId}" src="${scriptHost}/js/script.js"></script>`,
   }
 }
@@ -233,7 +245,12 @@ export const siteViewSchema = z.object({
   standaloneEnabled: z.boolean(),
   createdAt: z.string(),
   tracking: groupSchema('tracking').extend({ customDomain: z.string().nullable() }),
-  changeDetection: groupSchema('changeDetection').extend({ crawlStatus: z.enum(['pending', 'ok', 'failed']) }),
+  changeDetection: groupSchema('changeDetection').extend({
+    crawlStatus: z.enum(['pending', 'ok', 'failed']).describe('pending until the first crawl; failed when the last run could not crawl the site'),
+    lastCrawlAt: z.string().nullable().describe('The last crawl run, ISO 8601 UTC'),
+    pagesKnown: z.number().int().nonnegative().describe('Pages the crawler has a snapshot of'),
+    crawlErrors: z.array(z.object({ path: z.string(), error: z.string() })).describe("Pages the last run could not fetch, at most 20; path '' is the run itself failing"),
+  }),
   sharing: groupSchema('sharing'),
   appearance: groupSchema('appearance'),
   integrations: z.object({

@@ -5,6 +5,7 @@ import { assertEngineKnowsTimezone } from '../../lib/olap/timezones'
 import { siteStats } from '../../lib/query/reports'
 import { applySitePatch, newSite, siteRefSchema, siteCreateSchema, sitePatchSchema, siteView, siteViewSchema } from '../../lib/sites'
 import { assertSubdomainOf, attachCustomDomain, detachCustomDomain } from '../../lib/custom-domain'
+import { forgetCrawls, queueFirstCrawl } from '../../lib/crawl/crawl'
 import { defineEndpoint } from '../endpoint'
 import { flagParam, rangeParam } from '../params'
 import { rangeViewSchema, totalsSchema } from './answers'
@@ -41,7 +42,7 @@ export const siteEndpoints = [
     tool: 'create_site',
     summary: 'Adds a site and returns it with its ready-to-paste tracking snippet.',
     description:
-      'Adds a site. domain is a bare hostname (example.com). sources ⊆ ["standalone","ga4"], default ["standalone"]; primarySource must be one of them; timezone is an IANA zone, default UTC, and decides how relative ranges resolve.',
+      'Adds a site and queues its first crawl (change detection). domain is a bare hostname (example.com). sources ⊆ ["standalone","ga4"], default ["standalone"]; primarySource must be one of them; timezone is an IANA zone, default UTC, and decides how relative ranges resolve.',
     body: siteCreateSchema,
     status: 201,
     response: siteViewSchema,
@@ -49,6 +50,7 @@ export const siteEndpoints = [
       if (body.timezone) await assertEngineKnowsTimezone(services.olap, body.timezone)
       const site = newSite(body, key.orgId, services.now())
       await services.store.createSite(site)
+      await queueFirstCrawl(services, site)
       return siteView(site, baseUrl)
     },
   }),
@@ -108,6 +110,7 @@ export const siteEndpoints = [
       await deleteSiteData(services.olap, current.id)
       await services.sites.remove(current, services.now().toISOString())
       await services.store.deleteSiteChecks(current.id)
+      await forgetCrawls(services, current.id)
       return { deleted: true as const, id: current.id }
     },
   }),

@@ -5,6 +5,7 @@ import { dohResolver } from '../ingest/dns'
 import { Ingestor } from '../ingest/pipeline'
 import { directSink } from '../ingest/sink'
 import { CLICKHOUSE_SETTINGS, type ClickHouseClientLike, clickhouseClientOlap } from '../olap/client'
+import { crawlerConfig } from '../crawl/config'
 import { guardedFetch } from '../outbound'
 import type { LiveAnswer, LiveCache } from '../public-live'
 import { redisRateLimiter } from '../ratelimit'
@@ -24,6 +25,9 @@ export const workerEnvSchema = z.object({
   UPSTASH_REDIS_REST_TOKEN: z.string({ message: 'UPSTASH_REDIS_REST_TOKEN must be set' }).min(1),
   PUBLIC_URL: z.url().optional(),
   OUTBOUND_ALLOW_PRIVATE: z.enum(['0', '1']).default('0'),
+  CRAWLER: z.enum(['0', '1']).default('1'),
+  CRAWL_HOST_INTERVAL_MS: z.coerce.number().int().min(0).max(60_000).default(1000),
+  CRAWL_ORIGIN: z.url().optional(),
   LOG_LEVEL: logLevelSchema.default('info'),
 })
 export type WorkerEnv = z.input<typeof workerEnvSchema>
@@ -77,5 +81,10 @@ export function workerServices(rawEnv: WorkerEnv): Services {
     fetch: outbound,
     dns: dohResolver(outbound),
     publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
+    // a cron run is short: a site gets two minutes a run, and the next run goes on where it stopped
+    crawler:
+      env.CRAWLER === '1'
+        ? crawlerConfig({ guarded: (limits) => guardedFetch({ allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === '1', ...limits }), hostIntervalMs: env.CRAWL_HOST_INTERVAL_MS, siteRunMs: 2 * 60_000, origin: env.CRAWL_ORIGIN })
+        : undefined,
   }
 }

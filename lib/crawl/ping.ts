@@ -1,0 +1,47 @@
+import { ApiError } from '../errors'
+import { pathMatches } from '../ingest/enrich'
+import type { ApiKeyRecord } from '../keys'
+import type { Services } from '../services'
+import type { Site } from '../sites'
+import { CrawlQueue } from './queue'
+
+/** How long a deploy hook should wait before pinging again when the crawler cannot take a ping. */
+export const PING_RETRY_AFTER_SECONDS = 60
+
+/** The caller's site a URL belongs to: its domain, a subdomain of it, or its custom tracking domain; the most specific wins. */
+function siteOfHost(sites: Site[], host: string): Site | undefined {
+  const matches = sites.filter((s) => host === s.domain || host.endsWith(`.${s.domain}`) || host === s.tracking.customDomain)
+  return matches.sort((a, b) => b.domain.length - a.domain.length)[0]
+}
+
+/**
+ * POST /ping: queues an immediate recrawl of one page. `accepted` is false when the site's change
+ * detection is off or the path is excluded from it; 503 when there is no crawler or the site's
+ * pings waiting have reached the limit.
+ */
+export async function pingPage(services: Services, key: ApiKeyRecord, rawUrl: string): Promise<{ accepted: boolean; path: string }> {
+  let url: URL
+  try {
+    url = new URL(rawUrl)
+  } catch {
+    throw new ApiError(400, 'url: must be an absolute http(s) URL')
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ApiError(400, 'url: must be an absolute http(s) URL')
+  const sites = (await services.store.listSites(key.orgId)).filter((s) => !key.siteId || s.id === key.siteId)
+  const site = siteOfHost(sites, url.hostname.toLowerCase())
+  if (!site) throw new ApiError(400, `url: ${url.hostname} is not the domain of a site of this key, a subdomain of one, or its custom domain`)
+  const unavailable = (why: string) => new ApiError(503, `the crawler cannot take pings now (${why}); retry later`, { 'Retry-After': String(PING_RETRY_AFTER_SECONDS) })
+  const config = services.crawler
+  if (!config) throw unavailable('it is turned off on this deployment')
+  const path = url.pathname
+  const queue = new CrawlQueue(services.store)
+  if ((await queue.pingCount(site.id)) >= config.maxQueuedPings) throw unavailable(`${config.maxQueuedPings} pings of this site are waiting`)
+  const accepted = site.changeDetection.changeDetectionEnabled && !site.changeDetection.changeExcludedPaths.some((p) => pathMatches(p, path))
+  if (accepted) {
+    const now = services.now().getTime()
+    await queue.addPing(site.id, path, now)
+    await queue.schedule(site.id, now)
+    config.wake?.()
+  }
+  return { accepted, path }
+}
