@@ -15,6 +15,7 @@ import { referencePageEndpoints } from './reference-page'
 import { behaviourEndpoints } from './v1/behaviour'
 import { goalEndpoints } from './v1/goals'
 import { importEndpoints } from './v1/imports'
+import { journeyEndpoints } from './v1/journeys'
 import { ingestEndpoints } from './v1/ingest'
 import { metaEndpoints } from './v1/meta'
 import { orgEndpoints } from './v1/org'
@@ -107,6 +108,7 @@ export const endpoints: Endpoint[] = [
   ...siteFactEndpoints,
   ...importEndpoints,
   ...behaviourEndpoints,
+  ...journeyEndpoints,
   ...collectorEndpoints,
   ...publicEndpoints,
   mcpEndpoint(() => endpoints),
