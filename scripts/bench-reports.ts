@@ -15,6 +15,11 @@ import { parseFilters } from '../lib/query/parse'
 import { mayUseRollup } from '../lib/query/plan'
 import { resolveRange } from '../lib/query/range'
 import { compileRead, rolledDays } from '../lib/query/run'
+import { type Fragment, render } from '../lib/query/compile/sql'
+import { flowSql } from '../lib/query/compile/flow'
+import { journeysSql } from '../lib/query/compile/journeys'
+import { activitySql } from '../lib/query/compile/activity'
+import { FLOW_DEFAULT_DEPTH, FLOW_DEFAULT_LIMIT } from '../lib/query/journeys'
 import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/rollup/refresh'
 import { memoryRateLimiter } from '../lib/ratelimit'
 import { memoryLiveCache } from '../lib/public-live'
@@ -114,12 +119,21 @@ const program = new Command('bench-reports')
       return stores.olap.query(compiled.sql, compiled.params)
     }
     const filtered = { ...base, filters: parseFilters(filters, 'standalone') }
+    // the behaviour reads compile one statement each
+    const direct = (statement: () => Fragment) => async () => {
+      const compiled = render(statement())
+      return stores.olap.query(compiled.sql, compiled.params)
+    }
+    const lastHalfHour = () => ({ ...base, range: resolveRange({ range: '30m' }, site.timezone, new Date()) })
     const reports: Record<string, { path: string; direct: () => Promise<unknown> }> = {
       stats: { path: `/api/v1/stats?site_id=${site.id}&range=30d`, direct: run(base, { kind: 'stats' }) },
       timeseries: { path: `/api/v1/timeseries?site_id=${site.id}&range=30d`, direct: run(base, { kind: 'series' }) },
       'breakdown path': { path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=path`, direct: run(base, { kind: 'breakdown', property: 'path' }) },
       'breakdown source': { path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=source`, direct: run(base, { kind: 'breakdown', property: 'source' }) },
       'filtered stats': { path: `/api/v1/stats?site_id=${site.id}&range=30d&filters=${encodeURIComponent(filters)}`, direct: run(filtered, { kind: 'stats' }) },
+      flow: { path: `/api/v1/flow?site_id=${site.id}&range=30d`, direct: direct(() => flowSql({ ...base, limit: FLOW_DEFAULT_LIMIT }, { kind: 'entry' }, 0, FLOW_DEFAULT_DEPTH)) },
+      journeys: { path: `/api/v1/journeys?site_id=${site.id}&range=30d`, direct: direct(() => journeysSql(base, { offset: 0 })) },
+      activity: { path: `/api/v1/activity?site_id=${site.id}`, direct: direct(() => activitySql(lastHalfHour())) },
     }
     // round robin over the reports, so a slow spell of the machine falls on all of them alike
     const samples = Object.fromEntries(Object.keys(reports).map((name) => [name, { api: [] as number[], engine: [] as number[] }]))
