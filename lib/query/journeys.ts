@@ -3,7 +3,7 @@ import { ApiError } from '../errors'
 import type { Site } from '../sites'
 import { standaloneQuery } from './behaviour'
 import { activitySql } from './compile/activity'
-import { type FlowAnchor, flowSql } from './compile/flow'
+import { type FlowAnchor, OTHER_PATH, flowSql } from './compile/flow'
 import { journeysSql, visitorEventsSql } from './compile/journeys'
 import type { ReportParams } from './parse'
 import { rangeView } from './range'
@@ -36,77 +36,28 @@ export interface FlowParams extends ReportParams {
 export const FLOW_DEFAULT_DEPTH = 3
 /** Pages kept per step when `limit` is not given; the rest fold into the step's "(other)" node. */
 export const FLOW_DEFAULT_LIMIT = 10
-/** The path of a step's folded node; a real path starts with "/", so the two never meet. */
-export const OTHER_PATH = '(other)'
 
-export interface FlowCell {
-  step: number
-  path: string
-  /** The page at the next step, '' where the visit left or the flow ends. */
-  next: string
-  visits: number
-}
+const flowNodeId = (step: number, path: string) => `${step}:${path}`
 
-export interface FlowNode {
-  id: string
-  step: number
-  path: string
-  other: boolean
-  visits: number
-  /** Distinct pages folded into this node (0 for a page's own node). */
-  folded: number
-}
-
-export interface FlowLink {
-  source: string
-  target: string
-  visits: number
-}
-
-export const flowNodeId = (step: number, path: string) => `${step}:${path}`
-
-/**
- * The graph of the flow's cells with rare pages folded: at each step the `limit` pages with the
- * most visits (ties to the smaller path) keep their node, and the other pages of that step are
- * one node, `<step>:(other)`. Links between folded pages add up on the folded nodes.
- */
-export function foldFlow(cells: readonly FlowCell[], limit: number): { nodes: FlowNode[]; links: FlowLink[] } {
-  const byStep = new Map<number, Map<string, number>>()
-  for (const c of cells) {
-    let pages = byStep.get(c.step)
-    if (!pages) byStep.set(c.step, (pages = new Map()))
-    pages.set(c.path, (pages.get(c.path) ?? 0) + c.visits)
+/** The folded graph's rows (node, next node, visits) as nodes and links, in a stable order. */
+function flowGraph(rows: Row[], limit: number) {
+  const nodes = new Map<string, { id: string; step: number; path: string; other: boolean; visits: number; folded: number }>()
+  const links: { source: string; target: string; visits: number; step: number }[] = []
+  for (const r of rows) {
+    const step = numberOf(r.step)
+    const path = String(r.node)
+    const id = flowNodeId(step, path)
+    const other = path === OTHER_PATH
+    const node = nodes.get(id) ?? { id, step, path, other, visits: 0, folded: other ? numberOf(r.paths) - limit : 0 }
+    node.visits += numberOf(r.visits)
+    nodes.set(id, node)
+    if (r.next_node !== '') links.push({ source: id, target: flowNodeId(step + 1, String(r.next_node)), visits: numberOf(r.visits), step })
   }
-  const kept = new Map<number, Set<string>>()
-  const nodes = new Map<string, FlowNode>()
-  for (const [step, pages] of byStep) {
-    const ranked = [...pages].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
-    kept.set(step, new Set(ranked.slice(0, limit).map(([path]) => path)))
-    for (const [path, visits] of ranked) {
-      const own = kept.get(step)!.has(path)
-      const id = flowNodeId(step, own ? path : OTHER_PATH)
-      const node = nodes.get(id) ?? { id, step, path: own ? path : OTHER_PATH, other: !own, visits: 0, folded: 0 }
-      node.visits += visits
-      if (!own) node.folded++
-      nodes.set(id, node)
-    }
-  }
-  const nodeOf = (step: number, path: string) => flowNodeId(step, kept.get(step)?.has(path) ? path : OTHER_PATH)
-  const links = new Map<string, FlowLink>()
-  for (const c of cells) {
-    if (c.next === '') continue
-    const source = nodeOf(c.step, c.path)
-    const target = nodeOf(c.step + 1, c.next)
-    const key = `${source}\u0000${target}`
-    const link = links.get(key) ?? { source, target, visits: 0 }
-    link.visits += c.visits
-    links.set(key, link)
-  }
-  const stepOf = (id: string) => nodes.get(id)!.step
-  const byOrder = (a: FlowNode, b: FlowNode) => a.step - b.step || Number(a.other) - Number(b.other) || b.visits - a.visits || (a.path < b.path ? -1 : 1)
   return {
-    nodes: [...nodes.values()].sort(byOrder),
-    links: [...links.values()].sort((a, b) => stepOf(a.source) - stepOf(b.source) || b.visits - a.visits || (a.source + a.target < b.source + b.target ? -1 : 1)),
+    nodes: [...nodes.values()].sort((a, b) => a.step - b.step || Number(a.other) - Number(b.other) || b.visits - a.visits || (a.path < b.path ? -1 : 1)),
+    links: links
+      .sort((a, b) => a.step - b.step || b.visits - a.visits || (a.source + a.target < b.source + b.target ? -1 : 1))
+      .map(({ source, target, visits }) => ({ source, target, visits })),
   }
 }
 
@@ -123,9 +74,9 @@ export async function flow(deps: ReportDeps, site: Site, params: FlowParams) {
   const query = await standaloneQuery(deps, site, { ...params, limit: params.limit ?? FLOW_DEFAULT_LIMIT })
   if (!query) return { available: false, ...head, visits: 0, nodes: [], links: [] }
   const rows = await execute<Row>(deps.olap, flowSql(query, anchor, anchor.kind === 'focus' ? depth : 0, depth))
-  const cells = rows.map((r) => ({ step: numberOf(r.step), path: String(r.path), next: String(r.next_path), visits: numberOf(r.visits) }))
-  const visits = cells.filter((c) => c.step === 0).reduce((sum, c) => sum + c.visits, 0)
-  return { available: true, range: rangeView(query.range), ...head, visits, ...foldFlow(cells, query.limit) }
+  const graph = flowGraph(rows, query.limit)
+  const visits = graph.nodes.filter((n) => n.step === 0).reduce((sum, n) => sum + n.visits, 0)
+  return { available: true, range: rangeView(query.range), ...head, visits, ...graph }
 }
 
 // --- recorded actions, as journeys and the tape list them
