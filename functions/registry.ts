@@ -17,6 +17,7 @@ import { vitalEndpoints } from './v1/vitals'
 import { crawlEndpoints } from './v1/crawl'
 import { goalEndpoints } from './v1/goals'
 import { importEndpoints } from './v1/imports'
+import { journeyEndpoints } from './v1/journeys'
 import { ingestEndpoints } from './v1/ingest'
 import { metaEndpoints } from './v1/meta'
 import { orgEndpoints } from './v1/org'
@@ -111,6 +112,7 @@ export const endpoints: Endpoint[] = [
   ...behaviourEndpoints,
   ...vitalEndpoints,
   ...crawlEndpoints,
+  ...journeyEndpoints,
   ...collectorEndpoints,
   ...publicEndpoints,
   mcpEndpoint(() => endpoints),

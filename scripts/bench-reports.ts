@@ -15,13 +15,17 @@ import { parseFilters } from '../lib/query/parse'
 import { mayUseRollup } from '../lib/query/plan'
 import { resolveRange } from '../lib/query/range'
 import { compileRead, rolledDays } from '../lib/query/run'
+import { type Fragment, render } from '../lib/query/compile/sql'
+import { flowSql } from '../lib/query/compile/flow'
+import { journeysSql } from '../lib/query/compile/journeys'
+import { activitySql } from '../lib/query/compile/activity'
+import { FLOW_DEFAULT_DEPTH, FLOW_DEFAULT_LIMIT } from '../lib/query/journeys'
 import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/rollup/refresh'
 import { memoryRateLimiter } from '../lib/ratelimit'
 import { memoryLiveCache } from '../lib/public-live'
 import { newSite } from '../lib/sites'
 import { createFunnel } from '../lib/funnels'
 import { funnelLevelsSql } from '../lib/query/compile/funnels'
-import { render } from '../lib/query/compile/sql'
 import { contributorsSql, vitalsSql } from '../lib/query/compile/vitals'
 
 /**
@@ -144,6 +148,12 @@ const program = new Command('bench-reports')
     const vitalsOptions = { percentile: '75' as const }
     const vitalsStatements = [render(vitalsSql(base, vitalsOptions))]
     const contributorStatements = [render(contributorsSql(base, vitalsOptions))]
+    // the behaviour reads compile one statement each
+    const direct = (statement: () => Fragment) => async () => {
+      const compiled = render(statement())
+      return stores.olap.query(compiled.sql, compiled.params)
+    }
+    const lastHalfHour = () => ({ ...base, range: resolveRange({ range: '30m' }, site.timezone, new Date()) })
     const reports: Record<string, { path: string; direct: () => Promise<unknown> }> = {
       stats: { path: `/api/v1/stats?site_id=${site.id}&range=30d`, direct: run(base, { kind: 'stats' }) },
       timeseries: { path: `/api/v1/timeseries?site_id=${site.id}&range=30d`, direct: run(base, { kind: 'series' }) },
@@ -153,6 +163,9 @@ const program = new Command('bench-reports')
       vitals: { path: `/api/v1/vitals?site_id=${site.id}&range=30d`, direct: statements(vitalsStatements) },
       'vitals attribution': { path: `/api/v1/vitals?site_id=${site.id}&range=30d&attribution=1`, direct: statements([...vitalsStatements, ...contributorStatements]) },
       funnels: { path: `/api/v1/funnels?site_id=${site.id}&range=30d`, direct: statements([render(funnelLevelsSql(base, funnel.steps))]) },
+      flow: { path: `/api/v1/flow?site_id=${site.id}&range=30d`, direct: direct(() => flowSql({ ...base, limit: FLOW_DEFAULT_LIMIT }, { kind: 'entry' }, 0, FLOW_DEFAULT_DEPTH)) },
+      journeys: { path: `/api/v1/journeys?site_id=${site.id}&range=30d`, direct: direct(() => journeysSql(base, { offset: 0 })) },
+      activity: { path: `/api/v1/activity?site_id=${site.id}`, direct: direct(() => activitySql(lastHalfHour())) },
     }
     // round robin over the reports, so a slow spell of the machine falls on all of them alike
     const samples = Object.fromEntries(Object.keys(reports).map((name) => [name, { api: [] as number[], engine: [] as number[] }]))

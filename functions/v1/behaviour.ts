@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { clicks, errors, properties } from '../../lib/query/behaviour'
 import { reportParams } from '../../lib/query/parse'
 import { defineEndpoint } from '../endpoint'
+import { uint64Param } from '../params'
 import { rangeViewSchema } from './answers'
 
 const count = z.number().int().nonnegative()
@@ -9,10 +10,7 @@ const available = z.boolean().describe('false for a site that reads only ga4: th
 /** Absent when not available. */
 const range = rangeViewSchema.optional()
 
-const MAX_FINGERPRINT = BigInt('18446744073709551615')
-const fingerprintParam = z
-  .string()
-  .refine((v) => /^\d{1,20}$/.test(v) && BigInt(v) <= MAX_FINGERPRINT, 'must be a fingerprint from the errors list (a 64-bit unsigned decimal)')
+const fingerprintParam = uint64Param('a fingerprint from the errors list')
   .optional()
   .describe("An error group's fingerprint: that group's detail")
 

@@ -5,7 +5,7 @@ import { ERROR_BREAKDOWNS, type ErrorBreakdown, errorBreakdownSql, errorGroupsSq
 import { COLLECTOR_PREFIX } from './compile/property-keys'
 import { propertyKeyCountsSql, propertyValuesSql } from './compile/properties'
 import type { Query } from './model'
-import type { ReportParams } from './parse'
+import type { ParseOptions, ReportParams } from './parse'
 import { buckets, previousWindow, rangeView } from './range'
 import { type ReportDeps, prepare } from './reports'
 import { execute } from './run'
@@ -20,9 +20,9 @@ const numberOf = (v: unknown) => Number(v ?? 0)
 const isoOf = (epochMs: unknown) => new Date(numberOf(epochMs)).toISOString()
 
 /** The query over the standalone source, or null for a site that does not have it. */
-export async function standaloneQuery(deps: ReportDeps, site: Site, params: ReportParams): Promise<Query | null> {
+export async function standaloneQuery(deps: ReportDeps, site: Site, params: ReportParams, options: ParseOptions = {}): Promise<Query | null> {
   if (!site.sources.includes('standalone')) return null
-  return (await prepare(deps, site, { ...params, source: 'standalone' })).query
+  return (await prepare(deps, site, { ...params, source: 'standalone' }, options)).query
 }
 
 export interface ErrorParams extends ReportParams {

@@ -1,0 +1,76 @@
+import type { Query } from '../model'
+import { windowScope } from './scope'
+import { selected } from './selection'
+import { type Fragment, bind, empty, sql } from './sql'
+
+/**
+ * Where a flow is anchored in each visit's page sequence: the landing page (the first page of
+ * the visit in the window), the first view of a start page (forward flow), or the first view of
+ * a focus page (steps before and after it).
+ */
+export type FlowAnchor = { kind: 'entry' } | { kind: 'start' | 'focus'; path: string }
+
+/** The path of a step's folded node; a real path starts with "/", so the two never meet. */
+export const OTHER_PATH = '(other)'
+
+/**
+ * The flow's graph, folded: one row per node and the node the visit went on to at the next step
+ * ('' where it left or the flow ends), with the visits that did, and per step the number of
+ * distinct pages (`paths`).
+ *
+ * A visit's page sequence is its pageviews in the window in time order, a page repeated right
+ * after itself (a reload) counted once. Steps run from -before to after, 0 being the anchor; a
+ * visit without the anchor page is not in the flow. With filters: the visits holding a selected
+ * event, all their pages. At each step the `limit` pages with the most visits (ties to the
+ * smaller path) keep their node; the others of that step fold into one, OTHER_PATH.
+ *
+ * It runs in one pass: the (step, page, next page) cells are grouped by node with their outgoing
+ * links as an array, so ranking the nodes and the set of kept pages work on the few nodes, not on
+ * every cell. Lambdas take arrays as arguments rather than capturing them (a captured array is
+ * copied for every element).
+ */
+export function flowSql(query: Query, anchor: FlowAnchor, before: number, after: number): Fragment {
+  const scope = windowScope(query.siteId, query.range)
+  const visits = query.filters.length ? sql` AND session_id IN (SELECT session_id FROM events WHERE ${selected(query, scope)})` : empty
+  const at = anchor.kind === 'entry' ? sql`1` : sql`indexOf(seq, ${bind('String', anchor.path)})`
+  const limit = bind('UInt32', query.limit)
+  const other = bind('String', OTHER_PATH)
+  return sql`
+SELECT step, node, next_node, sum(visits) AS visits, any(paths) AS paths
+FROM (
+  SELECT step, if(node_rank <= ${limit}, path, ${other}) AS node, paths, out.1 AS next_path, out.2 AS visits,
+         if(next_path = '', '', if(has(kept, (toInt32(step + 1), next_path)), next_path, ${other})) AS next_node
+  FROM (
+    SELECT step, path, outs, node_rank, max(node_rank) OVER (PARTITION BY step) AS paths,
+           groupArrayIf((step, path), node_rank <= ${limit}) OVER () AS kept
+    FROM (
+      SELECT step, path, outs, row_number() OVER (PARTITION BY step ORDER BY node_visits DESC, path ASC) AS node_rank
+      FROM (
+        SELECT step, path, sum(visits) AS node_visits, groupArray((next_path, visits)) AS outs
+        FROM (
+          SELECT cell.1 AS step, cell.2 AS path, cell.3 AS next_path, count() AS visits
+          FROM (
+            SELECT arrayJoin(arrayZip(arrayMap(i -> toInt32(i + first - anchor - 1), arrayEnumerate(pages)), pages, arrayPushBack(arrayPopFront(pages), ''))) AS cell
+            FROM (
+              SELECT anchor, greatest(1, anchor - ${bind('UInt32', before)}) AS first, arraySlice(seq, first, least(toInt64(length(seq)), anchor + ${bind('UInt32', after)}) - first + 1) AS pages
+              FROM (
+                SELECT arraySort((p, t) -> t, groupArray(pathname), groupArray(timestamp)) AS viewed,
+                       arrayFilter((p, previous) -> p != previous, viewed, arrayPushFront(arrayPopBack(viewed), '')) AS seq,
+                       toInt64(${at}) AS anchor
+                FROM events
+                WHERE ${scope.events} AND name = 'pageview'${visits}
+                GROUP BY session_id
+              )
+              WHERE anchor > 0
+            )
+          )
+          GROUP BY step, path, next_path
+        )
+        GROUP BY step, path
+      )
+    )
+  )
+  ARRAY JOIN outs AS out
+)
+GROUP BY step, node, next_node`
+}

@@ -1,0 +1,63 @@
+import type { Query } from '../model'
+import { windowScope } from './scope'
+import { ACTION_COLUMNS } from './activity'
+import { selected } from './selection'
+import { type Fragment, bind, empty, sql } from './sql'
+
+/**
+ * Journeys: one row per visitor id, and so per visitor and site-local day (the id rotates at the
+ * site-local midnight and visits end there), from the sessions rollup. A journey is in the window
+ * when one of its visits is; with filters, when it holds a selected event in the window.
+ * Landing and exit are the first and last page of its first and last visit with a pageview;
+ * duration sums its visits' durations (first to last event, engagement reports included);
+ * source, referrer, country, device and browser are those of its first visit with a pageview
+ * (the collector stamps the visit's first hit on every event of the visit). Newest last event
+ * first; `total` counts every journey of the window, before the limit and offset.
+ *
+ * The page of visitor ids is found first from two plain columns (visitor, end), and only its
+ * visits' aggregate states (entry and exit pages) are merged: merging every visit's states of
+ * the window to show a hundred rows was most of the cost.
+ */
+export function journeysSql(query: Query, page: { offset: number; visitor?: string }): Fragment {
+  const scope = windowScope(query.siteId, query.range)
+  const visits = sql`site_id = ${bind('UUID', query.siteId)} AND session_start >= ${scope.visitsFrom} AND session_start < ${scope.visitsTo}`
+  const oneVisitor = page.visitor === undefined ? empty : sql` AND visitor_id = ${bind('UInt64', page.visitor)}`
+  const selectedVisitors = query.filters.length ? sql` AND visitor_id IN (SELECT visitor_id FROM events WHERE ${selected(query, scope)})` : empty
+  return sql`
+WITH page AS (
+  SELECT visitor_id AS visitor, max(end) AS last_end, count() OVER () AS total
+  FROM sessions WHERE ${visits}${oneVisitor}
+  GROUP BY visitor_id
+  HAVING last_end >= ${scope.windowFrom}${selectedVisitors}
+  ORDER BY last_end DESC, visitor_id ASC
+  LIMIT ${bind('UInt32', query.limit)} OFFSET ${bind('UInt32', page.offset)}
+)
+SELECT toString(v.visitor) AS visitor, toUnixTimestamp64Milli(min(start)) AS first_seen, toUnixTimestamp64Milli(max(finish)) AS last_seen,
+       argMinIf(entry, start, pv > 0) AS landing, argMaxIf(exit, finish, pv > 0) AS exit_page,
+       sum(duration_ms) AS duration_ms, count() AS visits, sum(pv) AS pageviews, sum(ce) AS custom_events,
+       argMinIf(source, start, pv > 0) AS source, argMinIf(referrer, start, pv > 0) AS referrer,
+       argMin(country, start) AS country, argMin(device, start) AS device, argMin(browser, start) AS browser,
+       any(page.total) AS total
+FROM (
+  SELECT session_id, any(visitor_id) AS visitor, min(session_start) AS start, max(end) AS finish,
+         dateDiff('millisecond', min(session_start), max(end)) AS duration_ms,
+         argMinMerge(entry_page) AS entry, argMaxMerge(exit_page) AS exit, sum(pageviews) AS pv, sum(custom_events) AS ce,
+         any(referrer_source) AS source, any(referrer) AS referrer, any(country_code) AS country, any(device) AS device, any(browser) AS browser
+  FROM sessions
+  WHERE ${visits} AND visitor_id IN (SELECT visitor FROM page)
+  GROUP BY session_id
+) AS v
+INNER JOIN page ON v.visitor = page.visitor
+GROUP BY v.visitor
+ORDER BY last_seen DESC, visitor ASC`
+}
+
+/** Every event of one visitor id in the window, oldest first, at most `count`. */
+export function visitorEventsSql(query: Query, visitor: string, count: number): Fragment {
+  const scope = windowScope(query.siteId, query.range)
+  return sql`
+SELECT ${ACTION_COLUMNS}
+FROM events WHERE ${scope.events} AND visitor_id = ${bind('UInt64', visitor)}
+ORDER BY timestamp ASC, kind ASC, name ASC
+LIMIT ${bind('UInt32', count)}`
+}
