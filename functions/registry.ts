@@ -13,6 +13,7 @@ import { annotationEndpoints } from './v1/annotations'
 import { funnelEndpoints } from './v1/funnels'
 import { referencePageEndpoints } from './reference-page'
 import { behaviourEndpoints } from './v1/behaviour'
+import { geoEndpoints } from './v1/geo'
 import { goalEndpoints } from './v1/goals'
 import { importEndpoints } from './v1/imports'
 import { ingestEndpoints } from './v1/ingest'
@@ -107,6 +108,7 @@ export const endpoints: Endpoint[] = [
   ...siteFactEndpoints,
   ...importEndpoints,
   ...behaviourEndpoints,
+  ...geoEndpoints,
   ...collectorEndpoints,
   ...publicEndpoints,
   mcpEndpoint(() => endpoints),
