@@ -38,11 +38,18 @@ export const onVisitAttributes = (query: Pick<Query, 'filters'>) => query.filter
  * bucket or part of one), or a rolled property.
  */
 export function mayUseRollup(query: Query, read: Read): boolean {
-  if (query.filters.length || !wholeDays(query.range)) return false
+  if (query.filters.length || !wholeDays(query.range) || readsBotHits(query, read)) return false
   if (read.kind === 'stats') return true
   if (read.kind === 'series') return query.range.interval === 'day' || query.range.interval === 'month'
   return read.property === TOTALS || (ROLLED_PROPERTIES as readonly string[]).includes(read.property)
 }
+
+/**
+ * Whether a read counts bot hits (`bot_events`) instead of humans: a bot_kind filter, or a
+ * breakdown by bot_kind. Bot hits and human events are never mixed in one read.
+ */
+export const readsBotHits = (query: Pick<Query, 'filters'>, read: Read) =>
+  (read.kind === 'breakdown' && read.property === 'bot_kind') || query.filters.some((f) => f.dimension === 'bot_kind')
 
 /** The plan of a read, given the rolled days of its window where it may use them. */
 export function plan(query: Query, read: Read, rolled?: RolledDays): Plan {

@@ -1,12 +1,13 @@
 import { ApiError } from '../errors'
 import type { Olap } from '../olap/types'
+import { botReadSql } from './compile/bots'
 import { breakdownSql } from './compile/breakdown'
 import { asRolledDays, signaturesAndBuilt } from './compile/day-rollups'
 import { seriesSql } from './compile/series'
 import { type Compiled, type Fragment, render } from './compile/sql'
 import { statsSql } from './compile/stats'
 import type { Query, Read, RolledDays } from './model'
-import { mayUseRollup, plan } from './plan'
+import { mayUseRollup, plan, readsBotHits } from './plan'
 
 /** Runs a statement; an invalid RE2 pattern from a `matches` filter is the caller's 400. */
 export async function execute<Row>(olap: Olap, statement: Fragment): Promise<Row[]> {
@@ -47,6 +48,7 @@ function rolledFor(olap: Olap, query: Query): Promise<RolledDays> {
 
 /** The statement of a read under its plan. */
 function statement(query: Query, read: Read, rolled: RolledDays | undefined): Fragment {
+  if (readsBotHits(query, read)) return botReadSql(query, read)
   const chosen = plan(query, read, rolled)
   if (read.kind === 'stats') return statsSql(query, chosen)
   if (read.kind === 'series') return seriesSql(query, chosen)
