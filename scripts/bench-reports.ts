@@ -34,14 +34,16 @@ const program = new Command('bench-reports')
   .option('--main <n>', 'events of the measured site', '1000000')
   .option('--others <n>', 'events of the nine other sites', '9000000')
   .option('--runs <n>', 'runs of each report', '20')
-  .action(async (opts: { main: string; others: string; runs: string }) => {
-    const dir = mkdtempSync(join(tmpdir(), 'bench-reports-'))
+  .option('--data-dir <dir>', 'keep the generated data in this folder; a later run with the same folder measures it again (new migrations applied) instead of generating')
+  .action(async (opts: { main: string; others: string; runs: string; dataDir?: string }) => {
+    const dir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'bench-reports-'))
     const stores = await openNodeStores({ DATA_DIR: dir })
     await migrate(stores.olap, loadMigrations())
     const now = new Date()
-    const org = await createOrg(stores.store, 'Bench', now)
-    const sites = []
-    for (let i = 0; i < 10; i++) {
+    const kept = (await stores.store.listOrgs()).find((o) => o.name === 'Bench')
+    const org = kept ?? (await createOrg(stores.store, 'Bench', now))
+    const sites = kept ? (await stores.store.listSites(org.id)).sort((a, b) => a.domain.localeCompare(b.domain)) : []
+    for (let i = sites.length; i < 10; i++) {
       const site = newSite({ domain: `site${i}.bench.test`, timezone: i === 0 ? 'Europe/Berlin' : 'UTC' }, org.id, now)
       await stores.store.createSite(site)
       sites.push(site)
@@ -73,8 +75,8 @@ const program = new Command('bench-reports')
       )
       return (performance.now() - started) / 1000
     }
-    const loadOthers = await generate(Number(opts.others), sites.slice(1).map((s) => s.id), 900_000, 'UTC')
-    const loadMain = await generate(Number(opts.main), [sites[0].id], 100_000, sites[0].timezone)
+    const loadOthers = kept ? 0 : await generate(Number(opts.others), sites.slice(1).map((s) => s.id), 900_000, 'UTC')
+    const loadMain = kept ? 0 : await generate(Number(opts.main), [sites[0].id], 100_000, sites[0].timezone)
     // what the server's refresh does at start: roll up every finished day (lib/rollup/refresh.ts)
     const started = performance.now()
     const rolledUpDays = await refreshRollups(stores.olap, stores.store, now, ROLLUP_ALL_DAYS)
@@ -149,7 +151,7 @@ const program = new Command('bench-reports')
     const [counts] = await stores.olap.query<{ n: string }>('SELECT count() AS n FROM events')
     process.stdout.write(`${JSON.stringify({ events: Number(counts.n), loadSeconds: { others: +loadOthers.toFixed(1), main: +loadMain.toFixed(1) }, rollup: { days: rolledUpDays, seconds: +rollupSeconds.toFixed(1) }, mergesSettledSeconds: +settleSeconds.toFixed(1), parts, runs: Number(opts.runs), results }, null, 2)}\n`)
     await stores.close()
-    rmSync(dir, { recursive: true, force: true })
+    if (!opts.dataDir) rmSync(dir, { recursive: true, force: true })
     process.exit(0)
   })
 await program.parseAsync(process.argv)
