@@ -23,13 +23,15 @@ const CRAWLERS: { ua: string; kind: string }[] = [
   { ua: 'Mozilla/5.0 (compatible; UptimeRobot/2.0; http://www.uptimerobot.com/)', kind: 'monitoring' },
 ]
 const PATHS = ['/', '/pricing', '/blog/a', '/blog/b', '/docs']
+/** Crawler addresses and their countries in DB-IP (read by hand); collected hits carry no address here. */
+const ADDRESSES: [string, string][] = [['81.2.69.142', 'GB'], ['8.8.8.8', 'US'], ['46.114.0.1', 'DE']]
 
 function prng(seed: number) {
   let s = seed
   return () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31)
 }
 
-type BotHit = { ts: number; crawler: number; path: string; source: 'import' | 'server' }
+type BotHit = { ts: number; crawler: number; path: string; source: 'import' | 'server'; address: number }
 type HumanHit = { ts: number; ip: string; ua: string; path: string }
 
 function botFixture(snippet: string, domain: string, seed: number) {
@@ -41,11 +43,11 @@ function botFixture(snippet: string, domain: string, seed: number) {
   for (let i = 0; i < 300; i++) {
     // AI training crawlers and search engines come most
     const crawler = Math.floor(r() ** 1.5 * CRAWLERS.length)
-    bots.push({ ts: when(), crawler, path: PATHS[Math.floor(r() * PATHS.length)], source: r() < 0.25 ? 'server' : 'import' })
+    bots.push({ ts: when(), crawler, path: PATHS[Math.floor(r() * PATHS.length)], source: r() < 0.25 ? 'server' : 'import', address: Math.floor(r() * ADDRESSES.length) })
   }
   for (let i = 0; i < 120; i++) humans.push({ ts: when(), ip: `81.2.69.${140 + Math.floor(r() * 5)}`, ua: UAS[Math.floor(r() * UAS.length)], path: PATHS[Math.floor(r() * PATHS.length)] })
   const line = (ts: number, path: string, ua: string, ip: string) => JSON.stringify({ timestamp: new Date(ts).toISOString(), site: snippet, name: 'pageview', url: `https://${domain}${path}`, ip, userAgent: ua })
-  const lines = [...bots.filter((b) => b.source === 'import').map((b) => line(b.ts, b.path, CRAWLERS[b.crawler].ua, '66.249.66.1')), ...humans.map((h) => line(h.ts, h.path, h.ua, h.ip))]
+  const lines = [...bots.filter((b) => b.source === 'import').map((b) => line(b.ts, b.path, CRAWLERS[b.crawler].ua, ADDRESSES[b.address][0])), ...humans.map((h) => line(h.ts, h.path, h.ua, h.ip))]
   const collected = bots.filter((b) => b.source === 'server').map((b) => ({ path: b.path, userAgent: CRAWLERS[b.crawler].ua, timestamp: new Date(b.ts).toISOString() }))
   return { bots, humans, lines, collected }
 }
@@ -149,6 +151,12 @@ describe('bot traffic through bot_kind', () => {
     json = await get(`/api/v1/breakdown?site_id=${ids.la}&range=30d&property=collection_source${filtersParam([{ dimension: 'bot_kind', operator: 'matches', value: ['^ai-'] }])}`)
     hits = within(fx.la.bots, json.range).filter((h) => CRAWLERS[h.crawler].kind.startsWith('ai-'))
     expect(json.results).toEqual(expectedBotRows(hits, (h) => (h.source === 'server' ? 'server' : 'import')))
+  })
+
+  it('places imported bot hits in the country of their address', async () => {
+    const json = await get(`/api/v1/breakdown?site_id=${ids.berlin}&range=30d&property=country${filtersParam([kindIs('search-engine', 'ai-training')])}`)
+    const hits = within(fx.berlin.bots, json.range).filter((h) => ['search-engine', 'ai-training'].includes(CRAWLERS[h.crawler].kind))
+    expect(json.results).toEqual(expectedBotRows(hits, (h) => (h.source === 'server' ? '' : ADDRESSES[h.address][1])))
   })
 
   it('an empty site has no bot hits', async () => {
