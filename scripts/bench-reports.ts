@@ -12,9 +12,8 @@ import { migrate } from '../lib/olap/migrate'
 import { loadMigrations } from '../lib/olap/migrations-node'
 import type { Query, Read } from '../lib/query/model'
 import { parseFilters } from '../lib/query/parse'
-import { mayUseRollup } from '../lib/query/plan'
 import { resolveRange } from '../lib/query/range'
-import { compileRead, rolledDays } from '../lib/query/run'
+import { compileRead, rolledForRead } from '../lib/query/run'
 import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/rollup/refresh'
 import { memoryRateLimiter } from '../lib/ratelimit'
 import { memoryLiveCache } from '../lib/public-live'
@@ -113,7 +112,7 @@ const program = new Command('bench-reports')
     const base: Query = { siteId: site.id, range, filters: [], goals: [], limit: 100 }
     // what the API runs: the rolled days of the window where the read may use them, then the compiled SQL
     const run = (query: Query, read: Read) => async () => {
-      const compiled = compileRead(query, read, mayUseRollup(query, read) ? await rolledDays(stores.olap, query) : undefined)
+      const compiled = compileRead(query, read, await rolledForRead(stores.olap, query, read))
       return stores.olap.query(compiled.sql, compiled.params)
     }
     const filtered = { ...base, filters: parseFilters(filters, 'standalone') }
@@ -123,6 +122,14 @@ const program = new Command('bench-reports')
       'breakdown path': { path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=path`, direct: run(base, { kind: 'breakdown', property: 'path' }) },
       'breakdown source': { path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=source`, direct: run(base, { kind: 'breakdown', property: 'source' }) },
       'filtered stats': { path: `/api/v1/stats?site_id=${site.id}&range=30d&filters=${encodeURIComponent(filters)}`, direct: run(filtered, { kind: 'stats' }) },
+    }
+    // the first read of each report on its own: a filtered read rolls its finished days up then
+    const firstApiMs: Record<string, number> = {}
+    for (const [name, report] of Object.entries(reports)) {
+      const t = performance.now()
+      const res = await app.request(`http://bench${report.path}`, { headers: { authorization: `Bearer ${key}` } })
+      await res.arrayBuffer()
+      firstApiMs[name] = +(performance.now() - t).toFixed(1)
     }
     // round robin over the reports, so a slow spell of the machine falls on all of them alike
     const samples = Object.fromEntries(Object.keys(reports).map((name) => [name, { api: [] as number[], engine: [] as number[] }]))
@@ -146,7 +153,7 @@ const program = new Command('bench-reports')
     const results = Object.fromEntries(
       Object.entries(samples).map(([name, { api, engine }]) => [
         name,
-        { apiMedianMs: +median(api).toFixed(1), apiQuartilesMs: quartiles(api), engineMedianMs: +median(engine).toFixed(1), ratio: +(median(api) / median(engine)).toFixed(2) },
+        { firstApiMs: firstApiMs[name], apiMedianMs: +median(api).toFixed(1), apiQuartilesMs: quartiles(api), engineMedianMs: +median(engine).toFixed(1), ratio: +(median(api) / median(engine)).toFixed(2) },
       ]),
     )
     const [counts] = await stores.olap.query<{ n: string }>('SELECT count() AS n FROM events')

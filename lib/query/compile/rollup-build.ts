@@ -1,6 +1,7 @@
-import type { RolledDays } from '../model'
+import { type Query, type RolledDays, TOTALS } from '../model'
 import type { DaySpan } from '../range'
 import { ROLLUP_VERSION, uint64s } from './day-rollups'
+import { selectedEvents } from './filters'
 import { breakdownRows, localDay } from './rows'
 import { daySpansScope } from './scope'
 import { type Fragment, bind, sql } from './sql'
@@ -20,4 +21,29 @@ SELECT ${bind('UUID', siteId)}, ${tz}, ${bind('UInt16', ROLLUP_VERSION)}, ${bind
        value, visitors, visits, pageviews, events, bounces, duration_ms
 FROM (${breakdownRows(property, scope, scope.events, { day: localDay(timezone) })})
 WHERE has(${dayList}, day)`
+}
+
+/**
+ * A filtered read's totals over whole site-local days, rolled up under its key (filteredRollupKey):
+ * per day the totals a read of that day with these filters would compute, stamped with the day's
+ * signature. Every day gets its row, zeros where nothing matched, so such a day counts as built.
+ */
+export function filteredRollupInsertSql(query: Query, key: string, spans: DaySpan[], days: RolledDays): Fragment {
+  const { timezone } = query.range
+  const scope = daySpansScope(query.siteId, spans)
+  const tz = bind('String', timezone)
+  const dayList = bind('Array(Date)', days.days)
+  const rows = breakdownRows(TOTALS, scope, selectedEvents(query.filters, query.goals, scope), { day: localDay(timezone), engagement: true })
+  return sql`
+INSERT INTO day_rollups (site_id, timezone, version, property, day, day_events, day_sum, value, visitors, visits, pageviews, events, bounces, duration_ms)
+SELECT ${bind('UUID', query.siteId)}, ${tz}, ${bind('UInt16', ROLLUP_VERSION)}, ${bind('String', key)}, day,
+       transform(day, ${dayList}, ${uint64s(days.events)}, toUInt64(0)), transform(day, ${dayList}, ${uint64s(days.sums)}, toUInt64(0)),
+       '', sum(visitors), sum(visits), sum(pageviews), sum(events), sum(bounces), sum(duration_ms)
+FROM (
+  SELECT day, visitors, visits, pageviews, events, bounces, duration_ms FROM (${rows})
+  UNION ALL
+  SELECT arrayJoin(${dayList}) AS day, toUInt64(0), toUInt64(0), toUInt64(0), toUInt64(0), toUInt64(0), toUInt64(0)
+)
+WHERE has(${dayList}, day)
+GROUP BY day`
 }

@@ -16,7 +16,7 @@ export function statsSql(query: Query, plan: Plan): Fragment {
       return sql`
 SELECT sum(visitors) AS visitors, sum(visits) AS visits, sum(pageviews) AS pageviews, sum(events) AS events,
        visits AS facts_visits, sum(bounces) AS bounces, if(visits = 0, 0, sum(duration_ms) / 1000 / visits) AS duration
-FROM (${rowsWithRollup(TOTALS, scope, query.range.timezone, plan.rolled)})`
+FROM (${rowsWithRollup(TOTALS, scope, query.range.timezone, plan.rolled, { selected: selected(query, scope) })})`
     case 'sessions':
       // a visit counts when it began before the window's end and its last event is in or after
       // the window's start, which for windows over 30 minutes (or ending now) means it has an
