@@ -62,22 +62,26 @@ async function checkWebhookUrl(services: Services, url: string) {
 /** Merges a validated patch into the site's alert settings and saves it; a new webhook gets a new secret, shown once. */
 export async function updateAlerts(services: Services, site: Site, patch: AlertsPatch): Promise<z.input<typeof alertsAnswerSchema>> {
   const { rotateWebhookSecret, ...fields } = patch
-  const next: Site = structuredClone(site)
-  Object.assign(next.alerts, fields)
-  if (fields.source && !site.sources.includes(fields.source)) {
-    throw new ApiError(400, `source: "${fields.source}" is not one of the site's sources (${site.sources.join(', ')})`)
-  }
-  if (rotateWebhookSecret && !next.alerts.webhookUrl) throw new ApiError(400, 'rotateWebhookSecret: the site has no webhook')
+  if (fields.webhookUrl && fields.webhookUrl !== site.alerts.webhookUrl) await checkWebhookUrl(services, fields.webhookUrl)
+  const secret = newWebhookSecret()
   let issued: string | undefined
-  if (fields.webhookUrl !== undefined && fields.webhookUrl !== site.alerts.webhookUrl) {
-    if (fields.webhookUrl) await checkWebhookUrl(services, fields.webhookUrl)
-    issued = fields.webhookUrl ? newWebhookSecret() : undefined
-    next.webhookSecret = issued
-  } else if (rotateWebhookSecret) {
-    next.webhookSecret = issued = newWebhookSecret()
-  }
-  if (!next.webhookSecret) delete next.webhookSecret
-  await services.sites.save(next)
+  // computed on the record as stored when it is saved: a concurrent change of other settings survives
+  const next = await services.sites.update(site.id, (fresh) => {
+    issued = undefined
+    const changed: Site = structuredClone(fresh)
+    Object.assign(changed.alerts, fields)
+    if (fields.source && !fresh.sources.includes(fields.source)) {
+      throw new ApiError(400, `source: "${fields.source}" is not one of the site's sources (${fresh.sources.join(', ')})`)
+    }
+    if (rotateWebhookSecret && !changed.alerts.webhookUrl) throw new ApiError(400, 'rotateWebhookSecret: the site has no webhook')
+    if (fields.webhookUrl !== undefined && fields.webhookUrl !== fresh.alerts.webhookUrl) {
+      changed.webhookSecret = issued = fields.webhookUrl ? secret : undefined
+    } else if (rotateWebhookSecret) {
+      changed.webhookSecret = issued = secret
+    }
+    if (!changed.webhookSecret) delete changed.webhookSecret
+    return changed
+  })
   return issued ? { ...next.alerts, webhookSecret: issued } : next.alerts
 }
 

@@ -47,6 +47,11 @@ async function resolveStatus(services: Services, domain: string, target: string)
   }
 }
 
+/** Sets the domain the snippet names (null: the service host) on the stored record. */
+function setTrackingDomain(services: Services, siteId: string, customDomain: string | null) {
+  return services.sites.update(siteId, (fresh) => (fresh.tracking.customDomain === customDomain ? fresh : { ...fresh, tracking: { ...fresh.tracking, customDomain } }))
+}
+
 /** Checks DNS now; the snippet follows the answer (a DNS failure changes nothing). Answers the state. */
 export async function customDomainState(services: Services, site: Site, baseUrl: string) {
   const target = new URL(baseUrl).hostname
@@ -61,8 +66,7 @@ export async function customDomainState(services: Services, site: Site, baseUrl:
       await services.store.saveCustomDomain(site.id, record)
     }
     if (inSnippet !== site.tracking.customDomain) {
-      current = { ...site, tracking: { ...site.tracking, customDomain: inSnippet } }
-      await services.sites.save(current)
+      current = await setTrackingDomain(services, site.id, inSnippet)
     }
   }
   const view = siteView(current, baseUrl)
@@ -86,8 +90,7 @@ export async function attachCustomDomain(services: Services, site: Site, domain:
   if (existing?.domain !== domain) await services.store.saveCustomDomain(site.id, { domain, addedAt: services.now().toISOString(), verifiedAt: null })
   let current = site
   if (site.tracking.customDomain && site.tracking.customDomain !== domain) {
-    current = { ...site, tracking: { ...site.tracking, customDomain: null } }
-    await services.sites.save(current)
+    current = await setTrackingDomain(services, site.id, null)
   }
   return customDomainState(services, current, baseUrl)
 }
@@ -97,8 +100,7 @@ export async function detachCustomDomain(services: Services, site: Site, baseUrl
   await services.store.deleteCustomDomain(site.id)
   let current = site
   if (site.tracking.customDomain) {
-    current = { ...site, tracking: { ...site.tracking, customDomain: null } }
-    await services.sites.save(current)
+    current = await setTrackingDomain(services, site.id, null)
   }
   return customDomainState(services, current, baseUrl)
 }

@@ -38,11 +38,8 @@ export async function checkInstallNow(services: Services, site: Site) {
   const check = await inspectHomepage(services.fetch, site, services.now())
   await services.store.saveInstallCheck(site.id, check)
   // the site's own install state (shown with its settings) follows the check
-  const fresh = await services.sites.findFresh(site.id)
-  if (fresh) {
-    const installed = fresh.install.installed || check.result === 'found' || check.result === 'blocked_by_csp'
-    await services.sites.save({ ...fresh, install: { ...fresh.install, installed, checkedAt: check.checkedAt } })
-  }
+  const seen = check.result === 'found' || check.result === 'blocked_by_csp'
+  await services.sites.update(site.id, (fresh) => ({ ...fresh, install: { ...fresh.install, installed: fresh.install.installed || seen, checkedAt: check.checkedAt } }))
   return installState(services, site, check)
 }
 

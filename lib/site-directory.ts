@@ -1,3 +1,4 @@
+import { ApiError } from './errors'
 import { SNIPPET_ID_PATTERN, type Site, UUID_PATTERN } from './sites'
 import type { Store } from './store'
 
@@ -40,10 +41,25 @@ export class SiteDirectory {
     return new Map(await Promise.all([...new Set(snippetIds)].map(async (s) => [s, await this.bySnippet(s)] as const)))
   }
 
-  /** Stores changed settings; this process reads them from the next request on. */
-  async save(site: Site) {
-    await this.store.saveSite(site)
-    this.keep(site.snippetId, site)
+  /**
+   * Changes a site's stored record: `change` gets the record as stored now and returns the next
+   * one (or the same object for no change). When another write lands in between, the change is
+   * made again on the newer record, so concurrent writes of different settings all survive.
+   * `change` may run more than once: it must only compute. This process reads the result from the
+   * next request on. 404 when the site is gone.
+   */
+  async update(siteId: string, change: (current: Site) => Site | Promise<Site>): Promise<Site> {
+    for (let attempt = 1; ; attempt++) {
+      const current = await this.store.getSite(siteId)
+      if (!current) throw new ApiError(404, 'site not found')
+      const next = await change(current)
+      if (next === current) return current
+      if (await this.store.swapSite(current, next)) {
+        this.keep(next.snippetId, next)
+        return next
+      }
+      if (attempt === 8) throw new ApiError(409, 'the site kept changing while this change was made; try again')
+    }
   }
 
   /** Deletes the site from the store (see Store.deleteSite) and forgets it here. */

@@ -18,6 +18,11 @@ export interface Org {
   trialEndsAt?: string | null
 }
 
+/** Compare-and-set of one string value. */
+const SWAP = `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2])
+return 1`
+
 /** The Redis key of each kind of record, all in one place (the visit script's own key is in ingest/visits.ts). */
 const redisKey = {
   orgs: 'orgs',
@@ -157,8 +162,13 @@ export class Store {
     return sites.sort((a, b) => a.domain.localeCompare(b.domain))
   }
 
-  async saveSite(site: Site) {
-    await this.redis.set(redisKey.site(site.id), JSON.stringify(site))
+  /**
+   * Replaces the site record with `after` only if it still is `before` as read (the record is
+   * stored as JSON.stringify of the site, and a read parses it back unchanged). False when
+   * another write came in between or the site is gone.
+   */
+  async swapSite(before: Site, after: Site): Promise<boolean> {
+    return Number(await this.runScript(SWAP, [redisKey.site(before.id)], [JSON.stringify(before), JSON.stringify(after)])) === 1
   }
 
   /** Removes the site, its snippet mapping and domain claim, and revokes the keys bound to it. */

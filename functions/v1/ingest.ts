@@ -76,7 +76,7 @@ export const ingestEndpoints = [
       // rotating revokes every earlier key bound to the site, the ones made in the account area included
       const previous = (await services.store.listApiKeys(current.orgId)).filter((k) => k.siteId === current.id && !k.revokedAt)
       const created = await createApiKey(services.store, { orgId: current.orgId, name: `ingest key for ${current.domain}`, scope: 'write', siteId: current.id }, now)
-      await services.sites.save({ ...current, ingestKeyId: created.id })
+      await services.sites.update(current.id, (fresh) => ({ ...fresh, ingestKeyId: created.id }))
       await Promise.all(previous.map((meta) => services.store.revokeApiKey(meta, now.toISOString())))
       return { key: created.key, id: created.id, prefix: created.prefix, scope: 'write' as const, siteId: current.id, rotated: previous.length > 0 }
     },
@@ -106,8 +106,9 @@ export const ingestEndpoints = [
       const siteRef = params.site_id ?? key.siteId
       if (!siteRef) throw new ApiError(400, 'site_id: required with an organization-wide key')
       const current = await site(siteRef)
-      const proxySecret = current.proxySecret ?? `wps_${randomString(40)}`
-      if (!current.proxySecret) await services.sites.save({ ...current, proxySecret })
+      // two first calls at once mint one secret: the second finds the first's stored
+      const minted = `wps_${randomString(40)}`
+      const { proxySecret = minted } = current.proxySecret ? current : await services.sites.update(current.id, (fresh) => (fresh.proxySecret ? fresh : { ...fresh, proxySecret: minted }))
       return {
         siteId: current.id,
         snippetId: current.snippetId,

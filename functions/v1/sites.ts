@@ -80,9 +80,11 @@ export const siteEndpoints = [
     async handler({ services, site, baseUrl }, { params, body }) {
       const current = await site(params.site_id)
       if (body.timezone) await assertEngineKnowsTimezone(services.olap, body.timezone)
-      const next = applySitePatch(current, body)
-      if (body.customDomain) assertSubdomainOf(next, body.customDomain, 'customDomain')
-      await services.sites.save(next)
+      const next = await services.sites.update(current.id, (fresh) => {
+        const patched = applySitePatch(fresh, body)
+        if (body.customDomain) assertSubdomainOf(patched, body.customDomain, 'customDomain')
+        return patched
+      })
       if (body.customDomain === undefined) return siteView(next, baseUrl)
       // customDomain is attached and detached as POST and DELETE /sites/{id}/custom-domain do
       const { site: final } = body.customDomain ? await attachCustomDomain(services, next, body.customDomain, baseUrl) : await detachCustomDomain(services, next, baseUrl)

@@ -1,25 +1,31 @@
-import { closeSync, fdatasync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, writeSync } from 'node:fs'
+import { closeSync, fdatasync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { notYetStored } from '../olap/stored-rows'
 import type { Olap } from '../olap/types'
 import type { Store } from '../store'
-import { EVENTS_INPUT, type IngestBatch, type SinkStep, type SiteUsage, type WriteAheadLog, addUsage, mergeUsage } from './sink'
+import { EVENTS_INPUT, type IngestBatch, type SiteUsage, type WriteAheadLog, addUsage, mergeUsage } from './sink'
 
 /**
- * The write-ahead journal of the Node home: a batch of rows is on disk (appended and fdatasync'ed)
+ * The write-ahead journal of the Node home: a batch of rows is on disk (written and fdatasync'ed)
  * before the hits in it are acknowledged, so a 202 survives `kill -9`. The buffered sink still
  * inserts every 200 ms; the journal's segments are deleted once their rows are stored, and at
  * start every segment left behind is replayed.
  *
- * A segment is `<n>.log`, one JSON batch a line, with `<n>.done` naming the steps of its flush
- * that were stored (events, bots, usage), so a replay after a crash between two steps does not
- * store one twice. A torn last line is a batch whose write never returned: never acknowledged.
+ * Group commit: batches appended while a sync runs wait in memory and go to disk together, as
+ * one line and one fdatasync, when it ends; each is acknowledged only after its own sync.
+ *
+ * A segment is `<n>.log`, one JSON line per sync. A replay stores only the event and bot rows the
+ * engine does not hold yet (lib/olap/stored-rows.ts), so a crash between two steps of a flush
+ * stores no row twice. Usage counters are added last and cannot be checked that way: a crash in
+ * the moment between adding them and deleting the segment counts that flush's usage twice (never
+ * less than once). A torn last line is a sync that never returned: never acknowledged.
  */
 
 interface Segment {
   n: number
   fd: number
-  /** Appends not yet covered by a sync that has started. */
+  /** Batches not yet written, and their waiters: the next sync writes them as one line. */
+  batches: IngestBatch[]
   waiting: { resolve(): void; reject(err: unknown): void }[]
   syncing: boolean
   sealed: boolean
@@ -44,12 +50,16 @@ function fromTable<Row>([columns, rows]: Table): Row[] {
 }
 
 const segmentFile = (dir: string, n: number) => join(dir, `${n}.log`)
-const doneFile = (dir: string, n: number) => join(dir, `${n}.done`)
 
-function encode(batch: IngestBatch): string {
-  const usage: JournalLine[2] = []
-  for (const [orgId, months] of batch.usage) for (const [month, counts] of months) usage.push([orgId, month, counts])
-  return `${JSON.stringify([toTable(batch.events), toTable(batch.bots), usage] satisfies JournalLine)}\n`
+/** Batches as one line: the rows of all of them under one list of columns each. */
+function encode(batches: IngestBatch[]): string {
+  const usage = new Map<string, Map<string, SiteUsage>>()
+  for (const batch of batches) mergeUsage(usage, batch.usage)
+  const lines: JournalLine[2] = []
+  for (const [orgId, months] of usage) for (const [month, counts] of months) lines.push([orgId, month, counts])
+  const events = batches.length === 1 ? batches[0].events : batches.flatMap((b) => b.events)
+  const bots = batches.length === 1 ? batches[0].bots : batches.flatMap((b) => b.bots)
+  return `${JSON.stringify([toTable(events), toTable(bots), lines] satisfies JournalLine)}\n`
 }
 
 function decode(line: string): IngestBatch | null {
@@ -96,30 +106,27 @@ export class Journal implements WriteAheadLog {
       const batches = readFileSync(segmentFile(dir, n), 'utf8').split('\n').map(decode).filter((b): b is IngestBatch => b !== null)
       const merged: IngestBatch = { events: batches.flatMap((b) => b.events), bots: batches.flatMap((b) => b.bots), usage: new Map() }
       for (const b of batches) mergeUsage(merged.usage, b.usage)
-      const done = new Set(readDone(dir, n))
-      // an insert the engine took just before the crash, when the process did not get to mark it,
-      // is found in the table: only rows not there yet are inserted
-      const events = done.has('events') ? [] : await notYetStored(olap, 'events', merged.events)
+      // rows an insert stored before the crash are found in the table: only the others are inserted
+      const events = await notYetStored(olap, 'events', merged.events)
       if (events.length) await olap.insert(EVENTS_INPUT, events)
-      const bots = done.has('bots') ? [] : await notYetStored(olap, 'bot_events', merged.bots)
+      const bots = await notYetStored(olap, 'bot_events', merged.bots)
       if (bots.length) await olap.insert('bot_events', bots)
-      if (!done.has('usage')) await addUsage(kv, merged.usage)
+      await addUsage(kv, merged.usage)
       replayed += events.length + bots.length
       rmSync(segmentFile(dir, n), { force: true })
-      rmSync(doneFile(dir, n), { force: true })
     }
     return { journal: new Journal(dir), replayed }
   }
 
   private open(): Segment {
     const n = this.next++
-    return { n, fd: openSync(segmentFile(this.dir, n), 'a', 0o600), waiting: [], syncing: false, sealed: false }
+    return { n, fd: openSync(segmentFile(this.dir, n), 'a', 0o600), batches: [], waiting: [], syncing: false, sealed: false }
   }
 
-  /** Appends a batch; resolves once it is on disk. Appends that arrive while a sync runs share the next one. */
+  /** Appends a batch to the current segment; resolves once it is on disk. Appends that arrive while a sync runs share the next one. */
   append(batch: IngestBatch): Promise<void> {
     const segment = this.current
-    writeSync(segment.fd, encode(batch))
+    segment.batches.push(batch)
     return new Promise((resolve, reject) => {
       segment.waiting.push({ resolve, reject })
       this.sync(segment)
@@ -130,7 +137,16 @@ export class Journal implements WriteAheadLog {
     if (segment.syncing || !segment.waiting.length) return
     segment.syncing = true
     const covered = segment.waiting
+    const batches = segment.batches
     segment.waiting = []
+    segment.batches = []
+    try {
+      writeSync(segment.fd, encode(batches))
+    } catch (err) {
+      segment.syncing = false
+      for (const waiter of covered) waiter.reject(err)
+      return
+    }
     fdatasync(segment.fd, (err) => {
       segment.syncing = false
       for (const waiter of covered) err ? waiter.reject(err) : waiter.resolve()
@@ -152,38 +168,14 @@ export class Journal implements WriteAheadLog {
     return sealed.n
   }
 
-  /** A step of the flush of these segments is stored: a replay skips it. */
-  markStored(segments: number[], step: SinkStep) {
-    appendDone(this.dir, segments, step)
-  }
-
   /** Every row of these segments is stored: they are no longer needed. */
   release(segments: number[]) {
-    for (const n of segments) {
-      rmSync(segmentFile(this.dir, n), { force: true })
-      rmSync(doneFile(this.dir, n), { force: true })
-    }
+    // at once, not later: a segment still here at the next start would add its usage again
+    for (const n of segments) rmSync(segmentFile(this.dir, n), { force: true })
   }
 
   /** Closes the current segment (the rows in it are stored by the caller's last flush). */
   close() {
     this.release([this.seal()])
-  }
-}
-
-function readDone(dir: string, n: number): string[] {
-  try {
-    return readFileSync(doneFile(dir, n), 'utf8').split('\n').filter(Boolean)
-  } catch {
-    return []
-  }
-}
-
-function appendDone(dir: string, segments: number[], step: SinkStep) {
-  for (const n of segments) {
-    const fd = openSync(doneFile(dir, n), 'a', 0o600)
-    writeSync(fd, `${step}\n`)
-    fsyncSync(fd)
-    closeSync(fd)
   }
 }

@@ -22,9 +22,6 @@ export interface EventSink {
   flush(): Promise<void>
 }
 
-/** The parts of a batch, stored one after the other. */
-export type SinkStep = 'events' | 'bots' | 'usage'
-
 /**
  * A write-ahead log the buffered sink writes through (the Node home's journal.ts): a write
  * resolves once its rows are on disk, so what was acknowledged survives a crash of the process.
@@ -34,7 +31,7 @@ export interface WriteAheadLog {
   append(batch: IngestBatch): Promise<void>
   /** Starts a new segment; the rows appended so far are in the sealed ones. */
   seal(): number
-  markStored(segments: number[], step: SinkStep): void
+  /** Every row of these segments is stored. */
   release(segments: number[]): void
 }
 
@@ -120,20 +117,19 @@ export class BufferedSink implements EventSink {
     // a part that fails goes back in front of anything written meanwhile, with the parts not yet
     // tried; parts already stored are not retried (nor replayed from the log), so nothing is stored twice
     this.flushing = (async () => {
-      const steps: [SinkStep, () => Promise<void>, () => void][] = [
-        ['events', () => this.olap.insert(EVENTS_INPUT, batch.events), () => this.pending.events.unshift(...batch.events)],
-        ['bots', () => this.olap.insert('bot_events', batch.bots), () => this.pending.bots.unshift(...batch.bots)],
-        ['usage', () => addUsage(this.kv, batch.usage), () => mergeUsage(this.pending.usage, batch.usage)],
+      const steps: [store: () => Promise<void>, requeue: () => void][] = [
+        [() => this.olap.insert(EVENTS_INPUT, batch.events), () => this.pending.events.unshift(...batch.events)],
+        [() => this.olap.insert('bot_events', batch.bots), () => this.pending.bots.unshift(...batch.bots)],
+        [() => addUsage(this.kv, batch.usage), () => mergeUsage(this.pending.usage, batch.usage)],
       ]
       for (let i = 0; i < steps.length; i++) {
         try {
-          await steps[i][1]()
+          await steps[i][0]()
         } catch (err) {
-          for (const [, , requeue] of steps.slice(i)) requeue()
+          for (const [, requeue] of steps.slice(i)) requeue()
           this.sealed.unshift(...segments)
           throw err
         }
-        log?.markStored(segments, steps[i][0])
       }
       log?.release(segments)
     })().finally(() => {

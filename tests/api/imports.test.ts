@@ -21,8 +21,7 @@ describe.each(kinds)('site imports (%s key/value store)', (kind) => {
 
   it('records each raw-hit run per site: rows, rejected lines, period covered, state', async () => {
     expect((await imports(fx.a.site.id)).json).toEqual({ imports: [] })
-    const site = (await services.store.getSite(fx.a.site.id))!
-    await services.sites.save({ ...site, tracking: { ...site.tracking, excludedPaths: ['/private'] } })
+    await services.sites.update(fx.a.site.id, (site) => ({ ...site, tracking: { ...site.tracking, excludedPaths: ['/private'] } }))
     const result = await runImport(
       [
         hit(fx.a.site, '2026-11-02T10:00:00Z'),
@@ -70,8 +69,7 @@ describe.each(kinds)('site imports (%s key/value store)', (kind) => {
   })
 
   it('lists provider periods kept on the site, newest first', async () => {
-    const site = (await services.store.getSite(fx.a.site.id))!
-    await services.sites.save({ ...site, imports: [{ source: 'ga4', from: '2024-01-01', to: '2025-12-31', importedAt: '2099-01-01T00:00:00.000Z' }] })
+    await services.sites.update(fx.a.site.id, (site) => ({ ...site, imports: [{ source: 'ga4', from: '2024-01-01', to: '2025-12-31', importedAt: '2099-01-01T00:00:00.000Z' }] }))
     const [first, ...rest] = (await imports(fx.a.site.id)).json.imports
     expect(first).toEqual({ id: null, kind: 'ga4', state: 'completed', startedAt: '2099-01-01T00:00:00.000Z', finishedAt: '2099-01-01T00:00:00.000Z', rows: null, rejected: 0, from: '2024-01-01', to: '2025-12-31', error: null })
     expect(rest).toHaveLength(2)

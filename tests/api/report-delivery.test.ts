@@ -64,9 +64,7 @@ describe('report delivery', () => {
   const log = (message: string) => logs.push(message)
 
   const configure = async (site: Site, alerts: Partial<Site['alerts']>, webhookSecret?: string) => {
-    const next = { ...site, alerts: { ...site.alerts, ...alerts }, webhookSecret }
-    await services.store.saveSite(next)
-    return next
+    return services.sites.update(site.id, (fresh) => ({ ...fresh, alerts: { ...fresh.alerts, ...alerts }, webhookSecret }))
   }
   const deps = () => ({ ...services, mailer: nodeMailer({ smtpUrl: smtp.url, dataDir: tempDir('unused-data'), from: 'reports@api.test', log }) })
 

@@ -41,3 +41,28 @@ describe('settings saved through the API apply at once, with the site cache on',
     expect(await stored('/private/after')).toBe(0)
   })
 })
+
+describe('changing a site record', () => {
+  it('concurrent changes of different settings all survive: a change that lost the race is made again on the newer record', async () => {
+    const services = await testServices()
+    const fx = await seed(services)
+    const themes = ['dark', 'light'] as const
+    let calls = 0
+    // each change reads, waits (as a handler awaiting a check would), then writes: all eight overlap
+    const changes = Array.from({ length: 8 }, (_, i) =>
+      services.sites.update(fx.a.site.id, async (site) => {
+        calls++
+        await new Promise((r) => setTimeout(r, 20))
+        return { ...site, tracking: { ...site.tracking, excludedPaths: [...site.tracking.excludedPaths, `/p${i}`] }, appearance: { ...site.appearance, theme: themes[i % 2] } }
+      }),
+    )
+    await Promise.all(changes)
+    const stored = (await services.store.getSite(fx.a.site.id))!
+    expect([...stored.tracking.excludedPaths].sort()).toEqual(Array.from({ length: 8 }, (_, i) => `/p${i}`).sort())
+    // the losers ran again: more calls than changes
+    expect(calls).toBeGreaterThan(8)
+    // a change that returns the record unchanged writes nothing; a missing site is 404
+    expect(await services.sites.update(fx.a.site.id, (site) => site)).toEqual(stored)
+    await expect(services.sites.update(crypto.randomUUID(), (site) => site)).rejects.toMatchObject({ status: 404 })
+  })
+})

@@ -121,6 +121,12 @@ describe.each(backends)('key/value contract: $name', (backend) => {
     expect(await store.getSite(site.id)).toEqual(site)
     expect(await store.getSiteIdBySnippet(site.snippetId)).toBe(site.id)
     expect((await store.listSites(org.id)).map((s) => s.id)).toEqual([site.id])
+    // a swap takes only the record as read: a second swap from the same read is refused
+    const read = (await store.getSite(site.id))!
+    expect(await store.swapSite(read, { ...read, timezone: 'Europe/Paris' })).toBe(true)
+    expect(await store.swapSite(read, { ...read, timezone: 'Europe/Rome' })).toBe(false)
+    expect((await store.getSite(site.id))!.timezone).toBe('Europe/Paris')
+    expect(await store.swapSite((await store.getSite(site.id))!, site)).toBe(true)
 
     const key = await createApiKey(store, { orgId: org.id, name: 'k', scope: 'write', siteId: site.snippetId }, now)
     expect(key.siteId).toBe(site.id)
