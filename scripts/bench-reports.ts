@@ -122,6 +122,9 @@ const program = new Command('bench-reports')
       'breakdown path': { path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=path`, direct: run(base, { kind: 'breakdown', property: 'path' }) },
       'breakdown source': { path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=source`, direct: run(base, { kind: 'breakdown', property: 'source' }) },
       'filtered stats': { path: `/api/v1/stats?site_id=${site.id}&range=30d&filters=${encodeURIComponent(filters)}`, direct: run(filtered, { kind: 'stats' }) },
+      'filtered timeseries': { path: `/api/v1/timeseries?site_id=${site.id}&range=30d&filters=${encodeURIComponent(filters)}`, direct: run(filtered, { kind: 'series' }) },
+      'filtered breakdown path': { path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=path&filters=${encodeURIComponent(filters)}`, direct: run(filtered, { kind: 'breakdown', property: 'path' }) },
+      'filtered breakdown source': { path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=source&filters=${encodeURIComponent(filters)}`, direct: run(filtered, { kind: 'breakdown', property: 'source' }) },
     }
     // the first read of each report on its own: a filtered read rolls its finished days up then
     const firstApiMs: Record<string, number> = {}

@@ -35,19 +35,18 @@ export const onVisitAttributes = (query: Pick<Query, 'filters'>) => query.filter
 /**
  * Whether the read may use the daily rollup, before the rolled days are looked up: whole
  * site-local days, and totals, a series of day or month buckets (a rolled day is one bucket or
- * part of one), or (unfiltered) a rolled property. A filtered read's totals are rolled up per
- * filter, on its first read (see filteredRollupKey): a window of whole days is the sum of its days
- * under any filter too.
+ * part of one), or a rolled property. A filtered read's days are rolled up per filter, on its
+ * first read (see filteredRollupKey): a window of whole days is the sum of its days under any
+ * filter too.
  */
 export function mayUseRollup(query: Query, read: Read): boolean {
   if (!wholeDays(query.range) || readsBotHits(query, read)) return false
   if (read.kind === 'stats') return true
   if (read.kind === 'series') return query.range.interval === 'day' || query.range.interval === 'month'
-  if (query.filters.length) return false
   return read.property === TOTALS || (ROLLED_PROPERTIES as readonly string[]).includes(read.property)
 }
 
-/** Whether rolled days fit the read: a filtered read only reads days rolled up under its own filters. */
+/** Whether rolled days fit the read: a filtered read only reads days rolled up under its own filters (and property). */
 const fitsRead = (query: Query, rolled: RolledDays) => (query.filters.length ? rolled.filtersKey !== undefined : rolled.filtersKey === undefined)
 
 /**

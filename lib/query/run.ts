@@ -8,7 +8,7 @@ import { daySpans } from './range'
 import { seriesSql } from './compile/series'
 import { type Compiled, type Fragment, render } from './compile/sql'
 import { statsSql } from './compile/stats'
-import type { Query, Read, RolledDays } from './model'
+import { type Query, type Read, type RolledDays, TOTALS } from './model'
 import { mayUseRollup, plan, readsBotHits } from './plan'
 
 /** An invalid RE2 pattern from a `matches` filter is the caller's 400. */
@@ -46,8 +46,8 @@ export async function rolledDays(olap: Olap, query: Pick<Query, 'siteId' | 'rang
  * signature are rolled up first: the first read of a filter pays for its days once, later reads
  * (until a day's events change) read them from the rollup.
  */
-async function filteredRolledDays(olap: Olap, query: Query): Promise<RolledDays> {
-  const key = await filteredRollupKey(query)
+async function filteredRolledDays(olap: Olap, query: Query, property: string): Promise<RolledDays> {
+  const key = await filteredRollupKey(query, property)
   const rows = await execute<{ rolled: number; d: string; n: string; s: string }>(olap, signaturesAndBuilt(query.siteId, query.range, key))
   const signature = (r: { d: string; n: string; s: string }) => `${r.d}|${r.n}|${r.s}`
   const built = new Set(rows.filter((r) => r.rolled).map(signature))
@@ -56,7 +56,7 @@ async function filteredRolledDays(olap: Olap, query: Query): Promise<RolledDays>
   const missing = current.filter((r) => !built.has(signature(r)) && r.d < lastDay)
   if (missing.length) {
     const days = asRolledDays(missing)
-    await executeCommand(olap, filteredRollupInsertSql(query, key, daySpans(days.days, query.range.timezone), days))
+    await executeCommand(olap, filteredRollupInsertSql(query, key, property, daySpans(days.days, query.range.timezone), days))
     for (const r of missing) built.add(signature(r))
   }
   return { ...asRolledDays(current.filter((r) => built.has(signature(r)))), filtersKey: key }
@@ -65,7 +65,8 @@ async function filteredRolledDays(olap: Olap, query: Query): Promise<RolledDays>
 /** The rolled days a read may use: undefined where its plan cannot use the rollup. */
 export async function rolledForRead(olap: Olap, query: Query, read: Read): Promise<RolledDays | undefined> {
   if (!mayUseRollup(query, read)) return undefined
-  return query.filters.length ? filteredRolledDays(olap, query) : rolledFor(olap, query)
+  if (!query.filters.length) return rolledFor(olap, query)
+  return filteredRolledDays(olap, query, read.kind === 'breakdown' ? read.property : TOTALS)
 }
 
 /**

@@ -3,7 +3,7 @@ import { createApiKey, createOrg } from '../../lib/admin'
 import { importHits } from '../../lib/ingest/import'
 import { newSite } from '../../lib/sites'
 import { client, testServices } from '../helpers'
-import { NOW, UAS, expectedTotals, fixture, localDate } from './report-reference'
+import { NOW, type RefEvent, type RefVisit, UAS, expectedBreakdown, expectedTotals, fixture, localDate } from './report-reference'
 
 /**
  * Filtered totals and day series roll their finished days up under their filters on the first
@@ -33,8 +33,14 @@ describe('filtered reads over whole days', () => {
     ]
     const keep = (e: { path: string }, v: { country: string }) => ['GB', 'US'].includes(v.country) && e.path.includes('blog')
     const param = `&filters=${encodeURIComponent(JSON.stringify(filters))}`
+    // a visit without a pageview has no entry page, and no row
+    const breakdowns: [string, (e: RefEvent, v: RefVisit) => string | undefined][] = [
+      ['path', (e) => e.path],
+      ['source', (_, v) => v.source],
+      ['entry_page', (_, v) => v.entry || undefined],
+    ]
     const rolledKeys = async () =>
-      (await services.olap.query<{ property: string; days: string }>("SELECT property, uniqExact(day) AS days FROM day_rollups WHERE site_id = {s:UUID} AND startsWith(property, 'filters:') GROUP BY property", { s: site.id }))
+      (await services.olap.query<{ property: string; days: string }>("SELECT toString(property) AS property, uniqExact(day) AS days FROM day_rollups WHERE site_id = {s:UUID} AND startsWith(property, 'filters:') GROUP BY property", { s: site.id }))
     const expectMatches = async (reference: typeof ref) => {
       const stats = await get(`/api/v1/stats?range=30d${param}`)
       expect(stats.totals).toEqual(expectedTotals(reference, stats.range.from, stats.range.to, keep))
@@ -43,16 +49,24 @@ describe('filtered reads over whole days', () => {
         const e = expectedTotals(reference, bucket.timestamp, series.series[i + 1]?.timestamp ?? series.range.to, keep)
         expect({ t: bucket.timestamp, visitors: bucket.visitors, visits: bucket.visits, pageviews: bucket.pageviews }).toEqual({ t: bucket.timestamp, visitors: e.visitors, visits: e.visits, pageviews: e.pageviews })
       }
+      for (const [property, valueOf] of breakdowns) {
+        const json = await get(`/api/v1/breakdown?range=30d&property=${property}&limit=1000${param}`)
+        expect(json.results, property).toEqual(expectedBreakdown(reference, json.range.from, json.range.to, valueOf, true, keep))
+      }
       return { ...stats.totals, range: stats.range as { from: string } }
     }
 
     expect(await rolledKeys()).toEqual([])
     const first = await expectMatches(ref)
     expect(first.pageviews).toBeGreaterThan(0)
-    // one key for the filters, and a row for each finished day with events (today is always read from events)
+    // rows for each finished day with events (today is always read from events)
     const finishedDays = new Set(ref.events.filter((e) => e.ts >= Date.parse(first.range.from)).map((e) => localDate(e.ts, tz)).filter((d) => d < '2026-11-22'))
     expect(finishedDays.size).toBeGreaterThan(10)
-    expect(await rolledKeys()).toEqual([{ property: expect.stringMatching(/^filters:[0-9a-f]{32}$/), days: String(finishedDays.size) }])
+    // one key for the totals and series, one for each breakdown
+    const days = String(finishedDays.size)
+    const keys = await rolledKeys()
+    const base = keys.find((k) => /^filters:[0-9a-f]{32}$/.test(k.property))!.property
+    expect(keys.sort((a, b) => a.property.localeCompare(b.property))).toEqual(['', ':entry_page', ':path', ':source'].map((p) => ({ property: `${base}${p}`, days })))
     expect(await expectMatches(ref)).toEqual(first)
 
     // a late hit into a rolled-up day: a matching pageview from an address in GB, ten days ago

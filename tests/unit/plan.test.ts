@@ -20,20 +20,20 @@ const series: Read = { kind: 'series' }
 const by = (property: string): Read => ({ kind: 'breakdown', property })
 
 describe('the planner', () => {
-  it('uses the daily rollup only for reads of whole days, of totals, day or month series and (unfiltered) rolled properties', () => {
+  it('uses the daily rollup only for reads of whole days, of totals, day or month series and rolled properties', () => {
     expect(mayUseRollup(query(), stats)).toBe(true)
     expect(mayUseRollup(query(), series)).toBe(true)
     expect(mayUseRollup(query([], '12mo'), series)).toBe(true)
     expect(mayUseRollup(query(), by('path'))).toBe(true)
     expect(mayUseRollup(query(), by('entry_page'))).toBe(true)
-    // a filtered read's totals and series are rolled up under its filters
+    // a filtered read is rolled up under its filters
     expect(mayUseRollup(query([country]), stats)).toBe(true)
     expect(mayUseRollup(query([country]), series)).toBe(true)
-    // hour buckets are parts of a day; city and goal are not rolled; filtered breakdowns, bot reads and partial days never
+    expect(mayUseRollup(query([country]), by('path'))).toBe(true)
+    // hour buckets are parts of a day; city and goal are not rolled; bot reads and partial days never
     expect(mayUseRollup(query([], 'today'), series)).toBe(false)
     expect(mayUseRollup(query(), by('city'))).toBe(false)
     expect(mayUseRollup(query(), by('goal'))).toBe(false)
-    expect(mayUseRollup(query([country]), by('path'))).toBe(false)
     expect(mayUseRollup(query([{ dimension: 'bot_kind', operator: 'is', value: ['seo'] }]), stats)).toBe(false)
     expect(mayUseRollup(query([], 'realtime'), stats)).toBe(false)
   })

@@ -1,4 +1,4 @@
-import type { Query, RolledDays } from '../model'
+import { type Query, type RolledDays, TOTALS } from '../model'
 import { type ResolvedRange, chTime } from '../range'
 import { siteIs } from './scope'
 import { type Fragment, bind, sql } from './sql'
@@ -51,14 +51,16 @@ export const signaturesAndBuilt = (siteId: string, window: Window, marker = '') 
   sql`SELECT 0 AS rolled, toString(day) AS d, n, s FROM (${signatures(siteId, window)}) UNION ALL SELECT 1, toString(day), n, s FROM ${built(siteId, window, marker)}`
 
 /**
- * The rollup property a filtered read's totals are stored under: a hash of its filters (segments
+ * The rollup property a filtered read's rows are stored under: a hash of its filters (segments
  * already expanded) and of the site's goals they may name, so another filter, or a goal
- * redefined, is another key. Days are rolled up per key on the first read that needs them.
+ * redefined, is another key; then the property broken down (none for totals and series). Days
+ * are rolled up per key on the first read that needs them.
  */
-export async function filteredRollupKey(query: Pick<Query, 'filters' | 'goals'>): Promise<string> {
+export async function filteredRollupKey(query: Pick<Query, 'filters' | 'goals'>, property: string): Promise<string> {
   const canonical = JSON.stringify([query.filters.map((f) => [f.dimension, f.operator, f.value]), query.goals.map((g) => [g.name, g.type, g.matchValue])])
   const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(canonical)))
-  return `filters:${Array.from(digest.subarray(0, 16), (b) => b.toString(16).padStart(2, '0')).join('')}`
+  const hash = Array.from(digest.subarray(0, 16), (b) => b.toString(16).padStart(2, '0')).join('')
+  return `filters:${hash}${property === TOTALS ? '' : `:${property}`}`
 }
 
 /** The days whose current signature has no built rows. Rows: d, n, s. */

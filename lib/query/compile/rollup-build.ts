@@ -1,4 +1,4 @@
-import { type Query, type RolledDays, TOTALS } from '../model'
+import type { Query, RolledDays } from '../model'
 import type { DaySpan } from '../range'
 import { ROLLUP_VERSION, uint64s } from './day-rollups'
 import { selectedEvents } from './filters'
@@ -24,26 +24,27 @@ WHERE has(${dayList}, day)`
 }
 
 /**
- * A filtered read's totals over whole site-local days, rolled up under its key (filteredRollupKey):
- * per day the totals a read of that day with these filters would compute, stamped with the day's
- * signature. Every day gets its row, zeros where nothing matched, so such a day counts as built.
+ * A filtered read's rows over whole site-local days, rolled up under its key (filteredRollupKey):
+ * per day and value the rows a read of that day with these filters would compute, stamped with
+ * the day's signature. Every day gets a row of value '' (zeros unless that value has events), so
+ * a day where nothing matched counts as built; reads skip rows without visitors.
  */
-export function filteredRollupInsertSql(query: Query, key: string, spans: DaySpan[], days: RolledDays): Fragment {
+export function filteredRollupInsertSql(query: Query, key: string, property: string, spans: DaySpan[], days: RolledDays): Fragment {
   const { timezone } = query.range
   const scope = daySpansScope(query.siteId, spans)
   const tz = bind('String', timezone)
   const dayList = bind('Array(Date)', days.days)
-  const rows = breakdownRows(TOTALS, scope, selectedEvents(query.filters, query.goals, scope), { day: localDay(timezone), engagement: true })
+  const rows = breakdownRows(property, scope, selectedEvents(query.filters, query.goals, scope), { day: localDay(timezone), engagement: true })
   return sql`
 INSERT INTO day_rollups (site_id, timezone, version, property, day, day_events, day_sum, value, visitors, visits, pageviews, events, bounces, duration_ms)
 SELECT ${bind('UUID', query.siteId)}, ${tz}, ${bind('UInt16', ROLLUP_VERSION)}, ${bind('String', key)}, day,
        transform(day, ${dayList}, ${uint64s(days.events)}, toUInt64(0)), transform(day, ${dayList}, ${uint64s(days.sums)}, toUInt64(0)),
-       '', sum(visitors), sum(visits), sum(pageviews), sum(events), sum(bounces), sum(duration_ms)
+       value, sum(visitors), sum(visits), sum(pageviews), sum(events), sum(bounces), sum(duration_ms)
 FROM (
-  SELECT day, visitors, visits, pageviews, events, bounces, duration_ms FROM (${rows})
+  SELECT day, value, visitors, visits, pageviews, events, bounces, duration_ms FROM (${rows})
   UNION ALL
-  SELECT arrayJoin(${dayList}) AS day, toUInt64(0), toUInt64(0), toUInt64(0), toUInt64(0), toUInt64(0), toUInt64(0)
+  SELECT arrayJoin(${dayList}) AS day, '' AS value, toUInt64(0), toUInt64(0), toUInt64(0), toUInt64(0), toUInt64(0), toUInt64(0)
 )
 WHERE has(${dayList}, day)
-GROUP BY day`
+GROUP BY day, value`
 }
