@@ -37,6 +37,8 @@ export interface RowsOptions {
   engagement?: boolean
   /** rowsWithRollup: the selected events of the days read from events (a filtered read's); by default all of them. */
   selected?: Fragment
+  /** rowsWithRollup: the rows of the days not rolled up, when they need no event scan (visitAttributeRows). */
+  unrolled?: Fragment
 }
 
 /**
@@ -88,7 +90,7 @@ export function rowsWithRollup(property: string, scope: Scope, timezone: string,
   return sql`
 SELECT ${raw(keep)}value, ${raw(metrics.map((m) => `sum(${m}) AS ${m}`).join(', '))}
 FROM (
-  ${breakdownRows(property, scope, options.selected ?? scope.events, { day: options.day, engagement })}
+  ${options.unrolled ?? breakdownRows(property, scope, options.selected ?? scope.events, { day: options.day, engagement })}
   UNION ALL
   ${rolledRows(scope.siteId, timezone, rolled.filtersKey ?? property, rolled, raw(`${keep}value, ${metrics.join(', ')}`))}
 )
