@@ -15,6 +15,7 @@ import { referencePageEndpoints } from './reference-page'
 import { behaviourEndpoints } from './v1/behaviour'
 import { vitalEndpoints } from './v1/vitals'
 import { crawlEndpoints } from './v1/crawl'
+import { geoEndpoints } from './v1/geo'
 import { goalEndpoints } from './v1/goals'
 import { importEndpoints } from './v1/imports'
 import { journeyEndpoints } from './v1/journeys'
@@ -113,6 +114,7 @@ export const endpoints: Endpoint[] = [
   ...vitalEndpoints,
   ...crawlEndpoints,
   ...journeyEndpoints,
+  ...geoEndpoints,
   ...collectorEndpoints,
   ...publicEndpoints,
   mcpEndpoint(() => endpoints),
