@@ -22,6 +22,7 @@ import { reportEndpoints } from './v1/reports'
 import { segmentEndpoints } from './v1/segments'
 import { siteFactEndpoints } from './v1/site-facts'
 import { siteEndpoints } from './v1/sites'
+import { whyEndpoints } from './v1/why'
 
 const healthSchema = z.object({
   status: z.enum(['ok', 'degraded']),
@@ -107,6 +108,7 @@ export const endpoints: Endpoint[] = [
   ...siteFactEndpoints,
   ...importEndpoints,
   ...behaviourEndpoints,
+  ...whyEndpoints,
   ...collectorEndpoints,
   ...publicEndpoints,
   mcpEndpoint(() => endpoints),

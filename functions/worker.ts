@@ -2,6 +2,7 @@ import { type WorkerEnv, workerEnvSchema, workerServices } from '../lib/home/wor
 import { ROLLUP_ALL_DAYS, ROLLUP_RECENT_DAYS, refreshRollups } from '../lib/rollup/refresh'
 import type { Services } from '../lib/services'
 import { deliverReports } from '../lib/delivery/reports'
+import { deliverTrafficAlerts } from '../lib/delivery/traffic-alerts'
 import { createApp } from './app'
 
 /** The daily trigger in wrangler.toml; the other one runs every ten minutes. */
@@ -44,5 +45,7 @@ export default {
     ctx.waitUntil(refreshRollups(services.olap, services.store, services.now(), lookback))
     // weekly and monthly reports: webhooks only, Workers have no mailer
     if (controller.cron !== DAILY_CRON) ctx.waitUntil(deliverReports(services, services.now()))
+    // spike and drop alerts (lib/delivery/traffic-alerts.ts), webhooks only as well
+    if (controller.cron !== DAILY_CRON) ctx.waitUntil(deliverTrafficAlerts(services, services.now()))
   },
 }
