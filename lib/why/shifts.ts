@@ -57,13 +57,24 @@ export async function judgeBuckets(deps: WhyDeps, site: Site, grain: Grain, from
   const scanFrom = start.subtract({ weeks: SHIFT_RULE.baselineWeeks })
   const rows = await execute<{ bucket: number | string; visitors: number | string }>(deps.olap, visitorsByBucketSql(site.id, site.timezone, grain, scanFrom, to))
   const visitors = new Map(rows.map((r) => [Number(r.bucket), Number(r.visitors)]))
-  const judged: JudgedBucket[] = []
-  for (let b = start; b.epochMilliseconds < to.epochMilliseconds && judged.length < 50_000; b = step(b, grain)) {
+  // every bucket of the scan by its local wall-clock start, so that "the same hour a week before"
+  // is a lookup (Temporal arithmetic per sample costs more than the query)
+  const byWall = new Map<number, number>()
+  const window: { at: number; wall: number; end: number }[] = []
+  for (let b = scanFrom; b.epochMilliseconds < to.epochMilliseconds && window.length < 50_000; ) {
+    const next = step(b, grain)
     const at = b.epochMilliseconds / 1000
+    const wall = at + b.offsetNanoseconds / 1e9
+    if (!byWall.has(wall)) byWall.set(wall, at)
+    if (b.epochMilliseconds >= start.epochMilliseconds) window.push({ at, wall, end: next.epochMilliseconds / 1000 })
+    b = next
+  }
+  const judged: JudgedBucket[] = []
+  for (const { at, wall, end } of window) {
     const baseline: number[] = []
     for (let week = 1; week <= SHIFT_RULE.baselineWeeks; week++) {
-      const s = b.subtract({ weeks: week }).epochMilliseconds / 1000
-      if (s >= firstBucket) baseline.push(s)
+      const s = byWall.get(wall - week * 7 * 86_400)
+      if (s !== undefined && s >= firstBucket) baseline.push(s)
     }
     const count = visitors.get(at) ?? 0
     if (at < firstBucket || baseline.length < SHIFT_RULE.minBaselineWeeks) continue
@@ -72,7 +83,7 @@ export async function judgeBuckets(deps: WhyDeps, site: Site, grain: Grain, from
     const spread = Math.max(MAD_SCALE * medianAbsoluteDeviation(samples), Math.sqrt(expected), 1)
     const margin = Math.max(SHIFT_RULE.k * spread, SHIFT_RULE.minExcess[grain])
     const direction = count - expected >= margin ? 'up' : expected - count >= margin ? 'down' : null
-    judged.push({ start: at, end: step(b, grain).epochMilliseconds / 1000, visitors: count, expected, baseline, direction })
+    judged.push({ start: at, end, visitors: count, expected, baseline, direction })
   }
   return judged
 }

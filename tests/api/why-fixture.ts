@@ -1,4 +1,4 @@
-import { UAS, localDate } from './report-reference'
+import { UAS } from './report-reference'
 
 /**
  * Fixture traffic for the "why traffic changed" reads, with planted effects, and the reference
@@ -9,6 +9,9 @@ import { UAS, localDate } from './report-reference'
 
 export const NOW = new Date('2026-11-22T15:00:00Z')
 export const TZ = 'Europe/Berlin'
+const dayFormat = new Intl.DateTimeFormat('en-CA', { timeZone: TZ, year: 'numeric', month: '2-digit', day: '2-digit' })
+/** The site-local day of an instant, YYYY-MM-DD. */
+export const localDay = (ts: number) => dayFormat.format(new Date(ts))
 const START = Date.parse('2026-07-01T00:00:00Z')
 /** The last hit is before this: the hour under way has none. */
 const END = NOW.getTime() - 3_600_000
@@ -36,7 +39,7 @@ function localDays(): [string, number, number][] {
   // every UTC hour, grouped by its local day
   const byDay = new Map<string, number[]>()
   for (let h = START; h < END; h += HOUR) {
-    const d = localDate(h, TZ)
+    const d = localDay(h)
     byDay.set(d, [...(byDay.get(d) ?? []), h])
   }
   for (const [d, hours] of byDay) days.push([d, hours[0], Math.min(hours[hours.length - 1] + HOUR, END)])
@@ -96,8 +99,10 @@ export function importLines(hits: FixtureHit[], snippet: string, domain: string,
 
 // ---- the reference ----
 
+const hourFormat = new Intl.DateTimeFormat('en-CA', { timeZone: TZ, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', hourCycle: 'h23' })
+/** YYYY-MM-DDTHH of the site-local hour of an instant. */
 const localHour = (ts: number) => {
-  const parts = new Intl.DateTimeFormat('en-CA', { timeZone: TZ, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', hourCycle: 'h23' }).formatToParts(new Date(ts))
+  const parts = hourFormat.formatToParts(new Date(ts))
   const get = (type: string) => parts.find((p) => p.type === type)!.value
   return `${get('year')}-${get('month')}-${get('day')}T${get('hour')}`
 }
@@ -155,7 +160,7 @@ export function referenceMovers(hits: FixtureHit[], from: number, to: number) {
 export function dailyVisits(hits: FixtureHit[]) {
   const by = new Map<string, Map<string, number>>()
   for (const h of hits) {
-    const day = localDate(h.ts, TZ)
+    const day = localDay(h.ts)
     const days = by.get(h.path) ?? new Map<string, number>()
     days.set(day, (days.get(day) ?? 0) + 1)
     by.set(h.path, days)
@@ -167,7 +172,7 @@ export function dailyVisits(hits: FixtureHit[]) {
 export function referenceDecay(hits: FixtureHit[], today: string) {
   const daily = dailyVisits(hits)
   const siteDaily = new Map<string, number>()
-  for (const h of hits) siteDaily.set(localDate(h.ts, TZ), (siteDaily.get(localDate(h.ts, TZ)) ?? 0) + 1)
+  for (const h of hits) siteDaily.set(localDay(h.ts), (siteDaily.get(localDay(h.ts)) ?? 0) + 1)
   const over = (days: Map<string, number> | undefined, end: string) => Array.from({ length: 28 }, (_, i) => days?.get(shiftDays(end, -i)) ?? 0).reduce((a, b) => a + b, 0)
   const yesterday = shiftDays(today, -1)
   const siteCurrent = over(siteDaily, yesterday)

@@ -3,9 +3,8 @@ import { createApiKey, createOrg } from '../../lib/admin'
 import { importHits } from '../../lib/ingest/import'
 import { newSite } from '../../lib/sites'
 import { client, testServices } from '../helpers'
-import { localDate } from './report-reference'
 import {
-  type FixtureHit, GOOGLE, HN, NOW, TZ, dailyVisits, flatHits, importLines, median, plantedHits, referenceDecay, referenceMovers, referenceSpikeHours,
+  type FixtureHit, GOOGLE, localDay, HN, NOW, TZ, dailyVisits, flatHits, importLines, median, plantedHits, referenceDecay, referenceMovers, referenceSpikeHours,
 } from './why-fixture'
 
 /**
@@ -72,7 +71,7 @@ describe('why traffic changed', () => {
       expect(json.rule).toEqual({ interval: 'day', baselineWeeks: 8, k: 5, minExcess: 30 })
       // the 18th: its visitors against the median of the same weekday in the 8 weeks before
       const daily = new Map<string, number>()
-      for (const h of planted) daily.set(localDate(h.ts, TZ), (daily.get(localDate(h.ts, TZ)) ?? 0) + 1)
+      for (const h of planted) daily.set(localDay(h.ts), (daily.get(localDay(h.ts)) ?? 0) + 1)
       const baseline = Array.from({ length: 8 }, (_, w) => daily.get(new Date(Date.parse('2026-11-18T00:00:00Z') - 7 * (w + 1) * 86_400_000).toISOString().slice(0, 10)) ?? 0)
       const m = median(baseline)
       const spread = Math.max(1.4826 * median(baseline.map((x) => Math.abs(x - m))), Math.sqrt(m), 1)
@@ -139,7 +138,7 @@ describe('why traffic changed', () => {
   describe('decay', () => {
     it('finds the guide fading, from lost search traffic, adjusted for the site', async () => {
       const json = await get(`/api/v1/decay?site_id=${ids.news}&range=7d`)
-      const today = localDate(NOW.getTime(), TZ)
+      const today = localDay(NOW.getTime())
       expect(json.windows.current).toEqual({ from: '2026-10-25', to: '2026-11-21' })
       const expected = referenceDecay(planted, today)
       expect(expected.map((p) => p.path)).toEqual(['/guide'])
@@ -150,9 +149,9 @@ describe('why traffic changed', () => {
       expect(page.siteChange).toBeCloseTo(guide.siteChange, 4)
       expect(page.adjustedChange).toBeCloseTo(guide.adjustedChange, 4)
       // the peak's visits came from search, the current ones mostly direct
-      const inWindow = (h: FixtureHit, to: string) => h.path === '/guide' && localDate(h.ts, TZ) <= to && localDate(h.ts, TZ) >= page.peakFrom
+      const inWindow = (h: FixtureHit, to: string) => h.path === '/guide' && localDay(h.ts) <= to && localDay(h.ts) >= page.peakFrom
       const searchAtPeak = planted.filter((h) => inWindow(h, page.peakTo) && h.referrer === GOOGLE).length
-      const searchNow = planted.filter((h) => h.path === '/guide' && h.referrer === GOOGLE && localDate(h.ts, TZ) >= '2026-10-25' && localDate(h.ts, TZ) <= '2026-11-21').length
+      const searchNow = planted.filter((h) => h.path === '/guide' && h.referrer === GOOGLE && localDay(h.ts) >= '2026-10-25' && localDay(h.ts) <= '2026-11-21').length
       expect(page.diagnosis.kind).toBe('lost_search')
       expect(page.diagnosis.evidence[0]).toEqual({ kind: 'channel_loss', channel: 'Organic Search', peak: searchAtPeak, current: searchNow, lost: searchAtPeak - searchNow, share: Math.min(1, Math.round(((searchAtPeak - searchNow) / guide.lost) * 10_000) / 10_000) })
       expect(page.diagnosis.confidence).toBe(page.diagnosis.evidence[0].share)
@@ -171,10 +170,10 @@ describe('why traffic changed', () => {
       const cohort = launchedIn(Date.parse(json.range.from), Date.parse(json.range.to))
       expect(cohort.map(([p]) => p).sort()).toEqual(['/blog/launch-post', '/new/1', '/new/2', '/new/3', '/new/4', '/new/5', '/new/6'])
       const daily = dailyVisits(planted)
-      const today = localDate(NOW.getTime(), TZ)
+      const today = localDay(NOW.getTime())
       const dayIndex = (a: string, b: string) => Math.round((Date.parse(`${b}T00:00:00Z`) - Date.parse(`${a}T00:00:00Z`)) / 86_400_000)
       const pages = cohort.map(([path, ts]) => {
-        const launch = localDate(ts, TZ)
+        const launch = localDay(ts)
         const days = Math.min(30, dayIndex(launch, today) + 1)
         const perDay = Array.from({ length: days }, (_, d) => daily.get(path)!.get(new Date(Date.parse(`${launch}T00:00:00Z`) + d * 86_400_000).toISOString().slice(0, 10)) ?? 0)
         return { path, days, perDay }
@@ -202,7 +201,7 @@ describe('why traffic changed', () => {
       const json = await get(`/api/v1/pages/launches?site_id=${ids.news}&range=30d&measure=30d`)
       expect(json.sharedWindow).toEqual({ from: '2026-10-24', to: '2026-11-22' })
       const cohort = launchedIn(Date.parse(json.range.from), Date.parse(json.range.to)).map(([p]) => p)
-      const visits = cohort.map((path) => ({ path, visits: planted.filter((h) => h.path === path && localDate(h.ts, TZ) >= '2026-10-24').length }))
+      const visits = cohort.map((path) => ({ path, visits: planted.filter((h) => h.path === path && localDay(h.ts) >= '2026-10-24').length }))
       const mid = median(visits.map((v) => v.visits))
       expect(json.cohort.median).toBe(mid)
       expect(json.pages.map((p: { path: string; visits: number; band: string }) => [p.path, p.visits, p.band]).sort()).toEqual(
