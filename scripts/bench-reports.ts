@@ -11,7 +11,7 @@ import { directSink } from '../lib/ingest/sink'
 import { migrate } from '../lib/olap/migrate'
 import { loadMigrations } from '../lib/olap/migrations-node'
 import type { Query, Read } from '../lib/query/model'
-import { parseFilters } from '../lib/query/parse'
+import { parseFilters, reportParams } from '../lib/query/parse'
 import { mayUseRollup } from '../lib/query/plan'
 import { resolveRange } from '../lib/query/range'
 import { compileRead, rolledDays } from '../lib/query/run'
@@ -19,6 +19,11 @@ import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/rollup/refresh'
 import { memoryRateLimiter } from '../lib/ratelimit'
 import { memoryLiveCache } from '../lib/public-live'
 import { newSite } from '../lib/sites'
+import { anomalies } from '../lib/why/anomalies'
+import { decay } from '../lib/why/decay'
+import { launches } from '../lib/why/launches'
+import { markers } from '../lib/why/markers'
+import { spikes } from '../lib/why/spikes'
 
 /**
  * Report latency on the embedded home: one site with 1M events over 30 days and nine more with
@@ -120,6 +125,12 @@ const program = new Command('bench-reports')
       'breakdown path': { path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=path`, direct: run(base, { kind: 'breakdown', property: 'path' }) },
       'breakdown source': { path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=source`, direct: run(base, { kind: 'breakdown', property: 'source' }) },
       'filtered stats': { path: `/api/v1/stats?site_id=${site.id}&range=30d&filters=${encodeURIComponent(filters)}`, direct: run(filtered, { kind: 'stats' }) },
+      // the why-traffic-changed reads run several statements and shape in between: direct is their verb, without HTTP
+      markers: { path: `/api/v1/markers?site_id=${site.id}&range=30d`, direct: () => markers(services, site, { range: '30d' }) },
+      anomalies: { path: `/api/v1/anomalies?site_id=${site.id}`, direct: () => anomalies(services, site, reportParams.parse({ site_id: site.id, range: '7d' })) },
+      spikes: { path: `/api/v1/spikes?site_id=${site.id}&range=30d`, direct: () => spikes(services, site, { range: '30d' }) },
+      decay: { path: `/api/v1/decay?site_id=${site.id}`, direct: () => decay(services, site, {}) },
+      launches: { path: `/api/v1/pages/launches?site_id=${site.id}&range=30d`, direct: () => launches(services, site, { range: '30d' }) },
     }
     // round robin over the reports, so a slow spell of the machine falls on all of them alike
     const samples = Object.fromEntries(Object.keys(reports).map((name) => [name, { api: [] as number[], engine: [] as number[] }]))

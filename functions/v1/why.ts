@@ -120,7 +120,7 @@ export const whyEndpoints = [
       ),
     }),
     async handler(ctx, { params }) {
-      return spikes({ ...ctx.services }, await ctx.site(params.site_id), params)
+      return spikes(ctx.services, await ctx.site(params.site_id), params)
     },
   }),
   defineEndpoint({
