@@ -1,9 +1,10 @@
 import { type ReportParams } from '../query/parse'
-import { previousWindow, rangeView } from '../query/range'
+import { previousWindow, rangeView, wholeDays } from '../query/range'
 import { type ReportDeps, prepare } from '../query/reports'
 import { execute } from '../query/run'
 import type { Site } from '../sites'
-import { pageVisitsByPeriodSql } from './compile'
+import { pageVisitsByPeriodFromDaysSql, pageVisitsByPeriodSql, siteVisitsByDaySql } from './compile'
+import { pathDaysSql } from './path-days'
 import { round4 } from './robust'
 import { readsEvents } from './window'
 
@@ -22,10 +23,22 @@ const relative = (current: number, previous: number) => (previous ? round4((curr
 export async function anomalies(deps: ReportDeps, site: Site, params: ReportParams) {
   // a site without the collector's source is still parsed (its range and filters checked) under its own source
   const { query } = await prepare(deps, site, { ...params, source: readsEvents(site) ? 'standalone' : undefined })
-  const previous = previousWindow(query.range)
+  // a window of whole days is compared with as many whole days before it (across a clock change too)
+  const days = query.range.from.until(query.range.to, { largestUnit: 'days' }).days
+  const previous = wholeDays(query.range) ? { ...query.range, from: query.range.from.subtract({ days }), to: query.range.from } : previousWindow(query.range)
   const base = { range: rangeView(query.range), previousRange: rangeView(previous), rule: ANOMALY_RULE }
   if (!readsEvents(site)) return { available: false, ...base, site: { current: 0, previous: 0, change: 0, relativeChange: null }, pages: [] }
-  const rows = await execute<{ page: string | null; current: number | string; previous: number | string }>(deps.olap, pageVisitsByPeriodSql(query, previous, ANOMALY_RULE.minVisits))
+  // unfiltered whole days read the daily rollup where it is current, as the path breakdown does
+  const statement =
+    !query.filters.length && wholeDays(query.range)
+      ? pageVisitsByPeriodFromDaysSql(
+          await pathDaysSql(deps.olap, site.id, site.timezone, previous.from, query.range.to),
+          siteVisitsByDaySql(site.id, site.timezone, previous.from, query.range.to),
+          query.range.from.toPlainDate().toString(),
+          ANOMALY_RULE.minVisits,
+        )
+      : pageVisitsByPeriodSql(query, previous, ANOMALY_RULE.minVisits)
+  const rows = await execute<{ page: string | null; current: number | string; previous: number | string }>(deps.olap, statement)
   const total = rows.find((r) => r.page === null)
   const siteCurrent = Number(total?.current ?? 0)
   const sitePrevious = Number(total?.previous ?? 0)

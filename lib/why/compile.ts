@@ -55,7 +55,7 @@ GROUP BY bucket, dimension, value`
 }
 
 /**
- * Visits per page (distinct visits with a pageview of the path) in the query's window and in
+ * Visits per page (distinct visits with an event on the path, as the path breakdown counts) in the query's window and in
  * `previous` (the window of equal length just before it), under the query's filters, for pages
  * with at least `minVisits` in one of the two; plus one row with page NULL holding the site's
  * visits (all events) in each.
@@ -66,31 +66,38 @@ export function pageVisitsByPeriodSql(query: Query, previous: Pick<ResolvedRange
   return sql`
 SELECT page, current, previous FROM (
   SELECT if(grouping(pathname) = 1, NULL, pathname) AS page,
-         if(page IS NULL, uniqExactIf(session_id, ${current}), uniqExactIf(session_id, ${current} AND kind = 'pageview')) AS current,
-         if(page IS NULL, uniqExactIf(session_id, NOT (${current})), uniqExactIf(session_id, NOT (${current}) AND kind = 'pageview')) AS previous
+         uniqExactIf(session_id, ${current}) AS current,
+         uniqExactIf(session_id, NOT (${current})) AS previous
   FROM events WHERE ${selection}
   GROUP BY GROUPING SETS ((pathname), ())
 )
 WHERE page IS NULL OR greatest(current, previous) >= ${bind('UInt32', minVisits)}`
 }
 
+/** The same, unfiltered, from per-day path rows (pathDaysSql) and the site's visits per day. */
+export function pageVisitsByPeriodFromDaysSql(pathDays: Fragment, siteDays: Fragment, currentFromDay: string, minVisits: number): Fragment {
+  const current = sql`day >= ${bind('Date', currentFromDay)}`
+  return sql`
+SELECT page, current, previous FROM (
+  SELECT value AS page, sumIf(visits, ${current}) AS current, sumIf(visits, NOT (${current})) AS previous FROM (${pathDays}) GROUP BY value
+  UNION ALL
+  SELECT NULL, sumIf(visits, ${current}), sumIf(visits, NOT (${current})) FROM (${siteDays})
+)
+WHERE page IS NULL OR greatest(current, previous) >= ${bind('UInt32', minVisits)}`
+}
+
 /**
  * Per page: its visits in the current 28 days, and its best 28 consecutive days (the peak)
- * among the windows ending from `peaksFrom` on, with the last day of that window (the latest
- * of equal ones). Visits of a day are distinct visits with a pageview of the page; a visit never
- * crosses the site-local midnight, so days add up.
+ * among the windows ending from `peaksFromDay` on, with the last day of that window (the latest
+ * of equal ones), from per-day path rows (pathDaysSql). A visit never crosses the site-local
+ * midnight, so days add up.
  */
-export function pagePeaksSql(siteId: string, timezone: string, scanFrom: Instant, currentFrom: Instant, to: Instant, peaksFromDay: string, minPeak: number): Fragment {
-  const tz = bind('String', timezone)
+export function pagePeaksSql(pathDays: Fragment, currentFromDay: string, peaksFromDay: string, minPeak: number): Fragment {
   return sql`
 SELECT pathname, max(rolling) AS peak, argMax(day, (rolling, day)) AS peak_end, any(current) AS current FROM (
-  SELECT pathname, day, sum(visits) OVER (PARTITION BY pathname ORDER BY toRelativeDayNum(day) RANGE BETWEEN 27 PRECEDING AND CURRENT ROW) AS rolling,
-         sum(if(day >= toDate(${time(currentFrom)}, ${tz}), visits, 0)) OVER (PARTITION BY pathname) AS current
-  FROM (
-    SELECT pathname, toDate(timestamp, ${tz}) AS day, uniqExact(session_id) AS visits
-    FROM events WHERE ${site(siteId)} AND kind = 'pageview' AND ${between(scanFrom, to)}
-    GROUP BY pathname, day
-  )
+  SELECT value AS pathname, day, sum(visits) OVER (PARTITION BY value ORDER BY toRelativeDayNum(day) RANGE BETWEEN 27 PRECEDING AND CURRENT ROW) AS rolling,
+         sum(if(day >= ${bind('Date', currentFromDay)}, visits, 0)) OVER (PARTITION BY value) AS current
+  FROM (${pathDays})
 )
 WHERE day >= ${bind('Date', peaksFromDay)}
 GROUP BY pathname
@@ -103,16 +110,16 @@ HAVING peak >= ${bind('UInt32', minPeak)}`
  */
 export function siteVisitsByDaySql(siteId: string, timezone: string, from: Instant, to: Instant): Fragment {
   return sql`
-SELECT toString(toDate(session_start, ${bind('String', timezone)})) AS day, uniqExact(session_id) AS visits
+SELECT toDate(session_start, ${bind('String', timezone)}) AS day, uniqExact(session_id) AS visits
 FROM sessions WHERE ${site(siteId)} AND session_start >= ${time(from)} AND session_start < ${time(to)}
 GROUP BY day`
 }
 
-/** Visits per page, channel and site-local day, for the given pages. */
+/** Visits per page, channel and site-local day, for the given pages (any event on the path, as the path breakdown counts). */
 export function pageChannelVisitsByDaySql(siteId: string, timezone: string, pages: readonly string[], from: Instant, to: Instant): Fragment {
   return sql`
 SELECT pathname, toString(channel) AS channel, toString(toDate(timestamp, ${bind('String', timezone)})) AS day, uniqExact(session_id) AS visits
-FROM events WHERE ${site(siteId)} AND kind = 'pageview' AND ${between(from, to)} AND pathname IN ${bind('Array(String)', pages)}
+FROM events WHERE ${site(siteId)} AND ${between(from, to)} AND pathname IN ${bind('Array(String)', pages)}
 GROUP BY pathname, channel, day`
 }
 
@@ -125,12 +132,4 @@ WHERE ${site(siteId)} AND kind = 'pageview' AND timestamp < ${time(to)}
   AND pathname IN (SELECT pathname FROM events WHERE ${site(siteId)} AND kind = 'pageview' AND ${between(from, to)})
 GROUP BY pathname
 HAVING first >= ${bind('UInt64', from.epochMilliseconds)}`
-}
-
-/** Visits per page and site-local day, for the given pages. */
-export function pageVisitsByDaySql(siteId: string, timezone: string, pages: readonly string[], from: Instant, to: Instant): Fragment {
-  return sql`
-SELECT pathname, toString(toDate(timestamp, ${bind('String', timezone)})) AS day, uniqExact(session_id) AS visits
-FROM events WHERE ${site(siteId)} AND kind = 'pageview' AND ${between(from, to)} AND pathname IN ${bind('Array(String)', pages)}
-GROUP BY pathname, day`
 }

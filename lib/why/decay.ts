@@ -4,6 +4,7 @@ import type { Site } from '../sites'
 import { pageChannelVisitsByDaySql, pagePeaksSql, siteVisitsByDaySql } from './compile'
 import { round4 } from './robust'
 import { sum } from './shifts'
+import { pathDaysSql } from './path-days'
 import { type WhyDeps, readsEvents } from './window'
 
 /**
@@ -51,13 +52,12 @@ export async function decay(deps: WhyDeps, site: Site, params: { limit?: number 
   if (!readsEvents(site)) return { available: false, ...base, site: { current: 0, peak: 0, peakFrom: null, peakTo: null, change: null }, pages: [] }
 
   const [peaks, siteDays] = await Promise.all([
-    execute<{ pathname: string; peak: number | string; peak_end: string; current: number | string }>(
-      deps.olap,
-      pagePeaksSql(site.id, site.timezone, zonedStart(lookbackFrom), zonedStart(currentFrom), zonedStart(currentTo), day(firstPeakEnd), DECAY_RULE.minPeakVisits),
+    pathDaysSql(deps.olap, site.id, site.timezone, zonedStart(lookbackFrom), zonedStart(currentTo)).then((pathDays) =>
+      execute<{ pathname: string; peak: number | string; peak_end: string; current: number | string }>(deps.olap, pagePeaksSql(pathDays, day(currentFrom), day(firstPeakEnd), DECAY_RULE.minPeakVisits)),
     ),
     execute<{ day: string; visits: number | string }>(deps.olap, siteVisitsByDaySql(site.id, site.timezone, zonedStart(lookbackFrom), zonedStart(currentTo))),
   ])
-  const siteByDay = new Map(siteDays.map((r) => [r.day, Number(r.visits)]))
+  const siteByDay = new Map(siteDays.map((r) => [String(r.day).slice(0, 10), Number(r.visits)]))
   /** The site's visits over the 28 days ending on `end` (included). */
   const siteOver = (end: Temporal.PlainDate) => {
     let total = 0

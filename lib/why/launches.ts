@@ -2,7 +2,9 @@ import { Temporal } from 'temporal-polyfill'
 import { rangeView } from '../query/range'
 import { execute } from '../query/run'
 import type { Site } from '../sites'
-import { launchedPagesSql, pageVisitsByDaySql } from './compile'
+import { bind, sql } from '../query/compile/sql'
+import { launchedPagesSql } from './compile'
+import { pathDaysSql } from './path-days'
 import { median, round4 } from './robust'
 import { sum } from './shifts'
 import { type WhyDeps, type WindowParams, isoLocal, readsEvents, windowOf, zoned } from './window'
@@ -51,9 +53,10 @@ export async function launches(deps: WhyDeps, site: Site, params: LaunchParams) 
     return { path: r.pathname, launchedAt: first, launchDay: first.toPlainDate(), measuredDays: Math.min(LAUNCH_RULE.days, age), complete: age > LAUNCH_RULE.days }
   })
   const scanFrom = Temporal.PlainDate.compare(range.from.toPlainDate(), shared.from) < 0 ? range.from.toPlainDate() : shared.from
+  const pathDays = await pathDaysSql(deps.olap, site.id, site.timezone, scanFrom.toZonedDateTime({ timeZone: site.timezone }), today.add({ days: 1 }).toZonedDateTime({ timeZone: site.timezone }))
   const rows = await execute<{ pathname: string; day: string; visits: number | string }>(
     deps.olap,
-    pageVisitsByDaySql(site.id, site.timezone, pages.map((p) => p.path), scanFrom.toZonedDateTime({ timeZone: site.timezone }), zoned(now.getTime(), site.timezone)),
+    sql`SELECT value AS pathname, toString(day) AS day, visits FROM (${pathDays}) WHERE value IN ${bind('Array(String)', pages.map((p) => p.path))}`,
   )
   const visits = new Map(rows.map((r) => [`${r.pathname}|${r.day}`, Number(r.visits)]))
   /** A page's visits on each of its measured days since launch (day 0 is the launch day). */

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { createApiKey, createOrg } from '../../lib/admin'
 import { importHits } from '../../lib/ingest/import'
+import { ROLLUP_ALL_DAYS, refreshRollups } from '../../lib/rollup/refresh'
 import { newSite } from '../../lib/sites'
 import { client, testServices } from '../helpers'
 import {
@@ -16,13 +17,14 @@ import {
 
 describe('why traffic changed', () => {
   let call: ReturnType<typeof client>
+  let services: Awaited<ReturnType<typeof testServices>>
   let read = ''
   let write = ''
   let planted: FixtureHit[]
   const ids = { news: '', flat: '', ga4: '' }
 
   beforeAll(async () => {
-    const services = await testServices({ now: () => NOW })
+    services = await testServices({ now: () => NOW })
     call = client(services)
     const org = await createOrg(services.store, 'Why', NOW)
     read = (await createApiKey(services.store, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
@@ -219,6 +221,16 @@ describe('why traffic changed', () => {
       expect(json.markers.algorithmUpdates.map((u: { name: string }) => u.name)).toEqual(['November 2024 core update', 'December 2024 core update', 'December 2024 spam update'])
       for (const u of json.markers.algorithmUpdates) expect(u.source).toMatch(/^https:\/\/developers\.google\.com\/search\//)
       expect(json.counts).toEqual({ annotations: 1, algorithmUpdates: 3 })
+    })
+  })
+
+  describe('the daily rollup', () => {
+    it('gives the same answers once the finished days are rolled up', async () => {
+      const paths = [`anomalies?site_id=${ids.news}`, `anomalies?site_id=${ids.news}&range=30d`, `decay?site_id=${ids.news}`, `pages/launches?site_id=${ids.news}&range=30d`, `pages/launches?site_id=${ids.news}&range=30d&measure=30d`]
+      const before = await Promise.all(paths.map((p) => get(`/api/v1/${p}`)))
+      expect(await refreshRollups(services.olap, services.store, NOW, ROLLUP_ALL_DAYS)).toBeGreaterThan(100)
+      const after = await Promise.all(paths.map((p) => get(`/api/v1/${p}`)))
+      expect(after).toEqual(before)
     })
   })
 
