@@ -58,30 +58,36 @@ export async function decay(deps: WhyDeps, site: Site, params: { limit?: number 
     execute<{ day: string; visits: number | string }>(deps.olap, siteVisitsByDaySql(site.id, site.timezone, zonedStart(lookbackFrom), zonedStart(currentTo))),
   ])
   const siteByDay = new Map(siteDays.map((r) => [String(r.day).slice(0, 10), Number(r.visits)]))
-  /** The site's visits over the 28 days ending on `end` (included). */
-  const siteOver = (end: Temporal.PlainDate) => {
-    let total = 0
-    for (let d = end.subtract({ days: DECAY_RULE.windowDays - 1 }); Temporal.PlainDate.compare(d, end) <= 0; d = d.add({ days: 1 })) total += siteByDay.get(day(d)) ?? 0
-    return total
+  // the days of the lookback once, with running totals, so a 28-day sum is a difference
+  const days: string[] = []
+  for (let d = lookbackFrom; Temporal.PlainDate.compare(d, currentTo) < 0; d = d.add({ days: 1 })) days.push(day(d))
+  const indexOf = new Map(days.map((d, i) => [d, i]))
+  const running = [0]
+  for (const d of days) running.push(running[running.length - 1] + (siteByDay.get(d) ?? 0))
+  /** The site's visits over the 28 days ending on day `end` (YYYY-MM-DD, included). */
+  const siteOver = (end: string) => {
+    const i = indexOf.get(end)!
+    return running[i + 1] - running[Math.max(0, i + 1 - DECAY_RULE.windowDays)]
   }
-  const yesterday = currentTo.subtract({ days: 1 })
+  const yesterday = days[days.length - 1]
   const siteCurrent = siteOver(yesterday)
-  let sitePeak = { visits: 0, end: null as Temporal.PlainDate | null }
-  for (let d = firstPeakEnd; Temporal.PlainDate.compare(d, yesterday) <= 0; d = d.add({ days: 1 })) {
-    const v = siteOver(d)
-    if (v > 0 && v >= sitePeak.visits) sitePeak = { visits: v, end: d }
+  let sitePeak = { visits: 0, end: null as string | null }
+  for (let i = indexOf.get(day(firstPeakEnd))!; i < days.length; i++) {
+    const v = siteOver(days[i])
+    if (v > 0 && v >= sitePeak.visits) sitePeak = { visits: v, end: days[i] }
   }
+  const windowStart = (end: string) => days[indexOf.get(end)! - (DECAY_RULE.windowDays - 1)]
 
   const fading = peaks
     .map((r) => {
       const peak = Number(r.peak)
       const current = Number(r.current)
-      const peakTo = Temporal.PlainDate.from(String(r.peak_end).slice(0, 10))
+      const peakTo = String(r.peak_end).slice(0, 10)
       const siteAtPeak = siteOver(peakTo)
       const siteChange = siteAtPeak ? siteCurrent / siteAtPeak - 1 : null
       const ratio = current / peak
       const adjustedChange = siteChange !== null && siteChange > -1 ? ratio / (1 + siteChange) - 1 : null
-      return { path: r.pathname, peak, peakFrom: day(peakTo.subtract({ days: DECAY_RULE.windowDays - 1 })), peakTo: day(peakTo), current, change: round4(ratio - 1), siteChange: siteChange === null ? null : round4(siteChange), adjustedChange: adjustedChange === null ? null : round4(adjustedChange), lost: peak - current }
+      return { path: r.pathname, peak, peakFrom: windowStart(peakTo), peakTo, current, change: round4(ratio - 1), siteChange: siteChange === null ? null : round4(siteChange), adjustedChange: adjustedChange === null ? null : round4(adjustedChange), lost: peak - current }
     })
     .filter((p) => p.current <= (1 - DECAY_RULE.minFall) * p.peak && (p.adjustedChange === null || p.adjustedChange <= -DECAY_RULE.minAdjustedFall))
     .sort((a, b) => b.lost - a.lost || (a.path < b.path ? -1 : 1))
@@ -97,7 +103,7 @@ export async function decay(deps: WhyDeps, site: Site, params: { limit?: number 
   return {
     available: true,
     ...base,
-    site: { current: siteCurrent, peak: sitePeak.visits, peakFrom: sitePeak.end ? day(sitePeak.end.subtract({ days: DECAY_RULE.windowDays - 1 })) : null, peakTo: sitePeak.end ? day(sitePeak.end) : null, change: sitePeak.visits ? round4(siteCurrent / sitePeak.visits - 1) : null },
+    site: { current: siteCurrent, peak: sitePeak.visits, peakFrom: sitePeak.end ? windowStart(sitePeak.end) : null, peakTo: sitePeak.end, change: sitePeak.visits ? round4(siteCurrent / sitePeak.visits - 1) : null },
     pages: fading.map((p) => {
       const rows = channelRows.filter((r) => r.pathname === p.path)
       const channels = [...new Set(rows.map((r) => r.channel))].map((channel) => {

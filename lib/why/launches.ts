@@ -59,10 +59,18 @@ export async function launches(deps: WhyDeps, site: Site, params: LaunchParams) 
     sql`SELECT value AS pathname, toString(day) AS day, visits FROM (${pathDays}) WHERE value IN ${bind('Array(String)', pages.map((p) => p.path))}`,
   )
   const visits = new Map(rows.map((r) => [`${r.pathname}|${r.day}`, Number(r.visits)]))
+  // the days from the scan's start to today once, as text, so a page's days are an index away
+  const days: string[] = []
+  for (let d = scanFrom; Temporal.PlainDate.compare(d, today) <= 0; d = d.add({ days: 1 })) days.push(d.toString())
+  const indexOf = new Map(days.map((d, i) => [d, i]))
   /** A page's visits on each of its measured days since launch (day 0 is the launch day). */
-  const daily = new Map(pages.map((p) => [p.path, Array.from({ length: p.measuredDays }, (_, d) => visits.get(`${p.path}|${p.launchDay.add({ days: d })}`) ?? 0)]))
-  const firstDays = (path: string, days: number) => sum(daily.get(path)!.slice(0, days))
-
+  const daily = new Map(
+    pages.map((p) => {
+      const first = indexOf.get(p.launchDay.toString())!
+      return [p.path, Array.from({ length: p.measuredDays }, (_, d) => visits.get(`${p.path}|${days[first + d]}`) ?? 0)]
+    }),
+  )
+  const firstDays = (path: string, n: number) => sum(daily.get(path)!.slice(0, n))
   const shape = Array.from({ length: LAUNCH_RULE.days }, (_, d) => {
     const old = pages.filter((p) => p.measuredDays > d)
     return { day: d, medianVisits: median(old.map((p) => daily.get(p.path)![d])), pages: old.length }
@@ -72,15 +80,16 @@ export async function launches(deps: WhyDeps, site: Site, params: LaunchParams) 
   let cohortMedian: number | null
   if (measure === 'launch') {
     // each page against the cohort's pages at least as old, over the same number of first days
-    const medianAt = (days: number) => median(pages.filter((p) => p.measuredDays >= days).map((p) => firstDays(p.path, days)))
+    const medians = new Map<number, number>()
+    const medianAt = (n: number) => {
+      if (!medians.has(n)) medians.set(n, median(pages.filter((p) => p.measuredDays >= n).map((p) => firstDays(p.path, n))))
+      return medians.get(n)!
+    }
     measured = pages.map((p) => ({ path: p.path, visits: firstDays(p.path, p.measuredDays), mid: medianAt(p.measuredDays) }))
     cohortMedian = pages.some((p) => p.measuredDays === LAUNCH_RULE.days) ? medianAt(LAUNCH_RULE.days) : null
   } else {
-    const inShared = (path: string) => {
-      let total = 0
-      for (let d = shared.from; Temporal.PlainDate.compare(d, shared.to) <= 0; d = d.add({ days: 1 })) total += visits.get(`${path}|${d}`) ?? 0
-      return total
-    }
+    const sharedDays = days.slice(indexOf.get(shared.from.toString())!)
+    const inShared = (path: string) => sum(sharedDays.map((d) => visits.get(`${path}|${d}`) ?? 0))
     const values = pages.map((p) => ({ path: p.path, visits: inShared(p.path) }))
     cohortMedian = median(values.map((v) => v.visits))
     measured = values.map((v) => ({ ...v, mid: cohortMedian }))
