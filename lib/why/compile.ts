@@ -129,7 +129,6 @@ export function launchedPagesSql(siteId: string, from: Instant, to: Instant): Fr
 SELECT pathname, toUnixTimestamp64Milli(min(timestamp)) AS first
 FROM events
 WHERE ${site(siteId)} AND kind = 'pageview' AND timestamp < ${time(to)}
-  AND pathname IN (SELECT pathname FROM events WHERE ${site(siteId)} AND kind = 'pageview' AND ${between(from, to)})
 GROUP BY pathname
 HAVING first >= ${bind('UInt64', from.epochMilliseconds)}`
 }
