@@ -26,6 +26,7 @@ import { reportEndpoints } from './v1/reports'
 import { segmentEndpoints } from './v1/segments'
 import { siteFactEndpoints } from './v1/site-facts'
 import { siteEndpoints } from './v1/sites'
+import { whyEndpoints } from './v1/why'
 
 const healthSchema = z.object({
   status: z.enum(['ok', 'degraded']),
@@ -115,6 +116,7 @@ export const endpoints: Endpoint[] = [
   ...crawlEndpoints,
   ...journeyEndpoints,
   ...geoEndpoints,
+  ...whyEndpoints,
   ...collectorEndpoints,
   ...publicEndpoints,
   mcpEndpoint(() => endpoints),

@@ -11,7 +11,7 @@ import { directSink } from '../lib/ingest/sink'
 import { migrate } from '../lib/olap/migrate'
 import { loadMigrations } from '../lib/olap/migrations-node'
 import type { Query, Read } from '../lib/query/model'
-import { parseFilters } from '../lib/query/parse'
+import { parseFilters, reportParams } from '../lib/query/parse'
 import { resolveRange } from '../lib/query/range'
 import { compileRead, rolledForRead } from '../lib/query/run'
 import { type Fragment, render } from '../lib/query/compile/sql'
@@ -26,6 +26,11 @@ import { newSite } from '../lib/sites'
 import { createFunnel } from '../lib/funnels'
 import { funnelLevelsSql } from '../lib/query/compile/funnels'
 import { contributorsSql, vitalsSql } from '../lib/query/compile/vitals'
+import { anomalies } from '../lib/why/anomalies'
+import { decay } from '../lib/why/decay'
+import { launches } from '../lib/why/launches'
+import { markers } from '../lib/why/markers'
+import { spikes } from '../lib/why/spikes'
 
 /**
  * Report latency on the embedded home: one site with 1M events over 30 days and nine more with
@@ -171,6 +176,12 @@ const program = new Command('bench-reports')
       flow: { path: `/api/v1/flow?site_id=${site.id}&range=30d`, direct: direct(() => flowSql({ ...base, limit: FLOW_DEFAULT_LIMIT }, { kind: 'entry' }, 0, FLOW_DEFAULT_DEPTH)) },
       journeys: { path: `/api/v1/journeys?site_id=${site.id}&range=30d`, direct: direct(() => journeysSql(base, { offset: 0 })) },
       activity: { path: `/api/v1/activity?site_id=${site.id}`, direct: direct(() => activitySql(lastHalfHour())) },
+      // the why-traffic-changed reads run several statements and shape in between: direct is their verb, without HTTP
+      markers: { path: `/api/v1/markers?site_id=${site.id}&range=30d`, direct: () => markers(services, site, { range: '30d' }) },
+      anomalies: { path: `/api/v1/anomalies?site_id=${site.id}`, direct: () => anomalies(services, site, reportParams.parse({ site_id: site.id, range: '7d' })) },
+      spikes: { path: `/api/v1/spikes?site_id=${site.id}&range=30d`, direct: () => spikes(services, site, { range: '30d' }) },
+      decay: { path: `/api/v1/decay?site_id=${site.id}`, direct: () => decay(services, site, {}) },
+      launches: { path: `/api/v1/pages/launches?site_id=${site.id}&range=30d`, direct: () => launches(services, site, { range: '30d' }) },
     }
     // the first read of each report on its own: a filtered read rolls its finished days up then
     const firstApiMs: Record<string, number> = {}
