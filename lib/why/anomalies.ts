@@ -23,9 +23,7 @@ const relative = (current: number, previous: number) => (previous ? round4((curr
 export async function anomalies(deps: ReportDeps, site: Site, params: ReportParams) {
   // a site without the collector's source is still parsed (its range and filters checked) under its own source
   const { query } = await prepare(deps, site, { ...params, source: readsEvents(site) ? 'standalone' : undefined })
-  // a window of whole days is compared with as many whole days before it (across a clock change too)
-  const days = query.range.from.until(query.range.to, { largestUnit: 'days' }).days
-  const previous = wholeDays(query.range) ? { ...query.range, from: query.range.from.subtract({ days }), to: query.range.from } : previousWindow(query.range)
+  const previous = previousWindow(query.range)
   const base = { range: rangeView(query.range), previousRange: rangeView(previous), rule: ANOMALY_RULE }
   if (!readsEvents(site)) return { available: false, ...base, site: { current: 0, previous: 0, change: 0, relativeChange: null }, pages: [] }
   // unfiltered whole days read the daily rollup where it is current, as the path breakdown does
