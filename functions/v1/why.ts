@@ -37,7 +37,38 @@ const spikeSourceSchema = z
   })
   .nullable()
 
-const anomalyParams = reportParams.extend({ range: z.enum(RANGES).default('7d').describe('Named range, resolved in the site timezone (default 7d); custom needs from and to') })
+const anomalyParams = reportParams.extend({
+  range: z.enum(RANGES).default('7d').describe('Named range, resolved in the site timezone (default 7d); custom needs from and to'),
+  vitals: z.enum(['0', '1']).optional().describe('1: vitals regressions of each page against the preceding window instead of page movers'),
+})
+
+export const changeEvidenceSchema = z.object({
+  kind: z.enum(['page_change', 'site_change']),
+  changeId: z.uuid(),
+  detectedAt: z.string().describe('ISO 8601, UTC'),
+  type: z.string().describe('The change type of GET /api/v1/changes'),
+  category: z.string(),
+  path: z.string().nullable().describe('null for a site change'),
+  before: z.string(),
+  after: z.string(),
+  wordsAdded: count,
+  wordsRemoved: count,
+  pages: count.describe('Pages a site change spans; 1 for a page change'),
+})
+
+const sampled = z.object({ samples: count, value: z.number() })
+export const vitalsRegressionSchema = z.object({
+  path: z.string(),
+  metric: z.enum(['LCP', 'INP', 'CLS', 'FCP', 'TTFB']),
+  baseline: sampled.describe('The baseline window: samples and 75th percentile'),
+  current: sampled,
+  change: z.number().describe('current over baseline, minus 1'),
+  band: z.enum(['needs_improvement', 'poor']).describe('The current percentile by the web.dev thresholds'),
+  contributors: z
+    .array(z.object({ kind: z.string().describe('lcpElements, layoutShifts, blockingScripts or interactionTargets'), target: z.string(), samples: count, share: z.number(), baselineShare: z.number(), value: z.number() }))
+    .describe('Attribution targets whose share of the samples grew most, likeliest cause first (at most 3)'),
+})
+const vitalsRuleSchema = z.object({ percentile: count, minSamples: count, minRatio: z.number(), leavesGood: z.boolean() })
 
 export const whyEndpoints = [
   defineEndpoint({
@@ -45,14 +76,19 @@ export const whyEndpoints = [
     path: '/api/v1/markers',
     scope: 'read',
     tool: 'get_markers',
-    summary: 'Everything flagged on the traffic chart in the window, grouped by kind: annotations and announced search-engine ranking updates.',
+    summary: 'Everything flagged on the traffic chart in the window, grouped by kind: annotations, search-engine ranking updates, page and site changes, vitals regressions.',
     description:
       'Honours range; not source-scoped. annotations are the site’s chart markers placed in the window, oldest first (at most 500). algorithmUpdates are ranking updates announced by major search engines whose rollout overlaps the window, each with the page that announced it; end is null while a rollout is under way.',
     params: z.object(windowParams),
     response: z.object({
       range: rangeViewSchema,
-      counts: z.object({ annotations: count, algorithmUpdates: count }),
+      counts: z.object({ annotations: count, algorithmUpdates: count, pageChanges: count, siteChanges: count, vitalsRegressions: count }),
       markers: z.object({
+        pageChanges: z.array(changeEvidenceSchema).describe('The crawler’s page changes detected in the window, oldest first (at most 500)'),
+        siteChanges: z.array(changeEvidenceSchema).describe('Site-wide changes (robots.txt, sitemap, a change on most pages at once) in the window, oldest first'),
+        vitalsRegressions: z
+          .array(z.object({ path: z.string(), metric: z.string(), baseline: z.number(), current: z.number(), change: z.number(), band: z.string(), contributor: z.object({ kind: z.string(), target: z.string() }).nullable() }))
+          .describe('Pages whose 75th percentile of a vital regressed against the window of equal length before (the anomalies vitals=1 rule)'),
         annotations: z.array(z.object({ id: z.uuid(), at: z.string().describe('ISO 8601, UTC'), kind: z.enum(ANNOTATION_KINDS), title: z.string(), body: z.string().nullable(), url: z.string().nullable() })),
         algorithmUpdates: z.array(z.object({ engine: z.string(), name: z.string(), kind: z.string(), start: z.string().describe('YYYY-MM-DD'), end: z.string().nullable().describe('YYYY-MM-DD'), source: z.string() })),
       }),
@@ -85,8 +121,11 @@ export const whyEndpoints = [
           change: z.number().int(),
           relativeChange: fraction,
           impact: fraction,
+          candidates: z.array(changeEvidenceSchema).describe('Crawler changes on this page detected in the window or the 7 days before it, then the site-wide ones, newest first within each'),
         }),
       ),
+      vitalsRule: vitalsRuleSchema.optional().describe('vitals=1: the regression rule'),
+      regressions: z.array(vitalsRegressionSchema).optional().describe('vitals=1: regressions of the window against the preceding one, largest relative change first (pages is then empty)'),
     }),
     async handler(ctx, { params }) {
       return anomalies(ctx.services, await ctx.site(params.site_id), params)

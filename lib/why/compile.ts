@@ -5,6 +5,7 @@ import { mostFrequent } from '../query/compile/most-frequent'
 import { windowScope } from '../query/compile/scope'
 import { selected } from '../query/compile/selection'
 import { type Fragment, bind, join, raw, sql } from '../query/compile/sql'
+import { VITAL_PERCENTILES, type VitalPercentile } from '../query/compile/vitals'
 
 /**
  * The statements of the "why traffic changed" reads. Every value is bound; the only identifiers
@@ -123,12 +124,80 @@ FROM events WHERE ${site(siteId)} AND ${between(from, to)} AND pathname IN ${bin
 GROUP BY pathname, channel, day`
 }
 
-/** Pages whose first pageview ever falls in the window, with that first pageview (epoch ms). */
+/**
+ * Pages that went live in the window, with their launch (epoch ms): the earlier of their first
+ * pageview ever and the crawler's launch date (its first fetch, or an earlier pageview it saw).
+ */
 export function launchedPagesSql(siteId: string, from: Instant, to: Instant): Fragment {
   return sql`
-SELECT pathname, toUnixTimestamp64Milli(min(timestamp)) AS first
-FROM events
-WHERE ${site(siteId)} AND kind = 'pageview' AND timestamp < ${time(to)}
+SELECT pathname, min(first) AS first FROM (
+  SELECT pathname, toUnixTimestamp64Milli(min(timestamp)) AS first
+  FROM events WHERE ${site(siteId)} AND kind = 'pageview' AND timestamp < ${time(to)}
+  GROUP BY pathname
+  UNION ALL
+  SELECT path AS pathname, toUnixTimestamp64Milli(min(launched_at)) AS first
+  FROM crawl_snapshots WHERE ${site(siteId)} AND launched_at < ${time(to)}
+  GROUP BY path
+)
 GROUP BY pathname
 HAVING first >= ${bind('UInt64', from.epochMilliseconds)}`
+}
+
+/**
+ * Vital samples per page, metric and period (1: from `currentFrom` on, 0: before), with the
+ * percentile of each, between `from` and `to`; only `path` with it.
+ */
+export function vitalsByPagePeriodSql(siteId: string, from: Instant, currentFrom: Instant, to: Instant, level: VitalPercentile, path?: string): Fragment {
+  const onPath = path === undefined ? raw('') : sql` AND pathname = ${bind('String', path)}`
+  return sql`
+SELECT pathname, vital_name AS metric, timestamp >= ${time(currentFrom)} AS current, count() AS samples,
+       ${raw(`quantileExactInclusive(${VITAL_PERCENTILES[level]})(vital_value)`)} AS value
+FROM events WHERE ${site(siteId)} AND ${between(from, to)} AND name = 'vital' AND kind = 'vital'${onPath}
+GROUP BY pathname, metric, current`
+}
+
+/**
+ * For the given pages, the samples per metric, period and contributor named by the attribution
+ * (fields from the vitals' contributor table), with the percentile of those samples.
+ */
+export function vitalContributorsByPagePeriodSql(siteId: string, from: Instant, currentFrom: Instant, to: Instant, level: VitalPercentile, paths: readonly string[], named: readonly { kind: string; metric: string; field: string }[]): Fragment {
+  const pairs = join(
+    named.map((c) => sql`(${raw(`'${c.kind}'`)}, if(vital_name = ${raw(`'${c.metric}'`)}, props[${bind('String', `attribution.${c.field}`)}], ''))`),
+    ', ',
+  )
+  return sql`
+SELECT pathname, vital_name AS metric, timestamp >= ${time(currentFrom)} AS current, contributor.1 AS contributor_kind, contributor.2 AS target,
+       count() AS samples, ${raw(`quantileExactInclusive(${VITAL_PERCENTILES[level]})(vital_value)`)} AS value
+FROM events ARRAY JOIN arrayFilter(c -> c.2 != '', [${pairs}]) AS contributor
+WHERE ${site(siteId)} AND ${between(from, to)} AND name = 'vital' AND kind = 'vital' AND pathname IN ${bind('Array(String)', paths)}
+GROUP BY pathname, metric, current, contributor_kind, target`
+}
+
+/**
+ * One page's visits per site-local day with its visitors and pageviews, and its visits per day by
+ * referring source and channel (dimension rows), in [from, to).
+ */
+export function pageDaysSql(siteId: string, timezone: string, path: string, from: Instant, to: Instant): Fragment {
+  return sql`
+SELECT toString(toDate(timestamp, ${bind('String', timezone)})) AS day,
+       if(grouping(pair) = 1, '', pair.1) AS dimension, if(grouping(pair) = 1, '', pair.2) AS value,
+       uniqExact(session_id) AS visits, uniqExact(visitor_id) AS visitors, countIf(kind = 'pageview') AS pageviews,
+       countIf(kind = 'error') AS errors
+FROM events ARRAY JOIN [tuple('source', toString(referrer_source)), tuple('channel', toString(channel))] AS pair
+WHERE ${site(siteId)} AND ${between(from, to)} AND pathname = ${bind('String', path)}
+GROUP BY GROUPING SETS ((day), (day, pair))`
+}
+
+/** One page's engagement reports in [from, to): their count, mean scroll depth and mean engaged time. */
+export function pageEngagementSql(siteId: string, path: string, from: Instant, to: Instant): Fragment {
+  return sql`
+SELECT count() AS reports, avg(scroll_depth) AS scroll, avg(engaged_ms) AS engaged
+FROM events WHERE ${site(siteId)} AND name = 'engagement' AND kind = 'engagement' AND ${between(from, to)} AND pathname = ${bind('String', path)}`
+}
+
+/** A page's first pageview ever (epoch ms; 0 without one) and the first crawl's launch date (0 without one). */
+export function pageFirstSeenSql(siteId: string, path: string): Fragment {
+  return sql`
+SELECT (SELECT toUnixTimestamp64Milli(min(timestamp)) FROM events WHERE ${site(siteId)} AND kind = 'pageview' AND pathname = ${bind('String', path)} HAVING count() > 0) AS first_view,
+       (SELECT toUnixTimestamp64Milli(min(launched_at)) FROM crawl_snapshots WHERE ${site(siteId)} AND path = ${bind('String', path)} HAVING count() > 0) AS first_crawl`
 }

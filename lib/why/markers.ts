@@ -1,13 +1,17 @@
-import { rangeView } from '../query/range'
+import { siteChanges } from '../crawl/changes'
+import { previousWindow, rangeView } from '../query/range'
 import type { Site } from '../sites'
 import type { Store } from '../store'
 import updates from './search-engine-updates.json'
-import { type WhyDeps, type WindowParams, windowOf } from './window'
+import { candidateOf } from './anomalies'
+import { vitalsRegressions } from './vitals-regressions'
+import { type WhyDeps, type WindowParams, readsEvents, windowOf } from './window'
 
 /**
  * GET /markers: what is flagged on the traffic chart in the window, grouped by kind. Not
- * source-scoped. Today: the site's annotations, and the ranking updates search engines announced
- * (a dated list kept in search-engine-updates.json, each entry with the page that announced it).
+ * source-scoped: the site's annotations, the ranking updates search engines announced (a dated
+ * list kept in search-engine-updates.json, each entry with the page that announced it), the
+ * crawler's page and site changes, and vitals regressions against the window before.
  */
 
 export interface AlgorithmUpdate {
@@ -44,5 +48,18 @@ export async function markers(deps: WhyDeps & { store: Pick<Store, 'listAnnotati
     .slice(0, 500)
     .map((a) => ({ id: a.id, at: a.at, kind: a.kind, title: a.title, body: a.body, url: a.url }))
   const algorithmUpdates = updatesWithin(from, to, deps.now().getTime())
-  return { range: rangeView(range), counts: { annotations: annotations.length, algorithmUpdates: algorithmUpdates.length }, markers: { annotations, algorithmUpdates } }
+  const previous = previousWindow(range)
+  const [changes, regressions] = await Promise.all([
+    siteChanges(deps.olap, site.id, new Date(from), new Date(to)),
+    readsEvents(site) ? vitalsRegressions(deps.olap, site.id, { baselineFrom: previous.from, currentFrom: range.from, to: range.to }) : [],
+  ])
+  // oldest first, as the chart reads them
+  const pageChanges = changes.filter((c) => c.scope === 'page').reverse().slice(0, 500).map(candidateOf)
+  const siteWide = changes.filter((c) => c.scope === 'site').reverse().slice(0, 500).map(candidateOf)
+  const vitals = regressions.map((r) => ({ path: r.path, metric: r.metric, baseline: r.baseline.value, current: r.current.value, change: r.change, band: r.band, contributor: r.contributors[0] ? { kind: r.contributors[0].kind, target: r.contributors[0].target } : null }))
+  return {
+    range: rangeView(range),
+    counts: { annotations: annotations.length, algorithmUpdates: algorithmUpdates.length, pageChanges: pageChanges.length, siteChanges: siteWide.length, vitalsRegressions: vitals.length },
+    markers: { annotations, algorithmUpdates, pageChanges, siteChanges: siteWide, vitalsRegressions: vitals },
+  }
 }
