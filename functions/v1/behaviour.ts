@@ -14,8 +14,8 @@ const fingerprintParam = uint64Param('a fingerprint from the errors list')
   .optional()
   .describe("An error group's fingerprint: that group's detail")
 
-const errorSummarySchema = z.object({ errors: count, groups: count, visitors: count })
-const errorGroupSchema = z.object({
+export const errorSummarySchema = z.object({ errors: count, groups: count, visitors: count })
+export const errorGroupSchema = z.object({
   fingerprint: z.string().describe('Decimal; the group key: kind, error name, message with numbers, ids and URLs masked, top stack frame without line and column'),
   kind: z.string(),
   errorName: z.string(),

@@ -19,7 +19,7 @@ const vitalRow = z.object({
 
 const tableRow = vitalRow.extend({ value: z.string() })
 
-const metricSchema = z.object({
+export const metricSchema = z.object({
   value: metricValue,
   samples: count,
   good: share.describe('Share of samples at or under the good threshold'),
@@ -28,7 +28,7 @@ const metricSchema = z.object({
   thresholds: z.object({ good: z.number(), poor: z.number() }),
 })
 
-const contributorSchema = z.object({
+export const contributorSchema = z.object({
   target: z.string().describe('The element selector, or the script URL'),
   samples: count,
   share: share.describe("Of the metric's samples that name a contributor of this kind"),

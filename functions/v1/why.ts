@@ -7,9 +7,12 @@ import { anomalies } from '../../lib/why/anomalies'
 import { decay } from '../../lib/why/decay'
 import { launches } from '../../lib/why/launches'
 import { markers } from '../../lib/why/markers'
+import { pageDetail } from '../../lib/why/page-detail'
 import { attachSpikeSource, spikes } from '../../lib/why/spikes'
 import { defineEndpoint } from '../endpoint'
 import { rangeViewSchema } from './answers'
+import { errorGroupSchema, errorSummarySchema } from './behaviour'
+import { contributorSchema, metricSchema } from './vitals'
 
 /** Why traffic changed: markers, page movers, spikes, fading pages and launches (docs/traffic-changes.md). */
 
@@ -259,5 +262,54 @@ export const whyEndpoints = [
       return launches(ctx.services, await ctx.site(params.site_id), params)
     },
   }),
+  defineEndpoint({
+    method: 'GET',
+    path: '/api/v1/pages/detail',
+    scope: 'read',
+    tool: 'get_page_detail',
+    summary: 'One page: its traffic, drivers, why its traffic last moved (ranked causes with confidence and evidence), engagement, first 30 days, changes, snapshots, errors and vitals.',
+    description:
+      'By path or page_id (the base64url of the path, as page.pageId gives it), not both; a page with no pageview and no crawl is 404. Honours range (default 30d). shift is the last significant shift of the daily visits (7 days before against up to 7 after, at least 30% and 10 visits); causes rank what explains it, most confident first: the page’s crawler changes detected from 7 days before to 2 days after, a source that lost or brought more than its share, a vitals regression and an error spike across the shift, and site-wide changes (rules in the docs). search is connected: false until Search Console is connected.',
+    params: z.object({
+      ...windowParams,
+      path: z.string().min(1, 'required').max(2000).optional().describe('The page’s path, starting with /'),
+      page_id: z.string().min(1, 'required').max(2800).optional().describe('The page id (page.pageId): the base64url of its path'),
+    }),
+    response: z.object({
+      available,
+      range: rangeViewSchema,
+      page: z.object({ path: z.string(), pageId: z.string(), launchedAt: localTime.nullable().describe('The earlier of its first pageview and first crawl'), firstPageviewAt: localTime.nullable(), firstCrawledAt: localTime.nullable() }),
+      totals: z.object({ visits: count, visitors: count, pageviews: count }).describe('Summed over the days of the window (a visitor of two days counts twice)'),
+      series: z.array(z.object({ date: day, visits: count, visitors: count, pageviews: count, errors: count })),
+      drivers: z.object({ sources: z.array(z.object({ value: z.string(), visits: count, share: z.number() })), channels: z.array(z.object({ value: z.string(), visits: count, share: z.number() })) }),
+      shift: z
+        .object({ day: day, direction: z.enum(['up', 'down']), beforeDays: count, afterDays: count, before: z.number().describe('Mean visits a day before'), after: z.number(), change: fraction })
+        .nullable(),
+      causes: z.array(
+        z.object({
+          kind: z.enum(['page_change', 'site_change', 'source_shift', 'vitals_regression', 'error_spike']),
+          confidence: z.number().describe('0 to 1'),
+          summary: z.string(),
+          evidence: z.record(z.string(), z.unknown()),
+        }),
+      ),
+      engagement: z.object({ reports: count, scrollDepth: z.number().nullable().describe('Mean, percent'), timeOnPage: z.number().nullable().describe('Mean engaged seconds') }),
+      first30: z
+        .object({ from: day, days: count, complete: z.boolean(), visits: count, byDay: z.array(z.object({ day: count, date: day, visits: count })) })
+        .nullable()
+        .describe('Visits over the first 30 site-local days from launch'),
+      changes: z.array(changeEvidenceSchema).describe('The page’s changes of the last 365 days, newest first (at most 100)'),
+      snapshots: z.array(z.object({ id: z.uuid(), fetchedAt: z.string(), status: count, title: z.string(), h1: z.string(), wordCount: count, contentHash: z.string(), removed: z.boolean(), error: z.string().nullable() })),
+      errors: z.object({ summary: errorSummarySchema, groups: z.array(errorGroupSchema) }),
+      vitals: z.object({
+        metrics: z.record(z.string(), metricSchema).describe('75th percentiles over the window'),
+        bottlenecks: z.record(z.string(), z.array(contributorSchema)).describe('Attribution contributors by kind'),
+        regressions: z.array(vitalsRegressionSchema).describe('Against the window of equal length before'),
+      }),
+      search: z.object({ connected: z.literal(false) }),
+    }),
+    async handler(ctx, { params }) {
+      return pageDetail(ctx.services, await ctx.site(params.site_id), params)
+    },
+  }),
 ]
-
