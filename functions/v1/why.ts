@@ -194,13 +194,13 @@ export const whyEndpoints = [
     tool: 'get_decay',
     summary: 'Pages whose traffic is fading: their best 28 days of the last year against the last 28 days, adjusted for the whole site, with a diagnosis.',
     description:
-      'The whole site’s current state; takes no range. Windows are whole site-local days: current is the 28 days ending yesterday; a page’s peak is its best 28 consecutive days in the 365 before today. Listed when the peak had at least 30 visits, the current 28 days are at most 70% of it, and at most 75% once the site’s own change over the same time is taken out (adjustedChange ≤ -0.25). diagnosis names the channel most of the lost visits came from (lost_search, lost_referral, lost_social, lost_ai, lost_email, lost_direct, lost_paid, lost_other; no_visits when none are left), its confidence is that channel’s share of the loss, and evidence lists the channels that lost most. Most visits lost first.',
+      'The whole site’s current state; takes no range. Windows are whole site-local days: current is the 28 days ending yesterday; a page’s peak is its best 28 consecutive days in the 365 before today. Listed when the peak had at least 30 visits, the current 28 days are at most 70% of it, and at most 75% once the site’s own change over the same time is taken out (adjustedChange ≤ -0.25). diagnosis is page_removed when the crawler last found the page removed (404 or 410), content_changed (confidence 0.6) when its title, h1 or text changed since the peak began, else names the channel most of the lost visits came from (lost_search, lost_referral, lost_social, lost_ai, lost_email, lost_direct, lost_paid, lost_other; no_visits when none are left), its confidence is that channel’s share of the loss, and evidence lists the channels that lost most. Most visits lost first.',
     params: z.object({ site_id: siteRefSchema, limit: limitParam(1000, 100) }),
     response: z.object({
       available,
       timezone: z.string(),
       windows: z.object({ current: z.object({ from: day, to: day.describe('Included') }), lookback: z.object({ from: day, to: day }) }),
-      rule: z.object({ windowDays: count, lookbackDays: count, minPeakVisits: count, minFall: z.number(), minAdjustedFall: z.number() }),
+      rule: z.object({ windowDays: count, lookbackDays: count, minPeakVisits: count, minFall: z.number(), minAdjustedFall: z.number(), contentChangeConfidence: z.number() }),
       site: z.object({ current: count, peak: count, peakFrom: day.nullable(), peakTo: day.nullable(), change: fraction }),
       pages: z.array(
         z.object({
@@ -218,6 +218,8 @@ export const whyEndpoints = [
             confidence: z.number().describe('0 to 1'),
             evidence: z.array(z.object({ kind: z.literal('channel_loss'), channel: z.string(), peak: count, current: count, lost: z.number().int(), share: z.number() })),
           }),
+          contentChanges: z.array(changeEvidenceSchema).describe('Title, h1 and text changes the crawler detected since the peak began, oldest first'),
+          refreshed: z.boolean().describe('A text change was detected after the peak’s last day'),
         }),
       ),
     }),

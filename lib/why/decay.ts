@@ -1,5 +1,7 @@
 import { Temporal } from 'temporal-polyfill'
+import { latestSnapshots, siteChanges } from '../crawl/changes'
 import { execute } from '../query/run'
+import { candidateOf } from './anomalies'
 import type { Site } from '../sites'
 import { pageChannelVisitsByDaySql, pagePeaksSql, siteVisitsByDaySql } from './compile'
 import { round4 } from './robust'
@@ -21,7 +23,12 @@ export const DECAY_RULE = {
   minFall: 0.3,
   /** ... and still at most 75% of it once the whole site's change since the peak is taken out. */
   minAdjustedFall: 0.25,
+  /** A title, h1 or text change detected since the peak began explains the fall with this confidence (when the page is not removed). */
+  contentChangeConfidence: 0.6,
 }
+
+/** The changes that make a page's content different: a text change after the peak is a refresh. */
+const CONTENT_TYPES = new Set(['title', 'h1', 'text'])
 
 /** What a channel's loss says, by the default channel grouping's names. */
 function lossKind(channel: string): string {
@@ -100,6 +107,11 @@ export async function decay(deps: WhyDeps, site: Site, params: { limit?: number 
         pageChannelVisitsByDaySql(site.id, site.timezone, fading.map((p) => p.path), zonedStart(Temporal.PlainDate.from(fading.map((p) => p.peakFrom).sort()[0])), zonedStart(currentTo)),
       )
     : []
+  // the crawler's view: removed pages and content changes since each peak began
+  const earliestPeak = fading.length ? zonedStart(Temporal.PlainDate.from(fading.map((p) => p.peakFrom).sort()[0])).epochMilliseconds : 0
+  const [latest, changes] = fading.length
+    ? await Promise.all([latestSnapshots(deps.olap, site.id), siteChanges(deps.olap, site.id, new Date(earliestPeak), new Date(deps.now().getTime() + 1))])
+    : [new Map(), []]
   return {
     available: true,
     ...base,
@@ -114,13 +126,22 @@ export async function decay(deps: WhyDeps, site: Site, params: { limit?: number 
       })
       const evidence = channels.filter((c) => c.lost > 0).sort((a, b) => b.lost - a.lost || (a.channel < b.channel ? -1 : 1)).slice(0, 3)
       const top = evidence[0]
-      const diagnosis =
-        p.current === 0
-          ? { kind: 'no_visits', confidence: 1, evidence }
-          : top
-            ? { kind: lossKind(top.channel), confidence: top.share, evidence }
-            : { kind: 'lost_other', confidence: 0, evidence }
-      return { ...p, diagnosis }
+      const peakStart = zonedStart(Temporal.PlainDate.from(p.peakFrom)).epochMilliseconds
+      const peakEnd = zonedStart(Temporal.PlainDate.from(p.peakTo).add({ days: 1 })).epochMilliseconds
+      const since = changes.filter((c) => c.scope === 'page' && c.path === p.path && Date.parse(c.detectedAt) >= peakStart && CONTENT_TYPES.has(c.type)).reverse()
+      const snapshot = latest.get(p.path)
+      const removed = !!snapshot && (snapshot.removed || snapshot.status === 404 || snapshot.status === 410)
+      const diagnosis = removed
+        ? { kind: 'page_removed', confidence: 1, evidence }
+        : since.length
+          ? { kind: 'content_changed', confidence: DECAY_RULE.contentChangeConfidence, evidence }
+          : p.current === 0
+            ? { kind: 'no_visits', confidence: 1, evidence }
+            : top
+              ? { kind: lossKind(top.channel), confidence: top.share, evidence }
+              : { kind: 'lost_other', confidence: 0, evidence }
+      const refreshed = since.some((c) => c.type === 'text' && Date.parse(c.detectedAt) >= peakEnd)
+      return { ...p, diagnosis, contentChanges: since.map(candidateOf), refreshed }
     }),
   }
 }

@@ -118,7 +118,7 @@ describe('why traffic changed', () => {
       expect(expected.slice(0, 3).map((m) => m.path)).toEqual(['/pricing', '/blog/launch-post', '/old'])
       const status = (m: (typeof expected)[number]) => (m.previous === 0 ? 'appeared' : m.current === 0 ? 'went_quiet' : m.change > 0 ? 'rose' : 'fell')
       const round = (x: number | null) => (x === null ? null : Math.round(x * 10_000) / 10_000)
-      expect(json.pages).toEqual(expected.map((m) => ({ path: m.path, status: status(m), current: m.current, previous: m.previous, change: m.change, relativeChange: round(m.relativeChange), impact: round(m.impact) })))
+      expect(json.pages).toEqual(expected.map((m) => ({ path: m.path, status: status(m), current: m.current, previous: m.previous, change: m.change, relativeChange: round(m.relativeChange), impact: round(m.impact), candidates: [] })))
       expect(json.pages.slice(0, 3).map((p: { status: string }) => p.status)).toEqual(['fell', 'appeared', 'went_quiet'])
       const siteCurrent = planted.filter((h) => h.ts >= from && h.ts < to).length
       const sitePrevious = planted.filter((h) => h.ts >= from - (to - from) && h.ts < from).length
@@ -220,7 +220,7 @@ describe('why traffic changed', () => {
       expect(json.markers.annotations.map((a: { id: string }) => a.id)).toEqual([inside.json.id])
       expect(json.markers.algorithmUpdates.map((u: { name: string }) => u.name)).toEqual(['November 2024 core update', 'December 2024 core update', 'December 2024 spam update'])
       for (const u of json.markers.algorithmUpdates) expect(u.source).toMatch(/^https:\/\/developers\.google\.com\/search\//)
-      expect(json.counts).toEqual({ annotations: 1, algorithmUpdates: 3 })
+      expect(json.counts).toEqual({ annotations: 1, algorithmUpdates: 3, pageChanges: 0, siteChanges: 0, vitalsRegressions: 0 })
     })
   })
 
@@ -244,7 +244,7 @@ describe('why traffic changed', () => {
       expect((await get(`/api/v1/decay?site_id=${ids.flat}`)).pages).toEqual([])
       expect((await get(`/api/v1/pages/launches?site_id=${ids.flat}&range=30d`)).pages).toEqual([])
       const markers = await get(`/api/v1/markers?site_id=${ids.flat}&range=30d`)
-      expect(markers.markers).toEqual({ annotations: [], algorithmUpdates: [] })
+      expect(markers.markers).toEqual({ annotations: [], algorithmUpdates: [], pageChanges: [], siteChanges: [], vitalsRegressions: [] })
       // while the site does have traffic
       expect((await get(`/api/v1/anomalies?site_id=${ids.flat}`)).site.current).toBeGreaterThan(0)
     })
