@@ -127,6 +127,7 @@ describe('why a page changed: planted causes', () => {
     ...daily('/changing', (day) => (day < CHANGE_DAY ? 40 : 20), [GOOGLE, null]),
     ...daily('/steady', () => 30, [GOOGLE, null]),
     ...daily('/vitals-page', () => 30),
+    ...daily('/gone', (day) => (day < '2026-10-20' ? 20 : 0)),
   ].sort((a, b) => a.ts - b.ts)
   const flat = [...daily('/', () => 30), ...daily('/a', () => 30)].sort((a, b) => a.ts - b.ts)
   const vitals = vitalSamples()
@@ -135,12 +136,13 @@ describe('why a page changed: planted causes', () => {
     const news = await serve(() => newsPages)
     const control = await serve(() => flatPages)
     servers.push(news.server, control.server)
-    const paths = ['/', '/changing', '/steady', '/vitals-page']
+    const paths = ['/', '/changing', '/steady', '/vitals-page', '/gone']
     newsPages = website(news.origin, paths, {
       '/': page('Home | News', 'The home of the planted site.'),
       '/changing': page('Guide | News', 'A guide to planting causes in fixture websites for tests.'),
       '/steady': page('Steady | News', 'This page never changes at all.'),
       '/vitals-page': page('Shop | News', 'A shop page that will get a slow script.'),
+      '/gone': page('Gone | News', 'A page that will be taken down.'),
     })
     flatPages = website(control.origin, ['/', '/a'], { '/': page('Flat', 'Nothing ever happens here.'), '/a': page('A | Flat', 'Nor here.') })
 
@@ -187,6 +189,7 @@ describe('why a page changed: planted causes', () => {
     // the second crawl, on the change day: /changing has a new title and text; the control is unchanged
     now = SECOND_CRAWL
     newsPages['/changing'] = page('Guide, rewritten | News', 'The guide now talks about something else entirely, with fewer words.')
+    delete newsPages['/gone']
     await crawl()
     now = NOW
   }, 600_000)
@@ -270,14 +273,22 @@ describe('why a page changed: planted causes', () => {
     expect(markers.markers.vitalsRegressions).toEqual([{ path: '/vitals-page', metric: 'INP', baseline: regression.baseline.value, current: regression.current.value, change: regression.change, band: 'needs_improvement', contributor: { kind: 'blockingScripts', target: SCRIPT } }])
     expect(markers.markers.pageChanges).toEqual([])
     const month = await get(`/api/v1/markers?site_id=${ids.news}&range=30d`)
-    expect(month.markers.pageChanges.map((c: { type: string; path: string }) => `${c.type} ${c.path}`).sort()).toEqual(['text /changing', 'title /changing'])
+    expect(month.markers.pageChanges.map((c: { type: string; path: string }) => `${c.type} ${c.path}`).sort()).toEqual(['removed /gone', 'text /changing', 'title /changing'])
   })
 
   it('launches date a page by its first crawl when that came before its first pageview', async () => {
     const json = await get(`/api/v1/pages/launches?site_id=${ids.news}&range=custom&from=2026-08-15&to=2026-08-25`)
     expect(json.pages.map((p: { path: string; launchedAt: string }) => [p.path, p.launchedAt]).sort()).toEqual(
-      ['/', '/changing', '/steady', '/vitals-page'].map((path) => [path, '2026-08-20T09:00:00+00:00']),
+      ['/', '/changing', '/gone', '/steady', '/vitals-page'].map((path) => [path, '2026-08-20T09:00:00+00:00']),
     )
+  })
+
+  it('decay: the page taken down is diagnosed as removed', async () => {
+    const json = await get(`/api/v1/decay?site_id=${ids.news}`)
+    // its best 28 days: the 28 days up to 19 October, 20 visits each; none now
+    expect(json.pages.map((p: { path: string }) => p.path)).toEqual(['/gone'])
+    expect(json.pages[0]).toMatchObject({ peak: 28 * 20, peakTo: '2026-10-19', current: 0, refreshed: false, contentChanges: [] })
+    expect(json.pages[0].diagnosis).toMatchObject({ kind: 'page_removed', confidence: 1 })
   })
 
   it('a steady page and the control site find nothing', async () => {
