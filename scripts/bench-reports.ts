@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Command } from 'commander'
 import { createApp } from '../functions/app'
@@ -30,6 +30,7 @@ import { anomalies } from '../lib/why/anomalies'
 import { decay } from '../lib/why/decay'
 import { launches } from '../lib/why/launches'
 import { markers } from '../lib/why/markers'
+import { pageDetail } from '../lib/why/page-detail'
 import { spikes } from '../lib/why/spikes'
 
 /**
@@ -182,6 +183,8 @@ const program = new Command('bench-reports')
       spikes: { path: `/api/v1/spikes?site_id=${site.id}&range=30d`, direct: () => spikes(services, site, { range: '30d' }) },
       decay: { path: `/api/v1/decay?site_id=${site.id}`, direct: () => decay(services, site, {}) },
       launches: { path: `/api/v1/pages/launches?site_id=${site.id}&range=30d`, direct: () => launches(services, site, { range: '30d' }) },
+      'anomalies vitals': { path: `/api/v1/anomalies?site_id=${site.id}&vitals=1`, direct: () => anomalies(services, site, { ...reportParams.parse({ site_id: site.id, range: '7d' }), vitals: '1' }) },
+      'page detail': { path: `/api/v1/pages/detail?site_id=${site.id}&path=/docs/7&range=30d`, direct: () => pageDetail(services, site, { range: '30d', path: '/docs/7' }) },
     }
     // the first read of each report on its own: a filtered read rolls its finished days up then
     const firstApiMs: Record<string, number> = {}
@@ -217,7 +220,7 @@ const program = new Command('bench-reports')
       ]),
     )
     const [counts] = await stores.olap.query<{ n: string }>('SELECT count() AS n FROM events')
-    process.stdout.write(`${JSON.stringify({ events: Number(counts.n), loadSeconds: { others: +loadOthers.toFixed(1), main: +loadMain.toFixed(1) }, rollup: { days: rolledUpDays, seconds: +rollupSeconds.toFixed(1) }, mergesSettledSeconds: +settleSeconds.toFixed(1), parts, runs: Number(opts.runs), results }, null, 2)}\n`)
+    process.stdout.write(`${JSON.stringify({ loadAverage: loadavg().map((x) => +x.toFixed(2)), events: Number(counts.n), loadSeconds: { others: +loadOthers.toFixed(1), main: +loadMain.toFixed(1) }, rollup: { days: rolledUpDays, seconds: +rollupSeconds.toFixed(1) }, mergesSettledSeconds: +settleSeconds.toFixed(1), parts, runs: Number(opts.runs), results }, null, 2)}\n`)
     await stores.close()
     if (!opts.dataDir) rmSync(dir, { recursive: true, force: true })
     process.exit(0)

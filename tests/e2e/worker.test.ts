@@ -18,6 +18,7 @@ const OFFLINE = { WRANGLER_SEND_METRICS: 'false', WRANGLER_HIDE_BANNER: 'true', 
 const REQUIRED: Record<string, Record<string, string>> = {
   '/api/v1/breakdown': { property: 'source' },
   '/api/v1/geo': { granularity: 'city' },
+  '/api/v1/pages/detail': { path: '/' },
 }
 
 /** Reads of one record by its id, of which the demo site has none: both homes must still answer alike (a 404). */
