@@ -81,7 +81,7 @@ export const whyEndpoints = [
     tool: 'get_markers',
     summary: 'Everything flagged on the traffic chart in the window, grouped by kind: annotations, search-engine ranking updates, page and site changes, vitals regressions.',
     description:
-      'Honours range; not source-scoped. annotations are the site’s chart markers placed in the window, oldest first (at most 500). algorithmUpdates are ranking updates announced by major search engines whose rollout overlaps the window, each with the page that announced it; end is null while a rollout is under way.',
+      'Honours range; not source-scoped. pageChanges and siteChanges are the crawler’s changes detected in the window; vitalsRegressions are pages whose vitals regressed against the window before (the anomalies vitals=1 rule). annotations are the site’s chart markers placed in the window, oldest first (at most 500). algorithmUpdates are ranking updates announced by major search engines whose rollout overlaps the window, each with the page that announced it; end is null while a rollout is under way.',
     params: z.object(windowParams),
     response: z.object({
       range: rangeViewSchema,
@@ -107,7 +107,7 @@ export const whyEndpoints = [
     tool: 'get_anomalies',
     summary: 'Pages whose visits rose, fell, appeared or went quiet against the preceding period of the same length, largest move first.',
     description:
-      'Default range 7d; filters honoured. A page counts its visits with a pageview of it. Listed only with at least 20 visits in one of the two periods and a move of at least 10 visits and 25% (appeared and went_quiet are 100%). change is current minus previous; relativeChange is change over previous (null when it appeared); impact is change over the site’s previous visits (how far this page alone moved the site’s total). Most moved first, at most limit.',
+      'Default range 7d; filters honoured. vitals=1 lists vitals regressions instead (75th percentile against the window before, at least 20 samples in each, at least 1.2 times and no longer good, with the attribution targets behind each). A page counts its visits with a pageview of it. Listed only with at least 20 visits in one of the two periods and a move of at least 10 visits and 25% (appeared and went_quiet are 100%). change is current minus previous; relativeChange is change over previous (null when it appeared); impact is change over the site’s previous visits (how far this page alone moved the site’s total). Most moved first, at most limit. candidates: the crawler’s changes of the page detected in the window or the 7 days before, then the site-wide ones.',
     params: anomalyParams,
     response: z.object({
       available,
@@ -234,7 +234,7 @@ export const whyEndpoints = [
     tool: 'get_page_launches',
     summary: 'Pages that went live in the window, each banded over, at or under the median of the pages launched with it, and the cohort’s traffic shape.',
     description:
-      'A page goes live with its first pageview. measure=launch (default) counts each page’s visits over its first 30 site-local days (fewer while it is younger: measuredDays) and compares it with the median of the cohort’s pages at least as old over as many first days; measure=30d counts every page over the same last 30 days and compares with the cohort median. band is at within ±20% of that median. cohort.shape is the median visits on each day since launch (day 0 is the launch day) over the pages that old. Most visits first, at most limit.',
+      'A page goes live at the earlier of its first pageview and its first crawl. measure=launch (default) counts each page’s visits over its first 30 site-local days (fewer while it is younger: measuredDays) and compares it with the median of the cohort’s pages at least as old over as many first days; measure=30d counts every page over the same last 30 days and compares with the cohort median. band is at within ±20% of that median. cohort.shape is the median visits on each day since launch (day 0 is the launch day) over the pages that old. Most visits first, at most limit.',
     params: z.object({ ...windowParams, measure: z.enum(['launch', '30d']).default('launch').describe('launch: first 30 days of each page; 30d: one shared window, the last 30 days'), limit: limitParam(1000, 100) }),
     response: z.object({
       available,

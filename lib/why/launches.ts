@@ -11,8 +11,8 @@ import { type WhyDeps, type WindowParams, isoLocal, readsEvents, windowOf, zoned
 
 /**
  * GET /pages/launches: pages that went live in the window, and how each does against the others
- * launched with it (docs/traffic-changes.md). A page goes live with its first pageview (the
- * crawler's first sight of it will be the better date once it exists).
+ * launched with it (docs/traffic-changes.md). A page goes live at the earlier of its first
+ * pageview and its first crawl.
  */
 export const LAUNCH_RULE = {
   /** measure=launch counts a page's first 30 site-local days, its launch day included. */
