@@ -126,7 +126,8 @@ GROUP BY pathname, channel, day`
 
 /**
  * Pages that went live in the window, with their launch (epoch ms): the earlier of their first
- * pageview ever and the crawler's launch date (its first fetch, or an earlier pageview it saw).
+ * pageview ever and the crawler's launch date (its first fetch, or an earlier pageview it saw)
+ * from a fetch that found the page (an error or a 404 launches nothing).
  */
 export function launchedPagesSql(siteId: string, from: Instant, to: Instant): Fragment {
   return sql`
@@ -136,7 +137,7 @@ SELECT pathname, min(first) AS first FROM (
   GROUP BY pathname
   UNION ALL
   SELECT path AS pathname, toUnixTimestamp64Milli(min(launched_at)) AS first
-  FROM crawl_snapshots WHERE ${site(siteId)} AND launched_at < ${time(to)}
+  FROM crawl_snapshots WHERE ${site(siteId)} AND launched_at < ${time(to)} AND status > 0 AND status < 400
   GROUP BY path
 )
 GROUP BY pathname

@@ -170,7 +170,7 @@ export async function pageDetail(deps: ReportDeps, site: Site, params: PageDetai
   const shift = found
     ? { day: found.day, direction: found.diff > 0 ? ('up' as const) : ('down' as const), beforeDays: PAGE_SHIFT_RULE.beforeDays, afterDays: found.afterDays, before: round4(found.before), after: round4(found.after), change: found.before ? round4(found.diff / found.before) : null }
     : null
-  const causes = found ? await causesOf(deps, site, path, found, judgedDays, dayRows, history, visitsOn, errorsOn) : []
+  const causes = found ? await causesOf(deps, site, path, found, judgedDays, dayRows, history, errorsOn) : []
 
   // the first 30 days from launch
   const launchDay = launchedAt ? zoned(launchedAt, tz).toPlainDate() : null
@@ -217,7 +217,6 @@ async function causesOf(
   all: string[],
   dayRows: DayRow[],
   history: StoredChange[],
-  visitsOn: (day: string) => number,
   errorsOn: (day: string) => number,
 ): Promise<Cause[]> {
   const rule = CAUSE_RULE
@@ -288,7 +287,6 @@ async function causesOf(
   if (errorCount >= rule.errorSpike.minErrors && errorsAfter >= rule.errorSpike.ratio * errorsBefore) {
     causes.push({ kind: 'error_spike', confidence: rule.errorSpike.confidence, summary: `errors went from ${round4(errorsBefore)} to ${round4(errorsAfter)} a day`, evidence: { before: round4(errorsBefore), after: round4(errorsAfter), errors: errorCount } })
   }
-  void visitsOn
   const order = ['page_change', 'source_shift', 'vitals_regression', 'error_spike', 'site_change']
   return causes.sort((a, b) => b.confidence - a.confidence || order.indexOf(a.kind) - order.indexOf(b.kind))
 }
