@@ -182,8 +182,9 @@ export function pageDaysSql(siteId: string, timezone: string, path: string, from
   return sql`
 SELECT toString(toDate(timestamp, ${bind('String', timezone)})) AS day,
        if(grouping(pair) = 1, '', pair.1) AS dimension, if(grouping(pair) = 1, '', pair.2) AS value,
-       uniqExact(session_id) AS visits, uniqExact(visitor_id) AS visitors, countIf(kind = 'pageview') AS pageviews,
-       countIf(kind = 'error') AS errors
+       uniqExact(session_id) AS visits, uniqExact(visitor_id) AS visitors,
+       -- each event is joined once per pair: counted under its first pair only
+       countIf(kind = 'pageview' AND pair.1 = 'source') AS pageviews, countIf(kind = 'error' AND pair.1 = 'source') AS errors
 FROM events ARRAY JOIN [tuple('source', toString(referrer_source)), tuple('channel', toString(channel))] AS pair
 WHERE ${site(siteId)} AND ${between(from, to)} AND pathname = ${bind('String', path)}
 GROUP BY GROUPING SETS ((day), (day, pair))`

@@ -28,6 +28,8 @@ const SECOND_CRAWL = Date.parse(`${CHANGE_DAY}T09:00:00Z`)
 const REGRESSION_DAY = '2026-11-16'
 const SCRIPT = 'https://cdn.example/widget.js'
 const GOOGLE = 'https://www.google.com/'
+/** From this day /referred loses its Google visits and starts throwing errors. */
+const SOURCE_DAY = '2026-11-08'
 
 const page = (title: string, text: string) => `<!doctype html><html><head><title>${title}</title></head><body><h1>Heading</h1><article><p>${text}</p></article></body></html>`
 const sitemap = (origin: string, paths: string[]) =>
@@ -128,9 +130,16 @@ describe('why a page changed: planted causes', () => {
     ...daily('/steady', () => 30, [GOOGLE, null]),
     ...daily('/vitals-page', () => 30),
     ...daily('/gone', (day) => (day < '2026-10-20' ? 20 : 0)),
+    ...daily('/referred', () => 20, [null]),
+    ...daily('/referred', (day) => (day < SOURCE_DAY ? 20 : 0), [GOOGLE]),
   ].sort((a, b) => a.ts - b.ts)
   const flat = [...daily('/', () => 30), ...daily('/a', () => 30)].sort((a, b) => a.ts - b.ts)
   const vitals = vitalSamples()
+  /** Errors on /referred: three a day from SOURCE_DAY, each in the visit of one of its pageviews (by its index in planted). */
+  const errorHits = planted
+    .map((h, i) => ({ ...h, i }))
+    .filter((h) => h.path === '/referred' && utcDay(h.ts) >= SOURCE_DAY)
+    .filter((h, _, all) => all.filter((o) => utcDay(o.ts) === utcDay(h.ts) && o.ts < h.ts).length < 3)
 
   beforeAll(async () => {
     const news = await serve(() => newsPages)
@@ -182,7 +191,11 @@ describe('why a page changed: planted causes', () => {
     const vitalLines = vitals.map((s, i) =>
       JSON.stringify({ timestamp: new Date(s.ts).toISOString(), site: snippets.news, name: 'vital', url: `https://${domains.news}/vitals-page`, ip: `10.200.${(i >> 8) & 255}.${i & 255}`, userAgent: UAS[i % UAS.length], vital: { name: 'INP', value: s.value, attribution: s.attribution } }),
     )
-    const all = [...lines(planted, snippets.news, domains.news, 0), ...lines(flat, snippets.flat, domains.flat, 1_000_000), ...vitalLines]
+    const errorLines = errorHits.map((h) => {
+      const pageview = JSON.parse(lines([h], snippets.news, domains.news, h.i)[0])
+      return JSON.stringify({ ...pageview, timestamp: new Date(h.ts + 1000).toISOString(), name: 'error', error: { name: 'TypeError', message: 'x is undefined' } })
+    })
+    const all = [...lines(planted, snippets.news, domains.news, 0), ...lines(flat, snippets.flat, domains.flat, 1_000_000), ...vitalLines, ...errorLines]
     now = NOW
     const result = await importHits(all, services.ingestor)
     expect(result.rejected, JSON.stringify(result.errors.slice(0, 3))).toBe(0)
@@ -229,7 +242,7 @@ describe('why a page changed: planted causes', () => {
     expect(json.causes.map((c: { kind: string }) => c.kind)).toEqual(['page_change'])
     // the series and drivers against the hits
     const inWindow = planted.filter((h) => h.path === '/changing' && h.ts >= Date.parse(json.range.from) && h.ts < Date.parse(json.range.to))
-    expect(json.totals.visits).toBe(inWindow.length)
+    expect(json.totals).toEqual({ visits: inWindow.length, visitors: inWindow.length, pageviews: inWindow.length })
     expect(json.series.find((s: { date: string }) => s.date === CHANGE_DAY).visits).toBe(20)
     expect(json.drivers.sources.map((s: { value: string; visits: number }) => [s.value, s.visits]).sort()).toEqual(
       [
@@ -246,6 +259,24 @@ describe('why a page changed: planted causes', () => {
     // the same page by its id
     const byId = await get(`/api/v1/pages/detail?site_id=${ids.news}&page_id=${json.page.pageId}&range=30d`)
     expect(byId).toEqual(json)
+  })
+
+  it('pages/detail: a page that lost one source, and started throwing errors, has both as causes', async () => {
+    const json = await get(`/api/v1/pages/detail?site_id=${ids.news}&path=/referred&range=30d`)
+    const shift = referenceShift(planted, '/referred', json.range.from.slice(0, 10), '2026-11-21')
+    expect(shift).toMatchObject({ day: SOURCE_DAY, before: 40, after: 20 })
+    expect(json.shift).toMatchObject({ day: SOURCE_DAY, direction: 'down', before: 40, after: 20 })
+    // Google held half the traffic before and all of the loss: (1 - 0.5) / (1 - 0.5) = 1
+    expect(json.causes.map((c: { kind: string; confidence: number }) => [c.kind, c.confidence])).toEqual([
+      ['source_shift', 1],
+      ['error_spike', 0.4],
+    ])
+    expect(json.causes[0].evidence).toEqual({ source: 'Google', before: 20, after: 0, shareOfChange: 1, shareOfTraffic: 0.5 })
+    // errors: none a day in the 7 days before, three a day in the 7 after
+    expect(json.causes[1].evidence).toEqual({ before: 0, after: 3, errors: 21 })
+    const inWindow = errorHits.filter((h) => h.ts + 1000 >= Date.parse(json.range.from) && h.ts + 1000 < Date.parse(json.range.to))
+    expect(json.errors.summary.errors).toBe(inWindow.length)
+    expect(json.errors.groups.map((g: { errorName: string; count: number }) => [g.errorName, g.count])).toEqual([['TypeError', inWindow.length]])
   })
 
   it('vitals: the INP regression after the script, with the script behind it, in anomalies vitals=1 and the page detail', async () => {
