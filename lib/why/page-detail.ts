@@ -3,7 +3,7 @@ import { type StoredChange, pageSnapshots, siteChanges } from '../crawl/changes'
 import { ApiError } from '../errors'
 import { errors } from '../query/behaviour'
 import type { ReportDeps } from '../query/reports'
-import { rangeView } from '../query/range'
+import { previousWindow, rangeView } from '../query/range'
 import { execute } from '../query/run'
 import { vitals } from '../query/vitals'
 import type { Site } from '../sites'
@@ -135,7 +135,7 @@ export async function pageDetail(deps: ReportDeps, site: Site, params: PageDetai
     pageSnapshots(deps.olap, site.id, path, 20),
     errors(deps, site, reportParams),
     vitals(deps, site, { ...reportParams, percentile: '75', attribution: '1' }),
-    events ? vitalsRegressions(deps.olap, site.id, { baselineFrom: range.from.subtract(range.from.until(range.to)), currentFrom: range.from, to: range.to }, { path }) : [],
+    events ? vitalsRegressions(deps.olap, site.id, { baselineFrom: previousWindow(range).from, currentFrom: range.from, to: range.to }, { path }) : [],
   ])
   const firstView = Number(seen[0]?.first_view ?? 0)
   const firstCrawl = Number(seen[0]?.first_crawl ?? 0)
