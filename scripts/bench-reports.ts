@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Command } from 'commander'
 import { createApp } from '../functions/app'
@@ -43,14 +43,17 @@ const program = new Command('bench-reports')
   .option('--others <n>', 'events of the nine other sites', '9000000')
   .option('--runs <n>', 'runs of each report', '20')
   .option('--vitals <n>', 'vital samples of the measured site, beside its events', '50000')
-  .action(async (opts: { main: string; others: string; runs: string; vitals: string }) => {
-    const dir = mkdtempSync(join(tmpdir(), 'bench-reports-'))
+  .option('--data-dir <dir>', 'keep the generated data in this folder; a later run with the same folder measures it again (new migrations applied) instead of generating')
+  .option('--only <names>', 'measure only the reports whose names start with one of these (comma-separated, e.g. "flow")')
+  .action(async (opts: { main: string; others: string; runs: string; vitals: string; dataDir?: string; only?: string }) => {
+    const dir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'bench-reports-'))
     const stores = await openNodeStores({ DATA_DIR: dir })
     await migrate(stores.olap, loadMigrations())
     const now = new Date()
-    const org = await createOrg(stores.store, 'Bench', now)
-    const sites = []
-    for (let i = 0; i < 10; i++) {
+    const kept = (await stores.store.listOrgs()).find((o) => o.name === 'Bench')
+    const org = kept ?? (await createOrg(stores.store, 'Bench', now))
+    const sites = kept ? (await stores.store.listSites(org.id)).sort((a, b) => a.domain.localeCompare(b.domain)) : []
+    for (let i = sites.length; i < 10; i++) {
       const site = newSite({ domain: `site${i}.bench.test`, timezone: i === 0 ? 'Europe/Berlin' : 'UTC' }, org.id, now)
       await stores.store.createSite(site)
       sites.push(site)
@@ -82,8 +85,8 @@ const program = new Command('bench-reports')
       )
       return (performance.now() - started) / 1000
     }
-    const loadOthers = await generate(Number(opts.others), sites.slice(1).map((s) => s.id), 900_000, 'UTC')
-    const loadMain = await generate(Number(opts.main), [sites[0].id], 100_000, sites[0].timezone)
+    const loadOthers = kept ? 0 : await generate(Number(opts.others), sites.slice(1).map((s) => s.id), 900_000, 'UTC')
+    const loadMain = kept ? 0 : await generate(Number(opts.main), [sites[0].id], 100_000, sites[0].timezone)
     // vital samples of the measured site (five metrics a page load), a tenth with attribution as the tracker samples it
     await stores.olap.command(
       `INSERT INTO events (site_id, timestamp, name, kind, visitor_id, session_id, session_start, hostname, pathname, country_code, device, browser, os, vital_name, vital_value, props)
@@ -101,7 +104,7 @@ const program = new Command('bench-reports')
        FROM (SELECT number, intDiv(number, 5) AS load, ['LCP', 'INP', 'CLS', 'FCP', 'TTFB'][1 + (number % 5)] AS metric,
                     toDateTime64(now64(3) - toIntervalSecond(cityHash64(load, 1) % (30 * 86400)), 3, 'UTC') AS ts
              FROM numbers({count:UInt64}))`,
-      { site: sites[0].id, count: Number(opts.vitals) },
+      { site: sites[0].id, count: kept ? 0 : Number(opts.vitals) },
     )
     // what the server's refresh does at start: roll up every finished day (lib/rollup/refresh.ts)
     const started = performance.now()
@@ -110,7 +113,8 @@ const program = new Command('bench-reports')
     // measure the steady state: background merges of the bulk load done, as they are minutes after any insert
     const settleStarted = performance.now()
     for (let quiet = 0; quiet < 10; ) {
-      const [merges] = await stores.olap.query<{ n: string }>('SELECT count() AS n FROM system.merges')
+      // a migration's mutation (on kept data) rewrites parts in the background too
+      const [merges] = await stores.olap.query<{ n: string }>('SELECT (SELECT count() FROM system.merges) + (SELECT count() FROM system.mutations WHERE NOT is_done) AS n')
       quiet = Number(merges.n) ? 0 : quiet + 1
       await new Promise((r) => setTimeout(r, 1000))
     }
@@ -164,9 +168,23 @@ const program = new Command('bench-reports')
       'vitals attribution': { path: `/api/v1/vitals?site_id=${site.id}&range=30d&attribution=1`, direct: statements([...vitalsStatements, ...contributorStatements]) },
       funnels: { path: `/api/v1/funnels?site_id=${site.id}&range=30d`, direct: statements([render(funnelLevelsSql(base, funnel.steps))]) },
       flow: { path: `/api/v1/flow?site_id=${site.id}&range=30d`, direct: direct(() => flowSql({ ...base, limit: FLOW_DEFAULT_LIMIT }, { kind: 'entry' }, 0, FLOW_DEFAULT_DEPTH)) },
+      'flow start_path': {
+        path: `/api/v1/flow?site_id=${site.id}&range=30d&start_path=${encodeURIComponent('/pricing/7')}`,
+        direct: direct(() => flowSql({ ...base, limit: FLOW_DEFAULT_LIMIT }, { kind: 'start', path: '/pricing/7' }, 0, FLOW_DEFAULT_DEPTH)),
+      },
+      'flow focus_path': {
+        path: `/api/v1/flow?site_id=${site.id}&range=30d&focus_path=${encodeURIComponent('/pricing/7')}`,
+        direct: direct(() => flowSql({ ...base, limit: FLOW_DEFAULT_LIMIT }, { kind: 'focus', path: '/pricing/7' }, FLOW_DEFAULT_DEPTH, FLOW_DEFAULT_DEPTH)),
+      },
+      'flow filtered': {
+        path: `/api/v1/flow?site_id=${site.id}&range=30d&filters=${encodeURIComponent(filters)}`,
+        direct: direct(() => flowSql({ ...filtered, limit: FLOW_DEFAULT_LIMIT }, { kind: 'entry' }, 0, FLOW_DEFAULT_DEPTH)),
+      },
       journeys: { path: `/api/v1/journeys?site_id=${site.id}&range=30d`, direct: direct(() => journeysSql(base, { offset: 0 })) },
       activity: { path: `/api/v1/activity?site_id=${site.id}`, direct: direct(() => activitySql(lastHalfHour())) },
     }
+    const only = opts.only?.split(',').map((name) => name.trim())
+    if (only) for (const name of Object.keys(reports)) if (!only.some((prefix) => name.startsWith(prefix))) delete reports[name]
     // round robin over the reports, so a slow spell of the machine falls on all of them alike
     const samples = Object.fromEntries(Object.keys(reports).map((name) => [name, { api: [] as number[], engine: [] as number[] }]))
     for (let i = 0; i < Number(opts.runs) + 2; i++) {
@@ -193,9 +211,10 @@ const program = new Command('bench-reports')
       ]),
     )
     const [counts] = await stores.olap.query<{ n: string }>('SELECT count() AS n FROM events')
-    process.stdout.write(`${JSON.stringify({ events: Number(counts.n), loadSeconds: { others: +loadOthers.toFixed(1), main: +loadMain.toFixed(1) }, rollup: { days: rolledUpDays, seconds: +rollupSeconds.toFixed(1) }, mergesSettledSeconds: +settleSeconds.toFixed(1), parts, runs: Number(opts.runs), results }, null, 2)}\n`)
+    // the machine is shared: its load (1, 5 and 15 minutes) when the runs ended says how noisy they were
+    process.stdout.write(`${JSON.stringify({ loadAverage: loadavg().map((x) => +x.toFixed(2)), events: Number(counts.n), loadSeconds: { others: +loadOthers.toFixed(1), main: +loadMain.toFixed(1) }, rollup: { days: rolledUpDays, seconds: +rollupSeconds.toFixed(1) }, mergesSettledSeconds: +settleSeconds.toFixed(1), parts, runs: Number(opts.runs), results }, null, 2)}\n`)
     await stores.close()
-    rmSync(dir, { recursive: true, force: true })
+    if (!opts.dataDir) rmSync(dir, { recursive: true, force: true })
     process.exit(0)
   })
 await program.parseAsync(process.argv)
