@@ -146,7 +146,8 @@ const program = new Command('bench-reports')
       return stores.olap.query(compiled.sql, compiled.params)
     }
     const filtered = { ...base, filters: parseFilters(filters, 'standalone') }
-    const funnel = await createFunnel(stores.store, site.id, { site_id: site.id, name: 'Docs to signup', steps: [{ type: 'page', value: '/docs/*' }, { type: 'page', value: '/pricing/*' }, { type: 'event', value: 'Signup' }] }, now)
+    // kept data keeps its funnel
+    const funnel = (await stores.store.listFunnels(site.id)).find((f) => f.name === 'Docs to signup') ?? (await createFunnel(stores.store, site.id, { site_id: site.id, name: 'Docs to signup', steps: [{ type: 'page', value: '/docs/*' }, { type: 'page', value: '/pricing/*' }, { type: 'event', value: 'Signup' }] }, now))
     // what the vitals and funnels reads run: their statements at once, as the verbs do
     const statements = (fragments: ReturnType<typeof render>[]) => async () => Promise.all(fragments.map((c) => stores.olap.query(c.sql, c.params)))
     const vitalsOptions = { percentile: '75' as const }
