@@ -20,9 +20,12 @@ WHERE name = 'pageview'
 GROUP BY site_id, session_start, session_id;
 
 -- the pageviews stored before this migration; one inserted while it runs may be counted twice,
--- which a reader cannot tell from a reload and collapses as one (same time, same path)
+-- which a reader cannot tell from a reload and collapses as one (same time, same path). In the
+-- table's order, so the parts it writes hold disjoint ranges of visits and FINAL has nothing
+-- to merge across them.
 INSERT INTO visit_pages
 SELECT site_id, session_start, session_id, groupArray((timestamp, pathname)) AS pages
 FROM events
 WHERE name = 'pageview'
-GROUP BY site_id, session_start, session_id;
+GROUP BY site_id, session_start, session_id
+ORDER BY site_id, toDate(session_start), session_id;
