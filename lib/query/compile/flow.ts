@@ -24,7 +24,7 @@ export const OTHER_PATH = '(other)'
  * event, all their pages. At each step the `limit` pages with the most visits (ties to the
  * smaller path) keep their node; the others of that step fold into one, OTHER_PATH.
  *
- * Each visit's pageviews come as one row of visit_pages (migration 0006), read FINAL: merging
+ * Each visit's pageviews come as one row of visit_pages (migration 0008), read FINAL: merging
  * the few rows of a visit not yet merged in the background costs far less than grouping the
  * window's pageviews by visit. Visits began at most 26 hours before the window (scope); their
  * pages outside the window are dropped. Sorting (time, path) pairs puts a pageview stored twice
