@@ -27,6 +27,7 @@ import { swaggerUiAssets } from '../lib/reference-assets-node'
 import { SiteDirectory } from '../lib/site-directory'
 import type { Services } from '../lib/services'
 import { deliverReports } from '../lib/delivery/reports'
+import { deliverTrafficAlerts } from '../lib/delivery/traffic-alerts'
 import { nodeMailer } from '../lib/delivery/mail-node'
 import { createApp } from './app'
 import { batchedLines } from './request-log'
@@ -179,8 +180,11 @@ setInterval(scheduleRollups, 10 * 60_000).unref()
 let reports: Promise<unknown> | null = null
 function scheduleReports() {
   if (reports || stopping) return
+  // and the spike and drop alerts (lib/delivery/traffic-alerts.ts), after them
   reports = deliverReports(services, new Date(), { log })
     .catch((err: Error) => log(`report delivery failed: ${err.message}`))
+    .then(() => deliverTrafficAlerts(services, new Date(), { log }))
+    .catch((err: Error) => log(`traffic alerts failed: ${err.message}`))
     .finally(() => (reports = null))
 }
 scheduleReports()

@@ -15,6 +15,7 @@ import { referencePageEndpoints } from './reference-page'
 import { behaviourEndpoints } from './v1/behaviour'
 import { vitalEndpoints } from './v1/vitals'
 import { crawlEndpoints } from './v1/crawl'
+import { geoEndpoints } from './v1/geo'
 import { goalEndpoints } from './v1/goals'
 import { importEndpoints } from './v1/imports'
 import { journeyEndpoints } from './v1/journeys'
@@ -25,6 +26,7 @@ import { reportEndpoints } from './v1/reports'
 import { segmentEndpoints } from './v1/segments'
 import { siteFactEndpoints } from './v1/site-facts'
 import { siteEndpoints } from './v1/sites'
+import { whyEndpoints } from './v1/why'
 
 const healthSchema = z.object({
   status: z.enum(['ok', 'degraded']),
@@ -113,6 +115,8 @@ export const endpoints: Endpoint[] = [
   ...vitalEndpoints,
   ...crawlEndpoints,
   ...journeyEndpoints,
+  ...geoEndpoints,
+  ...whyEndpoints,
   ...collectorEndpoints,
   ...publicEndpoints,
   mcpEndpoint(() => endpoints),

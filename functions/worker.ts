@@ -3,6 +3,7 @@ import { ROLLUP_ALL_DAYS, ROLLUP_RECENT_DAYS, refreshRollups } from '../lib/roll
 import type { Services } from '../lib/services'
 import { deliverReports } from '../lib/delivery/reports'
 import { runCrawls } from '../lib/crawl/crawl'
+import { deliverTrafficAlerts } from '../lib/delivery/traffic-alerts'
 import { createApp } from './app'
 
 /** The daily trigger in wrangler.toml; the other one runs every ten minutes. */
@@ -50,5 +51,7 @@ export default {
       const deadline = Date.now() + 5 * 60_000
       ctx.waitUntil(runCrawls(services, services.crawler, { log: (line) => console.error(line), shouldStop: () => Date.now() > deadline }))
     }
+    // spike and drop alerts (lib/delivery/traffic-alerts.ts), webhooks only as well
+    if (controller.cron !== DAILY_CRON) ctx.waitUntil(deliverTrafficAlerts(services, services.now()))
   },
 }

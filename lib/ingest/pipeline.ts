@@ -6,7 +6,7 @@ import { type Geo, type GeoLookup, cachedGeoLookup } from './geo'
 import { DailySalts, identify } from './identity'
 import type { IngestItem, IngestOutcome } from './item'
 import { type BotRow, type VisitAttrs, botRowOf, errorFingerprints, eventRow, visitAttrs } from './rows'
-import { type AcceptedHit, screen } from './screening'
+import { type AcceptedHit, type BotHit, screen } from './screening'
 import { type EventSink, type IngestBatch, countUsage } from './sink'
 import { assignVisits, groupRuns } from './visits'
 
@@ -61,17 +61,21 @@ export class Ingestor {
     const batch: IngestBatch = { events: [], bots: [], usage: new Map() }
     const now = this.deps.now().getTime()
 
-    // screening: nothing here waits; a bot the site keeps goes straight to its row
+    // screening: nothing here waits; a bot the site keeps goes to its row, placed by its address
     const accepted: AcceptedHit[] = []
+    const bots: BotHit[] = []
     items.forEach((item, index) => {
       const screened = screen(item, index, now)
       if ('status' in screened) outcomes[index] = screened
-      else if ('bot' in screened) {
-        const row = botRowOf(screened)
-        batch.bots.push(row)
-        countUsage(batch.usage, screened.site.orgId, screened.site.id, row.timestamp, 'bot')
-        outcomes[index] = STORED
-      } else accepted.push(screened)
+      else if ('bot' in screened) bots.push(screened)
+      else accepted.push(screened)
+    })
+    const botGeos = bots.length ? await Promise.all(bots.map((b) => (b.item.geo !== undefined ? b.item.geo : this.geo(b.item.ip)))) : []
+    bots.forEach((bot, i) => {
+      const row = botRowOf(bot, botGeos[i])
+      batch.bots.push(row)
+      countUsage(batch.usage, bot.site.orgId, bot.site.id, row.timestamp, 'bot')
+      outcomes[bot.index] = STORED
     })
 
     const identified = await identify(accepted, this.salts)

@@ -211,11 +211,11 @@ export function botRow(b: {
   }
 }
 
-/** The bot row of a browser or imported hit. */
-export function botRowOf(h: BotHit): BotRow {
+/** The bot row of a browser or imported hit, with the country of its address where known. */
+export function botRowOf(h: BotHit, geo: Geo | null): BotRow {
   const { item } = h
   return botRow({
     siteId: h.site.id, at: h.at, bot: h.bot, verified: false, source: item.source, hostname: h.url.hostname, pathname: h.pathname,
-    referrer: item.hit.referrer, userAgent: item.userAgent, countryCode: item.geo?.country,
+    referrer: item.hit.referrer, userAgent: item.userAgent, countryCode: geo?.country,
   })
 }

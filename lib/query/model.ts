@@ -32,6 +32,8 @@ export interface RolledDays {
   days: string[]
   events: string[]
   sums: string[]
+  /** A filtered read's days: rolled up under this key (its filters), not the unfiltered rollup. */
+  filtersKey?: string
 }
 
 /** Properties that are not visit engagement: their breakdown rows carry no bounceRate or avgDuration (docs/api.md, Metrics). */

@@ -1,6 +1,8 @@
 import { z } from 'zod'
 import { FILTER_ONLY_DIMENSIONS, FIRST_PARTY_DIMENSIONS, OPERATORS, PROPERTY_PREFIX, RANGES, SHARED_DIMENSIONS } from '../dimensions'
 import { ApiError } from '../errors'
+import { BOT_KINDS } from '../ingest/bots'
+import { BOT_DIMENSION_SQL } from './compile/bots'
 import type { Goal } from '../goals'
 import { SOURCES, type Site, siteRefSchema } from '../sites'
 import type { Segment } from '../store'
@@ -45,7 +47,6 @@ export function validateDimension(dimension: string, source: Source, what: 'filt
   if (source === 'ga4' && ((FIRST_PARTY_DIMENSIONS as readonly string[]).includes(dimension) || prop)) {
     throw new ApiError(400, `${what}: "${dimension}" is recorded only by the first-party collector; the ga4 source has no such field`)
   }
-  if (dimension === 'bot_kind') throw new ApiError(400, `${what}: bot_kind applies to bot traffic, which these human-traffic reports do not read`)
 }
 
 /** Parses the `filters` parameter: URL-decoded JSON, an array of {dimension, operator, value}. */
@@ -92,6 +93,8 @@ export interface ParseOptions {
   range?: WindowName
   /** The property a breakdown groups by. */
   property?: string
+  /** The read may count bot hits (stats, timeseries, breakdown): a bot_kind filter or property then selects them. */
+  bots?: boolean
 }
 
 /**
@@ -136,6 +139,27 @@ export function expandSegments(filters: Filter[], segments: Segment[], source: S
 /** Whether the window needs the site's first event: `all` starts on its day. */
 export const needsFirstEvent = (params: Pick<ReportParams, 'range'>, options: ParseOptions = {}) => (options.range ?? params.range) === 'all'
 
+/**
+ * A bot_kind filter or property makes a read count bot hits only, which record fewer dimensions
+ * than human events; reads that count humans only reject bot_kind rather than ignore it.
+ */
+function validateBotRead(filters: Filter[], property: string | undefined, allowed: boolean) {
+  const byProperty = property === 'bot_kind'
+  if (!byProperty && !filters.some((f) => f.dimension === 'bot_kind')) return
+  const what = byProperty ? 'property' : 'filters'
+  if (!allowed) throw new ApiError(400, `${what}: bot_kind selects bot traffic, which only stats, timeseries and breakdown read; this read counts humans only`)
+  const recorded = Object.keys(BOT_DIMENSION_SQL)
+  const known = `bot hits record ${recorded.join(', ')}`
+  for (const f of filters) {
+    if (!recorded.includes(f.dimension)) throw new ApiError(400, `filters: ${f.dimension} is not recorded for bot hits, which a bot_kind filter or property reads (${known})`)
+    if (f.dimension === 'bot_kind' && (f.operator === 'is' || f.operator === 'is_not')) {
+      const unknown = f.value.find((v) => !(BOT_KINDS as readonly string[]).includes(v))
+      if (unknown !== undefined) throw new ApiError(400, `filters: "${unknown}" is not a bot kind (${BOT_KINDS.join(', ')})`)
+    }
+  }
+  if (property !== undefined && !recorded.includes(property)) throw new ApiError(400, `property: ${property} is not recorded for bot hits, which a bot_kind filter reads (${known})`)
+}
+
 export interface ParseInput {
   params: ReportParams
   site: Site
@@ -161,6 +185,7 @@ export function parseQuery({ params, site, goals, segments = [], firstEventAt, n
   const property = options.property
   if (property === 'goal' && source === 'ga4') throw new ApiError(400, 'property: goal is recorded only by the first-party collector')
   if (property !== undefined && property !== 'goal') validateDimension(property, source, 'property')
+  validateBotRead(filters, property, options.bots ?? false)
   const limit = Math.min(1000, Math.max(1, params.limit ?? 100))
   return { source, query: { siteId: site.id, range, filters, goals, limit } }
 }

@@ -33,20 +33,32 @@ export const SESSION_DIMENSIONS = new Set([
 export const onVisitAttributes = (query: Pick<Query, 'filters'>) => query.filters.every((f) => SESSION_DIMENSIONS.has(f.dimension))
 
 /**
- * Whether the read may use the daily rollup, before the rolled days are looked up: no filters,
- * whole site-local days, and totals, a series of day or month buckets (a rolled day is one
- * bucket or part of one), or a rolled property.
+ * Whether the read may use the daily rollup, before the rolled days are looked up: whole
+ * site-local days, and totals, a series of day or month buckets (a rolled day is one bucket or
+ * part of one), or a rolled property. A filtered read's days are rolled up per filter, on its
+ * first read (see filteredRollupKey): a window of whole days is the sum of its days under any
+ * filter too.
  */
 export function mayUseRollup(query: Query, read: Read): boolean {
-  if (query.filters.length || !wholeDays(query.range)) return false
+  if (!wholeDays(query.range) || readsBotHits(query, read)) return false
   if (read.kind === 'stats') return true
   if (read.kind === 'series') return query.range.interval === 'day' || query.range.interval === 'month'
   return read.property === TOTALS || (ROLLED_PROPERTIES as readonly string[]).includes(read.property)
 }
 
+/** Whether rolled days fit the read: a filtered read only reads days rolled up under its own filters (and property). */
+const fitsRead = (query: Query, rolled: RolledDays) => (query.filters.length ? rolled.filtersKey !== undefined : rolled.filtersKey === undefined)
+
+/**
+ * Whether a read counts bot hits (`bot_events`) instead of humans: a bot_kind filter, or a
+ * breakdown by bot_kind. Bot hits and human events are never mixed in one read.
+ */
+export const readsBotHits = (query: Pick<Query, 'filters'>, read: Read) =>
+  (read.kind === 'breakdown' && read.property === 'bot_kind') || query.filters.some((f) => f.dimension === 'bot_kind')
+
 /** The plan of a read, given the rolled days of its window where it may use them. */
 export function plan(query: Query, read: Read, rolled?: RolledDays): Plan {
-  if (rolled?.days.length && mayUseRollup(query, read)) return { table: 'rollup', rolled }
+  if (rolled?.days.length && mayUseRollup(query, read) && fitsRead(query, rolled)) return { table: 'rollup', rolled }
   if (read.kind === 'series') return { table: 'events', visits: false }
   if (read.kind === 'stats') return onVisitAttributes(query) ? { table: 'sessions' } : { table: 'events', visits: true }
   const { property } = read

@@ -121,11 +121,12 @@ export function resolveRange(
 }
 
 /**
- * The window of equal length just before `range`, as site listings compare against (and later
- * comparisons will): 7d from 16 November is 9 to 16 November.
+ * The window of equal length just before `range`, as every comparison takes it: 7d from
+ * 16 November is 9 to 16 November. Length counts calendar days in the site's timezone, then
+ * hours, so a window of whole days is compared with as many whole days across a clock change too.
  */
 export function previousWindow(range: ResolvedRange): ResolvedRange {
-  const length = range.from.until(range.to)
+  const length = range.from.until(range.to, { largestUnit: 'day' })
   return { ...range, from: range.from.subtract(length), to: range.from }
 }
 

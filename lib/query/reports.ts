@@ -10,6 +10,7 @@ import { execute, runRead } from './run'
 import { propertyKeysSql } from './compile/property-keys'
 import { type BreakdownRow, type Totals, ZERO_TOTALS, shapeBreakdown, shapeSeries, shapeTotals } from './shape'
 import { firstEventAt, lastEventBySite } from './site-events'
+import { readsBotHits } from './plan'
 
 /**
  * The report verbs: each reads what one report needs and answers it whole. Handlers resolve the
@@ -29,7 +30,11 @@ function reads(olap: Olap, source: Source) {
   return {
     totals: async (query: Query): Promise<Totals> => (answers ? shapeTotals((await runRead(olap, query, { kind: 'stats' }))[0]) : ZERO_TOTALS),
     series: async (query: Query) => shapeSeries(query.range, answers ? await runRead(olap, query, { kind: 'series' }) : []),
-    breakdown: async (query: Query, property: string) => (answers ? shapeBreakdown(property, await runRead(olap, query, { kind: 'breakdown', property })) : []),
+    breakdown: async (query: Query, property: string) => {
+      if (!answers) return []
+      const read = { kind: 'breakdown', property } as const
+      return shapeBreakdown(property, await runRead(olap, query, read), readsBotHits(query, read) ? false : undefined)
+    },
   }
 }
 
@@ -48,19 +53,19 @@ export async function prepare(deps: ReportDeps, site: Site, params: ReportParams
 
 /** GET /stats: the window's totals. */
 export async function totals(deps: ReportDeps, site: Site, params: ReportParams) {
-  const { source, query } = await prepare(deps, site, params)
+  const { source, query } = await prepare(deps, site, params, { bots: true })
   return { source, range: rangeView(query.range), totals: await reads(deps.olap, source).totals(query) }
 }
 
 /** GET /timeseries: every bucket of the window. */
 export async function series(deps: ReportDeps, site: Site, params: ReportParams) {
-  const { source, query } = await prepare(deps, site, params, { series: true })
+  const { source, query } = await prepare(deps, site, params, { series: true, bots: true })
   return { source, range: rangeView(query.range), series: await reads(deps.olap, source).series(query) }
 }
 
 /** GET /breakdown: the top values of one property. */
 export async function breakdown(deps: ReportDeps, site: Site, params: ReportParams & { property: string }) {
-  const { source, query } = await prepare(deps, site, params, { property: params.property })
+  const { source, query } = await prepare(deps, site, params, { property: params.property, bots: true })
   return { source, range: rangeView(query.range), property: params.property, results: await reads(deps.olap, source).breakdown(query, params.property) }
 }
 

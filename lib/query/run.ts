@@ -1,28 +1,36 @@
 import { ApiError } from '../errors'
 import type { Olap } from '../olap/types'
+import { botReadSql } from './compile/bots'
 import { breakdownSql } from './compile/breakdown'
-import { asRolledDays, signaturesAndBuilt } from './compile/day-rollups'
+import { asRolledDays, filteredRollupKey, signaturesAndBuilt } from './compile/day-rollups'
+import { filteredRollupInsertSql } from './compile/rollup-build'
+import { daySpans } from './range'
 import { seriesSql } from './compile/series'
 import { type Compiled, type Fragment, render } from './compile/sql'
 import { statsSql } from './compile/stats'
-import type { Query, Read, RolledDays } from './model'
-import { mayUseRollup, plan } from './plan'
+import { type Query, type Read, type RolledDays, TOTALS } from './model'
+import { mayUseRollup, plan, readsBotHits } from './plan'
 
-/** Runs a statement; an invalid RE2 pattern from a `matches` filter is the caller's 400. */
-export async function execute<Row>(olap: Olap, statement: Fragment): Promise<Row[]> {
-  const compiled = render(statement)
+/** An invalid RE2 pattern from a `matches` filter is the caller's 400. */
+async function withFilterErrors<T>(work: Promise<T>): Promise<T> {
   try {
-    return await olap.query<Row>(compiled.sql, compiled.params)
+    return await work
   } catch (err) {
     if (/CANNOT_COMPILE_REGEXP|Code: 427\b/.test(String((err as Error).message))) throw new ApiError(400, 'filters: invalid regular expression in a matches filter')
     throw err
   }
 }
 
-/** Runs a statement that returns no rows (the rollup build). */
+/** Runs a statement. */
+export async function execute<Row>(olap: Olap, statement: Fragment): Promise<Row[]> {
+  const compiled = render(statement)
+  return withFilterErrors(olap.query<Row>(compiled.sql, compiled.params))
+}
+
+/** Runs a statement that returns no rows (a rollup build, which a filtered read may run). */
 export async function executeCommand(olap: Olap, statement: Fragment): Promise<void> {
   const compiled = render(statement)
-  await olap.command(compiled.sql, compiled.params)
+  await withFilterErrors(olap.command(compiled.sql, compiled.params))
 }
 
 /** The days of the query's window whose rollup rows match the day's current signature. */
@@ -30,6 +38,35 @@ export async function rolledDays(olap: Olap, query: Pick<Query, 'siteId' | 'rang
   const rows = await execute<{ rolled: number; d: string; n: string; s: string }>(olap, signaturesAndBuilt(query.siteId, query.range))
   const built = new Set(rows.filter((r) => r.rolled).map((r) => `${r.d}|${r.n}|${r.s}`))
   return asRolledDays(rows.filter((r) => !r.rolled && built.has(`${r.d}|${r.n}|${r.s}`)).sort((a, b) => a.d.localeCompare(b.d)))
+}
+
+/**
+ * A filtered read's rolled days. Finished days of the window (all but its last, which is today
+ * for the relative ranges) that are not yet rolled up under these filters at their current
+ * signature are rolled up first: the first read of a filter pays for its days once, later reads
+ * (until a day's events change) read them from the rollup.
+ */
+async function filteredRolledDays(olap: Olap, query: Query, property: string): Promise<RolledDays> {
+  const key = await filteredRollupKey(query, property)
+  const rows = await execute<{ rolled: number; d: string; n: string; s: string }>(olap, signaturesAndBuilt(query.siteId, query.range, key))
+  const signature = (r: { d: string; n: string; s: string }) => `${r.d}|${r.n}|${r.s}`
+  const built = new Set(rows.filter((r) => r.rolled).map(signature))
+  const current = rows.filter((r) => !r.rolled).sort((a, b) => a.d.localeCompare(b.d))
+  const lastDay = query.range.to.subtract({ days: 1 }).toPlainDate().toString()
+  const missing = current.filter((r) => !built.has(signature(r)) && r.d < lastDay)
+  if (missing.length) {
+    const days = asRolledDays(missing)
+    await executeCommand(olap, filteredRollupInsertSql(query, key, property, daySpans(days.days, query.range.timezone), days))
+    for (const r of missing) built.add(signature(r))
+  }
+  return { ...asRolledDays(current.filter((r) => built.has(signature(r)))), filtersKey: key }
+}
+
+/** The rolled days a read may use: undefined where its plan cannot use the rollup. */
+export async function rolledForRead(olap: Olap, query: Query, read: Read): Promise<RolledDays | undefined> {
+  if (!mayUseRollup(query, read)) return undefined
+  if (!query.filters.length) return rolledFor(olap, query)
+  return filteredRolledDays(olap, query, read.kind === 'breakdown' ? read.property : TOTALS)
 }
 
 /**
@@ -47,6 +84,7 @@ function rolledFor(olap: Olap, query: Query): Promise<RolledDays> {
 
 /** The statement of a read under its plan. */
 function statement(query: Query, read: Read, rolled: RolledDays | undefined): Fragment {
+  if (readsBotHits(query, read)) return botReadSql(query, read)
   const chosen = plan(query, read, rolled)
   if (read.kind === 'stats') return statsSql(query, chosen)
   if (read.kind === 'series') return seriesSql(query, chosen)
@@ -56,8 +94,7 @@ function statement(query: Query, read: Read, rolled: RolledDays | undefined): Fr
 /** The SQL and parameters of a read, given the rolled days of its window (for tests and the bench). */
 export const compileRead = (query: Query, read: Read, rolled?: RolledDays): Compiled => render(statement(query, read, rolled))
 
-/** Runs one read: the rolled days where the plan may use them, then the statement of the plan. */
+/** Runs one read: the rolled days where the plan may use them (rolling a filtered read's days up first), then the statement of the plan. */
 export async function runRead<Row = Record<string, unknown>>(olap: Olap, query: Query, read: Read): Promise<Row[]> {
-  const rolled = mayUseRollup(query, read) ? await rolledFor(olap, query) : undefined
-  return execute<Row>(olap, statement(query, read, rolled))
+  return execute<Row>(olap, statement(query, read, await rolledForRead(olap, query, read)))
 }

@@ -57,8 +57,8 @@ export function shapeSeries(range: ResolvedRange, rows: Row[]) {
   })
 }
 
-/** Breakdown rows: goal rows carry conversions, engagement properties their rates. */
-export function shapeBreakdown(property: string, rows: Row[]): BreakdownRow[] {
+/** Breakdown rows: goal rows carry conversions, engagement properties their rates (bot hits have none). */
+export function shapeBreakdown(property: string, rows: Row[], engagement = hasEngagement(property)): BreakdownRow[] {
   if (property === 'goal') {
     return rows.map((r) => {
       const visitors = numberOf(r.visitors)
@@ -73,7 +73,6 @@ export function shapeBreakdown(property: string, rows: Row[]): BreakdownRow[] {
       return row
     })
   }
-  const engagement = hasEngagement(property)
   return rows.map((r) => {
     const row: BreakdownRow = { value: String(r.value), visitors: numberOf(r.visitors), visits: numberOf(r.visits), pageviews: numberOf(r.pageviews), events: numberOf(r.events) }
     if (engagement) {

@@ -17,6 +17,7 @@ const OFFLINE = { WRANGLER_SEND_METRICS: 'false', WRANGLER_HIDE_BANNER: 'true', 
 /** Parameters a read needs beside the site, to answer the demo site. */
 const REQUIRED: Record<string, Record<string, string>> = {
   '/api/v1/breakdown': { property: 'source' },
+  '/api/v1/geo': { granularity: 'city' },
 }
 
 /** Reads of one record by its id, of which the demo site has none: both homes must still answer alike (a 404). */

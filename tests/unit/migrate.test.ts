@@ -6,7 +6,7 @@ import { testOlap } from '../helpers'
 describe('ClickHouse migrations', () => {
   it('are numbered files, rendered plain for one server and ON CLUSTER with Replicated engines for a cluster', () => {
     const migrations = loadMigrations()
-    expect(migrations.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6])
+    expect(migrations.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
     expect(() => parseMigrationFile('events.sql', '')).toThrow(/NNNN_name/)
     const plain = renderMigration(migrations[0].sql)
     expect(plain).toHaveLength(2)
@@ -22,10 +22,25 @@ describe('ClickHouse migrations', () => {
     const olap = await testOlap() // already migrated once
     expect(await migrate(olap, loadMigrations())).toEqual([])
     const rows = await olap.query<{ version: number; name: string }>('SELECT version, name FROM schema_migrations ORDER BY version')
-    expect(rows).toEqual([{ version: 1, name: 'events' }, { version: 2, name: 'sessions' }, { version: 3, name: 'day_rollups' }, { version: 4, name: 'events_input' }, { version: 5, name: 'crawl' }, { version: 6, name: 'visit_pages' }])
-    const applied = await migrate(olap, [...loadMigrations(), { version: 7, name: 'extra', sql: 'CREATE TABLE IF NOT EXISTS extra_t (a UInt8) ENGINE = Memory;' }])
-    expect(applied.map((m) => m.version)).toEqual([7])
-    expect((await olap.query('SELECT count() AS n FROM schema_migrations'))[0]).toEqual({ n: '7' })
+    expect(rows).toEqual([{ version: 1, name: 'events' }, { version: 2, name: 'sessions' }, { version: 3, name: 'day_rollups' }, { version: 4, name: 'events_input' }, { version: 5, name: 'crawl' }, { version: 6, name: 'pathname_low_cardinality' }, { version: 7, name: 'filtered_rollup_expiry' }, { version: 8, name: 'visit_pages' }])
+    const applied = await migrate(olap, [...loadMigrations(), { version: 9, name: 'extra', sql: 'CREATE TABLE IF NOT EXISTS extra_t (a UInt8) ENGINE = Memory;' }])
+    expect(applied.map((m) => m.version)).toEqual([9])
+    expect((await olap.query('SELECT count() AS n FROM schema_migrations'))[0]).toEqual({ n: '9' })
+  })
+
+  it('expires rows a filtered read rolled up 30 days after they were built, never the daily rollup', async () => {
+    const olap = await testOlap()
+    const site = crypto.randomUUID()
+    const row = (property: string, daysAgo: number) =>
+      `({site:UUID}, 'UTC', 1, '${property}', today() - 40, 1, 1, '', 1, 1, 1, 0, 0, 0, now() - toIntervalDay(${daysAgo}))`
+    await olap.command(
+      `INSERT INTO day_rollups (site_id, timezone, version, property, day, day_events, day_sum, value, visitors, visits, pageviews, events, bounces, duration_ms, built_at)
+       VALUES ${[row('filters:old', 31), row('filters:new', 29), row('', 31), row('path', 31)].join(', ')}`,
+      { site },
+    )
+    await olap.command('OPTIMIZE TABLE day_rollups FINAL')
+    const left = await olap.query<{ property: string }>('SELECT property FROM day_rollups WHERE site_id = {site:UUID} ORDER BY property', { site })
+    expect(left.map((r) => r.property)).toEqual(['', 'filters:new', 'path'])
   })
 
   it('passes rows inserted into events_input on to events and its views; the two tables keep the same columns', async () => {

@@ -20,17 +20,21 @@ const series: Read = { kind: 'series' }
 const by = (property: string): Read => ({ kind: 'breakdown', property })
 
 describe('the planner', () => {
-  it('uses the daily rollup only for unfiltered reads of whole days, of totals, day or month series and rolled properties', () => {
+  it('uses the daily rollup only for reads of whole days, of totals, day or month series and rolled properties', () => {
     expect(mayUseRollup(query(), stats)).toBe(true)
     expect(mayUseRollup(query(), series)).toBe(true)
     expect(mayUseRollup(query([], '12mo'), series)).toBe(true)
     expect(mayUseRollup(query(), by('path'))).toBe(true)
     expect(mayUseRollup(query(), by('entry_page'))).toBe(true)
-    // hour buckets are parts of a day; city and goal are not rolled; filters and partial days never
+    // a filtered read is rolled up under its filters
+    expect(mayUseRollup(query([country]), stats)).toBe(true)
+    expect(mayUseRollup(query([country]), series)).toBe(true)
+    expect(mayUseRollup(query([country]), by('path'))).toBe(true)
+    // hour buckets are parts of a day; city and goal are not rolled; bot reads and partial days never
     expect(mayUseRollup(query([], 'today'), series)).toBe(false)
     expect(mayUseRollup(query(), by('city'))).toBe(false)
     expect(mayUseRollup(query(), by('goal'))).toBe(false)
-    expect(mayUseRollup(query([country]), stats)).toBe(false)
+    expect(mayUseRollup(query([{ dimension: 'bot_kind', operator: 'is', value: ['seo'] }]), stats)).toBe(false)
     expect(mayUseRollup(query([], 'realtime'), stats)).toBe(false)
   })
 
@@ -40,8 +44,12 @@ describe('the planner', () => {
     expect(plan(query(), by('source'), rolled)).toEqual({ table: 'rollup', rolled })
     // no rolled day, or a read the rollup cannot answer: as if there were none
     expect(plan(query(), stats, { days: [], events: [], sums: [] })).toEqual({ table: 'sessions' })
-    expect(plan(query([country]), stats, rolled)).toEqual({ table: 'sessions' })
     expect(plan(query(), by('city'), rolled)).toEqual({ table: 'sessions' })
+    // days rolled up unfiltered never answer a filtered read, nor days rolled up under filters an unfiltered one
+    expect(plan(query([country]), stats, rolled)).toEqual({ table: 'sessions' })
+    const filteredDays = { ...rolled, filtersKey: 'filters:0123' }
+    expect(plan(query([country]), stats, filteredDays)).toEqual({ table: 'rollup', rolled: filteredDays })
+    expect(plan(query(), stats, filteredDays)).toEqual({ table: 'sessions' })
   })
 
   it('reads visits from the sessions rollup when every filter is on a visit attribute', () => {

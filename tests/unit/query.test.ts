@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import type { Compiled } from '../../lib/query/compile/sql'
 import type { Query } from '../../lib/query/model'
 import { parseFilters } from '../../lib/query/parse'
-import { buckets, resolveRange } from '../../lib/query/range'
+import { buckets, previousWindow, rangeView, resolveRange } from '../../lib/query/range'
 import { compileRead } from '../../lib/query/run'
 
 const now = new Date('2026-03-08T12:00:00Z') // New York springs forward at 07:00 UTC this day
@@ -18,6 +18,16 @@ const query = (filters = '[]'): Query => ({
 const withValues = ({ sql, params }: Compiled) => sql.replace(/\{(p\d+):[^}]+\}/g, (_, name: string) => `'${String(params[name])}'`)
 
 describe('the query pipeline, without a database', () => {
+  it('compares a window of whole days with as many whole days before it, across a clock change', () => {
+    // 7d of 8 March (2 to 9 March) holds New York's spring-forward day: 6 days of 24 hours and one of 23
+    const week = resolveRange({ range: '7d' }, 'America/New_York', now)
+    expect(rangeView(previousWindow(week))).toMatchObject({ from: '2026-02-23T00:00:00-05:00', to: '2026-03-02T00:00:00-05:00' })
+    // Berlin falls back on 25 October 2026: 30 days then are 721 hours, still 30 days back
+    const month = resolveRange({ range: '30d' }, 'Europe/Berlin', new Date('2026-11-10T12:00:00Z'))
+    expect(rangeView(month)).toMatchObject({ from: '2026-10-12T00:00:00+02:00', to: '2026-11-11T00:00:00+01:00' })
+    expect(rangeView(previousWindow(month))).toMatchObject({ from: '2026-09-12T00:00:00+02:00', to: '2026-10-12T00:00:00+02:00' })
+  })
+
   it('compiles user values into bound parameters, never into the SQL text', () => {
     const hostile = "x' OR 1=1 --"
     const filters = JSON.stringify([

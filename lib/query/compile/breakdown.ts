@@ -5,7 +5,7 @@ import { goalBreakdownSql } from './goals'
 import { breakdownRows, rowsWithRollup } from './rows'
 import { type Fragment, bind, empty, raw, sql } from './sql'
 import { selectedVisits, visitFacts } from './visits'
-import { queryScope, selected, visitFilters } from './selection'
+import { queryScope, selected, unrolledFromSessions, visitFilters } from './selection'
 
 const limitOf = (query: Query) => bind('UInt32', query.limit)
 
@@ -16,11 +16,15 @@ export function breakdownSql(query: Query, property: string, plan: Plan): Fragme
   if (plan.table === 'events' && plan.visits) return visitBreakdown(query, property)
   const scope = queryScope(query, plan)
   const rows =
-    plan.table === 'rollup' ? rowsWithRollup(property, scope, query.range.timezone, plan.rolled) : breakdownRows(property, scope, selected(query, scope))
+    plan.table === 'rollup'
+      ? rowsWithRollup(property, scope, query.range.timezone, plan.rolled, { selected: selected(query, scope), unrolled: unrolledFromSessions(query, property, plan, scope) })
+      : breakdownRows(property, scope, selected(query, scope))
   const rates = raw(hasEngagement(property) ? ', bounces / visits AS bounce_rate, duration_ms / 1000 / visits AS avg_duration' : '')
+  // a filtered rollup marks each day with a row of value '', zeros where that value had no visitor
   return sql`
 SELECT value, visitors, visits, pageviews, events${rates}
 FROM (${rows})
+WHERE visitors > 0
 ORDER BY visitors DESC, value ASC
 LIMIT ${limitOf(query)}`
 }

@@ -1,4 +1,4 @@
-import type { RolledDays } from '../model'
+import { type Query, type RolledDays, TOTALS } from '../model'
 import { type ResolvedRange, chTime } from '../range'
 import { siteIs } from './scope'
 import { type Fragment, bind, sql } from './sql'
@@ -38,14 +38,30 @@ FROM event_quarters
 WHERE ${siteIs(siteId)} AND quarter >= ${bind('DateTime64(3)', chTime(window.from))} AND quarter < ${bind('DateTime64(3)', chTime(window.to))}
 GROUP BY day`
 
-/** The signatures the built days were built from; the totals row is written last, so its presence says every property of the day is built. */
-const built = (siteId: string, window: Window) => sql`(SELECT DISTINCT day, day_events AS n, day_sum AS s FROM day_rollups
-  WHERE ${siteIs(siteId)} AND timezone = ${bind('String', window.timezone)} AND version = ${version()} AND property = ''
+/**
+ * The signatures the built days were built from; the totals row is written last, so its presence
+ * says every property of the day is built. A filtered read's days are marked by their own rows.
+ */
+const built = (siteId: string, window: Window, marker = '') => sql`(SELECT DISTINCT day, day_events AS n, day_sum AS s FROM day_rollups
+  WHERE ${siteIs(siteId)} AND timezone = ${bind('String', window.timezone)} AND version = ${version()} AND property = ${bind('String', marker)}
     AND day >= ${bind('Date', window.from.toPlainDate().toString())} AND day < ${bind('Date', window.to.toPlainDate().toString())}) AS rolled`
 
 /** Both sides in one statement, matched by the caller: cheaper on the engine than a join. Rows: rolled (0 current, 1 built), d, n, s. */
-export const signaturesAndBuilt = (siteId: string, window: Window) =>
-  sql`SELECT 0 AS rolled, toString(day) AS d, n, s FROM (${signatures(siteId, window)}) UNION ALL SELECT 1, toString(day), n, s FROM ${built(siteId, window)}`
+export const signaturesAndBuilt = (siteId: string, window: Window, marker = '') =>
+  sql`SELECT 0 AS rolled, toString(day) AS d, n, s FROM (${signatures(siteId, window)}) UNION ALL SELECT 1, toString(day), n, s FROM ${built(siteId, window, marker)}`
+
+/**
+ * The rollup property a filtered read's rows are stored under: a hash of its filters (segments
+ * already expanded) and of the site's goals they may name, so another filter, or a goal
+ * redefined, is another key; then the property broken down (none for totals and series). Days
+ * are rolled up per key on the first read that needs them.
+ */
+export async function filteredRollupKey(query: Pick<Query, 'filters' | 'goals'>, property: string): Promise<string> {
+  const canonical = JSON.stringify([query.filters.map((f) => [f.dimension, f.operator, f.value]), query.goals.map((g) => [g.name, g.type, g.matchValue])])
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(canonical)))
+  const hash = Array.from(digest.subarray(0, 16), (b) => b.toString(16).padStart(2, '0')).join('')
+  return `filters:${hash}${property === TOTALS ? '' : `:${property}`}`
+}
 
 /** The days whose current signature has no built rows. Rows: d, n, s. */
 export const staleDays = (siteId: string, window: Window) =>

@@ -1,6 +1,7 @@
-import type { RolledDays } from '../model'
+import type { Query, RolledDays } from '../model'
 import type { DaySpan } from '../range'
 import { ROLLUP_VERSION, uint64s } from './day-rollups'
+import { selectedEvents } from './filters'
 import { breakdownRows, localDay } from './rows'
 import { daySpansScope } from './scope'
 import { type Fragment, bind, sql } from './sql'
@@ -20,4 +21,30 @@ SELECT ${bind('UUID', siteId)}, ${tz}, ${bind('UInt16', ROLLUP_VERSION)}, ${bind
        value, visitors, visits, pageviews, events, bounces, duration_ms
 FROM (${breakdownRows(property, scope, scope.events, { day: localDay(timezone) })})
 WHERE has(${dayList}, day)`
+}
+
+/**
+ * A filtered read's rows over whole site-local days, rolled up under its key (filteredRollupKey):
+ * per day and value the rows a read of that day with these filters would compute, stamped with
+ * the day's signature. Every day gets a row of value '' (zeros unless that value has events), so
+ * a day where nothing matched counts as built; reads skip rows without visitors.
+ */
+export function filteredRollupInsertSql(query: Query, key: string, property: string, spans: DaySpan[], days: RolledDays): Fragment {
+  const { timezone } = query.range
+  const scope = daySpansScope(query.siteId, spans)
+  const tz = bind('String', timezone)
+  const dayList = bind('Array(Date)', days.days)
+  const rows = breakdownRows(property, scope, selectedEvents(query.filters, query.goals, scope), { day: localDay(timezone), engagement: true })
+  return sql`
+INSERT INTO day_rollups (site_id, timezone, version, property, day, day_events, day_sum, value, visitors, visits, pageviews, events, bounces, duration_ms)
+SELECT ${bind('UUID', query.siteId)}, ${tz}, ${bind('UInt16', ROLLUP_VERSION)}, ${bind('String', key)}, day,
+       transform(day, ${dayList}, ${uint64s(days.events)}, toUInt64(0)), transform(day, ${dayList}, ${uint64s(days.sums)}, toUInt64(0)),
+       value, sum(visitors), sum(visits), sum(pageviews), sum(events), sum(bounces), sum(duration_ms)
+FROM (
+  SELECT day, value, visitors, visits, pageviews, events, bounces, duration_ms FROM (${rows})
+  UNION ALL
+  SELECT arrayJoin(${dayList}) AS day, '' AS value, toUInt64(0), toUInt64(0), toUInt64(0), toUInt64(0), toUInt64(0), toUInt64(0)
+)
+WHERE has(${dayList}, day)
+GROUP BY day, value`
 }

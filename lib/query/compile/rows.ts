@@ -35,6 +35,10 @@ export interface RowsOptions {
   day?: Fragment
   /** Whether rows carry bounces and summed duration; by default for engagement properties. */
   engagement?: boolean
+  /** rowsWithRollup: the selected events of the days read from events (a filtered read's); by default all of them. */
+  selected?: Fragment
+  /** rowsWithRollup: the rows of the days not rolled up, when they need no event scan (visitAttributeRows). */
+  unrolled?: Fragment
 }
 
 /**
@@ -75,8 +79,8 @@ ${engagement ? engagementJoin : empty}`
 }
 
 /**
- * The same rows over a window part rolled up: the rolled days from day_rollups, the other days
- * (`scope`, their spans) from events, summed per value. Visitors and visits add up across days
+ * The same rows over a window part rolled up: the rolled days from day_rollups (a filtered read's
+ * from the rows of its filters), the other days (`scope`, their spans) from events, summed per value. Visitors and visits add up across days
  * because ids rotate and visits end at the site-local midnight. With `day`, rows keep their day.
  */
 export function rowsWithRollup(property: string, scope: Scope, timezone: string, rolled: RolledDays, options: RowsOptions = {}): Fragment {
@@ -86,9 +90,9 @@ export function rowsWithRollup(property: string, scope: Scope, timezone: string,
   return sql`
 SELECT ${raw(keep)}value, ${raw(metrics.map((m) => `sum(${m}) AS ${m}`).join(', '))}
 FROM (
-  ${breakdownRows(property, scope, scope.events, { day: options.day, engagement })}
+  ${options.unrolled ?? breakdownRows(property, scope, options.selected ?? scope.events, { day: options.day, engagement })}
   UNION ALL
-  ${rolledRows(scope.siteId, timezone, property, rolled, raw(`${keep}value, ${metrics.join(', ')}`))}
+  ${rolledRows(scope.siteId, timezone, rolled.filtersKey ?? property, rolled, raw(`${keep}value, ${metrics.join(', ')}`))}
 )
 GROUP BY ${raw(keep)}value`
 }

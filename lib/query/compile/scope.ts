@@ -39,6 +39,12 @@ export function windowScope(siteId: string, range: Pick<ResolvedRange, 'from' | 
   }
 }
 
+/** Visits (sessions.session_start) begun in one of the spans. */
+export function visitsBeganIn(spans: readonly DaySpan[]): Fragment {
+  const each = spans.map((d) => sql`(session_start >= ${time(d.from)} AND session_start < ${time(d.to)})`)
+  return spans.length ? sql`(${join(each, ' OR ')})` : raw('0')
+}
+
 /**
  * A scope of whole site-local days (the days of a window the daily rollup does not cover, or the
  * days a rollup row is built from). A visit never crosses the site-local midnight, so the visit

@@ -3,7 +3,7 @@ import type { Plan } from '../plan'
 import { rowsWithRollup } from './rows'
 import { type Fragment, sql } from './sql'
 import { visitFacts, selectedVisits } from './visits'
-import { queryScope, selected, visitFilters } from './selection'
+import { queryScope, selected, unrolledFromSessions, visitFilters } from './selection'
 
 /**
  * The window's totals as one row: visitors, visits, pageviews, custom events, and the visits,
@@ -16,7 +16,7 @@ export function statsSql(query: Query, plan: Plan): Fragment {
       return sql`
 SELECT sum(visitors) AS visitors, sum(visits) AS visits, sum(pageviews) AS pageviews, sum(events) AS events,
        visits AS facts_visits, sum(bounces) AS bounces, if(visits = 0, 0, sum(duration_ms) / 1000 / visits) AS duration
-FROM (${rowsWithRollup(TOTALS, scope, query.range.timezone, plan.rolled)})`
+FROM (${rowsWithRollup(TOTALS, scope, query.range.timezone, plan.rolled, { selected: selected(query, scope), unrolled: unrolledFromSessions(query, TOTALS, plan, scope) })})`
     case 'sessions':
       // a visit counts when it began before the window's end and its last event is in or after
       // the window's start, which for windows over 30 minutes (or ending now) means it has an

@@ -18,6 +18,25 @@ export function visitFacts(scope: Scope, visitFilters: readonly Fragment[], opti
   HAVING max(end) >= ${scope.windowFrom}` : empty}`
 }
 
+/**
+ * Rows of a visit attribute (or of the totals, `value` '') over whole site-local days, from the
+ * sessions rollup alone: a visit never crosses the site-local midnight, and under filters on visit
+ * attributes only, every event of a kept visit is selected, so its pageviews and custom events
+ * are the visit's own. The columns of breakdownRows, without an event scan.
+ */
+export function visitAttributeRows(siteId: string, value: Fragment, began: Fragment, visitFilters: readonly Fragment[]): Fragment {
+  const filters = join(visitFilters.map((f) => sql` AND ${f}`), '')
+  return sql`SELECT value, uniqExact(visitor) AS visitors, count() AS visits, sum(pv) AS pageviews, sum(ce) AS events,
+         countIf(pv <= 1 AND ce = 0) AS bounces, toUInt64(round(sum(duration) * 1000)) AS duration_ms
+  FROM (
+    SELECT session_id, any(${value}) AS value, any(visitor_id) AS visitor, sum(pageviews) AS pv, sum(custom_events) AS ce,
+           dateDiff('millisecond', min(session_start), max(end)) / 1000 AS duration
+    FROM sessions WHERE ${siteIs(siteId)} AND ${began}${filters}
+    GROUP BY session_id
+  )
+  GROUP BY value`
+}
+
 /** The visits holding a selected event, with the selected pageviews and custom events of each. */
 export const selectedVisits = (selected: Fragment) =>
   sql`SELECT session_id, countIf(kind = 'pageview') AS sel_pv, countIf(kind = 'custom') AS sel_ce FROM events WHERE ${selected} GROUP BY session_id`

@@ -1,0 +1,43 @@
+import { z } from 'zod'
+import { GEO_GRANULARITIES } from '../../lib/query/compile/geo'
+import { geo } from '../../lib/query/geo'
+import { reportParams } from '../../lib/query/parse'
+import { defineEndpoint } from '../endpoint'
+import { rangeViewSchema } from './answers'
+
+const count = z.number().int().nonnegative()
+const degrees = (what: string) => z.number().nullable().describe(`${what} in degrees (WGS 84), 4 decimals; null when no visit there had coordinates`)
+
+export const geoEndpoints = [
+  defineEndpoint({
+    method: 'GET',
+    path: '/api/v1/geo',
+    scope: 'read',
+    tool: 'get_geo',
+    summary: 'Visitors and visits per region or city, with each place’s coordinates, for a map.',
+    description:
+      'granularity=region groups by country and region, city by country, region and city. Most visitors first, at most limit. A visit counts at the place of its first hit; a place’s coordinates are the mean over its located visits (a city’s point, a region’s visit-weighted centre). Places the lookup did not know have empty names. A site that reads only ga4 answers available: false.',
+    params: reportParams.extend({
+      granularity: z.enum(GEO_GRANULARITIES, { message: 'must be region or city' }).describe('region or city'),
+    }),
+    response: z.object({
+      available: z.boolean().describe('false for a site that reads only ga4: the collector alone records places'),
+      range: rangeViewSchema.optional().describe('Absent when not available'),
+      granularity: z.enum(GEO_GRANULARITIES),
+      places: z.array(
+        z.object({
+          country: z.string().describe('ISO 3166-1 alpha-2, empty when unknown'),
+          region: z.string(),
+          city: z.string().optional().describe('granularity=city only'),
+          latitude: degrees('Latitude'),
+          longitude: degrees('Longitude'),
+          visitors: count,
+          visits: count,
+        }),
+      ),
+    }),
+    async handler(ctx, { params }) {
+      return geo(ctx.services, await ctx.site(params.site_id), params)
+    },
+  }),
+]

@@ -1,0 +1,51 @@
+import type { Query, Read } from '../model'
+import type { ResolvedRange } from '../range'
+import { operatorSql } from './filters'
+import { windowScope } from './scope'
+import { bucket } from './series'
+import { type Fragment, bind, join, raw, sql } from './sql'
+
+/**
+ * What a bot hit records, as SQL over `bot_events`: the dimensions a bot read filters and breaks
+ * down by. Identifiers come only from here.
+ */
+export const BOT_DIMENSION_SQL: Record<string, string> = {
+  bot_kind: 'bot_kind',
+  path: 'pathname',
+  hostname: 'hostname',
+  referrer: "if(referrer = '', 'Direct / None', referrer)",
+  country: 'country_code',
+  collection_source: 'collection_source',
+}
+
+/**
+ * The measures of bot hits. A bot hit has no visitor id and no visit: `visitors` counts distinct
+ * crawlers (by name), `pageviews` counts hits, and the visit measures are zero.
+ */
+const BOT_MEASURES = raw('uniqExact(bot_name) AS visitors, 0 AS visits, count() AS pageviews, 0 AS events')
+
+/** The site's bot hits in the window that pass every filter. */
+function botHits(query: Query): Fragment {
+  const filters = query.filters.map((f) => operatorSql(raw(BOT_DIMENSION_SQL[f.dimension]), f.operator, f.value))
+  return join([windowScope(query.siteId, query.range).events, ...filters], ' AND ')
+}
+
+/** A read of bot hits: totals (as the totals row of human reads, its visit facts zero), a series, or the rows of one property. */
+export function botReadSql(query: Query, read: Read): Fragment {
+  const where = botHits(query)
+  if (read.kind === 'stats') return sql`SELECT ${BOT_MEASURES}, 0 AS facts_visits, 0 AS bounces, 0 AS duration FROM bot_events WHERE ${where}`
+  if (read.kind === 'series') return botSeriesSql(query.range, where)
+  return sql`
+SELECT ${raw(BOT_DIMENSION_SQL[read.property])} AS value, ${BOT_MEASURES}
+FROM bot_events WHERE ${where}
+GROUP BY value
+ORDER BY visitors DESC, pageviews DESC, value ASC
+LIMIT ${bind('UInt32', query.limit)}`
+}
+
+function botSeriesSql(range: ResolvedRange, where: Fragment): Fragment {
+  return sql`
+SELECT toUnixTimestamp(${bucket(range)}) AS bucket, uniqExact(bot_name) AS visitors, 0 AS visits, count() AS pageviews
+FROM bot_events WHERE ${where}
+GROUP BY bucket ORDER BY bucket`
+}

@@ -1,0 +1,134 @@
+import type { Temporal } from 'temporal-polyfill'
+import type { Query } from '../query/model'
+import { type ResolvedRange, chTime } from '../query/range'
+import { mostFrequent } from '../query/compile/most-frequent'
+import { windowScope } from '../query/compile/scope'
+import { selected } from '../query/compile/selection'
+import { type Fragment, bind, join, raw, sql } from '../query/compile/sql'
+
+/**
+ * The statements of the "why traffic changed" reads. Every value is bound; the only identifiers
+ * are the ones written here.
+ */
+
+export type Grain = 'hour' | 'day'
+type Instant = Pick<Temporal.Instant, 'epochMilliseconds'>
+
+const time = (at: Instant) => bind('DateTime64(3)', chTime(at))
+const site = (siteId: string) => sql`site_id = ${bind('UUID', siteId)}`
+const between = (from: Instant, to: Instant) => sql`timestamp >= ${time(from)} AND timestamp < ${time(to)}`
+
+/** The start of the site-local hour or day an event falls in. */
+function grainStart(grain: Grain, timezone: string): Fragment {
+  const tz = bind('String', timezone)
+  return grain === 'hour' ? sql`toStartOfHour(timestamp, ${tz})` : sql`toStartOfDay(timestamp, ${tz})`
+}
+
+/** Distinct visitors per site-local hour or day (bucket start as epoch seconds); empty buckets have no row. */
+export function visitorsByBucketSql(siteId: string, timezone: string, grain: Grain, from: Instant, to: Instant): Fragment {
+  return sql`
+SELECT toUnixTimestamp(${grainStart(grain, timezone)}) AS bucket, uniqExact(visitor_id) AS visitors
+FROM events WHERE ${site(siteId)} AND ${between(from, to)}
+GROUP BY bucket ORDER BY bucket`
+}
+
+/** The dimensions a spike's excess is attributed to, and the column each reads. */
+export const SPIKE_DIMENSIONS = { utm_campaign: 'utm_campaign', source: 'referrer_source', channel: 'channel' } as const
+export type SpikeDimension = keyof typeof SPIKE_DIMENSIONS
+
+/**
+ * Visitors per bucket, dimension and value within the given spans (a spike's buckets and the
+ * buckets of its baseline), with the most frequent full referrer of each value.
+ */
+export function visitorsBySourceSql(siteId: string, timezone: string, grain: Grain, spans: readonly { from: Instant; to: Instant }[]): Fragment {
+  const pairs = join(
+    Object.entries(SPIKE_DIMENSIONS).map(([name, column]) => sql`tuple(${raw(`'${name}'`)}, toString(${raw(column)}))`),
+    ', ',
+  )
+  const within = spans.length ? join(spans.map((s) => sql`(${between(s.from, s.to)})`), ' OR ') : raw('0')
+  return sql`
+SELECT toUnixTimestamp(${grainStart(grain, timezone)}) AS bucket, pair.1 AS dimension, pair.2 AS value,
+       uniqExact(visitor_id) AS visitors, ${mostFrequent(raw('referrer'))} AS referrer
+FROM events ARRAY JOIN [${pairs}] AS pair
+WHERE ${site(siteId)} AND (${within})
+GROUP BY bucket, dimension, value`
+}
+
+/**
+ * Visits per page (distinct visits with an event on the path, as the path breakdown counts) in the query's window and in
+ * `previous` (the window of equal length just before it), under the query's filters, for pages
+ * with at least `minVisits` in one of the two; plus one row with page NULL holding the site's
+ * visits (all events) in each.
+ */
+export function pageVisitsByPeriodSql(query: Query, previous: Pick<ResolvedRange, 'from'>, minVisits: number): Fragment {
+  const selection = selected(query, windowScope(query.siteId, { from: previous.from, to: query.range.to }))
+  const current = sql`timestamp >= ${time(query.range.from)}`
+  return sql`
+SELECT page, current, previous FROM (
+  SELECT if(grouping(pathname) = 1, NULL, pathname) AS page,
+         uniqExactIf(session_id, ${current}) AS current,
+         uniqExactIf(session_id, NOT (${current})) AS previous
+  FROM events WHERE ${selection}
+  GROUP BY GROUPING SETS ((pathname), ())
+)
+WHERE page IS NULL OR greatest(current, previous) >= ${bind('UInt32', minVisits)}`
+}
+
+/** The same, unfiltered, from per-day path rows (pathDaysSql) and the site's visits per day. */
+export function pageVisitsByPeriodFromDaysSql(pathDays: Fragment, siteDays: Fragment, currentFromDay: string, minVisits: number): Fragment {
+  const current = sql`day >= ${bind('Date', currentFromDay)}`
+  return sql`
+SELECT page, current, previous FROM (
+  SELECT value AS page, sumIf(visits, ${current}) AS current, sumIf(visits, NOT (${current})) AS previous FROM (${pathDays}) GROUP BY value
+  UNION ALL
+  SELECT NULL, sumIf(visits, ${current}), sumIf(visits, NOT (${current})) FROM (${siteDays})
+)
+WHERE page IS NULL OR greatest(current, previous) >= ${bind('UInt32', minVisits)}`
+}
+
+/**
+ * Per page: its visits in the current 28 days, and its best 28 consecutive days (the peak)
+ * among the windows ending from `peaksFromDay` on, with the last day of that window (the latest
+ * of equal ones), from per-day path rows (pathDaysSql). A visit never crosses the site-local
+ * midnight, so days add up.
+ */
+export function pagePeaksSql(pathDays: Fragment, currentFromDay: string, peaksFromDay: string, minPeak: number): Fragment {
+  return sql`
+SELECT pathname, max(rolling) AS peak, argMax(day, (rolling, day)) AS peak_end, any(current) AS current FROM (
+  SELECT value AS pathname, day, sum(visits) OVER (PARTITION BY value ORDER BY toRelativeDayNum(day) RANGE BETWEEN 27 PRECEDING AND CURRENT ROW) AS rolling,
+         sum(if(day >= ${bind('Date', currentFromDay)}, visits, 0)) OVER (PARTITION BY value) AS current
+  FROM (${pathDays})
+)
+WHERE day >= ${bind('Date', peaksFromDay)}
+GROUP BY pathname
+HAVING peak >= ${bind('UInt32', minPeak)}`
+}
+
+/**
+ * The site's visits per site-local day, from the visits rollup: a visit belongs to the day it
+ * began on and never crosses the site-local midnight.
+ */
+export function siteVisitsByDaySql(siteId: string, timezone: string, from: Instant, to: Instant): Fragment {
+  return sql`
+SELECT toDate(session_start, ${bind('String', timezone)}) AS day, uniqExact(session_id) AS visits
+FROM sessions WHERE ${site(siteId)} AND session_start >= ${time(from)} AND session_start < ${time(to)}
+GROUP BY day`
+}
+
+/** Visits per page, channel and site-local day, for the given pages (any event on the path, as the path breakdown counts). */
+export function pageChannelVisitsByDaySql(siteId: string, timezone: string, pages: readonly string[], from: Instant, to: Instant): Fragment {
+  return sql`
+SELECT pathname, toString(channel) AS channel, toString(toDate(timestamp, ${bind('String', timezone)})) AS day, uniqExact(session_id) AS visits
+FROM events WHERE ${site(siteId)} AND ${between(from, to)} AND pathname IN ${bind('Array(String)', pages)}
+GROUP BY pathname, channel, day`
+}
+
+/** Pages whose first pageview ever falls in the window, with that first pageview (epoch ms). */
+export function launchedPagesSql(siteId: string, from: Instant, to: Instant): Fragment {
+  return sql`
+SELECT pathname, toUnixTimestamp64Milli(min(timestamp)) AS first
+FROM events
+WHERE ${site(siteId)} AND kind = 'pageview' AND timestamp < ${time(to)}
+GROUP BY pathname
+HAVING first >= ${bind('UInt64', from.epochMilliseconds)}`
+}
