@@ -2,12 +2,15 @@
 -- visit instead of grouping the window's pageviews by visit (lib/query/compile/flow.ts). The
 -- arrays of a visit's rows are concatenated as parts merge; readers read FINAL (or group by
 -- session_id), so rows not yet merged never split a visit. The order inside an array is the
--- order rows were merged in: readers sort it.
+-- order rows were merged in: readers sort it. The set index of site ids lets FINAL skip a part's
+-- granule that only spans the site between two others: without it, such a granule overlaps every
+-- row of the site, and FINAL merged them all.
 CREATE TABLE IF NOT EXISTS visit_pages {{on_cluster}} (
   site_id UUID,
   session_start DateTime64(3, 'UTC'),
   session_id UInt64,
-  pages SimpleAggregateFunction(groupArrayArray, Array(Tuple(DateTime64(3, 'UTC'), String)))
+  pages SimpleAggregateFunction(groupArrayArray, Array(Tuple(DateTime64(3, 'UTC'), String))),
+  INDEX site_ids site_id TYPE set(100) GRANULARITY 1
 )
 ENGINE = {{replicated}}AggregatingMergeTree
 PARTITION BY toYYYYMM(session_start)

@@ -26,11 +26,13 @@ export const OTHER_PATH = '(other)'
  *
  * Each visit's pageviews come as one row of visit_pages (migration 0008), read FINAL: merging
  * the few rows of a visit not yet merged in the background costs far less than grouping the
- * window's pageviews by visit. A visit's rows share its start, so they lie in one partition
- * (month): FINAL merges within partitions only, which the engine cannot tell by itself, and
- * merging a month's part with the next one's doubled the read. Visits began at most 26 hours
- * before the window (scope); their pages outside the window are dropped. Sorting (time, path) pairs puts a pageview stored twice
- * next to itself, where it collapses like a reload.
+ * window's pageviews by visit. Two settings keep FINAL from merging rows that cannot belong to
+ * one visit: a visit's rows share its start, so they lie in one partition (month), which the
+ * engine cannot tell by itself; and they share the site, so the site-id set index may skip other
+ * sites' granules (one spanning the site's key range made FINAL merge every row of the site).
+ * Visits began at most 26 hours before the window (scope); their pages outside the window are
+ * dropped. Sorting (time, path) pairs puts a pageview stored twice next to itself, where it
+ * collapses like a reload.
  *
  * It runs in one pass: the (step, page, next page) cells are grouped by node with their outgoing
  * links as an array, so ranking the nodes and the set of kept pages work on the few nodes, not on
@@ -83,5 +85,5 @@ FROM (
   ARRAY JOIN outs AS out
 )
 GROUP BY step, node, next_node
-SETTINGS do_not_merge_across_partitions_select_final = 1`
+SETTINGS do_not_merge_across_partitions_select_final = 1, use_skip_indexes_if_final = 1`
 }
