@@ -49,7 +49,8 @@ const program = new Command('bench-reports')
   .option('--runs <n>', 'runs of each report', '20')
   .option('--vitals <n>', 'vital samples of the measured site, beside its events', '50000')
   .option('--data-dir <dir>', 'keep the generated data in this folder; a later run with the same folder measures it again (new migrations applied) instead of generating')
-  .action(async (opts: { main: string; others: string; runs: string; vitals: string; dataDir?: string }) => {
+  .option('--only <names>', 'measure only the reports whose names start with one of these (comma-separated, e.g. "flow")')
+  .action(async (opts: { main: string; others: string; runs: string; vitals: string; dataDir?: string; only?: string }) => {
     const dir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'bench-reports-'))
     const stores = await openNodeStores({ DATA_DIR: dir })
     await migrate(stores.olap, loadMigrations())
@@ -150,7 +151,8 @@ const program = new Command('bench-reports')
       return stores.olap.query(compiled.sql, compiled.params)
     }
     const filtered = { ...base, filters: parseFilters(filters, 'standalone') }
-    const funnel = await createFunnel(stores.store, site.id, { site_id: site.id, name: 'Docs to signup', steps: [{ type: 'page', value: '/docs/*' }, { type: 'page', value: '/pricing/*' }, { type: 'event', value: 'Signup' }] }, now)
+    // kept data keeps its funnel
+    const funnel = (await stores.store.listFunnels(site.id)).find((f) => f.name === 'Docs to signup') ?? (await createFunnel(stores.store, site.id, { site_id: site.id, name: 'Docs to signup', steps: [{ type: 'page', value: '/docs/*' }, { type: 'page', value: '/pricing/*' }, { type: 'event', value: 'Signup' }] }, now))
     // what the vitals and funnels reads run: their statements at once, as the verbs do
     const statements = (fragments: ReturnType<typeof render>[]) => async () => Promise.all(fragments.map((c) => stores.olap.query(c.sql, c.params)))
     const vitalsOptions = { percentile: '75' as const }
@@ -175,6 +177,18 @@ const program = new Command('bench-reports')
       'vitals attribution': { path: `/api/v1/vitals?site_id=${site.id}&range=30d&attribution=1`, direct: statements([...vitalsStatements, ...contributorStatements]) },
       funnels: { path: `/api/v1/funnels?site_id=${site.id}&range=30d`, direct: statements([render(funnelLevelsSql(base, funnel.steps))]) },
       flow: { path: `/api/v1/flow?site_id=${site.id}&range=30d`, direct: direct(() => flowSql({ ...base, limit: FLOW_DEFAULT_LIMIT }, { kind: 'entry' }, 0, FLOW_DEFAULT_DEPTH)) },
+      'flow start_path': {
+        path: `/api/v1/flow?site_id=${site.id}&range=30d&start_path=${encodeURIComponent('/pricing/7')}`,
+        direct: direct(() => flowSql({ ...base, limit: FLOW_DEFAULT_LIMIT }, { kind: 'start', path: '/pricing/7' }, 0, FLOW_DEFAULT_DEPTH)),
+      },
+      'flow focus_path': {
+        path: `/api/v1/flow?site_id=${site.id}&range=30d&focus_path=${encodeURIComponent('/pricing/7')}`,
+        direct: direct(() => flowSql({ ...base, limit: FLOW_DEFAULT_LIMIT }, { kind: 'focus', path: '/pricing/7' }, FLOW_DEFAULT_DEPTH, FLOW_DEFAULT_DEPTH)),
+      },
+      'flow filtered': {
+        path: `/api/v1/flow?site_id=${site.id}&range=30d&filters=${encodeURIComponent(filters)}`,
+        direct: direct(() => flowSql({ ...filtered, limit: FLOW_DEFAULT_LIMIT }, { kind: 'entry' }, 0, FLOW_DEFAULT_DEPTH)),
+      },
       journeys: { path: `/api/v1/journeys?site_id=${site.id}&range=30d`, direct: direct(() => journeysSql(base, { offset: 0 })) },
       activity: { path: `/api/v1/activity?site_id=${site.id}`, direct: direct(() => activitySql(lastHalfHour())) },
       // the why-traffic-changed reads run several statements and shape in between: direct is their verb, without HTTP
@@ -186,6 +200,8 @@ const program = new Command('bench-reports')
       'anomalies vitals': { path: `/api/v1/anomalies?site_id=${site.id}&vitals=1`, direct: () => anomalies(services, site, { ...reportParams.parse({ site_id: site.id, range: '7d' }), vitals: '1' }) },
       'page detail': { path: `/api/v1/pages/detail?site_id=${site.id}&path=/docs/7&range=30d`, direct: () => pageDetail(services, site, { range: '30d', path: '/docs/7' }) },
     }
+    const only = opts.only?.split(',').map((name) => name.trim())
+    if (only) for (const name of Object.keys(reports)) if (!only.some((prefix) => name.startsWith(prefix))) delete reports[name]
     // the first read of each report on its own: a filtered read rolls its finished days up then
     const firstApiMs: Record<string, number> = {}
     for (const [name, report] of Object.entries(reports)) {
@@ -220,6 +236,7 @@ const program = new Command('bench-reports')
       ]),
     )
     const [counts] = await stores.olap.query<{ n: string }>('SELECT count() AS n FROM events')
+    // the machine is shared: its load (1, 5 and 15 minutes) when the runs ended says how noisy they were
     process.stdout.write(`${JSON.stringify({ loadAverage: loadavg().map((x) => +x.toFixed(2)), events: Number(counts.n), loadSeconds: { others: +loadOthers.toFixed(1), main: +loadMain.toFixed(1) }, rollup: { days: rolledUpDays, seconds: +rollupSeconds.toFixed(1) }, mergesSettledSeconds: +settleSeconds.toFixed(1), parts, runs: Number(opts.runs), results }, null, 2)}\n`)
     await stores.close()
     if (!opts.dataDir) rmSync(dir, { recursive: true, force: true })

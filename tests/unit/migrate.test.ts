@@ -6,7 +6,7 @@ import { testOlap } from '../helpers'
 describe('ClickHouse migrations', () => {
   it('are numbered files, rendered plain for one server and ON CLUSTER with Replicated engines for a cluster', () => {
     const migrations = loadMigrations()
-    expect(migrations.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6, 7])
+    expect(migrations.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
     expect(() => parseMigrationFile('events.sql', '')).toThrow(/NNNN_name/)
     const plain = renderMigration(migrations[0].sql)
     expect(plain).toHaveLength(2)
@@ -22,10 +22,10 @@ describe('ClickHouse migrations', () => {
     const olap = await testOlap() // already migrated once
     expect(await migrate(olap, loadMigrations())).toEqual([])
     const rows = await olap.query<{ version: number; name: string }>('SELECT version, name FROM schema_migrations ORDER BY version')
-    expect(rows).toEqual([{ version: 1, name: 'events' }, { version: 2, name: 'sessions' }, { version: 3, name: 'day_rollups' }, { version: 4, name: 'events_input' }, { version: 5, name: 'crawl' }, { version: 6, name: 'pathname_low_cardinality' }, { version: 7, name: 'filtered_rollup_expiry' }])
-    const applied = await migrate(olap, [...loadMigrations(), { version: 8, name: 'extra', sql: 'CREATE TABLE IF NOT EXISTS extra_t (a UInt8) ENGINE = Memory;' }])
-    expect(applied.map((m) => m.version)).toEqual([8])
-    expect((await olap.query('SELECT count() AS n FROM schema_migrations'))[0]).toEqual({ n: '8' })
+    expect(rows).toEqual([{ version: 1, name: 'events' }, { version: 2, name: 'sessions' }, { version: 3, name: 'day_rollups' }, { version: 4, name: 'events_input' }, { version: 5, name: 'crawl' }, { version: 6, name: 'pathname_low_cardinality' }, { version: 7, name: 'filtered_rollup_expiry' }, { version: 8, name: 'visit_pages' }])
+    const applied = await migrate(olap, [...loadMigrations(), { version: 9, name: 'extra', sql: 'CREATE TABLE IF NOT EXISTS extra_t (a UInt8) ENGINE = Memory;' }])
+    expect(applied.map((m) => m.version)).toEqual([9])
+    expect((await olap.query('SELECT count() AS n FROM schema_migrations'))[0]).toEqual({ n: '9' })
   })
 
   it('expires rows a filtered read rolled up 30 days after they were built, never the daily rollup', async () => {
@@ -81,5 +81,21 @@ describe('ClickHouse migrations', () => {
       { site },
     )
     expect(rows).toEqual([{ session_id: '99', entry: '/', exit: '/pricing', pageviews: '2', custom: '1', duration: '450', source: 'Google' }])
+  })
+
+  it('feeds visit_pages from events: a visit’s pageviews from separate inserts read as one row, as the migration’s backfill selects them', async () => {
+    const olap = await testOlap()
+    const site = crypto.randomUUID()
+    const base = { site_id: site, visitor_id: '7', session_id: '42', session_start: '2026-11-01 10:00:00.000' }
+    await olap.insert('events', [{ ...base, timestamp: '2026-11-01 10:07:30.000', name: 'pageview', kind: 'pageview', pathname: '/pricing' }])
+    await olap.insert('events', [
+      { ...base, timestamp: '2026-11-01 10:00:00.000', name: 'pageview', kind: 'pageview', pathname: '/' },
+      { ...base, timestamp: '2026-11-01 10:05:00.000', name: 'signup', kind: 'custom', pathname: '/' },
+    ])
+    const expected = [{ session_id: '42', pages: [['2026-11-01 10:00:00.000', '/'], ['2026-11-01 10:07:30.000', '/pricing']] }]
+    expect(await olap.query('SELECT session_id, arraySort(pages) AS pages FROM visit_pages FINAL WHERE site_id = {site:UUID}', { site })).toEqual(expected)
+    const backfill = renderMigration(loadMigrations().find((m) => m.name === 'visit_pages')!.sql).find((s) => s.startsWith('INSERT INTO visit_pages'))!
+    const select = backfill.replace(/^INSERT INTO visit_pages\s+/, '')
+    expect(await olap.query(`SELECT session_id, arraySort(pages) AS pages FROM (${select}) WHERE site_id = {site:UUID}`, { site })).toEqual(expected)
   })
 })

@@ -1,0 +1,51 @@
+import { beforeAll, describe, expect, it } from 'vitest'
+import { createApiKey, createOrg } from '../../lib/admin'
+import { importHits } from '../../lib/ingest/import'
+import { newSite } from '../../lib/sites'
+import { client, testServices } from '../helpers'
+import { NOW, UAS } from './report-reference'
+
+/**
+ * The flow reads each visit's pageviews from visit_pages, where pageviews stored by separate
+ * inserts are separate rows until the engine merges them. With merges stopped, a visit whose
+ * pages came one import at a time is still one sequence. The expected graph is worked out by hand.
+ */
+describe('flow over visits stored in pieces', () => {
+  let call: ReturnType<typeof client>
+  let key = ''
+  let siteId = ''
+  let rows = 0
+
+  beforeAll(async () => {
+    const services = await testServices({ now: () => NOW })
+    // this file has the engine to itself (one process per test file)
+    await services.olap.command('SYSTEM STOP MERGES visit_pages')
+    call = client(services)
+    const org = await createOrg(services.store, 'Pieces', NOW)
+    key = (await createApiKey(services.store, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
+    const site = newSite({ domain: 'pieces.flow.test', timezone: 'Europe/Berlin' }, org.id, NOW)
+    await services.store.createSite(site)
+    siteId = site.id
+    const at = (minutesAgo: number) => new Date(NOW.getTime() - 3 * 3_600_000 - minutesAgo * 60_000).toISOString()
+    const hit = (minutesAgo: number, path: string, ip: string) =>
+      JSON.stringify({ timestamp: at(minutesAgo), site: site.snippetId, name: 'pageview', url: `https://pieces.flow.test${path}`, referrer: null, ip, userAgent: UAS[0] })
+    // one visitor: / then /pricing, a reload of it, then /docs; another: / then /docs
+    const hits = [hit(10, '/', '8.8.8.8'), hit(9, '/', '1.1.1.1'), hit(8, '/pricing', '8.8.8.8'), hit(7, '/docs', '1.1.1.1'), hit(6, '/pricing', '8.8.8.8'), hit(4, '/docs', '8.8.8.8')]
+    // one import per hit: each visit's pageviews land in several inserts
+    for (const line of hits) expect((await importHits([line], services.ingestor)).imported).toBe(1)
+    rows = Number((await services.olap.query<{ n: string }>('SELECT count() AS n FROM visit_pages WHERE site_id = {site:UUID}', { site: siteId }))[0].n)
+  })
+
+  it('joins a visit’s rows into one sequence', async () => {
+    expect(rows).toBe(6)
+    const res = await call('GET', `/api/v1/flow?site_id=${siteId}&range=today&depth=3`, { key })
+    expect(res.status).toBe(200)
+    expect(res.json.visits).toBe(2)
+    expect(Object.fromEntries(res.json.nodes.map((n: { id: string; visits: number }) => [n.id, n.visits]))).toEqual({ '0:/': 2, '1:/docs': 1, '1:/pricing': 1, '2:/docs': 1 })
+    expect(Object.fromEntries(res.json.links.map((l: { source: string; target: string; visits: number }) => [`${l.source} -> ${l.target}`, l.visits]))).toEqual({
+      '0:/ -> 1:/docs': 1,
+      '0:/ -> 1:/pricing': 1,
+      '1:/pricing -> 2:/docs': 1,
+    })
+  })
+})
