@@ -46,20 +46,23 @@ export function testOlap(): Promise<ChdbOlap> {
 
 export type KvKind = 'embedded' | 'redis'
 
-export function rawRedis(kind: KvKind): RawRedis {
+export function rawRedis(kind: KvKind, own?: boolean): RawRedis {
   if (kind === 'redis') {
     if (!REDIS_URL) throw new Error('REDIS_URL is not set')
-    // every key under the run's prefix, removed when the run ends
-    return prefixedRaw(new TcpRedis(REDIS_URL), process.env.REDIS_PREFIX ?? 'wa-test:')
+    // every key under the run's prefix, removed when the run ends; with `own`, under a prefix of
+    // its own inside it, for state that is global to a store (the crawl queue) and that test files
+    // running at once must not share
+    const prefix = `${process.env.REDIS_PREFIX ?? 'wa-test:'}${own ? `${crypto.randomUUID()}:` : ''}`
+    return prefixedRaw(new TcpRedis(REDIS_URL), prefix)
   }
   return new EmbeddedRedis()
 }
 
 /** Services on real stores: embedded ClickHouse, and the embedded store or a real Redis. */
 export async function testServices(
-  options: { kv?: KvKind; now?: () => Date; limiter?: RateLimiter; siteCacheMs?: number } = {},
+  options: { kv?: KvKind; ownKeys?: boolean; now?: () => Date; limiter?: RateLimiter; siteCacheMs?: number } = {},
 ): Promise<Services & { raw: RawRedis }> {
-  const raw = rawRedis(options.kv ?? 'embedded')
+  const raw = rawRedis(options.kv ?? 'embedded', options.ownKeys)
   const redis = new Redis(rawRequester(raw))
   const now = options.now ?? (() => new Date())
   const olap = await testOlap()

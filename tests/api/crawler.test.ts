@@ -94,7 +94,7 @@ describe('the crawler against a fixture website', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
     site = fixtureSite(origin)
-    services = await testServices({ kv: REDIS_URL ? 'redis' : 'embedded', now: () => new Date(now) })
+    services = await testServices({ kv: REDIS_URL ? 'redis' : 'embedded', ownKeys: true, now: () => new Date(now) })
     config = {
       // loopback is allowed here by configuration, as a deployment's OUTBOUND_ALLOW_PRIVATE=1 would
       // each request's send time is noted: politeness is measured where it is kept

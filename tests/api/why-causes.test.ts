@@ -155,7 +155,7 @@ describe('why a page changed: planted causes', () => {
     })
     flatPages = website(control.origin, ['/', '/a'], { '/': page('Flat', 'Nothing ever happens here.'), '/a': page('A | Flat', 'Nor here.') })
 
-    services = await testServices({ kv: REDIS_URL ? 'redis' : 'embedded', now: () => new Date(now) })
+    services = await testServices({ kv: REDIS_URL ? 'redis' : 'embedded', ownKeys: true, now: () => new Date(now) })
     const domains = { news: `news-${crypto.randomUUID().slice(0, 8)}.test`, flat: `flat-${crypto.randomUUID().slice(0, 8)}.test` }
     services.crawler = {
       fetch: guardedFetch({ allowPrivate: true, maxBytes: 64 * 1024, timeoutMs: 5000 }),
