@@ -77,11 +77,12 @@ export async function deliverReports(deps: DeliveryDeps, now: Date, options: Del
   return { sent, failed }
 }
 
-function channelsOf(deps: DeliveryDeps, site: Site, log: (message: string) => void): Channel[] {
+/** Where a site's deliveries go: e-mail when it has recipients and the home a mailer, the webhook when it has one. */
+export function channelsOf(deps: DeliveryDeps, site: Site, log: (message: string) => void, what = 'reports'): Channel[] {
   const channels: Channel[] = []
   if (site.alerts.recipients.length) {
     if (deps.mailer) channels.push('email')
-    else log(`${site.id}: reports have recipients, but this home has no mailer`)
+    else log(`${site.id}: ${what} have recipients, but this home has no mailer`)
   }
   if (site.alerts.webhookUrl && site.webhookSecret) channels.push('webhook')
   return channels

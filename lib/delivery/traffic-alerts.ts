@@ -1,7 +1,7 @@
 import type { Site } from '../sites'
 import { judgeBuckets, shiftId, shiftsOf, sum, type Shift } from '../why/shifts'
 import { isoLocal, readsEvents, zoned } from '../why/window'
-import type { DeliveryDeps, DeliveryOptions } from './reports'
+import { type DeliveryDeps, type DeliveryOptions, channelsOf } from './reports'
 import { WEBHOOK_RETRY_DELAYS_MS, sendWebhook } from './webhook'
 
 /**
@@ -91,12 +91,7 @@ export async function deliverTrafficAlerts(deps: DeliveryDeps, now: Date, option
 }
 
 async function deliverAlert(deps: DeliveryDeps, site: Site, alert: TrafficAlert, options: DeliveryOptions & { log: (m: string) => void }): Promise<number> {
-  const channels: Channel[] = []
-  if (site.alerts.recipients.length) {
-    if (deps.mailer) channels.push('email')
-    else options.log(`${site.id}: alerts have recipients, but this home has no mailer`)
-  }
-  if (site.alerts.webhookUrl && site.webhookSecret) channels.push('webhook')
+  const channels = channelsOf(deps, site, options.log, 'alerts')
   const deliveryKey = (channel: Channel) => `${site.id}:alert:${alert.id}:${channel}`
   const failures: string[] = []
   let sent = 0
