@@ -22,6 +22,7 @@ const METRIC_NAMES = ['largest_contentful_paint', 'interaction_to_next_paint', '
 type Bin = { start: number | string; end?: number | string; density?: number }
 type CruxMetric = { histogram: Bin[]; percentiles: { p75: number | string } }
 type FormFactor = 'ALL' | 'PHONE' | 'DESKTOP'
+type AskedFormFactor = FormFactor | 'TABLET'
 
 /** A record's metrics, per form factor. TTFB is left out of every form factor, as CrUX does for a metric without enough data. */
 const RECORDS: Record<FormFactor, Record<string, CruxMetric>> = {
@@ -104,14 +105,14 @@ function fakeCrux() {
       if (url.searchParams.get('key') !== KEY) return googleError(res, 400, 'INVALID_ARGUMENT', 'API key not valid. Please pass a valid API key.')
       const unknownField = Object.keys(body).find((k) => !['origin', 'url', 'formFactor', 'metrics', 'effectiveConnectionType'].includes(k))
       if (unknownField) return googleError(res, 400, 'INVALID_ARGUMENT', `Invalid JSON payload received. Unknown name "${unknownField}": Cannot find field.`)
-      const formFactor = (body.formFactor ?? 'ALL') as FormFactor
+      const formFactor = (body.formFactor ?? 'ALL') as AskedFormFactor
       if (!['ALL', 'PHONE', 'DESKTOP', 'TABLET'].includes(formFactor)) return googleError(res, 400, 'INVALID_ARGUMENT', `Invalid value at 'form_factor'`)
       const origin = String(body.origin)
       if (silent.has(origin)) return // holds the request open until the client gives up
       if (rateLimited.has(origin)) return googleError(res, 429, 'RESOURCE_EXHAUSTED', "Quota exceeded for quota metric 'Queries' and limit 'Queries per minute'")
       if (!known.has(origin) || formFactor === 'TABLET') return googleError(res, 404, 'NOT_FOUND', 'chrome ux report data not found')
       const wanted = Array.isArray(body.metrics) ? (body.metrics as string[]) : METRIC_NAMES
-      const metrics = Object.fromEntries(Object.entries(RECORDS[formFactor]).filter(([name]) => wanted.includes(name)))
+      const metrics = Object.fromEntries(Object.entries(RECORDS[formFactor as FormFactor]).filter(([name]) => wanted.includes(name)))
       res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' })
       res.end(JSON.stringify({ record: { key: { origin, ...(body.formFactor ? { formFactor } : {}) }, metrics, collectionPeriod: PERIOD } }))
     })
