@@ -118,14 +118,15 @@ export function readCruxRecord(json: unknown): CruxRecord | null {
  */
 export async function queryCruxRecord(fetcher: typeof fetch, config: CruxConfig, query: { origin: string; formFactor?: FormFactor }): Promise<CruxRecord> {
   const withoutKey = (text: string) => text.split(config.apiKey).join('[key]').slice(0, 300)
-  const url = `${config.baseUrl}/v1/records:queryRecord?key=${encodeURIComponent(config.apiKey)}`
+  // the key travels in Google's API-key header, never in a URL that proxies and logs keep
+  const url = `${config.baseUrl}/v1/records:queryRecord`
   const body = { origin: query.origin, ...(query.formFactor ? { formFactor: CRUX_FORM_FACTORS[query.formFactor] } : {}), metrics: VITAL_NAMES.map((n) => CRUX_METRICS[n]) }
   let res: Response
   let json: unknown
   try {
     res = await fetcher(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      headers: { 'content-type': 'application/json', accept: 'application/json', 'x-goog-api-key': config.apiKey },
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(config.timeoutMs),
     })

@@ -10,7 +10,7 @@ import { NOW, UAS } from './report-reference'
 
 /**
  * `crux=1` on GET /vitals against a stand-in for the Chrome UX Report API on 127.0.0.1 that speaks
- * its protocol: POST /v1/records:queryRecord?key=..., a JSON body naming the origin, an optional
+ * its protocol: POST /v1/records:queryRecord with the key in the X-Goog-Api-Key header, a JSON body naming the origin, an optional
  * form factor and the metrics, answered with a record (three-bin histograms, p75 percentiles,
  * cumulative_layout_shift's as strings, the collection period as year/month/day), or a Google API
  * error ({error: {code, message, status}}). The expected numbers below are the stand-in's own.
@@ -76,6 +76,7 @@ const EXPECTED: Record<FormFactor, Record<string, { p75: number; good: number; n
 interface Asked {
   path: string
   key: string | null
+  query: string
   contentType: string | undefined
   body: Record<string, unknown>
 }
@@ -100,9 +101,9 @@ function fakeCrux() {
       } catch {
         return googleError(res, 400, 'INVALID_ARGUMENT', 'Invalid JSON payload received.')
       }
-      asked.push({ path: url.pathname, key: url.searchParams.get('key'), contentType: req.headers['content-type'], body })
+      asked.push({ path: url.pathname, key: (req.headers['x-goog-api-key'] as string | undefined) ?? null, query: url.search, contentType: req.headers['content-type'], body })
       if (req.method !== 'POST' || url.pathname !== '/v1/records:queryRecord') return googleError(res, 404, 'NOT_FOUND', `no method ${req.method} ${url.pathname}`)
-      if (url.searchParams.get('key') !== KEY) return googleError(res, 400, 'INVALID_ARGUMENT', 'API key not valid. Please pass a valid API key.')
+      if (req.headers['x-goog-api-key'] !== KEY) return googleError(res, 400, 'INVALID_ARGUMENT', 'API key not valid. Please pass a valid API key.')
       const unknownField = Object.keys(body).find((k) => !['origin', 'url', 'formFactor', 'metrics', 'effectiveConnectionType'].includes(k))
       if (unknownField) return googleError(res, 400, 'INVALID_ARGUMENT', `Invalid JSON payload received. Unknown name "${unknownField}": Cannot find field.`)
       const formFactor = (body.formFactor ?? 'ALL') as AskedFormFactor
@@ -180,8 +181,8 @@ describe('vitals with crux=1', () => {
     const origin = `https://${sites.tracked.domain}`
     const json = await read(sites.tracked, '&range=7d&crux=1')
     expect(json.crux).toEqual({ available: true, origin, formFactor: null, collectionPeriod: { firstDate: '2026-10-13', lastDate: '2026-11-09' }, metrics: EXPECTED.ALL })
-    // one request, of the protocol's shape: the path, the key as a query parameter, a JSON body without a form factor
-    expect(fake.of(origin)).toEqual([{ path: '/v1/records:queryRecord', key: KEY, contentType: 'application/json', body: { origin, metrics: METRIC_NAMES } }])
+    // one request, of the protocol's shape: the path, the key in its header and no query string, a JSON body without a form factor
+    expect(fake.of(origin)).toEqual([{ path: '/v1/records:queryRecord', key: KEY, query: '', contentType: 'application/json', body: { origin, metrics: METRIC_NAMES } }])
   })
 
   it('sends PHONE or DESKTOP for form_factor and answers that form factor, each cached on its own', async () => {
