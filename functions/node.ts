@@ -16,6 +16,7 @@ import { migrate } from '../lib/olap/migrate'
 import { loadMigrations } from '../lib/olap/migrations-node'
 import { guardedFetch } from '../lib/outbound'
 import { crawlerConfig } from '../lib/crawl/config'
+import { cruxConfig } from '../lib/crux'
 import { runCrawls } from '../lib/crawl/crawl'
 import { pinnedNodeFetch } from '../lib/outbound-node'
 import { dbipGeo } from '../lib/ingest/geo-node'
@@ -87,6 +88,7 @@ const services: Services = {
     env.CRAWLER === '1'
       ? { ...crawlerConfig({ guarded: (limits) => guardedFetch({ ...outboundRules, ...limits }), hostIntervalMs: env.CRAWL_HOST_INTERVAL_MS, origin: env.CRAWL_ORIGIN }), wake: () => scheduleCrawls() }
       : undefined,
+  crux: cruxConfig(env),
   publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
   mailer: nodeMailer({ smtpUrl: env.SMTP_URL, dataDir: dir, from: env.MAIL_FROM ?? `reports@${env.PUBLIC_URL ? new URL(env.PUBLIC_URL).hostname : 'localhost'}`, log }),
   referenceAssets: swaggerUiAssets(),

@@ -73,7 +73,8 @@ export function guardedFetch(options: OutboundOptions = {}): GuardedFetch {
 
   const guarded = async (input: RequestInfo | URL, init?: RequestInit) => {
     let url = new URL(input instanceof Request ? input.url : String(input))
-    const signal = AbortSignal.timeout(timeoutMs)
+    // the guard's timeout always holds; a caller's own signal (a shorter timeout) may end it sooner
+    const signal = init?.signal ? AbortSignal.any([init.signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs)
     for (let hop = 0; ; hop++) {
       const addresses = await check(url)
       const response = await fetchHop(url, addresses, { ...init, redirect: 'manual', signal })

@@ -1,4 +1,5 @@
 import type { CrawlerConfig } from './crawl/config'
+import type { CruxConfig } from './crux'
 import type { Mailer } from './delivery/mail'
 import type { DnsResolver } from './ingest/bots'
 import type { Ingestor } from './ingest/pipeline'
@@ -36,4 +37,6 @@ export interface Services {
   mailer?: Mailer
   /** The crawler (lib/crawl); absent where it is turned off: pings answer 503 and nothing is crawled. */
   crawler?: CrawlerConfig
+  /** The Chrome UX Report API (lib/crux.ts); absent without an API key: `crux=1` then says so. */
+  crux?: CruxConfig
 }

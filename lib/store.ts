@@ -56,6 +56,8 @@ const redisKey = {
   siteSegments: (siteId: string) => `site:${siteId}:segments`,
   siteImports: (siteId: string) => `site:${siteId}:imports`,
   usageBySite: (orgId: string, month: string) => `usage:${orgId}:${month}:sites`,
+  // answers of outside services, kept for a while
+  cruxAnswer: (origin: string, formFactor: string) => `crux:${formFactor}:${origin}`,
 }
 
 /** A sent report's record outlives its period (a month) and the next due day. */
@@ -428,6 +430,17 @@ export class Store {
 
   async saveImportRun(siteId: string, run: ImportRun) {
     await this.redis.hset(redisKey.siteImports(siteId), { [run.id]: JSON.stringify(run) })
+  }
+
+  // --- answers of outside services ---
+
+  /** The CrUX answer kept for an origin and form factor (lib/crux.ts), until it expires. */
+  async getCruxAnswer<T extends object>(origin: string, formFactor: string): Promise<T | null> {
+    return parse<T>(await this.redis.get(redisKey.cruxAnswer(origin, formFactor)))
+  }
+
+  async saveCruxAnswer(origin: string, formFactor: string, answer: object, seconds: number) {
+    await this.redis.set(redisKey.cruxAnswer(origin, formFactor), JSON.stringify(answer), { ex: seconds })
   }
 }
 

@@ -21,6 +21,16 @@ export type LogLevel = z.infer<typeof logLevelSchema>
 const port = z.coerce.number({ message: 'must be a port number' }).int({ message: 'must be a port number' }).min(0, { message: 'must be a port number' }).max(65535, { message: 'must be a port number from 0 to 65535' })
 const flag = z.enum(['0', '1'], { message: 'must be 0 or 1' })
 
+/** Shared by both homes' schemas (lib/home/worker.ts). */
+export const cruxApiKey = z
+  .string()
+  .optional()
+  .describe('a Google Cloud API key allowed to use the Chrome UX Report API: `crux=1` on `GET /api/v1/vitals` adds its field data (without it, `crux` says no key is configured); a secret, never logged or answered')
+export const cruxApiUrl = z
+  .url({ protocol: /^https?$/, message: 'must be an http(s) URL' })
+  .default('https://chromeuxreport.googleapis.com')
+  .describe('where the Chrome UX Report API is asked: a local stand-in for tests or a proxy (with `OUTBOUND_ALLOW_PRIVATE=1` for a private address)')
+
 export const nodeEnvSchema = z.object({
   PORT: port.default(8787).describe('where the API listens; `0` picks a free port'),
   HOST: z.string().default('0.0.0.0').describe('the address the API listens on'),
@@ -45,6 +55,8 @@ export const nodeEnvSchema = z.object({
   SKIP_DEMO_TRAFFIC: flag.default('0').describe('`1` to create the demo site on first start without its 30 days of traffic'),
   SMTP_URL: z.url().optional().describe('where report and invitation e-mails go (`smtp://user:pass@host:587`); without it they are written as `.eml` files to `DATA_DIR/outbox`'),
   MAIL_FROM: z.string().optional().describe('the sender of those e-mails (default `reports@` the host of `PUBLIC_URL`, or localhost)'),
+  CRUX_API_KEY: cruxApiKey,
+  CRUX_API_URL: cruxApiUrl,
 })
 export type NodeConfig = z.infer<typeof nodeEnvSchema>
 

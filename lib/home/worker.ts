@@ -6,13 +6,14 @@ import { Ingestor } from '../ingest/pipeline'
 import { directSink } from '../ingest/sink'
 import { CLICKHOUSE_SETTINGS, type ClickHouseClientLike, clickhouseClientOlap } from '../olap/client'
 import { crawlerConfig } from '../crawl/config'
+import { cruxConfig } from '../crux'
 import { guardedFetch } from '../outbound'
 import type { LiveAnswer, LiveCache } from '../public-live'
 import { redisRateLimiter } from '../ratelimit'
 import { SiteDirectory } from '../site-directory'
 import type { Services } from '../services'
 import { Store } from '../store'
-import { logLevelSchema } from './env'
+import { cruxApiKey, cruxApiUrl, logLevelSchema } from './env'
 
 /** The Workers home: ClickHouse over HTTP, Upstash over REST, the Cache API, geo from request.cf. */
 
@@ -29,6 +30,8 @@ export const workerEnvSchema = z.object({
   CRAWL_HOST_INTERVAL_MS: z.coerce.number().int().min(0).max(60_000).default(1000),
   CRAWL_ORIGIN: z.url().optional(),
   LOG_LEVEL: logLevelSchema.default('info'),
+  CRUX_API_KEY: cruxApiKey,
+  CRUX_API_URL: cruxApiUrl,
 })
 export type WorkerEnv = z.input<typeof workerEnvSchema>
 
@@ -86,5 +89,6 @@ export function workerServices(rawEnv: WorkerEnv): Services {
       env.CRAWLER === '1'
         ? crawlerConfig({ guarded: (limits) => guardedFetch({ allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === '1', ...limits }), hostIntervalMs: env.CRAWL_HOST_INTERVAL_MS, siteRunMs: 2 * 60_000, origin: env.CRAWL_ORIGIN })
         : undefined,
+    crux: cruxConfig(env),
   }
 }

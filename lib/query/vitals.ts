@@ -1,4 +1,5 @@
 import { Temporal } from 'temporal-polyfill'
+import { type CruxDeps, cruxFieldData } from '../crux'
 import type { Site } from '../sites'
 import { standaloneQuery } from './behaviour'
 import {
@@ -88,6 +89,7 @@ export interface VitalsParams extends ReportParams {
   percentile: VitalPercentile
   form_factor?: FormFactor
   attribution?: '0' | '1'
+  crux?: '0' | '1'
 }
 
 /** The site-local days the window touches, first to last (realtime and today: one). */
@@ -144,4 +146,15 @@ export async function vitals(deps: ReportDeps, site: Site, params: VitalsParams)
         }
       : {}),
   }
+}
+
+/**
+ * GET /vitals: the read, and with `crux=1` the CrUX field data of the site's origin beside it,
+ * asked at the same time. It does not depend on the tracker, so a site that reads only ga4 gets it
+ * too; CrUX failing or slow changes only `crux`, never the numbers.
+ */
+export async function vitalsWithFieldData(deps: ReportDeps & CruxDeps, site: Site, params: VitalsParams) {
+  if (params.crux !== '1') return vitals(deps, site, params)
+  const [read, crux] = await Promise.all([vitals(deps, site, params), cruxFieldData(deps, site, params.form_factor)])
+  return { ...read, crux }
 }

@@ -46,7 +46,8 @@ describe('the worker bundle under workerd', () => {
 
   beforeAll(async () => {
     await run(process.execPath, ['node_modules/wrangler/bin/wrangler.js', 'deploy', '--dry-run', '--outdir', outdir], { env: { ...process.env, ...OFFLINE } })
-    server = await startServer({ DATA_DIR: dataDir, REDIS_URL: '', UPSTASH_REDIS_REST_URL: '', CLICKHOUSE_URL: '' })
+    // neither home has a CrUX key: crux=1 must answer alike on both
+    server = await startServer({ DATA_DIR: dataDir, REDIS_URL: '', UPSTASH_REDIS_REST_URL: '', CLICKHOUSE_URL: '', CRUX_API_KEY: '' })
     ;({ readKey, writeKey } = demoKeys(server.output()))
     const local = JSON.parse(readFileSync(join(dataDir, 'local-endpoints.json'), 'utf8'))
     const token = readFileSync(join(dataDir, 'local-token'), 'utf8')
@@ -112,6 +113,19 @@ describe('the worker bundle under workerd', () => {
     }
     // the site-scoped reads answer the demo site, not only agree on an error
     expect(Object.entries(statuses).filter(([path, status]) => status !== (path in BY_ID ? 404 : 200))).toEqual([])
+  })
+
+  it('answers crux=1 on the vitals read as the Node server does: no key on either, the rest of the answer intact', async () => {
+    const auth = { authorization: `Bearer ${readKey}` }
+    const { sites } = (await (await fetch(`${server.url}/api/v1/sites?stats=0`, { headers: auth })).json()) as { sites: { id: string; domain: string }[] }
+    const demo = sites.find((s) => s.domain === 'demo.example.com')!
+    const path = `/api/v1/vitals?site_id=${demo.id}&range=30d&crux=1&form_factor=phone`
+    const [viaNode, viaWorker] = await Promise.all([askNode(`${server.url}${path}`, { ...auth, host: 'worker.test' }), mf.dispatchFetch(`http://worker.test${path}`, { headers: auth })])
+    expect(viaWorker.status).toBe(200)
+    expect(await viaWorker.text()).toBe(viaNode.text)
+    const body = JSON.parse(viaNode.text)
+    expect(body.crux).toEqual({ available: false, origin: 'https://demo.example.com', formFactor: 'phone', reason: 'no CrUX API key is configured on this server (CRUX_API_KEY)' })
+    expect(body.summary.samples).toBeGreaterThan(0)
   })
 
   it('writes through the worker are seen by the Node server, and the other way round', async () => {
