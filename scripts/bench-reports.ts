@@ -12,7 +12,11 @@ import { migrate } from '../lib/olap/migrate'
 import { loadMigrations } from '../lib/olap/migrations-node'
 import type { Query, Read } from '../lib/query/model'
 import { parseFilters, reportParams } from '../lib/query/parse'
-import { resolveRange } from '../lib/query/range'
+import { previousWindow, resolveRange } from '../lib/query/range'
+import { clickGroupsSql, clickSummarySql } from '../lib/query/compile/clicks'
+import { errorGroupsSql, errorSummarySql } from '../lib/query/compile/errors'
+import { geoPlacesSql } from '../lib/query/compile/geo'
+import { propertyKeyCountsSql } from '../lib/query/compile/properties'
 import { compileRead, rolledForRead } from '../lib/query/run'
 import { type Fragment, render } from '../lib/query/compile/sql'
 import { flowSql } from '../lib/query/compile/flow'
@@ -67,14 +71,28 @@ const program = new Command('bench-reports')
     const generate = async (count: number, siteIds: string[], visitors: number, tz: string) => {
       const started = performance.now()
       await stores.olap.command(
-        // five events a visit, 90 seconds apart: about 200k visits per million events
-        `INSERT INTO events (site_id, timestamp, name, kind, visitor_id, session_id, session_start, hostname, pathname, referrer_source, channel, country_code, device, browser, props)
+        // five events a visit, 90 seconds apart: about 200k visits per million events. The tracker's mix:
+        // a visit opens with a pageview; its other events are pageviews (45%), engagement reports (30%),
+        // autocaptured clicks (15%, a fifth of them dead), custom events (7%) and captured errors (3%)
+        `INSERT INTO events (site_id, timestamp, name, kind, visitor_id, session_id, session_start, hostname, pathname, referrer_source, channel, country_code, region, city, latitude, longitude,
+                             device, browser, os, props, engaged_ms, scroll_depth, selector, element_text, element_tag, interactive, dead_click, error_fingerprint, error_name, error_message)
          SELECT site_id, session_start + toIntervalSecond(90 * (number % 5)) AS ts, name, kind, visitor, cityHash64(visit) AS session, session_start, 'bench.test',
                 concat('/', ['blog', 'docs', 'pricing', 'about', 'changelog'][1 + (number % 5)], '/', toString(cityHash64(number) % 200)),
                 ['', 'Google', 'Bing', 'Hacker News', 'Twitter', 'ChatGPT'][1 + (visitor % 6)],
                 ['Direct', 'Organic Search', 'Organic Search', 'Organic Social', 'Organic Social', 'AI'][1 + (visitor % 6)],
-                ['US', 'DE', 'GB', 'FR', 'IN', 'BR', 'JP'][1 + (visitor % 7)], ['Desktop', 'Mobile', 'Tablet'][1 + (visitor % 3)],
-                ['Chrome', 'Safari', 'Firefox', 'Edge'][1 + (visitor % 4)], if(kind = 'custom', map('plan', ['free', 'pro'][1 + (number % 2)]), map())
+                ['US', 'DE', 'GB', 'FR', 'IN', 'BR', 'JP'][1 + (visitor % 7)],
+                ['US-NY', 'DE-BE', 'GB-ENG', 'FR-IDF', 'IN-MH', 'BR-SP', 'JP-13'][1 + (visitor % 7)],
+                ['New York', 'Berlin', 'London', 'Paris', 'Mumbai', 'São Paulo', 'Tokyo'][1 + (visitor % 7)],
+                [40.71, 52.52, 51.51, 48.86, 19.08, -23.55, 35.68][1 + (visitor % 7)], [-74.01, 13.4, -0.13, 2.35, 72.88, -46.63, 139.69][1 + (visitor % 7)],
+                ['Desktop', 'Mobile', 'Tablet'][1 + (visitor % 3)], ['Chrome', 'Safari', 'Firefox', 'Edge'][1 + (visitor % 4)], ['Windows', 'iOS', 'macOS', 'Android'][1 + (visitor % 4)],
+                if(kind = 'custom', map('plan', ['free', 'pro'][1 + (number % 2)]), map()),
+                if(kind = 'engagement', 1000 + cityHash64(number, 8) % 120000, 0), if(kind = 'engagement', cityHash64(number, 9) % 101, 0),
+                if(kind = 'click', ['button.cta', 'a.nav', 'div.card', 'img.hero', 'a.external'][1 + element], ''),
+                if(kind = 'click', ['Start free trial', 'Docs', 'Pricing plan', '', 'GitHub'][1 + element], ''),
+                if(kind = 'click', ['button', 'a', 'div', 'img', 'a'][1 + element], ''),
+                kind = 'click' AND element IN (0, 1, 4), kind = 'click' AND element IN (2, 3) AND cityHash64(number, 7) % 2 = 0,
+                if(kind = 'error', cityHash64('bench-error', error_group), 0), if(kind = 'error', ['TypeError', 'ReferenceError', 'SyntaxError'][1 + (error_group % 3)], ''),
+                if(kind = 'error', concat('Cannot read properties of undefined (reading \'', toString(error_group), '\')'), '')
          FROM (
            SELECT number, intDiv(number, 5) AS visit,
                   toUUID({sites:Array(String)}[1 + (visit % length({sites:Array(String)}))]) AS site_id,
@@ -82,9 +100,12 @@ const program = new Command('bench-reports')
                   -- as the collector does: a visit ends at the site-local midnight, where the visitor id rotates
                   if(toDate(start0, {tz:String}) != toDate(start0 + toIntervalSecond(360), {tz:String}), start0 - toIntervalSecond(360), start0) AS session_start,
                   cityHash64(cityHash64(visit, 2) % {visitors:UInt64}, toDate(session_start, {tz:String})) AS visitor,
-                  multiIf(number % 10 < 7, 'pageview', number % 10 < 9, 'engagement', 'Signup') AS name,
-                  multiIf(number % 10 < 7, 'pageview', number % 10 < 9, 'engagement', 'custom') AS kind
-           FROM numbers({count:UInt64})
+                  cityHash64(number, 3) % 100 AS roll,
+                  multiIf(number % 5 = 0 OR roll < 45, 'pageview', roll < 75, 'engagement', roll < 90, 'click', roll < 97, 'Signup', 'error') AS name,
+                  if(name = 'Signup', 'custom', name) AS kind,
+                  cityHash64(number, 4) % 5 AS element,
+                  cityHash64(number, 5) % 30 AS error_group
+         FROM numbers({count:UInt64})
          )`,
         { sites: siteIds, visitors, count, tz },
       )
@@ -146,8 +167,10 @@ const program = new Command('bench-reports')
     const range = resolveRange({ range: '30d' }, site.timezone, now)
     const base: Query = { siteId: site.id, range, filters: [], goals: [], limit: 100 }
     // what the API runs: the rolled days of the window where the read may use them, then the compiled SQL
+    // (a copy of the range per run: the API resolves its range per request, so it looks the rolled days up every time)
     const run = (query: Query, read: Read) => async () => {
-      const compiled = compileRead(query, read, await rolledForRead(stores.olap, query, read))
+      const fresh = { ...query, range: { ...query.range } }
+      const compiled = compileRead(fresh, read, await rolledForRead(stores.olap, fresh, read))
       return stores.olap.query(compiled.sql, compiled.params)
     }
     const filtered = { ...base, filters: parseFilters(filters, 'standalone') }
@@ -189,6 +212,13 @@ const program = new Command('bench-reports')
         path: `/api/v1/flow?site_id=${site.id}&range=30d&filters=${encodeURIComponent(filters)}`,
         direct: direct(() => flowSql({ ...filtered, limit: FLOW_DEFAULT_LIMIT }, { kind: 'entry' }, 0, FLOW_DEFAULT_DEPTH)),
       },
+      errors: {
+        path: `/api/v1/errors?site_id=${site.id}&range=30d`,
+        direct: statements([render(errorSummarySql(base)), render(errorSummarySql({ ...base, range: previousWindow(base.range) })), render(errorGroupsSql(base))]),
+      },
+      clicks: { path: `/api/v1/clicks?site_id=${site.id}&range=30d`, direct: statements([render(clickSummarySql(base)), render(clickGroupsSql(base))]) },
+      properties: { path: `/api/v1/properties?site_id=${site.id}&range=30d`, direct: statements([render(propertyKeyCountsSql(base))]) },
+      'geo city': { path: `/api/v1/geo?site_id=${site.id}&range=30d&granularity=city`, direct: statements([render(geoPlacesSql(base, 'city'))]) },
       journeys: { path: `/api/v1/journeys?site_id=${site.id}&range=30d`, direct: direct(() => journeysSql(base, { offset: 0 })) },
       activity: { path: `/api/v1/activity?site_id=${site.id}`, direct: direct(() => activitySql(lastHalfHour())) },
       // the why-traffic-changed reads run several statements and shape in between: direct is their verb, without HTTP

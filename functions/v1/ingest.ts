@@ -22,7 +22,7 @@ export const ingestEndpoints = [
     tool: 'collect_bot_hits',
     summary: 'Server-side bot collection: stores bot and AI-crawler hits, drops humans and junk.',
     description:
-      'Send up to 500 hits from your server logs: {site_id, events:[{path, userAgent, ip?, referrer?, hostname?, timestamp?}]}, or one hit as the body itself. Aliases user_agent, ua, clientIp, referer and host are accepted. Only bots are stored (not billed); answers {ingested, dropped}.',
+      'Send up to 500 hits from your server logs: {site_id, events:[{path, userAgent, ip?, referrer?, hostname?, timestamp?}]}, or one hit as the body itself. Aliases user_agent, ua, clientIp, referer and host are accepted. Only bots are stored (not billed), placed in the country of their ip where one is sent; answers {ingested, dropped}.',
     params: z.object({ site_id: siteRefSchema.optional() }),
     body: collectBody,
     response: z.object({ ingested: z.number().int().describe('Bot hits stored'), dropped: z.number().int().describe('Humans, junk and invalid hits') }),
@@ -31,7 +31,7 @@ export const ingestEndpoints = [
       if (!siteRef) throw new ApiError(400, 'site_id: required (the site snippet id)')
       const target = await site(siteRef)
       const hits = body.events ?? [body]
-      const { rows, dropped } = await collectBotHits(target, hits, { dns: services.dns, now: services.now })
+      const { rows, dropped } = await collectBotHits(target, hits, { dns: services.dns, now: services.now, countryOf: (ip) => services.ingestor.countryOf(ip) })
       await services.ingestor.writeBots(target.orgId, rows)
       return { ingested: rows.length, dropped }
     },

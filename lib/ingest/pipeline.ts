@@ -41,6 +41,11 @@ export class Ingestor {
     return this.deps.sites
   }
 
+  /** The country of an address (ISO 3166-1 alpha-2), '' where it is not known: server-side bot hits are placed with it. */
+  async countryOf(ip: string): Promise<string> {
+    return (await this.geo(ip))?.country ?? ''
+  }
+
   /** Ingests one live hit, coalesced with the hits of concurrent requests when the home allows. */
   submit(item: IngestItem): Promise<IngestOutcome> {
     if (this.deps.coalesce) return this.batches.submit(item)
