@@ -6,7 +6,6 @@ import { bind, sql } from '../query/compile/sql'
 import { type ResolvedRange, type WindowName, buckets, rangeView, resolveRange } from '../query/range'
 import type { Query } from '../query/model'
 import { execute, runRead } from '../query/run'
-import { shapeBreakdown } from '../query/shape'
 import type { Services } from '../services'
 import type { Site } from '../sites'
 import type { StoredChange } from './changes'
@@ -53,27 +52,22 @@ function windowOf(site: Site, params: WindowParams, now: Date): ResolvedRange {
 const MAX_TRAFFIC_PATHS = 20_000
 
 /**
- * Traffic per path in the window: visitors and pageviews as the path breakdown counts them (the
- * same read, daily rollup included), and scroll depth and engaged time from the engagement
- * reports. A site that reads only ga4 has no first-party traffic here: zeros.
+ * Traffic per path in the window: visitors and pageviews as the path breakdown counts them, with
+ * the page's leave-time engagement reports (scroll depth and engaged time), all from the one path
+ * read (its finished days from the daily rollup). A site that reads only ga4 has no first-party
+ * traffic here: zeros.
  */
 async function trafficByPath(services: Services, site: Site, range: ResolvedRange) {
   if (!site.sources.includes('standalone')) return new Map<string, { visitors: number; pageviews: number; reports: number; scroll: number; engaged: number }>()
   const query: Query = { siteId: site.id, range, filters: [], goals: [], limit: MAX_TRAFFIC_PATHS }
-  const views = shapeBreakdown('path', await runRead(services.olap, query, { kind: 'breakdown', property: 'path' }))
-  const engagement = await execute<Row>(
-    services.olap,
-    sql`SELECT pathname, count() AS reports, avg(scroll_depth) AS scroll, avg(engaged_ms) AS engaged
-FROM events WHERE site_id = ${bind('UUID', site.id)} AND name = 'engagement' AND kind = 'engagement' AND timestamp >= ${time(range.from.epochMilliseconds)} AND timestamp < ${time(range.to.epochMilliseconds)}
-GROUP BY pathname`,
+  const rows = await runRead(services.olap, query, { kind: 'breakdown', property: 'path', reports: true })
+  return new Map(
+    rows.map((r) => {
+      const reports = Number(r.reports)
+      const average = (sum: unknown) => (reports ? Number(sum) / reports : 0)
+      return [String(r.value), { visitors: Number(r.visitors), pageviews: Number(r.pageviews), reports, scroll: average(r.scroll_sum), engaged: average(r.engaged_ms_sum) }]
+    }),
   )
-  const byPath = new Map(views.map((v) => [v.value, { visitors: v.visitors, pageviews: v.pageviews ?? 0, reports: 0, scroll: 0, engaged: 0 }]))
-  for (const r of engagement) {
-    const path = String(r.pathname)
-    const entry = byPath.get(path) ?? { visitors: 0, pageviews: 0, reports: 0, scroll: 0, engaged: 0 }
-    byPath.set(path, { ...entry, reports: Number(r.reports), scroll: Number(r.scroll), engaged: Number(r.engaged) })
-  }
-  return byPath
 }
 
 async function botsByPath(services: Services, site: Site, range: ResolvedRange, paths: string[]) {

@@ -21,8 +21,12 @@ export interface Query {
   limit: number
 }
 
-/** What a report reads: the window's totals, its series, or the rows of one property. */
-export type Read = { kind: 'stats' } | { kind: 'series' } | { kind: 'breakdown'; property: string }
+/**
+ * What a report reads: the window's totals, its series, or the rows of one property. A path
+ * breakdown with `reports` carries each page's leave-time engagement reports (their count and the
+ * sums of scroll depth and engaged time) instead of its visits' bounces and duration: the pages read.
+ */
+export type Read = { kind: 'stats' } | { kind: 'series' } | { kind: 'breakdown'; property: string; reports?: true }
 
 /** The breakdown "property" of a window's totals: one row, value ''. */
 export const TOTALS = ''

@@ -41,6 +41,8 @@ export const onVisitAttributes = (query: Pick<Query, 'filters'>) => query.filter
  */
 export function mayUseRollup(query: Query, read: Read): boolean {
   if (!wholeDays(query.range) || readsBotHits(query, read)) return false
+  // rows rolled up under filters carry no engagement reports
+  if (read.kind === 'breakdown' && read.reports && query.filters.length) return false
   if (read.kind === 'stats') return true
   if (read.kind === 'series') return query.range.interval === 'day' || query.range.interval === 'month'
   return read.property === TOTALS || (ROLLED_PROPERTIES as readonly string[]).includes(read.property)

@@ -88,7 +88,7 @@ function statement(query: Query, read: Read, rolled: RolledDays | undefined): Fr
   const chosen = plan(query, read, rolled)
   if (read.kind === 'stats') return statsSql(query, chosen)
   if (read.kind === 'series') return seriesSql(query, chosen)
-  return breakdownSql(query, read.property, chosen)
+  return breakdownSql(query, read.property, chosen, read.reports)
 }
 
 /** The SQL and parameters of a read, given the rolled days of its window (for tests and the bench). */

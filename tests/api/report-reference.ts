@@ -13,7 +13,7 @@ const IPS: [string, string][] = [['81.2.69.142', 'GB'], ['8.8.8.8', 'US'], ['46.
 const REFERRERS: [string | null, string][] = [[null, 'Direct / None'], ['https://www.google.com/', 'Google'], ['https://news.ycombinator.com/', 'Hacker News'], ['https://chatgpt.com/', 'ChatGPT']]
 const PATHS = ['/', '/pricing', '/blog/a', '/blog/b', '/docs']
 
-export type RefEvent = { ts: number; kind: 'pageview' | 'custom' | 'engagement'; name: string; path: string; visitor: string; visit: string; plan?: string }
+export type RefEvent = { ts: number; kind: 'pageview' | 'custom' | 'engagement'; name: string; path: string; visitor: string; visit: string; plan?: string; engagement?: { ms: number; scroll: number } }
 export type RefVisit = { id: string; visitor: string; start: number; end: number; pageviews: number; custom: number; source: string; country: string; device: string; entry: string; exit: string }
 
 function prng(seed: number) {
@@ -22,6 +22,9 @@ function prng(seed: number) {
 }
 
 export const localDate = (ts: number, tz: string) => new Intl.DateTimeFormat('en-CA', { timeZone: tz, year: 'numeric', month: '2-digit', day: '2-digit' }).format(new Date(ts))
+
+/** A leave-time report's engaged time and scroll depth, varied by its time (without drawing on the random sequence). */
+const engagementOf = (ts: number) => ({ ms: 5_000 + (ts % 115_000), scroll: Math.floor(ts / 1000) % 101 })
 
 export function fixture(snippet: string, domain: string, tz: string, seed: number) {
   const random = prng(seed)
@@ -47,7 +50,7 @@ export function fixture(snippet: string, domain: string, tz: string, seed: numbe
   }
   for (const h of raw) {
     const hit: Record<string, unknown> = { timestamp: new Date(h.ts).toISOString(), site: snippet, name: h.name, url: `https://${domain}${h.path}`, referrer: h.referrer, ip: h.ip, userAgent: h.ua }
-    if (h.name === 'engagement') hit.engagement = { ms: 60_000, scroll: 50 }
+    if (h.name === 'engagement') hit.engagement = engagementOf(h.ts)
     if (h.plan) {
       hit.props = { plan: h.plan }
       if (h.plan === 'pro') hit.revenue = { amount: '10.50', currency: 'EUR' }
@@ -79,7 +82,7 @@ export function fixture(snippet: string, domain: string, tz: string, seed: numbe
         visit.exit = h.path
       }
       if (kind === 'custom') visit.custom++
-      events.push({ ts: h.ts, kind, name: h.name, path: h.path, visitor, visit: visit.id, plan: h.plan })
+      events.push({ ts: h.ts, kind, name: h.name, path: h.path, visitor, visit: visit.id, plan: h.plan, ...(kind === 'engagement' ? { engagement: engagementOf(h.ts) } : {}) })
     }
   }
   return { lines, events, visits }

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { createApiKey, createOrg } from '../../lib/admin'
 import { importHits } from '../../lib/ingest/import'
 import { resolveRange } from '../../lib/query/range'
-import { rolledDays } from '../../lib/query/run'
+import { rolledDays, runRead } from '../../lib/query/run'
 import { refreshRollups } from '../../lib/rollup/refresh'
 import { newSite } from '../../lib/sites'
 import { client, testServices } from '../helpers'
@@ -58,6 +58,23 @@ describe('daily rollup', () => {
     await expectAllMatch(ref)
 
     const query = { siteId: site.id, range: resolveRange({ range: '30d' }, tz, NOW), filters: [], goals: [], limit: 1000 }
+    // the pages read's path rows: visitors and pageviews with each page's engagement reports (count, scroll and engaged-time sums)
+    const pageRows = (days: string) => runRead(services.olap, { ...query, range: resolveRange({ range: days as '30d' }, tz, NOW) }, { kind: 'breakdown', property: 'path', reports: true })
+    const expectedPageRows = (reference: Ref, lo: string, hi: string) => {
+      const by = new Map<string, { reports: number; scroll: number; ms: number }>()
+      for (const e of reference.events) {
+        if (e.ts < Date.parse(lo) || e.ts >= Date.parse(hi)) continue
+        const row = by.get(e.path) ?? { reports: 0, scroll: 0, ms: 0 }
+        if (e.engagement) by.set(e.path, { reports: row.reports + 1, scroll: row.scroll + e.engagement.scroll, ms: row.ms + e.engagement.ms })
+        else by.set(e.path, row)
+      }
+      return expectedBreakdown(reference, lo, hi, (e) => e.path, false).map((r) => ({ value: r.value, visitors: r.visitors, pageviews: r.pageviews, ...by.get(String(r.value))! }))
+    }
+    const shapePageRows = (rows: Record<string, unknown>[]) =>
+      rows.map((r) => ({ value: String(r.value), visitors: Number(r.visitors), pageviews: Number(r.pageviews), reports: Number(r.reports), scroll: Number(r.scroll_sum), ms: Number(r.engaged_ms_sum) }))
+    const expectPageRows = async (reference: Ref) => expect(shapePageRows(await pageRows('30d'))).toEqual(expectedPageRows(reference, from, to))
+    await expectPageRows(ref)
+
     expect((await rolledDays(services.olap, query)).days).toEqual([])
     await refreshRollups(services.olap, services.store, NOW, 200)
     const finished = [...new Set(ref.events.filter((e) => e.ts >= Date.parse(from) && e.ts < Date.parse(to)).map((e) => localDate(e.ts, tz)))].filter((d) => d < '2026-11-22').sort()
@@ -65,6 +82,7 @@ describe('daily rollup', () => {
     const rolled = (await rolledDays(services.olap, query)).days
     expect(rolled).toEqual(finished)
     await expectAllMatch(ref)
+    await expectPageRows(ref)
     // a window of rolled days only (no day left to read from events): two days the fixture has visits on
     const [a, b] = finished.slice(-3)
     const onlyRolled = `range=custom&from=${a}&to=${b}`
@@ -97,5 +115,6 @@ describe('daily rollup', () => {
     expect(await refreshRollups(services.olap, services.store, NOW, 200)).toBe(1)
     expect((await rolledDays(services.olap, query)).days).toEqual(rolled)
     await expectAllMatch(late)
+    await expectPageRows(late)
   })
 })

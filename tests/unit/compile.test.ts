@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { Goal } from '../../lib/goals'
 import { breakdownSql } from '../../lib/query/compile/breakdown'
-import { outdatedRows, signaturesAndBuilt, staleDays } from '../../lib/query/compile/day-rollups'
+import { ROLLUP_VERSION, outdatedRows, signaturesAndBuilt, staleDays } from '../../lib/query/compile/day-rollups'
 import { filterConditions } from '../../lib/query/compile/filters'
 import { goalBreakdownSql } from '../../lib/query/compile/goals'
 import { rollupInsertSql } from '../../lib/query/compile/rollup-build'
@@ -138,12 +138,15 @@ GROUP BY bucket ORDER BY bucket`,
 
   it('rollup build: the days of a property inserted with their signatures; lookups and clean-up by signature', () => {
     const insert = render(rollupInsertSql(SITE, 'Europe/Berlin', 'path', daySpans(rolled.days, 'Europe/Berlin'), rolled))
-    expect(flat(insert.sql)).toMatch(/^INSERT INTO day_rollups \(site_id, timezone, version, property, day, day_events, day_sum, value, visitors, visits, pageviews, events, bounces, duration_ms\) SELECT \{p0:UUID\}, \{p1:String\}, \{p2:UInt16\}, \{p3:String\}, day,/)
-    expect(insert.params).toMatchObject({ p0: SITE, p1: 'Europe/Berlin', p2: 1, p3: 'path', p4: rolled.days })
+    expect(flat(insert.sql)).toMatch(/^INSERT INTO day_rollups \(site_id, timezone, version, property, day, day_events, day_sum, value, visitors, visits, pageviews, events, bounces, duration_ms, reports, scroll_sum, engaged_ms_sum\) SELECT \{p0:UUID\}, \{p1:String\}, \{p2:UInt16\}, \{p3:String\}, day,/)
+    // a page's rows carry its engagement reports; another property's hold zeros
+    expect(flat(insert.sql)).toContain("countIf(kind = 'engagement') AS reports, sumIf(scroll_depth, kind = 'engagement') AS scroll_sum, sumIf(engaged_ms, kind = 'engagement') AS engaged_ms_sum")
+    expect(flat(render(rollupInsertSql(SITE, 'UTC', 'source', daySpans(rolled.days, 'UTC'), rolled)).sql)).toContain('bounces, duration_ms, 0, 0, 0 FROM')
+    expect(insert.params).toMatchObject({ p0: SITE, p1: 'Europe/Berlin', p2: ROLLUP_VERSION, p3: 'path', p4: rolled.days })
     expect(flat(insert.sql)).toMatch(/WHERE has\(\{p4:Array\(Date\)\}, day\)$/)
     const window = resolveRange({ range: '7d' }, 'Europe/Berlin', now)
     expect(flat(render(signaturesAndBuilt(SITE, window)).sql)).toContain('UNION ALL SELECT 1, toString(day), n, s FROM (SELECT DISTINCT day, day_events AS n, day_sum AS s FROM day_rollups')
     expect(flat(render(staleDays(SITE, window)).sql)).toContain('LEFT ANTI JOIN')
-    expect(render(outdatedRows(SITE, 'UTC', rolled)).params).toEqual({ p0: SITE, p1: rolled.days, p2: 'UTC', p3: 1, p4: rolled.events, p5: rolled.sums })
+    expect(render(outdatedRows(SITE, 'UTC', rolled)).params).toEqual({ p0: SITE, p1: rolled.days, p2: 'UTC', p3: ROLLUP_VERSION, p4: rolled.events, p5: rolled.sums })
   })
 })

@@ -9,17 +9,22 @@ import { queryScope, selected, unrolledFromSessions, visitFilters } from './sele
 
 const limitOf = (query: Query) => bind('UInt32', query.limit)
 
-/** The rows of one property, most visitors first, up to the query's limit. */
-export function breakdownSql(query: Query, property: string, plan: Plan): Fragment {
+/**
+ * The rows of one property, most visitors first, up to the query's limit. With `reports` (a path
+ * breakdown only), rows carry the engagement reports of the page instead of bounces and duration.
+ */
+export function breakdownSql(query: Query, property: string, plan: Plan, reports = false): Fragment {
+  if (reports && property !== 'path') throw new Error(`engagement reports are rolled up for pages only, not ${property}`)
   if (property === 'goal') return goalBreakdownSql(query)
   if (plan.table === 'sessions') return visitBreakdownFromSessions(query, property)
   if (plan.table === 'events' && plan.visits) return visitBreakdown(query, property)
   const scope = queryScope(query, plan)
+  const engagement = !reports && hasEngagement(property)
   const rows =
     plan.table === 'rollup'
-      ? rowsWithRollup(property, scope, query.range.timezone, plan.rolled, { selected: selected(query, scope), unrolled: unrolledFromSessions(query, property, plan, scope) })
-      : breakdownRows(property, scope, selected(query, scope))
-  const rates = raw(hasEngagement(property) ? ', bounces / visits AS bounce_rate, duration_ms / 1000 / visits AS avg_duration' : '')
+      ? rowsWithRollup(property, scope, query.range.timezone, plan.rolled, { selected: selected(query, scope), unrolled: unrolledFromSessions(query, property, plan, scope), engagement, reports })
+      : breakdownRows(property, scope, selected(query, scope), { engagement, reports })
+  const rates = raw(engagement ? ', bounces / visits AS bounce_rate, duration_ms / 1000 / visits AS avg_duration' : reports ? ', reports, scroll_sum, engaged_ms_sum' : '')
   // a filtered rollup marks each day with a row of value '', zeros where that value had no visitor
   return sql`
 SELECT value, visitors, visits, pageviews, events${rates}

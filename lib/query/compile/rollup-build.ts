@@ -2,9 +2,9 @@ import type { Query, RolledDays } from '../model'
 import type { DaySpan } from '../range'
 import { ROLLUP_VERSION, uint64s } from './day-rollups'
 import { selectedEvents } from './filters'
-import { breakdownRows, localDay } from './rows'
+import { breakdownRows, carriesReports, localDay } from './rows'
 import { daySpansScope } from './scope'
-import { type Fragment, bind, sql } from './sql'
+import { type Fragment, bind, raw, sql } from './sql'
 
 /**
  * The daily rollup of one property over whole site-local days: per day and value, the rows a
@@ -14,12 +14,13 @@ export function rollupInsertSql(siteId: string, timezone: string, property: stri
   const scope = daySpansScope(siteId, spans)
   const tz = bind('String', timezone)
   const dayList = bind('Array(Date)', days.days)
+  const reports = carriesReports(property)
   return sql`
-INSERT INTO day_rollups (site_id, timezone, version, property, day, day_events, day_sum, value, visitors, visits, pageviews, events, bounces, duration_ms)
+INSERT INTO day_rollups (site_id, timezone, version, property, day, day_events, day_sum, value, visitors, visits, pageviews, events, bounces, duration_ms, reports, scroll_sum, engaged_ms_sum)
 SELECT ${bind('UUID', siteId)}, ${tz}, ${bind('UInt16', ROLLUP_VERSION)}, ${bind('String', property)}, day,
        transform(day, ${dayList}, ${uint64s(days.events)}, toUInt64(0)), transform(day, ${dayList}, ${uint64s(days.sums)}, toUInt64(0)),
-       value, visitors, visits, pageviews, events, bounces, duration_ms
-FROM (${breakdownRows(property, scope, scope.events, { day: localDay(timezone) })})
+       value, visitors, visits, pageviews, events, bounces, duration_ms, ${raw(reports ? 'reports, scroll_sum, engaged_ms_sum' : '0, 0, 0')}
+FROM (${breakdownRows(property, scope, scope.events, { day: localDay(timezone), reports })})
 WHERE has(${dayList}, day)`
 }
 

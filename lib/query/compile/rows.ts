@@ -39,7 +39,15 @@ export interface RowsOptions {
   selected?: Fragment
   /** rowsWithRollup: the rows of the days not rolled up, when they need no event scan (visitAttributeRows). */
   unrolled?: Fragment
+  /** Whether rows carry the engagement reports of their events (count, scroll and engaged-time sums): path rows, for the pages read. */
+  reports?: boolean
 }
+
+/** The properties whose daily rollup rows carry engagement reports: a page's. */
+export const carriesReports = (property: string) => property === 'path'
+
+/** The columns of engagement reports, summed by the rollup. */
+const REPORT_COLUMNS = ['reports', 'scroll_sum', 'engaged_ms_sum']
 
 /**
  * The rows of an event-scoped breakdown over the `selected` events of a scope: per value,
@@ -56,6 +64,9 @@ export function breakdownRows(property: string, scope: Scope, selected: Fragment
   // a visit-scoped value is the same on every event of a visit: one value a visit, no arrays
   const perVisit = property === TOTALS || (VISIT_SCOPED_DIMENSIONS as readonly string[]).includes(property)
   const byDay = day ? raw('day, ') : empty
+  const reports = options.reports
+    ? raw(", countIf(kind = 'engagement') AS reports, sumIf(scroll_depth, kind = 'engagement') AS scroll_sum, sumIf(engaged_ms, kind = 'engagement') AS engaged_ms_sum")
+    : empty
   const engagementJoin = sql`LEFT JOIN (
   SELECT ${byDay}value, countIf(pv <= 1 AND ce = 0) AS bounces, toUInt64(round(sum(duration) * 1000)) AS duration_ms
   FROM (
@@ -68,10 +79,10 @@ export function breakdownRows(property: string, scope: Scope, selected: Fragment
   GROUP BY ${byDay}value
 ) AS engagement ON engagement.value = counts.value${raw(day ? ' AND engagement.day = counts.day' : '')}`
   return sql`
-SELECT ${raw(day ? 'counts.day AS day, ' : '')}counts.value AS value, visitors, visits, pageviews, events${raw(engagement ? ', bounces, duration_ms' : '')}
+SELECT ${raw(day ? 'counts.day AS day, ' : '')}counts.value AS value, visitors, visits, pageviews, events${raw(engagement ? ', bounces, duration_ms' : '')}${raw(options.reports ? `, ${REPORT_COLUMNS.join(', ')}` : '')}
 FROM (
   SELECT ${day ? sql`${day} AS day, ` : empty}${source.value} AS value, uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits,
-         countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events
+         countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events${reports}
   FROM ${source.from} WHERE ${rows}
   GROUP BY ${byDay}value
 ) AS counts
@@ -86,11 +97,11 @@ ${engagement ? engagementJoin : empty}`
 export function rowsWithRollup(property: string, scope: Scope, timezone: string, rolled: RolledDays, options: RowsOptions = {}): Fragment {
   const engagement = options.engagement ?? hasEngagement(property)
   const keep = options.day ? 'day, ' : ''
-  const metrics = ['visitors', 'visits', 'pageviews', 'events', ...(engagement ? ['bounces', 'duration_ms'] : [])]
+  const metrics = ['visitors', 'visits', 'pageviews', 'events', ...(engagement ? ['bounces', 'duration_ms'] : []), ...(options.reports ? REPORT_COLUMNS : [])]
   return sql`
 SELECT ${raw(keep)}value, ${raw(metrics.map((m) => `sum(${m}) AS ${m}`).join(', '))}
 FROM (
-  ${options.unrolled ?? breakdownRows(property, scope, options.selected ?? scope.events, { day: options.day, engagement })}
+  ${options.unrolled ?? breakdownRows(property, scope, options.selected ?? scope.events, { day: options.day, engagement, reports: options.reports })}
   UNION ALL
   ${rolledRows(scope.siteId, timezone, rolled.filtersKey ?? property, rolled, raw(`${keep}value, ${metrics.join(', ')}`))}
 )
