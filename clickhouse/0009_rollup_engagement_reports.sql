@@ -2,7 +2,7 @@
 -- how many reports, and the sums of their scroll depth (percent) and engaged time (ms), so the
 -- pages read takes a page's average scroll depth and time on page from the rollup instead of
 -- scanning every report of the window. Rows of other properties hold zeros. Rows built before
--- this column existed are of rollup version 1, which reads no longer use (version 2 carries these).
+-- these columns existed are of an earlier rollup version, which reads no longer use.
 ALTER TABLE day_rollups {{on_cluster}} ADD COLUMN IF NOT EXISTS reports UInt64 DEFAULT 0;
 ALTER TABLE day_rollups {{on_cluster}} ADD COLUMN IF NOT EXISTS scroll_sum UInt64 DEFAULT 0;
 ALTER TABLE day_rollups {{on_cluster}} ADD COLUMN IF NOT EXISTS engaged_ms_sum UInt64 DEFAULT 0;

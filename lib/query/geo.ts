@@ -1,9 +1,9 @@
 import type { Site } from '../sites'
 import { type GeoGranularity, geoPlacesSql } from './compile/geo'
 import type { ReportParams } from './parse'
-import { rangeView } from './range'
+import { rangeView, rawDaySpans, wholeDays } from './range'
 import { type ReportDeps, prepare } from './reports'
-import { execute } from './run'
+import { execute, rolledDays } from './run'
 
 type Row = Record<string, unknown>
 const numberOf = (v: unknown) => Number(v ?? 0)
@@ -19,7 +19,10 @@ export async function geo(deps: ReportDeps, site: Site, params: ReportParams & {
   const { granularity } = params
   if (!site.sources.includes('standalone')) return { available: false, granularity, places: [] }
   const { query } = await prepare(deps, site, { ...params, source: 'standalone' })
-  const rows = await execute<Row>(deps.olap, geoPlacesSql(query, granularity))
+  // an unfiltered read of whole days takes the days rolled up from the daily rollup
+  const days = !query.filters.length && wholeDays(query.range) ? await rolledDays(deps.olap, query) : undefined
+  const rolled = days?.days.length ? { days, spans: rawDaySpans(query.range, days.days) } : undefined
+  const rows = await execute<Row>(deps.olap, geoPlacesSql(query, granularity, rolled))
   return {
     available: true,
     range: rangeView(query.range),

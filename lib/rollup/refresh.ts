@@ -2,6 +2,7 @@ import { Temporal } from 'temporal-polyfill'
 import type { Olap } from '../olap/types'
 import { asRolledDays, outdatedRows, staleDays } from '../query/compile/day-rollups'
 import { rollupInsertSql } from '../query/compile/rollup-build'
+import { GEO_GRANULARITIES, geoRollupInsertSql } from '../query/compile/geo'
 import { bind, sql } from '../query/compile/sql'
 import { type RolledDays, TOTALS } from '../query/model'
 import { ROLLED_PROPERTIES } from '../query/plan'
@@ -59,10 +60,12 @@ async function refreshSite(olap: Olap, store: Store, siteId: string, now: Date, 
   return built
 }
 
-/** Builds every property of the given days, totals last, then drops rows of earlier builds of them. */
+/** Builds every property of the given days (and places), totals last, then drops rows of earlier builds of them. */
 export async function buildDays(olap: Olap, siteId: string, timezone: string, days: RolledDays) {
   const spans = daySpans(days.days, timezone)
-  for (const property of [...ROLLED_PROPERTIES, TOTALS]) await executeCommand(olap, rollupInsertSql(siteId, timezone, property, spans, days))
+  for (const property of ROLLED_PROPERTIES) await executeCommand(olap, rollupInsertSql(siteId, timezone, property, spans, days))
+  for (const granularity of GEO_GRANULARITIES) await executeCommand(olap, geoRollupInsertSql(siteId, timezone, granularity, spans, days))
+  await executeCommand(olap, rollupInsertSql(siteId, timezone, TOTALS, spans, days))
   // rows of another signature, timezone or version are never read; drop them when there are any
   const outdated = outdatedRows(siteId, timezone, days)
   const [old] = await execute<{ n: string }>(olap, sql`SELECT count() AS n FROM day_rollups WHERE ${outdated}`)

@@ -1,6 +1,9 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { createApiKey, createOrg } from '../../lib/admin'
 import { importHits } from '../../lib/ingest/import'
+import { resolveRange } from '../../lib/query/range'
+import { rolledDays } from '../../lib/query/run'
+import { refreshRollups } from '../../lib/rollup/refresh'
 import { newSite } from '../../lib/sites'
 import { client, testServices } from '../helpers'
 import { NOW, UAS, localDate } from './report-reference'
@@ -104,12 +107,13 @@ function expectSamePlaces(actual: Answer[], expected: Answer[]) {
 
 describe('GET /api/v1/geo', () => {
   let call: ReturnType<typeof client>
+  let services: Awaited<ReturnType<typeof testServices>>
   let key = ''
   const ids = { berlin: '', newYork: '', empty: '', ga4: '' }
   const fx = {} as Record<'berlin' | 'newYork', ReturnType<typeof geoFixture>>
 
   beforeAll(async () => {
-    const services = await testServices({ now: () => NOW })
+    services = await testServices({ now: () => NOW })
     call = client(services)
     const org = await createOrg(services.store, 'Geo', NOW)
     key = (await createApiKey(services.store, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
@@ -146,6 +150,29 @@ describe('GET /api/v1/geo', () => {
       })
     }
   }
+
+  it('reads finished days from the daily rollup once they are rolled up: the same places, visitors, visits and coordinates', async () => {
+    const window = (site: 'berlin' | 'newYork') => ({ siteId: ids[site], range: resolveRange({ range: '30d' }, site === 'berlin' ? 'Europe/Berlin' : 'America/New_York', NOW), filters: [], goals: [], limit: 100 })
+    expect((await rolledDays(services.olap, window('berlin'))).days).toEqual([])
+    expect(await refreshRollups(services.olap, services.store, NOW, 60)).toBeGreaterThan(0)
+    for (const site of ['berlin', 'newYork'] as const) {
+      // every day of the window with hits but today is rolled up
+      const { range } = window(site)
+      const today = localDate(NOW.getTime(), range.timezone)
+      const hitDays = fx[site].visits.flatMap((v) => v.hits.map((h) => localDate(h.ts, range.timezone)))
+      const finished = [...new Set(hitDays)].filter((d) => d >= range.from.toPlainDate().toString() && d < today).sort()
+      expect(finished.length).toBeGreaterThan(20)
+      expect((await rolledDays(services.olap, window(site))).days).toEqual(finished)
+      for (const granularity of ['region', 'city'] as const) {
+        const json = await get(`/api/v1/geo?site_id=${ids[site]}&range=30d&granularity=${granularity}`)
+        expectSamePlaces(json.places, expectedPlaces(fx[site].visits, json.range, granularity))
+        // a window of rolled days only
+        const week = await get(`/api/v1/geo?site_id=${ids[site]}&range=custom&from=2026-11-10&to=2026-11-16&granularity=${granularity}`)
+        expect(week.places.length).toBeGreaterThan(0)
+        expectSamePlaces(week.places, expectedPlaces(fx[site].visits, week.range, granularity))
+      }
+    }
+  })
 
   it('England (two cities) sits between London and Bugle, weighted by visits', async () => {
     const json = await get(`/api/v1/geo?site_id=${ids.berlin}&range=30d&granularity=region`)
