@@ -12,12 +12,12 @@ import { migrate } from '../lib/olap/migrate'
 import { loadMigrations } from '../lib/olap/migrations-node'
 import type { Query, Read } from '../lib/query/model'
 import { parseFilters, reportParams } from '../lib/query/parse'
-import { previousWindow, resolveRange } from '../lib/query/range'
+import { previousWindow, rawDaySpans, resolveRange } from '../lib/query/range'
 import { clickGroupsSql, clickSummarySql } from '../lib/query/compile/clicks'
 import { errorGroupsSql, errorSummarySql } from '../lib/query/compile/errors'
 import { geoPlacesSql } from '../lib/query/compile/geo'
 import { propertyKeyCountsSql } from '../lib/query/compile/properties'
-import { compileRead, rolledForRead } from '../lib/query/run'
+import { compileRead, rolledDays, rolledForRead } from '../lib/query/run'
 import { type Fragment, render } from '../lib/query/compile/sql'
 import { flowSql } from '../lib/query/compile/flow'
 import { journeysSql } from '../lib/query/compile/journeys'
@@ -218,7 +218,15 @@ const program = new Command('bench-reports')
       },
       clicks: { path: `/api/v1/clicks?site_id=${site.id}&range=30d`, direct: statements([render(clickSummarySql(base)), render(clickGroupsSql(base))]) },
       properties: { path: `/api/v1/properties?site_id=${site.id}&range=30d`, direct: statements([render(propertyKeyCountsSql(base))]) },
-      'geo city': { path: `/api/v1/geo?site_id=${site.id}&range=30d&granularity=city`, direct: statements([render(geoPlacesSql(base, 'city'))]) },
+      'geo city': {
+        path: `/api/v1/geo?site_id=${site.id}&range=30d&granularity=city`,
+        // as the read does: the rolled days, then the places of the others from events
+        direct: async () => {
+          const days = await rolledDays(stores.olap, base)
+          const compiled = render(geoPlacesSql(base, 'city', days.days.length ? { days, spans: rawDaySpans(base.range, days.days) } : undefined))
+          return stores.olap.query(compiled.sql, compiled.params)
+        },
+      },
       journeys: { path: `/api/v1/journeys?site_id=${site.id}&range=30d`, direct: direct(() => journeysSql(base, { offset: 0 })) },
       activity: { path: `/api/v1/activity?site_id=${site.id}`, direct: direct(() => activitySql(lastHalfHour())) },
       // the why-traffic-changed reads run several statements and shape in between: direct is their verb, without HTTP
