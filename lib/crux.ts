@@ -160,25 +160,41 @@ export interface CruxDeps {
 export const cruxOrigin = (site: Site) => `https://${site.domain}`
 
 /**
+ * The origins a site may be served at, in the order CrUX is asked: its domain, then the www host
+ * of a bare domain (a site registered as example.com is often served at www.example.com, and
+ * CrUX keys its data by the exact origin).
+ */
+export const cruxOrigins = (site: Site) => [cruxOrigin(site), ...(site.domain.startsWith('www.') ? [] : [`https://www.${site.domain}`])]
+
+/**
  * The CrUX field data of the site's origin for a form factor (or all), from the cache when CrUX
- * was asked in the last CRUX_CACHE_SECONDS. An answer without data says why; only "no data for
- * this origin" is cached among those, since the others (key, rate limit, a failure) may pass.
+ * was asked in the last CRUX_CACHE_SECONDS. Where CrUX has no data for the domain's origin, its www
+ * origin is asked next; the answer names the origin it is about. An answer without data says
+ * why; only "no data for these origins" is cached among those, since the others (key, rate limit,
+ * a failure) may pass.
  */
 export async function cruxFieldData(deps: CruxDeps, site: Site, formFactor: FormFactor | undefined): Promise<CruxAnswer> {
-  const origin = cruxOrigin(site)
-  const echo = { origin, formFactor: formFactor ?? null }
+  const origins = cruxOrigins(site)
+  const echo = { origin: origins[0], formFactor: formFactor ?? null }
   if (!deps.crux) return { available: false, ...echo, reason: 'no CrUX API key is configured on this server (CRUX_API_KEY)' }
   const cacheKey = formFactor ?? 'all'
-  const cached = await deps.store.getCruxAnswer<CruxAnswer>(origin, cacheKey)
+  const cached = await deps.store.getCruxAnswer<CruxAnswer>(origins[0], cacheKey)
   if (cached && typeof cached.available === 'boolean') return cached
-  let answer: CruxAnswer
-  try {
-    answer = { available: true, ...echo, ...(await queryCruxRecord(deps.fetch, deps.crux, { origin, formFactor })) }
-  } catch (err) {
-    if (!(err instanceof CruxUnavailable)) throw err
-    answer = { available: false, ...echo, reason: err.reason }
-    if (!err.notFound) return answer
+  let answer: CruxAnswer | undefined
+  for (const origin of origins) {
+    try {
+      answer = { available: true, origin, formFactor: echo.formFactor, ...(await queryCruxRecord(deps.fetch, deps.crux, { origin, formFactor })) }
+      break
+    } catch (err) {
+      if (!(err instanceof CruxUnavailable)) throw err
+      if (!err.notFound) return { available: false, ...echo, reason: err.reason }
+    }
   }
-  await deps.store.saveCruxAnswer(origin, cacheKey, answer, CRUX_CACHE_SECONDS)
+  answer ??= {
+    available: false,
+    ...echo,
+    reason: `the Chrome UX Report has no field data for ${origins.join(' or ')}${formFactor ? ` on ${formFactor}s` : ''}: too few Chrome users visited it in the last 28 days, or the origin is not public`,
+  }
+  await deps.store.saveCruxAnswer(origins[0], cacheKey, answer, CRUX_CACHE_SECONDS)
   return answer
 }

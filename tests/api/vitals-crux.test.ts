@@ -135,7 +135,7 @@ describe('vitals with crux=1', () => {
   let services: Services
   let key = ''
   let orgId = ''
-  const sites: Record<'tracked' | 'plain' | 'unknown' | 'limited' | 'slow' | 'refused' | 'ga4', Site> = {} as never
+  const sites: Record<'tracked' | 'plain' | 'unknown' | 'limited' | 'slow' | 'refused' | 'wwwOnly' | 'ga4', Site> = {} as never
   const withCrux = (apiKey = KEY) => ({ apiKey, baseUrl: fake.url, timeoutMs: 1500 })
 
   beforeAll(async () => {
@@ -145,12 +145,14 @@ describe('vitals with crux=1', () => {
     const org = await createOrg(services.store, 'CrUX', NOW)
     orgId = org.id
     key = (await createApiKey(services.store, { orgId, name: 'r', scope: 'read' }, NOW)).key
-    for (const name of Object.keys({ tracked: 0, plain: 0, unknown: 0, limited: 0, slow: 0, refused: 0 }) as (keyof typeof sites)[]) {
+    for (const name of Object.keys({ tracked: 0, plain: 0, unknown: 0, limited: 0, slow: 0, refused: 0, wwwOnly: 0 }) as (keyof typeof sites)[]) {
       sites[name] = newSite({ domain: `${name}-${crypto.randomUUID().slice(0, 8)}.crux.test`, timezone: 'UTC' }, orgId, NOW)
     }
     sites.ga4 = { ...newSite({ domain: `ga4-${crypto.randomUUID().slice(0, 8)}.crux.test`, timezone: 'UTC' }, orgId, NOW), sources: ['ga4'], primarySource: 'ga4' }
     for (const site of Object.values(sites)) await services.store.createSite(site)
     for (const name of ['tracked', 'plain', 'refused', 'ga4'] as const) fake.known.add(`https://${sites[name].domain}`)
+    // served at its www host only: CrUX knows that origin, not the bare domain
+    fake.known.add(`https://www.${sites.wwwOnly.domain}`)
     fake.rateLimited.add(`https://${sites.limited.domain}`)
     fake.silent.add(`https://${sites.slow.domain}`)
     // some vital samples of the tracked site, on a desktop and a phone
@@ -237,11 +239,24 @@ describe('vitals with crux=1', () => {
   it('an origin without field data (404) answers available: false with the reason, and that is cached too', async () => {
     const origin = `https://${sites.unknown.domain}`
     const json = await read(sites.unknown, '&crux=1')
-    expect(json.crux).toEqual({ available: false, origin, formFactor: null, reason: expect.stringMatching(/^the Chrome UX Report has no field data for https:\/\/unknown-/) })
+    expect(json.crux).toEqual({ available: false, origin, formFactor: null, reason: expect.stringMatching(/^the Chrome UX Report has no field data for https:\/\/unknown-\S+ or https:\/\/www\.unknown-/) })
     expect(json.summary).toBeDefined()
     await read(sites.unknown, '&crux=1')
+    // the domain's origin, then its www origin, each asked once
     expect(fake.of(origin)).toHaveLength(1)
+    expect(fake.of(`https://www.${sites.unknown.domain}`)).toHaveLength(1)
     expect(await services.store.redis.ttl(`crux:all:${origin}`)).toBeGreaterThan(12 * 3600 - 60)
+  })
+
+  it('a domain CrUX has no data for is asked again at its www host, and the answer names that origin', async () => {
+    const www = `https://www.${sites.wwwOnly.domain}`
+    const json = await read(sites.wwwOnly, '&crux=1')
+    expect(json.crux).toEqual({ available: true, origin: www, formFactor: null, collectionPeriod: { firstDate: '2026-10-13', lastDate: '2026-11-09' }, metrics: EXPECTED.ALL })
+    expect(fake.of(`https://${sites.wwwOnly.domain}`)).toHaveLength(1)
+    expect(fake.of(www)).toHaveLength(1)
+    // cached under the site's own origin: no further request either way
+    expect((await read(sites.wwwOnly, '&crux=1')).crux).toEqual(json.crux)
+    expect(fake.asked.filter((a) => String(a.body.origin).endsWith(sites.wwwOnly.domain))).toHaveLength(2)
   })
 
   it('a refused key answers available: false, is not cached, and the right key then gets the data', async () => {
