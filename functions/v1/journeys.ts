@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { FLOW_DEFAULT_DEPTH, FLOW_DEFAULT_LIMIT, JOURNEY_EVENTS, activity, flow, journeys } from '../../lib/query/journeys'
+import { FLOW_DEFAULT_DEPTH, FLOW_DEFAULT_LIMIT, FLOW_MAX_LIMIT, JOURNEY_EVENTS, activity, flow, journeys } from '../../lib/query/journeys'
 import { limitParam, reportParams } from '../../lib/query/parse'
 import { defineEndpoint } from '../endpoint'
 import { uint64Param } from '../params'
@@ -63,9 +63,9 @@ export const journeyEndpoints = [
     tool: 'get_flow',
     summary: 'Behaviour flow: the pages visits went through, step by step, as nodes and links.',
     description:
-      `Each visit's pages in the window in time order (a page repeated right after itself counts once). Without start_path or focus_path the flow starts at each visit's landing page; start_path=<path> starts it at a visit's first view of that page; focus_path=<path> shows depth steps before and after it. depth: steps, 1-5, default ${FLOW_DEFAULT_DEPTH}. limit: pages kept per step, default ${FLOW_DEFAULT_LIMIT}; a step's rarer pages fold into one node "<step>:(other)". Node and link counts are visits. A site that reads only ga4 answers available: false.`,
+      `Each visit's pages in the window in time order (a page repeated right after itself counts once). Without start_path or focus_path the flow starts at each visit's landing page; start_path=<path> starts it at a visit's first view of that page; focus_path=<path> shows depth steps before and after it. depth: steps, 1-5, default ${FLOW_DEFAULT_DEPTH}. limit: pages kept per step, default ${FLOW_DEFAULT_LIMIT}, at most ${FLOW_MAX_LIMIT}; a step's rarer pages fold into one node "<step>:(other)". Node and link counts are visits. A site that reads only ga4 answers available: false.`,
     params: reportParams.extend({
-      limit: limitParam(1000, FLOW_DEFAULT_LIMIT),
+      limit: limitParam(FLOW_MAX_LIMIT, FLOW_DEFAULT_LIMIT),
       start_path: pathParam('A page path: the flow forward from it'),
       focus_path: pathParam('A page path: the steps before and after it'),
       depth: z.coerce

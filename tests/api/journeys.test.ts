@@ -442,3 +442,26 @@ describe('flow, journeys and activity', () => {
     }
   })
 })
+
+describe('flow limit', () => {
+  it('keeps at most 100 pages a step: a larger limit is clamped, and the rest fold into the step\'s other node', async () => {
+    const services = await testServices({ now: () => NOW })
+    const org = await createOrg(services.store, 'Flow limit', NOW)
+    const key = (await createApiKey(services.store, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
+    const site = newSite({ domain: 'wide.journeys.test', timezone: 'UTC' }, org.id, NOW)
+    await services.store.createSite(site)
+    // 105 visitors landing on 105 pages, one each: every page ties, so the smaller paths keep their nodes
+    const at = new Date(NOW.getTime() - 2 * 3_600_000).toISOString()
+    const lines = Array.from({ length: 105 }, (_, i) =>
+      JSON.stringify({ timestamp: at, site: site.snippetId, name: 'pageview', url: `https://${site.domain}/p${String(i).padStart(3, '0')}`, ip: `203.0.113.${i + 1}`, userAgent: UAS[0] }),
+    )
+    expect((await importHits(lines, services.ingestor)).imported).toBe(105)
+    const res = await client(services)('GET', `/api/v1/flow?site_id=${site.id}&range=7d&depth=1&limit=1000`, { key })
+    expect(res.status).toBe(200)
+    const kept = res.json.nodes.filter((n: { other: boolean }) => !n.other).map((n: { path: string }) => n.path)
+    expect(kept).toHaveLength(100)
+    expect(new Set(kept)).toEqual(new Set(Array.from({ length: 100 }, (_, i) => `/p${String(i).padStart(3, '0')}`)))
+    expect(res.json.nodes.find((n: { other: boolean }) => n.other)).toMatchObject({ id: '0:(other)', visits: 5, folded: 5 })
+    expect(res.json.visits).toBe(105)
+  })
+})
