@@ -164,6 +164,13 @@ export class Store {
     return sites.sort((a, b) => a.domain.localeCompare(b.domain))
   }
 
+  /** Every site of every organization: what the scheduled deliveries go through, site by site. */
+  async listAllSites(): Promise<Site[]> {
+    const sites: Site[] = []
+    for (const org of await this.listOrgs()) sites.push(...(await this.listSites(org.id)))
+    return sites
+  }
+
   /**
    * Replaces the site record with `after` only if it still is `before` as read (the record is
    * stored as JSON.stringify of the site, and a read parses it back unchanged). False when

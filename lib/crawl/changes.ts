@@ -2,7 +2,7 @@ import type { Olap } from '../olap/types'
 import { clickhouseTime } from '../olap/time'
 import { type Fragment, bind, raw, sql } from '../query/compile/sql'
 import { execute } from '../query/run'
-import type { ChangeCategory, ChangeType } from './detect'
+import type { ChangeCategory, ChangeType, DetectedChange } from './detect'
 
 /**
  * The read side of the crawler: snapshots and detected changes as stored in ClickHouse
@@ -37,26 +37,11 @@ export interface StoredSnapshot {
   launchedAt: string
 }
 
-export interface StoredChange {
+/** A detected change as stored: with its id, site and when it was detected (ISO 8601 UTC). */
+export interface StoredChange extends DetectedChange {
   id: string
   siteId: string
-  /** ISO 8601 UTC. */
   detectedAt: string
-  scope: 'page' | 'site'
-  /** Empty for a site change. */
-  path: string
-  type: ChangeType
-  category: ChangeCategory
-  before: string
-  after: string
-  wordsAdded: number
-  wordsRemoved: number
-  diffable: boolean
-  /** Pages a site change spans (0 for robots.txt), 1 for a page change. */
-  pages: number
-  samplePaths: string[]
-  beforeSnapshot: string | null
-  afterSnapshot: string | null
 }
 
 type Row = Record<string, unknown>

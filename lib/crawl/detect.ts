@@ -1,5 +1,5 @@
 import { diffWords } from 'diff'
-import { countWords, isNoindex } from './parse'
+import { type ParsedPage, countWords, isNoindex } from './parse'
 
 /**
  * Change detection: a page's new snapshot against its previous one, and the changes of one run
@@ -37,19 +37,13 @@ const SAMPLE_PATHS = 10
 const VALUE_CHARS = 1000
 
 /** What change detection reads of a snapshot. */
-export interface ComparedSnapshot {
+/** What a change is detected from: a snapshot's page fields as parsed, with its fetch. */
+export interface ComparedSnapshot extends Omit<ParsedPage, 'links'> {
   id: string
   path: string
   status: number
   finalUrl: string
   contentType: string
-  title: string
-  metaDescription: string
-  canonical: string
-  robotsMeta: string
-  h1: string
-  mainText: string
-  wordCount: number
   contentHash: string
   removed: boolean
 }

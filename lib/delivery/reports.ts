@@ -62,15 +62,13 @@ export async function deliverReports(deps: DeliveryDeps, now: Date, options: Del
   const log = options.log ?? console.error
   let sent = 0
   let failed = 0
-  for (const org of await deps.store.listOrgs()) {
-    for (const site of await deps.store.listSites(org.id)) {
-      for (const period of duePeriods(site, now)) {
-        try {
-          sent += await deliverSiteReport(deps, site, period, { ...options, log })
-        } catch (err) {
-          failed++
-          log(`${period.kind} report of site ${site.id} failed: ${(err as Error).message}`)
-        }
+  for (const site of await deps.store.listAllSites()) {
+    for (const period of duePeriods(site, now)) {
+      try {
+        sent += await deliverSiteReport(deps, site, period, { ...options, log })
+      } catch (err) {
+        failed++
+        log(`${period.kind} report of site ${site.id} failed: ${(err as Error).message}`)
       }
     }
   }

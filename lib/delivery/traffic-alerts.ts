@@ -77,14 +77,12 @@ export async function deliverTrafficAlerts(deps: DeliveryDeps, now: Date, option
   const log = options.log ?? console.error
   let sent = 0
   let failed = 0
-  for (const org of await deps.store.listOrgs()) {
-    for (const site of await deps.store.listSites(org.id)) {
-      try {
-        for (const alert of await dueAlerts(deps, site, now)) sent += await deliverAlert(deps, site, alert, { ...options, log })
-      } catch (err) {
-        failed++
-        log(`traffic alerts of site ${site.id} failed: ${(err as Error).message}`)
-      }
+  for (const site of await deps.store.listAllSites()) {
+    try {
+      for (const alert of await dueAlerts(deps, site, now)) sent += await deliverAlert(deps, site, alert, { ...options, log })
+    } catch (err) {
+      failed++
+      log(`traffic alerts of site ${site.id} failed: ${(err as Error).message}`)
     }
   }
   return { sent, failed }
