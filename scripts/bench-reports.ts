@@ -1,7 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Command } from 'commander'
+import { Temporal } from 'temporal-polyfill'
 import { createApp } from '../functions/app'
 import { createApiKey, createOrg } from '../lib/admin'
 import { openNodeStores } from '../lib/home/node'
@@ -10,6 +11,7 @@ import { SiteDirectory } from '../lib/site-directory'
 import { directSink } from '../lib/ingest/sink'
 import { migrate } from '../lib/olap/migrate'
 import { loadMigrations } from '../lib/olap/migrations-node'
+import { clickhouseTime } from '../lib/olap/time'
 import type { Query, Read } from '../lib/query/model'
 import { parseFilters, reportParams } from '../lib/query/parse'
 import { previousWindow, rawDaySpans, resolveRange } from '../lib/query/range'
@@ -54,11 +56,16 @@ const program = new Command('bench-reports')
   .option('--vitals <n>', 'vital samples of the measured site, beside its events', '50000')
   .option('--data-dir <dir>', 'keep the generated data in this folder; a later run with the same folder measures it again (new migrations applied) instead of generating')
   .option('--only <names>', 'measure only the reports whose names start with one of these (comma-separated, e.g. "flow")')
-  .action(async (opts: { main: string; others: string; runs: string; vitals: string; dataDir?: string; only?: string }) => {
+  .option('--at <HH:MM>', "the measured site's local time of day the data ends at and the reads run at (a fixed clock); by default the real clock")
+  .action(async (opts: { main: string; others: string; runs: string; vitals: string; dataDir?: string; only?: string; at?: string }) => {
     const dir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'bench-reports-'))
     const stores = await openNodeStores({ DATA_DIR: dir })
     await migrate(stores.olap, loadMigrations())
-    const now = new Date()
+    // today's events are read from events, the finished days from the rollup: how much of today has
+    // passed decides the cost of a read, so the clock is fixed (--at) and kept with kept data
+    const clockFile = join(dir, 'bench-clock.json')
+    const now = existsSync(clockFile) ? new Date(JSON.parse(readFileSync(clockFile, 'utf8')).now) : clockAt(opts.at)
+    writeFileSync(clockFile, JSON.stringify({ now: now.toISOString() }))
     const kept = (await stores.store.listOrgs()).find((o) => o.name === 'Bench')
     const org = kept ?? (await createOrg(stores.store, 'Bench', now))
     const sites = kept ? (await stores.store.listSites(org.id)).sort((a, b) => a.domain.localeCompare(b.domain)) : []
@@ -96,7 +103,7 @@ const program = new Command('bench-reports')
          FROM (
            SELECT number, intDiv(number, 5) AS visit,
                   toUUID({sites:Array(String)}[1 + (visit % length({sites:Array(String)}))]) AS site_id,
-                  toDateTime64(now64(3) - toIntervalSecond(cityHash64(visit, 1) % (30 * 86400)), 3, 'UTC') AS start0,
+                  toDateTime64({now:DateTime64(3)} - toIntervalSecond(cityHash64(visit, 1) % (30 * 86400)), 3, 'UTC') AS start0,
                   -- as the collector does: a visit ends at the site-local midnight, where the visitor id rotates
                   if(toDate(start0, {tz:String}) != toDate(start0 + toIntervalSecond(360), {tz:String}), start0 - toIntervalSecond(360), start0) AS session_start,
                   cityHash64(cityHash64(visit, 2) % {visitors:UInt64}, toDate(session_start, {tz:String})) AS visitor,
@@ -107,16 +114,16 @@ const program = new Command('bench-reports')
                   cityHash64(number, 5) % 30 AS error_group
          FROM numbers({count:UInt64})
          )`,
-        { sites: siteIds, visitors, count, tz },
+        { sites: siteIds, visitors, count, tz, now: clickhouseTime(now) },
       )
       return (performance.now() - started) / 1000
     }
     const loadOthers = kept ? 0 : await generate(Number(opts.others), sites.slice(1).map((s) => s.id), 900_000, 'UTC')
     const loadMain = kept ? 0 : await generate(Number(opts.main), [sites[0].id], 100_000, sites[0].timezone)
-    // vital samples of the measured site (five metrics a page load), a tenth with attribution as the tracker samples it
+    // vital samples of the measured site (five metrics a page load, each load a visit of its own), a tenth with attribution as the tracker samples it
     if (!kept) await stores.olap.command(
       `INSERT INTO events (site_id, timestamp, name, kind, visitor_id, session_id, session_start, hostname, pathname, country_code, device, browser, os, vital_name, vital_value, props)
-       SELECT toUUID({site:String}), ts, 'vital', 'vital', cityHash64(load % 20000), cityHash64(load), ts, 'bench.test',
+       SELECT toUUID({site:String}), ts, 'vital', 'vital', cityHash64(load % 20000, 'vital'), cityHash64(load, 'vital'), ts, 'bench.test',
               concat('/', ['blog', 'docs', 'pricing', 'about', 'changelog'][1 + (load % 5)], '/', toString(cityHash64(load) % 200)),
               ['US', 'DE', 'GB', 'FR', 'IN', 'BR', 'JP'][1 + (load % 7)], ['Desktop', 'Mobile', 'Tablet'][1 + (load % 3)], ['Chrome', 'Safari', 'Firefox', 'Edge'][1 + (load % 4)],
               ['Windows', 'iOS', 'macOS', 'Android'][1 + (load % 4)], metric,
@@ -128,9 +135,9 @@ const program = new Command('bench-reports')
                          map()),
                  map())
        FROM (SELECT number, intDiv(number, 5) AS load, ['LCP', 'INP', 'CLS', 'FCP', 'TTFB'][1 + (number % 5)] AS metric,
-                    toDateTime64(now64(3) - toIntervalSecond(cityHash64(load, 1) % (30 * 86400)), 3, 'UTC') AS ts
+                    toDateTime64({now:DateTime64(3)} - toIntervalSecond(cityHash64(load, 1) % (30 * 86400)), 3, 'UTC') AS ts
              FROM numbers({count:UInt64}))`,
-      { site: sites[0].id, count: Number(opts.vitals) },
+      { site: sites[0].id, count: Number(opts.vitals), now: clickhouseTime(now) },
     )
     // what the server's refresh does at start: roll up every finished day (lib/rollup/refresh.ts)
     const started = performance.now()
@@ -155,9 +162,9 @@ const program = new Command('bench-reports')
       store: stores.store,
       sites: siteDirectory,
       limiter: memoryRateLimiter(Date.now, { default: { max: 1e9, windowMs: 60_000 }, collect: { max: 1e9, windowMs: 60_000 }, ping: { max: 1e9, windowMs: 60_000 }, proxy: { max: 1e9, windowMs: 60_000 } }),
-      now: () => new Date(),
+      now: () => now,
       fetch,
-      ingestor: new Ingestor({ sites: siteDirectory, store: stores.store, sink: directSink(stores.olap, stores.store), now: () => new Date() }),
+      ingestor: new Ingestor({ sites: siteDirectory, store: stores.store, sink: directSink(stores.olap, stores.store), now: () => now }),
       clientAddress: () => '127.0.0.1',
     liveCache: memoryLiveCache(),
     }
@@ -186,7 +193,7 @@ const program = new Command('bench-reports')
       const compiled = render(statement())
       return stores.olap.query(compiled.sql, compiled.params)
     }
-    const lastHalfHour = () => ({ ...base, range: resolveRange({ range: '30m' }, site.timezone, new Date()) })
+    const lastHalfHour = () => ({ ...base, range: resolveRange({ range: '30m' }, site.timezone, now) })
     const reports: Record<string, { path: string; direct: () => Promise<unknown> }> = {
       stats: { path: `/api/v1/stats?site_id=${site.id}&range=30d`, direct: run(base, { kind: 'stats' }) },
       timeseries: { path: `/api/v1/timeseries?site_id=${site.id}&range=30d`, direct: run(base, { kind: 'series' }) },
@@ -275,9 +282,18 @@ const program = new Command('bench-reports')
     )
     const [counts] = await stores.olap.query<{ n: string }>('SELECT count() AS n FROM events')
     // the machine is shared: its load (1, 5 and 15 minutes) when the runs ended says how noisy they were
-    process.stdout.write(`${JSON.stringify({ loadAverage: loadavg().map((x) => +x.toFixed(2)), events: Number(counts.n), loadSeconds: { others: +loadOthers.toFixed(1), main: +loadMain.toFixed(1) }, rollup: { days: rolledUpDays, seconds: +rollupSeconds.toFixed(1) }, mergesSettledSeconds: +settleSeconds.toFixed(1), parts, runs: Number(opts.runs), results }, null, 2)}\n`)
+    process.stdout.write(`${JSON.stringify({ clock: Temporal.Instant.fromEpochMilliseconds(now.getTime()).toZonedDateTimeISO(site.timezone).toString(), loadAverage: loadavg().map((x) => +x.toFixed(2)), events: Number(counts.n), loadSeconds: { others: +loadOthers.toFixed(1), main: +loadMain.toFixed(1) }, rollup: { days: rolledUpDays, seconds: +rollupSeconds.toFixed(1) }, mergesSettledSeconds: +settleSeconds.toFixed(1), parts, runs: Number(opts.runs), results }, null, 2)}\n`)
     await stores.close()
     if (!opts.dataDir) rmSync(dir, { recursive: true, force: true })
     process.exit(0)
   })
+/** The instant of today's HH:MM in Europe/Berlin, the measured site's timezone; the real clock without one. */
+function clockAt(at: string | undefined): Date {
+  if (!at) return new Date()
+  const match = /^([01]\d|2[0-3]):([0-5]\d)$/.exec(at)
+  if (!match) throw new Error(`--at: expected HH:MM, got ${at}`)
+  const today = Temporal.Now.zonedDateTimeISO('Europe/Berlin').startOfDay()
+  return new Date(today.with({ hour: Number(match[1]), minute: Number(match[2]) }).epochMilliseconds)
+}
+
 await program.parseAsync(process.argv)

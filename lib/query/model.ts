@@ -38,6 +38,23 @@ export interface RolledDays {
   sums: string[]
   /** A filtered read's days: rolled up under this key (its filters), not the unfiltered rollup. */
   filtersKey?: string
+  /** A day of the window not rolled up (today) whose visits begun before a cutoff are: partial_rollups. */
+  partial?: PartialDay
+}
+
+/**
+ * The rollup of one day's visits begun before `before` (a UTC quarter hour, as ClickHouse
+ * DateTime text), current while the visits begun before it still have the signature it was built
+ * from: their event count and session-id sum.
+ */
+export interface PartialDay {
+  day: string
+  /** The day's start and end, UTC, as ClickHouse DateTime text. */
+  from: string
+  to: string
+  before: string
+  events: string
+  sum: string
 }
 
 /** Properties that are not visit engagement: their breakdown rows carry no bounceRate or avgDuration (docs/api.md, Metrics). */

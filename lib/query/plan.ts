@@ -60,7 +60,7 @@ export const readsBotHits = (query: Pick<Query, 'filters'>, read: Read) =>
 
 /** The plan of a read, given the rolled days of its window where it may use them. */
 export function plan(query: Query, read: Read, rolled?: RolledDays): Plan {
-  if (rolled?.days.length && mayUseRollup(query, read) && fitsRead(query, rolled)) return { table: 'rollup', rolled }
+  if ((rolled?.days.length || rolled?.partial) && mayUseRollup(query, read) && fitsRead(query, rolled)) return { table: 'rollup', rolled }
   if (read.kind === 'series') return { table: 'events', visits: false }
   if (read.kind === 'stats') return onVisitAttributes(query) ? { table: 'sessions' } : { table: 'events', visits: true }
   const { property } = read

@@ -4,7 +4,7 @@ import { botReadSql } from './compile/bots'
 import { breakdownSql } from './compile/breakdown'
 import { asRolledDays, filteredRollupKey, signaturesAndBuilt } from './compile/day-rollups'
 import { filteredRollupInsertSql } from './compile/rollup-build'
-import { daySpans } from './range'
+import { chTime, daySpans } from './range'
 import { seriesSql } from './compile/series'
 import { type Compiled, type Fragment, render } from './compile/sql'
 import { statsSql } from './compile/stats'
@@ -33,11 +33,31 @@ export async function executeCommand(olap: Olap, statement: Fragment): Promise<v
   await withFilterErrors(olap.command(compiled.sql, compiled.params))
 }
 
-/** The days of the query's window whose rollup rows match the day's current signature. */
+/** Rows of signaturesAndBuilt: rolled 0 a day's current signature, 1 a built day's, 2 the newest partial rollup's, 3 its visits' current one. */
+type SignatureRow = { rolled: number; d: string; n: string; s: string; b: string }
+
+/**
+ * The days of the query's window whose rollup rows match the day's current signature, and the
+ * newest partial rollup of a day not rolled up (today) while its visits' signature matches.
+ */
 export async function rolledDays(olap: Olap, query: Pick<Query, 'siteId' | 'range'>): Promise<RolledDays> {
-  const rows = await execute<{ rolled: number; d: string; n: string; s: string }>(olap, signaturesAndBuilt(query.siteId, query.range))
-  const built = new Set(rows.filter((r) => r.rolled).map((r) => `${r.d}|${r.n}|${r.s}`))
-  return asRolledDays(rows.filter((r) => !r.rolled && built.has(`${r.d}|${r.n}|${r.s}`)).sort((a, b) => a.d.localeCompare(b.d)))
+  const rows = await execute<SignatureRow>(olap, signaturesAndBuilt(query.siteId, query.range))
+  const of = (rolled: number) => rows.filter((r) => Number(r.rolled) === rolled)
+  const built = new Set(of(1).map((r) => `${r.d}|${r.n}|${r.s}`))
+  const days = asRolledDays(of(0).filter((r) => built.has(`${r.d}|${r.n}|${r.s}`)).sort((a, b) => a.d.localeCompare(b.d)))
+  const [partial] = of(2)
+  if (partial && !days.days.includes(partial.d)) {
+    // the visits begun on its day before its cutoff, now: their quarters' counts summed (the session-id sum wraps at 2^64, as the engine's does)
+    const before = `${partial.b.replace(' ', 'T')}Z`
+    const quarters = of(3).filter((r) => `${r.d.replace(' ', 'T')}Z` < before)
+    const events = quarters.reduce((n, r) => n + BigInt(r.n), 0n)
+    const sum = BigInt.asUintN(64, quarters.reduce((n, r) => n + BigInt(r.s), 0n))
+    if (String(events) === partial.n && String(sum) === partial.s) {
+      const [span] = daySpans([partial.d], query.range.timezone)
+      days.partial = { day: partial.d, from: chTime(span.from), to: chTime(span.to), before: `${partial.b}.000`, events: partial.n, sum: partial.s }
+    }
+  }
+  return days
 }
 
 /**
@@ -48,10 +68,10 @@ export async function rolledDays(olap: Olap, query: Pick<Query, 'siteId' | 'rang
  */
 async function filteredRolledDays(olap: Olap, query: Query, property: string): Promise<RolledDays> {
   const key = await filteredRollupKey(query, property)
-  const rows = await execute<{ rolled: number; d: string; n: string; s: string }>(olap, signaturesAndBuilt(query.siteId, query.range, key))
+  const rows = await execute<SignatureRow>(olap, signaturesAndBuilt(query.siteId, query.range, key))
   const signature = (r: { d: string; n: string; s: string }) => `${r.d}|${r.n}|${r.s}`
-  const built = new Set(rows.filter((r) => r.rolled).map(signature))
-  const current = rows.filter((r) => !r.rolled).sort((a, b) => a.d.localeCompare(b.d))
+  const built = new Set(rows.filter((r) => Number(r.rolled) === 1).map(signature))
+  const current = rows.filter((r) => Number(r.rolled) === 0).sort((a, b) => a.d.localeCompare(b.d))
   const lastDay = query.range.to.subtract({ days: 1 }).toPlainDate().toString()
   const missing = current.filter((r) => !built.has(signature(r)) && r.d < lastDay)
   if (missing.length) {

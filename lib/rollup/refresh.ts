@@ -9,6 +9,7 @@ import { ROLLED_PROPERTIES } from '../query/plan'
 import { chTime, daySpans } from '../query/range'
 import { execute, executeCommand } from '../query/run'
 import type { Store } from '../store'
+import { refreshPartial } from './partial'
 
 /**
  * The daily rollup's batch job. Unfiltered reads over whole days (the dashboard) would otherwise
@@ -16,7 +17,8 @@ import type { Store } from '../store'
  * second for pages. Visitor ids rotate at the site-local midnight and a visit ends with them, so
  * a window of whole days is the sum of its days: finished days are rolled up once into
  * day_rollups (see lib/query/compile/day-rollups.ts for the rows and their signatures) and summed
- * at read time; only today, and any day not rolled up or changed since, is read from events.
+ * at read time; only today, and any day not rolled up or changed since, is read from events:
+ * of today, with a current partial rollup (lib/rollup/partial.ts), only the visits begun since its cutoff.
  */
 
 /** How far back a routine refresh looks, and a full one (at start, after an import, daily). */
@@ -57,6 +59,8 @@ async function refreshSite(olap: Olap, store: Store, siteId: string, now: Date, 
     await buildDays(olap, siteId, site.timezone, chunk)
     built += chunk.days.length
   }
+  // and today's visits that have ended (lib/rollup/partial.ts)
+  await refreshPartial(olap, siteId, site.timezone, now)
   return built
 }
 

@@ -1,9 +1,10 @@
 import type { Temporal } from 'temporal-polyfill'
 import type { Olap } from '../olap/types'
-import { type ResolvedRange, rawDaySpans } from '../query/range'
+import type { ResolvedRange } from '../query/range'
 import { rolledDays } from '../query/run'
 import { breakdownRows, localDay, rowsWithRollup } from '../query/compile/rows'
-import { daySpansScope, windowScope } from '../query/compile/scope'
+import { windowScope } from '../query/compile/scope'
+import { unrolledScope } from '../query/compile/selection'
 import type { Fragment } from '../query/compile/sql'
 
 /**
@@ -16,9 +17,9 @@ export async function pathDaysSql(olap: Olap, siteId: string, timezone: string, 
   const range: ResolvedRange = { name: 'custom', timezone, from, to, interval: 'day' }
   const rolled = await rolledDays(olap, { siteId, range })
   const day = localDay(timezone)
-  if (!rolled.days.length) {
+  if (!rolled.days.length && !rolled.partial) {
     const scope = windowScope(siteId, range)
     return breakdownRows('path', scope, scope.events, { day, engagement: false })
   }
-  return rowsWithRollup('path', daySpansScope(siteId, rawDaySpans(range, rolled.days)), timezone, rolled, { day, engagement: false })
+  return rowsWithRollup('path', unrolledScope(siteId, range, rolled), timezone, rolled, { day, engagement: false })
 }

@@ -26,10 +26,14 @@ export const localDate = (ts: number, tz: string) => new Intl.DateTimeFormat('en
 /** A leave-time report's engaged time and scroll depth, varied by its time (without drawing on the random sequence). */
 const engagementOf = (ts: number) => ({ ms: 5_000 + (ts % 115_000), scroll: Math.floor(ts / 1000) % 101 })
 
-export function fixture(snippet: string, domain: string, tz: string, seed: number) {
+/** A hit of the fixture: its time, name (pageview, engagement or a custom event), path, address, agent and referrer. */
+export type RawHit = { ts: number; name: string; path: string; ip: string; ua: string; referrer: string | null; plan?: string }
+
+/** The seeded visits, and `extra` hits after them (addresses of IPS, referrers of REFERRERS). */
+export function fixture(snippet: string, domain: string, tz: string, seed: number, extra: RawHit[] = []) {
   const random = prng(seed)
   const lines: string[] = []
-  const raw: { ts: number; name: string; path: string; ip: string; ua: string; referrer: string | null; plan?: string }[] = []
+  const raw: RawHit[] = []
   const start = Date.parse('2026-08-01T00:00:00Z')
   for (let v = 0; v < 140; v++) {
     const ip = IPS[Math.floor(random() * IPS.length)][0]
@@ -48,6 +52,7 @@ export function fixture(snippet: string, domain: string, tz: string, seed: numbe
       ts += random() < 0.8 ? 5 * 60_000 : 40 * 60_000
     }
   }
+  raw.push(...extra)
   for (const h of raw) {
     const hit: Record<string, unknown> = { timestamp: new Date(h.ts).toISOString(), site: snippet, name: h.name, url: `https://${domain}${h.path}`, referrer: h.referrer, ip: h.ip, userAgent: h.ua }
     if (h.name === 'engagement') hit.engagement = engagementOf(h.ts)

@@ -145,7 +145,12 @@ GROUP BY bucket ORDER BY bucket`,
     expect(insert.params).toMatchObject({ p0: SITE, p1: 'Europe/Berlin', p2: ROLLUP_VERSION, p3: 'path', p4: rolled.days })
     expect(flat(insert.sql)).toMatch(/WHERE has\(\{p4:Array\(Date\)\}, day\)$/)
     const window = resolveRange({ range: '7d' }, 'Europe/Berlin', now)
-    expect(flat(render(signaturesAndBuilt(SITE, window)).sql)).toContain('UNION ALL SELECT 1, toString(day), n, s FROM (SELECT DISTINCT day, day_events AS n, day_sum AS s FROM day_rollups')
+    const lookup = flat(render(signaturesAndBuilt(SITE, window)).sql)
+    expect(lookup).toContain("UNION ALL SELECT 1, toString(day), n, s, '' FROM (SELECT DISTINCT day, day_events AS n, day_sum AS s FROM day_rollups")
+    // the unfiltered lookup also reads the newest partial rollup of the window's last day and that day's visit counts; a filtered one does not
+    expect(lookup).toContain('FROM partial_rollups')
+    expect(lookup).toContain('FROM visit_quarters')
+    expect(flat(render(signaturesAndBuilt(SITE, window, 'filters:abc')).sql)).not.toContain('partial_rollups')
     expect(flat(render(staleDays(SITE, window)).sql)).toContain('LEFT ANTI JOIN')
     expect(render(outdatedRows(SITE, 'UTC', rolled)).params).toEqual({ p0: SITE, p1: rolled.days, p2: 'UTC', p3: ROLLUP_VERSION, p4: rolled.events, p5: rolled.sums })
   })

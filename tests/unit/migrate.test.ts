@@ -6,7 +6,7 @@ import { testOlap } from '../helpers'
 describe('ClickHouse migrations', () => {
   it('are numbered files, rendered plain for one server and ON CLUSTER with Replicated engines for a cluster', () => {
     const migrations = loadMigrations()
-    expect(migrations.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
+    expect(migrations.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11])
     expect(() => parseMigrationFile('events.sql', '')).toThrow(/NNNN_name/)
     const plain = renderMigration(migrations[0].sql)
     expect(plain).toHaveLength(2)
@@ -22,10 +22,10 @@ describe('ClickHouse migrations', () => {
     const olap = await testOlap() // already migrated once
     expect(await migrate(olap, loadMigrations())).toEqual([])
     const rows = await olap.query<{ version: number; name: string }>('SELECT version, name FROM schema_migrations ORDER BY version')
-    expect(rows).toEqual([{ version: 1, name: 'events' }, { version: 2, name: 'sessions' }, { version: 3, name: 'day_rollups' }, { version: 4, name: 'events_input' }, { version: 5, name: 'crawl' }, { version: 6, name: 'pathname_low_cardinality' }, { version: 7, name: 'filtered_rollup_expiry' }, { version: 8, name: 'visit_pages' }, { version: 9, name: 'rollup_engagement_reports' }, { version: 10, name: 'rollup_places' }])
-    const applied = await migrate(olap, [...loadMigrations(), { version: 11, name: 'extra', sql: 'CREATE TABLE IF NOT EXISTS extra_t (a UInt8) ENGINE = Memory;' }])
-    expect(applied.map((m) => m.version)).toEqual([11])
-    expect((await olap.query('SELECT count() AS n FROM schema_migrations'))[0]).toEqual({ n: '11' })
+    expect(rows).toEqual([{ version: 1, name: 'events' }, { version: 2, name: 'sessions' }, { version: 3, name: 'day_rollups' }, { version: 4, name: 'events_input' }, { version: 5, name: 'crawl' }, { version: 6, name: 'pathname_low_cardinality' }, { version: 7, name: 'filtered_rollup_expiry' }, { version: 8, name: 'visit_pages' }, { version: 9, name: 'rollup_engagement_reports' }, { version: 10, name: 'rollup_places' }, { version: 11, name: 'partial_rollups' }])
+    const applied = await migrate(olap, [...loadMigrations(), { version: 12, name: 'extra', sql: 'CREATE TABLE IF NOT EXISTS extra_t (a UInt8) ENGINE = Memory;' }])
+    expect(applied.map((m) => m.version)).toEqual([12])
+    expect((await olap.query('SELECT count() AS n FROM schema_migrations'))[0]).toEqual({ n: '12' })
   })
 
   it('expires rows a filtered read rolled up 30 days after they were built, never the daily rollup', async () => {
@@ -43,7 +43,7 @@ describe('ClickHouse migrations', () => {
     expect(left.map((r) => r.property)).toEqual(['', 'filters:new', 'path'])
   })
 
-  it('passes rows inserted into events_input on to events and its views; the two tables keep the same columns', async () => {
+  it('passes rows inserted into events_input on to events and its views; the three tables keep the same columns', async () => {
     const olap = await testOlap()
     const columns = async (table: string) =>
       olap.query<{ name: string; type: string }>('SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = {table:String} ORDER BY position', { table })
@@ -51,6 +51,8 @@ describe('ClickHouse migrations', () => {
     const events = await columns('events')
     expect(events.length).toBeGreaterThan(40)
     expect(await columns('events_input')).toEqual(events.map((c) => ({ name: c.name, type: plain(c.type) })))
+    // recent_events: the same columns, and when each row arrived
+    expect(await columns('recent_events')).toEqual([...events, { name: 'inserted_at', type: "DateTime('UTC')" }])
 
     const site = crypto.randomUUID()
     await olap.insert('events_input', [
@@ -61,6 +63,8 @@ describe('ClickHouse migrations', () => {
     ])
     expect(await olap.query('SELECT sum(pageviews) AS pageviews FROM sessions WHERE site_id = {site:UUID}', { site })).toEqual([{ pageviews: '1' }])
     expect(await olap.query('SELECT sum(events) AS events FROM event_quarters WHERE site_id = {site:UUID}', { site })).toEqual([{ events: '1' }])
+    expect(await olap.query("SELECT toString(quarter) AS quarter, sum(events) AS events FROM visit_quarters WHERE site_id = {site:UUID} GROUP BY quarter", { site })).toEqual([{ quarter: '2026-11-01 10:00:00', events: '1' }])
+    expect(await olap.query('SELECT session_id, pathname FROM recent_events WHERE site_id = {site:UUID}', { site })).toEqual([{ session_id: '18446744073709551615', pathname: '/' }])
     expect(await olap.query('SELECT count() AS n FROM events_input')).toEqual([{ n: '0' }])
   })
 

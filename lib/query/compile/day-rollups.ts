@@ -1,7 +1,7 @@
-import { type Query, type RolledDays, TOTALS } from '../model'
+import { type PartialDay, type Query, type RolledDays, TOTALS } from '../model'
 import { type ResolvedRange, chTime } from '../range'
 import { siteIs } from './scope'
-import { type Fragment, bind, sql } from './sql'
+import { type Fragment, bind, empty, sql } from './sql'
 
 /**
  * The daily rollup's rows and signatures. Per site, site-local day, property and value,
@@ -29,6 +29,21 @@ export function rolledRows(siteId: string, timezone: string, property: string, r
     AND (day, day_events, day_sum) IN arrayZip(${bind('Array(Date)', rolled.days)}, ${uint64s(rolled.events)}, ${uint64s(rolled.sums)})`
 }
 
+/**
+ * The partial rollup's rows of one property: the day's visits begun before its cutoff, visitors as
+ * a uniqExact state (lib/rollup/partial.ts).
+ */
+export function partialRows(siteId: string, timezone: string, property: string, partial: PartialDay, columns: Fragment): Fragment {
+  return sql`SELECT ${columns}
+  FROM partial_rollups FINAL
+  WHERE ${siteIs(siteId)} AND timezone = ${bind('String', timezone)} AND version = ${version()} AND property = ${bind('String', property)}
+    AND day = ${bind('Date', partial.day)} AND began_before = ${bind('DateTime64(3)', partial.before)}
+    AND part_events = ${bind('UInt64', partial.events)} AND part_sum = ${bind('UInt64', partial.sum)}`
+}
+
+/** Partial rollups are a cache that expires three hours after a build (migration 0011): reads use builds under two hours old. */
+const PARTIAL_FRESH_HOURS = 2
+
 type Window = Pick<ResolvedRange, 'from' | 'to' | 'timezone'>
 
 /** Each day's current signature, from the quarter-hour counts. */
@@ -46,9 +61,33 @@ const built = (siteId: string, window: Window, marker = '') => sql`(SELECT DISTI
   WHERE ${siteIs(siteId)} AND timezone = ${bind('String', window.timezone)} AND version = ${version()} AND property = ${bind('String', marker)}
     AND day >= ${bind('Date', window.from.toPlainDate().toString())} AND day < ${bind('Date', window.to.toPlainDate().toString())}) AS rolled`
 
-/** Both sides in one statement, matched by the caller: cheaper on the engine than a join. Rows: rolled (0 current, 1 built), d, n, s. */
+/**
+ * The newest partial rollup of the window's last day (its totals row, written last, marks it
+ * built), and the event counts of that day's visits per quarter hour of their start, which the
+ * caller sums up to its cutoff: its visits' current signature. Rows: rolled 2 (d, n, s and the
+ * cutoff b) and 3 (the quarter as d, n, s). Each table is read once.
+ */
+function latestPartial(siteId: string, window: Window): Fragment {
+  const lastDay = window.to.subtract({ days: 1 }).startOfDay()
+  return sql`SELECT 2, toString(day), part_events, part_sum, toString(began_before) FROM (
+    SELECT day, began_before, part_events, part_sum FROM partial_rollups
+    WHERE ${siteIs(siteId)} AND timezone = ${bind('String', window.timezone)} AND version = ${version()} AND property = '' AND day = ${bind('Date', lastDay.toPlainDate().toString())}
+      AND built_at >= now() - toIntervalHour(${bind('UInt16', PARTIAL_FRESH_HOURS)})
+    ORDER BY began_before DESC, built_at DESC LIMIT 1)
+  UNION ALL
+  SELECT 3, toString(quarter), events, session_sum, '' FROM visit_quarters
+  WHERE ${siteIs(siteId)} AND quarter >= ${bind('DateTime64(3)', chTime(lastDay))} AND quarter < ${bind('DateTime64(3)', chTime(window.to))}`
+}
+
+/**
+ * Both sides in one statement, matched by the caller: cheaper on the engine than a join. Rows:
+ * rolled (0 current, 1 built), d, n, s; for the unfiltered rollup (marker '') also the newest
+ * partial rollup of the window's last day (latestPartial).
+ */
 export const signaturesAndBuilt = (siteId: string, window: Window, marker = '') =>
-  sql`SELECT 0 AS rolled, toString(day) AS d, n, s FROM (${signatures(siteId, window)}) UNION ALL SELECT 1, toString(day), n, s FROM ${built(siteId, window, marker)}`
+  sql`SELECT 0 AS rolled, toString(day) AS d, n, s, '' AS b FROM (${signatures(siteId, window)}) UNION ALL SELECT 1, toString(day), n, s, '' FROM ${built(siteId, window, marker)}${
+    marker === '' ? sql` UNION ALL ${latestPartial(siteId, window)}` : empty
+  }`
 
 /**
  * The rollup property a filtered read's rows are stored under: a hash of its filters (segments

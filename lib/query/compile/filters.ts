@@ -78,7 +78,7 @@ export function filterConditions(filters: readonly Filter[], goals: readonly Goa
     if (f.dimension === 'goal') {
       const matched = goalsOfFilter(f, goals)
       const converting = matched.length ? join(matched.map(goalCondition), ' OR ') : raw('0')
-      const converted = sql`session_id IN (SELECT session_id FROM events WHERE ${scope.events} AND (${converting}))`
+      const converted = sql`session_id IN (SELECT session_id FROM ${raw(scope.table)} WHERE ${scope.events} AND (${converting}))`
       return f.operator === 'is_not' ? sql`NOT ${converted}` : converted
     }
     if (f.dimension === 'entry_page' || f.dimension === 'exit_page') {

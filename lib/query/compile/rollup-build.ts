@@ -1,4 +1,4 @@
-import type { Query, RolledDays } from '../model'
+import type { PartialDay, Query, RolledDays } from '../model'
 import type { DaySpan } from '../range'
 import { ROLLUP_VERSION, uint64s } from './day-rollups'
 import { selectedEvents } from './filters'
@@ -22,6 +22,22 @@ SELECT ${bind('UUID', siteId)}, ${tz}, ${bind('UInt16', ROLLUP_VERSION)}, ${bind
        value, visitors, visits, pageviews, events, bounces, duration_ms, ${raw(reports ? 'reports, scroll_sum, engaged_ms_sum' : '0, 0, 0')}
 FROM (${breakdownRows(property, scope, scope.events, { day: localDay(timezone), reports })})
 WHERE has(${dayList}, day)`
+}
+
+/**
+ * The partial rollup of one property (lib/rollup/partial.ts): the rows of the day's visits begun
+ * before the cutoff, as a read of that day would compute them, with visitors as a uniqExact state,
+ * stamped with the cutoff and the signature of those visits.
+ */
+export function partialRollupInsertSql(siteId: string, timezone: string, property: string, partial: PartialDay): Fragment {
+  const scope = daySpansScope(siteId, [], { day: partial, only: true })
+  const reports = carriesReports(property)
+  return sql`
+INSERT INTO partial_rollups (site_id, timezone, version, property, day, began_before, part_events, part_sum, value, visitors, visits, pageviews, events, bounces, duration_ms, reports, scroll_sum, engaged_ms_sum)
+SELECT ${bind('UUID', siteId)}, ${bind('String', timezone)}, ${bind('UInt16', ROLLUP_VERSION)}, ${bind('String', property)}, ${bind('Date', partial.day)},
+       ${bind('DateTime64(3)', partial.before)}, ${bind('UInt64', partial.events)}, ${bind('UInt64', partial.sum)},
+       value, visitors, visits, pageviews, events, bounces, duration_ms, ${raw(reports ? 'reports, scroll_sum, engaged_ms_sum' : '0, 0, 0')}
+FROM (${breakdownRows(property, scope, scope.events, { reports, visitorStates: true, engagement: true })})`
 }
 
 /**

@@ -1,6 +1,6 @@
 import { PROPERTY_PREFIX, VISIT_SCOPED_DIMENSIONS } from '../../dimensions'
 import { type RolledDays, TOTALS, hasEngagement } from '../model'
-import { rolledRows } from './day-rollups'
+import { partialRows, rolledRows } from './day-rollups'
 import { SPARSE_DIMENSIONS, dimensionSql } from './filters'
 import { type Scope, siteIs } from './scope'
 import { type Fragment, bind, empty, join, raw, sql } from './sql'
@@ -8,13 +8,13 @@ import { VISIT_FACTS } from './visits'
 
 /** The relation a breakdown reads and the value expression over it. */
 function breakdownSource(property: string, scope: Scope): { from: Fragment; value: Fragment; presence: Fragment | null } {
-  const events = raw('events')
+  const events = raw(scope.table)
   if (property === TOTALS) return { from: events, value: raw("''"), presence: null }
   if (property === 'entry_page' || property === 'exit_page') {
     // FINAL merges a visit's rows in sort order, cheaper here than grouping by visit
     const merge = raw(property === 'entry_page' ? 'finalizeAggregation(entry_page)' : 'finalizeAggregation(exit_page)')
     return {
-      from: sql`events INNER JOIN (SELECT session_id, ${merge} AS visit_page FROM sessions FINAL WHERE ${siteIs(scope.siteId)} AND session_start >= ${scope.visitsFrom} AND session_start < ${scope.visitsTo}) AS visit USING session_id`,
+      from: sql`${events} INNER JOIN (SELECT session_id, ${merge} AS visit_page FROM sessions FINAL WHERE ${siteIs(scope.siteId)} AND session_start >= ${scope.visitsFrom} AND session_start < ${scope.visitsTo}) AS visit USING session_id`,
       value: raw('visit.visit_page'),
       presence: raw("visit.visit_page != ''"),
     }
@@ -41,6 +41,8 @@ export interface RowsOptions {
   unrolled?: Fragment
   /** Whether rows carry the engagement reports of their events (count, scroll and engaged-time sums): path rows, for the pages read. */
   reports?: boolean
+  /** Whether visitors are a uniqExact state rather than a count: rows that merge with a partial rollup's. */
+  visitorStates?: boolean
 }
 
 /** The properties whose daily rollup rows carry engagement reports: a page's. */
@@ -81,7 +83,7 @@ export function breakdownRows(property: string, scope: Scope, selected: Fragment
   return sql`
 SELECT ${raw(day ? 'counts.day AS day, ' : '')}counts.value AS value, visitors, visits, pageviews, events${raw(engagement ? ', bounces, duration_ms' : '')}${raw(options.reports ? `, ${REPORT_COLUMNS.join(', ')}` : '')}
 FROM (
-  SELECT ${day ? sql`${day} AS day, ` : empty}${source.value} AS value, uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits,
+  SELECT ${day ? sql`${day} AS day, ` : empty}${source.value} AS value, ${raw(options.visitorStates ? 'uniqExactState' : 'uniqExact')}(visitor_id) AS visitors, uniqExact(session_id) AS visits,
          countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events${reports}
   FROM ${source.from} WHERE ${rows}
   GROUP BY ${byDay}value
@@ -91,19 +93,35 @@ ${engagement ? engagementJoin : empty}`
 
 /**
  * The same rows over a window part rolled up: the rolled days from day_rollups (a filtered read's
- * from the rows of its filters), the other days (`scope`, their spans) from events, summed per value. Visitors and visits add up across days
- * because ids rotate and visits end at the site-local midnight. With `day`, rows keep their day.
+ * from the rows of its filters), the other days (`scope`, their spans) from events, summed per
+ * value. Visitors and visits add up across days because ids rotate and visits end at the
+ * site-local midnight. Where the scope leaves a day's earlier visits to the partial rollup
+ * (`scope.partial`), that day's rows are its rows merged with the later visits' from events:
+ * visitors as sets, since a visitor may have visits on both sides of the cutoff; the rest add up.
+ * With `day`, rows keep their day.
  */
 export function rowsWithRollup(property: string, scope: Scope, timezone: string, rolled: RolledDays, options: RowsOptions = {}): Fragment {
   const engagement = options.engagement ?? hasEngagement(property)
   const keep = options.day ? 'day, ' : ''
   const metrics = ['visitors', 'visits', 'pageviews', 'events', ...(engagement ? ['bounces', 'duration_ms'] : []), ...(options.reports ? REPORT_COLUMNS : [])]
+  const columns = raw(`${keep}value, ${metrics.join(', ')}`)
+  const partial = scope.partial
+  const events = options.unrolled ?? breakdownRows(property, scope, options.selected ?? scope.events, { day: options.day, engagement, reports: options.reports, visitorStates: !!partial })
+  const unrolled = partial
+    ? sql`SELECT ${raw(keep)}value, ${raw(metrics.map((m) => (m === 'visitors' ? 'uniqExactMerge(visitors) AS visitors' : `sum(${m}) AS ${m}`)).join(', '))}
+  FROM (
+    ${events}
+    UNION ALL
+    ${partialRows(scope.siteId, timezone, property, partial, columns)}
+  )
+  GROUP BY ${raw(keep)}value`
+    : events
   return sql`
 SELECT ${raw(keep)}value, ${raw(metrics.map((m) => `sum(${m}) AS ${m}`).join(', '))}
 FROM (
-  ${options.unrolled ?? breakdownRows(property, scope, options.selected ?? scope.events, { day: options.day, engagement, reports: options.reports })}
+  ${unrolled}${rolled.days.length ? sql`
   UNION ALL
-  ${rolledRows(scope.siteId, timezone, rolled.filtersKey ?? property, rolled, raw(`${keep}value, ${metrics.join(', ')}`))}
+  ${rolledRows(scope.siteId, timezone, rolled.filtersKey ?? property, rolled, columns)}` : empty}
 )
 GROUP BY ${raw(keep)}value`
 }

@@ -1,14 +1,23 @@
-import { type Query, TOTALS } from '../model'
+import { type Query, type RolledDays, TOTALS } from '../model'
 import { type Plan, SESSION_DIMENSIONS, onVisitAttributes } from '../plan'
-import { rawDaySpans } from '../range'
+import { type ResolvedRange, rawDaySpans } from '../range'
 import { dimensionSql, filterConditions, selectedEvents } from './filters'
-import { type Scope, daySpansScope, visitsBeganIn, windowScope } from './scope'
+import { type Scope, daySpansScope, windowScope } from './scope'
 import { type Fragment, raw } from './sql'
 import { visitAttributeRows } from './visits'
 
-/** The query's scope: its window, or under the rollup plan the days the rollup does not cover. */
+/**
+ * What a window leaves to events when part of it is rolled up: the days not rolled up, without the
+ * visits the partial rollup holds. rowsWithRollup reads those from the rollups.
+ */
+export const unrolledScope = (siteId: string, range: ResolvedRange, rolled: RolledDays): Scope =>
+  rolled.partial
+    ? daySpansScope(siteId, rawDaySpans(range, [...rolled.days, rolled.partial.day]), { day: rolled.partial })
+    : daySpansScope(siteId, rawDaySpans(range, rolled.days))
+
+/** The query's scope: its window, or under the rollup plan what the rollups do not cover. */
 export function queryScope(query: Query, plan: Plan): Scope {
-  if (plan.table === 'rollup') return daySpansScope(query.siteId, rawDaySpans(query.range, plan.rolled.days))
+  if (plan.table === 'rollup') return unrolledScope(query.siteId, query.range, plan.rolled)
   return windowScope(query.siteId, query.range)
 }
 
@@ -28,5 +37,5 @@ export function unrolledFromSessions(query: Query, property: string, plan: Plan,
   if (plan.table !== 'rollup' || !onVisitAttributes(query)) return undefined
   if (property !== TOTALS && !SESSION_DIMENSIONS.has(property)) return undefined
   const value = property === TOTALS ? raw("''") : dimensionSql(property)
-  return visitAttributeRows(query.siteId, value, visitsBeganIn(rawDaySpans(query.range, plan.rolled.days)), visitFilters(query, scope))
+  return visitAttributeRows(query.siteId, value, scope.visitsBegan ?? raw('0'), visitFilters(query, scope), { visitorStates: !!scope.partial })
 }

@@ -22,11 +22,12 @@ export function visitFacts(scope: Scope, visitFilters: readonly Fragment[], opti
  * Rows of a visit attribute (or of the totals, `value` '') over whole site-local days, from the
  * sessions rollup alone: a visit never crosses the site-local midnight, and under filters on visit
  * attributes only, every event of a kept visit is selected, so its pageviews and custom events
- * are the visit's own. The columns of breakdownRows, without an event scan.
+ * are the visit's own. The columns of breakdownRows, without an event scan; with `visitorStates`,
+ * visitors as a uniqExact state, to merge with a partial rollup's.
  */
-export function visitAttributeRows(siteId: string, value: Fragment, began: Fragment, visitFilters: readonly Fragment[]): Fragment {
+export function visitAttributeRows(siteId: string, value: Fragment, began: Fragment, visitFilters: readonly Fragment[], options: { visitorStates?: boolean } = {}): Fragment {
   const filters = join(visitFilters.map((f) => sql` AND ${f}`), '')
-  return sql`SELECT value, uniqExact(visitor) AS visitors, count() AS visits, sum(pv) AS pageviews, sum(ce) AS events,
+  return sql`SELECT value, ${raw(options.visitorStates ? 'uniqExactState' : 'uniqExact')}(visitor) AS visitors, count() AS visits, sum(pv) AS pageviews, sum(ce) AS events,
          countIf(pv <= 1 AND ce = 0) AS bounces, toUInt64(round(sum(duration) * 1000)) AS duration_ms
   FROM (
     SELECT session_id, any(${value}) AS value, any(visitor_id) AS visitor, sum(pageviews) AS pv, sum(custom_events) AS ce,
