@@ -4,7 +4,7 @@ import { partialRows, rolledRows } from './day-rollups'
 import { SPARSE_DIMENSIONS, dimensionSql } from './filters'
 import { type Scope, siteIs } from './scope'
 import { type Fragment, bind, empty, join, raw, sql } from './sql'
-import { VISIT_FACTS } from './visits'
+import { visitFacts } from './visits'
 
 /** The relation a breakdown reads and the value expression over it. */
 function breakdownSource(property: string, scope: Scope): { from: Fragment; value: Fragment; presence: Fragment | null } {
@@ -69,14 +69,16 @@ export function breakdownRows(property: string, scope: Scope, selected: Fragment
   const reports = options.reports
     ? raw(", countIf(kind = 'engagement') AS reports, sumIf(scroll_depth, kind = 'engagement') AS scroll_sum, sumIf(engaged_ms, kind = 'engagement') AS engaged_ms_sum")
     : empty
+  // each visit holding a selected event: its values, and its facts (views, custom events, first to
+  // last event) from the sessions rollup rather than a scan of all its events
   const engagementJoin = sql`LEFT JOIN (
   SELECT ${byDay}value, countIf(pv <= 1 AND ce = 0) AS bounces, toUInt64(round(sum(duration) * 1000)) AS duration_ms
-  FROM (
-    SELECT session_id, ${day ? sql`anyIf(${day}, sel) AS day, ` : empty}${raw(perVisit ? 'anyIf(row_value, sel) AS value' : 'groupUniqArrayIf(row_value, sel) AS row_values')}, ${VISIT_FACTS}
-    FROM (SELECT session_id, kind, timestamp, ${source.value} AS row_value, (${rows}) AS sel FROM ${source.from} WHERE ${scope.visitScan})
+  FROM (${visitFacts(scope, [])}) AS facts
+  INNER JOIN (
+    SELECT session_id, ${day ? sql`any(${day}) AS day, ` : empty}${raw(perVisit ? 'any(row_value) AS value' : 'groupUniqArray(row_value) AS row_values')}
+    FROM (SELECT session_id, timestamp, ${source.value} AS row_value FROM ${source.from} WHERE ${rows})
     GROUP BY session_id
-    HAVING has_sel
-  )
+  ) AS selected USING session_id
   ${raw(perVisit ? '' : 'ARRAY JOIN row_values AS value')}
   GROUP BY ${byDay}value
 ) AS engagement ON engagement.value = counts.value${raw(day ? ' AND engagement.day = counts.day' : '')}`

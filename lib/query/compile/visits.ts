@@ -41,7 +41,3 @@ export function visitAttributeRows(siteId: string, value: Fragment, began: Fragm
 /** The visits holding a selected event, with the selected pageviews and custom events of each. */
 export const selectedVisits = (selected: Fragment) =>
   sql`SELECT session_id, countIf(kind = 'pageview') AS sel_pv, countIf(kind = 'custom') AS sel_ce FROM events WHERE ${selected} GROUP BY session_id`
-
-/** Per visit of a visit-level scan: pageviews, custom events, first to last event, and whether it holds a selected event. */
-export const VISIT_FACTS = raw(`countIf(kind = 'pageview') AS pv, countIf(kind = 'custom') AS ce,
-         dateDiff('millisecond', min(timestamp), max(timestamp)) / 1000 AS duration, max(sel) AS has_sel`)
