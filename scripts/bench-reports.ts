@@ -229,7 +229,7 @@ const program = new Command('bench-reports')
         path: `/api/v1/geo?site_id=${site.id}&range=30d&granularity=city`,
         // as the read does: the rolled days, then the places of the others from events
         direct: async () => {
-          const days = await rolledDays(stores.olap, base)
+          const days = await rolledDays(stores.olap, base, false)
           const compiled = render(geoPlacesSql(base, 'city', days.days.length ? { days, spans: rawDaySpans(base.range, days.days) } : undefined))
           return stores.olap.query(compiled.sql, compiled.params)
         },

@@ -48,6 +48,14 @@ export function mayUseRollup(query: Query, read: Read): boolean {
   return read.property === TOTALS || (ROLLED_PROPERTIES as readonly string[]).includes(read.property)
 }
 
+/**
+ * Whether an unfiltered read under the rollup plan takes the days not rolled up from events: a
+ * series, or a breakdown by anything but a visit attribute. Only those gain from the partial
+ * rollup of today; totals and visit attributes read those days from the sessions rollup, which
+ * is cheap already, and skip looking it up.
+ */
+export const readsTodayFromEvents = (read: Read) => read.kind === 'series' || (read.kind === 'breakdown' && !SESSION_DIMENSIONS.has(read.property))
+
 /** Whether rolled days fit the read: a filtered read only reads days rolled up under its own filters (and property). */
 const fitsRead = (query: Query, rolled: RolledDays) => (query.filters.length ? rolled.filtersKey !== undefined : rolled.filtersKey === undefined)
 

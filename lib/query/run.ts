@@ -9,7 +9,7 @@ import { seriesSql } from './compile/series'
 import { type Compiled, type Fragment, render } from './compile/sql'
 import { statsSql } from './compile/stats'
 import { type Query, type Read, type RolledDays, TOTALS } from './model'
-import { mayUseRollup, plan, readsBotHits } from './plan'
+import { mayUseRollup, plan, readsBotHits, readsTodayFromEvents } from './plan'
 
 /** An invalid RE2 pattern from a `matches` filter is the caller's 400. */
 async function withFilterErrors<T>(work: Promise<T>): Promise<T> {
@@ -37,11 +37,12 @@ export async function executeCommand(olap: Olap, statement: Fragment): Promise<v
 type SignatureRow = { rolled: number; d: string; n: string; s: string; b: string }
 
 /**
- * The days of the query's window whose rollup rows match the day's current signature, and the
- * newest partial rollup of a day not rolled up (today) while its visits' signature matches.
+ * The days of the query's window whose rollup rows match the day's current signature, and (unless
+ * `withPartial` is false) the newest partial rollup of its last day when that day is not rolled up
+ * (today) and its visits' signature matches.
  */
-export async function rolledDays(olap: Olap, query: Pick<Query, 'siteId' | 'range'>): Promise<RolledDays> {
-  const rows = await execute<SignatureRow>(olap, signaturesAndBuilt(query.siteId, query.range))
+export async function rolledDays(olap: Olap, query: Pick<Query, 'siteId' | 'range'>, withPartial = true): Promise<RolledDays> {
+  const rows = await execute<SignatureRow>(olap, signaturesAndBuilt(query.siteId, query.range, '', withPartial))
   const of = (rolled: number) => rows.filter((r) => Number(r.rolled) === rolled)
   const built = new Set(of(1).map((r) => `${r.d}|${r.n}|${r.s}`))
   const days = asRolledDays(of(0).filter((r) => built.has(`${r.d}|${r.n}|${r.s}`)).sort((a, b) => a.d.localeCompare(b.d)))
@@ -85,20 +86,22 @@ async function filteredRolledDays(olap: Olap, query: Query, property: string): P
 /** The rolled days a read may use: undefined where its plan cannot use the rollup. */
 export async function rolledForRead(olap: Olap, query: Query, read: Read): Promise<RolledDays | undefined> {
   if (!mayUseRollup(query, read)) return undefined
-  if (!query.filters.length) return rolledFor(olap, query)
+  if (!query.filters.length) return rolledFor(olap, query, readsTodayFromEvents(read))
   return filteredRolledDays(olap, query, read.kind === 'breakdown' ? read.property : TOTALS)
 }
 
 /**
- * The rolled-up days of a window, looked up once per resolved range and site: the reads of one
- * request (an export's every breakdown, totals and series) share the range object and the lookup.
+ * The rolled-up days of a window, looked up once per resolved range and site (with or without the
+ * partial rollup): the reads of one request (an export's every breakdown, totals and series)
+ * share the range object and the lookup.
  */
 const rolledByRange = new WeakMap<object, Map<string, Promise<RolledDays>>>()
-function rolledFor(olap: Olap, query: Query): Promise<RolledDays> {
+function rolledFor(olap: Olap, query: Query, withPartial: boolean): Promise<RolledDays> {
   let bySite = rolledByRange.get(query.range)
   if (!bySite) rolledByRange.set(query.range, (bySite = new Map()))
-  let days = bySite.get(query.siteId)
-  if (!days) bySite.set(query.siteId, (days = rolledDays(olap, query)))
+  const key = `${query.siteId}|${withPartial}`
+  let days = bySite.get(key)
+  if (!days) bySite.set(key, (days = rolledDays(olap, query, withPartial)))
   return days
 }
 

@@ -81,12 +81,12 @@ function latestPartial(siteId: string, window: Window): Fragment {
 
 /**
  * Both sides in one statement, matched by the caller: cheaper on the engine than a join. Rows:
- * rolled (0 current, 1 built), d, n, s; for the unfiltered rollup (marker '') also the newest
- * partial rollup of the window's last day (latestPartial).
+ * rolled (0 current, 1 built), d, n, s; for the unfiltered rollup (marker ''), unless
+ * `withPartial` is false, also the newest partial rollup of the window's last day (latestPartial).
  */
-export const signaturesAndBuilt = (siteId: string, window: Window, marker = '') =>
+export const signaturesAndBuilt = (siteId: string, window: Window, marker = '', withPartial = marker === '') =>
   sql`SELECT 0 AS rolled, toString(day) AS d, n, s, '' AS b FROM (${signatures(siteId, window)}) UNION ALL SELECT 1, toString(day), n, s, '' FROM ${built(siteId, window, marker)}${
-    marker === '' ? sql` UNION ALL ${latestPartial(siteId, window)}` : empty
+    withPartial && marker === '' ? sql` UNION ALL ${latestPartial(siteId, window)}` : empty
   }`
 
 /**
