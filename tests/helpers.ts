@@ -23,7 +23,7 @@ import { type RateLimiter, memoryRateLimiter, redisRateLimiter } from '../lib/ra
 import type { Services } from '../lib/services'
 import { memoryLiveCache } from '../lib/public-live'
 import { SiteDirectory } from '../lib/site-directory'
-import { newSite } from '../lib/sites'
+import { type Site, newSite } from '../lib/sites'
 import { Store } from '../lib/store'
 
 export const REDIS_URL = process.env.REDIS_URL
@@ -86,14 +86,24 @@ export async function testServices(
   }
 }
 
+/** An organization holding the given sites, and its read key, created at `now`. */
+export async function orgWithSites(services: Services, name: string, sites: Parameters<typeof newSite>[0][], now = services.now()) {
+  const org = await createOrg(services.store, name, now)
+  const read = await createApiKey(services.store, { orgId: org.id, name: 'read', scope: 'read' }, now)
+  const created: Site[] = []
+  for (const input of sites) {
+    const site = newSite(input, org.id, now)
+    await services.store.createSite(site)
+    created.push(site)
+  }
+  return { org, read, key: read.key, sites: created }
+}
+
 /** Two organizations, each with a site, read and write keys, and the first with a site-bound ingest key. */
 export async function seed(services: Services) {
   const now = services.now()
   const make = async (name: string, domain: string, timezone = 'UTC') => {
-    const org = await createOrg(services.store, name, now)
-    const site = newSite({ domain, timezone }, org.id, now)
-    await services.store.createSite(site)
-    const read = await createApiKey(services.store, { orgId: org.id, name: 'read', scope: 'read' }, now)
+    const { org, read, sites: [site] } = await orgWithSites(services, name, [{ domain, timezone }], now)
     const write = await createApiKey(services.store, { orgId: org.id, name: 'write', scope: 'write' }, now)
     return { org, site, read, write }
   }

@@ -1,8 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { createApiKey, createOrg } from '../../lib/admin'
 import { importHits } from '../../lib/ingest/import'
-import { newSite } from '../../lib/sites'
-import { client, testServices } from '../helpers'
+import { client, orgWithSites, testServices } from '../helpers'
 import { NOW, type RefEvent, type RefVisit, UAS, expectedBreakdown, expectedTotals, fixture, localDate } from './report-reference'
 
 /**
@@ -15,11 +13,8 @@ describe('filtered reads over whole days', () => {
   it('roll their finished days up per filter, exactly, and never serve a day whose events changed', async () => {
     const services = await testServices({ now: () => NOW })
     const call = client(services)
-    const org = await createOrg(services.store, 'Filtered', NOW)
-    const key = (await createApiKey(services.store, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
     const tz = 'America/New_York'
-    const site = newSite({ domain: 'filtered.rollup.test', timezone: tz }, org.id, NOW)
-    await services.store.createSite(site)
+    const { key, sites: [site] } = await orgWithSites(services, 'Filtered', [{ domain: 'filtered.rollup.test', timezone: tz }], NOW)
     const ref = fixture(site.snippetId, site.domain, tz, 23)
     expect((await importHits(ref.lines, services.ingestor)).rejected).toBe(0)
     const get = async (path: string) => {

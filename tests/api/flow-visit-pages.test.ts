@@ -1,8 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest'
-import { createApiKey, createOrg } from '../../lib/admin'
 import { importHits } from '../../lib/ingest/import'
-import { newSite } from '../../lib/sites'
-import { client, testServices } from '../helpers'
+import { client, orgWithSites, testServices } from '../helpers'
 import { NOW, UAS } from './report-reference'
 
 /**
@@ -21,10 +19,9 @@ describe('flow over visits stored in pieces', () => {
     // this file has the engine to itself (one process per test file)
     await services.olap.command('SYSTEM STOP MERGES visit_pages')
     call = client(services)
-    const org = await createOrg(services.store, 'Pieces', NOW)
-    key = (await createApiKey(services.store, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
-    const site = newSite({ domain: 'pieces.flow.test', timezone: 'Europe/Berlin' }, org.id, NOW)
-    await services.store.createSite(site)
+    const created = await orgWithSites(services, 'Pieces', [{ domain: 'pieces.flow.test', timezone: 'Europe/Berlin' }], NOW)
+    key = created.key
+    const [site] = created.sites
     siteId = site.id
     const at = (minutesAgo: number) => new Date(NOW.getTime() - 3 * 3_600_000 - minutesAgo * 60_000).toISOString()
     const hit = (minutesAgo: number, path: string, ip: string) =>

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { createApiKey, createOrg } from '../../lib/admin'
 import { importHits } from '../../lib/ingest/import'
 import { newSite } from '../../lib/sites'
-import { client, testServices } from '../helpers'
+import { client, orgWithSites, testServices } from '../helpers'
 import { NOW, UAS, localDate } from './report-reference'
 
 /**
@@ -446,10 +446,7 @@ describe('flow, journeys and activity', () => {
 describe('flow limit', () => {
   it('keeps at most 100 pages a step: a larger limit is clamped, and the rest fold into the step\'s other node', async () => {
     const services = await testServices({ now: () => NOW })
-    const org = await createOrg(services.store, 'Flow limit', NOW)
-    const key = (await createApiKey(services.store, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
-    const site = newSite({ domain: 'wide.journeys.test', timezone: 'UTC' }, org.id, NOW)
-    await services.store.createSite(site)
+    const { key, sites: [site] } = await orgWithSites(services, 'Flow limit', [{ domain: 'wide.journeys.test', timezone: 'UTC' }], NOW)
     // 105 visitors landing on 105 pages, one each: every page ties, so the smaller paths keep their nodes
     const at = new Date(NOW.getTime() - 2 * 3_600_000).toISOString()
     const lines = Array.from({ length: 105 }, (_, i) =>

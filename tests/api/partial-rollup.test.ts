@@ -1,11 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import { createApiKey, createOrg } from '../../lib/admin'
 import { importHits } from '../../lib/ingest/import'
 import { resolveRange } from '../../lib/query/range'
 import { compileRead, rolledDays, runRead } from '../../lib/query/run'
 import { refreshRollups } from '../../lib/rollup/refresh'
-import { newSite } from '../../lib/sites'
-import { client, testServices } from '../helpers'
+import { client, orgWithSites, testServices } from '../helpers'
 import { NOW, UAS, expectedBreakdown, expectedTotals, fixture, type RawHit, type Ref, type RefEvent, type RefVisit } from './report-reference'
 
 const at = (iso: string) => Date.parse(iso)
@@ -35,11 +33,8 @@ describe('partial rollup of today', () => {
   it("reads today's ended visits from the partial rollup and the later ones from recent events, exactly, and events again after a late hit", async () => {
     const services = await testServices({ now: () => NOW })
     const call = client(services)
-    const org = await createOrg(services.store, 'Partial', NOW)
-    const key = (await createApiKey(services.store, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
     const tz = 'Europe/Berlin'
-    const site = newSite({ domain: 'partial.reports.test', timezone: tz }, org.id, NOW)
-    await services.store.createSite(site)
+    const { key, sites: [site] } = await orgWithSites(services, 'Partial', [{ domain: 'partial.reports.test', timezone: tz }], NOW)
     const linesOf = (ref: Ref, from = 0) => ref.lines.slice(from)
     const ref = fixture(site.snippetId, site.domain, tz, 11, TODAY)
     expect((await importHits(linesOf(ref), services.ingestor)).rejected).toBe(0)

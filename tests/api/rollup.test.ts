@@ -1,23 +1,18 @@
 import { Temporal } from 'temporal-polyfill'
 import { describe, expect, it } from 'vitest'
-import { createApiKey, createOrg } from '../../lib/admin'
 import { importHits } from '../../lib/ingest/import'
 import { resolveRange } from '../../lib/query/range'
 import { rolledDays, runRead } from '../../lib/query/run'
 import { refreshRollups } from '../../lib/rollup/refresh'
-import { newSite } from '../../lib/sites'
-import { client, testServices } from '../helpers'
+import { client, orgWithSites, testServices } from '../helpers'
 import { NOW, UAS, localDate, fixture, expectedTotals, expectedBreakdown, type RefEvent, type RefVisit, type Ref } from './report-reference'
 
 describe('daily rollup', () => {
   it('unfiltered reads sum finished days from day_rollups, exactly, and read a day that changed from events until it is rebuilt', async () => {
     const services = await testServices({ now: () => NOW })
     const call = client(services)
-    const org = await createOrg(services.store, 'Rollup', NOW)
-    const key = (await createApiKey(services.store, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
     const tz = 'Europe/Berlin'
-    const site = newSite({ domain: 'rollup.reports.test', timezone: tz }, org.id, NOW)
-    await services.store.createSite(site)
+    const { key, sites: [site] } = await orgWithSites(services, 'Rollup', [{ domain: 'rollup.reports.test', timezone: tz }], NOW)
     const ref = fixture(site.snippetId, site.domain, tz, 7)
     expect((await importHits(ref.lines, services.ingestor)).rejected).toBe(0)
     const get = async (path: string) => {

@@ -1,20 +1,13 @@
 import { describe, expect, it } from 'vitest'
-import { createApiKey, createOrg } from '../../lib/admin'
 import { importHits } from '../../lib/ingest/import'
-import { newSite } from '../../lib/sites'
-import { client, testServices } from '../helpers'
+import { client, orgWithSites, testServices } from '../helpers'
 import { NOW, UAS } from './report-reference'
 
 describe('site listing statistics and export', () => {
   it('lists each site with totals, the previous window, a sparkline and install state; stats=0 gives rows only', async () => {
     const services = await testServices({ now: () => NOW })
     const call = client(services)
-    const org = await createOrg(services.store, 'Listing', NOW)
-    const key = (await createApiKey(services.store, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
-    const busy = newSite({ domain: 'busy.listing.test' }, org.id, NOW)
-    const idle = newSite({ domain: 'idle.listing.test' }, org.id, NOW)
-    await services.store.createSite(busy)
-    await services.store.createSite(idle)
+    const { key, sites: [busy, idle] } = await orgWithSites(services, 'Listing', [{ domain: 'busy.listing.test' }, { domain: 'idle.listing.test' }], NOW)
     const hit = (ts: string, ip: string, path = '/') => JSON.stringify({ timestamp: ts, site: busy.snippetId, name: 'pageview', url: `https://busy.listing.test${path}`, ip, userAgent: UAS[0] })
     // this week (7d: 16-22 Nov, UTC): two visitors, three pageviews; the week before: one visitor
     await importHits([hit('2026-11-20T10:00:00Z', '8.8.8.8'), hit('2026-11-20T10:05:00Z', '8.8.8.8', '/b'), hit('2026-11-22T09:00:00Z', '1.1.1.1'), hit('2026-11-12T09:00:00Z', '1.1.1.1')], services.ingestor)

@@ -1,7 +1,7 @@
 import type { Temporal } from 'temporal-polyfill'
 import type { PartialDay } from '../model'
 import { type DaySpan, type ResolvedRange, chTime } from '../range'
-import { type Bound, type Fragment, bind, empty, join, raw, sql } from './sql'
+import { type Bound, type Fragment, bind, join, raw, sql } from './sql'
 
 const time = (z: Pick<Temporal.Instant, 'epochMilliseconds'>) => bind('DateTime64(3)', chTime(z))
 const NO_TIME = bind('DateTime64(3)', '1970-01-01 00:00:00.000')
