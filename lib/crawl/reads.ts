@@ -1,6 +1,6 @@
 import { Temporal } from 'temporal-polyfill'
 import { ApiError } from '../errors'
-import { clickhouseTime } from '../olap/time'
+import { during } from '../query/compile/scope'
 import { bucket } from '../query/compile/series'
 import { bind, sql } from '../query/compile/sql'
 import { type ResolvedRange, type WindowName, buckets, rangeView, resolveRange } from '../query/range'
@@ -41,7 +41,6 @@ export interface PagesParams extends WindowParams {
 }
 
 type Row = Record<string, unknown>
-const time = (ms: number) => bind('DateTime64(3)', clickhouseTime(ms))
 
 function windowOf(site: Site, params: WindowParams, now: Date): ResolvedRange {
   if (params.range === 'realtime') throw new ApiError(400, 'range: realtime is not a window for this read')
@@ -74,7 +73,7 @@ async function botsByPath(services: Services, site: Site, range: ResolvedRange, 
   const rows = await execute<Row>(
     services.olap,
     sql`SELECT pathname, count() AS hits, countIf(startsWith(bot_kind, 'ai-')) AS ai
-FROM bot_events WHERE site_id = ${bind('UUID', site.id)} AND timestamp >= ${time(range.from.epochMilliseconds)} AND timestamp < ${time(range.to.epochMilliseconds)} AND pathname IN ${bind('Array(String)', paths)}
+FROM bot_events WHERE site_id = ${bind('UUID', site.id)} AND ${during('timestamp', range.from.epochMilliseconds, range.to.epochMilliseconds)} AND pathname IN ${bind('Array(String)', paths)}
 GROUP BY pathname`,
   )
   return new Map(rows.map((r) => [String(r.pathname), { hits: Number(r.hits), aiCrawlerHits: Number(r.ai) }]))
@@ -84,7 +83,7 @@ async function trendsByPath(services: Services, site: Site, range: ResolvedRange
   const rows = await execute<Row>(
     services.olap,
     sql`SELECT pathname, sumMap(map(toUnixTimestamp(${bucket(range)}), toUInt64(1))) AS per_bucket
-FROM events WHERE site_id = ${bind('UUID', site.id)} AND kind = 'pageview' AND timestamp >= ${time(range.from.epochMilliseconds)} AND timestamp < ${time(range.to.epochMilliseconds)} AND pathname IN ${bind('Array(String)', paths)}
+FROM events WHERE site_id = ${bind('UUID', site.id)} AND kind = 'pageview' AND ${during('timestamp', range.from.epochMilliseconds, range.to.epochMilliseconds)} AND pathname IN ${bind('Array(String)', paths)}
 GROUP BY pathname`,
   )
   const windowBuckets = buckets(range)

@@ -1,5 +1,4 @@
 import type { SiteDirectory } from '../site-directory'
-import type { Site } from '../sites'
 import type { Store } from '../store'
 import { Coalescer } from './batching'
 import { type Geo, type GeoLookup, cachedGeoLookup } from './geo'

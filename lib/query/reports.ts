@@ -102,15 +102,15 @@ export async function realtime(deps: ReportDeps, site: Site, params: Omit<Report
   const halfHour = { ...query, range: resolveRange({ range: '30m' }, site.timezone, now) }
   const limited = { ...query, limit: Math.min(query.limit, 10) }
   const read = reads(deps.olap, source)
-  return {
-    source,
-    range: rangeView(minutes.range),
-    now: (await read.totals(query)).visitors,
-    halfHour: (await read.totals(halfHour)).visitors,
-    series: await read.series(minutes),
-    pages: await read.breakdown(limited, 'path'),
-    sources: await read.breakdown(limited, 'source'),
-  }
+  // five small reads of the last half hour, at once
+  const [now5, now30, series, pages, sources] = await Promise.all([
+    read.totals(query),
+    read.totals(halfHour),
+    read.series(minutes),
+    read.breakdown(limited, 'path'),
+    read.breakdown(limited, 'source'),
+  ])
+  return { source, range: rangeView(minutes.range), now: now5.visitors, halfHour: now30.visitors, series, pages, sources }
 }
 
 /** GET /goals: each goal with its conversions in the window. Goals are first-party: a site without that source has none. */

@@ -1,7 +1,7 @@
 import { Temporal } from 'temporal-polyfill'
 import type { Olap } from '../olap/types'
 import { partialRollupInsertSql } from '../query/compile/rollup-build'
-import { siteIs } from '../query/compile/scope'
+import { during, siteIs } from '../query/compile/scope'
 import { bind, sql } from '../query/compile/sql'
 import { type PartialDay, TOTALS } from '../query/model'
 import { ROLLED_PROPERTIES } from '../query/plan'
@@ -39,7 +39,7 @@ export async function refreshPartial(olap: Olap, siteId: string, timezone: strin
     olap,
     sql`SELECT count() AS open, toUnixTimestamp64Milli(min(start)) AS start FROM (
   SELECT session_id, min(session_start) AS start, max(end) AS last FROM sessions
-  WHERE ${siteIs(siteId)} AND session_start >= ${bind('DateTime64(3)', chTime(dayStart))} AND session_start < ${bind('DateTime64(3)', chTime(dayEnd))}
+  WHERE ${siteIs(siteId)} AND ${during('session_start', dayStart.epochMilliseconds, dayEnd.epochMilliseconds)}
   GROUP BY session_id
 ) WHERE last >= ${bind('DateTime64(3)', chTime(now.getTime() - SETTLED_MS))}`,
   )

@@ -2,7 +2,7 @@ import type { Temporal } from 'temporal-polyfill'
 import type { Query } from '../query/model'
 import { type ResolvedRange, chTime } from '../query/range'
 import { mostFrequent } from '../query/compile/most-frequent'
-import { windowScope } from '../query/compile/scope'
+import { during, windowScope } from '../query/compile/scope'
 import { selected } from '../query/compile/selection'
 import { type Fragment, bind, join, raw, sql } from '../query/compile/sql'
 import { VITAL_PERCENTILES, type VitalPercentile } from '../query/compile/vitals'
@@ -17,7 +17,7 @@ type Instant = Pick<Temporal.Instant, 'epochMilliseconds'>
 
 const time = (at: Instant) => bind('DateTime64(3)', chTime(at))
 const site = (siteId: string) => sql`site_id = ${bind('UUID', siteId)}`
-const between = (from: Instant, to: Instant) => sql`timestamp >= ${time(from)} AND timestamp < ${time(to)}`
+const between = (from: Instant, to: Instant) => during('timestamp', from.epochMilliseconds, to.epochMilliseconds)
 
 /** The start of the site-local hour or day an event falls in. */
 function grainStart(grain: Grain, timezone: string): Fragment {
@@ -112,7 +112,7 @@ HAVING peak >= ${bind('UInt32', minPeak)}`
 export function siteVisitsByDaySql(siteId: string, timezone: string, from: Instant, to: Instant): Fragment {
   return sql`
 SELECT toDate(session_start, ${bind('String', timezone)}) AS day, uniqExact(session_id) AS visits
-FROM sessions WHERE ${site(siteId)} AND session_start >= ${time(from)} AND session_start < ${time(to)}
+FROM sessions WHERE ${site(siteId)} AND ${during('session_start', from.epochMilliseconds, to.epochMilliseconds)}
 GROUP BY day`
 }
 

@@ -7,7 +7,8 @@ describe('site listing statistics and export', () => {
   it('lists each site with totals, the previous window, a sparkline and install state; stats=0 gives rows only', async () => {
     const services = await testServices({ now: () => NOW })
     const call = client(services)
-    const { key, sites: [busy, idle] } = await orgWithSites(services, 'Listing', [{ domain: 'busy.listing.test' }, { domain: 'idle.listing.test' }], NOW)
+    // an idle site beside the busy one: listed with zeros
+    const { key, sites: [busy] } = await orgWithSites(services, 'Listing', [{ domain: 'busy.listing.test' }, { domain: 'idle.listing.test' }], NOW)
     const hit = (ts: string, ip: string, path = '/') => JSON.stringify({ timestamp: ts, site: busy.snippetId, name: 'pageview', url: `https://busy.listing.test${path}`, ip, userAgent: UAS[0] })
     // this week (7d: 16-22 Nov, UTC): two visitors, three pageviews; the week before: one visitor
     await importHits([hit('2026-11-20T10:00:00Z', '8.8.8.8'), hit('2026-11-20T10:05:00Z', '8.8.8.8', '/b'), hit('2026-11-22T09:00:00Z', '1.1.1.1'), hit('2026-11-12T09:00:00Z', '1.1.1.1')], services.ingestor)

@@ -49,14 +49,22 @@ describe('the SQL builders', () => {
     const scope = windowScope(SITE, week)
     // 7d ends at the start of tomorrow in New York (EDT, -4h), starts six days before today (EST, -5h)
     expect(render(scope.events)).toEqual({
-      sql: 'site_id = {p0:UUID} AND timestamp >= {p1:DateTime64(3)} AND timestamp < {p2:DateTime64(3)}',
-      params: { p0: SITE, p1: '2026-03-02 05:00:00.000', p2: '2026-03-09 04:00:00.000' },
+      // and the UTC days of those times, which the events order key starts with
+      sql: 'site_id = {p0:UUID} AND (timestamp >= {p1:DateTime64(3)} AND timestamp < {p2:DateTime64(3)} AND toDate(timestamp) >= {p3:Date} AND toDate(timestamp) <= {p4:Date})',
+      params: { p0: SITE, p1: '2026-03-02 05:00:00.000', p2: '2026-03-09 04:00:00.000', p3: '2026-03-02', p4: '2026-03-09' },
     })
-    expect(render(scope.visitScan).params).toEqual({ p0: SITE, p1: '2026-03-01 03:00:00.000', p2: '2026-03-10 06:00:00.000' })
+    expect(render(scope.visitScan).params).toEqual({ p0: SITE, p1: '2026-03-01 03:00:00.000', p2: '2026-03-10 06:00:00.000', p3: '2026-03-01', p4: '2026-03-10' })
+    expect(render(scope.visitsBegan)).toEqual({
+      sql: '(session_start >= {p0:DateTime64(3)} AND session_start < {p1:DateTime64(3)} AND toDate(session_start) >= {p2:Date} AND toDate(session_start) <= {p3:Date})',
+      params: { p0: '2026-03-01 03:00:00.000', p1: '2026-03-09 04:00:00.000', p2: '2026-03-01', p3: '2026-03-09' },
+    })
     const spans = daySpansScope(SITE, daySpans(['2026-03-03', '2026-03-04', '2026-03-06'], 'UTC'))
     expect(render(spans.events)).toEqual({
-      sql: 'site_id = {p0:UUID} AND ((timestamp >= {p1:DateTime64(3)} AND timestamp < {p2:DateTime64(3)}) OR (timestamp >= {p3:DateTime64(3)} AND timestamp < {p4:DateTime64(3)}))',
-      params: { p0: SITE, p1: '2026-03-03 00:00:00.000', p2: '2026-03-05 00:00:00.000', p3: '2026-03-06 00:00:00.000', p4: '2026-03-07 00:00:00.000' },
+      // a span ending at midnight ends on the day before
+      sql:
+        'site_id = {p0:UUID} AND ((timestamp >= {p1:DateTime64(3)} AND timestamp < {p2:DateTime64(3)} AND toDate(timestamp) >= {p3:Date} AND toDate(timestamp) <= {p4:Date})' +
+        ' OR (timestamp >= {p5:DateTime64(3)} AND timestamp < {p6:DateTime64(3)} AND toDate(timestamp) >= {p7:Date} AND toDate(timestamp) <= {p7:Date}))',
+      params: { p0: SITE, p1: '2026-03-03 00:00:00.000', p2: '2026-03-05 00:00:00.000', p3: '2026-03-03', p4: '2026-03-04', p5: '2026-03-06 00:00:00.000', p6: '2026-03-07 00:00:00.000', p7: '2026-03-06' },
     })
     expect(render(daySpansScope(SITE, []).events).sql).toBe('site_id = {p0:UUID} AND (0)')
   })
@@ -75,12 +83,16 @@ describe('the SQL builders', () => {
     expect(conditions[0]).toEqual({ sql: 'country_code IN {p0:Array(String)}', params: { p0: ['US'] } })
     expect(conditions[1]).toEqual({ sql: 'multiSearchAnyCaseInsensitiveUTF8(props[{p0:String}], {p1:Array(String)})', params: { p0: 'plan', p1: ['pro'] } })
     expect(conditions[2]).toEqual({
-      sql: 'session_id IN (SELECT session_id FROM sessions WHERE site_id = {p0:UUID} AND session_start >= {p1:DateTime64(3)} GROUP BY session_id HAVING arrayExists(pattern -> match(argMaxMerge(exit_page), pattern), {p2:Array(String)}))',
-      params: { p0: SITE, p1: '2026-03-01 03:00:00.000', p2: ['^/a'] },
+      sql:
+        'session_id IN (SELECT session_id FROM sessions WHERE site_id = {p0:UUID} AND (session_start >= {p1:DateTime64(3)} AND session_start < {p2:DateTime64(3)} AND toDate(session_start) >= {p3:Date} AND toDate(session_start) <= {p4:Date})' +
+        ' GROUP BY session_id HAVING arrayExists(pattern -> match(argMaxMerge(exit_page), pattern), {p5:Array(String)}))',
+      params: { p0: SITE, p1: '2026-03-01 03:00:00.000', p2: '2026-03-09 04:00:00.000', p3: '2026-03-01', p4: '2026-03-09', p5: ['^/a'] },
     })
     expect(conditions[3]).toEqual({
-      sql: "NOT session_id IN (SELECT session_id FROM events WHERE site_id = {p0:UUID} AND timestamp >= {p1:DateTime64(3)} AND timestamp < {p2:DateTime64(3)} AND ((kind = 'pageview' AND pathname LIKE {p3:String})))",
-      params: { p0: SITE, p1: '2026-03-02 05:00:00.000', p2: '2026-03-09 04:00:00.000', p3: '/pricing%' },
+      sql:
+        'NOT session_id IN (SELECT session_id FROM events WHERE site_id = {p0:UUID} AND (timestamp >= {p1:DateTime64(3)} AND timestamp < {p2:DateTime64(3)} AND toDate(timestamp) >= {p3:Date} AND toDate(timestamp) <= {p4:Date})' +
+        " AND ((kind = 'pageview' AND pathname LIKE {p5:String})))",
+      params: { p0: SITE, p1: '2026-03-02 05:00:00.000', p2: '2026-03-09 04:00:00.000', p3: '2026-03-02', p4: '2026-03-09', p5: '/pricing%' },
     })
   })
 
@@ -89,10 +101,12 @@ describe('the SQL builders', () => {
     expect(fromRollup.sql).toContain('FROM day_rollups FINAL')
     expect(Object.values(fromRollup.params)).toEqual(expect.arrayContaining([rolled.days, rolled.events, rolled.sums]))
     const fromSessions = render(statsSql(query({ filters: [{ dimension: 'country', operator: 'is', value: ['US'] }] }), { table: 'sessions' }))
-    expect(flat(fromSessions.sql)).toContain('FROM sessions WHERE site_id = {p0:UUID} AND session_start >= {p4:DateTime64(3)} AND session_start < {p2:DateTime64(3)} AND country_code IN {p3:Array(String)} GROUP BY session_id HAVING max(end) >= {p1:DateTime64(3)}')
-    expect(fromSessions.params).toEqual({ p0: SITE, p1: '2026-03-02 05:00:00.000', p2: '2026-03-09 04:00:00.000', p3: ['US'], p4: '2026-03-01 03:00:00.000' })
+    expect(flat(fromSessions.sql)).toContain(
+      'FROM sessions WHERE site_id = {p0:UUID} AND (session_start >= {p6:DateTime64(3)} AND session_start < {p2:DateTime64(3)} AND toDate(session_start) >= {p7:Date} AND toDate(session_start) <= {p4:Date}) AND country_code IN {p5:Array(String)} GROUP BY session_id HAVING max(end) >= {p1:DateTime64(3)}',
+    )
+    expect(fromSessions.params).toEqual({ p0: SITE, p1: '2026-03-02 05:00:00.000', p2: '2026-03-09 04:00:00.000', p3: '2026-03-02', p4: '2026-03-09', p5: ['US'], p6: '2026-03-01 03:00:00.000', p7: '2026-03-01' })
     const fromEvents = render(statsSql(query({ filters: [{ dimension: 'path', operator: 'is', value: ['/'] }] }), { table: 'events', visits: true }))
-    expect(flat(fromEvents.sql)).toContain('FROM (SELECT session_id, countIf(kind = \'pageview\') AS sel_pv, countIf(kind = \'custom\') AS sel_ce FROM events WHERE site_id = {p0:UUID} AND timestamp >= {p1:DateTime64(3)} AND timestamp < {p2:DateTime64(3)} AND pathname IN {p3:Array(String)} GROUP BY session_id) AS selected INNER JOIN')
+    expect(flat(fromEvents.sql)).toContain('FROM (SELECT session_id, countIf(kind = \'pageview\') AS sel_pv, countIf(kind = \'custom\') AS sel_ce FROM events WHERE site_id = {p0:UUID} AND (timestamp >= {p1:DateTime64(3)} AND timestamp < {p2:DateTime64(3)} AND toDate(timestamp) >= {p3:Date} AND toDate(timestamp) <= {p4:Date}) AND pathname IN {p5:Array(String)} GROUP BY session_id) AS selected INNER JOIN')
   })
 
   it('series: buckets in the site timezone, or rolled days summed into buckets', () => {
@@ -100,14 +114,14 @@ describe('the SQL builders', () => {
     expect(render(seriesSql(query({ range: today }), { table: 'events', visits: false }))).toEqual({
       sql: `
 SELECT toUnixTimestamp(toStartOfHour(timestamp, {p0:String})) AS bucket, uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits, countIf(kind = 'pageview') AS pageviews
-FROM events WHERE site_id = {p1:UUID} AND timestamp >= {p2:DateTime64(3)} AND timestamp < {p3:DateTime64(3)}
+FROM events WHERE site_id = {p1:UUID} AND (timestamp >= {p2:DateTime64(3)} AND timestamp < {p3:DateTime64(3)} AND toDate(timestamp) >= {p4:Date} AND toDate(timestamp) <= {p5:Date})
 GROUP BY bucket ORDER BY bucket`,
-      params: { p0: 'America/New_York', p1: SITE, p2: '2026-03-08 05:00:00.000', p3: '2026-03-09 04:00:00.000' },
+      params: { p0: 'America/New_York', p1: SITE, p2: '2026-03-08 05:00:00.000', p3: '2026-03-09 04:00:00.000', p4: '2026-03-08', p5: '2026-03-09' },
     })
     const months = render(seriesSql(query({ range: resolveRange({ range: '12mo' }, 'America/New_York', now) }), { table: 'rollup', rolled }))
     expect(months.sql).toContain('SELECT toUnixTimestamp(toDateTime(toStartOfMonth(day), {p0:String})) AS bucket')
-    expect(months.sql).toContain('property = {p7:String}')
-    expect(months.params.p7).toBe('')
+    expect(months.sql).toContain('property = {p11:String}')
+    expect(months.params.p11).toBe('')
   })
 
   it('breakdown: one shape per plan, the limit bound', () => {
@@ -132,8 +146,8 @@ GROUP BY bucket ORDER BY bucket`,
     const { sql: text, params } = render(goalBreakdownSql(query()))
     expect(text).toContain("arrayFilter(g -> g != '', [if(name = {p0:String}, {p0:String}, ''), if((kind = 'pageview' AND pathname LIKE {p1:String}), {p2:String}, '')])")
     expect(text).toContain("transform(goal, {p3:Array(String)}, {p4:Array(String)}, '') AS goal_currency")
-    expect(text).toContain('LIMIT {p8:UInt32}')
-    expect(params).toMatchObject({ p0: 'Signup', p1: '/pricing%', p2: 'Pricing', p3: ['Signup', 'Pricing'], p4: ['EUR', ''], p5: SITE, p8: 5 })
+    expect(text).toContain('LIMIT {p10:UInt32}')
+    expect(params).toMatchObject({ p0: 'Signup', p1: '/pricing%', p2: 'Pricing', p3: ['Signup', 'Pricing'], p4: ['EUR', ''], p5: SITE, p10: 5 })
   })
 
   it('rollup build: the days of a property inserted with their signatures; lookups and clean-up by signature', () => {

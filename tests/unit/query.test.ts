@@ -51,7 +51,9 @@ describe('the query pipeline, without a database', () => {
   it('adds the site and window scope itself', () => {
     const compiled = compileRead(query(), { kind: 'stats' })
     // 7d ends at the start of tomorrow in New York (EDT, -4h), starts six days before today (EST, -5h)
-    expect(withValues(compiled)).toContain("site_id = '00000000-0000-4000-8000-000000000001' AND timestamp >= '2026-03-02 05:00:00.000' AND timestamp < '2026-03-09 04:00:00.000'")
+    expect(withValues(compiled)).toContain(
+      "site_id = '00000000-0000-4000-8000-000000000001' AND (timestamp >= '2026-03-02 05:00:00.000' AND timestamp < '2026-03-09 04:00:00.000' AND toDate(timestamp) >= '2026-03-02' AND toDate(timestamp) <= '2026-03-09')",
+    )
   })
 
   it('resolves the day of a DST change to 23 hourly buckets', () => {

@@ -15,12 +15,12 @@ const HOSTILE = "x' OR 1=1 --"
 describe('vitals builders', () => {
   it('bind the window, filters, the form factor and the limit; the percentile level comes from the allow-list', () => {
     const { sql, params } = render(vitalsSql(query({ filters: [{ dimension: 'path', operator: 'is', value: [HOSTILE] }] }), { percentile: '90', formFactor: 'phone' }))
-    expect(flat(sql)).toContain("pathname IN {p4:Array(String)} AND name = 'vital' AND kind = 'vital' AND device = {p5:String}")
+    expect(flat(sql)).toContain("pathname IN {p6:Array(String)} AND name = 'vital' AND kind = 'vital' AND device = {p7:String}")
     expect(flat(sql)).toContain('quantileExactInclusiveIf(0.9)(vital_value, vital_name = \'LCP\') AS p_LCP')
     expect(flat(sql)).toContain("countIf(vital_name = 'INP' AND vital_value <= 200) AS good_INP, countIf(vital_name = 'INP' AND vital_value > 500) AS poor_INP")
     expect(flat(sql)).toContain('GROUP BY GROUPING SETS ((), (day), (pathname), (country_code), (device), (browser), (os))')
-    expect(flat(sql)).toMatch(/WHERE group IN \('', 'day'\) OR rank <= \{p6:UInt32\} ORDER BY group, rank$/)
-    expect(params).toMatchObject({ p0: 'Europe/Berlin', p1: SITE, p4: [HOSTILE], p5: 'Mobile', p6: 5 })
+    expect(flat(sql)).toMatch(/WHERE group IN \('', 'day'\) OR rank <= \{p8:UInt32\} ORDER BY group, rank$/)
+    expect(params).toMatchObject({ p0: 'Europe/Berlin', p1: SITE, p6: [HOSTILE], p7: 'Mobile', p8: 5 })
     expect(sql).not.toContain(HOSTILE)
   })
 
@@ -28,7 +28,7 @@ describe('vitals builders', () => {
     const { sql, params } = render(contributorsSql(query(), { percentile: '50' }))
     expect(flat(sql)).toContain("('lcpElements', if(vital_name = 'LCP', props[{p0:String}], ''))")
     expect(flat(sql)).toContain('quantileExactInclusive(0.5)(vital_value) AS value')
-    expect(params).toMatchObject({ p0: 'attribution.target', p1: 'attribution.largestShiftTarget', p2: 'attribution.scriptUrl', p3: 'attribution.interactionTarget', p7: ['LCP', 'CLS', 'INP'], p8: 5 })
+    expect(params).toMatchObject({ p0: 'attribution.target', p1: 'attribution.largestShiftTarget', p2: 'attribution.scriptUrl', p3: 'attribution.interactionTarget', p9: ['LCP', 'CLS', 'INP'], p10: 5 })
   })
 
   it('the experience score weighs good as 100 and needs-improvement as 50, over the metrics with samples', () => {

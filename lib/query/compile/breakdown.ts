@@ -46,7 +46,7 @@ FROM (
   GROUP BY value
 ) AS visits_by_value
 LEFT JOIN (
-  SELECT ${value} AS value, countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events FROM events WHERE ${selected(query, scope)} GROUP BY value
+  SELECT ${value} AS value, countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events FROM ${raw(scope.table)} WHERE ${selected(query, scope)} GROUP BY value
 ) AS views USING value
 ORDER BY visitors DESC, value ASC
 LIMIT ${limitOf(query)}`
@@ -64,7 +64,7 @@ function visitBreakdown(query: Query, property: string): Fragment {
   return sql`
 SELECT value, uniqExact(visitor) AS visitors, count() AS visits, sum(sel_pv) AS pageviews, sum(sel_ce) AS events,
        countIf(pv <= 1 AND ce = 0) / count() AS bounce_rate, avg(duration) AS avg_duration
-FROM (${selectedVisits(selected(query, scope))}) AS selected
+FROM (${selectedVisits(scope, selected(query, scope))}) AS selected
 INNER JOIN (${visitFacts(scope, visitFilters(query, scope), { value })}) AS facts USING session_id
 ${page ? raw("WHERE value != ''") : empty}
 GROUP BY value

@@ -83,7 +83,7 @@ export function filterConditions(filters: readonly Filter[], goals: readonly Goa
     }
     if (f.dimension === 'entry_page' || f.dimension === 'exit_page') {
       const merge = raw(f.dimension === 'entry_page' ? 'argMinMerge(entry_page)' : 'argMaxMerge(exit_page)')
-      return sql`session_id IN (SELECT session_id FROM sessions WHERE site_id = ${bind('UUID', scope.siteId)} AND session_start >= ${scope.visitsFrom} GROUP BY session_id HAVING ${operatorSql(merge, f.operator, f.value)})`
+      return sql`session_id IN (SELECT session_id FROM sessions WHERE site_id = ${bind('UUID', scope.siteId)} AND ${scope.visitsBegan} GROUP BY session_id HAVING ${operatorSql(merge, f.operator, f.value)})`
     }
     return operatorSql(dimensionSql(f.dimension), f.operator, f.value)
   })

@@ -69,7 +69,7 @@ FROM (
                 FROM (
                   SELECT arrayMap(v -> v.2, arraySort(arrayFilter(v -> v.1 >= ${scope.windowFrom} AND v.1 < ${scope.visitsTo}, pages))) AS viewed
                   FROM visit_pages FINAL
-                  WHERE ${siteIs(query.siteId)} AND session_start >= ${scope.visitsFrom} AND session_start < ${scope.visitsTo}${visits}
+                  WHERE ${siteIs(query.siteId)} AND ${scope.visitsBegan}${visits}
                 )
               )
               WHERE anchor > 0

@@ -20,7 +20,7 @@ import { type Fragment, bind, empty, sql } from './sql'
  */
 export function journeysSql(query: Query, page: { offset: number; visitor?: string }): Fragment {
   const scope = windowScope(query.siteId, query.range)
-  const visits = sql`site_id = ${bind('UUID', query.siteId)} AND session_start >= ${scope.visitsFrom} AND session_start < ${scope.visitsTo}`
+  const visits = sql`site_id = ${bind('UUID', query.siteId)} AND ${scope.visitsBegan}`
   const oneVisitor = page.visitor === undefined ? empty : sql` AND visitor_id = ${bind('UInt64', page.visitor)}`
   const selectedVisitors = query.filters.length ? sql` AND visitor_id IN (SELECT visitor_id FROM events WHERE ${selected(query, scope)})` : empty
   return sql`

@@ -14,7 +14,7 @@ function breakdownSource(property: string, scope: Scope): { from: Fragment; valu
     // FINAL merges a visit's rows in sort order, cheaper here than grouping by visit
     const merge = raw(property === 'entry_page' ? 'finalizeAggregation(entry_page)' : 'finalizeAggregation(exit_page)')
     return {
-      from: sql`${events} INNER JOIN (SELECT session_id, ${merge} AS visit_page FROM sessions FINAL WHERE ${siteIs(scope.siteId)} AND session_start >= ${scope.visitsFrom} AND session_start < ${scope.visitsTo}) AS visit USING session_id`,
+      from: sql`${events} INNER JOIN (SELECT session_id, ${merge} AS visit_page FROM sessions FINAL WHERE ${siteIs(scope.siteId)} AND ${scope.visitsBegan}) AS visit USING session_id`,
       value: raw('visit.visit_page'),
       presence: raw("visit.visit_page != ''"),
     }

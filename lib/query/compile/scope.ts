@@ -1,49 +1,71 @@
-import type { Temporal } from 'temporal-polyfill'
 import type { PartialDay } from '../model'
 import { type DaySpan, type ResolvedRange, chTime } from '../range'
 import { type Bound, type Fragment, bind, join, raw, sql } from './sql'
 
-const time = (z: Pick<Temporal.Instant, 'epochMilliseconds'>) => bind('DateTime64(3)', chTime(z))
+const time = (ms: number) => bind('DateTime64(3)', chTime(ms))
 const NO_TIME = bind('DateTime64(3)', '1970-01-01 00:00:00.000')
+const utcDay = (ms: number) => bind('Date', new Date(ms).toISOString().slice(0, 10))
+
+/**
+ * `column` (timestamp or session_start) in [from, to), as epoch milliseconds. Events, bot hits,
+ * sessions and visit pages are ordered by the UTC day of that column first (toDate(column)), and
+ * the engine does not derive that day from a condition on the time itself: without the days
+ * stated too, a read of one day touches every granule of the site's month.
+ */
+export const during = (column: 'timestamp' | 'session_start', from: number, to: number): Fragment =>
+  sql`(${raw(column)} >= ${time(from)} AND ${raw(column)} < ${time(to)} AND toDate(${raw(column)}) >= ${utcDay(from)} AND toDate(${raw(column)}) <= ${utcDay(to - 1)})`
 
 export const siteIs = (siteId: string) => sql`site_id = ${bind('UUID', siteId)}`
 
 /** The site and the events a report reads, and the visits those events belong to. */
 export interface Scope {
   siteId: string
-  /** The table holding the scope's events: events, or for the later visits of a partially rolled day alone, recent_events. */
+  /** The table holding the scope's events: events, or recent_events for a live window or the later visits of a partially rolled day alone. */
   table: 'events' | 'recent_events'
   /** The events in scope: the site and the window or days; filters narrow them further. */
   events: Fragment
   /** The events a visit-level scan reads: every event of the visits holding a selected one. */
   visitScan: Fragment
-  /** The visits of those events began at or after this and before `visitsTo` (sessions.session_start). */
-  visitsFrom: Bound
+  /** The visits those events belong to began in this span (a condition on sessions.session_start), before `visitsTo`. */
+  visitsBegan: Fragment
   visitsTo: Bound
   /** The window's start: a visit is in the window when its last event is at or after it. */
   windowFrom: Bound
-  /** A scope of whole days: the visits (sessions.session_start) it holds. */
-  visitsBegan?: Fragment
   /** Visits this scope leaves out because the partial rollup holds them (rowsWithRollup adds its rows). */
   partial?: PartialDay
 }
+
+/** The live windows: the realtime view, the last 5 and 30 minutes. */
+const LIVE_WINDOWS: ReadonlySet<string> = new Set(['realtime', '5m', '30m'])
+/** recent_events keeps rows two days after they arrived (by the engine's clock); a window begun within a day of now is whole in it. */
+const RECENT_MS = 86_400_000
+
+/**
+ * The table a window's events are read from. A live window begun within the last day is one short
+ * range of recent_events, a copy of the last two days of events in (site, time) order (migration
+ * 0011); in events, ordered by day, name and visitor, it is spread over every granule of its day.
+ * Other windows read events, whose order serves lookups by event name and visitor.
+ */
+const windowTable = (range: Pick<ResolvedRange, 'from'> & { name?: string }): Scope['table'] =>
+  range.name !== undefined && LIVE_WINDOWS.has(range.name) && range.from.epochMilliseconds >= Date.now() - RECENT_MS ? 'recent_events' : 'events'
 
 /**
  * The window's scope. A visit ends when the visitor id rotates at the site-local midnight, so
  * it began within a day of any of its events: the visit scan is the window widened by 26 hours
  * each way, and the visits began at most 26 hours before the window and before its end.
  */
-export function windowScope(siteId: string, range: Pick<ResolvedRange, 'from' | 'to'>): Scope {
+export function windowScope(siteId: string, range: Pick<ResolvedRange, 'from' | 'to'> & { name?: string }): Scope {
   const site = siteIs(siteId)
-  const visitsFrom = time(range.from.subtract({ hours: 26 }))
+  const [from, to] = [range.from.epochMilliseconds, range.to.epochMilliseconds]
+  const widening = 26 * 3_600_000
   return {
     siteId,
-    table: 'events',
-    events: sql`${site} AND timestamp >= ${time(range.from)} AND timestamp < ${time(range.to)}`,
-    visitScan: sql`${site} AND timestamp >= ${visitsFrom} AND timestamp < ${time(range.to.add({ hours: 26 }))}`,
-    visitsFrom,
-    visitsTo: time(range.to),
-    windowFrom: time(range.from),
+    table: windowTable(range),
+    events: sql`${site} AND ${during('timestamp', from, to)}`,
+    visitScan: sql`${site} AND ${during('timestamp', from - widening, to + widening)}`,
+    visitsBegan: during('session_start', from - widening, to),
+    visitsTo: time(to),
+    windowFrom: time(from),
   }
 }
 
@@ -60,31 +82,30 @@ export function windowScope(siteId: string, range: Pick<ResolvedRange, 'from' | 
  */
 export function daySpansScope(siteId: string, spans: readonly DaySpan[], partial?: { day: PartialDay; only?: boolean }): Scope {
   const site = siteIs(siteId)
-  const within = (column: string, from: Bound, to: Bound) => sql`(${raw(column)} >= ${from} AND ${raw(column)} < ${to})`
-  const ranges = partial?.only ? [] : spans.map((d) => ({ from: time(d.from), to: time(d.to) }))
-  const events = ranges.map((r) => within('timestamp', r.from, r.to))
-  const began = ranges.map((r) => within('session_start', r.from, r.to))
+  const ranges = partial?.only ? [] : spans.map((d) => ({ from: d.from.epochMilliseconds, to: d.to.epochMilliseconds }))
+  const events = ranges.map((r) => during('timestamp', r.from, r.to))
+  const began = ranges.map((r) => during('session_start', r.from, r.to))
   if (partial) {
-    const day = { from: bind('DateTime64(3)', partial.day.from), to: bind('DateTime64(3)', partial.day.to) }
-    const cutoff = bind('DateTime64(3)', partial.day.before)
-    const visits = partial.only ? within('session_start', day.from, cutoff) : within('session_start', cutoff, day.to)
-    events.push(partial.only ? sql`(${within('timestamp', day.from, day.to)} AND ${visits})` : sql`(${within('timestamp', cutoff, day.to)} AND ${visits})`)
+    const ms = (t: string) => Date.parse(`${t.replace(' ', 'T')}Z`)
+    const day = { from: ms(partial.day.from), to: ms(partial.day.to) }
+    const cutoff = ms(partial.day.before)
+    const visits = partial.only ? during('session_start', day.from, cutoff) : during('session_start', cutoff, day.to)
+    events.push(partial.only ? sql`(${during('timestamp', day.from, day.to)} AND ${visits})` : sql`(${during('timestamp', cutoff, day.to)} AND ${visits})`)
     began.push(visits)
     ranges.push(partial.only ? day : { from: cutoff, to: day.to })
   }
   const scope = sql`${site} AND (${events.length ? join(events, ' OR ') : raw('0')})`
   // no spans, no visits
-  const from = ranges.length ? ranges[0].from : NO_TIME
-  const to = ranges.length ? ranges[ranges.length - 1].to : NO_TIME
+  const from = ranges.length ? time(ranges[0].from) : NO_TIME
+  const to = ranges.length ? time(ranges[ranges.length - 1].to) : NO_TIME
   return {
     siteId,
     table: partial && !partial.only && !spans.length ? 'recent_events' : 'events',
     events: scope,
     visitScan: scope,
-    visitsFrom: from,
+    visitsBegan: began.length ? sql`(${join(began, ' OR ')})` : raw('0'),
     visitsTo: to,
     windowFrom: from,
-    visitsBegan: began.length ? sql`(${join(began, ' OR ')})` : raw('0'),
     partial: partial && !partial.only ? partial.day : undefined,
   }
 }

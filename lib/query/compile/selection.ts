@@ -37,5 +37,5 @@ export function unrolledFromSessions(query: Query, property: string, plan: Plan,
   if (plan.table !== 'rollup' || !onVisitAttributes(query)) return undefined
   if (property !== TOTALS && !SESSION_DIMENSIONS.has(property)) return undefined
   const value = property === TOTALS ? raw("''") : dimensionSql(property)
-  return visitAttributeRows(query.siteId, value, scope.visitsBegan ?? raw('0'), visitFilters(query, scope), { visitorStates: !!scope.partial })
+  return visitAttributeRows(query.siteId, value, scope.visitsBegan, visitFilters(query, scope), { visitorStates: !!scope.partial })
 }

@@ -2,7 +2,7 @@ import { type Query, TOTALS } from '../model'
 import type { Plan } from '../plan'
 import type { ResolvedRange } from '../range'
 import { localDay, rowsWithRollup } from './rows'
-import { type Fragment, bind, sql } from './sql'
+import { type Fragment, bind, raw, sql } from './sql'
 import { queryScope, selected } from './selection'
 
 /** The start of the bucket of the range's interval that an event falls in. */
@@ -36,6 +36,6 @@ GROUP BY bucket ORDER BY bucket`
   }
   return sql`
 SELECT toUnixTimestamp(${bucket(query.range)}) AS bucket, uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits, countIf(kind = 'pageview') AS pageviews
-FROM events WHERE ${selected(query, scope)}
+FROM ${raw(scope.table)} WHERE ${selected(query, scope)}
 GROUP BY bucket ORDER BY bucket`
 }

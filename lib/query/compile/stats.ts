@@ -1,7 +1,7 @@
 import { type Query, TOTALS } from '../model'
 import type { Plan } from '../plan'
 import { rowsWithRollup } from './rows'
-import { type Fragment, sql } from './sql'
+import { type Fragment, raw, sql } from './sql'
 import { visitFacts, selectedVisits } from './visits'
 import { queryScope, selected, unrolledFromSessions, visitFilters } from './selection'
 
@@ -24,7 +24,7 @@ FROM (${rowsWithRollup(TOTALS, scope, query.range.timezone, plan.rolled, { selec
       return sql`
 SELECT visitors, visits, pageviews, events, visits AS facts_visits, bounces, duration
 FROM (
-  SELECT countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events FROM events WHERE ${selected(query, scope)}
+  SELECT countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events FROM ${raw(scope.table)} WHERE ${selected(query, scope)}
 ) AS counts
 CROSS JOIN (
   SELECT uniqExact(visitor) AS visitors, count() AS visits, countIf(pv <= 1 AND ce = 0) AS bounces, if(count() = 0, 0, avg(duration)) AS duration
@@ -35,7 +35,7 @@ CROSS JOIN (
       return sql`
 SELECT uniqExact(visitor) AS visitors, count() AS visits, sum(sel_pv) AS pageviews, sum(sel_ce) AS events,
        count() AS facts_visits, countIf(pv <= 1 AND ce = 0) AS bounces, if(count() = 0, 0, avg(duration)) AS duration
-FROM (${selectedVisits(selected(query, scope))}) AS selected
+FROM (${selectedVisits(scope, selected(query, scope))}) AS selected
 INNER JOIN (${visitFacts(scope, visitFilters(query, scope))}) AS facts USING session_id`
   }
 }

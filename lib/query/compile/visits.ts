@@ -13,7 +13,7 @@ export function visitFacts(scope: Scope, visitFilters: readonly Fragment[], opti
   return sql`SELECT session_id, ${value}any(visitor_id) AS visitor, sum(pageviews) AS pv, sum(custom_events) AS ce,
          dateDiff('millisecond', min(session_start), max(end)) / 1000 AS duration
   FROM sessions
-  WHERE ${siteIs(scope.siteId)} AND session_start >= ${scope.visitsFrom} AND session_start < ${scope.visitsTo}${filters}
+  WHERE ${siteIs(scope.siteId)} AND ${scope.visitsBegan}${filters}
   GROUP BY session_id${options.inWindow ? sql`
   HAVING max(end) >= ${scope.windowFrom}` : empty}`
 }
@@ -38,6 +38,6 @@ export function visitAttributeRows(siteId: string, value: Fragment, began: Fragm
   GROUP BY value`
 }
 
-/** The visits holding a selected event, with the selected pageviews and custom events of each. */
-export const selectedVisits = (selected: Fragment) =>
-  sql`SELECT session_id, countIf(kind = 'pageview') AS sel_pv, countIf(kind = 'custom') AS sel_ce FROM events WHERE ${selected} GROUP BY session_id`
+/** The visits holding a selected event of the scope, with the selected pageviews and custom events of each. */
+export const selectedVisits = (scope: Scope, selected: Fragment) =>
+  sql`SELECT session_id, countIf(kind = 'pageview') AS sel_pv, countIf(kind = 'custom') AS sel_ce FROM ${raw(scope.table)} WHERE ${selected} GROUP BY session_id`
