@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { isDeepStrictEqual } from 'node:util'
 import { Redis } from '@upstash/redis'
+import { expect } from 'vitest'
 import { z } from 'zod'
 import { createApp } from '../functions/app'
 import { isJsonAnswer } from '../functions/endpoint'
@@ -175,4 +176,11 @@ export function client(services: Services) {
     if (res.status >= 500) throw new Error(`server error ${res.status} on ${method} ${path}: ${text}`)
     return { status: res.status, headers: res.headers, json }
   }
+}
+
+/** GETs `path` as `key` through `call`: the answer must be a 200 (the body names the failure otherwise); returns its body. */
+export async function getOk(call: ReturnType<typeof client>, path: string, key: string) {
+  const res = await call('GET', path, { key })
+  expect(res.status, JSON.stringify(res.json)).toBe(200)
+  return res.json
 }

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { createApiKey, createOrg } from '../../lib/admin'
 import { importHits } from '../../lib/ingest/import'
 import { newSite } from '../../lib/sites'
-import { client, testServices } from '../helpers'
+import { client, getOk, testServices } from '../helpers'
 import { NOW, UAS, localDate } from './report-reference'
 
 /**
@@ -176,11 +176,7 @@ describe('behaviour reads', () => {
     Object.assign(ids, { shop: shop.id, empty: empty.id, ga4: ga4.id })
   })
 
-  const get = async (path: string) => {
-    const res = await call('GET', path, { key })
-    expect(res.status, JSON.stringify(res.json)).toBe(200)
-    return res.json
-  }
+  const get = (path: string) => getOk(call, path, key)
   const filtersParam = (filters: unknown) => `&filters=${encodeURIComponent(JSON.stringify(filters))}`
   /** The fixture's groups by the name they were written with, keyed by the fingerprint the API gave them. */
   const groupOfFingerprint = (json: { groups: { fingerprint: string; errorName: string }[] }) => new Map(json.groups.map((g) => [g.fingerprint, fx.errors.find((e) => e.name === g.errorName)!.group]))

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { importHits } from '../../lib/ingest/import'
-import { client, orgWithSites, testServices } from '../helpers'
+import { client, getOk, orgWithSites, testServices } from '../helpers'
 import { NOW, type RefEvent, type RefVisit, UAS, expectedBreakdown, expectedTotals, fixture, localDate } from './report-reference'
 
 /**
@@ -17,11 +17,7 @@ describe('filtered reads over whole days', () => {
     const { key, sites: [site] } = await orgWithSites(services, 'Filtered', [{ domain: 'filtered.rollup.test', timezone: tz }], NOW)
     const ref = fixture(site.snippetId, site.domain, tz, 23)
     expect((await importHits(ref.lines, services.ingestor)).rejected).toBe(0)
-    const get = async (path: string) => {
-      const res = await call('GET', `${path}&site_id=${site.id}`, { key })
-      expect(res.status, JSON.stringify(res.json)).toBe(200)
-      return res.json
-    }
+    const get = (path: string) => getOk(call, `${path}&site_id=${site.id}`, key)
     const filters = [
       { dimension: 'country', operator: 'is', value: ['GB', 'US'] },
       { dimension: 'path', operator: 'contains', value: ['BLOG'] },

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { createApiKey, createOrg } from '../../lib/admin'
 import { importHits } from '../../lib/ingest/import'
 import { newSite } from '../../lib/sites'
-import { client, testServices } from '../helpers'
+import { client, getOk, testServices } from '../helpers'
 import { NOW, UAS, localDate } from './report-reference'
 
 /**
@@ -147,11 +147,7 @@ describe('funnel results', () => {
     clock = NOW
   })
 
-  const get = async (path: string) => {
-    const res = await call('GET', path, { key: read })
-    expect(res.status, JSON.stringify(res.json)).toBe(200)
-    return res.json
-  }
+  const get = (path: string) => getOk(call, path, read)
   const filtersParam = (filters: unknown) => `&filters=${encodeURIComponent(JSON.stringify(filters))}`
 
   const meets = (step: Step, h: RawHit) =>

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { createApiKey, createOrg } from '../../lib/admin'
 import { importHits } from '../../lib/ingest/import'
 import { newSite } from '../../lib/sites'
-import { client, orgWithSites, testServices } from '../helpers'
+import { client, getOk, orgWithSites, testServices } from '../helpers'
 import { NOW, UAS, localDate } from './report-reference'
 
 /**
@@ -232,11 +232,7 @@ describe('flow, journeys and activity', () => {
     Object.assign(ids, { berlin: berlin.id, la: la.id, empty: empty.id, ga4: ga4.id })
   })
 
-  const get = async (path: string) => {
-    const res = await call('GET', path, { key })
-    expect(res.status, JSON.stringify(res.json)).toBe(200)
-    return res.json
-  }
+  const get = (path: string) => getOk(call, path, key)
   const filtersParam = (filters: unknown) => `&filters=${encodeURIComponent(JSON.stringify(filters))}`
   const daysOf = (site: RefHit['site']) => days.filter((d) => d.site === site)
 

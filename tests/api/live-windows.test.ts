@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { importHits } from '../../lib/ingest/import'
 import { resolveRange } from '../../lib/query/range'
 import { compileRead } from '../../lib/query/run'
-import { client, orgWithSites, testServices } from '../helpers'
+import { client, getOk, orgWithSites, testServices } from '../helpers'
 import { UAS } from './report-reference'
 
 /**
@@ -35,11 +35,7 @@ describe('live windows', () => {
       ],
       services.ingestor,
     )
-    const get = async (path: string) => {
-      const res = await call('GET', `${path}${path.includes('?') ? '&' : '?'}site_id=${site.id}`, { key })
-      expect(res.status, JSON.stringify(res.json)).toBe(200)
-      return res.json
-    }
+    const get = (path: string) => getOk(call, `${path}${path.includes('?') ? '&' : '?'}site_id=${site.id}`, key)
 
     // the compiled reads: a live window reads recent_events, a live window resolved two days ago (or any other window) events
     const query = (range: 'realtime' | '30m' | '7d', now = live) => ({ siteId: site.id, range: resolveRange({ range }, timezone, now), filters: [], goals: [], limit: 10 })

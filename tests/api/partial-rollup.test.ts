@@ -3,7 +3,7 @@ import { importHits } from '../../lib/ingest/import'
 import { resolveRange } from '../../lib/query/range'
 import { compileRead, rolledDays, runRead } from '../../lib/query/run'
 import { refreshRollups } from '../../lib/rollup/refresh'
-import { client, orgWithSites, testServices } from '../helpers'
+import { client, getOk, orgWithSites, testServices } from '../helpers'
 import { NOW, UAS, expectedBreakdown, expectedTotals, fixture, type RawHit, type Ref, type RefEvent, type RefVisit } from './report-reference'
 
 const at = (iso: string) => Date.parse(iso)
@@ -38,11 +38,7 @@ describe('partial rollup of today', () => {
     const linesOf = (ref: Ref, from = 0) => ref.lines.slice(from)
     const ref = fixture(site.snippetId, site.domain, tz, 11, TODAY)
     expect((await importHits(linesOf(ref), services.ingestor)).rejected).toBe(0)
-    const get = async (path: string) => {
-      const res = await call('GET', `${path}&site_id=${site.id}`, { key })
-      expect(res.status, JSON.stringify(res.json)).toBe(200)
-      return res.json
-    }
+    const get = (path: string) => getOk(call, `${path}&site_id=${site.id}`, key)
     const to = '2026-11-23T00:00:00+01:00'
     const breakdowns: [string, (e: RefEvent, v: RefVisit) => string][] = [
       ['path', (e) => e.path],

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { createApiKey, createOrg } from '../../lib/admin'
 import { importHits } from '../../lib/ingest/import'
 import { newSite } from '../../lib/sites'
-import { client, testServices } from '../helpers'
+import { client, getOk, testServices } from '../helpers'
 import { NOW, UAS, localDate, fixture, expectedTotals, expectedBreakdown, round, type RefEvent, type RefVisit, type Ref } from './report-reference'
 
 describe('reports', () => {
@@ -28,11 +28,7 @@ describe('reports', () => {
     }
   })
 
-  const get = async (path: string) => {
-    const res = await call('GET', path, { key })
-    expect(res.status, JSON.stringify(res.json)).toBe(200)
-    return res.json
-  }
+  const get = (path: string) => getOk(call, path, key)
   const filtersParam = (filters: unknown) => `&filters=${encodeURIComponent(JSON.stringify(filters))}`
 
   // boundaries by hand: 2026-11-22T15:00Z is Sunday 10:00 in New York (EST since 1 November, 06:00 UTC)

@@ -4,7 +4,7 @@ import { importHits } from '../../lib/ingest/import'
 import { resolveRange } from '../../lib/query/range'
 import { rolledDays, runRead } from '../../lib/query/run'
 import { refreshRollups } from '../../lib/rollup/refresh'
-import { client, orgWithSites, testServices } from '../helpers'
+import { client, getOk, orgWithSites, testServices } from '../helpers'
 import { NOW, UAS, localDate, fixture, expectedTotals, expectedBreakdown, type RefEvent, type RefVisit, type Ref } from './report-reference'
 
 describe('daily rollup', () => {
@@ -15,11 +15,7 @@ describe('daily rollup', () => {
     const { key, sites: [site] } = await orgWithSites(services, 'Rollup', [{ domain: 'rollup.reports.test', timezone: tz }], NOW)
     const ref = fixture(site.snippetId, site.domain, tz, 7)
     expect((await importHits(ref.lines, services.ingestor)).rejected).toBe(0)
-    const get = async (path: string) => {
-      const res = await call('GET', `${path}&site_id=${site.id}`, { key })
-      expect(res.status, JSON.stringify(res.json)).toBe(200)
-      return res.json
-    }
+    const get = (path: string) => getOk(call, `${path}&site_id=${site.id}`, key)
     // the 30 days end with today, 22 November, and span the end of summer time on 25 October
     const from = '2026-10-24T00:00:00+02:00'
     const to = '2026-11-23T00:00:00+01:00'

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { createApiKey, createOrg } from '../../lib/admin'
 import { importHits } from '../../lib/ingest/import'
 import { newSite } from '../../lib/sites'
-import { client, testServices } from '../helpers'
+import { client, getOk, testServices } from '../helpers'
 import { NOW, UAS, localDate } from './report-reference'
 
 /**
@@ -135,11 +135,7 @@ describe('vitals', () => {
     Object.assign(ids, { empty: empty.id, ga4: ga4.id })
   })
 
-  const get = async (path: string) => {
-    const res = await call('GET', path, { key })
-    expect(res.status, JSON.stringify(res.json)).toBe(200)
-    return res.json
-  }
+  const get = (path: string) => getOk(call, path, key)
   const filtersParam = (filters: unknown) => `&filters=${encodeURIComponent(JSON.stringify(filters))}`
   const within = (samples: Sample[], range: { from: string; to: string }) => samples.filter((s) => s.ts >= Date.parse(range.from) && s.ts < Date.parse(range.to))
   const visitors = (samples: Sample[], tz: string) => new Set(samples.map((s) => `${s.ip}|${s.ua}|${dayOf(s.ts, tz)}`)).size

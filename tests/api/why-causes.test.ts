@@ -6,7 +6,7 @@ import { DEFAULT_USER_AGENT } from '../../lib/crawl/config'
 import { runCrawls } from '../../lib/crawl/crawl'
 import { importHits } from '../../lib/ingest/import'
 import { guardedFetch } from '../../lib/outbound'
-import { client, REDIS_URL, testServices } from '../helpers'
+import { client, getOk, REDIS_URL, testServices } from '../helpers'
 import { UAS } from './report-reference'
 import { type FixtureHit, referenceMovers } from './why-fixture'
 
@@ -211,11 +211,7 @@ describe('why a page changed: planted causes', () => {
     for (const s of servers) await new Promise((resolve) => s.close(resolve))
   })
 
-  const get = async (path: string) => {
-    const res = await call('GET', path, { key: read })
-    expect(res.status, JSON.stringify(res.json)).toBe(200)
-    return res.json
-  }
+  const get = (path: string) => getOk(call, path, read)
 
   it('anomalies: the page that halved is ranked first, with its title and text change as the candidate', async () => {
     const json = await get(`/api/v1/anomalies?site_id=${ids.news}`)

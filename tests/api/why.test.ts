@@ -3,7 +3,7 @@ import { createApiKey, createOrg } from '../../lib/admin'
 import { importHits } from '../../lib/ingest/import'
 import { ROLLUP_ALL_DAYS, refreshRollups } from '../../lib/rollup/refresh'
 import { newSite } from '../../lib/sites'
-import { client, testServices } from '../helpers'
+import { client, getOk, testServices } from '../helpers'
 import {
   type FixtureHit, GOOGLE, localDay, HN, NOW, TZ, dailyVisits, flatHits, importLines, median, plantedHits, referenceDecay, referenceMovers, referenceSpikeHours,
 } from './why-fixture'
@@ -41,11 +41,7 @@ describe('why traffic changed', () => {
     Object.assign(ids, { news: news.id, flat: flat.id, ga4: ga4.id })
   }, 600_000)
 
-  const get = async (path: string, key = read) => {
-    const res = await call('GET', path, { key })
-    expect(res.status, JSON.stringify(res.json)).toBe(200)
-    return res.json
-  }
+  const get = (path: string, key = read) => getOk(call, path, key)
 
   describe('spikes', () => {
     it('finds the planted spike alone, with the referrer that brought it and its share', async () => {
