@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs'
 import { Session } from 'chdb'
 import type { Olap, QueryParams } from './types'
+import { SESSION_TIMEZONE } from './client'
 
 const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_.]*$/
 
@@ -22,7 +23,7 @@ export class ChdbOlap implements Olap {
 
   constructor(dir: string) {
     mkdirSync(dir, { recursive: true })
-    this.session = new Session(dir, { connectionArgs: ['--output_format_json_quote_64bit_integers=1'] })
+    this.session = new Session(dir, { connectionArgs: ['--output_format_json_quote_64bit_integers=1', `--session_timezone=${SESSION_TIMEZONE}`] })
   }
 
   /** Runs SQL as the ClickHouse HTTP interface would; the local endpoint serves this. */

@@ -8,7 +8,14 @@ export interface ClickHouseClientLike {
   close(): Promise<void>
 }
 
-export const CLICKHOUSE_SETTINGS = { output_format_json_quote_64bit_integers: 1 } as const
+/**
+ * Bound times are UTC text ('2026-11-20 10:00:00.000') with no zone of their own, which ClickHouse
+ * reads in the session's time zone: the server's, or on the embedded engine the machine's (TZ).
+ * Every session is UTC, so a server or laptop set to another zone reads the same instants.
+ */
+export const SESSION_TIMEZONE = 'UTC'
+
+export const CLICKHOUSE_SETTINGS = { output_format_json_quote_64bit_integers: 1, session_timezone: SESSION_TIMEZONE } as const
 
 /** ClickHouse over HTTP. Inserts are async inserts that wait for the flush, so an acknowledged insert is stored. */
 export function clickhouseClientOlap(client: ClickHouseClientLike): Olap {
