@@ -10,10 +10,16 @@ import { type Fragment, empty, join, raw, sql } from './sql'
 export function visitFacts(scope: Scope, visitFilters: readonly Fragment[], options: { value?: Fragment; inWindow?: boolean } = {}): Fragment {
   const value = options.value ? sql`${options.value} AS value, ` : empty
   const filters = join(visitFilters.map((f) => sql` AND ${f}`), '')
+  // a visit's last event is at or after the window's start exactly when it has an event there; for a
+  // live window those are a short range of recent_events, and few visits: those, not the day's
+  const recent =
+    options.inWindow && scope.table === 'recent_events'
+      ? sql` AND session_id IN (SELECT session_id FROM recent_events WHERE ${siteIs(scope.siteId)} AND timestamp >= ${scope.windowFrom})`
+      : empty
   return sql`SELECT session_id, ${value}any(visitor_id) AS visitor, sum(pageviews) AS pv, sum(custom_events) AS ce,
          dateDiff('millisecond', min(session_start), max(end)) / 1000 AS duration
   FROM sessions
-  WHERE ${siteIs(scope.siteId)} AND ${scope.visitsBegan}${filters}
+  WHERE ${siteIs(scope.siteId)} AND ${scope.visitsBegan}${filters}${recent}
   GROUP BY session_id${options.inWindow ? sql`
   HAVING max(end) >= ${scope.windowFrom}` : empty}`
 }
