@@ -19,7 +19,7 @@ import { clickGroupsSql, clickSummarySql } from '../lib/query/compile/clicks'
 import { errorGroupsSql, errorSummarySql } from '../lib/query/compile/errors'
 import { geoPlacesSql } from '../lib/query/compile/geo'
 import { propertyKeyCountsSql } from '../lib/query/compile/properties'
-import { realtime } from '../lib/query/reports'
+import { realtime, siteStats } from '../lib/query/reports'
 import { compileRead, rolledDays, rolledForRead } from '../lib/query/run'
 import { type Fragment, render } from '../lib/query/compile/sql'
 import { flowSql } from '../lib/query/compile/flow'
@@ -237,7 +237,9 @@ const program = new Command('bench-reports')
       },
       journeys: { path: `/api/v1/journeys?site_id=${site.id}&range=30d`, direct: direct(() => journeysSql(base, { offset: 0 })) },
       activity: { path: `/api/v1/activity?site_id=${site.id}`, direct: direct(() => activitySql(lastHalfHour())) },
-      // the realtime view runs its five reads in turn: direct is its verb, without HTTP
+      // the site listing: each site's totals, the previous window's and a sparkline, and when each last had an event
+      sites: { path: '/api/v1/sites', direct: async () => siteStats(services, await stores.store.listSites(org.id), '7d') },
+      // the realtime view runs its five reads: direct is its verb, without HTTP
       realtime: { path: `/api/v1/realtime?site_id=${site.id}`, direct: () => realtime(services, site, reportParams.parse({ site_id: site.id })) },
       // the why-traffic-changed reads run several statements and shape in between: direct is their verb, without HTTP
       markers: { path: `/api/v1/markers?site_id=${site.id}&range=30d`, direct: () => markers(services, site, { range: '30d' }) },

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { importHits } from '../../lib/ingest/import'
+import { firstEventAt, lastEventBySite, siteActivity } from '../../lib/query/site-events'
 import { client, orgWithSites, testServices } from '../helpers'
 import { NOW, UAS } from './report-reference'
 
@@ -33,5 +34,22 @@ describe('site listing statistics and export', () => {
       { value: '/b', visitors: 1, visits: 1, pageviews: 1, events: 0, bounceRate: 0, avgDuration: 300 },
     ])
     expect(Object.keys(exported.json.breakdowns)).toHaveLength(28)
+  })
+
+  it('first and last events and the events since a time are exact, found by day without a scan of the history', async () => {
+    const services = await testServices({ now: () => NOW })
+    const { sites: [a, b, empty] } = await orgWithSites(services, 'Edges', [{ domain: 'a.edges.test' }, { domain: 'b.edges.test' }, { domain: 'empty.edges.test' }], NOW)
+    const hit = (site: typeof a, ts: string, ip: string) => JSON.stringify({ timestamp: ts, site: site.snippetId, name: 'pageview', url: `https://${site.domain}/`, ip, userAgent: UAS[0] })
+    // a: one event on 2 November, five on 21 November around the quarter hours; b: two on 20 November
+    const times = ['2026-11-21T10:00:00.000Z', '2026-11-21T10:07:00.000Z', '2026-11-21T10:14:59.999Z', '2026-11-21T10:15:00.000Z', '2026-11-21T10:31:00.000Z']
+    await importHits([hit(a, '2026-11-02T23:59:00.000Z', '8.8.8.8'), ...times.map((t, i) => hit(a, t, `1.1.1.${i + 1}`)), hit(b, '2026-11-20T05:00:00.000Z', '9.9.9.9'), hit(b, '2026-11-20T06:00:00.000Z', '9.9.9.9')], services.ingestor)
+    expect(await lastEventBySite(services.olap, [a.id, b.id, empty.id])).toEqual(new Map([[a.id, '2026-11-21T10:31:00.000Z'], [b.id, '2026-11-20T06:00:00.000Z']]))
+    expect(await firstEventAt(services.olap, a.id)).toEqual(new Date('2026-11-02T23:59:00.000Z'))
+    expect(await firstEventAt(services.olap, empty.id)).toBeNull()
+    // since 10:07 counts 10:07 and 10:14:59.999 (part of a quarter hour) and 10:15 and 10:31 (whole ones)
+    const since = async (iso: string) => (await siteActivity(services.olap, a.id, new Date(iso))).eventsSince
+    expect([await since('2026-11-21T10:07:00.000Z'), await since('2026-11-21T10:07:00.001Z'), await since('2026-11-21T10:15:00.000Z'), await since('2026-11-21T09:00:00.000Z'), await since('2026-11-21T10:31:00.001Z')]).toEqual([4, 3, 2, 5, 0])
+    expect(await siteActivity(services.olap, a.id, new Date('2026-11-01T00:00:00Z'))).toEqual({ firstEventAt: '2026-11-02T23:59:00.000Z', lastEventAt: '2026-11-21T10:31:00.000Z', eventsSince: 6 })
+    expect(await siteActivity(services.olap, empty.id, new Date('2026-11-01T00:00:00Z'))).toEqual({ firstEventAt: null, lastEventAt: null, eventsSince: 0 })
   })
 })
