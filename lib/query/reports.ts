@@ -24,9 +24,12 @@ export interface ReportDeps {
   now(): Date
 }
 
-/** The reads of one source. The ga4 source has no events here: its reads answer zeros and empty lists. */
-function reads(olap: Olap, source: Source) {
-  const answers = source === 'standalone'
+/**
+ * The reads of one source. The ga4 source has no events here: its reads answer zeros and empty
+ * lists, as do those of a site known to have no events (`hasEvents` false), without reading.
+ */
+function reads(olap: Olap, source: Source, hasEvents = true) {
+  const answers = source === 'standalone' && hasEvents
   return {
     totals: async (query: Query): Promise<Totals> => (answers ? shapeTotals((await runRead(olap, query, { kind: 'stats' }))[0]) : ZERO_TOTALS),
     series: async (query: Query) => shapeSeries(query.range, answers ? await runRead(olap, query, { kind: 'series' }) : []),
@@ -146,7 +149,8 @@ export async function siteStats(deps: ReportDeps, sites: Site[], rangeName: Excl
       const range = resolveRange({ range: rangeName }, site.timezone, deps.now(), { firstEventAt: null })
       const previous = previousWindow(range)
       const query = windowQuery(site.id, range)
-      const read = reads(deps.olap, site.sources.includes('standalone') ? 'standalone' : 'ga4')
+      // a site that never had an event lists zeros without reading them
+      const read = reads(deps.olap, site.sources.includes('standalone') ? 'standalone' : 'ga4', lastEvents.has(site.id))
       const [current, before, spark] = await Promise.all([read.totals(query), read.totals({ ...query, range: previous }), read.series(query)])
       const last = lastEvents.get(site.id) ?? null
       return {
