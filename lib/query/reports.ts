@@ -3,10 +3,10 @@ import type { Goal } from '../goals'
 import type { Olap } from '../olap/types'
 import type { Site } from '../sites'
 import type { Store } from '../store'
-import type { Query, Source } from './model'
+import type { Query, RolledDays, Source } from './model'
 import { type ParseOptions, type ParsedReport, type ReportParams, needsFirstEvent, needsGoals, needsSegments, parseQuery } from './parse'
-import { type ResolvedRange, previousWindow, rangeView, resolveRange } from './range'
-import { execute, runRead } from './run'
+import { type ResolvedRange, previousWindow, rangeView, resolveRange, wholeDays } from './range'
+import { execute, rolledDays, rolledWithin, runRead } from './run'
 import { propertyKeysSql } from './compile/property-keys'
 import { type BreakdownRow, type Totals, ZERO_TOTALS, shapeBreakdown, shapeSeries, shapeTotals } from './shape'
 import { firstEventAt, lastEventBySite } from './site-events'
@@ -31,8 +31,8 @@ export interface ReportDeps {
 function reads(olap: Olap, source: Source, hasEvents = true) {
   const answers = source === 'standalone' && hasEvents
   return {
-    totals: async (query: Query): Promise<Totals> => (answers ? shapeTotals((await runRead(olap, query, { kind: 'stats' }))[0]) : ZERO_TOTALS),
-    series: async (query: Query) => shapeSeries(query.range, answers ? await runRead(olap, query, { kind: 'series' }) : []),
+    totals: async (query: Query, rolled?: RolledDays): Promise<Totals> => (answers ? shapeTotals((await runRead(olap, query, { kind: 'stats' }, rolled))[0]) : ZERO_TOTALS),
+    series: async (query: Query, rolled?: RolledDays) => shapeSeries(query.range, answers ? await runRead(olap, query, { kind: 'series' }, rolled) : []),
     breakdown: async (query: Query, property: string) => {
       if (!answers) return []
       const read = { kind: 'breakdown', property } as const
@@ -150,8 +150,16 @@ export async function siteStats(deps: ReportDeps, sites: Site[], rangeName: Excl
       const previous = previousWindow(range)
       const query = windowQuery(site.id, range)
       // a site that never had an event lists zeros without reading them
-      const read = reads(deps.olap, site.sources.includes('standalone') ? 'standalone' : 'ga4', lastEvents.has(site.id))
-      const [current, before, spark] = await Promise.all([read.totals(query), read.totals({ ...query, range: previous }), read.series(query)])
+      const hasEvents = lastEvents.has(site.id)
+      const read = reads(deps.olap, site.sources.includes('standalone') ? 'standalone' : 'ga4', hasEvents)
+      // both windows' rolled days in one lookup; totals skip the partial rollup, as a totals read does
+      const both = hasEvents && wholeDays(range) ? await rolledDays(deps.olap, { siteId: site.id, range: { ...range, from: previous.from } }) : undefined
+      const within = (r: ResolvedRange, withPartial: boolean) => (both ? rolledWithin(both, r, withPartial) : undefined)
+      const [current, before, spark] = await Promise.all([
+        read.totals(query, within(range, false)),
+        read.totals({ ...query, range: previous }, within(previous, false)),
+        read.series(query, within(range, true)),
+      ])
       const last = lastEvents.get(site.id) ?? null
       return {
         site,
