@@ -1,12 +1,14 @@
+import { Temporal } from 'temporal-polyfill'
 import { FIRST_PARTY_DIMENSIONS, PROPERTY_PREFIX, type RangeName, SHARED_DIMENSIONS } from '../dimensions'
 import type { Goal } from '../goals'
 import type { Olap } from '../olap/types'
 import type { Site } from '../sites'
 import type { Store } from '../store'
-import type { Query, RolledDays, Source } from './model'
+import type { Query, Source } from './model'
+import { dailyTotalsSql } from './compile/stats'
 import { type ParseOptions, type ParsedReport, type ReportParams, needsFirstEvent, needsGoals, needsSegments, parseQuery } from './parse'
 import { type ResolvedRange, previousWindow, rangeView, resolveRange, wholeDays } from './range'
-import { execute, rolledDays, rolledWithin, runRead } from './run'
+import { execute, rolledDays, runRead } from './run'
 import { propertyKeysSql } from './compile/property-keys'
 import { type BreakdownRow, type Totals, ZERO_TOTALS, shapeBreakdown, shapeSeries, shapeTotals } from './shape'
 import { firstEventAt, lastEventBySite } from './site-events'
@@ -31,8 +33,9 @@ export interface ReportDeps {
 function reads(olap: Olap, source: Source, hasEvents = true) {
   const answers = source === 'standalone' && hasEvents
   return {
-    totals: async (query: Query, rolled?: RolledDays): Promise<Totals> => (answers ? shapeTotals((await runRead(olap, query, { kind: 'stats' }, rolled))[0]) : ZERO_TOTALS),
-    series: async (query: Query, rolled?: RolledDays) => shapeSeries(query.range, answers ? await runRead(olap, query, { kind: 'series' }, rolled) : []),
+    answers,
+    totals: async (query: Query): Promise<Totals> => (answers ? shapeTotals((await runRead(olap, query, { kind: 'stats' }))[0]) : ZERO_TOTALS),
+    series: async (query: Query) => shapeSeries(query.range, answers ? await runRead(olap, query, { kind: 'series' }) : []),
     breakdown: async (query: Query, property: string) => {
       if (!answers) return []
       const read = { kind: 'breakdown', property } as const
@@ -148,18 +151,9 @@ export async function siteStats(deps: ReportDeps, sites: Site[], rangeName: Excl
     sites.map(async (site) => {
       const range = resolveRange({ range: rangeName }, site.timezone, deps.now(), { firstEventAt: null })
       const previous = previousWindow(range)
-      const query = windowQuery(site.id, range)
       // a site that never had an event lists zeros without reading them
-      const hasEvents = lastEvents.has(site.id)
-      const read = reads(deps.olap, site.sources.includes('standalone') ? 'standalone' : 'ga4', hasEvents)
-      // both windows' rolled days in one lookup; totals skip the partial rollup, as a totals read does
-      const both = hasEvents && wholeDays(range) ? await rolledDays(deps.olap, { siteId: site.id, range: { ...range, from: previous.from } }) : undefined
-      const within = (r: ResolvedRange, withPartial: boolean) => (both ? rolledWithin(both, r, withPartial) : undefined)
-      const [current, before, spark] = await Promise.all([
-        read.totals(query, within(range, false)),
-        read.totals({ ...query, range: previous }, within(previous, false)),
-        read.series(query, within(range, true)),
-      ])
+      const read = reads(deps.olap, site.sources.includes('standalone') ? 'standalone' : 'ga4', lastEvents.has(site.id))
+      const [current, before, spark] = read.answers && dailySparkline(range) ? await fromDays(deps.olap, site.id, range, previous) : await Promise.all([read.totals(windowQuery(site.id, range)), read.totals(windowQuery(site.id, previous)), read.series(windowQuery(site.id, range))])
       const last = lastEvents.get(site.id) ?? null
       return {
         site,
@@ -168,6 +162,39 @@ export async function siteStats(deps: ReportDeps, sites: Site[], rangeName: Excl
       }
     }),
   )
+}
+
+/** Whether a window's totals and sparkline are sums of its site-local days: whole days, in day or month buckets. */
+const dailySparkline = (range: ResolvedRange) => wholeDays(range) && (range.interval === 'day' || range.interval === 'month')
+
+/**
+ * A listing's two windows of whole days from one statement: the site's totals per day over both
+ * (dailyTotalsSql), summed into each window's totals and into the window's day or month buckets.
+ */
+async function fromDays(olap: Olap, siteId: string, range: ResolvedRange, previous: ResolvedRange): Promise<[Totals, Totals, ReturnType<typeof shapeSeries>]> {
+  const both = { ...range, from: previous.from }
+  const days = await execute<Record<string, string>>(olap, dailyTotalsSql(siteId, both, await rolledDays(olap, { siteId, range: both })))
+  const total = (window: ResolvedRange) => {
+    const [from, to] = [window.from.toPlainDate().toString(), window.to.toPlainDate().toString()]
+    const sum = (column: string) => days.filter((d) => d.day >= from && d.day < to).reduce((n, d) => n + Number(d[column]), 0)
+    const visits = sum('visits')
+    return shapeTotals({ visitors: sum('visitors'), visits, pageviews: sum('pageviews'), events: sum('events'), facts_visits: visits, bounces: sum('bounces'), duration: visits ? sum('duration_ms') / 1000 / visits : 0 })
+  }
+  // each day's visitors into the bucket that holds its start (a month's first day for month buckets)
+  const bucketOf = (day: string) => {
+    const date = Temporal.PlainDate.from(day)
+    return (range.interval === 'month' ? date.with({ day: 1 }) : date).toZonedDateTime(range.timezone).epochMilliseconds / 1000
+  }
+  const buckets = new Map<number, { bucket: number; visitors: number; visits: number; pageviews: number }>()
+  for (const d of days) {
+    const bucket = bucketOf(d.day)
+    const b = buckets.get(bucket) ?? { bucket, visitors: 0, visits: 0, pageviews: 0 }
+    b.visitors += Number(d.visitors)
+    b.visits += Number(d.visits)
+    b.pageviews += Number(d.pageviews)
+    buckets.set(bucket, b)
+  }
+  return [total(range), total(previous), shapeSeries(range, [...buckets.values()])]
 }
 
 /** The public live count: the window's totals from the site's primary source. */

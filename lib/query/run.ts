@@ -4,7 +4,7 @@ import { botReadSql } from './compile/bots'
 import { breakdownSql } from './compile/breakdown'
 import { asRolledDays, filteredRollupKey, signaturesAndBuilt } from './compile/day-rollups'
 import { filteredRollupInsertSql } from './compile/rollup-build'
-import { type ResolvedRange, chTime, daySpans } from './range'
+import { chTime, daySpans } from './range'
 import { seriesSql } from './compile/series'
 import { type Compiled, type Fragment, render } from './compile/sql'
 import { statsSql } from './compile/stats'
@@ -117,24 +117,7 @@ function statement(query: Query, read: Read, rolled: RolledDays | undefined): Fr
 /** The SQL and parameters of a read, given the rolled days of its window (for tests and the bench). */
 export const compileRead = (query: Query, read: Read, rolled?: RolledDays): Compiled => render(statement(query, read, rolled))
 
-/**
- * Runs one read: the rolled days where the plan may use them (rolling a filtered read's days up
- * first), then the statement of the plan. An unfiltered read may be given its rolled days, looked
- * up once for several windows (rolledWithin).
- */
-export async function runRead<Row = Record<string, unknown>>(olap: Olap, query: Query, read: Read, rolled?: RolledDays): Promise<Row[]> {
-  return execute<Row>(olap, statement(query, read, rolled ?? (await rolledForRead(olap, query, read))))
-}
-
-/**
- * The rolled days of a lookup over a wider window (rolledDays) that fall in `range`, with the
- * partial rollup when `withPartial` and its day is in the range: several windows of one site
- * (a listing's window and the one before it) share one lookup.
- */
-export function rolledWithin(rolled: RolledDays, range: ResolvedRange, withPartial: boolean): RolledDays {
-  const [from, to] = [range.from.toPlainDate().toString(), range.to.toPlainDate().toString()]
-  const inRange = (day: string) => day >= from && day < to
-  const kept = rolled.days.flatMap((day, i) => (inRange(day) ? [i] : []))
-  const partial = withPartial && rolled.partial && inRange(rolled.partial.day) ? { partial: rolled.partial } : {}
-  return { days: kept.map((i) => rolled.days[i]), events: kept.map((i) => rolled.events[i]), sums: kept.map((i) => rolled.sums[i]), ...partial }
+/** Runs one read: the rolled days where the plan may use them (rolling a filtered read's days up first), then the statement of the plan. */
+export async function runRead<Row = Record<string, unknown>>(olap: Olap, query: Query, read: Read): Promise<Row[]> {
+  return execute<Row>(olap, statement(query, read, await rolledForRead(olap, query, read)))
 }

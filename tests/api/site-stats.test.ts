@@ -34,7 +34,14 @@ describe('site listing statistics and export', () => {
     expect(await refreshRollups(services.olap, services.store, NOW, 60)).toBeGreaterThan(0)
     expect((await call('GET', '/api/v1/sites', { key })).json.sites).toEqual(res.json.sites)
     expect((await call('GET', '/api/v1/sites?range=30d', { key })).json.sites).toEqual(month)
-    expect(month[0].stats).toMatchObject({ visitors: 3, visits: 3, pageviews: 4, previous: { visitors: 0 } })
+    expect(month[0].stats).toMatchObject({ visitors: 3, visits: 3, pageviews: 4, bounceRate: 0.6667, avgDuration: 100, previous: { visitors: 0 } })
+    // today's sparkline is hourly: read as a window, not from days; one visitor at 09:00
+    const today = (await call('GET', '/api/v1/sites?range=today', { key })).json.sites[0].stats
+    expect(today).toMatchObject({ visitors: 1, visits: 1, pageviews: 1, previous: { visitors: 0 } })
+    expect(today.sparkline.map((v: number, hour: number) => [hour, v]).filter(([, v]: number[]) => v)).toEqual([[9, 1]])
+    // twelve months in month buckets: October none, November three visitors
+    const year = (await call('GET', '/api/v1/sites?range=12mo', { key })).json.sites[0].stats
+    expect(year.sparkline.slice(-2)).toEqual([0, 3])
     const rowsOnly = await call('GET', '/api/v1/sites?stats=0', { key })
     expect(rowsOnly.json.sites[0]).not.toHaveProperty('stats')
     expect((await call('GET', '/api/v1/sites?range=custom', { key })).status).toBe(400)

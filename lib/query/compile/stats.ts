@@ -1,9 +1,10 @@
-import { type Query, TOTALS } from '../model'
+import { type Query, type RolledDays, TOTALS } from '../model'
 import type { Plan } from '../plan'
-import { rowsWithRollup } from './rows'
-import { type Fragment, raw, sql } from './sql'
-import { visitFacts, selectedVisits } from './visits'
-import { queryScope, selected, unrolledFromSessions, visitFilters } from './selection'
+import type { ResolvedRange } from '../range'
+import { localDay, rowsWithRollup } from './rows'
+import { type Fragment, bind, raw, sql } from './sql'
+import { selectedVisits, visitAttributeRows, visitFacts } from './visits'
+import { queryScope, selected, unrolledFromSessions, unrolledScope, visitFilters } from './selection'
 
 /**
  * The window's totals as one row: visitors, visits, pageviews, custom events, and the visits,
@@ -38,4 +39,22 @@ SELECT uniqExact(visitor) AS visitors, count() AS visits, sum(sel_pv) AS pagevie
 FROM (${selectedVisits(scope, selected(query, scope))}) AS selected
 INNER JOIN (${visitFacts(scope, visitFilters(query, scope))}) AS facts USING session_id`
   }
+}
+
+/**
+ * A site's totals per site-local day of a window of whole days, with the bounces and summed
+ * duration (ms) of each day's visits: the rolled days (and today's partial rollup) from the
+ * rollups, the rest from events. A window of whole days is the sum of its days, as visitor ids
+ * rotate and visits end at the site-local midnight, so one statement over a listing's window and
+ * the one before it gives both totals and a daily or monthly sparkline.
+ */
+export function dailyTotalsSql(siteId: string, range: ResolvedRange, rolled: RolledDays): Fragment {
+  const { timezone } = range
+  const scope = unrolledScope(siteId, range, rolled)
+  // the days not rolled up from the sessions rollup, per the site-local day each visit began (and ended) on
+  const visitDay = sql`toDate(session_start, ${bind('String', timezone)})`
+  const unrolled = sql`SELECT began AS day, '' AS value, visitors, visits, pageviews, events, bounces, duration_ms
+  FROM (SELECT value AS began, visitors, visits, pageviews, events, bounces, duration_ms FROM (${visitAttributeRows(siteId, visitDay, scope.visitsBegan, [], { visitorStates: !!scope.partial })}))`
+  return sql`SELECT toString(day) AS day, visitors, visits, pageviews, events, bounces, duration_ms
+FROM (${rowsWithRollup(TOTALS, scope, timezone, rolled, { day: localDay(timezone), engagement: true, unrolled })})`
 }
