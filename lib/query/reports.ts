@@ -153,7 +153,10 @@ export async function siteStats(deps: ReportDeps, sites: Site[], rangeName: Excl
       const previous = previousWindow(range)
       // a site that never had an event lists zeros without reading them
       const read = reads(deps.olap, site.sources.includes('standalone') ? 'standalone' : 'ga4', lastEvents.has(site.id))
-      const [current, before, spark] = read.answers && dailySparkline(range) ? await fromDays(deps.olap, site.id, range, previous) : await Promise.all([read.totals(windowQuery(site.id, range)), read.totals(windowQuery(site.id, previous)), read.series(windowQuery(site.id, range))])
+      const [current, before, spark] =
+        read.answers && dailySparkline(range)
+          ? await fromDays(deps.olap, site.id, range, previous)
+          : await Promise.all([read.totals(windowQuery(site.id, range)), read.totals(windowQuery(site.id, previous)), read.series(windowQuery(site.id, range))])
       const last = lastEvents.get(site.id) ?? null
       return {
         site,
