@@ -93,8 +93,6 @@ describe('ingestion', () => {
   })
 
   describe('POST /api/event', () => {
-    const event = (body: unknown, headers: Record<string, string> = {}) =>
-      call('POST', '/api/event', { rawBody: JSON.stringify(body) }).then((r) => r)
     const send = async (body: Record<string, unknown>, ua = CHROME, ip = '8.8.8.8', extra: Record<string, string> = {}) => {
       const { createApp } = await import('../../functions/app')
       const res = await createApp(services).request('http://api.test/api/event', {

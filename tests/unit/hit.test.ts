@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest'
-import { z } from 'zod'
 import { parseHit } from '../../lib/ingest/hit'
 import { browserHitSchema, importHitSchema } from '../../lib/ingest/hit-schema'
 

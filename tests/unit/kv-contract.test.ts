@@ -56,12 +56,11 @@ if (redisUrl) {
 
 describe.each(backends)('key/value contract: $name', (backend) => {
   let redis: Redis
-  let raw: RawRedis | undefined
   let close: () => Promise<void>
   const ns = `contract:${crypto.randomUUID()}:`
 
   beforeAll(async () => {
-    ;({ redis, raw, close } = await backend.open())
+    ;({ redis, close } = await backend.open())
   })
   afterAll(() => close())
 
