@@ -44,7 +44,7 @@ INNER JOIN (${visitFacts(scope, visitFilters(query, scope))}) AS facts USING ses
 /**
  * A site's totals per site-local day of a window of whole days, with the bounces and summed
  * duration (ms) of each day's visits: the rolled days (and today's partial rollup) from the
- * rollups, the rest from events. A window of whole days is the sum of its days, as visitor ids
+ * rollups, the rest from the sessions rollup. A window of whole days is the sum of its days, as visitor ids
  * rotate and visits end at the site-local midnight, so one statement over a listing's window and
  * the one before it gives both totals and a daily or monthly sparkline.
  */
