@@ -4,7 +4,7 @@ import { resolveRange } from '../../lib/query/range'
 import { compileRead, rolledDays, runRead } from '../../lib/query/run'
 import { refreshRollups } from '../../lib/rollup/refresh'
 import { client, getOk, orgWithSites, testServices } from '../helpers'
-import { NOW, UAS, expectedBreakdown, expectedTotals, fixture, type RawHit, type Ref, type RefEvent, type RefVisit } from './report-reference'
+import { ROLLED_BREAKDOWNS, NOW, UAS, expectedBreakdown, expectedTotals, fixture, type RawHit, type Ref } from './report-reference'
 
 const at = (iso: string) => Date.parse(iso)
 const hit = (iso: string, ip: string, ua: string, path: string, name = 'pageview', referrer: string | null = null): RawHit => ({ ts: at(iso), name, path, ip, ua, referrer })
@@ -40,14 +40,7 @@ describe('partial rollup of today', () => {
     expect((await importHits(linesOf(ref), services.ingestor)).rejected).toBe(0)
     const get = (path: string) => getOk(call, `${path}&site_id=${site.id}`, key)
     const to = '2026-11-23T00:00:00+01:00'
-    const breakdowns: [string, (e: RefEvent, v: RefVisit) => string][] = [
-      ['path', (e) => e.path],
-      ['entry_page', (e, v) => v.entry],
-      ['exit_page', (e, v) => v.exit],
-      ['source', (e, v) => v.source],
-      ['country', (e, v) => v.country],
-      ['device', (e, v) => v.device],
-    ]
+    const breakdowns = ROLLED_BREAKDOWNS
     const pageRows = async (range: string) =>
       (await runRead<Record<string, string>>(services.olap, { siteId: site.id, range: resolveRange({ range: range as '7d' }, tz, NOW), filters: [], goals: [], limit: 1000 }, { kind: 'breakdown', property: 'path', reports: true }))
         .map((r) => ({ value: r.value, visitors: Number(r.visitors), reports: Number(r.reports), scroll: Number(r.scroll_sum), ms: Number(r.engaged_ms_sum) }))

@@ -131,3 +131,13 @@ export function expectedBreakdown(
     .filter((r) => (r.visitors as number) > 0)
     .sort((a, b) => (b.visitors as number) - (a.visitors as number) || String(a.value).localeCompare(String(b.value)))
 }
+
+/** The value each rolled breakdown a rollup test checks takes for an event of a visit, in the reference. */
+export const ROLLED_BREAKDOWNS: [string, (e: RefEvent, v: RefVisit) => string][] = [
+  ['path', (e) => e.path],
+  ['entry_page', (e, v) => v.entry],
+  ['exit_page', (e, v) => v.exit],
+  ['source', (e, v) => v.source],
+  ['country', (e, v) => v.country],
+  ['device', (e, v) => v.device],
+]

@@ -5,7 +5,7 @@ import { resolveRange } from '../../lib/query/range'
 import { rolledDays, runRead } from '../../lib/query/run'
 import { refreshRollups } from '../../lib/rollup/refresh'
 import { client, getOk, orgWithSites, testServices } from '../helpers'
-import { NOW, UAS, localDate, fixture, expectedTotals, expectedBreakdown, type RefEvent, type RefVisit, type Ref } from './report-reference'
+import { ROLLED_BREAKDOWNS, NOW, UAS, localDate, fixture, expectedTotals, expectedBreakdown, type Ref } from './report-reference'
 
 describe('daily rollup', () => {
   it('unfiltered reads sum finished days from day_rollups, exactly, and read a day that changed from events until it is rebuilt', async () => {
@@ -19,13 +19,7 @@ describe('daily rollup', () => {
     // the 30 days end with today, 22 November, and span the end of summer time on 25 October
     const from = '2026-10-24T00:00:00+02:00'
     const to = '2026-11-23T00:00:00+01:00'
-    const breakdowns: [string, (e: RefEvent, v: RefVisit) => string][] = [
-      ['path', (e) => e.path],
-      ['entry_page', (e, v) => v.entry],
-      ['source', (e, v) => v.source],
-      ['country', (e, v) => v.country],
-      ['device', (e, v) => v.device],
-    ]
+    const breakdowns = ROLLED_BREAKDOWNS
     const expectAllMatch = async (reference: Ref) => {
       for (const [range, lo, hi] of [
         ['range=30d', from, to],
