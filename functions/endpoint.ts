@@ -1,8 +1,8 @@
 import { z } from 'zod'
-import type { ApiKeyRecord } from '../lib/keys'
-import type { LimitClass } from '../lib/ratelimit'
+import type { ApiKeyRecord } from '../lib/accounts/keys'
+import type { LimitClass } from '../lib/accounts/ratelimit'
 import type { Services } from '../lib/services'
-import type { Site } from '../lib/sites'
+import type { Site } from '../lib/sites/sites'
 
 export type EndpointScope = 'public' | 'read' | 'write'
 export type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE'

@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto'
 import { Hono } from 'hono'
-import type { ChdbOlap } from '../lib/olap/chdb'
-import { type RawRedis, encodeUpstashResponse, isUpstashError, runUpstashRequest } from '../lib/kv/raw'
+import type { ChdbOlap } from '../lib/storage/clickhouse/chdb'
+import { type RawRedis, encodeUpstashResponse, isUpstashError, runUpstashRequest } from '../lib/storage/kv/raw'
 
 function sameSecret(a: string, b: string) {
   const x = Buffer.from(a)

@@ -3,7 +3,7 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js'
 import { z } from 'zod'
 import { ApiError } from '../lib/errors'
-import { type ApiKeyRecord, sha256Hex } from '../lib/keys'
+import { type ApiKeyRecord, sha256Hex } from '../lib/accounts/keys'
 import { type Endpoint, defineEndpoint, isJsonAnswer, pathParamNames } from './endpoint'
 import { admit, asApiError, invoke } from './invoke'
 import { outputSchema, toolInputSchema } from './openapi'

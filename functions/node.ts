@@ -6,30 +6,30 @@ import { join } from 'node:path'
 import type { Duplex } from 'node:stream'
 import { createDemo } from '../lib/demo'
 import { demoHits } from '../lib/ingest/demo-traffic'
-import { ROLLUP_ALL_DAYS, ROLLUP_RECENT_DAYS, refreshRollups } from '../lib/rollup/refresh'
+import { ROLLUP_ALL_DAYS, ROLLUP_RECENT_DAYS, refreshRollups } from '../lib/reports/rollup/refresh'
 import { importHits } from '../lib/ingest/import'
-import { nodeEnvSchema, parseEnv } from '../lib/home/env'
-import { exitWithFailure } from '../lib/home/failure'
-import { dataDir, localInfoFile, localToken, openNodeStores } from '../lib/home/node'
+import { nodeEnvSchema, parseEnv } from '../lib/runtime/env'
+import { exitWithFailure } from '../lib/runtime/failure'
+import { dataDir, localInfoFile, localToken, openNodeStores } from '../lib/runtime/node'
 import { localEndpointsApp } from './local-endpoints'
-import { migrate } from '../lib/olap/migrate'
-import { loadMigrations } from '../lib/olap/migrations-node'
-import { guardedFetch } from '../lib/outbound'
+import { migrate } from '../lib/storage/clickhouse/migrate'
+import { loadMigrations } from '../lib/storage/clickhouse/migrations-node'
+import { guardedFetch } from '../lib/network/guarded-fetch'
 import { crawlerConfig } from '../lib/crawl/config'
-import { cruxConfig } from '../lib/crux'
+import { cruxConfig } from '../lib/integrations/crux'
 import { runCrawls } from '../lib/crawl/crawl'
-import { pinnedNodeFetch } from '../lib/outbound-node'
+import { pinnedNodeFetch } from '../lib/network/guarded-fetch-node'
 import { dbipGeo } from '../lib/ingest/geo-node'
 import { Ingestor } from '../lib/ingest/pipeline'
 import { Journal } from '../lib/ingest/journal'
 import { BufferedSink } from '../lib/ingest/sink'
-import { memoryLiveCache } from '../lib/public-live'
-import { swaggerUiAssets } from '../lib/reference-assets-node'
-import { SiteDirectory } from '../lib/site-directory'
+import { memoryLiveCache } from '../lib/sites/public-live'
+import { swaggerUiAssets } from '../lib/runtime/reference-assets-node'
+import { SiteDirectory } from '../lib/sites/site-directory'
 import type { Services } from '../lib/services'
-import { deliverReports } from '../lib/delivery/reports'
-import { deliverTrafficAlerts } from '../lib/delivery/traffic-alerts'
-import { nodeMailer } from '../lib/delivery/mail-node'
+import { deliverReports } from '../lib/jobs/report-delivery'
+import { deliverTrafficAlerts } from '../lib/jobs/traffic-alerts'
+import { nodeMailer } from '../lib/network/mail-node'
 import { createApp } from './app'
 import { batchedLines } from './request-log'
 
@@ -165,7 +165,7 @@ async function shutdown(signal: string) {
 process.on('SIGTERM', () => void shutdown('SIGTERM'))
 process.on('SIGINT', () => void shutdown('SIGINT'))
 
-// the daily rollup (lib/rollup/refresh.ts): every finished day at start and every few hours, recent ones every ten minutes
+// the daily rollup (lib/reports/rollup/refresh.ts): every finished day at start and every few hours, recent ones every ten minutes
 let rollupRuns = 0
 let rollup: Promise<unknown> | null = null
 function scheduleRollups() {
@@ -178,11 +178,11 @@ function scheduleRollups() {
 scheduleRollups()
 setInterval(scheduleRollups, 10 * 60_000).unref()
 
-// weekly and monthly reports (lib/delivery/reports.ts): each run sends what is due and not yet sent
+// weekly and monthly reports (lib/jobs/report-delivery.ts): each run sends what is due and not yet sent
 let reports: Promise<unknown> | null = null
 function scheduleReports() {
   if (reports || stopping) return
-  // and the spike and drop alerts (lib/delivery/traffic-alerts.ts), after them
+  // and the spike and drop alerts (lib/jobs/traffic-alerts.ts), after them
   reports = deliverReports(services, new Date(), { log })
     .catch((err: Error) => log(`report delivery failed: ${err.message}`))
     .then(() => deliverTrafficAlerts(services, new Date(), { log }))

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { RANGES } from '../lib/dimensions'
+import { RANGES } from '../lib/reports/dimensions'
 
 /** Query-string building blocks shared by endpoint declarations. */
 export const flagParam = z.enum(['0', '1']).transform((v) => v === '1')

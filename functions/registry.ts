@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { engineAnswers } from '../lib/olap/health'
+import { engineAnswers } from '../lib/storage/clickhouse/health'
 import { collectorEndpoints } from './collector'
 import { alertEndpoints } from './v1/alerts'
 import { memberEndpoints } from './v1/members'

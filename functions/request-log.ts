@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from 'hono'
-import type { LogLevel } from '../lib/home/env'
+import type { LogLevel } from '../lib/runtime/env'
 
 /**
  * Request logs: one JSON line per request (`info`), and the line of every unknown failure

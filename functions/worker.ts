@@ -1,9 +1,9 @@
-import { type WorkerEnv, workerEnvSchema, workerServices } from '../lib/home/worker'
-import { ROLLUP_ALL_DAYS, ROLLUP_RECENT_DAYS, refreshRollups } from '../lib/rollup/refresh'
+import { type WorkerEnv, workerEnvSchema, workerServices } from '../lib/runtime/worker'
+import { ROLLUP_ALL_DAYS, ROLLUP_RECENT_DAYS, refreshRollups } from '../lib/reports/rollup/refresh'
 import type { Services } from '../lib/services'
-import { deliverReports } from '../lib/delivery/reports'
+import { deliverReports } from '../lib/jobs/report-delivery'
 import { runCrawls } from '../lib/crawl/crawl'
-import { deliverTrafficAlerts } from '../lib/delivery/traffic-alerts'
+import { deliverTrafficAlerts } from '../lib/jobs/traffic-alerts'
 import { createApp } from './app'
 
 /** The daily trigger in wrangler.toml; the other one runs every ten minutes. */
@@ -39,7 +39,7 @@ export default {
     }
     return app.fetch(request, env, ctx)
   },
-  // the daily rollup (lib/rollup/refresh.ts): recent finished days every ten minutes, every day once a day
+  // the daily rollup (lib/reports/rollup/refresh.ts): recent finished days every ten minutes, every day once a day
   scheduled(controller: { cron: string }, env: WorkerEnv, ctx: { waitUntil(p: Promise<unknown>): void }) {
     const { services } = appFor(env)
     const lookback = controller.cron === DAILY_CRON ? ROLLUP_ALL_DAYS : ROLLUP_RECENT_DAYS
@@ -51,7 +51,7 @@ export default {
       const deadline = Date.now() + 5 * 60_000
       ctx.waitUntil(runCrawls(services, services.crawler, { log: (line) => console.error(line), shouldStop: () => Date.now() > deadline }))
     }
-    // spike and drop alerts (lib/delivery/traffic-alerts.ts), webhooks only as well
+    // spike and drop alerts (lib/jobs/traffic-alerts.ts), webhooks only as well
     if (controller.cron !== DAILY_CRON) ctx.waitUntil(deliverTrafficAlerts(services, services.now()))
   },
 }

@@ -1,6 +1,6 @@
-import { createApiKey, createOrg } from './admin'
-import { newSite } from './sites'
-import type { Store } from './store'
+import { createApiKey, createOrg } from './accounts/admin'
+import { newSite } from './sites/sites'
+import type { Store } from './storage/store'
 
 /** The demo organization, site and keys made on an empty first start. */
 export async function createDemo(store: Store, now: Date) {

@@ -1,13 +1,13 @@
 import type { CrawlerConfig } from './crawl/config'
-import type { CruxConfig } from './crux'
-import type { Mailer } from './delivery/mail'
+import type { CruxConfig } from './integrations/crux'
+import type { Mailer } from './network/mail'
 import type { DnsResolver } from './ingest/bots'
 import type { Ingestor } from './ingest/pipeline'
-import type { Olap } from './olap/types'
-import type { LiveCache } from './public-live'
-import type { RateLimiter } from './ratelimit'
-import type { SiteDirectory } from './site-directory'
-import type { Store } from './store'
+import type { Olap } from './storage/clickhouse/types'
+import type { LiveCache } from './sites/public-live'
+import type { RateLimiter } from './accounts/ratelimit'
+import type { SiteDirectory } from './sites/site-directory'
+import type { Store } from './storage/store'
 
 /** What the app is built from. Each home (Node, Worker, tests) builds its own set. */
 export interface Services {
@@ -37,6 +37,6 @@ export interface Services {
   mailer?: Mailer
   /** The crawler (lib/crawl); absent where it is turned off: pings answer 503 and nothing is crawled. */
   crawler?: CrawlerConfig
-  /** The Chrome UX Report API (lib/crux.ts); absent without an API key: `crux=1` then says so. */
+  /** The Chrome UX Report API (lib/integrations/crux.ts); absent without an API key: `crux=1` then says so. */
   crux?: CruxConfig
 }

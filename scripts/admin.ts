@@ -1,10 +1,10 @@
 import { Command, InvalidArgumentError } from 'commander'
-import { createApiKey, createOrg, revokeApiKey } from '../lib/admin'
+import { createApiKey, createOrg, revokeApiKey } from '../lib/accounts/admin'
 import { ApiError } from '../lib/errors'
-import { acceptInvitation } from '../lib/members'
-import { emailSchema } from '../lib/team'
-import { runCli } from '../lib/home/failure'
-import { openNodeStores } from '../lib/home/node'
+import { acceptInvitation } from '../lib/accounts/members'
+import { emailSchema } from '../lib/accounts/team'
+import { runCli } from '../lib/runtime/failure'
+import { openNodeStores } from '../lib/runtime/node'
 
 /** The account area's stand-in. Prints only JSON on stdout; works with or without a running server. */
 const program = new Command('admin').description('Manage organizations and API keys (keys are never created through the API).')

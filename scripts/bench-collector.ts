@@ -5,12 +5,12 @@ import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import autocannon from 'autocannon'
 import { Command } from 'commander'
-import { openNodeStores } from '../lib/home/node'
+import { openNodeStores } from '../lib/runtime/node'
 import { demoHits } from '../lib/ingest/demo-traffic'
 import { dbipGeo } from '../lib/ingest/geo-node'
 import { runImport } from '../lib/ingest/import'
-import { migrate } from '../lib/olap/migrate'
-import { loadMigrations } from '../lib/olap/migrations-node'
+import { migrate } from '../lib/storage/clickhouse/migrate'
+import { loadMigrations } from '../lib/storage/clickhouse/migrations-node'
 
 /**
  * The collector's targets: /api/event on one Node process on the embedded home under autocannon

@@ -1,11 +1,11 @@
 import { Command, InvalidArgumentError } from 'commander'
-import { UserError } from '../lib/home/env'
-import { runCli } from '../lib/home/failure'
-import { openNodeStores } from '../lib/home/node'
+import { UserError } from '../lib/runtime/env'
+import { runCli } from '../lib/runtime/failure'
+import { openNodeStores } from '../lib/runtime/node'
 import { demoHits } from '../lib/ingest/demo-traffic'
 import { dbipGeo } from '../lib/ingest/geo-node'
 import { runImport } from '../lib/ingest/import'
-import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/rollup/refresh'
+import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/reports/rollup/refresh'
 
 const positive = (v: string) => {
   const n = Number(v)

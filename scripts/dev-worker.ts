@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Command } from 'commander'
-import { dataDir, findRunningServer } from '../lib/home/node'
+import { dataDir, findRunningServer } from '../lib/runtime/node'
 
 /** Runs `wrangler dev` offline against the embedded stores of a running `npm start`. */
 const program = new Command('dev-worker')

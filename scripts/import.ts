@@ -3,12 +3,12 @@ import { stat } from 'node:fs/promises'
 import { createInterface } from 'node:readline'
 import { SingleBar } from 'cli-progress'
 import { Command } from 'commander'
-import { UserError } from '../lib/home/env'
-import { runCli } from '../lib/home/failure'
-import { openNodeStores } from '../lib/home/node'
+import { UserError } from '../lib/runtime/env'
+import { runCli } from '../lib/runtime/failure'
+import { openNodeStores } from '../lib/runtime/node'
 import { dbipGeo } from '../lib/ingest/geo-node'
 import { runImport } from '../lib/ingest/import'
-import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/rollup/refresh'
+import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/reports/rollup/refresh'
 
 const program = new Command('import')
   .description('Load raw hits (NDJSON, docs/architecture.md) through the collector\'s enrichment and sessionization, with their own timestamps. Works while the server runs.')

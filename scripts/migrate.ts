@@ -1,8 +1,8 @@
 import { Command } from 'commander'
-import { runCli } from '../lib/home/failure'
-import { openNodeStores } from '../lib/home/node'
-import { migrate } from '../lib/olap/migrate'
-import { loadMigrations } from '../lib/olap/migrations-node'
+import { runCli } from '../lib/runtime/failure'
+import { openNodeStores } from '../lib/runtime/node'
+import { migrate } from '../lib/storage/clickhouse/migrate'
+import { loadMigrations } from '../lib/storage/clickhouse/migrations-node'
 
 const program = new Command('migrate')
   .description('Apply the numbered ClickHouse migrations under clickhouse/ that are not yet recorded in schema_migrations.')

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { TcpRedis } from '../lib/kv/tcp'
+import { TcpRedis } from '../lib/storage/kv/tcp'
 
 /**
  * One folder and one Redis key prefix per test run, both removed when it ends: the test processes

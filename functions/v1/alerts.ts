@@ -1,6 +1,6 @@
 import { z } from 'zod'
-import { alertsAnswerSchema, alertsPatchSchema, updateAlerts } from '../../lib/alerts'
-import { siteRefSchema } from '../../lib/sites'
+import { alertsAnswerSchema, alertsPatchSchema, updateAlerts } from '../../lib/sites/alerts'
+import { siteRefSchema } from '../../lib/sites/sites'
 import { defineEndpoint } from '../endpoint'
 
 export const alertEndpoints = [

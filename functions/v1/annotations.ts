@@ -1,6 +1,6 @@
 import { z } from 'zod'
-import { ANNOTATION_LIST_MAX, annotatedSite, annotationInputSchema, createAnnotation, deleteAnnotation, instantSchema, listAnnotations } from '../../lib/annotations'
-import { ANNOTATION_KINDS } from '../../lib/store'
+import { ANNOTATION_LIST_MAX, annotatedSite, annotationInputSchema, createAnnotation, deleteAnnotation, instantSchema, listAnnotations } from '../../lib/sites/annotations'
+import { ANNOTATION_KINDS } from '../../lib/storage/store'
 import { defineEndpoint } from '../endpoint'
 import { uuidParam } from '../params'
 

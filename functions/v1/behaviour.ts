@@ -1,9 +1,9 @@
 import { z } from 'zod'
-import { clicks, errors, properties } from '../../lib/query/behaviour'
-import { reportParams } from '../../lib/query/parse'
+import { clicks, errors, properties } from '../../lib/reports/query/behaviour'
+import { reportParams } from '../../lib/reports/query/parse'
 import { defineEndpoint } from '../endpoint'
 import { uint64Param } from '../params'
-import { rangeViewSchema } from './answers'
+import { rangeViewSchema } from './report-schemas'
 
 const count = z.number().int().nonnegative()
 const available = z.boolean().describe('false for a site that reads only ga4: the collector alone records this')

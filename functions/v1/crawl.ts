@@ -2,12 +2,12 @@ import { z } from 'zod'
 import { CATEGORIES, CHANGE_TYPES } from '../../lib/crawl/detect'
 import { pingPage } from '../../lib/crawl/ping'
 import { NEW_PAGE_DAYS, PAGE_FILTERS, PAGE_SORTS, changeDiff, changeFeed, pages } from '../../lib/crawl/reads'
-import { RANGES } from '../../lib/dimensions'
-import { limitParam } from '../../lib/query/parse'
-import { siteRefSchema } from '../../lib/sites'
+import { RANGES } from '../../lib/reports/dimensions'
+import { limitParam } from '../../lib/reports/query/parse'
+import { siteRefSchema } from '../../lib/sites/sites'
 import { defineEndpoint } from '../endpoint'
 import { flagParam, uuidParam } from '../params'
-import { rangeViewSchema } from './answers'
+import { rangeViewSchema } from './report-schemas'
 
 const count = z.number().int().nonnegative()
 const clampLimit = (limit: number | undefined) => Math.min(1000, Math.max(1, limit ?? 100))

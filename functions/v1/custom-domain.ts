@@ -1,6 +1,6 @@
 import { z } from 'zod'
-import { attachCustomDomain, customDomainState, customDomainStateSchema, detachCustomDomain } from '../../lib/custom-domain'
-import { domainSchema, siteRefSchema } from '../../lib/sites'
+import { attachCustomDomain, customDomainState, customDomainStateSchema, detachCustomDomain } from '../../lib/sites/custom-domain'
+import { domainSchema, siteRefSchema } from '../../lib/sites/sites'
 import { defineEndpoint } from '../endpoint'
 
 const stateOnly = async (state: ReturnType<typeof customDomainState>) => {

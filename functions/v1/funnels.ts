@@ -1,11 +1,11 @@
 import { z } from 'zod'
-import { createFunnel, deleteFunnel, funnelCreateSchema, funnelPatchSchema, updateFunnel } from '../../lib/funnels'
-import { funnelReport } from '../../lib/query/funnels'
-import { reportParams } from '../../lib/query/parse'
-import { siteRefSchema } from '../../lib/sites'
-import { FUNNEL_STEP_TYPES } from '../../lib/store'
+import { createFunnel, deleteFunnel, funnelCreateSchema, funnelPatchSchema, updateFunnel } from '../../lib/sites/funnels'
+import { funnelReport } from '../../lib/reports/query/funnels'
+import { reportParams } from '../../lib/reports/query/parse'
+import { siteRefSchema } from '../../lib/sites/sites'
+import { FUNNEL_STEP_TYPES } from '../../lib/storage/store'
 import { defineEndpoint } from '../endpoint'
-import { rangeViewSchema } from './answers'
+import { rangeViewSchema } from './report-schemas'
 
 const count = z.number().int().nonnegative()
 

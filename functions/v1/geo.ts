@@ -1,9 +1,9 @@
 import { z } from 'zod'
-import { GEO_GRANULARITIES } from '../../lib/query/compile/geo'
-import { geo } from '../../lib/query/geo'
-import { reportParams } from '../../lib/query/parse'
+import { GEO_GRANULARITIES } from '../../lib/reports/query/compile/geo'
+import { geo } from '../../lib/reports/query/geo'
+import { reportParams } from '../../lib/reports/query/parse'
 import { defineEndpoint } from '../endpoint'
-import { rangeViewSchema } from './answers'
+import { rangeViewSchema } from './report-schemas'
 
 const count = z.number().int().nonnegative()
 const degrees = (what: string) => z.number().nullable().describe(`${what} in degrees (WGS 84), 4 decimals; null when no visit there had coordinates`)

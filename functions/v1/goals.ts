@@ -1,11 +1,11 @@
 import { z } from 'zod'
 import { ApiError } from '../../lib/errors'
-import { type Goal, goalInputSchema } from '../../lib/goals'
-import { siteRefSchema } from '../../lib/sites'
-import { reportParams } from '../../lib/query/parse'
-import { goalConversions } from '../../lib/query/reports'
+import { type Goal, goalInputSchema } from '../../lib/sites/goals'
+import { siteRefSchema } from '../../lib/sites/sites'
+import { reportParams } from '../../lib/reports/query/parse'
+import { goalConversions } from '../../lib/reports/query/reports'
 import { defineEndpoint } from '../endpoint'
-import { breakdownRowSchema, rangeViewSchema } from './answers'
+import { breakdownRowSchema, rangeViewSchema } from './report-schemas'
 
 const goalSchema = z.object({
   id: z.uuid(),

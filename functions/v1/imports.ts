@@ -1,6 +1,6 @@
 import { z } from 'zod'
-import { siteImports } from '../../lib/imports'
-import { siteRefSchema } from '../../lib/sites'
+import { siteImports } from '../../lib/sites/imports'
+import { siteRefSchema } from '../../lib/sites/sites'
 import { defineEndpoint } from '../endpoint'
 
 export const importEndpoints = [

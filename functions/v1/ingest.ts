@@ -1,9 +1,9 @@
 import { z } from 'zod'
-import { createApiKey } from '../../lib/admin'
+import { createApiKey } from '../../lib/accounts/admin'
 import { ApiError } from '../../lib/errors'
 import { MAX_COLLECT_HITS, collectBotHits } from '../../lib/ingest/collect'
-import { randomString } from '../../lib/keys'
-import { siteRefSchema } from '../../lib/sites'
+import { randomString } from '../../lib/accounts/keys'
+import { siteRefSchema } from '../../lib/sites/sites'
 import { defineEndpoint } from '../endpoint'
 
 const collectBody = z

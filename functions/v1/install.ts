@@ -1,6 +1,6 @@
 import { z } from 'zod'
-import { checkInstallNow, installState, installStateSchema } from '../../lib/install-check'
-import { siteRefSchema } from '../../lib/sites'
+import { checkInstallNow, installState, installStateSchema } from '../../lib/sites/install-check'
+import { siteRefSchema } from '../../lib/sites/sites'
 import { defineEndpoint } from '../endpoint'
 
 export const installEndpoints = [

@@ -1,9 +1,9 @@
 import { z } from 'zod'
-import { FLOW_DEFAULT_DEPTH, FLOW_DEFAULT_LIMIT, FLOW_MAX_LIMIT, JOURNEY_EVENTS, activity, flow, journeys } from '../../lib/query/journeys'
-import { limitParam, reportParams } from '../../lib/query/parse'
+import { FLOW_DEFAULT_DEPTH, FLOW_DEFAULT_LIMIT, FLOW_MAX_LIMIT, JOURNEY_EVENTS, activity, flow, journeys } from '../../lib/reports/query/journeys'
+import { limitParam, reportParams } from '../../lib/reports/query/parse'
 import { defineEndpoint } from '../endpoint'
 import { uint64Param } from '../params'
-import { rangeViewSchema } from './answers'
+import { rangeViewSchema } from './report-schemas'
 
 const count = z.number().int().nonnegative()
 const available = z.boolean().describe('false for a site that reads only ga4: the collector alone records this')

@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { ApiError } from '../../lib/errors'
-import { cancelInvitation, inviteMember, listTeam, removeMember, setMemberRole } from '../../lib/members'
-import { MEMBER_ROLES, emailSchema, invitationSchema, memberSchema } from '../../lib/team'
+import { cancelInvitation, inviteMember, listTeam, removeMember, setMemberRole } from '../../lib/accounts/members'
+import { MEMBER_ROLES, emailSchema, invitationSchema, memberSchema } from '../../lib/accounts/team'
 import { defineEndpoint } from '../endpoint'
 import { uuidParam } from '../params'
 

@@ -1,5 +1,5 @@
-import { FILTER_ONLY_DIMENSIONS, FIRST_PARTY_DIMENSIONS, METRICS, OPERATORS, PROPERTY_PREFIX, RANGES, SHARED_DIMENSIONS, VISIT_SCOPED_DIMENSIONS } from '../../lib/dimensions'
-import { LIMITS } from '../../lib/ratelimit'
+import { FILTER_ONLY_DIMENSIONS, FIRST_PARTY_DIMENSIONS, METRICS, OPERATORS, PROPERTY_PREFIX, RANGES, SHARED_DIMENSIONS, VISIT_SCOPED_DIMENSIONS } from '../../lib/reports/dimensions'
+import { LIMITS } from '../../lib/accounts/ratelimit'
 import { z } from 'zod'
 import { defineEndpoint } from '../endpoint'
 

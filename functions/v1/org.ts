@@ -1,7 +1,7 @@
 import { z } from 'zod'
-import { revokeApiKey } from '../../lib/admin'
-import { orgOverview } from '../../lib/org'
-import { FEATURES } from '../../lib/plans'
+import { revokeApiKey } from '../../lib/accounts/admin'
+import { orgOverview } from '../../lib/accounts/org'
+import { FEATURES } from '../../lib/accounts/plans'
 import { defineEndpoint } from '../endpoint'
 import { uuidParam } from '../params'
 

@@ -1,8 +1,8 @@
 import { z } from 'zod'
-import { limitParam, reportParams } from '../../lib/query/parse'
-import { breakdown, exportAll, realtime, series, totals } from '../../lib/query/reports'
+import { limitParam, reportParams } from '../../lib/reports/query/parse'
+import { breakdown, exportAll, realtime, series, totals } from '../../lib/reports/query/reports'
 import { defineEndpoint } from '../endpoint'
-import { breakdownRowSchema, rangeViewSchema, seriesSchema, sourceSchema, totalsSchema } from './answers'
+import { breakdownRowSchema, rangeViewSchema, seriesSchema, sourceSchema, totalsSchema } from './report-schemas'
 
 const METRICS_NOTE =
   'visitors, visits and pageviews are integer counts; bounceRate is a fraction from 0 to 1 (not a percentage); avgDuration is seconds; viewsPerVisit is pageviews per visit; events counts custom events only.'

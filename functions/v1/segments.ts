@@ -1,7 +1,7 @@
 import { z } from 'zod'
-import { OPERATORS } from '../../lib/dimensions'
-import { createSegment, deleteSegment, segmentInputSchema } from '../../lib/segments'
-import { siteRefSchema } from '../../lib/sites'
+import { OPERATORS } from '../../lib/reports/dimensions'
+import { createSegment, deleteSegment, segmentInputSchema } from '../../lib/sites/segments'
+import { siteRefSchema } from '../../lib/sites/sites'
 import { defineEndpoint } from '../endpoint'
 import { uuidParam } from '../params'
 

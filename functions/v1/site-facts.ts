@@ -1,6 +1,6 @@
 import { z } from 'zod'
-import { siteFacts } from '../../lib/org'
-import { SOURCES, siteRefSchema } from '../../lib/sites'
+import { siteFacts } from '../../lib/accounts/org'
+import { SOURCES, siteRefSchema } from '../../lib/sites/sites'
 import { defineEndpoint } from '../endpoint'
 import { billingPeriodSchema, noticeSchema, subscriptionSchema } from './org'
 

@@ -1,14 +1,14 @@
 import { z } from 'zod'
 import { ApiError } from '../../lib/errors'
-import { deleteSiteData } from '../../lib/olap/site-data'
-import { assertEngineKnowsTimezone } from '../../lib/olap/timezones'
-import { siteStats } from '../../lib/query/reports'
-import { applySitePatch, newSite, siteRefSchema, siteCreateSchema, sitePatchSchema, siteView, siteViewSchema } from '../../lib/sites'
-import { assertSubdomainOf, attachCustomDomain, detachCustomDomain } from '../../lib/custom-domain'
+import { deleteSiteData } from '../../lib/storage/clickhouse/site-data'
+import { assertEngineKnowsTimezone } from '../../lib/storage/clickhouse/timezones'
+import { siteStats } from '../../lib/reports/query/reports'
+import { applySitePatch, newSite, siteRefSchema, siteCreateSchema, sitePatchSchema, siteView, siteViewSchema } from '../../lib/sites/sites'
+import { assertSubdomainOf, attachCustomDomain, detachCustomDomain } from '../../lib/sites/custom-domain'
 import { forgetCrawls, queueFirstCrawl } from '../../lib/crawl/crawl'
 import { defineEndpoint } from '../endpoint'
 import { flagParam, rangeParam } from '../params'
-import { rangeViewSchema, totalsSchema } from './answers'
+import { rangeViewSchema, totalsSchema } from './report-schemas'
 
 const siteStatsSchema = totalsSchema.extend({
   range: rangeViewSchema,

@@ -1,9 +1,9 @@
 import { z } from 'zod'
-import { CONTRIBUTORS, FORM_FACTORS, VITAL_NAMES, VITAL_PERCENTILES, VITAL_TABLES } from '../../lib/query/compile/vitals'
-import { reportParams } from '../../lib/query/parse'
-import { vitalsWithFieldData } from '../../lib/query/vitals'
+import { CONTRIBUTORS, FORM_FACTORS, VITAL_NAMES, VITAL_PERCENTILES, VITAL_TABLES } from '../../lib/reports/query/compile/vitals'
+import { reportParams } from '../../lib/reports/query/parse'
+import { vitalsWithFieldData } from '../../lib/reports/query/vitals'
 import { defineEndpoint } from '../endpoint'
-import { rangeViewSchema } from './answers'
+import { rangeViewSchema } from './report-schemas'
 
 const count = z.number().int().nonnegative()
 const share = z.number().min(0).max(1)

@@ -1,7 +1,7 @@
-import type { Olap } from '../olap/types'
-import { clickhouseTime } from '../olap/time'
-import { type Fragment, bind, raw, sql } from '../query/compile/sql'
-import { execute } from '../query/run'
+import type { Olap } from '../storage/clickhouse/types'
+import { clickhouseTime } from '../storage/clickhouse/time'
+import { type Fragment, bind, raw, sql } from '../reports/query/compile/sql'
+import { execute } from '../reports/query/run'
 import type { ChangeCategory, ChangeType, DetectedChange } from './detect'
 
 /**

@@ -1,7 +1,7 @@
-import type { Site } from '../sites'
+import type { Site } from '../sites/sites'
 
 /**
- * How the crawler behaves in a home: each home builds one (lib/home, tests, the benchmark). A
+ * How the crawler behaves in a home: each home builds one (lib/runtime, tests, the benchmark). A
  * home without one has no crawler: pings answer 503 and nothing is crawled.
  */
 export interface CrawlerConfig {

@@ -1,8 +1,8 @@
 import { ApiError } from '../errors'
 import { pathMatches } from '../ingest/enrich'
-import type { ApiKeyRecord } from '../keys'
+import type { ApiKeyRecord } from '../accounts/keys'
 import type { Services } from '../services'
-import type { Site } from '../sites'
+import type { Site } from '../sites/sites'
 import { CrawlQueue } from './queue'
 
 /** How long a deploy hook should wait before pinging again when the crawler cannot take a ping. */

@@ -1,4 +1,4 @@
-import type { Store } from '../store'
+import type { Store } from '../storage/store'
 
 /**
  * The crawl queue and each site's crawl bookkeeping, in the key/value store so that they survive a

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import type { Site } from '../sites'
+import type { Site } from '../sites/sites'
 import { type DnsResolver, botVerifier, classifyBot } from './bots'
 import { type BotRow, botRow } from './rows'
 

@@ -1,5 +1,5 @@
-import { nodeCrypto, randomString } from '../keys'
-import type { Store } from '../store'
+import { nodeCrypto, randomString } from '../accounts/keys'
+import type { Store } from '../storage/store'
 import type { AcceptedHit } from './screening'
 
 /** A hit with its visitor: a hash of the site's daily salt, the site, the address and the user agent. */

@@ -1,4 +1,4 @@
-import type { Site } from '../sites'
+import type { Site } from '../sites/sites'
 import type { Geo } from './geo'
 import type { Hit } from './hit'
 

@@ -1,8 +1,8 @@
 import { closeSync, fdatasync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
-import { notYetStored } from '../olap/stored-rows'
-import type { Olap } from '../olap/types'
-import type { Store } from '../store'
+import { notYetStored } from '../storage/clickhouse/stored-rows'
+import type { Olap } from '../storage/clickhouse/types'
+import type { Store } from '../storage/store'
 import { EVENTS_INPUT, type IngestBatch, type SiteUsage, type WriteAheadLog, addUsage, mergeUsage } from './sink'
 
 /**
@@ -15,7 +15,7 @@ import { EVENTS_INPUT, type IngestBatch, type SiteUsage, type WriteAheadLog, add
  * one line and one fdatasync, when it ends; each is acknowledged only after its own sync.
  *
  * A segment is `<n>.log`, one JSON line per sync. A replay stores only the event and bot rows the
- * engine does not hold yet (lib/olap/stored-rows.ts), so a crash between two steps of a flush
+ * engine does not hold yet (lib/storage/clickhouse/stored-rows.ts), so a crash between two steps of a flush
  * stores no row twice. Usage counters are added last and cannot be checked that way: a crash in
  * the moment between adding them and deleting the segment counts that flush's usage twice (never
  * less than once). A torn last line is a sync that never returned: never acknowledged.

@@ -1,5 +1,5 @@
-import type { SiteDirectory } from '../site-directory'
-import type { Store } from '../store'
+import type { SiteDirectory } from '../sites/site-directory'
+import type { Store } from '../storage/store'
 import { Coalescer } from './batching'
 import { type Geo, type GeoLookup, cachedGeoLookup } from './geo'
 import { DailySalts, identify } from './identity'

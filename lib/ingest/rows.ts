@@ -1,4 +1,4 @@
-import { clickhouseTime } from '../olap/time'
+import { clickhouseTime } from '../storage/clickhouse/time'
 import type { BotInfo } from './bots'
 import { channelFor, classifyReferrer, parseUserAgent, screenClass, utmFrom } from './enrich'
 import type { Geo } from './geo'

@@ -1,5 +1,5 @@
 import ipaddr from 'ipaddr.js'
-import type { Site } from '../sites'
+import type { Site } from '../sites/sites'
 import { type BotInfo, classifyBot } from './bots'
 import { linkKind, pathMatches } from './enrich'
 import { type EventKind, kindOfName } from './hit'

@@ -1,5 +1,5 @@
-import type { Olap } from '../olap/types'
-import type { Store } from '../store'
+import type { Olap } from '../storage/clickhouse/types'
+import type { Store } from '../storage/store'
 import type { BotRow, EventRow } from './rows'
 
 /** Where event rows are inserted: a Null table whose view fills `events` (clickhouse/0004_events_input.sql). */

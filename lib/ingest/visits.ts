@@ -1,5 +1,5 @@
-import { clickhouseTime } from '../olap/time'
-import type { Store } from '../store'
+import { clickhouseTime } from '../storage/clickhouse/time'
+import type { Store } from '../storage/store'
 import type { IdentifiedHit } from './identity'
 
 /** A visit is a run of one visitor's events with no gap longer than this. */

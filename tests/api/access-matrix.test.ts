@@ -1,9 +1,9 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { endpoints } from '../../functions/registry'
-import { createApiKey } from '../../lib/admin'
+import { createApiKey } from '../../lib/accounts/admin'
 import { importHits } from '../../lib/ingest/import'
-import { acceptInvitation, addOwner } from '../../lib/members'
-import { memoryRateLimiter } from '../../lib/ratelimit'
+import { acceptInvitation, addOwner } from '../../lib/accounts/members'
+import { memoryRateLimiter } from '../../lib/accounts/ratelimit'
 import { client, seed, testServices } from '../helpers'
 
 /**

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest'
-import { guardedFetch } from '../../lib/outbound'
+import { guardedFetch } from '../../lib/network/guarded-fetch'
 import { client, seed, testServices } from '../helpers'
 
 describe('alert settings', () => {

@@ -40,7 +40,7 @@ describe.each(kinds)('annotations (%s key/value store)', (kind) => {
   })
 
   it('lists at most 500', async () => {
-    const { createAnnotation } = await import('../../lib/annotations')
+    const { createAnnotation } = await import('../../lib/sites/annotations')
     const site = await services.store.getSite(fx.b.site.id)
     for (let i = 0; i < 505; i++) await createAnnotation(services.store, site!, { title: `n${i}`, kind: 'note', at: new Date(Date.UTC(2025, 0, 1, 0, i)).toISOString() }, now)
     const res = await list(`siteId=${fx.b.site.id}`, fx.b.read.key)

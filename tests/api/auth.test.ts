@@ -93,7 +93,7 @@ describe.each(kinds)('auth matrix (%s key/value store)', (kind) => {
 
   it('a site-bound key reaches only its site and cannot add or delete sites', async () => {
     const now = services.now()
-    const { newSite } = await import('../../lib/sites')
+    const { newSite } = await import('../../lib/sites/sites')
     const other = newSite({ domain: `other-${crypto.randomUUID().slice(0, 6)}.example.com` }, fx.a.org.id, now)
     await services.store.createSite(other)
     expect((await call('GET', `/api/v1/sites/${other.id}`, { key: fx.ingest.key })).status).toBe(404)
@@ -106,7 +106,7 @@ describe.each(kinds)('auth matrix (%s key/value store)', (kind) => {
   })
 
   it('a revoked key is 401 at once, and the listing shows it revoked with no secret', async () => {
-    const { createApiKey } = await import('../../lib/admin')
+    const { createApiKey } = await import('../../lib/accounts/admin')
     const doomed = await createApiKey(services.store, { orgId: fx.a.org.id, name: 'doomed', scope: 'read' }, services.now())
     expect((await call('GET', '/api/v1/me', { key: doomed.key })).status).toBe(200)
     const revoke = await call('DELETE', `/api/v1/org/api-keys?id=${doomed.id}`, { key: fx.a.write.key })

@@ -1,13 +1,13 @@
 import { type Server, createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createApiKey, createOrg } from '../../lib/admin'
+import { createApiKey, createOrg } from '../../lib/accounts/admin'
 import { type CrawlerConfig, DEFAULT_USER_AGENT } from '../../lib/crawl/config'
 import { pageSnapshots, siteChanges } from '../../lib/crawl/changes'
 import { runCrawls } from '../../lib/crawl/crawl'
 import { CrawlQueue } from '../../lib/crawl/queue'
 import { importHits } from '../../lib/ingest/import'
-import { guardedFetch } from '../../lib/outbound'
+import { guardedFetch } from '../../lib/network/guarded-fetch'
 import { checkedApp, client, REDIS_URL, testServices } from '../helpers'
 
 /**

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import type { DnsResolver } from '../../lib/ingest/bots'
-import { newSite } from '../../lib/sites'
+import { newSite } from '../../lib/sites/sites'
 import { client, seed, testServices } from '../helpers'
 
 /** A local fake of DNS: CNAME and address records by name; a name in `failing` makes the resolver fail. */

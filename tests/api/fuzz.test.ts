@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { isJsonAnswer } from '../../functions/endpoint'
 import { endpoints } from '../../functions/registry'
 import { importHits } from '../../lib/ingest/import'
-import { memoryRateLimiter } from '../../lib/ratelimit'
+import { memoryRateLimiter } from '../../lib/accounts/ratelimit'
 import { checkedApp, seed, testServices } from '../helpers'
 
 /**

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest'
-import { createApiKey } from '../../lib/admin'
+import { createApiKey } from '../../lib/accounts/admin'
 import { importHits } from '../../lib/ingest/import'
 import { client, seed, testServices } from '../helpers'
 

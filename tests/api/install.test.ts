@@ -2,7 +2,7 @@ import { type Server, createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { importHits } from '../../lib/ingest/import'
-import { type Site, newSite, siteView } from '../../lib/sites'
+import { type Site, newSite, siteView } from '../../lib/sites/sites'
 import { client, seed, testServices } from '../helpers'
 
 interface FixturePage {

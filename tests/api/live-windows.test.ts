@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { importHits } from '../../lib/ingest/import'
-import { resolveRange } from '../../lib/query/range'
-import { compileRead } from '../../lib/query/run'
+import { resolveRange } from '../../lib/reports/query/range'
+import { compileRead } from '../../lib/reports/query/run'
 import { client, getOk, orgWithSites, testServices } from '../helpers'
 import { UAS } from './report-reference'
 

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest'
-import { createOrg } from '../../lib/admin'
-import type { MailMessage } from '../../lib/delivery/mail'
-import { acceptInvitation, addOwner } from '../../lib/members'
+import { createOrg } from '../../lib/accounts/admin'
+import type { MailMessage } from '../../lib/network/mail'
+import { acceptInvitation, addOwner } from '../../lib/accounts/members'
 import { client, seed, testServices } from '../helpers'
 
 describe('team members', () => {

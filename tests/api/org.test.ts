@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { importHits } from '../../lib/ingest/import'
-import { PLANS } from '../../lib/plans'
+import { PLANS } from '../../lib/accounts/plans'
 import { REDIS_URL, client, seed, testServices } from '../helpers'
 
 const kinds = REDIS_URL ? (['embedded', 'redis'] as const) : (['embedded'] as const)

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { importHits } from '../../lib/ingest/import'
-import { resolveRange } from '../../lib/query/range'
-import { compileRead, rolledDays, runRead } from '../../lib/query/run'
-import { refreshRollups } from '../../lib/rollup/refresh'
+import { resolveRange } from '../../lib/reports/query/range'
+import { compileRead, rolledDays, runRead } from '../../lib/reports/query/run'
+import { refreshRollups } from '../../lib/reports/rollup/refresh'
 import { client, getOk, orgWithSites, testServices } from '../helpers'
 import { ROLLED_BREAKDOWNS, NOW, UAS, expectedBreakdown, expectedTotals, fixture, type RawHit, type Ref } from './report-reference'
 

@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest'
-import { createApiKey, createOrg } from '../../lib/admin'
+import { createApiKey, createOrg } from '../../lib/accounts/admin'
 import { importHits } from '../../lib/ingest/import'
-import { DISTINCT_WINDOWS_PER_MINUTE } from '../../lib/public-live'
-import { newSite } from '../../lib/sites'
+import { DISTINCT_WINDOWS_PER_MINUTE } from '../../lib/sites/public-live'
+import { newSite } from '../../lib/sites/sites'
 import { checkedApp, client, testServices } from '../helpers'
 
 const NOW = new Date('2026-11-22T15:00:00Z')

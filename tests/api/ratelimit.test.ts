@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { redisRateLimiter } from '../../lib/ratelimit'
+import { redisRateLimiter } from '../../lib/accounts/ratelimit'
 import { REDIS_URL, client, seed, testServices } from '../helpers'
 
 describe('per-key rate limits through the app', () => {

@@ -5,10 +5,10 @@ import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { SMTPServer } from 'smtp-server'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { nodeMailer } from '../../lib/delivery/mail-node'
-import { deliverReports, duePeriods } from '../../lib/delivery/reports'
+import { nodeMailer } from '../../lib/network/mail-node'
+import { deliverReports, duePeriods } from '../../lib/jobs/report-delivery'
 import { importHits } from '../../lib/ingest/import'
-import { type Site, newSite } from '../../lib/sites'
+import { type Site, newSite } from '../../lib/sites/sites'
 import { seed, tempDir, testServices } from '../helpers'
 
 /** Monday 23 November 2026, 10:00 in Berlin: the week of 16 to 22 November is due. */

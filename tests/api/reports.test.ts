@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest'
-import { createApiKey, createOrg } from '../../lib/admin'
+import { createApiKey, createOrg } from '../../lib/accounts/admin'
 import { importHits } from '../../lib/ingest/import'
-import { newSite } from '../../lib/sites'
+import { newSite } from '../../lib/sites/sites'
 import { client, getOk, testServices } from '../helpers'
 import { NOW, UAS, localDate, fixture, expectedTotals, expectedBreakdown, round, type RefEvent, type RefVisit, type Ref } from './report-reference'
 

@@ -1,9 +1,9 @@
 import { Temporal } from 'temporal-polyfill'
 import { describe, expect, it } from 'vitest'
 import { importHits } from '../../lib/ingest/import'
-import { resolveRange } from '../../lib/query/range'
-import { rolledDays, runRead } from '../../lib/query/run'
-import { refreshRollups } from '../../lib/rollup/refresh'
+import { resolveRange } from '../../lib/reports/query/range'
+import { rolledDays, runRead } from '../../lib/reports/query/run'
+import { refreshRollups } from '../../lib/reports/rollup/refresh'
 import { client, getOk, orgWithSites, testServices } from '../helpers'
 import { ROLLED_BREAKDOWNS, NOW, UAS, localDate, fixture, expectedTotals, expectedBreakdown, type Ref } from './report-reference'
 

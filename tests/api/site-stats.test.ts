@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { importHits } from '../../lib/ingest/import'
-import { firstEventAt, lastEventBySite, siteActivity } from '../../lib/query/site-events'
-import { refreshRollups } from '../../lib/rollup/refresh'
+import { firstEventAt, lastEventBySite, siteActivity } from '../../lib/reports/query/site-events'
+import { refreshRollups } from '../../lib/reports/rollup/refresh'
 import { client, orgWithSites, testServices } from '../helpers'
 import { NOW, UAS } from './report-reference'
 

@@ -1,10 +1,10 @@
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../functions/app'
-import { createApiKey, createOrg } from '../../lib/admin'
+import { createApiKey, createOrg } from '../../lib/accounts/admin'
 import { importHits } from '../../lib/ingest/import'
 import type { Services } from '../../lib/services'
-import { type Site, newSite } from '../../lib/sites'
+import { type Site, newSite } from '../../lib/sites/sites'
 import { REDIS_URL, client, testServices } from '../helpers'
 import { NOW, UAS } from './report-reference'
 

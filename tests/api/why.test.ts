@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest'
-import { createApiKey, createOrg } from '../../lib/admin'
+import { createApiKey, createOrg } from '../../lib/accounts/admin'
 import { importHits } from '../../lib/ingest/import'
-import { ROLLUP_ALL_DAYS, refreshRollups } from '../../lib/rollup/refresh'
-import { newSite } from '../../lib/sites'
+import { ROLLUP_ALL_DAYS, refreshRollups } from '../../lib/reports/rollup/refresh'
+import { newSite } from '../../lib/sites/sites'
 import { client, getOk, testServices } from '../helpers'
 import {
   type FixtureHit, GOOGLE, localDay, HN, NOW, TZ, dailyVisits, flatHits, importLines, median, plantedHits, referenceDecay, referenceMovers, referenceSpikeHours,

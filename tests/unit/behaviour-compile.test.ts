@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest'
-import { clickGroupsSql, clickSummarySql } from '../../lib/query/compile/clicks'
-import { errorBreakdownSql, errorGroupsSql, errorSummarySql, recentErrorsSql } from '../../lib/query/compile/errors'
-import { propertyKeyCountsSql, propertyValuesSql } from '../../lib/query/compile/properties'
-import { render } from '../../lib/query/compile/sql'
-import type { Query } from '../../lib/query/model'
-import { resolveRange } from '../../lib/query/range'
+import { clickGroupsSql, clickSummarySql } from '../../lib/reports/query/compile/clicks'
+import { errorBreakdownSql, errorGroupsSql, errorSummarySql, recentErrorsSql } from '../../lib/reports/query/compile/errors'
+import { propertyKeyCountsSql, propertyValuesSql } from '../../lib/reports/query/compile/properties'
+import { render } from '../../lib/reports/query/compile/sql'
+import type { Query } from '../../lib/reports/query/model'
+import { resolveRange } from '../../lib/reports/query/range'
 
 const SITE = '00000000-0000-4000-8000-000000000001'
 const week = resolveRange({ range: '7d' }, 'Europe/Berlin', new Date('2026-11-22T12:00:00Z'))

@@ -1,11 +1,11 @@
 import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { EmbeddedRedis } from '../../lib/kv/embedded'
+import { EmbeddedRedis } from '../../lib/storage/kv/embedded'
 import { tempDir } from '../helpers'
 
 const writer = `
-import { EmbeddedRedis } from ${JSON.stringify(join(process.cwd(), 'lib/kv/embedded.ts'))}
+import { EmbeddedRedis } from ${JSON.stringify(join(process.cwd(), 'lib/storage/kv/embedded.ts'))}
 const kv = new EmbeddedRedis({ dir: process.env.KV_DIR })
 for (let i = 0; ; i++) {
   await kv.exec(['SET', 'k' + i, 'v' + i])
@@ -91,7 +91,7 @@ describe('embedded store files', () => {
 
   it('the Node home creates its data folder and everything in it for the owner only', async () => {
     const { readdirSync, statSync } = await import('node:fs')
-    const { openNodeStores } = await import('../../lib/home/node')
+    const { openNodeStores } = await import('../../lib/runtime/node')
     const dir = join(tempDir('home-modes'), 'data')
     // the embedded engine allows one per process: only the key/value side is opened here, with ClickHouse over HTTP named but unused
     const stores = await openNodeStores({ DATA_DIR: dir, CLICKHOUSE_URL: 'http://127.0.0.1:1' })

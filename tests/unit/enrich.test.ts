@@ -5,8 +5,8 @@ import { classifyBot, verifyBot } from '../../lib/ingest/bots'
 import { dohResolver, reverseName } from '../../lib/ingest/dns'
 import { channelFor, classifyReferrer, linkKind, parseUserAgent, pathMatches, screenClass, utmFrom } from '../../lib/ingest/enrich'
 import { hash64, hash64Many, localDay } from '../../lib/ingest/identity'
-import { clickhouseTime } from '../../lib/olap/time'
-import { guardedFetch } from '../../lib/outbound'
+import { clickhouseTime } from '../../lib/storage/clickhouse/time'
+import { guardedFetch } from '../../lib/network/guarded-fetch'
 
 const utm = (query: string) => utmFrom(new URL(`https://site.test/?${query}`))
 const channel = (referrer: string | null, query = '') => channelFor(classifyReferrer(referrer, 'site.test'), utm(query))

@@ -2,13 +2,13 @@ import type { AddressInfo } from 'node:net'
 import { serve } from '@hono/node-server'
 import { Redis } from '@upstash/redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createApiKey, createOrg } from '../../lib/admin'
-import { EmbeddedRedis } from '../../lib/kv/embedded'
-import { type RawRedis, rawRequester } from '../../lib/kv/raw'
+import { createApiKey, createOrg } from '../../lib/accounts/admin'
+import { EmbeddedRedis } from '../../lib/storage/kv/embedded'
+import { type RawRedis, rawRequester } from '../../lib/storage/kv/raw'
 import { localEndpointsApp } from '../../functions/local-endpoints'
-import { newSite } from '../../lib/sites'
+import { newSite } from '../../lib/sites/sites'
 import { NATIVE_SCRIPTS, assignRuns } from '../../lib/ingest/visits'
-import { Store } from '../../lib/store'
+import { Store } from '../../lib/storage/store'
 import { REDIS_URL, rawRedis } from '../helpers'
 
 type Backend = { name: string; open(): Promise<{ raw?: RawRedis; redis: Redis; close(): Promise<void> }> }
@@ -129,7 +129,7 @@ describe.each(backends)('key/value contract: $name', (backend) => {
 
     const key = await createApiKey(store, { orgId: org.id, name: 'k', scope: 'write', siteId: site.snippetId }, now)
     expect(key.siteId).toBe(site.id)
-    const { sha256Hex } = await import('../../lib/keys')
+    const { sha256Hex } = await import('../../lib/accounts/keys')
     expect(await store.getApiKeyByHash(await sha256Hex(key.key))).toMatchObject({ id: key.id, scope: 'write', siteId: site.id })
     await store.touchApiKey(org.id, key.id, '2026-11-02T00:00:00.000Z')
     expect(await store.listApiKeys(org.id)).toEqual([expect.objectContaining({ id: key.id, lastUsedAt: '2026-11-02T00:00:00.000Z', revokedAt: null })])
@@ -204,7 +204,7 @@ describe.each(backends)('key/value contract: $name', (backend) => {
   })
 
   it('carries @upstash/ratelimit: the 61st ping-class request in a window is refused', async () => {
-    const { redisRateLimiter } = await import('../../lib/ratelimit')
+    const { redisRateLimiter } = await import('../../lib/accounts/ratelimit')
     const limiter = redisRateLimiter(redis)
     const id = `${ns}ratelimit`
     // a sliding window weighs in the previous minute: start just after a boundary so it is empty

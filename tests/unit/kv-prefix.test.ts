@@ -1,10 +1,10 @@
 import { Redis } from '@upstash/redis'
 import { describe, expect, it } from 'vitest'
-import { prefixCommand, prefixedUpstash } from '../../lib/kv/prefix'
-import { rawRequester } from '../../lib/kv/raw'
-import { EmbeddedRedis } from '../../lib/kv/embedded'
-import { runUpstashRequest } from '../../lib/kv/raw'
-import { TcpRedis } from '../../lib/kv/tcp'
+import { prefixCommand, prefixedUpstash } from '../../lib/storage/kv/prefix'
+import { rawRequester } from '../../lib/storage/kv/raw'
+import { EmbeddedRedis } from '../../lib/storage/kv/embedded'
+import { runUpstashRequest } from '../../lib/storage/kv/raw'
+import { TcpRedis } from '../../lib/storage/kv/tcp'
 import { REDIS_URL, rawRedis } from '../helpers'
 
 describe('REDIS_PREFIX', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { migrate, parseMigrationFile, renderMigration } from '../../lib/olap/migrate'
-import { loadMigrations } from '../../lib/olap/migrations-node'
+import { migrate, parseMigrationFile, renderMigration } from '../../lib/storage/clickhouse/migrate'
+import { loadMigrations } from '../../lib/storage/clickhouse/migrations-node'
 import { testOlap } from '../helpers'
 
 describe('ClickHouse migrations', () => {

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { CLICKHOUSE_SETTINGS } from '../../lib/olap/client'
+import { CLICKHOUSE_SETTINGS } from '../../lib/storage/clickhouse/client'
 import { tempDir } from '../helpers'
 
 /**
@@ -9,7 +9,7 @@ import { tempDir } from '../helpers'
  * zone, which by default is the machine's. On a laptop in Berlin, every window was an hour off.
  */
 const probe = `
-import { ChdbOlap } from ${JSON.stringify(join(process.cwd(), 'lib/olap/chdb.ts'))}
+import { ChdbOlap } from ${JSON.stringify(join(process.cwd(), 'lib/storage/clickhouse/chdb.ts'))}
 const olap = new ChdbOlap(process.env.OLAP_DIR)
 const [row] = await olap.query(
   "SELECT toUnixTimestamp64Milli({t:DateTime64(3)}) AS ms, toDateTime64('2026-01-01 00:10:00', 3, 'UTC') >= {t:DateTime64(3)} AS later",

@@ -1,8 +1,8 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { guardedFetch, isPrivateAddress } from '../../lib/outbound'
-import { pinnedNodeFetch } from '../../lib/outbound-node'
+import { guardedFetch, isPrivateAddress } from '../../lib/network/guarded-fetch'
+import { pinnedNodeFetch } from '../../lib/network/guarded-fetch-node'
 
 describe('guarded outbound fetch', () => {
   let base = ''

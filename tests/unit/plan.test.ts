@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import type { Query, Read, RolledDays } from '../../lib/query/model'
-import { parseFilters } from '../../lib/query/parse'
-import { mayUseRollup, plan } from '../../lib/query/plan'
-import { resolveRange } from '../../lib/query/range'
+import type { Query, Read, RolledDays } from '../../lib/reports/query/model'
+import { parseFilters } from '../../lib/reports/query/parse'
+import { mayUseRollup, plan } from '../../lib/reports/query/plan'
+import { resolveRange } from '../../lib/reports/query/range'
 
 const now = new Date('2026-03-08T12:00:00Z')
 const rolled: RolledDays = { days: ['2026-03-03'], events: ['10'], sums: ['7'] }

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import type { Compiled } from '../../lib/query/compile/sql'
-import type { Query } from '../../lib/query/model'
-import { parseFilters } from '../../lib/query/parse'
-import { buckets, previousWindow, rangeView, resolveRange } from '../../lib/query/range'
-import { compileRead } from '../../lib/query/run'
+import type { Compiled } from '../../lib/reports/query/compile/sql'
+import type { Query } from '../../lib/reports/query/model'
+import { parseFilters } from '../../lib/reports/query/parse'
+import { buckets, previousWindow, rangeView, resolveRange } from '../../lib/reports/query/range'
+import { compileRead } from '../../lib/reports/query/run'
 
 const now = new Date('2026-03-08T12:00:00Z') // New York springs forward at 07:00 UTC this day
 const query = (filters = '[]'): Query => ({

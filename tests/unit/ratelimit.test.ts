@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { memoryRateLimiter, retryAfterMs } from '../../lib/ratelimit'
+import { memoryRateLimiter, retryAfterMs } from '../../lib/accounts/ratelimit'
 
 describe('in-process sliding-window limiter', () => {
   it('admits 600 requests a minute per key and refuses the 601st', async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import type { Olap } from '../../lib/olap/types'
-import { refreshRollups } from '../../lib/rollup/refresh'
-import type { Store } from '../../lib/store'
+import type { Olap } from '../../lib/storage/clickhouse/types'
+import { refreshRollups } from '../../lib/reports/rollup/refresh'
+import type { Store } from '../../lib/storage/store'
 
 describe('the daily rollup refresh', () => {
   it('goes site by site: a site that fails is logged with its id and the others are still built', async () => {

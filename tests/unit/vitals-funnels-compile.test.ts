@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest'
-import { funnelLevelsSql } from '../../lib/query/compile/funnels'
-import { render } from '../../lib/query/compile/sql'
-import { contributorsSql, vitalsSql } from '../../lib/query/compile/vitals'
-import type { Query } from '../../lib/query/model'
-import { resolveRange } from '../../lib/query/range'
-import { experienceScore } from '../../lib/query/vitals'
+import { funnelLevelsSql } from '../../lib/reports/query/compile/funnels'
+import { render } from '../../lib/reports/query/compile/sql'
+import { contributorsSql, vitalsSql } from '../../lib/reports/query/compile/vitals'
+import type { Query } from '../../lib/reports/query/model'
+import { resolveRange } from '../../lib/reports/query/range'
+import { experienceScore } from '../../lib/reports/query/vitals'
 
 const SITE = '00000000-0000-4000-8000-000000000001'
 const week = resolveRange({ range: '7d' }, 'Europe/Berlin', new Date('2026-11-22T12:00:00Z'))

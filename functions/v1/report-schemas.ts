@@ -1,0 +1,42 @@
+import { z } from 'zod'
+import { SOURCES } from '../../lib/sites/sites'
+
+/** Pieces of the answers of the report endpoints, shared by their declarations. */
+
+export const sourceSchema = z.enum(SOURCES).describe('The source read')
+
+export const rangeViewSchema = z.object({
+  name: z.string(),
+  from: z.string().describe('Start, ISO 8601 with the site offset'),
+  to: z.string().describe('Exclusive end, ISO 8601 with the site offset'),
+  interval: z.enum(['minute', 'hour', 'day', 'month']),
+  timezone: z.string(),
+})
+
+const count = z.number().int().nonnegative()
+
+export const totalsSchema = z.object({
+  visitors: count,
+  visits: count,
+  pageviews: count,
+  bounceRate: z.number().describe('Fraction from 0 to 1'),
+  avgDuration: z.number().describe('Seconds'),
+  viewsPerVisit: z.number(),
+  events: count.describe('Custom events'),
+})
+
+export const seriesSchema = z.array(z.object({ timestamp: z.string().describe("The bucket's start, ISO 8601 with the site offset"), visitors: count, visits: count, pageviews: count }))
+
+/** A breakdown row; goal rows carry conversions instead of visits and pageviews, and engagement only where the dimension has it. */
+export const breakdownRowSchema = z.object({
+  value: z.string(),
+  visitors: count,
+  visits: count.optional(),
+  pageviews: count.optional(),
+  events: count,
+  bounceRate: z.number().optional().describe('Fraction from 0 to 1; visit-engagement dimensions only'),
+  avgDuration: z.number().optional().describe('Seconds; visit-engagement dimensions only'),
+  conversions: count.optional().describe('Goal rows: completions'),
+  conversionRate: z.number().optional().describe('Goal rows: converters over all visitors, 0 to 1'),
+  revenue: z.object({ amount: z.number(), currency: z.string() }).optional().describe('Goal rows of goals with a currency'),
+})

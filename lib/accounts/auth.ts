@@ -1,0 +1,52 @@
+import { ApiError } from '../errors'
+import { type ApiKeyRecord, type Scope, sha256Hex } from './keys'
+import type { SiteDirectory } from '../sites/site-directory'
+import type { Site } from '../sites/sites'
+
+export type Credential = { secret: string; via: 'header' | 'query' }
+
+/** `Authorization: Bearer`, `x-api-key`, or `?key=` (docs/api.md, Authentication and scopes). */
+export function readCredential(request: Request): Credential | null {
+  const authorization = request.headers.get('authorization')
+  if (authorization) {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization)
+    if (!match) throw new ApiError(401, 'Authorization header must be "Bearer <API_KEY>"')
+    return { secret: match[1], via: 'header' }
+  }
+  const header = request.headers.get('x-api-key')
+  if (header) return { secret: header.trim(), via: 'header' }
+  const query = new URL(request.url).searchParams.get('key')
+  if (query) return { secret: query, via: 'query' }
+  return null
+}
+
+/** The credential's hash, the only form in which keys are stored and rate-limited. 401 when there is none. */
+export async function credentialHash(request: Request): Promise<{ credential: Credential; hash: string }> {
+  const credential = readCredential(request)
+  if (!credential) throw new ApiError(401, 'missing API key: send Authorization: Bearer <API_KEY>')
+  return { credential, hash: await sha256Hex(credential.secret) }
+}
+
+/** Checks the key found for a credential: 401 when missing or invalid, 403 when its scope is too small. */
+export function authorize(key: ApiKeyRecord | null, credential: Credential, needed: Scope): ApiKeyRecord {
+  if (!key) throw new ApiError(401, 'invalid API key')
+  if (credential.via === 'query' && !(key.scope === 'write' && key.siteId)) {
+    // URLs get logged: only a write-only, site-bound ingest key may travel in one
+    throw new ApiError(401, 'the key query parameter is accepted only for site-bound ingest keys; send other keys in the Authorization header')
+  }
+  if (needed === 'write' && key.scope !== 'write') throw new ApiError(403, 'this endpoint needs a write-scoped key; this key is read-only')
+  return key
+}
+
+const SITE_NOT_FOUND = 'site not found'
+
+/**
+ * Looks a site up by UUID or snippet id, as the key may see it. Another organization's site,
+ * or one outside a site-bound key's site, is the same 404 as a site that does not exist.
+ * Lookups go through the site directory the home built over this store.
+ */
+export async function siteForKey(sites: SiteDirectory, key: ApiKeyRecord, idOrSnippet: string): Promise<Site> {
+  const site = await sites.findFresh(idOrSnippet)
+  if (!site || site.orgId !== key.orgId || (key.siteId && key.siteId !== site.id)) throw new ApiError(404, SITE_NOT_FOUND)
+  return site
+}

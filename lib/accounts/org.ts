@@ -1,0 +1,134 @@
+import { PLANS, type Plan, QUOTA_WARNING_SHARE, billableTotal } from './plans'
+import type { Olap } from '../storage/clickhouse/types'
+import { firstEventAt, lastEventBySite } from '../reports/query/site-events'
+import type { Site } from '../sites/sites'
+import type { Org, Store } from '../storage/store'
+
+/**
+ * The organization's account facts: plan, subscription, the billing period and its usage, and
+ * the notices that follow from them. Usage months are calendar months in UTC, as the collector
+ * counts them (by each event's own timestamp).
+ */
+
+export interface Notice {
+  level: 'info' | 'warning'
+  code: 'quota_exceeded' | 'quota_near' | 'trial_ending' | 'payment_past_due' | 'subscription_canceled' | 'sites_over_limit'
+  message: string
+}
+
+const DAY_MS = 86_400_000
+const TRIAL_ENDING_DAYS = 7
+
+/** The billing period holding `now`: its month, its first instant, and the first instant of the next (excluded). */
+export function billingPeriod(now: Date) {
+  const from = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1))
+  const to = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1))
+  return { month: from.toISOString().slice(0, 7), from: from.toISOString(), to: to.toISOString() }
+}
+
+export function subscriptionOf(org: Org, now: Date) {
+  const trialEnd = org.trialEndsAt ? Date.parse(org.trialEndsAt) : null
+  const trialing = trialEnd !== null && trialEnd > now.getTime()
+  const status = trialing ? 'trialing' : (org.subscriptionStatus ?? (org.plan === 'free' ? 'free' : 'active'))
+  return {
+    status: status as 'free' | 'trialing' | 'active' | 'past_due' | 'canceled',
+    trialEndsAt: org.trialEndsAt ?? null,
+    trialDaysLeft: trialing ? Math.ceil((trialEnd - now.getTime()) / DAY_MS) : null,
+  }
+}
+
+/** Team size: the members, the owner included (at least the owner, for an organization made before owners were recorded). */
+const teamSize = async (store: Store, orgId: string) => Math.max(1, (await store.listTeam(orgId)).members.length)
+
+function notices(plan: Plan, org: Org, billable: number, siteCount: number, now: Date): Notice[] {
+  const found: Notice[] = []
+  const quota = plan.limits.monthlyEvents
+  const quotaText = `the ${plan.name} plan's ${quota.toLocaleString('en-US')} events a month`
+  if (billable > quota) {
+    found.push({ level: 'warning', code: 'quota_exceeded', message: `${billable.toLocaleString('en-US')} billable events this month, over ${quotaText}. Collection continues and nothing is dropped; upgrade to stay within the plan.` })
+  } else if (billable >= quota * QUOTA_WARNING_SHARE) {
+    found.push({ level: 'info', code: 'quota_near', message: `${billable.toLocaleString('en-US')} billable events this month, ${Math.floor((billable / quota) * 100)}% of ${quotaText}.` })
+  }
+  const subscription = subscriptionOf(org, now)
+  if (subscription.trialDaysLeft !== null && subscription.trialDaysLeft <= TRIAL_ENDING_DAYS) {
+    found.push({ level: 'info', code: 'trial_ending', message: `The ${plan.name} trial ends in ${subscription.trialDaysLeft} day(s), on ${subscription.trialEndsAt}.` })
+  }
+  if (subscription.status === 'past_due') found.push({ level: 'warning', code: 'payment_past_due', message: 'The last payment failed; update the payment method in the account area.' })
+  if (subscription.status === 'canceled') found.push({ level: 'warning', code: 'subscription_canceled', message: 'The subscription is canceled; the organization is on the plan shown until the period ends.' })
+  if (siteCount > plan.limits.sites) {
+    found.push({ level: 'info', code: 'sites_over_limit', message: `${siteCount} sites, over the ${plan.name} plan's ${plan.limits.sites}. Every site keeps collecting.` })
+  }
+  return found
+}
+
+/** GET /org: the whole account picture. */
+export async function orgOverview(store: Store, orgId: string, now: Date) {
+  const period = billingPeriod(now)
+  const [org, sites, byKind, bySite, team] = await Promise.all([
+    store.getOrg(orgId),
+    store.listSites(orgId),
+    store.getUsage(orgId, period.month),
+    store.getUsageBySite(orgId, period.month),
+    teamSize(store, orgId),
+  ])
+  const account: Org = org ?? { id: orgId, name: '', plan: 'free', createdAt: now.toISOString() }
+  const plan = PLANS[account.plan]
+  const billable = billableTotal(byKind)
+  const domains = new Map(sites.map((s) => [s.id, s.domain]))
+  return {
+    id: account.id,
+    name: account.name,
+    plan: plan.name,
+    limits: plan.limits,
+    features: [...plan.features],
+    subscription: subscriptionOf(account, now),
+    billingPeriod: period,
+    usage: {
+      events: billable,
+      quota: plan.limits.monthlyEvents,
+      share: billable / plan.limits.monthlyEvents,
+      byKind,
+      bySite: Object.entries(bySite)
+        .map(([siteId, kinds]) => ({ siteId, domain: domains.get(siteId) ?? null, events: billableTotal(kinds), byKind: kinds }))
+        .sort((a, b) => b.events - a.events || a.siteId.localeCompare(b.siteId)),
+    },
+    sites: sites.length,
+    team: { size: team },
+    notices: notices(plan, account, billable, sites.length, now),
+  }
+}
+
+/** GET /site: one site's facts, its events this month, and the organization's billing and quota notices. */
+export async function siteFacts(deps: { olap: Olap; store: Store }, site: Site, now: Date) {
+  const period = billingPeriod(now)
+  const [org, sites, orgKinds, bySite, last, first] = await Promise.all([
+    deps.store.getOrg(site.orgId),
+    deps.store.listSites(site.orgId),
+    deps.store.getUsage(site.orgId, period.month),
+    deps.store.getUsageBySite(site.orgId, period.month),
+    lastEventBySite(deps.olap, [site.id]),
+    firstEventAt(deps.olap, site.id),
+  ])
+  const account: Org = org ?? { id: site.orgId, name: '', plan: 'free', createdAt: now.toISOString() }
+  const plan = PLANS[account.plan]
+  const kinds = bySite[site.id] ?? {}
+  const lastEventAt = last.get(site.id) ?? site.install.lastEventAt
+  return {
+    id: site.id,
+    snippetId: site.snippetId,
+    domain: site.domain,
+    timezone: site.timezone,
+    sources: site.sources,
+    primarySource: site.primarySource,
+    createdAt: site.createdAt,
+    install: {
+      installed: site.install.installed || lastEventAt !== null,
+      firstEventAt: first?.toISOString() ?? site.install.firstEventAt,
+      lastEventAt,
+      checkedAt: site.install.checkedAt,
+    },
+    eventsThisMonth: { month: period.month, events: billableTotal(kinds), byKind: kinds },
+    billing: { plan: plan.name, subscription: subscriptionOf(account, now), billingPeriod: period, organizationEvents: billableTotal(orgKinds), quota: plan.limits.monthlyEvents },
+    notices: notices(plan, account, billableTotal(orgKinds), sites.length, now),
+  }
+}

@@ -1,0 +1,117 @@
+import { type PartialDay, type Query, type RolledDays, TOTALS } from '../model'
+import { type ResolvedRange, chTime } from '../range'
+import { siteIs } from './scope'
+import { type Fragment, bind, empty, sql } from './sql'
+
+/**
+ * The daily rollup's rows and signatures. Per site, site-local day, property and value,
+ * `day_rollups` holds the finished numbers of a breakdown, plus the day's totals under the
+ * property ''. Each rolled day carries a signature of the events it was built from: the day's
+ * event count and session-id sum, from the quarter-hour counts of event_quarters. A read uses a
+ * day's rows only while the day's current signature still matches, so a late hit or an import
+ * into a rolled day sends that day back to events until the next refresh rebuilds it, and rows
+ * of another timezone or rollup version never match. Nothing is served stale.
+ */
+
+/** Bumped whenever what the daily rollup stores changes: rows of other versions are never read. */
+export const ROLLUP_VERSION = 3
+
+const version = () => bind('UInt16', ROLLUP_VERSION)
+
+/** 64-bit values travel as strings. */
+export const uint64s = (values: string[]) => sql`arrayMap(x -> toUInt64(x), ${bind('Array(String)', values)})`
+
+/** The stored rows of one property on the rolled days whose signature still matches. */
+export function rolledRows(siteId: string, timezone: string, property: string, rolled: RolledDays, columns: Fragment): Fragment {
+  return sql`SELECT ${columns}
+  FROM day_rollups FINAL
+  WHERE ${siteIs(siteId)} AND timezone = ${bind('String', timezone)} AND version = ${version()} AND property = ${bind('String', property)}
+    AND (day, day_events, day_sum) IN arrayZip(${bind('Array(Date)', rolled.days)}, ${uint64s(rolled.events)}, ${uint64s(rolled.sums)})`
+}
+
+/**
+ * The partial rollup's rows of one property: the day's visits begun before its cutoff, visitors as
+ * a uniqExact state (lib/reports/rollup/partial.ts).
+ */
+export function partialRows(siteId: string, timezone: string, property: string, partial: PartialDay, columns: Fragment): Fragment {
+  return sql`SELECT ${columns}
+  FROM partial_rollups FINAL
+  WHERE ${siteIs(siteId)} AND timezone = ${bind('String', timezone)} AND version = ${version()} AND property = ${bind('String', property)}
+    AND day = ${bind('Date', partial.day)} AND began_before = ${bind('DateTime64(3)', partial.before)}
+    AND part_events = ${bind('UInt64', partial.events)} AND part_sum = ${bind('UInt64', partial.sum)}`
+}
+
+/** Partial rollups are a cache that expires three hours after a build (migration 0011): reads use builds under two hours old. */
+const PARTIAL_FRESH_HOURS = 2
+
+type Window = Pick<ResolvedRange, 'from' | 'to' | 'timezone'>
+
+/** Each day's current signature, from the quarter-hour counts. */
+const signatures = (siteId: string, window: Window) => sql`
+SELECT toDate(quarter, ${bind('String', window.timezone)}) AS day, sum(events) AS n, sum(session_sum) AS s
+FROM event_quarters
+WHERE ${siteIs(siteId)} AND quarter >= ${bind('DateTime64(3)', chTime(window.from))} AND quarter < ${bind('DateTime64(3)', chTime(window.to))}
+GROUP BY day`
+
+/**
+ * The signatures the built days were built from; the totals row is written last, so its presence
+ * says every property of the day is built. A filtered read's days are marked by their own rows.
+ */
+const built = (siteId: string, window: Window, marker = '') => sql`(SELECT DISTINCT day, day_events AS n, day_sum AS s FROM day_rollups
+  WHERE ${siteIs(siteId)} AND timezone = ${bind('String', window.timezone)} AND version = ${version()} AND property = ${bind('String', marker)}
+    AND day >= ${bind('Date', window.from.toPlainDate().toString())} AND day < ${bind('Date', window.to.toPlainDate().toString())}) AS rolled`
+
+/**
+ * The newest partial rollup of the window's last day (its totals row, written last, marks it
+ * built), and the event counts of that day's visits per quarter hour of their start, which the
+ * caller sums up to its cutoff: its visits' current signature. Rows: rolled 2 (d, n, s and the
+ * cutoff b) and 3 (the quarter as d, n, s). Each table is read once.
+ */
+function latestPartial(siteId: string, window: Window): Fragment {
+  const lastDay = window.to.subtract({ days: 1 }).startOfDay()
+  return sql`SELECT 2, toString(day), part_events, part_sum, toString(began_before) FROM (
+    SELECT day, began_before, part_events, part_sum FROM partial_rollups
+    WHERE ${siteIs(siteId)} AND timezone = ${bind('String', window.timezone)} AND version = ${version()} AND property = '' AND day = ${bind('Date', lastDay.toPlainDate().toString())}
+      AND built_at >= now() - toIntervalHour(${bind('UInt16', PARTIAL_FRESH_HOURS)})
+    ORDER BY began_before DESC, built_at DESC LIMIT 1)
+  UNION ALL
+  SELECT 3, toString(quarter), events, session_sum, '' FROM visit_quarters
+  WHERE ${siteIs(siteId)} AND quarter >= ${bind('DateTime64(3)', chTime(lastDay))} AND quarter < ${bind('DateTime64(3)', chTime(window.to))}`
+}
+
+/**
+ * Both sides in one statement, matched by the caller: cheaper on the engine than a join. Rows:
+ * rolled (0 current, 1 built), d, n, s; for the unfiltered rollup (marker ''), unless
+ * `withPartial` is false, also the newest partial rollup of the window's last day (latestPartial).
+ */
+export const signaturesAndBuilt = (siteId: string, window: Window, marker = '', withPartial = marker === '') =>
+  sql`SELECT 0 AS rolled, toString(day) AS d, n, s, '' AS b FROM (${signatures(siteId, window)}) UNION ALL SELECT 1, toString(day), n, s, '' FROM ${built(siteId, window, marker)}${
+    withPartial && marker === '' ? sql` UNION ALL ${latestPartial(siteId, window)}` : empty
+  }`
+
+/**
+ * The rollup property a filtered read's rows are stored under: a hash of its filters (segments
+ * already expanded) and of the site's goals they may name, so another filter, or a goal
+ * redefined, is another key; then the property broken down (none for totals and series). Days
+ * are rolled up per key on the first read that needs them.
+ */
+export async function filteredRollupKey(query: Pick<Query, 'filters' | 'goals'>, property: string): Promise<string> {
+  const canonical = JSON.stringify([query.filters.map((f) => [f.dimension, f.operator, f.value]), query.goals.map((g) => [g.name, g.type, g.matchValue])])
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(canonical)))
+  const hash = Array.from(digest.subarray(0, 16), (b) => b.toString(16).padStart(2, '0')).join('')
+  return `filters:${hash}${property === TOTALS ? '' : `:${property}`}`
+}
+
+/** The days whose current signature has no built rows. Rows: d, n, s. */
+export const staleDays = (siteId: string, window: Window) =>
+  sql`SELECT toString(day) AS d, n, s FROM (${signatures(siteId, window)}) AS sig LEFT ANTI JOIN ${built(siteId, window)} USING (day, n, s) ORDER BY day`
+
+/** Signature rows (day, event count, session-id sum) as the arrays reads and builds bind. */
+export const asRolledDays = (rows: { d: string; n: string; s: string }[]): RolledDays => ({ days: rows.map((r) => r.d), events: rows.map((r) => r.n), sums: rows.map((r) => r.s) })
+
+/** Rows of the given days from another signature, timezone or version: never read, dropped after a build. */
+export function outdatedRows(siteId: string, timezone: string, days: RolledDays): Fragment {
+  const dayList = bind('Array(Date)', days.days)
+  return sql`${siteIs(siteId)} AND day IN ${dayList}
+    AND NOT (timezone = ${bind('String', timezone)} AND version = ${version()} AND (day, toString(day_events), toString(day_sum)) IN arrayZip(${dayList}, ${bind('Array(String)', days.events)}, ${bind('Array(String)', days.sums)}))`
+}

@@ -1,0 +1,93 @@
+import { PROPERTY_PREFIX } from '../../dimensions'
+import { ApiError } from '../../../errors'
+import { type Goal, pageGoalPattern } from '../../../sites/goals'
+import { type Filter, goalsOfFilter } from '../model'
+import type { Scope } from './scope'
+import { type Fragment, bind, join, raw, sql } from './sql'
+
+/** SQL over `events` for each dimension that is a column expression. Identifiers come only from here. */
+export const DIMENSION_SQL: Record<string, string> = {
+  path: 'pathname',
+  source: "if(referrer_source = '', 'Direct / None', referrer_source)",
+  channel: 'channel',
+  referrer: "if(referrer = '', 'Direct / None', referrer)",
+  utm_source: 'utm_source',
+  utm_medium: 'utm_medium',
+  utm_campaign: 'utm_campaign',
+  utm_term: 'utm_term',
+  utm_content: 'utm_content',
+  country: 'country_code',
+  region: 'region',
+  city: 'city',
+  browser: 'browser',
+  os: 'os',
+  device: 'device',
+  screen_class: 'screen_class',
+  hostname: 'hostname',
+  event: 'name',
+  link: "if(kind IN ('click', 'outbound', 'download', 'affiliate'), link_url, '')",
+  outbound: "if(kind = 'outbound', link_url, '')",
+  affiliate: "if(kind = 'affiliate', link_url, '')",
+  button: "if(kind = 'click' AND element_tag = 'button', element_text, '')",
+  dead_click: "if(dead_click = 1, selector, '')",
+  form: "if(kind = 'form', selector, '')",
+  collection_source: 'collection_source',
+}
+
+/** Dimensions that only some events carry: a breakdown skips events without a value. */
+export const SPARSE_DIMENSIONS = new Set(['link', 'outbound', 'affiliate', 'button', 'dead_click', 'form', 'event'])
+
+/** A dimension's value on an event: an allow-listed column expression, or a custom property by bound key. */
+export function dimensionSql(dimension: string): Fragment {
+  if (dimension.startsWith(PROPERTY_PREFIX)) return sql`props[${bind('String', dimension.slice(PROPERTY_PREFIX.length))}]`
+  const column = DIMENSION_SQL[dimension]
+  // parsing rejects unknown dimensions; this guards the allow-list itself
+  if (!column) throw new ApiError(400, `unknown dimension "${dimension}"`)
+  return raw(column)
+}
+
+/** The operator applied to an expression, the values bound. */
+export function operatorSql(expr: Fragment, operator: Filter['operator'], values: string[]): Fragment {
+  const list = bind('Array(String)', values)
+  switch (operator) {
+    case 'is':
+      return sql`${expr} IN ${list}`
+    case 'is_not':
+      return sql`${expr} NOT IN ${list}`
+    case 'contains':
+      return sql`multiSearchAnyCaseInsensitiveUTF8(${expr}, ${list})`
+    case 'matches':
+      return sql`arrayExists(pattern -> match(${expr}, pattern), ${list})`
+  }
+}
+
+/** The condition a goal sets on one event. */
+export function goalCondition(goal: Pick<Goal, 'type' | 'matchValue'>): Fragment {
+  if (goal.type === 'event') return sql`name = ${bind('String', goal.matchValue)}`
+  return sql`(kind = 'pageview' AND pathname LIKE ${bind('String', pageGoalPattern(goal.matchValue))})`
+}
+
+/**
+ * Filter conditions on `events`. Column dimensions filter rows directly: visit-scoped ones are
+ * the same on every event of a visit, so whole visits are kept. entry_page and exit_page keep
+ * the visits (begun in the scope's visit span) whose first or last page matches; goal keeps the
+ * visits with a converting event in the scope. Goal names were checked against `goals` by parsing.
+ */
+export function filterConditions(filters: readonly Filter[], goals: readonly Goal[], scope: Scope): Fragment[] {
+  return filters.map((f) => {
+    if (f.dimension === 'goal') {
+      const matched = goalsOfFilter(f, goals)
+      const converting = matched.length ? join(matched.map(goalCondition), ' OR ') : raw('0')
+      const converted = sql`session_id IN (SELECT session_id FROM ${raw(scope.table)} WHERE ${scope.events} AND (${converting}))`
+      return f.operator === 'is_not' ? sql`NOT ${converted}` : converted
+    }
+    if (f.dimension === 'entry_page' || f.dimension === 'exit_page') {
+      const merge = raw(f.dimension === 'entry_page' ? 'argMinMerge(entry_page)' : 'argMaxMerge(exit_page)')
+      return sql`session_id IN (SELECT session_id FROM sessions WHERE site_id = ${bind('UUID', scope.siteId)} AND ${scope.visitsBegan} GROUP BY session_id HAVING ${operatorSql(merge, f.operator, f.value)})`
+    }
+    return operatorSql(dimensionSql(f.dimension), f.operator, f.value)
+  })
+}
+
+/** The selected events: the scope and every filter. */
+export const selectedEvents = (filters: readonly Filter[], goals: readonly Goal[], scope: Scope) => join([scope.events, ...filterConditions(filters, goals, scope)], ' AND ')

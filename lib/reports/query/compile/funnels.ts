@@ -1,0 +1,79 @@
+import type { Goal } from '../../../sites/goals'
+import type { FunnelStep } from '../../../storage/store'
+import type { Query } from '../model'
+import { goalCondition } from './filters'
+import { windowScope } from './scope'
+import { selected } from './selection'
+import { type Fragment, bind, empty, join, raw, sql } from './sql'
+
+/** The longest a visit can last: it ends when the visitor id rotates at the site-local midnight. */
+const VISIT_SPAN_MS = 86_400_000
+
+/** What events meet a step: pageviews of a path pattern, or events of a name; null for a goal step whose goal is gone. */
+type StepMatch = Pick<Goal, 'type' | 'matchValue'> | null
+
+function stepMatch(step: FunnelStep, goals: readonly Goal[]): StepMatch {
+  if (step.type !== 'goal') return { type: step.type, matchValue: step.value }
+  return goals.find((g) => g.id === step.value) ?? null
+}
+
+/** The event name of a step's events, which the sort key narrows to. */
+const eventName = (m: NonNullable<StepMatch>) => (m.type === 'page' ? 'pageview' : m.matchValue)
+
+/**
+ * Whether one event can meet both steps. Paths can meet both patterns unless their literal parts
+ * before the first * already differ (a sound test that keeps the check small).
+ */
+function mayOverlap(a: StepMatch, b: StepMatch): boolean {
+  if (!a || !b || eventName(a) !== eventName(b)) return false
+  if (a.type === 'event' || b.type === 'event') return true
+  const prefix = (pattern: string) => pattern.split('*')[0]
+  const [pa, pb] = [prefix(a.matchValue), prefix(b.matchValue)]
+  if (!a.matchValue.includes('*') && !b.matchValue.includes('*')) return a.matchValue === b.matchValue
+  return pa.startsWith(pb) || pb.startsWith(pa)
+}
+
+/** Funnels have at most this many steps (lib/sites/funnels.ts allows 8); a step's place fits in the low 4 bits of a time. */
+const STEP_SLOTS = 16
+
+/**
+ * Per level reached, the visitors whose furthest visit reached it: a visit reaches step k when
+ * steps 1 to k happen in that order within it, each strictly after the one before. Steps out of
+ * order, or split across visits, do not count. With filters, the visits holding a selected event,
+ * all their events in the window.
+ *
+ * windowFunnel in strict_increase mode walks each visit's events; only events that meet some step
+ * are read. Where one event may meet two steps in a row (/pricing/pro for both "/pricing*" and
+ * "/pricing/pro"), windowFunnel would let it fill neither (the first step met again restarts the
+ * chain) or, in its default mode, both. Then the event is one row per step it meets, at its time in
+ * milliseconds times 16 plus (15 - step): its later steps sort first, so it fills one step only and
+ * never moves the chain ahead of its own next step. The window is two days: no visit outlasts its
+ * site-local day.
+ */
+export function funnelLevelsSql(query: Query, steps: readonly FunnelStep[]): Fragment {
+  const scope = windowScope(query.siteId, query.range)
+  const matches = steps.map((s) => stepMatch(s, query.goals))
+  const conditions = matches.map((m) => (m ? sql`(${goalCondition(m)})` : raw('toUInt8(0)')))
+  const names = [...new Set(matches.flatMap((m) => (m ? [eventName(m)] : [])))]
+  const visits = query.filters.length ? sql` AND session_id IN (SELECT session_id FROM events WHERE ${selected(query, scope)})` : empty
+  const time = raw('toUInt64(toUnixTimestamp64Milli(timestamp))')
+  const perStep = matches.some((m, i) => i > 0 && mayOverlap(matches[i - 1], m))
+  const funnel = perStep
+    ? sql`windowFunnel(${raw(String(2 * VISIT_SPAN_MS * STEP_SLOTS))}, 'strict_increase')(${time} * ${raw(String(STEP_SLOTS))} + toUInt64(${raw(String(STEP_SLOTS - 1))} - step), ${raw(steps.map((_, k) => `step = ${k}`).join(', '))})`
+    : sql`windowFunnel(${raw(String(2 * VISIT_SPAN_MS))}, 'strict_increase')(${time}, ${join(conditions, ', ')})`
+  const rowPerStep = perStep ? sql`ARRAY JOIN arrayFilter(k -> [${join(conditions, ', ')}][k + 1], range(${raw(String(steps.length))})) AS step` : empty
+  return sql`
+SELECT level, count() AS visitors
+FROM (
+  SELECT visitor_id, max(visit_level) AS level
+  FROM (
+    SELECT visitor_id, session_id, ${funnel} AS visit_level
+    FROM events ${rowPerStep}
+    WHERE ${scope.events} AND name IN ${bind('Array(String)', names)} AND (${join(conditions, ' OR ')})${visits}
+    GROUP BY visitor_id, session_id
+  )
+  GROUP BY visitor_id
+)
+WHERE level > 0
+GROUP BY level`
+}

@@ -1,0 +1,205 @@
+import { Temporal } from 'temporal-polyfill'
+import { ApiError } from '../../errors'
+import type { Site } from '../../sites/sites'
+import { standaloneQuery } from './behaviour'
+import { activitySql } from './compile/activity'
+import { type FlowAnchor, OTHER_PATH, flowSql } from './compile/flow'
+import { journeysSql, visitorEventsSql } from './compile/journeys'
+import type { ReportParams } from './parse'
+import { rangeView } from './range'
+import type { ReportDeps } from './reports'
+import { execute } from './run'
+
+/**
+ * The reads that follow visitors through the site: the behaviour flow, journeys (one visitor's
+ * day), and the live tape of actions. First-party data: a site without the standalone source
+ * answers `available: false`.
+ */
+
+type Row = Record<string, unknown>
+const numberOf = (v: unknown) => Number(v ?? 0)
+const isoOf = (epochMs: unknown) => new Date(numberOf(epochMs)).toISOString()
+
+/** Said with every journey answer: what a visitor id is, and what it cannot be used for. */
+export const VISITOR_ID_NOTE =
+  'A visitor id is a hash salted afresh every site-local day and per site: the same person has a new id each day and on each site, so ids cannot be joined across days or sites, nor traced back to a person.'
+
+// --- flow
+
+export interface FlowParams extends ReportParams {
+  start_path?: string
+  focus_path?: string
+  depth?: number
+}
+
+/** Steps a flow follows when `depth` is not given. */
+export const FLOW_DEFAULT_DEPTH = 3
+/** Pages kept per step when `limit` is not given; the rest fold into the step's "(other)" node. */
+export const FLOW_DEFAULT_LIMIT = 10
+/**
+ * Most pages kept per step: more is no longer a graph anyone reads, and the cost of folding grows
+ * with the kept pages (at 1M events a month, 0.3 s at 100, 4 s at 1,000). Larger limits are clamped.
+ */
+export const FLOW_MAX_LIMIT = 100
+
+const flowNodeId = (step: number, path: string) => `${step}:${path}`
+
+/** The folded graph's rows (node, next node, visits) as nodes and links, in a stable order. */
+function flowGraph(rows: Row[], limit: number) {
+  const nodes = new Map<string, { id: string; step: number; path: string; other: boolean; visits: number; folded: number }>()
+  const links: { source: string; target: string; visits: number; step: number }[] = []
+  for (const r of rows) {
+    const step = numberOf(r.step)
+    const path = String(r.node)
+    const id = flowNodeId(step, path)
+    const other = path === OTHER_PATH
+    const node = nodes.get(id) ?? { id, step, path, other, visits: 0, folded: other ? numberOf(r.paths) - limit : 0 }
+    node.visits += numberOf(r.visits)
+    nodes.set(id, node)
+    if (r.next_node !== '') links.push({ source: id, target: flowNodeId(step + 1, String(r.next_node)), visits: numberOf(r.visits), step })
+  }
+  return {
+    nodes: [...nodes.values()].sort((a, b) => a.step - b.step || Number(a.other) - Number(b.other) || b.visits - a.visits || (a.path < b.path ? -1 : 1)),
+    links: links
+      .sort((a, b) => a.step - b.step || b.visits - a.visits || (a.source + a.target < b.source + b.target ? -1 : 1))
+      .map(({ source, target, visits }) => ({ source, target, visits })),
+  }
+}
+
+/**
+ * GET /flow: from the landing page, a start page (forward) or a focus page (before and after),
+ * `depth` steps of the pages visits went through, rare pages folded per step.
+ */
+export async function flow(deps: ReportDeps, site: Site, params: FlowParams) {
+  if (params.start_path !== undefined && params.focus_path !== undefined) throw new ApiError(400, 'focus_path: give either start_path or focus_path, not both')
+  const depth = params.depth ?? FLOW_DEFAULT_DEPTH
+  const anchor: FlowAnchor =
+    params.focus_path !== undefined ? { kind: 'focus', path: params.focus_path } : params.start_path !== undefined ? { kind: 'start', path: params.start_path } : { kind: 'entry' }
+  const head = { anchor: anchor.kind, path: anchor.kind === 'entry' ? null : anchor.path, depth }
+  const query = await standaloneQuery(deps, site, { ...params, limit: Math.min(params.limit ?? FLOW_DEFAULT_LIMIT, FLOW_MAX_LIMIT) })
+  if (!query) return { available: false, ...head, visits: 0, nodes: [], links: [] }
+  const rows = await execute<Row>(deps.olap, flowSql(query, anchor, anchor.kind === 'focus' ? depth : 0, depth))
+  const graph = flowGraph(rows, query.limit)
+  const visits = graph.nodes.filter((n) => n.step === 0).reduce((sum, n) => sum + n.visits, 0)
+  return { available: true, range: rangeView(query.range), ...head, visits, ...graph }
+}
+
+// --- recorded actions, as journeys and the tape list them
+
+/** One recorded event as the answer shows it: what happened where, with the fields its kind carries. */
+function shapeAction(r: Row) {
+  const kind = String(r.kind)
+  const props = (r.props ?? {}) as Record<string, string>
+  return {
+    timestamp: isoOf(r.at),
+    kind,
+    name: String(r.name),
+    path: String(r.pathname),
+    ...(['click', 'outbound', 'download', 'affiliate', 'form'].includes(kind)
+      ? { element: { selector: String(r.selector), text: String(r.element_text), tag: String(r.element_tag), url: String(r.link_url), dead: numberOf(r.dead_click) === 1 } }
+      : {}),
+    ...(kind === 'error' ? { error: { name: String(r.error_name), message: String(r.error_message) } } : {}),
+    ...(kind === 'engagement' ? { engagement: { ms: numberOf(r.engaged_ms), scroll: numberOf(r.scroll_depth) } } : {}),
+    ...(kind === 'vital' ? { vital: { name: String(r.vital_name), value: numberOf(r.vital_value) } } : {}),
+    ...(Object.keys(props).length ? { props } : {}),
+  }
+}
+
+// --- journeys
+
+export interface JourneyParams extends ReportParams {
+  visitor?: string
+  offset?: number
+}
+
+/** The events a visitor's stream lists at most. */
+export const JOURNEY_EVENTS = 1000
+
+function shapeJourney(r: Row, timezone: string) {
+  return {
+    visitor: String(r.visitor),
+    day: Temporal.Instant.fromEpochMilliseconds(numberOf(r.first_seen)).toZonedDateTimeISO(timezone).toPlainDate().toString(),
+    firstSeen: isoOf(r.first_seen),
+    lastSeen: isoOf(r.last_seen),
+    landingPage: String(r.landing),
+    exitPage: String(r.exit_page),
+    duration: Math.round(numberOf(r.duration_ms) / 1000),
+    visits: numberOf(r.visits),
+    pageviews: numberOf(r.pageviews),
+    events: numberOf(r.custom_events),
+    source: String(r.source),
+    referrer: String(r.referrer),
+    country: String(r.country),
+    device: String(r.device),
+    browser: String(r.browser),
+  }
+}
+
+/**
+ * GET /journeys: the window's journeys (one per visitor and site-local day), newest first, paged
+ * by offset; with `visitor`, that journey and its every event.
+ */
+export async function journeys(deps: ReportDeps, site: Site, params: JourneyParams) {
+  const offset = params.offset ?? 0
+  const query = await standaloneQuery(deps, site, params)
+  if (params.visitor !== undefined) {
+    const visitor = params.visitor
+    if (!query) return { available: false, note: VISITOR_ID_NOTE, visitor, journey: null, events: [], truncated: false }
+    const [rows, events] = await Promise.all([
+      execute<Row>(deps.olap, journeysSql({ ...query, filters: [], limit: 1 }, { offset: 0, visitor })),
+      execute<Row>(deps.olap, visitorEventsSql(query, visitor, JOURNEY_EVENTS + 1)),
+    ])
+    return {
+      available: true,
+      range: rangeView(query.range),
+      note: VISITOR_ID_NOTE,
+      visitor,
+      journey: rows[0] ? shapeJourney(rows[0], site.timezone) : null,
+      events: events.slice(0, JOURNEY_EVENTS).map(shapeAction),
+      truncated: events.length > JOURNEY_EVENTS,
+    }
+  }
+  if (!query) return { available: false, note: VISITOR_ID_NOTE, total: 0, offset, nextOffset: null, journeys: [] }
+  const rows = await execute<Row>(deps.olap, journeysSql(query, { offset }))
+  // the total rides on every row; past the last page there is none, so count again without the offset
+  const total = rows.length ? numberOf(rows[0].total) : offset ? numberOf((await execute<Row>(deps.olap, journeysSql({ ...query, limit: 1 }, { offset: 0 })))[0]?.total) : 0
+  const next = offset + rows.length
+  return {
+    available: true,
+    range: rangeView(query.range),
+    note: VISITOR_ID_NOTE,
+    total,
+    offset,
+    nextOffset: next < total ? next : null,
+    journeys: rows.map((r) => shapeJourney(r, site.timezone)),
+  }
+}
+
+// --- activity
+
+export interface ActivityParams extends Omit<ReportParams, 'range' | 'from' | 'to'> {
+  window?: '5m' | '30m'
+}
+
+/** GET /activity: the live tape of the last 5 or 30 minutes, newest first. */
+export async function activity(deps: ReportDeps, site: Site, params: ActivityParams) {
+  const window = params.window ?? '30m'
+  // the window overrides the range, which activity does not take
+  const query = await standaloneQuery(deps, site, { ...params, range: '30d' }, { range: window })
+  if (!query) return { available: false, window, actions: [] }
+  const rows = await execute<Row>(deps.olap, activitySql(query))
+  return {
+    available: true,
+    range: rangeView(query.range),
+    window,
+    actions: rows.map((r) => ({
+      ...shapeAction(r),
+      visitor: String(r.visitor),
+      source: String(r.source),
+      referrer: String(r.referrer),
+      country: String(r.country_code),
+      device: String(r.device),
+      browser: String(r.browser),
+    })),
+  }
+}

@@ -1,0 +1,76 @@
+import type { Goal } from '../../sites/goals'
+import { type OPERATORS, PROPERTY_PREFIX } from '../dimensions'
+import type { ResolvedRange } from './range'
+
+/** The sources a site reads from; a ga4 read has no events here. */
+export type Source = 'standalone' | 'ga4'
+
+/** One filter: a dimension, an operator, and values OR-ed together. */
+export interface Filter {
+  dimension: string
+  operator: (typeof OPERATORS)[number]
+  value: string[]
+}
+
+/** The query model: everything a report needs, resolved and validated. */
+export interface Query {
+  siteId: string
+  range: ResolvedRange
+  filters: Filter[]
+  goals: Goal[]
+  limit: number
+}
+
+/**
+ * What a report reads: the window's totals, its series, or the rows of one property. A path
+ * breakdown with `reports` carries each page's leave-time engagement reports (their count and the
+ * sums of scroll depth and engaged time) instead of its visits' bounces and duration: the pages read.
+ */
+export type Read = { kind: 'stats' } | { kind: 'series' } | { kind: 'breakdown'; property: string; reports?: true }
+
+/** The breakdown "property" of a window's totals: one row, value ''. */
+export const TOTALS = ''
+
+/** Days of a window whose daily rollup is current, with the signatures it was built from. */
+export interface RolledDays {
+  days: string[]
+  events: string[]
+  sums: string[]
+  /** A filtered read's days: rolled up under this key (its filters), not the unfiltered rollup. */
+  filtersKey?: string
+  /** A day of the window not rolled up (today) whose visits begun before a cutoff are: partial_rollups. */
+  partial?: PartialDay
+}
+
+/**
+ * The rollup of one day's visits begun before `before` (a UTC quarter hour, as ClickHouse
+ * DateTime text), current while the visits begun before it still have the signature it was built
+ * from: their event count and session-id sum.
+ */
+export interface PartialDay {
+  day: string
+  /** The day's start and end, UTC, as ClickHouse DateTime text. */
+  from: string
+  to: string
+  before: string
+  events: string
+  sum: string
+}
+
+/** Properties that are not visit engagement: their breakdown rows carry no bounceRate or avgDuration (docs/api.md, Metrics). */
+const NON_ENGAGEMENT = new Set(['event', 'goal', 'link', 'outbound', 'affiliate', 'button', 'dead_click', 'form'])
+export const hasEngagement = (property: string) => !NON_ENGAGEMENT.has(property) && !property.startsWith(PROPERTY_PREFIX)
+
+/**
+ * The goals a goal filter names: by exact name (is, is_not), by a case-insensitive part of the
+ * name (contains), or by a regular expression over the name (matches), like every dimension.
+ */
+export function goalsOfFilter(filter: Filter, goals: readonly Goal[]): Goal[] {
+  const wanted = (name: string) =>
+    filter.operator === 'contains'
+      ? filter.value.some((v) => name.toLowerCase().includes(v.toLowerCase()))
+      : filter.operator === 'matches'
+        ? filter.value.some((v) => new RegExp(v).test(name))
+        : filter.value.includes(name)
+  return goals.filter((g) => wanted(g.name))
+}

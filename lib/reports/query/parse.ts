@@ -1,0 +1,191 @@
+import { z } from 'zod'
+import { FILTER_ONLY_DIMENSIONS, FIRST_PARTY_DIMENSIONS, OPERATORS, PROPERTY_PREFIX, RANGES, SHARED_DIMENSIONS } from '../dimensions'
+import { ApiError } from '../../errors'
+import { BOT_KINDS } from '../../ingest/bots'
+import { BOT_DIMENSION_SQL } from './compile/bots'
+import type { Goal } from '../../sites/goals'
+import { SOURCES, type Site, siteRefSchema } from '../../sites/sites'
+import type { Segment } from '../../storage/store'
+import type { Filter, Query, Source } from './model'
+import { type WindowName, resolveRange } from './range'
+
+/**
+ * A row count (docs/api.md, Limits): any integer is taken and clamped to 1..max, so the documents show the
+ * bounds that matter rather than the whole integer range.
+ */
+export const limitParam = (max: number, fallback: number) =>
+  z.coerce.number({ message: 'must be a number' }).int('must be an integer').meta({ minimum: 1, maximum: max }).optional().describe(`Rows for lists, clamped to 1-${max}, default ${fallback}`)
+
+/** The common parameters of every report (docs/api.md, Reports). */
+export const reportParams = z.object({
+  site_id: siteRefSchema,
+  range: z.enum(RANGES).default('30d').describe('Named range, resolved in the site timezone; custom needs from and to'),
+  from: z.string().optional().describe('YYYY-MM-DD, with range=custom'),
+  to: z.string().optional().describe('YYYY-MM-DD, with range=custom (included)'),
+  filters: z.string().optional().describe('URL-encoded JSON array of {dimension, operator: is|is_not|contains|matches, value: [strings]}'),
+  source: z.enum(SOURCES).optional().describe("standalone or ga4; default: the site's primary source"),
+  limit: limitParam(1000, 100),
+})
+export type ReportParams = z.infer<typeof reportParams>
+
+export const filterSchema = z.array(
+  z.strictObject({
+    dimension: z.string().min(1),
+    operator: z.enum(OPERATORS),
+    value: z.array(z.string().max(2000), { message: 'must be an array of strings' }).min(1).max(100),
+  }),
+)
+
+export function validateDimension(dimension: string, source: Source, what: 'filters' | 'property'): void {
+  if ((FILTER_ONLY_DIMENSIONS as readonly string[]).includes(dimension)) {
+    if (what === 'property') throw new ApiError(400, `property: ${dimension} is a filter, not a breakdown property`)
+    return
+  }
+  const known = (SHARED_DIMENSIONS as readonly string[]).includes(dimension) || (FIRST_PARTY_DIMENSIONS as readonly string[]).includes(dimension)
+  const prop = dimension.startsWith(PROPERTY_PREFIX) && dimension.length > PROPERTY_PREFIX.length && dimension.length <= 200
+  if (!known && !prop) throw new ApiError(400, `${what}: unknown dimension "${dimension}"`)
+  if (source === 'ga4' && ((FIRST_PARTY_DIMENSIONS as readonly string[]).includes(dimension) || prop)) {
+    throw new ApiError(400, `${what}: "${dimension}" is recorded only by the first-party collector; the ga4 source has no such field`)
+  }
+}
+
+/** Parses the `filters` parameter: URL-decoded JSON, an array of {dimension, operator, value}. */
+export function parseFilters(raw: string | undefined, source: Source): Filter[] {
+  if (raw === undefined || raw === '') return []
+  let json: unknown
+  try {
+    json = JSON.parse(raw)
+  } catch {
+    throw new ApiError(400, 'filters: not valid JSON')
+  }
+  const parsed = filterSchema.safeParse(json)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    const [index, field] = issue.path
+    const where = index === undefined ? 'filters' : `filters[${String(index)}]${field === undefined ? '' : `.${String(field)}`}`
+    const message = issue.code === 'unrecognized_keys' ? `unknown field ${issue.keys.map((k) => `"${k}"`).join(', ')}` : issue.message
+    throw new ApiError(400, `${where}: ${message}`)
+  }
+  for (const f of parsed.data) validateDimension(f.dimension, source, 'filters')
+  return parsed.data
+}
+
+/** A goal filter by name (is, is_not) names goals of the site; a matches filter is a valid pattern. */
+export function validateGoalFilter(filter: Filter, goals: Goal[]) {
+  if (filter.operator === 'is' || filter.operator === 'is_not') {
+    for (const name of filter.value) if (!goals.some((g) => g.name === name)) throw new ApiError(400, `filters: no goal named "${name}" on this site`)
+  }
+  if (filter.operator === 'matches') {
+    for (const pattern of filter.value) {
+      try {
+        new RegExp(pattern)
+      } catch {
+        throw new ApiError(400, 'filters: invalid regular expression in a matches filter')
+      }
+    }
+  }
+}
+
+export interface ParseOptions {
+  /** The timeseries window, which differs for realtime (30 minutes, not 5). */
+  series?: boolean
+  /** A range that overrides the parameter (realtime reads). */
+  range?: WindowName
+  /** The property a breakdown groups by. */
+  property?: string
+  /** The read may count bot hits (stats, timeseries, breakdown): a bot_kind filter or property then selects them. */
+  bots?: boolean
+}
+
+/**
+ * Whether parsing will need the site's goals: a breakdown by goal, a goal filter, or a caller that
+ * lists goals. A lenient look at the raw filters, so goals are read only when used; the parse
+ * itself validates them.
+ */
+export function needsGoals(params: Pick<ReportParams, 'filters'>, options: ParseOptions = {}): boolean {
+  // a segment may hold goal filters
+  return options.property === 'goal' || filtersName(params, 'goal') || filtersName(params, 'segment')
+}
+
+/** Whether parsing will need the site's segments: a segment filter. Lenient, as needsGoals. */
+export const needsSegments = (params: Pick<ReportParams, 'filters'>) => filtersName(params, 'segment')
+
+function filtersName(params: Pick<ReportParams, 'filters'>, dimension: string): boolean {
+  try {
+    const filters: unknown = JSON.parse(params.filters ?? '[]')
+    return Array.isArray(filters) && filters.some((f) => (f as { dimension?: unknown })?.dimension === dimension)
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Replaces each segment filter by the filters of its segment (AND-ed with the rest). Only `is`
+ * with one segment id: negating or OR-ing whole segments is not expressible as AND-ed filters.
+ * The segment's filters are checked against this read's source, as if written out.
+ */
+export function expandSegments(filters: Filter[], segments: Segment[], source: Source): Filter[] {
+  return filters.flatMap((f) => {
+    if (f.dimension !== 'segment') return [f]
+    if (f.operator !== 'is') throw new ApiError(400, `filters: a segment filter takes only the is operator (not ${f.operator})`)
+    if (f.value.length !== 1) throw new ApiError(400, 'filters: a segment filter names exactly one segment id')
+    const segment = segments.find((s) => s.id === f.value[0].toLowerCase())
+    if (!segment) throw new ApiError(400, 'filters: not a segment id of this site')
+    for (const inner of segment.filters) validateDimension(inner.dimension, source, 'filters')
+    return segment.filters
+  })
+}
+
+/** Whether the window needs the site's first event: `all` starts on its day. */
+export const needsFirstEvent = (params: Pick<ReportParams, 'range'>, options: ParseOptions = {}) => (options.range ?? params.range) === 'all'
+
+/**
+ * A bot_kind filter or property makes a read count bot hits only, which record fewer dimensions
+ * than human events; reads that count humans only reject bot_kind rather than ignore it.
+ */
+function validateBotRead(filters: Filter[], property: string | undefined, allowed: boolean) {
+  const byProperty = property === 'bot_kind'
+  if (!byProperty && !filters.some((f) => f.dimension === 'bot_kind')) return
+  const what = byProperty ? 'property' : 'filters'
+  if (!allowed) throw new ApiError(400, `${what}: bot_kind selects bot traffic, which only stats, timeseries and breakdown read; this read counts humans only`)
+  const recorded = Object.keys(BOT_DIMENSION_SQL)
+  const known = `bot hits record ${recorded.join(', ')}`
+  for (const f of filters) {
+    if (!recorded.includes(f.dimension)) throw new ApiError(400, `filters: ${f.dimension} is not recorded for bot hits, which a bot_kind filter or property reads (${known})`)
+    if (f.dimension === 'bot_kind' && (f.operator === 'is' || f.operator === 'is_not')) {
+      const unknown = f.value.find((v) => !(BOT_KINDS as readonly string[]).includes(v))
+      if (unknown !== undefined) throw new ApiError(400, `filters: "${unknown}" is not a bot kind (${BOT_KINDS.join(', ')})`)
+    }
+  }
+  if (property !== undefined && !recorded.includes(property)) throw new ApiError(400, `property: ${property} is not recorded for bot hits, which a bot_kind filter reads (${known})`)
+}
+
+export interface ParseInput {
+  params: ReportParams
+  site: Site
+  goals: Goal[]
+  /** The site's segments, when a filter names one. */
+  segments?: Segment[]
+  firstEventAt: Date | null
+  now: Date
+}
+
+export interface ParsedReport {
+  source: Source
+  query: Query
+}
+
+/** Validates the common parameters against the site: the query model, or a 400 naming the parameter. */
+export function parseQuery({ params, site, goals, segments = [], firstEventAt, now }: ParseInput, options: ParseOptions = {}): ParsedReport {
+  const source = params.source ?? site.primarySource
+  if (!site.sources.includes(source)) throw new ApiError(400, `source: this site has no ${source} source (it has ${site.sources.join(', ')})`)
+  const filters = expandSegments(parseFilters(params.filters, source), segments, source)
+  for (const f of filters) if (f.dimension === 'goal') validateGoalFilter(f, goals)
+  const range = resolveRange({ range: options.range ?? params.range, from: params.from, to: params.to }, site.timezone, now, { series: options.series, firstEventAt })
+  const property = options.property
+  if (property === 'goal' && source === 'ga4') throw new ApiError(400, 'property: goal is recorded only by the first-party collector')
+  if (property !== undefined && property !== 'goal') validateDimension(property, source, 'property')
+  validateBotRead(filters, property, options.bots ?? false)
+  const limit = Math.min(1000, Math.max(1, params.limit ?? 100))
+  return { source, query: { siteId: site.id, range, filters, goals, limit } }
+}

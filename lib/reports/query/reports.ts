@@ -1,0 +1,204 @@
+import { Temporal } from 'temporal-polyfill'
+import { FIRST_PARTY_DIMENSIONS, PROPERTY_PREFIX, type RangeName, SHARED_DIMENSIONS } from '../dimensions'
+import type { Goal } from '../../sites/goals'
+import type { Olap } from '../../storage/clickhouse/types'
+import type { Site } from '../../sites/sites'
+import type { Store } from '../../storage/store'
+import type { Query, Source } from './model'
+import { dailyTotalsSql } from './compile/stats'
+import { type ParseOptions, type ParsedReport, type ReportParams, needsFirstEvent, needsGoals, needsSegments, parseQuery } from './parse'
+import { type ResolvedRange, previousWindow, rangeView, resolveRange, wholeDays } from './range'
+import { execute, rolledDays, runRead } from './run'
+import { propertyKeysSql } from './compile/property-keys'
+import { type BreakdownRow, type Totals, ZERO_TOTALS, shapeBreakdown, shapeSeries, shapeTotals } from './shape'
+import { firstEventAt, lastEventBySite } from './site-events'
+import { readsBotHits } from './plan'
+
+/**
+ * The report verbs: each reads what one report needs and answers it whole. Handlers resolve the
+ * site and pass the validated parameters; the verbs do the rest (parse, read, shape).
+ */
+
+/** What the verbs read from: the engine, the goals of a site, and the clock. */
+export interface ReportDeps {
+  olap: Olap
+  store: Pick<Store, 'listGoals' | 'listSegments'>
+  now(): Date
+}
+
+/**
+ * The reads of one source. The ga4 source has no events here: its reads answer zeros and empty
+ * lists, as do those of a site known to have no events (`hasEvents` false), without reading.
+ */
+function reads(olap: Olap, source: Source, hasEvents = true) {
+  const answers = source === 'standalone' && hasEvents
+  return {
+    answers,
+    totals: async (query: Query): Promise<Totals> => (answers ? shapeTotals((await runRead(olap, query, { kind: 'stats' }))[0]) : ZERO_TOTALS),
+    series: async (query: Query) => shapeSeries(query.range, answers ? await runRead(olap, query, { kind: 'series' }) : []),
+    breakdown: async (query: Query, property: string) => {
+      if (!answers) return []
+      const read = { kind: 'breakdown', property } as const
+      return shapeBreakdown(property, await runRead(olap, query, read), readsBotHits(query, read) ? false : undefined)
+    },
+  }
+}
+
+/** A query over a window with no filters: site listings and the public count. */
+const windowQuery = (siteId: string, range: ResolvedRange): Query => ({ siteId, range, filters: [], goals: [], limit: 100 })
+
+/** Reads what parsing needs (the goals, the segments, the first event) only when it needs it, then parses. */
+export async function prepare(deps: ReportDeps, site: Site, params: ReportParams, options: ParseOptions & { withGoals?: boolean; now?: Date } = {}): Promise<ParsedReport> {
+  const [goals, segments, first] = await Promise.all([
+    options.withGoals || needsGoals(params, options) ? deps.store.listGoals(site.id) : Promise.resolve([] as Goal[]),
+    needsSegments(params) ? deps.store.listSegments(site.id) : Promise.resolve([]),
+    needsFirstEvent(params, options) ? firstEventAt(deps.olap, site.id) : Promise.resolve(null),
+  ])
+  return parseQuery({ params, site, goals, segments, firstEventAt: first, now: options.now ?? deps.now() }, options)
+}
+
+/** GET /stats: the window's totals. */
+export async function totals(deps: ReportDeps, site: Site, params: ReportParams) {
+  const { source, query } = await prepare(deps, site, params, { bots: true })
+  return { source, range: rangeView(query.range), totals: await reads(deps.olap, source).totals(query) }
+}
+
+/** GET /timeseries: every bucket of the window. */
+export async function series(deps: ReportDeps, site: Site, params: ReportParams) {
+  const { source, query } = await prepare(deps, site, params, { series: true, bots: true })
+  return { source, range: rangeView(query.range), series: await reads(deps.olap, source).series(query) }
+}
+
+/** GET /breakdown: the top values of one property. */
+export async function breakdown(deps: ReportDeps, site: Site, params: ReportParams & { property: string }) {
+  const { source, query } = await prepare(deps, site, params, { property: params.property, bots: true })
+  return { source, range: rangeView(query.range), property: params.property, results: await reads(deps.olap, source).breakdown(query, params.property) }
+}
+
+/** GET /export: totals, series and every breakdown the source has. */
+/** Custom property keys an export breaks down by, most used first. */
+const EXPORT_PROPERTY_KEYS = 100
+
+export async function exportAll(deps: ReportDeps, site: Site, params: ReportParams) {
+  const { source, query } = await prepare(deps, site, params, { withGoals: true })
+  const read = reads(deps.olap, source)
+  const rows = { ...query, limit: Math.min(Math.max(1, params.limit ?? 10_000), 10_000) }
+  const dimensions = [...SHARED_DIMENSIONS, ...FIRST_PARTY_DIMENSIONS].filter((d) => d !== 'bot_kind' && (source === 'standalone' || !(FIRST_PARTY_DIMENSIONS as readonly string[]).includes(d)))
+  // and prop:<key> for every custom property key seen in the window (the collector's source only)
+  const keys = source === 'standalone' ? await execute<{ key: string }>(deps.olap, propertyKeysSql(query, EXPORT_PROPERTY_KEYS)) : []
+  const properties = [...dimensions, ...keys.map((k) => `${PROPERTY_PREFIX}${k.key}`)]
+  const breakdowns: Record<string, BreakdownRow[]> = {}
+  for (const property of properties) breakdowns[property] = await read.breakdown(rows, property)
+  return {
+    site: { id: site.id, domain: site.domain, timezone: site.timezone },
+    source,
+    range: rangeView(query.range),
+    totals: await read.totals(query),
+    series: await read.series(query),
+    breakdowns,
+  }
+}
+
+/** GET /realtime: the last 5 and 30 minutes, a minute series, active pages and sources. */
+export async function realtime(deps: ReportDeps, site: Site, params: Omit<ReportParams, 'range' | 'from' | 'to'>) {
+  const now = deps.now()
+  // one parse; the three windows derive from the same instant
+  const { source, query } = await prepare(deps, site, { ...params, range: 'realtime' }, { now })
+  const minutes = { ...query, range: resolveRange({ range: 'realtime' }, site.timezone, now, { series: true }) }
+  const halfHour = { ...query, range: resolveRange({ range: '30m' }, site.timezone, now) }
+  const limited = { ...query, limit: Math.min(query.limit, 10) }
+  const read = reads(deps.olap, source)
+  // five small reads of the last half hour, at once
+  const [now5, now30, series, pages, sources] = await Promise.all([
+    read.totals(query),
+    read.totals(halfHour),
+    read.series(minutes),
+    read.breakdown(limited, 'path'),
+    read.breakdown(limited, 'source'),
+  ])
+  return { source, range: rangeView(minutes.range), now: now5.visitors, halfHour: now30.visitors, series, pages, sources }
+}
+
+/** GET /goals: each goal with its conversions in the window. Goals are first-party: a site without that source has none. */
+export async function goalConversions(deps: ReportDeps, site: Site, params: ReportParams) {
+  if (!site.sources.includes('standalone')) return { available: false, goals: [] }
+  const { query } = await prepare(deps, site, { ...params, source: 'standalone' }, { withGoals: true })
+  const rows = query.goals.length ? await reads(deps.olap, 'standalone').breakdown({ ...query, limit: 1000 }, 'goal') : []
+  const byName = new Map(rows.map((r) => [r.value, r]))
+  return {
+    available: true,
+    range: rangeView(query.range),
+    goals: query.goals.map((g) => {
+      const r = byName.get(g.name)
+      return {
+        ...g,
+        visitors: Number(r?.visitors ?? 0),
+        conversions: Number(r?.conversions ?? 0),
+        conversionRate: Number(r?.conversionRate ?? 0),
+        ...(g.currency ? { revenue: r?.revenue ?? { amount: 0, currency: g.currency } } : {}),
+      }
+    }),
+  }
+}
+
+/**
+ * GET /sites rows: per site, totals of the window and of the previous window of equal length, a
+ * visitors sparkline, and the install state with the last event seen.
+ */
+export async function siteStats(deps: ReportDeps, sites: Site[], rangeName: Exclude<RangeName, 'custom'>) {
+  const lastEvents = await lastEventBySite(deps.olap, sites.map((s) => s.id))
+  return Promise.all(
+    sites.map(async (site) => {
+      const range = resolveRange({ range: rangeName }, site.timezone, deps.now(), { firstEventAt: null })
+      const previous = previousWindow(range)
+      // a site that never had an event lists zeros without reading them
+      const read = reads(deps.olap, site.sources.includes('standalone') ? 'standalone' : 'ga4', lastEvents.has(site.id))
+      const [current, before, spark] =
+        read.answers && dailySparkline(range)
+          ? await fromDays(deps.olap, site.id, range, previous)
+          : await Promise.all([read.totals(windowQuery(site.id, range)), read.totals(windowQuery(site.id, previous)), read.series(windowQuery(site.id, range))])
+      const last = lastEvents.get(site.id) ?? null
+      return {
+        site,
+        install: { ...site.install, installed: site.install.installed || last !== null, lastEventAt: last ?? site.install.lastEventAt },
+        stats: { range: rangeView(range), ...current, previous: { range: rangeView(previous), ...before }, sparkline: spark.map((b) => b.visitors) },
+      }
+    }),
+  )
+}
+
+/** Whether a window's totals and sparkline are sums of its site-local days: whole days, in day or month buckets. */
+const dailySparkline = (range: ResolvedRange) => wholeDays(range) && (range.interval === 'day' || range.interval === 'month')
+
+/**
+ * A listing's two windows of whole days from one statement: the site's totals per day over both
+ * (dailyTotalsSql), summed into each window's totals and into the window's day or month buckets.
+ */
+async function fromDays(olap: Olap, siteId: string, range: ResolvedRange, previous: ResolvedRange): Promise<[Totals, Totals, ReturnType<typeof shapeSeries>]> {
+  const both = { ...range, from: previous.from }
+  const days = await execute<Record<string, string>>(olap, dailyTotalsSql(siteId, both, await rolledDays(olap, { siteId, range: both })))
+  const total = (window: ResolvedRange) => {
+    const [from, to] = [window.from.toPlainDate().toString(), window.to.toPlainDate().toString()]
+    const sum = (column: string) => days.filter((d) => d.day >= from && d.day < to).reduce((n, d) => n + Number(d[column]), 0)
+    const visits = sum('visits')
+    return shapeTotals({ visitors: sum('visitors'), visits, pageviews: sum('pageviews'), events: sum('events'), facts_visits: visits, bounces: sum('bounces'), duration: visits ? sum('duration_ms') / 1000 / visits : 0 })
+  }
+  // each day's visitors into the bucket that holds its start (a month's first day for month buckets)
+  const bucketOf = (day: string) => {
+    const date = Temporal.PlainDate.from(day)
+    return (range.interval === 'month' ? date.with({ day: 1 }) : date).toZonedDateTime(range.timezone).epochMilliseconds / 1000
+  }
+  const buckets = new Map<number, { bucket: number; visitors: number; visits: number; pageviews: number }>()
+  for (const d of days) {
+    const bucket = bucketOf(d.day)
+    const b = buckets.get(bucket) ?? { bucket, visitors: 0, visits: 0, pageviews: 0 }
+    b.visitors += Number(d.visitors)
+    b.visits += Number(d.visits)
+    b.pageviews += Number(d.pageviews)
+    buckets.set(bucket, b)
+  }
+  return [total(range), total(previous), shapeSeries(range, [...buckets.values()])]
+}
+
+/** The public live count: the window's totals from the site's primary source. */
+export const windowTotals = (olap: Olap, site: Site, range: ResolvedRange) => reads(olap, site.primarySource).totals(windowQuery(site.id, range))

@@ -1,0 +1,57 @@
+import { clickhouseTime } from '../../storage/clickhouse/time'
+import type { Olap } from '../../storage/clickhouse/types'
+import { during } from './compile/scope'
+import { bind, sql } from './compile/sql'
+import { execute } from './run'
+
+/**
+ * When sites had their first and last event, exactly, without a scan of their history:
+ * event_quarters (fed by a view, one row per site and quarter hour, removed with the site's events)
+ * gives the UTC days of each site's first and last event, and events, ordered by site and UTC day
+ * first, is read on those two days only. Sites without events are absent.
+ */
+async function eventEdges(olap: Olap, ids: string[]): Promise<Map<string, { first: string; last: string }>> {
+  if (!ids.length) return new Map()
+  const rows = await execute<{ site: string; first: string; last: string }>(
+    olap,
+    sql`SELECT toString(site_id) AS site, toString(min(timestamp)) AS first, toString(max(timestamp)) AS last FROM events
+WHERE (site_id, toDate(timestamp)) IN (
+  SELECT site_id, arrayJoin([toDate(min(quarter)), toDate(max(quarter))]) FROM event_quarters WHERE site_id IN ${bind('Array(UUID)', ids)} GROUP BY site_id
+)
+GROUP BY site_id`,
+  )
+  const iso = (text: string) => `${text.replace(' ', 'T')}Z`
+  return new Map(rows.map((r) => [r.site, { first: iso(r.first), last: iso(r.last) }]))
+}
+
+/** A site's first event, which bounds the `all` range; null before any. */
+export async function firstEventAt(olap: Olap, siteId: string): Promise<Date | null> {
+  const first = (await eventEdges(olap, [siteId])).get(siteId)?.first
+  return first ? new Date(first) : null
+}
+
+/** When each site last received an event (ISO), in one query. */
+export async function lastEventBySite(olap: Olap, ids: string[]): Promise<Map<string, string>> {
+  return new Map([...(await eventEdges(olap, ids))].map(([site, edges]) => [site, edges.last]))
+}
+
+const QUARTER_MS = 15 * 60_000
+
+/**
+ * A site's first and last event (ISO, null before any) and how many events arrived since `since`:
+ * the quarter hours wholly after it from event_quarters, the part of a quarter before them from events.
+ */
+export async function siteActivity(olap: Olap, siteId: string, since: Date): Promise<{ firstEventAt: string | null; lastEventAt: string | null; eventsSince: number }> {
+  const whole = Math.ceil(since.getTime() / QUARTER_MS) * QUARTER_MS
+  const site = bind('UUID', siteId)
+  const [[counts], edges] = await Promise.all([
+    execute<{ n: string }>(
+      olap,
+      sql`SELECT (SELECT sum(events) FROM event_quarters WHERE site_id = ${site} AND quarter >= ${bind('DateTime64(3)', clickhouseTime(whole))})
+        + (SELECT count() FROM events WHERE site_id = ${site} AND ${during('timestamp', since.getTime(), whole)}) AS n`,
+    ),
+    eventEdges(olap, [siteId]),
+  ])
+  const found = edges.get(siteId)
+  return { firstEventAt: found?.first ?? null, lastEventAt: found?.last ?? null, eventsSince: Number(counts?.n ?? 0) }
+}

@@ -1,0 +1,77 @@
+import { Temporal } from 'temporal-polyfill'
+import type { Olap } from '../../storage/clickhouse/types'
+import { asRolledDays, outdatedRows, staleDays } from '../query/compile/day-rollups'
+import { rollupInsertSql } from '../query/compile/rollup-build'
+import { GEO_GRANULARITIES, geoRollupInsertSql } from '../query/compile/geo'
+import { bind, sql } from '../query/compile/sql'
+import { type RolledDays, TOTALS } from '../query/model'
+import { ROLLED_PROPERTIES } from '../query/plan'
+import { chTime, daySpans } from '../query/range'
+import { execute, executeCommand } from '../query/run'
+import type { Store } from '../../storage/store'
+import { refreshPartial } from './partial'
+
+/**
+ * The daily rollup's batch job. Unfiltered reads over whole days (the dashboard) would otherwise
+ * group every event of the window by value and by visit; at a million events that is most of a
+ * second for pages. Visitor ids rotate at the site-local midnight and a visit ends with them, so
+ * a window of whole days is the sum of its days: finished days are rolled up once into
+ * day_rollups (see lib/reports/query/compile/day-rollups.ts for the rows and their signatures) and summed
+ * at read time; only today, and any day not rolled up or changed since, is read from events:
+ * of today, with a current partial rollup (lib/reports/rollup/partial.ts), only the visits begun since its cutoff.
+ */
+
+/** How far back a routine refresh looks, and a full one (at start, after an import, daily). */
+export const ROLLUP_RECENT_DAYS = 3
+export const ROLLUP_ALL_DAYS = 800
+/** Days built by one statement: bounds its groups, and on the embedded engine (one query at a time) how long a read can wait behind it. */
+const DAYS_PER_STATEMENT = 7
+
+/**
+ * Builds the rollup of every finished day in the last `lookbackDays` whose rows are missing or no
+ * longer match, for each site with events in that span, site by site: a site that fails (a bad
+ * timezone, say) is logged and skipped, and the others are still built. Returns the number of days built.
+ */
+export async function refreshRollups(olap: Olap, store: Store, now: Date, lookbackDays: number, log: (message: string) => void = console.error): Promise<number> {
+  const since = Temporal.Instant.fromEpochMilliseconds(now.getTime() - (lookbackDays + 1) * 86_400_000)
+  const sites = await execute<{ site: string }>(olap, sql`SELECT DISTINCT toString(site_id) AS site FROM event_quarters WHERE quarter >= ${bind('DateTime64(3)', chTime(since))}`)
+  let built = 0
+  for (const { site } of sites) {
+    try {
+      built += await refreshSite(olap, store, site, now, lookbackDays)
+    } catch (err) {
+      log(`daily rollup of site ${site} failed: ${(err as Error).message}`)
+    }
+  }
+  return built
+}
+
+async function refreshSite(olap: Olap, store: Store, siteId: string, now: Date, lookbackDays: number): Promise<number> {
+  const site = await store.getSite(siteId)
+  if (!site) return 0
+  const today = Temporal.Instant.fromEpochMilliseconds(now.getTime()).toZonedDateTimeISO(site.timezone).startOfDay()
+  const window = { timezone: site.timezone, from: today.subtract({ days: lookbackDays }).startOfDay(), to: today }
+  // the signatures are read before the events: a hit landing in between makes the rows mismatch, never stale
+  const stale = await execute<{ d: string; n: string; s: string }>(olap, staleDays(siteId, window))
+  let built = 0
+  for (let i = 0; i < stale.length; i += DAYS_PER_STATEMENT) {
+    const chunk = asRolledDays(stale.slice(i, i + DAYS_PER_STATEMENT))
+    await buildDays(olap, siteId, site.timezone, chunk)
+    built += chunk.days.length
+  }
+  // and today's visits that have ended (lib/reports/rollup/partial.ts)
+  await refreshPartial(olap, siteId, site.timezone, now)
+  return built
+}
+
+/** Builds every property of the given days (and places), totals last, then drops rows of earlier builds of them. */
+export async function buildDays(olap: Olap, siteId: string, timezone: string, days: RolledDays) {
+  const spans = daySpans(days.days, timezone)
+  for (const property of ROLLED_PROPERTIES) await executeCommand(olap, rollupInsertSql(siteId, timezone, property, spans, days))
+  for (const granularity of GEO_GRANULARITIES) await executeCommand(olap, geoRollupInsertSql(siteId, timezone, granularity, spans, days))
+  await executeCommand(olap, rollupInsertSql(siteId, timezone, TOTALS, spans, days))
+  // rows of another signature, timezone or version are never read; drop them when there are any
+  const outdated = outdatedRows(siteId, timezone, days)
+  const [old] = await execute<{ n: string }>(olap, sql`SELECT count() AS n FROM day_rollups WHERE ${outdated}`)
+  if (Number(old?.n)) await executeCommand(olap, sql`ALTER TABLE day_rollups DELETE WHERE ${outdated}`)
+}

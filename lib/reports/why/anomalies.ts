@@ -1,0 +1,89 @@
+import { type ReportParams } from '../query/parse'
+import { previousWindow, rangeView, wholeDays } from '../query/range'
+import { type ReportDeps, prepare } from '../query/reports'
+import { execute } from '../query/run'
+import type { Site } from '../../sites/sites'
+import { pageVisitsByPeriodFromDaysSql, pageVisitsByPeriodSql, siteVisitsByDaySql } from './compile'
+import { pathDaysSql } from './path-days'
+import { type StoredChange, siteChanges } from '../../crawl/changes'
+import { round4 } from './robust'
+import { VITALS_REGRESSION_RULE, vitalsRegressions } from './vitals-regressions'
+import { readsEvents } from './window'
+
+/**
+ * GET /anomalies: pages whose visits moved against the window of equal length just before,
+ * largest move first (docs/traffic-changes.md). Noise is not news: a page needs MIN_VISITS in
+ * one of the two windows, and a move of at least MIN_CHANGE visits and MIN_RELATIVE_CHANGE of
+ * its previous visits (a page that appeared or went quiet has moved by all of them).
+ */
+export const ANOMALY_RULE = { minVisits: 20, minChange: 10, minRelativeChange: 0.25 }
+
+/** Changes detected up to this many days before the window are candidates too (a crawl sees a change after it is made). */
+export const CANDIDATE_LEAD_DAYS = 7
+
+/** A crawler change as candidate evidence. */
+export const candidateOf = (c: StoredChange) => ({
+  kind: c.scope === 'site' ? ('site_change' as const) : ('page_change' as const),
+  changeId: c.id,
+  detectedAt: c.detectedAt,
+  type: c.type,
+  category: c.category,
+  path: c.path || null,
+  before: c.before,
+  after: c.after,
+  wordsAdded: c.wordsAdded,
+  wordsRemoved: c.wordsRemoved,
+  pages: c.pages,
+})
+
+export type MoverStatus = 'rose' | 'fell' | 'appeared' | 'went_quiet'
+
+const relative = (current: number, previous: number) => (previous ? round4((current - previous) / previous) : null)
+
+export async function anomalies(deps: ReportDeps, site: Site, params: ReportParams & { vitals?: '0' | '1' }) {
+  // a site without the collector's source is still parsed (its range and filters checked) under its own source
+  const { query } = await prepare(deps, site, { ...params, source: readsEvents(site) ? 'standalone' : undefined })
+  const previous = previousWindow(query.range)
+  const base = { range: rangeView(query.range), previousRange: rangeView(previous), rule: ANOMALY_RULE }
+  const none = { current: 0, previous: 0, change: 0, relativeChange: null }
+  if (params.vitals === '1') {
+    // the regressions of each page against the window before, as markers and the page detail find them
+    const regressions = readsEvents(site) ? await vitalsRegressions(deps.olap, site.id, { baselineFrom: previous.from, currentFrom: query.range.from, to: query.range.to }, { limit: query.limit }) : []
+    return { available: readsEvents(site), ...base, vitalsRule: VITALS_REGRESSION_RULE, site: none, pages: [], regressions }
+  }
+  if (!readsEvents(site)) return { available: false, ...base, site: none, pages: [] }
+  // unfiltered whole days read the daily rollup where it is current, as the path breakdown does
+  const statement =
+    !query.filters.length && wholeDays(query.range)
+      ? pageVisitsByPeriodFromDaysSql(
+          await pathDaysSql(deps.olap, site.id, site.timezone, previous.from, query.range.to),
+          siteVisitsByDaySql(site.id, site.timezone, previous.from, query.range.to),
+          query.range.from.toPlainDate().toString(),
+          ANOMALY_RULE.minVisits,
+        )
+      : pageVisitsByPeriodSql(query, previous, ANOMALY_RULE.minVisits)
+  const leadFrom = new Date(query.range.from.epochMilliseconds - CANDIDATE_LEAD_DAYS * 86_400_000)
+  const [rows, changes] = await Promise.all([
+    execute<{ page: string | null; current: number | string; previous: number | string }>(deps.olap, statement),
+    siteChanges(deps.olap, site.id, leadFrom, new Date(query.range.to.epochMilliseconds)),
+  ])
+  const siteWide = changes.filter((c) => c.scope === 'site')
+  const total = rows.find((r) => r.page === null)
+  const siteCurrent = Number(total?.current ?? 0)
+  const sitePrevious = Number(total?.previous ?? 0)
+  const pages = rows
+    .filter((r) => r.page !== null)
+    .map((r) => {
+      const current = Number(r.current)
+      const previous = Number(r.previous)
+      const change = current - previous
+      const status: MoverStatus = previous === 0 ? 'appeared' : current === 0 ? 'went_quiet' : change > 0 ? 'rose' : 'fell'
+      return { path: r.page as string, status, current, previous, change, relativeChange: relative(current, previous), impact: sitePrevious ? round4(change / sitePrevious) : null }
+    })
+    .filter((p) => Math.abs(p.change) >= ANOMALY_RULE.minChange && (p.relativeChange === null || p.current === 0 || Math.abs(p.relativeChange) >= ANOMALY_RULE.minRelativeChange))
+    .sort((a, b) => Math.abs(b.change) - Math.abs(a.change) || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+    .slice(0, query.limit)
+    // the page's own changes first, then the site's, newest first within each
+    .map((p) => ({ ...p, candidates: [...changes.filter((c) => c.scope === 'page' && c.path === p.path), ...siteWide].map(candidateOf) }))
+  return { available: true, ...base, site: { current: siteCurrent, previous: sitePrevious, change: siteCurrent - sitePrevious, relativeChange: relative(siteCurrent, sitePrevious) }, pages }
+}

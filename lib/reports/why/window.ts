@@ -1,0 +1,46 @@
+import { Temporal } from 'temporal-polyfill'
+import type { RangeName } from '../dimensions'
+import type { Olap } from '../../storage/clickhouse/types'
+import { type ResolvedRange, resolveRange } from '../query/range'
+import { execute } from '../query/run'
+import { firstEventAt } from '../query/site-events'
+import { bind, sql } from '../query/compile/sql'
+import type { Site } from '../../sites/sites'
+
+/** What the "why traffic changed" reads use: the engine, the store and the clock. */
+export interface WhyDeps {
+  olap: Olap
+  now(): Date
+}
+
+export interface WindowParams {
+  range: RangeName
+  from?: string
+  to?: string
+}
+
+/** The window of a read, resolved in the site's timezone; `all` reads the site's first event. */
+export async function windowOf(deps: WhyDeps, site: Site, params: WindowParams, now = deps.now()): Promise<ResolvedRange> {
+  const first = params.range === 'all' ? await firstEventAt(deps.olap, site.id) : null
+  return resolveRange(params, site.timezone, now, { firstEventAt: first })
+}
+
+/** These reads count the collector's own events; a site without that source has none here. */
+export const readsEvents = (site: Site) => site.sources.includes('standalone')
+
+/**
+ * The quarter hour of the site's first event (epoch ms), from the per-quarter counts rather than
+ * the events; null before any.
+ */
+export async function firstQuarterOf(olap: Olap, siteId: string): Promise<number | null> {
+  const [row] = await execute<{ n: string; first: string }>(
+    olap,
+    sql`SELECT count() AS n, toUnixTimestamp(min(quarter)) AS first FROM event_quarters WHERE site_id = ${bind('UUID', siteId)}`,
+  )
+  return row && Number(row.n) > 0 ? Number(row.first) * 1000 : null
+}
+
+export const zoned = (epochMs: number, timezone: string) => Temporal.Instant.fromEpochMilliseconds(epochMs).toZonedDateTimeISO(timezone)
+
+/** ISO 8601 with the site's offset, as ranges are echoed. */
+export const isoLocal = (z: Temporal.ZonedDateTime) => z.toString({ timeZoneName: 'never', smallestUnit: 'second' })

@@ -1,0 +1,174 @@
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { createClient } from '@clickhouse/client'
+import { Redis } from '@upstash/redis'
+import type { ChdbOlap } from '../storage/clickhouse/chdb'
+import { CLICKHOUSE_SETTINGS, type ClickHouseClientLike, clickhouseClientOlap } from '../storage/clickhouse/client'
+import type { Olap } from '../storage/clickhouse/types'
+import { EmbeddedRedis } from '../storage/kv/embedded'
+import { type RawRedis, rawRequester } from '../storage/kv/raw'
+import { prefixedRaw, prefixedUpstash } from '../storage/kv/prefix'
+import { TcpRedis } from '../storage/kv/tcp'
+import { type RateLimiter, memoryRateLimiter, redisRateLimiter } from '../accounts/ratelimit'
+import { NATIVE_SCRIPTS } from '../ingest/visits'
+import { Store } from '../storage/store'
+import { UserError } from './env'
+
+export interface NodeEnv {
+  DATA_DIR?: string
+  CLICKHOUSE_URL?: string
+  CLICKHOUSE_USER?: string
+  CLICKHOUSE_PASSWORD?: string
+  CLICKHOUSE_DATABASE?: string
+  CLICKHOUSE_CLUSTER?: string
+  REDIS_URL?: string
+  UPSTASH_REDIS_REST_URL?: string
+  UPSTASH_REDIS_REST_TOKEN?: string
+  REDIS_PREFIX?: string
+}
+
+export const dataDir = (env: NodeEnv) => resolve(env.DATA_DIR || '.data')
+
+/** Where a running server publishes its local-only endpoints, so CLIs reach the embedded stores through it. */
+export interface LocalEndpointInfo {
+  url: string
+  pid: number
+  clickhouse: boolean
+  redis: boolean
+}
+
+export const localInfoFile = (dir: string) => join(dir, 'local-endpoints.json')
+
+/** The token guarding the local-only endpoints, created once and kept in DATA_DIR. */
+export function localToken(dir: string): string {
+  const file = join(dir, 'local-token')
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim()
+  mkdirSync(dir, { recursive: true })
+  const token = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64url')
+  writeFileSync(file, token, { mode: 0o600 })
+  chmodSync(file, 0o600)
+  return token
+}
+
+/** The running server's local endpoints, if one is up on this DATA_DIR. */
+export async function findRunningServer(dir: string): Promise<LocalEndpointInfo | null> {
+  const file = localInfoFile(dir)
+  if (!existsSync(file)) return null
+  let info: LocalEndpointInfo
+  try {
+    info = JSON.parse(readFileSync(file, 'utf8'))
+    process.kill(info.pid, 0)
+  } catch {
+    return null
+  }
+  try {
+    const res = await fetch(`${info.url}/local/ping`, { headers: { authorization: `Bearer ${localToken(dir)}` }, signal: AbortSignal.timeout(2000) })
+    return res.ok ? info : null
+  } catch {
+    return null
+  }
+}
+
+export interface NodeStores {
+  olap: Olap
+  /** Set when this process owns the embedded engine: the local ClickHouse endpoint serves it. */
+  chdb: ChdbOlap | null
+  store: Store
+  /** Set when this process talks raw Redis (embedded or TCP): the local Upstash endpoint serves it. */
+  raw: RawRedis | null
+  limiter: RateLimiter
+  describe: { clickhouse: string; keyValue: string }
+  close(): Promise<void>
+}
+
+function clickhouseOverHttp(url: string, username?: string, password?: string, database?: string): Olap {
+  const client = createClient({ url, username: username ?? 'default', password: password ?? '', database, clickhouse_settings: CLICKHOUSE_SETTINGS })
+  return clickhouseClientOlap(client as unknown as ClickHouseClientLike)
+}
+
+/**
+ * Opens the stores the environment names. Embedded stores are opened directly, unless
+ * `viaRunningServer` is set and a server already owns them: then through its local endpoints.
+ */
+export async function openNodeStores(env: NodeEnv, options: { viaRunningServer?: boolean } = {}): Promise<NodeStores> {
+  const dir = dataDir(env)
+  // what the stores write (the engine's parts, the key/value log with secrets and salts) is the owner's alone
+  process.umask(0o077)
+  mkdirSync(dir, { recursive: true, mode: 0o700 })
+  chmodSync(dir, 0o700)
+  const embeddedWanted = !env.CLICKHOUSE_URL || !(env.REDIS_URL || env.UPSTASH_REDIS_REST_URL)
+  const running = embeddedWanted ? await findRunningServer(dir) : null
+  if (running && !options.viaRunningServer) {
+    throw new UserError(`a server (pid ${running.pid}) already runs on the data folder ${dir}: stop it, or set DATA_DIR to another folder`)
+  }
+  const token = running ? localToken(dir) : ''
+
+  let olap: Olap
+  let chdb: ChdbOlap | null = null
+  let clickhouse: string
+  if (env.CLICKHOUSE_URL) {
+    olap = clickhouseOverHttp(env.CLICKHOUSE_URL, env.CLICKHOUSE_USER, env.CLICKHOUSE_PASSWORD, env.CLICKHOUSE_DATABASE)
+    clickhouse = `server ${new URL(env.CLICKHOUSE_URL).host}`
+  } else if (running?.clickhouse) {
+    olap = clickhouseOverHttp(running.url, 'default', token)
+    clickhouse = 'embedded, through the running server'
+  } else {
+    // loaded only here: a server on CLICKHOUSE_URL needs no engine library for its platform
+    const { ChdbOlap } = await import('../storage/clickhouse/chdb').catch((err: { code?: string }) => {
+      if (err.code !== 'CHDB_PLATFORM') throw err
+      throw new UserError(
+        `the embedded ClickHouse has no library for ${process.platform}-${process.arch} in node_modules (the lockfile lists Linux x64's only): run \`npm install\`, which fetches the one for this platform, or set CLICKHOUSE_URL to a ClickHouse server`,
+      )
+    })
+    try {
+      chdb = new ChdbOlap(join(dir, 'clickhouse'))
+    } catch (err) {
+      // the engine locks its folder: a server or CLI on the same DATA_DIR that is starting or stopping
+      throw new UserError(`the embedded ClickHouse in ${join(dir, 'clickhouse')} is in use by another process: wait for it or stop it, or set DATA_DIR to another folder`, { cause: err })
+    }
+    olap = chdb
+    clickhouse = `embedded (${join(dir, 'clickhouse')})`
+  }
+
+  let raw: RawRedis | null = null
+  let redis: Redis
+  let limiter: RateLimiter
+  let keyValue: string
+  if (env.UPSTASH_REDIS_REST_URL) {
+    if (!env.UPSTASH_REDIS_REST_TOKEN) throw new Error('UPSTASH_REDIS_REST_URL is set but UPSTASH_REDIS_REST_TOKEN is not')
+    redis = env.REDIS_PREFIX
+      ? new Redis(prefixedUpstash({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN, prefix: env.REDIS_PREFIX }))
+      : new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN, enableTelemetry: false })
+    limiter = redisRateLimiter(redis)
+    keyValue = `upstash ${new URL(env.UPSTASH_REDIS_REST_URL).host}`
+  } else if (env.REDIS_URL) {
+    raw = env.REDIS_PREFIX ? prefixedRaw(new TcpRedis(env.REDIS_URL), env.REDIS_PREFIX) : new TcpRedis(env.REDIS_URL)
+    redis = new Redis(rawRequester(raw))
+    limiter = redisRateLimiter(redis)
+    keyValue = `redis ${new URL(env.REDIS_URL).host}`
+  } else if (running?.redis) {
+    redis = new Redis({ url: `${running.url}/redis`, token, enableTelemetry: false })
+    limiter = memoryRateLimiter()
+    keyValue = 'embedded, through the running server'
+  } else {
+    const embedded = new EmbeddedRedis({ dir: join(dir, 'kv') })
+    for (const [lua, native] of NATIVE_SCRIPTS) embedded.defineNativeScript(lua, native)
+    raw = embedded
+    redis = new Redis(rawRequester(raw))
+    limiter = memoryRateLimiter()
+    keyValue = `embedded (${join(dir, 'kv')})`
+  }
+
+  return {
+    olap,
+    chdb,
+    store: new Store(redis),
+    raw,
+    limiter,
+    describe: { clickhouse, keyValue },
+    async close() {
+      await olap.close()
+      await raw?.close()
+    },
+  }
+}

@@ -1,0 +1,59 @@
+import type { Site } from './sites'
+import type { ImportRun, Store } from '../storage/store'
+
+/** What one import stored for one site so far. */
+export interface SiteTally {
+  rows: number
+  rejected: number
+  /** Epoch milliseconds of its first and last stored row. */
+  from: number
+  to: number
+}
+
+export function tally(bySite: Map<string, SiteTally>, siteId: string, at: Date | null) {
+  let t = bySite.get(siteId)
+  if (!t) bySite.set(siteId, (t = { rows: 0, rejected: 0, from: Infinity, to: -Infinity }))
+  if (!at) return void t.rejected++
+  t.rows++
+  const ms = at.getTime()
+  if (ms < t.from) t.from = ms
+  if (ms > t.to) t.to = ms
+}
+
+/** Records one run per site the import reached, so the site's imports list it. */
+export async function recordImportRuns(store: Store, bySite: Map<string, SiteTally>, run: { startedAt: Date; finishedAt: Date; error: string | null }) {
+  await Promise.all(
+    [...bySite].map(([siteId, t]) =>
+      store.saveImportRun(siteId, {
+        id: crypto.randomUUID(),
+        kind: 'raw_hits',
+        state: run.error ? 'failed' : 'completed',
+        startedAt: run.startedAt.toISOString(),
+        finishedAt: run.finishedAt.toISOString(),
+        rows: t.rows,
+        rejected: t.rejected,
+        from: t.rows ? new Date(t.from).toISOString() : null,
+        to: t.rows ? new Date(t.to).toISOString() : null,
+        error: run.error,
+      }),
+    ),
+  )
+}
+
+/** Every import of a site, newest first: raw-hit runs and the provider periods kept on the site (ga4). */
+export async function siteImports(store: Store, site: Site) {
+  const runs = (await store.listImportRuns(site.id)).map((r) => ({ ...r, id: r.id as string | null, rows: r.rows as number | null }))
+  const periods = site.imports.map((p) => ({
+    id: null,
+    kind: p.source,
+    state: 'completed' as ImportRun['state'],
+    startedAt: p.importedAt,
+    finishedAt: p.importedAt,
+    rows: null,
+    rejected: 0,
+    from: p.from,
+    to: p.to,
+    error: null,
+  }))
+  return [...runs, ...periods].sort((a, b) => b.startedAt.localeCompare(a.startedAt))
+}

@@ -1,0 +1,91 @@
+import { ApiError } from '../errors'
+import { SNIPPET_ID_PATTERN, type Site, UUID_PATTERN } from './sites'
+import type { Store } from '../storage/store'
+
+/**
+ * Sites by UUID or snippet id, cached for `cacheMs` (10 s unless told): every hit and every
+ * public count looks its site up. Settings saved through here are seen by this process at once;
+ * other processes see them within the cache time, or at once when they read fresh.
+ */
+export class SiteDirectory {
+  private readonly cached = new Map<string, { site: Site | null; at: number }>()
+  private readonly cacheMs: number
+
+  constructor(
+    private readonly store: Store,
+    options: { cacheMs?: number } = {},
+  ) {
+    this.cacheMs = options.cacheMs ?? 10_000
+  }
+
+  /**
+   * The site of a UUID or a snippet id as stored now; null when there is none or the reference
+   * is neither. For the keyed API, whose handlers change what they read: a settings write or a
+   * key rotation must start from the stored site, whichever process saved it last.
+   */
+  findFresh(idOrSnippet: string): Promise<Site | null> {
+    if (UUID_PATTERN.test(idOrSnippet)) return this.readById(idOrSnippet.toLowerCase())
+    if (SNIPPET_ID_PATTERN.test(idOrSnippet)) return this.readBySnippet(idOrSnippet)
+    return Promise.resolve(null)
+  }
+
+  /** The site of a snippet id, from the cache when there. */
+  bySnippet(snippetId: string): Promise<Site | null> {
+    const entry = this.cached.get(snippetId)
+    if (entry && Date.now() - entry.at < this.cacheMs) return Promise.resolve(entry.site)
+    return this.readBySnippet(snippetId)
+  }
+
+  /** The sites of these snippet ids, each looked up once. */
+  async bySnippets(snippetIds: Iterable<string>): Promise<Map<string, Site | null>> {
+    return new Map(await Promise.all([...new Set(snippetIds)].map(async (s) => [s, await this.bySnippet(s)] as const)))
+  }
+
+  /**
+   * Changes a site's stored record: `change` gets the record as stored now and returns the next
+   * one (or the same object for no change). When another write lands in between, the change is
+   * made again on the newer record, so concurrent writes of different settings all survive.
+   * `change` may run more than once: it must only compute. This process reads the result from the
+   * next request on. 404 when the site is gone.
+   */
+  async update(siteId: string, change: (current: Site) => Site | Promise<Site>): Promise<Site> {
+    for (let attempt = 1; ; attempt++) {
+      const current = await this.store.getSite(siteId)
+      if (!current) throw new ApiError(404, 'site not found')
+      const next = await change(current)
+      if (next === current) return current
+      if (await this.store.swapSite(current, next)) {
+        this.keep(next.snippetId, next)
+        return next
+      }
+      if (attempt === 8) throw new ApiError(409, 'the site kept changing while this change was made; try again')
+    }
+  }
+
+  /** Deletes the site from the store (see Store.deleteSite) and forgets it here. */
+  async remove(site: Site, at: string) {
+    await this.store.deleteSite(site, at)
+    this.keep(site.snippetId, null)
+  }
+
+  private async readBySnippet(snippetId: string): Promise<Site | null> {
+    // a snippet id stays with its site: once known, only the site's settings need reading again
+    const id = this.cached.get(snippetId)?.site?.id ?? (await this.store.getSiteIdBySnippet(snippetId))
+    const site = id ? await this.store.getSite(id) : null
+    this.keep(snippetId, site)
+    return site
+  }
+
+  private async readById(id: string): Promise<Site | null> {
+    const site = await this.store.getSite(id)
+    if (site) this.keep(site.snippetId, site)
+    return site
+  }
+
+  /** Caches by snippet id, the key hits and public counts carry. */
+  private keep(snippetId: string, site: Site | null) {
+    if (this.cacheMs <= 0) return
+    if (this.cached.size > 100_000) this.cached.clear()
+    this.cached.set(snippetId, { site, at: Date.now() })
+  }
+}

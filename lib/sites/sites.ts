@@ -1,0 +1,276 @@
+import { z } from 'zod'
+import { ApiError } from '../errors'
+import { randomString } from '../accounts/keys'
+
+export const SOURCES = ['standalone', 'ga4'] as const
+
+/** How a caller names a site: its UUID or its public snippet id. */
+export const siteRefSchema = z.string().min(1, 'required').max(64).describe('Site UUID or public snippet id (the data-site value)')
+export type Source = (typeof SOURCES)[number]
+
+const pathPattern = z.string().min(1).max(500).regex(/^\//, 'must start with /')
+const ipOrCidr = z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()])
+const queryParamName = z.string().regex(/^[A-Za-z0-9_.\-[\]]{1,64}$/, 'must be a query parameter name')
+
+/** A valid IANA zone, in its proper case; an alias (Asia/Kolkata) is kept as written, not swapped for ICU's legacy name. */
+export const timezoneSchema = z.string().transform((zone, ctx) => {
+  try {
+    const resolved = new Intl.DateTimeFormat('en-US', { timeZone: zone }).resolvedOptions().timeZone
+    return resolved.toLowerCase() === zone.toLowerCase() ? resolved : zone
+  } catch {
+    ctx.addIssue({ code: 'custom', message: `unknown IANA time zone "${zone}"` })
+    return z.NEVER
+  }
+})
+
+const hostnamePattern = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/
+export const domainSchema = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .transform((d) => d.replace(/\.$/, ''))
+  .refine((d) => hostnamePattern.test(d), 'must be a bare hostname like example.com (no scheme, port or path)')
+
+export const sourcesSchema = z.array(z.enum(SOURCES)).min(1).max(2).refine((s) => new Set(s).size === s.length, 'must not repeat a source')
+
+/** Writable settings, by group. PATCH takes any of these fields flat by name. */
+const writable = {
+  tracking: {
+    includeBots: z.boolean(),
+    excludedPaths: z.array(pathPattern).max(100),
+    excludedIps: z.array(ipOrCidr).max(100),
+    capturedQueryParams: z.array(queryParamName).max(50),
+    affiliatePaths: z.array(pathPattern).max(50),
+    hashRouting: z.boolean(),
+    trackOutboundLinks: z.boolean(),
+    trackFileDownloads: z.boolean(),
+    trackForms: z.boolean(),
+    trackErrors: z.boolean(),
+    trackVitals: z.boolean(),
+    autocapture: z.boolean(),
+  },
+  changeDetection: {
+    changeDetectionEnabled: z.boolean(),
+    changeExcludedPaths: z.array(pathPattern).max(100),
+  },
+  sharing: {
+    isPublic: z.boolean(),
+    shareLevel: z.enum(['none', 'link', 'full']),
+    publicCounts: z.boolean(),
+    publicCountsDial: z.enum(['live', '30d', 'year', 'all']),
+  },
+  appearance: {
+    displayName: z.string().trim().min(1).max(100).nullable(),
+    theme: z.enum(['system', 'light', 'dark']),
+    accentColor: z.string().regex(/^#[0-9a-fA-F]{6}$/, 'must be a #rrggbb color'),
+  },
+}
+type Group = keyof typeof writable
+type GroupValues<G extends Group> = { [K in keyof (typeof writable)[G]]: z.infer<(typeof writable)[G][K]> }
+
+const defaults: { [G in Group]: GroupValues<G> } = {
+  tracking: {
+    includeBots: false,
+    excludedPaths: [],
+    excludedIps: [],
+    capturedQueryParams: [],
+    affiliatePaths: [],
+    hashRouting: false,
+    trackOutboundLinks: true,
+    trackFileDownloads: true,
+    trackForms: true,
+    trackErrors: true,
+    trackVitals: true,
+    autocapture: true,
+  },
+  changeDetection: { changeDetectionEnabled: true, changeExcludedPaths: [] },
+  sharing: { isPublic: false, shareLevel: 'none', publicCounts: false, publicCountsDial: 'live' },
+  appearance: { displayName: null, theme: 'system', accentColor: '#4f46e5' },
+}
+
+/** What the crawler last did for the site (lib/crawl): shown, never written by the API. */
+export interface CrawlState {
+  crawlStatus: 'pending' | 'ok' | 'failed'
+  /** ISO 8601 UTC of the last run; null before the first. */
+  lastCrawlAt?: string | null
+  /** Pages with at least one snapshot. */
+  pagesKnown?: number
+  /** Pages the last run could not fetch (a path of '' is the run itself failing), at most 20. */
+  crawlErrors?: { path: string; error: string }[]
+}
+
+export interface Site {
+  id: string
+  snippetId: string
+  orgId: string
+  domain: string
+  timezone: string
+  sources: Source[]
+  primarySource: Source
+  standaloneEnabled: boolean
+  createdAt: string
+  /** Set by proxy-config: a proxy that sends it in X-Proxy-Secret may forward the visitor's address. */
+  proxySecret?: string
+  /** The site's server-side ingest key, minted by POST /sites/{id}/ingest-key. */
+  ingestKeyId?: string
+  /** Signs the alert webhook's deliveries; shown once when issued (lib/sites/alerts.ts), never in reads. */
+  webhookSecret?: string
+  tracking: GroupValues<'tracking'> & { customDomain: string | null }
+  changeDetection: GroupValues<'changeDetection'> & CrawlState
+  sharing: GroupValues<'sharing'>
+  appearance: GroupValues<'appearance'>
+  integrations: { ga4: { connected: boolean; propertyId: string | null }; searchConsole: { connected: boolean; siteUrl: string | null } }
+  alerts: {
+    weeklyReport: boolean
+    monthlyReport: boolean
+    spikeAlerts: boolean
+    dropAlerts: boolean
+    spikeThreshold: number
+    dropThreshold: number
+    backlinkAlerts: boolean
+    vitalsAlerts: boolean
+    recipients: string[]
+    webhookUrl: string | null
+    source: Source | null
+  }
+  install: { installed: boolean; firstEventAt: string | null; lastEventAt: string | null; checkedAt: string | null }
+  imports: { source: Source; from: string; to: string; importedAt: string }[]
+}
+
+export const siteCreateSchema = z.strictObject({
+  domain: domainSchema,
+  sources: sourcesSchema.optional(),
+  primarySource: z.enum(SOURCES).optional(),
+  timezone: timezoneSchema.optional(),
+})
+
+const flatWritable = { ...writable.tracking, ...writable.changeDetection, ...writable.sharing, ...writable.appearance }
+
+export const sitePatchSchema = z
+  .strictObject({
+    ...flatWritable,
+    standaloneEnabled: z.boolean(),
+    primarySource: z.enum(SOURCES),
+    sources: sourcesSchema,
+    timezone: timezoneSchema,
+    customDomain: domainSchema.nullable(),
+  })
+  .partial()
+  .refine((patch) => Object.keys(patch).length > 0, 'body must name at least one field to change')
+
+export type SitePatch = z.infer<typeof sitePatchSchema>
+
+export const SNIPPET_ID_PATTERN = /^[a-z0-9]{10}$/
+export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+function checkPrimarySource(sources: Source[], primary: Source): Source {
+  if (!sources.includes(primary)) throw new ApiError(400, `primarySource: "${primary}" is not one of the site's sources (${sources.join(', ')})`)
+  return primary
+}
+
+export function newSite(input: z.infer<typeof siteCreateSchema>, orgId: string, now: Date): Site {
+  const sources = input.sources ?? (input.primarySource ? [input.primarySource] : ['standalone'])
+  const primarySource = checkPrimarySource(sources, input.primarySource ?? sources[0])
+  return {
+    id: crypto.randomUUID(),
+    snippetId: randomString(10, 'abcdefghijklmnopqrstuvwxyz0123456789'),
+    orgId,
+    domain: input.domain,
+    timezone: input.timezone ?? 'UTC',
+    sources,
+    primarySource,
+    standaloneEnabled: sources.includes('standalone'),
+    createdAt: now.toISOString(),
+    tracking: { ...defaults.tracking, customDomain: null },
+    changeDetection: { ...defaults.changeDetection, crawlStatus: 'pending', lastCrawlAt: null, pagesKnown: 0, crawlErrors: [] },
+    sharing: { ...defaults.sharing },
+    appearance: { ...defaults.appearance },
+    integrations: { ga4: { connected: false, propertyId: null }, searchConsole: { connected: false, siteUrl: null } },
+    alerts: {
+      weeklyReport: false,
+      monthlyReport: false,
+      spikeAlerts: false,
+      dropAlerts: false,
+      spikeThreshold: 2,
+      dropThreshold: 0.5,
+      backlinkAlerts: false,
+      vitalsAlerts: false,
+      recipients: [],
+      webhookUrl: null,
+      source: null,
+    },
+    install: { installed: false, firstEventAt: null, lastEventAt: null, checkedAt: null },
+    imports: [],
+  }
+}
+
+/** Applies a validated flat patch; a 400 naming the field when the result would be inconsistent. */
+export function applySitePatch(site: Site, patch: SitePatch): Site {
+  const next: Site = structuredClone(site)
+  for (const group of Object.keys(writable) as Group[]) {
+    for (const field of Object.keys(writable[group])) {
+      if (field in patch) (next[group] as Record<string, unknown>)[field] = (patch as Record<string, unknown>)[field]
+    }
+  }
+  if (patch.timezone !== undefined) next.timezone = patch.timezone
+  if (patch.sources !== undefined) next.sources = patch.sources
+  if (patch.primarySource !== undefined) next.primarySource = patch.primarySource
+  if (patch.standaloneEnabled !== undefined) next.standaloneEnabled = patch.standaloneEnabled
+  if (patch.standaloneEnabled === true && !next.sources.includes('standalone')) next.sources = [...next.sources, 'standalone']
+  checkPrimarySource(next.sources, next.primarySource)
+  return next
+}
+
+/** The site as the API shows it. */
+export function siteView(site: Site, baseUrl: string) {
+  const { orgId: _org, proxySecret: _secret, ingestKeyId: _ingest, webhookSecret: _webhook, ...rest } = site
+  const scriptHost = site.tracking.customDomain ? `https://${site.tracking.customDomain}` : baseUrl
+  return {
+    ...rest,
+    changeDetection: { lastCrawlAt: null, pagesKnown: 0, crawlErrors: [], ...site.changeDetection },
+    snippet: `<script defer data-site="${site.snippetId}" src="${scriptHost}/js/script.js"></script>`,
+  }
+}
+
+const groupSchema = <G extends Group>(group: G) => z.object(writable[group] as (typeof writable)[G])
+
+/** The answer of every site read and write: the site as siteView shows it. */
+export const siteViewSchema = z.object({
+  id: z.uuid(),
+  snippetId: z.string().describe('The public data-site value; works as site_id too'),
+  domain: z.string(),
+  timezone: z.string(),
+  sources: z.array(z.enum(SOURCES)),
+  primarySource: z.enum(SOURCES),
+  standaloneEnabled: z.boolean(),
+  createdAt: z.string(),
+  tracking: groupSchema('tracking').extend({ customDomain: z.string().nullable() }),
+  changeDetection: groupSchema('changeDetection').extend({
+    crawlStatus: z.enum(['pending', 'ok', 'failed']).describe('pending until the first crawl; failed when the last run could not crawl the site'),
+    lastCrawlAt: z.string().nullable().describe('The last crawl run, ISO 8601 UTC'),
+    pagesKnown: z.number().int().nonnegative().describe('Pages the crawler has a snapshot of'),
+    crawlErrors: z.array(z.object({ path: z.string(), error: z.string() })).describe("Pages the last run could not fetch, at most 20; path '' is the run itself failing"),
+  }),
+  sharing: groupSchema('sharing'),
+  appearance: groupSchema('appearance'),
+  integrations: z.object({
+    ga4: z.object({ connected: z.boolean(), propertyId: z.string().nullable() }),
+    searchConsole: z.object({ connected: z.boolean(), siteUrl: z.string().nullable() }),
+  }),
+  alerts: z.object({
+    weeklyReport: z.boolean(),
+    monthlyReport: z.boolean(),
+    spikeAlerts: z.boolean(),
+    dropAlerts: z.boolean(),
+    spikeThreshold: z.number(),
+    dropThreshold: z.number(),
+    backlinkAlerts: z.boolean(),
+    vitalsAlerts: z.boolean(),
+    recipients: z.array(z.string()),
+    webhookUrl: z.string().nullable(),
+    source: z.enum(SOURCES).nullable(),
+  }),
+  install: z.object({ installed: z.boolean(), firstEventAt: z.string().nullable(), lastEventAt: z.string().nullable(), checkedAt: z.string().nullable() }),
+  imports: z.array(z.object({ source: z.enum(SOURCES), from: z.string(), to: z.string(), importedAt: z.string() })),
+  snippet: z.string().describe('The tracking snippet to paste'),
+})
