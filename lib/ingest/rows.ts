@@ -167,6 +167,14 @@ export async function errorFingerprints(hits: readonly AcceptedHit[]): Promise<s
   return fingerprints
 }
 
+/** Form fields whose text is what a person typed: an older tracker sent it as a click's text. */
+const FORM_FIELD_TAGS = new Set(['input', 'textarea', 'select', 'option'])
+
+/** A click's text, kept only where it is a label (never a form field's value). */
+function clickLabel(click: Hit['click']): string {
+  return !click?.text || FORM_FIELD_TAGS.has((click.tag ?? '').toLowerCase()) ? '' : click.text
+}
+
 /** One literal with every column, visit attributes included, keeps rows in one fast shape. */
 export function eventRow(h: AcceptedHit & { readonly visitorId: string }, visit: Visit<VisitAttrs>, errorFingerprint: string): EventRow {
   const { hit } = h.item
@@ -184,7 +192,7 @@ export function eventRow(h: AcceptedHit & { readonly visitorId: string }, visit:
     hostname: url.hostname, pathname: h.pathname.slice(0, 2000), query: capturedQuery(url, h.site.tracking.capturedQueryParams), collection_source: h.item.source,
     props,
     revenue_amount: hit.revenue ? String(hit.revenue.amount) : '0', revenue_currency: hit.revenue?.currency ?? '',
-    link_url: kind === 'form' && hit.form?.action ? hit.form.action : (hit.click?.href ?? ''), selector: hit.click?.selector ?? hit.form?.selector ?? '', element_text: hit.click?.text ?? '',
+    link_url: kind === 'form' && hit.form?.action ? hit.form.action : (hit.click?.href ?? ''), selector: hit.click?.selector ?? hit.form?.selector ?? '', element_text: clickLabel(hit.click),
     element_tag: hit.click?.tag ?? (kind === 'form' ? 'form' : ''), interactive: hit.click?.interactive ? 1 : 0, dead_click: hit.click?.dead ? 1 : 0,
     error_fingerprint: errorFingerprint, error_name: hit.error?.name ?? '', error_message: hit.error?.message ?? '',
     vital_name: hit.vital?.name ?? '', vital_value: hit.vital?.value ?? 0,

@@ -65,6 +65,13 @@ type Svc = ((name: string, opts?: Opts) => void) & { q?: IArguments[] }
   }
 
   const INTERACTIVE = 'a,button,input,select,textarea,label,summary,[role=button],[role=link],[onclick],[tabindex]'
+  // The only text a click carries is the label of a button or link: never a form field's value, nor
+  // text inside a contenteditable region or anything the page marks private (data-private).
+  const LABELLED = 'a,button,[role=button],[role=link]'
+  const label = (el: Element) =>
+    el.matches(LABELLED) && !el.closest('[data-private],[contenteditable]:not([contenteditable=false])') && !(el as HTMLElement).isContentEditable
+      ? ((el as HTMLElement).innerText || '').trim().slice(0, 100)
+      : ''
   d.addEventListener(
     'click',
     (event) => {
@@ -74,7 +81,7 @@ type Svc = ((name: string, opts?: Opts) => void) & { q?: IArguments[] }
       const href = el.closest('a')?.href
       const click: Record<string, unknown> = {
         selector: selector(el),
-        text: ((el as HTMLElement).innerText || (el as HTMLInputElement).value || '').trim().slice(0, 100),
+        text: label(el),
         tag: el.tagName.toLowerCase(),
         href,
         interactive: el.matches(INTERACTIVE),

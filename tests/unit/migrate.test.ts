@@ -6,7 +6,7 @@ import { testOlap } from '../helpers'
 describe('ClickHouse migrations', () => {
   it('are numbered files, rendered plain for one server and ON CLUSTER with Replicated engines for a cluster', () => {
     const migrations = loadMigrations()
-    expect(migrations.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11])
+    expect(migrations.map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])
     expect(() => parseMigrationFile('events.sql', '')).toThrow(/NNNN_name/)
     const plain = renderMigration(migrations[0].sql)
     expect(plain).toHaveLength(2)
@@ -22,10 +22,33 @@ describe('ClickHouse migrations', () => {
     const olap = await testOlap() // already migrated once
     expect(await migrate(olap, loadMigrations())).toEqual([])
     const rows = await olap.query<{ version: number; name: string }>('SELECT version, name FROM schema_migrations ORDER BY version')
-    expect(rows).toEqual([{ version: 1, name: 'events' }, { version: 2, name: 'sessions' }, { version: 3, name: 'day_rollups' }, { version: 4, name: 'events_input' }, { version: 5, name: 'crawl' }, { version: 6, name: 'pathname_low_cardinality' }, { version: 7, name: 'filtered_rollup_expiry' }, { version: 8, name: 'visit_pages' }, { version: 9, name: 'rollup_engagement_reports' }, { version: 10, name: 'rollup_places' }, { version: 11, name: 'partial_rollups' }])
-    const applied = await migrate(olap, [...loadMigrations(), { version: 12, name: 'extra', sql: 'CREATE TABLE IF NOT EXISTS extra_t (a UInt8) ENGINE = Memory;' }])
-    expect(applied.map((m) => m.version)).toEqual([12])
-    expect((await olap.query('SELECT count() AS n FROM schema_migrations'))[0]).toEqual({ n: '12' })
+    expect(rows).toEqual([{ version: 1, name: 'events' }, { version: 2, name: 'sessions' }, { version: 3, name: 'day_rollups' }, { version: 4, name: 'events_input' }, { version: 5, name: 'crawl' }, { version: 6, name: 'pathname_low_cardinality' }, { version: 7, name: 'filtered_rollup_expiry' }, { version: 8, name: 'visit_pages' }, { version: 9, name: 'rollup_engagement_reports' }, { version: 10, name: 'rollup_places' }, { version: 11, name: 'partial_rollups' }, { version: 12, name: 'purge_typed_click_text' }])
+    const applied = await migrate(olap, [...loadMigrations(), { version: 13, name: 'extra', sql: 'CREATE TABLE IF NOT EXISTS extra_t (a UInt8) ENGINE = Memory;' }])
+    expect(applied.map((m) => m.version)).toEqual([13])
+    expect((await olap.query('SELECT count() AS n FROM schema_migrations'))[0]).toEqual({ n: '13' })
+  })
+
+  it('clears stored click text that is not a button or link label (what an older tracker took from form fields)', async () => {
+    const olap = await testOlap()
+    const site = crypto.randomUUID()
+    const click = (tag: string, text: string) => `({site:UUID}, now(), 'click', 'click', '${tag}', '${text}')`
+    await olap.command(
+      `INSERT INTO events (site_id, timestamp, name, kind, element_tag, element_text)
+       VALUES ${[click('input', 'typed@mail.test'), click('textarea', 'typed note'), click('div', 'typed in an editor'), click('button', 'Buy'), click('a', 'Docs')].join(', ')}`,
+      { site },
+    )
+    const purge = loadMigrations().find((m) => m.name === 'purge_typed_click_text')!
+    for (const statement of renderMigration(purge.sql)) await olap.command(statement)
+    for (const table of ['events', 'recent_events']) {
+      const rows = await olap.query(`SELECT element_tag AS tag, element_text AS text FROM ${table} WHERE site_id = {site:UUID} ORDER BY tag`, { site })
+      expect(rows, table).toEqual([
+        { tag: 'a', text: 'Docs' },
+        { tag: 'button', text: 'Buy' },
+        { tag: 'div', text: '' },
+        { tag: 'input', text: '' },
+        { tag: 'textarea', text: '' },
+      ])
+    }
   })
 
   it('expires rows a filtered read rolled up 30 days after they were built, never the daily rollup', async () => {
