@@ -86,10 +86,65 @@ export function utmFrom(url: URL): Utm {
 }
 
 const PAID_MEDIUM = /^(.*cp.*|ppc|retargeting|paid.*)$/
-const SOCIAL_SOURCES = /facebook|instagram|twitter|^x$|t\.co|linkedin|reddit|pinterest|tiktok|youtube|threads|mastodon|bluesky|snapchat|quora|hacker news|vk|weibo/i
-const SEARCH_SOURCES = /google|bing|duckduckgo|yahoo|yandex|baidu|ecosia|brave|naver|startpage|qwant|seznam/i
-const SHOPPING_SOURCES = /shopping|amazon|ebay|etsy|walmart|shopify/i
-const VIDEO_SOURCES = /youtube|vimeo|twitch|dailymotion|tiktok/i
+
+/**
+ * A kind of source, by whole names and whole hostnames: a campaign's source (`utm_source`) or a
+ * referrer's source name belongs to it when it is one of the names, or a hostname that is one of
+ * the domains or a subdomain of one. A brand matches its name and its hostname under any country
+ * domain (google, google.com, news.google.co.uk). Nothing matches inside a longer name:
+ * chatgpt.com is not t.co, and boxing is not x.
+ */
+export interface SourceList {
+  brands: string[]
+  names?: string[]
+  domains?: string[]
+}
+
+const hostPattern = (brands: string[], domains: string[]) =>
+  new RegExp(
+    `(^|\\.)(${[...brands.map((b) => `${escapeRegExp(b)}(\\.[a-z]{2,3}){1,2}`), ...domains.map(escapeRegExp)].join('|')})$`,
+  )
+const escapeRegExp = (text: string) => text.replace(/[.+?^${}()|[\]\\]/g, '\\$&')
+
+function sourceMatcher(list: SourceList): (value: string) => boolean {
+  const names = new Set([...list.brands, ...(list.names ?? [])])
+  const hosts = hostPattern(list.brands, list.domains ?? [])
+  return (value) => {
+    const v = value.trim().toLowerCase().replace(/^www\./, '')
+    return v !== '' && (names.has(v) || hosts.test(v))
+  }
+}
+
+export const AI_SOURCES: SourceList = {
+  brands: ['chatgpt', 'openai', 'perplexity', 'claude', 'gemini', 'copilot', 'deepseek', 'phind', 'grok', 'mistral', 'poe'],
+  names: ['you.com', 'meta ai', 'bard'],
+  domains: ['chat.openai.com', 'perplexity.ai', 'claude.ai', 'gemini.google.com', 'bard.google.com', 'copilot.microsoft.com', 'copilot.cloud.microsoft', 'chat.deepseek.com', 'you.com', 'meta.ai', 'chat.mistral.ai'],
+}
+export const SOCIAL_SOURCES: SourceList = {
+  brands: ['facebook', 'instagram', 'twitter', 'linkedin', 'reddit', 'pinterest', 'tiktok', 'youtube', 'mastodon', 'bluesky', 'snapchat', 'quora', 'weibo'],
+  names: ['fb', 'ig', 'x', 'threads', 'hacker news', 'hackernews', 'hn', 'vk'],
+  domains: ['fb.com', 'fb.me', 'm.me', 'x.com', 't.co', 'lnkd.in', 'redd.it', 'pin.it', 'youtu.be', 'threads.net', 'mastodon.social', 'bsky.app', 'news.ycombinator.com', 'vk.com', 't.me'],
+}
+export const SEARCH_SOURCES: SourceList = {
+  brands: ['google', 'bing', 'duckduckgo', 'yahoo', 'yandex', 'baidu', 'ecosia', 'naver', 'startpage', 'qwant', 'seznam'],
+  names: ['brave', 'brave search'],
+  domains: ['search.brave.com'],
+}
+export const SHOPPING_SOURCES: SourceList = {
+  brands: ['amazon', 'ebay', 'etsy', 'walmart', 'shopify'],
+  names: ['shopping', 'google shopping'],
+  domains: ['shopping.google.com'],
+}
+export const VIDEO_SOURCES: SourceList = {
+  brands: ['youtube', 'vimeo', 'twitch', 'dailymotion', 'tiktok'],
+  domains: ['youtu.be'],
+}
+
+const isAi = sourceMatcher(AI_SOURCES)
+const isSocial = sourceMatcher(SOCIAL_SOURCES)
+const isSearch = sourceMatcher(SEARCH_SOURCES)
+const isShopping = sourceMatcher(SHOPPING_SOURCES)
+const isVideo = sourceMatcher(VIDEO_SOURCES)
 
 /**
  * Default channel grouping in the manner of GA4: campaign parameters first, then the referrer's
@@ -99,24 +154,24 @@ export function channelFor(ref: ReferrerInfo, utm: Utm): string {
   const source = (utm.utm_source || ref.source).toLowerCase()
   const medium = utm.utm_medium.toLowerCase()
   const campaign = utm.utm_campaign.toLowerCase()
-  if (ref.medium === 'ai' || /^(ai|llm|chatgpt)$/.test(medium)) return 'AI'
+  if (ref.medium === 'ai' || /^(ai|llm|chatgpt)$/.test(medium) || isAi(utm.utm_source)) return 'AI'
   if (medium === 'affiliate' || medium === 'partner') return 'Affiliates'
   if (/^e[-_ ]?mail$|newsletter/.test(medium) || /newsletter|e[-_ ]?mail/.test(source) || ref.medium === 'email') return 'Email'
   if (medium === 'sms' || source === 'sms') return 'SMS'
   if (medium === 'display' || medium === 'banner' || medium === 'cpm' || medium === 'interstitial') return 'Display'
   if (PAID_MEDIUM.test(medium)) {
-    if (SHOPPING_SOURCES.test(source) || /shop/.test(campaign)) return 'Paid Shopping'
-    if (SEARCH_SOURCES.test(source) || ref.medium === 'search') return 'Paid Search'
-    if (SOCIAL_SOURCES.test(source) || ref.medium === 'social') return 'Paid Social'
-    if (VIDEO_SOURCES.test(source)) return 'Paid Video'
+    if (isShopping(source) || /shop/.test(campaign)) return 'Paid Shopping'
+    if (isSearch(source) || ref.medium === 'search') return 'Paid Search'
+    if (isSocial(source) || ref.medium === 'social') return 'Paid Social'
+    if (isVideo(source)) return 'Paid Video'
     return 'Paid Other'
   }
-  if (medium === 'organic' || ref.medium === 'search' || SEARCH_SOURCES.test(utm.utm_source)) return 'Organic Search'
-  if (/^(social|social-network|social-media|sm|social network|social media)$/.test(medium) || ref.medium === 'social' || SOCIAL_SOURCES.test(utm.utm_source)) {
-    return VIDEO_SOURCES.test(source) ? 'Organic Video' : 'Organic Social'
+  if (medium === 'organic' || ref.medium === 'search' || isSearch(utm.utm_source)) return 'Organic Search'
+  if (/^(social|social-network|social-media|sm|social network|social media)$/.test(medium) || ref.medium === 'social' || isSocial(utm.utm_source)) {
+    return isVideo(source) ? 'Organic Video' : 'Organic Social'
   }
-  if (medium === 'video' || VIDEO_SOURCES.test(source)) return 'Organic Video'
-  if (SHOPPING_SOURCES.test(source)) return 'Organic Shopping'
+  if (medium === 'video' || isVideo(source)) return 'Organic Video'
+  if (isShopping(source)) return 'Organic Shopping'
   if (medium === 'referral' || ref.referrer) return 'Referral'
   if (utm.utm_source || medium || campaign) return 'Unassigned'
   return 'Direct'
