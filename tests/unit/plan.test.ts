@@ -12,6 +12,7 @@ const query = (filters: unknown[] = [], range: 'realtime' | 'today' | '7d' | '12
   filters: parseFilters(JSON.stringify(filters), 'standalone'),
   goals: [{ id: 'g', name: 'Signup', type: 'event', matchValue: 'Signup', currency: null, createdAt: '' }],
   limit: 10,
+  now,
 })
 const country = { dimension: 'country', operator: 'is', value: ['US'] }
 const path = { dimension: 'path', operator: 'contains', value: ['/blog'] }
