@@ -1,5 +1,6 @@
 import { type Credential, authorize, siteForKey } from '../lib/accounts/auth'
 import { ApiError } from '../lib/errors'
+import { InvalidPatternError } from '../lib/storage/clickhouse/execute'
 import type { ApiKeyRecord } from '../lib/accounts/keys'
 import { LIMITS, type LimitResult } from '../lib/accounts/ratelimit'
 import type { Services } from '../lib/services'
@@ -125,6 +126,7 @@ export class CallContext implements EndpointContext {
 /** Any failure as the ApiError answered for it: unknown ones are logged with a request id and answered as a generic 500. */
 export function asApiError(err: unknown, request: Request): ApiError {
   if (err instanceof ApiError) return err
+  if (err instanceof InvalidPatternError) return new ApiError(400, 'filters: invalid regular expression in a matches filter')
   const { id, logError } = traceOf(request)
   logError({ requestId: id, method: request.method, path: new URL(request.url).pathname, error: String((err as Error)?.stack ?? err) })
   return new ApiError(500, `internal error (request ${id})`)

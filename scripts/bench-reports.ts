@@ -20,8 +20,8 @@ import { errorGroupsSql, errorSummarySql } from '../lib/reports/query/compile/er
 import { geoPlacesSql } from '../lib/reports/query/compile/geo'
 import { propertyKeyCountsSql } from '../lib/reports/query/compile/properties'
 import { realtime, siteStats } from '../lib/reports/query/reports'
-import { compileRead, rolledDays, rolledForRead } from '../lib/reports/query/run'
-import { type Fragment, render } from '../lib/reports/query/compile/sql'
+import { rolledDays, runRead } from '../lib/reports/query/run'
+import { type Fragment, render } from '../lib/storage/clickhouse/sql'
 import { flowSql } from '../lib/reports/query/compile/flow'
 import { journeysSql } from '../lib/reports/query/compile/journeys'
 import { activitySql } from '../lib/reports/query/compile/activity'
@@ -173,14 +173,10 @@ const program = new Command('bench-reports')
     const site = sites[0]
     const filters = JSON.stringify([{ dimension: 'country', operator: 'is', value: ['US', 'DE'] }, { dimension: 'path', operator: 'contains', value: ['blog'] }])
     const range = resolveRange({ range: '30d' }, site.timezone, now)
-    const base: Query = { siteId: site.id, range, filters: [], goals: [], limit: 100 }
-    // what the API runs: the rolled days of the window where the read may use them, then the compiled SQL
+    const base: Query = { siteId: site.id, range, filters: [], goals: [], limit: 100, now }
+    // what the API runs: the read's plan (the rolled-days lookup where it may use the rollup), then its statement
     // (a copy of the range per run: the API resolves its range per request, so it looks the rolled days up every time)
-    const run = (query: Query, read: Read) => async () => {
-      const fresh = { ...query, range: { ...query.range } }
-      const compiled = compileRead(fresh, read, await rolledForRead(stores.olap, fresh, read))
-      return stores.olap.query(compiled.sql, compiled.params)
-    }
+    const run = (query: Query, read: Read) => async () => runRead(stores.olap, { ...query, range: { ...query.range } }, read)
     const filtered = { ...base, filters: parseFilters(filters, 'standalone') }
     // kept data keeps its funnel
     const funnel = (await stores.store.listFunnels(site.id)).find((f) => f.name === 'Docs to signup') ?? (await createFunnel(stores.store, site.id, { site_id: site.id, name: 'Docs to signup', steps: [{ type: 'page', value: '/docs/*' }, { type: 'page', value: '/pricing/*' }, { type: 'event', value: 'Signup' }] }, now))

@@ -1,4 +1,4 @@
-import { FILTER_ONLY_DIMENSIONS, FIRST_PARTY_DIMENSIONS, METRICS, OPERATORS, PROPERTY_PREFIX, RANGES, SHARED_DIMENSIONS, VISIT_SCOPED_DIMENSIONS } from '../../lib/reports/dimensions'
+import { DIMENSIONS, METRICS, OPERATORS, PROPERTY_PREFIX, RANGES, SEGMENT } from '../../lib/reports/dimensions'
 import { LIMITS } from '../../lib/accounts/ratelimit'
 import { z } from 'zod'
 import { defineEndpoint } from '../endpoint'
@@ -49,13 +49,13 @@ export const metaEndpoints = [
       metrics: z.record(z.string(), z.string()),
     }),
     async handler() {
-      const dimensions = [...SHARED_DIMENSIONS, ...FIRST_PARTY_DIMENSIONS]
+      const dimensions = DIMENSIONS.map((d) => d.name)
       return {
-        filterDimensions: [...dimensions, ...FILTER_ONLY_DIMENSIONS] as string[],
+        filterDimensions: [...dimensions, SEGMENT],
         breakdownProperties: [...dimensions, `${PROPERTY_PREFIX}<key>`],
         propertyPrefix: PROPERTY_PREFIX,
-        firstPartyOnly: [...FIRST_PARTY_DIMENSIONS],
-        visitScoped: [...VISIT_SCOPED_DIMENSIONS],
+        firstPartyOnly: DIMENSIONS.filter((d) => !d.sources.includes('ga4')).map((d) => d.name),
+        visitScoped: DIMENSIONS.filter((d) => d.scope === 'visit').map((d) => d.name),
         operators: [...OPERATORS],
         ranges: [...RANGES],
         metrics: METRICS,

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { RANGES } from '../../lib/reports/dimensions'
+import { RANGES, SPIKE_DIMENSIONS } from '../../lib/reports/dimensions'
 import { limitParam, reportParams } from '../../lib/reports/query/parse'
 import { siteRefSchema } from '../../lib/sites/sites'
 import { ANNOTATION_KINDS } from '../../lib/storage/store'
@@ -30,7 +30,7 @@ const localTime = z.string().describe('ISO 8601 with the site offset')
 
 const spikeSourceSchema = z
   .object({
-    dimension: z.enum(['utm_campaign', 'source', 'channel']).describe('What the value is: a UTM campaign, a referring source (as the source filter names it) or a channel'),
+    dimension: z.enum(SPIKE_DIMENSIONS.map((d) => d.name) as [string, ...string[]]).describe('What the value is: a UTM campaign, a referring source (as the source filter names it) or a channel'),
     value: z.string(),
     referrerUrl: z.string().nullable().describe('dimension source: its most frequent full referrer in the spike'),
     visitors: count.describe('Its visitors in the spike, summed over the spike’s buckets'),

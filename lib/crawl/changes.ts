@@ -1,7 +1,7 @@
 import type { Olap } from '../storage/clickhouse/types'
 import { clickhouseTime } from '../storage/clickhouse/time'
-import { type Fragment, bind, raw, sql } from '../reports/query/compile/sql'
-import { execute } from '../reports/query/run'
+import { type Fragment, bind, raw, sql } from '../storage/clickhouse/sql'
+import { execute } from '../storage/clickhouse/execute'
 import type { ChangeCategory, ChangeType, DetectedChange } from './detect'
 
 /**

@@ -2,10 +2,11 @@ import { Temporal } from 'temporal-polyfill'
 import { ApiError } from '../errors'
 import { during } from '../reports/query/compile/scope'
 import { bucket } from '../reports/query/compile/series'
-import { bind, sql } from '../reports/query/compile/sql'
+import { bind, sql } from '../storage/clickhouse/sql'
 import { type ResolvedRange, type WindowName, buckets, rangeView, resolveRange } from '../reports/query/range'
 import type { Query } from '../reports/query/model'
-import { execute, runRead } from '../reports/query/run'
+import { execute } from '../storage/clickhouse/execute'
+import { runRead } from '../reports/query/run'
 import type { Services } from '../services'
 import type { Site } from '../sites/sites'
 import type { StoredChange } from './changes'
@@ -56,9 +57,9 @@ const MAX_TRAFFIC_PATHS = 20_000
  * read (its finished days from the daily rollup). A site that reads only ga4 has no first-party
  * traffic here: zeros.
  */
-async function trafficByPath(services: Services, site: Site, range: ResolvedRange) {
+async function trafficByPath(services: Services, site: Site, range: ResolvedRange, now: Date) {
   if (!site.sources.includes('standalone')) return new Map<string, { visitors: number; pageviews: number; reports: number; scroll: number; engaged: number }>()
-  const query: Query = { siteId: site.id, range, filters: [], goals: [], limit: MAX_TRAFFIC_PATHS }
+  const query: Query = { siteId: site.id, range, filters: [], goals: [], limit: MAX_TRAFFIC_PATHS, now }
   const rows = await runRead(services.olap, query, { kind: 'breakdown', property: 'path', reports: true })
   return new Map(
     rows.map((r) => {
@@ -94,7 +95,7 @@ GROUP BY pathname`,
 export async function pages(services: Services, site: Site, params: PagesParams) {
   const now = services.now()
   const range = windowOf(site, params, now)
-  const [latest, traffic] = await Promise.all([latestSnapshots(services.olap, site.id), trafficByPath(services, site, range)])
+  const [latest, traffic] = await Promise.all([latestSnapshots(services.olap, site.id), trafficByPath(services, site, range, now)])
   const newSince = now.getTime() - NEW_PAGE_DAYS * 86_400_000
   const all = [...latest.values()].map((s) => {
     const t = traffic.get(s.path)

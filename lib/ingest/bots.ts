@@ -1,8 +1,6 @@
 import crawlerList from 'crawler-user-agents'
 import { isbot } from 'isbot'
-
-export const BOT_KINDS = ['ai-training', 'ai-assistant', 'ai-search', 'search-engine', 'seo', 'monitoring', 'social-preview', 'feed-reader', 'other'] as const
-export type BotKind = (typeof BOT_KINDS)[number]
+import type { BotKind } from './bot-kinds'
 
 /**
  * Our own table, checked first: it splits the AI crawlers that `crawler-user-agents` tags only

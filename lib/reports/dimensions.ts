@@ -1,31 +1,142 @@
-/** The static vocabulary of reports (docs/api.md, Ranges and Filters). */
+import { BOT_KINDS } from '../ingest/bot-kinds'
+import type { Source } from '../sites/source'
+
+/**
+ * The static vocabulary of reports (docs/api.md, Ranges and Filters), and the one table of
+ * dimensions: parsing, the planner, the SQL builders, the dimensions index, the bot reads and the
+ * why-traffic-changed reads all read their facts from here. A leaf: it imports no report code.
+ */
 export const RANGES = ['realtime', 'today', 'yesterday', '7d', 'week', 'month', '30d', '90d', 'year', 'ytd', 'last-year', '12mo', 'all', 'custom'] as const
 export type RangeName = (typeof RANGES)[number]
 
 export const OPERATORS = ['is', 'is_not', 'contains', 'matches'] as const
 
-/** Dimensions every source can filter and break down by. */
-export const SHARED_DIMENSIONS = [
-  'path', 'entry_page', 'exit_page', 'source', 'channel', 'referrer',
-  'utm_source', 'utm_medium', 'utm_campaign', 'utm_term', 'utm_content',
-  'country', 'region', 'city', 'browser', 'os', 'device', 'screen_class', 'hostname', 'event',
-] as const
+export const PROPERTY_PREFIX = 'prop:'
 
-/** Dimensions only the first-party collector records; a `ga4` read rejects them. */
-export const FIRST_PARTY_DIMENSIONS = ['goal', 'link', 'outbound', 'affiliate', 'button', 'dead_click', 'form', 'bot_kind', 'collection_source'] as const
+/** How the first-party collector's data reads a dimension. Every SQL here is an allow-listed expression, never input. */
+export interface StandaloneColumns {
+  /** Its value on an event, as SQL over `events`; absent where a read derives it (goal, entry and exit pages). */
+  events?: string
+  /**
+   * Its value as SQL over the sessions rollup, where it is a visit attribute stamped on every row of
+   * a visit under the same column as on events: a filter on it narrows visits there too.
+   */
+  sessions?: string
+  /** Whether the daily rollup (and the partial rollup of today) holds its rows, under its name. */
+  daily?: true
+  /** Its value as SQL over `bot_events`; absent: bot hits do not record it. */
+  bots?: string
+}
+
+export interface Dimension {
+  name: string
+  /** visit: the same on every event of a visit, so a filter keeps whole visits; event: a filter keeps the matching events. */
+  scope: 'visit' | 'event'
+  /** Whether its breakdown rows carry visit engagement (bounceRate, avgDuration; docs/api.md, Metrics). */
+  engagement: boolean
+  /** Only some events carry it: a breakdown skips events without a value. */
+  sparse?: true
+  /** The sources whose reads take it: the collector records every dimension, a ga4 read takes the shared ones. */
+  sources: readonly Source[]
+  standalone: StandaloneColumns
+  /** The imported GA4 dataset and field a ga4 read takes it from; absent until imports fill it (a ga4 read answers zeros). */
+  ga4?: { dataset: string; field: string }
+  /**
+   * A spike's excess may be attributed to its values: the column over `events` read for that, and
+   * its rank when naming one (1, the most specific, first).
+   */
+  spike?: { column: string; rank: number }
+  /** The values it takes, where they are a closed list. */
+  values?: readonly string[]
+}
+
+const BOTH: readonly Source[] = ['standalone', 'ga4']
+const FIRST_PARTY: readonly Source[] = ['standalone']
+const DIRECT_SOURCE = "if(referrer_source = '', 'Direct / None', referrer_source)"
+const DIRECT_REFERRER = "if(referrer = '', 'Direct / None', referrer)"
+
+/** A visit attribute stamped on every event of a visit, carried by the sessions rollup under the same column. */
+const visitAttribute = (name: string, sql: string, more: Partial<StandaloneColumns> = {}, extra: Partial<Dimension> = {}): Dimension => ({
+  name,
+  scope: 'visit',
+  engagement: true,
+  sources: BOTH,
+  standalone: { events: sql, sessions: sql, ...more },
+  ...extra,
+})
+
+/** A first-party event dimension that only some events carry, without visit engagement. */
+const sparseEvent = (name: string, sql: string): Dimension => ({ name, scope: 'event', engagement: false, sparse: true, sources: FIRST_PARTY, standalone: { events: sql } })
+
+/** Every dimension, once; the index lists them in this order. */
+export const DIMENSIONS: readonly Dimension[] = [
+  { name: 'path', scope: 'event', engagement: true, sources: BOTH, standalone: { events: 'pathname', daily: true, bots: 'pathname' } },
+  { name: 'entry_page', scope: 'visit', engagement: true, sources: BOTH, standalone: { daily: true } },
+  { name: 'exit_page', scope: 'visit', engagement: true, sources: BOTH, standalone: { daily: true } },
+  visitAttribute('source', DIRECT_SOURCE, { daily: true }, { spike: { column: 'referrer_source', rank: 2 } }),
+  visitAttribute('channel', 'channel', { daily: true }, { spike: { column: 'channel', rank: 3 } }),
+  visitAttribute('referrer', DIRECT_REFERRER, { daily: true, bots: DIRECT_REFERRER }),
+  visitAttribute('utm_source', 'utm_source', { daily: true }),
+  visitAttribute('utm_medium', 'utm_medium', { daily: true }),
+  visitAttribute('utm_campaign', 'utm_campaign', { daily: true }, { spike: { column: 'utm_campaign', rank: 1 } }),
+  visitAttribute('utm_term', 'utm_term'),
+  visitAttribute('utm_content', 'utm_content'),
+  visitAttribute('country', 'country_code', { daily: true, bots: 'country_code' }),
+  visitAttribute('region', 'region'),
+  visitAttribute('city', 'city'),
+  visitAttribute('browser', 'browser', { daily: true }),
+  visitAttribute('os', 'os', { daily: true }),
+  visitAttribute('device', 'device', { daily: true }),
+  visitAttribute('screen_class', 'screen_class', { daily: true }),
+  { name: 'hostname', scope: 'event', engagement: true, sources: BOTH, standalone: { events: 'hostname', daily: true, bots: 'hostname' } },
+  { name: 'event', scope: 'event', engagement: false, sparse: true, sources: BOTH, standalone: { events: 'name' } },
+  { name: 'goal', scope: 'visit', engagement: false, sources: FIRST_PARTY, standalone: {} },
+  sparseEvent('link', "if(kind IN ('click', 'outbound', 'download', 'affiliate'), link_url, '')"),
+  sparseEvent('outbound', "if(kind = 'outbound', link_url, '')"),
+  sparseEvent('affiliate', "if(kind = 'affiliate', link_url, '')"),
+  sparseEvent('button', "if(kind = 'click' AND element_tag = 'button', element_text, '')"),
+  sparseEvent('dead_click', "if(dead_click = 1, selector, '')"),
+  sparseEvent('form', "if(kind = 'form', selector, '')"),
+  // bot hits have no visits: a read of them never carries engagement
+  { name: 'bot_kind', scope: 'event', engagement: false, sources: FIRST_PARTY, standalone: { bots: 'bot_kind' }, values: BOT_KINDS },
+  { name: 'collection_source', scope: 'event', engagement: true, sources: FIRST_PARTY, standalone: { events: 'collection_source', bots: 'collection_source' } },
+]
+
+const BY_NAME = new Map(DIMENSIONS.map((d) => [d.name, d]))
+
+/** A dimension by name; undefined for a custom property (prop:<key>) or an unknown name. */
+export const dimension = (name: string): Dimension | undefined => BY_NAME.get(name)
+
+/** A custom property's dimension name: prop:<key>, the key at most 200 characters with the prefix. */
+export const isCustomProperty = (name: string) => name.startsWith(PROPERTY_PREFIX) && name.length > PROPERTY_PREFIX.length && name.length <= 200
 
 /**
- * Dimensions a filter takes but a breakdown does not: `segment` names a saved segment of the site
- * and stands for its filters, checked against the read's source when it is expanded.
+ * A filter that is not a dimension: `segment` names a saved segment of the site and stands for its
+ * filters, checked against the read's source when it is expanded. Breakdowns do not take it.
  */
-export const FILTER_ONLY_DIMENSIONS = ['segment'] as const
+export const SEGMENT = 'segment'
 
-/** Visit-scoped dimensions select whole visits; the rest select events. */
-export const VISIT_SCOPED_DIMENSIONS = [
-  'entry_page', 'exit_page', 'source', 'channel', 'referrer',
-  'utm_source', 'utm_medium', 'utm_campaign', 'utm_term', 'utm_content',
-  'country', 'region', 'city', 'browser', 'os', 'device', 'screen_class', 'goal',
-] as const
+/** Whether a source's reads take the dimension (custom properties are the collector's alone). */
+export const readableBy = (name: string, source: Source) => (dimension(name)?.sources ?? FIRST_PARTY).includes(source)
+
+/** Visit attributes stamped on every event and carried by the sessions rollup: filters on them narrow visits there too. */
+export const isVisitAttribute = (name: string) => dimension(name)?.standalone.sessions !== undefined
+
+/** Whether breakdown rows of the property carry visit engagement; custom properties do not. */
+export const hasEngagement = (property: string) => dimension(property)?.engagement ?? !property.startsWith(PROPERTY_PREFIX)
+
+/** The properties rolled up daily: the dashboard's unfiltered breakdowns (the day's totals besides). */
+export const ROLLED_PROPERTIES = DIMENSIONS.filter((d) => d.standalone.daily).map((d) => d.name)
+
+/** The dimensions bot hits record: what a bot read filters and breaks down by, bot_kind (which selects them) first. */
+export const BOT_DIMENSIONS = DIMENSIONS.filter((d) => d.standalone.bots !== undefined)
+  .map((d) => d.name)
+  .sort((a, b) => Number(b === 'bot_kind') - Number(a === 'bot_kind'))
+
+/** The dimensions a spike's excess may be attributed to, most specific first. */
+export const SPIKE_DIMENSIONS = DIMENSIONS.filter((d) => d.spike)
+  .sort((a, b) => (a.spike?.rank ?? 0) - (b.spike?.rank ?? 0))
+  .map((d) => ({ name: d.name, column: d.spike?.column ?? '' }))
 
 export const METRICS = {
   visitors: 'distinct visitors (integer)',
@@ -36,5 +147,3 @@ export const METRICS = {
   viewsPerVisit: 'pageviews divided by visits',
   events: 'custom events (not pageviews, clicks, errors, vitals or engagement reports)',
 } as const
-
-export const PROPERTY_PREFIX = 'prop:'

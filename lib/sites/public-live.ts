@@ -53,12 +53,12 @@ export function liveWindow(params: LiveParams, site: Site, now: Date, firstEvent
 
 /** Counts the window from the primary source, humans only (bots are never in `events`). */
 export async function liveCounts(olap: Olap, site: Site, range: ResolvedRange, now: Date): Promise<LiveAnswer> {
-  const counts = await windowTotals(olap, site, range)
+  const counts = await windowTotals(olap, site, range, now)
   const view = rangeView(range)
   const body: Record<string, unknown> = { site: site.snippetId, range: range.name, from: view.from, to: view.to, visitors: counts.visitors, visits: counts.visits, pageviews: counts.pageviews }
   if (range.name === '5m' || range.name === 'realtime') {
     const half = resolveRange({ range: '30m' }, site.timezone, now)
-    body.halfHour = (await windowTotals(olap, site, half)).visitors
+    body.halfHour = (await windowTotals(olap, site, half, now)).visitors
   }
   return { body, ttl: isLive(range.name) ? LIVE_TTL_SECONDS : PERIOD_TTL_SECONDS }
 }

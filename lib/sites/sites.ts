@@ -1,12 +1,12 @@
 import { z } from 'zod'
 import { ApiError } from '../errors'
 import { randomString } from '../accounts/keys'
+import { SOURCES, type Source } from './source'
 
-export const SOURCES = ['standalone', 'ga4'] as const
+export { SOURCES, type Source }
 
 /** How a caller names a site: its UUID or its public snippet id. */
 export const siteRefSchema = z.string().min(1, 'required').max(64).describe('Site UUID or public snippet id (the data-site value)')
-export type Source = (typeof SOURCES)[number]
 
 const pathPattern = z.string().min(1).max(500).regex(/^\//, 'must start with /')
 const ipOrCidr = z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()])

@@ -7,9 +7,9 @@ import { UAS } from './report-reference'
 
 /**
  * The live windows (realtime, the last 5 and 30 minutes) read recent_events, the last two days of
- * events in time order, when they began within the last day by the machine's clock. This file runs
- * on the real clock, so its windows are live; the other report tests run on a fixed day in the past
- * and read events. A site in a zone where it is midday now keeps every hit on one site-local day.
+ * events in time order, when they began within the last day before the read's now. This file runs
+ * on the real clock, so its windows are live. A site in a zone where it is midday now keeps every
+ * hit on one site-local day.
  */
 describe('live windows', () => {
   it('read recent events: realtime and the activity tape give the same answers as events, and stop seeing what recent_events lost', async () => {
@@ -37,8 +37,8 @@ describe('live windows', () => {
     )
     const get = (path: string) => getOk(call, `${path}${path.includes('?') ? '&' : '?'}site_id=${site.id}`, key)
 
-    // the compiled reads: a live window reads recent_events, a live window resolved two days ago (or any other window) events
-    const query = (range: 'realtime' | '30m' | '7d', now = live) => ({ siteId: site.id, range: resolveRange({ range }, timezone, now), filters: [], goals: [], limit: 10 })
+    // the compiled reads: a live window reads recent_events, a live window resolved two days before the read (or any other window) events
+    const query = (range: 'realtime' | '30m' | '7d', resolvedAt = live) => ({ siteId: site.id, range: resolveRange({ range }, timezone, resolvedAt), filters: [], goals: [], limit: 10, now: live })
     expect(compileRead(query('realtime'), { kind: 'breakdown', property: 'path' }).sql).toContain('FROM recent_events')
     expect(compileRead(query('30m'), { kind: 'series' }).sql).toContain('FROM recent_events')
     expect(compileRead(query('realtime', new Date(live.getTime() - 2 * 86_400_000)), { kind: 'breakdown', property: 'path' }).sql).not.toContain('recent_events')

@@ -42,7 +42,7 @@ describe('partial rollup of today', () => {
     const to = '2026-11-23T00:00:00+01:00'
     const breakdowns = ROLLED_BREAKDOWNS
     const pageRows = async (range: string) =>
-      (await runRead<Record<string, string>>(services.olap, { siteId: site.id, range: resolveRange({ range: range as '7d' }, tz, NOW), filters: [], goals: [], limit: 1000 }, { kind: 'breakdown', property: 'path', reports: true }))
+      (await runRead<Record<string, string>>(services.olap, { siteId: site.id, range: resolveRange({ range: range as '7d' }, tz, NOW), filters: [], goals: [], limit: 1000, now: NOW }, { kind: 'breakdown', property: 'path', reports: true }))
         .map((r) => ({ value: r.value, visitors: Number(r.visitors), reports: Number(r.reports), scroll: Number(r.scroll_sum), ms: Number(r.engaged_ms_sum) }))
     const expectedPageRows = (reference: Ref, lo: string) =>
       expectedBreakdown(reference, lo, to, (e) => e.path, false).map((r) => {
@@ -69,7 +69,7 @@ describe('partial rollup of today', () => {
       }
       expect(await pageRows('7d')).toEqual(expectedPageRows(reference, '2026-11-16T00:00:00+01:00'))
     }
-    const query = { siteId: site.id, range: resolveRange({ range: '7d' }, tz, NOW), filters: [], goals: [], limit: 1000 }
+    const query = { siteId: site.id, range: resolveRange({ range: '7d' }, tz, NOW), filters: [], goals: [], limit: 1000, now: NOW }
     await expectAllMatch(ref)
     expect((await rolledDays(services.olap, query)).partial).toBeUndefined()
 

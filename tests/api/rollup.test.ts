@@ -42,7 +42,7 @@ describe('daily rollup', () => {
     }
     await expectAllMatch(ref)
 
-    const query = { siteId: site.id, range: resolveRange({ range: '30d' }, tz, NOW), filters: [], goals: [], limit: 1000 }
+    const query = { siteId: site.id, range: resolveRange({ range: '30d' }, tz, NOW), filters: [], goals: [], limit: 1000, now: NOW }
     // the pages read's path rows: visitors and pageviews with each page's engagement reports (count, scroll and engaged-time sums)
     const pageRows = (days: string) => runRead(services.olap, { ...query, range: resolveRange({ range: days as '30d' }, tz, NOW) }, { kind: 'breakdown', property: 'path', reports: true })
     const expectedPageRows = (reference: Ref, lo: string, hi: string) => {

@@ -7,7 +7,7 @@ import { goalBreakdownSql } from '../../lib/reports/query/compile/goals'
 import { rollupInsertSql } from '../../lib/reports/query/compile/rollup-build'
 import { daySpansScope, windowScope } from '../../lib/reports/query/compile/scope'
 import { seriesSql } from '../../lib/reports/query/compile/series'
-import { bind, join, raw, render, sql } from '../../lib/reports/query/compile/sql'
+import { bind, join, raw, render, sql } from '../../lib/storage/clickhouse/sql'
 import { statsSql } from '../../lib/reports/query/compile/stats'
 import type { Query, RolledDays } from '../../lib/reports/query/model'
 import { daySpans, resolveRange } from '../../lib/reports/query/range'
@@ -19,7 +19,7 @@ const goals: Goal[] = [
   { id: 'g1', name: 'Signup', type: 'event', matchValue: 'Signup', currency: 'EUR', createdAt: '' },
   { id: 'g2', name: 'Pricing', type: 'page', matchValue: '/pricing*', currency: null, createdAt: '' },
 ]
-const query = (over: Partial<Query> = {}): Query => ({ siteId: SITE, range: week, filters: [], goals, limit: 5, ...over })
+const query = (over: Partial<Query> = {}): Query => ({ siteId: SITE, range: week, filters: [], goals, limit: 5, now, ...over })
 const rolled: RolledDays = { days: ['2026-03-03', '2026-03-04'], events: ['10', '20'], sums: ['1', '2'] }
 const flat = (text: string) => text.replace(/\s+/g, ' ').trim()
 

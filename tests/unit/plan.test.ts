@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { Query, Read, RolledDays } from '../../lib/reports/query/model'
 import { parseFilters } from '../../lib/reports/query/parse'
-import { mayUseRollup, plan } from '../../lib/reports/query/plan'
+import { completePlan, mayUseRollup, plan, planRead } from '../../lib/reports/query/plan'
 import { resolveRange } from '../../lib/reports/query/range'
 
 const now = new Date('2026-03-08T12:00:00Z')
@@ -12,6 +12,7 @@ const query = (filters: unknown[] = [], range: 'realtime' | 'today' | '7d' | '12
   filters: parseFilters(JSON.stringify(filters), 'standalone'),
   goals: [{ id: 'g', name: 'Signup', type: 'event', matchValue: 'Signup', currency: null, createdAt: '' }],
   limit: 10,
+  now,
 })
 const country = { dimension: 'country', operator: 'is', value: ['US'] }
 const path = { dimension: 'path', operator: 'contains', value: ['/blog'] }
@@ -67,5 +68,39 @@ describe('the planner', () => {
     expect(plan(query(), by('goal'))).toEqual({ table: 'events', visits: false })
     expect(plan(query([], 'today'), series)).toEqual({ table: 'events', visits: false })
     expect(plan(query([{ dimension: 'goal', operator: 'is', value: ['Signup'] }]), stats)).toEqual({ table: 'events', visits: true })
+  })
+
+  it('counts bot hits for a bot_kind filter or breakdown', () => {
+    expect(plan(query([{ dimension: 'bot_kind', operator: 'is', value: ['seo'] }]), stats, rolled)).toEqual({ table: 'bots' })
+    expect(plan(query(), by('bot_kind'))).toEqual({ table: 'bots' })
+  })
+
+  it('names the rolled-days lookup a read needs, and completes the plan from its rows', async () => {
+    // 7d of 8 March in New York: 2 to 8 March, the 8th being today
+    expect(await planRead(query(), stats)).toEqual({ lookup: { key: '', partial: false } })
+    expect(await planRead(query(), series)).toEqual({ lookup: { key: '', partial: true } })
+    expect(await planRead(query([], 'today'), series)).toEqual({ plan: { builds: [], plan: { table: 'events', visits: false } } })
+    const unfiltered = [
+      { rolled: 0, d: '2026-03-03', n: '10', s: '7', b: '' },
+      { rolled: 1, d: '2026-03-03', n: '10', s: '7', b: '' },
+      { rolled: 0, d: '2026-03-04', n: '5', s: '1', b: '' },
+      { rolled: 1, d: '2026-03-04', n: '4', s: '1', b: '' },
+    ]
+    expect(completePlan(query(), stats, { key: '', partial: false }, unfiltered)).toEqual({ builds: [], plan: { table: 'rollup', rolled } })
+
+    // a filtered read rolls up its finished days not yet built under its key, never today
+    const step = await planRead(query([country]), by('path'))
+    const key = step.lookup?.key ?? ''
+    expect(key).toMatch(/^filters:[0-9a-f]{32}:path$/)
+    const filtered = [
+      { rolled: 0, d: '2026-03-03', n: '10', s: '7', b: '' },
+      { rolled: 1, d: '2026-03-03', n: '10', s: '7', b: '' },
+      { rolled: 0, d: '2026-03-04', n: '5', s: '1', b: '' },
+      { rolled: 0, d: '2026-03-08', n: '2', s: '3', b: '' },
+    ]
+    expect(completePlan(query([country]), by('path'), { key, partial: false }, filtered)).toEqual({
+      builds: [{ key, property: 'path', days: { days: ['2026-03-04'], events: ['5'], sums: ['1'] } }],
+      plan: { table: 'rollup', rolled: { days: ['2026-03-03', '2026-03-04'], events: ['10', '5'], sums: ['7', '1'], filtersKey: key } },
+    })
   })
 })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import type { Compiled } from '../../lib/reports/query/compile/sql'
+import type { Compiled } from '../../lib/storage/clickhouse/sql'
 import type { Query } from '../../lib/reports/query/model'
 import { parseFilters } from '../../lib/reports/query/parse'
 import { buckets, previousWindow, rangeView, resolveRange } from '../../lib/reports/query/range'
@@ -12,6 +12,7 @@ const query = (filters = '[]'): Query => ({
   filters: parseFilters(filters, 'standalone'),
   goals: [],
   limit: 10,
+  now,
 })
 
 /** The SQL with each bound parameter written in as a quoted literal: to read values where they are used. */

@@ -1,14 +1,15 @@
 import { describe, expect, it } from 'vitest'
 import { funnelLevelsSql } from '../../lib/reports/query/compile/funnels'
-import { render } from '../../lib/reports/query/compile/sql'
+import { render } from '../../lib/storage/clickhouse/sql'
 import { contributorsSql, vitalsSql } from '../../lib/reports/query/compile/vitals'
 import type { Query } from '../../lib/reports/query/model'
 import { resolveRange } from '../../lib/reports/query/range'
 import { experienceScore } from '../../lib/reports/query/vitals'
 
 const SITE = '00000000-0000-4000-8000-000000000001'
-const week = resolveRange({ range: '7d' }, 'Europe/Berlin', new Date('2026-11-22T12:00:00Z'))
-const query = (over: Partial<Query> = {}): Query => ({ siteId: SITE, range: week, filters: [], goals: [], limit: 5, ...over })
+const now = new Date('2026-11-22T12:00:00Z')
+const week = resolveRange({ range: '7d' }, 'Europe/Berlin', now)
+const query = (over: Partial<Query> = {}): Query => ({ siteId: SITE, range: week, filters: [], goals: [], limit: 5, now, ...over })
 const flat = (text: string) => text.replace(/\s+/g, ' ').trim()
 const HOSTILE = "x' OR 1=1 --"
 

@@ -8,7 +8,7 @@ import type { Query } from './model'
 import type { ParseOptions, ReportParams } from './parse'
 import { buckets, previousWindow, rangeView } from './range'
 import { type ReportDeps, prepare } from './reports'
-import { execute } from './run'
+import { execute } from '../../storage/clickhouse/execute'
 
 /**
  * The behaviour reads: what visitors ran into and did on the page. The collector alone records them,

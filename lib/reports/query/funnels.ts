@@ -5,7 +5,7 @@ import { funnelLevelsSql } from './compile/funnels'
 import type { ReportParams } from './parse'
 import { rangeView } from './range'
 import { type ReportDeps, prepare } from './reports'
-import { execute } from './run'
+import { execute } from '../../storage/clickhouse/execute'
 
 /** Visitors of a step over visitors of another, 0 when there were none. */
 const rate = (part: number, whole: number) => (whole ? part / whole : 0)

@@ -3,7 +3,8 @@ import { type GeoGranularity, geoPlacesSql } from './compile/geo'
 import type { ReportParams } from './parse'
 import { rangeView, rawDaySpans, wholeDays } from './range'
 import { type ReportDeps, prepare } from './reports'
-import { execute, rolledDays } from './run'
+import { execute } from '../../storage/clickhouse/execute'
+import { rolledDays } from './run'
 
 type Row = Record<string, unknown>
 const numberOf = (v: unknown) => Number(v ?? 0)

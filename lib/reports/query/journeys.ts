@@ -8,7 +8,7 @@ import { journeysSql, visitorEventsSql } from './compile/journeys'
 import type { ReportParams } from './parse'
 import { rangeView } from './range'
 import type { ReportDeps } from './reports'
-import { execute } from './run'
+import { execute } from '../../storage/clickhouse/execute'
 
 /**
  * The reads that follow visitors through the site: the behaviour flow, journeys (one visitor's

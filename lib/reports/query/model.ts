@@ -1,9 +1,6 @@
 import type { Goal } from '../../sites/goals'
-import { type OPERATORS, PROPERTY_PREFIX } from '../dimensions'
+import type { OPERATORS } from '../dimensions'
 import type { ResolvedRange } from './range'
-
-/** The sources a site reads from; a ga4 read has no events here. */
-export type Source = 'standalone' | 'ga4'
 
 /** One filter: a dimension, an operator, and values OR-ed together. */
 export interface Filter {
@@ -19,6 +16,8 @@ export interface Query {
   filters: Filter[]
   goals: Goal[]
   limit: number
+  /** The instant the range was resolved at: the read's now. */
+  now: Date
 }
 
 /**
@@ -42,6 +41,9 @@ export interface RolledDays {
   partial?: PartialDay
 }
 
+/** Signature rows (day, event count, session-id sum) as the arrays reads and builds bind. */
+export const asRolledDays = (rows: readonly { d: string; n: string; s: string }[]): RolledDays => ({ days: rows.map((r) => r.d), events: rows.map((r) => r.n), sums: rows.map((r) => r.s) })
+
 /**
  * The rollup of one day's visits begun before `before` (a UTC quarter hour, as ClickHouse
  * DateTime text), current while the visits begun before it still have the signature it was built
@@ -56,10 +58,6 @@ export interface PartialDay {
   events: string
   sum: string
 }
-
-/** Properties that are not visit engagement: their breakdown rows carry no bounceRate or avgDuration (docs/api.md, Metrics). */
-const NON_ENGAGEMENT = new Set(['event', 'goal', 'link', 'outbound', 'affiliate', 'button', 'dead_click', 'form'])
-export const hasEngagement = (property: string) => !NON_ENGAGEMENT.has(property) && !property.startsWith(PROPERTY_PREFIX)
 
 /**
  * The goals a goal filter names: by exact name (is, is_not), by a case-insensitive part of the

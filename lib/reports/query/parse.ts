@@ -1,12 +1,11 @@
 import { z } from 'zod'
-import { FILTER_ONLY_DIMENSIONS, FIRST_PARTY_DIMENSIONS, OPERATORS, PROPERTY_PREFIX, RANGES, SHARED_DIMENSIONS } from '../dimensions'
+import { BOT_DIMENSIONS, OPERATORS, RANGES, SEGMENT, dimension, isCustomProperty, readableBy } from '../dimensions'
 import { ApiError } from '../../errors'
-import { BOT_KINDS } from '../../ingest/bots'
-import { BOT_DIMENSION_SQL } from './compile/bots'
 import type { Goal } from '../../sites/goals'
-import { SOURCES, type Site, siteRefSchema } from '../../sites/sites'
+import { type Site, siteRefSchema } from '../../sites/sites'
+import { SOURCES, type Source } from '../../sites/source'
 import type { Segment } from '../../storage/store'
-import type { Filter, Query, Source } from './model'
+import type { Filter, Query } from './model'
 import { type WindowName, resolveRange } from './range'
 
 /**
@@ -36,17 +35,13 @@ export const filterSchema = z.array(
   }),
 )
 
-export function validateDimension(dimension: string, source: Source, what: 'filters' | 'property'): void {
-  if ((FILTER_ONLY_DIMENSIONS as readonly string[]).includes(dimension)) {
-    if (what === 'property') throw new ApiError(400, `property: ${dimension} is a filter, not a breakdown property`)
+export function validateDimension(name: string, source: Source, what: 'filters' | 'property'): void {
+  if (name === SEGMENT) {
+    if (what === 'property') throw new ApiError(400, `property: ${name} is a filter, not a breakdown property`)
     return
   }
-  const known = (SHARED_DIMENSIONS as readonly string[]).includes(dimension) || (FIRST_PARTY_DIMENSIONS as readonly string[]).includes(dimension)
-  const prop = dimension.startsWith(PROPERTY_PREFIX) && dimension.length > PROPERTY_PREFIX.length && dimension.length <= 200
-  if (!known && !prop) throw new ApiError(400, `${what}: unknown dimension "${dimension}"`)
-  if (source === 'ga4' && ((FIRST_PARTY_DIMENSIONS as readonly string[]).includes(dimension) || prop)) {
-    throw new ApiError(400, `${what}: "${dimension}" is recorded only by the first-party collector; the ga4 source has no such field`)
-  }
+  if (!dimension(name) && !isCustomProperty(name)) throw new ApiError(400, `${what}: unknown dimension "${name}"`)
+  if (!readableBy(name, source)) throw new ApiError(400, `${what}: "${name}" is recorded only by the first-party collector; the ${source} source has no such field`)
 }
 
 /** Parses the `filters` parameter: URL-decoded JSON, an array of {dimension, operator, value}. */
@@ -98,26 +93,14 @@ export interface ParseOptions {
 }
 
 /**
- * Whether parsing will need the site's goals: a breakdown by goal, a goal filter, or a caller that
- * lists goals. A lenient look at the raw filters, so goals are read only when used; the parse
- * itself validates them.
+ * Whether parsing will need the site's goals: a breakdown by goal, a goal filter, or a segment
+ * filter (a segment may hold goal filters). Goals are read only when used.
  */
-export function needsGoals(params: Pick<ReportParams, 'filters'>, options: ParseOptions = {}): boolean {
-  // a segment may hold goal filters
-  return options.property === 'goal' || filtersName(params, 'goal') || filtersName(params, 'segment')
-}
+export const needsGoals = (filters: readonly Filter[], options: ParseOptions = {}) =>
+  options.property === 'goal' || filters.some((f) => f.dimension === 'goal' || f.dimension === SEGMENT)
 
-/** Whether parsing will need the site's segments: a segment filter. Lenient, as needsGoals. */
-export const needsSegments = (params: Pick<ReportParams, 'filters'>) => filtersName(params, 'segment')
-
-function filtersName(params: Pick<ReportParams, 'filters'>, dimension: string): boolean {
-  try {
-    const filters: unknown = JSON.parse(params.filters ?? '[]')
-    return Array.isArray(filters) && filters.some((f) => (f as { dimension?: unknown })?.dimension === dimension)
-  } catch {
-    return false
-  }
-}
+/** Whether parsing will need the site's segments: a segment filter. */
+export const needsSegments = (filters: readonly Filter[]) => filters.some((f) => f.dimension === SEGMENT)
 
 /**
  * Replaces each segment filter by the filters of its segment (AND-ed with the rest). Only `is`
@@ -126,7 +109,7 @@ function filtersName(params: Pick<ReportParams, 'filters'>, dimension: string): 
  */
 export function expandSegments(filters: Filter[], segments: Segment[], source: Source): Filter[] {
   return filters.flatMap((f) => {
-    if (f.dimension !== 'segment') return [f]
+    if (f.dimension !== SEGMENT) return [f]
     if (f.operator !== 'is') throw new ApiError(400, `filters: a segment filter takes only the is operator (not ${f.operator})`)
     if (f.value.length !== 1) throw new ApiError(400, 'filters: a segment filter names exactly one segment id')
     const segment = segments.find((s) => s.id === f.value[0].toLowerCase())
@@ -148,21 +131,31 @@ function validateBotRead(filters: Filter[], property: string | undefined, allowe
   if (!byProperty && !filters.some((f) => f.dimension === 'bot_kind')) return
   const what = byProperty ? 'property' : 'filters'
   if (!allowed) throw new ApiError(400, `${what}: bot_kind selects bot traffic, which only stats, timeseries and breakdown read; this read counts humans only`)
-  const recorded = Object.keys(BOT_DIMENSION_SQL)
-  const known = `bot hits record ${recorded.join(', ')}`
+  const known = `bot hits record ${BOT_DIMENSIONS.join(', ')}`
   for (const f of filters) {
-    if (!recorded.includes(f.dimension)) throw new ApiError(400, `filters: ${f.dimension} is not recorded for bot hits, which a bot_kind filter or property reads (${known})`)
-    if (f.dimension === 'bot_kind' && (f.operator === 'is' || f.operator === 'is_not')) {
-      const unknown = f.value.find((v) => !(BOT_KINDS as readonly string[]).includes(v))
-      if (unknown !== undefined) throw new ApiError(400, `filters: "${unknown}" is not a bot kind (${BOT_KINDS.join(', ')})`)
+    if (!BOT_DIMENSIONS.includes(f.dimension)) throw new ApiError(400, `filters: ${f.dimension} is not recorded for bot hits, which a bot_kind filter or property reads (${known})`)
+    const values = dimension(f.dimension)?.values
+    if (values && (f.operator === 'is' || f.operator === 'is_not')) {
+      const unknown = f.value.find((v) => !values.includes(v))
+      if (unknown !== undefined) throw new ApiError(400, `filters: "${unknown}" is not a bot kind (${values.join(', ')})`)
     }
   }
-  if (property !== undefined && !recorded.includes(property)) throw new ApiError(400, `property: ${property} is not recorded for bot hits, which a bot_kind filter reads (${known})`)
+  if (property !== undefined && !BOT_DIMENSIONS.includes(property)) throw new ApiError(400, `property: ${property} is not recorded for bot hits, which a bot_kind filter reads (${known})`)
+}
+
+/** The read's source: the parameter, or else the site's primary source; one the site has. */
+export function parseSource(params: Pick<ReportParams, 'source'>, site: Site): Source {
+  const source = params.source ?? site.primarySource
+  if (!site.sources.includes(source)) throw new ApiError(400, `source: this site has no ${source} source (it has ${site.sources.join(', ')})`)
+  return source
 }
 
 export interface ParseInput {
   params: ReportParams
   site: Site
+  /** The read's source (parseSource) and its filters as written (parseFilters), parsed once before what parsing reads. */
+  source: Source
+  filters: Filter[]
   goals: Goal[]
   /** The site's segments, when a filter names one. */
   segments?: Segment[]
@@ -176,10 +169,8 @@ export interface ParsedReport {
 }
 
 /** Validates the common parameters against the site: the query model, or a 400 naming the parameter. */
-export function parseQuery({ params, site, goals, segments = [], firstEventAt, now }: ParseInput, options: ParseOptions = {}): ParsedReport {
-  const source = params.source ?? site.primarySource
-  if (!site.sources.includes(source)) throw new ApiError(400, `source: this site has no ${source} source (it has ${site.sources.join(', ')})`)
-  const filters = expandSegments(parseFilters(params.filters, source), segments, source)
+export function parseQuery({ params, site, source, filters: written, goals, segments = [], firstEventAt, now }: ParseInput, options: ParseOptions = {}): ParsedReport {
+  const filters = expandSegments(written, segments, source)
   for (const f of filters) if (f.dimension === 'goal') validateGoalFilter(f, goals)
   const range = resolveRange({ range: options.range ?? params.range, from: params.from, to: params.to }, site.timezone, now, { series: options.series, firstEventAt })
   const property = options.property
@@ -187,5 +178,5 @@ export function parseQuery({ params, site, goals, segments = [], firstEventAt, n
   if (property !== undefined && property !== 'goal') validateDimension(property, source, 'property')
   validateBotRead(filters, property, options.bots ?? false)
   const limit = Math.min(1000, Math.max(1, params.limit ?? 100))
-  return { source, query: { siteId: site.id, range, filters, goals, limit } }
+  return { source, query: { siteId: site.id, range, filters, goals, limit, now } }
 }

@@ -1,36 +1,69 @@
-import { type Query, type Read, type RolledDays, TOTALS } from './model'
-import { wholeDays } from './range'
+import { ROLLED_PROPERTIES, isVisitAttribute } from '../dimensions'
+import { type Query, type Read, type RolledDays, TOTALS, asRolledDays } from './model'
+import { chTime, daySpans, wholeDays } from './range'
 
 /**
  * The planner: for each read, which stored relation answers it. The one place that chooses
- * between the daily rollup, the sessions rollup and raw events.
+ * between the daily rollup, the sessions rollup, raw events and bot hits.
  *
- * - rollup: unfiltered reads over whole site-local days of the window's totals, a day or month
- *   series, or a rolled property. The days whose daily rollup is current come from day_rollups,
- *   the rest from events; a window of whole days is the sum of its days, because visitor ids
- *   rotate and visits end at the site-local midnight.
+ * - rollup: reads over whole site-local days of the window's totals, a day or month series, or a
+ *   rolled property. The days whose daily rollup is current come from day_rollups, the rest from
+ *   events; a window of whole days is the sum of its days, because visitor ids rotate and visits
+ *   end at the site-local midnight. A filtered read's days are rolled up under its filters.
  * - sessions: totals, and breakdowns by a visit attribute, whose filters are all on visit
  *   attributes: visits come from the sessions rollup alone (views still from events).
  * - events: everything else. `visits` marks the reads that join the visits holding a selected
  *   event to their whole-visit facts from the sessions rollup (totals, and breakdowns by a visit
  *   attribute, entry or exit page), instead of scanning every event of those visits.
+ * - bots: a read that counts bot hits (bot_events).
+ *
+ * Where the choice depends on which days are rolled up, the planner first names the lookup it
+ * needs (planRead), run executes it, and the planner completes the plan from its rows
+ * (completePlan): which days to read from the rollup, and which to roll up first.
  */
-export type Plan = { table: 'rollup'; rolled: RolledDays } | { table: 'sessions' } | { table: 'events'; visits: boolean }
+export type Plan = { table: 'rollup'; rolled: RolledDays } | { table: 'sessions' } | { table: 'events'; visits: boolean } | { table: 'bots' }
 
-/** The properties rolled up daily: the day's totals and the dashboard's unfiltered breakdowns. */
-export const ROLLED_PROPERTIES = [
-  'path', 'entry_page', 'exit_page', 'hostname', 'source', 'channel', 'referrer', 'utm_source', 'utm_medium', 'utm_campaign',
-  'country', 'browser', 'os', 'device', 'screen_class',
-] as const
+/** The plans of reads that count humans. */
+export type HumanPlan = Exclude<Plan, { table: 'bots' }>
 
-/** Visit attributes the sessions table carries under the same column names as events. */
-export const SESSION_DIMENSIONS = new Set([
-  'source', 'channel', 'referrer', 'utm_source', 'utm_medium', 'utm_campaign', 'utm_term', 'utm_content',
-  'country', 'region', 'city', 'browser', 'os', 'device', 'screen_class',
-])
+/**
+ * The lookup of a window's rolled days: each day's current signature and those of its built
+ * rollup rows (compile/day-rollups.ts, signaturesAndBuilt), under the unfiltered rollup (key '')
+ * or a filtered read's key; with `partial`, also the newest partial rollup of its last day.
+ */
+export interface RolledDaysLookup {
+  key: string
+  partial: boolean
+}
+
+/** The lookup's rows: rolled 0 a day's current signature, 1 a built day's, 2 the newest partial rollup's, 3 its visits' current one per quarter hour. */
+export type SignatureRow = { rolled: number | string; d: string; n: string; s: string; b: string }
+
+/** Days a filtered read rolls up under its key before it reads them. */
+export interface RollupBuild {
+  key: string
+  property: string
+  days: RolledDays
+}
+
+/** A complete plan: the rollups to build first, then the relation the read takes. */
+export interface ReadPlan {
+  builds: RollupBuild[]
+  plan: Plan
+}
+
+/** The planner's first answer: the complete plan, or the lookup it needs to finish it (completePlan). */
+export type PlanStep = { plan: ReadPlan; lookup?: undefined } | { lookup: RolledDaysLookup }
 
 /** Filters that narrow visits as well as events: visit attributes are stamped on every row of a visit. */
-export const onVisitAttributes = (query: Pick<Query, 'filters'>) => query.filters.every((f) => SESSION_DIMENSIONS.has(f.dimension))
+export const onVisitAttributes = (query: Pick<Query, 'filters'>) => query.filters.every((f) => isVisitAttribute(f.dimension))
+
+/**
+ * Whether a read counts bot hits (`bot_events`) instead of humans: a bot_kind filter, or a
+ * breakdown by bot_kind. Bot hits and human events are never mixed in one read.
+ */
+export const readsBotHits = (query: Pick<Query, 'filters'>, read: Read) =>
+  (read.kind === 'breakdown' && read.property === 'bot_kind') || query.filters.some((f) => f.dimension === 'bot_kind')
 
 /**
  * Whether the read may use the daily rollup, before the rolled days are looked up: whole
@@ -45,7 +78,7 @@ export function mayUseRollup(query: Query, read: Read): boolean {
   if (read.kind === 'breakdown' && read.reports && query.filters.length) return false
   if (read.kind === 'stats') return true
   if (read.kind === 'series') return query.range.interval === 'day' || query.range.interval === 'month'
-  return read.property === TOTALS || (ROLLED_PROPERTIES as readonly string[]).includes(read.property)
+  return read.property === TOTALS || ROLLED_PROPERTIES.includes(read.property)
 }
 
 /**
@@ -54,25 +87,95 @@ export function mayUseRollup(query: Query, read: Read): boolean {
  * rollup of today; totals and visit attributes read those days from the sessions rollup, which
  * is cheap already, and skip looking it up.
  */
-export const readsTodayFromEvents = (read: Read) => read.kind === 'series' || (read.kind === 'breakdown' && !SESSION_DIMENSIONS.has(read.property))
+export const readsTodayFromEvents = (read: Read) => read.kind === 'series' || (read.kind === 'breakdown' && !isVisitAttribute(read.property))
 
 /** Whether rolled days fit the read: a filtered read only reads days rolled up under its own filters (and property). */
 const fitsRead = (query: Query, rolled: RolledDays) => (query.filters.length ? rolled.filtersKey !== undefined : rolled.filtersKey === undefined)
 
-/**
- * Whether a read counts bot hits (`bot_events`) instead of humans: a bot_kind filter, or a
- * breakdown by bot_kind. Bot hits and human events are never mixed in one read.
- */
-export const readsBotHits = (query: Pick<Query, 'filters'>, read: Read) =>
-  (read.kind === 'breakdown' && read.property === 'bot_kind') || query.filters.some((f) => f.dimension === 'bot_kind')
-
-/** The plan of a read, given the rolled days of its window where it may use them. */
+/** The relation of a read, given the rolled days of its window where it may use them. */
 export function plan(query: Query, read: Read, rolled?: RolledDays): Plan {
+  if (readsBotHits(query, read)) return { table: 'bots' }
   if ((rolled?.days.length || rolled?.partial) && mayUseRollup(query, read) && fitsRead(query, rolled)) return { table: 'rollup', rolled }
   if (read.kind === 'series') return { table: 'events', visits: false }
   if (read.kind === 'stats') return onVisitAttributes(query) ? { table: 'sessions' } : { table: 'events', visits: true }
   const { property } = read
   if (property === 'goal') return { table: 'events', visits: false }
-  if (SESSION_DIMENSIONS.has(property) && onVisitAttributes(query)) return { table: 'sessions' }
-  return { table: 'events', visits: SESSION_DIMENSIONS.has(property) || property === 'entry_page' || property === 'exit_page' }
+  if (isVisitAttribute(property) && onVisitAttributes(query)) return { table: 'sessions' }
+  return { table: 'events', visits: isVisitAttribute(property) || property === 'entry_page' || property === 'exit_page' }
+}
+
+/**
+ * The rollup property a filtered read's rows are stored under: a hash of its filters (segments
+ * already expanded) and of the site's goals they may name, so another filter, or a goal
+ * redefined, is another key; then the property broken down (none for totals and series). Days
+ * are rolled up per key on the first read that needs them.
+ */
+export async function filteredRollupKey(query: Pick<Query, 'filters' | 'goals'>, property: string): Promise<string> {
+  const canonical = JSON.stringify([query.filters.map((f) => [f.dimension, f.operator, f.value]), query.goals.map((g) => [g.name, g.type, g.matchValue])])
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(canonical)))
+  const hash = Array.from(digest.subarray(0, 16), (b) => b.toString(16).padStart(2, '0')).join('')
+  return `filters:${hash}${property === TOTALS ? '' : `:${property}`}`
+}
+
+/** The property a read's rollup rows are of: the breakdown's, or the totals (for totals and series). */
+const rolledProperty = (read: Read) => (read.kind === 'breakdown' ? read.property : TOTALS)
+
+/**
+ * A read's plan, or the lookup of rolled days it needs first: an unfiltered read the window's
+ * rolled days (with today's partial rollup where it reads today from events), a filtered read the
+ * days rolled up under its filters.
+ */
+export async function planRead(query: Query, read: Read): Promise<PlanStep> {
+  if (!mayUseRollup(query, read)) return { plan: { builds: [], plan: plan(query, read) } }
+  if (!query.filters.length) return { lookup: { key: '', partial: readsTodayFromEvents(read) } }
+  return { lookup: { key: await filteredRollupKey(query, rolledProperty(read)), partial: false } }
+}
+
+const signature = (r: { d: string; n: string; s: string }) => `${r.d}|${r.n}|${r.s}`
+
+/**
+ * The days of the window whose rollup rows match the day's current signature, and (where the
+ * lookup took it) the newest partial rollup of its last day when that day is not rolled up (today)
+ * and its visits' signature matches.
+ */
+export function rolledDaysOf(query: Pick<Query, 'range'>, rows: readonly SignatureRow[]): RolledDays {
+  const of = (rolled: number) => rows.filter((r) => Number(r.rolled) === rolled)
+  const built = new Set(of(1).map(signature))
+  const days = asRolledDays(of(0).filter((r) => built.has(signature(r))).sort((a, b) => a.d.localeCompare(b.d)))
+  const [partial] = of(2)
+  if (partial && !days.days.includes(partial.d)) {
+    // the visits begun on its day before its cutoff, now: their quarters' counts summed (the session-id sum wraps at 2^64, as the engine's does)
+    const before = `${partial.b.replace(' ', 'T')}Z`
+    const quarters = of(3).filter((r) => `${r.d.replace(' ', 'T')}Z` < before)
+    const events = quarters.reduce((n, r) => n + BigInt(r.n), 0n)
+    const sum = BigInt.asUintN(64, quarters.reduce((n, r) => n + BigInt(r.s), 0n))
+    if (String(events) === partial.n && String(sum) === partial.s) {
+      const [span] = daySpans([partial.d], query.range.timezone)
+      days.partial = { day: partial.d, from: chTime(span.from), to: chTime(span.to), before: `${partial.b}.000`, events: partial.n, sum: partial.s }
+    }
+  }
+  return days
+}
+
+/**
+ * A filtered read's rolled days. Finished days of the window (all but its last, which is today
+ * for the relative ranges) that are not yet rolled up under its key at their current signature
+ * are rolled up first: the first read of a filter pays for its days once, later reads (until a
+ * day's events change) read them from the rollup.
+ */
+function filteredPlan(query: Query, read: Read, key: string, rows: readonly SignatureRow[]): ReadPlan {
+  const built = new Set(rows.filter((r) => Number(r.rolled) === 1).map(signature))
+  const current = rows.filter((r) => Number(r.rolled) === 0).sort((a, b) => a.d.localeCompare(b.d))
+  const lastDay = query.range.to.subtract({ days: 1 }).toPlainDate().toString()
+  const missing = current.filter((r) => !built.has(signature(r)) && r.d < lastDay)
+  const builds = missing.length ? [{ key, property: rolledProperty(read), days: asRolledDays(missing) }] : []
+  for (const r of missing) built.add(signature(r))
+  const rolled = { ...asRolledDays(current.filter((r) => built.has(signature(r)))), filtersKey: key }
+  return { builds, plan: plan(query, read, rolled) }
+}
+
+/** The plan of a read from the rows of the lookup planRead named. */
+export function completePlan(query: Query, read: Read, lookup: RolledDaysLookup, rows: readonly SignatureRow[]): ReadPlan {
+  if (lookup.key) return filteredPlan(query, read, lookup.key, rows)
+  return { builds: [], plan: plan(query, read, rolledDaysOf(query, rows)) }
 }

@@ -1,14 +1,16 @@
 import { Temporal } from 'temporal-polyfill'
-import { FIRST_PARTY_DIMENSIONS, PROPERTY_PREFIX, type RangeName, SHARED_DIMENSIONS } from '../dimensions'
+import { DIMENSIONS, PROPERTY_PREFIX, type RangeName } from '../dimensions'
 import type { Goal } from '../../sites/goals'
 import type { Olap } from '../../storage/clickhouse/types'
 import type { Site } from '../../sites/sites'
 import type { Store } from '../../storage/store'
-import type { Query, Source } from './model'
+import type { Source } from '../../sites/source'
+import type { Query } from './model'
 import { dailyTotalsSql } from './compile/stats'
-import { type ParseOptions, type ParsedReport, type ReportParams, needsFirstEvent, needsGoals, needsSegments, parseQuery } from './parse'
+import { type ParseOptions, type ParsedReport, type ReportParams, needsFirstEvent, needsGoals, needsSegments, parseFilters, parseQuery, parseSource } from './parse'
 import { type ResolvedRange, previousWindow, rangeView, resolveRange, wholeDays } from './range'
-import { execute, rolledDays, runRead } from './run'
+import { execute } from '../../storage/clickhouse/execute'
+import { rolledDays, runRead } from './run'
 import { propertyKeysSql } from './compile/property-keys'
 import { type BreakdownRow, type Totals, ZERO_TOTALS, shapeBreakdown, shapeSeries, shapeTotals } from './shape'
 import { firstEventAt, lastEventBySite } from './site-events'
@@ -44,17 +46,22 @@ function reads(olap: Olap, source: Source, hasEvents = true) {
   }
 }
 
-/** A query over a window with no filters: site listings and the public count. */
-const windowQuery = (siteId: string, range: ResolvedRange): Query => ({ siteId, range, filters: [], goals: [], limit: 100 })
+/** A query over a window with no filters, read at `now`: site listings and the public count. */
+const windowQuery = (siteId: string, range: ResolvedRange, now: Date): Query => ({ siteId, range, filters: [], goals: [], limit: 100, now })
 
-/** Reads what parsing needs (the goals, the segments, the first event) only when it needs it, then parses. */
+/**
+ * Parses the source and the filters once, reads what the rest of parsing needs (the goals, the
+ * segments, the first event) only when it needs it, then parses.
+ */
 export async function prepare(deps: ReportDeps, site: Site, params: ReportParams, options: ParseOptions & { withGoals?: boolean; now?: Date } = {}): Promise<ParsedReport> {
+  const source = parseSource(params, site)
+  const filters = parseFilters(params.filters, source)
   const [goals, segments, first] = await Promise.all([
-    options.withGoals || needsGoals(params, options) ? deps.store.listGoals(site.id) : Promise.resolve([] as Goal[]),
-    needsSegments(params) ? deps.store.listSegments(site.id) : Promise.resolve([]),
+    options.withGoals || needsGoals(filters, options) ? deps.store.listGoals(site.id) : Promise.resolve([] as Goal[]),
+    needsSegments(filters) ? deps.store.listSegments(site.id) : Promise.resolve([]),
     needsFirstEvent(params, options) ? firstEventAt(deps.olap, site.id) : Promise.resolve(null),
   ])
-  return parseQuery({ params, site, goals, segments, firstEventAt: first, now: options.now ?? deps.now() }, options)
+  return parseQuery({ params, site, source, filters, goals, segments, firstEventAt: first, now: options.now ?? deps.now() }, options)
 }
 
 /** GET /stats: the window's totals. */
@@ -83,7 +90,7 @@ export async function exportAll(deps: ReportDeps, site: Site, params: ReportPara
   const { source, query } = await prepare(deps, site, params, { withGoals: true })
   const read = reads(deps.olap, source)
   const rows = { ...query, limit: Math.min(Math.max(1, params.limit ?? 10_000), 10_000) }
-  const dimensions = [...SHARED_DIMENSIONS, ...FIRST_PARTY_DIMENSIONS].filter((d) => d !== 'bot_kind' && (source === 'standalone' || !(FIRST_PARTY_DIMENSIONS as readonly string[]).includes(d)))
+  const dimensions = DIMENSIONS.filter((d) => d.name !== 'bot_kind' && d.sources.includes(source)).map((d) => d.name)
   // and prop:<key> for every custom property key seen in the window (the collector's source only)
   const keys = source === 'standalone' ? await execute<{ key: string }>(deps.olap, propertyKeysSql(query, EXPORT_PROPERTY_KEYS)) : []
   const properties = [...dimensions, ...keys.map((k) => `${PROPERTY_PREFIX}${k.key}`)]
@@ -149,14 +156,15 @@ export async function siteStats(deps: ReportDeps, sites: Site[], rangeName: Excl
   const lastEvents = await lastEventBySite(deps.olap, sites.map((s) => s.id))
   return Promise.all(
     sites.map(async (site) => {
-      const range = resolveRange({ range: rangeName }, site.timezone, deps.now(), { firstEventAt: null })
+      const now = deps.now()
+      const range = resolveRange({ range: rangeName }, site.timezone, now, { firstEventAt: null })
       const previous = previousWindow(range)
       // a site that never had an event lists zeros without reading them
       const read = reads(deps.olap, site.sources.includes('standalone') ? 'standalone' : 'ga4', lastEvents.has(site.id))
       const [current, before, spark] =
         read.answers && dailySparkline(range)
           ? await fromDays(deps.olap, site.id, range, previous)
-          : await Promise.all([read.totals(windowQuery(site.id, range)), read.totals(windowQuery(site.id, previous)), read.series(windowQuery(site.id, range))])
+          : await Promise.all([read.totals(windowQuery(site.id, range, now)), read.totals(windowQuery(site.id, previous, now)), read.series(windowQuery(site.id, range, now))])
       const last = lastEvents.get(site.id) ?? null
       return {
         site,
@@ -200,5 +208,5 @@ async function fromDays(olap: Olap, siteId: string, range: ResolvedRange, previo
   return [total(range), total(previous), shapeSeries(range, [...buckets.values()])]
 }
 
-/** The public live count: the window's totals from the site's primary source. */
-export const windowTotals = (olap: Olap, site: Site, range: ResolvedRange) => reads(olap, site.primarySource).totals(windowQuery(site.id, range))
+/** The public live count: the window's totals from the site's primary source, read at `now`. */
+export const windowTotals = (olap: Olap, site: Site, range: ResolvedRange, now: Date) => reads(olap, site.primarySource).totals(windowQuery(site.id, range, now))

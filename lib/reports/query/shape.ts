@@ -1,4 +1,4 @@
-import { hasEngagement } from './model'
+import { hasEngagement } from '../dimensions'
 import { type ResolvedRange, buckets } from './range'
 
 /** A number from a result cell: 64-bit integers come back as strings, missing cells as zero. */

@@ -1,8 +1,8 @@
 import { clickhouseTime } from '../../storage/clickhouse/time'
 import type { Olap } from '../../storage/clickhouse/types'
 import { during } from './compile/scope'
-import { bind, sql } from './compile/sql'
-import { execute } from './run'
+import { bind, sql } from '../../storage/clickhouse/sql'
+import { execute } from '../../storage/clickhouse/execute'
 
 /**
  * When sites had their first and last event, exactly, without a scan of their history:

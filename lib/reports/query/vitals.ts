@@ -20,7 +20,7 @@ import {
 import type { ReportParams } from './parse'
 import { type ResolvedRange, rangeView } from './range'
 import type { ReportDeps } from './reports'
-import { execute } from './run'
+import { execute } from '../../storage/clickhouse/execute'
 
 /**
  * GET /vitals: real-user Core Web Vitals from the collector's vital events. Definitions (the

@@ -2,11 +2,12 @@ import { Temporal } from 'temporal-polyfill'
 import type { Olap } from '../../storage/clickhouse/types'
 import { partialRollupInsertSql } from '../query/compile/rollup-build'
 import { during, siteIs } from '../query/compile/scope'
-import { bind, sql } from '../query/compile/sql'
+import { bind, sql } from '../../storage/clickhouse/sql'
+import { ROLLED_PROPERTIES } from '../dimensions'
 import { type PartialDay, TOTALS } from '../query/model'
-import { ROLLED_PROPERTIES } from '../query/plan'
 import { type ResolvedRange, chTime } from '../query/range'
-import { execute, executeCommand, rolledDays } from '../query/run'
+import { execute, executeCommand } from '../../storage/clickhouse/execute'
+import { rolledDays } from '../query/run'
 
 /**
  * The partial rollup of today (migration 0011): the daily rollup covers finished days, so an

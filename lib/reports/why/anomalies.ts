@@ -1,7 +1,7 @@
 import { type ReportParams } from '../query/parse'
 import { previousWindow, rangeView, wholeDays } from '../query/range'
 import { type ReportDeps, prepare } from '../query/reports'
-import { execute } from '../query/run'
+import { execute } from '../../storage/clickhouse/execute'
 import type { Site } from '../../sites/sites'
 import { pageVisitsByPeriodFromDaysSql, pageVisitsByPeriodSql, siteVisitsByDaySql } from './compile'
 import { pathDaysSql } from './path-days'

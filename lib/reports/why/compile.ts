@@ -1,10 +1,11 @@
+import { SPIKE_DIMENSIONS } from '../dimensions'
 import type { Temporal } from 'temporal-polyfill'
 import type { Query } from '../query/model'
 import { type ResolvedRange, chTime } from '../query/range'
 import { mostFrequent } from '../query/compile/most-frequent'
 import { during, windowScope } from '../query/compile/scope'
 import { selected } from '../query/compile/selection'
-import { type Fragment, bind, join, raw, sql } from '../query/compile/sql'
+import { type Fragment, bind, join, raw, sql } from '../../storage/clickhouse/sql'
 import { VITAL_PERCENTILES, type VitalPercentile } from '../query/compile/vitals'
 
 /**
@@ -33,17 +34,13 @@ FROM events WHERE ${site(siteId)} AND ${between(from, to)}
 GROUP BY bucket ORDER BY bucket`
 }
 
-/** The dimensions a spike's excess is attributed to, and the column each reads. */
-export const SPIKE_DIMENSIONS = { utm_campaign: 'utm_campaign', source: 'referrer_source', channel: 'channel' } as const
-export type SpikeDimension = keyof typeof SPIKE_DIMENSIONS
-
 /**
- * Visitors per bucket, dimension and value within the given spans (a spike's buckets and the
+ * Visitors per bucket, spike dimension (dimensions.ts) and value within the given spans (a spike's buckets and the
  * buckets of its baseline), with the most frequent full referrer of each value.
  */
 export function visitorsBySourceSql(siteId: string, timezone: string, grain: Grain, spans: readonly { from: Instant; to: Instant }[]): Fragment {
   const pairs = join(
-    Object.entries(SPIKE_DIMENSIONS).map(([name, column]) => sql`tuple(${raw(`'${name}'`)}, toString(${raw(column)}))`),
+    SPIKE_DIMENSIONS.map((d) => sql`tuple(${raw(`'${d.name}'`)}, toString(${raw(d.column)}))`),
     ', ',
   )
   const within = spans.length ? join(spans.map((s) => sql`(${between(s.from, s.to)})`), ' OR ') : raw('0')

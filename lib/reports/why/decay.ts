@@ -1,6 +1,6 @@
 import { Temporal } from 'temporal-polyfill'
 import { latestSnapshots, siteChanges } from '../../crawl/changes'
-import { execute } from '../query/run'
+import { execute } from '../../storage/clickhouse/execute'
 import { candidateOf } from './anomalies'
 import type { Site } from '../../sites/sites'
 import { pageChannelVisitsByDaySql, pagePeaksSql, siteVisitsByDaySql } from './compile'

@@ -5,7 +5,7 @@ import { rolledDays } from '../query/run'
 import { breakdownRows, localDay, rowsWithRollup } from '../query/compile/rows'
 import { windowScope } from '../query/compile/scope'
 import { unrolledScope } from '../query/compile/selection'
-import type { Fragment } from '../query/compile/sql'
+import type { Fragment } from '../../storage/clickhouse/sql'
 
 /**
  * Per site-local day and path, the numbers of the path breakdown (columns day, value, visitors,

@@ -1,5 +1,5 @@
 import type { Temporal } from 'temporal-polyfill'
-import { execute } from '../query/run'
+import { execute } from '../../storage/clickhouse/execute'
 import type { Site } from '../../sites/sites'
 import { type Grain, visitorsByBucketSql } from './compile'
 import { MAD_SCALE, median, medianAbsoluteDeviation } from './robust'

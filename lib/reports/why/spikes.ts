@@ -1,10 +1,11 @@
 import { createAnnotation } from '../../sites/annotations'
 import { ApiError } from '../../errors'
 import { rangeView } from '../query/range'
-import { execute } from '../query/run'
+import { execute } from '../../storage/clickhouse/execute'
 import type { Site } from '../../sites/sites'
 import type { Annotation, Store } from '../../storage/store'
-import { type Grain, type SpikeDimension, visitorsBySourceSql } from './compile'
+import { SPIKE_DIMENSIONS } from '../dimensions'
+import { type Grain, visitorsBySourceSql } from './compile'
 import { round4 } from './robust'
 import { SHIFT_RULE, type Shift, judgeBuckets, parseShiftId, shiftId, shiftsOf, sum } from './shifts'
 import { type WhyDeps, type WindowParams, isoLocal, readsEvents, windowOf, zoned } from './window'
@@ -21,11 +22,11 @@ export interface SpikeParams extends WindowParams {
 
 /** A source that accounts for at least this share of the excess is named over a broader one. */
 export const DOMINANT_SHARE = 0.5
-/** Most specific first: a campaign, then a referring source, then a channel. */
-const ATTRIBUTION_ORDER: SpikeDimension[] = ['utm_campaign', 'source', 'channel']
+/** What a spike's excess is attributed to, most specific first: a campaign, then a referring source, then a channel. */
+const ATTRIBUTION_ORDER = SPIKE_DIMENSIONS.map((d) => d.name)
 
 export interface SpikeSource {
-  dimension: SpikeDimension
+  dimension: string
   value: string
   referrerUrl: string | null
   visitors: number
@@ -34,7 +35,7 @@ export interface SpikeSource {
   share: number
 }
 
-type Row = { bucket: number | string; dimension: SpikeDimension; value: string; visitors: number | string; referrer: string }
+type Row = { bucket: number | string; dimension: string; value: string; visitors: number | string; referrer: string }
 
 /** The source of each spike's excess, read for all of them in one statement. */
 async function attribute(deps: WhyDeps, site: Site, grain: Grain, spikes: Shift[]): Promise<(SpikeSource | null)[]> {

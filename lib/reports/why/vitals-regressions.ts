@@ -1,6 +1,6 @@
 import { CONTRIBUTORS, VITAL_NAMES, VITAL_THRESHOLDS, type VitalName } from '../query/compile/vitals'
 import type { Olap } from '../../storage/clickhouse/types'
-import { execute } from '../query/run'
+import { execute } from '../../storage/clickhouse/execute'
 import { vitalContributorsByPagePeriodSql, vitalsByPagePeriodSql } from './compile'
 import { round4 } from './robust'
 

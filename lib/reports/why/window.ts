@@ -2,9 +2,9 @@ import { Temporal } from 'temporal-polyfill'
 import type { RangeName } from '../dimensions'
 import type { Olap } from '../../storage/clickhouse/types'
 import { type ResolvedRange, resolveRange } from '../query/range'
-import { execute } from '../query/run'
+import { execute } from '../../storage/clickhouse/execute'
 import { firstEventAt } from '../query/site-events'
-import { bind, sql } from '../query/compile/sql'
+import { bind, sql } from '../../storage/clickhouse/sql'
 import type { Site } from '../../sites/sites'
 
 /** What the "why traffic changed" reads use: the engine, the store and the clock. */

@@ -1,7 +1,7 @@
 import type { Query } from '../model'
-import { windowScope } from './scope'
+import { queryWindow } from './scope'
 import { selected } from './selection'
-import { type Fragment, bind, raw, sql } from './sql'
+import { type Fragment, bind, raw, sql } from '../../../storage/clickhouse/sql'
 
 /**
  * The columns of one recorded action, as the answer reads them; a kind that does not carry a
@@ -21,7 +21,7 @@ export const TAPE_KINDS = ['pageview', 'click', 'outbound', 'download', 'affilia
  * events, whose order by name and visitor finds a visitor's pageviews of the day directly.
  */
 export function activitySql(query: Query): Fragment {
-  const scope = windowScope(query.siteId, query.range)
+  const scope = queryWindow(query)
   const table = raw(scope.table)
   const tape = sql`${selected(query, scope)} AND kind IN ${bind('Array(String)', TAPE_KINDS)}`
   return sql`

@@ -1,21 +1,18 @@
+import { ApiError } from '../../../errors'
+import { dimension } from '../../dimensions'
 import type { Query, Read } from '../model'
 import type { ResolvedRange } from '../range'
 import { operatorSql } from './filters'
-import { windowScope } from './scope'
+import { queryWindow } from './scope'
 import { bucket } from './series'
-import { type Fragment, bind, join, raw, sql } from './sql'
+import { type Fragment, bind, join, raw, sql } from '../../../storage/clickhouse/sql'
 
-/**
- * What a bot hit records, as SQL over `bot_events`: the dimensions a bot read filters and breaks
- * down by. Identifiers come only from here.
- */
-export const BOT_DIMENSION_SQL: Record<string, string> = {
-  bot_kind: 'bot_kind',
-  path: 'pathname',
-  hostname: 'hostname',
-  referrer: "if(referrer = '', 'Direct / None', referrer)",
-  country: 'country_code',
-  collection_source: 'collection_source',
+/** A dimension's value on a bot hit: its allow-listed SQL over bot_events (dimensions.ts). */
+function botDimensionSql(name: string): Fragment {
+  const column = dimension(name)?.standalone.bots
+  // parsing admits only what bot hits record; this guards the allow-list itself
+  if (!column) throw new ApiError(400, `${name} is not recorded for bot hits`)
+  return raw(column)
 }
 
 /**
@@ -26,8 +23,8 @@ const BOT_MEASURES = raw('uniqExact(bot_name) AS visitors, 0 AS visits, count() 
 
 /** The site's bot hits in the window that pass every filter. */
 function botHits(query: Query): Fragment {
-  const filters = query.filters.map((f) => operatorSql(raw(BOT_DIMENSION_SQL[f.dimension]), f.operator, f.value))
-  return join([windowScope(query.siteId, query.range).events, ...filters], ' AND ')
+  const filters = query.filters.map((f) => operatorSql(botDimensionSql(f.dimension), f.operator, f.value))
+  return join([queryWindow(query).events, ...filters], ' AND ')
 }
 
 /** A read of bot hits: totals (as the totals row of human reads, its visit facts zero), a series, or the rows of one property. */
@@ -36,7 +33,7 @@ export function botReadSql(query: Query, read: Read): Fragment {
   if (read.kind === 'stats') return sql`SELECT ${BOT_MEASURES}, 0 AS facts_visits, 0 AS bounces, 0 AS duration FROM bot_events WHERE ${where}`
   if (read.kind === 'series') return botSeriesSql(query.range, where)
   return sql`
-SELECT ${raw(BOT_DIMENSION_SQL[read.property])} AS value, ${BOT_MEASURES}
+SELECT ${botDimensionSql(read.property)} AS value, ${BOT_MEASURES}
 FROM bot_events WHERE ${where}
 GROUP BY value
 ORDER BY visitors DESC, pageviews DESC, value ASC

@@ -1,9 +1,10 @@
-import { type Query, hasEngagement } from '../model'
-import type { Plan } from '../plan'
+import type { Query } from '../model'
+import { hasEngagement } from '../../dimensions'
+import type { HumanPlan } from '../plan'
 import { dimensionSql } from './filters'
 import { goalBreakdownSql } from './goals'
 import { breakdownRows, rowsWithRollup } from './rows'
-import { type Fragment, bind, empty, raw, sql } from './sql'
+import { type Fragment, bind, empty, raw, sql } from '../../../storage/clickhouse/sql'
 import { selectedVisits, visitFacts } from './visits'
 import { queryScope, selected, unrolledFromSessions, visitFilters } from './selection'
 
@@ -13,7 +14,7 @@ const limitOf = (query: Query) => bind('UInt32', query.limit)
  * The rows of one property, most visitors first, up to the query's limit. With `reports` (a path
  * breakdown only), rows carry the engagement reports of the page instead of bounces and duration.
  */
-export function breakdownSql(query: Query, property: string, plan: Plan, reports = false): Fragment {
+export function breakdownSql(query: Query, property: string, plan: HumanPlan, reports = false): Fragment {
   if (reports && property !== 'path') throw new Error(`engagement reports are rolled up for pages only, not ${property}`)
   if (property === 'goal') return goalBreakdownSql(query)
   if (plan.table === 'sessions') return visitBreakdownFromSessions(query, property)

@@ -1,13 +1,13 @@
 import type { Query } from '../model'
 import { mostFrequentCounted } from './most-frequent'
-import { windowScope } from './scope'
+import { queryWindow } from './scope'
 import { selected } from './selection'
-import { type Fragment, bind, raw, sql } from './sql'
+import { type Fragment, bind, raw, sql } from '../../../storage/clickhouse/sql'
 
 /** Clicks: autocaptured ones, and the link clicks the collector files as outbound, download or affiliate. */
 const CLICK_KINDS = ['click', 'outbound', 'download', 'affiliate']
 
-const clickEvents = (query: Query) => sql`${selected(query, windowScope(query.siteId, query.range))} AND kind IN ${bind('Array(String)', CLICK_KINDS)}`
+const clickEvents = (query: Query) => sql`${selected(query, queryWindow(query))} AND kind IN ${bind('Array(String)', CLICK_KINDS)}`
 
 /** The window's clicks, the visitors who clicked, and the clicks that did nothing. */
 export function clickSummarySql(query: Query): Fragment {

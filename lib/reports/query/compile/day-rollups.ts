@@ -1,7 +1,7 @@
-import { type PartialDay, type Query, type RolledDays, TOTALS } from '../model'
+import type { PartialDay, RolledDays } from '../model'
 import { type ResolvedRange, chTime } from '../range'
 import { siteIs } from './scope'
-import { type Fragment, bind, empty, sql } from './sql'
+import { type Fragment, bind, empty, sql } from '../../../storage/clickhouse/sql'
 
 /**
  * The daily rollup's rows and signatures. Per site, site-local day, property and value,
@@ -89,25 +89,9 @@ export const signaturesAndBuilt = (siteId: string, window: Window, marker = '', 
     withPartial && marker === '' ? sql` UNION ALL ${latestPartial(siteId, window)}` : empty
   }`
 
-/**
- * The rollup property a filtered read's rows are stored under: a hash of its filters (segments
- * already expanded) and of the site's goals they may name, so another filter, or a goal
- * redefined, is another key; then the property broken down (none for totals and series). Days
- * are rolled up per key on the first read that needs them.
- */
-export async function filteredRollupKey(query: Pick<Query, 'filters' | 'goals'>, property: string): Promise<string> {
-  const canonical = JSON.stringify([query.filters.map((f) => [f.dimension, f.operator, f.value]), query.goals.map((g) => [g.name, g.type, g.matchValue])])
-  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(canonical)))
-  const hash = Array.from(digest.subarray(0, 16), (b) => b.toString(16).padStart(2, '0')).join('')
-  return `filters:${hash}${property === TOTALS ? '' : `:${property}`}`
-}
-
 /** The days whose current signature has no built rows. Rows: d, n, s. */
 export const staleDays = (siteId: string, window: Window) =>
   sql`SELECT toString(day) AS d, n, s FROM (${signatures(siteId, window)}) AS sig LEFT ANTI JOIN ${built(siteId, window)} USING (day, n, s) ORDER BY day`
-
-/** Signature rows (day, event count, session-id sum) as the arrays reads and builds bind. */
-export const asRolledDays = (rows: { d: string; n: string; s: string }[]): RolledDays => ({ days: rows.map((r) => r.d), events: rows.map((r) => r.n), sums: rows.map((r) => r.s) })
 
 /** Rows of the given days from another signature, timezone or version: never read, dropped after a build. */
 export function outdatedRows(siteId: string, timezone: string, days: RolledDays): Fragment {

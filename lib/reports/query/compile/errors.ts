@@ -1,15 +1,15 @@
 import type { Query } from '../model'
-import { windowScope } from './scope'
+import { queryWindow } from './scope'
 import { selected } from './selection'
 import { bucket } from './series'
-import { type Fragment, bind, raw, sql } from './sql'
+import { type Fragment, bind, raw, sql } from '../../../storage/clickhouse/sql'
 import { mostFrequent } from './most-frequent'
 
 /** The error events of the query: its window and filters, and one group when a fingerprint is given. */
 function errorEvents(query: Query, fingerprint?: string): Fragment {
   const kind = sql`kind = 'error'`
   const group = fingerprint === undefined ? raw('') : sql` AND error_fingerprint = ${bind('UInt64', fingerprint)}`
-  return sql`${selected(query, windowScope(query.siteId, query.range))} AND ${kind}${group}`
+  return sql`${selected(query, queryWindow(query))} AND ${kind}${group}`
 }
 
 /** The window's error count, groups and affected visitors. */

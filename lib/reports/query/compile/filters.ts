@@ -1,48 +1,16 @@
-import { PROPERTY_PREFIX } from '../../dimensions'
+import { PROPERTY_PREFIX, dimension } from '../../dimensions'
 import { ApiError } from '../../../errors'
 import { type Goal, pageGoalPattern } from '../../../sites/goals'
 import { type Filter, goalsOfFilter } from '../model'
 import type { Scope } from './scope'
-import { type Fragment, bind, join, raw, sql } from './sql'
+import { type Fragment, bind, join, raw, sql } from '../../../storage/clickhouse/sql'
 
-/** SQL over `events` for each dimension that is a column expression. Identifiers come only from here. */
-export const DIMENSION_SQL: Record<string, string> = {
-  path: 'pathname',
-  source: "if(referrer_source = '', 'Direct / None', referrer_source)",
-  channel: 'channel',
-  referrer: "if(referrer = '', 'Direct / None', referrer)",
-  utm_source: 'utm_source',
-  utm_medium: 'utm_medium',
-  utm_campaign: 'utm_campaign',
-  utm_term: 'utm_term',
-  utm_content: 'utm_content',
-  country: 'country_code',
-  region: 'region',
-  city: 'city',
-  browser: 'browser',
-  os: 'os',
-  device: 'device',
-  screen_class: 'screen_class',
-  hostname: 'hostname',
-  event: 'name',
-  link: "if(kind IN ('click', 'outbound', 'download', 'affiliate'), link_url, '')",
-  outbound: "if(kind = 'outbound', link_url, '')",
-  affiliate: "if(kind = 'affiliate', link_url, '')",
-  button: "if(kind = 'click' AND element_tag = 'button', element_text, '')",
-  dead_click: "if(dead_click = 1, selector, '')",
-  form: "if(kind = 'form', selector, '')",
-  collection_source: 'collection_source',
-}
-
-/** Dimensions that only some events carry: a breakdown skips events without a value. */
-export const SPARSE_DIMENSIONS = new Set(['link', 'outbound', 'affiliate', 'button', 'dead_click', 'form', 'event'])
-
-/** A dimension's value on an event: an allow-listed column expression, or a custom property by bound key. */
-export function dimensionSql(dimension: string): Fragment {
-  if (dimension.startsWith(PROPERTY_PREFIX)) return sql`props[${bind('String', dimension.slice(PROPERTY_PREFIX.length))}]`
-  const column = DIMENSION_SQL[dimension]
+/** A dimension's value on an event: its allow-listed SQL over events (dimensions.ts), or a custom property by bound key. */
+export function dimensionSql(name: string): Fragment {
+  if (name.startsWith(PROPERTY_PREFIX)) return sql`props[${bind('String', name.slice(PROPERTY_PREFIX.length))}]`
+  const column = dimension(name)?.standalone.events
   // parsing rejects unknown dimensions; this guards the allow-list itself
-  if (!column) throw new ApiError(400, `unknown dimension "${dimension}"`)
+  if (!column) throw new ApiError(400, `unknown dimension "${name}"`)
   return raw(column)
 }
 

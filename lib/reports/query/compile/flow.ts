@@ -1,7 +1,7 @@
 import type { Query } from '../model'
-import { siteIs, windowScope } from './scope'
+import { siteIs, queryWindow } from './scope'
 import { selected } from './selection'
-import { type Fragment, bind, empty, sql } from './sql'
+import { type Fragment, bind, empty, sql } from '../../../storage/clickhouse/sql'
 
 /**
  * Where a flow is anchored in each visit's page sequence: the landing page (the first page of
@@ -41,7 +41,7 @@ export const OTHER_PATH = '(other)'
  * for every element).
  */
 export function flowSql(query: Query, anchor: FlowAnchor, before: number, after: number): Fragment {
-  const scope = windowScope(query.siteId, query.range)
+  const scope = queryWindow(query)
   const visits = query.filters.length ? sql` AND session_id IN (SELECT session_id FROM events WHERE ${selected(query, scope)})` : empty
   const at = anchor.kind === 'entry' ? sql`notEmpty(seq)` : sql`indexOf(seq, ${bind('String', anchor.path)})`
   const limit = bind('UInt32', query.limit)

@@ -2,9 +2,9 @@ import type { Goal } from '../../../sites/goals'
 import type { FunnelStep } from '../../../storage/store'
 import type { Query } from '../model'
 import { goalCondition } from './filters'
-import { windowScope } from './scope'
+import { queryWindow } from './scope'
 import { selected } from './selection'
-import { type Fragment, bind, empty, join, raw, sql } from './sql'
+import { type Fragment, bind, empty, join, raw, sql } from '../../../storage/clickhouse/sql'
 
 /** The longest a visit can last: it ends when the visitor id rotates at the site-local midnight. */
 const VISIT_SPAN_MS = 86_400_000
@@ -51,7 +51,7 @@ const STEP_SLOTS = 16
  * site-local day.
  */
 export function funnelLevelsSql(query: Query, steps: readonly FunnelStep[]): Fragment {
-  const scope = windowScope(query.siteId, query.range)
+  const scope = queryWindow(query)
   const matches = steps.map((s) => stepMatch(s, query.goals))
   const conditions = matches.map((m) => (m ? sql`(${goalCondition(m)})` : raw('toUInt8(0)')))
   const names = [...new Set(matches.flatMap((m) => (m ? [eventName(m)] : [])))]

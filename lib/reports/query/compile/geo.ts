@@ -2,9 +2,9 @@ import type { Query, RolledDays } from '../model'
 import type { DaySpan } from '../range'
 import { ROLLUP_VERSION, rolledRows, uint64s } from './day-rollups'
 import { localDay } from './rows'
-import { type Scope, daySpansScope, windowScope } from './scope'
+import { type Scope, daySpansScope, queryWindow } from './scope'
 import { selected } from './selection'
-import { type Fragment, bind, empty, raw, sql } from './sql'
+import { type Fragment, bind, empty, raw, sql } from '../../../storage/clickhouse/sql'
 
 /** The places a geo read groups visits by. */
 export const GEO_GRANULARITIES = ['region', 'city'] as const
@@ -58,7 +58,7 @@ const placeFromValue = (granularity: GeoGranularity) =>
  */
 export function geoPlacesSql(query: Query, granularity: GeoGranularity, rolled?: { days: RolledDays; spans: DaySpan[] }): Fragment {
   const place = placeOf(granularity)
-  const scope: Scope = rolled ? daySpansScope(query.siteId, rolled.spans) : windowScope(query.siteId, query.range)
+  const scope: Scope = rolled ? daySpansScope(query.siteId, rolled.spans) : queryWindow(query)
   const fromRollup = rolled?.days.days.length
     ? sql`
   UNION ALL

@@ -1,14 +1,14 @@
 import type { Query } from '../model'
 import { goalCondition } from './filters'
-import { windowScope } from './scope'
-import { type Fragment, bind, join, sql } from './sql'
+import { queryWindow } from './scope'
+import { type Fragment, bind, join, sql } from '../../../storage/clickhouse/sql'
 import { selected } from './selection'
 
 /** One row a goal: unique converters, fires, conversion rate over all visitors, revenue in its currency. */
 export function goalBreakdownSql(query: Query): Fragment {
   const limit = bind('UInt32', query.limit)
   if (!query.goals.length) return sql`SELECT '' AS value, 0 AS visitors, 0 AS events, 0 AS total_visitors, 0 AS revenue, '' AS currency WHERE 0 LIMIT ${limit}`
-  const events = selected(query, windowScope(query.siteId, query.range))
+  const events = selected(query, queryWindow(query))
   const tags = join(query.goals.map((g) => sql`if(${goalCondition(g)}, ${bind('String', g.name)}, '')`), ', ')
   const names = bind('Array(String)', query.goals.map((g) => g.name))
   const currencies = bind('Array(String)', query.goals.map((g) => g.currency ?? ''))

@@ -1,8 +1,8 @@
 import type { Query } from '../model'
-import { windowScope } from './scope'
+import { queryWindow } from './scope'
 import { ACTION_COLUMNS } from './activity'
 import { selected } from './selection'
-import { type Fragment, bind, empty, sql } from './sql'
+import { type Fragment, bind, empty, sql } from '../../../storage/clickhouse/sql'
 
 /**
  * Journeys: one row per visitor id, and so per visitor and site-local day (the id rotates at the
@@ -19,7 +19,7 @@ import { type Fragment, bind, empty, sql } from './sql'
  * the window to show a hundred rows was most of the cost.
  */
 export function journeysSql(query: Query, page: { offset: number; visitor?: string }): Fragment {
-  const scope = windowScope(query.siteId, query.range)
+  const scope = queryWindow(query)
   const visits = sql`site_id = ${bind('UUID', query.siteId)} AND ${scope.visitsBegan}`
   const oneVisitor = page.visitor === undefined ? empty : sql` AND visitor_id = ${bind('UInt64', page.visitor)}`
   const selectedVisitors = query.filters.length ? sql` AND visitor_id IN (SELECT visitor_id FROM events WHERE ${selected(query, scope)})` : empty
@@ -54,7 +54,7 @@ ORDER BY last_seen DESC, visitor ASC`
 
 /** Every event of one visitor id in the window, oldest first, at most `count`. */
 export function visitorEventsSql(query: Query, visitor: string, count: number): Fragment {
-  const scope = windowScope(query.siteId, query.range)
+  const scope = queryWindow(query)
   return sql`
 SELECT ${ACTION_COLUMNS}
 FROM events WHERE ${scope.events} AND visitor_id = ${bind('UInt64', visitor)}

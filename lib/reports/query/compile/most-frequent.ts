@@ -1,4 +1,4 @@
-import { type Fragment, sql } from './sql'
+import { type Fragment, sql } from '../../../storage/clickhouse/sql'
 
 /**
  * The most frequent value of an expression within each group, ties to the smallest value, so

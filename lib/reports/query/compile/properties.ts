@@ -1,10 +1,10 @@
 import type { Query } from '../model'
 import { COLLECTOR_PREFIX } from './property-keys'
-import { windowScope } from './scope'
+import { queryWindow } from './scope'
 import { selected } from './selection'
-import { type Fragment, bind, sql } from './sql'
+import { type Fragment, bind, sql } from '../../../storage/clickhouse/sql'
 
-const inWindow = (query: Query) => selected(query, windowScope(query.siteId, query.range))
+const inWindow = (query: Query) => selected(query, queryWindow(query))
 
 /** Custom property keys on the selected events with their event and visitor counts, most events first. */
 export function propertyKeyCountsSql(query: Query): Fragment {

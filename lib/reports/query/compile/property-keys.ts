@@ -1,7 +1,7 @@
 import type { Query } from '../model'
-import { windowScope } from './scope'
+import { queryWindow } from './scope'
 import { selected } from './selection'
-import { type Fragment, bind, sql } from './sql'
+import { type Fragment, bind, sql } from '../../../storage/clickhouse/sql'
 
 /** Custom property keys only: the collector files vitals attribution under props as well, prefixed. */
 export const COLLECTOR_PREFIX = 'attribution.'
@@ -10,7 +10,7 @@ export const COLLECTOR_PREFIX = 'attribution.'
 export function propertyKeysSql(query: Query, limit: number): Fragment {
   return sql`
 SELECT key FROM events ARRAY JOIN mapKeys(props) AS key
-WHERE ${selected(query, windowScope(query.siteId, query.range))} AND NOT startsWith(key, ${bind('String', COLLECTOR_PREFIX)})
+WHERE ${selected(query, queryWindow(query))} AND NOT startsWith(key, ${bind('String', COLLECTOR_PREFIX)})
 GROUP BY key ORDER BY count() DESC, key ASC
 LIMIT ${bind('UInt32', limit)}`
 }

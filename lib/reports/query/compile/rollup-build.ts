@@ -1,10 +1,11 @@
 import type { PartialDay, Query, RolledDays } from '../model'
-import type { DaySpan } from '../range'
+import type { RollupBuild } from '../plan'
+import { type DaySpan, daySpans } from '../range'
 import { ROLLUP_VERSION, uint64s } from './day-rollups'
 import { selectedEvents } from './filters'
 import { breakdownRows, carriesReports, localDay } from './rows'
 import { daySpansScope } from './scope'
-import { type Fragment, bind, raw, sql } from './sql'
+import { type Fragment, bind, raw, sql } from '../../../storage/clickhouse/sql'
 
 /**
  * The daily rollup of one property over whole site-local days: per day and value, the rows a
@@ -41,14 +42,14 @@ FROM (${breakdownRows(property, scope, scope.events, { reports, visitorStates: t
 }
 
 /**
- * A filtered read's rows over whole site-local days, rolled up under its key (filteredRollupKey):
+ * A filtered read's rows over the days of a build, rolled up under its key (plan.ts, filteredRollupKey):
  * per day and value the rows a read of that day with these filters would compute, stamped with
  * the day's signature. Every day gets a row of value '' (zeros unless that value has events), so
  * a day where nothing matched counts as built; reads skip rows without visitors.
  */
-export function filteredRollupInsertSql(query: Query, key: string, property: string, spans: DaySpan[], days: RolledDays): Fragment {
+export function filteredRollupInsertSql(query: Query, { key, property, days }: RollupBuild): Fragment {
   const { timezone } = query.range
-  const scope = daySpansScope(query.siteId, spans)
+  const scope = daySpansScope(query.siteId, daySpans(days.days, timezone))
   const tz = bind('String', timezone)
   const dayList = bind('Array(Date)', days.days)
   const rows = breakdownRows(property, scope, selectedEvents(query.filters, query.goals, scope), { day: localDay(timezone), engagement: true })

@@ -1,9 +1,9 @@
-import { PROPERTY_PREFIX, VISIT_SCOPED_DIMENSIONS } from '../../dimensions'
-import { type RolledDays, TOTALS, hasEngagement } from '../model'
+import { PROPERTY_PREFIX, dimension, hasEngagement } from '../../dimensions'
+import { type RolledDays, TOTALS } from '../model'
 import { partialRows, rolledRows } from './day-rollups'
-import { SPARSE_DIMENSIONS, dimensionSql } from './filters'
+import { dimensionSql } from './filters'
 import { type Scope, siteIs } from './scope'
-import { type Fragment, bind, empty, join, raw, sql } from './sql'
+import { type Fragment, bind, empty, join, raw, sql } from '../../../storage/clickhouse/sql'
 import { visitFacts } from './visits'
 
 /** The relation a breakdown reads and the value expression over it. */
@@ -27,7 +27,7 @@ function breakdownSource(property: string, scope: Scope): { from: Fragment; valu
   // the event breakdown lists what sites send and count: pageviews, custom events and link and form
   // events; autocaptured clicks, errors, vitals and engagement reports have their own reads
   if (property === 'event') return { from: events, value, presence: raw("kind NOT IN ('click', 'error', 'vital', 'engagement')") }
-  return { from: events, value, presence: SPARSE_DIMENSIONS.has(property) ? sql`${value} != ''` : null }
+  return { from: events, value, presence: dimension(property)?.sparse ? sql`${value} != ''` : null }
 }
 
 export interface RowsOptions {
@@ -64,7 +64,7 @@ export function breakdownRows(property: string, scope: Scope, selected: Fragment
   const source = breakdownSource(property, scope)
   const rows = join(source.presence ? [selected, source.presence] : [selected], ' AND ')
   // a visit-scoped value is the same on every event of a visit: one value a visit, no arrays
-  const perVisit = property === TOTALS || (VISIT_SCOPED_DIMENSIONS as readonly string[]).includes(property)
+  const perVisit = property === TOTALS || dimension(property)?.scope === 'visit'
   const byDay = day ? raw('day, ') : empty
   const reports = options.reports
     ? raw(", countIf(kind = 'engagement') AS reports, sumIf(scroll_depth, kind = 'engagement') AS scroll_sum, sumIf(engaged_ms, kind = 'engagement') AS engaged_ms_sum")

@@ -1,6 +1,6 @@
-import type { PartialDay } from '../model'
+import type { PartialDay, Query } from '../model'
 import { type DaySpan, type ResolvedRange, chTime } from '../range'
-import { type Bound, type Fragment, bind, join, raw, sql } from './sql'
+import { type Bound, type Fragment, bind, join, raw, sql } from '../../../storage/clickhouse/sql'
 
 const time = (ms: number) => bind('DateTime64(3)', chTime(ms))
 const NO_TIME = bind('DateTime64(3)', '1970-01-01 00:00:00.000')
@@ -41,26 +41,27 @@ const LIVE_WINDOWS: ReadonlySet<string> = new Set(['realtime', '5m', '30m'])
 const RECENT_MS = 86_400_000
 
 /**
- * The table a window's events are read from. A live window begun within the last day is one short
- * range of recent_events, a copy of the last two days of events in (site, time) order (migration
- * 0011); in events, ordered by day, name and visitor, it is spread over every granule of its day.
- * Other windows read events, whose order serves lookups by event name and visitor.
+ * The table a window's events are read from, read at `now`. A live window begun within the last
+ * day is one short range of recent_events, a copy of the last two days of events in (site, time)
+ * order (migration 0011); in events, ordered by day, name and visitor, it is spread over every
+ * granule of its day. Other windows read events, whose order serves lookups by event name and visitor.
  */
-const windowTable = (range: Pick<ResolvedRange, 'from'> & { name?: string }): Scope['table'] =>
-  range.name !== undefined && LIVE_WINDOWS.has(range.name) && range.from.epochMilliseconds >= Date.now() - RECENT_MS ? 'recent_events' : 'events'
+const windowTable = (range: Pick<ResolvedRange, 'from'> & { name?: string }, now: Date | undefined): Scope['table'] =>
+  now !== undefined && range.name !== undefined && LIVE_WINDOWS.has(range.name) && range.from.epochMilliseconds >= now.getTime() - RECENT_MS ? 'recent_events' : 'events'
 
 /**
- * The window's scope. A visit ends when the visitor id rotates at the site-local midnight, so
- * it began within a day of any of its events: the visit scan is the window widened by 26 hours
- * each way, and the visits began at most 26 hours before the window and before its end.
+ * The window's scope, read at `now` (without it, from events). A visit ends when the visitor id
+ * rotates at the site-local midnight, so it began within a day of any of its events: the visit
+ * scan is the window widened by 26 hours each way, and the visits began at most 26 hours before
+ * the window and before its end.
  */
-export function windowScope(siteId: string, range: Pick<ResolvedRange, 'from' | 'to'> & { name?: string }): Scope {
+export function windowScope(siteId: string, range: Pick<ResolvedRange, 'from' | 'to'> & { name?: string }, now?: Date): Scope {
   const site = siteIs(siteId)
   const [from, to] = [range.from.epochMilliseconds, range.to.epochMilliseconds]
   const widening = 26 * 3_600_000
   return {
     siteId,
-    table: windowTable(range),
+    table: windowTable(range, now),
     events: sql`${site} AND ${during('timestamp', from, to)}`,
     visitScan: sql`${site} AND ${during('timestamp', from - widening, to + widening)}`,
     visitsBegan: during('session_start', from - widening, to),
@@ -68,6 +69,9 @@ export function windowScope(siteId: string, range: Pick<ResolvedRange, 'from' | 
     windowFrom: time(from),
   }
 }
+
+/** The query's window as a scope, read at the query's now. */
+export const queryWindow = (query: Pick<Query, 'siteId' | 'range' | 'now'>) => windowScope(query.siteId, query.range, query.now)
 
 /**
  * A scope of whole site-local days (the days of a window the daily rollup does not cover, or the

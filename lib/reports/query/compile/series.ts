@@ -1,8 +1,8 @@
 import { type Query, TOTALS } from '../model'
-import type { Plan } from '../plan'
+import type { HumanPlan } from '../plan'
 import type { ResolvedRange } from '../range'
 import { localDay, rowsWithRollup } from './rows'
-import { type Fragment, bind, raw, sql } from './sql'
+import { type Fragment, bind, raw, sql } from '../../../storage/clickhouse/sql'
 import { queryScope, selected } from './selection'
 
 /** The start of the bucket of the range's interval that an event falls in. */
@@ -21,7 +21,7 @@ export function bucket(range: ResolvedRange): Fragment {
 }
 
 /** Visitors, visits and pageviews per bucket start (epoch seconds); buckets without events have no row. */
-export function seriesSql(query: Query, plan: Plan): Fragment {
+export function seriesSql(query: Query, plan: HumanPlan): Fragment {
   const scope = queryScope(query, plan)
   if (plan.table === 'rollup') {
     // day or month buckets: per-day totals summed into buckets

@@ -1,8 +1,8 @@
 import { type Query, type RolledDays, TOTALS } from '../model'
-import type { Plan } from '../plan'
+import type { HumanPlan } from '../plan'
 import type { ResolvedRange } from '../range'
 import { localDay, rowsWithRollup } from './rows'
-import { type Fragment, bind, raw, sql } from './sql'
+import { type Fragment, bind, raw, sql } from '../../../storage/clickhouse/sql'
 import { selectedVisits, visitAttributeRows, visitFacts } from './visits'
 import { queryScope, selected, unrolledFromSessions, unrolledScope, visitFilters } from './selection'
 
@@ -10,7 +10,7 @@ import { queryScope, selected, unrolledFromSessions, unrolledScope, visitFilters
  * The window's totals as one row: visitors, visits, pageviews, custom events, and the visits,
  * bounces and mean duration the engagement rates are over (facts_visits, bounces, duration).
  */
-export function statsSql(query: Query, plan: Plan): Fragment {
+export function statsSql(query: Query, plan: HumanPlan): Fragment {
   const scope = queryScope(query, plan)
   switch (plan.table) {
     case 'rollup':

@@ -1,5 +1,5 @@
 import { siteIs, type Scope } from './scope'
-import { type Fragment, empty, join, raw, sql } from './sql'
+import { type Fragment, empty, join, raw, sql } from '../../../storage/clickhouse/sql'
 
 /**
  * Whole-visit facts from the sessions rollup, one row a visit begun in the scope's visit span:

@@ -1,7 +1,7 @@
 import type { Query } from '../model'
-import { windowScope } from './scope'
+import { queryWindow } from './scope'
 import { selected } from './selection'
-import { type Fragment, bind, empty, join, raw, sql } from './sql'
+import { type Fragment, bind, empty, join, raw, sql } from '../../../storage/clickhouse/sql'
 
 /** The metrics the tracker sends, in the order reads list them. */
 export const VITAL_NAMES = ['LCP', 'INP', 'CLS', 'FCP', 'TTFB'] as const
@@ -36,7 +36,7 @@ export interface VitalsOptions {
 function vitalEvents(query: Query, options: VitalsOptions): Fragment {
   const device = options.formFactor ? sql` AND device = ${bind('String', FORM_FACTORS[options.formFactor])}` : empty
   // name is in the sort key (kind is not): within each day the vitals are one run of rows
-  return sql`${selected(query, windowScope(query.siteId, query.range))} AND name = 'vital' AND kind = 'vital'${device}`
+  return sql`${selected(query, queryWindow(query))} AND name = 'vital' AND kind = 'vital'${device}`
 }
 
 /**

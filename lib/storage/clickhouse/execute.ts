@@ -1,0 +1,34 @@
+import { type Fragment, render } from './sql'
+import type { Olap } from './types'
+
+/**
+ * A `matches` pattern the engine's RE2 could not compile. Parsing checks patterns with the
+ * JavaScript engine, which accepts some RE2 does not; the API answers this as the caller's 400.
+ */
+export class InvalidPatternError extends Error {
+  constructor(cause: unknown) {
+    super('the engine could not compile a regular expression', { cause })
+    this.name = 'InvalidPatternError'
+  }
+}
+
+async function withPatternErrors<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work
+  } catch (err) {
+    if (/CANNOT_COMPILE_REGEXP|Code: 427\b/.test(String((err as Error).message))) throw new InvalidPatternError(err)
+    throw err
+  }
+}
+
+/** Runs a statement and returns its rows. */
+export async function execute<Row>(olap: Olap, statement: Fragment): Promise<Row[]> {
+  const compiled = render(statement)
+  return withPatternErrors(olap.query<Row>(compiled.sql, compiled.params))
+}
+
+/** Runs a statement that returns no rows (a rollup build). */
+export async function executeCommand(olap: Olap, statement: Fragment): Promise<void> {
+  const compiled = render(statement)
+  await withPatternErrors(olap.command(compiled.sql, compiled.params))
+}
