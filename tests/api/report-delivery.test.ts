@@ -1,59 +1,18 @@
 import { createHmac } from 'node:crypto'
 import { readFileSync, readdirSync } from 'node:fs'
-import { type IncomingHttpHeaders, type Server, createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
-import { SMTPServer } from 'smtp-server'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { nodeMailer } from '../../lib/network/mail-node'
 import { deliverReports, duePeriods } from '../../lib/jobs/report-delivery'
 import { importHits } from '../../lib/ingest/import'
 import { type Site, newSite } from '../../lib/sites/sites'
 import { seed, tempDir, testServices } from '../helpers'
+import { smtpSink, webhookSink } from '../sinks'
 
 /** Monday 23 November 2026, 10:00 in Berlin: the week of 16 to 22 November is due. */
 const MONDAY = new Date('2026-11-23T09:00:00Z')
 const SECRET = 'whsec_test-secret'
 const FAST_RETRIES = [20, 40]
-
-/** A local SMTP server that keeps what it receives. */
-async function smtpSink() {
-  const received: { to: string[]; raw: string }[] = []
-  const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS'],
-    logger: false,
-    onData(stream, session, done) {
-      let raw = ''
-      stream.on('data', (chunk: Buffer) => (raw += chunk.toString('utf8')))
-      stream.on('end', () => {
-        received.push({ to: session.envelope.rcptTo.map((r) => r.address), raw })
-        done()
-      })
-    },
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const port = ((server as unknown as { server: Server }).server.address() as AddressInfo).port
-  return { received, url: `smtp://127.0.0.1:${port}`, close: () => new Promise<void>((resolve) => server.close(() => resolve())) }
-}
-
-/** A local webhook receiver: answers each request to a path with the next status planned for it (200 once none is left). */
-async function webhookSink() {
-  const requests: { path: string; headers: IncomingHttpHeaders; body: string; status: number }[] = []
-  const plan = new Map<string, number[]>()
-  const server = createServer((req, res) => {
-    let body = ''
-    req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')))
-    req.on('end', () => {
-      const status = plan.get(req.url ?? '')?.shift() ?? 200
-      requests.push({ path: req.url ?? '', headers: req.headers, body, status })
-      res.writeHead(status).end()
-    })
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  return { requests, plan, url, close: () => new Promise<void>((resolve) => server.close(() => resolve())) }
-}
 
 describe('report delivery', () => {
   let services: Awaited<ReturnType<typeof testServices>>
