@@ -5,7 +5,7 @@ import type { Duplex } from 'node:stream'
 import { createDemo } from '../lib/demo'
 import { demoHits } from '../lib/ingest/demo-traffic'
 import { importHits } from '../lib/ingest/import'
-import { JOBS } from '../lib/jobs/schedule'
+import { CRAWL_RUN, JOBS } from '../lib/jobs/schedule'
 import { jobTimers } from '../lib/jobs/timers'
 import { nodeEnvSchema, parseEnv } from '../lib/runtime/env'
 import { exitWithFailure } from '../lib/runtime/failure'
@@ -24,7 +24,7 @@ const log = (message: string) => process.stderr.write(`${message}\n`)
 const dir = dataDir(env)
 // the timers are made before anything can wake them: a site added while the server still starts wakes the crawler
 let timers: ReturnType<typeof jobTimers> | undefined
-const home = await openNodeHome(env, { log, wakeCrawler: () => timers?.wake('crawl run') })
+const home = await openNodeHome(env, { log, wakeCrawler: () => timers?.wake(CRAWL_RUN) })
 const { services, stores } = home
 if (home.replayed) log(`stored ${home.replayed} journaled rows left by the previous run`)
 timers = jobTimers(JOBS, services, log)

@@ -20,6 +20,9 @@ export interface Job {
   run(services: Services, now: Date, context: JobContext): Promise<unknown>
 }
 
+/** The crawler's job, which a site added or pinged wakes on Node. */
+export const CRAWL_RUN = 'crawl run'
+
 /**
  * Every scheduled job, once, in the order a starting server runs them. Each works site by site: a
  * site that fails is logged and the others still run.
@@ -45,7 +48,7 @@ export const JOBS: readonly Job[] = [
   // the crawler (lib/crawl/crawl.ts): the sites due (new, pinged, or due again); on Node also at once when a site is
   // added or pinged. A run stops after the page it is fetching, so shutdown waits for it a few seconds only.
   {
-    name: 'crawl run',
+    name: CRAWL_RUN,
     cron: '* * * * *',
     stopWaitMs: 3000,
     run: async (services, _now, context) => {
