@@ -1,35 +1,16 @@
 import { rmSync, writeFileSync } from 'node:fs'
-import { Resolver, lookup } from 'node:dns/promises'
 import { serve } from '@hono/node-server'
-import { type IncomingMessage, STATUS_CODES, type Server } from 'node:http'
-import { join } from 'node:path'
+import { STATUS_CODES, type Server } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { createDemo } from '../lib/demo'
 import { demoHits } from '../lib/ingest/demo-traffic'
-import { ROLLUP_ALL_DAYS, ROLLUP_RECENT_DAYS, refreshRollups } from '../lib/reports/rollup/refresh'
 import { importHits } from '../lib/ingest/import'
+import { CRAWL_RUN, JOBS } from '../lib/jobs/schedule'
+import { jobTimers } from '../lib/jobs/timers'
 import { nodeEnvSchema, parseEnv } from '../lib/runtime/env'
 import { exitWithFailure } from '../lib/runtime/failure'
-import { dataDir, localInfoFile, localToken, openNodeStores } from '../lib/runtime/node'
+import { dataDir, localInfoFile, localToken, openNodeHome } from '../lib/runtime/node'
 import { localEndpointsApp } from './local-endpoints'
-import { migrate } from '../lib/storage/clickhouse/migrate'
-import { loadMigrations } from '../lib/storage/clickhouse/migrations-node'
-import { guardedFetch } from '../lib/network/guarded-fetch'
-import { crawlerConfig } from '../lib/crawl/config'
-import { cruxConfig } from '../lib/integrations/crux'
-import { runCrawls } from '../lib/crawl/crawl'
-import { pinnedNodeFetch } from '../lib/network/guarded-fetch-node'
-import { dbipGeo } from '../lib/ingest/geo-node'
-import { Ingestor } from '../lib/ingest/pipeline'
-import { Journal } from '../lib/ingest/journal'
-import { BufferedSink } from '../lib/ingest/sink'
-import { memoryLiveCache } from '../lib/sites/public-live'
-import { swaggerUiAssets } from '../lib/runtime/reference-assets-node'
-import { SiteDirectory } from '../lib/sites/site-directory'
-import type { Services } from '../lib/services'
-import { deliverReports } from '../lib/jobs/report-delivery'
-import { deliverTrafficAlerts } from '../lib/jobs/traffic-alerts'
-import { nodeMailer } from '../lib/network/mail-node'
 import { createApp } from './app'
 import { batchedLines } from './request-log'
 
@@ -41,58 +22,13 @@ const env = parseEnv(nodeEnvSchema, process.env)
 
 const log = (message: string) => process.stderr.write(`${message}\n`)
 const dir = dataDir(env)
-const stores = await openNodeStores(env)
-if (stores.chdb) await migrate(stores.chdb, loadMigrations())
+// the timers are made before anything can wake them: a site added while the server still starts wakes the crawler
+let timers: ReturnType<typeof jobTimers> | undefined
+const home = await openNodeHome(env, { log, wakeCrawler: () => timers?.wake(CRAWL_RUN) })
+const { services, stores } = home
+if (home.replayed) log(`stored ${home.replayed} journaled rows left by the previous run`)
+timers = jobTimers(JOBS, services, log)
 
-// a hit is acknowledged once it is in the journal on disk; what an earlier process journaled and
-// did not insert (a crash, kill -9) is stored now, before anything is served
-const { journal, replayed } = await Journal.open(join(dir, 'journal'), stores.olap, stores.store)
-if (replayed) log(`stored ${replayed} journaled rows left by the previous run`)
-const sink = new BufferedSink(stores.olap, stores.store, { log: journal })
-const now = () => new Date()
-const sites = new SiteDirectory(stores.store)
-// declared before anything can call them: a site added while the server still starts wakes the crawler
-let stopping = false
-let crawls: Promise<unknown> | null = null
-let crawlAgain = false
-const outboundRules = {
-  allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === '1',
-  resolve: async (host: string) => (await lookup(host, { all: true })).map((a) => a.address),
-  pinnedFetch: pinnedNodeFetch(),
-}
-const services: Services = {
-  olap: stores.olap,
-  store: stores.store,
-  sites,
-  limiter: stores.limiter,
-  now,
-  ingestor: new Ingestor({ sites, store: stores.store, sink, geo: dbipGeo(), now, coalesce: true }),
-  sharedProcess: true,
-  liveCache: memoryLiveCache(),
-  dns: (() => {
-    const resolver = new Resolver({ timeout: 2000, tries: 2 })
-    return {
-      reverse: (ip: string) => resolver.reverse(ip),
-      lookup: async (host: string) => [...(await resolver.resolve4(host).catch(() => [])), ...(await resolver.resolve6(host).catch(() => []))],
-      // no such record or name is an empty answer; a failing resolver stays an error
-      cname: (host: string) => resolver.resolveCname(host).catch((err: NodeJS.ErrnoException) => (err.code === 'ENODATA' || err.code === 'ENOTFOUND' ? [] : Promise.reject(err))),
-    }
-  })(),
-  clientAddress: (request, bindings) => {
-    const forwarded = env.TRUST_PROXY === '1' ? request.headers.get('x-forwarded-for')?.split(',')[0].trim() : undefined
-    const socket = (bindings as { incoming?: IncomingMessage }).incoming?.socket
-    return (forwarded || socket?.remoteAddress || '').replace(/^::ffff:(?=\d+\.)/, '')
-  },
-  fetch: guardedFetch(outboundRules),
-  crawler:
-    env.CRAWLER === '1'
-      ? { ...crawlerConfig({ guarded: (limits) => guardedFetch({ ...outboundRules, ...limits }), hostIntervalMs: env.CRAWL_HOST_INTERVAL_MS, origin: env.CRAWL_ORIGIN }), wake: () => scheduleCrawls() }
-      : undefined,
-  crux: cruxConfig(env),
-  publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
-  mailer: nodeMailer({ smtpUrl: env.SMTP_URL, dataDir: dir, from: env.MAIL_FROM ?? `reports@${env.PUBLIC_URL ? new URL(env.PUBLIC_URL).hostname : 'localhost'}`, log }),
-  referenceAssets: swaggerUiAssets(),
-}
 const requestLines = batchedLines(process.stderr)
 process.on('exit', requestLines.flush)
 const app = createApp(services, { level: env.LOG_LEVEL, write: requestLines.write })
@@ -115,7 +51,7 @@ if ((await stores.store.countOrgs()) === 0) {
   const demo = await createDemo(stores.store, new Date())
   const hits = env.SKIP_DEMO_TRAFFIC === '1' ? [] : demoHits({ site: demo.site.snippetId, domain: demo.site.domain, days: 30, visitorsPerDay: 150, end: new Date() })
   const seeded = await importHits((function* () { for (const hit of hits) yield JSON.stringify(hit) })(), services.ingestor)
-  await sink.flush()
+  await home.sink.flush()
   log(
     [
       '',
@@ -144,71 +80,27 @@ if ((await stores.store.countOrgs()) === 0) {
 
 log(`analytics API on ${baseUrl} (ClickHouse: ${stores.describe.clickhouse}; key/value: ${stores.describe.keyValue})`)
 
+let stopping = false
 async function shutdown(signal: string) {
   if (stopping) return
   stopping = true
   log(`${signal}: stopping`)
+  // no job starts any more; a crawl under way stops after the page it is fetching
+  const jobsEnded = timers!.stop()
   rmSync(localInfoFile(dir), { force: true })
   ;(server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.()
   await new Promise((r) => server.close(r))
-  await rollup
-  await reports
-  // a crawl stops after the page it is fetching (at most the crawler's timeout); it is not waited for longer than a few seconds
-  await Promise.race([crawls, new Promise((r) => setTimeout(r, 3000))])
-  // every hit answered 202 is stored before the stores close
-  await sink.close()
-  journal.close()
+  await jobsEnded
   if (local) await new Promise((r) => local!.close(r))
-  await stores.close()
+  // every hit answered 202 is stored before the stores close
+  await home.close()
   process.exit(0)
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'))
 process.on('SIGINT', () => void shutdown('SIGINT'))
 
-// the daily rollup (lib/reports/rollup/refresh.ts): every finished day at start and every few hours, recent ones every ten minutes
-let rollupRuns = 0
-let rollup: Promise<unknown> | null = null
-function scheduleRollups() {
-  if (rollup || stopping) return
-  const lookback = rollupRuns++ % 36 === 0 ? ROLLUP_ALL_DAYS : ROLLUP_RECENT_DAYS
-  rollup = refreshRollups(stores.olap, stores.store, new Date(), lookback)
-    .catch((err: Error) => log(`daily rollup refresh failed: ${err.message}`))
-    .finally(() => (rollup = null))
-}
-scheduleRollups()
-setInterval(scheduleRollups, 10 * 60_000).unref()
-
-// weekly and monthly reports (lib/jobs/report-delivery.ts): each run sends what is due and not yet sent
-let reports: Promise<unknown> | null = null
-function scheduleReports() {
-  if (reports || stopping) return
-  // and the spike and drop alerts (lib/jobs/traffic-alerts.ts), after them
-  reports = deliverReports(services, new Date(), { log })
-    .catch((err: Error) => log(`report delivery failed: ${err.message}`))
-    .then(() => deliverTrafficAlerts(services, new Date(), { log }))
-    .catch((err: Error) => log(`traffic alerts failed: ${err.message}`))
-    .finally(() => (reports = null))
-}
-scheduleReports()
-setInterval(scheduleReports, 10 * 60_000).unref()
-
-// the crawler (lib/crawl/crawl.ts): every minute, and at once when a site is added or pinged, the sites due
-function scheduleCrawls() {
-  if (stopping || !services.crawler) return
-  // a wake during a run starts another run after it, for the site that just became due
-  if (crawls) return void (crawlAgain = true)
-  crawls = runCrawls(services, services.crawler, { log, shouldStop: () => stopping })
-    .catch((err: Error) => log(`crawl run failed: ${err.message}`))
-    .finally(() => {
-      crawls = null
-      if (crawlAgain) {
-        crawlAgain = false
-        scheduleCrawls()
-      }
-    })
-}
-scheduleCrawls()
-setInterval(scheduleCrawls, 60_000).unref()
+// the scheduled jobs and their cadences are listed in lib/jobs/schedule.ts
+timers.start()
 
 /**
  * Requests Node's HTTP parser refuses before the app sees them (a lowercase method, raw bytes in

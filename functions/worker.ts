@@ -1,13 +1,10 @@
+import { jobsOn } from '../lib/jobs/schedule'
 import { type WorkerEnv, workerEnvSchema, workerServices } from '../lib/runtime/worker'
-import { ROLLUP_ALL_DAYS, ROLLUP_RECENT_DAYS, refreshRollups } from '../lib/reports/rollup/refresh'
 import type { Services } from '../lib/services'
-import { deliverReports } from '../lib/jobs/report-delivery'
-import { runCrawls } from '../lib/crawl/crawl'
-import { deliverTrafficAlerts } from '../lib/jobs/traffic-alerts'
 import { createApp } from './app'
 
-/** The daily trigger in wrangler.toml; the other one runs every ten minutes. */
-const DAILY_CRON = '17 3 * * *'
+/** How long the jobs of one cron run may go on starting work (a crawl stops after the page it is fetching); what is left waits for the next run. */
+const CRON_RUN_MS = 5 * 60_000
 
 let cached: { raw: WorkerEnv; app: ReturnType<typeof createApp>; services: Services } | null = null
 
@@ -39,19 +36,15 @@ export default {
     }
     return app.fetch(request, env, ctx)
   },
-  // the daily rollup (lib/reports/rollup/refresh.ts): recent finished days every ten minutes, every day once a day
+  // the jobs of this trigger (lib/jobs/schedule.ts lists them with their crons; wrangler.toml has the same crons).
+  // Reports and alerts go by webhook only: Workers have no mailer.
   scheduled(controller: { cron: string }, env: WorkerEnv, ctx: { waitUntil(p: Promise<unknown>): void }) {
     const { services } = appFor(env)
-    const lookback = controller.cron === DAILY_CRON ? ROLLUP_ALL_DAYS : ROLLUP_RECENT_DAYS
-    ctx.waitUntil(refreshRollups(services.olap, services.store, services.now(), lookback))
-    // weekly and monthly reports: webhooks only, Workers have no mailer
-    if (controller.cron !== DAILY_CRON) ctx.waitUntil(deliverReports(services, services.now()))
-    // the crawler: the sites due, for at most five minutes a run; what is left waits for the next run
-    if (controller.cron !== DAILY_CRON && services.crawler) {
-      const deadline = Date.now() + 5 * 60_000
-      ctx.waitUntil(runCrawls(services, services.crawler, { log: (line) => console.error(line), shouldStop: () => Date.now() > deadline }))
+    const deadline = Date.now() + CRON_RUN_MS
+    const log = (line: string) => console.error(line)
+    for (const job of jobsOn(controller.cron)) {
+      const run = job.run(services, services.now(), { log, shouldStop: () => Date.now() > deadline })
+      ctx.waitUntil(run.catch((err: Error) => log(`${job.name} failed: ${err.message}`)))
     }
-    // spike and drop alerts (lib/jobs/traffic-alerts.ts), webhooks only as well
-    if (controller.cron !== DAILY_CRON) ctx.waitUntil(deliverTrafficAlerts(services, services.now()))
   },
 }

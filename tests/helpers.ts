@@ -17,13 +17,10 @@ import { ChdbOlap } from '../lib/storage/clickhouse/chdb'
 import { migrate } from '../lib/storage/clickhouse/migrate'
 import { loadMigrations } from '../lib/storage/clickhouse/migrations-node'
 import { guardedFetch } from '../lib/network/guarded-fetch'
-import { dbipGeo } from '../lib/ingest/geo-node'
-import { Ingestor } from '../lib/ingest/pipeline'
-import { directSink } from '../lib/ingest/sink'
 import { type RateLimiter, memoryRateLimiter, redisRateLimiter } from '../lib/accounts/ratelimit'
+import { nodeEnvSchema, parseEnv } from '../lib/runtime/env'
+import { nodeServices } from '../lib/runtime/node'
 import type { Services } from '../lib/services'
-import { memoryLiveCache } from '../lib/sites/public-live'
-import { SiteDirectory } from '../lib/sites/site-directory'
 import { type Site, newSite } from '../lib/sites/sites'
 import { Store } from '../lib/storage/store'
 
@@ -59,7 +56,10 @@ export function rawRedis(kind: KvKind, own?: boolean): RawRedis {
   return new EmbeddedRedis()
 }
 
-/** Services on real stores: embedded ClickHouse, and the embedded store or a real Redis. */
+/** The environment of the Node home in tests: no crawler unless a test builds one, no CrUX key. */
+const TEST_ENV = parseEnv(nodeEnvSchema, { PUBLIC_URL: 'https://api.test', OUTBOUND_ALLOW_PRIVATE: '1', CRAWLER: '0' })
+
+/** The Node home's services (lib/runtime/node.ts) on real stores: embedded ClickHouse, and the embedded store or a real Redis. */
 export async function testServices(
   options: { kv?: KvKind; ownKeys?: boolean; now?: () => Date; limiter?: RateLimiter; siteCacheMs?: number } = {},
 ): Promise<Services & { raw: RawRedis }> {
@@ -68,24 +68,36 @@ export async function testServices(
   const now = options.now ?? (() => new Date())
   const olap = await testOlap()
   const store = new Store(redis)
-  // the site cache is off unless asked for, so settings written to the store directly apply at once
-  const sites = new SiteDirectory(store, { cacheMs: options.siteCacheMs ?? 0 })
+  const limiter = options.limiter ?? (options.kv === 'redis' ? redisRateLimiter(redis) : memoryRateLimiter(() => now().getTime()))
+  // no sink: hits are inserted before the answer, so a test reads what it sent; the site cache is
+  // off unless asked for, so settings written to the store directly apply at once
+  const services = nodeServices(TEST_ENV, { stores: { olap, store, limiter }, now, siteCacheMs: options.siteCacheMs ?? 0 })
   return {
-    olap,
-    store,
-    sites,
-    // inserts before answering, so a test reads what it sent
-    ingestor: new Ingestor({ sites, store, sink: directSink(olap, store), geo: dbipGeo(), now }),
+    ...services,
+    // the caller is whom X-Forwarded-For names; nothing reaches this machine's resolver, a mail server or the reference page's files
     clientAddress: (request) => request.headers.get('x-forwarded-for') ?? '127.0.0.1',
-    sharedProcess: true,
-    liveCache: memoryLiveCache(() => now().getTime()),
-    limiter: options.limiter ?? (options.kv === 'redis' ? redisRateLimiter(redis) : memoryRateLimiter(() => now().getTime())),
-    now,
     fetch: guardedFetch({ allowPrivate: true }),
-    publicUrl: 'https://api.test',
+    dns: undefined,
+    mailer: undefined,
+    referenceAssets: undefined,
     raw,
   }
 }
+
+export type TestServices = Awaited<ReturnType<typeof testServices>>
+
+/**
+ * A test's app in one line: services on real stores (`kv`, the clock `now`, ...), with `with`
+ * replacing some of them; two seeded organizations (`a`, `b`, `ingest`, see `seed`); the app whose
+ * answers are checked against their schemas; and a request client.
+ */
+export async function harness(options: Parameters<typeof testServices>[0] & { with?: Partial<Services> } = {}) {
+  const services: TestServices = { ...(await testServices(options)), ...options.with }
+  const seeded = await seed(services)
+  return { services, store: services.store, olap: services.olap, app: checkedApp(services), call: client(services), ...seeded }
+}
+
+export type Harness = Awaited<ReturnType<typeof harness>>
 
 /** An organization holding the given sites, and its read key, created at `now`. */
 export async function orgWithSites(services: Services, name: string, sites: Parameters<typeof newSite>[0][], now = services.now()) {

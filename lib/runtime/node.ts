@@ -1,4 +1,6 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { Resolver, lookup } from 'node:dns/promises'
+import type { IncomingMessage } from 'node:http'
 import { join, resolve } from 'node:path'
 import { createClient } from '@clickhouse/client'
 import { Redis } from '@upstash/redis'
@@ -11,8 +13,23 @@ import { prefixedRaw, prefixedUpstash } from '../storage/kv/prefix'
 import { TcpRedis } from '../storage/kv/tcp'
 import { type RateLimiter, memoryRateLimiter, redisRateLimiter } from '../accounts/ratelimit'
 import { NATIVE_SCRIPTS } from '../ingest/visits'
+import { dbipGeo } from '../ingest/geo-node'
+import { Journal } from '../ingest/journal'
+import { Ingestor } from '../ingest/pipeline'
+import { BufferedSink, directSink } from '../ingest/sink'
+import { crawlerConfig } from '../crawl/config'
+import { cruxConfig } from '../integrations/crux'
+import { guardedFetch } from '../network/guarded-fetch'
+import { pinnedNodeFetch } from '../network/guarded-fetch-node'
+import { nodeMailer } from '../network/mail-node'
+import { memoryLiveCache } from '../sites/public-live'
+import { SiteDirectory } from '../sites/site-directory'
+import type { Services } from '../services'
+import { migrate } from '../storage/clickhouse/migrate'
+import { loadMigrations } from '../storage/clickhouse/migrations-node'
 import { Store } from '../storage/store'
-import { UserError } from './env'
+import { type NodeConfig, UserError } from './env'
+import { swaggerUiAssets } from './reference-assets-node'
 
 export interface NodeEnv {
   DATA_DIR?: string
@@ -169,6 +186,101 @@ export async function openNodeStores(env: NodeEnv, options: { viaRunningServer?:
     async close() {
       await olap.close()
       await raw?.close()
+    },
+  }
+}
+
+/** What the Node builder is given besides the environment. */
+export interface NodeServiceInputs {
+  /** The stores: those `openNodeStores` opened, or a test's. */
+  stores: Pick<NodeStores, 'olap' | 'store' | 'limiter'>
+  now?: () => Date
+  /** The server's journaled sink, whose batches take the hits of concurrent requests; without it, hits are inserted before the answer. */
+  sink?: BufferedSink
+  /** How long a site read by its snippet id is kept (lib/sites/site-directory.ts); unset, the directory's own default. */
+  siteCacheMs?: number
+  log?: (line: string) => void
+  /** Called when a site is added or pinged: the scheduler crawls at once. */
+  wakeCrawler?: () => void
+}
+
+/** The services of the Node home, from its environment and its stores. */
+export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Services {
+  const { olap, store, limiter } = inputs.stores
+  const now = inputs.now ?? (() => new Date())
+  const log = inputs.log ?? ((line: string) => process.stderr.write(`${line}\n`))
+  const sites = new SiteDirectory(store, { cacheMs: inputs.siteCacheMs })
+  const outboundRules = {
+    allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === '1',
+    resolve: async (host: string) => (await lookup(host, { all: true })).map((a) => a.address),
+    pinnedFetch: pinnedNodeFetch(),
+  }
+  const resolver = new Resolver({ timeout: 2000, tries: 2 })
+  return {
+    olap,
+    store,
+    sites,
+    limiter,
+    now,
+    ingestor: inputs.sink
+      ? new Ingestor({ sites, store, sink: inputs.sink, geo: dbipGeo(), now, coalesce: true })
+      : new Ingestor({ sites, store, sink: directSink(olap, store), geo: dbipGeo(), now }),
+    sharedProcess: true,
+    liveCache: memoryLiveCache(() => now().getTime()),
+    dns: {
+      reverse: (ip: string) => resolver.reverse(ip),
+      lookup: async (host: string) => [...(await resolver.resolve4(host).catch(() => [])), ...(await resolver.resolve6(host).catch(() => []))],
+      // no such record or name is an empty answer; a failing resolver stays an error
+      cname: (host: string) => resolver.resolveCname(host).catch((err: NodeJS.ErrnoException) => (err.code === 'ENODATA' || err.code === 'ENOTFOUND' ? [] : Promise.reject(err))),
+    },
+    clientAddress: (request, bindings) => {
+      const forwarded = env.TRUST_PROXY === '1' ? request.headers.get('x-forwarded-for')?.split(',')[0].trim() : undefined
+      const socket = (bindings as { incoming?: IncomingMessage }).incoming?.socket
+      return (forwarded || socket?.remoteAddress || '').replace(/^::ffff:(?=\d+\.)/, '')
+    },
+    fetch: guardedFetch(outboundRules),
+    crawler:
+      env.CRAWLER === '1'
+        ? {
+            ...crawlerConfig({ guarded: (limits) => guardedFetch({ ...outboundRules, ...limits }), hostIntervalMs: env.CRAWL_HOST_INTERVAL_MS, origin: env.CRAWL_ORIGIN }),
+            wake: () => inputs.wakeCrawler?.(),
+          }
+        : undefined,
+    crux: cruxConfig(env),
+    publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
+    mailer: nodeMailer({ smtpUrl: env.SMTP_URL, dataDir: dataDir(env), from: env.MAIL_FROM ?? `reports@${env.PUBLIC_URL ? new URL(env.PUBLIC_URL).hostname : 'localhost'}`, log }),
+    referenceAssets: swaggerUiAssets(),
+  }
+}
+
+/** The Node server's home: its stores, migrated, the journal of hits, and its services. */
+export interface NodeHome {
+  services: Services
+  stores: NodeStores
+  /** Where the server's hits go: the journal, then batched inserts. */
+  sink: BufferedSink
+  /** Rows an earlier process journaled and did not insert, stored before anything is served. */
+  replayed: number
+  /** Inserts every hit answered 202, then closes the journal and the stores. */
+  close(): Promise<void>
+}
+
+export async function openNodeHome(env: NodeConfig, options: Pick<NodeServiceInputs, 'log' | 'wakeCrawler'>): Promise<NodeHome> {
+  const stores = await openNodeStores(env)
+  if (stores.chdb) await migrate(stores.chdb, loadMigrations())
+  // a hit is acknowledged once it is in the journal on disk; what an earlier process journaled and
+  // did not insert (a crash, kill -9) is stored now, before anything is served
+  const { journal, replayed } = await Journal.open(join(dataDir(env), 'journal'), stores.olap, stores.store)
+  const sink = new BufferedSink(stores.olap, stores.store, { log: journal })
+  return {
+    services: nodeServices(env, { stores, sink, ...options }),
+    stores,
+    sink,
+    replayed,
+    async close() {
+      await sink.close()
+      journal.close()
+      await stores.close()
     },
   }
 }

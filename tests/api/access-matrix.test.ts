@@ -4,7 +4,7 @@ import { createApiKey } from '../../lib/accounts/admin'
 import { importHits } from '../../lib/ingest/import'
 import { acceptInvitation, addOwner } from '../../lib/accounts/members'
 import { memoryRateLimiter } from '../../lib/accounts/ratelimit'
-import { client, seed, testServices } from '../helpers'
+import { harness, type Harness } from '../helpers'
 
 /**
  * Generated from the registry: every keyed endpoint, called with each kind of key of one
@@ -18,9 +18,7 @@ const unlimited = { default: { max: 1e9, windowMs: 60_000 }, collect: { max: 1e9
 const GPTBOT = 'Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)'
 
 describe('access matrix: one organization against another', () => {
-  let services: Awaited<ReturnType<typeof testServices>>
-  let fx: Awaited<ReturnType<typeof seed>>
-  let call: ReturnType<typeof client>
+  let t: Harness
   let foreignGoal = ''
   let foreignKeyId = ''
   let foreignMember = ''
@@ -31,51 +29,49 @@ describe('access matrix: one organization against another', () => {
   let secrets: string[] = []
 
   beforeAll(async () => {
-    services = await testServices({ limiter: memoryRateLimiter(Date.now, unlimited) })
-    fx = await seed(services)
-    call = client(services)
-    const goal = await call('POST', '/api/v1/goals', { key: fx.b.write.key, body: { site_id: fx.b.site.id, type: 'event', matchValue: 'Signup' } })
+    t = await harness({ limiter: memoryRateLimiter(Date.now, unlimited) })
+    const goal = await t.call('POST', '/api/v1/goals', { key: t.b.write.key, body: { site_id: t.b.site.id, type: 'event', matchValue: 'Signup' } })
     foreignGoal = goal.json.id
-    const asB = (path: string, body: unknown) => call('POST', path, { key: fx.b.write.key, body })
-    foreignFunnel = (await asB('/api/v1/funnels', { site_id: fx.b.site.id, name: 'Theirs', steps: [{ type: 'page', value: '/' }, { type: 'goal', value: foreignGoal }] })).json.id
-    foreignSegment = (await asB('/api/v1/segments', { site_id: fx.b.site.id, name: 'Theirs', filters: [{ dimension: 'path', operator: 'is', value: ['/secret-page'] }] })).json.id
-    foreignAnnotation = (await asB('/api/v1/annotations', { siteId: fx.b.site.id, title: 'Their launch' })).json.id
-    foreignKeyId = (await createApiKey(services.store, { orgId: fx.b.org.id, name: 'b-ingest', scope: 'write', siteId: fx.b.site.id }, services.now())).id
-    await call('GET', `/api/v1/proxy-config?site_id=${fx.b.site.id}`, { key: fx.b.write.key })
-    const hit = { timestamp: new Date(Date.now() - 600_000).toISOString(), site: fx.b.site.snippetId, name: 'pageview', url: `https://${fx.b.site.domain}/secret-page`, ip: '203.0.113.1', userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0' }
-    await importHits([JSON.stringify(hit)], services.ingestor)
+    const asB = (path: string, body: unknown) => t.call('POST', path, { key: t.b.write.key, body })
+    foreignFunnel = (await asB('/api/v1/funnels', { site_id: t.b.site.id, name: 'Theirs', steps: [{ type: 'page', value: '/' }, { type: 'goal', value: foreignGoal }] })).json.id
+    foreignSegment = (await asB('/api/v1/segments', { site_id: t.b.site.id, name: 'Theirs', filters: [{ dimension: 'path', operator: 'is', value: ['/secret-page'] }] })).json.id
+    foreignAnnotation = (await asB('/api/v1/annotations', { siteId: t.b.site.id, title: 'Their launch' })).json.id
+    foreignKeyId = (await createApiKey(t.store, { orgId: t.b.org.id, name: 'b-ingest', scope: 'write', siteId: t.b.site.id }, t.services.now())).id
+    await t.call('GET', `/api/v1/proxy-config?site_id=${t.b.site.id}`, { key: t.b.write.key })
+    const hit = { timestamp: new Date(Date.now() - 600_000).toISOString(), site: t.b.site.snippetId, name: 'pageview', url: `https://${t.b.site.domain}/secret-page`, ip: '203.0.113.1', userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0' }
+    await importHits([JSON.stringify(hit)], t.services.ingestor)
     // org B's team: an owner, an admin and a pending invitation
-    await addOwner(services.store, fx.b.org.id, 'owner-b@example.org', services.now())
-    const invited = await call('POST', '/api/v1/org/members', { key: fx.b.write.key, body: { email: 'admin-b@example.org', role: 'admin' } })
-    foreignMember = (await acceptInvitation(services.store, invited.json.id, services.now())).id
-    foreignInvitation = (await call('POST', '/api/v1/org/members', { key: fx.b.write.key, body: { email: 'pending-b@example.org', role: 'member' } })).json.id
-        secrets = [fx.b.org.id, fx.b.site.id, fx.b.site.snippetId, fx.b.site.domain, foreignGoal, foreignKeyId, fx.b.read.id, fx.b.write.id, '/secret-page', foreignFunnel, foreignSegment, foreignAnnotation, 'Their launch', foreignMember, foreignInvitation, 'owner-b@', 'admin-b@', 'pending-b@']
+    await addOwner(t.store, t.b.org.id, 'owner-b@example.org', t.services.now())
+    const invited = await t.call('POST', '/api/v1/org/members', { key: t.b.write.key, body: { email: 'admin-b@example.org', role: 'admin' } })
+    foreignMember = (await acceptInvitation(t.store, invited.json.id, t.services.now())).id
+    foreignInvitation = (await t.call('POST', '/api/v1/org/members', { key: t.b.write.key, body: { email: 'pending-b@example.org', role: 'member' } })).json.id
+        secrets = [t.b.org.id, t.b.site.id, t.b.site.snippetId, t.b.site.domain, foreignGoal, foreignKeyId, t.b.read.id, t.b.write.id, '/secret-page', foreignFunnel, foreignSegment, foreignAnnotation, 'Their launch', foreignMember, foreignInvitation, 'owner-b@', 'admin-b@', 'pending-b@']
   })
 
   const stateOfB = async () => ({
-    site: await services.store.getSite(fx.b.site.id),
-    goals: await services.store.listGoals(fx.b.site.id),
-    keys: (await services.store.listApiKeys(fx.b.org.id)).map(({ lastUsedAt: _, ...k }) => k),
-    team: await services.store.listTeam(fx.b.org.id),
-    funnels: await services.store.listFunnels(fx.b.site.id),
-    segments: await services.store.listSegments(fx.b.site.id),
-    annotations: await services.store.listAnnotations(fx.b.site.id),
-    imports: await services.store.listImportRuns(fx.b.site.id),
+    site: await t.store.getSite(t.b.site.id),
+    goals: await t.store.listGoals(t.b.site.id),
+    keys: (await t.store.listApiKeys(t.b.org.id)).map(({ lastUsedAt: _, ...k }) => k),
+    team: await t.store.listTeam(t.b.org.id),
+    funnels: await t.store.listFunnels(t.b.site.id),
+    segments: await t.store.listSegments(t.b.site.id),
+    annotations: await t.store.listAnnotations(t.b.site.id),
+    imports: await t.store.listImportRuns(t.b.site.id),
   })
 
   it('leaks nothing through any keyed endpoint, with any key kind, by UUID or snippet id', async () => {
     const before = await stateOfB()
-    const keys = { read: fx.a.read.key, write: fx.a.write.key, ingest: fx.ingest.key }
+    const keys = { read: t.a.read.key, write: t.a.write.key, ingest: t.ingest.key }
     let calls = 0
     const statuses = new Set<number>()
     for (const endpoint of endpoints.filter((e) => e.scope !== 'public')) {
       for (const [kind, key] of Object.entries(keys)) {
         // the other organization's site, and (so its ids are looked up, not stopped at the site) our own
-        for (const siteRef of [fx.b.site.id, fx.b.site.snippetId, fx.a.site.id]) {
-          const ownSite = siteRef === fx.a.site.id
+        for (const siteRef of [t.b.site.id, t.b.site.snippetId, t.a.site.id]) {
+          const ownSite = siteRef === t.a.site.id
           const foreignId = endpoint.path.includes('annotations') ? foreignAnnotation : endpoint.path.includes('segments') ? foreignSegment : foreignKeyId
           const sample: Record<string, unknown> = {
-            site_id: siteRef, siteId: siteRef, goal_id: foreignGoal, funnel_id: foreignFunnel, id: foreignId, confirm: fx.b.site.domain, property: 'path', range: '30d',
+            site_id: siteRef, siteId: siteRef, goal_id: foreignGoal, funnel_id: foreignFunnel, id: foreignId, confirm: t.b.site.domain, property: 'path', range: '30d',
             domain: `x-${crypto.randomUUID().slice(0, 6)}.example.com`, name: 'mine now', type: 'event', matchValue: 'x', title: 'mine now',
             steps: [{ type: 'page', value: '/' }, { type: 'goal', value: foreignGoal }], filters: [{ dimension: 'path', operator: 'is', value: ['/'] }],
             includeBots: true, publicCounts: true, events: [{ path: '/', userAgent: GPTBOT }],
@@ -87,7 +83,7 @@ describe('access matrix: one organization against another', () => {
           const query = new URLSearchParams(paramNames.filter((n) => !endpoint.path.includes(`{${n}}`) && n in sample).map((n) => [n, String(sample[n])]))
           if (query.size) path += `?${query}`
           const body = endpoint.body ? Object.fromEntries(bodyNames.filter((n) => n in sample).map((n) => [n, sample[n]])) : undefined
-          const res = await call(endpoint.method, path, { key, body })
+          const res = await t.call(endpoint.method, path, { key, body })
           calls++
           const where = `${kind} key: ${endpoint.method} ${path} -> ${res.status} ${JSON.stringify(res.json).slice(0, 200)}`
           const text = JSON.stringify(res.json)

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import type { DnsResolver } from '../../lib/ingest/bots'
 import { newSite } from '../../lib/sites/sites'
-import { client, seed, testServices } from '../helpers'
+import { harness, type Harness } from '../helpers'
 
 /** A local fake of DNS: CNAME and address records by name; a name in `failing` makes the resolver fail. */
 function fakeDns() {
@@ -17,28 +17,24 @@ function fakeDns() {
 }
 
 describe('custom tracking domain', () => {
-  let services: Awaited<ReturnType<typeof testServices>>
-  let fx: Awaited<ReturnType<typeof seed>>
-  let call: ReturnType<typeof client>
+  let t: Harness
   const dns = fakeDns()
 
   beforeAll(async () => {
-    services = { ...(await testServices()), dns: dns.resolver }
-    fx = await seed(services)
-    call = client(services)
+    t = await harness({ with: { dns: dns.resolver } })
   })
 
   const addSite = async () => {
-    const site = newSite({ domain: `cd-${crypto.randomUUID().slice(0, 8)}.example.com` }, fx.a.org.id, services.now())
-    await services.store.createSite(site)
+    const site = newSite({ domain: `cd-${crypto.randomUUID().slice(0, 8)}.example.com` }, t.a.org.id, t.services.now())
+    await t.store.createSite(site)
     return site
   }
   const path = (ref: string) => `/api/v1/sites/${ref}/custom-domain`
-  const snippetHost = async (ref: string) => /src="https:\/\/([^/]+)\//.exec((await call('GET', `/api/v1/sites/${ref}`, { key: fx.a.read.key })).json.snippet)![1]
+  const snippetHost = async (ref: string) => /src="https:\/\/([^/]+)\//.exec((await t.call('GET', `/api/v1/sites/${ref}`, { key: t.a.read.key })).json.snippet)![1]
 
   it('has none at first', async () => {
     const site = await addSite()
-    const res = await call('GET', path(site.snippetId), { key: fx.a.read.key })
+    const res = await t.call('GET', path(site.snippetId), { key: t.a.read.key })
     expect(res.status).toBe(200)
     expect(res.json).toMatchObject({ customDomain: null, cnameTarget: 'api.test', status: 'none', addedAt: null, verifiedAt: null, trackingDomain: 'api.test' })
   })
@@ -46,28 +42,28 @@ describe('custom tracking domain', () => {
   it('attaches a subdomain, keeps it out of the snippet until the CNAME points here, then uses it', async () => {
     const site = await addSite()
     const domain = `stats.${site.domain}`
-    const attached = await call('POST', path(site.id), { key: fx.a.write.key, body: { domain: `Stats.${site.domain}.` } })
+    const attached = await t.call('POST', path(site.id), { key: t.a.write.key, body: { domain: `Stats.${site.domain}.` } })
     expect(attached.status).toBe(200)
     expect(attached.json).toMatchObject({ customDomain: domain, status: 'pending', trackingDomain: 'api.test', verifiedAt: null, detail: `add a CNAME record: ${domain} -> api.test` })
     expect(await snippetHost(site.id)).toBe('api.test')
     dns.cnames.set(domain, ['elsewhere.example.net.'])
-    expect((await call('GET', path(site.id), { key: fx.a.read.key })).json).toMatchObject({ status: 'wrong_target', trackingDomain: 'api.test' })
+    expect((await t.call('GET', path(site.id), { key: t.a.read.key })).json).toMatchObject({ status: 'wrong_target', trackingDomain: 'api.test' })
     dns.cnames.set(domain, ['API.test.'])
-    const verified = await call('GET', path(site.id), { key: fx.a.read.key })
+    const verified = await t.call('GET', path(site.id), { key: t.a.read.key })
     expect(verified.json).toMatchObject({ status: 'verified', trackingDomain: domain, verifiedAt: expect.any(String) })
     expect(verified.json.snippet).toBe(`<script defer data-site="${site.snippetId}" src="https://${domain}/js/script.js"></script>`)
     expect(await snippetHost(site.id)).toBe(domain)
     // a DNS failure changes nothing; a record pointing elsewhere takes it out of the snippet again
     dns.failing.add(domain)
-    expect((await call('GET', path(site.id), { key: fx.a.read.key })).json).toMatchObject({ status: 'error', trackingDomain: domain })
+    expect((await t.call('GET', path(site.id), { key: t.a.read.key })).json).toMatchObject({ status: 'error', trackingDomain: domain })
     dns.failing.delete(domain)
     dns.cnames.set(domain, ['elsewhere.example.net'])
-    expect((await call('GET', path(site.id), { key: fx.a.read.key })).json).toMatchObject({ status: 'wrong_target', trackingDomain: 'api.test' })
+    expect((await t.call('GET', path(site.id), { key: t.a.read.key })).json).toMatchObject({ status: 'wrong_target', trackingDomain: 'api.test' })
     expect(await snippetHost(site.id)).toBe('api.test')
     // detaching goes back to none
     dns.cnames.set(domain, ['api.test'])
-    await call('GET', path(site.id), { key: fx.a.read.key })
-    const detached = await call('DELETE', path(site.id), { key: fx.a.write.key })
+    await t.call('GET', path(site.id), { key: t.a.read.key })
+    const detached = await t.call('DELETE', path(site.id), { key: t.a.write.key })
     expect(detached.json).toMatchObject({ customDomain: null, status: 'none', trackingDomain: 'api.test' })
     expect(await snippetHost(site.id)).toBe('api.test')
   })
@@ -77,35 +73,35 @@ describe('custom tracking domain', () => {
     const domain = `t.${site.domain}`
     dns.addresses.set('api.test', ['198.51.100.7', '2001:db8::7'])
     dns.addresses.set(domain, ['198.51.100.7'])
-    expect((await call('POST', path(site.id), { key: fx.a.write.key, body: { domain } })).json).toMatchObject({ status: 'verified', trackingDomain: domain })
+    expect((await t.call('POST', path(site.id), { key: t.a.write.key, body: { domain } })).json).toMatchObject({ status: 'verified', trackingDomain: domain })
   })
 
   it('is attached and detached through the site settings too', async () => {
     const site = await addSite()
     const domain = `go.${site.domain}`
     dns.cnames.set(domain, ['api.test'])
-    const patched = await call('PATCH', `/api/v1/sites/${site.id}`, { key: fx.a.write.key, body: { customDomain: domain, isPublic: true } })
+    const patched = await t.call('PATCH', `/api/v1/sites/${site.id}`, { key: t.a.write.key, body: { customDomain: domain, isPublic: true } })
     expect(patched.status).toBe(200)
     expect(patched.json).toMatchObject({ tracking: { customDomain: domain }, sharing: { isPublic: true } })
     expect(patched.json.snippet).toContain(`https://${domain}/js/script.js`)
-    expect((await call('GET', path(site.id), { key: fx.a.read.key })).json).toMatchObject({ customDomain: domain, status: 'verified' })
-    const bad = await call('PATCH', `/api/v1/sites/${site.id}`, { key: fx.a.write.key, body: { customDomain: 'stats.other.com', isPublic: false } })
+    expect((await t.call('GET', path(site.id), { key: t.a.read.key })).json).toMatchObject({ customDomain: domain, status: 'verified' })
+    const bad = await t.call('PATCH', `/api/v1/sites/${site.id}`, { key: t.a.write.key, body: { customDomain: 'stats.other.com', isPublic: false } })
     expect(bad.status).toBe(400)
     expect(bad.json.error).toMatch(/^customDomain: must be a subdomain of/)
-    expect((await services.store.getSite(site.id))!.sharing.isPublic).toBe(true)
-    const cleared = await call('PATCH', `/api/v1/sites/${site.id}`, { key: fx.a.write.key, body: { customDomain: null } })
+    expect((await t.store.getSite(site.id))!.sharing.isPublic).toBe(true)
+    const cleared = await t.call('PATCH', `/api/v1/sites/${site.id}`, { key: t.a.write.key, body: { customDomain: null } })
     expect(cleared.json.tracking.customDomain).toBeNull()
-    expect((await call('GET', path(site.id), { key: fx.a.read.key })).json.status).toBe('none')
+    expect((await t.call('GET', path(site.id), { key: t.a.read.key })).json.status).toBe('none')
     // an unverified one stays out of the snippet
-    const pending = await call('PATCH', `/api/v1/sites/${site.id}`, { key: fx.a.write.key, body: { customDomain: `new.${site.domain}` } })
+    const pending = await t.call('PATCH', `/api/v1/sites/${site.id}`, { key: t.a.write.key, body: { customDomain: `new.${site.domain}` } })
     expect(pending.json.tracking.customDomain).toBeNull()
   })
 
   it('goes with its site', async () => {
     const site = await addSite()
-    await call('POST', path(site.id), { key: fx.a.write.key, body: { domain: `x.${site.domain}` } })
-    expect((await call('DELETE', `/api/v1/sites/${site.id}?confirm=${site.domain}`, { key: fx.a.write.key })).status).toBe(200)
-    expect(await services.store.getCustomDomain(site.id)).toBeNull()
+    await t.call('POST', path(site.id), { key: t.a.write.key, body: { domain: `x.${site.domain}` } })
+    expect((await t.call('DELETE', `/api/v1/sites/${site.id}?confirm=${site.domain}`, { key: t.a.write.key })).status).toBe(200)
+    expect(await t.store.getCustomDomain(site.id)).toBeNull()
   })
 
   const bad: [string, unknown, RegExp][] = [
@@ -120,26 +116,26 @@ describe('custom tracking domain', () => {
     it(`rejects ${name} with 400 and changes nothing`, async () => {
       const site = await addSite()
       const input = JSON.parse(JSON.stringify(body).replaceAll('SITE', site.domain))
-      const res = await call('POST', path(site.id), { key: fx.a.write.key, body: input })
+      const res = await t.call('POST', path(site.id), { key: t.a.write.key, body: input })
       expect(res.status).toBe(400)
       expect(res.json.error).toMatch(message)
-      expect(await services.store.getCustomDomain(site.id)).toBeNull()
-      expect(await services.store.getSite(site.id)).toEqual(site)
+      expect(await t.store.getCustomDomain(site.id)).toBeNull()
+      expect(await t.store.getSite(site.id)).toEqual(site)
     })
   }
 
   it('needs a write key to change, and keeps organizations and site-bound keys apart', async () => {
-    const domain = `stats.${fx.a.site.domain}`
-    expect((await call('POST', path(fx.a.site.id), { key: fx.a.read.key, body: { domain } })).status).toBe(403)
-    expect((await call('DELETE', path(fx.a.site.id), { key: fx.a.read.key })).status).toBe(403)
-    for (const ref of [fx.b.site.id, fx.b.site.snippetId]) {
-      expect((await call('GET', path(ref), { key: fx.a.read.key })).status).toBe(404)
-      expect((await call('POST', path(ref), { key: fx.a.write.key, body: { domain: `stats.${fx.b.site.domain}` } })).status).toBe(404)
-      expect((await call('DELETE', path(ref), { key: fx.a.write.key })).status).toBe(404)
+    const domain = `stats.${t.a.site.domain}`
+    expect((await t.call('POST', path(t.a.site.id), { key: t.a.read.key, body: { domain } })).status).toBe(403)
+    expect((await t.call('DELETE', path(t.a.site.id), { key: t.a.read.key })).status).toBe(403)
+    for (const ref of [t.b.site.id, t.b.site.snippetId]) {
+      expect((await t.call('GET', path(ref), { key: t.a.read.key })).status).toBe(404)
+      expect((await t.call('POST', path(ref), { key: t.a.write.key, body: { domain: `stats.${t.b.site.domain}` } })).status).toBe(404)
+      expect((await t.call('DELETE', path(ref), { key: t.a.write.key })).status).toBe(404)
     }
-    expect(await services.store.getCustomDomain(fx.b.site.id)).toBeNull()
+    expect(await t.store.getCustomDomain(t.b.site.id)).toBeNull()
     const other = await addSite()
-    expect((await call('GET', path(other.id), { key: fx.ingest.key })).status).toBe(404)
-    expect((await call('POST', path(fx.a.site.id), { key: fx.ingest.key, body: { domain } })).json.customDomain).toBe(domain)
+    expect((await t.call('GET', path(other.id), { key: t.ingest.key })).status).toBe(404)
+    expect((await t.call('POST', path(t.a.site.id), { key: t.ingest.key, body: { domain } })).json.customDomain).toBe(domain)
   })
 })

@@ -4,7 +4,7 @@ import { isJsonAnswer } from '../../functions/endpoint'
 import { endpoints } from '../../functions/registry'
 import { importHits } from '../../lib/ingest/import'
 import { memoryRateLimiter } from '../../lib/accounts/ratelimit'
-import { checkedApp, seed, testServices } from '../helpers'
+import { harness, type Harness } from '../helpers'
 
 /**
  * Generated from the registry, so every endpoint (and every later one) is fuzzed: random, huge,
@@ -27,20 +27,17 @@ const nasty = fc.oneof(
 const jsonValue = fc.oneof(fc.jsonValue({ maxDepth: 2 }), nasty, fc.array(nasty, { maxLength: 3 }), fc.integer(), fc.boolean(), fc.constant(null))
 
 describe('fuzzing every registered endpoint', () => {
-  let app: ReturnType<typeof checkedApp>
-  let fx: Awaited<ReturnType<typeof seed>>
+  let t: Harness
   let siteIds: string[]
 
   beforeAll(async () => {
-    const services = await testServices({ limiter: memoryRateLimiter(Date.now, unlimited) })
-    fx = await seed(services)
-    app = checkedApp(services)
+    t = await harness({ limiter: memoryRateLimiter(Date.now, unlimited) })
     const day = new Date(Date.now() - 3600_000).toISOString()
     await importHits(
-      [JSON.stringify({ timestamp: day, site: fx.a.site.snippetId, name: 'pageview', url: `https://${fx.a.site.domain}/`, ip: '203.0.113.9', userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0' })],
-      services.ingestor,
+      [JSON.stringify({ timestamp: day, site: t.a.site.snippetId, name: 'pageview', url: `https://${t.a.site.domain}/`, ip: '203.0.113.9', userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0' })],
+      t.services.ingestor,
     )
-    siteIds = [fx.a.site.id, fx.a.site.snippetId, fx.b.site.id, fx.b.site.snippetId, '00000000-0000-4000-8000-000000000000']
+    siteIds = [t.a.site.id, t.a.site.snippetId, t.b.site.id, t.b.site.snippetId, '00000000-0000-4000-8000-000000000000']
   })
 
   let total = 0
@@ -60,7 +57,7 @@ describe('fuzzing every registered endpoint', () => {
           fc.constantFrom('', '{', '[]', 'null', '"x"', '{"events":[' + '{}'.repeat(3) + ']}', '\uffff\ud800'),
           jsonValue.map((v) => JSON.stringify(v) ?? ''),
         ),
-        key: fc.constantFrom(fx.a.write.key, fx.a.read.key, fx.ingest.key, 'wak_nope', ''),
+        key: fc.constantFrom(t.a.write.key, t.a.read.key, t.ingest.key, 'wak_nope', ''),
       })
       await fc.assert(
         fc.asyncProperty(request, async ({ params, body, key }) => {
@@ -73,7 +70,7 @@ describe('fuzzing every registered endpoint', () => {
           path = path.replace(/\{\w+\}/g, () => encodeURIComponent(siteIds[0]))
           const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }
           if (key) headers.authorization = `Bearer ${key}`
-          const res = await app.request(`http://api.test${path}${query.size ? `?${query}` : ''}`, {
+          const res = await t.app.request(`http://api.test${path}${query.size ? `?${query}` : ''}`, {
             method: endpoint.method,
             headers,
             body: endpoint.method === 'GET' ? undefined : body,

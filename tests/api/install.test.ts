@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { importHits } from '../../lib/ingest/import'
 import { type Site, newSite, siteView } from '../../lib/sites/sites'
-import { client, seed, testServices } from '../helpers'
+import { guardedFetch } from '../../lib/network/guarded-fetch'
+import { harness, type Harness } from '../helpers'
 
 interface FixturePage {
   status?: number
@@ -28,24 +29,20 @@ async function fixtureSite() {
 const html = (head: string) => `<!doctype html><html><head><title>Home</title>${head}</head><body><h1>Welcome</h1></body></html>`
 
 describe('install check', () => {
-  let services: Awaited<ReturnType<typeof testServices>>
-  let fx: Awaited<ReturnType<typeof seed>>
-  let call: ReturnType<typeof client>
+  let t: Harness
   let fixture: Awaited<ReturnType<typeof fixtureSite>>
   let closedPort = 0
 
   beforeAll(async () => {
     fixture = await fixtureSite()
-    const base = await testServices()
+    const outbound = guardedFetch({ allowPrivate: true })
     // the homepage https://<domain>/ is served by the fixture server; an unreachable domain by a closed port
     const homepageFetch: typeof fetch = (input, init) => {
       const url = new URL(String(input))
-      if (url.hostname.startsWith('down-')) return base.fetch(`http://127.0.0.1:${closedPort}/`, init)
-      return base.fetch(`${fixture.origin}/${url.hostname}${url.pathname}`, init)
+      if (url.hostname.startsWith('down-')) return outbound(`http://127.0.0.1:${closedPort}/`, init)
+      return outbound(`${fixture.origin}/${url.hostname}${url.pathname}`, init)
     }
-    services = { ...base, fetch: homepageFetch }
-    fx = await seed(services)
-    call = client(services)
+    t = await harness({ with: { fetch: homepageFetch } })
     const closed = createServer()
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
     closedPort = (closed.address() as AddressInfo).port
@@ -54,31 +51,31 @@ describe('install check', () => {
   afterAll(() => fixture?.close())
 
   const addSite = async (prefix: string) => {
-    const site = newSite({ domain: `${prefix}-${crypto.randomUUID().slice(0, 8)}.example.com` }, fx.a.org.id, services.now())
-    await services.store.createSite(site)
+    const site = newSite({ domain: `${prefix}-${crypto.randomUUID().slice(0, 8)}.example.com` }, t.a.org.id, t.services.now())
+    await t.store.createSite(site)
     return site
   }
   const snippetOf = (site: Site) => siteView(site, 'https://api.test').snippet
-  const check = async (site: Site) => (await call('POST', `/api/v1/sites/${site.id}/install`, { key: fx.a.write.key })).json
+  const check = async (site: Site) => (await t.call('POST', `/api/v1/sites/${site.id}/install`, { key: t.a.write.key })).json
 
   it('finds the snippet on the homepage and records the check', async () => {
     const site = await addSite('found')
     fixture.pages.set(site.domain, { body: html(snippetOf(site)) })
-    const before = await call('GET', `/api/v1/sites/${site.snippetId}/install`, { key: fx.a.read.key })
+    const before = await t.call('GET', `/api/v1/sites/${site.snippetId}/install`, { key: t.a.read.key })
     expect(before.json).toEqual({ installed: false, recording: false, firstEventAt: null, lastEventAt: null, eventsLast24h: 0, lastCheck: null })
-    const res = await call('POST', `/api/v1/sites/${site.id}/install`, { key: fx.a.write.key })
+    const res = await t.call('POST', `/api/v1/sites/${site.id}/install`, { key: t.a.write.key })
     expect(res.status).toBe(200)
     expect(res.json).toMatchObject({ installed: true, recording: false, lastCheck: { result: 'found', status: 200, url: `https://${site.domain}/` } })
-    expect((await call('GET', `/api/v1/sites/${site.id}/install`, { key: fx.a.read.key })).json).toEqual(res.json)
-    expect((await call('GET', `/api/v1/sites/${site.id}`, { key: fx.a.read.key })).json.install).toMatchObject({ installed: true, checkedAt: res.json.lastCheck.checkedAt })
+    expect((await t.call('GET', `/api/v1/sites/${site.id}/install`, { key: t.a.read.key })).json).toEqual(res.json)
+    expect((await t.call('GET', `/api/v1/sites/${site.id}`, { key: t.a.read.key })).json.install).toMatchObject({ installed: true, checkedAt: res.json.lastCheck.checkedAt })
   })
 
   it('reports events received: first and last, and those of the last 24 hours', async () => {
     const site = await addSite('recording')
     const hit = (ago: number, ip: string) =>
       JSON.stringify({ timestamp: new Date(Date.now() - ago).toISOString(), site: site.snippetId, name: 'pageview', url: `https://${site.domain}/`, ip, userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0' })
-    await importHits([hit(3 * 86_400_000, '203.0.113.5'), hit(600_000, '203.0.113.6'), hit(300_000, '203.0.113.7')], services.ingestor)
-    const res = await call('GET', `/api/v1/sites/${site.id}/install`, { key: fx.a.read.key })
+    await importHits([hit(3 * 86_400_000, '203.0.113.5'), hit(600_000, '203.0.113.6'), hit(300_000, '203.0.113.7')], t.services.ingestor)
+    const res = await t.call('GET', `/api/v1/sites/${site.id}/install`, { key: t.a.read.key })
     expect(res.json).toMatchObject({ installed: true, recording: true, eventsLast24h: 2, lastCheck: null })
     expect(Date.parse(res.json.firstEventAt)).toBeLessThan(Date.now() - 2 * 86_400_000)
     expect(Date.parse(res.json.lastEventAt)).toBeGreaterThan(Date.now() - 400_000)
@@ -94,7 +91,7 @@ describe('install check', () => {
     fixture.pages.set(missing.domain, { body: html('<script src="/app.js"></script>') })
     expect((await check(missing)).lastCheck).toMatchObject({ result: 'script_missing', status: 200, detail: expect.stringContaining(missing.snippetId) })
     const other = await addSite('other')
-    fixture.pages.set(other.domain, { body: html(snippetOf(fx.b.site)) })
+    fixture.pages.set(other.domain, { body: html(snippetOf(t.b.site)) })
     const answer = await check(other)
     expect(answer).toMatchObject({ installed: false, lastCheck: { result: 'other_site' } })
     expect(answer.lastCheck.detail).toContain(other.snippetId)
@@ -127,15 +124,15 @@ describe('install check', () => {
   })
 
   it('needs a write key to check, and keeps organizations and site-bound keys apart', async () => {
-    expect((await call('POST', `/api/v1/sites/${fx.a.site.id}/install`, { key: fx.a.read.key })).status).toBe(403)
-    for (const ref of [fx.b.site.id, fx.b.site.snippetId]) {
-      expect((await call('GET', `/api/v1/sites/${ref}/install`, { key: fx.a.read.key })).status).toBe(404)
-      expect((await call('POST', `/api/v1/sites/${ref}/install`, { key: fx.a.write.key })).status).toBe(404)
+    expect((await t.call('POST', `/api/v1/sites/${t.a.site.id}/install`, { key: t.a.read.key })).status).toBe(403)
+    for (const ref of [t.b.site.id, t.b.site.snippetId]) {
+      expect((await t.call('GET', `/api/v1/sites/${ref}/install`, { key: t.a.read.key })).status).toBe(404)
+      expect((await t.call('POST', `/api/v1/sites/${ref}/install`, { key: t.a.write.key })).status).toBe(404)
     }
-    expect(await services.store.getInstallCheck(fx.b.site.id)).toBeNull()
+    expect(await t.store.getInstallCheck(t.b.site.id)).toBeNull()
     const other = await addSite('bound')
-    expect((await call('GET', `/api/v1/sites/${other.id}/install`, { key: fx.ingest.key })).status).toBe(404)
-    fixture.pages.set(fx.a.site.domain, { body: html(snippetOf(fx.a.site)) })
-    expect((await call('POST', `/api/v1/sites/${fx.a.site.id}/install`, { key: fx.ingest.key })).json.lastCheck.result).toBe('found')
+    expect((await t.call('GET', `/api/v1/sites/${other.id}/install`, { key: t.ingest.key })).status).toBe(404)
+    fixture.pages.set(t.a.site.domain, { body: html(snippetOf(t.a.site)) })
+    expect((await t.call('POST', `/api/v1/sites/${t.a.site.id}/install`, { key: t.ingest.key })).json.lastCheck.result).toBe('found')
   })
 })

@@ -1,51 +1,47 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { importHits } from '../../lib/ingest/import'
 import { PLANS } from '../../lib/accounts/plans'
-import { REDIS_URL, client, seed, testServices } from '../helpers'
+import { harness, REDIS_URL, type Harness } from '../helpers'
 
 const kinds = REDIS_URL ? (['embedded', 'redis'] as const) : (['embedded'] as const)
 const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0'
 const GPTBOT = 'Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)'
 
 describe.each(kinds)('organization (%s key/value store)', (kind) => {
-  let call: ReturnType<typeof client>
-  let fx: Awaited<ReturnType<typeof seed>>
-  let services: Awaited<ReturnType<typeof testServices>>
+  let t: Harness
   let second = { id: '', domain: '', snippetId: '' }
   const now = new Date('2026-11-22T12:00:00Z')
 
   beforeAll(async () => {
-    services = await testServices({ kv: kind, now: () => now })
-    fx = await seed(services)
-    call = client(services)
-    second = (await call('POST', '/api/v1/sites', { key: fx.a.write.key, body: { domain: `second-${crypto.randomUUID().slice(0, 6)}.example.com` } })).json
+    t = await harness({ kv: kind, now: () => now })
+    second = (await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body: { domain: `second-${crypto.randomUUID().slice(0, 6)}.example.com` } })).json
     const hit = (snippet: string, domain: string, at: string, name: string, extra: Record<string, unknown> = {}) =>
       JSON.stringify({ timestamp: at, site: snippet, name, url: `https://${domain}/`, ip: '8.8.8.8', userAgent: FIREFOX, ...extra })
     const result = await importHits(
       [
-        hit(fx.a.site.snippetId, fx.a.site.domain, '2026-11-20T10:00:00Z', 'pageview'),
-        hit(fx.a.site.snippetId, fx.a.site.domain, '2026-11-20T10:01:00Z', 'pageview'),
-        hit(fx.a.site.snippetId, fx.a.site.domain, '2026-11-20T10:02:00Z', 'Signup'),
-        hit(fx.a.site.snippetId, fx.a.site.domain, '2026-11-20T10:03:00Z', 'engagement', { engagement: { ms: 30000, scroll: 50 } }),
+        hit(t.a.site.snippetId, t.a.site.domain, '2026-11-20T10:00:00Z', 'pageview'),
+        hit(t.a.site.snippetId, t.a.site.domain, '2026-11-20T10:01:00Z', 'pageview'),
+        hit(t.a.site.snippetId, t.a.site.domain, '2026-11-20T10:02:00Z', 'Signup'),
+        hit(t.a.site.snippetId, t.a.site.domain, '2026-11-20T10:03:00Z', 'engagement', { engagement: { ms: 30000, scroll: 50 } }),
         hit(second.snippetId, second.domain, '2026-11-21T10:00:00Z', 'pageview'),
         // last month's events are last month's usage
-        hit(fx.a.site.snippetId, fx.a.site.domain, '2026-10-31T23:59:00Z', 'pageview'),
+        hit(t.a.site.snippetId, t.a.site.domain, '2026-10-31T23:59:00Z', 'pageview'),
         // another organization's usage is its own
-        hit(fx.b.site.snippetId, fx.b.site.domain, '2026-11-20T10:00:00Z', 'pageview'),
+        hit(t.b.site.snippetId, t.b.site.domain, '2026-11-20T10:00:00Z', 'pageview'),
       ],
-      services.ingestor,
+      t.services.ingestor,
     )
     expect(result).toMatchObject({ imported: 7, rejected: 0 })
     // bots of server-side collection are stored and counted, not billed
-    const bots = await call('POST', '/api/v1/collect', { key: fx.a.write.key, body: { site_id: fx.a.site.snippetId, events: [{ path: '/', userAgent: GPTBOT }, { path: '/a', userAgent: GPTBOT }] } })
+    const bots = await t.call('POST', '/api/v1/collect', { key: t.a.write.key, body: { site_id: t.a.site.snippetId, events: [{ path: '/', userAgent: GPTBOT }, { path: '/a', userAgent: GPTBOT }] } })
     expect(bots.json.ingested).toBe(2)
   })
 
   it('answers plan, limits, features, subscription, billing period, usage by kind and by site, team size', async () => {
-    const res = await call('GET', '/api/v1/org', { key: fx.a.read.key })
+    const res = await t.call('GET', '/api/v1/org', { key: t.a.read.key })
     expect(res.status).toBe(200)
     expect(res.json).toMatchObject({
-      id: fx.a.org.id,
+      id: t.a.org.id,
       name: 'Org A',
       plan: 'free',
       limits: PLANS.free.limits,
@@ -61,44 +57,44 @@ describe.each(kinds)('organization (%s key/value store)', (kind) => {
       share: 4 / PLANS.free.limits.monthlyEvents,
       byKind: { pageview: 3, custom: 1, engagement: 1, bot: 2 },
       bySite: [
-        { siteId: fx.a.site.id, domain: fx.a.site.domain, events: 3, byKind: { pageview: 2, custom: 1, engagement: 1, bot: 2 } },
+        { siteId: t.a.site.id, domain: t.a.site.domain, events: 3, byKind: { pageview: 2, custom: 1, engagement: 1, bot: 2 } },
         { siteId: second.id, domain: second.domain, events: 1, byKind: { pageview: 1 } },
       ],
     })
     expect(res.json.notices).toEqual([])
     // a write key reads it too; the other organization sees only its own
-    expect((await call('GET', '/api/v1/org', { key: fx.a.write.key })).json.usage.events).toBe(4)
-    const theirs = (await call('GET', '/api/v1/org', { key: fx.b.read.key })).json
-    expect(theirs.id).toBe(fx.b.org.id)
-    expect(theirs.usage.bySite).toEqual([{ siteId: fx.b.site.id, domain: fx.b.site.domain, events: 1, byKind: { pageview: 1 } }])
+    expect((await t.call('GET', '/api/v1/org', { key: t.a.write.key })).json.usage.events).toBe(4)
+    const theirs = (await t.call('GET', '/api/v1/org', { key: t.b.read.key })).json
+    expect(theirs.id).toBe(t.b.org.id)
+    expect(theirs.usage.bySite).toEqual([{ siteId: t.b.site.id, domain: t.b.site.domain, events: 1, byKind: { pageview: 1 } }])
   })
 
   it('over the monthly quota is a notice; collection keeps storing', async () => {
-    await services.store.addUsage(fx.b.org.id, '2026-11', { [fx.b.site.id]: { pageview: PLANS.free.limits.monthlyEvents } })
-    const over = (await call('GET', '/api/v1/org', { key: fx.b.read.key })).json
+    await t.store.addUsage(t.b.org.id, '2026-11', { [t.b.site.id]: { pageview: PLANS.free.limits.monthlyEvents } })
+    const over = (await t.call('GET', '/api/v1/org', { key: t.b.read.key })).json
     expect(over.usage.share).toBeGreaterThan(1)
     expect(over.notices).toEqual([{ level: 'warning', code: 'quota_exceeded', message: expect.stringContaining('nothing is dropped') }])
-    const hit = JSON.stringify({ timestamp: '2026-11-21T08:00:00Z', site: fx.b.site.snippetId, name: 'pageview', url: `https://${fx.b.site.domain}/more`, ip: '1.1.1.1', userAgent: FIREFOX })
-    expect((await importHits([hit], services.ingestor)).imported).toBe(1)
-    expect((await call('GET', '/api/v1/org', { key: fx.b.read.key })).json.usage.events).toBe(PLANS.free.limits.monthlyEvents + 2)
+    const hit = JSON.stringify({ timestamp: '2026-11-21T08:00:00Z', site: t.b.site.snippetId, name: 'pageview', url: `https://${t.b.site.domain}/more`, ip: '1.1.1.1', userAgent: FIREFOX })
+    expect((await importHits([hit], t.services.ingestor)).imported).toBe(1)
+    expect((await t.call('GET', '/api/v1/org', { key: t.b.read.key })).json.usage.events).toBe(PLANS.free.limits.monthlyEvents + 2)
   })
 
   it('shows a trial and its ending, and a plan from the plans file', async () => {
-    const org = (await services.store.getOrg(fx.a.org.id))!
-    await services.store.createOrg({ ...org, plan: 'pro', trialEndsAt: '2026-11-25T12:00:00.000Z' })
-    const res = (await call('GET', '/api/v1/org', { key: fx.a.read.key })).json
+    const org = (await t.store.getOrg(t.a.org.id))!
+    await t.store.createOrg({ ...org, plan: 'pro', trialEndsAt: '2026-11-25T12:00:00.000Z' })
+    const res = (await t.call('GET', '/api/v1/org', { key: t.a.read.key })).json
     expect(res).toMatchObject({ plan: 'pro', limits: PLANS.pro.limits, features: [...PLANS.pro.features], subscription: { status: 'trialing', trialEndsAt: '2026-11-25T12:00:00.000Z', trialDaysLeft: 3 } })
     expect(res.notices.map((n: { code: string }) => n.code)).toEqual(['trial_ending'])
-    await services.store.createOrg({ ...org, plan: 'pro', subscriptionStatus: 'past_due', trialEndsAt: null })
-    const due = (await call('GET', '/api/v1/org', { key: fx.a.read.key })).json
+    await t.store.createOrg({ ...org, plan: 'pro', subscriptionStatus: 'past_due', trialEndsAt: null })
+    const due = (await t.call('GET', '/api/v1/org', { key: t.a.read.key })).json
     expect(due.subscription.status).toBe('past_due')
     expect(due.notices.map((n: { code: string }) => n.code)).toEqual(['payment_past_due'])
-    await services.store.createOrg(org)
+    await t.store.createOrg(org)
   })
 
   it('needs a key, and an organization-wide one', async () => {
-    expect((await call('GET', '/api/v1/org')).status).toBe(401)
-    const bound = await call('GET', '/api/v1/org', { key: fx.ingest.key })
+    expect((await t.call('GET', '/api/v1/org')).status).toBe(401)
+    const bound = await t.call('GET', '/api/v1/org', { key: t.ingest.key })
     expect(bound.status).toBe(403)
     expect(bound.json.error).toMatch(/organization-wide key/)
   })

@@ -1,15 +1,13 @@
 import { describe, expect, it } from 'vitest'
 import { redisRateLimiter } from '../../lib/accounts/ratelimit'
-import { REDIS_URL, client, seed, testServices } from '../helpers'
+import { client, harness, REDIS_URL } from '../helpers'
 
 describe('per-key rate limits through the app', () => {
   it('the 601st request in a minute is 429 with Retry-After and RateLimit headers (in-process limiter)', async () => {
     let now = new Date('2026-11-22T12:00:10Z')
-    const services = await testServices({ now: () => now })
-    const fx = await seed(services)
-    const call = client(services)
+    const t = await harness({ now: () => now })
     for (let i = 1; i <= 600; i++) {
-      const res = await call('GET', '/api/v1/me', { key: fx.a.read.key })
+      const res = await t.call('GET', '/api/v1/me', { key: t.a.read.key })
       expect(res.status).toBe(200)
       if (i === 1 || i === 600) {
         expect(res.headers.get('ratelimit-limit')).toBe('600')
@@ -17,7 +15,7 @@ describe('per-key rate limits through the app', () => {
         expect(res.headers.get('ratelimit-reset')).toBe('50')
       }
     }
-    const refused = await call('GET', `/api/v1/sites/${fx.a.site.id}`, { key: fx.a.read.key })
+    const refused = await t.call('GET', `/api/v1/sites/${t.a.site.id}`, { key: t.a.read.key })
     expect(refused.status).toBe(429)
     expect(refused.json.error).toMatch(/rate limit/)
     // 600 admitted this minute weigh 600 until just after 12:01:00: admitted again 50.001 s from now
@@ -27,21 +25,20 @@ describe('per-key rate limits through the app', () => {
     expect(refused.headers.get('ratelimit-reset')).toBe('51')
     expect(refused.headers.get('access-control-allow-origin')).toBe('*')
     // the budget is per key
-    expect((await call('GET', '/api/v1/me', { key: fx.a.write.key })).status).toBe(200)
+    expect((await t.call('GET', '/api/v1/me', { key: t.a.write.key })).status).toBe(200)
     // waiting what Retry-After says is enough
     now = new Date(now.getTime() + 51_000)
-    expect((await call('GET', '/api/v1/me', { key: fx.a.read.key })).status).toBe(200)
+    expect((await t.call('GET', '/api/v1/me', { key: t.a.read.key })).status).toBe(200)
   })
 
   it.runIf(!!REDIS_URL)('after a 429 from the shared Redis limiter, waiting Retry-After seconds is enough', async () => {
-    const services = await testServices({ kv: 'redis' })
-    const fx = await seed(services)
+    const t = await harness({ kv: 'redis' })
     const small = { default: { max: 5, windowMs: 3000 }, collect: { max: 5, windowMs: 3000 }, ping: { max: 5, windowMs: 3000 }, proxy: { max: 5, windowMs: 3000 } }
-    const call = client({ ...services, limiter: redisRateLimiter((services.store as unknown as { redis: never }).redis, small) })
+    const call = client({ ...t.services, limiter: redisRateLimiter((t.store as unknown as { redis: never }).redis, small) })
     for (let round = 0; round < 2; round++) {
       let refused: Awaited<ReturnType<typeof call>> | undefined
       for (let i = 0; i < 12 && !refused; i++) {
-        const res = await call('GET', '/api/v1/me', { key: fx.a.read.key })
+        const res = await call('GET', '/api/v1/me', { key: t.a.read.key })
         if (res.status === 429) refused = res
       }
       expect(refused?.status).toBe(429)
@@ -49,20 +46,19 @@ describe('per-key rate limits through the app', () => {
       expect(wait).toBeGreaterThanOrEqual(1)
       expect(wait).toBeLessThanOrEqual(6)
       await new Promise((r) => setTimeout(r, wait * 1000))
-      expect((await call('GET', '/api/v1/me', { key: fx.a.read.key })).status).toBe(200)
+      expect((await call('GET', '/api/v1/me', { key: t.a.read.key })).status).toBe(200)
     }
   })
 
   it.runIf(!!REDIS_URL)('the 601st request in a minute is 429 with the Redis limiter shared across instances', async () => {
-    const services = await testServices({ kv: 'redis' })
-    const fx = await seed(services)
+    const t = await harness({ kv: 'redis' })
     // two app instances on one Redis share the budget
-    const first = client(services)
-    const second = client({ ...services, limiter: redisRateLimiter((services.store as unknown as { redis: never }).redis) })
+    const first = client(t.services)
+    const second = client({ ...t.services, limiter: redisRateLimiter((t.store as unknown as { redis: never }).redis) })
     const intoWindow = Date.now() % 60_000
     if (intoWindow > 45_000) await new Promise((r) => setTimeout(r, 60_000 - intoWindow + 50))
-    for (let i = 0; i < 600; i++) expect((await (i % 2 ? first : second)('GET', '/api/v1/me', { key: fx.a.read.key })).status).toBe(200)
-    const refused = await first('GET', '/api/v1/me', { key: fx.a.read.key })
+    for (let i = 0; i < 600; i++) expect((await (i % 2 ? first : second)('GET', '/api/v1/me', { key: t.a.read.key })).status).toBe(200)
+    const refused = await first('GET', '/api/v1/me', { key: t.a.read.key })
     expect(refused.status).toBe(429)
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0)
     expect(refused.headers.get('ratelimit-remaining')).toBe('0')

@@ -5,22 +5,18 @@ import { createApp } from '../../functions/app'
 import { isJsonAnswer } from '../../functions/endpoint'
 import { honoPath } from '../../functions/http'
 import { endpoints } from '../../functions/registry'
-import { client, seed, testServices } from '../helpers'
+import { client, harness, testServices, type Harness } from '../helpers'
 
 
 describe('the endpoint registry', () => {
-  let call: ReturnType<typeof client>
-  let services: Awaited<ReturnType<typeof testServices>>
-  let fx: Awaited<ReturnType<typeof seed>>
+  let t: Harness
 
   beforeAll(async () => {
-    services = await testServices()
-    fx = await seed(services)
-    call = client(services)
+    t = await harness()
   })
 
   it('declares exactly the routes the app serves', () => {
-    const app = createApp(services)
+    const app = createApp(t.services)
     const served = new Set(app.routes.filter((r) => r.method !== 'ALL').map((r) => `${r.method} ${r.path}`))
     const declared = new Set(endpoints.map((e) => `${e.method} ${honoPath(e.path)}`))
     expect([...served].sort()).toEqual([...declared].sort())
@@ -32,7 +28,7 @@ describe('the endpoint registry', () => {
   })
 
   it('GET /api/v1 lists every registered endpoint, keyless, with JSON Schema parameters', async () => {
-    const res = await call('GET', '/api/v1')
+    const res = await t.call('GET', '/api/v1')
     expect(res.status).toBe(200)
     expect(res.headers.get('access-control-allow-origin')).toBe('*')
     const listed = res.json.endpoints.map((e: { method: string; path: string }) => `${e.method} ${e.path}`)
@@ -48,7 +44,7 @@ describe('the endpoint registry', () => {
   })
 
   it('GET /api/v1/openapi.json is a valid OpenAPI 3.1 document covering every endpoint', async () => {
-    const res = await call('GET', '/api/v1/openapi.json')
+    const res = await t.call('GET', '/api/v1/openapi.json')
     expect(res.status).toBe(200)
     expect(res.json.openapi).toBe('3.1.0')
     const operations = Object.entries(res.json.paths as Record<string, Record<string, unknown>>).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`))
@@ -66,26 +62,26 @@ describe('the endpoint registry', () => {
   })
 
   it('unknown paths are a JSON 404 with CORS', async () => {
-    const res = await call('GET', '/api/v1/nope', { key: fx.a.read.key })
+    const res = await t.call('GET', '/api/v1/nope', { key: t.a.read.key })
     expect(res.status).toBe(404)
     expect(res.json.error).toMatch(/no endpoint/)
     expect(res.headers.get('access-control-allow-origin')).toBe('*')
   })
 
   it('a known path asked with a method it does not answer is 405 with Allow, in JSON', async () => {
-    const put = await call('PUT', `/api/v1/sites/${fx.a.site.id}`, { key: fx.a.write.key, body: {} })
+    const put = await t.call('PUT', `/api/v1/sites/${t.a.site.id}`, { key: t.a.write.key, body: {} })
     expect(put.status).toBe(405)
     expect(put.json.error).toMatch(/PUT is not allowed/)
     expect(put.headers.get('allow')).toBe('GET, PATCH, DELETE, OPTIONS')
-    const mcp = await call('GET', '/api/mcp')
+    const mcp = await t.call('GET', '/api/mcp')
     expect(mcp).toMatchObject({ status: 405, json: { error: expect.any(String) } })
     expect(mcp.headers.get('allow')).toBe('POST, OPTIONS')
-    expect((await call('DELETE', '/api/v1/stats', { key: fx.a.read.key })).status).toBe(405)
-    expect((await call('GET', '/api/v1/nope/deeper', { key: fx.a.read.key })).status).toBe(404)
+    expect((await t.call('DELETE', '/api/v1/stats', { key: t.a.read.key })).status).toBe(405)
+    expect((await t.call('GET', '/api/v1/nope/deeper', { key: t.a.read.key })).status).toBe(404)
   })
 
   it('GET /api/v1/dimensions lists dimensions, operators and ranges', async () => {
-    const res = await call('GET', '/api/v1/dimensions', { key: fx.a.read.key })
+    const res = await t.call('GET', '/api/v1/dimensions', { key: t.a.read.key })
     expect(res.json.operators).toEqual(['is', 'is_not', 'contains', 'matches'])
     expect(res.json.ranges).toHaveLength(14)
     expect(res.json.filterDimensions).toHaveLength(30)
@@ -94,7 +90,7 @@ describe('the endpoint registry', () => {
   })
 
   it('/health answers without a key', async () => {
-    const res = await call('GET', '/health')
+    const res = await t.call('GET', '/health')
     expect(res).toMatchObject({ status: 200, json: { status: 'ok', clickhouse: 'ok', keyValue: 'ok' } })
   })
 })

@@ -1,82 +1,39 @@
 import { createHmac } from 'node:crypto'
 import { readFileSync, readdirSync } from 'node:fs'
-import { type IncomingHttpHeaders, type Server, createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
-import { SMTPServer } from 'smtp-server'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { nodeMailer } from '../../lib/network/mail-node'
 import { deliverReports, duePeriods } from '../../lib/jobs/report-delivery'
 import { importHits } from '../../lib/ingest/import'
 import { type Site, newSite } from '../../lib/sites/sites'
-import { seed, tempDir, testServices } from '../helpers'
+import { harness, tempDir, type Harness } from '../helpers'
+import { smtpSink, webhookSink } from '../sinks'
 
 /** Monday 23 November 2026, 10:00 in Berlin: the week of 16 to 22 November is due. */
 const MONDAY = new Date('2026-11-23T09:00:00Z')
 const SECRET = 'whsec_test-secret'
 const FAST_RETRIES = [20, 40]
 
-/** A local SMTP server that keeps what it receives. */
-async function smtpSink() {
-  const received: { to: string[]; raw: string }[] = []
-  const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS'],
-    logger: false,
-    onData(stream, session, done) {
-      let raw = ''
-      stream.on('data', (chunk: Buffer) => (raw += chunk.toString('utf8')))
-      stream.on('end', () => {
-        received.push({ to: session.envelope.rcptTo.map((r) => r.address), raw })
-        done()
-      })
-    },
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const port = ((server as unknown as { server: Server }).server.address() as AddressInfo).port
-  return { received, url: `smtp://127.0.0.1:${port}`, close: () => new Promise<void>((resolve) => server.close(() => resolve())) }
-}
-
-/** A local webhook receiver: answers each request to a path with the next status planned for it (200 once none is left). */
-async function webhookSink() {
-  const requests: { path: string; headers: IncomingHttpHeaders; body: string; status: number }[] = []
-  const plan = new Map<string, number[]>()
-  const server = createServer((req, res) => {
-    let body = ''
-    req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')))
-    req.on('end', () => {
-      const status = plan.get(req.url ?? '')?.shift() ?? 200
-      requests.push({ path: req.url ?? '', headers: req.headers, body, status })
-      res.writeHead(status).end()
-    })
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  return { requests, plan, url, close: () => new Promise<void>((resolve) => server.close(() => resolve())) }
-}
-
 describe('report delivery', () => {
-  let services: Awaited<ReturnType<typeof testServices>>
-  let fx: Awaited<ReturnType<typeof seed>>
+  let t: Harness
   let smtp: Awaited<ReturnType<typeof smtpSink>>
   let hooks: Awaited<ReturnType<typeof webhookSink>>
   const logs: string[] = []
   const log = (message: string) => logs.push(message)
 
   const configure = async (site: Site, alerts: Partial<Site['alerts']>, webhookSecret?: string) => {
-    return services.sites.update(site.id, (fresh) => ({ ...fresh, alerts: { ...fresh.alerts, ...alerts }, webhookSecret }))
+    return t.services.sites.update(site.id, (fresh) => ({ ...fresh, alerts: { ...fresh.alerts, ...alerts }, webhookSecret }))
   }
-  const deps = () => ({ ...services, mailer: nodeMailer({ smtpUrl: smtp.url, dataDir: tempDir('unused-data'), from: 'reports@api.test', log }) })
+  const deps = () => ({ ...t.services, mailer: nodeMailer({ smtpUrl: smtp.url, dataDir: tempDir('unused-data'), from: 'reports@api.test', log }) })
 
   beforeAll(async () => {
-    services = await testServices({ now: () => MONDAY })
-    fx = await seed(services)
+    t = await harness({ now: () => MONDAY })
     smtp = await smtpSink()
     hooks = await webhookSink()
     const hit = (day: string, path: string, ip: string) =>
-      JSON.stringify({ timestamp: `${day}T10:00:00Z`, site: fx.a.site.snippetId, name: 'pageview', url: `https://${fx.a.site.domain}${path}`, ip, referrer: 'https://news.ycombinator.com/', userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0' })
+      JSON.stringify({ timestamp: `${day}T10:00:00Z`, site: t.a.site.snippetId, name: 'pageview', url: `https://${t.a.site.domain}${path}`, ip, referrer: 'https://news.ycombinator.com/', userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0' })
     // three visitors in the reported week, one in the week before
-    await importHits([hit('2026-11-17', '/pricing', '203.0.113.1'), hit('2026-11-18', '/pricing', '203.0.113.2'), hit('2026-11-19', '/', '203.0.113.3'), hit('2026-11-10', '/', '203.0.113.4')], services.ingestor)
+    await importHits([hit('2026-11-17', '/pricing', '203.0.113.1'), hit('2026-11-18', '/pricing', '203.0.113.2'), hit('2026-11-19', '/', '203.0.113.3'), hit('2026-11-10', '/', '203.0.113.4')], t.services.ingestor)
   })
   afterAll(async () => {
     await smtp?.close()
@@ -97,7 +54,7 @@ describe('report delivery', () => {
   })
 
   it('sends the weekly report by SMTP and to the signed webhook, once however often or concurrently the job runs', async () => {
-    await configure(fx.a.site, { weeklyReport: true, recipients: ['ann@example.com', 'bo@example.org'], webhookUrl: `${hooks.url}/weekly` }, SECRET)
+    await configure(t.a.site, { weeklyReport: true, recipients: ['ann@example.com', 'bo@example.org'], webhookUrl: `${hooks.url}/weekly` }, SECRET)
     const runs = await Promise.all([deliverReports(deps(), MONDAY, { log }), deliverReports(deps(), MONDAY, { log })])
     expect(runs.reduce((n, r) => n + r.sent, 0)).toBe(2)
     expect((await deliverReports(deps(), new Date(MONDAY.getTime() + 3600_000), { log })).sent).toBe(0)
@@ -105,7 +62,7 @@ describe('report delivery', () => {
     expect(smtp.received).toHaveLength(1)
     const mail = smtp.received[0]
     expect(mail.to.sort()).toEqual(['ann@example.com', 'bo@example.org'])
-    expect(mail.raw).toContain(`Subject: Weekly report for ${fx.a.site.domain}: 2026-11-16 to 2026-11-22`)
+    expect(mail.raw).toContain(`Subject: Weekly report for ${t.a.site.domain}: 2026-11-16 to 2026-11-22`)
     const text = mail.raw.replace(/=\r?\n/g, '')
     expect(text).toMatch(/Visitors\s+3\s+\+200% \(was 1\)/)
     expect(text).toMatch(/\/pricing\s+2 visitors/)
@@ -119,7 +76,7 @@ describe('report delivery', () => {
     const payload = JSON.parse(request.body)
     expect(payload).toMatchObject({
       event: 'report.weekly',
-      site: { id: fx.a.site.id, domain: fx.a.site.domain, timezone: 'Europe/Berlin' },
+      site: { id: t.a.site.id, domain: t.a.site.domain, timezone: 'Europe/Berlin' },
       period: { from: '2026-11-16', to: '2026-11-22' },
       previousPeriod: { from: '2026-11-09', to: '2026-11-15' },
       metrics: { visitors: { current: 3, previous: 1, change: 2 }, pageviews: { current: 3, previous: 1 } },
@@ -131,11 +88,11 @@ describe('report delivery', () => {
 
   it('retries a failed webhook with backoff, and a failed site neither stops the others nor loses its report', async () => {
     const now = new Date('2026-11-30T09:00:00Z')
-    const broken = newSite({ domain: `broken-${crypto.randomUUID().slice(0, 6)}.example.com`, timezone: 'UTC' }, fx.b.org.id, now)
-    await services.store.createSite(broken)
+    const broken = newSite({ domain: `broken-${crypto.randomUUID().slice(0, 6)}.example.com`, timezone: 'UTC' }, t.b.org.id, now)
+    await t.store.createSite(broken)
     await configure(broken, { weeklyReport: true, webhookUrl: `${hooks.url}/broken` }, SECRET)
-    await configure((await services.store.getSite(fx.b.site.id))!, { weeklyReport: true, webhookUrl: `${hooks.url}/flaky` }, SECRET)
-    await configure((await services.store.getSite(fx.a.site.id))!, { weeklyReport: false })
+    await configure((await t.store.getSite(t.b.site.id))!, { weeklyReport: true, webhookUrl: `${hooks.url}/flaky` }, SECRET)
+    await configure((await t.store.getSite(t.a.site.id))!, { weeklyReport: false })
     // the broken site's receiver refuses for good (400); the flaky one fails twice (500, 503), then takes it
     hooks.plan.set('/broken', [400, 400, 400])
     hooks.plan.set('/flaky', [500, 503])

@@ -1,33 +1,29 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { importHits } from '../../lib/ingest/import'
 import { PLANS } from '../../lib/accounts/plans'
-import { REDIS_URL, client, seed, testServices } from '../helpers'
+import { harness, REDIS_URL, type Harness } from '../helpers'
 
 const kinds = REDIS_URL ? (['embedded', 'redis'] as const) : (['embedded'] as const)
 const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0'
 
 describe.each(kinds)('site facts (%s key/value store)', (kind) => {
-  let call: ReturnType<typeof client>
-  let fx: Awaited<ReturnType<typeof seed>>
-  let services: Awaited<ReturnType<typeof testServices>>
+  let t: Harness
   const now = new Date('2026-11-22T12:00:00Z')
 
   beforeAll(async () => {
-    services = await testServices({ kv: kind, now: () => now })
-    fx = await seed(services)
-    call = client(services)
-    const hit = (at: string, name: string) => JSON.stringify({ timestamp: at, site: fx.a.site.snippetId, name, url: `https://${fx.a.site.domain}/`, ip: '8.8.8.8', userAgent: FIREFOX })
-    await importHits([hit('2026-10-30T10:00:00Z', 'pageview'), hit('2026-11-20T10:00:00Z', 'pageview'), hit('2026-11-20T10:01:00Z', 'Download'), hit('2026-11-21T10:00:00Z', 'pageview')], services.ingestor)
+    t = await harness({ kv: kind, now: () => now })
+    const hit = (at: string, name: string) => JSON.stringify({ timestamp: at, site: t.a.site.snippetId, name, url: `https://${t.a.site.domain}/`, ip: '8.8.8.8', userAgent: FIREFOX })
+    await importHits([hit('2026-10-30T10:00:00Z', 'pageview'), hit('2026-11-20T10:00:00Z', 'pageview'), hit('2026-11-20T10:01:00Z', 'Download'), hit('2026-11-21T10:00:00Z', 'pageview')], t.services.ingestor)
   })
 
   it("answers the site's facts, install state, this month's events and the billing state", async () => {
-    for (const ref of [fx.a.site.id, fx.a.site.snippetId]) {
-      const res = await call('GET', `/api/v1/site?site_id=${ref}`, { key: fx.a.read.key })
+    for (const ref of [t.a.site.id, t.a.site.snippetId]) {
+      const res = await t.call('GET', `/api/v1/site?site_id=${ref}`, { key: t.a.read.key })
       expect(res.status).toBe(200)
       expect(res.json).toEqual({
-        id: fx.a.site.id,
-        snippetId: fx.a.site.snippetId,
-        domain: fx.a.site.domain,
+        id: t.a.site.id,
+        snippetId: t.a.site.snippetId,
+        domain: t.a.site.domain,
         timezone: 'Europe/Berlin',
         sources: ['standalone'],
         primarySource: 'standalone',
@@ -45,28 +41,28 @@ describe.each(kinds)('site facts (%s key/value store)', (kind) => {
       })
     }
     // a site without events is not installed
-    const fresh = await call('GET', `/api/v1/site?site_id=${fx.b.site.id}`, { key: fx.b.read.key })
+    const fresh = await t.call('GET', `/api/v1/site?site_id=${t.b.site.id}`, { key: t.b.read.key })
     expect(fresh.json).toMatchObject({ install: { installed: false, firstEventAt: null, lastEventAt: null }, eventsThisMonth: { events: 0, byKind: {} } })
   })
 
   it('carries the quota notice of the organization', async () => {
-    await services.store.addUsage(fx.a.org.id, '2026-11', { [crypto.randomUUID()]: { pageview: PLANS.free.limits.monthlyEvents * 0.9 } })
-    const near = (await call('GET', `/api/v1/site?site_id=${fx.a.site.id}`, { key: fx.a.read.key })).json
+    await t.store.addUsage(t.a.org.id, '2026-11', { [crypto.randomUUID()]: { pageview: PLANS.free.limits.monthlyEvents * 0.9 } })
+    const near = (await t.call('GET', `/api/v1/site?site_id=${t.a.site.id}`, { key: t.a.read.key })).json
     expect(near.notices).toEqual([{ level: 'info', code: 'quota_near', message: expect.stringContaining('%') }])
     // the site's own count is its own
     expect(near.eventsThisMonth.events).toBe(3)
-    await services.store.addUsage(fx.a.org.id, '2026-11', { [crypto.randomUUID()]: { custom: PLANS.free.limits.monthlyEvents } })
-    const over = (await call('GET', `/api/v1/site?site_id=${fx.a.site.id}`, { key: fx.a.read.key })).json
+    await t.store.addUsage(t.a.org.id, '2026-11', { [crypto.randomUUID()]: { custom: PLANS.free.limits.monthlyEvents } })
+    const over = (await t.call('GET', `/api/v1/site?site_id=${t.a.site.id}`, { key: t.a.read.key })).json
     expect(over.notices.map((n: { code: string }) => n.code)).toEqual(['quota_exceeded'])
   })
 
   it("another organization's site is the same 404 as an unknown one; a site-bound key reaches its own site only", async () => {
-    const unknown = await call('GET', `/api/v1/site?site_id=${crypto.randomUUID()}`, { key: fx.a.read.key })
+    const unknown = await t.call('GET', `/api/v1/site?site_id=${crypto.randomUUID()}`, { key: t.a.read.key })
     expect(unknown.status).toBe(404)
-    for (const ref of [fx.b.site.id, fx.b.site.snippetId]) expect(await call('GET', `/api/v1/site?site_id=${ref}`, { key: fx.a.read.key })).toMatchObject({ status: 404, json: unknown.json })
-    expect((await call('GET', `/api/v1/site?site_id=${fx.a.site.id}`, { key: fx.ingest.key })).status).toBe(200)
-    const other = (await call('POST', '/api/v1/sites', { key: fx.a.write.key, body: { domain: `o-${crypto.randomUUID().slice(0, 6)}.example.com` } })).json
-    expect((await call('GET', `/api/v1/site?site_id=${other.id}`, { key: fx.ingest.key })).status).toBe(404)
-    expect((await call('GET', '/api/v1/site', { key: fx.a.read.key })).json.error).toMatch(/^site_id/)
+    for (const ref of [t.b.site.id, t.b.site.snippetId]) expect(await t.call('GET', `/api/v1/site?site_id=${ref}`, { key: t.a.read.key })).toMatchObject({ status: 404, json: unknown.json })
+    expect((await t.call('GET', `/api/v1/site?site_id=${t.a.site.id}`, { key: t.ingest.key })).status).toBe(200)
+    const other = (await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body: { domain: `o-${crypto.randomUUID().slice(0, 6)}.example.com` } })).json
+    expect((await t.call('GET', `/api/v1/site?site_id=${other.id}`, { key: t.ingest.key })).status).toBe(404)
+    expect((await t.call('GET', '/api/v1/site', { key: t.a.read.key })).json.error).toMatch(/^site_id/)
   })
 })

@@ -1,21 +1,17 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { importHits } from '../../lib/ingest/import'
-import { client, seed, testServices } from '../helpers'
+import { harness, type Harness } from '../helpers'
 
 describe('sites', () => {
-  let call: ReturnType<typeof client>
-  let fx: Awaited<ReturnType<typeof seed>>
-  let services: Awaited<ReturnType<typeof testServices>>
+  let t: Harness
   const now = new Date('2026-11-22T12:00:00Z')
 
   beforeAll(async () => {
-    services = await testServices({ now: () => now })
-    fx = await seed(services)
-    call = client(services)
+    t = await harness({ now: () => now })
   })
 
   it('creates a site: 201, UUID and snippet id, snippet tag, defaults', async () => {
-    const res = await call('POST', '/api/v1/sites', { key: fx.a.write.key, body: { domain: '  Shop.Example.COM ', timezone: 'america/new_york' } })
+    const res = await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body: { domain: '  Shop.Example.COM ', timezone: 'america/new_york' } })
     expect(res.status).toBe(201)
     expect(res.json).toMatchObject({
       domain: 'shop.example.com',
@@ -34,18 +30,18 @@ describe('sites', () => {
     expect(res.json.snippet).toBe(`<script defer data-site="${res.json.snippetId}" src="https://api.test/js/script.js"></script>`)
     expect(res.json).not.toHaveProperty('orgId')
     // both ids read it back; the listing has it
-    for (const id of [res.json.id, res.json.snippetId]) expect((await call('GET', `/api/v1/sites/${id}`, { key: fx.a.read.key })).json).toEqual(res.json)
-    const list = await call('GET', '/api/v1/sites?stats=0', { key: fx.a.read.key })
+    for (const id of [res.json.id, res.json.snippetId]) expect((await t.call('GET', `/api/v1/sites/${id}`, { key: t.a.read.key })).json).toEqual(res.json)
+    const list = await t.call('GET', '/api/v1/sites?stats=0', { key: t.a.read.key })
     expect(list.json.sites.map((s: { domain: string }) => s.domain)).toContain('shop.example.com')
     // the same domain twice in one organization is a conflict; another organization may have it
-    expect((await call('POST', '/api/v1/sites', { key: fx.a.write.key, body: { domain: 'shop.example.com' } })).status).toBe(409)
-    expect((await call('POST', '/api/v1/sites', { key: fx.b.write.key, body: { domain: 'shop.example.com' } })).status).toBe(201)
+    expect((await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body: { domain: 'shop.example.com' } })).status).toBe(409)
+    expect((await t.call('POST', '/api/v1/sites', { key: t.b.write.key, body: { domain: 'shop.example.com' } })).status).toBe(201)
   })
 
   it('takes sources and primarySource, and ga4-only sites are not standalone', async () => {
-    const res = await call('POST', '/api/v1/sites', { key: fx.a.write.key, body: { domain: 'ga.example.com', sources: ['ga4'] } })
+    const res = await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body: { domain: 'ga.example.com', sources: ['ga4'] } })
     expect(res.json).toMatchObject({ sources: ['ga4'], primarySource: 'ga4', standaloneEnabled: false, timezone: 'UTC' })
-    const both = await call('POST', '/api/v1/sites', { key: fx.a.write.key, body: { domain: 'both.example.com', sources: ['standalone', 'ga4'], primarySource: 'ga4' } })
+    const both = await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body: { domain: 'both.example.com', sources: ['standalone', 'ga4'], primarySource: 'ga4' } })
     expect(both.json).toMatchObject({ sources: ['standalone', 'ga4'], primarySource: 'ga4' })
   })
 
@@ -66,22 +62,22 @@ describe('sites', () => {
     ['array body', [{ domain: 'x.com' }], /body/],
   ]
   it.each(badCreates)('site create with %s is 400 naming the problem, and nothing is created', async (_name, body, pattern) => {
-    const before = (await services.store.listSites(fx.a.org.id)).length
-    const res = await call('POST', '/api/v1/sites', { key: fx.a.write.key, body })
+    const before = (await t.store.listSites(t.a.org.id)).length
+    const res = await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body })
     expect(res.status).toBe(400)
     expect(Object.keys(res.json)).toEqual(['error'])
     expect(res.json.error).toMatch(pattern)
-    expect((await services.store.listSites(fx.a.org.id)).length).toBe(before)
+    expect((await t.store.listSites(t.a.org.id)).length).toBe(before)
   })
 
   it('site create with a body that is not JSON, or no body, is 400', async () => {
-    expect((await call('POST', '/api/v1/sites', { key: fx.a.write.key, rawBody: '{domain:' })).json).toEqual({ error: 'body: not valid JSON' })
-    expect((await call('POST', '/api/v1/sites', { key: fx.a.write.key })).status).toBe(400)
+    expect((await t.call('POST', '/api/v1/sites', { key: t.a.write.key, rawBody: '{domain:' })).json).toEqual({ error: 'body: not valid JSON' })
+    expect((await t.call('POST', '/api/v1/sites', { key: t.a.write.key })).status).toBe(400)
   })
 
   it('patches settings flat by name and returns the updated site', async () => {
-    const res = await call('PATCH', `/api/v1/sites/${fx.a.site.snippetId}`, {
-      key: fx.a.write.key,
+    const res = await t.call('PATCH', `/api/v1/sites/${t.a.site.snippetId}`, {
+      key: t.a.write.key,
       body: { includeBots: true, excludedPaths: ['/admin/*'], isPublic: true, shareLevel: 'link', publicCounts: true, publicCountsDial: '30d', theme: 'dark', changeDetectionEnabled: false, timezone: 'Asia/Kolkata' },
     })
     expect(res.status).toBe(200)
@@ -92,11 +88,11 @@ describe('sites', () => {
       appearance: { theme: 'dark', accentColor: '#4f46e5' },
       changeDetection: { changeDetectionEnabled: false, crawlStatus: 'pending' },
     })
-    expect((await call('GET', `/api/v1/sites/${fx.a.site.id}`, { key: fx.a.read.key })).json).toEqual(res.json)
+    expect((await t.call('GET', `/api/v1/sites/${t.a.site.id}`, { key: t.a.read.key })).json).toEqual(res.json)
     // adding ga4 and making it primary, then dropping it again while primary, is refused
-    const ga = await call('PATCH', `/api/v1/sites/${fx.a.site.id}`, { key: fx.a.write.key, body: { sources: ['standalone', 'ga4'], primarySource: 'ga4' } })
+    const ga = await t.call('PATCH', `/api/v1/sites/${t.a.site.id}`, { key: t.a.write.key, body: { sources: ['standalone', 'ga4'], primarySource: 'ga4' } })
     expect(ga.json).toMatchObject({ sources: ['standalone', 'ga4'], primarySource: 'ga4' })
-    const drop = await call('PATCH', `/api/v1/sites/${fx.a.site.id}`, { key: fx.a.write.key, body: { sources: ['standalone'] } })
+    const drop = await t.call('PATCH', `/api/v1/sites/${t.a.site.id}`, { key: t.a.write.key, body: { sources: ['standalone'] } })
     expect(drop.status).toBe(400)
     expect(drop.json.error).toMatch(/primarySource/)
   })
@@ -111,70 +107,70 @@ describe('sites', () => {
     ['customDomain', 'stats.example.com'], ['crawlStatus', 'ok'], ['domain', 'other.com'], ['snippetId', 'abc'], ['id', 'x'],
   ]
   it.each(badPatches)('PATCH %s = %j is 400 naming the field and changes nothing', async (field, value) => {
-    const before = await services.store.getSite(fx.a.site.id)
-    const res = await call('PATCH', `/api/v1/sites/${fx.a.site.id}`, { key: fx.a.write.key, body: { theme: 'light', [field]: value } })
+    const before = await t.store.getSite(t.a.site.id)
+    const res = await t.call('PATCH', `/api/v1/sites/${t.a.site.id}`, { key: t.a.write.key, body: { theme: 'light', [field]: value } })
     expect(res.status).toBe(400)
     expect(res.json.error).toContain(field)
-    expect(await services.store.getSite(fx.a.site.id)).toEqual(before)
+    expect(await t.store.getSite(t.a.site.id)).toEqual(before)
   })
 
   it('PATCH with an empty object or a non-object is 400', async () => {
-    expect((await call('PATCH', `/api/v1/sites/${fx.a.site.id}`, { key: fx.a.write.key, body: {} })).status).toBe(400)
-    expect((await call('PATCH', `/api/v1/sites/${fx.a.site.id}`, { key: fx.a.write.key, body: 'x' })).status).toBe(400)
+    expect((await t.call('PATCH', `/api/v1/sites/${t.a.site.id}`, { key: t.a.write.key, body: {} })).status).toBe(400)
+    expect((await t.call('PATCH', `/api/v1/sites/${t.a.site.id}`, { key: t.a.write.key, body: 'x' })).status).toBe(400)
   })
 
   it('DELETE needs confirm=<domain>, then removes the site from both stores', async () => {
-    const created = (await call('POST', '/api/v1/sites', { key: fx.a.write.key, body: { domain: 'gone.example.com' } })).json
-    const other = (await call('POST', '/api/v1/sites', { key: fx.a.write.key, body: { domain: 'stays.example.com' } })).json
+    const created = (await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body: { domain: 'gone.example.com' } })).json
+    const other = (await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body: { domain: 'stays.example.com' } })).json
     // through the collector's own paths: raw hits by the import, a crawler hit by server-side collection
     const hit = (snippet: string, path: string, second: number) =>
       JSON.stringify({ timestamp: `2026-11-20T10:00:0${second}Z`, site: snippet, name: 'pageview', url: `https://example.com${path}`, ip: '203.0.113.5', userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0' })
-    const imported = await importHits([hit(created.snippetId, '/a', 0), hit(created.snippetId, '/b', 1), hit(other.snippetId, '/c', 2)], services.ingestor)
+    const imported = await importHits([hit(created.snippetId, '/a', 0), hit(created.snippetId, '/b', 1), hit(other.snippetId, '/c', 2)], t.services.ingestor)
     expect(imported).toMatchObject({ imported: 3, rejected: 0 })
-    const crawled = await call('POST', '/api/v1/collect', { key: fx.a.write.key, body: { site_id: created.snippetId, events: [{ path: '/a', userAgent: 'Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)' }] } })
+    const crawled = await t.call('POST', '/api/v1/collect', { key: t.a.write.key, body: { site_id: created.snippetId, events: [{ path: '/a', userAgent: 'Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)' }] } })
     expect(crawled.json).toEqual({ ingested: 1, dropped: 0 })
     const count = async (table: string, id: string) =>
-      Number((await services.olap.query<{ n: string }>(`SELECT count() AS n FROM ${table} WHERE site_id = {id:UUID}`, { id }))[0].n)
+      Number((await t.olap.query<{ n: string }>(`SELECT count() AS n FROM ${table} WHERE site_id = {id:UUID}`, { id }))[0].n)
     expect(await count('events', created.id)).toBe(2)
     expect(await count('sessions', created.id)).toBe(1)
 
-    expect((await call('DELETE', `/api/v1/sites/${created.id}`, { key: fx.a.write.key })).status).toBe(400)
-    const wrong = await call('DELETE', `/api/v1/sites/${created.id}?confirm=other.com`, { key: fx.a.write.key })
+    expect((await t.call('DELETE', `/api/v1/sites/${created.id}`, { key: t.a.write.key })).status).toBe(400)
+    const wrong = await t.call('DELETE', `/api/v1/sites/${created.id}?confirm=other.com`, { key: t.a.write.key })
     expect(wrong.status).toBe(400)
     expect(wrong.json.error).toMatch(/confirm/)
     expect(await count('events', created.id)).toBe(2)
 
-    const res = await call('DELETE', `/api/v1/sites/${created.snippetId}?confirm=gone.example.com`, { key: fx.a.write.key })
+    const res = await t.call('DELETE', `/api/v1/sites/${created.snippetId}?confirm=gone.example.com`, { key: t.a.write.key })
     expect(res).toMatchObject({ status: 200, json: { deleted: true, id: created.id } })
     expect(await count('events', created.id)).toBe(0)
     expect(await count('sessions', created.id)).toBe(0)
     expect(await count('bot_events', created.id)).toBe(0)
     expect(await count('events', other.id)).toBe(1)
-    expect((await call('GET', `/api/v1/sites/${created.id}`, { key: fx.a.read.key })).status).toBe(404)
-    expect((await call('GET', `/api/v1/sites/${created.snippetId}`, { key: fx.a.read.key })).status).toBe(404)
+    expect((await t.call('GET', `/api/v1/sites/${created.id}`, { key: t.a.read.key })).status).toBe(404)
+    expect((await t.call('GET', `/api/v1/sites/${created.snippetId}`, { key: t.a.read.key })).status).toBe(404)
     // the domain is free again
-    expect((await call('POST', '/api/v1/sites', { key: fx.a.write.key, body: { domain: 'gone.example.com' } })).status).toBe(201)
+    expect((await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body: { domain: 'gone.example.com' } })).status).toBe(201)
   })
 
   it('rejects bad list parameters', async () => {
-    const res = await call('GET', '/api/v1/sites?range=fortnight', { key: fx.a.read.key })
+    const res = await t.call('GET', '/api/v1/sites?range=fortnight', { key: t.a.read.key })
     expect(res.status).toBe(400)
     expect(res.json.error).toMatch(/^range/)
-    expect((await call('GET', '/api/v1/sites?stats=maybe', { key: fx.a.read.key })).json.error).toMatch(/^stats/)
+    expect((await t.call('GET', '/api/v1/sites?stats=maybe', { key: t.a.read.key })).json.error).toMatch(/^stats/)
   })
 
   it.each(['SystemV/EST5', 'SystemV/AST4ADT', 'US/Pacific-New'])('a zone the runtime knows and the engine does not (%s) is 400 naming timezone, and the organization keeps working', async (zone) => {
-    const before = (await services.store.getSite(fx.a.site.id))!.timezone
-    const patched = await call('PATCH', `/api/v1/sites/${fx.a.site.id}`, { key: fx.a.write.key, body: { timezone: zone } })
+    const before = (await t.store.getSite(t.a.site.id))!.timezone
+    const patched = await t.call('PATCH', `/api/v1/sites/${t.a.site.id}`, { key: t.a.write.key, body: { timezone: zone } })
     expect(patched.status).toBe(400)
     expect(patched.json.error).toMatch(/^timezone/)
-    const created = await call('POST', '/api/v1/sites', { key: fx.a.write.key, body: { domain: `tz-${crypto.randomUUID().slice(0, 6)}.example.com`, timezone: zone } })
+    const created = await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body: { domain: `tz-${crypto.randomUUID().slice(0, 6)}.example.com`, timezone: zone } })
     expect(created.status).toBe(400)
     expect(created.json.error).toMatch(/^timezone/)
-    expect((await services.store.getSite(fx.a.site.id))!.timezone).toBe(before)
-    expect((await call('GET', '/api/v1/sites', { key: fx.a.read.key })).status).toBe(200)
+    expect((await t.store.getSite(t.a.site.id))!.timezone).toBe(before)
+    expect((await t.call('GET', '/api/v1/sites', { key: t.a.read.key })).status).toBe(200)
     // an alias the engine knows is kept as written
-    const alias = await call('POST', '/api/v1/sites', { key: fx.a.write.key, body: { domain: `tz-${crypto.randomUUID().slice(0, 6)}.example.com`, timezone: 'Asia/Calcutta' } })
+    const alias = await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body: { domain: `tz-${crypto.randomUUID().slice(0, 6)}.example.com`, timezone: 'Asia/Calcutta' } })
     expect(alias.json.timezone).toBe('Asia/Calcutta')
   })
 })

@@ -1,7 +1,4 @@
 import { createHmac } from 'node:crypto'
-import { type IncomingHttpHeaders, type Server, createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
-import { SMTPServer } from 'smtp-server'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApiKey, createOrg } from '../../lib/accounts/admin'
 import { nodeMailer } from '../../lib/network/mail-node'
@@ -9,6 +6,7 @@ import { deliverTrafficAlerts, dueAlerts } from '../../lib/jobs/traffic-alerts'
 import { importHits } from '../../lib/ingest/import'
 import { type Site, newSite } from '../../lib/sites/sites'
 import { client, tempDir, testServices } from '../helpers'
+import { smtpSink, webhookSink } from '../sinks'
 import { UAS } from './report-reference'
 
 /**
@@ -39,42 +37,6 @@ function alertingHits(snippet: string, domain: string) {
     }
   }
   return lines
-}
-
-async function smtpSink() {
-  const received: { to: string[]; raw: string }[] = []
-  const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS'],
-    logger: false,
-    onData(stream, session, done) {
-      let raw = ''
-      stream.on('data', (chunk: Buffer) => (raw += chunk.toString('utf8')))
-      stream.on('end', () => {
-        received.push({ to: session.envelope.rcptTo.map((r) => r.address), raw })
-        done()
-      })
-    },
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const port = ((server as unknown as { server: Server }).server.address() as AddressInfo).port
-  return { received, url: `smtp://127.0.0.1:${port}`, close: () => new Promise<void>((resolve) => server.close(() => resolve())) }
-}
-
-async function webhookSink() {
-  const requests: { path: string; headers: IncomingHttpHeaders; body: string; status: number }[] = []
-  const plan = new Map<string, number[]>()
-  const server = createServer((req, res) => {
-    let body = ''
-    req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')))
-    req.on('end', () => {
-      const status = plan.get(req.url ?? '')?.shift() ?? 200
-      requests.push({ path: req.url ?? '', headers: req.headers, body, status })
-      res.writeHead(status).end()
-    })
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return { requests, plan, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise<void>((resolve) => server.close(() => resolve())) }
 }
 
 describe('spike and drop alerts', () => {

@@ -149,7 +149,7 @@ describe('the crawler in its homes', () => {
       }
       const cron = async () => {
         const worker = (await mf.getWorker()) as unknown as { scheduled(event: { cron: string }): Promise<unknown> }
-        await worker.scheduled({ cron: '*/10 * * * *' })
+        await worker.scheduled({ cron: '* * * * *' })
       }
       const created = await call('POST', '/api/v1/sites', keys.writeKey, { domain: `worker-${crypto.randomUUID().slice(0, 6)}.test` })
       expect(created.status).toBe(201)

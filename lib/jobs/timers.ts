@@ -1,0 +1,64 @@
+import type { Services } from '../services'
+import { type Job, type JobContext, everyMinutes } from './schedule'
+
+export interface JobTimers {
+  /** Runs each job once now, then every `everyMinutes(job.cron)`. */
+  start(): void
+  /** Runs the jobs of this name now (a site added or pinged wakes the crawler). */
+  wake(name: string): void
+  /** No run starts any more; resolves when the runs under way have ended, or waited their `stopWaitMs`. */
+  stop(): Promise<void>
+}
+
+/**
+ * The Node scheduler: the job list on timers in this one process. A run due while another run of
+ * its name is under way starts once after it, so a wake during a crawl is not lost and two
+ * refreshes of the daily rollup never overlap.
+ */
+export function jobTimers(jobs: readonly Job[], services: Services, log: (line: string) => void): JobTimers {
+  let stopping = false
+  const running = new Map<string, { job: Job; done: Promise<void> }>()
+  const waiting = new Map<string, Job[]>()
+  const intervals: ReturnType<typeof setInterval>[] = []
+  const context: JobContext = { log, shouldStop: () => stopping }
+
+  const run = (job: Job) => {
+    if (stopping) return
+    if (running.has(job.name)) {
+      const queue = waiting.get(job.name) ?? []
+      if (!queue.includes(job)) waiting.set(job.name, [...queue, job])
+      return
+    }
+    const done = job
+      .run(services, services.now(), context)
+      .then(() => {})
+      .catch((err: Error) => log(`${job.name} failed: ${err.message}`))
+      .finally(() => {
+        running.delete(job.name)
+        const [next, ...rest] = waiting.get(job.name) ?? []
+        waiting.set(job.name, rest)
+        if (next) run(next)
+      })
+    running.set(job.name, { job, done })
+  }
+
+  return {
+    start() {
+      for (const job of jobs) {
+        run(job)
+        intervals.push(setInterval(() => run(job), everyMinutes(job.cron) * 60_000).unref())
+      }
+    },
+    wake(name) {
+      for (const job of jobs) if (job.name === name) run(job)
+    },
+    async stop() {
+      stopping = true
+      for (const interval of intervals) clearInterval(interval)
+      const waits = [...running.values()].map(({ job, done }) =>
+        job.stopWaitMs === undefined ? done : Promise.race([done, new Promise<void>((resolve) => setTimeout(resolve, job.stopWaitMs))]),
+      )
+      await Promise.all(waits)
+    },
+  }
+}
