@@ -4,6 +4,7 @@ import { serve } from '@hono/node-server'
 import { type IncomingMessage, STATUS_CODES, type Server } from 'node:http'
 import { join } from 'node:path'
 import type { Duplex } from 'node:stream'
+import { countOrgs, listOrgs } from '../lib/accounts/admin'
 import { createDemo } from '../lib/demo'
 import { demoHits } from '../lib/ingest/demo-traffic'
 import { ROLLUP_ALL_DAYS, ROLLUP_RECENT_DAYS, refreshRollups } from '../lib/reports/rollup/refresh'
@@ -46,11 +47,11 @@ if (stores.chdb) await migrate(stores.chdb, loadMigrations())
 
 // a hit is acknowledged once it is in the journal on disk; what an earlier process journaled and
 // did not insert (a crash, kill -9) is stored now, before anything is served
-const { journal, replayed } = await Journal.open(join(dir, 'journal'), stores.olap, stores.store)
+const { journal, replayed } = await Journal.open(join(dir, 'journal'), stores.olap, stores.repositories)
 if (replayed) log(`stored ${replayed} journaled rows left by the previous run`)
-const sink = new BufferedSink(stores.olap, stores.store, { log: journal })
+const sink = new BufferedSink(stores.olap, stores.repositories, { log: journal })
 const now = () => new Date()
-const sites = new SiteDirectory(stores.store)
+const sites = new SiteDirectory(stores.repositories.sites)
 // declared before anything can call them: a site added while the server still starts wakes the crawler
 let stopping = false
 let crawls: Promise<unknown> | null = null
@@ -62,11 +63,12 @@ const outboundRules = {
 }
 const services: Services = {
   olap: stores.olap,
-  store: stores.store,
+  kv: stores.kv,
+  repositories: stores.repositories,
   sites,
   limiter: stores.limiter,
   now,
-  ingestor: new Ingestor({ sites, store: stores.store, sink, geo: dbipGeo(), now, coalesce: true }),
+  ingestor: new Ingestor({ sites, repositories: stores.repositories, sink, geo: dbipGeo(), now, coalesce: true }),
   sharedProcess: true,
   liveCache: memoryLiveCache(),
   dns: (() => {
@@ -111,8 +113,8 @@ if (stores.chdb || stores.raw) {
   writeFileSync(localInfoFile(dir), JSON.stringify({ url: `http://127.0.0.1:${localPort}`, pid: process.pid, clickhouse: !!stores.chdb, redis: !!stores.raw }))
 }
 
-if ((await stores.store.countOrgs()) === 0) {
-  const demo = await createDemo(stores.store, new Date())
+if ((await countOrgs(stores.repositories)) === 0) {
+  const demo = await createDemo(stores.repositories, new Date())
   const hits = env.SKIP_DEMO_TRAFFIC === '1' ? [] : demoHits({ site: demo.site.snippetId, domain: demo.site.domain, days: 30, visitorsPerDay: 150, end: new Date() })
   const seeded = await importHits((function* () { for (const hit of hits) yield JSON.stringify(hit) })(), services.ingestor)
   await sink.flush()
@@ -131,7 +133,7 @@ if ((await stores.store.countOrgs()) === 0) {
     ].join('\n'),
   )
 } else {
-  const orgs = await stores.store.listOrgs()
+  const orgs = await listOrgs(stores.repositories)
   const org = orgs.length === 1 ? orgs[0].id : '<id from org list>'
   log(
     [
@@ -171,7 +173,7 @@ let rollup: Promise<unknown> | null = null
 function scheduleRollups() {
   if (rollup || stopping) return
   const lookback = rollupRuns++ % 36 === 0 ? ROLLUP_ALL_DAYS : ROLLUP_RECENT_DAYS
-  rollup = refreshRollups(stores.olap, stores.store, new Date(), lookback)
+  rollup = refreshRollups(stores.olap, stores.repositories, new Date(), lookback)
     .catch((err: Error) => log(`daily rollup refresh failed: ${err.message}`))
     .finally(() => (rollup = null))
 }

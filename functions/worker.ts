@@ -43,7 +43,7 @@ export default {
   scheduled(controller: { cron: string }, env: WorkerEnv, ctx: { waitUntil(p: Promise<unknown>): void }) {
     const { services } = appFor(env)
     const lookback = controller.cron === DAILY_CRON ? ROLLUP_ALL_DAYS : ROLLUP_RECENT_DAYS
-    ctx.waitUntil(refreshRollups(services.olap, services.store, services.now(), lookback))
+    ctx.waitUntil(refreshRollups(services.olap, services.repositories, services.now(), lookback))
     // weekly and monthly reports: webhooks only, Workers have no mailer
     if (controller.cron !== DAILY_CRON) ctx.waitUntil(deliverReports(services, services.now()))
     // the crawler: the sites due, for at most five minutes a run; what is left waits for the next run

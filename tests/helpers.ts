@@ -25,7 +25,7 @@ import type { Services } from '../lib/services'
 import { memoryLiveCache } from '../lib/sites/public-live'
 import { SiteDirectory } from '../lib/sites/site-directory'
 import { type Site, newSite } from '../lib/sites/sites'
-import { Store } from '../lib/storage/store'
+import { openRepositories } from '../lib/repositories'
 
 export const REDIS_URL = process.env.REDIS_URL
 // CI runs every test: a Redis-backed test must not skip there for want of REDIS_URL
@@ -67,15 +67,16 @@ export async function testServices(
   const redis = new Redis(rawRequester(raw))
   const now = options.now ?? (() => new Date())
   const olap = await testOlap()
-  const store = new Store(redis)
+  const repositories = openRepositories(redis)
   // the site cache is off unless asked for, so settings written to the store directly apply at once
-  const sites = new SiteDirectory(store, { cacheMs: options.siteCacheMs ?? 0 })
+  const sites = new SiteDirectory(repositories.sites, { cacheMs: options.siteCacheMs ?? 0 })
   return {
     olap,
-    store,
+    kv: redis,
+    repositories,
     sites,
     // inserts before answering, so a test reads what it sent
-    ingestor: new Ingestor({ sites, store, sink: directSink(olap, store), geo: dbipGeo(), now }),
+    ingestor: new Ingestor({ sites, repositories, sink: directSink(olap, repositories), geo: dbipGeo(), now }),
     clientAddress: (request) => request.headers.get('x-forwarded-for') ?? '127.0.0.1',
     sharedProcess: true,
     liveCache: memoryLiveCache(() => now().getTime()),
@@ -89,12 +90,12 @@ export async function testServices(
 
 /** An organization holding the given sites, and its read key, created at `now`. */
 export async function orgWithSites(services: Services, name: string, sites: Parameters<typeof newSite>[0][], now = services.now()) {
-  const org = await createOrg(services.store, name, now)
-  const read = await createApiKey(services.store, { orgId: org.id, name: 'read', scope: 'read' }, now)
+  const org = await createOrg(services.repositories, name, now)
+  const read = await createApiKey(services.repositories, { orgId: org.id, name: 'read', scope: 'read' }, now)
   const created: Site[] = []
   for (const input of sites) {
     const site = newSite(input, org.id, now)
-    await services.store.createSite(site)
+    await services.repositories.sites.create(site)
     created.push(site)
   }
   return { org, read, key: read.key, sites: created }
@@ -105,12 +106,12 @@ export async function seed(services: Services) {
   const now = services.now()
   const make = async (name: string, domain: string, timezone = 'UTC') => {
     const { org, read, sites: [site] } = await orgWithSites(services, name, [{ domain, timezone }], now)
-    const write = await createApiKey(services.store, { orgId: org.id, name: 'write', scope: 'write' }, now)
+    const write = await createApiKey(services.repositories, { orgId: org.id, name: 'write', scope: 'write' }, now)
     return { org, site, read, write }
   }
   const a = await make('Org A', `a-${crypto.randomUUID().slice(0, 8)}.example.com`, 'Europe/Berlin')
   const b = await make('Org B', `b-${crypto.randomUUID().slice(0, 8)}.example.org`)
-  const ingest = await createApiKey(services.store, { orgId: a.org.id, name: 'ingest', scope: 'write', siteId: a.site.id }, now)
+  const ingest = await createApiKey(services.repositories, { orgId: a.org.id, name: 'ingest', scope: 'write', siteId: a.site.id }, now)
   return { a, b, ingest }
 }
 

@@ -10,8 +10,8 @@ import { type RawRedis, rawRequester } from '../storage/kv/raw'
 import { prefixedRaw, prefixedUpstash } from '../storage/kv/prefix'
 import { TcpRedis } from '../storage/kv/tcp'
 import { type RateLimiter, memoryRateLimiter, redisRateLimiter } from '../accounts/ratelimit'
-import { NATIVE_SCRIPTS } from '../ingest/visits'
-import { Store } from '../storage/store'
+import { NATIVE_SCRIPTS } from '../ingest/visits-repository'
+import { type Repositories, openRepositories } from '../repositories'
 import { UserError } from './env'
 
 export interface NodeEnv {
@@ -73,7 +73,8 @@ export interface NodeStores {
   olap: Olap
   /** Set when this process owns the embedded engine: the local ClickHouse endpoint serves it. */
   chdb: ChdbOlap | null
-  store: Store
+  kv: Redis
+  repositories: Repositories
   /** Set when this process talks raw Redis (embedded or TCP): the local Upstash endpoint serves it. */
   raw: RawRedis | null
   limiter: RateLimiter
@@ -162,7 +163,8 @@ export async function openNodeStores(env: NodeEnv, options: { viaRunningServer?:
   return {
     olap,
     chdb,
-    store: new Store(redis),
+    kv: redis,
+    repositories: openRepositories(redis),
     raw,
     limiter,
     describe: { clickhouse, keyValue },

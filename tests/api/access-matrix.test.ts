@@ -40,27 +40,27 @@ describe('access matrix: one organization against another', () => {
     foreignFunnel = (await asB('/api/v1/funnels', { site_id: fx.b.site.id, name: 'Theirs', steps: [{ type: 'page', value: '/' }, { type: 'goal', value: foreignGoal }] })).json.id
     foreignSegment = (await asB('/api/v1/segments', { site_id: fx.b.site.id, name: 'Theirs', filters: [{ dimension: 'path', operator: 'is', value: ['/secret-page'] }] })).json.id
     foreignAnnotation = (await asB('/api/v1/annotations', { siteId: fx.b.site.id, title: 'Their launch' })).json.id
-    foreignKeyId = (await createApiKey(services.store, { orgId: fx.b.org.id, name: 'b-ingest', scope: 'write', siteId: fx.b.site.id }, services.now())).id
+    foreignKeyId = (await createApiKey(services.repositories, { orgId: fx.b.org.id, name: 'b-ingest', scope: 'write', siteId: fx.b.site.id }, services.now())).id
     await call('GET', `/api/v1/proxy-config?site_id=${fx.b.site.id}`, { key: fx.b.write.key })
     const hit = { timestamp: new Date(Date.now() - 600_000).toISOString(), site: fx.b.site.snippetId, name: 'pageview', url: `https://${fx.b.site.domain}/secret-page`, ip: '203.0.113.1', userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0' }
     await importHits([JSON.stringify(hit)], services.ingestor)
     // org B's team: an owner, an admin and a pending invitation
-    await addOwner(services.store, fx.b.org.id, 'owner-b@example.org', services.now())
+    await addOwner(services.repositories, fx.b.org.id, 'owner-b@example.org', services.now())
     const invited = await call('POST', '/api/v1/org/members', { key: fx.b.write.key, body: { email: 'admin-b@example.org', role: 'admin' } })
-    foreignMember = (await acceptInvitation(services.store, invited.json.id, services.now())).id
+    foreignMember = (await acceptInvitation(services.repositories, invited.json.id, services.now())).id
     foreignInvitation = (await call('POST', '/api/v1/org/members', { key: fx.b.write.key, body: { email: 'pending-b@example.org', role: 'member' } })).json.id
         secrets = [fx.b.org.id, fx.b.site.id, fx.b.site.snippetId, fx.b.site.domain, foreignGoal, foreignKeyId, fx.b.read.id, fx.b.write.id, '/secret-page', foreignFunnel, foreignSegment, foreignAnnotation, 'Their launch', foreignMember, foreignInvitation, 'owner-b@', 'admin-b@', 'pending-b@']
   })
 
   const stateOfB = async () => ({
-    site: await services.store.getSite(fx.b.site.id),
-    goals: await services.store.listGoals(fx.b.site.id),
-    keys: (await services.store.listApiKeys(fx.b.org.id)).map(({ lastUsedAt: _, ...k }) => k),
-    team: await services.store.listTeam(fx.b.org.id),
-    funnels: await services.store.listFunnels(fx.b.site.id),
-    segments: await services.store.listSegments(fx.b.site.id),
-    annotations: await services.store.listAnnotations(fx.b.site.id),
-    imports: await services.store.listImportRuns(fx.b.site.id),
+    site: await services.repositories.sites.get(fx.b.site.id),
+    goals: await services.repositories.goals.list(fx.b.site.id),
+    keys: (await services.repositories.keys.list(fx.b.org.id)).map(({ lastUsedAt: _, ...k }) => k),
+    team: await services.repositories.team.list(fx.b.org.id),
+    funnels: await services.repositories.funnels.list(fx.b.site.id),
+    segments: await services.repositories.segments.list(fx.b.site.id),
+    annotations: await services.repositories.annotations.list(fx.b.site.id),
+    imports: await services.repositories.importRuns.list(fx.b.site.id),
   })
 
   it('leaks nothing through any keyed endpoint, with any key kind, by UUID or snippet id', async () => {

@@ -45,10 +45,10 @@ describe('alert settings', () => {
     const rotated = await call('PATCH', path(), { key: fx.a.write.key, body: { rotateWebhookSecret: true } })
     expect(rotated.json.webhookSecret).toMatch(/^whsec_/)
     expect(rotated.json.webhookSecret).not.toBe(hook.json.webhookSecret)
-    expect((await services.store.getSite(fx.a.site.id))!.webhookSecret).toBe(rotated.json.webhookSecret)
+    expect((await services.repositories.sites.get(fx.a.site.id))!.webhookSecret).toBe(rotated.json.webhookSecret)
     // removing the webhook drops the secret
     expect((await call('PATCH', path(), { key: fx.a.write.key, body: { webhookUrl: null } })).json.webhookUrl).toBeNull()
-    expect((await services.store.getSite(fx.a.site.id))!.webhookSecret).toBeUndefined()
+    expect((await services.repositories.sites.get(fx.a.site.id))!.webhookSecret).toBeUndefined()
     expect((await call('PATCH', path(), { key: fx.a.write.key, body: { rotateWebhookSecret: true } })).status).toBe(400)
   })
 
@@ -70,12 +70,12 @@ describe('alert settings', () => {
   ]
   for (const [name, body, message] of bad) {
     it(`rejects ${name} with 400 and changes nothing`, async () => {
-      const before = await services.store.getSite(fx.a.site.id)
+      const before = await services.repositories.sites.get(fx.a.site.id)
       // a valid field alongside the bad one is not applied either
       const res = await call('PATCH', path(), { key: fx.a.write.key, body: name === 'empty body' ? body : { monthlyReport: true, ...(body as object) } })
       expect(res.status).toBe(400)
       expect(res.json.error).toMatch(message)
-      expect(await services.store.getSite(fx.a.site.id)).toEqual(before)
+      expect(await services.repositories.sites.get(fx.a.site.id)).toEqual(before)
     })
   }
 
@@ -87,7 +87,7 @@ describe('alert settings', () => {
       expect((await call('GET', `/api/v1/sites/${ref}/alerts`, { key: fx.a.read.key })).status).toBe(404)
       expect((await call('PATCH', `/api/v1/sites/${ref}/alerts`, { key: fx.a.write.key, body: { weeklyReport: true } })).status).toBe(404)
     }
-    expect((await services.store.getSite(fx.b.site.id))!.alerts.weeklyReport).toBe(false)
+    expect((await services.repositories.sites.get(fx.b.site.id))!.alerts.weeklyReport).toBe(false)
     // a site-bound key reaches its own site only
     expect((await call('PATCH', path(), { key: fx.ingest.key, body: { monthlyReport: true } })).status).toBe(200)
     const other = await call('POST', '/api/v1/sites', { key: fx.a.write.key, body: { domain: `other-${crypto.randomUUID().slice(0, 6)}.example.com` } })

@@ -71,7 +71,7 @@ describe.each(kinds)('auth matrix (%s key/value store)', (kind) => {
     const res = await call('PATCH', `/api/v1/sites/${fx.a.site.id}`, { key: fx.a.read.key, body: { includeBots: true } })
     expect(res.status).toBe(403)
     expect(res.json.error).toMatch(/write/)
-    expect((await services.store.getSite(fx.a.site.id))!.tracking.includeBots).toBe(false)
+    expect((await services.repositories.sites.get(fx.a.site.id))!.tracking.includeBots).toBe(false)
     expect((await call('POST', '/api/v1/sites', { key: fx.a.read.key, body: { domain: 'new.example.com' } })).status).toBe(403)
   })
 
@@ -86,7 +86,7 @@ describe.each(kinds)('auth matrix (%s key/value store)', (kind) => {
       expect(write.status).toBe(404)
       expect(write.json).toEqual(missing.json)
     }
-    expect((await services.store.getSite(fx.b.site.id))!.tracking.includeBots).toBe(false)
+    expect((await services.repositories.sites.get(fx.b.site.id))!.tracking.includeBots).toBe(false)
     // the owner reaches it both ways
     expect((await call('GET', `/api/v1/sites/${fx.b.site.snippetId}`, { key: fx.b.read.key })).json.id).toBe(fx.b.site.id)
   })
@@ -95,19 +95,19 @@ describe.each(kinds)('auth matrix (%s key/value store)', (kind) => {
     const now = services.now()
     const { newSite } = await import('../../lib/sites/sites')
     const other = newSite({ domain: `other-${crypto.randomUUID().slice(0, 6)}.example.com` }, fx.a.org.id, now)
-    await services.store.createSite(other)
+    await services.repositories.sites.create(other)
     expect((await call('GET', `/api/v1/sites/${other.id}`, { key: fx.ingest.key })).status).toBe(404)
     expect((await call('GET', `/api/v1/sites/${fx.a.site.snippetId}`, { key: fx.ingest.key })).status).toBe(200)
     const list = await call('GET', '/api/v1/sites', { key: fx.ingest.key })
     expect(list.json.sites.map((s: { id: string }) => s.id)).toEqual([fx.a.site.id])
     expect((await call('POST', '/api/v1/sites', { key: fx.ingest.key, body: { domain: 'x.example.com' } })).status).toBe(403)
     expect((await call('DELETE', `/api/v1/sites/${fx.a.site.id}?confirm=${fx.a.site.domain}`, { key: fx.ingest.key })).status).toBe(403)
-    expect(await services.store.getSite(fx.a.site.id)).not.toBeNull()
+    expect(await services.repositories.sites.get(fx.a.site.id)).not.toBeNull()
   })
 
   it('a revoked key is 401 at once, and the listing shows it revoked with no secret', async () => {
     const { createApiKey } = await import('../../lib/accounts/admin')
-    const doomed = await createApiKey(services.store, { orgId: fx.a.org.id, name: 'doomed', scope: 'read' }, services.now())
+    const doomed = await createApiKey(services.repositories, { orgId: fx.a.org.id, name: 'doomed', scope: 'read' }, services.now())
     expect((await call('GET', '/api/v1/me', { key: doomed.key })).status).toBe(200)
     const revoke = await call('DELETE', `/api/v1/org/api-keys?id=${doomed.id}`, { key: fx.a.write.key })
     expect(revoke).toMatchObject({ status: 200, json: { revoked: true, id: doomed.id } })

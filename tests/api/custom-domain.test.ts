@@ -30,7 +30,7 @@ describe('custom tracking domain', () => {
 
   const addSite = async () => {
     const site = newSite({ domain: `cd-${crypto.randomUUID().slice(0, 8)}.example.com` }, fx.a.org.id, services.now())
-    await services.store.createSite(site)
+    await services.repositories.sites.create(site)
     return site
   }
   const path = (ref: string) => `/api/v1/sites/${ref}/custom-domain`
@@ -92,7 +92,7 @@ describe('custom tracking domain', () => {
     const bad = await call('PATCH', `/api/v1/sites/${site.id}`, { key: fx.a.write.key, body: { customDomain: 'stats.other.com', isPublic: false } })
     expect(bad.status).toBe(400)
     expect(bad.json.error).toMatch(/^customDomain: must be a subdomain of/)
-    expect((await services.store.getSite(site.id))!.sharing.isPublic).toBe(true)
+    expect((await services.repositories.sites.get(site.id))!.sharing.isPublic).toBe(true)
     const cleared = await call('PATCH', `/api/v1/sites/${site.id}`, { key: fx.a.write.key, body: { customDomain: null } })
     expect(cleared.json.tracking.customDomain).toBeNull()
     expect((await call('GET', path(site.id), { key: fx.a.read.key })).json.status).toBe('none')
@@ -105,7 +105,7 @@ describe('custom tracking domain', () => {
     const site = await addSite()
     await call('POST', path(site.id), { key: fx.a.write.key, body: { domain: `x.${site.domain}` } })
     expect((await call('DELETE', `/api/v1/sites/${site.id}?confirm=${site.domain}`, { key: fx.a.write.key })).status).toBe(200)
-    expect(await services.store.getCustomDomain(site.id)).toBeNull()
+    expect(await services.repositories.siteChecks.customDomain(site.id)).toBeNull()
   })
 
   const bad: [string, unknown, RegExp][] = [
@@ -123,8 +123,8 @@ describe('custom tracking domain', () => {
       const res = await call('POST', path(site.id), { key: fx.a.write.key, body: input })
       expect(res.status).toBe(400)
       expect(res.json.error).toMatch(message)
-      expect(await services.store.getCustomDomain(site.id)).toBeNull()
-      expect(await services.store.getSite(site.id)).toEqual(site)
+      expect(await services.repositories.siteChecks.customDomain(site.id)).toBeNull()
+      expect(await services.repositories.sites.get(site.id)).toEqual(site)
     })
   }
 
@@ -137,7 +137,7 @@ describe('custom tracking domain', () => {
       expect((await call('POST', path(ref), { key: fx.a.write.key, body: { domain: `stats.${fx.b.site.domain}` } })).status).toBe(404)
       expect((await call('DELETE', path(ref), { key: fx.a.write.key })).status).toBe(404)
     }
-    expect(await services.store.getCustomDomain(fx.b.site.id)).toBeNull()
+    expect(await services.repositories.siteChecks.customDomain(fx.b.site.id)).toBeNull()
     const other = await addSite()
     expect((await call('GET', path(other.id), { key: fx.ingest.key })).status).toBe(404)
     expect((await call('POST', path(fx.a.site.id), { key: fx.ingest.key, body: { domain } })).json.customDomain).toBe(domain)

@@ -66,7 +66,7 @@ describe.each(kinds)('funnels (%s key/value store)', (kind) => {
   })
 
   it('refuses bad input with a 400 naming the field, and changes nothing', async () => {
-    const before = await services.store.listFunnels(fx.a.site.id)
+    const before = await services.repositories.funnels.list(fx.a.site.id)
     const cases: [unknown, RegExp][] = [
       [{ site_id: fx.a.site.id, steps: steps() }, /^name/],
       [{ site_id: fx.a.site.id, name: 'x', steps: [steps()[0]] }, /^steps: a funnel has 2 to 8 steps/],
@@ -89,12 +89,12 @@ describe.each(kinds)('funnels (%s key/value store)', (kind) => {
     expect(patch.json.error).toMatch(/at least one of name and steps/)
     const badGoal = await call('PATCH', '/api/v1/funnels', { key: fx.a.write.key, body: { site_id: fx.a.site.id, funnel_id: before[0].id, name: 'renamed', steps: [steps()[0], { type: 'goal', value: crypto.randomUUID() }] } })
     expect(badGoal.status).toBe(400)
-    expect(await services.store.listFunnels(fx.a.site.id)).toEqual(before)
+    expect(await services.repositories.funnels.list(fx.a.site.id)).toEqual(before)
   })
 
   it("another organization's funnels, goals and sites are 404 or unknown; read keys cannot write", async () => {
     const theirGoal = (await call('POST', '/api/v1/goals', { key: fx.b.write.key, body: { site_id: fx.b.site.id, type: 'event', matchValue: 'Theirs' } })).json.id
-    const theirFunnel = (await services.store.listFunnels(fx.b.site.id))[0]
+    const theirFunnel = (await services.repositories.funnels.list(fx.b.site.id))[0]
     // a goal of another site is not a goal of this one
     const foreignGoal = await call('POST', '/api/v1/funnels', { key: fx.a.write.key, body: { site_id: fx.a.site.id, name: 'y', steps: [steps()[0], { type: 'goal', value: theirGoal }] } })
     expect(foreignGoal.status).toBe(400)
@@ -108,7 +108,7 @@ describe.each(kinds)('funnels (%s key/value store)', (kind) => {
       expect((await call('PATCH', '/api/v1/funnels', { key: fx.a.write.key, body: { site_id: ref, funnel_id: theirFunnel.id, name: 'mine' } })).status).toBe(404)
       expect((await call('POST', '/api/v1/funnels', { key: fx.a.write.key, body: { site_id: ref, name: 'mine', steps: steps() } })).status).toBe(404)
     }
-    expect(await services.store.listFunnels(fx.b.site.id)).toEqual([theirFunnel])
+    expect(await services.repositories.funnels.list(fx.b.site.id)).toEqual([theirFunnel])
     expect((await call('POST', '/api/v1/funnels', { key: fx.a.read.key, body: { site_id: fx.a.site.id, name: 'z', steps: steps() } })).status).toBe(403)
   })
 })

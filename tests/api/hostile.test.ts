@@ -66,10 +66,10 @@ describe('request bodies are capped while they are read', () => {
   })
 
   it('a settings write over 64 KB is 413 and changes nothing', async () => {
-    const before = await services.store.getSite(fx.a.site.id)
+    const before = await services.repositories.sites.get(fx.a.site.id)
     const res = await call('PATCH', `/api/v1/sites/${fx.a.site.id}`, { key: fx.a.write.key, body: { displayName: 'x', excludedPaths: Array(5000).fill('/a-long-path-to-exclude') } })
     expect(res.status).toBe(413)
-    expect(await services.store.getSite(fx.a.site.id)).toEqual(before)
+    expect(await services.repositories.sites.get(fx.a.site.id)).toEqual(before)
   })
 })
 

@@ -8,7 +8,7 @@ it('examples/hits.ndjson, the example of docs/import.md, imports whole and repor
   const services = await testServices()
   const { a } = await seed(services)
   const lines = readFileSync('examples/hits.ndjson', 'utf8').trim().split('\n').map((line) => line.replace('YOUR_SNIPPET_ID', a.site.snippetId))
-  const result = await runImport(lines, { olap: services.olap, store: services.store, geo: dbipGeo() })
+  const result = await runImport(lines, { olap: services.olap, repositories: services.repositories, geo: dbipGeo() })
   expect(result).toMatchObject({ imported: 5, rejected: 0 })
   const api = client(services)
   const stats = await api('GET', `/api/v1/stats?site_id=${a.site.id}&range=custom&from=2026-10-05&to=2026-10-05`, { key: a.read.key })

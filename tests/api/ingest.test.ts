@@ -251,7 +251,7 @@ describe('ingestion', () => {
         { pathname: '/e', bot_name: 'AhrefsBot', bot_kind: 'seo', verified: 0, collection_source: 'server', hostname: fx.a.site.domain, referrer: '' },
       ])
       // bots are usage of their own kind, not billed as events
-      const usage = await services.store.getUsage(fx.a.org.id, now.toISOString().slice(0, 7))
+      const usage = await services.repositories.usage.get(fx.a.org.id, now.toISOString().slice(0, 7))
       expect(usage.bot).toBe(5)
     })
 
@@ -284,7 +284,7 @@ describe('ingestion', () => {
       expect(shown.json).toEqual({ exists: true, id: first.json.id, prefix: first.json.prefix, createdAt: now.toISOString() })
       expect((await call('GET', '/api/v1/proxy-config', { key: first.json.key, via: 'query' })).json.siteId).toBe(fx.b.site.id)
       // a site-bound key made in the account area is revoked by the rotation too
-      const adminMade = await createApiKey(services.store, { orgId: fx.b.org.id, name: 'drain', scope: 'write', siteId: fx.b.site.id }, now)
+      const adminMade = await createApiKey(services.repositories, { orgId: fx.b.org.id, name: 'drain', scope: 'write', siteId: fx.b.site.id }, now)
       expect((await call('GET', '/api/v1/me', { key: adminMade.key })).status).toBe(200)
       const second = await call('POST', `/api/v1/sites/${fx.b.site.id}/ingest-key`, { key: fx.b.write.key })
       expect(second.json.rotated).toBe(true)

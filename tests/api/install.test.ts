@@ -55,7 +55,7 @@ describe('install check', () => {
 
   const addSite = async (prefix: string) => {
     const site = newSite({ domain: `${prefix}-${crypto.randomUUID().slice(0, 8)}.example.com` }, fx.a.org.id, services.now())
-    await services.store.createSite(site)
+    await services.repositories.sites.create(site)
     return site
   }
   const snippetOf = (site: Site) => siteView(site, 'https://api.test').snippet
@@ -132,7 +132,7 @@ describe('install check', () => {
       expect((await call('GET', `/api/v1/sites/${ref}/install`, { key: fx.a.read.key })).status).toBe(404)
       expect((await call('POST', `/api/v1/sites/${ref}/install`, { key: fx.a.write.key })).status).toBe(404)
     }
-    expect(await services.store.getInstallCheck(fx.b.site.id)).toBeNull()
+    expect(await services.repositories.siteChecks.installCheck(fx.b.site.id)).toBeNull()
     const other = await addSite('bound')
     expect((await call('GET', `/api/v1/sites/${other.id}/install`, { key: fx.ingest.key })).status).toBe(404)
     fixture.pages.set(fx.a.site.domain, { body: html(snippetOf(fx.a.site)) })

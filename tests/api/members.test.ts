@@ -16,12 +16,12 @@ describe('team members', () => {
     fx = await seed(services)
     call = client(services)
     // the seeded organizations were made without an owner; give org A one the way createOrg does
-    ownerId = (await addOwner(services.store, fx.a.org.id, 'boss@example.com', services.now())).id
+    ownerId = (await addOwner(services.repositories, fx.a.org.id, 'boss@example.com', services.now())).id
   })
 
   it('makes the creator of an organization its owner', async () => {
-    const org = await createOrg(services.store, 'Owned', services.now(), 'owner@example.com')
-    expect((await services.store.listTeam(org.id)).members).toEqual([{ id: expect.any(String), email: 'owner@example.com', role: 'owner', joinedAt: expect.any(String) }])
+    const org = await createOrg(services.repositories, 'Owned', services.now(), 'owner@example.com')
+    expect((await services.repositories.team.list(org.id)).members).toEqual([{ id: expect.any(String), email: 'owner@example.com', role: 'owner', joinedAt: expect.any(String) }])
   })
 
   const team = async () => (await call('GET', '/api/v1/org/members', { key: fx.a.read.key })).json
@@ -48,7 +48,7 @@ describe('team members', () => {
 
   it('sets roles, never the owner’s, and removes members and invitations, never the owner', async () => {
     const invited = (await team()).invitations.find((i: { email: string }) => i.email === 'carol@example.com')
-    const carol = await acceptInvitation(services.store, invited.id, services.now())
+    const carol = await acceptInvitation(services.repositories, invited.id, services.now())
     expect((await team()).invitations.map((i: { email: string }) => i.email)).toEqual(['dan@example.com'])
     const promoted = await call('PATCH', '/api/v1/org/members', { key: fx.a.write.key, body: { member_id: carol.id, role: 'admin' } })
     expect(promoted.status).toBe(200)
@@ -96,7 +96,7 @@ describe('team members', () => {
     // org B's ids are unknown to org A's keys
     const bTeam = (await call('GET', '/api/v1/org/members', { key: fx.b.read.key })).json
     const bInvitation = bTeam.invitations[0].id
-    const bMember = await acceptInvitation(services.store, bInvitation, services.now())
+    const bMember = await acceptInvitation(services.repositories, bInvitation, services.now())
     const before = (await call('GET', '/api/v1/org/members', { key: fx.b.read.key })).json
     expect((await call('PATCH', '/api/v1/org/members', { key: fx.a.write.key, body: { member_id: bMember.id, role: 'member' } })).status).toBe(404)
     expect((await call('DELETE', `/api/v1/org/members?member_id=${bMember.id}`, { key: fx.a.write.key })).status).toBe(404)

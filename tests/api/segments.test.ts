@@ -78,7 +78,7 @@ describe.each(kinds)('segments (%s key/value store)', (kind) => {
   })
 
   it('refuses a bad filter exactly as the reports do, and saves nothing', async () => {
-    const before = await services.store.listSegments(fx.a.site.id)
+    const before = await services.repositories.segments.list(fx.a.site.id)
     const bad: unknown[] = [
       [{ dimension: 'colour', operator: 'is', value: ['x'] }],
       [{ dimension: 'path', operator: 'like', value: ['x'] }],
@@ -106,11 +106,11 @@ describe.each(kinds)('segments (%s key/value store)', (kind) => {
       expect(res.status, JSON.stringify(body)).toBe(message.source.includes('already') ? 409 : 400)
       expect(res.json.error, JSON.stringify(body)).toMatch(message)
     }
-    expect(await services.store.listSegments(fx.a.site.id)).toEqual(before)
+    expect(await services.repositories.segments.list(fx.a.site.id)).toEqual(before)
   })
 
   it('a segment filter takes is with one known id; a ga4 read refuses its first-party filters', async () => {
-    const [segment] = await services.store.listSegments(fx.a.site.id)
+    const [segment] = await services.repositories.segments.list(fx.a.site.id)
     const stats = (filters: unknown, extra = '') => call('GET', `/api/v1/stats?site_id=${fx.a.site.id}${extra}${filtersParam(filters)}`, { key: fx.a.read.key })
     expect((await stats([segmentFilter(segment.id, 'is_not')])).json.error).toMatch(/^filters: a segment filter takes only the is operator/)
     expect((await stats([{ dimension: 'segment', operator: 'is', value: [segment.id, segment.id] }])).json.error).toMatch(/exactly one segment id/)
@@ -140,10 +140,10 @@ describe.each(kinds)('segments (%s key/value store)', (kind) => {
       expect((await call('DELETE', `/api/v1/segments?site_id=${ref}&id=${theirs.json.id}`, { key: fx.a.write.key })).status).toBe(404)
       expect((await create({ site_id: ref, name: 'mine', filters: [{ dimension: 'path', operator: 'is', value: ['/'] }] })).status).toBe(404)
     }
-    expect(await services.store.listSegments(fx.b.site.id)).toHaveLength(1)
+    expect(await services.repositories.segments.list(fx.b.site.id)).toHaveLength(1)
     expect((await create({ site_id: fx.a.site.id, name: 'ro', filters: [{ dimension: 'path', operator: 'is', value: ['/'] }] }, fx.a.read.key)).status).toBe(403)
 
-    const [mine] = await services.store.listSegments(fx.a.site.id)
+    const [mine] = await services.repositories.segments.list(fx.a.site.id)
     expect((await call('DELETE', `/api/v1/segments?site_id=${fx.a.site.id}&id=${mine.id}`, { key: fx.a.read.key })).status).toBe(403)
     expect(await call('DELETE', `/api/v1/segments?site_id=${fx.a.site.id}&id=${mine.id}`, { key: fx.a.write.key })).toMatchObject({ status: 200, json: { deleted: true, id: mine.id } })
     const after = await call('GET', `/api/v1/stats?site_id=${fx.a.site.id}${filtersParam([segmentFilter(mine.id)])}`, { key: fx.a.read.key })

@@ -57,7 +57,7 @@ describe('changing a site record', () => {
       }),
     )
     await Promise.all(changes)
-    const stored = (await services.store.getSite(fx.a.site.id))!
+    const stored = (await services.repositories.sites.get(fx.a.site.id))!
     expect([...stored.tracking.excludedPaths].sort()).toEqual(Array.from({ length: 8 }, (_, i) => `/p${i}`).sort())
     // the losers ran again: more calls than changes
     expect(calls).toBeGreaterThan(8)

@@ -5,7 +5,7 @@ import { BOT_KINDS } from '../../ingest/bots'
 import { BOT_DIMENSION_SQL } from './compile/bots'
 import type { Goal } from '../../sites/goals'
 import { SOURCES, type Site, siteRefSchema } from '../../sites/sites'
-import type { Segment } from '../../storage/store'
+import type { Segment } from '../../sites/definition-records'
 import type { Filter, Query, Source } from './model'
 import { type WindowName, resolveRange } from './range'
 

@@ -3,7 +3,7 @@ import { FIRST_PARTY_DIMENSIONS, PROPERTY_PREFIX, type RangeName, SHARED_DIMENSI
 import type { Goal } from '../../sites/goals'
 import type { Olap } from '../../storage/clickhouse/types'
 import type { Site } from '../../sites/sites'
-import type { Store } from '../../storage/store'
+import type { Repositories } from '../../repositories'
 import type { Query, Source } from './model'
 import { dailyTotalsSql } from './compile/stats'
 import { type ParseOptions, type ParsedReport, type ReportParams, needsFirstEvent, needsGoals, needsSegments, parseQuery } from './parse'
@@ -22,7 +22,7 @@ import { readsBotHits } from './plan'
 /** What the verbs read from: the engine, the goals of a site, and the clock. */
 export interface ReportDeps {
   olap: Olap
-  store: Pick<Store, 'listGoals' | 'listSegments'>
+  repositories: Pick<Repositories, 'goals' | 'segments'>
   now(): Date
 }
 
@@ -50,8 +50,8 @@ const windowQuery = (siteId: string, range: ResolvedRange): Query => ({ siteId, 
 /** Reads what parsing needs (the goals, the segments, the first event) only when it needs it, then parses. */
 export async function prepare(deps: ReportDeps, site: Site, params: ReportParams, options: ParseOptions & { withGoals?: boolean; now?: Date } = {}): Promise<ParsedReport> {
   const [goals, segments, first] = await Promise.all([
-    options.withGoals || needsGoals(params, options) ? deps.store.listGoals(site.id) : Promise.resolve([] as Goal[]),
-    needsSegments(params) ? deps.store.listSegments(site.id) : Promise.resolve([]),
+    options.withGoals || needsGoals(params, options) ? deps.repositories.goals.list(site.id) : Promise.resolve([] as Goal[]),
+    needsSegments(params) ? deps.repositories.segments.list(site.id) : Promise.resolve([]),
     needsFirstEvent(params, options) ? firstEventAt(deps.olap, site.id) : Promise.resolve(null),
   ])
   return parseQuery({ params, site, goals, segments, firstEventAt: first, now: options.now ?? deps.now() }, options)
