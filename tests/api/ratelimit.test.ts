@@ -37,7 +37,7 @@ describe('per-key rate limits through the app', () => {
     const services = await testServices({ kv: 'redis' })
     const fx = await seed(services)
     const small = { default: { max: 5, windowMs: 3000 }, collect: { max: 5, windowMs: 3000 }, ping: { max: 5, windowMs: 3000 }, proxy: { max: 5, windowMs: 3000 } }
-    const call = client({ ...services, limiter: redisRateLimiter((services.repositories as unknown as { redis: never }).redis, small) })
+    const call = client({ ...services, limiter: redisRateLimiter(services.kv, small) })
     for (let round = 0; round < 2; round++) {
       let refused: Awaited<ReturnType<typeof call>> | undefined
       for (let i = 0; i < 12 && !refused; i++) {
@@ -58,7 +58,7 @@ describe('per-key rate limits through the app', () => {
     const fx = await seed(services)
     // two app instances on one Redis share the budget
     const first = client(services)
-    const second = client({ ...services, limiter: redisRateLimiter((services.repositories as unknown as { redis: never }).redis) })
+    const second = client({ ...services, limiter: redisRateLimiter(services.kv) })
     const intoWindow = Date.now() % 60_000
     if (intoWindow > 45_000) await new Promise((r) => setTimeout(r, 60_000 - intoWindow + 50))
     for (let i = 0; i < 600; i++) expect((await (i % 2 ? first : second)('GET', '/api/v1/me', { key: fx.a.read.key })).status).toBe(200)
