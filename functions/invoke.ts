@@ -4,7 +4,7 @@ import type { ApiKeyRecord } from '../lib/accounts/keys'
 import { LIMITS, type LimitResult } from '../lib/accounts/ratelimit'
 import type { Services } from '../lib/services'
 import { ConflictError } from '../lib/storage/errors'
-import { type Endpoint, type EndpointContext } from './endpoint'
+import type { Endpoint, EndpointContext } from './endpoint'
 import { traceOf } from './request-log'
 
 /**
