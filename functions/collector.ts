@@ -1,7 +1,6 @@
 import { z } from 'zod'
 import { ApiError } from '../lib/errors'
-import { geoFromCf } from '../lib/ingest/geo'
-import { missingKindField, parseHit } from '../lib/ingest/hit'
+import { collectBrowserHit } from '../lib/ingest/browser-hit'
 import { browserHitSchema } from '../lib/ingest/hit-schema'
 import { TRACKER_FILES } from '../lib/tracker/bundle.generated'
 import { defineEndpoint } from './endpoint'
@@ -50,28 +49,7 @@ export const collectorEndpoints = [
     status: 202,
     response: { mediaType: null, description: 'Accepted; no body' },
     async handler({ services, request, env }) {
-      const text = await request.text()
-      let body: unknown
-      try {
-        body = JSON.parse(text)
-      } catch {
-        throw new ApiError(400, 'body: not valid JSON')
-      }
-      // the browser sends no timestamp, ip or userAgent: they come from the request
-      const hit = parseHit(body, 'browser')
-      if (typeof hit === 'string') throw new ApiError(400, hit)
-      const missing = missingKindField(hit)
-      if (missing) throw new ApiError(400, missing)
-      const site = await services.sites.bySnippet(hit.site)
-      if (!site) throw new ApiError(400, `site: unknown site "${hit.site}"`)
-      // a customer's proxy that proves the site's secret may pass the visitor's address on
-      const proxied = site.proxySecret && request.headers.get('x-proxy-secret') === site.proxySecret
-      const ip = (proxied && request.headers.get('x-forwarded-for')?.split(',')[0].trim()) || services.clientAddress(request, env)
-      const cf = (request as { cf?: Record<string, unknown> }).cf
-      const outcome = await services.ingestor.submit({
-        hit, site, ip, userAgent: request.headers.get('user-agent') ?? '', receivedAt: services.now(), geo: cf ? geoFromCf(cf) : undefined, source: 'browser',
-      })
-      if (outcome.status === 'rejected') throw new ApiError(400, outcome.error)
+      await collectBrowserHit(services, request, env)
       return undefined
     },
   }),

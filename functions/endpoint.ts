@@ -75,12 +75,3 @@ export const isJsonAnswer = (response: Endpoint['response']): response is z.ZodT
 
 export const pathParamNames = (path: string) => [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1])
 
-/** `site_id: expected a string` from the first zod issue. */
-export function describeZodError(error: z.ZodError, where: 'query' | 'body'): string {
-  const issue = error.issues[0]
-  const path = issue.path.join('.')
-  if (issue.code === 'unrecognized_keys') {
-    return `${path ? `${path}: ` : ''}unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`
-  }
-  return `${path || where}: ${issue.message}`
-}

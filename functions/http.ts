@@ -1,8 +1,8 @@
 import type { Context, Hono } from 'hono'
 import { bodyLimit } from 'hono/body-limit'
-import { readCredential } from '../lib/accounts/auth'
+import { credentialHash } from '../lib/accounts/auth'
 import { ApiError } from '../lib/errors'
-import { sha256Hex, type ApiKeyRecord } from '../lib/accounts/keys'
+import type { ApiKeyRecord } from '../lib/accounts/keys'
 import type { Services } from '../lib/services'
 import { DEFAULT_MAX_BODY_BYTES, type Endpoint, isJsonAnswer } from './endpoint'
 import { CallContext, admit, invoke } from './invoke'
@@ -42,9 +42,7 @@ export function mountEndpoints(app: Hono, endpoints: Endpoint[], services: Servi
       // public endpoints never read the key
       let ctx = new CallContext(services, null as unknown as ApiKeyRecord, c.req.raw, c.env, c)
       if (endpoint.scope !== 'public') {
-        const credential = readCredential(c.req.raw)
-        if (!credential) throw new ApiError(401, 'missing API key: send Authorization: Bearer <API_KEY>')
-        const admitted = await admit(services, endpoint, { credential, hash: await sha256Hex(credential.secret) }, ctx)
+        const admitted = await admit(services, endpoint, await credentialHash(c.req.raw), ctx)
         ctx = ctx.withKey(admitted.key)
         c.set(KEY_PREFIX_VAR as never, admitted.key.prefix as never)
         for (const [name, value] of Object.entries(admitted.headers)) c.header(name, value)

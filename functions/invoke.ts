@@ -1,10 +1,11 @@
-import { type Credential, authorize, siteForKey } from '../lib/accounts/auth'
-import { ApiError } from '../lib/errors'
+import { type Credential, authorize, keyOfHash, recordKeyUse, siteForKey } from '../lib/accounts/auth'
+import { ApiError, describeZodError } from '../lib/errors'
 import { InvalidPatternError } from '../lib/storage/clickhouse/execute'
 import type { ApiKeyRecord } from '../lib/accounts/keys'
 import { LIMITS, type LimitResult } from '../lib/accounts/ratelimit'
 import type { Services } from '../lib/services'
-import { type Endpoint, type EndpointContext, describeZodError } from './endpoint'
+import { ConflictError } from '../lib/storage/errors'
+import type { Endpoint, EndpointContext } from './endpoint'
 import { traceOf } from './request-log'
 
 /**
@@ -42,6 +43,11 @@ function lastUseOf(services: Services) {
   return written
 }
 
+/** The key a credential names, checked as every call checks it first: 401 for no such key. */
+export async function identify(services: Services, presented: Presented): Promise<ApiKeyRecord> {
+  return authorize(await keyOfHash(services.repositories, presented.hash), presented.credential, 'read')
+}
+
 /**
  * Admits a caller of a keyed endpoint: 401 for a missing or unknown key, 403 for a scope too
  * small, 429 past the key's budget. `known` is the key already looked up for this credential
@@ -56,7 +62,7 @@ export async function admit(
 ): Promise<Admitted> {
   const limitClass = endpoint.limit ?? 'default'
   // the budget is per key, counted under the key's hash, so lookup and count go out together
-  const [record, result] = await Promise.all([known ?? services.store.getApiKeyByHash(presented.hash), services.limiter.limit(limitClass, presented.hash)])
+  const [record, result] = await Promise.all([known ?? keyOfHash(services.repositories, presented.hash), services.limiter.limit(limitClass, presented.hash)])
   if (presented.credential.via === 'query' && !endpoint.keyInUrl) {
     throw new ApiError(401, 'the key query parameter is accepted only by the ingestion endpoints (collect, proxy-config), with a site-bound ingest key; send keys in the Authorization header')
   }
@@ -72,7 +78,7 @@ export async function admit(
   const lastUsedWritten = lastUseOf(services)
   if ((lastUsedWritten.get(key.id) ?? 0) < now - LAST_USED_EVERY_MS) {
     lastUsedWritten.set(key.id, now)
-    call.background(services.store.touchApiKey(key.orgId, key.id, new Date(now).toISOString()))
+    call.background(recordKeyUse(services.repositories, key, new Date(now)))
   }
   return { key, headers }
 }
@@ -123,10 +129,14 @@ export class CallContext implements EndpointContext {
   }
 }
 
-/** Any failure as the ApiError answered for it: unknown ones are logged with a request id and answered as a generic 500. */
+/**
+ * Any failure as the ApiError answered for it: a storage conflict is 409 with its message; unknown
+ * ones are logged with a request id and answered as a generic 500.
+ */
 export function asApiError(err: unknown, request: Request): ApiError {
   if (err instanceof ApiError) return err
   if (err instanceof InvalidPatternError) return new ApiError(400, 'filters: invalid regular expression in a matches filter')
+  if (err instanceof ConflictError) return new ApiError(409, err.message)
   const { id, logError } = traceOf(request)
   logError({ requestId: id, method: request.method, path: new URL(request.url).pathname, error: String((err as Error)?.stack ?? err) })
   return new ApiError(500, `internal error (request ${id})`)

@@ -3,9 +3,10 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js'
 import { z } from 'zod'
 import { ApiError } from '../lib/errors'
-import { type ApiKeyRecord, sha256Hex } from '../lib/accounts/keys'
+import { credentialHash } from '../lib/accounts/auth'
+import type { ApiKeyRecord } from '../lib/accounts/keys'
 import { type Endpoint, defineEndpoint, isJsonAnswer, pathParamNames } from './endpoint'
-import { admit, asApiError, invoke } from './invoke'
+import { admit, asApiError, identify, invoke } from './invoke'
 import { outputSchema, toolInputSchema } from './openapi'
 
 /** The tools a key may see: reads for every key, writes for write keys, org-wide tools not for site-bound keys. */
@@ -34,8 +35,6 @@ export function toolInput(endpoint: Endpoint, args: Record<string, unknown>): { 
 const MCP_INSTRUCTIONS =
   'Web analytics for the sites of one organization. Start with whoami, then list_sites for site ids (a UUID or the snippet id both work as site_id). ' +
   'Counts are integers; bounceRate is a fraction from 0 to 1, not a percentage; durations are seconds. Relative ranges resolve in the site timezone.'
-
-const BEARER = /^Bearer\s+(\S+)\s*$/i
 
 /** A failed call's structured content: the status and message the REST call would answer. */
 const TOOL_ERROR = {
@@ -70,11 +69,10 @@ export function mcpEndpoint(registry: () => Endpoint[]) {
     body: z.looseObject({ jsonrpc: z.literal('2.0'), method: z.string() }).describe('A JSON-RPC 2.0 message'),
     response: { mediaType: 'application/json', description: 'A JSON-RPC 2.0 answer' },
     async handler(ctx) {
-      const bearer = BEARER.exec(ctx.request.headers.get('authorization') ?? '')?.[1]
-      if (!bearer) throw new ApiError(401, 'missing API key: send Authorization: Bearer <API_KEY>')
-      const presented = { credential: { secret: bearer, via: 'header' as const }, hash: await sha256Hex(bearer) }
-      const key = await ctx.services.store.getApiKeyByHash(presented.hash)
-      if (!key) throw new ApiError(401, 'invalid API key')
+      // read as REST reads it; MCP takes the Authorization header alone
+      const presented = await credentialHash(ctx.request)
+      if (presented.credential.via !== 'bearer') throw new ApiError(401, 'missing API key: send Authorization: Bearer <API_KEY>')
+      const key = await identify(ctx.services, presented)
 
       const visible = toolsFor(registry(), key)
       const byTool = new Map(visible.map((e) => [e.tool!, e]))

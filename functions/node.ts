@@ -2,6 +2,7 @@ import { rmSync, writeFileSync } from 'node:fs'
 import { serve } from '@hono/node-server'
 import { STATUS_CODES, type Server } from 'node:http'
 import type { Duplex } from 'node:stream'
+import { countOrgs, listOrgs } from '../lib/accounts/admin'
 import { createDemo } from '../lib/demo'
 import { demoHits } from '../lib/ingest/demo-traffic'
 import { importHits } from '../lib/ingest/import'
@@ -47,8 +48,8 @@ if (stores.chdb || stores.raw) {
   writeFileSync(localInfoFile(dir), JSON.stringify({ url: `http://127.0.0.1:${localPort}`, pid: process.pid, clickhouse: !!stores.chdb, redis: !!stores.raw }))
 }
 
-if ((await stores.store.countOrgs()) === 0) {
-  const demo = await createDemo(stores.store, new Date())
+if ((await countOrgs(stores.repositories)) === 0) {
+  const demo = await createDemo(stores.repositories, new Date())
   const hits = env.SKIP_DEMO_TRAFFIC === '1' ? [] : demoHits({ site: demo.site.snippetId, domain: demo.site.domain, days: 30, visitorsPerDay: 150, end: new Date() })
   const seeded = await importHits((function* () { for (const hit of hits) yield JSON.stringify(hit) })(), services.ingestor)
   await home.sink.flush()
@@ -67,7 +68,7 @@ if ((await stores.store.countOrgs()) === 0) {
     ].join('\n'),
   )
 } else {
-  const orgs = await stores.store.listOrgs()
+  const orgs = await listOrgs(stores.repositories)
   const org = orgs.length === 1 ? orgs[0].id : '<id from org list>'
   log(
     [

@@ -1,13 +1,13 @@
 import { createApiKey, createOrg } from './accounts/admin'
 import { newSite } from './sites/sites'
-import type { Store } from './storage/store'
+import type { Repositories } from './repositories'
 
 /** The demo organization, site and keys made on an empty first start. */
-export async function createDemo(store: Store, now: Date) {
-  const org = await createOrg(store, 'Demo organization', now)
+export async function createDemo(repositories: Repositories, now: Date) {
+  const org = await createOrg(repositories, 'Demo organization', now)
   const site = newSite({ domain: 'demo.example.com', timezone: 'UTC' }, org.id, now)
-  await store.createSite(site)
-  const read = await createApiKey(store, { orgId: org.id, name: 'demo read key', scope: 'read' }, now)
-  const write = await createApiKey(store, { orgId: org.id, name: 'demo write key', scope: 'write' }, now)
+  await repositories.sites.create(site)
+  const read = await createApiKey(repositories, { orgId: org.id, name: 'demo read key', scope: 'read' }, now)
+  const write = await createApiKey(repositories, { orgId: org.id, name: 'demo write key', scope: 'write' }, now)
   return { org, site, readKey: read.key, writeKey: write.key }
 }

@@ -1,3 +1,5 @@
+import type { z } from 'zod'
+
 /** The one error type of the service. Every error response is `{"error": message}` with `status`. */
 export class ApiError extends Error {
   constructor(
@@ -8,4 +10,14 @@ export class ApiError extends Error {
     super(message)
     this.name = 'ApiError'
   }
+}
+
+/** `site_id: expected a string` from the first zod issue. */
+export function describeZodError(error: z.ZodError, where: 'query' | 'body'): string {
+  const issue = error.issues[0]
+  const path = issue.path.join('.')
+  if (issue.code === 'unrecognized_keys') {
+    return `${path ? `${path}: ` : ''}unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`
+  }
+  return `${path || where}: ${issue.message}`
 }

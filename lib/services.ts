@@ -1,3 +1,4 @@
+import type { Redis } from '@upstash/redis'
 import type { CrawlerConfig } from './crawl/config'
 import type { CruxConfig } from './integrations/crux'
 import type { Mailer } from './network/mail'
@@ -7,12 +8,15 @@ import type { Olap } from './storage/clickhouse/types'
 import type { LiveCache } from './sites/public-live'
 import type { RateLimiter } from './accounts/ratelimit'
 import type { SiteDirectory } from './sites/site-directory'
-import type { Store } from './storage/store'
+import type { Repositories } from './repositories'
 
 /** What the app is built from. Each home (Node, Worker, tests) builds its own set. */
 export interface Services {
   olap: Olap
-  store: Store
+  /** The key/value client the repositories share; verbs go through the repositories. */
+  kv: Redis
+  /** The key/value store's repositories, built once over `kv` (lib/repositories.ts); for verbs in lib/, never for handlers. */
+  repositories: Repositories
   /** Sites by UUID or snippet id, cached; settings are saved through it. */
   sites: SiteDirectory
   limiter: RateLimiter

@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError } from 'commander'
-import { createApiKey, createOrg, revokeApiKey } from '../lib/accounts/admin'
+import { createApiKey, createOrg, listApiKeys, listOrgs, revokeApiKey } from '../lib/accounts/admin'
 import { ApiError } from '../lib/errors'
 import { acceptInvitation } from '../lib/accounts/members'
 import { emailSchema } from '../lib/accounts/team'
@@ -39,11 +39,11 @@ org
   .description('Create an organization; prints {"id": ...}')
   .requiredOption('--name <name>', 'organization name')
   .option('--owner <email>', "the creator's e-mail address: the organization's owner", ownerEmail)
-  .action((opts: { name: string; owner?: string }) => withStore(async ({ store }) => ({ id: (await createOrg(store, opts.name, new Date(), opts.owner)).id })))
+  .action((opts: { name: string; owner?: string }) => withStore(async ({ repositories }) => ({ id: (await createOrg(repositories, opts.name, new Date(), opts.owner)).id })))
 org
   .command('list')
   .description('List organizations')
-  .action(() => withStore(async ({ store }) => (await store.listOrgs()).map(({ id, name, plan, createdAt }) => ({ id, name, plan, createdAt }))))
+  .action(() => withStore(async ({ repositories }) => (await listOrgs(repositories)).map(({ id, name, plan, createdAt }) => ({ id, name, plan, createdAt }))))
 
 const key = program.command('key').description('API keys')
 key
@@ -54,8 +54,8 @@ key
   .option('--scope <scope>', 'read or write', scope, 'read')
   .option('--site <site>', 'bind the key to one site (UUID or snippet id): a site-bound ingest key')
   .action((opts: { org: string; name: string; scope: 'read' | 'write'; site?: string }) =>
-    withStore(async ({ store }) => {
-      const { key, prefix, scope, id, siteId } = await createApiKey(store, { orgId: opts.org, name: opts.name, scope: opts.scope, siteId: opts.site }, new Date())
+    withStore(async ({ repositories }) => {
+      const { key, prefix, scope, id, siteId } = await createApiKey(repositories, { orgId: opts.org, name: opts.name, scope: opts.scope, siteId: opts.site }, new Date())
       return siteId ? { key, prefix, scope, id, siteId } : { key, prefix, scope, id }
     }),
   )
@@ -64,14 +64,14 @@ key
   .description("List an organization's keys (never the secrets)")
   .requiredOption('--org <id>', 'organization id')
   .action((opts: { org: string }) =>
-    withStore(async ({ store }) => (await store.listApiKeys(opts.org)).map(({ hash: _hash, ...meta }) => meta)),
+    withStore(async ({ repositories }) => (await listApiKeys(repositories, opts.org)).map(({ hash: _hash, ...meta }) => meta)),
   )
 key
   .command('revoke')
   .description('Revoke a key by id; it stops working at once')
   .requiredOption('--id <id>', 'key id')
   .action((opts: { id: string }) =>
-    withStore(({ store }) => revokeApiKey(store, opts.id, new Date())),
+    withStore(({ repositories }) => revokeApiKey(repositories, opts.id, new Date())),
   )
 
 const invitation = program.command('invitation').description('Team invitations (sent with POST /api/v1/org/members)')
@@ -79,6 +79,6 @@ invitation
   .command('accept')
   .description('Accept an invitation as its invitee would in the browser; prints the new member')
   .requiredOption('--id <id>', 'invitation id')
-  .action((opts: { id: string }) => withStore(({ store }) => acceptInvitation(store, opts.id, new Date())))
+  .action((opts: { id: string }) => withStore(({ repositories }) => acceptInvitation(repositories, opts.id, new Date())))
 
 await runCli(program)

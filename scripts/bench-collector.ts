@@ -54,7 +54,7 @@ async function benchImport(hits: number) {
   const stores = await openNodeStores({ DATA_DIR: dataDir })
   await migrate(stores.olap, loadMigrations())
   const { createDemo } = await import('../lib/demo')
-  const demo = await createDemo(stores.store, new Date())
+  const demo = await createDemo(stores.repositories, new Date())
   const lines: string[] = []
   for (const hit of demoHits({ site: demo.site.snippetId, domain: demo.site.domain, days: 60, visitorsPerDay: Math.ceil(hits / 60 / 4), end: new Date() })) {
     lines.push(JSON.stringify(hit))
@@ -62,7 +62,7 @@ async function benchImport(hits: number) {
   }
   // what `npm run import` runs, from lines in memory: parse, enrich, sessionize and insert, all stored at the end
   const started = performance.now()
-  const result = await runImport(lines, { olap: stores.olap, store: stores.store, geo: dbipGeo() })
+  const result = await runImport(lines, { olap: stores.olap, repositories: stores.repositories, geo: dbipGeo() })
   const seconds = (performance.now() - started) / 1000
   const [stored] = await stores.olap.query<{ n: string }>('SELECT count() AS n FROM events')
   await stores.close()

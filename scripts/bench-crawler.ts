@@ -83,12 +83,12 @@ const program = new Command('bench-crawler')
     const stores = await openNodeStores({ DATA_DIR: dir })
     await migrate(stores.olap, loadMigrations())
     let now = new Date()
-    const org = await createOrg(stores.store, 'Bench', now)
-    await stores.store.createOrg({ ...org, plan: 'business' })
+    const org = await createOrg(stores.repositories, 'Bench', now)
+    await stores.repositories.orgs.create({ ...org, plan: 'business' })
     const site = newSite({ domain: 'bench-crawl.test' }, org.id, now)
-    await stores.store.createSite(site)
-    const key = (await createApiKey(stores.store, { orgId: org.id, name: 'bench', scope: 'read' }, now)).key
-    const directory = new SiteDirectory(stores.store)
+    await stores.repositories.sites.create(site)
+    const key = (await createApiKey(stores.repositories, { orgId: org.id, name: 'bench', scope: 'read' }, now)).key
+    const directory = new SiteDirectory(stores.repositories.sites)
     const crawler: CrawlerConfig = {
       // loopback and no politeness: by configuration, for this benchmark only
       fetch: guardedFetch({ allowPrivate: true, maxBytes: 2 * 1024 * 1024 }),
@@ -100,12 +100,13 @@ const program = new Command('bench-crawler')
     }
     const services: Services = {
       olap: stores.olap,
-      store: stores.store,
+      kv: stores.kv,
+      repositories: stores.repositories,
       sites: directory,
       limiter: memoryRateLimiter(Date.now, { default: { max: 1e9, windowMs: 60_000 }, collect: { max: 1e9, windowMs: 60_000 }, ping: { max: 1e9, windowMs: 60_000 }, proxy: { max: 1e9, windowMs: 60_000 } }),
       now: () => now,
       fetch,
-      ingestor: new Ingestor({ sites: directory, store: stores.store, sink: directSink(stores.olap, stores.store), now: () => now }),
+      ingestor: new Ingestor({ sites: directory, repositories: stores.repositories, sink: directSink(stores.olap, stores.repositories), now: () => now }),
       clientAddress: () => '127.0.0.1',
       liveCache: memoryLiveCache(),
       crawler,
@@ -145,7 +146,7 @@ const program = new Command('bench-crawler')
     )
     const loadSeconds = (performance.now() - loadStarted) / 1000
     // what the server does at start and every ten minutes: roll up the finished days; then let merges settle
-    await refreshRollups(stores.olap, stores.store, now, ROLLUP_ALL_DAYS)
+    await refreshRollups(stores.olap, stores.repositories, now, ROLLUP_ALL_DAYS)
     for (let quiet = 0; quiet < 5; ) {
       const [merges] = await stores.olap.query<{ n: string }>('SELECT count() AS n FROM system.merges')
       quiet = Number(merges.n) ? 0 : quiet + 1

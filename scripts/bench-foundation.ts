@@ -23,7 +23,7 @@ import { directSink } from '../lib/ingest/sink'
 import { memoryLiveCache } from '../lib/sites/public-live'
 import { SiteDirectory } from '../lib/sites/site-directory'
 import { newSite } from '../lib/sites/sites'
-import { Store } from '../lib/storage/store'
+import { openRepositories } from '../lib/repositories'
 
 /** Counts what reaches the key/value store: calls (round trips) and the commands in them. */
 function counting(raw: RawRedis) {
@@ -45,19 +45,20 @@ async function benchServer(redisUrl: string | undefined) {
   const unthrottled = Object.fromEntries(Object.entries(LIMITS).map(([k, l]) => [k, { ...l, max: 1e9 }])) as Limits
   const olap = new ChdbOlap(mkdtempSync(join(tmpdir(), 'bench-ch-')))
   await migrate(olap, loadMigrations())
-  const store = new Store(redis)
+  const repositories = openRepositories(redis)
   const now = new Date()
-  const org = await createOrg(store, 'Bench', now)
+  const org = await createOrg(repositories, 'Bench', now)
   const site = newSite({ domain: 'bench.example.com' }, org.id, now)
-  await store.createSite(site)
-  const key = (await createApiKey(store, { orgId: org.id, name: 'bench', scope: 'read' }, now)).key
-  const writeKey = (await createApiKey(store, { orgId: org.id, name: 'bench-write', scope: 'write' }, now)).key
-  const sites = new SiteDirectory(store)
+  await repositories.sites.create(site)
+  const key = (await createApiKey(repositories, { orgId: org.id, name: 'bench', scope: 'read' }, now)).key
+  const writeKey = (await createApiKey(repositories, { orgId: org.id, name: 'bench-write', scope: 'write' }, now)).key
+  const sites = new SiteDirectory(repositories.sites)
   const app = createApp({
     olap,
-    store,
+    kv: redis,
+    repositories,
     sites,
-    ingestor: new Ingestor({ sites, store, sink: directSink(olap, store), now: () => new Date() }),
+    ingestor: new Ingestor({ sites, repositories, sink: directSink(olap, repositories), now: () => new Date() }),
     clientAddress: () => '127.0.0.1',
     liveCache: memoryLiveCache(),
     limiter: redisUrl ? redisRateLimiter(redis, unthrottled) : memoryRateLimiter(Date.now, unthrottled),

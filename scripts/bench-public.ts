@@ -27,12 +27,12 @@ async function benchServer() {
   const stores = await openNodeStores({ DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-public-')) })
   await migrate(stores.olap, loadMigrations())
   const now = () => new Date()
-  const org = await createOrg(stores.store, 'Bench', now())
+  const org = await createOrg(stores.repositories, 'Bench', now())
   const site = newSite({ domain: 'public.bench.test' }, org.id, now())
   site.sharing = { ...site.sharing, publicCounts: true, publicCountsDial: 'all' }
-  await stores.store.createSite(site)
-  const sites = new SiteDirectory(stores.store)
-  const ingestor = new Ingestor({ sites, store: stores.store, sink: directSink(stores.olap, stores.store), now, coalesce: true })
+  await stores.repositories.sites.create(site)
+  const sites = new SiteDirectory(stores.repositories.sites)
+  const ingestor = new Ingestor({ sites, repositories: stores.repositories, sink: directSink(stores.olap, stores.repositories), now, coalesce: true })
   const hits = demoHits({ site: site.snippetId, domain: site.domain, days: 7, visitorsPerDay: 300, end: now() })
   await importHits((function* () { for (const h of hits) yield JSON.stringify(h) })(), ingestor)
   let engineQueries = 0
@@ -41,7 +41,7 @@ async function benchServer() {
     engineQueries++
     return query(sql, params)
   }) as typeof stores.olap.query
-  const app = createApp({ olap: stores.olap, store: stores.store, sites, limiter: memoryRateLimiter(), now, fetch, ingestor, clientAddress: () => '127.0.0.1', sharedProcess: true, liveCache: memoryLiveCache() })
+  const app = createApp({ olap: stores.olap, kv: stores.kv, repositories: stores.repositories, sites, limiter: memoryRateLimiter(), now, fetch, ingestor, clientAddress: () => '127.0.0.1', sharedProcess: true, liveCache: memoryLiveCache() })
   const outer = new Hono()
   outer.get('/bare', (c) => c.json({ ok: true }))
   outer.get('/bench/engine-queries', (c) => c.json({ engineQueries }))

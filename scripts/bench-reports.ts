@@ -67,15 +67,15 @@ const program = new Command('bench-reports')
     const clockFile = join(dir, 'bench-clock.json')
     const now = existsSync(clockFile) ? new Date(JSON.parse(readFileSync(clockFile, 'utf8')).now) : clockAt(opts.at)
     writeFileSync(clockFile, JSON.stringify({ now: now.toISOString() }))
-    const kept = (await stores.store.listOrgs()).find((o) => o.name === 'Bench')
-    const org = kept ?? (await createOrg(stores.store, 'Bench', now))
-    const sites = kept ? (await stores.store.listSites(org.id)).sort((a, b) => a.domain.localeCompare(b.domain)) : []
+    const kept = (await stores.repositories.orgs.list()).find((o) => o.name === 'Bench')
+    const org = kept ?? (await createOrg(stores.repositories, 'Bench', now))
+    const sites = kept ? (await stores.repositories.sites.list(org.id)).sort((a, b) => a.domain.localeCompare(b.domain)) : []
     for (let i = sites.length; i < 10; i++) {
       const site = newSite({ domain: `site${i}.bench.test`, timezone: i === 0 ? 'Europe/Berlin' : 'UTC' }, org.id, now)
-      await stores.store.createSite(site)
+      await stores.repositories.sites.create(site)
       sites.push(site)
     }
-    const key = (await createApiKey(stores.store, { orgId: org.id, name: 'bench', scope: 'read' }, now)).key
+    const key = (await createApiKey(stores.repositories, { orgId: org.id, name: 'bench', scope: 'read' }, now)).key
     const generate = async (count: number, siteIds: string[], visitors: number, tz: string) => {
       const started = performance.now()
       await stores.olap.command(
@@ -142,7 +142,7 @@ const program = new Command('bench-reports')
     )
     // what the server's refresh does at start: roll up every finished day (lib/reports/rollup/refresh.ts)
     const started = performance.now()
-    const rolledUpDays = await refreshRollups(stores.olap, stores.store, now, ROLLUP_ALL_DAYS)
+    const rolledUpDays = await refreshRollups(stores.olap, stores.repositories, now, ROLLUP_ALL_DAYS)
     const rollupSeconds = (performance.now() - started) / 1000
     // measure the steady state: background merges of the bulk load done, as they are minutes after any insert
     const settleStarted = performance.now()
@@ -157,15 +157,16 @@ const program = new Command('bench-reports')
       (await stores.olap.query<{ table: string; n: string }>("SELECT table, count() AS n FROM system.parts WHERE active AND database = currentDatabase() GROUP BY table")).map((r) => [r.table, Number(r.n)]),
     )
 
-    const siteDirectory = new SiteDirectory(stores.store)
+    const siteDirectory = new SiteDirectory(stores.repositories.sites)
     const services = {
       olap: stores.olap,
-      store: stores.store,
+      kv: stores.kv,
+      repositories: stores.repositories,
       sites: siteDirectory,
       limiter: memoryRateLimiter(Date.now, { default: { max: 1e9, windowMs: 60_000 }, collect: { max: 1e9, windowMs: 60_000 }, ping: { max: 1e9, windowMs: 60_000 }, proxy: { max: 1e9, windowMs: 60_000 } }),
       now: () => now,
       fetch,
-      ingestor: new Ingestor({ sites: siteDirectory, store: stores.store, sink: directSink(stores.olap, stores.store), now: () => now }),
+      ingestor: new Ingestor({ sites: siteDirectory, repositories: stores.repositories, sink: directSink(stores.olap, stores.repositories), now: () => now }),
       clientAddress: () => '127.0.0.1',
     liveCache: memoryLiveCache(),
     }
@@ -179,7 +180,7 @@ const program = new Command('bench-reports')
     const run = (query: Query, read: Read) => async () => runRead(stores.olap, { ...query, range: { ...query.range } }, read)
     const filtered = { ...base, filters: parseFilters(filters, 'standalone') }
     // kept data keeps its funnel
-    const funnel = (await stores.store.listFunnels(site.id)).find((f) => f.name === 'Docs to signup') ?? (await createFunnel(stores.store, site.id, { site_id: site.id, name: 'Docs to signup', steps: [{ type: 'page', value: '/docs/*' }, { type: 'page', value: '/pricing/*' }, { type: 'event', value: 'Signup' }] }, now))
+    const funnel = (await stores.repositories.funnels.list(site.id)).find((f) => f.name === 'Docs to signup') ?? (await createFunnel(stores.repositories, site.id, { site_id: site.id, name: 'Docs to signup', steps: [{ type: 'page', value: '/docs/*' }, { type: 'page', value: '/pricing/*' }, { type: 'event', value: 'Signup' }] }, now))
     // what the vitals and funnels reads run: their statements at once, as the verbs do
     const statements = (fragments: ReturnType<typeof render>[]) => async () => Promise.all(fragments.map((c) => stores.olap.query(c.sql, c.params)))
     const vitalsOptions = { percentile: '75' as const }
@@ -234,7 +235,7 @@ const program = new Command('bench-reports')
       journeys: { path: `/api/v1/journeys?site_id=${site.id}&range=30d`, direct: direct(() => journeysSql(base, { offset: 0 })) },
       activity: { path: `/api/v1/activity?site_id=${site.id}`, direct: direct(() => activitySql(lastHalfHour())) },
       // the site listing: each site's totals, the previous window's and a sparkline, and when each last had an event
-      sites: { path: '/api/v1/sites', direct: async () => siteStats(services, await stores.store.listSites(org.id), '7d') },
+      sites: { path: '/api/v1/sites', direct: async () => siteStats(services, await stores.repositories.sites.list(org.id), '7d') },
       // the realtime view runs its five reads: direct is its verb, without HTTP
       realtime: { path: `/api/v1/realtime?site_id=${site.id}`, direct: () => realtime(services, site, reportParams.parse({ site_id: site.id })) },
       // the why-traffic-changed reads run several statements and shape in between: direct is their verb, without HTTP

@@ -22,7 +22,7 @@ import { nodeEnvSchema, parseEnv } from '../lib/runtime/env'
 import { nodeServices } from '../lib/runtime/node'
 import type { Services } from '../lib/services'
 import { type Site, newSite } from '../lib/sites/sites'
-import { Store } from '../lib/storage/store'
+import { openRepositories } from '../lib/repositories'
 
 export const REDIS_URL = process.env.REDIS_URL
 // CI runs every test: a Redis-backed test must not skip there for want of REDIS_URL
@@ -67,11 +67,11 @@ export async function testServices(
   const redis = new Redis(rawRequester(raw))
   const now = options.now ?? (() => new Date())
   const olap = await testOlap()
-  const store = new Store(redis)
+  const repositories = openRepositories(redis)
   const limiter = options.limiter ?? (options.kv === 'redis' ? redisRateLimiter(redis) : memoryRateLimiter(() => now().getTime()))
   // no sink: hits are inserted before the answer, so a test reads what it sent; the site cache is
   // off unless asked for, so settings written to the store directly apply at once
-  const services = nodeServices(TEST_ENV, { stores: { olap, store, limiter }, now, siteCacheMs: options.siteCacheMs ?? 0 })
+  const services = nodeServices(TEST_ENV, { stores: { olap, kv: redis, repositories, limiter }, now, siteCacheMs: options.siteCacheMs ?? 0 })
   return {
     ...services,
     // the caller is whom X-Forwarded-For names; nothing reaches this machine's resolver, a mail server or the reference page's files
@@ -94,19 +94,19 @@ export type TestServices = Awaited<ReturnType<typeof testServices>>
 export async function harness(options: Parameters<typeof testServices>[0] & { with?: Partial<Services> } = {}) {
   const services: TestServices = { ...(await testServices(options)), ...options.with }
   const seeded = await seed(services)
-  return { services, store: services.store, olap: services.olap, app: checkedApp(services), call: client(services), ...seeded }
+  return { services, repositories: services.repositories, kv: services.kv, olap: services.olap, app: checkedApp(services), call: client(services), ...seeded }
 }
 
 export type Harness = Awaited<ReturnType<typeof harness>>
 
 /** An organization holding the given sites, and its read key, created at `now`. */
 export async function orgWithSites(services: Services, name: string, sites: Parameters<typeof newSite>[0][], now = services.now()) {
-  const org = await createOrg(services.store, name, now)
-  const read = await createApiKey(services.store, { orgId: org.id, name: 'read', scope: 'read' }, now)
+  const org = await createOrg(services.repositories, name, now)
+  const read = await createApiKey(services.repositories, { orgId: org.id, name: 'read', scope: 'read' }, now)
   const created: Site[] = []
   for (const input of sites) {
     const site = newSite(input, org.id, now)
-    await services.store.createSite(site)
+    await services.repositories.sites.create(site)
     created.push(site)
   }
   return { org, read, key: read.key, sites: created }
@@ -117,12 +117,12 @@ export async function seed(services: Services) {
   const now = services.now()
   const make = async (name: string, domain: string, timezone = 'UTC') => {
     const { org, read, sites: [site] } = await orgWithSites(services, name, [{ domain, timezone }], now)
-    const write = await createApiKey(services.store, { orgId: org.id, name: 'write', scope: 'write' }, now)
+    const write = await createApiKey(services.repositories, { orgId: org.id, name: 'write', scope: 'write' }, now)
     return { org, site, read, write }
   }
   const a = await make('Org A', `a-${crypto.randomUUID().slice(0, 8)}.example.com`, 'Europe/Berlin')
   const b = await make('Org B', `b-${crypto.randomUUID().slice(0, 8)}.example.org`)
-  const ingest = await createApiKey(services.store, { orgId: a.org.id, name: 'ingest', scope: 'write', siteId: a.site.id }, now)
+  const ingest = await createApiKey(services.repositories, { orgId: a.org.id, name: 'ingest', scope: 'write', siteId: a.site.id }, now)
   return { a, b, ingest }
 }
 

@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { ANNOTATION_LIST_MAX, annotatedSite, annotationInputSchema, createAnnotation, deleteAnnotation, instantSchema, listAnnotations } from '../../lib/sites/annotations'
-import { ANNOTATION_KINDS } from '../../lib/storage/store'
+import { ANNOTATION_KINDS } from '../../lib/sites/definition-records'
 import { defineEndpoint } from '../endpoint'
 import { uuidParam } from '../params'
 
@@ -28,8 +28,8 @@ export const annotationEndpoints = [
     status: 201,
     response: annotationSchema,
     async handler({ services, key, site }, { body }) {
-      const target = await annotatedSite(services.store, site, key.orgId, body)
-      return createAnnotation(services.store, target, body, services.now())
+      const target = await annotatedSite(services.repositories, site, key.orgId, body)
+      return createAnnotation(services.repositories, target, body, services.now())
     },
   }),
   defineEndpoint({
@@ -46,7 +46,7 @@ export const annotationEndpoints = [
     }),
     response: z.object({ annotations: z.array(annotationSchema) }),
     async handler({ services, site }, { params }) {
-      return { annotations: await listAnnotations(services.store, await site(params.siteId), params) }
+      return { annotations: await listAnnotations(services.repositories, await site(params.siteId), params) }
     },
   }),
   defineEndpoint({
@@ -58,7 +58,7 @@ export const annotationEndpoints = [
     params: z.object({ id: uuidParam.describe('The annotation id') }),
     response: z.object({ deleted: z.literal(true), id: z.uuid() }),
     async handler({ services, site }, { params }) {
-      await deleteAnnotation(services.store, site, params.id)
+      await deleteAnnotation(services.repositories, site, params.id)
       return { deleted: true as const, id: params.id }
     },
   }),

@@ -3,7 +3,7 @@ import { createFunnel, deleteFunnel, funnelCreateSchema, funnelPatchSchema, upda
 import { funnelReport } from '../../lib/reports/query/funnels'
 import { reportParams } from '../../lib/reports/query/parse'
 import { siteRefSchema } from '../../lib/sites/sites'
-import { FUNNEL_STEP_TYPES } from '../../lib/storage/store'
+import { FUNNEL_STEP_TYPES } from '../../lib/sites/definition-records'
 import { defineEndpoint } from '../endpoint'
 import { rangeViewSchema } from './report-schemas'
 
@@ -67,7 +67,7 @@ export const funnelEndpoints = [
     status: 201,
     response: funnelSchema,
     async handler({ services, site }, { body }) {
-      return createFunnel(services.store, (await site(body.site_id)).id, body, services.now())
+      return createFunnel(services.repositories, (await site(body.site_id)).id, body, services.now())
     },
   }),
   defineEndpoint({
@@ -80,7 +80,7 @@ export const funnelEndpoints = [
     body: funnelPatchSchema,
     response: funnelSchema,
     async handler({ services, site }, { body }) {
-      return updateFunnel(services.store, (await site(body.site_id)).id, body, services.now())
+      return updateFunnel(services.repositories, (await site(body.site_id)).id, body, services.now())
     },
   }),
   defineEndpoint({
@@ -92,7 +92,7 @@ export const funnelEndpoints = [
     params: z.object({ site_id: siteRefSchema, funnel_id: z.uuid({ message: 'must be a funnel id' }) }),
     response: z.object({ deleted: z.literal(true), id: z.uuid() }),
     async handler({ services, site }, { params }) {
-      await deleteFunnel(services.store, (await site(params.site_id)).id, params.funnel_id)
+      await deleteFunnel(services.repositories, (await site(params.site_id)).id, params.funnel_id)
       return { deleted: true as const, id: params.funnel_id.toLowerCase() }
     },
   }),

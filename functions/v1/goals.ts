@@ -1,7 +1,5 @@
 import { z } from 'zod'
-import { ApiError } from '../../lib/errors'
-import { type Goal, goalInputSchema } from '../../lib/sites/goals'
-import { siteRefSchema } from '../../lib/sites/sites'
+import { createGoal, deleteGoal, goalInputSchema, goalPatchSchema, goalRefSchema, updateGoal } from '../../lib/sites/goals'
 import { reportParams } from '../../lib/reports/query/parse'
 import { goalConversions } from '../../lib/reports/query/reports'
 import { defineEndpoint } from '../endpoint'
@@ -15,8 +13,6 @@ const goalSchema = z.object({
   currency: z.string().nullable(),
   createdAt: z.string(),
 })
-
-const defaultName = (type: Goal['type'], matchValue: string) => (type === 'event' ? matchValue : `Visit ${matchValue}`)
 
 export const goalEndpoints = [
   defineEndpoint({
@@ -54,13 +50,7 @@ export const goalEndpoints = [
     status: 201,
     response: goalSchema,
     async handler({ services, site }, { body }) {
-      const target = await site(body.site_id)
-      const goals = await services.store.listGoals(target.id)
-      const name = body.name ?? defaultName(body.type, body.matchValue)
-      if (goals.some((g) => g.name === name)) throw new ApiError(409, `name: the site already has a goal named "${name}"`)
-      const goal: Goal = { id: crypto.randomUUID(), name, type: body.type, matchValue: body.matchValue, currency: body.currency ?? null, createdAt: services.now().toISOString() }
-      await services.store.saveGoal(target.id, goal)
-      return goal
+      return createGoal(services.repositories, (await site(body.site_id)).id, body, services.now())
     },
   }),
   defineEndpoint({
@@ -69,23 +59,10 @@ export const goalEndpoints = [
     scope: 'write',
     tool: 'update_goal',
     summary: 'Redefines a goal: any of name, type, matchValue and currency.',
-    body: goalInputSchema.partial().extend({ site_id: siteRefSchema, goal_id: z.uuid({ message: 'must be a goal id' }) }),
+    body: goalPatchSchema,
     response: goalSchema,
     async handler({ services, site }, { body }) {
-      const target = await site(body.site_id)
-      const goals = await services.store.listGoals(target.id)
-      const current = goals.find((g) => g.id === body.goal_id)
-      if (!current) throw new ApiError(404, 'goal not found')
-      const next: Goal = {
-        ...current,
-        name: body.name ?? current.name,
-        type: body.type ?? current.type,
-        matchValue: body.matchValue ?? current.matchValue,
-        currency: body.currency === undefined ? current.currency : body.currency,
-      }
-      if (goals.some((g) => g.id !== next.id && g.name === next.name)) throw new ApiError(409, `name: the site already has a goal named "${next.name}"`)
-      await services.store.saveGoal(target.id, next)
-      return next
+      return updateGoal(services.repositories, (await site(body.site_id)).id, body)
     },
   }),
   defineEndpoint({
@@ -94,12 +71,10 @@ export const goalEndpoints = [
     scope: 'write',
     tool: 'delete_goal',
     summary: 'Deletes a goal. Its past conversions are computed from events, so they return if it is defined again.',
-    params: z.object({ site_id: siteRefSchema, goal_id: z.uuid({ message: 'must be a goal id' }) }),
+    params: goalRefSchema,
     response: z.object({ deleted: z.literal(true), id: z.uuid() }),
     async handler({ services, site }, { params }) {
-      const target = await site(params.site_id)
-      if (!(await services.store.deleteGoal(target.id, params.goal_id))) throw new ApiError(404, 'goal not found')
-      return { deleted: true as const, id: params.goal_id }
+      return deleteGoal(services.repositories, (await site(params.site_id)).id, params.goal_id)
     },
   }),
 ]

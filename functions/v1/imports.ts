@@ -30,7 +30,7 @@ export const importEndpoints = [
       ),
     }),
     async handler({ services, site }, { params }) {
-      return { imports: await siteImports(services.store, await site(params.site_id)) }
+      return { imports: await siteImports(services.repositories, await site(params.site_id)) }
     },
   }),
 ]

@@ -1,8 +1,8 @@
 import { z } from 'zod'
-import { createApiKey } from '../../lib/accounts/admin'
 import { ApiError } from '../../lib/errors'
 import { MAX_COLLECT_HITS, collectBotHits } from '../../lib/ingest/collect'
 import { randomString } from '../../lib/accounts/keys'
+import { ingestKeyOf, rotateIngestKey } from '../../lib/sites/ingest-key'
 import { siteRefSchema } from '../../lib/sites/sites'
 import { defineEndpoint } from '../endpoint'
 
@@ -46,9 +46,7 @@ export const ingestEndpoints = [
     response: z.object({ exists: z.boolean(), id: z.uuid().optional(), prefix: z.string().optional(), createdAt: z.string().optional() }),
     async handler({ services, site }, { params }) {
       const current = await site(params.site_id)
-      const meta = current.ingestKeyId ? await services.store.getApiKeyMeta(current.ingestKeyId) : null
-      if (!meta || meta.revokedAt) return { exists: false }
-      return { exists: true, id: meta.id, prefix: meta.prefix, createdAt: meta.createdAt }
+      return ingestKeyOf(services, current)
     },
   }),
   defineEndpoint({
@@ -72,13 +70,7 @@ export const ingestEndpoints = [
     }),
     async handler({ services, site }, { params }) {
       const current = await site(params.site_id)
-      const now = services.now()
-      // rotating revokes every earlier key bound to the site, the ones made in the account area included
-      const previous = (await services.store.listApiKeys(current.orgId)).filter((k) => k.siteId === current.id && !k.revokedAt)
-      const created = await createApiKey(services.store, { orgId: current.orgId, name: `ingest key for ${current.domain}`, scope: 'write', siteId: current.id }, now)
-      await services.sites.update(current.id, (fresh) => ({ ...fresh, ingestKeyId: created.id }))
-      await Promise.all(previous.map((meta) => services.store.revokeApiKey(meta, now.toISOString())))
-      return { key: created.key, id: created.id, prefix: created.prefix, scope: 'write' as const, siteId: current.id, rotated: previous.length > 0 }
+      return rotateIngestKey(services, current)
     },
   }),
   defineEndpoint({

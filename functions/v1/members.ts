@@ -18,7 +18,7 @@ export const memberEndpoints = [
     description: 'Members come owner first, then admins and members by address; invitations oldest first. Invitations stay pending until accepted or cancelled.',
     response: z.object({ members: z.array(memberSchema), invitations: z.array(invitationSchema) }),
     async handler({ services, key }) {
-      return listTeam(services.store, key.orgId)
+      return listTeam(services.repositories, key.orgId)
     },
   }),
   defineEndpoint({
@@ -34,9 +34,7 @@ export const memberEndpoints = [
     status: 201,
     response: invitationSchema.extend({ emailed: z.boolean().describe('Whether the invitation e-mail was sent') }),
     async handler({ services, key }, { body }) {
-      const org = await services.store.getOrg(key.orgId)
-      if (!org) throw new ApiError(404, 'organization not found')
-      return inviteMember(services, org, body)
+      return inviteMember(services, key.orgId, body)
     },
   }),
   defineEndpoint({
@@ -49,7 +47,7 @@ export const memberEndpoints = [
     body: z.strictObject({ member_id: uuidParam.describe('The member id from list_members'), role: roleSchema }),
     response: memberSchema,
     async handler({ services, key }, { body }) {
-      return setMemberRole(services.store, key.orgId, body.member_id, body.role)
+      return setMemberRole(services.repositories, key.orgId, body.member_id, body.role)
     },
   }),
   defineEndpoint({
@@ -66,8 +64,8 @@ export const memberEndpoints = [
     response: z.object({ deleted: z.literal(true), kind: z.enum(['member', 'invitation']), id: z.uuid() }),
     async handler({ services, key }, { params }) {
       if (!params.member_id === !params.invitation_id) throw new ApiError(400, 'member_id: give exactly one of member_id and invitation_id')
-      if (params.member_id) return removeMember(services.store, key.orgId, params.member_id)
-      return cancelInvitation(services.store, key.orgId, params.invitation_id!)
+      if (params.member_id) return removeMember(services.repositories, key.orgId, params.member_id)
+      return cancelInvitation(services.repositories, key.orgId, params.invitation_id!)
     },
   }),
 ]

@@ -1,4 +1,5 @@
 import { DIMENSIONS, METRICS, OPERATORS, PROPERTY_PREFIX, RANGES, SEGMENT } from '../../lib/reports/dimensions'
+import { findOrg } from '../../lib/accounts/org'
 import { LIMITS } from '../../lib/accounts/ratelimit'
 import { z } from 'zod'
 import { defineEndpoint } from '../endpoint'
@@ -20,7 +21,7 @@ export const metaEndpoints = [
       rateLimits: z.record(z.string(), z.object({ requests: z.number().int(), perSeconds: z.number() })),
     }),
     async handler({ services, key }) {
-      const org = await services.store.getOrg(key.orgId)
+      const org = await findOrg(services.repositories, key.orgId)
       return {
         key: { id: key.id, name: key.name, prefix: key.prefix, scope: key.scope, siteId: key.siteId },
         organization: org ? { id: org.id, name: org.name } : { id: key.orgId, name: null },

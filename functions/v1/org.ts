@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { revokeApiKey } from '../../lib/accounts/admin'
+import { listApiKeys, revokeApiKey } from '../../lib/accounts/admin'
 import { orgOverview } from '../../lib/accounts/org'
 import { FEATURES } from '../../lib/accounts/plans'
 import { defineEndpoint } from '../endpoint'
@@ -62,7 +62,7 @@ export const orgEndpoints = [
       notices: z.array(noticeSchema),
     }),
     async handler({ services, key }) {
-      return orgOverview(services.store, key.orgId, services.now())
+      return orgOverview(services.repositories, key.orgId, services.now())
     },
   }),
   defineEndpoint({
@@ -87,7 +87,7 @@ export const orgEndpoints = [
       ),
     }),
     async handler({ services, key }) {
-      const keys = await services.store.listApiKeys(key.orgId)
+      const keys = await listApiKeys(services.repositories, key.orgId)
       return {
         keys: keys.map(({ hash: _hash, orgId: _org, ...meta }) => meta),
       }
@@ -103,7 +103,7 @@ export const orgEndpoints = [
     params: z.object({ id: uuidParam.describe('The key id from list_api_keys') }),
     response: z.object({ revoked: z.literal(true), id: z.uuid() }),
     async handler({ services, key }, { params }) {
-      return revokeApiKey(services.store, params.id, services.now(), key.orgId)
+      return revokeApiKey(services.repositories, params.id, services.now(), key.orgId)
     },
   }),
 ]

@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { OPERATORS } from '../../lib/reports/dimensions'
-import { createSegment, deleteSegment, segmentInputSchema } from '../../lib/sites/segments'
+import { createSegment, deleteSegment, listSegments, segmentInputSchema } from '../../lib/sites/segments'
 import { siteRefSchema } from '../../lib/sites/sites'
 import { defineEndpoint } from '../endpoint'
 import { uuidParam } from '../params'
@@ -23,7 +23,7 @@ export const segmentEndpoints = [
     params: z.object({ site_id: siteRefSchema }),
     response: z.object({ segments: z.array(segmentSchema) }),
     async handler({ services, site }, { params }) {
-      return { segments: await services.store.listSegments((await site(params.site_id)).id) }
+      return { segments: await listSegments(services.repositories, await site(params.site_id)) }
     },
   }),
   defineEndpoint({
@@ -38,7 +38,7 @@ export const segmentEndpoints = [
     status: 201,
     response: segmentSchema,
     async handler({ services, site }, { body }) {
-      return createSegment(services.store, await site(body.site_id), body, services.now())
+      return createSegment(services.repositories, await site(body.site_id), body, services.now())
     },
   }),
   defineEndpoint({
@@ -50,7 +50,7 @@ export const segmentEndpoints = [
     params: z.object({ site_id: siteRefSchema, id: uuidParam.describe('The segment id') }),
     response: z.object({ deleted: z.literal(true), id: z.uuid() }),
     async handler({ services, site }, { params }) {
-      await deleteSegment(services.store, await site(params.site_id), params.id)
+      await deleteSegment(services.repositories, await site(params.site_id), params.id)
       return { deleted: true as const, id: params.id.toLowerCase() }
     },
   }),

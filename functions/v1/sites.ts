@@ -1,11 +1,9 @@
 import { z } from 'zod'
-import { ApiError } from '../../lib/errors'
-import { deleteSiteData } from '../../lib/storage/clickhouse/site-data'
 import { assertEngineKnowsTimezone } from '../../lib/storage/clickhouse/timezones'
 import { siteStats } from '../../lib/reports/query/reports'
-import { applySitePatch, newSite, siteRefSchema, siteCreateSchema, sitePatchSchema, siteView, siteViewSchema } from '../../lib/sites/sites'
+import { applySitePatch, siteRefSchema, siteCreateSchema, sitePatchSchema, siteView, siteViewSchema } from '../../lib/sites/sites'
 import { assertSubdomainOf, attachCustomDomain, detachCustomDomain } from '../../lib/sites/custom-domain'
-import { forgetCrawls, queueFirstCrawl } from '../../lib/crawl/crawl'
+import { createSite, deleteSite, sitesOfKey } from '../../lib/sites/site-lifecycle'
 import { defineEndpoint } from '../endpoint'
 import { flagParam, rangeParam } from '../params'
 import { rangeViewSchema, totalsSchema } from './report-schemas'
@@ -28,7 +26,7 @@ export const siteEndpoints = [
     params: z.object({ range: rangeParam.exclude(['custom']).default('7d'), stats: flagParam.default(true) }),
     response: z.object({ sites: z.array(siteViewSchema.extend({ stats: siteStatsSchema.optional().describe('Absent with stats=0') })) }),
     async handler({ services, key, baseUrl }, { params }) {
-      const sites = (await services.store.listSites(key.orgId)).filter((s) => !key.siteId || s.id === key.siteId)
+      const sites = await sitesOfKey(services.repositories, key)
       if (!params.stats) return { sites: sites.map((s) => siteView(s, baseUrl)) }
       const rows = await siteStats(services, sites, params.range)
       return { sites: rows.map(({ site, ...stats }) => ({ ...siteView(site, baseUrl), ...stats })) }
@@ -47,11 +45,7 @@ export const siteEndpoints = [
     status: 201,
     response: siteViewSchema,
     async handler({ services, key, baseUrl }, { body }) {
-      if (body.timezone) await assertEngineKnowsTimezone(services.olap, body.timezone)
-      const site = newSite(body, key.orgId, services.now())
-      await services.store.createSite(site)
-      await queueFirstCrawl(services, site)
-      return siteView(site, baseUrl)
+      return siteView(await createSite(services, key.orgId, body), baseUrl)
     },
   }),
   defineEndpoint({
@@ -104,13 +98,7 @@ export const siteEndpoints = [
     response: z.object({ deleted: z.literal(true), id: z.uuid() }),
     async handler({ services, site }, { params }) {
       const current = await site(params.site_id)
-      if (params.confirm.trim().toLowerCase() !== current.domain) {
-        throw new ApiError(400, `confirm: must repeat the site's domain (${current.domain})`)
-      }
-      await deleteSiteData(services.olap, current.id)
-      await services.sites.remove(current, services.now().toISOString())
-      await services.store.deleteSiteChecks(current.id)
-      await forgetCrawls(services, current.id)
+      await deleteSite(services, current, params.confirm)
       return { deleted: true as const, id: current.id }
     },
   }),

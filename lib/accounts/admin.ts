@@ -1,35 +1,36 @@
 import { ApiError } from '../errors'
 import { addOwner } from './members'
 import { type ApiKeyMeta, type Scope, newKeySecret, sha256Hex } from './keys'
-import type { Org, Store } from '../storage/store'
+import type { Repositories } from '../repositories'
+import type { Org } from './org-record'
 
-/** The account area's operations, used by the admin CLI and the first-start demo. Never by the API. */
-export async function createOrg(store: Store, name: string, now: Date, ownerEmail?: string): Promise<Org> {
+/** The account area's operations on organizations and keys: the admin CLI, the first-start demo and the key endpoints. */
+export async function createOrg(repositories: Pick<Repositories, 'orgs' | 'team'>, name: string, now: Date, ownerEmail?: string): Promise<Org> {
   const org: Org = { id: crypto.randomUUID(), name, plan: 'free', createdAt: now.toISOString() }
-  await store.createOrg(org)
+  await repositories.orgs.create(org)
   // the creator owns the organization
-  if (ownerEmail) await addOwner(store, org.id, ownerEmail, now)
+  if (ownerEmail) await addOwner(repositories, org.id, ownerEmail, now)
   return org
 }
 
 /** Revokes a key (of `orgId`, when given); revoking a revoked key is a no-op. 404 for a key not found. */
-export async function revokeApiKey(store: Store, id: string, now: Date, orgId?: string): Promise<{ revoked: true; id: string }> {
-  const meta = await store.getApiKeyMeta(id)
+export async function revokeApiKey(repositories: Pick<Repositories, 'keys'>, id: string, now: Date, orgId?: string): Promise<{ revoked: true; id: string }> {
+  const meta = await repositories.keys.meta(id)
   if (!meta || (orgId && meta.orgId !== orgId)) throw new ApiError(404, 'api key not found')
-  if (!meta.revokedAt) await store.revokeApiKey(meta, now.toISOString())
+  if (!meta.revokedAt) await repositories.keys.revoke(meta, now.toISOString())
   return { revoked: true, id: meta.id }
 }
 
 export async function createApiKey(
-  store: Store,
+  repositories: Pick<Repositories, 'orgs' | 'sites' | 'keys'>,
   input: { orgId: string; name: string; scope: Scope; siteId?: string | null },
   now: Date,
 ): Promise<{ key: string; prefix: string; scope: Scope; id: string; siteId: string | null }> {
-  if (!(await store.getOrg(input.orgId))) throw new ApiError(404, `organization ${input.orgId} not found`)
+  if (!(await repositories.orgs.get(input.orgId))) throw new ApiError(404, `organization ${input.orgId} not found`)
   let siteId: string | null = null
   if (input.siteId) {
-    const id = (await store.getSite(input.siteId)) ? input.siteId : await store.getSiteIdBySnippet(input.siteId)
-    const site = id ? await store.getSite(id) : null
+    const id = (await repositories.sites.get(input.siteId)) ? input.siteId : await repositories.sites.idBySnippet(input.siteId)
+    const site = id ? await repositories.sites.get(id) : null
     if (!site || site.orgId !== input.orgId) throw new ApiError(404, `site ${input.siteId} not found in organization ${input.orgId}`)
     siteId = site.id
   }
@@ -45,6 +46,21 @@ export async function createApiKey(
     hash: await sha256Hex(secret),
     revokedAt: null,
   }
-  await store.createApiKey(meta)
+  await repositories.keys.create(meta)
   return { key: secret, prefix, scope: meta.scope, id: meta.id, siteId }
+}
+
+/** Every organization, for the admin CLI and the first start's hints. */
+export function listOrgs(repositories: Pick<Repositories, 'orgs'>) {
+  return repositories.orgs.list()
+}
+
+/** How many organizations there are: none on a first start. Also the health check's key/value probe. */
+export function countOrgs(repositories: Pick<Repositories, 'orgs'>) {
+  return repositories.orgs.count()
+}
+
+/** An organization's keys with their last use, for the admin CLI and GET /org/keys. */
+export function listApiKeys(repositories: Pick<Repositories, 'keys'>, orgId: string) {
+  return repositories.keys.list(orgId)
 }

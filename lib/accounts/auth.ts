@@ -1,9 +1,11 @@
 import { ApiError } from '../errors'
+import type { Repositories } from '../repositories'
 import { type ApiKeyRecord, type Scope, sha256Hex } from './keys'
 import type { SiteDirectory } from '../sites/site-directory'
 import type { Site } from '../sites/sites'
 
-export type Credential = { secret: string; via: 'header' | 'query' }
+/** A key as presented: `bearer` in Authorization, `header` in x-api-key, `query` in ?key=. */
+export type Credential = { secret: string; via: 'bearer' | 'header' | 'query' }
 
 /** `Authorization: Bearer`, `x-api-key`, or `?key=` (docs/api.md, Authentication and scopes). */
 export function readCredential(request: Request): Credential | null {
@@ -11,7 +13,7 @@ export function readCredential(request: Request): Credential | null {
   if (authorization) {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization)
     if (!match) throw new ApiError(401, 'Authorization header must be "Bearer <API_KEY>"')
-    return { secret: match[1], via: 'header' }
+    return { secret: match[1], via: 'bearer' }
   }
   const header = request.headers.get('x-api-key')
   if (header) return { secret: header.trim(), via: 'header' }
@@ -25,6 +27,16 @@ export async function credentialHash(request: Request): Promise<{ credential: Cr
   const credential = readCredential(request)
   if (!credential) throw new ApiError(401, 'missing API key: send Authorization: Bearer <API_KEY>')
   return { credential, hash: await sha256Hex(credential.secret) }
+}
+
+/** The key stored under a credential's hash: the auth path's one lookup. Null for none (or a revoked key). */
+export function keyOfHash(repositories: Pick<Repositories, 'keys'>, hash: string): Promise<ApiKeyRecord | null> {
+  return repositories.keys.byHash(hash)
+}
+
+/** Records when a key was last used, as the key listing shows it. */
+export function recordKeyUse(repositories: Pick<Repositories, 'keys'>, key: Pick<ApiKeyRecord, 'orgId' | 'id'>, at: Date) {
+  return repositories.keys.touch(key.orgId, key.id, at.toISOString())
 }
 
 /** Checks the key found for a credential: 401 when missing or invalid, 403 when its scope is too small. */

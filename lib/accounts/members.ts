@@ -1,6 +1,6 @@
 import { ApiError } from '../errors'
 import type { Services } from '../services'
-import type { Org, Store } from '../storage/store'
+import type { Repositories } from '../repositories'
 import type { Invitation, Member, MemberRole, Role } from './team'
 
 /**
@@ -9,8 +9,8 @@ import type { Invitation, Member, MemberRole, Role } from './team'
  * organization's creator; their role is changed, and they are removed, only in the browser.
  */
 
-export async function listTeam(store: Store, orgId: string) {
-  const { members, invitations } = await store.listTeam(orgId)
+export async function listTeam(repositories: Pick<Repositories, 'team'>, orgId: string) {
+  const { members, invitations } = await repositories.team.list(orgId)
   const roleOrder: Record<Role, number> = { owner: 0, admin: 1, member: 2 }
   return {
     members: members.sort((a, b) => roleOrder[a.role] - roleOrder[b.role] || a.email.localeCompare(b.email)),
@@ -21,16 +21,18 @@ export async function listTeam(store: Store, orgId: string) {
 const alreadyOnTeam = (email: string) => new ApiError(409, `email: ${email} is already a member or invited`)
 
 /** Makes `email` the organization's owner (its creator). */
-export async function addOwner(store: Store, orgId: string, email: string, now: Date): Promise<Member> {
+export async function addOwner(repositories: Pick<Repositories, 'team'>, orgId: string, email: string, now: Date): Promise<Member> {
   const owner: Member = { id: crypto.randomUUID(), email, role: 'owner', joinedAt: now.toISOString() }
-  if (!(await store.addMember(orgId, owner))) throw alreadyOnTeam(email)
+  if (!(await repositories.team.addMember(orgId, owner))) throw alreadyOnTeam(email)
   return owner
 }
 
 /** Invites an address and e-mails the invitation; the invitation stands even when no e-mail could be sent. */
-export async function inviteMember(services: Pick<Services, 'store' | 'mailer' | 'now'>, org: Org, input: { email: string; role: MemberRole }) {
+export async function inviteMember(services: Pick<Services, 'repositories' | 'mailer' | 'now'>, orgId: string, input: { email: string; role: MemberRole }) {
+  const org = await services.repositories.orgs.get(orgId)
+  if (!org) throw new ApiError(404, 'organization not found')
   const invitation: Invitation = { id: crypto.randomUUID(), email: input.email, role: input.role, invitedAt: services.now().toISOString() }
-  if (!(await services.store.createInvitation(org.id, invitation))) throw alreadyOnTeam(input.email)
+  if (!(await services.repositories.team.createInvitation(org.id, invitation))) throw alreadyOnTeam(input.email)
   let emailed = false
   if (services.mailer) {
     try {
@@ -52,40 +54,40 @@ export async function inviteMember(services: Pick<Services, 'store' | 'mailer' |
   return { ...invitation, emailed }
 }
 
-async function findMember(store: Store, orgId: string, memberId: string): Promise<Member> {
-  const member = (await store.listTeam(orgId)).members.find((m) => m.id === memberId)
+async function findMember(repositories: Pick<Repositories, 'team'>, orgId: string, memberId: string): Promise<Member> {
+  const member = (await repositories.team.list(orgId)).members.find((m) => m.id === memberId)
   if (!member) throw new ApiError(404, 'member not found')
   return member
 }
 
-export async function setMemberRole(store: Store, orgId: string, memberId: string, role: MemberRole): Promise<Member> {
-  const member = await findMember(store, orgId, memberId)
+export async function setMemberRole(repositories: Pick<Repositories, 'team'>, orgId: string, memberId: string, role: MemberRole): Promise<Member> {
+  const member = await findMember(repositories, orgId, memberId)
   if (member.role === 'owner') throw new ApiError(403, "the owner's role is changed in the browser (account settings), not through the API")
   const next = { ...member, role }
-  await store.saveMember(orgId, next)
+  await repositories.team.saveMember(orgId, next)
   return next
 }
 
-export async function removeMember(store: Store, orgId: string, memberId: string) {
-  const member = await findMember(store, orgId, memberId)
+export async function removeMember(repositories: Pick<Repositories, 'team'>, orgId: string, memberId: string) {
+  const member = await findMember(repositories, orgId, memberId)
   if (member.role === 'owner') throw new ApiError(403, 'the owner cannot be removed; ownership is transferred in the browser (account settings)')
-  await store.removeMember(orgId, member)
+  await repositories.team.removeMember(orgId, member)
   return { deleted: true as const, kind: 'member' as const, id: member.id }
 }
 
-export async function cancelInvitation(store: Store, orgId: string, invitationId: string) {
-  const invitation = (await store.listTeam(orgId)).invitations.find((i) => i.id === invitationId)
+export async function cancelInvitation(repositories: Pick<Repositories, 'team'>, orgId: string, invitationId: string) {
+  const invitation = (await repositories.team.list(orgId)).invitations.find((i) => i.id === invitationId)
   if (!invitation) throw new ApiError(404, 'invitation not found')
-  await store.removeInvitation(orgId, invitation)
+  await repositories.team.removeInvitation(orgId, invitation)
   return { deleted: true as const, kind: 'invitation' as const, id: invitation.id }
 }
 
 /** Turns a pending invitation into a member with its role (the admin CLI, standing in for the browser sign-in). */
-export async function acceptInvitation(store: Store, invitationId: string, now: Date): Promise<Member & { orgId: string }> {
-  const orgId = await store.getInvitationOrg(invitationId)
-  const invitation = orgId ? (await store.listTeam(orgId)).invitations.find((i) => i.id === invitationId) : undefined
+export async function acceptInvitation(repositories: Pick<Repositories, 'team'>, invitationId: string, now: Date): Promise<Member & { orgId: string }> {
+  const orgId = await repositories.team.invitationOrg(invitationId)
+  const invitation = orgId ? (await repositories.team.list(orgId)).invitations.find((i) => i.id === invitationId) : undefined
   if (!orgId || !invitation) throw new ApiError(404, `invitation ${invitationId} not found`)
   const member: Member = { id: crypto.randomUUID(), email: invitation.email, role: invitation.role, joinedAt: now.toISOString() }
-  await store.acceptInvitation(orgId, invitation, member)
+  await repositories.team.acceptInvitation(orgId, invitation, member)
   return { ...member, orgId }
 }

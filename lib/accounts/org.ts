@@ -2,7 +2,8 @@ import { PLANS, type Plan, QUOTA_WARNING_SHARE, billableTotal } from './plans'
 import type { Olap } from '../storage/clickhouse/types'
 import { firstEventAt, lastEventBySite } from '../reports/query/site-events'
 import type { Site } from '../sites/sites'
-import type { Org, Store } from '../storage/store'
+import type { Repositories } from '../repositories'
+import type { Org } from './org-record'
 
 /**
  * The organization's account facts: plan, subscription, the billing period and its usage, and
@@ -38,7 +39,7 @@ export function subscriptionOf(org: Org, now: Date) {
 }
 
 /** Team size: the members, the owner included (at least the owner, for an organization made before owners were recorded). */
-const teamSize = async (store: Store, orgId: string) => Math.max(1, (await store.listTeam(orgId)).members.length)
+const teamSize = async (repositories: Pick<Repositories, 'team'>, orgId: string) => Math.max(1, (await repositories.team.list(orgId)).members.length)
 
 function notices(plan: Plan, org: Org, billable: number, siteCount: number, now: Date): Notice[] {
   const found: Notice[] = []
@@ -61,15 +62,20 @@ function notices(plan: Plan, org: Org, billable: number, siteCount: number, now:
   return found
 }
 
+/** The organization of an id; null when there is none. */
+export function findOrg(repositories: Pick<Repositories, 'orgs'>, orgId: string): Promise<Org | null> {
+  return repositories.orgs.get(orgId)
+}
+
 /** GET /org: the whole account picture. */
-export async function orgOverview(store: Store, orgId: string, now: Date) {
+export async function orgOverview(repositories: Repositories, orgId: string, now: Date) {
   const period = billingPeriod(now)
   const [org, sites, byKind, bySite, team] = await Promise.all([
-    store.getOrg(orgId),
-    store.listSites(orgId),
-    store.getUsage(orgId, period.month),
-    store.getUsageBySite(orgId, period.month),
-    teamSize(store, orgId),
+    repositories.orgs.get(orgId),
+    repositories.sites.list(orgId),
+    repositories.usage.get(orgId, period.month),
+    repositories.usage.bySite(orgId, period.month),
+    teamSize(repositories, orgId),
   ])
   const account: Org = org ?? { id: orgId, name: '', plan: 'free', createdAt: now.toISOString() }
   const plan = PLANS[account.plan]
@@ -99,13 +105,13 @@ export async function orgOverview(store: Store, orgId: string, now: Date) {
 }
 
 /** GET /site: one site's facts, its events this month, and the organization's billing and quota notices. */
-export async function siteFacts(deps: { olap: Olap; store: Store }, site: Site, now: Date) {
+export async function siteFacts(deps: { olap: Olap; repositories: Repositories }, site: Site, now: Date) {
   const period = billingPeriod(now)
   const [org, sites, orgKinds, bySite, last, first] = await Promise.all([
-    deps.store.getOrg(site.orgId),
-    deps.store.listSites(site.orgId),
-    deps.store.getUsage(site.orgId, period.month),
-    deps.store.getUsageBySite(site.orgId, period.month),
+    deps.repositories.orgs.get(site.orgId),
+    deps.repositories.sites.list(site.orgId),
+    deps.repositories.usage.get(site.orgId, period.month),
+    deps.repositories.usage.bySite(site.orgId, period.month),
     lastEventBySite(deps.olap, [site.id]),
     firstEventAt(deps.olap, site.id),
   ])

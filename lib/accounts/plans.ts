@@ -1,4 +1,4 @@
-import type { Org } from '../storage/store'
+import type { Org } from './org-record'
 
 /**
  * The plans, their limits and their features: the one place they are written down. Handlers and

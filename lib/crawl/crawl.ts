@@ -11,7 +11,6 @@ import { CRAWLER_NAME, type CrawlerConfig, siteOrigin } from './config'
 import { type ComparedSnapshot, type DetectedChange, comparePage, foldSiteWide, isHtml, siteChange } from './detect'
 import { readRobots, sitemapPaths } from './discover'
 import { contentHash, parsePage } from './parse'
-import { CrawlQueue } from './queue'
 
 /**
  * The crawl job: for each site that is due, discover its pages (robots.txt, sitemaps, links,
@@ -161,8 +160,8 @@ export async function crawlSite(services: Services, config: CrawlerConfig, site:
   const started = Date.now()
   const now = services.now()
   const day = now.toISOString().slice(0, 10)
-  const queue = new CrawlQueue(services.store)
-  const org = await services.store.getOrg(site.orgId)
+  const queue = services.repositories.crawlQueue
+  const org = await services.repositories.orgs.get(site.orgId)
   const limits = PLANS[org?.plan ?? 'free'].limits
   const origin = siteOrigin(config, site)
   const excluded = (path: string) => site.changeDetection.changeExcludedPaths.some((pattern) => pathMatches(pattern, path))
@@ -340,13 +339,13 @@ async function recordCrawlState(services: Services, siteId: string, state: Parti
 
 /** Queues a site's first crawl, due at once (adding a site). */
 export async function queueFirstCrawl(services: Services, site: Site) {
-  await new CrawlQueue(services.store).schedule(site.id, services.now().getTime())
+  await services.repositories.crawlQueue.schedule(site.id, services.now().getTime())
   services.crawler?.wake?.()
 }
 
 /** Drops a deleted site from the queue and its crawl bookkeeping. */
 export async function forgetCrawls(services: Services, siteId: string) {
-  await new CrawlQueue(services.store).forget(siteId)
+  await services.repositories.crawlQueue.forget(siteId)
 }
 
 export interface CrawlJobOptions {
@@ -362,14 +361,14 @@ export interface CrawlJobOptions {
  * marked failed and retried after an hour; the others go on.
  */
 export async function runCrawls(services: Services, config: CrawlerConfig, options: CrawlJobOptions = {}): Promise<CrawlRun[]> {
-  const queue = new CrawlQueue(services.store)
+  const queue = services.repositories.crawlQueue
   const due = await queue.dueSites(services.now().getTime())
   const runs: CrawlRun[] = []
   const leaseSeconds = Math.ceil(config.siteRunMs / 1000) + 300
   const crawlOne = async (siteId: string) => {
     let claimed = false
     try {
-      const site = await services.store.getSite(siteId)
+      const site = await services.repositories.sites.get(siteId)
       if (!site) return await queue.forget(siteId)
       if (!site.changeDetection.changeDetectionEnabled) return await queue.schedule(siteId, services.now().getTime() + DAY_MS, { replace: true })
       if (!(claimed = await queue.claim(siteId, leaseSeconds))) return

@@ -2,8 +2,8 @@ import { ApiError } from '../errors'
 import { pathMatches } from '../ingest/enrich'
 import type { ApiKeyRecord } from '../accounts/keys'
 import type { Services } from '../services'
+import { sitesOfKey } from '../sites/site-lifecycle'
 import type { Site } from '../sites/sites'
-import { CrawlQueue } from './queue'
 
 /** How long a deploy hook should wait before pinging again when the crawler cannot take a ping. */
 export const PING_RETRY_AFTER_SECONDS = 60
@@ -27,14 +27,14 @@ export async function pingPage(services: Services, key: ApiKeyRecord, rawUrl: st
     throw new ApiError(400, 'url: must be an absolute http(s) URL')
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ApiError(400, 'url: must be an absolute http(s) URL')
-  const sites = (await services.store.listSites(key.orgId)).filter((s) => !key.siteId || s.id === key.siteId)
+  const sites = await sitesOfKey(services.repositories, key)
   const site = siteOfHost(sites, url.hostname.toLowerCase())
   if (!site) throw new ApiError(400, `url: ${url.hostname} is not the domain of a site of this key, a subdomain of one, or its custom domain`)
   const unavailable = (why: string) => new ApiError(503, `the crawler cannot take pings now (${why}); retry later`, { 'Retry-After': String(PING_RETRY_AFTER_SECONDS) })
   const config = services.crawler
   if (!config) throw unavailable('it is turned off on this deployment')
   const path = url.pathname
-  const queue = new CrawlQueue(services.store)
+  const queue = services.repositories.crawlQueue
   if ((await queue.pingCount(site.id)) >= config.maxQueuedPings) throw unavailable(`${config.maxQueuedPings} pings of this site are waiting`)
   const accepted = site.changeDetection.changeDetectionEnabled && !site.changeDetection.changeExcludedPaths.some((p) => pathMatches(p, path))
   if (accepted) {

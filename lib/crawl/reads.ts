@@ -201,7 +201,7 @@ export async function changeFeed(services: Services, site: Site, params: Changes
       throw new ApiError(400, `day: ${params.day} is not a calendar date`)
     }
   }
-  const [changes, annotations] = await Promise.all([siteChanges(services.olap, site.id, from, to), services.store.listAnnotations(site.id)])
+  const [changes, annotations] = await Promise.all([siteChanges(services.olap, site.id, from, to), services.repositories.annotations.list(site.id)])
   const localDay = (iso: string) => Temporal.Instant.from(iso).toZonedDateTimeISO(site.timezone).toPlainDate().toString()
   const items = [
     ...changes.map((c) => ({

@@ -1,5 +1,5 @@
 import { nodeCrypto, randomString } from '../accounts/keys'
-import type { Store } from '../storage/store'
+import type { SaltsRepository } from './salts-repository'
 import type { AcceptedHit } from './screening'
 
 /** A hit with its visitor: a hash of the site's daily salt, the site, the address and the user agent. */
@@ -48,18 +48,18 @@ export function localDay(date: Date, timezone: string): string {
   return day
 }
 
-/** Each site's salt of a site-local day, from the store once per process (see Store.dailySalt). */
+/** Each site's salt of a site-local day, from the store once per process (see SaltsRepository.daily). */
 export class DailySalts {
   private readonly salts = new Map<string, Promise<string>>()
 
-  constructor(private readonly store: Store) {}
+  constructor(private readonly repository: SaltsRepository) {}
 
   of(siteId: string, day: string): Promise<string> {
     const key = `${siteId}:${day}`
     let salt = this.salts.get(key)
     if (!salt) {
       if (this.salts.size > 100_000) this.salts.clear()
-      salt = this.store.dailySalt(siteId, day, `s_${randomString(32)}`)
+      salt = this.repository.daily(siteId, day, `s_${randomString(32)}`)
       salt.catch(() => this.salts.delete(key))
       this.salts.set(key, salt)
     }

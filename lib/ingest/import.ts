@@ -2,7 +2,7 @@ import { missingKindField, parseHit } from './hit'
 import { type SiteTally, recordImportRuns, tally } from '../sites/imports'
 import type { Olap } from '../storage/clickhouse/types'
 import { SiteDirectory } from '../sites/site-directory'
-import type { Store } from '../storage/store'
+import type { Repositories } from '../repositories'
 import type { GeoLookup } from './geo'
 import type { IngestItem } from './item'
 import { Ingestor } from './pipeline'
@@ -96,12 +96,12 @@ export async function importHits(
  */
 export async function runImport(
   lines: AsyncIterable<string> | Iterable<string>,
-  deps: { olap: Olap; store: Store; geo?: GeoLookup },
+  deps: { olap: Olap; repositories: Repositories; geo?: GeoLookup },
   onProgress?: (done: { lines: number; bytes: number }) => void,
 ): Promise<ImportResult> {
   // an insert starts as soon as the one before is done, with up to 50k rows
-  const sink = new BufferedSink(deps.olap, deps.store, { maxRows: 50_000, intervalMs: 100 })
-  const ingestor = new Ingestor({ sites: new SiteDirectory(deps.store), store: deps.store, sink, geo: deps.geo, now: () => new Date() })
+  const sink = new BufferedSink(deps.olap, deps.repositories, { maxRows: 50_000, intervalMs: 100 })
+  const ingestor = new Ingestor({ sites: new SiteDirectory(deps.repositories.sites), repositories: deps.repositories, sink, geo: deps.geo, now: () => new Date() })
   const result: ImportResult = { imported: 0, rejected: 0, errors: [], bySite: new Map() }
   const startedAt = new Date()
   let error: string | null = null
@@ -114,6 +114,6 @@ export async function runImport(
     await sink.close().catch(() => {})
     throw err
   } finally {
-    await recordImportRuns(deps.store, result.bySite, { startedAt, finishedAt: new Date(), error })
+    await recordImportRuns(deps.repositories, result.bySite, { startedAt, finishedAt: new Date(), error })
   }
 }

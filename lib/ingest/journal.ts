@@ -2,7 +2,7 @@ import { closeSync, fdatasync, mkdirSync, openSync, readFileSync, readdirSync, r
 import { join } from 'node:path'
 import { notYetStored } from '../storage/clickhouse/stored-rows'
 import type { Olap } from '../storage/clickhouse/types'
-import type { Store } from '../storage/store'
+import type { Repositories } from '../repositories'
 import { EVENTS_INPUT, type IngestBatch, type SiteUsage, type WriteAheadLog, addUsage, mergeUsage } from './sink'
 
 /**
@@ -99,7 +99,7 @@ export class Journal implements WriteAheadLog {
    * Opens the journal in `dir`, first storing whatever an earlier process journaled and did not
    * get to insert. Returns the journal and how many rows the replay stored.
    */
-  static async open(dir: string, olap: Olap, kv: Store): Promise<{ journal: Journal; replayed: number }> {
+  static async open(dir: string, olap: Olap, repositories: Pick<Repositories, 'usage'>): Promise<{ journal: Journal; replayed: number }> {
     mkdirSync(dir, { recursive: true, mode: 0o700 })
     let replayed = 0
     for (const n of segmentNumbers(dir)) {
@@ -111,7 +111,7 @@ export class Journal implements WriteAheadLog {
       if (events.length) await olap.insert(EVENTS_INPUT, events)
       const bots = await notYetStored(olap, 'bot_events', merged.bots)
       if (bots.length) await olap.insert('bot_events', bots)
-      await addUsage(kv, merged.usage)
+      await addUsage(repositories, merged.usage)
       replayed += events.length + bots.length
       rmSync(segmentFile(dir, n), { force: true })
     }

@@ -1,5 +1,5 @@
 import type { SiteDirectory } from '../sites/site-directory'
-import type { Store } from '../storage/store'
+import type { Repositories } from '../repositories'
 import { Coalescer } from './batching'
 import { type Geo, type GeoLookup, cachedGeoLookup } from './geo'
 import { DailySalts, identify } from './identity'
@@ -24,7 +24,7 @@ export class Ingestor {
     private readonly deps: {
       /** Where imports look their hits' sites up; live hits come with theirs. */
       sites: SiteDirectory
-      store: Store
+      repositories: Pick<Repositories, 'salts' | 'visits'>
       sink: EventSink
       geo?: GeoLookup
       now: () => Date
@@ -32,7 +32,7 @@ export class Ingestor {
       coalesce?: boolean
     },
   ) {
-    this.salts = new DailySalts(deps.store)
+    this.salts = new DailySalts(deps.repositories.salts)
     this.geo = deps.geo ? cachedGeoLookup(deps.geo) : () => Promise.resolve(null)
   }
 
@@ -87,7 +87,7 @@ export class Ingestor {
     // visits: one script call for the batch's runs, each with the attributes of its first hit
     const { hits, runs, runOf } = groupRuns(identified)
     const attrs = await this.visitAttrsOf(runs.map((r) => r.first))
-    const visits = await assignVisits(this.deps.store, runs, attrs)
+    const visits = await assignVisits(this.deps.repositories.visits, runs, attrs)
 
     // rows, in time order
     const fingerprints = await errorFingerprints(hits)

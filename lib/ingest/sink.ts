@@ -1,5 +1,5 @@
 import type { Olap } from '../storage/clickhouse/types'
-import type { Store } from '../storage/store'
+import type { Repositories } from '../repositories'
 import type { BotRow, EventRow } from './rows'
 
 /** Where event rows are inserted: a Null table whose view fills `events` (clickhouse/0004_events_input.sql). */
@@ -35,18 +35,18 @@ export interface WriteAheadLog {
   release(segments: number[]): void
 }
 
-export async function addUsage(kv: Store, usage: IngestBatch['usage']) {
-  await Promise.all([...usage].flatMap(([orgId, months]) => [...months].map(([month, counts]) => kv.addUsage(orgId, month, counts))))
+export async function addUsage(repositories: Pick<Repositories, 'usage'>, usage: IngestBatch['usage']) {
+  await Promise.all([...usage].flatMap(([orgId, months]) => [...months].map(([month, counts]) => repositories.usage.add(orgId, month, counts))))
 }
 
-async function store(olap: Olap, kv: Store, batch: IngestBatch) {
+async function store(olap: Olap, repositories: Pick<Repositories, 'usage'>, batch: IngestBatch) {
   await Promise.all([olap.insert(EVENTS_INPUT, batch.events), olap.insert('bot_events', batch.bots)])
-  await addUsage(kv, batch.usage)
+  await addUsage(repositories, batch.usage)
 }
 
 /** Inserts before answering: for Workers, where nothing outlives the request. */
-export function directSink(olap: Olap, kv: Store): EventSink {
-  return { write: (batch) => store(olap, kv, batch), flush: async () => {} }
+export function directSink(olap: Olap, repositories: Pick<Repositories, 'usage'>): EventSink {
+  return { write: (batch) => store(olap, repositories, batch), flush: async () => {} }
 }
 
 /** Counts stored rows of one site in the batch's usage (per site, so the organization's usage breaks down by site). */
@@ -86,7 +86,7 @@ export class BufferedSink implements EventSink {
 
   constructor(
     private readonly olap: Olap,
-    private readonly kv: Store,
+    private readonly repositories: Pick<Repositories, 'usage'>,
     private readonly options: { maxRows?: number; intervalMs?: number; log?: WriteAheadLog } = {},
   ) {
     this.timer = setInterval(() => void this.flush().catch((err) => console.error('event flush failed; will retry', err)), options.intervalMs ?? 200)
@@ -120,7 +120,7 @@ export class BufferedSink implements EventSink {
       const steps: [store: () => Promise<void>, requeue: () => void][] = [
         [() => this.olap.insert(EVENTS_INPUT, batch.events), () => this.pending.events.unshift(...batch.events)],
         [() => this.olap.insert('bot_events', batch.bots), () => this.pending.bots.unshift(...batch.bots)],
-        [() => addUsage(this.kv, batch.usage), () => mergeUsage(this.pending.usage, batch.usage)],
+        [() => addUsage(this.repositories, batch.usage), () => mergeUsage(this.pending.usage, batch.usage)],
       ]
       for (let i = 0; i < steps.length; i++) {
         try {

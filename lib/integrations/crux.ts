@@ -2,7 +2,7 @@ import { z } from 'zod'
 import { OutboundError } from '../network/guarded-fetch'
 import { type FormFactor, VITAL_NAMES, type VitalName } from '../reports/query/compile/vitals'
 import type { Site } from '../sites/sites'
-import type { Store } from '../storage/store'
+import type { Repositories } from '../repositories'
 
 /**
  * Field data from the Chrome UX Report (CrUX) API: how Chrome users experienced a site's origin
@@ -151,7 +151,7 @@ export async function queryCruxRecord(fetcher: typeof fetch, config: CruxConfig,
 }
 
 export interface CruxDeps {
-  store: Pick<Store, 'getCruxAnswer' | 'saveCruxAnswer'>
+  repositories: Pick<Repositories, 'crux'>
   fetch: typeof fetch
   crux?: CruxConfig
 }
@@ -178,7 +178,7 @@ export async function cruxFieldData(deps: CruxDeps, site: Site, formFactor: Form
   const echo = { origin: origins[0], formFactor: formFactor ?? null }
   if (!deps.crux) return { available: false, ...echo, reason: 'no CrUX API key is configured on this server (CRUX_API_KEY)' }
   const cacheKey = formFactor ?? 'all'
-  const cached = await deps.store.getCruxAnswer<CruxAnswer>(origins[0], cacheKey)
+  const cached = await deps.repositories.crux.get<CruxAnswer>(origins[0], cacheKey)
   if (cached && typeof cached.available === 'boolean') return cached
   let answer: CruxAnswer | undefined
   for (const origin of origins) {
@@ -195,6 +195,6 @@ export async function cruxFieldData(deps: CruxDeps, site: Site, formFactor: Form
     ...echo,
     reason: `the Chrome UX Report has no field data for ${origins.join(' or ')}${formFactor ? ` on ${formFactor}s` : ''}: too few Chrome users visited it in the last 28 days, or the origin is not public`,
   }
-  await deps.store.saveCruxAnswer(origins[0], cacheKey, answer, CRUX_CACHE_SECONDS)
+  await deps.repositories.crux.save(origins[0], cacheKey, answer, CRUX_CACHE_SECONDS)
   return answer
 }

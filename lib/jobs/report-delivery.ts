@@ -2,8 +2,9 @@ import { Temporal } from 'temporal-polyfill'
 import { reportSource } from '../sites/alerts'
 import { reportParams } from '../reports/query/parse'
 import { type ReportDeps, breakdown, totals } from '../reports/query/reports'
+import type { Repositories } from '../repositories'
+import { listAllSites } from '../sites/site-lifecycle'
 import type { Site } from '../sites/sites'
-import type { Store } from '../storage/store'
 import type { Mailer } from '../network/mail'
 import { WEBHOOK_RETRY_DELAYS_MS, sendWebhook } from '../network/webhook'
 
@@ -19,7 +20,7 @@ export type ReportKind = 'weekly' | 'monthly'
 type Channel = 'email' | 'webhook'
 
 export interface DeliveryDeps extends ReportDeps {
-  store: Store
+  repositories: Repositories
   /** The guarded outbound fetch. */
   fetch: typeof fetch
   /** Absent on Workers: e-mail is then left for a home that has one. */
@@ -62,7 +63,7 @@ export async function deliverReports(deps: DeliveryDeps, now: Date, options: Del
   const log = options.log ?? console.error
   let sent = 0
   let failed = 0
-  for (const site of await deps.store.listAllSites()) {
+  for (const site of await listAllSites(deps.repositories)) {
     for (const period of duePeriods(site, now)) {
       try {
         sent += await deliverSiteReport(deps, site, period, { ...options, log })
@@ -90,14 +91,14 @@ async function deliverSiteReport(deps: DeliveryDeps, site: Site, period: Period,
   const deliveryKey = (channel: Channel) => `${site.id}:${period.kind}:${period.from}:${channel}`
   const claimed: Channel[] = []
   for (const channel of channelsOf(deps, site, options.log)) {
-    if (await deps.store.claimDelivery(deliveryKey(channel), SENDING_LEASE_SECONDS)) claimed.push(channel)
+    if (await deps.repositories.deliveries.claim(deliveryKey(channel), SENDING_LEASE_SECONDS)) claimed.push(channel)
   }
   if (!claimed.length) return 0
   let report: SiteReport
   try {
     report = await buildReport(deps, site, period)
   } catch (err) {
-    await Promise.all(claimed.map((channel) => deps.store.releaseDelivery(deliveryKey(channel))))
+    await Promise.all(claimed.map((channel) => deps.repositories.deliveries.release(deliveryKey(channel))))
     throw err
   }
   const failures: string[] = []
@@ -106,10 +107,10 @@ async function deliverSiteReport(deps: DeliveryDeps, site: Site, period: Period,
     try {
       if (channel === 'email') await deps.mailer!.send({ to: site.alerts.recipients, subject: report.subject, text: reportText(report) })
       else await sendWebhook(deps.fetch, { url: site.alerts.webhookUrl!, secret: site.webhookSecret! }, { deliveryId: deliveryKey(channel), ...report.payload }, options.retryDelaysMs ?? WEBHOOK_RETRY_DELAYS_MS)
-      await deps.store.markDelivered(deliveryKey(channel))
+      await deps.repositories.deliveries.markSent(deliveryKey(channel))
       sent++
     } catch (err) {
-      await deps.store.releaseDelivery(deliveryKey(channel))
+      await deps.repositories.deliveries.release(deliveryKey(channel))
       failures.push(`${channel}: ${(err as Error).message}`)
     }
   }

@@ -1,3 +1,4 @@
+import { listAllSites } from '../sites/site-lifecycle'
 import type { Site } from '../sites/sites'
 import { judgeBuckets, shiftId, shiftsOf, sum, type Shift } from '../reports/why/shifts'
 import { isoLocal, readsEvents, zoned } from '../reports/why/window'
@@ -77,7 +78,7 @@ export async function deliverTrafficAlerts(deps: DeliveryDeps, now: Date, option
   const log = options.log ?? console.error
   let sent = 0
   let failed = 0
-  for (const site of await deps.store.listAllSites()) {
+  for (const site of await listAllSites(deps.repositories)) {
     try {
       for (const alert of await dueAlerts(deps, site, now)) sent += await deliverAlert(deps, site, alert, { ...options, log })
     } catch (err) {
@@ -94,7 +95,7 @@ async function deliverAlert(deps: DeliveryDeps, site: Site, alert: TrafficAlert,
   const failures: string[] = []
   let sent = 0
   for (const channel of channels) {
-    if (!(await deps.store.claimDelivery(deliveryKey(channel), SENDING_LEASE_SECONDS))) continue
+    if (!(await deps.repositories.deliveries.claim(deliveryKey(channel), SENDING_LEASE_SECONDS))) continue
     try {
       if (channel === 'email') await deps.mailer!.send({ to: site.alerts.recipients, subject: alertSubject(site, alert), text: alertText(site, alert) })
       else
@@ -104,10 +105,10 @@ async function deliverAlert(deps: DeliveryDeps, site: Site, alert: TrafficAlert,
           { deliveryId: deliveryKey(channel), event: `alert.${alert.kind}`, site: { id: site.id, domain: site.domain, timezone: site.timezone }, alert },
           options.retryDelaysMs ?? WEBHOOK_RETRY_DELAYS_MS,
         )
-      await deps.store.markDelivered(deliveryKey(channel))
+      await deps.repositories.deliveries.markSent(deliveryKey(channel))
       sent++
     } catch (err) {
-      await deps.store.releaseDelivery(deliveryKey(channel))
+      await deps.repositories.deliveries.release(deliveryKey(channel))
       failures.push(`${channel}: ${(err as Error).message}`)
     }
   }

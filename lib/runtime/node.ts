@@ -12,7 +12,8 @@ import { type RawRedis, rawRequester } from '../storage/kv/raw'
 import { prefixedRaw, prefixedUpstash } from '../storage/kv/prefix'
 import { TcpRedis } from '../storage/kv/tcp'
 import { type RateLimiter, memoryRateLimiter, redisRateLimiter } from '../accounts/ratelimit'
-import { NATIVE_SCRIPTS } from '../ingest/visits'
+import { NATIVE_SCRIPTS } from '../ingest/visits-repository'
+import { type Repositories, openRepositories } from '../repositories'
 import { dbipGeo } from '../ingest/geo-node'
 import { Journal } from '../ingest/journal'
 import { Ingestor } from '../ingest/pipeline'
@@ -27,7 +28,6 @@ import { SiteDirectory } from '../sites/site-directory'
 import type { Services } from '../services'
 import { migrate } from '../storage/clickhouse/migrate'
 import { loadMigrations } from '../storage/clickhouse/migrations-node'
-import { Store } from '../storage/store'
 import { type NodeConfig, UserError } from './env'
 import { swaggerUiAssets } from './reference-assets-node'
 
@@ -90,7 +90,8 @@ export interface NodeStores {
   olap: Olap
   /** Set when this process owns the embedded engine: the local ClickHouse endpoint serves it. */
   chdb: ChdbOlap | null
-  store: Store
+  kv: Redis
+  repositories: Repositories
   /** Set when this process talks raw Redis (embedded or TCP): the local Upstash endpoint serves it. */
   raw: RawRedis | null
   limiter: RateLimiter
@@ -179,7 +180,8 @@ export async function openNodeStores(env: NodeEnv, options: { viaRunningServer?:
   return {
     olap,
     chdb,
-    store: new Store(redis),
+    kv: redis,
+    repositories: openRepositories(redis),
     raw,
     limiter,
     describe: { clickhouse, keyValue },
@@ -193,7 +195,7 @@ export async function openNodeStores(env: NodeEnv, options: { viaRunningServer?:
 /** What the Node builder is given besides the environment. */
 export interface NodeServiceInputs {
   /** The stores: those `openNodeStores` opened, or a test's. */
-  stores: Pick<NodeStores, 'olap' | 'store' | 'limiter'>
+  stores: Pick<NodeStores, 'olap' | 'kv' | 'repositories' | 'limiter'>
   now?: () => Date
   /** The server's journaled sink, whose batches take the hits of concurrent requests; without it, hits are inserted before the answer. */
   sink?: BufferedSink
@@ -206,10 +208,10 @@ export interface NodeServiceInputs {
 
 /** The services of the Node home, from its environment and its stores. */
 export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Services {
-  const { olap, store, limiter } = inputs.stores
+  const { olap, kv, repositories, limiter } = inputs.stores
   const now = inputs.now ?? (() => new Date())
   const log = inputs.log ?? ((line: string) => process.stderr.write(`${line}\n`))
-  const sites = new SiteDirectory(store, { cacheMs: inputs.siteCacheMs })
+  const sites = new SiteDirectory(repositories.sites, { cacheMs: inputs.siteCacheMs })
   const outboundRules = {
     allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === '1',
     resolve: async (host: string) => (await lookup(host, { all: true })).map((a) => a.address),
@@ -218,13 +220,14 @@ export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Servic
   const resolver = new Resolver({ timeout: 2000, tries: 2 })
   return {
     olap,
-    store,
+    kv,
+    repositories,
     sites,
     limiter,
     now,
     ingestor: inputs.sink
-      ? new Ingestor({ sites, store, sink: inputs.sink, geo: dbipGeo(), now, coalesce: true })
-      : new Ingestor({ sites, store, sink: directSink(olap, store), geo: dbipGeo(), now }),
+      ? new Ingestor({ sites, repositories, sink: inputs.sink, geo: dbipGeo(), now, coalesce: true })
+      : new Ingestor({ sites, repositories, sink: directSink(olap, repositories), geo: dbipGeo(), now }),
     sharedProcess: true,
     liveCache: memoryLiveCache(() => now().getTime()),
     dns: {
@@ -270,8 +273,8 @@ export async function openNodeHome(env: NodeConfig, options: Pick<NodeServiceInp
   if (stores.chdb) await migrate(stores.chdb, loadMigrations())
   // a hit is acknowledged once it is in the journal on disk; what an earlier process journaled and
   // did not insert (a crash, kill -9) is stored now, before anything is served
-  const { journal, replayed } = await Journal.open(join(dataDir(env), 'journal'), stores.olap, stores.store)
-  const sink = new BufferedSink(stores.olap, stores.store, { log: journal })
+  const { journal, replayed } = await Journal.open(join(dataDir(env), 'journal'), stores.olap, stores.repositories)
+  const sink = new BufferedSink(stores.olap, stores.repositories, { log: journal })
   return {
     services: nodeServices(env, { stores, sink, ...options }),
     stores,

@@ -12,7 +12,7 @@ import type { LiveAnswer, LiveCache } from '../sites/public-live'
 import { redisRateLimiter } from '../accounts/ratelimit'
 import { SiteDirectory } from '../sites/site-directory'
 import type { Services } from '../services'
-import { Store } from '../storage/store'
+import { openRepositories } from '../repositories'
 import { cruxApiKey, cruxApiUrl, logLevelSchema } from './env'
 
 /** The Workers home: ClickHouse over HTTP, Upstash over REST, the Cache API, geo from request.cf. */
@@ -68,17 +68,18 @@ export function workerServices(rawEnv: WorkerEnv): Services {
   })
   const outbound = guardedFetch({ allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === '1' })
   const olap = clickhouseClientOlap(client as unknown as ClickHouseClientLike)
-  const store = new Store(redis)
-  const sites = new SiteDirectory(store)
+  const repositories = openRepositories(redis)
+  const sites = new SiteDirectory(repositories.sites)
   const now = () => new Date()
   return {
     olap,
-    store,
+    kv: redis,
+    repositories,
     sites,
     limiter: redisRateLimiter(redis),
     now,
     // nothing outlives a request on Workers: hits are inserted (async inserts) before the 202; geo comes from request.cf
-    ingestor: new Ingestor({ sites, store, sink: directSink(olap, store), now }),
+    ingestor: new Ingestor({ sites, repositories, sink: directSink(olap, repositories), now }),
     liveCache: cacheApiLiveCache(),
     clientAddress: (request) => request.headers.get('cf-connecting-ip') ?? '',
     fetch: outbound,

@@ -2,7 +2,8 @@ import { z } from 'zod'
 import { ApiError } from '../errors'
 import type { Site } from './sites'
 import { domainSchema } from './sites'
-import { ANNOTATION_KINDS, type Annotation, type Store } from '../storage/store'
+import type { Repositories } from '../repositories'
+import { ANNOTATION_KINDS, type Annotation } from './definition-records'
 
 export const ANNOTATION_LIST_MAX = 500
 
@@ -27,18 +28,18 @@ export const annotationInputSchema = z
 export type AnnotationInput = z.infer<typeof annotationInputSchema>
 
 /** The site an annotation names, by UUID or by domain, as the key may see it. */
-export async function annotatedSite(store: Store, siteFor: (id: string) => Promise<Site>, orgId: string, input: Pick<AnnotationInput, 'siteId' | 'domain'>): Promise<Site> {
+export async function annotatedSite(repositories: Pick<Repositories, 'sites'>, siteFor: (id: string) => Promise<Site>, orgId: string, input: Pick<AnnotationInput, 'siteId' | 'domain'>): Promise<Site> {
   if (input.siteId) {
     const site = await siteFor(input.siteId)
     if (input.domain !== undefined && input.domain !== site.domain) throw new ApiError(400, `domain: "${input.domain}" is not the domain of site ${input.siteId}`)
     return site
   }
-  const byDomain = (await store.listSites(orgId)).find((s) => s.domain === input.domain)
+  const byDomain = (await repositories.sites.list(orgId)).find((s) => s.domain === input.domain)
   if (!byDomain) throw new ApiError(404, 'site not found')
   return siteFor(byDomain.id)
 }
 
-export async function createAnnotation(store: Store, site: Site, input: AnnotationInput, now: Date): Promise<Annotation> {
+export async function createAnnotation(repositories: Pick<Repositories, 'annotations'>, site: Site, input: AnnotationInput, now: Date): Promise<Annotation> {
   const annotation: Annotation = {
     id: crypto.randomUUID(),
     siteId: site.id,
@@ -49,28 +50,28 @@ export async function createAnnotation(store: Store, site: Site, input: Annotati
     url: input.url ?? null,
     createdAt: now.toISOString(),
   }
-  await store.saveAnnotation(annotation)
+  await repositories.annotations.save(annotation)
   return annotation
 }
 
 /** The site's annotations placed from `from` to `to` (both included), newest first, at most 500. */
-export async function listAnnotations(store: Store, site: Site, window: { from?: string; to?: string }): Promise<Annotation[]> {
+export async function listAnnotations(repositories: Pick<Repositories, 'annotations'>, site: Site, window: { from?: string; to?: string }): Promise<Annotation[]> {
   const from = window.from ? Date.parse(window.from) : -Infinity
   const to = window.to ? Date.parse(window.to) : Infinity
   if (from > to) throw new ApiError(400, 'from: must not be after to')
-  return (await store.listAnnotations(site.id))
+  return (await repositories.annotations.list(site.id))
     .filter((a) => Date.parse(a.at) >= from && Date.parse(a.at) <= to)
     .sort((a, b) => b.at.localeCompare(a.at) || b.createdAt.localeCompare(a.createdAt) || a.id.localeCompare(b.id))
     .slice(0, ANNOTATION_LIST_MAX)
 }
 
 /** Deletes an annotation by id alone; one of a site the key cannot see is the same 404 as none. */
-export async function deleteAnnotation(store: Store, siteFor: (id: string) => Promise<Site>, id: string): Promise<void> {
+export async function deleteAnnotation(repositories: Pick<Repositories, 'annotations'>, siteFor: (id: string) => Promise<Site>, id: string): Promise<void> {
   const notFound = new ApiError(404, 'annotation not found')
-  const siteId = await store.getAnnotationSite(id)
+  const siteId = await repositories.annotations.siteOf(id)
   if (!siteId) throw notFound
   const site = await siteFor(siteId).catch((err) => {
     throw err instanceof ApiError && err.status === 404 ? notFound : err
   })
-  if (!(await store.deleteAnnotation(site.id, id))) throw notFound
+  if (!(await repositories.annotations.delete(site.id, id))) throw notFound
 }

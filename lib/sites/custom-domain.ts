@@ -55,7 +55,7 @@ function setTrackingDomain(services: Services, siteId: string, customDomain: str
 /** Checks DNS now; the snippet follows the answer (a DNS failure changes nothing). Answers the state. */
 export async function customDomainState(services: Services, site: Site, baseUrl: string) {
   const target = new URL(baseUrl).hostname
-  const record = await services.store.getCustomDomain(site.id)
+  const record = await services.repositories.siteChecks.customDomain(site.id)
   let current = site
   let check: { status: Status; detail: string } = { status: 'none', detail: 'no custom domain; the snippet uses the service host' }
   if (record) {
@@ -63,7 +63,7 @@ export async function customDomainState(services: Services, site: Site, baseUrl:
     const inSnippet = check.status === 'verified' ? record.domain : check.status === 'error' ? site.tracking.customDomain : null
     if (check.status === 'verified' && !record.verifiedAt) {
       record.verifiedAt = services.now().toISOString()
-      await services.store.saveCustomDomain(site.id, record)
+      await services.repositories.siteChecks.saveCustomDomain(site.id, record)
     }
     if (inSnippet !== site.tracking.customDomain) {
       current = await setTrackingDomain(services, site.id, inSnippet)
@@ -86,8 +86,8 @@ export async function customDomainState(services: Services, site: Site, baseUrl:
 /** Attaches (or replaces) the site's custom domain; the snippet keeps the service host until DNS points the new one here. */
 export async function attachCustomDomain(services: Services, site: Site, domain: string, baseUrl: string) {
   assertSubdomainOf(site, domain)
-  const existing = await services.store.getCustomDomain(site.id)
-  if (existing?.domain !== domain) await services.store.saveCustomDomain(site.id, { domain, addedAt: services.now().toISOString(), verifiedAt: null })
+  const existing = await services.repositories.siteChecks.customDomain(site.id)
+  if (existing?.domain !== domain) await services.repositories.siteChecks.saveCustomDomain(site.id, { domain, addedAt: services.now().toISOString(), verifiedAt: null })
   let current = site
   if (site.tracking.customDomain && site.tracking.customDomain !== domain) {
     current = await setTrackingDomain(services, site.id, null)
@@ -97,7 +97,7 @@ export async function attachCustomDomain(services: Services, site: Site, domain:
 
 /** Detaches the custom domain: the snippet goes back to the service host. */
 export async function detachCustomDomain(services: Services, site: Site, baseUrl: string) {
-  await services.store.deleteCustomDomain(site.id)
+  await services.repositories.siteChecks.deleteCustomDomain(site.id)
   let current = site
   if (site.tracking.customDomain) {
     current = await setTrackingDomain(services, site.id, null)

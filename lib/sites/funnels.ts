@@ -1,7 +1,8 @@
 import { z } from 'zod'
 import { ApiError } from '../errors'
 import { siteRefSchema } from './sites'
-import { FUNNEL_STEP_TYPES, type Funnel, type FunnelStep, type Store } from '../storage/store'
+import type { Repositories } from '../repositories'
+import { FUNNEL_STEP_TYPES, type Funnel, type FunnelStep } from './definition-records'
 
 const stepSchema = z
   .strictObject({
@@ -25,9 +26,9 @@ export const funnelPatchSchema = z
 type StepInput = z.infer<typeof stepSchema>
 
 /** Steps as stored; a goal step must name a goal of the site. */
-async function checkedSteps(store: Store, siteId: string, steps: StepInput[]): Promise<FunnelStep[]> {
+async function checkedSteps(repositories: Pick<Repositories, 'goals'>, siteId: string, steps: StepInput[]): Promise<FunnelStep[]> {
   if (steps.some((s) => s.type === 'goal')) {
-    const goals = new Set((await store.listGoals(siteId)).map((g) => g.id))
+    const goals = new Set((await repositories.goals.list(siteId)).map((g) => g.id))
     steps.forEach((s, i) => {
       if (s.type === 'goal' && !goals.has(s.value.toLowerCase())) throw new ApiError(400, `steps.${i}.value: not a goal id of this site`)
     })
@@ -39,31 +40,31 @@ function assertNameFree(funnels: Funnel[], name: string, except?: string) {
   if (funnels.some((f) => f.id !== except && f.name === name)) throw new ApiError(409, `name: the site already has a funnel named "${name}"`)
 }
 
-export async function createFunnel(store: Store, siteId: string, input: z.infer<typeof funnelCreateSchema>, now: Date): Promise<Funnel> {
-  const funnels = await store.listFunnels(siteId)
+export async function createFunnel(repositories: Pick<Repositories, 'funnels' | 'goals'>, siteId: string, input: z.infer<typeof funnelCreateSchema>, now: Date): Promise<Funnel> {
+  const funnels = await repositories.funnels.list(siteId)
   assertNameFree(funnels, input.name)
   const at = now.toISOString()
-  const funnel: Funnel = { id: crypto.randomUUID(), name: input.name, steps: await checkedSteps(store, siteId, input.steps), createdAt: at, updatedAt: at }
-  await store.saveFunnel(siteId, funnel)
+  const funnel: Funnel = { id: crypto.randomUUID(), name: input.name, steps: await checkedSteps(repositories, siteId, input.steps), createdAt: at, updatedAt: at }
+  await repositories.funnels.save(siteId, funnel)
   return funnel
 }
 
 /** Renames a funnel or replaces its steps (the whole list). */
-export async function updateFunnel(store: Store, siteId: string, input: z.infer<typeof funnelPatchSchema>, now: Date): Promise<Funnel> {
-  const funnels = await store.listFunnels(siteId)
+export async function updateFunnel(repositories: Pick<Repositories, 'funnels' | 'goals'>, siteId: string, input: z.infer<typeof funnelPatchSchema>, now: Date): Promise<Funnel> {
+  const funnels = await repositories.funnels.list(siteId)
   const current = funnels.find((f) => f.id === input.funnel_id.toLowerCase())
   if (!current) throw new ApiError(404, 'funnel not found')
   const next: Funnel = {
     ...current,
     name: input.name ?? current.name,
-    steps: input.steps ? await checkedSteps(store, siteId, input.steps) : current.steps,
+    steps: input.steps ? await checkedSteps(repositories, siteId, input.steps) : current.steps,
     updatedAt: now.toISOString(),
   }
   assertNameFree(funnels, next.name, next.id)
-  await store.saveFunnel(siteId, next)
+  await repositories.funnels.save(siteId, next)
   return next
 }
 
-export async function deleteFunnel(store: Store, siteId: string, funnelId: string) {
-  if (!(await store.deleteFunnel(siteId, funnelId.toLowerCase()))) throw new ApiError(404, 'funnel not found')
+export async function deleteFunnel(repositories: Pick<Repositories, 'funnels'>, siteId: string, funnelId: string) {
+  if (!(await repositories.funnels.delete(siteId, funnelId.toLowerCase()))) throw new ApiError(404, 'funnel not found')
 }

@@ -1,5 +1,6 @@
 import type { Site } from './sites'
-import type { ImportRun, Store } from '../storage/store'
+import type { Repositories } from '../repositories'
+import type { ImportRun } from './import-runs-repository'
 
 /** What one import stored for one site so far. */
 export interface SiteTally {
@@ -21,10 +22,10 @@ export function tally(bySite: Map<string, SiteTally>, siteId: string, at: Date |
 }
 
 /** Records one run per site the import reached, so the site's imports list it. */
-export async function recordImportRuns(store: Store, bySite: Map<string, SiteTally>, run: { startedAt: Date; finishedAt: Date; error: string | null }) {
+export async function recordImportRuns(repositories: Pick<Repositories, 'importRuns'>, bySite: Map<string, SiteTally>, run: { startedAt: Date; finishedAt: Date; error: string | null }) {
   await Promise.all(
     [...bySite].map(([siteId, t]) =>
-      store.saveImportRun(siteId, {
+      repositories.importRuns.save(siteId, {
         id: crypto.randomUUID(),
         kind: 'raw_hits',
         state: run.error ? 'failed' : 'completed',
@@ -41,8 +42,8 @@ export async function recordImportRuns(store: Store, bySite: Map<string, SiteTal
 }
 
 /** Every import of a site, newest first: raw-hit runs and the provider periods kept on the site (ga4). */
-export async function siteImports(store: Store, site: Site) {
-  const runs = (await store.listImportRuns(site.id)).map((r) => ({ ...r, id: r.id as string | null, rows: r.rows as number | null }))
+export async function siteImports(repositories: Pick<Repositories, 'importRuns'>, site: Site) {
+  const runs = (await repositories.importRuns.list(site.id)).map((r) => ({ ...r, id: r.id as string | null, rows: r.rows as number | null }))
   const periods = site.imports.map((p) => ({
     id: null,
     kind: p.source,

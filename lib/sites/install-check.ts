@@ -22,7 +22,7 @@ export const installStateSchema = z.object({
 
 export async function installState(services: Services, site: Site, lastCheck?: InstallCheck | null): Promise<z.infer<typeof installStateSchema>> {
   const since = new Date(services.now().getTime() - 24 * 3600_000)
-  const [activity, check] = await Promise.all([siteActivity(services.olap, site.id, since), lastCheck === undefined ? services.store.getInstallCheck(site.id) : lastCheck])
+  const [activity, check] = await Promise.all([siteActivity(services.olap, site.id, since), lastCheck === undefined ? services.repositories.siteChecks.installCheck(site.id) : lastCheck])
   return {
     installed: activity.firstEventAt !== null || check?.result === 'found' || check?.result === 'blocked_by_csp' || site.install.installed,
     recording: activity.eventsSince > 0,
@@ -36,7 +36,7 @@ export async function installState(services: Services, site: Site, lastCheck?: I
 /** Fetches the homepage now, looks for the tag, records the result, and answers the install state. */
 export async function checkInstallNow(services: Services, site: Site) {
   const check = await inspectHomepage(services.fetch, site, services.now())
-  await services.store.saveInstallCheck(site.id, check)
+  await services.repositories.siteChecks.saveInstallCheck(site.id, check)
   // the site's own install state (shown with its settings) follows the check
   const seen = check.result === 'found' || check.result === 'blocked_by_csp'
   await services.sites.update(site.id, (fresh) => ({ ...fresh, install: { ...fresh.install, installed: fresh.install.installed || seen, checkedAt: check.checkedAt } }))

@@ -2,7 +2,8 @@ import { z } from 'zod'
 import { ApiError } from '../errors'
 import { parseFilters, validateGoalFilter } from '../reports/query/parse'
 import { type Site, siteRefSchema } from './sites'
-import type { Segment, Store } from '../storage/store'
+import type { Repositories } from '../repositories'
+import type { Segment } from './definition-records'
 
 export const segmentInputSchema = z.strictObject({
   site_id: siteRefSchema,
@@ -15,20 +16,25 @@ export const segmentInputSchema = z.strictObject({
  * refuse is refused here with the same message; they are checked against the site's first-party
  * source when it has one (a ga4 read of a segment with first-party filters is then a 400).
  */
-export async function createSegment(store: Store, site: Site, input: z.infer<typeof segmentInputSchema>, now: Date): Promise<Segment> {
+export async function createSegment(repositories: Pick<Repositories, 'segments' | 'goals'>, site: Site, input: z.infer<typeof segmentInputSchema>, now: Date): Promise<Segment> {
   const filters = parseFilters(typeof input.filters === 'string' ? input.filters : JSON.stringify(input.filters), site.sources.includes('standalone') ? 'standalone' : 'ga4')
   if (!filters.length) throw new ApiError(400, 'filters: a segment needs at least one filter')
   filters.forEach((f, i) => {
     if (f.dimension === 'segment') throw new ApiError(400, `filters[${i}].dimension: a segment cannot contain another segment`)
   })
-  const [segments, goals] = await Promise.all([store.listSegments(site.id), filters.some((f) => f.dimension === 'goal') ? store.listGoals(site.id) : []])
+  const [segments, goals] = await Promise.all([repositories.segments.list(site.id), filters.some((f) => f.dimension === 'goal') ? repositories.goals.list(site.id) : []])
   for (const f of filters) if (f.dimension === 'goal') validateGoalFilter(f, goals)
   if (segments.some((s) => s.name === input.name)) throw new ApiError(409, `name: the site already has a segment named "${input.name}"`)
   const segment: Segment = { id: crypto.randomUUID(), name: input.name, filters, createdAt: now.toISOString() }
-  await store.saveSegment(site.id, segment)
+  await repositories.segments.save(site.id, segment)
   return segment
 }
 
-export async function deleteSegment(store: Store, site: Site, id: string) {
-  if (!(await store.deleteSegment(site.id, id.toLowerCase()))) throw new ApiError(404, 'segment not found')
+/** A site's segments, oldest first. */
+export function listSegments(repositories: Pick<Repositories, 'segments'>, site: Site): Promise<Segment[]> {
+  return repositories.segments.list(site.id)
+}
+
+export async function deleteSegment(repositories: Pick<Repositories, 'segments'>, site: Site, id: string) {
+  if (!(await repositories.segments.delete(site.id, id.toLowerCase()))) throw new ApiError(404, 'segment not found')
 }

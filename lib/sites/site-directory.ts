@@ -1,6 +1,6 @@
 import { ApiError } from '../errors'
 import { SNIPPET_ID_PATTERN, type Site, UUID_PATTERN } from './sites'
-import type { Store } from '../storage/store'
+import type { SitesRepository } from './sites-repository'
 
 /**
  * Sites by UUID or snippet id, cached for `cacheMs` (10 s unless told): every hit and every
@@ -12,7 +12,7 @@ export class SiteDirectory {
   private readonly cacheMs: number
 
   constructor(
-    private readonly store: Store,
+    private readonly repository: SitesRepository,
     options: { cacheMs?: number } = {},
   ) {
     this.cacheMs = options.cacheMs ?? 10_000
@@ -50,11 +50,11 @@ export class SiteDirectory {
    */
   async update(siteId: string, change: (current: Site) => Site | Promise<Site>): Promise<Site> {
     for (let attempt = 1; ; attempt++) {
-      const current = await this.store.getSite(siteId)
+      const current = await this.repository.get(siteId)
       if (!current) throw new ApiError(404, 'site not found')
       const next = await change(current)
       if (next === current) return current
-      if (await this.store.swapSite(current, next)) {
+      if (await this.repository.swap(current, next)) {
         this.keep(next.snippetId, next)
         return next
       }
@@ -62,22 +62,22 @@ export class SiteDirectory {
     }
   }
 
-  /** Deletes the site from the store (see Store.deleteSite) and forgets it here. */
-  async remove(site: Site, at: string) {
-    await this.store.deleteSite(site, at)
+  /** Deletes the site's record (see SitesRepository.delete) and forgets it here. */
+  async remove(site: Site) {
+    await this.repository.delete(site)
     this.keep(site.snippetId, null)
   }
 
   private async readBySnippet(snippetId: string): Promise<Site | null> {
     // a snippet id stays with its site: once known, only the site's settings need reading again
-    const id = this.cached.get(snippetId)?.site?.id ?? (await this.store.getSiteIdBySnippet(snippetId))
-    const site = id ? await this.store.getSite(id) : null
+    const id = this.cached.get(snippetId)?.site?.id ?? (await this.repository.idBySnippet(snippetId))
+    const site = id ? await this.repository.get(id) : null
     this.keep(snippetId, site)
     return site
   }
 
   private async readById(id: string): Promise<Site | null> {
-    const site = await this.store.getSite(id)
+    const site = await this.repository.get(id)
     if (site) this.keep(site.snippetId, site)
     return site
   }

@@ -36,27 +36,27 @@ describe('access matrix: one organization against another', () => {
     foreignFunnel = (await asB('/api/v1/funnels', { site_id: t.b.site.id, name: 'Theirs', steps: [{ type: 'page', value: '/' }, { type: 'goal', value: foreignGoal }] })).json.id
     foreignSegment = (await asB('/api/v1/segments', { site_id: t.b.site.id, name: 'Theirs', filters: [{ dimension: 'path', operator: 'is', value: ['/secret-page'] }] })).json.id
     foreignAnnotation = (await asB('/api/v1/annotations', { siteId: t.b.site.id, title: 'Their launch' })).json.id
-    foreignKeyId = (await createApiKey(t.store, { orgId: t.b.org.id, name: 'b-ingest', scope: 'write', siteId: t.b.site.id }, t.services.now())).id
+    foreignKeyId = (await createApiKey(t.repositories, { orgId: t.b.org.id, name: 'b-ingest', scope: 'write', siteId: t.b.site.id }, t.services.now())).id
     await t.call('GET', `/api/v1/proxy-config?site_id=${t.b.site.id}`, { key: t.b.write.key })
     const hit = { timestamp: new Date(Date.now() - 600_000).toISOString(), site: t.b.site.snippetId, name: 'pageview', url: `https://${t.b.site.domain}/secret-page`, ip: '203.0.113.1', userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0' }
     await importHits([JSON.stringify(hit)], t.services.ingestor)
     // org B's team: an owner, an admin and a pending invitation
-    await addOwner(t.store, t.b.org.id, 'owner-b@example.org', t.services.now())
+    await addOwner(t.repositories, t.b.org.id, 'owner-b@example.org', t.services.now())
     const invited = await t.call('POST', '/api/v1/org/members', { key: t.b.write.key, body: { email: 'admin-b@example.org', role: 'admin' } })
-    foreignMember = (await acceptInvitation(t.store, invited.json.id, t.services.now())).id
+    foreignMember = (await acceptInvitation(t.repositories, invited.json.id, t.services.now())).id
     foreignInvitation = (await t.call('POST', '/api/v1/org/members', { key: t.b.write.key, body: { email: 'pending-b@example.org', role: 'member' } })).json.id
         secrets = [t.b.org.id, t.b.site.id, t.b.site.snippetId, t.b.site.domain, foreignGoal, foreignKeyId, t.b.read.id, t.b.write.id, '/secret-page', foreignFunnel, foreignSegment, foreignAnnotation, 'Their launch', foreignMember, foreignInvitation, 'owner-b@', 'admin-b@', 'pending-b@']
   })
 
   const stateOfB = async () => ({
-    site: await t.store.getSite(t.b.site.id),
-    goals: await t.store.listGoals(t.b.site.id),
-    keys: (await t.store.listApiKeys(t.b.org.id)).map(({ lastUsedAt: _, ...k }) => k),
-    team: await t.store.listTeam(t.b.org.id),
-    funnels: await t.store.listFunnels(t.b.site.id),
-    segments: await t.store.listSegments(t.b.site.id),
-    annotations: await t.store.listAnnotations(t.b.site.id),
-    imports: await t.store.listImportRuns(t.b.site.id),
+    site: await t.repositories.sites.get(t.b.site.id),
+    goals: await t.repositories.goals.list(t.b.site.id),
+    keys: (await t.repositories.keys.list(t.b.org.id)).map(({ lastUsedAt: _, ...k }) => k),
+    team: await t.repositories.team.list(t.b.org.id),
+    funnels: await t.repositories.funnels.list(t.b.site.id),
+    segments: await t.repositories.segments.list(t.b.site.id),
+    annotations: await t.repositories.annotations.list(t.b.site.id),
+    imports: await t.repositories.importRuns.list(t.b.site.id),
   })
 
   it('leaks nothing through any keyed endpoint, with any key kind, by UUID or snippet id', async () => {

@@ -41,10 +41,10 @@ describe('alert settings', () => {
     const rotated = await t.call('PATCH', path(), { key: t.a.write.key, body: { rotateWebhookSecret: true } })
     expect(rotated.json.webhookSecret).toMatch(/^whsec_/)
     expect(rotated.json.webhookSecret).not.toBe(hook.json.webhookSecret)
-    expect((await t.store.getSite(t.a.site.id))!.webhookSecret).toBe(rotated.json.webhookSecret)
+    expect((await t.repositories.sites.get(t.a.site.id))!.webhookSecret).toBe(rotated.json.webhookSecret)
     // removing the webhook drops the secret
     expect((await t.call('PATCH', path(), { key: t.a.write.key, body: { webhookUrl: null } })).json.webhookUrl).toBeNull()
-    expect((await t.store.getSite(t.a.site.id))!.webhookSecret).toBeUndefined()
+    expect((await t.repositories.sites.get(t.a.site.id))!.webhookSecret).toBeUndefined()
     expect((await t.call('PATCH', path(), { key: t.a.write.key, body: { rotateWebhookSecret: true } })).status).toBe(400)
   })
 
@@ -66,12 +66,12 @@ describe('alert settings', () => {
   ]
   for (const [name, body, message] of bad) {
     it(`rejects ${name} with 400 and changes nothing`, async () => {
-      const before = await t.store.getSite(t.a.site.id)
+      const before = await t.repositories.sites.get(t.a.site.id)
       // a valid field alongside the bad one is not applied either
       const res = await t.call('PATCH', path(), { key: t.a.write.key, body: name === 'empty body' ? body : { monthlyReport: true, ...(body as object) } })
       expect(res.status).toBe(400)
       expect(res.json.error).toMatch(message)
-      expect(await t.store.getSite(t.a.site.id)).toEqual(before)
+      expect(await t.repositories.sites.get(t.a.site.id)).toEqual(before)
     })
   }
 
@@ -83,7 +83,7 @@ describe('alert settings', () => {
       expect((await t.call('GET', `/api/v1/sites/${ref}/alerts`, { key: t.a.read.key })).status).toBe(404)
       expect((await t.call('PATCH', `/api/v1/sites/${ref}/alerts`, { key: t.a.write.key, body: { weeklyReport: true } })).status).toBe(404)
     }
-    expect((await t.store.getSite(t.b.site.id))!.alerts.weeklyReport).toBe(false)
+    expect((await t.repositories.sites.get(t.b.site.id))!.alerts.weeklyReport).toBe(false)
     // a site-bound key reaches its own site only
     expect((await t.call('PATCH', path(), { key: t.ingest.key, body: { monthlyReport: true } })).status).toBe(200)
     const other = await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body: { domain: `other-${crypto.randomUUID().slice(0, 6)}.example.com` } })

@@ -37,15 +37,15 @@ describe.each(kinds)('annotations (%s key/value store)', (kind) => {
 
   it('lists at most 500', async () => {
     const { createAnnotation } = await import('../../lib/sites/annotations')
-    const site = await t.store.getSite(t.b.site.id)
-    for (let i = 0; i < 505; i++) await createAnnotation(t.store, site!, { title: `n${i}`, kind: 'note', at: new Date(Date.UTC(2025, 0, 1, 0, i)).toISOString() }, now)
+    const site = await t.repositories.sites.get(t.b.site.id)
+    for (let i = 0; i < 505; i++) await createAnnotation(t.repositories, site!, { title: `n${i}`, kind: 'note', at: new Date(Date.UTC(2025, 0, 1, 0, i)).toISOString() }, now)
     const res = await list(`siteId=${t.b.site.id}`, t.b.read.key)
     expect(res.json.annotations).toHaveLength(500)
     expect(res.json.annotations[0].title).toBe('n504')
   })
 
   it('refuses bad input with a 400 naming the field, and stores nothing', async () => {
-    const before = await t.store.listAnnotations(t.a.site.id)
+    const before = await t.repositories.annotations.list(t.a.site.id)
     const cases: [unknown, RegExp][] = [
       [{ title: 'x' }, /^siteId: siteId or domain is required/],
       [{ siteId: t.a.site.snippetId, title: 'x' }, /^siteId: must be a site UUID/],
@@ -65,7 +65,7 @@ describe.each(kinds)('annotations (%s key/value store)', (kind) => {
       expect(res.status, JSON.stringify(body)).toBe(400)
       expect(res.json.error, JSON.stringify(body)).toMatch(message)
     }
-    expect(await t.store.listAnnotations(t.a.site.id)).toEqual(before)
+    expect(await t.repositories.annotations.list(t.a.site.id)).toEqual(before)
     // the list takes the UUID only
     const bySnippet = await list(`siteId=${t.a.site.snippetId}`)
     expect(bySnippet.status).toBe(400)

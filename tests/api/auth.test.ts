@@ -67,7 +67,7 @@ describe.each(kinds)('auth matrix (%s key/value store)', (kind) => {
     const res = await t.call('PATCH', `/api/v1/sites/${t.a.site.id}`, { key: t.a.read.key, body: { includeBots: true } })
     expect(res.status).toBe(403)
     expect(res.json.error).toMatch(/write/)
-    expect((await t.store.getSite(t.a.site.id))!.tracking.includeBots).toBe(false)
+    expect((await t.repositories.sites.get(t.a.site.id))!.tracking.includeBots).toBe(false)
     expect((await t.call('POST', '/api/v1/sites', { key: t.a.read.key, body: { domain: 'new.example.com' } })).status).toBe(403)
   })
 
@@ -82,7 +82,7 @@ describe.each(kinds)('auth matrix (%s key/value store)', (kind) => {
       expect(write.status).toBe(404)
       expect(write.json).toEqual(missing.json)
     }
-    expect((await t.store.getSite(t.b.site.id))!.tracking.includeBots).toBe(false)
+    expect((await t.repositories.sites.get(t.b.site.id))!.tracking.includeBots).toBe(false)
     // the owner reaches it both ways
     expect((await t.call('GET', `/api/v1/sites/${t.b.site.snippetId}`, { key: t.b.read.key })).json.id).toBe(t.b.site.id)
   })
@@ -91,19 +91,19 @@ describe.each(kinds)('auth matrix (%s key/value store)', (kind) => {
     const now = t.services.now()
     const { newSite } = await import('../../lib/sites/sites')
     const other = newSite({ domain: `other-${crypto.randomUUID().slice(0, 6)}.example.com` }, t.a.org.id, now)
-    await t.store.createSite(other)
+    await t.repositories.sites.create(other)
     expect((await t.call('GET', `/api/v1/sites/${other.id}`, { key: t.ingest.key })).status).toBe(404)
     expect((await t.call('GET', `/api/v1/sites/${t.a.site.snippetId}`, { key: t.ingest.key })).status).toBe(200)
     const list = await t.call('GET', '/api/v1/sites', { key: t.ingest.key })
     expect(list.json.sites.map((s: { id: string }) => s.id)).toEqual([t.a.site.id])
     expect((await t.call('POST', '/api/v1/sites', { key: t.ingest.key, body: { domain: 'x.example.com' } })).status).toBe(403)
     expect((await t.call('DELETE', `/api/v1/sites/${t.a.site.id}?confirm=${t.a.site.domain}`, { key: t.ingest.key })).status).toBe(403)
-    expect(await t.store.getSite(t.a.site.id)).not.toBeNull()
+    expect(await t.repositories.sites.get(t.a.site.id)).not.toBeNull()
   })
 
   it('a revoked key is 401 at once, and the listing shows it revoked with no secret', async () => {
     const { createApiKey } = await import('../../lib/accounts/admin')
-    const doomed = await createApiKey(t.store, { orgId: t.a.org.id, name: 'doomed', scope: 'read' }, t.services.now())
+    const doomed = await createApiKey(t.repositories, { orgId: t.a.org.id, name: 'doomed', scope: 'read' }, t.services.now())
     expect((await t.call('GET', '/api/v1/me', { key: doomed.key })).status).toBe(200)
     const revoke = await t.call('DELETE', `/api/v1/org/api-keys?id=${doomed.id}`, { key: t.a.write.key })
     expect(revoke).toMatchObject({ status: 200, json: { revoked: true, id: doomed.id } })

@@ -164,12 +164,12 @@ describe('behaviour reads', () => {
   beforeAll(async () => {
     const services = await testServices({ now: () => NOW })
     call = client(services)
-    const org = await createOrg(services.store, 'Behaviour', NOW)
-    key = (await createApiKey(services.store, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
+    const org = await createOrg(services.repositories, 'Behaviour', NOW)
+    key = (await createApiKey(services.repositories, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
     const shop = newSite({ domain: 'shop.behaviour.test', timezone: TZ }, org.id, NOW)
     const empty = newSite({ domain: 'empty.behaviour.test', timezone: TZ }, org.id, NOW)
     const ga4 = { ...newSite({ domain: 'ga4.behaviour.test', timezone: TZ }, org.id, NOW), sources: ['ga4' as const], primarySource: 'ga4' as const }
-    for (const site of [shop, empty, ga4]) await services.store.createSite(site)
+    for (const site of [shop, empty, ga4]) await services.repositories.sites.create(site)
     fx = behaviourFixture(shop.snippetId, shop.domain, 7)
     const result = await importHits(fx.lines, services.ingestor)
     expect(result.rejected, JSON.stringify(result.errors)).toBe(0)

@@ -74,9 +74,9 @@ describe('bot traffic through bot_kind', () => {
   beforeAll(async () => {
     const services = await testServices({ now: () => NOW })
     call = client(services)
-    const org = await createOrg(services.store, 'Bots', NOW)
-    key = (await createApiKey(services.store, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
-    const write = (await createApiKey(services.store, { orgId: org.id, name: 'w', scope: 'write' }, NOW)).key
+    const org = await createOrg(services.repositories, 'Bots', NOW)
+    key = (await createApiKey(services.repositories, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
+    const write = (await createApiKey(services.repositories, { orgId: org.id, name: 'w', scope: 'write' }, NOW)).key
     const keeping = (domain: string, timezone: string) => {
       const site = newSite({ domain, timezone }, org.id, NOW)
       return { ...site, tracking: { ...site.tracking, includeBots: true } }
@@ -85,7 +85,7 @@ describe('bot traffic through bot_kind', () => {
     const la = keeping('la.bots.test', tz.la)
     const empty = keeping('empty.bots.test', 'UTC')
     const ga4 = { ...newSite({ domain: 'ga4.bots.test', timezone: 'UTC' }, org.id, NOW), sources: ['ga4' as const], primarySource: 'ga4' as const }
-    for (const site of [berlin, la, empty, ga4]) await services.store.createSite(site)
+    for (const site of [berlin, la, empty, ga4]) await services.repositories.sites.create(site)
     fx.berlin = botFixture(berlin.snippetId, berlin.domain, 5)
     fx.la = botFixture(la.snippetId, la.domain, 17)
     const result = await importHits([...fx.berlin.lines, ...fx.la.lines], services.ingestor)

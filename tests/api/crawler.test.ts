@@ -5,7 +5,6 @@ import { createApiKey, createOrg } from '../../lib/accounts/admin'
 import { type CrawlerConfig, DEFAULT_USER_AGENT } from '../../lib/crawl/config'
 import { pageSnapshots, siteChanges } from '../../lib/crawl/changes'
 import { runCrawls } from '../../lib/crawl/crawl'
-import { CrawlQueue } from '../../lib/crawl/queue'
 import { importHits } from '../../lib/ingest/import'
 import { guardedFetch } from '../../lib/network/guarded-fetch'
 import { checkedApp, client, REDIS_URL, testServices } from '../helpers'
@@ -107,9 +106,9 @@ describe('the crawler against a fixture website', () => {
     }
     services.crawler = config
     call = client(services)
-    const org = await createOrg(services.store, 'Crawled', new Date(now))
-    write = (await createApiKey(services.store, { orgId: org.id, name: 'w', scope: 'write' }, new Date(now))).key
-    read = (await createApiKey(services.store, { orgId: org.id, name: 'r', scope: 'read' }, new Date(now))).key
+    const org = await createOrg(services.repositories, 'Crawled', new Date(now))
+    write = (await createApiKey(services.repositories, { orgId: org.id, name: 'w', scope: 'write' }, new Date(now))).key
+    read = (await createApiKey(services.repositories, { orgId: org.id, name: 'r', scope: 'read' }, new Date(now))).key
     domain = `crawl-${crypto.randomUUID().slice(0, 8)}.test`
     const created = await call('POST', '/api/v1/sites', { key: write, body: { domain } })
     expect(created.status).toBe(201)
@@ -155,7 +154,7 @@ describe('the crawler against a fixture website', () => {
   const fetchedPaths = () => new Set(requests.map((r) => r.path))
 
   it('queues the first crawl when the site is added, and builds the inventory on its own', async () => {
-    expect(await new CrawlQueue(services.store).dueAt(siteId)).toBe(now)
+    expect(await services.repositories.crawlQueue.dueAt(siteId)).toBe(now)
     const runs = await crawl()
     expect(runs.map((r) => r.siteId)).toEqual([siteId])
 
@@ -189,7 +188,7 @@ describe('the crawler against a fixture website', () => {
     expect(siteRead.json.changeDetection).toMatchObject({ crawlStatus: 'ok', lastCrawlAt: new Date(now).toISOString(), pagesKnown: 11, changeExcludedPaths: ['/admin/*'] })
     expect(siteRead.json.changeDetection.crawlErrors).toEqual([{ path: '/huge', error: expect.stringContaining('larger than') }])
     // the next run is a day later
-    expect(await new CrawlQueue(services.store).dueAt(siteId)).toBe(now + DAY)
+    expect(await services.repositories.crawlQueue.dueAt(siteId)).toBe(now + DAY)
   })
 
   it('filters, searches, sorts and pages the inventory, and refuses what it does not know', async () => {
@@ -301,8 +300,8 @@ describe('the crawler against a fixture website', () => {
       expect(res.status, key).toBe(422)
       expect(res.json.error).toContain('not diffable')
     }
-    const other = await createOrg(services.store, 'Other', new Date(now))
-    const otherKey = (await createApiKey(services.store, { orgId: other.id, name: 'r', scope: 'read' }, new Date(now))).key
+    const other = await createOrg(services.repositories, 'Other', new Date(now))
+    const otherKey = (await createApiKey(services.repositories, { orgId: other.id, name: 'r', scope: 'read' }, new Date(now))).key
     expect((await call('GET', `/api/v1/changes/diff?change_id=${text.id}`, { key: otherKey })).status).toBe(404)
     expect((await call('GET', `/api/v1/changes/diff?change_id=${crypto.randomUUID()}`, { key: read })).status).toBe(404)
     expect((await call('GET', '/api/v1/changes/diff?change_id=nope', { key: read })).status).toBe(400)
@@ -338,7 +337,7 @@ describe('the crawler against a fixture website', () => {
     expect(ok.json).toEqual({ accepted: true, path: '/blog/a' })
     expect((await ping(`https://www.${domain}/blog/b`)).json).toEqual({ accepted: true, path: '/blog/b' })
     expect((await ping(`https://${domain}/admin/panel`)).json).toEqual({ accepted: false, path: '/admin/panel' })
-    const queue = new CrawlQueue(services.store)
+    const queue = services.repositories.crawlQueue
     expect(await queue.dueAt(siteId)).toBe(now)
     await ping(`https://${domain}/blog/c`)
     // the test client treats every 5xx as a failure: the 503s are read from the app itself
@@ -376,7 +375,7 @@ describe('the crawler against a fixture website', () => {
   it("stops at the plan's pages a day and goes on the next UTC day", async () => {
     now += 8 * DAY
     const day = new Date(now).toISOString().slice(0, 10)
-    const queue = new CrawlQueue(services.store)
+    const queue = services.repositories.crawlQueue
     // a free plan fetches 200 pages a day per site: all but one are spent
     await queue.spendBudget(siteId, day, 199)
     requests.length = 0
@@ -397,14 +396,14 @@ describe('the crawler against a fixture website', () => {
     expect(requests.map((r) => r.path)).toEqual(['/robots.txt'])
     const read1 = await call('GET', `/api/v1/sites/${siteId}`, { key: read })
     expect(read1.json.changeDetection).toMatchObject({ crawlStatus: 'failed', crawlErrors: [{ path: '/robots.txt', error: expect.stringContaining('HTTP 503') }] })
-    expect(await new CrawlQueue(services.store).dueAt(siteId)).toBe(now + 3_600_000)
+    expect(await services.repositories.crawlQueue.dueAt(siteId)).toBe(now + 3_600_000)
     site['/robots.txt'] = robots
   })
 
   it('crawls nothing and accepts no ping while change detection is off for the site', async () => {
     expect((await call('PATCH', `/api/v1/sites/${siteId}`, { key: write, body: { changeDetectionEnabled: false } })).status).toBe(200)
     expect((await call('POST', '/api/v1/ping', { key: write, body: { url: `https://${domain}/blog/a` } })).json).toEqual({ accepted: false, path: '/blog/a' })
-    const queue = new CrawlQueue(services.store)
+    const queue = services.repositories.crawlQueue
     await queue.schedule(siteId, now, { replace: true })
     requests.length = 0
     expect(await crawl()).toEqual([])
@@ -429,6 +428,6 @@ describe('the crawler against a fixture website', () => {
     expect(lines).toEqual([`crawl of site ${broken.json.id} failed: no origin for this site`])
     const read1 = await call('GET', `/api/v1/sites/${broken.json.id}`, { key: read })
     expect(read1.json.changeDetection.crawlStatus).toBe('failed')
-    expect(await new CrawlQueue(services.store).dueAt(broken.json.id)).toBe(now + 3_600_000)
+    expect(await services.repositories.crawlQueue.dueAt(broken.json.id)).toBe(now + 3_600_000)
   })
 })

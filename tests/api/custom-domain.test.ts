@@ -26,7 +26,7 @@ describe('custom tracking domain', () => {
 
   const addSite = async () => {
     const site = newSite({ domain: `cd-${crypto.randomUUID().slice(0, 8)}.example.com` }, t.a.org.id, t.services.now())
-    await t.store.createSite(site)
+    await t.repositories.sites.create(site)
     return site
   }
   const path = (ref: string) => `/api/v1/sites/${ref}/custom-domain`
@@ -88,7 +88,7 @@ describe('custom tracking domain', () => {
     const bad = await t.call('PATCH', `/api/v1/sites/${site.id}`, { key: t.a.write.key, body: { customDomain: 'stats.other.com', isPublic: false } })
     expect(bad.status).toBe(400)
     expect(bad.json.error).toMatch(/^customDomain: must be a subdomain of/)
-    expect((await t.store.getSite(site.id))!.sharing.isPublic).toBe(true)
+    expect((await t.repositories.sites.get(site.id))!.sharing.isPublic).toBe(true)
     const cleared = await t.call('PATCH', `/api/v1/sites/${site.id}`, { key: t.a.write.key, body: { customDomain: null } })
     expect(cleared.json.tracking.customDomain).toBeNull()
     expect((await t.call('GET', path(site.id), { key: t.a.read.key })).json.status).toBe('none')
@@ -101,7 +101,7 @@ describe('custom tracking domain', () => {
     const site = await addSite()
     await t.call('POST', path(site.id), { key: t.a.write.key, body: { domain: `x.${site.domain}` } })
     expect((await t.call('DELETE', `/api/v1/sites/${site.id}?confirm=${site.domain}`, { key: t.a.write.key })).status).toBe(200)
-    expect(await t.store.getCustomDomain(site.id)).toBeNull()
+    expect(await t.repositories.siteChecks.customDomain(site.id)).toBeNull()
   })
 
   const bad: [string, unknown, RegExp][] = [
@@ -119,8 +119,8 @@ describe('custom tracking domain', () => {
       const res = await t.call('POST', path(site.id), { key: t.a.write.key, body: input })
       expect(res.status).toBe(400)
       expect(res.json.error).toMatch(message)
-      expect(await t.store.getCustomDomain(site.id)).toBeNull()
-      expect(await t.store.getSite(site.id)).toEqual(site)
+      expect(await t.repositories.siteChecks.customDomain(site.id)).toBeNull()
+      expect(await t.repositories.sites.get(site.id)).toEqual(site)
     })
   }
 
@@ -133,7 +133,7 @@ describe('custom tracking domain', () => {
       expect((await t.call('POST', path(ref), { key: t.a.write.key, body: { domain: `stats.${t.b.site.domain}` } })).status).toBe(404)
       expect((await t.call('DELETE', path(ref), { key: t.a.write.key })).status).toBe(404)
     }
-    expect(await t.store.getCustomDomain(t.b.site.id)).toBeNull()
+    expect(await t.repositories.siteChecks.customDomain(t.b.site.id)).toBeNull()
     const other = await addSite()
     expect((await t.call('GET', path(other.id), { key: t.ingest.key })).status).toBe(404)
     expect((await t.call('POST', path(t.a.site.id), { key: t.ingest.key, body: { domain } })).json.customDomain).toBe(domain)

@@ -112,14 +112,14 @@ describe('funnel results', () => {
     let clock = NOW
     const services = await testServices({ now: () => clock })
     call = client(services)
-    const org = await createOrg(services.store, 'Funnels', NOW)
-    read = (await createApiKey(services.store, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
-    write = (await createApiKey(services.store, { orgId: org.id, name: 'w', scope: 'write' }, NOW)).key
+    const org = await createOrg(services.repositories, 'Funnels', NOW)
+    read = (await createApiKey(services.repositories, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
+    write = (await createApiKey(services.repositories, { orgId: org.id, name: 'w', scope: 'write' }, NOW)).key
     const shop = newSite({ domain: 'shop.funnels.test', timezone: TZ }, org.id, NOW)
     const empty = newSite({ domain: 'empty.funnels.test', timezone: TZ }, org.id, NOW)
     const none = newSite({ domain: 'none.funnels.test', timezone: TZ }, org.id, NOW)
     const ga4 = { ...newSite({ domain: 'ga4.funnels.test', timezone: TZ }, org.id, NOW), sources: ['ga4' as const], primarySource: 'ga4' as const }
-    for (const site of [shop, empty, none, ga4]) await services.store.createSite(site)
+    for (const site of [shop, empty, none, ga4]) await services.repositories.sites.create(site)
     Object.assign(ids, { shop: shop.id, empty: empty.id, ga4: ga4.id, none: none.id })
     fx = funnelFixture(shop.snippetId, shop.domain, 5)
     const result = await importHits(fx.lines, services.ingestor)

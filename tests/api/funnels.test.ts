@@ -62,7 +62,7 @@ describe.each(kinds)('funnels (%s key/value store)', (kind) => {
   })
 
   it('refuses bad input with a 400 naming the field, and changes nothing', async () => {
-    const before = await t.store.listFunnels(t.a.site.id)
+    const before = await t.repositories.funnels.list(t.a.site.id)
     const cases: [unknown, RegExp][] = [
       [{ site_id: t.a.site.id, steps: steps() }, /^name/],
       [{ site_id: t.a.site.id, name: 'x', steps: [steps()[0]] }, /^steps: a funnel has 2 to 8 steps/],
@@ -85,12 +85,12 @@ describe.each(kinds)('funnels (%s key/value store)', (kind) => {
     expect(patch.json.error).toMatch(/at least one of name and steps/)
     const badGoal = await t.call('PATCH', '/api/v1/funnels', { key: t.a.write.key, body: { site_id: t.a.site.id, funnel_id: before[0].id, name: 'renamed', steps: [steps()[0], { type: 'goal', value: crypto.randomUUID() }] } })
     expect(badGoal.status).toBe(400)
-    expect(await t.store.listFunnels(t.a.site.id)).toEqual(before)
+    expect(await t.repositories.funnels.list(t.a.site.id)).toEqual(before)
   })
 
   it("another organization's funnels, goals and sites are 404 or unknown; read keys cannot write", async () => {
     const theirGoal = (await t.call('POST', '/api/v1/goals', { key: t.b.write.key, body: { site_id: t.b.site.id, type: 'event', matchValue: 'Theirs' } })).json.id
-    const theirFunnel = (await t.store.listFunnels(t.b.site.id))[0]
+    const theirFunnel = (await t.repositories.funnels.list(t.b.site.id))[0]
     // a goal of another site is not a goal of this one
     const foreignGoal = await t.call('POST', '/api/v1/funnels', { key: t.a.write.key, body: { site_id: t.a.site.id, name: 'y', steps: [steps()[0], { type: 'goal', value: theirGoal }] } })
     expect(foreignGoal.status).toBe(400)
@@ -104,7 +104,7 @@ describe.each(kinds)('funnels (%s key/value store)', (kind) => {
       expect((await t.call('PATCH', '/api/v1/funnels', { key: t.a.write.key, body: { site_id: ref, funnel_id: theirFunnel.id, name: 'mine' } })).status).toBe(404)
       expect((await t.call('POST', '/api/v1/funnels', { key: t.a.write.key, body: { site_id: ref, name: 'mine', steps: steps() } })).status).toBe(404)
     }
-    expect(await t.store.listFunnels(t.b.site.id)).toEqual([theirFunnel])
+    expect(await t.repositories.funnels.list(t.b.site.id)).toEqual([theirFunnel])
     expect((await t.call('POST', '/api/v1/funnels', { key: t.a.read.key, body: { site_id: t.a.site.id, name: 'z', steps: steps() } })).status).toBe(403)
   })
 })

@@ -115,13 +115,13 @@ describe('GET /api/v1/geo', () => {
   beforeAll(async () => {
     services = await testServices({ now: () => NOW })
     call = client(services)
-    const org = await createOrg(services.store, 'Geo', NOW)
-    key = (await createApiKey(services.store, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
+    const org = await createOrg(services.repositories, 'Geo', NOW)
+    key = (await createApiKey(services.repositories, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
     const berlin = newSite({ domain: 'berlin.geo.test', timezone: 'Europe/Berlin' }, org.id, NOW)
     const newYork = newSite({ domain: 'ny.geo.test', timezone: 'America/New_York' }, org.id, NOW)
     const empty = newSite({ domain: 'empty.geo.test', timezone: 'UTC' }, org.id, NOW)
     const ga4 = { ...newSite({ domain: 'ga4.geo.test', timezone: 'UTC' }, org.id, NOW), sources: ['ga4' as const], primarySource: 'ga4' as const }
-    for (const site of [berlin, newYork, empty, ga4]) await services.store.createSite(site)
+    for (const site of [berlin, newYork, empty, ga4]) await services.repositories.sites.create(site)
     fx.berlin = geoFixture(berlin.snippetId, berlin.domain, berlin.timezone, 3)
     fx.newYork = geoFixture(newYork.snippetId, newYork.domain, newYork.timezone, 11)
     const result = await importHits([...fx.berlin.lines, ...fx.newYork.lines], services.ingestor)
@@ -154,7 +154,7 @@ describe('GET /api/v1/geo', () => {
   it('reads finished days from the daily rollup once they are rolled up: the same places, visitors, visits and coordinates', async () => {
     const window = (site: 'berlin' | 'newYork') => ({ siteId: ids[site], range: resolveRange({ range: '30d' }, site === 'berlin' ? 'Europe/Berlin' : 'America/New_York', NOW), filters: [], goals: [], limit: 100 })
     expect((await rolledDays(services.olap, window('berlin'))).days).toEqual([])
-    expect(await refreshRollups(services.olap, services.store, NOW, 60)).toBeGreaterThan(0)
+    expect(await refreshRollups(services.olap, services.repositories, NOW, 60)).toBeGreaterThan(0)
     for (const site of ['berlin', 'newYork'] as const) {
       // every day of the window with hits but today is rolled up
       const { range } = window(site)

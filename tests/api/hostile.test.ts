@@ -60,10 +60,10 @@ describe('request bodies are capped while they are read', () => {
   })
 
   it('a settings write over 64 KB is 413 and changes nothing', async () => {
-    const before = await t.store.getSite(t.a.site.id)
+    const before = await t.repositories.sites.get(t.a.site.id)
     const res = await t.call('PATCH', `/api/v1/sites/${t.a.site.id}`, { key: t.a.write.key, body: { displayName: 'x', excludedPaths: Array(5000).fill('/a-long-path-to-exclude') } })
     expect(res.status).toBe(413)
-    expect(await t.store.getSite(t.a.site.id)).toEqual(before)
+    expect(await t.repositories.sites.get(t.a.site.id)).toEqual(before)
   })
 })
 

@@ -247,7 +247,7 @@ describe('ingestion', () => {
         { pathname: '/e', bot_name: 'AhrefsBot', bot_kind: 'seo', verified: 0, collection_source: 'server', hostname: t.a.site.domain, referrer: '' },
       ])
       // bots are usage of their own kind, not billed as events
-      const usage = await t.store.getUsage(t.a.org.id, now.toISOString().slice(0, 7))
+      const usage = await t.repositories.usage.get(t.a.org.id, now.toISOString().slice(0, 7))
       expect(usage.bot).toBe(5)
     })
 
@@ -280,7 +280,7 @@ describe('ingestion', () => {
       expect(shown.json).toEqual({ exists: true, id: first.json.id, prefix: first.json.prefix, createdAt: now.toISOString() })
       expect((await t.call('GET', '/api/v1/proxy-config', { key: first.json.key, via: 'query' })).json.siteId).toBe(t.b.site.id)
       // a site-bound key made in the account area is revoked by the rotation too
-      const adminMade = await createApiKey(t.store, { orgId: t.b.org.id, name: 'drain', scope: 'write', siteId: t.b.site.id }, now)
+      const adminMade = await createApiKey(t.repositories, { orgId: t.b.org.id, name: 'drain', scope: 'write', siteId: t.b.site.id }, now)
       expect((await t.call('GET', '/api/v1/me', { key: adminMade.key })).status).toBe(200)
       const second = await t.call('POST', `/api/v1/sites/${t.b.site.id}/ingest-key`, { key: t.b.write.key })
       expect(second.json.rotated).toBe(true)

@@ -52,7 +52,7 @@ describe('install check', () => {
 
   const addSite = async (prefix: string) => {
     const site = newSite({ domain: `${prefix}-${crypto.randomUUID().slice(0, 8)}.example.com` }, t.a.org.id, t.services.now())
-    await t.store.createSite(site)
+    await t.repositories.sites.create(site)
     return site
   }
   const snippetOf = (site: Site) => siteView(site, 'https://api.test').snippet
@@ -129,7 +129,7 @@ describe('install check', () => {
       expect((await t.call('GET', `/api/v1/sites/${ref}/install`, { key: t.a.read.key })).status).toBe(404)
       expect((await t.call('POST', `/api/v1/sites/${ref}/install`, { key: t.a.write.key })).status).toBe(404)
     }
-    expect(await t.store.getInstallCheck(t.b.site.id)).toBeNull()
+    expect(await t.repositories.siteChecks.installCheck(t.b.site.id)).toBeNull()
     const other = await addSite('bound')
     expect((await t.call('GET', `/api/v1/sites/${other.id}/install`, { key: t.ingest.key })).status).toBe(404)
     fixture.pages.set(t.a.site.domain, { body: html(snippetOf(t.a.site)) })

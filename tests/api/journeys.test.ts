@@ -217,13 +217,13 @@ describe('flow, journeys and activity', () => {
   beforeAll(async () => {
     const services = await testServices({ now: () => NOW })
     call = client(services)
-    const org = await createOrg(services.store, 'Journeys', NOW)
-    key = (await createApiKey(services.store, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
+    const org = await createOrg(services.repositories, 'Journeys', NOW)
+    key = (await createApiKey(services.repositories, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
     const berlin = newSite({ domain: 'berlin.journeys.test', timezone: TZ.berlin }, org.id, NOW)
     const la = newSite({ domain: 'la.journeys.test', timezone: TZ.la }, org.id, NOW)
     const empty = newSite({ domain: 'empty.journeys.test', timezone: TZ.berlin }, org.id, NOW)
     const ga4 = { ...newSite({ domain: 'ga4.journeys.test', timezone: TZ.berlin }, org.id, NOW), sources: ['ga4' as const], primarySource: 'ga4' as const }
-    for (const site of [berlin, la, empty, ga4]) await services.store.createSite(site)
+    for (const site of [berlin, la, empty, ga4]) await services.repositories.sites.create(site)
     hits = generate(11)
     days = group(hits)
     const sites = { berlin, la }

@@ -12,12 +12,12 @@ describe('team members', () => {
   beforeAll(async () => {
     t = await harness({ with: { mailer: { send: async (message) => void sent.push(message) } } })
     // the seeded organizations were made without an owner; give org A one the way createOrg does
-    ownerId = (await addOwner(t.store, t.a.org.id, 'boss@example.com', t.services.now())).id
+    ownerId = (await addOwner(t.repositories, t.a.org.id, 'boss@example.com', t.services.now())).id
   })
 
   it('makes the creator of an organization its owner', async () => {
-    const org = await createOrg(t.store, 'Owned', t.services.now(), 'owner@example.com')
-    expect((await t.store.listTeam(org.id)).members).toEqual([{ id: expect.any(String), email: 'owner@example.com', role: 'owner', joinedAt: expect.any(String) }])
+    const org = await createOrg(t.repositories, 'Owned', t.services.now(), 'owner@example.com')
+    expect((await t.repositories.team.list(org.id)).members).toEqual([{ id: expect.any(String), email: 'owner@example.com', role: 'owner', joinedAt: expect.any(String) }])
   })
 
   const team = async () => (await t.call('GET', '/api/v1/org/members', { key: t.a.read.key })).json
@@ -44,7 +44,7 @@ describe('team members', () => {
 
   it('sets roles, never the owner’s, and removes members and invitations, never the owner', async () => {
     const invited = (await team()).invitations.find((i: { email: string }) => i.email === 'carol@example.com')
-    const carol = await acceptInvitation(t.store, invited.id, t.services.now())
+    const carol = await acceptInvitation(t.repositories, invited.id, t.services.now())
     expect((await team()).invitations.map((i: { email: string }) => i.email)).toEqual(['dan@example.com'])
     const promoted = await t.call('PATCH', '/api/v1/org/members', { key: t.a.write.key, body: { member_id: carol.id, role: 'admin' } })
     expect(promoted.status).toBe(200)
@@ -92,7 +92,7 @@ describe('team members', () => {
     // org B's ids are unknown to org A's keys
     const bTeam = (await t.call('GET', '/api/v1/org/members', { key: t.b.read.key })).json
     const bInvitation = bTeam.invitations[0].id
-    const bMember = await acceptInvitation(t.store, bInvitation, t.services.now())
+    const bMember = await acceptInvitation(t.repositories, bInvitation, t.services.now())
     const before = (await t.call('GET', '/api/v1/org/members', { key: t.b.read.key })).json
     expect((await t.call('PATCH', '/api/v1/org/members', { key: t.a.write.key, body: { member_id: bMember.id, role: 'member' } })).status).toBe(404)
     expect((await t.call('DELETE', `/api/v1/org/members?member_id=${bMember.id}`, { key: t.a.write.key })).status).toBe(404)

@@ -70,7 +70,7 @@ describe.each(kinds)('organization (%s key/value store)', (kind) => {
   })
 
   it('over the monthly quota is a notice; collection keeps storing', async () => {
-    await t.store.addUsage(t.b.org.id, '2026-11', { [t.b.site.id]: { pageview: PLANS.free.limits.monthlyEvents } })
+    await t.repositories.usage.add(t.b.org.id, '2026-11', { [t.b.site.id]: { pageview: PLANS.free.limits.monthlyEvents } })
     const over = (await t.call('GET', '/api/v1/org', { key: t.b.read.key })).json
     expect(over.usage.share).toBeGreaterThan(1)
     expect(over.notices).toEqual([{ level: 'warning', code: 'quota_exceeded', message: expect.stringContaining('nothing is dropped') }])
@@ -80,16 +80,16 @@ describe.each(kinds)('organization (%s key/value store)', (kind) => {
   })
 
   it('shows a trial and its ending, and a plan from the plans file', async () => {
-    const org = (await t.store.getOrg(t.a.org.id))!
-    await t.store.createOrg({ ...org, plan: 'pro', trialEndsAt: '2026-11-25T12:00:00.000Z' })
+    const org = (await t.repositories.orgs.get(t.a.org.id))!
+    await t.repositories.orgs.create({ ...org, plan: 'pro', trialEndsAt: '2026-11-25T12:00:00.000Z' })
     const res = (await t.call('GET', '/api/v1/org', { key: t.a.read.key })).json
     expect(res).toMatchObject({ plan: 'pro', limits: PLANS.pro.limits, features: [...PLANS.pro.features], subscription: { status: 'trialing', trialEndsAt: '2026-11-25T12:00:00.000Z', trialDaysLeft: 3 } })
     expect(res.notices.map((n: { code: string }) => n.code)).toEqual(['trial_ending'])
-    await t.store.createOrg({ ...org, plan: 'pro', subscriptionStatus: 'past_due', trialEndsAt: null })
+    await t.repositories.orgs.create({ ...org, plan: 'pro', subscriptionStatus: 'past_due', trialEndsAt: null })
     const due = (await t.call('GET', '/api/v1/org', { key: t.a.read.key })).json
     expect(due.subscription.status).toBe('past_due')
     expect(due.notices.map((n: { code: string }) => n.code)).toEqual(['payment_past_due'])
-    await t.store.createOrg(org)
+    await t.repositories.orgs.create(org)
   })
 
   it('needs a key, and an organization-wide one', async () => {

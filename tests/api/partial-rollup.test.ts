@@ -75,7 +75,7 @@ describe('partial rollup of today', () => {
 
     // the refresh rolls up the finished days and today's visits begun before 13:45: the quarter
     // hour before the visit still going, begun at 13:50 (visits whose last event is over 35 minutes old have ended)
-    await refreshRollups(services.olap, services.store, NOW, 40)
+    await refreshRollups(services.olap, services.repositories, NOW, 40)
     const rolled = await rolledDays(services.olap, query)
     expect(rolled.partial).toMatchObject({ day: '2026-11-22', from: '2026-11-21 23:00:00.000', to: '2026-11-22 23:00:00.000', before: '2026-11-22 13:45:00.000' })
     // the visits begun before the cutoff: the fixture's and the three early ones above
@@ -100,7 +100,7 @@ describe('partial rollup of today', () => {
     expect((await rolledDays(services.olap, query)).partial).toBeUndefined()
     await expectAllMatch(late)
     // the next refresh builds it again, with the late page
-    await refreshRollups(services.olap, services.store, NOW, 3)
+    await refreshRollups(services.olap, services.repositories, NOW, 3)
     expect((await rolledDays(services.olap, query)).partial).toMatchObject({ before: '2026-11-22 13:45:00.000' })
     await expectAllMatch(late)
   })

@@ -40,12 +40,12 @@ describe('GET /api/public/live', () => {
       return query(sql, params)
     }) as typeof services.olap.query
     call = client(services)
-    const org = await createOrg(services.store, 'Public', NOW)
-    writeKey = (await createApiKey(services.store, { orgId: org.id, name: 'w', scope: 'write' }, NOW)).key
+    const org = await createOrg(services.repositories, 'Public', NOW)
+    writeKey = (await createApiKey(services.repositories, { orgId: org.id, name: 'w', scope: 'write' }, NOW)).key
     site = newSite({ domain: 'public.live.test' }, org.id, NOW)
     hidden = newSite({ domain: 'hidden.live.test' }, org.id, NOW)
-    await services.store.createSite(site)
-    await services.store.createSite(hidden)
+    await services.repositories.sites.create(site)
+    await services.repositories.sites.create(hidden)
     await call('PATCH', `/api/v1/sites/${site.id}`, { key: writeKey, body: { publicCounts: true, includeBots: true } })
     const hit = (minutesAgo: number, ip: string, ua = FIREFOX) =>
       JSON.stringify({ timestamp: new Date(NOW.getTime() - minutesAgo * 60_000).toISOString(), site: site.snippetId, name: 'pageview', url: 'https://public.live.test/', ip, userAgent: ua })

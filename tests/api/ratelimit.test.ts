@@ -34,7 +34,7 @@ describe('per-key rate limits through the app', () => {
   it.runIf(!!REDIS_URL)('after a 429 from the shared Redis limiter, waiting Retry-After seconds is enough', async () => {
     const t = await harness({ kv: 'redis' })
     const small = { default: { max: 5, windowMs: 3000 }, collect: { max: 5, windowMs: 3000 }, ping: { max: 5, windowMs: 3000 }, proxy: { max: 5, windowMs: 3000 } }
-    const call = client({ ...t.services, limiter: redisRateLimiter((t.store as unknown as { redis: never }).redis, small) })
+    const call = client({ ...t.services, limiter: redisRateLimiter(t.services.kv, small) })
     for (let round = 0; round < 2; round++) {
       let refused: Awaited<ReturnType<typeof call>> | undefined
       for (let i = 0; i < 12 && !refused; i++) {
@@ -54,7 +54,7 @@ describe('per-key rate limits through the app', () => {
     const t = await harness({ kv: 'redis' })
     // two app instances on one Redis share the budget
     const first = client(t.services)
-    const second = client({ ...t.services, limiter: redisRateLimiter((t.store as unknown as { redis: never }).redis) })
+    const second = client({ ...t.services, limiter: redisRateLimiter(t.services.kv) })
     const intoWindow = Date.now() % 60_000
     if (intoWindow > 45_000) await new Promise((r) => setTimeout(r, 60_000 - intoWindow + 50))
     for (let i = 0; i < 600; i++) expect((await (i % 2 ? first : second)('GET', '/api/v1/me', { key: t.a.read.key })).status).toBe(200)

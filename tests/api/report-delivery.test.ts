@@ -89,10 +89,10 @@ describe('report delivery', () => {
   it('retries a failed webhook with backoff, and a failed site neither stops the others nor loses its report', async () => {
     const now = new Date('2026-11-30T09:00:00Z')
     const broken = newSite({ domain: `broken-${crypto.randomUUID().slice(0, 6)}.example.com`, timezone: 'UTC' }, t.b.org.id, now)
-    await t.store.createSite(broken)
+    await t.repositories.sites.create(broken)
     await configure(broken, { weeklyReport: true, webhookUrl: `${hooks.url}/broken` }, SECRET)
-    await configure((await t.store.getSite(t.b.site.id))!, { weeklyReport: true, webhookUrl: `${hooks.url}/flaky` }, SECRET)
-    await configure((await t.store.getSite(t.a.site.id))!, { weeklyReport: false })
+    await configure((await t.repositories.sites.get(t.b.site.id))!, { weeklyReport: true, webhookUrl: `${hooks.url}/flaky` }, SECRET)
+    await configure((await t.repositories.sites.get(t.a.site.id))!, { weeklyReport: false })
     // the broken site's receiver refuses for good (400); the flaky one fails twice (500, 503), then takes it
     hooks.plan.set('/broken', [400, 400, 400])
     hooks.plan.set('/flaky', [500, 503])

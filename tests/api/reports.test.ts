@@ -15,12 +15,12 @@ describe('reports', () => {
   beforeAll(async () => {
     services = await testServices({ now: () => NOW })
     call = client(services)
-    const org = await createOrg(services.store, 'Reports', NOW)
-    key = (await createApiKey(services.store, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
-    writeKey = (await createApiKey(services.store, { orgId: org.id, name: 'w', scope: 'write' }, NOW)).key
+    const org = await createOrg(services.repositories, 'Reports', NOW)
+    key = (await createApiKey(services.repositories, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
+    writeKey = (await createApiKey(services.repositories, { orgId: org.id, name: 'w', scope: 'write' }, NOW)).key
     for (const [name, tz, seed] of [['ny', 'America/New_York', 11], ['in', 'Asia/Kolkata', 29], ['empty', 'UTC', 0]] as const) {
       const site = newSite({ domain: `${name}.reports.test`, timezone: tz }, org.id, NOW)
-      await services.store.createSite(site)
+      await services.repositories.sites.create(site)
       const ref = name === 'empty' ? { lines: [], events: [], visits: new Map() } : fixture(site.snippetId, site.domain, tz, seed)
       const result = await importHits(ref.lines, services.ingestor)
       expect(result.rejected).toBe(0)
@@ -203,10 +203,10 @@ describe('reports', () => {
   })
 
   it('matches Plausible\'s worked example: visits 2, views per visit 1.5, bounce rate 0.5, duration 750 s', async () => {
-    const org = await createOrg(services.store, 'Worked example', NOW)
-    const readKey = (await createApiKey(services.store, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
+    const org = await createOrg(services.repositories, 'Worked example', NOW)
+    const readKey = (await createApiKey(services.repositories, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
     const site = newSite({ domain: 'worked.example.com' }, org.id, NOW)
-    await services.store.createSite(site)
+    await services.repositories.sites.create(site)
     const hit = (ts: string, ip: string) => JSON.stringify({ timestamp: ts, site: site.snippetId, name: 'pageview', url: 'https://worked.example.com/', ip, userAgent: UAS[0] })
     await importHits([hit('2026-11-20T00:00:00Z', '8.8.8.8'), hit('2026-11-20T00:25:00Z', '8.8.8.8'), hit('2026-11-20T00:10:00Z', '1.1.1.1')], services.ingestor)
     const res = await call('GET', `/api/v1/stats?site_id=${site.id}&range=custom&from=2026-11-20&to=2026-11-20`, { key: readKey })
@@ -214,10 +214,10 @@ describe('reports', () => {
   })
 
   it('realtime: the last 5 and 30 minutes, a minute series, pages and sources', async () => {
-    const org = await createOrg(services.store, 'Live', NOW)
-    const readKey = (await createApiKey(services.store, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
+    const org = await createOrg(services.repositories, 'Live', NOW)
+    const readKey = (await createApiKey(services.repositories, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
     const site = newSite({ domain: 'live.example.com' }, org.id, NOW)
-    await services.store.createSite(site)
+    await services.repositories.sites.create(site)
     const hit = (minutesAgo: number, ip: string, path: string) =>
       JSON.stringify({ timestamp: new Date(NOW.getTime() - minutesAgo * 60_000).toISOString(), site: site.snippetId, name: 'pageview', url: `https://live.example.com${path}`, ip, userAgent: UAS[1], referrer: 'https://www.google.com/' })
     await importHits([hit(2, '8.8.8.8', '/a'), hit(4, '1.1.1.1', '/b'), hit(12, '46.114.0.1', '/a'), hit(45, '81.2.69.142', '/c')], services.ingestor)

@@ -6,7 +6,7 @@ import { testServices } from '../helpers'
 describe('request logs', () => {
   it('an internal error is logged and answered with the id of its request, which X-Request-Id carries', async () => {
     const services = await testServices()
-    services.store.getApiKeyByHash = async () => {
+    services.repositories.keys.byHash = async () => {
       throw new Error('the store fell over')
     }
     const lines: string[] = []

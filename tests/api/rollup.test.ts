@@ -61,7 +61,7 @@ describe('daily rollup', () => {
     await expectPageRows(ref)
 
     expect((await rolledDays(services.olap, query)).days).toEqual([])
-    await refreshRollups(services.olap, services.store, NOW, 200)
+    await refreshRollups(services.olap, services.repositories, NOW, 200)
     const finished = [...new Set(ref.events.filter((e) => e.ts >= Date.parse(from) && e.ts < Date.parse(to)).map((e) => localDate(e.ts, tz)))].filter((d) => d < '2026-11-22').sort()
     expect(finished.length).toBeGreaterThan(3)
     const rolled = (await rolledDays(services.olap, query)).days
@@ -97,7 +97,7 @@ describe('daily rollup', () => {
     for (const h of lateHits) late.events.push({ ts: Date.parse(h.timestamp), kind: 'pageview', name: 'pageview', path: new URL(h.url).pathname, visitor, visit: id })
     expect((await rolledDays(services.olap, query)).days).toEqual(rolled.filter((d) => d !== '2026-11-20'))
     await expectAllMatch(late)
-    expect(await refreshRollups(services.olap, services.store, NOW, 200)).toBe(1)
+    expect(await refreshRollups(services.olap, services.repositories, NOW, 200)).toBe(1)
     expect((await rolledDays(services.olap, query)).days).toEqual(rolled)
     await expectAllMatch(late)
     await expectPageRows(late)

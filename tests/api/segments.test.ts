@@ -74,7 +74,7 @@ describe.each(kinds)('segments (%s key/value store)', (kind) => {
   })
 
   it('refuses a bad filter exactly as the reports do, and saves nothing', async () => {
-    const before = await t.store.listSegments(t.a.site.id)
+    const before = await t.repositories.segments.list(t.a.site.id)
     const bad: unknown[] = [
       [{ dimension: 'colour', operator: 'is', value: ['x'] }],
       [{ dimension: 'path', operator: 'like', value: ['x'] }],
@@ -102,11 +102,11 @@ describe.each(kinds)('segments (%s key/value store)', (kind) => {
       expect(res.status, JSON.stringify(body)).toBe(message.source.includes('already') ? 409 : 400)
       expect(res.json.error, JSON.stringify(body)).toMatch(message)
     }
-    expect(await t.store.listSegments(t.a.site.id)).toEqual(before)
+    expect(await t.repositories.segments.list(t.a.site.id)).toEqual(before)
   })
 
   it('a segment filter takes is with one known id; a ga4 read refuses its first-party filters', async () => {
-    const [segment] = await t.store.listSegments(t.a.site.id)
+    const [segment] = await t.repositories.segments.list(t.a.site.id)
     const stats = (filters: unknown, extra = '') => t.call('GET', `/api/v1/stats?site_id=${t.a.site.id}${extra}${filtersParam(filters)}`, { key: t.a.read.key })
     expect((await stats([segmentFilter(segment.id, 'is_not')])).json.error).toMatch(/^filters: a segment filter takes only the is operator/)
     expect((await stats([{ dimension: 'segment', operator: 'is', value: [segment.id, segment.id] }])).json.error).toMatch(/exactly one segment id/)
@@ -136,10 +136,10 @@ describe.each(kinds)('segments (%s key/value store)', (kind) => {
       expect((await t.call('DELETE', `/api/v1/segments?site_id=${ref}&id=${theirs.json.id}`, { key: t.a.write.key })).status).toBe(404)
       expect((await create({ site_id: ref, name: 'mine', filters: [{ dimension: 'path', operator: 'is', value: ['/'] }] })).status).toBe(404)
     }
-    expect(await t.store.listSegments(t.b.site.id)).toHaveLength(1)
+    expect(await t.repositories.segments.list(t.b.site.id)).toHaveLength(1)
     expect((await create({ site_id: t.a.site.id, name: 'ro', filters: [{ dimension: 'path', operator: 'is', value: ['/'] }] }, t.a.read.key)).status).toBe(403)
 
-    const [mine] = await t.store.listSegments(t.a.site.id)
+    const [mine] = await t.repositories.segments.list(t.a.site.id)
     expect((await t.call('DELETE', `/api/v1/segments?site_id=${t.a.site.id}&id=${mine.id}`, { key: t.a.read.key })).status).toBe(403)
     expect(await t.call('DELETE', `/api/v1/segments?site_id=${t.a.site.id}&id=${mine.id}`, { key: t.a.write.key })).toMatchObject({ status: 200, json: { deleted: true, id: mine.id } })
     const after = await t.call('GET', `/api/v1/stats?site_id=${t.a.site.id}${filtersParam([segmentFilter(mine.id)])}`, { key: t.a.read.key })

@@ -52,7 +52,7 @@ describe('changing a site record', () => {
       }),
     )
     await Promise.all(changes)
-    const stored = (await t.store.getSite(t.a.site.id))!
+    const stored = (await t.repositories.sites.get(t.a.site.id))!
     expect([...stored.tracking.excludedPaths].sort()).toEqual(Array.from({ length: 8 }, (_, i) => `/p${i}`).sort())
     // the losers ran again: more calls than changes
     expect(calls).toBeGreaterThan(8)

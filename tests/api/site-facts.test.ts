@@ -46,12 +46,12 @@ describe.each(kinds)('site facts (%s key/value store)', (kind) => {
   })
 
   it('carries the quota notice of the organization', async () => {
-    await t.store.addUsage(t.a.org.id, '2026-11', { [crypto.randomUUID()]: { pageview: PLANS.free.limits.monthlyEvents * 0.9 } })
+    await t.repositories.usage.add(t.a.org.id, '2026-11', { [crypto.randomUUID()]: { pageview: PLANS.free.limits.monthlyEvents * 0.9 } })
     const near = (await t.call('GET', `/api/v1/site?site_id=${t.a.site.id}`, { key: t.a.read.key })).json
     expect(near.notices).toEqual([{ level: 'info', code: 'quota_near', message: expect.stringContaining('%') }])
     // the site's own count is its own
     expect(near.eventsThisMonth.events).toBe(3)
-    await t.store.addUsage(t.a.org.id, '2026-11', { [crypto.randomUUID()]: { custom: PLANS.free.limits.monthlyEvents } })
+    await t.repositories.usage.add(t.a.org.id, '2026-11', { [crypto.randomUUID()]: { custom: PLANS.free.limits.monthlyEvents } })
     const over = (await t.call('GET', `/api/v1/site?site_id=${t.a.site.id}`, { key: t.a.read.key })).json
     expect(over.notices.map((n: { code: string }) => n.code)).toEqual(['quota_exceeded'])
   })

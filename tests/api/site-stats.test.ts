@@ -31,7 +31,7 @@ describe('site listing statistics and export', () => {
     expect(i.install.installed).toBe(false)
     // once the finished days are rolled up (one lookup for both windows), the same answers; and over 30 days
     const month = (await call('GET', '/api/v1/sites?range=30d', { key })).json.sites
-    expect(await refreshRollups(services.olap, services.store, NOW, 60)).toBeGreaterThan(0)
+    expect(await refreshRollups(services.olap, services.repositories, NOW, 60)).toBeGreaterThan(0)
     expect((await call('GET', '/api/v1/sites', { key })).json.sites).toEqual(res.json.sites)
     expect((await call('GET', '/api/v1/sites?range=30d', { key })).json.sites).toEqual(month)
     expect(month[0].stats).toMatchObject({ visitors: 3, visits: 3, pageviews: 4, bounceRate: 0.6667, avgDuration: 100, previous: { visitors: 0 } })

@@ -62,12 +62,12 @@ describe('sites', () => {
     ['array body', [{ domain: 'x.com' }], /body/],
   ]
   it.each(badCreates)('site create with %s is 400 naming the problem, and nothing is created', async (_name, body, pattern) => {
-    const before = (await t.store.listSites(t.a.org.id)).length
+    const before = (await t.repositories.sites.list(t.a.org.id)).length
     const res = await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body })
     expect(res.status).toBe(400)
     expect(Object.keys(res.json)).toEqual(['error'])
     expect(res.json.error).toMatch(pattern)
-    expect((await t.store.listSites(t.a.org.id)).length).toBe(before)
+    expect((await t.repositories.sites.list(t.a.org.id)).length).toBe(before)
   })
 
   it('site create with a body that is not JSON, or no body, is 400', async () => {
@@ -107,11 +107,11 @@ describe('sites', () => {
     ['customDomain', 'stats.example.com'], ['crawlStatus', 'ok'], ['domain', 'other.com'], ['snippetId', 'abc'], ['id', 'x'],
   ]
   it.each(badPatches)('PATCH %s = %j is 400 naming the field and changes nothing', async (field, value) => {
-    const before = await t.store.getSite(t.a.site.id)
+    const before = await t.repositories.sites.get(t.a.site.id)
     const res = await t.call('PATCH', `/api/v1/sites/${t.a.site.id}`, { key: t.a.write.key, body: { theme: 'light', [field]: value } })
     expect(res.status).toBe(400)
     expect(res.json.error).toContain(field)
-    expect(await t.store.getSite(t.a.site.id)).toEqual(before)
+    expect(await t.repositories.sites.get(t.a.site.id)).toEqual(before)
   })
 
   it('PATCH with an empty object or a non-object is 400', async () => {
@@ -160,14 +160,14 @@ describe('sites', () => {
   })
 
   it.each(['SystemV/EST5', 'SystemV/AST4ADT', 'US/Pacific-New'])('a zone the runtime knows and the engine does not (%s) is 400 naming timezone, and the organization keeps working', async (zone) => {
-    const before = (await t.store.getSite(t.a.site.id))!.timezone
+    const before = (await t.repositories.sites.get(t.a.site.id))!.timezone
     const patched = await t.call('PATCH', `/api/v1/sites/${t.a.site.id}`, { key: t.a.write.key, body: { timezone: zone } })
     expect(patched.status).toBe(400)
     expect(patched.json.error).toMatch(/^timezone/)
     const created = await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body: { domain: `tz-${crypto.randomUUID().slice(0, 6)}.example.com`, timezone: zone } })
     expect(created.status).toBe(400)
     expect(created.json.error).toMatch(/^timezone/)
-    expect((await t.store.getSite(t.a.site.id))!.timezone).toBe(before)
+    expect((await t.repositories.sites.get(t.a.site.id))!.timezone).toBe(before)
     expect((await t.call('GET', '/api/v1/sites', { key: t.a.read.key })).status).toBe(200)
     // an alias the engine knows is kept as written
     const alias = await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body: { domain: `tz-${crypto.randomUUID().slice(0, 6)}.example.com`, timezone: 'Asia/Calcutta' } })

@@ -58,14 +58,14 @@ describe('spike and drop alerts', () => {
     services = await testServices({ now: () => clock })
     smtp = await smtpSink()
     hooks = await webhookSink()
-    const org = await createOrg(services.store, 'Alerts', clock)
-    key = (await createApiKey(services.store, { orgId: org.id, name: 'r', scope: 'read' }, clock)).key
+    const org = await createOrg(services.repositories, 'Alerts', clock)
+    key = (await createApiKey(services.repositories, { orgId: org.id, name: 'r', scope: 'read' }, clock)).key
     site = configured(newSite({ domain: 'alerting.why.test', timezone: 'UTC' }, org.id, clock), { spikeAlerts: true, dropAlerts: true, recipients: ['ops@example.com'], webhookUrl: `${hooks.url}/alerts` }, SECRET)
     // no traffic, alerts off
     quiet = configured(newSite({ domain: 'quiet.why.test', timezone: 'UTC' }, org.id, clock), { spikeAlerts: false, dropAlerts: false, recipients: ['ops@example.com'] })
     // the same traffic, a receiver that refuses for good
     broken = configured(newSite({ domain: 'broken.why.test', timezone: 'UTC' }, org.id, clock), { spikeAlerts: true, dropAlerts: true, webhookUrl: `${hooks.url}/broken` }, SECRET)
-    for (const s of [site, quiet, broken]) await services.store.createSite(s)
+    for (const s of [site, quiet, broken]) await services.repositories.sites.create(s)
     const lines = [...alertingHits(site.snippetId, site.domain), ...alertingHits(broken.snippetId, broken.domain)]
     // the hits are imported as of the end of that day (an import refuses hits from the future)
     clock = new Date('2026-11-19T00:00:00Z')

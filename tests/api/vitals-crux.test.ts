@@ -142,14 +142,14 @@ describe('vitals with crux=1', () => {
     await new Promise<void>((resolve) => fake.server.listen(0, '127.0.0.1', resolve))
     fake.url = `http://127.0.0.1:${(fake.server.address() as { port: number }).port}`
     services = { ...(await testServices({ now: () => NOW })), crux: withCrux() }
-    const org = await createOrg(services.store, 'CrUX', NOW)
+    const org = await createOrg(services.repositories, 'CrUX', NOW)
     orgId = org.id
-    key = (await createApiKey(services.store, { orgId, name: 'r', scope: 'read' }, NOW)).key
+    key = (await createApiKey(services.repositories, { orgId, name: 'r', scope: 'read' }, NOW)).key
     for (const name of Object.keys({ tracked: 0, plain: 0, unknown: 0, limited: 0, slow: 0, refused: 0, wwwOnly: 0 }) as (keyof typeof sites)[]) {
       sites[name] = newSite({ domain: `${name}-${crypto.randomUUID().slice(0, 8)}.crux.test`, timezone: 'UTC' }, orgId, NOW)
     }
     sites.ga4 = { ...newSite({ domain: `ga4-${crypto.randomUUID().slice(0, 8)}.crux.test`, timezone: 'UTC' }, orgId, NOW), sources: ['ga4'], primarySource: 'ga4' }
-    for (const site of Object.values(sites)) await services.store.createSite(site)
+    for (const site of Object.values(sites)) await services.repositories.sites.create(site)
     for (const name of ['tracked', 'plain', 'refused', 'ga4'] as const) fake.known.add(`https://${sites[name].domain}`)
     // served at its www host only: CrUX knows that origin, not the bare domain
     fake.known.add(`https://www.${sites.wwwOnly.domain}`)
@@ -210,7 +210,7 @@ describe('vitals with crux=1', () => {
     expect(second.crux).toEqual(first.crux)
     expect(first.crux.available).toBe(true)
     expect(fake.of(origin)).toHaveLength(1)
-    const ttl = await services.store.redis.ttl(`crux:all:${origin}`)
+    const ttl = await services.kv.ttl(`crux:all:${origin}`)
     expect(ttl).toBeGreaterThan(12 * 3600 - 60)
     expect(ttl).toBeLessThanOrEqual(12 * 3600)
   })
@@ -245,7 +245,7 @@ describe('vitals with crux=1', () => {
     // the domain's origin, then its www origin, each asked once
     expect(fake.of(origin)).toHaveLength(1)
     expect(fake.of(`https://www.${sites.unknown.domain}`)).toHaveLength(1)
-    expect(await services.store.redis.ttl(`crux:all:${origin}`)).toBeGreaterThan(12 * 3600 - 60)
+    expect(await services.kv.ttl(`crux:all:${origin}`)).toBeGreaterThan(12 * 3600 - 60)
   })
 
   it('a domain CrUX has no data for is asked again at its www host, and the answer names that origin', async () => {
@@ -282,7 +282,7 @@ describe('vitals with crux=1', () => {
     const slow = await read(sites.slow, '&crux=1')
     expect(slow.crux).toEqual({ available: false, origin: `https://${sites.slow.domain}`, formFactor: null, reason: 'the CrUX API did not answer within 1.5 s' })
     expect(slow.available).toBe(true)
-    expect(await services.store.redis.exists(`crux:all:${limited}`, `crux:all:https://${sites.slow.domain}`)).toBe(0)
+    expect(await services.kv.exists(`crux:all:${limited}`, `crux:all:https://${sites.slow.domain}`)).toBe(0)
   })
 
   it('a server without an API key says so and asks nothing', async () => {
@@ -322,10 +322,10 @@ describe('vitals with crux=1', () => {
 
   it.skipIf(!REDIS_URL)('caches in Redis as well', async () => {
     const onRedis = { ...(await testServices({ kv: 'redis', now: () => NOW })), crux: withCrux() }
-    await onRedis.store.createOrg({ id: orgId, name: 'CrUX', plan: 'free', createdAt: NOW.toISOString() })
-    const redisKey = (await createApiKey(onRedis.store, { orgId, name: 'r', scope: 'read' }, NOW)).key
+    await onRedis.repositories.orgs.create({ id: orgId, name: 'CrUX', plan: 'free', createdAt: NOW.toISOString() })
+    const redisKey = (await createApiKey(onRedis.repositories, { orgId, name: 'r', scope: 'read' }, NOW)).key
     const site = newSite({ domain: `redis-${crypto.randomUUID().slice(0, 8)}.crux.test`, timezone: 'UTC' }, orgId, NOW)
-    await onRedis.store.createSite(site)
+    await onRedis.repositories.sites.create(site)
     const origin = `https://${site.domain}`
     fake.known.add(origin)
     const ask = () => client(onRedis)('GET', `/api/v1/vitals?site_id=${site.id}&crux=1&form_factor=phone`, { key: redisKey })
@@ -333,6 +333,6 @@ describe('vitals with crux=1', () => {
     expect(first.json.crux).toMatchObject({ available: true, metrics: EXPECTED.PHONE })
     expect(second.json.crux).toEqual(first.json.crux)
     expect(fake.of(origin)).toHaveLength(1)
-    expect(await onRedis.store.redis.ttl(`crux:phone:${origin}`)).toBeGreaterThan(12 * 3600 - 60)
+    expect(await onRedis.kv.ttl(`crux:phone:${origin}`)).toBeGreaterThan(12 * 3600 - 60)
   })
 })

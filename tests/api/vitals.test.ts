@@ -119,11 +119,11 @@ describe('vitals', () => {
   beforeAll(async () => {
     const services = await testServices({ now: () => NOW })
     call = client(services)
-    const org = await createOrg(services.store, 'Vitals', NOW)
-    key = (await createApiKey(services.store, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
+    const org = await createOrg(services.repositories, 'Vitals', NOW)
+    key = (await createApiKey(services.repositories, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
     for (const [i, s] of sites.entries()) {
       const site = newSite({ domain: `site${i}.vitals.test`, timezone: s.tz }, org.id, NOW)
-      await services.store.createSite(site)
+      await services.repositories.sites.create(site)
       const fx = vitalsFixture(site.snippetId, site.domain, 11 + i, i === 0 ? 900 : 300)
       const result = await importHits(fx.lines, services.ingestor)
       expect(result.rejected, JSON.stringify(result.errors)).toBe(0)
@@ -131,7 +131,7 @@ describe('vitals', () => {
     }
     const empty = newSite({ domain: 'empty.vitals.test', timezone: 'Europe/Berlin' }, org.id, NOW)
     const ga4 = { ...newSite({ domain: 'ga4.vitals.test', timezone: 'UTC' }, org.id, NOW), sources: ['ga4' as const], primarySource: 'ga4' as const }
-    for (const site of [empty, ga4]) await services.store.createSite(site)
+    for (const site of [empty, ga4]) await services.repositories.sites.create(site)
     Object.assign(ids, { empty: empty.id, ga4: ga4.id })
   })
 

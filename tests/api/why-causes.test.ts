@@ -166,9 +166,9 @@ describe('why a page changed: planted causes', () => {
       siteOrigin: (site) => (site.domain === domains.news ? news.origin : control.origin),
     }
     call = client(services)
-    const org = await createOrg(services.store, 'Causes', new Date(now))
-    const write = (await createApiKey(services.store, { orgId: org.id, name: 'w', scope: 'write' }, new Date(now))).key
-    read = (await createApiKey(services.store, { orgId: org.id, name: 'r', scope: 'read' }, new Date(now))).key
+    const org = await createOrg(services.repositories, 'Causes', new Date(now))
+    const write = (await createApiKey(services.repositories, { orgId: org.id, name: 'w', scope: 'write' }, new Date(now))).key
+    read = (await createApiKey(services.repositories, { orgId: org.id, name: 'r', scope: 'read' }, new Date(now))).key
     const snippets: Record<string, string> = {}
     for (const name of ['news', 'flat'] as const) {
       const created = await call('POST', '/api/v1/sites', { key: write, body: { domain: domains[name], timezone: 'UTC' } })

@@ -26,13 +26,13 @@ describe('why traffic changed', () => {
   beforeAll(async () => {
     services = await testServices({ now: () => NOW })
     call = client(services)
-    const org = await createOrg(services.store, 'Why', NOW)
-    read = (await createApiKey(services.store, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
-    write = (await createApiKey(services.store, { orgId: org.id, name: 'w', scope: 'write' }, NOW)).key
+    const org = await createOrg(services.repositories, 'Why', NOW)
+    read = (await createApiKey(services.repositories, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
+    write = (await createApiKey(services.repositories, { orgId: org.id, name: 'w', scope: 'write' }, NOW)).key
     const news = newSite({ domain: 'news.why.test', timezone: TZ }, org.id, NOW)
     const flat = newSite({ domain: 'flat.why.test', timezone: TZ }, org.id, NOW)
     const ga4 = { ...newSite({ domain: 'ga4.why.test', timezone: TZ }, org.id, NOW), sources: ['ga4' as const], primarySource: 'ga4' as const }
-    for (const site of [news, flat, ga4]) await services.store.createSite(site)
+    for (const site of [news, flat, ga4]) await services.repositories.sites.create(site)
     planted = plantedHits(16)
     const lines = [...importLines(planted, news.snippetId, news.domain, 0), ...importLines(flatHits(), flat.snippetId, flat.domain, 0)]
     const result = await importHits(lines, services.ingestor)
@@ -225,7 +225,7 @@ describe('why traffic changed', () => {
     it('gives the same answers once the finished days are rolled up', { timeout: 300_000 }, async () => {
       const paths = [`anomalies?site_id=${ids.news}`, `anomalies?site_id=${ids.news}&range=30d`, `decay?site_id=${ids.news}`, `pages/launches?site_id=${ids.news}&range=30d`, `pages/launches?site_id=${ids.news}&range=30d&measure=30d`]
       const before = await Promise.all(paths.map((p) => get(`/api/v1/${p}`)))
-      expect(await refreshRollups(services.olap, services.store, NOW, ROLLUP_ALL_DAYS)).toBeGreaterThan(100)
+      expect(await refreshRollups(services.olap, services.repositories, NOW, ROLLUP_ALL_DAYS)).toBeGreaterThan(100)
       const after = await Promise.all(paths.map((p) => get(`/api/v1/${p}`)))
       expect(after).toEqual(before)
     })

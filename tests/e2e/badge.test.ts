@@ -21,10 +21,10 @@ describe.skipIf(!CHROMIUM)('the live.js badge in real Chromium', () => {
 
   beforeAll(async () => {
     const services = await testServices()
-    const org = await createOrg(services.store, 'Badges', new Date())
-    const key = (await createApiKey(services.store, { orgId: org.id, name: 'w', scope: 'write' }, new Date())).key
+    const org = await createOrg(services.repositories, 'Badges', new Date())
+    const key = (await createApiKey(services.repositories, { orgId: org.id, name: 'w', scope: 'write' }, new Date())).key
     published = newSite({ domain: 'badge.test' }, org.id, new Date())
-    await services.store.createSite(published)
+    await services.repositories.sites.create(published)
     const app = createApp(services)
     await app.request(`http://x/api/v1/sites/${published.id}`, {
       method: 'PATCH',

@@ -2,11 +2,10 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { Redis } from '@upstash/redis'
 import { describe, expect, it } from 'vitest'
-import { CrawlQueue } from '../../lib/crawl/queue'
+import { CrawlQueue } from '../../lib/crawl/crawl-queue-repository'
 import { EmbeddedRedis } from '../../lib/storage/kv/embedded'
 import { rawRequester } from '../../lib/storage/kv/raw'
 import { guardedFetch } from '../../lib/network/guarded-fetch'
-import { Store } from '../../lib/storage/store'
 import { tempDir } from '../helpers'
 import { CRAWLER_NAME } from '../../lib/crawl/config'
 import { type ComparedSnapshot, comparePage, foldSiteWide, wordChanges } from '../../lib/crawl/detect'
@@ -99,7 +98,7 @@ describe('the crawl queue', () => {
     const dir = tempDir('crawl-queue')
     const open = () => {
       const raw = new EmbeddedRedis({ dir })
-      return { raw, queue: new CrawlQueue(new Store(new Redis(rawRequester(raw)))) }
+      return { raw, queue: new CrawlQueue(new Redis(rawRequester(raw))) }
     }
     const first = open()
     await first.queue.schedule('site-a', 2_000)

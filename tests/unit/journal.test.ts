@@ -18,25 +18,25 @@ const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefo
 /** A site whose rows this test alone writes, and hits for it: `humans` pageviews and `bots` crawler hits (kept: includeBots). */
 async function fixture() {
   const services = await testServices()
-  const org = await createOrg(services.store, 'Journal', new Date())
+  const org = await createOrg(services.repositories, 'Journal', new Date())
   const site = newSite({ domain: `journal-${crypto.randomUUID().slice(0, 8)}.example.com` }, org.id, new Date())
   site.tracking.includeBots = true
-  await services.store.createSite(site)
+  await services.repositories.sites.create(site)
   const at = new Date(Date.now() - 3600_000).toISOString()
   const lines = (humans: number, bots: number) => [
     ...Array.from({ length: humans }, (_, i) => JSON.stringify({ timestamp: at, site: site.snippetId, name: 'pageview', url: `https://${site.domain}/p${i}`, ip: '203.0.113.7', userAgent: FIREFOX })),
     ...Array.from({ length: bots }, (_, i) => JSON.stringify({ timestamp: at, site: site.snippetId, name: 'pageview', url: `https://${site.domain}/b${i}`, ip: '203.0.113.8', userAgent: GPTBOT })),
   ]
   const count = async (table: string) => Number((await services.olap.query<{ n: string }>(`SELECT count() AS n FROM ${table} WHERE site_id = {s:UUID}`, { s: site.id }))[0].n)
-  const usage = async () => (await services.store.getUsage(org.id, at.slice(0, 7))).pageview ?? 0
+  const usage = async () => (await services.repositories.usage.get(org.id, at.slice(0, 7))).pageview ?? 0
   return { services, site, lines, count, usage }
 }
 
 /** A process that journals hits and dies before its sink inserts them (no flush, no close). */
 async function journalAndCrash(dir: string, olap: Olap, f: Awaited<ReturnType<typeof fixture>>, humans: number, bots: number) {
-  const { journal } = await Journal.open(dir, olap, f.services.store)
-  const sink = new BufferedSink(olap, f.services.store, { intervalMs: 3_600_000, log: journal })
-  const ingestor = new Ingestor({ sites: new SiteDirectory(f.services.store), store: f.services.store, sink, now: () => new Date() })
+  const { journal } = await Journal.open(dir, olap, f.services.repositories)
+  const sink = new BufferedSink(olap, f.services.repositories, { intervalMs: 3_600_000, log: journal })
+  const ingestor = new Ingestor({ sites: new SiteDirectory(f.services.repositories.sites), repositories: f.services.repositories, sink, now: () => new Date() })
   const result = await importHits(f.lines(humans, bots), ingestor)
   expect(result.imported).toBe(humans + bots)
   return sink
@@ -48,13 +48,13 @@ describe('the write-ahead journal', () => {
     const dir = join(tempDir('journal'), 'journal')
     await journalAndCrash(dir, f.services.olap, f, 50, 5)
     expect(await f.count('events')).toBe(0)
-    const { replayed } = await Journal.open(dir, f.services.olap, f.services.store)
+    const { replayed } = await Journal.open(dir, f.services.olap, f.services.repositories)
     expect(replayed).toBe(55)
     expect(await f.count('events')).toBe(50)
     expect(await f.count('bot_events')).toBe(5)
     expect(await f.usage()).toBe(50)
     // replayed segments are gone: a second start stores nothing again
-    expect((await Journal.open(dir, f.services.olap, f.services.store)).replayed).toBe(0)
+    expect((await Journal.open(dir, f.services.olap, f.services.repositories)).replayed).toBe(0)
     expect(await f.count('events')).toBe(50)
   })
 
@@ -70,7 +70,7 @@ describe('the write-ahead journal', () => {
     // the stored events are not marked: the replay finds them in the table
     expect(readdirSync(dir).some((name) => name.endsWith('.done'))).toBe(false)
     // the process dies here; the next start stores the bots and the usage, not the events again
-    await Journal.open(dir, f.services.olap, f.services.store)
+    await Journal.open(dir, f.services.olap, f.services.repositories)
     expect(await f.count('events')).toBe(20)
     expect(await f.count('bot_events')).toBe(3)
     expect(await f.usage()).toBe(20)
@@ -79,7 +79,7 @@ describe('the write-ahead journal', () => {
   it('appends made while a sync runs go to disk together, each acknowledged, and are replayed', async () => {
     const f = await fixture()
     const dir = join(tempDir('journal'), 'journal')
-    const { journal } = await Journal.open(dir, f.services.olap, f.services.store)
+    const { journal } = await Journal.open(dir, f.services.olap, f.services.repositories)
     const at = Date.now() - 3600_000
     const batches = Array.from({ length: 40 }, (_, i) => ({
       events: [],
@@ -93,7 +93,7 @@ describe('the write-ahead journal', () => {
     // the first append syncs alone; the 39 that came while it ran share the next line
     expect(lines).toHaveLength(2)
     expect(lines.map((line) => (JSON.parse(line)[1] as [string[], unknown[][]])[1].length)).toEqual([1, 39])
-    expect((await Journal.open(dir, f.services.olap, f.services.store)).replayed).toBe(40)
+    expect((await Journal.open(dir, f.services.olap, f.services.repositories)).replayed).toBe(40)
     expect(await f.count('bot_events')).toBe(40)
   })
 
@@ -103,7 +103,7 @@ describe('the write-ahead journal', () => {
     const sink = await journalAndCrash(dir, f.services.olap, f, 10, 0)
     await sink.flush()
     expect(readdirSync(dir).filter((name) => name.endsWith('.log'))).toHaveLength(1) // the new, empty segment
-    expect((await Journal.open(dir, f.services.olap, f.services.store)).replayed).toBe(0)
+    expect((await Journal.open(dir, f.services.olap, f.services.repositories)).replayed).toBe(0)
     expect(await f.count('events')).toBe(10)
   })
 
@@ -120,7 +120,7 @@ describe('the write-ahead journal', () => {
       }
     }
     expect(await f.count('events')).toBe(30)
-    const { replayed } = await Journal.open(dir, f.services.olap, f.services.store)
+    const { replayed } = await Journal.open(dir, f.services.olap, f.services.repositories)
     expect(replayed).toBe(2)
     expect(await f.count('events')).toBe(30)
     expect(await f.count('bot_events')).toBe(2)

@@ -7,8 +7,8 @@ import { EmbeddedRedis } from '../../lib/storage/kv/embedded'
 import { type RawRedis, rawRequester } from '../../lib/storage/kv/raw'
 import { localEndpointsApp } from '../../functions/local-endpoints'
 import { newSite } from '../../lib/sites/sites'
-import { NATIVE_SCRIPTS, assignRuns } from '../../lib/ingest/visits'
-import { Store } from '../../lib/storage/store'
+import { NATIVE_SCRIPTS } from '../../lib/ingest/visits-repository'
+import { openRepositories } from '../../lib/repositories'
 import { REDIS_URL, rawRedis } from '../helpers'
 
 type Backend = { name: string; open(): Promise<{ raw?: RawRedis; redis: Redis; close(): Promise<void> }> }
@@ -109,53 +109,53 @@ describe.each(backends)('key/value contract: $name', (backend) => {
     expect(tx).toEqual([1, 2])
   })
 
-  it('runs the domain store: orgs, keys, sites, usage', async () => {
-    const store = new Store(redis)
+  it('runs the domain repositories: orgs, keys, sites, usage', async () => {
+    const repositories = openRepositories(redis)
     const now = new Date('2026-11-01T00:00:00Z')
-    const org = await createOrg(store, 'Contract Org', now)
-    expect(await store.getOrg(org.id)).toEqual(org)
+    const org = await createOrg(repositories, 'Contract Org', now)
+    expect(await repositories.orgs.get(org.id)).toEqual(org)
     const site = newSite({ domain: `c-${crypto.randomUUID().slice(0, 6)}.example.com`, timezone: 'Asia/Tokyo' }, org.id, now)
-    await store.createSite(site)
-    await expect(store.createSite({ ...site, id: crypto.randomUUID() })).rejects.toMatchObject({ name: 'ApiError', status: 409 })
-    expect(await store.getSite(site.id)).toEqual(site)
-    expect(await store.getSiteIdBySnippet(site.snippetId)).toBe(site.id)
-    expect((await store.listSites(org.id)).map((s) => s.id)).toEqual([site.id])
+    await repositories.sites.create(site)
+    await expect(repositories.sites.create({ ...site, id: crypto.randomUUID() })).rejects.toMatchObject({ name: 'ConflictError', message: `domain: ${site.domain} is already a site of this organization` })
+    expect(await repositories.sites.get(site.id)).toEqual(site)
+    expect(await repositories.sites.idBySnippet(site.snippetId)).toBe(site.id)
+    expect((await repositories.sites.list(org.id)).map((s) => s.id)).toEqual([site.id])
     // a swap takes only the record as read: a second swap from the same read is refused
-    const read = (await store.getSite(site.id))!
-    expect(await store.swapSite(read, { ...read, timezone: 'Europe/Paris' })).toBe(true)
-    expect(await store.swapSite(read, { ...read, timezone: 'Europe/Rome' })).toBe(false)
-    expect((await store.getSite(site.id))!.timezone).toBe('Europe/Paris')
-    expect(await store.swapSite((await store.getSite(site.id))!, site)).toBe(true)
+    const read = (await repositories.sites.get(site.id))!
+    expect(await repositories.sites.swap(read, { ...read, timezone: 'Europe/Paris' })).toBe(true)
+    expect(await repositories.sites.swap(read, { ...read, timezone: 'Europe/Rome' })).toBe(false)
+    expect((await repositories.sites.get(site.id))!.timezone).toBe('Europe/Paris')
+    expect(await repositories.sites.swap((await repositories.sites.get(site.id))!, site)).toBe(true)
 
-    const key = await createApiKey(store, { orgId: org.id, name: 'k', scope: 'write', siteId: site.snippetId }, now)
+    const key = await createApiKey(repositories, { orgId: org.id, name: 'k', scope: 'write', siteId: site.snippetId }, now)
     expect(key.siteId).toBe(site.id)
     const { sha256Hex } = await import('../../lib/accounts/keys')
-    expect(await store.getApiKeyByHash(await sha256Hex(key.key))).toMatchObject({ id: key.id, scope: 'write', siteId: site.id })
-    await store.touchApiKey(org.id, key.id, '2026-11-02T00:00:00.000Z')
-    expect(await store.listApiKeys(org.id)).toEqual([expect.objectContaining({ id: key.id, lastUsedAt: '2026-11-02T00:00:00.000Z', revokedAt: null })])
+    expect(await repositories.keys.byHash(await sha256Hex(key.key))).toMatchObject({ id: key.id, scope: 'write', siteId: site.id })
+    await repositories.keys.touch(org.id, key.id, '2026-11-02T00:00:00.000Z')
+    expect(await repositories.keys.list(org.id)).toEqual([expect.objectContaining({ id: key.id, lastUsedAt: '2026-11-02T00:00:00.000Z', revokedAt: null })])
 
-    await store.addUsage(org.id, '2026-11', { [site.id]: { pageview: 3, custom: 1 } })
-    await store.addUsage(org.id, '2026-11', { [site.id]: { pageview: 2 }, other: { pageview: 1 } })
-    expect(await store.getUsage(org.id, '2026-11')).toEqual({ pageview: 6, custom: 1 })
-    expect(await store.getUsageBySite(org.id, '2026-11')).toEqual({ [site.id]: { pageview: 5, custom: 1 }, other: { pageview: 1 } })
+    await repositories.usage.add(org.id, '2026-11', { [site.id]: { pageview: 3, custom: 1 } })
+    await repositories.usage.add(org.id, '2026-11', { [site.id]: { pageview: 2 }, other: { pageview: 1 } })
+    expect(await repositories.usage.get(org.id, '2026-11')).toEqual({ pageview: 6, custom: 1 })
+    expect(await repositories.usage.bySite(org.id, '2026-11')).toEqual({ [site.id]: { pageview: 5, custom: 1 }, other: { pageview: 1 } })
 
     // deleting the site frees the domain, forgets the snippet and revokes its bound key
-    await store.deleteSite(site, '2026-11-03T00:00:00.000Z')
-    expect(await store.getSite(site.id)).toBeNull()
-    expect(await store.getSiteIdBySnippet(site.snippetId)).toBeNull()
-    expect(await store.listSites(org.id)).toEqual([])
-    expect(await store.getApiKeyByHash(await sha256Hex(key.key))).toBeNull()
-    expect((await store.getApiKeyMeta(key.id))!.revokedAt).toBe('2026-11-03T00:00:00.000Z')
-    await store.createSite({ ...site, id: crypto.randomUUID() })
+    await repositories.keys.revokeBoundTo(site.id, '2026-11-03T00:00:00.000Z')
+    await repositories.sites.delete(site)
+    expect(await repositories.sites.get(site.id)).toBeNull()
+    expect(await repositories.sites.idBySnippet(site.snippetId)).toBeNull()
+    expect(await repositories.sites.list(org.id)).toEqual([])
+    expect(await repositories.keys.byHash(await sha256Hex(key.key))).toBeNull()
+    expect((await repositories.keys.meta(key.id))!.revokedAt).toBe('2026-11-03T00:00:00.000Z')
+    await repositories.sites.create({ ...site, id: crypto.randomUUID() })
   })
 
   it('assigns visits atomically: runs join within the gap, start anew after it, per visitor', async () => {
-    const store = new Store(redis)
+    const { visits } = openRepositories(redis)
     const site = crypto.randomUUID()
     const gap = 30 * 60_000
     const t0 = Date.UTC(2026, 10, 1, 10)
-    const first = await assignRuns(
-      store,
+    const first = await visits.assignRuns(
       [
         { siteId: site, visitorId: '1', at: t0, until: t0 + 10, candidateId: '11', attrs: '{"src":"a"}' },
         { siteId: site, visitorId: '2', at: t0 + 5, until: t0 + 5, candidateId: '21', attrs: '{"src":"b"}' },
@@ -172,8 +172,7 @@ describe.each(backends)('key/value contract: $name', (backend) => {
       { id: '11', start: t0, attrs: null },
       { id: '13', start: t0 + 10 + 2 * gap + 8, attrs: null },
     ])
-    const later = await assignRuns(
-      store,
+    const later = await visits.assignRuns(
       [
         { siteId: site, visitorId: '2', at: t0 + gap, until: t0 + gap, candidateId: '22', attrs: '{"src":"d"}' },
         { siteId: site, visitorId: '1', at: t0 + 10 + 2 * gap + 100, until: t0 + 10 + 3 * gap, candidateId: '14', attrs: '{"src":"e"}' },

@@ -1,4 +1,4 @@
-import { readFileSync, readdirSync } from 'node:fs'
+import { existsSync, readFileSync, readdirSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { describe, expect, it } from 'vitest'
 
@@ -41,5 +41,21 @@ describe('the layering of the code', () => {
     }
     for (const file of files) visit(file, [])
     expect(cycles).toEqual([])
+  })
+
+  it('repositories are used by verbs in lib/ alone: no handler imports one or calls one', () => {
+    const isRepository = (m: string) => m.startsWith('lib/') && m.endsWith('-repository.ts')
+    expect(files.filter(isRepository).length).toBeGreaterThan(0)
+    const importing = files.filter((f) => !f.startsWith('lib/')).flatMap((f) => graph.get(f)!.filter(isRepository).map((m) => `${f} -> ${m}`))
+    expect(importing).toEqual([])
+    // the bundle the homes build is passed along, never called into, by the transport
+    const calling = files
+      .filter((f) => f.startsWith('functions/'))
+      .flatMap((f) => [...readFileSync(join(root, f), 'utf8').matchAll(/\brepositories\.\w+\.\w+\(/g)].map(([call]) => `${f}: ${call}`))
+    expect(calling).toEqual([])
+  })
+
+  it('has no Store god object left', () => {
+    expect(existsSync(join(root, 'lib/storage/store.ts'))).toBe(false)
   })
 })

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { Olap } from '../../lib/storage/clickhouse/types'
 import { refreshRollups } from '../../lib/reports/rollup/refresh'
-import type { Store } from '../../lib/storage/store'
+import type { Repositories } from '../../lib/repositories'
 
 describe('the daily rollup refresh', () => {
   it('goes site by site: a site that fails is logged with its id and the others are still built', async () => {
@@ -16,13 +16,15 @@ describe('the daily rollup refresh', () => {
         commands.push({ sql, params })
       },
     } as unknown as Olap
-    const store = {
-      async getSite(id: string) {
-        return { id, timezone: id === 'bad-zone' ? 'Not/AZone' : 'Europe/Berlin' }
+    const repositories = {
+      sites: {
+        async get(id: string) {
+          return { id, timezone: id === 'bad-zone' ? 'Not/AZone' : 'Europe/Berlin' }
+        },
       },
-    } as unknown as Store
+    } as unknown as Repositories
     const logged: string[] = []
-    const built = await refreshRollups(olap, store, new Date('2026-11-22T15:00:00Z'), 3, (message) => logged.push(message))
+    const built = await refreshRollups(olap, repositories, new Date('2026-11-22T15:00:00Z'), 3, (message) => logged.push(message))
     expect(built).toBe(1)
     expect(logged).toHaveLength(1)
     expect(logged[0]).toContain('bad-zone')

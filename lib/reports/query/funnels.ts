@@ -1,6 +1,6 @@
 import { ApiError } from '../../errors'
 import type { Site } from '../../sites/sites'
-import type { Store } from '../../storage/store'
+import type { Repositories } from '../../repositories'
 import { funnelLevelsSql } from './compile/funnels'
 import type { ReportParams } from './parse'
 import { rangeView } from './range'
@@ -16,8 +16,8 @@ const rate = (part: number, whole: number) => (whole ? part / whole : 0)
  * before and from the first, and how many dropped off since the step before. A site without the
  * standalone source lists its funnels and answers `available: false`.
  */
-export async function funnelReport(deps: ReportDeps & { store: Pick<Store, 'listFunnels'> }, site: Site, params: ReportParams & { funnel_id?: string }) {
-  const funnels = await deps.store.listFunnels(site.id)
+export async function funnelReport(deps: ReportDeps & { repositories: Pick<Repositories, 'funnels'> }, site: Site, params: ReportParams & { funnel_id?: string }) {
+  const funnels = await deps.repositories.funnels.list(site.id)
   const funnel = params.funnel_id === undefined ? funnels[0] : funnels.find((f) => f.id === params.funnel_id!.toLowerCase())
   if (params.funnel_id !== undefined && !funnel) throw new ApiError(404, 'funnel_id: no such funnel on this site')
   if (!site.sources.includes('standalone')) return { available: false, funnels, result: null }

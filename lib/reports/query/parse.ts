@@ -4,7 +4,7 @@ import { ApiError } from '../../errors'
 import type { Goal } from '../../sites/goals'
 import { type Site, siteRefSchema } from '../../sites/sites'
 import { SOURCES, type Source } from '../../sites/source'
-import type { Segment } from '../../storage/store'
+import type { Segment } from '../../sites/definition-records'
 import type { Filter, Query } from './model'
 import { type WindowName, resolveRange } from './range'
 

@@ -3,7 +3,7 @@ import { DIMENSIONS, PROPERTY_PREFIX, type RangeName } from '../dimensions'
 import type { Goal } from '../../sites/goals'
 import type { Olap } from '../../storage/clickhouse/types'
 import type { Site } from '../../sites/sites'
-import type { Store } from '../../storage/store'
+import type { Repositories } from '../../repositories'
 import type { Source } from '../../sites/source'
 import type { Query } from './model'
 import { dailyTotalsSql } from './compile/stats'
@@ -24,7 +24,7 @@ import { readsBotHits } from './plan'
 /** What the verbs read from: the engine, the goals of a site, and the clock. */
 export interface ReportDeps {
   olap: Olap
-  store: Pick<Store, 'listGoals' | 'listSegments'>
+  repositories: Pick<Repositories, 'goals' | 'segments'>
   now(): Date
 }
 
@@ -57,8 +57,8 @@ export async function prepare(deps: ReportDeps, site: Site, params: ReportParams
   const source = parseSource(params, site)
   const filters = parseFilters(params.filters, source)
   const [goals, segments, first] = await Promise.all([
-    options.withGoals || needsGoals(filters, options) ? deps.store.listGoals(site.id) : Promise.resolve([] as Goal[]),
-    needsSegments(filters) ? deps.store.listSegments(site.id) : Promise.resolve([]),
+    options.withGoals || needsGoals(filters, options) ? deps.repositories.goals.list(site.id) : Promise.resolve([] as Goal[]),
+    needsSegments(filters) ? deps.repositories.segments.list(site.id) : Promise.resolve([]),
     needsFirstEvent(params, options) ? firstEventAt(deps.olap, site.id) : Promise.resolve(null),
   ])
   return parseQuery({ params, site, source, filters, goals, segments, firstEventAt: first, now: options.now ?? deps.now() }, options)

@@ -8,7 +8,7 @@ import { ROLLED_PROPERTIES } from '../dimensions'
 import { type RolledDays, TOTALS, asRolledDays } from '../query/model'
 import { chTime, daySpans } from '../query/range'
 import { execute, executeCommand } from '../../storage/clickhouse/execute'
-import type { Store } from '../../storage/store'
+import type { Repositories } from '../../repositories'
 import { refreshPartial } from './partial'
 
 /**
@@ -32,13 +32,13 @@ const DAYS_PER_STATEMENT = 7
  * longer match, for each site with events in that span, site by site: a site that fails (a bad
  * timezone, say) is logged and skipped, and the others are still built. Returns the number of days built.
  */
-export async function refreshRollups(olap: Olap, store: Store, now: Date, lookbackDays: number, log: (message: string) => void = console.error): Promise<number> {
+export async function refreshRollups(olap: Olap, repositories: Pick<Repositories, 'sites'>, now: Date, lookbackDays: number, log: (message: string) => void = console.error): Promise<number> {
   const since = Temporal.Instant.fromEpochMilliseconds(now.getTime() - (lookbackDays + 1) * 86_400_000)
   const sites = await execute<{ site: string }>(olap, sql`SELECT DISTINCT toString(site_id) AS site FROM event_quarters WHERE quarter >= ${bind('DateTime64(3)', chTime(since))}`)
   let built = 0
   for (const { site } of sites) {
     try {
-      built += await refreshSite(olap, store, site, now, lookbackDays)
+      built += await refreshSite(olap, repositories, site, now, lookbackDays)
     } catch (err) {
       log(`daily rollup of site ${site} failed: ${(err as Error).message}`)
     }
@@ -46,8 +46,8 @@ export async function refreshRollups(olap: Olap, store: Store, now: Date, lookba
   return built
 }
 
-async function refreshSite(olap: Olap, store: Store, siteId: string, now: Date, lookbackDays: number): Promise<number> {
-  const site = await store.getSite(siteId)
+async function refreshSite(olap: Olap, repositories: Pick<Repositories, 'sites'>, siteId: string, now: Date, lookbackDays: number): Promise<number> {
+  const site = await repositories.sites.get(siteId)
   if (!site) return 0
   const today = Temporal.Instant.fromEpochMilliseconds(now.getTime()).toZonedDateTimeISO(site.timezone).startOfDay()
   const window = { timezone: site.timezone, from: today.subtract({ days: lookbackDays }).startOfDay(), to: today }

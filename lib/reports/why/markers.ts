@@ -1,7 +1,7 @@
 import { siteChanges } from '../../crawl/changes'
 import { previousWindow, rangeView } from '../query/range'
 import type { Site } from '../../sites/sites'
-import type { Store } from '../../storage/store'
+import type { Repositories } from '../../repositories'
 import updates from './search-engine-updates.json'
 import { candidateOf } from './anomalies'
 import { vitalsRegressions } from './vitals-regressions'
@@ -38,11 +38,11 @@ export function updatesWithin(fromMs: number, toMs: number, now: number): Algori
   }).sort((a, b) => a.start.localeCompare(b.start) || a.name.localeCompare(b.name))
 }
 
-export async function markers(deps: WhyDeps & { store: Pick<Store, 'listAnnotations'> }, site: Site, params: WindowParams) {
+export async function markers(deps: WhyDeps & { repositories: Pick<Repositories, 'annotations'> }, site: Site, params: WindowParams) {
   const range = await windowOf(deps, site, params)
   const from = range.from.epochMilliseconds
   const to = range.to.epochMilliseconds
-  const annotations = (await deps.store.listAnnotations(site.id))
+  const annotations = (await deps.repositories.annotations.list(site.id))
     .filter((a) => Date.parse(a.at) >= from && Date.parse(a.at) < to)
     .sort((a, b) => a.at.localeCompare(b.at) || a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id))
     .slice(0, 500)

@@ -3,7 +3,8 @@ import { ApiError } from '../../errors'
 import { rangeView } from '../query/range'
 import { execute } from '../../storage/clickhouse/execute'
 import type { Site } from '../../sites/sites'
-import type { Annotation, Store } from '../../storage/store'
+import type { Repositories } from '../../repositories'
+import type { Annotation } from '../../sites/definition-records'
 import { SPIKE_DIMENSIONS } from '../dimensions'
 import { type Grain, visitorsBySourceSql } from './compile'
 import { round4 } from './robust'
@@ -81,14 +82,14 @@ function attachedSources(annotations: Annotation[]): Map<number, Annotation> {
   return byStart
 }
 
-export async function spikes(deps: WhyDeps & { store: Pick<Store, 'listAnnotations'> }, site: Site, params: SpikeParams) {
+export async function spikes(deps: WhyDeps & { repositories: Pick<Repositories, 'annotations'> }, site: Site, params: SpikeParams) {
   const grain = params.interval ?? 'hour'
   const range = await windowOf(deps, site, params)
   const rule = { interval: grain, baselineWeeks: SHIFT_RULE.baselineWeeks, k: SHIFT_RULE.k, minExcess: SHIFT_RULE.minExcess[grain] }
   if (!readsEvents(site)) return { available: false, range: rangeView(range), rule, spikes: [] }
   const judged = await judgeBuckets(deps, site, grain, range.from, range.to)
   const found = shiftsOf(judged, grain, 'up').reverse().slice(0, Math.min(1000, Math.max(1, params.limit ?? 100)))
-  const [sources, annotations] = await Promise.all([attribute(deps, site, grain, found), deps.store.listAnnotations(site.id)])
+  const [sources, annotations] = await Promise.all([attribute(deps, site, grain, found), deps.repositories.annotations.list(site.id)])
   const attached = attachedSources(annotations)
   const at = (seconds: number) => isoLocal(zoned(seconds * 1000, site.timezone))
   return {
@@ -126,11 +127,11 @@ export async function findSpike(deps: WhyDeps, site: Site, id: string): Promise<
 }
 
 /** POST /spikes: names a spike's source by hand, kept as a spike_source annotation at the spike's start. */
-export async function attachSpikeSource(deps: WhyDeps & { store: Store }, site: Site, input: { spike_id: string; url: string; title: string }) {
+export async function attachSpikeSource(deps: WhyDeps & { repositories: Repositories }, site: Site, input: { spike_id: string; url: string; title: string }) {
   const spike = readsEvents(site) ? await findSpike(deps, site, input.spike_id) : null
   if (!spike) throw new ApiError(404, 'spike_id: no spike of this site starts where this id says; take ids from GET /api/v1/spikes')
   const annotation = await createAnnotation(
-    deps.store,
+    deps.repositories,
     site,
     { siteId: site.id, kind: 'spike_source', title: input.title, url: input.url, at: new Date(spike.start * 1000).toISOString(), body: `Source of spike ${input.spike_id}` },
     deps.now(),

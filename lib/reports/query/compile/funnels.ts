@@ -1,5 +1,5 @@
 import type { Goal } from '../../../sites/goals'
-import type { FunnelStep } from '../../../storage/store'
+import type { FunnelStep } from '../../../sites/definition-records'
 import type { Query } from '../model'
 import { goalCondition } from './filters'
 import { queryWindow } from './scope'

@@ -1,4 +1,4 @@
-import type { Store } from '../storage/store'
+import type { Redis } from '@upstash/redis'
 
 /**
  * The crawl queue and each site's crawl bookkeeping, in the key/value store so that they survive a
@@ -25,11 +25,7 @@ export interface SiteCrawlMemory {
 }
 
 export class CrawlQueue {
-  constructor(private readonly store: Store) {}
-
-  private get redis() {
-    return this.store.redis
-  }
+  constructor(private readonly redis: Redis) {}
 
   /** Makes the site due at `atMs`, or keeps an earlier due time unless `replace`. */
   async schedule(siteId: string, atMs: number, options: { replace?: boolean } = {}) {

@@ -1,0 +1,72 @@
+import type { Redis } from '@upstash/redis'
+import { asRecord } from '../storage/kv/records'
+import type { ApiKeyMeta, ApiKeyRecord } from './keys'
+
+const keysKey = {
+  /** What the auth path reads: the key's record under the hash of its secret. */
+  byHash: (hash: string) => `apikey:${hash}`,
+  meta: (id: string) => `apikeymeta:${id}`,
+  ofOrg: (orgId: string) => `org:${orgId}:apikeys`,
+  /** key id -> when it was last used. */
+  lastUse: (orgId: string) => `org:${orgId}:keyuse`,
+  boundToSite: (siteId: string) => `site:${siteId}:apikeys`,
+}
+
+/** API keys: the auth record by hash, the listing's metadata by id, and each key's last use. */
+export class KeysRepository {
+  constructor(private readonly kv: Redis) {}
+
+  async create(meta: ApiKeyMeta) {
+    const { hash, revokedAt: _revoked, ...record } = meta
+    const tx = this.kv
+      .multi()
+      .set(keysKey.byHash(hash), JSON.stringify(record satisfies ApiKeyRecord))
+      .set(keysKey.meta(meta.id), JSON.stringify(meta))
+      .sadd(keysKey.ofOrg(meta.orgId), meta.id)
+    if (meta.siteId) tx.sadd(keysKey.boundToSite(meta.siteId), meta.id)
+    await tx.exec()
+  }
+
+  /** The auth lookup: one GET. */
+  async byHash(hash: string) {
+    return asRecord<ApiKeyRecord>(await this.kv.get(keysKey.byHash(hash)))
+  }
+
+  async meta(id: string) {
+    return asRecord<ApiKeyMeta>(await this.kv.get(keysKey.meta(id)))
+  }
+
+  async list(orgId: string): Promise<(ApiKeyMeta & { lastUsedAt: string | null })[]> {
+    const [ids, uses] = await this.kv.pipeline().smembers(keysKey.ofOrg(orgId)).hgetall<Record<string, string>>(keysKey.lastUse(orgId)).exec<[string[], Record<string, string> | null]>()
+    if (!ids.length) return []
+    const metas = (await this.kv.mget<unknown[]>(...ids.map(keysKey.meta))).map((m) => asRecord<ApiKeyMeta>(m)).filter((m): m is ApiKeyMeta => m !== null)
+    return metas
+      .map((m) => ({ ...m, lastUsedAt: uses?.[m.id] ?? null }))
+      .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id))
+  }
+
+  async revoke(meta: ApiKeyMeta, at: string) {
+    const tx = this.kv
+      .multi()
+      .del(keysKey.byHash(meta.hash))
+      .set(keysKey.meta(meta.id), JSON.stringify({ ...meta, revokedAt: at }))
+    if (meta.siteId) tx.srem(keysKey.boundToSite(meta.siteId), meta.id)
+    await tx.exec()
+  }
+
+  /** Revokes every key bound to a site (a deleted one), keeping their metadata for the listing. */
+  async revokeBoundTo(siteId: string, at: string) {
+    const ids = await this.kv.smembers(keysKey.boundToSite(siteId))
+    const metas = ids.length ? (await this.kv.mget<unknown[]>(...ids.map(keysKey.meta))).map((m) => asRecord<ApiKeyMeta>(m)) : []
+    const tx = this.kv.multi().del(keysKey.boundToSite(siteId))
+    for (const meta of metas) {
+      if (!meta) continue
+      tx.del(keysKey.byHash(meta.hash)).set(keysKey.meta(meta.id), JSON.stringify({ ...meta, revokedAt: meta.revokedAt ?? at }))
+    }
+    await tx.exec()
+  }
+
+  async touch(orgId: string, id: string, at: string) {
+    await this.kv.hset(keysKey.lastUse(orgId), { [id]: at })
+  }
+}

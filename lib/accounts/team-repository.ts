@@ -1,0 +1,74 @@
+import type { Redis } from '@upstash/redis'
+import { asString } from '../storage/kv/records'
+import type { Invitation, Member } from './team'
+
+const teamKey = {
+  members: (orgId: string) => `org:${orgId}:members`,
+  invitations: (orgId: string) => `org:${orgId}:invitations`,
+  /** Each address of the team once: `member:<id>` or `invitation:<id>`. */
+  emails: (orgId: string) => `org:${orgId}:team-emails`,
+  invitationOrg: (invitationId: string) => `invitation:${invitationId}`,
+}
+
+/** An organization's members and open invitations; an address is on the team at most once. */
+export class TeamRepository {
+  constructor(private readonly kv: Redis) {}
+
+  async list(orgId: string): Promise<{ members: Member[]; invitations: Invitation[] }> {
+    const [members, invitations] = await this.kv
+      .pipeline()
+      .hgetall<Record<string, Member>>(teamKey.members(orgId))
+      .hgetall<Record<string, Invitation>>(teamKey.invitations(orgId))
+      .exec<[Record<string, Member> | null, Record<string, Invitation> | null]>()
+    return { members: Object.values(members ?? {}), invitations: Object.values(invitations ?? {}) }
+  }
+
+  /** Adds a member unless the address is already on the team; false then. */
+  async addMember(orgId: string, member: Member): Promise<boolean> {
+    if (!(await this.kv.hsetnx(teamKey.emails(orgId), member.email, `member:${member.id}`))) return false
+    await this.saveMember(orgId, member)
+    return true
+  }
+
+  async saveMember(orgId: string, member: Member) {
+    await this.kv.hset(teamKey.members(orgId), { [member.id]: JSON.stringify(member) })
+  }
+
+  async removeMember(orgId: string, member: Member) {
+    await this.kv.multi().hdel(teamKey.members(orgId), member.id).hdel(teamKey.emails(orgId), member.email).exec()
+  }
+
+  /** Records an invitation unless the address is already on the team; false then. */
+  async createInvitation(orgId: string, invitation: Invitation): Promise<boolean> {
+    if (!(await this.kv.hsetnx(teamKey.emails(orgId), invitation.email, `invitation:${invitation.id}`))) return false
+    await this.kv
+      .multi()
+      .hset(teamKey.invitations(orgId), { [invitation.id]: JSON.stringify(invitation) })
+      .set(teamKey.invitationOrg(invitation.id), orgId)
+      .exec()
+    return true
+  }
+
+  async invitationOrg(invitationId: string): Promise<string | null> {
+    return asString(await this.kv.get(teamKey.invitationOrg(invitationId)))
+  }
+
+  async removeInvitation(orgId: string, invitation: Invitation) {
+    await this.kv
+      .multi()
+      .hdel(teamKey.invitations(orgId), invitation.id)
+      .hdel(teamKey.emails(orgId), invitation.email)
+      .del(teamKey.invitationOrg(invitation.id))
+      .exec()
+  }
+
+  async acceptInvitation(orgId: string, invitation: Invitation, member: Member) {
+    await this.kv
+      .multi()
+      .hdel(teamKey.invitations(orgId), invitation.id)
+      .del(teamKey.invitationOrg(invitation.id))
+      .hset(teamKey.members(orgId), { [member.id]: JSON.stringify(member) })
+      .hset(teamKey.emails(orgId), { [member.email]: `member:${member.id}` })
+      .exec()
+  }
+}

@@ -1,0 +1,22 @@
+import { createApiKey } from '../accounts/admin'
+import type { Services } from '../services'
+import type { Site } from './sites'
+
+/** Whether the site has a server-side ingest key, with its prefix (never the secret). */
+export async function ingestKeyOf(services: Pick<Services, 'repositories'>, site: Site) {
+  const meta = site.ingestKeyId ? await services.repositories.keys.meta(site.ingestKeyId) : null
+  if (!meta || meta.revokedAt) return { exists: false }
+  return { exists: true, id: meta.id, prefix: meta.prefix, createdAt: meta.createdAt }
+}
+
+/** Mints a write key bound to the site for server-side ingestion, and revokes every earlier one: the secret is in the answer only. */
+export async function rotateIngestKey(services: Pick<Services, 'repositories' | 'sites' | 'now'>, site: Site) {
+  const { repositories } = services
+  const now = services.now()
+  // rotating revokes every earlier key bound to the site, the ones made in the account area included
+  const previous = (await repositories.keys.list(site.orgId)).filter((k) => k.siteId === site.id && !k.revokedAt)
+  const created = await createApiKey(repositories, { orgId: site.orgId, name: `ingest key for ${site.domain}`, scope: 'write', siteId: site.id }, now)
+  await services.sites.update(site.id, (fresh) => ({ ...fresh, ingestKeyId: created.id }))
+  await Promise.all(previous.map((meta) => repositories.keys.revoke(meta, now.toISOString())))
+  return { key: created.key, id: created.id, prefix: created.prefix, scope: 'write' as const, siteId: site.id, rotated: previous.length > 0 }
+}

@@ -1,0 +1,89 @@
+import { ApiError, describeZodError } from '../errors'
+import { firstEventAt } from '../reports/query/site-events'
+import { rangeView, resolveRange } from '../reports/query/range'
+import type { Services } from '../services'
+import { DISTINCT_WINDOWS_PER_MINUTE, type LiveAnswer, NOT_FOUND, dialAdmits, isLive, liveCounts, liveParams, liveWindow } from './public-live'
+
+/** Per set of services: concurrent misses in flight, and each site's first event (it bounds `all`). */
+const perServices = new WeakMap<Services, { inflight: Map<string, Promise<LiveAnswer>>; firstEvents: Map<string, { at: Date | null; until: number }> }>()
+
+function liveState(services: Services) {
+  let state = perServices.get(services)
+  if (!state) perServices.set(services, (state = { inflight: new Map(), firstEvents: new Map() }))
+  return state
+}
+
+// a site's first event bounds `all`; it moves only when older data is imported
+async function firstEvent(services: Services, siteId: string) {
+  const { firstEvents } = liveState(services)
+  const cached = firstEvents.get(siteId)
+  if (cached && cached.until > Date.now()) return cached.at
+  const at = await firstEventAt(services.olap, siteId)
+  if (firstEvents.size > 10_000) firstEvents.clear()
+  firstEvents.set(siteId, { at, until: Date.now() + 60_000 })
+  return at
+}
+
+/** The answer under the range name that was asked: an equal window may be cached under another name (ytd and year). */
+function asAsked(live: LiveAnswer, name: string): LiveAnswer {
+  return live.body.range === name ? live : { ...live, body: { ...live.body, range: name } }
+}
+
+/**
+ * GET /api/public/live: a site's public count for the question `query` asks. Polled by every
+ * visitor of every page with a badge: answers are cached for their TTL, concurrent misses share
+ * one engine query, and unknown, unpublished and out-of-dial questions all get the same 404.
+ */
+export async function publicLiveCount(services: Services, query: URLSearchParams): Promise<LiveAnswer> {
+  const coalesce = services.sharedProcess === true
+  const { inflight } = liveState(services)
+  // the question as asked, under the site's current dial: a repeat within the TTL is answered
+  // before validation and range arithmetic (it was valid and admitted when first answered)
+  const snippet = query.get('site')
+  const site = snippet ? await services.sites.bySnippet(snippet) : null
+  const asked = site && `asked|${site.id}|${site.sharing.publicCounts}|${site.sharing.publicCountsDial}|${query.get('range') ?? ''}|${query.get('from') ?? ''}|${query.get('to') ?? ''}`
+  const repeat = asked ? await services.liveCache.get(asked) : undefined
+  if (repeat) return repeat
+
+  const parsed = liveParams.safeParse(Object.fromEntries(query))
+  if (!parsed.success) throw new ApiError(400, describeZodError(parsed.error, 'query'))
+  const params = parsed.data
+  const now = services.now()
+  // a bad range or missing custom dates is 400 whatever the site
+  resolveRange({ range: params.range ?? '5m', from: params.from, to: params.to }, 'UTC', now)
+  if (!site || !site.sharing.publicCounts || !asked) throw NOT_FOUND
+  const range = liveWindow(params, site, now, params.range === 'all' ? await firstEvent(services, site.id) : null)
+  if (!dialAdmits(site.sharing.publicCountsDial, range, now)) throw NOT_FOUND
+
+  // live windows move every instant: their question is the window name; periods are day-aligned
+  const view = rangeView(range)
+  const key = isLive(range.name) ? `${site.id}|${range.name === 'realtime' ? '5m' : range.name}` : `${site.id}|${view.from}|${view.to}`
+  const shared = () => (coalesce ? inflight.get(key) : undefined)
+  let pending = shared()
+  if (pending) return asAsked(await pending, range.name)
+  const cached = await services.liveCache.get(key)
+  if (cached) {
+    const named = asAsked(cached, range.name)
+    await services.liveCache.put(asked, named)
+    return named
+  }
+  // checked again with no await in between: every concurrent miss joins the first one's work
+  pending = shared()
+  if (pending) return asAsked(await pending, range.name)
+  const work = (async () => {
+    // the live windows are the badge's own question: asking many other windows never shuts it off
+    if (!isLive(range.name)) {
+      const count = await services.repositories.liveWindows.count(site.id, Math.floor(now.getTime() / 60_000))
+      const retryAfter = String(60 - Math.floor((now.getTime() % 60_000) / 1000))
+      if (count > DISTINCT_WINDOWS_PER_MINUTE) throw new ApiError(429, 'too many distinct windows asked of this site this minute; cached windows are still served', { 'Retry-After': retryAfter })
+    }
+    const live = await liveCounts(services.olap, site, range, now)
+    await Promise.all([services.liveCache.put(key, live), services.liveCache.put(asked, live)])
+    return live
+  })()
+  if (coalesce) {
+    inflight.set(key, work)
+    work.finally(() => inflight.delete(key)).catch(() => {})
+  }
+  return work
+}

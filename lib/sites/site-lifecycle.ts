@@ -1,0 +1,53 @@
+import type { z } from 'zod'
+import type { ApiKeyRecord } from '../accounts/keys'
+import { forgetCrawls, queueFirstCrawl } from '../crawl/crawl'
+import { ApiError } from '../errors'
+import type { Repositories } from '../repositories'
+import type { Services } from '../services'
+import { deleteSiteData } from '../storage/clickhouse/site-data'
+import { assertEngineKnowsTimezone } from '../storage/clickhouse/timezones'
+import { type Site, newSite, type siteCreateSchema } from './sites'
+
+/** The sites a key can reach: its organization's, or the one it is bound to. */
+export async function sitesOfKey(repositories: Pick<Repositories, 'sites'>, key: Pick<ApiKeyRecord, 'orgId' | 'siteId'>): Promise<Site[]> {
+  return (await repositories.sites.list(key.orgId)).filter((s) => !key.siteId || s.id === key.siteId)
+}
+
+/** Every site of every organization: what the scheduled deliveries go through, site by site. */
+export async function listAllSites(repositories: Pick<Repositories, 'orgs' | 'sites'>): Promise<Site[]> {
+  const sites: Site[] = []
+  for (const org of await repositories.orgs.list()) sites.push(...(await repositories.sites.list(org.id)))
+  return sites
+}
+
+/** Adds a site to an organization and queues its first crawl. 409 when the organization has a site of that domain. */
+export async function createSite(services: Services, orgId: string, input: z.infer<typeof siteCreateSchema>): Promise<Site> {
+  if (input.timezone) await assertEngineKnowsTimezone(services.olap, input.timezone)
+  const site = newSite(input, orgId, services.now())
+  await services.repositories.sites.create(site)
+  await queueFirstCrawl(services, site)
+  return site
+}
+
+/**
+ * Deletes a site and everything of it, irreversibly: its events, its record, the keys bound to
+ * it (revoked, still listed), its definitions, checks, import runs and crawl state. `confirm`
+ * must repeat the domain.
+ */
+export async function deleteSite(services: Services, site: Site, confirm: string) {
+  if (confirm.trim().toLowerCase() !== site.domain) throw new ApiError(400, `confirm: must repeat the site's domain (${site.domain})`)
+  const { repositories } = services
+  await deleteSiteData(services.olap, site.id)
+  // the keys first: a key never outlives its site
+  await repositories.keys.revokeBoundTo(site.id, services.now().toISOString())
+  await services.sites.remove(site)
+  await Promise.all([
+    repositories.goals.deleteAll(site.id),
+    repositories.funnels.deleteAll(site.id),
+    repositories.segments.deleteAll(site.id),
+    repositories.annotations.deleteAll(site.id),
+    repositories.importRuns.deleteAll(site.id),
+    repositories.siteChecks.deleteAll(site.id),
+  ])
+  await forgetCrawls(services, site.id)
+}
