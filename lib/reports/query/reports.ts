@@ -32,7 +32,7 @@ export interface ReportDeps {
  * The reads of one source. The ga4 source has no events here: its reads answer zeros and empty
  * lists, as do those of a site known to have no events (`hasEvents` false), without reading.
  */
-function reads(clickhouse: ClickHouse, source: Source, hasEvents = true) {
+function sourceReader(clickhouse: ClickHouse, source: Source, hasEvents = true) {
   const answers = source === 'standalone' && hasEvents
   return {
     answers,
@@ -67,19 +67,19 @@ export async function prepare(deps: ReportDeps, site: Site, params: ReportParams
 /** GET /stats: the window's totals. */
 export async function totals(deps: ReportDeps, site: Site, params: ReportParams) {
   const { source, query } = await prepare(deps, site, params, { bots: true })
-  return { source, range: rangeView(query.range), totals: await reads(deps.clickhouse, source).totals(query) }
+  return { source, range: rangeView(query.range), totals: await sourceReader(deps.clickhouse, source).totals(query) }
 }
 
 /** GET /timeseries: every bucket of the window. */
 export async function series(deps: ReportDeps, site: Site, params: ReportParams) {
   const { source, query } = await prepare(deps, site, params, { series: true, bots: true })
-  return { source, range: rangeView(query.range), series: await reads(deps.clickhouse, source).series(query) }
+  return { source, range: rangeView(query.range), series: await sourceReader(deps.clickhouse, source).series(query) }
 }
 
 /** GET /breakdown: the top values of one property. */
 export async function breakdown(deps: ReportDeps, site: Site, params: ReportParams & { property: string }) {
   const { source, query } = await prepare(deps, site, params, { property: params.property, bots: true })
-  return { source, range: rangeView(query.range), property: params.property, results: await reads(deps.clickhouse, source).breakdown(query, params.property) }
+  return { source, range: rangeView(query.range), property: params.property, results: await sourceReader(deps.clickhouse, source).breakdown(query, params.property) }
 }
 
 /** GET /export: totals, series and every breakdown the source has. */
@@ -88,7 +88,7 @@ const EXPORT_PROPERTY_KEYS = 100
 
 export async function exportAll(deps: ReportDeps, site: Site, params: ReportParams) {
   const { source, query } = await prepare(deps, site, params, { withGoals: true })
-  const read = reads(deps.clickhouse, source)
+  const read = sourceReader(deps.clickhouse, source)
   const rows = { ...query, limit: Math.min(Math.max(1, params.limit ?? 10_000), 10_000) }
   const dimensions = DIMENSIONS.filter((d) => d.name !== 'bot_kind' && d.sources.includes(source)).map((d) => d.name)
   // and prop:<key> for every custom property key seen in the window (the collector's source only)
@@ -114,7 +114,7 @@ export async function realtime(deps: ReportDeps, site: Site, params: Omit<Report
   const minutes = { ...query, range: resolveRange({ range: 'realtime' }, site.timezone, now, { series: true }) }
   const halfHour = { ...query, range: resolveRange({ range: '30m' }, site.timezone, now) }
   const limited = { ...query, limit: Math.min(query.limit, 10) }
-  const read = reads(deps.clickhouse, source)
+  const read = sourceReader(deps.clickhouse, source)
   // five small reads of the last half hour, at once
   const [now5, now30, series, pages, sources] = await Promise.all([
     read.totals(query),
@@ -130,7 +130,7 @@ export async function realtime(deps: ReportDeps, site: Site, params: Omit<Report
 export async function goalConversions(deps: ReportDeps, site: Site, params: ReportParams) {
   if (!site.sources.includes('standalone')) return { available: false, goals: [] }
   const { query } = await prepare(deps, site, { ...params, source: 'standalone' }, { withGoals: true })
-  const rows = query.goals.length ? await reads(deps.clickhouse, 'standalone').breakdown({ ...query, limit: 1000 }, 'goal') : []
+  const rows = query.goals.length ? await sourceReader(deps.clickhouse, 'standalone').breakdown({ ...query, limit: 1000 }, 'goal') : []
   const byName = new Map(rows.map((r) => [r.value, r]))
   return {
     available: true,
@@ -160,7 +160,7 @@ export async function siteStats(deps: ReportDeps, sites: Site[], rangeName: Excl
       const range = resolveRange({ range: rangeName }, site.timezone, now, { firstEventAt: null })
       const previous = previousWindow(range)
       // a site that never had an event lists zeros without reading them
-      const read = reads(deps.clickhouse, site.sources.includes('standalone') ? 'standalone' : 'ga4', lastEvents.has(site.id))
+      const read = sourceReader(deps.clickhouse, site.sources.includes('standalone') ? 'standalone' : 'ga4', lastEvents.has(site.id))
       const [current, before, spark] =
         read.answers && dailySparkline(range)
           ? await fromDays(deps.clickhouse, site.id, range, previous)
@@ -209,4 +209,4 @@ async function fromDays(clickhouse: ClickHouse, siteId: string, range: ResolvedR
 }
 
 /** The public live count: the window's totals from the site's primary source, read at `now`. */
-export const windowTotals = (clickhouse: ClickHouse, site: Site, range: ResolvedRange, now: Date) => reads(clickhouse, site.primarySource).totals(windowQuery(site.id, range, now))
+export const windowTotals = (clickhouse: ClickHouse, site: Site, range: ResolvedRange, now: Date) => sourceReader(clickhouse, site.primarySource).totals(windowQuery(site.id, range, now))
