@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto'
 import { Hono } from 'hono'
-import type { ChdbOlap } from '../lib/storage/clickhouse/chdb'
+import type { EmbeddedClickHouse } from '../lib/storage/clickhouse/chdb'
 import { type RawRedis, encodeUpstashResponse, isUpstashError, runUpstashRequest } from '../lib/storage/kv/raw'
 
 function sameSecret(a: string, b: string) {
@@ -25,7 +25,7 @@ function clickhousePassword(request: Request): string {
  * owns them: the ClickHouse HTTP protocol at / and the Upstash REST protocol at /redis.
  * Served on 127.0.0.1 only, behind a token kept in DATA_DIR.
  */
-export function localEndpointsApp(options: { token: string; chdb: ChdbOlap | null; raw: RawRedis | null }) {
+export function localEndpointsApp(options: { token: string; chdb: EmbeddedClickHouse | null; raw: RawRedis | null }) {
   const app = new Hono()
 
   app.get('/local/ping', (c) => {

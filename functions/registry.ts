@@ -90,7 +90,7 @@ export const endpoints: Endpoint[] = [
     summary: 'Whether ClickHouse and the key/value store answer: 200 when both do, 503 otherwise.',
     response: healthSchema,
     async handler({ services }) {
-      const checks = await Promise.allSettled([engineAnswers(services.olap), countOrgs(services.repositories)])
+      const checks = await Promise.allSettled([engineAnswers(services.clickhouse), countOrgs(services.repositories)])
       const [clickhouse, keyValue] = checks.map((r) => (r.status === 'fulfilled' ? ('ok' as const) : ('unavailable' as const)))
       const healthy = clickhouse === 'ok' && keyValue === 'ok'
       const body = { status: healthy ? ('ok' as const) : ('degraded' as const), clickhouse, keyValue }

@@ -4,7 +4,7 @@ import type { CruxConfig } from './integrations/crux'
 import type { Mailer } from './network/mail'
 import type { DnsResolver } from './ingest/bots'
 import type { Ingestor } from './ingest/pipeline'
-import type { Olap } from './storage/clickhouse/types'
+import type { ClickHouse } from './storage/clickhouse/types'
 import type { LiveCache } from './sites/public-live'
 import type { RateLimiter } from './accounts/ratelimit'
 import type { SiteDirectory } from './sites/site-directory'
@@ -12,7 +12,7 @@ import type { Repositories } from './repositories'
 
 /** What the app is built from. Each home (Node, Worker, tests) builds its own set. */
 export interface Services {
-  olap: Olap
+  clickhouse: ClickHouse
   /** The key/value client the repositories share; verbs go through the repositories. */
   kv: Redis
   /** The key/value store's repositories, built once over `kv` (lib/repositories.ts); for verbs in lib/, never for handlers. */

@@ -52,7 +52,7 @@ async function benchEvents(duration: number, connections: number) {
 async function benchImport(hits: number) {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-import-'))
   const stores = await openNodeStores({ DATA_DIR: dataDir })
-  await migrate(stores.olap, loadMigrations())
+  await migrate(stores.clickhouse, loadMigrations())
   const { createDemo } = await import('../lib/demo')
   const demo = await createDemo(stores.repositories, new Date())
   const lines: string[] = []
@@ -62,9 +62,9 @@ async function benchImport(hits: number) {
   }
   // what `npm run import` runs, from lines in memory: parse, enrich, sessionize and insert, all stored at the end
   const started = performance.now()
-  const result = await runImport(lines, { olap: stores.olap, repositories: stores.repositories, geo: dbipGeo() })
+  const result = await runImport(lines, { clickhouse: stores.clickhouse, repositories: stores.repositories, geo: dbipGeo() })
   const seconds = (performance.now() - started) / 1000
-  const [stored] = await stores.olap.query<{ n: string }>('SELECT count() AS n FROM events')
+  const [stored] = await stores.clickhouse.query<{ n: string }>('SELECT count() AS n FROM events')
   await stores.close()
   rmSync(dataDir, { recursive: true, force: true })
   return { hits: lines.length, imported: result.imported, stored: Number(stored.n), seconds: +seconds.toFixed(2), hitsPerSecond: Math.round(lines.length / seconds) }

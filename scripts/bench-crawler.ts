@@ -81,7 +81,7 @@ const program = new Command('bench-crawler')
 
     const dir = mkdtempSync(join(tmpdir(), 'bench-crawler-'))
     const stores = await openNodeStores({ DATA_DIR: dir })
-    await migrate(stores.olap, loadMigrations())
+    await migrate(stores.clickhouse, loadMigrations())
     let now = new Date()
     const org = await createOrg(stores.repositories, 'Bench', now)
     await stores.repositories.orgs.create({ ...org, plan: 'business' })
@@ -99,14 +99,14 @@ const program = new Command('bench-crawler')
       siteOrigin: () => origin,
     }
     const services: Services = {
-      olap: stores.olap,
+      clickhouse: stores.clickhouse,
       kv: stores.kv,
       repositories: stores.repositories,
       sites: directory,
       limiter: memoryRateLimiter(Date.now, { default: { max: 1e9, windowMs: 60_000 }, collect: { max: 1e9, windowMs: 60_000 }, ping: { max: 1e9, windowMs: 60_000 }, proxy: { max: 1e9, windowMs: 60_000 } }),
       now: () => now,
       fetch,
-      ingestor: new Ingestor({ sites: directory, repositories: stores.repositories, sink: directSink(stores.olap, stores.repositories), now: () => now }),
+      ingestor: new Ingestor({ sites: directory, repositories: stores.repositories, sink: directSink(stores.clickhouse, stores.repositories), now: () => now }),
       clientAddress: () => '127.0.0.1',
       liveCache: memoryLiveCache(),
       crawler,
@@ -128,7 +128,7 @@ const program = new Command('bench-crawler')
     // apart, ending at the site-local midnight where the visitor id rotates): pageviews and
     // engagement reports on the crawled pages
     const loadStarted = performance.now()
-    await stores.olap.command(
+    await stores.clickhouse.command(
       `INSERT INTO events (site_id, timestamp, name, kind, visitor_id, session_id, session_start, hostname, pathname, channel, device, browser, engaged_ms, scroll_depth)
        SELECT site_id, session_start + toIntervalSecond(90 * (number % 5)) AS ts, kind, kind, visitor, cityHash64(visit) AS session, session_start, 'bench-crawl.test',
               concat('/p/', toString(cityHash64(number) % {pages:UInt64})), ['Direct', 'Organic Search', 'Organic Social'][1 + (visitor % 3)],
@@ -146,9 +146,9 @@ const program = new Command('bench-crawler')
     )
     const loadSeconds = (performance.now() - loadStarted) / 1000
     // what the server does at start and every ten minutes: roll up the finished days; then let merges settle
-    await refreshRollups(stores.olap, stores.repositories, now, ROLLUP_ALL_DAYS)
+    await refreshRollups(stores.clickhouse, stores.repositories, now, ROLLUP_ALL_DAYS)
     for (let quiet = 0; quiet < 5; ) {
-      const [merges] = await stores.olap.query<{ n: string }>('SELECT count() AS n FROM system.merges')
+      const [merges] = await stores.clickhouse.query<{ n: string }>('SELECT count() AS n FROM system.merges')
       quiet = Number(merges.n) ? 0 : quiet + 1
       await new Promise((r) => setTimeout(r, 1000))
     }
@@ -163,7 +163,7 @@ const program = new Command('bench-crawler')
       listed = body.total
       if (i >= 2) samples.push(performance.now() - t)
     }
-    const [counts] = await stores.olap.query<{ n: string }>('SELECT count() AS n FROM events')
+    const [counts] = await stores.clickhouse.query<{ n: string }>('SELECT count() AS n FROM events')
     process.stdout.write(
       `${JSON.stringify(
         {

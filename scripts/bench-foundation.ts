@@ -14,7 +14,7 @@ import { createApiKey, createOrg } from '../lib/accounts/admin'
 import { EmbeddedRedis } from '../lib/storage/kv/embedded'
 import { type RawRedis, type RedisCommand, rawRequester } from '../lib/storage/kv/raw'
 import { TcpRedis } from '../lib/storage/kv/tcp'
-import { ChdbOlap } from '../lib/storage/clickhouse/chdb'
+import { EmbeddedClickHouse } from '../lib/storage/clickhouse/chdb'
 import { migrate } from '../lib/storage/clickhouse/migrate'
 import { loadMigrations } from '../lib/storage/clickhouse/migrations-node'
 import { LIMITS, type Limits, memoryRateLimiter, redisRateLimiter } from '../lib/accounts/ratelimit'
@@ -43,8 +43,8 @@ async function benchServer(redisUrl: string | undefined) {
   const redis = new Redis(rawRequester(counted))
   // the real limiter code, with budgets high enough not to throttle the benchmark itself
   const unthrottled = Object.fromEntries(Object.entries(LIMITS).map(([k, l]) => [k, { ...l, max: 1e9 }])) as Limits
-  const olap = new ChdbOlap(mkdtempSync(join(tmpdir(), 'bench-ch-')))
-  await migrate(olap, loadMigrations())
+  const clickhouse = new EmbeddedClickHouse(mkdtempSync(join(tmpdir(), 'bench-ch-')))
+  await migrate(clickhouse, loadMigrations())
   const repositories = openRepositories(redis)
   const now = new Date()
   const org = await createOrg(repositories, 'Bench', now)
@@ -54,11 +54,11 @@ async function benchServer(redisUrl: string | undefined) {
   const writeKey = (await createApiKey(repositories, { orgId: org.id, name: 'bench-write', scope: 'write' }, now)).key
   const sites = new SiteDirectory(repositories.sites)
   const app = createApp({
-    olap,
+    clickhouse,
     kv: redis,
     repositories,
     sites,
-    ingestor: new Ingestor({ sites, repositories, sink: directSink(olap, repositories), now: () => new Date() }),
+    ingestor: new Ingestor({ sites, repositories, sink: directSink(clickhouse, repositories), now: () => new Date() }),
     clientAddress: () => '127.0.0.1',
     liveCache: memoryLiveCache(),
     limiter: redisUrl ? redisRateLimiter(redis, unthrottled) : memoryRateLimiter(Date.now, unthrottled),

@@ -25,23 +25,23 @@ import { newSite } from '../lib/sites/sites'
 /** The public live count: cached throughput against a bare route, and engine queries under 1000 polling clients. */
 async function benchServer() {
   const stores = await openNodeStores({ DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-public-')) })
-  await migrate(stores.olap, loadMigrations())
+  await migrate(stores.clickhouse, loadMigrations())
   const now = () => new Date()
   const org = await createOrg(stores.repositories, 'Bench', now())
   const site = newSite({ domain: 'public.bench.test' }, org.id, now())
   site.sharing = { ...site.sharing, publicCounts: true, publicCountsDial: 'all' }
   await stores.repositories.sites.create(site)
   const sites = new SiteDirectory(stores.repositories.sites)
-  const ingestor = new Ingestor({ sites, repositories: stores.repositories, sink: directSink(stores.olap, stores.repositories), now, coalesce: true })
+  const ingestor = new Ingestor({ sites, repositories: stores.repositories, sink: directSink(stores.clickhouse, stores.repositories), now, coalesce: true })
   const hits = demoHits({ site: site.snippetId, domain: site.domain, days: 7, visitorsPerDay: 300, end: now() })
   await importHits((function* () { for (const h of hits) yield JSON.stringify(h) })(), ingestor)
   let engineQueries = 0
-  const query = stores.olap.query.bind(stores.olap)
-  stores.olap.query = (async (sql: string, params?: Record<string, unknown>) => {
+  const query = stores.clickhouse.query.bind(stores.clickhouse)
+  stores.clickhouse.query = (async (sql: string, params?: Record<string, unknown>) => {
     engineQueries++
     return query(sql, params)
-  }) as typeof stores.olap.query
-  const app = createApp({ olap: stores.olap, kv: stores.kv, repositories: stores.repositories, sites, limiter: memoryRateLimiter(), now, fetch, ingestor, clientAddress: () => '127.0.0.1', sharedProcess: true, liveCache: memoryLiveCache() })
+  }) as typeof stores.clickhouse.query
+  const app = createApp({ clickhouse: stores.clickhouse, kv: stores.kv, repositories: stores.repositories, sites, limiter: memoryRateLimiter(), now, fetch, ingestor, clientAddress: () => '127.0.0.1', sharedProcess: true, liveCache: memoryLiveCache() })
   const outer = new Hono()
   outer.get('/bare', (c) => c.json({ ok: true }))
   outer.get('/bench/engine-queries', (c) => c.json({ engineQueries }))

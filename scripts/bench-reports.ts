@@ -61,7 +61,7 @@ const program = new Command('bench-reports')
   .action(async (opts: { main: string; others: string; runs: string; vitals: string; dataDir?: string; only?: string; at?: string }) => {
     const dir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'bench-reports-'))
     const stores = await openNodeStores({ DATA_DIR: dir })
-    await migrate(stores.olap, loadMigrations())
+    await migrate(stores.clickhouse, loadMigrations())
     // today's events are read from events, the finished days from the rollup: how much of today has
     // passed decides the cost of a read, so the clock is fixed (--at) and kept with kept data
     const clockFile = join(dir, 'bench-clock.json')
@@ -78,7 +78,7 @@ const program = new Command('bench-reports')
     const key = (await createApiKey(stores.repositories, { orgId: org.id, name: 'bench', scope: 'read' }, now)).key
     const generate = async (count: number, siteIds: string[], visitors: number, tz: string) => {
       const started = performance.now()
-      await stores.olap.command(
+      await stores.clickhouse.command(
         // five events a visit, 90 seconds apart: about 200k visits per million events. The tracker's mix:
         // a visit opens with a pageview; its other events are pageviews (45%), engagement reports (30%),
         // autocaptured clicks (15%, a fifth of them dead), custom events (7%) and captured errors (3%)
@@ -122,7 +122,7 @@ const program = new Command('bench-reports')
     const loadOthers = kept ? 0 : await generate(Number(opts.others), sites.slice(1).map((s) => s.id), 900_000, 'UTC')
     const loadMain = kept ? 0 : await generate(Number(opts.main), [sites[0].id], 100_000, sites[0].timezone)
     // vital samples of the measured site (five metrics a page load, each load a visit of its own), a tenth with attribution as the tracker samples it
-    if (!kept) await stores.olap.command(
+    if (!kept) await stores.clickhouse.command(
       `INSERT INTO events (site_id, timestamp, name, kind, visitor_id, session_id, session_start, hostname, pathname, country_code, device, browser, os, vital_name, vital_value, props)
        SELECT toUUID({site:String}), ts, 'vital', 'vital', cityHash64(load % 20000, 'vital'), cityHash64(load, 'vital'), ts, 'bench.test',
               concat('/', ['blog', 'docs', 'pricing', 'about', 'changelog'][1 + (load % 5)], '/', toString(cityHash64(load) % 200)),
@@ -142,31 +142,31 @@ const program = new Command('bench-reports')
     )
     // what the server's refresh does at start: roll up every finished day (lib/reports/rollup/refresh.ts)
     const started = performance.now()
-    const rolledUpDays = await refreshRollups(stores.olap, stores.repositories, now, ROLLUP_ALL_DAYS)
+    const rolledUpDays = await refreshRollups(stores.clickhouse, stores.repositories, now, ROLLUP_ALL_DAYS)
     const rollupSeconds = (performance.now() - started) / 1000
     // measure the steady state: background merges of the bulk load done, as they are minutes after any insert
     const settleStarted = performance.now()
     for (let quiet = 0; quiet < 10; ) {
       // a migration's mutation (on kept data) rewrites parts in the background too
-      const [merges] = await stores.olap.query<{ n: string }>('SELECT (SELECT count() FROM system.merges) + (SELECT count() FROM system.mutations WHERE NOT is_done) AS n')
+      const [merges] = await stores.clickhouse.query<{ n: string }>('SELECT (SELECT count() FROM system.merges) + (SELECT count() FROM system.mutations WHERE NOT is_done) AS n')
       quiet = Number(merges.n) ? 0 : quiet + 1
       await new Promise((r) => setTimeout(r, 1000))
     }
     const settleSeconds = (performance.now() - settleStarted) / 1000
     const parts = Object.fromEntries(
-      (await stores.olap.query<{ table: string; n: string }>("SELECT table, count() AS n FROM system.parts WHERE active AND database = currentDatabase() GROUP BY table")).map((r) => [r.table, Number(r.n)]),
+      (await stores.clickhouse.query<{ table: string; n: string }>("SELECT table, count() AS n FROM system.parts WHERE active AND database = currentDatabase() GROUP BY table")).map((r) => [r.table, Number(r.n)]),
     )
 
     const siteDirectory = new SiteDirectory(stores.repositories.sites)
     const services = {
-      olap: stores.olap,
+      clickhouse: stores.clickhouse,
       kv: stores.kv,
       repositories: stores.repositories,
       sites: siteDirectory,
       limiter: memoryRateLimiter(Date.now, { default: { max: 1e9, windowMs: 60_000 }, collect: { max: 1e9, windowMs: 60_000 }, ping: { max: 1e9, windowMs: 60_000 }, proxy: { max: 1e9, windowMs: 60_000 } }),
       now: () => now,
       fetch,
-      ingestor: new Ingestor({ sites: siteDirectory, repositories: stores.repositories, sink: directSink(stores.olap, stores.repositories), now: () => now }),
+      ingestor: new Ingestor({ sites: siteDirectory, repositories: stores.repositories, sink: directSink(stores.clickhouse, stores.repositories), now: () => now }),
       clientAddress: () => '127.0.0.1',
     liveCache: memoryLiveCache(),
     }
@@ -177,19 +177,19 @@ const program = new Command('bench-reports')
     const base: Query = { siteId: site.id, range, filters: [], goals: [], limit: 100, now }
     // what the API runs: the read's plan (the rolled-days lookup where it may use the rollup), then its statement
     // (a copy of the range per run: the API resolves its range per request, so it looks the rolled days up every time)
-    const run = (query: Query, read: Read) => async () => runRead(stores.olap, { ...query, range: { ...query.range } }, read)
+    const run = (query: Query, read: Read) => async () => runRead(stores.clickhouse, { ...query, range: { ...query.range } }, read)
     const filtered = { ...base, filters: parseFilters(filters, 'standalone') }
     // kept data keeps its funnel
     const funnel = (await stores.repositories.funnels.list(site.id)).find((f) => f.name === 'Docs to signup') ?? (await createFunnel(stores.repositories, site.id, { site_id: site.id, name: 'Docs to signup', steps: [{ type: 'page', value: '/docs/*' }, { type: 'page', value: '/pricing/*' }, { type: 'event', value: 'Signup' }] }, now))
     // what the vitals and funnels reads run: their statements at once, as the verbs do
-    const statements = (fragments: ReturnType<typeof render>[]) => async () => Promise.all(fragments.map((c) => stores.olap.query(c.sql, c.params)))
+    const statements = (fragments: ReturnType<typeof render>[]) => async () => Promise.all(fragments.map((c) => stores.clickhouse.query(c.sql, c.params)))
     const vitalsOptions = { percentile: '75' as const }
     const vitalsStatements = [render(vitalsSql(base, vitalsOptions))]
     const contributorStatements = [render(contributorsSql(base, vitalsOptions))]
     // the behaviour reads compile one statement each
     const direct = (statement: () => Fragment) => async () => {
       const compiled = render(statement())
-      return stores.olap.query(compiled.sql, compiled.params)
+      return stores.clickhouse.query(compiled.sql, compiled.params)
     }
     const lastHalfHour = () => ({ ...base, range: resolveRange({ range: '30m' }, site.timezone, now) })
     const reports: Record<string, { path: string; direct: () => Promise<unknown> }> = {
@@ -227,9 +227,9 @@ const program = new Command('bench-reports')
         path: `/api/v1/geo?site_id=${site.id}&range=30d&granularity=city`,
         // as the read does: the rolled days, then the places of the others from events
         direct: async () => {
-          const days = await rolledDays(stores.olap, base, false)
+          const days = await rolledDays(stores.clickhouse, base, false)
           const compiled = render(geoPlacesSql(base, 'city', days.days.length ? { days, spans: rawDaySpans(base.range, days.days) } : undefined))
-          return stores.olap.query(compiled.sql, compiled.params)
+          return stores.clickhouse.query(compiled.sql, compiled.params)
         },
       },
       journeys: { path: `/api/v1/journeys?site_id=${site.id}&range=30d`, direct: direct(() => journeysSql(base, { offset: 0 })) },
@@ -282,7 +282,7 @@ const program = new Command('bench-reports')
         { firstApiMs: firstApiMs[name], apiMedianMs: +median(api).toFixed(1), apiQuartilesMs: quartiles(api), engineMedianMs: +median(engine).toFixed(1), ratio: +(median(api) / median(engine)).toFixed(2) },
       ]),
     )
-    const [counts] = await stores.olap.query<{ n: string }>('SELECT count() AS n FROM events')
+    const [counts] = await stores.clickhouse.query<{ n: string }>('SELECT count() AS n FROM events')
     // the machine is shared: its load (1, 5 and 15 minutes) when the runs ended says how noisy they were
     process.stdout.write(`${JSON.stringify({ clock: Temporal.Instant.fromEpochMilliseconds(now.getTime()).toZonedDateTimeISO(site.timezone).toString(), loadAverage: loadavg().map((x) => +x.toFixed(2)), events: Number(counts.n), loadSeconds: { others: +loadOthers.toFixed(1), main: +loadMain.toFixed(1) }, rollup: { days: rolledUpDays, seconds: +rollupSeconds.toFixed(1) }, mergesSettledSeconds: +settleSeconds.toFixed(1), parts, runs: Number(opts.runs), results }, null, 2)}\n`)
     await stores.close()

@@ -22,12 +22,12 @@ const program = new Command('import')
     bar?.start(total, 0, { lines: 0 })
     try {
       const lines = createInterface({ input, crlfDelay: Infinity })
-      const result = await runImport(lines, { olap: stores.olap, repositories: stores.repositories, geo: dbipGeo() }, ({ bytes, lines }) => bar?.update(Math.min(bytes, total), { lines }))
+      const result = await runImport(lines, { clickhouse: stores.clickhouse, repositories: stores.repositories, geo: dbipGeo() }, ({ bytes, lines }) => bar?.update(Math.min(bytes, total), { lines }))
       bar?.stop()
       for (const { line, error } of result.errors) process.stderr.write(`line ${line}: ${error}\n`)
       if (result.rejected > result.errors.length) process.stderr.write(`... and ${result.rejected - result.errors.length} more rejected lines\n`)
       // days the hits landed in are rebuilt now rather than at the server's next refresh
-      if (result.imported) await refreshRollups(stores.olap, stores.repositories, new Date(), ROLLUP_ALL_DAYS)
+      if (result.imported) await refreshRollups(stores.clickhouse, stores.repositories, new Date(), ROLLUP_ALL_DAYS)
       process.stdout.write(`${JSON.stringify({ imported: result.imported, rejected: result.rejected })}\n`)
       if (result.rejected && !result.imported) throw new UserError(`all ${result.rejected} lines were rejected and nothing was imported: see docs/import.md for the format`)
     } finally {

@@ -13,7 +13,7 @@ import { EmbeddedRedis } from '../lib/storage/kv/embedded'
 import { type RawRedis, rawRequester } from '../lib/storage/kv/raw'
 import { prefixedRaw } from '../lib/storage/kv/prefix'
 import { TcpRedis } from '../lib/storage/kv/tcp'
-import { ChdbOlap } from '../lib/storage/clickhouse/chdb'
+import { EmbeddedClickHouse } from '../lib/storage/clickhouse/chdb'
 import { migrate } from '../lib/storage/clickhouse/migrate'
 import { loadMigrations } from '../lib/storage/clickhouse/migrations-node'
 import { guardedFetch } from '../lib/network/guarded-fetch'
@@ -31,13 +31,13 @@ if (process.env.CI && !REDIS_URL) throw new Error('CI is set but REDIS_URL is no
 /** A fresh folder inside the run's own, which tests/global-setup.ts removes when the run ends. */
 export const tempDir = (name: string) => mkdtempSync(join(process.env.TEST_TMP_DIR ?? tmpdir(), `wa-${name}-`))
 
-let engine: Promise<ChdbOlap> | null = null
+let engine: Promise<EmbeddedClickHouse> | null = null
 /** One embedded ClickHouse per test process (chdb allows one), migrated once. */
-export function testOlap(): Promise<ChdbOlap> {
+export function testClickHouse(): Promise<EmbeddedClickHouse> {
   engine ??= (async () => {
-    const olap = new ChdbOlap(join(tempDir('chdb'), 'clickhouse'))
-    await migrate(olap, loadMigrations())
-    return olap
+    const clickhouse = new EmbeddedClickHouse(join(tempDir('chdb'), 'clickhouse'))
+    await migrate(clickhouse, loadMigrations())
+    return clickhouse
   })()
   return engine
 }
@@ -66,12 +66,12 @@ export async function testServices(
   const raw = rawRedis(options.kv ?? 'embedded', options.ownKeys)
   const redis = new Redis(rawRequester(raw))
   const now = options.now ?? (() => new Date())
-  const olap = await testOlap()
+  const clickhouse = await testClickHouse()
   const repositories = openRepositories(redis)
   const limiter = options.limiter ?? (options.kv === 'redis' ? redisRateLimiter(redis) : memoryRateLimiter(() => now().getTime()))
   // no sink: hits are inserted before the answer, so a test reads what it sent; the site cache is
   // off unless asked for, so settings written to the store directly apply at once
-  const services = nodeServices(TEST_ENV, { stores: { olap, kv: redis, repositories, limiter }, now, siteCacheMs: options.siteCacheMs ?? 0 })
+  const services = nodeServices(TEST_ENV, { stores: { clickhouse, kv: redis, repositories, limiter }, now, siteCacheMs: options.siteCacheMs ?? 0 })
   return {
     ...services,
     // the caller is whom X-Forwarded-For names; nothing reaches this machine's resolver, a mail server or the reference page's files
@@ -94,7 +94,7 @@ export type TestServices = Awaited<ReturnType<typeof testServices>>
 export async function harness(options: Parameters<typeof testServices>[0] & { with?: Partial<Services> } = {}) {
   const services: TestServices = { ...(await testServices(options)), ...options.with }
   const seeded = await seed(services)
-  return { services, repositories: services.repositories, kv: services.kv, olap: services.olap, app: checkedApp(services), call: client(services), ...seeded }
+  return { services, repositories: services.repositories, kv: services.kv, clickhouse: services.clickhouse, app: checkedApp(services), call: client(services), ...seeded }
 }
 
 export type Harness = Awaited<ReturnType<typeof harness>>

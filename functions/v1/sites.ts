@@ -75,7 +75,7 @@ export const siteEndpoints = [
     response: siteViewSchema,
     async handler({ services, site, baseUrl }, { params, body }) {
       const current = await site(params.site_id)
-      if (body.timezone) await assertEngineKnowsTimezone(services.olap, body.timezone)
+      if (body.timezone) await assertEngineKnowsTimezone(services.clickhouse, body.timezone)
       const next = await services.sites.update(current.id, (fresh) => {
         const patched = applySitePatch(fresh, body)
         if (body.customDomain) assertSubdomainOf(patched, body.customDomain, 'customDomain')

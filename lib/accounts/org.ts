@@ -1,5 +1,5 @@
 import { PLANS, type Plan, QUOTA_WARNING_SHARE, billableTotal } from './plans'
-import type { Olap } from '../storage/clickhouse/types'
+import type { ClickHouse } from '../storage/clickhouse/types'
 import { firstEventAt, lastEventBySite } from '../reports/query/site-events'
 import type { Site } from '../sites/sites'
 import type { Repositories } from '../repositories'
@@ -105,15 +105,15 @@ export async function orgOverview(repositories: Repositories, orgId: string, now
 }
 
 /** GET /site: one site's facts, its events this month, and the organization's billing and quota notices. */
-export async function siteFacts(deps: { olap: Olap; repositories: Repositories }, site: Site, now: Date) {
+export async function siteFacts(deps: { clickhouse: ClickHouse; repositories: Repositories }, site: Site, now: Date) {
   const period = billingPeriod(now)
   const [org, sites, orgKinds, bySite, last, first] = await Promise.all([
     deps.repositories.orgs.get(site.orgId),
     deps.repositories.sites.list(site.orgId),
     deps.repositories.usage.get(site.orgId, period.month),
     deps.repositories.usage.bySite(site.orgId, period.month),
-    lastEventBySite(deps.olap, [site.id]),
-    firstEventAt(deps.olap, site.id),
+    lastEventBySite(deps.clickhouse, [site.id]),
+    firstEventAt(deps.clickhouse, site.id),
   ])
   const account: Org = org ?? { id: site.orgId, name: '', plan: 'free', createdAt: now.toISOString() }
   const plan = PLANS[account.plan]

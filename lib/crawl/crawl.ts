@@ -142,7 +142,7 @@ export interface CrawlRun {
  */
 async function pageviewPaths(services: Services, siteId: string, now: Date, cap: number): Promise<{ recent: string[]; firstViews: Map<string, number> }> {
   const rows = await execute<{ pathname: string; first_ms: string | number; recent: string | number }>(
-    services.olap,
+    services.clickhouse,
     sql`SELECT pathname, toUnixTimestamp64Milli(min(timestamp)) AS first_ms, countIf(timestamp >= ${bind('DateTime64(3)', clickhouseTime(now.getTime() - PAGEVIEW_DAYS * DAY_MS))}) AS recent
         FROM events WHERE site_id = ${bind('UUID', siteId)} AND kind = 'pageview' GROUP BY pathname`,
   )
@@ -167,12 +167,12 @@ export async function crawlSite(services: Services, config: CrawlerConfig, site:
   const excluded = (path: string) => site.changeDetection.changeExcludedPaths.some((pattern) => pathMatches(pattern, path))
 
   const [latest, memory, used, pings] = await Promise.all([
-    latestSnapshots(services.olap, site.id, { successful: true }),
+    latestSnapshots(services.clickhouse, site.id, { successful: true }),
     queue.memory(site.id),
     queue.budgetUsed(site.id, day),
     queue.pings(site.id),
   ])
-  const known = await latestSnapshots(services.olap, site.id)
+  const known = await latestSnapshots(services.clickhouse, site.id)
   const firstCrawl = known.size === 0
 
   // discovery: robots.txt, the sitemaps, pageviews
@@ -240,7 +240,7 @@ export async function crawlSite(services: Services, config: CrawlerConfig, site:
     const answered = snapshots.filter((s) => s.status > 0)
     // the previous main text is read only where it changed: for the word diff
     const textChanged = answered.map((s) => [s, latest.get(s.path)] as const).filter(([s, p]) => p && isHtml(p.contentType) && p.contentHash !== s.contentHash)
-    const texts = await snapshotTexts(services.olap, site.id, textChanged.map(([, p]) => p!.id))
+    const texts = await snapshotTexts(services.clickhouse, site.id, textChanged.map(([, p]) => p!.id))
     const pageChanges = answered.flatMap((s) => {
       const previous = latest.get(s.path)
       return comparePage(previous ? asCompared(previous, texts.get(previous.id) ?? '') : null, s)
@@ -275,7 +275,7 @@ export async function crawlSite(services: Services, config: CrawlerConfig, site:
 
 async function store(services: Services, siteId: string, snapshots: SnapshotRow[], changes: DetectedChange[], now: Date) {
   if (snapshots.length) {
-    await services.olap.insert(
+    await services.clickhouse.insert(
       'crawl_snapshots',
       snapshots.map((s) => ({
         site_id: siteId,
@@ -303,7 +303,7 @@ async function store(services: Services, siteId: string, snapshots: SnapshotRow[
     )
   }
   if (changes.length) {
-    await services.olap.insert(
+    await services.clickhouse.insert(
       'crawl_changes',
       changes.map((c) => ({
         site_id: siteId,

@@ -60,7 +60,7 @@ const MAX_TRAFFIC_PATHS = 20_000
 async function trafficByPath(services: Services, site: Site, range: ResolvedRange, now: Date) {
   if (!site.sources.includes('standalone')) return new Map<string, { visitors: number; pageviews: number; reports: number; scroll: number; engaged: number }>()
   const query: Query = { siteId: site.id, range, filters: [], goals: [], limit: MAX_TRAFFIC_PATHS, now }
-  const rows = await runRead(services.olap, query, { kind: 'breakdown', property: 'path', reports: true })
+  const rows = await runRead(services.clickhouse, query, { kind: 'breakdown', property: 'path', reports: true })
   return new Map(
     rows.map((r) => {
       const reports = Number(r.reports)
@@ -72,7 +72,7 @@ async function trafficByPath(services: Services, site: Site, range: ResolvedRang
 
 async function botsByPath(services: Services, site: Site, range: ResolvedRange, paths: string[]) {
   const rows = await execute<Row>(
-    services.olap,
+    services.clickhouse,
     sql`SELECT pathname, count() AS hits, countIf(startsWith(bot_kind, 'ai-')) AS ai
 FROM bot_events WHERE site_id = ${bind('UUID', site.id)} AND ${during('timestamp', range.from.epochMilliseconds, range.to.epochMilliseconds)} AND pathname IN ${bind('Array(String)', paths)}
 GROUP BY pathname`,
@@ -82,7 +82,7 @@ GROUP BY pathname`,
 
 async function trendsByPath(services: Services, site: Site, range: ResolvedRange, paths: string[]) {
   const rows = await execute<Row>(
-    services.olap,
+    services.clickhouse,
     sql`SELECT pathname, sumMap(map(toUnixTimestamp(${bucket(range)}), toUInt64(1))) AS per_bucket
 FROM events WHERE site_id = ${bind('UUID', site.id)} AND kind = 'pageview' AND ${during('timestamp', range.from.epochMilliseconds, range.to.epochMilliseconds)} AND pathname IN ${bind('Array(String)', paths)}
 GROUP BY pathname`,
@@ -95,7 +95,7 @@ GROUP BY pathname`,
 export async function pages(services: Services, site: Site, params: PagesParams) {
   const now = services.now()
   const range = windowOf(site, params, now)
-  const [latest, traffic] = await Promise.all([latestSnapshots(services.olap, site.id), trafficByPath(services, site, range, now)])
+  const [latest, traffic] = await Promise.all([latestSnapshots(services.clickhouse, site.id), trafficByPath(services, site, range, now)])
   const newSince = now.getTime() - NEW_PAGE_DAYS * 86_400_000
   const all = [...latest.values()].map((s) => {
     const t = traffic.get(s.path)
@@ -201,7 +201,7 @@ export async function changeFeed(services: Services, site: Site, params: Changes
       throw new ApiError(400, `day: ${params.day} is not a calendar date`)
     }
   }
-  const [changes, annotations] = await Promise.all([siteChanges(services.olap, site.id, from, to), services.repositories.annotations.list(site.id)])
+  const [changes, annotations] = await Promise.all([siteChanges(services.clickhouse, site.id, from, to), services.repositories.annotations.list(site.id)])
   const localDay = (iso: string) => Temporal.Instant.from(iso).toZonedDateTimeISO(site.timezone).toPlainDate().toString()
   const items = [
     ...changes.map((c) => ({
@@ -263,13 +263,13 @@ const DIFFED_FIELD = { title: 'title', meta_description: 'metaDescription', h1: 
 
 /** GET /changes/diff: the change's site (for the caller's access check) and its word-level runs. */
 export async function changeDiff(services: Services, changeId: string, siteOf: (siteId: string) => Promise<Site>) {
-  const change = await changeById(services.olap, changeId)
+  const change = await changeById(services.clickhouse, changeId)
   if (!change) throw new ApiError(404, 'change_id: no such change')
   const site = await siteOf(change.siteId)
   if (!change.diffable || !(change.type in DIFFED_FIELD) || !change.beforeSnapshot || !change.afterSnapshot) {
     throw new ApiError(422, `change_id: this ${change.type} change is not diffable (only title, meta description, h1 and main-text changes of HTML pages up to the size limit are)`)
   }
-  const [before, after] = await Promise.all([snapshotDetail(services.olap, site.id, change.beforeSnapshot), snapshotDetail(services.olap, site.id, change.afterSnapshot)])
+  const [before, after] = await Promise.all([snapshotDetail(services.clickhouse, site.id, change.beforeSnapshot), snapshotDetail(services.clickhouse, site.id, change.afterSnapshot)])
   if (!before || !after) throw new ApiError(422, 'change_id: the snapshots of this change are no longer kept')
   const field = DIFFED_FIELD[change.type as keyof typeof DIFFED_FIELD]
   return {

@@ -1,6 +1,6 @@
 import { missingKindField, parseHit } from './hit'
 import { type SiteTally, recordImportRuns, tally } from '../sites/imports'
-import type { Olap } from '../storage/clickhouse/types'
+import type { ClickHouse } from '../storage/clickhouse/types'
 import { SiteDirectory } from '../sites/site-directory'
 import type { Repositories } from '../repositories'
 import type { GeoLookup } from './geo'
@@ -96,11 +96,11 @@ export async function importHits(
  */
 export async function runImport(
   lines: AsyncIterable<string> | Iterable<string>,
-  deps: { olap: Olap; repositories: Repositories; geo?: GeoLookup },
+  deps: { clickhouse: ClickHouse; repositories: Repositories; geo?: GeoLookup },
   onProgress?: (done: { lines: number; bytes: number }) => void,
 ): Promise<ImportResult> {
   // an insert starts as soon as the one before is done, with up to 50k rows
-  const sink = new BufferedSink(deps.olap, deps.repositories, { maxRows: 50_000, intervalMs: 100 })
+  const sink = new BufferedSink(deps.clickhouse, deps.repositories, { maxRows: 50_000, intervalMs: 100 })
   const ingestor = new Ingestor({ sites: new SiteDirectory(deps.repositories.sites), repositories: deps.repositories, sink, geo: deps.geo, now: () => new Date() })
   const result: ImportResult = { imported: 0, rejected: 0, errors: [], bySite: new Map() }
   const startedAt = new Date()

@@ -1,7 +1,7 @@
 import { closeSync, fdatasync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { notYetStored } from '../storage/clickhouse/stored-rows'
-import type { Olap } from '../storage/clickhouse/types'
+import type { ClickHouse } from '../storage/clickhouse/types'
 import type { Repositories } from '../repositories'
 import { EVENTS_INPUT, type IngestBatch, type SiteUsage, type WriteAheadLog, addUsage, mergeUsage } from './sink'
 
@@ -99,7 +99,7 @@ export class Journal implements WriteAheadLog {
    * Opens the journal in `dir`, first storing whatever an earlier process journaled and did not
    * get to insert. Returns the journal and how many rows the replay stored.
    */
-  static async open(dir: string, olap: Olap, repositories: Pick<Repositories, 'usage'>): Promise<{ journal: Journal; replayed: number }> {
+  static async open(dir: string, clickhouse: ClickHouse, repositories: Pick<Repositories, 'usage'>): Promise<{ journal: Journal; replayed: number }> {
     mkdirSync(dir, { recursive: true, mode: 0o700 })
     let replayed = 0
     for (const n of segmentNumbers(dir)) {
@@ -107,10 +107,10 @@ export class Journal implements WriteAheadLog {
       const merged: IngestBatch = { events: batches.flatMap((b) => b.events), bots: batches.flatMap((b) => b.bots), usage: new Map() }
       for (const b of batches) mergeUsage(merged.usage, b.usage)
       // rows an insert stored before the crash are found in the table: only the others are inserted
-      const events = await notYetStored(olap, 'events', merged.events)
-      if (events.length) await olap.insert(EVENTS_INPUT, events)
-      const bots = await notYetStored(olap, 'bot_events', merged.bots)
-      if (bots.length) await olap.insert('bot_events', bots)
+      const events = await notYetStored(clickhouse, 'events', merged.events)
+      if (events.length) await clickhouse.insert(EVENTS_INPUT, events)
+      const bots = await notYetStored(clickhouse, 'bot_events', merged.bots)
+      if (bots.length) await clickhouse.insert('bot_events', bots)
       await addUsage(repositories, merged.usage)
       replayed += events.length + bots.length
       rmSync(segmentFile(dir, n), { force: true })

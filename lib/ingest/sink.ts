@@ -1,4 +1,4 @@
-import type { Olap } from '../storage/clickhouse/types'
+import type { ClickHouse } from '../storage/clickhouse/types'
 import type { Repositories } from '../repositories'
 import type { BotRow, EventRow } from './rows'
 
@@ -39,14 +39,14 @@ export async function addUsage(repositories: Pick<Repositories, 'usage'>, usage:
   await Promise.all([...usage].flatMap(([orgId, months]) => [...months].map(([month, counts]) => repositories.usage.add(orgId, month, counts))))
 }
 
-async function store(olap: Olap, repositories: Pick<Repositories, 'usage'>, batch: IngestBatch) {
-  await Promise.all([olap.insert(EVENTS_INPUT, batch.events), olap.insert('bot_events', batch.bots)])
+async function store(clickhouse: ClickHouse, repositories: Pick<Repositories, 'usage'>, batch: IngestBatch) {
+  await Promise.all([clickhouse.insert(EVENTS_INPUT, batch.events), clickhouse.insert('bot_events', batch.bots)])
   await addUsage(repositories, batch.usage)
 }
 
 /** Inserts before answering: for Workers, where nothing outlives the request. */
-export function directSink(olap: Olap, repositories: Pick<Repositories, 'usage'>): EventSink {
-  return { write: (batch) => store(olap, repositories, batch), flush: async () => {} }
+export function directSink(clickhouse: ClickHouse, repositories: Pick<Repositories, 'usage'>): EventSink {
+  return { write: (batch) => store(clickhouse, repositories, batch), flush: async () => {} }
 }
 
 /** Counts stored rows of one site in the batch's usage (per site, so the organization's usage breaks down by site). */
@@ -85,7 +85,7 @@ export class BufferedSink implements EventSink {
   private readonly timer: ReturnType<typeof setInterval>
 
   constructor(
-    private readonly olap: Olap,
+    private readonly clickhouse: ClickHouse,
     private readonly repositories: Pick<Repositories, 'usage'>,
     private readonly options: { maxRows?: number; intervalMs?: number; log?: WriteAheadLog } = {},
   ) {
@@ -118,8 +118,8 @@ export class BufferedSink implements EventSink {
     // tried; parts already stored are not retried (nor replayed from the log), so nothing is stored twice
     this.flushing = (async () => {
       const steps: [store: () => Promise<void>, requeue: () => void][] = [
-        [() => this.olap.insert(EVENTS_INPUT, batch.events), () => this.pending.events.unshift(...batch.events)],
-        [() => this.olap.insert('bot_events', batch.bots), () => this.pending.bots.unshift(...batch.bots)],
+        [() => this.clickhouse.insert(EVENTS_INPUT, batch.events), () => this.pending.events.unshift(...batch.events)],
+        [() => this.clickhouse.insert('bot_events', batch.bots), () => this.pending.bots.unshift(...batch.bots)],
         [() => addUsage(this.repositories, batch.usage), () => mergeUsage(this.pending.usage, batch.usage)],
       ]
       for (let i = 0; i < steps.length; i++) {

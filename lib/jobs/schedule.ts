@@ -34,12 +34,12 @@ export const JOBS: readonly Job[] = [
   {
     name: 'daily rollup refresh',
     cron: '17 */6 * * *',
-    run: (services, now, { log }) => refreshRollups(services.olap, services.repositories, now, ROLLUP_ALL_DAYS, log),
+    run: (services, now, { log }) => refreshRollups(services.clickhouse, services.repositories, now, ROLLUP_ALL_DAYS, log),
   },
   {
     name: 'daily rollup refresh',
     cron: '*/10 * * * *',
-    run: (services, now, { log }) => refreshRollups(services.olap, services.repositories, now, ROLLUP_RECENT_DAYS, log),
+    run: (services, now, { log }) => refreshRollups(services.clickhouse, services.repositories, now, ROLLUP_RECENT_DAYS, log),
   },
   // weekly and monthly reports (lib/jobs/report-delivery.ts): each run sends what is due and not yet sent
   { name: 'report delivery', cron: '*/10 * * * *', run: (services, now, { log }) => deliverReports(services, now, { log }) },

@@ -4,9 +4,9 @@ import type { IncomingMessage } from 'node:http'
 import { join, resolve } from 'node:path'
 import { createClient } from '@clickhouse/client'
 import { Redis } from '@upstash/redis'
-import type { ChdbOlap } from '../storage/clickhouse/chdb'
-import { CLICKHOUSE_SETTINGS, type ClickHouseClientLike, clickhouseClientOlap } from '../storage/clickhouse/client'
-import type { Olap } from '../storage/clickhouse/types'
+import type { EmbeddedClickHouse } from '../storage/clickhouse/chdb'
+import { CLICKHOUSE_SETTINGS, type ClickHouseClientLike, clickhouseOverClient } from '../storage/clickhouse/client'
+import type { ClickHouse } from '../storage/clickhouse/types'
 import { EmbeddedRedis } from '../storage/kv/embedded'
 import { type RawRedis, rawRequester } from '../storage/kv/raw'
 import { prefixedRaw, prefixedUpstash } from '../storage/kv/prefix'
@@ -87,9 +87,9 @@ export async function findRunningServer(dir: string): Promise<LocalEndpointInfo 
 }
 
 export interface NodeStores {
-  olap: Olap
+  clickhouse: ClickHouse
   /** Set when this process owns the embedded engine: the local ClickHouse endpoint serves it. */
-  chdb: ChdbOlap | null
+  chdb: EmbeddedClickHouse | null
   kv: Redis
   repositories: Repositories
   /** Set when this process talks raw Redis (embedded or TCP): the local Upstash endpoint serves it. */
@@ -99,9 +99,9 @@ export interface NodeStores {
   close(): Promise<void>
 }
 
-function clickhouseOverHttp(url: string, username?: string, password?: string, database?: string): Olap {
+function clickhouseOverHttp(url: string, username?: string, password?: string, database?: string): ClickHouse {
   const client = createClient({ url, username: username ?? 'default', password: password ?? '', database, clickhouse_settings: CLICKHOUSE_SETTINGS })
-  return clickhouseClientOlap(client as unknown as ClickHouseClientLike)
+  return clickhouseOverClient(client as unknown as ClickHouseClientLike)
 }
 
 /**
@@ -121,31 +121,31 @@ export async function openNodeStores(env: NodeEnv, options: { viaRunningServer?:
   }
   const token = running ? localToken(dir) : ''
 
-  let olap: Olap
-  let chdb: ChdbOlap | null = null
-  let clickhouse: string
+  let clickhouse: ClickHouse
+  let chdb: EmbeddedClickHouse | null = null
+  let clickhouseDescription: string
   if (env.CLICKHOUSE_URL) {
-    olap = clickhouseOverHttp(env.CLICKHOUSE_URL, env.CLICKHOUSE_USER, env.CLICKHOUSE_PASSWORD, env.CLICKHOUSE_DATABASE)
-    clickhouse = `server ${new URL(env.CLICKHOUSE_URL).host}`
+    clickhouse = clickhouseOverHttp(env.CLICKHOUSE_URL, env.CLICKHOUSE_USER, env.CLICKHOUSE_PASSWORD, env.CLICKHOUSE_DATABASE)
+    clickhouseDescription = `server ${new URL(env.CLICKHOUSE_URL).host}`
   } else if (running?.clickhouse) {
-    olap = clickhouseOverHttp(running.url, 'default', token)
-    clickhouse = 'embedded, through the running server'
+    clickhouse = clickhouseOverHttp(running.url, 'default', token)
+    clickhouseDescription = 'embedded, through the running server'
   } else {
     // loaded only here: a server on CLICKHOUSE_URL needs no engine library for its platform
-    const { ChdbOlap } = await import('../storage/clickhouse/chdb').catch((err: { code?: string }) => {
+    const { EmbeddedClickHouse } = await import('../storage/clickhouse/chdb').catch((err: { code?: string }) => {
       if (err.code !== 'CHDB_PLATFORM') throw err
       throw new UserError(
         `the embedded ClickHouse has no library for ${process.platform}-${process.arch} in node_modules (the lockfile lists Linux x64's only): run \`npm install\`, which fetches the one for this platform, or set CLICKHOUSE_URL to a ClickHouse server`,
       )
     })
     try {
-      chdb = new ChdbOlap(join(dir, 'clickhouse'))
+      chdb = new EmbeddedClickHouse(join(dir, 'clickhouse'))
     } catch (err) {
       // the engine locks its folder: a server or CLI on the same DATA_DIR that is starting or stopping
       throw new UserError(`the embedded ClickHouse in ${join(dir, 'clickhouse')} is in use by another process: wait for it or stop it, or set DATA_DIR to another folder`, { cause: err })
     }
-    olap = chdb
-    clickhouse = `embedded (${join(dir, 'clickhouse')})`
+    clickhouse = chdb
+    clickhouseDescription = `embedded (${join(dir, 'clickhouse')})`
   }
 
   let raw: RawRedis | null = null
@@ -178,15 +178,15 @@ export async function openNodeStores(env: NodeEnv, options: { viaRunningServer?:
   }
 
   return {
-    olap,
+    clickhouse,
     chdb,
     kv: redis,
     repositories: openRepositories(redis),
     raw,
     limiter,
-    describe: { clickhouse, keyValue },
+    describe: { clickhouse: clickhouseDescription, keyValue },
     async close() {
-      await olap.close()
+      await clickhouse.close()
       await raw?.close()
     },
   }
@@ -195,7 +195,7 @@ export async function openNodeStores(env: NodeEnv, options: { viaRunningServer?:
 /** What the Node builder is given besides the environment. */
 export interface NodeServiceInputs {
   /** The stores: those `openNodeStores` opened, or a test's. */
-  stores: Pick<NodeStores, 'olap' | 'kv' | 'repositories' | 'limiter'>
+  stores: Pick<NodeStores, 'clickhouse' | 'kv' | 'repositories' | 'limiter'>
   now?: () => Date
   /** The server's journaled sink, whose batches take the hits of concurrent requests; without it, hits are inserted before the answer. */
   sink?: BufferedSink
@@ -208,7 +208,7 @@ export interface NodeServiceInputs {
 
 /** The services of the Node home, from its environment and its stores. */
 export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Services {
-  const { olap, kv, repositories, limiter } = inputs.stores
+  const { clickhouse, kv, repositories, limiter } = inputs.stores
   const now = inputs.now ?? (() => new Date())
   const log = inputs.log ?? ((line: string) => process.stderr.write(`${line}\n`))
   const sites = new SiteDirectory(repositories.sites, { cacheMs: inputs.siteCacheMs })
@@ -219,7 +219,7 @@ export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Servic
   }
   const resolver = new Resolver({ timeout: 2000, tries: 2 })
   return {
-    olap,
+    clickhouse,
     kv,
     repositories,
     sites,
@@ -227,7 +227,7 @@ export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Servic
     now,
     ingestor: inputs.sink
       ? new Ingestor({ sites, repositories, sink: inputs.sink, geo: dbipGeo(), now, coalesce: true })
-      : new Ingestor({ sites, repositories, sink: directSink(olap, repositories), geo: dbipGeo(), now }),
+      : new Ingestor({ sites, repositories, sink: directSink(clickhouse, repositories), geo: dbipGeo(), now }),
     sharedProcess: true,
     liveCache: memoryLiveCache(() => now().getTime()),
     dns: {
@@ -273,8 +273,8 @@ export async function openNodeHome(env: NodeConfig, options: Pick<NodeServiceInp
   if (stores.chdb) await migrate(stores.chdb, loadMigrations())
   // a hit is acknowledged once it is in the journal on disk; what an earlier process journaled and
   // did not insert (a crash, kill -9) is stored now, before anything is served
-  const { journal, replayed } = await Journal.open(join(dataDir(env), 'journal'), stores.olap, stores.repositories)
-  const sink = new BufferedSink(stores.olap, stores.repositories, { log: journal })
+  const { journal, replayed } = await Journal.open(join(dataDir(env), 'journal'), stores.clickhouse, stores.repositories)
+  const sink = new BufferedSink(stores.clickhouse, stores.repositories, { log: journal })
   return {
     services: nodeServices(env, { stores, sink, ...options }),
     stores,

@@ -4,7 +4,7 @@ import { z } from 'zod'
 import { dohResolver } from '../ingest/dns'
 import { Ingestor } from '../ingest/pipeline'
 import { directSink } from '../ingest/sink'
-import { CLICKHOUSE_SETTINGS, type ClickHouseClientLike, clickhouseClientOlap } from '../storage/clickhouse/client'
+import { CLICKHOUSE_SETTINGS, type ClickHouseClientLike, clickhouseOverClient } from '../storage/clickhouse/client'
 import { crawlerConfig } from '../crawl/config'
 import { cruxConfig } from '../integrations/crux'
 import { guardedFetch } from '../network/guarded-fetch'
@@ -67,19 +67,19 @@ export function workerServices(rawEnv: WorkerEnv): Services {
     clickhouse_settings: CLICKHOUSE_SETTINGS,
   })
   const outbound = guardedFetch({ allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === '1' })
-  const olap = clickhouseClientOlap(client as unknown as ClickHouseClientLike)
+  const clickhouse = clickhouseOverClient(client as unknown as ClickHouseClientLike)
   const repositories = openRepositories(redis)
   const sites = new SiteDirectory(repositories.sites)
   const now = () => new Date()
   return {
-    olap,
+    clickhouse,
     kv: redis,
     repositories,
     sites,
     limiter: redisRateLimiter(redis),
     now,
     // nothing outlives a request on Workers: hits are inserted (async inserts) before the 202; geo comes from request.cf
-    ingestor: new Ingestor({ sites, repositories, sink: directSink(olap, repositories), now }),
+    ingestor: new Ingestor({ sites, repositories, sink: directSink(clickhouse, repositories), now }),
     liveCache: cacheApiLiveCache(),
     clientAddress: (request) => request.headers.get('cf-connecting-ip') ?? '',
     fetch: outbound,

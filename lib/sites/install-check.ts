@@ -22,7 +22,7 @@ export const installStateSchema = z.object({
 
 export async function installState(services: Services, site: Site, lastCheck?: InstallCheck | null): Promise<z.infer<typeof installStateSchema>> {
   const since = new Date(services.now().getTime() - 24 * 3600_000)
-  const [activity, check] = await Promise.all([siteActivity(services.olap, site.id, since), lastCheck === undefined ? services.repositories.siteChecks.installCheck(site.id) : lastCheck])
+  const [activity, check] = await Promise.all([siteActivity(services.clickhouse, site.id, since), lastCheck === undefined ? services.repositories.siteChecks.installCheck(site.id) : lastCheck])
   return {
     installed: activity.firstEventAt !== null || check?.result === 'found' || check?.result === 'blocked_by_csp' || site.install.installed,
     recording: activity.eventsSince > 0,

@@ -18,7 +18,7 @@ async function firstEvent(services: Services, siteId: string) {
   const { firstEvents } = liveState(services)
   const cached = firstEvents.get(siteId)
   if (cached && cached.until > Date.now()) return cached.at
-  const at = await firstEventAt(services.olap, siteId)
+  const at = await firstEventAt(services.clickhouse, siteId)
   if (firstEvents.size > 10_000) firstEvents.clear()
   firstEvents.set(siteId, { at, until: Date.now() + 60_000 })
   return at
@@ -77,7 +77,7 @@ export async function publicLiveCount(services: Services, query: URLSearchParams
       const retryAfter = String(60 - Math.floor((now.getTime() % 60_000) / 1000))
       if (count > DISTINCT_WINDOWS_PER_MINUTE) throw new ApiError(429, 'too many distinct windows asked of this site this minute; cached windows are still served', { 'Retry-After': retryAfter })
     }
-    const live = await liveCounts(services.olap, site, range, now)
+    const live = await liveCounts(services.clickhouse, site, range, now)
     await Promise.all([services.liveCache.put(key, live), services.liveCache.put(asked, live)])
     return live
   })()

@@ -2,7 +2,7 @@ import { Temporal } from 'temporal-polyfill'
 import { z } from 'zod'
 import { RANGES } from '../reports/dimensions'
 import { ApiError } from '../errors'
-import type { Olap } from '../storage/clickhouse/types'
+import type { ClickHouse } from '../storage/clickhouse/types'
 import { type ResolvedRange, type WindowName, rangeView, resolveRange } from '../reports/query/range'
 import { windowTotals } from '../reports/query/reports'
 import type { Site } from './sites'
@@ -52,13 +52,13 @@ export function liveWindow(params: LiveParams, site: Site, now: Date, firstEvent
 }
 
 /** Counts the window from the primary source, humans only (bots are never in `events`). */
-export async function liveCounts(olap: Olap, site: Site, range: ResolvedRange, now: Date): Promise<LiveAnswer> {
-  const counts = await windowTotals(olap, site, range, now)
+export async function liveCounts(clickhouse: ClickHouse, site: Site, range: ResolvedRange, now: Date): Promise<LiveAnswer> {
+  const counts = await windowTotals(clickhouse, site, range, now)
   const view = rangeView(range)
   const body: Record<string, unknown> = { site: site.snippetId, range: range.name, from: view.from, to: view.to, visitors: counts.visitors, visits: counts.visits, pageviews: counts.pageviews }
   if (range.name === '5m' || range.name === 'realtime') {
     const half = resolveRange({ range: '30m' }, site.timezone, now)
-    body.halfHour = (await windowTotals(olap, site, half, now)).visitors
+    body.halfHour = (await windowTotals(clickhouse, site, half, now)).visitors
   }
   return { body, ttl: isLive(range.name) ? LIVE_TTL_SECONDS : PERIOD_TTL_SECONDS }
 }

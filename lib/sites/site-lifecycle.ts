@@ -22,7 +22,7 @@ export async function listAllSites(repositories: Pick<Repositories, 'orgs' | 'si
 
 /** Adds a site to an organization and queues its first crawl. 409 when the organization has a site of that domain. */
 export async function createSite(services: Services, orgId: string, input: z.infer<typeof siteCreateSchema>): Promise<Site> {
-  if (input.timezone) await assertEngineKnowsTimezone(services.olap, input.timezone)
+  if (input.timezone) await assertEngineKnowsTimezone(services.clickhouse, input.timezone)
   const site = newSite(input, orgId, services.now())
   await services.repositories.sites.create(site)
   await queueFirstCrawl(services, site)
@@ -37,7 +37,7 @@ export async function createSite(services: Services, orgId: string, input: z.inf
 export async function deleteSite(services: Services, site: Site, confirm: string) {
   if (confirm.trim().toLowerCase() !== site.domain) throw new ApiError(400, `confirm: must repeat the site's domain (${site.domain})`)
   const { repositories } = services
-  await deleteSiteData(services.olap, site.id)
+  await deleteSiteData(services.clickhouse, site.id)
   // the keys first: a key never outlives its site
   await repositories.keys.revokeBoundTo(site.id, services.now().toISOString())
   await services.sites.remove(site)

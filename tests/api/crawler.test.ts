@@ -364,10 +364,10 @@ describe('the crawler against a fixture website', () => {
 
   it('gives later reads the snapshots and changes through lib/crawl/changes.ts', async () => {
     // /blog/b was fetched by the three crawls and the ping run
-    const snapshots = await pageSnapshots(services.olap, siteId, '/blog/b')
+    const snapshots = await pageSnapshots(services.clickhouse, siteId, '/blog/b')
     expect(snapshots.map((s) => s.fetchedAt)).toEqual([now, now - 60_000, now - 60_000 - 8 * DAY, now - 60_000 - 16 * DAY].map((t) => new Date(t).toISOString()))
     expect(snapshots.map((s) => s.title)).toEqual(['Post B | Acme Inc', 'Post B | Acme Inc', 'Post B | Acme', 'Post B | Acme'])
-    const changes = await siteChanges(services.olap, siteId, new Date(now - 30 * DAY), new Date(now + 1), { path: '/blog/b' })
+    const changes = await siteChanges(services.clickhouse, siteId, new Date(now - 30 * DAY), new Date(now + 1), { path: '/blog/b' })
     expect(changes.map((c) => `${c.scope} ${c.type}`)).toEqual(['site title', 'page text', 'site robots_txt', 'site sitemap'])
     expect(changes[1]).toMatchObject({ path: '/blog/b', wordsAdded: 2, wordsRemoved: 2, beforeSnapshot: snapshots[3].id, afterSnapshot: snapshots[2].id })
   })

@@ -31,7 +31,7 @@ describe('filtered reads over whole days', () => {
       ['entry_page', (_, v) => v.entry || undefined],
     ]
     const rolledKeys = async () =>
-      (await services.olap.query<{ property: string; days: string }>("SELECT toString(property) AS property, uniqExact(day) AS days FROM day_rollups WHERE site_id = {s:UUID} AND startsWith(property, 'filters:') GROUP BY property", { s: site.id }))
+      (await services.clickhouse.query<{ property: string; days: string }>("SELECT toString(property) AS property, uniqExact(day) AS days FROM day_rollups WHERE site_id = {s:UUID} AND startsWith(property, 'filters:') GROUP BY property", { s: site.id }))
     const expectMatches = async (reference: typeof ref) => {
       const stats = await get(`/api/v1/stats?range=30d${param}`)
       expect(stats.totals).toEqual(expectedTotals(reference, stats.range.from, stats.range.to, keep))

@@ -17,7 +17,7 @@ describe('flow over visits stored in pieces', () => {
   beforeAll(async () => {
     const services = await testServices({ now: () => NOW })
     // this file has the engine to itself (one process per test file)
-    await services.olap.command('SYSTEM STOP MERGES visit_pages')
+    await services.clickhouse.command('SYSTEM STOP MERGES visit_pages')
     call = client(services)
     const created = await orgWithSites(services, 'Pieces', [{ domain: 'pieces.flow.test', timezone: 'Europe/Berlin' }], NOW)
     key = created.key
@@ -30,7 +30,7 @@ describe('flow over visits stored in pieces', () => {
     const hits = [hit(10, '/', '8.8.8.8'), hit(9, '/', '1.1.1.1'), hit(8, '/pricing', '8.8.8.8'), hit(7, '/docs', '1.1.1.1'), hit(6, '/pricing', '8.8.8.8'), hit(4, '/docs', '8.8.8.8')]
     // one import per hit: each visit's pageviews land in several inserts
     for (const line of hits) expect((await importHits([line], services.ingestor)).imported).toBe(1)
-    rows = Number((await services.olap.query<{ n: string }>('SELECT count() AS n FROM visit_pages WHERE site_id = {site:UUID}', { site: siteId }))[0].n)
+    rows = Number((await services.clickhouse.query<{ n: string }>('SELECT count() AS n FROM visit_pages WHERE site_id = {site:UUID}', { site: siteId }))[0].n)
   })
 
   it('joins a visit’s rows into one sequence', async () => {

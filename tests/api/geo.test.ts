@@ -153,8 +153,8 @@ describe('GET /api/v1/geo', () => {
 
   it('reads finished days from the daily rollup once they are rolled up: the same places, visitors, visits and coordinates', async () => {
     const window = (site: 'berlin' | 'newYork') => ({ siteId: ids[site], range: resolveRange({ range: '30d' }, site === 'berlin' ? 'Europe/Berlin' : 'America/New_York', NOW), filters: [], goals: [], limit: 100 })
-    expect((await rolledDays(services.olap, window('berlin'))).days).toEqual([])
-    expect(await refreshRollups(services.olap, services.repositories, NOW, 60)).toBeGreaterThan(0)
+    expect((await rolledDays(services.clickhouse, window('berlin'))).days).toEqual([])
+    expect(await refreshRollups(services.clickhouse, services.repositories, NOW, 60)).toBeGreaterThan(0)
     for (const site of ['berlin', 'newYork'] as const) {
       // every day of the window with hits but today is rolled up
       const { range } = window(site)
@@ -162,7 +162,7 @@ describe('GET /api/v1/geo', () => {
       const hitDays = fx[site].visits.flatMap((v) => v.hits.map((h) => localDate(h.ts, range.timezone)))
       const finished = [...new Set(hitDays)].filter((d) => d >= range.from.toPlainDate().toString() && d < today).sort()
       expect(finished.length).toBeGreaterThan(20)
-      expect((await rolledDays(services.olap, window(site))).days).toEqual(finished)
+      expect((await rolledDays(services.clickhouse, window(site))).days).toEqual(finished)
       for (const granularity of ['region', 'city'] as const) {
         const json = await get(`/api/v1/geo?site_id=${ids[site]}&range=30d&granularity=${granularity}`)
         expectSamePlaces(json.places, expectedPlaces(fx[site].visits, json.range, granularity))

@@ -24,7 +24,7 @@ describe('request bodies are capped while they are read', () => {
     t = await harness()
   })
 
-  const botCount = async (siteId: string) => Number((await t.olap.query<{ n: string }>('SELECT count() AS n FROM bot_events WHERE site_id = {s:UUID}', { s: siteId }))[0].n)
+  const botCount = async (siteId: string) => Number((await t.clickhouse.query<{ n: string }>('SELECT count() AS n FROM bot_events WHERE site_id = {s:UUID}', { s: siteId }))[0].n)
 
   it('a 200 MB streamed body to /api/event is refused after at most its cap, never buffered whole', async () => {
     const body = lazyBody(200 * 1024 * 1024)
@@ -186,7 +186,7 @@ describe('server-side collection verifies crawlers without a DNS lookup per hit'
       },
     }
     const call = client({ ...t.services, dns })
-    const verifiedCount = async () => Number((await t.olap.query<{ n: string }>('SELECT countIf(verified = 1) AS n FROM bot_events WHERE site_id = {s:UUID}', { s: t.a.site.id }))[0].n)
+    const verifiedCount = async () => Number((await t.clickhouse.query<{ n: string }>('SELECT countIf(verified = 1) AS n FROM bot_events WHERE site_id = {s:UUID}', { s: t.a.site.id }))[0].n)
     const send = () => call('POST', '/api/v1/collect', { key: t.ingest.key, body: { site_id: t.a.site.snippetId, events: ips.map((ip) => ({ path: '/', userAgent: GOOGLEBOT, ip })) } })
     expect((await send()).json).toEqual({ ingested: 500, dropped: 0 })
     expect(mostInFlight).toBeLessThanOrEqual(16)

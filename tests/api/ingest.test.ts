@@ -16,7 +16,7 @@ describe('ingestion', () => {
   })
 
   const rows = (siteId: string, where = '1') =>
-    t.olap.query<Record<string, string>>(
+    t.clickhouse.query<Record<string, string>>(
       `SELECT name, kind, pathname, query, visitor_id, session_id, toString(session_start) AS session_start, channel, referrer_source, utm_source, browser, device, screen_class, country_code, city, link_url, dead_click, revenue_amount, revenue_currency, props
        FROM events WHERE site_id = {site:UUID} AND ${where} ORDER BY timestamp, name`,
       { site: siteId },
@@ -46,7 +46,7 @@ describe('ingestion', () => {
       ]
       const result = await importHits(lines, t.services.ingestor)
       expect(result).toMatchObject({ imported: 9, rejected: 0, errors: [] })
-      visits = await t.olap.query<Record<string, string>>(
+      visits = await t.clickhouse.query<Record<string, string>>(
         `SELECT any(visitor_id) AS visitor, toString(min(session_start)) AS start, argMinMerge(entry_page) AS entry, argMaxMerge(exit_page) AS exit,
                 sum(pageviews) AS pageviews, sum(custom_events) AS custom, dateDiff('second', min(session_start), max(end)) AS duration,
                 any(referrer_source) AS source, any(channel) AS channel
@@ -116,7 +116,7 @@ describe('ingestion', () => {
       await t.call('PATCH', `/api/v1/sites/${t.b.site.id}`, { key: t.b.write.key, body: { includeBots: true } })
       await send({ ...base(), url: `https://${t.b.site.domain}/bot-page` }, GOOGLEBOT)
       expect(await rows(t.b.site.id, "pathname = '/bot-page'")).toEqual([])
-      const bots = await t.olap.query('SELECT bot_name, bot_kind, collection_source FROM bot_events WHERE site_id = {s:UUID} AND pathname = {p:String}', { s: t.b.site.id, p: '/bot-page' })
+      const bots = await t.clickhouse.query('SELECT bot_name, bot_kind, collection_source FROM bot_events WHERE site_id = {s:UUID} AND pathname = {p:String}', { s: t.b.site.id, p: '/bot-page' })
       expect(bots).toEqual([{ bot_name: 'Googlebot', bot_kind: 'search-engine', collection_source: 'browser' }])
       await t.call('PATCH', `/api/v1/sites/${t.b.site.id}`, { key: t.b.write.key, body: { includeBots: false } })
     })
@@ -235,7 +235,7 @@ describe('ingestion', () => {
         ],
       })
       expect(res).toMatchObject({ status: 200, json: { ingested: 5, dropped: 4 } })
-      const stored = await t.olap.query<Record<string, string | number>>(
+      const stored = await t.clickhouse.query<Record<string, string | number>>(
         "SELECT pathname, bot_name, bot_kind, verified, collection_source, hostname, referrer FROM bot_events WHERE site_id = {s:UUID} AND collection_source = 'server' ORDER BY pathname",
         { s: t.a.site.id },
       )

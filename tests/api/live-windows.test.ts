@@ -60,7 +60,7 @@ describe('live windows', () => {
     ])
 
     // the events of live windows come from recent_events, and so do the visits holding them: without its rows, the tape, views and visits are gone
-    await services.olap.command('ALTER TABLE recent_events DELETE WHERE site_id = {site:UUID} SETTINGS mutations_sync = 2', { site: site.id })
+    await services.clickhouse.command('ALTER TABLE recent_events DELETE WHERE site_id = {site:UUID} SETTINGS mutations_sync = 2', { site: site.id })
     expect((await get('/api/v1/activity')).actions).toEqual([])
     const emptied = await get('/api/v1/realtime')
     expect(emptied).toMatchObject({ now: 0, halfHour: 0, pages: [], sources: [] })

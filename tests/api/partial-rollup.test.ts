@@ -42,7 +42,7 @@ describe('partial rollup of today', () => {
     const to = '2026-11-23T00:00:00+01:00'
     const breakdowns = ROLLED_BREAKDOWNS
     const pageRows = async (range: string) =>
-      (await runRead<Record<string, string>>(services.olap, { siteId: site.id, range: resolveRange({ range: range as '7d' }, tz, NOW), filters: [], goals: [], limit: 1000, now: NOW }, { kind: 'breakdown', property: 'path', reports: true }))
+      (await runRead<Record<string, string>>(services.clickhouse, { siteId: site.id, range: resolveRange({ range: range as '7d' }, tz, NOW), filters: [], goals: [], limit: 1000, now: NOW }, { kind: 'breakdown', property: 'path', reports: true }))
         .map((r) => ({ value: r.value, visitors: Number(r.visitors), reports: Number(r.reports), scroll: Number(r.scroll_sum), ms: Number(r.engaged_ms_sum) }))
     const expectedPageRows = (reference: Ref, lo: string) =>
       expectedBreakdown(reference, lo, to, (e) => e.path, false).map((r) => {
@@ -71,12 +71,12 @@ describe('partial rollup of today', () => {
     }
     const query = { siteId: site.id, range: resolveRange({ range: '7d' }, tz, NOW), filters: [], goals: [], limit: 1000, now: NOW }
     await expectAllMatch(ref)
-    expect((await rolledDays(services.olap, query)).partial).toBeUndefined()
+    expect((await rolledDays(services.clickhouse, query)).partial).toBeUndefined()
 
     // the refresh rolls up the finished days and today's visits begun before 13:45: the quarter
     // hour before the visit still going, begun at 13:50 (visits whose last event is over 35 minutes old have ended)
-    await refreshRollups(services.olap, services.repositories, NOW, 40)
-    const rolled = await rolledDays(services.olap, query)
+    await refreshRollups(services.clickhouse, services.repositories, NOW, 40)
+    const rolled = await rolledDays(services.clickhouse, query)
     expect(rolled.partial).toMatchObject({ day: '2026-11-22', from: '2026-11-21 23:00:00.000', to: '2026-11-22 23:00:00.000', before: '2026-11-22 13:45:00.000' })
     // the visits begun before the cutoff: the fixture's and the three early ones above
     const early = [...ref.visits.values()].filter((v) => v.start >= at('2026-11-21T23:00:00Z') && v.start < at('2026-11-22T13:45:00Z'))
@@ -91,17 +91,17 @@ describe('partial rollup of today', () => {
     // a hit of a later visit changes nothing the partial rollup holds
     const later = fixture(site.snippetId, site.domain, tz, 11, [...TODAY, hit('2026-11-22T14:58:00Z', '8.8.8.8', UAS[0], '/blog/a')])
     expect((await importHits(linesOf(later, ref.lines.length), services.ingestor)).imported).toBe(1)
-    expect((await rolledDays(services.olap, query)).partial?.before).toBe('2026-11-22 13:45:00.000')
+    expect((await rolledDays(services.clickhouse, query)).partial?.before).toBe('2026-11-22 13:45:00.000')
     await expectAllMatch(later)
 
     // a late hit of an early visit (the bounce at 12:00 gets a second page): today goes back to events until the next build
     const late = fixture(site.snippetId, site.domain, tz, 11, [...TODAY, hit('2026-11-22T14:58:00Z', '8.8.8.8', UAS[0], '/blog/a'), hit('2026-11-22T12:10:00Z', '46.114.0.1', UAS[2], '/pricing')])
     expect((await importHits(linesOf(late, later.lines.length), services.ingestor)).imported).toBe(1)
-    expect((await rolledDays(services.olap, query)).partial).toBeUndefined()
+    expect((await rolledDays(services.clickhouse, query)).partial).toBeUndefined()
     await expectAllMatch(late)
     // the next refresh builds it again, with the late page
-    await refreshRollups(services.olap, services.repositories, NOW, 3)
-    expect((await rolledDays(services.olap, query)).partial).toMatchObject({ before: '2026-11-22 13:45:00.000' })
+    await refreshRollups(services.clickhouse, services.repositories, NOW, 3)
+    expect((await rolledDays(services.clickhouse, query)).partial).toMatchObject({ before: '2026-11-22 13:45:00.000' })
     await expectAllMatch(late)
   })
 })

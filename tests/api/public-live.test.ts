@@ -34,11 +34,11 @@ describe('GET /api/public/live', () => {
 
   beforeAll(async () => {
     services = await testServices({ now: () => NOW })
-    const query = services.olap.query.bind(services.olap)
-    services.olap.query = (async (sql: string, params?: Record<string, unknown>) => {
+    const query = services.clickhouse.query.bind(services.clickhouse)
+    services.clickhouse.query = (async (sql: string, params?: Record<string, unknown>) => {
       engineQueries++
       return query(sql, params)
-    }) as typeof services.olap.query
+    }) as typeof services.clickhouse.query
     call = client(services)
     const org = await createOrg(services.repositories, 'Public', NOW)
     writeKey = (await createApiKey(services.repositories, { orgId: org.id, name: 'w', scope: 'write' }, NOW)).key

@@ -44,7 +44,7 @@ describe('daily rollup', () => {
 
     const query = { siteId: site.id, range: resolveRange({ range: '30d' }, tz, NOW), filters: [], goals: [], limit: 1000, now: NOW }
     // the pages read's path rows: visitors and pageviews with each page's engagement reports (count, scroll and engaged-time sums)
-    const pageRows = (days: string) => runRead(services.olap, { ...query, range: resolveRange({ range: days as '30d' }, tz, NOW) }, { kind: 'breakdown', property: 'path', reports: true })
+    const pageRows = (days: string) => runRead(services.clickhouse, { ...query, range: resolveRange({ range: days as '30d' }, tz, NOW) }, { kind: 'breakdown', property: 'path', reports: true })
     const expectedPageRows = (reference: Ref, lo: string, hi: string) => {
       const by = new Map<string, { reports: number; scroll: number; ms: number }>()
       for (const e of reference.events) {
@@ -60,11 +60,11 @@ describe('daily rollup', () => {
     const expectPageRows = async (reference: Ref) => expect(shapePageRows(await pageRows('30d'))).toEqual(expectedPageRows(reference, from, to))
     await expectPageRows(ref)
 
-    expect((await rolledDays(services.olap, query)).days).toEqual([])
-    await refreshRollups(services.olap, services.repositories, NOW, 200)
+    expect((await rolledDays(services.clickhouse, query)).days).toEqual([])
+    await refreshRollups(services.clickhouse, services.repositories, NOW, 200)
     const finished = [...new Set(ref.events.filter((e) => e.ts >= Date.parse(from) && e.ts < Date.parse(to)).map((e) => localDate(e.ts, tz)))].filter((d) => d < '2026-11-22').sort()
     expect(finished.length).toBeGreaterThan(3)
-    const rolled = (await rolledDays(services.olap, query)).days
+    const rolled = (await rolledDays(services.clickhouse, query)).days
     expect(rolled).toEqual(finished)
     await expectAllMatch(ref)
     await expectPageRows(ref)
@@ -72,7 +72,7 @@ describe('daily rollup', () => {
     const [a, b] = finished.slice(-3)
     const onlyRolled = `range=custom&from=${a}&to=${b}`
     const [lo, hi] = [`${a}T00:00:00+01:00`, Temporal.PlainDate.from(b).add({ days: 1 }).toString() + 'T00:00:00+01:00']
-    expect((await rolledDays(services.olap, { ...query, range: resolveRange({ range: 'custom', from: a, to: b }, tz, NOW) })).days.length).toBe(Temporal.PlainDate.from(a).until(b).days + 1)
+    expect((await rolledDays(services.clickhouse, { ...query, range: resolveRange({ range: 'custom', from: a, to: b }, tz, NOW) })).days.length).toBe(Temporal.PlainDate.from(a).until(b).days + 1)
     expect((await get(`/api/v1/stats?${onlyRolled}`)).totals).toEqual(expectedTotals(ref, lo, hi))
     for (const [property, valueOf] of breakdowns) {
       expect((await get(`/api/v1/breakdown?${onlyRolled}&property=${property}&limit=1000`)).results, property).toEqual(expectedBreakdown(ref, lo, hi, valueOf, true))
@@ -82,7 +82,7 @@ describe('daily rollup', () => {
     expect(exported.totals).toEqual(expectedTotals(ref, from, to))
     for (const [property, valueOf] of breakdowns) expect(exported.breakdowns[property], `export ${property}`).toEqual(expectedBreakdown(ref, from, to, valueOf, true))
     // rows built for one timezone are never read for another
-    expect((await rolledDays(services.olap, { ...query, range: resolveRange({ range: '30d' }, 'UTC', NOW) })).days).toEqual([])
+    expect((await rolledDays(services.clickhouse, { ...query, range: resolveRange({ range: '30d' }, 'UTC', NOW) })).days).toEqual([])
 
     // a late visit into a finished, rolled day: that day is read from events until the next refresh
     const lateHits = [
@@ -95,10 +95,10 @@ describe('daily rollup', () => {
     const id = `${visitor}|late`
     late.visits.set(id, { id, visitor, start: Date.parse(lateHits[0].timestamp), end: Date.parse(lateHits[1].timestamp), pageviews: 2, custom: 0, source: 'Google', country: 'US', device: 'Desktop', entry: '/late', exit: '/pricing' })
     for (const h of lateHits) late.events.push({ ts: Date.parse(h.timestamp), kind: 'pageview', name: 'pageview', path: new URL(h.url).pathname, visitor, visit: id })
-    expect((await rolledDays(services.olap, query)).days).toEqual(rolled.filter((d) => d !== '2026-11-20'))
+    expect((await rolledDays(services.clickhouse, query)).days).toEqual(rolled.filter((d) => d !== '2026-11-20'))
     await expectAllMatch(late)
-    expect(await refreshRollups(services.olap, services.repositories, NOW, 200)).toBe(1)
-    expect((await rolledDays(services.olap, query)).days).toEqual(rolled)
+    expect(await refreshRollups(services.clickhouse, services.repositories, NOW, 200)).toBe(1)
+    expect((await rolledDays(services.clickhouse, query)).days).toEqual(rolled)
     await expectAllMatch(late)
     await expectPageRows(late)
   })

@@ -29,7 +29,7 @@ describe('settings saved through the API apply at once, with the site cache on',
         body: JSON.stringify({ site: t.b.site.snippetId, name: 'pageview', url: `https://${t.b.site.domain}${path}` }),
       })
     const stored = async (path: string) =>
-      (await t.olap.query('SELECT 1 FROM events WHERE site_id = {site:UUID} AND pathname = {path:String}', { site: t.b.site.id, path })).length
+      (await t.clickhouse.query('SELECT 1 FROM events WHERE site_id = {site:UUID} AND pathname = {path:String}', { site: t.b.site.id, path })).length
     expect((await send('/private/before')).status).toBe(202)
     expect(await stored('/private/before')).toBe(1)
     expect((await t.call('PATCH', `/api/v1/sites/${t.b.site.id}`, { key: t.b.write.key, body: { excludedPaths: ['/private/*'] } })).status).toBe(200)

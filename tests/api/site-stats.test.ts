@@ -31,7 +31,7 @@ describe('site listing statistics and export', () => {
     expect(i.install.installed).toBe(false)
     // once the finished days are rolled up (one lookup for both windows), the same answers; and over 30 days
     const month = (await call('GET', '/api/v1/sites?range=30d', { key })).json.sites
-    expect(await refreshRollups(services.olap, services.repositories, NOW, 60)).toBeGreaterThan(0)
+    expect(await refreshRollups(services.clickhouse, services.repositories, NOW, 60)).toBeGreaterThan(0)
     expect((await call('GET', '/api/v1/sites', { key })).json.sites).toEqual(res.json.sites)
     expect((await call('GET', '/api/v1/sites?range=30d', { key })).json.sites).toEqual(month)
     expect(month[0].stats).toMatchObject({ visitors: 3, visits: 3, pageviews: 4, bounceRate: 0.6667, avgDuration: 100, previous: { visitors: 0 } })
@@ -63,13 +63,13 @@ describe('site listing statistics and export', () => {
     // a: one event on 2 November, five on 21 November around the quarter hours; b: two on 20 November
     const times = ['2026-11-21T10:00:00.000Z', '2026-11-21T10:07:00.000Z', '2026-11-21T10:14:59.999Z', '2026-11-21T10:15:00.000Z', '2026-11-21T10:31:00.000Z']
     await importHits([hit(a, '2026-11-02T23:59:00.000Z', '8.8.8.8'), ...times.map((t, i) => hit(a, t, `1.1.1.${i + 1}`)), hit(b, '2026-11-20T05:00:00.000Z', '9.9.9.9'), hit(b, '2026-11-20T06:00:00.000Z', '9.9.9.9')], services.ingestor)
-    expect(await lastEventBySite(services.olap, [a.id, b.id, empty.id])).toEqual(new Map([[a.id, '2026-11-21T10:31:00.000Z'], [b.id, '2026-11-20T06:00:00.000Z']]))
-    expect(await firstEventAt(services.olap, a.id)).toEqual(new Date('2026-11-02T23:59:00.000Z'))
-    expect(await firstEventAt(services.olap, empty.id)).toBeNull()
+    expect(await lastEventBySite(services.clickhouse, [a.id, b.id, empty.id])).toEqual(new Map([[a.id, '2026-11-21T10:31:00.000Z'], [b.id, '2026-11-20T06:00:00.000Z']]))
+    expect(await firstEventAt(services.clickhouse, a.id)).toEqual(new Date('2026-11-02T23:59:00.000Z'))
+    expect(await firstEventAt(services.clickhouse, empty.id)).toBeNull()
     // since 10:07 counts 10:07 and 10:14:59.999 (part of a quarter hour) and 10:15 and 10:31 (whole ones)
-    const since = async (iso: string) => (await siteActivity(services.olap, a.id, new Date(iso))).eventsSince
+    const since = async (iso: string) => (await siteActivity(services.clickhouse, a.id, new Date(iso))).eventsSince
     expect([await since('2026-11-21T10:07:00.000Z'), await since('2026-11-21T10:07:00.001Z'), await since('2026-11-21T10:15:00.000Z'), await since('2026-11-21T09:00:00.000Z'), await since('2026-11-21T10:31:00.001Z')]).toEqual([4, 3, 2, 5, 0])
-    expect(await siteActivity(services.olap, a.id, new Date('2026-11-01T00:00:00Z'))).toEqual({ firstEventAt: '2026-11-02T23:59:00.000Z', lastEventAt: '2026-11-21T10:31:00.000Z', eventsSince: 6 })
-    expect(await siteActivity(services.olap, empty.id, new Date('2026-11-01T00:00:00Z'))).toEqual({ firstEventAt: null, lastEventAt: null, eventsSince: 0 })
+    expect(await siteActivity(services.clickhouse, a.id, new Date('2026-11-01T00:00:00Z'))).toEqual({ firstEventAt: '2026-11-02T23:59:00.000Z', lastEventAt: '2026-11-21T10:31:00.000Z', eventsSince: 6 })
+    expect(await siteActivity(services.clickhouse, empty.id, new Date('2026-11-01T00:00:00Z'))).toEqual({ firstEventAt: null, lastEventAt: null, eventsSince: 0 })
   })
 })

@@ -130,7 +130,7 @@ describe('sites', () => {
     const crawled = await t.call('POST', '/api/v1/collect', { key: t.a.write.key, body: { site_id: created.snippetId, events: [{ path: '/a', userAgent: 'Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)' }] } })
     expect(crawled.json).toEqual({ ingested: 1, dropped: 0 })
     const count = async (table: string, id: string) =>
-      Number((await t.olap.query<{ n: string }>(`SELECT count() AS n FROM ${table} WHERE site_id = {id:UUID}`, { id }))[0].n)
+      Number((await t.clickhouse.query<{ n: string }>(`SELECT count() AS n FROM ${table} WHERE site_id = {id:UUID}`, { id }))[0].n)
     expect(await count('events', created.id)).toBe(2)
     expect(await count('sessions', created.id)).toBe(1)
 

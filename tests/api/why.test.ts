@@ -225,7 +225,7 @@ describe('why traffic changed', () => {
     it('gives the same answers once the finished days are rolled up', { timeout: 300_000 }, async () => {
       const paths = [`anomalies?site_id=${ids.news}`, `anomalies?site_id=${ids.news}&range=30d`, `decay?site_id=${ids.news}`, `pages/launches?site_id=${ids.news}&range=30d`, `pages/launches?site_id=${ids.news}&range=30d&measure=30d`]
       const before = await Promise.all(paths.map((p) => get(`/api/v1/${p}`)))
-      expect(await refreshRollups(services.olap, services.repositories, NOW, ROLLUP_ALL_DAYS)).toBeGreaterThan(100)
+      expect(await refreshRollups(services.clickhouse, services.repositories, NOW, ROLLUP_ALL_DAYS)).toBeGreaterThan(100)
       const after = await Promise.all(paths.map((p) => get(`/api/v1/${p}`)))
       expect(after).toEqual(before)
     })

@@ -156,10 +156,10 @@ describe('the Node server on embedded stores', () => {
     expect(statuses.filter((s) => s === 202)).toHaveLength(n)
     // SIGTERM right away: what is still buffered must be flushed before exit
     expect(await server.stop('SIGTERM')).toBe(0)
-    const { ChdbOlap } = await import('../../lib/storage/clickhouse/chdb')
-    const olap = new ChdbOlap(`${env.DATA_DIR}/clickhouse`)
-    const [row] = await olap.query<{ n: string; paths: string }>("SELECT count() AS n, uniqExact(pathname) AS paths FROM events WHERE startsWith(pathname, '/load-test/')")
-    await olap.close()
+    const { EmbeddedClickHouse } = await import('../../lib/storage/clickhouse/chdb')
+    const clickhouse = new EmbeddedClickHouse(`${env.DATA_DIR}/clickhouse`)
+    const [row] = await clickhouse.query<{ n: string; paths: string }>("SELECT count() AS n, uniqExact(pathname) AS paths FROM events WHERE startsWith(pathname, '/load-test/')")
+    await clickhouse.close()
     expect(row).toEqual({ n: String(n), paths: String(n) })
   })
 

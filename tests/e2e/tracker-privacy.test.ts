@@ -92,7 +92,7 @@ describe.skipIf(!CHROMIUM)('the tracker never sends what a person typed', () => 
     const site = fx.a.site.id
     const stored: string[] = []
     for (const table of ['events', 'recent_events', 'visit_pages', 'sessions']) {
-      stored.push(JSON.stringify(await services.olap.query(`SELECT * FROM ${table} WHERE site_id = {site:UUID}`, { site })))
+      stored.push(JSON.stringify(await services.clickhouse.query(`SELECT * FROM ${table} WHERE site_id = {site:UUID}`, { site })))
     }
     // the clicks are there, with the button's label
     expect(stored[0]).toContain('Save draft')
@@ -125,7 +125,7 @@ describe.skipIf(!CHROMIUM)('the tracker never sends what a person typed', () => 
     expect((await send({ selector: 'input#legacy-email', tag: 'input', text: 'old-tracker-typed@x.test', interactive: true })).status).toBe(202)
     expect((await send({ selector: 'textarea#n', tag: 'TEXTAREA', text: 'old-tracker-typed-note', interactive: true })).status).toBe(202)
     expect((await send({ selector: 'a#docs', tag: 'a', text: 'Read the docs', interactive: true })).status).toBe(202)
-    const rows = await services.olap.query<{ selector: string; element_text: string }>(
+    const rows = await services.clickhouse.query<{ selector: string; element_text: string }>(
       `SELECT selector, element_text FROM events WHERE site_id = {site:UUID} AND selector IN ('input#legacy-email', 'textarea#n', 'a#docs') ORDER BY selector`,
       { site: fx.a.site.id },
     )

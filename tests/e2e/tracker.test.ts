@@ -138,7 +138,7 @@ describe.skipIf(!CHROMIUM)('the tracker in real Chromium', () => {
   })
 
   it('stores every event it sent', async () => {
-    const olap = (await testServices()).olap
+    const clickhouse = (await testServices()).clickhouse
     // let beacons still in flight land
     await new Promise((r) => setTimeout(r, 1000))
     const expected: Record<string, number> = {}
@@ -146,7 +146,7 @@ describe.skipIf(!CHROMIUM)('the tracker in real Chromium', () => {
       const name = e.name === 'click' && e.click?.href?.startsWith('https://example.org') ? 'outbound' : e.name
       expected[name] = (expected[name] ?? 0) + 1
     }
-    const rows = await olap.query<{ name: string; n: string }>(
+    const rows = await clickhouse.query<{ name: string; n: string }>(
       `SELECT e.name AS name, count() AS n FROM events AS e WHERE e.hostname = '127.0.0.1' GROUP BY name`,
     )
     expect(Object.fromEntries(rows.map((r) => [r.name, Number(r.n)]))).toEqual(expected)

@@ -7,7 +7,7 @@ import { Journal } from '../../lib/ingest/journal'
 import { Ingestor } from '../../lib/ingest/pipeline'
 import { botRow } from '../../lib/ingest/rows'
 import { BufferedSink } from '../../lib/ingest/sink'
-import type { Olap } from '../../lib/storage/clickhouse/types'
+import type { ClickHouse } from '../../lib/storage/clickhouse/types'
 import { SiteDirectory } from '../../lib/sites/site-directory'
 import { newSite } from '../../lib/sites/sites'
 import { tempDir, testServices } from '../helpers'
@@ -27,15 +27,15 @@ async function fixture() {
     ...Array.from({ length: humans }, (_, i) => JSON.stringify({ timestamp: at, site: site.snippetId, name: 'pageview', url: `https://${site.domain}/p${i}`, ip: '203.0.113.7', userAgent: FIREFOX })),
     ...Array.from({ length: bots }, (_, i) => JSON.stringify({ timestamp: at, site: site.snippetId, name: 'pageview', url: `https://${site.domain}/b${i}`, ip: '203.0.113.8', userAgent: GPTBOT })),
   ]
-  const count = async (table: string) => Number((await services.olap.query<{ n: string }>(`SELECT count() AS n FROM ${table} WHERE site_id = {s:UUID}`, { s: site.id }))[0].n)
+  const count = async (table: string) => Number((await services.clickhouse.query<{ n: string }>(`SELECT count() AS n FROM ${table} WHERE site_id = {s:UUID}`, { s: site.id }))[0].n)
   const usage = async () => (await services.repositories.usage.get(org.id, at.slice(0, 7))).pageview ?? 0
   return { services, site, lines, count, usage }
 }
 
 /** A process that journals hits and dies before its sink inserts them (no flush, no close). */
-async function journalAndCrash(dir: string, olap: Olap, f: Awaited<ReturnType<typeof fixture>>, humans: number, bots: number) {
-  const { journal } = await Journal.open(dir, olap, f.services.repositories)
-  const sink = new BufferedSink(olap, f.services.repositories, { intervalMs: 3_600_000, log: journal })
+async function journalAndCrash(dir: string, clickhouse: ClickHouse, f: Awaited<ReturnType<typeof fixture>>, humans: number, bots: number) {
+  const { journal } = await Journal.open(dir, clickhouse, f.services.repositories)
+  const sink = new BufferedSink(clickhouse, f.services.repositories, { intervalMs: 3_600_000, log: journal })
   const ingestor = new Ingestor({ sites: new SiteDirectory(f.services.repositories.sites), repositories: f.services.repositories, sink, now: () => new Date() })
   const result = await importHits(f.lines(humans, bots), ingestor)
   expect(result.imported).toBe(humans + bots)
@@ -46,15 +46,15 @@ describe('the write-ahead journal', () => {
   it('stores at the next start every row journaled and never inserted, once', async () => {
     const f = await fixture()
     const dir = join(tempDir('journal'), 'journal')
-    await journalAndCrash(dir, f.services.olap, f, 50, 5)
+    await journalAndCrash(dir, f.services.clickhouse, f, 50, 5)
     expect(await f.count('events')).toBe(0)
-    const { replayed } = await Journal.open(dir, f.services.olap, f.services.repositories)
+    const { replayed } = await Journal.open(dir, f.services.clickhouse, f.services.repositories)
     expect(replayed).toBe(55)
     expect(await f.count('events')).toBe(50)
     expect(await f.count('bot_events')).toBe(5)
     expect(await f.usage()).toBe(50)
     // replayed segments are gone: a second start stores nothing again
-    expect((await Journal.open(dir, f.services.olap, f.services.repositories)).replayed).toBe(0)
+    expect((await Journal.open(dir, f.services.clickhouse, f.services.repositories)).replayed).toBe(0)
     expect(await f.count('events')).toBe(50)
   })
 
@@ -62,7 +62,7 @@ describe('the write-ahead journal', () => {
     const f = await fixture()
     const dir = join(tempDir('journal'), 'journal')
     // the bot insert fails once the events are in: the bots and the usage are requeued
-    const failingBots: Olap = { ...f.services.olap, query: f.services.olap.query.bind(f.services.olap), command: f.services.olap.command.bind(f.services.olap), close: async () => {}, insert: async (table, rows) => (table === 'bot_events' && rows.length ? Promise.reject(new Error('bot insert failed')) : f.services.olap.insert(table, rows)) }
+    const failingBots: ClickHouse = { ...f.services.clickhouse, query: f.services.clickhouse.query.bind(f.services.clickhouse), command: f.services.clickhouse.command.bind(f.services.clickhouse), close: async () => {}, insert: async (table, rows) => (table === 'bot_events' && rows.length ? Promise.reject(new Error('bot insert failed')) : f.services.clickhouse.insert(table, rows)) }
     const sink = await journalAndCrash(dir, failingBots, f, 20, 3)
     await expect(sink.flush()).rejects.toThrow(/bot insert failed/)
     expect(await f.count('events')).toBe(20)
@@ -70,7 +70,7 @@ describe('the write-ahead journal', () => {
     // the stored events are not marked: the replay finds them in the table
     expect(readdirSync(dir).some((name) => name.endsWith('.done'))).toBe(false)
     // the process dies here; the next start stores the bots and the usage, not the events again
-    await Journal.open(dir, f.services.olap, f.services.repositories)
+    await Journal.open(dir, f.services.clickhouse, f.services.repositories)
     expect(await f.count('events')).toBe(20)
     expect(await f.count('bot_events')).toBe(3)
     expect(await f.usage()).toBe(20)
@@ -79,7 +79,7 @@ describe('the write-ahead journal', () => {
   it('appends made while a sync runs go to disk together, each acknowledged, and are replayed', async () => {
     const f = await fixture()
     const dir = join(tempDir('journal'), 'journal')
-    const { journal } = await Journal.open(dir, f.services.olap, f.services.repositories)
+    const { journal } = await Journal.open(dir, f.services.clickhouse, f.services.repositories)
     const at = Date.now() - 3600_000
     const batches = Array.from({ length: 40 }, (_, i) => ({
       events: [],
@@ -93,34 +93,34 @@ describe('the write-ahead journal', () => {
     // the first append syncs alone; the 39 that came while it ran share the next line
     expect(lines).toHaveLength(2)
     expect(lines.map((line) => (JSON.parse(line)[1] as [string[], unknown[][]])[1].length)).toEqual([1, 39])
-    expect((await Journal.open(dir, f.services.olap, f.services.repositories)).replayed).toBe(40)
+    expect((await Journal.open(dir, f.services.clickhouse, f.services.repositories)).replayed).toBe(40)
     expect(await f.count('bot_events')).toBe(40)
   })
 
   it('a flush that stores everything releases its segments', async () => {
     const f = await fixture()
     const dir = join(tempDir('journal'), 'journal')
-    const sink = await journalAndCrash(dir, f.services.olap, f, 10, 0)
+    const sink = await journalAndCrash(dir, f.services.clickhouse, f, 10, 0)
     await sink.flush()
     expect(readdirSync(dir).filter((name) => name.endsWith('.log'))).toHaveLength(1) // the new, empty segment
-    expect((await Journal.open(dir, f.services.olap, f.services.repositories)).replayed).toBe(0)
+    expect((await Journal.open(dir, f.services.clickhouse, f.services.repositories)).replayed).toBe(0)
     expect(await f.count('events')).toBe(10)
   })
 
   it('rows the engine took just before the crash, unmarked, are not stored again', async () => {
     const f = await fixture()
     const dir = join(tempDir('journal'), 'journal')
-    await journalAndCrash(dir, f.services.olap, f, 30, 2)
+    await journalAndCrash(dir, f.services.clickhouse, f, 30, 2)
     // the engine took the events of the journal and the process died before marking them
     for (const name of readdirSync(dir).filter((n) => n.endsWith('.log'))) {
       for (const line of readFileSync(join(dir, name), 'utf8').split('\n').filter(Boolean)) {
         // a line holds the events as one list of columns and each row's values
         const [columns, rows] = JSON.parse(line)[0] as [string[], unknown[][]]
-        await f.services.olap.insert('events_input', rows.map((values) => Object.fromEntries(columns.map((c, i) => [c, values[i]]))))
+        await f.services.clickhouse.insert('events_input', rows.map((values) => Object.fromEntries(columns.map((c, i) => [c, values[i]]))))
       }
     }
     expect(await f.count('events')).toBe(30)
-    const { replayed } = await Journal.open(dir, f.services.olap, f.services.repositories)
+    const { replayed } = await Journal.open(dir, f.services.clickhouse, f.services.repositories)
     expect(replayed).toBe(2)
     expect(await f.count('events')).toBe(30)
     expect(await f.count('bot_events')).toBe(2)

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { migrate, parseMigrationFile, renderMigration } from '../../lib/storage/clickhouse/migrate'
 import { loadMigrations } from '../../lib/storage/clickhouse/migrations-node'
-import { testOlap } from '../helpers'
+import { testClickHouse } from '../helpers'
 
 describe('ClickHouse migrations', () => {
   it('are numbered files, rendered plain for one server and ON CLUSTER with Replicated engines for a cluster', () => {
@@ -19,28 +19,28 @@ describe('ClickHouse migrations', () => {
   })
 
   it('applies each migration once and records it', async () => {
-    const olap = await testOlap() // already migrated once
-    expect(await migrate(olap, loadMigrations())).toEqual([])
-    const rows = await olap.query<{ version: number; name: string }>('SELECT version, name FROM schema_migrations ORDER BY version')
+    const clickhouse = await testClickHouse() // already migrated once
+    expect(await migrate(clickhouse, loadMigrations())).toEqual([])
+    const rows = await clickhouse.query<{ version: number; name: string }>('SELECT version, name FROM schema_migrations ORDER BY version')
     expect(rows).toEqual([{ version: 1, name: 'events' }, { version: 2, name: 'sessions' }, { version: 3, name: 'day_rollups' }, { version: 4, name: 'events_input' }, { version: 5, name: 'crawl' }, { version: 6, name: 'pathname_low_cardinality' }, { version: 7, name: 'filtered_rollup_expiry' }, { version: 8, name: 'visit_pages' }, { version: 9, name: 'rollup_engagement_reports' }, { version: 10, name: 'rollup_places' }, { version: 11, name: 'partial_rollups' }, { version: 12, name: 'purge_typed_click_text' }])
-    const applied = await migrate(olap, [...loadMigrations(), { version: 13, name: 'extra', sql: 'CREATE TABLE IF NOT EXISTS extra_t (a UInt8) ENGINE = Memory;' }])
+    const applied = await migrate(clickhouse, [...loadMigrations(), { version: 13, name: 'extra', sql: 'CREATE TABLE IF NOT EXISTS extra_t (a UInt8) ENGINE = Memory;' }])
     expect(applied.map((m) => m.version)).toEqual([13])
-    expect((await olap.query('SELECT count() AS n FROM schema_migrations'))[0]).toEqual({ n: '13' })
+    expect((await clickhouse.query('SELECT count() AS n FROM schema_migrations'))[0]).toEqual({ n: '13' })
   })
 
   it('clears stored click text that is not a button or link label (what an older tracker took from form fields)', async () => {
-    const olap = await testOlap()
+    const clickhouse = await testClickHouse()
     const site = crypto.randomUUID()
     const click = (tag: string, text: string) => `({site:UUID}, now(), 'click', 'click', '${tag}', '${text}')`
-    await olap.command(
+    await clickhouse.command(
       `INSERT INTO events (site_id, timestamp, name, kind, element_tag, element_text)
        VALUES ${[click('input', 'typed@mail.test'), click('textarea', 'typed note'), click('div', 'typed in an editor'), click('button', 'Buy'), click('a', 'Docs')].join(', ')}`,
       { site },
     )
     const purge = loadMigrations().find((m) => m.name === 'purge_typed_click_text')!
-    for (const statement of renderMigration(purge.sql)) await olap.command(statement)
+    for (const statement of renderMigration(purge.sql)) await clickhouse.command(statement)
     for (const table of ['events', 'recent_events']) {
-      const rows = await olap.query(`SELECT element_tag AS tag, element_text AS text FROM ${table} WHERE site_id = {site:UUID} ORDER BY tag`, { site })
+      const rows = await clickhouse.query(`SELECT element_tag AS tag, element_text AS text FROM ${table} WHERE site_id = {site:UUID} ORDER BY tag`, { site })
       expect(rows, table).toEqual([
         { tag: 'a', text: 'Docs' },
         { tag: 'button', text: 'Buy' },
@@ -52,24 +52,24 @@ describe('ClickHouse migrations', () => {
   })
 
   it('expires rows a filtered read rolled up 30 days after they were built, never the daily rollup', async () => {
-    const olap = await testOlap()
+    const clickhouse = await testClickHouse()
     const site = crypto.randomUUID()
     const row = (property: string, daysAgo: number) =>
       `({site:UUID}, 'UTC', 1, '${property}', today() - 40, 1, 1, '', 1, 1, 1, 0, 0, 0, now() - toIntervalDay(${daysAgo}))`
-    await olap.command(
+    await clickhouse.command(
       `INSERT INTO day_rollups (site_id, timezone, version, property, day, day_events, day_sum, value, visitors, visits, pageviews, events, bounces, duration_ms, built_at)
        VALUES ${[row('filters:old', 31), row('filters:new', 29), row('', 31), row('path', 31)].join(', ')}`,
       { site },
     )
-    await olap.command('OPTIMIZE TABLE day_rollups FINAL')
-    const left = await olap.query<{ property: string }>('SELECT property FROM day_rollups WHERE site_id = {site:UUID} ORDER BY property', { site })
+    await clickhouse.command('OPTIMIZE TABLE day_rollups FINAL')
+    const left = await clickhouse.query<{ property: string }>('SELECT property FROM day_rollups WHERE site_id = {site:UUID} ORDER BY property', { site })
     expect(left.map((r) => r.property)).toEqual(['', 'filters:new', 'path'])
   })
 
   it('passes rows inserted into events_input on to events and its views; the three tables keep the same columns', async () => {
-    const olap = await testOlap()
+    const clickhouse = await testClickHouse()
     const columns = async (table: string) =>
-      olap.query<{ name: string; type: string }>('SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = {table:String} ORDER BY position', { table })
+      clickhouse.query<{ name: string; type: string }>('SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = {table:String} ORDER BY position', { table })
     const plain = (type: string) => type.replace(/LowCardinality\((\w+)\)/g, '$1')
     const events = await columns('events')
     expect(events.length).toBeGreaterThan(40)
@@ -78,30 +78,30 @@ describe('ClickHouse migrations', () => {
     expect(await columns('recent_events')).toEqual([...events, { name: 'inserted_at', type: "DateTime('UTC')" }])
 
     const site = crypto.randomUUID()
-    await olap.insert('events_input', [
+    await clickhouse.insert('events_input', [
       { site_id: site, timestamp: '2026-11-01 10:00:00.000', name: 'pageview', kind: 'pageview', visitor_id: '7', session_id: '18446744073709551615', session_start: '2026-11-01 10:00:00.000', pathname: '/', browser: 'Firefox', props: { plan: 'pro' } },
     ])
-    expect(await olap.query('SELECT kind, session_id, browser, props FROM events WHERE site_id = {site:UUID}', { site })).toEqual([
+    expect(await clickhouse.query('SELECT kind, session_id, browser, props FROM events WHERE site_id = {site:UUID}', { site })).toEqual([
       { kind: 'pageview', session_id: '18446744073709551615', browser: 'Firefox', props: { plan: 'pro' } },
     ])
-    expect(await olap.query('SELECT sum(pageviews) AS pageviews FROM sessions WHERE site_id = {site:UUID}', { site })).toEqual([{ pageviews: '1' }])
-    expect(await olap.query('SELECT sum(events) AS events FROM event_quarters WHERE site_id = {site:UUID}', { site })).toEqual([{ events: '1' }])
-    expect(await olap.query("SELECT toString(quarter) AS quarter, sum(events) AS events FROM visit_quarters WHERE site_id = {site:UUID} GROUP BY quarter", { site })).toEqual([{ quarter: '2026-11-01 10:00:00', events: '1' }])
-    expect(await olap.query('SELECT session_id, pathname FROM recent_events WHERE site_id = {site:UUID}', { site })).toEqual([{ session_id: '18446744073709551615', pathname: '/' }])
-    expect(await olap.query('SELECT count() AS n FROM events_input')).toEqual([{ n: '0' }])
+    expect(await clickhouse.query('SELECT sum(pageviews) AS pageviews FROM sessions WHERE site_id = {site:UUID}', { site })).toEqual([{ pageviews: '1' }])
+    expect(await clickhouse.query('SELECT sum(events) AS events FROM event_quarters WHERE site_id = {site:UUID}', { site })).toEqual([{ events: '1' }])
+    expect(await clickhouse.query("SELECT toString(quarter) AS quarter, sum(events) AS events FROM visit_quarters WHERE site_id = {site:UUID} GROUP BY quarter", { site })).toEqual([{ quarter: '2026-11-01 10:00:00', events: '1' }])
+    expect(await clickhouse.query('SELECT session_id, pathname FROM recent_events WHERE site_id = {site:UUID}', { site })).toEqual([{ session_id: '18446744073709551615', pathname: '/' }])
+    expect(await clickhouse.query('SELECT count() AS n FROM events_input')).toEqual([{ n: '0' }])
   })
 
   it('feeds the sessions table from events: per-visit facts merge by session id', async () => {
-    const olap = await testOlap()
+    const clickhouse = await testClickHouse()
     const site = crypto.randomUUID()
     const base = { site_id: site, visitor_id: '7', session_id: '99', session_start: '2026-11-01 10:00:00.000', referrer_source: 'Google', country_code: 'DE' }
     // two separate inserts: two unmerged parts of one visit
-    await olap.insert('events', [{ ...base, timestamp: '2026-11-01 10:00:00.000', name: 'pageview', kind: 'pageview', pathname: '/' }])
-    await olap.insert('events', [
+    await clickhouse.insert('events', [{ ...base, timestamp: '2026-11-01 10:00:00.000', name: 'pageview', kind: 'pageview', pathname: '/' }])
+    await clickhouse.insert('events', [
       { ...base, timestamp: '2026-11-01 10:05:00.000', name: 'signup', kind: 'custom', pathname: '/pricing' },
       { ...base, timestamp: '2026-11-01 10:07:30.000', name: 'pageview', kind: 'pageview', pathname: '/pricing' },
     ])
-    const rows = await olap.query(
+    const rows = await clickhouse.query(
       `SELECT session_id, argMinMerge(entry_page) AS entry, argMaxMerge(exit_page) AS exit, sum(pageviews) AS pageviews,
               sum(custom_events) AS custom, dateDiff('second', min(session_start), max(end)) AS duration, any(referrer_source) AS source
        FROM sessions WHERE site_id = {site:UUID} GROUP BY session_id`,
@@ -111,18 +111,18 @@ describe('ClickHouse migrations', () => {
   })
 
   it('feeds visit_pages from events: a visit’s pageviews from separate inserts read as one row, as the migration’s backfill selects them', async () => {
-    const olap = await testOlap()
+    const clickhouse = await testClickHouse()
     const site = crypto.randomUUID()
     const base = { site_id: site, visitor_id: '7', session_id: '42', session_start: '2026-11-01 10:00:00.000' }
-    await olap.insert('events', [{ ...base, timestamp: '2026-11-01 10:07:30.000', name: 'pageview', kind: 'pageview', pathname: '/pricing' }])
-    await olap.insert('events', [
+    await clickhouse.insert('events', [{ ...base, timestamp: '2026-11-01 10:07:30.000', name: 'pageview', kind: 'pageview', pathname: '/pricing' }])
+    await clickhouse.insert('events', [
       { ...base, timestamp: '2026-11-01 10:00:00.000', name: 'pageview', kind: 'pageview', pathname: '/' },
       { ...base, timestamp: '2026-11-01 10:05:00.000', name: 'signup', kind: 'custom', pathname: '/' },
     ])
     const expected = [{ session_id: '42', pages: [['2026-11-01 10:00:00.000', '/'], ['2026-11-01 10:07:30.000', '/pricing']] }]
-    expect(await olap.query('SELECT session_id, arraySort(pages) AS pages FROM visit_pages FINAL WHERE site_id = {site:UUID}', { site })).toEqual(expected)
+    expect(await clickhouse.query('SELECT session_id, arraySort(pages) AS pages FROM visit_pages FINAL WHERE site_id = {site:UUID}', { site })).toEqual(expected)
     const backfill = renderMigration(loadMigrations().find((m) => m.name === 'visit_pages')!.sql).find((s) => s.startsWith('INSERT INTO visit_pages'))!
     const select = backfill.replace(/^INSERT INTO visit_pages\s+/, '')
-    expect(await olap.query(`SELECT session_id, arraySort(pages) AS pages FROM (${select}) WHERE site_id = {site:UUID}`, { site })).toEqual(expected)
+    expect(await clickhouse.query(`SELECT session_id, arraySort(pages) AS pages FROM (${select}) WHERE site_id = {site:UUID}`, { site })).toEqual(expected)
   })
 })

@@ -9,9 +9,9 @@ import { tempDir } from '../helpers'
  * zone, which by default is the machine's. On a laptop in Berlin, every window was an hour off.
  */
 const probe = `
-import { ChdbOlap } from ${JSON.stringify(join(process.cwd(), 'lib/storage/clickhouse/chdb.ts'))}
-const olap = new ChdbOlap(process.env.OLAP_DIR)
-const [row] = await olap.query(
+import { EmbeddedClickHouse } from ${JSON.stringify(join(process.cwd(), 'lib/storage/clickhouse/chdb.ts'))}
+const clickhouse = new EmbeddedClickHouse(process.env.OLAP_DIR)
+const [row] = await clickhouse.query(
   "SELECT toUnixTimestamp64Milli({t:DateTime64(3)}) AS ms, toDateTime64('2026-01-01 00:10:00', 3, 'UTC') >= {t:DateTime64(3)} AS later",
   { t: '2026-01-01 00:30:00.000' },
 )
@@ -22,7 +22,7 @@ process.exit(0)
 describe('the time zone of bound times', () => {
   it('is UTC on the embedded engine, whatever the machine is set to', async () => {
     const out = await new Promise<string>((resolve, reject) =>
-      execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', probe], { env: { ...process.env, TZ: 'Europe/Berlin', OLAP_DIR: tempDir('olap-tz') } }, (err, stdout) =>
+      execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', probe], { env: { ...process.env, TZ: 'Europe/Berlin', OLAP_DIR: tempDir('clickhouse-tz') } }, (err, stdout) =>
         err ? reject(err) : resolve(stdout),
       ),
     )

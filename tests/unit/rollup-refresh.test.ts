@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest'
-import type { Olap } from '../../lib/storage/clickhouse/types'
+import type { ClickHouse } from '../../lib/storage/clickhouse/types'
 import { refreshRollups } from '../../lib/reports/rollup/refresh'
 import type { Repositories } from '../../lib/repositories'
 
 describe('the daily rollup refresh', () => {
   it('goes site by site: a site that fails is logged with its id and the others are still built', async () => {
     const commands: { sql: string; params?: Record<string, unknown> }[] = []
-    const olap = {
+    const clickhouse = {
       async query(sql: string) {
         if (sql.includes('DISTINCT toString(site_id)')) return [{ site: 'bad-zone' }, { site: 'good' }]
         if (sql.includes('LEFT ANTI JOIN')) return [{ d: '2026-11-20', n: '5', s: '9' }]
@@ -15,7 +15,7 @@ describe('the daily rollup refresh', () => {
       async command(sql: string, params?: Record<string, unknown>) {
         commands.push({ sql, params })
       },
-    } as unknown as Olap
+    } as unknown as ClickHouse
     const repositories = {
       sites: {
         async get(id: string) {
@@ -24,7 +24,7 @@ describe('the daily rollup refresh', () => {
       },
     } as unknown as Repositories
     const logged: string[] = []
-    const built = await refreshRollups(olap, repositories, new Date('2026-11-22T15:00:00Z'), 3, (message) => logged.push(message))
+    const built = await refreshRollups(clickhouse, repositories, new Date('2026-11-22T15:00:00Z'), 3, (message) => logged.push(message))
     expect(built).toBe(1)
     expect(logged).toHaveLength(1)
     expect(logged[0]).toContain('bad-zone')

@@ -40,7 +40,7 @@ const shapeCounts = (rows: Row[]) => rows.map((r) => ({ value: String(r.value), 
 
 /** Error groups with a sparkline each: occurrences per bucket of the window, empty buckets zero. */
 async function errorGroups(deps: ReportDeps, query: Query, fingerprint?: string) {
-  const rows = await execute<Row>(deps.olap, errorGroupsSql(query, fingerprint))
+  const rows = await execute<Row>(deps.clickhouse, errorGroupsSql(query, fingerprint))
   const windowBuckets = buckets(query.range)
   return rows.map((r) => ({
     fingerprint: String(r.fingerprint),
@@ -60,7 +60,7 @@ async function errorGroups(deps: ReportDeps, query: Query, fingerprint?: string)
 
 /** The pages one group fired on, most occurrences first, from `offset`. */
 async function errorPages(deps: ReportDeps, query: Query, fingerprint: string, offset: number) {
-  const [total, rows] = await Promise.all([execute<Row>(deps.olap, errorPageCountSql(query, fingerprint)), execute<Row>(deps.olap, errorBreakdownSql(query, fingerprint, 'pages', offset))])
+  const [total, rows] = await Promise.all([execute<Row>(deps.clickhouse, errorPageCountSql(query, fingerprint)), execute<Row>(deps.clickhouse, errorBreakdownSql(query, fingerprint, 'pages', offset))])
   return { total: numberOf(total[0]?.total), pages: shapeCounts(rows) }
 }
 
@@ -70,8 +70,8 @@ const BREAKDOWNS = Object.keys(ERROR_BREAKDOWNS) as ErrorBreakdown[]
 async function errorDetail(deps: ReportDeps, query: Query, fingerprint: string) {
   const [groups, recent, ...lists] = await Promise.all([
     errorGroups(deps, query, fingerprint),
-    execute<Row>(deps.olap, recentErrorsSql(query, fingerprint, RECENT_ERRORS)),
-    ...BREAKDOWNS.map((by) => execute<Row>(deps.olap, errorBreakdownSql(query, fingerprint, by))),
+    execute<Row>(deps.clickhouse, recentErrorsSql(query, fingerprint, RECENT_ERRORS)),
+    ...BREAKDOWNS.map((by) => execute<Row>(deps.clickhouse, errorBreakdownSql(query, fingerprint, by))),
   ])
   return {
     group: groups[0] ?? null,
@@ -108,8 +108,8 @@ export async function errors(deps: ReportDeps, site: Site, params: ErrorParams) 
   }
   if (!query) return { available: false, summary: ZERO_ERROR_SUMMARY, previous: ZERO_ERROR_SUMMARY, groups: [] }
   const [current, before, groups] = await Promise.all([
-    execute<Row>(deps.olap, errorSummarySql(query)),
-    execute<Row>(deps.olap, errorSummarySql({ ...query, range: previousWindow(query.range) })),
+    execute<Row>(deps.clickhouse, errorSummarySql(query)),
+    execute<Row>(deps.clickhouse, errorSummarySql({ ...query, range: previousWindow(query.range) })),
     errorGroups(deps, query),
   ])
   return { available: true, range: rangeView(query.range), summary: shapeErrorSummary(current[0]), previous: shapeErrorSummary(before[0]), groups }
@@ -119,7 +119,7 @@ export async function errors(deps: ReportDeps, site: Site, params: ErrorParams) 
 export async function clicks(deps: ReportDeps, site: Site, params: ReportParams) {
   const query = await standaloneQuery(deps, site, params)
   if (!query) return { available: false, summary: { clicks: 0, visitors: 0, deadClicks: 0 }, clicks: [] }
-  const [summary, rows] = await Promise.all([execute<Row>(deps.olap, clickSummarySql(query)), execute<Row>(deps.olap, clickGroupsSql(query))])
+  const [summary, rows] = await Promise.all([execute<Row>(deps.clickhouse, clickSummarySql(query)), execute<Row>(deps.clickhouse, clickGroupsSql(query))])
   return {
     available: true,
     range: rangeView(query.range),
@@ -146,10 +146,10 @@ export async function properties(deps: ReportDeps, site: Site, params: ReportPar
   const query = await standaloneQuery(deps, site, params)
   if (property !== undefined) {
     if (!query) return { available: false, property, values: [] }
-    const rows = await execute<Row>(deps.olap, propertyValuesSql(query, property))
+    const rows = await execute<Row>(deps.clickhouse, propertyValuesSql(query, property))
     return { available: true, range: rangeView(query.range), property, values: rows.map((r) => ({ value: String(r.value), events: numberOf(r.events), visitors: numberOf(r.visitors) })) }
   }
   if (!query) return { available: false, keys: [] }
-  const rows = await execute<Row>(deps.olap, propertyKeyCountsSql(query))
+  const rows = await execute<Row>(deps.clickhouse, propertyKeyCountsSql(query))
   return { available: true, range: rangeView(query.range), keys: rows.map((r) => ({ key: String(r.key), events: numberOf(r.events), visitors: numberOf(r.visitors) })) }
 }

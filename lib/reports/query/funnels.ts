@@ -24,7 +24,7 @@ export async function funnelReport(deps: ReportDeps & { repositories: Pick<Repos
   const { query } = await prepare(deps, site, { ...params, source: 'standalone' }, { withGoals: true })
   const range = rangeView(query.range)
   if (!funnel) return { available: true, range, funnels, result: null }
-  const rows = await execute<{ level: number | string; visitors: number | string }>(deps.olap, funnelLevelsSql(query, funnel.steps))
+  const rows = await execute<{ level: number | string; visitors: number | string }>(deps.clickhouse, funnelLevelsSql(query, funnel.steps))
   // a visitor whose furthest visit reached step k reached every step before it
   const furthest = new Map(rows.map((r) => [Number(r.level), Number(r.visitors)]))
   const reached = funnel.steps.map((_, i) => [...furthest].filter(([level]) => level > i).reduce((sum, [, n]) => sum + n, 0))

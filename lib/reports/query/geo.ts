@@ -21,9 +21,9 @@ export async function geo(deps: ReportDeps, site: Site, params: ReportParams & {
   if (!site.sources.includes('standalone')) return { available: false, granularity, places: [] }
   const { query } = await prepare(deps, site, { ...params, source: 'standalone' })
   // an unfiltered read of whole days takes the days rolled up from the daily rollup
-  const days = !query.filters.length && wholeDays(query.range) ? await rolledDays(deps.olap, query, false) : undefined
+  const days = !query.filters.length && wholeDays(query.range) ? await rolledDays(deps.clickhouse, query, false) : undefined
   const rolled = days?.days.length ? { days, spans: rawDaySpans(query.range, days.days) } : undefined
-  const rows = await execute<Row>(deps.olap, geoPlacesSql(query, granularity, rolled))
+  const rows = await execute<Row>(deps.clickhouse, geoPlacesSql(query, granularity, rolled))
   return {
     available: true,
     range: rangeView(query.range),

@@ -78,7 +78,7 @@ export async function flow(deps: ReportDeps, site: Site, params: FlowParams) {
   const head = { anchor: anchor.kind, path: anchor.kind === 'entry' ? null : anchor.path, depth }
   const query = await standaloneQuery(deps, site, { ...params, limit: Math.min(params.limit ?? FLOW_DEFAULT_LIMIT, FLOW_MAX_LIMIT) })
   if (!query) return { available: false, ...head, visits: 0, nodes: [], links: [] }
-  const rows = await execute<Row>(deps.olap, flowSql(query, anchor, anchor.kind === 'focus' ? depth : 0, depth))
+  const rows = await execute<Row>(deps.clickhouse, flowSql(query, anchor, anchor.kind === 'focus' ? depth : 0, depth))
   const graph = flowGraph(rows, query.limit)
   const visits = graph.nodes.filter((n) => n.step === 0).reduce((sum, n) => sum + n.visits, 0)
   return { available: true, range: rangeView(query.range), ...head, visits, ...graph }
@@ -146,8 +146,8 @@ export async function journeys(deps: ReportDeps, site: Site, params: JourneyPara
     const visitor = params.visitor
     if (!query) return { available: false, note: VISITOR_ID_NOTE, visitor, journey: null, events: [], truncated: false }
     const [rows, events] = await Promise.all([
-      execute<Row>(deps.olap, journeysSql({ ...query, filters: [], limit: 1 }, { offset: 0, visitor })),
-      execute<Row>(deps.olap, visitorEventsSql(query, visitor, JOURNEY_EVENTS + 1)),
+      execute<Row>(deps.clickhouse, journeysSql({ ...query, filters: [], limit: 1 }, { offset: 0, visitor })),
+      execute<Row>(deps.clickhouse, visitorEventsSql(query, visitor, JOURNEY_EVENTS + 1)),
     ])
     return {
       available: true,
@@ -160,9 +160,9 @@ export async function journeys(deps: ReportDeps, site: Site, params: JourneyPara
     }
   }
   if (!query) return { available: false, note: VISITOR_ID_NOTE, total: 0, offset, nextOffset: null, journeys: [] }
-  const rows = await execute<Row>(deps.olap, journeysSql(query, { offset }))
+  const rows = await execute<Row>(deps.clickhouse, journeysSql(query, { offset }))
   // the total rides on every row; past the last page there is none, so count again without the offset
-  const total = rows.length ? numberOf(rows[0].total) : offset ? numberOf((await execute<Row>(deps.olap, journeysSql({ ...query, limit: 1 }, { offset: 0 })))[0]?.total) : 0
+  const total = rows.length ? numberOf(rows[0].total) : offset ? numberOf((await execute<Row>(deps.clickhouse, journeysSql({ ...query, limit: 1 }, { offset: 0 })))[0]?.total) : 0
   const next = offset + rows.length
   return {
     available: true,
@@ -187,7 +187,7 @@ export async function activity(deps: ReportDeps, site: Site, params: ActivityPar
   // the window overrides the range, which activity does not take
   const query = await standaloneQuery(deps, site, { ...params, range: '30d' }, { range: window })
   if (!query) return { available: false, window, actions: [] }
-  const rows = await execute<Row>(deps.olap, activitySql(query))
+  const rows = await execute<Row>(deps.clickhouse, activitySql(query))
   return {
     available: true,
     range: rangeView(query.range),

@@ -1,7 +1,7 @@
 import { Temporal } from 'temporal-polyfill'
 import { DIMENSIONS, PROPERTY_PREFIX, type RangeName } from '../dimensions'
 import type { Goal } from '../../sites/goals'
-import type { Olap } from '../../storage/clickhouse/types'
+import type { ClickHouse } from '../../storage/clickhouse/types'
 import type { Site } from '../../sites/sites'
 import type { Repositories } from '../../repositories'
 import type { Source } from '../../sites/source'
@@ -23,7 +23,7 @@ import { readsBotHits } from './plan'
 
 /** What the verbs read from: the engine, the goals of a site, and the clock. */
 export interface ReportDeps {
-  olap: Olap
+  clickhouse: ClickHouse
   repositories: Pick<Repositories, 'goals' | 'segments'>
   now(): Date
 }
@@ -32,16 +32,16 @@ export interface ReportDeps {
  * The reads of one source. The ga4 source has no events here: its reads answer zeros and empty
  * lists, as do those of a site known to have no events (`hasEvents` false), without reading.
  */
-function reads(olap: Olap, source: Source, hasEvents = true) {
+function sourceReader(clickhouse: ClickHouse, source: Source, hasEvents = true) {
   const answers = source === 'standalone' && hasEvents
   return {
     answers,
-    totals: async (query: Query): Promise<Totals> => (answers ? shapeTotals((await runRead(olap, query, { kind: 'stats' }))[0]) : ZERO_TOTALS),
-    series: async (query: Query) => shapeSeries(query.range, answers ? await runRead(olap, query, { kind: 'series' }) : []),
+    totals: async (query: Query): Promise<Totals> => (answers ? shapeTotals((await runRead(clickhouse, query, { kind: 'stats' }))[0]) : ZERO_TOTALS),
+    series: async (query: Query) => shapeSeries(query.range, answers ? await runRead(clickhouse, query, { kind: 'series' }) : []),
     breakdown: async (query: Query, property: string) => {
       if (!answers) return []
       const read = { kind: 'breakdown', property } as const
-      return shapeBreakdown(property, await runRead(olap, query, read), readsBotHits(query, read) ? false : undefined)
+      return shapeBreakdown(property, await runRead(clickhouse, query, read), readsBotHits(query, read) ? false : undefined)
     },
   }
 }
@@ -59,7 +59,7 @@ export async function prepare(deps: ReportDeps, site: Site, params: ReportParams
   const [goals, segments, first] = await Promise.all([
     options.withGoals || needsGoals(filters, options) ? deps.repositories.goals.list(site.id) : Promise.resolve([] as Goal[]),
     needsSegments(filters) ? deps.repositories.segments.list(site.id) : Promise.resolve([]),
-    needsFirstEvent(params, options) ? firstEventAt(deps.olap, site.id) : Promise.resolve(null),
+    needsFirstEvent(params, options) ? firstEventAt(deps.clickhouse, site.id) : Promise.resolve(null),
   ])
   return parseQuery({ params, site, source, filters, goals, segments, firstEventAt: first, now: options.now ?? deps.now() }, options)
 }
@@ -67,19 +67,19 @@ export async function prepare(deps: ReportDeps, site: Site, params: ReportParams
 /** GET /stats: the window's totals. */
 export async function totals(deps: ReportDeps, site: Site, params: ReportParams) {
   const { source, query } = await prepare(deps, site, params, { bots: true })
-  return { source, range: rangeView(query.range), totals: await reads(deps.olap, source).totals(query) }
+  return { source, range: rangeView(query.range), totals: await sourceReader(deps.clickhouse, source).totals(query) }
 }
 
 /** GET /timeseries: every bucket of the window. */
 export async function series(deps: ReportDeps, site: Site, params: ReportParams) {
   const { source, query } = await prepare(deps, site, params, { series: true, bots: true })
-  return { source, range: rangeView(query.range), series: await reads(deps.olap, source).series(query) }
+  return { source, range: rangeView(query.range), series: await sourceReader(deps.clickhouse, source).series(query) }
 }
 
 /** GET /breakdown: the top values of one property. */
 export async function breakdown(deps: ReportDeps, site: Site, params: ReportParams & { property: string }) {
   const { source, query } = await prepare(deps, site, params, { property: params.property, bots: true })
-  return { source, range: rangeView(query.range), property: params.property, results: await reads(deps.olap, source).breakdown(query, params.property) }
+  return { source, range: rangeView(query.range), property: params.property, results: await sourceReader(deps.clickhouse, source).breakdown(query, params.property) }
 }
 
 /** GET /export: totals, series and every breakdown the source has. */
@@ -88,11 +88,11 @@ const EXPORT_PROPERTY_KEYS = 100
 
 export async function exportAll(deps: ReportDeps, site: Site, params: ReportParams) {
   const { source, query } = await prepare(deps, site, params, { withGoals: true })
-  const read = reads(deps.olap, source)
+  const read = sourceReader(deps.clickhouse, source)
   const rows = { ...query, limit: Math.min(Math.max(1, params.limit ?? 10_000), 10_000) }
   const dimensions = DIMENSIONS.filter((d) => d.name !== 'bot_kind' && d.sources.includes(source)).map((d) => d.name)
   // and prop:<key> for every custom property key seen in the window (the collector's source only)
-  const keys = source === 'standalone' ? await execute<{ key: string }>(deps.olap, propertyKeysSql(query, EXPORT_PROPERTY_KEYS)) : []
+  const keys = source === 'standalone' ? await execute<{ key: string }>(deps.clickhouse, propertyKeysSql(query, EXPORT_PROPERTY_KEYS)) : []
   const properties = [...dimensions, ...keys.map((k) => `${PROPERTY_PREFIX}${k.key}`)]
   const breakdowns: Record<string, BreakdownRow[]> = {}
   for (const property of properties) breakdowns[property] = await read.breakdown(rows, property)
@@ -114,7 +114,7 @@ export async function realtime(deps: ReportDeps, site: Site, params: Omit<Report
   const minutes = { ...query, range: resolveRange({ range: 'realtime' }, site.timezone, now, { series: true }) }
   const halfHour = { ...query, range: resolveRange({ range: '30m' }, site.timezone, now) }
   const limited = { ...query, limit: Math.min(query.limit, 10) }
-  const read = reads(deps.olap, source)
+  const read = sourceReader(deps.clickhouse, source)
   // five small reads of the last half hour, at once
   const [now5, now30, series, pages, sources] = await Promise.all([
     read.totals(query),
@@ -130,7 +130,7 @@ export async function realtime(deps: ReportDeps, site: Site, params: Omit<Report
 export async function goalConversions(deps: ReportDeps, site: Site, params: ReportParams) {
   if (!site.sources.includes('standalone')) return { available: false, goals: [] }
   const { query } = await prepare(deps, site, { ...params, source: 'standalone' }, { withGoals: true })
-  const rows = query.goals.length ? await reads(deps.olap, 'standalone').breakdown({ ...query, limit: 1000 }, 'goal') : []
+  const rows = query.goals.length ? await sourceReader(deps.clickhouse, 'standalone').breakdown({ ...query, limit: 1000 }, 'goal') : []
   const byName = new Map(rows.map((r) => [r.value, r]))
   return {
     available: true,
@@ -153,17 +153,17 @@ export async function goalConversions(deps: ReportDeps, site: Site, params: Repo
  * visitors sparkline, and the install state with the last event seen.
  */
 export async function siteStats(deps: ReportDeps, sites: Site[], rangeName: Exclude<RangeName, 'custom'>) {
-  const lastEvents = await lastEventBySite(deps.olap, sites.map((s) => s.id))
+  const lastEvents = await lastEventBySite(deps.clickhouse, sites.map((s) => s.id))
   return Promise.all(
     sites.map(async (site) => {
       const now = deps.now()
       const range = resolveRange({ range: rangeName }, site.timezone, now, { firstEventAt: null })
       const previous = previousWindow(range)
       // a site that never had an event lists zeros without reading them
-      const read = reads(deps.olap, site.sources.includes('standalone') ? 'standalone' : 'ga4', lastEvents.has(site.id))
+      const read = sourceReader(deps.clickhouse, site.sources.includes('standalone') ? 'standalone' : 'ga4', lastEvents.has(site.id))
       const [current, before, spark] =
         read.answers && dailySparkline(range)
-          ? await fromDays(deps.olap, site.id, range, previous)
+          ? await fromDays(deps.clickhouse, site.id, range, previous)
           : await Promise.all([read.totals(windowQuery(site.id, range, now)), read.totals(windowQuery(site.id, previous, now)), read.series(windowQuery(site.id, range, now))])
       const last = lastEvents.get(site.id) ?? null
       return {
@@ -182,9 +182,9 @@ const dailySparkline = (range: ResolvedRange) => wholeDays(range) && (range.inte
  * A listing's two windows of whole days from one statement: the site's totals per day over both
  * (dailyTotalsSql), summed into each window's totals and into the window's day or month buckets.
  */
-async function fromDays(olap: Olap, siteId: string, range: ResolvedRange, previous: ResolvedRange): Promise<[Totals, Totals, ReturnType<typeof shapeSeries>]> {
+async function fromDays(clickhouse: ClickHouse, siteId: string, range: ResolvedRange, previous: ResolvedRange): Promise<[Totals, Totals, ReturnType<typeof shapeSeries>]> {
   const both = { ...range, from: previous.from }
-  const days = await execute<Record<string, string>>(olap, dailyTotalsSql(siteId, both, await rolledDays(olap, { siteId, range: both })))
+  const days = await execute<Record<string, string>>(clickhouse, dailyTotalsSql(siteId, both, await rolledDays(clickhouse, { siteId, range: both })))
   const total = (window: ResolvedRange) => {
     const [from, to] = [window.from.toPlainDate().toString(), window.to.toPlainDate().toString()]
     const sum = (column: string) => days.filter((d) => d.day >= from && d.day < to).reduce((n, d) => n + Number(d[column]), 0)
@@ -209,4 +209,4 @@ async function fromDays(olap: Olap, siteId: string, range: ResolvedRange, previo
 }
 
 /** The public live count: the window's totals from the site's primary source, read at `now`. */
-export const windowTotals = (olap: Olap, site: Site, range: ResolvedRange, now: Date) => reads(olap, site.primarySource).totals(windowQuery(site.id, range, now))
+export const windowTotals = (clickhouse: ClickHouse, site: Site, range: ResolvedRange, now: Date) => sourceReader(clickhouse, site.primarySource).totals(windowQuery(site.id, range, now))

@@ -1,6 +1,6 @@
 import { type Compiled, render } from '../../storage/clickhouse/sql'
 import { execute, executeCommand } from '../../storage/clickhouse/execute'
-import type { Olap } from '../../storage/clickhouse/types'
+import type { ClickHouse } from '../../storage/clickhouse/types'
 import { signaturesAndBuilt } from './compile/day-rollups'
 import { readSql } from './compile/read'
 import { filteredRollupInsertSql } from './compile/rollup-build'
@@ -13,8 +13,8 @@ import { type ReadPlan, type RolledDaysLookup, type SignatureRow, completePlan, 
  */
 
 /** The rows of a rolled-days lookup. */
-const lookUp = (olap: Olap, query: Pick<Query, 'siteId' | 'range'>, lookup: RolledDaysLookup) =>
-  execute<SignatureRow>(olap, signaturesAndBuilt(query.siteId, query.range, lookup.key, lookup.partial))
+const lookUp = (clickhouse: ClickHouse, query: Pick<Query, 'siteId' | 'range'>, lookup: RolledDaysLookup) =>
+  execute<SignatureRow>(clickhouse, signaturesAndBuilt(query.siteId, query.range, lookup.key, lookup.partial))
 
 /**
  * The unfiltered rolled-days lookup, run once per resolved range and site (with or without the
@@ -22,34 +22,34 @@ const lookUp = (olap: Olap, query: Pick<Query, 'siteId' | 'range'>, lookup: Roll
  * the range object and the lookup.
  */
 const lookedUpByRange = new WeakMap<object, Map<string, Promise<SignatureRow[]>>>()
-function lookUpOnce(olap: Olap, query: Pick<Query, 'siteId' | 'range'>, lookup: RolledDaysLookup): Promise<SignatureRow[]> {
-  if (lookup.key) return lookUp(olap, query, lookup)
+function lookUpOnce(clickhouse: ClickHouse, query: Pick<Query, 'siteId' | 'range'>, lookup: RolledDaysLookup): Promise<SignatureRow[]> {
+  if (lookup.key) return lookUp(clickhouse, query, lookup)
   let bySite = lookedUpByRange.get(query.range)
   if (!bySite) lookedUpByRange.set(query.range, (bySite = new Map()))
   const key = `${query.siteId}|${lookup.partial}`
   let rows = bySite.get(key)
-  if (!rows) bySite.set(key, (rows = lookUp(olap, query, lookup)))
+  if (!rows) bySite.set(key, (rows = lookUp(clickhouse, query, lookup)))
   return rows
 }
 
 /** The rolled days of a window (unfiltered), with the newest partial rollup of its last day unless `withPartial` is false. */
-export async function rolledDays(olap: Olap, query: Pick<Query, 'siteId' | 'range'>, withPartial = true): Promise<RolledDays> {
-  return rolledDaysOf(query, await lookUp(olap, query, { key: '', partial: withPartial }))
+export async function rolledDays(clickhouse: ClickHouse, query: Pick<Query, 'siteId' | 'range'>, withPartial = true): Promise<RolledDays> {
+  return rolledDaysOf(query, await lookUp(clickhouse, query, { key: '', partial: withPartial }))
 }
 
 /** A read's complete plan: the planner's, after the lookup it names. */
-export async function planOf(olap: Olap, query: Query, read: Read): Promise<ReadPlan> {
+export async function planOf(clickhouse: ClickHouse, query: Query, read: Read): Promise<ReadPlan> {
   const step = await planRead(query, read)
   if (!step.lookup) return step.plan
-  return completePlan(query, read, step.lookup, await lookUpOnce(olap, query, step.lookup))
+  return completePlan(query, read, step.lookup, await lookUpOnce(clickhouse, query, step.lookup))
 }
 
 /** The SQL and parameters of a read, given the rolled days of its window (for tests and the bench). */
 export const compileRead = (query: Query, read: Read, rolled?: RolledDays): Compiled => render(readSql(query, read, plan(query, read, rolled)))
 
 /** Runs one read: its plan's lookup and rollup builds (a filtered read's first), then its statement. */
-export async function runRead<Row = Record<string, unknown>>(olap: Olap, query: Query, read: Read): Promise<Row[]> {
-  const { builds, plan } = await planOf(olap, query, read)
-  for (const build of builds) await executeCommand(olap, filteredRollupInsertSql(query, build))
-  return execute<Row>(olap, readSql(query, read, plan))
+export async function runRead<Row = Record<string, unknown>>(clickhouse: ClickHouse, query: Query, read: Read): Promise<Row[]> {
+  const { builds, plan } = await planOf(clickhouse, query, read)
+  for (const build of builds) await executeCommand(clickhouse, filteredRollupInsertSql(query, build))
+  return execute<Row>(clickhouse, readSql(query, read, plan))
 }

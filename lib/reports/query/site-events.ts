@@ -1,5 +1,5 @@
 import { clickhouseTime } from '../../storage/clickhouse/time'
-import type { Olap } from '../../storage/clickhouse/types'
+import type { ClickHouse } from '../../storage/clickhouse/types'
 import { during } from './compile/scope'
 import { bind, sql } from '../../storage/clickhouse/sql'
 import { execute } from '../../storage/clickhouse/execute'
@@ -10,10 +10,10 @@ import { execute } from '../../storage/clickhouse/execute'
  * gives the UTC days of each site's first and last event, and events, ordered by site and UTC day
  * first, is read on those two days only. Sites without events are absent.
  */
-async function eventEdges(olap: Olap, ids: string[]): Promise<Map<string, { first: string; last: string }>> {
+async function eventEdges(clickhouse: ClickHouse, ids: string[]): Promise<Map<string, { first: string; last: string }>> {
   if (!ids.length) return new Map()
   const rows = await execute<{ site: string; first: string; last: string }>(
-    olap,
+    clickhouse,
     sql`SELECT toString(site_id) AS site, toString(min(timestamp)) AS first, toString(max(timestamp)) AS last FROM events
 WHERE (site_id, toDate(timestamp)) IN (
   SELECT site_id, arrayJoin([toDate(min(quarter)), toDate(max(quarter))]) FROM event_quarters WHERE site_id IN ${bind('Array(UUID)', ids)} GROUP BY site_id
@@ -25,14 +25,14 @@ GROUP BY site_id`,
 }
 
 /** A site's first event, which bounds the `all` range; null before any. */
-export async function firstEventAt(olap: Olap, siteId: string): Promise<Date | null> {
-  const first = (await eventEdges(olap, [siteId])).get(siteId)?.first
+export async function firstEventAt(clickhouse: ClickHouse, siteId: string): Promise<Date | null> {
+  const first = (await eventEdges(clickhouse, [siteId])).get(siteId)?.first
   return first ? new Date(first) : null
 }
 
 /** When each site last received an event (ISO), in one query. */
-export async function lastEventBySite(olap: Olap, ids: string[]): Promise<Map<string, string>> {
-  return new Map([...(await eventEdges(olap, ids))].map(([site, edges]) => [site, edges.last]))
+export async function lastEventBySite(clickhouse: ClickHouse, ids: string[]): Promise<Map<string, string>> {
+  return new Map([...(await eventEdges(clickhouse, ids))].map(([site, edges]) => [site, edges.last]))
 }
 
 const QUARTER_MS = 15 * 60_000
@@ -41,16 +41,16 @@ const QUARTER_MS = 15 * 60_000
  * A site's first and last event (ISO, null before any) and how many events arrived since `since`:
  * the quarter hours wholly after it from event_quarters, the part of a quarter before them from events.
  */
-export async function siteActivity(olap: Olap, siteId: string, since: Date): Promise<{ firstEventAt: string | null; lastEventAt: string | null; eventsSince: number }> {
+export async function siteActivity(clickhouse: ClickHouse, siteId: string, since: Date): Promise<{ firstEventAt: string | null; lastEventAt: string | null; eventsSince: number }> {
   const whole = Math.ceil(since.getTime() / QUARTER_MS) * QUARTER_MS
   const site = bind('UUID', siteId)
   const [[counts], edges] = await Promise.all([
     execute<{ n: string }>(
-      olap,
+      clickhouse,
       sql`SELECT (SELECT sum(events) FROM event_quarters WHERE site_id = ${site} AND quarter >= ${bind('DateTime64(3)', clickhouseTime(whole))})
         + (SELECT count() FROM events WHERE site_id = ${site} AND ${during('timestamp', since.getTime(), whole)}) AS n`,
     ),
-    eventEdges(olap, [siteId]),
+    eventEdges(clickhouse, [siteId]),
   ])
   const found = edges.get(siteId)
   return { firstEventAt: found?.first ?? null, lastEventAt: found?.last ?? null, eventsSince: Number(counts?.n ?? 0) }

@@ -120,8 +120,8 @@ export async function vitals(deps: ReportDeps, site: Site, params: VitalsParams)
     }
   }
   const [rows, contributorRows] = await Promise.all([
-    execute<Row>(deps.olap, vitalsSql(query, options)),
-    withAttribution ? execute<Row>(deps.olap, contributorsSql(query, options)) : null,
+    execute<Row>(deps.clickhouse, vitalsSql(query, options)),
+    withAttribution ? execute<Row>(deps.clickhouse, contributorsSql(query, options)) : null,
   ])
   const of = (group: VitalsGroup) => rows.filter((r) => r.group === group)
   const window = of('')

@@ -1,5 +1,5 @@
 import { Temporal } from 'temporal-polyfill'
-import type { Olap } from '../../storage/clickhouse/types'
+import type { ClickHouse } from '../../storage/clickhouse/types'
 import { partialRollupInsertSql } from '../query/compile/rollup-build'
 import { during, siteIs } from '../query/compile/scope'
 import { bind, sql } from '../../storage/clickhouse/sql'
@@ -33,11 +33,11 @@ const QUARTER_MS = 15 * 60_000
  * Builds today's partial rollup of a site when there is none current or its cutoff can move by
  * REBUILD_AFTER_MS. Returns the cutoff built, or null when nothing was built.
  */
-export async function refreshPartial(olap: Olap, siteId: string, timezone: string, now: Date): Promise<string | null> {
+export async function refreshPartial(clickhouse: ClickHouse, siteId: string, timezone: string, now: Date): Promise<string | null> {
   const dayStart = Temporal.Instant.fromEpochMilliseconds(now.getTime()).toZonedDateTimeISO(timezone).startOfDay()
   const dayEnd = dayStart.add({ days: 1 }).startOfDay()
   const [open] = await execute<{ open: string; start: string }>(
-    olap,
+    clickhouse,
     sql`SELECT count() AS open, toUnixTimestamp64Milli(min(start)) AS start FROM (
   SELECT session_id, min(session_start) AS start, max(end) AS last FROM sessions
   WHERE ${siteIs(siteId)} AND ${during('session_start', dayStart.epochMilliseconds, dayEnd.epochMilliseconds)}
@@ -48,17 +48,17 @@ export async function refreshPartial(olap: Olap, siteId: string, timezone: strin
   const cutoff = Math.floor(settled / QUARTER_MS) * QUARTER_MS
   if (cutoff <= dayStart.epochMilliseconds) return null
   const range: ResolvedRange = { name: 'today', timezone, from: dayStart, to: dayEnd, interval: 'hour' }
-  const current = (await rolledDays(olap, { siteId, range })).partial
+  const current = (await rolledDays(clickhouse, { siteId, range })).partial
   if (current && cutoff - Date.parse(`${current.before.replace(' ', 'T')}Z`) < REBUILD_AFTER_MS) return null
   // the signature is read before the events: an event landing in between makes the rows mismatch, never stale
   const [signature] = await execute<{ n: string; s: string }>(
-    olap,
+    clickhouse,
     sql`SELECT sum(events) AS n, sum(session_sum) AS s FROM visit_quarters
   WHERE ${siteIs(siteId)} AND quarter >= ${bind('DateTime64(3)', chTime(dayStart))} AND quarter < ${bind('DateTime64(3)', chTime(cutoff))}`,
   )
   if (!Number(signature?.n)) return null
   const partial: PartialDay = { day: dayStart.toPlainDate().toString(), from: chTime(dayStart), to: chTime(dayEnd), before: chTime(cutoff), events: signature.n, sum: signature.s }
   // the totals row last: its presence marks the build complete
-  for (const property of [...ROLLED_PROPERTIES, TOTALS]) await executeCommand(olap, partialRollupInsertSql(siteId, timezone, property, partial))
+  for (const property of [...ROLLED_PROPERTIES, TOTALS]) await executeCommand(clickhouse, partialRollupInsertSql(siteId, timezone, property, partial))
   return partial.before
 }

@@ -1,5 +1,5 @@
 import { Temporal } from 'temporal-polyfill'
-import type { Olap } from '../../storage/clickhouse/types'
+import type { ClickHouse } from '../../storage/clickhouse/types'
 import { outdatedRows, staleDays } from '../query/compile/day-rollups'
 import { rollupInsertSql } from '../query/compile/rollup-build'
 import { GEO_GRANULARITIES, geoRollupInsertSql } from '../query/compile/geo'
@@ -32,13 +32,13 @@ const DAYS_PER_STATEMENT = 7
  * longer match, for each site with events in that span, site by site: a site that fails (a bad
  * timezone, say) is logged and skipped, and the others are still built. Returns the number of days built.
  */
-export async function refreshRollups(olap: Olap, repositories: Pick<Repositories, 'sites'>, now: Date, lookbackDays: number, log: (message: string) => void = console.error): Promise<number> {
+export async function refreshRollups(clickhouse: ClickHouse, repositories: Pick<Repositories, 'sites'>, now: Date, lookbackDays: number, log: (message: string) => void = console.error): Promise<number> {
   const since = Temporal.Instant.fromEpochMilliseconds(now.getTime() - (lookbackDays + 1) * 86_400_000)
-  const sites = await execute<{ site: string }>(olap, sql`SELECT DISTINCT toString(site_id) AS site FROM event_quarters WHERE quarter >= ${bind('DateTime64(3)', chTime(since))}`)
+  const sites = await execute<{ site: string }>(clickhouse, sql`SELECT DISTINCT toString(site_id) AS site FROM event_quarters WHERE quarter >= ${bind('DateTime64(3)', chTime(since))}`)
   let built = 0
   for (const { site } of sites) {
     try {
-      built += await refreshSite(olap, repositories, site, now, lookbackDays)
+      built += await refreshSite(clickhouse, repositories, site, now, lookbackDays)
     } catch (err) {
       log(`daily rollup of site ${site} failed: ${(err as Error).message}`)
     }
@@ -46,32 +46,32 @@ export async function refreshRollups(olap: Olap, repositories: Pick<Repositories
   return built
 }
 
-async function refreshSite(olap: Olap, repositories: Pick<Repositories, 'sites'>, siteId: string, now: Date, lookbackDays: number): Promise<number> {
+async function refreshSite(clickhouse: ClickHouse, repositories: Pick<Repositories, 'sites'>, siteId: string, now: Date, lookbackDays: number): Promise<number> {
   const site = await repositories.sites.get(siteId)
   if (!site) return 0
   const today = Temporal.Instant.fromEpochMilliseconds(now.getTime()).toZonedDateTimeISO(site.timezone).startOfDay()
   const window = { timezone: site.timezone, from: today.subtract({ days: lookbackDays }).startOfDay(), to: today }
   // the signatures are read before the events: a hit landing in between makes the rows mismatch, never stale
-  const stale = await execute<{ d: string; n: string; s: string }>(olap, staleDays(siteId, window))
+  const stale = await execute<{ d: string; n: string; s: string }>(clickhouse, staleDays(siteId, window))
   let built = 0
   for (let i = 0; i < stale.length; i += DAYS_PER_STATEMENT) {
     const chunk = asRolledDays(stale.slice(i, i + DAYS_PER_STATEMENT))
-    await buildDays(olap, siteId, site.timezone, chunk)
+    await buildDays(clickhouse, siteId, site.timezone, chunk)
     built += chunk.days.length
   }
   // and today's visits that have ended (lib/reports/rollup/partial.ts)
-  await refreshPartial(olap, siteId, site.timezone, now)
+  await refreshPartial(clickhouse, siteId, site.timezone, now)
   return built
 }
 
 /** Builds every property of the given days (and places), totals last, then drops rows of earlier builds of them. */
-export async function buildDays(olap: Olap, siteId: string, timezone: string, days: RolledDays) {
+export async function buildDays(clickhouse: ClickHouse, siteId: string, timezone: string, days: RolledDays) {
   const spans = daySpans(days.days, timezone)
-  for (const property of ROLLED_PROPERTIES) await executeCommand(olap, rollupInsertSql(siteId, timezone, property, spans, days))
-  for (const granularity of GEO_GRANULARITIES) await executeCommand(olap, geoRollupInsertSql(siteId, timezone, granularity, spans, days))
-  await executeCommand(olap, rollupInsertSql(siteId, timezone, TOTALS, spans, days))
+  for (const property of ROLLED_PROPERTIES) await executeCommand(clickhouse, rollupInsertSql(siteId, timezone, property, spans, days))
+  for (const granularity of GEO_GRANULARITIES) await executeCommand(clickhouse, geoRollupInsertSql(siteId, timezone, granularity, spans, days))
+  await executeCommand(clickhouse, rollupInsertSql(siteId, timezone, TOTALS, spans, days))
   // rows of another signature, timezone or version are never read; drop them when there are any
   const outdated = outdatedRows(siteId, timezone, days)
-  const [old] = await execute<{ n: string }>(olap, sql`SELECT count() AS n FROM day_rollups WHERE ${outdated}`)
-  if (Number(old?.n)) await executeCommand(olap, sql`ALTER TABLE day_rollups DELETE WHERE ${outdated}`)
+  const [old] = await execute<{ n: string }>(clickhouse, sql`SELECT count() AS n FROM day_rollups WHERE ${outdated}`)
+  if (Number(old?.n)) await executeCommand(clickhouse, sql`ALTER TABLE day_rollups DELETE WHERE ${outdated}`)
 }

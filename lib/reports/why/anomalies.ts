@@ -48,7 +48,7 @@ export async function anomalies(deps: ReportDeps, site: Site, params: ReportPara
   const none = { current: 0, previous: 0, change: 0, relativeChange: null }
   if (params.vitals === '1') {
     // the regressions of each page against the window before, as markers and the page detail find them
-    const regressions = readsEvents(site) ? await vitalsRegressions(deps.olap, site.id, { baselineFrom: previous.from, currentFrom: query.range.from, to: query.range.to }, { limit: query.limit }) : []
+    const regressions = readsEvents(site) ? await vitalsRegressions(deps.clickhouse, site.id, { baselineFrom: previous.from, currentFrom: query.range.from, to: query.range.to }, { limit: query.limit }) : []
     return { available: readsEvents(site), ...base, vitalsRule: VITALS_REGRESSION_RULE, site: none, pages: [], regressions }
   }
   if (!readsEvents(site)) return { available: false, ...base, site: none, pages: [] }
@@ -56,7 +56,7 @@ export async function anomalies(deps: ReportDeps, site: Site, params: ReportPara
   const statement =
     !query.filters.length && wholeDays(query.range)
       ? pageVisitsByPeriodFromDaysSql(
-          await pathDaysSql(deps.olap, site.id, site.timezone, previous.from, query.range.to),
+          await pathDaysSql(deps.clickhouse, site.id, site.timezone, previous.from, query.range.to),
           siteVisitsByDaySql(site.id, site.timezone, previous.from, query.range.to),
           query.range.from.toPlainDate().toString(),
           ANOMALY_RULE.minVisits,
@@ -64,8 +64,8 @@ export async function anomalies(deps: ReportDeps, site: Site, params: ReportPara
       : pageVisitsByPeriodSql(query, previous, ANOMALY_RULE.minVisits)
   const leadFrom = new Date(query.range.from.epochMilliseconds - CANDIDATE_LEAD_DAYS * 86_400_000)
   const [rows, changes] = await Promise.all([
-    execute<{ page: string | null; current: number | string; previous: number | string }>(deps.olap, statement),
-    siteChanges(deps.olap, site.id, leadFrom, new Date(query.range.to.epochMilliseconds)),
+    execute<{ page: string | null; current: number | string; previous: number | string }>(deps.clickhouse, statement),
+    siteChanges(deps.clickhouse, site.id, leadFrom, new Date(query.range.to.epochMilliseconds)),
   ])
   const siteWide = changes.filter((c) => c.scope === 'site')
   const total = rows.find((r) => r.page === null)

@@ -59,10 +59,10 @@ export async function decay(deps: WhyDeps, site: Site, params: { limit?: number 
   if (!readsEvents(site)) return { available: false, ...base, site: { current: 0, peak: 0, peakFrom: null, peakTo: null, change: null }, pages: [] }
 
   const [peaks, siteDays] = await Promise.all([
-    pathDaysSql(deps.olap, site.id, site.timezone, zonedStart(lookbackFrom), zonedStart(currentTo)).then((pathDays) =>
-      execute<{ pathname: string; peak: number | string; peak_end: string; current: number | string }>(deps.olap, pagePeaksSql(pathDays, day(currentFrom), day(firstPeakEnd), DECAY_RULE.minPeakVisits)),
+    pathDaysSql(deps.clickhouse, site.id, site.timezone, zonedStart(lookbackFrom), zonedStart(currentTo)).then((pathDays) =>
+      execute<{ pathname: string; peak: number | string; peak_end: string; current: number | string }>(deps.clickhouse, pagePeaksSql(pathDays, day(currentFrom), day(firstPeakEnd), DECAY_RULE.minPeakVisits)),
     ),
-    execute<{ day: string; visits: number | string }>(deps.olap, siteVisitsByDaySql(site.id, site.timezone, zonedStart(lookbackFrom), zonedStart(currentTo))),
+    execute<{ day: string; visits: number | string }>(deps.clickhouse, siteVisitsByDaySql(site.id, site.timezone, zonedStart(lookbackFrom), zonedStart(currentTo))),
   ])
   const siteByDay = new Map(siteDays.map((r) => [String(r.day).slice(0, 10), Number(r.visits)]))
   // the days of the lookback once, with running totals, so a 28-day sum is a difference
@@ -103,14 +103,14 @@ export async function decay(deps: WhyDeps, site: Site, params: { limit?: number 
   // the diagnosis: which channel the lost visits came from
   const channelRows = fading.length
     ? await execute<{ pathname: string; channel: string; day: string; visits: number | string }>(
-        deps.olap,
+        deps.clickhouse,
         pageChannelVisitsByDaySql(site.id, site.timezone, fading.map((p) => p.path), zonedStart(Temporal.PlainDate.from(fading.map((p) => p.peakFrom).sort()[0])), zonedStart(currentTo)),
       )
     : []
   // the crawler's view: removed pages and content changes since each peak began
   const earliestPeak = fading.length ? zonedStart(Temporal.PlainDate.from(fading.map((p) => p.peakFrom).sort()[0])).epochMilliseconds : 0
   const [latest, changes] = fading.length
-    ? await Promise.all([latestSnapshots(deps.olap, site.id), siteChanges(deps.olap, site.id, new Date(earliestPeak), new Date(deps.now().getTime() + 1))])
+    ? await Promise.all([latestSnapshots(deps.clickhouse, site.id), siteChanges(deps.clickhouse, site.id, new Date(earliestPeak), new Date(deps.now().getTime() + 1))])
     : [new Map(), []]
   return {
     available: true,

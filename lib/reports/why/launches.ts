@@ -44,7 +44,7 @@ export async function launches(deps: WhyDeps, site: Site, params: LaunchParams) 
   const empty = { pages: 0, median: null, shape: [] as { day: number; medianVisits: number; pages: number }[] }
   if (!readsEvents(site)) return { available: false, ...base, cohort: empty, pages: [] }
 
-  const launched = await execute<{ pathname: string; first: number | string }>(deps.olap, launchedPagesSql(site.id, range.from, range.to))
+  const launched = await execute<{ pathname: string; first: number | string }>(deps.clickhouse, launchedPagesSql(site.id, range.from, range.to))
   if (!launched.length) return { available: true, ...base, cohort: empty, pages: [] }
   const pages = launched.map((r) => {
     const first = zoned(Number(r.first), site.timezone)
@@ -53,9 +53,9 @@ export async function launches(deps: WhyDeps, site: Site, params: LaunchParams) 
     return { path: r.pathname, launchedAt: first, launchDay: first.toPlainDate(), measuredDays: Math.min(LAUNCH_RULE.days, age), complete: age > LAUNCH_RULE.days }
   })
   const scanFrom = Temporal.PlainDate.compare(range.from.toPlainDate(), shared.from) < 0 ? range.from.toPlainDate() : shared.from
-  const pathDays = await pathDaysSql(deps.olap, site.id, site.timezone, scanFrom.toZonedDateTime({ timeZone: site.timezone }), today.add({ days: 1 }).toZonedDateTime({ timeZone: site.timezone }))
+  const pathDays = await pathDaysSql(deps.clickhouse, site.id, site.timezone, scanFrom.toZonedDateTime({ timeZone: site.timezone }), today.add({ days: 1 }).toZonedDateTime({ timeZone: site.timezone }))
   const rows = await execute<{ pathname: string; day: string; visits: number | string }>(
-    deps.olap,
+    deps.clickhouse,
     sql`SELECT value AS pathname, toString(day) AS day, visits FROM (${pathDays}) WHERE value IN ${bind('Array(String)', pages.map((p) => p.path))}`,
   )
   const visits = new Map(rows.map((r) => [`${r.pathname}|${r.day}`, Number(r.visits)]))

@@ -50,8 +50,8 @@ export async function markers(deps: WhyDeps & { repositories: Pick<Repositories,
   const algorithmUpdates = updatesWithin(from, to, deps.now().getTime())
   const previous = previousWindow(range)
   const [changes, regressions] = await Promise.all([
-    siteChanges(deps.olap, site.id, new Date(from), new Date(to)),
-    readsEvents(site) ? vitalsRegressions(deps.olap, site.id, { baselineFrom: previous.from, currentFrom: range.from, to: range.to }) : [],
+    siteChanges(deps.clickhouse, site.id, new Date(from), new Date(to)),
+    readsEvents(site) ? vitalsRegressions(deps.clickhouse, site.id, { baselineFrom: previous.from, currentFrom: range.from, to: range.to }) : [],
   ])
   // oldest first, as the chart reads them
   const pageChanges = changes.filter((c) => c.scope === 'page').reverse().slice(0, 500).map(candidateOf)

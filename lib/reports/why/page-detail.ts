@@ -128,14 +128,14 @@ export async function pageDetail(deps: ReportDeps, site: Site, params: PageDetai
   const reportParams = { site_id: site.id, range: params.range, from: params.from, to: params.to, filters, limit: 20 }
 
   const [seen, dayRows, engagement, history, snapshots, errorRead, vitalsRead, regressions] = await Promise.all([
-    execute<{ first_view: number | string | null; first_crawl: number | string | null }>(deps.olap, pageFirstSeenSql(site.id, path)),
-    events ? execute<DayRow>(deps.olap, pageDaysSql(site.id, tz, path, startOf(seriesFrom), startOf(windowEndDay.add({ days: 1 })))) : [],
-    events ? execute<{ reports: number | string; scroll: number | string; engaged: number | string }>(deps.olap, pageEngagementSql(site.id, path, range.from, range.to)) : [],
-    siteChanges(deps.olap, site.id, new Date(now.getTime() - 365 * DAY_MS), new Date(now.getTime() + 1), { path }),
-    pageSnapshots(deps.olap, site.id, path, 20),
+    execute<{ first_view: number | string | null; first_crawl: number | string | null }>(deps.clickhouse, pageFirstSeenSql(site.id, path)),
+    events ? execute<DayRow>(deps.clickhouse, pageDaysSql(site.id, tz, path, startOf(seriesFrom), startOf(windowEndDay.add({ days: 1 })))) : [],
+    events ? execute<{ reports: number | string; scroll: number | string; engaged: number | string }>(deps.clickhouse, pageEngagementSql(site.id, path, range.from, range.to)) : [],
+    siteChanges(deps.clickhouse, site.id, new Date(now.getTime() - 365 * DAY_MS), new Date(now.getTime() + 1), { path }),
+    pageSnapshots(deps.clickhouse, site.id, path, 20),
     errors(deps, site, reportParams),
     vitals(deps, site, { ...reportParams, percentile: '75', attribution: '1' }),
-    events ? vitalsRegressions(deps.olap, site.id, { baselineFrom: previousWindow(range).from, currentFrom: range.from, to: range.to }, { path }) : [],
+    events ? vitalsRegressions(deps.clickhouse, site.id, { baselineFrom: previousWindow(range).from, currentFrom: range.from, to: range.to }, { path }) : [],
   ])
   const firstView = Number(seen[0]?.first_view ?? 0)
   const firstCrawl = Number(seen[0]?.first_crawl ?? 0)
@@ -200,7 +200,7 @@ export async function pageDetail(deps: ReportDeps, site: Site, params: PageDetai
 async function firstDays(deps: ReportDeps, site: Site, path: string, launchDay: Temporal.PlainDate, today: Temporal.PlainDate) {
   const endDay = launchDay.add({ days: 30 })
   const end = Temporal.PlainDate.compare(endDay, today.add({ days: 1 })) < 0 ? endDay : today.add({ days: 1 })
-  const rows = await execute<DayRow>(deps.olap, pageDaysSql(site.id, site.timezone, path, launchDay.toZonedDateTime({ timeZone: site.timezone }), end.toZonedDateTime({ timeZone: site.timezone })))
+  const rows = await execute<DayRow>(deps.clickhouse, pageDaysSql(site.id, site.timezone, path, launchDay.toZonedDateTime({ timeZone: site.timezone }), end.toZonedDateTime({ timeZone: site.timezone })))
   const by = new Map(rows.filter((r) => r.dimension === '').map((r) => [String(r.day), Number(r.visits)]))
   const list = days(launchDay, end).map((date, day) => ({ day, date, visits: by.get(date) ?? 0 }))
   return { from: launchDay.toString(), days: list.length, complete: list.length === 30, visits: sum(list.map((d) => d.visits)), byDay: list }
@@ -270,7 +270,7 @@ async function causesOf(
   // a vitals regression across the shift
   const beforeFrom = Temporal.PlainDate.from(all[shift.index - PAGE_SHIFT_RULE.beforeDays]).toZonedDateTime({ timeZone: tz })
   const afterTo = Temporal.PlainDate.from(all[shift.index + shift.afterDays - 1]).add({ days: 1 }).toZonedDateTime({ timeZone: tz })
-  const regressions = await vitalsRegressions(deps.olap, site.id, { baselineFrom: beforeFrom, currentFrom: Temporal.PlainDate.from(shift.day).toZonedDateTime({ timeZone: tz }), to: afterTo }, { path })
+  const regressions = await vitalsRegressions(deps.clickhouse, site.id, { baselineFrom: beforeFrom, currentFrom: Temporal.PlainDate.from(shift.day).toZonedDateTime({ timeZone: tz }), to: afterTo }, { path })
   for (const r of regressions) {
     causes.push({
       kind: 'vitals_regression',

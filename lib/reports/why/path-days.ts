@@ -1,5 +1,5 @@
 import type { Temporal } from 'temporal-polyfill'
-import type { Olap } from '../../storage/clickhouse/types'
+import type { ClickHouse } from '../../storage/clickhouse/types'
 import type { ResolvedRange } from '../query/range'
 import { rolledDays } from '../query/run'
 import { breakdownRows, localDay, rowsWithRollup } from '../query/compile/rows'
@@ -13,9 +13,9 @@ import type { Fragment } from '../../storage/clickhouse/sql'
  * holds current, events for the others, as unfiltered reports read them. A page's visits are thus
  * the same number the path breakdown shows.
  */
-export async function pathDaysSql(olap: Olap, siteId: string, timezone: string, from: Temporal.ZonedDateTime, to: Temporal.ZonedDateTime): Promise<Fragment> {
+export async function pathDaysSql(clickhouse: ClickHouse, siteId: string, timezone: string, from: Temporal.ZonedDateTime, to: Temporal.ZonedDateTime): Promise<Fragment> {
   const range: ResolvedRange = { name: 'custom', timezone, from, to, interval: 'day' }
-  const rolled = await rolledDays(olap, { siteId, range })
+  const rolled = await rolledDays(clickhouse, { siteId, range })
   const day = localDay(timezone)
   if (!rolled.days.length && !rolled.partial) {
     const scope = windowScope(siteId, range)

@@ -47,7 +47,7 @@ async function attribute(deps: WhyDeps, site: Site, grain: Grain, spikes: Shift[
     const from = zoned(at * 1000, site.timezone)
     return { from, to: grain === 'hour' ? from.add({ hours: 1 }) : from.add({ days: 1 }).startOfDay() }
   })
-  const rows = await execute<Row>(deps.olap, visitorsBySourceSql(site.id, site.timezone, grain, spans))
+  const rows = await execute<Row>(deps.clickhouse, visitorsBySourceSql(site.id, site.timezone, grain, spans))
   const cell = new Map<string, Row>()
   for (const r of rows) cell.set(`${Number(r.bucket)}|${r.dimension}|${r.value}`, r)
   const visitorsAt = (at: number, dimension: string, value: string) => Number(cell.get(`${at}|${dimension}|${value}`)?.visitors ?? 0)

@@ -1,5 +1,5 @@
 import { CONTRIBUTORS, VITAL_NAMES, VITAL_THRESHOLDS, type VitalName } from '../query/compile/vitals'
-import type { Olap } from '../../storage/clickhouse/types'
+import type { ClickHouse } from '../../storage/clickhouse/types'
 import { execute } from '../../storage/clickhouse/execute'
 import { vitalContributorsByPagePeriodSql, vitalsByPagePeriodSql } from './compile'
 import { round4 } from './robust'
@@ -39,9 +39,9 @@ const bandOf = (metric: VitalName, value: number) => (value > VITAL_THRESHOLDS[m
  * Regressions of the window [currentFrom, to) against the baseline [baselineFrom, currentFrom),
  * largest relative change first; only `path` with it.
  */
-export async function vitalsRegressions(olap: Olap, siteId: string, window: { baselineFrom: Instant; currentFrom: Instant; to: Instant }, options: { path?: string; limit?: number } = {}): Promise<VitalsRegression[]> {
+export async function vitalsRegressions(clickhouse: ClickHouse, siteId: string, window: { baselineFrom: Instant; currentFrom: Instant; to: Instant }, options: { path?: string; limit?: number } = {}): Promise<VitalsRegression[]> {
   const rows = await execute<{ pathname: string; metric: string; current: number | string; samples: number | string; value: number | string }>(
-    olap,
+    clickhouse,
     vitalsByPagePeriodSql(siteId, window.baselineFrom, window.currentFrom, window.to, LEVEL, options.path),
   )
   const key = (path: string, metric: string) => `${path}\u0000${metric}`
@@ -68,7 +68,7 @@ export async function vitalsRegressions(olap: Olap, siteId: string, window: { ba
     .map(([kind, c]) => ({ kind, metric: c.metric, field: c.field }))
   const contributorRows = named.length
     ? await execute<{ pathname: string; metric: string; current: number | string; contributor_kind: string; target: string; samples: number | string; value: number | string }>(
-        olap,
+        clickhouse,
         vitalContributorsByPagePeriodSql(siteId, window.baselineFrom, window.currentFrom, window.to, LEVEL, [...new Set(regressed.map((r) => r.path))], named),
       )
     : []

@@ -1,6 +1,6 @@
 import { Temporal } from 'temporal-polyfill'
 import type { RangeName } from '../dimensions'
-import type { Olap } from '../../storage/clickhouse/types'
+import type { ClickHouse } from '../../storage/clickhouse/types'
 import { type ResolvedRange, resolveRange } from '../query/range'
 import { execute } from '../../storage/clickhouse/execute'
 import { firstEventAt } from '../query/site-events'
@@ -9,7 +9,7 @@ import type { Site } from '../../sites/sites'
 
 /** What the "why traffic changed" reads use: the engine, the store and the clock. */
 export interface WhyDeps {
-  olap: Olap
+  clickhouse: ClickHouse
   now(): Date
 }
 
@@ -21,7 +21,7 @@ export interface WindowParams {
 
 /** The window of a read, resolved in the site's timezone; `all` reads the site's first event. */
 export async function windowOf(deps: WhyDeps, site: Site, params: WindowParams, now = deps.now()): Promise<ResolvedRange> {
-  const first = params.range === 'all' ? await firstEventAt(deps.olap, site.id) : null
+  const first = params.range === 'all' ? await firstEventAt(deps.clickhouse, site.id) : null
   return resolveRange(params, site.timezone, now, { firstEventAt: first })
 }
 
@@ -32,9 +32,9 @@ export const readsEvents = (site: Site) => site.sources.includes('standalone')
  * The quarter hour of the site's first event (epoch ms), from the per-quarter counts rather than
  * the events; null before any.
  */
-export async function firstQuarterOf(olap: Olap, siteId: string): Promise<number | null> {
+export async function firstQuarterOf(clickhouse: ClickHouse, siteId: string): Promise<number | null> {
   const [row] = await execute<{ n: string; first: string }>(
-    olap,
+    clickhouse,
     sql`SELECT count() AS n, toUnixTimestamp(min(quarter)) AS first FROM event_quarters WHERE site_id = ${bind('UUID', siteId)}`,
   )
   return row && Number(row.n) > 0 ? Number(row.first) * 1000 : null

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs'
 import { Session } from 'chdb'
-import type { Olap, QueryParams } from './types'
+import type { ClickHouse, QueryParams } from './types'
 import { SESSION_TIMEZONE } from './client'
 
 const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_.]*$/
@@ -18,7 +18,7 @@ function sameKeys(row: object, columns: string[]) {
 }
 
 /** The embedded ClickHouse engine, in process, with data under `dir`. One process per folder. */
-export class ChdbOlap implements Olap {
+export class EmbeddedClickHouse implements ClickHouse {
   readonly session: Session
 
   constructor(dir: string) {

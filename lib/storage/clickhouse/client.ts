@@ -1,4 +1,4 @@
-import type { Olap, QueryParams } from './types'
+import type { ClickHouse, QueryParams } from './types'
 
 /** The part of `@clickhouse/client` and `@clickhouse/client-web` this service uses; both share it. */
 export interface ClickHouseClientLike {
@@ -18,7 +18,7 @@ export const SESSION_TIMEZONE = 'UTC'
 export const CLICKHOUSE_SETTINGS = { output_format_json_quote_64bit_integers: 1, session_timezone: SESSION_TIMEZONE } as const
 
 /** ClickHouse over HTTP. Inserts are async inserts that wait for the flush, so an acknowledged insert is stored. */
-export function clickhouseClientOlap(client: ClickHouseClientLike): Olap {
+export function clickhouseOverClient(client: ClickHouseClientLike): ClickHouse {
   return {
     async query<Row>(sql: string, params?: QueryParams) {
       const result = await client.query({ query: sql, query_params: params, format: 'JSONEachRow' })

@@ -1,5 +1,5 @@
 import { type Fragment, render } from './sql'
-import type { Olap } from './types'
+import type { ClickHouse } from './types'
 
 /**
  * A `matches` pattern the engine's RE2 could not compile. Parsing checks patterns with the
@@ -22,13 +22,13 @@ async function withPatternErrors<T>(work: Promise<T>): Promise<T> {
 }
 
 /** Runs a statement and returns its rows. */
-export async function execute<Row>(olap: Olap, statement: Fragment): Promise<Row[]> {
+export async function execute<Row>(clickhouse: ClickHouse, statement: Fragment): Promise<Row[]> {
   const compiled = render(statement)
-  return withPatternErrors(olap.query<Row>(compiled.sql, compiled.params))
+  return withPatternErrors(clickhouse.query<Row>(compiled.sql, compiled.params))
 }
 
 /** Runs a statement that returns no rows (a rollup build). */
-export async function executeCommand(olap: Olap, statement: Fragment): Promise<void> {
+export async function executeCommand(clickhouse: ClickHouse, statement: Fragment): Promise<void> {
   const compiled = render(statement)
-  await withPatternErrors(olap.command(compiled.sql, compiled.params))
+  await withPatternErrors(clickhouse.command(compiled.sql, compiled.params))
 }

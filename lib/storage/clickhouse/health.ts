@@ -1,6 +1,6 @@
-import type { Olap } from './types'
+import type { ClickHouse } from './types'
 
 /** Whether the engine answers a query at all. */
-export async function engineAnswers(olap: Olap): Promise<void> {
-  await olap.query('SELECT 1 AS ok')
+export async function engineAnswers(clickhouse: ClickHouse): Promise<void> {
+  await clickhouse.query('SELECT 1 AS ok')
 }

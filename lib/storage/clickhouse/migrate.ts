@@ -1,4 +1,4 @@
-import type { Olap } from './types'
+import type { ClickHouse } from './types'
 
 export interface Migration {
   version: number
@@ -28,17 +28,17 @@ export function renderMigration(sql: string, cluster?: string): string[] {
 }
 
 /** Applies, in order, every migration not yet recorded in `schema_migrations`. Returns what it applied. */
-export async function migrate(olap: Olap, migrations: Migration[], cluster?: string): Promise<Migration[]> {
+export async function migrate(clickhouse: ClickHouse, migrations: Migration[], cluster?: string): Promise<Migration[]> {
   const onCluster = cluster ? `ON CLUSTER ${cluster}` : ''
-  await olap.command(
+  await clickhouse.command(
     `CREATE TABLE IF NOT EXISTS schema_migrations ${onCluster} (version UInt32, name String, applied_at DateTime DEFAULT now())
      ENGINE = ${cluster ? 'Replicated' : ''}MergeTree ORDER BY version`,
   )
-  const applied = new Set((await olap.query<{ version: number }>('SELECT version FROM schema_migrations')).map((r) => Number(r.version)))
+  const applied = new Set((await clickhouse.query<{ version: number }>('SELECT version FROM schema_migrations')).map((r) => Number(r.version)))
   const pending = [...migrations].sort((a, b) => a.version - b.version).filter((m) => !applied.has(m.version))
   for (const migration of pending) {
-    for (const statement of renderMigration(migration.sql, cluster)) await olap.command(statement)
-    await olap.insert('schema_migrations', [{ version: migration.version, name: migration.name }])
+    for (const statement of renderMigration(migration.sql, cluster)) await clickhouse.command(statement)
+    await clickhouse.insert('schema_migrations', [{ version: migration.version, name: migration.name }])
   }
   return pending
 }

@@ -1,11 +1,11 @@
-import type { Olap } from './types'
+import type { ClickHouse } from './types'
 
 /** Every ClickHouse table that holds rows of a site. */
 export const SITE_TABLES = ['events', 'sessions', 'bot_events', 'event_quarters', 'recent_events', 'visit_pages', 'visit_quarters', 'day_rollups', 'partial_rollups', 'crawl_snapshots', 'crawl_changes'] as const
 
 /** Removes all of a site's analytics rows, waiting for the mutations to finish. */
-export async function deleteSiteData(olap: Olap, siteId: string) {
+export async function deleteSiteData(clickhouse: ClickHouse, siteId: string) {
   for (const table of SITE_TABLES) {
-    await olap.command(`ALTER TABLE ${table} DELETE WHERE site_id = {site:UUID} SETTINGS mutations_sync = 2`, { site: siteId })
+    await clickhouse.command(`ALTER TABLE ${table} DELETE WHERE site_id = {site:UUID} SETTINGS mutations_sync = 2`, { site: siteId })
   }
 }

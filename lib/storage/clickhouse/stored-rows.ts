@@ -1,4 +1,4 @@
-import type { Olap } from './types'
+import type { ClickHouse } from './types'
 
 /** The columns that tell one stored row from another, as text. */
 const IDENTITY = {
@@ -7,12 +7,12 @@ const IDENTITY = {
 } as const
 
 /** The rows of `rows` not yet in `table`, counted: two equal rows journaled and one stored leave one. */
-export async function notYetStored<Row extends { site_id: string; timestamp: string }>(olap: Olap, table: keyof typeof IDENTITY, rows: Row[]): Promise<Row[]> {
+export async function notYetStored<Row extends { site_id: string; timestamp: string }>(clickhouse: ClickHouse, table: keyof typeof IDENTITY, rows: Row[]): Promise<Row[]> {
   if (!rows.length) return []
   const identity = IDENTITY[table]
   const identityOf = (row: Record<string, unknown>) => identity.map((column) => String(row[column])).join('\u0000')
   const times = rows.map((r) => r.timestamp).sort()
-  const stored = await olap.query<{ id: string; n: string }>(
+  const stored = await clickhouse.query<{ id: string; n: string }>(
     `SELECT concatWithSeparator('\\0', ${identity.map((c) => `toString(${c})`).join(', ')}) AS id, count() AS n FROM ${table}
      WHERE site_id IN {sites:Array(UUID)} AND timestamp >= {from:DateTime64(3)} AND timestamp <= {to:DateTime64(3)}
      GROUP BY id`,

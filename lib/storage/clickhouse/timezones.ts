@@ -1,15 +1,15 @@
 import { ApiError } from '../../errors'
-import type { Olap } from './types'
+import type { ClickHouse } from './types'
 
-const zonesByEngine = new WeakMap<Olap, Promise<Set<string>>>()
+const zonesByEngine = new WeakMap<ClickHouse, Promise<Set<string>>>()
 
 /** The time zones the engine knows (its own tz database, listed in system.time_zones), read once per engine. */
-function engineTimezones(olap: Olap): Promise<Set<string>> {
-  let zones = zonesByEngine.get(olap)
+function engineTimezones(clickhouse: ClickHouse): Promise<Set<string>> {
+  let zones = zonesByEngine.get(clickhouse)
   if (!zones) {
-    zones = olap.query<{ name: string }>('SELECT time_zone AS name FROM system.time_zones').then((rows) => new Set(rows.map((r) => r.name)))
-    zones.catch(() => zonesByEngine.delete(olap))
-    zonesByEngine.set(olap, zones)
+    zones = clickhouse.query<{ name: string }>('SELECT time_zone AS name FROM system.time_zones').then((rows) => new Set(rows.map((r) => r.name)))
+    zones.catch(() => zonesByEngine.delete(clickhouse))
+    zonesByEngine.set(clickhouse, zones)
   }
   return zones
 }
@@ -19,8 +19,8 @@ function engineTimezones(olap: Olap): Promise<Set<string>> {
  * it, so a zone only the runtime knows (SystemV/EST5, US/Pacific-New) would break every report.
  * The runtime check is the zod schema's; this is the engine's.
  */
-export async function assertEngineKnowsTimezone(olap: Olap, zone: string): Promise<void> {
-  if (!(await engineTimezones(olap)).has(zone)) {
+export async function assertEngineKnowsTimezone(clickhouse: ClickHouse, zone: string): Promise<void> {
+  if (!(await engineTimezones(clickhouse)).has(zone)) {
     throw new ApiError(400, `timezone: "${zone}" is not a time zone the analytics engine knows; use a canonical IANA name such as America/New_York`)
   }
 }
