@@ -7,7 +7,12 @@ import { defineEndpoint } from './endpoint'
 
 const javascript = (code: string, cacheControl: string, etag: string) =>
   new Response(code, {
-    headers: { 'Content-Type': 'application/javascript; charset=utf-8', 'Cache-Control': cacheControl, ETag: `"${etag}"`, 'Access-Control-Allow-Origin': '*' },
+    headers: {
+      'Content-Type': 'application/javascript; charset=utf-8',
+      'Cache-Control': cacheControl,
+      ETag: `"${etag}"`,
+      'Access-Control-Allow-Origin': '*',
+    },
   })
 
 const files = new Map<string, { path: string; code: string }>(Object.values(TRACKER_FILES).map((f) => [f.path, f]))

@@ -68,10 +68,10 @@ export interface Endpoint<P extends AnyObject = AnyObject, B extends z.ZodType =
 /** What a settings write or any other small JSON body needs. */
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024
 
-export const defineEndpoint = <P extends AnyObject = AnyObject, B extends z.ZodType = z.ZodType, R extends z.ZodType = z.ZodType>(e: Endpoint<P, B, R>) =>
-  e as unknown as Endpoint
+export const defineEndpoint = <P extends AnyObject = AnyObject, B extends z.ZodType = z.ZodType, R extends z.ZodType = z.ZodType>(
+  e: Endpoint<P, B, R>,
+) => e as unknown as Endpoint
 
 export const isJsonAnswer = (response: Endpoint['response']): response is z.ZodType => response instanceof z.ZodType
 
 export const pathParamNames = (path: string) => [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1])
-

@@ -62,9 +62,15 @@ export async function admit(
 ): Promise<Admitted> {
   const limitClass = endpoint.limit ?? 'default'
   // the budget is per key, counted under the key's hash, so lookup and count go out together
-  const [record, result] = await Promise.all([known ?? keyOfHash(services.repositories, presented.hash), services.limiter.limit(limitClass, presented.hash)])
+  const [record, result] = await Promise.all([
+    known ?? keyOfHash(services.repositories, presented.hash),
+    services.limiter.limit(limitClass, presented.hash),
+  ])
   if (presented.credential.via === 'query' && !endpoint.keyInUrl) {
-    throw new ApiError(401, 'the key query parameter is accepted only by the ingestion endpoints (collect, proxy-config), with a site-bound ingest key; send keys in the Authorization header')
+    throw new ApiError(
+      401,
+      'the key query parameter is accepted only by the ingestion endpoints (collect, proxy-config), with a site-bound ingest key; send keys in the Authorization header',
+    )
   }
   const key = authorize(record, presented.credential, endpoint.scope === 'write' ? 'write' : 'read')
   if (endpoint.orgWide && key.siteId) throw new ApiError(403, 'this endpoint needs an organization-wide key; this key is bound to one site')
@@ -73,7 +79,11 @@ export async function admit(
   if (!result.success) {
     // when a request will be admitted again, rounded up: a client that waits this long succeeds
     const retryAfter = String(Math.max(1, Math.ceil((result.retryAfterMs ?? result.reset - now) / 1000)))
-    throw new ApiError(429, `rate limit exceeded: ${LIMITS[limitClass].max} requests per minute for this key`, { ...headers, 'RateLimit-Reset': retryAfter, 'Retry-After': retryAfter })
+    throw new ApiError(429, `rate limit exceeded: ${LIMITS[limitClass].max} requests per minute for this key`, {
+      ...headers,
+      'RateLimit-Reset': retryAfter,
+      'Retry-After': retryAfter,
+    })
   }
   const lastUsedWritten = lastUseOf(services)
   if ((lastUsedWritten.get(key.id) ?? 0) < now - LAST_USED_EVERY_MS) {
@@ -143,7 +153,11 @@ export function asApiError(err: unknown, request: Request): ApiError {
 }
 
 /** Validates the parameters and body against the declaration, then runs the handler. */
-export async function invoke(endpoint: Endpoint, ctx: EndpointContext, input: { params: Record<string, unknown>; body?: unknown }): Promise<unknown> {
+export async function invoke(
+  endpoint: Endpoint,
+  ctx: EndpointContext,
+  input: { params: Record<string, unknown>; body?: unknown },
+): Promise<unknown> {
   if (endpoint.validatesOwnInput) return endpoint.handler(ctx, { params: {}, body: undefined } as never)
   let params: unknown = {}
   if (endpoint.params) {

@@ -38,7 +38,9 @@ export function localEndpointsApp(options: { token: string; chdb: EmbeddedClickH
   app.on(['GET', 'POST'], '/', async (c) => {
     if (!options.chdb) return c.text('Code: 516. DB::Exception: no embedded ClickHouse here. (AUTHENTICATION_FAILED)', 404)
     if (!sameSecret(clickhousePassword(c.req.raw), options.token)) {
-      return c.text('Code: 516. DB::Exception: default: Authentication failed. (AUTHENTICATION_FAILED)', 401, { 'X-ClickHouse-Exception-Code': '516' })
+      return c.text('Code: 516. DB::Exception: default: Authentication failed. (AUTHENTICATION_FAILED)', 401, {
+        'X-ClickHouse-Exception-Code': '516',
+      })
     }
     const url = new URL(c.req.url)
     const params: Record<string, string> = {}
@@ -53,7 +55,9 @@ export function localEndpointsApp(options: { token: string; chdb: EmbeddedClickH
     } catch (err) {
       const message = (err as Error).message
       const code = /^Code: (\d+)/.exec(message)?.[1] ?? '1000'
-      return c.text(message.startsWith('Code:') ? message : `Code: ${code}. DB::Exception: ${message}`, 500, { 'X-ClickHouse-Exception-Code': code })
+      return c.text(message.startsWith('Code:') ? message : `Code: ${code}. DB::Exception: ${message}`, 500, {
+        'X-ClickHouse-Exception-Code': code,
+      })
     }
   })
 

@@ -76,7 +76,10 @@ export function mcpEndpoint(registry: () => Endpoint[]) {
 
       const visible = toolsFor(registry(), key)
       const byTool = new Map(visible.map((e) => [e.tool!, e]))
-      const server = new Server({ name: 'web-analytics', version: '1.0.0' }, { capabilities: { tools: {} }, instructions: MCP_INSTRUCTIONS })
+      const server = new Server(
+        { name: 'web-analytics', version: '1.0.0' },
+        { capabilities: { tools: {} }, instructions: MCP_INSTRUCTIONS },
+      )
       server.setRequestHandler(ListToolsRequestSchema, async () => ({
         tools: visible.map((e) => ({
           name: e.tool!,
@@ -92,10 +95,17 @@ export function mcpEndpoint(registry: () => Endpoint[]) {
         try {
           const admitted = await admit(ctx.services, endpoint, presented, ctx, key)
           const result = await invoke(endpoint, ctx.withKey(admitted.key), toolInput(endpoint, request.params.arguments ?? {}))
-          return { content: [{ type: 'text' as const, text: JSON.stringify(result) }], structuredContent: result as Record<string, unknown> }
+          return {
+            content: [{ type: 'text' as const, text: JSON.stringify(result) }],
+            structuredContent: result as Record<string, unknown>,
+          }
         } catch (err) {
           const failure = asApiError(err, ctx.request)
-          return { isError: true, content: [{ type: 'text' as const, text: `${failure.status}: ${failure.message}` }], structuredContent: { status: failure.status, error: failure.message } }
+          return {
+            isError: true,
+            content: [{ type: 'text' as const, text: `${failure.status}: ${failure.message}` }],
+            structuredContent: { status: failure.status, error: failure.message },
+          }
         }
       })
       const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })

@@ -42,16 +42,31 @@ const baseUrl = services.publicUrl ?? `http://localhost:${port}`
 let local: ReturnType<typeof serve> | null = null
 if (stores.chdb || stores.raw) {
   const token = localToken(dir)
-  local = serve({ fetch: localEndpointsApp({ token, chdb: stores.chdb, raw: stores.raw }).fetch, port: env.LOCAL_PORT ?? (env.PORT ? env.PORT + 1 : 0), hostname: '127.0.0.1' })
+  local = serve({
+    fetch: localEndpointsApp({ token, chdb: stores.chdb, raw: stores.raw }).fetch,
+    port: env.LOCAL_PORT ?? (env.PORT ? env.PORT + 1 : 0),
+    hostname: '127.0.0.1',
+  })
   await new Promise((resolve) => local!.once('listening', resolve))
   const localPort = (local.address() as { port: number }).port
-  writeFileSync(localInfoFile(dir), JSON.stringify({ url: `http://127.0.0.1:${localPort}`, pid: process.pid, clickhouse: !!stores.chdb, redis: !!stores.raw }))
+  writeFileSync(
+    localInfoFile(dir),
+    JSON.stringify({ url: `http://127.0.0.1:${localPort}`, pid: process.pid, clickhouse: !!stores.chdb, redis: !!stores.raw }),
+  )
 }
 
 if ((await countOrgs(stores.repositories)) === 0) {
   const demo = await createDemo(stores.repositories, new Date())
-  const hits = env.SKIP_DEMO_TRAFFIC === '1' ? [] : demoHits({ site: demo.site.snippetId, domain: demo.site.domain, days: 30, visitorsPerDay: 150, end: new Date() })
-  const seeded = await importHits((function* () { for (const hit of hits) yield JSON.stringify(hit) })(), services.ingestor)
+  const hits =
+    env.SKIP_DEMO_TRAFFIC === '1'
+      ? []
+      : demoHits({ site: demo.site.snippetId, domain: demo.site.domain, days: 30, visitorsPerDay: 150, end: new Date() })
+  const seeded = await importHits(
+    (function* () {
+      for (const hit of hits) yield JSON.stringify(hit)
+    })(),
+    services.ingestor,
+  )
   await home.sink.flush()
   log(
     [
@@ -112,7 +127,11 @@ function answerMalformedRequestsInJson(http: Server) {
     if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy()
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
     const error =
-      status === 431 ? 'request headers are too large' : status === 408 ? 'the request took too long to arrive' : `malformed HTTP request (${err.code ?? 'unparseable'})`
+      status === 431
+        ? 'request headers are too large'
+        : status === 408
+          ? 'the request took too long to arrive'
+          : `malformed HTTP request (${err.code ?? 'unparseable'})`
     const body = JSON.stringify({ error })
     socket.end(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nAccess-Control-Allow-Origin: *\r\nConnection: close\r\n\r\n${body}`,

@@ -43,12 +43,17 @@ export function endpointIndex(endpoints: Endpoint[]) {
       parameters: e.params ? inputSchema(e.params) : null,
       body: e.body ? inputSchema(e.body) : null,
       status: e.status ?? 200,
-      response: isJsonAnswer(e.response) ? outputSchema(e.response) : { mediaType: e.response.mediaType, description: e.response.description },
+      response: isJsonAnswer(e.response)
+        ? outputSchema(e.response)
+        : { mediaType: e.response.mediaType, description: e.response.description },
     })),
   }
 }
 
-const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } })
+const errorResponse = (description: string) => ({
+  description,
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+})
 
 /** An OpenAPI 3.1 document from the same declarations. */
 export function openApiDocument(endpoints: Endpoint[], serverUrl: string) {
@@ -67,7 +72,10 @@ export function openApiDocument(endpoints: Endpoint[], serverUrl: string) {
     const success = String(e.status ?? 200)
     const answer = isJsonAnswer(e.response)
       ? { description: 'Success', content: { 'application/json': { schema: outputSchema(e.response) } } }
-      : { description: e.response.description, ...(e.response.mediaType ? { content: { [e.response.mediaType]: { schema: { type: 'string' } } } } : {}) }
+      : {
+          description: e.response.description,
+          ...(e.response.mediaType ? { content: { [e.response.mediaType]: { schema: { type: 'string' } } } } : {}),
+        }
     paths[e.path] ??= {}
     paths[e.path][e.method.toLowerCase()] = {
       operationId: e.tool ?? `${e.method.toLowerCase()}_${e.path.replace(/\W+/g, '_').replace(/^_|_$/g, '')}`,

@@ -8,4 +8,5 @@ export const uuidParam = z.uuid({ message: 'must be a UUID' })
 
 const MAX_UINT64 = BigInt('18446744073709551615')
 /** A 64-bit unsigned id in decimal, as answers give them (error fingerprints, visitor ids). */
-export const uint64Param = (what: string) => z.string().refine((v) => /^\d{1,20}$/.test(v) && BigInt(v) <= MAX_UINT64, `must be ${what} (a 64-bit unsigned decimal)`)
+export const uint64Param = (what: string) =>
+  z.string().refine((v) => /^\d{1,20}$/.test(v) && BigInt(v) <= MAX_UINT64, `must be ${what} (a 64-bit unsigned decimal)`)

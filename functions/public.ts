@@ -41,12 +41,14 @@ export const publicEndpoints = [
       'No key. The site must publish its counts (publicCounts), and its dial (publicCountsDial) bounds the windows it answers; unknown, unpublished and out-of-dial questions are the same 404. Cached 10 s (live) or 60 s (periods). A site answers a limited number of distinct uncached windows a minute (429 past it; cached windows are still served).',
     // a repeat within the TTL is answered before validation
     validatesOwnInput: true,
-    params: z.object({
-      site: liveParams.shape.site.describe('The public snippet id'),
-      range: liveParams.shape.range.describe(`Omit for the live count; ${LIVE_WINDOWS.join(' or ')} for a live window`),
-      from: liveParams.shape.from.describe('YYYY-MM-DD, with range=custom'),
-      to: liveParams.shape.to.describe('YYYY-MM-DD, with range=custom (included)'),
-    }).partial(),
+    params: z
+      .object({
+        site: liveParams.shape.site.describe('The public snippet id'),
+        range: liveParams.shape.range.describe(`Omit for the live count; ${LIVE_WINDOWS.join(' or ')} for a live window`),
+        from: liveParams.shape.from.describe('YYYY-MM-DD, with range=custom'),
+        to: liveParams.shape.to.describe('YYYY-MM-DD, with range=custom (included)'),
+      })
+      .partial(),
     response: liveAnswerSchema,
     async handler({ services, request }) {
       return answer(await publicLiveCount(services, new URL(request.url).searchParams))
@@ -61,7 +63,11 @@ export const publicEndpoints = [
     response: { mediaType: 'application/javascript', description: 'The script' },
     async handler() {
       return new Response(TRACKER_FILES.live.code, {
-        headers: { 'Cache-Control': 'public, max-age=3600, stale-while-revalidate=86400', 'Access-Control-Allow-Origin': '*', 'Content-Type': 'application/javascript; charset=utf-8' },
+        headers: {
+          'Cache-Control': 'public, max-age=3600, stale-while-revalidate=86400',
+          'Access-Control-Allow-Origin': '*',
+          'Content-Type': 'application/javascript; charset=utf-8',
+        },
       })
     },
   }),

@@ -62,7 +62,8 @@ export const referencePageEndpoints = [
     summary: 'The API reference page: every endpoint from the OpenAPI document, with calls to try with your key.',
     response: { mediaType: 'text/html', description: 'The page' },
     async handler({ services }) {
-      if (!services.referenceAssets) throw new ApiError(404, 'this deployment serves no reference page; GET /api/v1/openapi.json has the OpenAPI document')
+      if (!services.referenceAssets)
+        throw new ApiError(404, 'this deployment serves no reference page; GET /api/v1/openapi.json has the OpenAPI document')
       return new Response(page, { headers: { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-cache' } })
     },
   }),

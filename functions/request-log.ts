@@ -28,7 +28,9 @@ const traces = new WeakMap<Request, Trace>()
 
 /** The request's id, or a fresh one for a request that did not come through the app. */
 export function traceOf(request: Request): Trace {
-  return traces.get(request) ?? { id: crypto.randomUUID(), logError: (fields) => writeDefault(JSON.stringify({ level: 'error', ...fields })) }
+  return (
+    traces.get(request) ?? { id: crypto.randomUUID(), logError: (fields) => writeDefault(JSON.stringify({ level: 'error', ...fields })) }
+  )
 }
 
 function writeDefault(line: string) {
@@ -52,7 +54,10 @@ export const KEY_PREFIX_VAR = 'keyPrefix'
 
 /** The middleware: an id for every request, its header on every answer, and the request's line. */
 export function requestLog({ level, write = writeDefault }: LogOptions): MiddlewareHandler {
-  const logError = level === 'silent' ? () => {} : (fields: Record<string, unknown>) => write(JSON.stringify({ time: new Date().toISOString(), level: 'error', ...fields }))
+  const logError =
+    level === 'silent'
+      ? () => {}
+      : (fields: Record<string, unknown>) => write(JSON.stringify({ time: new Date().toISOString(), level: 'error', ...fields }))
   const logRequests = level === 'info'
   return async (c, next) => {
     const given = c.req.header(HEADER)

@@ -39,11 +39,17 @@ org
   .description('Create an organization; prints {"id": ...}')
   .requiredOption('--name <name>', 'organization name')
   .option('--owner <email>', "the creator's e-mail address: the organization's owner", ownerEmail)
-  .action((opts: { name: string; owner?: string }) => withStore(async ({ repositories }) => ({ id: (await createOrg(repositories, opts.name, new Date(), opts.owner)).id })))
+  .action((opts: { name: string; owner?: string }) =>
+    withStore(async ({ repositories }) => ({ id: (await createOrg(repositories, opts.name, new Date(), opts.owner)).id })),
+  )
 org
   .command('list')
   .description('List organizations')
-  .action(() => withStore(async ({ repositories }) => (await listOrgs(repositories)).map(({ id, name, plan, createdAt }) => ({ id, name, plan, createdAt }))))
+  .action(() =>
+    withStore(async ({ repositories }) =>
+      (await listOrgs(repositories)).map(({ id, name, plan, createdAt }) => ({ id, name, plan, createdAt })),
+    ),
+  )
 
 const key = program.command('key').description('API keys')
 key
@@ -55,7 +61,11 @@ key
   .option('--site <site>', 'bind the key to one site (UUID or snippet id): a site-bound ingest key')
   .action((opts: { org: string; name: string; scope: 'read' | 'write'; site?: string }) =>
     withStore(async ({ repositories }) => {
-      const { key, prefix, scope, id, siteId } = await createApiKey(repositories, { orgId: opts.org, name: opts.name, scope: opts.scope, siteId: opts.site }, new Date())
+      const { key, prefix, scope, id, siteId } = await createApiKey(
+        repositories,
+        { orgId: opts.org, name: opts.name, scope: opts.scope, siteId: opts.site },
+        new Date(),
+      )
       return siteId ? { key, prefix, scope, id, siteId } : { key, prefix, scope, id }
     }),
   )
@@ -70,9 +80,7 @@ key
   .command('revoke')
   .description('Revoke a key by id; it stops working at once')
   .requiredOption('--id <id>', 'key id')
-  .action((opts: { id: string }) =>
-    withStore(({ repositories }) => revokeApiKey(repositories, opts.id, new Date())),
-  )
+  .action((opts: { id: string }) => withStore(({ repositories }) => revokeApiKey(repositories, opts.id, new Date())))
 
 const invitation = program.command('invitation').description('Team invitations (sent with POST /api/v1/org/members)')
 invitation

@@ -19,7 +19,16 @@ import { loadMigrations } from '../lib/storage/clickhouse/migrations-node'
 async function benchEvents(duration: number, connections: number) {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-event-'))
   const child = spawn(process.execPath, ['--import', 'tsx', 'functions/node.ts'], {
-    env: { ...process.env, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', REDIS_URL: '', CLICKHOUSE_URL: '', UPSTASH_REDIS_REST_URL: '', SKIP_DEMO_TRAFFIC: '1' },
+    env: {
+      ...process.env,
+      DATA_DIR: dataDir,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      REDIS_URL: '',
+      CLICKHOUSE_URL: '',
+      UPSTASH_REDIS_REST_URL: '',
+      SKIP_DEMO_TRAFFIC: '1',
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
   })
   let log = ''
@@ -40,13 +49,25 @@ async function benchEvents(duration: number, connections: number) {
     method: 'POST' as const,
     path: '/api/event',
     headers: { 'content-type': 'text/plain', 'user-agent': ua },
-    body: JSON.stringify({ site: snippet, name: i % 5 ? 'pageview' : 'Signup', url: `https://demo.example.com/page/${i}?utm_source=bench`, referrer: 'https://www.google.com/', screenWidth: 1440 }),
+    body: JSON.stringify({
+      site: snippet,
+      name: i % 5 ? 'pageview' : 'Signup',
+      url: `https://demo.example.com/page/${i}?utm_source=bench`,
+      referrer: 'https://www.google.com/',
+      screenWidth: 1440,
+    }),
   }))
   const result = await autocannon({ url, connections, duration, requests })
   child.kill('SIGTERM')
   await new Promise((r) => child.once('exit', r))
   rmSync(dataDir, { recursive: true, force: true })
-  return { eventsPerSecond: Math.round(result.requests.average), p50Ms: result.latency.p50, p99Ms: result.latency.p99, accepted: result['2xx'], errors: result.errors + result.non2xx }
+  return {
+    eventsPerSecond: Math.round(result.requests.average),
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    accepted: result['2xx'],
+    errors: result.errors + result.non2xx,
+  }
 }
 
 async function benchImport(hits: number) {
@@ -56,7 +77,13 @@ async function benchImport(hits: number) {
   const { createDemo } = await import('../lib/demo')
   const demo = await createDemo(stores.repositories, new Date())
   const lines: string[] = []
-  for (const hit of demoHits({ site: demo.site.snippetId, domain: demo.site.domain, days: 60, visitorsPerDay: Math.ceil(hits / 60 / 4), end: new Date() })) {
+  for (const hit of demoHits({
+    site: demo.site.snippetId,
+    domain: demo.site.domain,
+    days: 60,
+    visitorsPerDay: Math.ceil(hits / 60 / 4),
+    end: new Date(),
+  })) {
     lines.push(JSON.stringify(hit))
     if (lines.length >= hits) break
   }
@@ -67,7 +94,13 @@ async function benchImport(hits: number) {
   const [stored] = await stores.clickhouse.query<{ n: string }>('SELECT count() AS n FROM events')
   await stores.close()
   rmSync(dataDir, { recursive: true, force: true })
-  return { hits: lines.length, imported: result.imported, stored: Number(stored.n), seconds: +seconds.toFixed(2), hitsPerSecond: Math.round(lines.length / seconds) }
+  return {
+    hits: lines.length,
+    imported: result.imported,
+    stored: Number(stored.n),
+    seconds: +seconds.toFixed(2),
+    hitsPerSecond: Math.round(lines.length / seconds),
+  }
 }
 
 const program = new Command('bench-collector')
@@ -82,7 +115,13 @@ const program = new Command('bench-collector')
     const runs = []
     for (let i = 0; i < Number(opts.importRuns); i++) runs.push(await benchImport(Number(opts.hits)))
     const rates = runs.map((r) => r.hitsPerSecond).sort((a, b) => a - b)
-    const imported = { hits: runs[0].hits, stored: runs.map((r) => r.stored), seconds: runs.map((r) => r.seconds), hitsPerSecond: rates, medianHitsPerSecond: rates[Math.floor(rates.length / 2)] }
+    const imported = {
+      hits: runs[0].hits,
+      stored: runs.map((r) => r.stored),
+      seconds: runs.map((r) => r.seconds),
+      hitsPerSecond: rates,
+      medianHitsPerSecond: rates[Math.floor(rates.length / 2)],
+    }
     process.stdout.write(`${JSON.stringify({ event: events, import: imported }, null, 2)}\n`)
   })
 await program.parseAsync(process.argv)

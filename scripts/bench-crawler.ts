@@ -31,9 +31,16 @@ import { newSite } from '../lib/sites/sites'
  * server does, and the median of GET /api/v1/pages.
  */
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]
-const quartiles = (xs: number[]) => [...xs].sort((a, b) => a - b).filter((_, i, all) => i === all.length >> 2 || i === (3 * all.length) >> 2).map((x) => +x.toFixed(1))
+const quartiles = (xs: number[]) =>
+  [...xs]
+    .sort((a, b) => a - b)
+    .filter((_, i, all) => i === all.length >> 2 || i === (3 * all.length) >> 2)
+    .map((x) => +x.toFixed(1))
 
-const WORDS = 'analytics crawler page snapshot change detection sitemap robots title canonical meta description visitor traffic report window'.split(' ')
+const WORDS =
+  'analytics crawler page snapshot change detection sitemap robots title canonical meta description visitor traffic report window'.split(
+    ' ',
+  )
 function paragraph(seed: number, words: number) {
   let s = seed
   const out: string[] = []
@@ -64,13 +71,17 @@ const program = new Command('bench-crawler')
     const server = createServer((req, res) => {
       const path = new URL(req.url ?? '/', 'http://x').pathname
       const half = Math.ceil(pageCount / 2)
-      if (path === '/robots.txt') return void res.writeHead(200, { 'content-type': 'text/plain' }).end(`User-agent: *\nAllow: /\nSitemap: ${origin}/sitemap.xml\n`)
+      if (path === '/robots.txt')
+        return void res.writeHead(200, { 'content-type': 'text/plain' }).end(`User-agent: *\nAllow: /\nSitemap: ${origin}/sitemap.xml\n`)
       if (path === '/sitemap.xml')
         return void res
           .writeHead(200, { 'content-type': 'application/xml' })
-          .end(`<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><sitemap><loc>${origin}/sitemap-1.xml</loc></sitemap><sitemap><loc>${origin}/sitemap-2.xml</loc></sitemap></sitemapindex>`)
+          .end(
+            `<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><sitemap><loc>${origin}/sitemap-1.xml</loc></sitemap><sitemap><loc>${origin}/sitemap-2.xml</loc></sitemap></sitemapindex>`,
+          )
       if (path === '/sitemap-1.xml') return void res.writeHead(200, { 'content-type': 'application/xml' }).end(urlset(0, half, origin))
-      if (path === '/sitemap-2.xml') return void res.writeHead(200, { 'content-type': 'application/xml' }).end(urlset(half, pageCount, origin))
+      if (path === '/sitemap-2.xml')
+        return void res.writeHead(200, { 'content-type': 'application/xml' }).end(urlset(half, pageCount, origin))
       const match = /^\/p\/(\d+)$/.exec(path)
       if (path === '/') return void res.writeHead(200, { 'content-type': 'text/html' }).end(page(0).replace('Page 0 |', 'Home |'))
       if (!match || Number(match[1]) >= pageCount) return void res.writeHead(404).end('not found')
@@ -103,10 +114,20 @@ const program = new Command('bench-crawler')
       kv: stores.kv,
       repositories: stores.repositories,
       sites: directory,
-      limiter: memoryRateLimiter(Date.now, { default: { max: 1e9, windowMs: 60_000 }, collect: { max: 1e9, windowMs: 60_000 }, ping: { max: 1e9, windowMs: 60_000 }, proxy: { max: 1e9, windowMs: 60_000 } }),
+      limiter: memoryRateLimiter(Date.now, {
+        default: { max: 1e9, windowMs: 60_000 },
+        collect: { max: 1e9, windowMs: 60_000 },
+        ping: { max: 1e9, windowMs: 60_000 },
+        proxy: { max: 1e9, windowMs: 60_000 },
+      }),
       now: () => now,
       fetch,
-      ingestor: new Ingestor({ sites: directory, repositories: stores.repositories, sink: directSink(stores.clickhouse, stores.repositories), now: () => now }),
+      ingestor: new Ingestor({
+        sites: directory,
+        repositories: stores.repositories,
+        sink: directSink(stores.clickhouse, stores.repositories),
+        now: () => now,
+      }),
       clientAddress: () => '127.0.0.1',
       liveCache: memoryLiveCache(),
       crawler,
@@ -117,7 +138,13 @@ const program = new Command('bench-crawler')
       const started = performance.now()
       const run = await crawlSite(services, crawler, site)
       const seconds = (performance.now() - started) / 1000
-      return { fetched: run.fetched, changes: run.changes, errors: run.errors.length, seconds: +seconds.toFixed(1), pagesPerSecond: +(run.fetched / seconds).toFixed(1) }
+      return {
+        fetched: run.fetched,
+        changes: run.changes,
+        errors: run.errors.length,
+        seconds: +seconds.toFixed(1),
+        pagesPerSecond: +(run.fetched / seconds).toFixed(1),
+      }
     }
     const first = await crawl()
     edition = 1
@@ -157,7 +184,9 @@ const program = new Command('bench-crawler')
     let listed = 0
     for (let i = 0; i < Number(opts.runs) + 2; i++) {
       const t = performance.now()
-      const res = await app.request(`http://bench/api/v1/pages?site_id=${site.id}&range=30d&limit=100`, { headers: { authorization: `Bearer ${key}` } })
+      const res = await app.request(`http://bench/api/v1/pages?site_id=${site.id}&range=30d&limit=100`, {
+        headers: { authorization: `Bearer ${key}` },
+      })
       if (res.status !== 200) throw new Error(`pages: ${res.status} ${await res.text()}`)
       const body = (await res.json()) as { total: number }
       listed = body.total
@@ -174,7 +203,13 @@ const program = new Command('bench-crawler')
           target: '>= 50 pages a second',
           events: Number(counts.n),
           eventsLoadSeconds: +loadSeconds.toFixed(1),
-          pagesRead: { inventory: listed, runs: Number(opts.runs), medianMs: +median(samples).toFixed(1), quartilesMs: quartiles(samples), target: '<= 100 ms' },
+          pagesRead: {
+            inventory: listed,
+            runs: Number(opts.runs),
+            medianMs: +median(samples).toFixed(1),
+            quartilesMs: quartiles(samples),
+            target: '<= 100 ms',
+          },
           // the machine is shared: its load during the run says how far the figures are from an idle one
           loadAverage: loadavg().map((x) => +x.toFixed(1)),
         },

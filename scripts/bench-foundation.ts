@@ -39,7 +39,9 @@ function counting(raw: RawRedis) {
 
 /** The server side: the real app plus a bare Hono route, in its own process. */
 async function benchServer(redisUrl: string | undefined) {
-  const { counted, counts } = counting(redisUrl ? new TcpRedis(redisUrl) : new EmbeddedRedis({ dir: mkdtempSync(join(tmpdir(), 'bench-kv-')) }))
+  const { counted, counts } = counting(
+    redisUrl ? new TcpRedis(redisUrl) : new EmbeddedRedis({ dir: mkdtempSync(join(tmpdir(), 'bench-kv-')) }),
+  )
   const redis = new Redis(rawRequester(counted))
   // the real limiter code, with budgets high enough not to throttle the benchmark itself
   const unthrottled = Object.fromEntries(Object.entries(LIMITS).map(([k, l]) => [k, { ...l, max: 1e9 }])) as Limits
@@ -78,16 +80,25 @@ async function benchServer(redisUrl: string | undefined) {
 
 async function drive(opts: { duration: string; connections: string; redis?: string }) {
   const redisUrl = opts.redis ?? process.env.REDIS_URL
-  const child = spawn(process.execPath, ['--import', 'tsx', process.argv[1], 'serve', ...(redisUrl ? ['--redis', redisUrl] : [])], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = spawn(process.execPath, ['--import', 'tsx', process.argv[1], 'serve', ...(redisUrl ? ['--redis', redisUrl] : [])], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
   const line = await new Promise<string>((resolve) => createInterface({ input: child.stdout! }).once('line', resolve))
   const { base, key, writeKey, siteId } = JSON.parse(line)
   const headers = { authorization: `Bearer ${key}` }
   const targets = { bare: '/bare', me: '/api/v1/me', site: `/api/v1/sites/${siteId}`, alerts: `/api/v1/sites/${siteId}/alerts` }
   // a settings write: the alert settings merged, as PATCH does it
-  const write = { method: 'PATCH' as const, headers: { authorization: `Bearer ${writeKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ weeklyReport: true }) }
+  const write = {
+    method: 'PATCH' as const,
+    headers: { authorization: `Bearer ${writeKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ weeklyReport: true }),
+  }
 
   const results: Record<string, { rps: number; meanMs: number; p99Ms: number; non2xx: number; medianUs: number }> = {}
-  for (const [name, path, init] of [...Object.entries(targets).map(([n, p]) => [n, p, { headers }] as const), ['alertsPatch', targets.alerts, write] as const]) {
+  for (const [name, path, init] of [
+    ...Object.entries(targets).map(([n, p]) => [n, p, { headers }] as const),
+    ['alertsPatch', targets.alerts, write] as const,
+  ]) {
     const load = await autocannon({ url: base + path, ...init, duration: Number(opts.duration), connections: Number(opts.connections) })
     // autocannon's percentiles are whole milliseconds: time one client in a loop for a microsecond median
     const samples: number[] = []
@@ -97,7 +108,13 @@ async function drive(opts: { duration: string; connections: string; redis?: stri
       samples.push((performance.now() - t) * 1000)
     }
     samples.sort((a, b) => a - b)
-    results[name] = { rps: load.requests.average, meanMs: load.latency.average, p99Ms: load.latency.p99, non2xx: load.non2xx, medianUs: Math.round(samples[samples.length >> 1]) }
+    results[name] = {
+      rps: load.requests.average,
+      meanMs: load.latency.average,
+      p99Ms: load.latency.p99,
+      non2xx: load.non2xx,
+      medianUs: Math.round(samples[samples.length >> 1]),
+    }
   }
 
   const perRequest: Record<string, { roundTrips: number; commands: number }> = {}
@@ -118,7 +135,12 @@ async function drive(opts: { duration: string; connections: string; redis?: stri
         connections: Number(opts.connections),
         durationSeconds: Number(opts.duration),
         results,
-        medianLatencyRatioToBare: { me: ratio(results.me.medianUs, results.bare.medianUs), site: ratio(results.site.medianUs, results.bare.medianUs), alerts: ratio(results.alerts.medianUs, results.bare.medianUs), alertsPatch: ratio(results.alertsPatch.medianUs, results.bare.medianUs) },
+        medianLatencyRatioToBare: {
+          me: ratio(results.me.medianUs, results.bare.medianUs),
+          site: ratio(results.site.medianUs, results.bare.medianUs),
+          alerts: ratio(results.alerts.medianUs, results.bare.medianUs),
+          alertsPatch: ratio(results.alertsPatch.medianUs, results.bare.medianUs),
+        },
         throughputRatioToBare: { me: ratio(results.me.rps, results.bare.rps), site: ratio(results.site.rps, results.bare.rps) },
         keyValuePerRequest: perRequest,
       },

@@ -32,28 +32,55 @@ async function benchServer() {
   site.sharing = { ...site.sharing, publicCounts: true, publicCountsDial: 'all' }
   await stores.repositories.sites.create(site)
   const sites = new SiteDirectory(stores.repositories.sites)
-  const ingestor = new Ingestor({ sites, repositories: stores.repositories, sink: directSink(stores.clickhouse, stores.repositories), now, coalesce: true })
+  const ingestor = new Ingestor({
+    sites,
+    repositories: stores.repositories,
+    sink: directSink(stores.clickhouse, stores.repositories),
+    now,
+    coalesce: true,
+  })
   const hits = demoHits({ site: site.snippetId, domain: site.domain, days: 7, visitorsPerDay: 300, end: now() })
-  await importHits((function* () { for (const h of hits) yield JSON.stringify(h) })(), ingestor)
+  await importHits(
+    (function* () {
+      for (const h of hits) yield JSON.stringify(h)
+    })(),
+    ingestor,
+  )
   let engineQueries = 0
   const query = stores.clickhouse.query.bind(stores.clickhouse)
   stores.clickhouse.query = (async (sql: string, params?: Record<string, unknown>) => {
     engineQueries++
     return query(sql, params)
   }) as typeof stores.clickhouse.query
-  const app = createApp({ clickhouse: stores.clickhouse, kv: stores.kv, repositories: stores.repositories, sites, limiter: memoryRateLimiter(), now, fetch, ingestor, clientAddress: () => '127.0.0.1', sharedProcess: true, liveCache: memoryLiveCache() })
+  const app = createApp({
+    clickhouse: stores.clickhouse,
+    kv: stores.kv,
+    repositories: stores.repositories,
+    sites,
+    limiter: memoryRateLimiter(),
+    now,
+    fetch,
+    ingestor,
+    clientAddress: () => '127.0.0.1',
+    sharedProcess: true,
+    liveCache: memoryLiveCache(),
+  })
   const outer = new Hono()
   outer.get('/bare', (c) => c.json({ ok: true }))
   outer.get('/bench/engine-queries', (c) => c.json({ engineQueries }))
   outer.route('/', app)
   const server = serve({ fetch: outer.fetch, port: 0, hostname: '127.0.0.1' })
   await new Promise((r) => server.once('listening', r))
-  process.stdout.write(`${JSON.stringify({ base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, snippet: site.snippetId })}\n`)
+  process.stdout.write(
+    `${JSON.stringify({ base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, snippet: site.snippetId })}\n`,
+  )
 }
 
 async function drive(opts: { duration: string }) {
   const child = spawn(process.execPath, ['--import', 'tsx', process.argv[1], 'serve'], { stdio: ['ignore', 'pipe', 'inherit'] })
-  const { base, snippet } = JSON.parse(await new Promise<string>((resolve) => createInterface({ input: child.stdout! }).once('line', resolve)))
+  const { base, snippet } = JSON.parse(
+    await new Promise<string>((resolve) => createInterface({ input: child.stdout! }).once('line', resolve)),
+  )
   const duration = Number(opts.duration)
   const run = (path: string, connections: number) => autocannon({ url: base + path, connections, duration })
   const live = `/api/public/live?site=${snippet}`
@@ -70,8 +97,15 @@ async function drive(opts: { duration: string }) {
   process.stdout.write(
     `${JSON.stringify(
       {
-        rps: { bare: Math.round(bare.requests.average), cachedLive: Math.round(cachedLive.requests.average), cachedPeriod: Math.round(cachedPeriod.requests.average) },
-        ratioToBare: { live: +(cachedLive.requests.average / bare.requests.average).toFixed(2), period: +(cachedPeriod.requests.average / bare.requests.average).toFixed(2) },
+        rps: {
+          bare: Math.round(bare.requests.average),
+          cachedLive: Math.round(cachedLive.requests.average),
+          cachedPeriod: Math.round(cachedPeriod.requests.average),
+        },
+        ratioToBare: {
+          live: +(cachedLive.requests.average / bare.requests.average).toFixed(2),
+          period: +(cachedPeriod.requests.average / bare.requests.average).toFixed(2),
+        },
         thousandClients: {
           seconds: duration,
           requests: polling.requests.total,
@@ -89,7 +123,9 @@ async function drive(opts: { duration: string }) {
   )
 }
 
-const program = new Command('bench-public').description('Throughput of cached public counts against a bare route, and engine queries while 1000 clients poll.')
+const program = new Command('bench-public').description(
+  'Throughput of cached public counts against a bare route, and engine queries while 1000 clients poll.',
+)
 program.command('run', { isDefault: true }).option('--duration <s>', 'seconds per run', '10').action(drive)
 program.command('serve').description('(internal) the server side').action(benchServer)
 await program.parseAsync(process.argv)

@@ -25,8 +25,20 @@ const program = new Command('demo-traffic')
       const siteId = await stores.repositories.sites.idBySnippet(opts.site)
       const site = siteId ? await stores.repositories.sites.get(siteId) : null
       if (!site) throw new UserError(`no site has the snippet id "${opts.site}": GET /api/v1/sites lists each site's snippetId`)
-      const hits = demoHits({ site: opts.site, domain: site.domain, days: opts.days, visitorsPerDay: opts.visitorsPerDay, end: new Date(), seed: opts.seed })
-      const result = await runImport((function* () { for (const h of hits) yield JSON.stringify(h) })(), { clickhouse: stores.clickhouse, repositories: stores.repositories, geo: dbipGeo() })
+      const hits = demoHits({
+        site: opts.site,
+        domain: site.domain,
+        days: opts.days,
+        visitorsPerDay: opts.visitorsPerDay,
+        end: new Date(),
+        seed: opts.seed,
+      })
+      const result = await runImport(
+        (function* () {
+          for (const h of hits) yield JSON.stringify(h)
+        })(),
+        { clickhouse: stores.clickhouse, repositories: stores.repositories, geo: dbipGeo() },
+      )
       // days the hits landed in are rebuilt now rather than at the server's next refresh
       if (result.imported) await refreshRollups(stores.clickhouse, stores.repositories, new Date(), ROLLUP_ALL_DAYS)
       process.stdout.write(`${JSON.stringify({ imported: result.imported, rejected: result.rejected })}\n`)

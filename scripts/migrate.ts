@@ -11,7 +11,9 @@ const program = new Command('migrate')
     const stores = await openNodeStores(process.env, { viaRunningServer: true })
     try {
       const applied = await migrate(stores.clickhouse, loadMigrations(), opts.cluster ?? process.env.CLICKHOUSE_CLUSTER)
-      process.stdout.write(`${JSON.stringify({ clickhouse: stores.describe.clickhouse, applied: applied.map((m) => `${String(m.version).padStart(4, '0')}_${m.name}`) })}\n`)
+      process.stdout.write(
+        `${JSON.stringify({ clickhouse: stores.describe.clickhouse, applied: applied.map((m) => `${String(m.version).padStart(4, '0')}_${m.name}`) })}\n`,
+      )
     } finally {
       await stores.close()
     }

@@ -71,7 +71,11 @@ export async function testServices(
   const limiter = options.limiter ?? (options.kv === 'redis' ? redisRateLimiter(redis) : memoryRateLimiter(() => now().getTime()))
   // no sink: hits are inserted before the answer, so a test reads what it sent; the site cache is
   // off unless asked for, so settings written to the store directly apply at once
-  const services = nodeServices(TEST_ENV, { stores: { clickhouse, kv: redis, repositories, limiter }, now, siteCacheMs: options.siteCacheMs ?? 0 })
+  const services = nodeServices(TEST_ENV, {
+    stores: { clickhouse, kv: redis, repositories, limiter },
+    now,
+    siteCacheMs: options.siteCacheMs ?? 0,
+  })
   return {
     ...services,
     // the caller is whom X-Forwarded-For names; nothing reaches this machine's resolver, a mail server or the reference page's files
@@ -94,7 +98,15 @@ export type TestServices = Awaited<ReturnType<typeof testServices>>
 export async function harness(options: Parameters<typeof testServices>[0] & { with?: Partial<Services> } = {}) {
   const services: TestServices = { ...(await testServices(options)), ...options.with }
   const seeded = await seed(services)
-  return { services, repositories: services.repositories, kv: services.kv, clickhouse: services.clickhouse, app: checkedApp(services), call: client(services), ...seeded }
+  return {
+    services,
+    repositories: services.repositories,
+    kv: services.kv,
+    clickhouse: services.clickhouse,
+    app: checkedApp(services),
+    call: client(services),
+    ...seeded,
+  }
 }
 
 export type Harness = Awaited<ReturnType<typeof harness>>
@@ -116,7 +128,11 @@ export async function orgWithSites(services: Services, name: string, sites: Para
 export async function seed(services: Services) {
   const now = services.now()
   const make = async (name: string, domain: string, timezone = 'UTC') => {
-    const { org, read, sites: [site] } = await orgWithSites(services, name, [{ domain, timezone }], now)
+    const {
+      org,
+      read,
+      sites: [site],
+    } = await orgWithSites(services, name, [{ domain, timezone }], now)
     const write = await createApiKey(services.repositories, { orgId: org.id, name: 'write', scope: 'write' }, now)
     return { org, site, read, write }
   }
@@ -126,7 +142,10 @@ export async function seed(services: Services) {
   return { a, b, ingest }
 }
 
-const routes = endpoints.map((endpoint) => ({ endpoint, pattern: new RegExp(`^${endpoint.path.replace(/\./g, '\\.').replace(/\{\w+\}/g, '[^/]+')}$`) }))
+const routes = endpoints.map((endpoint) => ({
+  endpoint,
+  pattern: new RegExp(`^${endpoint.path.replace(/\./g, '\\.').replace(/\{\w+\}/g, '[^/]+')}$`),
+}))
 
 /**
  * Holds a success answer to the schema its endpoint declares: the declared status, every field
@@ -142,7 +161,8 @@ export function checkAnswer(method: string, url: string, status: number, json: u
   if (status !== (endpoint.status ?? 200)) throw new Error(`${method} ${path} answered ${status}; it declares ${endpoint.status ?? 200}`)
   const parsed = endpoint.response.safeParse(json)
   if (!parsed.success) throw new Error(`the answer of ${method} ${path} does not match its schema:\n${z.prettifyError(parsed.error)}`)
-  if (!isDeepStrictEqual(parsed.data, json)) throw new Error(`the answer of ${method} ${path} has fields its schema does not declare: ${JSON.stringify(json).slice(0, 500)}`)
+  if (!isDeepStrictEqual(parsed.data, json))
+    throw new Error(`the answer of ${method} ${path} has fields its schema does not declare: ${JSON.stringify(json).slice(0, 500)}`)
 }
 
 /** The app, with every success answer checked against its declared schema. */

@@ -9,7 +9,8 @@ export const alertEndpoints = [
     path: '/api/v1/sites/{site_id}/alerts',
     scope: 'read',
     tool: 'get_alert_settings',
-    summary: 'The site’s reports and alerts: weekly and monthly reports, spike and drop alerts with thresholds, backlink and vitals alerts, recipients, webhook and measured source.',
+    summary:
+      'The site’s reports and alerts: weekly and monthly reports, spike and drop alerts with thresholds, backlink and vitals alerts, recipients, webhook and measured source.',
     description:
       'Reports go out on Mondays (the week before) and on the 1st (the month before), in the site timezone, by e-mail to recipients and as signed JSON to webhookUrl. The webhook signing secret is never shown here.',
     params: z.object({ site_id: siteRefSchema }),

@@ -1,5 +1,13 @@
 import { z } from 'zod'
-import { ANNOTATION_LIST_MAX, annotatedSite, annotationInputSchema, createAnnotation, deleteAnnotation, instantSchema, listAnnotations } from '../../lib/sites/annotations'
+import {
+  ANNOTATION_LIST_MAX,
+  annotatedSite,
+  annotationInputSchema,
+  createAnnotation,
+  deleteAnnotation,
+  instantSchema,
+  listAnnotations,
+} from '../../lib/sites/annotations'
 import { ANNOTATION_KINDS } from '../../lib/sites/definition-records'
 import { defineEndpoint } from '../endpoint'
 import { uuidParam } from '../params'

@@ -16,7 +16,11 @@ const fingerprintParam = uint64Param('a fingerprint from the errors list')
 
 export const errorSummarySchema = z.object({ errors: count, groups: count, visitors: count })
 export const errorGroupSchema = z.object({
-  fingerprint: z.string().describe('Decimal; the group key: kind, error name, message with numbers, ids and URLs masked, top stack frame without line and column'),
+  fingerprint: z
+    .string()
+    .describe(
+      'Decimal; the group key: kind, error name, message with numbers, ids and URLs masked, top stack frame without line and column',
+    ),
   kind: z.string(),
   errorName: z.string(),
   message: z.string().describe('The most recent message of the group'),
@@ -40,11 +44,27 @@ const errorsSchema = z.object({
   groups: z.array(errorGroupSchema).optional().describe('List: most occurrences first'),
   group: errorGroupSchema.nullable().optional().describe('fingerprint: the group, null when it has no occurrence in the window'),
   breakdowns: z
-    .object({ pages: z.array(countRowSchema), browsers: z.array(countRowSchema), os: z.array(countRowSchema), devices: z.array(countRowSchema), countries: z.array(countRowSchema) })
+    .object({
+      pages: z.array(countRowSchema),
+      browsers: z.array(countRowSchema),
+      os: z.array(countRowSchema),
+      devices: z.array(countRowSchema),
+      countries: z.array(countRowSchema),
+    })
     .optional()
     .describe('fingerprint: occurrences by page, browser, OS, device and country'),
   recent: z
-    .array(z.object({ timestamp: z.string().describe('ISO 8601 UTC'), path: z.string(), message: z.string(), browser: z.string(), os: z.string(), device: z.string(), country: z.string() }))
+    .array(
+      z.object({
+        timestamp: z.string().describe('ISO 8601 UTC'),
+        path: z.string(),
+        message: z.string(),
+        browser: z.string(),
+        os: z.string(),
+        device: z.string(),
+        country: z.string(),
+      }),
+    )
     .optional()
     .describe('fingerprint: the 20 most recent occurrences, newest first'),
   fingerprint: z.string().optional().describe('pages=1: the group'),
@@ -80,7 +100,13 @@ export const behaviourEndpoints = [
     params: reportParams.extend({
       fingerprint: fingerprintParam,
       pages: z.enum(['0', '1']).optional().describe('1 with fingerprint: the pages the group fired on'),
-      offset: z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(0).max(1_000_000).optional().describe('Pages to skip, with pages=1'),
+      offset: z.coerce
+        .number({ message: 'must be a number' })
+        .int('must be an integer')
+        .min(0)
+        .max(1_000_000)
+        .optional()
+        .describe('Pages to skip, with pages=1'),
     }),
     response: errorsSchema,
     async handler(ctx, { params }) {
@@ -96,7 +122,12 @@ export const behaviourEndpoints = [
     description:
       'Autocaptured clicks and outbound, download and affiliate link clicks; most clicked first, at most limit. deadClicks counts clicks that changed nothing on the page. A site that reads only ga4 answers available: false.',
     params: reportParams,
-    response: z.object({ available, range, summary: z.object({ clicks: count, visitors: count, deadClicks: count }), clicks: z.array(clickGroupSchema) }),
+    response: z.object({
+      available,
+      range,
+      summary: z.object({ clicks: count, visitors: count, deadClicks: count }),
+      clicks: z.array(clickGroupSchema),
+    }),
     async handler(ctx, { params }) {
       return clicks(ctx.services, await ctx.site(params.site_id), params)
     },
@@ -107,14 +138,23 @@ export const behaviourEndpoints = [
     scope: 'read',
     tool: 'get_properties',
     summary: 'Custom property keys seen in the window with event and visitor counts; with property, that key’s values.',
-    description: 'Most events first, at most limit. property=<key> lists the values of one key. A site that reads only ga4 answers available: false.',
-    params: reportParams.extend({ property: z.string().min(1, 'must not be empty').max(200).optional().describe('A custom property key: its values') }),
+    description:
+      'Most events first, at most limit. property=<key> lists the values of one key. A site that reads only ga4 answers available: false.',
+    params: reportParams.extend({
+      property: z.string().min(1, 'must not be empty').max(200).optional().describe('A custom property key: its values'),
+    }),
     response: z.object({
       available,
       range,
-      keys: z.array(z.object({ key: z.string(), ...propertyRowSchema })).optional().describe('Without property: custom keys, most events first'),
+      keys: z
+        .array(z.object({ key: z.string(), ...propertyRowSchema }))
+        .optional()
+        .describe('Without property: custom keys, most events first'),
       property: z.string().optional().describe('The key whose values are listed'),
-      values: z.array(z.object({ value: z.string(), ...propertyRowSchema })).optional().describe('With property: its values, most events first'),
+      values: z
+        .array(z.object({ value: z.string(), ...propertyRowSchema }))
+        .optional()
+        .describe('With property: its values, most events first'),
     }),
     async handler(ctx, { params }) {
       return properties(ctx.services, await ctx.site(params.site_id), params)

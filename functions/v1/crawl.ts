@@ -11,10 +11,20 @@ import { rangeViewSchema } from './report-schemas'
 
 const count = z.number().int().nonnegative()
 const clampLimit = (limit: number | undefined) => Math.min(1000, Math.max(1, limit ?? 100))
-const offsetParam = z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(0).max(1_000_000).default(0).describe('Rows to skip')
+const offsetParam = z.coerce
+  .number({ message: 'must be a number' })
+  .int('must be an integer')
+  .min(0)
+  .max(1_000_000)
+  .default(0)
+  .describe('Rows to skip')
 const windowParams = {
   site_id: siteRefSchema,
-  range: z.enum(RANGES).exclude(['realtime']).default('30d').describe('Named range, resolved in the site timezone; custom needs from and to'),
+  range: z
+    .enum(RANGES)
+    .exclude(['realtime'])
+    .default('30d')
+    .describe('Named range, resolved in the site timezone; custom needs from and to'),
   from: z.string().optional().describe('YYYY-MM-DD, with range=custom'),
   to: z.string().optional().describe('YYYY-MM-DD, with range=custom (included)'),
   limit: limitParam(1000, 100),
@@ -24,7 +34,9 @@ const windowParams = {
 const pageSchema = z.object({
   path: z.string(),
   title: z.string(),
-  status: z.enum(['active', 'new', 'removed']).describe(`removed: answered 404 or 410, or left the sitemap; new: launched in the last ${NEW_PAGE_DAYS} days; else active`),
+  status: z
+    .enum(['active', 'new', 'removed'])
+    .describe(`removed: answered 404 or 410, or left the sitemap; new: launched in the last ${NEW_PAGE_DAYS} days; else active`),
   httpStatus: z.number().int().describe('Status of the latest fetch; 0 when it failed (see error)'),
   finalUrl: z.string().describe('Where the latest fetch ended after redirects'),
   contentType: z.string(),
@@ -36,7 +48,10 @@ const pageSchema = z.object({
   lastCrawledAt: z.string().describe('ISO 8601 UTC'),
   visitors: count.describe('In the window'),
   pageviews: count.describe('In the window'),
-  scrollDepth: z.number().nullable().describe('Mean scroll depth of the engagement reports in the window, percent 0-100; null without reports'),
+  scrollDepth: z
+    .number()
+    .nullable()
+    .describe('Mean scroll depth of the engagement reports in the window, percent 0-100; null without reports'),
   timeOnPage: z.number().nullable().describe('Mean engaged time of the engagement reports in the window, seconds; null without reports'),
   trend: z.array(count).optional().describe('trends=1: pageviews per bucket of the window (the range interval)'),
   bots: z.object({ hits: count, aiCrawlerHits: count }).optional().describe('bots=1: bot hits in the window, and those of AI crawlers'),
@@ -95,7 +110,9 @@ export const crawlEndpoints = [
     response: z.object({
       range: rangeViewSchema,
       total: count.describe('Pages matching filter and q'),
-      counts: z.object({ all: count, active: count, removed: count, new: count }).describe('Pages matching q, by status (new pages are active too)'),
+      counts: z
+        .object({ all: count, active: count, removed: count, new: count })
+        .describe('Pages matching q, by status (new pages are active too)'),
       offset: count,
       pages: z.array(pageSchema),
     }),
@@ -116,7 +133,11 @@ export const crawlEndpoints = [
       category: z.enum([...CATEGORIES, 'annotation']).optional(),
       type: z.enum([...CHANGE_TYPES, 'annotation']).optional(),
       search: z.string().max(500).optional().describe('Case-insensitive search of path, summary, before and after'),
-      day: z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date as YYYY-MM-DD').optional().describe('A site-local day: only its changes are listed'),
+      day: z
+        .string()
+        .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date as YYYY-MM-DD')
+        .optional()
+        .describe('A site-local day: only its changes are listed'),
     }),
     response: z.object({
       range: rangeViewSchema,

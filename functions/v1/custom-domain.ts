@@ -29,7 +29,8 @@ export const customDomainEndpoints = [
     scope: 'write',
     tool: 'set_custom_domain',
     summary: 'Attaches a custom tracking domain, a subdomain of the site (stats.example.com); replaces any other.',
-    description: 'Answers the DNS status at once: pending until the CNAME record points at cnameTarget. The snippet keeps the service host until then.',
+    description:
+      'Answers the DNS status at once: pending until the CNAME record points at cnameTarget. The snippet keeps the service host until then.',
     params: z.object({ site_id: siteRefSchema }),
     body: z.strictObject({ domain: domainSchema.describe('A subdomain of the site domain') }),
     response: customDomainStateSchema,

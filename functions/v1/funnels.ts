@@ -29,7 +29,9 @@ export const funnelEndpoints = [
     summary: "The site's saved funnels, oldest first, and the computed result of one (funnel_id, else the first).",
     description:
       'result: per step, visitors who reached it in order within one visit (each step strictly after the one before; steps out of order or split across visits do not count; a visitor counts once, at their furthest visit), conversionFromPrevious and conversionFromFirst (fractions from 0 to 1) and dropOff (visitors lost since the step before). Filters keep the visits holding a selected event. result is null when the site has no funnel. funnels lists every definition. A site that reads only ga4 answers available: false with its definitions.',
-    params: reportParams.extend({ funnel_id: z.uuid({ message: 'must be a funnel id' }).optional().describe('The funnel to compute; default the first') }),
+    params: reportParams.extend({
+      funnel_id: z.uuid({ message: 'must be a funnel id' }).optional().describe('The funnel to compute; default the first'),
+    }),
     response: z.object({
       available: z.boolean().describe('false for a site that reads only ga4: the collector alone records the steps'),
       range: rangeViewSchema.optional(),
@@ -44,7 +46,11 @@ export const funnelEndpoints = [
               value: z.string(),
               label: z.string().nullable(),
               visitors: count,
-              conversionFromPrevious: z.number().min(0).max(1).describe('Visitors over those of the step before (1 for the first step with visitors)'),
+              conversionFromPrevious: z
+                .number()
+                .min(0)
+                .max(1)
+                .describe('Visitors over those of the step before (1 for the first step with visitors)'),
               conversionFromFirst: z.number().min(0).max(1),
               dropOff: count.describe('Visitors of the step before who did not reach this one'),
             }),

@@ -6,7 +6,8 @@ import { defineEndpoint } from '../endpoint'
 import { rangeViewSchema } from './report-schemas'
 
 const count = z.number().int().nonnegative()
-const degrees = (what: string) => z.number().nullable().describe(`${what} in degrees (WGS 84), 4 decimals; null when no visit there had coordinates`)
+const degrees = (what: string) =>
+  z.number().nullable().describe(`${what} in degrees (WGS 84), 4 decimals; null when no visit there had coordinates`)
 
 export const geoEndpoints = [
   defineEndpoint({

@@ -8,7 +8,10 @@ import { defineEndpoint } from '../endpoint'
 
 const collectBody = z
   .looseObject({ site_id: siteRefSchema.optional(), events: z.array(z.unknown()).optional() })
-  .refine((b) => b.events === undefined || b.events.length <= MAX_COLLECT_HITS, { message: `at most ${MAX_COLLECT_HITS} hits a request`, path: ['events'] })
+  .refine((b) => b.events === undefined || b.events.length <= MAX_COLLECT_HITS, {
+    message: `at most ${MAX_COLLECT_HITS} hits a request`,
+    path: ['events'],
+  })
 
 export const ingestEndpoints = [
   defineEndpoint({
@@ -25,13 +28,20 @@ export const ingestEndpoints = [
       'Send up to 500 hits from your server logs: {site_id, events:[{path, userAgent, ip?, referrer?, hostname?, timestamp?}]}, or one hit as the body itself. Aliases user_agent, ua, clientIp, referer and host are accepted. Only bots are stored (not billed), placed in the country of their ip where one is sent; answers {ingested, dropped}.',
     params: z.object({ site_id: siteRefSchema.optional() }),
     body: collectBody,
-    response: z.object({ ingested: z.number().int().describe('Bot hits stored'), dropped: z.number().int().describe('Humans, junk and invalid hits') }),
+    response: z.object({
+      ingested: z.number().int().describe('Bot hits stored'),
+      dropped: z.number().int().describe('Humans, junk and invalid hits'),
+    }),
     async handler({ services, key, site }, { params, body }) {
       const siteRef = body.site_id ?? params.site_id ?? key.siteId
       if (!siteRef) throw new ApiError(400, 'site_id: required (the site snippet id)')
       const target = await site(siteRef)
       const hits = body.events ?? [body]
-      const { rows, dropped } = await collectBotHits(target, hits, { dns: services.dns, now: services.now, countryOf: (ip) => services.ingestor.countryOf(ip) })
+      const { rows, dropped } = await collectBotHits(target, hits, {
+        dns: services.dns,
+        now: services.now,
+        countryOf: (ip) => services.ingestor.countryOf(ip),
+      })
       await services.ingestor.writeBots(target.orgId, rows)
       return { ingested: rows.length, dropped }
     },
@@ -100,7 +110,9 @@ export const ingestEndpoints = [
       const current = await site(siteRef)
       // two first calls at once mint one secret: the second finds the first's stored
       const minted = `wps_${randomString(40)}`
-      const { proxySecret = minted } = current.proxySecret ? current : await services.sites.update(current.id, (fresh) => (fresh.proxySecret ? fresh : { ...fresh, proxySecret: minted }))
+      const { proxySecret = minted } = current.proxySecret
+        ? current
+        : await services.sites.update(current.id, (fresh) => (fresh.proxySecret ? fresh : { ...fresh, proxySecret: minted }))
       return {
         siteId: current.id,
         snippetId: current.snippetId,

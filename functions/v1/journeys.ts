@@ -1,5 +1,13 @@
 import { z } from 'zod'
-import { FLOW_DEFAULT_DEPTH, FLOW_DEFAULT_LIMIT, FLOW_MAX_LIMIT, JOURNEY_EVENTS, activity, flow, journeys } from '../../lib/reports/query/journeys'
+import {
+  FLOW_DEFAULT_DEPTH,
+  FLOW_DEFAULT_LIMIT,
+  FLOW_MAX_LIMIT,
+  JOURNEY_EVENTS,
+  activity,
+  flow,
+  journeys,
+} from '../../lib/reports/query/journeys'
 import { limitParam, reportParams } from '../../lib/reports/query/parse'
 import { defineEndpoint } from '../endpoint'
 import { uint64Param } from '../params'
@@ -9,9 +17,12 @@ const count = z.number().int().nonnegative()
 const available = z.boolean().describe('false for a site that reads only ga4: the collector alone records this')
 /** Absent when not available. */
 const range = rangeViewSchema.optional()
-const note = z.string().describe('What a visitor id is: salted afresh every site-local day and per site, so it cannot be joined across days or sites')
+const note = z
+  .string()
+  .describe('What a visitor id is: salted afresh every site-local day and per site, so it cannot be joined across days or sites')
 
-const pathParam = (what: string) => z.string().min(1, 'must not be empty').max(2000, 'must be at most 2000 characters').optional().describe(what)
+const pathParam = (what: string) =>
+  z.string().min(1, 'must not be empty').max(2000, 'must be at most 2000 characters').optional().describe(what)
 
 const flowNodeSchema = z.object({
   id: z.string().describe('"<step>:<path>", e.g. "1:/pricing"; a step\'s folded node is "<step>:(other)"'),
@@ -28,11 +39,20 @@ const actionSchema = z.object({
   name: z.string().describe('The event name (pageview, a custom event name, or the kind)'),
   path: z.string(),
   element: z
-    .object({ selector: z.string(), text: z.string(), tag: z.string(), url: z.string(), dead: z.boolean().describe('A click that changed nothing on the page') })
+    .object({
+      selector: z.string(),
+      text: z.string(),
+      tag: z.string(),
+      url: z.string(),
+      dead: z.boolean().describe('A click that changed nothing on the page'),
+    })
     .optional()
     .describe('Clicks and form submissions: the element (url: the link followed or the form action)'),
   error: z.object({ name: z.string(), message: z.string() }).optional().describe('Errors'),
-  engagement: z.object({ ms: count.describe('Engaged time on the page, milliseconds'), scroll: count.describe('Deepest scroll, percent') }).optional().describe('Leave-time engagement reports'),
+  engagement: z
+    .object({ ms: count.describe('Engaged time on the page, milliseconds'), scroll: count.describe('Deepest scroll, percent') })
+    .optional()
+    .describe('Leave-time engagement reports'),
   vital: z.object({ name: z.string(), value: z.number() }).optional().describe('Web vitals'),
   props: z.record(z.string(), z.string()).optional().describe('Custom properties (and a vital’s attribution), when any'),
 })
@@ -62,8 +82,7 @@ export const journeyEndpoints = [
     scope: 'read',
     tool: 'get_flow',
     summary: 'Behaviour flow: the pages visits went through, step by step, as nodes and links.',
-    description:
-      `Each visit's pages in the window in time order (a page repeated right after itself counts once). Without start_path or focus_path the flow starts at each visit's landing page; start_path=<path> starts it at a visit's first view of that page; focus_path=<path> shows depth steps before and after it. depth: steps, 1-5, default ${FLOW_DEFAULT_DEPTH}. limit: pages kept per step, default ${FLOW_DEFAULT_LIMIT}, at most ${FLOW_MAX_LIMIT}; a step's rarer pages fold into one node "<step>:(other)". Node and link counts are visits. A site that reads only ga4 answers available: false.`,
+    description: `Each visit's pages in the window in time order (a page repeated right after itself counts once). Without start_path or focus_path the flow starts at each visit's landing page; start_path=<path> starts it at a visit's first view of that page; focus_path=<path> shows depth steps before and after it. depth: steps, 1-5, default ${FLOW_DEFAULT_DEPTH}. limit: pages kept per step, default ${FLOW_DEFAULT_LIMIT}, at most ${FLOW_MAX_LIMIT}; a step's rarer pages fold into one node "<step>:(other)". Node and link counts are visits. A site that reads only ga4 answers available: false.`,
     params: reportParams.extend({
       limit: limitParam(FLOW_MAX_LIMIT, FLOW_DEFAULT_LIMIT),
       start_path: pathParam('A page path: the flow forward from it'),
@@ -99,7 +118,13 @@ export const journeyEndpoints = [
     description: `Journeys with an event in the window (with filters: a selected event), newest last event first, paged by limit and offset (total and nextOffset say what is left). visitor=<id> from a row: that journey and its events in the window, oldest first, at most ${JOURNEY_EVENTS}. A visitor id is salted afresh each site-local day and per site: it cannot be joined across days or sites. A site that reads only ga4 answers available: false.`,
     params: reportParams.extend({
       visitor: uint64Param('a visitor id from the journeys list').optional().describe('A visitor id: that journey and its events'),
-      offset: z.coerce.number({ message: 'must be a number' }).int('must be an integer').min(0, 'must be 0 or more').max(1_000_000).optional().describe('Journeys to skip'),
+      offset: z.coerce
+        .number({ message: 'must be a number' })
+        .int('must be an integer')
+        .min(0, 'must be 0 or more')
+        .max(1_000_000)
+        .optional()
+        .describe('Journeys to skip'),
     }),
     response: z.object({
       available,

@@ -15,7 +15,8 @@ export const memberEndpoints = [
     orgWide: true,
     tool: 'list_members',
     summary: 'The team: members with their roles (owner, admin, member) and pending invitations.',
-    description: 'Members come owner first, then admins and members by address; invitations oldest first. Invitations stay pending until accepted or cancelled.',
+    description:
+      'Members come owner first, then admins and members by address; invitations oldest first. Invitations stay pending until accepted or cancelled.',
     response: z.object({ members: z.array(memberSchema), invitations: z.array(invitationSchema) }),
     async handler({ services, key }) {
       return listTeam(services.repositories, key.orgId)

@@ -27,7 +27,9 @@ export const metaEndpoints = [
         organization: org ? { id: org.id, name: org.name } : { id: key.orgId, name: null },
         plan: org?.plan ?? 'free',
         permissions: key.scope === 'write' ? (['read', 'write'] as ('read' | 'write')[]) : (['read'] as ('read' | 'write')[]),
-        rateLimits: Object.fromEntries(Object.entries(LIMITS).map(([name, l]) => [name, { requests: l.max, perSeconds: l.windowMs / 1000 }])),
+        rateLimits: Object.fromEntries(
+          Object.entries(LIMITS).map(([name, l]) => [name, { requests: l.max, perSeconds: l.windowMs / 1000 }]),
+        ),
       }
     },
   }),

@@ -5,7 +5,9 @@ import { FEATURES } from '../../lib/accounts/plans'
 import { defineEndpoint } from '../endpoint'
 import { uuidParam } from '../params'
 
-const countsByKind = z.record(z.string(), z.number().int()).describe('Stored events by kind: pageview, custom, click, outbound, download, form, error, vital, engagement, bot...')
+const countsByKind = z
+  .record(z.string(), z.number().int())
+  .describe('Stored events by kind: pageview, custom, click, outbound, download, form, error, vital, engagement, bot...')
 
 export const subscriptionSchema = z.object({
   status: z.enum(['free', 'trialing', 'active', 'past_due', 'canceled']),
@@ -32,9 +34,10 @@ export const orgEndpoints = [
     scope: 'read',
     tool: 'get_organization',
     orgWide: true,
-    summary: "The organization's plan, limits, features, subscription and trial, this month's usage by event kind and by site, billing period and team size.",
+    summary:
+      "The organization's plan, limits, features, subscription and trial, this month's usage by event kind and by site, billing period and team size.",
     description:
-      'Usage is counted per calendar month in UTC (the billing period), by each event\'s own timestamp. usage.events counts billable events: everything a visitor does except bot hits, engagement (leave-time) reports and Web Vitals samples, which are stored but not billed; byKind lists every kind stored, billed or not. share is usage.events over the quota (above 1 when over it). Going over the quota adds a notice; collection never drops data for it. bySite includes sites deleted this month (domain null).',
+      "Usage is counted per calendar month in UTC (the billing period), by each event's own timestamp. usage.events counts billable events: everything a visitor does except bot hits, engagement (leave-time) reports and Web Vitals samples, which are stored but not billed; byKind lists every kind stored, billed or not. share is usage.events over the quota (above 1 when over it). Going over the quota adds a notice; collection never drops data for it. bySite includes sites deleted this month (domain null).",
     response: z.object({
       id: z.uuid(),
       name: z.string(),

@@ -25,7 +25,14 @@ export const totalsSchema = z.object({
   events: count.describe('Custom events'),
 })
 
-export const seriesSchema = z.array(z.object({ timestamp: z.string().describe("The bucket's start, ISO 8601 with the site offset"), visitors: count, visits: count, pageviews: count }))
+export const seriesSchema = z.array(
+  z.object({
+    timestamp: z.string().describe("The bucket's start, ISO 8601 with the site offset"),
+    visitors: count,
+    visits: count,
+    pageviews: count,
+  }),
+)
 
 /** A breakdown row; goal rows carry conversions instead of visits and pageviews, and engagement only where the dimension has it. */
 export const breakdownRowSchema = z.object({

@@ -42,7 +42,13 @@ export const reportEndpoints = [
     tool: 'get_breakdown',
     summary: 'Top values of one property (path, source, country, prop:<key>, goal, ...) with their metrics.',
     description: `Rows sorted by visitors, most first. property is any filter dimension, prop:<key> for a custom property, or goal (rows: visitors = unique converters, events = conversions, conversionRate 0-1, revenue where the goal has a currency). ${METRICS_NOTE} Rows of event, goal, interaction and prop: properties omit bounceRate and avgDuration.`,
-    params: reportParams.extend({ property: z.string({ message: 'required: the dimension to break down by' }).min(1, 'required').max(200).describe('Dimension to group by') }),
+    params: reportParams.extend({
+      property: z
+        .string({ message: 'required: the dimension to break down by' })
+        .min(1, 'required')
+        .max(200)
+        .describe('Dimension to group by'),
+    }),
     response: z.object({ source: sourceSchema, range: rangeViewSchema, property: z.string(), results: z.array(breakdownRowSchema) }),
     async handler(ctx, { params }) {
       return breakdown(ctx.services, await ctx.site(params.site_id), params)
@@ -74,7 +80,8 @@ export const reportEndpoints = [
     scope: 'read',
     tool: 'get_realtime',
     summary: 'Live: visitors in the last 5 minutes and 30 minutes, a minute series, active pages and sources.',
-    description: 'now counts the last 5 minutes (the same number as the public live count); halfHour the last 30. The series has 30 one-minute buckets. Pages and sources are over the last 5 minutes.',
+    description:
+      'now counts the last 5 minutes (the same number as the public live count); halfHour the last 30. The series has 30 one-minute buckets. Pages and sources are over the last 5 minutes.',
     params: reportParams.omit({ range: true, from: true, to: true }),
     response: z.object({
       source: sourceSchema,

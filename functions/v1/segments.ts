@@ -19,7 +19,8 @@ export const segmentEndpoints = [
     scope: 'read',
     tool: 'list_segments',
     summary: "The site's saved segments, oldest first.",
-    description: 'Each segment has an id, a name and its filters. Use one in any report as the filter {"dimension":"segment","operator":"is","value":["<segment id>"]}.',
+    description:
+      'Each segment has an id, a name and its filters. Use one in any report as the filter {"dimension":"segment","operator":"is","value":["<segment id>"]}.',
     params: z.object({ site_id: siteRefSchema }),
     response: z.object({ segments: z.array(segmentSchema) }),
     async handler({ services, site }, { params }) {

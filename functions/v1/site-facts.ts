@@ -22,7 +22,12 @@ export const siteFactEndpoints = [
       sources: z.array(z.enum(SOURCES)),
       primarySource: z.enum(SOURCES),
       createdAt: z.string(),
-      install: z.object({ installed: z.boolean(), firstEventAt: z.string().nullable(), lastEventAt: z.string().nullable(), checkedAt: z.string().nullable() }),
+      install: z.object({
+        installed: z.boolean(),
+        firstEventAt: z.string().nullable(),
+        lastEventAt: z.string().nullable(),
+        checkedAt: z.string().nullable(),
+      }),
       eventsThisMonth: z.object({ month: z.string(), events: z.number().int(), byKind: z.record(z.string(), z.number().int()) }),
       billing: z.object({
         plan: z.enum(['free', 'pro', 'business']),

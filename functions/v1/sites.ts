@@ -83,7 +83,9 @@ export const siteEndpoints = [
       })
       if (body.customDomain === undefined) return siteView(next, baseUrl)
       // customDomain is attached and detached as POST and DELETE /sites/{id}/custom-domain do
-      const { site: final } = body.customDomain ? await attachCustomDomain(services, next, body.customDomain, baseUrl) : await detachCustomDomain(services, next, baseUrl)
+      const { site: final } = body.customDomain
+        ? await attachCustomDomain(services, next, body.customDomain, baseUrl)
+        : await detachCustomDomain(services, next, baseUrl)
       return siteView(final, baseUrl)
     },
   }),

@@ -30,7 +30,9 @@ const localTime = z.string().describe('ISO 8601 with the site offset')
 
 const spikeSourceSchema = z
   .object({
-    dimension: z.enum(SPIKE_DIMENSIONS.map((d) => d.name) as [string, ...string[]]).describe('What the value is: a UTM campaign, a referring source (as the source filter names it) or a channel'),
+    dimension: z
+      .enum(SPIKE_DIMENSIONS.map((d) => d.name) as [string, ...string[]])
+      .describe('What the value is: a UTM campaign, a referring source (as the source filter names it) or a channel'),
     value: z.string(),
     referrerUrl: z.string().nullable().describe('dimension source: its most frequent full referrer in the spike'),
     visitors: count.describe('Its visitors in the spike, summed over the spike’s buckets'),
@@ -68,7 +70,16 @@ export const vitalsRegressionSchema = z.object({
   change: z.number().describe('current over baseline, minus 1'),
   band: z.enum(['needs_improvement', 'poor']).describe('The current percentile by the web.dev thresholds'),
   contributors: z
-    .array(z.object({ kind: z.string().describe('lcpElements, layoutShifts, blockingScripts or interactionTargets'), target: z.string(), samples: count, share: z.number(), baselineShare: z.number(), value: z.number() }))
+    .array(
+      z.object({
+        kind: z.string().describe('lcpElements, layoutShifts, blockingScripts or interactionTargets'),
+        target: z.string(),
+        samples: count,
+        share: z.number(),
+        baselineShare: z.number(),
+        value: z.number(),
+      }),
+    )
     .describe('Attribution targets whose share of the samples grew most, likeliest cause first (at most 3)'),
 })
 const vitalsRuleSchema = z.object({ percentile: count, minSamples: count, minRatio: z.number(), leavesGood: z.boolean() })
@@ -79,7 +90,8 @@ export const whyEndpoints = [
     path: '/api/v1/markers',
     scope: 'read',
     tool: 'get_markers',
-    summary: 'Everything flagged on the traffic chart in the window, grouped by kind: annotations, search-engine ranking updates, page and site changes, vitals regressions.',
+    summary:
+      'Everything flagged on the traffic chart in the window, grouped by kind: annotations, search-engine ranking updates, page and site changes, vitals regressions.',
     description:
       'Honours range; not source-scoped. pageChanges and siteChanges are the crawler’s changes detected in the window; vitalsRegressions are pages whose vitals regressed against the window before (the anomalies vitals=1 rule). annotations are the site’s chart markers placed in the window, oldest first (at most 500). algorithmUpdates are ranking updates announced by major search engines whose rollout overlaps the window, each with the page that announced it; end is null while a rollout is under way.',
     params: z.object(windowParams),
@@ -87,13 +99,47 @@ export const whyEndpoints = [
       range: rangeViewSchema,
       counts: z.object({ annotations: count, algorithmUpdates: count, pageChanges: count, siteChanges: count, vitalsRegressions: count }),
       markers: z.object({
-        pageChanges: z.array(changeEvidenceSchema).describe('The crawler’s page changes detected in the window, oldest first (at most 500)'),
-        siteChanges: z.array(changeEvidenceSchema).describe('Site-wide changes (robots.txt, sitemap, a change on most pages at once) in the window, oldest first'),
+        pageChanges: z
+          .array(changeEvidenceSchema)
+          .describe('The crawler’s page changes detected in the window, oldest first (at most 500)'),
+        siteChanges: z
+          .array(changeEvidenceSchema)
+          .describe('Site-wide changes (robots.txt, sitemap, a change on most pages at once) in the window, oldest first'),
         vitalsRegressions: z
-          .array(z.object({ path: z.string(), metric: z.string(), baseline: z.number(), current: z.number(), change: z.number(), band: z.string(), contributor: z.object({ kind: z.string(), target: z.string() }).nullable() }))
-          .describe('Pages whose 75th percentile of a vital regressed against the window of equal length before (the anomalies vitals=1 rule)'),
-        annotations: z.array(z.object({ id: z.uuid(), at: z.string().describe('ISO 8601, UTC'), kind: z.enum(ANNOTATION_KINDS), title: z.string(), body: z.string().nullable(), url: z.string().nullable() })),
-        algorithmUpdates: z.array(z.object({ engine: z.string(), name: z.string(), kind: z.string(), start: z.string().describe('YYYY-MM-DD'), end: z.string().nullable().describe('YYYY-MM-DD'), source: z.string() })),
+          .array(
+            z.object({
+              path: z.string(),
+              metric: z.string(),
+              baseline: z.number(),
+              current: z.number(),
+              change: z.number(),
+              band: z.string(),
+              contributor: z.object({ kind: z.string(), target: z.string() }).nullable(),
+            }),
+          )
+          .describe(
+            'Pages whose 75th percentile of a vital regressed against the window of equal length before (the anomalies vitals=1 rule)',
+          ),
+        annotations: z.array(
+          z.object({
+            id: z.uuid(),
+            at: z.string().describe('ISO 8601, UTC'),
+            kind: z.enum(ANNOTATION_KINDS),
+            title: z.string(),
+            body: z.string().nullable(),
+            url: z.string().nullable(),
+          }),
+        ),
+        algorithmUpdates: z.array(
+          z.object({
+            engine: z.string(),
+            name: z.string(),
+            kind: z.string(),
+            start: z.string().describe('YYYY-MM-DD'),
+            end: z.string().nullable().describe('YYYY-MM-DD'),
+            source: z.string(),
+          }),
+        ),
       }),
     }),
     async handler(ctx, { params }) {
@@ -124,11 +170,18 @@ export const whyEndpoints = [
           change: z.number().int(),
           relativeChange: fraction,
           impact: fraction,
-          candidates: z.array(changeEvidenceSchema).describe('Crawler changes on this page detected in the window or the 7 days before it, then the site-wide ones, newest first within each'),
+          candidates: z
+            .array(changeEvidenceSchema)
+            .describe(
+              'Crawler changes on this page detected in the window or the 7 days before it, then the site-wide ones, newest first within each',
+            ),
         }),
       ),
       vitalsRule: vitalsRuleSchema.optional().describe('vitals=1: the regression rule'),
-      regressions: z.array(vitalsRegressionSchema).optional().describe('vitals=1: regressions of the window against the preceding one, largest relative change first (pages is then empty)'),
+      regressions: z
+        .array(vitalsRegressionSchema)
+        .optional()
+        .describe('vitals=1: regressions of the window against the preceding one, largest relative change first (pages is then empty)'),
     }),
     async handler(ctx, { params }) {
       return anomalies(ctx.services, await ctx.site(params.site_id), params)
@@ -139,10 +192,15 @@ export const whyEndpoints = [
     path: '/api/v1/spikes',
     scope: 'read',
     tool: 'get_spikes',
-    summary: 'Hours (or days) whose visitors were far above the site’s usual for that hour of the week, with the source that brought the excess.',
+    summary:
+      'Hours (or days) whose visitors were far above the site’s usual for that hour of the week, with the source that brought the excess.',
     description:
       'Baseline: the same site-local hour (interval=day: day) in each of the 8 weeks before; a spike is at least 5 robust deviations (1.4826 × median absolute deviation, at least √median and 1) and at least 10 visitors (30 a day) over the median. Consecutive spiking buckets are one spike; newest first, at most limit. id is stable (site and start). source is the UTM campaign, referring source or channel with the largest excess over its baseline mean, the most specific one that holds at least half of the spike’s excess; attached is a source named by hand with POST.',
-    params: z.object({ ...windowParams, interval: z.enum(['hour', 'day']).default('hour').describe('Bucket size: hour (default) or day'), limit: limitParam(1000, 100) }),
+    params: z.object({
+      ...windowParams,
+      interval: z.enum(['hour', 'day']).default('hour').describe('Bucket size: hour (default) or day'),
+      limit: limitParam(1000, 100),
+    }),
     response: z.object({
       available,
       range: rangeViewSchema,
@@ -171,7 +229,8 @@ export const whyEndpoints = [
     scope: 'write',
     tool: 'attach_spike_source',
     summary: 'Names the source of a spike by hand; kept as a spike_source annotation at the spike’s start.',
-    description: 'spike_id is an id from GET /api/v1/spikes of this site; a spike that is not found is 404. title (at most 200 characters) and url (http or https) describe the source.',
+    description:
+      'spike_id is an id from GET /api/v1/spikes of this site; a spike that is not found is 404. title (at most 200 characters) and url (http or https) describe the source.',
     body: z.strictObject({
       site_id: siteRefSchema,
       spike_id: z.string().min(1, 'required').max(64),
@@ -181,7 +240,16 @@ export const whyEndpoints = [
     status: 201,
     response: z.object({
       spikeId: z.string(),
-      annotation: z.object({ id: z.uuid(), siteId: z.uuid(), title: z.string(), at: z.string(), kind: z.enum(ANNOTATION_KINDS), body: z.string().nullable(), url: z.string().nullable(), createdAt: z.string() }),
+      annotation: z.object({
+        id: z.uuid(),
+        siteId: z.uuid(),
+        title: z.string(),
+        at: z.string(),
+        kind: z.enum(ANNOTATION_KINDS),
+        body: z.string().nullable(),
+        url: z.string().nullable(),
+        createdAt: z.string(),
+      }),
     }),
     async handler(ctx, { body }) {
       return attachSpikeSource(ctx.services, await ctx.site(body.site_id), body)
@@ -192,7 +260,8 @@ export const whyEndpoints = [
     path: '/api/v1/decay',
     scope: 'read',
     tool: 'get_decay',
-    summary: 'Pages whose traffic is fading: their best 28 days of the last year against the last 28 days, adjusted for the whole site, with a diagnosis.',
+    summary:
+      'Pages whose traffic is fading: their best 28 days of the last year against the last 28 days, adjusted for the whole site, with a diagnosis.',
     description:
       'The whole site’s current state; takes no range. Windows are whole site-local days: current is the 28 days ending yesterday; a page’s peak is its best 28 consecutive days in the 365 before today. Listed when the peak had at least 30 visits, the current 28 days are at most 70% of it, and at most 75% once the site’s own change over the same time is taken out (adjustedChange ≤ -0.25). diagnosis is page_removed when the crawler last found the page removed (404 or 410), content_changed (confidence 0.6) when its title, h1 or text changed since the peak began, else names the channel most of the lost visits came from (lost_search, lost_referral, lost_social, lost_ai, lost_email, lost_direct, lost_paid, lost_other; no_visits when none are left), its confidence is that channel’s share of the loss, and evidence lists the channels that lost most. Most visits lost first.',
     params: z.object({ site_id: siteRefSchema, limit: limitParam(1000, 100) }),
@@ -200,7 +269,14 @@ export const whyEndpoints = [
       available,
       timezone: z.string(),
       windows: z.object({ current: z.object({ from: day, to: day.describe('Included') }), lookback: z.object({ from: day, to: day }) }),
-      rule: z.object({ windowDays: count, lookbackDays: count, minPeakVisits: count, minFall: z.number(), minAdjustedFall: z.number(), contentChangeConfidence: z.number() }),
+      rule: z.object({
+        windowDays: count,
+        lookbackDays: count,
+        minPeakVisits: count,
+        minFall: z.number(),
+        minAdjustedFall: z.number(),
+        contentChangeConfidence: z.number(),
+      }),
       site: z.object({ current: count, peak: count, peakFrom: day.nullable(), peakTo: day.nullable(), change: fraction }),
       pages: z.array(
         z.object({
@@ -216,9 +292,20 @@ export const whyEndpoints = [
           diagnosis: z.object({
             kind: z.string(),
             confidence: z.number().describe('0 to 1'),
-            evidence: z.array(z.object({ kind: z.literal('channel_loss'), channel: z.string(), peak: count, current: count, lost: z.number().int(), share: z.number() })),
+            evidence: z.array(
+              z.object({
+                kind: z.literal('channel_loss'),
+                channel: z.string(),
+                peak: count,
+                current: count,
+                lost: z.number().int(),
+                share: z.number(),
+              }),
+            ),
           }),
-          contentChanges: z.array(changeEvidenceSchema).describe('Title, h1 and text changes the crawler detected since the peak began, oldest first'),
+          contentChanges: z
+            .array(changeEvidenceSchema)
+            .describe('Title, h1 and text changes the crawler detected since the peak began, oldest first'),
           refreshed: z.boolean().describe('A text change was detected after the peak’s last day'),
         }),
       ),
@@ -232,10 +319,18 @@ export const whyEndpoints = [
     path: '/api/v1/pages/launches',
     scope: 'read',
     tool: 'get_page_launches',
-    summary: 'Pages that went live in the window, each banded over, at or under the median of the pages launched with it, and the cohort’s traffic shape.',
+    summary:
+      'Pages that went live in the window, each banded over, at or under the median of the pages launched with it, and the cohort’s traffic shape.',
     description:
       'A page goes live at the earlier of its first pageview and its first crawl. measure=launch (default) counts each page’s visits over its first 30 site-local days (fewer while it is younger: measuredDays) and compares it with the median of the cohort’s pages at least as old over as many first days; measure=30d counts every page over the same last 30 days and compares with the cohort median. band is at within ±20% of that median. cohort.shape is the median visits on each day since launch (day 0 is the launch day) over the pages that old. Most visits first, at most limit.',
-    params: z.object({ ...windowParams, measure: z.enum(['launch', '30d']).default('launch').describe('launch: first 30 days of each page; 30d: one shared window, the last 30 days'), limit: limitParam(1000, 100) }),
+    params: z.object({
+      ...windowParams,
+      measure: z
+        .enum(['launch', '30d'])
+        .default('launch')
+        .describe('launch: first 30 days of each page; 30d: one shared window, the last 30 days'),
+      limit: limitParam(1000, 100),
+    }),
     response: z.object({
       available,
       range: rangeViewSchema,
@@ -244,7 +339,12 @@ export const whyEndpoints = [
       sharedWindow: z.object({ from: day, to: day }).nullable().describe('measure=30d: the window every page is counted over'),
       cohort: z.object({
         pages: count,
-        median: z.number().nullable().describe('launch: median first-30-day visits of the pages 30 days old or more (null when none is); 30d: median visits in the shared window'),
+        median: z
+          .number()
+          .nullable()
+          .describe(
+            'launch: median first-30-day visits of the pages 30 days old or more (null when none is); 30d: median visits in the shared window',
+          ),
         shape: z.array(z.object({ day: count, medianVisits: z.number(), pages: count })),
       }),
       pages: z.array(
@@ -269,7 +369,8 @@ export const whyEndpoints = [
     path: '/api/v1/pages/detail',
     scope: 'read',
     tool: 'get_page_detail',
-    summary: 'One page: its traffic, drivers, why its traffic last moved (ranked causes with confidence and evidence), engagement, first 30 days, changes, snapshots, errors and vitals.',
+    summary:
+      'One page: its traffic, drivers, why its traffic last moved (ranked causes with confidence and evidence), engagement, first 30 days, changes, snapshots, errors and vitals.',
     description:
       'By path or page_id (the base64url of the path, as page.pageId gives it), not both; a page with no pageview and no crawl is 404. Honours range (default 30d). shift is the last significant shift of the daily visits (7 days before against up to 7 after, at least 30% and 10 visits); causes rank what explains it, most confident first: the page’s crawler changes detected from 7 days before to 2 days after, a source that lost or brought more than its share, a vitals regression and an error spike across the shift, and site-wide changes (rules in the docs). search is connected: false until Search Console is connected.',
     params: z.object({
@@ -280,12 +381,31 @@ export const whyEndpoints = [
     response: z.object({
       available,
       range: rangeViewSchema,
-      page: z.object({ path: z.string(), pageId: z.string(), launchedAt: localTime.nullable().describe('The earlier of its first pageview and first crawl'), firstPageviewAt: localTime.nullable(), firstCrawledAt: localTime.nullable() }),
-      totals: z.object({ visits: count, visitors: count, pageviews: count }).describe('Summed over the days of the window (a visitor of two days counts twice)'),
+      page: z.object({
+        path: z.string(),
+        pageId: z.string(),
+        launchedAt: localTime.nullable().describe('The earlier of its first pageview and first crawl'),
+        firstPageviewAt: localTime.nullable(),
+        firstCrawledAt: localTime.nullable(),
+      }),
+      totals: z
+        .object({ visits: count, visitors: count, pageviews: count })
+        .describe('Summed over the days of the window (a visitor of two days counts twice)'),
       series: z.array(z.object({ date: day, visits: count, visitors: count, pageviews: count, errors: count })),
-      drivers: z.object({ sources: z.array(z.object({ value: z.string(), visits: count, share: z.number() })), channels: z.array(z.object({ value: z.string(), visits: count, share: z.number() })) }),
+      drivers: z.object({
+        sources: z.array(z.object({ value: z.string(), visits: count, share: z.number() })),
+        channels: z.array(z.object({ value: z.string(), visits: count, share: z.number() })),
+      }),
       shift: z
-        .object({ day: day, direction: z.enum(['up', 'down']), beforeDays: count, afterDays: count, before: z.number().describe('Mean visits a day before'), after: z.number(), change: fraction })
+        .object({
+          day: day,
+          direction: z.enum(['up', 'down']),
+          beforeDays: count,
+          afterDays: count,
+          before: z.number().describe('Mean visits a day before'),
+          after: z.number(),
+          change: fraction,
+        })
         .nullable(),
       causes: z.array(
         z.object({
@@ -295,13 +415,35 @@ export const whyEndpoints = [
           evidence: z.record(z.string(), z.unknown()),
         }),
       ),
-      engagement: z.object({ reports: count, scrollDepth: z.number().nullable().describe('Mean, percent'), timeOnPage: z.number().nullable().describe('Mean engaged seconds') }),
+      engagement: z.object({
+        reports: count,
+        scrollDepth: z.number().nullable().describe('Mean, percent'),
+        timeOnPage: z.number().nullable().describe('Mean engaged seconds'),
+      }),
       first30: z
-        .object({ from: day, days: count, complete: z.boolean(), visits: count, byDay: z.array(z.object({ day: count, date: day, visits: count })) })
+        .object({
+          from: day,
+          days: count,
+          complete: z.boolean(),
+          visits: count,
+          byDay: z.array(z.object({ day: count, date: day, visits: count })),
+        })
         .nullable()
         .describe('Visits over the first 30 site-local days from launch'),
       changes: z.array(changeEvidenceSchema).describe('The page’s changes of the last 365 days, newest first (at most 100)'),
-      snapshots: z.array(z.object({ id: z.uuid(), fetchedAt: z.string(), status: count, title: z.string(), h1: z.string(), wordCount: count, contentHash: z.string(), removed: z.boolean(), error: z.string().nullable() })),
+      snapshots: z.array(
+        z.object({
+          id: z.uuid(),
+          fetchedAt: z.string(),
+          status: count,
+          title: z.string(),
+          h1: z.string(),
+          wordCount: count,
+          contentHash: z.string(),
+          removed: z.boolean(),
+          error: z.string().nullable(),
+        }),
+      ),
       errors: z.object({ summary: errorSummarySchema, groups: z.array(errorGroupSchema) }),
       vitals: z.object({
         metrics: z.record(z.string(), metricSchema).describe('75th percentiles over the window'),

@@ -5,7 +5,12 @@ import type { Repositories } from '../repositories'
 import type { Org } from './org-record'
 
 /** The account area's operations on organizations and keys: the admin CLI, the first-start demo and the key endpoints. */
-export async function createOrg(repositories: Pick<Repositories, 'orgs' | 'team'>, name: string, now: Date, ownerEmail?: string): Promise<Org> {
+export async function createOrg(
+  repositories: Pick<Repositories, 'orgs' | 'team'>,
+  name: string,
+  now: Date,
+  ownerEmail?: string,
+): Promise<Org> {
   const org: Org = { id: crypto.randomUUID(), name, plan: 'free', createdAt: now.toISOString() }
   await repositories.orgs.create(org)
   // the creator owns the organization
@@ -14,7 +19,12 @@ export async function createOrg(repositories: Pick<Repositories, 'orgs' | 'team'
 }
 
 /** Revokes a key (of `orgId`, when given); revoking a revoked key is a no-op. 404 for a key not found. */
-export async function revokeApiKey(repositories: Pick<Repositories, 'keys'>, id: string, now: Date, orgId?: string): Promise<{ revoked: true; id: string }> {
+export async function revokeApiKey(
+  repositories: Pick<Repositories, 'keys'>,
+  id: string,
+  now: Date,
+  orgId?: string,
+): Promise<{ revoked: true; id: string }> {
   const meta = await repositories.keys.meta(id)
   if (!meta || (orgId && meta.orgId !== orgId)) throw new ApiError(404, 'api key not found')
   if (!meta.revokedAt) await repositories.keys.revoke(meta, now.toISOString())

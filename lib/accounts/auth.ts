@@ -44,7 +44,10 @@ export function authorize(key: ApiKeyRecord | null, credential: Credential, need
   if (!key) throw new ApiError(401, 'invalid API key')
   if (credential.via === 'query' && !(key.scope === 'write' && key.siteId)) {
     // URLs get logged: only a write-only, site-bound ingest key may travel in one
-    throw new ApiError(401, 'the key query parameter is accepted only for site-bound ingest keys; send other keys in the Authorization header')
+    throw new ApiError(
+      401,
+      'the key query parameter is accepted only for site-bound ingest keys; send other keys in the Authorization header',
+    )
   }
   if (needed === 'write' && key.scope !== 'write') throw new ApiError(403, 'this endpoint needs a write-scoped key; this key is read-only')
   return key

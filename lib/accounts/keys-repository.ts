@@ -37,9 +37,15 @@ export class KeysRepository {
   }
 
   async list(orgId: string): Promise<(ApiKeyMeta & { lastUsedAt: string | null })[]> {
-    const [ids, uses] = await this.kv.pipeline().smembers(keysKey.ofOrg(orgId)).hgetall<Record<string, string>>(keysKey.lastUse(orgId)).exec<[string[], Record<string, string> | null]>()
+    const [ids, uses] = await this.kv
+      .pipeline()
+      .smembers(keysKey.ofOrg(orgId))
+      .hgetall<Record<string, string>>(keysKey.lastUse(orgId))
+      .exec<[string[], Record<string, string> | null]>()
     if (!ids.length) return []
-    const metas = (await this.kv.mget<unknown[]>(...ids.map(keysKey.meta))).map((m) => asRecord<ApiKeyMeta>(m)).filter((m): m is ApiKeyMeta => m !== null)
+    const metas = (await this.kv.mget<unknown[]>(...ids.map(keysKey.meta)))
+      .map((m) => asRecord<ApiKeyMeta>(m))
+      .filter((m): m is ApiKeyMeta => m !== null)
     return metas
       .map((m) => ({ ...m, lastUsedAt: uses?.[m.id] ?? null }))
       .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id))

@@ -39,7 +39,9 @@ type NodeCrypto = {
   hash?(algorithm: string, data: string, encoding: 'hex'): string
 }
 /** Node's crypto, when there: its synchronous hash is ~100x cheaper per call than WebCrypto's thread-pool round trip; Workers use WebCrypto. */
-export const nodeCrypto = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process?.getBuiltinModule?.('node:crypto') as NodeCrypto | undefined
+export const nodeCrypto = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process?.getBuiltinModule?.(
+  'node:crypto',
+) as NodeCrypto | undefined
 
 export async function sha256Hex(text: string): Promise<string> {
   if (nodeCrypto) return nodeCrypto.createHash('sha256').update(text).digest('hex')

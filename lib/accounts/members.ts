@@ -28,7 +28,11 @@ export async function addOwner(repositories: Pick<Repositories, 'team'>, orgId: 
 }
 
 /** Invites an address and e-mails the invitation; the invitation stands even when no e-mail could be sent. */
-export async function inviteMember(services: Pick<Services, 'repositories' | 'mailer' | 'now'>, orgId: string, input: { email: string; role: MemberRole }) {
+export async function inviteMember(
+  services: Pick<Services, 'repositories' | 'mailer' | 'now'>,
+  orgId: string,
+  input: { email: string; role: MemberRole },
+) {
   const org = await services.repositories.orgs.get(orgId)
   if (!org) throw new ApiError(404, 'organization not found')
   const invitation: Invitation = { id: crypto.randomUUID(), email: input.email, role: input.role, invitedAt: services.now().toISOString() }
@@ -60,7 +64,12 @@ async function findMember(repositories: Pick<Repositories, 'team'>, orgId: strin
   return member
 }
 
-export async function setMemberRole(repositories: Pick<Repositories, 'team'>, orgId: string, memberId: string, role: MemberRole): Promise<Member> {
+export async function setMemberRole(
+  repositories: Pick<Repositories, 'team'>,
+  orgId: string,
+  memberId: string,
+  role: MemberRole,
+): Promise<Member> {
   const member = await findMember(repositories, orgId, memberId)
   if (member.role === 'owner') throw new ApiError(403, "the owner's role is changed in the browser (account settings), not through the API")
   const next = { ...member, role }
@@ -70,7 +79,8 @@ export async function setMemberRole(repositories: Pick<Repositories, 'team'>, or
 
 export async function removeMember(repositories: Pick<Repositories, 'team'>, orgId: string, memberId: string) {
   const member = await findMember(repositories, orgId, memberId)
-  if (member.role === 'owner') throw new ApiError(403, 'the owner cannot be removed; ownership is transferred in the browser (account settings)')
+  if (member.role === 'owner')
+    throw new ApiError(403, 'the owner cannot be removed; ownership is transferred in the browser (account settings)')
   await repositories.team.removeMember(orgId, member)
   return { deleted: true as const, kind: 'member' as const, id: member.id }
 }
@@ -83,7 +93,11 @@ export async function cancelInvitation(repositories: Pick<Repositories, 'team'>,
 }
 
 /** Turns a pending invitation into a member with its role (the admin CLI, standing in for the browser sign-in). */
-export async function acceptInvitation(repositories: Pick<Repositories, 'team'>, invitationId: string, now: Date): Promise<Member & { orgId: string }> {
+export async function acceptInvitation(
+  repositories: Pick<Repositories, 'team'>,
+  invitationId: string,
+  now: Date,
+): Promise<Member & { orgId: string }> {
   const orgId = await repositories.team.invitationOrg(invitationId)
   const invitation = orgId ? (await repositories.team.list(orgId)).invitations.find((i) => i.id === invitationId) : undefined
   if (!orgId || !invitation) throw new ApiError(404, `invitation ${invitationId} not found`)

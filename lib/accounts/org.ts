@@ -39,25 +39,52 @@ export function subscriptionOf(org: Org, now: Date) {
 }
 
 /** Team size: the members, the owner included (at least the owner, for an organization made before owners were recorded). */
-const teamSize = async (repositories: Pick<Repositories, 'team'>, orgId: string) => Math.max(1, (await repositories.team.list(orgId)).members.length)
+const teamSize = async (repositories: Pick<Repositories, 'team'>, orgId: string) =>
+  Math.max(1, (await repositories.team.list(orgId)).members.length)
 
 function notices(plan: Plan, org: Org, billable: number, siteCount: number, now: Date): Notice[] {
   const found: Notice[] = []
   const quota = plan.limits.monthlyEvents
   const quotaText = `the ${plan.name} plan's ${quota.toLocaleString('en-US')} events a month`
   if (billable > quota) {
-    found.push({ level: 'warning', code: 'quota_exceeded', message: `${billable.toLocaleString('en-US')} billable events this month, over ${quotaText}. Collection continues and nothing is dropped; upgrade to stay within the plan.` })
+    found.push({
+      level: 'warning',
+      code: 'quota_exceeded',
+      message: `${billable.toLocaleString('en-US')} billable events this month, over ${quotaText}. Collection continues and nothing is dropped; upgrade to stay within the plan.`,
+    })
   } else if (billable >= quota * QUOTA_WARNING_SHARE) {
-    found.push({ level: 'info', code: 'quota_near', message: `${billable.toLocaleString('en-US')} billable events this month, ${Math.floor((billable / quota) * 100)}% of ${quotaText}.` })
+    found.push({
+      level: 'info',
+      code: 'quota_near',
+      message: `${billable.toLocaleString('en-US')} billable events this month, ${Math.floor((billable / quota) * 100)}% of ${quotaText}.`,
+    })
   }
   const subscription = subscriptionOf(org, now)
   if (subscription.trialDaysLeft !== null && subscription.trialDaysLeft <= TRIAL_ENDING_DAYS) {
-    found.push({ level: 'info', code: 'trial_ending', message: `The ${plan.name} trial ends in ${subscription.trialDaysLeft} day(s), on ${subscription.trialEndsAt}.` })
+    found.push({
+      level: 'info',
+      code: 'trial_ending',
+      message: `The ${plan.name} trial ends in ${subscription.trialDaysLeft} day(s), on ${subscription.trialEndsAt}.`,
+    })
   }
-  if (subscription.status === 'past_due') found.push({ level: 'warning', code: 'payment_past_due', message: 'The last payment failed; update the payment method in the account area.' })
-  if (subscription.status === 'canceled') found.push({ level: 'warning', code: 'subscription_canceled', message: 'The subscription is canceled; the organization is on the plan shown until the period ends.' })
+  if (subscription.status === 'past_due')
+    found.push({
+      level: 'warning',
+      code: 'payment_past_due',
+      message: 'The last payment failed; update the payment method in the account area.',
+    })
+  if (subscription.status === 'canceled')
+    found.push({
+      level: 'warning',
+      code: 'subscription_canceled',
+      message: 'The subscription is canceled; the organization is on the plan shown until the period ends.',
+    })
   if (siteCount > plan.limits.sites) {
-    found.push({ level: 'info', code: 'sites_over_limit', message: `${siteCount} sites, over the ${plan.name} plan's ${plan.limits.sites}. Every site keeps collecting.` })
+    found.push({
+      level: 'info',
+      code: 'sites_over_limit',
+      message: `${siteCount} sites, over the ${plan.name} plan's ${plan.limits.sites}. Every site keeps collecting.`,
+    })
   }
   return found
 }
@@ -134,7 +161,13 @@ export async function siteFacts(deps: { clickhouse: ClickHouse; repositories: Re
       checkedAt: site.install.checkedAt,
     },
     eventsThisMonth: { month: period.month, events: billableTotal(kinds), byKind: kinds },
-    billing: { plan: plan.name, subscription: subscriptionOf(account, now), billingPeriod: period, organizationEvents: billableTotal(orgKinds), quota: plan.limits.monthlyEvents },
+    billing: {
+      plan: plan.name,
+      subscription: subscriptionOf(account, now),
+      billingPeriod: period,
+      organizationEvents: billableTotal(orgKinds),
+      quota: plan.limits.monthlyEvents,
+    },
     notices: notices(plan, account, billableTotal(orgKinds), sites.length, now),
   }
 }

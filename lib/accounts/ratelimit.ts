@@ -46,7 +46,13 @@ export function redisRateLimiter(redis: Redis, limits: Limits = LIMITS): RateLim
     Object.entries(limits).map(([name, { max, windowMs }]) => [
       name,
       // no ephemeral cache: it would refuse a key until the fixed window ends, past the moment the sliding window admits it
-      new Ratelimit({ redis, prefix: `rl:${name}`, limiter: Ratelimit.slidingWindow(max, `${windowMs} ms`), analytics: false, ephemeralCache: false }),
+      new Ratelimit({
+        redis,
+        prefix: `rl:${name}`,
+        limiter: Ratelimit.slidingWindow(max, `${windowMs} ms`),
+        analytics: false,
+        ephemeralCache: false,
+      }),
     ]),
   ) as Record<LimitClass, Ratelimit>
   return {
@@ -57,8 +63,17 @@ export function redisRateLimiter(redis: Redis, limits: Limits = LIMITS): RateLim
       const { max, windowMs } = limits[limitClass]
       const now = Date.now()
       const window = Math.floor(now / windowMs)
-      const [current, previous] = await redis.mget<(string | number | null)[]>(`rl:${limitClass}:${identifier}:${window}`, `rl:${limitClass}:${identifier}:${window - 1}`)
-      return { success, limit, remaining: 0, reset, retryAfterMs: retryAfterMs(max, windowMs, now, Number(previous ?? 0), Number(current ?? 0)) }
+      const [current, previous] = await redis.mget<(string | number | null)[]>(
+        `rl:${limitClass}:${identifier}:${window}`,
+        `rl:${limitClass}:${identifier}:${window - 1}`,
+      )
+      return {
+        success,
+        limit,
+        remaining: 0,
+        reset,
+        retryAfterMs: retryAfterMs(max, windowMs, now, Number(previous ?? 0), Number(current ?? 0)),
+      }
     },
   }
 }
@@ -89,7 +104,8 @@ export function memoryRateLimiter(now: () => number = Date.now, limits: Limits =
       }
       const weighted = Math.floor((1 - (t - start) / windowMs) * w.previous)
       const reset = start + windowMs
-      if (weighted + w.count >= max) return { success: false, limit: max, remaining: 0, reset, retryAfterMs: retryAfterMs(max, windowMs, t, w.previous, w.count) }
+      if (weighted + w.count >= max)
+        return { success: false, limit: max, remaining: 0, reset, retryAfterMs: retryAfterMs(max, windowMs, t, w.previous, w.count) }
       w.count++
       return { success: true, limit: max, remaining: Math.max(0, max - weighted - w.count), reset }
     },

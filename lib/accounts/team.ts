@@ -23,4 +23,7 @@ export interface Invitation {
 export const memberSchema = z.object({ id: z.uuid(), email: z.string(), role: z.enum(['owner', ...MEMBER_ROLES]), joinedAt: z.string() })
 export const invitationSchema = z.object({ id: z.uuid(), email: z.string(), role: z.enum(MEMBER_ROLES), invitedAt: z.string() })
 
-export const emailSchema = z.email({ message: 'must be an e-mail address' }).max(254).transform((address) => address.toLowerCase())
+export const emailSchema = z
+  .email({ message: 'must be an e-mail address' })
+  .max(254)
+  .transform((address) => address.toLowerCase())

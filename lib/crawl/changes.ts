@@ -135,7 +135,11 @@ const LATEST_COLUMNS = raw(
  * Each page's latest snapshot, by path. `successful` keeps only fetches that got an answer
  * (status above 0): what the next snapshot is compared with.
  */
-export async function latestSnapshots(clickhouse: ClickHouse, siteId: string, options: { successful?: boolean } = {}): Promise<Map<string, StoredSnapshot>> {
+export async function latestSnapshots(
+  clickhouse: ClickHouse,
+  siteId: string,
+  options: { successful?: boolean } = {},
+): Promise<Map<string, StoredSnapshot>> {
   const answered = options.successful ? sql` AND status > 0` : raw('')
   // the WHERE clause reads the stored columns, not the latest values named alike
   const rows = await execute<Row>(
@@ -148,20 +152,33 @@ FROM crawl_snapshots WHERE ${site(siteId)}${answered} GROUP BY path SETTINGS pre
 
 /** A page's snapshots, newest first, at most `limit`. */
 export async function pageSnapshots(clickhouse: ClickHouse, siteId: string, path: string, limit = 100): Promise<StoredSnapshot[]> {
-  const rows = await execute<Row>(clickhouse, sql`SELECT ${SNAPSHOT_COLUMNS} FROM crawl_snapshots WHERE ${site(siteId)} AND path = ${bind('String', path)} ORDER BY fetched_at DESC LIMIT ${bind('UInt32', limit)}`)
+  const rows = await execute<Row>(
+    clickhouse,
+    sql`SELECT ${SNAPSHOT_COLUMNS} FROM crawl_snapshots WHERE ${site(siteId)} AND path = ${bind('String', path)} ORDER BY fetched_at DESC LIMIT ${bind('UInt32', limit)}`,
+  )
   return rows.map(snapshotOf)
 }
 
 /** The main text of snapshots of a site, by snapshot id. */
 export async function snapshotTexts(clickhouse: ClickHouse, siteId: string, ids: string[]): Promise<Map<string, string>> {
   if (!ids.length) return new Map()
-  const rows = await execute<Row>(clickhouse, sql`SELECT toString(id) AS snapshot_id, main_text FROM crawl_snapshots WHERE ${site(siteId)} AND id IN ${bind('Array(UUID)', ids)}`)
+  const rows = await execute<Row>(
+    clickhouse,
+    sql`SELECT toString(id) AS snapshot_id, main_text FROM crawl_snapshots WHERE ${site(siteId)} AND id IN ${bind('Array(UUID)', ids)}`,
+  )
   return new Map(rows.map((r) => [String(r.snapshot_id), String(r.main_text)]))
 }
 
 /** One snapshot with its main text and links, or null. */
-export async function snapshotDetail(clickhouse: ClickHouse, siteId: string, id: string): Promise<(StoredSnapshot & { mainText: string; links: string[] }) | null> {
-  const rows = await execute<Row>(clickhouse, sql`SELECT ${SNAPSHOT_COLUMNS}, main_text, links FROM crawl_snapshots WHERE ${site(siteId)} AND id = ${bind('UUID', id)} LIMIT 1`)
+export async function snapshotDetail(
+  clickhouse: ClickHouse,
+  siteId: string,
+  id: string,
+): Promise<(StoredSnapshot & { mainText: string; links: string[] }) | null> {
+  const rows = await execute<Row>(
+    clickhouse,
+    sql`SELECT ${SNAPSHOT_COLUMNS}, main_text, links FROM crawl_snapshots WHERE ${site(siteId)} AND id = ${bind('UUID', id)} LIMIT 1`,
+  )
   return rows[0] ? { ...snapshotOf(rows[0]), mainText: String(rows[0].main_text), links: (rows[0].links as string[]) ?? [] } : null
 }
 
@@ -169,7 +186,13 @@ export async function snapshotDetail(clickhouse: ClickHouse, siteId: string, id:
  * A site's page and site changes detected in [from, to), newest first; with `path`, that page's
  * changes and the site changes (which concern every page).
  */
-export async function siteChanges(clickhouse: ClickHouse, siteId: string, from: Date, to: Date, options: { path?: string } = {}): Promise<StoredChange[]> {
+export async function siteChanges(
+  clickhouse: ClickHouse,
+  siteId: string,
+  from: Date,
+  to: Date,
+  options: { path?: string } = {},
+): Promise<StoredChange[]> {
   const onPath: Fragment = options.path === undefined ? raw('') : sql` AND (scope = 'site' OR path = ${bind('String', options.path)})`
   const rows = await execute<Row>(
     clickhouse,

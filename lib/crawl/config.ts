@@ -31,7 +31,8 @@ export const CRAWL_MAX_BYTES = 2 * 1024 * 1024
 export const CRAWL_TIMEOUT_MS = 15_000
 export const DEFAULT_HOST_INTERVAL_MS = 1000
 
-export const siteOrigin = (config: CrawlerConfig, site: Site) => (config.siteOrigin ? config.siteOrigin(site) : `https://${site.domain}`).replace(/\/$/, '')
+export const siteOrigin = (config: CrawlerConfig, site: Site) =>
+  (config.siteOrigin ? config.siteOrigin(site) : `https://${site.domain}`).replace(/\/$/, '')
 
 /** The crawler of a home: its guarded fetch built from the home's address rules with the crawler's cap and timeout. */
 export function crawlerConfig(options: {

@@ -91,7 +91,11 @@ export class CrawlQueue {
 
   async spendBudget(siteId: string, day: string, pages: number) {
     if (pages <= 0) return
-    await this.redis.pipeline().incrby(crawlKey.budget(siteId, day), pages).expire(crawlKey.budget(siteId, day), 2 * 86_400).exec()
+    await this.redis
+      .pipeline()
+      .incrby(crawlKey.budget(siteId, day), pages)
+      .expire(crawlKey.budget(siteId, day), 2 * 86_400)
+      .exec()
   }
 
   async memory(siteId: string): Promise<SiteCrawlMemory | null> {

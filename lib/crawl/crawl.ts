@@ -86,10 +86,17 @@ async function fetchPolitely(config: CrawlerConfig, url: string, accept: string)
         current = new URL(location, current).href
         continue
       }
-      return { status: res.status, finalUrl: current, contentType: (res.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase(), body: new Uint8Array(await res.arrayBuffer()), error: '' }
+      return {
+        status: res.status,
+        finalUrl: current,
+        contentType: (res.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase(),
+        body: new Uint8Array(await res.arrayBuffer()),
+        error: '',
+      }
     }
   } catch (err) {
-    const reason = err instanceof Error ? (err.name === 'TimeoutError' || err.name === 'AbortError' ? 'timed out' : err.message) : String(err)
+    const reason =
+      err instanceof Error ? (err.name === 'TimeoutError' || err.name === 'AbortError' ? 'timed out' : err.message) : String(err)
     return { status: 0, finalUrl: current, contentType: '', body: new Uint8Array(), error: reason.slice(0, 300) }
   }
 }
@@ -107,14 +114,33 @@ export interface SnapshotRow extends ComparedSnapshot {
 }
 
 /** Fetches and reads one page into a snapshot. */
-async function snapshotPage(config: CrawlerConfig, origin: string, path: string, fetchedAt: Date, inSitemap: boolean, previous: StoredSnapshot | undefined, sitemapRead: boolean): Promise<Omit<SnapshotRow, 'launchedAt'>> {
+async function snapshotPage(
+  config: CrawlerConfig,
+  origin: string,
+  path: string,
+  fetchedAt: Date,
+  inSitemap: boolean,
+  previous: StoredSnapshot | undefined,
+  sitemapRead: boolean,
+): Promise<Omit<SnapshotRow, 'launchedAt'>> {
   const url = `${origin}${path}`
   const got = await fetchPolitely(config, url, 'text/html,application/xhtml+xml;q=0.9,*/*;q=0.5')
   const finalUrl = got.finalUrl
-  const base = { id: crypto.randomUUID(), path, fetchedAt, status: got.status, finalUrl, contentType: got.contentType, bytes: got.body.byteLength, inSitemap, error: got.error }
+  const base = {
+    id: crypto.randomUUID(),
+    path,
+    fetchedAt,
+    status: got.status,
+    finalUrl,
+    contentType: got.contentType,
+    bytes: got.body.byteLength,
+    inSitemap,
+    error: got.error,
+  }
   const empty = { title: '', metaDescription: '', canonical: '', robotsMeta: '', h1: '', mainText: '', wordCount: 0, links: [] as string[] }
   // once listed, a page that leaves the sitemap stays removed until it is listed again
-  const leftSitemap = sitemapRead && !inSitemap && !!previous && (previous.inSitemap || (previous.removed && previous.status > 0 && previous.status < 400))
+  const leftSitemap =
+    sitemapRead && !inSitemap && !!previous && (previous.inSitemap || (previous.removed && previous.status > 0 && previous.status < 400))
   const removed = got.status === 404 || got.status === 410 || (got.status > 0 && leftSitemap)
   if (got.status === 0) return { ...base, ...empty, contentHash: '', removed: false }
   if (isHtml(got.contentType) && got.status < 300) {
@@ -140,7 +166,12 @@ export interface CrawlRun {
  * The paths the site's pageviews show: those of the last days, most viewed first, at most `cap`,
  * and every path's first pageview ever (epoch ms), which a page's launch date may be.
  */
-async function pageviewPaths(services: Services, siteId: string, now: Date, cap: number): Promise<{ recent: string[]; firstViews: Map<string, number> }> {
+async function pageviewPaths(
+  services: Services,
+  siteId: string,
+  now: Date,
+  cap: number,
+): Promise<{ recent: string[]; firstViews: Map<string, number> }> {
   const rows = await execute<{ pathname: string; first_ms: string | number; recent: string | number }>(
     services.clickhouse,
     sql`SELECT pathname, toUnixTimestamp64Milli(min(timestamp)) AS first_ms, countIf(timestamp >= ${bind('DateTime64(3)', clickhouseTime(now.getTime() - PAGEVIEW_DAYS * DAY_MS))}) AS recent
@@ -156,7 +187,12 @@ async function pageviewPaths(services: Services, siteId: string, now: Date, cap:
 }
 
 /** One run over one site. Throws only when the site could not be crawled at all (its stores failing). */
-export async function crawlSite(services: Services, config: CrawlerConfig, site: Site, shouldStop: () => boolean = () => false): Promise<CrawlRun> {
+export async function crawlSite(
+  services: Services,
+  config: CrawlerConfig,
+  site: Site,
+  shouldStop: () => boolean = () => false,
+): Promise<CrawlRun> {
   const started = Date.now()
   const now = services.now()
   const day = now.toISOString().slice(0, 10)
@@ -181,17 +217,27 @@ export async function crawlSite(services: Services, config: CrawlerConfig, site:
   if (robotsAnswer.status === 0 || robotsAnswer.status >= 500) {
     const error = `robots.txt could not be read (${robotsAnswer.error || `HTTP ${robotsAnswer.status}`}): nothing is fetched until it can`
     await queue.schedule(site.id, now.getTime() + RETRY_AFTER_MS, { replace: true })
-    await recordCrawlState(services, site.id, { crawlStatus: 'failed', lastCrawlAt: now.toISOString(), pagesKnown: known.size, crawlErrors: [{ path: '/robots.txt', error }] })
+    await recordCrawlState(services, site.id, {
+      crawlStatus: 'failed',
+      lastCrawlAt: now.toISOString(),
+      pagesKnown: known.size,
+      crawlErrors: [{ path: '/robots.txt', error }],
+    })
     return { siteId: site.id, fetched: 0, changes: 0, errors: [{ path: '/robots.txt', error }], left: 0, pagesKnown: known.size }
   }
   const robotsText = robotsAnswer.status === 200 ? decode(robotsAnswer.body) : ''
   const robots = readRobots(origin, robotsText, CRAWLER_NAME)
   const crawlable = (path: string) => !excluded(path) && robots.allows(path)
   const sitemapStart = robots.sitemaps.filter((u) => u.startsWith(`${origin}/`))
-  const listed = await sitemapPaths(origin, sitemapStart.length ? sitemapStart : [`${origin}/sitemap.xml`], limits.crawlPagesPerSite, async (url) => {
-    const got = await fetchPolitely(config, url, 'application/xml,text/xml;q=0.9,*/*;q=0.5')
-    return got.status === 200 ? decode(got.body) : null
-  })
+  const listed = await sitemapPaths(
+    origin,
+    sitemapStart.length ? sitemapStart : [`${origin}/sitemap.xml`],
+    limits.crawlPagesPerSite,
+    async (url) => {
+      const got = await fetchPolitely(config, url, 'application/xml,text/xml;q=0.9,*/*;q=0.5')
+      return got.status === 200 ? decode(got.body) : null
+    },
+  )
   // what the sitemap lists for us: the paths robots.txt and the exclusions leave
   const sitemap = { found: listed.found, paths: new Set([...listed.paths].filter(crawlable)) }
   const viewed = await pageviewPaths(services, site.id, now, limits.crawlPagesPerSite)
@@ -213,7 +259,12 @@ export async function crawlSite(services: Services, config: CrawlerConfig, site:
   const rank = (path: string) => (pinged.has(path) ? 0 : path === '/' ? 1 : !known.has(path) ? 2 : 3)
   const frontier = [...tracked]
     .filter(dueFor)
-    .sort((a, b) => rank(a) - rank(b) || Date.parse(known.get(a)?.fetchedAt ?? '1970-01-01') - Date.parse(known.get(b)?.fetchedAt ?? '1970-01-01') || a.localeCompare(b))
+    .sort(
+      (a, b) =>
+        rank(a) - rank(b) ||
+        Date.parse(known.get(a)?.fetchedAt ?? '1970-01-01') - Date.parse(known.get(b)?.fetchedAt ?? '1970-01-01') ||
+        a.localeCompare(b),
+    )
 
   const budget = Math.max(0, limits.crawlPagesPerDay - used)
   const snapshots: SnapshotRow[] = []
@@ -223,7 +274,15 @@ export async function crawlSite(services: Services, config: CrawlerConfig, site:
     const path = frontier.shift()!
     if (done.has(path)) continue
     done.add(path)
-    const snapshot = await snapshotPage(config, origin, path, new Date(services.now().getTime()), sitemap.paths.has(path), known.get(path), sitemap.found)
+    const snapshot = await snapshotPage(
+      config,
+      origin,
+      path,
+      new Date(services.now().getTime()),
+      sitemap.paths.has(path),
+      known.get(path),
+      sitemap.found,
+    )
     const previousLaunch = known.has(path) ? Date.parse(known.get(path)!.launchedAt) : snapshot.fetchedAt.getTime()
     snapshots.push({ ...snapshot, launchedAt: new Date(Math.min(previousLaunch, viewed.firstViews.get(path) ?? Number.POSITIVE_INFINITY)) })
     if (snapshot.error) errors.push({ path, error: snapshot.error })
@@ -239,8 +298,14 @@ export async function crawlSite(services: Services, config: CrawlerConfig, site:
   if (!firstCrawl) {
     const answered = snapshots.filter((s) => s.status > 0)
     // the previous main text is read only where it changed: for the word diff
-    const textChanged = answered.map((s) => [s, latest.get(s.path)] as const).filter(([s, p]) => p && isHtml(p.contentType) && p.contentHash !== s.contentHash)
-    const texts = await snapshotTexts(services.clickhouse, site.id, textChanged.map(([, p]) => p!.id))
+    const textChanged = answered
+      .map((s) => [s, latest.get(s.path)] as const)
+      .filter(([s, p]) => p && isHtml(p.contentType) && p.contentHash !== s.contentHash)
+    const texts = await snapshotTexts(
+      services.clickhouse,
+      site.id,
+      textChanged.map(([, p]) => p!.id),
+    )
     const pageChanges = answered.flatMap((s) => {
       const previous = latest.get(s.path)
       return comparePage(previous ? asCompared(previous, texts.get(previous.id) ?? '') : null, s)
@@ -251,25 +316,44 @@ export async function crawlSite(services: Services, config: CrawlerConfig, site:
   const sitemapList = [...sitemap.paths].sort()
   const sitemapHash = await contentHash(sitemapList.join('\n'))
   if (memory && !firstCrawl) {
-    if (memory.robotsHash !== robotsHash) changes.push(siteChange('robots_txt', memory.robotsHash ? 'changed' : 'none', robotsText ? 'changed' : 'none'))
+    if (memory.robotsHash !== robotsHash)
+      changes.push(siteChange('robots_txt', memory.robotsHash ? 'changed' : 'none', robotsText ? 'changed' : 'none'))
     if (memory.sitemapHash !== sitemapHash) {
       const before = new Set([...known.values()].filter((s) => s.inSitemap).map((s) => s.path))
       const added = sitemapList.filter((p) => !before.has(p))
       const gone = [...before].filter((p) => !sitemap.paths.has(p))
-      changes.push(siteChange('sitemap', `${memory.sitemapCount} pages`, `${sitemap.paths.size} pages (${added.length} added, ${gone.length} gone)`, [...added, ...gone], added.length + gone.length))
+      changes.push(
+        siteChange(
+          'sitemap',
+          `${memory.sitemapCount} pages`,
+          `${sitemap.paths.size} pages (${added.length} added, ${gone.length} gone)`,
+          [...added, ...gone],
+          added.length + gone.length,
+        ),
+      )
     }
   }
 
   await store(services, site.id, snapshots, changes, now)
   await queue.spendBudget(site.id, day, snapshots.length)
   await queue.remember(site.id, { robotsHash, sitemapHash, sitemapCount: sitemap.paths.size })
-  await queue.clearPings(site.id, pings.filter((p) => done.has(p) || !crawlable(p)))
+  await queue.clearPings(
+    site.id,
+    pings.filter((p) => done.has(p) || !crawlable(p)),
+  )
   const left = frontier.filter((p) => !done.has(p)).length
   const budgetSpent = snapshots.length >= budget
   const nextDay = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1)
-  await queue.schedule(site.id, left ? (budgetSpent ? nextDay : now.getTime() + CONTINUE_AFTER_MS) : now.getTime() + DAY_MS, { replace: true })
+  await queue.schedule(site.id, left ? (budgetSpent ? nextDay : now.getTime() + CONTINUE_AFTER_MS) : now.getTime() + DAY_MS, {
+    replace: true,
+  })
   const pagesKnown = new Set([...known.keys(), ...snapshots.map((s) => s.path)]).size
-  await recordCrawlState(services, site.id, { crawlStatus: 'ok', lastCrawlAt: now.toISOString(), pagesKnown, crawlErrors: errors.slice(0, LISTED_ERRORS) })
+  await recordCrawlState(services, site.id, {
+    crawlStatus: 'ok',
+    lastCrawlAt: now.toISOString(),
+    pagesKnown,
+    crawlErrors: errors.slice(0, LISTED_ERRORS),
+  })
   return { siteId: site.id, fetched: snapshots.length, changes: changes.length, errors, left, pagesKnown }
 }
 
@@ -370,13 +454,18 @@ export async function runCrawls(services: Services, config: CrawlerConfig, optio
     try {
       const site = await services.repositories.sites.get(siteId)
       if (!site) return await queue.forget(siteId)
-      if (!site.changeDetection.changeDetectionEnabled) return await queue.schedule(siteId, services.now().getTime() + DAY_MS, { replace: true })
+      if (!site.changeDetection.changeDetectionEnabled)
+        return await queue.schedule(siteId, services.now().getTime() + DAY_MS, { replace: true })
       if (!(claimed = await queue.claim(siteId, leaseSeconds))) return
       runs.push(await crawlSite(services, config, site, options.shouldStop))
     } catch (err) {
       options.log?.(`crawl of site ${siteId} failed: ${(err as Error).message}`)
       await queue.schedule(siteId, services.now().getTime() + RETRY_AFTER_MS, { replace: true }).catch(() => {})
-      await recordCrawlState(services, siteId, { crawlStatus: 'failed', lastCrawlAt: services.now().toISOString(), crawlErrors: [{ path: '', error: String((err as Error).message).slice(0, 300) }] }).catch(() => {})
+      await recordCrawlState(services, siteId, {
+        crawlStatus: 'failed',
+        lastCrawlAt: services.now().toISOString(),
+        crawlErrors: [{ path: '', error: String((err as Error).message).slice(0, 300) }],
+      }).catch(() => {})
     } finally {
       if (claimed) await queue.release(siteId).catch(() => {})
     }

@@ -83,13 +83,27 @@ export function wordChanges(before: string, after: string, beforeWords = countWo
 
 /** Whether a change of this type between these snapshots has a word diff. */
 export function isDiffable(type: ChangeType, before: ComparedSnapshot, after: ComparedSnapshot): boolean {
-  if (type === 'text') return isHtml(before.contentType) && isHtml(after.contentType) && before.mainText.length <= DIFFABLE_MAX_CHARS && after.mainText.length <= DIFFABLE_MAX_CHARS
+  if (type === 'text')
+    return (
+      isHtml(before.contentType) &&
+      isHtml(after.contentType) &&
+      before.mainText.length <= DIFFABLE_MAX_CHARS &&
+      after.mainText.length <= DIFFABLE_MAX_CHARS
+    )
   return type === 'title' || type === 'meta_description' || type === 'h1'
 }
 
 const clip = (value: string) => value.slice(0, VALUE_CHARS)
 
-function change(type: ChangeType, path: string, before: string, after: string, from: ComparedSnapshot | null, to: ComparedSnapshot, extra: Partial<DetectedChange> = {}): DetectedChange {
+function change(
+  type: ChangeType,
+  path: string,
+  before: string,
+  after: string,
+  from: ComparedSnapshot | null,
+  to: ComparedSnapshot,
+  extra: Partial<DetectedChange> = {},
+): DetectedChange {
   return {
     scope: 'page',
     path,
@@ -116,7 +130,17 @@ function change(type: ChangeType, path: string, before: string, after: string, f
 export function comparePage(before: ComparedSnapshot | null, after: ComparedSnapshot): DetectedChange[] {
   const { path } = after
   if (!before) return after.removed ? [] : [change('new_page', path, '', String(after.status), null, after)]
-  if (!before.removed && after.removed) return [change('removed', path, String(before.status), after.status === 404 || after.status === 410 ? String(after.status) : 'gone from the sitemap', before, after)]
+  if (!before.removed && after.removed)
+    return [
+      change(
+        'removed',
+        path,
+        String(before.status),
+        after.status === 404 || after.status === 410 ? String(after.status) : 'gone from the sitemap',
+        before,
+        after,
+      ),
+    ]
   if (before.removed && !after.removed) return [change('new_page', path, 'removed', String(after.status), before, after)]
   const found: DetectedChange[] = []
   if (before.status !== after.status) found.push(change('status', path, String(before.status), String(after.status), before, after))
@@ -124,13 +148,18 @@ export function comparePage(before: ComparedSnapshot | null, after: ComparedSnap
   if (!ok(before.status) || !ok(after.status)) return found
   if (isHtml(before.contentType) && isHtml(after.contentType)) {
     if (before.title !== after.title) found.push(change('title', path, before.title, after.title, before, after))
-    if (before.metaDescription !== after.metaDescription) found.push(change('meta_description', path, before.metaDescription, after.metaDescription, before, after))
+    if (before.metaDescription !== after.metaDescription)
+      found.push(change('meta_description', path, before.metaDescription, after.metaDescription, before, after))
     if (before.canonical !== after.canonical) found.push(change('canonical', path, before.canonical, after.canonical, before, after))
-    if (isNoindex(before.robotsMeta) !== isNoindex(after.robotsMeta)) found.push(change('noindex', path, before.robotsMeta, after.robotsMeta, before, after))
+    if (isNoindex(before.robotsMeta) !== isNoindex(after.robotsMeta))
+      found.push(change('noindex', path, before.robotsMeta, after.robotsMeta, before, after))
     if (before.h1 !== after.h1) found.push(change('h1', path, before.h1, after.h1, before, after))
   }
   if (before.contentHash !== after.contentHash) {
-    const words = isHtml(before.contentType) && isHtml(after.contentType) ? wordChanges(before.mainText, after.mainText, before.wordCount, after.wordCount) : { wordsAdded: 0, wordsRemoved: 0 }
+    const words =
+      isHtml(before.contentType) && isHtml(after.contentType)
+        ? wordChanges(before.mainText, after.mainText, before.wordCount, after.wordCount)
+        : { wordsAdded: 0, wordsRemoved: 0 }
     found.push(change('text', path, `${before.wordCount} words`, `${after.wordCount} words`, before, after, words))
   }
   return found
@@ -167,7 +196,13 @@ export function foldSiteWide(changes: DetectedChange[], comparedPages: number): 
 }
 
 /** A change of the whole site that is not a page's (robots.txt, the sitemap). */
-export function siteChange(type: 'robots_txt' | 'sitemap', before: string, after: string, samplePaths: string[] = [], pages = 0): DetectedChange {
+export function siteChange(
+  type: 'robots_txt' | 'sitemap',
+  before: string,
+  after: string,
+  samplePaths: string[] = [],
+  pages = 0,
+): DetectedChange {
   return {
     scope: 'site',
     path: '',
@@ -187,5 +222,8 @@ export function siteChange(type: 'robots_txt' | 'sitemap', before: string, after
 
 /** The word-level runs from `before` to `after`, as the diff read answers them. */
 export function wordRuns(before: string, after: string) {
-  return diffWords(before, after).map((part) => ({ op: part.added ? ('added' as const) : part.removed ? ('removed' as const) : ('equal' as const), text: part.value }))
+  return diffWords(before, after).map((part) => ({
+    op: part.added ? ('added' as const) : part.removed ? ('removed' as const) : ('equal' as const),
+    text: part.value,
+  }))
 }

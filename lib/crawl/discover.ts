@@ -21,7 +21,12 @@ export function readRobots(origin: string, text: string, userAgent: string): Rob
   }
 }
 
-const xml = new XMLParser({ ignoreAttributes: true, removeNSPrefix: true, isArray: (name) => name === 'url' || name === 'sitemap', processEntities: true })
+const xml = new XMLParser({
+  ignoreAttributes: true,
+  removeNSPrefix: true,
+  isArray: (name) => name === 'url' || name === 'sitemap',
+  processEntities: true,
+})
 
 /** The page URLs and the nested sitemap URLs of one sitemap file; nothing for a file that is not one. */
 export function readSitemap(text: string): { pages: string[]; sitemaps: string[] } {
@@ -31,7 +36,8 @@ export function readSitemap(text: string): { pages: string[]; sitemaps: string[]
   } catch {
     return { pages: [], sitemaps: [] }
   }
-  const locs = (list: unknown) => (Array.isArray(list) ? list : []).map((entry) => String((entry as { loc?: unknown })?.loc ?? '').trim()).filter(Boolean)
+  const locs = (list: unknown) =>
+    (Array.isArray(list) ? list : []).map((entry) => String((entry as { loc?: unknown })?.loc ?? '').trim()).filter(Boolean)
   return {
     pages: locs((doc.urlset as { url?: unknown } | undefined)?.url),
     sitemaps: locs((doc.sitemapindex as { sitemap?: unknown } | undefined)?.sitemap),
@@ -42,7 +48,12 @@ export function readSitemap(text: string): { pages: string[]; sitemaps: string[]
  * Every page path the site's sitemaps list, on `origin`, at most `cap`; `fetchText` fetches one
  * sitemap (null when it could not). `found` is false when no sitemap could be read at all.
  */
-export async function sitemapPaths(origin: string, start: string[], cap: number, fetchText: (url: string) => Promise<string | null>): Promise<{ paths: Set<string>; found: boolean }> {
+export async function sitemapPaths(
+  origin: string,
+  start: string[],
+  cap: number,
+  fetchText: (url: string) => Promise<string | null>,
+): Promise<{ paths: Set<string>; found: boolean }> {
   const paths = new Set<string>()
   const queue = [...new Set(start)]
   const seen = new Set(queue)

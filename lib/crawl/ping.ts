@@ -29,14 +29,18 @@ export async function pingPage(services: Services, key: ApiKeyRecord, rawUrl: st
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ApiError(400, 'url: must be an absolute http(s) URL')
   const sites = await sitesOfKey(services.repositories, key)
   const site = siteOfHost(sites, url.hostname.toLowerCase())
-  if (!site) throw new ApiError(400, `url: ${url.hostname} is not the domain of a site of this key, a subdomain of one, or its custom domain`)
-  const unavailable = (why: string) => new ApiError(503, `the crawler cannot take pings now (${why}); retry later`, { 'Retry-After': String(PING_RETRY_AFTER_SECONDS) })
+  if (!site)
+    throw new ApiError(400, `url: ${url.hostname} is not the domain of a site of this key, a subdomain of one, or its custom domain`)
+  const unavailable = (why: string) =>
+    new ApiError(503, `the crawler cannot take pings now (${why}); retry later`, { 'Retry-After': String(PING_RETRY_AFTER_SECONDS) })
   const config = services.crawler
   if (!config) throw unavailable('it is turned off on this deployment')
   const path = url.pathname
   const queue = services.repositories.crawlQueue
-  if ((await queue.pingCount(site.id)) >= config.maxQueuedPings) throw unavailable(`${config.maxQueuedPings} pings of this site are waiting`)
-  const accepted = site.changeDetection.changeDetectionEnabled && !site.changeDetection.changeExcludedPaths.some((p) => pathMatches(p, path))
+  if ((await queue.pingCount(site.id)) >= config.maxQueuedPings)
+    throw unavailable(`${config.maxQueuedPings} pings of this site are waiting`)
+  const accepted =
+    site.changeDetection.changeDetectionEnabled && !site.changeDetection.changeExcludedPaths.some((p) => pathMatches(p, path))
   if (accepted) {
     const now = services.now().getTime()
     await queue.addPing(site.id, path, now)

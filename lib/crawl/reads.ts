@@ -21,7 +21,18 @@ export const NEW_PAGE_DAYS = 30
 
 export const PAGE_FILTERS = ['all', 'active', 'removed', 'new'] as const
 /** The sort keys of the pages read, each a field of the page row. */
-export const PAGE_SORTS = ['pageviews', 'visitors', 'path', 'title', 'launchedAt', 'lastCrawledAt', 'scrollDepth', 'timeOnPage', 'wordCount', 'httpStatus'] as const
+export const PAGE_SORTS = [
+  'pageviews',
+  'visitors',
+  'path',
+  'title',
+  'launchedAt',
+  'lastCrawledAt',
+  'scrollDepth',
+  'timeOnPage',
+  'wordCount',
+  'httpStatus',
+] as const
 export type PageSort = (typeof PAGE_SORTS)[number]
 
 export interface WindowParams {
@@ -58,14 +69,24 @@ const MAX_TRAFFIC_PATHS = 20_000
  * traffic here: zeros.
  */
 async function trafficByPath(services: Services, site: Site, range: ResolvedRange, now: Date) {
-  if (!site.sources.includes('standalone')) return new Map<string, { visitors: number; pageviews: number; reports: number; scroll: number; engaged: number }>()
+  if (!site.sources.includes('standalone'))
+    return new Map<string, { visitors: number; pageviews: number; reports: number; scroll: number; engaged: number }>()
   const query: Query = { siteId: site.id, range, filters: [], goals: [], limit: MAX_TRAFFIC_PATHS, now }
   const rows = await runRead(services.clickhouse, query, { kind: 'breakdown', property: 'path', reports: true })
   return new Map(
     rows.map((r) => {
       const reports = Number(r.reports)
       const average = (sum: unknown) => (reports ? Number(sum) / reports : 0)
-      return [String(r.value), { visitors: Number(r.visitors), pageviews: Number(r.pageviews), reports, scroll: average(r.scroll_sum), engaged: average(r.engaged_ms_sum) }]
+      return [
+        String(r.value),
+        {
+          visitors: Number(r.visitors),
+          pageviews: Number(r.pageviews),
+          reports,
+          scroll: average(r.scroll_sum),
+          engaged: average(r.engaged_ms_sum),
+        },
+      ]
     }),
   )
 }
@@ -88,7 +109,9 @@ FROM events WHERE site_id = ${bind('UUID', site.id)} AND kind = 'pageview' AND $
 GROUP BY pathname`,
   )
   const windowBuckets = buckets(range)
-  return new Map(rows.map((r) => [String(r.pathname), windowBuckets.map((b) => Number((r.per_bucket as Record<string, unknown>)[b.epoch] ?? 0))]))
+  return new Map(
+    rows.map((r) => [String(r.pathname), windowBuckets.map((b) => Number((r.per_bucket as Record<string, unknown>)[b.epoch] ?? 0))]),
+  )
 }
 
 /** GET /pages: the crawled inventory with its traffic, filtered, searched, sorted and paged. */
@@ -128,7 +151,9 @@ export async function pages(services: Services, site: Site, params: PagesParams)
     else counts.active++
     if (p.status === 'new') counts.new++
   }
-  const kept = searched.filter((p) => params.filter === 'all' || (params.filter === 'active' ? p.status !== 'removed' : p.status === params.filter))
+  const kept = searched.filter(
+    (p) => params.filter === 'all' || (params.filter === 'active' ? p.status !== 'removed' : p.status === params.filter),
+  )
   const dir = params.dir ?? (['path', 'title'].includes(params.sort) ? 'asc' : 'desc')
   const sign = dir === 'asc' ? 1 : -1
   const key = params.sort
@@ -201,7 +226,10 @@ export async function changeFeed(services: Services, site: Site, params: Changes
       throw new ApiError(400, `day: ${params.day} is not a calendar date`)
     }
   }
-  const [changes, annotations] = await Promise.all([siteChanges(services.clickhouse, site.id, from, to), services.repositories.annotations.list(site.id)])
+  const [changes, annotations] = await Promise.all([
+    siteChanges(services.clickhouse, site.id, from, to),
+    services.repositories.annotations.list(site.id),
+  ])
   const localDay = (iso: string) => Temporal.Instant.from(iso).toZonedDateTimeISO(site.timezone).toPlainDate().toString()
   const items = [
     ...changes.map((c) => ({
@@ -243,7 +271,9 @@ export async function changeFeed(services: Services, site: Site, params: Changes
   ].sort((a, b) => b.at.localeCompare(a.at) || a.path.localeCompare(b.path) || a.type.localeCompare(b.type))
   const search = params.search?.toLowerCase()
   const matching = items.filter(
-    (i) => (!params.category || i.category === params.category) && (!search || [i.path, i.summary, i.before, i.after].some((text) => text.toLowerCase().includes(search))),
+    (i) =>
+      (!params.category || i.category === params.category) &&
+      (!search || [i.path, i.summary, i.before, i.after].some((text) => text.toLowerCase().includes(search))),
   )
   const totals: Record<string, number> = Object.fromEntries([...CHANGE_TYPES, 'annotation'].map((t) => [t, 0]))
   for (const i of matching) totals[i.type]++
@@ -251,11 +281,23 @@ export async function changeFeed(services: Services, site: Site, params: Changes
   const perDay = new Map<string, number>()
   for (const i of typed) perDay.set(localDay(i.at), (perDay.get(localDay(i.at)) ?? 0) + 1)
   const activity: { date: string; changes: number }[] = []
-  for (let d = range.from.toPlainDate(); Temporal.PlainDate.compare(d, range.to.toPlainDate()) < 0 || (Temporal.PlainDate.compare(d, range.to.toPlainDate()) === 0 && !range.to.equals(range.to.startOfDay())); d = d.add({ days: 1 })) {
+  for (
+    let d = range.from.toPlainDate();
+    Temporal.PlainDate.compare(d, range.to.toPlainDate()) < 0 ||
+    (Temporal.PlainDate.compare(d, range.to.toPlainDate()) === 0 && !range.to.equals(range.to.startOfDay()));
+    d = d.add({ days: 1 })
+  ) {
     activity.push({ date: d.toString(), changes: perDay.get(d.toString()) ?? 0 })
   }
   const listed = params.day === undefined ? typed : typed.filter((i) => localDay(i.at) === params.day)
-  return { range: rangeView(range), total: listed.length, totals, activity, offset: params.offset, changes: listed.slice(params.offset, params.offset + params.limit) }
+  return {
+    range: rangeView(range),
+    total: listed.length,
+    totals,
+    activity,
+    offset: params.offset,
+    changes: listed.slice(params.offset, params.offset + params.limit),
+  }
 }
 
 /** The field of a snapshot a change of each diffable type compares. */
@@ -267,9 +309,15 @@ export async function changeDiff(services: Services, changeId: string, siteOf: (
   if (!change) throw new ApiError(404, 'change_id: no such change')
   const site = await siteOf(change.siteId)
   if (!change.diffable || !(change.type in DIFFED_FIELD) || !change.beforeSnapshot || !change.afterSnapshot) {
-    throw new ApiError(422, `change_id: this ${change.type} change is not diffable (only title, meta description, h1 and main-text changes of HTML pages up to the size limit are)`)
+    throw new ApiError(
+      422,
+      `change_id: this ${change.type} change is not diffable (only title, meta description, h1 and main-text changes of HTML pages up to the size limit are)`,
+    )
   }
-  const [before, after] = await Promise.all([snapshotDetail(services.clickhouse, site.id, change.beforeSnapshot), snapshotDetail(services.clickhouse, site.id, change.afterSnapshot)])
+  const [before, after] = await Promise.all([
+    snapshotDetail(services.clickhouse, site.id, change.beforeSnapshot),
+    snapshotDetail(services.clickhouse, site.id, change.afterSnapshot),
+  ])
   if (!before || !after) throw new ApiError(422, 'change_id: the snapshots of this change are no longer kept')
   const field = DIFFED_FIELD[change.type as keyof typeof DIFFED_FIELD]
   return {

@@ -65,7 +65,10 @@ export function classifyBot(userAgent: string): BotInfo | null {
 
 /** Crawlers that publish the reverse-DNS domains their addresses resolve to. */
 const VERIFIABLE: [RegExp, string[]][] = [
-  [/Googlebot|Google-|AdsBot-Google|Mediapartners-Google|APIs-Google|FeedFetcher-Google|GoogleOther/i, ['googlebot.com', 'google.com', 'googleusercontent.com']],
+  [
+    /Googlebot|Google-|AdsBot-Google|Mediapartners-Google|APIs-Google|FeedFetcher-Google|GoogleOther/i,
+    ['googlebot.com', 'google.com', 'googleusercontent.com'],
+  ],
   [/bingbot|BingPreview|msnbot|adidxbot/i, ['search.msn.com']],
   [/Applebot/i, ['applebot.apple.com']],
   [/YandexBot|YandexImages|Yandex/i, ['yandex.ru', 'yandex.net', 'yandex.com']],

@@ -35,7 +35,13 @@ export async function collectBrowserHit(services: Services, request: Request, en
   const ip = visitorAddress(services, site, request, env)
   const cf = (request as { cf?: Record<string, unknown> }).cf
   const outcome = await services.ingestor.submit({
-    hit, site, ip, userAgent: request.headers.get('user-agent') ?? '', receivedAt: services.now(), geo: cf ? geoFromCf(cf) : undefined, source: 'browser',
+    hit,
+    site,
+    ip,
+    userAgent: request.headers.get('user-agent') ?? '',
+    receivedAt: services.now(),
+    geo: cf ? geoFromCf(cf) : undefined,
+    source: 'browser',
   })
   if (outcome.status === 'rejected') throw new ApiError(400, outcome.error)
 }

@@ -40,7 +40,11 @@ export const VERIFICATION_BUDGET_MS = 700
  * within VERIFICATION_BUDGET_MS: a hit whose check is not done by then is stored unverified, and
  * the check goes on, so the next hits from that address are verified from the cache.
  */
-export async function collectBotHits(site: Site, raw: unknown[], deps: { dns?: DnsResolver; now: () => Date; countryOf?: (ip: string) => Promise<string> }) {
+export async function collectBotHits(
+  site: Site,
+  raw: unknown[],
+  deps: { dns?: DnsResolver; now: () => Date; countryOf?: (ip: string) => Promise<string> },
+) {
   const rows: BotRow[] = []
   let dropped = 0
   const verifier = deps.dns && botVerifier(deps.dns)
@@ -61,8 +65,16 @@ export async function collectBotHits(site: Site, raw: unknown[], deps: { dns?: D
       const [verified, countryCode] = await Promise.all([check, hit.ip && deps.countryOf ? deps.countryOf(hit.ip) : ''])
       rows.push(
         botRow({
-          siteId: site.id, at, bot, verified, source: 'server', hostname: (hit.hostname ?? site.domain).toLowerCase(), pathname: path.split('?')[0],
-          referrer: hit.referrer, userAgent: hit.userAgent, countryCode,
+          siteId: site.id,
+          at,
+          bot,
+          verified,
+          source: 'server',
+          hostname: (hit.hostname ?? site.domain).toLowerCase(),
+          pathname: path.split('?')[0],
+          referrer: hit.referrer,
+          userAgent: hit.userAgent,
+          countryCode,
         }),
       )
     }),

@@ -23,7 +23,18 @@ function prng(seed: number) {
   }
 }
 
-const PAGES = ['/', '/pricing', '/blog', '/blog/launch-week', '/blog/privacy-first-analytics', '/docs', '/docs/getting-started', '/docs/api', '/about', '/signup']
+const PAGES = [
+  '/',
+  '/pricing',
+  '/blog',
+  '/blog/launch-week',
+  '/blog/privacy-first-analytics',
+  '/docs',
+  '/docs/getting-started',
+  '/docs/api',
+  '/about',
+  '/signup',
+]
 const SOURCES: [number, string | null, string | null][] = [
   [30, null, null],
   [25, 'https://www.google.com/', null],
@@ -42,12 +53,23 @@ const AGENTS: [number, string][] = [
   [40, 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36'],
   [15, 'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Safari/605.1.15'],
   [10, 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0'],
-  [22, 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1'],
+  [
+    22,
+    'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1',
+  ],
   [13, 'Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36'],
 ]
 /** Public addresses in the countries the demo spreads over (resolved by the geo database). */
 const ADDRESSES: [number, string][] = [
-  [30, '8.8.8.'], [12, '81.2.69.'], [12, '46.114.0.'], [8, '1.1.1.'], [6, '2.16.160.'], [6, '5.62.60.'], [5, '31.13.64.'], [5, '101.0.0.'], [4, '103.1.8.'],
+  [30, '8.8.8.'],
+  [12, '81.2.69.'],
+  [12, '46.114.0.'],
+  [8, '1.1.1.'],
+  [6, '2.16.160.'],
+  [6, '5.62.60.'],
+  [5, '31.13.64.'],
+  [5, '101.0.0.'],
+  [4, '103.1.8.'],
 ]
 
 function weighted<T>(random: () => number, options: [number, T][]): T {
@@ -74,26 +96,85 @@ export function* demoHits(options: DemoOptions): Generator<Record<string, unknow
       if (at > options.end.getTime()) continue
       const userAgent = weighted(random, AGENTS)
       const ip = `${weighted(random, ADDRESSES)}${1 + Math.floor(random() * 250)}`
-      const [referrer, utm] = weighted(random, SOURCES.map(([w, r, u]) => [w, [r, u]] as [number, [string | null, string | null]]))
+      const [referrer, utm] = weighted(
+        random,
+        SOURCES.map(([w, r, u]) => [w, [r, u]] as [number, [string | null, string | null]]),
+      )
       const mobile = /Mobile/.test(userAgent)
-      const screenWidth = mobile ? 390 : weighted(random, [[3, 1440], [5, 1920], [2, 1280]] as [number, number][])
+      const screenWidth = mobile
+        ? 390
+        : weighted(random, [
+            [3, 1440],
+            [5, 1920],
+            [2, 1280],
+          ] as [number, number][])
       const base = { site: options.site, ip, userAgent, screenWidth }
       const pages = 1 + Math.floor(random() ** 2 * 5)
-      let path = weighted(random, [[5, '/'], [2, '/blog/launch-week'], [2, '/blog/privacy-first-analytics'], [1, '/pricing'], [1, '/docs']] as [number, string][])
+      let path = weighted(random, [
+        [5, '/'],
+        [2, '/blog/launch-week'],
+        [2, '/blog/privacy-first-analytics'],
+        [1, '/pricing'],
+        [1, '/docs'],
+      ] as [number, string][])
       for (let p = 0; p < pages; p++) {
         const url = `https://${options.domain}${path}${p === 0 && utm ? `?${utm}` : ''}`
         const hit = { ...base, url, referrer: p === 0 ? referrer : `https://${options.domain}/`, timestamp: new Date(at).toISOString() }
         hits.push({ ...hit, name: 'pageview' })
-        if (random() < 0.3) hits.push({ ...hit, name: 'vital', timestamp: new Date(at + 2000).toISOString(), vital: { name: 'LCP', value: Math.round(800 + random() * 3000), rating: 'good' } })
-        if (random() < 0.25) hits.push({ ...hit, name: 'click', timestamp: new Date(at + 5000).toISOString(), click: { selector: 'main>button.cta', text: 'Start free trial', tag: 'button', interactive: true, dead: random() < 0.2 } })
-        if (random() < 0.04) hits.push({ ...hit, name: 'error', timestamp: new Date(at + 3000).toISOString(), error: { name: 'TypeError', message: "Cannot read properties of undefined (reading 'price')", stack: `TypeError: Cannot read properties of undefined\n    at render (https://${options.domain}/assets/app.js:1:4031)` } })
+        if (random() < 0.3)
+          hits.push({
+            ...hit,
+            name: 'vital',
+            timestamp: new Date(at + 2000).toISOString(),
+            vital: { name: 'LCP', value: Math.round(800 + random() * 3000), rating: 'good' },
+          })
+        if (random() < 0.25)
+          hits.push({
+            ...hit,
+            name: 'click',
+            timestamp: new Date(at + 5000).toISOString(),
+            click: { selector: 'main>button.cta', text: 'Start free trial', tag: 'button', interactive: true, dead: random() < 0.2 },
+          })
+        if (random() < 0.04)
+          hits.push({
+            ...hit,
+            name: 'error',
+            timestamp: new Date(at + 3000).toISOString(),
+            error: {
+              name: 'TypeError',
+              message: "Cannot read properties of undefined (reading 'price')",
+              stack: `TypeError: Cannot read properties of undefined\n    at render (https://${options.domain}/assets/app.js:1:4031)`,
+            },
+          })
         if (path === '/pricing' && random() < 0.3) {
-          hits.push({ ...hit, name: 'Signup', timestamp: new Date(at + 20_000).toISOString(), props: { plan: random() < 0.3 ? 'business' : 'pro' } })
-          if (random() < 0.5) hits.push({ ...hit, name: 'Purchase', timestamp: new Date(at + 60_000).toISOString(), revenue: { amount: random() < 0.3 ? '49.00' : '19.00', currency: 'EUR' } })
+          hits.push({
+            ...hit,
+            name: 'Signup',
+            timestamp: new Date(at + 20_000).toISOString(),
+            props: { plan: random() < 0.3 ? 'business' : 'pro' },
+          })
+          if (random() < 0.5)
+            hits.push({
+              ...hit,
+              name: 'Purchase',
+              timestamp: new Date(at + 60_000).toISOString(),
+              revenue: { amount: random() < 0.3 ? '49.00' : '19.00', currency: 'EUR' },
+            })
         }
         const dwell = 10_000 + Math.floor(random() * 120_000)
-        hits.push({ ...hit, name: 'engagement', timestamp: new Date(at + dwell).toISOString(), engagement: { ms: dwell, scroll: Math.floor(random() * 101) } })
-        if (random() < 0.15) hits.push({ ...hit, name: 'click', timestamp: new Date(at + dwell - 500).toISOString(), click: { selector: 'a.external', text: 'GitHub', tag: 'a', href: 'https://github.com/example/project', interactive: true } })
+        hits.push({
+          ...hit,
+          name: 'engagement',
+          timestamp: new Date(at + dwell).toISOString(),
+          engagement: { ms: dwell, scroll: Math.floor(random() * 101) },
+        })
+        if (random() < 0.15)
+          hits.push({
+            ...hit,
+            name: 'click',
+            timestamp: new Date(at + dwell - 500).toISOString(),
+            click: { selector: 'a.external', text: 'GitHub', tag: 'a', href: 'https://github.com/example/project', interactive: true },
+          })
         at += dwell + 1000
         path = PAGES[Math.floor(random() * PAGES.length)]
       }

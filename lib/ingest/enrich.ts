@@ -101,16 +101,17 @@ export interface SourceList {
 }
 
 const hostPattern = (brands: string[], domains: string[]) =>
-  new RegExp(
-    `(^|\\.)(${[...brands.map((b) => `${escapeRegExp(b)}(\\.[a-z]{2,3}){1,2}`), ...domains.map(escapeRegExp)].join('|')})$`,
-  )
+  new RegExp(`(^|\\.)(${[...brands.map((b) => `${escapeRegExp(b)}(\\.[a-z]{2,3}){1,2}`), ...domains.map(escapeRegExp)].join('|')})$`)
 const escapeRegExp = (text: string) => text.replace(/[.+?^${}()|[\]\\]/g, '\\$&')
 
 function sourceMatcher(list: SourceList): (value: string) => boolean {
   const names = new Set([...list.brands, ...(list.names ?? [])])
   const hosts = hostPattern(list.brands, list.domains ?? [])
   return (value) => {
-    const v = value.trim().toLowerCase().replace(/^www\./, '')
+    const v = value
+      .trim()
+      .toLowerCase()
+      .replace(/^www\./, '')
     return v !== '' && (names.has(v) || hosts.test(v))
   }
 }
@@ -118,12 +119,54 @@ function sourceMatcher(list: SourceList): (value: string) => boolean {
 export const AI_SOURCES: SourceList = {
   brands: ['chatgpt', 'openai', 'perplexity', 'claude', 'gemini', 'copilot', 'deepseek', 'phind', 'grok', 'mistral', 'poe'],
   names: ['you.com', 'meta ai', 'bard'],
-  domains: ['chat.openai.com', 'perplexity.ai', 'claude.ai', 'gemini.google.com', 'bard.google.com', 'copilot.microsoft.com', 'copilot.cloud.microsoft', 'chat.deepseek.com', 'you.com', 'meta.ai', 'chat.mistral.ai'],
+  domains: [
+    'chat.openai.com',
+    'perplexity.ai',
+    'claude.ai',
+    'gemini.google.com',
+    'bard.google.com',
+    'copilot.microsoft.com',
+    'copilot.cloud.microsoft',
+    'chat.deepseek.com',
+    'you.com',
+    'meta.ai',
+    'chat.mistral.ai',
+  ],
 }
 export const SOCIAL_SOURCES: SourceList = {
-  brands: ['facebook', 'instagram', 'twitter', 'linkedin', 'reddit', 'pinterest', 'tiktok', 'youtube', 'mastodon', 'bluesky', 'snapchat', 'quora', 'weibo'],
+  brands: [
+    'facebook',
+    'instagram',
+    'twitter',
+    'linkedin',
+    'reddit',
+    'pinterest',
+    'tiktok',
+    'youtube',
+    'mastodon',
+    'bluesky',
+    'snapchat',
+    'quora',
+    'weibo',
+  ],
   names: ['fb', 'ig', 'x', 'threads', 'hacker news', 'hackernews', 'hn', 'vk'],
-  domains: ['fb.com', 'fb.me', 'm.me', 'x.com', 't.co', 'lnkd.in', 'redd.it', 'pin.it', 'youtu.be', 'threads.net', 'mastodon.social', 'bsky.app', 'news.ycombinator.com', 'vk.com', 't.me'],
+  domains: [
+    'fb.com',
+    'fb.me',
+    'm.me',
+    'x.com',
+    't.co',
+    'lnkd.in',
+    'redd.it',
+    'pin.it',
+    'youtu.be',
+    'threads.net',
+    'mastodon.social',
+    'bsky.app',
+    'news.ycombinator.com',
+    'vk.com',
+    't.me',
+  ],
 }
 export const SEARCH_SOURCES: SourceList = {
   brands: ['google', 'bing', 'duckduckgo', 'yahoo', 'yandex', 'baidu', 'ecosia', 'naver', 'startpage', 'qwant', 'seznam'],
@@ -167,7 +210,11 @@ export function channelFor(ref: ReferrerInfo, utm: Utm): string {
     return 'Paid Other'
   }
   if (medium === 'organic' || ref.medium === 'search' || isSearch(utm.utm_source)) return 'Organic Search'
-  if (/^(social|social-network|social-media|sm|social network|social media)$/.test(medium) || ref.medium === 'social' || isSocial(utm.utm_source)) {
+  if (
+    /^(social|social-network|social-media|sm|social network|social media)$/.test(medium) ||
+    ref.medium === 'social' ||
+    isSocial(utm.utm_source)
+  ) {
     return isVideo(source) ? 'Organic Video' : 'Organic Social'
   }
   if (medium === 'video' || isVideo(source)) return 'Organic Video'
@@ -177,7 +224,8 @@ export function channelFor(ref: ReferrerInfo, utm: Utm): string {
   return 'Direct'
 }
 
-const DOWNLOAD_EXTENSIONS = /\.(pdf|zip|gz|tgz|rar|7z|dmg|exe|msi|pkg|deb|rpm|apk|iso|csv|xlsx?|docx?|pptx?|odt|ods|mp3|mp4|mov|avi|wav|epub|txt|json|xml)$/i
+const DOWNLOAD_EXTENSIONS =
+  /\.(pdf|zip|gz|tgz|rar|7z|dmg|exe|msi|pkg|deb|rpm|apk|iso|csv|xlsx?|docx?|pptx?|odt|ods|mp3|mp4|mov|avi|wav|epub|txt|json|xml)$/i
 
 /** Classifies a clicked link: outbound to another host, a file download, an affiliate path, or a plain click. */
 export function linkKind(href: string | undefined, pageUrl: URL, affiliatePaths: string[]): 'outbound' | 'download' | 'affiliate' | null {
@@ -197,6 +245,11 @@ export function linkKind(href: string | undefined, pageUrl: URL, affiliatePaths:
 
 /** `/blog/*` style patterns: `*` matches within a segment run, `**` anything. */
 export function pathMatches(pattern: string, path: string): boolean {
-  const regex = new RegExp(`^${pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`)
+  const regex = new RegExp(
+    `^${pattern
+      .split('*')
+      .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*')}$`,
+  )
   return regex.test(path)
 }

@@ -53,7 +53,10 @@ const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null &
 function onlyFields(value: Obj, fields: ReadonlySet<string>, path: string) {
   let unknown: string[] | undefined
   for (const key in value) if (!fields.has(key)) (unknown ??= []).push(key)
-  if (unknown) throw new InvalidHit(`${path ? `${path}: ` : ''}unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => `"${k}"`).join(', ')}`)
+  if (unknown)
+    throw new InvalidHit(
+      `${path ? `${path}: ` : ''}unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => `"${k}"`).join(', ')}`,
+    )
 }
 
 function object(value: unknown, path: string, fields: ReadonlySet<string>): Obj {
@@ -104,7 +107,20 @@ function httpUrl(value: unknown, path: string): string {
 }
 
 const fields = (...names: string[]) => new Set(names)
-const BROWSER_FIELDS = fields('site', 'name', 'url', 'referrer', 'screenWidth', 'props', 'revenue', 'click', 'error', 'vital', 'engagement', 'form')
+const BROWSER_FIELDS = fields(
+  'site',
+  'name',
+  'url',
+  'referrer',
+  'screenWidth',
+  'props',
+  'revenue',
+  'click',
+  'error',
+  'vital',
+  'engagement',
+  'form',
+)
 const IMPORT_FIELDS = new Set([...BROWSER_FIELDS, 'timestamp', 'ip', 'userAgent'])
 const REVENUE_FIELDS = fields('amount', 'currency')
 // the optional text fields of the nested objects and their longest lengths; the objects' fields follow
@@ -140,11 +156,13 @@ function scalars(value: unknown, path: string, rules: { maxText: number; nullabl
   let count = 0
   for (const key in value) {
     if (rules.maxKeys !== undefined && ++count > rules.maxKeys) fail(path, `at most ${rules.maxKeys} properties`)
-    if (rules.maxKeyLength !== undefined && (key.length < 1 || key.length > rules.maxKeyLength)) fail(path, `property names have 1 to ${rules.maxKeyLength} characters`)
+    if (rules.maxKeyLength !== undefined && (key.length < 1 || key.length > rules.maxKeyLength))
+      fail(path, `property names have 1 to ${rules.maxKeyLength} characters`)
     const v = value[key]
     if (typeof v === 'string') text(v, `${path}.${key}`, rules.maxText)
     else if (typeof v === 'number') finite(v, `${path}.${key}`)
-    else if (typeof v !== 'boolean' && !(rules.nullable && v === null)) fail(`${path}.${key}`, `expected a string, number${rules.nullable ? ', boolean or null' : ' or boolean'}`)
+    else if (typeof v !== 'boolean' && !(rules.nullable && v === null))
+      fail(`${path}.${key}`, `expected a string, number${rules.nullable ? ', boolean or null' : ' or boolean'}`)
   }
 }
 
@@ -162,8 +180,10 @@ function checkHit(input: unknown, from: 'browser' | 'import'): Hit {
   if (hit.props != null) scalars(hit.props, 'props', { maxText: 2000, nullable: false, maxKeys: 30, maxKeyLength: 200 })
   if (hit.revenue != null) {
     const revenue = object(hit.revenue, 'revenue', REVENUE_FIELDS)
-    if (!(typeof revenue.amount === 'string' ? AMOUNT.test(revenue.amount) : Number.isFinite(revenue.amount))) fail('revenue.amount', 'must be a decimal amount')
-    if (typeof revenue.currency !== 'string' || !CURRENCY.test(revenue.currency)) fail('revenue.currency', 'must be an ISO 4217 code like EUR')
+    if (!(typeof revenue.amount === 'string' ? AMOUNT.test(revenue.amount) : Number.isFinite(revenue.amount)))
+      fail('revenue.amount', 'must be a decimal amount')
+    if (typeof revenue.currency !== 'string' || !CURRENCY.test(revenue.currency))
+      fail('revenue.currency', 'must be an ISO 4217 code like EUR')
   }
   if (hit.click !== undefined) {
     const click = object(hit.click, 'click', CLICK_FIELDS)
@@ -181,7 +201,8 @@ function checkHit(input: unknown, from: 'browser' | 'import'): Hit {
     const vital = object(hit.vital, 'vital', VITAL_FIELDS)
     if (!VITAL_NAMES.has(vital.name as string)) fail('vital.name', `must be one of ${[...VITAL_NAMES].join(', ')}`)
     if (finite(vital.value, 'vital.value') < 0) fail('vital.value', 'must not be negative')
-    if (vital.rating !== undefined && !VITAL_RATINGS.has(vital.rating as string)) fail('vital.rating', `must be one of ${[...VITAL_RATINGS].join(', ')}`)
+    if (vital.rating !== undefined && !VITAL_RATINGS.has(vital.rating as string))
+      fail('vital.rating', `must be one of ${[...VITAL_RATINGS].join(', ')}`)
     if (vital.attribution !== undefined) scalars(vital.attribution, 'vital.attribution', { maxText: 1000, nullable: true })
   }
   if (hit.engagement !== undefined) {
@@ -196,7 +217,8 @@ function checkHit(input: unknown, from: 'browser' | 'import'): Hit {
   if (hit.timestamp !== undefined && (typeof hit.timestamp !== 'string' || !DATETIME.test(hit.timestamp))) {
     fail('timestamp', 'expected an ISO 8601 date and time with an offset, like 2026-11-20T10:00:00Z')
   }
-  if (hit.ip !== undefined && (typeof hit.ip !== 'string' || !(z.regexes.ipv4.test(hit.ip) || isIPv6(hit.ip)))) fail('ip', 'expected an IPv4 or IPv6 address')
+  if (hit.ip !== undefined && (typeof hit.ip !== 'string' || !(z.regexes.ipv4.test(hit.ip) || isIPv6(hit.ip))))
+    fail('ip', 'expected an IPv4 or IPv6 address')
   optionalText(hit.userAgent, 'userAgent', 1000)
   return hit as unknown as Hit
 }

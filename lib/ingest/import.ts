@@ -58,7 +58,14 @@ export async function importHits(
   const flush = async () => {
     const sites = await ingestor.sites.bySnippets(chunk.map((c) => c.item.hit.site))
     // literals rather than spreads, which cost more than a microsecond a hit
-    const items = chunk.map(({ item: { hit, ip, userAgent, receivedAt, source } }) => ({ hit, site: sites.get(hit.site)!, ip, userAgent, receivedAt, source }))
+    const items = chunk.map(({ item: { hit, ip, userAgent, receivedAt, source } }) => ({
+      hit,
+      site: sites.get(hit.site)!,
+      ip,
+      userAgent,
+      receivedAt,
+      source,
+    }))
     const outcomes = await ingestor.ingest(items)
     outcomes.forEach((outcome, i) => {
       const site = items[i].site
@@ -101,7 +108,13 @@ export async function runImport(
 ): Promise<ImportResult> {
   // an insert starts as soon as the one before is done, with up to 50k rows
   const sink = new BufferedSink(deps.clickhouse, deps.repositories, { maxRows: 50_000, intervalMs: 100 })
-  const ingestor = new Ingestor({ sites: new SiteDirectory(deps.repositories.sites), repositories: deps.repositories, sink, geo: deps.geo, now: () => new Date() })
+  const ingestor = new Ingestor({
+    sites: new SiteDirectory(deps.repositories.sites),
+    repositories: deps.repositories,
+    sink,
+    geo: deps.geo,
+    now: () => new Date(),
+  })
   const result: ImportResult = { imported: 0, rejected: 0, errors: [], bySite: new Map() }
   const startedAt = new Date()
   let error: string | null = null

@@ -99,11 +99,18 @@ export class Journal implements WriteAheadLog {
    * Opens the journal in `dir`, first storing whatever an earlier process journaled and did not
    * get to insert. Returns the journal and how many rows the replay stored.
    */
-  static async open(dir: string, clickhouse: ClickHouse, repositories: Pick<Repositories, 'usage'>): Promise<{ journal: Journal; replayed: number }> {
+  static async open(
+    dir: string,
+    clickhouse: ClickHouse,
+    repositories: Pick<Repositories, 'usage'>,
+  ): Promise<{ journal: Journal; replayed: number }> {
     mkdirSync(dir, { recursive: true, mode: 0o700 })
     let replayed = 0
     for (const n of segmentNumbers(dir)) {
-      const batches = readFileSync(segmentFile(dir, n), 'utf8').split('\n').map(decode).filter((b): b is IngestBatch => b !== null)
+      const batches = readFileSync(segmentFile(dir, n), 'utf8')
+        .split('\n')
+        .map(decode)
+        .filter((b): b is IngestBatch => b !== null)
       const merged: IngestBatch = { events: batches.flatMap((b) => b.events), bots: batches.flatMap((b) => b.bots), usage: new Map() }
       for (const b of batches) mergeUsage(merged.usage, b.usage)
       // rows an insert stored before the crash are found in the table: only the others are inserted

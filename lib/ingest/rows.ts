@@ -83,8 +83,26 @@ export interface BotRow {
 /** Visit-scoped attributes: those of the visit's first hit, stamped on every event of the visit. */
 export type VisitAttrs = Pick<
   EventRow,
-  'referrer' | 'referrer_source' | 'referrer_medium' | 'channel' | 'utm_source' | 'utm_medium' | 'utm_campaign' | 'utm_term' | 'utm_content' |
-  'country_code' | 'region' | 'city' | 'latitude' | 'longitude' | 'browser' | 'browser_version' | 'os' | 'os_version' | 'device' | 'screen_class'
+  | 'referrer'
+  | 'referrer_source'
+  | 'referrer_medium'
+  | 'channel'
+  | 'utm_source'
+  | 'utm_medium'
+  | 'utm_campaign'
+  | 'utm_term'
+  | 'utm_content'
+  | 'country_code'
+  | 'region'
+  | 'city'
+  | 'latitude'
+  | 'longitude'
+  | 'browser'
+  | 'browser_version'
+  | 'os'
+  | 'os_version'
+  | 'device'
+  | 'screen_class'
 >
 
 const userAgentOf = memo(parseUserAgent)
@@ -100,9 +118,22 @@ export function visitAttrs(hit: AcceptedHit, geo: Geo | null): VisitAttrs {
   const ref = referrerOf(`${hit.url.hostname} ${hit.item.hit.referrer ?? ''}`)
   const utm = utmFrom(hit.url)
   return {
-    referrer: ref.referrer.slice(0, 2000), referrer_source: ref.source, referrer_medium: ref.medium, channel: channelFor(ref, utm), ...utm,
-    country_code: geo?.country ?? '', region: geo?.region ?? '', city: geo?.city ?? '', latitude: geo?.latitude ?? 0, longitude: geo?.longitude ?? 0,
-    browser: ua.browser, browser_version: ua.browserVersion, os: ua.os, os_version: ua.osVersion, device: ua.device, screen_class: screenClass(hit.item.hit.screenWidth),
+    referrer: ref.referrer.slice(0, 2000),
+    referrer_source: ref.source,
+    referrer_medium: ref.medium,
+    channel: channelFor(ref, utm),
+    ...utm,
+    country_code: geo?.country ?? '',
+    region: geo?.region ?? '',
+    city: geo?.city ?? '',
+    latitude: geo?.latitude ?? 0,
+    longitude: geo?.longitude ?? 0,
+    browser: ua.browser,
+    browser_version: ua.browserVersion,
+    os: ua.os,
+    os_version: ua.osVersion,
+    device: ua.device,
+    screen_class: screenClass(hit.item.hit.screenWidth),
   }
 }
 
@@ -183,20 +214,53 @@ export function eventRow(h: AcceptedHit & { readonly visitorId: string }, visit:
   let props = stringProps(hit.props)
   if (hit.vital?.attribution) props = { ...props, ...stringProps(hit.vital.attribution, 'attribution.') }
   return {
-    site_id: h.site.id, timestamp: clickhouseTime(h.at), name: kind === 'outbound' || kind === 'download' || kind === 'affiliate' ? kind : hit.name, kind,
-    visitor_id: h.visitorId, session_id: visit.id, session_start: visit.start,
-    referrer: a.referrer, referrer_source: a.referrer_source, referrer_medium: a.referrer_medium, channel: a.channel,
-    utm_source: a.utm_source, utm_medium: a.utm_medium, utm_campaign: a.utm_campaign, utm_term: a.utm_term, utm_content: a.utm_content,
-    country_code: a.country_code, region: a.region, city: a.city, latitude: a.latitude, longitude: a.longitude,
-    browser: a.browser, browser_version: a.browser_version, os: a.os, os_version: a.os_version, device: a.device, screen_class: a.screen_class,
-    hostname: url.hostname, pathname: h.pathname.slice(0, 2000), query: capturedQuery(url, h.site.tracking.capturedQueryParams), collection_source: h.item.source,
+    site_id: h.site.id,
+    timestamp: clickhouseTime(h.at),
+    name: kind === 'outbound' || kind === 'download' || kind === 'affiliate' ? kind : hit.name,
+    kind,
+    visitor_id: h.visitorId,
+    session_id: visit.id,
+    session_start: visit.start,
+    referrer: a.referrer,
+    referrer_source: a.referrer_source,
+    referrer_medium: a.referrer_medium,
+    channel: a.channel,
+    utm_source: a.utm_source,
+    utm_medium: a.utm_medium,
+    utm_campaign: a.utm_campaign,
+    utm_term: a.utm_term,
+    utm_content: a.utm_content,
+    country_code: a.country_code,
+    region: a.region,
+    city: a.city,
+    latitude: a.latitude,
+    longitude: a.longitude,
+    browser: a.browser,
+    browser_version: a.browser_version,
+    os: a.os,
+    os_version: a.os_version,
+    device: a.device,
+    screen_class: a.screen_class,
+    hostname: url.hostname,
+    pathname: h.pathname.slice(0, 2000),
+    query: capturedQuery(url, h.site.tracking.capturedQueryParams),
+    collection_source: h.item.source,
     props,
-    revenue_amount: hit.revenue ? String(hit.revenue.amount) : '0', revenue_currency: hit.revenue?.currency ?? '',
-    link_url: kind === 'form' && hit.form?.action ? hit.form.action : (hit.click?.href ?? ''), selector: hit.click?.selector ?? hit.form?.selector ?? '', element_text: clickLabel(hit.click),
-    element_tag: hit.click?.tag ?? (kind === 'form' ? 'form' : ''), interactive: hit.click?.interactive ? 1 : 0, dead_click: hit.click?.dead ? 1 : 0,
-    error_fingerprint: errorFingerprint, error_name: hit.error?.name ?? '', error_message: hit.error?.message ?? '',
-    vital_name: hit.vital?.name ?? '', vital_value: hit.vital?.value ?? 0,
-    engaged_ms: hit.engagement?.ms ?? 0, scroll_depth: hit.engagement?.scroll ?? 0,
+    revenue_amount: hit.revenue ? String(hit.revenue.amount) : '0',
+    revenue_currency: hit.revenue?.currency ?? '',
+    link_url: kind === 'form' && hit.form?.action ? hit.form.action : (hit.click?.href ?? ''),
+    selector: hit.click?.selector ?? hit.form?.selector ?? '',
+    element_text: clickLabel(hit.click),
+    element_tag: hit.click?.tag ?? (kind === 'form' ? 'form' : ''),
+    interactive: hit.click?.interactive ? 1 : 0,
+    dead_click: hit.click?.dead ? 1 : 0,
+    error_fingerprint: errorFingerprint,
+    error_name: hit.error?.name ?? '',
+    error_message: hit.error?.message ?? '',
+    vital_name: hit.vital?.name ?? '',
+    vital_value: hit.vital?.value ?? 0,
+    engaged_ms: hit.engagement?.ms ?? 0,
+    scroll_depth: hit.engagement?.scroll ?? 0,
   }
 }
 
@@ -214,8 +278,17 @@ export function botRow(b: {
   countryCode: string | undefined
 }): BotRow {
   return {
-    site_id: b.siteId, timestamp: clickhouseTime(b.at), bot_name: b.bot.name, bot_kind: b.bot.kind, verified: b.verified ? 1 : 0,
-    collection_source: b.source, hostname: b.hostname, pathname: b.pathname, referrer: b.referrer ?? '', user_agent: b.userAgent.slice(0, 1000), country_code: b.countryCode ?? '',
+    site_id: b.siteId,
+    timestamp: clickhouseTime(b.at),
+    bot_name: b.bot.name,
+    bot_kind: b.bot.kind,
+    verified: b.verified ? 1 : 0,
+    collection_source: b.source,
+    hostname: b.hostname,
+    pathname: b.pathname,
+    referrer: b.referrer ?? '',
+    user_agent: b.userAgent.slice(0, 1000),
+    country_code: b.countryCode ?? '',
   }
 }
 
@@ -223,7 +296,15 @@ export function botRow(b: {
 export function botRowOf(h: BotHit, geo: Geo | null): BotRow {
   const { item } = h
   return botRow({
-    siteId: h.site.id, at: h.at, bot: h.bot, verified: false, source: item.source, hostname: h.url.hostname, pathname: h.pathname,
-    referrer: item.hit.referrer, userAgent: item.userAgent, countryCode: geo?.country,
+    siteId: h.site.id,
+    at: h.at,
+    bot: h.bot,
+    verified: false,
+    source: item.source,
+    hostname: h.url.hostname,
+    pathname: h.pathname,
+    referrer: item.hit.referrer,
+    userAgent: item.userAgent,
+    countryCode: geo?.country,
   })
 }

@@ -8,7 +8,11 @@ export class SaltsRepository {
 
   /** The site's salt for a site-local day: `candidate` unless one exists, shared by every instance, gone after 48 hours. */
   async daily(siteId: string, day: string, candidate: string): Promise<string> {
-    const [, salt] = await this.kv.pipeline().set(saltKey(siteId, day), candidate, { nx: true, ex: 48 * 3600 }).get<string>(saltKey(siteId, day)).exec<[unknown, string]>()
+    const [, salt] = await this.kv
+      .pipeline()
+      .set(saltKey(siteId, day), candidate, { nx: true, ex: 48 * 3600 })
+      .get<string>(saltKey(siteId, day))
+      .exec<[unknown, string]>()
     return String(salt)
   }
 }

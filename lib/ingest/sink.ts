@@ -36,7 +36,9 @@ export interface WriteAheadLog {
 }
 
 export async function addUsage(repositories: Pick<Repositories, 'usage'>, usage: IngestBatch['usage']) {
-  await Promise.all([...usage].flatMap(([orgId, months]) => [...months].map(([month, counts]) => repositories.usage.add(orgId, month, counts))))
+  await Promise.all(
+    [...usage].flatMap(([orgId, months]) => [...months].map(([month, counts]) => repositories.usage.add(orgId, month, counts))),
+  )
 }
 
 async function store(clickhouse: ClickHouse, repositories: Pick<Repositories, 'usage'>, batch: IngestBatch) {
@@ -89,7 +91,10 @@ export class BufferedSink implements EventSink {
     private readonly repositories: Pick<Repositories, 'usage'>,
     private readonly options: { maxRows?: number; intervalMs?: number; log?: WriteAheadLog } = {},
   ) {
-    this.timer = setInterval(() => void this.flush().catch((err) => console.error('event flush failed; will retry', err)), options.intervalMs ?? 200)
+    this.timer = setInterval(
+      () => void this.flush().catch((err) => console.error('event flush failed; will retry', err)),
+      options.intervalMs ?? 200,
+    )
     this.timer.unref?.()
   }
 

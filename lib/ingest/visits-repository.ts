@@ -120,7 +120,12 @@ export class VisitsRepository {
     for (const r of runs) args.push(String(r.at), String(r.until), r.candidateId, r.attrs)
     // sent by its SHA after the first call; the embedded store may run it natively (NATIVE_SCRIPTS)
     this.assignScript ??= this.kv.createScript(ASSIGN_VISITS)
-    const out = String(await this.assignScript.exec(runs.map((r) => visitKey(r.siteId, r.visitorId)), args))
+    const out = String(
+      await this.assignScript.exec(
+        runs.map((r) => visitKey(r.siteId, r.visitorId)),
+        args,
+      ),
+    )
     return out
       .slice(1)
       .split('\n')

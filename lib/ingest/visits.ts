@@ -61,9 +61,20 @@ export interface Visit<Attrs> {
  * The visit of each run, given the attributes each run's first hit would give a visit it starts.
  * A visit begun in this batch takes those of its first run here; an older one, the stored ones.
  */
-export async function assignVisits<Attrs>(visits: VisitsRepository, runs: readonly Run[], attrs: readonly Attrs[]): Promise<Visit<Attrs>[]> {
+export async function assignVisits<Attrs>(
+  visits: VisitsRepository,
+  runs: readonly Run[],
+  attrs: readonly Attrs[],
+): Promise<Visit<Attrs>[]> {
   const assigned = await visits.assignRuns(
-    runs.map((r, i) => ({ siteId: r.first.site.id, visitorId: r.first.visitorId, at: r.first.at, until: r.until, candidateId: newVisitId(), attrs: JSON.stringify(attrs[i]) })),
+    runs.map((r, i) => ({
+      siteId: r.first.site.id,
+      visitorId: r.first.visitorId,
+      at: r.first.at,
+      until: r.until,
+      candidateId: newVisitId(),
+      attrs: JSON.stringify(attrs[i]),
+    })),
     VISIT_GAP_MS,
   )
   const startedHere = new Map<string, Attrs>()

@@ -75,7 +75,13 @@ export class CruxUnavailable extends Error {
 }
 
 // CrUX encodes some numbers as strings (cumulative_layout_shift's bins and p75: "0.05")
-const cruxNumber = z.union([z.number(), z.string().regex(/^-?\d+(\.\d+)?(e-?\d+)?$/i).transform(Number)])
+const cruxNumber = z.union([
+  z.number(),
+  z
+    .string()
+    .regex(/^-?\d+(\.\d+)?(e-?\d+)?$/i)
+    .transform(Number),
+])
 const cruxDate = z.object({ year: z.number().int(), month: z.number().int().min(1).max(12), day: z.number().int().min(1).max(31) })
 const cruxMetric = z.object({
   // good, needs improvement and poor; the last bin has no end, and proto3 JSON leaves out a density of 0
@@ -88,9 +94,12 @@ const queryRecordAnswer = z.object({
     collectionPeriod: z.object({ firstDate: cruxDate, lastDate: cruxDate }),
   }),
 })
-const errorAnswer = z.object({ error: z.object({ code: z.number().optional(), message: z.string().optional(), status: z.string().optional() }) })
+const errorAnswer = z.object({
+  error: z.object({ code: z.number().optional(), message: z.string().optional(), status: z.string().optional() }),
+})
 
-const isoDate = (d: z.infer<typeof cruxDate>) => `${String(d.year).padStart(4, '0')}-${String(d.month).padStart(2, '0')}-${String(d.day).padStart(2, '0')}`
+const isoDate = (d: z.infer<typeof cruxDate>) =>
+  `${String(d.year).padStart(4, '0')}-${String(d.month).padStart(2, '0')}-${String(d.day).padStart(2, '0')}`
 
 /** A record's metrics and period in our terms; a CrUX metric that is not there is null. */
 export function readCruxRecord(json: unknown): CruxRecord | null {
@@ -109,18 +118,29 @@ export function readCruxRecord(json: unknown): CruxRecord | null {
     const [good, needsImprovement, poor] = metric.data.histogram.map((bin) => bin.density ?? 0)
     ours[name] = { p75: metric.data.percentiles?.p75 ?? null, good, needsImprovement, poor }
   }
-  return { collectionPeriod: { firstDate: isoDate(collectionPeriod.firstDate), lastDate: isoDate(collectionPeriod.lastDate) }, metrics: ours }
+  return {
+    collectionPeriod: { firstDate: isoDate(collectionPeriod.firstDate), lastDate: isoDate(collectionPeriod.lastDate) },
+    metrics: ours,
+  }
 }
 
 /**
  * Asks CrUX for an origin's record (every form factor, or one): the record, or a CruxUnavailable
  * saying why not. Messages never carry the key or the request's URL.
  */
-export async function queryCruxRecord(fetcher: typeof fetch, config: CruxConfig, query: { origin: string; formFactor?: FormFactor }): Promise<CruxRecord> {
+export async function queryCruxRecord(
+  fetcher: typeof fetch,
+  config: CruxConfig,
+  query: { origin: string; formFactor?: FormFactor },
+): Promise<CruxRecord> {
   const withoutKey = (text: string) => text.split(config.apiKey).join('[key]').slice(0, 300)
   // the key travels in Google's API-key header, never in a URL that proxies and logs keep
   const url = `${config.baseUrl}/v1/records:queryRecord`
-  const body = { origin: query.origin, ...(query.formFactor ? { formFactor: CRUX_FORM_FACTORS[query.formFactor] } : {}), metrics: VITAL_NAMES.map((n) => CRUX_METRICS[n]) }
+  const body = {
+    origin: query.origin,
+    ...(query.formFactor ? { formFactor: CRUX_FORM_FACTORS[query.formFactor] } : {}),
+    metrics: VITAL_NAMES.map((n) => CRUX_METRICS[n]),
+  }
   let res: Response
   let json: unknown
   try {
@@ -133,7 +153,8 @@ export async function queryCruxRecord(fetcher: typeof fetch, config: CruxConfig,
     json = await res.json().catch(() => undefined)
   } catch (err) {
     const error = err as Error
-    if (error.name === 'TimeoutError' || error.name === 'AbortError') throw new CruxUnavailable(`the CrUX API did not answer within ${config.timeoutMs / 1000} s`)
+    if (error.name === 'TimeoutError' || error.name === 'AbortError')
+      throw new CruxUnavailable(`the CrUX API did not answer within ${config.timeoutMs / 1000} s`)
     if (err instanceof OutboundError) throw new CruxUnavailable(`the CrUX API could not be reached: ${withoutKey(error.message)}`)
     throw new CruxUnavailable(`the CrUX API could not be reached (${withoutKey(error.message)})`)
   }
@@ -143,10 +164,20 @@ export async function queryCruxRecord(fetcher: typeof fetch, config: CruxConfig,
     return record
   }
   const error = errorAnswer.safeParse(json)
-  const detail = error.success ? `${res.status} ${error.data.error.status ?? ''}${error.data.error.message ? `: ${withoutKey(error.data.error.message)}` : ''}`.trim() : `HTTP ${res.status}`
-  if (res.status === 404) throw new CruxUnavailable(`the Chrome UX Report has no field data for ${query.origin}${query.formFactor ? ` on ${query.formFactor}s` : ''}: too few Chrome users visited it in the last 28 days, or the origin is not public`, true)
-  if (res.status === 400 || res.status === 401 || res.status === 403) throw new CruxUnavailable(`the CrUX API refused this server's API key (${detail}): check CRUX_API_KEY and that the key may use the Chrome UX Report API`)
-  if (res.status === 429) throw new CruxUnavailable(`the CrUX API's rate limit for this server's key is used up (${detail}); try again later`)
+  const detail = error.success
+    ? `${res.status} ${error.data.error.status ?? ''}${error.data.error.message ? `: ${withoutKey(error.data.error.message)}` : ''}`.trim()
+    : `HTTP ${res.status}`
+  if (res.status === 404)
+    throw new CruxUnavailable(
+      `the Chrome UX Report has no field data for ${query.origin}${query.formFactor ? ` on ${query.formFactor}s` : ''}: too few Chrome users visited it in the last 28 days, or the origin is not public`,
+      true,
+    )
+  if (res.status === 400 || res.status === 401 || res.status === 403)
+    throw new CruxUnavailable(
+      `the CrUX API refused this server's API key (${detail}): check CRUX_API_KEY and that the key may use the Chrome UX Report API`,
+    )
+  if (res.status === 429)
+    throw new CruxUnavailable(`the CrUX API's rate limit for this server's key is used up (${detail}); try again later`)
   throw new CruxUnavailable(`the CrUX API did not answer (${detail})`)
 }
 
@@ -183,7 +214,12 @@ export async function cruxFieldData(deps: CruxDeps, site: Site, formFactor: Form
   let answer: CruxAnswer | undefined
   for (const origin of origins) {
     try {
-      answer = { available: true, origin, formFactor: echo.formFactor, ...(await queryCruxRecord(deps.fetch, deps.crux, { origin, formFactor })) }
+      answer = {
+        available: true,
+        origin,
+        formFactor: echo.formFactor,
+        ...(await queryCruxRecord(deps.fetch, deps.crux, { origin, formFactor })),
+      }
       break
     } catch (err) {
       if (!(err instanceof CruxUnavailable)) throw err

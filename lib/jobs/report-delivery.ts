@@ -49,17 +49,33 @@ export function duePeriods(site: Site, now: Date): Period[] {
   const periods: Period[] = []
   if (site.alerts.weeklyReport && today.dayOfWeek === 1) {
     const from = today.subtract({ days: 7 })
-    periods.push({ kind: 'weekly', from, to: today.subtract({ days: 1 }), previousFrom: from.subtract({ days: 7 }), previousTo: from.subtract({ days: 1 }) })
+    periods.push({
+      kind: 'weekly',
+      from,
+      to: today.subtract({ days: 1 }),
+      previousFrom: from.subtract({ days: 7 }),
+      previousTo: from.subtract({ days: 1 }),
+    })
   }
   if (site.alerts.monthlyReport && today.day === 1) {
     const from = today.subtract({ months: 1 })
-    periods.push({ kind: 'monthly', from, to: today.subtract({ days: 1 }), previousFrom: from.subtract({ months: 1 }), previousTo: from.subtract({ days: 1 }) })
+    periods.push({
+      kind: 'monthly',
+      from,
+      to: today.subtract({ days: 1 }),
+      previousFrom: from.subtract({ months: 1 }),
+      previousTo: from.subtract({ days: 1 }),
+    })
   }
   return periods
 }
 
 /** Sends every report due now, site by site: one site's failure is logged with its id and the others still go out. */
-export async function deliverReports(deps: DeliveryDeps, now: Date, options: DeliveryOptions = {}): Promise<{ sent: number; failed: number }> {
+export async function deliverReports(
+  deps: DeliveryDeps,
+  now: Date,
+  options: DeliveryOptions = {},
+): Promise<{ sent: number; failed: number }> {
   const log = options.log ?? console.error
   let sent = 0
   let failed = 0
@@ -87,7 +103,12 @@ export function channelsOf(deps: DeliveryDeps, site: Site, log: (message: string
   return channels
 }
 
-async function deliverSiteReport(deps: DeliveryDeps, site: Site, period: Period, options: DeliveryOptions & { log: (m: string) => void }): Promise<number> {
+async function deliverSiteReport(
+  deps: DeliveryDeps,
+  site: Site,
+  period: Period,
+  options: DeliveryOptions & { log: (m: string) => void },
+): Promise<number> {
   const deliveryKey = (channel: Channel) => `${site.id}:${period.kind}:${period.from}:${channel}`
   const claimed: Channel[] = []
   for (const channel of channelsOf(deps, site, options.log)) {
@@ -106,7 +127,13 @@ async function deliverSiteReport(deps: DeliveryDeps, site: Site, period: Period,
   for (const channel of claimed) {
     try {
       if (channel === 'email') await deps.mailer!.send({ to: site.alerts.recipients, subject: report.subject, text: reportText(report) })
-      else await sendWebhook(deps.fetch, { url: site.alerts.webhookUrl!, secret: site.webhookSecret! }, { deliveryId: deliveryKey(channel), ...report.payload }, options.retryDelaysMs ?? WEBHOOK_RETRY_DELAYS_MS)
+      else
+        await sendWebhook(
+          deps.fetch,
+          { url: site.alerts.webhookUrl!, secret: site.webhookSecret! },
+          { deliveryId: deliveryKey(channel), ...report.payload },
+          options.retryDelaysMs ?? WEBHOOK_RETRY_DELAYS_MS,
+        )
       await deps.repositories.deliveries.markSent(deliveryKey(channel))
       sent++
     } catch (err) {
@@ -141,7 +168,14 @@ const TOP_ROWS = 10
 
 async function buildReport(deps: DeliveryDeps, site: Site, period: Period): Promise<SiteReport> {
   const params = (from: Temporal.PlainDate, to: Temporal.PlainDate) =>
-    reportParams.parse({ site_id: site.id, range: 'custom', from: from.toString(), to: to.toString(), source: reportSource(site), limit: TOP_ROWS })
+    reportParams.parse({
+      site_id: site.id,
+      range: 'custom',
+      from: from.toString(),
+      to: to.toString(),
+      source: reportSource(site),
+      limit: TOP_ROWS,
+    })
   const [current, previous, pages, sources] = await Promise.all([
     totals(deps, site, params(period.from, period.to)),
     totals(deps, site, params(period.previousFrom, period.previousTo)),
@@ -205,7 +239,9 @@ export function reportText(report: SiteReport): string {
     ...(report.topPages.length ? report.topPages.map((p) => `  ${p.value}  ${p.visitors.toLocaleString('en-US')} visitors`) : ['  none']),
     '',
     'Top sources',
-    ...(report.topSources.length ? report.topSources.map((s) => `  ${s.value || '(direct)'}  ${s.visitors.toLocaleString('en-US')} visitors`) : ['  none']),
+    ...(report.topSources.length
+      ? report.topSources.map((s) => `  ${s.value || '(direct)'}  ${s.visitors.toLocaleString('en-US')} visitors`)
+      : ['  none']),
     '',
     `You receive this because your address is a recipient of ${site.domain}'s reports; remove it in the site's alert settings.`,
   ]

@@ -74,7 +74,11 @@ export async function dueAlerts(deps: DeliveryDeps, site: Site, now: Date): Prom
 }
 
 /** Sends every spike and drop alert due now, site by site: one site's failure is logged with its id and the others still go out. */
-export async function deliverTrafficAlerts(deps: DeliveryDeps, now: Date, options: DeliveryOptions = {}): Promise<{ sent: number; failed: number }> {
+export async function deliverTrafficAlerts(
+  deps: DeliveryDeps,
+  now: Date,
+  options: DeliveryOptions = {},
+): Promise<{ sent: number; failed: number }> {
   const log = options.log ?? console.error
   let sent = 0
   let failed = 0
@@ -89,7 +93,12 @@ export async function deliverTrafficAlerts(deps: DeliveryDeps, now: Date, option
   return { sent, failed }
 }
 
-async function deliverAlert(deps: DeliveryDeps, site: Site, alert: TrafficAlert, options: DeliveryOptions & { log: (m: string) => void }): Promise<number> {
+async function deliverAlert(
+  deps: DeliveryDeps,
+  site: Site,
+  alert: TrafficAlert,
+  options: DeliveryOptions & { log: (m: string) => void },
+): Promise<number> {
   const channels = channelsOf(deps, site, options.log, 'alerts')
   const deliveryKey = (channel: Channel) => `${site.id}:alert:${alert.id}:${channel}`
   const failures: string[] = []
@@ -97,12 +106,18 @@ async function deliverAlert(deps: DeliveryDeps, site: Site, alert: TrafficAlert,
   for (const channel of channels) {
     if (!(await deps.repositories.deliveries.claim(deliveryKey(channel), SENDING_LEASE_SECONDS))) continue
     try {
-      if (channel === 'email') await deps.mailer!.send({ to: site.alerts.recipients, subject: alertSubject(site, alert), text: alertText(site, alert) })
+      if (channel === 'email')
+        await deps.mailer!.send({ to: site.alerts.recipients, subject: alertSubject(site, alert), text: alertText(site, alert) })
       else
         await sendWebhook(
           deps.fetch,
           { url: site.alerts.webhookUrl!, secret: site.webhookSecret! },
-          { deliveryId: deliveryKey(channel), event: `alert.${alert.kind}`, site: { id: site.id, domain: site.domain, timezone: site.timezone }, alert },
+          {
+            deliveryId: deliveryKey(channel),
+            event: `alert.${alert.kind}`,
+            site: { id: site.id, domain: site.domain, timezone: site.timezone },
+            alert,
+          },
           options.retryDelaysMs ?? WEBHOOK_RETRY_DELAYS_MS,
         )
       await deps.repositories.deliveries.markSent(deliveryKey(channel))
@@ -116,7 +131,8 @@ async function deliverAlert(deps: DeliveryDeps, site: Site, alert: TrafficAlert,
   return sent
 }
 
-const alertSubject = (site: Site, alert: TrafficAlert) => `${alert.kind === 'spike' ? 'Traffic spike' : 'Traffic drop'} on ${site.domain} at ${alert.start}`
+const alertSubject = (site: Site, alert: TrafficAlert) =>
+  `${alert.kind === 'spike' ? 'Traffic spike' : 'Traffic drop'} on ${site.domain} at ${alert.start}`
 
 /** The e-mail body: what moved, against what, and where to look. */
 export function alertText(site: Site, alert: TrafficAlert): string {
@@ -125,7 +141,9 @@ export function alertText(site: Site, alert: TrafficAlert): string {
     alertSubject(site, alert),
     '',
     `${alert.start} to ${alert.end} (${site.timezone}): ${alert.visitors.toLocaleString('en-US')} visitors, where the same hours of the 8 weeks before had ${usual} (median)${alert.ratio === null ? '' : `, ${alert.ratio}×`}.`,
-    alert.kind === 'spike' ? `GET /api/v1/spikes lists it as ${alert.id}, with the source that brought the extra visitors.` : 'GET /api/v1/anomalies shows which pages lost visits.',
+    alert.kind === 'spike'
+      ? `GET /api/v1/spikes lists it as ${alert.id}, with the source that brought the extra visitors.`
+      : 'GET /api/v1/anomalies shows which pages lost visits.',
     '',
     `You receive this because your address is a recipient of ${site.domain}'s alerts; turn them off or remove it in the site's alert settings.`,
   ].join('\n')

@@ -14,7 +14,8 @@ export function pinnedNodeFetch() {
     connect: {
       lookup(hostname: string, options: LookupOptions, callback: LookupCallback) {
         const addresses = checked.get(hostname)
-        if (!addresses?.length) return callback(Object.assign(new Error(`${hostname} was not checked by the guarded fetch`), { code: 'ENOTFOUND' }), '')
+        if (!addresses?.length)
+          return callback(Object.assign(new Error(`${hostname} was not checked by the guarded fetch`), { code: 'ENOTFOUND' }), '')
         const entries = addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }))
         if (options.all) return callback(null, entries)
         callback(null, entries[0].address, entries[0].family)

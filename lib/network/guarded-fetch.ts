@@ -45,7 +45,8 @@ export type OutboundRules = Pick<OutboundOptions, 'allowPrivate' | 'resolve'>
  * resolves. Throws an OutboundError for a target the guard refuses.
  */
 export async function checkOutboundUrl(url: URL, { allowPrivate = false, resolve }: OutboundRules = {}): Promise<string[]> {
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new OutboundError(`only http and https URLs are fetched, not ${url.protocol}`)
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new OutboundError(`only http and https URLs are fetched, not ${url.protocol}`)
   const host = url.hostname
   const addresses = isIpLiteral(host) ? [host.replace(/^\[|\]$/g, '')] : resolve ? await resolve(host) : []
   if (allowPrivate) return addresses
@@ -59,7 +60,8 @@ export async function checkOutboundUrl(url: URL, { allowPrivate = false, resolve
 export type GuardedFetch = typeof fetch & { check(url: URL): Promise<string[]> }
 
 /** The check of the guard `fetcher` is, or the strict default rules for any other fetch. */
-export const outboundCheckOf = (fetcher: typeof fetch): GuardedFetch['check'] => (fetcher as Partial<GuardedFetch>).check ?? ((url) => checkOutboundUrl(url))
+export const outboundCheckOf = (fetcher: typeof fetch): GuardedFetch['check'] =>
+  (fetcher as Partial<GuardedFetch>).check ?? ((url) => checkOutboundUrl(url))
 
 export function guardedFetch(options: OutboundOptions = {}): GuardedFetch {
   const { timeoutMs = 10_000, maxBytes = 5 * 1024 * 1024, maxRedirects = 5, pinnedFetch } = options
@@ -104,7 +106,11 @@ export function guardedFetch(options: OutboundOptions = {}): GuardedFetch {
         body.set(chunk, offset)
         offset += chunk.byteLength
       }
-      const answer = new Response(response.status === 204 || response.status === 304 ? null : body, { status: response.status, statusText: response.statusText, headers: response.headers })
+      const answer = new Response(response.status === 204 || response.status === 304 ? null : body, {
+        status: response.status,
+        statusText: response.statusText,
+        headers: response.headers,
+      })
       // as the runtime's fetch does: the URL the answer came from, after the redirects followed
       Object.defineProperty(answer, 'url', { value: url.href })
       return answer

@@ -23,7 +23,12 @@ export function nodeMailer(options: { smtpUrl?: string; dataDir: string; from: s
   const writer = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' })
   return {
     async send(message) {
-      const { message: raw } = (await writer.sendMail({ from: options.from, to: message.to, subject: message.subject, text: message.text })) as { message: Buffer }
+      const { message: raw } = (await writer.sendMail({
+        from: options.from,
+        to: message.to,
+        subject: message.subject,
+        text: message.text,
+      })) as { message: Buffer }
       const outbox = outboxDir(options.dataDir)
       mkdirSync(outbox, { recursive: true })
       const file = join(outbox, `${new Date().toISOString().replace(/[:.]/g, '-')}-${crypto.randomUUID().slice(0, 8)}.eml`)

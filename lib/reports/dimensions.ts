@@ -6,7 +6,22 @@ import type { Source } from '../sites/source'
  * dimensions: parsing, the planner, the SQL builders, the dimensions index, the bot reads and the
  * why-traffic-changed reads all read their facts from here. A leaf: it imports no report code.
  */
-export const RANGES = ['realtime', 'today', 'yesterday', '7d', 'week', 'month', '30d', '90d', 'year', 'ytd', 'last-year', '12mo', 'all', 'custom'] as const
+export const RANGES = [
+  'realtime',
+  'today',
+  'yesterday',
+  '7d',
+  'week',
+  'month',
+  '30d',
+  '90d',
+  'year',
+  'ytd',
+  'last-year',
+  '12mo',
+  'all',
+  'custom',
+] as const
 export type RangeName = (typeof RANGES)[number]
 
 export const OPERATORS = ['is', 'is_not', 'contains', 'matches'] as const
@@ -66,7 +81,14 @@ const visitAttribute = (name: string, sql: string, more: Partial<StandaloneColum
 })
 
 /** A first-party event dimension that only some events carry, without visit engagement. */
-const sparseEvent = (name: string, sql: string): Dimension => ({ name, scope: 'event', engagement: false, sparse: true, sources: FIRST_PARTY, standalone: { events: sql } })
+const sparseEvent = (name: string, sql: string): Dimension => ({
+  name,
+  scope: 'event',
+  engagement: false,
+  sparse: true,
+  sources: FIRST_PARTY,
+  standalone: { events: sql },
+})
 
 /** Every dimension, once; the index lists them in this order. */
 export const DIMENSIONS: readonly Dimension[] = [
@@ -99,7 +121,13 @@ export const DIMENSIONS: readonly Dimension[] = [
   sparseEvent('form', "if(kind = 'form', selector, '')"),
   // bot hits have no visits: a read of them never carries engagement
   { name: 'bot_kind', scope: 'event', engagement: false, sources: FIRST_PARTY, standalone: { bots: 'bot_kind' }, values: BOT_KINDS },
-  { name: 'collection_source', scope: 'event', engagement: true, sources: FIRST_PARTY, standalone: { events: 'collection_source', bots: 'collection_source' } },
+  {
+    name: 'collection_source',
+    scope: 'event',
+    engagement: true,
+    sources: FIRST_PARTY,
+    standalone: { events: 'collection_source', bots: 'collection_source' },
+  },
 ]
 
 const BY_NAME = new Map(DIMENSIONS.map((d) => [d.name, d]))
@@ -108,7 +136,8 @@ const BY_NAME = new Map(DIMENSIONS.map((d) => [d.name, d]))
 export const dimension = (name: string): Dimension | undefined => BY_NAME.get(name)
 
 /** A custom property's dimension name: prop:<key>, the key at most 200 characters with the prefix. */
-export const isCustomProperty = (name: string) => name.startsWith(PROPERTY_PREFIX) && name.length > PROPERTY_PREFIX.length && name.length <= 200
+export const isCustomProperty = (name: string) =>
+  name.startsWith(PROPERTY_PREFIX) && name.length > PROPERTY_PREFIX.length && name.length <= 200
 
 /**
  * A filter that is not a dimension: `segment` names a saved segment of the site and stands for its

@@ -18,42 +18,78 @@ export const logLevelSchema = z
   .describe('`info`: one JSON line per request and every internal error, on stderr; `error`: internal errors only; `silent`: nothing')
 export type LogLevel = z.infer<typeof logLevelSchema>
 
-const port = z.coerce.number({ message: 'must be a port number' }).int({ message: 'must be a port number' }).min(0, { message: 'must be a port number' }).max(65535, { message: 'must be a port number from 0 to 65535' })
+const port = z.coerce
+  .number({ message: 'must be a port number' })
+  .int({ message: 'must be a port number' })
+  .min(0, { message: 'must be a port number' })
+  .max(65535, { message: 'must be a port number from 0 to 65535' })
 const flag = z.enum(['0', '1'], { message: 'must be 0 or 1' })
 
 /** Shared by both homes' schemas (lib/runtime/worker.ts). */
 export const cruxApiKey = z
   .string()
   .optional()
-  .describe('a Google Cloud API key allowed to use the Chrome UX Report API: `crux=1` on `GET /api/v1/vitals` adds its field data (without it, `crux` says no key is configured); a secret, never logged or answered')
+  .describe(
+    'a Google Cloud API key allowed to use the Chrome UX Report API: `crux=1` on `GET /api/v1/vitals` adds its field data (without it, `crux` says no key is configured); a secret, never logged or answered',
+  )
 export const cruxApiUrl = z
   .url({ protocol: /^https?$/, message: 'must be an http(s) URL' })
   .default('https://chromeuxreport.googleapis.com')
-  .describe('where the Chrome UX Report API is asked: a local stand-in for tests or a proxy (with `OUTBOUND_ALLOW_PRIVATE=1` for a private address)')
+  .describe(
+    'where the Chrome UX Report API is asked: a local stand-in for tests or a proxy (with `OUTBOUND_ALLOW_PRIVATE=1` for a private address)',
+  )
 
 export const nodeEnvSchema = z.object({
   PORT: port.default(8787).describe('where the API listens; `0` picks a free port'),
   HOST: z.string().default('0.0.0.0').describe('the address the API listens on'),
-  LOCAL_PORT: port.optional().describe('port of the local-only endpoints (default `PORT + 1`, on 127.0.0.1), which CLIs and `wrangler dev` use to reach the embedded stores'),
-  PUBLIC_URL: z.url().optional().describe('the origin used in tracking snippets and the OpenAPI document (default: the request\'s)'),
+  LOCAL_PORT: port
+    .optional()
+    .describe(
+      'port of the local-only endpoints (default `PORT + 1`, on 127.0.0.1), which CLIs and `wrangler dev` use to reach the embedded stores',
+    ),
+  PUBLIC_URL: z.url().optional().describe("the origin used in tracking snippets and the OpenAPI document (default: the request's)"),
   DATA_DIR: z.string().optional().describe('where the embedded stores live (default `./.data`)'),
   LOG_LEVEL: logLevelSchema.default('info'),
   CLICKHOUSE_URL: z.url().optional().describe('use a ClickHouse server over HTTP instead of the embedded engine'),
   CLICKHOUSE_USER: z.string().optional().describe('ClickHouse user (default `default`)'),
   CLICKHOUSE_PASSWORD: z.string().optional().describe('ClickHouse password'),
-  CLICKHOUSE_DATABASE: z.string().optional().describe('ClickHouse database (default: the user\'s default)'),
+  CLICKHOUSE_DATABASE: z.string().optional().describe("ClickHouse database (default: the user's default)"),
   CLICKHOUSE_CLUSTER: z.string().optional().describe('`npm run migrate` creates tables `ON CLUSTER` with `Replicated*` engines'),
-  REDIS_URL: z.url().optional().describe('use Redis over TCP (`redis://` or `rediss://`) for keys, sites, settings, visits and rate limits'),
+  REDIS_URL: z
+    .url()
+    .optional()
+    .describe('use Redis over TCP (`redis://` or `rediss://`) for keys, sites, settings, visits and rate limits'),
   UPSTASH_REDIS_REST_URL: z.url().optional().describe('use Upstash over REST instead (with the token below)'),
   UPSTASH_REDIS_REST_TOKEN: z.string().optional().describe('the Upstash REST token'),
-  REDIS_PREFIX: z.string().optional().describe('a prefix for every key written to Redis or Upstash, so installations (or test runs) can share one database'),
-  OUTBOUND_ALLOW_PRIVATE: flag.default('0').describe("`1` lets the server's own outbound requests reach private, loopback and link-local addresses"),
+  REDIS_PREFIX: z
+    .string()
+    .optional()
+    .describe('a prefix for every key written to Redis or Upstash, so installations (or test runs) can share one database'),
+  OUTBOUND_ALLOW_PRIVATE: flag
+    .default('0')
+    .describe("`1` lets the server's own outbound requests reach private, loopback and link-local addresses"),
   CRAWLER: flag.default('1').describe('`0` turns the crawler off (change detection): nothing is crawled and publish pings answer 503'),
-  CRAWL_HOST_INTERVAL_MS: z.coerce.number({ message: 'must be a number of milliseconds' }).int().min(0).max(60_000).default(1000).describe("least time between two of the crawler's requests to one host, in milliseconds; `0` only against your own test site"),
-  CRAWL_ORIGIN: z.url().optional().describe('crawl every site from this origin instead of `https://<domain>`: a local copy of a site under test (with `OUTBOUND_ALLOW_PRIVATE=1` for a private address)'),
+  CRAWL_HOST_INTERVAL_MS: z.coerce
+    .number({ message: 'must be a number of milliseconds' })
+    .int()
+    .min(0)
+    .max(60_000)
+    .default(1000)
+    .describe("least time between two of the crawler's requests to one host, in milliseconds; `0` only against your own test site"),
+  CRAWL_ORIGIN: z
+    .url()
+    .optional()
+    .describe(
+      'crawl every site from this origin instead of `https://<domain>`: a local copy of a site under test (with `OUTBOUND_ALLOW_PRIVATE=1` for a private address)',
+    ),
   TRUST_PROXY: flag.default('0').describe('`1` behind your own reverse proxy: take the client address from `X-Forwarded-For`'),
   SKIP_DEMO_TRAFFIC: flag.default('0').describe('`1` to create the demo site on first start without its 30 days of traffic'),
-  SMTP_URL: z.url().optional().describe('where report and invitation e-mails go (`smtp://user:pass@host:587`); without it they are written as `.eml` files to `DATA_DIR/outbox`'),
+  SMTP_URL: z
+    .url()
+    .optional()
+    .describe(
+      'where report and invitation e-mails go (`smtp://user:pass@host:587`); without it they are written as `.eml` files to `DATA_DIR/outbox`',
+    ),
   MAIL_FROM: z.string().optional().describe('the sender of those e-mails (default `reports@` the host of `PUBLIC_URL`, or localhost)'),
   CRUX_API_KEY: cruxApiKey,
   CRUX_API_URL: cruxApiUrl,

@@ -15,7 +15,9 @@ export function sentenceFor(err: unknown): string | null {
     case 'ENOENT':
       return `cannot read ${e.path}: no such file or folder`
     case 'EACCES':
-      return e.syscall === 'listen' ? `not allowed to listen on port ${e.port}: pick a port above 1023 with PORT` : `cannot open ${e.path}: permission denied`
+      return e.syscall === 'listen'
+        ? `not allowed to listen on port ${e.port}: pick a port above 1023 with PORT`
+        : `cannot open ${e.path}: permission denied`
     case 'EISDIR':
       return `${e.path} is a folder, not a file`
     case 'EADDRINUSE':

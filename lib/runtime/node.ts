@@ -79,7 +79,10 @@ export async function findRunningServer(dir: string): Promise<LocalEndpointInfo 
     return null
   }
   try {
-    const res = await fetch(`${info.url}/local/ping`, { headers: { authorization: `Bearer ${localToken(dir)}` }, signal: AbortSignal.timeout(2000) })
+    const res = await fetch(`${info.url}/local/ping`, {
+      headers: { authorization: `Bearer ${localToken(dir)}` },
+      signal: AbortSignal.timeout(2000),
+    })
     return res.ok ? info : null
   } catch {
     return null
@@ -100,7 +103,13 @@ export interface NodeStores {
 }
 
 function clickhouseOverHttp(url: string, username?: string, password?: string, database?: string): ClickHouse {
-  const client = createClient({ url, username: username ?? 'default', password: password ?? '', database, clickhouse_settings: CLICKHOUSE_SETTINGS })
+  const client = createClient({
+    url,
+    username: username ?? 'default',
+    password: password ?? '',
+    database,
+    clickhouse_settings: CLICKHOUSE_SETTINGS,
+  })
   return clickhouseOverClient(client as unknown as ClickHouseClientLike)
 }
 
@@ -142,7 +151,10 @@ export async function openNodeStores(env: NodeEnv, options: { viaRunningServer?:
       chdb = new EmbeddedClickHouse(join(dir, 'clickhouse'))
     } catch (err) {
       // the engine locks its folder: a server or CLI on the same DATA_DIR that is starting or stopping
-      throw new UserError(`the embedded ClickHouse in ${join(dir, 'clickhouse')} is in use by another process: wait for it or stop it, or set DATA_DIR to another folder`, { cause: err })
+      throw new UserError(
+        `the embedded ClickHouse in ${join(dir, 'clickhouse')} is in use by another process: wait for it or stop it, or set DATA_DIR to another folder`,
+        { cause: err },
+      )
     }
     clickhouse = chdb
     clickhouseDescription = `embedded (${join(dir, 'clickhouse')})`
@@ -232,9 +244,15 @@ export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Servic
     liveCache: memoryLiveCache(() => now().getTime()),
     dns: {
       reverse: (ip: string) => resolver.reverse(ip),
-      lookup: async (host: string) => [...(await resolver.resolve4(host).catch(() => [])), ...(await resolver.resolve6(host).catch(() => []))],
+      lookup: async (host: string) => [
+        ...(await resolver.resolve4(host).catch(() => [])),
+        ...(await resolver.resolve6(host).catch(() => [])),
+      ],
       // no such record or name is an empty answer; a failing resolver stays an error
-      cname: (host: string) => resolver.resolveCname(host).catch((err: NodeJS.ErrnoException) => (err.code === 'ENODATA' || err.code === 'ENOTFOUND' ? [] : Promise.reject(err))),
+      cname: (host: string) =>
+        resolver
+          .resolveCname(host)
+          .catch((err: NodeJS.ErrnoException) => (err.code === 'ENODATA' || err.code === 'ENOTFOUND' ? [] : Promise.reject(err))),
     },
     clientAddress: (request, bindings) => {
       const forwarded = env.TRUST_PROXY === '1' ? request.headers.get('x-forwarded-for')?.split(',')[0].trim() : undefined
@@ -245,13 +263,22 @@ export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Servic
     crawler:
       env.CRAWLER === '1'
         ? {
-            ...crawlerConfig({ guarded: (limits) => guardedFetch({ ...outboundRules, ...limits }), hostIntervalMs: env.CRAWL_HOST_INTERVAL_MS, origin: env.CRAWL_ORIGIN }),
+            ...crawlerConfig({
+              guarded: (limits) => guardedFetch({ ...outboundRules, ...limits }),
+              hostIntervalMs: env.CRAWL_HOST_INTERVAL_MS,
+              origin: env.CRAWL_ORIGIN,
+            }),
             wake: () => inputs.wakeCrawler?.(),
           }
         : undefined,
     crux: cruxConfig(env),
     publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
-    mailer: nodeMailer({ smtpUrl: env.SMTP_URL, dataDir: dataDir(env), from: env.MAIL_FROM ?? `reports@${env.PUBLIC_URL ? new URL(env.PUBLIC_URL).hostname : 'localhost'}`, log }),
+    mailer: nodeMailer({
+      smtpUrl: env.SMTP_URL,
+      dataDir: dataDir(env),
+      from: env.MAIL_FROM ?? `reports@${env.PUBLIC_URL ? new URL(env.PUBLIC_URL).hostname : 'localhost'}`,
+      log,
+    }),
     referenceAssets: swaggerUiAssets(),
   }
 }

@@ -45,7 +45,12 @@ function cacheApiLiveCache(): LiveCache {
       return hit ? ((await hit.json()) as LiveAnswer) : undefined
     },
     async put(key, answer) {
-      await cache().put(url(key), new Response(JSON.stringify(answer), { headers: { 'Cache-Control': `public, max-age=${answer.ttl}`, 'Content-Type': 'application/json' } }))
+      await cache().put(
+        url(key),
+        new Response(JSON.stringify(answer), {
+          headers: { 'Cache-Control': `public, max-age=${answer.ttl}`, 'Content-Type': 'application/json' },
+        }),
+      )
     },
   }
 }
@@ -88,7 +93,12 @@ export function workerServices(rawEnv: WorkerEnv): Services {
     // a cron run is short: a site gets two minutes a run, and the next run goes on where it stopped
     crawler:
       env.CRAWLER === '1'
-        ? crawlerConfig({ guarded: (limits) => guardedFetch({ allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === '1', ...limits }), hostIntervalMs: env.CRAWL_HOST_INTERVAL_MS, siteRunMs: 2 * 60_000, origin: env.CRAWL_ORIGIN })
+        ? crawlerConfig({
+            guarded: (limits) => guardedFetch({ allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === '1', ...limits }),
+            hostIntervalMs: env.CRAWL_HOST_INTERVAL_MS,
+            siteRunMs: 2 * 60_000,
+            origin: env.CRAWL_ORIGIN,
+          })
         : undefined,
     crux: cruxConfig(env),
   }

@@ -21,9 +21,17 @@ export const alertsPatchSchema = z
     weeklyReport: z.boolean().describe('E-mail and webhook report every Monday for the week before, in the site timezone'),
     monthlyReport: z.boolean().describe('Report on the 1st for the month before'),
     spikeAlerts: z.boolean(),
-    spikeThreshold: z.number().min(1.1).max(100).describe('Alert when visitors of an hour reach this multiple of the usual for that hour (2 = twice)'),
+    spikeThreshold: z
+      .number()
+      .min(1.1)
+      .max(100)
+      .describe('Alert when visitors of an hour reach this multiple of the usual for that hour (2 = twice)'),
     dropAlerts: z.boolean(),
-    dropThreshold: z.number().gt(0).lt(1).describe('Alert when visitors of an hour fall to this fraction of the usual for that hour (0.5 = half)'),
+    dropThreshold: z
+      .number()
+      .gt(0)
+      .lt(1)
+      .describe('Alert when visitors of an hour fall to this fraction of the usual for that hour (0.5 = half)'),
     backlinkAlerts: z.boolean(),
     vitalsAlerts: z.boolean(),
     recipients: recipientsSchema.describe(`E-mail addresses, at most ${MAX_RECIPIENTS}; replaces the list`),
@@ -43,11 +51,14 @@ export const alertsAnswerSchema = alertsSchema.extend({
   webhookSecret: z
     .string()
     .optional()
-    .describe('The signing secret of the webhook, shown only in the answer that issued it: when webhookUrl changes or rotateWebhookSecret is sent'),
+    .describe(
+      'The signing secret of the webhook, shown only in the answer that issued it: when webhookUrl changes or rotateWebhookSecret is sent',
+    ),
 })
 
 /** The measured source of a site's reports; the primary one when the chosen source was since dropped from the site. */
-export const reportSource = (site: Site) => (site.alerts.source && site.sources.includes(site.alerts.source) ? site.alerts.source : site.primarySource)
+export const reportSource = (site: Site) =>
+  site.alerts.source && site.sources.includes(site.alerts.source) ? site.alerts.source : site.primarySource
 
 /** A webhook URL the guarded fetch would refuse is refused when it is saved, not at the first delivery. */
 async function checkWebhookUrl(services: Services, url: string) {

@@ -8,11 +8,12 @@ import { ANNOTATION_KINDS, type Annotation } from './definition-records'
 export const ANNOTATION_LIST_MAX = 500
 
 /** An ISO 8601 instant with its offset (Z or ±hh:mm): a marker's place must not depend on the server's zone. */
-export const instantSchema = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp with an offset, like 2026-11-01T10:00:00Z' })
+export const instantSchema = z.iso.datetime({
+  offset: true,
+  message: 'must be an ISO 8601 timestamp with an offset, like 2026-11-01T10:00:00Z',
+})
 
-const httpUrl = z
-  .url({ protocol: /^https?$/, message: 'must be an http(s) URL' })
-  .max(2000)
+const httpUrl = z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).max(2000)
 
 export const annotationInputSchema = z
   .strictObject({
@@ -28,10 +29,16 @@ export const annotationInputSchema = z
 export type AnnotationInput = z.infer<typeof annotationInputSchema>
 
 /** The site an annotation names, by UUID or by domain, as the key may see it. */
-export async function annotatedSite(repositories: Pick<Repositories, 'sites'>, siteFor: (id: string) => Promise<Site>, orgId: string, input: Pick<AnnotationInput, 'siteId' | 'domain'>): Promise<Site> {
+export async function annotatedSite(
+  repositories: Pick<Repositories, 'sites'>,
+  siteFor: (id: string) => Promise<Site>,
+  orgId: string,
+  input: Pick<AnnotationInput, 'siteId' | 'domain'>,
+): Promise<Site> {
   if (input.siteId) {
     const site = await siteFor(input.siteId)
-    if (input.domain !== undefined && input.domain !== site.domain) throw new ApiError(400, `domain: "${input.domain}" is not the domain of site ${input.siteId}`)
+    if (input.domain !== undefined && input.domain !== site.domain)
+      throw new ApiError(400, `domain: "${input.domain}" is not the domain of site ${input.siteId}`)
     return site
   }
   const byDomain = (await repositories.sites.list(orgId)).find((s) => s.domain === input.domain)
@@ -39,7 +46,12 @@ export async function annotatedSite(repositories: Pick<Repositories, 'sites'>, s
   return siteFor(byDomain.id)
 }
 
-export async function createAnnotation(repositories: Pick<Repositories, 'annotations'>, site: Site, input: AnnotationInput, now: Date): Promise<Annotation> {
+export async function createAnnotation(
+  repositories: Pick<Repositories, 'annotations'>,
+  site: Site,
+  input: AnnotationInput,
+  now: Date,
+): Promise<Annotation> {
   const annotation: Annotation = {
     id: crypto.randomUUID(),
     siteId: site.id,
@@ -55,7 +67,11 @@ export async function createAnnotation(repositories: Pick<Repositories, 'annotat
 }
 
 /** The site's annotations placed from `from` to `to` (both included), newest first, at most 500. */
-export async function listAnnotations(repositories: Pick<Repositories, 'annotations'>, site: Site, window: { from?: string; to?: string }): Promise<Annotation[]> {
+export async function listAnnotations(
+  repositories: Pick<Repositories, 'annotations'>,
+  site: Site,
+  window: { from?: string; to?: string },
+): Promise<Annotation[]> {
   const from = window.from ? Date.parse(window.from) : -Infinity
   const to = window.to ? Date.parse(window.to) : Infinity
   if (from > to) throw new ApiError(400, 'from: must not be after to')
@@ -66,7 +82,11 @@ export async function listAnnotations(repositories: Pick<Repositories, 'annotati
 }
 
 /** Deletes an annotation by id alone; one of a site the key cannot see is the same 404 as none. */
-export async function deleteAnnotation(repositories: Pick<Repositories, 'annotations'>, siteFor: (id: string) => Promise<Site>, id: string): Promise<void> {
+export async function deleteAnnotation(
+  repositories: Pick<Repositories, 'annotations'>,
+  siteFor: (id: string) => Promise<Site>,
+  id: string,
+): Promise<void> {
   const notFound = new ApiError(404, 'annotation not found')
   const siteId = await repositories.annotations.siteOf(id)
   if (!siteId) throw notFound

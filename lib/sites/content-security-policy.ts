@@ -9,15 +9,17 @@ type Directives = Map<string, string[]>
 
 /** Policies of a header value: several headers arrive joined by commas. */
 export function parsePolicies(values: string[]): Directives[] {
-  return values.flatMap((value) => value.split(',')).map((policy) => {
-    const directives: Directives = new Map()
-    for (const part of policy.split(';')) {
-      const [name, ...sources] = part.trim().split(/\s+/)
-      // the first of a repeated directive counts
-      if (name && !directives.has(name.toLowerCase())) directives.set(name.toLowerCase(), sources)
-    }
-    return directives
-  })
+  return values
+    .flatMap((value) => value.split(','))
+    .map((policy) => {
+      const directives: Directives = new Map()
+      for (const part of policy.split(';')) {
+        const [name, ...sources] = part.trim().split(/\s+/)
+        // the first of a repeated directive counts
+        if (name && !directives.has(name.toLowerCase())) directives.set(name.toLowerCase(), sources)
+      }
+      return directives
+    })
 }
 
 const defaultPort = (protocol: string) => (protocol === 'https:' ? '443' : protocol === 'http:' ? '80' : '')
@@ -28,7 +30,7 @@ function hostSourceMatches(source: string, url: URL, page: URL): boolean {
   const [, scheme, wildcard, host, port, path] = m
   const protocol = url.protocol
   // a source without a scheme takes the page's; http sources also allow https
-  const allowedScheme = (scheme ? `${scheme.toLowerCase()}:` : page.protocol)
+  const allowedScheme = scheme ? `${scheme.toLowerCase()}:` : page.protocol
   if (protocol !== allowedScheme && !(allowedScheme === 'http:' && protocol === 'https:')) return false
   const hostname = url.hostname.toLowerCase()
   if (host === '*') {
@@ -37,7 +39,12 @@ function hostSourceMatches(source: string, url: URL, page: URL): boolean {
     if (!hostname.endsWith(`.${host.toLowerCase()}`)) return false
   } else if (hostname !== host.toLowerCase()) return false
   const urlPort = url.port || defaultPort(protocol)
-  if (port !== '*' && urlPort !== (port ?? defaultPort(allowedScheme)) && !(port === undefined && allowedScheme === 'http:' && urlPort === '443')) return false
+  if (
+    port !== '*' &&
+    urlPort !== (port ?? defaultPort(allowedScheme)) &&
+    !(port === undefined && allowedScheme === 'http:' && urlPort === '443')
+  )
+    return false
   if (path) return path.endsWith('/') ? url.pathname.startsWith(path) : url.pathname === path
   return true
 }
@@ -51,7 +58,8 @@ function allows(sources: string[], url: URL, page: URL, nonce: string | null): b
   return sources.some((source, i) => {
     const s = lower[i]
     if (s === '*') return url.protocol === 'http:' || url.protocol === 'https:'
-    if (s === "'self'") return url.origin === page.origin || (page.protocol === 'http:' && url.protocol === 'https:' && url.host === page.host)
+    if (s === "'self'")
+      return url.origin === page.origin || (page.protocol === 'http:' && url.protocol === 'https:' && url.host === page.host)
     if (/^[a-z][a-z0-9+.-]*:$/.test(s)) return url.protocol === s || (s === 'http:' && url.protocol === 'https:')
     if (s.startsWith("'")) return false
     return hostSourceMatches(source, url, page)

@@ -16,7 +16,9 @@ type Status = (typeof CUSTOM_DOMAIN_STATUSES)[number]
 export const customDomainStateSchema = z.object({
   customDomain: z.string().nullable().describe('The attached domain, verified or not'),
   cnameTarget: z.string().describe('Set a CNAME record of customDomain to this host'),
-  status: z.enum(CUSTOM_DOMAIN_STATUSES).describe('none (no domain), pending (no record yet), verified, wrong_target (a CNAME to another host), error (DNS did not answer)'),
+  status: z
+    .enum(CUSTOM_DOMAIN_STATUSES)
+    .describe('none (no domain), pending (no record yet), verified, wrong_target (a CNAME to another host), error (DNS did not answer)'),
   detail: z.string(),
   addedAt: z.string().nullable(),
   verifiedAt: z.string().nullable(),
@@ -26,7 +28,8 @@ export const customDomainStateSchema = z.object({
 
 /** 400 naming `field` unless `domain` is a subdomain of the site's domain. */
 export function assertSubdomainOf(site: Site, domain: string, field = 'domain') {
-  if (!domain.endsWith(`.${site.domain}`)) throw new ApiError(400, `${field}: must be a subdomain of ${site.domain}, for example stats.${site.domain}`)
+  if (!domain.endsWith(`.${site.domain}`))
+    throw new ApiError(400, `${field}: must be a subdomain of ${site.domain}, for example stats.${site.domain}`)
 }
 
 const normalize = (name: string) => name.toLowerCase().replace(/\.$/, '')
@@ -40,7 +43,8 @@ async function resolveStatus(services: Services, domain: string, target: string)
     if (cnames.length) return { status: 'wrong_target', detail: `${domain} is a CNAME of ${cnames[0]}, not ${target}` }
     // a flattened CNAME (at some DNS hosts) answers the target's addresses directly
     const [mine, theirs] = await Promise.all([dns.lookup(domain), dns.lookup(target)])
-    if (mine.length && mine.every((address) => theirs.includes(address))) return { status: 'verified', detail: `${domain} answers the addresses of ${target}` }
+    if (mine.length && mine.every((address) => theirs.includes(address)))
+      return { status: 'verified', detail: `${domain} answers the addresses of ${target}` }
     return { status: 'pending', detail: `add a CNAME record: ${domain} -> ${target}` }
   } catch (err) {
     return { status: 'error', detail: `DNS did not answer for ${domain}: ${(err as Error).message}` }
@@ -49,7 +53,9 @@ async function resolveStatus(services: Services, domain: string, target: string)
 
 /** Sets the domain the snippet names (null: the service host) on the stored record. */
 function setTrackingDomain(services: Services, siteId: string, customDomain: string | null) {
-  return services.sites.update(siteId, (fresh) => (fresh.tracking.customDomain === customDomain ? fresh : { ...fresh, tracking: { ...fresh.tracking, customDomain } }))
+  return services.sites.update(siteId, (fresh) =>
+    fresh.tracking.customDomain === customDomain ? fresh : { ...fresh, tracking: { ...fresh.tracking, customDomain } },
+  )
 }
 
 /** Checks DNS now; the snippet follows the answer (a DNS failure changes nothing). Answers the state. */
@@ -87,7 +93,8 @@ export async function customDomainState(services: Services, site: Site, baseUrl:
 export async function attachCustomDomain(services: Services, site: Site, domain: string, baseUrl: string) {
   assertSubdomainOf(site, domain)
   const existing = await services.repositories.siteChecks.customDomain(site.id)
-  if (existing?.domain !== domain) await services.repositories.siteChecks.saveCustomDomain(site.id, { domain, addedAt: services.now().toISOString(), verifiedAt: null })
+  if (existing?.domain !== domain)
+    await services.repositories.siteChecks.saveCustomDomain(site.id, { domain, addedAt: services.now().toISOString(), verifiedAt: null })
   let current = site
   if (site.tracking.customDomain && site.tracking.customDomain !== domain) {
     current = await setTrackingDomain(services, site.id, null)

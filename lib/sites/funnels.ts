@@ -11,8 +11,10 @@ const stepSchema = z
     label: z.string().trim().min(1).max(120).nullish(),
   })
   .superRefine((step, ctx) => {
-    if (step.type === 'page' && !step.value.startsWith('/')) ctx.addIssue({ code: 'custom', path: ['value'], message: 'a page step is a path starting with /' })
-    if (step.type === 'goal' && !z.uuid().safeParse(step.value).success) ctx.addIssue({ code: 'custom', path: ['value'], message: 'a goal step is a goal id' })
+    if (step.type === 'page' && !step.value.startsWith('/'))
+      ctx.addIssue({ code: 'custom', path: ['value'], message: 'a page step is a path starting with /' })
+    if (step.type === 'goal' && !z.uuid().safeParse(step.value).success)
+      ctx.addIssue({ code: 'custom', path: ['value'], message: 'a goal step is a goal id' })
   })
 
 const stepsSchema = z.array(stepSchema).min(2, 'a funnel has 2 to 8 steps').max(8, 'a funnel has 2 to 8 steps')
@@ -20,7 +22,12 @@ const nameSchema = z.string().trim().min(1, 'required').max(120)
 
 export const funnelCreateSchema = z.strictObject({ site_id: siteRefSchema, name: nameSchema, steps: stepsSchema })
 export const funnelPatchSchema = z
-  .strictObject({ site_id: siteRefSchema, funnel_id: z.uuid({ message: 'must be a funnel id' }), name: nameSchema.optional(), steps: stepsSchema.optional() })
+  .strictObject({
+    site_id: siteRefSchema,
+    funnel_id: z.uuid({ message: 'must be a funnel id' }),
+    name: nameSchema.optional(),
+    steps: stepsSchema.optional(),
+  })
   .refine((p) => p.name !== undefined || p.steps !== undefined, 'body must name at least one of name and steps')
 
 type StepInput = z.infer<typeof stepSchema>
@@ -37,20 +44,37 @@ async function checkedSteps(repositories: Pick<Repositories, 'goals'>, siteId: s
 }
 
 function assertNameFree(funnels: Funnel[], name: string, except?: string) {
-  if (funnels.some((f) => f.id !== except && f.name === name)) throw new ApiError(409, `name: the site already has a funnel named "${name}"`)
+  if (funnels.some((f) => f.id !== except && f.name === name))
+    throw new ApiError(409, `name: the site already has a funnel named "${name}"`)
 }
 
-export async function createFunnel(repositories: Pick<Repositories, 'funnels' | 'goals'>, siteId: string, input: z.infer<typeof funnelCreateSchema>, now: Date): Promise<Funnel> {
+export async function createFunnel(
+  repositories: Pick<Repositories, 'funnels' | 'goals'>,
+  siteId: string,
+  input: z.infer<typeof funnelCreateSchema>,
+  now: Date,
+): Promise<Funnel> {
   const funnels = await repositories.funnels.list(siteId)
   assertNameFree(funnels, input.name)
   const at = now.toISOString()
-  const funnel: Funnel = { id: crypto.randomUUID(), name: input.name, steps: await checkedSteps(repositories, siteId, input.steps), createdAt: at, updatedAt: at }
+  const funnel: Funnel = {
+    id: crypto.randomUUID(),
+    name: input.name,
+    steps: await checkedSteps(repositories, siteId, input.steps),
+    createdAt: at,
+    updatedAt: at,
+  }
   await repositories.funnels.save(siteId, funnel)
   return funnel
 }
 
 /** Renames a funnel or replaces its steps (the whole list). */
-export async function updateFunnel(repositories: Pick<Repositories, 'funnels' | 'goals'>, siteId: string, input: z.infer<typeof funnelPatchSchema>, now: Date): Promise<Funnel> {
+export async function updateFunnel(
+  repositories: Pick<Repositories, 'funnels' | 'goals'>,
+  siteId: string,
+  input: z.infer<typeof funnelPatchSchema>,
+  now: Date,
+): Promise<Funnel> {
   const funnels = await repositories.funnels.list(siteId)
   const current = funnels.find((f) => f.id === input.funnel_id.toLowerCase())
   if (!current) throw new ApiError(404, 'funnel not found')

@@ -11,7 +11,10 @@ export const goalInputSchema = z.strictObject({
   name: z.string().trim().min(1).max(120).optional(),
   type: z.enum(['event', 'page']),
   matchValue: z.string().trim().min(1).max(500),
-  currency: z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code like EUR').nullish(),
+  currency: z
+    .string()
+    .regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code like EUR')
+    .nullish(),
 })
 
 const goalIdSchema = z.uuid({ message: 'must be a goal id' })
@@ -25,17 +28,33 @@ const defaultName = (type: Goal['type'], matchValue: string) => (type === 'event
 const nameTaken = (name: string) => new ApiError(409, `name: the site already has a goal named "${name}"`)
 
 /** Defines a goal of a site; 409 when the site has a goal of that name. */
-export async function createGoal(repositories: Pick<Repositories, 'goals'>, siteId: string, input: z.infer<typeof goalInputSchema>, now: Date): Promise<Goal> {
+export async function createGoal(
+  repositories: Pick<Repositories, 'goals'>,
+  siteId: string,
+  input: z.infer<typeof goalInputSchema>,
+  now: Date,
+): Promise<Goal> {
   const goals = await repositories.goals.list(siteId)
   const name = input.name ?? defaultName(input.type, input.matchValue)
   if (goals.some((g) => g.name === name)) throw nameTaken(name)
-  const goal: Goal = { id: crypto.randomUUID(), name, type: input.type, matchValue: input.matchValue, currency: input.currency ?? null, createdAt: now.toISOString() }
+  const goal: Goal = {
+    id: crypto.randomUUID(),
+    name,
+    type: input.type,
+    matchValue: input.matchValue,
+    currency: input.currency ?? null,
+    createdAt: now.toISOString(),
+  }
   await repositories.goals.save(siteId, goal)
   return goal
 }
 
 /** Redefines a goal: the fields given. 404 for a goal not of the site, 409 for a name another goal has. */
-export async function updateGoal(repositories: Pick<Repositories, 'goals'>, siteId: string, input: z.infer<typeof goalPatchSchema>): Promise<Goal> {
+export async function updateGoal(
+  repositories: Pick<Repositories, 'goals'>,
+  siteId: string,
+  input: z.infer<typeof goalPatchSchema>,
+): Promise<Goal> {
   const goals = await repositories.goals.list(siteId)
   const current = goals.find((g) => g.id === input.goal_id)
   if (!current) throw new ApiError(404, 'goal not found')

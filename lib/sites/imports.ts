@@ -22,7 +22,11 @@ export function tally(bySite: Map<string, SiteTally>, siteId: string, at: Date |
 }
 
 /** Records one run per site the import reached, so the site's imports list it. */
-export async function recordImportRuns(repositories: Pick<Repositories, 'importRuns'>, bySite: Map<string, SiteTally>, run: { startedAt: Date; finishedAt: Date; error: string | null }) {
+export async function recordImportRuns(
+  repositories: Pick<Repositories, 'importRuns'>,
+  bySite: Map<string, SiteTally>,
+  run: { startedAt: Date; finishedAt: Date; error: string | null },
+) {
   await Promise.all(
     [...bySite].map(([siteId, t]) =>
       repositories.importRuns.save(siteId, {
@@ -43,7 +47,11 @@ export async function recordImportRuns(repositories: Pick<Repositories, 'importR
 
 /** Every import of a site, newest first: raw-hit runs and the provider periods kept on the site (ga4). */
 export async function siteImports(repositories: Pick<Repositories, 'importRuns'>, site: Site) {
-  const runs = (await repositories.importRuns.list(site.id)).map((r) => ({ ...r, id: r.id as string | null, rows: r.rows as number | null }))
+  const runs = (await repositories.importRuns.list(site.id)).map((r) => ({
+    ...r,
+    id: r.id as string | null,
+    rows: r.rows as number | null,
+  }))
   const periods = site.imports.map((p) => ({
     id: null,
     kind: p.source,

@@ -15,8 +15,19 @@ export async function rotateIngestKey(services: Pick<Services, 'repositories' | 
   const now = services.now()
   // rotating revokes every earlier key bound to the site, the ones made in the account area included
   const previous = (await repositories.keys.list(site.orgId)).filter((k) => k.siteId === site.id && !k.revokedAt)
-  const created = await createApiKey(repositories, { orgId: site.orgId, name: `ingest key for ${site.domain}`, scope: 'write', siteId: site.id }, now)
+  const created = await createApiKey(
+    repositories,
+    { orgId: site.orgId, name: `ingest key for ${site.domain}`, scope: 'write', siteId: site.id },
+    now,
+  )
   await services.sites.update(site.id, (fresh) => ({ ...fresh, ingestKeyId: created.id }))
   await Promise.all(previous.map((meta) => repositories.keys.revoke(meta, now.toISOString())))
-  return { key: created.key, id: created.id, prefix: created.prefix, scope: 'write' as const, siteId: site.id, rotated: previous.length > 0 }
+  return {
+    key: created.key,
+    id: created.id,
+    prefix: created.prefix,
+    scope: 'write' as const,
+    siteId: site.id,
+    rotated: previous.length > 0,
+  }
 }

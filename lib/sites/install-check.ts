@@ -20,9 +20,16 @@ export const installStateSchema = z.object({
   lastCheck: installCheckSchema.nullable(),
 })
 
-export async function installState(services: Services, site: Site, lastCheck?: InstallCheck | null): Promise<z.infer<typeof installStateSchema>> {
+export async function installState(
+  services: Services,
+  site: Site,
+  lastCheck?: InstallCheck | null,
+): Promise<z.infer<typeof installStateSchema>> {
   const since = new Date(services.now().getTime() - 24 * 3600_000)
-  const [activity, check] = await Promise.all([siteActivity(services.clickhouse, site.id, since), lastCheck === undefined ? services.repositories.siteChecks.installCheck(site.id) : lastCheck])
+  const [activity, check] = await Promise.all([
+    siteActivity(services.clickhouse, site.id, since),
+    lastCheck === undefined ? services.repositories.siteChecks.installCheck(site.id) : lastCheck,
+  ])
   return {
     installed: activity.firstEventAt !== null || check?.result === 'found' || check?.result === 'blocked_by_csp' || site.install.installed,
     recording: activity.eventsSince > 0,
@@ -39,16 +46,27 @@ export async function checkInstallNow(services: Services, site: Site) {
   await services.repositories.siteChecks.saveInstallCheck(site.id, check)
   // the site's own install state (shown with its settings) follows the check
   const seen = check.result === 'found' || check.result === 'blocked_by_csp'
-  await services.sites.update(site.id, (fresh) => ({ ...fresh, install: { ...fresh.install, installed: fresh.install.installed || seen, checkedAt: check.checkedAt } }))
+  await services.sites.update(site.id, (fresh) => ({
+    ...fresh,
+    install: { ...fresh.install, installed: fresh.install.installed || seen, checkedAt: check.checkedAt },
+  }))
   return installState(services, site, check)
 }
 
 async function inspectHomepage(fetcher: typeof fetch, site: Site, now: Date): Promise<InstallCheck> {
   const url = `https://${site.domain}/`
-  const answer = (result: InstallResult, status: number | null, detail: string): InstallCheck => ({ checkedAt: now.toISOString(), url, result, status, detail })
+  const answer = (result: InstallResult, status: number | null, detail: string): InstallCheck => ({
+    checkedAt: now.toISOString(),
+    url,
+    result,
+    status,
+    detail,
+  })
   let response: Response
   try {
-    response = await fetcher(url, { headers: { accept: 'text/html', 'user-agent': 'Mozilla/5.0 (compatible; web-analytics-install-check/1)' } })
+    response = await fetcher(url, {
+      headers: { accept: 'text/html', 'user-agent': 'Mozilla/5.0 (compatible; web-analytics-install-check/1)' },
+    })
   } catch (err) {
     return answer('unreachable', null, `the homepage did not answer: ${(err as Error).message}`)
   }
@@ -59,7 +77,12 @@ async function inspectHomepage(fetcher: typeof fetch, site: Site, now: Date): Pr
   const ours = tagged.find((s) => s.getAttribute('data-site') === site.snippetId)
   if (!ours) {
     const other = tagged.find((s) => /\/js\/script\.js(\?|$)/.test(s.getAttribute('src') ?? ''))
-    if (other) return answer('other_site', response.status, `the page has the tracking snippet of another site (data-site="${other.getAttribute('data-site')}"), not this site's ("${site.snippetId}")`)
+    if (other)
+      return answer(
+        'other_site',
+        response.status,
+        `the page has the tracking snippet of another site (data-site="${other.getAttribute('data-site')}"), not this site's ("${site.snippetId}")`,
+      )
     return answer('script_missing', response.status, `no script tag with data-site="${site.snippetId}" on the homepage`)
   }
   let scriptUrl: URL

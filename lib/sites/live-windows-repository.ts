@@ -8,7 +8,11 @@ export class LiveWindowsRepository {
 
   /** Counts one more window asked of the site this minute; the new count. */
   async count(siteId: string, minute: number): Promise<number> {
-    const [count] = await this.kv.pipeline().incr(liveWindowsKey(siteId, minute)).expire(liveWindowsKey(siteId, minute), 120).exec<[number, number]>()
+    const [count] = await this.kv
+      .pipeline()
+      .incr(liveWindowsKey(siteId, minute))
+      .expire(liveWindowsKey(siteId, minute), 120)
+      .exec<[number, number]>()
     return count
   }
 }

@@ -2,10 +2,22 @@ import { ApiError, describeZodError } from '../errors'
 import { firstEventAt } from '../reports/query/site-events'
 import { rangeView, resolveRange } from '../reports/query/range'
 import type { Services } from '../services'
-import { DISTINCT_WINDOWS_PER_MINUTE, type LiveAnswer, NOT_FOUND, dialAdmits, isLive, liveCounts, liveParams, liveWindow } from './public-live'
+import {
+  DISTINCT_WINDOWS_PER_MINUTE,
+  type LiveAnswer,
+  NOT_FOUND,
+  dialAdmits,
+  isLive,
+  liveCounts,
+  liveParams,
+  liveWindow,
+} from './public-live'
 
 /** Per set of services: concurrent misses in flight, and each site's first event (it bounds `all`). */
-const perServices = new WeakMap<Services, { inflight: Map<string, Promise<LiveAnswer>>; firstEvents: Map<string, { at: Date | null; until: number }> }>()
+const perServices = new WeakMap<
+  Services,
+  { inflight: Map<string, Promise<LiveAnswer>>; firstEvents: Map<string, { at: Date | null; until: number }> }
+>()
 
 function liveState(services: Services) {
   let state = perServices.get(services)
@@ -41,7 +53,9 @@ export async function publicLiveCount(services: Services, query: URLSearchParams
   // before validation and range arithmetic (it was valid and admitted when first answered)
   const snippet = query.get('site')
   const site = snippet ? await services.sites.bySnippet(snippet) : null
-  const asked = site && `asked|${site.id}|${site.sharing.publicCounts}|${site.sharing.publicCountsDial}|${query.get('range') ?? ''}|${query.get('from') ?? ''}|${query.get('to') ?? ''}`
+  const asked =
+    site &&
+    `asked|${site.id}|${site.sharing.publicCounts}|${site.sharing.publicCountsDial}|${query.get('range') ?? ''}|${query.get('from') ?? ''}|${query.get('to') ?? ''}`
   const repeat = asked ? await services.liveCache.get(asked) : undefined
   if (repeat) return repeat
 
@@ -75,7 +89,10 @@ export async function publicLiveCount(services: Services, query: URLSearchParams
     if (!isLive(range.name)) {
       const count = await services.repositories.liveWindows.count(site.id, Math.floor(now.getTime() / 60_000))
       const retryAfter = String(60 - Math.floor((now.getTime() % 60_000) / 1000))
-      if (count > DISTINCT_WINDOWS_PER_MINUTE) throw new ApiError(429, 'too many distinct windows asked of this site this minute; cached windows are still served', { 'Retry-After': retryAfter })
+      if (count > DISTINCT_WINDOWS_PER_MINUTE)
+        throw new ApiError(429, 'too many distinct windows asked of this site this minute; cached windows are still served', {
+          'Retry-After': retryAfter,
+        })
     }
     const live = await liveCounts(services.clickhouse, site, range, now)
     await Promise.all([services.liveCache.put(key, live), services.liveCache.put(asked, live)])

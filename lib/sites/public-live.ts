@@ -55,7 +55,15 @@ export function liveWindow(params: LiveParams, site: Site, now: Date, firstEvent
 export async function liveCounts(clickhouse: ClickHouse, site: Site, range: ResolvedRange, now: Date): Promise<LiveAnswer> {
   const counts = await windowTotals(clickhouse, site, range, now)
   const view = rangeView(range)
-  const body: Record<string, unknown> = { site: site.snippetId, range: range.name, from: view.from, to: view.to, visitors: counts.visitors, visits: counts.visits, pageviews: counts.pageviews }
+  const body: Record<string, unknown> = {
+    site: site.snippetId,
+    range: range.name,
+    from: view.from,
+    to: view.to,
+    visitors: counts.visitors,
+    visits: counts.visits,
+    pageviews: counts.pageviews,
+  }
   if (range.name === '5m' || range.name === 'realtime') {
     const half = resolveRange({ range: '30m' }, site.timezone, now)
     body.halfHour = (await windowTotals(clickhouse, site, half, now)).visitors

@@ -16,13 +16,24 @@ export const segmentInputSchema = z.strictObject({
  * refuse is refused here with the same message; they are checked against the site's first-party
  * source when it has one (a ga4 read of a segment with first-party filters is then a 400).
  */
-export async function createSegment(repositories: Pick<Repositories, 'segments' | 'goals'>, site: Site, input: z.infer<typeof segmentInputSchema>, now: Date): Promise<Segment> {
-  const filters = parseFilters(typeof input.filters === 'string' ? input.filters : JSON.stringify(input.filters), site.sources.includes('standalone') ? 'standalone' : 'ga4')
+export async function createSegment(
+  repositories: Pick<Repositories, 'segments' | 'goals'>,
+  site: Site,
+  input: z.infer<typeof segmentInputSchema>,
+  now: Date,
+): Promise<Segment> {
+  const filters = parseFilters(
+    typeof input.filters === 'string' ? input.filters : JSON.stringify(input.filters),
+    site.sources.includes('standalone') ? 'standalone' : 'ga4',
+  )
   if (!filters.length) throw new ApiError(400, 'filters: a segment needs at least one filter')
   filters.forEach((f, i) => {
     if (f.dimension === 'segment') throw new ApiError(400, `filters[${i}].dimension: a segment cannot contain another segment`)
   })
-  const [segments, goals] = await Promise.all([repositories.segments.list(site.id), filters.some((f) => f.dimension === 'goal') ? repositories.goals.list(site.id) : []])
+  const [segments, goals] = await Promise.all([
+    repositories.segments.list(site.id),
+    filters.some((f) => f.dimension === 'goal') ? repositories.goals.list(site.id) : [],
+  ])
   for (const f of filters) if (f.dimension === 'goal') validateGoalFilter(f, goals)
   if (segments.some((s) => s.name === input.name)) throw new ApiError(409, `name: the site already has a segment named "${input.name}"`)
   const segment: Segment = { id: crypto.randomUUID(), name: input.name, filters, createdAt: now.toISOString() }

@@ -47,7 +47,9 @@ export class SitesRepository {
   async list(orgId: string): Promise<Site[]> {
     const ids = await this.kv.smembers(sitesKey.ofOrg(orgId))
     if (!ids.length) return []
-    const sites = (await this.kv.mget<unknown[]>(...ids.map(sitesKey.site))).map((s) => asRecord<Site>(s)).filter((s): s is Site => s !== null)
+    const sites = (await this.kv.mget<unknown[]>(...ids.map(sitesKey.site)))
+      .map((s) => asRecord<Site>(s))
+      .filter((s): s is Site => s !== null)
     return sites.sort((a, b) => a.domain.localeCompare(b.domain))
   }
 

@@ -31,7 +31,11 @@ export const domainSchema = z
   .transform((d) => d.replace(/\.$/, ''))
   .refine((d) => hostnamePattern.test(d), 'must be a bare hostname like example.com (no scheme, port or path)')
 
-export const sourcesSchema = z.array(z.enum(SOURCES)).min(1).max(2).refine((s) => new Set(s).size === s.length, 'must not repeat a source')
+export const sourcesSchema = z
+  .array(z.enum(SOURCES))
+  .min(1)
+  .max(2)
+  .refine((s) => new Set(s).size === s.length, 'must not repeat a source')
 
 /** Writable settings, by group. PATCH takes any of these fields flat by name. */
 const writable = {
@@ -164,7 +168,8 @@ export const SNIPPET_ID_PATTERN = /^[a-z0-9]{10}$/
 export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 function checkPrimarySource(sources: Source[], primary: Source): Source {
-  if (!sources.includes(primary)) throw new ApiError(400, `primarySource: "${primary}" is not one of the site's sources (${sources.join(', ')})`)
+  if (!sources.includes(primary))
+    throw new ApiError(400, `primarySource: "${primary}" is not one of the site's sources (${sources.join(', ')})`)
   return primary
 }
 
@@ -246,10 +251,14 @@ export const siteViewSchema = z.object({
   createdAt: z.string(),
   tracking: groupSchema('tracking').extend({ customDomain: z.string().nullable() }),
   changeDetection: groupSchema('changeDetection').extend({
-    crawlStatus: z.enum(['pending', 'ok', 'failed']).describe('pending until the first crawl; failed when the last run could not crawl the site'),
+    crawlStatus: z
+      .enum(['pending', 'ok', 'failed'])
+      .describe('pending until the first crawl; failed when the last run could not crawl the site'),
     lastCrawlAt: z.string().nullable().describe('The last crawl run, ISO 8601 UTC'),
     pagesKnown: z.number().int().nonnegative().describe('Pages the crawler has a snapshot of'),
-    crawlErrors: z.array(z.object({ path: z.string(), error: z.string() })).describe("Pages the last run could not fetch, at most 20; path '' is the run itself failing"),
+    crawlErrors: z
+      .array(z.object({ path: z.string(), error: z.string() }))
+      .describe("Pages the last run could not fetch, at most 20; path '' is the run itself failing"),
   }),
   sharing: groupSchema('sharing'),
   appearance: groupSchema('appearance'),
@@ -270,7 +279,12 @@ export const siteViewSchema = z.object({
     webhookUrl: z.string().nullable(),
     source: z.enum(SOURCES).nullable(),
   }),
-  install: z.object({ installed: z.boolean(), firstEventAt: z.string().nullable(), lastEventAt: z.string().nullable(), checkedAt: z.string().nullable() }),
+  install: z.object({
+    installed: z.boolean(),
+    firstEventAt: z.string().nullable(),
+    lastEventAt: z.string().nullable(),
+    checkedAt: z.string().nullable(),
+  }),
   imports: z.array(z.object({ source: z.enum(SOURCES), from: z.string(), to: z.string(), importedAt: z.string() })),
   snippet: z.string().describe('The tracking snippet to paste'),
 })

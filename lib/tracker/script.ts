@@ -58,7 +58,15 @@ type Svc = ((name: string, opts?: Opts) => void) & { q?: IArguments[] }
   const selector = (el: Element) => {
     const parts: string[] = []
     for (let e: Element | null = el; e && e !== d.body && parts.length < 3; e = e.parentElement) {
-      parts.unshift(e.tagName.toLowerCase() + (e.id ? `#${e.id}` : [...e.classList].slice(0, 2).map((c) => `.${c}`).join('')))
+      parts.unshift(
+        e.tagName.toLowerCase() +
+          (e.id
+            ? `#${e.id}`
+            : [...e.classList]
+                .slice(0, 2)
+                .map((c) => `.${c}`)
+                .join('')),
+      )
       if (e.id) break
     }
     return parts.join('>')
@@ -69,7 +77,9 @@ type Svc = ((name: string, opts?: Opts) => void) & { q?: IArguments[] }
   // text inside a contenteditable region or anything the page marks private (data-private).
   const LABELLED = 'a,button,[role=button],[role=link]'
   const label = (el: Element) =>
-    el.matches(LABELLED) && !el.closest('[data-private],[contenteditable]:not([contenteditable=false])') && !(el as HTMLElement).isContentEditable
+    el.matches(LABELLED) &&
+    !el.closest('[data-private],[contenteditable]:not([contenteditable=false])') &&
+    !(el as HTMLElement).isContentEditable
       ? ((el as HTMLElement).innerText || '').trim().slice(0, 100)
       : ''
   d.addEventListener(
@@ -101,15 +111,21 @@ type Svc = ((name: string, opts?: Opts) => void) & { q?: IArguments[] }
     true,
   )
 
-  d.addEventListener('submit', (event) => {
-    const form = event.target as HTMLFormElement
-    send('form', { form: { selector: selector(form), action: form.action } })
-  }, true)
+  d.addEventListener(
+    'submit',
+    (event) => {
+      const form = event.target as HTMLFormElement
+      send('form', { form: { selector: selector(form), action: form.action } })
+    },
+    true,
+  )
 
   const error = (name: string, message: unknown, stack?: string, source?: string, line?: number) =>
     send('error', { error: { name: name || 'Error', message: String(message).slice(0, 1000), stack: stack?.slice(0, 4000), source, line } })
   w.addEventListener('error', (e) => e.message && error(e.error?.name, e.message, e.error?.stack, e.filename, e.lineno))
-  w.addEventListener('unhandledrejection', (e) => error(e.reason?.name || 'UnhandledRejection', e.reason?.message ?? e.reason, e.reason?.stack))
+  w.addEventListener('unhandledrejection', (e) =>
+    error(e.reason?.name || 'UnhandledRejection', e.reason?.message ?? e.reason, e.reason?.stack),
+  )
 
   w.addEventListener('scroll', depth, { passive: true })
   d.addEventListener('visibilitychange', () => {

@@ -3,10 +3,23 @@ import { onCLS, onFCP, onINP, onLCP, onTTFB } from 'web-vitals/attribution'
 
 type Attributed = { name: string; value: number; rating: string; attribution: Record<string, unknown> }
 const pick = (a: Record<string, unknown>, keys: string[]) =>
-  Object.fromEntries(keys.filter((k) => a[k] !== undefined && typeof a[k] !== 'object').map((k) => [k, typeof a[k] === 'string' ? String(a[k]).slice(0, 300) : a[k]]))
+  Object.fromEntries(
+    keys
+      .filter((k) => a[k] !== undefined && typeof a[k] !== 'object')
+      .map((k) => [k, typeof a[k] === 'string' ? String(a[k]).slice(0, 300) : a[k]]),
+  )
 const FIELDS: Record<string, string[]> = {
   LCP: ['target', 'url', 'timeToFirstByte', 'resourceLoadDelay', 'resourceLoadDuration', 'elementRenderDelay'],
-  INP: ['interactionTarget', 'interactionType', 'inputDelay', 'processingDuration', 'presentationDelay', 'loadState', 'scriptUrl', 'scriptDuration'],
+  INP: [
+    'interactionTarget',
+    'interactionType',
+    'inputDelay',
+    'processingDuration',
+    'presentationDelay',
+    'loadState',
+    'scriptUrl',
+    'scriptDuration',
+  ],
   CLS: ['largestShiftTarget', 'largestShiftValue', 'loadState'],
   FCP: ['timeToFirstByte', 'firstByteToFCP', 'loadState'],
   TTFB: ['waitingDuration', 'dnsDuration', 'connectionDuration', 'requestDuration'],

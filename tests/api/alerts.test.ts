@@ -16,19 +16,39 @@ describe('alert settings', () => {
     const byId = await t.call('GET', path(), { key: t.a.read.key })
     expect(byId.status).toBe(200)
     expect(byId.json).toEqual({
-      weeklyReport: false, monthlyReport: false, spikeAlerts: false, dropAlerts: false, spikeThreshold: 2, dropThreshold: 0.5,
-      backlinkAlerts: false, vitalsAlerts: false, recipients: [], webhookUrl: null, source: null,
+      weeklyReport: false,
+      monthlyReport: false,
+      spikeAlerts: false,
+      dropAlerts: false,
+      spikeThreshold: 2,
+      dropThreshold: 0.5,
+      backlinkAlerts: false,
+      vitalsAlerts: false,
+      recipients: [],
+      webhookUrl: null,
+      source: null,
     })
     expect((await t.call('GET', `/api/v1/sites/${t.a.site.snippetId}/alerts`, { key: t.a.read.key })).json).toEqual(byId.json)
   })
 
   it('merges a patch, and shows a new webhook secret once', async () => {
-    const first = await t.call('PATCH', path(), { key: t.a.write.key, body: { weeklyReport: true, recipients: ['Ann@Example.com', 'ann@example.com', 'bo@example.org'] } })
+    const first = await t.call('PATCH', path(), {
+      key: t.a.write.key,
+      body: { weeklyReport: true, recipients: ['Ann@Example.com', 'ann@example.com', 'bo@example.org'] },
+    })
     expect(first.status).toBe(200)
     expect(first.json).toMatchObject({ weeklyReport: true, monthlyReport: false, recipients: ['ann@example.com', 'bo@example.org'] })
     expect(first.json).not.toHaveProperty('webhookSecret')
-    const hook = await t.call('PATCH', path(), { key: t.a.write.key, body: { webhookUrl: 'https://hooks.example.com/analytics', spikeAlerts: true, spikeThreshold: 3 } })
-    expect(hook.json).toMatchObject({ weeklyReport: true, spikeAlerts: true, spikeThreshold: 3, webhookUrl: 'https://hooks.example.com/analytics' })
+    const hook = await t.call('PATCH', path(), {
+      key: t.a.write.key,
+      body: { webhookUrl: 'https://hooks.example.com/analytics', spikeAlerts: true, spikeThreshold: 3 },
+    })
+    expect(hook.json).toMatchObject({
+      weeklyReport: true,
+      spikeAlerts: true,
+      spikeThreshold: 3,
+      webhookUrl: 'https://hooks.example.com/analytics',
+    })
     expect(hook.json.webhookSecret).toMatch(/^whsec_\w{40}$/)
     // never again in reads: not here, not in the site
     const read = await t.call('GET', path(), { key: t.a.read.key })
@@ -37,7 +57,9 @@ describe('alert settings', () => {
     expect(siteRead.json.alerts).toEqual(read.json)
     expect(JSON.stringify(siteRead.json)).not.toContain(hook.json.webhookSecret)
     // the same URL again keeps the secret; rotating issues another
-    expect((await t.call('PATCH', path(), { key: t.a.write.key, body: { webhookUrl: 'https://hooks.example.com/analytics' } })).json).not.toHaveProperty('webhookSecret')
+    expect(
+      (await t.call('PATCH', path(), { key: t.a.write.key, body: { webhookUrl: 'https://hooks.example.com/analytics' } })).json,
+    ).not.toHaveProperty('webhookSecret')
     const rotated = await t.call('PATCH', path(), { key: t.a.write.key, body: { rotateWebhookSecret: true } })
     expect(rotated.json.webhookSecret).toMatch(/^whsec_/)
     expect(rotated.json.webhookSecret).not.toBe(hook.json.webhookSecret)
@@ -68,7 +90,10 @@ describe('alert settings', () => {
     it(`rejects ${name} with 400 and changes nothing`, async () => {
       const before = await t.repositories.sites.get(t.a.site.id)
       // a valid field alongside the bad one is not applied either
-      const res = await t.call('PATCH', path(), { key: t.a.write.key, body: name === 'empty body' ? body : { monthlyReport: true, ...(body as object) } })
+      const res = await t.call('PATCH', path(), {
+        key: t.a.write.key,
+        body: name === 'empty body' ? body : { monthlyReport: true, ...(body as object) },
+      })
       expect(res.status).toBe(400)
       expect(res.json.error).toMatch(message)
       expect(await t.repositories.sites.get(t.a.site.id)).toEqual(before)
@@ -86,7 +111,10 @@ describe('alert settings', () => {
     expect((await t.repositories.sites.get(t.b.site.id))!.alerts.weeklyReport).toBe(false)
     // a site-bound key reaches its own site only
     expect((await t.call('PATCH', path(), { key: t.ingest.key, body: { monthlyReport: true } })).status).toBe(200)
-    const other = await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body: { domain: `other-${crypto.randomUUID().slice(0, 6)}.example.com` } })
+    const other = await t.call('POST', '/api/v1/sites', {
+      key: t.a.write.key,
+      body: { domain: `other-${crypto.randomUUID().slice(0, 6)}.example.com` },
+    })
     expect((await t.call('GET', `/api/v1/sites/${other.json.id}/alerts`, { key: t.ingest.key })).status).toBe(404)
   })
 })

@@ -16,14 +16,39 @@ describe.each(kinds)('annotations (%s key/value store)', (kind) => {
   it('creates by siteId or domain with defaults, and lists newest first', async () => {
     const made = await t.call('POST', '/api/v1/annotations', { key: t.a.write.key, body: { siteId: t.a.site.id, title: 'Launch' } })
     expect(made.status).toBe(201)
-    expect(made.json).toEqual({ id: expect.any(String), siteId: t.a.site.id, title: 'Launch', at: now.toISOString(), kind: 'note', body: null, url: null, createdAt: now.toISOString() })
+    expect(made.json).toEqual({
+      id: expect.any(String),
+      siteId: t.a.site.id,
+      title: 'Launch',
+      at: now.toISOString(),
+      kind: 'note',
+      body: null,
+      url: null,
+      createdAt: now.toISOString(),
+    })
     const byDomain = await t.call('POST', '/api/v1/annotations', {
       key: t.a.write.key,
-      body: { domain: t.a.site.domain.toUpperCase(), title: 'Newsletter', at: '2026-11-20T09:30:00+01:00', kind: 'email', body: 'November issue', url: 'https://example.com/news' },
+      body: {
+        domain: t.a.site.domain.toUpperCase(),
+        title: 'Newsletter',
+        at: '2026-11-20T09:30:00+01:00',
+        kind: 'email',
+        body: 'November issue',
+        url: 'https://example.com/news',
+      },
     })
     expect(byDomain.status).toBe(201)
-    expect(byDomain.json).toMatchObject({ siteId: t.a.site.id, at: '2026-11-20T08:30:00.000Z', kind: 'email', body: 'November issue', url: 'https://example.com/news' })
-    const older = await t.call('POST', '/api/v1/annotations', { key: t.a.write.key, body: { siteId: t.a.site.id, title: 'Deploy 1.2', at: '2026-10-01T00:00:00Z', kind: 'deploy' } })
+    expect(byDomain.json).toMatchObject({
+      siteId: t.a.site.id,
+      at: '2026-11-20T08:30:00.000Z',
+      kind: 'email',
+      body: 'November issue',
+      url: 'https://example.com/news',
+    })
+    const older = await t.call('POST', '/api/v1/annotations', {
+      key: t.a.write.key,
+      body: { siteId: t.a.site.id, title: 'Deploy 1.2', at: '2026-10-01T00:00:00Z', kind: 'deploy' },
+    })
 
     // a write key reads too; newest first
     const all = await list(`siteId=${t.a.site.id}`, t.a.write.key)
@@ -38,7 +63,13 @@ describe.each(kinds)('annotations (%s key/value store)', (kind) => {
   it('lists at most 500', async () => {
     const { createAnnotation } = await import('../../lib/sites/annotations')
     const site = await t.repositories.sites.get(t.b.site.id)
-    for (let i = 0; i < 505; i++) await createAnnotation(t.repositories, site!, { title: `n${i}`, kind: 'note', at: new Date(Date.UTC(2025, 0, 1, 0, i)).toISOString() }, now)
+    for (let i = 0; i < 505; i++)
+      await createAnnotation(
+        t.repositories,
+        site!,
+        { title: `n${i}`, kind: 'note', at: new Date(Date.UTC(2025, 0, 1, 0, i)).toISOString() },
+        now,
+      )
     const res = await list(`siteId=${t.b.site.id}`, t.b.read.key)
     expect(res.json.annotations).toHaveLength(500)
     expect(res.json.annotations[0].title).toBe('n504')
@@ -71,7 +102,9 @@ describe.each(kinds)('annotations (%s key/value store)', (kind) => {
     expect(bySnippet.status).toBe(400)
     expect(bySnippet.json.error).toMatch(/^siteId: must be a site UUID/)
     expect((await list(`siteId=${t.a.site.id}&from=last-week`)).json.error).toMatch(/^from:/)
-    expect((await list(`siteId=${t.a.site.id}&from=2026-11-02T00:00:00Z&to=2026-11-01T00:00:00Z`)).json.error).toMatch(/^from: must not be after to/)
+    expect((await list(`siteId=${t.a.site.id}&from=2026-11-02T00:00:00Z&to=2026-11-01T00:00:00Z`)).json.error).toMatch(
+      /^from: must not be after to/,
+    )
   })
 
   it('deletes by id; a second delete and an unknown id are 404', async () => {
@@ -91,17 +124,26 @@ describe.each(kinds)('annotations (%s key/value store)', (kind) => {
     const foreign = await t.call('DELETE', `/api/v1/annotations?id=${theirs.json.id}`, { key: t.a.write.key })
     expect(foreign).toMatchObject({ status: 404, json: unknown.json })
     expect((await list(`siteId=${t.b.site.id}`)).status).toBe(404)
-    expect((await t.call('POST', '/api/v1/annotations', { key: t.a.write.key, body: { siteId: t.b.site.id, title: 'x' } })).status).toBe(404)
-    expect((await t.call('POST', '/api/v1/annotations', { key: t.a.write.key, body: { domain: t.b.site.domain, title: 'x' } })).status).toBe(404)
+    expect((await t.call('POST', '/api/v1/annotations', { key: t.a.write.key, body: { siteId: t.b.site.id, title: 'x' } })).status).toBe(
+      404,
+    )
+    expect(
+      (await t.call('POST', '/api/v1/annotations', { key: t.a.write.key, body: { domain: t.b.site.domain, title: 'x' } })).status,
+    ).toBe(404)
     expect((await t.call('POST', '/api/v1/annotations', { key: t.a.read.key, body: { siteId: t.a.site.id, title: 'x' } })).status).toBe(403)
     // still there for its owner
     expect((await list(`siteId=${t.b.site.id}`, t.b.read.key)).json.annotations.map((a: { id: string }) => a.id)).toContain(theirs.json.id)
   })
 
   it('a site-bound key reaches its own site only', async () => {
-    const mine = await t.call('POST', '/api/v1/annotations', { key: t.ingest.key, body: { siteId: t.a.site.id, title: 'From CI', kind: 'deploy' } })
+    const mine = await t.call('POST', '/api/v1/annotations', {
+      key: t.ingest.key,
+      body: { siteId: t.a.site.id, title: 'From CI', kind: 'deploy' },
+    })
     expect(mine.status).toBe(201)
-    const other = (await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body: { domain: `o-${crypto.randomUUID().slice(0, 6)}.example.com` } })).json
+    const other = (
+      await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body: { domain: `o-${crypto.randomUUID().slice(0, 6)}.example.com` } })
+    ).json
     const theirs = await t.call('POST', '/api/v1/annotations', { key: t.a.write.key, body: { siteId: other.id, title: 'Other site' } })
     expect((await t.call('POST', '/api/v1/annotations', { key: t.ingest.key, body: { siteId: other.id, title: 'x' } })).status).toBe(404)
     expect((await t.call('DELETE', `/api/v1/annotations?id=${theirs.json.id}`, { key: t.ingest.key })).status).toBe(404)

@@ -56,7 +56,12 @@ describe.each(kinds)('auth matrix (%s key/value store)', (kind) => {
     expect((await t.call('GET', '/api/v1/org/api-keys', { key: t.ingest.key })).status).toBe(403)
     expect((await t.call('DELETE', `/api/v1/org/api-keys?id=${t.a.read.id}`, { key: t.ingest.key })).status).toBe(403)
     // another site of the same organization is 404, also through proxy-config
-    const sibling = (await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body: { domain: `sibling-${crypto.randomUUID().slice(0, 6)}.example.com` } })).json
+    const sibling = (
+      await t.call('POST', '/api/v1/sites', {
+        key: t.a.write.key,
+        body: { domain: `sibling-${crypto.randomUUID().slice(0, 6)}.example.com` },
+      })
+    ).json
     expect((await t.call('GET', `/api/v1/sites/${sibling.id}`, { key: t.ingest.key })).status).toBe(404)
     const proxy = await t.call('GET', `/api/v1/proxy-config?site_id=${sibling.id}`, { key: t.ingest.key })
     expect(proxy.status).toBe(404)

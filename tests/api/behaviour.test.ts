@@ -12,7 +12,12 @@ import { NOW, UAS, localDate } from './report-reference'
  */
 
 const TZ = 'Europe/Berlin'
-const IPS: [string, string][] = [['81.2.69.142', 'GB'], ['8.8.8.8', 'US'], ['46.114.0.1', 'DE'], ['1.1.1.1', 'AU']]
+const IPS: [string, string][] = [
+  ['81.2.69.142', 'GB'],
+  ['8.8.8.8', 'US'],
+  ['46.114.0.1', 'DE'],
+  ['1.1.1.1', 'AU'],
+]
 const BROWSERS = ['Chrome', 'Firefox', 'Safari']
 const DEVICES = ['Desktop', 'Desktop', 'Mobile']
 const PATHS = ['/', '/cart', '/checkout', '/blog/x']
@@ -24,32 +29,55 @@ type PropHit = Hit & { props: Record<string, string> }
 
 function prng(seed: number) {
   let s = seed
-  return () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31)
+  return () => (s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31
 }
 
-const ERROR_GROUPS: { group: string; make: (r: () => number) => { name: string; message: string; stack?: string; source?: string; line?: number } }[] = [
+const ERROR_GROUPS: {
+  group: string
+  make: (r: () => number) => { name: string; message: string; stack?: string; source?: string; line?: number }
+}[] = [
   {
     group: 'render',
-    make: (r) => ({ name: 'TypeError', message: "Cannot read properties of undefined (reading 'price')", stack: `TypeError: Cannot read properties of undefined (reading 'price')\n    at render (https://shop.test/assets/app.js:1:${Math.floor(r() * 9000)})\n    at main (https://shop.test/assets/app.js:1:20)` }),
+    make: (r) => ({
+      name: 'TypeError',
+      message: "Cannot read properties of undefined (reading 'price')",
+      stack: `TypeError: Cannot read properties of undefined (reading 'price')\n    at render (https://shop.test/assets/app.js:1:${Math.floor(r() * 9000)})\n    at main (https://shop.test/assets/app.js:1:20)`,
+    }),
   },
   {
     group: 'request',
     make: (r) => {
       const n = Math.floor(r() * 100_000)
-      return { name: 'Error', message: `Request ${n} failed for https://api.shop.test/orders/${n * 7}?t=${Math.floor(r() * 1e9).toString(36)}`, stack: `Error: Request ${n} failed\n    at load (https://shop.test/assets/api.js:${Math.floor(r() * 300)}:${Math.floor(r() * 80)})` }
+      return {
+        name: 'Error',
+        message: `Request ${n} failed for https://api.shop.test/orders/${n * 7}?t=${Math.floor(r() * 1e9).toString(36)}`,
+        stack: `Error: Request ${n} failed\n    at load (https://shop.test/assets/api.js:${Math.floor(r() * 300)}:${Math.floor(r() * 80)})`,
+      }
     },
   },
   {
     group: 'order',
     make: (r) => {
-      const hex = () => Math.floor(r() * 0xffffffff).toString(16).padStart(8, '0')
+      const hex = () =>
+        Math.floor(r() * 0xffffffff)
+          .toString(16)
+          .padStart(8, '0')
       const id = `${hex()}-${hex().slice(0, 4)}-4${hex().slice(0, 3)}-8${hex().slice(0, 3)}-${hex()}${hex().slice(0, 4)}`
-      return { name: 'NotFoundError', message: `Order ${id} not found after ${Math.floor(r() * 900)} ms`, source: 'https://shop.test/assets/order.js', line: Math.floor(r() * 50) }
+      return {
+        name: 'NotFoundError',
+        message: `Order ${id} not found after ${Math.floor(r() * 900)} ms`,
+        source: 'https://shop.test/assets/order.js',
+        line: Math.floor(r() * 50),
+      }
     },
   },
   {
     group: 'timeout',
-    make: (r) => ({ name: 'UnhandledRejection', message: `Timeout of ${Math.floor(r() * 9000)}ms exceeded (session a${Math.floor(r() * 1e12).toString(36)}9)`, stack: `fetchCart@https://shop.test/assets/cart.js:${Math.floor(r() * 90)}:5\n@https://shop.test/assets/cart.js:1:1` }),
+    make: (r) => ({
+      name: 'UnhandledRejection',
+      message: `Timeout of ${Math.floor(r() * 9000)}ms exceeded (session a${Math.floor(r() * 1e12).toString(36)}9)`,
+      stack: `fetchCart@https://shop.test/assets/cart.js:${Math.floor(r() * 90)}:5\n@https://shop.test/assets/cart.js:1:1`,
+    }),
   },
 ]
 
@@ -65,13 +93,28 @@ function behaviourFixture(snippet: string, domain: string, seed: number) {
   const r = prng(seed)
   const pick = <T>(list: readonly T[]) => list[Math.floor(r() * list.length)]
   const start = Date.parse('2026-09-20T00:00:00Z')
-  const hit = (): Hit => ({ ts: start + Math.floor(r() * (NOW.getTime() - 3_600_000 - start)), ip: Math.floor(r() * IPS.length), ua: Math.floor(r() * UAS.length), path: pick(PATHS) })
+  const hit = (): Hit => ({
+    ts: start + Math.floor(r() * (NOW.getTime() - 3_600_000 - start)),
+    ip: Math.floor(r() * IPS.length),
+    ua: Math.floor(r() * UAS.length),
+    path: pick(PATHS),
+  })
   const errors: ErrorHit[] = []
   const clicks: ClickHit[] = []
   const props: PropHit[] = []
   const lines: string[] = []
   const line = (h: Hit, name: string, extra: Record<string, unknown>) =>
-    lines.push(JSON.stringify({ timestamp: new Date(h.ts).toISOString(), site: snippet, name, url: `https://${domain}${h.path}`, ip: IPS[h.ip][0], userAgent: UAS[h.ua], ...extra }))
+    lines.push(
+      JSON.stringify({
+        timestamp: new Date(h.ts).toISOString(),
+        site: snippet,
+        name,
+        url: `https://${domain}${h.path}`,
+        ip: IPS[h.ip][0],
+        userAgent: UAS[h.ua],
+        ...extra,
+      }),
+    )
   for (let i = 0; i < 160; i++) {
     const h = hit()
     const { group, make } = pick(ERROR_GROUPS)
@@ -84,7 +127,9 @@ function behaviourFixture(snippet: string, domain: string, seed: number) {
     const t = pick(CLICK_TARGETS)
     const dead = r() < t.deadRate
     clicks.push({ ...h, selector: t.selector, text: t.text, tag: t.tag, url: t.url, interactive: t.interactive, dead })
-    line(h, 'click', { click: { selector: t.selector, text: t.text, tag: t.tag, ...(t.url ? { href: t.url } : {}), interactive: t.interactive, dead } })
+    line(h, 'click', {
+      click: { selector: t.selector, text: t.text, tag: t.tag, ...(t.url ? { href: t.url } : {}), interactive: t.interactive, dead },
+    })
   }
   for (let i = 0; i < 120; i++) {
     const h = hit()
@@ -100,7 +145,8 @@ function behaviourFixture(snippet: string, domain: string, seed: number) {
 
 type Fixture = ReturnType<typeof behaviourFixture>
 const visitorOf = (h: Hit) => `${h.ip}|${h.ua}|${localDate(h.ts, TZ)}`
-const within = <T extends Hit>(hits: T[], range: { from: string; to: string }) => hits.filter((h) => h.ts >= Date.parse(range.from) && h.ts < Date.parse(range.to))
+const within = <T extends Hit>(hits: T[], range: { from: string; to: string }) =>
+  hits.filter((h) => h.ts >= Date.parse(range.from) && h.ts < Date.parse(range.to))
 /** The most frequent value, ties to the smallest. */
 function mostFrequent(values: string[]): string {
   const counts = new Map<string, number>()
@@ -140,7 +186,11 @@ function expectedErrorGroups(errors: ErrorHit[]) {
   )
 }
 
-const errorSummary = (errors: ErrorHit[]) => ({ errors: errors.length, groups: distinct(errors.map((e) => e.group)), visitors: distinct(errors.map(visitorOf)) })
+const errorSummary = (errors: ErrorHit[]) => ({
+  errors: errors.length,
+  groups: distinct(errors.map((e) => e.group)),
+  visitors: distinct(errors.map(visitorOf)),
+})
 
 function expectedClicks(clicks: ClickHit[]) {
   const key = (c: ClickHit) => JSON.stringify([c.selector, c.text, c.tag, c.url])
@@ -148,11 +198,22 @@ function expectedClicks(clicks: ClickHit[]) {
   for (const c of clicks) groups.set(key(c), [...(groups.get(key(c)) ?? []), c])
   return [...groups.values()]
     .map((hs) => ({
-      selector: hs[0].selector, text: hs[0].text, tag: hs[0].tag, url: hs[0].url, interactive: hs[0].interactive,
-      count: hs.length, visitors: distinct(hs.map(visitorOf)), deadClicks: hs.filter((h) => h.dead).length,
-      topPath: mostFrequent(hs.map((h) => h.path)), paths: distinct(hs.map((h) => h.path)),
+      selector: hs[0].selector,
+      text: hs[0].text,
+      tag: hs[0].tag,
+      url: hs[0].url,
+      interactive: hs[0].interactive,
+      count: hs.length,
+      visitors: distinct(hs.map(visitorOf)),
+      deadClicks: hs.filter((h) => h.dead).length,
+      topPath: mostFrequent(hs.map((h) => h.path)),
+      paths: distinct(hs.map((h) => h.path)),
     }))
-    .sort((a, b) => b.count - a.count || [a.selector, a.text, a.tag, a.url].join('\u0000').localeCompare([b.selector, b.text, b.tag, b.url].join('\u0000')))
+    .sort(
+      (a, b) =>
+        b.count - a.count ||
+        [a.selector, a.text, a.tag, a.url].join('\u0000').localeCompare([b.selector, b.text, b.tag, b.url].join('\u0000')),
+    )
 }
 
 describe('behaviour reads', () => {
@@ -168,7 +229,11 @@ describe('behaviour reads', () => {
     key = (await createApiKey(services.repositories, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
     const shop = newSite({ domain: 'shop.behaviour.test', timezone: TZ }, org.id, NOW)
     const empty = newSite({ domain: 'empty.behaviour.test', timezone: TZ }, org.id, NOW)
-    const ga4 = { ...newSite({ domain: 'ga4.behaviour.test', timezone: TZ }, org.id, NOW), sources: ['ga4' as const], primarySource: 'ga4' as const }
+    const ga4 = {
+      ...newSite({ domain: 'ga4.behaviour.test', timezone: TZ }, org.id, NOW),
+      sources: ['ga4' as const],
+      primarySource: 'ga4' as const,
+    }
     for (const site of [shop, empty, ga4]) await services.repositories.sites.create(site)
     fx = behaviourFixture(shop.snippetId, shop.domain, 7)
     const result = await importHits(fx.lines, services.ingestor)
@@ -179,7 +244,8 @@ describe('behaviour reads', () => {
   const get = (path: string) => getOk(call, path, key)
   const filtersParam = (filters: unknown) => `&filters=${encodeURIComponent(JSON.stringify(filters))}`
   /** The fixture's groups by the name they were written with, keyed by the fingerprint the API gave them. */
-  const groupOfFingerprint = (json: { groups: { fingerprint: string; errorName: string }[] }) => new Map(json.groups.map((g) => [g.fingerprint, fx.errors.find((e) => e.name === g.errorName)!.group]))
+  const groupOfFingerprint = (json: { groups: { fingerprint: string; errorName: string }[] }) =>
+    new Map(json.groups.map((g) => [g.fingerprint, fx.errors.find((e) => e.name === g.errorName)!.group]))
 
   describe('errors', () => {
     it('groups messages that vary in numbers, ids and URLs into one group each, with totals against the previous window', async () => {
@@ -188,7 +254,9 @@ describe('behaviour reads', () => {
       expect(json.available).toBe(true)
       expect(json.summary).toEqual(errorSummary(current))
       const length = Date.parse(json.range.to) - Date.parse(json.range.from)
-      expect(json.previous).toEqual(errorSummary(within(fx.errors, { from: new Date(Date.parse(json.range.from) - length).toISOString(), to: json.range.from })))
+      expect(json.previous).toEqual(
+        errorSummary(within(fx.errors, { from: new Date(Date.parse(json.range.from) - length).toISOString(), to: json.range.from })),
+      )
       expect(json.groups).toHaveLength(ERROR_GROUPS.length)
       const expected = expectedErrorGroups(current)
       const groups = groupOfFingerprint(json)
@@ -199,7 +267,9 @@ describe('behaviour reads', () => {
         expect(sparkline).toHaveLength(30)
         expect(sparkline.reduce((a: number, b: number) => a + b, 0)).toBe(rest.count)
       }
-      expect(json.groups.map((g: { count: number }) => g.count)).toEqual([...json.groups.map((g: { count: number }) => g.count)].sort((a, b) => b - a))
+      expect(json.groups.map((g: { count: number }) => g.count)).toEqual(
+        [...json.groups.map((g: { count: number }) => g.count)].sort((a, b) => b - a),
+      )
     })
 
     it('puts each day of the sparkline in its bucket', async () => {
@@ -207,12 +277,17 @@ describe('behaviour reads', () => {
       const group = json.groups[0]
       const name = groupOfFingerprint(json).get(group.fingerprint)
       const days: string[] = []
-      for (let d = new Date(json.range.from); days.length < 7; d = new Date(d.getTime() + 86_400_000)) days.push(localDate(d.getTime() + 3_600_000 * 12, TZ))
-      expect(group.sparkline).toEqual(days.map((day) => within(fx.errors, json.range).filter((e) => e.group === name && localDate(e.ts, TZ) === day).length))
+      for (let d = new Date(json.range.from); days.length < 7; d = new Date(d.getTime() + 86_400_000))
+        days.push(localDate(d.getTime() + 3_600_000 * 12, TZ))
+      expect(group.sparkline).toEqual(
+        days.map((day) => within(fx.errors, json.range).filter((e) => e.group === name && localDate(e.ts, TZ) === day).length),
+      )
     })
 
     it('honours filters and limit', async () => {
-      const json = await get(`/api/v1/errors?site_id=${ids.shop}&range=30d&limit=2${filtersParam([{ dimension: 'path', operator: 'is', value: ['/checkout'] }])}`)
+      const json = await get(
+        `/api/v1/errors?site_id=${ids.shop}&range=30d&limit=2${filtersParam([{ dimension: 'path', operator: 'is', value: ['/checkout'] }])}`,
+      )
       const current = within(fx.errors, json.range).filter((e) => e.path === '/checkout')
       expect(json.summary).toEqual(errorSummary(current))
       expect(json.groups).toHaveLength(2)
@@ -233,9 +308,14 @@ describe('behaviour reads', () => {
       expect(detail.breakdowns.countries).toEqual(countRows(hits, (h) => IPS[h.ip][1]))
       expect(detail.breakdowns.os.reduce((s: number, r: { count: number }) => s + r.count, 0)).toBe(hits.length)
       const recent = [...hits].sort((a, b) => b.ts - a.ts).slice(0, 20)
-      expect(detail.recent.map((r: { timestamp: string; path: string; message: string; country: string }) => [r.timestamp, r.path, r.message, r.country])).toEqual(
-        recent.map((h) => [new Date(h.ts).toISOString(), h.path, h.message, IPS[h.ip][1]]),
-      )
+      expect(
+        detail.recent.map((r: { timestamp: string; path: string; message: string; country: string }) => [
+          r.timestamp,
+          r.path,
+          r.message,
+          r.country,
+        ]),
+      ).toEqual(recent.map((h) => [new Date(h.ts).toISOString(), h.path, h.message, IPS[h.ip][1]]))
       const pages = countRows(hits, (h) => h.path)
       const first = await get(`/api/v1/errors?site_id=${ids.shop}&range=30d&fingerprint=${fp}&pages=1&limit=2`)
       expect(first).toMatchObject({ available: true, fingerprint: fp, offset: 0, total: pages.length, pages: pages.slice(0, 2) })
@@ -258,7 +338,11 @@ describe('behaviour reads', () => {
       const json = await get(`/api/v1/clicks?site_id=${ids.shop}&range=30d`)
       const current = within(fx.clicks, json.range)
       expect(json.available).toBe(true)
-      expect(json.summary).toEqual({ clicks: current.length, visitors: distinct(current.map(visitorOf)), deadClicks: current.filter((c) => c.dead).length })
+      expect(json.summary).toEqual({
+        clicks: current.length,
+        visitors: distinct(current.map(visitorOf)),
+        deadClicks: current.filter((c) => c.dead).length,
+      })
       expect(json.clicks).toEqual(expectedClicks(current))
       // the same element is sometimes dead and sometimes not
       const price = json.clicks.find((c: { selector: string }) => c.selector === 'span.price')
@@ -267,7 +351,9 @@ describe('behaviour reads', () => {
     })
 
     it('honours filters and limit', async () => {
-      const json = await get(`/api/v1/clicks?site_id=${ids.shop}&range=90d&limit=3${filtersParam([{ dimension: 'device', operator: 'is', value: ['Mobile'] }])}`)
+      const json = await get(
+        `/api/v1/clicks?site_id=${ids.shop}&range=90d&limit=3${filtersParam([{ dimension: 'device', operator: 'is', value: ['Mobile'] }])}`,
+      )
       const current = within(fx.clicks, json.range).filter((c) => DEVICES[c.ua] === 'Mobile')
       expect(json.summary.clicks).toBe(current.length)
       expect(json.clicks).toEqual(expectedClicks(current).slice(0, 3))
@@ -282,35 +368,62 @@ describe('behaviour reads', () => {
         const hits = current.filter((p) => k in p.props)
         return { key: k, events: hits.length, visitors: distinct(hits.map(visitorOf)) }
       })
-      expect(json).toEqual({ available: true, range: json.range, keys: keys.sort((a, b) => b.events - a.events || a.key.localeCompare(b.key)) })
+      expect(json).toEqual({
+        available: true,
+        range: json.range,
+        keys: keys.sort((a, b) => b.events - a.events || a.key.localeCompare(b.key)),
+      })
     })
 
     it('lists the values of one key, with filters and limit', async () => {
       const json = await get(`/api/v1/properties?site_id=${ids.shop}&range=30d&property=plan`)
       const current = within(fx.props, json.range)
-      const rows = (hits: PropHit[]) => countRows(hits, (p) => p.props.plan).map(({ value, count, visitors }) => ({ value, events: count, visitors }))
+      const rows = (hits: PropHit[]) =>
+        countRows(hits, (p) => p.props.plan).map(({ value, count, visitors }) => ({ value, events: count, visitors }))
       expect(json.values).toEqual(rows(current))
-      const gb = await get(`/api/v1/properties?site_id=${ids.shop}&range=30d&property=plan&limit=1${filtersParam([{ dimension: 'country', operator: 'is', value: ['GB'] }])}`)
+      const gb = await get(
+        `/api/v1/properties?site_id=${ids.shop}&range=30d&property=plan&limit=1${filtersParam([{ dimension: 'country', operator: 'is', value: ['GB'] }])}`,
+      )
       expect(gb.values).toEqual(rows(current.filter((p) => IPS[p.ip][1] === 'GB')).slice(0, 1))
       const coupon = await get(`/api/v1/properties?site_id=${ids.shop}&range=30d&property=coupon`)
-      expect(coupon.values.reduce((s: number, r: { events: number }) => s + r.events, 0)).toBe(current.filter((p) => 'coupon' in p.props).length)
+      expect(coupon.values.reduce((s: number, r: { events: number }) => s + r.events, 0)).toBe(
+        current.filter((p) => 'coupon' in p.props).length,
+      )
       expect((await call('GET', `/api/v1/properties?site_id=${ids.shop}&property=attribution.element`, { key })).status).toBe(400)
     })
   })
 
   it('an empty site answers zeros and empty lists', async () => {
     const errors = await get(`/api/v1/errors?site_id=${ids.empty}`)
-    expect(errors).toMatchObject({ available: true, summary: { errors: 0, groups: 0, visitors: 0 }, previous: { errors: 0, groups: 0, visitors: 0 }, groups: [] })
-    expect(await get(`/api/v1/clicks?site_id=${ids.empty}`)).toMatchObject({ available: true, summary: { clicks: 0, visitors: 0, deadClicks: 0 }, clicks: [] })
+    expect(errors).toMatchObject({
+      available: true,
+      summary: { errors: 0, groups: 0, visitors: 0 },
+      previous: { errors: 0, groups: 0, visitors: 0 },
+      groups: [],
+    })
+    expect(await get(`/api/v1/clicks?site_id=${ids.empty}`)).toMatchObject({
+      available: true,
+      summary: { clicks: 0, visitors: 0, deadClicks: 0 },
+      clicks: [],
+    })
     expect(await get(`/api/v1/properties?site_id=${ids.empty}`)).toMatchObject({ available: true, keys: [] })
     expect(await get(`/api/v1/properties?site_id=${ids.empty}&property=plan`)).toMatchObject({ available: true, values: [] })
   })
 
   it('a site that reads only ga4 answers available: false', async () => {
-    expect(await get(`/api/v1/errors?site_id=${ids.ga4}`)).toEqual({ available: false, summary: { errors: 0, groups: 0, visitors: 0 }, previous: { errors: 0, groups: 0, visitors: 0 }, groups: [] })
+    expect(await get(`/api/v1/errors?site_id=${ids.ga4}`)).toEqual({
+      available: false,
+      summary: { errors: 0, groups: 0, visitors: 0 },
+      previous: { errors: 0, groups: 0, visitors: 0 },
+      groups: [],
+    })
     expect((await get(`/api/v1/errors?site_id=${ids.ga4}&fingerprint=1`)).available).toBe(false)
     expect((await get(`/api/v1/errors?site_id=${ids.ga4}&fingerprint=1&pages=1`)).available).toBe(false)
-    expect(await get(`/api/v1/clicks?site_id=${ids.ga4}`)).toEqual({ available: false, summary: { clicks: 0, visitors: 0, deadClicks: 0 }, clicks: [] })
+    expect(await get(`/api/v1/clicks?site_id=${ids.ga4}`)).toEqual({
+      available: false,
+      summary: { clicks: 0, visitors: 0, deadClicks: 0 },
+      clicks: [],
+    })
     expect(await get(`/api/v1/properties?site_id=${ids.ga4}`)).toEqual({ available: false, keys: [] })
   })
 })

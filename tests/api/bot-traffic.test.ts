@@ -16,7 +16,10 @@ const CRAWLERS: { ua: string; kind: string }[] = [
   { ua: 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)', kind: 'ai-training' },
   { ua: 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)', kind: 'ai-training' },
   { ua: 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; ChatGPT-User/1.0; +https://openai.com/bot', kind: 'ai-assistant' },
-  { ua: 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; PerplexityBot/1.0; +https://perplexity.ai/perplexitybot)', kind: 'ai-search' },
+  {
+    ua: 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; PerplexityBot/1.0; +https://perplexity.ai/perplexitybot)',
+    kind: 'ai-search',
+  },
   { ua: 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)', kind: 'search-engine' },
   { ua: 'Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)', kind: 'search-engine' },
   { ua: 'Mozilla/5.0 (compatible; AhrefsBot/7.0; +http://ahrefs.com/robot/)', kind: 'seo' },
@@ -24,11 +27,15 @@ const CRAWLERS: { ua: string; kind: string }[] = [
 ]
 const PATHS = ['/', '/pricing', '/blog/a', '/blog/b', '/docs']
 /** Crawler addresses and their countries in DB-IP (read by hand); collected hits carry theirs but for the last address, which they leave out. */
-const ADDRESSES: [string, string][] = [['81.2.69.142', 'GB'], ['8.8.8.8', 'US'], ['46.114.0.1', 'DE']]
+const ADDRESSES: [string, string][] = [
+  ['81.2.69.142', 'GB'],
+  ['8.8.8.8', 'US'],
+  ['46.114.0.1', 'DE'],
+]
 
 function prng(seed: number) {
   let s = seed
-  return () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31)
+  return () => (s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31
 }
 
 type BotHit = { ts: number; crawler: number; path: string; source: 'import' | 'server'; address: number }
@@ -43,19 +50,55 @@ function botFixture(snippet: string, domain: string, seed: number) {
   for (let i = 0; i < 300; i++) {
     // AI training crawlers and search engines come most
     const crawler = Math.floor(r() ** 1.5 * CRAWLERS.length)
-    bots.push({ ts: when(), crawler, path: PATHS[Math.floor(r() * PATHS.length)], source: r() < 0.25 ? 'server' : 'import', address: Math.floor(r() * ADDRESSES.length) })
+    bots.push({
+      ts: when(),
+      crawler,
+      path: PATHS[Math.floor(r() * PATHS.length)],
+      source: r() < 0.25 ? 'server' : 'import',
+      address: Math.floor(r() * ADDRESSES.length),
+    })
   }
-  for (let i = 0; i < 120; i++) humans.push({ ts: when(), ip: `81.2.69.${140 + Math.floor(r() * 5)}`, ua: UAS[Math.floor(r() * UAS.length)], path: PATHS[Math.floor(r() * PATHS.length)] })
-  const line = (ts: number, path: string, ua: string, ip: string) => JSON.stringify({ timestamp: new Date(ts).toISOString(), site: snippet, name: 'pageview', url: `https://${domain}${path}`, ip, userAgent: ua })
-  const lines = [...bots.filter((b) => b.source === 'import').map((b) => line(b.ts, b.path, CRAWLERS[b.crawler].ua, ADDRESSES[b.address][0])), ...humans.map((h) => line(h.ts, h.path, h.ua, h.ip))]
-  const collected = bots.filter((b) => b.source === 'server').map((b) => ({ path: b.path, userAgent: CRAWLERS[b.crawler].ua, timestamp: new Date(b.ts).toISOString(), ...(b.address < ADDRESSES.length - 1 ? { ip: ADDRESSES[b.address][0] } : {}) }))
+  for (let i = 0; i < 120; i++)
+    humans.push({
+      ts: when(),
+      ip: `81.2.69.${140 + Math.floor(r() * 5)}`,
+      ua: UAS[Math.floor(r() * UAS.length)],
+      path: PATHS[Math.floor(r() * PATHS.length)],
+    })
+  const line = (ts: number, path: string, ua: string, ip: string) =>
+    JSON.stringify({
+      timestamp: new Date(ts).toISOString(),
+      site: snippet,
+      name: 'pageview',
+      url: `https://${domain}${path}`,
+      ip,
+      userAgent: ua,
+    })
+  const lines = [
+    ...bots.filter((b) => b.source === 'import').map((b) => line(b.ts, b.path, CRAWLERS[b.crawler].ua, ADDRESSES[b.address][0])),
+    ...humans.map((h) => line(h.ts, h.path, h.ua, h.ip)),
+  ]
+  const collected = bots
+    .filter((b) => b.source === 'server')
+    .map((b) => ({
+      path: b.path,
+      userAgent: CRAWLERS[b.crawler].ua,
+      timestamp: new Date(b.ts).toISOString(),
+      ...(b.address < ADDRESSES.length - 1 ? { ip: ADDRESSES[b.address][0] } : {}),
+    }))
   return { bots, humans, lines, collected }
 }
 
 type Fixture = ReturnType<typeof botFixture>
-const within = <T extends { ts: number }>(hits: T[], range: { from: string; to: string }) => hits.filter((h) => h.ts >= Date.parse(range.from) && h.ts < Date.parse(range.to))
+const within = <T extends { ts: number }>(hits: T[], range: { from: string; to: string }) =>
+  hits.filter((h) => h.ts >= Date.parse(range.from) && h.ts < Date.parse(range.to))
 /** The measures of a bot read over some hits: distinct crawlers as visitors, hits as pageviews, no visits. */
-const botMeasures = (hits: BotHit[]) => ({ visitors: new Set(hits.map((h) => h.crawler)).size, visits: 0, pageviews: hits.length, events: 0 })
+const botMeasures = (hits: BotHit[]) => ({
+  visitors: new Set(hits.map((h) => h.crawler)).size,
+  visits: 0,
+  pageviews: hits.length,
+  events: 0,
+})
 function expectedBotRows(hits: BotHit[], valueOf: (h: BotHit) => string) {
   const by = new Map<string, BotHit[]>()
   for (const h of hits) by.set(valueOf(h), [...(by.get(valueOf(h)) ?? []), h])
@@ -84,13 +127,20 @@ describe('bot traffic through bot_kind', () => {
     const berlin = keeping('berlin.bots.test', tz.berlin)
     const la = keeping('la.bots.test', tz.la)
     const empty = keeping('empty.bots.test', 'UTC')
-    const ga4 = { ...newSite({ domain: 'ga4.bots.test', timezone: 'UTC' }, org.id, NOW), sources: ['ga4' as const], primarySource: 'ga4' as const }
+    const ga4 = {
+      ...newSite({ domain: 'ga4.bots.test', timezone: 'UTC' }, org.id, NOW),
+      sources: ['ga4' as const],
+      primarySource: 'ga4' as const,
+    }
     for (const site of [berlin, la, empty, ga4]) await services.repositories.sites.create(site)
     fx.berlin = botFixture(berlin.snippetId, berlin.domain, 5)
     fx.la = botFixture(la.snippetId, la.domain, 17)
     const result = await importHits([...fx.berlin.lines, ...fx.la.lines], services.ingestor)
     expect(result.rejected, JSON.stringify(result.errors)).toBe(0)
-    for (const [site, f] of [[berlin, fx.berlin], [la, fx.la]] as const) {
+    for (const [site, f] of [
+      [berlin, fx.berlin],
+      [la, fx.la],
+    ] as const) {
       const res = await call('POST', '/api/v1/collect', { key: write, body: { site_id: site.snippetId, events: f.collected } })
       expect(res.json).toEqual({ ingested: f.collected.length, dropped: 0 })
     }
@@ -128,7 +178,9 @@ describe('bot traffic through bot_kind', () => {
     })
 
     it(`${site}: a timeseries of bot hits per site-local day`, async () => {
-      const json = await get(`/api/v1/timeseries?site_id=${ids[site]}&range=7d${filtersParam([{ dimension: 'bot_kind', operator: 'is_not', value: ['monitoring'] }])}`)
+      const json = await get(
+        `/api/v1/timeseries?site_id=${ids[site]}&range=7d${filtersParam([{ dimension: 'bot_kind', operator: 'is_not', value: ['monitoring'] }])}`,
+      )
       const hits = within(fx[site].bots, json.range).filter((h) => CRAWLERS[h.crawler].kind !== 'monitoring')
       const byDay = new Map(expectedBotRows(hits, (h) => localDate(h.ts, tz[site])).map((r) => [r.value, r]))
       expect(json.series).toHaveLength(7)
@@ -141,38 +193,77 @@ describe('bot traffic through bot_kind', () => {
   }
 
   it('filters bot hits by path, collection source and kind, and breaks them down by path', async () => {
-    const filters = [{ dimension: 'bot_kind', operator: 'is_not', value: ['search-engine'] }, { dimension: 'path', operator: 'contains', value: ['BLOG'] }]
+    const filters = [
+      { dimension: 'bot_kind', operator: 'is_not', value: ['search-engine'] },
+      { dimension: 'path', operator: 'contains', value: ['BLOG'] },
+    ]
     let json = await get(`/api/v1/breakdown?site_id=${ids.berlin}&range=30d&property=path${filtersParam(filters)}`)
     let hits = within(fx.berlin.bots, json.range).filter((h) => CRAWLERS[h.crawler].kind !== 'search-engine' && h.path.includes('blog'))
     expect(json.results).toEqual(expectedBotRows(hits, (h) => h.path))
-    json = await get(`/api/v1/breakdown?site_id=${ids.la}&range=30d&property=bot_kind${filtersParam([{ dimension: 'collection_source', operator: 'is', value: ['server'] }])}`)
+    json = await get(
+      `/api/v1/breakdown?site_id=${ids.la}&range=30d&property=bot_kind${filtersParam([{ dimension: 'collection_source', operator: 'is', value: ['server'] }])}`,
+    )
     hits = within(fx.la.bots, json.range).filter((h) => h.source === 'server')
     expect(json.results).toEqual(expectedBotRows(hits, (h) => CRAWLERS[h.crawler].kind))
-    json = await get(`/api/v1/breakdown?site_id=${ids.la}&range=30d&property=collection_source${filtersParam([{ dimension: 'bot_kind', operator: 'matches', value: ['^ai-'] }])}`)
+    json = await get(
+      `/api/v1/breakdown?site_id=${ids.la}&range=30d&property=collection_source${filtersParam([{ dimension: 'bot_kind', operator: 'matches', value: ['^ai-'] }])}`,
+    )
     hits = within(fx.la.bots, json.range).filter((h) => CRAWLERS[h.crawler].kind.startsWith('ai-'))
     expect(json.results).toEqual(expectedBotRows(hits, (h) => (h.source === 'server' ? 'server' : 'import')))
   })
 
   it('places imported and collected bot hits in the country of their address; a collected hit without one has no country', async () => {
-    const json = await get(`/api/v1/breakdown?site_id=${ids.berlin}&range=30d&property=country${filtersParam([kindIs('search-engine', 'ai-training')])}`)
+    const json = await get(
+      `/api/v1/breakdown?site_id=${ids.berlin}&range=30d&property=country${filtersParam([kindIs('search-engine', 'ai-training')])}`,
+    )
     const hits = within(fx.berlin.bots, json.range).filter((h) => ['search-engine', 'ai-training'].includes(CRAWLERS[h.crawler].kind))
-    expect(json.results).toEqual(expectedBotRows(hits, (h) => (h.source === 'server' && h.address === ADDRESSES.length - 1 ? '' : ADDRESSES[h.address][1])))
+    expect(json.results).toEqual(
+      expectedBotRows(hits, (h) => (h.source === 'server' && h.address === ADDRESSES.length - 1 ? '' : ADDRESSES[h.address][1])),
+    )
   })
 
   it('an empty site has no bot hits', async () => {
     expect((await get(`/api/v1/breakdown?site_id=${ids.empty}&property=bot_kind`)).results).toEqual([])
-    expect((await get(`/api/v1/stats?site_id=${ids.empty}${filtersParam([kindIs('seo')])}`)).totals).toEqual({ visitors: 0, visits: 0, pageviews: 0, bounceRate: 0, avgDuration: 0, viewsPerVisit: 0, events: 0 })
+    expect((await get(`/api/v1/stats?site_id=${ids.empty}${filtersParam([kindIs('seo')])}`)).totals).toEqual({
+      visitors: 0,
+      visits: 0,
+      pageviews: 0,
+      bounceRate: 0,
+      avgDuration: 0,
+      viewsPerVisit: 0,
+      events: 0,
+    })
   })
 
   it('refuses what bot hits do not record, unknown kinds, the ga4 source and reads that count humans only', async () => {
     const error = async (path: string) => (await get(path, 400)).error as string
-    expect(await error(`/api/v1/stats?site_id=${ids.berlin}${filtersParam([kindIs('seo'), { dimension: 'browser', operator: 'is', value: ['Chrome'] }])}`)).toMatch(/^filters: browser is not recorded for bot hits/)
-    expect(await error(`/api/v1/breakdown?site_id=${ids.berlin}&property=browser${filtersParam([kindIs('seo')])}`)).toMatch(/^property: browser is not recorded for bot hits/)
-    expect(await error(`/api/v1/breakdown?site_id=${ids.berlin}&property=bot_kind${filtersParam([{ dimension: 'source', operator: 'is', value: ['Google'] }])}`)).toMatch(/^filters: source is not recorded/)
-    expect(await error(`/api/v1/stats?site_id=${ids.berlin}${filtersParam([kindIs('robots')])}`)).toMatch(/^filters: "robots" is not a bot kind/)
-    expect(await error(`/api/v1/stats?site_id=${ids.ga4}${filtersParam([kindIs('seo')])}`)).toMatch(/^filters: "bot_kind" is recorded only by the first-party collector/)
-    expect(await error(`/api/v1/realtime?site_id=${ids.berlin}${filtersParam([kindIs('seo')])}`)).toMatch(/^filters: bot_kind selects bot traffic/)
-    expect(await error(`/api/v1/export?site_id=${ids.berlin}${filtersParam([kindIs('seo')])}`)).toMatch(/^filters: bot_kind selects bot traffic/)
-    expect(await error(`/api/v1/stats?site_id=${ids.berlin}${filtersParam([{ dimension: 'bot_kind', operator: 'matches', value: ['('] }])}`)).toMatch(/^filters: invalid regular expression/)
+    expect(
+      await error(
+        `/api/v1/stats?site_id=${ids.berlin}${filtersParam([kindIs('seo'), { dimension: 'browser', operator: 'is', value: ['Chrome'] }])}`,
+      ),
+    ).toMatch(/^filters: browser is not recorded for bot hits/)
+    expect(await error(`/api/v1/breakdown?site_id=${ids.berlin}&property=browser${filtersParam([kindIs('seo')])}`)).toMatch(
+      /^property: browser is not recorded for bot hits/,
+    )
+    expect(
+      await error(
+        `/api/v1/breakdown?site_id=${ids.berlin}&property=bot_kind${filtersParam([{ dimension: 'source', operator: 'is', value: ['Google'] }])}`,
+      ),
+    ).toMatch(/^filters: source is not recorded/)
+    expect(await error(`/api/v1/stats?site_id=${ids.berlin}${filtersParam([kindIs('robots')])}`)).toMatch(
+      /^filters: "robots" is not a bot kind/,
+    )
+    expect(await error(`/api/v1/stats?site_id=${ids.ga4}${filtersParam([kindIs('seo')])}`)).toMatch(
+      /^filters: "bot_kind" is recorded only by the first-party collector/,
+    )
+    expect(await error(`/api/v1/realtime?site_id=${ids.berlin}${filtersParam([kindIs('seo')])}`)).toMatch(
+      /^filters: bot_kind selects bot traffic/,
+    )
+    expect(await error(`/api/v1/export?site_id=${ids.berlin}${filtersParam([kindIs('seo')])}`)).toMatch(
+      /^filters: bot_kind selects bot traffic/,
+    )
+    expect(
+      await error(`/api/v1/stats?site_id=${ids.berlin}${filtersParam([{ dimension: 'bot_kind', operator: 'matches', value: ['('] }])}`),
+    ).toMatch(/^filters: invalid regular expression/)
   })
 })

@@ -44,12 +44,24 @@ function fixtureSite(origin: string, suffix = 'Acme'): Record<string, Page> {
         '<a href="/about">About</a> <a href="/linked-only">Linked</a> <a href="/private/hidden">Hidden</a> <a href="/files/report.pdf">Report</a> <a href="/huge">Huge</a> <a href="/moved">Moved</a> <a href="/admin/panel">Admin</a> <a href="https://elsewhere.example/x">Elsewhere</a>',
       ),
     },
-    '/about': { body: html(t('About'), 'We build fixtures for crawler tests and nothing else at all.', '<meta name="description" content="About the fixture">') },
+    '/about': {
+      body: html(
+        t('About'),
+        'We build fixtures for crawler tests and nothing else at all.',
+        '<meta name="description" content="About the fixture">',
+      ),
+    },
     '/pricing': { body: html(t('Pricing'), 'Plans start at ten euros a month for small fixture sites.') },
     '/old-page': { body: html(t('Old page'), 'This page will be removed before the second crawl happens.') },
     '/blog/a': { body: html(t('Post A'), 'Post A talks about crawling politely through a guarded fetch.') },
     '/blog/b': { body: html(t('Post B'), 'The quick brown fox jumps over the lazy dog') },
-    '/linked-only': { body: html(t('Linked only'), 'Only a link from the homepage leads here, no sitemap does.', `<link rel="canonical" href="${origin}/linked-only">`) },
+    '/linked-only': {
+      body: html(
+        t('Linked only'),
+        'Only a link from the homepage leads here, no sitemap does.',
+        `<link rel="canonical" href="${origin}/linked-only">`,
+      ),
+    },
     '/from-pageviews': { body: html(t('From pageviews'), 'Only the pageviews of the site show this page exists.') },
     '/files/report.pdf': { type: 'application/pdf', body: new Uint8Array([0x25, 0x50, 0x44, 0x46, 0x2d, 1, 2, 3, 4, 5]) },
     '/huge': { body: html(t('Huge'), 'x'.repeat(MAX_BYTES + 1000)) },
@@ -85,7 +97,10 @@ describe('the crawler against a fixture website', () => {
       const path = new URL(req.url ?? '/', 'http://x').pathname
       requests.push({ path, agent: String(req.headers['user-agent']) })
       const page = site[path]
-      if (!page) return void res.writeHead(404, { 'content-type': 'text/html' }).end('<html><head><title>Not found</title></head><body>Not found</body></html>')
+      if (!page)
+        return void res
+          .writeHead(404, { 'content-type': 'text/html' })
+          .end('<html><head><title>Not found</title></head><body>Not found</body></html>')
       const headers: Record<string, string> = { 'content-type': page.type ?? 'text/html; charset=utf-8' }
       if (page.location) headers.location = page.location
       res.writeHead(page.status ?? 200, headers).end(page.body)
@@ -97,7 +112,9 @@ describe('the crawler against a fixture website', () => {
     config = {
       // loopback is allowed here by configuration, as a deployment's OUTBOUND_ALLOW_PRIVATE=1 would
       // each request's send time is noted: politeness is measured where it is kept
-      fetch: ((guarded) => (input: RequestInfo | URL, init?: RequestInit) => (sent.push(performance.now()), guarded(input, init)))(guardedFetch({ allowPrivate: true, maxBytes: MAX_BYTES, timeoutMs: 5000 })),
+      fetch: ((guarded) => (input: RequestInfo | URL, init?: RequestInit) => (sent.push(performance.now()), guarded(input, init)))(
+        guardedFetch({ allowPrivate: true, maxBytes: MAX_BYTES, timeoutMs: 5000 }),
+      ),
       userAgent: DEFAULT_USER_AGENT,
       hostIntervalMs: HOST_INTERVAL_MS,
       maxQueuedPings: 3,
@@ -116,7 +133,15 @@ describe('the crawler against a fixture website', () => {
     await call('PATCH', `/api/v1/sites/${siteId}`, { key: write, body: { changeExcludedPaths: ['/admin/*'] } })
     // pageviews: /blog/a twice by one visitor and once by another, with two engagement reports; /from-pageviews once
     const hit = (path: string, ua: string, ip: string, minutes: number, extra: object = {}) =>
-      JSON.stringify({ timestamp: new Date(now - DAY + minutes * 60_000).toISOString(), site: created.json.snippetId, name: 'pageview', url: `https://${domain}${path}`, ip, userAgent: ua, ...extra })
+      JSON.stringify({
+        timestamp: new Date(now - DAY + minutes * 60_000).toISOString(),
+        site: created.json.snippetId,
+        name: 'pageview',
+        url: `https://${domain}${path}`,
+        ip,
+        userAgent: ua,
+        ...extra,
+      })
     await importHits(
       [
         hit('/blog/a', CHROME, '203.0.113.1', 0),
@@ -160,9 +185,31 @@ describe('the crawler against a fixture website', () => {
 
     const body = await inventory('&sort=path')
     const paths = body.pages.map((p: any) => p.path)
-    expect(paths).toEqual(['/', '/about', '/blog/a', '/blog/b', '/files/report.pdf', '/from-pageviews', '/huge', '/linked-only', '/moved', '/old-page', '/pricing'])
+    expect(paths).toEqual([
+      '/',
+      '/about',
+      '/blog/a',
+      '/blog/b',
+      '/files/report.pdf',
+      '/from-pageviews',
+      '/huge',
+      '/linked-only',
+      '/moved',
+      '/old-page',
+      '/pricing',
+    ])
     const byPath = Object.fromEntries(body.pages.map((p: any) => [p.path, p]))
-    expect(byPath['/blog/a']).toMatchObject({ title: 'Post A | Acme', httpStatus: 200, inSitemap: true, status: 'new', visitors: 2, pageviews: 3, scrollDepth: 70, timeOnPage: 60, wordCount: 10 })
+    expect(byPath['/blog/a']).toMatchObject({
+      title: 'Post A | Acme',
+      httpStatus: 200,
+      inSitemap: true,
+      status: 'new',
+      visitors: 2,
+      pageviews: 3,
+      scrollDepth: 70,
+      timeOnPage: 60,
+      wordCount: 10,
+    })
     expect(byPath['/linked-only']).toMatchObject({ inSitemap: false, visitors: 0, pageviews: 0, scrollDepth: null, timeOnPage: null })
     expect(byPath['/files/report.pdf']).toMatchObject({ contentType: 'application/pdf', httpStatus: 200, wordCount: 0, title: '' })
     expect(byPath['/huge']).toMatchObject({ httpStatus: 0 })
@@ -185,7 +232,12 @@ describe('the crawler against a fixture website', () => {
     // the first crawl is the baseline: no changes; the site read shows the crawl's state
     expect((await feed()).changes).toEqual([])
     const siteRead = await call('GET', `/api/v1/sites/${siteId}`, { key: read })
-    expect(siteRead.json.changeDetection).toMatchObject({ crawlStatus: 'ok', lastCrawlAt: new Date(now).toISOString(), pagesKnown: 11, changeExcludedPaths: ['/admin/*'] })
+    expect(siteRead.json.changeDetection).toMatchObject({
+      crawlStatus: 'ok',
+      lastCrawlAt: new Date(now).toISOString(),
+      pagesKnown: 11,
+      changeExcludedPaths: ['/admin/*'],
+    })
     expect(siteRead.json.changeDetection.crawlErrors).toEqual([{ path: '/huge', error: expect.stringContaining('larger than') }])
     // the next run is a day later
     expect(await services.repositories.crawlQueue.dueAt(siteId)).toBe(now + DAY)
@@ -201,7 +253,13 @@ describe('the crawler against a fixture website', () => {
     expect(trends.pages[0].trend).toHaveLength(7)
     expect(trends.pages[0].trend.reduce((a: number, b: number) => a + b, 0)).toBe(3)
     expect(trends.pages[0].bots).toEqual({ hits: 0, aiCrawlerHits: 0 })
-    for (const [query, param] of [['&sort=bogus', 'sort'], ['&dir=up', 'dir'], ['&filter=gone', 'filter'], ['&offset=-1', 'offset'], ['&range=realtime', 'range']]) {
+    for (const [query, param] of [
+      ['&sort=bogus', 'sort'],
+      ['&dir=up', 'dir'],
+      ['&filter=gone', 'filter'],
+      ['&offset=-1', 'offset'],
+      ['&range=realtime', 'range'],
+    ]) {
       const res = await call('GET', `/api/v1/pages?site_id=${siteId}${query}`, { key: read })
       expect(res.status, query).toBe(400)
       expect(res.json.error).toContain(param)
@@ -211,16 +269,37 @@ describe('the crawler against a fixture website', () => {
   it('detects each kind of change on a recrawl, with words added and removed', async () => {
     site['/blog/a'] = { body: html('Post A, revised | Acme', 'Post A talks about crawling politely through a guarded fetch.') }
     site['/blog/b'] = { body: html('Post B | Acme', 'The quick red fox jumps over the sleepy dog') }
-    site['/pricing'] = { body: html('Pricing | Acme', 'Plans start at ten euros a month for small fixture sites.', '<meta name="robots" content="noindex, follow">') }
-    site['/about'] = { body: html('About | Acme', 'We build fixtures for crawler tests and nothing else at all.', '<meta name="description" content="Who makes the fixtures">') }
-    site['/linked-only'] = { body: html('Linked only | Acme', 'Only a link from the homepage leads here, no sitemap does.', `<link rel="canonical" href="${origin}/">`) }
+    site['/pricing'] = {
+      body: html(
+        'Pricing | Acme',
+        'Plans start at ten euros a month for small fixture sites.',
+        '<meta name="robots" content="noindex, follow">',
+      ),
+    }
+    site['/about'] = {
+      body: html(
+        'About | Acme',
+        'We build fixtures for crawler tests and nothing else at all.',
+        '<meta name="description" content="Who makes the fixtures">',
+      ),
+    }
+    site['/linked-only'] = {
+      body: html(
+        'Linked only | Acme',
+        'Only a link from the homepage leads here, no sitemap does.',
+        `<link rel="canonical" href="${origin}/">`,
+      ),
+    }
     delete site['/old-page']
     site['/from-pageviews'] = { status: 500, body: 'oops' }
     site['/files/report.pdf'] = { type: 'application/pdf', body: new Uint8Array([0x25, 0x50, 0x44, 0x46, 0x2d, 9, 9, 9]) }
     site['/moved'] = { status: 302, location: '/blog/b', body: '' }
     site['/blog/c'] = { body: html('Post C | Acme', 'A brand new post appears in the sitemap.') }
     site['/sitemap-blog.xml'] = { type: 'application/xml', body: urlset(origin, ['/blog/a', '/blog/b', '/blog/c']) }
-    site['/robots.txt'] = { type: 'text/plain', body: `User-agent: *\nDisallow: /private\nDisallow: /drafts\n\nSitemap: ${origin}/sitemap_index.xml\n` }
+    site['/robots.txt'] = {
+      type: 'text/plain',
+      body: `User-agent: *\nDisallow: /private\nDisallow: /drafts\n\nSitemap: ${origin}/sitemap_index.xml\n`,
+    }
     now += 8 * DAY
     requests.length = 0
     await crawl()
@@ -248,15 +327,47 @@ describe('the crawler against a fixture website', () => {
       ].sort(),
     )
     for (const c of body.changes) (changesBy[`${c.type} ${c.path}`] ??= []).push(c)
-    expect(changesBy['text /blog/b'][0]).toMatchObject({ category: 'content', wordsAdded: 2, wordsRemoved: 2, diffable: true, before: '9 words', after: '9 words' })
-    expect(changesBy['title /blog/a'][0]).toMatchObject({ category: 'seo', before: 'Post A | Acme', after: 'Post A, revised | Acme', diffable: true })
+    expect(changesBy['text /blog/b'][0]).toMatchObject({
+      category: 'content',
+      wordsAdded: 2,
+      wordsRemoved: 2,
+      diffable: true,
+      before: '9 words',
+      after: '9 words',
+    })
+    expect(changesBy['title /blog/a'][0]).toMatchObject({
+      category: 'seo',
+      before: 'Post A | Acme',
+      after: 'Post A, revised | Acme',
+      diffable: true,
+    })
     expect(changesBy['removed /old-page'][0]).toMatchObject({ category: 'content', before: '200', after: '404', diffable: false })
     expect(changesBy['status /from-pageviews'][0]).toMatchObject({ category: 'technical', before: '200', after: '500' })
     expect(changesBy['redirect /moved'][0]).toMatchObject({ before: `${origin}/blog/a`, after: `${origin}/blog/b` })
     expect(changesBy['noindex /pricing'][0]).toMatchObject({ category: 'seo', before: '', after: 'noindex, follow' })
     expect(changesBy['text /files/report.pdf'][0]).toMatchObject({ diffable: false, wordsAdded: 0, wordsRemoved: 0 })
-    expect(changesBy['sitemap '][0]).toMatchObject({ scope: 'site', category: 'technical', before: '6 pages', after: '7 pages (1 added, 0 gone)', samplePaths: ['/blog/c'] })
-    expect(body.totals).toMatchObject({ text: 3, title: 2, h1: 2, removed: 1, new_page: 1, status: 1, redirect: 1, noindex: 1, canonical: 1, meta_description: 1, robots_txt: 1, sitemap: 1, annotation: 0 })
+    expect(changesBy['sitemap '][0]).toMatchObject({
+      scope: 'site',
+      category: 'technical',
+      before: '6 pages',
+      after: '7 pages (1 added, 0 gone)',
+      samplePaths: ['/blog/c'],
+    })
+    expect(body.totals).toMatchObject({
+      text: 3,
+      title: 2,
+      h1: 2,
+      removed: 1,
+      new_page: 1,
+      status: 1,
+      redirect: 1,
+      noindex: 1,
+      canonical: 1,
+      meta_description: 1,
+      robots_txt: 1,
+      sitemap: 1,
+      annotation: 0,
+    })
     const today = new Date(now).toISOString().slice(0, 10)
     expect(body.activity.find((d: any) => d.date === today)).toEqual({ date: today, changes: 16 })
     expect(body.activity.filter((d: any) => d.changes > 0)).toHaveLength(1)
@@ -269,16 +380,32 @@ describe('the crawler against a fixture website', () => {
   })
 
   it('narrows the feed by category, type, search and day', async () => {
-    expect((await feed('&category=seo')).changes.map((c: any) => c.type).sort()).toEqual(['canonical', 'meta_description', 'noindex', 'title', 'title'])
+    expect((await feed('&category=seo')).changes.map((c: any) => c.type).sort()).toEqual([
+      'canonical',
+      'meta_description',
+      'noindex',
+      'title',
+      'title',
+    ])
     const texts = await feed('&type=text')
     expect(texts.changes).toHaveLength(3)
     expect(texts.totals.title).toBe(2)
     expect((await feed('&search=fixtures')).changes.map((c: any) => `${c.type} ${c.path}`)).toEqual(['meta_description /about'])
     expect((await feed(`&day=${new Date(now - DAY).toISOString().slice(0, 10)}`)).changes).toEqual([])
-    await call('POST', '/api/v1/annotations', { key: write, body: { siteId, title: 'Relaunch of the blog', kind: 'deploy', at: new Date(now - 2 * DAY).toISOString() } })
+    await call('POST', '/api/v1/annotations', {
+      key: write,
+      body: { siteId, title: 'Relaunch of the blog', kind: 'deploy', at: new Date(now - 2 * DAY).toISOString() },
+    })
     const withNote = await feed('&category=annotation')
-    expect(withNote.changes).toEqual([expect.objectContaining({ kind: 'annotation', type: 'annotation', summary: 'Relaunch of the blog', diffable: false })])
-    for (const [query, param] of [['&category=style', 'category'], ['&type=color', 'type'], ['&day=2026-02-30', 'day'], ['&day=yesterday', 'day']]) {
+    expect(withNote.changes).toEqual([
+      expect.objectContaining({ kind: 'annotation', type: 'annotation', summary: 'Relaunch of the blog', diffable: false }),
+    ])
+    for (const [query, param] of [
+      ['&category=style', 'category'],
+      ['&type=color', 'type'],
+      ['&day=2026-02-30', 'day'],
+      ['&day=yesterday', 'day'],
+    ]) {
       const res = await call('GET', `/api/v1/changes?site_id=${siteId}${query}`, { key: read })
       expect(res.status, query).toBe(400)
       expect(res.json.error).toContain(param)
@@ -292,7 +419,15 @@ describe('the crawler against a fixture website', () => {
     expect(diff.json.before.text).toBe('The quick brown fox jumps over the lazy dog')
     expect(diff.json.after.text).toBe('The quick red fox jumps over the sleepy dog')
     const runs = diff.json.runs.map((r: any) => `${r.op}:${r.text.trim()}`).filter((r: string) => !r.endsWith(':'))
-    expect(runs).toEqual(['equal:The quick', 'removed:brown', 'added:red', 'equal:fox jumps over the', 'removed:lazy', 'added:sleepy', 'equal:dog'])
+    expect(runs).toEqual([
+      'equal:The quick',
+      'removed:brown',
+      'added:red',
+      'equal:fox jumps over the',
+      'removed:lazy',
+      'added:sleepy',
+      'equal:dog',
+    ])
     const title = await call('GET', `/api/v1/changes/diff?change_id=${changesBy['title /blog/a'][0].id}`, { key: read })
     expect(title.json.runs.filter((r: any) => r.op === 'added').map((r: any) => r.text.trim())).toEqual([', revised'])
     for (const key of ['removed /old-page', 'text /files/report.pdf', 'sitemap ']) {
@@ -324,7 +459,13 @@ describe('the crawler against a fixture website', () => {
 
   it('takes publish pings: 400 for a URL that is not the site, 200 queued, 503 when full or off', async () => {
     const ping = (url: unknown, key = write) => call('POST', '/api/v1/ping', { key, body: { url } })
-    for (const url of ['not a url', `ftp://${domain}/x`, 'https://elsewhere.example/blog/a', `https://${domain}.evil.example/`, `/blog/a`]) {
+    for (const url of [
+      'not a url',
+      `ftp://${domain}/x`,
+      'https://elsewhere.example/blog/a',
+      `https://${domain}.evil.example/`,
+      `/blog/a`,
+    ]) {
       const res = await ping(url)
       expect(res.status, url).toBe(400)
       expect(res.json.error).toContain('url')
@@ -342,7 +483,11 @@ describe('the crawler against a fixture website', () => {
     await ping(`https://${domain}/blog/c`)
     // the test client treats every 5xx as a failure: the 503s are read from the app itself
     const unavailable = () =>
-      checkedApp(services).request('http://api.test/api/v1/ping', { method: 'POST', headers: { authorization: `Bearer ${write}`, 'content-type': 'application/json' }, body: JSON.stringify({ url: `https://${domain}/about` }) })
+      checkedApp(services).request('http://api.test/api/v1/ping', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${write}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ url: `https://${domain}/about` }),
+      })
     const full = await unavailable()
     expect(full.status).toBe(503)
     expect(full.headers.get('retry-after')).toBe('60')
@@ -365,11 +510,19 @@ describe('the crawler against a fixture website', () => {
   it('gives later reads the snapshots and changes through lib/crawl/changes.ts', async () => {
     // /blog/b was fetched by the three crawls and the ping run
     const snapshots = await pageSnapshots(services.clickhouse, siteId, '/blog/b')
-    expect(snapshots.map((s) => s.fetchedAt)).toEqual([now, now - 60_000, now - 60_000 - 8 * DAY, now - 60_000 - 16 * DAY].map((t) => new Date(t).toISOString()))
+    expect(snapshots.map((s) => s.fetchedAt)).toEqual(
+      [now, now - 60_000, now - 60_000 - 8 * DAY, now - 60_000 - 16 * DAY].map((t) => new Date(t).toISOString()),
+    )
     expect(snapshots.map((s) => s.title)).toEqual(['Post B | Acme Inc', 'Post B | Acme Inc', 'Post B | Acme', 'Post B | Acme'])
     const changes = await siteChanges(services.clickhouse, siteId, new Date(now - 30 * DAY), new Date(now + 1), { path: '/blog/b' })
     expect(changes.map((c) => `${c.scope} ${c.type}`)).toEqual(['site title', 'page text', 'site robots_txt', 'site sitemap'])
-    expect(changes[1]).toMatchObject({ path: '/blog/b', wordsAdded: 2, wordsRemoved: 2, beforeSnapshot: snapshots[3].id, afterSnapshot: snapshots[2].id })
+    expect(changes[1]).toMatchObject({
+      path: '/blog/b',
+      wordsAdded: 2,
+      wordsRemoved: 2,
+      beforeSnapshot: snapshots[3].id,
+      afterSnapshot: snapshots[2].id,
+    })
   })
 
   it("stops at the plan's pages a day and goes on the next UTC day", async () => {
@@ -395,14 +548,20 @@ describe('the crawler against a fixture website', () => {
     expect(run).toMatchObject({ fetched: 0 })
     expect(requests.map((r) => r.path)).toEqual(['/robots.txt'])
     const read1 = await call('GET', `/api/v1/sites/${siteId}`, { key: read })
-    expect(read1.json.changeDetection).toMatchObject({ crawlStatus: 'failed', crawlErrors: [{ path: '/robots.txt', error: expect.stringContaining('HTTP 503') }] })
+    expect(read1.json.changeDetection).toMatchObject({
+      crawlStatus: 'failed',
+      crawlErrors: [{ path: '/robots.txt', error: expect.stringContaining('HTTP 503') }],
+    })
     expect(await services.repositories.crawlQueue.dueAt(siteId)).toBe(now + 3_600_000)
     site['/robots.txt'] = robots
   })
 
   it('crawls nothing and accepts no ping while change detection is off for the site', async () => {
     expect((await call('PATCH', `/api/v1/sites/${siteId}`, { key: write, body: { changeDetectionEnabled: false } })).status).toBe(200)
-    expect((await call('POST', '/api/v1/ping', { key: write, body: { url: `https://${domain}/blog/a` } })).json).toEqual({ accepted: false, path: '/blog/a' })
+    expect((await call('POST', '/api/v1/ping', { key: write, body: { url: `https://${domain}/blog/a` } })).json).toEqual({
+      accepted: false,
+      path: '/blog/a',
+    })
     const queue = services.repositories.crawlQueue
     await queue.schedule(siteId, now, { replace: true })
     requests.length = 0

@@ -12,7 +12,11 @@ function fakeDns() {
     if (failing.has(name)) throw new Error('SERVFAIL')
     return records.get(name) ?? []
   }
-  const resolver: Required<DnsResolver> = { reverse: async () => [], lookup: (name) => answer(name, addresses), cname: (name) => answer(name, cnames) }
+  const resolver: Required<DnsResolver> = {
+    reverse: async () => [],
+    lookup: (name) => answer(name, addresses),
+    cname: (name) => answer(name, cnames),
+  }
   return { resolver, cnames, addresses, failing }
 }
 
@@ -30,13 +34,21 @@ describe('custom tracking domain', () => {
     return site
   }
   const path = (ref: string) => `/api/v1/sites/${ref}/custom-domain`
-  const snippetHost = async (ref: string) => /src="https:\/\/([^/]+)\//.exec((await t.call('GET', `/api/v1/sites/${ref}`, { key: t.a.read.key })).json.snippet)![1]
+  const snippetHost = async (ref: string) =>
+    /src="https:\/\/([^/]+)\//.exec((await t.call('GET', `/api/v1/sites/${ref}`, { key: t.a.read.key })).json.snippet)![1]
 
   it('has none at first', async () => {
     const site = await addSite()
     const res = await t.call('GET', path(site.snippetId), { key: t.a.read.key })
     expect(res.status).toBe(200)
-    expect(res.json).toMatchObject({ customDomain: null, cnameTarget: 'api.test', status: 'none', addedAt: null, verifiedAt: null, trackingDomain: 'api.test' })
+    expect(res.json).toMatchObject({
+      customDomain: null,
+      cnameTarget: 'api.test',
+      status: 'none',
+      addedAt: null,
+      verifiedAt: null,
+      trackingDomain: 'api.test',
+    })
   })
 
   it('attaches a subdomain, keeps it out of the snippet until the CNAME points here, then uses it', async () => {
@@ -44,10 +56,19 @@ describe('custom tracking domain', () => {
     const domain = `stats.${site.domain}`
     const attached = await t.call('POST', path(site.id), { key: t.a.write.key, body: { domain: `Stats.${site.domain}.` } })
     expect(attached.status).toBe(200)
-    expect(attached.json).toMatchObject({ customDomain: domain, status: 'pending', trackingDomain: 'api.test', verifiedAt: null, detail: `add a CNAME record: ${domain} -> api.test` })
+    expect(attached.json).toMatchObject({
+      customDomain: domain,
+      status: 'pending',
+      trackingDomain: 'api.test',
+      verifiedAt: null,
+      detail: `add a CNAME record: ${domain} -> api.test`,
+    })
     expect(await snippetHost(site.id)).toBe('api.test')
     dns.cnames.set(domain, ['elsewhere.example.net.'])
-    expect((await t.call('GET', path(site.id), { key: t.a.read.key })).json).toMatchObject({ status: 'wrong_target', trackingDomain: 'api.test' })
+    expect((await t.call('GET', path(site.id), { key: t.a.read.key })).json).toMatchObject({
+      status: 'wrong_target',
+      trackingDomain: 'api.test',
+    })
     dns.cnames.set(domain, ['API.test.'])
     const verified = await t.call('GET', path(site.id), { key: t.a.read.key })
     expect(verified.json).toMatchObject({ status: 'verified', trackingDomain: domain, verifiedAt: expect.any(String) })
@@ -58,7 +79,10 @@ describe('custom tracking domain', () => {
     expect((await t.call('GET', path(site.id), { key: t.a.read.key })).json).toMatchObject({ status: 'error', trackingDomain: domain })
     dns.failing.delete(domain)
     dns.cnames.set(domain, ['elsewhere.example.net'])
-    expect((await t.call('GET', path(site.id), { key: t.a.read.key })).json).toMatchObject({ status: 'wrong_target', trackingDomain: 'api.test' })
+    expect((await t.call('GET', path(site.id), { key: t.a.read.key })).json).toMatchObject({
+      status: 'wrong_target',
+      trackingDomain: 'api.test',
+    })
     expect(await snippetHost(site.id)).toBe('api.test')
     // detaching goes back to none
     dns.cnames.set(domain, ['api.test'])
@@ -73,19 +97,28 @@ describe('custom tracking domain', () => {
     const domain = `t.${site.domain}`
     dns.addresses.set('api.test', ['198.51.100.7', '2001:db8::7'])
     dns.addresses.set(domain, ['198.51.100.7'])
-    expect((await t.call('POST', path(site.id), { key: t.a.write.key, body: { domain } })).json).toMatchObject({ status: 'verified', trackingDomain: domain })
+    expect((await t.call('POST', path(site.id), { key: t.a.write.key, body: { domain } })).json).toMatchObject({
+      status: 'verified',
+      trackingDomain: domain,
+    })
   })
 
   it('is attached and detached through the site settings too', async () => {
     const site = await addSite()
     const domain = `go.${site.domain}`
     dns.cnames.set(domain, ['api.test'])
-    const patched = await t.call('PATCH', `/api/v1/sites/${site.id}`, { key: t.a.write.key, body: { customDomain: domain, isPublic: true } })
+    const patched = await t.call('PATCH', `/api/v1/sites/${site.id}`, {
+      key: t.a.write.key,
+      body: { customDomain: domain, isPublic: true },
+    })
     expect(patched.status).toBe(200)
     expect(patched.json).toMatchObject({ tracking: { customDomain: domain }, sharing: { isPublic: true } })
     expect(patched.json.snippet).toContain(`https://${domain}/js/script.js`)
     expect((await t.call('GET', path(site.id), { key: t.a.read.key })).json).toMatchObject({ customDomain: domain, status: 'verified' })
-    const bad = await t.call('PATCH', `/api/v1/sites/${site.id}`, { key: t.a.write.key, body: { customDomain: 'stats.other.com', isPublic: false } })
+    const bad = await t.call('PATCH', `/api/v1/sites/${site.id}`, {
+      key: t.a.write.key,
+      body: { customDomain: 'stats.other.com', isPublic: false },
+    })
     expect(bad.status).toBe(400)
     expect(bad.json.error).toMatch(/^customDomain: must be a subdomain of/)
     expect((await t.repositories.sites.get(site.id))!.sharing.isPublic).toBe(true)

@@ -14,7 +14,10 @@ describe('filtered reads over whole days', () => {
     const services = await testServices({ now: () => NOW })
     const call = client(services)
     const tz = 'America/New_York'
-    const { key, sites: [site] } = await orgWithSites(services, 'Filtered', [{ domain: 'filtered.rollup.test', timezone: tz }], NOW)
+    const {
+      key,
+      sites: [site],
+    } = await orgWithSites(services, 'Filtered', [{ domain: 'filtered.rollup.test', timezone: tz }], NOW)
     const ref = fixture(site.snippetId, site.domain, tz, 23)
     expect((await importHits(ref.lines, services.ingestor)).rejected).toBe(0)
     const get = (path: string) => getOk(call, `${path}&site_id=${site.id}`, key)
@@ -31,14 +34,22 @@ describe('filtered reads over whole days', () => {
       ['entry_page', (_, v) => v.entry || undefined],
     ]
     const rolledKeys = async () =>
-      (await services.clickhouse.query<{ property: string; days: string }>("SELECT toString(property) AS property, uniqExact(day) AS days FROM day_rollups WHERE site_id = {s:UUID} AND startsWith(property, 'filters:') GROUP BY property", { s: site.id }))
+      await services.clickhouse.query<{ property: string; days: string }>(
+        "SELECT toString(property) AS property, uniqExact(day) AS days FROM day_rollups WHERE site_id = {s:UUID} AND startsWith(property, 'filters:') GROUP BY property",
+        { s: site.id },
+      )
     const expectMatches = async (reference: typeof ref) => {
       const stats = await get(`/api/v1/stats?range=30d${param}`)
       expect(stats.totals).toEqual(expectedTotals(reference, stats.range.from, stats.range.to, keep))
       const series = await get(`/api/v1/timeseries?range=30d${param}`)
       for (const [i, bucket] of series.series.entries()) {
         const e = expectedTotals(reference, bucket.timestamp, series.series[i + 1]?.timestamp ?? series.range.to, keep)
-        expect({ t: bucket.timestamp, visitors: bucket.visitors, visits: bucket.visits, pageviews: bucket.pageviews }).toEqual({ t: bucket.timestamp, visitors: e.visitors, visits: e.visits, pageviews: e.pageviews })
+        expect({ t: bucket.timestamp, visitors: bucket.visitors, visits: bucket.visits, pageviews: bucket.pageviews }).toEqual({
+          t: bucket.timestamp,
+          visitors: e.visitors,
+          visits: e.visits,
+          pageviews: e.pageviews,
+        })
       }
       for (const [property, valueOf] of breakdowns) {
         const json = await get(`/api/v1/breakdown?range=30d&property=${property}&limit=1000${param}`)
@@ -51,24 +62,50 @@ describe('filtered reads over whole days', () => {
     const first = await expectMatches(ref)
     expect(first.pageviews).toBeGreaterThan(0)
     // rows for each finished day with events (today is always read from events)
-    const finishedDays = new Set(ref.events.filter((e) => e.ts >= Date.parse(first.range.from)).map((e) => localDate(e.ts, tz)).filter((d) => d < '2026-11-22'))
+    const finishedDays = new Set(
+      ref.events
+        .filter((e) => e.ts >= Date.parse(first.range.from))
+        .map((e) => localDate(e.ts, tz))
+        .filter((d) => d < '2026-11-22'),
+    )
     expect(finishedDays.size).toBeGreaterThan(10)
     // one key for the totals and series, one for each breakdown
     const days = String(finishedDays.size)
     const keys = await rolledKeys()
     const base = keys.find((k) => /^filters:[0-9a-f]{32}$/.test(k.property))!.property
-    expect(keys.sort((a, b) => a.property.localeCompare(b.property))).toEqual(['', ':entry_page', ':path', ':source'].map((p) => ({ property: `${base}${p}`, days })))
+    expect(keys.sort((a, b) => a.property.localeCompare(b.property))).toEqual(
+      ['', ':entry_page', ':path', ':source'].map((p) => ({ property: `${base}${p}`, days })),
+    )
     expect(await expectMatches(ref)).toEqual(first)
 
     // a late hit into a rolled-up day: a matching pageview from an address in GB, ten days ago
-    const late = { timestamp: '2026-11-12T15:00:00Z', site: site.snippetId, name: 'pageview', url: `https://${site.domain}/blog/late`, ip: '81.2.69.142', userAgent: UAS[1] }
+    const late = {
+      timestamp: '2026-11-12T15:00:00Z',
+      site: site.snippetId,
+      name: 'pageview',
+      url: `https://${site.domain}/blog/late`,
+      ip: '81.2.69.142',
+      userAgent: UAS[1],
+    }
     expect((await importHits([JSON.stringify(late)], services.ingestor)).rejected).toBe(0)
     const withLate = fixture(site.snippetId, site.domain, tz, 23)
     const at = Date.parse(late.timestamp)
     const visitor = `${late.ip}|${late.userAgent}|2026-11-12`
     // the reference's own rule: a new visitor that day, so a visit of one pageview
     expect(withLate.events.some((e) => e.visitor === visitor)).toBe(false)
-    const visit = { id: `${visitor}|${at}`, visitor, start: at, end: at, pageviews: 1, custom: 0, source: 'Direct / None', country: 'GB', device: 'Desktop', entry: '/blog/late', exit: '/blog/late' }
+    const visit = {
+      id: `${visitor}|${at}`,
+      visitor,
+      start: at,
+      end: at,
+      pageviews: 1,
+      custom: 0,
+      source: 'Direct / None',
+      country: 'GB',
+      device: 'Desktop',
+      entry: '/blog/late',
+      exit: '/blog/late',
+    }
     withLate.visits.set(visit.id, visit)
     withLate.events.push({ ts: at, kind: 'pageview', name: 'pageview', path: '/blog/late', visitor, visit: visit.id })
     const after = await expectMatches(withLate)

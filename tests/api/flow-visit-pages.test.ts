@@ -25,12 +25,31 @@ describe('flow over visits stored in pieces', () => {
     siteId = site.id
     const at = (minutesAgo: number) => new Date(NOW.getTime() - 3 * 3_600_000 - minutesAgo * 60_000).toISOString()
     const hit = (minutesAgo: number, path: string, ip: string) =>
-      JSON.stringify({ timestamp: at(minutesAgo), site: site.snippetId, name: 'pageview', url: `https://pieces.flow.test${path}`, referrer: null, ip, userAgent: UAS[0] })
+      JSON.stringify({
+        timestamp: at(minutesAgo),
+        site: site.snippetId,
+        name: 'pageview',
+        url: `https://pieces.flow.test${path}`,
+        referrer: null,
+        ip,
+        userAgent: UAS[0],
+      })
     // one visitor: / then /pricing, a reload of it, then /docs; another: / then /docs
-    const hits = [hit(10, '/', '8.8.8.8'), hit(9, '/', '1.1.1.1'), hit(8, '/pricing', '8.8.8.8'), hit(7, '/docs', '1.1.1.1'), hit(6, '/pricing', '8.8.8.8'), hit(4, '/docs', '8.8.8.8')]
+    const hits = [
+      hit(10, '/', '8.8.8.8'),
+      hit(9, '/', '1.1.1.1'),
+      hit(8, '/pricing', '8.8.8.8'),
+      hit(7, '/docs', '1.1.1.1'),
+      hit(6, '/pricing', '8.8.8.8'),
+      hit(4, '/docs', '8.8.8.8'),
+    ]
     // one import per hit: each visit's pageviews land in several inserts
     for (const line of hits) expect((await importHits([line], services.ingestor)).imported).toBe(1)
-    rows = Number((await services.clickhouse.query<{ n: string }>('SELECT count() AS n FROM visit_pages WHERE site_id = {site:UUID}', { site: siteId }))[0].n)
+    rows = Number(
+      (
+        await services.clickhouse.query<{ n: string }>('SELECT count() AS n FROM visit_pages WHERE site_id = {site:UUID}', { site: siteId })
+      )[0].n,
+    )
   })
 
   it('joins a visit’s rows into one sequence', async () => {
@@ -38,8 +57,17 @@ describe('flow over visits stored in pieces', () => {
     const res = await call('GET', `/api/v1/flow?site_id=${siteId}&range=today&depth=3`, { key })
     expect(res.status).toBe(200)
     expect(res.json.visits).toBe(2)
-    expect(Object.fromEntries(res.json.nodes.map((n: { id: string; visits: number }) => [n.id, n.visits]))).toEqual({ '0:/': 2, '1:/docs': 1, '1:/pricing': 1, '2:/docs': 1 })
-    expect(Object.fromEntries(res.json.links.map((l: { source: string; target: string; visits: number }) => [`${l.source} -> ${l.target}`, l.visits]))).toEqual({
+    expect(Object.fromEntries(res.json.nodes.map((n: { id: string; visits: number }) => [n.id, n.visits]))).toEqual({
+      '0:/': 2,
+      '1:/docs': 1,
+      '1:/pricing': 1,
+      '2:/docs': 1,
+    })
+    expect(
+      Object.fromEntries(
+        res.json.links.map((l: { source: string; target: string; visits: number }) => [`${l.source} -> ${l.target}`, l.visits]),
+      ),
+    ).toEqual({
       '0:/ -> 1:/docs': 1,
       '0:/ -> 1:/pricing': 1,
       '1:/pricing -> 2:/docs': 1,

@@ -13,7 +13,12 @@ import { NOW, UAS, localDate } from './report-reference'
  * visits, plus hand-written visitors whose level the reference must find as written.
  */
 
-const IPS: [string, string][] = [['81.2.69.142', 'GB'], ['8.8.8.8', 'US'], ['46.114.0.1', 'DE'], ['1.1.1.1', 'AU']]
+const IPS: [string, string][] = [
+  ['81.2.69.142', 'GB'],
+  ['8.8.8.8', 'US'],
+  ['46.114.0.1', 'DE'],
+  ['1.1.1.1', 'AU'],
+]
 const TZ = 'Europe/Berlin'
 type Action = { name: string; path: string }
 type RawHit = Action & { ts: number; ip: string; ua: number }
@@ -26,7 +31,7 @@ const OTHERS = [page('/'), page('/blog/a'), page('/blog/b'), page('/pricing'), e
 
 function prng(seed: number) {
   let s = seed
-  return () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31)
+  return () => (s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31
 }
 
 const MINUTE = 60_000
@@ -71,7 +76,16 @@ function funnelFixture(snippet: string, domain: string, seed: number) {
       else hits.push({ ...a, ts: (ts += 2 * MINUTE), ip: `203.0.113.${n + 1}`, ua: 0 })
     }
   })
-  const lines = hits.map((h) => JSON.stringify({ timestamp: new Date(h.ts).toISOString(), site: snippet, name: h.name, url: `https://${domain}${h.path}`, ip: h.ip, userAgent: UAS[h.ua] }))
+  const lines = hits.map((h) =>
+    JSON.stringify({
+      timestamp: new Date(h.ts).toISOString(),
+      site: snippet,
+      name: h.name,
+      url: `https://${domain}${h.path}`,
+      ip: h.ip,
+      userAgent: UAS[h.ua],
+    }),
+  )
   return { lines, hits }
 }
 
@@ -89,7 +103,8 @@ function visitsOf(hits: RawHit[]): Visit[] {
     of.sort((a, b) => a.ts - b.ts)
     let visit: Visit | null = null
     for (const h of of) {
-      if (!visit || h.ts - visit.hits[visit.hits.length - 1].ts > 30 * MINUTE) visits.push((visit = { visitor, country: IPS.find(([ip]) => ip === h.ip)?.[1] ?? '', hits: [] }))
+      if (!visit || h.ts - visit.hits[visit.hits.length - 1].ts > 30 * MINUTE)
+        visits.push((visit = { visitor, country: IPS.find(([ip]) => ip === h.ip)?.[1] ?? '', hits: [] }))
       visit.hits.push(h)
     }
   }
@@ -104,7 +119,11 @@ describe('funnel results', () => {
   let write = ''
   let fx: ReturnType<typeof funnelFixture>
   const ids = { shop: '', empty: '', ga4: '', none: '' }
-  const funnels: Record<'trial' | 'pro' | 'blog', { id: string; steps: Step[] }> = { trial: { id: '', steps: [] }, pro: { id: '', steps: [] }, blog: { id: '', steps: [] } }
+  const funnels: Record<'trial' | 'pro' | 'blog', { id: string; steps: Step[] }> = {
+    trial: { id: '', steps: [] },
+    pro: { id: '', steps: [] },
+    blog: { id: '', steps: [] },
+  }
   const goalMatch = new Map<string, (h: RawHit) => boolean>()
 
   beforeAll(async () => {
@@ -118,7 +137,11 @@ describe('funnel results', () => {
     const shop = newSite({ domain: 'shop.funnels.test', timezone: TZ }, org.id, NOW)
     const empty = newSite({ domain: 'empty.funnels.test', timezone: TZ }, org.id, NOW)
     const none = newSite({ domain: 'none.funnels.test', timezone: TZ }, org.id, NOW)
-    const ga4 = { ...newSite({ domain: 'ga4.funnels.test', timezone: TZ }, org.id, NOW), sources: ['ga4' as const], primarySource: 'ga4' as const }
+    const ga4 = {
+      ...newSite({ domain: 'ga4.funnels.test', timezone: TZ }, org.id, NOW),
+      sources: ['ga4' as const],
+      primarySource: 'ga4' as const,
+    }
     for (const site of [shop, empty, none, ga4]) await services.repositories.sites.create(site)
     Object.assign(ids, { shop: shop.id, empty: empty.id, ga4: ga4.id, none: none.id })
     fx = funnelFixture(shop.snippetId, shop.domain, 5)
@@ -138,12 +161,29 @@ describe('funnel results', () => {
       clock = new Date(clock.getTime() + 1000)
       return { id: (await post('/api/v1/funnels', { site_id: site, name, steps })).id as string, steps }
     }
-    funnels.trial = await save(shop.id, 'Trial', [{ type: 'page', value: '/pricing*' }, { type: 'event', value: 'Start trial' }, { type: 'goal', value: signup.id }])
+    funnels.trial = await save(shop.id, 'Trial', [
+      { type: 'page', value: '/pricing*' },
+      { type: 'event', value: 'Start trial' },
+      { type: 'goal', value: signup.id },
+    ])
     // one pageview of /pricing/pro meets the first two steps, but fills only one
-    funnels.pro = await save(shop.id, 'Pro', [{ type: 'page', value: '/pricing*' }, { type: 'page', value: '/pricing/pro' }, { type: 'event', value: 'Start trial' }])
-    funnels.blog = await save(shop.id, 'Blog', [{ type: 'goal', value: blog.id }, { type: 'page', value: '/pricing' }])
-    await save(empty.id, 'Trial', [{ type: 'page', value: '/pricing*' }, { type: 'event', value: 'Start trial' }])
-    await save(ga4.id, 'Trial', [{ type: 'page', value: '/pricing*' }, { type: 'event', value: 'Start trial' }])
+    funnels.pro = await save(shop.id, 'Pro', [
+      { type: 'page', value: '/pricing*' },
+      { type: 'page', value: '/pricing/pro' },
+      { type: 'event', value: 'Start trial' },
+    ])
+    funnels.blog = await save(shop.id, 'Blog', [
+      { type: 'goal', value: blog.id },
+      { type: 'page', value: '/pricing' },
+    ])
+    await save(empty.id, 'Trial', [
+      { type: 'page', value: '/pricing*' },
+      { type: 'event', value: 'Start trial' },
+    ])
+    await save(ga4.id, 'Trial', [
+      { type: 'page', value: '/pricing*' },
+      { type: 'event', value: 'Start trial' },
+    ])
     clock = NOW
   })
 
@@ -151,7 +191,11 @@ describe('funnel results', () => {
   const filtersParam = (filters: unknown) => `&filters=${encodeURIComponent(JSON.stringify(filters))}`
 
   const meets = (step: Step, h: RawHit) =>
-    step.type === 'page' ? h.name === 'pageview' && glob(step.value).test(h.path) : step.type === 'event' ? h.name === step.value : goalMatch.get(step.value)!(h)
+    step.type === 'page'
+      ? h.name === 'pageview' && glob(step.value).test(h.path)
+      : step.type === 'event'
+        ? h.name === step.value
+        : goalMatch.get(step.value)!(h)
 
   /** The furthest step a visit reaches: its hits in time order, each step strictly after the one before. */
   function levelOf(hits: RawHit[], steps: Step[]): number {
@@ -167,7 +211,11 @@ describe('funnel results', () => {
   }
 
   /** Per step: visitors whose furthest visit (its hits in the window) reached it; conversions and drop-off from those. */
-  function expectedSteps(steps: Step[], range: { from: string; to: string }, keepVisit: (v: Visit, inWindow: RawHit[]) => boolean = () => true) {
+  function expectedSteps(
+    steps: Step[],
+    range: { from: string; to: string },
+    keepVisit: (v: Visit, inWindow: RawHit[]) => boolean = () => true,
+  ) {
     const furthest = new Map<string, number>()
     for (const v of visitsOf(fx.hits)) {
       const inWindow = v.hits.filter((h) => h.ts >= Date.parse(range.from) && h.ts < Date.parse(range.to))
@@ -228,9 +276,13 @@ describe('funnel results', () => {
   it('honours the range and filters: visit-scoped ones keep whole visits, event-scoped ones the visits holding a selected event', async () => {
     const week = await get(`/api/v1/funnels?site_id=${ids.shop}&range=7d`)
     expect(stepsOf(week)).toEqual(expectedSteps(funnels.trial.steps, week.range))
-    const gb = await get(`/api/v1/funnels?site_id=${ids.shop}&range=30d${filtersParam([{ dimension: 'country', operator: 'is', value: ['GB'] }])}`)
+    const gb = await get(
+      `/api/v1/funnels?site_id=${ids.shop}&range=30d${filtersParam([{ dimension: 'country', operator: 'is', value: ['GB'] }])}`,
+    )
     expect(stepsOf(gb)).toEqual(expectedSteps(funnels.trial.steps, gb.range, (v) => v.country === 'GB'))
-    const pro = await get(`/api/v1/funnels?site_id=${ids.shop}&range=30d${filtersParam([{ dimension: 'path', operator: 'is', value: ['/pricing/pro'] }])}`)
+    const pro = await get(
+      `/api/v1/funnels?site_id=${ids.shop}&range=30d${filtersParam([{ dimension: 'path', operator: 'is', value: ['/pricing/pro'] }])}`,
+    )
     const expected = expectedSteps(funnels.trial.steps, pro.range, (_, hits) => hits.some((h) => h.path === '/pricing/pro'))
     expect(stepsOf(pro)).toEqual(expected)
     expect(expected[0].visitors).toBeLessThan(expectedSteps(funnels.trial.steps, pro.range)[0].visitors)
@@ -238,11 +290,23 @@ describe('funnel results', () => {
 
   it('an empty site computes zeros; a site without funnels answers result null', async () => {
     const empty = await get(`/api/v1/funnels?site_id=${ids.empty}`)
-    expect(empty.result.steps.map(({ visitors, conversionFromPrevious, conversionFromFirst, dropOff }: Record<string, number>) => [visitors, conversionFromPrevious, conversionFromFirst, dropOff])).toEqual([
+    expect(
+      empty.result.steps.map(({ visitors, conversionFromPrevious, conversionFromFirst, dropOff }: Record<string, number>) => [
+        visitors,
+        conversionFromPrevious,
+        conversionFromFirst,
+        dropOff,
+      ]),
+    ).toEqual([
       [0, 0, 0, 0],
       [0, 0, 0, 0],
     ])
-    expect(await get(`/api/v1/funnels?site_id=${ids.none}`)).toEqual({ available: true, range: expect.any(Object), funnels: [], result: null })
+    expect(await get(`/api/v1/funnels?site_id=${ids.none}`)).toEqual({
+      available: true,
+      range: expect.any(Object),
+      funnels: [],
+      result: null,
+    })
   })
 
   it('a site that reads only ga4 lists its funnels and answers available: false', async () => {

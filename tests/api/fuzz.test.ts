@@ -13,18 +13,59 @@ import { harness, type Harness } from '../helpers'
  */
 
 const RUNS_PER_ENDPOINT = 150
-const unlimited = { default: { max: 1e9, windowMs: 60_000 }, collect: { max: 1e9, windowMs: 60_000 }, ping: { max: 1e9, windowMs: 60_000 }, proxy: { max: 1e9, windowMs: 60_000 } }
+const unlimited = {
+  default: { max: 1e9, windowMs: 60_000 },
+  collect: { max: 1e9, windowMs: 60_000 },
+  ping: { max: 1e9, windowMs: 60_000 },
+  proxy: { max: 1e9, windowMs: 60_000 },
+}
 
 const nasty = fc.oneof(
   fc.string(),
   fc.string({ unit: 'binary', maxLength: 40 }),
   fc.string({ unit: 'grapheme', maxLength: 20 }),
-  fc.constantFrom('', ' ', '0', '-1', '1', '1000000000000000000000', '1e309', 'NaN', 'null', 'true', '[]', '{}', '%', '%ff', '%00', '\u0000', '../..', '*', 'custom', 'all', 'realtime', '9999-12-31', '0001-01-01', '2026-02-30', '[{"dimension":"path","operator":"is","value":["/"]}]', '[{"dimension":"goal","operator":"matches","value":["("]}]', '[{"dimension":"path","operator":"matches","value":["("]}]', 'SystemV/EST5'),
+  fc.constantFrom(
+    '',
+    ' ',
+    '0',
+    '-1',
+    '1',
+    '1000000000000000000000',
+    '1e309',
+    'NaN',
+    'null',
+    'true',
+    '[]',
+    '{}',
+    '%',
+    '%ff',
+    '%00',
+    '\u0000',
+    '../..',
+    '*',
+    'custom',
+    'all',
+    'realtime',
+    '9999-12-31',
+    '0001-01-01',
+    '2026-02-30',
+    '[{"dimension":"path","operator":"is","value":["/"]}]',
+    '[{"dimension":"goal","operator":"matches","value":["("]}]',
+    '[{"dimension":"path","operator":"matches","value":["("]}]',
+    'SystemV/EST5',
+  ),
   fc.integer().map(String),
   fc.double().map(String),
   fc.string({ minLength: 3000, maxLength: 5000 }),
 )
-const jsonValue = fc.oneof(fc.jsonValue({ maxDepth: 2 }), nasty, fc.array(nasty, { maxLength: 3 }), fc.integer(), fc.boolean(), fc.constant(null))
+const jsonValue = fc.oneof(
+  fc.jsonValue({ maxDepth: 2 }),
+  nasty,
+  fc.array(nasty, { maxLength: 3 }),
+  fc.integer(),
+  fc.boolean(),
+  fc.constant(null),
+)
 
 describe('fuzzing every registered endpoint', () => {
   let t: Harness
@@ -34,7 +75,16 @@ describe('fuzzing every registered endpoint', () => {
     t = await harness({ limiter: memoryRateLimiter(Date.now, unlimited) })
     const day = new Date(Date.now() - 3600_000).toISOString()
     await importHits(
-      [JSON.stringify({ timestamp: day, site: t.a.site.snippetId, name: 'pageview', url: `https://${t.a.site.domain}/`, ip: '203.0.113.9', userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0' })],
+      [
+        JSON.stringify({
+          timestamp: day,
+          site: t.a.site.snippetId,
+          name: 'pageview',
+          url: `https://${t.a.site.domain}/`,
+          ip: '203.0.113.9',
+          userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0',
+        }),
+      ],
       t.services.ingestor,
     )
     siteIds = [t.a.site.id, t.a.site.snippetId, t.b.site.id, t.b.site.snippetId, '00000000-0000-4000-8000-000000000000']
@@ -49,9 +99,17 @@ describe('fuzzing every registered endpoint', () => {
       const bodyNames = Object.keys((endpoint.body as unknown as { shape?: Record<string, unknown> })?.shape ?? {})
       const value = (name: string) => (name.includes('site') ? fc.oneof(fc.constantFrom(...siteIds), nasty) : nasty)
       const request = fc.record({
-        params: fc.dictionary(fc.constantFrom(...paramNames, 'junk'), fc.array(fc.constant(null), { minLength: 1, maxLength: 2 }), { maxKeys: paramNames.length + 1 }).chain((picked) =>
-          fc.tuple(...Object.keys(picked).map((name) => fc.tuple(fc.constant(name), fc.array(value(name), { minLength: 1, maxLength: picked[name].length })))),
-        ),
+        params: fc
+          .dictionary(fc.constantFrom(...paramNames, 'junk'), fc.array(fc.constant(null), { minLength: 1, maxLength: 2 }), {
+            maxKeys: paramNames.length + 1,
+          })
+          .chain((picked) =>
+            fc.tuple(
+              ...Object.keys(picked).map((name) =>
+                fc.tuple(fc.constant(name), fc.array(value(name), { minLength: 1, maxLength: picked[name].length })),
+              ),
+            ),
+          ),
         body: fc.oneof(
           fc.dictionary(fc.constantFrom(...bodyNames, 'site_id', 'junk'), jsonValue).map((o) => JSON.stringify(o)),
           fc.constantFrom('', '{', '[]', 'null', '"x"', '{"events":[' + '{}'.repeat(3) + ']}', '\uffff\ud800'),

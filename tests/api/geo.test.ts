@@ -29,7 +29,7 @@ const PATHS = ['/', '/pricing', '/blog/a', '/blog/b']
 
 function prng(seed: number) {
   let s = seed
-  return () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31)
+  return () => (s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31
 }
 
 type RefHit = { ts: number; address: number; ua: number; path: string; name: string }
@@ -52,7 +52,14 @@ function geoFixture(snippet: string, domain: string, tz: string, seed: number) {
     }
   }
   const lines = hits.map((h) =>
-    JSON.stringify({ timestamp: new Date(h.ts).toISOString(), site: snippet, name: h.name, url: `https://${domain}${h.path}`, ip: ADDRESSES[h.address][0], userAgent: UAS[h.ua] }),
+    JSON.stringify({
+      timestamp: new Date(h.ts).toISOString(),
+      site: snippet,
+      name: h.name,
+      url: `https://${domain}${h.path}`,
+      ip: ADDRESSES[h.address][0],
+      userAgent: UAS[h.ua],
+    }),
   )
   const byVisitor = new Map<string, RefHit[]>()
   for (const h of hits) {
@@ -64,7 +71,8 @@ function geoFixture(snippet: string, domain: string, tz: string, seed: number) {
     own.sort((a, b) => a.ts - b.ts)
     let visit: RefVisit | null = null
     for (const h of own) {
-      if (!visit || h.ts - visit.hits[visit.hits.length - 1].ts > 30 * 60_000) visits.push((visit = { id: `${visitor}|${h.ts}`, visitor, place: ADDRESSES[h.address][1], hits: [] }))
+      if (!visit || h.ts - visit.hits[visit.hits.length - 1].ts > 30 * 60_000)
+        visits.push((visit = { id: `${visitor}|${h.ts}`, visitor, place: ADDRESSES[h.address][1], hits: [] }))
       visit.hits.push(h)
     }
   }
@@ -72,20 +80,42 @@ function geoFixture(snippet: string, domain: string, tz: string, seed: number) {
 }
 
 /** The places of the visits holding a hit in the window that `keep` selects, as the API answers them. */
-function expectedPlaces(visits: RefVisit[], range: { from: string; to: string }, granularity: 'region' | 'city', keep: (h: RefHit, v: RefVisit) => boolean = () => true) {
+function expectedPlaces(
+  visits: RefVisit[],
+  range: { from: string; to: string },
+  granularity: 'region' | 'city',
+  keep: (h: RefHit, v: RefVisit) => boolean = () => true,
+) {
   const [lo, hi] = [Date.parse(range.from), Date.parse(range.to)]
   const counted = visits.filter((v) => v.hits.some((h) => h.ts >= lo && h.ts < hi && keep(h, v)))
   const byPlace = new Map<string, RefVisit[]>()
-  const keyOf = (p: Place) => JSON.stringify(granularity === 'city' ? [p?.country ?? '', p?.region ?? '', p?.city ?? ''] : [p?.country ?? '', p?.region ?? ''])
+  const keyOf = (p: Place) =>
+    JSON.stringify(granularity === 'city' ? [p?.country ?? '', p?.region ?? '', p?.city ?? ''] : [p?.country ?? '', p?.region ?? ''])
   for (const v of counted) byPlace.set(keyOf(v.place), [...(byPlace.get(keyOf(v.place)) ?? []), v])
   return [...byPlace]
     .map(([key, vs]) => {
       const [country, region, city] = JSON.parse(key) as string[]
       const located = vs.filter((v) => v.place)
-      const mean = (f: (p: NonNullable<Place>) => number) => (located.length ? located.reduce((s, v) => s + f(v.place!), 0) / located.length : null)
-      return { country, region, ...(granularity === 'city' ? { city } : {}), latitude: mean((p) => p.lat), longitude: mean((p) => p.lon), visitors: new Set(vs.map((v) => v.visitor)).size, visits: vs.length }
+      const mean = (f: (p: NonNullable<Place>) => number) =>
+        located.length ? located.reduce((s, v) => s + f(v.place!), 0) / located.length : null
+      return {
+        country,
+        region,
+        ...(granularity === 'city' ? { city } : {}),
+        latitude: mean((p) => p.lat),
+        longitude: mean((p) => p.lon),
+        visitors: new Set(vs.map((v) => v.visitor)).size,
+        visits: vs.length,
+      }
     })
-    .sort((a, b) => b.visitors - a.visitors || b.visits - a.visits || byText(a.country, b.country) || byText(a.region, b.region) || byText(a.city ?? '', b.city ?? ''))
+    .sort(
+      (a, b) =>
+        b.visitors - a.visitors ||
+        b.visits - a.visits ||
+        byText(a.country, b.country) ||
+        byText(a.region, b.region) ||
+        byText(a.city ?? '', b.city ?? ''),
+    )
 }
 
 /** The engine orders text by bytes. */
@@ -120,7 +150,11 @@ describe('GET /api/v1/geo', () => {
     const berlin = newSite({ domain: 'berlin.geo.test', timezone: 'Europe/Berlin' }, org.id, NOW)
     const newYork = newSite({ domain: 'ny.geo.test', timezone: 'America/New_York' }, org.id, NOW)
     const empty = newSite({ domain: 'empty.geo.test', timezone: 'UTC' }, org.id, NOW)
-    const ga4 = { ...newSite({ domain: 'ga4.geo.test', timezone: 'UTC' }, org.id, NOW), sources: ['ga4' as const], primarySource: 'ga4' as const }
+    const ga4 = {
+      ...newSite({ domain: 'ga4.geo.test', timezone: 'UTC' }, org.id, NOW),
+      sources: ['ga4' as const],
+      primarySource: 'ga4' as const,
+    }
     for (const site of [berlin, newYork, empty, ga4]) await services.repositories.sites.create(site)
     fx.berlin = geoFixture(berlin.snippetId, berlin.domain, berlin.timezone, 3)
     fx.newYork = geoFixture(newYork.snippetId, newYork.domain, newYork.timezone, 11)
@@ -152,7 +186,13 @@ describe('GET /api/v1/geo', () => {
   }
 
   it('reads finished days from the daily rollup once they are rolled up: the same places, visitors, visits and coordinates', async () => {
-    const window = (site: 'berlin' | 'newYork') => ({ siteId: ids[site], range: resolveRange({ range: '30d' }, site === 'berlin' ? 'Europe/Berlin' : 'America/New_York', NOW), filters: [], goals: [], limit: 100 })
+    const window = (site: 'berlin' | 'newYork') => ({
+      siteId: ids[site],
+      range: resolveRange({ range: '30d' }, site === 'berlin' ? 'Europe/Berlin' : 'America/New_York', NOW),
+      filters: [],
+      goals: [],
+      limit: 100,
+    })
     expect((await rolledDays(services.clickhouse, window('berlin'))).days).toEqual([])
     expect(await refreshRollups(services.clickhouse, services.repositories, NOW, 60)).toBeGreaterThan(0)
     for (const site of ['berlin', 'newYork'] as const) {
@@ -184,7 +224,10 @@ describe('GET /api/v1/geo', () => {
   it('honours filters: an event-scoped path filter and a visit-scoped country filter', async () => {
     const blog = [{ dimension: 'path', operator: 'contains', value: ['blog'] }]
     let json = await get(`/api/v1/geo?site_id=${ids.berlin}&range=30d&granularity=city${filtersParam(blog)}`)
-    expectSamePlaces(json.places, expectedPlaces(fx.berlin.visits, json.range, 'city', (h) => h.name === 'pageview' && h.path.includes('blog')))
+    expectSamePlaces(
+      json.places,
+      expectedPlaces(fx.berlin.visits, json.range, 'city', (h) => h.name === 'pageview' && h.path.includes('blog')),
+    )
     const gb = [{ dimension: 'country', operator: 'is', value: ['GB'] }]
     json = await get(`/api/v1/geo?site_id=${ids.newYork}&range=7d&granularity=city${filtersParam(gb)}`)
     const expected = expectedPlaces(fx.newYork.visits, json.range, 'city', (_, v) => v.place?.country === 'GB')

@@ -24,7 +24,8 @@ describe('request bodies are capped while they are read', () => {
     t = await harness()
   })
 
-  const botCount = async (siteId: string) => Number((await t.clickhouse.query<{ n: string }>('SELECT count() AS n FROM bot_events WHERE site_id = {s:UUID}', { s: siteId }))[0].n)
+  const botCount = async (siteId: string) =>
+    Number((await t.clickhouse.query<{ n: string }>('SELECT count() AS n FROM bot_events WHERE site_id = {s:UUID}', { s: siteId }))[0].n)
 
   it('a 200 MB streamed body to /api/event is refused after at most its cap, never buffered whole', async () => {
     const body = lazyBody(200 * 1024 * 1024)
@@ -49,11 +50,17 @@ describe('request bodies are capped while they are read', () => {
 
   it('collect takes 500 hits and refuses a body over 1 MB, storing nothing', async () => {
     const hit = { path: '/x', userAgent: 'Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)' }
-    const ok = await t.call('POST', '/api/v1/collect', { key: t.ingest.key, body: { site_id: t.a.site.snippetId, events: Array(500).fill(hit) } })
+    const ok = await t.call('POST', '/api/v1/collect', {
+      key: t.ingest.key,
+      body: { site_id: t.a.site.snippetId, events: Array(500).fill(hit) },
+    })
     expect(ok.json).toEqual({ ingested: 500, dropped: 0 })
     const before = await botCount(t.a.site.id)
     const padded = { ...hit, referrer: 'x'.repeat(1900) }
-    const huge = await t.call('POST', '/api/v1/collect', { key: t.ingest.key, body: { site_id: t.a.site.snippetId, events: Array(600).fill(padded) } })
+    const huge = await t.call('POST', '/api/v1/collect', {
+      key: t.ingest.key,
+      body: { site_id: t.a.site.snippetId, events: Array(600).fill(padded) },
+    })
     expect(huge.status).toBe(413)
     expect(huge.json.error).toMatch(/^body: larger than 1048576 bytes/)
     expect(await botCount(t.a.site.id)).toBe(before)
@@ -61,7 +68,10 @@ describe('request bodies are capped while they are read', () => {
 
   it('a settings write over 64 KB is 413 and changes nothing', async () => {
     const before = await t.repositories.sites.get(t.a.site.id)
-    const res = await t.call('PATCH', `/api/v1/sites/${t.a.site.id}`, { key: t.a.write.key, body: { displayName: 'x', excludedPaths: Array(5000).fill('/a-long-path-to-exclude') } })
+    const res = await t.call('PATCH', `/api/v1/sites/${t.a.site.id}`, {
+      key: t.a.write.key,
+      body: { displayName: 'x', excludedPaths: Array(5000).fill('/a-long-path-to-exclude') },
+    })
     expect(res.status).toBe(413)
     expect(await t.repositories.sites.get(t.a.site.id)).toEqual(before)
   })
@@ -75,8 +85,18 @@ describe('dates, limits and the public count under abuse', () => {
     t = await harness({ now: () => NOW })
     await t.call('PATCH', `/api/v1/sites/${t.b.site.id}`, { key: t.b.write.key, body: { publicCounts: true, publicCountsDial: 'all' } })
     const hit = (minutesAgo: number, ip: string, path: string) =>
-      JSON.stringify({ timestamp: new Date(NOW.getTime() - minutesAgo * 60_000).toISOString(), site: t.b.site.snippetId, name: 'pageview', url: `https://${t.b.site.domain}${path}`, ip, userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0', props: { plan: path === '/a' ? 'pro' : 'free' } })
-    expect((await importHits([hit(2, '8.8.8.8', '/a'), hit(3, '1.1.1.1', '/b'), hit(90, '9.9.9.9', '/b')], t.services.ingestor)).rejected).toBe(0)
+      JSON.stringify({
+        timestamp: new Date(NOW.getTime() - minutesAgo * 60_000).toISOString(),
+        site: t.b.site.snippetId,
+        name: 'pageview',
+        url: `https://${t.b.site.domain}${path}`,
+        ip,
+        userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0',
+        props: { plan: path === '/a' ? 'pro' : 'free' },
+      })
+    expect(
+      (await importHits([hit(2, '8.8.8.8', '/a'), hit(3, '1.1.1.1', '/b'), hit(90, '9.9.9.9', '/b')], t.services.ingestor)).rejected,
+    ).toBe(0)
   })
 
   it.each([
@@ -108,7 +128,11 @@ describe('dates, limits and the public count under abuse', () => {
 
   it('echoes the range that was asked when an equal window is cached under another name', async () => {
     const live = (range?: string) => t.call('GET', `/api/public/live?site=${t.b.site.snippetId}${range ? `&range=${range}` : ''}`)
-    for (const [first, second] of [['year', 'ytd'], ['today', 'week'], ['5m', 'realtime']]) {
+    for (const [first, second] of [
+      ['year', 'ytd'],
+      ['today', 'week'],
+      ['5m', 'realtime'],
+    ]) {
       const a = await live(first)
       const b = await live(second)
       expect(a.json.range).toBe(first)
@@ -121,7 +145,11 @@ describe('dates, limits and the public count under abuse', () => {
   })
 
   it('many custom windows cannot switch off the live badge: live windows are never refused for them', async () => {
-    const custom = (day: number) => t.call('GET', `/api/public/live?site=${t.b.site.snippetId}&range=custom&from=2026-10-${String(day).padStart(2, '0')}&to=2026-10-${String(day).padStart(2, '0')}`)
+    const custom = (day: number) =>
+      t.call(
+        'GET',
+        `/api/public/live?site=${t.b.site.snippetId}&range=custom&from=2026-10-${String(day).padStart(2, '0')}&to=2026-10-${String(day).padStart(2, '0')}`,
+      )
     let refused: Awaited<ReturnType<typeof custom>> | undefined
     for (let day = 1; day <= DISTINCT_WINDOWS_PER_MINUTE + 1 && !refused; day++) {
       const res = await custom(day)
@@ -141,15 +169,25 @@ describe('dates, limits and the public count under abuse', () => {
   it('export breaks down by every custom property key seen in the window', async () => {
     const res = await t.call('GET', `/api/v1/export?site_id=${t.b.site.id}&range=today`, { key: t.b.read.key })
     // by hand: /a was seen with plan=pro by one visitor, /b with plan=free by two
-    expect(res.json.breakdowns['prop:plan'].map((r: { value: string; visitors: number }) => [r.value, r.visitors])).toEqual([['free', 2], ['pro', 1]])
+    expect(res.json.breakdowns['prop:plan'].map((r: { value: string; visitors: number }) => [r.value, r.visitors])).toEqual([
+      ['free', 2],
+      ['pro', 1],
+    ])
   })
 
   it('a goal filter takes contains and matches over goal names, like every dimension', async () => {
-    for (const body of [{ type: 'page', matchValue: '/a' }, { type: 'event', matchValue: 'Signup' }]) {
+    for (const body of [
+      { type: 'page', matchValue: '/a' },
+      { type: 'event', matchValue: 'Signup' },
+    ]) {
       expect((await t.call('POST', '/api/v1/goals', { key: t.b.write.key, body: { site_id: t.b.site.id, ...body } })).status).toBe(201)
     }
     const visitors = async (filter: unknown) => {
-      const res = await t.call('GET', `/api/v1/stats?site_id=${t.b.site.id}&range=today&filters=${encodeURIComponent(JSON.stringify([filter]))}`, { key: t.b.read.key })
+      const res = await t.call(
+        'GET',
+        `/api/v1/stats?site_id=${t.b.site.id}&range=today&filters=${encodeURIComponent(JSON.stringify([filter]))}`,
+        { key: t.b.read.key },
+      )
       expect(res.status, JSON.stringify(res.json)).toBe(200)
       return res.json.totals.visitors
     }
@@ -159,7 +197,11 @@ describe('dates, limits and the public count under abuse', () => {
     expect(await visitors({ dimension: 'goal', operator: 'matches', value: ['^Sign'] })).toBe(0)
     expect(await visitors({ dimension: 'goal', operator: 'contains', value: ['nothing like it'] })).toBe(0)
     expect(await visitors({ dimension: 'goal', operator: 'is_not', value: ['Visit /a'] })).toBe(2)
-    const bad = await t.call('GET', `/api/v1/stats?site_id=${t.b.site.id}&filters=${encodeURIComponent(JSON.stringify([{ dimension: 'goal', operator: 'matches', value: ['('] }]))}`, { key: t.b.read.key })
+    const bad = await t.call(
+      'GET',
+      `/api/v1/stats?site_id=${t.b.site.id}&filters=${encodeURIComponent(JSON.stringify([{ dimension: 'goal', operator: 'matches', value: ['('] }]))}`,
+      { key: t.b.read.key },
+    )
     expect(bad).toMatchObject({ status: 400, json: { error: expect.stringMatching(/^filters: invalid regular expression/) } })
   })
 })
@@ -186,8 +228,19 @@ describe('server-side collection verifies crawlers without a DNS lookup per hit'
       },
     }
     const call = client({ ...t.services, dns })
-    const verifiedCount = async () => Number((await t.clickhouse.query<{ n: string }>('SELECT countIf(verified = 1) AS n FROM bot_events WHERE site_id = {s:UUID}', { s: t.a.site.id }))[0].n)
-    const send = () => call('POST', '/api/v1/collect', { key: t.ingest.key, body: { site_id: t.a.site.snippetId, events: ips.map((ip) => ({ path: '/', userAgent: GOOGLEBOT, ip })) } })
+    const verifiedCount = async () =>
+      Number(
+        (
+          await t.clickhouse.query<{ n: string }>('SELECT countIf(verified = 1) AS n FROM bot_events WHERE site_id = {s:UUID}', {
+            s: t.a.site.id,
+          })
+        )[0].n,
+      )
+    const send = () =>
+      call('POST', '/api/v1/collect', {
+        key: t.ingest.key,
+        body: { site_id: t.a.site.snippetId, events: ips.map((ip) => ({ path: '/', userAgent: GOOGLEBOT, ip })) },
+      })
     expect((await send()).json).toEqual({ ingested: 500, dropped: 0 })
     expect(mostInFlight).toBeLessThanOrEqual(16)
     // 500 checks of 30 ms, 16 at a time, outlast the call's budget: those not done went in unverified and go on
@@ -205,7 +258,10 @@ describe('server-side collection verifies crawlers without a DNS lookup per hit'
   it('answers even when DNS never does', async () => {
     const t = await harness()
     const call = client({ ...t.services, dns: { reverse: () => new Promise<string[]>(() => {}), lookup: async () => [] } })
-    const res = await call('POST', '/api/v1/collect', { key: t.ingest.key, body: { site_id: t.a.site.snippetId, events: [{ path: '/', userAgent: GOOGLEBOT, ip: '66.249.66.1' }] } })
+    const res = await call('POST', '/api/v1/collect', {
+      key: t.ingest.key,
+      body: { site_id: t.a.site.snippetId, events: [{ path: '/', userAgent: GOOGLEBOT, ip: '66.249.66.1' }] },
+    })
     expect(res.json).toEqual({ ingested: 1, dropped: 0 })
   })
 })

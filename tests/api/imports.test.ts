@@ -12,7 +12,15 @@ describe.each(kinds)('site imports (%s key/value store)', (kind) => {
     t = await harness({ kv: kind })
   })
 
-  const hit = (site: { snippetId: string; domain: string }, at: string) => JSON.stringify({ timestamp: at, site: site.snippetId, name: 'pageview', url: `https://${site.domain}/`, ip: '8.8.8.8', userAgent: FIREFOX })
+  const hit = (site: { snippetId: string; domain: string }, at: string) =>
+    JSON.stringify({
+      timestamp: at,
+      site: site.snippetId,
+      name: 'pageview',
+      url: `https://${site.domain}/`,
+      ip: '8.8.8.8',
+      userAgent: FIREFOX,
+    })
   const imports = async (ref: string, key = t.a.read.key) => t.call('GET', `/api/v1/sites/${ref}/imports`, { key })
 
   it('records each raw-hit run per site: rows, rejected lines, period covered, state', async () => {
@@ -23,9 +31,23 @@ describe.each(kinds)('site imports (%s key/value store)', (kind) => {
         hit(t.a.site, '2026-11-02T10:00:00Z'),
         hit(t.a.site, '2026-10-15T08:00:00Z'),
         // screened out by the site's settings: held against the site
-        JSON.stringify({ timestamp: '2026-11-01T00:00:00Z', site: t.a.site.snippetId, name: 'pageview', url: `https://${t.a.site.domain}/private`, ip: '8.8.8.8', userAgent: FIREFOX }),
+        JSON.stringify({
+          timestamp: '2026-11-01T00:00:00Z',
+          site: t.a.site.snippetId,
+          name: 'pageview',
+          url: `https://${t.a.site.domain}/private`,
+          ip: '8.8.8.8',
+          userAgent: FIREFOX,
+        }),
         // unreadable: no site to hold it against, reported by the import only
-        JSON.stringify({ timestamp: '2026-11-01T00:00:00Z', site: t.a.site.snippetId, name: 'pageview', url: 'not a url', ip: '8.8.8.8', userAgent: FIREFOX }),
+        JSON.stringify({
+          timestamp: '2026-11-01T00:00:00Z',
+          site: t.a.site.snippetId,
+          name: 'pageview',
+          url: 'not a url',
+          ip: '8.8.8.8',
+          userAgent: FIREFOX,
+        }),
         hit(t.b.site, '2026-11-03T10:00:00Z'),
         'not json',
       ],
@@ -50,7 +72,9 @@ describe.each(kinds)('site imports (%s key/value store)', (kind) => {
     ])
     // the other organization's run is its own
     const theirs = await imports(t.b.site.id, t.b.read.key)
-    expect(theirs.json.imports).toEqual([expect.objectContaining({ rows: 1, from: '2026-11-03T10:00:00.000Z', to: '2026-11-03T10:00:00.000Z' })])
+    expect(theirs.json.imports).toEqual([
+      expect.objectContaining({ rows: 1, from: '2026-11-03T10:00:00.000Z', to: '2026-11-03T10:00:00.000Z' }),
+    ])
   })
 
   it('records a failed run with what it stored and why', async () => {
@@ -61,13 +85,33 @@ describe.each(kinds)('site imports (%s key/value store)', (kind) => {
     }
     await expect(runImport(failing(), t.services)).rejects.toThrow(/disk read error/)
     const [latest] = (await imports(t.a.site.id)).json.imports
-    expect(latest).toMatchObject({ kind: 'raw_hits', state: 'failed', error: 'disk read error', rows: 5000, from: '2026-11-05T10:00:00.000Z' })
+    expect(latest).toMatchObject({
+      kind: 'raw_hits',
+      state: 'failed',
+      error: 'disk read error',
+      rows: 5000,
+      from: '2026-11-05T10:00:00.000Z',
+    })
   })
 
   it('lists provider periods kept on the site, newest first', async () => {
-    await t.services.sites.update(t.a.site.id, (site) => ({ ...site, imports: [{ source: 'ga4', from: '2024-01-01', to: '2025-12-31', importedAt: '2099-01-01T00:00:00.000Z' }] }))
+    await t.services.sites.update(t.a.site.id, (site) => ({
+      ...site,
+      imports: [{ source: 'ga4', from: '2024-01-01', to: '2025-12-31', importedAt: '2099-01-01T00:00:00.000Z' }],
+    }))
     const [first, ...rest] = (await imports(t.a.site.id)).json.imports
-    expect(first).toEqual({ id: null, kind: 'ga4', state: 'completed', startedAt: '2099-01-01T00:00:00.000Z', finishedAt: '2099-01-01T00:00:00.000Z', rows: null, rejected: 0, from: '2024-01-01', to: '2025-12-31', error: null })
+    expect(first).toEqual({
+      id: null,
+      kind: 'ga4',
+      state: 'completed',
+      startedAt: '2099-01-01T00:00:00.000Z',
+      finishedAt: '2099-01-01T00:00:00.000Z',
+      rows: null,
+      rejected: 0,
+      from: '2024-01-01',
+      to: '2025-12-31',
+      error: null,
+    })
     expect(rest).toHaveLength(2)
   })
 

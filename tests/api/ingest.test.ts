@@ -4,7 +4,8 @@ import { importHits } from '../../lib/ingest/import'
 import { harness, seed, type Harness } from '../helpers'
 
 const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36'
-const IPHONE = 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1'
+const IPHONE =
+  'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1'
 const GOOGLEBOT = 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)'
 
 describe('ingestion', () => {
@@ -25,14 +26,31 @@ describe('ingestion', () => {
   describe('visits, from imported hits with hand-computed expectations', () => {
     // Org A's site is in Europe/Berlin: in November, its local midnight is 23:00 UTC
     const hit = (timestamp: string, path: string, extra: Record<string, unknown> = {}) =>
-      JSON.stringify({ timestamp, site: t.a.site.snippetId, name: 'pageview', url: `https://${t.a.site.domain}${path}`, ip: '81.2.69.142', userAgent: CHROME, screenWidth: 1440, ...extra })
+      JSON.stringify({
+        timestamp,
+        site: t.a.site.snippetId,
+        name: 'pageview',
+        url: `https://${t.a.site.domain}${path}`,
+        ip: '81.2.69.142',
+        userAgent: CHROME,
+        screenWidth: 1440,
+        ...extra,
+      })
 
     let visits: Record<string, string>[] = []
     beforeAll(async () => {
       const lines = [
         hit('2026-11-20T10:00:00Z', '/', { referrer: 'https://www.google.com/' }),
         hit('2026-11-20T10:10:00Z', '/pricing', { referrer: `https://${t.a.site.domain}/` }),
-        JSON.stringify({ timestamp: '2026-11-20T10:12:00Z', site: t.a.site.snippetId, name: 'engagement', url: `https://${t.a.site.domain}/pricing`, ip: '81.2.69.142', userAgent: CHROME, engagement: { ms: 90000, scroll: 80 } }),
+        JSON.stringify({
+          timestamp: '2026-11-20T10:12:00Z',
+          site: t.a.site.snippetId,
+          name: 'engagement',
+          url: `https://${t.a.site.domain}/pricing`,
+          ip: '81.2.69.142',
+          userAgent: CHROME,
+          engagement: { ms: 90000, scroll: 80 },
+        }),
         // 30 min 1 s after the last event: a new visit, which is a bounce
         hit('2026-11-20T10:42:01Z', '/blog'),
         // exactly 30 minutes after the last event: the same visit
@@ -42,7 +60,16 @@ describe('ingestion', () => {
         hit('2026-11-20T23:10:00Z', '/after-midnight'),
         // a custom event alone after a pageview: not a bounce
         hit('2026-11-21T09:00:00Z', '/shop'),
-        JSON.stringify({ timestamp: '2026-11-21T09:01:00Z', site: t.a.site.snippetId, name: 'Purchase', url: `https://${t.a.site.domain}/shop`, ip: '81.2.69.142', userAgent: CHROME, revenue: { amount: '19.90', currency: 'EUR' }, props: { plan: 'pro' } }),
+        JSON.stringify({
+          timestamp: '2026-11-21T09:01:00Z',
+          site: t.a.site.snippetId,
+          name: 'Purchase',
+          url: `https://${t.a.site.domain}/shop`,
+          ip: '81.2.69.142',
+          userAgent: CHROME,
+          revenue: { amount: '19.90', currency: 'EUR' },
+          props: { plan: 'pro' },
+        }),
       ]
       const result = await importHits(lines, t.services.ingestor)
       expect(result).toMatchObject({ imported: 9, rejected: 0, errors: [] })
@@ -55,7 +82,7 @@ describe('ingestion', () => {
       )
     })
 
-    it('splits visits at gaps over 30 minutes and keeps the first hit\'s source', () => {
+    it("splits visits at gaps over 30 minutes and keeps the first hit's source", () => {
       expect(visits.map((v) => [v.start, v.entry, v.exit, v.pageviews, v.custom, v.duration])).toEqual([
         ['2026-11-20 10:00:00.000', '/', '/pricing', '2', '0', '720'],
         ['2026-11-20 10:42:01.000', '/blog', '/blog/post', '2', '0', '1800'],
@@ -84,7 +111,17 @@ describe('ingestion', () => {
 
     it('enriches: browser, device, screen class, geo, revenue and props', async () => {
       const purchase = (await rows(t.a.site.id, "name = 'Purchase'"))[0]
-      expect(purchase).toMatchObject({ kind: 'custom', browser: 'Chrome', device: 'Desktop', screen_class: 'Desktop', country_code: 'GB', city: 'London', revenue_amount: 19.9, revenue_currency: 'EUR', props: { plan: 'pro' } })
+      expect(purchase).toMatchObject({
+        kind: 'custom',
+        browser: 'Chrome',
+        device: 'Desktop',
+        screen_class: 'Desktop',
+        country_code: 'GB',
+        city: 'London',
+        revenue_amount: 19.9,
+        revenue_currency: 'EUR',
+        props: { plan: 'pro' },
+      })
     })
   })
 
@@ -100,14 +137,28 @@ describe('ingestion', () => {
       const text = await res.text()
       return { status: res.status, json: text ? JSON.parse(text) : null, headers: res.headers }
     }
-    const base = () => ({ site: t.b.site.snippetId, name: 'pageview', url: `https://${t.b.site.domain}/landing?utm_source=newsletter&utm_medium=email&ref=1&secret=x` })
+    const base = () => ({
+      site: t.b.site.snippetId,
+      name: 'pageview',
+      url: `https://${t.b.site.domain}/landing?utm_source=newsletter&utm_medium=email&ref=1&secret=x`,
+    })
 
     it('accepts a text/plain pageview with 202 and CORS, and stores it enriched', async () => {
       const res = await send({ ...base(), referrer: 'https://chatgpt.com/', screenWidth: 390 }, IPHONE, '1.1.1.1')
       expect(res.status).toBe(202)
       expect(res.headers.get('access-control-allow-origin')).toBe('*')
       const [row] = await rows(t.b.site.id, "pathname = '/landing'")
-      expect(row).toMatchObject({ kind: 'pageview', query: '', referrer_source: 'ChatGPT', channel: 'AI', utm_source: 'newsletter', browser: 'Safari', device: 'Mobile', screen_class: 'Mobile', country_code: 'AU' })
+      expect(row).toMatchObject({
+        kind: 'pageview',
+        query: '',
+        referrer_source: 'ChatGPT',
+        channel: 'AI',
+        utm_source: 'newsletter',
+        browser: 'Safari',
+        device: 'Mobile',
+        screen_class: 'Mobile',
+        country_code: 'AU',
+      })
     })
 
     it('drops bots unless the site keeps them, and then keeps them apart', async () => {
@@ -116,13 +167,19 @@ describe('ingestion', () => {
       await t.call('PATCH', `/api/v1/sites/${t.b.site.id}`, { key: t.b.write.key, body: { includeBots: true } })
       await send({ ...base(), url: `https://${t.b.site.domain}/bot-page` }, GOOGLEBOT)
       expect(await rows(t.b.site.id, "pathname = '/bot-page'")).toEqual([])
-      const bots = await t.clickhouse.query('SELECT bot_name, bot_kind, collection_source FROM bot_events WHERE site_id = {s:UUID} AND pathname = {p:String}', { s: t.b.site.id, p: '/bot-page' })
+      const bots = await t.clickhouse.query(
+        'SELECT bot_name, bot_kind, collection_source FROM bot_events WHERE site_id = {s:UUID} AND pathname = {p:String}',
+        { s: t.b.site.id, p: '/bot-page' },
+      )
       expect(bots).toEqual([{ bot_name: 'Googlebot', bot_kind: 'search-engine', collection_source: 'browser' }])
       await t.call('PATCH', `/api/v1/sites/${t.b.site.id}`, { key: t.b.write.key, body: { includeBots: false } })
     })
 
-    it('applies the site\'s excluded paths, excluded IPs and captured query parameters', async () => {
-      await t.call('PATCH', `/api/v1/sites/${t.b.site.id}`, { key: t.b.write.key, body: { excludedPaths: ['/admin/*'], excludedIps: ['10.0.0.0/8'], capturedQueryParams: ['ref'] } })
+    it("applies the site's excluded paths, excluded IPs and captured query parameters", async () => {
+      await t.call('PATCH', `/api/v1/sites/${t.b.site.id}`, {
+        key: t.b.write.key,
+        body: { excludedPaths: ['/admin/*'], excludedIps: ['10.0.0.0/8'], capturedQueryParams: ['ref'] },
+      })
       await send({ ...base(), url: `https://${t.b.site.domain}/admin/users` })
       await send({ ...base(), url: `https://${t.b.site.domain}/from-office` }, CHROME, '10.1.2.3')
       await send({ ...base(), url: `https://${t.b.site.domain}/kept?ref=hn&secret=x` })
@@ -132,7 +189,8 @@ describe('ingestion', () => {
 
     it('classifies link clicks: outbound, download, affiliate', async () => {
       await t.call('PATCH', `/api/v1/sites/${t.b.site.id}`, { key: t.b.write.key, body: { affiliatePaths: ['/go/*'] } })
-      const click = (href: string) => send({ ...base(), url: `https://${t.b.site.domain}/links`, name: 'click', click: { href, tag: 'a', text: 'x', interactive: true } })
+      const click = (href: string) =>
+        send({ ...base(), url: `https://${t.b.site.domain}/links`, name: 'click', click: { href, tag: 'a', text: 'x', interactive: true } })
       await click('https://github.com/x')
       await click(`https://${t.b.site.domain}/files/report.pdf`)
       await click(`https://${t.b.site.domain}/go/partner`)
@@ -148,7 +206,7 @@ describe('ingestion', () => {
       )
     })
 
-    it('trusts X-Forwarded-For only from a proxy that proves the site\'s secret', async () => {
+    it("trusts X-Forwarded-For only from a proxy that proves the site's secret", async () => {
       const config = await t.call('GET', `/api/v1/proxy-config?site_id=${t.b.site.id}`, { key: t.b.write.key })
       expect(config.status).toBe(200)
       expect(config.json.proxySecret).toMatch(/^wps_/)
@@ -156,10 +214,14 @@ describe('ingestion', () => {
       expect((await t.call('GET', '/api/v1/proxy-config', { key: t.b.write.key })).status).toBe(400)
       expect((await t.call('GET', `/api/v1/proxy-config?site_id=${t.b.site.id}`, { key: t.b.read.key })).status).toBe(403)
       // the test home reads the socket address from X-Forwarded-For; a proxy secret overrides it with the forwarded one
-      await send({ ...base(), url: `https://${t.b.site.domain}/proxied` }, CHROME, '81.2.69.142', { 'x-proxy-secret': config.json.proxySecret })
+      await send({ ...base(), url: `https://${t.b.site.domain}/proxied` }, CHROME, '81.2.69.142', {
+        'x-proxy-secret': config.json.proxySecret,
+      })
       expect((await rows(t.b.site.id, "pathname = '/proxied'"))[0].country_code).toBe('GB')
       // the site read never shows the secret
-      expect(JSON.stringify((await t.call('GET', `/api/v1/sites/${t.b.site.id}`, { key: t.b.read.key })).json)).not.toContain(config.json.proxySecret)
+      expect(JSON.stringify((await t.call('GET', `/api/v1/sites/${t.b.site.id}`, { key: t.b.read.key })).json)).not.toContain(
+        config.json.proxySecret,
+      )
     })
 
     it('rejects bad payloads with 400 naming the problem, never 500', async () => {
@@ -190,18 +252,51 @@ describe('ingestion', () => {
       const app = createApp(t.services)
       const notJson = await app.request('http://api.test/api/event', { method: 'POST', body: '{"site":' })
       expect(notJson.status).toBe(400)
-      const huge = await app.request('http://api.test/api/event', { method: 'POST', body: JSON.stringify({ ...base(), props: { big: 'x'.repeat(70_000) } }) })
+      const huge = await app.request('http://api.test/api/event', {
+        method: 'POST',
+        body: JSON.stringify({ ...base(), props: { big: 'x'.repeat(70_000) } }),
+      })
       expect(huge.status).toBe(413)
     })
 
     it('fuzzed payloads are 4xx or 202, never 500', async () => {
       let seed = 7
-      const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31)
-      const values = [null, true, 0, -1, 1e308, '', 'x'.repeat(300), [], {}, [1, 'a'], { a: 1 }, 'https://x.com/', '2026-01-01T00:00:00Z', '💥\u0000']
-      const keys = ['site', 'name', 'url', 'referrer', 'screenWidth', 'props', 'revenue', 'click', 'error', 'vital', 'engagement', 'form', 'zzz']
+      const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31
+      const values = [
+        null,
+        true,
+        0,
+        -1,
+        1e308,
+        '',
+        'x'.repeat(300),
+        [],
+        {},
+        [1, 'a'],
+        { a: 1 },
+        'https://x.com/',
+        '2026-01-01T00:00:00Z',
+        '💥\u0000',
+      ]
+      const keys = [
+        'site',
+        'name',
+        'url',
+        'referrer',
+        'screenWidth',
+        'props',
+        'revenue',
+        'click',
+        'error',
+        'vital',
+        'engagement',
+        'form',
+        'zzz',
+      ]
       for (let i = 0; i < 300; i++) {
         const body: Record<string, unknown> = { ...base() }
-        for (let j = 0; j < 1 + Math.floor(random() * 3); j++) body[keys[Math.floor(random() * keys.length)]] = values[Math.floor(random() * values.length)]
+        for (let j = 0; j < 1 + Math.floor(random() * 3); j++)
+          body[keys[Math.floor(random() * keys.length)]] = values[Math.floor(random() * values.length)]
         const res = await send(body)
         expect([202, 400, 413]).toContain(res.status)
         expect(res.status === 202 ? res.json : typeof res.json.error).toBe(res.status === 202 ? null : 'string')
@@ -210,11 +305,13 @@ describe('ingestion', () => {
   })
 
   describe('POST /api/v1/collect', () => {
-    const collect = (body: unknown, key = t.a.write.key, via: 'bearer' | 'query' = 'bearer') => t.call('POST', '/api/v1/collect', { key, via, body })
+    const collect = (body: unknown, key = t.a.write.key, via: 'bearer' | 'query' = 'bearer') =>
+      t.call('POST', '/api/v1/collect', { key, via, body })
     const googleIp = '66.249.66.1'
     beforeAll(() => {
       t.services.dns = {
-        reverse: async (ip) => (ip === googleIp ? ['crawl-66-249-66-1.googlebot.com'] : ip === '6.6.6.6' ? ['fake.googlebot.com.evil.example'] : []),
+        reverse: async (ip) =>
+          ip === googleIp ? ['crawl-66-249-66-1.googlebot.com'] : ip === '6.6.6.6' ? ['fake.googlebot.com.evil.example'] : [],
         lookup: async (host) => (host === 'crawl-66-249-66-1.googlebot.com' ? [googleIp] : []),
       }
     })
@@ -225,8 +322,16 @@ describe('ingestion', () => {
         events: [
           { path: '/a', userAgent: GOOGLEBOT, ip: googleIp },
           { path: '/b', user_agent: GOOGLEBOT, clientIp: '6.6.6.6' },
-          { path: '/c', ua: 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)', referer: 'https://x.com', host: 'WWW.Example.com' },
-          { path: '/d', userAgent: 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; ChatGPT-User/1.0; +https://openai.com/bot' },
+          {
+            path: '/c',
+            ua: 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)',
+            referer: 'https://x.com',
+            host: 'WWW.Example.com',
+          },
+          {
+            path: '/d',
+            userAgent: 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; ChatGPT-User/1.0; +https://openai.com/bot',
+          },
           { path: '/e', userAgent: 'Mozilla/5.0 (compatible; AhrefsBot/7.0; +http://ahrefs.com/robot/)' },
           { path: '/f', userAgent: CHROME },
           { path: '/g' },
@@ -240,11 +345,51 @@ describe('ingestion', () => {
         { s: t.a.site.id },
       )
       expect(stored).toEqual([
-        { pathname: '/a', bot_name: 'Googlebot', bot_kind: 'search-engine', verified: 1, collection_source: 'server', hostname: t.a.site.domain, referrer: '' },
-        { pathname: '/b', bot_name: 'Googlebot', bot_kind: 'search-engine', verified: 0, collection_source: 'server', hostname: t.a.site.domain, referrer: '' },
-        { pathname: '/c', bot_name: 'GPTBot', bot_kind: 'ai-training', verified: 0, collection_source: 'server', hostname: 'www.example.com', referrer: 'https://x.com' },
-        { pathname: '/d', bot_name: 'ChatGPT-User', bot_kind: 'ai-assistant', verified: 0, collection_source: 'server', hostname: t.a.site.domain, referrer: '' },
-        { pathname: '/e', bot_name: 'AhrefsBot', bot_kind: 'seo', verified: 0, collection_source: 'server', hostname: t.a.site.domain, referrer: '' },
+        {
+          pathname: '/a',
+          bot_name: 'Googlebot',
+          bot_kind: 'search-engine',
+          verified: 1,
+          collection_source: 'server',
+          hostname: t.a.site.domain,
+          referrer: '',
+        },
+        {
+          pathname: '/b',
+          bot_name: 'Googlebot',
+          bot_kind: 'search-engine',
+          verified: 0,
+          collection_source: 'server',
+          hostname: t.a.site.domain,
+          referrer: '',
+        },
+        {
+          pathname: '/c',
+          bot_name: 'GPTBot',
+          bot_kind: 'ai-training',
+          verified: 0,
+          collection_source: 'server',
+          hostname: 'www.example.com',
+          referrer: 'https://x.com',
+        },
+        {
+          pathname: '/d',
+          bot_name: 'ChatGPT-User',
+          bot_kind: 'ai-assistant',
+          verified: 0,
+          collection_source: 'server',
+          hostname: t.a.site.domain,
+          referrer: '',
+        },
+        {
+          pathname: '/e',
+          bot_name: 'AhrefsBot',
+          bot_kind: 'seo',
+          verified: 0,
+          collection_source: 'server',
+          hostname: t.a.site.domain,
+          referrer: '',
+        },
       ])
       // bots are usage of their own kind, not billed as events
       const usage = await t.repositories.usage.get(t.a.org.id, now.toISOString().slice(0, 7))
@@ -294,7 +439,14 @@ describe('ingestion', () => {
 
   describe('the import', () => {
     it('stores the good lines and reports the bad ones', async () => {
-      const good = { timestamp: '2026-11-19T08:00:00Z', site: t.b.site.snippetId, name: 'pageview', url: `https://${t.b.site.domain}/imported`, ip: '8.8.8.8', userAgent: CHROME }
+      const good = {
+        timestamp: '2026-11-19T08:00:00Z',
+        site: t.b.site.snippetId,
+        name: 'pageview',
+        url: `https://${t.b.site.domain}/imported`,
+        ip: '8.8.8.8',
+        userAgent: CHROME,
+      }
       const result = await importHits(
         [
           JSON.stringify(good),

@@ -62,18 +62,39 @@ describe('install check', () => {
     const site = await addSite('found')
     fixture.pages.set(site.domain, { body: html(snippetOf(site)) })
     const before = await t.call('GET', `/api/v1/sites/${site.snippetId}/install`, { key: t.a.read.key })
-    expect(before.json).toEqual({ installed: false, recording: false, firstEventAt: null, lastEventAt: null, eventsLast24h: 0, lastCheck: null })
+    expect(before.json).toEqual({
+      installed: false,
+      recording: false,
+      firstEventAt: null,
+      lastEventAt: null,
+      eventsLast24h: 0,
+      lastCheck: null,
+    })
     const res = await t.call('POST', `/api/v1/sites/${site.id}/install`, { key: t.a.write.key })
     expect(res.status).toBe(200)
-    expect(res.json).toMatchObject({ installed: true, recording: false, lastCheck: { result: 'found', status: 200, url: `https://${site.domain}/` } })
+    expect(res.json).toMatchObject({
+      installed: true,
+      recording: false,
+      lastCheck: { result: 'found', status: 200, url: `https://${site.domain}/` },
+    })
     expect((await t.call('GET', `/api/v1/sites/${site.id}/install`, { key: t.a.read.key })).json).toEqual(res.json)
-    expect((await t.call('GET', `/api/v1/sites/${site.id}`, { key: t.a.read.key })).json.install).toMatchObject({ installed: true, checkedAt: res.json.lastCheck.checkedAt })
+    expect((await t.call('GET', `/api/v1/sites/${site.id}`, { key: t.a.read.key })).json.install).toMatchObject({
+      installed: true,
+      checkedAt: res.json.lastCheck.checkedAt,
+    })
   })
 
   it('reports events received: first and last, and those of the last 24 hours', async () => {
     const site = await addSite('recording')
     const hit = (ago: number, ip: string) =>
-      JSON.stringify({ timestamp: new Date(Date.now() - ago).toISOString(), site: site.snippetId, name: 'pageview', url: `https://${site.domain}/`, ip, userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0' })
+      JSON.stringify({
+        timestamp: new Date(Date.now() - ago).toISOString(),
+        site: site.snippetId,
+        name: 'pageview',
+        url: `https://${site.domain}/`,
+        ip,
+        userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0',
+      })
     await importHits([hit(3 * 86_400_000, '203.0.113.5'), hit(600_000, '203.0.113.6'), hit(300_000, '203.0.113.7')], t.services.ingestor)
     const res = await t.call('GET', `/api/v1/sites/${site.id}/install`, { key: t.a.read.key })
     expect(res.json).toMatchObject({ installed: true, recording: true, eventsLast24h: 2, lastCheck: null })
@@ -86,10 +107,18 @@ describe('install check', () => {
     fixture.pages.set(error.domain, { status: 503, body: 'maintenance' })
     expect((await check(error)).lastCheck).toMatchObject({ result: 'unreachable', status: 503, detail: 'the homepage answered 503' })
     const down = await addSite('down')
-    expect((await check(down)).lastCheck).toMatchObject({ result: 'unreachable', status: null, detail: expect.stringMatching(/did not answer/) })
+    expect((await check(down)).lastCheck).toMatchObject({
+      result: 'unreachable',
+      status: null,
+      detail: expect.stringMatching(/did not answer/),
+    })
     const missing = await addSite('missing')
     fixture.pages.set(missing.domain, { body: html('<script src="/app.js"></script>') })
-    expect((await check(missing)).lastCheck).toMatchObject({ result: 'script_missing', status: 200, detail: expect.stringContaining(missing.snippetId) })
+    expect((await check(missing)).lastCheck).toMatchObject({
+      result: 'script_missing',
+      status: 200,
+      detail: expect.stringContaining(missing.snippetId),
+    })
     const other = await addSite('other')
     fixture.pages.set(other.domain, { body: html(snippetOf(t.b.site)) })
     const answer = await check(other)
@@ -98,11 +127,28 @@ describe('install check', () => {
   })
 
   const policies: [string, Record<string, string>, string, 'found' | 'blocked_by_csp', RegExp?][] = [
-    ['script-src without our host', { 'content-security-policy': "default-src 'self'; script-src 'self' https://cdn.example.net" }, '', 'blocked_by_csp', /script-src does not allow https:\/\/api\.test/],
-    ['connect-src without our host', { 'content-security-policy': "script-src 'self' https://api.test; connect-src 'self'" }, '', 'blocked_by_csp', /connect-src does not allow sending events to https:\/\/api\.test/],
+    [
+      'script-src without our host',
+      { 'content-security-policy': "default-src 'self'; script-src 'self' https://cdn.example.net" },
+      '',
+      'blocked_by_csp',
+      /script-src does not allow https:\/\/api\.test/,
+    ],
+    [
+      'connect-src without our host',
+      { 'content-security-policy': "script-src 'self' https://api.test; connect-src 'self'" },
+      '',
+      'blocked_by_csp',
+      /connect-src does not allow sending events to https:\/\/api\.test/,
+    ],
     ['default-src with our host', { 'content-security-policy': "default-src 'self' https://api.test" }, '', 'found'],
     ['a wildcard and a scheme', { 'content-security-policy': 'script-src *.test; connect-src https:' }, '', 'found'],
-    ['strict-dynamic without a nonce', { 'content-security-policy': "script-src 'strict-dynamic' 'nonce-abc' https://api.test" }, '', 'blocked_by_csp'],
+    [
+      'strict-dynamic without a nonce',
+      { 'content-security-policy': "script-src 'strict-dynamic' 'nonce-abc' https://api.test" },
+      '',
+      'blocked_by_csp',
+    ],
     ['a second header that blocks', { 'content-security-policy': "script-src https://api.test, script-src 'self'" }, '', 'blocked_by_csp'],
     ['a meta tag that blocks', {}, `<meta http-equiv="Content-Security-Policy" content="script-src 'none'">`, 'blocked_by_csp'],
     ['a report-only header', { 'content-security-policy-report-only': "script-src 'none'" }, '', 'found'],
@@ -119,7 +165,10 @@ describe('install check', () => {
 
   it('allows a nonce on our tag under strict-dynamic', async () => {
     const site = await addSite('nonce')
-    fixture.pages.set(site.domain, { headers: { 'content-security-policy': "script-src 'strict-dynamic' 'nonce-r4nd0m'; connect-src https://api.test" }, body: html(snippetOf(site).replace('<script ', '<script nonce="r4nd0m" ')) })
+    fixture.pages.set(site.domain, {
+      headers: { 'content-security-policy': "script-src 'strict-dynamic' 'nonce-r4nd0m'; connect-src https://api.test" },
+      body: html(snippetOf(site).replace('<script ', '<script nonce="r4nd0m" ')),
+    })
     expect((await check(site)).lastCheck.result).toBe('found')
   })
 

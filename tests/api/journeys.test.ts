@@ -13,11 +13,21 @@ import { NOW, UAS, localDate } from './report-reference'
  * gap over 30 minutes: the reference groups the hits itself, independently of the ingestion code.
  */
 
-const IPS: [string, string][] = [['81.2.69.142', 'GB'], ['8.8.8.8', 'US'], ['46.114.0.1', 'DE'], ['1.1.1.1', 'AU']]
+const IPS: [string, string][] = [
+  ['81.2.69.142', 'GB'],
+  ['8.8.8.8', 'US'],
+  ['46.114.0.1', 'DE'],
+  ['1.1.1.1', 'AU'],
+]
 const BROWSERS = ['Chrome', 'Firefox', 'Safari']
 const DEVICES = ['Desktop', 'Desktop', 'Mobile']
 /** Referrers of a visit's first pageview, and the source each is classified as. */
-const REFERRERS: [string | null, string][] = [[null, ''], ['https://www.google.com/', 'Google'], ['https://news.ycombinator.com/', 'Hacker News'], ['https://chatgpt.com/', 'ChatGPT']]
+const REFERRERS: [string | null, string][] = [
+  [null, ''],
+  ['https://www.google.com/', 'Google'],
+  ['https://news.ycombinator.com/', 'Hacker News'],
+  ['https://chatgpt.com/', 'ChatGPT'],
+]
 /** Skewed, so a small limit folds the rare ones. */
 const PATHS = ['/', '/', '/', '/pricing', '/pricing', '/docs', '/docs', '/blog/a', '/blog/b', '/blog/c', '/signup', '/about']
 
@@ -38,7 +48,7 @@ const TZ = { berlin: 'Europe/Berlin', la: 'America/Los_Angeles' } as const
 
 function prng(seed: number) {
   let s = seed
-  return () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31)
+  return () => (s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31
 }
 
 /**
@@ -59,9 +69,21 @@ function generate(seed: number): RefHit[] {
       // sometimes the same page again (a reload)
       const path = p > 0 && r() < 0.15 ? hits[hits.length - 1].path : pick(PATHS)
       hits.push({ site, ts: at(ts), kind: 'pageview', name: 'pageview', path, ip, ua, referrer: p === 0 ? referrer : null })
-      if (r() < 0.3) hits.push({ site, ts: at(ts + 20_000), kind: 'custom', name: pick(['Signup', 'Download']), path, ip, ua, referrer: null })
+      if (r() < 0.3)
+        hits.push({ site, ts: at(ts + 20_000), kind: 'custom', name: pick(['Signup', 'Download']), path, ip, ua, referrer: null })
       if (r() < 0.3) hits.push({ site, ts: at(ts + 30_000), kind: 'click', name: 'click', path, ip, ua, referrer: null, dead: r() < 0.5 })
-      if (r() < 0.15) hits.push({ site, ts: at(ts + 40_000), kind: 'error', name: 'error', path, ip, ua, referrer: null, message: `Boom ${Math.floor(r() * 10)}` })
+      if (r() < 0.15)
+        hits.push({
+          site,
+          ts: at(ts + 40_000),
+          kind: 'error',
+          name: 'error',
+          path,
+          ip,
+          ua,
+          referrer: null,
+          message: `Boom ${Math.floor(r() * 10)}`,
+        })
       if (r() < 0.5) hits.push({ site, ts: at(ts + 50_000), kind: 'engagement', name: 'engagement', path, ip, ua, referrer: null })
       ts += 60_000 + Math.floor(r() * 4 * 60_000)
     }
@@ -81,14 +103,68 @@ function generate(seed: number): RefHit[] {
   // the same address and agent on both sites at the same instants around 08:00 UTC on 21 November:
   // one Berlin day (09:50 to 10:10) but two Los Angeles days (23:50 on the 20th, 00:10 on the 21st)
   for (const site of ['berlin', 'la'] as const) {
-    hits.push({ site, ts: at(Date.parse('2026-11-21T07:50:00Z')), kind: 'pageview', name: 'pageview', path: '/docs', ip: 3, ua: 1, referrer: 'https://www.google.com/' })
-    hits.push({ site, ts: at(Date.parse('2026-11-21T08:10:00Z')), kind: 'pageview', name: 'pageview', path: '/pricing', ip: 3, ua: 1, referrer: null })
+    hits.push({
+      site,
+      ts: at(Date.parse('2026-11-21T07:50:00Z')),
+      kind: 'pageview',
+      name: 'pageview',
+      path: '/docs',
+      ip: 3,
+      ua: 1,
+      referrer: 'https://www.google.com/',
+    })
+    hits.push({
+      site,
+      ts: at(Date.parse('2026-11-21T08:10:00Z')),
+      kind: 'pageview',
+      name: 'pageview',
+      path: '/pricing',
+      ip: 3,
+      ua: 1,
+      referrer: null,
+    })
   }
   // a visit cut by the Berlin midnight: its engagement report opens a day whose first pageview comes in a later visit
-  hits.push({ site: 'berlin', ts: at(Date.parse('2026-11-18T22:58:00Z')), kind: 'pageview', name: 'pageview', path: '/blog/a', ip: 0, ua: 2, referrer: 'https://news.ycombinator.com/' })
-  hits.push({ site: 'berlin', ts: at(Date.parse('2026-11-18T23:00:30Z')), kind: 'engagement', name: 'engagement', path: '/blog/a', ip: 0, ua: 2, referrer: null })
-  hits.push({ site: 'berlin', ts: at(Date.parse('2026-11-19T09:00:00Z')), kind: 'pageview', name: 'pageview', path: '/signup', ip: 0, ua: 2, referrer: 'https://www.google.com/' })
-  hits.push({ site: 'berlin', ts: at(Date.parse('2026-11-19T09:03:00Z')), kind: 'pageview', name: 'pageview', path: '/docs', ip: 0, ua: 2, referrer: null })
+  hits.push({
+    site: 'berlin',
+    ts: at(Date.parse('2026-11-18T22:58:00Z')),
+    kind: 'pageview',
+    name: 'pageview',
+    path: '/blog/a',
+    ip: 0,
+    ua: 2,
+    referrer: 'https://news.ycombinator.com/',
+  })
+  hits.push({
+    site: 'berlin',
+    ts: at(Date.parse('2026-11-18T23:00:30Z')),
+    kind: 'engagement',
+    name: 'engagement',
+    path: '/blog/a',
+    ip: 0,
+    ua: 2,
+    referrer: null,
+  })
+  hits.push({
+    site: 'berlin',
+    ts: at(Date.parse('2026-11-19T09:00:00Z')),
+    kind: 'pageview',
+    name: 'pageview',
+    path: '/signup',
+    ip: 0,
+    ua: 2,
+    referrer: 'https://www.google.com/',
+  })
+  hits.push({
+    site: 'berlin',
+    ts: at(Date.parse('2026-11-19T09:03:00Z')),
+    kind: 'pageview',
+    name: 'pageview',
+    path: '/docs',
+    ip: 0,
+    ua: 2,
+    referrer: null,
+  })
   // the live tape: visitors of the last half hour, some of whom came earlier today from elsewhere
   for (let i = 0; i < 12; i++) {
     const site = i % 3 === 2 ? 'la' : 'berlin'
@@ -102,7 +178,15 @@ function generate(seed: number): RefHit[] {
 }
 
 function line(h: RefHit, snippet: string, domain: string): string {
-  const hit: Record<string, unknown> = { timestamp: new Date(h.ts).toISOString(), site: snippet, name: h.name, url: `https://${domain}${h.path}`, referrer: h.referrer, ip: IPS[h.ip][0], userAgent: UAS[h.ua] }
+  const hit: Record<string, unknown> = {
+    timestamp: new Date(h.ts).toISOString(),
+    site: snippet,
+    name: h.name,
+    url: `https://${domain}${h.path}`,
+    referrer: h.referrer,
+    ip: IPS[h.ip][0],
+    userAgent: UAS[h.ua],
+  }
   if (h.kind === 'engagement') hit.engagement = { ms: 12_000, scroll: 40 }
   if (h.kind === 'click') hit.click = { selector: 'button.buy', text: 'Buy', tag: 'button', interactive: !h.dead, dead: h.dead }
   if (h.kind === 'error') hit.error = { name: 'Error', message: h.message }
@@ -112,8 +196,18 @@ function line(h: RefHit, snippet: string, domain: string): string {
 
 // --- the reference grouping
 
-interface RefVisit { hits: RefHit[] }
-interface RefDay { key: string; site: RefHit['site']; ip: number; ua: number; day: string; hits: RefHit[]; visits: RefVisit[] }
+interface RefVisit {
+  hits: RefHit[]
+}
+interface RefDay {
+  key: string
+  site: RefHit['site']
+  ip: number
+  ua: number
+  day: string
+  hits: RefHit[]
+  visits: RefVisit[]
+}
 
 function group(hits: RefHit[]): RefDay[] {
   const days = new Map<string, RefDay>()
@@ -168,9 +262,16 @@ function expectedJourneys(days: RefDay[], range: { from: string; to: string }, k
 
 /** Each visit's pages in the window in time order, a page repeated right after itself once. */
 function pageSequences(days: RefDay[], range: { from: string; to: string }, keepVisit: (v: RefVisit) => boolean = () => true) {
-  return days.flatMap((d) =>
-    d.visits.filter(keepVisit).map((v) => pageviews(v.hits).filter((h) => inWindow(h, range)).map((h) => h.path).filter((p, i, all) => i === 0 || p !== all[i - 1])),
-  ).filter((s) => s.length)
+  return days
+    .flatMap((d) =>
+      d.visits.filter(keepVisit).map((v) =>
+        pageviews(v.hits)
+          .filter((h) => inWindow(h, range))
+          .map((h) => h.path)
+          .filter((p, i, all) => i === 0 || p !== all[i - 1]),
+      ),
+    )
+    .filter((s) => s.length)
 }
 
 /** The flow over the sequences, folded to `limit` pages a step (most visits, ties to the smaller path). */
@@ -188,19 +289,33 @@ function expectedFlow(sequences: string[][], anchor: string | null, before: numb
   for (const step of new Set(cells.map((c) => c.step))) {
     const counts = new Map<string, number>()
     for (const c of cells.filter((c) => c.step === step)) counts.set(c.path, (counts.get(c.path) ?? 0) + 1)
-    kept.set(step, [...counts].sort((x, y) => y[1] - x[1] || (x[0] < y[0] ? -1 : 1)).slice(0, limit).map(([p]) => p))
+    kept.set(
+      step,
+      [...counts]
+        .sort((x, y) => y[1] - x[1] || (x[0] < y[0] ? -1 : 1))
+        .slice(0, limit)
+        .map(([p]) => p),
+    )
   }
   const id = (step: number, path: string) => `${step}:${kept.get(step)!.includes(path) ? path : '(other)'}`
   const nodes = new Map<string, number>()
   const links = new Map<string, number>()
   for (const c of cells) {
     nodes.set(id(c.step, c.path), (nodes.get(id(c.step, c.path)) ?? 0) + 1)
-    if (c.next) links.set(`${id(c.step, c.path)} -> ${id(c.step + 1, c.next)}`, (links.get(`${id(c.step, c.path)} -> ${id(c.step + 1, c.next)}`) ?? 0) + 1)
+    if (c.next)
+      links.set(
+        `${id(c.step, c.path)} -> ${id(c.step + 1, c.next)}`,
+        (links.get(`${id(c.step, c.path)} -> ${id(c.step + 1, c.next)}`) ?? 0) + 1,
+      )
   }
   return { visits: cells.filter((c) => c.step === 0).length, nodes: Object.fromEntries(nodes), links: Object.fromEntries(links) }
 }
 
-type FlowAnswer = { visits: number; nodes: { id: string; step: number; path: string; other: boolean; visits: number; folded: number }[]; links: { source: string; target: string; visits: number }[] }
+type FlowAnswer = {
+  visits: number
+  nodes: { id: string; step: number; path: string; other: boolean; visits: number; folded: number }[]
+  links: { source: string; target: string; visits: number }[]
+}
 const flowAsMaps = (json: FlowAnswer) => ({
   visits: json.visits,
   nodes: Object.fromEntries(json.nodes.map((n) => [n.id, n.visits])),
@@ -222,12 +337,19 @@ describe('flow, journeys and activity', () => {
     const berlin = newSite({ domain: 'berlin.journeys.test', timezone: TZ.berlin }, org.id, NOW)
     const la = newSite({ domain: 'la.journeys.test', timezone: TZ.la }, org.id, NOW)
     const empty = newSite({ domain: 'empty.journeys.test', timezone: TZ.berlin }, org.id, NOW)
-    const ga4 = { ...newSite({ domain: 'ga4.journeys.test', timezone: TZ.berlin }, org.id, NOW), sources: ['ga4' as const], primarySource: 'ga4' as const }
+    const ga4 = {
+      ...newSite({ domain: 'ga4.journeys.test', timezone: TZ.berlin }, org.id, NOW),
+      sources: ['ga4' as const],
+      primarySource: 'ga4' as const,
+    }
     for (const site of [berlin, la, empty, ga4]) await services.repositories.sites.create(site)
     hits = generate(11)
     days = group(hits)
     const sites = { berlin, la }
-    const result = await importHits(hits.map((h) => line(h, sites[h.site].snippetId, sites[h.site].domain)), services.ingestor)
+    const result = await importHits(
+      hits.map((h) => line(h, sites[h.site].snippetId, sites[h.site].domain)),
+      services.ingestor,
+    )
     expect(result.rejected, JSON.stringify(result.errors)).toBe(0)
     Object.assign(ids, { berlin: berlin.id, la: la.id, empty: empty.id, ga4: ga4.id })
   })
@@ -245,19 +367,33 @@ describe('flow, journeys and activity', () => {
         expect(json.note).toMatch(/day/)
         expect(json.total).toBe(expected.length)
         expect(json.nextOffset).toBeNull()
-        expect(json.journeys.map(({ visitor, ...rest }: { visitor: string }) => rest), site).toEqual(expected)
+        expect(
+          json.journeys.map(({ visitor, ...rest }: { visitor: string }) => rest),
+          site,
+        ).toEqual(expected)
         expect(new Set(json.journeys.map((j: { visitor: string }) => j.visitor)).size).toBe(expected.length)
       }
       // 07:50 and 08:10 UTC on 21 November: one Berlin day, two Los Angeles days
-      const at = (site: RefHit['site']) => expectedJourneys(daysOf(site), { from: '2026-11-21T07:00:00Z', to: '2026-11-21T09:00:00Z' }).filter((j) => j.country === 'AU' && j.browser === 'Firefox')
+      const at = (site: RefHit['site']) =>
+        expectedJourneys(daysOf(site), { from: '2026-11-21T07:00:00Z', to: '2026-11-21T09:00:00Z' }).filter(
+          (j) => j.country === 'AU' && j.browser === 'Firefox',
+        )
       expect(at('berlin')).toHaveLength(1)
       expect(at('la').map((j) => j.day)).toEqual(['2026-11-21', '2026-11-20'])
       const la = await get(`/api/v1/journeys?site_id=${ids.la}&range=custom&from=2026-11-20&to=2026-11-21`)
       // the Berlin day of 19 November for that address and agent opens with an engagement report past midnight
-      const cut = expectedJourneys(daysOf('berlin'), { from: '2026-11-18T23:00:00Z', to: '2026-11-19T10:00:00Z' }).find((j) => j.firstSeen.startsWith('2026-11-18T23:00:30'))
+      const cut = expectedJourneys(daysOf('berlin'), { from: '2026-11-18T23:00:00Z', to: '2026-11-19T10:00:00Z' }).find((j) =>
+        j.firstSeen.startsWith('2026-11-18T23:00:30'),
+      )
       expect(cut).toMatchObject({ day: '2026-11-19', landingPage: '/signup', source: 'Google' })
-      expect(la.journeys.filter((j: { country: string; browser: string }) => j.country === 'AU' && j.browser === 'Firefox').map((j: { day: string }) => j.day)).toEqual(
-        expectedJourneys(daysOf('la'), la.range).filter((j) => j.country === 'AU' && j.browser === 'Firefox').map((j) => j.day),
+      expect(
+        la.journeys
+          .filter((j: { country: string; browser: string }) => j.country === 'AU' && j.browser === 'Firefox')
+          .map((j: { day: string }) => j.day),
+      ).toEqual(
+        expectedJourneys(daysOf('la'), la.range)
+          .filter((j) => j.country === 'AU' && j.browser === 'Firefox')
+          .map((j) => j.day),
       )
     })
 
@@ -274,10 +410,16 @@ describe('flow, journeys and activity', () => {
     })
 
     it('honours filters: visit attributes and pages', async () => {
-      const gb = await get(`/api/v1/journeys?site_id=${ids.berlin}&range=30d&limit=1000${filtersParam([{ dimension: 'country', operator: 'is', value: ['GB'] }])}`)
-      expect(gb.journeys.map(({ visitor, ...rest }: { visitor: string }) => rest)).toEqual(expectedJourneys(daysOf('berlin'), gb.range, (h) => IPS[h.ip][1] === 'GB'))
+      const gb = await get(
+        `/api/v1/journeys?site_id=${ids.berlin}&range=30d&limit=1000${filtersParam([{ dimension: 'country', operator: 'is', value: ['GB'] }])}`,
+      )
+      expect(gb.journeys.map(({ visitor, ...rest }: { visitor: string }) => rest)).toEqual(
+        expectedJourneys(daysOf('berlin'), gb.range, (h) => IPS[h.ip][1] === 'GB'),
+      )
       expect(gb.journeys.length).toBeGreaterThan(0)
-      const pricing = await get(`/api/v1/journeys?site_id=${ids.berlin}&range=7d&limit=1000${filtersParam([{ dimension: 'path', operator: 'is', value: ['/pricing'] }])}`)
+      const pricing = await get(
+        `/api/v1/journeys?site_id=${ids.berlin}&range=7d&limit=1000${filtersParam([{ dimension: 'path', operator: 'is', value: ['/pricing'] }])}`,
+      )
       const expected = expectedJourneys(daysOf('berlin'), pricing.range, (h) => h.path === '/pricing')
       expect(pricing.journeys.map(({ visitor, ...rest }: { visitor: string }) => rest)).toEqual(expected)
       expect(pricing.total).toBe(expected.length)
@@ -294,9 +436,9 @@ describe('flow, journeys and activity', () => {
       expect(json).toMatchObject({ available: true, visitor: list.journeys[index].visitor, truncated: false })
       expect(json.note).toMatch(/cannot be joined/)
       expect(json.journey).toEqual(list.journeys[index])
-      expect(json.events.map((e: { timestamp: string; kind: string; name: string; path: string }) => [e.timestamp, e.kind, e.name, e.path])).toEqual(
-        ref.hits.map((h) => [new Date(h.ts).toISOString(), h.kind, h.name, h.path]),
-      )
+      expect(
+        json.events.map((e: { timestamp: string; kind: string; name: string; path: string }) => [e.timestamp, e.kind, e.name, e.path]),
+      ).toEqual(ref.hits.map((h) => [new Date(h.ts).toISOString(), h.kind, h.name, h.path]))
       for (const e of json.events) {
         const h = ref.hits.find((x) => new Date(x.ts).toISOString() === e.timestamp)!
         if (h.kind === 'click') expect(e.element).toMatchObject({ selector: 'button.buy', dead: h.dead })
@@ -355,7 +497,9 @@ describe('flow, journeys and activity', () => {
     })
 
     it('honours filters: the visits holding a selected event', async () => {
-      const json = await get(`/api/v1/flow?site_id=${ids.berlin}&range=30d&depth=4${filtersParam([{ dimension: 'event', operator: 'is', value: ['Signup'] }])}`)
+      const json = await get(
+        `/api/v1/flow?site_id=${ids.berlin}&range=30d&depth=4${filtersParam([{ dimension: 'event', operator: 'is', value: ['Signup'] }])}`,
+      )
       const keep = (v: RefVisit) => v.hits.some((h) => h.name === 'Signup' && inWindow(h, json.range))
       const expected = expectedFlow(pageSequences(daysOf('berlin'), json.range, keep), null, 0, 4, 10)
       expect(flowAsMaps(json)).toEqual(expected)
@@ -373,7 +517,15 @@ describe('flow, journeys and activity', () => {
         .map(({ h, d }) => {
           const first: RefHit | undefined = pageviews(d.hits)[0]
           const referrer = first?.referrer ?? null
-          return { timestamp: new Date(h.ts).toISOString(), kind: h.kind, path: h.path, source: REFERRERS.find(([r]) => r === referrer)![1], referrer: referrer ?? '', country: IPS[h.ip][1], day: d.key }
+          return {
+            timestamp: new Date(h.ts).toISOString(),
+            kind: h.kind,
+            path: h.path,
+            source: REFERRERS.find(([r]) => r === referrer)![1],
+            referrer: referrer ?? '',
+            country: IPS[h.ip][1],
+            day: d.key,
+          }
         })
     }
     const shape = (actions: { timestamp: string; kind: string; path: string; source: string; referrer: string; country: string }[]) =>
@@ -404,8 +556,14 @@ describe('flow, journeys and activity', () => {
       expect(five.range.name).toBe('5m')
       expect(shape(five.actions)).toEqual(expectedTape('berlin', 5).map(({ day, ...rest }) => rest))
       const limited = await get(`/api/v1/activity?site_id=${ids.berlin}&limit=4`)
-      expect(shape(limited.actions)).toEqual(expectedTape('berlin', 30).slice(0, 4).map(({ day, ...rest }) => rest))
-      const clicks = await get(`/api/v1/activity?site_id=${ids.berlin}${filtersParam([{ dimension: 'country', operator: 'is', value: ['US'] }])}`)
+      expect(shape(limited.actions)).toEqual(
+        expectedTape('berlin', 30)
+          .slice(0, 4)
+          .map(({ day, ...rest }) => rest),
+      )
+      const clicks = await get(
+        `/api/v1/activity?site_id=${ids.berlin}${filtersParam([{ dimension: 'country', operator: 'is', value: ['US'] }])}`,
+      )
       const expected = expectedTape('berlin', 30, (h) => IPS[h.ip][1] === 'US')
       expect(expected.length).toBeGreaterThan(0)
       expect(shape(clicks.actions)).toEqual(expected.map(({ day, ...rest }) => rest))
@@ -427,26 +585,44 @@ describe('flow, journeys and activity', () => {
 
   it('refuses bad input with a 400 naming the parameter', async () => {
     const cases: [string, string][] = [
-      ['flow', 'depth=0'], ['flow', 'depth=6'], ['flow', 'depth=two'], ['flow', 'start_path=%2Fa&focus_path=%2Fb'], ['flow', 'start_path='],
-      ['journeys', 'visitor=abc'], ['journeys', 'visitor=18446744073709551616'], ['journeys', 'offset=-1'],
+      ['flow', 'depth=0'],
+      ['flow', 'depth=6'],
+      ['flow', 'depth=two'],
+      ['flow', 'start_path=%2Fa&focus_path=%2Fb'],
+      ['flow', 'start_path='],
+      ['journeys', 'visitor=abc'],
+      ['journeys', 'visitor=18446744073709551616'],
+      ['journeys', 'offset=-1'],
       ['activity', 'window=1h'],
     ]
     for (const [path, query] of cases) {
       const res = await call('GET', `/api/v1/${path}?site_id=${ids.berlin}&${query}`, { key })
       expect(res.status, `${path}?${query}`).toBe(400)
-      expect(res.json.error, `${path}?${query}`).toMatch(new RegExp(`^${query.split('=')[0] === 'start_path' && query.includes('focus') ? 'focus_path' : query.split('=')[0]}`))
+      expect(res.json.error, `${path}?${query}`).toMatch(
+        new RegExp(`^${query.split('=')[0] === 'start_path' && query.includes('focus') ? 'focus_path' : query.split('=')[0]}`),
+      )
     }
   })
 })
 
 describe('flow limit', () => {
-  it('keeps at most 100 pages a step: a larger limit is clamped, and the rest fold into the step\'s other node', async () => {
+  it("keeps at most 100 pages a step: a larger limit is clamped, and the rest fold into the step's other node", async () => {
     const services = await testServices({ now: () => NOW })
-    const { key, sites: [site] } = await orgWithSites(services, 'Flow limit', [{ domain: 'wide.journeys.test', timezone: 'UTC' }], NOW)
+    const {
+      key,
+      sites: [site],
+    } = await orgWithSites(services, 'Flow limit', [{ domain: 'wide.journeys.test', timezone: 'UTC' }], NOW)
     // 105 visitors landing on 105 pages, one each: every page ties, so the smaller paths keep their nodes
     const at = new Date(NOW.getTime() - 2 * 3_600_000).toISOString()
     const lines = Array.from({ length: 105 }, (_, i) =>
-      JSON.stringify({ timestamp: at, site: site.snippetId, name: 'pageview', url: `https://${site.domain}/p${String(i).padStart(3, '0')}`, ip: `203.0.113.${i + 1}`, userAgent: UAS[0] }),
+      JSON.stringify({
+        timestamp: at,
+        site: site.snippetId,
+        name: 'pageview',
+        url: `https://${site.domain}/p${String(i).padStart(3, '0')}`,
+        ip: `203.0.113.${i + 1}`,
+        userAgent: UAS[0],
+      }),
     )
     expect((await importHits(lines, services.ingestor)).imported).toBe(105)
     const res = await client(services)('GET', `/api/v1/flow?site_id=${site.id}&range=7d&depth=1&limit=1000`, { key })

@@ -19,10 +19,21 @@ describe('live windows', () => {
     // the Etc zone where it is about noon now (Etc/GMT-3 is UTC+3)
     const offset = 12 - live.getUTCHours()
     const timezone = offset === 0 ? 'UTC' : `Etc/GMT${offset > 0 ? '-' : '+'}${Math.abs(offset)}`
-    const { key, sites: [site] } = await orgWithSites(services, 'Live', [{ domain: 'live.windows.test', timezone }], live)
+    const {
+      key,
+      sites: [site],
+    } = await orgWithSites(services, 'Live', [{ domain: 'live.windows.test', timezone }], live)
     const at = (minutesAgo: number) => new Date(live.getTime() - minutesAgo * 60_000).toISOString()
     const hit = (minutesAgo: number, ip: string, path: string, referrer?: string) =>
-      JSON.stringify({ timestamp: at(minutesAgo), site: site.snippetId, name: 'pageview', url: `https://live.windows.test${path}`, ip, userAgent: UAS[1], ...(referrer ? { referrer } : {}) })
+      JSON.stringify({
+        timestamp: at(minutesAgo),
+        site: site.snippetId,
+        name: 'pageview',
+        url: `https://live.windows.test${path}`,
+        ip,
+        userAgent: UAS[1],
+        ...(referrer ? { referrer } : {}),
+      })
     const google = 'https://www.google.com/'
     await importHits(
       [
@@ -38,29 +49,53 @@ describe('live windows', () => {
     const get = (path: string) => getOk(call, `${path}${path.includes('?') ? '&' : '?'}site_id=${site.id}`, key)
 
     // the compiled reads: a live window reads recent_events, a live window resolved two days before the read (or any other window) events
-    const query = (range: 'realtime' | '30m' | '7d', resolvedAt = live) => ({ siteId: site.id, range: resolveRange({ range }, timezone, resolvedAt), filters: [], goals: [], limit: 10, now: live })
+    const query = (range: 'realtime' | '30m' | '7d', resolvedAt = live) => ({
+      siteId: site.id,
+      range: resolveRange({ range }, timezone, resolvedAt),
+      filters: [],
+      goals: [],
+      limit: 10,
+      now: live,
+    })
     expect(compileRead(query('realtime'), { kind: 'breakdown', property: 'path' }).sql).toContain('FROM recent_events')
     expect(compileRead(query('30m'), { kind: 'series' }).sql).toContain('FROM recent_events')
-    expect(compileRead(query('realtime', new Date(live.getTime() - 2 * 86_400_000)), { kind: 'breakdown', property: 'path' }).sql).not.toContain('recent_events')
+    expect(
+      compileRead(query('realtime', new Date(live.getTime() - 2 * 86_400_000)), { kind: 'breakdown', property: 'path' }).sql,
+    ).not.toContain('recent_events')
     expect(compileRead(query('7d'), { kind: 'series' }).sql).not.toContain('recent_events')
 
     const realtime = await get('/api/v1/realtime')
     expect(realtime).toMatchObject({ now: 2, halfHour: 3 })
     expect(realtime.series.reduce((s: number, b: { pageviews: number }) => s + b.pageviews, 0)).toBe(3)
-    expect(realtime.pages.map((p: { value: string; visitors: number }) => [p.value, p.visitors])).toEqual([['/a', 1], ['/b', 1]])
-    expect(realtime.sources.map((p: { value: string; visitors: number }) => [p.value, p.visitors])).toEqual([['Direct / None', 1], ['Google', 1]])
+    expect(realtime.pages.map((p: { value: string; visitors: number }) => [p.value, p.visitors])).toEqual([
+      ['/a', 1],
+      ['/b', 1],
+    ])
+    expect(realtime.sources.map((p: { value: string; visitors: number }) => [p.value, p.visitors])).toEqual([
+      ['Direct / None', 1],
+      ['Google', 1],
+    ])
     expect((await get('/api/v1/stats?range=realtime')).totals).toMatchObject({ visitors: 2, visits: 2, pageviews: 2 })
 
     const activity = await get('/api/v1/activity')
     // the source is that of the visitor's first pageview of the day: A's is Google, from three hours ago
-    expect(activity.actions.map((a: { timestamp: string; path: string; source: string; referrer: string }) => [a.timestamp, a.path, a.source, a.referrer])).toEqual([
+    expect(
+      activity.actions.map((a: { timestamp: string; path: string; source: string; referrer: string }) => [
+        a.timestamp,
+        a.path,
+        a.source,
+        a.referrer,
+      ]),
+    ).toEqual([
       [at(2), '/a', 'Google', google],
       [at(4), '/b', 'Google', google],
       [at(12), '/a', '', ''],
     ])
 
     // the events of live windows come from recent_events, and so do the visits holding them: without its rows, the tape, views and visits are gone
-    await services.clickhouse.command('ALTER TABLE recent_events DELETE WHERE site_id = {site:UUID} SETTINGS mutations_sync = 2', { site: site.id })
+    await services.clickhouse.command('ALTER TABLE recent_events DELETE WHERE site_id = {site:UUID} SETTINGS mutations_sync = 2', {
+      site: site.id,
+    })
     expect((await get('/api/v1/activity')).actions).toEqual([])
     const emptied = await get('/api/v1/realtime')
     expect(emptied).toMatchObject({ now: 0, halfHour: 0, pages: [], sources: [] })

@@ -14,7 +14,12 @@ describe.each(kinds)('organization (%s key/value store)', (kind) => {
 
   beforeAll(async () => {
     t = await harness({ kv: kind, now: () => now })
-    second = (await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body: { domain: `second-${crypto.randomUUID().slice(0, 6)}.example.com` } })).json
+    second = (
+      await t.call('POST', '/api/v1/sites', {
+        key: t.a.write.key,
+        body: { domain: `second-${crypto.randomUUID().slice(0, 6)}.example.com` },
+      })
+    ).json
     const hit = (snippet: string, domain: string, at: string, name: string, extra: Record<string, unknown> = {}) =>
       JSON.stringify({ timestamp: at, site: snippet, name, url: `https://${domain}/`, ip: '8.8.8.8', userAgent: FIREFOX, ...extra })
     const result = await importHits(
@@ -33,7 +38,16 @@ describe.each(kinds)('organization (%s key/value store)', (kind) => {
     )
     expect(result).toMatchObject({ imported: 7, rejected: 0 })
     // bots of server-side collection are stored and counted, not billed
-    const bots = await t.call('POST', '/api/v1/collect', { key: t.a.write.key, body: { site_id: t.a.site.snippetId, events: [{ path: '/', userAgent: GPTBOT }, { path: '/a', userAgent: GPTBOT }] } })
+    const bots = await t.call('POST', '/api/v1/collect', {
+      key: t.a.write.key,
+      body: {
+        site_id: t.a.site.snippetId,
+        events: [
+          { path: '/', userAgent: GPTBOT },
+          { path: '/a', userAgent: GPTBOT },
+        ],
+      },
+    })
     expect(bots.json.ingested).toBe(2)
   })
 
@@ -74,7 +88,14 @@ describe.each(kinds)('organization (%s key/value store)', (kind) => {
     const over = (await t.call('GET', '/api/v1/org', { key: t.b.read.key })).json
     expect(over.usage.share).toBeGreaterThan(1)
     expect(over.notices).toEqual([{ level: 'warning', code: 'quota_exceeded', message: expect.stringContaining('nothing is dropped') }])
-    const hit = JSON.stringify({ timestamp: '2026-11-21T08:00:00Z', site: t.b.site.snippetId, name: 'pageview', url: `https://${t.b.site.domain}/more`, ip: '1.1.1.1', userAgent: FIREFOX })
+    const hit = JSON.stringify({
+      timestamp: '2026-11-21T08:00:00Z',
+      site: t.b.site.snippetId,
+      name: 'pageview',
+      url: `https://${t.b.site.domain}/more`,
+      ip: '1.1.1.1',
+      userAgent: FIREFOX,
+    })
     expect((await importHits([hit], t.services.ingestor)).imported).toBe(1)
     expect((await t.call('GET', '/api/v1/org', { key: t.b.read.key })).json.usage.events).toBe(PLANS.free.limits.monthlyEvents + 2)
   })
@@ -83,7 +104,12 @@ describe.each(kinds)('organization (%s key/value store)', (kind) => {
     const org = (await t.repositories.orgs.get(t.a.org.id))!
     await t.repositories.orgs.create({ ...org, plan: 'pro', trialEndsAt: '2026-11-25T12:00:00.000Z' })
     const res = (await t.call('GET', '/api/v1/org', { key: t.a.read.key })).json
-    expect(res).toMatchObject({ plan: 'pro', limits: PLANS.pro.limits, features: [...PLANS.pro.features], subscription: { status: 'trialing', trialEndsAt: '2026-11-25T12:00:00.000Z', trialDaysLeft: 3 } })
+    expect(res).toMatchObject({
+      plan: 'pro',
+      limits: PLANS.pro.limits,
+      features: [...PLANS.pro.features],
+      subscription: { status: 'trialing', trialEndsAt: '2026-11-25T12:00:00.000Z', trialDaysLeft: 3 },
+    })
     expect(res.notices.map((n: { code: string }) => n.code)).toEqual(['trial_ending'])
     await t.repositories.orgs.create({ ...org, plan: 'pro', subscriptionStatus: 'past_due', trialEndsAt: null })
     const due = (await t.call('GET', '/api/v1/org', { key: t.a.read.key })).json

@@ -7,7 +7,14 @@ import { client, getOk, orgWithSites, testServices } from '../helpers'
 import { ROLLED_BREAKDOWNS, NOW, UAS, expectedBreakdown, expectedTotals, fixture, type RawHit, type Ref } from './report-reference'
 
 const at = (iso: string) => Date.parse(iso)
-const hit = (iso: string, ip: string, ua: string, path: string, name = 'pageview', referrer: string | null = null): RawHit => ({ ts: at(iso), name, path, ip, ua, referrer })
+const hit = (iso: string, ip: string, ua: string, path: string, name = 'pageview', referrer: string | null = null): RawHit => ({
+  ts: at(iso),
+  name,
+  path,
+  ip,
+  ua,
+  referrer,
+})
 
 // today is 22 November in Berlin (from 21 November 23:00 UTC); NOW is 15:00 UTC
 const TODAY = [
@@ -34,7 +41,10 @@ describe('partial rollup of today', () => {
     const services = await testServices({ now: () => NOW })
     const call = client(services)
     const tz = 'Europe/Berlin'
-    const { key, sites: [site] } = await orgWithSites(services, 'Partial', [{ domain: 'partial.reports.test', timezone: tz }], NOW)
+    const {
+      key,
+      sites: [site],
+    } = await orgWithSites(services, 'Partial', [{ domain: 'partial.reports.test', timezone: tz }], NOW)
     const linesOf = (ref: Ref, from = 0) => ref.lines.slice(from)
     const ref = fixture(site.snippetId, site.domain, tz, 11, TODAY)
     expect((await importHits(linesOf(ref), services.ingestor)).rejected).toBe(0)
@@ -42,12 +52,31 @@ describe('partial rollup of today', () => {
     const to = '2026-11-23T00:00:00+01:00'
     const breakdowns = ROLLED_BREAKDOWNS
     const pageRows = async (range: string) =>
-      (await runRead<Record<string, string>>(services.clickhouse, { siteId: site.id, range: resolveRange({ range: range as '7d' }, tz, NOW), filters: [], goals: [], limit: 1000, now: NOW }, { kind: 'breakdown', property: 'path', reports: true }))
-        .map((r) => ({ value: r.value, visitors: Number(r.visitors), reports: Number(r.reports), scroll: Number(r.scroll_sum), ms: Number(r.engaged_ms_sum) }))
+      (
+        await runRead<Record<string, string>>(
+          services.clickhouse,
+          { siteId: site.id, range: resolveRange({ range: range as '7d' }, tz, NOW), filters: [], goals: [], limit: 1000, now: NOW },
+          { kind: 'breakdown', property: 'path', reports: true },
+        )
+      ).map((r) => ({
+        value: r.value,
+        visitors: Number(r.visitors),
+        reports: Number(r.reports),
+        scroll: Number(r.scroll_sum),
+        ms: Number(r.engaged_ms_sum),
+      }))
     const expectedPageRows = (reference: Ref, lo: string) =>
       expectedBreakdown(reference, lo, to, (e) => e.path, false).map((r) => {
-        const reports = reference.events.filter((e) => e.path === r.value && e.engagement && e.ts >= Date.parse(lo) && e.ts < Date.parse(to))
-        return { value: r.value, visitors: r.visitors, reports: reports.length, scroll: reports.reduce((s, e) => s + e.engagement!.scroll, 0), ms: reports.reduce((s, e) => s + e.engagement!.ms, 0) }
+        const reports = reference.events.filter(
+          (e) => e.path === r.value && e.engagement && e.ts >= Date.parse(lo) && e.ts < Date.parse(to),
+        )
+        return {
+          value: r.value,
+          visitors: r.visitors,
+          reports: reports.length,
+          scroll: reports.reduce((s, e) => s + e.engagement!.scroll, 0),
+          ms: reports.reduce((s, e) => s + e.engagement!.ms, 0),
+        }
       })
     const expectAllMatch = async (reference: Ref) => {
       for (const [range, lo] of [
@@ -57,13 +86,20 @@ describe('partial rollup of today', () => {
       ]) {
         expect((await get(`/api/v1/stats?${range}`)).totals, range).toEqual(expectedTotals(reference, lo, to))
         for (const [property, valueOf] of breakdowns) {
-          expect((await get(`/api/v1/breakdown?${range}&property=${property}&limit=1000`)).results, `${range} ${property}`).toEqual(expectedBreakdown(reference, lo, to, valueOf, true))
+          expect((await get(`/api/v1/breakdown?${range}&property=${property}&limit=1000`)).results, `${range} ${property}`).toEqual(
+            expectedBreakdown(reference, lo, to, valueOf, true),
+          )
         }
         if (range !== 'range=today') {
           const json = await get(`/api/v1/timeseries?${range}`)
           for (const [i, bucket] of json.series.entries()) {
             const e = expectedTotals(reference, bucket.timestamp, json.series[i + 1]?.timestamp ?? json.range.to)
-            expect({ t: bucket.timestamp, visitors: bucket.visitors, visits: bucket.visits, pageviews: bucket.pageviews }).toEqual({ t: bucket.timestamp, visitors: e.visitors, visits: e.visits, pageviews: e.pageviews })
+            expect({ t: bucket.timestamp, visitors: bucket.visitors, visits: bucket.visits, pageviews: bucket.pageviews }).toEqual({
+              t: bucket.timestamp,
+              visitors: e.visitors,
+              visits: e.visits,
+              pageviews: e.pageviews,
+            })
           }
         }
       }
@@ -77,7 +113,12 @@ describe('partial rollup of today', () => {
     // hour before the visit still going, begun at 13:50 (visits whose last event is over 35 minutes old have ended)
     await refreshRollups(services.clickhouse, services.repositories, NOW, 40)
     const rolled = await rolledDays(services.clickhouse, query)
-    expect(rolled.partial).toMatchObject({ day: '2026-11-22', from: '2026-11-21 23:00:00.000', to: '2026-11-22 23:00:00.000', before: '2026-11-22 13:45:00.000' })
+    expect(rolled.partial).toMatchObject({
+      day: '2026-11-22',
+      from: '2026-11-21 23:00:00.000',
+      to: '2026-11-22 23:00:00.000',
+      before: '2026-11-22 13:45:00.000',
+    })
     // the visits begun before the cutoff: the fixture's and the three early ones above
     const early = [...ref.visits.values()].filter((v) => v.start >= at('2026-11-21T23:00:00Z') && v.start < at('2026-11-22T13:45:00Z'))
     expect(early.length).toBeGreaterThanOrEqual(3)
@@ -95,7 +136,11 @@ describe('partial rollup of today', () => {
     await expectAllMatch(later)
 
     // a late hit of an early visit (the bounce at 12:00 gets a second page): today goes back to events until the next build
-    const late = fixture(site.snippetId, site.domain, tz, 11, [...TODAY, hit('2026-11-22T14:58:00Z', '8.8.8.8', UAS[0], '/blog/a'), hit('2026-11-22T12:10:00Z', '46.114.0.1', UAS[2], '/pricing')])
+    const late = fixture(site.snippetId, site.domain, tz, 11, [
+      ...TODAY,
+      hit('2026-11-22T14:58:00Z', '8.8.8.8', UAS[0], '/blog/a'),
+      hit('2026-11-22T12:10:00Z', '46.114.0.1', UAS[2], '/pricing'),
+    ])
     expect((await importHits(linesOf(late, later.lines.length), services.ingestor)).imported).toBe(1)
     expect((await rolledDays(services.clickhouse, query)).partial).toBeUndefined()
     await expectAllMatch(late)

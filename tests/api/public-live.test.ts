@@ -10,7 +10,23 @@ const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefo
 
 // by hand, for a UTC site at 2026-11-22 15:00: 30d admits windows starting on or after 2026-10-23,
 // year those starting after 2025-11-22; the site's first event is 400 days back, so `all` starts then
-const RANGES = ['5m', '30m', 'realtime', 'today', 'yesterday', '7d', 'week', 'month', '30d', '90d', 'year', 'ytd', '12mo', 'last-year', 'all'] as const
+const RANGES = [
+  '5m',
+  '30m',
+  'realtime',
+  'today',
+  'yesterday',
+  '7d',
+  'week',
+  'month',
+  '30d',
+  '90d',
+  'year',
+  'ytd',
+  '12mo',
+  'last-year',
+  'all',
+] as const
 const ADMITTED: Record<string, string[]> = {
   live: ['5m', '30m', 'realtime'],
   '30d': ['5m', '30m', 'realtime', 'today', 'yesterday', '7d', 'week', 'month', '30d'],
@@ -48,7 +64,14 @@ describe('GET /api/public/live', () => {
     await services.repositories.sites.create(hidden)
     await call('PATCH', `/api/v1/sites/${site.id}`, { key: writeKey, body: { publicCounts: true, includeBots: true } })
     const hit = (minutesAgo: number, ip: string, ua = FIREFOX) =>
-      JSON.stringify({ timestamp: new Date(NOW.getTime() - minutesAgo * 60_000).toISOString(), site: site.snippetId, name: 'pageview', url: 'https://public.live.test/', ip, userAgent: ua })
+      JSON.stringify({
+        timestamp: new Date(NOW.getTime() - minutesAgo * 60_000).toISOString(),
+        site: site.snippetId,
+        name: 'pageview',
+        url: 'https://public.live.test/',
+        ip,
+        userAgent: ua,
+      })
     const result = await importHits(
       [
         hit(400 * 1440, '9.9.9.9'),
@@ -78,7 +101,16 @@ describe('GET /api/public/live', () => {
   it('counts humans in the last 5 minutes by default, with halfHour, cached for 10 seconds', async () => {
     const res = await live(`site=${site.snippetId}`)
     expect(res.status).toBe(200)
-    expect(res.json).toEqual({ site: site.snippetId, range: '5m', from: '2026-11-22T14:55:00+00:00', to: '2026-11-22T15:00:00+00:00', visitors: 2, visits: 2, pageviews: 3, halfHour: 3 })
+    expect(res.json).toEqual({
+      site: site.snippetId,
+      range: '5m',
+      from: '2026-11-22T14:55:00+00:00',
+      to: '2026-11-22T15:00:00+00:00',
+      visitors: 2,
+      visits: 2,
+      pageviews: 3,
+      halfHour: 3,
+    })
     expect(res.headers.get('cache-control')).toBe('public, max-age=10')
     expect(res.headers.get('access-control-allow-origin')).toBe('*')
     await dial('30d')
@@ -103,13 +135,22 @@ describe('GET /api/public/live', () => {
   it('answers an unknown site, an unpublished site and a window past the dial with the same 404', async () => {
     await dial('live')
     const answers = await Promise.all([live('site=zzzzzzzzzz'), live(`site=${hidden.snippetId}`), live(`site=${site.snippetId}&range=30d`)])
-    const shape = (r: (typeof answers)[number]) => ({ status: r.status, body: r.text, headers: [...r.headers].filter(([name]) => name !== 'date' && name !== 'x-request-id') })
+    const shape = (r: (typeof answers)[number]) => ({
+      status: r.status,
+      body: r.text,
+      headers: [...r.headers].filter(([name]) => name !== 'date' && name !== 'x-request-id'),
+    })
     expect(answers.map(shape)).toEqual([shape(answers[0]), shape(answers[0]), shape(answers[0])])
     expect(answers[0].status).toBe(404)
   })
 
   it('rejects a bad range and missing custom dates with 400, whatever the site', async () => {
-    for (const query of [`site=${site.snippetId}&range=fortnight`, `site=${site.snippetId}&range=custom&from=2026-11-01`, 'site=zzzzzzzzzz&range=custom', 'range=5m']) {
+    for (const query of [
+      `site=${site.snippetId}&range=fortnight`,
+      `site=${site.snippetId}&range=custom&from=2026-11-01`,
+      'site=zzzzzzzzzz&range=custom',
+      'range=5m',
+    ]) {
       const res = await live(query)
       expect(res.status, query).toBe(400)
       expect(res.json.error).toEqual(expect.any(String))
@@ -122,7 +163,9 @@ describe('GET /api/public/live', () => {
     const before = engineQueries
     for (let i = 0; i < 5; i++) expect((await live(`site=${site.snippetId}&range=7d`)).status).toBe(200)
     expect(engineQueries).toBe(before)
-    const concurrent = await Promise.all(Array.from({ length: 200 }, () => live(`site=${site.snippetId}&range=custom&from=2026-11-01&to=2026-11-02`)))
+    const concurrent = await Promise.all(
+      Array.from({ length: 200 }, () => live(`site=${site.snippetId}&range=custom&from=2026-11-01&to=2026-11-02`)),
+    )
     expect(concurrent.every((r) => r.status === 200 && r.json.visitors === 0)).toBe(true)
     // one computation for the window: the lookup of its rolled-up days, then the totals query
     expect(engineQueries).toBe(before + 2)

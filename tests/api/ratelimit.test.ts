@@ -33,7 +33,12 @@ describe('per-key rate limits through the app', () => {
 
   it.runIf(!!REDIS_URL)('after a 429 from the shared Redis limiter, waiting Retry-After seconds is enough', async () => {
     const t = await harness({ kv: 'redis' })
-    const small = { default: { max: 5, windowMs: 3000 }, collect: { max: 5, windowMs: 3000 }, ping: { max: 5, windowMs: 3000 }, proxy: { max: 5, windowMs: 3000 } }
+    const small = {
+      default: { max: 5, windowMs: 3000 },
+      collect: { max: 5, windowMs: 3000 },
+      ping: { max: 5, windowMs: 3000 },
+      proxy: { max: 5, windowMs: 3000 },
+    }
     const call = client({ ...t.services, limiter: redisRateLimiter(t.services.kv, small) })
     for (let round = 0; round < 2; round++) {
       let refused: Awaited<ReturnType<typeof call>> | undefined

@@ -7,7 +7,6 @@ import { honoPath } from '../../functions/http'
 import { endpoints } from '../../functions/registry'
 import { client, harness, testServices, type Harness } from '../helpers'
 
-
 describe('the endpoint registry', () => {
   let t: Harness
 
@@ -33,7 +32,9 @@ describe('the endpoint registry', () => {
     expect(res.headers.get('access-control-allow-origin')).toBe('*')
     const listed = res.json.endpoints.map((e: { method: string; path: string }) => `${e.method} ${e.path}`)
     expect(listed.sort()).toEqual(endpoints.map((e) => `${e.method} ${e.path}`).sort())
-    const patch = res.json.endpoints.find((e: { method: string; path: string }) => e.method === 'PATCH' && e.path === '/api/v1/sites/{site_id}')
+    const patch = res.json.endpoints.find(
+      (e: { method: string; path: string }) => e.method === 'PATCH' && e.path === '/api/v1/sites/{site_id}',
+    )
     expect(patch).toMatchObject({ scope: 'write', tool: 'update_site_settings', parameters: { type: 'object', required: ['site_id'] } })
     expect(patch.body.properties.includeBots).toEqual({ type: 'boolean' })
     expect(patch.body.properties.publicCountsDial).toEqual({ type: 'string', enum: ['live', '30d', 'year', 'all'] })
@@ -47,7 +48,9 @@ describe('the endpoint registry', () => {
     const res = await t.call('GET', '/api/v1/openapi.json')
     expect(res.status).toBe(200)
     expect(res.json.openapi).toBe('3.1.0')
-    const operations = Object.entries(res.json.paths as Record<string, Record<string, unknown>>).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`))
+    const operations = Object.entries(res.json.paths as Record<string, Record<string, unknown>>).flatMap(([path, ops]) =>
+      Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`),
+    )
     expect(operations.sort()).toEqual(endpoints.map((e) => `${e.method} ${e.path}`).sort())
     const copy = structuredClone(res.json)
     const result = await validate(copy)
@@ -112,7 +115,10 @@ describe('typed answers in the OpenAPI document', () => {
     expect(doc.paths['/api/v1/sites/{site_id}/ingest-key'].post.responses).not.toHaveProperty('200')
     expect(doc.paths['/api/event'].post.responses).toHaveProperty('202')
     // integer parameters carry their real bounds, not the whole safe-integer range
-    for (const path of Object.values(doc.paths) as Record<string, { parameters?: { schema: { minimum?: number; maximum?: number } }[] }>[]) {
+    for (const path of Object.values(doc.paths) as Record<
+      string,
+      { parameters?: { schema: { minimum?: number; maximum?: number } }[] }
+    >[]) {
       for (const op of Object.values(path)) {
         for (const p of op.parameters ?? []) expect(Math.abs(p.schema.maximum ?? 0)).toBeLessThan(Number.MAX_SAFE_INTEGER)
       }
@@ -129,7 +135,15 @@ describe('typed answers in the OpenAPI document', () => {
         '/api.d.ts': generated,
         '/probe.ts': `import type { paths } from './api'\ntype Stats = paths['/api/v1/stats']['get']['responses'][200]['content']['application/json']\ndeclare const stats: Stats\n${line}\n`,
       }
-      const options = { strict: true, noEmit: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler, types: [], lib: ['lib.es2022.d.ts'] }
+      const options = {
+        strict: true,
+        noEmit: true,
+        target: ts.ScriptTarget.ES2022,
+        module: ts.ModuleKind.ESNext,
+        moduleResolution: ts.ModuleResolutionKind.Bundler,
+        types: [],
+        lib: ['lib.es2022.d.ts'],
+      }
       const host = ts.createCompilerHost(options)
       const read = host.readFile.bind(host)
       host.readFile = (name) => files[name] ?? read(name)

@@ -24,16 +24,35 @@ describe('report delivery', () => {
   const configure = async (site: Site, alerts: Partial<Site['alerts']>, webhookSecret?: string) => {
     return t.services.sites.update(site.id, (fresh) => ({ ...fresh, alerts: { ...fresh.alerts, ...alerts }, webhookSecret }))
   }
-  const deps = () => ({ ...t.services, mailer: nodeMailer({ smtpUrl: smtp.url, dataDir: tempDir('unused-data'), from: 'reports@api.test', log }) })
+  const deps = () => ({
+    ...t.services,
+    mailer: nodeMailer({ smtpUrl: smtp.url, dataDir: tempDir('unused-data'), from: 'reports@api.test', log }),
+  })
 
   beforeAll(async () => {
     t = await harness({ now: () => MONDAY })
     smtp = await smtpSink()
     hooks = await webhookSink()
     const hit = (day: string, path: string, ip: string) =>
-      JSON.stringify({ timestamp: `${day}T10:00:00Z`, site: t.a.site.snippetId, name: 'pageview', url: `https://${t.a.site.domain}${path}`, ip, referrer: 'https://news.ycombinator.com/', userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0' })
+      JSON.stringify({
+        timestamp: `${day}T10:00:00Z`,
+        site: t.a.site.snippetId,
+        name: 'pageview',
+        url: `https://${t.a.site.domain}${path}`,
+        ip,
+        referrer: 'https://news.ycombinator.com/',
+        userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0',
+      })
     // three visitors in the reported week, one in the week before
-    await importHits([hit('2026-11-17', '/pricing', '203.0.113.1'), hit('2026-11-18', '/pricing', '203.0.113.2'), hit('2026-11-19', '/', '203.0.113.3'), hit('2026-11-10', '/', '203.0.113.4')], t.services.ingestor)
+    await importHits(
+      [
+        hit('2026-11-17', '/pricing', '203.0.113.1'),
+        hit('2026-11-18', '/pricing', '203.0.113.2'),
+        hit('2026-11-19', '/', '203.0.113.3'),
+        hit('2026-11-10', '/', '203.0.113.4'),
+      ],
+      t.services.ingestor,
+    )
   })
   afterAll(async () => {
     await smtp?.close()
@@ -43,18 +62,26 @@ describe('report delivery', () => {
   it('is due on Mondays and on the 1st, in the site timezone', () => {
     const site = newSite({ domain: 'x.example.com', timezone: 'Europe/Berlin' }, 'org', MONDAY)
     site.alerts.weeklyReport = site.alerts.monthlyReport = true
-    expect(duePeriods(site, MONDAY).map((p) => [p.kind, `${p.from}`, `${p.to}`, `${p.previousFrom}`, `${p.previousTo}`])).toEqual([['weekly', '2026-11-16', '2026-11-22', '2026-11-09', '2026-11-15']])
+    expect(duePeriods(site, MONDAY).map((p) => [p.kind, `${p.from}`, `${p.to}`, `${p.previousFrom}`, `${p.previousTo}`])).toEqual([
+      ['weekly', '2026-11-16', '2026-11-22', '2026-11-09', '2026-11-15'],
+    ])
     // Sunday 23:30 in UTC is already Monday in Berlin, not yet in New York
     expect(duePeriods(site, new Date('2026-11-22T23:30:00Z'))).toHaveLength(1)
     expect(duePeriods({ ...site, timezone: 'America/New_York' }, new Date('2026-11-23T03:00:00Z'))).toHaveLength(0)
     // 1 December in Berlin: November against October
     const monthly = duePeriods(site, new Date('2026-11-30T23:30:00Z'))
-    expect(monthly.map((p) => [p.kind, `${p.from}`, `${p.to}`, `${p.previousFrom}`, `${p.previousTo}`])).toEqual([['monthly', '2026-11-01', '2026-11-30', '2026-10-01', '2026-10-31']])
+    expect(monthly.map((p) => [p.kind, `${p.from}`, `${p.to}`, `${p.previousFrom}`, `${p.previousTo}`])).toEqual([
+      ['monthly', '2026-11-01', '2026-11-30', '2026-10-01', '2026-10-31'],
+    ])
     expect(duePeriods({ ...site, alerts: { ...site.alerts, weeklyReport: false } }, MONDAY)).toEqual([])
   })
 
   it('sends the weekly report by SMTP and to the signed webhook, once however often or concurrently the job runs', async () => {
-    await configure(t.a.site, { weeklyReport: true, recipients: ['ann@example.com', 'bo@example.org'], webhookUrl: `${hooks.url}/weekly` }, SECRET)
+    await configure(
+      t.a.site,
+      { weeklyReport: true, recipients: ['ann@example.com', 'bo@example.org'], webhookUrl: `${hooks.url}/weekly` },
+      SECRET,
+    )
     const runs = await Promise.all([deliverReports(deps(), MONDAY, { log }), deliverReports(deps(), MONDAY, { log })])
     expect(runs.reduce((n, r) => n + r.sent, 0)).toBe(2)
     expect((await deliverReports(deps(), new Date(MONDAY.getTime() + 3600_000), { log })).sent).toBe(0)
@@ -80,7 +107,10 @@ describe('report delivery', () => {
       period: { from: '2026-11-16', to: '2026-11-22' },
       previousPeriod: { from: '2026-11-09', to: '2026-11-15' },
       metrics: { visitors: { current: 3, previous: 1, change: 2 }, pageviews: { current: 3, previous: 1 } },
-      topPages: [{ value: '/pricing', visitors: 2, pageviews: 2 }, { value: '/', visitors: 1, pageviews: 1 }],
+      topPages: [
+        { value: '/pricing', visitors: 2, pageviews: 2 },
+        { value: '/', visitors: 1, pageviews: 1 },
+      ],
     })
     expect(payload.topSources[0]).toMatchObject({ visitors: 3 })
     expect(request.headers['x-delivery-id']).toBe(payload.deliveryId)

@@ -9,19 +9,51 @@ export const UAS = [
   'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0',
   'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1',
 ]
-const IPS: [string, string][] = [['81.2.69.142', 'GB'], ['8.8.8.8', 'US'], ['46.114.0.1', 'DE'], ['1.1.1.1', 'AU']]
-const REFERRERS: [string | null, string][] = [[null, 'Direct / None'], ['https://www.google.com/', 'Google'], ['https://news.ycombinator.com/', 'Hacker News'], ['https://chatgpt.com/', 'ChatGPT']]
+const IPS: [string, string][] = [
+  ['81.2.69.142', 'GB'],
+  ['8.8.8.8', 'US'],
+  ['46.114.0.1', 'DE'],
+  ['1.1.1.1', 'AU'],
+]
+const REFERRERS: [string | null, string][] = [
+  [null, 'Direct / None'],
+  ['https://www.google.com/', 'Google'],
+  ['https://news.ycombinator.com/', 'Hacker News'],
+  ['https://chatgpt.com/', 'ChatGPT'],
+]
 const PATHS = ['/', '/pricing', '/blog/a', '/blog/b', '/docs']
 
-export type RefEvent = { ts: number; kind: 'pageview' | 'custom' | 'engagement'; name: string; path: string; visitor: string; visit: string; plan?: string; engagement?: { ms: number; scroll: number } }
-export type RefVisit = { id: string; visitor: string; start: number; end: number; pageviews: number; custom: number; source: string; country: string; device: string; entry: string; exit: string }
+export type RefEvent = {
+  ts: number
+  kind: 'pageview' | 'custom' | 'engagement'
+  name: string
+  path: string
+  visitor: string
+  visit: string
+  plan?: string
+  engagement?: { ms: number; scroll: number }
+}
+export type RefVisit = {
+  id: string
+  visitor: string
+  start: number
+  end: number
+  pageviews: number
+  custom: number
+  source: string
+  country: string
+  device: string
+  entry: string
+  exit: string
+}
 
 function prng(seed: number) {
   let s = seed
-  return () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31)
+  return () => (s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31
 }
 
-export const localDate = (ts: number, tz: string) => new Intl.DateTimeFormat('en-CA', { timeZone: tz, year: 'numeric', month: '2-digit', day: '2-digit' }).format(new Date(ts))
+export const localDate = (ts: number, tz: string) =>
+  new Intl.DateTimeFormat('en-CA', { timeZone: tz, year: 'numeric', month: '2-digit', day: '2-digit' }).format(new Date(ts))
 
 /** A leave-time report's engaged time and scroll depth, varied by its time (without drawing on the random sequence). */
 const engagementOf = (ts: number) => ({ ms: 5_000 + (ts % 115_000), scroll: Math.floor(ts / 1000) % 101 })
@@ -46,7 +78,8 @@ export function fixture(snippet: string, domain: string, tz: string, seed: numbe
     for (let p = 0; p < pages; p++) {
       const path = PATHS[Math.floor(random() * PATHS.length)]
       raw.push({ ts, name: 'pageview', path, ip, ua, referrer: p === 0 ? referrer : null })
-      if (random() < 0.25) raw.push({ ts: ts + 30_000, name: 'Signup', path, ip, ua, referrer: null, plan: random() < 0.5 ? 'pro' : 'free' })
+      if (random() < 0.25)
+        raw.push({ ts: ts + 30_000, name: 'Signup', path, ip, ua, referrer: null, plan: random() < 0.5 ? 'pro' : 'free' })
       if (random() < 0.5) raw.push({ ts: ts + 60_000, name: 'engagement', path, ip, ua, referrer: null })
       // mostly within a visit, sometimes past the 30-minute gap
       ts += random() < 0.8 ? 5 * 60_000 : 40 * 60_000
@@ -54,7 +87,15 @@ export function fixture(snippet: string, domain: string, tz: string, seed: numbe
   }
   raw.push(...extra)
   for (const h of raw) {
-    const hit: Record<string, unknown> = { timestamp: new Date(h.ts).toISOString(), site: snippet, name: h.name, url: `https://${domain}${h.path}`, referrer: h.referrer, ip: h.ip, userAgent: h.ua }
+    const hit: Record<string, unknown> = {
+      timestamp: new Date(h.ts).toISOString(),
+      site: snippet,
+      name: h.name,
+      url: `https://${domain}${h.path}`,
+      referrer: h.referrer,
+      ip: h.ip,
+      userAgent: h.ua,
+    }
     if (h.name === 'engagement') hit.engagement = engagementOf(h.ts)
     if (h.plan) {
       hit.props = { plan: h.plan }
@@ -76,7 +117,19 @@ export function fixture(snippet: string, domain: string, tz: string, seed: numbe
     for (const h of hits) {
       if (!visit || h.ts - visit.end > 30 * 60_000) {
         const country = IPS.find(([ip]) => ip === h.ip)![1]
-        visit = { id: `${visitor}|${h.ts}`, visitor, start: h.ts, end: h.ts, pageviews: 0, custom: 0, source: REFERRERS.find(([r]) => r === h.referrer)![1], country, device: h.ua.includes('iPhone') ? 'Mobile' : 'Desktop', entry: '', exit: '' }
+        visit = {
+          id: `${visitor}|${h.ts}`,
+          visitor,
+          start: h.ts,
+          end: h.ts,
+          pageviews: 0,
+          custom: 0,
+          source: REFERRERS.find(([r]) => r === h.referrer)![1],
+          country,
+          device: h.ua.includes('iPhone') ? 'Mobile' : 'Desktop',
+          entry: '',
+          exit: '',
+        }
         visits.set(visit.id, visit)
       }
       visit.end = Math.max(visit.end, h.ts)
@@ -87,7 +140,16 @@ export function fixture(snippet: string, domain: string, tz: string, seed: numbe
         visit.exit = h.path
       }
       if (kind === 'custom') visit.custom++
-      events.push({ ts: h.ts, kind, name: h.name, path: h.path, visitor, visit: visit.id, plan: h.plan, ...(kind === 'engagement' ? { engagement: engagementOf(h.ts) } : {}) })
+      events.push({
+        ts: h.ts,
+        kind,
+        name: h.name,
+        path: h.path,
+        visitor,
+        visit: visit.id,
+        plan: h.plan,
+        ...(kind === 'engagement' ? { engagement: engagementOf(h.ts) } : {}),
+      })
     }
   }
   return { lines, events, visits }
@@ -117,7 +179,11 @@ export function expectedTotals(ref: Ref, from: string, to: string, keep: (e: Ref
 
 /** Breakdown rows over the reference: each value's totals, sorted by visitors then value. */
 export function expectedBreakdown(
-  ref: Ref, from: string, to: string, valueOf: (e: RefEvent, v: RefVisit) => string | undefined, engagement: boolean,
+  ref: Ref,
+  from: string,
+  to: string,
+  valueOf: (e: RefEvent, v: RefVisit) => string | undefined,
+  engagement: boolean,
   keep: (e: RefEvent, v: RefVisit) => boolean = () => true,
 ) {
   const values = new Set(ref.events.map((e) => valueOf(e, ref.visits.get(e.visit)!)).filter((v): v is string => v !== undefined))

@@ -3,7 +3,18 @@ import { createApiKey, createOrg } from '../../lib/accounts/admin'
 import { importHits } from '../../lib/ingest/import'
 import { newSite } from '../../lib/sites/sites'
 import { client, getOk, testServices } from '../helpers'
-import { NOW, UAS, localDate, fixture, expectedTotals, expectedBreakdown, round, type RefEvent, type RefVisit, type Ref } from './report-reference'
+import {
+  NOW,
+  UAS,
+  localDate,
+  fixture,
+  expectedTotals,
+  expectedBreakdown,
+  round,
+  type RefEvent,
+  type RefVisit,
+  type Ref,
+} from './report-reference'
 
 describe('reports', () => {
   let services: Awaited<ReturnType<typeof testServices>>
@@ -18,7 +29,11 @@ describe('reports', () => {
     const org = await createOrg(services.repositories, 'Reports', NOW)
     key = (await createApiKey(services.repositories, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
     writeKey = (await createApiKey(services.repositories, { orgId: org.id, name: 'w', scope: 'write' }, NOW)).key
-    for (const [name, tz, seed] of [['ny', 'America/New_York', 11], ['in', 'Asia/Kolkata', 29], ['empty', 'UTC', 0]] as const) {
+    for (const [name, tz, seed] of [
+      ['ny', 'America/New_York', 11],
+      ['in', 'Asia/Kolkata', 29],
+      ['empty', 'UTC', 0],
+    ] as const) {
       const site = newSite({ domain: `${name}.reports.test`, timezone: tz }, org.id, NOW)
       await services.repositories.sites.create(site)
       const ref = name === 'empty' ? { lines: [], events: [], visits: new Map() } : fixture(site.snippetId, site.domain, tz, seed)
@@ -72,18 +87,31 @@ describe('reports', () => {
     const json = await get(`/api/v1/timeseries?site_id=${sites.ny.id}&range=30d`)
     expect(json.series).toHaveLength(30)
     expect(json.series[0].timestamp).toBe('2026-10-24T00:00:00-04:00')
-    expect(json.series.find((b: { timestamp: string }) => b.timestamp.startsWith('2026-11-01'))?.timestamp).toBe('2026-11-01T00:00:00-04:00')
-    expect(json.series.find((b: { timestamp: string }) => b.timestamp.startsWith('2026-11-02'))?.timestamp).toBe('2026-11-02T00:00:00-05:00')
+    expect(json.series.find((b: { timestamp: string }) => b.timestamp.startsWith('2026-11-01'))?.timestamp).toBe(
+      '2026-11-01T00:00:00-04:00',
+    )
+    expect(json.series.find((b: { timestamp: string }) => b.timestamp.startsWith('2026-11-02'))?.timestamp).toBe(
+      '2026-11-02T00:00:00-05:00',
+    )
     for (const bucket of json.series) {
       const day = bucket.timestamp.slice(0, 10)
       const next = json.series[json.series.indexOf(bucket) + 1]?.timestamp ?? json.range.to
       const e = expectedTotals(sites.ny.ref, bucket.timestamp, next)
-      expect({ day, visitors: bucket.visitors, visits: bucket.visits, pageviews: bucket.pageviews }).toEqual({ day, visitors: e.visitors, visits: e.visits, pageviews: e.pageviews })
+      expect({ day, visitors: bucket.visitors, visits: bucket.visits, pageviews: bucket.pageviews }).toEqual({
+        day,
+        visitors: e.visitors,
+        visits: e.visits,
+        pageviews: e.pageviews,
+      })
     }
     // the day of the change has 25 hours
     const change = await get(`/api/v1/timeseries?site_id=${sites.ny.id}&range=custom&from=2026-11-01&to=2026-11-01`)
     expect(change.series).toHaveLength(25)
-    expect(change.series.filter((b: { timestamp: string }) => b.timestamp.startsWith('2026-11-01T01:00')).map((b: { timestamp: string }) => b.timestamp)).toEqual(['2026-11-01T01:00:00-04:00', '2026-11-01T01:00:00-05:00'])
+    expect(
+      change.series
+        .filter((b: { timestamp: string }) => b.timestamp.startsWith('2026-11-01T01:00'))
+        .map((b: { timestamp: string }) => b.timestamp),
+    ).toEqual(['2026-11-01T01:00:00-04:00', '2026-11-01T01:00:00-05:00'])
     const realtime = await get(`/api/v1/timeseries?site_id=${sites.ny.id}&range=realtime`)
     expect(realtime.series).toHaveLength(30)
     expect(realtime.range.interval).toBe('minute')
@@ -101,7 +129,13 @@ describe('reports', () => {
       [[{ dimension: 'country', operator: 'is', value: ['GB', 'DE'] }], (e, v) => ['GB', 'DE'].includes(v.country)],
       [[{ dimension: 'source', operator: 'is', value: ['Direct / None'] }], (e, v) => v.source === 'Direct / None'],
       // event-scoped and visit-scoped together
-      [[{ dimension: 'path', operator: 'is', value: ['/pricing'] }, { dimension: 'device', operator: 'is', value: ['Mobile'] }], (e, v) => e.path === '/pricing' && v.device === 'Mobile'],
+      [
+        [
+          { dimension: 'path', operator: 'is', value: ['/pricing'] },
+          { dimension: 'device', operator: 'is', value: ['Mobile'] },
+        ],
+        (e, v) => e.path === '/pricing' && v.device === 'Mobile',
+      ],
       [[{ dimension: 'entry_page', operator: 'is', value: ['/'] }], (e, v) => v.entry === '/'],
       [[{ dimension: 'exit_page', operator: 'contains', value: ['blog'] }], (e, v) => v.exit.includes('blog')],
       [[{ dimension: 'event', operator: 'is', value: ['Signup'] }], (e) => e.name === 'Signup'],
@@ -109,14 +143,17 @@ describe('reports', () => {
     ]
     for (const [filters, keep] of cases) {
       const json = await get(`/api/v1/stats?site_id=${sites.ny.id}&${custom}${filtersParam(filters)}`)
-      expect(json.totals, JSON.stringify(filters)).toEqual(expectedTotals(sites.ny.ref, R[0].replace('Z', '') + '-04:00', '2026-11-23T00:00:00-05:00', keep))
+      expect(json.totals, JSON.stringify(filters)).toEqual(
+        expectedTotals(sites.ny.ref, R[0].replace('Z', '') + '-04:00', '2026-11-23T00:00:00-05:00', keep),
+      )
     }
   })
 
   it('breaks down by path, source and prop:, sorted by visitors then value, with limits', async () => {
     const from = '2026-08-01T00:00:00-04:00'
     const to = '2026-11-23T00:00:00-05:00'
-    const reference = (valueOf: (e: RefEvent, v: RefVisit) => string | undefined, engagement: boolean) => expectedBreakdown(sites.ny.ref, from, to, valueOf, engagement)
+    const reference = (valueOf: (e: RefEvent, v: RefVisit) => string | undefined, engagement: boolean) =>
+      expectedBreakdown(sites.ny.ref, from, to, valueOf, engagement)
     const path = await get(`/api/v1/breakdown?site_id=${sites.ny.id}&${custom}&property=path`)
     expect(path.results).toEqual(reference((e) => e.path, true))
     const source = await get(`/api/v1/breakdown?site_id=${sites.ny.id}&${custom}&property=source&limit=2`)
@@ -135,7 +172,13 @@ describe('reports', () => {
     const [from, to] = R
     const cases: [unknown[], (e: RefEvent, v: RefVisit) => boolean][] = [
       [[{ dimension: 'path', operator: 'is', value: ['/pricing'] }], (e) => e.path === '/pricing'],
-      [[{ dimension: 'country', operator: 'is', value: ['US', 'DE'] }, { dimension: 'path', operator: 'contains', value: ['blog'] }], (e, v) => ['US', 'DE'].includes(v.country) && e.path.includes('blog')],
+      [
+        [
+          { dimension: 'country', operator: 'is', value: ['US', 'DE'] },
+          { dimension: 'path', operator: 'contains', value: ['blog'] },
+        ],
+        (e, v) => ['US', 'DE'].includes(v.country) && e.path.includes('blog'),
+      ],
       [[{ dimension: 'event', operator: 'is', value: ['Signup'] }], (e) => e.name === 'Signup'],
     ]
     const properties: [string, (e: RefEvent, v: RefVisit) => string][] = [
@@ -155,13 +198,20 @@ describe('reports', () => {
   })
 
   it('goals: definitions, conversions, a goal filter, and goal breakdown rows', async () => {
-    const created = await call('POST', '/api/v1/goals', { key: writeKey, body: { site_id: sites.ny.id, type: 'event', matchValue: 'Signup', currency: 'EUR' } })
+    const created = await call('POST', '/api/v1/goals', {
+      key: writeKey,
+      body: { site_id: sites.ny.id, type: 'event', matchValue: 'Signup', currency: 'EUR' },
+    })
     expect(created.status).toBe(201)
     expect(created.json).toMatchObject({ name: 'Signup', type: 'event', currency: 'EUR' })
     const page = await call('POST', '/api/v1/goals', { key: writeKey, body: { site_id: sites.ny.id, type: 'page', matchValue: '/blog/*' } })
     expect(page.json.name).toBe('Visit /blog/*')
-    expect((await call('POST', '/api/v1/goals', { key: writeKey, body: { site_id: sites.ny.id, type: 'page', matchValue: '/blog/*' } })).status).toBe(409)
-    expect((await call('POST', '/api/v1/goals', { key: writeKey, body: { site_id: sites.ny.id, type: 'visit', matchValue: '/x' } })).status).toBe(400)
+    expect(
+      (await call('POST', '/api/v1/goals', { key: writeKey, body: { site_id: sites.ny.id, type: 'page', matchValue: '/blog/*' } })).status,
+    ).toBe(409)
+    expect(
+      (await call('POST', '/api/v1/goals', { key: writeKey, body: { site_id: sites.ny.id, type: 'visit', matchValue: '/x' } })).status,
+    ).toBe(400)
 
     const from = '2026-08-01T00:00:00-04:00'
     const to = '2026-11-23T00:00:00-05:00'
@@ -170,15 +220,30 @@ describe('reports', () => {
     const blog = sites.ny.ref.events.filter((e) => e.kind === 'pageview' && e.path.startsWith('/blog/'))
     const rows = await get(`/api/v1/breakdown?site_id=${sites.ny.id}&${custom}&property=goal`)
     const expected = [
-      { value: 'Signup', visitors: new Set(signups.map((e) => e.visitor)).size, events: signups.length, conversions: signups.length, conversionRate: round(new Set(signups.map((e) => e.visitor)).size / all.visitors, 4), revenue: { amount: round(signups.filter((e) => e.plan === 'pro').length * 10.5, 2), currency: 'EUR' } },
-      { value: 'Visit /blog/*', visitors: new Set(blog.map((e) => e.visitor)).size, events: blog.length, conversions: blog.length, conversionRate: round(new Set(blog.map((e) => e.visitor)).size / all.visitors, 4) },
+      {
+        value: 'Signup',
+        visitors: new Set(signups.map((e) => e.visitor)).size,
+        events: signups.length,
+        conversions: signups.length,
+        conversionRate: round(new Set(signups.map((e) => e.visitor)).size / all.visitors, 4),
+        revenue: { amount: round(signups.filter((e) => e.plan === 'pro').length * 10.5, 2), currency: 'EUR' },
+      },
+      {
+        value: 'Visit /blog/*',
+        visitors: new Set(blog.map((e) => e.visitor)).size,
+        events: blog.length,
+        conversions: blog.length,
+        conversionRate: round(new Set(blog.map((e) => e.visitor)).size / all.visitors, 4),
+      },
     ].sort((a, b) => b.visitors - a.visitors || a.value.localeCompare(b.value))
     expect(rows.results).toEqual(expected)
     expect(rows.results[0]).not.toHaveProperty('bounceRate')
 
     // a goal filter keeps the visits that converted, with all their events
     const converted = new Set(signups.map((e) => e.visit))
-    const filtered = await get(`/api/v1/stats?site_id=${sites.ny.id}&${custom}${filtersParam([{ dimension: 'goal', operator: 'is', value: ['Signup'] }])}`)
+    const filtered = await get(
+      `/api/v1/stats?site_id=${sites.ny.id}&${custom}${filtersParam([{ dimension: 'goal', operator: 'is', value: ['Signup'] }])}`,
+    )
     expect(filtered.totals).toEqual(expectedTotals(sites.ny.ref, from, to, (e) => converted.has(e.visit)))
 
     const goals = await get(`/api/v1/goals?site_id=${sites.ny.id}&${custom}`)
@@ -202,15 +267,27 @@ describe('reports', () => {
     expect((await get(`/api/v1/stats?site_id=${sites.empty.id}&range=all`)).range.from).toBe('2026-11-22T00:00:00+00:00')
   })
 
-  it('matches Plausible\'s worked example: visits 2, views per visit 1.5, bounce rate 0.5, duration 750 s', async () => {
+  it("matches Plausible's worked example: visits 2, views per visit 1.5, bounce rate 0.5, duration 750 s", async () => {
     const org = await createOrg(services.repositories, 'Worked example', NOW)
     const readKey = (await createApiKey(services.repositories, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
     const site = newSite({ domain: 'worked.example.com' }, org.id, NOW)
     await services.repositories.sites.create(site)
-    const hit = (ts: string, ip: string) => JSON.stringify({ timestamp: ts, site: site.snippetId, name: 'pageview', url: 'https://worked.example.com/', ip, userAgent: UAS[0] })
-    await importHits([hit('2026-11-20T00:00:00Z', '8.8.8.8'), hit('2026-11-20T00:25:00Z', '8.8.8.8'), hit('2026-11-20T00:10:00Z', '1.1.1.1')], services.ingestor)
+    const hit = (ts: string, ip: string) =>
+      JSON.stringify({ timestamp: ts, site: site.snippetId, name: 'pageview', url: 'https://worked.example.com/', ip, userAgent: UAS[0] })
+    await importHits(
+      [hit('2026-11-20T00:00:00Z', '8.8.8.8'), hit('2026-11-20T00:25:00Z', '8.8.8.8'), hit('2026-11-20T00:10:00Z', '1.1.1.1')],
+      services.ingestor,
+    )
     const res = await call('GET', `/api/v1/stats?site_id=${site.id}&range=custom&from=2026-11-20&to=2026-11-20`, { key: readKey })
-    expect(res.json.totals).toEqual({ visitors: 2, visits: 2, pageviews: 3, bounceRate: 0.5, avgDuration: 750, viewsPerVisit: 1.5, events: 0 })
+    expect(res.json.totals).toEqual({
+      visitors: 2,
+      visits: 2,
+      pageviews: 3,
+      bounceRate: 0.5,
+      avgDuration: 750,
+      viewsPerVisit: 1.5,
+      events: 0,
+    })
   })
 
   it('realtime: the last 5 and 30 minutes, a minute series, pages and sources', async () => {
@@ -219,13 +296,27 @@ describe('reports', () => {
     const site = newSite({ domain: 'live.example.com' }, org.id, NOW)
     await services.repositories.sites.create(site)
     const hit = (minutesAgo: number, ip: string, path: string) =>
-      JSON.stringify({ timestamp: new Date(NOW.getTime() - minutesAgo * 60_000).toISOString(), site: site.snippetId, name: 'pageview', url: `https://live.example.com${path}`, ip, userAgent: UAS[1], referrer: 'https://www.google.com/' })
-    await importHits([hit(2, '8.8.8.8', '/a'), hit(4, '1.1.1.1', '/b'), hit(12, '46.114.0.1', '/a'), hit(45, '81.2.69.142', '/c')], services.ingestor)
+      JSON.stringify({
+        timestamp: new Date(NOW.getTime() - minutesAgo * 60_000).toISOString(),
+        site: site.snippetId,
+        name: 'pageview',
+        url: `https://live.example.com${path}`,
+        ip,
+        userAgent: UAS[1],
+        referrer: 'https://www.google.com/',
+      })
+    await importHits(
+      [hit(2, '8.8.8.8', '/a'), hit(4, '1.1.1.1', '/b'), hit(12, '46.114.0.1', '/a'), hit(45, '81.2.69.142', '/c')],
+      services.ingestor,
+    )
     const res = await call('GET', `/api/v1/realtime?site_id=${site.id}`, { key: readKey })
     expect(res.json).toMatchObject({ now: 2, halfHour: 3 })
     expect(res.json.series).toHaveLength(30)
     expect(res.json.series.reduce((s: number, b: { pageviews: number }) => s + b.pageviews, 0)).toBe(3)
-    expect(res.json.pages.map((p: { value: string; visitors: number }) => [p.value, p.visitors])).toEqual([['/a', 1], ['/b', 1]])
+    expect(res.json.pages.map((p: { value: string; visitors: number }) => [p.value, p.visitors])).toEqual([
+      ['/a', 1],
+      ['/b', 1],
+    ])
     expect(res.json.sources.map((p: { value: string; visitors: number }) => [p.value, p.visitors])).toEqual([['Google', 2]])
     const stats = await call('GET', `/api/v1/stats?site_id=${site.id}&range=realtime`, { key: readKey })
     expect(stats.json.totals.visitors).toBe(2)
@@ -262,7 +353,11 @@ describe('reports', () => {
     expect(patched.status).toBe(200)
     const stats = await get(`/api/v1/stats?site_id=${sites.empty.id}&source=ga4`)
     expect(stats).toMatchObject({ source: 'ga4', totals: { visitors: 0, pageviews: 0 } })
-    const res = await call('GET', `/api/v1/stats?site_id=${sites.empty.id}&source=ga4${filtersParam([{ dimension: 'goal', operator: 'is', value: ['x'] }])}`, { key })
+    const res = await call(
+      'GET',
+      `/api/v1/stats?site_id=${sites.empty.id}&source=ga4${filtersParam([{ dimension: 'goal', operator: 'is', value: ['x'] }])}`,
+      { key },
+    )
     expect(res.status).toBe(400)
     expect(res.json.error).toMatch(/first-party/)
     const gaOnly = await call('POST', '/api/v1/sites', { key: writeKey, body: { domain: 'ga-only.reports.test', sources: ['ga4'] } })

@@ -16,7 +16,13 @@ describe('request logs', () => {
     const id = res.headers.get('x-request-id')!
     expect((await res.json()).error).toBe(`internal error (request ${id})`)
     const [failure, request] = lines.map((l) => JSON.parse(l))
-    expect(failure).toMatchObject({ level: 'error', requestId: id, method: 'GET', path: '/api/v1/me', error: expect.stringContaining('the store fell over') })
+    expect(failure).toMatchObject({
+      level: 'error',
+      requestId: id,
+      method: 'GET',
+      path: '/api/v1/me',
+      error: expect.stringContaining('the store fell over'),
+    })
     expect(request).toMatchObject({ level: 'info', requestId: id, status: 500 })
   })
 

@@ -16,7 +16,15 @@ describe.each(kinds)('segments (%s key/value store)', (kind) => {
     t = await harness({ kv: kind, now: () => now })
     await t.call('POST', '/api/v1/goals', { key: t.a.write.key, body: { site_id: t.a.site.id, type: 'event', matchValue: 'Signup' } })
     const hit = (minutes: number, ip: string, ua: string, path: string, name = 'pageview', referrer?: string) =>
-      JSON.stringify({ timestamp: new Date(Date.UTC(2026, 10, 20, 9, minutes)).toISOString(), site: t.a.site.snippetId, name, url: `https://${t.a.site.domain}${path}`, ip, userAgent: ua, ...(referrer ? { referrer } : {}) })
+      JSON.stringify({
+        timestamp: new Date(Date.UTC(2026, 10, 20, 9, minutes)).toISOString(),
+        site: t.a.site.snippetId,
+        name,
+        url: `https://${t.a.site.domain}${path}`,
+        ip,
+        userAgent: ua,
+        ...(referrer ? { referrer } : {}),
+      })
     const lines = [
       hit(0, '8.8.8.8', FIREFOX, '/', 'pageview', 'https://www.google.com/'),
       hit(1, '8.8.8.8', FIREFOX, '/pricing'),
@@ -49,14 +57,24 @@ describe.each(kinds)('segments (%s key/value store)', (kind) => {
     expect(made.json).toEqual({ id: expect.any(String), name: 'Firefox readers', filters, createdAt: now.toISOString() })
     const window = `site_id=${t.a.site.id}&range=custom&from=2026-11-20&to=2026-11-20`
     const extra = { dimension: 'utm_source', operator: 'is_not', value: ['nope'] }
-    for (const report of ['stats', 'timeseries', 'breakdown?property=path', 'breakdown?property=browser', 'breakdown?property=goal', 'goals', 'realtime']) {
+    for (const report of [
+      'stats',
+      'timeseries',
+      'breakdown?property=path',
+      'breakdown?property=browser',
+      'breakdown?property=goal',
+      'goals',
+      'realtime',
+    ]) {
       const [path, query] = report.split('?')
       const base = `/api/v1/${path}?${window}${query ? `&${query}` : ''}`
       const bySegment = await read(`${base}${filtersParam([segmentFilter(made.json.id)])}`)
       const byFilters = await read(`${base}${filtersParam(filters)}`)
       expect(bySegment, report).toEqual(byFilters)
       // AND-ed with the other filters
-      expect(await read(`${base}${filtersParam([extra, segmentFilter(made.json.id)])}`), report).toEqual(await read(`${base}${filtersParam([extra, ...filters])}`))
+      expect(await read(`${base}${filtersParam([extra, segmentFilter(made.json.id)])}`), report).toEqual(
+        await read(`${base}${filtersParam([extra, ...filters])}`),
+      )
     }
     const totals = (await read(`/api/v1/stats?${window}${filtersParam([segmentFilter(made.json.id)])}`)).totals
     expect(totals.visitors).toBe(2)
@@ -64,10 +82,16 @@ describe.each(kinds)('segments (%s key/value store)', (kind) => {
   })
 
   it('takes goal filters and filters as a JSON string, and lists segments', async () => {
-    const made = await create({ site_id: t.a.site.snippetId, name: 'Converters', filters: JSON.stringify([{ dimension: 'goal', operator: 'is', value: ['Signup'] }]) })
+    const made = await create({
+      site_id: t.a.site.snippetId,
+      name: 'Converters',
+      filters: JSON.stringify([{ dimension: 'goal', operator: 'is', value: ['Signup'] }]),
+    })
     expect(made.status).toBe(201)
     const window = `site_id=${t.a.site.id}&range=custom&from=2026-11-20&to=2026-11-20`
-    expect(await read(`/api/v1/stats?${window}${filtersParam([segmentFilter(made.json.id)])}`)).toEqual(await read(`/api/v1/stats?${window}${filtersParam([{ dimension: 'goal', operator: 'is', value: ['Signup'] }])}`))
+    expect(await read(`/api/v1/stats?${window}${filtersParam([segmentFilter(made.json.id)])}`)).toEqual(
+      await read(`/api/v1/stats?${window}${filtersParam([{ dimension: 'goal', operator: 'is', value: ['Signup'] }])}`),
+    )
     const listed = await read(`/api/v1/segments?site_id=${t.a.site.id}`)
     // oldest first; made at the same instant here, so by name
     expect(listed.segments.map((s: { name: string }) => s.name)).toEqual(['Converters', 'Firefox readers'])
@@ -94,8 +118,14 @@ describe.each(kinds)('segments (%s key/value store)', (kind) => {
       [{ site_id: t.a.site.id, name: 'x', filters: 'not json' }, /^filters: not valid JSON/],
       [{ site_id: t.a.site.id, name: 'x', filters: 42 }, /^filters: must be an array/],
       [{ site_id: t.a.site.id, filters: [{ dimension: 'path', operator: 'is', value: ['/'] }] }, /^name/],
-      [{ site_id: t.a.site.id, name: 'x', filters: [segmentFilter(before[0].id)] }, /^filters\[0\]\.dimension: a segment cannot contain another segment/],
-      [{ site_id: t.a.site.id, name: 'Converters', filters: [{ dimension: 'path', operator: 'is', value: ['/'] }] }, /^name: the site already has a segment/],
+      [
+        { site_id: t.a.site.id, name: 'x', filters: [segmentFilter(before[0].id)] },
+        /^filters\[0\]\.dimension: a segment cannot contain another segment/,
+      ],
+      [
+        { site_id: t.a.site.id, name: 'Converters', filters: [{ dimension: 'path', operator: 'is', value: ['/'] }] },
+        /^name: the site already has a segment/,
+      ],
     ]
     for (const [body, message] of cases) {
       const res = await create(body)
@@ -107,15 +137,25 @@ describe.each(kinds)('segments (%s key/value store)', (kind) => {
 
   it('a segment filter takes is with one known id; a ga4 read refuses its first-party filters', async () => {
     const [segment] = await t.repositories.segments.list(t.a.site.id)
-    const stats = (filters: unknown, extra = '') => t.call('GET', `/api/v1/stats?site_id=${t.a.site.id}${extra}${filtersParam(filters)}`, { key: t.a.read.key })
+    const stats = (filters: unknown, extra = '') =>
+      t.call('GET', `/api/v1/stats?site_id=${t.a.site.id}${extra}${filtersParam(filters)}`, { key: t.a.read.key })
     expect((await stats([segmentFilter(segment.id, 'is_not')])).json.error).toMatch(/^filters: a segment filter takes only the is operator/)
-    expect((await stats([{ dimension: 'segment', operator: 'is', value: [segment.id, segment.id] }])).json.error).toMatch(/exactly one segment id/)
+    expect((await stats([{ dimension: 'segment', operator: 'is', value: [segment.id, segment.id] }])).json.error).toMatch(
+      /exactly one segment id/,
+    )
     expect((await stats([segmentFilter(crypto.randomUUID())])).json.error).toMatch(/^filters: not a segment id of this site/)
-    expect((await t.call('GET', `/api/v1/breakdown?site_id=${t.a.site.id}&property=segment`, { key: t.a.read.key })).json.error).toMatch(/^property: segment is a filter/)
+    expect((await t.call('GET', `/api/v1/breakdown?site_id=${t.a.site.id}&property=segment`, { key: t.a.read.key })).json.error).toMatch(
+      /^property: segment is a filter/,
+    )
     // a site with both sources: the segment works on standalone, and a ga4 read names the offending dimension
-    const both = (await t.call('PATCH', `/api/v1/sites/${t.a.site.id}`, { key: t.a.write.key, body: { sources: ['standalone', 'ga4'] } })).json
+    const both = (await t.call('PATCH', `/api/v1/sites/${t.a.site.id}`, { key: t.a.write.key, body: { sources: ['standalone', 'ga4'] } }))
+      .json
     expect(both.sources).toEqual(['standalone', 'ga4'])
-    const firstParty = await create({ site_id: t.a.site.id, name: 'Outbound', filters: [{ dimension: 'outbound', operator: 'contains', value: ['x'] }] })
+    const firstParty = await create({
+      site_id: t.a.site.id,
+      name: 'Outbound',
+      filters: [{ dimension: 'outbound', operator: 'contains', value: ['x'] }],
+    })
     expect(firstParty.status).toBe(201)
     const ga4 = await stats([segmentFilter(firstParty.json.id)], '&source=ga4')
     expect(ga4.status).toBe(400)
@@ -123,10 +163,15 @@ describe.each(kinds)('segments (%s key/value store)', (kind) => {
   })
 
   it("deletes a segment; another organization's segments and sites are the same 404 as unknown ones", async () => {
-    const theirs = await create({ site_id: t.b.site.id, name: 'Theirs', filters: [{ dimension: 'path', operator: 'is', value: ['/'] }] }, t.b.write.key)
+    const theirs = await create(
+      { site_id: t.b.site.id, name: 'Theirs', filters: [{ dimension: 'path', operator: 'is', value: ['/'] }] },
+      t.b.write.key,
+    )
     expect(theirs.status).toBe(201)
     // their segment is unknown on my site, in reports and deletes alike
-    const unknownFilter = await t.call('GET', `/api/v1/stats?site_id=${t.a.site.id}${filtersParam([segmentFilter(theirs.json.id)])}`, { key: t.a.read.key })
+    const unknownFilter = await t.call('GET', `/api/v1/stats?site_id=${t.a.site.id}${filtersParam([segmentFilter(theirs.json.id)])}`, {
+      key: t.a.read.key,
+    })
     expect(unknownFilter.status).toBe(400)
     const unknown = await t.call('DELETE', `/api/v1/segments?site_id=${t.a.site.id}&id=${crypto.randomUUID()}`, { key: t.a.write.key })
     const foreign = await t.call('DELETE', `/api/v1/segments?site_id=${t.a.site.id}&id=${theirs.json.id}`, { key: t.a.write.key })
@@ -134,15 +179,25 @@ describe.each(kinds)('segments (%s key/value store)', (kind) => {
     for (const ref of [t.b.site.id, t.b.site.snippetId]) {
       expect((await t.call('GET', `/api/v1/segments?site_id=${ref}`, { key: t.a.read.key })).status).toBe(404)
       expect((await t.call('DELETE', `/api/v1/segments?site_id=${ref}&id=${theirs.json.id}`, { key: t.a.write.key })).status).toBe(404)
-      expect((await create({ site_id: ref, name: 'mine', filters: [{ dimension: 'path', operator: 'is', value: ['/'] }] })).status).toBe(404)
+      expect((await create({ site_id: ref, name: 'mine', filters: [{ dimension: 'path', operator: 'is', value: ['/'] }] })).status).toBe(
+        404,
+      )
     }
     expect(await t.repositories.segments.list(t.b.site.id)).toHaveLength(1)
-    expect((await create({ site_id: t.a.site.id, name: 'ro', filters: [{ dimension: 'path', operator: 'is', value: ['/'] }] }, t.a.read.key)).status).toBe(403)
+    expect(
+      (await create({ site_id: t.a.site.id, name: 'ro', filters: [{ dimension: 'path', operator: 'is', value: ['/'] }] }, t.a.read.key))
+        .status,
+    ).toBe(403)
 
     const [mine] = await t.repositories.segments.list(t.a.site.id)
     expect((await t.call('DELETE', `/api/v1/segments?site_id=${t.a.site.id}&id=${mine.id}`, { key: t.a.read.key })).status).toBe(403)
-    expect(await t.call('DELETE', `/api/v1/segments?site_id=${t.a.site.id}&id=${mine.id}`, { key: t.a.write.key })).toMatchObject({ status: 200, json: { deleted: true, id: mine.id } })
-    const after = await t.call('GET', `/api/v1/stats?site_id=${t.a.site.id}${filtersParam([segmentFilter(mine.id)])}`, { key: t.a.read.key })
+    expect(await t.call('DELETE', `/api/v1/segments?site_id=${t.a.site.id}&id=${mine.id}`, { key: t.a.write.key })).toMatchObject({
+      status: 200,
+      json: { deleted: true, id: mine.id },
+    })
+    const after = await t.call('GET', `/api/v1/stats?site_id=${t.a.site.id}${filtersParam([segmentFilter(mine.id)])}`, {
+      key: t.a.read.key,
+    })
     expect(after.status).toBe(400)
   })
 })

@@ -29,10 +29,17 @@ describe('settings saved through the API apply at once, with the site cache on',
         body: JSON.stringify({ site: t.b.site.snippetId, name: 'pageview', url: `https://${t.b.site.domain}${path}` }),
       })
     const stored = async (path: string) =>
-      (await t.clickhouse.query('SELECT 1 FROM events WHERE site_id = {site:UUID} AND pathname = {path:String}', { site: t.b.site.id, path })).length
+      (
+        await t.clickhouse.query('SELECT 1 FROM events WHERE site_id = {site:UUID} AND pathname = {path:String}', {
+          site: t.b.site.id,
+          path,
+        })
+      ).length
     expect((await send('/private/before')).status).toBe(202)
     expect(await stored('/private/before')).toBe(1)
-    expect((await t.call('PATCH', `/api/v1/sites/${t.b.site.id}`, { key: t.b.write.key, body: { excludedPaths: ['/private/*'] } })).status).toBe(200)
+    expect(
+      (await t.call('PATCH', `/api/v1/sites/${t.b.site.id}`, { key: t.b.write.key, body: { excludedPaths: ['/private/*'] } })).status,
+    ).toBe(200)
     expect((await send('/private/after')).status).toBe(202)
     expect(await stored('/private/after')).toBe(0)
   })
@@ -48,7 +55,11 @@ describe('changing a site record', () => {
       t.services.sites.update(t.a.site.id, async (site) => {
         calls++
         await new Promise((r) => setTimeout(r, 20))
-        return { ...site, tracking: { ...site.tracking, excludedPaths: [...site.tracking.excludedPaths, `/p${i}`] }, appearance: { ...site.appearance, theme: themes[i % 2] } }
+        return {
+          ...site,
+          tracking: { ...site.tracking, excludedPaths: [...site.tracking.excludedPaths, `/p${i}`] },
+          appearance: { ...site.appearance, theme: themes[i % 2] },
+        }
       }),
     )
     await Promise.all(changes)

@@ -12,8 +12,24 @@ describe.each(kinds)('site facts (%s key/value store)', (kind) => {
 
   beforeAll(async () => {
     t = await harness({ kv: kind, now: () => now })
-    const hit = (at: string, name: string) => JSON.stringify({ timestamp: at, site: t.a.site.snippetId, name, url: `https://${t.a.site.domain}/`, ip: '8.8.8.8', userAgent: FIREFOX })
-    await importHits([hit('2026-10-30T10:00:00Z', 'pageview'), hit('2026-11-20T10:00:00Z', 'pageview'), hit('2026-11-20T10:01:00Z', 'Download'), hit('2026-11-21T10:00:00Z', 'pageview')], t.services.ingestor)
+    const hit = (at: string, name: string) =>
+      JSON.stringify({
+        timestamp: at,
+        site: t.a.site.snippetId,
+        name,
+        url: `https://${t.a.site.domain}/`,
+        ip: '8.8.8.8',
+        userAgent: FIREFOX,
+      })
+    await importHits(
+      [
+        hit('2026-10-30T10:00:00Z', 'pageview'),
+        hit('2026-11-20T10:00:00Z', 'pageview'),
+        hit('2026-11-20T10:01:00Z', 'Download'),
+        hit('2026-11-21T10:00:00Z', 'pageview'),
+      ],
+      t.services.ingestor,
+    )
   })
 
   it("answers the site's facts, install state, this month's events and the billing state", async () => {
@@ -42,7 +58,10 @@ describe.each(kinds)('site facts (%s key/value store)', (kind) => {
     }
     // a site without events is not installed
     const fresh = await t.call('GET', `/api/v1/site?site_id=${t.b.site.id}`, { key: t.b.read.key })
-    expect(fresh.json).toMatchObject({ install: { installed: false, firstEventAt: null, lastEventAt: null }, eventsThisMonth: { events: 0, byKind: {} } })
+    expect(fresh.json).toMatchObject({
+      install: { installed: false, firstEventAt: null, lastEventAt: null },
+      eventsThisMonth: { events: 0, byKind: {} },
+    })
   })
 
   it('carries the quota notice of the organization', async () => {
@@ -59,9 +78,12 @@ describe.each(kinds)('site facts (%s key/value store)', (kind) => {
   it("another organization's site is the same 404 as an unknown one; a site-bound key reaches its own site only", async () => {
     const unknown = await t.call('GET', `/api/v1/site?site_id=${crypto.randomUUID()}`, { key: t.a.read.key })
     expect(unknown.status).toBe(404)
-    for (const ref of [t.b.site.id, t.b.site.snippetId]) expect(await t.call('GET', `/api/v1/site?site_id=${ref}`, { key: t.a.read.key })).toMatchObject({ status: 404, json: unknown.json })
+    for (const ref of [t.b.site.id, t.b.site.snippetId])
+      expect(await t.call('GET', `/api/v1/site?site_id=${ref}`, { key: t.a.read.key })).toMatchObject({ status: 404, json: unknown.json })
     expect((await t.call('GET', `/api/v1/site?site_id=${t.a.site.id}`, { key: t.ingest.key })).status).toBe(200)
-    const other = (await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body: { domain: `o-${crypto.randomUUID().slice(0, 6)}.example.com` } })).json
+    const other = (
+      await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body: { domain: `o-${crypto.randomUUID().slice(0, 6)}.example.com` } })
+    ).json
     expect((await t.call('GET', `/api/v1/site?site_id=${other.id}`, { key: t.ingest.key })).status).toBe(404)
     expect((await t.call('GET', '/api/v1/site', { key: t.a.read.key })).json.error).toMatch(/^site_id/)
   })

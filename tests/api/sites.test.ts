@@ -11,7 +11,10 @@ describe('sites', () => {
   })
 
   it('creates a site: 201, UUID and snippet id, snippet tag, defaults', async () => {
-    const res = await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body: { domain: '  Shop.Example.COM ', timezone: 'america/new_york' } })
+    const res = await t.call('POST', '/api/v1/sites', {
+      key: t.a.write.key,
+      body: { domain: '  Shop.Example.COM ', timezone: 'america/new_york' },
+    })
     expect(res.status).toBe(201)
     expect(res.json).toMatchObject({
       domain: 'shop.example.com',
@@ -30,7 +33,8 @@ describe('sites', () => {
     expect(res.json.snippet).toBe(`<script defer data-site="${res.json.snippetId}" src="https://api.test/js/script.js"></script>`)
     expect(res.json).not.toHaveProperty('orgId')
     // both ids read it back; the listing has it
-    for (const id of [res.json.id, res.json.snippetId]) expect((await t.call('GET', `/api/v1/sites/${id}`, { key: t.a.read.key })).json).toEqual(res.json)
+    for (const id of [res.json.id, res.json.snippetId])
+      expect((await t.call('GET', `/api/v1/sites/${id}`, { key: t.a.read.key })).json).toEqual(res.json)
     const list = await t.call('GET', '/api/v1/sites?stats=0', { key: t.a.read.key })
     expect(list.json.sites.map((s: { domain: string }) => s.domain)).toContain('shop.example.com')
     // the same domain twice in one organization is a conflict; another organization may have it
@@ -41,7 +45,10 @@ describe('sites', () => {
   it('takes sources and primarySource, and ga4-only sites are not standalone', async () => {
     const res = await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body: { domain: 'ga.example.com', sources: ['ga4'] } })
     expect(res.json).toMatchObject({ sources: ['ga4'], primarySource: 'ga4', standaloneEnabled: false, timezone: 'UTC' })
-    const both = await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body: { domain: 'both.example.com', sources: ['standalone', 'ga4'], primarySource: 'ga4' } })
+    const both = await t.call('POST', '/api/v1/sites', {
+      key: t.a.write.key,
+      body: { domain: 'both.example.com', sources: ['standalone', 'ga4'], primarySource: 'ga4' },
+    })
     expect(both.json).toMatchObject({ sources: ['standalone', 'ga4'], primarySource: 'ga4' })
   })
 
@@ -71,14 +78,26 @@ describe('sites', () => {
   })
 
   it('site create with a body that is not JSON, or no body, is 400', async () => {
-    expect((await t.call('POST', '/api/v1/sites', { key: t.a.write.key, rawBody: '{domain:' })).json).toEqual({ error: 'body: not valid JSON' })
+    expect((await t.call('POST', '/api/v1/sites', { key: t.a.write.key, rawBody: '{domain:' })).json).toEqual({
+      error: 'body: not valid JSON',
+    })
     expect((await t.call('POST', '/api/v1/sites', { key: t.a.write.key })).status).toBe(400)
   })
 
   it('patches settings flat by name and returns the updated site', async () => {
     const res = await t.call('PATCH', `/api/v1/sites/${t.a.site.snippetId}`, {
       key: t.a.write.key,
-      body: { includeBots: true, excludedPaths: ['/admin/*'], isPublic: true, shareLevel: 'link', publicCounts: true, publicCountsDial: '30d', theme: 'dark', changeDetectionEnabled: false, timezone: 'Asia/Kolkata' },
+      body: {
+        includeBots: true,
+        excludedPaths: ['/admin/*'],
+        isPublic: true,
+        shareLevel: 'link',
+        publicCounts: true,
+        publicCountsDial: '30d',
+        theme: 'dark',
+        changeDetectionEnabled: false,
+        timezone: 'Asia/Kolkata',
+      },
     })
     expect(res.status).toBe(200)
     expect(res.json).toMatchObject({
@@ -90,7 +109,10 @@ describe('sites', () => {
     })
     expect((await t.call('GET', `/api/v1/sites/${t.a.site.id}`, { key: t.a.read.key })).json).toEqual(res.json)
     // adding ga4 and making it primary, then dropping it again while primary, is refused
-    const ga = await t.call('PATCH', `/api/v1/sites/${t.a.site.id}`, { key: t.a.write.key, body: { sources: ['standalone', 'ga4'], primarySource: 'ga4' } })
+    const ga = await t.call('PATCH', `/api/v1/sites/${t.a.site.id}`, {
+      key: t.a.write.key,
+      body: { sources: ['standalone', 'ga4'], primarySource: 'ga4' },
+    })
     expect(ga.json).toMatchObject({ sources: ['standalone', 'ga4'], primarySource: 'ga4' })
     const drop = await t.call('PATCH', `/api/v1/sites/${t.a.site.id}`, { key: t.a.write.key, body: { sources: ['standalone'] } })
     expect(drop.status).toBe(400)
@@ -98,13 +120,37 @@ describe('sites', () => {
   })
 
   const badPatches: [string, unknown][] = [
-    ['includeBots', 'yes'], ['excludedPaths', 'admin'], ['excludedPaths', ['admin']], ['excludedIps', ['300.1.1.1']],
-    ['capturedQueryParams', ['a b']], ['affiliatePaths', [1]], ['hashRouting', 1], ['trackOutboundLinks', 'true'],
-    ['trackFileDownloads', null], ['trackForms', 0], ['trackErrors', 'no'], ['trackVitals', []], ['autocapture', {}],
-    ['changeDetectionEnabled', 'off'], ['changeExcludedPaths', '/x'], ['isPublic', 'public'], ['shareLevel', 'everyone'],
-    ['publicCounts', 1], ['publicCountsDial', 'forever'], ['displayName', ''], ['theme', 'blue'], ['accentColor', 'red'],
-    ['standaloneEnabled', 'yes'], ['primarySource', 'matomo'], ['sources', 'ga4'], ['timezone', 'Nowhere/Land'],
-    ['customDomain', 'stats.example.com'], ['crawlStatus', 'ok'], ['domain', 'other.com'], ['snippetId', 'abc'], ['id', 'x'],
+    ['includeBots', 'yes'],
+    ['excludedPaths', 'admin'],
+    ['excludedPaths', ['admin']],
+    ['excludedIps', ['300.1.1.1']],
+    ['capturedQueryParams', ['a b']],
+    ['affiliatePaths', [1]],
+    ['hashRouting', 1],
+    ['trackOutboundLinks', 'true'],
+    ['trackFileDownloads', null],
+    ['trackForms', 0],
+    ['trackErrors', 'no'],
+    ['trackVitals', []],
+    ['autocapture', {}],
+    ['changeDetectionEnabled', 'off'],
+    ['changeExcludedPaths', '/x'],
+    ['isPublic', 'public'],
+    ['shareLevel', 'everyone'],
+    ['publicCounts', 1],
+    ['publicCountsDial', 'forever'],
+    ['displayName', ''],
+    ['theme', 'blue'],
+    ['accentColor', 'red'],
+    ['standaloneEnabled', 'yes'],
+    ['primarySource', 'matomo'],
+    ['sources', 'ga4'],
+    ['timezone', 'Nowhere/Land'],
+    ['customDomain', 'stats.example.com'],
+    ['crawlStatus', 'ok'],
+    ['domain', 'other.com'],
+    ['snippetId', 'abc'],
+    ['id', 'x'],
   ]
   it.each(badPatches)('PATCH %s = %j is 400 naming the field and changes nothing', async (field, value) => {
     const before = await t.repositories.sites.get(t.a.site.id)
@@ -124,10 +170,26 @@ describe('sites', () => {
     const other = (await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body: { domain: 'stays.example.com' } })).json
     // through the collector's own paths: raw hits by the import, a crawler hit by server-side collection
     const hit = (snippet: string, path: string, second: number) =>
-      JSON.stringify({ timestamp: `2026-11-20T10:00:0${second}Z`, site: snippet, name: 'pageview', url: `https://example.com${path}`, ip: '203.0.113.5', userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0' })
-    const imported = await importHits([hit(created.snippetId, '/a', 0), hit(created.snippetId, '/b', 1), hit(other.snippetId, '/c', 2)], t.services.ingestor)
+      JSON.stringify({
+        timestamp: `2026-11-20T10:00:0${second}Z`,
+        site: snippet,
+        name: 'pageview',
+        url: `https://example.com${path}`,
+        ip: '203.0.113.5',
+        userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0',
+      })
+    const imported = await importHits(
+      [hit(created.snippetId, '/a', 0), hit(created.snippetId, '/b', 1), hit(other.snippetId, '/c', 2)],
+      t.services.ingestor,
+    )
     expect(imported).toMatchObject({ imported: 3, rejected: 0 })
-    const crawled = await t.call('POST', '/api/v1/collect', { key: t.a.write.key, body: { site_id: created.snippetId, events: [{ path: '/a', userAgent: 'Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)' }] } })
+    const crawled = await t.call('POST', '/api/v1/collect', {
+      key: t.a.write.key,
+      body: {
+        site_id: created.snippetId,
+        events: [{ path: '/a', userAgent: 'Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)' }],
+      },
+    })
     expect(crawled.json).toEqual({ ingested: 1, dropped: 0 })
     const count = async (table: string, id: string) =>
       Number((await t.clickhouse.query<{ n: string }>(`SELECT count() AS n FROM ${table} WHERE site_id = {id:UUID}`, { id }))[0].n)
@@ -159,18 +221,27 @@ describe('sites', () => {
     expect((await t.call('GET', '/api/v1/sites?stats=maybe', { key: t.a.read.key })).json.error).toMatch(/^stats/)
   })
 
-  it.each(['SystemV/EST5', 'SystemV/AST4ADT', 'US/Pacific-New'])('a zone the runtime knows and the engine does not (%s) is 400 naming timezone, and the organization keeps working', async (zone) => {
-    const before = (await t.repositories.sites.get(t.a.site.id))!.timezone
-    const patched = await t.call('PATCH', `/api/v1/sites/${t.a.site.id}`, { key: t.a.write.key, body: { timezone: zone } })
-    expect(patched.status).toBe(400)
-    expect(patched.json.error).toMatch(/^timezone/)
-    const created = await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body: { domain: `tz-${crypto.randomUUID().slice(0, 6)}.example.com`, timezone: zone } })
-    expect(created.status).toBe(400)
-    expect(created.json.error).toMatch(/^timezone/)
-    expect((await t.repositories.sites.get(t.a.site.id))!.timezone).toBe(before)
-    expect((await t.call('GET', '/api/v1/sites', { key: t.a.read.key })).status).toBe(200)
-    // an alias the engine knows is kept as written
-    const alias = await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body: { domain: `tz-${crypto.randomUUID().slice(0, 6)}.example.com`, timezone: 'Asia/Calcutta' } })
-    expect(alias.json.timezone).toBe('Asia/Calcutta')
-  })
+  it.each(['SystemV/EST5', 'SystemV/AST4ADT', 'US/Pacific-New'])(
+    'a zone the runtime knows and the engine does not (%s) is 400 naming timezone, and the organization keeps working',
+    async (zone) => {
+      const before = (await t.repositories.sites.get(t.a.site.id))!.timezone
+      const patched = await t.call('PATCH', `/api/v1/sites/${t.a.site.id}`, { key: t.a.write.key, body: { timezone: zone } })
+      expect(patched.status).toBe(400)
+      expect(patched.json.error).toMatch(/^timezone/)
+      const created = await t.call('POST', '/api/v1/sites', {
+        key: t.a.write.key,
+        body: { domain: `tz-${crypto.randomUUID().slice(0, 6)}.example.com`, timezone: zone },
+      })
+      expect(created.status).toBe(400)
+      expect(created.json.error).toMatch(/^timezone/)
+      expect((await t.repositories.sites.get(t.a.site.id))!.timezone).toBe(before)
+      expect((await t.call('GET', '/api/v1/sites', { key: t.a.read.key })).status).toBe(200)
+      // an alias the engine knows is kept as written
+      const alias = await t.call('POST', '/api/v1/sites', {
+        key: t.a.write.key,
+        body: { domain: `tz-${crypto.randomUUID().slice(0, 6)}.example.com`, timezone: 'Asia/Calcutta' },
+      })
+      expect(alias.json.timezone).toBe('Asia/Calcutta')
+    },
+  )
 })

@@ -17,7 +17,13 @@ import { NOW, UAS } from './report-reference'
  */
 
 const KEY = 'crux-test-key-0123456789'
-const METRIC_NAMES = ['largest_contentful_paint', 'interaction_to_next_paint', 'cumulative_layout_shift', 'first_contentful_paint', 'experimental_time_to_first_byte']
+const METRIC_NAMES = [
+  'largest_contentful_paint',
+  'interaction_to_next_paint',
+  'cumulative_layout_shift',
+  'first_contentful_paint',
+  'experimental_time_to_first_byte',
+]
 
 type Bin = { start: number | string; end?: number | string; density?: number }
 type CruxMetric = { histogram: Bin[]; percentiles: { p75: number | string } }
@@ -27,23 +33,99 @@ type AskedFormFactor = FormFactor | 'TABLET'
 /** A record's metrics, per form factor. TTFB is left out of every form factor, as CrUX does for a metric without enough data. */
 const RECORDS: Record<FormFactor, Record<string, CruxMetric>> = {
   ALL: {
-    largest_contentful_paint: { histogram: [{ start: 0, end: 2500, density: 0.8123 }, { start: 2500, end: 4000, density: 0.1234 }, { start: 4000, density: 0.0643 }], percentiles: { p75: 2210 } },
-    interaction_to_next_paint: { histogram: [{ start: 0, end: 200, density: 0.7012 }, { start: 200, end: 500, density: 0.2101 }, { start: 500, density: 0.0887 }], percentiles: { p75: 183 } },
+    largest_contentful_paint: {
+      histogram: [
+        { start: 0, end: 2500, density: 0.8123 },
+        { start: 2500, end: 4000, density: 0.1234 },
+        { start: 4000, density: 0.0643 },
+      ],
+      percentiles: { p75: 2210 },
+    },
+    interaction_to_next_paint: {
+      histogram: [
+        { start: 0, end: 200, density: 0.7012 },
+        { start: 200, end: 500, density: 0.2101 },
+        { start: 500, density: 0.0887 },
+      ],
+      percentiles: { p75: 183 },
+    },
     // CLS: bins and p75 are strings; a density of 0 is left out (proto3 JSON)
-    cumulative_layout_shift: { histogram: [{ start: '0.00', end: '0.10', density: 0.9321 }, { start: '0.10', end: '0.25', density: 0.0679 }, { start: '0.25' }], percentiles: { p75: '0.04' } },
-    first_contentful_paint: { histogram: [{ start: 0, end: 1800, density: 0.6544 }, { start: 1800, end: 3000, density: 0.2403 }, { start: 3000, density: 0.1053 }], percentiles: { p75: 1912 } },
+    cumulative_layout_shift: {
+      histogram: [{ start: '0.00', end: '0.10', density: 0.9321 }, { start: '0.10', end: '0.25', density: 0.0679 }, { start: '0.25' }],
+      percentiles: { p75: '0.04' },
+    },
+    first_contentful_paint: {
+      histogram: [
+        { start: 0, end: 1800, density: 0.6544 },
+        { start: 1800, end: 3000, density: 0.2403 },
+        { start: 3000, density: 0.1053 },
+      ],
+      percentiles: { p75: 1912 },
+    },
   },
   PHONE: {
-    largest_contentful_paint: { histogram: [{ start: 0, end: 2500, density: 0.6021 }, { start: 2500, end: 4000, density: 0.2417 }, { start: 4000, density: 0.1562 }], percentiles: { p75: 3480 } },
-    interaction_to_next_paint: { histogram: [{ start: 0, end: 200, density: 0.5533 }, { start: 200, end: 500, density: 0.3125 }, { start: 500, density: 0.1342 }], percentiles: { p75: 312 } },
-    cumulative_layout_shift: { histogram: [{ start: '0.00', end: '0.10', density: 0.7714 }, { start: '0.10', end: '0.25', density: 0.1413 }, { start: '0.25', density: 0.0873 }], percentiles: { p75: '0.12' } },
-    first_contentful_paint: { histogram: [{ start: 0, end: 1800, density: 0.4402 }, { start: 1800, end: 3000, density: 0.3351 }, { start: 3000, density: 0.2247 }], percentiles: { p75: 2790 } },
+    largest_contentful_paint: {
+      histogram: [
+        { start: 0, end: 2500, density: 0.6021 },
+        { start: 2500, end: 4000, density: 0.2417 },
+        { start: 4000, density: 0.1562 },
+      ],
+      percentiles: { p75: 3480 },
+    },
+    interaction_to_next_paint: {
+      histogram: [
+        { start: 0, end: 200, density: 0.5533 },
+        { start: 200, end: 500, density: 0.3125 },
+        { start: 500, density: 0.1342 },
+      ],
+      percentiles: { p75: 312 },
+    },
+    cumulative_layout_shift: {
+      histogram: [
+        { start: '0.00', end: '0.10', density: 0.7714 },
+        { start: '0.10', end: '0.25', density: 0.1413 },
+        { start: '0.25', density: 0.0873 },
+      ],
+      percentiles: { p75: '0.12' },
+    },
+    first_contentful_paint: {
+      histogram: [
+        { start: 0, end: 1800, density: 0.4402 },
+        { start: 1800, end: 3000, density: 0.3351 },
+        { start: 3000, density: 0.2247 },
+      ],
+      percentiles: { p75: 2790 },
+    },
   },
   DESKTOP: {
-    largest_contentful_paint: { histogram: [{ start: 0, end: 2500, density: 0.9012 }, { start: 2500, end: 4000, density: 0.0701 }, { start: 4000, density: 0.0287 }], percentiles: { p75: 1650 } },
-    interaction_to_next_paint: { histogram: [{ start: 0, end: 200, density: 0.8911 }, { start: 200, end: 500, density: 0.0902 }, { start: 500, density: 0.0187 }], percentiles: { p75: 96 } },
-    cumulative_layout_shift: { histogram: [{ start: '0.00', end: '0.10', density: 0.9655 }, { start: '0.10', end: '0.25', density: 0.0345 }, { start: '0.25' }], percentiles: { p75: '0.01' } },
-    first_contentful_paint: { histogram: [{ start: 0, end: 1800, density: 0.8104 }, { start: 1800, end: 3000, density: 0.1322 }, { start: 3000, density: 0.0574 }], percentiles: { p75: 1102 } },
+    largest_contentful_paint: {
+      histogram: [
+        { start: 0, end: 2500, density: 0.9012 },
+        { start: 2500, end: 4000, density: 0.0701 },
+        { start: 4000, density: 0.0287 },
+      ],
+      percentiles: { p75: 1650 },
+    },
+    interaction_to_next_paint: {
+      histogram: [
+        { start: 0, end: 200, density: 0.8911 },
+        { start: 200, end: 500, density: 0.0902 },
+        { start: 500, density: 0.0187 },
+      ],
+      percentiles: { p75: 96 },
+    },
+    cumulative_layout_shift: {
+      histogram: [{ start: '0.00', end: '0.10', density: 0.9655 }, { start: '0.10', end: '0.25', density: 0.0345 }, { start: '0.25' }],
+      percentiles: { p75: '0.01' },
+    },
+    first_contentful_paint: {
+      histogram: [
+        { start: 0, end: 1800, density: 0.8104 },
+        { start: 1800, end: 3000, density: 0.1322 },
+        { start: 3000, density: 0.0574 },
+      ],
+      percentiles: { p75: 1102 },
+    },
   },
 }
 const PERIOD = { firstDate: { year: 2026, month: 10, day: 13 }, lastDate: { year: 2026, month: 11, day: 9 } }
@@ -101,21 +183,39 @@ function fakeCrux() {
       } catch {
         return googleError(res, 400, 'INVALID_ARGUMENT', 'Invalid JSON payload received.')
       }
-      asked.push({ path: url.pathname, key: (req.headers['x-goog-api-key'] as string | undefined) ?? null, query: url.search, contentType: req.headers['content-type'], body })
-      if (req.method !== 'POST' || url.pathname !== '/v1/records:queryRecord') return googleError(res, 404, 'NOT_FOUND', `no method ${req.method} ${url.pathname}`)
-      if (req.headers['x-goog-api-key'] !== KEY) return googleError(res, 400, 'INVALID_ARGUMENT', 'API key not valid. Please pass a valid API key.')
+      asked.push({
+        path: url.pathname,
+        key: (req.headers['x-goog-api-key'] as string | undefined) ?? null,
+        query: url.search,
+        contentType: req.headers['content-type'],
+        body,
+      })
+      if (req.method !== 'POST' || url.pathname !== '/v1/records:queryRecord')
+        return googleError(res, 404, 'NOT_FOUND', `no method ${req.method} ${url.pathname}`)
+      if (req.headers['x-goog-api-key'] !== KEY)
+        return googleError(res, 400, 'INVALID_ARGUMENT', 'API key not valid. Please pass a valid API key.')
       const unknownField = Object.keys(body).find((k) => !['origin', 'url', 'formFactor', 'metrics', 'effectiveConnectionType'].includes(k))
-      if (unknownField) return googleError(res, 400, 'INVALID_ARGUMENT', `Invalid JSON payload received. Unknown name "${unknownField}": Cannot find field.`)
+      if (unknownField)
+        return googleError(
+          res,
+          400,
+          'INVALID_ARGUMENT',
+          `Invalid JSON payload received. Unknown name "${unknownField}": Cannot find field.`,
+        )
       const formFactor = (body.formFactor ?? 'ALL') as AskedFormFactor
-      if (!['ALL', 'PHONE', 'DESKTOP', 'TABLET'].includes(formFactor)) return googleError(res, 400, 'INVALID_ARGUMENT', `Invalid value at 'form_factor'`)
+      if (!['ALL', 'PHONE', 'DESKTOP', 'TABLET'].includes(formFactor))
+        return googleError(res, 400, 'INVALID_ARGUMENT', `Invalid value at 'form_factor'`)
       const origin = String(body.origin)
       if (silent.has(origin)) return // holds the request open until the client gives up
-      if (rateLimited.has(origin)) return googleError(res, 429, 'RESOURCE_EXHAUSTED', "Quota exceeded for quota metric 'Queries' and limit 'Queries per minute'")
+      if (rateLimited.has(origin))
+        return googleError(res, 429, 'RESOURCE_EXHAUSTED', "Quota exceeded for quota metric 'Queries' and limit 'Queries per minute'")
       if (!known.has(origin) || formFactor === 'TABLET') return googleError(res, 404, 'NOT_FOUND', 'chrome ux report data not found')
       const wanted = Array.isArray(body.metrics) ? (body.metrics as string[]) : METRIC_NAMES
       const metrics = Object.fromEntries(Object.entries(RECORDS[formFactor as FormFactor]).filter(([name]) => wanted.includes(name)))
       res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' })
-      res.end(JSON.stringify({ record: { key: { origin, ...(body.formFactor ? { formFactor } : {}) }, metrics, collectionPeriod: PERIOD } }))
+      res.end(
+        JSON.stringify({ record: { key: { origin, ...(body.formFactor ? { formFactor } : {}) }, metrics, collectionPeriod: PERIOD } }),
+      )
     })
   })
   return {
@@ -145,10 +245,22 @@ describe('vitals with crux=1', () => {
     const org = await createOrg(services.repositories, 'CrUX', NOW)
     orgId = org.id
     key = (await createApiKey(services.repositories, { orgId, name: 'r', scope: 'read' }, NOW)).key
-    for (const name of Object.keys({ tracked: 0, plain: 0, unknown: 0, limited: 0, slow: 0, refused: 0, wwwOnly: 0 }) as (keyof typeof sites)[]) {
+    for (const name of Object.keys({
+      tracked: 0,
+      plain: 0,
+      unknown: 0,
+      limited: 0,
+      slow: 0,
+      refused: 0,
+      wwwOnly: 0,
+    }) as (keyof typeof sites)[]) {
       sites[name] = newSite({ domain: `${name}-${crypto.randomUUID().slice(0, 8)}.crux.test`, timezone: 'UTC' }, orgId, NOW)
     }
-    sites.ga4 = { ...newSite({ domain: `ga4-${crypto.randomUUID().slice(0, 8)}.crux.test`, timezone: 'UTC' }, orgId, NOW), sources: ['ga4'], primarySource: 'ga4' }
+    sites.ga4 = {
+      ...newSite({ domain: `ga4-${crypto.randomUUID().slice(0, 8)}.crux.test`, timezone: 'UTC' }, orgId, NOW),
+      sources: ['ga4'],
+      primarySource: 'ga4',
+    }
     for (const site of Object.values(sites)) await services.repositories.sites.create(site)
     for (const name of ['tracked', 'plain', 'refused', 'ga4'] as const) fake.known.add(`https://${sites[name].domain}`)
     // served at its www host only: CrUX knows that origin, not the bare domain
@@ -160,7 +272,17 @@ describe('vitals with crux=1', () => {
     for (let i = 0; i < 60; i++) {
       const name = ['LCP', 'INP', 'CLS', 'FCP', 'TTFB'][i % 5]
       const value = name === 'CLS' ? (i % 7) * 0.05 : 100 + i * 83
-      lines.push(JSON.stringify({ timestamp: new Date(NOW.getTime() - (i + 2) * 3_600_000).toISOString(), site: sites.tracked.snippetId, name: 'vital', url: `https://${sites.tracked.domain}/p${i % 3}`, ip: '8.8.8.8', userAgent: UAS[i % 2 ? 2 : 0], vital: { name, value } }))
+      lines.push(
+        JSON.stringify({
+          timestamp: new Date(NOW.getTime() - (i + 2) * 3_600_000).toISOString(),
+          site: sites.tracked.snippetId,
+          name: 'vital',
+          url: `https://${sites.tracked.domain}/p${i % 3}`,
+          ip: '8.8.8.8',
+          userAgent: UAS[i % 2 ? 2 : 0],
+          vital: { name, value },
+        }),
+      )
     }
     const result = await importHits(lines, services.ingestor)
     expect(result.rejected, JSON.stringify(result.errors)).toBe(0)
@@ -182,9 +304,17 @@ describe('vitals with crux=1', () => {
   it('maps the record: p75 and the three bins of each metric, the collection period, and a metric CrUX lacks as null', async () => {
     const origin = `https://${sites.tracked.domain}`
     const json = await read(sites.tracked, '&range=7d&crux=1')
-    expect(json.crux).toEqual({ available: true, origin, formFactor: null, collectionPeriod: { firstDate: '2026-10-13', lastDate: '2026-11-09' }, metrics: EXPECTED.ALL })
+    expect(json.crux).toEqual({
+      available: true,
+      origin,
+      formFactor: null,
+      collectionPeriod: { firstDate: '2026-10-13', lastDate: '2026-11-09' },
+      metrics: EXPECTED.ALL,
+    })
     // one request, of the protocol's shape: the path, the key in its header and no query string, a JSON body without a form factor
-    expect(fake.of(origin)).toEqual([{ path: '/v1/records:queryRecord', key: KEY, query: '', contentType: 'application/json', body: { origin, metrics: METRIC_NAMES } }])
+    expect(fake.of(origin)).toEqual([
+      { path: '/v1/records:queryRecord', key: KEY, query: '', contentType: 'application/json', body: { origin, metrics: METRIC_NAMES } },
+    ])
   })
 
   it('sends PHONE or DESKTOP for form_factor and answers that form factor, each cached on its own', async () => {
@@ -239,7 +369,12 @@ describe('vitals with crux=1', () => {
   it('an origin without field data (404) answers available: false with the reason, and that is cached too', async () => {
     const origin = `https://${sites.unknown.domain}`
     const json = await read(sites.unknown, '&crux=1')
-    expect(json.crux).toEqual({ available: false, origin, formFactor: null, reason: expect.stringMatching(/^the Chrome UX Report has no field data for https:\/\/unknown-\S+ or https:\/\/www\.unknown-/) })
+    expect(json.crux).toEqual({
+      available: false,
+      origin,
+      formFactor: null,
+      reason: expect.stringMatching(/^the Chrome UX Report has no field data for https:\/\/unknown-\S+ or https:\/\/www\.unknown-/),
+    })
     expect(json.summary).toBeDefined()
     await read(sites.unknown, '&crux=1')
     // the domain's origin, then its www origin, each asked once
@@ -251,7 +386,13 @@ describe('vitals with crux=1', () => {
   it('a domain CrUX has no data for is asked again at its www host, and the answer names that origin', async () => {
     const www = `https://www.${sites.wwwOnly.domain}`
     const json = await read(sites.wwwOnly, '&crux=1')
-    expect(json.crux).toEqual({ available: true, origin: www, formFactor: null, collectionPeriod: { firstDate: '2026-10-13', lastDate: '2026-11-09' }, metrics: EXPECTED.ALL })
+    expect(json.crux).toEqual({
+      available: true,
+      origin: www,
+      formFactor: null,
+      collectionPeriod: { firstDate: '2026-10-13', lastDate: '2026-11-09' },
+      metrics: EXPECTED.ALL,
+    })
     expect(fake.of(`https://${sites.wwwOnly.domain}`)).toHaveLength(1)
     expect(fake.of(www)).toHaveLength(1)
     // cached under the site's own origin: no further request either way
@@ -264,7 +405,12 @@ describe('vitals with crux=1', () => {
     const badKey = { ...services, crux: withCrux('not-the-key') }
     for (let i = 0; i < 2; i++) {
       const json = await read(sites.refused, '&crux=1', badKey)
-      expect(json.crux).toEqual({ available: false, origin, formFactor: null, reason: expect.stringContaining("the CrUX API refused this server's API key (400 INVALID_ARGUMENT: API key not valid") })
+      expect(json.crux).toEqual({
+        available: false,
+        origin,
+        formFactor: null,
+        reason: expect.stringContaining("the CrUX API refused this server's API key (400 INVALID_ARGUMENT: API key not valid"),
+      })
       expect(JSON.stringify(json)).not.toContain('not-the-key')
     }
     expect(fake.of(origin).map((a) => a.key)).toEqual(['not-the-key', 'not-the-key'])
@@ -276,11 +422,21 @@ describe('vitals with crux=1', () => {
     const limited = `https://${sites.limited.domain}`
     for (let i = 0; i < 2; i++) {
       const json = await read(sites.limited, '&crux=1')
-      expect(json.crux).toEqual({ available: false, origin: limited, formFactor: null, reason: expect.stringMatching(/^the CrUX API's rate limit for this server's key is used up \(429 RESOURCE_EXHAUSTED/) })
+      expect(json.crux).toEqual({
+        available: false,
+        origin: limited,
+        formFactor: null,
+        reason: expect.stringMatching(/^the CrUX API's rate limit for this server's key is used up \(429 RESOURCE_EXHAUSTED/),
+      })
     }
     expect(fake.of(limited)).toHaveLength(2)
     const slow = await read(sites.slow, '&crux=1')
-    expect(slow.crux).toEqual({ available: false, origin: `https://${sites.slow.domain}`, formFactor: null, reason: 'the CrUX API did not answer within 1.5 s' })
+    expect(slow.crux).toEqual({
+      available: false,
+      origin: `https://${sites.slow.domain}`,
+      formFactor: null,
+      reason: 'the CrUX API did not answer within 1.5 s',
+    })
     expect(slow.available).toBe(true)
     expect(await services.kv.exists(`crux:all:${limited}`, `crux:all:https://${sites.slow.domain}`)).toBe(0)
   })
@@ -288,7 +444,12 @@ describe('vitals with crux=1', () => {
   it('a server without an API key says so and asks nothing', async () => {
     const before = fake.asked.length
     const json = await read(sites.plain, '&crux=1&form_factor=desktop', { ...services, crux: undefined })
-    expect(json.crux).toEqual({ available: false, origin: `https://${sites.plain.domain}`, formFactor: 'desktop', reason: 'no CrUX API key is configured on this server (CRUX_API_KEY)' })
+    expect(json.crux).toEqual({
+      available: false,
+      origin: `https://${sites.plain.domain}`,
+      formFactor: 'desktop',
+      reason: 'no CrUX API key is configured on this server (CRUX_API_KEY)',
+    })
     expect(fake.asked.length).toBe(before)
   })
 
@@ -315,7 +476,12 @@ describe('vitals with crux=1', () => {
     const tool = result.tools.find((t: { name: string }) => t.name === 'get_vitals')
     expect(tool.inputSchema.properties.crux).toMatchObject({ type: 'string', enum: ['0', '1'] })
     expect(JSON.stringify(tool.outputSchema)).toContain('collectionPeriod')
-    const call = await rpc({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'get_vitals', arguments: { site_id: sites.tracked.id, crux: '1', form_factor: 'desktop' } } })
+    const call = await rpc({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
+      params: { name: 'get_vitals', arguments: { site_id: sites.tracked.id, crux: '1', form_factor: 'desktop' } },
+    })
     expect(call.result.isError).toBeFalsy()
     expect(call.result.structuredContent.crux).toMatchObject({ available: true, formFactor: 'desktop', metrics: EXPECTED.DESKTOP })
   })

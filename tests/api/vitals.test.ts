@@ -13,13 +13,24 @@ import { NOW, UAS, localDate } from './report-reference'
  * site-local day).
  */
 
-const IPS: [string, string][] = [['81.2.69.142', 'GB'], ['8.8.8.8', 'US'], ['46.114.0.1', 'DE'], ['1.1.1.1', 'AU']]
+const IPS: [string, string][] = [
+  ['81.2.69.142', 'GB'],
+  ['8.8.8.8', 'US'],
+  ['46.114.0.1', 'DE'],
+  ['1.1.1.1', 'AU'],
+]
 const BROWSERS = ['Chrome', 'Firefox', 'Safari']
 const DEVICES = ['Desktop', 'Desktop', 'Mobile']
 const PATHS = ['/', '/cart', '/checkout', '/blog/x']
 const NAMES = ['LCP', 'INP', 'CLS', 'FCP', 'TTFB'] as const
 type Name = (typeof NAMES)[number]
-const THRESHOLDS: Record<Name, [number, number]> = { LCP: [2500, 4000], INP: [200, 500], CLS: [0.1, 0.25], FCP: [1800, 3000], TTFB: [800, 1800] }
+const THRESHOLDS: Record<Name, [number, number]> = {
+  LCP: [2500, 4000],
+  INP: [200, 500],
+  CLS: [0.1, 0.25],
+  FCP: [1800, 3000],
+  TTFB: [800, 1800],
+}
 const WEIGHTS: Record<Name, number> = { LCP: 0.3, INP: 0.3, CLS: 0.25, FCP: 0.1, TTFB: 0.05 }
 /** Values on each threshold, so both sides of "at or under" are checked. */
 const ON_THRESHOLD: Record<Name, number[]> = { LCP: [2500, 4000], INP: [200, 500], CLS: [0.1, 0.25], FCP: [1800, 3000], TTFB: [800, 1800] }
@@ -45,7 +56,7 @@ function dayOf(ts: number, tz: string) {
 
 function prng(seed: number) {
   let s = seed
-  return () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31)
+  return () => (s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31
 }
 
 function vitalsFixture(snippet: string, domain: string, seed: number, count: number) {
@@ -63,10 +74,19 @@ function vitalsFixture(snippet: string, domain: string, seed: number, count: num
     const value = name === 'CLS' ? Math.round(raw * 1000) / 1000 : Math.round(raw)
     const attribution: Record<string, string | number> = {}
     if (r() < 0.6) {
-      for (const [metric, field, targets] of Object.values(CONTRIBUTOR_FIELDS)) if (metric === name && r() < 0.85) attribution[field] = pick(targets)
+      for (const [metric, field, targets] of Object.values(CONTRIBUTOR_FIELDS))
+        if (metric === name && r() < 0.85) attribution[field] = pick(targets)
       if (name === 'FCP') attribution.firstByteToFCP = Math.round(value / 2)
     }
-    samples.push({ ts: start + Math.floor(r() * (NOW.getTime() - 3_600_000 - start)), ip: Math.floor(r() * IPS.length), ua, path: pick(PATHS), name, value, attribution })
+    samples.push({
+      ts: start + Math.floor(r() * (NOW.getTime() - 3_600_000 - start)),
+      ip: Math.floor(r() * IPS.length),
+      ua,
+      path: pick(PATHS),
+      name,
+      value,
+      attribution,
+    })
   }
   const lines = samples.map((s) =>
     JSON.stringify({
@@ -80,7 +100,17 @@ function vitalsFixture(snippet: string, domain: string, seed: number, count: num
     }),
   )
   // pageviews and a custom event beside them, which vitals must not count
-  for (const s of samples.slice(0, 40)) lines.push(JSON.stringify({ timestamp: new Date(s.ts - 1000).toISOString(), site: snippet, name: 'pageview', url: `https://${domain}${s.path}`, ip: IPS[s.ip][0], userAgent: UAS[s.ua] }))
+  for (const s of samples.slice(0, 40))
+    lines.push(
+      JSON.stringify({
+        timestamp: new Date(s.ts - 1000).toISOString(),
+        site: snippet,
+        name: 'pageview',
+        url: `https://${domain}${s.path}`,
+        ip: IPS[s.ip][0],
+        userAgent: UAS[s.ua],
+      }),
+    )
   return { lines, samples }
 }
 
@@ -130,14 +160,19 @@ describe('vitals', () => {
       Object.assign(s, { id: site.id, samples: fx.samples })
     }
     const empty = newSite({ domain: 'empty.vitals.test', timezone: 'Europe/Berlin' }, org.id, NOW)
-    const ga4 = { ...newSite({ domain: 'ga4.vitals.test', timezone: 'UTC' }, org.id, NOW), sources: ['ga4' as const], primarySource: 'ga4' as const }
+    const ga4 = {
+      ...newSite({ domain: 'ga4.vitals.test', timezone: 'UTC' }, org.id, NOW),
+      sources: ['ga4' as const],
+      primarySource: 'ga4' as const,
+    }
     for (const site of [empty, ga4]) await services.repositories.sites.create(site)
     Object.assign(ids, { empty: empty.id, ga4: ga4.id })
   })
 
   const get = (path: string) => getOk(call, path, key)
   const filtersParam = (filters: unknown) => `&filters=${encodeURIComponent(JSON.stringify(filters))}`
-  const within = (samples: Sample[], range: { from: string; to: string }) => samples.filter((s) => s.ts >= Date.parse(range.from) && s.ts < Date.parse(range.to))
+  const within = (samples: Sample[], range: { from: string; to: string }) =>
+    samples.filter((s) => s.ts >= Date.parse(range.from) && s.ts < Date.parse(range.to))
   const visitors = (samples: Sample[], tz: string) => new Set(samples.map((s) => `${s.ip}|${s.ua}|${dayOf(s.ts, tz)}`)).size
   const closeOrNull = (actual: number | null, expected: number | null, what: string) => {
     if (expected === null) expect(actual, what).toBeNull()
@@ -150,7 +185,15 @@ describe('vitals', () => {
     const s = score(samples)
     if (s === null) expect(row.score, what).toBeNull()
     else expect(Math.abs((row.score as number) - s), `${what} score`).toBeLessThanOrEqual(0.05 + 1e-9)
-    for (const name of NAMES) closeOrNull(row[name] as number | null, percentile(samples.filter((x) => x.name === name).map((x) => x.value), p), `${what} ${name}`)
+    for (const name of NAMES)
+      closeOrNull(
+        row[name] as number | null,
+        percentile(
+          samples.filter((x) => x.name === name).map((x) => x.value),
+          p,
+        ),
+        `${what} ${name}`,
+      )
   }
   /** Everything but the contributors, against the reference over `samples` (already narrowed by filters). */
   function expectVitals(json: Record<string, any>, all: Sample[], p: number, tz: string) {
@@ -162,7 +205,14 @@ describe('vitals', () => {
       const of = samples.filter((s) => s.name === name)
       const share = (band: string) => (of.length ? of.filter((s) => bandOf(name, s.value) === band).length / of.length : 0)
       const m = json.metrics[name]
-      closeOrNull(m.value, percentile(of.map((s) => s.value), p), name)
+      closeOrNull(
+        m.value,
+        percentile(
+          of.map((s) => s.value),
+          p,
+        ),
+        name,
+      )
       expect(m.samples, name).toBe(of.length)
       expect(m.good, name).toBeCloseTo(share('good'), 9)
       expect(m.needsImprovement, name).toBeCloseTo(share('ni'), 9)
@@ -171,15 +221,31 @@ describe('vitals', () => {
     }
     // every site-local day of the window, empty ones with nulls
     const windowDays: string[] = []
-    for (let t = Date.parse(json.range.from); t < Date.parse(json.range.to); t += 3_600_000) if (windowDays.at(-1) !== dayOf(t, tz)) windowDays.push(dayOf(t, tz))
+    for (let t = Date.parse(json.range.from); t < Date.parse(json.range.to); t += 3_600_000)
+      if (windowDays.at(-1) !== dayOf(t, tz)) windowDays.push(dayOf(t, tz))
     expect(json.trend.map((d: { date: string }) => d.date)).toEqual(windowDays)
-    for (const day of json.trend) expectRow(day, samples.filter((s) => dayOf(s.ts, tz) === day.date), p, tz, day.date)
-    const tables: Record<string, (s: Sample) => string> = { pages: (s) => s.path, countries: (s) => IPS[s.ip][1], devices: (s) => DEVICES[s.ua], browsers: (s) => BROWSERS[s.ua] }
+    for (const day of json.trend)
+      expectRow(
+        day,
+        samples.filter((s) => dayOf(s.ts, tz) === day.date),
+        p,
+        tz,
+        day.date,
+      )
+    const tables: Record<string, (s: Sample) => string> = {
+      pages: (s) => s.path,
+      countries: (s) => IPS[s.ip][1],
+      devices: (s) => DEVICES[s.ua],
+      browsers: (s) => BROWSERS[s.ua],
+    }
     for (const [table, valueOf] of Object.entries(tables)) {
       const by = new Map<string, Sample[]>()
       for (const s of samples) by.set(valueOf(s), [...(by.get(valueOf(s)) ?? []), s])
       const order = [...by].sort((a, b) => b[1].length - a[1].length || (a[0] < b[0] ? -1 : 1)).slice(0, json.tables[table].length)
-      expect(json.tables[table].map((r: { value: string }) => r.value), table).toEqual(order.map(([v]) => v))
+      expect(
+        json.tables[table].map((r: { value: string }) => r.value),
+        table,
+      ).toEqual(order.map(([v]) => v))
       expect(json.tables[table].length, table).toBe(Math.min(by.size, 100))
       for (const row of json.tables[table]) expectRow(row, by.get(row.value)!, p, tz, `${table} ${row.value}`)
     }
@@ -193,22 +259,48 @@ describe('vitals', () => {
     expect(json.contributors).toBeUndefined()
     expectVitals(json, site.samples, 0.75, site.tz)
     // the fixture reaches every band of every metric
-    for (const name of NAMES) for (const band of ['good', 'needsImprovement', 'poor']) expect(json.metrics[name][band], `${name} ${band}`).toBeGreaterThan(0)
+    for (const name of NAMES)
+      for (const band of ['good', 'needsImprovement', 'poor']) expect(json.metrics[name][band], `${name} ${band}`).toBeGreaterThan(0)
     expect(json.trend).toHaveLength(30)
   })
 
   it('takes the percentile, a form factor, filters and limit', async () => {
     const site = sites[0]
-    for (const [percent, p] of [['50', 0.5], ['90', 0.9], ['99', 0.99]] as const) expectVitals(await get(`/api/v1/vitals?site_id=${site.id}&range=30d&percentile=${percent}`), site.samples, p, site.tz)
+    for (const [percent, p] of [
+      ['50', 0.5],
+      ['90', 0.9],
+      ['99', 0.99],
+    ] as const)
+      expectVitals(await get(`/api/v1/vitals?site_id=${site.id}&range=30d&percentile=${percent}`), site.samples, p, site.tz)
     const phones = await get(`/api/v1/vitals?site_id=${site.id}&range=30d&form_factor=phone`)
     expect(phones.formFactor).toBe('phone')
-    expectVitals(phones, site.samples.filter((s) => DEVICES[s.ua] === 'Mobile'), 0.75, site.tz)
+    expectVitals(
+      phones,
+      site.samples.filter((s) => DEVICES[s.ua] === 'Mobile'),
+      0.75,
+      site.tz,
+    )
     const desktops = await get(`/api/v1/vitals?site_id=${site.id}&range=30d&form_factor=desktop&percentile=90`)
-    expectVitals(desktops, site.samples.filter((s) => DEVICES[s.ua] === 'Desktop'), 0.9, site.tz)
+    expectVitals(
+      desktops,
+      site.samples.filter((s) => DEVICES[s.ua] === 'Desktop'),
+      0.9,
+      site.tz,
+    )
     // phones are slower in the fixture, so the two differ
     expect(phones.metrics.LCP.value).toBeGreaterThan(desktops.metrics.LCP.value * 0.9)
-    const filtered = await get(`/api/v1/vitals?site_id=${site.id}&range=30d${filtersParam([{ dimension: 'path', operator: 'is', value: ['/checkout', '/cart'] }, { dimension: 'country', operator: 'is_not', value: ['US'] }])}`)
-    expectVitals(filtered, site.samples.filter((s) => ['/checkout', '/cart'].includes(s.path) && IPS[s.ip][1] !== 'US'), 0.75, site.tz)
+    const filtered = await get(
+      `/api/v1/vitals?site_id=${site.id}&range=30d${filtersParam([
+        { dimension: 'path', operator: 'is', value: ['/checkout', '/cart'] },
+        { dimension: 'country', operator: 'is_not', value: ['US'] },
+      ])}`,
+    )
+    expectVitals(
+      filtered,
+      site.samples.filter((s) => ['/checkout', '/cart'].includes(s.path) && IPS[s.ip][1] !== 'US'),
+      0.75,
+      site.tz,
+    )
     const limited = await get(`/api/v1/vitals?site_id=${site.id}&range=30d&limit=2`)
     expect(limited.tables.pages).toHaveLength(2)
     expect(limited.tables.countries).toHaveLength(2)
@@ -229,14 +321,34 @@ describe('vitals', () => {
         const named = samples.filter((s) => s.name === metric && field in s.attribution)
         const by = new Map<string, Sample[]>()
         for (const s of named) by.set(String(s.attribution[field]), [...(by.get(String(s.attribution[field])) ?? []), s])
-        const overall = percentile(samples.filter((s) => s.name === metric).map((s) => s.value), p)!
+        const overall = percentile(
+          samples.filter((s) => s.name === metric).map((s) => s.value),
+          p,
+        )!
         const expected = [...by]
           .sort((a, b) => b[1].length - a[1].length || (a[0] < b[0] ? -1 : 1))
-          .map(([target, of]) => ({ target, samples: of.length, share: of.length / named.length, value: percentile(of.map((s) => s.value), p)!, effect: percentile(of.map((s) => s.value), p)! - overall }))
-        expect(json.contributors[kind].map((c: { target: string; samples: number }) => [c.target, c.samples]), kind).toEqual(expected.map((c) => [c.target, c.samples]))
+          .map(([target, of]) => ({
+            target,
+            samples: of.length,
+            share: of.length / named.length,
+            value: percentile(
+              of.map((s) => s.value),
+              p,
+            )!,
+            effect:
+              percentile(
+                of.map((s) => s.value),
+                p,
+              )! - overall,
+          }))
+        expect(
+          json.contributors[kind].map((c: { target: string; samples: number }) => [c.target, c.samples]),
+          kind,
+        ).toEqual(expected.map((c) => [c.target, c.samples]))
         expect(json.contributors[kind].length, kind).toBeGreaterThan(1)
         json.contributors[kind].forEach((c: (typeof expected)[number], n: number) => {
-          for (const field of ['share', 'value', 'effect'] as const) expect(c[field], `${kind} ${c.target} ${field}`).toBeCloseTo(expected[n][field], 6)
+          for (const field of ['share', 'value', 'effect'] as const)
+            expect(c[field], `${kind} ${c.target} ${field}`).toBeCloseTo(expected[n][field], 6)
         })
       }
     }
@@ -245,7 +357,13 @@ describe('vitals', () => {
   })
 
   it('refuses a percentile, form factor or attribution outside its values, naming the parameter', async () => {
-    for (const [bad, name] of [['percentile=80', 'percentile'], ['percentile=', 'percentile'], ['form_factor=tablet', 'form_factor'], ['attribution=yes', 'attribution'], ['range=week2', 'range']]) {
+    for (const [bad, name] of [
+      ['percentile=80', 'percentile'],
+      ['percentile=', 'percentile'],
+      ['form_factor=tablet', 'form_factor'],
+      ['attribution=yes', 'attribution'],
+      ['range=week2', 'range'],
+    ]) {
       const res = await call('GET', `/api/v1/vitals?site_id=${sites[0].id}&${bad}`, { key })
       expect(res.status, bad).toBe(400)
       expect(res.json.error, bad).toMatch(new RegExp(`^${name}`))
@@ -255,7 +373,14 @@ describe('vitals', () => {
   it('an empty site answers zero samples, null values and empty days', async () => {
     const json = await get(`/api/v1/vitals?site_id=${ids.empty}&range=7d&attribution=1`)
     expect(json.summary).toEqual({ samples: 0, visitors: 0, score: null, LCP: null, INP: null, CLS: null, FCP: null, TTFB: null })
-    expect(json.metrics.INP).toEqual({ value: null, samples: 0, good: 0, needsImprovement: 0, poor: 0, thresholds: { good: 200, poor: 500 } })
+    expect(json.metrics.INP).toEqual({
+      value: null,
+      samples: 0,
+      good: 0,
+      needsImprovement: 0,
+      poor: 0,
+      thresholds: { good: 200, poor: 500 },
+    })
     expect(json.trend).toHaveLength(7)
     expect(json.trend.every((d: { samples: number; score: null }) => d.samples === 0 && d.score === null)).toBe(true)
     expect(json.tables).toEqual({ pages: [], countries: [], devices: [], browsers: [], os: [] })

@@ -31,19 +31,32 @@ const GOOGLE = 'https://www.google.com/'
 /** From this day /referred loses its Google visits and starts throwing errors. */
 const SOURCE_DAY = '2026-11-08'
 
-const page = (title: string, text: string) => `<!doctype html><html><head><title>${title}</title></head><body><h1>Heading</h1><article><p>${text}</p></article></body></html>`
+const page = (title: string, text: string) =>
+  `<!doctype html><html><head><title>${title}</title></head><body><h1>Heading</h1><article><p>${text}</p></article></body></html>`
 const sitemap = (origin: string, paths: string[]) =>
   `<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">${paths.map((p) => `<url><loc>${origin}${p}</loc></url>`).join('')}</urlset>`
 
 function website(origin: string, paths: string[], pages: Record<string, string>) {
-  return { '/robots.txt': `User-agent: *\nAllow: /\n\nSitemap: ${origin}/sitemap.xml\n`, '/sitemap.xml': sitemap(origin, paths), ...pages } as Record<string, string>
+  return {
+    '/robots.txt': `User-agent: *\nAllow: /\n\nSitemap: ${origin}/sitemap.xml\n`,
+    '/sitemap.xml': sitemap(origin, paths),
+    ...pages,
+  } as Record<string, string>
 }
 
 async function serve(pages: () => Record<string, string>) {
   const server = createServer((req, res) => {
     const body = pages()[new URL(req.url ?? '/', 'http://x').pathname]
     if (body === undefined) return void res.writeHead(404, { 'content-type': 'text/html' }).end('<html><body>Not found</body></html>')
-    res.writeHead(200, { 'content-type': body.startsWith('<?xml') ? 'application/xml' : body.startsWith('User-agent') ? 'text/plain' : 'text/html; charset=utf-8' }).end(body)
+    res
+      .writeHead(200, {
+        'content-type': body.startsWith('<?xml')
+          ? 'application/xml'
+          : body.startsWith('User-agent')
+            ? 'text/plain'
+            : 'text/html; charset=utf-8',
+      })
+      .end(body)
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   return { server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }
@@ -78,7 +91,11 @@ function vitalSamples(): VitalSample[] {
       if (ts >= NOW - 3_600_000) continue
       const after = utcDay(d) >= REGRESSION_DAY
       const k = (d / DAY + i) % 5
-      samples.push(after ? { ts, value: 350 + 20 * k, attribution: { scriptUrl: SCRIPT } } : { ts, value: 120 + 10 * k, attribution: { interactionTarget: 'button#buy' } })
+      samples.push(
+        after
+          ? { ts, value: 350 + 20 * k, attribution: { scriptUrl: SCRIPT } }
+          : { ts, value: 120 + 10 * k, attribution: { interactionTarget: 'button#buy' } },
+      )
     }
   }
   return samples
@@ -153,7 +170,10 @@ describe('why a page changed: planted causes', () => {
       '/vitals-page': page('Shop | News', 'A shop page that will get a slow script.'),
       '/gone': page('Gone | News', 'A page that will be taken down.'),
     })
-    flatPages = website(control.origin, ['/', '/a'], { '/': page('Flat', 'Nothing ever happens here.'), '/a': page('A | Flat', 'Nor here.') })
+    flatPages = website(control.origin, ['/', '/a'], {
+      '/': page('Flat', 'Nothing ever happens here.'),
+      '/a': page('A | Flat', 'Nor here.'),
+    })
 
     services = await testServices({ kv: REDIS_URL ? 'redis' : 'embedded', ownKeys: true, now: () => new Date(now) })
     const domains = { news: `news-${crypto.randomUUID().slice(0, 8)}.test`, flat: `flat-${crypto.randomUUID().slice(0, 8)}.test` }
@@ -186,16 +206,42 @@ describe('why a page changed: planted causes', () => {
     const lines = (hits: FixtureHit[], snippet: string, domain: string, base: number) =>
       hits.map((h, i) => {
         const n = base + i
-        return JSON.stringify({ timestamp: new Date(h.ts).toISOString(), site: snippet, name: 'pageview', url: `https://${domain}${h.path}`, referrer: h.referrer, ip: `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`, userAgent: UAS[n % UAS.length] })
+        return JSON.stringify({
+          timestamp: new Date(h.ts).toISOString(),
+          site: snippet,
+          name: 'pageview',
+          url: `https://${domain}${h.path}`,
+          referrer: h.referrer,
+          ip: `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`,
+          userAgent: UAS[n % UAS.length],
+        })
       })
     const vitalLines = vitals.map((s, i) =>
-      JSON.stringify({ timestamp: new Date(s.ts).toISOString(), site: snippets.news, name: 'vital', url: `https://${domains.news}/vitals-page`, ip: `10.200.${(i >> 8) & 255}.${i & 255}`, userAgent: UAS[i % UAS.length], vital: { name: 'INP', value: s.value, attribution: s.attribution } }),
+      JSON.stringify({
+        timestamp: new Date(s.ts).toISOString(),
+        site: snippets.news,
+        name: 'vital',
+        url: `https://${domains.news}/vitals-page`,
+        ip: `10.200.${(i >> 8) & 255}.${i & 255}`,
+        userAgent: UAS[i % UAS.length],
+        vital: { name: 'INP', value: s.value, attribution: s.attribution },
+      }),
     )
     const errorLines = errorHits.map((h) => {
       const pageview = JSON.parse(lines([h], snippets.news, domains.news, h.i)[0])
-      return JSON.stringify({ ...pageview, timestamp: new Date(h.ts + 1000).toISOString(), name: 'error', error: { name: 'TypeError', message: 'x is undefined' } })
+      return JSON.stringify({
+        ...pageview,
+        timestamp: new Date(h.ts + 1000).toISOString(),
+        name: 'error',
+        error: { name: 'TypeError', message: 'x is undefined' },
+      })
     })
-    const all = [...lines(planted, snippets.news, domains.news, 0), ...lines(flat, snippets.flat, domains.flat, 1_000_000), ...vitalLines, ...errorLines]
+    const all = [
+      ...lines(planted, snippets.news, domains.news, 0),
+      ...lines(flat, snippets.flat, domains.flat, 1_000_000),
+      ...vitalLines,
+      ...errorLines,
+    ]
     now = NOW
     const result = await importHits(all, services.ingestor)
     expect(result.rejected, JSON.stringify(result.errors.slice(0, 3))).toBe(0)
@@ -237,7 +283,9 @@ describe('why a page changed: planted causes', () => {
     // both sources halved alike: neither explains more than its share
     expect(json.causes.map((c: { kind: string }) => c.kind)).toEqual(['page_change'])
     // the series and drivers against the hits
-    const inWindow = planted.filter((h) => h.path === '/changing' && h.ts >= Date.parse(json.range.from) && h.ts < Date.parse(json.range.to))
+    const inWindow = planted.filter(
+      (h) => h.path === '/changing' && h.ts >= Date.parse(json.range.from) && h.ts < Date.parse(json.range.to),
+    )
     expect(json.totals).toEqual({ visits: inWindow.length, visitors: inWindow.length, pageviews: inWindow.length })
     expect(json.series.find((s: { date: string }) => s.date === CHANGE_DAY).visits).toBe(20)
     expect(json.drivers.sources.map((s: { value: string; visits: number }) => [s.value, s.visits]).sort()).toEqual(
@@ -250,7 +298,12 @@ describe('why a page changed: planted causes', () => {
     expect(json.changes.map((c: { type: string }) => c.type)).toEqual(['text', 'title'])
     expect(json.snapshots.map((s: { title: string }) => s.title)).toEqual(['Guide, rewritten | News', 'Guide | News'])
     expect(json.page.launchedAt).toBe('2026-08-20T09:00:00+00:00')
-    expect(json.first30).toMatchObject({ from: '2026-08-20', days: 30, complete: true, visits: planted.filter((h) => h.path === '/changing' && h.ts < Date.parse('2026-09-19T00:00:00Z')).length })
+    expect(json.first30).toMatchObject({
+      from: '2026-08-20',
+      days: 30,
+      complete: true,
+      visits: planted.filter((h) => h.path === '/changing' && h.ts < Date.parse('2026-09-19T00:00:00Z')).length,
+    })
     expect(json.search).toEqual({ connected: false })
     // the same page by its id
     const byId = await get(`/api/v1/pages/detail?site_id=${ids.news}&page_id=${json.page.pageId}&range=30d`)
@@ -272,7 +325,9 @@ describe('why a page changed: planted causes', () => {
     expect(json.causes[1].evidence).toEqual({ before: 0, after: 3, errors: 21 })
     const inWindow = errorHits.filter((h) => h.ts + 1000 >= Date.parse(json.range.from) && h.ts + 1000 < Date.parse(json.range.to))
     expect(json.errors.summary.errors).toBe(inWindow.length)
-    expect(json.errors.groups.map((g: { errorName: string; count: number }) => [g.errorName, g.count])).toEqual([['TypeError', inWindow.length]])
+    expect(json.errors.groups.map((g: { errorName: string; count: number }) => [g.errorName, g.count])).toEqual([
+      ['TypeError', inWindow.length],
+    ])
   })
 
   it('vitals: the INP regression after the script, with the script behind it, in anomalies vitals=1 and the page detail', async () => {
@@ -291,16 +346,36 @@ describe('why a page changed: planted causes', () => {
       current: { samples: current.length, value: percentile(current, 0.75) },
       band: 'needs_improvement',
     })
-    expect(regression.contributors[0]).toMatchObject({ kind: 'blockingScripts', target: SCRIPT, samples: current.length, share: 1, baselineShare: 0 })
+    expect(regression.contributors[0]).toMatchObject({
+      kind: 'blockingScripts',
+      target: SCRIPT,
+      samples: current.length,
+      share: 1,
+      baselineShare: 0,
+    })
     const detail = await get(`/api/v1/pages/detail?site_id=${ids.news}&path=/vitals-page&range=7d`)
     expect(detail.vitals.regressions).toEqual(json.regressions)
     expect(detail.vitals.bottlenecks.blockingScripts[0]).toMatchObject({ target: SCRIPT, samples: current.length })
     expect(detail.shift).toBeNull()
     const markers = await get(`/api/v1/markers?site_id=${ids.news}&range=7d`)
-    expect(markers.markers.vitalsRegressions).toEqual([{ path: '/vitals-page', metric: 'INP', baseline: regression.baseline.value, current: regression.current.value, change: regression.change, band: 'needs_improvement', contributor: { kind: 'blockingScripts', target: SCRIPT } }])
+    expect(markers.markers.vitalsRegressions).toEqual([
+      {
+        path: '/vitals-page',
+        metric: 'INP',
+        baseline: regression.baseline.value,
+        current: regression.current.value,
+        change: regression.change,
+        band: 'needs_improvement',
+        contributor: { kind: 'blockingScripts', target: SCRIPT },
+      },
+    ])
     expect(markers.markers.pageChanges).toEqual([])
     const month = await get(`/api/v1/markers?site_id=${ids.news}&range=30d`)
-    expect(month.markers.pageChanges.map((c: { type: string; path: string }) => `${c.type} ${c.path}`).sort()).toEqual(['removed /gone', 'text /changing', 'title /changing'])
+    expect(month.markers.pageChanges.map((c: { type: string; path: string }) => `${c.type} ${c.path}`).sort()).toEqual([
+      'removed /gone',
+      'text /changing',
+      'title /changing',
+    ])
   })
 
   it('launches date a page by its first crawl when that came before its first pageview', async () => {

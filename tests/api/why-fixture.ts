@@ -30,7 +30,7 @@ export interface FixtureHit {
 
 function prng(seed: number) {
   let s = seed
-  return () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31)
+  return () => (s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31
 }
 
 /** Site-local midnight of each day from START to END, as [day, startMs, endMs]. */
@@ -54,7 +54,12 @@ export function plantedHits(seed: number): FixtureHit[] {
   // evergreen pages: 2 to 4 visitors every hour
   for (let h = START; h < END; h += HOUR) {
     const n = 2 + Math.floor(r() * 3)
-    for (let i = 0; i < n; i++) hits.push({ ts: h + Math.floor(r() * HOUR), path: pick(['/', '/about', '/blog/a', '/blog/b']), referrer: pick([null, GOOGLE, TWITTER]) })
+    for (let i = 0; i < n; i++)
+      hits.push({
+        ts: h + Math.floor(r() * HOUR),
+        path: pick(['/', '/about', '/blog/a', '/blog/b']),
+        referrer: pick([null, GOOGLE, TWITTER]),
+      })
   }
   const spread = (from: number, to: number, n: number, path: string, referrer: () => string | null) => {
     for (let i = 0; i < n; i++) hits.push({ ts: from + Math.floor(r() * (to - from)), path, referrer: referrer() })
@@ -72,7 +77,8 @@ export function plantedHits(seed: number): FixtureHit[] {
     spread(from, to, searched, '/guide', () => GOOGLE)
     spread(from, to, guide - searched, '/guide', () => null)
     // a cohort launched 3 to 8 November: /new/i from day 2+i, 2(7-i) visits a day (the later, the fewer)
-    for (let i = 1; i <= 6; i++) if (day >= `2026-11-0${2 + i}`) spread(from, to, Math.round(2 * (7 - i) * fraction), `/new/${i}`, () => null)
+    for (let i = 1; i <= 6; i++)
+      if (day >= `2026-11-0${2 + i}`) spread(from, to, Math.round(2 * (7 - i) * fraction), `/new/${i}`, () => null)
     // a page too small to be news
     if (Number(day.slice(8)) % 3 === 0) spread(from, to, 1, '/rare', () => null)
   }
@@ -84,7 +90,8 @@ export function plantedHits(seed: number): FixtureHit[] {
 /** The control site: exactly three visitors every hour, on three pages, no referrer. */
 export function flatHits(): FixtureHit[] {
   const hits: FixtureHit[] = []
-  for (let h = START; h < END; h += HOUR) ['/', '/a', '/b'].forEach((path, i) => hits.push({ ts: h + (i + 1) * 600_000, path, referrer: null }))
+  for (let h = START; h < END; h += HOUR)
+    ['/', '/a', '/b'].forEach((path, i) => hits.push({ ts: h + (i + 1) * 600_000, path, referrer: null }))
   return hits
 }
 
@@ -93,13 +100,28 @@ export function importLines(hits: FixtureHit[], snippet: string, domain: string,
   return hits.map((h, i) => {
     const n = firstAddress + i
     const ip = `198.${18 + (n >> 16)}.${(n >> 8) & 255}.${n & 255}`
-    return JSON.stringify({ timestamp: new Date(h.ts).toISOString(), site: snippet, name: 'pageview', url: `https://${domain}${h.path}`, referrer: h.referrer, ip, userAgent: UAS[n % UAS.length] })
+    return JSON.stringify({
+      timestamp: new Date(h.ts).toISOString(),
+      site: snippet,
+      name: 'pageview',
+      url: `https://${domain}${h.path}`,
+      referrer: h.referrer,
+      ip,
+      userAgent: UAS[n % UAS.length],
+    })
   })
 }
 
 // ---- the reference ----
 
-const hourFormat = new Intl.DateTimeFormat('en-CA', { timeZone: TZ, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', hourCycle: 'h23' })
+const hourFormat = new Intl.DateTimeFormat('en-CA', {
+  timeZone: TZ,
+  year: 'numeric',
+  month: '2-digit',
+  day: '2-digit',
+  hour: '2-digit',
+  hourCycle: 'h23',
+})
 /** YYYY-MM-DDTHH of the site-local hour of an instant. */
 const localHour = (ts: number) => {
   const parts = hourFormat.formatToParts(new Date(ts))
@@ -123,7 +145,9 @@ export function referenceSpikeHours(hits: FixtureHit[], from: string, to: string
   const found: { hour: string; visitors: number; expected: number; baseline: string[] }[] = []
   for (let t = Date.parse(from); t < Date.parse(to); t += HOUR) {
     const hour = localHour(t)
-    const baseline = Array.from({ length: 8 }, (_, w) => `${shiftDays(hour.slice(0, 10), -7 * (w + 1))}T${hour.slice(11)}`).filter((b) => b >= first)
+    const baseline = Array.from({ length: 8 }, (_, w) => `${shiftDays(hour.slice(0, 10), -7 * (w + 1))}T${hour.slice(11)}`).filter(
+      (b) => b >= first,
+    )
     if (hour < first || baseline.length < 3) continue
     const samples = baseline.map((b) => perHour.get(b) ?? 0)
     const m = median(samples)
@@ -152,7 +176,12 @@ export function referenceMovers(hits: FixtureHit[], from: number, to: number) {
       const p = previous.get(path) ?? 0
       return { path, current: c, previous: p, change: c - p, relativeChange: p ? (c - p) / p : null, impact: (c - p) / sitePrevious }
     })
-    .filter((m) => Math.max(m.current, m.previous) >= 20 && Math.abs(m.change) >= 10 && (m.relativeChange === null || m.current === 0 || Math.abs(m.relativeChange) >= 0.25))
+    .filter(
+      (m) =>
+        Math.max(m.current, m.previous) >= 20 &&
+        Math.abs(m.change) >= 10 &&
+        (m.relativeChange === null || m.current === 0 || Math.abs(m.relativeChange) >= 0.25),
+    )
     .sort((a, b) => Math.abs(b.change) - Math.abs(a.change) || (a.path < b.path ? -1 : 1))
 }
 
@@ -173,7 +202,8 @@ export function referenceDecay(hits: FixtureHit[], today: string) {
   const daily = dailyVisits(hits)
   const siteDaily = new Map<string, number>()
   for (const h of hits) siteDaily.set(localDay(h.ts), (siteDaily.get(localDay(h.ts)) ?? 0) + 1)
-  const over = (days: Map<string, number> | undefined, end: string) => Array.from({ length: 28 }, (_, i) => days?.get(shiftDays(end, -i)) ?? 0).reduce((a, b) => a + b, 0)
+  const over = (days: Map<string, number> | undefined, end: string) =>
+    Array.from({ length: 28 }, (_, i) => days?.get(shiftDays(end, -i)) ?? 0).reduce((a, b) => a + b, 0)
   const yesterday = shiftDays(today, -1)
   const siteCurrent = over(siteDaily, yesterday)
   const pages = []
@@ -187,7 +217,8 @@ export function referenceDecay(hits: FixtureHit[], today: string) {
     const current = over(days, yesterday)
     const siteChange = siteCurrent / over(siteDaily, peakTo) - 1
     const adjustedChange = current / peak / (1 + siteChange) - 1
-    if (peak >= 30 && current <= 0.7 * peak && adjustedChange <= -0.25) pages.push({ path, peak, peakTo, current, siteChange, adjustedChange, lost: peak - current })
+    if (peak >= 30 && current <= 0.7 * peak && adjustedChange <= -0.25)
+      pages.push({ path, peak, peakTo, current, siteChange, adjustedChange, lost: peak - current })
   }
   return pages.sort((a, b) => b.lost - a.lost)
 }

@@ -5,7 +5,20 @@ import { ROLLUP_ALL_DAYS, refreshRollups } from '../../lib/reports/rollup/refres
 import { newSite } from '../../lib/sites/sites'
 import { client, getOk, testServices } from '../helpers'
 import {
-  type FixtureHit, GOOGLE, localDay, HN, NOW, TZ, dailyVisits, flatHits, importLines, median, plantedHits, referenceDecay, referenceMovers, referenceSpikeHours,
+  type FixtureHit,
+  GOOGLE,
+  localDay,
+  HN,
+  NOW,
+  TZ,
+  dailyVisits,
+  flatHits,
+  importLines,
+  median,
+  plantedHits,
+  referenceDecay,
+  referenceMovers,
+  referenceSpikeHours,
 } from './why-fixture'
 
 /**
@@ -31,7 +44,11 @@ describe('why traffic changed', () => {
     write = (await createApiKey(services.repositories, { orgId: org.id, name: 'w', scope: 'write' }, NOW)).key
     const news = newSite({ domain: 'news.why.test', timezone: TZ }, org.id, NOW)
     const flat = newSite({ domain: 'flat.why.test', timezone: TZ }, org.id, NOW)
-    const ga4 = { ...newSite({ domain: 'ga4.why.test', timezone: TZ }, org.id, NOW), sources: ['ga4' as const], primarySource: 'ga4' as const }
+    const ga4 = {
+      ...newSite({ domain: 'ga4.why.test', timezone: TZ }, org.id, NOW),
+      sources: ['ga4' as const],
+      primarySource: 'ga4' as const,
+    }
     for (const site of [news, flat, ga4]) await services.repositories.sites.create(site)
     planted = plantedHits(16)
     const lines = [...importLines(planted, news.snippetId, news.domain, 0), ...importLines(flatHits(), flat.snippetId, flat.domain, 0)]
@@ -52,13 +69,27 @@ describe('why traffic changed', () => {
       const [hour] = reference
       expect(json.spikes).toHaveLength(1)
       const [spike] = json.spikes
-      expect(spike).toMatchObject({ start: '2026-11-18T14:00:00+01:00', end: '2026-11-18T15:00:00+01:00', visitors: hour.visitors, expected: hour.expected, excess: hour.visitors - hour.expected })
+      expect(spike).toMatchObject({
+        start: '2026-11-18T14:00:00+01:00',
+        end: '2026-11-18T15:00:00+01:00',
+        visitors: hour.visitors,
+        expected: hour.expected,
+        excess: hour.visitors - hour.expected,
+      })
       expect(spike.peak).toEqual({ start: spike.start, visitors: hour.visitors, expected: hour.expected })
       expect(spike.id).toMatch(/^h\d+-[0-9a-f]{8}$/)
       // Hacker News: 60 visitors, none in the same hour of the 8 weeks before
       const hnBefore = planted.filter((h) => h.referrer === HN && h.ts < Date.parse('2026-11-18T13:00:00Z')).length
       expect(hnBefore).toBe(0)
-      expect(spike.source).toEqual({ dimension: 'source', value: 'Hacker News', referrerUrl: HN, visitors: 60, expected: 0, excess: 60, share: Math.min(1, +(60 / (hour.visitors - hour.expected)).toFixed(4)) })
+      expect(spike.source).toEqual({
+        dimension: 'source',
+        value: 'Hacker News',
+        referrerUrl: HN,
+        visitors: 60,
+        expected: 0,
+        excess: 60,
+        share: Math.min(1, +(60 / (hour.visitors - hour.expected)).toFixed(4)),
+      })
       expect(spike.attached).toBeNull()
       // the id is stable
       expect((await get(`/api/v1/spikes?site_id=${ids.news}&range=7d`)).spikes.map((s: { id: string }) => s.id)).toEqual([spike.id])
@@ -70,7 +101,10 @@ describe('why traffic changed', () => {
       // the 18th: its visitors against the median of the same weekday in the 8 weeks before
       const daily = new Map<string, number>()
       for (const h of planted) daily.set(localDay(h.ts), (daily.get(localDay(h.ts)) ?? 0) + 1)
-      const baseline = Array.from({ length: 8 }, (_, w) => daily.get(new Date(Date.parse('2026-11-18T00:00:00Z') - 7 * (w + 1) * 86_400_000).toISOString().slice(0, 10)) ?? 0)
+      const baseline = Array.from(
+        { length: 8 },
+        (_, w) => daily.get(new Date(Date.parse('2026-11-18T00:00:00Z') - 7 * (w + 1) * 86_400_000).toISOString().slice(0, 10)) ?? 0,
+      )
       const m = median(baseline)
       const spread = Math.max(1.4826 * median(baseline.map((x) => Math.abs(x - m))), Math.sqrt(m), 1)
       const spiking = (daily.get('2026-11-18') ?? 0) - m >= Math.max(5 * spread, 30)
@@ -79,25 +113,57 @@ describe('why traffic changed', () => {
 
     it('attaches a source by hand as a spike_source annotation, shown with the spike and among the markers', async () => {
       const [spike] = (await get(`/api/v1/spikes?site_id=${ids.news}&range=7d`)).spikes
-      const res = await call('POST', '/api/v1/spikes', { key: write, body: { site_id: ids.news, spike_id: spike.id, url: 'https://news.ycombinator.com/item?id=4242', title: 'Show HN thread' } })
+      const res = await call('POST', '/api/v1/spikes', {
+        key: write,
+        body: { site_id: ids.news, spike_id: spike.id, url: 'https://news.ycombinator.com/item?id=4242', title: 'Show HN thread' },
+      })
       expect(res.status, JSON.stringify(res.json)).toBe(201)
-      expect(res.json.annotation).toMatchObject({ kind: 'spike_source', at: '2026-11-18T13:00:00.000Z', title: 'Show HN thread', url: 'https://news.ycombinator.com/item?id=4242' })
+      expect(res.json.annotation).toMatchObject({
+        kind: 'spike_source',
+        at: '2026-11-18T13:00:00.000Z',
+        title: 'Show HN thread',
+        url: 'https://news.ycombinator.com/item?id=4242',
+      })
       const again = (await get(`/api/v1/spikes?site_id=${ids.news}&range=7d`)).spikes[0]
-      expect(again.attached).toEqual({ annotationId: res.json.annotation.id, title: 'Show HN thread', url: 'https://news.ycombinator.com/item?id=4242' })
+      expect(again.attached).toEqual({
+        annotationId: res.json.annotation.id,
+        title: 'Show HN thread',
+        url: 'https://news.ycombinator.com/item?id=4242',
+      })
       const markers = await get(`/api/v1/markers?site_id=${ids.news}&range=7d`)
-      expect(markers.markers.annotations.map((a: { id: string; kind: string }) => [a.id, a.kind])).toEqual([[res.json.annotation.id, 'spike_source']])
+      expect(markers.markers.annotations.map((a: { id: string; kind: string }) => [a.id, a.kind])).toEqual([
+        [res.json.annotation.id, 'spike_source'],
+      ])
     })
 
     it('refuses ids that name no spike of the site, and a read key', async () => {
       const [spike] = (await get(`/api/v1/spikes?site_id=${ids.news}&range=7d`)).spikes
       const start = Number(/^h(\d+)-/.exec(spike.id)![1])
-      for (const [site, id] of [[ids.flat, spike.id], [ids.news, 'nope'], [ids.news, `h${start + 3600}-${spike.id.slice(-8)}`], [ids.news, `h${start - 86400 * 7}-00000000`]]) {
-        const res = await call('POST', '/api/v1/spikes', { key: write, body: { site_id: site, spike_id: id, url: 'https://x.test/', title: 'x' } })
+      for (const [site, id] of [
+        [ids.flat, spike.id],
+        [ids.news, 'nope'],
+        [ids.news, `h${start + 3600}-${spike.id.slice(-8)}`],
+        [ids.news, `h${start - 86400 * 7}-00000000`],
+      ]) {
+        const res = await call('POST', '/api/v1/spikes', {
+          key: write,
+          body: { site_id: site, spike_id: id, url: 'https://x.test/', title: 'x' },
+        })
         expect(res.status, `${id}: ${JSON.stringify(res.json)}`).toBe(404)
         expect(res.json.error).toMatch(/^spike_id: /)
       }
-      expect((await call('POST', '/api/v1/spikes', { key: read, body: { site_id: ids.news, spike_id: spike.id, url: 'https://x.test/', title: 'x' } })).status).toBe(403)
-      const bad = await call('POST', '/api/v1/spikes', { key: write, body: { site_id: ids.news, spike_id: spike.id, url: 'javascript:alert(1)', title: 'x' } })
+      expect(
+        (
+          await call('POST', '/api/v1/spikes', {
+            key: read,
+            body: { site_id: ids.news, spike_id: spike.id, url: 'https://x.test/', title: 'x' },
+          })
+        ).status,
+      ).toBe(403)
+      const bad = await call('POST', '/api/v1/spikes', {
+        key: write,
+        body: { site_id: ids.news, spike_id: spike.id, url: 'javascript:alert(1)', title: 'x' },
+      })
       expect(bad.status).toBe(400)
       expect(bad.json.error).toMatch(/^url: /)
     })
@@ -112,13 +178,30 @@ describe('why traffic changed', () => {
       expect(Date.parse(json.previousRange.to)).toBe(from)
       const expected = referenceMovers(planted, from, to)
       expect(expected.slice(0, 3).map((m) => m.path)).toEqual(['/pricing', '/blog/launch-post', '/old'])
-      const status = (m: (typeof expected)[number]) => (m.previous === 0 ? 'appeared' : m.current === 0 ? 'went_quiet' : m.change > 0 ? 'rose' : 'fell')
+      const status = (m: (typeof expected)[number]) =>
+        m.previous === 0 ? 'appeared' : m.current === 0 ? 'went_quiet' : m.change > 0 ? 'rose' : 'fell'
       const round = (x: number | null) => (x === null ? null : Math.round(x * 10_000) / 10_000)
-      expect(json.pages).toEqual(expected.map((m) => ({ path: m.path, status: status(m), current: m.current, previous: m.previous, change: m.change, relativeChange: round(m.relativeChange), impact: round(m.impact), candidates: [] })))
+      expect(json.pages).toEqual(
+        expected.map((m) => ({
+          path: m.path,
+          status: status(m),
+          current: m.current,
+          previous: m.previous,
+          change: m.change,
+          relativeChange: round(m.relativeChange),
+          impact: round(m.impact),
+          candidates: [],
+        })),
+      )
       expect(json.pages.slice(0, 3).map((p: { status: string }) => p.status)).toEqual(['fell', 'appeared', 'went_quiet'])
       const siteCurrent = planted.filter((h) => h.ts >= from && h.ts < to).length
       const sitePrevious = planted.filter((h) => h.ts >= from - (to - from) && h.ts < from).length
-      expect(json.site).toEqual({ current: siteCurrent, previous: sitePrevious, change: siteCurrent - sitePrevious, relativeChange: round((siteCurrent - sitePrevious) / sitePrevious) })
+      expect(json.site).toEqual({
+        current: siteCurrent,
+        previous: sitePrevious,
+        change: siteCurrent - sitePrevious,
+        relativeChange: round((siteCurrent - sitePrevious) / sitePrevious),
+      })
       // the page too small to be news is left out
       expect(json.pages.map((p: { path: string }) => p.path)).not.toContain('/rare')
     })
@@ -129,7 +212,9 @@ describe('why traffic changed', () => {
       const fromGoogle = planted.filter((h) => h.referrer === GOOGLE)
       const expected = referenceMovers(fromGoogle, Date.parse(json.range.from), Date.parse(json.range.to))
       expect(expected.length).toBeGreaterThan(0)
-      expect(json.pages.map((p: { path: string; change: number }) => [p.path, p.change])).toEqual(expected.slice(0, 1).map((m) => [m.path, m.change]))
+      expect(json.pages.map((p: { path: string; change: number }) => [p.path, p.change])).toEqual(
+        expected.slice(0, 1).map((m) => [m.path, m.change]),
+      )
     })
   })
 
@@ -149,9 +234,18 @@ describe('why traffic changed', () => {
       // the peak's visits came from search, the current ones mostly direct
       const inWindow = (h: FixtureHit, to: string) => h.path === '/guide' && localDay(h.ts) <= to && localDay(h.ts) >= page.peakFrom
       const searchAtPeak = planted.filter((h) => inWindow(h, page.peakTo) && h.referrer === GOOGLE).length
-      const searchNow = planted.filter((h) => h.path === '/guide' && h.referrer === GOOGLE && localDay(h.ts) >= '2026-10-25' && localDay(h.ts) <= '2026-11-21').length
+      const searchNow = planted.filter(
+        (h) => h.path === '/guide' && h.referrer === GOOGLE && localDay(h.ts) >= '2026-10-25' && localDay(h.ts) <= '2026-11-21',
+      ).length
       expect(page.diagnosis.kind).toBe('lost_search')
-      expect(page.diagnosis.evidence[0]).toEqual({ kind: 'channel_loss', channel: 'Organic Search', peak: searchAtPeak, current: searchNow, lost: searchAtPeak - searchNow, share: Math.min(1, Math.round(((searchAtPeak - searchNow) / guide.lost) * 10_000) / 10_000) })
+      expect(page.diagnosis.evidence[0]).toEqual({
+        kind: 'channel_loss',
+        channel: 'Organic Search',
+        peak: searchAtPeak,
+        current: searchNow,
+        lost: searchAtPeak - searchNow,
+        share: Math.min(1, Math.round(((searchAtPeak - searchNow) / guide.lost) * 10_000) / 10_000),
+      })
       expect(page.diagnosis.confidence).toBe(page.diagnosis.evidence[0].share)
     })
   })
@@ -173,7 +267,10 @@ describe('why traffic changed', () => {
       const pages = cohort.map(([path, ts]) => {
         const launch = localDay(ts)
         const days = Math.min(30, dayIndex(launch, today) + 1)
-        const perDay = Array.from({ length: days }, (_, d) => daily.get(path)!.get(new Date(Date.parse(`${launch}T00:00:00Z`) + d * 86_400_000).toISOString().slice(0, 10)) ?? 0)
+        const perDay = Array.from(
+          { length: days },
+          (_, d) => daily.get(path)!.get(new Date(Date.parse(`${launch}T00:00:00Z`) + d * 86_400_000).toISOString().slice(0, 10)) ?? 0,
+        )
         return { path, days, perDay }
       })
       const firstDays = (p: (typeof pages)[number], n: number) => p.perDay.slice(0, n).reduce((a, b) => a + b, 0)
@@ -182,24 +279,42 @@ describe('why traffic changed', () => {
         .map((p) => {
           const visits = firstDays(p, p.days)
           const mid = medianAt(p.days)
-          return { path: p.path, measuredDays: p.days, visits, cohortMedian: mid, band: visits > mid * 1.2 ? 'over' : visits < mid * 0.8 ? 'under' : 'at' }
+          return {
+            path: p.path,
+            measuredDays: p.days,
+            visits,
+            cohortMedian: mid,
+            band: visits > mid * 1.2 ? 'over' : visits < mid * 0.8 ? 'under' : 'at',
+          }
         })
         .sort((a, b) => b.visits - a.visits || (a.path < b.path ? -1 : 1))
-      expect(json.pages.map(({ path, measuredDays, visits, cohortMedian, band }: Record<string, unknown>) => ({ path, measuredDays, visits, cohortMedian, band }))).toEqual(expected)
+      expect(
+        json.pages.map(({ path, measuredDays, visits, cohortMedian, band }: Record<string, unknown>) => ({
+          path,
+          measuredDays,
+          visits,
+          cohortMedian,
+          band,
+        })),
+      ).toEqual(expected)
       // the newest /new pages have the fewest visits a day: under; the post with its one-hour spike: over
       const bandOf = (path: string) => json.pages.find((p: { path: string }) => p.path === path).band
       expect([bandOf('/new/5'), bandOf('/new/6'), bandOf('/blog/launch-post')]).toEqual(['under', 'under', 'over'])
       expect(json.cohort.pages).toBe(7)
       expect(json.cohort.shape[0]).toEqual({ day: 0, medianVisits: median(pages.map((p) => p.perDay[0])), pages: 7 })
       expect(json.cohort.shape).toHaveLength(Math.max(...pages.map((p) => p.days)))
-      for (const s of json.cohort.shape) expect(s.medianVisits).toBe(median(pages.filter((p) => p.days > s.day).map((p) => p.perDay[s.day])))
+      for (const s of json.cohort.shape)
+        expect(s.medianVisits).toBe(median(pages.filter((p) => p.days > s.day).map((p) => p.perDay[s.day])))
     })
 
     it('measure=30d: every page over the same last 30 days', async () => {
       const json = await get(`/api/v1/pages/launches?site_id=${ids.news}&range=30d&measure=30d`)
       expect(json.sharedWindow).toEqual({ from: '2026-10-24', to: '2026-11-22' })
       const cohort = launchedIn(Date.parse(json.range.from), Date.parse(json.range.to)).map(([p]) => p)
-      const visits = cohort.map((path) => ({ path, visits: planted.filter((h) => h.path === path && localDay(h.ts) >= '2026-10-24').length }))
+      const visits = cohort.map((path) => ({
+        path,
+        visits: planted.filter((h) => h.path === path && localDay(h.ts) >= '2026-10-24').length,
+      }))
       const mid = median(visits.map((v) => v.visits))
       expect(json.cohort.median).toBe(mid)
       expect(json.pages.map((p: { path: string; visits: number; band: string }) => [p.path, p.visits, p.band]).sort()).toEqual(
@@ -210,11 +325,18 @@ describe('why traffic changed', () => {
 
   describe('markers', () => {
     it('lists the annotations of the window and the ranking updates whose rollout overlaps it', async () => {
-      const inside = await call('POST', '/api/v1/annotations', { key: write, body: { siteId: ids.flat, title: 'Redesign', kind: 'deploy', at: '2024-11-20T09:00:00Z' } })
+      const inside = await call('POST', '/api/v1/annotations', {
+        key: write,
+        body: { siteId: ids.flat, title: 'Redesign', kind: 'deploy', at: '2024-11-20T09:00:00Z' },
+      })
       await call('POST', '/api/v1/annotations', { key: write, body: { siteId: ids.flat, title: 'Earlier', at: '2024-10-31T22:59:00Z' } })
       const json = await get(`/api/v1/markers?site_id=${ids.flat}&range=custom&from=2024-11-01&to=2024-12-31`)
       expect(json.markers.annotations.map((a: { id: string }) => a.id)).toEqual([inside.json.id])
-      expect(json.markers.algorithmUpdates.map((u: { name: string }) => u.name)).toEqual(['November 2024 core update', 'December 2024 core update', 'December 2024 spam update'])
+      expect(json.markers.algorithmUpdates.map((u: { name: string }) => u.name)).toEqual([
+        'November 2024 core update',
+        'December 2024 core update',
+        'December 2024 spam update',
+      ])
       for (const u of json.markers.algorithmUpdates) expect(u.source).toMatch(/^https:\/\/developers\.google\.com\/search\//)
       expect(json.counts).toEqual({ annotations: 1, algorithmUpdates: 3, pageChanges: 0, siteChanges: 0, vitalsRegressions: 0 })
     })
@@ -223,7 +345,13 @@ describe('why traffic changed', () => {
   describe('the daily rollup', () => {
     // building the rollup of five months of days takes a while on a busy machine
     it('gives the same answers once the finished days are rolled up', { timeout: 300_000 }, async () => {
-      const paths = [`anomalies?site_id=${ids.news}`, `anomalies?site_id=${ids.news}&range=30d`, `decay?site_id=${ids.news}`, `pages/launches?site_id=${ids.news}&range=30d`, `pages/launches?site_id=${ids.news}&range=30d&measure=30d`]
+      const paths = [
+        `anomalies?site_id=${ids.news}`,
+        `anomalies?site_id=${ids.news}&range=30d`,
+        `decay?site_id=${ids.news}`,
+        `pages/launches?site_id=${ids.news}&range=30d`,
+        `pages/launches?site_id=${ids.news}&range=30d&measure=30d`,
+      ]
       const before = await Promise.all(paths.map((p) => get(`/api/v1/${p}`)))
       expect(await refreshRollups(services.clickhouse, services.repositories, NOW, ROLLUP_ALL_DAYS)).toBeGreaterThan(100)
       const after = await Promise.all(paths.map((p) => get(`/api/v1/${p}`)))
@@ -253,7 +381,12 @@ describe('why traffic changed', () => {
     })
 
     it('refuses bad parameters naming them', async () => {
-      for (const [path, name] of [['spikes?interval=week', 'interval'], ['pages/launches?measure=90d', 'measure'], ['anomalies?range=fortnight', 'range'], ['markers?range=custom&from=2024-13-01&to=2024-12-01', 'from']]) {
+      for (const [path, name] of [
+        ['spikes?interval=week', 'interval'],
+        ['pages/launches?measure=90d', 'measure'],
+        ['anomalies?range=fortnight', 'range'],
+        ['markers?range=custom&from=2024-13-01&to=2024-12-01', 'from'],
+      ]) {
         const [route, query] = path.split('?')
         const res = await call('GET', `/api/v1/${route}?site_id=${ids.news}&${query}`, { key: read })
         expect(res.status, path).toBe(400)

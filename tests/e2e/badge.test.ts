@@ -32,7 +32,15 @@ describe.skipIf(!CHROMIUM)('the live.js badge in real Chromium', () => {
       body: JSON.stringify({ publicCounts: true, publicCountsDial: '30d' }),
     })
     const now = Date.now()
-    const hit = (msAgo: number, ip: string) => JSON.stringify({ timestamp: new Date(now - msAgo).toISOString(), site: published.snippetId, name: 'pageview', url: 'https://badge.test/', ip, userAgent: FIREFOX })
+    const hit = (msAgo: number, ip: string) =>
+      JSON.stringify({
+        timestamp: new Date(now - msAgo).toISOString(),
+        site: published.snippetId,
+        name: 'pageview',
+        url: 'https://badge.test/',
+        ip,
+        userAgent: FIREFOX,
+      })
     // 1,234 pageviews over the last two days, two visitors in the last 5 minutes
     const lines = Array.from({ length: 1232 }, (_, i) => hit(86_400_000 + i * 60_000, `8.8.${Math.floor(i / 200)}.${i % 200}`))
     lines.push(hit(60_000, '1.1.1.1'), hit(120_000, '81.2.69.142'))
@@ -69,8 +77,11 @@ describe.skipIf(!CHROMIUM)('the live.js badge in real Chromium', () => {
     const context = await browser.newContext({ locale: 'en-US' })
     const tab = await context.newPage()
     await tab.goto(`${base}/page`)
-    await tab.waitForFunction(() => [...document.querySelectorAll('[data-svc-live]')].every((el) => el.getAttribute('data-svc-state') !== 'loading'))
-    const state = async (id: string) => tab.evaluate((i) => [document.getElementById(i)!.textContent, document.getElementById(i)!.getAttribute('data-svc-state')], id)
+    await tab.waitForFunction(() =>
+      [...document.querySelectorAll('[data-svc-live]')].every((el) => el.getAttribute('data-svc-state') !== 'loading'),
+    )
+    const state = async (id: string) =>
+      tab.evaluate((i) => [document.getElementById(i)!.textContent, document.getElementById(i)!.getAttribute('data-svc-state')], id)
     expect(await state('live-a')).toEqual(['2', 'ok'])
     expect(await state('live-b')).toEqual(['2', 'ok'])
     // thousands separators

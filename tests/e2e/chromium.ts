@@ -10,5 +10,14 @@ if (process.env.CI && !CHROMIUM) throw new Error('CI is set but Chromium is not 
 export const launchChromium = (extraArgs: string[] = []) =>
   chromium.launch({
     executablePath: CHROMIUM,
-    args: [...extraArgs, '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+    args: [
+      ...extraArgs,
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      '--disable-quic',
+    ],
   })

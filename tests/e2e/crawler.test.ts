@@ -21,7 +21,8 @@ import { type RunningServer, demoKeys, startServer } from './server-process'
 const run = promisify(execFile)
 const OFFLINE = { WRANGLER_SEND_METRICS: 'false', WRANGLER_HIDE_BANNER: 'true', CLOUDFLARE_CF_FETCH_ENABLED: 'false' }
 // paragraphs long enough for Readability to find the article (it does not score very short ones)
-const page = (title: string, text: string) => `<!doctype html><html><head><title>${title}</title></head><body><h1>${title}</h1><article><p>${text}</p></article><a href="/docs">Docs</a></body></html>`
+const page = (title: string, text: string) =>
+  `<!doctype html><html><head><title>${title}</title></head><body><h1>${title}</h1><article><p>${text}</p></article><a href="/docs">Docs</a></body></html>`
 
 async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
   const deadline = Date.now() + timeoutMs
@@ -41,22 +42,36 @@ describe('the crawler in its homes', () => {
   beforeAll(async () => {
     fixture = createServer((req, res) => {
       const path = new URL(req.url ?? '/', 'http://x').pathname
-      if (path === '/robots.txt') return void res.writeHead(200, { 'content-type': 'text/plain' }).end(`User-agent: *\nSitemap: ${origin}/sitemap.xml\n`)
+      if (path === '/robots.txt')
+        return void res.writeHead(200, { 'content-type': 'text/plain' }).end(`User-agent: *\nSitemap: ${origin}/sitemap.xml\n`)
       if (path === '/sitemap.xml')
         return void res
           .writeHead(200, { 'content-type': 'application/xml' })
-          .end(`<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>${origin}/</loc></url><url><loc>${origin}/pricing</loc></url></urlset>`)
+          .end(
+            `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>${origin}/</loc></url><url><loc>${origin}/pricing</loc></url></urlset>`,
+          )
       const body = pages[path]
       res.writeHead(body ? 200 : 404, { 'content-type': 'text/html' }).end(body ?? 'not found')
     })
     await new Promise<void>((resolve) => fixture.listen(0, '127.0.0.1', resolve))
     origin = `http://127.0.0.1:${(fixture.address() as AddressInfo).port}`
-    Object.assign(pages, { '/': page('Home', 'Welcome home, reader.'), '/pricing': page('Pricing', 'Ten euros a month.'), '/docs': page('Docs', 'Read the manual first, it answers what most people ask') })
+    Object.assign(pages, {
+      '/': page('Home', 'Welcome home, reader.'),
+      '/pricing': page('Pricing', 'Ten euros a month.'),
+      '/docs': page('Docs', 'Read the manual first, it answers what most people ask'),
+    })
   })
 
   afterAll(() => new Promise((resolve) => fixture.close(resolve)))
 
-  const crawlEnv = () => ({ OUTBOUND_ALLOW_PRIVATE: '1', CRAWL_ORIGIN: origin, CRAWL_HOST_INTERVAL_MS: '0', REDIS_URL: '', UPSTASH_REDIS_REST_URL: '', CLICKHOUSE_URL: '' })
+  const crawlEnv = () => ({
+    OUTBOUND_ALLOW_PRIVATE: '1',
+    CRAWL_ORIGIN: origin,
+    CRAWL_HOST_INTERVAL_MS: '0',
+    REDIS_URL: '',
+    UPSTASH_REDIS_REST_URL: '',
+    CLICKHOUSE_URL: '',
+  })
 
   describe('on the Node server', () => {
     let server: RunningServer
@@ -70,7 +85,11 @@ describe('the crawler in its homes', () => {
 
     it('crawls a new site on its own, and a pinged page at once', { timeout: 120_000 }, async () => {
       const call = async (method: string, path: string, key: string, body?: unknown) => {
-        const res = await fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : undefined })
+        const res = await fetch(`${server.url}${path}`, {
+          method,
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: body ? JSON.stringify(body) : undefined,
+        })
         return { status: res.status, json: (await res.json()) as any }
       }
       const domain = `node-${crypto.randomUUID().slice(0, 6)}.test`
@@ -81,15 +100,25 @@ describe('the crawler in its homes', () => {
         const res = await call('GET', `/api/v1/pages?site_id=${siteId}&sort=path`, keys.readKey)
         return res.json.pages?.length === 3 ? res.json : undefined
       })
-      expect(inventory.pages.map((p: any) => [p.path, p.title])).toEqual([['/', 'Home'], ['/docs', 'Docs'], ['/pricing', 'Pricing']])
+      expect(inventory.pages.map((p: any) => [p.path, p.title])).toEqual([
+        ['/', 'Home'],
+        ['/docs', 'Docs'],
+        ['/pricing', 'Pricing'],
+      ])
 
       pages['/pricing'] = page('Pricing for teams', 'Ten euros a month.')
-      expect((await call('POST', '/api/v1/ping', keys.writeKey, { url: `https://${domain}/pricing` })).json).toEqual({ accepted: true, path: '/pricing' })
+      expect((await call('POST', '/api/v1/ping', keys.writeKey, { url: `https://${domain}/pricing` })).json).toEqual({
+        accepted: true,
+        path: '/pricing',
+      })
       const feed = await until('the change from the ping', async () => {
         const res = await call('GET', `/api/v1/changes?site_id=${siteId}`, keys.readKey)
         return res.json.changes?.length ? res.json : undefined
       })
-      expect(feed.changes.map((c: any) => `${c.type} ${c.path} ${c.after}`).sort()).toEqual(['h1 /pricing Pricing for teams', 'title /pricing Pricing for teams'])
+      expect(feed.changes.map((c: any) => `${c.type} ${c.path} ${c.after}`).sort()).toEqual([
+        'h1 /pricing Pricing for teams',
+        'title /pricing Pricing for teams',
+      ])
       pages['/pricing'] = page('Pricing', 'Ten euros a month.')
 
       // the same through MCP
@@ -97,9 +126,13 @@ describe('the crawler in its homes', () => {
       const tools = (await mcp.listTools()).tools.map((t) => t.name)
       expect(tools).toEqual(expect.arrayContaining(['list_pages', 'list_changes', 'get_change_diff']))
       expect(tools).not.toContain('ping_page')
-      const listed = (await mcp.callTool({ name: 'list_pages', arguments: { site_id: siteId, sort: 'path' } })) as { structuredContent: any }
+      const listed = (await mcp.callTool({ name: 'list_pages', arguments: { site_id: siteId, sort: 'path' } })) as {
+        structuredContent: any
+      }
       expect(listed.structuredContent.pages.map((p: any) => p.path)).toEqual(['/', '/docs', '/pricing'])
-      const changes = (await mcp.callTool({ name: 'list_changes', arguments: { site_id: siteId, type: 'title' } })) as { structuredContent: any }
+      const changes = (await mcp.callTool({ name: 'list_changes', arguments: { site_id: siteId, type: 'title' } })) as {
+        structuredContent: any
+      }
       expect(changes.structuredContent.changes.map((c: any) => c.before)).toEqual(['Pricing'])
       await mcp.close()
     })
@@ -112,7 +145,9 @@ describe('the crawler in its homes', () => {
     let mf: Miniflare
 
     beforeAll(async () => {
-      await run(process.execPath, ['node_modules/wrangler/bin/wrangler.js', 'deploy', '--dry-run', '--outdir', outdir], { env: { ...process.env, ...OFFLINE } })
+      await run(process.execPath, ['node_modules/wrangler/bin/wrangler.js', 'deploy', '--dry-run', '--outdir', outdir], {
+        env: { ...process.env, ...OFFLINE },
+      })
       const dataDir = tempDir('crawl-worker-backend')
       // the Node server only serves the stores here: its own crawler is off, so every crawl is the worker's
       backend = await startServer({ DATA_DIR: dataDir, ...crawlEnv(), CRAWLER: '0' })
@@ -144,7 +179,11 @@ describe('the crawler in its homes', () => {
 
     it('crawls a new site on its cron trigger, then detects a change', { timeout: 180_000 }, async () => {
       const call = async (method: string, path: string, key: string, body?: unknown) => {
-        const res = await mf.dispatchFetch(`http://worker.test${path}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : undefined })
+        const res = await mf.dispatchFetch(`http://worker.test${path}`, {
+          method,
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: body ? JSON.stringify(body) : undefined,
+        })
         return { status: res.status, json: (await res.json()) as any }
       }
       const cron = async () => {
@@ -161,18 +200,37 @@ describe('the crawler in its homes', () => {
         return res.json.pages?.length === 3 ? res.json : undefined
       })
       expect(inventory.pages.map((p: any) => p.path)).toEqual(['/', '/docs', '/pricing'])
-      expect((await call('GET', `/api/v1/sites/${siteId}`, keys.readKey)).json.changeDetection).toMatchObject({ crawlStatus: 'ok', pagesKnown: 3 })
+      expect((await call('GET', `/api/v1/sites/${siteId}`, keys.readKey)).json.changeDetection).toMatchObject({
+        crawlStatus: 'ok',
+        pagesKnown: 3,
+      })
 
       pages['/docs'] = page('Docs', 'Read the whole manual first, it answers what most people ask and then the changelog')
-      expect((await call('POST', '/api/v1/ping', keys.writeKey, { url: `https://${created.json.domain}/docs` })).json).toEqual({ accepted: true, path: '/docs' })
+      expect((await call('POST', '/api/v1/ping', keys.writeKey, { url: `https://${created.json.domain}/docs` })).json).toEqual({
+        accepted: true,
+        path: '/docs',
+      })
       await cron()
       const feed = await until('the change', async () => {
         const res = await call('GET', `/api/v1/changes?site_id=${siteId}`, keys.readKey)
         return res.json.changes?.length ? res.json : undefined
       })
-      expect(feed.changes).toEqual([expect.objectContaining({ type: 'text', path: '/docs', wordsAdded: 5, wordsRemoved: 0, diffable: true, before: '10 words', after: '15 words' })])
+      expect(feed.changes).toEqual([
+        expect.objectContaining({
+          type: 'text',
+          path: '/docs',
+          wordsAdded: 5,
+          wordsRemoved: 0,
+          diffable: true,
+          before: '10 words',
+          after: '15 words',
+        }),
+      ])
       const diff = await call('GET', `/api/v1/changes/diff?change_id=${feed.changes[0].id}`, keys.readKey)
-      expect(diff.json.runs.filter((r: any) => r.op === 'added').map((r: any) => r.text.trim())).toEqual(['whole', 'and then the changelog'])
+      expect(diff.json.runs.filter((r: any) => r.op === 'added').map((r: any) => r.text.trim())).toEqual([
+        'whole',
+        'and then the changelog',
+      ])
     })
   })
 })

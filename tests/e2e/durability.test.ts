@@ -23,7 +23,10 @@ describe('acknowledged hits survive SIGKILL', () => {
     Array.from({ length: n }, (_, i) =>
       fetch(`${server.url}/api/event`, {
         method: 'POST',
-        headers: { 'content-type': 'text/plain', 'user-agent': `Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.${i % 40}` },
+        headers: {
+          'content-type': 'text/plain',
+          'user-agent': `Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.${i % 40}`,
+        },
         body: JSON.stringify({ site: snippet, name: 'pageview', url: `https://demo.example.com/${round}/${i}` }),
       }).then(
         (res) => res.status === 202,
@@ -33,7 +36,9 @@ describe('acknowledged hits survive SIGKILL', () => {
 
   const stored = async (round: string) => {
     const filters = encodeURIComponent(JSON.stringify([{ dimension: 'path', operator: 'contains', value: [`/${round}/`] }]))
-    const res = await fetch(`${server.url}/api/v1/stats?site_id=${siteId}&range=today&filters=${filters}`, { headers: { authorization: `Bearer ${readKey}` } })
+    const res = await fetch(`${server.url}/api/v1/stats?site_id=${siteId}&range=today&filters=${filters}`, {
+      headers: { authorization: `Bearer ${readKey}` },
+    })
     return (await res.json()).totals.pageviews as number
   }
 

@@ -9,7 +9,16 @@ import { type RunningServer, startServer } from './server-process'
 /** A failure the user can fix ends the process with one sentence on stderr and a non-zero exit. */
 function run(file: string, args: string[], env: Record<string, string>) {
   const { status, stderr } = spawnSync(process.execPath, ['--import', 'tsx', file, ...args], {
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', REDIS_URL: '', UPSTASH_REDIS_REST_URL: '', CLICKHOUSE_URL: '', SKIP_DEMO_TRAFFIC: '1', ...env },
+    env: {
+      ...process.env,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      REDIS_URL: '',
+      UPSTASH_REDIS_REST_URL: '',
+      CLICKHOUSE_URL: '',
+      SKIP_DEMO_TRAFFIC: '1',
+      ...env,
+    },
     encoding: 'utf8',
     timeout: 60_000,
   })
@@ -17,7 +26,10 @@ function run(file: string, args: string[], env: Record<string, string>) {
 }
 
 function expectOneSentence({ status, stderr }: { status: number | null; stderr: string }, pattern: RegExp) {
-  const lines = stderr.trim().split('\n').filter((line) => !/^line \d+: /.test(line))
+  const lines = stderr
+    .trim()
+    .split('\n')
+    .filter((line) => !/^line \d+: /.test(line))
   expect(lines, stderr).toHaveLength(1)
   expect(lines[0]).toMatch(/^error: /)
   expect(lines[0]).toMatch(pattern)
@@ -46,7 +58,10 @@ describe('failures a user can fix', () => {
     await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve))
     const { port } = busy.address() as { port: number }
     try {
-      expectOneSentence(run('functions/node.ts', [], { PORT: String(port), DATA_DIR: tempDir('failures') }), new RegExp(`port ${port} is already in use`))
+      expectOneSentence(
+        run('functions/node.ts', [], { PORT: String(port), DATA_DIR: tempDir('failures') }),
+        new RegExp(`port ${port} is already in use`),
+      )
     } finally {
       busy.close()
     }

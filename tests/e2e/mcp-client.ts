@@ -4,6 +4,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 /** The official MCP SDK client over Streamable HTTP, with the key as a Bearer header. */
 export async function mcpClient(baseUrl: string, key: string) {
   const client = new Client({ name: 'test-agent', version: '1.0.0' })
-  await client.connect(new StreamableHTTPClientTransport(new URL('/api/mcp', baseUrl), { requestInit: { headers: { authorization: `Bearer ${key}` } } }))
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL('/api/mcp', baseUrl), { requestInit: { headers: { authorization: `Bearer ${key}` } } }),
+  )
   return client
 }

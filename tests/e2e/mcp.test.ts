@@ -4,9 +4,14 @@ import { tempDir } from '../helpers'
 import { mcpClient } from './mcp-client'
 import { type RunningServer, cli, startServer, demoKeys } from './server-process'
 
-
-const readTools = endpoints.filter((e) => e.tool && e.scope === 'read').map((e) => e.tool!).sort()
-const allTools = endpoints.filter((e) => e.tool && e.scope !== 'public').map((e) => e.tool!).sort()
+const readTools = endpoints
+  .filter((e) => e.tool && e.scope === 'read')
+  .map((e) => e.tool!)
+  .sort()
+const allTools = endpoints
+  .filter((e) => e.tool && e.scope !== 'public')
+  .map((e) => e.tool!)
+  .sort()
 
 describe('the MCP tool server on a real server process', () => {
   const env = { DATA_DIR: tempDir('mcp'), REDIS_URL: '', UPSTASH_REDIS_REST_URL: '', CLICKHOUSE_URL: '' }
@@ -44,9 +49,16 @@ describe('the MCP tool server on a real server process', () => {
     expect(result.structuredContent).toEqual(rest)
     expect(JSON.parse((result.content as { text: string }[])[0].text)).toEqual(rest)
     // get_stats returns the same numbers as GET /api/v1/stats (the demo site has 30 days of traffic)
-    const stats = await client.callTool({ name: 'get_stats', arguments: { site_id: siteId, range: '30d', filters: [{ dimension: 'device', operator: 'is', value: ['Mobile'] }] } })
+    const stats = await client.callTool({
+      name: 'get_stats',
+      arguments: { site_id: siteId, range: '30d', filters: [{ dimension: 'device', operator: 'is', value: ['Mobile'] }] },
+    })
     const filters = encodeURIComponent(JSON.stringify([{ dimension: 'device', operator: 'is', value: ['Mobile'] }]))
-    const restStats = await (await fetch(`${server.url}/api/v1/stats?site_id=${siteId}&range=30d&filters=${filters}`, { headers: { authorization: `Bearer ${readKey}` } })).json()
+    const restStats = await (
+      await fetch(`${server.url}/api/v1/stats?site_id=${siteId}&range=30d&filters=${filters}`, {
+        headers: { authorization: `Bearer ${readKey}` },
+      })
+    ).json()
     expect(stats.structuredContent).toEqual(restStats)
     expect(restStats.totals.visitors).toBeGreaterThan(0)
     const me = await client.callTool({ name: 'whoami', arguments: {} })
@@ -56,7 +68,9 @@ describe('the MCP tool server on a real server process', () => {
 
   it('a write tool cannot be called with a read key', async () => {
     const client = await mcpClient(server.url, readKey)
-    await expect(client.callTool({ name: 'update_site_settings', arguments: { site_id: siteId, includeBots: true } })).rejects.toThrow(/unknown tool/)
+    await expect(client.callTool({ name: 'update_site_settings', arguments: { site_id: siteId, includeBots: true } })).rejects.toThrow(
+      /unknown tool/,
+    )
     const site = await (await fetch(`${server.url}/api/v1/sites/${siteId}`, { headers: { authorization: `Bearer ${readKey}` } })).json()
     expect(site.tracking.includeBots).toBe(false)
     await client.close()
@@ -70,7 +84,10 @@ describe('the MCP tool server on a real server process', () => {
     expect(bad.structuredContent).toMatchObject({ status: 400 })
     const unknown = await client.callTool({ name: 'update_site_settings', arguments: { site_id: siteId, colour: 'red' } })
     expect((unknown.content as { text: string }[])[0].text).toMatch(/colour/)
-    const good = await client.callTool({ name: 'update_site_settings', arguments: { site_id: siteId, includeBots: true, excludedPaths: ['/admin/*'] } })
+    const good = await client.callTool({
+      name: 'update_site_settings',
+      arguments: { site_id: siteId, includeBots: true, excludedPaths: ['/admin/*'] },
+    })
     expect(good.structuredContent).toMatchObject({ tracking: { includeBots: true, excludedPaths: ['/admin/*'] } })
     const created = await client.callTool({ name: 'create_site', arguments: { domain: 'agent.example.com', timezone: 'Europe/Rome' } })
     expect(created.structuredContent).toMatchObject({ domain: 'agent.example.com', timezone: 'Europe/Rome' })
@@ -81,7 +98,13 @@ describe('the MCP tool server on a real server process', () => {
     const client = await mcpClient(server.url, readKey)
     const other = await cli('admin', ['org', 'create', '--name', 'Other'], env)
     const otherKey = await cli('admin', ['key', 'create', '--org', other.id, '--name', 'o', '--scope', 'write'], env)
-    const foreign = await (await fetch(`${server.url}/api/v1/sites`, { method: 'POST', headers: { authorization: `Bearer ${otherKey.key}` }, body: JSON.stringify({ domain: 'foreign.example.com' }) })).json()
+    const foreign = await (
+      await fetch(`${server.url}/api/v1/sites`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${otherKey.key}` },
+        body: JSON.stringify({ domain: 'foreign.example.com' }),
+      })
+    ).json()
     for (const id of ['00000000-0000-4000-8000-000000000000', foreign.id, foreign.snippetId]) {
       const rest = await fetch(`${server.url}/api/v1/sites/${id}`, { headers: { authorization: `Bearer ${readKey}` } })
       const tool = await client.callTool({ name: 'get_site', arguments: { site_id: id } })
@@ -125,14 +148,29 @@ describe('the MCP tool server on a real server process', () => {
   })
 
   it('tool calls share the per-key REST budget: 600 REST calls, then a tool call is rate limited', async () => {
-    const fresh = await cli('admin', ['key', 'create', '--org', (await (await fetch(`${server.url}/api/v1/me`, { headers: { authorization: `Bearer ${readKey}` } })).json()).organization.id, '--name', 'budget', '--scope', 'read'], env)
+    const fresh = await cli(
+      'admin',
+      [
+        'key',
+        'create',
+        '--org',
+        (await (await fetch(`${server.url}/api/v1/me`, { headers: { authorization: `Bearer ${readKey}` } })).json()).organization.id,
+        '--name',
+        'budget',
+        '--scope',
+        'read',
+      ],
+      env,
+    )
     const client = await mcpClient(server.url, fresh.key)
     // the budget is a sliding window over fixed minutes: 600 calls that straddle a minute's end
     // count partly in the window before, which lets a 601st through; start early in a minute
     const intoMinute = Date.now() % 60_000
     if (intoMinute > 30_000) await new Promise((r) => setTimeout(r, 60_000 - intoMinute + 50))
     const statuses = await Promise.all(
-      Array.from({ length: 600 }, () => fetch(`${server.url}/api/v1/me`, { headers: { authorization: `Bearer ${fresh.key}` } }).then((r) => r.status)),
+      Array.from({ length: 600 }, () =>
+        fetch(`${server.url}/api/v1/me`, { headers: { authorization: `Bearer ${fresh.key}` } }).then((r) => r.status),
+      ),
     )
     expect(statuses.filter((s) => s === 200)).toHaveLength(600)
     const limited = await client.callTool({ name: 'whoami', arguments: {} })

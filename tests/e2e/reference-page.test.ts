@@ -9,7 +9,13 @@ describe.skipIf(!CHROMIUM)('the API reference page in real Chromium', () => {
   let browser: Browser
 
   beforeAll(async () => {
-    server = await startServer({ DATA_DIR: tempDir('reference'), REDIS_URL: '', UPSTASH_REDIS_REST_URL: '', CLICKHOUSE_URL: '', SKIP_DEMO_TRAFFIC: '1' })
+    server = await startServer({
+      DATA_DIR: tempDir('reference'),
+      REDIS_URL: '',
+      UPSTASH_REDIS_REST_URL: '',
+      CLICKHOUSE_URL: '',
+      SKIP_DEMO_TRAFFIC: '1',
+    })
     browser = await launchChromium()
   })
   afterAll(async () => {
@@ -42,7 +48,9 @@ describe.skipIf(!CHROMIUM)('the API reference page in real Chromium', () => {
     await operation.locator('.opblock-summary').click()
     await operation.locator('tr[data-param-name="site_id"] input').fill(site)
     await operation.locator('.execute').click()
-    await expect.poll(() => operation.locator('.live-responses-table .response .response-col_status').first().textContent(), { timeout: 30_000 }).toContain('200')
+    await expect
+      .poll(() => operation.locator('.live-responses-table .response .response-col_status').first().textContent(), { timeout: 30_000 })
+      .toContain('200')
     expect(await operation.locator('.live-responses-table .microlight').first().textContent()).toContain('"visitors"')
     // nothing from a CDN: every file came from this server
     expect([...origins]).toEqual([new URL(server.url).origin])

@@ -9,7 +9,10 @@ describe('the Node server on embedded stores', () => {
   let readKey = ''
   let writeKey = ''
   const api = (path: string, key: string, init: RequestInit = {}) =>
-    fetch(`${server.url}${path}`, { ...init, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...init.headers } })
+    fetch(`${server.url}${path}`, {
+      ...init,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...init.headers },
+    })
 
   afterAll(async () => {
     await server?.stop()
@@ -20,7 +23,9 @@ describe('the Node server on embedded stores', () => {
     ;({ readKey, writeKey } = demoKeys(server.output()))
     const { site } = demoKeys(server.output())
     // the banner's curl lines read the exported variables, as the README's do
-    const curls = [...server.output().matchAll(/curl -H "Authorization: Bearer \$KEY" "?([^"\s]+)"?/g)].map((m) => m[1].replace('$SITE', site))
+    const curls = [...server.output().matchAll(/curl -H "Authorization: Bearer \$KEY" "?([^"\s]+)"?/g)].map((m) =>
+      m[1].replace('$SITE', site),
+    )
     expect(curls).toHaveLength(2)
     for (const url of curls) expect((await fetch(url, { headers: { authorization: `Bearer ${readKey}` } })).status, url).toBe(200)
     const me = await api('/api/v1/me', readKey)
@@ -37,8 +42,22 @@ describe('the Node server on embedded stores', () => {
     const forgedId = forged.headers.get('x-request-id')!
     expect(forgedId).toMatch(/^[0-9a-f-]{36}$/)
     await new Promise((r) => setTimeout(r, 200))
-    const lines = server.output().slice(before).split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l))
-    expect(lines).toContainEqual({ time: expect.any(String), level: 'info', method: 'GET', path: '/api/v1/me', status: 200, ms: expect.any(Number), requestId: 'trace-123', keyPrefix: readKey.slice(0, 10) })
+    const lines = server
+      .output()
+      .slice(before)
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l))
+    expect(lines).toContainEqual({
+      time: expect.any(String),
+      level: 'info',
+      method: 'GET',
+      path: '/api/v1/me',
+      status: 200,
+      ms: expect.any(Number),
+      requestId: 'trace-123',
+      keyPrefix: readKey.slice(0, 10),
+    })
     const keyed = lines.find((l) => l.requestId === forgedId)
     expect(keyed).toMatchObject({ path: '/api/v1/proxy-config?key=redacted&x=1', status: 401 })
     expect(server.output()).not.toContain('sk_secret_value')
@@ -59,7 +78,14 @@ describe('the Node server on embedded stores', () => {
       })
     const cases: [Buffer, number][] = [
       [Buffer.from('get /api/v1/me HTTP/1.1\r\nHost: x\r\n\r\n'), 400],
-      [Buffer.concat([Buffer.from('GET /api/v1/stats?site_id='), Buffer.from([0xff, 0xfe, 0x00]), Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n')]), 400],
+      [
+        Buffer.concat([
+          Buffer.from('GET /api/v1/stats?site_id='),
+          Buffer.from([0xff, 0xfe, 0x00]),
+          Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n'),
+        ]),
+        400,
+      ],
       [Buffer.from(`GET /api/v1/me HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`), 431],
     ]
     for (const [request, status] of cases) {
@@ -82,14 +108,23 @@ describe('the Node server on embedded stores', () => {
     const me = await (await api('/api/v1/me', key.key)).json()
     expect(me).toMatchObject({ key: { id: key.id, scope: 'write' }, organization: { id: org.id, name: 'CLI Org' } })
     // the creator owns it; an invitation (e-mailed to the outbox, no SMTP here) is accepted through the CLI
-    const invited = await (await api('/api/v1/org/members', key.key, { method: 'POST', body: JSON.stringify({ email: 'new@example.com', role: 'admin' }) })).json()
+    const invited = await (
+      await api('/api/v1/org/members', key.key, { method: 'POST', body: JSON.stringify({ email: 'new@example.com', role: 'admin' }) })
+    ).json()
     expect(invited).toMatchObject({ email: 'new@example.com', role: 'admin', emailed: true })
     const { readdirSync, readFileSync } = await import('node:fs')
     const outbox = readdirSync(`${env.DATA_DIR}/outbox`).map((f) => readFileSync(`${env.DATA_DIR}/outbox/${f}`, 'utf8'))
     expect(outbox.some((mail) => mail.includes('To: new@example.com') && mail.includes(invited.id))).toBe(true)
-    expect(await cli('admin', ['invitation', 'accept', '--id', invited.id], env)).toMatchObject({ email: 'new@example.com', role: 'admin', orgId: org.id })
+    expect(await cli('admin', ['invitation', 'accept', '--id', invited.id], env)).toMatchObject({
+      email: 'new@example.com',
+      role: 'admin',
+      orgId: org.id,
+    })
     const team = await (await api('/api/v1/org/members', key.key)).json()
-    expect(team.members.map((m: { email: string; role: string }) => [m.email, m.role])).toEqual([['owner@example.com', 'owner'], ['new@example.com', 'admin']])
+    expect(team.members.map((m: { email: string; role: string }) => [m.email, m.role])).toEqual([
+      ['owner@example.com', 'owner'],
+      ['new@example.com', 'admin'],
+    ])
     expect(team.invitations).toEqual([])
     const listed = await cli('admin', ['key', 'list', '--org', org.id], env)
     expect(listed).toEqual([expect.objectContaining({ id: key.id, prefix: key.prefix, revokedAt: null })])
@@ -104,7 +139,14 @@ describe('the Node server on embedded stores', () => {
     const sites = await (await api('/api/v1/sites', readKey)).json()
     const demo = sites.sites[0]
     const file = `${env.DATA_DIR}/hits.ndjson`
-    const hit = { timestamp: '2026-11-01T10:00:00Z', site: demo.snippetId, name: 'pageview', url: `https://${demo.domain}/imported`, ip: '8.8.8.8', userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0' }
+    const hit = {
+      timestamp: '2026-11-01T10:00:00Z',
+      site: demo.snippetId,
+      name: 'pageview',
+      url: `https://${demo.domain}/imported`,
+      ip: '8.8.8.8',
+      userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0',
+    }
     writeFileSync(file, [JSON.stringify(hit), 'oops', JSON.stringify({ ...hit, name: 'Signup' })].join('\n'))
     expect(await cli('import', ['--file', file], env)).toEqual({ imported: 2, rejected: 1 })
     const generated = await cli('demo-traffic', ['--site', demo.snippetId, '--days', '2', '--visitors-per-day', '20'], env)
@@ -146,7 +188,10 @@ describe('the Node server on embedded stores', () => {
           Array.from({ length: 300 }, (_, i) =>
             fetch(`${server.url}/api/event`, {
               method: 'POST',
-              headers: { 'content-type': 'text/plain', 'user-agent': `Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0 load-${batch}-${i % 37}` },
+              headers: {
+                'content-type': 'text/plain',
+                'user-agent': `Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0 load-${batch}-${i % 37}`,
+              },
               body: JSON.stringify({ site: demo.snippetId, name: 'pageview', url: `https://${demo.domain}/load-test/${batch}/${i}` }),
             }).then((r) => r.status),
           ),
@@ -158,7 +203,9 @@ describe('the Node server on embedded stores', () => {
     expect(await server.stop('SIGTERM')).toBe(0)
     const { EmbeddedClickHouse } = await import('../../lib/storage/clickhouse/chdb')
     const clickhouse = new EmbeddedClickHouse(`${env.DATA_DIR}/clickhouse`)
-    const [row] = await clickhouse.query<{ n: string; paths: string }>("SELECT count() AS n, uniqExact(pathname) AS paths FROM events WHERE startsWith(pathname, '/load-test/')")
+    const [row] = await clickhouse.query<{ n: string; paths: string }>(
+      "SELECT count() AS n, uniqExact(pathname) AS paths FROM events WHERE startsWith(pathname, '/load-test/')",
+    )
     await clickhouse.close()
     expect(row).toEqual({ n: String(n), paths: String(n) })
   })
@@ -166,7 +213,14 @@ describe('the Node server on embedded stores', () => {
   it('admin --help works at every level', async () => {
     const { execFile } = await import('node:child_process')
     const help = (args: string[]) =>
-      new Promise<string>((resolve) => execFile(process.execPath, ['--import', 'tsx', 'scripts/admin.ts', ...args, '--help'], { env: { ...process.env, ...env } }, (_e, out) => resolve(out)))
+      new Promise<string>((resolve) =>
+        execFile(
+          process.execPath,
+          ['--import', 'tsx', 'scripts/admin.ts', ...args, '--help'],
+          { env: { ...process.env, ...env } },
+          (_e, out) => resolve(out),
+        ),
+      )
     expect(await help([])).toMatch(/Usage: admin/)
     expect(await help(['key'])).toMatch(/create/)
     expect(await help(['key', 'create'])).toMatch(/--scope/)

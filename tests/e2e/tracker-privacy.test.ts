@@ -81,7 +81,11 @@ describe.skipIf(!CHROMIUM)('the tracker never sends what a person typed', () => 
 
     const selectors = clicksSent().map((e) => e.click.selector)
     // every click was sent (so the absence of text below is not the absence of clicks)
-    for (const id of ['#email', '#password', '#note', '#editor', '#submit', '#secret', '#label']) expect(selectors.some((s) => s.includes(id)), id).toBe(true)
+    for (const id of ['#email', '#password', '#note', '#editor', '#submit', '#secret', '#label'])
+      expect(
+        selectors.some((s) => s.includes(id)),
+        id,
+      ).toBe(true)
     // a button's label is still sent; a field, a submit input's value, an editor or a private element carry no text
     expect(clicksSent().find((e) => e.click.selector.includes('#label')).click.text).toBe('Save draft')
     for (const e of clicksSent().filter((e) => !e.click.selector.includes('#label'))) expect(e.click.text, e.click.selector).toBe('')
@@ -122,7 +126,9 @@ describe.skipIf(!CHROMIUM)('the tracker never sends what a person typed', () => 
         headers: { ...ua, 'content-type': 'text/plain', 'x-forwarded-for': '198.51.100.77' },
         body: JSON.stringify({ site: fx.a.site.snippetId, name: 'click', url: `https://${fx.a.site.domain}/signup`, click }),
       })
-    expect((await send({ selector: 'input#legacy-email', tag: 'input', text: 'old-tracker-typed@x.test', interactive: true })).status).toBe(202)
+    expect((await send({ selector: 'input#legacy-email', tag: 'input', text: 'old-tracker-typed@x.test', interactive: true })).status).toBe(
+      202,
+    )
     expect((await send({ selector: 'textarea#n', tag: 'TEXTAREA', text: 'old-tracker-typed-note', interactive: true })).status).toBe(202)
     expect((await send({ selector: 'a#docs', tag: 'a', text: 'Read the docs', interactive: true })).status).toBe(202)
     const rows = await services.clickhouse.query<{ selector: string; element_text: string }>(

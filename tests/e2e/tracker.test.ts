@@ -84,8 +84,13 @@ describe.skipIf(!CHROMIUM)('the tracker in real Chromium', () => {
     expect(leftFirst.engagement.ms).toBeGreaterThanOrEqual(0)
 
     // a custom event with props and revenue
-    await tab.evaluate(() => (window as any).svc('Signup', { props: { plan: 'pro', seats: 3 }, revenue: { amount: '19.00', currency: 'EUR' } }))
-    expect(await waitFor((e) => e.name === 'Signup', 'custom event')).toMatchObject({ props: { plan: 'pro', seats: 3 }, revenue: { amount: '19.00', currency: 'EUR' } })
+    await tab.evaluate(() =>
+      (window as any).svc('Signup', { props: { plan: 'pro', seats: 3 }, revenue: { amount: '19.00', currency: 'EUR' } }),
+    )
+    expect(await waitFor((e) => e.name === 'Signup', 'custom event')).toMatchObject({
+      props: { plan: 'pro', seats: 3 },
+      revenue: { amount: '19.00', currency: 'EUR' },
+    })
 
     // a dead click: nothing changes within a second
     await tab.click('#dead')
@@ -118,7 +123,7 @@ describe.skipIf(!CHROMIUM)('the tracker in real Chromium', () => {
     const context = await browser.newContext({ userAgent: DESKTOP_CHROME, viewport: { width: 1000, height: 600 } })
     const tab = await context.newPage()
     await tab.goto(`${base}/page`)
-    await waitFor((e, ) => received.indexOf(e) >= before && e.name === 'pageview', 'pageview')
+    await waitFor((e) => received.indexOf(e) >= before && e.name === 'pageview', 'pageview')
     await tab.evaluate(() => window.scrollTo(0, 1200))
     await tab.waitForTimeout(300)
     // hide the page as a tab switch does
@@ -126,7 +131,10 @@ describe.skipIf(!CHROMIUM)('the tracker in real Chromium', () => {
       Object.defineProperty(document, 'visibilityState', { value: 'hidden', configurable: true })
       document.dispatchEvent(new Event('visibilitychange'))
     })
-    const report = await waitFor((e) => received.indexOf(e) >= before && e.name === 'engagement' && e.screenWidth === 1000, 'engagement on hide')
+    const report = await waitFor(
+      (e) => received.indexOf(e) >= before && e.name === 'engagement' && e.screenWidth === 1000,
+      'engagement on hide',
+    )
     // (1200 + 600) / 3000 = 60%
     expect(report.engagement.scroll).toBe(60)
     expect(report.engagement.ms).toBeGreaterThanOrEqual(250)

@@ -31,7 +31,10 @@ function askNode(url: string, headers: Record<string, string>): Promise<{ status
   return new Promise((resolve, reject) => {
     get(url, { headers }, (res) => {
       let text = ''
-      res.setEncoding('utf8').on('data', (chunk) => (text += chunk)).on('end', () => resolve({ status: res.statusCode ?? 0, text }))
+      res
+        .setEncoding('utf8')
+        .on('data', (chunk) => (text += chunk))
+        .on('end', () => resolve({ status: res.statusCode ?? 0, text }))
     }).on('error', reject)
   })
 }
@@ -45,7 +48,9 @@ describe('the worker bundle under workerd', () => {
   let writeKey = ''
 
   beforeAll(async () => {
-    await run(process.execPath, ['node_modules/wrangler/bin/wrangler.js', 'deploy', '--dry-run', '--outdir', outdir], { env: { ...process.env, ...OFFLINE } })
+    await run(process.execPath, ['node_modules/wrangler/bin/wrangler.js', 'deploy', '--dry-run', '--outdir', outdir], {
+      env: { ...process.env, ...OFFLINE },
+    })
     // neither home has a CrUX key: crux=1 must answer alike on both
     server = await startServer({ DATA_DIR: dataDir, REDIS_URL: '', UPSTASH_REDIS_REST_URL: '', CLICKHOUSE_URL: '', CRUX_API_KEY: '' })
     ;({ readKey, writeKey } = demoKeys(server.output()))
@@ -92,7 +97,9 @@ describe('the worker bundle under workerd', () => {
 
   it('answers every keyed read of the registry exactly as the Node server does', { timeout: 120_000 }, async () => {
     const auth = { authorization: `Bearer ${readKey}` }
-    const { sites } = (await (await fetch(`${server.url}/api/v1/sites?stats=0`, { headers: auth })).json()) as { sites: { id: string; domain: string }[] }
+    const { sites } = (await (await fetch(`${server.url}/api/v1/sites?stats=0`, { headers: auth })).json()) as {
+      sites: { id: string; domain: string }[]
+    }
     const demo = sites.find((s) => s.domain === 'demo.example.com')!
     const reads = endpoints.filter((e) => e.method === 'GET' && e.path.startsWith('/api/v1') && e.scope === 'read')
     expect(reads.length).toBeGreaterThan(20)
@@ -104,7 +111,10 @@ describe('the worker bundle under workerd', () => {
       // asked of both under one host (answers such as the snippet name it), back to back; a live window that moved in between is asked again
       let same = false
       for (let attempt = 0; attempt < 3 && !same; attempt++) {
-        const [viaNode, viaWorker] = await Promise.all([askNode(`${server.url}${path}`, { ...auth, host: 'worker.test' }), mf.dispatchFetch(`http://worker.test${path}`, { headers: auth })])
+        const [viaNode, viaWorker] = await Promise.all([
+          askNode(`${server.url}${path}`, { ...auth, host: 'worker.test' }),
+          mf.dispatchFetch(`http://worker.test${path}`, { headers: auth }),
+        ])
         const [a, b] = [viaNode.text, await viaWorker.text()]
         statuses[read.path] = viaNode.status
         same = viaNode.status === viaWorker.status && a === b
@@ -117,14 +127,24 @@ describe('the worker bundle under workerd', () => {
 
   it('answers crux=1 on the vitals read as the Node server does: no key on either, the rest of the answer intact', async () => {
     const auth = { authorization: `Bearer ${readKey}` }
-    const { sites } = (await (await fetch(`${server.url}/api/v1/sites?stats=0`, { headers: auth })).json()) as { sites: { id: string; domain: string }[] }
+    const { sites } = (await (await fetch(`${server.url}/api/v1/sites?stats=0`, { headers: auth })).json()) as {
+      sites: { id: string; domain: string }[]
+    }
     const demo = sites.find((s) => s.domain === 'demo.example.com')!
     const path = `/api/v1/vitals?site_id=${demo.id}&range=30d&crux=1&form_factor=phone`
-    const [viaNode, viaWorker] = await Promise.all([askNode(`${server.url}${path}`, { ...auth, host: 'worker.test' }), mf.dispatchFetch(`http://worker.test${path}`, { headers: auth })])
+    const [viaNode, viaWorker] = await Promise.all([
+      askNode(`${server.url}${path}`, { ...auth, host: 'worker.test' }),
+      mf.dispatchFetch(`http://worker.test${path}`, { headers: auth }),
+    ])
     expect(viaWorker.status).toBe(200)
     expect(await viaWorker.text()).toBe(viaNode.text)
     const body = JSON.parse(viaNode.text)
-    expect(body.crux).toEqual({ available: false, origin: 'https://demo.example.com', formFactor: 'phone', reason: 'no CrUX API key is configured on this server (CRUX_API_KEY)' })
+    expect(body.crux).toEqual({
+      available: false,
+      origin: 'https://demo.example.com',
+      formFactor: 'phone',
+      reason: 'no CrUX API key is configured on this server (CRUX_API_KEY)',
+    })
     expect(body.summary.samples).toBeGreaterThan(0)
   })
 
@@ -138,17 +158,26 @@ describe('the worker bundle under workerd', () => {
     const site = (await created.json()) as { id: string; snippetId: string }
     const viaNode = await fetch(`${server.url}/api/v1/sites/${site.snippetId}`, { headers: { authorization: `Bearer ${readKey}` } })
     expect(((await viaNode.json()) as { timezone: string }).timezone).toBe('Europe/Paris')
-    const deleted = await mf.dispatchFetch(`http://worker.test/api/v1/sites/${site.id}?confirm=edge.example.com`, { method: 'DELETE', headers: { authorization: `Bearer ${writeKey}` } })
+    const deleted = await mf.dispatchFetch(`http://worker.test/api/v1/sites/${site.id}?confirm=edge.example.com`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${writeKey}` },
+    })
     expect(await deleted.json()).toEqual({ deleted: true, id: site.id })
     expect((await fetch(`${server.url}/api/v1/sites/${site.id}`, { headers: { authorization: `Bearer ${readKey}` } })).status).toBe(404)
   })
 
   it('collects an event and answers the public count through the Cache API', async () => {
-    const sites = (await (await mf.dispatchFetch('http://worker.test/api/v1/sites?stats=0', { headers: { authorization: `Bearer ${readKey}` } })).json()) as { sites: { id: string; snippetId: string; domain: string }[] }
+    const sites = (await (
+      await mf.dispatchFetch('http://worker.test/api/v1/sites?stats=0', { headers: { authorization: `Bearer ${readKey}` } })
+    ).json()) as { sites: { id: string; snippetId: string; domain: string }[] }
     const demo = sites.sites.find((s) => s.domain === 'demo.example.com')!
     const event = await mf.dispatchFetch('http://worker.test/api/event', {
       method: 'POST',
-      headers: { 'content-type': 'text/plain', 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0', 'cf-connecting-ip': '8.8.8.8' },
+      headers: {
+        'content-type': 'text/plain',
+        'user-agent': 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0',
+        'cf-connecting-ip': '8.8.8.8',
+      },
       body: JSON.stringify({ site: demo.snippetId, name: 'pageview', url: 'https://demo.example.com/from-the-edge' }),
     })
     expect(event.status).toBe(202)
@@ -218,6 +247,8 @@ describe('the worker entry', () => {
       return ((await res.json()) as { error: string }).error
     }
     expect(await answer({})).toMatch(/CLICKHOUSE_URL.*npm run dev:worker/)
-    expect(await answer({ CLICKHOUSE_URL: 'http://127.0.0.1:1', UPSTASH_REDIS_REST_URL: 'http://127.0.0.1:2' })).toMatch(/UPSTASH_REDIS_REST_TOKEN/)
+    expect(await answer({ CLICKHOUSE_URL: 'http://127.0.0.1:1', UPSTASH_REDIS_REST_URL: 'http://127.0.0.1:2' })).toMatch(
+      /UPSTASH_REDIS_REST_TOKEN/,
+    )
   })
 })

@@ -11,11 +11,15 @@ const OFFLINE = { WRANGLER_SEND_METRICS: 'false', WRANGLER_HIDE_BANNER: 'true', 
 async function wranglerDev(dir: string) {
   const config = readFileSync('wrangler.toml', 'utf8').replace(/^main = .*$/m, `main = ${JSON.stringify(resolve('functions/worker.ts'))}`)
   writeFileSync(join(dir, 'wrangler.toml'), config)
-  const child = spawn(process.execPath, [resolve('node_modules/wrangler/bin/wrangler.js'), 'dev', '--port', '0', '--ip', '127.0.0.1', '--config', join(dir, 'wrangler.toml')], {
-    cwd: dir,
-    env: { ...process.env, ...OFFLINE },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
+  const child = spawn(
+    process.execPath,
+    [resolve('node_modules/wrangler/bin/wrangler.js'), 'dev', '--port', '0', '--ip', '127.0.0.1', '--config', join(dir, 'wrangler.toml')],
+    {
+      cwd: dir,
+      env: { ...process.env, ...OFFLINE },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  )
   let output = ''
   const url = await new Promise<string>((ok, fail) => {
     const timer = setTimeout(() => fail(new Error(`wrangler dev did not start:\n${output}`)), 90_000)
@@ -34,7 +38,8 @@ async function wranglerDev(dir: string) {
   return { url, output: () => output, child }
 }
 
-const stop = (child: ChildProcess) => new Promise((r) => (child.exitCode !== null ? r(null) : (child.once('exit', r), child.kill('SIGTERM'))))
+const stop = (child: ChildProcess) =>
+  new Promise((r) => (child.exitCode !== null ? r(null) : (child.once('exit', r), child.kill('SIGTERM'))))
 
 describe('plain wrangler dev', () => {
   const children: ChildProcess[] = []
@@ -63,7 +68,9 @@ describe('plain wrangler dev', () => {
     const local = JSON.parse(readFileSync(join(dataDir, 'local-endpoints.json'), 'utf8')) as { url: string }
     const token = readFileSync(join(dataDir, 'local-token'), 'utf8').trim()
     const dir = tempDir('wrangler-configured')
-    const vars = readFileSync('.dev.vars.example', 'utf8').replaceAll('<contents of .data/local-token>', token).replaceAll('http://127.0.0.1:8788', local.url)
+    const vars = readFileSync('.dev.vars.example', 'utf8')
+      .replaceAll('<contents of .data/local-token>', token)
+      .replaceAll('http://127.0.0.1:8788', local.url)
     writeFileSync(join(dir, '.dev.vars'), vars)
     const dev = await wranglerDev(dir)
     children.push(dev.child)

@@ -16,7 +16,9 @@ const HOSTILE = "x' OR 1=1 --"
 describe('behaviour builders', () => {
   it('errors: the window, the error kind, filters and the limit bound; a fingerprint as UInt64', () => {
     const { sql, params } = render(errorGroupsSql(query({ filters: [{ dimension: 'path', operator: 'is', value: [HOSTILE] }] }), '42'))
-    expect(flat(sql)).toContain("WHERE site_id = {p1:UUID} AND (timestamp >= {p2:DateTime64(3)} AND timestamp < {p3:DateTime64(3)} AND toDate(timestamp) >= {p4:Date} AND toDate(timestamp) <= {p5:Date}) AND pathname IN {p6:Array(String)} AND kind = 'error' AND error_fingerprint = {p7:UInt64}")
+    expect(flat(sql)).toContain(
+      "WHERE site_id = {p1:UUID} AND (timestamp >= {p2:DateTime64(3)} AND timestamp < {p3:DateTime64(3)} AND toDate(timestamp) >= {p4:Date} AND toDate(timestamp) <= {p5:Date}) AND pathname IN {p6:Array(String)} AND kind = 'error' AND error_fingerprint = {p7:UInt64}",
+    )
     expect(flat(sql)).toContain('GROUP BY error_fingerprint ORDER BY count DESC, visitors DESC, fingerprint ASC LIMIT {p8:UInt32}')
     // the UTC days of the Berlin week (from 23:00 UTC the day before), stated for the events order key
     expect(params).toMatchObject({ p1: SITE, p4: '2026-11-15', p5: '2026-11-22', p6: [HOSTILE], p7: '42', p8: 5 })
@@ -24,12 +26,16 @@ describe('behaviour builders', () => {
   })
 
   it('errors: summary, sparkline counts per bucket of the window, breakdowns from an allow-list, recent occurrences', () => {
-    expect(flat(render(errorSummarySql(query())).sql)).toMatch(/^SELECT count\(\) AS errors, uniqExact\(error_fingerprint\) AS groups, uniqExact\(visitor_id\) AS visitors FROM events WHERE .* AND kind = 'error'$/)
+    expect(flat(render(errorSummarySql(query())).sql)).toMatch(
+      /^SELECT count\(\) AS errors, uniqExact\(error_fingerprint\) AS groups, uniqExact\(visitor_id\) AS visitors FROM events WHERE .* AND kind = 'error'$/,
+    )
     const groups = render(errorGroupsSql(query()))
     expect(flat(groups.sql)).toContain('sumMap(map(toUnixTimestamp(toStartOfDay(timestamp, {p0:String})), toUInt64(1))) AS per_bucket')
     expect(groups.params.p0).toBe('Europe/Berlin')
     const countries = render(errorBreakdownSql(query(), '7', 'countries', 40))
-    expect(flat(countries.sql)).toMatch(/^SELECT country_code AS value, count\(\) AS count, uniqExact\(visitor_id\) AS visitors FROM events .* ORDER BY count DESC, value ASC LIMIT \{p6:UInt32\} OFFSET \{p7:UInt32\}$/)
+    expect(flat(countries.sql)).toMatch(
+      /^SELECT country_code AS value, count\(\) AS count, uniqExact\(visitor_id\) AS visitors FROM events .* ORDER BY count DESC, value ASC LIMIT \{p6:UInt32\} OFFSET \{p7:UInt32\}$/,
+    )
     expect(countries.params).toMatchObject({ p5: '7', p6: 5, p7: 40 })
     expect(flat(render(recentErrorsSql(query(), '7', 20)).sql)).toMatch(/ORDER BY timestamp DESC, pathname ASC LIMIT \{p6:UInt32\}$/)
   })
@@ -37,9 +43,13 @@ describe('behaviour builders', () => {
   it('clicks: click and link kinds bound, grouped by element and link', () => {
     const groups = render(clickGroupsSql(query({ limit: 3 })))
     expect(flat(groups.sql)).toContain('AND kind IN {p5:Array(String)}')
-    expect(flat(groups.sql)).toContain('GROUP BY selector, text, tag, url ORDER BY count DESC, selector ASC, text ASC, tag ASC, url ASC LIMIT {p6:UInt32}')
+    expect(flat(groups.sql)).toContain(
+      'GROUP BY selector, text, tag, url ORDER BY count DESC, selector ASC, text ASC, tag ASC, url ASC LIMIT {p6:UInt32}',
+    )
     expect(groups.params).toMatchObject({ p5: ['click', 'outbound', 'download', 'affiliate'], p6: 3 })
-    expect(flat(render(clickSummarySql(query())).sql)).toMatch(/^SELECT count\(\) AS clicks, uniqExact\(visitor_id\) AS visitors, countIf\(dead_click = 1\) AS dead_clicks FROM events WHERE /)
+    expect(flat(render(clickSummarySql(query())).sql)).toMatch(
+      /^SELECT count\(\) AS clicks, uniqExact\(visitor_id\) AS visitors, countIf\(dead_click = 1\) AS dead_clicks FROM events WHERE /,
+    )
   })
 
   it('properties: keys without the collector prefix; one key’s values with the key bound', () => {
@@ -48,7 +58,9 @@ describe('behaviour builders', () => {
     expect(flat(keys.sql)).toContain('AND NOT startsWith(key, {p5:String}) GROUP BY key ORDER BY events DESC, key ASC LIMIT {p6:UInt32}')
     expect(keys.params).toMatchObject({ p5: 'attribution.', p6: 5 })
     const values = render(propertyValuesSql(query(), HOSTILE))
-    expect(flat(values.sql)).toMatch(/^SELECT props\[\{p0:String\}\] AS value, .* AND mapContains\(props, \{p0:String\}\) GROUP BY value ORDER BY events DESC, value ASC LIMIT \{p6:UInt32\}$/)
+    expect(flat(values.sql)).toMatch(
+      /^SELECT props\[\{p0:String\}\] AS value, .* AND mapContains\(props, \{p0:String\}\) GROUP BY value ORDER BY events DESC, value ASC LIMIT \{p6:UInt32\}$/,
+    )
     expect(values.params.p0).toBe(HOSTILE)
     expect(values.sql).not.toContain(HOSTILE)
   })

@@ -35,11 +35,17 @@ describe('the sql template', () => {
   it('binds a value used twice once, per type; arrays by identity', () => {
     const days = ['2026-03-03']
     const both = sql`${bind('String', 'a')} ${bind('String', 'a')} ${bind('Array(Date)', days)} ${bind('Array(Date)', days)} ${bind('Array(Date)', [...days])}`
-    expect(render(both)).toEqual({ sql: '{p0:String} {p0:String} {p1:Array(Date)} {p1:Array(Date)} {p2:Array(Date)}', params: { p0: 'a', p1: days, p2: days } })
+    expect(render(both)).toEqual({
+      sql: '{p0:String} {p0:String} {p1:Array(Date)} {p1:Array(Date)} {p2:Array(Date)}',
+      params: { p0: 'a', p1: days, p2: days },
+    })
   })
 
   it('joins fragments and takes allow-listed text as is', () => {
-    expect(render(join([raw('a = 1'), sql`b = ${bind('UInt16', 2)}`], ' AND '))).toEqual({ sql: 'a = 1 AND b = {p0:UInt16}', params: { p0: 2 } })
+    expect(render(join([raw('a = 1'), sql`b = ${bind('UInt16', 2)}`], ' AND '))).toEqual({
+      sql: 'a = 1 AND b = {p0:UInt16}',
+      params: { p0: 2 },
+    })
     expect(render(join([], ' AND '))).toEqual({ sql: '', params: {} })
   })
 })
@@ -53,7 +59,13 @@ describe('the SQL builders', () => {
       sql: 'site_id = {p0:UUID} AND (timestamp >= {p1:DateTime64(3)} AND timestamp < {p2:DateTime64(3)} AND toDate(timestamp) >= {p3:Date} AND toDate(timestamp) <= {p4:Date})',
       params: { p0: SITE, p1: '2026-03-02 05:00:00.000', p2: '2026-03-09 04:00:00.000', p3: '2026-03-02', p4: '2026-03-09' },
     })
-    expect(render(scope.visitScan).params).toEqual({ p0: SITE, p1: '2026-03-01 03:00:00.000', p2: '2026-03-10 06:00:00.000', p3: '2026-03-01', p4: '2026-03-10' })
+    expect(render(scope.visitScan).params).toEqual({
+      p0: SITE,
+      p1: '2026-03-01 03:00:00.000',
+      p2: '2026-03-10 06:00:00.000',
+      p3: '2026-03-01',
+      p4: '2026-03-10',
+    })
     expect(render(scope.visitsBegan)).toEqual({
       sql: '(session_start >= {p0:DateTime64(3)} AND session_start < {p1:DateTime64(3)} AND toDate(session_start) >= {p2:Date} AND toDate(session_start) <= {p3:Date})',
       params: { p0: '2026-03-01 03:00:00.000', p1: '2026-03-09 04:00:00.000', p2: '2026-03-01', p3: '2026-03-09' },
@@ -64,7 +76,16 @@ describe('the SQL builders', () => {
       sql:
         'site_id = {p0:UUID} AND ((timestamp >= {p1:DateTime64(3)} AND timestamp < {p2:DateTime64(3)} AND toDate(timestamp) >= {p3:Date} AND toDate(timestamp) <= {p4:Date})' +
         ' OR (timestamp >= {p5:DateTime64(3)} AND timestamp < {p6:DateTime64(3)} AND toDate(timestamp) >= {p7:Date} AND toDate(timestamp) <= {p7:Date}))',
-      params: { p0: SITE, p1: '2026-03-03 00:00:00.000', p2: '2026-03-05 00:00:00.000', p3: '2026-03-03', p4: '2026-03-04', p5: '2026-03-06 00:00:00.000', p6: '2026-03-07 00:00:00.000', p7: '2026-03-06' },
+      params: {
+        p0: SITE,
+        p1: '2026-03-03 00:00:00.000',
+        p2: '2026-03-05 00:00:00.000',
+        p3: '2026-03-03',
+        p4: '2026-03-04',
+        p5: '2026-03-06 00:00:00.000',
+        p6: '2026-03-07 00:00:00.000',
+        p7: '2026-03-06',
+      },
     })
     expect(render(daySpansScope(SITE, []).events).sql).toBe('site_id = {p0:UUID} AND (0)')
   })
@@ -81,7 +102,10 @@ describe('the SQL builders', () => {
       windowScope(SITE, week),
     ).map(render)
     expect(conditions[0]).toEqual({ sql: 'country_code IN {p0:Array(String)}', params: { p0: ['US'] } })
-    expect(conditions[1]).toEqual({ sql: 'multiSearchAnyCaseInsensitiveUTF8(props[{p0:String}], {p1:Array(String)})', params: { p0: 'plan', p1: ['pro'] } })
+    expect(conditions[1]).toEqual({
+      sql: 'multiSearchAnyCaseInsensitiveUTF8(props[{p0:String}], {p1:Array(String)})',
+      params: { p0: 'plan', p1: ['pro'] },
+    })
     expect(conditions[2]).toEqual({
       sql:
         'session_id IN (SELECT session_id FROM sessions WHERE site_id = {p0:UUID} AND (session_start >= {p1:DateTime64(3)} AND session_start < {p2:DateTime64(3)} AND toDate(session_start) >= {p3:Date} AND toDate(session_start) <= {p4:Date})' +
@@ -92,7 +116,14 @@ describe('the SQL builders', () => {
       sql:
         'NOT session_id IN (SELECT session_id FROM events WHERE site_id = {p0:UUID} AND (timestamp >= {p1:DateTime64(3)} AND timestamp < {p2:DateTime64(3)} AND toDate(timestamp) >= {p3:Date} AND toDate(timestamp) <= {p4:Date})' +
         " AND ((kind = 'pageview' AND pathname LIKE {p5:String})))",
-      params: { p0: SITE, p1: '2026-03-02 05:00:00.000', p2: '2026-03-09 04:00:00.000', p3: '2026-03-02', p4: '2026-03-09', p5: '/pricing%' },
+      params: {
+        p0: SITE,
+        p1: '2026-03-02 05:00:00.000',
+        p2: '2026-03-09 04:00:00.000',
+        p3: '2026-03-02',
+        p4: '2026-03-09',
+        p5: '/pricing%',
+      },
     })
   })
 
@@ -100,13 +131,28 @@ describe('the SQL builders', () => {
     const fromRollup = render(statsSql(query(), { table: 'rollup', rolled }))
     expect(fromRollup.sql).toContain('FROM day_rollups FINAL')
     expect(Object.values(fromRollup.params)).toEqual(expect.arrayContaining([rolled.days, rolled.events, rolled.sums]))
-    const fromSessions = render(statsSql(query({ filters: [{ dimension: 'country', operator: 'is', value: ['US'] }] }), { table: 'sessions' }))
+    const fromSessions = render(
+      statsSql(query({ filters: [{ dimension: 'country', operator: 'is', value: ['US'] }] }), { table: 'sessions' }),
+    )
     expect(flat(fromSessions.sql)).toContain(
       'FROM sessions WHERE site_id = {p0:UUID} AND (session_start >= {p6:DateTime64(3)} AND session_start < {p2:DateTime64(3)} AND toDate(session_start) >= {p7:Date} AND toDate(session_start) <= {p4:Date}) AND country_code IN {p5:Array(String)} GROUP BY session_id HAVING max(end) >= {p1:DateTime64(3)}',
     )
-    expect(fromSessions.params).toEqual({ p0: SITE, p1: '2026-03-02 05:00:00.000', p2: '2026-03-09 04:00:00.000', p3: '2026-03-02', p4: '2026-03-09', p5: ['US'], p6: '2026-03-01 03:00:00.000', p7: '2026-03-01' })
-    const fromEvents = render(statsSql(query({ filters: [{ dimension: 'path', operator: 'is', value: ['/'] }] }), { table: 'events', visits: true }))
-    expect(flat(fromEvents.sql)).toContain('FROM (SELECT session_id, countIf(kind = \'pageview\') AS sel_pv, countIf(kind = \'custom\') AS sel_ce FROM events WHERE site_id = {p0:UUID} AND (timestamp >= {p1:DateTime64(3)} AND timestamp < {p2:DateTime64(3)} AND toDate(timestamp) >= {p3:Date} AND toDate(timestamp) <= {p4:Date}) AND pathname IN {p5:Array(String)} GROUP BY session_id) AS selected INNER JOIN')
+    expect(fromSessions.params).toEqual({
+      p0: SITE,
+      p1: '2026-03-02 05:00:00.000',
+      p2: '2026-03-09 04:00:00.000',
+      p3: '2026-03-02',
+      p4: '2026-03-09',
+      p5: ['US'],
+      p6: '2026-03-01 03:00:00.000',
+      p7: '2026-03-01',
+    })
+    const fromEvents = render(
+      statsSql(query({ filters: [{ dimension: 'path', operator: 'is', value: ['/'] }] }), { table: 'events', visits: true }),
+    )
+    expect(flat(fromEvents.sql)).toContain(
+      "FROM (SELECT session_id, countIf(kind = 'pageview') AS sel_pv, countIf(kind = 'custom') AS sel_ce FROM events WHERE site_id = {p0:UUID} AND (timestamp >= {p1:DateTime64(3)} AND timestamp < {p2:DateTime64(3)} AND toDate(timestamp) >= {p3:Date} AND toDate(timestamp) <= {p4:Date}) AND pathname IN {p5:Array(String)} GROUP BY session_id) AS selected INNER JOIN",
+    )
   })
 
   it('series: buckets in the site timezone, or rolled days summed into buckets', () => {
@@ -116,9 +162,18 @@ describe('the SQL builders', () => {
 SELECT toUnixTimestamp(toStartOfHour(timestamp, {p0:String})) AS bucket, uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits, countIf(kind = 'pageview') AS pageviews
 FROM events WHERE site_id = {p1:UUID} AND (timestamp >= {p2:DateTime64(3)} AND timestamp < {p3:DateTime64(3)} AND toDate(timestamp) >= {p4:Date} AND toDate(timestamp) <= {p5:Date})
 GROUP BY bucket ORDER BY bucket`,
-      params: { p0: 'America/New_York', p1: SITE, p2: '2026-03-08 05:00:00.000', p3: '2026-03-09 04:00:00.000', p4: '2026-03-08', p5: '2026-03-09' },
+      params: {
+        p0: 'America/New_York',
+        p1: SITE,
+        p2: '2026-03-08 05:00:00.000',
+        p3: '2026-03-09 04:00:00.000',
+        p4: '2026-03-08',
+        p5: '2026-03-09',
+      },
     })
-    const months = render(seriesSql(query({ range: resolveRange({ range: '12mo' }, 'America/New_York', now) }), { table: 'rollup', rolled }))
+    const months = render(
+      seriesSql(query({ range: resolveRange({ range: '12mo' }, 'America/New_York', now) }), { table: 'rollup', rolled }),
+    )
     expect(months.sql).toContain('SELECT toUnixTimestamp(toDateTime(toStartOfMonth(day), {p0:String})) AS bucket')
     expect(months.sql).toContain('property = {p11:String}')
     expect(months.params.p11).toBe('')
@@ -126,7 +181,9 @@ GROUP BY bucket ORDER BY bucket`,
 
   it('breakdown: one shape per plan, the limit bound', () => {
     const rows = render(breakdownSql(query(), 'path', { table: 'events', visits: false }))
-    expect(flat(rows.sql)).toMatch(/^SELECT value, visitors, visits, pageviews, events, bounces \/ visits AS bounce_rate, duration_ms \/ 1000 \/ visits AS avg_duration FROM \(.*\) WHERE visitors > 0 ORDER BY visitors DESC, value ASC LIMIT \{p\d+:UInt32\}$/)
+    expect(flat(rows.sql)).toMatch(
+      /^SELECT value, visitors, visits, pageviews, events, bounces \/ visits AS bounce_rate, duration_ms \/ 1000 \/ visits AS avg_duration FROM \(.*\) WHERE visitors > 0 ORDER BY visitors DESC, value ASC LIMIT \{p\d+:UInt32\}$/,
+    )
     expect(Object.values(rows.params)).toContain(5)
     // custom properties: the key bound, no engagement rates
     const prop = render(breakdownSql(query(), "prop:a'b", { table: 'events', visits: false }))
@@ -134,7 +191,9 @@ GROUP BY bucket ORDER BY bucket`,
     expect(prop.sql).not.toContain('bounce_rate')
     expect(Object.values(prop.params)).toContain("a'b")
     expect(flat(render(breakdownSql(query(), 'source', { table: 'sessions' })).sql)).toContain('AS visits_by_value LEFT JOIN')
-    expect(flat(render(breakdownSql(query(), 'entry_page', { table: 'events', visits: true })).sql)).toContain("argMinMerge(entry_page) AS value, any(visitor_id) AS visitor")
+    expect(flat(render(breakdownSql(query(), 'entry_page', { table: 'events', visits: true })).sql)).toContain(
+      'argMinMerge(entry_page) AS value, any(visitor_id) AS visitor',
+    )
     expect(render(breakdownSql(query(), 'path', { table: 'rollup', rolled })).sql).toContain('FROM day_rollups FINAL')
   })
 
@@ -144,28 +203,53 @@ GROUP BY bucket ORDER BY bucket`,
       params: { p0: 5 },
     })
     const { sql: text, params } = render(goalBreakdownSql(query()))
-    expect(text).toContain("arrayFilter(g -> g != '', [if(name = {p0:String}, {p0:String}, ''), if((kind = 'pageview' AND pathname LIKE {p1:String}), {p2:String}, '')])")
+    expect(text).toContain(
+      "arrayFilter(g -> g != '', [if(name = {p0:String}, {p0:String}, ''), if((kind = 'pageview' AND pathname LIKE {p1:String}), {p2:String}, '')])",
+    )
     expect(text).toContain("transform(goal, {p3:Array(String)}, {p4:Array(String)}, '') AS goal_currency")
     expect(text).toContain('LIMIT {p10:UInt32}')
-    expect(params).toMatchObject({ p0: 'Signup', p1: '/pricing%', p2: 'Pricing', p3: ['Signup', 'Pricing'], p4: ['EUR', ''], p5: SITE, p10: 5 })
+    expect(params).toMatchObject({
+      p0: 'Signup',
+      p1: '/pricing%',
+      p2: 'Pricing',
+      p3: ['Signup', 'Pricing'],
+      p4: ['EUR', ''],
+      p5: SITE,
+      p10: 5,
+    })
   })
 
   it('rollup build: the days of a property inserted with their signatures; lookups and clean-up by signature', () => {
     const insert = render(rollupInsertSql(SITE, 'Europe/Berlin', 'path', daySpans(rolled.days, 'Europe/Berlin'), rolled))
-    expect(flat(insert.sql)).toMatch(/^INSERT INTO day_rollups \(site_id, timezone, version, property, day, day_events, day_sum, value, visitors, visits, pageviews, events, bounces, duration_ms, reports, scroll_sum, engaged_ms_sum\) SELECT \{p0:UUID\}, \{p1:String\}, \{p2:UInt16\}, \{p3:String\}, day,/)
+    expect(flat(insert.sql)).toMatch(
+      /^INSERT INTO day_rollups \(site_id, timezone, version, property, day, day_events, day_sum, value, visitors, visits, pageviews, events, bounces, duration_ms, reports, scroll_sum, engaged_ms_sum\) SELECT \{p0:UUID\}, \{p1:String\}, \{p2:UInt16\}, \{p3:String\}, day,/,
+    )
     // a page's rows carry its engagement reports; another property's hold zeros
-    expect(flat(insert.sql)).toContain("countIf(kind = 'engagement') AS reports, sumIf(scroll_depth, kind = 'engagement') AS scroll_sum, sumIf(engaged_ms, kind = 'engagement') AS engaged_ms_sum")
-    expect(flat(render(rollupInsertSql(SITE, 'UTC', 'source', daySpans(rolled.days, 'UTC'), rolled)).sql)).toContain('bounces, duration_ms, 0, 0, 0 FROM')
+    expect(flat(insert.sql)).toContain(
+      "countIf(kind = 'engagement') AS reports, sumIf(scroll_depth, kind = 'engagement') AS scroll_sum, sumIf(engaged_ms, kind = 'engagement') AS engaged_ms_sum",
+    )
+    expect(flat(render(rollupInsertSql(SITE, 'UTC', 'source', daySpans(rolled.days, 'UTC'), rolled)).sql)).toContain(
+      'bounces, duration_ms, 0, 0, 0 FROM',
+    )
     expect(insert.params).toMatchObject({ p0: SITE, p1: 'Europe/Berlin', p2: ROLLUP_VERSION, p3: 'path', p4: rolled.days })
     expect(flat(insert.sql)).toMatch(/WHERE has\(\{p4:Array\(Date\)\}, day\)$/)
     const window = resolveRange({ range: '7d' }, 'Europe/Berlin', now)
     const lookup = flat(render(signaturesAndBuilt(SITE, window)).sql)
-    expect(lookup).toContain("UNION ALL SELECT 1, toString(day), n, s, '' FROM (SELECT DISTINCT day, day_events AS n, day_sum AS s FROM day_rollups")
+    expect(lookup).toContain(
+      "UNION ALL SELECT 1, toString(day), n, s, '' FROM (SELECT DISTINCT day, day_events AS n, day_sum AS s FROM day_rollups",
+    )
     // the unfiltered lookup also reads the newest partial rollup of the window's last day and that day's visit counts; a filtered one does not
     expect(lookup).toContain('FROM partial_rollups')
     expect(lookup).toContain('FROM visit_quarters')
     expect(flat(render(signaturesAndBuilt(SITE, window, 'filters:abc')).sql)).not.toContain('partial_rollups')
     expect(flat(render(staleDays(SITE, window)).sql)).toContain('LEFT ANTI JOIN')
-    expect(render(outdatedRows(SITE, 'UTC', rolled)).params).toEqual({ p0: SITE, p1: rolled.days, p2: 'UTC', p3: ROLLUP_VERSION, p4: rolled.events, p5: rolled.sums })
+    expect(render(outdatedRows(SITE, 'UTC', rolled)).params).toEqual({
+      p0: SITE,
+      p1: rolled.days,
+      p2: 'UTC',
+      p3: ROLLUP_VERSION,
+      p4: rolled.events,
+      p5: rolled.sums,
+    })
   })
 })

@@ -34,7 +34,11 @@ const snapshot = (over: Partial<ComparedSnapshot> = {}): ComparedSnapshot => ({
 
 describe('the crawler, piece by piece', () => {
   it('reads robots.txt for its own group first, then the * group', () => {
-    const both = readRobots('https://x.test', `User-agent: *\nDisallow: /all\n\nUser-agent: ${CRAWLER_NAME}\nDisallow: /ours\n`, CRAWLER_NAME)
+    const both = readRobots(
+      'https://x.test',
+      `User-agent: *\nDisallow: /all\n\nUser-agent: ${CRAWLER_NAME}\nDisallow: /ours\n`,
+      CRAWLER_NAME,
+    )
     expect([both.allows('/ours'), both.allows('/all'), both.allows('/fine')]).toEqual([false, true, true])
     const star = readRobots('https://x.test', 'User-agent: *\nDisallow: /private\nSitemap: https://x.test/s.xml\n', CRAWLER_NAME)
     expect([star.allows('/private/x'), star.allows('/public')]).toEqual([false, true])
@@ -43,8 +47,14 @@ describe('the crawler, piece by piece', () => {
   })
 
   it('reads sitemaps and sitemap indexes, and nothing from other files', () => {
-    expect(readSitemap('<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc> https://x.test/a </loc></url></urlset>')).toEqual({ pages: ['https://x.test/a'], sitemaps: [] })
-    expect(readSitemap('<sitemapindex><sitemap><loc>https://x.test/1.xml</loc></sitemap><sitemap><loc>https://x.test/2.xml</loc></sitemap></sitemapindex>')).toEqual({ pages: [], sitemaps: ['https://x.test/1.xml', 'https://x.test/2.xml'] })
+    expect(
+      readSitemap('<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc> https://x.test/a </loc></url></urlset>'),
+    ).toEqual({ pages: ['https://x.test/a'], sitemaps: [] })
+    expect(
+      readSitemap(
+        '<sitemapindex><sitemap><loc>https://x.test/1.xml</loc></sitemap><sitemap><loc>https://x.test/2.xml</loc></sitemap></sitemapindex>',
+      ),
+    ).toEqual({ pages: [], sitemaps: ['https://x.test/1.xml', 'https://x.test/2.xml'] })
     expect(readSitemap('<html><body>not a sitemap</body></html>')).toEqual({ pages: [], sitemaps: [] })
     expect(readSitemap('<<<')).toEqual({ pages: [], sitemaps: [] })
   })
@@ -54,7 +64,14 @@ describe('the crawler, piece by piece', () => {
       <body><h1>Big</h1><article><p>First paragraph of the article, long enough to be read as one.</p><p>Second.</p></article>
       <a href="/x?y=1#z">x</a><a href="https://x.test/x">again</a><a href="https://other.test/">out</a><a href="mailto:a@b">mail</a></body></html>`
     const page = parsePage(html, new URL('https://x.test/page'), 'https://x.test')
-    expect(page).toMatchObject({ title: 'Hello world', metaDescription: 'About it', canonical: 'https://x.test/c', robotsMeta: 'noindex', h1: 'Big', links: ['/x'] })
+    expect(page).toMatchObject({
+      title: 'Hello world',
+      metaDescription: 'About it',
+      canonical: 'https://x.test/c',
+      robotsMeta: 'noindex',
+      h1: 'Big',
+      links: ['/x'],
+    })
     expect(page.mainText).toBe('First paragraph of the article, long enough to be read as one. Second.')
     expect(page.wordCount).toBe(13)
     expect(countWords('a , b — c')).toBe(3)
@@ -66,7 +83,10 @@ describe('the crawler, piece by piece', () => {
     expect(comparePage(before, snapshot({ status: 404, removed: true })).map((c) => [c.type, c.after])).toEqual([['removed', '404']])
     expect(comparePage(before, snapshot({ removed: true })).map((c) => [c.type, c.after])).toEqual([['removed', 'gone from the sitemap']])
     expect(comparePage(before, snapshot({ status: 500 })).map((c) => c.type)).toEqual(['status'])
-    const many = comparePage(before, snapshot({ title: 'B', robotsMeta: 'noindex', canonical: 'https://x.test/', mainText: 'one three four', contentHash: 'h2' }))
+    const many = comparePage(
+      before,
+      snapshot({ title: 'B', robotsMeta: 'noindex', canonical: 'https://x.test/', mainText: 'one three four', contentHash: 'h2' }),
+    )
     expect(many.map((c) => [c.type, c.category, c.diffable])).toEqual([
       ['title', 'seo', true],
       ['canonical', 'seo', false],
@@ -82,7 +102,8 @@ describe('the crawler, piece by piece', () => {
   })
 
   it('folds a change on most pages of a run into one site change, and leaves a few alone', () => {
-    const titles = (n: number) => Array.from({ length: n }, (_, i) => comparePage(snapshot({ path: `/p${i}` }), snapshot({ path: `/p${i}`, title: 'New' }))).flat()
+    const titles = (n: number) =>
+      Array.from({ length: n }, (_, i) => comparePage(snapshot({ path: `/p${i}` }), snapshot({ path: `/p${i}`, title: 'New' }))).flat()
     const folded = foldSiteWide(titles(6), 10)
     expect(folded).toHaveLength(1)
     expect(folded[0]).toMatchObject({ scope: 'site', type: 'title', pages: 6, path: '', diffable: false })

@@ -96,7 +96,10 @@ describe('embedded store files', () => {
     // the embedded engine allows one per process: only the key/value side is opened here, with ClickHouse over HTTP named but unused
     const stores = await openNodeStores({ DATA_DIR: dir, CLICKHOUSE_URL: 'http://127.0.0.1:1' })
     await stores.kv.set('k', 'v')
-    const walk = (path: string): string[] => [path, ...(statSync(path).isDirectory() ? readdirSync(path).flatMap((name) => walk(join(path, name))) : [])]
+    const walk = (path: string): string[] => [
+      path,
+      ...(statSync(path).isDirectory() ? readdirSync(path).flatMap((name) => walk(join(path, name))) : []),
+    ]
     for (const path of walk(dir)) expect(statSync(path).mode & 0o077, path).toBe(0)
     await stores.close()
   })

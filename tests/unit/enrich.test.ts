@@ -13,10 +13,22 @@ const channel = (referrer: string | null, query = '') => channelFor(classifyRefe
 
 describe('enrichment', () => {
   it('parses user agents into browser, OS and device', () => {
-    expect(parseUserAgent('Mozilla/5.0 (iPad; CPU OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1')).toEqual({
-      browser: 'Safari', browserVersion: '17', os: 'iOS', osVersion: '17.5', device: 'Tablet',
+    expect(
+      parseUserAgent(
+        'Mozilla/5.0 (iPad; CPU OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1',
+      ),
+    ).toEqual({
+      browser: 'Safari',
+      browserVersion: '17',
+      os: 'iOS',
+      osVersion: '17.5',
+      device: 'Tablet',
     })
-    expect(parseUserAgent('Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Edg/131.0.0.0')).toMatchObject({ browser: 'Microsoft Edge', os: 'Windows', osVersion: '10', device: 'Desktop' })
+    expect(
+      parseUserAgent(
+        'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Edg/131.0.0.0',
+      ),
+    ).toMatchObject({ browser: 'Microsoft Edge', os: 'Windows', osVersion: '10', device: 'Desktop' })
   })
 
   it('groups screen widths', () => {
@@ -24,7 +36,11 @@ describe('enrichment', () => {
   })
 
   it('names referrers, with AI assistants and the site itself as no referrer', () => {
-    expect(classifyReferrer('https://www.google.de/search?q=x', 'site.test')).toEqual({ referrer: 'https://www.google.de/search?q=x', source: 'Google', medium: 'search' })
+    expect(classifyReferrer('https://www.google.de/search?q=x', 'site.test')).toEqual({
+      referrer: 'https://www.google.de/search?q=x',
+      source: 'Google',
+      medium: 'search',
+    })
     expect(classifyReferrer('https://chatgpt.com/c/123', 'site.test')).toMatchObject({ source: 'ChatGPT', medium: 'ai' })
     expect(classifyReferrer('https://www.perplexity.ai/search', 'site.test')).toMatchObject({ source: 'Perplexity', medium: 'ai' })
     expect(classifyReferrer('https://gemini.google.com/app', 'site.test')).toMatchObject({ source: 'Gemini', medium: 'ai' })
@@ -49,7 +65,13 @@ describe('enrichment', () => {
   })
 
   it('reads UTM parameters, with ref as a source fallback', () => {
-    expect(utm('utm_source=a&utm_medium=b&utm_campaign=c&utm_term=d&utm_content=e')).toEqual({ utm_source: 'a', utm_medium: 'b', utm_campaign: 'c', utm_term: 'd', utm_content: 'e' })
+    expect(utm('utm_source=a&utm_medium=b&utm_campaign=c&utm_term=d&utm_content=e')).toEqual({
+      utm_source: 'a',
+      utm_medium: 'b',
+      utm_campaign: 'c',
+      utm_term: 'd',
+      utm_content: 'e',
+    })
     expect(utm('ref=producthunt').utm_source).toBe('producthunt')
   })
 
@@ -79,8 +101,12 @@ describe('bots', () => {
   it('classifies crawlers by kind', () => {
     const kind = (ua: string) => classifyBot(ua)?.kind ?? 'human'
     expect(kind('Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)')).toBe('search-engine')
-    expect(kind('Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)')).toBe('ai-training')
-    expect(kind('Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; OAI-SearchBot/1.0; +https://openai.com/searchbot')).toBe('ai-search')
+    expect(kind('Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)')).toBe(
+      'ai-training',
+    )
+    expect(kind('Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; OAI-SearchBot/1.0; +https://openai.com/searchbot')).toBe(
+      'ai-search',
+    )
     expect(kind('Mozilla/5.0 (compatible; Perplexity-User/1.0; +https://perplexity.ai/perplexity-user)')).toBe('ai-assistant')
     expect(kind('facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)')).toBe('social-preview')
     expect(kind('Feedly/1.0 (+http://www.feedly.com/fetcher.html; like FeedFetcher-Google)')).toBe('feed-reader')
@@ -109,10 +135,15 @@ describe('bots', () => {
       const key = `${url.searchParams.get('name')}/${url.searchParams.get('type')}`
       asked.push(key)
       if (req.headers.accept !== 'application/dns-json') return res.writeHead(415).end()
-      res.writeHead(200, { 'content-type': 'application/dns-json' }).end(JSON.stringify({ Status: answers[key] ? 0 : 3, Answer: answers[key] }))
+      res
+        .writeHead(200, { 'content-type': 'application/dns-json' })
+        .end(JSON.stringify({ Status: answers[key] ? 0 : 3, Answer: answers[key] }))
     })
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-    const resolver = dohResolver(guardedFetch({ allowPrivate: true }), `http://127.0.0.1:${(server.address() as AddressInfo).port}/dns-query`)
+    const resolver = dohResolver(
+      guardedFetch({ allowPrivate: true }),
+      `http://127.0.0.1:${(server.address() as AddressInfo).port}/dns-query`,
+    )
     const googlebot = 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)'
     expect(await verifyBot(googlebot, '66.249.66.1', resolver)).toBe(true)
     // a PTR outside Google's domains, and a forward lookup that does not come back, are not verified
@@ -146,7 +177,10 @@ describe('hash64', () => {
     const expected = await Promise.all(
       texts.map(async (t) => {
         const bytes = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(t)))
-        return bytes.slice(0, 8).reduce((n, b) => n * 256n + BigInt(b), 0n).toString()
+        return bytes
+          .slice(0, 8)
+          .reduce((n, b) => n * 256n + BigInt(b), 0n)
+          .toString()
       }),
     )
     expect(await Promise.all(texts.map(hash64))).toEqual(expected)

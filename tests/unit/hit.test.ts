@@ -5,31 +5,118 @@ import { browserHitSchema, importHitSchema } from '../../lib/ingest/hit-schema'
 const importHit = importHitSchema
 const browserHit = browserHitSchema
 
-const base = () => ({ site: 'abc123', name: 'pageview', url: 'https://example.com/a?b=1', referrer: 'https://www.google.com/', screenWidth: 1280 })
+const base = () => ({
+  site: 'abc123',
+  name: 'pageview',
+  url: 'https://example.com/a?b=1',
+  referrer: 'https://www.google.com/',
+  screenWidth: 1280,
+})
 const importBase = () => ({ ...base(), timestamp: '2026-11-20T10:00:00.123Z', ip: '203.0.113.7', userAgent: 'Mozilla/5.0' })
 
 // values each field is tried with: valid ones, edge ones, and wrong ones of every JSON type
 const VALUES: unknown[] = [
-  null, true, false, 0, -1, 1.5, 30, 100, 100_001, 86_400_001, 1e308, Number.MAX_SAFE_INTEGER + 2,
-  '', ' ', '  Signup  ', 'x'.repeat(64), 'x'.repeat(65), 'x'.repeat(121), 'x'.repeat(1001), 'EUR', 'euro', '19.90', '-3', '1.23456', 'ten',
-  'https://example.com/', 'HTTP://EXAMPLE.COM/x', ' https://x.com/ ', 'http:example.com', 'ftp://x.com/', 'https://', 'not a url', `https://x.com/${'a'.repeat(4000)}`,
-  '2026-11-20T10:00:00Z', '2026-11-20T10:00:00+05:30', '2026-02-30T10:00:00Z', '2026-11-20 10:00:00', '2026-11-20T10:00Z',
-  '8.8.8.8', '256.1.1.1', '2001:db8::1', '::ffff:1.2.3.4', 'LCP', 'XYZ', 'good', 'poor', 'meh',
-  [], [1, 'a'], {}, { a: 1 }, { a: 'x', b: true, c: 2.5 }, { a: { nested: 1 } }, { '': 1 }, Object.fromEntries(Array.from({ length: 31 }, (_, i) => [`k${i}`, i])),
-  { amount: '19.90', currency: 'EUR' }, { amount: 5, currency: 'USD' }, { amount: 'ten', currency: 'EUR' }, { amount: '1', currency: 'EUR', extra: 1 },
-  { selector: 'a.buy', text: 'Buy', tag: 'a', href: 'https://shop.example/', interactive: true, dead: false }, { selector: 1 }, { dead: 'yes' }, { zzz: 1 },
-  { message: 'boom', name: 'TypeError', line: 3 }, { message: 'boom', line: -1 }, { name: 'E' },
-  { name: 'LCP', value: 1200, rating: 'good' }, { name: 'CLS', value: 0.1, attribution: { largestShiftTarget: 'div', n: 2, ok: true, none: null } },
-  { name: 'INP', value: -1 }, { name: 'FCP', value: 1, attribution: { x: [] } }, { name: 'TTFB', value: 1, rating: 'meh' },
-  { ms: 1000, scroll: 50 }, { ms: 1000, scroll: 101 }, { ms: 1.5, scroll: 1 }, { ms: 1 },
-  { selector: 'form#signup', action: '/signup' }, { action: 5 },
+  null,
+  true,
+  false,
+  0,
+  -1,
+  1.5,
+  30,
+  100,
+  100_001,
+  86_400_001,
+  1e308,
+  Number.MAX_SAFE_INTEGER + 2,
+  '',
+  ' ',
+  '  Signup  ',
+  'x'.repeat(64),
+  'x'.repeat(65),
+  'x'.repeat(121),
+  'x'.repeat(1001),
+  'EUR',
+  'euro',
+  '19.90',
+  '-3',
+  '1.23456',
+  'ten',
+  'https://example.com/',
+  'HTTP://EXAMPLE.COM/x',
+  ' https://x.com/ ',
+  'http:example.com',
+  'ftp://x.com/',
+  'https://',
+  'not a url',
+  `https://x.com/${'a'.repeat(4000)}`,
+  '2026-11-20T10:00:00Z',
+  '2026-11-20T10:00:00+05:30',
+  '2026-02-30T10:00:00Z',
+  '2026-11-20 10:00:00',
+  '2026-11-20T10:00Z',
+  '8.8.8.8',
+  '256.1.1.1',
+  '2001:db8::1',
+  '::ffff:1.2.3.4',
+  'LCP',
+  'XYZ',
+  'good',
+  'poor',
+  'meh',
+  [],
+  [1, 'a'],
+  {},
+  { a: 1 },
+  { a: 'x', b: true, c: 2.5 },
+  { a: { nested: 1 } },
+  { '': 1 },
+  Object.fromEntries(Array.from({ length: 31 }, (_, i) => [`k${i}`, i])),
+  { amount: '19.90', currency: 'EUR' },
+  { amount: 5, currency: 'USD' },
+  { amount: 'ten', currency: 'EUR' },
+  { amount: '1', currency: 'EUR', extra: 1 },
+  { selector: 'a.buy', text: 'Buy', tag: 'a', href: 'https://shop.example/', interactive: true, dead: false },
+  { selector: 1 },
+  { dead: 'yes' },
+  { zzz: 1 },
+  { message: 'boom', name: 'TypeError', line: 3 },
+  { message: 'boom', line: -1 },
+  { name: 'E' },
+  { name: 'LCP', value: 1200, rating: 'good' },
+  { name: 'CLS', value: 0.1, attribution: { largestShiftTarget: 'div', n: 2, ok: true, none: null } },
+  { name: 'INP', value: -1 },
+  { name: 'FCP', value: 1, attribution: { x: [] } },
+  { name: 'TTFB', value: 1, rating: 'meh' },
+  { ms: 1000, scroll: 50 },
+  { ms: 1000, scroll: 101 },
+  { ms: 1.5, scroll: 1 },
+  { ms: 1 },
+  { selector: 'form#signup', action: '/signup' },
+  { action: 5 },
 ]
-const FIELDS = ['site', 'name', 'url', 'referrer', 'screenWidth', 'props', 'revenue', 'click', 'error', 'vital', 'engagement', 'form', 'timestamp', 'ip', 'userAgent', 'zzz']
+const FIELDS = [
+  'site',
+  'name',
+  'url',
+  'referrer',
+  'screenWidth',
+  'props',
+  'revenue',
+  'click',
+  'error',
+  'vital',
+  'engagement',
+  'form',
+  'timestamp',
+  'ip',
+  'userAgent',
+  'zzz',
+]
 
 describe('parseHit', () => {
   it('accepts and rejects what the reference schema does, and returns the same hit', () => {
     let seed = 11
-    const random = (n: number) => ((seed = (seed * 48271) % 2147483647) % n)
+    const random = (n: number) => (seed = (seed * 48271) % 2147483647) % n
     let accepted = 0
     let rejected = 0
     for (let i = 0; i < 10_000; i++) {
@@ -49,7 +136,9 @@ describe('parseHit', () => {
         accepted++
       } else {
         // the message names a field of the payload, or the body
-        expect(result as string, context).toMatch(/^(body|site|name|url|referrer|screenWidth|props|revenue|click|error|vital|engagement|form|timestamp|ip|userAgent)(\.|:)|^unknown field/)
+        expect(result as string, context).toMatch(
+          /^(body|site|name|url|referrer|screenWidth|props|revenue|click|error|vital|engagement|form|timestamp|ip|userAgent)(\.|:)|^unknown field/,
+        )
         rejected++
       }
     }

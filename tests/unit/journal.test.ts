@@ -24,10 +24,31 @@ async function fixture() {
   await services.repositories.sites.create(site)
   const at = new Date(Date.now() - 3600_000).toISOString()
   const lines = (humans: number, bots: number) => [
-    ...Array.from({ length: humans }, (_, i) => JSON.stringify({ timestamp: at, site: site.snippetId, name: 'pageview', url: `https://${site.domain}/p${i}`, ip: '203.0.113.7', userAgent: FIREFOX })),
-    ...Array.from({ length: bots }, (_, i) => JSON.stringify({ timestamp: at, site: site.snippetId, name: 'pageview', url: `https://${site.domain}/b${i}`, ip: '203.0.113.8', userAgent: GPTBOT })),
+    ...Array.from({ length: humans }, (_, i) =>
+      JSON.stringify({
+        timestamp: at,
+        site: site.snippetId,
+        name: 'pageview',
+        url: `https://${site.domain}/p${i}`,
+        ip: '203.0.113.7',
+        userAgent: FIREFOX,
+      }),
+    ),
+    ...Array.from({ length: bots }, (_, i) =>
+      JSON.stringify({
+        timestamp: at,
+        site: site.snippetId,
+        name: 'pageview',
+        url: `https://${site.domain}/b${i}`,
+        ip: '203.0.113.8',
+        userAgent: GPTBOT,
+      }),
+    ),
   ]
-  const count = async (table: string) => Number((await services.clickhouse.query<{ n: string }>(`SELECT count() AS n FROM ${table} WHERE site_id = {s:UUID}`, { s: site.id }))[0].n)
+  const count = async (table: string) =>
+    Number(
+      (await services.clickhouse.query<{ n: string }>(`SELECT count() AS n FROM ${table} WHERE site_id = {s:UUID}`, { s: site.id }))[0].n,
+    )
   const usage = async () => (await services.repositories.usage.get(org.id, at.slice(0, 7))).pageview ?? 0
   return { services, site, lines, count, usage }
 }
@@ -36,7 +57,12 @@ async function fixture() {
 async function journalAndCrash(dir: string, clickhouse: ClickHouse, f: Awaited<ReturnType<typeof fixture>>, humans: number, bots: number) {
   const { journal } = await Journal.open(dir, clickhouse, f.services.repositories)
   const sink = new BufferedSink(clickhouse, f.services.repositories, { intervalMs: 3_600_000, log: journal })
-  const ingestor = new Ingestor({ sites: new SiteDirectory(f.services.repositories.sites), repositories: f.services.repositories, sink, now: () => new Date() })
+  const ingestor = new Ingestor({
+    sites: new SiteDirectory(f.services.repositories.sites),
+    repositories: f.services.repositories,
+    sink,
+    now: () => new Date(),
+  })
   const result = await importHits(f.lines(humans, bots), ingestor)
   expect(result.imported).toBe(humans + bots)
   return sink
@@ -62,7 +88,14 @@ describe('the write-ahead journal', () => {
     const f = await fixture()
     const dir = join(tempDir('journal'), 'journal')
     // the bot insert fails once the events are in: the bots and the usage are requeued
-    const failingBots: ClickHouse = { ...f.services.clickhouse, query: f.services.clickhouse.query.bind(f.services.clickhouse), command: f.services.clickhouse.command.bind(f.services.clickhouse), close: async () => {}, insert: async (table, rows) => (table === 'bot_events' && rows.length ? Promise.reject(new Error('bot insert failed')) : f.services.clickhouse.insert(table, rows)) }
+    const failingBots: ClickHouse = {
+      ...f.services.clickhouse,
+      query: f.services.clickhouse.query.bind(f.services.clickhouse),
+      command: f.services.clickhouse.command.bind(f.services.clickhouse),
+      close: async () => {},
+      insert: async (table, rows) =>
+        table === 'bot_events' && rows.length ? Promise.reject(new Error('bot insert failed')) : f.services.clickhouse.insert(table, rows),
+    }
     const sink = await journalAndCrash(dir, failingBots, f, 20, 3)
     await expect(sink.flush()).rejects.toThrow(/bot insert failed/)
     expect(await f.count('events')).toBe(20)
@@ -83,7 +116,20 @@ describe('the write-ahead journal', () => {
     const at = Date.now() - 3600_000
     const batches = Array.from({ length: 40 }, (_, i) => ({
       events: [],
-      bots: [botRow({ siteId: f.site.id, at: at + i, bot: { name: 'GPTBot', kind: 'ai-training' }, verified: false, source: 'server', hostname: f.site.domain, pathname: `/g${i}`, referrer: null, userAgent: GPTBOT, countryCode: undefined })],
+      bots: [
+        botRow({
+          siteId: f.site.id,
+          at: at + i,
+          bot: { name: 'GPTBot', kind: 'ai-training' },
+          verified: false,
+          source: 'server',
+          hostname: f.site.domain,
+          pathname: `/g${i}`,
+          referrer: null,
+          userAgent: GPTBOT,
+          countryCode: undefined,
+        }),
+      ],
       usage: new Map(),
     }))
     await Promise.all(batches.map((b) => journal.append(b)))
@@ -116,7 +162,10 @@ describe('the write-ahead journal', () => {
       for (const line of readFileSync(join(dir, name), 'utf8').split('\n').filter(Boolean)) {
         // a line holds the events as one list of columns and each row's values
         const [columns, rows] = JSON.parse(line)[0] as [string[], unknown[][]]
-        await f.services.clickhouse.insert('events_input', rows.map((values) => Object.fromEntries(columns.map((c, i) => [c, values[i]]))))
+        await f.services.clickhouse.insert(
+          'events_input',
+          rows.map((values) => Object.fromEntries(columns.map((c, i) => [c, values[i]]))),
+        )
       }
     }
     expect(await f.count('events')).toBe(30)

@@ -116,7 +116,10 @@ describe.each(backends)('key/value contract: $name', (backend) => {
     expect(await repositories.orgs.get(org.id)).toEqual(org)
     const site = newSite({ domain: `c-${crypto.randomUUID().slice(0, 6)}.example.com`, timezone: 'Asia/Tokyo' }, org.id, now)
     await repositories.sites.create(site)
-    await expect(repositories.sites.create({ ...site, id: crypto.randomUUID() })).rejects.toMatchObject({ name: 'ConflictError', message: `domain: ${site.domain} is already a site of this organization` })
+    await expect(repositories.sites.create({ ...site, id: crypto.randomUUID() })).rejects.toMatchObject({
+      name: 'ConflictError',
+      message: `domain: ${site.domain} is already a site of this organization`,
+    })
     expect(await repositories.sites.get(site.id)).toEqual(site)
     expect(await repositories.sites.idBySnippet(site.snippetId)).toBe(site.id)
     expect((await repositories.sites.list(org.id)).map((s) => s.id)).toEqual([site.id])
@@ -132,7 +135,9 @@ describe.each(backends)('key/value contract: $name', (backend) => {
     const { sha256Hex } = await import('../../lib/accounts/keys')
     expect(await repositories.keys.byHash(await sha256Hex(key.key))).toMatchObject({ id: key.id, scope: 'write', siteId: site.id })
     await repositories.keys.touch(org.id, key.id, '2026-11-02T00:00:00.000Z')
-    expect(await repositories.keys.list(org.id)).toEqual([expect.objectContaining({ id: key.id, lastUsedAt: '2026-11-02T00:00:00.000Z', revokedAt: null })])
+    expect(await repositories.keys.list(org.id)).toEqual([
+      expect.objectContaining({ id: key.id, lastUsedAt: '2026-11-02T00:00:00.000Z', revokedAt: null }),
+    ])
 
     await repositories.usage.add(org.id, '2026-11', { [site.id]: { pageview: 3, custom: 1 } })
     await repositories.usage.add(org.id, '2026-11', { [site.id]: { pageview: 2 }, other: { pageview: 1 } })

@@ -25,7 +25,12 @@ describe('the layering of the code', () => {
   it('lib/ never imports the transport: no Hono, nothing from functions/', () => {
     const offending = files
       .filter((f) => f.startsWith('lib/'))
-      .flatMap((f) => graph.get(f)!.filter((m) => m === 'hono' || m.startsWith('hono/') || m.startsWith('@hono/') || m.startsWith('functions/')).map((m) => `${f} -> ${m}`))
+      .flatMap((f) =>
+        graph
+          .get(f)!
+          .filter((m) => m === 'hono' || m.startsWith('hono/') || m.startsWith('@hono/') || m.startsWith('functions/'))
+          .map((m) => `${f} -> ${m}`),
+      )
     expect(offending).toEqual([])
   })
 
@@ -46,7 +51,14 @@ describe('the layering of the code', () => {
   it('repositories are used by verbs in lib/ alone: no handler imports one or calls one', () => {
     const isRepository = (m: string) => m.startsWith('lib/') && m.endsWith('-repository.ts')
     expect(files.filter(isRepository).length).toBeGreaterThan(0)
-    const importing = files.filter((f) => !f.startsWith('lib/')).flatMap((f) => graph.get(f)!.filter(isRepository).map((m) => `${f} -> ${m}`))
+    const importing = files
+      .filter((f) => !f.startsWith('lib/'))
+      .flatMap((f) =>
+        graph
+          .get(f)!
+          .filter(isRepository)
+          .map((m) => `${f} -> ${m}`),
+      )
     expect(importing).toEqual([])
     // the bundle the homes build is passed along, never called into, by the transport
     const calling = files

@@ -22,8 +22,24 @@ describe('ClickHouse migrations', () => {
     const clickhouse = await testClickHouse() // already migrated once
     expect(await migrate(clickhouse, loadMigrations())).toEqual([])
     const rows = await clickhouse.query<{ version: number; name: string }>('SELECT version, name FROM schema_migrations ORDER BY version')
-    expect(rows).toEqual([{ version: 1, name: 'events' }, { version: 2, name: 'sessions' }, { version: 3, name: 'day_rollups' }, { version: 4, name: 'events_input' }, { version: 5, name: 'crawl' }, { version: 6, name: 'pathname_low_cardinality' }, { version: 7, name: 'filtered_rollup_expiry' }, { version: 8, name: 'visit_pages' }, { version: 9, name: 'rollup_engagement_reports' }, { version: 10, name: 'rollup_places' }, { version: 11, name: 'partial_rollups' }, { version: 12, name: 'purge_typed_click_text' }])
-    const applied = await migrate(clickhouse, [...loadMigrations(), { version: 13, name: 'extra', sql: 'CREATE TABLE IF NOT EXISTS extra_t (a UInt8) ENGINE = Memory;' }])
+    expect(rows).toEqual([
+      { version: 1, name: 'events' },
+      { version: 2, name: 'sessions' },
+      { version: 3, name: 'day_rollups' },
+      { version: 4, name: 'events_input' },
+      { version: 5, name: 'crawl' },
+      { version: 6, name: 'pathname_low_cardinality' },
+      { version: 7, name: 'filtered_rollup_expiry' },
+      { version: 8, name: 'visit_pages' },
+      { version: 9, name: 'rollup_engagement_reports' },
+      { version: 10, name: 'rollup_places' },
+      { version: 11, name: 'partial_rollups' },
+      { version: 12, name: 'purge_typed_click_text' },
+    ])
+    const applied = await migrate(clickhouse, [
+      ...loadMigrations(),
+      { version: 13, name: 'extra', sql: 'CREATE TABLE IF NOT EXISTS extra_t (a UInt8) ENGINE = Memory;' },
+    ])
     expect(applied.map((m) => m.version)).toEqual([13])
     expect((await clickhouse.query('SELECT count() AS n FROM schema_migrations'))[0]).toEqual({ n: '13' })
   })
@@ -40,7 +56,10 @@ describe('ClickHouse migrations', () => {
     const purge = loadMigrations().find((m) => m.name === 'purge_typed_click_text')!
     for (const statement of renderMigration(purge.sql)) await clickhouse.command(statement)
     for (const table of ['events', 'recent_events']) {
-      const rows = await clickhouse.query(`SELECT element_tag AS tag, element_text AS text FROM ${table} WHERE site_id = {site:UUID} ORDER BY tag`, { site })
+      const rows = await clickhouse.query(
+        `SELECT element_tag AS tag, element_text AS text FROM ${table} WHERE site_id = {site:UUID} ORDER BY tag`,
+        { site },
+      )
       expect(rows, table).toEqual([
         { tag: 'a', text: 'Docs' },
         { tag: 'button', text: 'Buy' },
@@ -62,14 +81,20 @@ describe('ClickHouse migrations', () => {
       { site },
     )
     await clickhouse.command('OPTIMIZE TABLE day_rollups FINAL')
-    const left = await clickhouse.query<{ property: string }>('SELECT property FROM day_rollups WHERE site_id = {site:UUID} ORDER BY property', { site })
+    const left = await clickhouse.query<{ property: string }>(
+      'SELECT property FROM day_rollups WHERE site_id = {site:UUID} ORDER BY property',
+      { site },
+    )
     expect(left.map((r) => r.property)).toEqual(['', 'filters:new', 'path'])
   })
 
   it('passes rows inserted into events_input on to events and its views; the three tables keep the same columns', async () => {
     const clickhouse = await testClickHouse()
     const columns = async (table: string) =>
-      clickhouse.query<{ name: string; type: string }>('SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = {table:String} ORDER BY position', { table })
+      clickhouse.query<{ name: string; type: string }>(
+        'SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = {table:String} ORDER BY position',
+        { table },
+      )
     const plain = (type: string) => type.replace(/LowCardinality\((\w+)\)/g, '$1')
     const events = await columns('events')
     expect(events.length).toBeGreaterThan(40)
@@ -79,24 +104,55 @@ describe('ClickHouse migrations', () => {
 
     const site = crypto.randomUUID()
     await clickhouse.insert('events_input', [
-      { site_id: site, timestamp: '2026-11-01 10:00:00.000', name: 'pageview', kind: 'pageview', visitor_id: '7', session_id: '18446744073709551615', session_start: '2026-11-01 10:00:00.000', pathname: '/', browser: 'Firefox', props: { plan: 'pro' } },
+      {
+        site_id: site,
+        timestamp: '2026-11-01 10:00:00.000',
+        name: 'pageview',
+        kind: 'pageview',
+        visitor_id: '7',
+        session_id: '18446744073709551615',
+        session_start: '2026-11-01 10:00:00.000',
+        pathname: '/',
+        browser: 'Firefox',
+        props: { plan: 'pro' },
+      },
     ])
     expect(await clickhouse.query('SELECT kind, session_id, browser, props FROM events WHERE site_id = {site:UUID}', { site })).toEqual([
       { kind: 'pageview', session_id: '18446744073709551615', browser: 'Firefox', props: { plan: 'pro' } },
     ])
-    expect(await clickhouse.query('SELECT sum(pageviews) AS pageviews FROM sessions WHERE site_id = {site:UUID}', { site })).toEqual([{ pageviews: '1' }])
-    expect(await clickhouse.query('SELECT sum(events) AS events FROM event_quarters WHERE site_id = {site:UUID}', { site })).toEqual([{ events: '1' }])
-    expect(await clickhouse.query("SELECT toString(quarter) AS quarter, sum(events) AS events FROM visit_quarters WHERE site_id = {site:UUID} GROUP BY quarter", { site })).toEqual([{ quarter: '2026-11-01 10:00:00', events: '1' }])
-    expect(await clickhouse.query('SELECT session_id, pathname FROM recent_events WHERE site_id = {site:UUID}', { site })).toEqual([{ session_id: '18446744073709551615', pathname: '/' }])
+    expect(await clickhouse.query('SELECT sum(pageviews) AS pageviews FROM sessions WHERE site_id = {site:UUID}', { site })).toEqual([
+      { pageviews: '1' },
+    ])
+    expect(await clickhouse.query('SELECT sum(events) AS events FROM event_quarters WHERE site_id = {site:UUID}', { site })).toEqual([
+      { events: '1' },
+    ])
+    expect(
+      await clickhouse.query(
+        'SELECT toString(quarter) AS quarter, sum(events) AS events FROM visit_quarters WHERE site_id = {site:UUID} GROUP BY quarter',
+        { site },
+      ),
+    ).toEqual([{ quarter: '2026-11-01 10:00:00', events: '1' }])
+    expect(await clickhouse.query('SELECT session_id, pathname FROM recent_events WHERE site_id = {site:UUID}', { site })).toEqual([
+      { session_id: '18446744073709551615', pathname: '/' },
+    ])
     expect(await clickhouse.query('SELECT count() AS n FROM events_input')).toEqual([{ n: '0' }])
   })
 
   it('feeds the sessions table from events: per-visit facts merge by session id', async () => {
     const clickhouse = await testClickHouse()
     const site = crypto.randomUUID()
-    const base = { site_id: site, visitor_id: '7', session_id: '99', session_start: '2026-11-01 10:00:00.000', referrer_source: 'Google', country_code: 'DE' }
+    const base = {
+      site_id: site,
+      visitor_id: '7',
+      session_id: '99',
+      session_start: '2026-11-01 10:00:00.000',
+      referrer_source: 'Google',
+      country_code: 'DE',
+    }
     // two separate inserts: two unmerged parts of one visit
-    await clickhouse.insert('events', [{ ...base, timestamp: '2026-11-01 10:00:00.000', name: 'pageview', kind: 'pageview', pathname: '/' }])
+    await clickhouse.insert('events', [
+      { ...base, timestamp: '2026-11-01 10:00:00.000', name: 'pageview', kind: 'pageview', pathname: '/' },
+    ])
     await clickhouse.insert('events', [
       { ...base, timestamp: '2026-11-01 10:05:00.000', name: 'signup', kind: 'custom', pathname: '/pricing' },
       { ...base, timestamp: '2026-11-01 10:07:30.000', name: 'pageview', kind: 'pageview', pathname: '/pricing' },
@@ -107,22 +163,40 @@ describe('ClickHouse migrations', () => {
        FROM sessions WHERE site_id = {site:UUID} GROUP BY session_id`,
       { site },
     )
-    expect(rows).toEqual([{ session_id: '99', entry: '/', exit: '/pricing', pageviews: '2', custom: '1', duration: '450', source: 'Google' }])
+    expect(rows).toEqual([
+      { session_id: '99', entry: '/', exit: '/pricing', pageviews: '2', custom: '1', duration: '450', source: 'Google' },
+    ])
   })
 
   it('feeds visit_pages from events: a visit’s pageviews from separate inserts read as one row, as the migration’s backfill selects them', async () => {
     const clickhouse = await testClickHouse()
     const site = crypto.randomUUID()
     const base = { site_id: site, visitor_id: '7', session_id: '42', session_start: '2026-11-01 10:00:00.000' }
-    await clickhouse.insert('events', [{ ...base, timestamp: '2026-11-01 10:07:30.000', name: 'pageview', kind: 'pageview', pathname: '/pricing' }])
+    await clickhouse.insert('events', [
+      { ...base, timestamp: '2026-11-01 10:07:30.000', name: 'pageview', kind: 'pageview', pathname: '/pricing' },
+    ])
     await clickhouse.insert('events', [
       { ...base, timestamp: '2026-11-01 10:00:00.000', name: 'pageview', kind: 'pageview', pathname: '/' },
       { ...base, timestamp: '2026-11-01 10:05:00.000', name: 'signup', kind: 'custom', pathname: '/' },
     ])
-    const expected = [{ session_id: '42', pages: [['2026-11-01 10:00:00.000', '/'], ['2026-11-01 10:07:30.000', '/pricing']] }]
-    expect(await clickhouse.query('SELECT session_id, arraySort(pages) AS pages FROM visit_pages FINAL WHERE site_id = {site:UUID}', { site })).toEqual(expected)
-    const backfill = renderMigration(loadMigrations().find((m) => m.name === 'visit_pages')!.sql).find((s) => s.startsWith('INSERT INTO visit_pages'))!
+    const expected = [
+      {
+        session_id: '42',
+        pages: [
+          ['2026-11-01 10:00:00.000', '/'],
+          ['2026-11-01 10:07:30.000', '/pricing'],
+        ],
+      },
+    ]
+    expect(
+      await clickhouse.query('SELECT session_id, arraySort(pages) AS pages FROM visit_pages FINAL WHERE site_id = {site:UUID}', { site }),
+    ).toEqual(expected)
+    const backfill = renderMigration(loadMigrations().find((m) => m.name === 'visit_pages')!.sql).find((s) =>
+      s.startsWith('INSERT INTO visit_pages'),
+    )!
     const select = backfill.replace(/^INSERT INTO visit_pages\s+/, '')
-    expect(await clickhouse.query(`SELECT session_id, arraySort(pages) AS pages FROM (${select}) WHERE site_id = {site:UUID}`, { site })).toEqual(expected)
+    expect(
+      await clickhouse.query(`SELECT session_id, arraySort(pages) AS pages FROM (${select}) WHERE site_id = {site:UUID}`, { site }),
+    ).toEqual(expected)
   })
 })

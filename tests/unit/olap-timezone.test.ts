@@ -22,8 +22,11 @@ process.exit(0)
 describe('the time zone of bound times', () => {
   it('is UTC on the embedded engine, whatever the machine is set to', async () => {
     const out = await new Promise<string>((resolve, reject) =>
-      execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', probe], { env: { ...process.env, TZ: 'Europe/Berlin', OLAP_DIR: tempDir('clickhouse-tz') } }, (err, stdout) =>
-        err ? reject(err) : resolve(stdout),
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', '--input-type=module', '-e', probe],
+        { env: { ...process.env, TZ: 'Europe/Berlin', OLAP_DIR: tempDir('clickhouse-tz') } },
+        (err, stdout) => (err ? reject(err) : resolve(stdout)),
       ),
     )
     // 00:30 UTC on 1 January 2026; read in Berlin time it would be 23:30 UTC the day before, and 00:10 UTC later than it

@@ -20,11 +20,34 @@ describe('guarded outbound fetch', () => {
   afterAll(() => void server.close())
 
   it('classifies private, loopback and link-local addresses', () => {
-    for (const ip of ['10.1.2.3', '127.0.0.1', '172.16.0.1', '172.31.255.255', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', 'fd00::1', 'fe80::1', '::ffff:10.0.0.1', '[::1]']) {
+    for (const ip of [
+      '10.1.2.3',
+      '127.0.0.1',
+      '172.16.0.1',
+      '172.31.255.255',
+      '192.168.1.1',
+      '169.254.169.254',
+      '100.64.0.1',
+      '0.0.0.0',
+      '::1',
+      'fd00::1',
+      'fe80::1',
+      '::ffff:10.0.0.1',
+      '[::1]',
+    ]) {
       expect(isPrivateAddress(ip), ip).toBe(true)
     }
     // IPv4-mapped IPv6 in every spelling, NAT64 and 6to4 carry an IPv4 address: read as that address, or refused
-    for (const ip of ['::ffff:127.0.0.1', '[::ffff:7f00:1]', '0:0:0:0:0:ffff:127.0.0.1', '::ffff:a9fe:a9fe', '64:ff9b::a00:1', '2002:7f00:1::1', '::', 'garbage']) {
+    for (const ip of [
+      '::ffff:127.0.0.1',
+      '[::ffff:7f00:1]',
+      '0:0:0:0:0:ffff:127.0.0.1',
+      '::ffff:a9fe:a9fe',
+      '64:ff9b::a00:1',
+      '2002:7f00:1::1',
+      '::',
+      'garbage',
+    ]) {
       expect(isPrivateAddress(ip), ip).toBe(true)
     }
     for (const ip of ['8.8.8.8', '172.32.0.1', '1.1.1.1', '2606:4700::1111', '::ffff:8.8.8.8']) expect(isPrivateAddress(ip), ip).toBe(false)

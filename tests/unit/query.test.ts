@@ -33,7 +33,7 @@ describe('the query pipeline, without a database', () => {
     const hostile = "x' OR 1=1 --"
     const filters = JSON.stringify([
       { dimension: 'path', operator: 'contains', value: [hostile] },
-      { dimension: 'prop:plan\'; DROP TABLE events', operator: 'is', value: [hostile] },
+      { dimension: "prop:plan'; DROP TABLE events", operator: 'is', value: [hostile] },
       { dimension: 'entry_page', operator: 'matches', value: [hostile] },
     ])
     for (const compiled of [
@@ -59,7 +59,11 @@ describe('the query pipeline, without a database', () => {
 
   it('resolves the day of a DST change to 23 hourly buckets', () => {
     const day = resolveRange({ range: 'today' }, 'America/New_York', now)
-    expect(buckets(day).map((b) => b.label).slice(1, 4)).toEqual(['2026-03-08T01:00:00-05:00', '2026-03-08T03:00:00-04:00', '2026-03-08T04:00:00-04:00'])
+    expect(
+      buckets(day)
+        .map((b) => b.label)
+        .slice(1, 4),
+    ).toEqual(['2026-03-08T01:00:00-05:00', '2026-03-08T03:00:00-04:00', '2026-03-08T04:00:00-04:00'])
     expect(buckets(day)).toHaveLength(23)
   })
 

@@ -1,8 +1,18 @@
 import { describe, expect, it } from 'vitest'
-import { AI_SOURCES, SEARCH_SOURCES, SOCIAL_SOURCES, type SourceList, VIDEO_SOURCES, channelFor, classifyReferrer, utmFrom } from '../../lib/ingest/enrich'
+import {
+  AI_SOURCES,
+  SEARCH_SOURCES,
+  SOCIAL_SOURCES,
+  type SourceList,
+  VIDEO_SOURCES,
+  channelFor,
+  classifyReferrer,
+  utmFrom,
+} from '../../lib/ingest/enrich'
 
 const channelOf = (query: string) => channelFor(classifyReferrer(null, 'site.test'), utmFrom(new URL(`https://site.test/?${query}`)))
-const campaign = (source: string, medium = '') => channelOf(`utm_source=${encodeURIComponent(source)}${medium ? `&utm_medium=${medium}` : ''}`)
+const campaign = (source: string, medium = '') =>
+  channelOf(`utm_source=${encodeURIComponent(source)}${medium ? `&utm_medium=${medium}` : ''}`)
 
 /** Every way a source of a list is written in a campaign: its names, its hostnames and their subdomains. */
 function spellings(list: SourceList): string[] {
@@ -36,7 +46,19 @@ describe('campaign sources are matched as whole names and hostnames', () => {
   it('never matches a source inside a longer name or hostname', () => {
     // chatgpt.com holds "t.co", boxing holds "x", and so on: none of them is social or search
     expect(campaign('chatgpt.com')).toBe('AI')
-    for (const source of ['boxing', 'xgoogle.com', 'googler', 'notfacebook.com', 'bing-bong', 'at.co', 'reddit-clone.example', 'bravely', 'vkontakte-fan.example', 'myyoutube.example', 'hn-digest']) {
+    for (const source of [
+      'boxing',
+      'xgoogle.com',
+      'googler',
+      'notfacebook.com',
+      'bing-bong',
+      'at.co',
+      'reddit-clone.example',
+      'bravely',
+      'vkontakte-fan.example',
+      'myyoutube.example',
+      'hn-digest',
+    ]) {
       expect(campaign(source), source).toBe('Unassigned')
     }
   })

@@ -1,7 +1,15 @@
 import { ApiError } from '../../errors'
 import type { Site } from '../../sites/sites'
 import { clickGroupsSql, clickSummarySql } from './compile/clicks'
-import { ERROR_BREAKDOWNS, type ErrorBreakdown, errorBreakdownSql, errorGroupsSql, errorPageCountSql, errorSummarySql, recentErrorsSql } from './compile/errors'
+import {
+  ERROR_BREAKDOWNS,
+  type ErrorBreakdown,
+  errorBreakdownSql,
+  errorGroupsSql,
+  errorPageCountSql,
+  errorSummarySql,
+  recentErrorsSql,
+} from './compile/errors'
 import { COLLECTOR_PREFIX } from './compile/property-keys'
 import { propertyKeyCountsSql, propertyValuesSql } from './compile/properties'
 import type { Query } from './model'
@@ -20,7 +28,12 @@ const numberOf = (v: unknown) => Number(v ?? 0)
 const isoOf = (epochMs: unknown) => new Date(numberOf(epochMs)).toISOString()
 
 /** The query over the standalone source, or null for a site that does not have it. */
-export async function standaloneQuery(deps: ReportDeps, site: Site, params: ReportParams, options: ParseOptions = {}): Promise<Query | null> {
+export async function standaloneQuery(
+  deps: ReportDeps,
+  site: Site,
+  params: ReportParams,
+  options: ParseOptions = {},
+): Promise<Query | null> {
   if (!site.sources.includes('standalone')) return null
   return (await prepare(deps, site, { ...params, source: 'standalone' }, options)).query
 }
@@ -35,7 +48,11 @@ export interface ErrorParams extends ReportParams {
 const RECENT_ERRORS = 20
 
 const ZERO_ERROR_SUMMARY = { errors: 0, groups: 0, visitors: 0 }
-const shapeErrorSummary = (r: Row | undefined) => ({ errors: numberOf(r?.errors), groups: numberOf(r?.groups), visitors: numberOf(r?.visitors) })
+const shapeErrorSummary = (r: Row | undefined) => ({
+  errors: numberOf(r?.errors),
+  groups: numberOf(r?.groups),
+  visitors: numberOf(r?.visitors),
+})
 const shapeCounts = (rows: Row[]) => rows.map((r) => ({ value: String(r.value), count: numberOf(r.count), visitors: numberOf(r.visitors) }))
 
 /** Error groups with a sparkline each: occurrences per bucket of the window, empty buckets zero. */
@@ -60,7 +77,10 @@ async function errorGroups(deps: ReportDeps, query: Query, fingerprint?: string)
 
 /** The pages one group fired on, most occurrences first, from `offset`. */
 async function errorPages(deps: ReportDeps, query: Query, fingerprint: string, offset: number) {
-  const [total, rows] = await Promise.all([execute<Row>(deps.clickhouse, errorPageCountSql(query, fingerprint)), execute<Row>(deps.clickhouse, errorBreakdownSql(query, fingerprint, 'pages', offset))])
+  const [total, rows] = await Promise.all([
+    execute<Row>(deps.clickhouse, errorPageCountSql(query, fingerprint)),
+    execute<Row>(deps.clickhouse, errorBreakdownSql(query, fingerprint, 'pages', offset)),
+  ])
   return { total: numberOf(total[0]?.total), pages: shapeCounts(rows) }
 }
 
@@ -75,7 +95,10 @@ async function errorDetail(deps: ReportDeps, query: Query, fingerprint: string) 
   ])
   return {
     group: groups[0] ?? null,
-    breakdowns: Object.fromEntries(BREAKDOWNS.map((by, i) => [by, shapeCounts(lists[i])])) as Record<ErrorBreakdown, ReturnType<typeof shapeCounts>>,
+    breakdowns: Object.fromEntries(BREAKDOWNS.map((by, i) => [by, shapeCounts(lists[i])])) as Record<
+      ErrorBreakdown,
+      ReturnType<typeof shapeCounts>
+    >,
     recent: recent.map((r) => ({
       timestamp: isoOf(r.at),
       path: String(r.pathname),
@@ -103,7 +126,8 @@ export async function errors(deps: ReportDeps, site: Site, params: ErrorParams) 
     return { available: true, range: rangeView(query.range), fingerprint, offset, ...(await errorPages(deps, query, fingerprint, offset)) }
   }
   if (fingerprint !== undefined) {
-    if (!query) return { available: false, group: null, breakdowns: { pages: [], browsers: [], os: [], devices: [], countries: [] }, recent: [] }
+    if (!query)
+      return { available: false, group: null, breakdowns: { pages: [], browsers: [], os: [], devices: [], countries: [] }, recent: [] }
     return { available: true, range: rangeView(query.range), ...(await errorDetail(deps, query, fingerprint)) }
   }
   if (!query) return { available: false, summary: ZERO_ERROR_SUMMARY, previous: ZERO_ERROR_SUMMARY, groups: [] }
@@ -112,18 +136,31 @@ export async function errors(deps: ReportDeps, site: Site, params: ErrorParams) 
     execute<Row>(deps.clickhouse, errorSummarySql({ ...query, range: previousWindow(query.range) })),
     errorGroups(deps, query),
   ])
-  return { available: true, range: rangeView(query.range), summary: shapeErrorSummary(current[0]), previous: shapeErrorSummary(before[0]), groups }
+  return {
+    available: true,
+    range: rangeView(query.range),
+    summary: shapeErrorSummary(current[0]),
+    previous: shapeErrorSummary(before[0]),
+    groups,
+  }
 }
 
 /** GET /clicks: clicks grouped by element and link, with dead clicks counted. */
 export async function clicks(deps: ReportDeps, site: Site, params: ReportParams) {
   const query = await standaloneQuery(deps, site, params)
   if (!query) return { available: false, summary: { clicks: 0, visitors: 0, deadClicks: 0 }, clicks: [] }
-  const [summary, rows] = await Promise.all([execute<Row>(deps.clickhouse, clickSummarySql(query)), execute<Row>(deps.clickhouse, clickGroupsSql(query))])
+  const [summary, rows] = await Promise.all([
+    execute<Row>(deps.clickhouse, clickSummarySql(query)),
+    execute<Row>(deps.clickhouse, clickGroupsSql(query)),
+  ])
   return {
     available: true,
     range: rangeView(query.range),
-    summary: { clicks: numberOf(summary[0]?.clicks), visitors: numberOf(summary[0]?.visitors), deadClicks: numberOf(summary[0]?.dead_clicks) },
+    summary: {
+      clicks: numberOf(summary[0]?.clicks),
+      visitors: numberOf(summary[0]?.visitors),
+      deadClicks: numberOf(summary[0]?.dead_clicks),
+    },
     clicks: rows.map((r) => ({
       selector: String(r.selector),
       text: String(r.text),
@@ -142,14 +179,24 @@ export async function clicks(deps: ReportDeps, site: Site, params: ReportParams)
 /** GET /properties: the custom property keys of the window; with `property`, that key's values. */
 export async function properties(deps: ReportDeps, site: Site, params: ReportParams & { property?: string }) {
   const { property } = params
-  if (property?.startsWith(COLLECTOR_PREFIX)) throw new ApiError(400, `property: ${COLLECTOR_PREFIX}* keys are the collector's own, not custom properties`)
+  if (property?.startsWith(COLLECTOR_PREFIX))
+    throw new ApiError(400, `property: ${COLLECTOR_PREFIX}* keys are the collector's own, not custom properties`)
   const query = await standaloneQuery(deps, site, params)
   if (property !== undefined) {
     if (!query) return { available: false, property, values: [] }
     const rows = await execute<Row>(deps.clickhouse, propertyValuesSql(query, property))
-    return { available: true, range: rangeView(query.range), property, values: rows.map((r) => ({ value: String(r.value), events: numberOf(r.events), visitors: numberOf(r.visitors) })) }
+    return {
+      available: true,
+      range: rangeView(query.range),
+      property,
+      values: rows.map((r) => ({ value: String(r.value), events: numberOf(r.events), visitors: numberOf(r.visitors) })),
+    }
   }
   if (!query) return { available: false, keys: [] }
   const rows = await execute<Row>(deps.clickhouse, propertyKeyCountsSql(query))
-  return { available: true, range: rangeView(query.range), keys: rows.map((r) => ({ key: String(r.key), events: numberOf(r.events), visitors: numberOf(r.visitors) })) }
+  return {
+    available: true,
+    range: rangeView(query.range),
+    keys: rows.map((r) => ({ key: String(r.key), events: numberOf(r.events), visitors: numberOf(r.visitors) })),
+  }
 }

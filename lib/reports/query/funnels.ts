@@ -16,7 +16,11 @@ const rate = (part: number, whole: number) => (whole ? part / whole : 0)
  * before and from the first, and how many dropped off since the step before. A site without the
  * standalone source lists its funnels and answers `available: false`.
  */
-export async function funnelReport(deps: ReportDeps & { repositories: Pick<Repositories, 'funnels'> }, site: Site, params: ReportParams & { funnel_id?: string }) {
+export async function funnelReport(
+  deps: ReportDeps & { repositories: Pick<Repositories, 'funnels'> },
+  site: Site,
+  params: ReportParams & { funnel_id?: string },
+) {
   const funnels = await deps.repositories.funnels.list(site.id)
   const funnel = params.funnel_id === undefined ? funnels[0] : funnels.find((f) => f.id === params.funnel_id!.toLowerCase())
   if (params.funnel_id !== undefined && !funnel) throw new ApiError(404, 'funnel_id: no such funnel on this site')

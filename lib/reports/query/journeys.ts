@@ -59,7 +59,9 @@ function flowGraph(rows: Row[], limit: number) {
     if (r.next_node !== '') links.push({ source: id, target: flowNodeId(step + 1, String(r.next_node)), visits: numberOf(r.visits), step })
   }
   return {
-    nodes: [...nodes.values()].sort((a, b) => a.step - b.step || Number(a.other) - Number(b.other) || b.visits - a.visits || (a.path < b.path ? -1 : 1)),
+    nodes: [...nodes.values()].sort(
+      (a, b) => a.step - b.step || Number(a.other) - Number(b.other) || b.visits - a.visits || (a.path < b.path ? -1 : 1),
+    ),
     links: links
       .sort((a, b) => a.step - b.step || b.visits - a.visits || (a.source + a.target < b.source + b.target ? -1 : 1))
       .map(({ source, target, visits }) => ({ source, target, visits })),
@@ -71,10 +73,15 @@ function flowGraph(rows: Row[], limit: number) {
  * `depth` steps of the pages visits went through, rare pages folded per step.
  */
 export async function flow(deps: ReportDeps, site: Site, params: FlowParams) {
-  if (params.start_path !== undefined && params.focus_path !== undefined) throw new ApiError(400, 'focus_path: give either start_path or focus_path, not both')
+  if (params.start_path !== undefined && params.focus_path !== undefined)
+    throw new ApiError(400, 'focus_path: give either start_path or focus_path, not both')
   const depth = params.depth ?? FLOW_DEFAULT_DEPTH
   const anchor: FlowAnchor =
-    params.focus_path !== undefined ? { kind: 'focus', path: params.focus_path } : params.start_path !== undefined ? { kind: 'start', path: params.start_path } : { kind: 'entry' }
+    params.focus_path !== undefined
+      ? { kind: 'focus', path: params.focus_path }
+      : params.start_path !== undefined
+        ? { kind: 'start', path: params.start_path }
+        : { kind: 'entry' }
   const head = { anchor: anchor.kind, path: anchor.kind === 'entry' ? null : anchor.path, depth }
   const query = await standaloneQuery(deps, site, { ...params, limit: Math.min(params.limit ?? FLOW_DEFAULT_LIMIT, FLOW_MAX_LIMIT) })
   if (!query) return { available: false, ...head, visits: 0, nodes: [], links: [] }
@@ -96,7 +103,15 @@ function shapeAction(r: Row) {
     name: String(r.name),
     path: String(r.pathname),
     ...(['click', 'outbound', 'download', 'affiliate', 'form'].includes(kind)
-      ? { element: { selector: String(r.selector), text: String(r.element_text), tag: String(r.element_tag), url: String(r.link_url), dead: numberOf(r.dead_click) === 1 } }
+      ? {
+          element: {
+            selector: String(r.selector),
+            text: String(r.element_text),
+            tag: String(r.element_tag),
+            url: String(r.link_url),
+            dead: numberOf(r.dead_click) === 1,
+          },
+        }
       : {}),
     ...(kind === 'error' ? { error: { name: String(r.error_name), message: String(r.error_message) } } : {}),
     ...(kind === 'engagement' ? { engagement: { ms: numberOf(r.engaged_ms), scroll: numberOf(r.scroll_depth) } } : {}),
@@ -162,7 +177,11 @@ export async function journeys(deps: ReportDeps, site: Site, params: JourneyPara
   if (!query) return { available: false, note: VISITOR_ID_NOTE, total: 0, offset, nextOffset: null, journeys: [] }
   const rows = await execute<Row>(deps.clickhouse, journeysSql(query, { offset }))
   // the total rides on every row; past the last page there is none, so count again without the offset
-  const total = rows.length ? numberOf(rows[0].total) : offset ? numberOf((await execute<Row>(deps.clickhouse, journeysSql({ ...query, limit: 1 }, { offset: 0 })))[0]?.total) : 0
+  const total = rows.length
+    ? numberOf(rows[0].total)
+    : offset
+      ? numberOf((await execute<Row>(deps.clickhouse, journeysSql({ ...query, limit: 1 }, { offset: 0 })))[0]?.total)
+      : 0
   const next = offset + rows.length
   return {
     available: true,

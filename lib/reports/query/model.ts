@@ -42,7 +42,11 @@ export interface RolledDays {
 }
 
 /** Signature rows (day, event count, session-id sum) as the arrays reads and builds bind. */
-export const asRolledDays = (rows: readonly { d: string; n: string; s: string }[]): RolledDays => ({ days: rows.map((r) => r.d), events: rows.map((r) => r.n), sums: rows.map((r) => r.s) })
+export const asRolledDays = (rows: readonly { d: string; n: string; s: string }[]): RolledDays => ({
+  days: rows.map((r) => r.d),
+  events: rows.map((r) => r.n),
+  sums: rows.map((r) => r.s),
+})
 
 /**
  * The rollup of one day's visits begun before `before` (a UTC quarter hour, as ClickHouse

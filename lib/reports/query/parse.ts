@@ -13,7 +13,12 @@ import { type WindowName, resolveRange } from './range'
  * bounds that matter rather than the whole integer range.
  */
 export const limitParam = (max: number, fallback: number) =>
-  z.coerce.number({ message: 'must be a number' }).int('must be an integer').meta({ minimum: 1, maximum: max }).optional().describe(`Rows for lists, clamped to 1-${max}, default ${fallback}`)
+  z.coerce
+    .number({ message: 'must be a number' })
+    .int('must be an integer')
+    .meta({ minimum: 1, maximum: max })
+    .optional()
+    .describe(`Rows for lists, clamped to 1-${max}, default ${fallback}`)
 
 /** The common parameters of every report (docs/api.md, Reports). */
 export const reportParams = z.object({
@@ -41,7 +46,8 @@ export function validateDimension(name: string, source: Source, what: 'filters' 
     return
   }
   if (!dimension(name) && !isCustomProperty(name)) throw new ApiError(400, `${what}: unknown dimension "${name}"`)
-  if (!readableBy(name, source)) throw new ApiError(400, `${what}: "${name}" is recorded only by the first-party collector; the ${source} source has no such field`)
+  if (!readableBy(name, source))
+    throw new ApiError(400, `${what}: "${name}" is recorded only by the first-party collector; the ${source} source has no such field`)
 }
 
 /** Parses the `filters` parameter: URL-decoded JSON, an array of {dimension, operator, value}. */
@@ -68,7 +74,8 @@ export function parseFilters(raw: string | undefined, source: Source): Filter[] 
 /** A goal filter by name (is, is_not) names goals of the site; a matches filter is a valid pattern. */
 export function validateGoalFilter(filter: Filter, goals: Goal[]) {
   if (filter.operator === 'is' || filter.operator === 'is_not') {
-    for (const name of filter.value) if (!goals.some((g) => g.name === name)) throw new ApiError(400, `filters: no goal named "${name}" on this site`)
+    for (const name of filter.value)
+      if (!goals.some((g) => g.name === name)) throw new ApiError(400, `filters: no goal named "${name}" on this site`)
   }
   if (filter.operator === 'matches') {
     for (const pattern of filter.value) {
@@ -120,7 +127,8 @@ export function expandSegments(filters: Filter[], segments: Segment[], source: S
 }
 
 /** Whether the window needs the site's first event: `all` starts on its day. */
-export const needsFirstEvent = (params: Pick<ReportParams, 'range'>, options: ParseOptions = {}) => (options.range ?? params.range) === 'all'
+export const needsFirstEvent = (params: Pick<ReportParams, 'range'>, options: ParseOptions = {}) =>
+  (options.range ?? params.range) === 'all'
 
 /**
  * A bot_kind filter or property makes a read count bot hits only, which record fewer dimensions
@@ -130,23 +138,30 @@ function validateBotRead(filters: Filter[], property: string | undefined, allowe
   const byProperty = property === 'bot_kind'
   if (!byProperty && !filters.some((f) => f.dimension === 'bot_kind')) return
   const what = byProperty ? 'property' : 'filters'
-  if (!allowed) throw new ApiError(400, `${what}: bot_kind selects bot traffic, which only stats, timeseries and breakdown read; this read counts humans only`)
+  if (!allowed)
+    throw new ApiError(
+      400,
+      `${what}: bot_kind selects bot traffic, which only stats, timeseries and breakdown read; this read counts humans only`,
+    )
   const known = `bot hits record ${BOT_DIMENSIONS.join(', ')}`
   for (const f of filters) {
-    if (!BOT_DIMENSIONS.includes(f.dimension)) throw new ApiError(400, `filters: ${f.dimension} is not recorded for bot hits, which a bot_kind filter or property reads (${known})`)
+    if (!BOT_DIMENSIONS.includes(f.dimension))
+      throw new ApiError(400, `filters: ${f.dimension} is not recorded for bot hits, which a bot_kind filter or property reads (${known})`)
     const values = dimension(f.dimension)?.values
     if (values && (f.operator === 'is' || f.operator === 'is_not')) {
       const unknown = f.value.find((v) => !values.includes(v))
       if (unknown !== undefined) throw new ApiError(400, `filters: "${unknown}" is not a bot kind (${values.join(', ')})`)
     }
   }
-  if (property !== undefined && !BOT_DIMENSIONS.includes(property)) throw new ApiError(400, `property: ${property} is not recorded for bot hits, which a bot_kind filter reads (${known})`)
+  if (property !== undefined && !BOT_DIMENSIONS.includes(property))
+    throw new ApiError(400, `property: ${property} is not recorded for bot hits, which a bot_kind filter reads (${known})`)
 }
 
 /** The read's source: the parameter, or else the site's primary source; one the site has. */
 export function parseSource(params: Pick<ReportParams, 'source'>, site: Site): Source {
   const source = params.source ?? site.primarySource
-  if (!site.sources.includes(source)) throw new ApiError(400, `source: this site has no ${source} source (it has ${site.sources.join(', ')})`)
+  if (!site.sources.includes(source))
+    throw new ApiError(400, `source: this site has no ${source} source (it has ${site.sources.join(', ')})`)
   return source
 }
 
@@ -169,10 +184,16 @@ export interface ParsedReport {
 }
 
 /** Validates the common parameters against the site: the query model, or a 400 naming the parameter. */
-export function parseQuery({ params, site, source, filters: written, goals, segments = [], firstEventAt, now }: ParseInput, options: ParseOptions = {}): ParsedReport {
+export function parseQuery(
+  { params, site, source, filters: written, goals, segments = [], firstEventAt, now }: ParseInput,
+  options: ParseOptions = {},
+): ParsedReport {
   const filters = expandSegments(written, segments, source)
   for (const f of filters) if (f.dimension === 'goal') validateGoalFilter(f, goals)
-  const range = resolveRange({ range: options.range ?? params.range, from: params.from, to: params.to }, site.timezone, now, { series: options.series, firstEventAt })
+  const range = resolveRange({ range: options.range ?? params.range, from: params.from, to: params.to }, site.timezone, now, {
+    series: options.series,
+    firstEventAt,
+  })
   const property = options.property
   if (property === 'goal' && source === 'ga4') throw new ApiError(400, 'property: goal is recorded only by the first-party collector')
   if (property !== undefined && property !== 'goal') validateDimension(property, source, 'property')

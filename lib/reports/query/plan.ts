@@ -21,7 +21,11 @@ import { chTime, daySpans, wholeDays } from './range'
  * needs (planRead), run executes it, and the planner completes the plan from its rows
  * (completePlan): which days to read from the rollup, and which to roll up first.
  */
-export type Plan = { table: 'rollup'; rolled: RolledDays } | { table: 'sessions' } | { table: 'events'; visits: boolean } | { table: 'bots' }
+export type Plan =
+  | { table: 'rollup'; rolled: RolledDays }
+  | { table: 'sessions' }
+  | { table: 'events'; visits: boolean }
+  | { table: 'bots' }
 
 /** The plans of reads that count humans. */
 export type HumanPlan = Exclude<Plan, { table: 'bots' }>
@@ -87,10 +91,12 @@ export function mayUseRollup(query: Query, read: Read): boolean {
  * rollup of today; totals and visit attributes read those days from the sessions rollup, which
  * is cheap already, and skip looking it up.
  */
-export const readsTodayFromEvents = (read: Read) => read.kind === 'series' || (read.kind === 'breakdown' && !isVisitAttribute(read.property))
+export const readsTodayFromEvents = (read: Read) =>
+  read.kind === 'series' || (read.kind === 'breakdown' && !isVisitAttribute(read.property))
 
 /** Whether rolled days fit the read: a filtered read only reads days rolled up under its own filters (and property). */
-const fitsRead = (query: Query, rolled: RolledDays) => (query.filters.length ? rolled.filtersKey !== undefined : rolled.filtersKey === undefined)
+const fitsRead = (query: Query, rolled: RolledDays) =>
+  query.filters.length ? rolled.filtersKey !== undefined : rolled.filtersKey === undefined
 
 /** The relation of a read, given the rolled days of its window where it may use them. */
 export function plan(query: Query, read: Read, rolled?: RolledDays): Plan {
@@ -111,7 +117,10 @@ export function plan(query: Query, read: Read, rolled?: RolledDays): Plan {
  * are rolled up per key on the first read that needs them.
  */
 export async function filteredRollupKey(query: Pick<Query, 'filters' | 'goals'>, property: string): Promise<string> {
-  const canonical = JSON.stringify([query.filters.map((f) => [f.dimension, f.operator, f.value]), query.goals.map((g) => [g.name, g.type, g.matchValue])])
+  const canonical = JSON.stringify([
+    query.filters.map((f) => [f.dimension, f.operator, f.value]),
+    query.goals.map((g) => [g.name, g.type, g.matchValue]),
+  ])
   const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(canonical)))
   const hash = Array.from(digest.subarray(0, 16), (b) => b.toString(16).padStart(2, '0')).join('')
   return `filters:${hash}${property === TOTALS ? '' : `:${property}`}`
@@ -141,17 +150,31 @@ const signature = (r: { d: string; n: string; s: string }) => `${r.d}|${r.n}|${r
 export function rolledDaysOf(query: Pick<Query, 'range'>, rows: readonly SignatureRow[]): RolledDays {
   const of = (rolled: number) => rows.filter((r) => Number(r.rolled) === rolled)
   const built = new Set(of(1).map(signature))
-  const days = asRolledDays(of(0).filter((r) => built.has(signature(r))).sort((a, b) => a.d.localeCompare(b.d)))
+  const days = asRolledDays(
+    of(0)
+      .filter((r) => built.has(signature(r)))
+      .sort((a, b) => a.d.localeCompare(b.d)),
+  )
   const [partial] = of(2)
   if (partial && !days.days.includes(partial.d)) {
     // the visits begun on its day before its cutoff, now: their quarters' counts summed (the session-id sum wraps at 2^64, as the engine's does)
     const before = `${partial.b.replace(' ', 'T')}Z`
     const quarters = of(3).filter((r) => `${r.d.replace(' ', 'T')}Z` < before)
     const events = quarters.reduce((n, r) => n + BigInt(r.n), 0n)
-    const sum = BigInt.asUintN(64, quarters.reduce((n, r) => n + BigInt(r.s), 0n))
+    const sum = BigInt.asUintN(
+      64,
+      quarters.reduce((n, r) => n + BigInt(r.s), 0n),
+    )
     if (String(events) === partial.n && String(sum) === partial.s) {
       const [span] = daySpans([partial.d], query.range.timezone)
-      days.partial = { day: partial.d, from: chTime(span.from), to: chTime(span.to), before: `${partial.b}.000`, events: partial.n, sum: partial.s }
+      days.partial = {
+        day: partial.d,
+        from: chTime(span.from),
+        to: chTime(span.to),
+        before: `${partial.b}.000`,
+        events: partial.n,
+        sum: partial.s,
+      }
     }
   }
   return days

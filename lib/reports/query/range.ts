@@ -61,14 +61,24 @@ export function resolveRange(
   const at = Temporal.Instant.fromEpochMilliseconds(now.getTime()).toZonedDateTimeISO(timezone)
   const today = at.startOfDay()
   const tomorrow = today.add({ days: 1 }).startOfDay()
-  const make = (from: Temporal.ZonedDateTime, to: Temporal.ZonedDateTime, interval: Interval): ResolvedRange => ({ name: input.range, timezone, from, to, interval })
+  const make = (from: Temporal.ZonedDateTime, to: Temporal.ZonedDateTime, interval: Interval): ResolvedRange => ({
+    name: input.range,
+    timezone,
+    from,
+    to,
+    interval,
+  })
   const lastDays = (n: number) => make(today.subtract({ days: n - 1 }).startOfDay(), tomorrow, 'day')
   const monthStart = today.with({ day: 1 }).startOfDay()
   const yearStart = today.with({ month: 1, day: 1 }).startOfDay()
   // a series has whole one-minute buckets ending with the current one; totals take the exact last n minutes
   const minutes = (n: number) =>
     options.series
-      ? make(at.round({ smallestUnit: 'minute', roundingMode: 'floor' }).subtract({ minutes: n - 1 }), at.round({ smallestUnit: 'minute', roundingMode: 'floor' }).add({ minutes: 1 }), 'minute')
+      ? make(
+          at.round({ smallestUnit: 'minute', roundingMode: 'floor' }).subtract({ minutes: n - 1 }),
+          at.round({ smallestUnit: 'minute', roundingMode: 'floor' }).add({ minutes: 1 }),
+          'minute',
+        )
       : make(at.subtract({ minutes: n }), at, 'minute')
 
   switch (input.range) {
@@ -178,14 +188,18 @@ export const wholeDays = (range: ResolvedRange) => range.from.equals(range.from.
 /** The site-local days of a window made of whole days, as YYYY-MM-DD. */
 export function windowDays(range: ResolvedRange): string[] {
   const days: string[] = []
-  for (let d = range.from.toPlainDate(); Temporal.PlainDate.compare(d, range.to.toPlainDate()) < 0; d = d.add({ days: 1 })) days.push(d.toString())
+  for (let d = range.from.toPlainDate(); Temporal.PlainDate.compare(d, range.to.toPlainDate()) < 0; d = d.add({ days: 1 }))
+    days.push(d.toString())
   return days
 }
 
 /** The runs of days in the window other than `rolled`, as spans for a raw scan. */
 export function rawDaySpans(range: ResolvedRange, rolled: readonly string[]): DaySpan[] {
   const skip = new Set(rolled)
-  return daySpans(windowDays(range).filter((day) => !skip.has(day)), range.timezone)
+  return daySpans(
+    windowDays(range).filter((day) => !skip.has(day)),
+    range.timezone,
+  )
 }
 
 /** Runs of consecutive site-local days (YYYY-MM-DD, ascending), as spans. */

@@ -7,7 +7,17 @@ import type { Repositories } from '../../repositories'
 import type { Source } from '../../sites/source'
 import type { Query } from './model'
 import { dailyTotalsSql } from './compile/stats'
-import { type ParseOptions, type ParsedReport, type ReportParams, needsFirstEvent, needsGoals, needsSegments, parseFilters, parseQuery, parseSource } from './parse'
+import {
+  type ParseOptions,
+  type ParsedReport,
+  type ReportParams,
+  needsFirstEvent,
+  needsGoals,
+  needsSegments,
+  parseFilters,
+  parseQuery,
+  parseSource,
+} from './parse'
 import { type ResolvedRange, previousWindow, rangeView, resolveRange, wholeDays } from './range'
 import { execute } from '../../storage/clickhouse/execute'
 import { rolledDays, runRead } from './run'
@@ -36,7 +46,8 @@ function sourceReader(clickhouse: ClickHouse, source: Source, hasEvents = true) 
   const answers = source === 'standalone' && hasEvents
   return {
     answers,
-    totals: async (query: Query): Promise<Totals> => (answers ? shapeTotals((await runRead(clickhouse, query, { kind: 'stats' }))[0]) : ZERO_TOTALS),
+    totals: async (query: Query): Promise<Totals> =>
+      answers ? shapeTotals((await runRead(clickhouse, query, { kind: 'stats' }))[0]) : ZERO_TOTALS,
     series: async (query: Query) => shapeSeries(query.range, answers ? await runRead(clickhouse, query, { kind: 'series' }) : []),
     breakdown: async (query: Query, property: string) => {
       if (!answers) return []
@@ -53,7 +64,12 @@ const windowQuery = (siteId: string, range: ResolvedRange, now: Date): Query => 
  * Parses the source and the filters once, reads what the rest of parsing needs (the goals, the
  * segments, the first event) only when it needs it, then parses.
  */
-export async function prepare(deps: ReportDeps, site: Site, params: ReportParams, options: ParseOptions & { withGoals?: boolean; now?: Date } = {}): Promise<ParsedReport> {
+export async function prepare(
+  deps: ReportDeps,
+  site: Site,
+  params: ReportParams,
+  options: ParseOptions & { withGoals?: boolean; now?: Date } = {},
+): Promise<ParsedReport> {
   const source = parseSource(params, site)
   const filters = parseFilters(params.filters, source)
   const [goals, segments, first] = await Promise.all([
@@ -79,7 +95,12 @@ export async function series(deps: ReportDeps, site: Site, params: ReportParams)
 /** GET /breakdown: the top values of one property. */
 export async function breakdown(deps: ReportDeps, site: Site, params: ReportParams & { property: string }) {
   const { source, query } = await prepare(deps, site, params, { property: params.property, bots: true })
-  return { source, range: rangeView(query.range), property: params.property, results: await sourceReader(deps.clickhouse, source).breakdown(query, params.property) }
+  return {
+    source,
+    range: rangeView(query.range),
+    property: params.property,
+    results: await sourceReader(deps.clickhouse, source).breakdown(query, params.property),
+  }
 }
 
 /** GET /export: totals, series and every breakdown the source has. */
@@ -153,7 +174,10 @@ export async function goalConversions(deps: ReportDeps, site: Site, params: Repo
  * visitors sparkline, and the install state with the last event seen.
  */
 export async function siteStats(deps: ReportDeps, sites: Site[], rangeName: Exclude<RangeName, 'custom'>) {
-  const lastEvents = await lastEventBySite(deps.clickhouse, sites.map((s) => s.id))
+  const lastEvents = await lastEventBySite(
+    deps.clickhouse,
+    sites.map((s) => s.id),
+  )
   return Promise.all(
     sites.map(async (site) => {
       const now = deps.now()
@@ -164,12 +188,21 @@ export async function siteStats(deps: ReportDeps, sites: Site[], rangeName: Excl
       const [current, before, spark] =
         read.answers && dailySparkline(range)
           ? await fromDays(deps.clickhouse, site.id, range, previous)
-          : await Promise.all([read.totals(windowQuery(site.id, range, now)), read.totals(windowQuery(site.id, previous, now)), read.series(windowQuery(site.id, range, now))])
+          : await Promise.all([
+              read.totals(windowQuery(site.id, range, now)),
+              read.totals(windowQuery(site.id, previous, now)),
+              read.series(windowQuery(site.id, range, now)),
+            ])
       const last = lastEvents.get(site.id) ?? null
       return {
         site,
         install: { ...site.install, installed: site.install.installed || last !== null, lastEventAt: last ?? site.install.lastEventAt },
-        stats: { range: rangeView(range), ...current, previous: { range: rangeView(previous), ...before }, sparkline: spark.map((b) => b.visitors) },
+        stats: {
+          range: rangeView(range),
+          ...current,
+          previous: { range: rangeView(previous), ...before },
+          sparkline: spark.map((b) => b.visitors),
+        },
       }
     }),
   )
@@ -182,14 +215,30 @@ const dailySparkline = (range: ResolvedRange) => wholeDays(range) && (range.inte
  * A listing's two windows of whole days from one statement: the site's totals per day over both
  * (dailyTotalsSql), summed into each window's totals and into the window's day or month buckets.
  */
-async function fromDays(clickhouse: ClickHouse, siteId: string, range: ResolvedRange, previous: ResolvedRange): Promise<[Totals, Totals, ReturnType<typeof shapeSeries>]> {
+async function fromDays(
+  clickhouse: ClickHouse,
+  siteId: string,
+  range: ResolvedRange,
+  previous: ResolvedRange,
+): Promise<[Totals, Totals, ReturnType<typeof shapeSeries>]> {
   const both = { ...range, from: previous.from }
-  const days = await execute<Record<string, string>>(clickhouse, dailyTotalsSql(siteId, both, await rolledDays(clickhouse, { siteId, range: both })))
+  const days = await execute<Record<string, string>>(
+    clickhouse,
+    dailyTotalsSql(siteId, both, await rolledDays(clickhouse, { siteId, range: both })),
+  )
   const total = (window: ResolvedRange) => {
     const [from, to] = [window.from.toPlainDate().toString(), window.to.toPlainDate().toString()]
     const sum = (column: string) => days.filter((d) => d.day >= from && d.day < to).reduce((n, d) => n + Number(d[column]), 0)
     const visits = sum('visits')
-    return shapeTotals({ visitors: sum('visitors'), visits, pageviews: sum('pageviews'), events: sum('events'), facts_visits: visits, bounces: sum('bounces'), duration: visits ? sum('duration_ms') / 1000 / visits : 0 })
+    return shapeTotals({
+      visitors: sum('visitors'),
+      visits,
+      pageviews: sum('pageviews'),
+      events: sum('events'),
+      facts_visits: visits,
+      bounces: sum('bounces'),
+      duration: visits ? sum('duration_ms') / 1000 / visits : 0,
+    })
   }
   // each day's visitors into the bucket that holds its start (a month's first day for month buckets)
   const bucketOf = (day: string) => {
@@ -209,4 +258,5 @@ async function fromDays(clickhouse: ClickHouse, siteId: string, range: ResolvedR
 }
 
 /** The public live count: the window's totals from the site's primary source, read at `now`. */
-export const windowTotals = (clickhouse: ClickHouse, site: Site, range: ResolvedRange, now: Date) => sourceReader(clickhouse, site.primarySource).totals(windowQuery(site.id, range, now))
+export const windowTotals = (clickhouse: ClickHouse, site: Site, range: ResolvedRange, now: Date) =>
+  sourceReader(clickhouse, site.primarySource).totals(windowQuery(site.id, range, now))

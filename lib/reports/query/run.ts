@@ -45,7 +45,8 @@ export async function planOf(clickhouse: ClickHouse, query: Query, read: Read): 
 }
 
 /** The SQL and parameters of a read, given the rolled days of its window (for tests and the bench). */
-export const compileRead = (query: Query, read: Read, rolled?: RolledDays): Compiled => render(readSql(query, read, plan(query, read, rolled)))
+export const compileRead = (query: Query, read: Read, rolled?: RolledDays): Compiled =>
+  render(readSql(query, read, plan(query, read, rolled)))
 
 /** Runs one read: its plan's lookup and rollup builds (a filtered read's first), then its statement. */
 export async function runRead<Row = Record<string, unknown>>(clickhouse: ClickHouse, query: Query, read: Read): Promise<Row[]> {

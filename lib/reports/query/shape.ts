@@ -74,7 +74,13 @@ export function shapeBreakdown(property: string, rows: Row[], engagement = hasEn
     })
   }
   return rows.map((r) => {
-    const row: BreakdownRow = { value: String(r.value), visitors: numberOf(r.visitors), visits: numberOf(r.visits), pageviews: numberOf(r.pageviews), events: numberOf(r.events) }
+    const row: BreakdownRow = {
+      value: String(r.value),
+      visitors: numberOf(r.visitors),
+      visits: numberOf(r.visits),
+      pageviews: numberOf(r.pageviews),
+      events: numberOf(r.events),
+    }
     if (engagement) {
       row.bounceRate = round(numberOf(r.bounce_rate), 4)
       row.avgDuration = Math.round(numberOf(r.avg_duration))

@@ -41,7 +41,11 @@ const QUARTER_MS = 15 * 60_000
  * A site's first and last event (ISO, null before any) and how many events arrived since `since`:
  * the quarter hours wholly after it from event_quarters, the part of a quarter before them from events.
  */
-export async function siteActivity(clickhouse: ClickHouse, siteId: string, since: Date): Promise<{ firstEventAt: string | null; lastEventAt: string | null; eventsSince: number }> {
+export async function siteActivity(
+  clickhouse: ClickHouse,
+  siteId: string,
+  since: Date,
+): Promise<{ firstEventAt: string | null; lastEventAt: string | null; eventsSince: number }> {
   const whole = Math.ceil(since.getTime() / QUARTER_MS) * QUARTER_MS
   const site = bind('UUID', siteId)
   const [[counts], edges] = await Promise.all([

@@ -58,7 +58,9 @@ export function experienceScore(bands: Record<VitalName, Bands>): number | null 
 }
 
 const bandsOf = (r: Row | undefined) =>
-  Object.fromEntries(VITAL_NAMES.map((n) => [n, { samples: numberOf(r?.[`n_${n}`]), good: numberOf(r?.[`good_${n}`]), poor: numberOf(r?.[`poor_${n}`]) }])) as Record<VitalName, Bands>
+  Object.fromEntries(
+    VITAL_NAMES.map((n) => [n, { samples: numberOf(r?.[`n_${n}`]), good: numberOf(r?.[`good_${n}`]), poor: numberOf(r?.[`poor_${n}`]) }]),
+  ) as Record<VitalName, Bands>
 
 /** The percentile of a metric, null without samples. */
 const percentileOf = (r: Row | undefined, name: VitalName) => (numberOf(r?.[`n_${name}`]) ? numberOf(r?.[`p_${name}`]) : null)
@@ -80,9 +82,29 @@ function shapeMetrics(r: Row | undefined) {
     VITAL_NAMES.map((n) => {
       const { samples, good, poor } = bands[n]
       const share = (k: number) => (samples ? k / samples : 0)
-      return [n, { value: percentileOf(r, n), samples, good: share(good), needsImprovement: share(samples - good - poor), poor: share(poor), thresholds: VITAL_THRESHOLDS[n] }]
+      return [
+        n,
+        {
+          value: percentileOf(r, n),
+          samples,
+          good: share(good),
+          needsImprovement: share(samples - good - poor),
+          poor: share(poor),
+          thresholds: VITAL_THRESHOLDS[n],
+        },
+      ]
     }),
-  ) as Record<VitalName, { value: number | null; samples: number; good: number; needsImprovement: number; poor: number; thresholds: { good: number; poor: number } }>
+  ) as Record<
+    VitalName,
+    {
+      value: number | null
+      samples: number
+      good: number
+      needsImprovement: number
+      poor: number
+      thresholds: { good: number; poor: number }
+    }
+  >
 }
 
 export interface VitalsParams extends ReportParams {
@@ -134,13 +156,27 @@ export async function vitals(deps: ReportDeps, site: Site, params: VitalsParams)
     summary: shapeRow(window[0]),
     metrics,
     trend: trendDays(query.range).map((date) => ({ date, ...shapeRow(byDay.get(date)) })),
-    tables: Object.fromEntries(TABLES.map((t) => [t, of(t).map((r) => ({ value: String(r.value), ...shapeRow(r) }))])) as Record<VitalTable, ({ value: string } & ReturnType<typeof shapeRow>)[]>,
+    tables: Object.fromEntries(TABLES.map((t) => [t, of(t).map((r) => ({ value: String(r.value), ...shapeRow(r) }))])) as Record<
+      VitalTable,
+      ({ value: string } & ReturnType<typeof shapeRow>)[]
+    >,
     ...(contributorRows
       ? {
           contributors: Object.fromEntries(
             KINDS.map((kind) => {
               const overall = metrics[CONTRIBUTORS[kind].metric].value ?? 0
-              return [kind, contributorRows.filter((r) => r.kind === kind).map((r) => ({ target: String(r.target), samples: numberOf(r.samples), share: numberOf(r.share), value: numberOf(r.value), effect: numberOf(r.value) - overall }))]
+              return [
+                kind,
+                contributorRows
+                  .filter((r) => r.kind === kind)
+                  .map((r) => ({
+                    target: String(r.target),
+                    samples: numberOf(r.samples),
+                    share: numberOf(r.share),
+                    value: numberOf(r.value),
+                    effect: numberOf(r.value) - overall,
+                  })),
+              ]
             }),
           ) as Record<ContributorKind, { target: string; samples: number; share: number; value: number; effect: number }[]>,
         }

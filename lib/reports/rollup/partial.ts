@@ -57,8 +57,16 @@ export async function refreshPartial(clickhouse: ClickHouse, siteId: string, tim
   WHERE ${siteIs(siteId)} AND quarter >= ${bind('DateTime64(3)', chTime(dayStart))} AND quarter < ${bind('DateTime64(3)', chTime(cutoff))}`,
   )
   if (!Number(signature?.n)) return null
-  const partial: PartialDay = { day: dayStart.toPlainDate().toString(), from: chTime(dayStart), to: chTime(dayEnd), before: chTime(cutoff), events: signature.n, sum: signature.s }
+  const partial: PartialDay = {
+    day: dayStart.toPlainDate().toString(),
+    from: chTime(dayStart),
+    to: chTime(dayEnd),
+    before: chTime(cutoff),
+    events: signature.n,
+    sum: signature.s,
+  }
   // the totals row last: its presence marks the build complete
-  for (const property of [...ROLLED_PROPERTIES, TOTALS]) await executeCommand(clickhouse, partialRollupInsertSql(siteId, timezone, property, partial))
+  for (const property of [...ROLLED_PROPERTIES, TOTALS])
+    await executeCommand(clickhouse, partialRollupInsertSql(siteId, timezone, property, partial))
   return partial.before
 }

@@ -32,9 +32,18 @@ const DAYS_PER_STATEMENT = 7
  * longer match, for each site with events in that span, site by site: a site that fails (a bad
  * timezone, say) is logged and skipped, and the others are still built. Returns the number of days built.
  */
-export async function refreshRollups(clickhouse: ClickHouse, repositories: Pick<Repositories, 'sites'>, now: Date, lookbackDays: number, log: (message: string) => void = console.error): Promise<number> {
+export async function refreshRollups(
+  clickhouse: ClickHouse,
+  repositories: Pick<Repositories, 'sites'>,
+  now: Date,
+  lookbackDays: number,
+  log: (message: string) => void = console.error,
+): Promise<number> {
   const since = Temporal.Instant.fromEpochMilliseconds(now.getTime() - (lookbackDays + 1) * 86_400_000)
-  const sites = await execute<{ site: string }>(clickhouse, sql`SELECT DISTINCT toString(site_id) AS site FROM event_quarters WHERE quarter >= ${bind('DateTime64(3)', chTime(since))}`)
+  const sites = await execute<{ site: string }>(
+    clickhouse,
+    sql`SELECT DISTINCT toString(site_id) AS site FROM event_quarters WHERE quarter >= ${bind('DateTime64(3)', chTime(since))}`,
+  )
   let built = 0
   for (const { site } of sites) {
     try {
@@ -46,7 +55,13 @@ export async function refreshRollups(clickhouse: ClickHouse, repositories: Pick<
   return built
 }
 
-async function refreshSite(clickhouse: ClickHouse, repositories: Pick<Repositories, 'sites'>, siteId: string, now: Date, lookbackDays: number): Promise<number> {
+async function refreshSite(
+  clickhouse: ClickHouse,
+  repositories: Pick<Repositories, 'sites'>,
+  siteId: string,
+  now: Date,
+  lookbackDays: number,
+): Promise<number> {
   const site = await repositories.sites.get(siteId)
   if (!site) return 0
   const today = Temporal.Instant.fromEpochMilliseconds(now.getTime()).toZonedDateTimeISO(site.timezone).startOfDay()
@@ -68,7 +83,8 @@ async function refreshSite(clickhouse: ClickHouse, repositories: Pick<Repositori
 export async function buildDays(clickhouse: ClickHouse, siteId: string, timezone: string, days: RolledDays) {
   const spans = daySpans(days.days, timezone)
   for (const property of ROLLED_PROPERTIES) await executeCommand(clickhouse, rollupInsertSql(siteId, timezone, property, spans, days))
-  for (const granularity of GEO_GRANULARITIES) await executeCommand(clickhouse, geoRollupInsertSql(siteId, timezone, granularity, spans, days))
+  for (const granularity of GEO_GRANULARITIES)
+    await executeCommand(clickhouse, geoRollupInsertSql(siteId, timezone, granularity, spans, days))
   await executeCommand(clickhouse, rollupInsertSql(siteId, timezone, TOTALS, spans, days))
   // rows of another signature, timezone or version are never read; drop them when there are any
   const outdated = outdatedRows(siteId, timezone, days)

@@ -48,7 +48,14 @@ export async function anomalies(deps: ReportDeps, site: Site, params: ReportPara
   const none = { current: 0, previous: 0, change: 0, relativeChange: null }
   if (params.vitals === '1') {
     // the regressions of each page against the window before, as markers and the page detail find them
-    const regressions = readsEvents(site) ? await vitalsRegressions(deps.clickhouse, site.id, { baselineFrom: previous.from, currentFrom: query.range.from, to: query.range.to }, { limit: query.limit }) : []
+    const regressions = readsEvents(site)
+      ? await vitalsRegressions(
+          deps.clickhouse,
+          site.id,
+          { baselineFrom: previous.from, currentFrom: query.range.from, to: query.range.to },
+          { limit: query.limit },
+        )
+      : []
     return { available: readsEvents(site), ...base, vitalsRule: VITALS_REGRESSION_RULE, site: none, pages: [], regressions }
   }
   if (!readsEvents(site)) return { available: false, ...base, site: none, pages: [] }
@@ -78,12 +85,34 @@ export async function anomalies(deps: ReportDeps, site: Site, params: ReportPara
       const previous = Number(r.previous)
       const change = current - previous
       const status: MoverStatus = previous === 0 ? 'appeared' : current === 0 ? 'went_quiet' : change > 0 ? 'rose' : 'fell'
-      return { path: r.page as string, status, current, previous, change, relativeChange: relative(current, previous), impact: sitePrevious ? round4(change / sitePrevious) : null }
+      return {
+        path: r.page as string,
+        status,
+        current,
+        previous,
+        change,
+        relativeChange: relative(current, previous),
+        impact: sitePrevious ? round4(change / sitePrevious) : null,
+      }
     })
-    .filter((p) => Math.abs(p.change) >= ANOMALY_RULE.minChange && (p.relativeChange === null || p.current === 0 || Math.abs(p.relativeChange) >= ANOMALY_RULE.minRelativeChange))
+    .filter(
+      (p) =>
+        Math.abs(p.change) >= ANOMALY_RULE.minChange &&
+        (p.relativeChange === null || p.current === 0 || Math.abs(p.relativeChange) >= ANOMALY_RULE.minRelativeChange),
+    )
     .sort((a, b) => Math.abs(b.change) - Math.abs(a.change) || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
     .slice(0, query.limit)
     // the page's own changes first, then the site's, newest first within each
     .map((p) => ({ ...p, candidates: [...changes.filter((c) => c.scope === 'page' && c.path === p.path), ...siteWide].map(candidateOf) }))
-  return { available: true, ...base, site: { current: siteCurrent, previous: sitePrevious, change: siteCurrent - sitePrevious, relativeChange: relative(siteCurrent, sitePrevious) }, pages }
+  return {
+    available: true,
+    ...base,
+    site: {
+      current: siteCurrent,
+      previous: sitePrevious,
+      change: siteCurrent - sitePrevious,
+      relativeChange: relative(siteCurrent, sitePrevious),
+    },
+    pages,
+  }
 }

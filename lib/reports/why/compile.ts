@@ -38,12 +38,22 @@ GROUP BY bucket ORDER BY bucket`
  * Visitors per bucket, spike dimension (dimensions.ts) and value within the given spans (a spike's buckets and the
  * buckets of its baseline), with the most frequent full referrer of each value.
  */
-export function visitorsBySourceSql(siteId: string, timezone: string, grain: Grain, spans: readonly { from: Instant; to: Instant }[]): Fragment {
+export function visitorsBySourceSql(
+  siteId: string,
+  timezone: string,
+  grain: Grain,
+  spans: readonly { from: Instant; to: Instant }[],
+): Fragment {
   const pairs = join(
     SPIKE_DIMENSIONS.map((d) => sql`tuple(${raw(`'${d.name}'`)}, toString(${raw(d.column)}))`),
     ', ',
   )
-  const within = spans.length ? join(spans.map((s) => sql`(${between(s.from, s.to)})`), ' OR ') : raw('0')
+  const within = spans.length
+    ? join(
+        spans.map((s) => sql`(${between(s.from, s.to)})`),
+        ' OR ',
+      )
+    : raw('0')
   return sql`
 SELECT toUnixTimestamp(${grainStart(grain, timezone)}) AS bucket, pair.1 AS dimension, pair.2 AS value,
        uniqExact(visitor_id) AS visitors, ${mostFrequent(raw('referrer'))} AS referrer
@@ -114,7 +124,13 @@ GROUP BY day`
 }
 
 /** Visits per page, channel and site-local day, for the given pages (any event on the path, as the path breakdown counts). */
-export function pageChannelVisitsByDaySql(siteId: string, timezone: string, pages: readonly string[], from: Instant, to: Instant): Fragment {
+export function pageChannelVisitsByDaySql(
+  siteId: string,
+  timezone: string,
+  pages: readonly string[],
+  from: Instant,
+  to: Instant,
+): Fragment {
   return sql`
 SELECT pathname, toString(channel) AS channel, toString(toDate(timestamp, ${bind('String', timezone)})) AS day, uniqExact(session_id) AS visits
 FROM events WHERE ${site(siteId)} AND ${between(from, to)} AND pathname IN ${bind('Array(String)', pages)}
@@ -145,7 +161,14 @@ HAVING first >= ${bind('UInt64', from.epochMilliseconds)}`
  * Vital samples per page, metric and period (1: from `currentFrom` on, 0: before), with the
  * percentile of each, between `from` and `to`; only `path` with it.
  */
-export function vitalsByPagePeriodSql(siteId: string, from: Instant, currentFrom: Instant, to: Instant, level: VitalPercentile, path?: string): Fragment {
+export function vitalsByPagePeriodSql(
+  siteId: string,
+  from: Instant,
+  currentFrom: Instant,
+  to: Instant,
+  level: VitalPercentile,
+  path?: string,
+): Fragment {
   const onPath = path === undefined ? raw('') : sql` AND pathname = ${bind('String', path)}`
   return sql`
 SELECT pathname, vital_name AS metric, timestamp >= ${time(currentFrom)} AS current, count() AS samples,
@@ -158,9 +181,19 @@ GROUP BY pathname, metric, current`
  * For the given pages, the samples per metric, period and contributor named by the attribution
  * (fields from the vitals' contributor table), with the percentile of those samples.
  */
-export function vitalContributorsByPagePeriodSql(siteId: string, from: Instant, currentFrom: Instant, to: Instant, level: VitalPercentile, paths: readonly string[], named: readonly { kind: string; metric: string; field: string }[]): Fragment {
+export function vitalContributorsByPagePeriodSql(
+  siteId: string,
+  from: Instant,
+  currentFrom: Instant,
+  to: Instant,
+  level: VitalPercentile,
+  paths: readonly string[],
+  named: readonly { kind: string; metric: string; field: string }[],
+): Fragment {
   const pairs = join(
-    named.map((c) => sql`(${raw(`'${c.kind}'`)}, if(vital_name = ${raw(`'${c.metric}'`)}, props[${bind('String', `attribution.${c.field}`)}], ''))`),
+    named.map(
+      (c) => sql`(${raw(`'${c.kind}'`)}, if(vital_name = ${raw(`'${c.metric}'`)}, props[${bind('String', `attribution.${c.field}`)}], ''))`,
+    ),
     ', ',
   )
   return sql`

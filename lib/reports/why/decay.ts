@@ -56,13 +56,20 @@ export async function decay(deps: WhyDeps, site: Site, params: { limit?: number 
   }
   const zonedStart = (d: Temporal.PlainDate) => d.toZonedDateTime({ timeZone: site.timezone })
   const base = { timezone: site.timezone, windows, rule: DECAY_RULE }
-  if (!readsEvents(site)) return { available: false, ...base, site: { current: 0, peak: 0, peakFrom: null, peakTo: null, change: null }, pages: [] }
+  if (!readsEvents(site))
+    return { available: false, ...base, site: { current: 0, peak: 0, peakFrom: null, peakTo: null, change: null }, pages: [] }
 
   const [peaks, siteDays] = await Promise.all([
     pathDaysSql(deps.clickhouse, site.id, site.timezone, zonedStart(lookbackFrom), zonedStart(currentTo)).then((pathDays) =>
-      execute<{ pathname: string; peak: number | string; peak_end: string; current: number | string }>(deps.clickhouse, pagePeaksSql(pathDays, day(currentFrom), day(firstPeakEnd), DECAY_RULE.minPeakVisits)),
+      execute<{ pathname: string; peak: number | string; peak_end: string; current: number | string }>(
+        deps.clickhouse,
+        pagePeaksSql(pathDays, day(currentFrom), day(firstPeakEnd), DECAY_RULE.minPeakVisits),
+      ),
     ),
-    execute<{ day: string; visits: number | string }>(deps.clickhouse, siteVisitsByDaySql(site.id, site.timezone, zonedStart(lookbackFrom), zonedStart(currentTo))),
+    execute<{ day: string; visits: number | string }>(
+      deps.clickhouse,
+      siteVisitsByDaySql(site.id, site.timezone, zonedStart(lookbackFrom), zonedStart(currentTo)),
+    ),
   ])
   const siteByDay = new Map(siteDays.map((r) => [String(r.day).slice(0, 10), Number(r.visits)]))
   // the days of the lookback once, with running totals, so a 28-day sum is a difference
@@ -94,9 +101,22 @@ export async function decay(deps: WhyDeps, site: Site, params: { limit?: number 
       const siteChange = siteAtPeak ? siteCurrent / siteAtPeak - 1 : null
       const ratio = current / peak
       const adjustedChange = siteChange !== null && siteChange > -1 ? ratio / (1 + siteChange) - 1 : null
-      return { path: r.pathname, peak, peakFrom: windowStart(peakTo), peakTo, current, change: round4(ratio - 1), siteChange: siteChange === null ? null : round4(siteChange), adjustedChange: adjustedChange === null ? null : round4(adjustedChange), lost: peak - current }
+      return {
+        path: r.pathname,
+        peak,
+        peakFrom: windowStart(peakTo),
+        peakTo,
+        current,
+        change: round4(ratio - 1),
+        siteChange: siteChange === null ? null : round4(siteChange),
+        adjustedChange: adjustedChange === null ? null : round4(adjustedChange),
+        lost: peak - current,
+      }
     })
-    .filter((p) => p.current <= (1 - DECAY_RULE.minFall) * p.peak && (p.adjustedChange === null || p.adjustedChange <= -DECAY_RULE.minAdjustedFall))
+    .filter(
+      (p) =>
+        p.current <= (1 - DECAY_RULE.minFall) * p.peak && (p.adjustedChange === null || p.adjustedChange <= -DECAY_RULE.minAdjustedFall),
+    )
     .sort((a, b) => b.lost - a.lost || (a.path < b.path ? -1 : 1))
     .slice(0, Math.min(1000, Math.max(1, params.limit ?? 100)))
 
@@ -104,31 +124,58 @@ export async function decay(deps: WhyDeps, site: Site, params: { limit?: number 
   const channelRows = fading.length
     ? await execute<{ pathname: string; channel: string; day: string; visits: number | string }>(
         deps.clickhouse,
-        pageChannelVisitsByDaySql(site.id, site.timezone, fading.map((p) => p.path), zonedStart(Temporal.PlainDate.from(fading.map((p) => p.peakFrom).sort()[0])), zonedStart(currentTo)),
+        pageChannelVisitsByDaySql(
+          site.id,
+          site.timezone,
+          fading.map((p) => p.path),
+          zonedStart(Temporal.PlainDate.from(fading.map((p) => p.peakFrom).sort()[0])),
+          zonedStart(currentTo),
+        ),
       )
     : []
   // the crawler's view: removed pages and content changes since each peak began
   const earliestPeak = fading.length ? zonedStart(Temporal.PlainDate.from(fading.map((p) => p.peakFrom).sort()[0])).epochMilliseconds : 0
   const [latest, changes] = fading.length
-    ? await Promise.all([latestSnapshots(deps.clickhouse, site.id), siteChanges(deps.clickhouse, site.id, new Date(earliestPeak), new Date(deps.now().getTime() + 1))])
+    ? await Promise.all([
+        latestSnapshots(deps.clickhouse, site.id),
+        siteChanges(deps.clickhouse, site.id, new Date(earliestPeak), new Date(deps.now().getTime() + 1)),
+      ])
     : [new Map(), []]
   return {
     available: true,
     ...base,
-    site: { current: siteCurrent, peak: sitePeak.visits, peakFrom: sitePeak.end ? windowStart(sitePeak.end) : null, peakTo: sitePeak.end, change: sitePeak.visits ? round4(siteCurrent / sitePeak.visits - 1) : null },
+    site: {
+      current: siteCurrent,
+      peak: sitePeak.visits,
+      peakFrom: sitePeak.end ? windowStart(sitePeak.end) : null,
+      peakTo: sitePeak.end,
+      change: sitePeak.visits ? round4(siteCurrent / sitePeak.visits - 1) : null,
+    },
     pages: fading.map((p) => {
       const rows = channelRows.filter((r) => r.pathname === p.path)
       const channels = [...new Set(rows.map((r) => r.channel))].map((channel) => {
         const of = rows.filter((r) => r.channel === channel)
         const peak = sum(of.filter((r) => r.day >= p.peakFrom && r.day <= p.peakTo).map((r) => Number(r.visits)))
         const current = sum(of.filter((r) => r.day >= windows.current.from && r.day <= windows.current.to).map((r) => Number(r.visits)))
-        return { kind: 'channel_loss' as const, channel, peak, current, lost: peak - current, share: round4(Math.min(1, Math.max(0, (peak - current) / p.lost))) }
+        return {
+          kind: 'channel_loss' as const,
+          channel,
+          peak,
+          current,
+          lost: peak - current,
+          share: round4(Math.min(1, Math.max(0, (peak - current) / p.lost))),
+        }
       })
-      const evidence = channels.filter((c) => c.lost > 0).sort((a, b) => b.lost - a.lost || (a.channel < b.channel ? -1 : 1)).slice(0, 3)
+      const evidence = channels
+        .filter((c) => c.lost > 0)
+        .sort((a, b) => b.lost - a.lost || (a.channel < b.channel ? -1 : 1))
+        .slice(0, 3)
       const top = evidence[0]
       const peakStart = zonedStart(Temporal.PlainDate.from(p.peakFrom)).epochMilliseconds
       const peakEnd = zonedStart(Temporal.PlainDate.from(p.peakTo).add({ days: 1 })).epochMilliseconds
-      const since = changes.filter((c) => c.scope === 'page' && c.path === p.path && Date.parse(c.detectedAt) >= peakStart && CONTENT_TYPES.has(c.type)).reverse()
+      const since = changes
+        .filter((c) => c.scope === 'page' && c.path === p.path && Date.parse(c.detectedAt) >= peakStart && CONTENT_TYPES.has(c.type))
+        .reverse()
       const snapshot = latest.get(p.path)
       const removed = !!snapshot && (snapshot.removed || snapshot.status === 404 || snapshot.status === 410)
       const diagnosis = removed

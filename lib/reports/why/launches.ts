@@ -40,23 +40,46 @@ export async function launches(deps: WhyDeps, site: Site, params: LaunchParams) 
   const range = await windowOf(deps, site, params, now)
   const today = zoned(now.getTime(), site.timezone).toPlainDate()
   const shared = { from: today.subtract({ days: LAUNCH_RULE.days - 1 }), to: today }
-  const base = { range: rangeView(range), measure, rule: LAUNCH_RULE, sharedWindow: measure === '30d' ? { from: shared.from.toString(), to: shared.to.toString() } : null }
+  const base = {
+    range: rangeView(range),
+    measure,
+    rule: LAUNCH_RULE,
+    sharedWindow: measure === '30d' ? { from: shared.from.toString(), to: shared.to.toString() } : null,
+  }
   const empty = { pages: 0, median: null, shape: [] as { day: number; medianVisits: number; pages: number }[] }
   if (!readsEvents(site)) return { available: false, ...base, cohort: empty, pages: [] }
 
-  const launched = await execute<{ pathname: string; first: number | string }>(deps.clickhouse, launchedPagesSql(site.id, range.from, range.to))
+  const launched = await execute<{ pathname: string; first: number | string }>(
+    deps.clickhouse,
+    launchedPagesSql(site.id, range.from, range.to),
+  )
   if (!launched.length) return { available: true, ...base, cohort: empty, pages: [] }
   const pages = launched.map((r) => {
     const first = zoned(Number(r.first), site.timezone)
     // days begun since launch, today included, at most 30
     const age = first.toPlainDate().until(today, { largestUnit: 'days' }).days + 1
-    return { path: r.pathname, launchedAt: first, launchDay: first.toPlainDate(), measuredDays: Math.min(LAUNCH_RULE.days, age), complete: age > LAUNCH_RULE.days }
+    return {
+      path: r.pathname,
+      launchedAt: first,
+      launchDay: first.toPlainDate(),
+      measuredDays: Math.min(LAUNCH_RULE.days, age),
+      complete: age > LAUNCH_RULE.days,
+    }
   })
   const scanFrom = Temporal.PlainDate.compare(range.from.toPlainDate(), shared.from) < 0 ? range.from.toPlainDate() : shared.from
-  const pathDays = await pathDaysSql(deps.clickhouse, site.id, site.timezone, scanFrom.toZonedDateTime({ timeZone: site.timezone }), today.add({ days: 1 }).toZonedDateTime({ timeZone: site.timezone }))
+  const pathDays = await pathDaysSql(
+    deps.clickhouse,
+    site.id,
+    site.timezone,
+    scanFrom.toZonedDateTime({ timeZone: site.timezone }),
+    today.add({ days: 1 }).toZonedDateTime({ timeZone: site.timezone }),
+  )
   const rows = await execute<{ pathname: string; day: string; visits: number | string }>(
     deps.clickhouse,
-    sql`SELECT value AS pathname, toString(day) AS day, visits FROM (${pathDays}) WHERE value IN ${bind('Array(String)', pages.map((p) => p.path))}`,
+    sql`SELECT value AS pathname, toString(day) AS day, visits FROM (${pathDays}) WHERE value IN ${bind(
+      'Array(String)',
+      pages.map((p) => p.path),
+    )}`,
   )
   const visits = new Map(rows.map((r) => [`${r.pathname}|${r.day}`, Number(r.visits)]))
   // the days from the scan's start to today once, as text, so a page's days are an index away

@@ -51,15 +51,39 @@ export async function markers(deps: WhyDeps & { repositories: Pick<Repositories,
   const previous = previousWindow(range)
   const [changes, regressions] = await Promise.all([
     siteChanges(deps.clickhouse, site.id, new Date(from), new Date(to)),
-    readsEvents(site) ? vitalsRegressions(deps.clickhouse, site.id, { baselineFrom: previous.from, currentFrom: range.from, to: range.to }) : [],
+    readsEvents(site)
+      ? vitalsRegressions(deps.clickhouse, site.id, { baselineFrom: previous.from, currentFrom: range.from, to: range.to })
+      : [],
   ])
   // oldest first, as the chart reads them
-  const pageChanges = changes.filter((c) => c.scope === 'page').reverse().slice(0, 500).map(candidateOf)
-  const siteWide = changes.filter((c) => c.scope === 'site').reverse().slice(0, 500).map(candidateOf)
-  const vitals = regressions.map((r) => ({ path: r.path, metric: r.metric, baseline: r.baseline.value, current: r.current.value, change: r.change, band: r.band, contributor: r.contributors[0] ? { kind: r.contributors[0].kind, target: r.contributors[0].target } : null }))
+  const pageChanges = changes
+    .filter((c) => c.scope === 'page')
+    .reverse()
+    .slice(0, 500)
+    .map(candidateOf)
+  const siteWide = changes
+    .filter((c) => c.scope === 'site')
+    .reverse()
+    .slice(0, 500)
+    .map(candidateOf)
+  const vitals = regressions.map((r) => ({
+    path: r.path,
+    metric: r.metric,
+    baseline: r.baseline.value,
+    current: r.current.value,
+    change: r.change,
+    band: r.band,
+    contributor: r.contributors[0] ? { kind: r.contributors[0].kind, target: r.contributors[0].target } : null,
+  }))
   return {
     range: rangeView(range),
-    counts: { annotations: annotations.length, algorithmUpdates: algorithmUpdates.length, pageChanges: pageChanges.length, siteChanges: siteWide.length, vitalsRegressions: vitals.length },
+    counts: {
+      annotations: annotations.length,
+      algorithmUpdates: algorithmUpdates.length,
+      pageChanges: pageChanges.length,
+      siteChanges: siteWide.length,
+      vitalsRegressions: vitals.length,
+    },
     markers: { annotations, algorithmUpdates, pageChanges, siteChanges: siteWide, vitalsRegressions: vitals },
   }
 }

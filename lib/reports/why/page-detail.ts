@@ -23,7 +23,11 @@ import { type WindowParams, isoLocal, readsEvents, windowOf, zoned } from './win
  * A page's id: its path, base64url-encoded (no padding). The crawler and the reports key a page
  * by its path within the site; the id carries it in one opaque, URL-safe token.
  */
-export const pageIdOf = (path: string) => btoa(String.fromCharCode(...new TextEncoder().encode(path))).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
+export const pageIdOf = (path: string) =>
+  btoa(String.fromCharCode(...new TextEncoder().encode(path)))
+    .replace(/\+/g, '-')
+    .replace(/\//g, '_')
+    .replace(/=+$/, '')
 
 export function pathOfPageId(id: string): string | null {
   if (!/^[A-Za-z0-9_-]{1,2800}$/.test(id)) return null
@@ -57,7 +61,20 @@ export const CAUSE_RULE = {
   decayPerDay: 0.1,
   floor: 0.3,
   siteFactor: 0.6,
-  changeWeights: { removed: 0.95, noindex: 0.9, status: 0.9, redirect: 0.9, canonical: 0.85, title: 0.8, text: 0.8, h1: 0.7, robots_txt: 0.7, sitemap: 0.4, meta_description: 0.5, new_page: 0.3 } as Record<string, number>,
+  changeWeights: {
+    removed: 0.95,
+    noindex: 0.9,
+    status: 0.9,
+    redirect: 0.9,
+    canonical: 0.85,
+    title: 0.8,
+    text: 0.8,
+    h1: 0.7,
+    robots_txt: 0.7,
+    sitemap: 0.4,
+    meta_description: 0.5,
+    new_page: 0.3,
+  } as Record<string, number>,
   /** A source explains a shift as far as its share of the change exceeds its share of the traffic before; below this it is not listed. */
   minSourceConfidence: 0.2,
   vitalsRegression: { poor: 0.5, needs_improvement: 0.35 },
@@ -71,7 +88,15 @@ export interface PageDetailParams extends WindowParams {
 }
 
 const DAY_MS = 86_400_000
-type DayRow = { day: string; dimension: string; value: string; visits: number | string; visitors: number | string; pageviews: number | string; errors: number | string }
+type DayRow = {
+  day: string
+  dimension: string
+  value: string
+  visits: number | string
+  visitors: number | string
+  pageviews: number | string
+  errors: number | string
+}
 
 function pathOf(params: PageDetailParams): string {
   if (params.path !== undefined && params.page_id !== undefined) throw new ApiError(400, 'path: give path or page_id, not both')
@@ -103,12 +128,18 @@ export function lastShift(all: string[], visitsOn: (day: string) => number, judg
     const before = mean(all.slice(i - rule.beforeDays, i).map(visitsOn))
     const after = mean(all.slice(i, i + n).map(visitsOn))
     const diff = after - before
-    if (Math.abs(diff) >= rule.minRelative * before && Math.abs(diff) * n >= rule.minVisits && diff !== 0) found.push({ index: i, day: all[i], before, after, afterDays: n, diff })
+    if (Math.abs(diff) >= rule.minRelative * before && Math.abs(diff) * n >= rule.minVisits && diff !== 0)
+      found.push({ index: i, day: all[i], before, after, afterDays: n, diff })
   }
   if (!found.length) return null
   // the last run of consecutive significant days, moving one way
   let start = found.length - 1
-  while (start > 0 && found[start - 1].index === found[start].index - 1 && Math.sign(found[start - 1].diff) === Math.sign(found[start].diff)) start--
+  while (
+    start > 0 &&
+    found[start - 1].index === found[start].index - 1 &&
+    Math.sign(found[start - 1].diff) === Math.sign(found[start].diff)
+  )
+    start--
   const run = found.slice(start)
   return run.reduce((best, f) => (Math.abs(f.diff) > Math.abs(best.diff) ? f : best))
 }
@@ -129,13 +160,27 @@ export async function pageDetail(deps: ReportDeps, site: Site, params: PageDetai
 
   const [seen, dayRows, engagement, history, snapshots, errorRead, vitalsRead, regressions] = await Promise.all([
     execute<{ first_view: number | string | null; first_crawl: number | string | null }>(deps.clickhouse, pageFirstSeenSql(site.id, path)),
-    events ? execute<DayRow>(deps.clickhouse, pageDaysSql(site.id, tz, path, startOf(seriesFrom), startOf(windowEndDay.add({ days: 1 })))) : [],
-    events ? execute<{ reports: number | string; scroll: number | string; engaged: number | string }>(deps.clickhouse, pageEngagementSql(site.id, path, range.from, range.to)) : [],
+    events
+      ? execute<DayRow>(deps.clickhouse, pageDaysSql(site.id, tz, path, startOf(seriesFrom), startOf(windowEndDay.add({ days: 1 }))))
+      : [],
+    events
+      ? execute<{ reports: number | string; scroll: number | string; engaged: number | string }>(
+          deps.clickhouse,
+          pageEngagementSql(site.id, path, range.from, range.to),
+        )
+      : [],
     siteChanges(deps.clickhouse, site.id, new Date(now.getTime() - 365 * DAY_MS), new Date(now.getTime() + 1), { path }),
     pageSnapshots(deps.clickhouse, site.id, path, 20),
     errors(deps, site, reportParams),
     vitals(deps, site, { ...reportParams, percentile: '75', attribution: '1' }),
-    events ? vitalsRegressions(deps.clickhouse, site.id, { baselineFrom: previousWindow(range).from, currentFrom: range.from, to: range.to }, { path }) : [],
+    events
+      ? vitalsRegressions(
+          deps.clickhouse,
+          site.id,
+          { baselineFrom: previousWindow(range).from, currentFrom: range.from, to: range.to },
+          { path },
+        )
+      : [],
   ])
   const firstView = Number(seen[0]?.first_view ?? 0)
   const firstCrawl = Number(seen[0]?.first_crawl ?? 0)
@@ -150,13 +195,20 @@ export async function pageDetail(deps: ReportDeps, site: Site, params: PageDetai
   const windowDays = days(windowFrom, windowEndDay.add({ days: 1 }))
   const series = windowDays.map((date) => {
     const r = totals.get(date)
-    return { date, visits: Number(r?.visits ?? 0), visitors: Number(r?.visitors ?? 0), pageviews: Number(r?.pageviews ?? 0), errors: Number(r?.errors ?? 0) }
+    return {
+      date,
+      visits: Number(r?.visits ?? 0),
+      visitors: Number(r?.visitors ?? 0),
+      pageviews: Number(r?.pageviews ?? 0),
+      errors: Number(r?.errors ?? 0),
+    }
   })
   const windowVisits = sum(series.map((s) => s.visits))
   const inWindow = new Set(windowDays)
   const drivers = (dimension: string) => {
     const by = new Map<string, number>()
-    for (const r of dayRows) if (r.dimension === dimension && inWindow.has(String(r.day))) by.set(r.value, (by.get(r.value) ?? 0) + Number(r.visits))
+    for (const r of dayRows)
+      if (r.dimension === dimension && inWindow.has(String(r.day))) by.set(r.value, (by.get(r.value) ?? 0) + Number(r.visits))
     return [...by]
       .map(([value, visits]) => ({ value, visits, share: windowVisits ? round4(visits / windowVisits) : 0 }))
       .sort((a, b) => b.visits - a.visits || (a.value < b.value ? -1 : 1))
@@ -168,7 +220,15 @@ export async function pageDetail(deps: ReportDeps, site: Site, params: PageDetai
   const judgedDays = days(seriesFrom, lastComplete.add({ days: 1 }))
   const found = events ? lastShift(judgedDays, visitsOn, inWindow) : null
   const shift = found
-    ? { day: found.day, direction: found.diff > 0 ? ('up' as const) : ('down' as const), beforeDays: PAGE_SHIFT_RULE.beforeDays, afterDays: found.afterDays, before: round4(found.before), after: round4(found.after), change: found.before ? round4(found.diff / found.before) : null }
+    ? {
+        day: found.day,
+        direction: found.diff > 0 ? ('up' as const) : ('down' as const),
+        beforeDays: PAGE_SHIFT_RULE.beforeDays,
+        afterDays: found.afterDays,
+        before: round4(found.before),
+        after: round4(found.after),
+        change: found.before ? round4(found.diff / found.before) : null,
+      }
     : null
   const causes = found ? await causesOf(deps, site, path, found, judgedDays, dayRows, history, errorsOn) : []
 
@@ -181,17 +241,43 @@ export async function pageDetail(deps: ReportDeps, site: Site, params: PageDetai
   return {
     available: events,
     range: rangeView(range),
-    page: { path, pageId: pageIdOf(path), launchedAt: launchedAt ? isoLocal(zoned(launchedAt, tz)) : null, firstPageviewAt: firstView ? isoLocal(zoned(firstView, tz)) : null, firstCrawledAt: firstCrawl ? isoLocal(zoned(firstCrawl, tz)) : null },
+    page: {
+      path,
+      pageId: pageIdOf(path),
+      launchedAt: launchedAt ? isoLocal(zoned(launchedAt, tz)) : null,
+      firstPageviewAt: firstView ? isoLocal(zoned(firstView, tz)) : null,
+      firstCrawledAt: firstCrawl ? isoLocal(zoned(firstCrawl, tz)) : null,
+    },
     totals: { visits: windowVisits, visitors: sum(series.map((s) => s.visitors)), pageviews: sum(series.map((s) => s.pageviews)) },
     series,
     drivers: { sources: drivers('source'), channels: drivers('channel') },
     shift,
     causes,
-    engagement: { reports, scrollDepth: reports ? Math.round(Number(e.scroll) * 10) / 10 : null, timeOnPage: reports ? Math.round(Number(e.engaged) / 100) / 10 : null },
+    engagement: {
+      reports,
+      scrollDepth: reports ? Math.round(Number(e.scroll) * 10) / 10 : null,
+      timeOnPage: reports ? Math.round(Number(e.engaged) / 100) / 10 : null,
+    },
     first30,
-    changes: history.filter((c) => c.scope === 'page').slice(0, 100).map(candidateOf),
-    snapshots: snapshots.map((s) => ({ id: s.id, fetchedAt: s.fetchedAt, status: s.status, title: s.title, h1: s.h1, wordCount: s.wordCount, contentHash: s.contentHash, removed: s.removed, error: s.error || null })),
-    errors: { summary: ('summary' in errorRead && errorRead.summary) || { errors: 0, groups: 0, visitors: 0 }, groups: ('groups' in errorRead && errorRead.groups) || [] },
+    changes: history
+      .filter((c) => c.scope === 'page')
+      .slice(0, 100)
+      .map(candidateOf),
+    snapshots: snapshots.map((s) => ({
+      id: s.id,
+      fetchedAt: s.fetchedAt,
+      status: s.status,
+      title: s.title,
+      h1: s.h1,
+      wordCount: s.wordCount,
+      contentHash: s.contentHash,
+      removed: s.removed,
+      error: s.error || null,
+    })),
+    errors: {
+      summary: ('summary' in errorRead && errorRead.summary) || { errors: 0, groups: 0, visitors: 0 },
+      groups: ('groups' in errorRead && errorRead.groups) || [],
+    },
     vitals: { metrics: vitalsRead.metrics, bottlenecks: vitalsRead.contributors ?? {}, regressions },
     search: { connected: false as const },
   }
@@ -200,13 +286,33 @@ export async function pageDetail(deps: ReportDeps, site: Site, params: PageDetai
 async function firstDays(deps: ReportDeps, site: Site, path: string, launchDay: Temporal.PlainDate, today: Temporal.PlainDate) {
   const endDay = launchDay.add({ days: 30 })
   const end = Temporal.PlainDate.compare(endDay, today.add({ days: 1 })) < 0 ? endDay : today.add({ days: 1 })
-  const rows = await execute<DayRow>(deps.clickhouse, pageDaysSql(site.id, site.timezone, path, launchDay.toZonedDateTime({ timeZone: site.timezone }), end.toZonedDateTime({ timeZone: site.timezone })))
+  const rows = await execute<DayRow>(
+    deps.clickhouse,
+    pageDaysSql(
+      site.id,
+      site.timezone,
+      path,
+      launchDay.toZonedDateTime({ timeZone: site.timezone }),
+      end.toZonedDateTime({ timeZone: site.timezone }),
+    ),
+  )
   const by = new Map(rows.filter((r) => r.dimension === '').map((r) => [String(r.day), Number(r.visits)]))
   const list = days(launchDay, end).map((date, day) => ({ day, date, visits: by.get(date) ?? 0 }))
-  return { from: launchDay.toString(), days: list.length, complete: list.length === 30, visits: sum(list.map((d) => d.visits)), byDay: list }
+  return {
+    from: launchDay.toString(),
+    days: list.length,
+    complete: list.length === 30,
+    visits: sum(list.map((d) => d.visits)),
+    byDay: list,
+  }
 }
 
-type Cause = { kind: 'page_change' | 'site_change' | 'source_shift' | 'vitals_regression' | 'error_spike'; confidence: number; summary: string; evidence: Record<string, unknown> }
+type Cause = {
+  kind: 'page_change' | 'site_change' | 'source_shift' | 'vitals_regression' | 'error_spike'
+  confidence: number
+  summary: string
+  evidence: Record<string, unknown>
+}
 
 /** The causes of a shift, most confident first (CAUSE_RULE). */
 async function causesOf(
@@ -248,7 +354,8 @@ async function causesOf(
   // one source's shift
   const before = new Set(all.slice(shift.index - PAGE_SHIFT_RULE.beforeDays, shift.index))
   const after = new Set(all.slice(shift.index, shift.index + shift.afterDays))
-  const meanOf = (rows: DayRow[], set: Set<string>) => sum(rows.filter((r) => set.has(String(r.day))).map((r) => Number(r.visits))) / set.size
+  const meanOf = (rows: DayRow[], set: Set<string>) =>
+    sum(rows.filter((r) => set.has(String(r.day))).map((r) => Number(r.visits))) / set.size
   const sources = [...new Set(dayRows.filter((r) => r.dimension === 'source').map((r) => r.value))]
   const sourceShifts = sources
     .map((value) => {
@@ -258,25 +365,51 @@ async function causesOf(
       const shareOfChange = Math.min(1, Math.max(0, (a - b) / shift.diff))
       const shareOfTraffic = shift.before ? Math.min(1, b / shift.before) : 0
       const confidence = shareOfTraffic < 1 ? Math.max(0, (shareOfChange - shareOfTraffic) / (1 - shareOfTraffic)) : 0
-      return { value, before: round4(b), after: round4(a), shareOfChange: round4(shareOfChange), shareOfTraffic: round4(shareOfTraffic), confidence: round4(confidence) }
+      return {
+        value,
+        before: round4(b),
+        after: round4(a),
+        shareOfChange: round4(shareOfChange),
+        shareOfTraffic: round4(shareOfTraffic),
+        confidence: round4(confidence),
+      }
     })
     .filter((s) => s.confidence >= rule.minSourceConfidence)
     .sort((x, y) => y.confidence - x.confidence || (x.value < y.value ? -1 : 1))
   if (sourceShifts[0]) {
     const s = sourceShifts[0]
-    causes.push({ kind: 'source_shift', confidence: s.confidence, summary: `${s.value || '(direct)'} went from ${s.before} to ${s.after} visits a day`, evidence: { source: s.value, before: s.before, after: s.after, shareOfChange: s.shareOfChange, shareOfTraffic: s.shareOfTraffic } })
+    causes.push({
+      kind: 'source_shift',
+      confidence: s.confidence,
+      summary: `${s.value || '(direct)'} went from ${s.before} to ${s.after} visits a day`,
+      evidence: { source: s.value, before: s.before, after: s.after, shareOfChange: s.shareOfChange, shareOfTraffic: s.shareOfTraffic },
+    })
   }
 
   // a vitals regression across the shift
   const beforeFrom = Temporal.PlainDate.from(all[shift.index - PAGE_SHIFT_RULE.beforeDays]).toZonedDateTime({ timeZone: tz })
-  const afterTo = Temporal.PlainDate.from(all[shift.index + shift.afterDays - 1]).add({ days: 1 }).toZonedDateTime({ timeZone: tz })
-  const regressions = await vitalsRegressions(deps.clickhouse, site.id, { baselineFrom: beforeFrom, currentFrom: Temporal.PlainDate.from(shift.day).toZonedDateTime({ timeZone: tz }), to: afterTo }, { path })
+  const afterTo = Temporal.PlainDate.from(all[shift.index + shift.afterDays - 1])
+    .add({ days: 1 })
+    .toZonedDateTime({ timeZone: tz })
+  const regressions = await vitalsRegressions(
+    deps.clickhouse,
+    site.id,
+    { baselineFrom: beforeFrom, currentFrom: Temporal.PlainDate.from(shift.day).toZonedDateTime({ timeZone: tz }), to: afterTo },
+    { path },
+  )
   for (const r of regressions) {
     causes.push({
       kind: 'vitals_regression',
       confidence: rule.vitalsRegression[r.band],
       summary: `${r.metric} went from ${r.baseline.value} to ${r.current.value}${r.contributors[0] ? ` with ${r.contributors[0].target}` : ''}`,
-      evidence: { metric: r.metric, baseline: r.baseline, current: r.current, change: r.change, band: r.band, contributors: r.contributors },
+      evidence: {
+        metric: r.metric,
+        baseline: r.baseline,
+        current: r.current,
+        change: r.change,
+        band: r.band,
+        contributors: r.contributors,
+      },
     })
   }
 
@@ -285,7 +418,12 @@ async function causesOf(
   const errorsAfter = mean([...after].map(errorsOn))
   const errorCount = sum([...after].map(errorsOn))
   if (errorCount >= rule.errorSpike.minErrors && errorsAfter >= rule.errorSpike.ratio * errorsBefore) {
-    causes.push({ kind: 'error_spike', confidence: rule.errorSpike.confidence, summary: `errors went from ${round4(errorsBefore)} to ${round4(errorsAfter)} a day`, evidence: { before: round4(errorsBefore), after: round4(errorsAfter), errors: errorCount } })
+    causes.push({
+      kind: 'error_spike',
+      confidence: rule.errorSpike.confidence,
+      summary: `errors went from ${round4(errorsBefore)} to ${round4(errorsAfter)} a day`,
+      evidence: { before: round4(errorsBefore), after: round4(errorsAfter), errors: errorCount },
+    })
   }
   const order = ['page_change', 'source_shift', 'vitals_regression', 'error_spike', 'site_change']
   return causes.sort((a, b) => b.confidence - a.confidence || order.indexOf(a.kind) - order.indexOf(b.kind))

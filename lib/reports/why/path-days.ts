@@ -13,7 +13,13 @@ import type { Fragment } from '../../storage/clickhouse/sql'
  * holds current, events for the others, as unfiltered reports read them. A page's visits are thus
  * the same number the path breakdown shows.
  */
-export async function pathDaysSql(clickhouse: ClickHouse, siteId: string, timezone: string, from: Temporal.ZonedDateTime, to: Temporal.ZonedDateTime): Promise<Fragment> {
+export async function pathDaysSql(
+  clickhouse: ClickHouse,
+  siteId: string,
+  timezone: string,
+  from: Temporal.ZonedDateTime,
+  to: Temporal.ZonedDateTime,
+): Promise<Fragment> {
   const range: ResolvedRange = { name: 'custom', timezone, from, to, interval: 'day' }
   const rolled = await rolledDays(clickhouse, { siteId, range })
   const day = localDay(timezone)

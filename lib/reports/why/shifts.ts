@@ -46,16 +46,26 @@ export interface Shift {
 }
 
 const step = (z: Temporal.ZonedDateTime, grain: Grain) => (grain === 'hour' ? z.add({ hours: 1 }) : z.add({ days: 1 }).startOfDay())
-const floor = (z: Temporal.ZonedDateTime, grain: Grain) => (grain === 'hour' ? z.round({ smallestUnit: 'hour', roundingMode: 'floor' }) : z.startOfDay())
+const floor = (z: Temporal.ZonedDateTime, grain: Grain) =>
+  grain === 'hour' ? z.round({ smallestUnit: 'hour', roundingMode: 'floor' }) : z.startOfDay()
 
 /** Every bucket starting in [from, to), judged against its baseline. */
-export async function judgeBuckets(deps: WhyDeps, site: Site, grain: Grain, from: Temporal.ZonedDateTime, to: Temporal.ZonedDateTime): Promise<JudgedBucket[]> {
+export async function judgeBuckets(
+  deps: WhyDeps,
+  site: Site,
+  grain: Grain,
+  from: Temporal.ZonedDateTime,
+  to: Temporal.ZonedDateTime,
+): Promise<JudgedBucket[]> {
   const first = await firstQuarterOf(deps.clickhouse, site.id)
   if (first === null) return []
   const firstBucket = floor(zoned(first, site.timezone), grain).epochMilliseconds / 1000
   const start = floor(from, grain)
   const scanFrom = start.subtract({ weeks: SHIFT_RULE.baselineWeeks })
-  const rows = await execute<{ bucket: number | string; visitors: number | string }>(deps.clickhouse, visitorsByBucketSql(site.id, site.timezone, grain, scanFrom, to))
+  const rows = await execute<{ bucket: number | string; visitors: number | string }>(
+    deps.clickhouse,
+    visitorsByBucketSql(site.id, site.timezone, grain, scanFrom, to),
+  )
   const visitors = new Map(rows.map((r) => [Number(r.bucket), Number(r.visitors)]))
   // every bucket of the scan by its local wall-clock start, so that "the same hour a week before"
   // is a lookup (Temporal arithmetic per sample costs more than the query)

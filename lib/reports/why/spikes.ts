@@ -43,10 +43,12 @@ async function attribute(deps: WhyDeps, site: Site, grain: Grain, spikes: Shift[
   if (!spikes.length) return []
   const seconds = new Set<number>()
   for (const s of spikes) for (const b of s.buckets) for (const at of [b.start, ...b.baseline]) seconds.add(at)
-  const spans = [...seconds].sort((a, b) => a - b).map((at) => {
-    const from = zoned(at * 1000, site.timezone)
-    return { from, to: grain === 'hour' ? from.add({ hours: 1 }) : from.add({ days: 1 }).startOfDay() }
-  })
+  const spans = [...seconds]
+    .sort((a, b) => a - b)
+    .map((at) => {
+      const from = zoned(at * 1000, site.timezone)
+      return { from, to: grain === 'hour' ? from.add({ hours: 1 }) : from.add({ days: 1 }).startOfDay() }
+    })
   const rows = await execute<Row>(deps.clickhouse, visitorsBySourceSql(site.id, site.timezone, grain, spans))
   const cell = new Map<string, Row>()
   for (const r of rows) cell.set(`${Number(r.bucket)}|${r.dimension}|${r.value}`, r)
@@ -64,9 +66,21 @@ async function attribute(deps: WhyDeps, site: Site, grain: Grain, spikes: Shift[
         // a source's usual visitors: its mean over the baseline buckets (most sources are absent from most of them, so a median would say 0)
         const expected = sum(spike.buckets.map((b) => sum(b.baseline.map((at) => visitorsAt(at, dimension, value))) / b.baseline.length))
         const own = visitors - expected
-        if (!best || own > best.excess || (own === best.excess && (visitors > best.visitors || (visitors === best.visitors && value < best.value)))) {
+        if (
+          !best ||
+          own > best.excess ||
+          (own === best.excess && (visitors > best.visitors || (visitors === best.visitors && value < best.value)))
+        ) {
           const referrers = spike.buckets.map((b) => cell.get(`${b.start}|${dimension}|${value}`)?.referrer ?? '').filter(Boolean)
-          best = { dimension, value, referrerUrl: dimension === 'source' ? (referrers[0] ?? null) : null, visitors, expected: round4(expected), excess: round4(own), share: round4(Math.min(1, Math.max(0, own / excess))) }
+          best = {
+            dimension,
+            value,
+            referrerUrl: dimension === 'source' ? (referrers[0] ?? null) : null,
+            visitors,
+            expected: round4(expected),
+            excess: round4(own),
+            share: round4(Math.min(1, Math.max(0, own / excess))),
+          }
         }
       }
       return best
@@ -78,7 +92,8 @@ async function attribute(deps: WhyDeps, site: Site, grain: Grain, spikes: Shift[
 /** A spike_source annotation placed at a spike's start, newest first per spike. */
 function attachedSources(annotations: Annotation[]): Map<number, Annotation> {
   const byStart = new Map<number, Annotation>()
-  for (const a of annotations.filter((a) => a.kind === 'spike_source').sort((x, y) => x.createdAt.localeCompare(y.createdAt))) byStart.set(Date.parse(a.at) / 1000, a)
+  for (const a of annotations.filter((a) => a.kind === 'spike_source').sort((x, y) => x.createdAt.localeCompare(y.createdAt)))
+    byStart.set(Date.parse(a.at) / 1000, a)
   return byStart
 }
 
@@ -88,7 +103,9 @@ export async function spikes(deps: WhyDeps & { repositories: Pick<Repositories, 
   const rule = { interval: grain, baselineWeeks: SHIFT_RULE.baselineWeeks, k: SHIFT_RULE.k, minExcess: SHIFT_RULE.minExcess[grain] }
   if (!readsEvents(site)) return { available: false, range: rangeView(range), rule, spikes: [] }
   const judged = await judgeBuckets(deps, site, grain, range.from, range.to)
-  const found = shiftsOf(judged, grain, 'up').reverse().slice(0, Math.min(1000, Math.max(1, params.limit ?? 100)))
+  const found = shiftsOf(judged, grain, 'up')
+    .reverse()
+    .slice(0, Math.min(1000, Math.max(1, params.limit ?? 100)))
   const [sources, annotations] = await Promise.all([attribute(deps, site, grain, found), deps.repositories.annotations.list(site.id)])
   const attached = attachedSources(annotations)
   const at = (seconds: number) => isoLocal(zoned(seconds * 1000, site.timezone))
@@ -127,15 +144,25 @@ export async function findSpike(deps: WhyDeps, site: Site, id: string): Promise<
 }
 
 /** POST /spikes: names a spike's source by hand, kept as a spike_source annotation at the spike's start. */
-export async function attachSpikeSource(deps: WhyDeps & { repositories: Repositories }, site: Site, input: { spike_id: string; url: string; title: string }) {
+export async function attachSpikeSource(
+  deps: WhyDeps & { repositories: Repositories },
+  site: Site,
+  input: { spike_id: string; url: string; title: string },
+) {
   const spike = readsEvents(site) ? await findSpike(deps, site, input.spike_id) : null
   if (!spike) throw new ApiError(404, 'spike_id: no spike of this site starts where this id says; take ids from GET /api/v1/spikes')
   const annotation = await createAnnotation(
     deps.repositories,
     site,
-    { siteId: site.id, kind: 'spike_source', title: input.title, url: input.url, at: new Date(spike.start * 1000).toISOString(), body: `Source of spike ${input.spike_id}` },
+    {
+      siteId: site.id,
+      kind: 'spike_source',
+      title: input.title,
+      url: input.url,
+      at: new Date(spike.start * 1000).toISOString(),
+      body: `Source of spike ${input.spike_id}`,
+    },
     deps.now(),
   )
   return { spikeId: input.spike_id, annotation }
 }
-

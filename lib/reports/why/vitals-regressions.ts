@@ -39,13 +39,24 @@ const bandOf = (metric: VitalName, value: number) => (value > VITAL_THRESHOLDS[m
  * Regressions of the window [currentFrom, to) against the baseline [baselineFrom, currentFrom),
  * largest relative change first; only `path` with it.
  */
-export async function vitalsRegressions(clickhouse: ClickHouse, siteId: string, window: { baselineFrom: Instant; currentFrom: Instant; to: Instant }, options: { path?: string; limit?: number } = {}): Promise<VitalsRegression[]> {
-  const rows = await execute<{ pathname: string; metric: string; current: number | string; samples: number | string; value: number | string }>(
-    clickhouse,
-    vitalsByPagePeriodSql(siteId, window.baselineFrom, window.currentFrom, window.to, LEVEL, options.path),
-  )
+export async function vitalsRegressions(
+  clickhouse: ClickHouse,
+  siteId: string,
+  window: { baselineFrom: Instant; currentFrom: Instant; to: Instant },
+  options: { path?: string; limit?: number } = {},
+): Promise<VitalsRegression[]> {
+  const rows = await execute<{
+    pathname: string
+    metric: string
+    current: number | string
+    samples: number | string
+    value: number | string
+  }>(clickhouse, vitalsByPagePeriodSql(siteId, window.baselineFrom, window.currentFrom, window.to, LEVEL, options.path))
   const key = (path: string, metric: string) => `${path}\u0000${metric}`
-  const periods = new Map<string, { path: string; metric: VitalName; baseline?: { samples: number; value: number }; current?: { samples: number; value: number } }>()
+  const periods = new Map<
+    string,
+    { path: string; metric: VitalName; baseline?: { samples: number; value: number }; current?: { samples: number; value: number } }
+  >()
   for (const r of rows) {
     if (!(VITAL_NAMES as readonly string[]).includes(r.metric)) continue
     const k = key(r.pathname, r.metric)
@@ -55,9 +66,17 @@ export async function vitalsRegressions(clickhouse: ClickHouse, siteId: string, 
   }
   const rule = VITALS_REGRESSION_RULE
   const regressed = [...periods.values()]
-    .filter((p): p is typeof p & { baseline: { samples: number; value: number }; current: { samples: number; value: number } } => !!p.baseline && !!p.current)
+    .filter(
+      (p): p is typeof p & { baseline: { samples: number; value: number }; current: { samples: number; value: number } } =>
+        !!p.baseline && !!p.current,
+    )
     .filter((p) => p.baseline.samples >= rule.minSamples && p.current.samples >= rule.minSamples)
-    .filter((p) => p.current.value >= rule.minRatio * p.baseline.value && p.current.value > VITAL_THRESHOLDS[p.metric].good && p.current.value > p.baseline.value)
+    .filter(
+      (p) =>
+        p.current.value >= rule.minRatio * p.baseline.value &&
+        p.current.value > VITAL_THRESHOLDS[p.metric].good &&
+        p.current.value > p.baseline.value,
+    )
     .map((p) => ({ ...p, change: p.baseline.value ? round4(p.current.value / p.baseline.value - 1) : 1 }))
     .sort((a, b) => b.change - a.change || (a.path < b.path ? -1 : a.path > b.path ? 1 : a.metric < b.metric ? -1 : 1))
     .slice(0, options.limit ?? 100)
@@ -67,9 +86,25 @@ export async function vitalsRegressions(clickhouse: ClickHouse, siteId: string, 
     .filter(([, c]) => regressed.some((r) => r.metric === c.metric))
     .map(([kind, c]) => ({ kind, metric: c.metric, field: c.field }))
   const contributorRows = named.length
-    ? await execute<{ pathname: string; metric: string; current: number | string; contributor_kind: string; target: string; samples: number | string; value: number | string }>(
+    ? await execute<{
+        pathname: string
+        metric: string
+        current: number | string
+        contributor_kind: string
+        target: string
+        samples: number | string
+        value: number | string
+      }>(
         clickhouse,
-        vitalContributorsByPagePeriodSql(siteId, window.baselineFrom, window.currentFrom, window.to, LEVEL, [...new Set(regressed.map((r) => r.path))], named),
+        vitalContributorsByPagePeriodSql(
+          siteId,
+          window.baselineFrom,
+          window.currentFrom,
+          window.to,
+          LEVEL,
+          [...new Set(regressed.map((r) => r.path))],
+          named,
+        ),
       )
     : []
   return regressed.map((r) => {
@@ -92,6 +127,14 @@ export async function vitalsRegressions(clickhouse: ClickHouse, siteId: string, 
       .filter((t) => t.samples > 0 && t.share > t.baselineShare)
       .sort((a, b) => b.share - b.baselineShare - (a.share - a.baselineShare) || b.samples - a.samples || (a.target < b.target ? -1 : 1))
       .slice(0, 3)
-    return { path: r.path, metric: r.metric, baseline: r.baseline, current: r.current, change: r.change, band: bandOf(r.metric, r.current.value), contributors }
+    return {
+      path: r.path,
+      metric: r.metric,
+      baseline: r.baseline,
+      current: r.current,
+      change: r.change,
+      band: bandOf(r.metric, r.current.value),
+      contributors,
+    }
   })
 }

@@ -23,7 +23,9 @@ export class EmbeddedClickHouse implements ClickHouse {
 
   constructor(dir: string) {
     mkdirSync(dir, { recursive: true })
-    this.session = new Session(dir, { connectionArgs: ['--output_format_json_quote_64bit_integers=1', `--session_timezone=${SESSION_TIMEZONE}`] })
+    this.session = new Session(dir, {
+      connectionArgs: ['--output_format_json_quote_64bit_integers=1', `--session_timezone=${SESSION_TIMEZONE}`],
+    })
   }
 
   /** Runs SQL as the ClickHouse HTTP interface would; the local endpoint serves this. */

@@ -4,7 +4,12 @@ import type { ClickHouse, QueryParams } from './types'
 export interface ClickHouseClientLike {
   query(args: { query: string; query_params?: QueryParams; format: 'JSONEachRow' }): Promise<{ json<T>(): Promise<T[]> }>
   command(args: { query: string; query_params?: QueryParams; clickhouse_settings?: Record<string, unknown> }): Promise<unknown>
-  insert(args: { table: string; values: readonly object[]; format: 'JSONEachRow'; clickhouse_settings?: Record<string, unknown> }): Promise<unknown>
+  insert(args: {
+    table: string
+    values: readonly object[]
+    format: 'JSONEachRow'
+    clickhouse_settings?: Record<string, unknown>
+  }): Promise<unknown>
   close(): Promise<void>
 }
 
@@ -29,7 +34,12 @@ export function clickhouseOverClient(client: ClickHouseClientLike): ClickHouse {
     },
     async insert(table: string, rows: readonly object[]) {
       if (!rows.length) return
-      await client.insert({ table, values: rows, format: 'JSONEachRow', clickhouse_settings: { async_insert: 1, wait_for_async_insert: 1 } })
+      await client.insert({
+        table,
+        values: rows,
+        format: 'JSONEachRow',
+        clickhouse_settings: { async_insert: 1, wait_for_async_insert: 1 },
+      })
     },
     close: () => client.close(),
   }

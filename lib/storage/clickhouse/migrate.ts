@@ -34,7 +34,9 @@ export async function migrate(clickhouse: ClickHouse, migrations: Migration[], c
     `CREATE TABLE IF NOT EXISTS schema_migrations ${onCluster} (version UInt32, name String, applied_at DateTime DEFAULT now())
      ENGINE = ${cluster ? 'Replicated' : ''}MergeTree ORDER BY version`,
   )
-  const applied = new Set((await clickhouse.query<{ version: number }>('SELECT version FROM schema_migrations')).map((r) => Number(r.version)))
+  const applied = new Set(
+    (await clickhouse.query<{ version: number }>('SELECT version FROM schema_migrations')).map((r) => Number(r.version)),
+  )
   const pending = [...migrations].sort((a, b) => a.version - b.version).filter((m) => !applied.has(m.version))
   for (const migration of pending) {
     for (const statement of renderMigration(migration.sql, cluster)) await clickhouse.command(statement)

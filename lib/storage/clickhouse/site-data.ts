@@ -1,7 +1,19 @@
 import type { ClickHouse } from './types'
 
 /** Every ClickHouse table that holds rows of a site. */
-export const SITE_TABLES = ['events', 'sessions', 'bot_events', 'event_quarters', 'recent_events', 'visit_pages', 'visit_quarters', 'day_rollups', 'partial_rollups', 'crawl_snapshots', 'crawl_changes'] as const
+export const SITE_TABLES = [
+  'events',
+  'sessions',
+  'bot_events',
+  'event_quarters',
+  'recent_events',
+  'visit_pages',
+  'visit_quarters',
+  'day_rollups',
+  'partial_rollups',
+  'crawl_snapshots',
+  'crawl_changes',
+] as const
 
 /** Removes all of a site's analytics rows, waiting for the mutations to finish. */
 export async function deleteSiteData(clickhouse: ClickHouse, siteId: string) {

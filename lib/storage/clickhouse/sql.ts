@@ -6,7 +6,17 @@
  */
 
 /** The ClickHouse types reports bind. */
-export type ParamType = 'UUID' | 'String' | 'Date' | 'DateTime64(3)' | 'UInt16' | 'UInt32' | 'UInt64' | 'Array(String)' | 'Array(Date)' | 'Array(UUID)'
+export type ParamType =
+  | 'UUID'
+  | 'String'
+  | 'Date'
+  | 'DateTime64(3)'
+  | 'UInt16'
+  | 'UInt32'
+  | 'UInt64'
+  | 'Array(String)'
+  | 'Array(Date)'
+  | 'Array(UUID)'
 
 /** One value to bind, with its ClickHouse type. */
 export class Bound {

@@ -7,7 +7,11 @@ const IDENTITY = {
 } as const
 
 /** The rows of `rows` not yet in `table`, counted: two equal rows journaled and one stored leave one. */
-export async function notYetStored<Row extends { site_id: string; timestamp: string }>(clickhouse: ClickHouse, table: keyof typeof IDENTITY, rows: Row[]): Promise<Row[]> {
+export async function notYetStored<Row extends { site_id: string; timestamp: string }>(
+  clickhouse: ClickHouse,
+  table: keyof typeof IDENTITY,
+  rows: Row[],
+): Promise<Row[]> {
   if (!rows.length) return []
   const identity = IDENTITY[table]
   const identityOf = (row: Record<string, unknown>) => identity.map((column) => String(row[column])).join('\u0000')

@@ -7,7 +7,9 @@ const zonesByEngine = new WeakMap<ClickHouse, Promise<Set<string>>>()
 function engineTimezones(clickhouse: ClickHouse): Promise<Set<string>> {
   let zones = zonesByEngine.get(clickhouse)
   if (!zones) {
-    zones = clickhouse.query<{ name: string }>('SELECT time_zone AS name FROM system.time_zones').then((rows) => new Set(rows.map((r) => r.name)))
+    zones = clickhouse
+      .query<{ name: string }>('SELECT time_zone AS name FROM system.time_zones')
+      .then((rows) => new Set(rows.map((r) => r.name)))
     zones.catch(() => zonesByEngine.delete(clickhouse))
     zonesByEngine.set(clickhouse, zones)
   }
@@ -21,6 +23,9 @@ function engineTimezones(clickhouse: ClickHouse): Promise<Set<string>> {
  */
 export async function assertEngineKnowsTimezone(clickhouse: ClickHouse, zone: string): Promise<void> {
   if (!(await engineTimezones(clickhouse)).has(zone)) {
-    throw new ApiError(400, `timezone: "${zone}" is not a time zone the analytics engine knows; use a canonical IANA name such as America/New_York`)
+    throw new ApiError(
+      400,
+      `timezone: "${zone}" is not a time zone the analytics engine knows; use a canonical IANA name such as America/New_York`,
+    )
   }
 }

@@ -172,7 +172,13 @@ export class EmbeddedRedis implements RawRedis {
       }
       case 'MGET': {
         arity(1)
-        return { reply: args.map((k) => { const e = this.get(k); return e?.type === 'string' ? e.value : null }), wrote: [] }
+        return {
+          reply: args.map((k) => {
+            const e = this.get(k)
+            return e?.type === 'string' ? e.value : null
+          }),
+          wrote: [],
+        }
       }
       case 'SET': {
         arity(2)
@@ -314,7 +320,8 @@ export class EmbeddedRedis implements RawRedis {
         if (numKeys < 0 || numKeys > args.length - 2) throw new RedisError("ERR Number of keys can't be greater than number of args")
         // each redis.call inside runs and persists like a top-level command
         const native = this.nativeScripts.get(sha)
-        const run = native ?? ((keys: string[], argv: string[], call: (command: string[]) => unknown) => runLuaScript(script, keys, argv, call))
+        const run =
+          native ?? ((keys: string[], argv: string[], call: (command: string[]) => unknown) => runLuaScript(script, keys, argv, call))
         // the script's writes reach the log together, once it has run
         const wrote = new Set<string>()
         const reply = run(args.slice(2, 2 + numKeys), args.slice(2 + numKeys), (command) => {

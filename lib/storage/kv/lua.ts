@@ -98,7 +98,8 @@ export function runLuaScript(script: string, keys: string[], args: string[], cal
   lua.lua_setglobal(L, to_luastring('ARGV'))
   // a leading "#!lua flags=..." line is a Redis 7 shebang, not Lua
   const body = script.replace(/^#![^\n]*\n/, '')
-  if (lauxlib.luaL_loadstring(L, to_luastring(body)) !== lua.LUA_OK) throw new LuaScriptError(`ERR Error compiling script: ${lua.lua_tojsstring(L, -1)}`)
+  if (lauxlib.luaL_loadstring(L, to_luastring(body)) !== lua.LUA_OK)
+    throw new LuaScriptError(`ERR Error compiling script: ${lua.lua_tojsstring(L, -1)}`)
   if (lua.lua_pcall(L, 0, 1, 0) !== lua.LUA_OK) throw new LuaScriptError(`ERR Error running script: ${lua.lua_tojsstring(L, -1)}`)
   return readReply(L, -1)
 }

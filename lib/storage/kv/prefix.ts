@@ -39,7 +39,10 @@ export function prefixedUpstash(options: { url: string; token: string; prefix: s
   return {
     async request<T>(req: UpstashRequest): Promise<UpstashResponse<T>> {
       const path = req.path ?? []
-      const body = path[0] === 'pipeline' || path[0] === 'multi-exec' ? (req.body as RedisCommand[]).map((c) => prefixCommand(options.prefix, c)) : prefixCommand(options.prefix, req.body as RedisCommand)
+      const body =
+        path[0] === 'pipeline' || path[0] === 'multi-exec'
+          ? (req.body as RedisCommand[]).map((c) => prefixCommand(options.prefix, c))
+          : prefixCommand(options.prefix, req.body as RedisCommand)
       const res = await send([base, ...path].join('/'), {
         method: 'POST',
         headers: { authorization: `Bearer ${options.token}`, 'content-type': 'application/json' },

@@ -7,7 +7,8 @@ import { type Fragment, bind, raw, sql } from '../../../storage/clickhouse/sql'
  * The columns of one recorded action, as the answer reads them; a kind that does not carry a
  * field holds its empty value.
  */
-export const ACTION_COLUMNS = raw(`toUnixTimestamp64Milli(timestamp) AS at, kind, name, pathname, selector, element_text, element_tag, link_url, dead_click,
+export const ACTION_COLUMNS =
+  raw(`toUnixTimestamp64Milli(timestamp) AS at, kind, name, pathname, selector, element_text, element_tag, link_url, dead_click,
        error_name, error_message, vital_name, vital_value, engaged_ms, scroll_depth, props`)
 
 /** The actions of the live tape: page loads, clicks (autocaptured and link clicks), custom events, engagement reports and errors. */

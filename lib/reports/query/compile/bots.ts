@@ -30,7 +30,8 @@ function botHits(query: Query): Fragment {
 /** A read of bot hits: totals (as the totals row of human reads, its visit facts zero), a series, or the rows of one property. */
 export function botReadSql(query: Query, read: Read): Fragment {
   const where = botHits(query)
-  if (read.kind === 'stats') return sql`SELECT ${BOT_MEASURES}, 0 AS facts_visits, 0 AS bounces, 0 AS duration FROM bot_events WHERE ${where}`
+  if (read.kind === 'stats')
+    return sql`SELECT ${BOT_MEASURES}, 0 AS facts_visits, 0 AS bounces, 0 AS duration FROM bot_events WHERE ${where}`
   if (read.kind === 'series') return botSeriesSql(query.range, where)
   return sql`
 SELECT ${botDimensionSql(read.property)} AS value, ${BOT_MEASURES}

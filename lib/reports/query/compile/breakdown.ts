@@ -23,9 +23,20 @@ export function breakdownSql(query: Query, property: string, plan: HumanPlan, re
   const engagement = !reports && hasEngagement(property)
   const rows =
     plan.table === 'rollup'
-      ? rowsWithRollup(property, scope, query.range.timezone, plan.rolled, { selected: selected(query, scope), unrolled: unrolledFromSessions(query, property, plan, scope), engagement, reports })
+      ? rowsWithRollup(property, scope, query.range.timezone, plan.rolled, {
+          selected: selected(query, scope),
+          unrolled: unrolledFromSessions(query, property, plan, scope),
+          engagement,
+          reports,
+        })
       : breakdownRows(property, scope, selected(query, scope), { engagement, reports })
-  const rates = raw(engagement ? ', bounces / visits AS bounce_rate, duration_ms / 1000 / visits AS avg_duration' : reports ? ', reports, scroll_sum, engaged_ms_sum' : '')
+  const rates = raw(
+    engagement
+      ? ', bounces / visits AS bounce_rate, duration_ms / 1000 / visits AS avg_duration'
+      : reports
+        ? ', reports, scroll_sum, engaged_ms_sum'
+        : '',
+  )
   // a filtered rollup marks each day with a row of value '', zeros where that value had no visitor
   return sql`
 SELECT value, visitors, visits, pageviews, events${rates}

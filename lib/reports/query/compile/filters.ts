@@ -58,4 +58,5 @@ export function filterConditions(filters: readonly Filter[], goals: readonly Goa
 }
 
 /** The selected events: the scope and every filter. */
-export const selectedEvents = (filters: readonly Filter[], goals: readonly Goal[], scope: Scope) => join([scope.events, ...filterConditions(filters, goals, scope)], ' AND ')
+export const selectedEvents = (filters: readonly Filter[], goals: readonly Goal[], scope: Scope) =>
+  join([scope.events, ...filterConditions(filters, goals, scope)], ' AND ')

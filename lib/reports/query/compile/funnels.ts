@@ -61,7 +61,9 @@ export function funnelLevelsSql(query: Query, steps: readonly FunnelStep[]): Fra
   const funnel = perStep
     ? sql`windowFunnel(${raw(String(2 * VISIT_SPAN_MS * STEP_SLOTS))}, 'strict_increase')(${time} * ${raw(String(STEP_SLOTS))} + toUInt64(${raw(String(STEP_SLOTS - 1))} - step), ${raw(steps.map((_, k) => `step = ${k}`).join(', '))})`
     : sql`windowFunnel(${raw(String(2 * VISIT_SPAN_MS))}, 'strict_increase')(${time}, ${join(conditions, ', ')})`
-  const rowPerStep = perStep ? sql`ARRAY JOIN arrayFilter(k -> [${join(conditions, ', ')}][k + 1], range(${raw(String(steps.length))})) AS step` : empty
+  const rowPerStep = perStep
+    ? sql`ARRAY JOIN arrayFilter(k -> [${join(conditions, ', ')}][k + 1], range(${raw(String(steps.length))})) AS step`
+    : empty
   return sql`
 SELECT level, count() AS visitors
 FROM (

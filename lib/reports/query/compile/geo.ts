@@ -40,7 +40,8 @@ GROUP BY ${day ? raw('day, ') : empty}${place}`
 }
 
 /** A place as one rollup value: its parts as a JSON array, so any name round-trips. */
-const placeValue = (granularity: GeoGranularity) => raw(granularity === 'city' ? 'toJSONString([country, region, city])' : 'toJSONString([country, region])')
+const placeValue = (granularity: GeoGranularity) =>
+  raw(granularity === 'city' ? 'toJSONString([country, region, city])' : 'toJSONString([country, region])')
 const placeFromValue = (granularity: GeoGranularity) =>
   raw(
     granularity === 'city'
@@ -80,7 +81,13 @@ LIMIT ${bind('UInt32', query.limit)}`
 }
 
 /** The daily rollup rows of places at one granularity over whole days, stamped with each day's signature (see rollup-build.ts). */
-export function geoRollupInsertSql(siteId: string, timezone: string, granularity: GeoGranularity, spans: DaySpan[], days: RolledDays): Fragment {
+export function geoRollupInsertSql(
+  siteId: string,
+  timezone: string,
+  granularity: GeoGranularity,
+  spans: DaySpan[],
+  days: RolledDays,
+): Fragment {
   const scope = daySpansScope(siteId, spans)
   const dayList = bind('Array(Date)', days.days)
   return sql`

@@ -22,7 +22,9 @@ export function journeysSql(query: Query, page: { offset: number; visitor?: stri
   const scope = queryWindow(query)
   const visits = sql`site_id = ${bind('UUID', query.siteId)} AND ${scope.visitsBegan}`
   const oneVisitor = page.visitor === undefined ? empty : sql` AND visitor_id = ${bind('UInt64', page.visitor)}`
-  const selectedVisitors = query.filters.length ? sql` AND visitor_id IN (SELECT visitor_id FROM events WHERE ${selected(query, scope)})` : empty
+  const selectedVisitors = query.filters.length
+    ? sql` AND visitor_id IN (SELECT visitor_id FROM events WHERE ${selected(query, scope)})`
+    : empty
   return sql`
 WITH page AS (
   SELECT visitor_id AS visitor, max(end) AS last_end, count() OVER () AS total

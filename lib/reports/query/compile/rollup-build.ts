@@ -52,7 +52,10 @@ export function filteredRollupInsertSql(query: Query, { key, property, days }: R
   const scope = daySpansScope(query.siteId, daySpans(days.days, timezone))
   const tz = bind('String', timezone)
   const dayList = bind('Array(Date)', days.days)
-  const rows = breakdownRows(property, scope, selectedEvents(query.filters, query.goals, scope), { day: localDay(timezone), engagement: true })
+  const rows = breakdownRows(property, scope, selectedEvents(query.filters, query.goals, scope), {
+    day: localDay(timezone),
+    engagement: true,
+  })
   return sql`
 INSERT INTO day_rollups (site_id, timezone, version, property, day, day_events, day_sum, value, visitors, visits, pageviews, events, bounces, duration_ms)
 SELECT ${bind('UUID', query.siteId)}, ${tz}, ${bind('UInt16', ROLLUP_VERSION)}, ${bind('String', key)}, day,

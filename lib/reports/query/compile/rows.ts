@@ -67,7 +67,9 @@ export function breakdownRows(property: string, scope: Scope, selected: Fragment
   const perVisit = property === TOTALS || dimension(property)?.scope === 'visit'
   const byDay = day ? raw('day, ') : empty
   const reports = options.reports
-    ? raw(", countIf(kind = 'engagement') AS reports, sumIf(scroll_depth, kind = 'engagement') AS scroll_sum, sumIf(engaged_ms, kind = 'engagement') AS engaged_ms_sum")
+    ? raw(
+        ", countIf(kind = 'engagement') AS reports, sumIf(scroll_depth, kind = 'engagement') AS scroll_sum, sumIf(engaged_ms, kind = 'engagement') AS engaged_ms_sum",
+      )
     : empty
   // each visit holding a selected event: its values, and its facts (views, custom events, first to
   // last event) from the sessions rollup rather than a scan of all its events
@@ -105,10 +107,24 @@ ${engagement ? engagementJoin : empty}`
 export function rowsWithRollup(property: string, scope: Scope, timezone: string, rolled: RolledDays, options: RowsOptions = {}): Fragment {
   const engagement = options.engagement ?? hasEngagement(property)
   const keep = options.day ? 'day, ' : ''
-  const metrics = ['visitors', 'visits', 'pageviews', 'events', ...(engagement ? ['bounces', 'duration_ms'] : []), ...(options.reports ? REPORT_COLUMNS : [])]
+  const metrics = [
+    'visitors',
+    'visits',
+    'pageviews',
+    'events',
+    ...(engagement ? ['bounces', 'duration_ms'] : []),
+    ...(options.reports ? REPORT_COLUMNS : []),
+  ]
   const columns = raw(`${keep}value, ${metrics.join(', ')}`)
   const partial = scope.partial
-  const events = options.unrolled ?? breakdownRows(property, scope, options.selected ?? scope.events, { day: options.day, engagement, reports: options.reports, visitorStates: !!partial })
+  const events =
+    options.unrolled ??
+    breakdownRows(property, scope, options.selected ?? scope.events, {
+      day: options.day,
+      engagement,
+      reports: options.reports,
+      visitorStates: !!partial,
+    })
   const unrolled = partial
     ? sql`SELECT ${raw(keep)}value, ${raw(metrics.map((m) => (m === 'visitors' ? 'uniqExactMerge(visitors) AS visitors' : `sum(${m}) AS ${m}`)).join(', '))}
   FROM (
@@ -121,9 +137,13 @@ export function rowsWithRollup(property: string, scope: Scope, timezone: string,
   return sql`
 SELECT ${raw(keep)}value, ${raw(metrics.map((m) => `sum(${m}) AS ${m}`).join(', '))}
 FROM (
-  ${unrolled}${rolled.days.length ? sql`
+  ${unrolled}${
+    rolled.days.length
+      ? sql`
   UNION ALL
-  ${rolledRows(scope.siteId, timezone, rolled.filtersKey ?? property, rolled, columns)}` : empty}
+  ${rolledRows(scope.siteId, timezone, rolled.filtersKey ?? property, rolled, columns)}`
+      : empty
+  }
 )
 GROUP BY ${raw(keep)}value`
 }

@@ -47,7 +47,9 @@ const RECENT_MS = 86_400_000
  * granule of its day. Other windows read events, whose order serves lookups by event name and visitor.
  */
 const windowTable = (range: Pick<ResolvedRange, 'from'> & { name?: string }, now: Date | undefined): Scope['table'] =>
-  now !== undefined && range.name !== undefined && LIVE_WINDOWS.has(range.name) && range.from.epochMilliseconds >= now.getTime() - RECENT_MS ? 'recent_events' : 'events'
+  now !== undefined && range.name !== undefined && LIVE_WINDOWS.has(range.name) && range.from.epochMilliseconds >= now.getTime() - RECENT_MS
+    ? 'recent_events'
+    : 'events'
 
 /**
  * The window's scope, read at `now` (without it, from events). A visit ends when the visitor id
@@ -94,7 +96,11 @@ export function daySpansScope(siteId: string, spans: readonly DaySpan[], partial
     const day = { from: ms(partial.day.from), to: ms(partial.day.to) }
     const cutoff = ms(partial.day.before)
     const visits = partial.only ? during('session_start', day.from, cutoff) : during('session_start', cutoff, day.to)
-    events.push(partial.only ? sql`(${during('timestamp', day.from, day.to)} AND ${visits})` : sql`(${during('timestamp', cutoff, day.to)} AND ${visits})`)
+    events.push(
+      partial.only
+        ? sql`(${during('timestamp', day.from, day.to)} AND ${visits})`
+        : sql`(${during('timestamp', cutoff, day.to)} AND ${visits})`,
+    )
     began.push(visits)
     ranges.push(partial.only ? day : { from: cutoff, to: day.to })
   }

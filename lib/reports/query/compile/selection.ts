@@ -27,7 +27,11 @@ export const selected = (query: Query, scope: Scope) => selectedEvents(query.fil
 
 /** The query's filters on visit attributes, which narrow whole-visit facts read from the sessions rollup as well. */
 export const visitFilters = (query: Query, scope: Scope): Fragment[] =>
-  filterConditions(query.filters.filter((f) => isVisitAttribute(f.dimension)), query.goals, scope)
+  filterConditions(
+    query.filters.filter((f) => isVisitAttribute(f.dimension)),
+    query.goals,
+    scope,
+  )
 
 /**
  * Under the rollup plan, the rows of the days not rolled up (today, mostly) from the sessions

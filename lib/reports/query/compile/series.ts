@@ -26,7 +26,11 @@ export function seriesSql(query: Query, plan: HumanPlan): Fragment {
   if (plan.table === 'rollup') {
     // day or month buckets: per-day totals summed into buckets
     const { timezone } = query.range
-    const inner = rowsWithRollup(TOTALS, scope, timezone, plan.rolled, { day: localDay(timezone), engagement: false, selected: selected(query, scope) })
+    const inner = rowsWithRollup(TOTALS, scope, timezone, plan.rolled, {
+      day: localDay(timezone),
+      engagement: false,
+      selected: selected(query, scope),
+    })
     const tz = bind('String', timezone)
     const dayBucket = query.range.interval === 'month' ? sql`toDateTime(toStartOfMonth(day), ${tz})` : sql`toDateTime(day, ${tz})`
     return sql`

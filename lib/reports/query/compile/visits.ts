@@ -7,9 +7,16 @@ import { type Fragment, empty, join, raw, sql } from '../../../storage/clickhous
  * `value`. Filters on visit attributes narrow it (they are stamped on every row of a visit);
  * `inWindow` keeps only visits whose last event is in or after the window's start.
  */
-export function visitFacts(scope: Scope, visitFilters: readonly Fragment[], options: { value?: Fragment; inWindow?: boolean } = {}): Fragment {
+export function visitFacts(
+  scope: Scope,
+  visitFilters: readonly Fragment[],
+  options: { value?: Fragment; inWindow?: boolean } = {},
+): Fragment {
   const value = options.value ? sql`${options.value} AS value, ` : empty
-  const filters = join(visitFilters.map((f) => sql` AND ${f}`), '')
+  const filters = join(
+    visitFilters.map((f) => sql` AND ${f}`),
+    '',
+  )
   // a visit's last event is at or after the window's start exactly when it has an event there; for a
   // live window those are a short range of recent_events, and few visits: those, not the day's
   const recent =
@@ -20,8 +27,12 @@ export function visitFacts(scope: Scope, visitFilters: readonly Fragment[], opti
          dateDiff('millisecond', min(session_start), max(end)) / 1000 AS duration
   FROM sessions
   WHERE ${siteIs(scope.siteId)} AND ${scope.visitsBegan}${filters}${recent}
-  GROUP BY session_id${options.inWindow ? sql`
-  HAVING max(end) >= ${scope.windowFrom}` : empty}`
+  GROUP BY session_id${
+    options.inWindow
+      ? sql`
+  HAVING max(end) >= ${scope.windowFrom}`
+      : empty
+  }`
 }
 
 /**
@@ -31,8 +42,17 @@ export function visitFacts(scope: Scope, visitFilters: readonly Fragment[], opti
  * are the visit's own. The columns of breakdownRows, without an event scan; with `visitorStates`,
  * visitors as a uniqExact state, to merge with a partial rollup's.
  */
-export function visitAttributeRows(siteId: string, value: Fragment, began: Fragment, visitFilters: readonly Fragment[], options: { visitorStates?: boolean } = {}): Fragment {
-  const filters = join(visitFilters.map((f) => sql` AND ${f}`), '')
+export function visitAttributeRows(
+  siteId: string,
+  value: Fragment,
+  began: Fragment,
+  visitFilters: readonly Fragment[],
+  options: { visitorStates?: boolean } = {},
+): Fragment {
+  const filters = join(
+    visitFilters.map((f) => sql` AND ${f}`),
+    '',
+  )
   return sql`SELECT value, ${raw(options.visitorStates ? 'uniqExactState' : 'uniqExact')}(visitor) AS visitors, count() AS visits, sum(pv) AS pageviews, sum(ce) AS events,
          countIf(pv <= 1 AND ce = 0) AS bounces, toUInt64(round(sum(duration) * 1000)) AS duration_ms
   FROM (

@@ -110,7 +110,10 @@ export type ContributorKind = keyof typeof CONTRIBUTORS
  * metric's percentile over them. Most samples first, at most the query's limit per kind.
  */
 export function contributorsSql(query: Query, options: VitalsOptions): Fragment {
-  const named = Object.entries(CONTRIBUTORS).map(([kind, { metric, field }]) => sql`(${raw(`'${kind}'`)}, if(vital_name = ${raw(`'${metric}'`)}, props[${bind('String', `attribution.${field}`)}], ''))`)
+  const named = Object.entries(CONTRIBUTORS).map(
+    ([kind, { metric, field }]) =>
+      sql`(${raw(`'${kind}'`)}, if(vital_name = ${raw(`'${metric}'`)}, props[${bind('String', `attribution.${field}`)}], ''))`,
+  )
   const metrics = [...new Set(Object.values(CONTRIBUTORS).map((c) => c.metric))]
   return sql`
 SELECT contributor_kind AS kind, target, samples, share, value
