@@ -29,9 +29,9 @@ const program = new Command('dev-worker')
     }
     writeFileSync(
       '.dev.vars',
-      Object.entries(vars)
+      `${Object.entries(vars)
         .map(([k, v]) => `${k}=${v}`)
-        .join('\n') + '\n',
+        .join('\n')}\n`,
       { mode: 0o600 },
     )
     const child = spawn(process.execPath, ['node_modules/wrangler/bin/wrangler.js', 'dev', '--port', opts.port], {

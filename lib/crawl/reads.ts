@@ -11,7 +11,7 @@ import type { Services } from '../services'
 import type { Site } from '../sites/sites'
 import type { StoredChange } from './changes'
 import { changeById, latestSnapshots, siteChanges, snapshotDetail } from './changes'
-import { CATEGORIES, CHANGE_TYPES, type ChangeType, wordRuns } from './detect'
+import { type CATEGORIES, CHANGE_TYPES, type ChangeType, wordRuns } from './detect'
 import { isNoindex } from './parse'
 
 /** The pages read, the change feed and the word diff (docs/changes.md). */

@@ -65,7 +65,7 @@ export async function publicLiveCount(services: Services, query: URLSearchParams
   const now = services.now()
   // a bad range or missing custom dates is 400 whatever the site
   resolveRange({ range: params.range ?? '5m', from: params.from, to: params.to }, 'UTC', now)
-  if (!site || !site.sharing.publicCounts || !asked) throw NOT_FOUND
+  if (!site?.sharing.publicCounts || !asked) throw NOT_FOUND
   const range = liveWindow(params, site, now, params.range === 'all' ? await firstEvent(services, site.id) : null)
   if (!dialAdmits(site.sharing.publicCountsDial, range, now)) throw NOT_FOUND
 

@@ -155,9 +155,9 @@ function mostFrequent(values: string[]): string {
 }
 const distinct = (values: string[]) => new Set(values).size
 /** Rows of {value, count, visitors}, most first, ties by value. */
-function countRows<T extends Hit>(hits: T[], valueOf: (h: T) => string) {
+function countRows<T extends Hit>(hits: T[], valueFor: (h: T) => string) {
   const by = new Map<string, T[]>()
-  for (const h of hits) by.set(valueOf(h), [...(by.get(valueOf(h)) ?? []), h])
+  for (const h of hits) by.set(valueFor(h), [...(by.get(valueFor(h)) ?? []), h])
   return [...by]
     .map(([value, hs]) => ({ value, count: hs.length, visitors: distinct(hs.map(visitorOf)) }))
     .sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : 1))

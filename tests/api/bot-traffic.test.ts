@@ -99,9 +99,9 @@ const botMeasures = (hits: BotHit[]) => ({
   pageviews: hits.length,
   events: 0,
 })
-function expectedBotRows(hits: BotHit[], valueOf: (h: BotHit) => string) {
+function expectedBotRows(hits: BotHit[], valueFor: (h: BotHit) => string) {
   const by = new Map<string, BotHit[]>()
-  for (const h of hits) by.set(valueOf(h), [...(by.get(valueOf(h)) ?? []), h])
+  for (const h of hits) by.set(valueFor(h), [...(by.get(valueFor(h)) ?? []), h])
   return [...by]
     .map(([value, hs]) => ({ value, ...botMeasures(hs) }))
     .sort((a, b) => b.visitors - a.visitors || b.pageviews - a.pageviews || (a.value < b.value ? -1 : 1))

@@ -51,9 +51,9 @@ describe('filtered reads over whole days', () => {
           pageviews: e.pageviews,
         })
       }
-      for (const [property, valueOf] of breakdowns) {
+      for (const [property, valueFor] of breakdowns) {
         const json = await get(`/api/v1/breakdown?range=30d&property=${property}&limit=1000${param}`)
-        expect(json.results, property).toEqual(expectedBreakdown(reference, json.range.from, json.range.to, valueOf, true, keep))
+        expect(json.results, property).toEqual(expectedBreakdown(reference, json.range.from, json.range.to, valueFor, true, keep))
       }
       return { ...stats.totals, range: stats.range as { from: string } }
     }

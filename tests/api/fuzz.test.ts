@@ -112,7 +112,7 @@ describe('fuzzing every registered endpoint', () => {
           ),
         body: fc.oneof(
           fc.dictionary(fc.constantFrom(...bodyNames, 'site_id', 'junk'), jsonValue).map((o) => JSON.stringify(o)),
-          fc.constantFrom('', '{', '[]', 'null', '"x"', '{"events":[' + '{}'.repeat(3) + ']}', '\uffff\ud800'),
+          fc.constantFrom('', '{', '[]', 'null', '"x"', `{"events":[${'{}'.repeat(3)}]}`, '\uffff\ud800'),
           jsonValue.map((v) => JSON.stringify(v) ?? ''),
         ),
         key: fc.constantFrom(t.a.write.key, t.a.read.key, t.ingest.key, 'wak_nope', ''),

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { createApiKey } from '../../lib/accounts/admin'
 import { importHits } from '../../lib/ingest/import'
-import { harness, seed, type Harness } from '../helpers'
+import { harness, type Harness } from '../helpers'
 
 const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36'
 const IPHONE =

@@ -85,9 +85,9 @@ describe('partial rollup of today', () => {
         ['range=30d', '2026-10-24T00:00:00+02:00'],
       ]) {
         expect((await get(`/api/v1/stats?${range}`)).totals, range).toEqual(expectedTotals(reference, lo, to))
-        for (const [property, valueOf] of breakdowns) {
+        for (const [property, valueFor] of breakdowns) {
           expect((await get(`/api/v1/breakdown?${range}&property=${property}&limit=1000`)).results, `${range} ${property}`).toEqual(
-            expectedBreakdown(reference, lo, to, valueOf, true),
+            expectedBreakdown(reference, lo, to, valueFor, true),
           )
         }
         if (range !== 'range=today') {

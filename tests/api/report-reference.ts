@@ -182,14 +182,14 @@ export function expectedBreakdown(
   ref: Ref,
   from: string,
   to: string,
-  valueOf: (e: RefEvent, v: RefVisit) => string | undefined,
+  valueFor: (e: RefEvent, v: RefVisit) => string | undefined,
   engagement: boolean,
   keep: (e: RefEvent, v: RefVisit) => boolean = () => true,
 ) {
-  const values = new Set(ref.events.map((e) => valueOf(e, ref.visits.get(e.visit)!)).filter((v): v is string => v !== undefined))
+  const values = new Set(ref.events.map((e) => valueFor(e, ref.visits.get(e.visit)!)).filter((v): v is string => v !== undefined))
   return [...values]
     .map((value) => {
-      const t = expectedTotals(ref, from, to, (e, v) => keep(e, v) && valueOf(e, v) === value)
+      const t = expectedTotals(ref, from, to, (e, v) => keep(e, v) && valueFor(e, v) === value)
       const row: Record<string, unknown> = { value, visitors: t.visitors, visits: t.visits, pageviews: t.pageviews, events: t.events }
       if (engagement) Object.assign(row, { bounceRate: t.bounceRate, avgDuration: t.avgDuration })
       return row

@@ -144,7 +144,7 @@ describe('reports', () => {
     for (const [filters, keep] of cases) {
       const json = await get(`/api/v1/stats?site_id=${sites.ny.id}&${custom}${filtersParam(filters)}`)
       expect(json.totals, JSON.stringify(filters)).toEqual(
-        expectedTotals(sites.ny.ref, R[0].replace('Z', '') + '-04:00', '2026-11-23T00:00:00-05:00', keep),
+        expectedTotals(sites.ny.ref, `${R[0].replace('Z', '')}-04:00`, '2026-11-23T00:00:00-05:00', keep),
       )
     }
   })
@@ -152,8 +152,8 @@ describe('reports', () => {
   it('breaks down by path, source and prop:, sorted by visitors then value, with limits', async () => {
     const from = '2026-08-01T00:00:00-04:00'
     const to = '2026-11-23T00:00:00-05:00'
-    const reference = (valueOf: (e: RefEvent, v: RefVisit) => string | undefined, engagement: boolean) =>
-      expectedBreakdown(sites.ny.ref, from, to, valueOf, engagement)
+    const reference = (valueFor: (e: RefEvent, v: RefVisit) => string | undefined, engagement: boolean) =>
+      expectedBreakdown(sites.ny.ref, from, to, valueFor, engagement)
     const path = await get(`/api/v1/breakdown?site_id=${sites.ny.id}&${custom}&property=path`)
     expect(path.results).toEqual(reference((e) => e.path, true))
     const source = await get(`/api/v1/breakdown?site_id=${sites.ny.id}&${custom}&property=source&limit=2`)
@@ -188,9 +188,9 @@ describe('reports', () => {
       ['device', (e, v) => v.device],
     ]
     for (const [filters, keep] of cases) {
-      for (const [property, valueOf] of properties) {
+      for (const [property, valueFor] of properties) {
         const json = await get(`/api/v1/breakdown?site_id=${sites.ny.id}&${custom}&property=${property}&limit=1000${filtersParam(filters)}`)
-        const expected = expectedBreakdown(sites.ny.ref, from, to, valueOf, true, keep)
+        const expected = expectedBreakdown(sites.ny.ref, from, to, valueFor, true, keep)
         expect(expected.length, `${property} ${JSON.stringify(filters)}`).toBeGreaterThan(0)
         expect(json.results, `${property} ${JSON.stringify(filters)}`).toEqual(expected)
       }

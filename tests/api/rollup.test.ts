@@ -31,9 +31,9 @@ describe('daily rollup', () => {
         ['range=custom&from=2026-10-25&to=2026-11-20', '2026-10-25T00:00:00+02:00', '2026-11-21T00:00:00+01:00'],
       ]) {
         expect((await get(`/api/v1/stats?${range}`)).totals, range).toEqual(expectedTotals(reference, lo, hi))
-        for (const [property, valueOf] of breakdowns) {
+        for (const [property, valueFor] of breakdowns) {
           expect((await get(`/api/v1/breakdown?${range}&property=${property}&limit=1000`)).results, `${range} ${property}`).toEqual(
-            expectedBreakdown(reference, lo, hi, valueOf, true),
+            expectedBreakdown(reference, lo, hi, valueFor, true),
           )
         }
       }
@@ -104,21 +104,21 @@ describe('daily rollup', () => {
     // a window of rolled days only (no day left to read from events): two days the fixture has visits on
     const [a, b] = finished.slice(-3)
     const onlyRolled = `range=custom&from=${a}&to=${b}`
-    const [lo, hi] = [`${a}T00:00:00+01:00`, Temporal.PlainDate.from(b).add({ days: 1 }).toString() + 'T00:00:00+01:00']
+    const [lo, hi] = [`${a}T00:00:00+01:00`, `${Temporal.PlainDate.from(b).add({ days: 1 }).toString()}T00:00:00+01:00`]
     expect(
       (await rolledDays(services.clickhouse, { ...query, range: resolveRange({ range: 'custom', from: a, to: b }, tz, NOW) })).days.length,
     ).toBe(Temporal.PlainDate.from(a).until(b).days + 1)
     expect((await get(`/api/v1/stats?${onlyRolled}`)).totals).toEqual(expectedTotals(ref, lo, hi))
-    for (const [property, valueOf] of breakdowns) {
+    for (const [property, valueFor] of breakdowns) {
       expect((await get(`/api/v1/breakdown?${onlyRolled}&property=${property}&limit=1000`)).results, property).toEqual(
-        expectedBreakdown(ref, lo, hi, valueOf, true),
+        expectedBreakdown(ref, lo, hi, valueFor, true),
       )
     }
     // an export's reads share one lookup of the rolled days and still agree with the reference
     const exported = await get('/api/v1/export?range=30d')
     expect(exported.totals).toEqual(expectedTotals(ref, from, to))
-    for (const [property, valueOf] of breakdowns)
-      expect(exported.breakdowns[property], `export ${property}`).toEqual(expectedBreakdown(ref, from, to, valueOf, true))
+    for (const [property, valueFor] of breakdowns)
+      expect(exported.breakdowns[property], `export ${property}`).toEqual(expectedBreakdown(ref, from, to, valueFor, true))
     // rows built for one timezone are never read for another
     expect((await rolledDays(services.clickhouse, { ...query, range: resolveRange({ range: '30d' }, 'UTC', NOW) })).days).toEqual([])
 

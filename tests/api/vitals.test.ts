@@ -238,9 +238,9 @@ describe('vitals', () => {
       devices: (s) => DEVICES[s.ua],
       browsers: (s) => BROWSERS[s.ua],
     }
-    for (const [table, valueOf] of Object.entries(tables)) {
+    for (const [table, valueFor] of Object.entries(tables)) {
       const by = new Map<string, Sample[]>()
-      for (const s of samples) by.set(valueOf(s), [...(by.get(valueOf(s)) ?? []), s])
+      for (const s of samples) by.set(valueFor(s), [...(by.get(valueFor(s)) ?? []), s])
       const order = [...by].sort((a, b) => b[1].length - a[1].length || (a[0] < b[0] ? -1 : 1)).slice(0, json.tables[table].length)
       expect(
         json.tables[table].map((r: { value: string }) => r.value),

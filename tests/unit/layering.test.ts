@@ -14,7 +14,7 @@ function sourceFiles(dir: string): string[] {
 function importsOf(file: string): string[] {
   const text = readFileSync(join(root, file), 'utf8')
   return [...text.matchAll(/^\s*(?:import|export)\s[^'"]*?from\s+'([^']+)'/gm)].map(([, spec]) =>
-    spec.startsWith('.') ? relative(root, resolve(root, dirname(file), spec)) + '.ts' : spec,
+    spec.startsWith('.') ? `${relative(root, resolve(root, dirname(file), spec))}.ts` : spec,
   )
 }
 

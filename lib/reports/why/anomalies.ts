@@ -1,4 +1,4 @@
-import { type ReportParams } from '../query/parse'
+import type { ReportParams } from '../query/parse'
 import { previousWindow, rangeView, wholeDays } from '../query/range'
 import { type ReportDeps, prepare } from '../query/reports'
 import { execute } from '../../storage/clickhouse/execute'

@@ -76,7 +76,7 @@ export class EmbeddedRedis implements RawRedis {
         this.data.delete(key)
         continue
       }
-      bytes += writeSync(out, JSON.stringify([key, serialize(entry)]) + '\n')
+      bytes += writeSync(out, `${JSON.stringify([key, serialize(entry)])}\n`)
     }
     fsyncSync(out)
     closeSync(out)
@@ -91,7 +91,7 @@ export class EmbeddedRedis implements RawRedis {
     let lines = ''
     for (const key of keys) {
       const entry = this.data.get(key)
-      lines += JSON.stringify([key, entry ? serialize(entry) : null]) + '\n'
+      lines += `${JSON.stringify([key, entry ? serialize(entry) : null])}\n`
     }
     this.appendedBytes += writeSync(this.fd, lines)
     if (this.options.fsync) fsyncSync(this.fd)
