@@ -27,11 +27,23 @@ export interface OutboundOptions {
  * Only globally routable unicast addresses are public. ipaddr.js knows the special ranges
  * (private, loopback, link-local, unique-local, CGNAT, multicast, reserved, ...) and reads an
  * IPv4-mapped IPv6 address in every spelling as the IPv4 address it carries; the ranges that
- * embed an IPv4 address in another way (NAT64, 6to4, Teredo) are refused as well.
+ * embed an IPv4 address in another way (IPv4-compatible ::/96, NAT64, 6to4, Teredo) are refused
+ * as well, and so is every other form that is not global unicast (documentation, discard,
+ * site-local, ORCHID, segment routing).
  */
 export function isPrivateAddress(address: string): boolean {
   const ip = address.replace(/^\[|\]$/g, '')
   if (!ipaddr.isValid(ip)) return true
+  // ::/96, the deprecated IPv4-compatible range, in any spelling: ipaddr.js calls ::7f00:1 unicast
+  // although it is ::127.0.0.1, and reads ::8.8.8.8 as the mapped ::ffff:8.8.8.8; some stacks
+  // still route these to the IPv4 address they carry
+  if (/^(::|(0{1,4}:){6})(\d{1,3}\.){3}\d{1,3}$/.test(ip)) return true
+  const compatible =
+    ipaddr.IPv6.isValid(ip) &&
+    ipaddr.IPv6.parse(ip)
+      .parts.slice(0, 6)
+      .every((part) => part === 0)
+  if (compatible) return true
   return ipaddr.process(ip).range() !== 'unicast'
 }
 

@@ -79,6 +79,8 @@ describe('alert settings', () => {
     ['http webhook', { webhookUrl: 'http://hooks.example.com/x' }, /webhookUrl: must be an https URL/],
     ['loopback webhook', { webhookUrl: 'https://127.0.0.1/x' }, /webhookUrl: 127\.0\.0\.1 is a private/],
     ['private webhook', { webhookUrl: 'https://[::ffff:10.0.0.1]/x' }, /webhookUrl: .*private/],
+    ['IPv4-compatible loopback webhook', { webhookUrl: 'https://[::7f00:1]/x' }, /webhookUrl: .*private/],
+    ['IPv4-compatible dotted webhook', { webhookUrl: 'https://[::127.0.0.1]/x' }, /webhookUrl: .*private/],
     ['localhost webhook', { webhookUrl: 'https://localhost/x' }, /webhookUrl: localhost is a private/],
     ['spike threshold too low', { spikeThreshold: 1 }, /spikeThreshold/],
     ['drop threshold too high', { dropThreshold: 1 }, /dropThreshold/],

@@ -47,6 +47,21 @@ describe('guarded outbound fetch', () => {
       '2002:7f00:1::1',
       '::',
       'garbage',
+      // IPv4-compatible (::/96) in every spelling, and the other forms that are not global unicast
+      '::7f00:1',
+      '[::7f00:1]',
+      '::127.0.0.1',
+      '::a00:1',
+      '::8.8.8.8',
+      '0:0:0:0:0:0:a9fe:a9fe',
+      '64:ff9b:1::1',
+      '2001:db8::1',
+      'fec0::1',
+      '2001::1',
+      '100::1',
+      '2001:10::1',
+      '2001:20::1',
+      '5f00::1',
     ]) {
       expect(isPrivateAddress(ip), ip).toBe(true)
     }
@@ -56,7 +71,14 @@ describe('guarded outbound fetch', () => {
   it('refuses loopback reached through IPv4-mapped IPv6 literals', async () => {
     const guarded = guardedFetch()
     const port = new URL(base).port
-    for (const host of ['[::ffff:127.0.0.1]', '[::ffff:7f00:1]', '[0:0:0:0:0:ffff:127.0.0.1]', '[::ffff:a9fe:a9fe]']) {
+    for (const host of [
+      '[::ffff:127.0.0.1]',
+      '[::ffff:7f00:1]',
+      '[0:0:0:0:0:ffff:127.0.0.1]',
+      '[::ffff:a9fe:a9fe]',
+      '[::7f00:1]',
+      '[::127.0.0.1]',
+    ]) {
       await expect(guarded(`http://${host}:${port}/ok`), host).rejects.toThrow(/private/)
     }
   })
