@@ -306,8 +306,12 @@ const DIFFED_FIELD = { title: 'title', meta_description: 'metaDescription', h1: 
 /** GET /changes/diff: the change's site (for the caller's access check) and its word-level runs. */
 export async function changeDiff(services: Services, changeId: string, siteOf: (siteId: string) => Promise<Site>) {
   const change = await changeById(services.clickhouse, changeId)
-  if (!change) throw new ApiError(404, 'change_id: no such change')
-  const site = await siteOf(change.siteId)
+  const noSuchChange = new ApiError(404, 'change_id: no such change')
+  if (!change) throw noSuchChange
+  // another organization's change is answered exactly as one that does not exist
+  const site = await siteOf(change.siteId).catch((err: unknown) => {
+    throw err instanceof ApiError && err.status === 404 ? noSuchChange : err
+  })
   if (!change.diffable || !(change.type in DIFFED_FIELD) || !change.beforeSnapshot || !change.afterSnapshot) {
     throw new ApiError(
       422,
