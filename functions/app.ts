@@ -22,6 +22,8 @@ export function createApp(services: Services, log: LogOptions = { level: 'error'
     if (c.req.method !== 'OPTIONS') {
       // the rate-limit headers exist on keyed answers only
       if (c.req.path.startsWith('/api/v1')) c.header('Access-Control-Expose-Headers', CORS_EXPOSE_HEADERS)
+      // so a page's script can read why its hit was dropped
+      else if (c.req.path === '/api/event') c.header('Access-Control-Expose-Headers', 'X-Dropped')
       return next()
     }
     c.header('Access-Control-Allow-Methods', 'GET, POST, PATCH, DELETE, OPTIONS')

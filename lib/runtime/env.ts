@@ -14,8 +14,10 @@ export class UserError extends Error {
 }
 
 export const logLevelSchema = z
-  .enum(['silent', 'error', 'info'])
-  .describe('`info`: one JSON line per request and every internal error, on stderr; `error`: internal errors only; `silent`: nothing')
+  .enum(['silent', 'error', 'info', 'debug'])
+  .describe(
+    '`info`: one JSON line per request and every internal error, on stderr; `debug`: those and a line for every hit the collector drops, with the reason; `error`: internal errors only; `silent`: nothing',
+  )
 export type LogLevel = z.infer<typeof logLevelSchema>
 
 const port = z.coerce
