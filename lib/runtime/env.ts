@@ -43,7 +43,10 @@ export const cruxApiUrl = z
 
 export const nodeEnvSchema = z.object({
   PORT: port.default(8787).describe('where the API listens; `0` picks a free port'),
-  HOST: z.string().default('0.0.0.0').describe('the address the API listens on'),
+  HOST: z
+    .string()
+    .default('127.0.0.1')
+    .describe('the address the API listens on: this machine only by default; `0.0.0.0` (or `::`) to be reachable from other machines'),
   LOCAL_PORT: port
     .optional()
     .describe(
@@ -85,6 +88,11 @@ export const nodeEnvSchema = z.object({
       'crawl every site from this origin instead of `https://<domain>`: a local copy of a site under test (with `OUTBOUND_ALLOW_PRIVATE=1` for a private address)',
     ),
   TRUST_PROXY: flag.default('0').describe('`1` behind your own reverse proxy: take the client address from `X-Forwarded-For`'),
+  DEMO: flag
+    .optional()
+    .describe(
+      '`1` creates the demo organization and site on a first start against a ClickHouse server or Redis too; `0` never; by default only on a first start on the embedded stores',
+    ),
   SKIP_DEMO_TRAFFIC: flag.default('0').describe('`1` to create the demo site on first start without its 30 days of traffic'),
   SMTP_URL: z
     .url()
@@ -107,4 +115,14 @@ export function parseEnv<S extends z.ZodType>(schema: S, env: Record<string, str
   const name = issue.path.join('.')
   const given = set[name]
   throw new UserError(`${name} ${given === undefined ? 'is missing' : `is ${JSON.stringify(given)}`}: ${issue.message}`)
+}
+
+/**
+ * Whether a first start makes the demo: on the embedded stores (a try on one machine) it does; a
+ * start against a ClickHouse server or Redis is a production start, which gets no fake data
+ * unless DEMO=1 asks for it.
+ */
+export function demoWanted(env: Pick<NodeConfig, 'DEMO' | 'CLICKHOUSE_URL' | 'REDIS_URL' | 'UPSTASH_REDIS_REST_URL'>): boolean {
+  if (env.DEMO !== undefined) return env.DEMO === '1'
+  return !env.CLICKHOUSE_URL && !env.REDIS_URL && !env.UPSTASH_REDIS_REST_URL
 }
