@@ -55,7 +55,10 @@ export const nodeEnvSchema = z.object({
   PUBLIC_URL: z.url().optional().describe("the origin used in tracking snippets and the OpenAPI document (default: the request's)"),
   DATA_DIR: z.string().optional().describe('where the embedded stores live (default `./.data`)'),
   LOG_LEVEL: logLevelSchema.default('info'),
-  CLICKHOUSE_URL: z.url().optional().describe('use a ClickHouse server over HTTP instead of the embedded engine'),
+  CLICKHOUSE_URL: z
+    .url({ protocol: /^https?$/, message: 'must be an http(s) URL such as https://clickhouse.internal:8443' })
+    .optional()
+    .describe('use a ClickHouse server over HTTP instead of the embedded engine'),
   CLICKHOUSE_USER: z.string().optional().describe('ClickHouse user (default `default`)'),
   CLICKHOUSE_PASSWORD: z.string().optional().describe('ClickHouse password'),
   CLICKHOUSE_DATABASE: z.string().optional().describe("ClickHouse database (default: the user's default)"),
