@@ -34,7 +34,8 @@ export const collectorEndpoints = [
     async handler({ request }, { params }) {
       // the snippet's fixed URL revalidates hourly; the content-hashed copies never change
       if (params.file === 'script.js') {
-        if (request.headers.get('if-none-match') === `"${scriptEtag}"`) return new Response(null, { status: 304 })
+        // a compressed copy was sent with the weak form of the tag (hono/compress)
+        if (request.headers.get('if-none-match')?.replace(/^W\//, '') === `"${scriptEtag}"`) return new Response(null, { status: 304 })
         return javascript(TRACKER_FILES.script.code, 'public, max-age=3600, stale-while-revalidate=86400', scriptEtag)
       }
       const file = HASHED_FILE.test(params.file) ? files.get(`/js/${params.file}`) : undefined

@@ -32,7 +32,7 @@ timers = jobTimers(JOBS, services, log)
 
 const requestLines = batchedLines(process.stderr)
 process.on('exit', requestLines.flush)
-const app = createApp(services, { level: env.LOG_LEVEL, write: requestLines.write })
+const app = createApp(services, { level: env.LOG_LEVEL, write: requestLines.write }, { compress: true })
 const server = serve({ fetch: app.fetch, port: env.PORT, hostname: env.HOST })
 answerMalformedRequestsInJson(server as unknown as Server)
 await new Promise((resolve) => server.once('listening', resolve))
