@@ -96,6 +96,14 @@ export const nodeEnvSchema = z.object({
     .describe(
       '`1` creates the demo organization and site on a first start against a ClickHouse server or Redis too; `0` never; by default only on a first start on the embedded stores',
     ),
+  PLAN: z
+    .enum(['unlimited', 'free', 'pro', 'business', 'per-organization'], {
+      message: 'must be unlimited, free, pro, business or per-organization',
+    })
+    .default('unlimited')
+    .describe(
+      "the plan every organization of this deployment is on (lib/accounts/plans.ts): `unlimited` sets no limit on events, sites or team members; `per-organization` reads each organization's own plan, as a billed service keeps it",
+    ),
   SKIP_DEMO_TRAFFIC: flag.default('0').describe('`1` to create the demo site on first start without its 30 days of traffic'),
   SMTP_URL: z
     .url()

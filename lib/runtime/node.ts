@@ -313,6 +313,7 @@ export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Servic
         : undefined,
     crux: cruxConfig(env),
     publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
+    plan: env.PLAN === 'per-organization' ? undefined : env.PLAN,
     mailer: nodeMailer({
       smtpUrl: env.SMTP_URL,
       dataDir: dataDir(env),
