@@ -41,6 +41,19 @@ export const cruxApiUrl = z
     'where the Chrome UX Report API is asked: a local stand-in for tests or a proxy (with `OUTBOUND_ALLOW_PRIVATE=1` for a private address)',
   )
 
+/** Shared by both homes' schemas: the plan of every organization of the deployment. */
+export const planSetting = z
+  .enum(['unlimited', 'free', 'pro', 'business', 'per-organization'], {
+    message: 'must be unlimited, free, pro, business or per-organization',
+  })
+  .default('unlimited')
+  .describe(
+    "the plan every organization of this deployment is on (lib/accounts/plans.ts): `unlimited` sets no limit on events, sites or team members; `per-organization` reads each organization's own plan, as a billed service keeps it",
+  )
+
+/** The deployment's plan for Services.plan: none where each organization's own applies. */
+export const deploymentPlan = (setting: z.infer<typeof planSetting>) => (setting === 'per-organization' ? undefined : setting)
+
 export const nodeEnvSchema = z.object({
   PORT: port.default(8787).describe('where the API listens; `0` picks a free port'),
   HOST: z
@@ -96,14 +109,7 @@ export const nodeEnvSchema = z.object({
     .describe(
       '`1` creates the demo organization and site on a first start against a ClickHouse server or Redis too; `0` never; by default only on a first start on the embedded stores',
     ),
-  PLAN: z
-    .enum(['unlimited', 'free', 'pro', 'business', 'per-organization'], {
-      message: 'must be unlimited, free, pro, business or per-organization',
-    })
-    .default('unlimited')
-    .describe(
-      "the plan every organization of this deployment is on (lib/accounts/plans.ts): `unlimited` sets no limit on events, sites or team members; `per-organization` reads each organization's own plan, as a billed service keeps it",
-    ),
+  PLAN: planSetting,
   SKIP_DEMO_TRAFFIC: flag.default('0').describe('`1` to create the demo site on first start without its 30 days of traffic'),
   SMTP_URL: z
     .url()

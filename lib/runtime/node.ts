@@ -28,7 +28,7 @@ import { SiteDirectory } from '../sites/site-directory'
 import type { Services } from '../services'
 import { migrate } from '../storage/clickhouse/migrate'
 import { loadMigrations } from '../storage/clickhouse/migrations-node'
-import { type NodeConfig, UserError } from './env'
+import { type NodeConfig, UserError, deploymentPlan } from './env'
 import { swaggerUiAssets } from './reference-assets-node'
 
 export interface NodeEnv {
@@ -313,7 +313,7 @@ export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Servic
         : undefined,
     crux: cruxConfig(env),
     publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
-    plan: env.PLAN === 'per-organization' ? undefined : env.PLAN,
+    plan: deploymentPlan(env.PLAN),
     mailer: nodeMailer({
       smtpUrl: env.SMTP_URL,
       dataDir: dataDir(env),
