@@ -1,4 +1,5 @@
 import { Hono } from 'hono'
+import { compress } from 'hono/compress'
 import type { Services } from '../lib/services'
 import { allowedMethods, mountEndpoints } from './http'
 import { asApiError } from './invoke'
@@ -9,10 +10,13 @@ const CORS_EXPOSE_HEADERS = 'RateLimit-Limit, RateLimit-Remaining, RateLimit-Res
 const CORS_ALLOW_HEADERS = 'Authorization, x-api-key, Content-Type, mcp-protocol-version, mcp-session-id'
 
 /** Builds the whole HTTP app from its services. Handlers never know which home they run in. */
-export function createApp(services: Services, log: LogOptions = { level: 'error' }) {
+export function createApp(services: Services, log: LogOptions = { level: 'error' }, options: { compress?: boolean } = {}) {
   const app = new Hono()
 
   app.use(requestLog(log))
+  // Node compresses its own answers (JSON, scripts, the MCP tool list) of 1 KB or more when the
+  // client accepts gzip or deflate; event streams never are. Cloudflare compresses the Workers'.
+  if (options.compress) app.use(compress())
 
   // Every /api response, errors and preflight included, is readable from any origin. Written with
   // c.header() before the handler runs: hono/cors touches c.res first, which makes the Node adapter
@@ -22,6 +26,8 @@ export function createApp(services: Services, log: LogOptions = { level: 'error'
     if (c.req.method !== 'OPTIONS') {
       // the rate-limit headers exist on keyed answers only
       if (c.req.path.startsWith('/api/v1')) c.header('Access-Control-Expose-Headers', CORS_EXPOSE_HEADERS)
+      // so a page's script can read why its hit was dropped
+      else if (c.req.path === '/api/event') c.header('Access-Control-Expose-Headers', 'X-Dropped')
       return next()
     }
     c.header('Access-Control-Allow-Methods', 'GET, POST, PATCH, DELETE, OPTIONS')

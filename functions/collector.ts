@@ -4,6 +4,7 @@ import { collectBrowserHit } from '../lib/ingest/browser-hit'
 import { browserHitSchema } from '../lib/ingest/hit-schema'
 import { TRACKER_FILES } from '../lib/tracker/bundle.generated'
 import { defineEndpoint } from './endpoint'
+import { traceOf } from './request-log'
 
 const javascript = (code: string, cacheControl: string, etag: string) =>
   new Response(code, {
@@ -33,7 +34,8 @@ export const collectorEndpoints = [
     async handler({ request }, { params }) {
       // the snippet's fixed URL revalidates hourly; the content-hashed copies never change
       if (params.file === 'script.js') {
-        if (request.headers.get('if-none-match') === `"${scriptEtag}"`) return new Response(null, { status: 304 })
+        // a compressed copy was sent with the weak form of the tag (hono/compress)
+        if (request.headers.get('if-none-match')?.replace(/^W\//, '') === `"${scriptEtag}"`) return new Response(null, { status: 304 })
         return javascript(TRACKER_FILES.script.code, 'public, max-age=3600, stale-while-revalidate=86400', scriptEtag)
       }
       const file = HASHED_FILE.test(params.file) ? files.get(`/js/${params.file}`) : undefined
@@ -48,14 +50,17 @@ export const collectorEndpoints = [
     tool: null,
     summary: 'Where the tracking script sends hits: one hit a request, as JSON (text/plain is accepted, for sendBeacon).',
     description:
-      'No key: the site is named by its snippet id. Answers 202 with no body once the hit is accepted; a hit the site does not collect (excluded path or IP, a bot, a switched-off kind) is accepted and dropped. At most 64 KB.',
+      "No key: the site is named by its snippet id. Answers 202 with no body once the hit is accepted; a hit the site does not collect is accepted and dropped, and the answer's X-Dropped header says why: bot, localhost, unknown-hostname (the page is not on the site's domain, a subdomain, its custom domain or an allowed hostname), excluded-ip, excluded-path, kind-off (a switched-off kind) or not-collecting. At most 64 KB.",
     validatesOwnInput: true,
     body: browserHitSchema,
     status: 202,
     response: { mediaType: null, description: 'Accepted; no body' },
     async handler({ services, request, env }) {
-      await collectBrowserHit(services, request, env)
-      return undefined
+      const dropped = await collectBrowserHit(services, request, env)
+      if (!dropped) return undefined
+      // a person testing an install sees why in the answer; the log says it in full at LOG_LEVEL=debug
+      traceOf(request).debug({ message: 'hit dropped', dropped: dropped.code, reason: dropped.reason })
+      return new Response(null, { status: 202, headers: { 'X-Dropped': dropped.code } })
     },
   }),
 ]

@@ -6,7 +6,7 @@ import type { ApiKeyRecord } from '../lib/accounts/keys'
 import type { Services } from '../lib/services'
 import { DEFAULT_MAX_BODY_BYTES, type Endpoint, isJsonAnswer } from './endpoint'
 import { CallContext, admit, invoke } from './invoke'
-import { KEY_PREFIX_VAR } from './request-log'
+import { KEY_PREFIX_VAR, keepTrace } from './request-log'
 
 export const honoPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1')
 
@@ -35,8 +35,10 @@ export function mountEndpoints(app: Hono, endpoints: Endpoint[], services: Servi
       if (takesBody) {
         const length = c.req.header('content-length')
         if (length === undefined || c.req.header('transfer-encoding') !== undefined) {
+          const raw = c.req.raw
           const refused = await counted(c, async () => {})
           if (refused) return refused
+          keepTrace(raw, c.req.raw)
         } else if (Number(length) > maxSize) return tooLarge(c)
       }
       // public endpoints never read the key
@@ -51,7 +53,11 @@ export function mountEndpoints(app: Hono, endpoints: Endpoint[], services: Servi
       const body = endpoint.body && !endpoint.validatesOwnInput ? await readJsonBody(c.req.raw) : undefined
       const result = await invoke(endpoint, ctx, { params, body })
       // an empty answer has an explicit empty length: no chunked encoding, so one write a response
-      if (emptyAnswer) return c.body(null, (endpoint.status ?? 200) as 200, { 'content-length': '0' })
+      if (emptyAnswer) {
+        // a Response here carries headers only (the collector's X-Dropped)
+        const headers = result instanceof Response ? Object.fromEntries(result.headers) : {}
+        return c.body(null, (endpoint.status ?? 200) as 200, { ...headers, 'content-length': '0' })
+      }
       // through c.body, so the headers set before the handler (CORS, rate limits) are kept
       if (result instanceof Response) return c.body(result.body as never, result.status as 200, Object.fromEntries(result.headers))
       return c.json(result as object, endpoint.status ?? 200)

@@ -8,7 +8,7 @@ import { demoHits } from '../lib/ingest/demo-traffic'
 import { importHits } from '../lib/ingest/import'
 import { CRAWL_RUN, JOBS } from '../lib/jobs/schedule'
 import { jobTimers } from '../lib/jobs/timers'
-import { nodeEnvSchema, parseEnv } from '../lib/runtime/env'
+import { demoWanted, nodeEnvSchema, parseEnv } from '../lib/runtime/env'
 import { exitWithFailure } from '../lib/runtime/failure'
 import { dataDir, localInfoFile, localToken, openNodeHome } from '../lib/runtime/node'
 import { localEndpointsApp } from './local-endpoints'
@@ -32,12 +32,14 @@ timers = jobTimers(JOBS, services, log)
 
 const requestLines = batchedLines(process.stderr)
 process.on('exit', requestLines.flush)
-const app = createApp(services, { level: env.LOG_LEVEL, write: requestLines.write })
+const app = createApp(services, { level: env.LOG_LEVEL, write: requestLines.write }, { compress: true })
 const server = serve({ fetch: app.fetch, port: env.PORT, hostname: env.HOST })
 answerMalformedRequestsInJson(server as unknown as Server)
 await new Promise((resolve) => server.once('listening', resolve))
 const port = (server.address() as { port: number }).port
-const baseUrl = services.publicUrl ?? `http://localhost:${port}`
+// the address it listens on, unless that is every address of the machine
+const listening = env.HOST === '0.0.0.0' || env.HOST === '::' ? 'localhost' : env.HOST.includes(':') ? `[${env.HOST}]` : env.HOST
+const baseUrl = services.publicUrl ?? `http://${listening}:${port}`
 
 let local: ReturnType<typeof serve> | null = null
 if (stores.chdb || stores.raw) {
@@ -55,7 +57,8 @@ if (stores.chdb || stores.raw) {
   )
 }
 
-if ((await countOrgs(stores.repositories)) === 0) {
+const firstStart = (await countOrgs(stores.repositories)) === 0
+if (firstStart && demoWanted(env)) {
   const demo = await createDemo(stores.repositories, new Date())
   const hits =
     env.SKIP_DEMO_TRAFFIC === '1'
@@ -80,6 +83,14 @@ if ((await countOrgs(stores.repositories)) === 0) {
       `  curl -H "Authorization: Bearer $KEY" ${baseUrl}/api/v1/me`,
       `  curl -H "Authorization: Bearer $KEY" "${baseUrl}/api/v1/stats?site_id=$SITE&range=7d"`,
       '',
+    ].join('\n'),
+  )
+} else if (firstStart) {
+  log(
+    [
+      'First start against a ClickHouse server or Redis: no demo data was made (DEMO=1 makes it). To begin:',
+      '  npm run -s admin -- org create --name "My company" --owner you@example.com',
+      '  npm run -s admin -- key create --org <id from above> --name me --scope write',
     ].join('\n'),
   )
 } else {

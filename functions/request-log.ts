@@ -21,6 +21,8 @@ const SECRET_PARAMS = new Set(['key', 'api_key', 'apikey', 'token', 'access_toke
 interface Trace {
   id: string
   logError: (fields: Record<string, unknown>) => void
+  /** A line only at LOG_LEVEL=debug: why a hit was dropped. */
+  debug: (fields: Record<string, unknown>) => void
 }
 
 /** Per request: its id and where its failures are logged (read by `asApiError`, which has the request alone). */
@@ -29,8 +31,18 @@ const traces = new WeakMap<Request, Trace>()
 /** The request's id, or a fresh one for a request that did not come through the app. */
 export function traceOf(request: Request): Trace {
   return (
-    traces.get(request) ?? { id: crypto.randomUUID(), logError: (fields) => writeDefault(JSON.stringify({ level: 'error', ...fields })) }
+    traces.get(request) ?? {
+      id: crypto.randomUUID(),
+      logError: (fields) => writeDefault(JSON.stringify({ level: 'error', ...fields })),
+      debug: () => {},
+    }
   )
+}
+
+/** The body cap (hono/body-limit) swaps the request for one reading a counted stream: it keeps the trace of the one it replaces. */
+export function keepTrace(replaced: Request, by: Request) {
+  const trace = traces.get(replaced)
+  if (trace && replaced !== by) traces.set(by, trace)
 }
 
 function writeDefault(line: string) {
@@ -52,17 +64,24 @@ export function loggedPath(url: string, pathname: string): string {
 /** Set by the transport once a key is admitted, so the line names the key by its prefix. */
 export const KEY_PREFIX_VAR = 'keyPrefix'
 
+const noDebug = () => {}
+
 /** The middleware: an id for every request, its header on every answer, and the request's line. */
 export function requestLog({ level, write = writeDefault }: LogOptions): MiddlewareHandler {
   const logError =
     level === 'silent'
       ? () => {}
       : (fields: Record<string, unknown>) => write(JSON.stringify({ time: new Date().toISOString(), level: 'error', ...fields }))
-  const logRequests = level === 'info'
+  const logRequests = level === 'info' || level === 'debug'
   return async (c, next) => {
     const given = c.req.header(HEADER)
     const id = given && SANE_ID.test(given) ? given : crypto.randomUUID()
-    traces.set(c.req.raw, { id, logError })
+    const debug =
+      level === 'debug'
+        ? (fields: Record<string, unknown>) =>
+            write(JSON.stringify({ time: new Date().toISOString(), level: 'debug', ...fields, requestId: id }))
+        : noDebug
+    traces.set(c.req.raw, { id, logError, debug })
     // set before the handler runs, like the CORS headers (see app.ts)
     c.header(HEADER, id)
     if (!logRequests) return next()

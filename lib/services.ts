@@ -7,6 +7,7 @@ import type { Ingestor } from './ingest/pipeline'
 import type { ClickHouse } from './storage/clickhouse/types'
 import type { LiveCache } from './sites/public-live'
 import type { RateLimiter } from './accounts/ratelimit'
+import type { PlanName } from './accounts/plans'
 import type { SiteDirectory } from './sites/site-directory'
 import type { Repositories } from './repositories'
 
@@ -35,6 +36,11 @@ export interface Services {
   dns?: DnsResolver
   /** Files of the API reference page by name (Node reads them from swagger-ui-dist); without it, no page. */
   referenceAssets?: (file: string) => Promise<Uint8Array>
+  /**
+   * The plan every organization is on (a self-hosted deployment: \`PLAN\`, by default unlimited);
+   * absent, each organization's own plan applies (the hosted service's billing).
+   */
+  plan?: PlanName
   /** Public origin used in snippets; defaults to the request's origin. */
   publicUrl?: string
   /** Sends reports and invitations; absent where no mail can be sent (Workers). */

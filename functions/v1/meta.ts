@@ -1,6 +1,7 @@
 import { DIMENSIONS, METRICS, OPERATORS, PROPERTY_PREFIX, RANGES, SEGMENT } from '../../lib/reports/dimensions'
 import { findOrg } from '../../lib/accounts/org'
 import { LIMITS } from '../../lib/accounts/ratelimit'
+import { PLAN_NAMES, planFor } from '../../lib/accounts/plans'
 import { z } from 'zod'
 import { defineEndpoint } from '../endpoint'
 
@@ -16,7 +17,7 @@ export const metaEndpoints = [
     response: z.object({
       key: z.object({ id: z.uuid(), name: z.string(), prefix: z.string(), scope: z.enum(['read', 'write']), siteId: z.uuid().nullable() }),
       organization: z.object({ id: z.uuid(), name: z.string().nullable() }),
-      plan: z.enum(['free', 'pro', 'business']),
+      plan: z.enum(PLAN_NAMES),
       permissions: z.array(z.enum(['read', 'write'])),
       rateLimits: z.record(z.string(), z.object({ requests: z.number().int(), perSeconds: z.number() })),
     }),
@@ -25,7 +26,7 @@ export const metaEndpoints = [
       return {
         key: { id: key.id, name: key.name, prefix: key.prefix, scope: key.scope, siteId: key.siteId },
         organization: org ? { id: org.id, name: org.name } : { id: key.orgId, name: null },
-        plan: org?.plan ?? 'free',
+        plan: planFor(org, services.plan).name,
         permissions: key.scope === 'write' ? (['read', 'write'] as ('read' | 'write')[]) : (['read'] as ('read' | 'write')[]),
         rateLimits: Object.fromEntries(
           Object.entries(LIMITS).map(([name, l]) => [name, { requests: l.max, perSeconds: l.windowMs / 1000 }]),

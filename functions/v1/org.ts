@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { listApiKeys, revokeApiKey } from '../../lib/accounts/admin'
 import { orgOverview } from '../../lib/accounts/org'
-import { FEATURES } from '../../lib/accounts/plans'
+import { FEATURES, PLAN_NAMES } from '../../lib/accounts/plans'
 import { defineEndpoint } from '../endpoint'
 import { uuidParam } from '../params'
 
@@ -41,12 +41,12 @@ export const orgEndpoints = [
     response: z.object({
       id: z.uuid(),
       name: z.string(),
-      plan: z.enum(['free', 'pro', 'business']),
+      plan: z.enum(PLAN_NAMES),
       limits: z.object({
-        monthlyEvents: z.number().int(),
-        sites: z.number().int(),
-        teamMembers: z.number().int(),
-        retentionMonths: z.number().int(),
+        monthlyEvents: z.number().int().nullable().describe('null: no limit'),
+        sites: z.number().int().nullable().describe('null: no limit'),
+        teamMembers: z.number().int().nullable().describe('Members, the owner and open invitations included; null: no limit'),
+        retentionMonths: z.number().int().nullable().describe('null: no limit'),
         crawlPagesPerDay: z.number().int().describe('Pages the crawler fetches per site and UTC day'),
         crawlPagesPerSite: z.number().int().describe('Pages the crawler keeps track of per site'),
       }),
@@ -55,8 +55,8 @@ export const orgEndpoints = [
       billingPeriod: billingPeriodSchema,
       usage: z.object({
         events: z.number().int().describe('Billable events this period'),
-        quota: z.number().int(),
-        share: z.number().describe('events / quota, a fraction'),
+        quota: z.number().int().nullable().describe('null: no limit'),
+        share: z.number().nullable().describe('events / quota, a fraction; null without a quota'),
         byKind: countsByKind,
         bySite: z.array(z.object({ siteId: z.string(), domain: z.string().nullable(), events: z.number().int(), byKind: countsByKind })),
       }),
@@ -65,7 +65,7 @@ export const orgEndpoints = [
       notices: z.array(noticeSchema),
     }),
     async handler({ services, key }) {
-      return orgOverview(services.repositories, key.orgId, services.now())
+      return orgOverview(services.repositories, key.orgId, services.now(), services.plan)
     },
   }),
   defineEndpoint({

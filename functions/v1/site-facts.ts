@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { siteFacts } from '../../lib/accounts/org'
+import { PLAN_NAMES } from '../../lib/accounts/plans'
 import { SOURCES, siteRefSchema } from '../../lib/sites/sites'
 import { defineEndpoint } from '../endpoint'
 import { billingPeriodSchema, noticeSchema, subscriptionSchema } from './org'
@@ -30,11 +31,11 @@ export const siteFactEndpoints = [
       }),
       eventsThisMonth: z.object({ month: z.string(), events: z.number().int(), byKind: z.record(z.string(), z.number().int()) }),
       billing: z.object({
-        plan: z.enum(['free', 'pro', 'business']),
+        plan: z.enum(PLAN_NAMES),
         subscription: subscriptionSchema,
         billingPeriod: billingPeriodSchema,
         organizationEvents: z.number().int().describe("The organization's billable events this period, all sites"),
-        quota: z.number().int(),
+        quota: z.number().int().nullable().describe('null: no limit'),
       }),
       notices: z.array(noticeSchema),
     }),

@@ -2,6 +2,7 @@ import { ApiError } from '../errors'
 import type { Services } from '../services'
 import type { Repositories } from '../repositories'
 import type { Invitation, Member, MemberRole, Role } from './team'
+import { checkLimit, planFor } from './plans'
 
 /**
  * The team of an organization: members (one owner, admins, members) and pending invitations.
@@ -27,14 +28,19 @@ export async function addOwner(repositories: Pick<Repositories, 'team'>, orgId: 
   return owner
 }
 
-/** Invites an address and e-mails the invitation; the invitation stands even when no e-mail could be sent. */
+/**
+ * Invites an address and e-mails the invitation; the invitation stands even when no e-mail could
+ * be sent. 403 when the plan's team is full, open invitations counted.
+ */
 export async function inviteMember(
-  services: Pick<Services, 'repositories' | 'mailer' | 'now'>,
+  services: Pick<Services, 'repositories' | 'mailer' | 'now' | 'plan'>,
   orgId: string,
   input: { email: string; role: MemberRole },
 ) {
-  const org = await services.repositories.orgs.get(orgId)
+  const [org, team] = await Promise.all([services.repositories.orgs.get(orgId), services.repositories.team.list(orgId)])
   if (!org) throw new ApiError(404, 'organization not found')
+  // the owner is on the team even where it was never recorded (organizations made before owners were)
+  checkLimit(planFor(org, services.plan), 'teamMembers', Math.max(1, team.members.length) + team.invitations.length)
   const invitation: Invitation = { id: crypto.randomUUID(), email: input.email, role: input.role, invitedAt: services.now().toISOString() }
   if (!(await services.repositories.team.createInvitation(org.id, invitation))) throw alreadyOnTeam(input.email)
   let emailed = false

@@ -1,4 +1,4 @@
-import { PLANS, type Plan, QUOTA_WARNING_SHARE, billableTotal } from './plans'
+import { type Plan, type PlanName, QUOTA_WARNING_SHARE, billableTotal, planFor } from './plans'
 import type { ClickHouse } from '../storage/clickhouse/types'
 import { firstEventAt, lastEventBySite } from '../reports/query/site-events'
 import type { Site } from '../sites/sites'
@@ -44,7 +44,7 @@ const teamSize = async (repositories: Pick<Repositories, 'team'>, orgId: string)
 
 function notices(plan: Plan, org: Org, billable: number, siteCount: number, now: Date): Notice[] {
   const found: Notice[] = []
-  const quota = plan.limits.monthlyEvents
+  const quota = plan.limits.monthlyEvents ?? Number.POSITIVE_INFINITY
   const quotaText = `the ${plan.name} plan's ${quota.toLocaleString('en-US')} events a month`
   if (billable > quota) {
     found.push({
@@ -79,7 +79,7 @@ function notices(plan: Plan, org: Org, billable: number, siteCount: number, now:
       code: 'subscription_canceled',
       message: 'The subscription is canceled; the organization is on the plan shown until the period ends.',
     })
-  if (siteCount > plan.limits.sites) {
+  if (plan.limits.sites !== null && siteCount > plan.limits.sites) {
     found.push({
       level: 'info',
       code: 'sites_over_limit',
@@ -94,8 +94,8 @@ export function findOrg(repositories: Pick<Repositories, 'orgs'>, orgId: string)
   return repositories.orgs.get(orgId)
 }
 
-/** GET /org: the whole account picture. */
-export async function orgOverview(repositories: Repositories, orgId: string, now: Date) {
+/** GET /org: the whole account picture, on the deployment's plan when it sets one. */
+export async function orgOverview(repositories: Repositories, orgId: string, now: Date, deploymentPlan?: PlanName) {
   const period = billingPeriod(now)
   const [org, sites, byKind, bySite, team] = await Promise.all([
     repositories.orgs.get(orgId),
@@ -105,7 +105,7 @@ export async function orgOverview(repositories: Repositories, orgId: string, now
     teamSize(repositories, orgId),
   ])
   const account: Org = org ?? { id: orgId, name: '', plan: 'free', createdAt: now.toISOString() }
-  const plan = PLANS[account.plan]
+  const plan = planFor(account, deploymentPlan)
   const billable = billableTotal(byKind)
   const domains = new Map(sites.map((s) => [s.id, s.domain]))
   return {
@@ -119,7 +119,7 @@ export async function orgOverview(repositories: Repositories, orgId: string, now
     usage: {
       events: billable,
       quota: plan.limits.monthlyEvents,
-      share: billable / plan.limits.monthlyEvents,
+      share: plan.limits.monthlyEvents === null ? null : billable / plan.limits.monthlyEvents,
       byKind,
       bySite: Object.entries(bySite)
         .map(([siteId, kinds]) => ({ siteId, domain: domains.get(siteId) ?? null, events: billableTotal(kinds), byKind: kinds }))
@@ -132,7 +132,7 @@ export async function orgOverview(repositories: Repositories, orgId: string, now
 }
 
 /** GET /site: one site's facts, its events this month, and the organization's billing and quota notices. */
-export async function siteFacts(deps: { clickhouse: ClickHouse; repositories: Repositories }, site: Site, now: Date) {
+export async function siteFacts(deps: { clickhouse: ClickHouse; repositories: Repositories; plan?: PlanName }, site: Site, now: Date) {
   const period = billingPeriod(now)
   const [org, sites, orgKinds, bySite, last, first] = await Promise.all([
     deps.repositories.orgs.get(site.orgId),
@@ -143,7 +143,7 @@ export async function siteFacts(deps: { clickhouse: ClickHouse; repositories: Re
     firstEventAt(deps.clickhouse, site.id),
   ])
   const account: Org = org ?? { id: site.orgId, name: '', plan: 'free', createdAt: now.toISOString() }
-  const plan = PLANS[account.plan]
+  const plan = planFor(account, deps.plan)
   const kinds = bySite[site.id] ?? {}
   const lastEventAt = last.get(site.id) ?? site.install.lastEventAt
   return {

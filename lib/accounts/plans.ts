@@ -1,9 +1,14 @@
+import { ApiError } from '../errors'
 import type { Org } from './org-record'
 
 /**
  * The plans, their limits and their features: the one place they are written down. Handlers and
  * notices read them from here. No limit stops collection: going over the monthly events is a
- * notice, and the data is kept.
+ * notice, and the data is kept. Creating past a limit (a site, a team member) is refused.
+ *
+ * A self-hosted deployment has no plans to buy: it runs every organization on `unlimited` unless
+ * `PLAN` names another (lib/runtime/env.ts). The hosted service sets no deployment plan and reads
+ * each organization's own, as its billing keeps it.
  */
 
 export const FEATURES = [
@@ -24,13 +29,19 @@ export const FEATURES = [
 ] as const
 export type Feature = (typeof FEATURES)[number]
 
+/** The plans an organization can be on: the billed ones, and the self-hosted default. */
+export const PLAN_NAMES = ['free', 'pro', 'business', 'unlimited'] as const
+export type PlanName = (typeof PLAN_NAMES)[number]
+
+/** null where the plan sets no limit. */
 export interface PlanLimits {
   /** Billable events a calendar month (UTC). */
-  monthlyEvents: number
-  sites: number
-  teamMembers: number
+  monthlyEvents: number | null
+  sites: number | null
+  /** The team, its owner and open invitations included. */
+  teamMembers: number | null
   /** How long events are kept. */
-  retentionMonths: number
+  retentionMonths: number | null
   /** Pages the crawler fetches for one site in a UTC day (lib/crawl). */
   crawlPagesPerDay: number
   /** Pages the crawler keeps track of per site: discovery stops adding beyond it. */
@@ -38,14 +49,14 @@ export interface PlanLimits {
 }
 
 export interface Plan {
-  name: Org['plan']
+  name: PlanName
   limits: PlanLimits
   features: readonly Feature[]
 }
 
 const BASE: readonly Feature[] = ['goals', 'annotations', 'segments', 'funnels', 'imports', 'sharedLinks', 'alerts']
 
-export const PLANS: Record<Org['plan'], Plan> = {
+export const PLANS: Record<PlanName, Plan> = {
   free: {
     name: 'free',
     limits: { monthlyEvents: 100_000, sites: 3, teamMembers: 1, retentionMonths: 6, crawlPagesPerDay: 200, crawlPagesPerSite: 200 },
@@ -75,6 +86,35 @@ export const PLANS: Record<Org['plan'], Plan> = {
     },
     features: [...FEATURES],
   },
+  unlimited: {
+    name: 'unlimited',
+    // the crawler still paces itself: these are its business-plan budgets
+    limits: {
+      monthlyEvents: null,
+      sites: null,
+      teamMembers: null,
+      retentionMonths: null,
+      crawlPagesPerDay: 10_000,
+      crawlPagesPerSite: 20_000,
+    },
+    features: [...FEATURES],
+  },
+}
+
+/** The plan an organization is on: the deployment's when it names one (self-hosting), else the organization's own. */
+export function planFor(org: Pick<Org, 'plan'> | null, deploymentPlan: PlanName | undefined): Plan {
+  return PLANS[deploymentPlan ?? org?.plan ?? 'free']
+}
+
+/** Refuses creating the `count + 1`th of a limited thing: 403 naming the plan and its limit. */
+export function checkLimit(plan: Plan, limit: 'sites' | 'teamMembers', count: number) {
+  const allowed = plan.limits[limit]
+  if (allowed === null || count < allowed) return
+  const what =
+    limit === 'sites'
+      ? `${allowed} site${allowed === 1 ? '' : 's'} (limits.sites)`
+      : `${allowed} team member${allowed === 1 ? '' : 's'}, open invitations included (limits.teamMembers)`
+  throw new ApiError(403, `the ${plan.name} plan allows ${what}; this organization has ${count}`)
 }
 
 /**

@@ -1,7 +1,7 @@
 import { ApiError } from '../errors'
 import { pathMatches } from '../ingest/enrich'
 import { clickhouseTime } from '../storage/clickhouse/time'
-import { PLANS } from '../accounts/plans'
+import { planFor } from '../accounts/plans'
 import { bind, sql } from '../storage/clickhouse/sql'
 import { execute } from '../storage/clickhouse/execute'
 import type { Services } from '../services'
@@ -198,7 +198,7 @@ export async function crawlSite(
   const day = now.toISOString().slice(0, 10)
   const queue = services.repositories.crawlQueue
   const org = await services.repositories.orgs.get(site.orgId)
-  const limits = PLANS[org?.plan ?? 'free'].limits
+  const limits = planFor(org, services.plan).limits
   const origin = siteOrigin(config, site)
   const excluded = (path: string) => site.changeDetection.changeExcludedPaths.some((pattern) => pathMatches(pattern, path))
 

@@ -3,6 +3,10 @@ import type { Services } from '../services'
 import type { Site } from '../sites/sites'
 import { geoFromCf } from './geo'
 import { missingKindField, parseHit } from './hit'
+import type { IngestOutcome } from './item'
+
+/** Why an accepted hit was not stored, or null when it was. */
+export type Dropped = Extract<IngestOutcome, { status: 'dropped' }> | null
 
 /**
  * The visitor's address: the one a customer's proxy passes on in X-Forwarded-For when it proves
@@ -16,9 +20,10 @@ export function visitorAddress(services: Pick<Services, 'clientAddress'>, site: 
 /**
  * POST /api/event: one hit of the tracking script, its JSON body as sent. The browser sends no
  * timestamp, address or user agent: they come from the request. 400 for a hit that cannot be
- * read or names no known site; a hit the site does not collect is accepted and dropped.
+ * read or names no known site; a hit the site does not collect is accepted and dropped, and the
+ * answer says why.
  */
-export async function collectBrowserHit(services: Services, request: Request, env: unknown): Promise<void> {
+export async function collectBrowserHit(services: Services, request: Request, env: unknown): Promise<Dropped> {
   const text = await request.text()
   let body: unknown
   try {
@@ -44,4 +49,5 @@ export async function collectBrowserHit(services: Services, request: Request, en
     source: 'browser',
   })
   if (outcome.status === 'rejected') throw new ApiError(400, outcome.error)
+  return outcome.status === 'dropped' ? outcome : null
 }

@@ -17,4 +17,10 @@ export interface IngestItem {
   source: 'browser' | 'import'
 }
 
-export type IngestOutcome = { status: 'stored' } | { status: 'dropped'; reason: string } | { status: 'rejected'; error: string }
+/** Why a hit was accepted and not stored: the collector's X-Dropped header. */
+export type DropCode = 'not-collecting' | 'localhost' | 'unknown-hostname' | 'excluded-ip' | 'excluded-path' | 'bot' | 'kind-off'
+
+export type IngestOutcome =
+  | { status: 'stored' }
+  | { status: 'dropped'; code: DropCode; reason: string }
+  | { status: 'rejected'; error: string }

@@ -14,8 +14,10 @@ export class UserError extends Error {
 }
 
 export const logLevelSchema = z
-  .enum(['silent', 'error', 'info'])
-  .describe('`info`: one JSON line per request and every internal error, on stderr; `error`: internal errors only; `silent`: nothing')
+  .enum(['silent', 'error', 'info', 'debug'])
+  .describe(
+    '`info`: one JSON line per request and every internal error, on stderr; `debug`: those and a line for every hit the collector drops, with the reason; `error`: internal errors only; `silent`: nothing',
+  )
 export type LogLevel = z.infer<typeof logLevelSchema>
 
 const port = z.coerce
@@ -39,9 +41,25 @@ export const cruxApiUrl = z
     'where the Chrome UX Report API is asked: a local stand-in for tests or a proxy (with `OUTBOUND_ALLOW_PRIVATE=1` for a private address)',
   )
 
+/** Shared by both homes' schemas: the plan of every organization of the deployment. */
+export const planSetting = z
+  .enum(['unlimited', 'free', 'pro', 'business', 'per-organization'], {
+    message: 'must be unlimited, free, pro, business or per-organization',
+  })
+  .default('unlimited')
+  .describe(
+    "the plan every organization of this deployment is on (lib/accounts/plans.ts): `unlimited` sets no limit on events, sites or team members; `per-organization` reads each organization's own plan, as a billed service keeps it",
+  )
+
+/** The deployment's plan for Services.plan: none where each organization's own applies. */
+export const deploymentPlan = (setting: z.infer<typeof planSetting>) => (setting === 'per-organization' ? undefined : setting)
+
 export const nodeEnvSchema = z.object({
   PORT: port.default(8787).describe('where the API listens; `0` picks a free port'),
-  HOST: z.string().default('0.0.0.0').describe('the address the API listens on'),
+  HOST: z
+    .string()
+    .default('127.0.0.1')
+    .describe('the address the API listens on: this machine only by default; `0.0.0.0` (or `::`) to be reachable from other machines'),
   LOCAL_PORT: port
     .optional()
     .describe(
@@ -50,7 +68,10 @@ export const nodeEnvSchema = z.object({
   PUBLIC_URL: z.url().optional().describe("the origin used in tracking snippets and the OpenAPI document (default: the request's)"),
   DATA_DIR: z.string().optional().describe('where the embedded stores live (default `./.data`)'),
   LOG_LEVEL: logLevelSchema.default('info'),
-  CLICKHOUSE_URL: z.url().optional().describe('use a ClickHouse server over HTTP instead of the embedded engine'),
+  CLICKHOUSE_URL: z
+    .url({ protocol: /^https?$/, message: 'must be an http(s) URL such as https://clickhouse.internal:8443' })
+    .optional()
+    .describe('use a ClickHouse server over HTTP instead of the embedded engine'),
   CLICKHOUSE_USER: z.string().optional().describe('ClickHouse user (default `default`)'),
   CLICKHOUSE_PASSWORD: z.string().optional().describe('ClickHouse password'),
   CLICKHOUSE_DATABASE: z.string().optional().describe("ClickHouse database (default: the user's default)"),
@@ -83,6 +104,12 @@ export const nodeEnvSchema = z.object({
       'crawl every site from this origin instead of `https://<domain>`: a local copy of a site under test (with `OUTBOUND_ALLOW_PRIVATE=1` for a private address)',
     ),
   TRUST_PROXY: flag.default('0').describe('`1` behind your own reverse proxy: take the client address from `X-Forwarded-For`'),
+  DEMO: flag
+    .optional()
+    .describe(
+      '`1` creates the demo organization and site on a first start against a ClickHouse server or Redis too; `0` never; by default only on a first start on the embedded stores',
+    ),
+  PLAN: planSetting,
   SKIP_DEMO_TRAFFIC: flag.default('0').describe('`1` to create the demo site on first start without its 30 days of traffic'),
   SMTP_URL: z
     .url()
@@ -105,4 +132,14 @@ export function parseEnv<S extends z.ZodType>(schema: S, env: Record<string, str
   const name = issue.path.join('.')
   const given = set[name]
   throw new UserError(`${name} ${given === undefined ? 'is missing' : `is ${JSON.stringify(given)}`}: ${issue.message}`)
+}
+
+/**
+ * Whether a first start makes the demo: on the embedded stores (a try on one machine) it does; a
+ * start against a ClickHouse server or Redis is a production start, which gets no fake data
+ * unless DEMO=1 asks for it.
+ */
+export function demoWanted(env: Pick<NodeConfig, 'DEMO' | 'CLICKHOUSE_URL' | 'REDIS_URL' | 'UPSTASH_REDIS_REST_URL'>): boolean {
+  if (env.DEMO !== undefined) return env.DEMO === '1'
+  return !env.CLICKHOUSE_URL && !env.REDIS_URL && !env.UPSTASH_REDIS_REST_URL
 }

@@ -8,8 +8,15 @@ import { UserError } from './env'
  */
 export function sentenceFor(err: unknown): string | null {
   if (err instanceof UserError || err instanceof ApiError) return err.message
-  const e = err as NodeJS.ErrnoException & { port?: number; address?: string; code?: string }
+  const e = err as NodeJS.ErrnoException & { port?: number; address?: string; code?: string; type?: string; hostname?: string }
+  // ClickHouse's own refusals (a ClickHouseError of @clickhouse/client carries the server's type)
+  if (e?.type === 'AUTHENTICATION_FAILED' || e?.type === 'REQUIRED_PASSWORD')
+    return 'ClickHouse refused the user and password: check CLICKHOUSE_USER and CLICKHOUSE_PASSWORD'
+  if (e?.type === 'UNKNOWN_DATABASE') return 'ClickHouse has no such database: check CLICKHOUSE_DATABASE'
   switch (e?.code) {
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return `the host ${e.hostname} is not known: check the host of REDIS_URL or CLICKHOUSE_URL`
     case 'commander.invalidArgument':
       return e.message.replace(/^error: /, '')
     case 'ENOENT':

@@ -1,8 +1,8 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { Resolver, lookup } from 'node:dns/promises'
 import type { IncomingMessage } from 'node:http'
-import { join, resolve } from 'node:path'
-import { createClient } from '@clickhouse/client'
+import { dirname, join, resolve } from 'node:path'
+import { ClickHouseLogLevel, createClient } from '@clickhouse/client'
 import { Redis } from '@upstash/redis'
 import type { EmbeddedClickHouse } from '../storage/clickhouse/chdb'
 import { CLICKHOUSE_SETTINGS, type ClickHouseClientLike, clickhouseOverClient } from '../storage/clickhouse/client'
@@ -28,7 +28,7 @@ import { SiteDirectory } from '../sites/site-directory'
 import type { Services } from '../services'
 import { migrate } from '../storage/clickhouse/migrate'
 import { loadMigrations } from '../storage/clickhouse/migrations-node'
-import { type NodeConfig, UserError } from './env'
+import { type NodeConfig, UserError, deploymentPlan } from './env'
 import { swaggerUiAssets } from './reference-assets-node'
 
 export interface NodeEnv {
@@ -102,8 +102,49 @@ export interface NodeStores {
   close(): Promise<void>
 }
 
+/** Why a data folder cannot be made or used, in words. */
+const FOLDER_FAILURES: Record<string, string> = {
+  ENOTDIR: 'a part of the path is a file, not a folder',
+  ENOENT: 'a folder cannot be made on that path',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  EROFS: 'the file system is read-only',
+  EEXIST: 'it is a file, not a folder',
+}
+
+/**
+ * Makes the data folder and its missing parents one at a time: Node's recursive mkdir never
+ * returns on some paths (under /proc). A path that cannot be a folder is one sentence naming DATA_DIR.
+ */
+function makeDataDir(dir: string) {
+  const missing: string[] = []
+  for (let d = dir; !existsSync(d) && dirname(d) !== d; d = dirname(d)) missing.unshift(d)
+  try {
+    for (const d of missing) mkdirSync(d, { mode: 0o700 })
+    if (!statSync(dir).isDirectory()) throw Object.assign(new Error('not a folder'), { code: 'EEXIST' })
+    chmodSync(dir, 0o700)
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? ''
+    throw new UserError(`DATA_DIR ${dir} cannot be used as the data folder: ${FOLDER_FAILURES[code] ?? code}`, { cause: err })
+  }
+}
+
+/** A ClickHouse URL the client takes, or one sentence naming CLICKHOUSE_URL. */
+function checkClickHouseUrl(url: string) {
+  let parsed: URL | null = null
+  try {
+    parsed = new URL(url)
+  } catch {}
+  if (!parsed || !/^https?:$/.test(parsed.protocol) || !parsed.hostname) {
+    throw new UserError(`CLICKHOUSE_URL is ${JSON.stringify(url)}: must be an http(s) URL such as https://clickhouse.internal:8443`)
+  }
+}
+
 function clickhouseOverHttp(url: string, username?: string, password?: string, database?: string): ClickHouse {
+  checkClickHouseUrl(url)
   const client = createClient({
+    // its failures reach the caller, which tells them in a sentence or logs them: the client's own log would repeat them
+    log: { level: ClickHouseLogLevel.OFF },
     url,
     username: username ?? 'default',
     password: password ?? '',
@@ -121,8 +162,7 @@ export async function openNodeStores(env: NodeEnv, options: { viaRunningServer?:
   const dir = dataDir(env)
   // what the stores write (the engine's parts, the key/value log with secrets and salts) is the owner's alone
   process.umask(0o077)
-  mkdirSync(dir, { recursive: true, mode: 0o700 })
-  chmodSync(dir, 0o700)
+  makeDataDir(dir)
   const embeddedWanted = !env.CLICKHOUSE_URL || !(env.REDIS_URL || env.UPSTASH_REDIS_REST_URL)
   const running = embeddedWanted ? await findRunningServer(dir) : null
   if (running && !options.viaRunningServer) {
@@ -273,6 +313,7 @@ export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Servic
         : undefined,
     crux: cruxConfig(env),
     publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
+    plan: deploymentPlan(env.PLAN),
     mailer: nodeMailer({
       smtpUrl: env.SMTP_URL,
       dataDir: dataDir(env),

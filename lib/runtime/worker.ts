@@ -13,7 +13,7 @@ import { redisRateLimiter } from '../accounts/ratelimit'
 import { SiteDirectory } from '../sites/site-directory'
 import type { Services } from '../services'
 import { openRepositories } from '../repositories'
-import { cruxApiKey, cruxApiUrl, logLevelSchema } from './env'
+import { cruxApiKey, cruxApiUrl, deploymentPlan, logLevelSchema, planSetting } from './env'
 
 /** The Workers home: ClickHouse over HTTP, Upstash over REST, the Cache API, geo from request.cf. */
 
@@ -30,6 +30,7 @@ export const workerEnvSchema = z.object({
   CRAWL_HOST_INTERVAL_MS: z.coerce.number().int().min(0).max(60_000).default(1000),
   CRAWL_ORIGIN: z.url().optional(),
   LOG_LEVEL: logLevelSchema.default('info'),
+  PLAN: planSetting,
   CRUX_API_KEY: cruxApiKey,
   CRUX_API_URL: cruxApiUrl,
 })
@@ -90,6 +91,7 @@ export function workerServices(rawEnv: WorkerEnv): Services {
     fetch: outbound,
     dns: dohResolver(outbound),
     publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
+    plan: deploymentPlan(env.PLAN),
     // a cron run is short: a site gets two minutes a run, and the next run goes on where it stopped
     crawler:
       env.CRAWLER === '1'

@@ -1,5 +1,6 @@
 import type { z } from 'zod'
 import type { ApiKeyRecord } from '../accounts/keys'
+import { checkLimit, planFor } from '../accounts/plans'
 import { forgetCrawls, queueFirstCrawl } from '../crawl/crawl'
 import { ApiError } from '../errors'
 import type { Repositories } from '../repositories'
@@ -20,9 +21,14 @@ export async function listAllSites(repositories: Pick<Repositories, 'orgs' | 'si
   return sites
 }
 
-/** Adds a site to an organization and queues its first crawl. 409 when the organization has a site of that domain. */
+/**
+ * Adds a site to an organization and queues its first crawl. 409 when the organization has a site
+ * of that domain; 403 when its plan allows no more sites.
+ */
 export async function createSite(services: Services, orgId: string, input: z.infer<typeof siteCreateSchema>): Promise<Site> {
   if (input.timezone) await assertEngineKnowsTimezone(services.clickhouse, input.timezone)
+  const [org, sites] = await Promise.all([services.repositories.orgs.get(orgId), services.repositories.sites.list(orgId)])
+  checkLimit(planFor(org, services.plan), 'sites', sites.length)
   const site = newSite(input, orgId, services.now())
   await services.repositories.sites.create(site)
   await queueFirstCrawl(services, site)

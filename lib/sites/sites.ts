@@ -10,6 +10,19 @@ export const siteRefSchema = z.string().min(1, 'required').max(64).describe('Sit
 
 const pathPattern = z.string().min(1).max(500).regex(/^\//, 'must start with /')
 const ipOrCidr = z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()])
+/** A page hostname as a URL has it: a name (localhost too), an IPv4 address or a bracketed IPv6 one; no scheme, port or path. */
+const allowedHostname = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .refine((h) => {
+    if (!/^[a-z0-9.\-[\]:]{1,253}$/.test(h)) return false
+    try {
+      return new URL(`http://${h}/`).hostname === h
+    } catch {
+      return false
+    }
+  }, 'must be a bare hostname like staging.example.net, localhost or 127.0.0.1 (no scheme, port or path)')
 const queryParamName = z.string().regex(/^[A-Za-z0-9_.\-[\]]{1,64}$/, 'must be a query parameter name')
 
 /** A valid IANA zone, in its proper case; an alias (Asia/Kolkata) is kept as written, not swapped for ICU's legacy name. */
@@ -43,6 +56,12 @@ const writable = {
     includeBots: z.boolean(),
     excludedPaths: z.array(pathPattern).max(100),
     excludedIps: z.array(ipOrCidr).max(100),
+    allowedHostnames: z
+      .array(allowedHostname)
+      .max(50)
+      .describe(
+        "Page hostnames counted besides the site's domain, its subdomains and its custom domain (a subdomain of one counts too), e.g. a staging host or localhost",
+      ),
     capturedQueryParams: z.array(queryParamName).max(50),
     affiliatePaths: z.array(pathPattern).max(50),
     hashRouting: z.boolean(),
@@ -77,6 +96,7 @@ const defaults: { [G in Group]: GroupValues<G> } = {
     includeBots: false,
     excludedPaths: [],
     excludedIps: [],
+    allowedHostnames: [],
     capturedQueryParams: [],
     affiliatePaths: [],
     hashRouting: false,
@@ -232,6 +252,8 @@ export function siteView(site: Site, baseUrl: string) {
   const scriptHost = site.tracking.customDomain ? `https://${site.tracking.customDomain}` : baseUrl
   return {
     ...rest,
+    // sites saved before a tracking setting existed read its default
+    tracking: { ...defaults.tracking, ...site.tracking },
     changeDetection: { lastCrawlAt: null, pagesKnown: 0, crawlErrors: [], ...site.changeDetection },
     snippet: `<script defer data-site="${site.snippetId}" src="${scriptHost}/js/script.js"></script>`,
   }

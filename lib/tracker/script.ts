@@ -19,7 +19,13 @@ type Svc = ((name: string, opts?: Opts) => void) & { q?: IArguments[] }
   let scroll = 0
   let reported = 0
 
+  // a page on the developer's own machine (or opened from a file) is not a visit, unless the tag opts in
+  const local = /^(localhost|127\.0\.0\.1|\[::1\])$/.test(loc.hostname) || loc.protocol === 'file:'
+  const muted = local && !script.hasAttribute('data-allow-localhost')
+  if (muted) console.info('analytics: nothing is sent from this local page; add data-allow-localhost to the script tag to test')
+
   const send = (name: string, data?: Opts, callback?: () => void) => {
+    if (muted) return void callback?.()
     const body = JSON.stringify({ site, name, url: loc.href, referrer: d.referrer || null, screenWidth: w.innerWidth, ...data })
     // a string beacon is text/plain: no preflight, and it outlives the page
     if (navigator.sendBeacon?.(endpoint, body)) callback?.()

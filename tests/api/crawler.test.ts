@@ -122,6 +122,8 @@ describe('the crawler against a fixture website', () => {
       siteOrigin: () => origin,
     }
     services.crawler = config
+    // the hosted plans: this organization is on the free plan's crawl budget
+    services.plan = undefined
     call = client(services)
     const org = await createOrg(services.repositories, 'Crawled', new Date(now))
     write = (await createApiKey(services.repositories, { orgId: org.id, name: 'w', scope: 'write' }, new Date(now))).key

@@ -11,7 +11,8 @@ describe.each(kinds)('site facts (%s key/value store)', (kind) => {
   const now = new Date('2026-11-22T12:00:00Z')
 
   beforeAll(async () => {
-    t = await harness({ kv: kind, now: () => now })
+    // the hosted service's plans, read from each organization (a self-hosted deployment is unlimited)
+    t = await harness({ kv: kind, now: () => now, with: { plan: undefined } })
     const hit = (at: string, name: string) =>
       JSON.stringify({
         timestamp: at,
@@ -51,7 +52,7 @@ describe.each(kinds)('site facts (%s key/value store)', (kind) => {
           subscription: { status: 'free', trialEndsAt: null, trialDaysLeft: null },
           billingPeriod: { month: '2026-11', from: '2026-11-01T00:00:00.000Z', to: '2026-12-01T00:00:00.000Z' },
           organizationEvents: 3,
-          quota: PLANS.free.limits.monthlyEvents,
+          quota: PLANS.free.limits.monthlyEvents!,
         },
         notices: [],
       })
@@ -65,12 +66,12 @@ describe.each(kinds)('site facts (%s key/value store)', (kind) => {
   })
 
   it('carries the quota notice of the organization', async () => {
-    await t.repositories.usage.add(t.a.org.id, '2026-11', { [crypto.randomUUID()]: { pageview: PLANS.free.limits.monthlyEvents * 0.9 } })
+    await t.repositories.usage.add(t.a.org.id, '2026-11', { [crypto.randomUUID()]: { pageview: PLANS.free.limits.monthlyEvents! * 0.9 } })
     const near = (await t.call('GET', `/api/v1/site?site_id=${t.a.site.id}`, { key: t.a.read.key })).json
     expect(near.notices).toEqual([{ level: 'info', code: 'quota_near', message: expect.stringContaining('%') }])
     // the site's own count is its own
     expect(near.eventsThisMonth.events).toBe(3)
-    await t.repositories.usage.add(t.a.org.id, '2026-11', { [crypto.randomUUID()]: { custom: PLANS.free.limits.monthlyEvents } })
+    await t.repositories.usage.add(t.a.org.id, '2026-11', { [crypto.randomUUID()]: { custom: PLANS.free.limits.monthlyEvents! } })
     const over = (await t.call('GET', `/api/v1/site?site_id=${t.a.site.id}`, { key: t.a.read.key })).json
     expect(over.notices.map((n: { code: string }) => n.code)).toEqual(['quota_exceeded'])
   })

@@ -25,7 +25,8 @@ describe.skipIf(!CHROMIUM)('the live.js badge in real Chromium', () => {
     const key = (await createApiKey(services.repositories, { orgId: org.id, name: 'w', scope: 'write' }, new Date())).key
     published = newSite({ domain: 'badge.test' }, org.id, new Date())
     await services.repositories.sites.create(published)
-    const app = createApp(services)
+    // compressed as the Node server serves it
+    const app = createApp(services, undefined, { compress: true })
     await app.request(`http://x/api/v1/sites/${published.id}`, {
       method: 'PATCH',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },

@@ -1,5 +1,6 @@
-import { spawnSync } from 'node:child_process'
+import { execFile, spawnSync } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
+import { createServer as createHttpServer } from 'node:http'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -23,6 +24,18 @@ function run(file: string, args: string[], env: Record<string, string>) {
     timeout: 60_000,
   })
   return { status, stderr }
+}
+
+/** As run, without blocking this process: for a CLI that talks to a stand-in served by this test. */
+function runAsync(file: string, args: string[], env: Record<string, string>) {
+  return new Promise<{ status: number | null; stderr: string }>((resolve) => {
+    const child = execFile(
+      process.execPath,
+      ['--import', 'tsx', file, ...args],
+      { env: { ...process.env, REDIS_URL: '', UPSTASH_REDIS_REST_URL: '', ...env }, encoding: 'utf8', timeout: 60_000 },
+      (_err, _stdout, stderr) => resolve({ status: child.exitCode, stderr }),
+    )
+  })
 }
 
 function expectOneSentence({ status, stderr }: { status: number | null; stderr: string }, pattern: RegExp) {
@@ -89,6 +102,51 @@ describe('failures a user can fix', () => {
     writeFileSync(preload, "Object.defineProperty(process, 'arch', { value: 'riscv64' })\n")
     const result = run('functions/node.ts', [], { DATA_DIR: tempDir('failures'), NODE_OPTIONS: `--require ${preload}` })
     expectOneSentence(result, /no library for linux-riscv64 .*run `npm install`/)
+  })
+
+  it('the server: a data folder that cannot be one', () => {
+    expectOneSentence(
+      run('functions/node.ts', [], { DATA_DIR: '/etc/passwd/x' }),
+      /DATA_DIR \/etc\/passwd\/x cannot be used .*file, not a folder/,
+    )
+    // Node's recursive mkdir never returns here
+    expectOneSentence(run('functions/node.ts', [], { DATA_DIR: '/proc/nope' }), /DATA_DIR \/proc\/nope cannot be used/)
+  })
+
+  it('migrate: a malformed CLICKHOUSE_URL, a closed port, a wrong password', async () => {
+    const dir = { DATA_DIR: tempDir('failures') }
+    for (const url of ['not-a-url', 'clickhouse.internal:8123', 'ftp://clickhouse.internal']) {
+      expectOneSentence(
+        await runAsync('scripts/migrate.ts', [], { ...dir, CLICKHOUSE_URL: url }),
+        /CLICKHOUSE_URL is .*must be an http\(s\) URL/,
+      )
+    }
+    const closed = createServer()
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
+    const { port } = closed.address() as { port: number }
+    await new Promise((resolve) => closed.close(resolve))
+    expectOneSentence(
+      await runAsync('scripts/migrate.ts', [], { ...dir, CLICKHOUSE_URL: `http://127.0.0.1:${port}` }),
+      new RegExp(`nothing answers at 127.0.0.1:${port}`),
+    )
+    // a stand-in answering as ClickHouse answers a wrong password
+    const clickhouse = createHttpServer((req, res) => {
+      req.resume()
+      res.writeHead(516, { 'X-ClickHouse-Exception-Code': '516', 'Content-Type': 'text/plain; charset=UTF-8' })
+      res.end(
+        'Code: 516. DB::Exception: default: Authentication failed: password is incorrect, or there is no user with such name. (AUTHENTICATION_FAILED) (version 24.8.4.13 (official build))\n',
+      )
+    })
+    await new Promise<void>((resolve) => clickhouse.listen(0, '127.0.0.1', resolve))
+    try {
+      const url = `http://127.0.0.1:${(clickhouse.address() as { port: number }).port}`
+      expectOneSentence(
+        await runAsync('scripts/migrate.ts', [], { ...dir, CLICKHOUSE_URL: url, CLICKHOUSE_PASSWORD: 'wrong' }),
+        /ClickHouse refused the user and password: check CLICKHOUSE_USER and CLICKHOUSE_PASSWORD/,
+      )
+    } finally {
+      clickhouse.close()
+    }
   })
 
   it('admin: an unknown organization', () => {

@@ -12,7 +12,7 @@ const DESKTOP_CHROME = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTM
 const page = (snippetId: string) => `<!doctype html>
 <html><head><title>Tracker test</title>
 <script>window.svc=window.svc||function(){(svc.q=svc.q||[]).push(arguments)};svc('Queued Before Load',{props:{early:'yes'}})</script>
-<script defer data-site="${snippetId}" src="/js/script.js"></script>
+<script defer data-site="${snippetId}" data-allow-localhost src="/js/script.js"></script>
 </head><body style="height:3000px">
 <a id="out" href="https://example.org/elsewhere">Elsewhere</a>
 <button id="dead" class="cta primary">Does nothing</button>
@@ -20,6 +20,12 @@ const page = (snippetId: string) => `<!doctype html>
 <form id="signup" action="/thanks" onsubmit="event.preventDefault()"><input name="email"><button id="send" type="submit">Send</button></form>
 <button id="boom" onclick="setTimeout(() => { throw new TypeError('boom happened') })">Throw</button>
 </body></html>`
+
+// the snippet as pasted: no opt-in for a page on the developer's own machine
+const localPage = (snippetId: string) => `<!doctype html>
+<html><head><title>Local page</title>
+<script defer data-site="${snippetId}" src="/js/script.js"></script>
+</head><body><button id="b">Press</button></body></html>`
 
 describe.skipIf(!CHROMIUM)('the tracker in real Chromium', () => {
   let browser: Browser
@@ -32,9 +38,12 @@ describe.skipIf(!CHROMIUM)('the tracker in real Chromium', () => {
     const services = await testServices()
     const fx = await seed(services)
     snippetId = fx.a.site.snippetId
+    // these pages are served from 127.0.0.1: the tag opts in, and the site counts that hostname
+    await services.sites.update(fx.a.site.id, (s) => ({ ...s, tracking: { ...s.tracking, allowedHostnames: ['127.0.0.1'] } }))
     const app = createApp(services)
     const outer = new Hono()
     outer.get('/page', (c) => c.html(page(snippetId)))
+    outer.get('/local', (c) => c.html(localPage(snippetId)))
     outer.get('/thanks', (c) => c.html('<p>thanks</p>'))
     outer.all('*', async (c) => {
       const isEvent = c.req.path === '/api/event' && c.req.method === 'POST'
@@ -158,6 +167,26 @@ describe.skipIf(!CHROMIUM)('the tracker in real Chromium', () => {
       `SELECT e.name AS name, count() AS n FROM events AS e WHERE e.hostname = '127.0.0.1' GROUP BY name`,
     )
     expect(Object.fromEntries(rows.map((r) => [r.name, Number(r.n)]))).toEqual(expected)
+  })
+
+  it('sends nothing from a page on 127.0.0.1 or localhost unless the tag opts in, and says so in the console', async () => {
+    const port = new URL(base).port
+    for (const origin of [base, `http://localhost:${port}`]) {
+      const context = await browser.newContext({ userAgent: DESKTOP_CHROME })
+      const tab = await context.newPage()
+      const sent: string[] = []
+      const messages: string[] = []
+      tab.on('request', (r) => r.url().includes('/api/event') && sent.push(r.url()))
+      tab.on('console', (m) => messages.push(m.text()))
+      await tab.goto(`${origin}/local`, { waitUntil: 'load' })
+      // the script has loaded and answered a call: a muted call runs its callback at once
+      await tab.evaluate(() => new Promise<void>((done) => (window as any).svc('Probe', { callback: done })))
+      await tab.click('#b')
+      await tab.evaluate(() => new Promise<void>((done) => (window as any).svc('Probe again', { callback: done })))
+      expect(sent).toEqual([])
+      expect(messages.join('\n')).toContain('data-allow-localhost')
+      await context.close()
+    }
   })
 
   it('sets no cookies and uses no storage', async () => {
