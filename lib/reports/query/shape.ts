@@ -9,6 +9,8 @@ const round = (v: number, digits: number) => Math.round(v * 10 ** digits) / 10 *
 export const fraction = (v: number) => round(v, 4)
 /** How every read answers milliseconds (a vital's percentile, a timing): to 1 decimal. */
 export const milliseconds = (v: number) => round(v, 1)
+/** A web vital's value as answered: CLS is a unitless score (a fraction's 4 decimals), the others milliseconds. */
+export const vitalValue = (name: string, v: number) => (name === 'CLS' ? fraction(v) : milliseconds(v))
 
 export interface Totals {
   visitors: number

@@ -21,7 +21,7 @@ import type { ReportParams } from './parse'
 import { type ResolvedRange, rangeView } from './range'
 import type { ReportDeps } from './reports'
 import { execute } from '../../storage/clickhouse/execute'
-import { fraction, milliseconds } from './shape'
+import { fraction, vitalValue } from './shape'
 
 /**
  * GET /vitals: real-user Core Web Vitals from the collector's vital events. Definitions (the
@@ -62,9 +62,6 @@ const bandsOf = (r: Row | undefined) =>
   Object.fromEntries(
     VITAL_NAMES.map((n) => [n, { samples: numberOf(r?.[`n_${n}`]), good: numberOf(r?.[`good_${n}`]), poor: numberOf(r?.[`poor_${n}`]) }]),
   ) as Record<VitalName, Bands>
-
-/** A metric's value as answered: CLS is a unitless score (4 decimals), the others milliseconds (1 decimal). */
-const vitalValue = (name: VitalName, v: number) => (name === 'CLS' ? fraction(v) : milliseconds(v))
 
 /** The percentile of a metric, null without samples. */
 const percentileOf = (r: Row | undefined, name: VitalName) =>
