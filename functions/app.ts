@@ -11,7 +11,8 @@ const CORS_ALLOW_HEADERS = 'Authorization, x-api-key, Content-Type, mcp-protocol
 
 /** Builds the whole HTTP app from its services. Handlers never know which home they run in. */
 export function createApp(services: Services, log: LogOptions = { level: 'error' }, options: { compress?: boolean } = {}) {
-  const app = new Hono()
+  // a trailing slash names the same endpoint (`/api/v1/` is the index, as `/api/v1`)
+  const app = new Hono({ strict: false })
 
   app.use(requestLog(log))
   // Node compresses its own answers (JSON, scripts, the MCP tool list) of 1 KB or more when the
@@ -42,7 +43,7 @@ export function createApp(services: Services, log: LogOptions = { level: 'error'
   const methodsOf = allowedMethods(endpoints)
   app.notFound((c) => {
     const path = new URL(c.req.url).pathname
-    const allowed = methodsOf(path)
+    const allowed = methodsOf(path.length > 1 ? path.replace(/\/$/, '') : path)
     if (allowed && c.req.method !== 'OPTIONS') {
       c.header('Allow', [...allowed, 'OPTIONS'].join(', '))
       return c.json({ error: `${c.req.method} is not allowed on ${path}; use ${allowed.join(' or ')}` }, 405)

@@ -23,7 +23,8 @@ async function readJsonBody(request: Request): Promise<unknown> {
 /** The REST transport: every declared endpoint as a route, admitted and invoked like an MCP tool call. */
 export function mountEndpoints(app: Hono, endpoints: Endpoint[], services: Services) {
   for (const endpoint of endpoints) {
-    const hasParams = endpoint.params !== undefined && !endpoint.validatesOwnInput
+    // keyed endpoints get every query parameter, so one they do not take is refused by name
+    const hasParams = (endpoint.params !== undefined || endpoint.scope !== 'public') && !endpoint.validatesOwnInput
     // the cap holds while the body is read: by Content-Length when the request has one (read here
     // from the header alone, so the Node adapter keeps its fast body path), else by counted bytes
     const maxSize = endpoint.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES

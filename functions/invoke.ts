@@ -1,11 +1,12 @@
-import { type Credential, authorize, keyOfHash, recordKeyUse, siteForKey } from '../lib/accounts/auth'
+import { type Credential, authorize, keyOfHash, recordKeyUse, siteForKey, unknownKeyError } from '../lib/accounts/auth'
 import { ApiError, describeZodError } from '../lib/errors'
 import { InvalidPatternError } from '../lib/storage/clickhouse/execute'
 import type { ApiKeyRecord } from '../lib/accounts/keys'
 import { LIMITS, type LimitResult } from '../lib/accounts/ratelimit'
 import type { Services } from '../lib/services'
 import { ConflictError } from '../lib/storage/errors'
-import type { Endpoint, EndpointContext } from './endpoint'
+import { type Endpoint, type EndpointContext, pathParamNames } from './endpoint'
+import { unknownParameterMessage } from './params'
 import { traceOf } from './request-log'
 
 /**
@@ -45,7 +46,9 @@ function lastUseOf(services: Services) {
 
 /** The key a credential names, checked as every call checks it first: 401 for no such key. */
 export async function identify(services: Services, presented: Presented): Promise<ApiKeyRecord> {
-  return authorize(await keyOfHash(services.repositories, presented.hash), presented.credential, 'read')
+  const record = await keyOfHash(services.repositories, presented.hash)
+  if (!record) throw await unknownKeyError(services.repositories, presented.hash)
+  return authorize(record, presented.credential, 'read')
 }
 
 /**
@@ -72,6 +75,7 @@ export async function admit(
       'the key query parameter is accepted only by the ingestion endpoints (collect, proxy-config), with a site-bound ingest key; send keys in the Authorization header',
     )
   }
+  if (!record) throw await unknownKeyError(services.repositories, presented.hash)
   const key = authorize(record, presented.credential, endpoint.scope === 'write' ? 'write' : 'read')
   if (endpoint.orgWide && key.siteId) throw new ApiError(403, 'this endpoint needs an organization-wide key; this key is bound to one site')
   const now = services.now().getTime()
@@ -152,6 +156,15 @@ export function asApiError(err: unknown, request: Request): ApiError {
   return new ApiError(500, `internal error (request ${id})`)
 }
 
+const knownParamsOf = new WeakMap<Endpoint, ReadonlySet<string>>()
+/** The path and query parameter names an endpoint declares. */
+function knownParams(endpoint: Endpoint): ReadonlySet<string> {
+  let known = knownParamsOf.get(endpoint)
+  if (!known)
+    knownParamsOf.set(endpoint, (known = new Set([...pathParamNames(endpoint.path), ...Object.keys(endpoint.params?.shape ?? {})])))
+  return known
+}
+
 /** Validates the parameters and body against the declaration, then runs the handler. */
 export async function invoke(
   endpoint: Endpoint,
@@ -159,17 +172,23 @@ export async function invoke(
   input: { params: Record<string, unknown>; body?: unknown },
 ): Promise<unknown> {
   if (endpoint.validatesOwnInput) return endpoint.handler(ctx, { params: {}, body: undefined } as never)
+  // keyed calls name only parameters the endpoint takes; public ones (counters, the collector)
+  // are called by pages and proxies that add their own, such as cache busters
+  if (endpoint.scope !== 'public') {
+    const unknown = unknownParameterMessage(Object.keys(input.params), knownParams(endpoint))
+    if (unknown) throw new ApiError(400, unknown)
+  }
   let params: unknown = {}
   if (endpoint.params) {
     const parsed = endpoint.params.safeParse(input.params)
-    if (!parsed.success) throw new ApiError(400, describeZodError(parsed.error, 'query'))
+    if (!parsed.success) throw new ApiError(400, describeZodError(parsed.error, 'query', input.params))
     params = parsed.data
   }
   let body: unknown
   if (endpoint.body) {
     if (input.body === undefined) throw new ApiError(400, 'body: a JSON body is required')
     const parsed = endpoint.body.safeParse(input.body)
-    if (!parsed.success) throw new ApiError(400, describeZodError(parsed.error, 'body'))
+    if (!parsed.success) throw new ApiError(400, describeZodError(parsed.error, 'body', input.body))
     body = parsed.data
   }
   return endpoint.handler(ctx, { params, body } as never)

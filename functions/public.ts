@@ -22,7 +22,7 @@ const liveAnswerSchema = z.object({
   visitors: z.number(),
   visits: z.number(),
   pageviews: z.number(),
-  halfHour: z.number().optional().describe('Visitors in the last 30 minutes; live counts only'),
+  halfHour: z.number().optional().describe('Visitors in the last 30 minutes; only on the live count asked without a range'),
 })
 
 /**

@@ -12,12 +12,25 @@ export class ApiError extends Error {
   }
 }
 
-/** `site_id: expected a string` from the first zod issue. */
-export function describeZodError(error: z.ZodError, where: 'query' | 'body'): string {
+/** `site_id: required` or `range: Invalid option...` from the first zod issue; `input` tells a missing value from a wrong one. */
+export function describeZodError(error: z.ZodError, where: 'query' | 'body', input?: unknown): string {
   const issue = error.issues[0]
   const path = issue.path.join('.')
+  // zod's own wording for a missing value ("Invalid input: expected string, received undefined");
+  // a schema's own message (a hint of what to send) is kept
+  if (path && issue.message.startsWith('Invalid ') && valueAt(input, issue.path) === undefined) return `${path}: required`
   if (issue.code === 'unrecognized_keys') {
     return `${path ? `${path}: ` : ''}unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`
   }
   return `${path || where}: ${issue.message}`
+}
+
+/** The value at a zod issue's path in the input, undefined when any step is missing. */
+function valueAt(input: unknown, path: PropertyKey[]): unknown {
+  let value = input
+  for (const step of path) {
+    if (value === null || typeof value !== 'object') return undefined
+    value = (value as Record<PropertyKey, unknown>)[step]
+  }
+  return value
 }

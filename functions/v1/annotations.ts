@@ -11,6 +11,7 @@ import {
 import { ANNOTATION_KINDS } from '../../lib/sites/definition-records'
 import { defineEndpoint } from '../endpoint'
 import { uuidParam } from '../params'
+import { siteRefSchema } from '../../lib/sites/sites'
 
 const annotationSchema = z.object({
   id: z.uuid(),
@@ -46,15 +47,23 @@ export const annotationEndpoints = [
     scope: 'read',
     tool: 'list_annotations',
     summary: `A site's annotations, newest first, at most ${ANNOTATION_LIST_MAX}.`,
-    description: `siteId is the site UUID (the snippet id is not taken here). from and to are optional ISO 8601 timestamps with an offset; both bounds are included. Ordered by at, newest first; at most ${ANNOTATION_LIST_MAX}.`,
-    params: z.object({
-      siteId: z.uuid({ message: 'must be a site UUID (not the snippet id)' }),
-      from: instantSchema.optional(),
-      to: instantSchema.optional(),
-    }),
+    description: `siteId (or site_id, as the other reads name it) is the site UUID or its snippet id. from and to are optional ISO 8601 timestamps with an offset; both bounds are included. Ordered by at, newest first; at most ${ANNOTATION_LIST_MAX}.`,
+    params: z
+      .object({
+        siteId: siteRefSchema.optional(),
+        site_id: siteRefSchema.optional().describe('The same as siteId'),
+        from: instantSchema.optional(),
+        to: instantSchema.optional(),
+      })
+      .refine((p) => p.siteId !== undefined || p.site_id !== undefined, { message: 'required', path: ['site_id'] })
+      .refine((p) => p.siteId === undefined || p.site_id === undefined || p.siteId === p.site_id, {
+        message: 'names another site than siteId; send one of them',
+        path: ['site_id'],
+      }),
     response: z.object({ annotations: z.array(annotationSchema) }),
     async handler({ services, site }, { params }) {
-      return { annotations: await listAnnotations(services.repositories, await site(params.siteId), params) }
+      const annotated = await site((params.siteId ?? params.site_id) as string)
+      return { annotations: await listAnnotations(services.repositories, annotated, params) }
     },
   }),
   defineEndpoint({

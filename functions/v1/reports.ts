@@ -85,7 +85,14 @@ export const reportEndpoints = [
     params: reportParams.omit({ range: true, from: true, to: true }),
     response: z.object({
       source: sourceSchema,
-      range: rangeViewSchema,
+      range: rangeViewSchema
+        .extend({
+          windows: z.object({
+            now: z.object({ from: z.string(), to: z.string() }).describe('The last 5 minutes: now, pages and sources'),
+            halfHour: z.object({ from: z.string(), to: z.string() }).describe('The last 30 minutes: halfHour'),
+          }),
+        })
+        .describe('from and to are the series (30 one-minute buckets); windows gives the two counted windows'),
       now: z.number().int().describe('Visitors in the last 5 minutes'),
       halfHour: z.number().int().describe('Visitors in the last 30 minutes'),
       series: seriesSchema,

@@ -13,7 +13,7 @@ export const siteFactEndpoints = [
     tool: 'get_site_facts',
     summary: "One site's facts (domain, timezone, sources, created, install state, events this month) with billing and quota notices.",
     description:
-      "eventsThisMonth counts the site's billable events in the current calendar month (UTC), the organization's billing period; byKind lists every kind stored, billed or not (bots, engagement reports and vitals are not billed). install.installed is true once any event arrived. notices carry the organization's billing and quota state: over the monthly quota is a warning, and collection never drops data for it.",
+      "eventsThisMonth counts the site's billable events in the current calendar month (UTC), the organization's billing period; byKind lists every kind stored, billed or not (bots, engagement reports and vitals are not billed). install.installed is true once any event arrived (or an install check found the tag), and recording while events arrived in the last 24 hours: as GET /sites/{site_id} and its install read say. notices carry the organization's billing and quota state: over the monthly quota is a warning, and collection never drops data for it.",
     params: z.object({ site_id: siteRefSchema }),
     response: z.object({
       id: z.uuid(),
@@ -25,6 +25,7 @@ export const siteFactEndpoints = [
       createdAt: z.string(),
       install: z.object({
         installed: z.boolean(),
+        recording: z.boolean().describe('Events were received in the last 24 hours'),
         firstEventAt: z.string().nullable(),
         lastEventAt: z.string().nullable(),
         checkedAt: z.string().nullable(),

@@ -4,6 +4,7 @@ import { siteStats } from '../../lib/reports/query/reports'
 import { applySitePatch, siteRefSchema, siteCreateSchema, sitePatchSchema, siteView, siteViewSchema } from '../../lib/sites/sites'
 import { assertSubdomainOf, attachCustomDomain, detachCustomDomain } from '../../lib/sites/custom-domain'
 import { createSite, deleteSite, sitesOfKey } from '../../lib/sites/site-lifecycle'
+import { withInstallState } from '../../lib/sites/site-install'
 import { defineEndpoint } from '../endpoint'
 import { flagParam, rangeParam } from '../params'
 import { rangeViewSchema, totalsSchema } from './report-schemas'
@@ -27,9 +28,10 @@ export const siteEndpoints = [
     response: z.object({ sites: z.array(siteViewSchema.extend({ stats: siteStatsSchema.optional().describe('Absent with stats=0') })) }),
     async handler({ services, key, baseUrl }, { params }) {
       const sites = await sitesOfKey(services.repositories, key)
-      if (!params.stats) return { sites: sites.map((s) => siteView(s, baseUrl)) }
+      if (!params.stats)
+        return { sites: (await withInstallState(services.clickhouse, sites, services.now())).map((s) => siteView(s, baseUrl)) }
       const rows = await siteStats(services, sites, params.range)
-      return { sites: rows.map(({ site, ...stats }) => ({ ...siteView(site, baseUrl), ...stats })) }
+      return { sites: rows.map(({ site, stats }) => ({ ...siteView(site, baseUrl), stats })) }
     },
   }),
   defineEndpoint({
@@ -58,8 +60,9 @@ export const siteEndpoints = [
       'One site: tracking, changeDetection, sharing, appearance, integrations, alerts, install state and imported periods. Field names here are the names update_site_settings takes.',
     params: z.object({ site_id: siteRefSchema }),
     response: siteViewSchema,
-    async handler({ site, baseUrl }, { params }) {
-      return siteView(await site(params.site_id), baseUrl)
+    async handler({ services, site, baseUrl }, { params }) {
+      const [found] = await withInstallState(services.clickhouse, [await site(params.site_id)], services.now())
+      return siteView(found, baseUrl)
     },
   }),
   defineEndpoint({

@@ -34,6 +34,12 @@ export function keyOfHash(repositories: Pick<Repositories, 'keys'>, hash: string
   return repositories.keys.byHash(hash)
 }
 
+/** The 401 for a credential no key answers to: a revoked key is told apart from one that never existed. */
+export async function unknownKeyError(repositories: Pick<Repositories, 'keys'>, hash: string): Promise<ApiError> {
+  const revokedAt = await repositories.keys.revokedAt(hash)
+  return new ApiError(401, revokedAt ? `API key was revoked (at ${revokedAt})` : 'invalid API key')
+}
+
 /** Records when a key was last used, as the key listing shows it. */
 export function recordKeyUse(repositories: Pick<Repositories, 'keys'>, key: Pick<ApiKeyRecord, 'orgId' | 'id'>, at: Date) {
   return repositories.keys.touch(key.orgId, key.id, at.toISOString())

@@ -1,10 +1,12 @@
 import type { Redis } from '@upstash/redis'
-import { asRecord } from '../storage/kv/records'
+import { asRecord, asString } from '../storage/kv/records'
 import type { ApiKeyMeta, ApiKeyRecord } from './keys'
 
 const keysKey = {
   /** What the auth path reads: the key's record under the hash of its secret. */
   byHash: (hash: string) => `apikey:${hash}`,
+  /** When the key of a hash was revoked: a revoked key's caller is told so, not that the key is unknown. */
+  revokedByHash: (hash: string) => `apikey-revoked:${hash}`,
   meta: (id: string) => `apikeymeta:${id}`,
   ofOrg: (orgId: string) => `org:${orgId}:apikeys`,
   /** key id -> when it was last used. */
@@ -32,6 +34,11 @@ export class KeysRepository {
     return asRecord<ApiKeyRecord>(await this.kv.get(keysKey.byHash(hash)))
   }
 
+  /** When the key of this hash was revoked; null for a hash no key ever had. */
+  async revokedAt(hash: string) {
+    return asString(await this.kv.get(keysKey.revokedByHash(hash)))
+  }
+
   async meta(id: string) {
     return asRecord<ApiKeyMeta>(await this.kv.get(keysKey.meta(id)))
   }
@@ -51,11 +58,21 @@ export class KeysRepository {
       .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id))
   }
 
+  /** The keys bound to a site that are not revoked (revoking drops a key from the set). */
+  async boundTo(siteId: string): Promise<ApiKeyMeta[]> {
+    const ids = await this.kv.smembers(keysKey.boundToSite(siteId))
+    if (!ids.length) return []
+    return (await this.kv.mget<unknown[]>(...ids.map(keysKey.meta)))
+      .map((m) => asRecord<ApiKeyMeta>(m))
+      .filter((m): m is ApiKeyMeta => m !== null && !m.revokedAt)
+  }
+
   async revoke(meta: ApiKeyMeta, at: string) {
     const tx = this.kv
       .multi()
       .del(keysKey.byHash(meta.hash))
-      .set(keysKey.meta(meta.id), JSON.stringify({ ...meta, revokedAt: at }))
+      .set(keysKey.revokedByHash(meta.hash), meta.revokedAt ?? at)
+      .set(keysKey.meta(meta.id), JSON.stringify({ ...meta, revokedAt: meta.revokedAt ?? at }))
     if (meta.siteId) tx.srem(keysKey.boundToSite(meta.siteId), meta.id)
     await tx.exec()
   }
@@ -67,7 +84,9 @@ export class KeysRepository {
     const tx = this.kv.multi().del(keysKey.boundToSite(siteId))
     for (const meta of metas) {
       if (!meta) continue
-      tx.del(keysKey.byHash(meta.hash)).set(keysKey.meta(meta.id), JSON.stringify({ ...meta, revokedAt: meta.revokedAt ?? at }))
+      tx.del(keysKey.byHash(meta.hash))
+        .set(keysKey.revokedByHash(meta.hash), meta.revokedAt ?? at)
+        .set(keysKey.meta(meta.id), JSON.stringify({ ...meta, revokedAt: meta.revokedAt ?? at }))
     }
     await tx.exec()
   }

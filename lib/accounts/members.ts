@@ -106,7 +106,11 @@ export async function acceptInvitation(
 ): Promise<Member & { orgId: string }> {
   const orgId = await repositories.team.invitationOrg(invitationId)
   const invitation = orgId ? (await repositories.team.list(orgId)).invitations.find((i) => i.id === invitationId) : undefined
-  if (!orgId || !invitation) throw new ApiError(404, `invitation ${invitationId} not found`)
+  if (!orgId || !invitation) {
+    const accepted = await repositories.team.acceptedInvitation(invitationId)
+    if (accepted) throw new ApiError(409, `invitation ${invitationId} was already accepted (by ${accepted.email}, at ${accepted.at})`)
+    throw new ApiError(404, `invitation ${invitationId} not found`)
+  }
   const member: Member = { id: crypto.randomUUID(), email: invitation.email, role: invitation.role, joinedAt: now.toISOString() }
   await repositories.team.acceptInvitation(orgId, invitation, member)
   return { ...member, orgId }

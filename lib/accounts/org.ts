@@ -1,6 +1,6 @@
 import { type Plan, type PlanName, QUOTA_WARNING_SHARE, billableTotal, planFor } from './plans'
 import type { ClickHouse } from '../storage/clickhouse/types'
-import { firstEventAt, lastEventBySite } from '../reports/query/site-events'
+import { withInstallState } from '../sites/site-install'
 import type { Site } from '../sites/sites'
 import type { Repositories } from '../repositories'
 import type { Org } from './org-record'
@@ -38,9 +38,8 @@ export function subscriptionOf(org: Org, now: Date) {
   }
 }
 
-/** Team size: the members, the owner included (at least the owner, for an organization made before owners were recorded). */
-const teamSize = async (repositories: Pick<Repositories, 'team'>, orgId: string) =>
-  Math.max(1, (await repositories.team.list(orgId)).members.length)
+/** Team size: the members GET /org/members lists, the owner included, and no one else. */
+const teamSize = async (repositories: Pick<Repositories, 'team'>, orgId: string) => (await repositories.team.list(orgId)).members.length
 
 function notices(plan: Plan, org: Org, billable: number, siteCount: number, now: Date): Notice[] {
   const found: Notice[] = []
@@ -134,18 +133,16 @@ export async function orgOverview(repositories: Repositories, orgId: string, now
 /** GET /site: one site's facts, its events this month, and the organization's billing and quota notices. */
 export async function siteFacts(deps: { clickhouse: ClickHouse; repositories: Repositories; plan?: PlanName }, site: Site, now: Date) {
   const period = billingPeriod(now)
-  const [org, sites, orgKinds, bySite, last, first] = await Promise.all([
+  const [org, sites, orgKinds, bySite, [withInstall]] = await Promise.all([
     deps.repositories.orgs.get(site.orgId),
     deps.repositories.sites.list(site.orgId),
     deps.repositories.usage.get(site.orgId, period.month),
     deps.repositories.usage.bySite(site.orgId, period.month),
-    lastEventBySite(deps.clickhouse, [site.id]),
-    firstEventAt(deps.clickhouse, site.id),
+    withInstallState(deps.clickhouse, [site], now),
   ])
   const account: Org = org ?? { id: site.orgId, name: '', plan: 'free', createdAt: now.toISOString() }
   const plan = planFor(account, deps.plan)
   const kinds = bySite[site.id] ?? {}
-  const lastEventAt = last.get(site.id) ?? site.install.lastEventAt
   return {
     id: site.id,
     snippetId: site.snippetId,
@@ -154,12 +151,7 @@ export async function siteFacts(deps: { clickhouse: ClickHouse; repositories: Re
     sources: site.sources,
     primarySource: site.primarySource,
     createdAt: site.createdAt,
-    install: {
-      installed: site.install.installed || lastEventAt !== null,
-      firstEventAt: first?.toISOString() ?? site.install.firstEventAt,
-      lastEventAt,
-      checkedAt: site.install.checkedAt,
-    },
+    install: withInstall.install,
     eventsThisMonth: { month: period.month, events: billableTotal(kinds), byKind: kinds },
     billing: {
       plan: plan.name,

@@ -1,5 +1,5 @@
 import type { Redis } from '@upstash/redis'
-import { asString } from '../storage/kv/records'
+import { asRecord, asString } from '../storage/kv/records'
 import type { Invitation, Member } from './team'
 
 const teamKey = {
@@ -8,6 +8,8 @@ const teamKey = {
   /** Each address of the team once: `member:<id>` or `invitation:<id>`. */
   emails: (orgId: string) => `org:${orgId}:team-emails`,
   invitationOrg: (invitationId: string) => `invitation:${invitationId}`,
+  /** An accepted invitation's member, so accepting it again is answered as such and not as unknown. */
+  acceptedInvitation: (invitationId: string) => `invitation:${invitationId}:accepted`,
 }
 
 /** An organization's members and open invitations; an address is on the team at most once. */
@@ -53,6 +55,13 @@ export class TeamRepository {
     return asString(await this.kv.get(teamKey.invitationOrg(invitationId)))
   }
 
+  /** Who accepted the invitation and when; null for one never accepted. */
+  async acceptedInvitation(invitationId: string) {
+    return asRecord<{ orgId: string; memberId: string; email: string; at: string }>(
+      await this.kv.get(teamKey.acceptedInvitation(invitationId)),
+    )
+  }
+
   async removeInvitation(orgId: string, invitation: Invitation) {
     await this.kv
       .multi()
@@ -67,6 +76,10 @@ export class TeamRepository {
       .multi()
       .hdel(teamKey.invitations(orgId), invitation.id)
       .del(teamKey.invitationOrg(invitation.id))
+      .set(
+        teamKey.acceptedInvitation(invitation.id),
+        JSON.stringify({ orgId, memberId: member.id, email: member.email, at: member.joinedAt }),
+      )
       .hset(teamKey.members(orgId), { [member.id]: JSON.stringify(member) })
       .hset(teamKey.emails(orgId), { [member.email]: `member:${member.id}` })
       .exec()

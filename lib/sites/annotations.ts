@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { ApiError } from '../errors'
 import type { Site } from './sites'
-import { domainSchema } from './sites'
+import { domainSchema, siteRefSchema } from './sites'
 import type { Repositories } from '../repositories'
 import { ANNOTATION_KINDS, type Annotation } from './definition-records'
 
@@ -18,6 +18,7 @@ const httpUrl = z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' 
 export const annotationInputSchema = z
   .strictObject({
     siteId: z.uuid({ message: 'must be a site UUID' }).optional(),
+    site_id: siteRefSchema.optional().describe('The site UUID or snippet id, as the reads name it'),
     domain: domainSchema.optional(),
     title: z.string().trim().min(1, 'required').max(200, 'at most 200 characters'),
     at: instantSchema.optional(),
@@ -25,7 +26,10 @@ export const annotationInputSchema = z
     body: z.string().trim().max(5000).nullish(),
     url: httpUrl.nullish(),
   })
-  .refine((a) => a.siteId !== undefined || a.domain !== undefined, { message: 'siteId or domain is required', path: ['siteId'] })
+  .refine((a) => a.siteId !== undefined || a.site_id !== undefined || a.domain !== undefined, {
+    message: 'siteId or domain is required',
+    path: ['siteId'],
+  })
 export type AnnotationInput = z.infer<typeof annotationInputSchema>
 
 /** The site an annotation names, by UUID or by domain, as the key may see it. */
@@ -33,12 +37,15 @@ export async function annotatedSite(
   repositories: Pick<Repositories, 'sites'>,
   siteFor: (id: string) => Promise<Site>,
   orgId: string,
-  input: Pick<AnnotationInput, 'siteId' | 'domain'>,
+  input: Pick<AnnotationInput, 'siteId' | 'site_id' | 'domain'>,
 ): Promise<Site> {
-  if (input.siteId) {
-    const site = await siteFor(input.siteId)
+  if (input.siteId && input.site_id && input.siteId !== input.site_id)
+    throw new ApiError(400, 'site_id: names another site than siteId; send one of them')
+  const ref = input.siteId ?? input.site_id
+  if (ref) {
+    const site = await siteFor(ref)
     if (input.domain !== undefined && input.domain !== site.domain)
-      throw new ApiError(400, `domain: "${input.domain}" is not the domain of site ${input.siteId}`)
+      throw new ApiError(400, `domain: "${input.domain}" is not the domain of site ${ref}`)
     return site
   }
   const byDomain = (await repositories.sites.list(orgId)).find((s) => s.domain === input.domain)

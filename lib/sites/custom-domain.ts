@@ -15,7 +15,10 @@ type Status = (typeof CUSTOM_DOMAIN_STATUSES)[number]
 
 export const customDomainStateSchema = z.object({
   customDomain: z.string().nullable().describe('The attached domain, verified or not'),
-  cnameTarget: z.string().describe('Set a CNAME record of customDomain to this host'),
+  cnameTarget: z
+    .string()
+    .nullable()
+    .describe('Set a CNAME record of customDomain to this host; null while the service has no public hostname (set PUBLIC_URL)'),
   status: z
     .enum(CUSTOM_DOMAIN_STATUSES)
     .describe('none (no domain), pending (no record yet), verified, wrong_target (a CNAME to another host), error (DNS did not answer)'),
@@ -51,6 +54,18 @@ async function resolveStatus(services: Services, domain: string, target: string)
   }
 }
 
+/** Whether a CNAME can point at the host: an address or a loopback name cannot be a CNAME target. */
+const isPublicHostname = (host: string) =>
+  !/^[\d.]+$/.test(host) &&
+  !host.includes(':') &&
+  !host.startsWith('[') &&
+  host !== 'localhost' &&
+  !host.endsWith('.localhost') &&
+  host.includes('.')
+
+const NEEDS_PUBLIC_URL =
+  'this service has no public hostname to point a CNAME record at: set PUBLIC_URL to the address people reach it at (for example https://analytics.example.com)'
+
 /** Sets the domain the snippet names (null: the service host) on the stored record. */
 function setTrackingDomain(services: Services, siteId: string, customDomain: string | null) {
   return services.sites.update(siteId, (fresh) =>
@@ -61,11 +76,16 @@ function setTrackingDomain(services: Services, siteId: string, customDomain: str
 /** Checks DNS now; the snippet follows the answer (a DNS failure changes nothing). Answers the state. */
 export async function customDomainState(services: Services, site: Site, baseUrl: string) {
   const target = new URL(baseUrl).hostname
+  // without PUBLIC_URL the host is the one the request named, often 127.0.0.1: never a CNAME target
+  const cnameTarget = isPublicHostname(target) ? target : null
   const record = await services.repositories.siteChecks.customDomain(site.id)
   let current = site
-  let check: { status: Status; detail: string } = { status: 'none', detail: 'no custom domain; the snippet uses the service host' }
+  let check: { status: Status; detail: string } = {
+    status: 'none',
+    detail: cnameTarget ? 'no custom domain; the snippet uses the service host' : `no custom domain; ${NEEDS_PUBLIC_URL}`,
+  }
   if (record) {
-    check = await resolveStatus(services, record.domain, target)
+    check = cnameTarget ? await resolveStatus(services, record.domain, cnameTarget) : { status: 'pending', detail: NEEDS_PUBLIC_URL }
     const inSnippet = check.status === 'verified' ? record.domain : check.status === 'error' ? site.tracking.customDomain : null
     if (check.status === 'verified' && !record.verifiedAt) {
       record.verifiedAt = services.now().toISOString()
@@ -78,7 +98,7 @@ export async function customDomainState(services: Services, site: Site, baseUrl:
   const view = siteView(current, baseUrl)
   return {
     customDomain: record?.domain ?? null,
-    cnameTarget: target,
+    cnameTarget,
     status: check.status,
     detail: check.detail,
     addedAt: record?.addedAt ?? null,

@@ -2,10 +2,17 @@ import { createApiKey } from '../accounts/admin'
 import type { Services } from '../services'
 import type { Site } from './sites'
 
-/** Whether the site has a server-side ingest key, with its prefix (never the secret). */
+/**
+ * Whether the site has a server-side ingest key (a write key bound to it that works, whether
+ * rotated here or made with the admin CLI), with its prefix (never the secret): the one rotated
+ * here when it still works, else the newest.
+ */
 export async function ingestKeyOf(services: Pick<Services, 'repositories'>, site: Site) {
-  const meta = site.ingestKeyId ? await services.repositories.keys.meta(site.ingestKeyId) : null
-  if (!meta || meta.revokedAt) return { exists: false }
+  const working = (await services.repositories.keys.boundTo(site.id)).filter((k) => k.scope === 'write')
+  const meta =
+    working.find((k) => k.id === site.ingestKeyId) ??
+    working.sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.id.localeCompare(a.id))[0]
+  if (!meta) return { exists: false }
   return { exists: true, id: meta.id, prefix: meta.prefix, createdAt: meta.createdAt }
 }
 

@@ -37,8 +37,13 @@ async function firstEvent(services: Services, siteId: string) {
 }
 
 /** The answer under the range name that was asked: an equal window may be cached under another name (ytd and year). */
-function asAsked(live: LiveAnswer, name: string): LiveAnswer {
-  return live.body.range === name ? live : { ...live, body: { ...live.body, range: name } }
+function asAsked(live: LiveAnswer, name: string, explicitRange: boolean): LiveAnswer {
+  // halfHour rides on the live count asked without a range only (spec 4.7 rule 2): an explicit
+  // range, 5m and realtime too, answers that window alone
+  const dropHalfHour = explicitRange && 'halfHour' in live.body
+  if (live.body.range === name && !dropHalfHour) return live
+  const { halfHour, ...rest } = live.body
+  return { ...live, body: { ...rest, range: name, ...(dropHalfHour || halfHour === undefined ? {} : { halfHour }) } }
 }
 
 /**
@@ -74,16 +79,17 @@ export async function publicLiveCount(services: Services, query: URLSearchParams
   const key = isLive(range.name) ? `${site.id}|${range.name === 'realtime' ? '5m' : range.name}` : `${site.id}|${view.from}|${view.to}`
   const shared = () => (coalesce ? inflight.get(key) : undefined)
   let pending = shared()
-  if (pending) return asAsked(await pending, range.name)
+  const explicitRange = params.range !== undefined
+  if (pending) return asAsked(await pending, range.name, explicitRange)
   const cached = await services.liveCache.get(key)
   if (cached) {
-    const named = asAsked(cached, range.name)
+    const named = asAsked(cached, range.name, explicitRange)
     await services.liveCache.put(asked, named)
     return named
   }
   // checked again with no await in between: every concurrent miss joins the first one's work
   pending = shared()
-  if (pending) return asAsked(await pending, range.name)
+  if (pending) return asAsked(await pending, range.name, explicitRange)
   const work = (async () => {
     // the live windows are the badge's own question: asking many other windows never shuts it off
     if (!isLive(range.name)) {
@@ -95,12 +101,13 @@ export async function publicLiveCount(services: Services, query: URLSearchParams
         })
     }
     const live = await liveCounts(services.clickhouse, site, range, now)
-    await Promise.all([services.liveCache.put(key, live), services.liveCache.put(asked, live)])
+    // the shared window keeps halfHour for the callers that ask without a range
+    await Promise.all([services.liveCache.put(key, live), services.liveCache.put(asked, asAsked(live, range.name, explicitRange))])
     return live
   })()
   if (coalesce) {
     inflight.set(key, work)
     work.finally(() => inflight.delete(key)).catch(() => {})
   }
-  return work
+  return asAsked(await work, range.name, explicitRange)
 }

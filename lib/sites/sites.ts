@@ -255,6 +255,8 @@ export function siteView(site: Site, baseUrl: string) {
     // sites saved before a tracking setting existed read its default
     tracking: { ...defaults.tracking, ...site.tracking },
     changeDetection: { lastCrawlAt: null, pagesKnown: 0, crawlErrors: [], ...site.changeDetection },
+    // reads pass the install state read from the events (withInstallState); a new site has none
+    install: { recording: false, ...site.install },
     snippet: `<script defer data-site="${site.snippetId}" src="${scriptHost}/js/script.js"></script>`,
   }
 }
@@ -302,10 +304,11 @@ export const siteViewSchema = z.object({
     source: z.enum(SOURCES).nullable(),
   }),
   install: z.object({
-    installed: z.boolean(),
+    installed: z.boolean().describe('An event was ever received, or an install check found the tag'),
+    recording: z.boolean().describe('Events were received in the last 24 hours'),
     firstEventAt: z.string().nullable(),
     lastEventAt: z.string().nullable(),
-    checkedAt: z.string().nullable(),
+    checkedAt: z.string().nullable().describe('The last install check'),
   }),
   imports: z.array(z.object({ source: z.enum(SOURCES), from: z.string(), to: z.string(), importedAt: z.string() })),
   snippet: z.string().describe('The tracking snippet to paste'),

@@ -97,10 +97,10 @@ describe.each(kinds)('annotations (%s key/value store)', (kind) => {
       expect(res.json.error, JSON.stringify(body)).toMatch(message)
     }
     expect(await t.repositories.annotations.list(t.a.site.id)).toEqual(before)
-    // the list takes the UUID only
+    // the list names the site as every read does: its UUID or its snippet id, as siteId or site_id
     const bySnippet = await list(`siteId=${t.a.site.snippetId}`)
-    expect(bySnippet.status).toBe(400)
-    expect(bySnippet.json.error).toMatch(/^siteId: must be a site UUID/)
+    expect(bySnippet.status).toBe(200)
+    expect(bySnippet.json).toEqual((await list(`site_id=${t.a.site.id}`)).json)
     expect((await list(`siteId=${t.a.site.id}&from=last-week`)).json.error).toMatch(/^from:/)
     expect((await list(`siteId=${t.a.site.id}&from=2026-11-02T00:00:00Z&to=2026-11-01T00:00:00Z`)).json.error).toMatch(
       /^from: must not be after to/,

@@ -223,12 +223,14 @@ describe('funnel results', () => {
       furthest.set(v.visitor, Math.max(furthest.get(v.visitor) ?? 0, levelOf(inWindow, steps)))
     }
     const reached = steps.map((_, i) => [...furthest.values()].filter((level) => level > i).length)
+    // conversions are answered as every fraction is, to 4 decimals
+    const fraction = (v: number) => Math.round(v * 1e4) / 1e4
     return steps.map((s, i) => ({
       type: s.type,
       value: s.value,
       visitors: reached[i],
-      conversionFromPrevious: i ? (reached[i - 1] ? reached[i] / reached[i - 1] : 0) : reached[0] ? 1 : 0,
-      conversionFromFirst: reached[0] ? reached[i] / reached[0] : 0,
+      conversionFromPrevious: fraction(i ? (reached[i - 1] ? reached[i] / reached[i - 1] : 0) : reached[0] ? 1 : 0),
+      conversionFromFirst: fraction(reached[0] ? reached[i] / reached[0] : 0),
       dropOff: i ? reached[i - 1] - reached[i] : 0,
     }))
   }

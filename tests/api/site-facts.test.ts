@@ -45,7 +45,14 @@ describe.each(kinds)('site facts (%s key/value store)', (kind) => {
         sources: ['standalone'],
         primarySource: 'standalone',
         createdAt: now.toISOString(),
-        install: { installed: true, firstEventAt: '2026-10-30T10:00:00.000Z', lastEventAt: '2026-11-21T10:00:00.000Z', checkedAt: null },
+        install: {
+          installed: true,
+          // the last event is 26 hours old: installed, not recording
+          recording: false,
+          firstEventAt: '2026-10-30T10:00:00.000Z',
+          lastEventAt: '2026-11-21T10:00:00.000Z',
+          checkedAt: null,
+        },
         eventsThisMonth: { month: '2026-11', events: 3, byKind: { pageview: 2, custom: 1 } },
         billing: {
           plan: 'free',

@@ -220,7 +220,10 @@ describe('why traffic changed', () => {
 
   describe('decay', () => {
     it('finds the guide fading, from lost search traffic, adjusted for the site', async () => {
-      const json = await get(`/api/v1/decay?site_id=${ids.news}&range=7d`)
+      const json = await get(`/api/v1/decay?site_id=${ids.news}`)
+      // decay takes no range: one sent is refused, not ignored
+      const ranged = await call('GET', `/api/v1/decay?site_id=${ids.news}&range=7d`, { key: read })
+      expect(ranged).toMatchObject({ status: 400, json: { error: expect.stringMatching(/^range: unknown parameter/) } })
       const today = localDay(NOW.getTime())
       expect(json.windows.current).toEqual({ from: '2026-10-25', to: '2026-11-21' })
       const expected = referenceDecay(planted, today)

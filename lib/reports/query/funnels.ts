@@ -6,9 +6,10 @@ import type { ReportParams } from './parse'
 import { rangeView } from './range'
 import { type ReportDeps, prepare } from './reports'
 import { execute } from '../../storage/clickhouse/execute'
+import { fraction } from './shape'
 
 /** Visitors of a step over visitors of another, 0 when there were none. */
-const rate = (part: number, whole: number) => (whole ? part / whole : 0)
+const rate = (part: number, whole: number) => (whole ? fraction(part / whole) : 0)
 
 /**
  * GET /funnels: the site's saved funnels, and the result of one (`funnel_id`, else the first):

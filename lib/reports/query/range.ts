@@ -58,6 +58,10 @@ export function resolveRange(
   now: Date,
   options: { series?: boolean; firstEventAt?: Date | null } = {},
 ): ResolvedRange {
+  // dates with a named range would be ignored, and the answer read as if they held
+  if (input.range !== 'custom' && (input.from !== undefined || input.to !== undefined)) {
+    throw new ApiError(400, `${input.from !== undefined ? 'from' : 'to'}: taken only with range=custom (the range here is ${input.range})`)
+  }
   const at = Temporal.Instant.fromEpochMilliseconds(now.getTime()).toZonedDateTimeISO(timezone)
   const today = at.startOfDay()
   const tomorrow = today.add({ days: 1 }).startOfDay()

@@ -23,7 +23,8 @@ import { execute } from '../../storage/clickhouse/execute'
 import { rolledDays, runRead } from './run'
 import { propertyKeysSql } from './compile/property-keys'
 import { type BreakdownRow, type Totals, ZERO_TOTALS, shapeBreakdown, shapeSeries, shapeTotals } from './shape'
-import { firstEventAt, lastEventBySite } from './site-events'
+import { eventEdges, firstEventAt } from './site-events'
+import { installOf } from '../../sites/site-install'
 import { readsBotHits } from './plan'
 
 /**
@@ -144,7 +145,10 @@ export async function realtime(deps: ReportDeps, site: Site, params: Omit<Report
     read.breakdown(limited, 'path'),
     read.breakdown(limited, 'source'),
   ])
-  return { source, range: rangeView(minutes.range), now: now5.visitors, halfHour: now30.visitors, series, pages, sources }
+  // the answer holds two windows: say both, not only the series' half hour
+  const window = (r: ResolvedRange) => ({ from: rangeView(r).from, to: rangeView(r).to })
+  const range = { ...rangeView(minutes.range), windows: { now: window(query.range), halfHour: window(halfHour.range) } }
+  return { source, range, now: now5.visitors, halfHour: now30.visitors, series, pages, sources }
 }
 
 /** GET /goals: each goal with its conversions in the window. Goals are first-party: a site without that source has none. */
@@ -174,7 +178,7 @@ export async function goalConversions(deps: ReportDeps, site: Site, params: Repo
  * visitors sparkline, and the install state with the last event seen.
  */
 export async function siteStats(deps: ReportDeps, sites: Site[], rangeName: Exclude<RangeName, 'custom'>) {
-  const lastEvents = await lastEventBySite(
+  const edges = await eventEdges(
     deps.clickhouse,
     sites.map((s) => s.id),
   )
@@ -184,7 +188,7 @@ export async function siteStats(deps: ReportDeps, sites: Site[], rangeName: Excl
       const range = resolveRange({ range: rangeName }, site.timezone, now, { firstEventAt: null })
       const previous = previousWindow(range)
       // a site that never had an event lists zeros without reading them
-      const read = sourceReader(deps.clickhouse, site.sources.includes('standalone') ? 'standalone' : 'ga4', lastEvents.has(site.id))
+      const read = sourceReader(deps.clickhouse, site.sources.includes('standalone') ? 'standalone' : 'ga4', edges.has(site.id))
       const [current, before, spark] =
         read.answers && dailySparkline(range)
           ? await fromDays(deps.clickhouse, site.id, range, previous)
@@ -193,10 +197,8 @@ export async function siteStats(deps: ReportDeps, sites: Site[], rangeName: Excl
               read.totals(windowQuery(site.id, previous, now)),
               read.series(windowQuery(site.id, range, now)),
             ])
-      const last = lastEvents.get(site.id) ?? null
       return {
-        site,
-        install: { ...site.install, installed: site.install.installed || last !== null, lastEventAt: last ?? site.install.lastEventAt },
+        site: { ...site, install: installOf(site, edges.get(site.id), now) },
         stats: {
           range: rangeView(range),
           ...current,

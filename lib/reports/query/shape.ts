@@ -5,6 +5,13 @@ import { type ResolvedRange, buckets } from './range'
 const numberOf = (v: unknown) => Number(v ?? 0)
 const round = (v: number, digits: number) => Math.round(v * 10 ** digits) / 10 ** digits
 
+/** How every read answers a fraction (a rate, a share, a conversion, CLS): to 4 decimals. */
+export const fraction = (v: number) => round(v, 4)
+/** How every read answers milliseconds (a vital's percentile, a timing): to 1 decimal. */
+export const milliseconds = (v: number) => round(v, 1)
+/** A web vital's value as answered: CLS is a unitless score (a fraction's 4 decimals), the others milliseconds. */
+export const vitalValue = (name: string, v: number) => (name === 'CLS' ? fraction(v) : milliseconds(v))
+
 export interface Totals {
   visitors: number
   visits: number
@@ -41,7 +48,7 @@ export function shapeTotals(row: Row | undefined): Totals {
     visitors: numberOf(row?.visitors),
     visits,
     pageviews: numberOf(row?.pageviews),
-    bounceRate: factsVisits ? round(numberOf(row?.bounces) / factsVisits, 4) : 0,
+    bounceRate: factsVisits ? fraction(numberOf(row?.bounces) / factsVisits) : 0,
     avgDuration: Math.round(numberOf(row?.duration)),
     viewsPerVisit: visits ? round(numberOf(row?.pageviews) / visits, 2) : 0,
     events: numberOf(row?.events),
@@ -67,7 +74,7 @@ export function shapeBreakdown(property: string, rows: Row[], engagement = hasEn
         visitors,
         events: numberOf(r.events),
         conversions: numberOf(r.events),
-        conversionRate: numberOf(r.total_visitors) ? round(visitors / numberOf(r.total_visitors), 4) : 0,
+        conversionRate: numberOf(r.total_visitors) ? fraction(visitors / numberOf(r.total_visitors)) : 0,
       }
       if (r.currency) row.revenue = { amount: round(numberOf(r.revenue), 2), currency: String(r.currency) }
       return row
@@ -82,7 +89,7 @@ export function shapeBreakdown(property: string, rows: Row[], engagement = hasEn
       events: numberOf(r.events),
     }
     if (engagement) {
-      row.bounceRate = round(numberOf(r.bounce_rate), 4)
+      row.bounceRate = fraction(numberOf(r.bounce_rate))
       row.avgDuration = Math.round(numberOf(r.avg_duration))
     }
     return row

@@ -10,7 +10,7 @@ import { execute } from '../../storage/clickhouse/execute'
  * gives the UTC days of each site's first and last event, and events, ordered by site and UTC day
  * first, is read on those two days only. Sites without events are absent.
  */
-async function eventEdges(clickhouse: ClickHouse, ids: string[]): Promise<Map<string, { first: string; last: string }>> {
+export async function eventEdges(clickhouse: ClickHouse, ids: string[]): Promise<Map<string, { first: string; last: string }>> {
   if (!ids.length) return new Map()
   const rows = await execute<{ site: string; first: string; last: string }>(
     clickhouse,

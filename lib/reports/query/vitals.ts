@@ -21,6 +21,7 @@ import type { ReportParams } from './parse'
 import { type ResolvedRange, rangeView } from './range'
 import type { ReportDeps } from './reports'
 import { execute } from '../../storage/clickhouse/execute'
+import { fraction, vitalValue } from './shape'
 
 /**
  * GET /vitals: real-user Core Web Vitals from the collector's vital events. Definitions (the
@@ -63,7 +64,8 @@ const bandsOf = (r: Row | undefined) =>
   ) as Record<VitalName, Bands>
 
 /** The percentile of a metric, null without samples. */
-const percentileOf = (r: Row | undefined, name: VitalName) => (numberOf(r?.[`n_${name}`]) ? numberOf(r?.[`p_${name}`]) : null)
+const percentileOf = (r: Row | undefined, name: VitalName) =>
+  numberOf(r?.[`n_${name}`]) ? vitalValue(name, numberOf(r?.[`p_${name}`])) : null
 
 /** A row of a trend or table: samples, visitors, the score and each metric's percentile. */
 function shapeRow(r: Row | undefined) {
@@ -81,7 +83,7 @@ function shapeMetrics(r: Row | undefined) {
   return Object.fromEntries(
     VITAL_NAMES.map((n) => {
       const { samples, good, poor } = bands[n]
-      const share = (k: number) => (samples ? k / samples : 0)
+      const share = (k: number) => (samples ? fraction(k / samples) : 0)
       return [
         n,
         {
@@ -164,7 +166,8 @@ export async function vitals(deps: ReportDeps, site: Site, params: VitalsParams)
       ? {
           contributors: Object.fromEntries(
             KINDS.map((kind) => {
-              const overall = metrics[CONTRIBUTORS[kind].metric].value ?? 0
+              const metric = CONTRIBUTORS[kind].metric
+              const overall = metrics[metric].value ?? 0
               return [
                 kind,
                 contributorRows
@@ -172,9 +175,9 @@ export async function vitals(deps: ReportDeps, site: Site, params: VitalsParams)
                   .map((r) => ({
                     target: String(r.target),
                     samples: numberOf(r.samples),
-                    share: numberOf(r.share),
-                    value: numberOf(r.value),
-                    effect: numberOf(r.value) - overall,
+                    share: fraction(numberOf(r.share)),
+                    value: vitalValue(metric, numberOf(r.value)),
+                    effect: vitalValue(metric, vitalValue(metric, numberOf(r.value)) - overall),
                   })),
               ]
             }),

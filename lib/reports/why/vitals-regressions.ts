@@ -3,6 +3,7 @@ import type { ClickHouse } from '../../storage/clickhouse/types'
 import { execute } from '../../storage/clickhouse/execute'
 import { vitalContributorsByPagePeriodSql, vitalsByPagePeriodSql } from './compile'
 import { round4 } from './robust'
+import { vitalValue } from '../query/shape'
 
 /**
  * Vitals regressions: a page's metric, at the 75th percentile, in a window against its baseline
@@ -120,7 +121,7 @@ export async function vitalsRegressions(
         samples,
         share: round4(samples / r.current.samples),
         baselineShare: round4(Number(before?.samples ?? 0) / r.baseline.samples),
-        value: Number(now?.value ?? 0),
+        value: vitalValue(r.metric, Number(now?.value ?? 0)),
       }
     })
     const contributors = targets
@@ -130,8 +131,8 @@ export async function vitalsRegressions(
     return {
       path: r.path,
       metric: r.metric,
-      baseline: r.baseline,
-      current: r.current,
+      baseline: { samples: r.baseline.samples, value: vitalValue(r.metric, r.baseline.value) },
+      current: { samples: r.current.samples, value: vitalValue(r.metric, r.current.value) },
       change: r.change,
       band: bandOf(r.metric, r.current.value),
       contributors,
