@@ -36,10 +36,6 @@ const PORTABLE_FORMATS = new Set([
 
 type Schema = Record<string, unknown>
 
-/** Zod's bounds of a plain integer: no constraint a reader needs, and they only cost bytes. */
-const isSafeIntegerBound = (key: string, value: unknown) =>
-  (key === 'minimum' || key === 'maximum') && Math.abs(value as number) === Number.MAX_SAFE_INTEGER
-
 /** Checks the server makes anyway, naming the field in its error: a tool's input schema leaves them out. */
 const SERVER_CHECKS = new Set(['pattern', 'minLength', 'maxLength', 'minItems', 'maxItems'])
 
@@ -54,7 +50,7 @@ export function portableInput(schema: unknown): unknown {
   const out: Schema = {}
   for (const [key, value] of Object.entries(schema as Schema)) {
     if (key === 'format' && !PORTABLE_FORMATS.has(value as string)) continue
-    if (SERVER_CHECKS.has(key) || isSafeIntegerBound(key, value)) continue
+    if (SERVER_CHECKS.has(key)) continue
     out[key] = key === 'properties' ? mapValues(value as Schema, portableInput) : portableInput(value)
   }
   return simplifyAnyOf(out)
