@@ -35,7 +35,7 @@ const healthSchema = z.object({
   keyValue: z.enum(['ok', 'unavailable']),
 })
 
-/** The endpoints of one group, each keeping a group its declaration names. */
+/** The endpoints of one group (a section of the reference page, an MCP toolset), each keeping a group its declaration names. */
 const inGroup = (group: Group, list: Endpoint[]) => list.map((e) => ({ ...e, group: e.group ?? group }))
 
 /**
@@ -44,87 +44,87 @@ const inGroup = (group: Group, list: Endpoint[]) => list.map((e) => ({ ...e, gro
  * here too, as `public` endpoints.
  */
 export const endpoints: Endpoint[] = [
+  defineEndpoint({
+    method: 'GET',
+    path: '/api/v1',
+    group: 'meta',
+    scope: 'public',
+    tool: null,
+    summary: 'This index: every endpoint with its method, path, scope, description, parameters and answer as JSON Schema.',
+    response: z.object({
+      version: z.string(),
+      authentication: z.string(),
+      openapi: z.string(),
+      mcp: z.string(),
+      endpoints: z.array(
+        z.object({
+          method: z.string(),
+          path: z.string(),
+          scope: z.enum(['public', 'read', 'write']),
+          tool: z.string().nullable(),
+          summary: z.string(),
+          description: z.string(),
+          parameters: z.record(z.string(), z.unknown()).nullable(),
+          body: z.record(z.string(), z.unknown()).nullable(),
+          status: z.number(),
+          response: z.record(z.string(), z.unknown()),
+        }),
+      ),
+    }),
+    async handler() {
+      return endpointIndex(endpoints)
+    },
+  }),
+  defineEndpoint({
+    method: 'GET',
+    path: '/api/v1/openapi.json',
+    group: 'meta',
+    scope: 'public',
+    tool: null,
+    summary: 'The OpenAPI 3.1 document of this API.',
+    response: z.looseObject({ openapi: z.literal('3.1.0'), paths: z.record(z.string(), z.unknown()) }),
+    async handler({ baseUrl }) {
+      return openApiDocument(endpoints, baseUrl)
+    },
+  }),
+  defineEndpoint({
+    method: 'GET',
+    path: '/health',
+    group: 'meta',
+    scope: 'public',
+    tool: null,
+    summary: 'Whether ClickHouse and the key/value store answer: 200 when both do, 503 otherwise.',
+    response: healthSchema,
+    async handler({ services }) {
+      const checks = await Promise.allSettled([engineAnswers(services.clickhouse), countOrgs(services.repositories)])
+      const [clickhouse, keyValue] = checks.map((r) => (r.status === 'fulfilled' ? ('ok' as const) : ('unavailable' as const)))
+      const healthy = clickhouse === 'ok' && keyValue === 'ok'
+      const body = { status: healthy ? ('ok' as const) : ('degraded' as const), clickhouse, keyValue }
+      return healthy ? body : Response.json(body, { status: 503 })
+    },
+  }),
+  ...inGroup('meta', metaEndpoints),
+  ...inGroup('team', [...orgEndpoints, ...memberEndpoints]),
+  ...inGroup('settings', [
+    ...siteEndpoints,
+    ...ingestEndpoints,
+    ...alertEndpoints,
+    ...installEndpoints,
+    ...customDomainEndpoints,
+    ...siteFactEndpoints,
+    ...importEndpoints,
+  ]),
   ...inGroup('reports', [
     ...reportEndpoints,
     ...goalEndpoints,
     ...funnelEndpoints,
     ...segmentEndpoints,
-    ...geoEndpoints,
     ...vitalEndpoints,
+    ...geoEndpoints,
   ]),
+  ...inGroup('why', [...annotationEndpoints, ...whyEndpoints]),
   ...inGroup('behaviour', [...behaviourEndpoints, ...journeyEndpoints]),
   ...inGroup('pages', crawlEndpoints),
-  ...inGroup('why', [...whyEndpoints, ...annotationEndpoints]),
-  ...inGroup('settings', [
-    ...siteEndpoints,
-    ...siteFactEndpoints,
-    ...installEndpoints,
-    ...ingestEndpoints,
-    ...customDomainEndpoints,
-    ...alertEndpoints,
-    ...importEndpoints,
-  ]),
-  ...inGroup('team', [...orgEndpoints, ...memberEndpoints]),
   ...inGroup('tracking', [...collectorEndpoints, ...publicEndpoints]),
-  ...inGroup('meta', [
-    ...metaEndpoints,
-    defineEndpoint({
-      method: 'GET',
-      path: '/api/v1',
-      scope: 'public',
-      tool: null,
-      summary: 'This index: every endpoint with its method, path, scope, description, parameters and answer as JSON Schema.',
-      response: z.object({
-        version: z.string(),
-        authentication: z.string(),
-        openapi: z.string(),
-        mcp: z.string(),
-        endpoints: z.array(
-          z.object({
-            method: z.string(),
-            path: z.string(),
-            scope: z.enum(['public', 'read', 'write']),
-            tool: z.string().nullable(),
-            summary: z.string(),
-            description: z.string(),
-            parameters: z.record(z.string(), z.unknown()).nullable(),
-            body: z.record(z.string(), z.unknown()).nullable(),
-            status: z.number(),
-            response: z.record(z.string(), z.unknown()),
-          }),
-        ),
-      }),
-      async handler() {
-        return endpointIndex(endpoints)
-      },
-    }),
-    defineEndpoint({
-      method: 'GET',
-      path: '/api/v1/openapi.json',
-      scope: 'public',
-      tool: null,
-      summary: 'The OpenAPI 3.1 document of this API.',
-      response: z.looseObject({ openapi: z.literal('3.1.0'), paths: z.record(z.string(), z.unknown()) }),
-      async handler({ baseUrl }) {
-        return openApiDocument(endpoints, baseUrl)
-      },
-    }),
-    defineEndpoint({
-      method: 'GET',
-      path: '/health',
-      scope: 'public',
-      tool: null,
-      summary: 'Whether ClickHouse and the key/value store answer: 200 when both do, 503 otherwise.',
-      response: healthSchema,
-      async handler({ services }) {
-        const checks = await Promise.allSettled([engineAnswers(services.clickhouse), countOrgs(services.repositories)])
-        const [clickhouse, keyValue] = checks.map((r) => (r.status === 'fulfilled' ? ('ok' as const) : ('unavailable' as const)))
-        const healthy = clickhouse === 'ok' && keyValue === 'ok'
-        const body = { status: healthy ? ('ok' as const) : ('degraded' as const), clickhouse, keyValue }
-        return healthy ? body : Response.json(body, { status: 503 })
-      },
-    }),
-    mcpEndpoint(() => endpoints),
-    ...referencePageEndpoints,
-  ]),
+  ...inGroup('meta', [mcpEndpoint(() => endpoints), ...referencePageEndpoints]),
 ]
