@@ -91,8 +91,8 @@ const OUTPUT_BYTES = 400
  */
 export function compactOutput(schema: unknown): unknown {
   // every report echoes the window it read, the same object each time: the instructions describe it once
-  const properties = (schema as Schema).properties as Schema | undefined
-  if (properties?.range) schema = { ...(schema as Schema), properties: { ...properties, range: { type: 'object' } } }
+  const properties = (schema as Schema).properties as Record<string, Schema> | undefined
+  if (properties?.range?.type === 'object') schema = { ...(schema as Schema), properties: { ...properties, range: { type: 'object' } } }
   for (let depth = 4; depth > 1; depth--) {
     const compact = compactTo(schema, depth)
     if (JSON.stringify(compact).length <= OUTPUT_BYTES) return compact
