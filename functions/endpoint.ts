@@ -5,6 +5,22 @@ import type { Services } from '../lib/services'
 import type { Site } from '../lib/sites/sites'
 
 export type EndpointScope = 'public' | 'read' | 'write'
+
+/**
+ * What people come for, in the order they come for it: the sections of the reference page and
+ * the MCP toolsets (`/api/mcp?toolsets=reports,behaviour`).
+ */
+export const GROUPS = {
+  reports: 'Reports',
+  behaviour: 'Behaviour',
+  pages: 'Pages and changes',
+  why: 'Why traffic changed',
+  settings: 'Sites and settings',
+  team: 'Team',
+  tracking: 'Tracking and public',
+  meta: 'Meta',
+} as const
+export type Group = keyof typeof GROUPS
 export type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE'
 type AnyObject = z.ZodObject<z.ZodRawShape>
 
@@ -37,6 +53,8 @@ export interface Endpoint<P extends AnyObject = AnyObject, B extends z.ZodType =
   /** OpenAPI-style path: `/api/v1/sites/{site_id}`. */
   path: string
   scope: EndpointScope
+  /** Its section and toolset; the registry gives each file's endpoints theirs, a declaration may say otherwise. */
+  group?: Group
   /** The MCP tool name, or null for endpoints that are not tools. */
   tool: string | null
   summary: string

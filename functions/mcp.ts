@@ -5,15 +5,26 @@ import { z } from 'zod'
 import { ApiError } from '../lib/errors'
 import { credentialHash } from '../lib/accounts/auth'
 import type { ApiKeyRecord } from '../lib/accounts/keys'
-import { type Endpoint, defineEndpoint, isJsonAnswer, pathParamNames } from './endpoint'
+import { type Endpoint, GROUPS, type Group, defineEndpoint, pathParamNames } from './endpoint'
 import { admit, asApiError, identify, invoke } from './invoke'
-import { outputSchema, toolInputSchema } from './openapi'
+import { toolList } from './tool-schemas'
 
 /** The tools a key may see: reads for every key, writes for write keys, org-wide tools not for site-bound keys. */
 export function toolsFor(endpoints: Endpoint[], key: Pick<ApiKeyRecord, 'scope' | 'siteId'>) {
-  return endpoints.filter(
-    (e) => e.tool !== null && e.scope !== 'public' && (e.scope === 'read' || key.scope === 'write') && !(e.orgWide && key.siteId),
-  )
+  return endpoints.filter((e) => isTool(e) && (e.scope === 'read' || key.scope === 'write') && !(e.orgWide && key.siteId))
+}
+
+const isTool = (e: Endpoint) => e.tool !== null && e.scope !== 'public'
+
+/** The toolsets a connection asked for (`?toolsets=reports,behaviour`), or every one. */
+export function requestedToolsets(url: string): Set<Group> {
+  const asked = new URL(url).searchParams.get('toolsets')
+  const known = Object.keys(GROUPS) as Group[]
+  if (asked === null) return new Set(known)
+  const names = asked.split(',').map((name) => name.trim())
+  for (const name of names)
+    if (!known.includes(name as Group)) throw new ApiError(400, `toolsets: unknown toolset "${name}"; the toolsets are ${known.join(', ')}`)
+  return new Set(names as Group[])
 }
 
 /**
@@ -33,22 +44,12 @@ export function toolInput(endpoint: Endpoint, args: Record<string, unknown>): { 
 }
 
 const MCP_INSTRUCTIONS =
-  'Web analytics for the sites of one organization. Start with whoami, then list_sites for site ids (a UUID or the snippet id both work as site_id). ' +
-  'Counts are integers; bounceRate is a fraction from 0 to 1, not a percentage; durations are seconds. Relative ranges resolve in the site timezone.'
-
-/** A failed call's structured content: the status and message the REST call would answer. */
-const TOOL_ERROR = {
-  type: 'object',
-  properties: { status: { type: 'integer' }, error: { type: 'string' } },
-  required: ['status', 'error'],
-  additionalProperties: false,
-}
-
-/** What a tool's structured content is: the endpoint's answer, or the error of a failed call. */
-function toolOutputSchema(endpoint: Endpoint) {
-  if (!isJsonAnswer(endpoint.response)) return undefined
-  return { type: 'object' as const, anyOf: [outputSchema(endpoint.response), TOOL_ERROR] }
-}
+  'Web analytics for the sites of one organization. Start with whoami, then list_sites for site ids. ' +
+  'Parameters shared by many tools: site_id is a site UUID or its snippet id. range is a named range resolved in the site timezone (default 30d); ' +
+  'range=custom takes from and to as YYYY-MM-DD (to included). filters is an array of {dimension, operator: is|is_not|contains|matches, value: [strings]} ' +
+  '(values OR-ed, filters AND-ed; list_dimensions has the dimensions), or that array as a JSON string. source is standalone or ga4 (default: the site primary source). ' +
+  'limit is rows, clamped. A report answers range: {name, from, to, interval, timezone}, the window it read. Counts are integers; bounceRate and other rates are fractions from 0 to 1, not percentages; durations are seconds. ' +
+  'A failed call is isError with {status, error} as the REST API answers it.'
 
 /**
  * The MCP tool server at /api/mcp: stateless Streamable HTTP with JSON responses, one tool per
@@ -63,7 +64,13 @@ export function mcpEndpoint(registry: () => Endpoint[]) {
     tool: null,
     summary: 'The MCP tool server: stateless Streamable HTTP, JSON-RPC over POST, one tool per endpoint. Authorization: Bearer <API_KEY>.',
     description:
-      'Tools are the endpoints of this API with the same parameters, checks and per-key rate limit; a read key sees the read tools, a write key all of them. A tool call counts one request against the key.',
+      'Tools are the endpoints of this API with the same parameters, checks and per-key rate limit; a read key sees the read tools, a write key all of them. A tool call counts one request against the key. toolsets (comma-separated: reports, behaviour, pages, why, settings, team, tracking, meta) offers only those tools.',
+    params: z.object({
+      toolsets: z
+        .string()
+        .optional()
+        .describe(`Comma-separated toolsets to offer (default all): ${Object.keys(GROUPS).join(', ')}`),
+    }),
     validatesOwnInput: true,
     maxBodyBytes: 1024 * 1024,
     body: z.looseObject({ jsonrpc: z.literal('2.0'), method: z.string() }).describe('A JSON-RPC 2.0 message'),
@@ -74,24 +81,19 @@ export function mcpEndpoint(registry: () => Endpoint[]) {
       if (presented.credential.via !== 'bearer') throw new ApiError(401, 'missing API key: send Authorization: Bearer <API_KEY>')
       const key = await identify(ctx.services, presented)
 
-      const visible = toolsFor(registry(), key)
-      const byTool = new Map(visible.map((e) => [e.tool!, e]))
+      const toolsets = requestedToolsets(ctx.request.url)
+      const offered = registry().filter((e) => isTool(e) && toolsets.has(e.group ?? 'meta'))
+      const visible = toolsFor(offered, key)
+      // every tool of the toolsets can be called: one this key may not call answers its 403 as a failed call
+      const byTool = new Map(offered.map((e) => [e.tool!, e]))
       const server = new Server(
         { name: 'web-analytics', version: '1.0.0' },
         { capabilities: { tools: {} }, instructions: MCP_INSTRUCTIONS },
       )
-      server.setRequestHandler(ListToolsRequestSchema, async () => ({
-        tools: visible.map((e) => ({
-          name: e.tool!,
-          description: e.description ?? e.summary,
-          inputSchema: toolInputSchema(e) as { type: 'object'; properties: Record<string, object> },
-          outputSchema: toolOutputSchema(e),
-          annotations: { readOnlyHint: e.method === 'GET', destructiveHint: e.method === 'DELETE', idempotentHint: e.method !== 'POST' },
-        })),
-      }))
+      server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: toolList(visible) }))
       server.setRequestHandler(CallToolRequestSchema, async (request) => {
         const endpoint = byTool.get(request.params.name)
-        if (!endpoint) throw new McpError(ErrorCode.InvalidParams, `unknown tool ${request.params.name} for this key`)
+        if (!endpoint) throw new McpError(ErrorCode.InvalidParams, `unknown tool ${request.params.name}`)
         try {
           const admitted = await admit(ctx.services, endpoint, presented, ctx, key)
           const result = await invoke(endpoint, ctx.withKey(admitted.key), toolInput(endpoint, request.params.arguments ?? {}))

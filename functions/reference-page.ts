@@ -22,6 +22,34 @@ const page = `<!doctype html>
 <title>Web analytics API reference</title>
 <link rel="stylesheet" href="/docs/assets/swagger-ui.css">
 <link rel="icon" type="image/png" href="/docs/assets/favicon-32x32.png">
+<style>
+  /* a phone: one column, operation ids under their path, nothing wider than the screen */
+  @media (max-width: 640px) {
+    .swagger-ui .wrapper { padding: 0 10px; }
+    .swagger-ui .info { margin: 20px 0; }
+    .swagger-ui .info .title { font-size: 26px; }
+    .swagger-ui .scheme-container { padding: 12px 0; }
+    .swagger-ui .filter-container .filter .operation-filter-input { width: 100%; max-width: none; margin: 10px 0; }
+    .swagger-ui .opblock-tag { flex-wrap: wrap; font-size: 20px; padding: 10px 4px; }
+    .swagger-ui .opblock-tag small { flex: 1 1 100%; order: 3; padding: 4px 0 0; }
+    .swagger-ui .opblock .opblock-summary { padding: 4px; }
+    .swagger-ui .opblock .opblock-summary-control { flex-wrap: wrap; min-width: 0; }
+    .swagger-ui .opblock .opblock-summary-method { min-width: 56px; padding: 4px 0; }
+    .swagger-ui .opblock .opblock-summary-path-description-wrapper { flex: 1 1 0; min-width: 0; padding: 0 0 0 8px; }
+    .swagger-ui .opblock .opblock-summary-path { font-size: 14px; word-break: break-all; }
+    .swagger-ui .opblock .opblock-summary-operation-id { flex: 1 1 100%; font-size: 12px; padding: 4px 0 0 64px; word-break: normal; }
+    .swagger-ui .opblock .opblock-section-header { padding: 8px 10px; }
+    .swagger-ui .opblock-description-wrapper, .swagger-ui .opblock-external-docs-wrapper, .swagger-ui .opblock-title_normal { padding: 10px; }
+    .swagger-ui .table-container { padding: 10px; }
+    /* parameters and responses as stacked rows rather than a table wider than the screen */
+    .swagger-ui table.parameters tr, .swagger-ui table.parameters td, .swagger-ui table.responses-table tr, .swagger-ui table.responses-table td { display: block; width: 100%; }
+    .swagger-ui table thead { display: none; }
+    .swagger-ui .parameters-col_description input, .swagger-ui .parameters-col_description select, .swagger-ui .parameters-col_description textarea { max-width: 100%; width: 100%; }
+    .swagger-ui .highlight-code, .swagger-ui .microlight { max-width: 100%; overflow-x: auto; }
+    .swagger-ui .responses-inner { padding: 10px; }
+    .swagger-ui .model-box { max-width: 100%; overflow-x: auto; }
+  }
+</style>
 </head>
 <body>
 <div id="reference"></div>

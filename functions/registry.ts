@@ -6,7 +6,7 @@ import { alertEndpoints } from './v1/alerts'
 import { memberEndpoints } from './v1/members'
 import { installEndpoints } from './v1/install'
 import { customDomainEndpoints } from './v1/custom-domain'
-import { type Endpoint, defineEndpoint } from './endpoint'
+import { type Endpoint, type Group, defineEndpoint } from './endpoint'
 import { mcpEndpoint } from './mcp'
 import { endpointIndex, openApiDocument } from './openapi'
 import { publicEndpoints } from './public'
@@ -35,6 +35,9 @@ const healthSchema = z.object({
   keyValue: z.enum(['ok', 'unavailable']),
 })
 
+/** The endpoints of one group (a section of the reference page, an MCP toolset), each keeping a group its declaration names. */
+const inGroup = (group: Group, list: Endpoint[]) => list.map((e) => ({ ...e, group: e.group ?? group }))
+
 /**
  * The one endpoint registry: the REST routes, the index, the OpenAPI document and the MCP tools
  * all come from it. Keyless routes (the collector, the public count, MCP, health) are declared
@@ -44,6 +47,7 @@ export const endpoints: Endpoint[] = [
   defineEndpoint({
     method: 'GET',
     path: '/api/v1',
+    group: 'meta',
     scope: 'public',
     tool: null,
     summary: 'This index: every endpoint with its method, path, scope, description, parameters and answer as JSON Schema.',
@@ -74,6 +78,7 @@ export const endpoints: Endpoint[] = [
   defineEndpoint({
     method: 'GET',
     path: '/api/v1/openapi.json',
+    group: 'meta',
     scope: 'public',
     tool: null,
     summary: 'The OpenAPI 3.1 document of this API.',
@@ -85,6 +90,7 @@ export const endpoints: Endpoint[] = [
   defineEndpoint({
     method: 'GET',
     path: '/health',
+    group: 'meta',
     scope: 'public',
     tool: null,
     summary: 'Whether ClickHouse and the key/value store answer: 200 when both do, 503 otherwise.',
@@ -97,29 +103,28 @@ export const endpoints: Endpoint[] = [
       return healthy ? body : Response.json(body, { status: 503 })
     },
   }),
-  ...metaEndpoints,
-  ...orgEndpoints,
-  ...siteEndpoints,
-  ...ingestEndpoints,
-  ...reportEndpoints,
-  ...goalEndpoints,
-  ...alertEndpoints,
-  ...memberEndpoints,
-  ...installEndpoints,
-  ...customDomainEndpoints,
-  ...funnelEndpoints,
-  ...segmentEndpoints,
-  ...annotationEndpoints,
-  ...siteFactEndpoints,
-  ...importEndpoints,
-  ...behaviourEndpoints,
-  ...vitalEndpoints,
-  ...crawlEndpoints,
-  ...journeyEndpoints,
-  ...geoEndpoints,
-  ...whyEndpoints,
-  ...collectorEndpoints,
-  ...publicEndpoints,
-  mcpEndpoint(() => endpoints),
-  ...referencePageEndpoints,
+  ...inGroup('meta', metaEndpoints),
+  ...inGroup('team', [...orgEndpoints, ...memberEndpoints]),
+  ...inGroup('settings', [
+    ...siteEndpoints,
+    ...ingestEndpoints,
+    ...alertEndpoints,
+    ...installEndpoints,
+    ...customDomainEndpoints,
+    ...siteFactEndpoints,
+    ...importEndpoints,
+  ]),
+  ...inGroup('reports', [
+    ...reportEndpoints,
+    ...goalEndpoints,
+    ...funnelEndpoints,
+    ...segmentEndpoints,
+    ...vitalEndpoints,
+    ...geoEndpoints,
+  ]),
+  ...inGroup('why', [...annotationEndpoints, ...whyEndpoints]),
+  ...inGroup('behaviour', [...behaviourEndpoints, ...journeyEndpoints]),
+  ...inGroup('pages', crawlEndpoints),
+  ...inGroup('tracking', [...collectorEndpoints, ...publicEndpoints]),
+  ...inGroup('meta', [mcpEndpoint(() => endpoints), ...referencePageEndpoints]),
 ]

@@ -22,6 +22,7 @@ export const ingestEndpoints = [
     keyInUrl: true,
     // 500 hits of about 2 KB each at most
     maxBodyBytes: 1024 * 1024,
+    group: 'tracking',
     tool: 'collect_bot_hits',
     summary: 'Server-side bot collection: stores bot and AI-crawler hits, drops humans and junk.',
     description:

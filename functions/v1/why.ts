@@ -259,6 +259,7 @@ export const whyEndpoints = [
     method: 'GET',
     path: '/api/v1/decay',
     scope: 'read',
+    group: 'pages',
     tool: 'get_decay',
     summary:
       'Pages whose traffic is fading: their best 28 days of the last year against the last 28 days, adjusted for the whole site, with a diagnosis.',
@@ -318,6 +319,7 @@ export const whyEndpoints = [
     method: 'GET',
     path: '/api/v1/pages/launches',
     scope: 'read',
+    group: 'pages',
     tool: 'get_page_launches',
     summary:
       'Pages that went live in the window, each banded over, at or under the median of the pages launched with it, and the cohort’s traffic shape.',
@@ -368,6 +370,7 @@ export const whyEndpoints = [
     method: 'GET',
     path: '/api/v1/pages/detail',
     scope: 'read',
+    group: 'pages',
     tool: 'get_page_detail',
     summary:
       'One page: its traffic, drivers, why its traffic last moved (ranked causes with confidence and evidence), engagement, first 30 days, changes, snapshots, errors and vitals.',

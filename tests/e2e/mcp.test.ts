@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { endpoints } from '../../functions/registry'
 import { tempDir } from '../helpers'
 import { mcpClient } from './mcp-client'
@@ -66,11 +66,14 @@ describe('the MCP tool server on a real server process', () => {
     await client.close()
   })
 
-  it('a write tool cannot be called with a read key', async () => {
+  it('a write tool called with a read key is a failed call saying it needs a write key', async () => {
     const client = await mcpClient(server.url, readKey)
-    await expect(client.callTool({ name: 'update_site_settings', arguments: { site_id: siteId, includeBots: true } })).rejects.toThrow(
-      /unknown tool/,
-    )
+    const refused = await client.callTool({ name: 'update_site_settings', arguments: { site_id: siteId, includeBots: true } })
+    expect(refused.isError).toBe(true)
+    expect(refused.structuredContent).toEqual({ status: 403, error: expect.stringMatching(/needs a write-scoped key/) })
+    expect((refused.content as { text: string }[])[0].text).toMatch(/^403: .*write/)
+    // a name that is no tool at all stays a protocol error
+    await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toThrow(/unknown tool/)
     const site = await (await fetch(`${server.url}/api/v1/sites/${siteId}`, { headers: { authorization: `Bearer ${readKey}` } })).json()
     expect(site.tracking.includeBots).toBe(false)
     await client.close()
@@ -112,6 +115,86 @@ describe('the MCP tool server on a real server process', () => {
       expect(tool.structuredContent).toEqual({ status: rest.status, error: (await rest.json()).error })
       expect(tool.structuredContent).toEqual({ status: 404, error: 'site not found' })
     }
+    await client.close()
+  })
+
+  it("a write key's tool list is under 60 KB of JSON, in portable JSON Schema the SDK client takes without a warning", async () => {
+    const listed = await fetch(`${server.url}/api/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${writeKey}` },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    })
+    const text = await listed.text()
+    const tools = JSON.parse(text).result.tools as { name: string; description: string; inputSchema: object; outputSchema?: object }[]
+    expect(tools.map((t) => t.name).sort()).toEqual(allTools)
+    // was 241,343 bytes: 65 tools, get_vitals alone with a 20 KB output schema
+    expect(Buffer.byteLength(text)).toBeLessThan(60_000)
+    for (const tool of tools) {
+      expect(tool.description, tool.name).toMatch(/^[A-Z][\s\S]*?\./)
+      expect(JSON.stringify(tool.outputSchema ?? {}).length, tool.name).toBeLessThanOrEqual(600)
+    }
+    // only the formats of JSON Schema itself: no cidrv4, cidrv6, e164, ...
+    const formats = new Set<string>()
+    JSON.stringify(tools, (key, value) => (key === 'format' && formats.add(value), value))
+    expect(
+      [...formats].filter((f) => !['date-time', 'date', 'time', 'email', 'hostname', 'ipv4', 'ipv6', 'uri', 'uuid'].includes(f)),
+    ).toEqual([])
+
+    const printed: string[] = []
+    const spies = (['log', 'info', 'warn', 'error'] as const).map((level) =>
+      vi.spyOn(console, level).mockImplementation((...args) => void printed.push(args.join(' '))),
+    )
+    try {
+      const client = await mcpClient(server.url, writeKey)
+      await client.listTools()
+      // every read tool with just a site: the SDK client checks each answer, or each failure, against its outputSchema
+      for (const name of readTools) {
+        const result = await client.callTool({ name, arguments: { site_id: siteId } })
+        if (result.isError) expect(result.structuredContent, name).toEqual({ status: expect.any(Number), error: expect.any(String) })
+      }
+      await client.close()
+    } finally {
+      for (const spy of spies) spy.mockRestore()
+    }
+    expect(printed).toEqual([])
+  }, 60_000)
+
+  it('a connection may ask for toolsets; an unknown toolset is a 400 naming it', async () => {
+    const client = await mcpClient(server.url, writeKey, '/api/mcp?toolsets=reports,behaviour')
+    const names = (await client.listTools()).tools.map((t) => t.name)
+    expect(names).toEqual(expect.arrayContaining(['get_stats', 'get_breakdown', 'get_vitals', 'create_goal', 'get_clicks', 'get_journeys']))
+    for (const other of ['list_sites', 'whoami', 'list_pages', 'get_spikes', 'list_members', 'update_site_settings'])
+      expect(names).not.toContain(other)
+    expect(names.length).toBeLessThan(allTools.length / 2)
+    // a tool outside the toolsets is not offered on this connection
+    await expect(client.callTool({ name: 'list_sites', arguments: {} })).rejects.toThrow(/unknown tool/)
+    await client.close()
+    const team = await mcpClient(server.url, readKey, '/api/mcp?toolsets=team')
+    expect((await team.listTools()).tools.map((t) => t.name).sort()).toEqual(['get_organization', 'list_api_keys', 'list_members'])
+    await team.close()
+    const unknown = await fetch(`${server.url}/api/mcp?toolsets=reports,reprots`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${readKey}` },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    })
+    expect(unknown.status).toBe(400)
+    expect((await unknown.json()).error).toMatch(/^toolsets: unknown toolset "reprots"; the toolsets are reports, behaviour, pages/)
+  })
+
+  it('filters is an array or that array as a JSON string, and says so', async () => {
+    const client = await mcpClient(server.url, readKey)
+    const stats = (await client.listTools()).tools.find((t) => t.name === 'get_stats')!
+    expect(stats.inputSchema.properties!.filters).toMatchObject({ type: ['array', 'string'] })
+    const filters = [{ dimension: 'device', operator: 'is', value: ['Desktop'] }]
+    const asArray = await client.callTool({ name: 'get_stats', arguments: { site_id: siteId, filters } })
+    const asText = await client.callTool({ name: 'get_stats', arguments: { site_id: siteId, filters: JSON.stringify(filters) } })
+    const rest = await (
+      await fetch(`${server.url}/api/v1/stats?site_id=${siteId}&filters=${encodeURIComponent(JSON.stringify(filters))}`, {
+        headers: { authorization: `Bearer ${readKey}` },
+      })
+    ).json()
+    expect(asArray.structuredContent).toEqual(rest)
+    expect(asText.structuredContent).toEqual(rest)
     await client.close()
   })
 

@@ -1,0 +1,193 @@
+import { type Endpoint, isJsonAnswer } from './endpoint'
+import { outputSchema, toolInputSchema } from './openapi'
+
+/**
+ * The MCP tool list, compact: a write key's whole list stays under 60 KB (tests/e2e/mcp.test.ts
+ * measures it), in portable JSON Schema. The REST API and its OpenAPI document keep the full
+ * schemas; the tools share their meaning through the server's instructions (MCP_INSTRUCTIONS).
+ */
+
+/**
+ * The parameters many tools share, described once in the server's instructions rather than in
+ * every tool (they are most of the bytes of a tool list otherwise). Each keeps its type and enum.
+ */
+const SHARED_PARAMETERS: Record<string, Schema> = {
+  site_id: { type: 'string' },
+  from: { type: 'string' },
+  to: { type: 'string' },
+  // an array, or that array as JSON text: both arrive as the JSON text the REST query carries (toolInput)
+  filters: { type: ['array', 'string'], items: { type: 'object' } },
+}
+
+/** The formats of JSON Schema itself (2020-12): any validator knows them. Zod's others (cidrv4, ...) make clients warn. */
+const PORTABLE_FORMATS = new Set([
+  'date-time',
+  'date',
+  'time',
+  'duration',
+  'email',
+  'hostname',
+  'ipv4',
+  'ipv6',
+  'uri',
+  'uri-reference',
+  'uuid',
+])
+
+type Schema = Record<string, unknown>
+
+/** Checks the server makes anyway, naming the field in its error: a tool's input schema leaves them out. */
+const SERVER_CHECKS = new Set(['pattern', 'minLength', 'maxLength', 'minItems', 'maxItems'])
+
+/**
+ * A tool's input schema, compact and with only portable JSON Schema: formats a validator may not
+ * know are dropped (the zod schemas the REST API validates with keep them), and so are the
+ * length and pattern checks the server makes and names in its 400 anyway.
+ */
+export function portableInput(schema: unknown): unknown {
+  if (Array.isArray(schema)) return dedupe(schema.map(portableInput))
+  if (typeof schema !== 'object' || schema === null) return schema
+  const out: Schema = {}
+  for (const [key, value] of Object.entries(schema as Schema)) {
+    if (key === 'format' && !PORTABLE_FORMATS.has(value as string)) continue
+    if (SERVER_CHECKS.has(key)) continue
+    out[key] = key === 'properties' ? mapValues(value as Schema, portableInput) : portableInput(value)
+  }
+  return simplifyAnyOf(out)
+}
+
+/** Alternatives said once each: four kinds of IP address left as four plain strings are one string. */
+const dedupe = (list: unknown[]) => {
+  const seen = new Set<string>()
+  return list.filter((item) => {
+    const text = JSON.stringify(item)
+    return !seen.has(text) && seen.add(text)
+  })
+}
+
+/** anyOf (or oneOf) with one alternative is that alternative; a simple type or null is a type list. */
+function simplifyAnyOf(schema: Schema): Schema {
+  const keyword = schema.anyOf ? 'anyOf' : 'oneOf'
+  const options = schema[keyword] as Schema[] | undefined
+  if (!options) return schema
+  const { [keyword]: _, ...rest } = schema
+  if (options.length === 1) return { ...rest, ...options[0] }
+  const [plain, none] = options
+  const simple = (s: Schema) => Object.keys(s).length === 1 && typeof s.type === 'string'
+  if (options.length === 2 && none?.type === 'null' && simple(none) && simple(plain)) return { ...rest, type: [plain.type, 'null'] }
+  return schema
+}
+
+/** What an output schema keeps: the shape of the answer. Its meaning is in the tool's description and the REST docs. */
+const OUTPUT_KEYWORDS = new Set(['type', 'properties', 'items', 'anyOf', 'oneOf', 'enum', 'const', 'additionalProperties'])
+
+/** The bytes an output schema may take: below the depth that fits, an object or array is said to be one, of any shape. */
+const OUTPUT_BYTES = 400
+
+/**
+ * A compact output schema: types, properties, items and enums only (no descriptions, bounds,
+ * formats or required lists), an object whose properties all share one shape said once
+ * (`additionalProperties`), and the deepest levels left as any object or array.
+ */
+export function compactOutput(schema: unknown): unknown {
+  // every report echoes the window it read, the same object each time: the instructions describe it once
+  const properties = (schema as Schema).properties as Record<string, Schema> | undefined
+  if (properties?.range?.type === 'object') schema = { ...(schema as Schema), properties: { ...properties, range: { type: 'object' } } }
+  for (let depth = 4; depth > 1; depth--) {
+    const compact = compactTo(schema, depth)
+    if (JSON.stringify(compact).length <= OUTPUT_BYTES) return compact
+  }
+  return compactTo(schema, 1)
+}
+
+function compactTo(schema: unknown, maxDepth: number, depth = 0): unknown {
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return schema
+  const source = schema as Schema
+  if (depth >= maxDepth && (source.type === 'object' || source.type === 'array')) return { type: source.type }
+  const out: Schema = {}
+  for (const [key, value] of Object.entries(source)) {
+    if (!OUTPUT_KEYWORDS.has(key)) continue
+    if (key === 'properties') out.properties = mapValues(value as Schema, (v) => compactTo(v, maxDepth, depth + 1))
+    else if (key === 'anyOf' || key === 'oneOf') out[key] = dedupe((value as unknown[]).map((v) => compactTo(v, maxDepth, depth)))
+    else if (key === 'additionalProperties') {
+      if (value !== false) out.additionalProperties = compactTo(value, maxDepth, depth + 1)
+    } else if (key === 'items') out.items = compactTo(value, maxDepth, depth + 1)
+    else out[key] = value
+  }
+  const shapes = out.properties ? Object.values(out.properties as Schema).map((v) => JSON.stringify(v)) : []
+  // the five vitals, say: the same object under each name; a row of plain numbers keeps its names
+  if (shapes.length >= 3 && shapes.every((s) => s === shapes[0]) && shapes[0].startsWith('{"type":"object"')) {
+    const { properties, ...rest } = out
+    return { ...rest, additionalProperties: Object.values(properties as Schema)[0] }
+  }
+  return simplifyAnyOf(out)
+}
+
+const mapValues = (object: Schema, f: (value: unknown) => unknown) =>
+  Object.fromEntries(Object.entries(object).map(([key, value]) => [key, f(value)]))
+
+/** A failed call's structured content: the status and message the REST call would answer. */
+const TOOL_ERROR = {
+  type: 'object',
+  properties: { status: { type: 'integer' }, error: { type: 'string' } },
+  required: ['status', 'error'],
+}
+
+/** What a tool's structured content is: the endpoint's answer, or the error of a failed call. */
+function toolOutputSchema(endpoint: Endpoint) {
+  if (!isJsonAnswer(endpoint.response)) return undefined
+  const answer = compactOutput(outputSchema(endpoint.response)) as Schema & { properties?: Schema }
+  // a compact schema requires no property, so a failure's {status, error} fits it unless the answer has fields of those names
+  if (
+    answer.type === 'object' &&
+    !answer.anyOf &&
+    !answer.oneOf &&
+    !('status' in (answer.properties ?? {})) &&
+    !('error' in (answer.properties ?? {}))
+  )
+    return answer as Schema & { type: 'object' }
+  return { type: 'object' as const, anyOf: [answer, TOOL_ERROR] }
+}
+
+/** A tool's parameters: compact and portable, the shared ones as the instructions describe them. */
+function toolParameters(endpoint: Endpoint) {
+  const schema = portableInput(toolInputSchema(endpoint)) as { type: 'object'; properties: Record<string, Schema>; required: string[] }
+  for (const [name, property] of Object.entries(schema.properties)) {
+    // list_annotations's from and to are its own (timestamps, no range)
+    const shared = name in SHARED_PARAMETERS && ((name !== 'from' && name !== 'to') || 'range' in schema.properties)
+    if (shared) schema.properties[name] = SHARED_PARAMETERS[name]
+    else if (name === 'range' || name === 'source' || name === 'limit') delete property.description
+  }
+  return schema
+}
+
+/** The characters of a tool's description: what it does, then the first of its details that fit. */
+const DESCRIPTION_CHARS = 300
+
+/**
+ * What the tool does in one sentence, then as many whole sentences of how to read it as fit;
+ * the rest is in the REST reference (GET /api/v1 and the OpenAPI document).
+ */
+function toolDescription(endpoint: Endpoint) {
+  let text = endpoint.summary
+  for (const sentence of endpoint.description?.split(/(?<=\.)\s+/) ?? []) {
+    if (text.length + 1 + sentence.length > DESCRIPTION_CHARS) break
+    text += ` ${sentence}`
+  }
+  return text
+}
+
+/** The tools as tools/list answers them. */
+export function toolList(endpoints: Endpoint[]) {
+  return endpoints.map((e) => ({
+    name: e.tool!,
+    description: toolDescription(e),
+    inputSchema: toolParameters(e),
+    outputSchema: toolOutputSchema(e),
+    // only what differs from MCP's defaults (not read-only, destructive, not idempotent)
+    annotations:
+      e.method === 'GET'
+        ? { readOnlyHint: true }
+        : { ...(e.method !== 'DELETE' && { destructiveHint: false }), ...(e.method !== 'POST' && { idempotentHint: true }) },
+  }))
+}
