@@ -54,3 +54,13 @@ export function newKeySecret(): { secret: string; prefix: string } {
   const secret = KEY_PREFIX + randomString(43)
   return { secret, prefix: secret.slice(0, KEY_PREFIX.length + 6) }
 }
+
+/**
+ * Whether two secrets are equal, in a time that depends on their lengths alone, not on where they
+ * first differ: a caller who times answers learns nothing of a secret's characters.
+ */
+export function secretsEqual(given: string, expected: string): boolean {
+  let difference = given.length ^ expected.length
+  for (let i = 0; i < expected.length; i++) difference |= (given.charCodeAt(i) || 0) ^ expected.charCodeAt(i)
+  return difference === 0
+}

@@ -1,3 +1,4 @@
+import { secretsEqual } from '../accounts/keys'
 import { ApiError } from '../errors'
 import type { Services } from '../services'
 import type { Site } from '../sites/sites'
@@ -13,7 +14,7 @@ export type Dropped = Extract<IngestOutcome, { status: 'dropped' }> | null
  * the site's proxy secret, else the client's address as this home knows it.
  */
 export function visitorAddress(services: Pick<Services, 'clientAddress'>, site: Site, request: Request, env: unknown): string {
-  const proxied = site.proxySecret && request.headers.get('x-proxy-secret') === site.proxySecret
+  const proxied = site.proxySecret && secretsEqual(request.headers.get('x-proxy-secret') ?? '', site.proxySecret)
   return (proxied && request.headers.get('x-forwarded-for')?.split(',')[0].trim()) || services.clientAddress(request, env)
 }
 
