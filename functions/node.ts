@@ -71,8 +71,9 @@ if (firstStart && demoWanted(env)) {
     services.ingestor,
   )
   await home.sink.flush()
-  log(
-    [
+  // on stdout: the log (stderr) goes to a log collector, and must never hold a key
+  process.stdout.write(
+    `${[
       '',
       `First start: created the organization "${demo.org.name}" and the site ${demo.site.domain} (id ${demo.site.id}, snippet ${demo.site.snippetId}), with ${seeded.imported} demo hits over 30 days.`,
       'Its keys are shown only now. Paste this line into your shell:',
@@ -83,7 +84,7 @@ if (firstStart && demoWanted(env)) {
       `  curl -H "Authorization: Bearer $KEY" ${baseUrl}/api/v1/me`,
       `  curl -H "Authorization: Bearer $KEY" "${baseUrl}/api/v1/stats?site_id=$SITE&range=7d"`,
       '',
-    ].join('\n'),
+    ].join('\n')}\n`,
   )
 } else if (firstStart) {
   log(

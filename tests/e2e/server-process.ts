@@ -5,6 +5,9 @@ export interface RunningServer {
   url: string
   process: ChildProcess
   output: () => string
+  /** What it wrote on stdout alone (the first-start banner with its keys) and on stderr alone (the log). */
+  stdout: () => string
+  stderr: () => string
   stop(signal?: NodeJS.Signals): Promise<number | null>
 }
 
@@ -15,8 +18,10 @@ export async function startServer(env: Record<string, string>): Promise<RunningS
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let output = ''
-  child.stdout!.on('data', (d) => (output += d))
-  child.stderr!.on('data', (d) => (output += d))
+  let stdout = ''
+  let stderr = ''
+  child.stdout!.on('data', (d) => ((output += d), (stdout += d)))
+  child.stderr!.on('data', (d) => ((output += d), (stderr += d)))
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 60_000)
     const check = () => {
@@ -24,7 +29,8 @@ export async function startServer(env: Record<string, string>): Promise<RunningS
       const match = /analytics API on (http:\/\/\S+)/.exec(output)
       if (match) {
         clearTimeout(timer)
-        resolve(match[1])
+        // the banner goes to stdout before this line goes to stderr: let the other pipe be read too
+        setTimeout(() => resolve(match[1]), 200)
       }
     }
     child.stderr!.on('data', check)
@@ -34,6 +40,8 @@ export async function startServer(env: Record<string, string>): Promise<RunningS
     url,
     process: child,
     output: () => output,
+    stdout: () => stdout,
+    stderr: () => stderr,
     stop: (signal = 'SIGTERM') =>
       new Promise((resolve) => {
         if (child.exitCode !== null) return resolve(child.exitCode)

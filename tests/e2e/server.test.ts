@@ -32,6 +32,10 @@ describe('the Node server on embedded stores', () => {
     expect((await me.json()).key.scope).toBe('read')
     const sites = await (await api('/api/v1/sites', readKey)).json()
     expect(sites.sites.map((s: { domain: string }) => s.domain)).toEqual(['demo.example.com'])
+    // the banner with the keys is on stdout; stderr, the log a deployment ships, never holds a key
+    expect(server.stdout()).toContain(`export KEY=${readKey} WRITE_KEY=${writeKey}`)
+    expect(server.stderr()).not.toContain(readKey)
+    expect(server.stderr()).not.toContain(writeKey)
   })
 
   it('logs one JSON line per request, without credential values, and answers its id as X-Request-Id', async () => {
