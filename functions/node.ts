@@ -33,7 +33,13 @@ timers = jobTimers(JOBS, services, log)
 const requestLines = batchedLines(process.stderr)
 process.on('exit', requestLines.flush)
 const app = createApp(services, { level: env.LOG_LEVEL, write: requestLines.write }, { compress: true })
-const server = serve({ fetch: app.fetch, port: env.PORT, hostname: env.HOST })
+const server = serve({
+  fetch: app.fetch,
+  port: env.PORT,
+  hostname: env.HOST,
+  // a body that trickles in holds a connection no longer than this (Node's default is 300 s), checked every second
+  serverOptions: { requestTimeout: env.REQUEST_TIMEOUT_MS, connectionsCheckingInterval: 1000 },
+})
 answerMalformedRequestsInJson(server as unknown as Server)
 await new Promise((resolve) => server.once('listening', resolve))
 const port = (server.address() as { port: number }).port

@@ -103,6 +103,13 @@ export const nodeEnvSchema = z.object({
     .describe(
       'crawl every site from this origin instead of `https://<domain>`: a local copy of a site under test (with `OUTBOUND_ALLOW_PRIVATE=1` for a private address)',
     ),
+  REQUEST_TIMEOUT_MS: z.coerce
+    .number({ message: 'must be milliseconds' })
+    .int({ message: 'must be whole milliseconds' })
+    .min(1000, { message: 'must be at least 1000' })
+    .max(600_000, { message: 'must be at most 600000' })
+    .default(30_000)
+    .describe('how long a request may take to arrive, headers and body: a client that sends slower is answered 408 and disconnected'),
   TRUST_PROXY: flag.default('0').describe('`1` behind your own reverse proxy: take the client address from `X-Forwarded-For`'),
   DEMO: flag
     .optional()
