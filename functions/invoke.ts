@@ -4,7 +4,7 @@ import { InvalidPatternError } from '../lib/storage/clickhouse/execute'
 import type { ApiKeyRecord } from '../lib/accounts/keys'
 import { LIMITS, type LimitResult } from '../lib/accounts/ratelimit'
 import type { Services } from '../lib/services'
-import { ConflictError } from '../lib/storage/errors'
+import { ConflictError, StoreUnavailableError } from '../lib/storage/errors'
 import { type Endpoint, type EndpointContext, pathParamNames } from './endpoint'
 import { unknownParameterMessage } from './params'
 import { traceOf } from './request-log'
@@ -151,6 +151,7 @@ export function asApiError(err: unknown, request: Request): ApiError {
   if (err instanceof ApiError) return err
   if (err instanceof InvalidPatternError) return new ApiError(400, 'filters: invalid regular expression in a matches filter')
   if (err instanceof ConflictError) return new ApiError(409, err.message)
+  if (err instanceof StoreUnavailableError) return new ApiError(503, err.message, { 'Retry-After': String(err.retryAfterSeconds) })
   const { id, logError } = traceOf(request)
   logError({ requestId: id, method: request.method, path: new URL(request.url).pathname, error: String((err as Error)?.stack ?? err) })
   return new ApiError(500, `internal error (request ${id})`)

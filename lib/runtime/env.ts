@@ -103,6 +103,15 @@ export const nodeEnvSchema = z.object({
     .describe(
       'crawl every site from this origin instead of `https://<domain>`: a local copy of a site under test (with `OUTBOUND_ALLOW_PRIVATE=1` for a private address)',
     ),
+  KV_TIMEOUT_MS: z.coerce
+    .number({ message: 'must be milliseconds' })
+    .int({ message: 'must be whole milliseconds' })
+    .min(100, { message: 'must be at least 100' })
+    .max(60_000, { message: 'must be at most 60000' })
+    .default(2000)
+    .describe(
+      'how long one call to Redis (`REDIS_URL`) may take: past it, or when Redis refuses connections, requests that need it answer 503 with Retry-After',
+    ),
   REQUEST_TIMEOUT_MS: z.coerce
     .number({ message: 'must be milliseconds' })
     .int({ message: 'must be whole milliseconds' })

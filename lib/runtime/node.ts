@@ -42,6 +42,8 @@ export interface NodeEnv {
   UPSTASH_REDIS_REST_URL?: string
   UPSTASH_REDIS_REST_TOKEN?: string
   REDIS_PREFIX?: string
+  /** Milliseconds one Redis call may take before it is an outage (2000 when unset). */
+  KV_TIMEOUT_MS?: number
 }
 
 export const dataDir = (env: NodeEnv) => resolve(env.DATA_DIR || '.data')
@@ -212,7 +214,8 @@ export async function openNodeStores(env: NodeEnv, options: { viaRunningServer?:
     limiter = redisRateLimiter(redis)
     keyValue = `upstash ${new URL(env.UPSTASH_REDIS_REST_URL).host}`
   } else if (env.REDIS_URL) {
-    raw = env.REDIS_PREFIX ? prefixedRaw(new TcpRedis(env.REDIS_URL), env.REDIS_PREFIX) : new TcpRedis(env.REDIS_URL)
+    const tcp = new TcpRedis(env.REDIS_URL, env.KV_TIMEOUT_MS)
+    raw = env.REDIS_PREFIX ? prefixedRaw(tcp, env.REDIS_PREFIX) : tcp
     redis = new Redis(rawRequester(raw))
     limiter = redisRateLimiter(redis)
     keyValue = `redis ${new URL(env.REDIS_URL).host}`

@@ -1,3 +1,4 @@
+import { StoreUnavailableError } from '../errors'
 import type { Requester, UpstashRequest, UpstashResponse } from '@upstash/redis'
 
 export type RedisCommand = (string | number)[]
@@ -29,6 +30,8 @@ export async function runUpstashRequest(raw: RawRedis, path: string[] | undefine
   try {
     return { result: await raw.exec(body as RedisCommand) }
   } catch (err) {
+    // an outage stays one: it is answered 503, not read as the store's reply to the command
+    if (err instanceof StoreUnavailableError) throw err
     return { error: errorText(err) }
   }
 }

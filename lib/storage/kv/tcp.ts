@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
 import { Redis as IoRedis } from 'ioredis'
+import { StoreUnavailableError } from '../errors'
 import type { CommandResult, RawRedis, RedisCommand } from './raw'
 
 const sha1 = (text: string) => createHash('sha1').update(text).digest('hex')
@@ -13,8 +14,28 @@ export class TcpRedis implements RawRedis {
   private readonly client: IoRedis
   private readonly strippedSha = new Map<string, string>()
 
-  constructor(url: string) {
-    this.client = new IoRedis(url, { maxRetriesPerRequest: 2, enableAutoPipelining: false, lazyConnect: false })
+  /** `timeoutMs`: how long one call may wait for Redis before it is an outage (KV_TIMEOUT_MS). */
+  constructor(url: string, timeoutMs = 2000) {
+    this.client = new IoRedis(url, {
+      maxRetriesPerRequest: 2,
+      enableAutoPipelining: false,
+      lazyConnect: false,
+      // a stalled or unreachable server fails each call after this long instead of holding it
+      commandTimeout: timeoutMs,
+      connectTimeout: timeoutMs,
+    })
+    // ioredis reports connection errors here as well as to the calls; the calls carry them on
+    this.client.on('error', () => {})
+  }
+
+  /** Runs a call; an error that is not Redis's own reply (a timeout, a refused or lost connection) is an outage. */
+  private async call<T>(run: () => Promise<T>): Promise<T> {
+    try {
+      return await run()
+    } catch (err) {
+      if ((err as Error)?.name === 'ReplyError') throw err
+      throw new StoreUnavailableError('key/value store', 5, { cause: err })
+    }
   }
 
   private rewrite(command: RedisCommand): RedisCommand {
@@ -33,7 +54,7 @@ export class TcpRedis implements RawRedis {
 
   async exec(command: RedisCommand) {
     const [name, ...args] = this.rewrite(command)
-    return flatReply(await this.client.call(String(name), ...args))
+    return flatReply(await this.call(() => this.client.call(String(name), ...args)))
   }
 
   async pipeline(commands: RedisCommand[]) {
@@ -42,7 +63,7 @@ export class TcpRedis implements RawRedis {
       const [name, ...args] = this.rewrite(command)
       pipe.call(String(name), ...args)
     }
-    return toResults(await pipe.exec())
+    return toResults(await this.call(() => pipe.exec()))
   }
 
   async transaction(commands: RedisCommand[]) {
@@ -51,7 +72,7 @@ export class TcpRedis implements RawRedis {
       const [name, ...args] = this.rewrite(command)
       multi.call(String(name), ...args)
     }
-    return toResults(await multi.exec())
+    return toResults(await this.call(() => multi.exec()))
   }
 
   async close() {
