@@ -3,9 +3,7 @@ import { serve } from '@hono/node-server'
 import { STATUS_CODES, type Server } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { countOrgs, listOrgs } from '../lib/accounts/admin'
-import { createDemo } from '../lib/demo'
-import { demoHits } from '../lib/ingest/demo-traffic'
-import { importHits } from '../lib/ingest/import'
+import { createDemo, findDemoSite, seedDemo, startDemoTraffic } from '../lib/demo'
 import { CRAWL_RUN, JOBS } from '../lib/jobs/schedule'
 import { jobTimers } from '../lib/jobs/timers'
 import { nodeEnvSchema, parseEnv } from '../lib/runtime/env'
@@ -57,17 +55,10 @@ if (stores.chdb || stores.raw) {
 
 if ((await countOrgs(stores.repositories)) === 0) {
   const demo = await createDemo(stores.repositories, new Date())
-  const hits =
-    env.SKIP_DEMO_TRAFFIC === '1'
-      ? []
-      : demoHits({ site: demo.site.snippetId, domain: demo.site.domain, days: 30, visitorsPerDay: 150, end: new Date() })
-  const seeded = await importHits(
-    (function* () {
-      for (const hit of hits) yield JSON.stringify(hit)
-    })(),
-    services.ingestor,
-  )
-  await home.sink.flush()
+  const seeded = await seedDemo(services, demo.site, new Date(), {
+    traffic: env.SKIP_DEMO_TRAFFIC !== '1',
+    flush: () => home.sink.flush(),
+  })
   log(
     [
       '',
@@ -94,6 +85,10 @@ if ((await countOrgs(stores.repositories)) === 0) {
   )
 }
 
+// the demo site gets a light trickle of live visitors while the server runs, unless DEMO_LIVE_TRAFFIC=0 (or the demo has no traffic)
+const demoSite = process.env.DEMO_LIVE_TRAFFIC === '0' || env.SKIP_DEMO_TRAFFIC === '1' ? null : await findDemoSite(stores.repositories)
+const stopDemoTraffic = demoSite ? startDemoTraffic(services, demoSite) : () => {}
+
 log(`analytics API on ${baseUrl} (ClickHouse: ${stores.describe.clickhouse}; key/value: ${stores.describe.keyValue})`)
 
 let stopping = false
@@ -101,6 +96,7 @@ async function shutdown(signal: string) {
   if (stopping) return
   stopping = true
   log(`${signal}: stopping`)
+  stopDemoTraffic()
   // no job starts any more; a crawl under way stops after the page it is fetching
   const jobsEnded = timers!.stop()
   rmSync(localInfoFile(dir), { force: true })
