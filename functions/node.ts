@@ -3,7 +3,8 @@ import { serve } from '@hono/node-server'
 import { STATUS_CODES, type Server } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { countOrgs, listOrgs } from '../lib/accounts/admin'
-import { createDemo, findDemoSite, seedDemo, startDemoTraffic } from '../lib/demo'
+import { crawlDemoWebsite, createDemo, findDemoSite, seedDemo, startDemoTraffic, withDemoWebsite } from '../lib/demo'
+import { type DemoWebsite, startDemoWebsite } from '../lib/demo-website-node'
 import { CRAWL_RUN, JOBS } from '../lib/jobs/schedule'
 import { jobTimers } from '../lib/jobs/timers'
 import { nodeEnvSchema, parseEnv } from '../lib/runtime/env'
@@ -53,12 +54,19 @@ if (stores.chdb || stores.raw) {
   )
 }
 
+let demoWebsite: DemoWebsite | null = null
 if ((await countOrgs(stores.repositories)) === 0) {
   const demo = await createDemo(stores.repositories, new Date())
   const seeded = await seedDemo(services, demo.site, new Date(), {
     traffic: env.SKIP_DEMO_TRAFFIC !== '1',
     flush: () => home.sink.flush(),
   })
+  // its website on loopback, crawled twice, so that pages and changes have something to show
+  if (services.crawler && env.SKIP_DEMO_TRAFFIC !== '1') {
+    demoWebsite = await startDemoWebsite('before')
+    services.crawler = withDemoWebsite(services.crawler, demo.site.id, demoWebsite.origin)
+    await crawlDemoWebsite(services, services.crawler, demo.site, demoWebsite, new Date())
+  }
   log(
     [
       '',
@@ -86,8 +94,14 @@ if ((await countOrgs(stores.repositories)) === 0) {
 }
 
 // the demo site gets a light trickle of live visitors while the server runs, unless DEMO_LIVE_TRAFFIC=0 (or the demo has no traffic)
-const demoSite = process.env.DEMO_LIVE_TRAFFIC === '0' || env.SKIP_DEMO_TRAFFIC === '1' ? null : await findDemoSite(stores.repositories)
-const stopDemoTraffic = demoSite ? startDemoTraffic(services, demoSite) : () => {}
+const demoSite = await findDemoSite(stores.repositories)
+// on later starts too, the demo site's pages come from its website
+if (demoSite && services.crawler && !demoWebsite) {
+  demoWebsite = await startDemoWebsite('after')
+  services.crawler = withDemoWebsite(services.crawler, demoSite.id, demoWebsite.origin)
+}
+const liveDemo = demoSite && process.env.DEMO_LIVE_TRAFFIC !== '0' && env.SKIP_DEMO_TRAFFIC !== '1'
+const stopDemoTraffic = liveDemo ? startDemoTraffic(services, demoSite) : () => {}
 
 log(`analytics API on ${baseUrl} (ClickHouse: ${stores.describe.clickhouse}; key/value: ${stores.describe.keyValue})`)
 

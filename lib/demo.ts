@@ -1,4 +1,7 @@
 import { createApiKey, createOrg, listOrgs } from './accounts/admin'
+import type { CrawlerConfig } from './crawl/config'
+import { crawlSite } from './crawl/crawl'
+import type { DemoWebsite } from './demo-website-node'
 import { demoHits } from './ingest/demo-traffic'
 import { importHits, parseImportLine } from './ingest/import'
 import type { IngestItem } from './ingest/item'
@@ -119,4 +122,36 @@ export function startDemoTraffic(services: Services, site: Site, everyMs = DEMO_
   timer.unref?.()
   send()
   return () => clearInterval(timer)
+}
+
+/**
+ * The crawler as the demo needs it: the demo site's pages come from its website on loopback (the
+ * guarded fetch refuses loopback, so that one origin is fetched directly); every other site as
+ * before.
+ */
+export function withDemoWebsite(config: CrawlerConfig, demoSiteId: string, origin: string): CrawlerConfig {
+  const siteOrigin = config.siteOrigin
+  return {
+    ...config,
+    siteOrigin: (site) => (site.id === demoSiteId ? origin : siteOrigin ? siteOrigin(site) : `https://${site.domain}`),
+    fetch: (input, init) => {
+      const url = input instanceof Request ? input.url : String(input)
+      return url.startsWith(`${origin}/`) ? fetch(input, init) : config.fetch(input, init)
+    },
+  }
+}
+
+/**
+ * The demo's crawl history: its website's first edition crawled a week before `now`, the second
+ * at `now`, so that the page inventory lists its pages and the changes read shows what changed,
+ * with word diffs. The website is left on its second edition.
+ */
+export async function crawlDemoWebsite(services: Services, config: CrawlerConfig, site: Site, website: DemoWebsite, now: Date) {
+  // its own server on this process: no need to pace the requests
+  const fast = { ...config, hostIntervalMs: 0 }
+  website.edition = 'before'
+  await crawlSite({ ...services, now: () => new Date(now.getTime() - 7 * DAY_MS) }, fast, site)
+  website.edition = 'after'
+  const latest = (await services.repositories.sites.get(site.id)) ?? site
+  return crawlSite({ ...services, now: () => now }, fast, latest)
 }

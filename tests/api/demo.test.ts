@@ -1,5 +1,8 @@
-import { beforeAll, describe, expect, it } from 'vitest'
-import { createDemo, seedDemo, sendDemoVisit } from '../../lib/demo'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { crawlerConfig } from '../../lib/crawl/config'
+import { crawlDemoWebsite, createDemo, seedDemo, sendDemoVisit, withDemoWebsite } from '../../lib/demo'
+import { type DemoWebsite, startDemoWebsite } from '../../lib/demo-website-node'
+import { guardedFetch } from '../../lib/network/guarded-fetch'
 import { FADING_PAGE, SPIKE_REFERRER } from '../../lib/ingest/demo-traffic'
 import { ROLLUP_ALL_DAYS, refreshRollups } from '../../lib/reports/rollup/refresh'
 import { client, getOk, testServices } from '../helpers'
@@ -15,6 +18,7 @@ describe('the demo', () => {
   let call: ReturnType<typeof client>
   let key = ''
   let site = ''
+  let website: DemoWebsite | undefined
   const read = (path: string) => getOk(call, `/api/v1/${path}${path.includes('?') ? '&' : '?'}site_id=${site}`, key)
 
   beforeAll(async () => {
@@ -26,7 +30,33 @@ describe('the demo', () => {
     const seeded = await seedDemo(services, demo.site, now, { traffic: true, flush: async () => {} })
     expect(seeded.rejected).toBe(0)
     await refreshRollups(services.clickhouse, services.repositories, now, ROLLUP_ALL_DAYS)
+    // the crawler of a deployment: its guarded fetch refuses loopback
+    website = await startDemoWebsite('before')
+    const config = withDemoWebsite(
+      crawlerConfig({ guarded: (limits) => guardedFetch({ allowPrivate: false, ...limits }) }),
+      demo.site.id,
+      website.origin,
+    )
+    services.crawler = config
+    await crawlDemoWebsite(services, config, demo.site, website, now)
   }, 300_000)
+  afterAll(async () => {
+    await website?.close()
+  })
+
+  it('has its website crawled: the pages, and what changed between two crawls with word diffs', async () => {
+    const pages = (await read('pages?limit=100')).pages.map((p: any) => p.path).sort()
+    for (const path of ['/', '/pricing', '/blog/launch-week', '/docs/api']) expect(pages).toContain(path)
+    const changes = (await read('changes?range=30d&limit=100')).changes
+    const pricing = changes.find((c: any) => c.path === '/pricing' && c.type === 'text')
+    expect(pricing, JSON.stringify(changes)).toBeDefined()
+    expect(pricing.wordsAdded).toBeGreaterThan(0)
+    const diff = await getOk(call, `/api/v1/changes/diff?change_id=${pricing.id}`, key)
+    expect(JSON.stringify(diff)).toContain('twelve')
+    expect(changes.some((c: any) => c.path === '/blog/launch-week' && c.type === 'title')).toBe(true)
+    expect(changes.some((c: any) => c.path === '/docs/api')).toBe(true)
+    expect((await getOk(call, `/api/v1/sites/${site}`, key)).changeDetection.crawlStatus).toBe('ok')
+  })
 
   it('has traffic, all five vitals, goals with revenue and a funnel with visitors at every step', async () => {
     expect((await read('stats?range=30d')).totals.visitors).toBeGreaterThan(1000)
