@@ -70,7 +70,7 @@ if ((await countOrgs(stores.repositories)) === 0) {
   log(
     [
       '',
-      `First start: created the organization "${demo.org.name}" and the site ${demo.site.domain} (id ${demo.site.id}, snippet ${demo.site.snippetId}), with ${seeded.imported} demo hits over 30 days.`,
+      `First start: created the organization "${demo.org.name}" and the site ${demo.site.domain} (id ${demo.site.id}, snippet ${demo.site.snippetId}), with ${seeded.imported} demo hits over two months.`,
       'Its keys are shown only now. Paste this line into your shell:',
       '',
       `  export KEY=${demo.readKey} WRITE_KEY=${demo.writeKey} SITE=${demo.site.id} ORG=${demo.org.id}`,

@@ -29,7 +29,7 @@ export async function createDemo(repositories: Repositories, now: Date) {
 
 /**
  * What makes every read of the demo site answer something: goals (one with revenue), a funnel,
- * a few annotations, and, unless `traffic` is false, 30 days of generated traffic with all five
+ * a few annotations, and, unless `traffic` is false, generated traffic (30 days, and 35 before them for the baselines) with all five
  * vitals, a planted spike and a fading page, recorded as an import run of the site. `flush`
  * stores what the ingestor buffered.
  */
@@ -65,7 +65,7 @@ export async function seedDemo(services: Services, site: Site, now: Date, option
 
   const startedAt = new Date()
   const hits = options.traffic
-    ? demoHits({ site: site.snippetId, domain: site.domain, days: 30, visitorsPerDay: 150, end: now, planted: true })
+    ? demoHits({ site: site.snippetId, domain: site.domain, days: 30, visitorsPerDay: 100, end: now, planted: true })
     : []
   const seeded = await importHits(
     (function* () {

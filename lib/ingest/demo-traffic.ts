@@ -97,13 +97,14 @@ export function* demoHits(options: DemoOptions): Generator<Record<string, unknow
   const random = prng(options.seed ?? 42)
   const dayMs = 86_400_000
   const endDay = Math.floor(options.end.getTime() / dayMs) * dayMs
-  // with planted changes, the fading page's history begins before the other traffic
+  // with planted changes the traffic begins earlier: the fading page needs its peak weeks, and the
+  // spike a baseline of ordinary weeks (the same hour of earlier weeks)
   const first = options.days - 1 + (options.planted ? FADING_HISTORY_DAYS : 0)
   for (let d = first; d >= 0; d--) {
     const dayStart = endDay - d * dayMs
     const weekday = new Date(dayStart).getUTCDay()
     const weekly = weekday === 0 || weekday === 6 ? 0.6 : 1
-    const visitors = d < options.days ? Math.round(options.visitorsPerDay * weekly * (0.85 + random() * 0.3)) : 0
+    const visitors = Math.round(options.visitorsPerDay * weekly * (0.85 + random() * 0.3))
     const hits: Record<string, unknown>[] = []
     /** One visitor's visit from `start`, landing on `landing` from `source` unless drawn at random. */
     const visit = (start: number, landing?: string, source?: [string | null, string | null], maxPages = 5) => {
