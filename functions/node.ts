@@ -3,9 +3,8 @@ import { serve } from '@hono/node-server'
 import { STATUS_CODES, type Server } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { countOrgs, listOrgs } from '../lib/accounts/admin'
-import { createDemo } from '../lib/demo'
-import { demoHits } from '../lib/ingest/demo-traffic'
-import { importHits } from '../lib/ingest/import'
+import { crawlDemoWebsite, createDemo, findDemoSite, seedDemo, startDemoTraffic, withDemoWebsite } from '../lib/demo'
+import { type DemoWebsite, startDemoWebsite } from '../lib/demo-website-node'
 import { CRAWL_RUN, JOBS } from '../lib/jobs/schedule'
 import { jobTimers } from '../lib/jobs/timers'
 import { demoWanted, nodeEnvSchema, parseEnv } from '../lib/runtime/env'
@@ -63,25 +62,25 @@ if (stores.chdb || stores.raw) {
   )
 }
 
+let demoWebsite: DemoWebsite | null = null
 const firstStart = (await countOrgs(stores.repositories)) === 0
 if (firstStart && demoWanted(env)) {
   const demo = await createDemo(stores.repositories, new Date())
-  const hits =
-    env.SKIP_DEMO_TRAFFIC === '1'
-      ? []
-      : demoHits({ site: demo.site.snippetId, domain: demo.site.domain, days: 30, visitorsPerDay: 150, end: new Date() })
-  const seeded = await importHits(
-    (function* () {
-      for (const hit of hits) yield JSON.stringify(hit)
-    })(),
-    services.ingestor,
-  )
-  await home.sink.flush()
+  const seeded = await seedDemo(services, demo.site, new Date(), {
+    traffic: env.SKIP_DEMO_TRAFFIC !== '1',
+    flush: () => home.sink.flush(),
+  })
+  // its website on loopback, crawled twice, so that pages and changes have something to show
+  if (services.crawler && env.SKIP_DEMO_TRAFFIC !== '1') {
+    demoWebsite = await startDemoWebsite('before')
+    services.crawler = withDemoWebsite(services.crawler, demo.site.id, demoWebsite.origin)
+    await crawlDemoWebsite(services, services.crawler, demo.site, demoWebsite, new Date())
+  }
   // on stdout: the log (stderr) goes to a log collector, and must never hold a key
   process.stdout.write(
     `${[
       '',
-      `First start: created the organization "${demo.org.name}" and the site ${demo.site.domain} (id ${demo.site.id}, snippet ${demo.site.snippetId}), with ${seeded.imported} demo hits over 30 days.`,
+      `First start: created the organization "${demo.org.name}" and the site ${demo.site.domain} (id ${demo.site.id}, snippet ${demo.site.snippetId}), with ${seeded.imported} demo hits over two months.`,
       'Its keys are shown only now. Paste this line into your shell:',
       '',
       `  export KEY=${demo.readKey} WRITE_KEY=${demo.writeKey} SITE=${demo.site.id} ORG=${demo.org.id}`,
@@ -112,6 +111,16 @@ if (firstStart && demoWanted(env)) {
   )
 }
 
+// the demo site gets a light trickle of live visitors while the server runs, unless DEMO_LIVE_TRAFFIC=0 (or the demo has no traffic)
+const demoSite = await findDemoSite(stores.repositories)
+// on later starts too, the demo site's pages come from its website
+if (demoSite && services.crawler && !demoWebsite) {
+  demoWebsite = await startDemoWebsite('after')
+  services.crawler = withDemoWebsite(services.crawler, demoSite.id, demoWebsite.origin)
+}
+const liveDemo = demoSite && env.DEMO_LIVE_TRAFFIC !== '0' && env.SKIP_DEMO_TRAFFIC !== '1'
+const stopDemoTraffic = liveDemo ? startDemoTraffic(services, demoSite) : () => {}
+
 log(`analytics API on ${baseUrl} (ClickHouse: ${stores.describe.clickhouse}; key/value: ${stores.describe.keyValue})`)
 
 let stopping = false
@@ -119,6 +128,7 @@ async function shutdown(signal: string) {
   if (stopping) return
   stopping = true
   log(`${signal}: stopping`)
+  stopDemoTraffic()
   // no job starts any more; a crawl under way stops after the page it is fetching
   const jobsEnded = timers!.stop()
   rmSync(localInfoFile(dir), { force: true })

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { createReadStream } from 'node:fs'
 import { stat } from 'node:fs/promises'
 import { createInterface } from 'node:readline'
@@ -8,36 +9,92 @@ import { runCli } from '../lib/runtime/failure'
 import { openNodeStores } from '../lib/runtime/node'
 import { dbipGeo } from '../lib/ingest/geo-node'
 import { runImport } from '../lib/ingest/import'
+import { previousImport } from '../lib/sites/imports'
 import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/reports/rollup/refresh'
+
+/** Lines read from the first ones on whose site a file is looked for in the imports done. */
+const SITE_LINES = 1000
+
+const readLines = (input: NodeJS.ReadableStream) => createInterface({ input, crlfDelay: Infinity })
+
+/** Hashes lines as they pass, each with its newline: a file and the same content on standard input hash alike. */
+function hashing(lines: AsyncIterable<string>) {
+  const hash = createHash('sha256')
+  const snippetIds = new Set<string>()
+  let read = 0
+  let digest: string | null = null
+  return {
+    snippetIds,
+    digest: () => digest,
+    lines: (async function* () {
+      for await (const line of lines) {
+        hash.update(line).update('\n')
+        if (read++ < SITE_LINES) {
+          const site = /"site"\s*:\s*"([^"]+)"/.exec(line)?.[1]
+          if (site) snippetIds.add(site)
+        }
+        yield line
+      }
+      digest = hash.digest('hex')
+    })(),
+  }
+}
 
 const program = new Command('import')
   .description(
-    "Load raw hits (NDJSON, docs/architecture.md) through the collector's enrichment and sessionization, with their own timestamps. Works while the server runs.",
+    "Load raw hits (NDJSON) through the collector's enrichment and sessionization, with their own timestamps. Works while the server runs. The format, what is refused and how usage is counted: docs/import.md.",
   )
   .option('--file <path>', 'NDJSON file (default: standard input)')
-  .action(async (opts: { file?: string }) => {
+  .option('--force', 'import a file even though the same content was imported before (its hits are then stored twice)')
+  .addHelpText('after', '\nSee docs/import.md for the format of a line and examples.')
+  .action(async (opts: { file?: string; force?: boolean }) => {
     // a file that cannot be read is told before the stores are opened
     const total = opts.file ? (await stat(opts.file)).size : 0
+    const tty = process.stderr.isTTY
+    const phase = (text: string) => tty && process.stderr.write(`${text}\n`)
+    // a file is hashed before anything is stored, so that one imported already is refused
+    let fileHash: { digest: () => string | null; snippetIds: Set<string> } | null = null
+    if (opts.file) {
+      phase('checking the file against the imports done')
+      const pass = hashing(readLines(createReadStream(opts.file)))
+      let lines = 0
+      for await (const _ of pass.lines) lines++
+      phase(`${lines} lines, checked`)
+      fileHash = pass
+    }
     const stores = await openNodeStores(process.env, { viaRunningServer: true })
-    const input = opts.file ? createReadStream(opts.file) : process.stdin
-    const bar =
-      process.stderr.isTTY && total
-        ? new SingleBar({ format: 'importing [{bar}] {percentage}% | {lines} lines', stream: process.stderr })
-        : null
-    bar?.start(total, 0, { lines: 0 })
     try {
-      const lines = createInterface({ input, crlfDelay: Infinity })
+      const hash = fileHash?.digest()
+      const earlier = hash && !opts.force ? await previousImport(stores.repositories, fileHash!.snippetIds, hash) : null
+      if (earlier)
+        throw new UserError(
+          `this file was imported already (${earlier.run.rows} rows into ${earlier.domain} on ${earlier.run.startedAt.slice(0, 10)}): importing it again would count its hits twice; pass --force to import it anyway`,
+        )
+      const input = opts.file ? createReadStream(opts.file) : process.stdin
+      const read = hashing(readLines(input))
+      const bar = tty && total ? new SingleBar({ format: 'reading [{bar}] {percentage}% | {lines} lines', stream: process.stderr }) : null
+      if (!bar) phase('reading')
+      bar?.start(total, 0, { lines: 0 })
       const result = await runImport(
-        lines,
+        read.lines,
         { clickhouse: stores.clickhouse, repositories: stores.repositories, geo: dbipGeo() },
         ({ bytes, lines }) => bar?.update(Math.min(bytes, total), { lines }),
+        {
+          contentHash: read.digest,
+          onStoring: () => {
+            bar?.stop()
+            phase('storing the last rows')
+          },
+        },
       )
-      bar?.stop()
       for (const { line, error } of result.errors) process.stderr.write(`line ${line}: ${error}\n`)
       if (result.rejected > result.errors.length)
         process.stderr.write(`... and ${result.rejected - result.errors.length} more rejected lines\n`)
       // days the hits landed in are rebuilt now rather than at the server's next refresh
-      if (result.imported) await refreshRollups(stores.clickhouse, stores.repositories, new Date(), ROLLUP_ALL_DAYS)
+      if (result.imported) {
+        phase('rolling up days')
+        await refreshRollups(stores.clickhouse, stores.repositories, new Date(), ROLLUP_ALL_DAYS)
+      }
       process.stdout.write(`${JSON.stringify({ imported: result.imported, rejected: result.rejected })}\n`)
       if (result.rejected && !result.imported)
         throw new UserError(`all ${result.rejected} lines were rejected and nothing was imported: see docs/import.md for the format`)

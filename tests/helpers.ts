@@ -23,6 +23,7 @@ import { nodeServices } from '../lib/runtime/node'
 import type { Services } from '../lib/services'
 import { type Site, newSite } from '../lib/sites/sites'
 import { openRepositories } from '../lib/repositories'
+import { parseImportLine } from '../lib/ingest/import'
 
 export const REDIS_URL = process.env.REDIS_URL
 // CI runs every test: a Redis-backed test must not skip there for want of REDIS_URL
@@ -215,4 +216,15 @@ export async function getOk(call: ReturnType<typeof client>, path: string, key: 
   const res = await call('GET', path, { key })
   expect(res.status, JSON.stringify(res.json)).toBe(200)
   return res.json
+}
+
+/**
+ * Stores import-format lines (each with its own timestamp) as live collection does: usage counts
+ * them, where imported history never counts (docs/import.md).
+ */
+export async function collectLines(lines: Iterable<string>, ingestor: Services['ingestor']) {
+  const items = [...lines].map(parseImportLine).filter((item) => typeof item !== 'string')
+  const sites = await ingestor.sites.bySnippets(items.map((item) => item.hit.site))
+  const outcomes = await ingestor.ingest(items.map((item) => ({ ...item, source: 'browser' as const, site: sites.get(item.hit.site)! })))
+  return { imported: outcomes.filter((o) => o.status === 'stored').length }
 }

@@ -101,9 +101,9 @@ export const siteEndpoints = [
     summary: 'Deletes a site and all its data, irreversibly. confirm must repeat the domain.',
     params: z.object({ site_id: siteRefSchema, confirm: z.string({ message: 'required: repeat the site domain to confirm' }) }),
     response: z.object({ deleted: z.literal(true), id: z.uuid() }),
-    async handler({ services, site }, { params }) {
+    async handler({ services, site, background }, { params }) {
       const current = await site(params.site_id)
-      await deleteSite(services, current, params.confirm)
+      await deleteSite(services, current, params.confirm, background)
       return { deleted: true as const, id: current.id }
     },
   }),

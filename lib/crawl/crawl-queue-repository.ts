@@ -64,15 +64,23 @@ export class CrawlQueue {
     await this.redis.hset(crawlKey.pings(siteId), { [path]: atMs })
   }
 
-  async pings(siteId: string): Promise<string[]> {
+  /** The pings waiting, the oldest first: each path with the epoch ms of its latest ping. */
+  async pings(siteId: string): Promise<{ path: string; atMs: number }[]> {
     const all = (await this.redis.hgetall<Record<string, number | string>>(crawlKey.pings(siteId))) ?? {}
     return Object.entries(all)
-      .sort((a, b) => Number(a[1]) - Number(b[1]))
-      .map(([path]) => path)
+      .map(([path, at]) => ({ path, atMs: Number(at) }))
+      .sort((a, b) => a.atMs - b.atMs)
   }
 
-  async clearPings(siteId: string, paths: string[]) {
-    if (paths.length) await this.redis.hdel(crawlKey.pings(siteId), ...paths)
+  /**
+   * Drops the pings a run has served, each only if it was not pinged again since the run read it,
+   * and answers how many pings remain waiting (a ping again during the run stays for the next one).
+   */
+  async clearPings(siteId: string, served: { path: string; atMs: number }[]): Promise<number> {
+    const pingedAgain = new Map((await this.pings(siteId)).map((p) => [p.path, p.atMs]))
+    const gone = served.filter((p) => pingedAgain.get(p.path) === p.atMs).map((p) => p.path)
+    if (gone.length) await this.redis.hdel(crawlKey.pings(siteId), ...gone)
+    return pingedAgain.size - gone.length
   }
 
   /** True for the one caller that may crawl the site for the next `seconds`. */

@@ -160,6 +160,8 @@ export interface CrawlRun {
   /** Pages left for a later run (the day's budget or the run's time was spent). */
   left: number
   pagesKnown: number
+  /** Why the run fetched nothing (robots.txt could not be read): the job logs it with the site. */
+  failed?: string
 }
 
 /**
@@ -223,7 +225,15 @@ export async function crawlSite(
       pagesKnown: known.size,
       crawlErrors: [{ path: '/robots.txt', error }],
     })
-    return { siteId: site.id, fetched: 0, changes: 0, errors: [{ path: '/robots.txt', error }], left: 0, pagesKnown: known.size }
+    return {
+      siteId: site.id,
+      fetched: 0,
+      changes: 0,
+      errors: [{ path: '/robots.txt', error }],
+      left: 0,
+      pagesKnown: known.size,
+      failed: error,
+    }
   }
   const robotsText = robotsAnswer.status === 200 ? decode(robotsAnswer.body) : ''
   const robots = readRobots(origin, robotsText, CRAWLER_NAME)
@@ -243,9 +253,10 @@ export async function crawlSite(
   const viewed = await pageviewPaths(services, site.id, now, limits.crawlPagesPerSite)
 
   // the pages tracked: what was seen before, then pinged, the homepage, the sitemap, pageviews, up to the cap
-  const tracked = new Set<string>([...known.keys()].filter(crawlable))
-  const pinged = new Set(pings.filter(crawlable))
-  for (const path of [...pinged, '/', ...sitemap.paths, ...viewed.recent]) {
+  // a pinged page is tracked even past the cap: the ping was accepted
+  const pinged = new Set(pings.map((p) => p.path).filter(crawlable))
+  const tracked = new Set<string>([...known.keys()].filter(crawlable).concat(...pinged))
+  for (const path of ['/', ...sitemap.paths, ...viewed.recent]) {
     if (tracked.size >= limits.crawlPagesPerSite) break
     if (crawlable(path)) tracked.add(path)
   }
@@ -257,11 +268,14 @@ export async function crawlSite(
     return age >= (path === '/' || sitemap.paths.has(path) ? DAILY_RECRAWL_MS : WEEKLY_RECRAWL_MS)
   }
   const rank = (path: string) => (pinged.has(path) ? 0 : path === '/' ? 1 : !known.has(path) ? 2 : 3)
+  // pinged pages are fetched in the order they were pinged
+  const pingOrder = new Map(pings.map((p, i) => [p.path, i]))
   const frontier = [...tracked]
     .filter(dueFor)
     .sort(
       (a, b) =>
         rank(a) - rank(b) ||
+        (pingOrder.get(a) ?? 0) - (pingOrder.get(b) ?? 0) ||
         Date.parse(known.get(a)?.fetchedAt ?? '1970-01-01') - Date.parse(known.get(b)?.fetchedAt ?? '1970-01-01') ||
         a.localeCompare(b),
     )
@@ -337,16 +351,24 @@ export async function crawlSite(
   await store(services, site.id, snapshots, changes, now)
   await queue.spendBudget(site.id, day, snapshots.length)
   await queue.remember(site.id, { robotsHash, sitemapHash, sitemapCount: sitemap.paths.size })
-  await queue.clearPings(
+  const pingsWaiting = await queue.clearPings(
     site.id,
-    pings.filter((p) => done.has(p) || !crawlable(p)),
+    pings.filter((p) => done.has(p.path) || !crawlable(p.path)),
   )
   const left = frontier.filter((p) => !done.has(p)).length
   const budgetSpent = snapshots.length >= budget
   const nextDay = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1)
-  await queue.schedule(site.id, left ? (budgetSpent ? nextDay : now.getTime() + CONTINUE_AFTER_MS) : now.getTime() + DAY_MS, {
-    replace: true,
-  })
+  // a ping that came during the run (or that the run's time left) is served by the next run, at once: it was accepted
+  const nextRun = budgetSpent
+    ? left || pingsWaiting
+      ? nextDay
+      : now.getTime() + DAY_MS
+    : pingsWaiting
+      ? services.now().getTime()
+      : left
+        ? now.getTime() + CONTINUE_AFTER_MS
+        : now.getTime() + DAY_MS
+  await queue.schedule(site.id, nextRun, { replace: true })
   const pagesKnown = new Set([...known.keys(), ...snapshots.map((s) => s.path)]).size
   await recordCrawlState(services, site.id, {
     crawlStatus: 'ok',
@@ -457,7 +479,9 @@ export async function runCrawls(services: Services, config: CrawlerConfig, optio
       if (!site.changeDetection.changeDetectionEnabled)
         return await queue.schedule(siteId, services.now().getTime() + DAY_MS, { replace: true })
       if (!(claimed = await queue.claim(siteId, leaseSeconds))) return
-      runs.push(await crawlSite(services, config, site, options.shouldStop))
+      const run = await crawlSite(services, config, site, options.shouldStop)
+      if (run.failed) options.log?.(`crawl of site ${siteId} failed: ${run.failed}`)
+      runs.push(run)
     } catch (err) {
       options.log?.(`crawl of site ${siteId} failed: ${(err as Error).message}`)
       await queue.schedule(siteId, services.now().getTime() + RETRY_AFTER_MS, { replace: true }).catch(() => {})

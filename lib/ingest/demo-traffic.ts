@@ -11,7 +11,21 @@ export interface DemoOptions {
   /** The last day generated ends at this instant. */
   end: Date
   seed?: number
+  /** Plants what the "why" reads look for: a spike from one referrer three days before the end, and a page fading for weeks. */
+  planted?: boolean
 }
+
+/** The planted spike: visitors in one UTC hour from one referrer. */
+export const SPIKE_DAYS_AGO = 3
+export const SPIKE_HOUR = 10
+export const SPIKE_VISITORS = 120
+export const SPIKE_REFERRER = 'https://news.ycombinator.com/item?id=4242'
+/** The planted fading page: visitors a day at its peak, falling to none; its history starts this many days before the rest. */
+export const FADING_PAGE = '/blog/privacy-first-analytics-2023'
+const FADING_PEAK_PER_DAY = 16
+const FADING_HISTORY_DAYS = 35
+/** The good and poor limits of each vital (web.dev), as the tracker rates them. */
+const VITAL_LIMITS = { LCP: [2500, 4000], INP: [200, 500], CLS: [0.1, 0.25], FCP: [1800, 3000], TTFB: [800, 1800] }
 
 function prng(seed: number) {
   let s = seed >>> 0 || 1
@@ -83,23 +97,27 @@ export function* demoHits(options: DemoOptions): Generator<Record<string, unknow
   const random = prng(options.seed ?? 42)
   const dayMs = 86_400_000
   const endDay = Math.floor(options.end.getTime() / dayMs) * dayMs
-  for (let d = options.days - 1; d >= 0; d--) {
+  // with planted changes the traffic begins earlier: the fading page needs its peak weeks, and the
+  // spike a baseline of ordinary weeks (the same hour of earlier weeks)
+  const first = options.days - 1 + (options.planted ? FADING_HISTORY_DAYS : 0)
+  for (let d = first; d >= 0; d--) {
     const dayStart = endDay - d * dayMs
     const weekday = new Date(dayStart).getUTCDay()
     const weekly = weekday === 0 || weekday === 6 ? 0.6 : 1
     const visitors = Math.round(options.visitorsPerDay * weekly * (0.85 + random() * 0.3))
     const hits: Record<string, unknown>[] = []
-    for (let v = 0; v < visitors; v++) {
-      // busier in the (UTC) afternoon
-      const hour = Math.min(23, Math.max(0, Math.round(14 + (random() + random() + random() - 1.5) * 8)))
-      let at = dayStart + hour * 3_600_000 + Math.floor(random() * 3_600_000)
-      if (at > options.end.getTime()) continue
+    /** One visitor's visit from `start`, landing on `landing` from `source` unless drawn at random. */
+    const visit = (start: number, landing?: string, source?: [string | null, string | null], maxPages = 5) => {
+      let at = start
+      if (at > options.end.getTime()) return
       const userAgent = weighted(random, AGENTS)
       const ip = `${weighted(random, ADDRESSES)}${1 + Math.floor(random() * 250)}`
-      const [referrer, utm] = weighted(
-        random,
-        SOURCES.map(([w, r, u]) => [w, [r, u]] as [number, [string | null, string | null]]),
-      )
+      const [referrer, utm] =
+        source ??
+        weighted(
+          random,
+          SOURCES.map(([w, r, u]) => [w, [r, u]] as [number, [string | null, string | null]]),
+        )
       const mobile = /Mobile/.test(userAgent)
       const screenWidth = mobile
         ? 390
@@ -109,25 +127,38 @@ export function* demoHits(options: DemoOptions): Generator<Record<string, unknow
             [2, 1280],
           ] as [number, number][])
       const base = { site: options.site, ip, userAgent, screenWidth }
-      const pages = 1 + Math.floor(random() ** 2 * 5)
-      let path = weighted(random, [
-        [5, '/'],
-        [2, '/blog/launch-week'],
-        [2, '/blog/privacy-first-analytics'],
-        [1, '/pricing'],
-        [1, '/docs'],
-      ] as [number, string][])
+      const pages = 1 + Math.floor(random() ** 2 * maxPages)
+      let path =
+        landing ??
+        weighted(random, [
+          [5, '/'],
+          [2, '/blog/launch-week'],
+          [2, '/blog/privacy-first-analytics'],
+          [1, '/pricing'],
+          [1, '/docs'],
+        ] as [number, string][])
       for (let p = 0; p < pages; p++) {
         const url = `https://${options.domain}${path}${p === 0 && utm ? `?${utm}` : ''}`
         const hit = { ...base, url, referrer: p === 0 ? referrer : `https://${options.domain}/`, timestamp: new Date(at).toISOString() }
         hits.push({ ...hit, name: 'pageview' })
+        // the five Core Web Vitals, each rated as the tracker rates it
         if (random() < 0.3)
-          hits.push({
-            ...hit,
-            name: 'vital',
-            timestamp: new Date(at + 2000).toISOString(),
-            vital: { name: 'LCP', value: Math.round(800 + random() * 3000), rating: 'good' },
-          })
+          for (const [name, value] of [
+            ['LCP', 800 + random() ** 2 * 4500],
+            ['INP', 40 + random() ** 2 * 700],
+            ['CLS', Math.round(random() * random() * 40) / 100],
+            ['FCP', 400 + random() ** 2 * 3200],
+            ['TTFB', 80 + random() ** 2 * 2200],
+          ] as [keyof typeof VITAL_LIMITS, number][]) {
+            const rounded = name === 'CLS' ? value : Math.round(value)
+            const [good, poor] = VITAL_LIMITS[name]
+            hits.push({
+              ...hit,
+              name: 'vital',
+              timestamp: new Date(at + 2000).toISOString(),
+              vital: { name, value: rounded, rating: rounded <= good ? 'good' : rounded <= poor ? 'needs-improvement' : 'poor' },
+            })
+          }
         if (random() < 0.25)
           hits.push({
             ...hit,
@@ -178,6 +209,21 @@ export function* demoHits(options: DemoOptions): Generator<Record<string, unknow
         at += dwell + 1000
         path = PAGES[Math.floor(random() * PAGES.length)]
       }
+    }
+    for (let v = 0; v < visitors; v++) {
+      // busier in the (UTC) afternoon
+      const hour = Math.min(23, Math.max(0, Math.round(14 + (random() + random() + random() - 1.5) * 8)))
+      visit(dayStart + hour * 3_600_000 + Math.floor(random() * 3_600_000))
+    }
+    if (options.planted) {
+      // the spike: a post on Hacker News sends a crowd in one hour, three days before the end
+      if (d === SPIKE_DAYS_AGO)
+        for (let v = 0; v < SPIKE_VISITORS; v++)
+          visit(dayStart + SPIKE_HOUR * 3_600_000 + Math.floor(random() * 3_600_000), '/blog/launch-week', [SPIKE_REFERRER, null], 2)
+      // the fading page: busy before the window, a trickle now
+      const fading = Math.round(FADING_PEAK_PER_DAY * (d / (options.days + FADING_HISTORY_DAYS)) ** 2)
+      for (let v = 0; v < fading; v++)
+        visit(dayStart + (8 + Math.floor(random() * 12)) * 3_600_000, FADING_PAGE, ['https://www.google.com/', null], 1)
     }
     hits.sort((a, b) => String(a.timestamp).localeCompare(String(b.timestamp)))
     yield* hits

@@ -105,6 +105,12 @@ export async function runImport(
   lines: AsyncIterable<string> | Iterable<string>,
   deps: { clickhouse: ClickHouse; repositories: Repositories; geo?: GeoLookup },
   onProgress?: (done: { lines: number; bytes: number }) => void,
+  options: {
+    /** The content's hash, recorded with the run (read once the lines are read: standard input is hashed as it goes). */
+    contentHash?: () => string | null
+    /** Called when every line is read and the last rows are being stored. */
+    onStoring?: () => void
+  } = {},
 ): Promise<ImportResult> {
   // an insert starts as soon as the one before is done, with up to 50k rows
   const sink = new BufferedSink(deps.clickhouse, deps.repositories, { maxRows: 50_000, intervalMs: 100 })
@@ -120,6 +126,7 @@ export async function runImport(
   let error: string | null = null
   try {
     await importHits(lines, ingestor, onProgress, result)
+    options.onStoring?.()
     await sink.close()
     return result
   } catch (err) {
@@ -127,6 +134,11 @@ export async function runImport(
     await sink.close().catch(() => {})
     throw err
   } finally {
-    await recordImportRuns(deps.repositories, result.bySite, { startedAt, finishedAt: new Date(), error })
+    await recordImportRuns(deps.repositories, result.bySite, {
+      startedAt,
+      finishedAt: new Date(),
+      error,
+      contentHash: options.contentHash?.() ?? null,
+    })
   }
 }

@@ -78,7 +78,8 @@ export class Ingestor {
     bots.forEach((bot, i) => {
       const row = botRowOf(bot, botGeos[i])
       batch.bots.push(row)
-      countUsage(batch.usage, bot.site.orgId, bot.site.id, row.timestamp, 'bot')
+      // imported history is not usage: usage is what was collected (docs/import.md)
+      if (bot.item.source !== 'import') countUsage(batch.usage, bot.site.orgId, bot.site.id, row.timestamp, 'bot')
       outcomes[bot.index] = STORED
     })
 
@@ -94,7 +95,7 @@ export class Ingestor {
     hits.forEach((hit, i) => {
       const row = eventRow(hit, visits[runOf[i]], fingerprints[i])
       batch.events.push(row)
-      countUsage(batch.usage, hit.site.orgId, hit.site.id, row.timestamp, hit.kind)
+      if (hit.item.source !== 'import') countUsage(batch.usage, hit.site.orgId, hit.site.id, row.timestamp, hit.kind)
       outcomes[hit.index] = STORED
     })
     if (batch.events.length || batch.bots.length) await this.deps.sink.write(batch)

@@ -126,6 +126,9 @@ export const nodeEnvSchema = z.object({
       '`1` creates the demo organization and site on a first start against a ClickHouse server or Redis too; `0` never; by default only on a first start on the embedded stores',
     ),
   PLAN: planSetting,
+  DEMO_LIVE_TRAFFIC: flag
+    .default('1')
+    .describe('`0` stops the light trickle of live visitors (one every 20 seconds) the demo site gets while the server runs'),
   SKIP_DEMO_TRAFFIC: flag.default('0').describe('`1` to create the demo site on first start without its 30 days of traffic'),
   SMTP_URL: z
     .url()

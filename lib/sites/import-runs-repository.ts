@@ -13,6 +13,8 @@ export interface ImportRun {
   from: string | null
   to: string | null
   error: string | null
+  /** SHA-256 of the imported lines (each with its newline), so the same file is not imported twice unasked; absent on older runs. */
+  contentHash?: string | null
 }
 
 const importsKey = (siteId: string) => `site:${siteId}:imports`

@@ -25,7 +25,7 @@ export function tally(bySite: Map<string, SiteTally>, siteId: string, at: Date |
 export async function recordImportRuns(
   repositories: Pick<Repositories, 'importRuns'>,
   bySite: Map<string, SiteTally>,
-  run: { startedAt: Date; finishedAt: Date; error: string | null },
+  run: { startedAt: Date; finishedAt: Date; error: string | null; contentHash?: string | null },
 ) {
   await Promise.all(
     [...bySite].map(([siteId, t]) =>
@@ -40,6 +40,7 @@ export async function recordImportRuns(
         from: t.rows ? new Date(t.from).toISOString() : null,
         to: t.rows ? new Date(t.to).toISOString() : null,
         error: run.error,
+        contentHash: run.contentHash ?? null,
       }),
     ),
   )
@@ -47,7 +48,8 @@ export async function recordImportRuns(
 
 /** Every import of a site, newest first: raw-hit runs and the provider periods kept on the site (ga4). */
 export async function siteImports(repositories: Pick<Repositories, 'importRuns'>, site: Site) {
-  const runs = (await repositories.importRuns.list(site.id)).map((r) => ({
+  // the content hash is bookkeeping of the import command, not part of the answer
+  const runs = (await repositories.importRuns.list(site.id)).map(({ contentHash: _, ...r }) => ({
     ...r,
     id: r.id as string | null,
     rows: r.rows as number | null,
@@ -65,4 +67,20 @@ export async function siteImports(repositories: Pick<Repositories, 'importRuns'>
     error: null,
   }))
   return [...runs, ...periods].sort((a, b) => b.startedAt.localeCompare(a.startedAt))
+}
+
+/** The completed import of one of these sites (by snippet id) that loaded the same content, if there is one. */
+export async function previousImport(
+  repositories: Pick<Repositories, 'importRuns' | 'sites'>,
+  snippetIds: Iterable<string>,
+  contentHash: string,
+): Promise<{ domain: string; run: ImportRun } | null> {
+  for (const snippetId of new Set(snippetIds)) {
+    const siteId = await repositories.sites.idBySnippet(snippetId)
+    const site = siteId ? await repositories.sites.get(siteId) : null
+    if (!site) continue
+    const run = (await repositories.importRuns.list(site.id)).find((r) => r.contentHash === contentHash && r.state === 'completed')
+    if (run) return { domain: site.domain, run }
+  }
+  return null
 }

@@ -36,17 +36,19 @@ export async function createSite(services: Services, orgId: string, input: z.inf
 }
 
 /**
- * Deletes a site and everything of it, irreversibly: its events, its record, the keys bound to
- * it (revoked, still listed), its definitions, checks, import runs and crawl state. `confirm`
- * must repeat the domain.
+ * Deletes a site and everything of it, irreversibly: its record, the keys bound to it (revoked,
+ * still listed), its definitions, checks, import runs, crawl state and its rows. `confirm` must
+ * repeat the domain. The rows (ClickHouse mutations, seconds even for a small site) are deleted
+ * by `background` after the answer: Workers keep the task alive with waitUntil, Node's process
+ * runs it on. The steps are not one transaction, so their order keeps each moment safe.
  */
-export async function deleteSite(services: Services, site: Site, confirm: string) {
+export async function deleteSite(services: Services, site: Site, confirm: string, background: (task: Promise<unknown>) => void) {
   if (confirm.trim().toLowerCase() !== site.domain) throw new ApiError(400, `confirm: must repeat the site's domain (${site.domain})`)
   const { repositories } = services
-  await deleteSiteData(services.clickhouse, site.id)
-  // the keys first: a key never outlives its site
-  await repositories.keys.revokeBoundTo(site.id, services.now().toISOString())
+  // the record first: from here every read and every hit finds no site, whatever is left behind
   await services.sites.remove(site)
+  // then the keys bound to it, which could reach nothing now anyway
+  await repositories.keys.revokeBoundTo(site.id, services.now().toISOString())
   await Promise.all([
     repositories.goals.deleteAll(site.id),
     repositories.funnels.deleteAll(site.id),
@@ -56,4 +58,5 @@ export async function deleteSite(services: Services, site: Site, confirm: string
     repositories.siteChecks.deleteAll(site.id),
   ])
   await forgetCrawls(services, site.id)
+  background(deleteSiteData(services.clickhouse, site.id))
 }

@@ -81,6 +81,8 @@ describe('the crawler against a fixture website', () => {
   let origin = ''
   let site: Record<string, Page> = {}
   const requests: { path: string; agent: string }[] = []
+  /** Runs before the fixture server answers a request: a test acts while a crawl run is under way. */
+  let beforeAnswer: ((path: string) => Promise<void>) | undefined
   const sent: number[] = []
   let now = Date.parse('2026-11-02T09:00:00Z')
   let services: Awaited<ReturnType<typeof testServices>>
@@ -93,9 +95,10 @@ describe('the crawler against a fixture website', () => {
   const changesBy: Record<string, any[]> = {}
 
   beforeAll(async () => {
-    server = createServer((req, res) => {
+    server = createServer(async (req, res) => {
       const path = new URL(req.url ?? '/', 'http://x').pathname
       requests.push({ path, agent: String(req.headers['user-agent']) })
+      await beforeAnswer?.(path)
       const page = site[path]
       if (!page)
         return void res
@@ -550,9 +553,12 @@ describe('the crawler against a fixture website', () => {
     site['/robots.txt'] = { status: 503, body: 'down for maintenance' }
     now += 8 * DAY
     requests.length = 0
-    const [run] = await crawl()
+    const lines: string[] = []
+    const [run] = await runCrawls(services, config, { log: (line) => lines.push(line) })
     expect(run).toMatchObject({ fetched: 0 })
     expect(requests.map((r) => r.path)).toEqual(['/robots.txt'])
+    // the failed run is logged with its site
+    expect(lines).toEqual([`crawl of site ${siteId} failed: robots.txt could not be read (HTTP 503): nothing is fetched until it can`])
     const read1 = await call('GET', `/api/v1/sites/${siteId}`, { key: read })
     expect(read1.json.changeDetection).toMatchObject({
       crawlStatus: 'failed',
@@ -594,5 +600,46 @@ describe('the crawler against a fixture website', () => {
     const read1 = await call('GET', `/api/v1/sites/${broken.json.id}`, { key: read })
     expect(read1.json.changeDetection.crawlStatus).toBe('failed')
     expect(await services.repositories.crawlQueue.dueAt(broken.json.id)).toBe(now + 3_600_000)
+  })
+
+  it('crawls every accepted ping at the next run, in the order pinged: many at once, and those that come during a run', async () => {
+    const queue = services.repositories.crawlQueue
+    const maxQueuedPings = config.maxQueuedPings
+    config.maxQueuedPings = 10
+    const ping = async (path: string) => {
+      now += 1000
+      const res = await call('POST', '/api/v1/ping', { key: write, body: { url: `https://${domain}${path}` } })
+      expect(res.json).toEqual({ accepted: true, path })
+    }
+    const pageRequests = () => requests.map((r) => r.path).filter((p) => !p.endsWith('.xml') && p !== '/robots.txt')
+    const pinged = ['/pricing', '/about', '/linked-only', '/blog/a', '/from-pageviews']
+    for (const path of pinged) await ping(path)
+    // while the run fetches /about, /pricing (already fetched by it) and /huge are pinged
+    let pingedDuring = false
+    beforeAnswer = async (path) => {
+      if (path !== '/about' || pingedDuring) return
+      pingedDuring = true
+      await ping('/pricing')
+      await ping('/huge')
+    }
+    requests.length = 0
+    const [run] = await crawl()
+    beforeAnswer = undefined
+    expect(pingedDuring).toBe(true)
+    expect(run.siteId).toBe(siteId)
+    // the pinged pages first, in order; then the pages due by their schedule
+    expect(pageRequests().slice(0, pinged.length)).toEqual(pinged)
+    // the pings of the run are served; the two that came during it wait for the next run, due at once
+    expect(await queue.pings(siteId)).toEqual([
+      { path: '/pricing', atMs: now - 1000 },
+      { path: '/huge', atMs: now },
+    ])
+    expect(await queue.dueAt(siteId)).toBe(now)
+    requests.length = 0
+    await crawl()
+    expect(pageRequests()).toEqual(['/pricing', '/huge'])
+    expect(await queue.pingCount(siteId)).toBe(0)
+    expect(await queue.dueAt(siteId)).toBe(now + DAY)
+    config.maxQueuedPings = maxQueuedPings
   })
 })

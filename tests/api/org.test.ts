@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest'
-import { importHits } from '../../lib/ingest/import'
+import { importHits, parseImportLine } from '../../lib/ingest/import'
 import { PLANS } from '../../lib/accounts/plans'
 import { harness, REDIS_URL, type Harness } from '../helpers'
 
@@ -12,6 +12,16 @@ describe.each(kinds)('organization (%s key/value store)', (kind) => {
   let second = { id: '', domain: '', snippetId: '' }
   const now = new Date('2026-11-22T12:00:00Z')
 
+  /** Hits collected live (usage counts them), each with its own timestamp. */
+  const collect = async (lines: string[]) => {
+    const items = lines.map((line) => parseImportLine(line) as Exclude<ReturnType<typeof parseImportLine>, string>)
+    const sites = await t.services.ingestor.sites.bySnippets(items.map((item) => item.hit.site))
+    const outcomes = await t.services.ingestor.ingest(
+      items.map((item) => ({ ...item, source: 'browser', site: sites.get(item.hit.site)! })),
+    )
+    return outcomes.filter((o) => o.status === 'stored').length
+  }
+
   beforeAll(async () => {
     // the hosted service's plans, read from each organization (a self-hosted deployment is unlimited)
     t = await harness({ kv: kind, now: () => now, with: { plan: undefined } })
@@ -23,21 +33,18 @@ describe.each(kinds)('organization (%s key/value store)', (kind) => {
     ).json
     const hit = (snippet: string, domain: string, at: string, name: string, extra: Record<string, unknown> = {}) =>
       JSON.stringify({ timestamp: at, site: snippet, name, url: `https://${domain}/`, ip: '8.8.8.8', userAgent: FIREFOX, ...extra })
-    const result = await importHits(
-      [
-        hit(t.a.site.snippetId, t.a.site.domain, '2026-11-20T10:00:00Z', 'pageview'),
-        hit(t.a.site.snippetId, t.a.site.domain, '2026-11-20T10:01:00Z', 'pageview'),
-        hit(t.a.site.snippetId, t.a.site.domain, '2026-11-20T10:02:00Z', 'Signup'),
-        hit(t.a.site.snippetId, t.a.site.domain, '2026-11-20T10:03:00Z', 'engagement', { engagement: { ms: 30000, scroll: 50 } }),
-        hit(second.snippetId, second.domain, '2026-11-21T10:00:00Z', 'pageview'),
-        // last month's events are last month's usage
-        hit(t.a.site.snippetId, t.a.site.domain, '2026-10-31T23:59:00Z', 'pageview'),
-        // another organization's usage is its own
-        hit(t.b.site.snippetId, t.b.site.domain, '2026-11-20T10:00:00Z', 'pageview'),
-      ],
-      t.services.ingestor,
-    )
-    expect(result).toMatchObject({ imported: 7, rejected: 0 })
+    const stored = await collect([
+      hit(t.a.site.snippetId, t.a.site.domain, '2026-11-20T10:00:00Z', 'pageview'),
+      hit(t.a.site.snippetId, t.a.site.domain, '2026-11-20T10:01:00Z', 'pageview'),
+      hit(t.a.site.snippetId, t.a.site.domain, '2026-11-20T10:02:00Z', 'Signup'),
+      hit(t.a.site.snippetId, t.a.site.domain, '2026-11-20T10:03:00Z', 'engagement', { engagement: { ms: 30000, scroll: 50 } }),
+      hit(second.snippetId, second.domain, '2026-11-21T10:00:00Z', 'pageview'),
+      // last month's events are last month's usage
+      hit(t.a.site.snippetId, t.a.site.domain, '2026-10-31T23:59:00Z', 'pageview'),
+      // another organization's usage is its own
+      hit(t.b.site.snippetId, t.b.site.domain, '2026-11-20T10:00:00Z', 'pageview'),
+    ])
+    expect(stored).toBe(7)
     // bots of server-side collection are stored and counted, not billed
     const bots = await t.call('POST', '/api/v1/collect', {
       key: t.a.write.key,
@@ -98,8 +105,29 @@ describe.each(kinds)('organization (%s key/value store)', (kind) => {
       ip: '1.1.1.1',
       userAgent: FIREFOX,
     })
-    expect((await importHits([hit], t.services.ingestor)).imported).toBe(1)
+    expect(await collect([hit])).toBe(1)
     expect((await t.call('GET', '/api/v1/org', { key: t.b.read.key })).json.usage.events).toBe(PLANS.free.limits.monthlyEvents! + 2)
+  })
+
+  it('does not count imported history as usage, of this month or another', async () => {
+    const before = (await t.call('GET', '/api/v1/org', { key: t.a.read.key })).json.usage
+    const lastMonth = await t.repositories.usage.get(t.a.org.id, '2026-10')
+    const line = (at: string, name = 'pageview') =>
+      JSON.stringify({
+        timestamp: at,
+        site: t.a.site.snippetId,
+        name,
+        url: `https://${t.a.site.domain}/old`,
+        ip: '9.9.9.9',
+        userAgent: FIREFOX,
+      })
+    const result = await importHits(
+      [line('2026-10-03T10:00:00Z'), line('2026-11-02T10:00:00Z'), line('2026-11-02T10:01:00Z', 'Signup'), line('2026-11-03T10:00:00Z')],
+      t.services.ingestor,
+    )
+    expect(result).toMatchObject({ imported: 4, rejected: 0 })
+    expect((await t.call('GET', '/api/v1/org', { key: t.a.read.key })).json.usage).toEqual(before)
+    expect(await t.repositories.usage.get(t.a.org.id, '2026-10')).toEqual(lastMonth)
   })
 
   it('shows a trial and its ending, and a plan from the plans file', async () => {

@@ -1,4 +1,4 @@
-import { beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it, vi } from 'vitest'
 import { importHits } from '../../lib/ingest/import'
 import { harness, type Harness } from '../helpers'
 
@@ -202,8 +202,34 @@ describe('sites', () => {
     expect(wrong.json.error).toMatch(/confirm/)
     expect(await count('events', created.id)).toBe(2)
 
+    // the rows' deletion is held until the answer is read: the answer does not wait for it
+    const engine = t.services.clickhouse
+    let release = () => {}
+    const held = new Promise<void>((resolve) => (release = resolve))
+    t.services.clickhouse = new Proxy(engine, {
+      get(target, prop) {
+        if (prop === 'command')
+          return async (query: string, params?: Record<string, unknown>) => {
+            if (/\bDELETE WHERE\b/.test(query)) await held
+            return target.command(query, params)
+          }
+        const value = Reflect.get(target, prop, target)
+        return typeof value === 'function' ? value.bind(target) : value
+      },
+    })
     const res = await t.call('DELETE', `/api/v1/sites/${created.snippetId}?confirm=gone.example.com`, { key: t.a.write.key })
     expect(res).toMatchObject({ status: 200, json: { deleted: true, id: created.id } })
+    // gone from every read at once, its rows still there
+    expect((await t.call('GET', `/api/v1/sites/${created.id}`, { key: t.a.read.key })).status).toBe(404)
+    expect((await t.call('GET', `/api/v1/stats?site_id=${created.id}`, { key: t.a.read.key })).status).toBe(404)
+    expect((await t.call('GET', '/api/v1/sites', { key: t.a.read.key })).json.sites.map((s: any) => s.id)).not.toContain(created.id)
+    expect(await count('events', created.id)).toBe(2)
+    release()
+    t.services.clickhouse = engine
+    await vi.waitFor(async () => expect((await count('events', created.id)) + (await count('bot_events', created.id))).toBe(0), {
+      timeout: 60_000,
+      interval: 100,
+    })
     expect(await count('events', created.id)).toBe(0)
     expect(await count('sessions', created.id)).toBe(0)
     expect(await count('bot_events', created.id)).toBe(0)

@@ -14,7 +14,8 @@ export interface RunningServer {
 /** Starts `functions/node.ts` as `npm start` does, on a free port, and waits until it listens. */
 export async function startServer(env: Record<string, string>): Promise<RunningServer> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'functions/node.ts'], {
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', ...env },
+    // no live demo visitors unless a test asks: they would move the numbers it reads
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DEMO_LIVE_TRAFFIC: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let output = ''

@@ -132,7 +132,7 @@ describe('the crawl queue', () => {
     const second = open()
     expect(await second.queue.dueSites(3_000)).toEqual(['site-b', 'site-a'])
     expect(await second.queue.dueSites(1_500)).toEqual(['site-b'])
-    expect(await second.queue.pings('site-a')).toEqual(['/new-post'])
+    expect(await second.queue.pings('site-a')).toEqual([{ path: '/new-post', atMs: 1_500 }])
     expect(await second.queue.budgetUsed('site-a', '2026-11-02')).toBe(7)
     await second.queue.forget('site-a')
     expect(await second.queue.dueSites(3_000)).toEqual(['site-b'])

@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest'
 import { readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { createOrg } from '../../lib/accounts/admin'
-import { importHits } from '../../lib/ingest/import'
 import { Journal } from '../../lib/ingest/journal'
 import { Ingestor } from '../../lib/ingest/pipeline'
 import { botRow } from '../../lib/ingest/rows'
@@ -10,7 +9,7 @@ import { BufferedSink } from '../../lib/ingest/sink'
 import type { ClickHouse } from '../../lib/storage/clickhouse/types'
 import { SiteDirectory } from '../../lib/sites/site-directory'
 import { newSite } from '../../lib/sites/sites'
-import { tempDir, testServices } from '../helpers'
+import { collectLines, tempDir, testServices } from '../helpers'
 
 const GPTBOT = 'Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)'
 const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0'
@@ -63,7 +62,8 @@ async function journalAndCrash(dir: string, clickhouse: ClickHouse, f: Awaited<R
     sink,
     now: () => new Date(),
   })
-  const result = await importHits(f.lines(humans, bots), ingestor)
+  // collected live: usage counts these rows
+  const result = await collectLines(f.lines(humans, bots), ingestor)
   expect(result.imported).toBe(humans + bots)
   return sink
 }
