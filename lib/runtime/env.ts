@@ -129,7 +129,9 @@ export const nodeEnvSchema = z.object({
   DEMO_LIVE_TRAFFIC: flag
     .default('1')
     .describe('`0` stops the light trickle of live visitors (one every 20 seconds) the demo site gets while the server runs'),
-  SKIP_DEMO_TRAFFIC: flag.default('0').describe('`1` to create the demo site on first start without its traffic, its website and its live visitors'),
+  SKIP_DEMO_TRAFFIC: flag
+    .default('0')
+    .describe('`1` to create the demo site on first start without its traffic, its website and its live visitors'),
   SMTP_URL: z
     .url()
     .optional()
