@@ -29,8 +29,11 @@ async function benchEvents(duration: number, connections: number) {
       UPSTASH_REDIS_REST_URL: '',
       SKIP_DEMO_TRAFFIC: '1',
     },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   })
+  // the first-start banner (with the demo site's snippet) is on stdout, the log on stderr
+  let banner = ''
+  child.stdout!.on('data', (d) => (banner += d))
   let log = ''
   const url = await new Promise<string>((resolve) => {
     const lines = createInterface({ input: child.stderr! }).on('line', (line) => {
@@ -43,7 +46,9 @@ async function benchEvents(duration: number, connections: number) {
       resolve(match[1])
     })
   })
-  const snippet = /snippet (\w+)\)/.exec(log)![1]
+  for (let i = 0; i < 50 && !/snippet \w+\)/.test(banner); i++) await new Promise((r) => setTimeout(r, 100))
+  const snippet = /snippet (\w+)\)/.exec(banner)?.[1]
+  if (!snippet) throw new Error(`no demo site in the first-start banner:\n${banner}${log}`)
   const agents = Array.from({ length: 50 }, (_, i) => `Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.${i}`)
   const requests = agents.map((ua, i) => ({
     method: 'POST' as const,
