@@ -1,5 +1,6 @@
 import type { Command } from 'commander'
 import { ApiError } from '../errors'
+import { StoreUnavailableError } from '../storage/errors'
 import { UserError } from './env'
 
 /**
@@ -8,6 +9,8 @@ import { UserError } from './env'
  */
 export function sentenceFor(err: unknown): string | null {
   if (err instanceof UserError || err instanceof ApiError) return err.message
+  // an outage met at start: the network failure behind it says what to check
+  if (err instanceof StoreUnavailableError) return sentenceFor(err.cause) ?? err.message
   const e = err as NodeJS.ErrnoException & { port?: number; address?: string; code?: string; type?: string; hostname?: string }
   // ClickHouse's own refusals (a ClickHouseError of @clickhouse/client carries the server's type)
   if (e?.type === 'AUTHENTICATION_FAILED' || e?.type === 'REQUIRED_PASSWORD')

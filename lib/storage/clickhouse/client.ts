@@ -1,3 +1,4 @@
+import { StoreUnavailableError } from '../errors'
 import type { ClickHouse, QueryParams } from './types'
 
 /** The part of `@clickhouse/client` and `@clickhouse/client-web` this service uses; both share it. */
@@ -22,24 +23,42 @@ export const SESSION_TIMEZONE = 'UTC'
 
 export const CLICKHOUSE_SETTINGS = { output_format_json_quote_64bit_integers: 1, session_timezone: SESSION_TIMEZONE } as const
 
+/**
+ * A failure to reach the server (refused, reset, unreachable, timed out) rather than an answer
+ * from it: ClickHouse's own errors carry its numeric code and pass through as they are.
+ */
+const NETWORK_FAILURE =
+  /ECONNREFUSED|ECONNRESET|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|EAI_AGAIN|socket hang up|fetch failed|Timeout error|network/i
+
+async function reachable<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work()
+  } catch (err) {
+    const error = err as { code?: unknown; message?: unknown; cause?: { code?: unknown } }
+    const text = `${error?.code ?? ''} ${error?.message ?? ''} ${error?.cause?.code ?? ''}`
+    if (NETWORK_FAILURE.test(text)) throw new StoreUnavailableError('ClickHouse', 5, { cause: err })
+    throw err
+  }
+}
+
 /** ClickHouse over HTTP. Inserts are async inserts that wait for the flush, so an acknowledged insert is stored. */
 export function clickhouseOverClient(client: ClickHouseClientLike): ClickHouse {
   return {
-    async query<Row>(sql: string, params?: QueryParams) {
-      const result = await client.query({ query: sql, query_params: params, format: 'JSONEachRow' })
-      return result.json<Row>()
-    },
+    query: <Row>(sql: string, params?: QueryParams) =>
+      reachable(async () => (await client.query({ query: sql, query_params: params, format: 'JSONEachRow' })).json<Row>()),
     async command(sql: string, params?: QueryParams) {
-      await client.command({ query: sql, query_params: params, clickhouse_settings: { mutations_sync: 1 } })
+      await reachable(() => client.command({ query: sql, query_params: params, clickhouse_settings: { mutations_sync: 1 } }))
     },
     async insert(table: string, rows: readonly object[]) {
       if (!rows.length) return
-      await client.insert({
-        table,
-        values: rows,
-        format: 'JSONEachRow',
-        clickhouse_settings: { async_insert: 1, wait_for_async_insert: 1 },
-      })
+      await reachable(() =>
+        client.insert({
+          table,
+          values: rows,
+          format: 'JSONEachRow',
+          clickhouse_settings: { async_insert: 1, wait_for_async_insert: 1 },
+        }),
+      )
     },
     close: () => client.close(),
   }
