@@ -1,6 +1,5 @@
 import { z } from 'zod'
-import { countOrgs } from '../lib/accounts/admin'
-import { engineAnswers } from '../lib/storage/clickhouse/health'
+import { storesHealth } from '../lib/storage/health'
 import { collectorEndpoints } from './collector'
 import { alertEndpoints } from './v1/alerts'
 import { memberEndpoints } from './v1/members'
@@ -33,6 +32,10 @@ const healthSchema = z.object({
   status: z.enum(['ok', 'degraded']),
   clickhouse: z.enum(['ok', 'unavailable']),
   keyValue: z.enum(['ok', 'unavailable']),
+  failingSince: z
+    .object({ clickhouse: z.string().optional(), keyValue: z.string().optional() })
+    .optional()
+    .describe('When this instance first saw each failing store fail (ISO 8601)'),
 })
 
 /** The endpoints of one group (a section of the reference page, an MCP toolset), each keeping a group its declaration names. */
@@ -93,14 +96,11 @@ export const endpoints: Endpoint[] = [
     group: 'meta',
     scope: 'public',
     tool: null,
-    summary: 'Whether ClickHouse and the key/value store answer: 200 when both do, 503 otherwise.',
+    summary: 'Whether ClickHouse and the key/value store answer: 200 when both do, 503 otherwise, naming the failing store and since when.',
     response: healthSchema,
     async handler({ services }) {
-      const checks = await Promise.allSettled([engineAnswers(services.clickhouse), countOrgs(services.repositories)])
-      const [clickhouse, keyValue] = checks.map((r) => (r.status === 'fulfilled' ? ('ok' as const) : ('unavailable' as const)))
-      const healthy = clickhouse === 'ok' && keyValue === 'ok'
-      const body = { status: healthy ? ('ok' as const) : ('degraded' as const), clickhouse, keyValue }
-      return healthy ? body : Response.json(body, { status: 503 })
+      const health = await storesHealth(services, services.now())
+      return health.status === 'ok' ? health : Response.json(health, { status: 503 })
     },
   }),
   ...inGroup('meta', metaEndpoints),

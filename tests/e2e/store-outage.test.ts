@@ -64,6 +64,10 @@ describe.skipIf(!REDIS_SERVER)('a Redis that stalls or goes away (a server of it
       const health = await get('/health')
       expect(health.status).toBe(503)
       expect(health.json).toMatchObject({ status: 'degraded', clickhouse: 'ok', keyValue: 'unavailable' })
+      // and since when: the first check that saw it fail, kept by later ones
+      const since = health.json.failingSince.keyValue
+      expect(new Date(since).getTime()).toBeGreaterThan(Date.now() - 60_000)
+      expect((await get('/health')).json.failingSince).toEqual({ keyValue: since })
     } finally {
       redis.kill('SIGCONT')
     }
@@ -74,7 +78,9 @@ describe.skipIf(!REDIS_SERVER)('a Redis that stalls or goes away (a server of it
       if (healed !== 200) await new Promise((r) => setTimeout(r, 200))
     }
     expect(healed).toBe(200)
-    expect((await get('/health')).status).toBe(200)
+    const recovered = await get('/health')
+    expect(recovered.status).toBe(200)
+    expect(recovered.json).toEqual({ status: 'ok', clickhouse: 'ok', keyValue: 'ok' })
   })
 
   it('answers 503, never 500, once Redis refuses connections', async () => {
