@@ -1,4 +1,5 @@
 import { BOT_KINDS } from '../ingest/bot-kinds'
+import type { Ga4DatasetName, ImportedColumn } from '../integrations/ga4/datasets'
 import type { Source } from '../sites/source'
 
 /**
@@ -54,8 +55,8 @@ export interface Dimension {
   /** The sources whose reads take it: the collector records every dimension, a ga4 read takes the shared ones. */
   sources: readonly Source[]
   standalone: StandaloneColumns
-  /** The imported GA4 dataset and field a ga4 read takes it from; absent until imports fill it (a ga4 read answers zeros). */
-  ga4?: { dataset: string; field: string }
+  /** The imported GA4 dataset and column (lib/integrations/ga4/datasets.ts) a ga4 read takes it from; absent: a ga4 read refuses it. */
+  ga4?: { dataset: Ga4DatasetName; column: ImportedColumn }
   /**
    * A spike's excess may be attributed to its values: the column over `events` read for that, and
    * its rank when naming one (1, the most specific, first).
@@ -75,7 +76,7 @@ const visitAttribute = (name: string, sql: string, more: Partial<StandaloneColum
   name,
   scope: 'visit',
   engagement: true,
-  sources: BOTH,
+  sources: extra.ga4 ? BOTH : FIRST_PARTY,
   standalone: { events: sql, sessions: sql, ...more },
   ...extra,
 })
@@ -92,26 +93,70 @@ const sparseEvent = (name: string, sql: string): Dimension => ({
 
 /** Every dimension, once; the index lists them in this order. */
 export const DIMENSIONS: readonly Dimension[] = [
-  { name: 'path', scope: 'event', engagement: true, sources: BOTH, standalone: { events: 'pathname', daily: true, bots: 'pathname' } },
-  { name: 'entry_page', scope: 'visit', engagement: true, sources: BOTH, standalone: { daily: true } },
-  { name: 'exit_page', scope: 'visit', engagement: true, sources: BOTH, standalone: { daily: true } },
-  visitAttribute('source', DIRECT_SOURCE, { daily: true }, { spike: { column: 'referrer_source', rank: 2 } }),
-  visitAttribute('channel', 'channel', { daily: true }, { spike: { column: 'channel', rank: 3 } }),
-  visitAttribute('referrer', DIRECT_REFERRER, { daily: true, bots: DIRECT_REFERRER }),
-  visitAttribute('utm_source', 'utm_source', { daily: true }),
-  visitAttribute('utm_medium', 'utm_medium', { daily: true }),
-  visitAttribute('utm_campaign', 'utm_campaign', { daily: true }, { spike: { column: 'utm_campaign', rank: 1 } }),
-  visitAttribute('utm_term', 'utm_term'),
-  visitAttribute('utm_content', 'utm_content'),
-  visitAttribute('country', 'country_code', { daily: true, bots: 'country_code' }),
-  visitAttribute('region', 'region'),
-  visitAttribute('city', 'city'),
-  visitAttribute('browser', 'browser', { daily: true }),
-  visitAttribute('os', 'os', { daily: true }),
-  visitAttribute('device', 'device', { daily: true }),
+  {
+    name: 'path',
+    scope: 'event',
+    engagement: true,
+    sources: BOTH,
+    standalone: { events: 'pathname', daily: true, bots: 'pathname' },
+    ga4: { dataset: 'pages', column: 'path' },
+  },
+  {
+    name: 'entry_page',
+    scope: 'visit',
+    engagement: true,
+    sources: BOTH,
+    standalone: { daily: true },
+    ga4: { dataset: 'entry_pages', column: 'entry_page' },
+  },
+  { name: 'exit_page', scope: 'visit', engagement: true, sources: FIRST_PARTY, standalone: { daily: true } },
+  visitAttribute(
+    'source',
+    DIRECT_SOURCE,
+    { daily: true },
+    { spike: { column: 'referrer_source', rank: 2 }, ga4: { dataset: 'sources', column: 'source_name' } },
+  ),
+  visitAttribute(
+    'channel',
+    'channel',
+    { daily: true },
+    { spike: { column: 'channel', rank: 3 }, ga4: { dataset: 'sources', column: 'channel' } },
+  ),
+  visitAttribute('referrer', DIRECT_REFERRER, { daily: true, bots: DIRECT_REFERRER }, { ga4: { dataset: 'sources', column: 'referrer' } }),
+  visitAttribute('utm_source', 'utm_source', { daily: true }, { ga4: { dataset: 'sources', column: 'utm_source' } }),
+  visitAttribute('utm_medium', 'utm_medium', { daily: true }, { ga4: { dataset: 'sources', column: 'utm_medium' } }),
+  visitAttribute(
+    'utm_campaign',
+    'utm_campaign',
+    { daily: true },
+    { spike: { column: 'utm_campaign', rank: 1 }, ga4: { dataset: 'sources', column: 'utm_campaign' } },
+  ),
+  visitAttribute('utm_term', 'utm_term', {}, { ga4: { dataset: 'sources', column: 'utm_term' } }),
+  visitAttribute('utm_content', 'utm_content', {}, { ga4: { dataset: 'sources', column: 'utm_content' } }),
+  visitAttribute('country', 'country_code', { daily: true, bots: 'country_code' }, { ga4: { dataset: 'locations', column: 'country' } }),
+  visitAttribute('region', 'region', {}, { ga4: { dataset: 'locations', column: 'region' } }),
+  visitAttribute('city', 'city', {}, { ga4: { dataset: 'locations', column: 'city' } }),
+  visitAttribute('browser', 'browser', { daily: true }, { ga4: { dataset: 'browsers', column: 'browser' } }),
+  visitAttribute('os', 'os', { daily: true }, { ga4: { dataset: 'systems', column: 'os' } }),
+  visitAttribute('device', 'device', { daily: true }, { ga4: { dataset: 'devices', column: 'device' } }),
   visitAttribute('screen_class', 'screen_class', { daily: true }),
-  { name: 'hostname', scope: 'event', engagement: true, sources: BOTH, standalone: { events: 'hostname', daily: true, bots: 'hostname' } },
-  { name: 'event', scope: 'event', engagement: false, sparse: true, sources: BOTH, standalone: { events: 'name' } },
+  {
+    name: 'hostname',
+    scope: 'event',
+    engagement: true,
+    sources: BOTH,
+    standalone: { events: 'hostname', daily: true, bots: 'hostname' },
+    ga4: { dataset: 'pages', column: 'hostname' },
+  },
+  {
+    name: 'event',
+    scope: 'event',
+    engagement: false,
+    sparse: true,
+    sources: BOTH,
+    standalone: { events: 'name' },
+    ga4: { dataset: 'events', column: 'event' },
+  },
   { name: 'goal', scope: 'visit', engagement: false, sources: FIRST_PARTY, standalone: {} },
   sparseEvent('link', "if(kind IN ('click', 'outbound', 'download', 'affiliate'), link_url, '')"),
   sparseEvent('outbound', "if(kind = 'outbound', link_url, '')"),

@@ -1,0 +1,104 @@
+/**
+ * The GA4 datasets an import fetches and the reads of `source=ga4` answer from: per dataset, the
+ * Data API dimensions asked for beside `date` (or `dateHour`), each stored under its column of
+ * `imported_aggregates` (clickhouse/0013_imported_aggregates.sql). The import and the reads both
+ * take their facts from here, and the dimension table (lib/reports/dimensions.ts) names the
+ * dataset and column of each dimension a ga4 read takes.
+ */
+
+/** The columns of `imported_aggregates` that hold a dimension value. */
+export const IMPORTED_DIMENSION_COLUMNS = [
+  'source_name',
+  'referrer',
+  'channel',
+  'utm_source',
+  'utm_medium',
+  'utm_campaign',
+  'utm_content',
+  'utm_term',
+  'hostname',
+  'path',
+  'entry_page',
+  'country',
+  'region',
+  'city',
+  'device',
+  'browser',
+  'os',
+  'event',
+] as const
+export type ImportedColumn = (typeof IMPORTED_DIMENSION_COLUMNS)[number]
+
+/** The Data API metrics every dataset asks for, and the column each is stored under. */
+export const GA4_METRICS = [
+  { ga4: 'totalUsers', column: 'visitors' },
+  { ga4: 'sessions', column: 'visits' },
+  { ga4: 'engagedSessions', column: 'engaged_visits' },
+  { ga4: 'screenPageViews', column: 'pageviews' },
+  { ga4: 'userEngagementDuration', column: 'engagement_seconds' },
+  { ga4: 'eventCount', column: 'events' },
+] as const
+
+export interface Ga4Dataset {
+  name: string
+  /** Keyed by `dateHour` (stored as its date and hour) instead of `date`. */
+  hourly?: true
+  dimensions: readonly { ga4: string; column: ImportedColumn }[]
+}
+
+export const GA4_DATASETS = [
+  { name: 'visitors', dimensions: [] },
+  { name: 'visitors_hourly', hourly: true, dimensions: [] },
+  {
+    name: 'sources',
+    dimensions: [
+      { ga4: 'sessionSource', column: 'source_name' },
+      { ga4: 'sessionManualSource', column: 'utm_source' },
+      { ga4: 'sessionMedium', column: 'utm_medium' },
+      { ga4: 'sessionCampaignName', column: 'utm_campaign' },
+      { ga4: 'sessionManualAdContent', column: 'utm_content' },
+      { ga4: 'sessionManualTerm', column: 'utm_term' },
+      { ga4: 'sessionDefaultChannelGroup', column: 'channel' },
+      { ga4: 'pageReferrer', column: 'referrer' },
+    ],
+  },
+  {
+    name: 'pages',
+    dimensions: [
+      { ga4: 'hostName', column: 'hostname' },
+      { ga4: 'pagePath', column: 'path' },
+    ],
+  },
+  { name: 'entry_pages', dimensions: [{ ga4: 'landingPage', column: 'entry_page' }] },
+  {
+    name: 'locations',
+    dimensions: [
+      { ga4: 'countryId', column: 'country' },
+      { ga4: 'region', column: 'region' },
+      { ga4: 'city', column: 'city' },
+    ],
+  },
+  { name: 'devices', dimensions: [{ ga4: 'deviceCategory', column: 'device' }] },
+  { name: 'browsers', dimensions: [{ ga4: 'browser', column: 'browser' }] },
+  { name: 'systems', dimensions: [{ ga4: 'operatingSystem', column: 'os' }] },
+  { name: 'events', dimensions: [{ ga4: 'eventName', column: 'event' }] },
+] as const satisfies readonly Ga4Dataset[]
+
+export type Ga4DatasetName = (typeof GA4_DATASETS)[number]['name']
+
+/** GA4's automatic events: `events` counts only the others, and ga4-events lists them only with builtin=1. */
+export const GA4_AUTOMATIC_EVENTS = [
+  'page_view',
+  'session_start',
+  'first_visit',
+  'user_engagement',
+  'scroll',
+  'click',
+  'file_download',
+  'form_start',
+  'form_submit',
+  'view_search_results',
+  'video_start',
+  'video_progress',
+  'video_complete',
+] as const
