@@ -651,6 +651,36 @@ describe('reads with source=ga4', () => {
     expect(listed.sites.map((s: { stats: { source: string } }) => s.stats.source).sort()).toEqual(['ga4', 'standalone', 'standalone'])
   })
 
+  it('the pages read of a ga4-only site takes the traffic of each page from the imported pages', async () => {
+    await services.clickhouse.insert(
+      'crawl_snapshots',
+      PATHS.map((path) => ({
+        site_id: ga4Site.id,
+        path,
+        fetched_at: '2026-11-10 00:00:00.000',
+        id: crypto.randomUUID(),
+        status: 200,
+        title: path,
+        launched_at: '2026-10-01 00:00:00.000',
+      })),
+    )
+    const json = await get(`/api/v1/pages?site_id=${ga4Site.id}&${WEEK}&sort=path`)
+    const expected = expectedPageBreakdown(week, 'path')
+    expect(
+      json.pages.map((p: { path: string; visitors: number; pageviews: number; scrollDepth: null }) => [
+        p.path,
+        p.visitors,
+        p.pageviews,
+        p.scrollDepth,
+      ]),
+    ).toEqual(
+      [...PATHS].sort().map((path) => {
+        const row = expected.find((r) => r.value === path)
+        return [path, row?.visitors ?? 0, row?.pageviews ?? 0, null]
+      }),
+    )
+  })
+
   it('answers a ga4 read through MCP', async () => {
     const app = createApp(services)
     const mcp = await mcpClient('http://api.test', key, '/api/mcp', async (url, init) => app.request(String(url), init))
