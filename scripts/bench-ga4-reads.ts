@@ -120,8 +120,7 @@ const program = new Command('bench-ga4-reads')
       ]
       const results = []
       for (const [name, path] of reads) {
-        // ga4-events reads only the ga4 source and takes no source parameter
-        const url = `http://bench.test${path}&site_id=${site.id}${path.startsWith('/api/v1/ga4-events') ? '' : '&source=ga4'}`
+        const url = `http://bench.test${path}&site_id=${site.id}&source=ga4`
         const call = async () => {
           const t = performance.now()
           const res = await app.request(url, { headers: { authorization: `Bearer ${key}` } })

@@ -114,7 +114,8 @@ export const reportEndpoints = [
     summary: 'Events of the imported GA4 property in the window with their count and users, most first.',
     description:
       "count is GA4's eventCount; users its totalUsers, which over several days is the sum of the daily values, not distinct people. GA4's automatic events (page_view, session_start, first_visit, user_engagement, scroll, click, file_download, form_start, form_submit, view_search_results, video_start, video_progress, video_complete) are listed only with builtin=1. Takes the common range, filters (event only) and limit. A site without the ga4 source answers available: false.",
-    params: reportParams.omit({ source: true }).extend({
+    params: reportParams.extend({
+      source: z.enum(['ga4']).optional().describe('ga4, the one source this read takes'),
       builtin: z.enum(['0', '1']).optional().describe('1 lists GA4 automatic events too'),
     }),
     response: z.object({

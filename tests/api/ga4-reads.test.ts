@@ -588,10 +588,13 @@ describe('reads with source=ga4', () => {
     expect(custom).toMatchObject({ available: true, source: 'ga4', builtin: false })
     expect(custom.events).toEqual(expected(false))
     expect(custom.events.map((e: { name: string }) => e.name).sort()).toEqual(['newsletter', 'signup'])
-    const all = await get(`/api/v1/ga4-events?site_id=${ga4Site.id}&${WEEK}&builtin=1`)
+    const all = await get(`/api/v1/ga4-events?site_id=${ga4Site.id}&${WEEK}&builtin=1&source=ga4`)
     expect(all.events).toEqual(expected(true))
     expect(all.events[0].name).toBe('page_view')
     expect(await get(`/api/v1/ga4-events?site_id=${plainSite.id}`)).toEqual({ available: false, source: 'ga4', builtin: false, events: [] })
+    expect((await get(`/api/v1/ga4-events?site_id=${ga4Site.id}&source=standalone`, 400)).error).toMatch(/^source/)
+    const country = encodeURIComponent(JSON.stringify([{ dimension: 'country', operator: 'is', value: ['DE'] }]))
+    expect((await get(`/api/v1/ga4-events?site_id=${ga4Site.id}&filters=${country}`, 400)).error).toMatch(/country.*event/)
   })
 
   it('lists a ga4-primary site with its imported numbers', async () => {

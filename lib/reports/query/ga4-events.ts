@@ -7,6 +7,7 @@ import { rangeView } from './range'
 import { type ReportDeps, prepare } from './reports'
 
 export interface Ga4EventsParams extends Omit<ReportParams, 'source'> {
+  source?: 'ga4'
   builtin?: '0' | '1'
 }
 
