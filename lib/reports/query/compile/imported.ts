@@ -41,7 +41,7 @@ function datasetRows(siteId: string, range: ResolvedRange, dataset: string, filt
 /** Custom (not automatic) events' count in the events dataset. */
 const customEventsSql = () => sql`sumIf(events, event NOT IN ${AUTOMATIC})`
 
-/** The sums every read takes; bounces and duration derive from them (shapeImported). */
+/** The sums every read takes; bounces and duration derive from them (shape.ts, shapeImportedTotals). */
 const SUMS =
   'sum(visitors) AS visitors, sum(visits) AS visits, sum(engaged_visits) AS engaged, sum(pageviews) AS pageviews, sum(engagement_seconds) AS seconds'
 
