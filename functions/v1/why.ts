@@ -10,7 +10,7 @@ import { markers } from '../../lib/reports/why/markers'
 import { pageDetail } from '../../lib/reports/why/page-detail'
 import { attachSpikeSource, spikes } from '../../lib/reports/why/spikes'
 import { defineEndpoint } from '../endpoint'
-import { rangeViewSchema } from './report-schemas'
+import { rangeViewSchema, sourceSchema } from './report-schemas'
 import { errorGroupSchema, errorSummarySchema } from './behaviour'
 import { contributorSchema, metricSchema } from './vitals'
 
@@ -156,6 +156,7 @@ export const whyEndpoints = [
       'Default range 7d; filters honoured. vitals=1 lists vitals regressions instead (75th percentile against the window before, at least 20 samples in each, at least 1.2 times and no longer good, with the attribution targets behind each). A page counts its visits with a pageview of it. Listed only with at least 20 visits in one of the two periods and a move of at least 10 visits and 25% (appeared and went_quiet are 100%). change is current minus previous; relativeChange is change over previous (null when it appeared); impact is change over the site’s previous visits (how far this page alone moved the site’s total). Most moved first, at most limit. candidates: the crawler’s changes of the page detected in the window or the 7 days before, then the site-wide ones.',
     params: anomalyParams,
     response: z.object({
+      source: sourceSchema,
       available,
       range: rangeViewSchema,
       previousRange: rangeViewSchema,

@@ -1,4 +1,4 @@
-import type { ReportParams } from '../query/parse'
+import { type ReportParams, collectorSource } from '../query/parse'
 import { previousWindow, rangeView, wholeDays } from '../query/range'
 import { type ReportDeps, prepare } from '../query/reports'
 import { execute } from '../../storage/clickhouse/execute'
@@ -8,7 +8,6 @@ import { pathDaysSql } from './path-days'
 import { type StoredChange, siteChanges } from '../../crawl/changes'
 import { round4 } from './robust'
 import { VITALS_REGRESSION_RULE, vitalsRegressions } from './vitals-regressions'
-import { readsEvents } from './window'
 
 /**
  * GET /anomalies: pages whose visits moved against the window of equal length just before,
@@ -41,14 +40,16 @@ export type MoverStatus = 'rose' | 'fell' | 'appeared' | 'went_quiet'
 const relative = (current: number, previous: number) => (previous ? round4((current - previous) / previous) : null)
 
 export async function anomalies(deps: ReportDeps, site: Site, params: ReportParams & { vitals?: '0' | '1' }) {
-  // a site without the collector's source is still parsed (its range and filters checked) under its own source
-  const { query } = await prepare(deps, site, { ...params, source: readsEvents(site) ? 'standalone' : undefined })
+  // a read of the ga4 source is still parsed (its range and filters checked) under that source
+  const source = collectorSource(params, site)
+  const reads = source === 'standalone'
+  const { query } = await prepare(deps, site, { ...params, source })
   const previous = previousWindow(query.range)
-  const base = { range: rangeView(query.range), previousRange: rangeView(previous), rule: ANOMALY_RULE }
+  const base = { source, range: rangeView(query.range), previousRange: rangeView(previous), rule: ANOMALY_RULE }
   const none = { current: 0, previous: 0, change: 0, relativeChange: null }
   if (params.vitals === '1') {
     // the regressions of each page against the window before, as markers and the page detail find them
-    const regressions = readsEvents(site)
+    const regressions = reads
       ? await vitalsRegressions(
           deps.clickhouse,
           site.id,
@@ -56,9 +57,9 @@ export async function anomalies(deps: ReportDeps, site: Site, params: ReportPara
           { limit: query.limit },
         )
       : []
-    return { available: readsEvents(site), ...base, vitalsRule: VITALS_REGRESSION_RULE, site: none, pages: [], regressions }
+    return { available: reads, ...base, vitalsRule: VITALS_REGRESSION_RULE, site: none, pages: [], regressions }
   }
-  if (!readsEvents(site)) return { available: false, ...base, site: none, pages: [] }
+  if (!reads) return { available: false, ...base, site: none, pages: [] }
   // unfiltered whole days read the daily rollup where it is current, as the path breakdown does
   const statement =
     !query.filters.length && wholeDays(query.range)
