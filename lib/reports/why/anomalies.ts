@@ -9,6 +9,7 @@ import { type StoredChange, siteChanges } from '../../crawl/changes'
 import { round4 } from './robust'
 import { VITALS_REGRESSION_RULE, vitalsRegressions } from './vitals-regressions'
 import { readsEvents } from './window'
+import { daySpanOf, evidenceView, pagesSearchEvidence, searchConnection } from '../search/search'
 
 /**
  * GET /anomalies: pages whose visits moved against the window of equal length just before,
@@ -104,6 +105,12 @@ export async function anomalies(deps: ReportDeps, site: Site, params: ReportPara
     .slice(0, query.limit)
     // the page's own changes first, then the site's, newest first within each
     .map((p) => ({ ...p, candidates: [...changes.filter((c) => c.scope === 'page' && c.path === p.path), ...siteWide].map(candidateOf) }))
+  // pages that lost visits: what Search Console saw of them over the same windows (the seo diagnosis)
+  const fallen = pages.filter((p) => p.change < 0).map((p) => p.path)
+  const search =
+    searchConnection(site) && fallen.length
+      ? await pagesSearchEvidence(deps, site.id, { current: daySpanOf(query.range), previous: daySpanOf(previous) }, { paths: fallen })
+      : new Map()
   return {
     available: true,
     ...base,
@@ -113,6 +120,6 @@ export async function anomalies(deps: ReportDeps, site: Site, params: ReportPara
       change: siteCurrent - sitePrevious,
       relativeChange: relative(siteCurrent, sitePrevious),
     },
-    pages,
+    pages: pages.map((p) => ({ ...p, search: p.change < 0 ? evidenceView(search.get(p.path)) : null })),
   }
 }
