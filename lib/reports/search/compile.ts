@@ -43,10 +43,10 @@ function whereOf(siteId: string, w: Windows, filters: readonly SearchFilter[], p
 }
 
 /** Clicks, impressions and impression-weighted position of both windows, as c_* and p_* columns. */
-function bothWindows(w: Windows): Fragment {
+function bothWindows(w: Windows, names = { current: 'c', previous: 'p' }): Fragment {
   const of = (prefix: string, span: DaySpan) =>
     sql`sumIf(clicks, ${within(span)}) AS ${raw(`${prefix}_clicks`)}, sumIf(impressions, ${within(span)}) AS ${raw(`${prefix}_impressions`)}, sumIf(position * impressions, ${within(span)}) AS ${raw(`${prefix}_weighted`)}`
-  return sql`${of('c', w.current)}, ${of('p', w.previous)}`
+  return sql`${of(names.current, w.current)}, ${of(names.previous, w.previous)}`
 }
 
 const table = (filters: readonly SearchFilter[]) => raw(needsRows(filters) ? 'search_console_rows' : 'search_console_totals')
@@ -60,7 +60,7 @@ export function searchTotalsSql(siteId: string, w: Windows, filters: readonly Se
 export function searchSeriesSql(siteId: string, span: DaySpan, filters: readonly SearchFilter[]): Fragment {
   const w = { current: span, previous: span }
   return sql`
-SELECT toString(date) AS day, sum(clicks) AS clicks, sum(impressions) AS impressions, sum(position * impressions) AS weighted
+SELECT toString(date) AS day, sum(clicks) AS day_clicks, sum(impressions) AS day_impressions, sum(position * impressions) AS day_weighted
 FROM ${table(filters)} FINAL WHERE ${whereOf(siteId, w, filters)}
 GROUP BY date ORDER BY date`
 }
@@ -85,12 +85,12 @@ export const LOST_QUERIES_NAMED = 5
 export function searchPagesSql(siteId: string, w: Windows, filters: readonly SearchFilter[], paths?: readonly string[]): Fragment {
   return sql`
 SELECT path,
-  sum(c_clicks) AS c_clicks, sum(c_impressions) AS c_impressions, sum(c_weighted) AS c_weighted,
-  sum(p_clicks) AS p_clicks, sum(p_impressions) AS p_impressions, sum(p_weighted) AS p_weighted,
-  sumIf(p_clicks, c_impressions = 0) AS lost_clicks,
-  arraySlice(arraySort(x -> (-x.2, x.1), groupArrayIf((query, p_clicks), p_clicks > 0 AND c_impressions = 0)), 1, ${raw(String(LOST_QUERIES_NAMED))}) AS lost
+  sum(qc_clicks) AS c_clicks, sum(qc_impressions) AS c_impressions, sum(qc_weighted) AS c_weighted,
+  sum(qp_clicks) AS p_clicks, sum(qp_impressions) AS p_impressions, sum(qp_weighted) AS p_weighted,
+  sumIf(qp_clicks, qc_impressions = 0) AS lost_clicks,
+  arraySlice(arraySort(x -> (-x.2, x.1), groupArrayIf((query, qp_clicks), qp_clicks > 0 AND qc_impressions = 0)), 1, ${raw(String(LOST_QUERIES_NAMED))}) AS lost
 FROM (
-  SELECT path, query, ${bothWindows(w)}
+  SELECT path, query, ${bothWindows(w, { current: 'qc', previous: 'qp' })}
   FROM search_console_rows FINAL WHERE ${whereOf(siteId, w, filters, paths)}
   GROUP BY path, query
 )

@@ -266,7 +266,7 @@ export async function searchReport(deps: WhyDeps, site: Site, params: SearchPara
   const limit = clampLimit(params.limit, 10)
   const [totals, series, queries, pages] = await Promise.all([
     execute<Both>(deps.clickhouse, searchTotalsSql(site.id, windows, all)),
-    execute<{ day: string; clicks: number | string; impressions: number | string; weighted: number | string }>(
+    execute<{ day: string; day_clicks: number | string; day_impressions: number | string; day_weighted: number | string }>(
       deps.clickhouse,
       searchSeriesSql(site.id, windows.current, all),
     ),
@@ -293,7 +293,7 @@ export async function searchReport(deps: WhyDeps, site: Site, params: SearchPara
     change: changeOf(current(totals[0]), previous(totals[0])),
     series: days.map((date) => {
       const s = byDay.get(date)
-      return { date, ...metricsOf(Number(s?.clicks ?? 0), Number(s?.impressions ?? 0), Number(s?.weighted ?? 0)) }
+      return { date, ...metricsOf(Number(s?.day_clicks ?? 0), Number(s?.day_impressions ?? 0), Number(s?.day_weighted ?? 0)) }
     }),
     queries: queries.map((r) => ({ query: r.value, ...withChange(r) })),
     pages: pages.map((r) => ({ path: r.value, ...withChange(r) })),
