@@ -34,27 +34,19 @@ export const searchEndpoints = [
     path: '/api/v1/search',
     scope: 'read',
     tool: 'get_search_console',
-    summary:
-      'Google Search Console for the window: clicks, impressions, ctr and position against the previous window, a daily series, top queries and landing pages.',
+    summary: 'Google Search Console: clicks, impressions, ctr, position, daily series, top queries and pages, vs the previous window.',
     description:
-      'Not source-scoped. totals come from Search Console’s daily totals, which include anonymized queries; queries and pages come from its query rows, which do not, so they add up to less (with a path or query, totals come from the rows too). position is impression-weighted. dimension=query|page with value= gives that query’s or landing page’s trend, with its pages (a query) or queries (a page). Filters: path or entry_page (the landing page), country (ISO 3166-1 alpha-3, as Search Console names it), device (Desktop, Mobile, Tablet). Days are Search Console’s dates.',
+      'totals come from Search Console’s daily totals, which include anonymized queries; queries and pages come from its query rows, which do not, so they add up to less (with a path or query, totals come from the rows too). position is impression-weighted. dimension=query|page with value= gives that query’s or landing page’s trend, with its pages (a query) or queries (a page). Filters: path or entry_page (the landing page), country (ISO 3166-1 alpha-3, as Search Console names it), device (Desktop, Mobile, Tablet). Days are Search Console’s dates. Not source-scoped.',
     params: z.object({
       ...windowParams,
-      dimension: z.enum(['query', 'page']).optional().describe('With value: one query’s or landing page’s trend'),
-      value: z.string().min(1, 'required').max(2000).optional().describe('The query, or the landing page’s path'),
+      dimension: z.enum(['query', 'page']).optional(),
+      value: z.string().min(1, 'required').max(2000).optional(),
       limit: limitParam(1000, 10),
     }),
     response: z.object({
       ...notConnected,
       siteUrl,
       range: rangeViewSchema.optional(),
-      previousRange: rangeViewSchema.optional(),
-      days: z
-        .object({ current: z.object({ from: day, to: day }), previous: z.object({ from: day, to: day }) })
-        .optional()
-        .describe('The Search Console days read; to is exclusive'),
-      dimension: z.enum(['query', 'page']).nullable().optional(),
-      value: z.string().nullable().optional(),
       totals: searchMetricsSchema.optional(),
       previous: searchMetricsSchema.optional(),
       change: searchChangeSchema.optional(),
@@ -77,18 +69,21 @@ export const searchEndpoints = [
     path: '/api/v1/seo',
     scope: 'read',
     tool: 'get_seo',
-    summary:
-      'Rankings report: every landing page with Google search traffic against the previous window, most clicks lost first, each diagnosed.',
+    summary: 'Rankings: each Google landing page against the previous window, most clicks lost first, diagnosed.',
     description:
-      'Not source-scoped; numbers from Search Console’s query rows. diagnosis (rules in the docs, over per-day rates): gained; lost_queries (queries that brought half its clicks show it no more, named); rank_drop (position worse by 2 or more, impressions at least 75%); ctr_drop (same position, ctr down a quarter or more); demand_drop (same position, impressions under 75%); fell (a loss none explains); stable (under 10 clicks, or clicks moved under 20%). candidates: the page’s title, meta description, h1, canonical, noindex, status, redirect and removal changes detected in the window or the 7 days before; searchEngineUpdates: ranking updates whose rollout overlaps the window.',
-    params: z.object({ ...windowParams, limit: limitParam(1000, 100) }),
+      'diagnosis, by the rules in the docs over per-day rates of Search Console’s query rows (not source-scoped; anonymized queries are not in them): gained; lost_queries (queries that brought half its clicks show it no more, named); rank_drop (position worse by 2 or more, impressions at least 75%); ctr_drop (same position, ctr down a quarter or more); demand_drop (same position, impressions under 75%); fell (a loss none explains); stable (under 10 clicks, or clicks moved under 20%). candidates: the page’s title, meta description, h1, canonical, noindex, status, redirect and removal changes detected in the window or the 7 days before; searchEngineUpdates: ranking updates whose rollout overlaps the window.',
+    params: z.object({
+      site_id: windowParams.site_id,
+      range: windowParams.range,
+      from: windowParams.from,
+      to: windowParams.to,
+      limit: limitParam(1000, 100),
+    }),
     response: z.object({
       ...notConnected,
       siteUrl,
       range: rangeViewSchema.optional(),
-      previousRange: rangeViewSchema.optional(),
       rule: z.record(z.string(), z.number()).optional(),
-      counts: z.record(z.string(), count).optional().describe('Pages by diagnosis'),
       searchEngineUpdates: z
         .array(z.object({ engine: z.string(), name: z.string(), kind: z.string(), start: day, end: day.nullable(), source: z.string() }))
         .optional(),

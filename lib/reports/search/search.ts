@@ -7,7 +7,7 @@ import { filterSchema } from '../query/parse'
 import { type ResolvedRange, previousWindow, rangeView } from '../query/range'
 import type { RangeName } from '../dimensions'
 import { round4 } from '../why/robust'
-import { candidateOf } from '../why/anomalies'
+import { candidateOf } from '../why/candidates'
 import { updatesWithin } from '../why/markers'
 import { type WhyDeps, windowOf } from '../why/window'
 import {
@@ -284,10 +284,6 @@ export async function searchReport(deps: WhyDeps, site: Site, params: SearchPara
   return {
     ...bound,
     range: rangeView(range),
-    previousRange: rangeView(previousWindow(range)),
-    days: { current: windows.current, previous: windows.previous },
-    dimension: params.dimension ?? null,
-    value: params.value ?? null,
     totals: current(totals[0]),
     previous: previous(totals[0]),
     change: changeOf(current(totals[0]), previous(totals[0])),
@@ -306,8 +302,7 @@ export const SEO_CHANGE_TYPES = new Set(['title', 'meta_description', 'h1', 'can
 export const SEO_CANDIDATE_LEAD_DAYS = 7
 
 /** GET /seo. */
-export async function seoReport(deps: WhyDeps, site: Site, params: Omit<SearchParams, 'dimension' | 'value'>) {
-  const filters = parseSearchFilters(params.filters)
+export async function seoReport(deps: WhyDeps, site: Site, params: Omit<SearchParams, 'dimension' | 'value' | 'filters'>) {
   const range = await windowOf(deps, site, params)
   const bound = searchConnection(site)
   if (!bound) return notConnected
@@ -315,7 +310,7 @@ export async function seoReport(deps: WhyDeps, site: Site, params: Omit<SearchPa
   const from = range.from.epochMilliseconds
   const to = range.to.epochMilliseconds
   const [evidence, changes] = await Promise.all([
-    pagesSearchEvidence(deps, site.id, windows, { filters }),
+    pagesSearchEvidence(deps, site.id, windows),
     siteChanges(deps.clickhouse, site.id, new Date(from - SEO_CANDIDATE_LEAD_DAYS * DAY_MS), new Date(to)),
   ])
   const byPath = new Map<string, StoredChange[]>()
@@ -333,14 +328,10 @@ export async function seoReport(deps: WhyDeps, site: Site, params: Omit<SearchPa
     }))
     .sort((a, b) => a.change.clicks - b.change.clicks || b.previous.clicks - a.previous.clicks || (a.path < b.path ? -1 : 1))
     .slice(0, clampLimit(params.limit, 100))
-  const counts = Object.fromEntries(SEARCH_DIAGNOSES.map((d) => [d, 0])) as Record<SearchDiagnosis, number>
-  for (const e of evidence.values()) counts[e.diagnosis]++
   return {
     ...bound,
     range: rangeView(range),
-    previousRange: rangeView(previousWindow(range)),
     rule: SEARCH_DIAGNOSIS_RULE,
-    counts,
     searchEngineUpdates: updatesWithin(from, to, deps.now().getTime()),
     pages,
   }

@@ -5,7 +5,8 @@ import { execute } from '../../storage/clickhouse/execute'
 import type { Site } from '../../sites/sites'
 import { pageVisitsByPeriodFromDaysSql, pageVisitsByPeriodSql, siteVisitsByDaySql } from './compile'
 import { pathDaysSql } from './path-days'
-import { type StoredChange, siteChanges } from '../../crawl/changes'
+import { siteChanges } from '../../crawl/changes'
+import { candidateOf } from './candidates'
 import { round4 } from './robust'
 import { VITALS_REGRESSION_RULE, vitalsRegressions } from './vitals-regressions'
 import { readsEvents } from './window'
@@ -21,21 +22,6 @@ export const ANOMALY_RULE = { minVisits: 20, minChange: 10, minRelativeChange: 0
 
 /** Changes detected up to this many days before the window are candidates too (a crawl sees a change after it is made). */
 export const CANDIDATE_LEAD_DAYS = 7
-
-/** A crawler change as candidate evidence. */
-export const candidateOf = (c: StoredChange) => ({
-  kind: c.scope === 'site' ? ('site_change' as const) : ('page_change' as const),
-  changeId: c.id,
-  detectedAt: c.detectedAt,
-  type: c.type,
-  category: c.category,
-  path: c.path || null,
-  before: c.before,
-  after: c.after,
-  wordsAdded: c.wordsAdded,
-  wordsRemoved: c.wordsRemoved,
-  pages: c.pages,
-})
 
 export type MoverStatus = 'rose' | 'fell' | 'appeared' | 'went_quiet'
 

@@ -1,7 +1,7 @@
 import { Temporal } from 'temporal-polyfill'
 import { latestSnapshots, siteChanges } from '../../crawl/changes'
 import { execute } from '../../storage/clickhouse/execute'
-import { candidateOf } from './anomalies'
+import { candidateOf } from './candidates'
 import type { Site } from '../../sites/sites'
 import { pageChannelVisitsByDaySql, pagePeaksSql, siteVisitsByDaySql } from './compile'
 import { round4 } from './robust'
