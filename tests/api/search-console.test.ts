@@ -7,7 +7,7 @@ import { runCrawls } from '../../lib/crawl/crawl'
 import { importHits } from '../../lib/ingest/import'
 import { type SearchConsoleConnection, listSearchConsoleSites as listSites } from '../../lib/integrations/search-console/client'
 import { bindSearchConsole, searchConsoleProperties, validateSiteUrl } from '../../lib/integrations/search-console/connection'
-import { importSearchConsole } from '../../lib/integrations/search-console/import'
+import { importSearchConsole, runSearchConsoleImports } from '../../lib/integrations/search-console/import'
 import { guardedFetch } from '../../lib/network/guarded-fetch'
 import { REDIS_URL, client, getOk, testServices } from '../helpers'
 import { type FixtureRow, aggregate, fakeSearchConsole } from '../fakes/search-console'
@@ -460,4 +460,26 @@ describe('Search Console: bind, import, and explain search traffic', () => {
     )
     expect(Number(totals[0].clicks)).toBe(reference(rows.filter((r) => r.date === day)).clicks)
   }, 120_000)
+
+  it('the job imports the bound sites through the connector, and nothing without one', async () => {
+    const sites = async () => [(await services.repositories.sites.get(siteId))!, (await services.repositories.sites.get(otherSiteId))!]
+    const asked: string[] = []
+    const lines: string[] = []
+    const context = { log: (line: string) => lines.push(line), shouldStop: () => false }
+    const connector = {
+      connectionFor: async (site: { id: string }) => {
+        asked.push(site.id)
+        return connection
+      },
+    }
+    const before = fake.queries.length
+    await runSearchConsoleImports({ ...services, searchConsole: undefined }, sites, new Date(NOW + 2 * DAY), context)
+    expect(fake.queries.length).toBe(before)
+    await runSearchConsoleImports({ ...services, searchConsole: connector }, sites, new Date(NOW + 2 * DAY), context)
+    // only the bound site; its new day's recent days are imported again
+    expect(asked).toEqual([siteId])
+    expect(new Set(fake.queries.slice(before).map((q) => q.body.startDate))).toEqual(new Set(['2026-11-21', '2026-11-22', '2026-11-23']))
+    expect(lines).toEqual([])
+    expect(await services.repositories.searchConsoleImports.get(otherSiteId)).toBeNull()
+  })
 })
