@@ -49,11 +49,17 @@ function bothWindows(w: Windows, names = { current: 'c', previous: 'p' }): Fragm
   return sql`${of(names.current, w.current)}, ${of(names.previous, w.previous)}`
 }
 
+/**
+ * A day's rows never span two partitions (months), so FINAL may fold each partition on its own,
+ * which ClickHouse does in parallel and without merging across them.
+ */
+const FINAL_BY_PARTITION = raw(' SETTINGS do_not_merge_across_partitions_select_final = 1')
+
 const table = (filters: readonly SearchFilter[]) => raw(needsRows(filters) ? 'search_console_rows' : 'search_console_totals')
 
 /** The totals of both windows: from the day totals, or from the query rows under a landing-page or query filter. */
 export function searchTotalsSql(siteId: string, w: Windows, filters: readonly SearchFilter[]): Fragment {
-  return sql`SELECT ${bothWindows(w)} FROM ${table(filters)} FINAL WHERE ${whereOf(siteId, w, filters)}`
+  return sql`SELECT ${bothWindows(w)} FROM ${table(filters)} FINAL WHERE ${whereOf(siteId, w, filters)}${FINAL_BY_PARTITION}`
 }
 
 /** The current window's days, each with its clicks, impressions and weighted position. */
@@ -62,7 +68,7 @@ export function searchSeriesSql(siteId: string, span: DaySpan, filters: readonly
   return sql`
 SELECT toString(date) AS day, sum(clicks) AS day_clicks, sum(impressions) AS day_impressions, sum(position * impressions) AS day_weighted
 FROM ${table(filters)} FINAL WHERE ${whereOf(siteId, w, filters)}
-GROUP BY date ORDER BY date`
+GROUP BY date ORDER BY date${FINAL_BY_PARTITION}`
 }
 
 /** The top queries or landing pages of the current window, with both windows' numbers; most clicks first. */
@@ -71,7 +77,7 @@ export function searchTopSql(siteId: string, w: Windows, filters: readonly Searc
 SELECT ${raw(by)} AS value, ${bothWindows(w)}
 FROM search_console_rows FINAL WHERE ${whereOf(siteId, w, filters)}
 GROUP BY value HAVING c_clicks > 0 OR c_impressions > 0
-ORDER BY c_clicks DESC, c_impressions DESC, value LIMIT ${bind('UInt32', limit)}`
+ORDER BY c_clicks DESC, c_impressions DESC, value LIMIT ${bind('UInt32', limit)}${FINAL_BY_PARTITION}`
 }
 
 /** How many lost queries a page names at most. */
@@ -94,5 +100,5 @@ FROM (
   FROM search_console_rows FINAL WHERE ${whereOf(siteId, w, filters, paths)}
   GROUP BY path, query
 )
-GROUP BY path HAVING c_impressions > 0 OR p_impressions > 0`
+GROUP BY path HAVING c_impressions > 0 OR p_impressions > 0${FINAL_BY_PARTITION}`
 }
