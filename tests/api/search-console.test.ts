@@ -6,7 +6,13 @@ import { DEFAULT_USER_AGENT } from '../../lib/crawl/config'
 import { runCrawls } from '../../lib/crawl/crawl'
 import { importHits } from '../../lib/ingest/import'
 import { type SearchConsoleConnection, listSearchConsoleSites as listSites } from '../../lib/integrations/search-console/client'
-import { bindSearchConsole, searchConsoleProperties, validateSiteUrl } from '../../lib/integrations/search-console/connection'
+import {
+  bindSearchConsole,
+  searchConsoleProperties,
+  searchConsoleState,
+  unbindSearchConsole,
+  validateSiteUrl,
+} from '../../lib/integrations/search-console/connection'
 import { importSearchConsole, runSearchConsoleImports } from '../../lib/integrations/search-console/import'
 import { guardedFetch } from '../../lib/network/guarded-fetch'
 import { REDIS_URL, client, getOk, testServices } from '../helpers'
@@ -481,5 +487,24 @@ describe('Search Console: bind, import, and explain search traffic', () => {
     expect(new Set(fake.queries.slice(before).map((q) => q.body.startDate))).toEqual(new Set(['2026-11-21', '2026-11-22', '2026-11-23']))
     expect(lines).toEqual([])
     expect(await services.repositories.searchConsoleImports.get(otherSiteId)).toBeNull()
+  })
+
+  it('the connection state names the bound property and the import; unbinding keeps the rows and stops the import', async () => {
+    const site = (await services.repositories.sites.get(siteId))!
+    const state = await searchConsoleState(services, connection, site)
+    expect(state).toMatchObject({ connected: true, siteUrl: PROPERTY, import: { state: 'done', progress: 1, error: null } })
+    expect(state.sites.map((p) => [p.siteUrl, p.verified])).toEqual([
+      [`${ORIGIN}/`, true],
+      [PROPERTY, true],
+      ['https://unverified.example/', false],
+    ])
+    const unbound = await unbindSearchConsole(services, site)
+    expect(unbound.integrations.searchConsole).toEqual({ connected: false, siteUrl: null })
+    expect(await searchConsoleState(services, null, unbound)).toEqual({ connected: false, siteUrl: null, sites: [], import: null })
+    expect(await get(`/api/v1/search?site_id=${siteId}`)).toEqual({ connected: false, siteUrl: null })
+    const [kept] = await services.clickhouse.query<{ n: string }>('SELECT count() AS n FROM search_console_rows WHERE site_id = {s:UUID}', {
+      s: siteId,
+    })
+    expect(Number(kept.n)).toBeGreaterThan(0)
   })
 })

@@ -128,3 +128,21 @@ export function importView(state: SearchConsoleImportState | null) {
     error: state.error,
   }
 }
+
+/**
+ * The state GET /sites/{id}/search-console answers, but for the connect URL (the Google
+ * connection's): the bound property, the properties the connection can read (none without a
+ * connection), and the import's progress.
+ */
+export async function searchConsoleState(
+  deps: { repositories: Pick<Repositories, 'searchConsoleImports'> },
+  connection: SearchConsoleConnection | null,
+  site: Site,
+) {
+  const bound = site.integrations.searchConsole
+  const [sites, state] = await Promise.all([
+    connection ? searchConsoleProperties(connection) : Promise.resolve([]),
+    deps.repositories.searchConsoleImports.get(site.id),
+  ])
+  return { connected: bound.connected, siteUrl: bound.siteUrl, sites, import: importView(state) }
+}
