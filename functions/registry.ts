@@ -23,6 +23,7 @@ import { ingestEndpoints } from './v1/ingest'
 import { metaEndpoints } from './v1/meta'
 import { orgEndpoints } from './v1/org'
 import { reportEndpoints } from './v1/reports'
+import { searchEndpoints } from './v1/search'
 import { segmentEndpoints } from './v1/segments'
 import { siteFactEndpoints } from './v1/site-facts'
 import { siteEndpoints } from './v1/sites'
@@ -121,6 +122,7 @@ export const endpoints: Endpoint[] = [
     ...segmentEndpoints,
     ...vitalEndpoints,
     ...geoEndpoints,
+    ...searchEndpoints,
   ]),
   ...inGroup('why', [...annotationEndpoints, ...whyEndpoints]),
   ...inGroup('behaviour', [...behaviourEndpoints, ...journeyEndpoints]),

@@ -7,6 +7,7 @@ import { CrawlQueue } from './crawl/crawl-queue-repository'
 import { SaltsRepository } from './ingest/salts-repository'
 import { VisitsRepository } from './ingest/visits-repository'
 import { CruxAnswersRepository } from './integrations/crux-answers-repository'
+import { SearchConsoleImportsRepository } from './integrations/search-console/search-console-imports-repository'
 import { DeliveriesRepository } from './jobs/deliveries-repository'
 import { AnnotationsRepository } from './sites/annotations-repository'
 import type { Funnel, Goal, Segment } from './sites/definition-records'
@@ -38,6 +39,7 @@ export interface Repositories {
   visits: VisitsRepository
   deliveries: DeliveriesRepository
   crux: CruxAnswersRepository
+  searchConsoleImports: SearchConsoleImportsRepository
   crawlQueue: CrawlQueue
 }
 
@@ -60,6 +62,7 @@ export function openRepositories(kv: Redis): Repositories {
     visits: new VisitsRepository(kv),
     deliveries: new DeliveriesRepository(kv),
     crux: new CruxAnswersRepository(kv),
+    searchConsoleImports: new SearchConsoleImportsRepository(kv),
     crawlQueue: new CrawlQueue(kv),
   }
 }

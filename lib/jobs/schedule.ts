@@ -1,4 +1,6 @@
 import { runCrawls } from '../crawl/crawl'
+import { runSearchConsoleImports } from '../integrations/search-console/import'
+import { listAllSites } from '../sites/site-lifecycle'
 import { ROLLUP_ALL_DAYS, ROLLUP_RECENT_DAYS, refreshRollups } from '../reports/rollup/refresh'
 import type { Services } from '../services'
 import { deliverReports } from './report-delivery'
@@ -54,6 +56,13 @@ export const JOBS: readonly Job[] = [
     run: async (services, _now, context) => {
       if (services.crawler) await runCrawls(services, services.crawler, context)
     },
+  },
+  // the Search Console import (lib/integrations/search-console/import.ts): the 16 months of a newly bound property, the
+  // last three days again once a day, and waits Google asked for; nothing for a site without a bound property
+  {
+    name: 'search console import',
+    cron: '*/10 * * * *',
+    run: (services, now, context) => runSearchConsoleImports(services, () => listAllSites(services.repositories), now, context),
   },
 ]
 

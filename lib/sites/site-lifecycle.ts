@@ -56,6 +56,7 @@ export async function deleteSite(services: Services, site: Site, confirm: string
     repositories.annotations.deleteAll(site.id),
     repositories.importRuns.deleteAll(site.id),
     repositories.siteChecks.deleteAll(site.id),
+    repositories.searchConsoleImports.delete(site.id),
   ])
   await forgetCrawls(services, site.id)
   background(deleteSiteData(services.clickhouse, site.id))

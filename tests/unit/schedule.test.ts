@@ -30,6 +30,7 @@ describe('the job list', () => {
       ['report delivery', 10],
       ['traffic alerts', 10],
       ['crawl run', 1],
+      ['search console import', 10],
     ])
     expect(everyMinutes('5 * * * *')).toBe(60)
     expect(() => everyMinutes('0 3 * * 1')).toThrow(/only minutes and hours/)

@@ -5,9 +5,11 @@ import { execute } from '../../storage/clickhouse/execute'
 import type { Site } from '../../sites/sites'
 import { pageVisitsByPeriodFromDaysSql, pageVisitsByPeriodSql, siteVisitsByDaySql } from './compile'
 import { pathDaysSql } from './path-days'
-import { type StoredChange, siteChanges } from '../../crawl/changes'
+import { siteChanges } from '../../crawl/changes'
+import { candidateOf } from './candidates'
 import { round4 } from './robust'
 import { VITALS_REGRESSION_RULE, vitalsRegressions } from './vitals-regressions'
+import { daySpanOf, evidenceView, pagesSearchEvidence, searchConnection } from '../search/search'
 
 /**
  * GET /anomalies: pages whose visits moved against the window of equal length just before,
@@ -19,21 +21,6 @@ export const ANOMALY_RULE = { minVisits: 20, minChange: 10, minRelativeChange: 0
 
 /** Changes detected up to this many days before the window are candidates too (a crawl sees a change after it is made). */
 export const CANDIDATE_LEAD_DAYS = 7
-
-/** A crawler change as candidate evidence. */
-export const candidateOf = (c: StoredChange) => ({
-  kind: c.scope === 'site' ? ('site_change' as const) : ('page_change' as const),
-  changeId: c.id,
-  detectedAt: c.detectedAt,
-  type: c.type,
-  category: c.category,
-  path: c.path || null,
-  before: c.before,
-  after: c.after,
-  wordsAdded: c.wordsAdded,
-  wordsRemoved: c.wordsRemoved,
-  pages: c.pages,
-})
 
 export type MoverStatus = 'rose' | 'fell' | 'appeared' | 'went_quiet'
 
@@ -105,6 +92,12 @@ export async function anomalies(deps: ReportDeps, site: Site, params: ReportPara
     .slice(0, query.limit)
     // the page's own changes first, then the site's, newest first within each
     .map((p) => ({ ...p, candidates: [...changes.filter((c) => c.scope === 'page' && c.path === p.path), ...siteWide].map(candidateOf) }))
+  // pages that lost visits: what Search Console saw of them over the same windows (the seo diagnosis)
+  const fallen = pages.filter((p) => p.change < 0).map((p) => p.path)
+  const search =
+    searchConnection(site) && fallen.length
+      ? await pagesSearchEvidence(deps, site.id, { current: daySpanOf(query.range), previous: daySpanOf(previous) }, { paths: fallen })
+      : new Map()
   return {
     available: true,
     ...base,
@@ -114,6 +107,6 @@ export async function anomalies(deps: ReportDeps, site: Site, params: ReportPara
       change: siteCurrent - sitePrevious,
       relativeChange: relative(siteCurrent, sitePrevious),
     },
-    pages,
+    pages: pages.map((p) => ({ ...p, search: p.change < 0 ? evidenceView(search.get(p.path)) : null })),
   }
 }

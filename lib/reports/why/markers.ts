@@ -3,7 +3,7 @@ import { previousWindow, rangeView } from '../query/range'
 import type { Site } from '../../sites/sites'
 import type { Repositories } from '../../repositories'
 import updates from './search-engine-updates.json'
-import { candidateOf } from './anomalies'
+import { candidateOf } from './candidates'
 import { vitalsRegressions } from './vitals-regressions'
 import { type WhyDeps, type WindowParams, readsEvents, windowOf } from './window'
 

@@ -13,6 +13,8 @@ export const SITE_TABLES = [
   'partial_rollups',
   'crawl_snapshots',
   'crawl_changes',
+  'search_console_rows',
+  'search_console_totals',
 ] as const
 
 /** Removes all of a site's analytics rows, waiting for the mutations to finish. */

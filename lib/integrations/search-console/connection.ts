@@ -1,0 +1,148 @@
+import { ApiError } from '../../errors'
+import type { Repositories } from '../../repositories'
+import type { Site } from '../../sites/sites'
+import type { SiteDirectory } from '../../sites/site-directory'
+import { type SearchConsoleConnection, SearchConsoleError, type SearchConsoleProperty, listSearchConsoleSites } from './client'
+import { type SearchConsoleImportDeps, startSearchConsoleImport } from './import'
+import type { SearchConsoleImportState } from './search-console-imports-repository'
+
+/**
+ * The verbs of GET, PATCH and DELETE /sites/{id}/search-console: the properties the connection
+ * can read, binding one (checked against that list) and starting its import, and disconnecting.
+ */
+
+/** A property as the connection's answer lists it. */
+export interface PropertyView {
+  siteUrl: string
+  kind: 'domain' | 'url_prefix'
+  permissionLevel: string
+  /** An unverified property is listed but cannot be bound: Search Console gives it no data. */
+  verified: boolean
+}
+
+const UNVERIFIED = 'siteUnverifiedUser'
+
+export const propertyKind = (siteUrl: string): PropertyView['kind'] => (siteUrl.startsWith('sc-domain:') ? 'domain' : 'url_prefix')
+
+const viewOf = (p: SearchConsoleProperty): PropertyView => ({
+  siteUrl: p.siteUrl,
+  kind: propertyKind(p.siteUrl),
+  permissionLevel: p.permissionLevel,
+  verified: p.permissionLevel !== UNVERIFIED,
+})
+
+/** A Google failure as the caller's answer: 503 naming what Google said (a refusal, its quota, its failure). */
+function asApiError(err: unknown): never {
+  if (err instanceof SearchConsoleError) throw new ApiError(503, err.message)
+  throw err
+}
+
+/** The properties the connection can read, verified first, then by siteUrl. */
+export async function searchConsoleProperties(connection: SearchConsoleConnection): Promise<PropertyView[]> {
+  const list = await listSearchConsoleSites(connection).catch(asApiError)
+  return list.map(viewOf).sort((a, b) => Number(b.verified) - Number(a.verified) || a.siteUrl.localeCompare(b.siteUrl))
+}
+
+/** The two shapes of a property: a domain property (sc-domain:example.com) or a URL prefix (https://example.com/). */
+export function checkSiteUrlShape(siteUrl: string): void {
+  if (siteUrl.startsWith('sc-domain:')) {
+    if (!/^sc-domain:[a-z0-9-]+(\.[a-z0-9-]+)+$/i.test(siteUrl))
+      throw new ApiError(400, `siteUrl: "${siteUrl}" is not a domain property (sc-domain:example.com)`)
+    return
+  }
+  let url: URL
+  try {
+    url = new URL(siteUrl)
+  } catch {
+    throw new ApiError(
+      400,
+      `siteUrl: "${siteUrl}" is neither a domain property (sc-domain:example.com) nor a URL prefix (https://example.com/)`,
+    )
+  }
+  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || !siteUrl.endsWith('/') || url.search || url.hash)
+    throw new ApiError(400, `siteUrl: "${siteUrl}" is not a URL prefix property (http or https, ending in /)`)
+}
+
+/** The property named, if the connection can read it; else a 400 naming it (unknown, or listed but unverified). */
+export async function validateSiteUrl(connection: SearchConsoleConnection, siteUrl: string): Promise<PropertyView> {
+  checkSiteUrlShape(siteUrl)
+  const properties = await searchConsoleProperties(connection)
+  const found = properties.find((p) => p.siteUrl === siteUrl)
+  if (!found) throw new ApiError(400, `siteUrl: "${siteUrl}" is not a Search Console property this connection can read`)
+  if (!found.verified)
+    throw new ApiError(400, `siteUrl: "${siteUrl}" is not verified for this Google account; verify it in Search Console first`)
+  return found
+}
+
+export interface SearchConsoleBindDeps extends SearchConsoleImportDeps {
+  sites: Pick<SiteDirectory, 'update'>
+  now(): Date
+}
+
+/**
+ * Binds a property to the site (the PATCH): checks it, saves it in the site's
+ * integrations.searchConsole, and queues its import of 16 months, which the import job then runs
+ * (a caller may also start it at once, in the background, with importSearchConsole).
+ */
+export async function bindSearchConsole(
+  deps: SearchConsoleBindDeps,
+  connection: SearchConsoleConnection,
+  site: Site,
+  siteUrl: string,
+): Promise<{ site: Site; property: PropertyView; import: SearchConsoleImportState }> {
+  const property = await validateSiteUrl(connection, siteUrl)
+  const updated = await deps.sites.update(site.id, (fresh) => ({
+    ...fresh,
+    integrations: { ...fresh.integrations, searchConsole: { connected: true, siteUrl } },
+  }))
+  const state = await startSearchConsoleImport(deps, updated, siteUrl, deps.now())
+  return { site: updated, property, import: state }
+}
+
+/** Disconnects the site (the DELETE): the import stops; imported rows stay until the site is deleted. */
+export async function unbindSearchConsole(
+  deps: { sites: Pick<SiteDirectory, 'update'>; repositories: Pick<Repositories, 'searchConsoleImports'> },
+  site: Site,
+): Promise<Site> {
+  const updated = await deps.sites.update(site.id, (fresh) => ({
+    ...fresh,
+    integrations: { ...fresh.integrations, searchConsole: { connected: false, siteUrl: null } },
+  }))
+  await deps.repositories.searchConsoleImports.delete(site.id)
+  return updated
+}
+
+/** The import's state as the connection's answer and the imports listing show it. */
+export function importView(state: SearchConsoleImportState | null) {
+  if (!state) return null
+  return {
+    state: state.state,
+    siteUrl: state.siteUrl,
+    from: state.from,
+    to: state.to,
+    daysDone: state.daysDone,
+    daysTotal: state.daysTotal,
+    progress: state.daysTotal ? Math.round((state.daysDone / state.daysTotal) * 1000) / 1000 : 1,
+    rows: state.rows,
+    retryAt: state.retryAt,
+    error: state.error,
+  }
+}
+
+/**
+ * The state GET /sites/{id}/search-console answers, but for the connect URL (the Google
+ * connection's): the bound property, the properties the connection can read (none without a
+ * connection), and the import's progress.
+ */
+export async function searchConsoleState(
+  deps: { repositories: Pick<Repositories, 'searchConsoleImports'> },
+  connection: SearchConsoleConnection | null,
+  site: Site,
+) {
+  const bound = site.integrations.searchConsole
+  const [sites, state] = await Promise.all([
+    connection ? searchConsoleProperties(connection) : Promise.resolve([]),
+    deps.repositories.searchConsoleImports.get(site.id),
+  ])
+  return { connected: bound.connected, siteUrl: bound.siteUrl, sites, import: importView(state) }
+}
