@@ -13,6 +13,7 @@ export const SITE_TABLES = [
   'partial_rollups',
   'crawl_snapshots',
   'crawl_changes',
+  'imported_aggregates',
 ] as const
 
 /** Removes all of a site's analytics rows, waiting for the mutations to finish. */
