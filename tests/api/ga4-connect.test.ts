@@ -5,8 +5,8 @@ import { GOOGLE_NOT_CONFIGURED, googleConfig } from '../../lib/integrations/goog
 import { importSite, runGa4Imports } from '../../lib/integrations/ga4/import'
 import { nodeEnvSchema, parseEnv } from '../../lib/runtime/env'
 import { type Site, newSite } from '../../lib/sites/sites'
-import { ga4Sessions } from '../fakes/ga4-fixture'
-import { type FakeGoogle, type FakeSession, startFakeGoogle } from '../fakes/google'
+import { COLUMNS, expectedRows, ga4Sessions } from '../fakes/ga4-fixture'
+import { type FakeGoogle, startFakeGoogle } from '../fakes/google'
 import { REDIS_URL, type Harness, checkAnswer, harness } from '../helpers'
 
 /**
@@ -19,86 +19,6 @@ import { REDIS_URL, type Harness, checkAnswer, harness } from '../helpers'
 const SECRET = 'test-server-secret-0123456789abcdef'
 const PROPERTY = '314159'
 const OTHER_PROPERTY = '271828'
-
-// ---- the reference: what GA4 reports, normalized as the reads expect, from the sessions themselves ----
-
-const noValue = (v: string) => (v === '(not set)' || v === '(data not available)' ? '' : v)
-const noSource = (v: string) => (['(direct)', '(none)', '(organic)', '(referral)'].includes(v) ? '' : noValue(v))
-type Pair = { s: FakeSession; e: FakeSession['events'][number] }
-type Key = (p: Pair) => Record<string, string | number>
-
-const REFERENCE: Record<string, Key> = {
-  visitors: () => ({}),
-  visitors_hourly: ({ s }) => ({ hour: s.hour }),
-  sources: ({ s }) => ({
-    source_name: noSource(s.source),
-    utm_source: noSource(s.manualSource),
-    utm_medium: noSource(s.medium),
-    utm_campaign: noSource(s.campaign),
-    utm_content: noSource(s.adContent),
-    utm_term: noSource(s.term),
-    channel: s.channel,
-    referrer: noValue(s.referrer),
-  }),
-  pages: ({ e }) => ({ hostname: e.host, path: e.path }),
-  entry_pages: ({ s }) => ({ entry_page: s.landingPage }),
-  locations: ({ s }) => ({ country: s.countryId, region: noValue(s.region), city: noValue(s.city) }),
-  devices: ({ s }) => ({ device: s.device.toLowerCase() }),
-  browsers: ({ s }) => ({ browser: s.browser }),
-  systems: ({ s }) => ({ os: s.os }),
-  events: ({ e }) => ({ event: e.name }),
-}
-const COLUMNS = [
-  'source_name',
-  'referrer',
-  'channel',
-  'utm_source',
-  'utm_medium',
-  'utm_campaign',
-  'utm_content',
-  'utm_term',
-  'hostname',
-  'path',
-  'entry_page',
-  'country',
-  'region',
-  'city',
-  'device',
-  'browser',
-  'os',
-  'event',
-]
-
-function expectedRows(sessions: FakeSession[]) {
-  const rows: string[] = []
-  for (const [dataset, key] of Object.entries(REFERENCE)) {
-    const groups = new Map<string, Pair[]>()
-    for (const s of sessions)
-      for (const e of s.events) {
-        const values = { hour: 0, ...key({ s, e }) }
-        const id = JSON.stringify([s.date, values.hour, ...COLUMNS.map((c) => (values as Record<string, unknown>)[c] ?? '')])
-        groups.set(id, [...(groups.get(id) ?? []), { s, e }])
-      }
-    for (const [id, pairs] of groups) {
-      const [date, hour, ...dims] = JSON.parse(id)
-      rows.push(
-        JSON.stringify([
-          dataset,
-          date,
-          hour,
-          ...dims,
-          new Set(pairs.map((p) => p.s.user)).size,
-          new Set(pairs.map((p) => p.s.id)).size,
-          new Set(pairs.filter((p) => p.s.engaged).map((p) => p.s.id)).size,
-          pairs.filter((p) => p.e.name === 'page_view').length,
-          pairs.reduce((sum, p) => sum + p.e.seconds, 0),
-          pairs.length,
-        ]),
-      )
-    }
-  }
-  return rows.sort()
-}
 
 async function storedRows(t: Harness, siteId: string) {
   const rows = await t.clickhouse.query<Record<string, unknown>>(
