@@ -2,7 +2,7 @@ import { Temporal } from 'temporal-polyfill'
 import type { Services } from '../../services'
 import type { Site } from '../../sites/sites'
 import { sql, bind } from '../../storage/clickhouse/sql'
-import { executeCommand } from '../../storage/clickhouse/execute'
+import { execute, executeCommand } from '../../storage/clickhouse/execute'
 import { GoogleError } from '../google/oauth'
 import type { GoogleConfig } from '../google/config'
 import { GoogleSession } from '../google/session'
@@ -14,8 +14,8 @@ import type { Ga4ImportRun, Ga4ImportTrigger } from './ga4-imports-repository'
  * The GA4 import: each dataset of GA4_DATASETS over a run's days, asked of the Data API in chunks
  * of days and pages of rows, stored in `imported_aggregates` under the run's version. A page is
  * stored, then the cursor moves past it: a restart fetches the page again and stores the same
- * rows under the same version, which reads (FINAL) fold into one. Once a dataset's chunk is
- * complete, the rows of earlier versions for those days are deleted: a re-import replaces.
+ * rows under the same version, which reads (FINAL) fold into one. Once every page of the run is
+ * stored, the rows earlier runs stored for its days are deleted: a re-import replaces.
  */
 
 /** The Data API's largest page. */
@@ -237,7 +237,6 @@ async function workOnRun(
       const fetched = answer.rows?.length ?? 0
       const offset = run.cursor.offset + fetched
       const complete = fetched === 0 || offset >= (answer.rowCount ?? 0)
-      if (complete) await replaceOlderVersions(deps, site.id, task.dataset.name, task.from, task.to, run.version)
       run = {
         ...run,
         rows: run.rows + rows.length,
@@ -261,6 +260,8 @@ async function workOnRun(
       }
       await repositories.ga4Imports.save(run)
     }
+    // every page of every day is stored: what earlier imports stored for these days goes
+    if (run.tasks) await replaceOlderVersions(deps, site.id, run.from!, run.to, run.version)
     run = { ...run, state: 'done', finishedAt: deps.now().toISOString(), reason: null }
     await finish(deps, site.id, run)
     return 'finished'
@@ -283,13 +284,16 @@ async function workOnRun(
   }
 }
 
-/** Deletes the rows an earlier import stored for these days of a dataset, once the newer version's are all stored. */
-async function replaceOlderVersions(deps: Ga4ImportDeps, siteId: string, dataset: string, from: string, to: string, version: number) {
-  await executeCommand(
-    deps.clickhouse,
-    sql`DELETE FROM imported_aggregates WHERE site_id = ${bind('UUID', siteId)} AND source = 'ga4' AND dataset = ${bind('String', dataset)}
-      AND date BETWEEN ${bind('Date', from)} AND ${bind('Date', to)} AND version < ${bind('UInt64', version)}`,
-  )
+/**
+ * Deletes the rows earlier imports stored for these days, once the newer version's are all stored.
+ * A lightweight delete is a mutation of every part it touches: it is asked only when such rows exist
+ * (never on a first import), and once a run.
+ */
+async function replaceOlderVersions(deps: Ga4ImportDeps, siteId: string, from: string, to: string, version: number) {
+  const older = sql`site_id = ${bind('UUID', siteId)} AND source = 'ga4' AND date BETWEEN ${bind('Date', from)} AND ${bind('Date', to)}
+    AND version < ${bind('UInt64', version)}`
+  const [any] = await execute<{ found: number }>(deps.clickhouse, sql`SELECT 1 AS found FROM imported_aggregates WHERE ${older} LIMIT 1`)
+  if (any) await executeCommand(deps.clickhouse, sql`DELETE FROM imported_aggregates WHERE ${older}`)
 }
 
 async function finish(deps: Ga4ImportDeps, siteId: string, run: Ga4ImportRun) {
