@@ -278,6 +278,33 @@ describe('the GA4 connection and import', () => {
     expect(await storedRows(t, site.id)).toEqual(expectedRows(property.sessions))
   })
 
+  it('backs off on 5xx with increasing waits, and waits for the quota when it runs low', async () => {
+    fake.fail('503', '503')
+    at = new Date(at.getTime() + 3_600_000)
+    await job('hourly')
+    const first = (await imports())[0]
+    expect(first).toMatchObject({ trigger: 'hourly', state: 'running', retryAt: new Date(at.getTime() + 30_000).toISOString() })
+    expect(first.error).toMatch(/503 UNAVAILABLE.*attempt 1 of 8/)
+    at = new Date(at.getTime() + 31_000)
+    await job()
+    const second = (await imports())[0]
+    expect(second).toMatchObject({ state: 'running', retryAt: new Date(at.getTime() + 60_000).toISOString() })
+    expect(second.error).toMatch(/attempt 2 of 8/)
+    // the property's hourly tokens run low: the run stops after the page and waits an hour
+    fake.options.quota = { perHour: 150, perDay: 150_000 }
+    at = new Date(at.getTime() + 61_000)
+    await job()
+    const low = (await imports())[0]
+    expect(low).toMatchObject({ state: 'running', retryAt: new Date(at.getTime() + 3_600_000).toISOString() })
+    expect(low.error).toBe("waiting for the property's Data API quota (tokens left: 150 this hour, 150000 today)")
+    expect(low.progress.tasksDone).toBe(1)
+    fake.options.quota = undefined
+    at = new Date(at.getTime() + 3_600_000)
+    await job()
+    expect((await imports())[0]).toMatchObject({ state: 'done', error: null, retryAt: null })
+    expect(await storedRows(t, site.id)).toEqual(expectedRows(property.sessions))
+  })
+
   it('resumes an interrupted import from the last stored page without counting a page twice', async () => {
     const { queueGa4Import, historyDays } = await import('../../lib/integrations/ga4/import')
     const fresh = await t.repositories.sites.get(site.id)

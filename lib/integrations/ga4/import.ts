@@ -29,6 +29,8 @@ const MAX_ATTEMPTS = 8
 export const backoffMs = (attempts: number) => Math.min(30_000 * 2 ** Math.max(0, attempts - 1), 3_600_000)
 /** Below these many tokens left, the run waits for the quota to come back rather than be refused. */
 const QUOTA_RESERVE = 200
+/** Rows fetched before they are stored in one insert. */
+const FLUSH_ROWS = 20_000
 /** A worker holds a site this long without news; it renews the lease with every page. */
 const LEASE_SECONDS = 300
 /** Runs kept per site: every unfinished one, and the newest finished ones. */
@@ -199,6 +201,16 @@ async function workOnRun(
   }
   await repositories.ga4Imports.save(run)
   await reflectOnSite(deps, site.id, run)
+  // pages are stored a batch at a time (an insert is a part of the table): the cursor saved moves past
+  // a page only once its rows are stored, so a restart fetches again what was fetched and not stored
+  let pending: Record<string, string | number>[] = []
+  let saved = run
+  const flush = async () => {
+    if (pending.length) await deps.clickhouse.insert('imported_aggregates', pending)
+    pending = []
+    await repositories.ga4Imports.save(run)
+    saved = run
+  }
   try {
     if (!run.from) {
       // the property's first day with data: one row, the earliest date
@@ -218,11 +230,11 @@ async function workOnRun(
       }
       const from = earlierDay(isoDate(day), run.to)
       run = { ...run, from, tasks: taskCount(from, run.to) }
-      await repositories.ga4Imports.save(run)
+      await flush()
     }
     while (run.cursor.task < run.tasks!) {
       if (shouldStop() || !(await renew())) {
-        await repositories.ga4Imports.save(run)
+        await flush()
         return 'stopped'
       }
       const task = taskOf(run, run.cursor.task)
@@ -233,7 +245,7 @@ async function workOnRun(
         reportRequest(task.dataset, task.from, task.to, run.cursor.offset, pageRows),
       )
       const rows = importedRows(site.id, task.dataset, answer, run.version)
-      if (rows.length) await deps.clickhouse.insert('imported_aggregates', rows)
+      pending.push(...rows)
       const fetched = answer.rows?.length ?? 0
       const offset = run.cursor.offset + fetched
       const complete = fetched === 0 || offset >= (answer.rowCount ?? 0)
@@ -255,17 +267,22 @@ async function workOnRun(
           retryAt: new Date(deps.now().getTime() + waitMs).toISOString(),
           reason: `waiting for the property's Data API quota (tokens left: ${hourLeft ?? '?'} this hour, ${dayLeft ?? '?'} today)`,
         }
-        await repositories.ga4Imports.save(run)
+        await flush()
         return 'waiting'
       }
-      await repositories.ga4Imports.save(run)
+      if (pending.length >= FLUSH_ROWS) await flush()
     }
+    await flush()
     // every page of every day is stored: what earlier imports stored for these days goes
     if (run.tasks) await replaceOlderVersions(deps, site.id, run.from!, run.to, run.version)
     run = { ...run, state: 'done', finishedAt: deps.now().toISOString(), reason: null }
     await finish(deps, site.id, run)
     return 'finished'
   } catch (err) {
+    // the pages fetched before the failure are kept; if they cannot be, the run goes on from the last stored page
+    await flush().catch(() => {
+      run = saved
+    })
     if (err instanceof GoogleError && err.transient && !err.grantRevoked && run.attempts + 1 < MAX_ATTEMPTS) {
       const attempts = run.attempts + 1
       run = {
