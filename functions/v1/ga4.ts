@@ -7,20 +7,18 @@ import { defineEndpoint } from '../endpoint'
 const importSchema = z
   .object({
     id: z.uuid(),
-    trigger: z
-      .enum(['bind', 'hourly', 'daily'])
-      .describe('bind: the history on binding; hourly: today and yesterday; daily: the three days before today'),
+    trigger: z.enum(['bind', 'hourly', 'daily']),
     state: z.enum(['queued', 'running', 'done', 'failed']),
-    reason: z.string().nullable().describe('Why it failed, or what a queued or running import waits for'),
-    from: z.string().nullable().describe('First property day (YYYY-MM-DD); null until the history import found it'),
+    reason: z.string().nullable(),
+    from: z.string().nullable(),
     to: z.string(),
-    rows: z.number().int().describe('Rows of imported aggregates stored'),
+    rows: z.number().int(),
     progress: z.object({
       tasksDone: z.number().int(),
       tasksTotal: z.number().int().nullable(),
       fraction: z.number().min(0).max(1),
     }),
-    retryAt: z.string().nullable().describe('Not before this instant (a quota, or a failure of Google)'),
+    retryAt: z.string().nullable(),
     startedAt: z.string().nullable(),
     finishedAt: z.string().nullable(),
   })
@@ -30,19 +28,14 @@ const propertySchema = z.object({ propertyId: z.string(), displayName: z.string(
 
 const connectionSchema = z.object({
   connected: z.boolean(),
-  status: z
-    .enum(['not_configured', 'not_connected', 'connected', 'needs_reconnect'])
-    .describe('not_configured: this server has no Google client; needs_reconnect: Google refused the stored grant'),
-  reason: z.string().nullable().describe('What to configure, why to connect again, or why the properties could not be listed'),
-  account: z.object({ id: z.string(), name: z.string() }).nullable().describe('The Google Analytics account of the bound property'),
+  status: z.enum(['not_configured', 'not_connected', 'connected', 'needs_reconnect']),
+  reason: z.string().nullable().describe('What to configure, or why to connect again'),
+  account: z.object({ id: z.string(), name: z.string() }).nullable(),
   propertyId: z.string().nullable(),
   propertyName: z.string().nullable(),
-  properties: z.array(propertySchema).describe('The GA4 properties the connection can read'),
-  connectUrl: z
-    .string()
-    .nullable()
-    .describe("Open it in a browser to connect (Google's consent page; the state in it is single-use and good for 15 minutes)"),
-  import: importSchema.describe('The latest import; GET /sites/{site_id}/imports lists them all'),
+  properties: z.array(propertySchema),
+  connectUrl: z.string().nullable().describe('Single use, good for 15 minutes'),
+  import: importSchema,
 })
 
 const page = (title: string, text: string) =>
@@ -55,10 +48,7 @@ export const ga4Endpoints = [
     path: '/api/v1/sites/{site_id}/ga4',
     scope: 'read',
     tool: 'get_ga4_connection',
-    summary:
-      "The site's Google Analytics 4 connection: its state, the properties it can read, the bound one, the connect URL and the latest import.",
-    description:
-      'Not connected (or needing a new connection): connectUrl is the Google authorization URL to open in a browser; it comes back to /oauth/google/callback. Connected: properties lists what the connection can read; bind one with PATCH. Without a Google client on the server, status is not_configured and reason says what to set. Tokens are never shown.',
+    summary: "The site's GA4 connection: state, readable properties, the bound one, connect URL (for a browser), latest import.",
     params: z.object({ site_id: siteRefSchema }),
     response: connectionSchema,
     async handler({ services, site, baseUrl }, { params }) {
@@ -70,14 +60,18 @@ export const ga4Endpoints = [
     path: '/api/v1/sites/{site_id}/ga4',
     scope: 'write',
     tool: 'bind_ga4_property',
-    summary: 'Binds a GA4 property the connection can read, adds ga4 to the site sources and starts importing its history.',
-    description:
-      "propertyId is the numeric id (or properties/<id>) of one of the properties GET lists; another is a 400 naming it. The import runs in the background, from the property's first day with data to today; then today and yesterday are imported every hour and the three days before once a day, replacing what was imported before. Follow it in GET /sites/{site_id}/imports.",
+    summary: 'Binds a GA4 property the ga4 read lists, adds ga4 to the site sources and imports its history in the background.',
     params: z.object({ site_id: siteRefSchema }),
-    body: z.strictObject({ propertyId: z.string().trim().min(1, 'required').max(64) }),
-    response: connectionSchema,
+    body: z.strictObject({ propertyId: z.string().trim().min(1, 'required').max(64).describe('An id, or properties/<id>') }),
+    response: connectionSchema.pick({ propertyId: true, propertyName: true, account: true, import: true }),
     async handler({ services, site, baseUrl, background }, { params, body }) {
-      return bindGa4Property(services, await site(params.site_id), body.propertyId, baseUrl, background)
+      const {
+        propertyId,
+        propertyName,
+        account,
+        import: started,
+      } = await bindGa4Property(services, await site(params.site_id), body.propertyId, baseUrl, background)
+      return { propertyId, propertyName, account, import: started }
     },
   }),
   defineEndpoint({
@@ -85,13 +79,12 @@ export const ga4Endpoints = [
     path: '/api/v1/sites/{site_id}/ga4',
     scope: 'write',
     tool: 'disconnect_ga4',
-    summary:
-      'Disconnects Google: revokes the grant at Google, forgets the tokens and stops imports. Imported data stays until ga4 leaves the site sources.',
+    summary: 'Disconnects Google: revokes the grant, forgets the tokens, stops imports. Imported data stays.',
     params: z.object({ site_id: siteRefSchema }),
     response: z.object({
       disconnected: z.literal(true),
-      revoked: z.boolean().describe('Google confirmed the revocation'),
-      reason: z.string().nullable().describe('Why it was not revoked at Google'),
+      revoked: z.boolean(),
+      reason: z.string().nullable(),
     }),
     async handler({ services, site }, { params }) {
       return disconnectGa4(services, await site(params.site_id))

@@ -73,7 +73,7 @@ export const siteEndpoints = [
     tool: 'update_site_settings',
     summary: 'Changes site settings, flat by field name; returns the updated site.',
     description:
-      'Send only the fields to change, flat by name: any field of tracking, changeDetection, sharing or appearance (for example includeBots, excludedPaths, isPublic, shareLevel, publicCounts, publicCountsDial, theme), plus standaloneEnabled, primarySource, sources, timezone and customDomain (a subdomain of the site, or null; as POST and DELETE /sites/{site_id}/custom-domain). Dropping ga4 from sources deletes the imported GA4 data. An unknown field or a wrong type is rejected and nothing changes.',
+      'Send only the fields to change, flat by name: any field of tracking, changeDetection, sharing or appearance (for example includeBots, excludedPaths, isPublic, shareLevel, publicCounts, publicCountsDial, theme), plus standaloneEnabled, primarySource, sources, timezone and customDomain (a subdomain of the site, or null; as POST and DELETE /sites/{site_id}/custom-domain). Dropping ga4 from sources deletes its imported data. An unknown field or a wrong type is rejected and nothing changes.',
     params: z.object({ site_id: siteRefSchema }),
     body: sitePatchSchema,
     response: siteViewSchema,

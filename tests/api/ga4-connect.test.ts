@@ -218,7 +218,6 @@ describe('the GA4 connection and import', () => {
     })
     expect(bound.status).toBe(200)
     expect(bound.json).toMatchObject({
-      connected: true,
       propertyId: PROPERTY,
       propertyName: 'Example web',
       account: { id: '1001', name: 'Example account' },
