@@ -9,6 +9,7 @@ import { CRAWL_RUN, JOBS } from '../lib/jobs/schedule'
 import { jobTimers } from '../lib/jobs/timers'
 import { demoWanted, nodeEnvSchema, parseEnv } from '../lib/runtime/env'
 import { exitWithFailure } from '../lib/runtime/failure'
+import { googleConfig } from '../lib/integrations/google/config'
 import { dataDir, localInfoFile, localToken, openNodeHome } from '../lib/runtime/node'
 import { localEndpointsApp } from './local-endpoints'
 import { createApp } from './app'
@@ -19,6 +20,8 @@ process.on('uncaughtException', exitWithFailure)
 process.on('unhandledRejection', exitWithFailure)
 
 const env = parseEnv(nodeEnvSchema, process.env)
+// a Google client without the secret that seals its tokens is a start-up error, before any store opens
+googleConfig(env)
 
 const log = (message: string) => process.stderr.write(`${message}\n`)
 const dir = dataDir(env)

@@ -18,6 +18,7 @@ import { crawlEndpoints } from './v1/crawl'
 import { geoEndpoints } from './v1/geo'
 import { goalEndpoints } from './v1/goals'
 import { importEndpoints } from './v1/imports'
+import { ga4Endpoints } from './v1/ga4'
 import { journeyEndpoints } from './v1/journeys'
 import { ingestEndpoints } from './v1/ingest'
 import { metaEndpoints } from './v1/meta'
@@ -114,6 +115,7 @@ export const endpoints: Endpoint[] = [
     ...customDomainEndpoints,
     ...siteFactEndpoints,
     ...importEndpoints,
+    ...ga4Endpoints,
   ]),
   ...inGroup('reports', [
     ...reportEndpoints,

@@ -8,6 +8,8 @@ import { SaltsRepository } from './ingest/salts-repository'
 import { VisitsRepository } from './ingest/visits-repository'
 import { CruxAnswersRepository } from './integrations/crux-answers-repository'
 import { SearchConsoleImportsRepository } from './integrations/search-console/search-console-imports-repository'
+import { Ga4ImportsRepository } from './integrations/ga4/ga4-imports-repository'
+import { GoogleConnectionsRepository } from './integrations/google/google-connections-repository'
 import { DeliveriesRepository } from './jobs/deliveries-repository'
 import { AnnotationsRepository } from './sites/annotations-repository'
 import type { Funnel, Goal, Segment } from './sites/definition-records'
@@ -40,6 +42,8 @@ export interface Repositories {
   deliveries: DeliveriesRepository
   crux: CruxAnswersRepository
   searchConsoleImports: SearchConsoleImportsRepository
+  google: GoogleConnectionsRepository
+  ga4Imports: Ga4ImportsRepository
   crawlQueue: CrawlQueue
 }
 
@@ -63,6 +67,8 @@ export function openRepositories(kv: Redis): Repositories {
     deliveries: new DeliveriesRepository(kv),
     crux: new CruxAnswersRepository(kv),
     searchConsoleImports: new SearchConsoleImportsRepository(kv),
+    google: new GoogleConnectionsRepository(kv),
+    ga4Imports: new Ga4ImportsRepository(kv),
     crawlQueue: new CrawlQueue(kv),
   }
 }

@@ -2,6 +2,7 @@ import type { Redis } from '@upstash/redis'
 import type { CrawlerConfig } from './crawl/config'
 import type { CruxConfig } from './integrations/crux'
 import type { SearchConsoleConnector } from './integrations/search-console/import'
+import type { GoogleConfig } from './integrations/google/config'
 import type { Mailer } from './network/mail'
 import type { DnsResolver } from './ingest/bots'
 import type { Ingestor } from './ingest/pipeline'
@@ -52,4 +53,6 @@ export interface Services {
   crux?: CruxConfig
   /** Search Console through the site's Google connection (lib/integrations/search-console); absent, nothing is imported from it. */
   searchConsole?: SearchConsoleConnector
+  /** The Google connection (lib/integrations/google): GA4 and Search Console; absent without GOOGLE_CLIENT_ID, where the ga4 read says so. */
+  google?: GoogleConfig
 }

@@ -6,6 +6,7 @@ import { assertSubdomainOf, attachCustomDomain, detachCustomDomain } from '../..
 import { createSite, deleteSite, sitesOfKey } from '../../lib/sites/site-lifecycle'
 import { withInstallState } from '../../lib/sites/site-install'
 import { defineEndpoint } from '../endpoint'
+import { forgetImportedGa4 } from '../../lib/integrations/ga4/import'
 import { flagParam, rangeParam } from '../params'
 import { rangeViewSchema, sourceSchema, totalsSchema } from './report-schemas'
 import { SOURCES } from '../../lib/sites/source'
@@ -78,11 +79,11 @@ export const siteEndpoints = [
     tool: 'update_site_settings',
     summary: 'Changes site settings, flat by field name; returns the updated site.',
     description:
-      'Send only the fields to change, flat by name: any field of tracking, changeDetection, sharing or appearance (for example includeBots, excludedPaths, isPublic, shareLevel, publicCounts, publicCountsDial, theme), plus standaloneEnabled, primarySource, sources, timezone and customDomain (a subdomain of the site, or null; as POST and DELETE /sites/{site_id}/custom-domain). An unknown field or a wrong type is rejected and nothing changes.',
+      'Send only the fields to change, flat by name: any field of tracking, changeDetection, sharing or appearance (for example includeBots, excludedPaths, isPublic, shareLevel, publicCounts, publicCountsDial, theme), plus standaloneEnabled, primarySource, sources, timezone and customDomain (a subdomain of the site, or null; as POST and DELETE /sites/{site_id}/custom-domain). Dropping ga4 from sources deletes its imported data. An unknown field or a wrong type is rejected and nothing changes.',
     params: z.object({ site_id: siteRefSchema }),
     body: sitePatchSchema,
     response: siteViewSchema,
-    async handler({ services, site, baseUrl }, { params, body }) {
+    async handler({ services, site, baseUrl, background }, { params, body }) {
       const current = await site(params.site_id)
       if (body.timezone) await assertEngineKnowsTimezone(services.clickhouse, body.timezone)
       const next = await services.sites.update(current.id, (fresh) => {
@@ -90,6 +91,8 @@ export const siteEndpoints = [
         if (body.customDomain) assertSubdomainOf(patched, body.customDomain, 'customDomain')
         return patched
       })
+      // imported GA4 data stays until the site drops the source
+      if (current.sources.includes('ga4') && !next.sources.includes('ga4')) background(forgetImportedGa4(services, current.id))
       if (body.customDomain === undefined) return siteView(next, baseUrl)
       // customDomain is attached and detached as POST and DELETE /sites/{id}/custom-domain do
       const { site: final } = body.customDomain

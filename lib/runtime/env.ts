@@ -41,6 +41,39 @@ export const cruxApiUrl = z
     'where the Chrome UX Report API is asked: a local stand-in for tests or a proxy (with `OUTBOUND_ALLOW_PRIVATE=1` for a private address)',
   )
 
+/** A base URL of a Google endpoint, with its real default: a self-hoster's proxy or a test's stand-in may replace it. */
+const googleUrl = (name: string, real: string) =>
+  z
+    .url({ protocol: /^https?$/, message: 'must be an http(s) URL' })
+    .default(real)
+    .describe(
+      `where ${name} is (default the real one); a proxy or a local stand-in, with \`OUTBOUND_ALLOW_PRIVATE=1\` for a private address`,
+    )
+
+/** The Google connection (GA4 today, Search Console next), shared by both homes' schemas. */
+export const googleEnv = {
+  GOOGLE_CLIENT_ID: z
+    .string()
+    .optional()
+    .describe(
+      'the OAuth 2.0 client id of a Google Cloud "Web application" client: sites can connect Google Analytics 4 (without it, the ga4 read\'s `connectUrl` is null and says what to configure); its authorized redirect URI is `PUBLIC_URL` + `/oauth/google/callback`',
+    ),
+  GOOGLE_CLIENT_SECRET: z.string().optional().describe('the secret of that client; a secret, never logged or answered'),
+  SERVER_SECRET: z
+    .string()
+    .min(32, { message: 'must be at least 32 characters (for example `openssl rand -base64 32`)' })
+    .optional()
+    .describe(
+      "the server's own secret, at least 32 characters: encrypts the providers' refresh tokens at rest (AES-GCM) and signs OAuth states; required once `GOOGLE_CLIENT_ID` is set, and changing it disconnects every Google connection",
+    ),
+  GOOGLE_AUTH_URL: googleUrl("Google's OAuth 2.0 authorization page", 'https://accounts.google.com/o/oauth2/v2/auth'),
+  GOOGLE_TOKEN_URL: googleUrl("Google's OAuth 2.0 token endpoint", 'https://oauth2.googleapis.com/token'),
+  GOOGLE_REVOKE_URL: googleUrl("Google's OAuth 2.0 revocation endpoint", 'https://oauth2.googleapis.com/revoke'),
+  GOOGLE_ANALYTICS_ADMIN_URL: googleUrl('the Google Analytics Admin API', 'https://analyticsadmin.googleapis.com'),
+  GOOGLE_ANALYTICS_DATA_URL: googleUrl('the Google Analytics Data API', 'https://analyticsdata.googleapis.com'),
+  GOOGLE_SEARCH_CONSOLE_URL: googleUrl('the Search Console API', 'https://searchconsole.googleapis.com'),
+}
+
 /** Shared by both homes' schemas: the plan of every organization of the deployment. */
 export const planSetting = z
   .enum(['unlimited', 'free', 'pro', 'business', 'per-organization'], {
@@ -141,6 +174,7 @@ export const nodeEnvSchema = z.object({
   MAIL_FROM: z.string().optional().describe('the sender of those e-mails (default `reports@` the host of `PUBLIC_URL`, or localhost)'),
   CRUX_API_KEY: cruxApiKey,
   CRUX_API_URL: cruxApiUrl,
+  ...googleEnv,
 })
 export type NodeConfig = z.infer<typeof nodeEnvSchema>
 

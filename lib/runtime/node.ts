@@ -20,6 +20,7 @@ import { Ingestor } from '../ingest/pipeline'
 import { BufferedSink, directSink } from '../ingest/sink'
 import { crawlerConfig } from '../crawl/config'
 import { cruxConfig } from '../integrations/crux'
+import { googleConfig } from '../integrations/google/config'
 import { guardedFetch } from '../network/guarded-fetch'
 import { pinnedNodeFetch } from '../network/guarded-fetch-node'
 import { nodeMailer } from '../network/mail-node'
@@ -315,6 +316,7 @@ export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Servic
           }
         : undefined,
     crux: cruxConfig(env),
+    google: googleConfig(env),
     publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
     plan: deploymentPlan(env.PLAN),
     mailer: nodeMailer({

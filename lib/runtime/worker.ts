@@ -7,13 +7,14 @@ import { directSink } from '../ingest/sink'
 import { CLICKHOUSE_SETTINGS, type ClickHouseClientLike, clickhouseOverClient } from '../storage/clickhouse/client'
 import { crawlerConfig } from '../crawl/config'
 import { cruxConfig } from '../integrations/crux'
+import { googleConfig } from '../integrations/google/config'
 import { guardedFetch } from '../network/guarded-fetch'
 import type { LiveAnswer, LiveCache } from '../sites/public-live'
 import { redisRateLimiter } from '../accounts/ratelimit'
 import { SiteDirectory } from '../sites/site-directory'
 import type { Services } from '../services'
 import { openRepositories } from '../repositories'
-import { cruxApiKey, cruxApiUrl, deploymentPlan, logLevelSchema, planSetting } from './env'
+import { cruxApiKey, cruxApiUrl, deploymentPlan, googleEnv, logLevelSchema, planSetting } from './env'
 
 /** The Workers home: ClickHouse over HTTP, Upstash over REST, the Cache API, geo from request.cf. */
 
@@ -33,6 +34,7 @@ export const workerEnvSchema = z.object({
   PLAN: planSetting,
   CRUX_API_KEY: cruxApiKey,
   CRUX_API_URL: cruxApiUrl,
+  ...googleEnv,
 })
 export type WorkerEnv = z.input<typeof workerEnvSchema>
 
@@ -103,5 +105,6 @@ export function workerServices(rawEnv: WorkerEnv): Services {
           })
         : undefined,
     crux: cruxConfig(env),
+    google: googleConfig(env),
   }
 }

@@ -36,6 +36,7 @@ import {
 import { eventEdges, firstEventAt, firstImportedAt } from './site-events'
 import { installOf } from '../../sites/site-install'
 import { readsBotHits } from './plan'
+import { type Ga4LiveDeps, ga4RealtimeReads } from '../../integrations/ga4/realtime'
 
 /**
  * The report verbs: each reads what one report needs and answers it whole. Handlers resolve the
@@ -162,7 +163,7 @@ export async function exportAll(deps: ReportDeps, site: Site, params: ReportPara
 }
 
 /** GET /realtime: the last 5 and 30 minutes, a minute series, active pages and sources. */
-export async function realtime(deps: ReportDeps, site: Site, params: Omit<ReportParams, 'range' | 'from' | 'to'>) {
+export async function realtime(deps: ReportDeps & Partial<Ga4LiveDeps>, site: Site, params: Omit<ReportParams, 'range' | 'from' | 'to'>) {
   const now = deps.now()
   // one parse; the three windows derive from the same instant
   const { source, query } = await prepare(deps, site, { ...params, range: 'realtime' }, { now })
@@ -170,14 +171,17 @@ export async function realtime(deps: ReportDeps, site: Site, params: Omit<Report
   const halfHour = { ...query, range: resolveRange({ range: '30m' }, site.timezone, now) }
   const limited = { ...query, limit: Math.min(query.limit, 10) }
   const read = sourceReader(deps.clickhouse, source)
-  // five small reads of the last half hour, at once
-  const [now5, now30, series, pages, sources] = await Promise.all([
-    read.totals(query),
-    read.totals(halfHour),
-    read.series(minutes),
-    read.breakdown(limited, 'path'),
-    read.breakdown(limited, 'source'),
-  ])
+  // five small reads of the last half hour, at once; a ga4 site's come from GA4's Realtime API
+  const [now5, now30, series, pages, sources] =
+    source === 'ga4'
+      ? await ga4RealtimeReads(deps as Ga4LiveDeps, site, query, minutes.range, now)
+      : await Promise.all([
+          read.totals(query),
+          read.totals(halfHour),
+          read.series(minutes),
+          read.breakdown(limited, 'path'),
+          read.breakdown(limited, 'source'),
+        ])
   // the answer holds two windows: say both, not only the series' half hour
   const window = (r: ResolvedRange) => ({ from: rangeView(r).from, to: rangeView(r).to })
   const range = { ...rangeView(minutes.range), windows: { now: window(query.range), halfHour: window(halfHour.range) } }

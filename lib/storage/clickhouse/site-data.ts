@@ -15,6 +15,7 @@ export const SITE_TABLES = [
   'crawl_changes',
   'search_console_rows',
   'search_console_totals',
+  'imported_aggregates',
 ] as const
 
 /** Removes all of a site's analytics rows, waiting for the mutations to finish. */
