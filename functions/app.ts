@@ -9,6 +9,8 @@ import { type LogOptions, requestLog } from './request-log'
 const CORS_EXPOSE_HEADERS = 'RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After'
 const CORS_ALLOW_HEADERS = 'Authorization, x-api-key, Content-Type, mcp-protocol-version, mcp-session-id'
 
+const ANSWERED_WHILE_STARTING = new Set(['/health', '/ready', '/metrics'])
+
 /** Builds the whole HTTP app from its services. Handlers never know which home they run in. */
 export function createApp(services: Services, log: LogOptions = { level: 'error' }, options: { compress?: boolean } = {}) {
   // a trailing slash names the same endpoint (`/api/v1/` is the index, as `/api/v1`)
@@ -37,6 +39,15 @@ export function createApp(services: Services, log: LogOptions = { level: 'error'
     c.header('Vary', 'Access-Control-Request-Headers')
     return c.body(null, 204)
   })
+
+  // while the migrations are applied nothing can be read or written yet: only health, readiness and metrics answer
+  if (services.readiness) {
+    app.use('*', async (c, next) => {
+      if (services.readiness!().phase !== 'migrating' || ANSWERED_WHILE_STARTING.has(c.req.path)) return next()
+      c.header('Retry-After', '2')
+      return c.json({ error: 'the service is starting (applying its migrations); retry in 2 s' }, 503)
+    })
+  }
 
   mountEndpoints(app, endpoints, services)
 

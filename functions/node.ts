@@ -26,7 +26,7 @@ const dir = dataDir(env)
 let timers: ReturnType<typeof jobTimers> | undefined
 const home = await openNodeHome(env, { log, wakeCrawler: () => timers?.wake(CRAWL_RUN) })
 const { services, stores } = home
-if (home.replayed) log(`stored ${home.replayed} journaled rows left by the previous run`)
+void home.replayed.then((rows) => rows && log(`stored ${rows} journaled rows left by the previous run`))
 timers = jobTimers(JOBS, services, log)
 
 const requestLines = batchedLines(process.stderr)
@@ -41,6 +41,8 @@ const server = serve({
 })
 answerMalformedRequestsInJson(server as unknown as Server)
 await new Promise((resolve) => server.once('listening', resolve))
+// it listens while it migrates: /health and /ready answer, everything else 503 until the migrations are applied
+await home.migrated
 const port = (server.address() as { port: number }).port
 // the address it listens on, unless that is every address of the machine
 const listening = env.HOST === '0.0.0.0' || env.HOST === '::' ? 'localhost' : env.HOST.includes(':') ? `[${env.HOST}]` : env.HOST

@@ -38,6 +38,13 @@ const healthSchema = z.object({
     .describe('When this instance first saw each failing store fail (ISO 8601)'),
 })
 
+const readySchema = z.object({
+  ready: z.boolean(),
+  phase: z
+    .enum(['migrating', 'replaying', 'ready'])
+    .describe('migrating: schema migrations run; replaying: the journal of the previous run is stored'),
+})
+
 /** The endpoints of one group (a section of the reference page, an MCP toolset), each keeping a group its declaration names. */
 const inGroup = (group: Group, list: Endpoint[]) => list.map((e) => ({ ...e, group: e.group ?? group }))
 
@@ -101,6 +108,22 @@ export const endpoints: Endpoint[] = [
     async handler({ services }) {
       const health = await storesHealth(services, services.now())
       return health.status === 'ok' ? health : Response.json(health, { status: 503 })
+    },
+  }),
+  defineEndpoint({
+    method: 'GET',
+    path: '/ready',
+    group: 'meta',
+    scope: 'public',
+    tool: null,
+    summary:
+      'Whether this instance takes traffic: 503 while it applies its migrations or stores the journal of hits its previous run left, 200 after.',
+    description:
+      'For a load balancer or an orchestrator (a readiness probe); /health says whether the stores answer. While the migrations are applied every other request answers 503 with Retry-After; while the journal is stored the instance serves, and its reads may miss the hits of the previous run.',
+    response: readySchema,
+    async handler({ services }) {
+      const readiness = services.readiness?.() ?? { ready: true, phase: 'ready' as const }
+      return readiness.ready ? readiness : Response.json(readiness, { status: 503 })
     },
   }),
   ...inGroup('meta', metaEndpoints),

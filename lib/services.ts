@@ -11,6 +11,12 @@ import type { PlanName } from './accounts/plans'
 import type { SiteDirectory } from './sites/site-directory'
 import type { Repositories } from './repositories'
 
+/** Whether this instance takes traffic: not while it applies its migrations or stores the journal an earlier run left. */
+export interface Readiness {
+  ready: boolean
+  phase: 'migrating' | 'replaying' | 'ready'
+}
+
 /** What the app is built from. Each home (Node, Worker, tests) builds its own set. */
 export interface Services {
   clickhouse: ClickHouse
@@ -43,6 +49,8 @@ export interface Services {
   plan?: PlanName
   /** Public origin used in snippets; defaults to the request's origin. */
   publicUrl?: string
+  /** Where an instance starts up before it serves (the Node server); absent, it is always ready. */
+  readiness?: () => Readiness
   /** Sends reports and invitations; absent where no mail can be sent (Workers). */
   mailer?: Mailer
   /** The crawler (lib/crawl); absent where it is turned off: pings answer 503 and nothing is crawled. */

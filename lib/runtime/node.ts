@@ -25,7 +25,7 @@ import { pinnedNodeFetch } from '../network/guarded-fetch-node'
 import { nodeMailer } from '../network/mail-node'
 import { memoryLiveCache } from '../sites/public-live'
 import { SiteDirectory } from '../sites/site-directory'
-import type { Services } from '../services'
+import type { Readiness, Services } from '../services'
 import { migrate } from '../storage/clickhouse/migrate'
 import { loadMigrations } from '../storage/clickhouse/migrations-node'
 import { type NodeConfig, UserError, deploymentPlan } from './env'
@@ -333,27 +333,74 @@ export interface NodeHome {
   stores: NodeStores
   /** Where the server's hits go: the journal, then batched inserts. */
   sink: BufferedSink
-  /** Rows an earlier process journaled and did not insert, stored before anything is served. */
-  replayed: number
+  /** Resolves once the migrations are applied: until then every request but health, readiness and metrics answers 503. */
+  migrated: Promise<void>
+  /** Resolves with the rows an earlier process journaled and did not insert, once they are stored. */
+  replayed: Promise<number>
   /** Inserts every hit answered 202, then closes the journal and the stores. */
   close(): Promise<void>
 }
 
+/**
+ * Runs `work` until it succeeds: a store that is down or a disk that is full at start keeps the
+ * server up and not ready, and it goes on by itself once the store answers or space returns.
+ */
+async function untilDone<T>(what: string, work: () => Promise<T>, log: (line: string) => void, stopped: () => boolean): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work()
+    } catch (err) {
+      if (stopped()) throw err
+      const waitMs = Math.min(5_000, 250 * 2 ** Math.min(attempt, 5))
+      log(`${what} failed (${(err as Error).message.split('\n')[0]}); trying again in ${Math.ceil(waitMs / 1000)} s`)
+      await new Promise((r) => setTimeout(r, waitMs))
+    }
+  }
+}
+
 export async function openNodeHome(env: NodeConfig, options: Pick<NodeServiceInputs, 'log' | 'wakeCrawler'>): Promise<NodeHome> {
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`))
   const stores = await openNodeStores(env)
-  if (stores.chdb) await migrate(stores.chdb, loadMigrations())
   // a hit is acknowledged once it is in the journal on disk; what an earlier process journaled and
-  // did not insert (a crash, kill -9) is stored now, before anything is served
-  const { journal, replayed } = await Journal.open(join(dataDir(env), 'journal'), stores.clickhouse, stores.repositories)
+  // did not insert (a crash, kill -9) is stored as soon as the migrations are applied
+  const journal = Journal.create(join(dataDir(env), 'journal'))
   const sink = new BufferedSink(stores.clickhouse, stores.repositories, { log: journal })
+  let phase: Readiness['phase'] = stores.chdb ? 'migrating' : journal.replaying ? 'replaying' : 'ready'
+  let closing = false
+  const stopped = () => closing
+  const migrated = stores.chdb
+    ? untilDone('applying the migrations', () => migrate(stores.chdb!, loadMigrations()), log, stopped).then(() => {})
+    : Promise.resolve()
+  const replayed = migrated.then(async () => {
+    if (phase === 'migrating') phase = 'replaying'
+    const rows = await untilDone(
+      'storing the journal of the previous run',
+      () => journal.replay(stores.clickhouse, stores.repositories),
+      log,
+      stopped,
+    )
+    phase = 'ready'
+    return rows
+  })
+  // a start that is stopped before it is done is not a failure of its own
+  replayed.catch(() => {})
+  const services = nodeServices(env, { stores, sink, ...options })
+  services.readiness = () => ({ ready: phase === 'ready', phase })
   return {
-    services: nodeServices(env, { stores, sink, ...options }),
+    services,
     stores,
     sink,
+    migrated,
     replayed,
     async close() {
-      await sink.close()
-      journal.close()
+      closing = true
+      try {
+        await sink.close()
+        journal.close()
+      } catch (err) {
+        // a store still down: the rows stay in the journal, stored at the next start
+        log(`events not yet stored stay in the journal for the next start: ${(err as Error).message}`)
+      }
       await stores.close()
     },
   }
