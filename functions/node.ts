@@ -48,6 +48,7 @@ const port = (server.address() as { port: number }).port
 const listening = env.HOST === '0.0.0.0' || env.HOST === '::' ? 'localhost' : env.HOST.includes(':') ? `[${env.HOST}]` : env.HOST
 const baseUrl = services.publicUrl ?? `http://${listening}:${port}`
 
+let stopping = false
 let local: ReturnType<typeof serve> | null = null
 if (stores.chdb || stores.raw) {
   const token = localToken(dir)
@@ -58,10 +59,20 @@ if (stores.chdb || stores.raw) {
   })
   await new Promise((resolve) => local!.once('listening', resolve))
   const localPort = (local.address() as { port: number }).port
-  writeFileSync(
-    localInfoFile(dir),
-    JSON.stringify({ url: `http://127.0.0.1:${localPort}`, pid: process.pid, clickhouse: !!stores.chdb, redis: !!stores.raw }),
-  )
+  const info = JSON.stringify({ url: `http://127.0.0.1:${localPort}`, pid: process.pid, clickhouse: !!stores.chdb, redis: !!stores.raw })
+  // a full disk does not stop the server: the CLIs find it once the file is written
+  const publish = () => {
+    if (stopping) return
+    try {
+      writeFileSync(localInfoFile(dir), info)
+    } catch (err) {
+      log(
+        `cannot write ${localInfoFile(dir)} (${(err as Error).message}): the CLIs reach this server once it is written; trying again in 5 s`,
+      )
+      setTimeout(publish, 5000).unref()
+    }
+  }
+  publish()
 }
 
 let demoWebsite: DemoWebsite | null = null
@@ -125,7 +136,6 @@ const stopDemoTraffic = liveDemo ? startDemoTraffic(services, demoSite) : () => 
 
 log(`analytics API on ${baseUrl} (ClickHouse: ${stores.describe.clickhouse}; key/value: ${stores.describe.keyValue})`)
 
-let stopping = false
 async function shutdown(signal: string) {
   if (stopping) return
   stopping = true
