@@ -30,9 +30,11 @@ export class StoreUnavailableError extends Error {
  * wrong: it clears when space returns.
  */
 export function isOutOfSpace(err: unknown): boolean {
-  const e = err as { code?: unknown; clickhouseCode?: unknown; message?: unknown; cause?: unknown } | null
+  const e = err as { code?: unknown; clickhouseCode?: unknown; type?: unknown; message?: unknown; cause?: unknown } | null
   if (!e || typeof e !== 'object') return false
-  if (e.code === 'ENOSPC' || e.code === 'EDQUOT' || e.clickhouseCode === 243) return true
+  // the embedded engine's errors carry clickhouseCode; @clickhouse/client's carry the code as text and its name as type
+  if (e.code === 'ENOSPC' || e.code === 'EDQUOT' || e.clickhouseCode === 243 || e.code === '243' || e.type === 'NOT_ENOUGH_SPACE')
+    return true
   if (typeof e.message === 'string' && /NOT_ENOUGH_SPACE|No space left on device|ENOSPC/.test(e.message)) return true
   return e.cause !== undefined && e.cause !== err && isOutOfSpace(e.cause)
 }

@@ -1,4 +1,4 @@
-import { StoreUnavailableError } from '../errors'
+import { StoreUnavailableError, isOutOfSpace } from '../errors'
 import type { ClickHouse, InsertOptions, QueryParams } from './types'
 
 /** The part of `@clickhouse/client` and `@clickhouse/client-web` this service uses; both share it. */
@@ -42,7 +42,8 @@ async function reachable<T>(work: () => Promise<T>): Promise<T> {
   } catch (err) {
     const error = err as { code?: unknown; message?: unknown; cause?: { code?: unknown } }
     const text = `${error?.code ?? ''} ${error?.message ?? ''} ${error?.cause?.code ?? ''}`
-    if (NETWORK_FAILURE.test(text)) throw new StoreUnavailableError('ClickHouse', 5, { cause: err })
+    // a server out of disk (NOT_ENOUGH_SPACE) is an outage too: it clears when space returns
+    if (NETWORK_FAILURE.test(text) || isOutOfSpace(err)) throw new StoreUnavailableError('ClickHouse', 5, { cause: err })
     throw err
   }
 }
