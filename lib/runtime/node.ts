@@ -9,7 +9,8 @@ import { CLICKHOUSE_SETTINGS, type ClickHouseClientLike, clickhouseOverClient } 
 import type { ClickHouse } from '../storage/clickhouse/types'
 import { EmbeddedRedis } from '../storage/kv/embedded'
 import { type RawRedis, rawRequester } from '../storage/kv/raw'
-import { prefixedRaw, prefixedUpstash } from '../storage/kv/prefix'
+import { prefixCommand, prefixedRaw } from '../storage/kv/prefix'
+import { upstashRequester } from '../storage/kv/upstash'
 import { TcpRedis } from '../storage/kv/tcp'
 import { type RateLimiter, memoryRateLimiter, redisRateLimiter } from '../accounts/ratelimit'
 import { NATIVE_SCRIPTS } from '../ingest/visits-repository'
@@ -208,9 +209,14 @@ export async function openNodeStores(env: NodeEnv, options: { viaRunningServer?:
   let keyValue: string
   if (env.UPSTASH_REDIS_REST_URL) {
     if (!env.UPSTASH_REDIS_REST_TOKEN) throw new Error('UPSTASH_REDIS_REST_URL is set but UPSTASH_REDIS_REST_TOKEN is not')
-    redis = env.REDIS_PREFIX
-      ? new Redis(prefixedUpstash({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN, prefix: env.REDIS_PREFIX }))
-      : new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN, enableTelemetry: false })
+    redis = new Redis(
+      upstashRequester({
+        url: env.UPSTASH_REDIS_REST_URL,
+        token: env.UPSTASH_REDIS_REST_TOKEN,
+        rewrite: env.REDIS_PREFIX ? (command) => prefixCommand(env.REDIS_PREFIX!, command) : undefined,
+        timeoutMs: env.KV_TIMEOUT_MS,
+      }),
+    )
     limiter = redisRateLimiter(redis)
     keyValue = `upstash ${new URL(env.UPSTASH_REDIS_REST_URL).host}`
   } else if (env.REDIS_URL) {
