@@ -17,6 +17,16 @@ export function createApp(services: Services, log: LogOptions = { level: 'error'
   const app = new Hono({ strict: false })
 
   app.use(requestLog(log))
+  // requests by the route they matched (its declared path), method, status and duration
+  const { metrics } = services
+  if (metrics) {
+    app.use(async (c, next) => {
+      const started = performance.now()
+      await next()
+      const route = c.req.routePath === '*' || c.req.routePath === '/*' ? 'unmatched' : c.req.routePath
+      metrics.request(route, c.req.method, c.res.status, (performance.now() - started) / 1000)
+    })
+  }
   // Node compresses its own answers (JSON, scripts, the MCP tool list) of 1 KB or more when the
   // client accepts gzip or deflate; event streams never are. Cloudflare compresses the Workers'.
   if (options.compress) app.use(compress())

@@ -73,9 +73,18 @@ export function mergeUsage(into: IngestBatch['usage'], from: IngestBatch['usage'
   }
 }
 
+export interface SinkObserver {
+  inserted(table: 'events' | 'bots', rows: number, seconds: number, error?: unknown): void
+  journaled(rows: number, ok: boolean): void
+}
+
 /** The parts of one flush, each stored once: what a failure leaves is retried as it was, under the same tokens. */
 interface Attempt {
   steps: { name: 'events' | 'bots' | 'usage'; run: () => Promise<void> }[]
+  /** Rows still to be inserted. */
+  rows: number
+  /** When the oldest of them was written. */
+  since: number
   /** Sealed segments of the log whose rows these are: released once every step is done. */
   segments: number[]
 }
@@ -98,8 +107,10 @@ const LAST_RETRY_MS = 5_000
  */
 export class BufferedSink implements EventSink {
   /** Written batches not yet taken by a flush, each with whether the log made it durable. */
-  private pending: { batch: IngestBatch; durable?: Promise<void> }[] = []
+  private pending: { batch: IngestBatch; durable?: Promise<void>; at: number }[] = []
   private pendingRows = 0
+  /** The flush under way, or the one that failed and waits to be retried. */
+  private current: Attempt | null = null
   /** What a failed flush left, tried first by the next one. */
   private retry: Attempt | null = null
   private flushing: Promise<void> | null = null
@@ -114,8 +125,8 @@ export class BufferedSink implements EventSink {
       maxRows?: number
       intervalMs?: number
       log?: WriteAheadLog
-      /** Told of each step stored or failed (metrics). */
-      observe?: (step: 'events' | 'bots' | 'usage', rows: number, ms: number, error?: unknown) => void
+      /** Told of each insert, stored or failed, and of each write the log took or refused (metrics). */
+      observe?: SinkObserver
     } = {},
   ) {
     this.timer = setInterval(() => {
@@ -125,23 +136,27 @@ export class BufferedSink implements EventSink {
     this.timer.unref?.()
   }
 
-  /** Rows waiting to be stored, and whether an earlier flush failed and waits to be retried. */
+  /** Rows written and not yet stored (those of a failed flush included), and since when the oldest waits. */
   get backlog() {
-    return { rows: this.pendingRows, retrying: this.retry !== null }
+    const current = this.current ?? this.retry
+    return { rows: this.pendingRows + (current?.rows ?? 0), oldestAt: current?.since ?? this.pending[0]?.at ?? null }
   }
 
   async write(batch: IngestBatch) {
     // appended and taken into pending with no wait in between: a flush seals exactly what it takes
     const durable = this.options.log?.append(batch)
-    const entry = { batch, durable }
+    const entry = { batch, durable, at: Date.now() }
     this.pending.push(entry)
     this.pendingRows += batch.events.length + batch.bots.length
     if (this.pendingRows >= (this.options.maxRows ?? 20_000) && Date.now() >= this.retryAt) {
       void this.flush().catch((err) => console.error('event flush failed; will retry', err))
     }
+    const rows = batch.events.length + batch.bots.length
     try {
       await durable
+      if (durable) this.options.observe?.journaled(rows, true)
     } catch (err) {
+      this.options.observe?.journaled(rows, false)
       // refused: out of the batch unless a flush took it (which leaves out what the log refused)
       const i = this.pending.indexOf(entry)
       if (i >= 0) {
@@ -164,8 +179,9 @@ export class BufferedSink implements EventSink {
   private async run() {
     // what an earlier flush left first, as it was; then a new attempt of what was written since
     if (this.retry) {
-      await this.attempt(this.retry)
+      const retry = this.retry
       this.retry = null
+      await this.attempt(retry)
     }
     if (!this.pending.length) return
     const taken = this.pending
@@ -185,10 +201,24 @@ export class BufferedSink implements EventSink {
     const token = crypto.randomUUID()
     const attempt: Attempt = {
       steps: [
-        { name: 'events', run: () => this.insert('events', EVENTS_INPUT, batch.events, `${token}:events`) },
-        { name: 'bots', run: () => this.insert('bots', 'bot_events', batch.bots, `${token}:bots`) },
+        {
+          name: 'events',
+          run: async () => {
+            await this.insert('events', EVENTS_INPUT, batch.events, `${token}:events`)
+            attempt.rows -= batch.events.length
+          },
+        },
+        {
+          name: 'bots',
+          run: async () => {
+            await this.insert('bots', 'bot_events', batch.bots, `${token}:bots`)
+            attempt.rows -= batch.bots.length
+          },
+        },
         { name: 'usage', run: () => addUsage(this.repositories, batch.usage) },
       ],
+      rows: batch.events.length + batch.bots.length,
+      since: taken[0].at,
       segments,
     }
     await this.attempt(attempt)
@@ -199,19 +229,21 @@ export class BufferedSink implements EventSink {
     const started = performance.now()
     try {
       await this.clickhouse.insert(table, rows, { token })
-      this.options.observe?.(step, rows.length, performance.now() - started)
+      this.options.observe?.inserted(step, rows.length, (performance.now() - started) / 1000)
     } catch (err) {
-      this.options.observe?.(step, rows.length, performance.now() - started, err)
+      this.options.observe?.inserted(step, rows.length, (performance.now() - started) / 1000, err)
       throw err
     }
   }
 
   /** Runs the steps left in order; a failure keeps the rest (its own included) for the next flush. */
   private async attempt(attempt: Attempt) {
+    this.current = attempt
     while (attempt.steps.length) {
       try {
         await attempt.steps[0].run()
       } catch (err) {
+        this.current = null
         this.retry = attempt
         this.failures++
         this.retryAt = Date.now() + Math.min(LAST_RETRY_MS, FIRST_RETRY_MS * 2 ** (this.failures - 1))
@@ -219,6 +251,7 @@ export class BufferedSink implements EventSink {
       }
       attempt.steps.shift()
     }
+    this.current = null
     this.failures = 0
     this.retryAt = 0
     this.options.log?.release(attempt.segments)

@@ -122,6 +122,13 @@ export const nodeEnvSchema = z.object({
     .max(600_000, { message: 'must be at most 600000' })
     .default(30_000)
     .describe('how long a request may take to arrive, headers and body: a client that sends slower is answered 408 and disconnected'),
+  METRICS_TOKEN: z
+    .string()
+    .min(16, { message: 'must be at least 16 characters' })
+    .optional()
+    .describe(
+      'switches on `GET /metrics` (Prometheus text: requests, hits, the journal, ClickHouse, the key/value store, jobs) for callers sending it as `Authorization: Bearer <token>`; unset, `/metrics` answers 404; a secret, never logged',
+    ),
   TRUST_PROXY: flag.default('0').describe('`1` behind your own reverse proxy: take the client address from `X-Forwarded-For`'),
   DEMO: flag
     .optional()

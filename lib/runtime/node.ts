@@ -31,6 +31,7 @@ import { migrate } from '../storage/clickhouse/migrate'
 import { loadMigrations } from '../storage/clickhouse/migrations-node'
 import { type NodeConfig, UserError, deploymentPlan } from './env'
 import { swaggerUiAssets } from './reference-assets-node'
+import { nodeMetrics } from './metrics-node'
 
 export interface NodeEnv {
   DATA_DIR?: string
@@ -210,19 +211,21 @@ export async function openNodeStores(env: NodeEnv, options: { viaRunningServer?:
   if (env.UPSTASH_REDIS_REST_URL) {
     if (!env.UPSTASH_REDIS_REST_TOKEN) throw new Error('UPSTASH_REDIS_REST_URL is set but UPSTASH_REDIS_REST_TOKEN is not')
     redis = new Redis(
-      upstashRequester({
-        url: env.UPSTASH_REDIS_REST_URL,
-        token: env.UPSTASH_REDIS_REST_TOKEN,
-        rewrite: env.REDIS_PREFIX ? (command) => prefixCommand(env.REDIS_PREFIX!, command) : undefined,
-        timeoutMs: env.KV_TIMEOUT_MS,
-      }),
+      nodeMetrics.timedRequester(
+        upstashRequester({
+          url: env.UPSTASH_REDIS_REST_URL,
+          token: env.UPSTASH_REDIS_REST_TOKEN,
+          rewrite: env.REDIS_PREFIX ? (command) => prefixCommand(env.REDIS_PREFIX!, command) : undefined,
+          timeoutMs: env.KV_TIMEOUT_MS,
+        }),
+      ),
     )
     limiter = redisRateLimiter(redis)
     keyValue = `upstash ${new URL(env.UPSTASH_REDIS_REST_URL).host}`
   } else if (env.REDIS_URL) {
     const tcp = new TcpRedis(env.REDIS_URL, env.KV_TIMEOUT_MS)
     raw = env.REDIS_PREFIX ? prefixedRaw(tcp, env.REDIS_PREFIX) : tcp
-    redis = new Redis(rawRequester(raw))
+    redis = new Redis(nodeMetrics.timedRequester(rawRequester(raw)))
     limiter = redisRateLimiter(redis)
     keyValue = `redis ${new URL(env.REDIS_URL).host}`
   } else if (running?.redis) {
@@ -233,7 +236,7 @@ export async function openNodeStores(env: NodeEnv, options: { viaRunningServer?:
     const embedded = new EmbeddedRedis({ dir: join(dir, 'kv') })
     for (const [lua, native] of NATIVE_SCRIPTS) embedded.defineNativeScript(lua, native)
     raw = embedded
-    redis = new Redis(rawRequester(raw))
+    redis = new Redis(nodeMetrics.timedRequester(rawRequester(raw)))
     limiter = memoryRateLimiter()
     keyValue = `embedded (${join(dir, 'kv')})`
   }
@@ -269,7 +272,11 @@ export interface NodeServiceInputs {
 
 /** The services of the Node home, from its environment and its stores. */
 export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Services {
-  const { clickhouse, kv, repositories, limiter } = inputs.stores
+  const { kv, repositories, limiter } = inputs.stores
+  // with metrics on, every statement of the app is timed
+  const metrics = env.METRICS_TOKEN ? nodeMetrics.forApp(env.METRICS_TOKEN) : undefined
+  const clickhouse = metrics ? nodeMetrics.timedClickHouse(inputs.stores.clickhouse) : inputs.stores.clickhouse
+  const observe = metrics ? (outcomes: Parameters<typeof metrics.hits>[0]) => metrics.hits(outcomes) : undefined
   const now = inputs.now ?? (() => new Date())
   const log = inputs.log ?? ((line: string) => process.stderr.write(`${line}\n`))
   const sites = new SiteDirectory(repositories.sites, { cacheMs: inputs.siteCacheMs })
@@ -287,8 +294,9 @@ export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Servic
     limiter,
     now,
     ingestor: inputs.sink
-      ? new Ingestor({ sites, repositories, sink: inputs.sink, geo: dbipGeo(), now, coalesce: true })
-      : new Ingestor({ sites, repositories, sink: directSink(clickhouse, repositories), geo: dbipGeo(), now }),
+      ? new Ingestor({ sites, repositories, sink: inputs.sink, geo: dbipGeo(), now, coalesce: true, observe })
+      : new Ingestor({ sites, repositories, sink: directSink(clickhouse, repositories), geo: dbipGeo(), now, observe }),
+    metrics,
     sharedProcess: true,
     liveCache: memoryLiveCache(() => now().getTime()),
     dns: {
@@ -370,7 +378,18 @@ export async function openNodeHome(env: NodeConfig, options: Pick<NodeServiceInp
   // a hit is acknowledged once it is in the journal on disk; what an earlier process journaled and
   // did not insert (a crash, kill -9) is stored as soon as the migrations are applied
   const journal = Journal.create(join(dataDir(env), 'journal'))
-  const sink = new BufferedSink(stores.clickhouse, stores.repositories, { log: journal })
+  const sink = new BufferedSink(stores.clickhouse, stores.repositories, {
+    log: journal,
+    observe: {
+      inserted(table, rows, seconds, error) {
+        nodeMetrics.insertSeconds.observe({ table }, seconds)
+        if (error) nodeMetrics.insertFailures.inc({ table })
+        else nodeMetrics.stored.inc({ table }, rows)
+      },
+      journaled: (rows, ok) => nodeMetrics.journaled.inc({ result: ok ? 'durable' : 'refused' }, rows),
+    },
+  })
+  nodeMetrics.watchJournal(() => ({ ...sink.backlog, replaying: journal.replaying }))
   let phase: Readiness['phase'] = stores.chdb ? 'migrating' : journal.replaying ? 'replaying' : 'ready'
   let closing = false
   const stopped = () => closing
