@@ -25,6 +25,7 @@ async function startServer(dataDir: string) {
       UPSTASH_REDIS_REST_URL: '',
       DEMO_LIVE_TRAFFIC: '0',
       LOG_LEVEL: 'error',
+      METRICS_TOKEN: TOKEN,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
@@ -46,6 +47,30 @@ async function startServer(dataDir: string) {
   const snippet = /snippet (\w+)\)/.exec(banner)?.[1]
   if (!key || !site || !snippet) throw new Error(`no demo keys in the first-start banner:\n${banner}`)
   return { child, url, key, site, snippet }
+}
+
+const TOKEN = `bench-${crypto.randomUUID()}`
+
+/** Seconds the engine spent on the app's reads, and on the sink's inserts, with their counts (GET /metrics). */
+async function engineTime(url: string) {
+  const text = await (await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text()
+  const value = (series: string) => Number(new RegExp(`^${series.replace(/[{}"]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? 0)
+  return {
+    querySeconds: value('clickhouse_query_duration_seconds_sum{kind="query"}'),
+    queries: value('clickhouse_query_duration_seconds_count{kind="query"}'),
+    insertSeconds: value('clickhouse_insert_duration_seconds_sum{table="events"}'),
+    inserts: value('clickhouse_insert_duration_seconds_count{table="events"}'),
+  }
+}
+
+/** Per phase: the mean engine time of a read query and of an insert. */
+function engineMeans(before: Awaited<ReturnType<typeof engineTime>>, after: Awaited<ReturnType<typeof engineTime>>) {
+  const ms = (seconds: number, n: number) => (n ? +((seconds / n) * 1000).toFixed(1) : null)
+  return {
+    meanQueryMs: ms(after.querySeconds - before.querySeconds, after.queries - before.queries),
+    meanInsertMs: ms(after.insertSeconds - before.insertSeconds, after.inserts - before.inserts),
+    inserts: after.inserts - before.inserts,
+  }
 }
 
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]
@@ -85,7 +110,9 @@ async function run(seconds: number, connections: number) {
       })(),
     )
     const quietEnd = Date.now() + seconds * 1000
+    const t0 = await engineTime(server.url)
     const quiet = await readLoop(server, () => Date.now() > quietEnd)
+    const t1 = await engineTime(server.url)
 
     const agents = Array.from({ length: 50 }, (_, i) => `Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.${i}`)
     const requests = agents.map((ua, i) => ({
@@ -105,9 +132,11 @@ async function run(seconds: number, connections: number) {
     const underLoad = readLoop(server, () => !loading)
     const result = await load
     loading = false
+    const underIngest = await underLoad
+    const t2 = await engineTime(server.url)
     return {
-      quiet,
-      underIngest: await underLoad,
+      quiet: { ...quiet, engine: engineMeans(t0, t1) },
+      underIngest: { ...underIngest, engine: engineMeans(t1, t2) },
       ingest: { eventsPerSecond: Math.round(result.requests.average), p99Ms: result.latency.p99, errors: result.errors + result.non2xx },
     }
   } finally {

@@ -228,7 +228,7 @@ export class BufferedSink implements EventSink {
     if (!rows.length) return
     const started = performance.now()
     try {
-      await this.clickhouse.insert(table, rows, { token })
+      await this.clickhouse.insert(table, rows, { token, background: true })
       this.options.observe?.inserted(step, rows.length, (performance.now() - started) / 1000)
     } catch (err) {
       this.options.observe?.inserted(step, rows.length, (performance.now() - started) / 1000, err)

@@ -3,6 +3,7 @@ import { Session } from 'chdb'
 import { StoreUnavailableError, isOutOfSpace } from '../errors'
 import type { ClickHouse, InsertOptions, QueryParams } from './types'
 import { SESSION_TIMEZONE, insertToken } from './client'
+import { BACKGROUND_PRIORITY } from './execute'
 
 const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_.]*$/
 
@@ -35,7 +36,8 @@ export class EmbeddedClickHouse implements ClickHouse {
   constructor(dir: string) {
     mkdirSync(dir, { recursive: true })
     this.session = new Session(dir, {
-      connectionArgs: ['--output_format_json_quote_64bit_integers=1', `--session_timezone=${SESSION_TIMEZONE}`],
+      // every statement runs at the highest priority unless it says it is background work (execute.ts)
+      connectionArgs: ['--output_format_json_quote_64bit_integers=1', `--session_timezone=${SESSION_TIMEZONE}`, '--priority=1'],
     })
   }
 
@@ -63,7 +65,7 @@ export class EmbeddedClickHouse implements ClickHouse {
     // they are smaller to write and to parse; anything else goes as objects. The arrays are
     // written in one JSON.stringify call: JSONCompactEachRow reads rows separated by commas.
     // the same rows retried under the same token are stored once, in the table and in its views
-    const settings = { insert_deduplication_token: insertToken(options) }
+    const settings = { insert_deduplication_token: insertToken(options), ...(options.background ? { priority: BACKGROUND_PRIORITY } : {}) }
     const columns = Object.keys(rows[0])
     if (rows.every((row) => sameKeys(row, columns))) {
       const body = JSON.stringify(rows.map((r) => Object.values(r)))

@@ -1,5 +1,6 @@
 import { StoreUnavailableError, isOutOfSpace } from '../errors'
 import type { ClickHouse, InsertOptions, QueryParams } from './types'
+import { BACKGROUND_PRIORITY } from './execute'
 
 /** The part of `@clickhouse/client` and `@clickhouse/client-web` this service uses; both share it. */
 export interface ClickHouseClientLike {
@@ -63,7 +64,12 @@ export function clickhouseOverClient(client: ClickHouseClientLike): ClickHouse {
           table,
           values: rows,
           format: 'JSONEachRow',
-          clickhouse_settings: { async_insert: 1, wait_for_async_insert: 1, insert_deduplication_token: insertToken(options) },
+          clickhouse_settings: {
+            async_insert: 1,
+            wait_for_async_insert: 1,
+            insert_deduplication_token: insertToken(options),
+            ...(options.background ? { priority: BACKGROUND_PRIORITY } : {}),
+          },
         }),
       )
     },

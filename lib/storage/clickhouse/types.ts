@@ -19,4 +19,6 @@ export interface ClickHouse {
 export interface InsertOptions {
   /** Names this insert for deduplication; unset, a fresh one (a retry without it is a new insert). */
   token?: string
+  /** Background work (the journal's batches): it yields to reads (`priority`, execute.ts). */
+  background?: boolean
 }
