@@ -75,7 +75,7 @@ describe('GET /metrics on the Node server, with METRICS_TOKEN', () => {
     })
     expect(stats.status).toBe(200)
 
-    // the flush runs every 200 ms
+    // the flush runs every second
     let after = await metrics()
     for (
       let i = 0;
