@@ -9,8 +9,8 @@ import { EVENTS_INPUT, type IngestBatch, type SiteUsage, type WriteAheadLog, add
 /**
  * The write-ahead journal of the Node home: a batch of rows is on disk (written and fdatasync'ed)
  * before the hits in it are acknowledged, so a 202 survives `kill -9`. The buffered sink still
- * inserts every second (the Node home; 200 ms by default); the journal 's segments are deleted once their rows are stored, and at
- * start every segment left behind is replayed.
+ * inserts in batches (every second on the Node server); the journal's segments are deleted once
+ * their rows are stored, and at start every segment left behind is replayed.
  *
  * Group commit: batches appended while a sync runs wait in memory and go to disk together, as
  * one line and one fdatasync, when it ends; each is acknowledged only after its own sync.
