@@ -29,7 +29,7 @@ const dir = dataDir(env)
 let timers: ReturnType<typeof jobTimers> | undefined
 const home = await openNodeHome(env, { log, wakeCrawler: () => timers?.wake(CRAWL_RUN) })
 const { services, stores } = home
-if (home.replayed) log(`stored ${home.replayed} journaled rows left by the previous run`)
+void home.replayed.then((rows) => rows && log(`stored ${rows} journaled rows left by the previous run`))
 timers = jobTimers(JOBS, services, log)
 
 const requestLines = batchedLines(process.stderr)
@@ -44,11 +44,14 @@ const server = serve({
 })
 answerMalformedRequestsInJson(server as unknown as Server)
 await new Promise((resolve) => server.once('listening', resolve))
+// it listens while it migrates: /health and /ready answer, everything else 503 until the migrations are applied
+await home.migrated
 const port = (server.address() as { port: number }).port
 // the address it listens on, unless that is every address of the machine
 const listening = env.HOST === '0.0.0.0' || env.HOST === '::' ? 'localhost' : env.HOST.includes(':') ? `[${env.HOST}]` : env.HOST
 const baseUrl = services.publicUrl ?? `http://${listening}:${port}`
 
+let stopping = false
 let local: ReturnType<typeof serve> | null = null
 if (stores.chdb || stores.raw) {
   const token = localToken(dir)
@@ -59,10 +62,20 @@ if (stores.chdb || stores.raw) {
   })
   await new Promise((resolve) => local!.once('listening', resolve))
   const localPort = (local.address() as { port: number }).port
-  writeFileSync(
-    localInfoFile(dir),
-    JSON.stringify({ url: `http://127.0.0.1:${localPort}`, pid: process.pid, clickhouse: !!stores.chdb, redis: !!stores.raw }),
-  )
+  const info = JSON.stringify({ url: `http://127.0.0.1:${localPort}`, pid: process.pid, clickhouse: !!stores.chdb, redis: !!stores.raw })
+  // a full disk does not stop the server: the CLIs find it once the file is written
+  const publish = () => {
+    if (stopping) return
+    try {
+      writeFileSync(localInfoFile(dir), info)
+    } catch (err) {
+      log(
+        `cannot write ${localInfoFile(dir)} (${(err as Error).message}): the CLIs reach this server once it is written; trying again in 5 s`,
+      )
+      setTimeout(publish, 5000).unref()
+    }
+  }
+  publish()
 }
 
 let demoWebsite: DemoWebsite | null = null
@@ -126,7 +139,6 @@ const stopDemoTraffic = liveDemo ? startDemoTraffic(services, demoSite) : () => 
 
 log(`analytics API on ${baseUrl} (ClickHouse: ${stores.describe.clickhouse}; key/value: ${stores.describe.keyValue})`)
 
-let stopping = false
 async function shutdown(signal: string) {
   if (stopping) return
   stopping = true

@@ -28,6 +28,17 @@ const port = z.coerce
 const flag = z.enum(['0', '1'], { message: 'must be 0 or 1' })
 
 /** Shared by both homes' schemas (lib/runtime/worker.ts). */
+/** How long one key/value call may take before it is an outage: Redis over TCP and Upstash over REST alike. */
+export const kvTimeoutMs = z.coerce
+  .number({ message: 'must be milliseconds' })
+  .int({ message: 'must be whole milliseconds' })
+  .min(100, { message: 'must be at least 100' })
+  .max(60_000, { message: 'must be at most 60000' })
+  .default(2000)
+  .describe(
+    'how long one call to the key/value store (Redis over `REDIS_URL`, Upstash over REST) may take: past it, or when the store refuses connections, requests that need it answer 503 with Retry-After',
+  )
+
 export const cruxApiKey = z
   .string()
   .optional()
@@ -136,15 +147,7 @@ export const nodeEnvSchema = z.object({
     .describe(
       'crawl every site from this origin instead of `https://<domain>`: a local copy of a site under test (with `OUTBOUND_ALLOW_PRIVATE=1` for a private address)',
     ),
-  KV_TIMEOUT_MS: z.coerce
-    .number({ message: 'must be milliseconds' })
-    .int({ message: 'must be whole milliseconds' })
-    .min(100, { message: 'must be at least 100' })
-    .max(60_000, { message: 'must be at most 60000' })
-    .default(2000)
-    .describe(
-      'how long one call to Redis (`REDIS_URL`) may take: past it, or when Redis refuses connections, requests that need it answer 503 with Retry-After',
-    ),
+  KV_TIMEOUT_MS: kvTimeoutMs,
   REQUEST_TIMEOUT_MS: z.coerce
     .number({ message: 'must be milliseconds' })
     .int({ message: 'must be whole milliseconds' })
@@ -152,6 +155,13 @@ export const nodeEnvSchema = z.object({
     .max(600_000, { message: 'must be at most 600000' })
     .default(30_000)
     .describe('how long a request may take to arrive, headers and body: a client that sends slower is answered 408 and disconnected'),
+  METRICS_TOKEN: z
+    .string()
+    .min(16, { message: 'must be at least 16 characters' })
+    .optional()
+    .describe(
+      'switches on `GET /metrics` (Prometheus text: requests, hits, the journal, ClickHouse, the key/value store, jobs) for callers sending it as `Authorization: Bearer <token>`; unset, `/metrics` answers 404; a secret, never logged',
+    ),
   TRUST_PROXY: flag.default('0').describe('`1` behind your own reverse proxy: take the client address from `X-Forwarded-For`'),
   DEMO: flag
     .optional()

@@ -1,5 +1,5 @@
 import { createClient } from '@clickhouse/client-web'
-import { Redis } from '@upstash/redis/cloudflare'
+import { Redis } from '@upstash/redis'
 import { z } from 'zod'
 import { dohResolver } from '../ingest/dns'
 import { Ingestor } from '../ingest/pipeline'
@@ -14,7 +14,8 @@ import { redisRateLimiter } from '../accounts/ratelimit'
 import { SiteDirectory } from '../sites/site-directory'
 import type { Services } from '../services'
 import { openRepositories } from '../repositories'
-import { cruxApiKey, cruxApiUrl, deploymentPlan, googleEnv, logLevelSchema, planSetting } from './env'
+import { cruxApiKey, cruxApiUrl, deploymentPlan, googleEnv, kvTimeoutMs, logLevelSchema, planSetting } from './env'
+import { upstashRequester } from '../storage/kv/upstash'
 
 /** The Workers home: ClickHouse over HTTP, Upstash over REST, the Cache API, geo from request.cf. */
 
@@ -25,6 +26,7 @@ export const workerEnvSchema = z.object({
   CLICKHOUSE_DATABASE: z.string().optional(),
   UPSTASH_REDIS_REST_URL: z.url({ message: 'UPSTASH_REDIS_REST_URL must be set to an Upstash REST URL' }),
   UPSTASH_REDIS_REST_TOKEN: z.string({ message: 'UPSTASH_REDIS_REST_TOKEN must be set' }).min(1),
+  KV_TIMEOUT_MS: kvTimeoutMs,
   PUBLIC_URL: z.url().optional(),
   OUTBOUND_ALLOW_PRIVATE: z.enum(['0', '1']).default('0'),
   CRAWLER: z.enum(['0', '1']).default('1'),
@@ -66,7 +68,10 @@ export function workerServices(rawEnv: WorkerEnv): Services {
     throw new Error(`worker environment: ${issue.path.join('.')}: ${issue.message}`)
   }
   const env = parsed.data
-  const redis = new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN, enableTelemetry: false })
+  // every call answers within KV_TIMEOUT_MS, or is an outage (503), as Redis over TCP on Node
+  const redis = new Redis(
+    upstashRequester({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN, timeoutMs: env.KV_TIMEOUT_MS }),
+  )
   const client = createClient({
     url: env.CLICKHOUSE_URL,
     username: env.CLICKHOUSE_USER,

@@ -37,6 +37,7 @@ describe('ClickHouse migrations', () => {
       { version: 12, name: 'purge_typed_click_text' },
       { version: 13, name: 'imported_aggregates' },
       { version: 14, name: 'search_console' },
+      { version: 15, name: 'insert_deduplication' },
     ])
     const applied = await migrate(clickhouse, [
       ...loadMigrations(),
