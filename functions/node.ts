@@ -5,6 +5,8 @@ import type { Duplex } from 'node:stream'
 import { countOrgs, listOrgs } from '../lib/accounts/admin'
 import { crawlDemoWebsite, createDemo, findDemoSite, seedDemo, startDemoTraffic, withDemoWebsite } from '../lib/demo'
 import { type DemoWebsite, startDemoWebsite } from '../lib/demo-website-node'
+import { checkInstallNow } from '../lib/sites/install-check'
+import { siteView } from '../lib/sites/sites'
 import { CRAWL_RUN, JOBS } from '../lib/jobs/schedule'
 import { jobTimers } from '../lib/jobs/timers'
 import { demoWanted, nodeEnvSchema, parseEnv } from '../lib/runtime/env'
@@ -88,9 +90,11 @@ if (firstStart && demoWanted(env)) {
   })
   // its website on loopback, crawled twice, so that pages and changes have something to show
   if (services.crawler && env.SKIP_DEMO_TRAFFIC !== '1') {
-    demoWebsite = await startDemoWebsite('before')
+    demoWebsite = await startDemoWebsite('before', siteView(demo.site, baseUrl).snippet)
     services.crawler = withDemoWebsite(services.crawler, demo.site.id, demoWebsite.origin)
     await crawlDemoWebsite(services, services.crawler, demo.site, demoWebsite, new Date())
+    // and its install checked there: the snippet is on its homepage
+    await checkInstallNow(services, demo.site)
   }
   // on stdout: the log (stderr) goes to a log collector, and must never hold a key
   process.stdout.write(
@@ -131,7 +135,7 @@ if (firstStart && demoWanted(env)) {
 const demoSite = await findDemoSite(stores.repositories)
 // on later starts too, the demo site's pages come from its website
 if (demoSite && services.crawler && !demoWebsite) {
-  demoWebsite = await startDemoWebsite('after')
+  demoWebsite = await startDemoWebsite('after', siteView(demoSite, baseUrl).snippet)
   services.crawler = withDemoWebsite(services.crawler, demoSite.id, demoWebsite.origin)
 }
 const liveDemo = demoSite && env.DEMO_LIVE_TRAFFIC !== '0' && env.SKIP_DEMO_TRAFFIC !== '1'

@@ -145,7 +145,7 @@ export const nodeEnvSchema = z.object({
     .url()
     .optional()
     .describe(
-      'crawl every site from this origin instead of `https://<domain>`: a local copy of a site under test (with `OUTBOUND_ALLOW_PRIVATE=1` for a private address)',
+      'crawl every site, and check its install, from this origin instead of `https://<domain>`: a local copy of a site under test (with `OUTBOUND_ALLOW_PRIVATE=1` for a private address)',
     ),
   KV_TIMEOUT_MS: kvTimeoutMs,
   REQUEST_TIMEOUT_MS: z.coerce

@@ -37,6 +37,7 @@ import { eventEdges, firstEventAt, firstImportedAt } from './site-events'
 import { installOf } from '../../sites/site-install'
 import { readsBotHits } from './plan'
 import { type Ga4LiveDeps, ga4RealtimeReads } from '../../integrations/ga4/realtime'
+import { breakdownsAtOnce } from './breakdowns'
 
 /**
  * The report verbs: each reads what one report needs and answers it whole. Handlers resolve the
@@ -150,8 +151,10 @@ export async function exportAll(deps: ReportDeps, site: Site, params: ReportPara
   // and prop:<key> for every custom property key seen in the window (the collector's source only)
   const keys = source === 'standalone' ? await execute<{ key: string }>(deps.clickhouse, propertyKeysSql(query, EXPORT_PROPERTY_KEYS)) : []
   const properties = [...dimensions, ...keys.map((k) => `${PROPERTY_PREFIX}${k.key}`)]
-  const breakdowns: Record<string, BreakdownRow[]> = {}
-  for (const property of properties) breakdowns[property] = await read.breakdown(rows, property)
+  // the collector's events: properties that share a plan are read in one statement each
+  const atOnce = source === 'standalone'
+  const breakdowns: Record<string, BreakdownRow[]> = atOnce ? await breakdownsAtOnce(deps.clickhouse, rows, properties) : {}
+  if (!atOnce) for (const property of properties) breakdowns[property] = await read.breakdown(rows, property)
   return {
     site: { id: site.id, domain: site.domain, timezone: site.timezone },
     source,

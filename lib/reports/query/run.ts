@@ -37,8 +37,11 @@ function lookUpOnce(clickhouse: ClickHouse, query: Pick<Query, 'siteId' | 'range
   let bySite = lookedUpByRange.get(query.range)
   if (!bySite) lookedUpByRange.set(query.range, (bySite = new Map()))
   const key = `${query.siteId}|${lookup.partial}`
-  let rows = bySite.get(key)
-  if (!rows) bySite.set(key, (rows = lookUp(clickhouse, query, lookup)))
+  // the lookup with the partial rollup holds the one without: its rows 0 and 1
+  const wider = lookup.partial ? undefined : bySite.get(`${query.siteId}|true`)
+  let rows = bySite.get(key) ?? wider?.then((all) => all.filter((r) => Number(r.rolled) <= 1))
+  if (!rows) rows = lookUp(clickhouse, query, lookup)
+  bySite.set(key, rows)
   return rows
 }
 
