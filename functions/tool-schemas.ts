@@ -2,7 +2,7 @@ import { type Endpoint, isJsonAnswer } from './endpoint'
 import { outputSchema, toolInputSchema } from './openapi'
 
 /**
- * The MCP tool list, compact: a write key's whole list stays under 55 KB (tests/e2e/mcp.test.ts
+ * The MCP tool list, compact: a write key's whole list stays under 49 KB (tests/e2e/mcp.test.ts
  * measures it), in portable JSON Schema. The REST API and its OpenAPI document keep the full
  * schemas; the tools share their meaning through the server's instructions (MCP_INSTRUCTIONS).
  */
