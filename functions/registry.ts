@@ -20,6 +20,7 @@ import { geoEndpoints } from './v1/geo'
 import { goalEndpoints } from './v1/goals'
 import { importEndpoints } from './v1/imports'
 import { ga4Endpoints } from './v1/ga4'
+import { searchConsoleEndpoints } from './v1/search-console'
 import { journeyEndpoints } from './v1/journeys'
 import { ingestEndpoints } from './v1/ingest'
 import { metaEndpoints } from './v1/meta'
@@ -159,6 +160,7 @@ export const endpoints: Endpoint[] = [
     ...siteFactEndpoints,
     ...importEndpoints,
     ...ga4Endpoints,
+    ...searchConsoleEndpoints,
   ]),
   ...inGroup('reports', [
     ...reportEndpoints,

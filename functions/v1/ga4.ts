@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { ApiError } from '../../lib/errors'
 import { CALLBACK_PATH, bindGa4Property, completeGoogleConnect, disconnectGa4, ga4Connection } from '../../lib/integrations/ga4/connection'
+import { SEARCH_CONSOLE_SCOPE } from '../../lib/integrations/search-console/connector'
 import { siteRefSchema } from '../../lib/sites/sites'
 import { defineEndpoint } from '../endpoint'
 
@@ -107,11 +108,17 @@ export const ga4Endpoints = [
     async handler({ services, baseUrl }, { params }) {
       const connected = await completeGoogleConnect(services, params, baseUrl)
       if (!connected) throw new ApiError(400, 'nothing connected')
+      const searchConsole = connected.scopes.includes(SEARCH_CONSOLE_SCOPE)
       return new Response(
-        page(
-          'Google Analytics connected',
-          `${escapeHtml(connected.domain)} is connected to Google with read access to Google Analytics. Choose its GA4 property with PATCH /api/v1/sites/{site_id}/ga4; you can close this page.`,
-        ),
+        searchConsole
+          ? page(
+              'Google Analytics and Search Console connected',
+              `${escapeHtml(connected.domain)} is connected to Google with read access to Google Analytics and Search Console. Choose its properties with PATCH /api/v1/sites/{site_id}/ga4 and PATCH /api/v1/sites/{site_id}/search-console; you can close this page.`,
+            )
+          : page(
+              'Google Analytics connected',
+              `${escapeHtml(connected.domain)} is connected to Google with read access to Google Analytics. Choose its GA4 property with PATCH /api/v1/sites/{site_id}/ga4; you can close this page.`,
+            ),
         { headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' } },
       )
     },

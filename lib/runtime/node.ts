@@ -22,6 +22,7 @@ import { BufferedSink, directSink } from '../ingest/sink'
 import { crawlerConfig } from '../crawl/config'
 import { cruxConfig } from '../integrations/crux'
 import { googleConfig } from '../integrations/google/config'
+import { SEARCH_CONSOLE_MAX_BYTES, SEARCH_CONSOLE_TIMEOUT_MS, googleSearchConsoleConnector } from '../integrations/search-console/connector'
 import { guardedFetch } from '../network/guarded-fetch'
 import { pinnedNodeFetch } from '../network/guarded-fetch-node'
 import { nodeMailer } from '../network/mail-node'
@@ -287,6 +288,8 @@ export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Servic
     pinnedFetch: pinnedNodeFetch(),
   }
   const resolver = new Resolver({ timeout: 2000, tries: 2 })
+  const outbound = guardedFetch(outboundRules)
+  const google = googleConfig(env)
   return {
     clickhouse,
     kv,
@@ -317,7 +320,7 @@ export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Servic
       const socket = (bindings as { incoming?: IncomingMessage }).incoming?.socket
       return (forwarded || socket?.remoteAddress || '').replace(/^::ffff:(?=\d+\.)/, '')
     },
-    fetch: guardedFetch(outboundRules),
+    fetch: outbound,
     crawler:
       env.CRAWLER === '1'
         ? {
@@ -330,7 +333,17 @@ export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Servic
           }
         : undefined,
     crux: cruxConfig(env),
-    google: googleConfig(env),
+    google,
+    searchConsole:
+      google &&
+      googleSearchConsoleConnector({
+        google,
+        repositories,
+        sites,
+        now,
+        fetch: outbound,
+        searchConsoleFetch: guardedFetch({ ...outboundRules, maxBytes: SEARCH_CONSOLE_MAX_BYTES, timeoutMs: SEARCH_CONSOLE_TIMEOUT_MS }),
+      }),
     publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
     plan: deploymentPlan(env.PLAN),
     mailer: nodeMailer({

@@ -8,6 +8,7 @@ import { CLICKHOUSE_SETTINGS, type ClickHouseClientLike, clickhouseOverClient } 
 import { crawlerConfig } from '../crawl/config'
 import { cruxConfig } from '../integrations/crux'
 import { googleConfig } from '../integrations/google/config'
+import { SEARCH_CONSOLE_MAX_BYTES, SEARCH_CONSOLE_TIMEOUT_MS, googleSearchConsoleConnector } from '../integrations/search-console/connector'
 import { guardedFetch } from '../network/guarded-fetch'
 import type { LiveAnswer, LiveCache } from '../sites/public-live'
 import { redisRateLimiter } from '../accounts/ratelimit'
@@ -84,6 +85,7 @@ export function workerServices(rawEnv: WorkerEnv): Services {
   const repositories = openRepositories(redis)
   const sites = new SiteDirectory(repositories.sites)
   const now = () => new Date()
+  const google = googleConfig(env)
   return {
     clickhouse,
     kv: redis,
@@ -110,6 +112,20 @@ export function workerServices(rawEnv: WorkerEnv): Services {
           })
         : undefined,
     crux: cruxConfig(env),
-    google: googleConfig(env),
+    google,
+    searchConsole:
+      google &&
+      googleSearchConsoleConnector({
+        google,
+        repositories,
+        sites,
+        now,
+        fetch: outbound,
+        searchConsoleFetch: guardedFetch({
+          allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === '1',
+          maxBytes: SEARCH_CONSOLE_MAX_BYTES,
+          timeoutMs: SEARCH_CONSOLE_TIMEOUT_MS,
+        }),
+      }),
   }
 }

@@ -3,6 +3,7 @@ import type { Repositories } from '../repositories'
 import type { ImportRun } from './import-runs-repository'
 import type { Ga4ImportRun } from '../integrations/ga4/ga4-imports-repository'
 import { runProgress } from '../integrations/ga4/import'
+import type { SearchConsoleImportState } from '../integrations/search-console/search-console-imports-repository'
 
 /** What one import stored for one site so far. */
 export interface SiteTally {
@@ -48,12 +49,12 @@ export async function recordImportRuns(
   )
 }
 
-/** Every import of a site, newest first: raw-hit runs, and the GA4 import runs with their state and progress. */
-export async function siteImports(repositories: Pick<Repositories, 'importRuns' | 'ga4Imports'>, site: Site) {
+/** Every import of a site, newest first: raw-hit runs, the GA4 import runs and the Search Console import, with their state and progress. */
+export async function siteImports(repositories: Pick<Repositories, 'importRuns' | 'ga4Imports' | 'searchConsoleImports'>, site: Site) {
   // the content hash is bookkeeping of the import command, not part of the answer
   const runs = (await repositories.importRuns.list(site.id)).map(({ contentHash: _, ...r }) => ({
     ...r,
-    state: r.state as ImportRun['state'] | Ga4ImportRun['state'],
+    state: r.state as ImportRun['state'] | Ga4ImportRun['state'] | SearchConsoleImportState['state'],
     finishedAt: r.finishedAt as string | null,
     trigger: null as Ga4ImportRun['trigger'] | null,
     progress: null as ReturnType<typeof runProgress> | null,
@@ -75,7 +76,31 @@ export async function siteImports(repositories: Pick<Repositories, 'importRuns' 
     progress: runProgress(r),
     retryAt: r.retryAt,
   }))
-  return [...runs, ...ga4].sort((a, b) => b.startedAt.localeCompare(a.startedAt))
+  const searchConsole = await repositories.searchConsoleImports.get(site.id)
+  const searchConsoleRun = searchConsole
+    ? [
+        {
+          id: null,
+          kind: 'search_console' as const,
+          state: searchConsole.state,
+          trigger: null,
+          startedAt: searchConsole.startedAt,
+          finishedAt: searchConsole.state === 'done' || searchConsole.state === 'failed' ? searchConsole.updatedAt : null,
+          rows: searchConsole.rows,
+          rejected: 0,
+          from: searchConsole.from,
+          to: searchConsole.to,
+          error: searchConsole.error,
+          progress: {
+            tasksDone: searchConsole.daysDone,
+            tasksTotal: searchConsole.daysTotal,
+            fraction: searchConsole.daysTotal ? Math.min(1, searchConsole.daysDone / searchConsole.daysTotal) : 1,
+          },
+          retryAt: searchConsole.retryAt,
+        },
+      ]
+    : []
+  return [...runs, ...ga4, ...searchConsoleRun].sort((a, b) => b.startedAt.localeCompare(a.startedAt))
 }
 
 /** The completed import of one of these sites (by snippet id) that loaded the same content, if there is one. */

@@ -344,7 +344,7 @@ describe('Search Console: bind, import, and explain search traffic', () => {
     ])
     const filters = encodeURIComponent(
       JSON.stringify([
-        { dimension: 'country', operator: 'is', value: ['DEU'] },
+        { dimension: 'country', operator: 'is', value: ['DE'] },
         { dimension: 'device', operator: 'is', value: ['mobile'] },
       ]),
     )

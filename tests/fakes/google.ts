@@ -200,6 +200,13 @@ export class FakeGoogle {
     return this.grants.get(refreshToken)?.revoked === false
   }
 
+  /** Whether an access token is live and its grant holds `scope`: how another fake API (Search Console's) checks a bearer token. */
+  accessTokenHolds(token: string, scope: string) {
+    const access = this.accessTokens.get(token)
+    const grant = access && this.grants.get(access.grant)
+    return !!grant && !grant.revoked && access.expiresAt > Date.now() && grant.scope.split(' ').includes(scope)
+  }
+
   /** Every token the fake issued: none of them may appear in an answer or a log line of the service. */
   issuedTokens(): string[] {
     return [...this.grants.keys(), ...this.accessTokens.keys()]

@@ -35,6 +35,8 @@ export interface FakeSearchConsoleOptions {
   /** Days whose data is fresh: answered only with dataState all. */
   freshDays?: string[]
   tokens?: string[]
+  /** Who else may vouch for a token (the fake Google's token endpoint issued it with the Search Console scope). */
+  vouchFor?: (token: string) => boolean
 }
 
 export interface LoggedQuery {
@@ -98,7 +100,7 @@ export async function fakeSearchConsole(options: FakeSearchConsoleOptions) {
   const server: Server = createServer(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://fake')
     const auth = req.headers.authorization ?? ''
-    if (!auth.startsWith('Bearer ') || !tokens.has(auth.slice(7)))
+    if (!auth.startsWith('Bearer ') || !(tokens.has(auth.slice(7)) || options.vouchFor?.(auth.slice(7))))
       return json(res, 401, error(401, 'UNAUTHENTICATED', 'Request had invalid authentication credentials.'))
     if (req.method === 'GET' && url.pathname === '/webmasters/v3/sites') {
       sitesRequests++

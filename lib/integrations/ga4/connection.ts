@@ -34,13 +34,22 @@ interface SignedState {
   e: number
 }
 
-/** A connect URL for the site: a signed state, bound to the organization and site, single-use, good for 15 minutes. */
-async function connectUrl(deps: Deps, site: Site, baseUrl: string): Promise<string> {
+/**
+ * A connect URL for the site: a signed state, bound to the organization and site, single-use, good
+ * for 15 minutes. `scope` is GA4's, or GA4's and Search Console's for Search Console's read.
+ */
+async function connectUrl(deps: Deps, site: Site, baseUrl: string, scope = GA4_SCOPE): Promise<string> {
   const nonce = crypto.randomUUID()
   const expires = deps.now().getTime() + STATE_SECONDS * 1000
   await deps.repositories.google.rememberState(nonce, { orgId: site.orgId, siteId: site.id }, STATE_SECONDS)
   const state = await signPayload(deps.google.serverSecret, { n: nonce, o: site.orgId, s: site.id, e: expires } satisfies SignedState)
-  return authorizationUrl(deps.google, redirectUri(baseUrl), state, GA4_SCOPE)
+  return authorizationUrl(deps.google, redirectUri(baseUrl), state, scope)
+}
+
+/** The connect URL of the site's Google connection asking for `scope` (space-separated scopes); null without a Google client. */
+export async function googleConnectUrl(services: Services, site: Site, baseUrl: string, scope: string): Promise<string | null> {
+  const deps = configured(services)
+  return deps ? connectUrl(deps, site, baseUrl, scope) : null
 }
 
 const importView = (run: Ga4ImportRun) => ({

@@ -36,6 +36,11 @@ export class GoogleSession {
     return this.connection
   }
 
+  /** A current access token, for a client that calls Google itself (Search Console's); `refresh` forces a new one. */
+  token(refresh = false): Promise<string> {
+    return this.accessToken(refresh)
+  }
+
   private async accessToken(forceRefresh: boolean): Promise<string> {
     const { google, now } = this.deps
     const c = this.connection

@@ -1,9 +1,14 @@
 import { ApiError } from '../../errors'
 import type { Repositories } from '../../repositories'
+import type { Services } from '../../services'
+import { googleConnectUrl } from '../ga4/connection'
+import { GOOGLE_NOT_CONFIGURED } from '../google/config'
+import { GA4_SCOPE } from '../google/oauth'
 import type { Site } from '../../sites/sites'
 import type { SiteDirectory } from '../../sites/site-directory'
 import { type SearchConsoleConnection, SearchConsoleError, type SearchConsoleProperty, listSearchConsoleSites } from './client'
-import { type SearchConsoleImportDeps, startSearchConsoleImport } from './import'
+import { lacksSearchConsoleScope, SEARCH_CONSOLE_SCOPE } from './connector'
+import { SEARCH_CONSOLE_REQUESTS_PER_RUN, type SearchConsoleImportDeps, importSearchConsole, startSearchConsoleImport } from './import'
 import type { SearchConsoleImportState } from './search-console-imports-repository'
 
 /**
@@ -145,4 +150,94 @@ export async function searchConsoleState(
     deps.repositories.searchConsoleImports.get(site.id),
   ])
   return { connected: bound.connected, siteUrl: bound.siteUrl, sites, import: importView(state) }
+}
+
+/** Search Console's connect URL asks for both scopes: the site's one Google connection serves GA4 and Search Console. */
+export const SEARCH_CONSOLE_CONNECT_SCOPE = `${GA4_SCOPE} ${SEARCH_CONSOLE_SCOPE}`
+
+/** Where the site's Google connection stands for Search Console, and the connection to call it with when it works. */
+async function googleLink(services: Services, site: Site, baseUrl: string) {
+  const none = { connection: null as SearchConsoleConnection | null }
+  if (!services.google || !services.searchConsole)
+    return { ...none, google: 'not_configured' as const, reason: GOOGLE_NOT_CONFIGURED, connectUrl: null }
+  const connectUrl = () => googleConnectUrl(services, site, baseUrl, SEARCH_CONSOLE_CONNECT_SCOPE)
+  const connection = await services.repositories.google.get(site.id)
+  if (!connection)
+    return {
+      ...none,
+      google: 'not_connected' as const,
+      reason: site.integrations.searchConsole.siteUrl
+        ? 'the site has no Google connection any more: open connectUrl to connect it again'
+        : null,
+      connectUrl: await connectUrl(),
+    }
+  if (connection.status !== 'connected')
+    return { ...none, google: 'needs_reconnect' as const, reason: connection.reason, connectUrl: await connectUrl() }
+  if (lacksSearchConsoleScope(connection))
+    return {
+      ...none,
+      google: 'needs_reconnect' as const,
+      reason:
+        'the Google connection was made for GA4 only and cannot read Search Console: open connectUrl to grant it (GA4 stays connected)',
+      connectUrl: await connectUrl(),
+    }
+  return { connection: await services.searchConsole.connectionFor(site), google: 'connected' as const, reason: null, connectUrl: null }
+}
+
+/**
+ * GET /sites/{id}/search-console: the bound property (`connected` once one is bound), the Google
+ * connection's status (and the connect URL, with both scopes, where one is needed), the properties
+ * it can read and the import's progress.
+ */
+export async function searchConsoleConnection(services: Services, site: Site, baseUrl: string) {
+  const link = await googleLink(services, site, baseUrl)
+  const { connection: _, ...google } = link
+  try {
+    return { ...(await searchConsoleState(services, link.connection, site)), ...google }
+  } catch (err) {
+    if (!(err instanceof ApiError) || !link.connection) throw err
+    // Google refused: a grant gone needs connecting again; anything else is said, and the rest answered
+    const offline = await searchConsoleState(services, null, site)
+    const now = await services.repositories.google.get(site.id)
+    if (now && now.status !== 'connected')
+      return {
+        ...offline,
+        google: 'needs_reconnect' as const,
+        reason: now.reason,
+        connectUrl: await googleConnectUrl(services, site, baseUrl, SEARCH_CONSOLE_CONNECT_SCOPE),
+      }
+    return { ...offline, ...google, reason: `the readable properties could not be listed: ${err.message}` }
+  }
+}
+
+/** PATCH /sites/{id}/search-console: binds a property the connection can read and starts its import in the background. */
+export async function bindSearchConsoleProperty(
+  services: Services,
+  site: Site,
+  siteUrl: string,
+  baseUrl: string,
+  background: (task: Promise<unknown>) => void,
+) {
+  const link = await googleLink(services, site, baseUrl)
+  if (!link.connection)
+    throw new ApiError(
+      409,
+      link.reason ?? 'the site is not connected to Google: open connectUrl of GET /sites/{site_id}/search-console first',
+    )
+  const bound = await bindSearchConsole(services, link.connection, site, siteUrl)
+  // the first requests at once; the job goes on from the cursor every run
+  background(
+    importSearchConsole({ ...services, connection: link.connection }, bound.site, services.now(), {
+      log: (line) => console.error(line),
+      maxRequests: SEARCH_CONSOLE_REQUESTS_PER_RUN,
+    }),
+  )
+  return { connected: true as const, siteUrl, property: bound.property, import: importView(bound.import) }
+}
+
+/** DELETE /sites/{id}/search-console: unbinds the property; the Google grant stays (GA4 may use it; DELETE /sites/{id}/ga4 revokes it). */
+export async function disconnectSearchConsole(services: Services, site: Site) {
+  const previous = site.integrations.searchConsole.siteUrl
+  await unbindSearchConsole(services, site)
+  return { disconnected: true as const, siteUrl: previous }
 }

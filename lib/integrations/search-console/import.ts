@@ -11,6 +11,7 @@ import {
   SearchConsoleError,
   querySearchAnalytics,
 } from './client'
+import { alpha2OfSearchConsoleCountry } from './countries'
 import type { SearchConsoleImportState } from './search-console-imports-repository'
 
 /**
@@ -136,7 +137,7 @@ function storedRows(siteId: string, day: string, rows: SearchAnalyticsRow[], ver
       query: query ?? '',
       page: page ?? '',
       path: pathOfPage(page ?? ''),
-      country: (country ?? '').toLowerCase(),
+      country: alpha2OfSearchConsoleCountry(country ?? ''),
       device: DEVICES[device ?? ''] ?? device ?? '',
       clicks: Math.round(r.clicks),
       impressions: Math.round(r.impressions),
@@ -152,7 +153,7 @@ function storedTotals(siteId: string, day: string, rows: SearchAnalyticsRow[], v
     return {
       site_id: siteId,
       date: date ?? day,
-      country: (country ?? '').toLowerCase(),
+      country: alpha2OfSearchConsoleCountry(country ?? ''),
       device: DEVICES[device ?? ''] ?? device ?? '',
       clicks: Math.round(r.clicks),
       impressions: Math.round(r.impressions),

@@ -231,10 +231,10 @@ export function parseSearchFilters(raw: string | undefined): SearchFilter[] {
           throw new ApiError(400, 'filters: invalid regular expression in a matches filter')
         }
       }
-    // Search Console names countries in lowercase ISO 3166-1 alpha-3 and devices as Desktop, Mobile, Tablet
+    // countries are stored as ISO 3166-1 alpha-2 (US), as every other read names them; devices as Desktop, Mobile, Tablet
     const value =
       f.dimension === 'country' && f.operator !== 'matches'
-        ? f.value.map((v) => v.toLowerCase())
+        ? f.value.map((v) => v.toUpperCase())
         : f.dimension === 'device' && f.operator === 'is'
           ? f.value.map((v) => v.charAt(0).toUpperCase() + v.slice(1).toLowerCase())
           : f.value
