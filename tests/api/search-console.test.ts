@@ -489,6 +489,23 @@ describe('Search Console: bind, import, and explain search traffic', () => {
     expect(await services.repositories.searchConsoleImports.get(otherSiteId)).toBeNull()
   })
 
+  it('two imports of one site at once (the bind and the job): one imports, the other leaves it to it, no page asked twice', async () => {
+    const site = (await services.repositories.sites.get(siteId))!
+    const askedBefore = fake.queries.length
+    const at = new Date(NOW + 3 * DAY)
+    const both = await Promise.all([
+      importSearchConsole({ ...services, connection }, site, at, { rowLimit: 4 }),
+      importSearchConsole({ ...services, connection }, site, at, { rowLimit: 4 }),
+    ])
+    const asked = fake.queries
+      .slice(askedBefore)
+      .filter((q) => q.status === 200)
+      .map((q) => JSON.stringify([q.body.startDate, q.body.dimensions, q.body.startRow]))
+    expect(asked.length).toBeGreaterThan(0)
+    expect(new Set(asked).size).toBe(asked.length)
+    expect(both.map((s) => s?.state)).toContain('done')
+  }, 120_000)
+
   it('the connection state names the bound property and the import; unbinding keeps the rows and stops the import', async () => {
     const site = (await services.repositories.sites.get(siteId))!
     const state = await searchConsoleState(services, connection, site)

@@ -195,6 +195,30 @@ export async function importSearchConsole(
 ): Promise<SearchConsoleImportState | null> {
   const bound = site.integrations.searchConsole
   if (!bound.connected || !bound.siteUrl) return null
+  // one import of a site at a time (the bind's and the job's): the other leaves it to the holder
+  const repository = deps.repositories.searchConsoleImports
+  const holder = crypto.randomUUID()
+  const renew = () => repository.lease(site.id, holder, IMPORT_LEASE_SECONDS)
+  if (!(await renew())) return repository.get(site.id)
+  try {
+    return await importUnderLease(deps, site, bound.siteUrl, now, options, renew)
+  } finally {
+    await repository.release(site.id, holder)
+  }
+}
+
+/** How long an import holds its site's lease without renewing it: past it, a crashed import's site is free again. */
+const IMPORT_LEASE_SECONDS = 180
+
+async function importUnderLease(
+  deps: SearchConsoleImportDeps & { connection: SearchConsoleConnection },
+  site: Site,
+  siteUrl: string,
+  now: Date,
+  options: SearchConsoleImportOptions,
+  renew: () => Promise<boolean>,
+): Promise<SearchConsoleImportState> {
+  const bound = { siteUrl }
   const repository = deps.repositories.searchConsoleImports
   const log = options.log ?? (() => {})
   const rowLimit = Math.min(SEARCH_CONSOLE_ROW_LIMIT, Math.max(1, options.rowLimit ?? SEARCH_CONSOLE_ROW_LIMIT))
@@ -225,6 +249,7 @@ export async function importSearchConsole(
         startRow: current.startRow,
       })
       requests++
+      if (!(await renew())) break
       if (current.part === 'rows') {
         if (page.length) await deps.clickhouse.insert('search_console_rows', storedRows(site.id, current.day, page, current.version))
       } else if (page.length)

@@ -26,6 +26,7 @@ export interface SearchConsoleImportState {
 }
 
 const importKey = (siteId: string) => `site:${siteId}:search-console-import`
+const leaseKey = (siteId: string) => `site:${siteId}:search-console-import-lease`
 
 /** Each site's Search Console import cursor: a restart continues from the last stored page. */
 export class SearchConsoleImportsRepository {
@@ -40,6 +41,18 @@ export class SearchConsoleImportsRepository {
   }
 
   async delete(siteId: string) {
-    await this.kv.del(importKey(siteId))
+    await this.kv.del(importKey(siteId), leaseKey(siteId))
+  }
+
+  /** Takes (or renews, with the same holder) the site's import lease; false while another holds it. */
+  async lease(siteId: string, holder: string, seconds: number): Promise<boolean> {
+    if ((await this.kv.set(leaseKey(siteId), holder, { nx: true, ex: seconds })) === 'OK') return true
+    if ((await this.kv.get<string>(leaseKey(siteId))) !== holder) return false
+    await this.kv.set(leaseKey(siteId), holder, { ex: seconds })
+    return true
+  }
+
+  async release(siteId: string, holder: string) {
+    if ((await this.kv.get<string>(leaseKey(siteId))) === holder) await this.kv.del(leaseKey(siteId))
   }
 }
