@@ -41,6 +41,15 @@ export const cruxApiUrl = z
     'where the Chrome UX Report API is asked: a local stand-in for tests or a proxy (with `OUTBOUND_ALLOW_PRIVATE=1` for a private address)',
   )
 
+/** Shared by both homes' schemas: what signs session cookies. */
+export const serverSecretSetting = z
+  .string()
+  .min(32, { message: 'must be at least 32 characters' })
+  .optional()
+  .describe(
+    "signs the web application's session cookies; without it one is made at random on the first start and kept in the key/value store. A secret, never logged",
+  )
+
 /** Shared by both homes' schemas: the plan of every organization of the deployment. */
 export const planSetting = z
   .enum(['unlimited', 'free', 'pro', 'business', 'per-organization'], {
@@ -141,6 +150,7 @@ export const nodeEnvSchema = z.object({
   MAIL_FROM: z.string().optional().describe('the sender of those e-mails (default `reports@` the host of `PUBLIC_URL`, or localhost)'),
   CRUX_API_KEY: cruxApiKey,
   CRUX_API_URL: cruxApiUrl,
+  SERVER_SECRET: serverSecretSetting,
 })
 export type NodeConfig = z.infer<typeof nodeEnvSchema>
 

@@ -316,6 +316,7 @@ export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Servic
         : undefined,
     crux: cruxConfig(env),
     publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
+    serverSecret: env.SERVER_SECRET,
     plan: deploymentPlan(env.PLAN),
     mailer: nodeMailer({
       smtpUrl: env.SMTP_URL,

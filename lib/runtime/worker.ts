@@ -13,7 +13,7 @@ import { redisRateLimiter } from '../accounts/ratelimit'
 import { SiteDirectory } from '../sites/site-directory'
 import type { Services } from '../services'
 import { openRepositories } from '../repositories'
-import { cruxApiKey, cruxApiUrl, deploymentPlan, logLevelSchema, planSetting } from './env'
+import { cruxApiKey, cruxApiUrl, deploymentPlan, logLevelSchema, planSetting, serverSecretSetting } from './env'
 
 /** The Workers home: ClickHouse over HTTP, Upstash over REST, the Cache API, geo from request.cf. */
 
@@ -33,6 +33,7 @@ export const workerEnvSchema = z.object({
   PLAN: planSetting,
   CRUX_API_KEY: cruxApiKey,
   CRUX_API_URL: cruxApiUrl,
+  SERVER_SECRET: serverSecretSetting,
 })
 export type WorkerEnv = z.input<typeof workerEnvSchema>
 
@@ -91,6 +92,7 @@ export function workerServices(rawEnv: WorkerEnv): Services {
     fetch: outbound,
     dns: dohResolver(outbound),
     publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
+    serverSecret: env.SERVER_SECRET,
     plan: deploymentPlan(env.PLAN),
     // a cron run is short: a site gets two minutes a run, and the next run goes on where it stopped
     crawler:

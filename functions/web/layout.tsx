@@ -1,0 +1,85 @@
+import type { Child } from 'hono/jsx'
+
+/** The web application's stylesheet: one small block, inlined in every page (no request of its own). */
+const STYLE = `
+*{box-sizing:border-box}
+:root{--fg:#1b1f24;--muted:#57606a;--line:#d0d7de;--bg:#f6f8fa;--accent:#0b57d0;--danger:#b42318}
+body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
+header{display:flex;gap:1rem;align-items:center;justify-content:space-between;flex-wrap:wrap;padding:.75rem 1.25rem;background:#fff;border-bottom:1px solid var(--line)}
+header .brand{font-weight:700;color:var(--fg);text-decoration:none}
+header nav{display:flex;gap:1rem;align-items:center;flex-wrap:wrap}
+main{max-width:960px;margin:0 auto;padding:1.5rem 1.25rem}
+.card{background:#fff;border:1px solid var(--line);border-radius:8px;padding:1.25rem;margin:0 0 1.25rem}
+.narrow{max-width:440px;margin:3rem auto}
+h1{font-size:1.5rem;margin:0 0 1rem}h2{font-size:1.15rem;margin:0 0 .75rem}
+label{display:block;font-weight:600;margin:0 0 .25rem}
+input,select{font:inherit;width:100%;padding:.55rem .65rem;border:1px solid #8c959f;border-radius:6px;background:#fff;color:var(--fg)}
+button,.button{font:inherit;display:inline-block;padding:.5rem 1rem;border-radius:6px;border:1px solid var(--accent);background:var(--accent);color:#fff;cursor:pointer;text-decoration:none}
+button.secondary{background:#fff;color:var(--accent)}button.danger{background:#fff;color:var(--danger);border-color:var(--danger)}
+.field{margin:0 0 1rem}.muted{color:var(--muted)}.error{color:var(--danger);font-weight:600}
+table{width:100%;border-collapse:collapse}th,td{text-align:left;padding:.5rem;border-bottom:1px solid var(--line);vertical-align:top}
+th{font-size:.85rem;color:var(--muted);font-weight:600}
+.inline{display:inline}
+a{color:var(--accent)}
+@media (max-width:600px){main{padding:1rem .75rem}.narrow{margin:1.5rem auto}td,th{padding:.4rem .25rem}}
+`
+
+export interface PageProps {
+  title: string
+  /** The signed-in address, shown with the sign-out button. */
+  email?: string
+  children?: Child
+}
+
+/** Every page of the web application: the header (with sign-out when signed in) and the content. */
+export function Page({ title, email, children }: PageProps) {
+  return (
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <meta name="referrer" content="no-referrer" />
+        <title>{`${title} · Analytics`}</title>
+        <style dangerouslySetInnerHTML={{ __html: STYLE }} />
+      </head>
+      <body>
+        <header>
+          <a class="brand" href="/app">
+            Analytics
+          </a>
+          {email ? (
+            <nav aria-label="Account">
+              <a href="/app/sessions">Sessions</a>
+              <span class="muted">{email}</span>
+              <form method="post" action="/app/signout" class="inline">
+                <button type="submit" class="secondary">
+                  Sign out
+                </button>
+              </form>
+            </nav>
+          ) : null}
+        </header>
+        <main>{children}</main>
+      </body>
+    </html>
+  )
+}
+
+/** A page that says what went wrong, for the browser (the API answers JSON). */
+export function ErrorPage({ status, message, email }: { status: number; message: string; email?: string }) {
+  const title =
+    status === 404 ? 'Not found' : status === 429 ? 'Too many requests' : status === 403 ? 'Not allowed' : 'Something went wrong'
+  return (
+    <Page title={title} email={email}>
+      <div class="card narrow">
+        <h1>{title}</h1>
+        <p class="error" role="alert">
+          {message}
+        </p>
+        <p>
+          <a href={email ? '/app' : '/app/signin'}>{email ? 'Back to your account' : 'Sign in'}</a>
+        </p>
+      </div>
+    </Page>
+  )
+}
