@@ -102,6 +102,7 @@ export function webApp(services: Services) {
       <Page title="Sessions" email={session.email}>
         <section class="card">
           <h1>Your sessions</h1>
+          <p class="muted">Every browser signed in as you. Ending a session signs that browser out.</p>
           <table>
             <thead>
               <tr>
@@ -116,7 +117,7 @@ export function webApp(services: Services) {
               {sessions.map((s) => (
                 <tr>
                   <td>{s.createdAt.slice(0, 16).replace('T', ' ')} UTC</td>
-                  <td>{s.userAgent || 'unknown'}</td>
+                  <td>{s.browser}</td>
                   <td>
                     {s.id === session.id ? (
                       <span class="muted">this browser</span>

@@ -15,13 +15,14 @@ h1{font-size:1.5rem;margin:0 0 1rem}h2{font-size:1.15rem;margin:0 0 .75rem}
 label{display:block;font-weight:600;margin:0 0 .25rem}
 input,select{font:inherit;width:100%;padding:.55rem .65rem;border:1px solid #8c959f;border-radius:6px;background:#fff;color:var(--fg)}
 button,.button{font:inherit;display:inline-block;padding:.5rem 1rem;border-radius:6px;border:1px solid var(--accent);background:var(--accent);color:#fff;cursor:pointer;text-decoration:none}
+button.small{padding:.25rem .7rem;font-size:.9rem}
 button.secondary{background:#fff;color:var(--accent)}button.danger{background:#fff;color:var(--danger);border-color:var(--danger)}
 .field{margin:0 0 1rem}.muted{color:var(--muted)}.error{color:var(--danger);font-weight:600}
 table{width:100%;border-collapse:collapse}th,td{text-align:left;padding:.5rem;border-bottom:1px solid var(--line);vertical-align:top}
 th{font-size:.85rem;color:var(--muted);font-weight:600}
 .inline{display:inline}
 a{color:var(--accent)}
-@media (max-width:600px){main{padding:1rem .75rem}.narrow{margin:1.5rem auto}td,th{padding:.4rem .25rem}}
+@media (max-width:600px){main{padding:1rem .75rem}header{padding:.6rem .75rem}header nav{gap:.6rem;font-size:.9rem}.narrow{margin:1.5rem auto}td,th{padding:.4rem .25rem}}
 `
 
 export interface PageProps {
@@ -52,7 +53,7 @@ export function Page({ title, email, children }: PageProps) {
               <a href="/app/sessions">Sessions</a>
               <span class="muted">{email}</span>
               <form method="post" action="/app/signout" class="inline">
-                <button type="submit" class="secondary">
+                <button type="submit" class="secondary small">
                   Sign out
                 </button>
               </form>

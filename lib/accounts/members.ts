@@ -115,3 +115,16 @@ export async function acceptInvitation(
   await repositories.team.acceptInvitation(orgId, invitation, member)
   return { ...member, orgId }
 }
+
+/** The organizations `email` is a member of, with its role in each, by name. */
+export async function organizationsOf(repositories: Pick<Repositories, 'team' | 'orgs'>, email: string) {
+  const orgs = await repositories.orgs.list()
+  const memberships = await repositories.team.membershipsOf(
+    orgs.map((o) => o.id),
+    email,
+  )
+  const byId = new Map(orgs.map((o) => [o.id, o]))
+  return memberships
+    .map(({ orgId, member }) => ({ org: byId.get(orgId)!, member }))
+    .sort((a, b) => a.org.name.localeCompare(b.org.name) || a.org.id.localeCompare(b.org.id))
+}

@@ -1,4 +1,5 @@
 import { ApiError } from '../errors'
+import { parseUserAgent } from '../ingest/enrich'
 import type { Repositories } from '../repositories'
 import type { Services } from '../services'
 import { randomString, sha256Hex } from './keys'
@@ -97,10 +98,19 @@ export async function findSession(repositories: Pick<Repositories, 'sessions'>, 
   return session && Date.parse(session.expiresAt) > now.getTime() ? session : null
 }
 
-/** An address's live sessions, newest first. */
+/** An address's live sessions, newest first, each with its browser named ("Chrome 131 on Linux"). */
 export async function listSessions(repositories: Pick<Repositories, 'sessions'>, email: string, now: Date) {
   const sessions = await repositories.sessions.sessionsOf(email)
-  return sessions.filter((s) => Date.parse(s.expiresAt) > now.getTime()).sort((a, b) => b.createdAt.localeCompare(a.createdAt))
+  return sessions
+    .filter((s) => Date.parse(s.expiresAt) > now.getTime())
+    .sort((a, b) => b.createdAt.localeCompare(a.createdAt))
+    .map((s) => ({ ...s, browser: describeBrowser(s.userAgent) }))
+}
+
+function describeBrowser(userAgent: string) {
+  const { browser, browserVersion, os } = parseUserAgent(userAgent)
+  if (!browser) return userAgent || 'an unknown browser'
+  return `${browser}${browserVersion ? ` ${browserVersion}` : ''}${os ? ` on ${os}` : ''}`
 }
 
 /** Ends one of the address's sessions; 404 for a session of someone else or none. */

@@ -1,0 +1,164 @@
+import { mkdirSync, readFileSync, readdirSync } from 'node:fs'
+import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
+import { serve } from '@hono/node-server'
+import { Hono } from 'hono'
+import type { Browser, Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { tempDir } from '../helpers'
+import { CHROMIUM, launchChromium } from './chromium'
+import { type RunningServer, cli, startServer } from './server-process'
+
+/** Screenshots of the pages, to look at: kept out of git. */
+const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'web-app')
+const AXE = readFileSync(join(process.cwd(), 'node_modules/axe-core/axe.min.js'), 'utf8')
+
+/** The newest .eml in the outbox sent to `to`, its body decoded from quoted-printable. */
+function lastMailTo(outbox: string, to: string): string {
+  const messages = readdirSync(outbox)
+    .sort()
+    .map((f) => readFileSync(join(outbox, f), 'utf8'))
+    .filter((raw) => new RegExp(`^To: ${to.replace(/[.+]/g, '\\$&')}$`, 'im').test(raw))
+  if (!messages.length) throw new Error(`no e-mail to ${to} in ${outbox}`)
+  const raw = messages.at(-1)!
+  return /quoted-printable/i.test(raw)
+    ? raw.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_, hex) => String.fromCharCode(Number.parseInt(hex, 16)))
+    : raw
+}
+
+const linkIn = (text: string) => {
+  const match = /(http:\/\/\S+\/app\/signin\/link\?token=[A-Za-z0-9]+)/.exec(text)
+  if (!match) throw new Error(`no sign-in link in:\n${text}`)
+  return match[1]
+}
+
+/** axe-core in the page: the serious and critical violations, by rule and the elements they name. */
+async function accessibilityViolations(page: Page) {
+  await page.addScriptTag({ content: AXE })
+  const result = await page.evaluate(async () => (window as any).axe.run(document, { resultTypes: ['violations'] }))
+  return (result.violations as any[])
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id}: ${v.nodes.map((n: any) => n.target.join(' ')).join(', ')}`)
+}
+
+/** Checks a page with axe-core and keeps screenshots of it at desktop and phone widths. */
+async function checkPage(page: Page, name: string) {
+  expect(await accessibilityViolations(page), name).toEqual([])
+  for (const [width, label] of [
+    [1280, 'desktop'],
+    [390, 'phone'],
+  ] as const) {
+    await page.setViewportSize({ width, height: width === 1280 ? 800 : 844 })
+    await page.screenshot({ path: join(ARTIFACTS, `${name}-${label}.png`), fullPage: true })
+  }
+  await page.setViewportSize({ width: 1280, height: 800 })
+}
+
+describe.skipIf(!CHROMIUM)('the web application in real Chromium', () => {
+  const dataDir = tempDir('web-app')
+  let server: RunningServer
+  let browser: Browser
+  let evil: { url: string; close: () => void }
+
+  beforeAll(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true })
+    server = await startServer({ DATA_DIR: dataDir, SKIP_DEMO_TRAFFIC: '1', REDIS_URL: '', UPSTASH_REDIS_REST_URL: '', CLICKHOUSE_URL: '' })
+    browser = await launchChromium()
+    // another site, whose page posts a form to the service
+    const other = new Hono()
+    other.get('/', (c) =>
+      c.html(
+        `<!doctype html><form id="f" method="post" action="${server.url}/app/signout"><button>go</button></form><script>document.getElementById('f').submit()</script>`,
+      ),
+    )
+    const s = serve({ fetch: other.fetch, port: 0, hostname: '127.0.0.1' })
+    await new Promise((r) => s.once('listening', r))
+    evil = { url: `http://localhost:${(s.address() as AddressInfo).port}/`, close: () => s.close() }
+  }, 120_000)
+  afterAll(async () => {
+    await browser?.close()
+    evil?.close()
+    await server?.stop()
+  })
+
+  it('signs the demo owner in with the link the first-start banner prints, and the link works once', async () => {
+    const link = linkIn(server.stdout())
+    const context = await browser.newContext()
+    const page = await context.newPage()
+    await page.goto(link)
+    await checkPage(page, 'signin-confirm')
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.waitForURL(`${server.url}/app`)
+    await expect(page.locator('main').innerText()).resolves.toContain('owner@demo.example.com')
+    await checkPage(page, 'account')
+    const cookies = await context.cookies()
+    const session = cookies.find((c) => c.name === 'session')!
+    expect(session.httpOnly).toBe(true)
+    expect(session.sameSite).toBe('Lax')
+
+    // the same link a second time, in another browser
+    const other = await (await browser.newContext()).newPage()
+    const again = await other.goto(link)
+    expect(again!.status()).toBe(400)
+    await expect(other.locator('[role=alert]').innerText()).resolves.toContain('already used or has expired')
+    await checkPage(other, 'signin-used-link')
+    await context.close()
+  })
+
+  it('signs a new person in through the link in the .eml, lists sessions and signs out', async () => {
+    const address = `new-${crypto.randomUUID().slice(0, 8)}@example.com`
+    const context = await browser.newContext()
+    const page = await context.newPage()
+    await page.goto(`${server.url}/app`)
+    expect(page.url()).toBe(`${server.url}/app/signin`)
+    await checkPage(page, 'signin')
+    await page.getByLabel('E-mail address').fill(address)
+    await page.getByRole('button', { name: 'E-mail me a link' }).click()
+    await expect(page.locator('h1').innerText()).resolves.toBe('Check your inbox')
+    await checkPage(page, 'signin-sent')
+
+    await page.goto(linkIn(lastMailTo(join(dataDir, 'outbox'), address)))
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.waitForURL(`${server.url}/app`)
+    await page.getByRole('link', { name: 'Sessions' }).click()
+    await expect(page.locator('table').innerText()).resolves.toContain('this browser')
+    await checkPage(page, 'sessions')
+
+    await page.getByRole('button', { name: 'Sign out' }).click()
+    await page.waitForURL(`${server.url}/app/signin`)
+    await page.goto(`${server.url}/app`)
+    expect(page.url()).toBe(`${server.url}/app/signin`)
+    await context.close()
+  })
+
+  it('refuses a forged session cookie and a form posted from another site', async () => {
+    const { link } = await cli('admin', ['login', '--email', 'owner@demo.example.com', '--url', server.url], { DATA_DIR: dataDir })
+    const context = await browser.newContext()
+    const page = await context.newPage()
+    await page.goto(link)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.waitForURL(`${server.url}/app`)
+
+    // another site's page posts the sign-out form: refused, and the session stays
+    const cross = await page.goto(evil.url)
+    await page.waitForURL(`${server.url}/app/signout`)
+    await expect(page.locator('[role=alert]').innerText()).resolves.toContain('another site')
+    expect(cross).toBeTruthy()
+    await page.goto(`${server.url}/app`)
+    expect(page.url()).toBe(`${server.url}/app`)
+
+    // a cookie with a changed id is no session
+    const real = (await context.cookies()).find((c) => c.name === 'session')!
+    const forged = await browser.newContext()
+    await forged.addCookies([{ ...real, value: real.value.replace(/^./, (ch) => (ch === 'a' ? 'b' : 'a')) }])
+    const forgedPage = await forged.newPage()
+    await forgedPage.goto(`${server.url}/app`)
+    expect(forgedPage.url()).toBe(`${server.url}/app/signin`)
+    await context.close()
+    await forged.close()
+  })
+
+  it('prints a sign-in link only for a member', async () => {
+    await expect(cli('admin', ['login', '--email', 'nobody@example.com'], { DATA_DIR: dataDir })).rejects.toThrow(/not a member/)
+  })
+})
