@@ -5,6 +5,7 @@ import { emailSchema } from '../../lib/accounts/team'
 import { endSession, listSessions, redeemSignInLink, requestSignInLink, signInLinkAddress } from '../../lib/accounts/signin'
 import { ApiError } from '../../lib/errors'
 import type { Services } from '../../lib/services'
+import { accountRoutes } from './account'
 import { ErrorPage, Page } from './layout'
 import { type WebEnv, endSessionCookie, readSession, startSessionCookie } from './session'
 
@@ -103,36 +104,38 @@ export function webApp(services: Services) {
         <section class="card">
           <h1>Your sessions</h1>
           <p class="muted">Every browser signed in as you. Ending a session signs that browser out.</p>
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Signed in</th>
-                <th scope="col">Browser</th>
-                <th scope="col">
-                  <span class="muted">Action</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {sessions.map((s) => (
+          <div class="table-wrap">
+            <table>
+              <thead>
                 <tr>
-                  <td>{s.createdAt.slice(0, 16).replace('T', ' ')} UTC</td>
-                  <td>{s.browser}</td>
-                  <td>
-                    {s.id === session.id ? (
-                      <span class="muted">this browser</span>
-                    ) : (
-                      <form method="post" action={`/app/sessions/${s.id}/end`} class="inline">
-                        <button type="submit" class="danger">
-                          End
-                        </button>
-                      </form>
-                    )}
-                  </td>
+                  <th scope="col">Signed in</th>
+                  <th scope="col">Browser</th>
+                  <th scope="col">
+                    <span class="muted">Action</span>
+                  </th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {sessions.map((s) => (
+                  <tr>
+                    <td>{s.createdAt.slice(0, 16).replace('T', ' ')} UTC</td>
+                    <td>{s.browser}</td>
+                    <td>
+                      {s.id === session.id ? (
+                        <span class="muted">this browser</span>
+                      ) : (
+                        <form method="post" action={`/app/sessions/${s.id}/end`} class="inline">
+                          <button type="submit" class="danger">
+                            End
+                          </button>
+                        </form>
+                      )}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
         </section>
       </Page>,
     )
@@ -143,19 +146,7 @@ export function webApp(services: Services) {
     return c.redirect('/app/sessions', 303)
   })
 
-  web.get('/', async (c) => {
-    const session = signedIn(c)!
-    return c.html(
-      <Page title="Your account" email={session.email}>
-        <section class="card">
-          <h1>Your account</h1>
-          <p>
-            Signed in as <strong>{session.email}</strong>.
-          </p>
-        </section>
-      </Page>,
-    )
-  })
+  accountRoutes(web, services)
 
   web.notFound((c) => c.html(<ErrorPage status={404} message="There is no such page." email={c.get('session')?.email} />, 404))
 

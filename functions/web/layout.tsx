@@ -22,6 +22,17 @@ table{width:100%;border-collapse:collapse}th,td{text-align:left;padding:.5rem;bo
 th{font-size:.85rem;color:var(--muted);font-weight:600}
 .inline{display:inline}
 a{color:var(--accent)}
+.plain{list-style:none;margin:0;padding:0}.plain li{padding:.4rem 0;border-bottom:1px solid var(--line)}.plain li:last-child{border:0}
+.row{display:flex;gap:.75rem;align-items:center;justify-content:space-between;flex-wrap:wrap}
+.row select{width:auto}
+.facts{display:grid;grid-template-columns:repeat(auto-fit,minmax(160px,1fr));gap:1rem;margin:0}.facts dt{color:var(--muted);font-size:.85rem}.facts dd{margin:0;font-size:1.2rem;font-weight:600}
+.notice{background:#fff8c5;border:1px solid #d4a72c;border-radius:6px;padding:.5rem .75rem}
+.code{background:#f6f8fa;border:1px solid var(--line);border-radius:6px;padding:.75rem;overflow-x:auto;white-space:pre-wrap;word-break:break-all;font-size:.85rem}
+.created{border-color:#1a7f37;background:#f0fff4}
+.danger-zone{border-color:#f1aeb5}
+.org-nav{margin:0 0 1.25rem}.org-nav h1{margin:0 0 .5rem}.org-nav nav{display:flex;gap:1.25rem;flex-wrap:wrap}
+.org-nav a[aria-current=page]{font-weight:700;color:var(--fg);text-decoration:none;border-bottom:2px solid var(--accent)}
+.table-wrap{overflow-x:auto}
 @media (max-width:600px){main{padding:1rem .75rem}header{padding:.6rem .75rem}header nav{gap:.6rem;font-size:.9rem}.narrow{margin:1.5rem auto}td,th{padding:.4rem .25rem}}
 `
 

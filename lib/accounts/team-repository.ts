@@ -104,4 +104,35 @@ export class TeamRepository {
       return member ? [{ orgId, member }] : []
     })
   }
+
+  /** The open invitations of `email` among those organizations. */
+  async invitationsOf(orgIds: string[], email: string): Promise<{ orgId: string; invitation: Invitation }[]> {
+    if (!orgIds.length) return []
+    const pipeline = this.kv.pipeline()
+    for (const orgId of orgIds) pipeline.hget(teamKey.emails(orgId), email)
+    const entries = await pipeline.exec<(string | null)[]>()
+    const found = orgIds.flatMap((orgId, i) => {
+      const entry = asString(entries[i])
+      return entry?.startsWith('invitation:') ? [{ orgId, id: entry.slice('invitation:'.length) }] : []
+    })
+    if (!found.length) return []
+    const invitations = this.kv.pipeline()
+    for (const { orgId, id } of found) invitations.hget(teamKey.invitations(orgId), id)
+    const records = await invitations.exec<unknown[]>()
+    return found.flatMap(({ orgId }, i) => {
+      const invitation = asRecord<Invitation>(records[i])
+      return invitation ? [{ orgId, invitation }] : []
+    })
+  }
+
+  /** Makes `to` the owner and the owner `from` an admin, in one transaction. */
+  async transferOwnership(orgId: string, from: Member, to: Member) {
+    await this.kv
+      .multi()
+      .hset(teamKey.members(orgId), {
+        [from.id]: JSON.stringify({ ...from, role: 'admin' }),
+        [to.id]: JSON.stringify({ ...to, role: 'owner' }),
+      })
+      .exec()
+  }
 }
