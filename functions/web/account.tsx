@@ -252,8 +252,16 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
           </form>
         ) : null}
         <CopyScript />
+        {view.install.installed ? null : <InstallWatch siteId={site.id} />}
       </Page>,
     )
+  })
+
+  // the install state, polled by the settings page until the first event arrives
+  web.get('/sites/:siteId/install', async (c) => {
+    const { site } = await siteOf(email(c), c.req.param('siteId'))
+    const [withState] = await withInstallState(services.clickhouse, [site], services.now())
+    return c.json({ installed: withState.install.installed, firstEventAt: withState.install.firstEventAt })
   })
 
   web.post('/sites/:siteId/delete', async (c) => {
@@ -573,6 +581,17 @@ function CopyScript() {
       dangerouslySetInnerHTML={{
         __html:
           "document.querySelectorAll('[data-copy]').forEach(function(b){b.addEventListener('click',function(){navigator.clipboard.writeText(document.getElementById(b.dataset.copy).textContent.trim()).then(function(){b.textContent='Copied'})})})",
+      }}
+    />
+  )
+}
+
+/** Asks every 5 seconds whether the first event arrived, and says so once it has. */
+function InstallWatch({ siteId }: { siteId: string }) {
+  return (
+    <script
+      dangerouslySetInnerHTML={{
+        __html: `(function(){var t=setInterval(function(){fetch('/app/sites/${siteId}/install').then(function(r){return r.json()}).then(function(s){if(s.installed){clearInterval(t);document.getElementById('install-state').textContent='Installed: the first event arrived '+s.firstEventAt+'.'}})},5000)})()`,
       }}
     />
   )

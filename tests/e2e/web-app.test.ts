@@ -81,6 +81,20 @@ describe.skipIf(!CHROMIUM)('the web application in real Chromium', () => {
     await server?.stop()
   })
 
+  /** A fresh browser signed in as `address` through the sign-in form and the .eml it sends. */
+  async function signedIn(address: string) {
+    const context = await browser.newContext()
+    const page = await context.newPage()
+    await page.goto(`${server.url}/app/signin`)
+    await page.getByLabel('E-mail address').fill(address)
+    await page.getByRole('button', { name: 'E-mail me a link' }).click()
+    await page.locator('h1', { hasText: 'Check your inbox' }).waitFor()
+    await page.goto(linkIn(lastMailTo(join(dataDir, 'outbox'), address)))
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.waitForURL(`${server.url}/app`)
+    return { context, page }
+  }
+
   it('signs the demo owner in with the link the first-start banner prints, and the link works once', async () => {
     const link = linkIn(server.stdout())
     const context = await browser.newContext()
@@ -89,7 +103,8 @@ describe.skipIf(!CHROMIUM)('the web application in real Chromium', () => {
     await checkPage(page, 'signin-confirm')
     await page.getByRole('button', { name: 'Sign in' }).click()
     await page.waitForURL(`${server.url}/app`)
-    await expect(page.locator('main').innerText()).resolves.toContain('owner@demo.example.com')
+    await expect(page.locator('header').innerText()).resolves.toContain('owner@demo.example.com')
+    await expect(page.locator('main').innerText()).resolves.toContain('Demo organization')
     await checkPage(page, 'account')
     const cookies = await context.cookies()
     const session = cookies.find((c) => c.name === 'session')!
@@ -156,6 +171,85 @@ describe.skipIf(!CHROMIUM)('the web application in real Chromium', () => {
     expect(forgedPage.url()).toBe(`${server.url}/app/signin`)
     await context.close()
     await forged.close()
+  })
+
+  it('lets a new person create an organization, a site and a read key, and watches the install live', async () => {
+    const address = `founder-${crypto.randomUUID().slice(0, 8)}@example.com`
+    const { page, context } = await signedIn(address)
+    await checkPage(page, 'orgs-empty')
+    await page.getByLabel('Name').fill('Founder Inc')
+    await page.getByRole('button', { name: 'Create' }).click()
+    await page.waitForURL(/\/app\/orgs\/[0-9a-f-]{36}$/)
+    const orgUrl = page.url()
+    await page.getByLabel('Domain').fill('founder.example.com')
+    await page.getByRole('button', { name: 'Add site' }).click()
+    await page.waitForURL(/\/settings$/)
+    const snippet = await page.locator('#snippet').innerText()
+    const snippetId = /data-site="([a-z0-9]{10})"/.exec(snippet)![1]
+    await expect(page.locator('#install-state').innerText()).resolves.toContain('Waiting')
+    await checkPage(page, 'site-settings')
+    // the first hit arrives: the page says so without a reload
+    const hit = await fetch(`${server.url}/api/event`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'text/plain',
+        'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
+      },
+      body: JSON.stringify({ site: snippetId, name: 'pageview', url: 'https://founder.example.com/' }),
+    })
+    expect(hit.status).toBe(202)
+    await page.waitForFunction(() => document.getElementById('install-state')!.textContent!.startsWith('Installed'), null, {
+      timeout: 15_000,
+    })
+
+    await page.goto(`${orgUrl}/keys`)
+    await page.getByLabel('Name').fill('reader')
+    await page.getByLabel('Scope').selectOption('read')
+    await page.getByRole('button', { name: 'Create key' }).click()
+    const secret = (await page.locator('#secret').innerText()).trim()
+    await checkPage(page, 'keys-created')
+    const me = await fetch(`${server.url}/api/v1/me`, { headers: { authorization: `Bearer ${secret}` } })
+    expect(me.status).toBe(200)
+    await checkPage(page.context().pages()[0], 'keys')
+    await page.goto(orgUrl)
+    await checkPage(page, 'org-overview')
+    await context.close()
+  })
+
+  it('shows the team page, and a member who forges a write-key form is refused', async () => {
+    const { page, context } = await signedIn('owner@demo.example.com')
+    await page.goto(`${server.url}/app`)
+    await page.getByRole('link', { name: 'Demo organization' }).click()
+    const orgUrl = page.url()
+    await page.goto(`${orgUrl}/team`)
+    const invitee = `mate-${crypto.randomUUID().slice(0, 8)}@example.com`
+    await page.getByLabel('E-mail address').fill(invitee)
+    await page.getByRole('button', { name: 'Invite' }).click()
+    await page.waitForURL(`${orgUrl}/team`)
+    await checkPage(page, 'team')
+    // the invitation e-mail links to the account area
+    expect(lastMailTo(join(dataDir, 'outbox'), invitee)).toContain(`${server.url}/app`)
+
+    const mate = await signedIn(invitee)
+    await mate.page.getByRole('button', { name: 'Accept' }).click()
+    await mate.page.waitForURL(orgUrl)
+    await mate.page.goto(`${orgUrl}/keys`)
+    expect(await mate.page.locator('#key-scope option').allInnerTexts()).toEqual(['read'])
+    await mate.page.evaluate(() => {
+      const select = document.getElementById('key-scope') as HTMLSelectElement
+      select.add(new Option('write', 'write', true, true))
+    })
+    await mate.page.getByLabel('Name').fill('sneaky')
+    const refused = mate.page.waitForResponse((r) => r.request().method() === 'POST')
+    await mate.page.getByRole('button', { name: 'Create key' }).click()
+    expect((await refused).status()).toBe(403)
+    await expect(mate.page.locator('[role=alert]').innerText()).resolves.toContain('cannot create write keys')
+
+    // another organization's site is not found
+    const founderSite = await mate.page.goto(`${server.url}/app/sites/00000000-0000-4000-8000-000000000000/settings`)
+    expect(founderSite!.status()).toBe(404)
+    await mate.context.close()
+    await context.close()
   })
 
   it('prints a sign-in link only for a member', async () => {
