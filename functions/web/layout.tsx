@@ -8,7 +8,7 @@ body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif
 header{display:flex;gap:1rem;align-items:center;justify-content:space-between;flex-wrap:wrap;padding:.75rem 1.25rem;background:#fff;border-bottom:1px solid var(--line)}
 header .brand{font-weight:700;color:var(--fg);text-decoration:none}
 header nav{display:flex;gap:1rem;align-items:center;flex-wrap:wrap}
-main{max-width:960px;margin:0 auto;padding:1.5rem 1.25rem}
+main{max-width:1100px;margin:0 auto;padding:1.5rem 1.25rem}
 .card{background:#fff;border:1px solid var(--line);border-radius:8px;padding:1.25rem;margin:0 0 1.25rem}
 .narrow{max-width:440px;margin:3rem auto}
 h1{font-size:1.5rem;margin:0 0 1rem}h2{font-size:1.15rem;margin:0 0 .75rem}
@@ -33,6 +33,19 @@ a{color:var(--accent)}
 .org-nav{margin:0 0 1.25rem}.org-nav h1{margin:0 0 .5rem}.org-nav nav{display:flex;gap:1.25rem;flex-wrap:wrap}
 .org-nav a[aria-current=page]{font-weight:700;color:var(--fg);text-decoration:none;border-bottom:2px solid var(--accent)}
 .table-wrap{overflow-x:auto}
+.sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
+.dash-head{display:flex;gap:1rem;align-items:center;flex-wrap:wrap;margin:0 0 1rem}.dash-head h1{margin:0;flex:1 1 auto}
+.dash-head select{width:auto}.live{margin:0;display:flex;align-items:center;gap:.4rem}
+.dot{width:.6rem;height:.6rem;border-radius:50%;background:#1a7f37;display:inline-block}
+.chips{list-style:none;display:flex;gap:.5rem;flex-wrap:wrap;padding:0;margin:0 0 1rem}
+.chips a{display:inline-block;padding:.25rem .7rem;border-radius:999px;background:#ddf4ff;border:1px solid #54aeff;color:var(--fg);text-decoration:none}
+.stats dd{font-size:1.4rem}.change{display:block;font-size:.85rem;font-weight:600;color:var(--muted)}.change.up{color:#1a7f37}.change.down{color:var(--danger)}
+.chart{margin:1rem 0 0}.chart svg{width:100%;height:auto}.axis{font-size:12px;fill:#57606a}
+.legend{font-size:.85rem;color:var(--muted)}.key{display:inline-block;width:.8rem;height:.2rem;vertical-align:middle;margin-left:.5rem}.key.visitors{background:#0b57d0}.key.pageviews{background:#9ec5fe}
+.panels{display:grid;grid-template-columns:repeat(auto-fit,minmax(280px,1fr));gap:1.25rem}.panel{margin:0}
+.num{text-align:right;white-space:nowrap}
+.bar{background:linear-gradient(90deg,#ddf4ff var(--share),transparent var(--share));word-break:break-all}
+.bar a{color:var(--fg);text-decoration:none}.bar a:hover{text-decoration:underline}
 @media (max-width:600px){main{padding:1rem .75rem}header{padding:.6rem .75rem}header nav{gap:.6rem;font-size:.9rem}.narrow{margin:1.5rem auto}td,th{padding:.4rem .25rem}}
 `
 

@@ -5,12 +5,13 @@ import { type KvKind, testServices } from '../helpers'
 
 export const ORIGIN = 'https://api.test'
 
-/** The web application on real stores, with a mailer that keeps what it sends and a clock the test moves. */
+/** The web application on real stores, with a mailer that keeps what it sends and the clock, which the test can move forward. */
 export async function webHarness(kv: KvKind = 'embedded') {
-  let now = Date.now()
+  // the real clock, moved forward by what the test advances
+  let offset = 0
   const sent: MailMessage[] = []
   const services = {
-    ...(await testServices({ kv, now: () => new Date(now) })),
+    ...(await testServices({ kv, now: () => new Date(Date.now() + offset) })),
     mailer: { send: async (m: MailMessage) => void sent.push(m) },
   }
   const app = createApp(services)
@@ -43,7 +44,7 @@ export async function webHarness(kv: KvKind = 'embedded') {
     expect(used.status).toBe(303)
     return cookieOf(used)
   }
-  return { services, request, sent, linkIn, signIn, advance: (ms: number) => (now += ms) }
+  return { services, request, sent, linkIn, signIn, advance: (ms: number) => (offset += ms) }
 }
 
 export const cookieOf = (response: Response) => {
