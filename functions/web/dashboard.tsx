@@ -2,7 +2,7 @@ import type { Hono } from 'hono'
 import { membershipIn } from '../../lib/accounts/members'
 import { ApiError, describeZodError } from '../../lib/errors'
 import { reportParams } from '../../lib/reports/query/parse'
-import { breakdown, realtime, series, totals } from '../../lib/reports/query/reports'
+import { breakdown, series, totals } from '../../lib/reports/query/reports'
 import type { Services } from '../../lib/services'
 import { Page } from './layout'
 import type { WebEnv } from './session'
@@ -52,10 +52,13 @@ export function dashboardRoutes(web: Hono<WebEnv>, services: Services) {
     return site
   }
 
+  /** Visitors of the last 5 minutes, unfiltered: GET /api/v1/realtime's `now`, read as GET /api/v1/stats?range=realtime reads it (one query). */
+  const liveVisitors = async (site: Awaited<ReturnType<typeof siteOf>>) =>
+    (await totals(services, site, { site_id: site.id, range: 'realtime', limit: 100 })).totals.visitors
+
   web.get('/sites/:siteId/live', async (c) => {
     const site = await siteOf(c.get('session')!.email, c.req.param('siteId'))
-    const live = await realtime(services, site, { site_id: site.id, limit: 10 })
-    return c.json({ visitors: live.now })
+    return c.json({ visitors: await liveVisitors(site) })
   })
 
   web.get('/sites/:siteId', async (c) => {
@@ -65,11 +68,12 @@ export function dashboardRoutes(web: Hono<WebEnv>, services: Services) {
     const parsed = reportParams.safeParse({ ...query, site_id: site.id })
     if (!parsed.success) throw new ApiError(400, describeZodError(parsed.error, 'query', query))
     const params = parsed.data
-    const current = await totals(services, site, params)
-    const previous = await totals(services, site, { ...params, ...previousWindow(current.range.from, current.range.to) }).catch(() => null)
-    const [chart, live, ...panels] = await Promise.all([
-      series(services, site, params),
-      realtime(services, site, { site_id: site.id, limit: 10 }),
+    // the chart's series resolves the window first: the previous one is computed from it
+    const chart = await series(services, site, params)
+    const [current, previous, live, ...panels] = await Promise.all([
+      totals(services, site, params),
+      totals(services, site, { ...params, ...previousWindow(chart.range.from, chart.range.to) }).catch(() => null),
+      liveVisitors(site),
       ...PANELS.map(([property]) => breakdown(services, site, { ...params, property, limit: 10 }).catch(() => null)),
     ])
     const filters: Filter[] = params.filters ? JSON.parse(params.filters) : []
@@ -102,9 +106,9 @@ export function dashboardRoutes(web: Hono<WebEnv>, services: Services) {
           <p class="live" role="status">
             <span class="dot" aria-hidden="true" />
             <span id="live" data-site={site.id}>
-              {live.now}
+              {live}
             </span>{' '}
-            current visitors
+            {live === 1 ? 'visitor' : 'visitors'} now
           </p>
           <form method="get" action={`/app/sites/${site.id}`} class="row">
             <label for="range" class="sr-only">

@@ -46,7 +46,7 @@ a{color:var(--accent)}
 .num{text-align:right;white-space:nowrap}
 .bar{background:linear-gradient(90deg,#ddf4ff var(--share),transparent var(--share));word-break:break-all}
 .bar a{color:var(--fg);text-decoration:none}.bar a:hover{text-decoration:underline}
-@media (max-width:600px){main{padding:1rem .75rem}header{padding:.6rem .75rem}header nav{gap:.6rem;font-size:.9rem}.narrow{margin:1.5rem auto}td,th{padding:.4rem .25rem}}
+@media (max-width:600px){.stats{grid-template-columns:repeat(2,1fr)}.stats dd{font-size:1.2rem}main{padding:1rem .75rem}header{padding:.6rem .75rem}header nav{gap:.6rem;font-size:.9rem}.narrow{margin:1.5rem auto}td,th{padding:.4rem .25rem}}
 `
 
 export interface PageProps {

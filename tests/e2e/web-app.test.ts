@@ -213,6 +213,25 @@ describe.skipIf(!CHROMIUM)('the web application in real Chromium', () => {
     await checkPage(page.context().pages()[0], 'keys')
     await page.goto(orgUrl)
     await checkPage(page, 'org-overview')
+
+    // the dashboard: its figures are the API's for the same key
+    await page.getByRole('link', { name: 'founder.example.com', exact: true }).click()
+    await page.waitForURL(/\/app\/sites\/[0-9a-f-]{36}$/)
+    const siteId = /sites\/([0-9a-f-]{36})/.exec(page.url())![1]
+    const stats = await (
+      await fetch(`${server.url}/api/v1/stats?site_id=${siteId}&range=30d`, { headers: { authorization: `Bearer ${secret}` } })
+    ).json()
+    await expect(page.locator('[data-metric=visitors] .value').innerText()).resolves.toBe(String(stats.totals.visitors))
+    expect(stats.totals.visitors).toBe(1)
+    await expect(page.locator('#live').innerText()).resolves.toBe('1')
+    await checkPage(page, 'dashboard')
+    // a row filters the page; its chip removes the filter
+    await page.locator('[data-panel=path] a', { hasText: '/' }).first().click()
+    await page.waitForURL(/filters=/)
+    await expect(page.locator('.chips').innerText()).resolves.toContain('path is /')
+    await checkPage(page, 'dashboard-filtered')
+    await page.getByRole('link', { name: /Remove filter/ }).click()
+    await page.waitForURL((url) => !url.searchParams.has('filters'))
     await context.close()
   })
 
