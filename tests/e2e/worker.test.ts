@@ -12,6 +12,8 @@ import { mcpClient } from './mcp-client'
 import { type RunningServer, cli, startServer, demoKeys } from './server-process'
 
 const run = promisify(execFile)
+/** The embedded stores of the server under test, whatever the test run's own environment names. */
+const EMBEDDED = { REDIS_URL: '', UPSTASH_REDIS_REST_URL: '', CLICKHOUSE_URL: '' }
 const OFFLINE = { WRANGLER_SEND_METRICS: 'false', WRANGLER_HIDE_BANNER: 'true', CLOUDFLARE_CF_FETCH_ENABLED: 'false' }
 
 /** Parameters a read needs beside the site, to answer the demo site. */
@@ -99,6 +101,7 @@ describe('the worker bundle under workerd', () => {
     // a link printed by the admin CLI (the same stores) signs in on the Worker
     const { link } = await cli('admin', ['login', '--email', 'owner@demo.example.com', '--url', 'http://worker.test'], {
       DATA_DIR: dataDir,
+      ...EMBEDDED,
     })
     const token = new URL(link).searchParams.get('token')!
     const used = await mf.dispatchFetch('http://worker.test/app/signin/link', {
