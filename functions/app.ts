@@ -5,6 +5,7 @@ import { allowedMethods, mountEndpoints } from './http'
 import { asApiError } from './invoke'
 import { endpoints } from './registry'
 import { type LogOptions, requestLog } from './request-log'
+import { webApp } from './web/app'
 
 const CORS_EXPOSE_HEADERS = 'RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After'
 const CORS_ALLOW_HEADERS = 'Authorization, x-api-key, Content-Type, mcp-protocol-version, mcp-session-id'
@@ -60,6 +61,7 @@ export function createApp(services: Services, log: LogOptions = { level: 'error'
   }
 
   mountEndpoints(app, endpoints, services)
+  app.route('/app', webApp(services))
 
   const methodsOf = allowedMethods(endpoints)
   app.notFound((c) => {

@@ -3,7 +3,8 @@ import { serve } from '@hono/node-server'
 import { STATUS_CODES, type Server } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { countOrgs, listOrgs } from '../lib/accounts/admin'
-import { crawlDemoWebsite, createDemo, findDemoSite, seedDemo, startDemoTraffic, withDemoWebsite } from '../lib/demo'
+import { mintSignInLink } from '../lib/accounts/signin'
+import { DEMO_OWNER, crawlDemoWebsite, createDemo, findDemoSite, seedDemo, startDemoTraffic, withDemoWebsite } from '../lib/demo'
 import { type DemoWebsite, startDemoWebsite } from '../lib/demo-website-node'
 import { checkInstallNow } from '../lib/sites/install-check'
 import { siteView } from '../lib/sites/sites'
@@ -96,7 +97,8 @@ if (firstStart && demoWanted(env)) {
     // and its install checked there: the snippet is on its homepage
     await checkInstallNow(services, demo.site)
   }
-  // on stdout: the log (stderr) goes to a log collector, and must never hold a key
+  const signInLink = await mintSignInLink(stores.repositories, DEMO_OWNER, baseUrl, new Date())
+  // on stdout: the log (stderr) goes to a log collector, and must never hold a key or a sign-in link
   process.stdout.write(
     `${[
       '',
@@ -108,6 +110,12 @@ if (firstStart && demoWanted(env)) {
       'then try:',
       `  curl -H "Authorization: Bearer $KEY" ${baseUrl}/api/v1/me`,
       `  curl -H "Authorization: Bearer $KEY" "${baseUrl}/api/v1/stats?site_id=$SITE&range=7d"`,
+      '',
+      `Open the dashboard as the demo organization's owner (${DEMO_OWNER}) with this one-time link (valid 15 minutes):`,
+      '',
+      `  ${signInLink}`,
+      '',
+      `Later: npm run -s admin -- login --email ${DEMO_OWNER}`,
       '',
     ].join('\n')}\n`,
   )

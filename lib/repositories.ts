@@ -1,6 +1,7 @@
 import type { Redis } from '@upstash/redis'
 import { KeysRepository } from './accounts/keys-repository'
 import { OrgsRepository } from './accounts/orgs-repository'
+import { SessionsRepository } from './accounts/sessions-repository'
 import { TeamRepository } from './accounts/team-repository'
 import { UsageRepository } from './accounts/usage-repository'
 import { CrawlQueue } from './crawl/crawl-queue-repository'
@@ -29,6 +30,7 @@ export interface Repositories {
   keys: KeysRepository
   team: TeamRepository
   usage: UsageRepository
+  sessions: SessionsRepository
   sites: SitesRepository
   goals: NamedRecordsRepository<Goal>
   funnels: NamedRecordsRepository<Funnel>
@@ -54,6 +56,7 @@ export function openRepositories(kv: Redis): Repositories {
     keys: new KeysRepository(kv),
     team: new TeamRepository(kv),
     usage: new UsageRepository(kv),
+    sessions: new SessionsRepository(kv),
     sites: new SitesRepository(kv),
     goals: new NamedRecordsRepository<Goal>(kv, 'goals'),
     funnels: new NamedRecordsRepository<Funnel>(kv, 'funnels'),

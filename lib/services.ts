@@ -72,6 +72,8 @@ export interface Services {
   metrics?: Metrics
   /** Where an instance starts up before it serves (the Node server); absent, it is always ready. */
   readiness?: () => Readiness
+  /** Signs session cookies (SERVER_SECRET); absent, one is made once and kept in the key/value store (lib/accounts/signin.ts). */
+  serverSecret?: string
   /** Sends reports and invitations; absent where no mail can be sent (Workers). */
   mailer?: Mailer
   /** The crawler (lib/crawl); absent where it is turned off: pings answer 503 and nothing is crawled. */

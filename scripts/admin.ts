@@ -1,7 +1,8 @@
 import { Command, InvalidArgumentError } from 'commander'
 import { createApiKey, createOrg, listApiKeys, listOrgs, revokeApiKey } from '../lib/accounts/admin'
 import { ApiError } from '../lib/errors'
-import { acceptInvitation } from '../lib/accounts/members'
+import { acceptInvitation, organizationsOf } from '../lib/accounts/members'
+import { mintSignInLink } from '../lib/accounts/signin'
 import { emailSchema } from '../lib/accounts/team'
 import { runCli } from '../lib/runtime/failure'
 import { openNodeStores } from '../lib/runtime/node'
@@ -29,7 +30,7 @@ const scope = (value: string) => {
 
 const ownerEmail = (value: string) => {
   const parsed = emailSchema.safeParse(value)
-  if (!parsed.success) throw new InvalidArgumentError('owner must be an e-mail address')
+  if (!parsed.success) throw new InvalidArgumentError('must be an e-mail address')
   return parsed.data
 }
 
@@ -88,5 +89,19 @@ invitation
   .description('Accept an invitation as its invitee would in the browser; prints the new member')
   .requiredOption('--id <id>', 'invitation id')
   .action((opts: { id: string }) => withStore(({ repositories }) => acceptInvitation(repositories, opts.id, new Date())))
+
+program
+  .command('login')
+  .description('Print a one-time sign-in link (15 minutes) to the web application for a member of an organization')
+  .requiredOption('--email <address>', 'the member to sign in as', ownerEmail)
+  .option('--url <origin>', "the server's public origin (default PUBLIC_URL, or http://127.0.0.1:PORT)")
+  .action((opts: { email: string; url?: string }) =>
+    withStore(async ({ repositories }) => {
+      const memberships = await organizationsOf(repositories, opts.email)
+      if (!memberships.length) throw new ApiError(404, `${opts.email} is not a member of any organization`)
+      const origin = opts.url ?? process.env.PUBLIC_URL ?? `http://127.0.0.1:${process.env.PORT || 8787}`
+      return { email: opts.email, link: await mintSignInLink(repositories, opts.email, origin, new Date()), expiresInMinutes: 15 }
+    }),
+  )
 
 await runCli(program)

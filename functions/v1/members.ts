@@ -34,8 +34,8 @@ export const memberEndpoints = [
     body: z.strictObject({ email: emailSchema, role: roleSchema }),
     status: 201,
     response: invitationSchema.extend({ emailed: z.boolean().describe('Whether the invitation e-mail was sent') }),
-    async handler({ services, key }, { body }) {
-      return inviteMember(services, key.orgId, body)
+    async handler({ services, key, baseUrl }, { body }) {
+      return inviteMember(services, key.orgId, body, baseUrl)
     },
   }),
   defineEndpoint({

@@ -36,6 +36,8 @@ export async function inviteMember(
   services: Pick<Services, 'repositories' | 'mailer' | 'now' | 'plan'>,
   orgId: string,
   input: { email: string; role: MemberRole },
+  /** The web application's origin: the e-mail links to its account area, where the invitation is accepted. */
+  baseUrl?: string,
 ) {
   const [org, team] = await Promise.all([services.repositories.orgs.get(orgId), services.repositories.team.list(orgId)])
   if (!org) throw new ApiError(404, 'organization not found')
@@ -53,7 +55,7 @@ export async function inviteMember(
           `You have been invited to join ${org.name} as ${invitation.role === 'admin' ? 'an admin' : 'a member'}.`,
           '',
           `Invitation id: ${invitation.id}`,
-          'Sign in with this address to accept it.',
+          baseUrl ? `Sign in with this address to accept it: ${baseUrl.replace(/\/$/, '')}/app` : 'Sign in with this address to accept it.',
         ].join('\n'),
       })
       emailed = true
@@ -114,4 +116,68 @@ export async function acceptInvitation(
   const member: Member = { id: crypto.randomUUID(), email: invitation.email, role: invitation.role, joinedAt: now.toISOString() }
   await repositories.team.acceptInvitation(orgId, invitation, member)
   return { ...member, orgId }
+}
+
+/** The organizations `email` is a member of, with its role in each, by name. */
+export async function organizationsOf(repositories: Pick<Repositories, 'team' | 'orgs'>, email: string) {
+  const orgs = await repositories.orgs.list()
+  const memberships = await repositories.team.membershipsOf(
+    orgs.map((o) => o.id),
+    email,
+  )
+  const byId = new Map(orgs.map((o) => [o.id, o]))
+  return memberships
+    .map(({ orgId, member }) => ({ org: byId.get(orgId)!, member }))
+    .sort((a, b) => a.org.name.localeCompare(b.org.name) || a.org.id.localeCompare(b.org.id))
+}
+
+/** `email`'s place in an organization; 404 (as for one that does not exist) when it is not a member. */
+export async function membershipIn(repositories: Pick<Repositories, 'team' | 'orgs'>, orgId: string, email: string) {
+  const org = await repositories.orgs.get(orgId)
+  const [membership] = org ? await repositories.team.membershipsOf([org.id], email) : []
+  if (!org || !membership) throw new ApiError(404, 'organization not found')
+  return { org, member: membership.member }
+}
+
+/** 403 unless the member's role is one of `roles`; `what` names the refused action. */
+export function requireRole(member: Pick<Member, 'role'>, roles: Role[], what: string) {
+  if (!roles.includes(member.role)) throw new ApiError(403, `only ${roles.join(' or ')}s can ${what}`)
+}
+
+/** Members who are not admins create read keys only. */
+export function checkKeyScope(member: Pick<Member, 'role'>, scope: 'read' | 'write') {
+  if (scope === 'write' && member.role === 'member') throw new ApiError(403, 'members who are not admins cannot create write keys')
+}
+
+/** Ownership passes from the owner to another member, who must already be on the team; the old owner stays as an admin. */
+export async function transferOwnership(repositories: Pick<Repositories, 'team'>, orgId: string, owner: Member, toMemberId: string) {
+  if (owner.role !== 'owner') throw new ApiError(403, 'only the owner can transfer ownership')
+  const target = await findMember(repositories, orgId, toMemberId)
+  if (target.id === owner.id) throw new ApiError(400, 'member_id: you are already the owner')
+  await repositories.team.transferOwnership(orgId, owner, target)
+  return { ...target, role: 'owner' as const }
+}
+
+/** The open invitations addressed to `email`, with their organizations. */
+export async function invitationsFor(repositories: Pick<Repositories, 'team' | 'orgs'>, email: string) {
+  const orgs = await repositories.orgs.list()
+  const byId = new Map(orgs.map((o) => [o.id, o]))
+  return (
+    await repositories.team.invitationsOf(
+      orgs.map((o) => o.id),
+      email,
+    )
+  ).map(({ orgId, invitation }) => ({ org: byId.get(orgId)!, invitation }))
+}
+
+/** Accepts an invitation signed in as its address: another address's invitation is not found. */
+export async function acceptInvitationAs(
+  repositories: Pick<Repositories, 'team' | 'orgs'>,
+  invitationId: string,
+  email: string,
+  now: Date,
+) {
+  const mine = (await invitationsFor(repositories, email)).find((i) => i.invitation.id === invitationId)
+  if (!mine) throw new ApiError(404, 'invitation not found')
+  return acceptInvitation(repositories, invitationId, now)
 }

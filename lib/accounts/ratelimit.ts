@@ -7,6 +7,9 @@ export const LIMITS = {
   collect: { max: 600, windowMs: 60_000 },
   ping: { max: 60, windowMs: 60_000 },
   proxy: { max: 60, windowMs: 60_000 },
+  /** Sign-in links asked for one address, and from one client address (lib/accounts/signin.ts). */
+  signinEmail: { max: 5, windowMs: 15 * 60_000 },
+  signinClient: { max: 20, windowMs: 15 * 60_000 },
 } as const
 export type LimitClass = keyof typeof LIMITS
 
@@ -41,7 +44,9 @@ export interface RateLimiter {
 }
 
 /** Shared across instances: `@upstash/ratelimit` sliding windows in Redis. */
-export function redisRateLimiter(redis: Redis, limits: Limits = LIMITS): RateLimiter {
+/** Budgets not given keep their defaults. */
+export function redisRateLimiter(redis: Redis, given: Partial<Limits> = LIMITS): RateLimiter {
+  const limits: Limits = { ...LIMITS, ...given }
   const limiters = Object.fromEntries(
     Object.entries(limits).map(([name, { max, windowMs }]) => [
       name,
@@ -82,7 +87,8 @@ export function redisRateLimiter(redis: Redis, limits: Limits = LIMITS): RateLim
  * The embedded home's limiter: the same sliding-window rule as the Redis one (the previous
  * window's count weighted by how much of it still overlaps), in process memory.
  */
-export function memoryRateLimiter(now: () => number = Date.now, limits: Limits = LIMITS): RateLimiter {
+export function memoryRateLimiter(now: () => number = Date.now, given: Partial<Limits> = LIMITS): RateLimiter {
+  const limits: Limits = { ...LIMITS, ...given }
   const windows = new Map<string, { start: number; count: number; previous: number }>()
   let prunedAt = 0
   return {

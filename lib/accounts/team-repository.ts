@@ -84,4 +84,55 @@ export class TeamRepository {
       .hset(teamKey.emails(orgId), { [member.email]: `member:${member.id}` })
       .exec()
   }
+
+  /** The member record of `email` in each of the organizations where it is one. */
+  async membershipsOf(orgIds: string[], email: string): Promise<{ orgId: string; member: Member }[]> {
+    if (!orgIds.length) return []
+    const pipeline = this.kv.pipeline()
+    for (const orgId of orgIds) pipeline.hget(teamKey.emails(orgId), email)
+    const entries = await pipeline.exec<(string | null)[]>()
+    const found = orgIds.flatMap((orgId, i) => {
+      const entry = asString(entries[i])
+      return entry?.startsWith('member:') ? [{ orgId, memberId: entry.slice('member:'.length) }] : []
+    })
+    if (!found.length) return []
+    const members = this.kv.pipeline()
+    for (const { orgId, memberId } of found) members.hget(teamKey.members(orgId), memberId)
+    const records = await members.exec<unknown[]>()
+    return found.flatMap(({ orgId }, i) => {
+      const member = asRecord<Member>(records[i])
+      return member ? [{ orgId, member }] : []
+    })
+  }
+
+  /** The open invitations of `email` among those organizations. */
+  async invitationsOf(orgIds: string[], email: string): Promise<{ orgId: string; invitation: Invitation }[]> {
+    if (!orgIds.length) return []
+    const pipeline = this.kv.pipeline()
+    for (const orgId of orgIds) pipeline.hget(teamKey.emails(orgId), email)
+    const entries = await pipeline.exec<(string | null)[]>()
+    const found = orgIds.flatMap((orgId, i) => {
+      const entry = asString(entries[i])
+      return entry?.startsWith('invitation:') ? [{ orgId, id: entry.slice('invitation:'.length) }] : []
+    })
+    if (!found.length) return []
+    const invitations = this.kv.pipeline()
+    for (const { orgId, id } of found) invitations.hget(teamKey.invitations(orgId), id)
+    const records = await invitations.exec<unknown[]>()
+    return found.flatMap(({ orgId }, i) => {
+      const invitation = asRecord<Invitation>(records[i])
+      return invitation ? [{ orgId, invitation }] : []
+    })
+  }
+
+  /** Makes `to` the owner and the owner `from` an admin, in one transaction. */
+  async transferOwnership(orgId: string, from: Member, to: Member) {
+    await this.kv
+      .multi()
+      .hset(teamKey.members(orgId), {
+        [from.id]: JSON.stringify({ ...from, role: 'admin' }),
+        [to.id]: JSON.stringify({ ...to, role: 'owner' }),
+      })
+      .exec()
+  }
 }

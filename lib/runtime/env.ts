@@ -75,7 +75,7 @@ export const googleEnv = {
     .min(32, { message: 'must be at least 32 characters (for example `openssl rand -base64 32`)' })
     .optional()
     .describe(
-      "the server's own secret, at least 32 characters: encrypts the providers' refresh tokens at rest (AES-GCM) and signs OAuth states; required once `GOOGLE_CLIENT_ID` is set, and changing it disconnects every Google connection",
+      "the server's own secret, at least 32 characters: signs the web application's session cookies, encrypts the providers' refresh tokens at rest (AES-GCM) and signs OAuth states. Required once `GOOGLE_CLIENT_ID` is set (changing it then disconnects every Google connection); without it and without Google, a random one is made on the first start and kept in the key/value store",
     ),
   GOOGLE_AUTH_URL: googleUrl("Google's OAuth 2.0 authorization page", 'https://accounts.google.com/o/oauth2/v2/auth'),
   GOOGLE_TOKEN_URL: googleUrl("Google's OAuth 2.0 token endpoint", 'https://oauth2.googleapis.com/token'),

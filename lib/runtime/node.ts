@@ -345,6 +345,7 @@ export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Servic
         searchConsoleFetch: guardedFetch({ ...outboundRules, maxBytes: SEARCH_CONSOLE_MAX_BYTES, timeoutMs: SEARCH_CONSOLE_TIMEOUT_MS }),
       }),
     publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
+    serverSecret: env.SERVER_SECRET,
     plan: deploymentPlan(env.PLAN),
     mailer: nodeMailer({
       smtpUrl: env.SMTP_URL,

@@ -100,6 +100,7 @@ export function workerServices(rawEnv: WorkerEnv): Services {
     fetch: outbound,
     dns: dohResolver(outbound),
     publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
+    serverSecret: env.SERVER_SECRET,
     plan: deploymentPlan(env.PLAN),
     // a cron run is short: a site gets two minutes a run, and the next run goes on where it stopped
     crawler:

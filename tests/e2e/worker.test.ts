@@ -9,9 +9,11 @@ import { endpoints } from '../../functions/registry'
 import worker from '../../functions/worker'
 import { tempDir } from '../helpers'
 import { mcpClient } from './mcp-client'
-import { type RunningServer, startServer, demoKeys } from './server-process'
+import { type RunningServer, cli, startServer, demoKeys } from './server-process'
 
 const run = promisify(execFile)
+/** The embedded stores of the server under test, whatever the test run's own environment names. */
+const EMBEDDED = { REDIS_URL: '', UPSTASH_REDIS_REST_URL: '', CLICKHOUSE_URL: '' }
 const OFFLINE = { WRANGLER_SEND_METRICS: 'false', WRANGLER_HIDE_BANNER: 'true', CLOUDFLARE_CF_FETCH_ENABLED: 'false' }
 
 /** Parameters a read needs beside the site, to answer the demo site. */
@@ -81,6 +83,38 @@ describe('the worker bundle under workerd', () => {
     const bundle = readFileSync(join(outdir, 'worker.js'), 'utf8')
     expect(bundle).not.toMatch(/chdb|ioredis|fengari/)
     expect(bundle).not.toMatch(/from ["']node:|require\(["']node:/)
+  })
+
+  it('serves the web application: the sign-in page, and a session from a one-time link', async () => {
+    const page = await mf.dispatchFetch('http://worker.test/app/signin')
+    expect(page.status).toBe(200)
+    expect(page.headers.get('content-type')).toContain('text/html')
+    expect(await page.text()).toContain('<form method="post" action="/app/signin"')
+    // Workers send no e-mail: asking for a link says so
+    const asked = await mf.dispatchFetch('http://worker.test/app/signin', {
+      method: 'POST',
+      headers: { origin: 'http://worker.test', 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'email=someone%40example.com',
+    })
+    expect(asked.status).toBe(503)
+    expect(await asked.text()).toContain('cannot send e-mail')
+    // a link printed by the admin CLI (the same stores) signs in on the Worker
+    const { link } = await cli('admin', ['login', '--email', 'owner@demo.example.com', '--url', 'http://worker.test'], {
+      DATA_DIR: dataDir,
+      ...EMBEDDED,
+    })
+    const token = new URL(link).searchParams.get('token')!
+    const used = await mf.dispatchFetch('http://worker.test/app/signin/link', {
+      method: 'POST',
+      headers: { origin: 'http://worker.test', 'content-type': 'application/x-www-form-urlencoded' },
+      body: `token=${token}`,
+      redirect: 'manual',
+    })
+    expect(used.status).toBe(303)
+    const cookie = used.headers.get('set-cookie')!.split(';')[0]
+    const home = await mf.dispatchFetch('http://worker.test/app', { headers: { cookie }, redirect: 'manual' })
+    expect(home.status).toBe(200)
+    expect(await home.text()).toContain('owner@demo.example.com')
   })
 
   it('answers keyed requests against the local ClickHouse-HTTP and Upstash-REST endpoints', async () => {

@@ -1,0 +1,598 @@
+import type { Hono } from 'hono'
+import { z } from 'zod'
+import { createApiKey, createOrg, listApiKeys, revokeApiKey } from '../../lib/accounts/admin'
+import {
+  acceptInvitationAs,
+  cancelInvitation,
+  checkKeyScope,
+  invitationsFor,
+  inviteMember,
+  listTeam,
+  membershipIn,
+  organizationsOf,
+  removeMember,
+  requireRole,
+  setMemberRole,
+  transferOwnership,
+} from '../../lib/accounts/members'
+import { orgOverview } from '../../lib/accounts/org'
+import { MEMBER_ROLES, type Member, emailSchema } from '../../lib/accounts/team'
+import { ApiError } from '../../lib/errors'
+import type { Services } from '../../lib/services'
+import { withInstallState } from '../../lib/sites/site-install'
+import { createSite, deleteSite, sitesOfKey } from '../../lib/sites/site-lifecycle'
+import { siteCreateSchema, siteView } from '../../lib/sites/sites'
+import type { Site } from '../../lib/sites/sites'
+import { readForm } from './forms'
+import { Page } from './layout'
+import type { WebEnv } from './session'
+
+const ADMINS: Member['role'][] = ['owner', 'admin']
+
+/** The account area: organizations, their sites, keys and team. Every route here runs signed in. */
+export function accountRoutes(web: Hono<WebEnv>, services: Services) {
+  const email = (c: { get: (k: 'session') => WebEnv['Variables']['session'] }) => c.get('session')!.email
+  const baseUrl = (url: string) => services.publicUrl ?? new URL(url).origin
+  const background = (task: Promise<unknown>) => void task.catch((err) => console.error('background task failed', err))
+
+  /** A site of one of the signed-in person's organizations; 404 otherwise, as for one that does not exist. */
+  const siteOf = async (address: string, siteId: string) => {
+    const site = await services.sites.findFresh(siteId)
+    if (!site) throw new ApiError(404, 'site not found')
+    try {
+      return { site, ...(await membershipIn(services.repositories, site.orgId, address)) }
+    } catch {
+      throw new ApiError(404, 'site not found')
+    }
+  }
+
+  web.get('/', async (c) => {
+    const address = email(c)
+    const [memberships, invitations] = await Promise.all([
+      organizationsOf(services.repositories, address),
+      invitationsFor(services.repositories, address),
+    ])
+    return c.html(
+      <Page title="Your organizations" email={address}>
+        {invitations.length ? (
+          <section class="card" aria-labelledby="invitations">
+            <h2 id="invitations">Invitations</h2>
+            <ul class="plain">
+              {invitations.map(({ org, invitation }) => (
+                <li>
+                  <form method="post" action={`/app/invitations/${invitation.id}/accept`} class="row">
+                    <span>
+                      <strong>{org.name}</strong> invites you as {invitation.role === 'admin' ? 'an admin' : 'a member'}.
+                    </span>
+                    <button type="submit">Accept</button>
+                  </form>
+                </li>
+              ))}
+            </ul>
+          </section>
+        ) : null}
+        <section class="card" aria-labelledby="orgs">
+          <h1 id="orgs">Your organizations</h1>
+          {memberships.length ? (
+            <ul class="plain">
+              {memberships.map(({ org, member }) => (
+                <li class="row">
+                  <a href={`/app/orgs/${org.id}`}>{org.name}</a>
+                  <span class="muted">{member.role}</span>
+                </li>
+              ))}
+            </ul>
+          ) : (
+            <p class="muted">You are not in any organization yet. Create one to add sites.</p>
+          )}
+        </section>
+        <form method="post" action="/app/orgs" class="card">
+          <h2>Create an organization</h2>
+          <div class="field">
+            <label for="org-name">Name</label>
+            <input id="org-name" name="name" required maxlength={100} />
+          </div>
+          <button type="submit">Create</button>
+        </form>
+      </Page>,
+    )
+  })
+
+  web.post('/orgs', async (c) => {
+    const { name } = await readForm(c, z.object({ name: z.string().min(1).max(100) }))
+    const org = await createOrg(services.repositories, name, services.now(), email(c))
+    return c.redirect(`/app/orgs/${org.id}`, 303)
+  })
+
+  web.post('/invitations/:id/accept', async (c) => {
+    const member = await acceptInvitationAs(services.repositories, c.req.param('id'), email(c), services.now())
+    return c.redirect(`/app/orgs/${member.orgId}`, 303)
+  })
+
+  // ---- an organization: overview and sites
+  web.get('/orgs/:orgId', async (c) => {
+    const address = email(c)
+    const { org, member } = await membershipIn(services.repositories, c.req.param('orgId'), address)
+    const [overview, sites, memberships] = await Promise.all([
+      orgOverview(services.repositories, org.id, services.now(), services.plan),
+      sitesOfKey(services.repositories, { orgId: org.id, siteId: null }),
+      organizationsOf(services.repositories, address),
+    ])
+    const limit = (value: number | null) => (value === null ? 'unlimited' : value.toLocaleString('en'))
+    return c.html(
+      <Page title={org.name} email={address}>
+        <OrgNav orgId={org.id} name={org.name} current="overview" others={memberships.map((m) => m.org)} />
+        <section class="card" aria-labelledby="plan">
+          <h2 id="plan">Plan and usage</h2>
+          <dl class="facts">
+            <div>
+              <dt>Plan</dt>
+              <dd>{overview.plan}</dd>
+            </div>
+            <div>
+              <dt>Events this month</dt>
+              <dd>
+                {overview.usage.events.toLocaleString('en')} of {limit(overview.usage.quota)}
+              </dd>
+            </div>
+            <div>
+              <dt>Sites</dt>
+              <dd>
+                {overview.sites} of {limit(overview.limits.sites)}
+              </dd>
+            </div>
+            <div>
+              <dt>Team</dt>
+              <dd>
+                {overview.team.size} of {limit(overview.limits.teamMembers)}
+              </dd>
+            </div>
+          </dl>
+          {overview.notices.map((n) => (
+            <p class="notice">{n.message}</p>
+          ))}
+        </section>
+        <section class="card" aria-labelledby="sites">
+          <h2 id="sites">Sites</h2>
+          {sites.length ? (
+            <div class="table-wrap">
+              <table>
+                <thead>
+                  <tr>
+                    <th scope="col">Domain</th>
+                    <th scope="col">Timezone</th>
+                    <th scope="col">
+                      <span class="muted">Links</span>
+                    </th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {sites.map((s) => (
+                    <tr>
+                      <td>
+                        <a href={`/app/sites/${s.id}`}>{s.domain}</a>
+                      </td>
+                      <td>{s.timezone}</td>
+                      <td>
+                        <a href={`/app/sites/${s.id}/settings`} aria-label={`Settings of ${s.domain}`}>
+                          Settings
+                        </a>
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          ) : (
+            <p class="muted">No sites yet.</p>
+          )}
+        </section>
+        {ADMINS.includes(member.role) ? (
+          <form method="post" action={`/app/orgs/${org.id}/sites`} class="card">
+            <h2>Add a site</h2>
+            <div class="field">
+              <label for="domain">Domain</label>
+              <input id="domain" name="domain" placeholder="example.com" required />
+            </div>
+            <div class="field">
+              <label for="timezone">Timezone</label>
+              <input id="timezone" name="timezone" value="UTC" />
+            </div>
+            <button type="submit">Add site</button>
+          </form>
+        ) : null}
+      </Page>,
+    )
+  })
+
+  web.post('/orgs/:orgId/sites', async (c) => {
+    const { org, member } = await membershipIn(services.repositories, c.req.param('orgId'), email(c))
+    requireRole(member, ADMINS, 'add sites')
+    const site = await createSite(services, org.id, await readForm(c, siteCreateSchema))
+    return c.redirect(`/app/sites/${site.id}/settings`, 303)
+  })
+
+  web.get('/sites/:siteId/settings', async (c) => {
+    const address = email(c)
+    const { site, org, member } = await siteOf(address, c.req.param('siteId'))
+    const [withState] = await withInstallState(services.clickhouse, [site], services.now())
+    const view = siteView(withState, baseUrl(c.req.url))
+    return c.html(
+      <Page title={`${site.domain} settings`} email={address}>
+        <p>
+          <a href={`/app/orgs/${org.id}`}>← {org.name}</a>
+        </p>
+        <section class="card" aria-labelledby="install">
+          <h1 id="install">{site.domain}</h1>
+          <p>Paste this snippet into the &lt;head&gt; of every page:</p>
+          <pre id="snippet" class="code">
+            {view.snippet}
+          </pre>
+          <button type="button" class="secondary" data-copy="snippet">
+            Copy snippet
+          </button>
+          <p id="install-state" role="status">
+            {view.install.installed ? `Installed: the first event arrived ${view.install.firstEventAt}.` : 'Waiting for the first event…'}
+          </p>
+          <p>
+            <a href={`/app/sites/${site.id}`}>Open the dashboard</a>
+          </p>
+        </section>
+        {ADMINS.includes(member.role) ? (
+          <form method="post" action={`/app/sites/${site.id}/delete`} class="card danger-zone">
+            <h2>Delete this site</h2>
+            <p>This deletes the site and all its data, for good. Type its domain to confirm.</p>
+            <div class="field">
+              <label for="confirm">Domain</label>
+              <input id="confirm" name="confirm" required autocomplete="off" />
+            </div>
+            <button type="submit" class="danger">
+              Delete {site.domain}
+            </button>
+          </form>
+        ) : null}
+        <CopyScript />
+        {view.install.installed ? null : <InstallWatch siteId={site.id} />}
+      </Page>,
+    )
+  })
+
+  // the install state, polled by the settings page until the first event arrives
+  web.get('/sites/:siteId/install', async (c) => {
+    const { site } = await siteOf(email(c), c.req.param('siteId'))
+    const [withState] = await withInstallState(services.clickhouse, [site], services.now())
+    return c.json({ installed: withState.install.installed, firstEventAt: withState.install.firstEventAt })
+  })
+
+  web.post('/sites/:siteId/delete', async (c) => {
+    const { site, org, member } = await siteOf(email(c), c.req.param('siteId'))
+    requireRole(member, ADMINS, 'delete sites')
+    const { confirm } = await readForm(c, z.object({ confirm: z.string({ message: "required: type the site's domain" }) }))
+    await deleteSite(services, site, confirm, background)
+    return c.redirect(`/app/orgs/${org.id}`, 303)
+  })
+
+  // ---- API keys: the only place they are created
+  const keysPage = async (orgId: string, address: string, created?: { key: string; name: string; scope: string }) => {
+    const { org, member } = await membershipIn(services.repositories, orgId, address)
+    const [keys, sites] = await Promise.all([
+      listApiKeys(services.repositories, org.id),
+      sitesOfKey(services.repositories, { orgId: org.id, siteId: null }),
+    ])
+    const domains = new Map<string, string>(sites.map((s: Site) => [s.id, s.domain]))
+    return (
+      <Page title={`${org.name} API keys`} email={address}>
+        <OrgNav orgId={org.id} name={org.name} current="keys" />
+        {created ? (
+          <section class="card created" aria-labelledby="new-key">
+            <h2 id="new-key">Your new key "{created.name}"</h2>
+            <p>Copy it now: it is shown only this once.</p>
+            <pre id="secret" class="code">
+              {created.key}
+            </pre>
+            <button type="button" data-copy="secret">
+              Copy key
+            </button>
+          </section>
+        ) : null}
+        <section class="card" aria-labelledby="keys">
+          <h1 id="keys">API keys</h1>
+          <div class="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Prefix</th>
+                  <th scope="col">Scope</th>
+                  <th scope="col">Site</th>
+                  <th scope="col">Last used</th>
+                  <th scope="col">
+                    <span class="muted">Action</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {keys.map((k) => (
+                  <tr>
+                    <td>{k.name}</td>
+                    <td>
+                      <code>{k.prefix}…</code>
+                    </td>
+                    <td>{k.scope}</td>
+                    <td>{k.siteId ? (domains.get(k.siteId) ?? 'deleted site') : 'all sites'}</td>
+                    <td>{k.lastUsedAt ? k.lastUsedAt.slice(0, 16).replace('T', ' ') : 'never'}</td>
+                    <td>
+                      {k.revokedAt ? (
+                        <span class="muted">revoked</span>
+                      ) : ADMINS.includes(member.role) || k.scope === 'read' ? (
+                        <form method="post" action={`/app/orgs/${org.id}/keys/${k.id}/revoke`} class="inline">
+                          <button type="submit" class="danger small" aria-label={`Revoke ${k.name}`}>
+                            Revoke
+                          </button>
+                        </form>
+                      ) : null}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </section>
+        <form method="post" action={`/app/orgs/${org.id}/keys`} class="card">
+          <h2>Create a key</h2>
+          <div class="field">
+            <label for="key-name">Name</label>
+            <input id="key-name" name="name" required maxlength={100} />
+          </div>
+          <div class="field">
+            <label for="key-scope">Scope</label>
+            <select id="key-scope" name="scope">
+              <option value="read">read</option>
+              {ADMINS.includes(member.role) ? <option value="write">write</option> : null}
+            </select>
+          </div>
+          <div class="field">
+            <label for="key-site">Site</label>
+            <select id="key-site" name="siteId">
+              <option value="">All sites</option>
+              {sites.map((s: Site) => (
+                <option value={s.id}>{s.domain}</option>
+              ))}
+            </select>
+          </div>
+          <button type="submit">Create key</button>
+        </form>
+        <CopyScript />
+      </Page>
+    )
+  }
+
+  web.get('/orgs/:orgId/keys', async (c) => c.html(await keysPage(c.req.param('orgId'), email(c))))
+
+  web.post('/orgs/:orgId/keys', async (c) => {
+    const address = email(c)
+    const { org, member } = await membershipIn(services.repositories, c.req.param('orgId'), address)
+    const input = await readForm(
+      c,
+      z.object({ name: z.string().min(1).max(100), scope: z.enum(['read', 'write']), siteId: z.uuid().optional() }),
+    )
+    checkKeyScope(member, input.scope)
+    const created = await createApiKey(services.repositories, { orgId: org.id, ...input }, services.now())
+    return c.html(await keysPage(org.id, address, { key: created.key, name: input.name, scope: created.scope }), 201)
+  })
+
+  web.post('/orgs/:orgId/keys/:keyId/revoke', async (c) => {
+    const { org, member } = await membershipIn(services.repositories, c.req.param('orgId'), email(c))
+    const key = (await listApiKeys(services.repositories, org.id)).find((k) => k.id === c.req.param('keyId'))
+    if (!key) throw new ApiError(404, 'api key not found')
+    if (key.scope === 'write') requireRole(member, ADMINS, 'revoke write keys')
+    await revokeApiKey(services.repositories, key.id, services.now(), org.id)
+    return c.redirect(`/app/orgs/${org.id}/keys`, 303)
+  })
+
+  // ---- the team
+  web.get('/orgs/:orgId/team', async (c) => {
+    const address = email(c)
+    const { org, member: me } = await membershipIn(services.repositories, c.req.param('orgId'), address)
+    const team = await listTeam(services.repositories, org.id)
+    const isAdmin = ADMINS.includes(me.role)
+    return c.html(
+      <Page title={`${org.name} team`} email={address}>
+        <OrgNav orgId={org.id} name={org.name} current="team" />
+        <section class="card" aria-labelledby="team">
+          <h1 id="team">Team</h1>
+          <div class="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Member</th>
+                  <th scope="col">Role</th>
+                  <th scope="col">
+                    <span class="muted">Action</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {team.members.map((m) => (
+                  <tr>
+                    <td>{m.email}</td>
+                    <td>
+                      {isAdmin && m.role !== 'owner' ? (
+                        <form method="post" action={`/app/orgs/${org.id}/team/${m.id}/role`} class="row">
+                          <select name="role" aria-label={`Role of ${m.email}`}>
+                            {MEMBER_ROLES.map((r) => (
+                              <option value={r} selected={r === m.role}>
+                                {r}
+                              </option>
+                            ))}
+                          </select>
+                          <button type="submit" class="secondary small">
+                            Save
+                          </button>
+                        </form>
+                      ) : (
+                        m.role
+                      )}
+                    </td>
+                    <td>
+                      {isAdmin && m.role !== 'owner' ? (
+                        <form method="post" action={`/app/orgs/${org.id}/team/${m.id}/remove`} class="inline">
+                          <button type="submit" class="danger small" aria-label={`Remove ${m.email}`}>
+                            Remove
+                          </button>
+                        </form>
+                      ) : null}
+                    </td>
+                  </tr>
+                ))}
+                {team.invitations.map((i) => (
+                  <tr>
+                    <td>{i.email}</td>
+                    <td>invited as {i.role}</td>
+                    <td>
+                      {isAdmin ? (
+                        <form method="post" action={`/app/orgs/${org.id}/team/invitations/${i.id}/cancel`} class="inline">
+                          <button type="submit" class="danger small" aria-label={`Cancel the invitation of ${i.email}`}>
+                            Cancel
+                          </button>
+                        </form>
+                      ) : null}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </section>
+        {isAdmin ? (
+          <form method="post" action={`/app/orgs/${org.id}/team/invite`} class="card">
+            <h2>Invite someone</h2>
+            <div class="field">
+              <label for="invite-email">E-mail address</label>
+              <input id="invite-email" name="email" type="email" required />
+            </div>
+            <div class="field">
+              <label for="invite-role">Role</label>
+              <select id="invite-role" name="role">
+                <option value="member">member</option>
+                <option value="admin">admin</option>
+              </select>
+            </div>
+            <button type="submit">Invite</button>
+          </form>
+        ) : null}
+        {me.role === 'owner' && team.members.length > 1 ? (
+          <form method="post" action={`/app/orgs/${org.id}/team/transfer`} class="card danger-zone">
+            <h2>Transfer ownership</h2>
+            <p>The new owner gets every right over the organization; you stay on as an admin.</p>
+            <div class="field">
+              <label for="transfer-to">New owner</label>
+              <select id="transfer-to" name="memberId">
+                {team.members
+                  .filter((m) => m.role !== 'owner')
+                  .map((m) => (
+                    <option value={m.id}>{m.email}</option>
+                  ))}
+              </select>
+            </div>
+            <button type="submit" class="danger">
+              Transfer ownership
+            </button>
+          </form>
+        ) : null}
+      </Page>,
+    )
+  })
+
+  const adminOf = async (c: Parameters<typeof email>[0] & { req: { param: (name: 'orgId') => string } }, what: string) => {
+    const { org, member } = await membershipIn(services.repositories, c.req.param('orgId'), email(c))
+    requireRole(member, ADMINS, what)
+    return { org, member }
+  }
+
+  web.post('/orgs/:orgId/team/invite', async (c) => {
+    const { org } = await adminOf(c, 'invite people')
+    const input = await readForm(c, z.object({ email: emailSchema, role: z.enum(MEMBER_ROLES) }))
+    await inviteMember(services, org.id, input, baseUrl(c.req.url))
+    return c.redirect(`/app/orgs/${org.id}/team`, 303)
+  })
+
+  web.post('/orgs/:orgId/team/:memberId/role', async (c) => {
+    const { org } = await adminOf(c, 'change roles')
+    const { role } = await readForm(c, z.object({ role: z.enum(MEMBER_ROLES) }))
+    await setMemberRole(services.repositories, org.id, c.req.param('memberId'), role)
+    return c.redirect(`/app/orgs/${org.id}/team`, 303)
+  })
+
+  web.post('/orgs/:orgId/team/:memberId/remove', async (c) => {
+    const { org } = await adminOf(c, 'remove members')
+    await removeMember(services.repositories, org.id, c.req.param('memberId'))
+    return c.redirect(`/app/orgs/${org.id}/team`, 303)
+  })
+
+  web.post('/orgs/:orgId/team/invitations/:id/cancel', async (c) => {
+    const { org } = await adminOf(c, 'cancel invitations')
+    await cancelInvitation(services.repositories, org.id, c.req.param('id'))
+    return c.redirect(`/app/orgs/${org.id}/team`, 303)
+  })
+
+  web.post('/orgs/:orgId/team/transfer', async (c) => {
+    const { org, member } = await membershipIn(services.repositories, c.req.param('orgId'), email(c))
+    const { memberId } = await readForm(c, z.object({ memberId: z.uuid() }))
+    await transferOwnership(services.repositories, org.id, member, memberId)
+    return c.redirect(`/app/orgs/${org.id}/team`, 303)
+  })
+}
+
+/** The organization's name, its sections, and the switch to the person's other organizations. */
+function OrgNav({
+  orgId,
+  name,
+  current,
+  others,
+}: {
+  orgId: string
+  name: string
+  current: string
+  others?: { id: string; name: string }[]
+}) {
+  const link = (section: string, label: string, href: string) => (
+    <a href={href} aria-current={current === section ? 'page' : undefined}>
+      {label}
+    </a>
+  )
+  return (
+    <div class="org-nav">
+      <h1>{name}</h1>
+      <nav aria-label="Organization">
+        {link('overview', 'Overview', `/app/orgs/${orgId}`)}
+        {link('keys', 'API keys', `/app/orgs/${orgId}/keys`)}
+        {link('team', 'Team', `/app/orgs/${orgId}/team`)}
+        {others && others.length > 1 ? <a href="/app">Switch organization</a> : null}
+      </nav>
+    </div>
+  )
+}
+
+/** Copies the text of the element a button names (data-copy) to the clipboard. */
+function CopyScript() {
+  return (
+    <script
+      dangerouslySetInnerHTML={{
+        __html:
+          "document.querySelectorAll('[data-copy]').forEach(function(b){b.addEventListener('click',function(){navigator.clipboard.writeText(document.getElementById(b.dataset.copy).textContent.trim()).then(function(){b.textContent='Copied'})})})",
+      }}
+    />
+  )
+}
+
+/** Asks every 5 seconds whether the first event arrived, and says so once it has. */
+function InstallWatch({ siteId }: { siteId: string }) {
+  return (
+    <script
+      dangerouslySetInnerHTML={{
+        __html: `(function(){var t=setInterval(function(){fetch('/app/sites/${siteId}/install').then(function(r){return r.json()}).then(function(s){if(s.installed){clearInterval(t);document.getElementById('install-state').textContent='Installed: the first event arrived '+s.firstEventAt+'.'}})},5000)})()`,
+      }}
+    />
+  )
+}

@@ -1,0 +1,197 @@
+import { Hono } from 'hono'
+import { csrf } from 'hono/csrf'
+import { HTTPException } from 'hono/http-exception'
+import { emailSchema } from '../../lib/accounts/team'
+import { endSession, listSessions, redeemSignInLink, requestSignInLink, signInLinkAddress } from '../../lib/accounts/signin'
+import { ApiError } from '../../lib/errors'
+import type { Services } from '../../lib/services'
+import { accountRoutes } from './account'
+import { dashboardRoutes } from './dashboard'
+import { ErrorPage, Page } from './layout'
+import { type WebEnv, endSessionCookie, readSession, startSessionCookie } from './session'
+
+/** The web application under /app: server-rendered pages over the same verbs as the API. */
+export function webApp(services: Services) {
+  const web = new Hono<WebEnv>()
+  const baseUrl = (url: string) => services.publicUrl ?? new URL(url).origin
+
+  // a form posted from another site is refused: its Origin must be this one (or PUBLIC_URL's)
+  web.use(csrf({ origin: (origin, c) => origin === new URL(c.req.url).origin || origin === services.publicUrl }))
+  web.use(readSession(services))
+  web.use(async (c, next) => {
+    await next()
+    c.header('Cache-Control', 'no-store')
+    c.header('X-Frame-Options', 'DENY')
+    c.header('X-Content-Type-Options', 'nosniff')
+  })
+
+  /** The signed-in session, or a redirect to the sign-in page. */
+  const signedIn = (c: { get: (key: 'session') => WebEnv['Variables']['session'] }) => c.get('session')
+
+  web.get('/signin', (c) => {
+    if (signedIn(c)) return c.redirect('/app', 303)
+    return c.html(<SignInPage />)
+  })
+
+  web.post('/signin', async (c) => {
+    const form = await c.req.parseBody()
+    const email = emailSchema.safeParse(typeof form.email === 'string' ? form.email.trim() : '')
+    if (!email.success) return c.html(<SignInPage error="email: must be an e-mail address" value={String(form.email ?? '')} />, 400)
+    await requestSignInLink(services, {
+      email: email.data,
+      clientAddress: services.clientAddress(c.req.raw, c.env),
+      baseUrl: baseUrl(c.req.url),
+    })
+    return c.html(
+      <Page title="Check your inbox">
+        <div class="card narrow">
+          <h1>Check your inbox</h1>
+          <p>
+            We sent a sign-in link to <strong>{email.data}</strong>. It works once, within 15 minutes.
+          </p>
+        </div>
+      </Page>,
+    )
+  })
+
+  // opening the link asks for a click: a mail scanner that fetches links does not use it up
+  web.get('/signin/link', async (c) => {
+    const token = c.req.query('token') ?? ''
+    const email = await signInLinkAddress(services.repositories, token)
+    return c.html(
+      <Page title="Sign in">
+        <form method="post" action="/app/signin/link" class="card narrow">
+          <h1>Sign in</h1>
+          <p>
+            Continue as <strong>{email}</strong>?
+          </p>
+          <input type="hidden" name="token" value={token} />
+          <button type="submit">Sign in</button>
+        </form>
+      </Page>,
+    )
+  })
+
+  web.post('/signin/link', async (c) => {
+    const form = await c.req.parseBody()
+    const session = await redeemSignInLink(
+      services.repositories,
+      typeof form.token === 'string' ? form.token : '',
+      c.req.header('user-agent') ?? '',
+      services.now(),
+    )
+    await startSessionCookie(c, services, session)
+    return c.redirect('/app', 303)
+  })
+
+  web.post('/signout', async (c) => {
+    const session = signedIn(c)
+    if (session) await endSession(services.repositories, session.email, session.id)
+    endSessionCookie(c, services)
+    return c.redirect('/app/signin', 303)
+  })
+
+  // every page below needs a session
+  web.use(async (c, next) => {
+    if (!signedIn(c)) return c.redirect(`/app/signin`, 303)
+    await next()
+  })
+
+  web.get('/sessions', async (c) => {
+    const session = signedIn(c)!
+    const sessions = await listSessions(services.repositories, session.email, services.now())
+    return c.html(
+      <Page title="Sessions" email={session.email}>
+        <section class="card">
+          <h1>Your sessions</h1>
+          <p class="muted">Every browser signed in as you. Ending a session signs that browser out.</p>
+          <div class="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Signed in</th>
+                  <th scope="col">Browser</th>
+                  <th scope="col">
+                    <span class="muted">Action</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {sessions.map((s) => (
+                  <tr>
+                    <td>{s.createdAt.slice(0, 16).replace('T', ' ')} UTC</td>
+                    <td>{s.browser}</td>
+                    <td>
+                      {s.id === session.id ? (
+                        <span class="muted">this browser</span>
+                      ) : (
+                        <form method="post" action={`/app/sessions/${s.id}/end`} class="inline">
+                          <button type="submit" class="danger">
+                            End
+                          </button>
+                        </form>
+                      )}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </section>
+      </Page>,
+    )
+  })
+
+  web.post('/sessions/:id/end', async (c) => {
+    await endSession(services.repositories, signedIn(c)!.email, c.req.param('id'))
+    return c.redirect('/app/sessions', 303)
+  })
+
+  accountRoutes(web, services)
+  dashboardRoutes(web, services)
+
+  web.notFound((c) => c.html(<ErrorPage status={404} message="There is no such page." email={c.get('session')?.email} />, 404))
+
+  web.onError((err, c) => {
+    const email = c.get('session')?.email
+    if (err instanceof ApiError) {
+      for (const [name, value] of Object.entries(err.headers)) c.header(name, value)
+      return c.html(<ErrorPage status={err.status} message={err.message} email={email} />, err.status)
+    }
+    if (err instanceof HTTPException && err.status === 403)
+      return c.html(<ErrorPage status={403} message="This form was sent from another site, and was refused." email={email} />, 403)
+    console.error(`web application: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`)
+    return c.html(<ErrorPage status={500} message="An internal error happened; it was logged." email={email} />, 500)
+  })
+
+  return web
+}
+
+function SignInPage({ error, value }: { error?: string; value?: string }) {
+  return (
+    <Page title="Sign in">
+      <form method="post" action="/app/signin" class="card narrow">
+        <h1>Sign in</h1>
+        <p class="muted">We e-mail you a link that signs you in. No password needed.</p>
+        {error ? (
+          <p class="error" id="email-error" role="alert">
+            {error}
+          </p>
+        ) : null}
+        <div class="field">
+          <label for="email">E-mail address</label>
+          <input
+            id="email"
+            name="email"
+            type="email"
+            autocomplete="email"
+            required
+            value={value}
+            aria-describedby={error ? 'email-error' : undefined}
+          />
+        </div>
+        <button type="submit">E-mail me a link</button>
+      </form>
+    </Page>
+  )
+}

@@ -1,0 +1,110 @@
+import type { Child } from 'hono/jsx'
+
+/** The web application's stylesheet: one small block, inlined in every page (no request of its own). */
+const STYLE = `
+*{box-sizing:border-box}
+:root{--fg:#1b1f24;--muted:#57606a;--line:#d0d7de;--bg:#f6f8fa;--accent:#0b57d0;--danger:#b42318}
+body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
+header{display:flex;gap:1rem;align-items:center;justify-content:space-between;flex-wrap:wrap;padding:.75rem 1.25rem;background:#fff;border-bottom:1px solid var(--line)}
+header .brand{font-weight:700;color:var(--fg);text-decoration:none}
+header nav{display:flex;gap:1rem;align-items:center;flex-wrap:wrap}
+main{max-width:1100px;margin:0 auto;padding:1.5rem 1.25rem}
+.card{background:#fff;border:1px solid var(--line);border-radius:8px;padding:1.25rem;margin:0 0 1.25rem}
+.narrow{max-width:440px;margin:3rem auto}
+h1{font-size:1.5rem;margin:0 0 1rem}h2{font-size:1.15rem;margin:0 0 .75rem}
+label{display:block;font-weight:600;margin:0 0 .25rem}
+input,select{font:inherit;width:100%;padding:.55rem .65rem;border:1px solid #8c959f;border-radius:6px;background:#fff;color:var(--fg)}
+button,.button{font:inherit;display:inline-block;padding:.5rem 1rem;border-radius:6px;border:1px solid var(--accent);background:var(--accent);color:#fff;cursor:pointer;text-decoration:none}
+button.small{padding:.25rem .7rem;font-size:.9rem}
+button.secondary{background:#fff;color:var(--accent)}button.danger{background:#fff;color:var(--danger);border-color:var(--danger)}
+.field{margin:0 0 1rem}.muted{color:var(--muted)}.error{color:var(--danger);font-weight:600}
+table{width:100%;border-collapse:collapse}th,td{text-align:left;padding:.5rem;border-bottom:1px solid var(--line);vertical-align:top}
+th{font-size:.85rem;color:var(--muted);font-weight:600}
+.inline{display:inline}
+a{color:var(--accent)}
+.plain{list-style:none;margin:0;padding:0}.plain li{padding:.4rem 0;border-bottom:1px solid var(--line)}.plain li:last-child{border:0}
+.row{display:flex;gap:.75rem;align-items:center;justify-content:space-between;flex-wrap:wrap}
+.row select{width:auto}
+.facts{display:grid;grid-template-columns:repeat(auto-fit,minmax(160px,1fr));gap:1rem;margin:0}.facts dt{color:var(--muted);font-size:.85rem}.facts dd{margin:0;font-size:1.2rem;font-weight:600}
+.notice{background:#fff8c5;border:1px solid #d4a72c;border-radius:6px;padding:.5rem .75rem}
+.code{background:#f6f8fa;border:1px solid var(--line);border-radius:6px;padding:.75rem;overflow-x:auto;white-space:pre-wrap;word-break:break-all;font-size:.85rem}
+.created{border-color:#1a7f37;background:#f0fff4}
+.danger-zone{border-color:#f1aeb5}
+.org-nav{margin:0 0 1.25rem}.org-nav h1{margin:0 0 .5rem}.org-nav nav{display:flex;gap:1.25rem;flex-wrap:wrap}
+.org-nav a[aria-current=page]{font-weight:700;color:var(--fg);text-decoration:none;border-bottom:2px solid var(--accent)}
+.table-wrap{overflow-x:auto}
+.sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
+.dash-head{display:flex;gap:1rem;align-items:center;flex-wrap:wrap;margin:0 0 1rem}.dash-head h1{margin:0;flex:1 1 auto}
+.dash-head select{width:auto}.live{margin:0;display:flex;align-items:center;gap:.4rem}
+.dot{width:.6rem;height:.6rem;border-radius:50%;background:#1a7f37;display:inline-block}
+.chips{list-style:none;display:flex;gap:.5rem;flex-wrap:wrap;padding:0;margin:0 0 1rem}
+.chips a{display:inline-block;padding:.25rem .7rem;border-radius:999px;background:#ddf4ff;border:1px solid #54aeff;color:var(--fg);text-decoration:none}
+.stats dd{font-size:1.4rem}.change{display:block;font-size:.85rem;font-weight:600;color:var(--muted)}.change.up{color:#1a7f37}.change.down{color:var(--danger)}
+.chart{margin:1rem 0 0}.chart svg{width:100%;height:auto}.axis{font-size:12px;fill:#57606a}
+.legend{font-size:.85rem;color:var(--muted)}.key{display:inline-block;width:.8rem;height:.2rem;vertical-align:middle;margin-left:.5rem}.key.visitors{background:#0b57d0}.key.pageviews{background:#9ec5fe}
+.panels{display:grid;grid-template-columns:repeat(auto-fit,minmax(280px,1fr));gap:1.25rem}.panel{margin:0}
+.num{text-align:right;white-space:nowrap}
+.bar{background:linear-gradient(90deg,#ddf4ff var(--share),transparent var(--share));word-break:break-all}
+.bar a{color:var(--fg);text-decoration:none}.bar a:hover{text-decoration:underline}
+@media (max-width:600px){.stats{grid-template-columns:repeat(2,1fr)}.stats dd{font-size:1.2rem}main{padding:1rem .75rem}header{padding:.6rem .75rem}header nav{gap:.6rem;font-size:.9rem}.narrow{margin:1.5rem auto}td,th{padding:.4rem .25rem}}
+`
+
+export interface PageProps {
+  title: string
+  /** The signed-in address, shown with the sign-out button. */
+  email?: string
+  children?: Child
+}
+
+/** Every page of the web application: the header (with sign-out when signed in) and the content. */
+export function Page({ title, email, children }: PageProps) {
+  return (
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <meta name="referrer" content="no-referrer" />
+        <title>{`${title} · Analytics`}</title>
+        <style dangerouslySetInnerHTML={{ __html: STYLE }} />
+      </head>
+      <body>
+        <header>
+          <a class="brand" href="/app">
+            Analytics
+          </a>
+          {email ? (
+            <nav aria-label="Account">
+              <a href="/app/sessions">Sessions</a>
+              <span class="muted">{email}</span>
+              <form method="post" action="/app/signout" class="inline">
+                <button type="submit" class="secondary small">
+                  Sign out
+                </button>
+              </form>
+            </nav>
+          ) : null}
+        </header>
+        <main>{children}</main>
+      </body>
+    </html>
+  )
+}
+
+/** A page that says what went wrong, for the browser (the API answers JSON). */
+export function ErrorPage({ status, message, email }: { status: number; message: string; email?: string }) {
+  const title =
+    status === 404 ? 'Not found' : status === 429 ? 'Too many requests' : status === 403 ? 'Not allowed' : 'Something went wrong'
+  return (
+    <Page title={title} email={email}>
+      <div class="card narrow">
+        <h1>{title}</h1>
+        <p class="error" role="alert">
+          {message}
+        </p>
+        <p>
+          <a href={email ? '/app' : '/app/signin'}>{email ? 'Back to your account' : 'Sign in'}</a>
+        </p>
+      </div>
+    </Page>
+  )
+}
