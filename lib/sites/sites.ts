@@ -143,7 +143,7 @@ export interface Site {
   changeDetection: GroupValues<'changeDetection'> & CrawlState
   sharing: GroupValues<'sharing'>
   appearance: GroupValues<'appearance'>
-  integrations: { ga4: Ga4Integration; searchConsole: { connected: boolean; siteUrl: string | null } }
+  integrations: { ga4: Ga4Integration; searchConsole: SearchConsoleIntegration }
   alerts: {
     weeklyReport: boolean
     monthlyReport: boolean
@@ -174,6 +174,22 @@ export interface Ga4Integration {
     to: string
     rows: number
     reason: string | null
+  } | null
+}
+
+/** The site's Search Console binding as its record keeps it; the import writes where it stands (older records lack it). */
+export interface SearchConsoleIntegration {
+  connected: boolean
+  siteUrl: string | null
+  lastImport?: {
+    state: 'queued' | 'running' | 'waiting' | 'done' | 'failed'
+    from: string
+    to: string
+    daysDone: number
+    daysTotal: number
+    rows: number
+    retryAt: string | null
+    error: string | null
   } | null
 }
 
@@ -281,6 +297,7 @@ export function siteView(site: Site, baseUrl: string) {
         lastImport: null,
         ...site.integrations.ga4,
       },
+      searchConsole: { lastImport: null, ...site.integrations.searchConsole },
     },
     snippet: `<script defer data-site="${site.snippetId}" src="${scriptHost}/js/script.js"></script>`,
   }
@@ -329,7 +346,23 @@ export const siteViewSchema = z.object({
         .nullable()
         .describe('The latest GA4 import run (GET /sites/{site_id}/imports lists them all)'),
     }),
-    searchConsole: z.object({ connected: z.boolean(), siteUrl: z.string().nullable() }),
+    searchConsole: z.object({
+      connected: z.boolean().describe('A Search Console property is bound'),
+      siteUrl: z.string().nullable().describe('The bound property'),
+      lastImport: z
+        .object({
+          state: z.enum(['queued', 'running', 'waiting', 'done', 'failed']),
+          from: z.string(),
+          to: z.string(),
+          daysDone: z.number().int(),
+          daysTotal: z.number().int(),
+          rows: z.number().int(),
+          retryAt: z.string().nullable(),
+          error: z.string().nullable(),
+        })
+        .nullable()
+        .describe('Where its import stands (GET /sites/{site_id}/search-console has the connection, /imports the runs)'),
+    }),
   }),
   alerts: z.object({
     weeklyReport: z.boolean(),

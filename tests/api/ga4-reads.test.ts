@@ -90,7 +90,7 @@ const PLACES = [
   { country: 'FR', region: 'Île-de-France', city: 'Paris' },
   { country: 'US', region: 'California', city: 'San Francisco' },
 ]
-const DEVICES = ['desktop', 'mobile', 'tablet']
+const DEVICES = ['Desktop', 'Mobile', 'Tablet']
 const BROWSERS = ['Chrome', 'Firefox', 'Safari']
 const SYSTEMS = ['Windows', 'macOS', 'iOS', 'Android']
 const HOSTS = ['ga4.test', 'blog.ga4.test']

@@ -156,14 +156,28 @@ describe('Search Console wired to the Google connection, through REST', () => {
         shouldStop: () => false,
       })
     }
-    const site = await call('GET', `/api/v1/sites/${t.a.site.id}`, { key: t.a.read.key })
-    expect(site.json.integrations.searchConsole).toEqual({ connected: true, siteUrl: PROPERTY })
     const imports = await call('GET', `/api/v1/sites/${t.a.site.id}/imports`, { key: t.a.read.key })
     const imported = imports.json.imports.find((i: { kind: string }) => i.kind === 'search_console')
     expect(imported).toMatchObject({ state: 'done', from: '2025-07-21', to: '2026-11-21', progress: { fraction: 1 } })
     const days = new Set(rows.map((r) => r.date)).size
     // per day: 2 rows by date, query, page, country, device (the anonymized query left out) and 3 totals by date, country, device
     expect(imported.rows).toBe(days * 5)
+    // the site read shows the same import
+    const site = await call('GET', `/api/v1/sites/${t.a.site.id}`, { key: t.a.read.key })
+    expect(site.json.integrations.searchConsole).toEqual({
+      connected: true,
+      siteUrl: PROPERTY,
+      lastImport: {
+        state: 'done',
+        from: '2025-07-21',
+        to: '2026-11-21',
+        daysDone: days,
+        daysTotal: days,
+        rows: days * 5,
+        retryAt: null,
+        error: null,
+      },
+    })
   }, 300_000)
 
   it('search answers from the import; a country filter takes alpha-2 codes as every read does', async () => {

@@ -130,7 +130,8 @@ const REFERENCE: Record<string, Key> = {
   pages: ({ e }) => ({ hostname: e.host, path: e.path }),
   entry_pages: ({ s }) => ({ entry_page: s.landingPage }),
   locations: ({ s }) => ({ country: s.countryId, region: noValue(s.region), city: noValue(s.city) }),
-  devices: ({ s }) => ({ device: s.device.toLowerCase() }),
+  // stored under the collector's device names
+  devices: ({ s }) => ({ device: ({ desktop: 'Desktop', mobile: 'Mobile', tablet: 'Tablet' } as Record<string, string>)[s.device] }),
   browsers: ({ s }) => ({ browser: s.browser }),
   systems: ({ s }) => ({ os: s.os }),
   events: ({ e }) => ({ event: e.name }),

@@ -64,11 +64,14 @@ const NO_VALUE = new Set(['(not set)', '(data not available)'])
 const NO_SOURCE = new Set(['(direct)', '(none)', '(organic)', '(referral)'])
 const SOURCE_COLUMNS = new Set(['source_name', 'utm_source', 'utm_medium', 'utm_campaign', 'utm_content', 'utm_term'])
 
+/** GA4's device categories under the names the collector gives devices, so a `device` filter takes the same values on both sources. */
+const DEVICES: Record<string, string> = { desktop: 'Desktop', mobile: 'Mobile', tablet: 'Tablet', 'smart tv': 'TV' }
+
 /** A GA4 dimension value as the reads expect it in `column`. */
 export function normalizeValue(column: string, value: string): string {
   if (NO_VALUE.has(value)) return ''
   if (SOURCE_COLUMNS.has(column) && NO_SOURCE.has(value)) return ''
-  if (column === 'device') return value.toLowerCase()
+  if (column === 'device') return DEVICES[value.toLowerCase()] ?? value
   if (column === 'country') return value.toUpperCase()
   return value
 }

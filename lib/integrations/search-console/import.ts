@@ -1,5 +1,7 @@
 import { Temporal } from 'temporal-polyfill'
+import { ApiError } from '../../errors'
 import type { Repositories } from '../../repositories'
+import type { SiteDirectory } from '../../sites/site-directory'
 import type { Site } from '../../sites/sites'
 import { execute, executeCommand } from '../../storage/clickhouse/execute'
 import { bind, raw, sql } from '../../storage/clickhouse/sql'
@@ -45,6 +47,8 @@ export interface SearchConsoleConnector {
 export interface SearchConsoleImportDeps {
   clickhouse: ClickHouse
   repositories: Pick<Repositories, 'searchConsoleImports'>
+  /** Where the site read shows the import (integrations.searchConsole.lastImport); absent, only the cursor records it. */
+  sites?: Pick<SiteDirectory, 'update'>
 }
 
 const DEVICES: Record<string, string> = { DESKTOP: 'Desktop', MOBILE: 'Mobile', TABLET: 'Tablet' }
@@ -207,6 +211,29 @@ export async function importSearchConsole(
   }
 }
 
+/** The site read's integrations.searchConsole.lastImport, written when the import's state changes (a site gone meanwhile is left alone). */
+async function showOnSite(deps: SearchConsoleImportDeps, siteId: string, state: SearchConsoleImportState) {
+  const { state: at, from, to, daysDone, daysTotal, rows, retryAt, error } = state
+  await deps.sites
+    ?.update(siteId, (site) =>
+      site.integrations.searchConsole.siteUrl === state.siteUrl
+        ? {
+            ...site,
+            integrations: {
+              ...site.integrations,
+              searchConsole: {
+                ...site.integrations.searchConsole,
+                lastImport: { state: at, from, to, daysDone, daysTotal, rows, retryAt, error },
+              },
+            },
+          }
+        : site,
+    )
+    .catch((err) => {
+      if (!(err instanceof ApiError && err.status === 404)) throw err
+    })
+}
+
 /** How long an import holds its site's lease without renewing it: past it, a crashed import's site is free again. */
 const IMPORT_LEASE_SECONDS = 180
 
@@ -233,6 +260,7 @@ async function importUnderLease(
   const save = async (change: Partial<SearchConsoleImportState>) => {
     state = { ...state, ...change, updatedAt: now.toISOString() }
     await repository.save(site.id, state)
+    if (change.state) await showOnSite(deps, site.id, state)
   }
   await save({ state: 'running', retryAt: null })
   let requests = 0
