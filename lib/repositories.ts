@@ -3,6 +3,7 @@ import { KeysRepository } from './accounts/keys-repository'
 import { OrgsRepository } from './accounts/orgs-repository'
 import { TeamRepository } from './accounts/team-repository'
 import { UsageRepository } from './accounts/usage-repository'
+import { BacklinksRepository } from './backlinks/backlinks-repository'
 import { CrawlQueue } from './crawl/crawl-queue-repository'
 import { SaltsRepository } from './ingest/salts-repository'
 import { VisitsRepository } from './ingest/visits-repository'
@@ -39,6 +40,7 @@ export interface Repositories {
   deliveries: DeliveriesRepository
   crux: CruxAnswersRepository
   crawlQueue: CrawlQueue
+  backlinks: BacklinksRepository
 }
 
 /** Every repository over one client, built once per home. */
@@ -61,5 +63,6 @@ export function openRepositories(kv: Redis): Repositories {
     deliveries: new DeliveriesRepository(kv),
     crux: new CruxAnswersRepository(kv),
     crawlQueue: new CrawlQueue(kv),
+    backlinks: new BacklinksRepository(kv),
   }
 }

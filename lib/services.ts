@@ -1,6 +1,7 @@
 import type { Redis } from '@upstash/redis'
 import type { CrawlerConfig } from './crawl/config'
 import type { CruxConfig } from './integrations/crux'
+import type { BacklinkProvider } from './backlinks/provider'
 import type { Mailer } from './network/mail'
 import type { DnsResolver } from './ingest/bots'
 import type { Ingestor } from './ingest/pipeline'
@@ -49,4 +50,6 @@ export interface Services {
   crawler?: CrawlerConfig
   /** The Chrome UX Report API (lib/integrations/crux.ts); absent without an API key: `crux=1` then says so. */
   crux?: CruxConfig
+  /** The backlink data provider (lib/backlinks/provider.ts); absent without BACKLINKS_API_KEY: authority is then not available. */
+  backlinkProvider?: BacklinkProvider
 }

@@ -20,6 +20,7 @@ import { Ingestor } from '../ingest/pipeline'
 import { BufferedSink, directSink } from '../ingest/sink'
 import { crawlerConfig } from '../crawl/config'
 import { cruxConfig } from '../integrations/crux'
+import { backlinkProvider } from '../backlinks/provider'
 import { guardedFetch } from '../network/guarded-fetch'
 import { pinnedNodeFetch } from '../network/guarded-fetch-node'
 import { nodeMailer } from '../network/mail-node'
@@ -315,6 +316,7 @@ export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Servic
           }
         : undefined,
     crux: cruxConfig(env),
+    backlinkProvider: backlinkProvider(env, guardedFetch(outboundRules)),
     publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
     plan: deploymentPlan(env.PLAN),
     mailer: nodeMailer({

@@ -7,13 +7,14 @@ import { directSink } from '../ingest/sink'
 import { CLICKHOUSE_SETTINGS, type ClickHouseClientLike, clickhouseOverClient } from '../storage/clickhouse/client'
 import { crawlerConfig } from '../crawl/config'
 import { cruxConfig } from '../integrations/crux'
+import { backlinkProvider } from '../backlinks/provider'
 import { guardedFetch } from '../network/guarded-fetch'
 import type { LiveAnswer, LiveCache } from '../sites/public-live'
 import { redisRateLimiter } from '../accounts/ratelimit'
 import { SiteDirectory } from '../sites/site-directory'
 import type { Services } from '../services'
 import { openRepositories } from '../repositories'
-import { cruxApiKey, cruxApiUrl, deploymentPlan, logLevelSchema, planSetting } from './env'
+import { backlinksApiKey, backlinksApiUrl, cruxApiKey, cruxApiUrl, deploymentPlan, logLevelSchema, planSetting } from './env'
 
 /** The Workers home: ClickHouse over HTTP, Upstash over REST, the Cache API, geo from request.cf. */
 
@@ -33,6 +34,8 @@ export const workerEnvSchema = z.object({
   PLAN: planSetting,
   CRUX_API_KEY: cruxApiKey,
   CRUX_API_URL: cruxApiUrl,
+  BACKLINKS_API_KEY: backlinksApiKey,
+  BACKLINKS_API_URL: backlinksApiUrl,
 })
 export type WorkerEnv = z.input<typeof workerEnvSchema>
 
@@ -103,5 +106,6 @@ export function workerServices(rawEnv: WorkerEnv): Services {
           })
         : undefined,
     crux: cruxConfig(env),
+    backlinkProvider: backlinkProvider(env, outbound),
   }
 }

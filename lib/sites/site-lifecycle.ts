@@ -2,6 +2,7 @@ import type { z } from 'zod'
 import type { ApiKeyRecord } from '../accounts/keys'
 import { checkLimit, planFor } from '../accounts/plans'
 import { forgetCrawls, queueFirstCrawl } from '../crawl/crawl'
+import { queueFirstBacklinks } from '../backlinks/discover'
 import { ApiError } from '../errors'
 import type { Repositories } from '../repositories'
 import type { Services } from '../services'
@@ -32,6 +33,7 @@ export async function createSite(services: Services, orgId: string, input: z.inf
   const site = newSite(input, orgId, services.now())
   await services.repositories.sites.create(site)
   await queueFirstCrawl(services, site)
+  await queueFirstBacklinks(services, site)
   return site
 }
 
@@ -58,5 +60,6 @@ export async function deleteSite(services: Services, site: Site, confirm: string
     repositories.siteChecks.deleteAll(site.id),
   ])
   await forgetCrawls(services, site.id)
+  await services.repositories.backlinks.forget(site.id)
   background(deleteSiteData(services.clickhouse, site.id))
 }

@@ -13,6 +13,11 @@ export const SITE_TABLES = [
   'partial_rollups',
   'crawl_snapshots',
   'crawl_changes',
+  'backlink_checks',
+  'backlink_provider_links',
+  'backlink_days',
+  'backlink_snapshots',
+  'backlink_events',
 ] as const
 
 /** Removes all of a site's analytics rows, waiting for the mutations to finish. */
