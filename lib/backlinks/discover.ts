@@ -9,7 +9,7 @@ import { execute } from '../storage/clickhouse/execute'
 import { bind, sql } from '../storage/clickhouse/sql'
 import { clickhouseTime } from '../storage/clickhouse/time'
 import { isOriginOnly, linkUrl, linksOnPage, sameOrigin, urlDomain } from './links'
-import { takeSnapshot } from './snapshots'
+import { type Referrer, takeSnapshot } from './snapshots'
 
 /**
  * Backlink discovery (docs/backlinks.md): every external referrer of the site's pageviews is a
@@ -43,12 +43,6 @@ const CONTINUE_AFTER_MS = 10 * 60_000
 const NEXT_RUN_MS = 60 * 60_000
 /** Referrer media that are not links from a page (a search engine, an assistant). */
 const NOT_LINKS = ['search', 'ai']
-
-export interface Referrer {
-  url: string
-  visits: number
-  lastMs: number
-}
 
 /** The external referrers of the site's pageviews since `since`, by referrer URL (fragment cut). */
 export async function referrersSince(services: Pick<Services, 'clickhouse'>, siteId: string, since: Date): Promise<Referrer[]> {
@@ -99,11 +93,6 @@ export interface BacklinkRun {
   left: number
   provider: 'asked' | 'failed' | 'none' | 'done today'
   links: number
-}
-
-/** Queues a new site's first discovery, due at once (its imported referrers, the provider). */
-export async function queueFirstBacklinks(services: Services, site: Site) {
-  await services.repositories.backlinks.schedule(site.id, services.now().getTime())
 }
 
 /** One run over one site: check the due referring pages, ask the provider, take the day's snapshot. */

@@ -3,7 +3,6 @@ import type { Site } from '../sites/sites'
 import { execute } from '../storage/clickhouse/execute'
 import { type Fragment, bind, sql } from '../storage/clickhouse/sql'
 import { clickhouseTime } from '../storage/clickhouse/time'
-import type { Referrer } from './discover'
 import { type LinkType, linkUrl, tldOf, urlDomain } from './links'
 
 /**
@@ -13,6 +12,13 @@ import { type LinkType, linkUrl, tldOf, urlDomain } from './links'
  * may be snapshotted several times (each run): its latest snapshot is the day's, so events never
  * come from a provider's word alone, only from two snapshots.
  */
+
+/** A referrer of the site's pageviews: its URL (fragment cut), the visits it sent, its last (epoch ms). */
+export interface Referrer {
+  url: string
+  visits: number
+  lastMs: number
+}
 
 /** Days a provider's list stays in the link set after its last fetch (a provider that fails for a day does not lose every link). */
 const PROVIDER_KEEP_DAYS = 7

@@ -36,6 +36,7 @@ describe('ClickHouse migrations', () => {
       { version: 11, name: 'partial_rollups' },
       { version: 12, name: 'purge_typed_click_text' },
       { version: 13, name: 'imported_aggregates' },
+      { version: 16, name: 'backlinks' },
     ])
     const applied = await migrate(clickhouse, [
       ...loadMigrations(),
