@@ -528,3 +528,124 @@ describe('backlinks explain a traffic drop: the planted backlink_lost', () => {
     expect(guide.candidates[0]).toMatchObject({ kind: 'backlink_lost', from: STRONG, anchor: 'The guide' })
   })
 })
+
+describe('backlinks without a provider, a failing provider, the daily budget, and vitals alerts', () => {
+  let server: Server
+  let origin = ''
+  const fetched: string[] = []
+  let now = Date.parse('2026-11-10T09:00:00Z')
+  let services: Awaited<ReturnType<typeof testServices>>
+  let call: ReturnType<typeof client>
+  let read = ''
+  let write = ''
+  const mail: MailMessage[] = []
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      const [, host, ...rest] = (req.url ?? '/').split('/')
+      fetched.push(`https://${host}/${rest.join('/')}`)
+      if (req.url?.startsWith('/v3/')) return void res.writeHead(401, { 'content-type': 'application/json' }).end('{"status_code":40100}')
+      if (rest.join('/') === 'robots.txt') return void res.writeHead(404).end()
+      res.writeHead(200, { 'content-type': 'text/html' }).end('<html><body><a href="https://budget.test/">budget</a></body></html>')
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    services = await testServices({ kv: REDIS_URL ? 'redis' : 'embedded', ownKeys: true, now: () => new Date(now) })
+    const guarded = guardedFetch({ allowPrivate: true, maxBytes: 256 * 1024, timeoutMs: 5000 })
+    services.crawler = {
+      fetch: (input, init) => {
+        const u = new URL(String(input))
+        return guarded(`${origin}/${u.host}${u.pathname}`, init)
+      },
+      userAgent: DEFAULT_USER_AGENT,
+      hostIntervalMs: 0,
+      maxQueuedPings: 3,
+      siteRunMs: 60_000,
+    }
+    services.mailer = { send: async (m) => void mail.push(m) }
+    call = client(services)
+    const org = await createOrg(services.repositories, 'Budget', new Date(now))
+    write = (await createApiKey(services.repositories, { orgId: org.id, name: 'w', scope: 'write' }, new Date(now))).key
+    read = (await createApiKey(services.repositories, { orgId: org.id, name: 'r', scope: 'read' }, new Date(now))).key
+  })
+
+  afterAll(async () => {
+    await new Promise((resolve) => server.close(resolve))
+  })
+
+  it('says why authority is not available, checks no more pages than the budget left, and survives a failing provider', async () => {
+    const created = await call('POST', '/api/v1/sites', { key: write, body: { domain: 'budget.test', timezone: 'UTC' } })
+    const siteId = created.json.id
+    // five referring pages; the day's budget (unlimited plan: 2,000) has 2 checks left
+    await importHits(
+      Array.from({ length: 5 }, (_, i) =>
+        JSON.stringify({
+          timestamp: new Date(now - 3_600_000).toISOString(),
+          site: created.json.snippetId,
+          name: 'pageview',
+          url: 'https://budget.test/',
+          referrer: `https://ref${i}.example.com/page`,
+          ip: `198.51.100.${i + 1}`,
+          userAgent: CHROME,
+        }),
+      ),
+      services.ingestor,
+    )
+    await services.repositories.backlinks.spendBudget(siteId, '2026-11-10', 1_998)
+    const [run] = await runBacklinks(services)
+    expect(run).toMatchObject({ checked: 2, left: 3, provider: 'none', links: 2 })
+    expect(fetched.filter((u) => u.endsWith('/page'))).toHaveLength(2)
+    // the day's budget is spent: the rest waits for the next day's; the site's next run is the hourly one
+    expect(await services.repositories.backlinks.dueAt(siteId)).toBe(now + 60 * 60_000)
+    const body = (await call('GET', `/api/v1/backlinks?site_id=${siteId}`, { key: read })).json
+    expect(body.authority).toEqual({ available: false, reason: expect.stringMatching(/no backlink provider is configured/) })
+    expect(body.sources).toEqual({ discovered: true, provider: null })
+
+    // a provider that refuses the credentials: logged, the site's run still takes its snapshot
+    services.backlinkProvider = dataForSeo({ credentials: 'login:wrong', baseUrl: origin, fetch: guardedFetch({ allowPrivate: true }) })
+    now += 3_600_000
+    const log: string[] = []
+    const [again] = await runBacklinks(services, { log: (l) => log.push(l) })
+    expect(again).toMatchObject({ provider: 'failed', links: 2 })
+    expect(log).toEqual([
+      expect.stringMatching(/backlink provider for site .* failed: DataForSEO \/v3\/backlinks\/summary\/live answered 401/),
+    ])
+    expect(log[0]).not.toContain('wrong')
+    services.backlinkProvider = undefined
+  })
+
+  it('sends a vitals regression once, the day after it appears', async () => {
+    const created = await call('POST', '/api/v1/sites', { key: write, body: { domain: 'vitals.test', timezone: 'UTC' } })
+    const siteId = created.json.id
+    await call('PATCH', `/api/v1/sites/${siteId}/alerts`, { key: write, body: { vitalsAlerts: true, recipients: ['ops@example.com'] } })
+    const day = Date.parse('2026-11-10T00:00:00Z')
+    const sample = (at: number, value: number, i: number) =>
+      JSON.stringify({
+        timestamp: new Date(at + i * 60_000).toISOString(),
+        site: created.json.snippetId,
+        name: 'vital',
+        url: 'https://vitals.test/slow',
+        ip: `192.0.2.${(i % 200) + 1}`,
+        userAgent: CHROME,
+        vital: { name: 'LCP', value },
+      })
+    // 25 good samples ten days before, 25 poor ones on the last day: the regression appears on 2026-11-09
+    await importHits(
+      [
+        ...Array.from({ length: 25 }, (_, i) => sample(day - 10 * DAY + 3_600_000, 1500, i)),
+        ...Array.from({ length: 25 }, (_, i) => sample(day - DAY + 3_600_000, 4500, i)),
+      ],
+      services.ingestor,
+    )
+    mail.length = 0
+    expect((await deliverDailyAlerts(services, new Date(now))).sent).toBe(1)
+    expect((await deliverDailyAlerts(services, new Date(now))).sent).toBe(0)
+    expect(mail).toHaveLength(1)
+    expect(mail[0].subject).toBe('vitals.test on 2026-11-09: 1 vitals regression')
+    expect(mail[0].text).toContain('/slow LCP: 1500 to 4500 (poor)')
+    // the next day the same regression is no news
+    now += DAY
+    expect((await deliverDailyAlerts(services, new Date(now))).sent).toBe(0)
+    expect(mail).toHaveLength(1)
+  })
+})
