@@ -38,7 +38,9 @@ export const DEFAULT_DATAFORSEO_URL = 'https://api.dataforseo.com'
 /** Links asked for per request (the API's largest page). */
 const PAGE = 1000
 /** A provider call that takes longer is abandoned; the next day's run asks again. */
-const TIMEOUT_MS = 60_000
+export const PROVIDER_TIMEOUT_MS = 60_000
+/** The largest provider answer read (a page of 1,000 links is a few megabytes). */
+export const PROVIDER_MAX_BYTES = 32 * 1024 * 1024
 
 export class ProviderError extends Error {
   constructor(message: string) {
@@ -102,7 +104,6 @@ export function dataForSeo(options: { credentials: string; baseUrl: string; fetc
         method: 'POST',
         headers: { authorization, 'content-type': 'application/json' },
         body: JSON.stringify([task]),
-        signal: AbortSignal.timeout(TIMEOUT_MS),
       })
     } catch (err) {
       throw new ProviderError(`DataForSEO ${path}: ${(err as Error).message}`)
@@ -168,12 +169,18 @@ export interface ProviderSettings {
   BACKLINKS_API_URL?: string
 }
 
-/** The home's provider: DataForSEO when BACKLINKS_API_KEY is set, else none (authority is then not available). */
-export function backlinkProvider(env: ProviderSettings, fetcher: typeof fetch): BacklinkProvider | undefined {
+/**
+ * The home's provider: DataForSEO when BACKLINKS_API_KEY is set, else none (authority is then not
+ * available). `guarded` builds the home's guarded fetch with the provider's timeout and size cap.
+ */
+export function backlinkProvider(
+  env: ProviderSettings,
+  guarded: (limits: { timeoutMs: number; maxBytes: number }) => typeof fetch,
+): BacklinkProvider | undefined {
   if (!env.BACKLINKS_API_KEY) return undefined
   return dataForSeo({
     credentials: env.BACKLINKS_API_KEY,
     baseUrl: (env.BACKLINKS_API_URL || DEFAULT_DATAFORSEO_URL).replace(/\/+$/, ''),
-    fetch: fetcher,
+    fetch: guarded({ timeoutMs: PROVIDER_TIMEOUT_MS, maxBytes: PROVIDER_MAX_BYTES }),
   })
 }

@@ -316,7 +316,7 @@ export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Servic
           }
         : undefined,
     crux: cruxConfig(env),
-    backlinkProvider: backlinkProvider(env, guardedFetch(outboundRules)),
+    backlinkProvider: backlinkProvider(env, (limits) => guardedFetch({ ...outboundRules, ...limits })),
     publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
     plan: deploymentPlan(env.PLAN),
     mailer: nodeMailer({

@@ -106,6 +106,6 @@ export function workerServices(rawEnv: WorkerEnv): Services {
           })
         : undefined,
     crux: cruxConfig(env),
-    backlinkProvider: backlinkProvider(env, outbound),
+    backlinkProvider: backlinkProvider(env, (limits) => guardedFetch({ allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === '1', ...limits })),
   }
 }
