@@ -9,12 +9,24 @@ import { type LogOptions, requestLog } from './request-log'
 const CORS_EXPOSE_HEADERS = 'RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After'
 const CORS_ALLOW_HEADERS = 'Authorization, x-api-key, Content-Type, mcp-protocol-version, mcp-session-id'
 
+const ANSWERED_WHILE_STARTING = new Set(['/health', '/ready', '/metrics'])
+
 /** Builds the whole HTTP app from its services. Handlers never know which home they run in. */
 export function createApp(services: Services, log: LogOptions = { level: 'error' }, options: { compress?: boolean } = {}) {
   // a trailing slash names the same endpoint (`/api/v1/` is the index, as `/api/v1`)
   const app = new Hono({ strict: false })
 
   app.use(requestLog(log))
+  // requests by the route they matched (its declared path), method, status and duration
+  const { metrics } = services
+  if (metrics) {
+    app.use(async (c, next) => {
+      const started = performance.now()
+      await next()
+      const route = c.req.routePath === '*' || c.req.routePath === '/*' ? 'unmatched' : c.req.routePath
+      metrics.request(route, c.req.method, c.res.status, (performance.now() - started) / 1000)
+    })
+  }
   // Node compresses its own answers (JSON, scripts, the MCP tool list) of 1 KB or more when the
   // client accepts gzip or deflate; event streams never are. Cloudflare compresses the Workers'.
   if (options.compress) app.use(compress())
@@ -37,6 +49,15 @@ export function createApp(services: Services, log: LogOptions = { level: 'error'
     c.header('Vary', 'Access-Control-Request-Headers')
     return c.body(null, 204)
   })
+
+  // while the migrations are applied nothing can be read or written yet: only health, readiness and metrics answer
+  if (services.readiness) {
+    app.use('*', async (c, next) => {
+      if (services.readiness!().phase !== 'migrating' || ANSWERED_WHILE_STARTING.has(c.req.path)) return next()
+      c.header('Retry-After', '2')
+      return c.json({ error: 'the service is starting (applying its migrations); retry in 2 s' }, 503)
+    })
+  }
 
   mountEndpoints(app, endpoints, services)
 

@@ -3,6 +3,7 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js'
 import { z } from 'zod'
 import { ApiError } from '../lib/errors'
+import { RANGES } from '../lib/reports/dimensions'
 import { credentialHash } from '../lib/accounts/auth'
 import type { ApiKeyRecord } from '../lib/accounts/keys'
 import { type Endpoint, GROUPS, type Group, defineEndpoint, pathParamNames } from './endpoint'
@@ -45,10 +46,11 @@ export function toolInput(endpoint: Endpoint, args: Record<string, unknown>): { 
 
 const MCP_INSTRUCTIONS =
   'Web analytics for the sites of one organization. Start with whoami, then list_sites for site ids. ' +
-  'Parameters shared by many tools: site_id is a site UUID or its snippet id. range is a named range resolved in the site timezone (default 30d); ' +
+  'Parameters shared by many tools: site_id is a site UUID or its snippet id. range is a named range resolved in the site timezone (default 30d unless the tool says): ' +
+  `${RANGES.join(', ')} (pages and changes take no realtime, list_sites no custom); ` +
   'range=custom takes from and to as YYYY-MM-DD (to included). filters is an array of {dimension, operator: is|is_not|contains|matches, value: [strings]} ' +
   '(values OR-ed, filters AND-ed; list_dimensions has the dimensions), or that array as a JSON string. source is standalone or ga4 (default: the site primary source). ' +
-  'limit is rows, clamped. A report answers range: {name, from, to, interval, timezone}, the window it read. Counts are integers; bounceRate and other rates are fractions from 0 to 1, not percentages; durations are seconds. ' +
+  'limit is the most rows to answer (at most 1000; export_report 10000, get_flow 100). A report answers range: {name, from, to, interval, timezone}, the window it read, and source, the source it read. Counts are integers; bounceRate and other rates are fractions from 0 to 1, not percentages; durations are seconds. ' +
   'A failed call is isError with {status, error} as the REST API answers it.'
 
 /**

@@ -5,10 +5,13 @@ import type { Duplex } from 'node:stream'
 import { countOrgs, listOrgs } from '../lib/accounts/admin'
 import { crawlDemoWebsite, createDemo, findDemoSite, seedDemo, startDemoTraffic, withDemoWebsite } from '../lib/demo'
 import { type DemoWebsite, startDemoWebsite } from '../lib/demo-website-node'
+import { checkInstallNow } from '../lib/sites/install-check'
+import { siteView } from '../lib/sites/sites'
 import { CRAWL_RUN, JOBS } from '../lib/jobs/schedule'
 import { jobTimers } from '../lib/jobs/timers'
 import { demoWanted, nodeEnvSchema, parseEnv } from '../lib/runtime/env'
 import { exitWithFailure } from '../lib/runtime/failure'
+import { googleConfig } from '../lib/integrations/google/config'
 import { dataDir, localInfoFile, localToken, openNodeHome } from '../lib/runtime/node'
 import { localEndpointsApp } from './local-endpoints'
 import { createApp } from './app'
@@ -19,6 +22,8 @@ process.on('uncaughtException', exitWithFailure)
 process.on('unhandledRejection', exitWithFailure)
 
 const env = parseEnv(nodeEnvSchema, process.env)
+// a Google client without the secret that seals its tokens is a start-up error, before any store opens
+googleConfig(env)
 
 const log = (message: string) => process.stderr.write(`${message}\n`)
 const dir = dataDir(env)
@@ -26,7 +31,7 @@ const dir = dataDir(env)
 let timers: ReturnType<typeof jobTimers> | undefined
 const home = await openNodeHome(env, { log, wakeCrawler: () => timers?.wake(CRAWL_RUN) })
 const { services, stores } = home
-if (home.replayed) log(`stored ${home.replayed} journaled rows left by the previous run`)
+void home.replayed.then((rows) => rows && log(`stored ${rows} journaled rows left by the previous run`))
 timers = jobTimers(JOBS, services, log)
 
 const requestLines = batchedLines(process.stderr)
@@ -41,11 +46,14 @@ const server = serve({
 })
 answerMalformedRequestsInJson(server as unknown as Server)
 await new Promise((resolve) => server.once('listening', resolve))
+// it listens while it migrates: /health and /ready answer, everything else 503 until the migrations are applied
+await home.migrated
 const port = (server.address() as { port: number }).port
 // the address it listens on, unless that is every address of the machine
 const listening = env.HOST === '0.0.0.0' || env.HOST === '::' ? 'localhost' : env.HOST.includes(':') ? `[${env.HOST}]` : env.HOST
 const baseUrl = services.publicUrl ?? `http://${listening}:${port}`
 
+let stopping = false
 let local: ReturnType<typeof serve> | null = null
 if (stores.chdb || stores.raw) {
   const token = localToken(dir)
@@ -56,10 +64,20 @@ if (stores.chdb || stores.raw) {
   })
   await new Promise((resolve) => local!.once('listening', resolve))
   const localPort = (local.address() as { port: number }).port
-  writeFileSync(
-    localInfoFile(dir),
-    JSON.stringify({ url: `http://127.0.0.1:${localPort}`, pid: process.pid, clickhouse: !!stores.chdb, redis: !!stores.raw }),
-  )
+  const info = JSON.stringify({ url: `http://127.0.0.1:${localPort}`, pid: process.pid, clickhouse: !!stores.chdb, redis: !!stores.raw })
+  // a full disk does not stop the server: the CLIs find it once the file is written
+  const publish = () => {
+    if (stopping) return
+    try {
+      writeFileSync(localInfoFile(dir), info)
+    } catch (err) {
+      log(
+        `cannot write ${localInfoFile(dir)} (${(err as Error).message}): the CLIs reach this server once it is written; trying again in 5 s`,
+      )
+      setTimeout(publish, 5000).unref()
+    }
+  }
+  publish()
 }
 
 let demoWebsite: DemoWebsite | null = null
@@ -72,9 +90,11 @@ if (firstStart && demoWanted(env)) {
   })
   // its website on loopback, crawled twice, so that pages and changes have something to show
   if (services.crawler && env.SKIP_DEMO_TRAFFIC !== '1') {
-    demoWebsite = await startDemoWebsite('before')
+    demoWebsite = await startDemoWebsite('before', siteView(demo.site, baseUrl).snippet)
     services.crawler = withDemoWebsite(services.crawler, demo.site.id, demoWebsite.origin)
     await crawlDemoWebsite(services, services.crawler, demo.site, demoWebsite, new Date())
+    // and its install checked there: the snippet is on its homepage
+    await checkInstallNow(services, demo.site)
   }
   // on stdout: the log (stderr) goes to a log collector, and must never hold a key
   process.stdout.write(
@@ -115,7 +135,7 @@ if (firstStart && demoWanted(env)) {
 const demoSite = await findDemoSite(stores.repositories)
 // on later starts too, the demo site's pages come from its website
 if (demoSite && services.crawler && !demoWebsite) {
-  demoWebsite = await startDemoWebsite('after')
+  demoWebsite = await startDemoWebsite('after', siteView(demoSite, baseUrl).snippet)
   services.crawler = withDemoWebsite(services.crawler, demoSite.id, demoWebsite.origin)
 }
 const liveDemo = demoSite && env.DEMO_LIVE_TRAFFIC !== '0' && env.SKIP_DEMO_TRAFFIC !== '1'
@@ -123,7 +143,6 @@ const stopDemoTraffic = liveDemo ? startDemoTraffic(services, demoSite) : () => 
 
 log(`analytics API on ${baseUrl} (ClickHouse: ${stores.describe.clickhouse}; key/value: ${stores.describe.keyValue})`)
 
-let stopping = false
 async function shutdown(signal: string) {
   if (stopping) return
   stopping = true

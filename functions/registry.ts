@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { ApiError } from '../lib/errors'
 import { storesHealth } from '../lib/storage/health'
 import { collectorEndpoints } from './collector'
 import { alertEndpoints } from './v1/alerts'
@@ -18,11 +19,14 @@ import { crawlEndpoints } from './v1/crawl'
 import { geoEndpoints } from './v1/geo'
 import { goalEndpoints } from './v1/goals'
 import { importEndpoints } from './v1/imports'
+import { ga4Endpoints } from './v1/ga4'
+import { searchConsoleEndpoints } from './v1/search-console'
 import { journeyEndpoints } from './v1/journeys'
 import { ingestEndpoints } from './v1/ingest'
 import { metaEndpoints } from './v1/meta'
 import { orgEndpoints } from './v1/org'
 import { reportEndpoints } from './v1/reports'
+import { searchEndpoints } from './v1/search'
 import { segmentEndpoints } from './v1/segments'
 import { siteFactEndpoints } from './v1/site-facts'
 import { siteEndpoints } from './v1/sites'
@@ -37,6 +41,13 @@ const healthSchema = z.object({
     .object({ clickhouse: z.string().optional(), keyValue: z.string().optional() })
     .optional()
     .describe('When this instance first saw each failing store fail (ISO 8601)'),
+})
+
+const readySchema = z.object({
+  ready: z.boolean(),
+  phase: z
+    .enum(['migrating', 'replaying', 'ready'])
+    .describe('migrating: schema migrations run; replaying: the journal of the previous run is stored'),
 })
 
 /** The endpoints of one group (a section of the reference page, an MCP toolset), each keeping a group its declaration names. */
@@ -104,6 +115,41 @@ export const endpoints: Endpoint[] = [
       return health.status === 'ok' ? health : Response.json(health, { status: 503 })
     },
   }),
+  defineEndpoint({
+    method: 'GET',
+    path: '/ready',
+    group: 'meta',
+    scope: 'public',
+    tool: null,
+    summary:
+      'Whether this instance takes traffic: 503 while it applies its migrations or stores the journal of hits its previous run left, 200 after.',
+    description:
+      'For a load balancer or an orchestrator (a readiness probe); /health says whether the stores answer. While the migrations are applied every other request answers 503 with Retry-After; while the journal is stored the instance serves, and its reads may miss the hits of the previous run.',
+    response: readySchema,
+    async handler({ services }) {
+      const readiness = services.readiness?.() ?? { ready: true, phase: 'ready' as const }
+      return readiness.ready ? readiness : Response.json(readiness, { status: 503 })
+    },
+  }),
+  defineEndpoint({
+    method: 'GET',
+    path: '/metrics',
+    group: 'meta',
+    scope: 'public',
+    tool: null,
+    summary: 'Operations metrics in the Prometheus text format, for a scraper holding METRICS_TOKEN (the Node server only).',
+    description:
+      "Off unless the Node server has METRICS_TOKEN set: then a scraper sends it as `Authorization: Bearer <token>` (401 without it). Requests by route, status and duration; hits accepted, journaled, stored and dropped by reason; the journal depth and age; ClickHouse insert and query durations; key/value latency and errors; job runs and failures. Workers answer 404: their requests are in Cloudflare's own analytics.",
+    response: { mediaType: 'text/plain; version=0.0.4', description: 'Prometheus text exposition format' },
+    async handler({ services, request }) {
+      const { metrics } = services
+      if (!metrics) throw new ApiError(404, 'metrics are off: the Node server serves them at /metrics when METRICS_TOKEN is set')
+      if (!(await metrics.admits(request)))
+        throw new ApiError(401, 'metrics need METRICS_TOKEN as a Bearer token: Authorization: Bearer <token>')
+      const { contentType, body } = await metrics.render()
+      return new Response(body, { headers: { 'Content-Type': contentType, 'Cache-Control': 'no-store' } })
+    },
+  }),
   ...inGroup('meta', metaEndpoints),
   ...inGroup('team', [...orgEndpoints, ...memberEndpoints]),
   ...inGroup('settings', [
@@ -114,6 +160,8 @@ export const endpoints: Endpoint[] = [
     ...customDomainEndpoints,
     ...siteFactEndpoints,
     ...importEndpoints,
+    ...ga4Endpoints,
+    ...searchConsoleEndpoints,
   ]),
   ...inGroup('reports', [
     ...reportEndpoints,
@@ -122,6 +170,7 @@ export const endpoints: Endpoint[] = [
     ...segmentEndpoints,
     ...vitalEndpoints,
     ...geoEndpoints,
+    ...searchEndpoints,
   ]),
   ...inGroup('why', [...annotationEndpoints, ...whyEndpoints, ...backlinkEndpoints]),
   ...inGroup('behaviour', [...behaviourEndpoints, ...journeyEndpoints]),

@@ -16,7 +16,8 @@ const HEADER = 'X-Request-Id'
 /** A caller's own id is kept when it is short and plain, so it cannot forge log fields. */
 const SANE_ID = /^[\w\-.:=]{1,128}$/
 /** Query parameters whose values are never logged: credentials. */
-const SECRET_PARAMS = new Set(['key', 'api_key', 'apikey', 'token', 'access_token', 'secret'])
+// code and state: the OAuth callback's authorization code and signed state
+const SECRET_PARAMS = new Set(['key', 'api_key', 'apikey', 'token', 'access_token', 'secret', 'code', 'state'])
 
 interface Trace {
   id: string

@@ -2,21 +2,26 @@ import { type Endpoint, isJsonAnswer } from './endpoint'
 import { outputSchema, toolInputSchema } from './openapi'
 
 /**
- * The MCP tool list, compact: a write key's whole list stays under 60 KB (tests/e2e/mcp.test.ts
+ * The MCP tool list, compact: a write key's whole list stays under 49 KB (tests/e2e/mcp.test.ts
  * measures it), in portable JSON Schema. The REST API and its OpenAPI document keep the full
  * schemas; the tools share their meaning through the server's instructions (MCP_INSTRUCTIONS).
  */
 
 /**
  * The parameters many tools share, described once in the server's instructions rather than in
- * every tool (they are most of the bytes of a tool list otherwise). Each keeps its type and enum.
+ * every tool (they are most of the bytes of a tool list otherwise): each keeps its type, and the
+ * instructions list the names a range takes and say that limit is clamped. A range whose default
+ * is not the usual 30d keeps its default.
  */
 const SHARED_PARAMETERS: Record<string, Schema> = {
   site_id: { type: 'string' },
+  range: { type: 'string' },
+  limit: { type: 'integer' },
+  source: { type: 'string' },
   from: { type: 'string' },
   to: { type: 'string' },
-  // an array, or that array as JSON text: both arrive as the JSON text the REST query carries (toolInput)
-  filters: { type: ['array', 'string'], items: { type: 'object' } },
+  // an array of filter objects, or that array as JSON text: both arrive as the JSON text the REST query carries (toolInput)
+  filters: { type: ['array', 'string'] },
 }
 
 /** The formats of JSON Schema itself (2020-12): any validator knows them. Zod's others (cidrv4, ...) make clients warn. */
@@ -36,8 +41,18 @@ const PORTABLE_FORMATS = new Set([
 
 type Schema = Record<string, unknown>
 
-/** Checks the server makes anyway, naming the field in its error: a tool's input schema leaves them out. */
-const SERVER_CHECKS = new Set(['pattern', 'minLength', 'maxLength', 'minItems', 'maxItems'])
+/** Checks the server makes anyway, naming the field in its error: a tool's input schema leaves them out (descriptions say the bounds that matter). */
+const SERVER_CHECKS = new Set([
+  'pattern',
+  'minLength',
+  'maxLength',
+  'minItems',
+  'maxItems',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+])
 
 /**
  * A tool's input schema, compact and with only portable JSON Schema: formats a validator may not
@@ -82,7 +97,7 @@ function simplifyAnyOf(schema: Schema): Schema {
 const OUTPUT_KEYWORDS = new Set(['type', 'properties', 'items', 'anyOf', 'oneOf', 'enum', 'const', 'additionalProperties'])
 
 /** The bytes an output schema may take: below the depth that fits, an object or array is said to be one, of any shape. */
-const OUTPUT_BYTES = 400
+const OUTPUT_BYTES = 350
 
 /**
  * A compact output schema: types, properties, items and enums only (no descriptions, bounds,
@@ -90,9 +105,11 @@ const OUTPUT_BYTES = 400
  * (`additionalProperties`), and the deepest levels left as any object or array.
  */
 export function compactOutput(schema: unknown): unknown {
-  // every report echoes the window it read, the same object each time: the instructions describe it once
-  const properties = (schema as Schema).properties as Record<string, Schema> | undefined
-  if (properties?.range?.type === 'object') schema = { ...(schema as Schema), properties: { ...properties, range: { type: 'object' } } }
+  // every report echoes the window and the source it read, the same each time: the instructions describe them once
+  const { range, ...properties } = ((schema as Schema).properties ?? {}) as Record<string, Schema | undefined>
+  if (range?.type === 'object') schema = { ...(schema as Schema), properties }
+  if (range?.type === 'object' && properties.source?.enum)
+    schema = { ...(schema as Schema), properties: { ...properties, source: { type: 'string' } } }
   for (let depth = 4; depth > 1; depth--) {
     const compact = compactTo(schema, depth)
     if (JSON.stringify(compact).length <= OUTPUT_BYTES) return compact
@@ -155,14 +172,14 @@ function toolParameters(endpoint: Endpoint) {
   for (const [name, property] of Object.entries(schema.properties)) {
     // list_annotations's from and to are its own (timestamps, no range)
     const shared = name in SHARED_PARAMETERS && ((name !== 'from' && name !== 'to') || 'range' in schema.properties)
-    if (shared) schema.properties[name] = SHARED_PARAMETERS[name]
-    else if (name === 'range' || name === 'source' || name === 'limit') delete property.description
+    const usualDefault = property.default === undefined || (name === 'range' && property.default === '30d')
+    if (shared) schema.properties[name] = usualDefault ? SHARED_PARAMETERS[name] : { ...SHARED_PARAMETERS[name], default: property.default }
   }
   return schema
 }
 
 /** The characters of a tool's description: what it does, then the first of its details that fit. */
-const DESCRIPTION_CHARS = 300
+const DESCRIPTION_CHARS = 160
 
 /**
  * What the tool does in one sentence, then as many whole sentences of how to read it as fit;

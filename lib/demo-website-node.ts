@@ -9,12 +9,14 @@ import type { AddressInfo } from 'node:net'
  */
 export type DemoEdition = 'before' | 'after'
 
-const page = (title: string, description: string, text: string, links: string[]) =>
-  `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${title} | Demo</title><meta name="description" content="${description}"></head><body><nav>${links.map((href) => `<a href="${href}">${href}</a>`).join(' ')}</nav><main><h1>${title}</h1><p>${text}</p></main></body></html>`
+/** A page of the website, with the demo site's tracking snippet in its head (the install check looks for it there). */
+const pageOf = (snippet: string) => (title: string, description: string, text: string, links: string[]) =>
+  `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${title} | Demo</title><meta name="description" content="${description}">${snippet}</head><body><nav>${links.map((href) => `<a href="${href}">${href}</a>`).join(' ')}</nav><main><h1>${title}</h1><p>${text}</p></main></body></html>`
 
 const NAV = ['/', '/pricing', '/blog', '/docs', '/about']
 
-function pages(edition: DemoEdition): Record<string, string> {
+function pages(edition: DemoEdition, snippet: string): Record<string, string> {
+  const page = pageOf(snippet)
   const after = edition === 'after'
   const all: Record<string, string> = {
     '/': page(
@@ -68,11 +70,12 @@ export interface DemoWebsite {
   close(): Promise<void>
 }
 
-export async function startDemoWebsite(edition: DemoEdition = 'after'): Promise<DemoWebsite> {
+/** The website on a free loopback port; `snippet` is the demo site's tracking snippet, put in every page's head. */
+export async function startDemoWebsite(edition: DemoEdition = 'after', snippet = ''): Promise<DemoWebsite> {
   const site: DemoWebsite = { origin: '', edition, close: async () => {} }
   const server: Server = createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://demo').pathname
-    const current = pages(site.edition)
+    const current = pages(site.edition, snippet)
     if (path === '/robots.txt') return void res.writeHead(200, { 'content-type': 'text/plain' }).end(`User-agent: *\nAllow: /\n`)
     if (path === '/sitemap.xml')
       return void res.writeHead(200, { 'content-type': 'application/xml' }).end(

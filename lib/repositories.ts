@@ -8,6 +8,9 @@ import { CrawlQueue } from './crawl/crawl-queue-repository'
 import { SaltsRepository } from './ingest/salts-repository'
 import { VisitsRepository } from './ingest/visits-repository'
 import { CruxAnswersRepository } from './integrations/crux-answers-repository'
+import { SearchConsoleImportsRepository } from './integrations/search-console/search-console-imports-repository'
+import { Ga4ImportsRepository } from './integrations/ga4/ga4-imports-repository'
+import { GoogleConnectionsRepository } from './integrations/google/google-connections-repository'
 import { DeliveriesRepository } from './jobs/deliveries-repository'
 import { AnnotationsRepository } from './sites/annotations-repository'
 import type { Funnel, Goal, Segment } from './sites/definition-records'
@@ -39,6 +42,9 @@ export interface Repositories {
   visits: VisitsRepository
   deliveries: DeliveriesRepository
   crux: CruxAnswersRepository
+  searchConsoleImports: SearchConsoleImportsRepository
+  google: GoogleConnectionsRepository
+  ga4Imports: Ga4ImportsRepository
   crawlQueue: CrawlQueue
   backlinks: BacklinksRepository
 }
@@ -62,6 +68,9 @@ export function openRepositories(kv: Redis): Repositories {
     visits: new VisitsRepository(kv),
     deliveries: new DeliveriesRepository(kv),
     crux: new CruxAnswersRepository(kv),
+    searchConsoleImports: new SearchConsoleImportsRepository(kv),
+    google: new GoogleConnectionsRepository(kv),
+    ga4Imports: new Ga4ImportsRepository(kv),
     crawlQueue: new CrawlQueue(kv),
     backlinks: new BacklinksRepository(kv),
   }

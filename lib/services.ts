@@ -2,6 +2,8 @@ import type { Redis } from '@upstash/redis'
 import type { CrawlerConfig } from './crawl/config'
 import type { CruxConfig } from './integrations/crux'
 import type { BacklinkProvider } from './backlinks/provider'
+import type { SearchConsoleConnector } from './integrations/search-console/import'
+import type { GoogleConfig } from './integrations/google/config'
 import type { Mailer } from './network/mail'
 import type { DnsResolver } from './ingest/bots'
 import type { Ingestor } from './ingest/pipeline'
@@ -11,6 +13,29 @@ import type { RateLimiter } from './accounts/ratelimit'
 import type { PlanName } from './accounts/plans'
 import type { SiteDirectory } from './sites/site-directory'
 import type { Repositories } from './repositories'
+
+/** Whether this instance takes traffic: not while it applies its migrations or stores the journal an earlier run left. */
+export interface Readiness {
+  ready: boolean
+  phase: 'migrating' | 'replaying' | 'ready'
+}
+
+/**
+ * Operations metrics (the Node home: lib/runtime/metrics-node.ts, Prometheus text by prom-client),
+ * present only where they are switched on (METRICS_TOKEN). Everything else records through it.
+ */
+export interface Metrics {
+  /** Whether a request may read the metrics: it carries the token as a Bearer credential. */
+  admits(request: Request): Promise<boolean>
+  /** Every metric as Prometheus text, and its content type. */
+  render(): Promise<{ contentType: string; body: string }>
+  /** An answered request: its declared route (or `unmatched`), method, status and duration. */
+  request(route: string, method: string, status: number, seconds: number): void
+  /** The outcome of each hit taken in: stored, or dropped (by its reason) or rejected. */
+  hits(outcomes: readonly { status: string; code?: string }[]): void
+  /** A scheduled job's run: ok, or it failed. */
+  job(name: string, ok: boolean, seconds: number): void
+}
 
 /** What the app is built from. Each home (Node, Worker, tests) builds its own set. */
 export interface Services {
@@ -44,6 +69,10 @@ export interface Services {
   plan?: PlanName
   /** Public origin used in snippets; defaults to the request's origin. */
   publicUrl?: string
+  /** Operations metrics for GET /metrics; absent where they are off (no METRICS_TOKEN) and on Workers. */
+  metrics?: Metrics
+  /** Where an instance starts up before it serves (the Node server); absent, it is always ready. */
+  readiness?: () => Readiness
   /** Sends reports and invitations; absent where no mail can be sent (Workers). */
   mailer?: Mailer
   /** The crawler (lib/crawl); absent where it is turned off: pings answer 503 and nothing is crawled. */
@@ -52,4 +81,8 @@ export interface Services {
   crux?: CruxConfig
   /** The backlink data provider (lib/backlinks/provider.ts); absent without BACKLINKS_API_KEY: authority is then not available. */
   backlinkProvider?: BacklinkProvider
+  /** Search Console through the site's Google connection (lib/integrations/search-console); absent, nothing is imported from it. */
+  searchConsole?: SearchConsoleConnector
+  /** The Google connection (lib/integrations/google): GA4 and Search Console; absent without GOOGLE_CLIENT_ID, where the ga4 read says so. */
+  google?: GoogleConfig
 }

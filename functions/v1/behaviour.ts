@@ -3,7 +3,7 @@ import { clicks, errors, properties } from '../../lib/reports/query/behaviour'
 import { reportParams } from '../../lib/reports/query/parse'
 import { defineEndpoint } from '../endpoint'
 import { uint64Param } from '../params'
-import { rangeViewSchema } from './report-schemas'
+import { rangeViewSchema, sourceSchema } from './report-schemas'
 
 const count = z.number().int().nonnegative()
 const available = z.boolean().describe('false for a site that reads only ga4: the collector alone records this')
@@ -37,6 +37,7 @@ const countRowSchema = z.object({ value: z.string(), count: count.describe('Occu
 
 /** One object for the three views (list, one group, its pages): each answers its own fields. */
 const errorsSchema = z.object({
+  source: sourceSchema,
   available,
   range,
   summary: errorSummarySchema.optional().describe('List: the window'),
@@ -123,6 +124,7 @@ export const behaviourEndpoints = [
       'Autocaptured clicks and outbound, download and affiliate link clicks; most clicked first, at most limit. deadClicks counts clicks that changed nothing on the page. A site that reads only ga4 answers available: false.',
     params: reportParams,
     response: z.object({
+      source: sourceSchema,
       available,
       range,
       summary: z.object({ clicks: count, visitors: count, deadClicks: count }),
@@ -144,6 +146,7 @@ export const behaviourEndpoints = [
       property: z.string().min(1, 'must not be empty').max(200).optional().describe('A custom property key: its values'),
     }),
     response: z.object({
+      source: sourceSchema,
       available,
       range,
       keys: z

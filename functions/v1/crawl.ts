@@ -97,7 +97,7 @@ export const crawlEndpoints = [
     scope: 'read',
     tool: 'list_pages',
     summary: 'The page inventory from the crawler, with status, launch date and traffic per page.',
-    description: `Every crawled page with its status (active, new: launched in the last ${NEW_PAGE_DAYS} days, removed: 404/410 or gone from the sitemap), launch date, and visitors, pageviews, scroll depth (percent) and time on page (seconds) in the window. filter=all|active|removed|new; q searches path and title across the whole inventory; sort=${PAGE_SORTS.join('|')} (default pageviews), dir=asc|desc; trends=1 adds pageviews per bucket; bots=1 adds bot and AI-crawler hits; limit and offset page. counts are per status after q.`,
+    description: `Every crawled page with its status (active, new: launched in the last ${NEW_PAGE_DAYS} days, removed: 404/410 or gone from the sitemap), launch date, and visitors, pageviews, scroll depth (percent) and time on page (seconds) in the window. filter=all|active|removed|new; q searches path and title across the whole inventory; sort=${PAGE_SORTS.join('|')} (default pageviews), dir=asc|desc; trends=1 adds pageviews per bucket; bots=1 adds bot and AI-crawler hits; limit and offset page. counts are per status after q. A site that reads only ga4 takes visitors and pageviews from its imported GA4 pages (visitors: the sum of daily totalUsers over the page's hostnames), with no scroll depth, time on page or trend.`,
     params: z.object({
       ...windowParams,
       filter: z.enum(PAGE_FILTERS).default('all').describe('all, active (not removed), removed or new'),

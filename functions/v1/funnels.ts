@@ -5,7 +5,7 @@ import { reportParams } from '../../lib/reports/query/parse'
 import { siteRefSchema } from '../../lib/sites/sites'
 import { FUNNEL_STEP_TYPES } from '../../lib/sites/definition-records'
 import { defineEndpoint } from '../endpoint'
-import { rangeViewSchema } from './report-schemas'
+import { rangeViewSchema, sourceSchema } from './report-schemas'
 
 const count = z.number().int().nonnegative()
 
@@ -33,6 +33,7 @@ export const funnelEndpoints = [
       funnel_id: z.uuid({ message: 'must be a funnel id' }).optional().describe('The funnel to compute; default the first'),
     }),
     response: z.object({
+      source: sourceSchema,
       available: z.boolean().describe('false for a site that reads only ga4: the collector alone records the steps'),
       range: rangeViewSchema.optional(),
       funnels: z.array(funnelSchema),

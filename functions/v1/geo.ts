@@ -3,7 +3,7 @@ import { GEO_GRANULARITIES } from '../../lib/reports/query/compile/geo'
 import { geo } from '../../lib/reports/query/geo'
 import { reportParams } from '../../lib/reports/query/parse'
 import { defineEndpoint } from '../endpoint'
-import { rangeViewSchema } from './report-schemas'
+import { rangeViewSchema, sourceSchema } from './report-schemas'
 
 const count = z.number().int().nonnegative()
 const degrees = (what: string) =>
@@ -22,6 +22,7 @@ export const geoEndpoints = [
       granularity: z.enum(GEO_GRANULARITIES, { message: 'must be region or city' }).describe('region or city'),
     }),
     response: z.object({
+      source: sourceSchema,
       available: z.boolean().describe('false for a site that reads only ga4: the collector alone records places'),
       range: rangeViewSchema.optional().describe('Absent when not available'),
       granularity: z.enum(GEO_GRANULARITIES),

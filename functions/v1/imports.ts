@@ -11,21 +11,29 @@ export const importEndpoints = [
     tool: 'list_site_imports',
     summary: 'Every data import of the site, newest first: kind, when it ran, rows, the period it covers and its state.',
     description:
-      'kind raw_hits is a raw-hit (NDJSON) import run: rows is what it stored for this site, rejected the hits of this site the pipeline refused or screened out (unreadable lines name no site and are reported by the import command only), from and to the first and last stored timestamp (null when none). A failed run keeps what it stored and says why in error. kind ga4 is an imported provider period: from and to are its days, rows and id are null.',
+      'kind raw_hits is a raw-hit (NDJSON) import run, completed or failed: rows is what it stored for this site, rejected the hits of this site the pipeline refused or screened out (unreadable lines name no site and are reported by the import command only), from and to the first and last stored timestamp (null when none). A failed run keeps what it stored and says why in error. kind ga4 is a GA4 import run: state queued, running, done or failed (error says why; while queued or running, what it waits for, until retryAt); trigger bind (the history), hourly (today and yesterday) or daily (the three days before today); from and to are the property days it covers (from is null until the history import found the first day with data); rows the aggregate rows stored; progress the dataset-and-days tasks done of all. A re-import replaces the days it covers. kind search_console is the Search Console import of the bound property (id null): state queued, running, waiting (until retryAt, after a quota or server failure), done or failed; from and to the days it covers; rows the rows stored; progress the days done of all.',
     params: z.object({ site_id: siteRefSchema }),
     response: z.object({
       imports: z.array(
         z.object({
           id: z.uuid().nullable(),
-          kind: z.enum(['raw_hits', 'standalone', 'ga4']),
-          state: z.enum(['completed', 'failed']),
+          kind: z.enum(['raw_hits', 'standalone', 'ga4', 'search_console']),
+          state: z
+            .enum(['completed', 'queued', 'running', 'waiting', 'done', 'failed'])
+            .describe('raw_hits: completed or failed; ga4: queued, running, done or failed; search_console: also waiting'),
+          trigger: z.enum(['bind', 'hourly', 'daily']).nullable().describe('ga4 only'),
           startedAt: z.string(),
-          finishedAt: z.string(),
+          finishedAt: z.string().nullable().describe('null while a ga4 import is queued or running'),
           rows: z.number().int().nullable(),
           rejected: z.number().int(),
           from: z.string().nullable(),
           to: z.string().nullable(),
           error: z.string().nullable(),
+          progress: z
+            .object({ tasksDone: z.number().int(), tasksTotal: z.number().int().nullable(), fraction: z.number().min(0).max(1) })
+            .nullable()
+            .describe('ga4 and search_console'),
+          retryAt: z.string().nullable().describe('ga4 and search_console: a waiting import goes on after this instant'),
         }),
       ),
     }),

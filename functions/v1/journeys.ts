@@ -11,7 +11,7 @@ import {
 import { limitParam, reportParams } from '../../lib/reports/query/parse'
 import { defineEndpoint } from '../endpoint'
 import { uint64Param } from '../params'
-import { rangeViewSchema } from './report-schemas'
+import { rangeViewSchema, sourceSchema } from './report-schemas'
 
 const count = z.number().int().nonnegative()
 const available = z.boolean().describe('false for a site that reads only ga4: the collector alone records this')
@@ -96,6 +96,7 @@ export const journeyEndpoints = [
         .describe(`Steps, 1-5, default ${FLOW_DEFAULT_DEPTH}`),
     }),
     response: z.object({
+      source: sourceSchema,
       available,
       range,
       anchor: z.enum(['entry', 'start', 'focus']).describe('What step 0 is: the landing page, start_path or focus_path'),
@@ -127,6 +128,7 @@ export const journeyEndpoints = [
         .describe('Journeys to skip'),
     }),
     response: z.object({
+      source: sourceSchema,
       available,
       range,
       note,
@@ -155,6 +157,7 @@ export const journeyEndpoints = [
       window: z.enum(['5m', '30m']).optional().describe('The last 5 or 30 minutes, default 30m'),
     }),
     response: z.object({
+      source: sourceSchema,
       available,
       range,
       window: z.enum(['5m', '30m']),

@@ -5,6 +5,13 @@ import { PLAN_NAMES, planFor } from '../../lib/accounts/plans'
 import { z } from 'zod'
 import { defineEndpoint } from '../endpoint'
 
+/** Each imported GA4 dataset with the dimensions a ga4 read takes from it (the dimension table's ga4 column). */
+function ga4Datasets(): Record<string, string[]> {
+  const datasets: Record<string, string[]> = {}
+  for (const d of DIMENSIONS) if (d.ga4) (datasets[d.ga4.dataset] ??= []).push(d.name)
+  return datasets
+}
+
 export const metaEndpoints = [
   defineEndpoint({
     method: 'GET',
@@ -41,12 +48,15 @@ export const metaEndpoints = [
     tool: 'list_dimensions',
     summary: 'Breakdown properties, filter dimensions, operators, named ranges and metrics.',
     description:
-      'The vocabulary for filters and breakdowns. A filter is {dimension, operator, value:[...]}; values of one filter are OR-ed, filters are AND-ed. firstPartyOnly dimensions fail on a ga4 read. segment (filters only) takes the id of a saved segment with operator is and stands for its filters. visitScoped dimensions keep whole visits; the others keep matching events.',
+      'The vocabulary for filters and breakdowns. A filter is {dimension, operator, value:[...]}; values of one filter are OR-ed, filters are AND-ed. firstPartyOnly dimensions fail on a ga4 read, and a ga4 read takes the dimensions of one ga4Datasets entry only (its filters and property together; hour buckets take no filter). segment (filters only) takes the id of a saved segment with operator is and stands for its filters. visitScoped dimensions keep whole visits; the others keep matching events.',
     response: z.object({
       filterDimensions: z.array(z.string()),
       breakdownProperties: z.array(z.string()),
       propertyPrefix: z.string(),
       firstPartyOnly: z.array(z.string()),
+      ga4Datasets: z
+        .record(z.string(), z.array(z.string()))
+        .describe('The imported GA4 datasets and the dimensions each holds: one ga4 read names dimensions of one dataset only'),
       visitScoped: z.array(z.string()),
       operators: z.array(z.string()),
       ranges: z.array(z.string()),
@@ -59,6 +69,7 @@ export const metaEndpoints = [
         breakdownProperties: [...dimensions, `${PROPERTY_PREFIX}<key>`],
         propertyPrefix: PROPERTY_PREFIX,
         firstPartyOnly: DIMENSIONS.filter((d) => !d.sources.includes('ga4')).map((d) => d.name),
+        ga4Datasets: ga4Datasets(),
         visitScoped: DIMENSIONS.filter((d) => d.scope === 'visit').map((d) => d.name),
         operators: [...OPERATORS],
         ranges: [...RANGES],

@@ -22,7 +22,11 @@ export const totalsSchema = z.object({
   bounceRate: z.number().describe('Fraction from 0 to 1'),
   avgDuration: z.number().describe('Seconds'),
   viewsPerVisit: z.number(),
-  events: count.describe('Custom events'),
+  events: count
+    .nullable()
+    .describe(
+      "Custom events; on a ga4 read GA4's events that are not automatic ones, null where the read's imported dataset cannot tell them apart (filters other than event)",
+    ),
 })
 
 export const seriesSchema = z.array(
@@ -40,7 +44,9 @@ export const breakdownRowSchema = z.object({
   visitors: count,
   visits: count.optional(),
   pageviews: count.optional(),
-  events: count,
+  events: count
+    .nullable()
+    .describe('Custom events; null on a ga4 breakdown by anything but event (only that dataset tells automatic events apart)'),
   bounceRate: z.number().optional().describe('Fraction from 0 to 1; visit-engagement dimensions only'),
   avgDuration: z.number().optional().describe('Seconds; visit-engagement dimensions only'),
   conversions: count.optional().describe('Goal rows: completions'),

@@ -1,11 +1,15 @@
 import { z } from 'zod'
 import { limitParam, reportParams } from '../../lib/reports/query/parse'
 import { breakdown, exportAll, realtime, series, totals } from '../../lib/reports/query/reports'
+import { ga4Events } from '../../lib/reports/query/ga4-events'
 import { defineEndpoint } from '../endpoint'
 import { breakdownRowSchema, rangeViewSchema, seriesSchema, sourceSchema, totalsSchema } from './report-schemas'
 
 const METRICS_NOTE =
   'visitors, visits and pageviews are integer counts; bounceRate is a fraction from 0 to 1 (not a percentage); avgDuration is seconds; viewsPerVisit is pageviews per visit; events counts custom events only.'
+
+const GA4_NOTE =
+  "With source=ga4 the numbers come from the imported GA4 property, its days read as the site's local days: visitors is totalUsers, and over several days (or several values one filter matches) it is the sum of the daily values, not distinct people; visits is sessions; pageviews is screenPageViews; bounceRate is (sessions - engagedSessions) / sessions; avgDuration is userEngagementDuration / sessions in seconds; viewsPerVisit is screenPageViews / sessions; events is eventCount of events other than GA4's automatic ones, null where the read's imported dataset cannot tell them apart. A dimension GA4 has no field for, and filters or a property that GA4 reports in different datasets (for example country with path, or any filter with hour buckets), are a 400 naming both."
 
 export const reportEndpoints = [
   defineEndpoint({
@@ -14,7 +18,7 @@ export const reportEndpoints = [
     scope: 'read',
     tool: 'get_stats',
     summary: 'Totals for a range: visitors, visits, pageviews, bounce rate, visit duration, views per visit, custom events.',
-    description: `Aggregate numbers for one site and range (default 30d, in the site timezone). ${METRICS_NOTE} range=realtime counts the last 5 minutes. filters narrow it (see list_dimensions).`,
+    description: `Aggregate numbers for one site and range (default 30d, in the site timezone). ${METRICS_NOTE} range=realtime counts the last 5 minutes. filters narrow it (see list_dimensions). ${GA4_NOTE}`,
     params: reportParams,
     response: z.object({ source: sourceSchema, range: rangeViewSchema, totals: totalsSchema }),
     async handler(ctx, { params }) {
@@ -27,8 +31,7 @@ export const reportEndpoints = [
     scope: 'read',
     tool: 'get_timeseries',
     summary: 'Visitors, visits and pageviews per bucket; every bucket of the window, empty ones zero.',
-    description:
-      'Buckets are minute (realtime: the last 30 minutes), hour (today, yesterday, one-day custom), day (up to 90 days) or month; each is labelled by its start as an ISO timestamp with the site offset. Counts are integers.',
+    description: `Buckets are minute (realtime: the last 30 minutes), hour (today, yesterday, one-day custom), day (up to 90 days) or month; each is labelled by its start as an ISO timestamp with the site offset. Counts are integers. ${GA4_NOTE} ga4 hour buckets come from GA4's dateHour, day and month buckets from its date.`,
     params: reportParams,
     response: z.object({ source: sourceSchema, range: rangeViewSchema, series: seriesSchema }),
     async handler(ctx, { params }) {
@@ -41,7 +44,7 @@ export const reportEndpoints = [
     scope: 'read',
     tool: 'get_breakdown',
     summary: 'Top values of one property (path, source, country, prop:<key>, goal, ...) with their metrics.',
-    description: `Rows sorted by visitors, most first. property is any filter dimension, prop:<key> for a custom property, or goal (rows: visitors = unique converters, events = conversions, conversionRate 0-1, revenue where the goal has a currency). ${METRICS_NOTE} Rows of event, goal, interaction and prop: properties omit bounceRate and avgDuration.`,
+    description: `Rows sorted by visitors, most first. property is any filter dimension, prop:<key> for a custom property, or goal (rows: visitors = unique converters, events = conversions, conversionRate 0-1, revenue where the goal has a currency). ${METRICS_NOTE} Rows of event, goal, interaction and prop: properties omit bounceRate and avgDuration. ${GA4_NOTE}`,
     params: reportParams.extend({
       property: z
         .string({ message: 'required: the dimension to break down by' })
@@ -60,7 +63,7 @@ export const reportEndpoints = [
     scope: 'read',
     tool: 'export_report',
     summary: 'Totals, timeseries and every breakdown dimension for the range, up to 10,000 rows each.',
-    description: `Everything at once for an offline copy. ${METRICS_NOTE} limit applies per dimension (default and maximum 10000).`,
+    description: `Everything at once for an offline copy. ${METRICS_NOTE} limit applies per dimension (default and maximum 10000). With source=ga4, breakdowns are the dimensions GA4 has a field for. ${GA4_NOTE}`,
     params: reportParams.extend({ limit: limitParam(10_000, 10_000) }),
     response: z.object({
       site: z.object({ id: z.string(), domain: z.string(), timezone: z.string() }),
@@ -101,6 +104,35 @@ export const reportEndpoints = [
     }),
     async handler(ctx, { params }) {
       return realtime(ctx.services, await ctx.site(params.site_id), params)
+    },
+  }),
+  defineEndpoint({
+    method: 'GET',
+    path: '/api/v1/ga4-events',
+    scope: 'read',
+    tool: 'get_ga4_events',
+    summary: 'Events of the imported GA4 property in the window with their count and users, most first.',
+    description:
+      "count is GA4's eventCount; users its totalUsers, which over several days is the sum of the daily values, not distinct people. GA4's automatic events (page_view, session_start, first_visit, user_engagement, scroll, click, file_download, form_start, form_submit, view_search_results, video_start, video_progress, video_complete) are listed only with builtin=1. Takes the common range, filters (event only) and limit. A site without the ga4 source answers available: false.",
+    params: reportParams.extend({
+      source: z.enum(['ga4']).optional().describe('ga4, the one source this read takes'),
+      builtin: z.enum(['0', '1']).optional().describe('1 lists GA4 automatic events too'),
+    }),
+    response: z.object({
+      available: z.boolean().describe('false for a site without the ga4 source'),
+      source: z.literal('ga4'),
+      range: rangeViewSchema.optional(),
+      builtin: z.boolean(),
+      events: z.array(
+        z.object({
+          name: z.string(),
+          count: z.number().int().nonnegative().describe('eventCount'),
+          users: z.number().int().nonnegative().describe('totalUsers, summed over the days'),
+        }),
+      ),
+    }),
+    async handler(ctx, { params }) {
+      return ga4Events(ctx.services, await ctx.site(params.site_id), params)
     },
   }),
 ]

@@ -6,10 +6,13 @@ import { assertSubdomainOf, attachCustomDomain, detachCustomDomain } from '../..
 import { createSite, deleteSite, sitesOfKey } from '../../lib/sites/site-lifecycle'
 import { withInstallState } from '../../lib/sites/site-install'
 import { defineEndpoint } from '../endpoint'
+import { forgetImportedGa4 } from '../../lib/integrations/ga4/import'
 import { flagParam, rangeParam } from '../params'
-import { rangeViewSchema, totalsSchema } from './report-schemas'
+import { rangeViewSchema, sourceSchema, totalsSchema } from './report-schemas'
+import { SOURCES } from '../../lib/sites/source'
 
 const siteStatsSchema = totalsSchema.extend({
+  source: sourceSchema,
   range: rangeViewSchema,
   previous: totalsSchema.extend({ range: rangeViewSchema }).describe('The window of equal length before'),
   sparkline: z.array(z.number().int()).describe('Visitors per bucket of the window'),
@@ -23,14 +26,18 @@ export const siteEndpoints = [
     tool: 'list_sites',
     summary: 'Every site the key can reach, with its settings and install state.',
     description:
-      'Lists sites. Each has id (UUID) and snippetId (the public data-site value); either works as site_id in other tools. With stats (the default) each row adds totals for range (default 7d), the same for the previous window of equal length, a visitors sparkline and install state. stats=0 returns rows only.',
-    params: z.object({ range: rangeParam.exclude(['custom']).default('7d'), stats: flagParam.default(true) }),
+      "Lists sites. Each has id (UUID) and snippetId (the public data-site value); either works as site_id in other tools. With stats (the default) each row adds totals for range (default 7d), the same for the previous window of equal length, a visitors sparkline and install state, read from source (default: each site's primary source; a ga4 site's numbers come from its imported GA4 data, where visitors over several days is the sum of the daily values). A source one of the listed sites does not have is a 400 naming it. stats=0 returns rows only.",
+    params: z.object({
+      range: rangeParam.exclude(['custom']).default('7d'),
+      stats: flagParam.default(true),
+      source: z.enum(SOURCES).optional().describe("standalone or ga4; default: each site's primary source"),
+    }),
     response: z.object({ sites: z.array(siteViewSchema.extend({ stats: siteStatsSchema.optional().describe('Absent with stats=0') })) }),
     async handler({ services, key, baseUrl }, { params }) {
       const sites = await sitesOfKey(services.repositories, key)
       if (!params.stats)
         return { sites: (await withInstallState(services.clickhouse, sites, services.now())).map((s) => siteView(s, baseUrl)) }
-      const rows = await siteStats(services, sites, params.range)
+      const rows = await siteStats(services, sites, params.range, params.source)
       return { sites: rows.map(({ site, stats }) => ({ ...siteView(site, baseUrl), stats })) }
     },
   }),
@@ -72,11 +79,11 @@ export const siteEndpoints = [
     tool: 'update_site_settings',
     summary: 'Changes site settings, flat by field name; returns the updated site.',
     description:
-      'Send only the fields to change, flat by name: any field of tracking, changeDetection, sharing or appearance (for example includeBots, excludedPaths, isPublic, shareLevel, publicCounts, publicCountsDial, theme), plus standaloneEnabled, primarySource, sources, timezone and customDomain (a subdomain of the site, or null; as POST and DELETE /sites/{site_id}/custom-domain). An unknown field or a wrong type is rejected and nothing changes.',
+      'Send only the fields to change, flat by name: any field of tracking, changeDetection, sharing or appearance (for example includeBots, excludedPaths, isPublic, shareLevel, publicCounts, publicCountsDial, theme), plus standaloneEnabled, primarySource, sources, timezone and customDomain (a subdomain of the site, or null; as POST and DELETE /sites/{site_id}/custom-domain). Dropping ga4 from sources deletes its imported data. An unknown field or a wrong type is rejected and nothing changes.',
     params: z.object({ site_id: siteRefSchema }),
     body: sitePatchSchema,
     response: siteViewSchema,
-    async handler({ services, site, baseUrl }, { params, body }) {
+    async handler({ services, site, baseUrl, background }, { params, body }) {
       const current = await site(params.site_id)
       if (body.timezone) await assertEngineKnowsTimezone(services.clickhouse, body.timezone)
       const next = await services.sites.update(current.id, (fresh) => {
@@ -84,6 +91,8 @@ export const siteEndpoints = [
         if (body.customDomain) assertSubdomainOf(patched, body.customDomain, 'customDomain')
         return patched
       })
+      // imported GA4 data stays until the site drops the source
+      if (current.sources.includes('ga4') && !next.sources.includes('ga4')) background(forgetImportedGa4(services, current.id))
       if (body.customDomain === undefined) return siteView(next, baseUrl)
       // customDomain is attached and detached as POST and DELETE /sites/{id}/custom-domain do
       const { site: final } = body.customDomain

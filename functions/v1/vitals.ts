@@ -3,7 +3,7 @@ import { CONTRIBUTORS, FORM_FACTORS, VITAL_NAMES, VITAL_PERCENTILES, VITAL_TABLE
 import { reportParams } from '../../lib/reports/query/parse'
 import { vitalsWithFieldData } from '../../lib/reports/query/vitals'
 import { defineEndpoint } from '../endpoint'
-import { rangeViewSchema } from './report-schemas'
+import { rangeViewSchema, sourceSchema } from './report-schemas'
 
 const count = z.number().int().nonnegative()
 const share = z.number().min(0).max(1)
@@ -103,6 +103,7 @@ export const vitalEndpoints = [
       crux: z.enum(['0', '1']).optional().describe("1: add field data of the site's origin from the Chrome UX Report"),
     }),
     response: z.object({
+      source: sourceSchema,
       available: z.boolean().describe('false for a site that reads only ga4: the collector alone records vitals'),
       range: rangeViewSchema.optional(),
       percentile: z.number().int(),

@@ -10,9 +10,10 @@ import { markers } from '../../lib/reports/why/markers'
 import { pageDetail } from '../../lib/reports/why/page-detail'
 import { attachSpikeSource, spikes } from '../../lib/reports/why/spikes'
 import { defineEndpoint } from '../endpoint'
-import { rangeViewSchema } from './report-schemas'
+import { rangeViewSchema, sourceSchema } from './report-schemas'
 import { errorGroupSchema, errorSummarySchema } from './behaviour'
 import { contributorSchema, metricSchema } from './vitals'
+import { searchChangeSchema, searchDiagnosisSchema, searchEvidenceSchema, searchMetricsSchema } from './search-schemas'
 
 /** Why traffic changed: markers, page movers, spikes, fading pages and launches (docs/traffic-changes.md). */
 
@@ -181,6 +182,7 @@ export const whyEndpoints = [
       'Default range 7d; filters honoured. vitals=1 lists vitals regressions instead (75th percentile against the window before, at least 20 samples in each, at least 1.2 times and no longer good, with the attribution targets behind each). A page counts its visits with a pageview of it. Listed only with at least 20 visits in one of the two periods and a move of at least 10 visits and 25% (appeared and went_quiet are 100%). change is current minus previous; relativeChange is change over previous (null when it appeared); impact is change over the site’s previous visits (how far this page alone moved the site’s total). Most moved first, at most limit. candidates: the crawler’s changes of the page detected in the window or the 7 days before, then the site-wide ones.',
     params: anomalyParams,
     response: z.object({
+      source: sourceSchema,
       available,
       range: rangeViewSchema,
       previousRange: rangeViewSchema,
@@ -200,6 +202,9 @@ export const whyEndpoints = [
             .describe(
               'Links to this page lost (it fell) or gained (it rose) in the window or the 7 days before, most visits first; then crawler changes on this page detected then, then the site-wide ones, newest first within each',
             ),
+          search: searchEvidenceSchema.describe(
+            'A page that lost visits: Search Console over the same windows with the seo diagnosis; null otherwise or without Search Console',
+          ),
         }),
       ),
       vitalsRule: vitalsRuleSchema.optional().describe('vitals=1: the regression rule'),
@@ -333,6 +338,9 @@ export const whyEndpoints = [
             .array(changeEvidenceSchema)
             .describe('Title, h1 and text changes the crawler detected since the peak began, oldest first'),
           refreshed: z.boolean().describe('A text change was detected after the peak’s last day'),
+          search: searchEvidenceSchema.describe(
+            'Search Console, peak window against the current 28 days, with the seo diagnosis: whether lost_search lost rank (rank_drop, lost_queries) or demand (demand_drop); null without Search Console data',
+          ),
         }),
       ),
     }),
@@ -400,7 +408,7 @@ export const whyEndpoints = [
     summary:
       'One page: its traffic, drivers, why its traffic last moved (ranked causes with confidence and evidence), engagement, first 30 days, changes, snapshots, errors and vitals.',
     description:
-      'By path or page_id (the base64url of the path, as page.pageId gives it), not both; a page with no pageview and no crawl is 404. Honours range (default 30d). shift is the last significant shift of the daily visits (7 days before against up to 7 after, at least 30% and 10 visits); causes rank what explains it, most confident first: the page’s crawler changes detected from 7 days before to 2 days after, a source that lost or brought more than its share, a vitals regression and an error spike across the shift, and site-wide changes (rules in the docs). search is connected: false until Search Console is connected.',
+      'By path or page_id (the base64url of the path, as page.pageId gives it), not both; a page with no pageview and no crawl is 404. Honours range (default 30d). shift is the last significant shift of the daily visits (7 days before against up to 7 after, at least 30% and 10 visits); causes rank what explains it, most confident first: the page’s crawler changes detected from 7 days before to 2 days after, a source that lost or brought more than its share, a vitals regression and an error spike across the shift, Search Console’s search_rank_drop or search_demand_drop across a fall (with the queries as evidence), and site-wide changes (rules in the docs). search: the page’s ranking queries, connected: false without Search Console.',
     params: z.object({
       ...windowParams,
       path: z.string().min(1, 'required').max(2000).optional().describe('The page’s path, starting with /'),
@@ -441,6 +449,8 @@ export const whyEndpoints = [
             'page_change',
             'site_change',
             'source_shift',
+            'search_rank_drop',
+            'search_demand_drop',
             'vitals_regression',
             'error_spike',
             'backlink_lost',
@@ -486,7 +496,21 @@ export const whyEndpoints = [
         bottlenecks: z.record(z.string(), z.array(contributorSchema)).describe('Attribution contributors by kind'),
         regressions: z.array(vitalsRegressionSchema).describe('Against the window of equal length before'),
       }),
-      search: z.object({ connected: z.literal(false) }),
+      search: z
+        .object({
+          connected: z.boolean().describe('false: no Search Console property is bound; nothing else is answered'),
+          siteUrl: z.string().optional(),
+          totals: searchMetricsSchema.optional(),
+          previous: searchMetricsSchema.optional(),
+          change: searchChangeSchema.optional(),
+          diagnosis: searchDiagnosisSchema.optional(),
+          lostQueries: z.array(z.object({ query: z.string(), previousClicks: count })).optional(),
+          queries: z
+            .array(z.object({ query: z.string(), ...searchMetricsSchema.shape, change: searchChangeSchema }))
+            .optional()
+            .describe('Its ranking queries in the window, most clicks first (at most 50), against the previous window'),
+        })
+        .describe('Google Search Console for this landing page, window against the previous one (the seo diagnosis)'),
     }),
     async handler(ctx, { params }) {
       return pageDetail(ctx.services, await ctx.site(params.site_id), params)

@@ -6,7 +6,7 @@ import { bind, sql } from '../storage/clickhouse/sql'
 import { type ResolvedRange, type WindowName, buckets, rangeView, resolveRange } from '../reports/query/range'
 import type { Query } from '../reports/query/model'
 import { execute } from '../storage/clickhouse/execute'
-import { runRead } from '../reports/query/run'
+import { runImportedRead, runRead } from '../reports/query/run'
 import type { Services } from '../services'
 import type { Site } from '../sites/sites'
 import type { StoredChange } from './changes'
@@ -65,13 +65,21 @@ const MAX_TRAFFIC_PATHS = 20_000
 /**
  * Traffic per path in the window: visitors and pageviews as the path breakdown counts them, with
  * the page's leave-time engagement reports (scroll depth and engaged time), all from the one path
- * read (its finished days from the daily rollup). A site that reads only ga4 has no first-party
- * traffic here: zeros.
+ * read (its finished days from the daily rollup). A site that reads only ga4 takes visitors and
+ * pageviews from the imported GA4 pages (summed over its hostnames; visitors a sum of daily values),
+ * which have no engagement reports.
  */
 async function trafficByPath(services: Services, site: Site, range: ResolvedRange, now: Date) {
-  if (!site.sources.includes('standalone'))
-    return new Map<string, { visitors: number; pageviews: number; reports: number; scroll: number; engaged: number }>()
   const query: Query = { siteId: site.id, range, filters: [], goals: [], limit: MAX_TRAFFIC_PATHS, now }
+  if (!site.sources.includes('standalone')) {
+    const { rows } = await runImportedRead(services.clickhouse, query, { kind: 'breakdown', property: 'path' })
+    return new Map(
+      rows.map((r) => [
+        String(r.value),
+        { visitors: Number(r.visitors), pageviews: Number(r.pageviews), reports: 0, scroll: 0, engaged: 0 },
+      ]),
+    )
+  }
   const rows = await runRead(services.clickhouse, query, { kind: 'breakdown', property: 'path', reports: true })
   return new Map(
     rows.map((r) => {

@@ -1,15 +1,16 @@
-import { closeSync, fdatasync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, writeSync } from 'node:fs'
+import { closeSync, fdatasync, fstatSync, ftruncateSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { notYetStored } from '../storage/clickhouse/stored-rows'
 import type { ClickHouse } from '../storage/clickhouse/types'
+import { StoreUnavailableError } from '../storage/errors'
 import type { Repositories } from '../repositories'
 import { EVENTS_INPUT, type IngestBatch, type SiteUsage, type WriteAheadLog, addUsage, mergeUsage } from './sink'
 
 /**
  * The write-ahead journal of the Node home: a batch of rows is on disk (written and fdatasync'ed)
  * before the hits in it are acknowledged, so a 202 survives `kill -9`. The buffered sink still
- * inserts every 200 ms; the journal's segments are deleted once their rows are stored, and at
- * start every segment left behind is replayed.
+ * inserts in batches (every second on the Node server); the journal's segments are deleted once
+ * their rows are stored, and at start every segment left behind is replayed.
  *
  * Group commit: batches appended while a sync runs wait in memory and go to disk together, as
  * one line and one fdatasync, when it ends; each is acknowledged only after its own sync.
@@ -19,11 +20,17 @@ import { EVENTS_INPUT, type IngestBatch, type SiteUsage, type WriteAheadLog, add
  * stores no row twice. Usage counters are added last and cannot be checked that way: a crash in
  * the moment between adding them and deleting the segment counts that flush's usage twice (never
  * less than once). A torn last line is a sync that never returned: never acknowledged.
+ *
+ * A write or sync that fails (a full disk) is cut off the segment again and its batches are
+ * refused with StoreUnavailableError (answered 503): a batch refused is never replayed, and a
+ * torn line never glues itself to the next one.
  */
 
 interface Segment {
   n: number
   fd: number
+  /** Bytes of whole lines in the file: a failed write is cut back to this. */
+  size: number
   /** Batches not yet written, and their waiters: the next sync writes them as one line. */
   batches: IngestBatch[]
   waiting: { resolve(): void; reject(err: unknown): void }[]
@@ -85,12 +92,18 @@ function segmentNumbers(dir: string): number[] {
     .sort((a, b) => a - b)
 }
 
+/** A journal that cannot write is an outage: the hit is refused (503) and the client sends it again. */
+const unavailable = (err: unknown) => new StoreUnavailableError('event journal', 5, { cause: err })
+
 export class Journal implements WriteAheadLog {
   private current: Segment
   private next: number
+  /** Segments an earlier process left behind, not yet replayed. */
+  private leftover: number[]
 
   private constructor(private readonly dir: string) {
     const existing = segmentNumbers(dir)
+    this.leftover = existing
     this.next = (existing.at(-1) ?? 0) + 1
     this.current = this.open()
   }
@@ -104,9 +117,31 @@ export class Journal implements WriteAheadLog {
     clickhouse: ClickHouse,
     repositories: Pick<Repositories, 'usage'>,
   ): Promise<{ journal: Journal; replayed: number }> {
+    const journal = Journal.create(dir)
+    return { journal, replayed: await journal.replay(clickhouse, repositories) }
+  }
+
+  /** Opens the journal in `dir` for appends at once; what an earlier process left is stored by `replay`. */
+  static create(dir: string): Journal {
     mkdirSync(dir, { recursive: true, mode: 0o700 })
+    return new Journal(dir)
+  }
+
+  /** Whether segments of an earlier process wait to be stored. */
+  get replaying() {
+    return this.leftover.length > 0
+  }
+
+  /**
+   * Stores the rows of the segments an earlier process left (those it did not insert), oldest first,
+   * and deletes each once stored; returns how many rows it stored. A failure leaves the segments
+   * not yet stored for the next call.
+   */
+  async replay(clickhouse: ClickHouse, repositories: Pick<Repositories, 'usage'>): Promise<number> {
+    const dir = this.dir
     let replayed = 0
-    for (const n of segmentNumbers(dir)) {
+    while (this.leftover.length) {
+      const n = this.leftover[0]
       const batches = readFileSync(segmentFile(dir, n), 'utf8')
         .split('\n')
         .map(decode)
@@ -121,13 +156,15 @@ export class Journal implements WriteAheadLog {
       await addUsage(repositories, merged.usage)
       replayed += events.length + bots.length
       rmSync(segmentFile(dir, n), { force: true })
+      this.leftover.shift()
     }
-    return { journal: new Journal(dir), replayed }
+    return replayed
   }
 
   private open(): Segment {
     const n = this.next++
-    return { n, fd: openSync(segmentFile(this.dir, n), 'a', 0o600), batches: [], waiting: [], syncing: false, sealed: false }
+    const fd = openSync(segmentFile(this.dir, n), 'a', 0o600)
+    return { n, fd, size: fstatSync(fd).size, batches: [], waiting: [], syncing: false, sealed: false }
   }
 
   /** Appends a batch to the current segment; resolves once it is on disk. Appends that arrive while a sync runs share the next one. */
@@ -140,25 +177,41 @@ export class Journal implements WriteAheadLog {
     })
   }
 
-  private sync(segment: Segment) {
+  private sync(segment: Segment): void {
     if (segment.syncing || !segment.waiting.length) return
     segment.syncing = true
     const covered = segment.waiting
     const batches = segment.batches
     segment.waiting = []
     segment.batches = []
-    try {
-      writeSync(segment.fd, encode(batches))
-    } catch (err) {
+    const line = Buffer.from(encode(batches))
+    // the next line if appends came meanwhile, else the segment is closed if it was sealed
+    const next = () => {
       segment.syncing = false
-      for (const waiter of covered) waiter.reject(err)
+      if (segment.waiting.length) this.sync(segment)
+      else if (segment.sealed) closeSync(segment.fd)
+    }
+    // what a write or sync that failed left in the file goes: those batches were refused
+    const cutBack = (err: unknown) => {
+      try {
+        ftruncateSync(segment.fd, segment.size)
+      } catch {}
+      for (const waiter of covered) waiter.reject(unavailable(err))
+      next()
+    }
+    try {
+      // a short write (the disk filled part-way) is a failed one
+      const written = writeSync(segment.fd, line)
+      if (written !== line.length) throw Object.assign(new Error(`ENOSPC: wrote ${written} of ${line.length} bytes`), { code: 'ENOSPC' })
+    } catch (err) {
+      cutBack(err)
       return
     }
     fdatasync(segment.fd, (err) => {
-      segment.syncing = false
-      for (const waiter of covered) err ? waiter.reject(err) : waiter.resolve()
-      if (segment.waiting.length) return this.sync(segment)
-      if (segment.sealed) closeSync(segment.fd)
+      if (err) return cutBack(err)
+      segment.size += line.length
+      for (const waiter of covered) waiter.resolve()
+      next()
     })
   }
 

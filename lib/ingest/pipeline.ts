@@ -30,6 +30,8 @@ export class Ingestor {
       now: () => Date
       /** Coalesce concurrent live hits into batches (Node). Workers keep each request's I/O its own. */
       coalesce?: boolean
+      /** Told of the outcomes of the hits taken in, once stored or dropped (metrics). */
+      observe?: (outcomes: readonly IngestOutcome[]) => void
     },
   ) {
     this.salts = new DailySalts(deps.repositories.salts)
@@ -58,6 +60,7 @@ export class Ingestor {
     const now = this.deps.now().toISOString()
     for (const row of rows) countUsage(usage, orgId, row.site_id, now, 'bot')
     await this.deps.sink.write({ events: [], bots: rows, usage })
+    this.deps.observe?.(rows.map(() => STORED))
   }
 
   async ingest(items: IngestItem[]): Promise<IngestOutcome[]> {
@@ -99,6 +102,7 @@ export class Ingestor {
       outcomes[hit.index] = STORED
     })
     if (batch.events.length || batch.bots.length) await this.deps.sink.write(batch)
+    this.deps.observe?.(outcomes)
     return outcomes
   }
 

@@ -73,76 +73,191 @@ export function mergeUsage(into: IngestBatch['usage'], from: IngestBatch['usage'
   }
 }
 
+export interface SinkObserver {
+  inserted(table: 'events' | 'bots', rows: number, seconds: number, error?: unknown): void
+  journaled(rows: number, ok: boolean): void
+}
+
+/** The parts of one flush, each stored once: what a failure leaves is retried as it was, under the same tokens. */
+interface Attempt {
+  steps: { name: 'events' | 'bots' | 'usage'; run: () => Promise<void> }[]
+  /** Rows still to be inserted. */
+  rows: number
+  /** When the oldest of them was written. */
+  since: number
+  /** Sealed segments of the log whose rows these are: released once every step is done. */
+  segments: number[]
+}
+
+const FIRST_RETRY_MS = 200
+const LAST_RETRY_MS = 5_000
+
 /**
  * Batches rows in memory and inserts them every `intervalMs` or `maxRows` rows, one flush at a
- * time. A failed insert keeps its rows for the next flush, so every accepted row is stored once.
- * With a write-ahead log, a write resolves once its rows are on disk, and the log's segments are
- * released as their rows are stored. The Node server calls close() on SIGTERM before it exits.
+ * time. With a write-ahead log, a write resolves once its rows are on disk, and the log's segments
+ * are released as their rows are stored; a write the log refuses (a full disk) is dropped from the
+ * batch and its caller answered 503, so a refused hit is never stored. The Node server calls
+ * close() on SIGTERM before it exits.
+ *
+ * Every row is stored once. A flush inserts its events, its bot hits and its usage one after the
+ * other; a step that fails (the engine out of disk part-way through its views) is retried, before
+ * anything newer, with the same rows under the same deduplication token, so what the engine took
+ * the first time is not stored again; steps already done are not retried. Retries back off from
+ * 200 ms to 5 s while the failure lasts.
  */
 export class BufferedSink implements EventSink {
-  private pending: IngestBatch = { events: [], bots: [], usage: new Map() }
-  /** Sealed segments of the log whose rows are pending (a failed flush puts them back). */
-  private sealed: number[] = []
+  /** Written batches not yet taken by a flush, each with whether the log made it durable. */
+  private pending: { batch: IngestBatch; durable?: Promise<void>; at: number }[] = []
+  private pendingRows = 0
+  /** The flush under way, or the one that failed and waits to be retried. */
+  private current: Attempt | null = null
+  /** What a failed flush left, tried first by the next one. */
+  private retry: Attempt | null = null
   private flushing: Promise<void> | null = null
+  private failures = 0
+  private retryAt = 0
   private readonly timer: ReturnType<typeof setInterval>
 
   constructor(
     private readonly clickhouse: ClickHouse,
     private readonly repositories: Pick<Repositories, 'usage'>,
-    private readonly options: { maxRows?: number; intervalMs?: number; log?: WriteAheadLog } = {},
+    private readonly options: {
+      maxRows?: number
+      intervalMs?: number
+      log?: WriteAheadLog
+      /** Told of each insert, stored or failed, and of each write the log took or refused (metrics). */
+      observe?: SinkObserver
+    } = {},
   ) {
-    this.timer = setInterval(
-      () => void this.flush().catch((err) => console.error('event flush failed; will retry', err)),
-      options.intervalMs ?? 200,
-    )
+    this.timer = setInterval(() => {
+      if (Date.now() < this.retryAt) return
+      void this.flush().catch((err) => console.error('event flush failed; will retry', err))
+    }, options.intervalMs ?? 200)
     this.timer.unref?.()
+  }
+
+  /** Rows written and not yet stored (those of a failed flush included), and since when the oldest waits. */
+  get backlog() {
+    const current = this.current ?? this.retry
+    return { rows: this.pendingRows + (current?.rows ?? 0), oldestAt: current?.since ?? this.pending[0]?.at ?? null }
   }
 
   async write(batch: IngestBatch) {
     // appended and taken into pending with no wait in between: a flush seals exactly what it takes
     const durable = this.options.log?.append(batch)
-    this.pending.events.push(...batch.events)
-    this.pending.bots.push(...batch.bots)
-    mergeUsage(this.pending.usage, batch.usage)
-    if (this.pending.events.length + this.pending.bots.length >= (this.options.maxRows ?? 20_000)) {
+    const entry = { batch, durable, at: Date.now() }
+    this.pending.push(entry)
+    this.pendingRows += batch.events.length + batch.bots.length
+    if (this.pendingRows >= (this.options.maxRows ?? 20_000) && Date.now() >= this.retryAt) {
       void this.flush().catch((err) => console.error('event flush failed; will retry', err))
     }
-    await durable
+    const rows = batch.events.length + batch.bots.length
+    try {
+      await durable
+      if (durable) this.options.observe?.journaled(rows, true)
+    } catch (err) {
+      this.options.observe?.journaled(rows, false)
+      // refused: out of the batch unless a flush took it (which leaves out what the log refused)
+      const i = this.pending.indexOf(entry)
+      if (i >= 0) {
+        this.pending.splice(i, 1)
+        this.pendingRows -= batch.events.length + batch.bots.length
+      }
+      throw err
+    }
   }
 
   async flush(): Promise<void> {
     while (this.flushing) await this.flushing
-    if (!this.pending.events.length && !this.pending.bots.length && !this.pending.usage.size) return
-    const batch = this.pending
-    this.pending = { events: [], bots: [], usage: new Map() }
-    const { log } = this.options
-    if (log) this.sealed.push(log.seal())
-    const segments = this.sealed
-    this.sealed = []
-    // a part that fails goes back in front of anything written meanwhile, with the parts not yet
-    // tried; parts already stored are not retried (nor replayed from the log), so nothing is stored twice
-    this.flushing = (async () => {
-      const steps: [store: () => Promise<void>, requeue: () => void][] = [
-        [() => this.clickhouse.insert(EVENTS_INPUT, batch.events), () => this.pending.events.unshift(...batch.events)],
-        [() => this.clickhouse.insert('bot_events', batch.bots), () => this.pending.bots.unshift(...batch.bots)],
-        [() => addUsage(this.repositories, batch.usage), () => mergeUsage(this.pending.usage, batch.usage)],
-      ]
-      for (let i = 0; i < steps.length; i++) {
-        try {
-          await steps[i][0]()
-        } catch (err) {
-          for (const [, requeue] of steps.slice(i)) requeue()
-          this.sealed.unshift(...segments)
-          throw err
-        }
-      }
-      log?.release(segments)
-    })().finally(() => {
+    if (!this.retry && !this.pending.length) return
+    this.flushing = this.run().finally(() => {
       this.flushing = null
     })
     return this.flushing
   }
 
+  private async run() {
+    // what an earlier flush left first, as it was; then a new attempt of what was written since
+    if (this.retry) {
+      const retry = this.retry
+      this.retry = null
+      await this.attempt(retry)
+    }
+    if (!this.pending.length) return
+    const taken = this.pending
+    this.pending = []
+    this.pendingRows = 0
+    const { log } = this.options
+    const segments = log ? [log.seal()] : []
+    // a batch the log refused was answered 503: it is not stored
+    const settled = await Promise.allSettled(taken.map((t) => t.durable))
+    const batch: IngestBatch = { events: [], bots: [], usage: new Map() }
+    taken.forEach(({ batch: b }, i) => {
+      if (settled[i].status === 'rejected') return
+      batch.events.push(...b.events)
+      batch.bots.push(...b.bots)
+      mergeUsage(batch.usage, b.usage)
+    })
+    const token = crypto.randomUUID()
+    const attempt: Attempt = {
+      steps: [
+        {
+          name: 'events',
+          run: async () => {
+            await this.insert('events', EVENTS_INPUT, batch.events, `${token}:events`)
+            attempt.rows -= batch.events.length
+          },
+        },
+        {
+          name: 'bots',
+          run: async () => {
+            await this.insert('bots', 'bot_events', batch.bots, `${token}:bots`)
+            attempt.rows -= batch.bots.length
+          },
+        },
+        { name: 'usage', run: () => addUsage(this.repositories, batch.usage) },
+      ],
+      rows: batch.events.length + batch.bots.length,
+      since: taken[0].at,
+      segments,
+    }
+    await this.attempt(attempt)
+  }
+
+  private async insert(step: 'events' | 'bots', table: string, rows: object[], token: string) {
+    if (!rows.length) return
+    const started = performance.now()
+    try {
+      await this.clickhouse.insert(table, rows, { token, background: true })
+      this.options.observe?.inserted(step, rows.length, (performance.now() - started) / 1000)
+    } catch (err) {
+      this.options.observe?.inserted(step, rows.length, (performance.now() - started) / 1000, err)
+      throw err
+    }
+  }
+
+  /** Runs the steps left in order; a failure keeps the rest (its own included) for the next flush. */
+  private async attempt(attempt: Attempt) {
+    this.current = attempt
+    while (attempt.steps.length) {
+      try {
+        await attempt.steps[0].run()
+      } catch (err) {
+        this.current = null
+        this.retry = attempt
+        this.failures++
+        this.retryAt = Date.now() + Math.min(LAST_RETRY_MS, FIRST_RETRY_MS * 2 ** (this.failures - 1))
+        throw err
+      }
+      attempt.steps.shift()
+    }
+    this.current = null
+    this.failures = 0
+    this.retryAt = 0
+    this.options.log?.release(attempt.segments)
+  }
+
+  /** Stops the timer and stores what is pending; a failure (a store still down) leaves it in the log for the next start. */
   async close() {
     clearInterval(this.timer)
     await this.flush()

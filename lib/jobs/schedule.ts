@@ -1,4 +1,7 @@
 import { runCrawls } from '../crawl/crawl'
+import { runSearchConsoleImports } from '../integrations/search-console/import'
+import { listAllSites } from '../sites/site-lifecycle'
+import { runGa4Imports } from '../integrations/ga4/import'
 import { ROLLUP_ALL_DAYS, ROLLUP_RECENT_DAYS, refreshRollups } from '../reports/rollup/refresh'
 import type { Services } from '../services'
 import { deliverReports } from './report-delivery'
@@ -61,17 +64,31 @@ export const JOBS: readonly Job[] = [
       if (services.crawler) await runCrawls(services, services.crawler, context)
     },
   },
+  // the Search Console import (lib/integrations/search-console/import.ts): the 16 months of a newly bound property, the
+  // last three days again once a day, and waits Google asked for; nothing for a site without a bound property
+  {
+    name: 'search console import',
+    cron: '*/10 * * * *',
+    run: (services, now, context) => runSearchConsoleImports(services, () => listAllSites(services.repositories), now, context),
+  },
+  // GA4 imports (lib/integrations/ga4/import.ts): every ten minutes the runs under way go on (a history, one that
+  // waited for a quota or a failure of Google's); every hour today and yesterday are imported again, and once a
+  // day the three days before (GA4 data settles within 72 hours), each replacing what it imported before
+  { name: 'ga4 import', cron: '*/10 * * * *', run: (services, now, context) => runGa4Imports(services, now, context) },
+  { name: 'ga4 hourly import', cron: '23 * * * *', run: (services, now, context) => runGa4Imports(services, now, context, 'hourly') },
+  { name: 'ga4 daily import', cron: '47 3 * * *', run: (services, now, context) => runGa4Imports(services, now, context, 'daily') },
 ]
 
 /** The jobs a Workers cron trigger runs. */
 export const jobsOn = (cron: string) => JOBS.filter((job) => job.cron === cron)
 
-/** The minutes between two runs of a cron expression of the shapes the list uses: every N minutes, or at minute M every N hours. */
+/** The minutes between two runs of a cron expression of the shapes the list uses: every N minutes, at minute M every N hours, or once a day. */
 export function everyMinutes(cron: string): number {
   const [minute, hour, ...rest] = cron.split(' ')
   if (rest.join(' ') !== '* * *') throw new Error(`cron ${cron}: only minutes and hours may be set`)
   const step = (field: string) => (field === '*' ? 1 : /^\*\/\d+$/.test(field) ? Number(field.slice(2)) : null)
   if (hour === '*' && step(minute)) return step(minute)!
   if (/^\d+$/.test(minute) && step(hour)) return step(hour)! * 60
+  if (/^\d+$/.test(minute) && /^\d+$/.test(hour)) return 24 * 60
   throw new Error(`cron ${cron}: not every N minutes, nor at a minute every N hours`)
 }

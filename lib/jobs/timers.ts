@@ -29,10 +29,16 @@ export function jobTimers(jobs: readonly Job[], services: Services, log: (line: 
       if (!queue.includes(job)) waiting.set(job.name, [...queue, job])
       return
     }
+    const started = performance.now()
     const done = job
       .run(services, services.now(), context)
-      .then(() => {})
-      .catch((err: Error) => log(`${job.name} failed: ${err.message}`))
+      .then(
+        () => services.metrics?.job(job.name, true, (performance.now() - started) / 1000),
+        (err: Error) => {
+          services.metrics?.job(job.name, false, (performance.now() - started) / 1000)
+          log(`${job.name} failed: ${err.message}`)
+        },
+      )
       .finally(() => {
         running.delete(job.name)
         const [next, ...rest] = waiting.get(job.name) ?? []

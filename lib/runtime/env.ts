@@ -28,6 +28,17 @@ const port = z.coerce
 const flag = z.enum(['0', '1'], { message: 'must be 0 or 1' })
 
 /** Shared by both homes' schemas (lib/runtime/worker.ts). */
+/** How long one key/value call may take before it is an outage: Redis over TCP and Upstash over REST alike. */
+export const kvTimeoutMs = z.coerce
+  .number({ message: 'must be milliseconds' })
+  .int({ message: 'must be whole milliseconds' })
+  .min(100, { message: 'must be at least 100' })
+  .max(60_000, { message: 'must be at most 60000' })
+  .default(2000)
+  .describe(
+    'how long one call to the key/value store (Redis over `REDIS_URL`, Upstash over REST) may take: past it, or when the store refuses connections, requests that need it answer 503 with Retry-After',
+  )
+
 export const cruxApiKey = z
   .string()
   .optional()
@@ -54,6 +65,38 @@ export const backlinksApiUrl = z
   .describe(
     'where the DataForSEO Backlinks API is asked: a local stand-in for tests or a proxy (with `OUTBOUND_ALLOW_PRIVATE=1` for a private address)',
   )
+/** A base URL of a Google endpoint, with its real default: a self-hoster's proxy or a test's stand-in may replace it. */
+const googleUrl = (name: string, real: string) =>
+  z
+    .url({ protocol: /^https?$/, message: 'must be an http(s) URL' })
+    .default(real)
+    .describe(
+      `where ${name} is (default the real one); a proxy or a local stand-in, with \`OUTBOUND_ALLOW_PRIVATE=1\` for a private address`,
+    )
+
+/** The Google connection (GA4 today, Search Console next), shared by both homes' schemas. */
+export const googleEnv = {
+  GOOGLE_CLIENT_ID: z
+    .string()
+    .optional()
+    .describe(
+      'the OAuth 2.0 client id of a Google Cloud "Web application" client: sites can connect Google Analytics 4 (without it, the ga4 read\'s `connectUrl` is null and says what to configure); its authorized redirect URI is `PUBLIC_URL` + `/oauth/google/callback`',
+    ),
+  GOOGLE_CLIENT_SECRET: z.string().optional().describe('the secret of that client; a secret, never logged or answered'),
+  SERVER_SECRET: z
+    .string()
+    .min(32, { message: 'must be at least 32 characters (for example `openssl rand -base64 32`)' })
+    .optional()
+    .describe(
+      "the server's own secret, at least 32 characters: encrypts the providers' refresh tokens at rest (AES-GCM) and signs OAuth states; required once `GOOGLE_CLIENT_ID` is set, and changing it disconnects every Google connection",
+    ),
+  GOOGLE_AUTH_URL: googleUrl("Google's OAuth 2.0 authorization page", 'https://accounts.google.com/o/oauth2/v2/auth'),
+  GOOGLE_TOKEN_URL: googleUrl("Google's OAuth 2.0 token endpoint", 'https://oauth2.googleapis.com/token'),
+  GOOGLE_REVOKE_URL: googleUrl("Google's OAuth 2.0 revocation endpoint", 'https://oauth2.googleapis.com/revoke'),
+  GOOGLE_ANALYTICS_ADMIN_URL: googleUrl('the Google Analytics Admin API', 'https://analyticsadmin.googleapis.com'),
+  GOOGLE_ANALYTICS_DATA_URL: googleUrl('the Google Analytics Data API', 'https://analyticsdata.googleapis.com'),
+  GOOGLE_SEARCH_CONSOLE_URL: googleUrl('the Search Console API', 'https://searchconsole.googleapis.com'),
+}
 
 /** Shared by both homes' schemas: the plan of every organization of the deployment. */
 export const planSetting = z
@@ -115,17 +158,9 @@ export const nodeEnvSchema = z.object({
     .url()
     .optional()
     .describe(
-      'crawl every site from this origin instead of `https://<domain>`: a local copy of a site under test (with `OUTBOUND_ALLOW_PRIVATE=1` for a private address)',
+      'crawl every site, and check its install, from this origin instead of `https://<domain>`: a local copy of a site under test (with `OUTBOUND_ALLOW_PRIVATE=1` for a private address)',
     ),
-  KV_TIMEOUT_MS: z.coerce
-    .number({ message: 'must be milliseconds' })
-    .int({ message: 'must be whole milliseconds' })
-    .min(100, { message: 'must be at least 100' })
-    .max(60_000, { message: 'must be at most 60000' })
-    .default(2000)
-    .describe(
-      'how long one call to Redis (`REDIS_URL`) may take: past it, or when Redis refuses connections, requests that need it answer 503 with Retry-After',
-    ),
+  KV_TIMEOUT_MS: kvTimeoutMs,
   REQUEST_TIMEOUT_MS: z.coerce
     .number({ message: 'must be milliseconds' })
     .int({ message: 'must be whole milliseconds' })
@@ -133,6 +168,13 @@ export const nodeEnvSchema = z.object({
     .max(600_000, { message: 'must be at most 600000' })
     .default(30_000)
     .describe('how long a request may take to arrive, headers and body: a client that sends slower is answered 408 and disconnected'),
+  METRICS_TOKEN: z
+    .string()
+    .min(16, { message: 'must be at least 16 characters' })
+    .optional()
+    .describe(
+      'switches on `GET /metrics` (Prometheus text: requests, hits, the journal, ClickHouse, the key/value store, jobs) for callers sending it as `Authorization: Bearer <token>`; unset, `/metrics` answers 404; a secret, never logged',
+    ),
   TRUST_PROXY: flag.default('0').describe('`1` behind your own reverse proxy: take the client address from `X-Forwarded-For`'),
   DEMO: flag
     .optional()
@@ -157,6 +199,7 @@ export const nodeEnvSchema = z.object({
   CRUX_API_URL: cruxApiUrl,
   BACKLINKS_API_KEY: backlinksApiKey,
   BACKLINKS_API_URL: backlinksApiUrl,
+  ...googleEnv,
 })
 export type NodeConfig = z.infer<typeof nodeEnvSchema>
 

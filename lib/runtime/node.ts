@@ -9,7 +9,8 @@ import { CLICKHOUSE_SETTINGS, type ClickHouseClientLike, clickhouseOverClient } 
 import type { ClickHouse } from '../storage/clickhouse/types'
 import { EmbeddedRedis } from '../storage/kv/embedded'
 import { type RawRedis, rawRequester } from '../storage/kv/raw'
-import { prefixedRaw, prefixedUpstash } from '../storage/kv/prefix'
+import { prefixCommand, prefixedRaw } from '../storage/kv/prefix'
+import { upstashRequester } from '../storage/kv/upstash'
 import { TcpRedis } from '../storage/kv/tcp'
 import { type RateLimiter, memoryRateLimiter, redisRateLimiter } from '../accounts/ratelimit'
 import { NATIVE_SCRIPTS } from '../ingest/visits-repository'
@@ -21,16 +22,19 @@ import { BufferedSink, directSink } from '../ingest/sink'
 import { crawlerConfig } from '../crawl/config'
 import { cruxConfig } from '../integrations/crux'
 import { backlinkProvider } from '../backlinks/provider'
+import { googleConfig } from '../integrations/google/config'
+import { SEARCH_CONSOLE_MAX_BYTES, SEARCH_CONSOLE_TIMEOUT_MS, googleSearchConsoleConnector } from '../integrations/search-console/connector'
 import { guardedFetch } from '../network/guarded-fetch'
 import { pinnedNodeFetch } from '../network/guarded-fetch-node'
 import { nodeMailer } from '../network/mail-node'
 import { memoryLiveCache } from '../sites/public-live'
 import { SiteDirectory } from '../sites/site-directory'
-import type { Services } from '../services'
+import type { Readiness, Services } from '../services'
 import { migrate } from '../storage/clickhouse/migrate'
 import { loadMigrations } from '../storage/clickhouse/migrations-node'
 import { type NodeConfig, UserError, deploymentPlan } from './env'
 import { swaggerUiAssets } from './reference-assets-node'
+import { nodeMetrics } from './metrics-node'
 
 export interface NodeEnv {
   DATA_DIR?: string
@@ -209,15 +213,22 @@ export async function openNodeStores(env: NodeEnv, options: { viaRunningServer?:
   let keyValue: string
   if (env.UPSTASH_REDIS_REST_URL) {
     if (!env.UPSTASH_REDIS_REST_TOKEN) throw new Error('UPSTASH_REDIS_REST_URL is set but UPSTASH_REDIS_REST_TOKEN is not')
-    redis = env.REDIS_PREFIX
-      ? new Redis(prefixedUpstash({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN, prefix: env.REDIS_PREFIX }))
-      : new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN, enableTelemetry: false })
+    redis = new Redis(
+      nodeMetrics.timedRequester(
+        upstashRequester({
+          url: env.UPSTASH_REDIS_REST_URL,
+          token: env.UPSTASH_REDIS_REST_TOKEN,
+          rewrite: env.REDIS_PREFIX ? (command) => prefixCommand(env.REDIS_PREFIX!, command) : undefined,
+          timeoutMs: env.KV_TIMEOUT_MS,
+        }),
+      ),
+    )
     limiter = redisRateLimiter(redis)
     keyValue = `upstash ${new URL(env.UPSTASH_REDIS_REST_URL).host}`
   } else if (env.REDIS_URL) {
     const tcp = new TcpRedis(env.REDIS_URL, env.KV_TIMEOUT_MS)
     raw = env.REDIS_PREFIX ? prefixedRaw(tcp, env.REDIS_PREFIX) : tcp
-    redis = new Redis(rawRequester(raw))
+    redis = new Redis(nodeMetrics.timedRequester(rawRequester(raw)))
     limiter = redisRateLimiter(redis)
     keyValue = `redis ${new URL(env.REDIS_URL).host}`
   } else if (running?.redis) {
@@ -228,7 +239,7 @@ export async function openNodeStores(env: NodeEnv, options: { viaRunningServer?:
     const embedded = new EmbeddedRedis({ dir: join(dir, 'kv') })
     for (const [lua, native] of NATIVE_SCRIPTS) embedded.defineNativeScript(lua, native)
     raw = embedded
-    redis = new Redis(rawRequester(raw))
+    redis = new Redis(nodeMetrics.timedRequester(rawRequester(raw)))
     limiter = memoryRateLimiter()
     keyValue = `embedded (${join(dir, 'kv')})`
   }
@@ -264,7 +275,11 @@ export interface NodeServiceInputs {
 
 /** The services of the Node home, from its environment and its stores. */
 export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Services {
-  const { clickhouse, kv, repositories, limiter } = inputs.stores
+  const { kv, repositories, limiter } = inputs.stores
+  // with metrics on, every statement of the app is timed
+  const metrics = env.METRICS_TOKEN ? nodeMetrics.forApp(env.METRICS_TOKEN) : undefined
+  const clickhouse = metrics ? nodeMetrics.timedClickHouse(inputs.stores.clickhouse) : inputs.stores.clickhouse
+  const observe = metrics ? (outcomes: Parameters<typeof metrics.hits>[0]) => metrics.hits(outcomes) : undefined
   const now = inputs.now ?? (() => new Date())
   const log = inputs.log ?? ((line: string) => process.stderr.write(`${line}\n`))
   const sites = new SiteDirectory(repositories.sites, { cacheMs: inputs.siteCacheMs })
@@ -274,6 +289,8 @@ export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Servic
     pinnedFetch: pinnedNodeFetch(),
   }
   const resolver = new Resolver({ timeout: 2000, tries: 2 })
+  const outbound = guardedFetch(outboundRules)
+  const google = googleConfig(env)
   return {
     clickhouse,
     kv,
@@ -282,8 +299,9 @@ export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Servic
     limiter,
     now,
     ingestor: inputs.sink
-      ? new Ingestor({ sites, repositories, sink: inputs.sink, geo: dbipGeo(), now, coalesce: true })
-      : new Ingestor({ sites, repositories, sink: directSink(clickhouse, repositories), geo: dbipGeo(), now }),
+      ? new Ingestor({ sites, repositories, sink: inputs.sink, geo: dbipGeo(), now, coalesce: true, observe })
+      : new Ingestor({ sites, repositories, sink: directSink(clickhouse, repositories), geo: dbipGeo(), now, observe }),
+    metrics,
     sharedProcess: true,
     liveCache: memoryLiveCache(() => now().getTime()),
     dns: {
@@ -303,7 +321,7 @@ export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Servic
       const socket = (bindings as { incoming?: IncomingMessage }).incoming?.socket
       return (forwarded || socket?.remoteAddress || '').replace(/^::ffff:(?=\d+\.)/, '')
     },
-    fetch: guardedFetch(outboundRules),
+    fetch: outbound,
     crawler:
       env.CRAWLER === '1'
         ? {
@@ -317,6 +335,17 @@ export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Servic
         : undefined,
     crux: cruxConfig(env),
     backlinkProvider: backlinkProvider(env, (limits) => guardedFetch({ ...outboundRules, ...limits })),
+    google,
+    searchConsole:
+      google &&
+      googleSearchConsoleConnector({
+        google,
+        repositories,
+        sites,
+        now,
+        fetch: outbound,
+        searchConsoleFetch: guardedFetch({ ...outboundRules, maxBytes: SEARCH_CONSOLE_MAX_BYTES, timeoutMs: SEARCH_CONSOLE_TIMEOUT_MS }),
+      }),
     publicUrl: env.PUBLIC_URL?.replace(/\/$/, ''),
     plan: deploymentPlan(env.PLAN),
     mailer: nodeMailer({
@@ -329,33 +358,97 @@ export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Servic
   }
 }
 
+/** How often the server inserts the journal's rows: reads see a hit at most this much later. */
+const FLUSH_INTERVAL_MS = 1000
+
 /** The Node server's home: its stores, migrated, the journal of hits, and its services. */
 export interface NodeHome {
   services: Services
   stores: NodeStores
   /** Where the server's hits go: the journal, then batched inserts. */
   sink: BufferedSink
-  /** Rows an earlier process journaled and did not insert, stored before anything is served. */
-  replayed: number
+  /** Resolves once the migrations are applied: until then every request but health, readiness and metrics answers 503. */
+  migrated: Promise<void>
+  /** Resolves with the rows an earlier process journaled and did not insert, once they are stored. */
+  replayed: Promise<number>
   /** Inserts every hit answered 202, then closes the journal and the stores. */
   close(): Promise<void>
 }
 
+/**
+ * Runs `work` until it succeeds: a store that is down or a disk that is full at start keeps the
+ * server up and not ready, and it goes on by itself once the store answers or space returns.
+ */
+async function untilDone<T>(what: string, work: () => Promise<T>, log: (line: string) => void, stopped: () => boolean): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work()
+    } catch (err) {
+      if (stopped()) throw err
+      const waitMs = Math.min(5_000, 250 * 2 ** Math.min(attempt, 5))
+      log(`${what} failed (${(err as Error).message.split('\n')[0]}); trying again in ${Math.ceil(waitMs / 1000)} s`)
+      await new Promise((r) => setTimeout(r, waitMs))
+    }
+  }
+}
+
 export async function openNodeHome(env: NodeConfig, options: Pick<NodeServiceInputs, 'log' | 'wakeCrawler'>): Promise<NodeHome> {
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`))
   const stores = await openNodeStores(env)
-  if (stores.chdb) await migrate(stores.chdb, loadMigrations())
   // a hit is acknowledged once it is in the journal on disk; what an earlier process journaled and
-  // did not insert (a crash, kill -9) is stored now, before anything is served
-  const { journal, replayed } = await Journal.open(join(dataDir(env), 'journal'), stores.clickhouse, stores.repositories)
-  const sink = new BufferedSink(stores.clickhouse, stores.repositories, { log: journal })
+  // did not insert (a crash, kill -9) is stored as soon as the migrations are applied
+  const journal = Journal.create(join(dataDir(env), 'journal'))
+  const sink = new BufferedSink(stores.clickhouse, stores.repositories, {
+    log: journal,
+    // hits are durable in the journal already: inserting once a second makes a fifth of the parts
+    // (each insert writes one to events and to each table fed from it) and leaves the engine to reads
+    intervalMs: FLUSH_INTERVAL_MS,
+    observe: {
+      inserted(table, rows, seconds, error) {
+        nodeMetrics.insertSeconds.observe({ table }, seconds)
+        if (error) nodeMetrics.insertFailures.inc({ table })
+        else nodeMetrics.stored.inc({ table }, rows)
+      },
+      journaled: (rows, ok) => nodeMetrics.journaled.inc({ result: ok ? 'durable' : 'refused' }, rows),
+    },
+  })
+  nodeMetrics.watchJournal(() => ({ ...sink.backlog, replaying: journal.replaying }))
+  let phase: Readiness['phase'] = stores.chdb ? 'migrating' : journal.replaying ? 'replaying' : 'ready'
+  let closing = false
+  const stopped = () => closing
+  const migrated = stores.chdb
+    ? untilDone('applying the migrations', () => migrate(stores.chdb!, loadMigrations()), log, stopped).then(() => {})
+    : Promise.resolve()
+  const replayed = migrated.then(async () => {
+    if (phase === 'migrating') phase = 'replaying'
+    const rows = await untilDone(
+      'storing the journal of the previous run',
+      () => journal.replay(stores.clickhouse, stores.repositories),
+      log,
+      stopped,
+    )
+    phase = 'ready'
+    return rows
+  })
+  // a start that is stopped before it is done is not a failure of its own
+  replayed.catch(() => {})
+  const services = nodeServices(env, { stores, sink, ...options })
+  services.readiness = () => ({ ready: phase === 'ready', phase })
   return {
-    services: nodeServices(env, { stores, sink, ...options }),
+    services,
     stores,
     sink,
+    migrated,
     replayed,
     async close() {
-      await sink.close()
-      journal.close()
+      closing = true
+      try {
+        await sink.close()
+        journal.close()
+      } catch (err) {
+        // a store still down: the rows stay in the journal, stored at the next start
+        log(`events not yet stored stay in the journal for the next start: ${(err as Error).message}`)
+      }
       await stores.close()
     },
   }

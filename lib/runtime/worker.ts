@@ -1,5 +1,5 @@
 import { createClient } from '@clickhouse/client-web'
-import { Redis } from '@upstash/redis/cloudflare'
+import { Redis } from '@upstash/redis'
 import { z } from 'zod'
 import { dohResolver } from '../ingest/dns'
 import { Ingestor } from '../ingest/pipeline'
@@ -8,13 +8,26 @@ import { CLICKHOUSE_SETTINGS, type ClickHouseClientLike, clickhouseOverClient } 
 import { crawlerConfig } from '../crawl/config'
 import { cruxConfig } from '../integrations/crux'
 import { backlinkProvider } from '../backlinks/provider'
+import { googleConfig } from '../integrations/google/config'
+import { SEARCH_CONSOLE_MAX_BYTES, SEARCH_CONSOLE_TIMEOUT_MS, googleSearchConsoleConnector } from '../integrations/search-console/connector'
 import { guardedFetch } from '../network/guarded-fetch'
 import type { LiveAnswer, LiveCache } from '../sites/public-live'
 import { redisRateLimiter } from '../accounts/ratelimit'
 import { SiteDirectory } from '../sites/site-directory'
 import type { Services } from '../services'
 import { openRepositories } from '../repositories'
-import { backlinksApiKey, backlinksApiUrl, cruxApiKey, cruxApiUrl, deploymentPlan, logLevelSchema, planSetting } from './env'
+import {
+  backlinksApiKey,
+  backlinksApiUrl,
+  cruxApiKey,
+  cruxApiUrl,
+  deploymentPlan,
+  googleEnv,
+  kvTimeoutMs,
+  logLevelSchema,
+  planSetting,
+} from './env'
+import { upstashRequester } from '../storage/kv/upstash'
 
 /** The Workers home: ClickHouse over HTTP, Upstash over REST, the Cache API, geo from request.cf. */
 
@@ -25,6 +38,7 @@ export const workerEnvSchema = z.object({
   CLICKHOUSE_DATABASE: z.string().optional(),
   UPSTASH_REDIS_REST_URL: z.url({ message: 'UPSTASH_REDIS_REST_URL must be set to an Upstash REST URL' }),
   UPSTASH_REDIS_REST_TOKEN: z.string({ message: 'UPSTASH_REDIS_REST_TOKEN must be set' }).min(1),
+  KV_TIMEOUT_MS: kvTimeoutMs,
   PUBLIC_URL: z.url().optional(),
   OUTBOUND_ALLOW_PRIVATE: z.enum(['0', '1']).default('0'),
   CRAWLER: z.enum(['0', '1']).default('1'),
@@ -36,6 +50,7 @@ export const workerEnvSchema = z.object({
   CRUX_API_URL: cruxApiUrl,
   BACKLINKS_API_KEY: backlinksApiKey,
   BACKLINKS_API_URL: backlinksApiUrl,
+  ...googleEnv,
 })
 export type WorkerEnv = z.input<typeof workerEnvSchema>
 
@@ -67,7 +82,10 @@ export function workerServices(rawEnv: WorkerEnv): Services {
     throw new Error(`worker environment: ${issue.path.join('.')}: ${issue.message}`)
   }
   const env = parsed.data
-  const redis = new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN, enableTelemetry: false })
+  // every call answers within KV_TIMEOUT_MS, or is an outage (503), as Redis over TCP on Node
+  const redis = new Redis(
+    upstashRequester({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN, timeoutMs: env.KV_TIMEOUT_MS }),
+  )
   const client = createClient({
     url: env.CLICKHOUSE_URL,
     username: env.CLICKHOUSE_USER,
@@ -80,6 +98,7 @@ export function workerServices(rawEnv: WorkerEnv): Services {
   const repositories = openRepositories(redis)
   const sites = new SiteDirectory(repositories.sites)
   const now = () => new Date()
+  const google = googleConfig(env)
   return {
     clickhouse,
     kv: redis,
@@ -107,5 +126,20 @@ export function workerServices(rawEnv: WorkerEnv): Services {
         : undefined,
     crux: cruxConfig(env),
     backlinkProvider: backlinkProvider(env, (limits) => guardedFetch({ allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === '1', ...limits })),
+    google,
+    searchConsole:
+      google &&
+      googleSearchConsoleConnector({
+        google,
+        repositories,
+        sites,
+        now,
+        fetch: outbound,
+        searchConsoleFetch: guardedFetch({
+          allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === '1',
+          maxBytes: SEARCH_CONSOLE_MAX_BYTES,
+          timeoutMs: SEARCH_CONSOLE_TIMEOUT_MS,
+        }),
+      }),
   }
 }

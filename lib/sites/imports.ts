@@ -1,6 +1,9 @@
 import type { Site } from './sites'
 import type { Repositories } from '../repositories'
 import type { ImportRun } from './import-runs-repository'
+import type { Ga4ImportRun } from '../integrations/ga4/ga4-imports-repository'
+import { runProgress } from '../integrations/ga4/import'
+import type { SearchConsoleImportState } from '../integrations/search-console/search-console-imports-repository'
 
 /** What one import stored for one site so far. */
 export interface SiteTally {
@@ -46,27 +49,58 @@ export async function recordImportRuns(
   )
 }
 
-/** Every import of a site, newest first: raw-hit runs and the provider periods kept on the site (ga4). */
-export async function siteImports(repositories: Pick<Repositories, 'importRuns'>, site: Site) {
+/** Every import of a site, newest first: raw-hit runs, the GA4 import runs and the Search Console import, with their state and progress. */
+export async function siteImports(repositories: Pick<Repositories, 'importRuns' | 'ga4Imports' | 'searchConsoleImports'>, site: Site) {
   // the content hash is bookkeeping of the import command, not part of the answer
   const runs = (await repositories.importRuns.list(site.id)).map(({ contentHash: _, ...r }) => ({
     ...r,
-    id: r.id as string | null,
-    rows: r.rows as number | null,
+    state: r.state as ImportRun['state'] | Ga4ImportRun['state'] | SearchConsoleImportState['state'],
+    finishedAt: r.finishedAt as string | null,
+    trigger: null as Ga4ImportRun['trigger'] | null,
+    progress: null as ReturnType<typeof runProgress> | null,
+    retryAt: null as string | null,
   }))
-  const periods = site.imports.map((p) => ({
-    id: null,
-    kind: p.source,
-    state: 'completed' as ImportRun['state'],
-    startedAt: p.importedAt,
-    finishedAt: p.importedAt,
-    rows: null,
+  const ga4 = (await repositories.ga4Imports.list(site.id)).map((r) => ({
+    id: r.id,
+    kind: 'ga4' as const,
+    state: r.state,
+    trigger: r.trigger,
+    // a queued run has not started: it is listed at the time it was queued
+    startedAt: r.startedAt ?? r.createdAt,
+    finishedAt: r.finishedAt,
+    rows: r.rows,
     rejected: 0,
-    from: p.from,
-    to: p.to,
-    error: null,
+    from: r.from,
+    to: r.to,
+    error: r.reason,
+    progress: runProgress(r),
+    retryAt: r.retryAt,
   }))
-  return [...runs, ...periods].sort((a, b) => b.startedAt.localeCompare(a.startedAt))
+  const searchConsole = await repositories.searchConsoleImports.get(site.id)
+  const searchConsoleRun = searchConsole
+    ? [
+        {
+          id: null,
+          kind: 'search_console' as const,
+          state: searchConsole.state,
+          trigger: null,
+          startedAt: searchConsole.startedAt,
+          finishedAt: searchConsole.state === 'done' || searchConsole.state === 'failed' ? searchConsole.updatedAt : null,
+          rows: searchConsole.rows,
+          rejected: 0,
+          from: searchConsole.from,
+          to: searchConsole.to,
+          error: searchConsole.error,
+          progress: {
+            tasksDone: searchConsole.daysDone,
+            tasksTotal: searchConsole.daysTotal,
+            fraction: searchConsole.daysTotal ? Math.min(1, searchConsole.daysDone / searchConsole.daysTotal) : 1,
+          },
+          retryAt: searchConsole.retryAt,
+        },
+      ]
+    : []
+  return [...runs, ...ga4, ...searchConsoleRun].sort((a, b) => b.startedAt.localeCompare(a.startedAt))
 }
 
 /** The completed import of one of these sites (by snippet id) that loaded the same content, if there is one. */

@@ -3,12 +3,15 @@ import { z } from 'zod'
 import { cspBlocksTracker, parsePolicies } from './content-security-policy'
 import { siteActivity } from '../reports/query/site-events'
 import type { Services } from '../services'
+import { siteOrigin } from '../crawl/config'
 import type { Site } from './sites'
 import { type InstallCheck, type InstallResult, installCheckSchema } from './install-check-result'
 
 /**
  * Whether a site's tracking is installed: the events it has sent, and the last look at its
- * homepage for our script tag (fetched through the guarded fetch, parsed with linkedom).
+ * homepage for our script tag (parsed with linkedom). The homepage is read where the crawler reads
+ * the site's pages, with its guarded fetch: a local copy under CRAWL_ORIGIN, the demo site's
+ * website on loopback; without a crawler, https://<domain>/ through the home's guarded fetch.
  */
 
 export const installStateSchema = z.object({
@@ -42,7 +45,9 @@ export async function installState(
 
 /** Fetches the homepage now, looks for the tag, records the result, and answers the install state. */
 export async function checkInstallNow(services: Services, site: Site) {
-  const check = await inspectHomepage(services.fetch, site, services.now())
+  const crawler = services.crawler
+  const homepage = `${crawler ? siteOrigin(crawler, site) : `https://${site.domain}`}/`
+  const check = await inspectHomepage(crawler?.fetch ?? services.fetch, homepage, site, services.now())
   await services.repositories.siteChecks.saveInstallCheck(site.id, check)
   // the site's own install state (shown with its settings) follows the check
   const seen = check.result === 'found' || check.result === 'blocked_by_csp'
@@ -53,8 +58,7 @@ export async function checkInstallNow(services: Services, site: Site) {
   return installState(services, site, check)
 }
 
-async function inspectHomepage(fetcher: typeof fetch, site: Site, now: Date): Promise<InstallCheck> {
-  const url = `https://${site.domain}/`
+async function inspectHomepage(fetcher: typeof fetch, url: string, site: Site, now: Date): Promise<InstallCheck> {
   const answer = (result: InstallResult, status: number | null, detail: string): InstallCheck => ({
     checkedAt: now.toISOString(),
     url,

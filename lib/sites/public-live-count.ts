@@ -2,8 +2,10 @@ import { ApiError, describeZodError } from '../errors'
 import { firstEventAt } from '../reports/query/site-events'
 import { rangeView, resolveRange } from '../reports/query/range'
 import type { Services } from '../services'
+import { ga4LiveCounts } from '../integrations/ga4/realtime'
 import {
   DISTINCT_WINDOWS_PER_MINUTE,
+  LIVE_TTL_SECONDS,
   type LiveAnswer,
   NOT_FOUND,
   dialAdmits,
@@ -100,7 +102,11 @@ export async function publicLiveCount(services: Services, query: URLSearchParams
           'Retry-After': retryAfter,
         })
     }
-    const live = await liveCounts(services.clickhouse, site, range, now)
+    // a ga4-primary site's live windows come from GA4's Realtime API
+    const live =
+      site.primarySource === 'ga4' && isLive(range.name)
+        ? { body: await ga4LiveCounts(services, site, range), ttl: LIVE_TTL_SECONDS }
+        : await liveCounts(services.clickhouse, site, range, now)
     // the shared window keeps halfHour for the callers that ask without a range
     await Promise.all([services.liveCache.put(key, live), services.liveCache.put(asked, asAsked(live, range.name, explicitRange))])
     return live

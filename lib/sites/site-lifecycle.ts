@@ -9,6 +9,7 @@ import type { Services } from '../services'
 import { deleteSiteData } from '../storage/clickhouse/site-data'
 import { assertEngineKnowsTimezone } from '../storage/clickhouse/timezones'
 import { type Site, newSite, type siteCreateSchema } from './sites'
+import { forgetGoogleConnection } from '../integrations/ga4/connection'
 
 /** The sites a key can reach: its organization's, or the one it is bound to. */
 export async function sitesOfKey(repositories: Pick<Repositories, 'sites'>, key: Pick<ApiKeyRecord, 'orgId' | 'siteId'>): Promise<Site[]> {
@@ -58,6 +59,8 @@ export async function deleteSite(services: Services, site: Site, confirm: string
     repositories.annotations.deleteAll(site.id),
     repositories.importRuns.deleteAll(site.id),
     repositories.siteChecks.deleteAll(site.id),
+    repositories.searchConsoleImports.delete(site.id),
+    forgetGoogleConnection(services, site.id),
   ])
   await forgetCrawls(services, site.id)
   await services.repositories.backlinks.forget(site.id)

@@ -143,7 +143,7 @@ export interface Site {
   changeDetection: GroupValues<'changeDetection'> & CrawlState
   sharing: GroupValues<'sharing'>
   appearance: GroupValues<'appearance'>
-  integrations: { ga4: { connected: boolean; propertyId: string | null }; searchConsole: { connected: boolean; siteUrl: string | null } }
+  integrations: { ga4: Ga4Integration; searchConsole: { connected: boolean; siteUrl: string | null } }
   alerts: {
     weeklyReport: boolean
     monthlyReport: boolean
@@ -159,6 +159,22 @@ export interface Site {
   }
   install: { installed: boolean; firstEventAt: string | null; lastEventAt: string | null; checkedAt: string | null }
   imports: { source: Source; from: string; to: string; importedAt: string }[]
+}
+
+/** The site's GA4 integration as its record keeps it (lib/integrations/ga4/connection.ts writes it); older records lack the optional fields. */
+export interface Ga4Integration {
+  connected: boolean
+  propertyId: string | null
+  status?: 'not_connected' | 'connected' | 'needs_reconnect'
+  reason?: string | null
+  lastImport?: {
+    state: 'queued' | 'running' | 'done' | 'failed'
+    trigger: 'bind' | 'hourly' | 'daily'
+    from: string | null
+    to: string
+    rows: number
+    reason: string | null
+  } | null
 }
 
 export const siteCreateSchema = z.strictObject({
@@ -257,6 +273,15 @@ export function siteView(site: Site, baseUrl: string) {
     changeDetection: { lastCrawlAt: null, pagesKnown: 0, crawlErrors: [], ...site.changeDetection },
     // reads pass the install state read from the events (withInstallState); a new site has none
     install: { recording: false, ...site.install },
+    integrations: {
+      ...site.integrations,
+      ga4: {
+        status: site.integrations.ga4.connected ? ('connected' as const) : ('not_connected' as const),
+        reason: null,
+        lastImport: null,
+        ...site.integrations.ga4,
+      },
+    },
     snippet: `<script defer data-site="${site.snippetId}" src="${scriptHost}/js/script.js"></script>`,
   }
 }
@@ -287,7 +312,23 @@ export const siteViewSchema = z.object({
   sharing: groupSchema('sharing'),
   appearance: groupSchema('appearance'),
   integrations: z.object({
-    ga4: z.object({ connected: z.boolean(), propertyId: z.string().nullable() }),
+    ga4: z.object({
+      connected: z.boolean().describe('A working Google connection: false when not connected or when it needs connecting again'),
+      propertyId: z.string().nullable().describe('The bound GA4 property'),
+      status: z.enum(['not_connected', 'connected', 'needs_reconnect']),
+      reason: z.string().nullable().describe('Why the connection needs connecting again'),
+      lastImport: z
+        .object({
+          state: z.enum(['queued', 'running', 'done', 'failed']),
+          trigger: z.enum(['bind', 'hourly', 'daily']),
+          from: z.string().nullable(),
+          to: z.string(),
+          rows: z.number().int(),
+          reason: z.string().nullable(),
+        })
+        .nullable()
+        .describe('The latest GA4 import run (GET /sites/{site_id}/imports lists them all)'),
+    }),
     searchConsole: z.object({ connected: z.boolean(), siteUrl: z.string().nullable() }),
   }),
   alerts: z.object({

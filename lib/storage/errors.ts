@@ -15,11 +15,26 @@ export class ConflictError extends Error {
  */
 export class StoreUnavailableError extends Error {
   constructor(
-    readonly store: 'key/value store' | 'ClickHouse',
+    readonly store: 'key/value store' | 'ClickHouse' | 'event journal',
     readonly retryAfterSeconds = 5,
     options?: { cause?: unknown },
   ) {
     super(`${store} is unavailable; retry in ${retryAfterSeconds} s`, options)
     this.name = 'StoreUnavailableError'
   }
+}
+
+/**
+ * A failure for want of disk space: the file system's (ENOSPC, EDQUOT) or the engine's own
+ * (NOT_ENOUGH_SPACE, code 243, when it cannot reserve room for a part). Nothing the caller did
+ * wrong: it clears when space returns.
+ */
+export function isOutOfSpace(err: unknown): boolean {
+  const e = err as { code?: unknown; clickhouseCode?: unknown; type?: unknown; message?: unknown; cause?: unknown } | null
+  if (!e || typeof e !== 'object') return false
+  // the embedded engine's errors carry clickhouseCode; @clickhouse/client's carry the code as text and its name as type
+  if (e.code === 'ENOSPC' || e.code === 'EDQUOT' || e.clickhouseCode === 243 || e.code === '243' || e.type === 'NOT_ENOUGH_SPACE')
+    return true
+  if (typeof e.message === 'string' && /NOT_ENOUGH_SPACE|No space left on device|ENOSPC/.test(e.message)) return true
+  return e.cause !== undefined && e.cause !== err && isOutOfSpace(e.cause)
 }

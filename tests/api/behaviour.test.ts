@@ -369,6 +369,7 @@ describe('behaviour reads', () => {
         return { key: k, events: hits.length, visitors: distinct(hits.map(visitorOf)) }
       })
       expect(json).toEqual({
+        source: 'standalone',
         available: true,
         range: json.range,
         keys: keys.sort((a, b) => b.events - a.events || a.key.localeCompare(b.key)),
@@ -412,6 +413,7 @@ describe('behaviour reads', () => {
 
   it('a site that reads only ga4 answers available: false', async () => {
     expect(await get(`/api/v1/errors?site_id=${ids.ga4}`)).toEqual({
+      source: 'ga4',
       available: false,
       summary: { errors: 0, groups: 0, visitors: 0 },
       previous: { errors: 0, groups: 0, visitors: 0 },
@@ -420,10 +422,11 @@ describe('behaviour reads', () => {
     expect((await get(`/api/v1/errors?site_id=${ids.ga4}&fingerprint=1`)).available).toBe(false)
     expect((await get(`/api/v1/errors?site_id=${ids.ga4}&fingerprint=1&pages=1`)).available).toBe(false)
     expect(await get(`/api/v1/clicks?site_id=${ids.ga4}`)).toEqual({
+      source: 'ga4',
       available: false,
       summary: { clicks: 0, visitors: 0, deadClicks: 0 },
       clicks: [],
     })
-    expect(await get(`/api/v1/properties?site_id=${ids.ga4}`)).toEqual({ available: false, keys: [] })
+    expect(await get(`/api/v1/properties?site_id=${ids.ga4}`)).toEqual({ source: 'ga4', available: false, keys: [] })
   })
 })

@@ -17,6 +17,7 @@ describe('the demo', () => {
   let services: Awaited<ReturnType<typeof testServices>>
   let call: ReturnType<typeof client>
   let key = ''
+  let writeKey = ''
   let site = ''
   let website: DemoWebsite | undefined
   const read = (path: string) => getOk(call, `/api/v1/${path}${path.includes('?') ? '&' : '?'}site_id=${site}`, key)
@@ -26,12 +27,14 @@ describe('the demo', () => {
     call = client(services)
     const demo = await createDemo(services.repositories, now)
     key = demo.readKey
+    writeKey = demo.writeKey
     site = demo.site.id
     const seeded = await seedDemo(services, demo.site, now, { traffic: true, flush: async () => {} })
     expect(seeded.rejected).toBe(0)
     await refreshRollups(services.clickhouse, services.repositories, now, ROLLUP_ALL_DAYS)
     // the crawler of a deployment: its guarded fetch refuses loopback
-    website = await startDemoWebsite('before')
+    // the website carries the demo site's snippet, as the API gives it
+    website = await startDemoWebsite('before', (await getOk(call, `/api/v1/sites/${site}`, key)).snippet)
     const config = withDemoWebsite(
       crawlerConfig({ guarded: (limits) => guardedFetch({ allowPrivate: false, ...limits }) }),
       demo.site.id,
@@ -56,6 +59,14 @@ describe('the demo', () => {
     expect(changes.some((c: any) => c.path === '/blog/launch-week' && c.type === 'title')).toBe(true)
     expect(changes.some((c: any) => c.path === '/docs/api')).toBe(true)
     expect((await getOk(call, `/api/v1/sites/${site}`, key)).changeDetection.crawlStatus).toBe('ok')
+  })
+
+  it('checks its install on its own website on loopback, where the crawler reads it, not at https://demo.example.com', async () => {
+    const checked = await call('POST', `/api/v1/sites/${site}/install`, { key: writeKey })
+    expect(checked.status, JSON.stringify(checked.json)).toBe(200)
+    expect(checked.json.lastCheck).toMatchObject({ result: 'found', url: `${website!.origin}/`, status: 200 })
+    expect(checked.json.installed).toBe(true)
+    expect((await getOk(call, `/api/v1/sites/${site}/install`, key)).lastCheck.result).toBe('found')
   })
 
   it('has traffic, all five vitals, goals with revenue and a funnel with visitors at every step', async () => {

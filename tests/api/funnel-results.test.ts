@@ -304,6 +304,7 @@ describe('funnel results', () => {
       [0, 0, 0, 0],
     ])
     expect(await get(`/api/v1/funnels?site_id=${ids.none}`)).toEqual({
+      source: 'standalone',
       available: true,
       range: expect.any(Object),
       funnels: [],
@@ -313,7 +314,7 @@ describe('funnel results', () => {
 
   it('a site that reads only ga4 lists its funnels and answers available: false', async () => {
     const json = await get(`/api/v1/funnels?site_id=${ids.ga4}`)
-    expect(json).toEqual({ available: false, funnels: [expect.objectContaining({ name: 'Trial' })], result: null })
+    expect(json).toEqual({ source: 'ga4', available: false, funnels: [expect.objectContaining({ name: 'Trial' })], result: null })
   })
 
   it('refuses a malformed or unknown funnel id', async () => {

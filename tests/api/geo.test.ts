@@ -242,7 +242,12 @@ describe('GET /api/v1/geo', () => {
 
   it('an empty site has no places; a ga4-only site answers available: false', async () => {
     expect((await get(`/api/v1/geo?site_id=${ids.empty}&granularity=region`)).places).toEqual([])
-    expect(await get(`/api/v1/geo?site_id=${ids.ga4}&granularity=city`)).toEqual({ available: false, granularity: 'city', places: [] })
+    expect(await get(`/api/v1/geo?site_id=${ids.ga4}&granularity=city`)).toEqual({
+      source: 'ga4',
+      available: false,
+      granularity: 'city',
+      places: [],
+    })
   })
 
   it('granularity is required and must be region or city; bot_kind is refused', async () => {

@@ -68,6 +68,9 @@ describe.each(kinds)('site imports (%s key/value store)', (kind) => {
         from: '2026-10-15T08:00:00.000Z',
         to: '2026-11-02T10:00:00.000Z',
         error: null,
+        trigger: null,
+        progress: null,
+        retryAt: null,
       },
     ])
     // the other organization's run is its own
@@ -94,23 +97,42 @@ describe.each(kinds)('site imports (%s key/value store)', (kind) => {
     })
   })
 
-  it('lists provider periods kept on the site, newest first', async () => {
-    await t.services.sites.update(t.a.site.id, (site) => ({
-      ...site,
-      imports: [{ source: 'ga4', from: '2024-01-01', to: '2025-12-31', importedAt: '2099-01-01T00:00:00.000Z' }],
-    }))
+  it('lists the GA4 import runs with their state, trigger and progress, newest first', async () => {
+    const run = {
+      id: crypto.randomUUID(),
+      siteId: t.a.site.id,
+      propertyId: '123',
+      trigger: 'hourly' as const,
+      state: 'running' as const,
+      reason: null,
+      from: '2099-01-01',
+      to: '2099-01-02',
+      version: 1,
+      createdAt: '2099-01-01T00:00:00.000Z',
+      startedAt: '2099-01-01T00:00:01.000Z',
+      finishedAt: null,
+      retryAt: null,
+      attempts: 0,
+      rows: 40,
+      cursor: { task: 3, offset: 0 },
+      tasks: 11,
+    }
+    await t.services.repositories.ga4Imports.save(run)
     const [first, ...rest] = (await imports(t.a.site.id)).json.imports
     expect(first).toEqual({
-      id: null,
+      id: run.id,
       kind: 'ga4',
-      state: 'completed',
-      startedAt: '2099-01-01T00:00:00.000Z',
-      finishedAt: '2099-01-01T00:00:00.000Z',
-      rows: null,
+      state: 'running',
+      trigger: 'hourly',
+      startedAt: '2099-01-01T00:00:01.000Z',
+      finishedAt: null,
+      rows: 40,
       rejected: 0,
-      from: '2024-01-01',
-      to: '2025-12-31',
+      from: '2099-01-01',
+      to: '2099-01-02',
       error: null,
+      progress: { tasksDone: 3, tasksTotal: 11, fraction: 3 / 11 },
+      retryAt: null,
     })
     expect(rest).toHaveLength(2)
   })

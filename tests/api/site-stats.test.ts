@@ -54,6 +54,7 @@ describe('site listing statistics and export', () => {
     expect(b.install).toMatchObject({ installed: true, lastEventAt: '2026-11-22T09:00:00.000Z' })
     // a site without events answers the same zeros as a read of an empty window would, without reading
     expect(i.stats).toEqual({
+      source: 'standalone',
       range: b.stats.range,
       visitors: 0,
       visits: 0,

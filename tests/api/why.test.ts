@@ -191,6 +191,8 @@ describe('why traffic changed', () => {
           relativeChange: round(m.relativeChange),
           impact: round(m.impact),
           candidates: [],
+          // the site has no Search Console property bound
+          search: null,
         })),
       )
       expect(json.pages.slice(0, 3).map((p: { status: string }) => p.status)).toEqual(['fell', 'appeared', 'went_quiet'])

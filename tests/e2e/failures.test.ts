@@ -66,6 +66,18 @@ describe('failures a user can fix', () => {
     expectOneSentence(run('functions/node.ts', [], { LOG_LEVEL: 'loud', DATA_DIR: tempDir('failures') }), /LOG_LEVEL/)
   })
 
+  it('the server: Google configured without the server secret', () => {
+    const google = { GOOGLE_CLIENT_ID: 'id.apps.googleusercontent.com', GOOGLE_CLIENT_SECRET: 'secret', DATA_DIR: tempDir('failures') }
+    expectOneSentence(
+      run('functions/node.ts', [], google),
+      /^error: GOOGLE_CLIENT_ID is set but SERVER_SECRET is not: set SERVER_SECRET to a random string of at least 32 characters/,
+    )
+    expectOneSentence(
+      run('functions/node.ts', [], { ...google, SERVER_SECRET: 'short' }),
+      /SERVER_SECRET is "short": must be at least 32 characters/,
+    )
+  })
+
   it('the server: a port in use', async () => {
     const busy = createServer()
     await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve))

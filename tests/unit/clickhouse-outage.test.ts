@@ -48,6 +48,25 @@ describe('ClickHouse over HTTP that does not answer', () => {
     }
   })
 
+  it('is an outage when the server has no disk space left (NOT_ENOUGH_SPACE)', async () => {
+    const server = createServer((req, res) => {
+      req.resume()
+      res
+        .writeHead(500, { 'x-clickhouse-exception-code': '243' })
+        .end(
+          'Code: 243. DB::Exception: Cannot reserve 1.00 MiB, not enough space: while pushing to view default.events_input_mv. (NOT_ENOUGH_SPACE)',
+        )
+    }).listen(0, '127.0.0.1')
+    await new Promise((r) => server.once('listening', r))
+    try {
+      const full = overHttp(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)
+      await expect(full.insert('events_input', [{ a: 1 }])).rejects.toBeInstanceOf(StoreUnavailableError)
+      await expect(full.query('SELECT 1')).rejects.toBeInstanceOf(StoreUnavailableError)
+    } finally {
+      server.close()
+    }
+  })
+
   it('makes a read answer 503 with Retry-After, not 500', async () => {
     const t = await harness({ with: { clickhouse: overHttp(`http://127.0.0.1:${await closedPort()}`) } })
     // through the app itself: the test client treats any 5xx as a failure of the test

@@ -1,6 +1,7 @@
 import { Redis } from '@upstash/redis'
 import { describe, expect, it } from 'vitest'
-import { prefixCommand, prefixedUpstash } from '../../lib/storage/kv/prefix'
+import { prefixCommand } from '../../lib/storage/kv/prefix'
+import { upstashRequester } from '../../lib/storage/kv/upstash'
 import { rawRequester } from '../../lib/storage/kv/raw'
 import { EmbeddedRedis } from '../../lib/storage/kv/embedded'
 import { runUpstashRequest } from '../../lib/storage/kv/raw'
@@ -22,7 +23,9 @@ describe('REDIS_PREFIX', () => {
       const path = new URL(url).pathname.split('/').filter(Boolean)
       return Response.json(await runUpstashRequest(raw, path, JSON.parse(String(init.body))))
     }) as typeof fetch
-    const redis = new Redis(prefixedUpstash({ url: 'http://upstash.test', token: 't', prefix: 'p:', fetch: upstash }))
+    const redis = new Redis(
+      upstashRequester({ url: 'http://upstash.test', token: 't', rewrite: (c) => prefixCommand('p:', c), fetch: upstash }),
+    )
     await redis.set('a', '1')
     await redis.pipeline().set('b', '2').incr('c').exec()
     expect(await redis.mget('a', 'b', 'c')).toEqual([1, 2, 1])

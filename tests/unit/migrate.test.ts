@@ -36,6 +36,8 @@ describe('ClickHouse migrations', () => {
       { version: 11, name: 'partial_rollups' },
       { version: 12, name: 'purge_typed_click_text' },
       { version: 13, name: 'imported_aggregates' },
+      { version: 14, name: 'search_console' },
+      { version: 15, name: 'insert_deduplication' },
       { version: 16, name: 'backlinks' },
     ])
     const applied = await migrate(clickhouse, [

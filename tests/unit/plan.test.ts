@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { Query, Read, RolledDays } from '../../lib/reports/query/model'
 import { parseFilters } from '../../lib/reports/query/parse'
-import { completePlan, mayUseRollup, plan, planRead } from '../../lib/reports/query/plan'
+import { completePlan, mayUseRollup, plan, planImported, planRead } from '../../lib/reports/query/plan'
 import { resolveRange } from '../../lib/reports/query/range'
 
 const now = new Date('2026-03-08T12:00:00Z')
@@ -102,5 +102,35 @@ describe('the planner', () => {
       builds: [{ key, property: 'path', days: { days: ['2026-03-04'], events: ['5'], sums: ['1'] } }],
       plan: { table: 'rollup', rolled: { days: ['2026-03-03', '2026-03-04'], events: ['10', '5'], sums: ['7', '1'], filtersKey: key } },
     })
+  })
+})
+
+describe('the planner of ga4 reads', () => {
+  const ga4 = (filters: unknown[] = [], range: 'realtime' | 'today' | '7d' = '7d') => ({
+    range: resolveRange({ range }, 'America/New_York', now),
+    filters: parseFilters(JSON.stringify(filters), 'ga4'),
+  })
+  const device = { dimension: 'device', operator: 'is', value: ['mobile'] }
+  const event = { dimension: 'event', operator: 'is', value: ['signup'] }
+
+  it('reads the one imported dataset every named dimension is in, and custom events only from the events dataset', () => {
+    expect(planImported(ga4(), stats)).toEqual({ dataset: 'visitors', events: 'separate' })
+    expect(planImported(ga4(), series)).toEqual({ dataset: 'visitors', events: 'none' })
+    expect(planImported(ga4([], 'today'), series)).toEqual({ dataset: 'visitors_hourly', events: 'none' })
+    expect(planImported(ga4([], 'today'), stats)).toEqual({ dataset: 'visitors', events: 'separate' })
+    expect(planImported(ga4([country]), stats)).toEqual({ dataset: 'locations', events: 'none' })
+    expect(planImported(ga4([country]), by('city'))).toEqual({ dataset: 'locations', events: 'none' })
+    expect(planImported(ga4(), by('hostname'))).toEqual({ dataset: 'pages', events: 'none' })
+    expect(planImported(ga4([event]), stats)).toEqual({ dataset: 'events', events: 'same' })
+    expect(planImported(ga4(), by('event'))).toEqual({ dataset: 'events', events: 'same' })
+    expect(planImported(ga4([event]), series)).toEqual({ dataset: 'events', events: 'none' })
+  })
+
+  it('refuses dimensions no single dataset holds together, naming both, and windows of minutes', () => {
+    expect(() => planImported(ga4([country]), by('path'))).toThrow(/filters country .*locations.* and property path .*pages/)
+    expect(() => planImported(ga4([country, device]), stats)).toThrow(/filters country .* and filters device/)
+    expect(() => planImported(ga4([device], 'today'), series)).toThrow(/filters device .* and hour buckets/)
+    expect(() => planImported(ga4([event]), by('source'))).toThrow(/filters event .* and property source/)
+    expect(() => planImported(ga4([], 'realtime'), stats)).toThrow(/^range: realtime/)
   })
 })

@@ -32,9 +32,14 @@ describe('the job list', () => {
       ['daily alerts', 10],
       ['backlinks', 10],
       ['crawl run', 1],
+      ['search console import', 10],
+      ['ga4 import', 10],
+      ['ga4 hourly import', 60],
+      ['ga4 daily import', 1440],
     ])
     expect(everyMinutes('5 * * * *')).toBe(60)
     expect(() => everyMinutes('0 3 * * 1')).toThrow(/only minutes and hours/)
-    expect(() => everyMinutes('0 3 * * *')).toThrow(/not every N minutes/)
+    expect(everyMinutes('0 3 * * *')).toBe(1440)
+    expect(() => everyMinutes('0 3,15 * * *')).toThrow(/not every N minutes/)
   })
 })

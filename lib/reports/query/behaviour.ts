@@ -13,7 +13,8 @@ import {
 import { COLLECTOR_PREFIX } from './compile/property-keys'
 import { propertyKeyCountsSql, propertyValuesSql } from './compile/properties'
 import type { Query } from './model'
-import type { ParseOptions, ReportParams } from './parse'
+import { type ParseOptions, type ReportParams, collectorSource } from './parse'
+import type { Source } from '../../sites/source'
 import { buckets, previousWindow, rangeView } from './range'
 import { type ReportDeps, prepare } from './reports'
 import { execute } from '../../storage/clickhouse/execute'
@@ -27,15 +28,25 @@ type Row = Record<string, unknown>
 const numberOf = (v: unknown) => Number(v ?? 0)
 const isoOf = (epochMs: unknown) => new Date(numberOf(epochMs)).toISOString()
 
-/** The query over the standalone source, or null for a site that does not have it. */
+/** The query over the standalone source, or null where the read's source is not it (collectorSource). */
 export async function standaloneQuery(
   deps: ReportDeps,
   site: Site,
   params: ReportParams,
   options: ParseOptions = {},
 ): Promise<Query | null> {
-  if (!site.sources.includes('standalone')) return null
+  if (collectorSource(params, site) !== 'standalone') return null
   return (await prepare(deps, site, { ...params, source: 'standalone' }, options)).query
+}
+
+/** A collector-only read's answer with the source it read (collectorSource: a 400 for a source the site does not have). */
+export async function collectorRead<T extends object>(
+  site: Site,
+  params: Pick<ReportParams, 'source'>,
+  read: () => Promise<T>,
+): Promise<{ source: Source } & T> {
+  const source = collectorSource(params, site)
+  return { source, ...(await read()) }
 }
 
 export interface ErrorParams extends ReportParams {
@@ -115,7 +126,7 @@ async function errorDetail(deps: ReportDeps, query: Query, fingerprint: string) 
  * GET /errors: the window's error groups with totals against the previous window; with a
  * fingerprint, that group's detail; with a fingerprint and pages=1, the pages it fired on.
  */
-export async function errors(deps: ReportDeps, site: Site, params: ErrorParams) {
+async function errorsRead(deps: ReportDeps, site: Site, params: ErrorParams) {
   const { fingerprint } = params
   const pages = params.pages === '1'
   if (pages && fingerprint === undefined) throw new ApiError(400, 'pages: needs fingerprint, the group whose pages to list')
@@ -146,7 +157,7 @@ export async function errors(deps: ReportDeps, site: Site, params: ErrorParams) 
 }
 
 /** GET /clicks: clicks grouped by element and link, with dead clicks counted. */
-export async function clicks(deps: ReportDeps, site: Site, params: ReportParams) {
+async function clicksRead(deps: ReportDeps, site: Site, params: ReportParams) {
   const query = await standaloneQuery(deps, site, params)
   if (!query) return { available: false, summary: { clicks: 0, visitors: 0, deadClicks: 0 }, clicks: [] }
   const [summary, rows] = await Promise.all([
@@ -177,7 +188,7 @@ export async function clicks(deps: ReportDeps, site: Site, params: ReportParams)
 }
 
 /** GET /properties: the custom property keys of the window; with `property`, that key's values. */
-export async function properties(deps: ReportDeps, site: Site, params: ReportParams & { property?: string }) {
+async function propertiesRead(deps: ReportDeps, site: Site, params: ReportParams & { property?: string }) {
   const { property } = params
   if (property?.startsWith(COLLECTOR_PREFIX))
     throw new ApiError(400, `property: ${COLLECTOR_PREFIX}* keys are the collector's own, not custom properties`)
@@ -200,3 +211,12 @@ export async function properties(deps: ReportDeps, site: Site, params: ReportPar
     keys: rows.map((r) => ({ key: String(r.key), events: numberOf(r.events), visitors: numberOf(r.visitors) })),
   }
 }
+
+export const errors = (deps: ReportDeps, site: Site, params: ErrorParams) =>
+  collectorRead(site, params, () => errorsRead(deps, site, params))
+
+export const clicks = (deps: ReportDeps, site: Site, params: ReportParams) =>
+  collectorRead(site, params, () => clicksRead(deps, site, params))
+
+export const properties = (deps: ReportDeps, site: Site, params: ReportParams & { property?: string }) =>
+  collectorRead(site, params, () => propertiesRead(deps, site, params))

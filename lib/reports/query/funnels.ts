@@ -2,7 +2,8 @@ import { ApiError } from '../../errors'
 import type { Site } from '../../sites/sites'
 import type { Repositories } from '../../repositories'
 import { funnelLevelsSql } from './compile/funnels'
-import type { ReportParams } from './parse'
+import { type ReportParams, collectorSource } from './parse'
+import { collectorRead } from './behaviour'
 import { rangeView } from './range'
 import { type ReportDeps, prepare } from './reports'
 import { execute } from '../../storage/clickhouse/execute'
@@ -17,7 +18,7 @@ const rate = (part: number, whole: number) => (whole ? fraction(part / whole) : 
  * before and from the first, and how many dropped off since the step before. A site without the
  * standalone source lists its funnels and answers `available: false`.
  */
-export async function funnelReport(
+async function funnelReportRead(
   deps: ReportDeps & { repositories: Pick<Repositories, 'funnels'> },
   site: Site,
   params: ReportParams & { funnel_id?: string },
@@ -25,7 +26,7 @@ export async function funnelReport(
   const funnels = await deps.repositories.funnels.list(site.id)
   const funnel = params.funnel_id === undefined ? funnels[0] : funnels.find((f) => f.id === params.funnel_id!.toLowerCase())
   if (params.funnel_id !== undefined && !funnel) throw new ApiError(404, 'funnel_id: no such funnel on this site')
-  if (!site.sources.includes('standalone')) return { available: false, funnels, result: null }
+  if (collectorSource(params, site) !== 'standalone') return { available: false, funnels, result: null }
   const { query } = await prepare(deps, site, { ...params, source: 'standalone' }, { withGoals: true })
   const range = rangeView(query.range)
   if (!funnel) return { available: true, range, funnels, result: null }
@@ -50,3 +51,9 @@ export async function funnelReport(
     },
   }
 }
+
+export const funnelReport = (
+  deps: ReportDeps & { repositories: Pick<Repositories, 'funnels'> },
+  site: Site,
+  params: ReportParams & { funnel_id?: string },
+) => collectorRead(site, params, () => funnelReportRead(deps, site, params))

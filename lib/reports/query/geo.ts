@@ -1,6 +1,7 @@
 import type { Site } from '../../sites/sites'
 import { type GeoGranularity, geoPlacesSql } from './compile/geo'
-import type { ReportParams } from './parse'
+import { type ReportParams, collectorSource } from './parse'
+import { collectorRead } from './behaviour'
 import { rangeView, rawDaySpans, wholeDays } from './range'
 import { type ReportDeps, prepare } from './reports'
 import { execute } from '../../storage/clickhouse/execute'
@@ -16,9 +17,9 @@ const degrees = (v: unknown) => Math.round(numberOf(v) * 1e4) / 1e4
  * from the collector's lookup of each visit's address, so the read is the standalone source's;
  * a site without it answers `available: false` (the ga4 source holds no places with coordinates).
  */
-export async function geo(deps: ReportDeps, site: Site, params: ReportParams & { granularity: GeoGranularity }) {
+async function geoRead(deps: ReportDeps, site: Site, params: ReportParams & { granularity: GeoGranularity }) {
   const { granularity } = params
-  if (!site.sources.includes('standalone')) return { available: false, granularity, places: [] }
+  if (collectorSource(params, site) !== 'standalone') return { available: false, granularity, places: [] }
   const { query } = await prepare(deps, site, { ...params, source: 'standalone' })
   // an unfiltered read of whole days takes the days rolled up from the daily rollup
   const days = !query.filters.length && wholeDays(query.range) ? await rolledDays(deps.clickhouse, query, false) : undefined
@@ -42,3 +43,6 @@ export async function geo(deps: ReportDeps, site: Site, params: ReportParams & {
     }),
   }
 }
+
+export const geo = (deps: ReportDeps, site: Site, params: ReportParams & { granularity: GeoGranularity }) =>
+  collectorRead(site, params, () => geoRead(deps, site, params))

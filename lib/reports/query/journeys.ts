@@ -1,7 +1,7 @@
 import { Temporal } from 'temporal-polyfill'
 import { ApiError } from '../../errors'
 import type { Site } from '../../sites/sites'
-import { standaloneQuery } from './behaviour'
+import { collectorRead, standaloneQuery } from './behaviour'
 import { activitySql } from './compile/activity'
 import { type FlowAnchor, OTHER_PATH, flowSql } from './compile/flow'
 import { journeysSql, visitorEventsSql } from './compile/journeys'
@@ -72,7 +72,7 @@ function flowGraph(rows: Row[], limit: number) {
  * GET /flow: from the landing page, a start page (forward) or a focus page (before and after),
  * `depth` steps of the pages visits went through, rare pages folded per step.
  */
-export async function flow(deps: ReportDeps, site: Site, params: FlowParams) {
+async function flowRead(deps: ReportDeps, site: Site, params: FlowParams) {
   if (params.start_path !== undefined && params.focus_path !== undefined)
     throw new ApiError(400, 'focus_path: give either start_path or focus_path, not both')
   const depth = params.depth ?? FLOW_DEFAULT_DEPTH
@@ -154,7 +154,7 @@ function shapeJourney(r: Row, timezone: string) {
  * GET /journeys: the window's journeys (one per visitor and site-local day), newest first, paged
  * by offset; with `visitor`, that journey and its every event.
  */
-export async function journeys(deps: ReportDeps, site: Site, params: JourneyParams) {
+async function journeysRead(deps: ReportDeps, site: Site, params: JourneyParams) {
   const offset = params.offset ?? 0
   const query = await standaloneQuery(deps, site, params)
   if (params.visitor !== undefined) {
@@ -201,7 +201,7 @@ export interface ActivityParams extends Omit<ReportParams, 'range' | 'from' | 't
 }
 
 /** GET /activity: the live tape of the last 5 or 30 minutes, newest first. */
-export async function activity(deps: ReportDeps, site: Site, params: ActivityParams) {
+async function activityRead(deps: ReportDeps, site: Site, params: ActivityParams) {
   const window = params.window ?? '30m'
   // the window overrides the range, which activity does not take
   const query = await standaloneQuery(deps, site, { ...params, range: '30d' }, { range: window })
@@ -222,3 +222,11 @@ export async function activity(deps: ReportDeps, site: Site, params: ActivityPar
     })),
   }
 }
+
+export const flow = (deps: ReportDeps, site: Site, params: FlowParams) => collectorRead(site, params, () => flowRead(deps, site, params))
+
+export const journeys = (deps: ReportDeps, site: Site, params: JourneyParams) =>
+  collectorRead(site, params, () => journeysRead(deps, site, params))
+
+export const activity = (deps: ReportDeps, site: Site, params: ActivityParams) =>
+  collectorRead(site, params, () => activityRead(deps, site, params))

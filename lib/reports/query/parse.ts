@@ -161,8 +161,18 @@ function validateBotRead(filters: Filter[], property: string | undefined, allowe
 export function parseSource(params: Pick<ReportParams, 'source'>, site: Site): Source {
   const source = params.source ?? site.primarySource
   if (!site.sources.includes(source))
-    throw new ApiError(400, `source: this site has no ${source} source (it has ${site.sources.join(', ')})`)
+    throw new ApiError(400, `source: this site has no ${source} source (${site.domain} has ${site.sources.join(', ')})`)
   return source
+}
+
+/**
+ * The source a collector-only read answers for: the one asked for (a 400 naming it when the site
+ * does not have it), else the standalone source where the site has it, else ga4. Only the standalone
+ * source holds what these reads count; for ga4 they answer `available: false`.
+ */
+export function collectorSource(params: Pick<ReportParams, 'source'>, site: Site): Source {
+  if (params.source !== undefined) return parseSource(params, site)
+  return site.sources.includes('standalone') ? 'standalone' : 'ga4'
 }
 
 export interface ParseInput {

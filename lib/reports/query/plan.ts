@@ -1,4 +1,6 @@
-import { ROLLED_PROPERTIES, isVisitAttribute } from '../dimensions'
+import { ROLLED_PROPERTIES, dimension, isVisitAttribute } from '../dimensions'
+import { ApiError } from '../../errors'
+import type { Ga4DatasetName } from '../../integrations/ga4/datasets'
 import { type Query, type Read, type RolledDays, TOTALS, asRolledDays } from './model'
 import { chTime, daySpans, wholeDays } from './range'
 
@@ -201,4 +203,48 @@ function filteredPlan(query: Query, read: Read, key: string, rows: readonly Sign
 export function completePlan(query: Query, read: Read, lookup: RolledDaysLookup, rows: readonly SignatureRow[]): ReadPlan {
   if (lookup.key) return filteredPlan(query, read, lookup.key, rows)
   return { builds: [], plan: plan(query, read, rolledDaysOf(query, rows)) }
+}
+
+/**
+ * The plan of a read of the ga4 source: the one imported dataset (lib/integrations/ga4/datasets.ts)
+ * that holds every dimension the read names (its filters, its breakdown property, hour buckets),
+ * and where its custom `events` come from: the events dataset itself (`same`), the events dataset
+ * read beside an unfiltered read of the daily totals (`separate`), or nowhere (`none`: only the
+ * events dataset tells GA4's automatic events apart, so a read of another dataset under filters, or
+ * a breakdown by anything but event, has no custom-event count and answers null).
+ */
+export interface ImportedPlan {
+  dataset: Ga4DatasetName
+  events: 'same' | 'separate' | 'none'
+}
+
+/** The imported dataset of a read, or a 400 naming what no single dataset holds together. */
+export function planImported(query: Pick<Query, 'filters' | 'range'>, read: Read): ImportedPlan {
+  if (!wholeDays(query.range))
+    throw new ApiError(
+      400,
+      `range: ${query.range.name} is a window of minutes; the ga4 source holds the days and hours GA4 reported (the realtime read and the live count read GA4's last minutes)`,
+    )
+  const needs: { what: string; dataset: Ga4DatasetName }[] = []
+  const mapped = (name: string, what: string) => {
+    const ga4 = dimension(name)?.ga4
+    if (!ga4) throw new ApiError(400, `${what}: ${name} has no field in the imported GA4 data`)
+    needs.push({ what: `${what} ${name} (GA4 dataset ${ga4.dataset})`, dataset: ga4.dataset })
+  }
+  for (const f of query.filters) mapped(f.dimension, 'filters')
+  if (read.kind === 'breakdown') mapped(read.property, 'property')
+  if (read.kind === 'series' && query.range.interval === 'hour')
+    needs.push({ what: 'hour buckets (GA4 dataset visitors_hourly, which has no dimension)', dataset: 'visitors_hourly' })
+  const other = needs.find((n) => n.dataset !== needs[0].dataset)
+  if (other)
+    throw new ApiError(
+      400,
+      `${needs[0].what} and ${other.what}: no imported GA4 dataset holds both, so this ga4 read cannot be answered${
+        other.dataset === 'visitors_hourly' ? ' (ask for day buckets: a range of more than one day)' : ''
+      }`,
+    )
+  const dataset = needs[0]?.dataset ?? 'visitors'
+  const events =
+    dataset === 'events' && read.kind !== 'series' ? 'same' : dataset === 'visitors' && read.kind === 'stats' ? 'separate' : 'none'
+  return { dataset, events }
 }

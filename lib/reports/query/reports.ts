@@ -14,18 +14,30 @@ import {
   needsFirstEvent,
   needsGoals,
   needsSegments,
+  collectorSource,
   parseFilters,
   parseQuery,
   parseSource,
 } from './parse'
 import { type ResolvedRange, previousWindow, rangeView, resolveRange, wholeDays } from './range'
 import { execute } from '../../storage/clickhouse/execute'
-import { rolledDays, runRead } from './run'
+import { rolledDays, runImportedRead, runRead } from './run'
 import { propertyKeysSql } from './compile/property-keys'
-import { type BreakdownRow, type Totals, ZERO_TOTALS, shapeBreakdown, shapeSeries, shapeTotals } from './shape'
-import { eventEdges, firstEventAt } from './site-events'
+import {
+  type BreakdownRow,
+  type Totals,
+  ZERO_TOTALS,
+  shapeBreakdown,
+  shapeImportedBreakdown,
+  shapeImportedTotals,
+  shapeSeries,
+  shapeTotals,
+} from './shape'
+import { eventEdges, firstEventAt, firstImportedAt } from './site-events'
 import { installOf } from '../../sites/site-install'
 import { readsBotHits } from './plan'
+import { type Ga4LiveDeps, ga4RealtimeReads } from '../../integrations/ga4/realtime'
+import { breakdownsAtOnce } from './breakdowns'
 
 /**
  * The report verbs: each reads what one report needs and answers it whole. Handlers resolve the
@@ -40,11 +52,13 @@ export interface ReportDeps {
 }
 
 /**
- * The reads of one source. The ga4 source has no events here: its reads answer zeros and empty
- * lists, as do those of a site known to have no events (`hasEvents` false), without reading.
+ * The reads of one source: the collector's events (standalone), or the imported GA4 aggregates
+ * (ga4, runImportedRead: the planner picks the one dataset a read takes). A site known to have no
+ * events (`hasEvents` false) answers its standalone reads with zeros and empty lists, without reading.
  */
 function sourceReader(clickhouse: ClickHouse, source: Source, hasEvents = true) {
-  const answers = source === 'standalone' && hasEvents
+  if (source === 'ga4') return importedReader(clickhouse)
+  const answers = hasEvents
   return {
     answers,
     totals: async (query: Query): Promise<Totals> =>
@@ -54,6 +68,23 @@ function sourceReader(clickhouse: ClickHouse, source: Source, hasEvents = true) 
       if (!answers) return []
       const read = { kind: 'breakdown', property } as const
       return shapeBreakdown(property, await runRead(clickhouse, query, read), readsBotHits(query, read) ? false : undefined)
+    },
+  }
+}
+
+/** The reads of the ga4 source, from the imported aggregates (docs/api.md, "Reads of the ga4 source"). */
+function importedReader(clickhouse: ClickHouse) {
+  return {
+    // the listing's one-statement path is the collector's; imported reads take theirs
+    answers: false,
+    totals: async (query: Query): Promise<Totals> => {
+      const { plan, rows } = await runImportedRead(clickhouse, query, { kind: 'stats' })
+      return shapeImportedTotals(rows[0], plan.events !== 'none')
+    },
+    series: async (query: Query) => shapeSeries(query.range, (await runImportedRead(clickhouse, query, { kind: 'series' })).rows),
+    breakdown: async (query: Query, property: string) => {
+      const { plan, rows } = await runImportedRead(clickhouse, query, { kind: 'breakdown', property })
+      return shapeImportedBreakdown(property, rows, plan.events !== 'none')
     },
   }
 }
@@ -76,7 +107,11 @@ export async function prepare(
   const [goals, segments, first] = await Promise.all([
     options.withGoals || needsGoals(filters, options) ? deps.repositories.goals.list(site.id) : Promise.resolve([] as Goal[]),
     needsSegments(filters) ? deps.repositories.segments.list(site.id) : Promise.resolve([]),
-    needsFirstEvent(params, options) ? firstEventAt(deps.clickhouse, site.id) : Promise.resolve(null),
+    needsFirstEvent(params, options)
+      ? source === 'ga4'
+        ? firstImportedAt(deps.clickhouse, site)
+        : firstEventAt(deps.clickhouse, site.id)
+      : Promise.resolve(null),
   ])
   return parseQuery({ params, site, source, filters, goals, segments, firstEventAt: first, now: options.now ?? deps.now() }, options)
 }
@@ -116,8 +151,10 @@ export async function exportAll(deps: ReportDeps, site: Site, params: ReportPara
   // and prop:<key> for every custom property key seen in the window (the collector's source only)
   const keys = source === 'standalone' ? await execute<{ key: string }>(deps.clickhouse, propertyKeysSql(query, EXPORT_PROPERTY_KEYS)) : []
   const properties = [...dimensions, ...keys.map((k) => `${PROPERTY_PREFIX}${k.key}`)]
-  const breakdowns: Record<string, BreakdownRow[]> = {}
-  for (const property of properties) breakdowns[property] = await read.breakdown(rows, property)
+  // the collector's events: properties that share a plan are read in one statement each
+  const atOnce = source === 'standalone'
+  const breakdowns: Record<string, BreakdownRow[]> = atOnce ? await breakdownsAtOnce(deps.clickhouse, rows, properties) : {}
+  if (!atOnce) for (const property of properties) breakdowns[property] = await read.breakdown(rows, property)
   return {
     site: { id: site.id, domain: site.domain, timezone: site.timezone },
     source,
@@ -129,7 +166,7 @@ export async function exportAll(deps: ReportDeps, site: Site, params: ReportPara
 }
 
 /** GET /realtime: the last 5 and 30 minutes, a minute series, active pages and sources. */
-export async function realtime(deps: ReportDeps, site: Site, params: Omit<ReportParams, 'range' | 'from' | 'to'>) {
+export async function realtime(deps: ReportDeps & Partial<Ga4LiveDeps>, site: Site, params: Omit<ReportParams, 'range' | 'from' | 'to'>) {
   const now = deps.now()
   // one parse; the three windows derive from the same instant
   const { source, query } = await prepare(deps, site, { ...params, range: 'realtime' }, { now })
@@ -137,27 +174,35 @@ export async function realtime(deps: ReportDeps, site: Site, params: Omit<Report
   const halfHour = { ...query, range: resolveRange({ range: '30m' }, site.timezone, now) }
   const limited = { ...query, limit: Math.min(query.limit, 10) }
   const read = sourceReader(deps.clickhouse, source)
-  // five small reads of the last half hour, at once
-  const [now5, now30, series, pages, sources] = await Promise.all([
-    read.totals(query),
-    read.totals(halfHour),
-    read.series(minutes),
-    read.breakdown(limited, 'path'),
-    read.breakdown(limited, 'source'),
-  ])
+  // five small reads of the last half hour, at once; a ga4 site's come from GA4's Realtime API
+  const [now5, now30, series, pages, sources] =
+    source === 'ga4'
+      ? await ga4RealtimeReads(deps as Ga4LiveDeps, site, query, minutes.range, now)
+      : await Promise.all([
+          read.totals(query),
+          read.totals(halfHour),
+          read.series(minutes),
+          read.breakdown(limited, 'path'),
+          read.breakdown(limited, 'source'),
+        ])
   // the answer holds two windows: say both, not only the series' half hour
   const window = (r: ResolvedRange) => ({ from: rangeView(r).from, to: rangeView(r).to })
   const range = { ...rangeView(minutes.range), windows: { now: window(query.range), halfHour: window(halfHour.range) } }
   return { source, range, now: now5.visitors, halfHour: now30.visitors, series, pages, sources }
 }
 
-/** GET /goals: each goal with its conversions in the window. Goals are first-party: a site without that source has none. */
+/**
+ * GET /goals: each goal with its conversions in the window. Conversions are first-party: a read of
+ * another source (collectorSource) answers `available: false` with the goal definitions alone.
+ */
 export async function goalConversions(deps: ReportDeps, site: Site, params: ReportParams) {
-  if (!site.sources.includes('standalone')) return { available: false, goals: [] }
+  const source = collectorSource(params, site)
+  if (source !== 'standalone') return { source, available: false, goals: await deps.repositories.goals.list(site.id) }
   const { query } = await prepare(deps, site, { ...params, source: 'standalone' }, { withGoals: true })
   const rows = query.goals.length ? await sourceReader(deps.clickhouse, 'standalone').breakdown({ ...query, limit: 1000 }, 'goal') : []
   const byName = new Map(rows.map((r) => [r.value, r]))
   return {
+    source,
     available: true,
     range: rangeView(query.range),
     goals: query.goals.map((g) => {
@@ -177,7 +222,10 @@ export async function goalConversions(deps: ReportDeps, site: Site, params: Repo
  * GET /sites rows: per site, totals of the window and of the previous window of equal length, a
  * visitors sparkline, and the install state with the last event seen.
  */
-export async function siteStats(deps: ReportDeps, sites: Site[], rangeName: Exclude<RangeName, 'custom'>) {
+export async function siteStats(deps: ReportDeps, sites: Site[], rangeName: Exclude<RangeName, 'custom'>, asked?: Source) {
+  // each site's numbers from the source asked for, which every listed site must have, else its primary source
+  const sourceOf = (site: Site) => (asked ? parseSource({ source: asked }, site) : site.primarySource)
+  for (const site of sites) sourceOf(site)
   const edges = await eventEdges(
     deps.clickhouse,
     sites.map((s) => s.id),
@@ -188,7 +236,8 @@ export async function siteStats(deps: ReportDeps, sites: Site[], rangeName: Excl
       const range = resolveRange({ range: rangeName }, site.timezone, now, { firstEventAt: null })
       const previous = previousWindow(range)
       // a site that never had an event lists zeros without reading them
-      const read = sourceReader(deps.clickhouse, site.sources.includes('standalone') ? 'standalone' : 'ga4', edges.has(site.id))
+      const source = sourceOf(site)
+      const read = sourceReader(deps.clickhouse, source, edges.has(site.id))
       const [current, before, spark] =
         read.answers && dailySparkline(range)
           ? await fromDays(deps.clickhouse, site.id, range, previous)
@@ -200,6 +249,7 @@ export async function siteStats(deps: ReportDeps, sites: Site[], rangeName: Excl
       return {
         site: { ...site, install: installOf(site, edges.get(site.id), now) },
         stats: {
+          source,
           range: rangeView(range),
           ...current,
           previous: { range: rangeView(previous), ...before },

@@ -2,10 +2,20 @@ import { type Compiled, render } from '../../storage/clickhouse/sql'
 import { execute, executeCommand } from '../../storage/clickhouse/execute'
 import type { ClickHouse } from '../../storage/clickhouse/types'
 import { signaturesAndBuilt } from './compile/day-rollups'
-import { readSql } from './compile/read'
+import { importedReadSql, readSql } from './compile/read'
 import { filteredRollupInsertSql } from './compile/rollup-build'
 import type { Query, Read, RolledDays } from './model'
-import { type ReadPlan, type RolledDaysLookup, type SignatureRow, completePlan, plan, planRead, rolledDaysOf } from './plan'
+import {
+  type ImportedPlan,
+  type ReadPlan,
+  type RolledDaysLookup,
+  type SignatureRow,
+  completePlan,
+  plan,
+  planImported,
+  planRead,
+  rolledDaysOf,
+} from './plan'
 
 /**
  * Runs what the planner decided: the lookup a plan names, the rollups it builds first, then the
@@ -27,8 +37,11 @@ function lookUpOnce(clickhouse: ClickHouse, query: Pick<Query, 'siteId' | 'range
   let bySite = lookedUpByRange.get(query.range)
   if (!bySite) lookedUpByRange.set(query.range, (bySite = new Map()))
   const key = `${query.siteId}|${lookup.partial}`
-  let rows = bySite.get(key)
-  if (!rows) bySite.set(key, (rows = lookUp(clickhouse, query, lookup)))
+  // the lookup with the partial rollup holds the one without: its rows 0 and 1
+  const wider = lookup.partial ? undefined : bySite.get(`${query.siteId}|true`)
+  let rows = bySite.get(key) ?? wider?.then((all) => all.filter((r) => Number(r.rolled) <= 1))
+  if (!rows) rows = lookUp(clickhouse, query, lookup)
+  bySite.set(key, rows)
   return rows
 }
 
@@ -53,4 +66,14 @@ export async function runRead<Row = Record<string, unknown>>(clickhouse: ClickHo
   const { builds, plan } = await planOf(clickhouse, query, read)
   for (const build of builds) await executeCommand(clickhouse, filteredRollupInsertSql(query, build))
   return execute<Row>(clickhouse, readSql(query, read, plan))
+}
+
+/** Runs one read of the ga4 source: its imported dataset (planImported), then its statement. */
+export async function runImportedRead<Row = Record<string, unknown>>(
+  clickhouse: ClickHouse,
+  query: Query,
+  read: Read,
+): Promise<{ plan: ImportedPlan; rows: Row[] }> {
+  const plan = planImported(query, read)
+  return { plan, rows: await execute<Row>(clickhouse, importedReadSql(query, read, plan)) }
 }

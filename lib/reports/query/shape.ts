@@ -19,7 +19,8 @@ export interface Totals {
   bounceRate: number
   avgDuration: number
   viewsPerVisit: number
-  events: number
+  /** Custom events; null on a ga4 read whose dataset cannot tell GA4's automatic events apart (plan.ts, ImportedPlan). */
+  events: number | null
 }
 
 export const ZERO_TOTALS: Totals = { visitors: 0, visits: 0, pageviews: 0, bounceRate: 0, avgDuration: 0, viewsPerVisit: 0, events: 0 }
@@ -32,7 +33,7 @@ export interface BreakdownRow {
   visitors: number
   visits?: number
   pageviews?: number
-  events: number
+  events: number | null
   bounceRate?: number
   avgDuration?: number
   conversions?: number
@@ -94,4 +95,35 @@ export function shapeBreakdown(property: string, rows: Row[], engagement = hasEn
     }
     return row
   })
+}
+
+/**
+ * Imported sums (compile/imported.ts) as the collector's rows: bounces are the sessions GA4 did not
+ * count as engaged, duration the engagement seconds per session; `events` is null where the read
+ * had no custom-event count.
+ */
+function importedFacts(r: Row | undefined, withEvents: boolean): Row {
+  const visits = numberOf(r?.visits)
+  const bounces = Math.max(0, visits - numberOf(r?.engaged))
+  const duration = visits ? numberOf(r?.seconds) / visits : 0
+  return {
+    ...r,
+    facts_visits: visits,
+    bounces,
+    duration,
+    bounce_rate: visits ? bounces / visits : 0,
+    avg_duration: duration,
+    events: withEvents ? numberOf(r?.events) : null,
+  }
+}
+
+export function shapeImportedTotals(row: Row | undefined, withEvents: boolean): Totals {
+  return { ...shapeTotals(importedFacts(row, withEvents)), events: withEvents ? numberOf(row?.events) : null }
+}
+
+export function shapeImportedBreakdown(property: string, rows: Row[], withEvents: boolean): BreakdownRow[] {
+  return shapeBreakdown(
+    property,
+    rows.map((r) => importedFacts(r, withEvents)),
+  ).map((row) => (withEvents ? row : { ...row, events: null }))
 }

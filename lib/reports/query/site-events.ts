@@ -1,3 +1,6 @@
+import { Temporal } from 'temporal-polyfill'
+import type { Site } from '../../sites/sites'
+import { firstImportedDaySql } from './compile/imported'
 import { clickhouseTime } from '../../storage/clickhouse/time'
 import type { ClickHouse } from '../../storage/clickhouse/types'
 import { during } from './compile/scope'
@@ -28,6 +31,13 @@ GROUP BY site_id`,
 export async function firstEventAt(clickhouse: ClickHouse, siteId: string): Promise<Date | null> {
   const first = (await eventEdges(clickhouse, [siteId])).get(siteId)?.first
   return first ? new Date(first) : null
+}
+
+/** The start of the first site-local day a site has imported GA4 data for, which bounds the `all` range of a ga4 read; null before any. */
+export async function firstImportedAt(clickhouse: ClickHouse, site: Pick<Site, 'id' | 'timezone'>): Promise<Date | null> {
+  const [row] = await execute<{ first: string; n: string }>(clickhouse, firstImportedDaySql(site.id))
+  if (!row || !Number(row.n)) return null
+  return new Date(Temporal.PlainDate.from(row.first).toZonedDateTime({ timeZone: site.timezone }).epochMilliseconds)
 }
 
 /** When each site last received an event (ISO), in one query. */

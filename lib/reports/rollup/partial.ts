@@ -6,7 +6,7 @@ import { bind, sql } from '../../storage/clickhouse/sql'
 import { ROLLED_PROPERTIES } from '../dimensions'
 import { type PartialDay, TOTALS } from '../query/model'
 import { type ResolvedRange, chTime } from '../query/range'
-import { execute, executeCommand } from '../../storage/clickhouse/execute'
+import { execute, executeCommand, inBackground } from '../../storage/clickhouse/execute'
 import { rolledDays } from '../query/run'
 
 /**
@@ -67,6 +67,6 @@ export async function refreshPartial(clickhouse: ClickHouse, siteId: string, tim
   }
   // the totals row last: its presence marks the build complete
   for (const property of [...ROLLED_PROPERTIES, TOTALS])
-    await executeCommand(clickhouse, partialRollupInsertSql(siteId, timezone, property, partial))
+    await executeCommand(clickhouse, inBackground(partialRollupInsertSql(siteId, timezone, property, partial)))
   return partial.before
 }

@@ -7,7 +7,7 @@ import { bind, sql } from '../../storage/clickhouse/sql'
 import { ROLLED_PROPERTIES } from '../dimensions'
 import { type RolledDays, TOTALS, asRolledDays } from '../query/model'
 import { chTime, daySpans } from '../query/range'
-import { execute, executeCommand } from '../../storage/clickhouse/execute'
+import { execute, executeCommand, inBackground } from '../../storage/clickhouse/execute'
 import type { Repositories } from '../../repositories'
 import { refreshPartial } from './partial'
 
@@ -82,10 +82,11 @@ async function refreshSite(
 /** Builds every property of the given days (and places), totals last, then drops rows of earlier builds of them. */
 export async function buildDays(clickhouse: ClickHouse, siteId: string, timezone: string, days: RolledDays) {
   const spans = daySpans(days.days, timezone)
-  for (const property of ROLLED_PROPERTIES) await executeCommand(clickhouse, rollupInsertSql(siteId, timezone, property, spans, days))
+  for (const property of ROLLED_PROPERTIES)
+    await executeCommand(clickhouse, inBackground(rollupInsertSql(siteId, timezone, property, spans, days)))
   for (const granularity of GEO_GRANULARITIES)
-    await executeCommand(clickhouse, geoRollupInsertSql(siteId, timezone, granularity, spans, days))
-  await executeCommand(clickhouse, rollupInsertSql(siteId, timezone, TOTALS, spans, days))
+    await executeCommand(clickhouse, inBackground(geoRollupInsertSql(siteId, timezone, granularity, spans, days)))
+  await executeCommand(clickhouse, inBackground(rollupInsertSql(siteId, timezone, TOTALS, spans, days)))
   // rows of another signature, timezone or version are never read; drop them when there are any
   const outdated = outdatedRows(siteId, timezone, days)
   const [old] = await execute<{ n: string }>(clickhouse, sql`SELECT count() AS n FROM day_rollups WHERE ${outdated}`)

@@ -1,14 +1,15 @@
-import type { ReportParams } from '../query/parse'
+import { type ReportParams, collectorSource } from '../query/parse'
 import { previousWindow, rangeView, wholeDays } from '../query/range'
 import { type ReportDeps, prepare } from '../query/reports'
 import { execute } from '../../storage/clickhouse/execute'
 import type { Site } from '../../sites/sites'
 import { pageVisitsByPeriodFromDaysSql, pageVisitsByPeriodSql, siteVisitsByDaySql } from './compile'
 import { pathDaysSql } from './path-days'
-import { type StoredChange, siteChanges } from '../../crawl/changes'
+import { siteChanges } from '../../crawl/changes'
+import { candidateOf } from './candidates'
 import { round4 } from './robust'
 import { VITALS_REGRESSION_RULE, vitalsRegressions } from './vitals-regressions'
-import { readsEvents } from './window'
+import { daySpanOf, evidenceView, pagesSearchEvidence, searchConnection } from '../search/search'
 import { backlinkEvidenceOf, pageBacklinkEvents } from './backlink-causes'
 import { targetPath } from '../../backlinks/reads'
 
@@ -23,34 +24,21 @@ export const ANOMALY_RULE = { minVisits: 20, minChange: 10, minRelativeChange: 0
 /** Changes detected up to this many days before the window are candidates too (a crawl sees a change after it is made). */
 export const CANDIDATE_LEAD_DAYS = 7
 
-/** A crawler change as candidate evidence. */
-export const candidateOf = (c: StoredChange) => ({
-  kind: c.scope === 'site' ? ('site_change' as const) : ('page_change' as const),
-  changeId: c.id,
-  detectedAt: c.detectedAt,
-  type: c.type,
-  category: c.category,
-  path: c.path || null,
-  before: c.before,
-  after: c.after,
-  wordsAdded: c.wordsAdded,
-  wordsRemoved: c.wordsRemoved,
-  pages: c.pages,
-})
-
 export type MoverStatus = 'rose' | 'fell' | 'appeared' | 'went_quiet'
 
 const relative = (current: number, previous: number) => (previous ? round4((current - previous) / previous) : null)
 
 export async function anomalies(deps: ReportDeps, site: Site, params: ReportParams & { vitals?: '0' | '1' }) {
-  // a site without the collector's source is still parsed (its range and filters checked) under its own source
-  const { query } = await prepare(deps, site, { ...params, source: readsEvents(site) ? 'standalone' : undefined })
+  // a read of the ga4 source is still parsed (its range and filters checked) under that source
+  const source = collectorSource(params, site)
+  const reads = source === 'standalone'
+  const { query } = await prepare(deps, site, { ...params, source })
   const previous = previousWindow(query.range)
-  const base = { range: rangeView(query.range), previousRange: rangeView(previous), rule: ANOMALY_RULE }
+  const base = { source, range: rangeView(query.range), previousRange: rangeView(previous), rule: ANOMALY_RULE }
   const none = { current: 0, previous: 0, change: 0, relativeChange: null }
   if (params.vitals === '1') {
     // the regressions of each page against the window before, as markers and the page detail find them
-    const regressions = readsEvents(site)
+    const regressions = reads
       ? await vitalsRegressions(
           deps.clickhouse,
           site.id,
@@ -58,9 +46,9 @@ export async function anomalies(deps: ReportDeps, site: Site, params: ReportPara
           { limit: query.limit },
         )
       : []
-    return { available: readsEvents(site), ...base, vitalsRule: VITALS_REGRESSION_RULE, site: none, pages: [], regressions }
+    return { available: reads, ...base, vitalsRule: VITALS_REGRESSION_RULE, site: none, pages: [], regressions }
   }
-  if (!readsEvents(site)) return { available: false, ...base, site: none, pages: [] }
+  if (!reads) return { available: false, ...base, site: none, pages: [] }
   // unfiltered whole days read the daily rollup where it is current, as the path breakdown does
   const statement =
     !query.filters.length && wholeDays(query.range)
@@ -116,6 +104,12 @@ export async function anomalies(deps: ReportDeps, site: Site, params: ReportPara
         ...[...changes.filter((c) => c.scope === 'page' && c.path === p.path), ...siteWide].map(candidateOf),
       ],
     }))
+  // pages that lost visits: what Search Console saw of them over the same windows (the seo diagnosis)
+  const fallen = pages.filter((p) => p.change < 0).map((p) => p.path)
+  const search =
+    searchConnection(site) && fallen.length
+      ? await pagesSearchEvidence(deps, site.id, { current: daySpanOf(query.range), previous: daySpanOf(previous) }, { paths: fallen })
+      : new Map()
   return {
     available: true,
     ...base,
@@ -125,6 +119,6 @@ export async function anomalies(deps: ReportDeps, site: Site, params: ReportPara
       change: siteCurrent - sitePrevious,
       relativeChange: relative(siteCurrent, sitePrevious),
     },
-    pages,
+    pages: pages.map((p) => ({ ...p, search: p.change < 0 ? evidenceView(search.get(p.path)) : null })),
   }
 }

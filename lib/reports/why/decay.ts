@@ -1,13 +1,14 @@
 import { Temporal } from 'temporal-polyfill'
 import { latestSnapshots, siteChanges } from '../../crawl/changes'
 import { execute } from '../../storage/clickhouse/execute'
-import { candidateOf } from './anomalies'
+import { candidateOf } from './candidates'
 import type { Site } from '../../sites/sites'
 import { pageChannelVisitsByDaySql, pagePeaksSql, siteVisitsByDaySql } from './compile'
 import { round4 } from './robust'
 import { sum } from './shifts'
 import { pathDaysSql } from './path-days'
 import { type WhyDeps, readsEvents } from './window'
+import { type PageSearchEvidence, evidenceView, pagesSearchEvidence, searchConnection } from '../search/search'
 
 /**
  * GET /decay: pages whose traffic is fading, as the whole site stands now (no range). Windows are
@@ -141,6 +142,18 @@ export async function decay(deps: WhyDeps, site: Site, params: { limit?: number 
         siteChanges(deps.clickhouse, site.id, new Date(earliestPeak), new Date(deps.now().getTime() + 1)),
       ])
     : [new Map(), []]
+  // what Search Console saw of each fading page, its peak against the current 28 days: lost rank, or lost demand
+  const search = new Map<string, PageSearchEvidence | undefined>()
+  if (searchConnection(site))
+    await Promise.all(
+      fading.map(async (p) => {
+        const spans = {
+          previous: { from: p.peakFrom, to: day(Temporal.PlainDate.from(p.peakTo).add({ days: 1 })) },
+          current: { from: windows.current.from, to: day(currentTo) },
+        }
+        search.set(p.path, (await pagesSearchEvidence(deps, site.id, spans, { paths: [p.path] })).get(p.path))
+      }),
+    )
   return {
     available: true,
     ...base,
@@ -188,7 +201,7 @@ export async function decay(deps: WhyDeps, site: Site, params: { limit?: number 
               ? { kind: lossKind(top.channel), confidence: top.share, evidence }
               : { kind: 'lost_other', confidence: 0, evidence }
       const refreshed = since.some((c) => c.type === 'text' && Date.parse(c.detectedAt) >= peakEnd)
-      return { ...p, diagnosis, contentChanges: since.map(candidateOf), refreshed }
+      return { ...p, diagnosis, contentChanges: since.map(candidateOf), refreshed, search: evidenceView(search.get(p.path)) }
     }),
   }
 }

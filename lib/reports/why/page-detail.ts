@@ -7,12 +7,13 @@ import { previousWindow, rangeView } from '../query/range'
 import { execute } from '../../storage/clickhouse/execute'
 import { vitals } from '../query/vitals'
 import type { Site } from '../../sites/sites'
-import { candidateOf } from './anomalies'
+import { candidateOf } from './candidates'
 import { pageDaysSql, pageEngagementSql, pageFirstSeenSql } from './compile'
 import { round4 } from './robust'
 import { sum } from './shifts'
 import { vitalsRegressions } from './vitals-regressions'
 import { backlinkCauses } from './backlink-causes'
+import { pageSearch, searchCauseOf } from '../search/search'
 import { type WindowParams, isoLocal, readsEvents, windowOf, zoned } from './window'
 
 /**
@@ -159,7 +160,7 @@ export async function pageDetail(deps: ReportDeps, site: Site, params: PageDetai
   const filters = JSON.stringify([{ dimension: 'path', operator: 'is', value: [path] }])
   const reportParams = { site_id: site.id, range: params.range, from: params.from, to: params.to, filters, limit: 20 }
 
-  const [seen, dayRows, engagement, history, snapshots, errorRead, vitalsRead, regressions] = await Promise.all([
+  const [seen, dayRows, engagement, history, snapshots, errorRead, vitalsRead, regressions, search] = await Promise.all([
     execute<{ first_view: number | string | null; first_crawl: number | string | null }>(deps.clickhouse, pageFirstSeenSql(site.id, path)),
     events
       ? execute<DayRow>(deps.clickhouse, pageDaysSql(site.id, tz, path, startOf(seriesFrom), startOf(windowEndDay.add({ days: 1 }))))
@@ -182,6 +183,7 @@ export async function pageDetail(deps: ReportDeps, site: Site, params: PageDetai
           { path },
         )
       : [],
+    pageSearch(deps, site, path, range),
   ])
   const firstView = Number(seen[0]?.first_view ?? 0)
   const firstCrawl = Number(seen[0]?.first_crawl ?? 0)
@@ -296,7 +298,7 @@ export async function pageDetail(deps: ReportDeps, site: Site, params: PageDetai
       groups: ('groups' in errorRead && errorRead.groups) || [],
     },
     vitals: { metrics: vitalsRead.metrics, bottlenecks: vitalsRead.contributors ?? {}, regressions },
-    search: { connected: false as const },
+    search,
   }
 }
 
@@ -325,7 +327,16 @@ async function firstDays(deps: ReportDeps, site: Site, path: string, launchDay: 
 }
 
 type Cause = {
-  kind: 'page_change' | 'site_change' | 'source_shift' | 'vitals_regression' | 'error_spike' | 'backlink_lost' | 'backlink_gained'
+  kind:
+    | 'page_change'
+    | 'site_change'
+    | 'source_shift'
+    | 'search_rank_drop'
+    | 'search_demand_drop'
+    | 'vitals_regression'
+    | 'error_spike'
+    | 'backlink_lost'
+    | 'backlink_gained'
   confidence: number
   summary: string
   evidence: Record<string, unknown>
@@ -403,6 +414,20 @@ async function causesOf(
     })
   }
 
+  // what Search Console saw across a fall: the page lost rank, or Google's demand fell
+  if (shift.diff < 0) {
+    const search = await searchCauseOf(deps, site, path, {
+      previous: { from: all[shift.index - PAGE_SHIFT_RULE.beforeDays], to: shift.day },
+      current: {
+        from: shift.day,
+        to: Temporal.PlainDate.from(all[shift.index + shift.afterDays - 1])
+          .add({ days: 1 })
+          .toString(),
+      },
+    })
+    if (search) causes.push(search)
+  }
+
   // a vitals regression across the shift
   const beforeFrom = Temporal.PlainDate.from(all[shift.index - PAGE_SHIFT_RULE.beforeDays]).toZonedDateTime({ timeZone: tz })
   const afterTo = Temporal.PlainDate.from(all[shift.index + shift.afterDays - 1])
@@ -442,6 +467,6 @@ async function causesOf(
       evidence: { before: round4(errorsBefore), after: round4(errorsAfter), errors: errorCount },
     })
   }
-  const order = ['page_change', 'source_shift', 'vitals_regression', 'error_spike', 'site_change']
+  const order = ['page_change', 'search_rank_drop', 'search_demand_drop', 'source_shift', 'vitals_regression', 'error_spike', 'site_change']
   return causes.sort((a, b) => b.confidence - a.confidence || order.indexOf(a.kind) - order.indexOf(b.kind))
 }

@@ -49,6 +49,21 @@ const step = (z: Temporal.ZonedDateTime, grain: Grain) => (grain === 'hour' ? z.
 const floor = (z: Temporal.ZonedDateTime, grain: Grain) =>
   grain === 'hour' ? z.round({ smallestUnit: 'hour', roundingMode: 'floor' }) : z.startOfDay()
 
+/**
+ * The zone's UTC offset in seconds at any instant (epoch seconds) from `from` until `to`: the
+ * offset at `from` and each transition after it, looked up once.
+ */
+export function offsetsOver(from: Temporal.ZonedDateTime, to: Temporal.ZonedDateTime): (at: number) => number {
+  const offsets = [{ since: Number.NEGATIVE_INFINITY, offset: from.offsetNanoseconds / 1e9 }]
+  for (let z = from.getTimeZoneTransition('next'); z && z.epochMilliseconds < to.epochMilliseconds; z = z.getTimeZoneTransition('next'))
+    offsets.push({ since: z.epochMilliseconds / 1000, offset: z.offsetNanoseconds / 1e9 })
+  return (at) => {
+    let i = offsets.length - 1
+    while (offsets[i].since > at) i--
+    return offsets[i].offset
+  }
+}
+
 /** Every bucket starting in [from, to), judged against its baseline. */
 export async function judgeBuckets(
   deps: WhyDeps,
@@ -71,13 +86,22 @@ export async function judgeBuckets(
   // is a lookup (Temporal arithmetic per sample costs more than the query)
   const byWall = new Map<number, number>()
   const window: { at: number; wall: number; end: number }[] = []
-  for (let b = scanFrom; b.epochMilliseconds < to.epochMilliseconds && window.length < 50_000; ) {
-    const next = step(b, grain)
-    const at = b.epochMilliseconds / 1000
-    const wall = at + b.offsetNanoseconds / 1e9
+  const add = (at: number, wall: number, end: number) => {
     if (!byWall.has(wall)) byWall.set(wall, at)
-    if (b.epochMilliseconds >= start.epochMilliseconds) window.push({ at, wall, end: next.epochMilliseconds / 1000 })
-    b = next
+    if (at >= start.epochMilliseconds / 1000) window.push({ at, wall, end })
+  }
+  if (grain === 'hour') {
+    // an hour is 3600 s of exact time: plain arithmetic, with the zone's offsets found once (Temporal per hour cost ~0.1 ms)
+    const offsetAt = offsetsOver(scanFrom, to)
+    const last = to.epochMilliseconds / 1000
+    for (let at = scanFrom.epochMilliseconds / 1000; at < last && window.length < 50_000; at += 3600) add(at, at + offsetAt(at), at + 3600)
+  } else {
+    for (let b = scanFrom; b.epochMilliseconds < to.epochMilliseconds && window.length < 50_000; ) {
+      const next = step(b, grain)
+      const at = b.epochMilliseconds / 1000
+      add(at, at + b.offsetNanoseconds / 1e9, next.epochMilliseconds / 1000)
+      b = next
+    }
   }
   const judged: JudgedBucket[] = []
   for (const { at, wall, end } of window) {

@@ -1,7 +1,9 @@
 import { mkdirSync } from 'node:fs'
 import { Session } from 'chdb'
-import type { ClickHouse, QueryParams } from './types'
-import { SESSION_TIMEZONE } from './client'
+import { StoreUnavailableError, isOutOfSpace } from '../errors'
+import type { ClickHouse, InsertOptions, QueryParams } from './types'
+import { SESSION_TIMEZONE, insertToken } from './client'
+import { BACKGROUND_PRIORITY } from './execute'
 
 const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_.]*$/
 
@@ -17,6 +19,16 @@ function sameKeys(row: object, columns: string[]) {
   return i === columns.length
 }
 
+/** A full disk is an outage of the engine, answered 503 until space returns; any other failure passes as it is. */
+async function withSpace<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work()
+  } catch (err) {
+    if (isOutOfSpace(err)) throw new StoreUnavailableError('ClickHouse', 5, { cause: err })
+    throw err
+  }
+}
+
 /** The embedded ClickHouse engine, in process, with data under `dir`. One process per folder. */
 export class EmbeddedClickHouse implements ClickHouse {
   readonly session: Session
@@ -24,15 +36,16 @@ export class EmbeddedClickHouse implements ClickHouse {
   constructor(dir: string) {
     mkdirSync(dir, { recursive: true })
     this.session = new Session(dir, {
-      connectionArgs: ['--output_format_json_quote_64bit_integers=1', `--session_timezone=${SESSION_TIMEZONE}`],
+      // every statement runs at the highest priority unless it says it is background work (execute.ts)
+      connectionArgs: ['--output_format_json_quote_64bit_integers=1', `--session_timezone=${SESSION_TIMEZONE}`, '--priority=1'],
     })
   }
 
   /** Runs SQL as the ClickHouse HTTP interface would; the local endpoint serves this. */
   async raw(sql: string, params: QueryParams = {}, format = 'TabSeparated'): Promise<Uint8Array> {
-    const result = Object.keys(params).length
-      ? await this.session.queryBindAsync(sql, params, { format })
-      : await this.session.queryAsync(sql, { format })
+    const result = await withSpace(() =>
+      Object.keys(params).length ? this.session.queryBindAsync(sql, params, { format }) : this.session.queryAsync(sql, { format }),
+    )
     return result.bytes()
   }
 
@@ -45,18 +58,21 @@ export class EmbeddedClickHouse implements ClickHouse {
     await this.raw(sql, params)
   }
 
-  async insert(table: string, rows: readonly object[]) {
+  async insert(table: string, rows: readonly object[], options: InsertOptions = {}) {
     if (!rows.length) return
     if (!TABLE_NAME.test(table)) throw new Error(`bad table name ${table}`)
     // rows built from one literal share their keys in order: sent as arrays under one column list,
     // they are smaller to write and to parse; anything else goes as objects. The arrays are
     // written in one JSON.stringify call: JSONCompactEachRow reads rows separated by commas.
+    // the same rows retried under the same token are stored once, in the table and in its views
+    const settings = { insert_deduplication_token: insertToken(options), ...(options.background ? { priority: BACKGROUND_PRIORITY } : {}) }
     const columns = Object.keys(rows[0])
     if (rows.every((row) => sameKeys(row, columns))) {
       const body = JSON.stringify(rows.map((r) => Object.values(r)))
-      await this.session.insert({ table, values: body.slice(1, -1), format: 'JSONCompactEachRow', columns })
+      await withSpace(() => this.session.insert({ table, values: body.slice(1, -1), format: 'JSONCompactEachRow', columns, settings }))
     } else {
-      await this.session.insert({ table, values: rows.map((r) => JSON.stringify(r)).join('\n'), format: 'JSONEachRow' })
+      const values = rows.map((r) => JSON.stringify(r)).join('\n')
+      await withSpace(() => this.session.insert({ table, values, format: 'JSONEachRow', settings }))
     }
   }
 

@@ -1,5 +1,6 @@
-import { StoreUnavailableError } from '../errors'
-import type { ClickHouse, QueryParams } from './types'
+import { StoreUnavailableError, isOutOfSpace } from '../errors'
+import type { ClickHouse, InsertOptions, QueryParams } from './types'
+import { BACKGROUND_PRIORITY } from './execute'
 
 /** The part of `@clickhouse/client` and `@clickhouse/client-web` this service uses; both share it. */
 export interface ClickHouseClientLike {
@@ -24,6 +25,12 @@ export const SESSION_TIMEZONE = 'UTC'
 export const CLICKHOUSE_SETTINGS = { output_format_json_quote_64bit_integers: 1, session_timezone: SESSION_TIMEZONE } as const
 
 /**
+ * The deduplication token of an insert: the caller's (a retry of the same rows), else a fresh one,
+ * so that two inserts of equal rows are never taken for one (as they would be by their hash).
+ */
+export const insertToken = (options: InsertOptions) => options.token ?? crypto.randomUUID()
+
+/**
  * A failure to reach the server (refused, reset, unreachable, timed out) rather than an answer
  * from it: ClickHouse's own errors carry its numeric code and pass through as they are.
  */
@@ -36,7 +43,8 @@ async function reachable<T>(work: () => Promise<T>): Promise<T> {
   } catch (err) {
     const error = err as { code?: unknown; message?: unknown; cause?: { code?: unknown } }
     const text = `${error?.code ?? ''} ${error?.message ?? ''} ${error?.cause?.code ?? ''}`
-    if (NETWORK_FAILURE.test(text)) throw new StoreUnavailableError('ClickHouse', 5, { cause: err })
+    // a server out of disk (NOT_ENOUGH_SPACE) is an outage too: it clears when space returns
+    if (NETWORK_FAILURE.test(text) || isOutOfSpace(err)) throw new StoreUnavailableError('ClickHouse', 5, { cause: err })
     throw err
   }
 }
@@ -49,14 +57,19 @@ export function clickhouseOverClient(client: ClickHouseClientLike): ClickHouse {
     async command(sql: string, params?: QueryParams) {
       await reachable(() => client.command({ query: sql, query_params: params, clickhouse_settings: { mutations_sync: 1 } }))
     },
-    async insert(table: string, rows: readonly object[]) {
+    async insert(table: string, rows: readonly object[], options: InsertOptions = {}) {
       if (!rows.length) return
       await reachable(() =>
         client.insert({
           table,
           values: rows,
           format: 'JSONEachRow',
-          clickhouse_settings: { async_insert: 1, wait_for_async_insert: 1 },
+          clickhouse_settings: {
+            async_insert: 1,
+            wait_for_async_insert: 1,
+            insert_deduplication_token: insertToken(options),
+            ...(options.background ? { priority: BACKGROUND_PRIORITY } : {}),
+          },
         }),
       )
     },

@@ -1,4 +1,4 @@
-import { type Fragment, render } from './sql'
+import { type Fragment, raw, render, sql } from './sql'
 import type { ClickHouse } from './types'
 
 /**
@@ -26,6 +26,16 @@ export async function execute<Row>(clickhouse: ClickHouse, statement: Fragment):
   const compiled = render(statement)
   return withPatternErrors(clickhouse.query<Row>(compiled.sql, compiled.params))
 }
+
+/**
+ * How much a statement yields to others (ClickHouse's `priority`: 1 is the highest, 0 none). Reads
+ * run at 1 on the embedded engine (chdb.ts); background work (the rollup job's builds, the
+ * journal's inserts) at BACKGROUND, so the engine pauses it while a read runs.
+ */
+export const BACKGROUND_PRIORITY = 10
+
+/** An INSERT ... SELECT of background work: it yields to reads. */
+export const inBackground = (statement: Fragment): Fragment => sql`${statement} SETTINGS priority = ${raw(String(BACKGROUND_PRIORITY))}`
 
 /** Runs a statement that returns no rows (a rollup build). */
 export async function executeCommand(clickhouse: ClickHouse, statement: Fragment): Promise<void> {

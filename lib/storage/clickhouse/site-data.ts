@@ -18,6 +18,9 @@ export const SITE_TABLES = [
   'backlink_days',
   'backlink_snapshots',
   'backlink_events',
+  'search_console_rows',
+  'search_console_totals',
+  'imported_aggregates',
 ] as const
 
 /** Removes all of a site's analytics rows, waiting for the mutations to finish. */

@@ -7,7 +7,18 @@ export interface ClickHouse {
   query<Row = Record<string, unknown>>(sql: string, params?: QueryParams): Promise<Row[]>
   /** Runs a statement that returns no rows (DDL, ALTER, INSERT ... SELECT). */
   command(sql: string, params?: QueryParams): Promise<void>
-  /** Inserts rows as JSONEachRow. */
-  insert(table: string, rows: readonly object[]): Promise<void>
+  /**
+   * Inserts rows as JSONEachRow. An insert that failed part-way (a view's table written, another
+   * not) is retried with the same rows in the same order and the same `token`: what landed the
+   * first time is not stored again (migration 0015 keeps the tables' deduplication logs).
+   */
+  insert(table: string, rows: readonly object[], options?: InsertOptions): Promise<void>
   close(): Promise<void>
+}
+
+export interface InsertOptions {
+  /** Names this insert for deduplication; unset, a fresh one (a retry without it is a new insert). */
+  token?: string
+  /** Background work (the journal's batches): it yields to reads (`priority`, execute.ts). */
+  background?: boolean
 }

@@ -1,6 +1,21 @@
-import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs'
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  fstatSync,
+  fsyncSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from 'node:fs'
 import { join } from 'node:path'
 import { createHash } from 'node:crypto'
+import { getKeyIndexes, hasFlag } from '@ioredis/commands'
+import { StoreUnavailableError } from '../errors'
 import { runLuaScript } from './lua'
 import type { CommandResult, RawRedis, RedisCommand } from './raw'
 
@@ -23,6 +38,10 @@ function toInt(value: string | number | undefined): number {
  * append-only log of key states under DATA_DIR. Every write reaches the file (write(2))
  * before the command returns, so a process killed after a 2xx loses nothing; the log is
  * compacted into a snapshot at open.
+ *
+ * A write the log cannot take (a full disk) changes nothing: the keys the command names are put
+ * back as they were, the part of the line written is cut off, and the command fails with
+ * StoreUnavailableError (answered 503), so a write answered with an error is not kept.
  */
 export class EmbeddedRedis implements RawRedis {
   private data = new Map<string, Entry>()
@@ -33,6 +52,8 @@ export class EmbeddedRedis implements RawRedis {
   /** Bytes of the last snapshot, and appended since: the log is rewritten when it outgrows the data. */
   private snapshotBytes = 0
   private appendedBytes = 0
+  /** Bytes of whole lines in the log: a failed append is cut back to this. */
+  private fileBytes = 0
 
   constructor(private readonly options: { dir?: string; now?: () => number; fsync?: boolean; compactAfterBytes?: number } = {}) {
     if (options.dir) this.open(options.dir)
@@ -61,28 +82,44 @@ export class EmbeddedRedis implements RawRedis {
       }
     }
     this.file = file
-    this.snapshot()
+    try {
+      this.snapshot()
+    } catch {
+      // no room to compact (a full disk): go on appending to the log as it is
+      this.fd = openSync(file, 'a', 0o600)
+      this.fileBytes = fstatSync(this.fd).size
+    }
   }
 
-  /** Rewrites the log as one line per live key, atomically (write, fsync, rename). */
+  /** Rewrites the log as one line per live key, atomically (write, fsync, rename); a failure leaves the log as it was. */
   private snapshot() {
-    if (this.fd !== null) closeSync(this.fd)
     const tmp = `${this.file}.tmp`
-    const out = openSync(tmp, 'w', 0o600)
     const now = this.now()
     let bytes = 0
-    for (const [key, entry] of this.data) {
-      if (entry.expireAt !== undefined && entry.expireAt <= now) {
-        this.data.delete(key)
-        continue
+    let out: number | null = null
+    try {
+      out = openSync(tmp, 'w', 0o600)
+      for (const [key, entry] of this.data) {
+        if (entry.expireAt !== undefined && entry.expireAt <= now) {
+          this.data.delete(key)
+          continue
+        }
+        const line = Buffer.from(`${JSON.stringify([key, serialize(entry)])}\n`)
+        if (writeSync(out, line) !== line.length) throw Object.assign(new Error('ENOSPC: short write'), { code: 'ENOSPC' })
+        bytes += line.length
       }
-      bytes += writeSync(out, `${JSON.stringify([key, serialize(entry)])}\n`)
+      fsyncSync(out)
+    } catch (err) {
+      if (out !== null) closeSync(out)
+      rmSync(tmp, { force: true })
+      throw err
     }
-    fsyncSync(out)
     closeSync(out)
+    if (this.fd !== null) closeSync(this.fd)
     renameSync(tmp, this.file)
     this.fd = openSync(this.file, 'a', 0o600)
     this.snapshotBytes = bytes
+    this.fileBytes = bytes
     this.appendedBytes = 0
   }
 
@@ -93,10 +130,45 @@ export class EmbeddedRedis implements RawRedis {
       const entry = this.data.get(key)
       lines += `${JSON.stringify([key, entry ? serialize(entry) : null])}\n`
     }
-    this.appendedBytes += writeSync(this.fd, lines)
-    if (this.options.fsync) fsyncSync(this.fd)
+    const bytes = Buffer.from(lines)
+    try {
+      if (writeSync(this.fd, bytes) !== bytes.length) throw Object.assign(new Error('ENOSPC: short write'), { code: 'ENOSPC' })
+      if (this.options.fsync) fsyncSync(this.fd)
+    } catch (err) {
+      try {
+        ftruncateSync(this.fd, this.fileBytes)
+      } catch {}
+      throw new StoreUnavailableError('key/value store', 5, { cause: err })
+    }
+    this.fileBytes += bytes.length
+    this.appendedBytes += bytes.length
     // the visit cache rewrites its keys all day: compact once the appended part outgrows the data
-    if (this.appendedBytes > Math.max(this.options.compactAfterBytes ?? 64 * 1024 * 1024, 4 * this.snapshotBytes)) this.snapshot()
+    if (this.appendedBytes > Math.max(this.options.compactAfterBytes ?? 64 * 1024 * 1024, 4 * this.snapshotBytes)) {
+      try {
+        this.snapshot()
+      } catch {
+        // no room to compact now: the log stays as it is, and the next write tries again
+      }
+    }
+  }
+
+  /** The keys a command names, as they are now: put back if its write cannot be logged. */
+  private before(command: RedisCommand): Map<string, Entry | undefined> | null {
+    if (this.fd === null) return null
+    const [name, ...args] = command.map(String)
+    const lower = name.toLowerCase()
+    if (lower === 'flushall') return new Map(this.data)
+    let indexes: number[]
+    try {
+      // reads change nothing: only writes and scripts are worth a copy
+      if (lower !== 'eval' && lower !== 'evalsha' && !hasFlag(lower, 'write')) return null
+      indexes = getKeyIndexes(lower, args)
+    } catch {
+      return null
+    }
+    const saved = new Map<string, Entry | undefined>()
+    for (const i of indexes) saved.set(args[i], clone(this.data.get(args[i])))
+    return saved
   }
 
   private get(key: string): Entry | undefined {
@@ -355,9 +427,20 @@ export class EmbeddedRedis implements RawRedis {
     return sha
   }
 
+  /** Logs what commands wrote; if the log cannot take it, puts back the keys as they were before. */
+  private persistOrUndo(wrote: string[], saved: Map<string, Entry | undefined> | null) {
+    try {
+      this.persist(wrote)
+    } catch (err) {
+      for (const [key, entry] of saved ?? []) entry ? this.data.set(key, entry) : this.data.delete(key)
+      throw err
+    }
+  }
+
   private execSync(command: RedisCommand): unknown {
+    const saved = this.before(command)
     const { reply, wrote } = this.run(command)
-    if (wrote.length) this.persist(wrote)
+    if (wrote.length) this.persistOrUndo(wrote, saved)
     return reply
   }
 
@@ -370,20 +453,45 @@ export class EmbeddedRedis implements RawRedis {
       try {
         return { result: this.execSync(command) }
       } catch (err) {
+        // an outage is no reply to the command: it fails the whole call (503)
+        if (err instanceof StoreUnavailableError) throw err
         return { error: (err as Error).message }
       }
     })
   }
 
-  /** Commands run back to back on one thread, so nothing interleaves: the transaction is atomic. */
-  async transaction(commands: RedisCommand[]) {
-    return this.pipeline(commands)
+  /**
+   * Commands run back to back on one thread, so nothing interleaves: the transaction is atomic.
+   * Their writes reach the log as one append, or (a full disk) none of them is kept.
+   */
+  async transaction(commands: RedisCommand[]): Promise<CommandResult[]> {
+    const saved = new Map<string, Entry | undefined>()
+    const wrote = new Set<string>()
+    const results = commands.map((command): CommandResult => {
+      for (const [key, entry] of this.before(command) ?? []) if (!saved.has(key)) saved.set(key, entry)
+      try {
+        const result = this.run(command)
+        for (const key of result.wrote) wrote.add(key)
+        return { result: result.reply }
+      } catch (err) {
+        return { error: (err as Error).message }
+      }
+    })
+    if (wrote.size) this.persistOrUndo([...wrote], saved)
+    return results
   }
 
   async close() {
     if (this.fd !== null) closeSync(this.fd)
     this.fd = null
   }
+}
+
+function clone(entry: Entry | undefined): Entry | undefined {
+  if (!entry || entry.type === 'string') return entry && { ...entry }
+  return entry.type === 'hash'
+    ? { type: 'hash', value: new Map(entry.value), expireAt: entry.expireAt }
+    : { type: 'set', value: new Set(entry.value), expireAt: entry.expireAt }
 }
 
 function serialize(entry: Entry): Serialized {

@@ -21,11 +21,20 @@ const version = () => bind('UInt16', ROLLUP_VERSION)
 /** 64-bit values travel as strings. */
 export const uint64s = (values: string[]) => sql`arrayMap(x -> toUInt64(x), ${bind('Array(String)', values)})`
 
-/** The stored rows of one property on the rolled days whose signature still matches. */
-export function rolledRows(siteId: string, timezone: string, property: string, rolled: RolledDays, columns: Fragment): Fragment {
+const propertyIs = (property: string | readonly string[]) =>
+  typeof property === 'string' ? sql`property = ${bind('String', property)}` : sql`property IN ${bind('Array(String)', property)}`
+
+/** The stored rows of one property (or of several) on the rolled days whose signature still matches. */
+export function rolledRows(
+  siteId: string,
+  timezone: string,
+  property: string | readonly string[],
+  rolled: RolledDays,
+  columns: Fragment,
+): Fragment {
   return sql`SELECT ${columns}
   FROM day_rollups FINAL
-  WHERE ${siteIs(siteId)} AND timezone = ${bind('String', timezone)} AND version = ${version()} AND property = ${bind('String', property)}
+  WHERE ${siteIs(siteId)} AND timezone = ${bind('String', timezone)} AND version = ${version()} AND ${propertyIs(property)}
     AND (day, day_events, day_sum) IN arrayZip(${bind('Array(Date)', rolled.days)}, ${uint64s(rolled.events)}, ${uint64s(rolled.sums)})`
 }
 
@@ -33,10 +42,16 @@ export function rolledRows(siteId: string, timezone: string, property: string, r
  * The partial rollup's rows of one property: the day's visits begun before its cutoff, visitors as
  * a uniqExact state (lib/reports/rollup/partial.ts).
  */
-export function partialRows(siteId: string, timezone: string, property: string, partial: PartialDay, columns: Fragment): Fragment {
+export function partialRows(
+  siteId: string,
+  timezone: string,
+  property: string | readonly string[],
+  partial: PartialDay,
+  columns: Fragment,
+): Fragment {
   return sql`SELECT ${columns}
   FROM partial_rollups FINAL
-  WHERE ${siteIs(siteId)} AND timezone = ${bind('String', timezone)} AND version = ${version()} AND property = ${bind('String', property)}
+  WHERE ${siteIs(siteId)} AND timezone = ${bind('String', timezone)} AND version = ${version()} AND ${propertyIs(property)}
     AND day = ${bind('Date', partial.day)} AND began_before = ${bind('DateTime64(3)', partial.before)}
     AND part_events = ${bind('UInt64', partial.events)} AND part_sum = ${bind('UInt64', partial.sum)}`
 }

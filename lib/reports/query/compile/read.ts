@@ -1,6 +1,7 @@
 import type { Fragment } from '../../../storage/clickhouse/sql'
 import type { Query, Read } from '../model'
-import type { Plan } from '../plan'
+import type { ImportedPlan, Plan } from '../plan'
+import { importedBreakdownSql, importedSeriesSql, importedStatsSql } from './imported'
 import { botReadSql } from './bots'
 import { breakdownSql } from './breakdown'
 import { seriesSql } from './series'
@@ -12,4 +13,11 @@ export function readSql(query: Query, read: Read, plan: Plan): Fragment {
   if (read.kind === 'stats') return statsSql(query, plan)
   if (read.kind === 'series') return seriesSql(query, plan)
   return breakdownSql(query, read.property, plan, read.reports)
+}
+
+/** The statement of a read of the ga4 source's imported aggregates under its plan. */
+export function importedReadSql(query: Query, read: Read, plan: ImportedPlan): Fragment {
+  if (read.kind === 'stats') return importedStatsSql(query, plan)
+  if (read.kind === 'series') return importedSeriesSql(query, plan)
+  return importedBreakdownSql(query, read.property, plan)
 }

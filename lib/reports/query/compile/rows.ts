@@ -7,7 +7,7 @@ import { type Fragment, bind, empty, join, raw, sql } from '../../../storage/cli
 import { visitFacts } from './visits'
 
 /** The relation a breakdown reads and the value expression over it. */
-function breakdownSource(property: string, scope: Scope): { from: Fragment; value: Fragment; presence: Fragment | null } {
+export function breakdownSource(property: string, scope: Scope): { from: Fragment; value: Fragment; presence: Fragment | null } {
   const events = raw(scope.table)
   if (property === TOTALS) return { from: events, value: raw("''"), presence: null }
   if (property === 'entry_page' || property === 'exit_page') {

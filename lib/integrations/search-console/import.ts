@@ -1,0 +1,319 @@
+import { Temporal } from 'temporal-polyfill'
+import type { Repositories } from '../../repositories'
+import type { Site } from '../../sites/sites'
+import { execute, executeCommand } from '../../storage/clickhouse/execute'
+import { bind, raw, sql } from '../../storage/clickhouse/sql'
+import type { ClickHouse } from '../../storage/clickhouse/types'
+import {
+  SEARCH_CONSOLE_ROW_LIMIT,
+  type SearchAnalyticsRow,
+  type SearchConsoleConnection,
+  SearchConsoleError,
+  querySearchAnalytics,
+} from './client'
+import { alpha2OfSearchConsoleCountry } from './countries'
+import type { SearchConsoleImportState } from './search-console-imports-repository'
+
+/**
+ * The Search Console import (docs/import.md, Search Console): per day, searchAnalytics/query by
+ * date, query, page, country and device, paged by startRow until a page comes back short, then
+ * the day's totals by date, country and device (anonymized queries are in the totals only). On
+ * bind the 16 months Search Console keeps, newest first; then, once a day, the last three days
+ * again. Settled days are asked with dataState final, the last three with all. Each stored page
+ * moves the cursor in the key/value store, so a stopped run continues where it was; quota (429)
+ * and Google's failures (5xx) end the run with a growing wait before the next, never holding a
+ * request open while waiting.
+ */
+export const SEARCH_CONSOLE_IMPORT_RULE = {
+  /** Search Console keeps 16 months of data. */
+  backfillMonths: 16,
+  /** The days re-imported every day, with dataState all: Search Console's fresh, still changing data. */
+  recentDays: 3,
+  /** Waits after quota or server failures in a row: first, doubling up to the last. */
+  firstWaitMs: 60_000,
+  maxWaitMs: 6 * 3600_000,
+  /** After this many failures in a row the import is failed (the next bind or the next day's queue starts it again). */
+  maxFailures: 12,
+}
+
+/** How a home reaches a site's Search Console property: the Google connection plugs in here. */
+export interface SearchConsoleConnector {
+  /** The connection for the site's Google account, or null when it has none (never connected, or it needs reconnecting). */
+  connectionFor(site: Site): Promise<SearchConsoleConnection | null>
+}
+
+export interface SearchConsoleImportDeps {
+  clickhouse: ClickHouse
+  repositories: Pick<Repositories, 'searchConsoleImports'>
+}
+
+const DEVICES: Record<string, string> = { DESKTOP: 'Desktop', MOBILE: 'Mobile', TABLET: 'Tablet' }
+
+/** The path of a Search Console page URL (its key within our pages); a value that is not a URL is kept as it is. */
+export function pathOfPage(page: string): string {
+  try {
+    return new URL(page).pathname || '/'
+  } catch {
+    return page
+  }
+}
+
+const utcDay = (now: Date) => Temporal.Instant.fromEpochMilliseconds(now.getTime()).toZonedDateTimeISO('UTC').toPlainDate()
+
+/** The days of a fresh import, newest first: yesterday back to the first day of the 16 months before it. */
+export function backfillDays(now: Date): string[] {
+  const yesterday = utcDay(now).subtract({ days: 1 })
+  const first = yesterday.subtract({ months: SEARCH_CONSOLE_IMPORT_RULE.backfillMonths })
+  const days: string[] = []
+  for (let d = yesterday; Temporal.PlainDate.compare(d, first) >= 0; d = d.subtract({ days: 1 })) days.push(d.toString())
+  return days
+}
+
+/** The last three days, newest first: what is imported again every day. */
+export function recentDays(now: Date): string[] {
+  const today = utcDay(now)
+  return Array.from({ length: SEARCH_CONSOLE_IMPORT_RULE.recentDays }, (_, i) => today.subtract({ days: i + 1 }).toString())
+}
+
+/** A day among the last three is asked with dataState all (fresh data), an older one with final. */
+export const dataStateOf = (day: string, now: Date): 'final' | 'all' => (recentDays(now).includes(day) ? 'all' : 'final')
+
+/** A new import of a property: the 16 months, queued. */
+export function newImport(siteUrl: string, now: Date): SearchConsoleImportState {
+  const days = backfillDays(now)
+  const at = now.toISOString()
+  return {
+    siteUrl,
+    state: 'queued',
+    days,
+    current: null,
+    from: days[days.length - 1],
+    to: days[0],
+    daysTotal: days.length,
+    daysDone: 0,
+    rows: 0,
+    failures: 0,
+    retryAt: null,
+    error: null,
+    recentQueuedOn: utcDay(now).toString(),
+    startedAt: at,
+    updatedAt: at,
+  }
+}
+
+/** Starts (or starts again) the import of a site's bound property: what binding it calls. */
+export async function startSearchConsoleImport(deps: SearchConsoleImportDeps, site: Site, siteUrl: string, now: Date) {
+  const state = newImport(siteUrl, now)
+  await deps.repositories.searchConsoleImports.save(site.id, state)
+  return state
+}
+
+/** Once a UTC day, the last three days go to the front of the queue again. */
+function queueRecentDays(state: SearchConsoleImportState, now: Date): SearchConsoleImportState {
+  const today = utcDay(now).toString()
+  if (state.recentQueuedOn === today) return state
+  const recent = recentDays(now)
+  const under = state.current?.day
+  const rest = state.days.filter((d) => !recent.includes(d) || d === under)
+  const queued = recent.filter((d) => d !== under)
+  const days = under ? [under, ...queued, ...rest.filter((d) => d !== under)] : [...queued, ...rest]
+  return {
+    ...state,
+    days,
+    state: state.state === 'failed' ? 'queued' : state.state,
+    failures: state.state === 'failed' ? 0 : state.failures,
+    daysTotal: state.daysDone + days.length,
+    to: [state.to, recent[0]].sort()[1],
+    recentQueuedOn: today,
+  }
+}
+
+function storedRows(siteId: string, day: string, rows: SearchAnalyticsRow[], version: number) {
+  return rows.map((r) => {
+    const [date, query, page, country, device] = r.keys
+    return {
+      site_id: siteId,
+      date: date ?? day,
+      query: query ?? '',
+      page: page ?? '',
+      path: pathOfPage(page ?? ''),
+      country: alpha2OfSearchConsoleCountry(country ?? ''),
+      device: DEVICES[device ?? ''] ?? device ?? '',
+      clicks: Math.round(r.clicks),
+      impressions: Math.round(r.impressions),
+      position: r.position,
+      version,
+    }
+  })
+}
+
+function storedTotals(siteId: string, day: string, rows: SearchAnalyticsRow[], version: number) {
+  return rows.map((r) => {
+    const [date, country, device] = r.keys
+    return {
+      site_id: siteId,
+      date: date ?? day,
+      country: alpha2OfSearchConsoleCountry(country ?? ''),
+      device: DEVICES[device ?? ''] ?? device ?? '',
+      clicks: Math.round(r.clicks),
+      impressions: Math.round(r.impressions),
+      position: r.position,
+      version,
+    }
+  })
+}
+
+/** Once a day is stored whole, its rows of earlier imports go: the newest import of a day is what reads see. */
+async function dropOlderVersions(clickhouse: ClickHouse, siteId: string, day: string, version: number) {
+  for (const table of ['search_console_rows', 'search_console_totals'] as const) {
+    const where = sql`site_id = ${bind('UUID', siteId)} AND date = ${bind('Date', day)} AND version < ${bind('UInt64', version)}`
+    const [older] = await execute<{ n: string }>(clickhouse, sql`SELECT count() AS n FROM ${raw(table)} WHERE ${where}`)
+    if (Number(older?.n ?? 0) > 0)
+      await executeCommand(clickhouse, sql`ALTER TABLE ${raw(table)} DELETE WHERE ${where} SETTINGS mutations_sync = 2`)
+  }
+}
+
+export interface SearchConsoleImportOptions {
+  log?: (line: string) => void
+  shouldStop?: () => boolean
+  /** Rows asked per page (Search Console's largest, 25,000, unless a test asks for less). */
+  rowLimit?: number
+  /** Requests this run may make before it yields to the next site. */
+  maxRequests?: number
+}
+
+/**
+ * Imports what is due of one site's Search Console property: resumes the cursor, queues the last
+ * three days once a day, and takes days until none is left, the run is asked to stop, its request
+ * budget is spent, or Google asks it to wait. Does nothing for a site without a bound property.
+ */
+export async function importSearchConsole(
+  deps: SearchConsoleImportDeps & { connection: SearchConsoleConnection },
+  site: Site,
+  now: Date,
+  options: SearchConsoleImportOptions = {},
+): Promise<SearchConsoleImportState | null> {
+  const bound = site.integrations.searchConsole
+  if (!bound.connected || !bound.siteUrl) return null
+  // one import of a site at a time (the bind's and the job's): the other leaves it to the holder
+  const repository = deps.repositories.searchConsoleImports
+  const holder = crypto.randomUUID()
+  const renew = () => repository.lease(site.id, holder, IMPORT_LEASE_SECONDS)
+  if (!(await renew())) return repository.get(site.id)
+  try {
+    return await importUnderLease(deps, site, bound.siteUrl, now, options, renew)
+  } finally {
+    await repository.release(site.id, holder)
+  }
+}
+
+/** How long an import holds its site's lease without renewing it: past it, a crashed import's site is free again. */
+const IMPORT_LEASE_SECONDS = 180
+
+async function importUnderLease(
+  deps: SearchConsoleImportDeps & { connection: SearchConsoleConnection },
+  site: Site,
+  siteUrl: string,
+  now: Date,
+  options: SearchConsoleImportOptions,
+  renew: () => Promise<boolean>,
+): Promise<SearchConsoleImportState> {
+  const bound = { siteUrl }
+  const repository = deps.repositories.searchConsoleImports
+  const log = options.log ?? (() => {})
+  const rowLimit = Math.min(SEARCH_CONSOLE_ROW_LIMIT, Math.max(1, options.rowLimit ?? SEARCH_CONSOLE_ROW_LIMIT))
+  const stored = await repository.get(site.id)
+  let state = stored && stored.siteUrl === bound.siteUrl ? stored : newImport(bound.siteUrl, now)
+  state = queueRecentDays(state, now)
+  if (state.retryAt && Date.parse(state.retryAt) > now.getTime()) return state
+  if (state.state === 'failed' || (!state.days.length && !state.current)) {
+    await repository.save(site.id, state)
+    return state
+  }
+  const save = async (change: Partial<SearchConsoleImportState>) => {
+    state = { ...state, ...change, updatedAt: now.toISOString() }
+    await repository.save(site.id, state)
+  }
+  await save({ state: 'running', retryAt: null })
+  let requests = 0
+  const budget = options.maxRequests ?? Number.POSITIVE_INFINITY
+  try {
+    while ((state.current || state.days.length) && !options.shouldStop?.() && requests < budget) {
+      const current = state.current ?? { day: state.days[0], part: 'rows' as const, startRow: 0, version: Date.now() }
+      const page = await querySearchAnalytics(deps.connection, bound.siteUrl, {
+        startDate: current.day,
+        endDate: current.day,
+        dimensions: current.part === 'rows' ? ['date', 'query', 'page', 'country', 'device'] : ['date', 'country', 'device'],
+        dataState: dataStateOf(current.day, now),
+        rowLimit,
+        startRow: current.startRow,
+      })
+      requests++
+      if (!(await renew())) break
+      if (current.part === 'rows') {
+        if (page.length) await deps.clickhouse.insert('search_console_rows', storedRows(site.id, current.day, page, current.version))
+      } else if (page.length)
+        await deps.clickhouse.insert('search_console_totals', storedTotals(site.id, current.day, page, current.version))
+      const added = state.rows + page.length
+      if (page.length === rowLimit) {
+        await save({ current: { ...current, startRow: current.startRow + rowLimit }, rows: added, failures: 0 })
+      } else if (current.part === 'rows') {
+        await save({ current: { ...current, part: 'totals', startRow: 0 }, rows: added, failures: 0 })
+      } else {
+        await dropOlderVersions(deps.clickhouse, site.id, current.day, current.version)
+        await save({
+          current: null,
+          days: state.days.filter((d) => d !== current.day),
+          daysDone: state.daysDone + 1,
+          rows: added,
+          failures: 0,
+        })
+      }
+    }
+    await save({ state: state.current || state.days.length ? 'running' : 'done', error: null })
+  } catch (err) {
+    if (!(err instanceof SearchConsoleError)) throw err
+    const failures = state.failures + 1
+    if (err.retryable && failures < SEARCH_CONSOLE_IMPORT_RULE.maxFailures) {
+      const rule = SEARCH_CONSOLE_IMPORT_RULE
+      const wait = Math.max(err.retryAfterMs ?? 0, Math.min(rule.maxWaitMs, rule.firstWaitMs * 2 ** (failures - 1)))
+      log(`search console import of ${site.id}: ${err.message}; next try in ${Math.round(wait / 1000)} s`)
+      await save({ state: 'waiting', failures, retryAt: new Date(now.getTime() + wait).toISOString(), error: err.message })
+    } else {
+      log(`search console import of ${site.id} failed: ${err.message}`)
+      await save({ state: 'failed', failures, retryAt: null, error: err.message })
+    }
+  }
+  return state
+}
+
+/** Requests one site may make in one run of the job, so that every bound site moves on. */
+export const SEARCH_CONSOLE_REQUESTS_PER_RUN = 200
+
+/**
+ * The job (lib/jobs/schedule.ts): every site with a bound property and a working connection, one
+ * after the other; a site that fails is logged and tried again on the next run.
+ */
+export async function runSearchConsoleImports(
+  deps: SearchConsoleImportDeps & { repositories: Pick<Repositories, 'orgs' | 'sites'>; searchConsole?: SearchConsoleConnector },
+  sites: () => Promise<Site[]>,
+  now: Date,
+  context: { log: (line: string) => void; shouldStop: () => boolean },
+) {
+  if (!deps.searchConsole) return
+  for (const site of await sites()) {
+    if (context.shouldStop()) return
+    if (!site.integrations.searchConsole.connected || !site.integrations.searchConsole.siteUrl) continue
+    try {
+      const connection = await deps.searchConsole.connectionFor(site)
+      if (!connection) continue
+      await importSearchConsole({ ...deps, connection }, site, now, {
+        log: context.log,
+        shouldStop: context.shouldStop,
+        maxRequests: SEARCH_CONSOLE_REQUESTS_PER_RUN,
+      })
+    } catch (err) {
+      context.log(`search console import of ${site.id} failed: ${(err as Error).message}`)
+    }
+  }
+}

@@ -1,0 +1,96 @@
+import { hasEngagement, isVisitAttribute } from '../dimensions'
+import { execute } from '../../storage/clickhouse/execute'
+import type { ClickHouse } from '../../storage/clickhouse/types'
+import type { Query, Read } from './model'
+import { type ReadPlan, readsBotHits } from './plan'
+import { planOf, runRead } from './run'
+import { type BreakdownRow, shapeBreakdown } from './shape'
+import {
+  eventPropertiesSql,
+  rolledEventPropertiesSql,
+  rolledVisitAttributesSql,
+  visitAttributesFromSessionsSql,
+} from './compile/breakdowns-at-once'
+import { queryScope, selected, visitFilters } from './compile/selection'
+
+/**
+ * Many breakdowns of one query (an export's every property) from the collector's events, each
+ * the same rows as the breakdown read of that property alone. Properties whose plans can share
+ * a statement (compile/breakdowns-at-once.ts) are read together: visit attributes over rolled
+ * days, visit attributes from the sessions rollup, event properties without engagement. The rest
+ * are read one by one, as GET /breakdown reads them.
+ */
+export async function breakdownsAtOnce(clickhouse: ClickHouse, query: Query, properties: readonly string[]) {
+  const reads = properties.map((property): Read => ({ kind: 'breakdown', property }))
+  // the first read's lookup (the window's rolled days, with today's partial rollup for a page
+  // breakdown) is run once and serves the others (run.ts, lookUpOnce)
+  const plans = reads.length ? [await planOf(clickhouse, query, reads[0])] : []
+  plans.push(...(await Promise.all(reads.slice(1).map((read) => planOf(clickhouse, query, read)))))
+  const groups: Groups = { rolled: [], rolledEvents: [], sessions: [], events: [], alone: [] }
+  plans.forEach((step, i) => groups[groupOf(query, properties[i], step)].push(i))
+  // a group of one is read alone
+  for (const name of ['rolled', 'rolledEvents', 'sessions', 'events'] as const)
+    if (groups[name].length === 1) groups.alone.push(...groups[name].splice(0))
+
+  const rowsByProperty = new Map<string, Record<string, unknown>[]>(properties.map((p) => [p, []]))
+  const together = async (indexes: number[], statement: (properties: string[]) => Parameters<typeof execute>[1]) => {
+    if (!indexes.length) return
+    const rows = await execute<Record<string, unknown> & { property: string }>(clickhouse, statement(indexes.map((i) => properties[i])))
+    for (const row of rows) rowsByProperty.get(row.property)?.push(row)
+  }
+  const first = (indexes: number[]) => plans[indexes[0]].plan
+  const results = new Map<string, BreakdownRow[]>()
+  await Promise.all([
+    together(groups.rolled, (names) => {
+      const plan = first(groups.rolled)
+      if (plan.table !== 'rollup') throw new Error('rolled visit attributes without the rollup plan')
+      return rolledVisitAttributesSql(query, names, queryScope(query, plan), plan.rolled)
+    }),
+    together(groups.rolledEvents, (names) => {
+      const plan = first(groups.rolledEvents)
+      if (plan.table !== 'rollup') throw new Error('rolled event properties without the rollup plan')
+      const scope = queryScope(query, plan)
+      return rolledEventPropertiesSql(query, names, scope, plan.rolled, selected(query, scope))
+    }),
+    together(groups.sessions, (names) => {
+      const scope = queryScope(query, { table: 'sessions' })
+      return visitAttributesFromSessionsSql(query, names, scope, visitFilters(query, scope), selected(query, scope))
+    }),
+    together(groups.events, (names) => {
+      const scope = queryScope(query, { table: 'events', visits: false })
+      return eventPropertiesSql(query, names, scope, selected(query, scope))
+    }),
+    ...groups.alone.map(async (i) => {
+      const read = reads[i]
+      results.set(
+        properties[i],
+        shapeBreakdown(properties[i], await runRead(clickhouse, query, read), readsBotHits(query, read) ? false : undefined),
+      )
+    }),
+  ])
+  const breakdowns: Record<string, BreakdownRow[]> = {}
+  for (const property of properties)
+    breakdowns[property] = results.get(property) ?? shapeBreakdown(property, rowsByProperty.get(property) ?? [])
+  return breakdowns
+}
+
+/** Properties (their indexes) by the statement they share. */
+type Groups = Record<'rolled' | 'rolledEvents' | 'sessions' | 'events' | 'alone', number[]>
+
+/** Which statement a property's breakdown can share, from its plan; `alone` when none. */
+function groupOf(query: Query, property: string, { builds, plan }: ReadPlan): keyof Groups {
+  if (builds.length || property === 'goal' || readsBotHits(query, { kind: 'breakdown', property })) return 'alone'
+  if (plan.table === 'rollup') {
+    // unfiltered: the rows of the days not rolled up need no filters, and are the same for every property of a group
+    if (query.filters.length || plan.rolled.filtersKey !== undefined) return 'alone'
+    // the days not rolled up from the sessions rollup (unrolledFromSessions): visit attributes take no partial rollup
+    if (isVisitAttribute(property)) return plan.rolled.partial ? 'alone' : 'rolled'
+    return property === 'path' || property === 'hostname' || property === 'entry_page' || property === 'exit_page'
+      ? 'rolledEvents'
+      : 'alone'
+  }
+  if (plan.table === 'sessions') return isVisitAttribute(property) ? 'sessions' : 'alone'
+  if (plan.table === 'events' && !plan.visits && !hasEngagement(property) && property !== 'entry_page' && property !== 'exit_page')
+    return 'events'
+  return 'alone'
+}

@@ -1,0 +1,209 @@
+import type { Query, RolledDays } from '../model'
+import { dimensionSql } from './filters'
+import { partialRows, rolledRows } from './day-rollups'
+import { breakdownSource } from './rows'
+import { type Scope, siteIs } from './scope'
+import { type Fragment, bind, join, raw, sql } from '../../../storage/clickhouse/sql'
+import { visitFacts } from './visits'
+
+/**
+ * Several breakdowns in one statement, for a read that needs many at once (an export): each row
+ * carries its `property`, and each property keeps its own order and limit (LIMIT ... BY). Every
+ * builder here computes, per property, exactly what breakdownSql computes for that property
+ * alone under the same plan; one statement costs the engine far less than one per property.
+ * Values are read as text, so that properties of different column types share one column.
+ */
+
+const names = (properties: readonly string[]) => bind('Array(String)', properties)
+
+/** The top rows of each property, as breakdownSql orders and limits one. */
+const perProperty = (query: Query) => sql`
+ORDER BY property ASC, visitors DESC, value ASC
+LIMIT ${bind('UInt32', query.limit)} BY property`
+
+/**
+ * Visit attributes under the rollup plan, unfiltered, the days not rolled up read from the
+ * sessions rollup (unrolledFromSessions, visitAttributeRows): their rolled days' rows plus those
+ * days' visits, per property and value.
+ */
+export function rolledVisitAttributesSql(query: Query, properties: readonly string[], scope: Scope, rolled: RolledDays): Fragment {
+  const values = join(
+    properties.map((p) => sql`toString(any(${dimensionSql(p)}))`),
+    ', ',
+  )
+  const columns = raw('property, value, visitors, visits, pageviews, events, bounces, duration_ms')
+  return sql`
+SELECT property, value, visitors, visits, pageviews, events, bounces / visits AS bounce_rate, duration_ms / 1000 / visits AS avg_duration
+FROM (
+  SELECT property, value, sum(visitors) AS visitors, sum(visits) AS visits, sum(pageviews) AS pageviews, sum(events) AS events, sum(bounces) AS bounces, sum(duration_ms) AS duration_ms
+  FROM (
+    SELECT property, value, uniqExact(visitor) AS visitors, count() AS visits, sum(pv) AS pageviews, sum(ce) AS events,
+           countIf(pv <= 1 AND ce = 0) AS bounces, toUInt64(round(sum(duration) * 1000)) AS duration_ms
+    FROM (
+      SELECT session_id, [${values}] AS visit_values, any(visitor_id) AS visitor, sum(pageviews) AS pv, sum(custom_events) AS ce,
+             dateDiff('millisecond', min(session_start), max(end)) / 1000 AS duration
+      FROM sessions WHERE ${siteIs(query.siteId)} AND ${scope.visitsBegan}
+      GROUP BY session_id
+    )
+    ARRAY JOIN visit_values AS value, ${names(properties)} AS property
+    GROUP BY property, value${
+      rolled.days.length
+        ? sql`
+    UNION ALL
+    ${rolledRows(query.siteId, query.range.timezone, properties, rolled, columns)}`
+        : sql``
+    }
+  )
+  GROUP BY property, value
+)
+WHERE visitors > 0${perProperty(query)}`
+}
+
+/**
+ * Visit attributes whose filters are all on visit attributes, under the sessions plan
+ * (visitBreakdownFromSessions): visits from the sessions rollup, views from events.
+ */
+export function visitAttributesFromSessionsSql(
+  query: Query,
+  properties: readonly string[],
+  scope: Scope,
+  visitFilters: readonly Fragment[],
+  selected: Fragment,
+): Fragment {
+  const values = join(
+    properties.map((p) => sql`toString(any(${dimensionSql(p)}))`),
+    ', ',
+  )
+  const pairs = join(
+    properties.map((p) => sql`(${bind('String', p)}, toString(${dimensionSql(p)}))`),
+    ', ',
+  )
+  return sql`
+SELECT visits_by_value.property AS property, visits_by_value.attribute AS value, visitors, visits, pageviews, events, bounce_rate, avg_duration
+FROM (
+  SELECT property, attribute, uniqExact(visitor) AS visitors, count() AS visits, countIf(pv <= 1 AND ce = 0) / count() AS bounce_rate, avg(duration) AS avg_duration
+  FROM (${visitFacts(scope, visitFilters, { value: sql`[${values}]`, inWindow: true })})
+  ARRAY JOIN value AS attribute, ${names(properties)} AS property
+  GROUP BY property, attribute
+) AS visits_by_value
+LEFT JOIN (
+  SELECT pair.1 AS property, pair.2 AS value, countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events
+  FROM ${raw(scope.table)} ARRAY JOIN [${pairs}] AS pair
+  WHERE ${selected}
+  GROUP BY property, value
+) AS views ON views.property = visits_by_value.property AND views.value = visits_by_value.attribute${perProperty(query)}`
+}
+
+/**
+ * Event properties without visit engagement (custom properties, event names, links, clicks,
+ * forms) under the events plan (breakdownRows without engagement): each selected event counted
+ * under every property it carries.
+ */
+export function eventPropertiesSql(query: Query, properties: readonly string[], scope: Scope, selected: Fragment): Fragment {
+  const pairs = join(
+    properties.map((p) => {
+      const source = breakdownSource(p, scope)
+      return sql`(${bind('String', p)}, toString(${source.value}), toUInt8(${source.presence ?? raw('1')}))`
+    }),
+    ', ',
+  )
+  return sql`
+SELECT property, value, visitors, visits, pageviews, events
+FROM (
+  SELECT pair.1 AS property, pair.2 AS value, uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits,
+         countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events
+  FROM ${raw(scope.table)} ARRAY JOIN arrayFilter(p -> p.3, [${pairs}]) AS pair
+  WHERE ${selected}
+  GROUP BY property, value
+)
+WHERE visitors > 0${perProperty(query)}`
+}
+
+/**
+ * Pages, hostnames, entry and exit pages under the rollup plan, unfiltered (rowsWithRollup over
+ * breakdownRows): the rolled days' rows, today's partial rollup where there is one, and the rest
+ * of today from events, with the engagement of the visits holding each value.
+ */
+export function rolledEventPropertiesSql(
+  query: Query,
+  properties: readonly string[],
+  scope: Scope,
+  rolled: RolledDays,
+  selected: Fragment,
+): Fragment {
+  const metrics = ['visitors', 'visits', 'pageviews', 'events', 'bounces', 'duration_ms']
+  const columns = raw(`property, value, ${metrics.join(', ')}`)
+  const partial = scope.partial
+  const events = eventRowsWithEngagement(properties, scope, selected, !!partial)
+  const unrolled = partial
+    ? sql`SELECT property, value, ${raw(metrics.map((m) => (m === 'visitors' ? 'uniqExactMerge(visitors) AS visitors' : `sum(${m}) AS ${m}`)).join(', '))}
+  FROM (
+    ${events}
+    UNION ALL
+    ${partialRows(query.siteId, query.range.timezone, properties, partial, columns)}
+  )
+  GROUP BY property, value`
+    : events
+  return sql`
+SELECT property, value, visitors, visits, pageviews, events, bounces / visits AS bounce_rate, duration_ms / 1000 / visits AS avg_duration
+FROM (
+  SELECT property, value, ${raw(metrics.map((m) => `sum(${m}) AS ${m}`).join(', '))}
+  FROM (
+    ${unrolled}${
+      rolled.days.length
+        ? sql`
+    UNION ALL
+    ${rolledRows(query.siteId, query.range.timezone, properties, rolled, columns)}`
+        : sql``
+    }
+  )
+  GROUP BY property, value
+)
+WHERE visitors > 0${perProperty(query)}`
+}
+
+/**
+ * breakdownRows of several event properties (and entry and exit pages, read from the sessions
+ * rollup) at once: per property and value, the counts of the selected events, and the bounces and
+ * duration of the visits holding the value.
+ */
+function eventRowsWithEngagement(properties: readonly string[], scope: Scope, selected: Fragment, visitorStates: boolean): Fragment {
+  const pages = properties.filter((p) => p === 'entry_page' || p === 'exit_page')
+  // FINAL merges a visit's rows in sort order, as breakdownSource reads them; a LEFT JOIN keeps the events of the other properties
+  const from = pages.length
+    ? sql`${raw(scope.table)} LEFT JOIN (SELECT session_id, finalizeAggregation(entry_page) AS visit_entry_page, finalizeAggregation(exit_page) AS visit_exit_page FROM sessions FINAL WHERE ${siteIs(scope.siteId)} AND ${scope.visitsBegan}) AS visit USING session_id`
+    : raw(scope.table)
+  const pairs = join(
+    properties.map((p) => {
+      if (p === 'entry_page' || p === 'exit_page') {
+        const page = raw(`visit.visit_${p}`)
+        return sql`(${bind('String', p)}, toString(${page}), toUInt8(${page} != ''))`
+      }
+      const source = breakdownSource(p, scope)
+      return sql`(${bind('String', p)}, toString(${source.value}), toUInt8(${source.presence ?? raw('1')}))`
+    }),
+    ', ',
+  )
+  const rowPairs = sql`arrayFilter(p -> p.3, [${pairs}])`
+  return sql`
+SELECT counts.property AS property, counts.value AS value, visitors, visits, pageviews, events, bounces, duration_ms
+FROM (
+  SELECT row_pair.1 AS property, row_pair.2 AS value, ${raw(visitorStates ? 'uniqExactState' : 'uniqExact')}(visitor_id) AS visitors, uniqExact(session_id) AS visits,
+         countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events
+  FROM ${from} ARRAY JOIN ${rowPairs} AS row_pair
+  WHERE ${selected}
+  GROUP BY property, value
+) AS counts
+LEFT JOIN (
+  SELECT visit_pair.1 AS property, visit_pair.2 AS value, countIf(pv <= 1 AND ce = 0) AS bounces, toUInt64(round(sum(duration) * 1000)) AS duration_ms
+  FROM (${visitFacts(scope, [])}) AS facts
+  INNER JOIN (
+    SELECT session_id, groupUniqArray((row_pair.1, row_pair.2)) AS visit_pairs
+    FROM ${from} ARRAY JOIN ${rowPairs} AS row_pair
+    WHERE ${selected}
+    GROUP BY session_id
+  ) AS selected USING session_id
+  ARRAY JOIN visit_pairs AS visit_pair
+  GROUP BY property, value
+) AS engagement ON engagement.property = counts.property AND engagement.value = counts.value`
+}

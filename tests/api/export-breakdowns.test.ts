@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest'
+import { demoHits } from '../../lib/ingest/demo-traffic'
+import { importHits } from '../../lib/ingest/import'
+import { createGoal } from '../../lib/sites/goals'
+import { ROLLUP_ALL_DAYS, refreshRollups } from '../../lib/reports/rollup/refresh'
+import { client, getOk, orgWithSites, testServices } from '../helpers'
+
+/**
+ * The export reads its breakdowns several at once (lib/reports/query/breakdowns.ts): each must be
+ * what the breakdown read of that property alone answers (whose numbers the reference tests
+ * hold), on rolled days and today, unfiltered and filtered, over a fixture that has every kind
+ * of property: visit attributes, pages, events, links, clicks, forms, custom properties, goals.
+ */
+describe('the export', () => {
+  it("answers each property's breakdown exactly as the breakdown read does", async () => {
+    const now = new Date('2026-11-22T15:30:00Z')
+    const services = await testServices({ now: () => now })
+    const call = client(services)
+    const {
+      key,
+      sites: [site],
+    } = await orgWithSites(services, 'Export', [{ domain: 'export.reports.test', timezone: 'Europe/Berlin' }], now)
+    const lines = [...demoHits({ site: site.snippetId, domain: site.domain, days: 40, visitorsPerDay: 40, end: now, planted: true })].map(
+      (hit) => JSON.stringify(hit),
+    )
+    expect((await importHits(lines, services.ingestor)).rejected).toBe(0)
+    // finished days from the daily rollup, today from events
+    await refreshRollups(services.clickhouse, services.repositories, now, ROLLUP_ALL_DAYS)
+    await createGoal(services.repositories, site.id, { site_id: site.id, name: 'Signup', type: 'event', matchValue: 'Signup' }, now)
+    await createGoal(services.repositories, site.id, { site_id: site.id, type: 'page', matchValue: '/pricing' }, now)
+
+    const get = (path: string) => getOk(call, `${path}&site_id=${site.id}`, key)
+    const filters = (list: unknown) => `filters=${encodeURIComponent(JSON.stringify(list))}`
+    for (const window of [
+      'range=30d',
+      'range=7d',
+      'range=today',
+      'range=custom&from=2026-10-20&to=2026-11-22',
+      `range=30d&${filters([{ dimension: 'country', operator: 'is_not', value: ['US'] }])}`,
+      `range=30d&${filters([{ dimension: 'path', operator: 'contains', value: ['/blog'] }])}`,
+    ]) {
+      const exported = await get(`/api/v1/export?${window}&limit=1000`)
+      const properties = Object.keys(exported.breakdowns)
+      for (const expected of ['source', 'country', 'city', 'path', 'entry_page', 'event', 'link', 'goal'])
+        expect(properties).toContain(expected)
+      if (window === 'range=30d')
+        expect(
+          properties.some((p) => p.startsWith('prop:')),
+          window,
+        ).toBe(true)
+      let rows = 0
+      for (const property of properties) {
+        const alone = await get(`/api/v1/breakdown?${window}&property=${encodeURIComponent(property)}&limit=1000`)
+        expect(exported.breakdowns[property], `${window} ${property}`).toEqual(alone.results)
+        rows += alone.results.length
+      }
+      expect(rows, window).toBeGreaterThan(30)
+    }
+  }, 300_000)
+})
