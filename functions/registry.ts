@@ -31,6 +31,7 @@ import { segmentEndpoints } from './v1/segments'
 import { siteFactEndpoints } from './v1/site-facts'
 import { siteEndpoints } from './v1/sites'
 import { whyEndpoints } from './v1/why'
+import { backlinkEndpoints } from './v1/backlinks'
 
 const healthSchema = z.object({
   status: z.enum(['ok', 'degraded']),
@@ -171,7 +172,7 @@ export const endpoints: Endpoint[] = [
     ...geoEndpoints,
     ...searchEndpoints,
   ]),
-  ...inGroup('why', [...annotationEndpoints, ...whyEndpoints]),
+  ...inGroup('why', [...annotationEndpoints, ...whyEndpoints, ...backlinkEndpoints]),
   ...inGroup('behaviour', [...behaviourEndpoints, ...journeyEndpoints]),
   ...inGroup('pages', crawlEndpoints),
   ...inGroup('tracking', [...collectorEndpoints, ...publicEndpoints]),

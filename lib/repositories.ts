@@ -4,6 +4,7 @@ import { OrgsRepository } from './accounts/orgs-repository'
 import { SessionsRepository } from './accounts/sessions-repository'
 import { TeamRepository } from './accounts/team-repository'
 import { UsageRepository } from './accounts/usage-repository'
+import { BacklinksRepository } from './backlinks/backlinks-repository'
 import { CrawlQueue } from './crawl/crawl-queue-repository'
 import { SaltsRepository } from './ingest/salts-repository'
 import { VisitsRepository } from './ingest/visits-repository'
@@ -47,6 +48,7 @@ export interface Repositories {
   google: GoogleConnectionsRepository
   ga4Imports: Ga4ImportsRepository
   crawlQueue: CrawlQueue
+  backlinks: BacklinksRepository
 }
 
 /** Every repository over one client, built once per home. */
@@ -73,5 +75,6 @@ export function openRepositories(kv: Redis): Repositories {
     google: new GoogleConnectionsRepository(kv),
     ga4Imports: new Ga4ImportsRepository(kv),
     crawlQueue: new CrawlQueue(kv),
+    backlinks: new BacklinksRepository(kv),
   }
 }

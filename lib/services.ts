@@ -1,6 +1,7 @@
 import type { Redis } from '@upstash/redis'
 import type { CrawlerConfig } from './crawl/config'
 import type { CruxConfig } from './integrations/crux'
+import type { BacklinkProvider } from './backlinks/provider'
 import type { SearchConsoleConnector } from './integrations/search-console/import'
 import type { GoogleConfig } from './integrations/google/config'
 import type { Mailer } from './network/mail'
@@ -80,6 +81,8 @@ export interface Services {
   crawler?: CrawlerConfig
   /** The Chrome UX Report API (lib/integrations/crux.ts); absent without an API key: `crux=1` then says so. */
   crux?: CruxConfig
+  /** The backlink data provider (lib/backlinks/provider.ts); absent without BACKLINKS_API_KEY: authority is then not available. */
+  backlinkProvider?: BacklinkProvider
   /** Search Console through the site's Google connection (lib/integrations/search-console); absent, nothing is imported from it. */
   searchConsole?: SearchConsoleConnector
   /** The Google connection (lib/integrations/google): GA4 and Search Console; absent without GOOGLE_CLIENT_ID, where the ga4 read says so. */

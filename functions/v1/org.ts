@@ -48,6 +48,7 @@ export const orgEndpoints = [
         teamMembers: z.number().int().nullable().describe('Members, the owner and open invitations included; null: no limit'),
         retentionMonths: z.number().int().nullable().describe('null: no limit'),
         crawlPagesPerDay: z.number().int().describe('Pages the crawler fetches per site and UTC day'),
+        backlinkChecksPerDay: z.number().int().describe('Referring pages the backlink discovery fetches per site and UTC day'),
         crawlPagesPerSite: z.number().int().describe('Pages the crawler keeps track of per site'),
       }),
       features: z.array(z.enum(FEATURES)),

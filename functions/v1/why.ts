@@ -48,6 +48,21 @@ const anomalyParams = reportParams.extend({
   vitals: z.enum(['0', '1']).optional().describe('1: vitals regressions of each page against the preceding window instead of page movers'),
 })
 
+/** A link lost or gained (lib/reports/why/backlink-causes.ts). */
+const backlinkEvidenceSchema = z.object({
+  kind: z.enum(['backlink_lost', 'backlink_gained']),
+  day: z.string().describe('The snapshot day (UTC) the event was found'),
+  event: z.enum(['new', 'lost', 'regained']),
+  reason: z.string().nullable(),
+  from: z.string(),
+  to: z.string(),
+  domain: z.string(),
+  anchor: z.string(),
+  rel: z.string(),
+  visits: count.describe('Visits the linking page sent in the 30 days before'),
+  foundBy: z.string(),
+})
+
 export const changeEvidenceSchema = z.object({
   kind: z.enum(['page_change', 'site_change']),
   changeId: z.uuid(),
@@ -94,11 +109,18 @@ export const whyEndpoints = [
     summary:
       'Everything flagged on the traffic chart in the window, grouped by kind: annotations, search-engine ranking updates, page and site changes, vitals regressions.',
     description:
-      'Honours range; not source-scoped. pageChanges and siteChanges are the crawler’s changes detected in the window; vitalsRegressions are pages whose vitals regressed against the window before (the anomalies vitals=1 rule). annotations are the site’s chart markers placed in the window, oldest first (at most 500). algorithmUpdates are ranking updates announced by major search engines whose rollout overlaps the window, each with the page that announced it; end is null while a rollout is under way.',
+      'Honours range; not source-scoped. pageChanges and siteChanges are the crawler’s changes detected in the window; vitalsRegressions are pages whose vitals regressed against the window before (the anomalies vitals=1 rule). backlinks: new and lost links and referring domains per day. annotations are the site’s chart markers placed in the window, oldest first (at most 500). algorithmUpdates are ranking updates announced by major search engines whose rollout overlaps the window, each with the page that announced it; end is null while a rollout is under way.',
     params: z.object(windowParams),
     response: z.object({
       range: rangeViewSchema,
-      counts: z.object({ annotations: count, algorithmUpdates: count, pageChanges: count, siteChanges: count, vitalsRegressions: count }),
+      counts: z.object({
+        annotations: count,
+        algorithmUpdates: count,
+        pageChanges: count,
+        siteChanges: count,
+        vitalsRegressions: count,
+        backlinks: count,
+      }),
       markers: z.object({
         pageChanges: z
           .array(changeEvidenceSchema)
@@ -131,6 +153,9 @@ export const whyEndpoints = [
             url: z.string().nullable(),
           }),
         ),
+        backlinks: z
+          .array(z.object({ day: z.string(), newLinks: count, lostLinks: count, newDomains: count, lostDomains: count }))
+          .describe('Days (UTC) with new (or regained) and lost links and referring domains, from the daily backlink snapshots'),
         algorithmUpdates: z.array(
           z.object({
             engine: z.string(),
@@ -173,9 +198,9 @@ export const whyEndpoints = [
           relativeChange: fraction,
           impact: fraction,
           candidates: z
-            .array(changeEvidenceSchema)
+            .array(z.union([backlinkEvidenceSchema, changeEvidenceSchema]))
             .describe(
-              'Crawler changes on this page detected in the window or the 7 days before it, then the site-wide ones, newest first within each',
+              'Links to this page lost (it fell) or gained (it rose) in the window or the 7 days before, most visits first; then crawler changes on this page detected then, then the site-wide ones, newest first within each',
             ),
           search: searchEvidenceSchema.describe(
             'A page that lost visits: Search Console over the same windows with the seo diagnosis; null otherwise or without Search Console',
@@ -428,6 +453,8 @@ export const whyEndpoints = [
             'search_demand_drop',
             'vitals_regression',
             'error_spike',
+            'backlink_lost',
+            'backlink_gained',
           ]),
           confidence: z.number().describe('0 to 1'),
           summary: z.string(),

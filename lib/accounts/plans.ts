@@ -46,6 +46,8 @@ export interface PlanLimits {
   crawlPagesPerDay: number
   /** Pages the crawler keeps track of per site: discovery stops adding beyond it. */
   crawlPagesPerSite: number
+  /** Referring pages the backlink discovery fetches for one site in a UTC day (lib/backlinks). */
+  backlinkChecksPerDay: number
 }
 
 export interface Plan {
@@ -59,7 +61,15 @@ const BASE: readonly Feature[] = ['goals', 'annotations', 'segments', 'funnels',
 export const PLANS: Record<PlanName, Plan> = {
   free: {
     name: 'free',
-    limits: { monthlyEvents: 100_000, sites: 3, teamMembers: 1, retentionMonths: 6, crawlPagesPerDay: 200, crawlPagesPerSite: 200 },
+    limits: {
+      monthlyEvents: 100_000,
+      sites: 3,
+      teamMembers: 1,
+      retentionMonths: 6,
+      crawlPagesPerDay: 200,
+      crawlPagesPerSite: 200,
+      backlinkChecksPerDay: 50,
+    },
     features: BASE,
   },
   pro: {
@@ -71,6 +81,7 @@ export const PLANS: Record<PlanName, Plan> = {
       retentionMonths: 60,
       crawlPagesPerDay: 2_000,
       crawlPagesPerSite: 5_000,
+      backlinkChecksPerDay: 500,
     },
     features: [...BASE, 'revenue', 'customProperties', 'webhooks', 'ga4', 'searchConsole', 'changeDetection'],
   },
@@ -83,6 +94,7 @@ export const PLANS: Record<PlanName, Plan> = {
       retentionMonths: 60,
       crawlPagesPerDay: 10_000,
       crawlPagesPerSite: 20_000,
+      backlinkChecksPerDay: 2_000,
     },
     features: [...FEATURES],
   },
@@ -96,6 +108,7 @@ export const PLANS: Record<PlanName, Plan> = {
       retentionMonths: null,
       crawlPagesPerDay: 10_000,
       crawlPagesPerSite: 20_000,
+      backlinkChecksPerDay: 2_000,
     },
     features: [...FEATURES],
   },

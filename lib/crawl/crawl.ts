@@ -74,7 +74,7 @@ const MAX_REDIRECTS = 5
  * its turn for the host and is checked by the guard again; a refused, failed, oversized or
  * timed-out fetch is status 0 with the reason.
  */
-async function fetchPolitely(config: CrawlerConfig, url: string, accept: string): Promise<Fetched> {
+export async function fetchPolitely(config: CrawlerConfig, url: string, accept: string): Promise<Fetched> {
   let current = url
   try {
     for (let hop = 0; ; hop++) {
@@ -101,7 +101,7 @@ async function fetchPolitely(config: CrawlerConfig, url: string, accept: string)
   }
 }
 
-const decode = (body: Uint8Array) => new TextDecoder('utf-8', { fatal: false }).decode(body)
+export const decode = (body: Uint8Array) => new TextDecoder('utf-8', { fatal: false }).decode(body)
 
 export interface SnapshotRow extends ComparedSnapshot {
   fetchedAt: Date

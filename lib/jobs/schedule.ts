@@ -6,6 +6,8 @@ import { ROLLUP_ALL_DAYS, ROLLUP_RECENT_DAYS, refreshRollups } from '../reports/
 import type { Services } from '../services'
 import { deliverReports } from './report-delivery'
 import { deliverTrafficAlerts } from './traffic-alerts'
+import { deliverDailyAlerts } from './backlink-alerts'
+import { runBacklinks } from '../backlinks/discover'
 
 /** What a home gives a run: where its lines go, and whether it must stop early (shutdown, the end of a cron run's time). */
 export interface JobContext {
@@ -48,6 +50,10 @@ export const JOBS: readonly Job[] = [
   { name: 'report delivery', cron: '*/10 * * * *', run: (services, now, { log }) => deliverReports(services, now, { log }) },
   // the spike and drop alerts (lib/jobs/traffic-alerts.ts)
   { name: 'traffic alerts', cron: '*/10 * * * *', run: (services, now, { log }) => deliverTrafficAlerts(services, now, { log }) },
+  // the backlink and vitals alerts (lib/jobs/backlink-alerts.ts): once a day per site, about the day before
+  { name: 'daily alerts', cron: '*/10 * * * *', run: (services, now, { log }) => deliverDailyAlerts(services, now, { log }) },
+  // backlink discovery (lib/backlinks/discover.ts): each site hourly (a new one at once): referring pages checked, the provider, the day's snapshot
+  { name: 'backlinks', cron: '*/10 * * * *', stopWaitMs: 3000, run: (services, _now, context) => runBacklinks(services, context) },
   // the crawler (lib/crawl/crawl.ts): the sites due (new, pinged, or due again); on Node also at once when a site is
   // added or pinged. A run stops after the page it is fetching, so shutdown waits for it a few seconds only.
   {

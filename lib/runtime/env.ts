@@ -52,6 +52,19 @@ export const cruxApiUrl = z
     'where the Chrome UX Report API is asked: a local stand-in for tests or a proxy (with `OUTBOUND_ALLOW_PRIVATE=1` for a private address)',
   )
 
+/** Shared by both homes' schemas: the backlink data provider (lib/backlinks/provider.ts). */
+export const backlinksApiKey = z
+  .string()
+  .optional()
+  .describe(
+    'DataForSEO API credentials as `login:password` (the API login and API password of its dashboard): `GET /api/v1/backlinks` adds the links no visitor came through and the domain authority (without it, `authority` says no provider is configured); a secret, never logged or answered',
+  )
+export const backlinksApiUrl = z
+  .url({ protocol: /^https?$/, message: 'must be an http(s) URL' })
+  .default('https://api.dataforseo.com')
+  .describe(
+    'where the DataForSEO Backlinks API is asked: a local stand-in for tests or a proxy (with `OUTBOUND_ALLOW_PRIVATE=1` for a private address)',
+  )
 /** A base URL of a Google endpoint, with its real default: a self-hoster's proxy or a test's stand-in may replace it. */
 const googleUrl = (name: string, real: string) =>
   z
@@ -184,6 +197,8 @@ export const nodeEnvSchema = z.object({
   MAIL_FROM: z.string().optional().describe('the sender of those e-mails (default `reports@` the host of `PUBLIC_URL`, or localhost)'),
   CRUX_API_KEY: cruxApiKey,
   CRUX_API_URL: cruxApiUrl,
+  BACKLINKS_API_KEY: backlinksApiKey,
+  BACKLINKS_API_URL: backlinksApiUrl,
   ...googleEnv,
 })
 export type NodeConfig = z.infer<typeof nodeEnvSchema>

@@ -21,6 +21,7 @@ import { Ingestor } from '../ingest/pipeline'
 import { BufferedSink, directSink } from '../ingest/sink'
 import { crawlerConfig } from '../crawl/config'
 import { cruxConfig } from '../integrations/crux'
+import { backlinkProvider } from '../backlinks/provider'
 import { googleConfig } from '../integrations/google/config'
 import { SEARCH_CONSOLE_MAX_BYTES, SEARCH_CONSOLE_TIMEOUT_MS, googleSearchConsoleConnector } from '../integrations/search-console/connector'
 import { guardedFetch } from '../network/guarded-fetch'
@@ -333,6 +334,7 @@ export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Servic
           }
         : undefined,
     crux: cruxConfig(env),
+    backlinkProvider: backlinkProvider(env, (limits) => guardedFetch({ ...outboundRules, ...limits })),
     google,
     searchConsole:
       google &&

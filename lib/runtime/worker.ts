@@ -7,6 +7,7 @@ import { directSink } from '../ingest/sink'
 import { CLICKHOUSE_SETTINGS, type ClickHouseClientLike, clickhouseOverClient } from '../storage/clickhouse/client'
 import { crawlerConfig } from '../crawl/config'
 import { cruxConfig } from '../integrations/crux'
+import { backlinkProvider } from '../backlinks/provider'
 import { googleConfig } from '../integrations/google/config'
 import { SEARCH_CONSOLE_MAX_BYTES, SEARCH_CONSOLE_TIMEOUT_MS, googleSearchConsoleConnector } from '../integrations/search-console/connector'
 import { guardedFetch } from '../network/guarded-fetch'
@@ -15,7 +16,17 @@ import { redisRateLimiter } from '../accounts/ratelimit'
 import { SiteDirectory } from '../sites/site-directory'
 import type { Services } from '../services'
 import { openRepositories } from '../repositories'
-import { cruxApiKey, cruxApiUrl, deploymentPlan, googleEnv, kvTimeoutMs, logLevelSchema, planSetting } from './env'
+import {
+  backlinksApiKey,
+  backlinksApiUrl,
+  cruxApiKey,
+  cruxApiUrl,
+  deploymentPlan,
+  googleEnv,
+  kvTimeoutMs,
+  logLevelSchema,
+  planSetting,
+} from './env'
 import { upstashRequester } from '../storage/kv/upstash'
 
 /** The Workers home: ClickHouse over HTTP, Upstash over REST, the Cache API, geo from request.cf. */
@@ -37,6 +48,8 @@ export const workerEnvSchema = z.object({
   PLAN: planSetting,
   CRUX_API_KEY: cruxApiKey,
   CRUX_API_URL: cruxApiUrl,
+  BACKLINKS_API_KEY: backlinksApiKey,
+  BACKLINKS_API_URL: backlinksApiUrl,
   ...googleEnv,
 })
 export type WorkerEnv = z.input<typeof workerEnvSchema>
@@ -113,6 +126,7 @@ export function workerServices(rawEnv: WorkerEnv): Services {
           })
         : undefined,
     crux: cruxConfig(env),
+    backlinkProvider: backlinkProvider(env, (limits) => guardedFetch({ allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === '1', ...limits })),
     google,
     searchConsole:
       google &&

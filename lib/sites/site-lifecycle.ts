@@ -2,6 +2,7 @@ import type { z } from 'zod'
 import type { ApiKeyRecord } from '../accounts/keys'
 import { checkLimit, planFor } from '../accounts/plans'
 import { forgetCrawls, queueFirstCrawl } from '../crawl/crawl'
+import { queueFirstBacklinks } from '../backlinks/onboarding'
 import { ApiError } from '../errors'
 import type { Repositories } from '../repositories'
 import type { Services } from '../services'
@@ -33,6 +34,7 @@ export async function createSite(services: Services, orgId: string, input: z.inf
   const site = newSite(input, orgId, services.now())
   await services.repositories.sites.create(site)
   await queueFirstCrawl(services, site)
+  await queueFirstBacklinks(services, site)
   return site
 }
 
@@ -61,5 +63,6 @@ export async function deleteSite(services: Services, site: Site, confirm: string
     forgetGoogleConnection(services, site.id),
   ])
   await forgetCrawls(services, site.id)
+  await services.repositories.backlinks.forget(site.id)
   background(deleteSiteData(services.clickhouse, site.id))
 }

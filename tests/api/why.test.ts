@@ -343,7 +343,14 @@ describe('why traffic changed', () => {
         'December 2024 spam update',
       ])
       for (const u of json.markers.algorithmUpdates) expect(u.source).toMatch(/^https:\/\/developers\.google\.com\/search\//)
-      expect(json.counts).toEqual({ annotations: 1, algorithmUpdates: 3, pageChanges: 0, siteChanges: 0, vitalsRegressions: 0 })
+      expect(json.counts).toEqual({
+        annotations: 1,
+        algorithmUpdates: 3,
+        pageChanges: 0,
+        siteChanges: 0,
+        vitalsRegressions: 0,
+        backlinks: 0,
+      })
     })
   })
 
@@ -373,7 +380,14 @@ describe('why traffic changed', () => {
       expect((await get(`/api/v1/decay?site_id=${ids.flat}`)).pages).toEqual([])
       expect((await get(`/api/v1/pages/launches?site_id=${ids.flat}&range=30d`)).pages).toEqual([])
       const markers = await get(`/api/v1/markers?site_id=${ids.flat}&range=30d`)
-      expect(markers.markers).toEqual({ annotations: [], algorithmUpdates: [], pageChanges: [], siteChanges: [], vitalsRegressions: [] })
+      expect(markers.markers).toEqual({
+        annotations: [],
+        algorithmUpdates: [],
+        pageChanges: [],
+        siteChanges: [],
+        vitalsRegressions: [],
+        backlinks: [],
+      })
       // while the site does have traffic
       expect((await get(`/api/v1/anomalies?site_id=${ids.flat}`)).site.current).toBeGreaterThan(0)
     })

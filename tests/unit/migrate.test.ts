@@ -38,6 +38,7 @@ describe('ClickHouse migrations', () => {
       { version: 13, name: 'imported_aggregates' },
       { version: 14, name: 'search_console' },
       { version: 15, name: 'insert_deduplication' },
+      { version: 16, name: 'backlinks' },
     ])
     const applied = await migrate(clickhouse, [
       ...loadMigrations(),

@@ -29,6 +29,8 @@ describe('the job list', () => {
       ['daily rollup refresh', 10],
       ['report delivery', 10],
       ['traffic alerts', 10],
+      ['daily alerts', 10],
+      ['backlinks', 10],
       ['crawl run', 1],
       ['search console import', 10],
       ['ga4 import', 10],

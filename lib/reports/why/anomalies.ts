@@ -10,6 +10,8 @@ import { candidateOf } from './candidates'
 import { round4 } from './robust'
 import { VITALS_REGRESSION_RULE, vitalsRegressions } from './vitals-regressions'
 import { daySpanOf, evidenceView, pagesSearchEvidence, searchConnection } from '../search/search'
+import { backlinkEvidenceOf, pageBacklinkEvents } from './backlink-causes'
+import { targetPath } from '../../backlinks/reads'
 
 /**
  * GET /anomalies: pages whose visits moved against the window of equal length just before,
@@ -58,9 +60,10 @@ export async function anomalies(deps: ReportDeps, site: Site, params: ReportPara
         )
       : pageVisitsByPeriodSql(query, previous, ANOMALY_RULE.minVisits)
   const leadFrom = new Date(query.range.from.epochMilliseconds - CANDIDATE_LEAD_DAYS * 86_400_000)
-  const [rows, changes] = await Promise.all([
+  const [rows, changes, linkEvents] = await Promise.all([
     execute<{ page: string | null; current: number | string; previous: number | string }>(deps.clickhouse, statement),
     siteChanges(deps.clickhouse, site.id, leadFrom, new Date(query.range.to.epochMilliseconds)),
+    pageBacklinkEvents(deps.clickhouse, site.id, leadFrom.getTime(), query.range.to.epochMilliseconds - 1),
   ])
   const siteWide = changes.filter((c) => c.scope === 'site')
   const total = rows.find((r) => r.page === null)
@@ -90,8 +93,17 @@ export async function anomalies(deps: ReportDeps, site: Site, params: ReportPara
     )
     .sort((a, b) => Math.abs(b.change) - Math.abs(a.change) || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
     .slice(0, query.limit)
-    // the page's own changes first, then the site's, newest first within each
-    .map((p) => ({ ...p, candidates: [...changes.filter((c) => c.scope === 'page' && c.path === p.path), ...siteWide].map(candidateOf) }))
+    // links to the page lost (it fell) or gained (it rose) first, the most visits first; then the page's own changes, then the site's, newest first within each
+    .map((p) => ({
+      ...p,
+      candidates: [
+        ...linkEvents
+          .filter((e) => targetPath(e.to) === p.path && (p.change < 0 ? e.kind === 'lost' : e.kind !== 'lost'))
+          .sort((a, b) => b.visits - a.visits || b.day.localeCompare(a.day))
+          .map(backlinkEvidenceOf),
+        ...[...changes.filter((c) => c.scope === 'page' && c.path === p.path), ...siteWide].map(candidateOf),
+      ],
+    }))
   // pages that lost visits: what Search Console saw of them over the same windows (the seo diagnosis)
   const fallen = pages.filter((p) => p.change < 0).map((p) => p.path)
   const search =

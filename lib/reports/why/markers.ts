@@ -5,6 +5,7 @@ import type { Repositories } from '../../repositories'
 import updates from './search-engine-updates.json'
 import { candidateOf } from './candidates'
 import { vitalsRegressions } from './vitals-regressions'
+import { backlinkDays } from '../../backlinks/reads'
 import { type WhyDeps, type WindowParams, readsEvents, windowOf } from './window'
 
 /**
@@ -49,11 +50,14 @@ export async function markers(deps: WhyDeps & { repositories: Pick<Repositories,
     .map((a) => ({ id: a.id, at: a.at, kind: a.kind, title: a.title, body: a.body, url: a.url }))
   const algorithmUpdates = updatesWithin(from, to, deps.now().getTime())
   const previous = previousWindow(range)
-  const [changes, regressions] = await Promise.all([
+  // backlink movement per UTC day of the snapshots the window spans
+  const utcDay = (ms: number) => new Date(ms).toISOString().slice(0, 10)
+  const [changes, regressions, backlinks] = await Promise.all([
     siteChanges(deps.clickhouse, site.id, new Date(from), new Date(to)),
     readsEvents(site)
       ? vitalsRegressions(deps.clickhouse, site.id, { baselineFrom: previous.from, currentFrom: range.from, to: range.to })
       : [],
+    backlinkDays(deps.clickhouse, site.id, utcDay(from), utcDay(to - 1)),
   ])
   // oldest first, as the chart reads them
   const pageChanges = changes
@@ -83,7 +87,8 @@ export async function markers(deps: WhyDeps & { repositories: Pick<Repositories,
       pageChanges: pageChanges.length,
       siteChanges: siteWide.length,
       vitalsRegressions: vitals.length,
+      backlinks: backlinks.length,
     },
-    markers: { annotations, algorithmUpdates, pageChanges, siteChanges: siteWide, vitalsRegressions: vitals },
+    markers: { annotations, algorithmUpdates, pageChanges, siteChanges: siteWide, vitalsRegressions: vitals, backlinks },
   }
 }

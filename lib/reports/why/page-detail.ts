@@ -12,6 +12,7 @@ import { pageDaysSql, pageEngagementSql, pageFirstSeenSql } from './compile'
 import { round4 } from './robust'
 import { sum } from './shifts'
 import { vitalsRegressions } from './vitals-regressions'
+import { backlinkCauses } from './backlink-causes'
 import { pageSearch, searchCauseOf } from '../search/search'
 import { type WindowParams, isoLocal, readsEvents, windowOf, zoned } from './window'
 
@@ -232,7 +233,23 @@ export async function pageDetail(deps: ReportDeps, site: Site, params: PageDetai
         change: found.before ? round4(found.diff / found.before) : null,
       }
     : null
-  const causes = found ? await causesOf(deps, site, path, found, judgedDays, dayRows, history, errorsOn) : []
+  const causes: Cause[] = found ? await causesOf(deps, site, path, found, judgedDays, dayRows, history, errorsOn) : []
+  if (found) {
+    // links to the page lost or gained near the shift; on equal confidence before the rest (a backlink names the source's cause)
+    const source = causes.find((c) => c.kind === 'source_shift')
+    const links = await backlinkCauses(
+      deps.clickhouse,
+      site.id,
+      path,
+      {
+        startMs: Temporal.PlainDate.from(found.day).toZonedDateTime({ timeZone: tz }).epochMilliseconds,
+        direction: found.diff > 0 ? 'up' : 'down',
+      },
+      source ? { source: String(source.evidence.source), confidence: source.confidence } : null,
+    )
+    causes.unshift(...links)
+    causes.sort((a, b) => b.confidence - a.confidence || Number(b.kind.startsWith('backlink_')) - Number(a.kind.startsWith('backlink_')))
+  }
 
   // the first 30 days from launch
   const launchDay = launchedAt ? zoned(launchedAt, tz).toPlainDate() : null
@@ -310,7 +327,16 @@ async function firstDays(deps: ReportDeps, site: Site, path: string, launchDay: 
 }
 
 type Cause = {
-  kind: 'page_change' | 'site_change' | 'source_shift' | 'search_rank_drop' | 'search_demand_drop' | 'vitals_regression' | 'error_spike'
+  kind:
+    | 'page_change'
+    | 'site_change'
+    | 'source_shift'
+    | 'search_rank_drop'
+    | 'search_demand_drop'
+    | 'vitals_regression'
+    | 'error_spike'
+    | 'backlink_lost'
+    | 'backlink_gained'
   confidence: number
   summary: string
   evidence: Record<string, unknown>
