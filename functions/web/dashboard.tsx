@@ -40,6 +40,16 @@ interface Filter {
  * GET /api/v1/stats, /timeseries, /breakdown and /realtime, so its numbers are the API's. The
  * whole state (range, dates, filters) is in the URL.
  */
+/**
+ * A panel or comparison the read refuses for this site and view (a 400: a dimension the site's
+ * source has no field for, a filter no dataset holds with it) is left out of the page; every other
+ * failure is the page's failure, never an empty panel.
+ */
+function unanswerable(err: unknown): null {
+  if (err instanceof ApiError && err.status === 400) return null
+  throw err
+}
+
 export function dashboardRoutes(web: Hono<WebEnv>, services: Services) {
   const siteOf = async (email: string, siteId: string) => {
     const site = await services.sites.findFresh(siteId)
@@ -72,9 +82,9 @@ export function dashboardRoutes(web: Hono<WebEnv>, services: Services) {
     const chart = await series(services, site, params)
     const [current, previous, live, ...panels] = await Promise.all([
       totals(services, site, params),
-      totals(services, site, { ...params, ...previousWindow(chart.range.from, chart.range.to) }).catch(() => null),
+      totals(services, site, { ...params, ...previousWindow(chart.range.from, chart.range.to) }).catch(unanswerable),
       liveVisitors(site),
-      ...PANELS.map(([property]) => breakdown(services, site, { ...params, property, limit: 10 }).catch(() => null)),
+      ...PANELS.map(([property]) => breakdown(services, site, { ...params, property, limit: 10 }).catch(unanswerable)),
     ])
     const filters: Filter[] = params.filters ? JSON.parse(params.filters) : []
     const urlWith = (change: { range?: string; filters?: Filter[] }) => {
