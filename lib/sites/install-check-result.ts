@@ -7,7 +7,7 @@ export type InstallResult = (typeof INSTALL_RESULTS)[number]
 
 export const installCheckSchema = z.object({
   checkedAt: z.string(),
-  url: z.string().describe('The page fetched: https://<domain>/'),
+  url: z.string().describe('The page fetched'),
   result: z
     .enum(INSTALL_RESULTS)
     .describe(
