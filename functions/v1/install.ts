@@ -23,7 +23,7 @@ export const installEndpoints = [
     scope: 'write',
     tool: 'check_install',
     summary:
-      "Fetches the site's homepage now (where the crawler reads the site: https://<domain>/, or a CRAWL_ORIGIN copy) and looks for this site's script tag; answers the install state with the result.",
+      "Fetches the site's homepage now, where the crawler reads it, and looks for this site's script tag; answers the install state with the result.",
     description:
       'lastCheck.result: found; unreachable (status is the HTTP status, or null when the page did not answer); script_missing; other_site (a tracking tag with another data-site); blocked_by_csp (the tag is there but the page Content-Security-Policy stops the script or its events). detail says what was seen.',
     params: z.object({ site_id: siteRefSchema }),
