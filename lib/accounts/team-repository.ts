@@ -87,41 +87,43 @@ export class TeamRepository {
 
   /** The member record of `email` in each of the organizations where it is one. */
   async membershipsOf(orgIds: string[], email: string): Promise<{ orgId: string; member: Member }[]> {
-    if (!orgIds.length) return []
-    const pipeline = this.kv.pipeline()
-    for (const orgId of orgIds) pipeline.hget(teamKey.emails(orgId), email)
-    const entries = await pipeline.exec<(string | null)[]>()
-    const found = orgIds.flatMap((orgId, i) => {
-      const entry = asString(entries[i])
-      return entry?.startsWith('member:') ? [{ orgId, memberId: entry.slice('member:'.length) }] : []
-    })
-    if (!found.length) return []
-    const members = this.kv.pipeline()
-    for (const { orgId, memberId } of found) members.hget(teamKey.members(orgId), memberId)
-    const records = await members.exec<unknown[]>()
-    return found.flatMap(({ orgId }, i) => {
-      const member = asRecord<Member>(records[i])
-      return member ? [{ orgId, member }] : []
-    })
+    const found = await this.entriesOf<Member>(orgIds, email, 'member', teamKey.members)
+    return found.map(({ orgId, record }) => ({ orgId, member: record }))
   }
 
   /** The open invitations of `email` among those organizations. */
   async invitationsOf(orgIds: string[], email: string): Promise<{ orgId: string; invitation: Invitation }[]> {
+    const found = await this.entriesOf<Invitation>(orgIds, email, 'invitation', teamKey.invitations)
+    return found.map(({ orgId, record }) => ({ orgId, invitation: record }))
+  }
+
+  /**
+   * The records `email` stands for in each organization: its entry in the organization's e-mail
+   * index names a member or an invitation (`<kind>:<id>`), read from the hash `hashOf` names.
+   * Two round trips whatever the number of organizations.
+   */
+  private async entriesOf<T>(
+    orgIds: string[],
+    email: string,
+    kind: 'member' | 'invitation',
+    hashOf: (orgId: string) => string,
+  ): Promise<{ orgId: string; record: T }[]> {
     if (!orgIds.length) return []
     const pipeline = this.kv.pipeline()
     for (const orgId of orgIds) pipeline.hget(teamKey.emails(orgId), email)
     const entries = await pipeline.exec<(string | null)[]>()
+    const prefix = `${kind}:`
     const found = orgIds.flatMap((orgId, i) => {
       const entry = asString(entries[i])
-      return entry?.startsWith('invitation:') ? [{ orgId, id: entry.slice('invitation:'.length) }] : []
+      return entry?.startsWith(prefix) ? [{ orgId, id: entry.slice(prefix.length) }] : []
     })
     if (!found.length) return []
-    const invitations = this.kv.pipeline()
-    for (const { orgId, id } of found) invitations.hget(teamKey.invitations(orgId), id)
-    const records = await invitations.exec<unknown[]>()
+    const reads = this.kv.pipeline()
+    for (const { orgId, id } of found) reads.hget(hashOf(orgId), id)
+    const records = await reads.exec<unknown[]>()
     return found.flatMap(({ orgId }, i) => {
-      const invitation = asRecord<Invitation>(records[i])
-      return invitation ? [{ orgId, invitation }] : []
+      const record = asRecord<T>(records[i])
+      return record ? [{ orgId, record }] : []
     })
   }
 
