@@ -1,9 +1,14 @@
+import { execFile } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
 import { Command } from 'commander'
 import { Temporal } from 'temporal-polyfill'
 import { createApp } from '../functions/app'
+import { endpoints } from '../functions/registry'
+import type { ClickHouse, QueryParams } from '../lib/storage/clickhouse/types'
 import { createApiKey, createOrg } from '../lib/accounts/admin'
 import { openNodeStores } from '../lib/runtime/node'
 import { Ingestor } from '../lib/ingest/pipeline'
@@ -12,46 +17,31 @@ import { directSink } from '../lib/ingest/sink'
 import { migrate } from '../lib/storage/clickhouse/migrate'
 import { loadMigrations } from '../lib/storage/clickhouse/migrations-node'
 import { clickhouseTime } from '../lib/storage/clickhouse/time'
-import type { Query, Read } from '../lib/reports/query/model'
-import { parseFilters, reportParams } from '../lib/reports/query/parse'
-import { previousWindow, rawDaySpans, resolveRange } from '../lib/reports/query/range'
-import { clickGroupsSql, clickSummarySql } from '../lib/reports/query/compile/clicks'
-import { errorGroupsSql, errorSummarySql } from '../lib/reports/query/compile/errors'
-import { geoPlacesSql } from '../lib/reports/query/compile/geo'
-import { propertyKeyCountsSql } from '../lib/reports/query/compile/properties'
-import { realtime, siteStats } from '../lib/reports/query/reports'
-import { rolledDays, runRead } from '../lib/reports/query/run'
-import { type Fragment, render } from '../lib/storage/clickhouse/sql'
-import { flowSql } from '../lib/reports/query/compile/flow'
-import { journeysSql } from '../lib/reports/query/compile/journeys'
-import { activitySql } from '../lib/reports/query/compile/activity'
-import { FLOW_DEFAULT_DEPTH, FLOW_DEFAULT_LIMIT } from '../lib/reports/query/journeys'
 import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/reports/rollup/refresh'
 import { memoryRateLimiter } from '../lib/accounts/ratelimit'
 import { memoryLiveCache } from '../lib/sites/public-live'
 import { newSite } from '../lib/sites/sites'
 import { createFunnel } from '../lib/sites/funnels'
-import { funnelLevelsSql } from '../lib/reports/query/compile/funnels'
-import { contributorsSql, vitalsSql } from '../lib/reports/query/compile/vitals'
-import { anomalies } from '../lib/reports/why/anomalies'
-import { decay } from '../lib/reports/why/decay'
-import { launches } from '../lib/reports/why/launches'
-import { markers } from '../lib/reports/why/markers'
-import { pageDetail } from '../lib/reports/why/page-detail'
-import { spikes } from '../lib/reports/why/spikes'
 
 /**
  * Report latency on the embedded home: one site with 1M events over 30 days and nine more with
  * 9M between them, generated in the engine (an INSERT ... SELECT standing in for the import path,
  * which would take minutes, and keeping the collector's rules: visitor ids rotate and visits end at
  * the site-local midnight). The page rollup is refreshed once after loading, as the server does at
- * start. Medians over N runs of the API call, and of the same compiled SQL run directly on the
- * engine (with the rolled-days lookup, where the read uses the rollup: two statements).
+ * start. Every read of the registry is measured (reports, behaviour, pages and why-traffic-changed;
+ * the ones with parameters that matter are named below): medians over N runs of the API call, and
+ * of the same SQL run directly on the engine (the statements the call ran, recorded and run again
+ * with the concurrency the read gave them). `--main 1000000,10000000,30000000` measures each size
+ * and prints each read's growth.
  */
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]
 
 const program = new Command('bench-reports')
-  .option('--main <n>', 'events of the measured site', '1000000')
+  .option(
+    '--main <n>',
+    'events of the measured site; a comma list (1000000,10000000,30000000) measures each size in a process of its own and prints the growth of every read',
+    '1000000',
+  )
   .option('--others <n>', 'events of the nine other sites', '9000000')
   .option('--runs <n>', 'runs of each report', '20')
   .option('--vitals <n>', 'vital samples of the measured site, beside its events', '50000')
@@ -65,6 +55,7 @@ const program = new Command('bench-reports')
     "the measured site's local time of day the data ends at and the reads run at (a fixed clock); by default the real clock",
   )
   .action(async (opts: { main: string; others: string; runs: string; vitals: string; dataDir?: string; only?: string; at?: string }) => {
+    if (opts.main.includes(',')) return growth(opts.main.split(',').map((n) => n.trim()))
     const dir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'bench-reports-'))
     const stores = await openNodeStores({ DATA_DIR: dir })
     await migrate(stores.clickhouse, loadMigrations())
@@ -178,8 +169,9 @@ const program = new Command('bench-reports')
     )
 
     const siteDirectory = new SiteDirectory(stores.repositories.sites)
+    const recorder = statementRecorder(stores.clickhouse)
     const services = {
-      clickhouse: stores.clickhouse,
+      clickhouse: recorder.clickhouse,
       kv: stores.kv,
       repositories: stores.repositories,
       sites: siteDirectory,
@@ -206,16 +198,9 @@ const program = new Command('bench-reports')
       { dimension: 'country', operator: 'is', value: ['US', 'DE'] },
       { dimension: 'path', operator: 'contains', value: ['blog'] },
     ])
-    const range = resolveRange({ range: '30d' }, site.timezone, now)
-    const base: Query = { siteId: site.id, range, filters: [], goals: [], limit: 100, now }
-    // what the API runs: the read's plan (the rolled-days lookup where it may use the rollup), then its statement
-    // (a copy of the range per run: the API resolves its range per request, so it looks the rolled days up every time)
-    const run = (query: Query, read: Read) => async () => runRead(stores.clickhouse, { ...query, range: { ...query.range } }, read)
-    const filtered = { ...base, filters: parseFilters(filters, 'standalone') }
-    // kept data keeps its funnel
-    const funnel =
-      (await stores.repositories.funnels.list(site.id)).find((f) => f.name === 'Docs to signup') ??
-      (await createFunnel(
+    // the funnels read's funnel (kept data keeps it)
+    if (!(await stores.repositories.funnels.list(site.id)).some((f) => f.name === 'Docs to signup'))
+      await createFunnel(
         stores.repositories,
         site.id,
         {
@@ -228,146 +213,79 @@ const program = new Command('bench-reports')
           ],
         },
         now,
-      ))
-    // what the vitals and funnels reads run: their statements at once, as the verbs do
-    const statements = (fragments: ReturnType<typeof render>[]) => async () =>
-      Promise.all(fragments.map((c) => stores.clickhouse.query(c.sql, c.params)))
-    const vitalsOptions = { percentile: '75' as const }
-    const vitalsStatements = [render(vitalsSql(base, vitalsOptions))]
-    const contributorStatements = [render(contributorsSql(base, vitalsOptions))]
-    // the behaviour reads compile one statement each
-    const direct = (statement: () => Fragment) => async () => {
-      const compiled = render(statement())
-      return stores.clickhouse.query(compiled.sql, compiled.params)
+      )
+    const filtersParam = encodeURIComponent(filters)
+    const detailPath = encodeURIComponent('/docs/7')
+    // the reads with the parameters that make them interesting; every other read of the registry is
+    // measured too, over the same 30 days (readsOfRegistry below)
+    const named: Record<string, string> = {
+      stats: `/api/v1/stats?site_id=${site.id}&range=30d`,
+      timeseries: `/api/v1/timeseries?site_id=${site.id}&range=30d`,
+      'breakdown path': `/api/v1/breakdown?site_id=${site.id}&range=30d&property=path`,
+      'breakdown source': `/api/v1/breakdown?site_id=${site.id}&range=30d&property=source`,
+      'filtered stats': `/api/v1/stats?site_id=${site.id}&range=30d&filters=${filtersParam}`,
+      'filtered timeseries': `/api/v1/timeseries?site_id=${site.id}&range=30d&filters=${filtersParam}`,
+      'filtered breakdown path': `/api/v1/breakdown?site_id=${site.id}&range=30d&property=path&filters=${filtersParam}`,
+      'filtered breakdown source': `/api/v1/breakdown?site_id=${site.id}&range=30d&property=source&filters=${filtersParam}`,
+      vitals: `/api/v1/vitals?site_id=${site.id}&range=30d`,
+      'vitals attribution': `/api/v1/vitals?site_id=${site.id}&range=30d&attribution=1`,
+      funnels: `/api/v1/funnels?site_id=${site.id}&range=30d`,
+      flow: `/api/v1/flow?site_id=${site.id}&range=30d`,
+      'flow start_path': `/api/v1/flow?site_id=${site.id}&range=30d&start_path=${encodeURIComponent('/pricing/7')}`,
+      'flow focus_path': `/api/v1/flow?site_id=${site.id}&range=30d&focus_path=${encodeURIComponent('/pricing/7')}`,
+      'flow filtered': `/api/v1/flow?site_id=${site.id}&range=30d&filters=${filtersParam}`,
+      'geo city': `/api/v1/geo?site_id=${site.id}&range=30d&granularity=city`,
+      activity: `/api/v1/activity?site_id=${site.id}`,
+      sites: '/api/v1/sites',
+      realtime: `/api/v1/realtime?site_id=${site.id}`,
+      anomalies: `/api/v1/anomalies?site_id=${site.id}`,
+      'anomalies vitals': `/api/v1/anomalies?site_id=${site.id}&vitals=1`,
+      decay: `/api/v1/decay?site_id=${site.id}`,
+      launches: `/api/v1/pages/launches?site_id=${site.id}&range=30d`,
+      'page detail': `/api/v1/pages/detail?site_id=${site.id}&path=${detailPath}&range=30d`,
     }
-    const lastHalfHour = () => ({ ...base, range: resolveRange({ range: '30m' }, site.timezone, now) })
-    const reports: Record<string, { path: string; direct: () => Promise<unknown> }> = {
-      stats: { path: `/api/v1/stats?site_id=${site.id}&range=30d`, direct: run(base, { kind: 'stats' }) },
-      timeseries: { path: `/api/v1/timeseries?site_id=${site.id}&range=30d`, direct: run(base, { kind: 'series' }) },
-      'breakdown path': {
-        path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=path`,
-        direct: run(base, { kind: 'breakdown', property: 'path' }),
-      },
-      'breakdown source': {
-        path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=source`,
-        direct: run(base, { kind: 'breakdown', property: 'source' }),
-      },
-      'filtered stats': {
-        path: `/api/v1/stats?site_id=${site.id}&range=30d&filters=${encodeURIComponent(filters)}`,
-        direct: run(filtered, { kind: 'stats' }),
-      },
-      'filtered timeseries': {
-        path: `/api/v1/timeseries?site_id=${site.id}&range=30d&filters=${encodeURIComponent(filters)}`,
-        direct: run(filtered, { kind: 'series' }),
-      },
-      'filtered breakdown path': {
-        path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=path&filters=${encodeURIComponent(filters)}`,
-        direct: run(filtered, { kind: 'breakdown', property: 'path' }),
-      },
-      'filtered breakdown source': {
-        path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=source&filters=${encodeURIComponent(filters)}`,
-        direct: run(filtered, { kind: 'breakdown', property: 'source' }),
-      },
-      vitals: { path: `/api/v1/vitals?site_id=${site.id}&range=30d`, direct: statements(vitalsStatements) },
-      'vitals attribution': {
-        path: `/api/v1/vitals?site_id=${site.id}&range=30d&attribution=1`,
-        direct: statements([...vitalsStatements, ...contributorStatements]),
-      },
-      funnels: { path: `/api/v1/funnels?site_id=${site.id}&range=30d`, direct: statements([render(funnelLevelsSql(base, funnel.steps))]) },
-      flow: {
-        path: `/api/v1/flow?site_id=${site.id}&range=30d`,
-        direct: direct(() => flowSql({ ...base, limit: FLOW_DEFAULT_LIMIT }, { kind: 'entry' }, 0, FLOW_DEFAULT_DEPTH)),
-      },
-      'flow start_path': {
-        path: `/api/v1/flow?site_id=${site.id}&range=30d&start_path=${encodeURIComponent('/pricing/7')}`,
-        direct: direct(() => flowSql({ ...base, limit: FLOW_DEFAULT_LIMIT }, { kind: 'start', path: '/pricing/7' }, 0, FLOW_DEFAULT_DEPTH)),
-      },
-      'flow focus_path': {
-        path: `/api/v1/flow?site_id=${site.id}&range=30d&focus_path=${encodeURIComponent('/pricing/7')}`,
-        direct: direct(() =>
-          flowSql({ ...base, limit: FLOW_DEFAULT_LIMIT }, { kind: 'focus', path: '/pricing/7' }, FLOW_DEFAULT_DEPTH, FLOW_DEFAULT_DEPTH),
-        ),
-      },
-      'flow filtered': {
-        path: `/api/v1/flow?site_id=${site.id}&range=30d&filters=${encodeURIComponent(filters)}`,
-        direct: direct(() => flowSql({ ...filtered, limit: FLOW_DEFAULT_LIMIT }, { kind: 'entry' }, 0, FLOW_DEFAULT_DEPTH)),
-      },
-      errors: {
-        path: `/api/v1/errors?site_id=${site.id}&range=30d`,
-        direct: statements([
-          render(errorSummarySql(base)),
-          render(errorSummarySql({ ...base, range: previousWindow(base.range) })),
-          render(errorGroupsSql(base)),
-        ]),
-      },
-      clicks: {
-        path: `/api/v1/clicks?site_id=${site.id}&range=30d`,
-        direct: statements([render(clickSummarySql(base)), render(clickGroupsSql(base))]),
-      },
-      properties: { path: `/api/v1/properties?site_id=${site.id}&range=30d`, direct: statements([render(propertyKeyCountsSql(base))]) },
-      'geo city': {
-        path: `/api/v1/geo?site_id=${site.id}&range=30d&granularity=city`,
-        // as the read does: the rolled days, then the places of the others from events
-        direct: async () => {
-          const days = await rolledDays(stores.clickhouse, base, false)
-          const compiled = render(
-            geoPlacesSql(base, 'city', days.days.length ? { days, spans: rawDaySpans(base.range, days.days) } : undefined),
-          )
-          return stores.clickhouse.query(compiled.sql, compiled.params)
-        },
-      },
-      journeys: { path: `/api/v1/journeys?site_id=${site.id}&range=30d`, direct: direct(() => journeysSql(base, { offset: 0 })) },
-      activity: { path: `/api/v1/activity?site_id=${site.id}`, direct: direct(() => activitySql(lastHalfHour())) },
-      // the site listing: each site's totals, the previous window's and a sparkline, and when each last had an event
-      sites: { path: '/api/v1/sites', direct: async () => siteStats(services, await stores.repositories.sites.list(org.id), '7d') },
-      // the realtime view runs its five reads: direct is its verb, without HTTP
-      realtime: {
-        path: `/api/v1/realtime?site_id=${site.id}`,
-        direct: () => realtime(services, site, reportParams.parse({ site_id: site.id })),
-      },
-      // the why-traffic-changed reads run several statements and shape in between: direct is their verb, without HTTP
-      markers: { path: `/api/v1/markers?site_id=${site.id}&range=30d`, direct: () => markers(services, site, { range: '30d' }) },
-      anomalies: {
-        path: `/api/v1/anomalies?site_id=${site.id}`,
-        direct: () => anomalies(services, site, reportParams.parse({ site_id: site.id, range: '7d' })),
-      },
-      spikes: { path: `/api/v1/spikes?site_id=${site.id}&range=30d`, direct: () => spikes(services, site, { range: '30d' }) },
-      decay: { path: `/api/v1/decay?site_id=${site.id}`, direct: () => decay(services, site, {}) },
-      launches: { path: `/api/v1/pages/launches?site_id=${site.id}&range=30d`, direct: () => launches(services, site, { range: '30d' }) },
-      'anomalies vitals': {
-        path: `/api/v1/anomalies?site_id=${site.id}&vitals=1`,
-        direct: () => anomalies(services, site, { ...reportParams.parse({ site_id: site.id, range: '7d' }), vitals: '1' }),
-      },
-      'page detail': {
-        path: `/api/v1/pages/detail?site_id=${site.id}&path=/docs/7&range=30d`,
-        direct: () => pageDetail(services, site, { range: '30d', path: '/docs/7' }),
-      },
-    }
+    const reports: Record<string, string> = { ...named, ...readsOfRegistry(site.id, Object.values(named)) }
     const only = opts.only?.split(',').map((name) => name.trim())
     if (only) for (const name of Object.keys(reports)) if (!only.some((prefix) => name.startsWith(prefix))) delete reports[name]
     // the first read of each report on its own: a filtered read rolls its finished days up then
     const firstApiMs: Record<string, number> = {}
-    for (const [name, report] of Object.entries(reports)) {
-      const t = performance.now()
-      const res = await app.request(`http://bench${report.path}`, { headers: { authorization: `Bearer ${key}` } })
-      await res.arrayBuffer()
-      firstApiMs[name] = +(performance.now() - t).toFixed(1)
+    const skipped: Record<string, string> = {}
+    const call = async (path: string) => {
+      const res = await app.request(`http://bench${path}`, { headers: { authorization: `Bearer ${key}` } })
+      const body = await res.text()
+      return { status: res.status, body }
     }
-    // round robin over the reports, so a slow spell of the machine falls on all of them alike
-    const samples = Object.fromEntries(Object.keys(reports).map((name) => [name, { api: [] as number[], engine: [] as number[] }]))
+    for (const [name, path] of Object.entries(reports)) {
+      const t = performance.now()
+      const res = await call(path)
+      firstApiMs[name] = +(performance.now() - t).toFixed(1)
+      // a read this data cannot answer (a source the site lacks, a provider not configured) is listed, not measured
+      if (res.status !== 200) {
+        skipped[name] = `${res.status} ${res.body.slice(0, 160)}`
+        delete reports[name]
+      }
+    }
+    // round robin over the reports, so a slow spell of the machine falls on all of them alike. Each API
+    // call records the statements it ran (recorder); the engine time is those statements run again
+    // directly, with the concurrency the read gave them.
+    const samples = Object.fromEntries(
+      Object.keys(reports).map((name) => [name, { api: [] as number[], engine: [] as number[], statements: 0 }]),
+    )
     for (let i = 0; i < Number(opts.runs) + 2; i++) {
-      for (const [name, report] of Object.entries(reports)) {
+      for (const [name, path] of Object.entries(reports)) {
+        recorder.start()
         let t = performance.now()
-        const res = await app.request(`http://bench${report.path}`, { headers: { authorization: `Bearer ${key}` } })
-        if (res.status !== 200) throw new Error(`${name}: ${res.status} ${await res.text()}`)
-        await res.arrayBuffer()
+        const res = await call(path)
         const apiMs = performance.now() - t
+        const ran = recorder.stop()
+        if (res.status !== 200) throw new Error(`${name}: ${res.status} ${res.body}`)
         t = performance.now()
-        await report.direct()
+        await recorder.replay(ran)
         const engineMs = performance.now() - t
         if (i >= 2) {
           samples[name].api.push(apiMs)
           samples[name].engine.push(engineMs)
+          samples[name].statements = ran.length
         }
       }
     }
@@ -377,7 +295,7 @@ const program = new Command('bench-reports')
         .filter((_, i, all) => i === all.length >> 2 || i === (3 * all.length) >> 2)
         .map((x) => +x.toFixed(1))
     const results = Object.fromEntries(
-      Object.entries(samples).map(([name, { api, engine }]) => [
+      Object.entries(samples).map(([name, { api, engine, statements }]) => [
         name,
         {
           firstApiMs: firstApiMs[name],
@@ -385,13 +303,14 @@ const program = new Command('bench-reports')
           apiQuartilesMs: quartiles(api),
           engineMedianMs: +median(engine).toFixed(1),
           ratio: +(median(api) / median(engine)).toFixed(2),
+          statements,
         },
       ]),
     )
     const [counts] = await stores.clickhouse.query<{ n: string }>('SELECT count() AS n FROM events')
     // the machine is shared: its load (1, 5 and 15 minutes) when the runs ended says how noisy they were
     process.stdout.write(
-      `${JSON.stringify({ clock: Temporal.Instant.fromEpochMilliseconds(now.getTime()).toZonedDateTimeISO(site.timezone).toString(), loadAverage: loadavg().map((x) => +x.toFixed(2)), events: Number(counts.n), loadSeconds: { others: +loadOthers.toFixed(1), main: +loadMain.toFixed(1) }, rollup: { days: rolledUpDays, seconds: +rollupSeconds.toFixed(1) }, mergesSettledSeconds: +settleSeconds.toFixed(1), parts, runs: Number(opts.runs), results }, null, 2)}\n`,
+      `${JSON.stringify({ clock: Temporal.Instant.fromEpochMilliseconds(now.getTime()).toZonedDateTimeISO(site.timezone).toString(), loadAverage: loadavg().map((x) => +x.toFixed(2)), events: Number(counts.n), loadSeconds: { others: +loadOthers.toFixed(1), main: +loadMain.toFixed(1) }, rollup: { days: rolledUpDays, seconds: +rollupSeconds.toFixed(1) }, mergesSettledSeconds: +settleSeconds.toFixed(1), parts, runs: Number(opts.runs), results, skipped }, null, 2)}\n`,
     )
     await stores.close()
     if (!opts.dataDir) rmSync(dir, { recursive: true, force: true })
@@ -404,6 +323,109 @@ function clockAt(at: string | undefined): Date {
   if (!match) throw new Error(`--at: expected HH:MM, got ${at}`)
   const today = Temporal.Now.zonedDateTimeISO('Europe/Berlin').startOfDay()
   return new Date(today.with({ hour: Number(match[1]), minute: Number(match[2]) }).epochMilliseconds)
+}
+
+/** The GET reads of the registry (reports, behaviour, pages, why) not in `measured`, each over 30 days. */
+function readsOfRegistry(siteId: string, measured: string[]): Record<string, string> {
+  const covered = new Set(measured.map((path) => path.split('?')[0]))
+  const reads: Record<string, string> = {}
+  for (const endpoint of endpoints) {
+    if (endpoint.method !== 'GET' || endpoint.scope !== 'read' || endpoint.path.includes('{')) continue
+    if (!['reports', 'behaviour', 'pages', 'why'].includes(endpoint.group ?? '') || covered.has(endpoint.path)) continue
+    const shape = endpoint.params?.shape ?? {}
+    if (!('site_id' in shape)) continue
+    const query = new URLSearchParams({ site_id: siteId })
+    if ('range' in shape) query.set('range', '30d')
+    reads[endpoint.path.replace('/api/v1/', '')] = `${endpoint.path}?${query}`
+  }
+  return reads
+}
+
+interface Ran {
+  sql: string
+  params?: QueryParams
+  start: number
+  end: number
+}
+
+/**
+ * A ClickHouse that records the SELECTs it runs between start() and stop(), with when each began
+ * and ended; replay() runs them again directly on the engine, those that overlapped at once.
+ */
+function statementRecorder(inner: ClickHouse) {
+  let ran: Ran[] | null = null
+  const clickhouse: ClickHouse = {
+    ...inner,
+    query: async <Row>(sql: string, params?: QueryParams) => {
+      const start = performance.now()
+      const rows = await inner.query<Row>(sql, params)
+      ran?.push({ sql, params, start, end: performance.now() })
+      return rows
+    },
+    command: (sql, params) => inner.command(sql, params),
+    insert: (table, rows, options) => inner.insert(table, rows, options),
+    close: () => inner.close(),
+  }
+  return {
+    clickhouse,
+    start: () => {
+      ran = []
+    },
+    stop: () => {
+      const out = ran ?? []
+      ran = null
+      return out
+    },
+    async replay(statements: Ran[]) {
+      // waves: a statement that began before every statement of the current wave had ended ran beside them
+      const waves: Ran[][] = []
+      for (const s of [...statements].sort((a, b) => a.start - b.start)) {
+        const wave = waves.at(-1)
+        if (wave && s.start < Math.min(...wave.map((w) => w.end))) wave.push(s)
+        else waves.push([s])
+      }
+      for (const wave of waves) await Promise.all(wave.map((s) => inner.query(s.sql, s.params)))
+    },
+  }
+}
+
+/** Measures each size in a process of its own (one embedded engine each), then prints every read's growth. */
+async function growth(sizes: string[]) {
+  const args = process.argv.slice(2)
+  const at = args.indexOf('--main')
+  const runs: { main: string; results: Record<string, { apiMedianMs: number; engineMedianMs: number; ratio: number }> }[] = []
+  for (const size of sizes) {
+    const child = [...args]
+    child[at + 1] = size
+    // each size keeps its own data
+    const dataDir = child.indexOf('--data-dir')
+    if (dataDir >= 0) child[dataDir + 1] = `${child[dataDir + 1]}-${size}`
+    process.stderr.write(`measuring ${size} events...\n`)
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), ...child], {
+      maxBuffer: 64 * 1024 * 1024,
+    })
+    process.stdout.write(stdout)
+    runs.push({ main: size, results: JSON.parse(stdout).results })
+  }
+  const names = Object.keys(runs[0].results)
+  const rows = names.map((name) => {
+    const cells = runs.map((r) => r.results[name])
+    const first = cells[0]?.apiMedianMs
+    const last = cells.at(-1)?.apiMedianMs
+    return {
+      read: name,
+      ...Object.fromEntries(
+        runs.flatMap((r, i) => [
+          [`api ${r.main}`, cells[i]?.apiMedianMs ?? null],
+          [`engine ${r.main}`, cells[i]?.engineMedianMs ?? null],
+          [`ratio ${r.main}`, cells[i]?.ratio ?? null],
+        ]),
+      ),
+      growth: first && last ? +(last / first).toFixed(1) : null,
+    }
+  })
+  process.stdout.write(`${JSON.stringify({ growth: rows }, null, 2)}\n`)
+  console.table(rows)
 }
 
 await program.parseAsync(process.argv)
