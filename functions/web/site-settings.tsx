@@ -264,85 +264,93 @@ function SettingsForm({
           {mine.message}
         </p>
       ) : null}
-      <div class="fields">
-        {group.fields.map((field) => {
-          const id = `${group.id}-${field.name}`
-          const value = shown(field, current, mine)
-          const invalid = onField && errorField === field.name
-          const hintId = field.hint ? `${id}-hint` : undefined
-          const describedBy = [invalid ? errorId(field.name) : undefined, hintId].filter(Boolean).join(' ') || undefined
-          const error = invalid ? (
-            <p class="error" id={errorId(field.name)} role="alert">
-              {mine!.message}
-            </p>
-          ) : null
-          const hint = field.hint ? (
-            <p class="hint muted" id={hintId}>
-              {field.hint}
-            </p>
-          ) : null
-          if (field.kind === 'check')
-            return (
-              <div class="field check">
-                <input
-                  type="checkbox"
-                  id={id}
-                  name={field.name}
-                  checked={value === 'on'}
-                  disabled={!canWrite}
-                  aria-describedby={describedBy}
-                  aria-invalid={invalid ? 'true' : undefined}
-                />
-                <label for={id}>{field.label}</label>
-                {hint}
-                {error}
-              </div>
-            )
-          return (
-            <div class={field.kind === 'lines' ? 'field wide' : 'field'}>
-              <label for={id}>{field.label}</label>
-              {field.kind === 'lines' ? (
-                <textarea
-                  id={id}
-                  name={field.name}
-                  rows={3}
-                  disabled={!canWrite}
-                  aria-describedby={describedBy}
-                  aria-invalid={invalid ? 'true' : undefined}
-                >
-                  {value}
-                </textarea>
-              ) : field.kind === 'select' ? (
-                <select
-                  id={id}
-                  name={field.name}
-                  disabled={!canWrite}
-                  aria-describedby={describedBy}
-                  aria-invalid={invalid ? 'true' : undefined}
-                >
-                  {field.options!.map(([option, label]) => (
-                    <option value={option} selected={option === value}>
-                      {label}
-                    </option>
-                  ))}
-                </select>
-              ) : (
-                <input
-                  id={id}
-                  name={field.name}
-                  value={value}
-                  inputmode={field.kind === 'number' ? 'decimal' : undefined}
-                  disabled={!canWrite}
-                  aria-describedby={describedBy}
-                  aria-invalid={invalid ? 'true' : undefined}
-                />
-              )}
-              {hint}
-              {error}
-            </div>
-          )
-        })}
-      </div>
+      {[group.fields.filter((f) => f.kind === 'check'), group.fields.filter((f) => f.kind !== 'check')].map((list) =>
+        list.length ? (
+          <div class="fields">
+            {list.map((field) => {
+              const id = `${group.id}-${field.name}`
+              const value = shown(field, current, mine)
+              const invalid = onField && errorField === field.name
+              const hintId = field.hint ? `${id}-hint` : undefined
+              const describedBy = [invalid ? errorId(field.name) : undefined, hintId].filter(Boolean).join(' ') || undefined
+              const error = invalid ? (
+                <p class="error" id={errorId(field.name)} role="alert">
+                  {mine!.message}
+                </p>
+              ) : null
+              const hint = field.hint ? (
+                <p class="hint muted" id={hintId}>
+                  {field.hint}
+                </p>
+              ) : null
+              if (field.kind === 'check')
+                return (
+                  <div class="field check">
+                    <input
+                      type="checkbox"
+                      id={id}
+                      name={field.name}
+                      checked={value === 'on'}
+                      disabled={!canWrite}
+                      aria-describedby={describedBy}
+                      aria-invalid={invalid ? 'true' : undefined}
+                      autofocus={invalid}
+                    />
+                    <label for={id}>{field.label}</label>
+                    {hint}
+                    {error}
+                  </div>
+                )
+              return (
+                <div class={field.kind === 'lines' ? 'field wide' : 'field'}>
+                  <label for={id}>{field.label}</label>
+                  {field.kind === 'lines' ? (
+                    <textarea
+                      id={id}
+                      name={field.name}
+                      rows={3}
+                      disabled={!canWrite}
+                      autofocus={invalid}
+                      aria-describedby={describedBy}
+                      aria-invalid={invalid ? 'true' : undefined}
+                    >
+                      {value}
+                    </textarea>
+                  ) : field.kind === 'select' ? (
+                    <select
+                      id={id}
+                      name={field.name}
+                      disabled={!canWrite}
+                      autofocus={invalid}
+                      aria-describedby={describedBy}
+                      aria-invalid={invalid ? 'true' : undefined}
+                    >
+                      {field.options!.map(([option, label]) => (
+                        <option value={option} selected={option === value}>
+                          {label}
+                        </option>
+                      ))}
+                    </select>
+                  ) : (
+                    <input
+                      id={id}
+                      name={field.name}
+                      value={value}
+                      inputmode={field.kind === 'number' ? 'decimal' : undefined}
+                      disabled={!canWrite}
+                      autofocus={invalid}
+                      aria-describedby={describedBy}
+                      aria-invalid={invalid ? 'true' : undefined}
+                    />
+                  )}
+                  {hint}
+                  {error}
+                </div>
+              )
+            })}
+          </div>
+        ) : null,
+      )}
       {canWrite ? <button type="submit">{submit}</button> : null}
     </form>
   )
@@ -776,6 +784,7 @@ export function siteSettingsRoutes(web: Hono<WebEnv>, services: Services) {
                 value={mine ? mine.values.domain : undefined}
                 aria-describedby={mine ? 'domain-error' : undefined}
                 aria-invalid={mine ? 'true' : undefined}
+                autofocus={!!mine}
               />
               {mine ? (
                 <p class="error" id="domain-error" role="alert">
@@ -908,6 +917,7 @@ export function siteSettingsRoutes(web: Hono<WebEnv>, services: Services) {
                       name="propertyId"
                       aria-describedby={ga4Refused ? 'ga4-error' : undefined}
                       aria-invalid={ga4Refused ? 'true' : undefined}
+                      autofocus={!!ga4Refused}
                     >
                       {ga4.properties.map((p: Json) => (
                         <option value={p.propertyId} selected={p.propertyId === (ga4Refused?.values.propertyId ?? ga4.propertyId)}>
@@ -922,6 +932,7 @@ export function siteSettingsRoutes(web: Hono<WebEnv>, services: Services) {
                       value={ga4Refused?.values.propertyId}
                       aria-describedby={ga4Refused ? 'ga4-error' : undefined}
                       aria-invalid={ga4Refused ? 'true' : undefined}
+                      autofocus={!!ga4Refused}
                     />
                   )}
                   {ga4Refused ? (
@@ -933,6 +944,7 @@ export function siteSettingsRoutes(web: Hono<WebEnv>, services: Services) {
                 <button type="submit">{ga4.propertyId ? 'Import this property instead' : 'Import this property'}</button>
               </form>
             ) : null}
+            {connected ? null : <p class="muted">Connect Google above to choose the property to import.</p>}
           </section>
         ) : null}
 
@@ -958,6 +970,7 @@ export function siteSettingsRoutes(web: Hono<WebEnv>, services: Services) {
                     name="siteUrl"
                     aria-describedby={scRefused ? 'sc-error' : undefined}
                     aria-invalid={scRefused ? 'true' : undefined}
+                    autofocus={!!scRefused}
                   >
                     {searchConsole.sites.map((p: Json) => (
                       <option value={p.siteUrl} selected={p.siteUrl === (scRefused?.values.siteUrl ?? searchConsole.siteUrl)}>
@@ -975,6 +988,9 @@ export function siteSettingsRoutes(web: Hono<WebEnv>, services: Services) {
                 <button type="submit">{searchConsole.siteUrl ? 'Import this site instead' : 'Import this site'}</button>
               </form>
             ) : null}
+            {searchConsole.google === 'connected' ? null : (
+              <p class="muted">Connect Google above, with Search Console access, to choose the site to import.</p>
+            )}
             {canWrite && searchConsole.siteUrl ? (
               <form method="post" action={`/app/sites/${site.id}/settings/search-console/disconnect`} class="spaced">
                 <button type="submit" class="danger small">
