@@ -215,6 +215,32 @@ describe("the site's settings pages", () => {
     expect(badAddress.status).toBe(400)
     expect(textOf(await badAddress.text(), 'alerts-recipients-error')).toBe('recipients.0: must be valid e-mail addresses')
     expect((await api('GET', `/api/v1/sites/${siteId}/alerts`)).json.spikeThreshold).toBe(3)
+
+    // a webhook: its signing secret is on the answer to the form that set it, once
+    const secretIn = (html: string) => /<pre id="secret" class="code">([^<]+)<\/pre>/.exec(html)?.[1].trim()
+    const recipients = 'boss@acme.example.com\nteam@acme.example.com'
+    const hooked = await t.request(`/app/sites/${siteId}/settings/alerts`, {
+      form: { weeklyReport: 'on', spikeAlerts: 'on', recipients, webhookUrl: 'https://127.0.0.1:9/hook' },
+      cookie,
+    })
+    expect(hooked.status).toBe(200)
+    const secret = secretIn(await hooked.text())!
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9]{40}$/)
+    expect((await api('GET', `/api/v1/sites/${siteId}/alerts`)).json.webhookUrl).toBe('https://127.0.0.1:9/hook')
+    const later = await (await t.request(`/app/sites/${siteId}/settings/alerts`, { cookie })).text()
+    expect(later).not.toContain(secret)
+    expect(secretIn(later)).toBeUndefined()
+    // saving the same webhook again issues nothing; the button issues a new secret
+    const again = await t.request(`/app/sites/${siteId}/settings/alerts`, {
+      form: { weeklyReport: 'on', spikeAlerts: 'on', recipients, webhookUrl: 'https://127.0.0.1:9/hook', monthlyReport: 'on' },
+      cookie,
+    })
+    expect(again.status).toBe(303)
+    const rotated = await t.request(`/app/sites/${siteId}/settings/alerts/rotate`, { form: {}, cookie })
+    expect(rotated.status).toBe(200)
+    const next = secretIn(await rotated.text())!
+    expect(next).toBeTruthy()
+    expect(next).not.toBe(secret)
   })
 
   it('attaches and removes a custom domain through the custom-domain verbs, with the DNS status', async () => {
