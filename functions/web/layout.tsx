@@ -43,7 +43,7 @@ input:disabled,select:disabled,textarea:disabled{background:var(--bg);color:var(
 .state{display:inline-block;padding:0 .5rem;border-radius:999px;background:#eaeef2;font-size:.85rem;font-weight:600}
 .state-done,.state-completed,.state-verified{background:#dafbe1;color:#116329}.state-failed,.state-wrong_target,.state-error{background:#ffebe9;color:#a40e26}
 .state-running,.state-queued,.state-waiting,.state-pending{background:#fff8c5;color:#6a4d00}
-.progress-cell{white-space:nowrap}progress{width:6rem;vertical-align:middle}
+.progress-cell,.nowrap{white-space:nowrap}progress{width:6rem;vertical-align:middle}.imports table{min-width:640px}
 .sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
 .dash-head{display:flex;gap:1rem;align-items:center;flex-wrap:wrap;margin:0 0 1rem}.dash-head h1{margin:0;flex:1 1 auto}
 .dash-head select{width:auto}.live{margin:0;display:flex;align-items:center;gap:.4rem}

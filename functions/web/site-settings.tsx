@@ -415,7 +415,7 @@ const IMPORT_KINDS: Record<string, string> = {
 function ImportsTable({ imports }: { imports: Json[] }) {
   const moving = imports.some((i) => MOVING.has(i.state))
   return (
-    <div id="imports-list" data-moving={moving ? 'true' : 'false'}>
+    <div id="imports-list" class="imports" data-moving={moving ? 'true' : 'false'}>
       {imports.length ? (
         <div class="table-wrap">
           <table>
@@ -455,9 +455,9 @@ function ImportsTable({ imports }: { imports: Json[] }) {
                         </span>
                       )}
                     </td>
-                    <td>{i.from || i.to ? `${i.from ?? '…'} – ${i.to ?? '…'}` : <span class="muted">—</span>}</td>
+                    <td class="nowrap">{i.from || i.to ? `${i.from ?? '…'} – ${i.to ?? '…'}` : <span class="muted">—</span>}</td>
                     <td class="num">{i.rows === null ? '—' : Number(i.rows).toLocaleString('en')}</td>
-                    <td>{when(i.startedAt)}</td>
+                    <td class="nowrap">{when(i.startedAt)}</td>
                   </tr>
                 )
               })}
@@ -848,8 +848,6 @@ export function siteSettingsRoutes(web: Hono<WebEnv>, services: Services) {
     const refusedHere = (form: string) => (refused?.form === form ? refused : undefined)
     const ga4Refused = refusedHere('ga4')
     const scRefused = refusedHere('search-console')
-    const ga4Import = ga4.import
-    const scImport = searchConsole.import
     return c.html(
       <Page title={`${site.domain} Google and imports`} email={email(c)}>
         <SiteNav site={site} orgId={org.id} orgName={org.name} current="integrations" />
@@ -898,15 +896,8 @@ export function siteSettingsRoutes(web: Hono<WebEnv>, services: Services) {
             <p>
               Property:{' '}
               <strong id="ga4-property">{ga4.propertyId ? `${ga4.propertyName ?? ''} (${ga4.propertyId})` : 'none chosen'}</strong>
+              {ga4.propertyId ? <span class="muted"> (its imports are listed below)</span> : null}
             </p>
-            {ga4Import ? (
-              <p>
-                Last import: <span class={`state state-${ga4Import.state}`}>{ga4Import.state}</span>{' '}
-                {ga4Import.from || ga4Import.to ? `${ga4Import.from ?? '…'} – ${ga4Import.to}` : ''}, {ga4Import.rows.toLocaleString('en')}{' '}
-                rows
-                {ga4Import.reason ? <span class="muted"> ({ga4Import.reason})</span> : null}
-              </p>
-            ) : null}
             {connected && canWrite ? (
               <form method="post" action={`/app/sites/${site.id}/settings/ga4`}>
                 <div class="field">
@@ -953,14 +944,8 @@ export function siteSettingsRoutes(web: Hono<WebEnv>, services: Services) {
             <h2 id="sc-title">Search Console</h2>
             <p>
               Site: <strong id="sc-site">{searchConsole.siteUrl ?? 'none chosen'}</strong>
+              {searchConsole.siteUrl ? <span class="muted"> (its import is listed below)</span> : null}
             </p>
-            {scImport ? (
-              <p>
-                Import: <span class={`state state-${scImport.state}`}>{scImport.state}</span> {scImport.from} – {scImport.to},{' '}
-                {scImport.daysDone} of {scImport.daysTotal} days, {scImport.rows.toLocaleString('en')} rows
-                {scImport.error ? <span class="muted"> ({scImport.error})</span> : null}
-              </p>
-            ) : null}
             {canWrite && searchConsole.google === 'connected' ? (
               <form method="post" action={`/app/sites/${site.id}/settings/search-console`}>
                 <div class="field">
