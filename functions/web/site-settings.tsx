@@ -399,6 +399,10 @@ const GOOGLE_OUTCOMES: Record<string, { ok: boolean; text: string }> = {
     ok: false,
     text: "Google sent no lasting access: remove this application from your Google account's third-party access, then connect again.",
   },
+  expired: {
+    ok: false,
+    text: 'That connect link expired (they last 15 minutes) or was already used; nothing was changed. Connect again.',
+  },
   failed: { ok: false, text: 'The connection with Google could not be completed; nothing was changed. Try connecting again.' },
 }
 

@@ -372,8 +372,12 @@ describe('the Google connection from the site page', () => {
     const callback = await t.request(`${back.pathname}${back.search}`)
     expect(callback.status).toBe(303)
     expect(callback.headers.get('location')).toBe(`${ORIGIN}/app/sites/${siteId}/settings/integrations?google=connected#google`)
-    // the same state a second time: refused as the API refuses it
-    expect((await t.request(`${back.pathname}${back.search}`)).status).toBe(400)
+    // the same state a second time changes nothing and goes back to the page, which says so
+    const reused = await t.request(`${back.pathname}${back.search}`)
+    expect(reused.status).toBe(303)
+    expect(reused.headers.get('location')).toBe(`${ORIGIN}/app/sites/${siteId}/settings/integrations?google=expired#google`)
+    const reusedPage = await (await t.request(`/app/sites/${siteId}/settings/integrations?google=expired`, { cookie })).text()
+    expect(reusedPage).toContain('That connect link expired (they last 15 minutes) or was already used; nothing was changed.')
 
     const connected = await (await t.request(`/app/sites/${siteId}/settings/integrations?google=connected`, { cookie })).text()
     expect(connected).toContain('Google is connected.')
@@ -423,6 +427,16 @@ describe('the Google connection from the site page', () => {
     // an unknown outcome shows nothing: the text comes from the server, never from the URL
     const other = await (await t.request(`/app/sites/${siteId}/settings/integrations?google=Call%20us`, { cookie })).text()
     expect(other).not.toContain('Call us')
+
+    // a connect link older than 15 minutes: back to the page too, nothing stored
+    const late = await t.request(`/app/sites/${siteId}/settings/google/connect`, { form: {}, cookie })
+    const lateBack = await consent(late.headers.get('location')!)
+    t.advance(16 * 60_000)
+    const expired = await t.request(`${lateBack.pathname}${lateBack.search}`)
+    expect(expired.headers.get('location')).toBe(`${ORIGIN}/app/sites/${siteId}/settings/integrations?google=expired#google`)
+    expect((await api('GET', `/api/v1/sites/${siteId}/ga4`)).json.status).toBe('not_connected')
+    // a state another server signed, or none: the API's 400, as before
+    expect((await t.request('/oauth/google/callback?state=forged.value&code=x')).status).toBe(400)
 
     // the connect URL the API hands out still ends on the callback's own page
     const read = (await api('GET', `/api/v1/sites/${siteId}/ga4`)).json

@@ -32,6 +32,8 @@ interface SignedState {
   s: string
   /** Expiry, epoch milliseconds. */
   e: number
+  /** 'app' where the connect was started in the web application: even a stale state sends the browser back there. */
+  r?: 'app'
 }
 
 /**
@@ -46,7 +48,13 @@ async function connectUrl(deps: Deps, site: Site, baseUrl: string, scope = GA4_S
     { orgId: site.orgId, siteId: site.id, ...(returnTo ? { returnTo } : {}) },
     STATE_SECONDS,
   )
-  const state = await signPayload(deps.google.serverSecret, { n: nonce, o: site.orgId, s: site.id, e: expires } satisfies SignedState)
+  const state = await signPayload(deps.google.serverSecret, {
+    n: nonce,
+    o: site.orgId,
+    s: site.id,
+    e: expires,
+    ...(returnTo ? { r: returnTo } : {}),
+  } satisfies SignedState)
   return authorizationUrl(deps.google, redirectUri(baseUrl), state, scope)
 }
 
@@ -148,7 +156,7 @@ export class GoogleConnectFailed extends ApiError {
   constructor(
     cause: ApiError,
     readonly siteId: string,
-    readonly reason: 'denied' | 'no_refresh_token' | 'failed',
+    readonly reason: 'denied' | 'no_refresh_token' | 'expired' | 'failed',
   ) {
     super(cause.status, cause.message, cause.headers)
   }
@@ -170,9 +178,14 @@ export async function completeGoogleConnect(
   const signed = await verifyPayload<SignedState>(deps.google.serverSecret, query.state)
   if (!signed || typeof signed.n !== 'string' || typeof signed.e !== 'number')
     throw new ApiError(400, 'state: not a state this server signed')
-  if (signed.e <= deps.now().getTime()) throw new ApiError(400, 'state: expired (a connect URL is good for 15 minutes): ask for a new one')
+  // a state this server signed for the web application goes back there even when it is stale
+  const stale = (message: string) => {
+    const err = new ApiError(400, message)
+    return signed.r === 'app' && typeof signed.s === 'string' ? new GoogleConnectFailed(err, signed.s, 'expired') : err
+  }
+  if (signed.e <= deps.now().getTime()) throw stale('state: expired (a connect URL is good for 15 minutes): ask for a new one')
   const pending = await deps.repositories.google.consumeState(signed.n)
-  if (!pending) throw new ApiError(400, 'state: already used or expired: ask for a new connect URL')
+  if (!pending) throw stale('state: already used or expired: ask for a new connect URL')
   if (pending.orgId !== signed.o || pending.siteId !== signed.s) throw new ApiError(400, 'state: does not match the connect request')
   try {
     return await exchangeAndKeep(deps, pending, query, baseUrl)
