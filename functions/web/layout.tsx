@@ -35,7 +35,7 @@ a{color:var(--accent)}
 .table-wrap{overflow-x:auto}
 textarea{font:inherit;width:100%;padding:.55rem .65rem;border:1px solid #8c959f;border-radius:6px;background:#fff;color:var(--fg);resize:vertical}
 input:disabled,select:disabled,textarea:disabled{background:var(--bg);color:var(--muted)}
-.fields{display:grid;grid-template-columns:repeat(auto-fit,minmax(260px,1fr));gap:0 1.5rem}.fields .wide{grid-column:1/-1}.org-nav nav{row-gap:.4rem}.facts dd{overflow-wrap:anywhere}
+.fields{display:grid;grid-template-columns:repeat(auto-fit,minmax(260px,1fr));gap:0 1.5rem}.org-nav nav{row-gap:.4rem}.facts dd{overflow-wrap:anywhere}
 .field.check{display:grid;grid-template-columns:auto 1fr;gap:0 .6rem;align-items:start}.field.check input{width:1.1rem;height:1.1rem;margin:.2rem 0 0}
 .field.check label{font-weight:600;margin:0}.field.check .hint,.field.check .error{grid-column:2}
 .hint{font-size:.85rem;margin:.25rem 0 0}.field .error{margin:.25rem 0 0}

@@ -302,7 +302,7 @@ function SettingsForm({
                   </div>
                 )
               return (
-                <div class={field.kind === 'lines' ? 'field wide' : 'field'}>
+                <div class="field">
                   <label for={id}>{field.label}</label>
                   {field.kind === 'lines' ? (
                     <textarea
