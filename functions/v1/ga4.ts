@@ -1,6 +1,13 @@
 import { z } from 'zod'
 import { ApiError } from '../../lib/errors'
-import { CALLBACK_PATH, bindGa4Property, completeGoogleConnect, disconnectGa4, ga4Connection } from '../../lib/integrations/ga4/connection'
+import {
+  CALLBACK_PATH,
+  GoogleConnectFailed,
+  bindGa4Property,
+  completeGoogleConnect,
+  disconnectGa4,
+  ga4Connection,
+} from '../../lib/integrations/ga4/connection'
 import { SEARCH_CONSOLE_SCOPE } from '../../lib/integrations/search-console/connector'
 import { siteRefSchema } from '../../lib/sites/sites'
 import { defineEndpoint } from '../endpoint'
@@ -98,7 +105,7 @@ export const ga4Endpoints = [
     tool: null,
     summary: "Where Google's consent page sends the browser back: connects the site and shows a short page.",
     description:
-      'No key: the signed, single-use state names the organization and site. A bad, expired or reused state is a 400 and stores nothing.',
+      "No key: the signed, single-use state names the organization and site. A bad, expired or reused state is a 400 and stores nothing. A connect started in the web application's site page goes back there (303).",
     params: z.object({
       state: z.string().max(2000).optional(),
       code: z.string().max(2000).optional(),
@@ -106,8 +113,24 @@ export const ga4Endpoints = [
     }),
     response: { mediaType: 'text/html', description: 'A page saying what was connected' },
     async handler({ services, baseUrl }, { params }) {
-      const connected = await completeGoogleConnect(services, params, baseUrl)
+      // a connect started in the web application goes back to the site's page there, with what happened
+      const backToApp = (siteId: string, outcome: string) =>
+        new Response(null, {
+          status: 303,
+          headers: {
+            location: `${baseUrl}/app/sites/${siteId}/settings/integrations?google=${outcome}#google`,
+            'cache-control': 'no-store',
+          },
+        })
+      let connected: Awaited<ReturnType<typeof completeGoogleConnect>>
+      try {
+        connected = await completeGoogleConnect(services, params, baseUrl)
+      } catch (err) {
+        if (err instanceof GoogleConnectFailed) return backToApp(err.siteId, err.reason)
+        throw err
+      }
       if (!connected) throw new ApiError(400, 'nothing connected')
+      if (connected.returnTo === 'app') return backToApp(connected.siteId, 'connected')
       const searchConsole = connected.scopes.includes(SEARCH_CONSOLE_SCOPE)
       return new Response(
         searchConsole

@@ -19,12 +19,12 @@ import { orgOverview } from '../../lib/accounts/org'
 import { MEMBER_ROLES, type Member, emailSchema } from '../../lib/accounts/team'
 import { ApiError } from '../../lib/errors'
 import type { Services } from '../../lib/services'
-import { withInstallState } from '../../lib/sites/site-install'
-import { createSite, deleteSite, sitesOfKey } from '../../lib/sites/site-lifecycle'
-import { siteCreateSchema, siteView } from '../../lib/sites/sites'
+import { createSite, sitesOfKey } from '../../lib/sites/site-lifecycle'
+import { siteCreateSchema } from '../../lib/sites/sites'
 import type { Site } from '../../lib/sites/sites'
 import { readForm } from './forms'
 import { Page } from './layout'
+import { CopyScript, siteSettingsRoutes } from './site-settings'
 import type { WebEnv } from './session'
 
 const ADMINS: Member['role'][] = ['owner', 'admin']
@@ -33,18 +33,6 @@ const ADMINS: Member['role'][] = ['owner', 'admin']
 export function accountRoutes(web: Hono<WebEnv>, services: Services) {
   const email = (c: { get: (k: 'session') => WebEnv['Variables']['session'] }) => c.get('session')!.email
   const baseUrl = (url: string) => services.publicUrl ?? new URL(url).origin
-  const background = (task: Promise<unknown>) => void task.catch((err) => console.error('background task failed', err))
-
-  /** A site of one of the signed-in person's organizations; 404 otherwise, as for one that does not exist. */
-  const siteOf = async (address: string, siteId: string) => {
-    const site = await services.sites.findFresh(siteId)
-    if (!site) throw new ApiError(404, 'site not found')
-    try {
-      return { site, ...(await membershipIn(services.repositories, site.orgId, address)) }
-    } catch {
-      throw new ApiError(404, 'site not found')
-    }
-  }
 
   web.get('/', async (c) => {
     const address = email(c)
@@ -210,66 +198,6 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
     requireRole(member, ADMINS, 'add sites')
     const site = await createSite(services, org.id, await readForm(c, siteCreateSchema))
     return c.redirect(`/app/sites/${site.id}/settings`, 303)
-  })
-
-  web.get('/sites/:siteId/settings', async (c) => {
-    const address = email(c)
-    const { site, org, member } = await siteOf(address, c.req.param('siteId'))
-    const [withState] = await withInstallState(services.clickhouse, [site], services.now())
-    const view = siteView(withState, baseUrl(c.req.url))
-    return c.html(
-      <Page title={`${site.domain} settings`} email={address}>
-        <p>
-          <a href={`/app/orgs/${org.id}`}>← {org.name}</a>
-        </p>
-        <section class="card" aria-labelledby="install">
-          <h1 id="install">{site.domain}</h1>
-          <p>Paste this snippet into the &lt;head&gt; of every page:</p>
-          <pre id="snippet" class="code">
-            {view.snippet}
-          </pre>
-          <button type="button" class="secondary" data-copy="snippet">
-            Copy snippet
-          </button>
-          <p id="install-state" role="status">
-            {view.install.installed ? `Installed: the first event arrived ${view.install.firstEventAt}.` : 'Waiting for the first event…'}
-          </p>
-          <p>
-            <a href={`/app/sites/${site.id}`}>Open the dashboard</a>
-          </p>
-        </section>
-        {ADMINS.includes(member.role) ? (
-          <form method="post" action={`/app/sites/${site.id}/delete`} class="card danger-zone">
-            <h2>Delete this site</h2>
-            <p>This deletes the site and all its data, for good. Type its domain to confirm.</p>
-            <div class="field">
-              <label for="confirm">Domain</label>
-              <input id="confirm" name="confirm" required autocomplete="off" />
-            </div>
-            <button type="submit" class="danger">
-              Delete {site.domain}
-            </button>
-          </form>
-        ) : null}
-        <CopyScript />
-        {view.install.installed ? null : <InstallWatch siteId={site.id} />}
-      </Page>,
-    )
-  })
-
-  // the install state, polled by the settings page until the first event arrives
-  web.get('/sites/:siteId/install', async (c) => {
-    const { site } = await siteOf(email(c), c.req.param('siteId'))
-    const [withState] = await withInstallState(services.clickhouse, [site], services.now())
-    return c.json({ installed: withState.install.installed, firstEventAt: withState.install.firstEventAt })
-  })
-
-  web.post('/sites/:siteId/delete', async (c) => {
-    const { site, org, member } = await siteOf(email(c), c.req.param('siteId'))
-    requireRole(member, ADMINS, 'delete sites')
-    const { confirm } = await readForm(c, z.object({ confirm: z.string({ message: "required: type the site's domain" }) }))
-    await deleteSite(services, site, confirm, background)
-    return c.redirect(`/app/orgs/${org.id}`, 303)
   })
 
   // ---- API keys: the only place they are created
@@ -542,6 +470,8 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
     await transferOwnership(services.repositories, org.id, member, memberId)
     return c.redirect(`/app/orgs/${org.id}/team`, 303)
   })
+
+  siteSettingsRoutes(web, services)
 }
 
 /** The organization's name, its sections, and the switch to the person's other organizations. */
@@ -571,28 +501,5 @@ function OrgNav({
         {others && others.length > 1 ? <a href="/app">Switch organization</a> : null}
       </nav>
     </div>
-  )
-}
-
-/** Copies the text of the element a button names (data-copy) to the clipboard. */
-function CopyScript() {
-  return (
-    <script
-      dangerouslySetInnerHTML={{
-        __html:
-          "document.querySelectorAll('[data-copy]').forEach(function(b){b.addEventListener('click',function(){navigator.clipboard.writeText(document.getElementById(b.dataset.copy).textContent.trim()).then(function(){b.textContent='Copied'})})})",
-      }}
-    />
-  )
-}
-
-/** Asks every 5 seconds whether the first event arrived, and says so once it has. */
-function InstallWatch({ siteId }: { siteId: string }) {
-  return (
-    <script
-      dangerouslySetInnerHTML={{
-        __html: `(function(){var t=setInterval(function(){fetch('/app/sites/${siteId}/install').then(function(r){return r.json()}).then(function(s){if(s.installed){clearInterval(t);document.getElementById('install-state').textContent='Installed: the first event arrived '+s.firstEventAt+'.'}})},5000)})()`,
-      }}
-    />
   )
 }

@@ -33,6 +33,17 @@ a{color:var(--accent)}
 .org-nav{margin:0 0 1.25rem}.org-nav h1{margin:0 0 .5rem}.org-nav nav{display:flex;gap:1.25rem;flex-wrap:wrap}
 .org-nav a[aria-current=page]{font-weight:700;color:var(--fg);text-decoration:none;border-bottom:2px solid var(--accent)}
 .table-wrap{overflow-x:auto}
+textarea{font:inherit;width:100%;padding:.55rem .65rem;border:1px solid #8c959f;border-radius:6px;background:#fff;color:var(--fg);resize:vertical}
+input:disabled,select:disabled,textarea:disabled{background:var(--bg);color:var(--muted)}
+.fields{display:grid;grid-template-columns:repeat(auto-fit,minmax(260px,1fr));gap:0 1.5rem}.org-nav nav{row-gap:.4rem}.facts dd{overflow-wrap:anywhere}
+.field.check{display:grid;grid-template-columns:auto 1fr;gap:0 .6rem;align-items:start}.field.check input{width:1.1rem;height:1.1rem;margin:.2rem 0 0}
+.field.check label{font-weight:600;margin:0}.field.check .hint,.field.check .error{grid-column:2}
+.hint{font-size:.85rem;margin:.25rem 0 0}.field .error{margin:.25rem 0 0}
+.saved{color:#1a7f37;font-weight:600}.crumb{margin:0 0 .25rem}.spaced{margin-top:.75rem}.small-text{font-size:.85rem;margin:.2rem 0 0}
+.state{display:inline-block;padding:0 .5rem;border-radius:999px;background:#eaeef2;font-size:.85rem;font-weight:600}
+.state-done,.state-completed,.state-verified{background:#dafbe1;color:#116329}.state-failed,.state-wrong_target,.state-error{background:#ffebe9;color:#a40e26}
+.state-running,.state-queued,.state-waiting,.state-pending{background:#fff8c5;color:#6a4d00}
+.progress-cell,.nowrap{white-space:nowrap}progress{width:6rem;vertical-align:middle}.imports table{min-width:640px}
 .sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
 .dash-head{display:flex;gap:1rem;align-items:center;flex-wrap:wrap;margin:0 0 1rem}.dash-head h1{margin:0;flex:1 1 auto}
 .dash-head select{width:auto}.live{margin:0;display:flex;align-items:center;gap:.4rem}

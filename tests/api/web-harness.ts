@@ -1,18 +1,20 @@
 import { expect } from 'vitest'
 import { createApp } from '../../functions/app'
 import type { MailMessage } from '../../lib/network/mail'
+import type { Services } from '../../lib/services'
 import { type KvKind, testServices } from '../helpers'
 
 export const ORIGIN = 'https://api.test'
 
 /** The web application on real stores, with a mailer that keeps what it sends and the clock, which the test can move forward. */
-export async function webHarness(kv: KvKind = 'embedded') {
+export async function webHarness(kv: KvKind = 'embedded', extra: Partial<Services> = {}) {
   // the real clock, moved forward by what the test advances
   let offset = 0
   const sent: MailMessage[] = []
   const services = {
     ...(await testServices({ kv, now: () => new Date(Date.now() + offset) })),
     mailer: { send: async (m: MailMessage) => void sent.push(m) },
+    ...extra,
   }
   const app = createApp(services)
   const request = (path: string, init: RequestInit & { cookie?: string; form?: Record<string, string> } = {}) => {

@@ -2,7 +2,7 @@ import { ApiError } from '../../errors'
 import type { Services } from '../../services'
 import type { Site } from '../../sites/sites'
 import { GOOGLE_NOT_CONFIGURED, type GoogleConfig } from '../google/config'
-import type { GoogleConnection } from '../google/google-connections-repository'
+import type { GoogleConnection, PendingConnect } from '../google/google-connections-repository'
 import { GA4_SCOPE, GoogleError, authorizationUrl, exchangeCode, revokeToken } from '../google/oauth'
 import { decryptSecret, encryptSecret, signPayload, verifyPayload } from '../google/secrets'
 import { GoogleSession } from '../google/session'
@@ -32,24 +32,46 @@ interface SignedState {
   s: string
   /** Expiry, epoch milliseconds. */
   e: number
+  /** 'app' where the connect was started in the web application: even a stale state sends the browser back there. */
+  r?: 'app'
 }
 
 /**
  * A connect URL for the site: a signed state, bound to the organization and site, single-use, good
  * for 15 minutes. `scope` is GA4's, or GA4's and Search Console's for Search Console's read.
  */
-async function connectUrl(deps: Deps, site: Site, baseUrl: string, scope = GA4_SCOPE): Promise<string> {
+async function connectUrl(deps: Deps, site: Site, baseUrl: string, scope = GA4_SCOPE, returnTo?: 'app'): Promise<string> {
   const nonce = crypto.randomUUID()
   const expires = deps.now().getTime() + STATE_SECONDS * 1000
-  await deps.repositories.google.rememberState(nonce, { orgId: site.orgId, siteId: site.id }, STATE_SECONDS)
-  const state = await signPayload(deps.google.serverSecret, { n: nonce, o: site.orgId, s: site.id, e: expires } satisfies SignedState)
+  await deps.repositories.google.rememberState(
+    nonce,
+    { orgId: site.orgId, siteId: site.id, ...(returnTo ? { returnTo } : {}) },
+    STATE_SECONDS,
+  )
+  const state = await signPayload(deps.google.serverSecret, {
+    n: nonce,
+    o: site.orgId,
+    s: site.id,
+    e: expires,
+    ...(returnTo ? { r: returnTo } : {}),
+  } satisfies SignedState)
   return authorizationUrl(deps.google, redirectUri(baseUrl), state, scope)
 }
 
-/** The connect URL of the site's Google connection asking for `scope` (space-separated scopes); null without a Google client. */
-export async function googleConnectUrl(services: Services, site: Site, baseUrl: string, scope: string): Promise<string | null> {
+/**
+ * The connect URL of the site's Google connection asking for `scope` (space-separated scopes); null
+ * without a Google client. With `returnTo: 'app'` the callback sends the browser back to the site's
+ * page in the web application instead of answering a page of its own.
+ */
+export async function googleConnectUrl(
+  services: Services,
+  site: Site,
+  baseUrl: string,
+  scope: string,
+  returnTo?: 'app',
+): Promise<string | null> {
   const deps = configured(services)
-  return deps ? connectUrl(deps, site, baseUrl, scope) : null
+  return deps ? connectUrl(deps, site, baseUrl, scope, returnTo) : null
 }
 
 const importView = (run: Ga4ImportRun) => ({
@@ -121,10 +143,23 @@ export async function ga4Connection(services: Services, site: Site, baseUrl: str
   }
 }
 
-/** What the callback page says: the site connected and what Google granted. */
+/** What the callback page says: the site connected and what Google granted, and where the browser goes back to. */
 export interface ConnectedPage {
   domain: string
+  siteId: string
   scopes: string[]
+  returnTo: 'app' | null
+}
+
+/** Why a connect request started in the web application failed after its state was checked: the browser goes back with it. */
+export class GoogleConnectFailed extends ApiError {
+  constructor(
+    cause: ApiError,
+    readonly siteId: string,
+    readonly reason: 'denied' | 'no_refresh_token' | 'expired' | 'failed',
+  ) {
+    super(cause.status, cause.message, cause.headers)
+  }
 }
 
 /**
@@ -143,10 +178,31 @@ export async function completeGoogleConnect(
   const signed = await verifyPayload<SignedState>(deps.google.serverSecret, query.state)
   if (!signed || typeof signed.n !== 'string' || typeof signed.e !== 'number')
     throw new ApiError(400, 'state: not a state this server signed')
-  if (signed.e <= deps.now().getTime()) throw new ApiError(400, 'state: expired (a connect URL is good for 15 minutes): ask for a new one')
+  // a state this server signed for the web application goes back there even when it is stale
+  const stale = (message: string) => {
+    const err = new ApiError(400, message)
+    return signed.r === 'app' && typeof signed.s === 'string' ? new GoogleConnectFailed(err, signed.s, 'expired') : err
+  }
+  if (signed.e <= deps.now().getTime()) throw stale('state: expired (a connect URL is good for 15 minutes): ask for a new one')
   const pending = await deps.repositories.google.consumeState(signed.n)
-  if (!pending) throw new ApiError(400, 'state: already used or expired: ask for a new connect URL')
+  if (!pending) throw stale('state: already used or expired: ask for a new connect URL')
   if (pending.orgId !== signed.o || pending.siteId !== signed.s) throw new ApiError(400, 'state: does not match the connect request')
+  try {
+    return await exchangeAndKeep(deps, pending, query, baseUrl)
+  } catch (err) {
+    if (!(err instanceof ApiError) || pending.returnTo !== 'app') throw err
+    const reason = query.error ? 'denied' : err.message.startsWith('Google sent no refresh token') ? 'no_refresh_token' : 'failed'
+    throw new GoogleConnectFailed(err, pending.siteId, reason)
+  }
+}
+
+/** The second half of the callback, once the state is good: the code exchanged, the tokens kept sealed. */
+async function exchangeAndKeep(
+  deps: Deps,
+  pending: PendingConnect,
+  query: { code?: string; error?: string },
+  baseUrl: string,
+): Promise<ConnectedPage> {
   if (query.error) throw new ApiError(400, `Google did not authorize the connection: ${query.error.slice(0, 100)}`)
   if (!query.code) throw new ApiError(400, 'code: required')
   const site = await deps.repositories.sites.get(pending.siteId)
@@ -180,7 +236,7 @@ export async function completeGoogleConnect(
     ...fresh,
     integrations: { ...fresh.integrations, ga4: { ...fresh.integrations.ga4, connected: true, status: 'connected', reason: null } },
   }))
-  return { domain: site.domain, scopes: tokens.scopes }
+  return { domain: site.domain, siteId: site.id, scopes: tokens.scopes, returnTo: pending.returnTo ?? null }
 }
 
 /** The id of a property as given: `123` or `properties/123`. */

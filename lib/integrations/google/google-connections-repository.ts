@@ -33,6 +33,8 @@ export interface GoogleConnection {
 export interface PendingConnect {
   orgId: string
   siteId: string
+  /** Where the callback sends the browser: the site's page in the web application ('app'), or a page of its own. */
+  returnTo?: 'app'
 }
 
 const connectionKey = (siteId: string) => `google:site:${siteId}`
