@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { CRAWLER_PURPOSES } from '../../lib/ingest/ai-assistants'
 import { CRAWLER_SELECTIONS } from '../../lib/reports/ai/compile'
-import { COMPANY_IDS, aiVisibility } from '../../lib/reports/ai/visibility'
+import { aiVisibility } from '../../lib/reports/ai/visibility'
 import { reportParams } from '../../lib/reports/query/parse'
 import { defineEndpoint } from '../endpoint'
 import { rangeViewSchema, sourceSchema } from './report-schemas'
@@ -17,25 +17,17 @@ export const aiEndpoints = [
     path: '/api/v1/ai',
     scope: 'read',
     tool: 'get_ai_visibility',
-    summary: 'AI visibility: per AI company, its crawlers’ hits by purpose and the visits its assistants sent, per page and over time.',
+    summary: 'Per AI company: crawler hits by purpose, assistant visits, crawls per visit; by page and day.',
     description:
-      'Crawls are bot hits of AI crawlers (training, search, user: fetched for one person’s question), verifiedCrawls those whose address passed reverse DNS; crawlers=verified|claimed counts only one kind. Visits are the AI assistants channel, each on the first page it viewed. ratio = crawls per visit. filters: path, hostname, country only. docs/ai-visibility.md',
+      'Crawls are bot hits of AI crawlers (training, search, user: fetched for one person’s question), verifiedCrawls those whose address passed reverse DNS; crawlers=verified|claimed counts only one kind. Visits are the AI assistants channel, each on the first page it viewed. ratio = crawls per visit. filters: path, hostname, country only. company: one company, by id (openai, anthropic, perplexity, google, ...: docs/ai-visibility.md) or other.',
     params: reportParams.extend({
-      company: z
-        .string()
-        .optional()
-        .describe(`One company: ${COMPANY_IDS.join(', ')}`),
-      crawlers: z
-        .enum(CRAWLER_SELECTIONS, { message: 'must be all, verified or claimed' })
-        .optional()
-        .describe('all (default), verified, or claimed (not verified)'),
+      company: z.string().optional(),
+      crawlers: z.enum(CRAWLER_SELECTIONS, { message: 'must be all, verified or claimed' }).optional(),
     }),
     response: z.object({
       source: sourceSchema,
       available: z.boolean().describe('false for a site that reads only ga4'),
       range: rangeViewSchema.optional(),
-      company: z.string().nullable(),
-      crawlers: z.enum(CRAWLER_SELECTIONS),
       totals: z.object({ crawls: count, verifiedCrawls: count, purposes, visits: count, ratio }).optional(),
       companies: z.array(
         z.object({
@@ -51,9 +43,11 @@ export const aiEndpoints = [
         }),
       ),
       series: z.array(z.object({ timestamp: z.string(), crawls: count, verifiedCrawls: count, visits: count, ratio })),
-      pages: z.array(page).describe('Crawled pages, most crawls first'),
-      crawledNotVisited: z.array(page).describe('Crawled pages no assistant sent a visit to, most crawls first'),
-      mostVisited: z.array(page).describe('Pages assistants sent most visits to'),
+      pages: z.object({
+        crawled: z.array(page).describe('Most crawls first'),
+        crawledNotVisited: z.array(page).describe('Crawled, no assistant visit; most crawls first'),
+        mostVisited: z.array(page).describe('Most assistant visits first'),
+      }),
     }),
     async handler(ctx, { params }) {
       return aiVisibility(ctx.services, await ctx.site(params.site_id), params)

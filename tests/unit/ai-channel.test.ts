@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { AI_COMPANIES } from '../../lib/ingest/ai-assistants'
 import { classifyBot } from '../../lib/ingest/bots'
@@ -111,5 +112,16 @@ describe('the AI assistants channel', () => {
     expect(parseFilters(filters(['AI', 'Direct']), 'standalone')[0].value).toEqual(['AI assistants', 'Direct'])
     expect(parseFilters(filters(['AI'], 'is_not'), 'standalone')[0].value).toEqual(['AI assistants'])
     expect(parseFilters(filters(['AI assistants']), 'standalone')[0].value).toEqual(['AI assistants'])
+  })
+
+  it('is documented whole: every company id, assistant, host, utm_source value and crawler of the list is in docs/ai-visibility.md', () => {
+    const doc = readFileSync(new URL('../../docs/ai-visibility.md', import.meta.url), 'utf8')
+    for (const c of AI_COMPANIES) {
+      expect(doc, c.id).toContain(`(\`${c.id}\`)`)
+      for (const a of c.assistants)
+        for (const word of [a.name, ...a.referrerHosts.map((h) => `\`${h}\``), ...a.utmSources.map((u) => `\`${u}\``)])
+          expect(doc, word).toContain(word)
+      for (const k of c.crawlers) expect(doc, k.name).toContain(k.name)
+    }
   })
 })

@@ -119,12 +119,10 @@ async function aiVisibilityRead(deps: ReportDeps, site: Site, params: AiParams) 
     }
   })
 
-  const [pages, crawledNotVisited, mostVisited] = pageRows.map((rows) => rows.map(pageOf))
+  const [crawled, crawledNotVisited, mostVisited] = pageRows.map((rows) => rows.map(pageOf))
   return {
     available: true,
     range: rangeView(ai.query.range),
-    company: ai.company ?? null,
-    crawlers: ai.crawlers,
     totals: {
       crawls,
       verifiedCrawls: companies.reduce((n, c) => n + c.verifiedCrawls, 0),
@@ -134,9 +132,7 @@ async function aiVisibilityRead(deps: ReportDeps, site: Site, params: AiParams) 
     },
     companies,
     series,
-    pages,
-    crawledNotVisited,
-    mostVisited,
+    pages: { crawled, crawledNotVisited, mostVisited },
   }
 }
 
@@ -152,12 +148,8 @@ export const aiVisibility = (deps: ReportDeps, site: Site, params: AiParams) =>
       ? aiVisibilityRead(deps, site, params)
       : {
           available: false,
-          company: params.company ?? null,
-          crawlers: params.crawlers ?? 'all',
           companies: [],
           series: [],
-          pages: [],
-          crawledNotVisited: [],
-          mostVisited: [],
+          pages: { crawled: [], crawledNotVisited: [], mostVisited: [] },
         },
   )
