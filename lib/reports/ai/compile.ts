@@ -36,19 +36,20 @@ const crawlPurpose = () =>
   sql`transform(bot_name, ${strings(CRAWLERS.map((c) => c.name))}, ${strings(CRAWLERS.map((c) => c.purpose))}, multiIf(bot_kind = 'ai-training', 'training', bot_kind = 'ai-search', 'search', 'user'))`
 
 /**
- * The company whose assistant sent a visit, as the channel rule found it (ai-assistants.ts): the
- * referrer's assistant (stored as the source), else the assistant the `utm_source` names by value,
- * else by host or subdomain of one; `other` for a visit in the channel by its medium alone.
+ * The company whose assistant sent a visit, as the channel rule found it (ai-assistants.ts), from
+ * the visit's source and utm_source: the referrer's assistant (stored as the source), else the
+ * assistant the `utm_source` names by value, else by host or subdomain of one; `other` for a visit
+ * in the channel by its medium alone.
  */
-function visitCompany(): Fragment {
-  const lowered = raw('lower(trimBoth(utm_source))')
+function visitCompany(source: Fragment, utmSource: Fragment): Fragment {
+  const lowered = sql`lower(trimBoth(${utmSource}))`
   const utm = sql`if(startsWith(${lowered}, 'www.'), substring(${lowered}, 5), ${lowered})`
   const names = strings(ASSISTANTS.map((a) => a.name))
   const values = strings(UTM_VALUES.map((u) => u.value))
   const hosts = strings(HOSTS.map((h) => h.host))
   const onHost = sql`h -> ${utm} = h OR endsWith(${utm}, concat('.', h))`
   return sql`multiIf(
-    has(${names}, referrer_source), transform(referrer_source, ${names}, ${strings(ASSISTANTS.map((a) => a.company))}, ''),
+    has(${names}, ${source}), transform(${source}, ${names}, ${strings(ASSISTANTS.map((a) => a.company))}, ''),
     has(${values}, ${utm}), transform(${utm}, ${values}, ${strings(UTM_VALUES.map((u) => u.company))}, ''),
     arrayExists(${onHost}, ${hosts}), arrayElement(${strings(HOSTS.map((h) => h.company))}, arrayFirstIndex(${onHost}, ${hosts})),
     ${bind('String', OTHER_COMPANY.id)})`
@@ -62,28 +63,26 @@ const filterSql = (filters: readonly Filter[], table: 'events' | 'bots') =>
     return operatorSql(raw(column), f.operator, f.value)
   })
 
-/** The AI crawler hits the read counts: in the window, of an AI kind or a listed name, verified or not as asked, of the company asked. */
-function crawlHits({ query, company, crawlers }: AiQuery): Fragment {
+/** The AI crawler hits the read counts: in the window, of an AI kind or a listed name, verified or not as asked. */
+function crawlHits({ query, crawlers }: AiQuery): Fragment {
   const names = strings(CRAWLERS.map((c) => c.name))
   return join(
     [
       queryWindow(query).events,
       sql`(bot_name IN ${names} OR bot_kind IN ${AI_KINDS})`,
       ...(crawlers === 'verified' ? [raw('verified = 1')] : crawlers === 'claimed' ? [raw('verified = 0')] : []),
-      ...(company ? [sql`${crawlCompany()} = ${bind('String', company)}`] : []),
       ...filterSql(query.filters, 'bots'),
     ],
     ' AND ',
   )
 }
 
-/** The pageviews of visits in the AI assistants channel in the window, of the company asked. */
-function assistantPageviews({ query, company }: AiQuery): Fragment {
+/** The pageviews of visits in the AI assistants channel in the window (`name` first: events are ordered by it within a day). */
+function assistantPageviews({ query }: AiQuery): Fragment {
   return join(
     [
       queryWindow(query).events,
-      sql`kind = 'pageview' AND channel = ${bind('String', AI_CHANNEL)}`,
-      ...(company ? [sql`${visitCompany()} = ${bind('String', company)}`] : []),
+      sql`name = 'pageview' AND kind = 'pageview' AND channel = ${bind('String', AI_CHANNEL)}`,
       ...filterSql(query.filters, 'events'),
     ],
     ' AND ',
@@ -91,71 +90,64 @@ function assistantPageviews({ query, company }: AiQuery): Fragment {
 }
 
 /**
- * Each assistant visit once: its company, the first page it viewed in the window (where the
- * assistant's link led), and the bucket of that first view.
+ * One row per crawler hit and per assistant visit, the hits and visits the read counts: the
+ * company, the crawler and its purpose (empty for a visit), the bucket and the page, and whether it
+ * is a crawl, a verified one, or a visit. A visit counts once, on the first page it viewed in the
+ * window (where the assistant's link led), in the bucket of that view; its company is found once
+ * per visit, from the source and utm_source every event of the visit carries.
  */
-function assistantVisits(ai: AiQuery): Fragment {
-  return sql`
-SELECT session_id, any(${visitCompany()}) AS company, argMin(pathname, timestamp) AS page, min(${bucket(ai.query.range)}) AS bucket
-FROM events WHERE ${assistantPageviews(ai)}
-GROUP BY session_id`
-}
-
-const PURPOSE_COUNTS = raw(
-  "countIf(purpose = 'training') AS training, countIf(purpose = 'search') AS search, countIf(purpose = 'user') AS user",
-)
-
-/** Crawler hits per company and crawler name: all, verified, and the purpose. */
-export function crawlsByCrawlerSql(ai: AiQuery): Fragment {
-  return sql`
-SELECT ${crawlCompany()} AS company, bot_name AS crawler, any(${crawlPurpose()}) AS purpose, count() AS crawls, countIf(verified = 1) AS verified_crawls
-FROM bot_events WHERE ${crawlHits(ai)}
-GROUP BY company, crawler
-ORDER BY company, crawls DESC, crawler`
-}
-
-/** Assistant visits per company. */
-export function visitsByCompanySql(ai: AiQuery): Fragment {
-  return sql`SELECT company, count() AS visits FROM (${assistantVisits(ai)}) GROUP BY company`
-}
-
-/** Crawler hits (all and verified) and assistant visits per bucket start (epoch seconds); buckets without either have no row. */
-export function aiSeriesSql(ai: AiQuery): Fragment {
-  return sql`
-SELECT toUnixTimestamp(bucket) AS bucket, sum(crawls) AS crawls, sum(verified_crawls) AS verified_crawls, sum(visits) AS visits
-FROM (
-  SELECT ${bucket(ai.query.range)} AS bucket, count() AS crawls, countIf(verified = 1) AS verified_crawls, toUInt64(0) AS visits
-  FROM bot_events WHERE ${crawlHits(ai)} GROUP BY bucket
+function hitsAndVisits(ai: AiQuery): Fragment {
+  const bucketOf = bucket(ai.query.range)
+  const rows = sql`
+  SELECT ${crawlCompany()} AS company, bot_name AS crawler, ${crawlPurpose()} AS purpose, ${bucketOf} AS bucket, pathname AS path,
+         toUInt8(1) AS crawl, verified, toUInt8(0) AS visit
+  FROM bot_events WHERE ${crawlHits(ai)}
   UNION ALL
-  SELECT bucket, toUInt64(0), toUInt64(0), count() FROM (${assistantVisits(ai)}) GROUP BY bucket
-)
-GROUP BY bucket ORDER BY bucket`
+  SELECT company, '', '', bucket, page, 0, 0, 1
+  FROM (
+    SELECT ${visitCompany(raw('visit_source'), raw('visit_utm_source'))} AS company, page, bucket
+    FROM (
+      SELECT session_id, any(referrer_source) AS visit_source, any(utm_source) AS visit_utm_source,
+             argMin(pathname, timestamp) AS page, min(${bucketOf}) AS bucket
+      FROM events WHERE ${assistantPageviews(ai)}
+      GROUP BY session_id
+    )
+  )`
+  return ai.company ? sql`SELECT * FROM (${rows}) WHERE company = ${bind('String', ai.company)}` : rows
 }
 
-/** The page lists of the read: every page by crawls, the crawled pages no assistant sent a visit to, the pages assistants sent most visits to. */
-export type PageList = 'crawled' | 'crawledNotVisited' | 'visited'
-
-/** Per page: crawler hits (all, verified, by purpose) and the assistant visits that began there; one list, at most the query's limit. */
-export function aiPagesSql(ai: AiQuery, list: PageList): Fragment {
-  const having =
-    list === 'crawledNotVisited'
-      ? raw('HAVING crawls > 0 AND visits = 0')
-      : list === 'visited'
-        ? raw('HAVING visits > 0')
-        : raw('HAVING crawls > 0')
-  const order = list === 'visited' ? raw('visits DESC, crawls DESC, path') : raw('crawls DESC, visits DESC, path')
+/**
+ * Per company and crawler (crawler '' holds the company's visits), and per bucket: crawls, verified
+ * crawls and visits. Rows of the one grouping have the other's keys null.
+ */
+export function aiCountsSql(ai: AiQuery): Fragment {
   return sql`
-SELECT path, sum(crawls) AS crawls, sum(verified_crawls) AS verified_crawls, sum(training) AS training, sum(search) AS search, sum(user) AS user,
-       sum(visits) AS visits
+SELECT company, crawler, toUnixTimestamp(bucket) AS bucket, any(purpose) AS purpose,
+       sum(crawl) AS crawls, sum(verified) AS verified_crawls, sum(visit) AS visits
+FROM (${hitsAndVisits(ai)})
+GROUP BY GROUPING SETS ((company, crawler), (bucket))
+SETTINGS group_by_use_nulls = 1`
+}
+
+/**
+ * The page lists, each at most the query's limit, from one pass: per page, [path, crawls, verified
+ * crawls, training, search and user crawls, visits]. `crawled`: pages with crawls, most crawls
+ * first; `crawled_not_visited`: those no assistant sent a visit to; `visited`: pages with visits,
+ * most visits first. Ties by the other count, then by path.
+ */
+export function aiPagesSql(ai: AiQuery): Fragment {
+  const n = bind('UInt32', ai.query.limit)
+  return sql`
+SELECT arraySlice(arraySort(r -> (-toInt64(r.2), -toInt64(r.7), r.1), arrayFilter(r -> r.2 > 0, rows)), 1, ${n}) AS crawled,
+       arraySlice(arraySort(r -> (-toInt64(r.2), r.1), arrayFilter(r -> r.2 > 0 AND r.7 = 0, rows)), 1, ${n}) AS crawled_not_visited,
+       arraySlice(arraySort(r -> (-toInt64(r.7), -toInt64(r.2), r.1), arrayFilter(r -> r.7 > 0, rows)), 1, ${n}) AS visited
 FROM (
-  SELECT path, count() AS crawls, countIf(verified = 1) AS verified_crawls, ${PURPOSE_COUNTS}, toUInt64(0) AS visits
-  FROM (SELECT pathname AS path, verified, ${crawlPurpose()} AS purpose FROM bot_events WHERE ${crawlHits(ai)})
-  GROUP BY path
-  UNION ALL
-  SELECT page, toUInt64(0), toUInt64(0), toUInt64(0), toUInt64(0), toUInt64(0), count() FROM (${assistantVisits(ai)}) GROUP BY page
-)
-GROUP BY path
-${having}
-ORDER BY ${order}
-LIMIT ${bind('UInt32', ai.query.limit)}`
+  SELECT groupArray((path, crawls, verified_crawls, training, search, user, visits)) AS rows
+  FROM (
+    SELECT path, sum(crawl) AS crawls, sum(verified) AS verified_crawls, countIf(crawl = 1 AND purpose = 'training') AS training,
+           countIf(crawl = 1 AND purpose = 'search') AS search, countIf(crawl = 1 AND purpose = 'user') AS user, sum(visit) AS visits
+    FROM (${hitsAndVisits(ai)})
+    GROUP BY path
+  )
+)`
 }

@@ -6,16 +6,7 @@ import { collectorRead } from '../query/behaviour'
 import { type ReportParams, collectorSource } from '../query/parse'
 import { buckets, rangeView } from '../query/range'
 import { type ReportDeps, prepare } from '../query/reports'
-import {
-  AI_FILTER_DIMENSIONS,
-  type AiQuery,
-  type CrawlerSelection,
-  type PageList,
-  aiPagesSql,
-  aiSeriesSql,
-  crawlsByCrawlerSql,
-  visitsByCompanySql,
-} from './compile'
+import { AI_FILTER_DIMENSIONS, type AiQuery, type CrawlerSelection, aiCountsSql, aiPagesSql } from './compile'
 
 export interface AiParams extends ReportParams {
   company?: string
@@ -32,16 +23,15 @@ export const COMPANY_IDS = [...AI_COMPANIES.map((c) => c.id), OTHER_COMPANY.id]
 type Purposes = Record<CrawlerPurpose, number>
 const noPurposes = (): Purposes => ({ training: 0, search: 0, user: 0 })
 
-function pageOf(r: Row) {
-  const crawls = numberOf(r.crawls)
-  const visits = numberOf(r.visits)
+/** A page of a list: [path, crawls, verified crawls, training, search and user crawls, visits] (aiPagesSql). */
+function pageOf([path, crawls, verified, training, search, user, visits]: unknown[]) {
   return {
-    path: String(r.path),
-    crawls,
-    verifiedCrawls: numberOf(r.verified_crawls),
-    purposes: { training: numberOf(r.training), search: numberOf(r.search), user: numberOf(r.user) },
-    visits,
-    ratio: crawlRatio(crawls, visits),
+    path: String(path),
+    crawls: numberOf(crawls),
+    verifiedCrawls: numberOf(verified),
+    purposes: { training: numberOf(training), search: numberOf(search), user: numberOf(user) },
+    visits: numberOf(visits),
+    ratio: crawlRatio(numberOf(crawls), numberOf(visits)),
   }
 }
 
@@ -61,21 +51,17 @@ async function aiQuery(deps: ReportDeps, site: Site, params: AiParams): Promise<
 
 async function aiVisibilityRead(deps: ReportDeps, site: Site, params: AiParams) {
   const ai = await aiQuery(deps, site, params)
-  const { clickhouse } = deps
-  const lists: PageList[] = ['crawled', 'crawledNotVisited', 'visited']
-  // one statement at a time: the embedded engine runs bound statements one after another anyway
-  const crawlerRows = await execute<Row>(clickhouse, crawlsByCrawlerSql(ai))
-  const visitRows = await execute<Row>(clickhouse, visitsByCompanySql(ai))
-  const seriesRows = await execute<Row>(clickhouse, aiSeriesSql(ai))
-  const pageRows: Row[][] = []
-  for (const list of lists) pageRows.push(await execute<Row>(clickhouse, aiPagesSql(ai, list)))
+  const counts = await execute<Row>(deps.clickhouse, aiCountsSql(ai))
+  const [lists] = await execute<Row>(deps.clickhouse, aiPagesSql(ai))
 
-  const visitsOf = new Map(visitRows.map((r) => [String(r.company), numberOf(r.visits)]))
-  const ids = new Set([...crawlerRows.map((r) => String(r.company)), ...visitsOf.keys()])
-  const companies = [...ids].map((id) => {
+  // rows per company and crawler (crawler '' carries the company's visits), and rows per bucket (company null)
+  const byCompany = counts.filter((r) => r.company !== null)
+  const ids = [...new Set(byCompany.map((r) => String(r.company)))]
+  const companies = ids.map((id) => {
     const listed = AI_COMPANIES.find((c) => c.id === id)
-    const crawlers = crawlerRows
-      .filter((r) => String(r.company) === id)
+    const rows = byCompany.filter((r) => String(r.company) === id)
+    const crawlers = rows
+      .filter((r) => String(r.crawler) !== '')
       .map((r) => ({
         name: String(r.crawler),
         // the SQL answers one of CRAWLER_PURPOSES for every hit
@@ -83,10 +69,11 @@ async function aiVisibilityRead(deps: ReportDeps, site: Site, params: AiParams) 
         crawls: numberOf(r.crawls),
         verifiedCrawls: numberOf(r.verified_crawls),
       }))
+      .sort((a, b) => b.crawls - a.crawls || (a.name < b.name ? -1 : 1))
     const purposes = noPurposes()
     for (const c of crawlers) purposes[c.purpose] += c.crawls
     const crawls = crawlers.reduce((n, c) => n + c.crawls, 0)
-    const visits = visitsOf.get(id) ?? 0
+    const visits = rows.reduce((n, r) => n + numberOf(r.visits), 0)
     return {
       id,
       name: listed?.name ?? OTHER_COMPANY.name,
@@ -99,14 +86,14 @@ async function aiVisibilityRead(deps: ReportDeps, site: Site, params: AiParams) 
       ratio: crawlRatio(crawls, visits),
     }
   })
-  companies.sort((a, b) => b.crawls - a.crawls || b.visits - a.visits || a.id.localeCompare(b.id))
+  companies.sort((a, b) => b.crawls - a.crawls || b.visits - a.visits || (a.id < b.id ? -1 : 1))
 
   const purposes = noPurposes()
   for (const c of companies) for (const p of CRAWLER_PURPOSES) purposes[p] += c.purposes[p]
   const crawls = companies.reduce((n, c) => n + c.crawls, 0)
   const visits = companies.reduce((n, c) => n + c.visits, 0)
 
-  const byBucket = new Map(seriesRows.map((r) => [numberOf(r.bucket), r]))
+  const byBucket = new Map(counts.filter((r) => r.company === null).map((r) => [numberOf(r.bucket), r]))
   const series = buckets(ai.query.range).map(({ epoch, label }) => {
     const r = byBucket.get(epoch)
     const [bucketCrawls, bucketVisits] = [numberOf(r?.crawls), numberOf(r?.visits)]
@@ -119,7 +106,7 @@ async function aiVisibilityRead(deps: ReportDeps, site: Site, params: AiParams) 
     }
   })
 
-  const [crawled, crawledNotVisited, mostVisited] = pageRows.map((rows) => rows.map(pageOf))
+  const pageList = (rows: unknown) => ((rows ?? []) as unknown[][]).map(pageOf)
   return {
     available: true,
     range: rangeView(ai.query.range),
@@ -132,7 +119,11 @@ async function aiVisibilityRead(deps: ReportDeps, site: Site, params: AiParams) 
     },
     companies,
     series,
-    pages: { crawled, crawledNotVisited, mostVisited },
+    pages: {
+      crawled: pageList(lists?.crawled),
+      crawledNotVisited: pageList(lists?.crawled_not_visited),
+      mostVisited: pageList(lists?.visited),
+    },
   }
 }
 
