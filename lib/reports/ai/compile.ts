@@ -1,3 +1,4 @@
+import { ApiError } from '../../errors'
 import { AI_CHANNEL, AI_COMPANIES, OTHER_COMPANY } from '../../ingest/ai-assistants'
 import { dimension } from '../dimensions'
 import type { Filter, Query } from '../query/model'
@@ -59,7 +60,7 @@ const filterSql = (filters: readonly Filter[], table: 'events' | 'bots') =>
   filters.map((f) => {
     const column = dimension(f.dimension)?.standalone[table]
     // parsing admits only AI_FILTER_DIMENSIONS; this guards the allow-list itself
-    if (!column) throw new Error(`${f.dimension} is not recorded on ${table}`)
+    if (!column) throw new ApiError(400, `filters: ${f.dimension} is not recorded for both crawler hits and visits`)
     return operatorSql(raw(column), f.operator, f.value)
   })
 
