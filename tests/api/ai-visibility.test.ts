@@ -349,6 +349,18 @@ describe('GET /api/v1/ai', () => {
     expect(week.totals).toEqual(want.totals)
     expect(week.pages.crawled).toEqual(want.pages.slice(0, 2))
     expect(week.pages.mostVisited).toEqual(want.mostVisited.slice(0, 2))
+    // month buckets: the whole fixture in the last two of twelve
+    const year = await get(`site_id=${ids.site}&range=12mo`)
+    const all = expected(fx, year.range)
+    expect(year.series).toHaveLength(12)
+    expect(year.totals).toEqual(all.totals)
+    const byMonth = new Map<string, { crawls: number; visits: number }>()
+    for (const [d, v] of all.days) {
+      const m = byMonth.get(d.slice(0, 7)) ?? { crawls: 0, visits: 0 }
+      byMonth.set(d.slice(0, 7), { crawls: m.crawls + v.crawls, visits: m.visits + v.visits })
+    }
+    for (const b of year.series)
+      expect({ crawls: b.crawls, visits: b.visits }, b.timestamp).toEqual(byMonth.get(b.timestamp.slice(0, 7)) ?? { crawls: 0, visits: 0 })
   })
 
   it('answers bad input with 400, a ga4-only site as unavailable, and another organization’s site as 404', async () => {
