@@ -17,6 +17,7 @@ import { behaviourEndpoints } from './v1/behaviour'
 import { vitalEndpoints } from './v1/vitals'
 import { crawlEndpoints } from './v1/crawl'
 import { geoEndpoints } from './v1/geo'
+import { aiEndpoints } from './v1/ai'
 import { goalEndpoints } from './v1/goals'
 import { importEndpoints } from './v1/imports'
 import { ga4Endpoints } from './v1/ga4'
@@ -170,6 +171,7 @@ export const endpoints: Endpoint[] = [
     ...segmentEndpoints,
     ...vitalEndpoints,
     ...geoEndpoints,
+    ...aiEndpoints,
     ...searchEndpoints,
   ]),
   ...inGroup('why', [...annotationEndpoints, ...whyEndpoints, ...backlinkEndpoints]),

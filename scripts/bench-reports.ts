@@ -84,7 +84,7 @@ const program = new Command('bench-reports')
          SELECT site_id, session_start + toIntervalSecond(90 * (number % 5)) AS ts, name, kind, visitor, cityHash64(visit) AS session, session_start, 'bench.test',
                 concat('/', ['blog', 'docs', 'pricing', 'about', 'changelog'][1 + (number % 5)], '/', toString(cityHash64(number) % 200)),
                 ['', 'Google', 'Bing', 'Hacker News', 'Twitter', 'ChatGPT'][1 + (visitor % 6)],
-                ['Direct', 'Organic Search', 'Organic Search', 'Organic Social', 'Organic Social', 'AI'][1 + (visitor % 6)],
+                ['Direct', 'Organic Search', 'Organic Search', 'Organic Social', 'Organic Social', 'AI assistants'][1 + (visitor % 6)],
                 ['US', 'DE', 'GB', 'FR', 'IN', 'BR', 'JP'][1 + (visitor % 7)],
                 ['US-NY', 'DE-BE', 'GB-ENG', 'FR-IDF', 'IN-MH', 'BR-SP', 'JP-13'][1 + (visitor % 7)],
                 ['New York', 'Berlin', 'London', 'Paris', 'Mumbai', 'São Paulo', 'Tokyo'][1 + (visitor % 7)],

@@ -1,5 +1,6 @@
 import { parse as parseReferrer } from '@tryghost/referrer-parser'
 import Bowser from 'bowser'
+import { AI_CHANNEL, assistantOfReferrerHost, assistantOfUtmSource } from './ai-assistants'
 
 /** User agent to browser, OS and device class (bowser). */
 export function parseUserAgent(userAgent: string) {
@@ -23,26 +24,10 @@ export function screenClass(width: number | null | undefined): string {
   return 'Desktop'
 }
 
-/** AI assistants and answer engines: referrer-parser knows them only as plain domains. */
-const AI_REFERRERS: [RegExp, string][] = [
-  [/(^|\.)chatgpt\.com$|(^|\.)chat\.openai\.com$/, 'ChatGPT'],
-  [/(^|\.)perplexity\.ai$/, 'Perplexity'],
-  [/(^|\.)claude\.ai$/, 'Claude'],
-  [/(^|\.)gemini\.google\.com$|(^|\.)bard\.google\.com$/, 'Gemini'],
-  [/(^|\.)copilot\.microsoft\.com$|(^|\.)copilot\.cloud\.microsoft$/, 'Microsoft Copilot'],
-  [/(^|\.)chat\.deepseek\.com$/, 'DeepSeek'],
-  [/(^|\.)you\.com$/, 'You.com'],
-  [/(^|\.)phind\.com$/, 'Phind'],
-  [/(^|\.)meta\.ai$/, 'Meta AI'],
-  [/(^|\.)grok\.com$/, 'Grok'],
-  [/(^|\.)chat\.mistral\.ai$/, 'Mistral'],
-  [/(^|\.)poe\.com$/, 'Poe'],
-]
-
 export interface ReferrerInfo {
   /** Full referrer URL, or '' for direct and internal traffic. */
   referrer: string
-  /** Human name: Google, Twitter, ChatGPT, or the referring domain. */
+  /** Human name: Google, Twitter, ChatGPT (an assistant's name, ai-assistants.ts), or the referring domain. */
   source: string
   /** search, social, email, ai, or '' */
   medium: string
@@ -60,8 +45,9 @@ const hostOf = (url: string) => {
 export function classifyReferrer(referrer: string | null | undefined, pageHost: string): ReferrerInfo {
   const host = referrer ? hostOf(referrer) : ''
   if (!host || host === pageHost.replace(/^www\./, '')) return { referrer: '', source: '', medium: '' }
-  const ai = AI_REFERRERS.find(([pattern]) => pattern.test(host))
-  if (ai) return { referrer: referrer!, source: ai[1], medium: 'ai' }
+  // referrer-parser knows AI assistants only as plain domains
+  const assistant = assistantOfReferrerHost(host)
+  if (assistant) return { referrer: referrer!, source: assistant.name, medium: 'ai' }
   const parsed = parseReferrer(referrer!)
   return { referrer: referrer!, source: parsed.referrerSource ?? host, medium: parsed.referrerMedium ?? '' }
 }
@@ -116,23 +102,6 @@ function sourceMatcher(list: SourceList): (value: string) => boolean {
   }
 }
 
-export const AI_SOURCES: SourceList = {
-  brands: ['chatgpt', 'openai', 'perplexity', 'claude', 'gemini', 'copilot', 'deepseek', 'phind', 'grok', 'mistral', 'poe'],
-  names: ['you.com', 'meta ai', 'bard'],
-  domains: [
-    'chat.openai.com',
-    'perplexity.ai',
-    'claude.ai',
-    'gemini.google.com',
-    'bard.google.com',
-    'copilot.microsoft.com',
-    'copilot.cloud.microsoft',
-    'chat.deepseek.com',
-    'you.com',
-    'meta.ai',
-    'chat.mistral.ai',
-  ],
-}
 export const SOCIAL_SOURCES: SourceList = {
   brands: [
     'facebook',
@@ -183,7 +152,6 @@ export const VIDEO_SOURCES: SourceList = {
   domains: ['youtu.be'],
 }
 
-const isAi = sourceMatcher(AI_SOURCES)
 const isSocial = sourceMatcher(SOCIAL_SOURCES)
 const isSearch = sourceMatcher(SEARCH_SOURCES)
 const isShopping = sourceMatcher(SHOPPING_SOURCES)
@@ -191,13 +159,14 @@ const isVideo = sourceMatcher(VIDEO_SOURCES)
 
 /**
  * Default channel grouping in the manner of GA4: campaign parameters first, then the referrer's
- * medium, with an AI channel for assistants and answer engines.
+ * medium, with the `AI assistants` channel first of all: a visit an assistant sent, by its referrer
+ * or its `utm_source` (the list in ai-assistants.ts), or a campaign whose medium says AI.
  */
 export function channelFor(ref: ReferrerInfo, utm: Utm): string {
   const source = (utm.utm_source || ref.source).toLowerCase()
   const medium = utm.utm_medium.toLowerCase()
   const campaign = utm.utm_campaign.toLowerCase()
-  if (ref.medium === 'ai' || /^(ai|llm|chatgpt)$/.test(medium) || isAi(utm.utm_source)) return 'AI'
+  if (ref.medium === 'ai' || /^(ai|llm|chatgpt)$/.test(medium) || assistantOfUtmSource(utm.utm_source)) return AI_CHANNEL
   if (medium === 'affiliate' || medium === 'partner') return 'Affiliates'
   if (/^e[-_ ]?mail$|newsletter/.test(medium) || /newsletter|e[-_ ]?mail/.test(source) || ref.medium === 'email') return 'Email'
   if (medium === 'sms' || source === 'sms') return 'SMS'

@@ -152,7 +152,7 @@ describe('ingestion', () => {
         kind: 'pageview',
         query: '',
         referrer_source: 'ChatGPT',
-        channel: 'AI',
+        channel: 'AI assistants',
         utm_source: 'newsletter',
         browser: 'Safari',
         device: 'Mobile',

@@ -56,7 +56,7 @@ describe('enrichment', () => {
     expect(channel(null, 'utm_source=facebook&utm_medium=paid_social')).toBe('Paid Social')
     expect(channel(null, 'utm_source=newsletter&utm_medium=email')).toBe('Email')
     expect(channel('https://mail.google.com/')).toBe('Email')
-    expect(channel('https://chatgpt.com/')).toBe('AI')
+    expect(channel('https://chatgpt.com/')).toBe('AI assistants')
     expect(channel(null, 'utm_source=partner-site&utm_medium=affiliate')).toBe('Affiliates')
     expect(channel('https://blog.example.org/')).toBe('Referral')
     expect(channel(null, 'utm_source=flyer')).toBe('Unassigned')

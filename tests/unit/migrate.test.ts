@@ -39,6 +39,7 @@ describe('ClickHouse migrations', () => {
       { version: 14, name: 'search_console' },
       { version: 15, name: 'insert_deduplication' },
       { version: 16, name: 'backlinks' },
+      { version: 18, name: 'ai_assistants_channel' },
     ])
     const applied = await migrate(clickhouse, [
       ...loadMigrations(),
@@ -72,6 +73,52 @@ describe('ClickHouse migrations', () => {
         { tag: 'textarea', text: '' },
       ])
     }
+  })
+
+  it('renames the AI channel to AI assistants in events, sessions and the rollups, other channels and properties left alone', async () => {
+    const clickhouse = await testClickHouse()
+    const site = crypto.randomUUID()
+    const event = (session: number, channel: string) =>
+      `({site:UUID}, now() - INTERVAL 1 HOUR, 'pageview', 'pageview', ${session}, ${session}, now() - INTERVAL 1 HOUR, '${channel}')`
+    await clickhouse.command(
+      `INSERT INTO events (site_id, timestamp, name, kind, visitor_id, session_id, session_start, channel)
+       VALUES ${[event(1, 'AI'), event(2, 'AI'), event(3, 'Referral')].join(', ')}`,
+      { site },
+    )
+    const rollup = (property: string, value: string) =>
+      `({site:UUID}, 'UTC', 1, '${property}', today() - 3, 1, 1, '${value}', 2, 2, 2, 0, 0, 0)`
+    await clickhouse.command(
+      `INSERT INTO day_rollups (site_id, timezone, version, property, day, day_events, day_sum, value, visitors, visits, pageviews, events, bounces, duration_ms)
+       VALUES ${[rollup('channel', 'AI'), rollup('channel', 'Direct'), rollup('filters:abc:channel', 'AI'), rollup('source', 'AI')].join(', ')}`,
+      { site },
+    )
+    const rename = loadMigrations().find((m) => m.name === 'ai_assistants_channel')!
+    for (const statement of renderMigration(rename.sql)) await clickhouse.command(statement)
+    for (const table of ['events', 'recent_events']) {
+      const rows = await clickhouse.query<{ channel: string }>(
+        `SELECT channel FROM ${table} WHERE site_id = {site:UUID} ORDER BY session_id`,
+        { site },
+      )
+      expect(
+        rows.map((r) => r.channel),
+        table,
+      ).toEqual(['AI assistants', 'AI assistants', 'Referral'])
+    }
+    const sessions = await clickhouse.query<{ channel: string }>(
+      'SELECT any(channel) AS channel FROM sessions WHERE site_id = {site:UUID} GROUP BY session_id ORDER BY session_id',
+      { site },
+    )
+    expect(sessions.map((r) => r.channel)).toEqual(['AI assistants', 'AI assistants', 'Referral'])
+    const rolled = await clickhouse.query<{ property: string; value: string; visits: string }>(
+      'SELECT property, value, visits FROM day_rollups FINAL WHERE site_id = {site:UUID} ORDER BY property, value',
+      { site },
+    )
+    expect(rolled).toEqual([
+      { property: 'channel', value: 'AI assistants', visits: '2' },
+      { property: 'channel', value: 'Direct', visits: '2' },
+      { property: 'filters:abc:channel', value: 'AI assistants', visits: '2' },
+      { property: 'source', value: 'AI', visits: '2' },
+    ])
   })
 
   it('expires rows a filtered read rolled up 30 days after they were built, never the daily rollup', async () => {

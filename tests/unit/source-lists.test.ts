@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest'
 import {
-  AI_SOURCES,
   SEARCH_SOURCES,
   SOCIAL_SOURCES,
   type SourceList,
@@ -25,10 +24,6 @@ function spellings(list: SourceList): string[] {
 const video = new Set(spellings(VIDEO_SOURCES))
 
 describe('campaign sources are matched as whole names and hostnames', () => {
-  it('puts every AI source in the AI channel', () => {
-    for (const source of spellings(AI_SOURCES)) expect(campaign(source), source).toBe('AI')
-  })
-
   it('puts every search source in Organic Search, and in Paid Search with a paid medium', () => {
     for (const source of spellings(SEARCH_SOURCES)) {
       expect(campaign(source), source).toBe('Organic Search')
@@ -45,7 +40,7 @@ describe('campaign sources are matched as whole names and hostnames', () => {
 
   it('never matches a source inside a longer name or hostname', () => {
     // chatgpt.com holds "t.co", boxing holds "x", and so on: none of them is social or search
-    expect(campaign('chatgpt.com')).toBe('AI')
+    expect(campaign('chatgpt.com')).toBe('AI assistants')
     for (const source of [
       'boxing',
       'xgoogle.com',

@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { BOT_DIMENSIONS, OPERATORS, RANGES, SEGMENT, dimension, isCustomProperty, readableBy } from '../dimensions'
 import { ApiError } from '../../errors'
+import { AI_CHANNEL, FORMER_AI_CHANNEL_NAMES } from '../../ingest/ai-assistants'
 import type { Goal } from '../../sites/goals'
 import { type Site, siteRefSchema } from '../../sites/sites'
 import { SOURCES, type Source } from '../../sites/source'
@@ -68,7 +69,13 @@ export function parseFilters(raw: string | undefined, source: Source): Filter[] 
     throw new ApiError(400, `${where}: ${message}`)
   }
   for (const f of parsed.data) validateDimension(f.dimension, source, 'filters')
-  return parsed.data
+  return source === 'standalone' ? parsed.data.map(renamedChannels) : parsed.data
+}
+
+/** A channel filter naming the AI channel by a former name (stored rows were renamed by migration 0018) reads it by its name. */
+function renamedChannels(filter: Filter): Filter {
+  if (filter.dimension !== 'channel' || (filter.operator !== 'is' && filter.operator !== 'is_not')) return filter
+  return { ...filter, value: filter.value.map((v) => (FORMER_AI_CHANNEL_NAMES.includes(v) ? AI_CHANNEL : v)) }
 }
 
 /** A goal filter by name (is, is_not) names goals of the site; a matches filter is a valid pattern. */
@@ -122,7 +129,7 @@ export function expandSegments(filters: Filter[], segments: Segment[], source: S
     const segment = segments.find((s) => s.id === f.value[0].toLowerCase())
     if (!segment) throw new ApiError(400, 'filters: not a segment id of this site')
     for (const inner of segment.filters) validateDimension(inner.dimension, source, 'filters')
-    return segment.filters
+    return source === 'standalone' ? segment.filters.map(renamedChannels) : segment.filters
   })
 }
 

@@ -1,0 +1,154 @@
+import { ApiError } from '../../errors'
+import { AI_CHANNEL, AI_COMPANIES, OTHER_COMPANY } from '../../ingest/ai-assistants'
+import { dimension } from '../dimensions'
+import type { Filter, Query } from '../query/model'
+import { operatorSql } from '../query/compile/filters'
+import { queryWindow } from '../query/compile/scope'
+import { bucket } from '../query/compile/series'
+import { type Fragment, bind, join, raw, sql } from '../../storage/clickhouse/sql'
+
+/** The dimensions both crawler hits and visits record: what the AI read filters by. */
+export const AI_FILTER_DIMENSIONS = ['path', 'hostname', 'country'] as const
+
+/** Which crawler hits count: all of them, those whose address was verified, or those that only claim the name. */
+export const CRAWLER_SELECTIONS = ['all', 'verified', 'claimed'] as const
+export type CrawlerSelection = (typeof CRAWLER_SELECTIONS)[number]
+
+export interface AiQuery {
+  query: Query
+  /** One company's crawls and visits only (an id of AI_COMPANIES, or `other`). */
+  company?: string
+  crawlers: CrawlerSelection
+}
+
+const strings = (values: readonly string[]) => bind('Array(String)', values)
+const CRAWLERS = AI_COMPANIES.flatMap((c) => c.crawlers.map((k) => ({ company: c.id, ...k })))
+const ASSISTANTS = AI_COMPANIES.flatMap((c) => c.assistants.map((a) => ({ company: c.id, ...a })))
+const UTM_VALUES = ASSISTANTS.flatMap((a) => a.utmSources.map((value) => ({ value, company: a.company })))
+const HOSTS = ASSISTANTS.flatMap((a) => a.referrerHosts.map((host) => ({ host, company: a.company })))
+/** The bot kinds of AI crawlers (bots.ts): a crawler of these kinds that no company lists counts under `other`. */
+const AI_KINDS = raw("('ai-training', 'ai-search', 'ai-assistant')")
+
+/** The company a crawler hit belongs to, by its stored name. */
+const crawlCompany = () =>
+  sql`transform(bot_name, ${strings(CRAWLERS.map((c) => c.name))}, ${strings(CRAWLERS.map((c) => c.company))}, ${bind('String', OTHER_COMPANY.id)})`
+/** A crawler's purpose: the list's, else the one its kind says. */
+const crawlPurpose = () =>
+  sql`transform(bot_name, ${strings(CRAWLERS.map((c) => c.name))}, ${strings(CRAWLERS.map((c) => c.purpose))}, multiIf(bot_kind = 'ai-training', 'training', bot_kind = 'ai-search', 'search', 'user'))`
+
+/**
+ * The company whose assistant sent a visit, as the channel rule found it (ai-assistants.ts), from
+ * the visit's source and utm_source: the referrer's assistant (stored as the source), else the
+ * assistant the `utm_source` names by value, else by host or subdomain of one; `other` for a visit
+ * in the channel by its medium alone.
+ */
+function visitCompany(source: Fragment, utmSource: Fragment): Fragment {
+  const lowered = sql`lower(trimBoth(${utmSource}))`
+  const utm = sql`if(startsWith(${lowered}, 'www.'), substring(${lowered}, 5), ${lowered})`
+  const names = strings(ASSISTANTS.map((a) => a.name))
+  const values = strings(UTM_VALUES.map((u) => u.value))
+  const hosts = strings(HOSTS.map((h) => h.host))
+  const onHost = sql`h -> ${utm} = h OR endsWith(${utm}, concat('.', h))`
+  return sql`multiIf(
+    has(${names}, ${source}), transform(${source}, ${names}, ${strings(ASSISTANTS.map((a) => a.company))}, ''),
+    has(${values}, ${utm}), transform(${utm}, ${values}, ${strings(UTM_VALUES.map((u) => u.company))}, ''),
+    arrayExists(${onHost}, ${hosts}), arrayElement(${strings(HOSTS.map((h) => h.company))}, arrayFirstIndex(${onHost}, ${hosts})),
+    ${bind('String', OTHER_COMPANY.id)})`
+}
+
+const filterSql = (filters: readonly Filter[], table: 'events' | 'bots') =>
+  filters.map((f) => {
+    const column = dimension(f.dimension)?.standalone[table]
+    // parsing admits only AI_FILTER_DIMENSIONS; this guards the allow-list itself
+    if (!column) throw new ApiError(400, `filters: ${f.dimension} is not recorded for both crawler hits and visits`)
+    return operatorSql(raw(column), f.operator, f.value)
+  })
+
+/** The AI crawler hits the read counts: in the window, of an AI kind or a listed name, verified or not as asked. */
+function crawlHits({ query, crawlers }: AiQuery): Fragment {
+  const names = strings(CRAWLERS.map((c) => c.name))
+  return join(
+    [
+      queryWindow(query).events,
+      sql`(bot_name IN ${names} OR bot_kind IN ${AI_KINDS})`,
+      ...(crawlers === 'verified' ? [raw('verified = 1')] : crawlers === 'claimed' ? [raw('verified = 0')] : []),
+      ...filterSql(query.filters, 'bots'),
+    ],
+    ' AND ',
+  )
+}
+
+/** The pageviews of visits in the AI assistants channel in the window (`name` first: events are ordered by it within a day). */
+function assistantPageviews({ query }: AiQuery): Fragment {
+  return join(
+    [
+      queryWindow(query).events,
+      sql`name = 'pageview' AND kind = 'pageview' AND channel = ${bind('String', AI_CHANNEL)}`,
+      ...filterSql(query.filters, 'events'),
+    ],
+    ' AND ',
+  )
+}
+
+/**
+ * One row per crawler hit and per assistant visit, the hits and visits the read counts: the
+ * company, the crawler and its purpose (empty for a visit), the bucket and the page, and whether it
+ * is a crawl, a verified one, or a visit. A visit counts once, on the first page it viewed in the
+ * window (where the assistant's link led), in the bucket of that view; its company is found once
+ * per visit, from the source and utm_source every event of the visit carries.
+ */
+function hitsAndVisits(ai: AiQuery): Fragment {
+  const bucketOf = bucket(ai.query.range)
+  const rows = sql`
+  SELECT ${crawlCompany()} AS company, bot_name AS crawler, ${crawlPurpose()} AS purpose, ${bucketOf} AS bucket, pathname AS path,
+         toUInt8(1) AS crawl, verified, toUInt8(0) AS visit
+  FROM bot_events WHERE ${crawlHits(ai)}
+  UNION ALL
+  SELECT company, '', '', bucket, page, 0, 0, 1
+  FROM (
+    SELECT ${visitCompany(raw('visit_source'), raw('visit_utm_source'))} AS company, page, bucket
+    FROM (
+      SELECT session_id, any(referrer_source) AS visit_source, any(utm_source) AS visit_utm_source,
+             argMin(pathname, timestamp) AS page, min(${bucketOf}) AS bucket
+      FROM events WHERE ${assistantPageviews(ai)}
+      GROUP BY session_id
+    )
+  )`
+  return ai.company ? sql`SELECT * FROM (${rows}) WHERE company = ${bind('String', ai.company)}` : rows
+}
+
+/**
+ * Per company and crawler (crawler '' holds the company's visits), and per bucket: crawls, verified
+ * crawls and visits. Rows of the one grouping have the other's keys null.
+ */
+export function aiCountsSql(ai: AiQuery): Fragment {
+  return sql`
+SELECT company, crawler, toUnixTimestamp(bucket) AS bucket, any(purpose) AS purpose,
+       sum(crawl) AS crawls, sum(verified) AS verified_crawls, sum(visit) AS visits
+FROM (${hitsAndVisits(ai)})
+GROUP BY GROUPING SETS ((company, crawler), (bucket))
+SETTINGS group_by_use_nulls = 1`
+}
+
+/**
+ * The page lists, each at most the query's limit, from one pass: per page, [path, crawls, verified
+ * crawls, training, search and user crawls, visits]. `crawled`: pages with crawls, most crawls
+ * first; `crawled_not_visited`: those no assistant sent a visit to; `visited`: pages with visits,
+ * most visits first. Ties by the other count, then by path.
+ */
+export function aiPagesSql(ai: AiQuery): Fragment {
+  const n = bind('UInt32', ai.query.limit)
+  return sql`
+SELECT arraySlice(arraySort(r -> (-toInt64(r.2), -toInt64(r.7), r.1), arrayFilter(r -> r.2 > 0, rows)), 1, ${n}) AS crawled,
+       arraySlice(arraySort(r -> (-toInt64(r.2), r.1), arrayFilter(r -> r.2 > 0 AND r.7 = 0, rows)), 1, ${n}) AS crawled_not_visited,
+       arraySlice(arraySort(r -> (-toInt64(r.7), -toInt64(r.2), r.1), arrayFilter(r -> r.7 > 0, rows)), 1, ${n}) AS visited
+FROM (
+  SELECT groupArray((path, crawls, verified_crawls, training, search, user, visits)) AS rows
+  FROM (
+    SELECT path, sum(crawl) AS crawls, sum(verified) AS verified_crawls, countIf(crawl = 1 AND purpose = 'training') AS training,
+           countIf(crawl = 1 AND purpose = 'search') AS search, countIf(crawl = 1 AND purpose = 'user') AS user, sum(visit) AS visits
+    FROM (${hitsAndVisits(ai)})
+    GROUP BY path
+  )
+)`
+}
