@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { ApiError } from '../lib/errors'
 import { collectBrowserHit } from '../lib/ingest/browser-hit'
-import { browserHitSchema } from '../lib/ingest/hit-schema'
+import { eventBodySchema } from '../lib/ingest/hit-schema'
 import { TRACKER_FILES } from '../lib/tracker/bundle.generated'
 import { defineEndpoint } from './endpoint'
 import { traceOf } from './request-log'
@@ -48,19 +48,22 @@ export const collectorEndpoints = [
     path: '/api/event',
     scope: 'public',
     tool: null,
-    summary: 'Where the tracking script sends hits: one hit a request, as JSON (text/plain is accepted, for sendBeacon).',
+    summary:
+      "Where the tracking script sends hits: one hit a request, as JSON (text/plain is accepted, for sendBeacon). Also takes Plausible's Events API payload.",
     description:
-      "No key: the site is named by its snippet id. Answers 202 with no body once the hit is accepted; a hit the site does not collect is accepted and dropped, and the answer's X-Dropped header says why: bot, localhost, unknown-hostname (the page is not on the site's domain, a subdomain, its custom domain or an allowed hostname), excluded-ip, excluded-path, kind-off (a switched-off kind) or not-collecting. At most 64 KB.",
+      "No key: the site is named by its snippet id, or in Plausible's payload by its domain (a comma list records the hit for each site; the visitor's address is the first valid one of X-Forwarded-For). Answers 202 with no body once the hit is accepted; a hit the site does not collect is accepted and dropped, and the answer's X-Dropped header says why: bot, localhost, unknown-hostname (the page is not on the site's domain, a subdomain, its custom domain or an allowed hostname), excluded-ip, excluded-path, kind-off (a switched-off kind), not-collecting or unknown-domain (Plausible's payload naming no site); Plausible's payload also gets x-plausible-dropped: 1. At most 64 KB.",
     validatesOwnInput: true,
-    body: browserHitSchema,
+    body: eventBodySchema,
     status: 202,
     response: { mediaType: null, description: 'Accepted; no body' },
     async handler({ services, request, env }) {
-      const dropped = await collectBrowserHit(services, request, env)
+      const { dropped, plausible } = await collectBrowserHit(services, request, env)
       if (!dropped) return undefined
       // a person testing an install sees why in the answer; the log says it in full at LOG_LEVEL=debug
       traceOf(request).debug({ message: 'hit dropped', dropped: dropped.code, reason: dropped.reason })
-      return new Response(null, { status: 202, headers: { 'X-Dropped': dropped.code } })
+      const headers: Record<string, string> = { 'X-Dropped': dropped.code }
+      if (plausible) headers['x-plausible-dropped'] = '1'
+      return new Response(null, { status: 202, headers })
     },
   }),
 ]

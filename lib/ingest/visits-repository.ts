@@ -110,6 +110,19 @@ export class VisitsRepository {
   constructor(private readonly kv: Redis) {}
 
   /**
+   * Adds engaged milliseconds to each page view's running total (`key` names the visitor's page
+   * view) and answers the totals. Plausible's tracker reports the time since its last report; our
+   * engagement reports carry the total so far. A total is forgotten 30 minutes after its last report.
+   */
+  async addEngagedTime(entries: { key: string; ms: number }[]): Promise<number[]> {
+    if (!entries.length) return []
+    const tx = this.kv.multi()
+    for (const { key, ms } of entries) tx.incrby(`engaged:${key}`, ms).pexpire(`engaged:${key}`, 30 * 60_000)
+    const answers = (await tx.exec()) as unknown[]
+    return entries.map((_, i) => Number(answers[i * 2]))
+  }
+
+  /**
    * Assigns each run to a visit, in order, in one script call: a run whose first hit is within
    * `gapMs` of the visitor's last one joins that visit, otherwise it starts a new one with its
    * candidate id. attrs are those stored, for a visit begun before this call.
