@@ -19,6 +19,20 @@ const javascript = (code: string, cacheControl: string, etag: string) =>
 const files = new Map<string, { path: string; code: string }>(Object.values(TRACKER_FILES).map((f) => [f.path, f]))
 const scriptEtag = TRACKER_FILES.script.path.split('.')[1]
 const HASHED_FILE = /^[a-z-]+\.[0-9a-f]{12}\.js$/
+/** The extensions of Plausible's script names (script.hash.outbound-links.js) that its compatible build has. */
+const PLAUSIBLE_EXTENSIONS = new Set([
+  'hash',
+  'outbound-links',
+  'file-downloads',
+  'tagged-events',
+  'revenue',
+  'pageview-props',
+  'manual',
+  'local',
+])
+const PLAUSIBLE_FILE = /^script\.([a-z-]+\.)+js$/
+const plausibleEtag = TRACKER_FILES.plausible.path.split('.')[1]
+const revalidated = 'public, max-age=3600, stale-while-revalidate=86400'
 
 /** The keyless collector: the tracking script and the event endpoint. */
 export const collectorEndpoints = [
@@ -27,16 +41,33 @@ export const collectorEndpoints = [
     path: '/js/{file}',
     scope: 'public',
     tool: null,
-    summary: 'The tracking script (script.js, the URL of the snippet) and its content-hashed parts.',
-    description: 'script.js revalidates hourly (ETag); the content-hashed files it loads never change and are cached for a year.',
-    params: z.object({ file: z.string().describe('script.js, or a content-hashed file such as vitals.0123456789ab.js') }),
+    summary: "The tracking script (script.js, the URL of the snippet), its content-hashed parts, and Plausible's script names.",
+    description:
+      "script.js and Plausible's names (script.outbound-links.tagged-events.js and the like: hash, outbound-links, file-downloads, tagged-events, revenue, pageview-props, manual, local) revalidate hourly (ETag); the content-hashed files never change and are cached for a year.",
+    params: z.object({
+      file: z
+        .string()
+        .describe(
+          'script.js, a Plausible script name such as script.hash.outbound-links.js, or a content-hashed file such as vitals.0123456789ab.js',
+        ),
+    }),
     response: { mediaType: 'application/javascript', description: 'The script' },
     async handler({ request }, { params }) {
       // the snippet's fixed URL revalidates hourly; the content-hashed copies never change
       if (params.file === 'script.js') {
         // a compressed copy was sent with the weak form of the tag (hono/compress)
         if (request.headers.get('if-none-match')?.replace(/^W\//, '') === `"${scriptEtag}"`) return new Response(null, { status: 304 })
-        return javascript(TRACKER_FILES.script.code, 'public, max-age=3600, stale-while-revalidate=86400', scriptEtag)
+        return javascript(TRACKER_FILES.script.code, revalidated, scriptEtag)
+      }
+      if (PLAUSIBLE_FILE.test(params.file) && !HASHED_FILE.test(params.file)) {
+        const unknown = params.file
+          .split('.')
+          .slice(1, -1)
+          .filter((e) => !PLAUSIBLE_EXTENSIONS.has(e))
+        if (unknown.length)
+          throw new ApiError(404, `no such script: the extension ${unknown.map((e) => `"${e}"`).join(', ')} is not supported`)
+        if (request.headers.get('if-none-match')?.replace(/^W\//, '') === `"${plausibleEtag}"`) return new Response(null, { status: 304 })
+        return javascript(TRACKER_FILES.plausible.code, revalidated, plausibleEtag)
       }
       const file = HASHED_FILE.test(params.file) ? files.get(`/js/${params.file}`) : undefined
       if (!file) throw new ApiError(404, 'no such script')

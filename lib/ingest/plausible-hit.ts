@@ -105,8 +105,11 @@ function convert(body: Obj): PlausibleHit {
   const props = value('props') == null ? undefined : objectOrJson(value('props'), named('props'))
   if (props != null) hit.props = props
   const revenue = value('revenue') == null ? undefined : objectOrJson(value('revenue'), named('revenue'))
-  if (isObject(revenue) && typeof revenue.currency === 'string') hit.revenue = { ...revenue, currency: revenue.currency.toUpperCase() }
-  else if (revenue != null) hit.revenue = revenue
+  // Plausible's npm tracker sends an empty revenue object with a tagged event that has none
+  const noRevenue = revenue == null || (isObject(revenue) && !Object.keys(revenue).length)
+  if (!noRevenue)
+    hit.revenue =
+      isObject(revenue) && typeof revenue.currency === 'string' ? { ...revenue, currency: revenue.currency.toUpperCase() } : revenue
   if (value('interactive') !== undefined) flag(value('interactive'), named('interactive'))
   if (value('version') !== undefined && typeof value('version') !== 'string' && typeof value('version') !== 'number')
     throw new InvalidPayload(`${named('version')}: expected a string or a number`)
