@@ -73,16 +73,22 @@ async function collectPlausibleHit(services: Services, request: Request, env: un
 /** The site a Plausible domain names; sites stored before the domain index existed are indexed by the first lookup that misses. */
 async function siteOfDomain(services: Services, domain: string): Promise<Site | null> {
   const site = await services.sites.byDomain(domain)
-  if (site || (await services.repositories.sites.domainsIndexed())) return site
-  indexing ??= (async () => {
-    const all: Site[] = []
-    for (const org of await services.repositories.orgs.list()) all.push(...(await services.repositories.sites.list(org.id)))
-    await services.repositories.sites.indexAllDomains(all)
-  })().finally(() => (indexing = undefined))
-  await indexing
+  const { repositories } = services
+  if (site || (await repositories.sites.domainsIndexed())) return site
+  let pending = indexing.get(repositories)
+  if (!pending) {
+    pending = (async () => {
+      const all: Site[] = []
+      for (const org of await repositories.orgs.list()) all.push(...(await repositories.sites.list(org.id)))
+      await repositories.sites.indexAllDomains(all)
+    })().finally(() => indexing.delete(repositories))
+    indexing.set(repositories, pending)
+  }
+  await pending
   return services.sites.byDomain(domain, true)
 }
-let indexing: Promise<void> | undefined
+/** The indexing under way, per store: concurrent misses wait for one. */
+const indexing = new WeakMap<object, Promise<void>>()
 
 async function submit(services: Services, request: Request, item: Pick<IngestItem, 'hit' | 'site' | 'ip' | 'plausible'>): Promise<Dropped> {
   const cf = (request as { cf?: Record<string, unknown> }).cf

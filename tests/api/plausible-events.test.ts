@@ -241,6 +241,25 @@ describe.each(STORES)("Plausible's Events API payload on POST /api/event (%s sto
     expect(await rows(second, '/claimed')).toHaveLength(0)
   })
 
+  it("serves Plausible's script names, in any combination of the extensions it has, and names one it has not", async () => {
+    const [plain, variant, reordered] = await Promise.all(
+      ['script.js', 'script.hash.outbound-links.tagged-events.js', 'script.tagged-events.hash.outbound-links.js'].map((f) =>
+        t.app.request(`http://api.test/js/${f}`),
+      ),
+    )
+    expect([plain.status, variant.status, reordered.status]).toEqual([200, 200, 200])
+    const [ours, compatible] = [await plain.text(), await variant.text()]
+    // our tracker hands Plausible's tag (data-domain) over to the compatible build, which reads the extensions from its name
+    expect(ours).toContain('data-domain')
+    expect(compatible).toContain('Outbound Link: Click')
+    expect(compatible).not.toBe(ours)
+    expect(await reordered.text()).toBe(compatible)
+    expect(variant.headers.get('cache-control')).toContain('max-age=3600')
+    const unknown = await t.app.request('http://api.test/js/script.outbound-links.amp.js')
+    expect(unknown.status).toBe(404)
+    expect(((await unknown.json()) as { error: string }).error).toBe('no such script: the extension "amp" is not supported')
+  })
+
   it('refuses a payload it cannot read, naming the field as sent', async () => {
     const a = t.a.site
     const error = async (body: unknown) => {
