@@ -74,7 +74,11 @@ async function collectPlausibleHit(services: Services, request: Request, env: un
 async function siteOfDomain(services: Services, domain: string): Promise<Site | null> {
   const site = await services.sites.byDomain(domain)
   const { repositories } = services
-  if (site || (await repositories.sites.domainsIndexed())) return site
+  if (site || indexed.has(repositories)) return site
+  if (await repositories.sites.domainsIndexed()) {
+    indexed.add(repositories)
+    return null
+  }
   let pending = indexing.get(repositories)
   if (!pending) {
     pending = (async () => {
@@ -87,8 +91,9 @@ async function siteOfDomain(services: Services, domain: string): Promise<Site | 
   await pending
   return services.sites.byDomain(domain, true)
 }
-/** The indexing under way, per store: concurrent misses wait for one. */
+/** The indexing under way, per store: concurrent misses wait for one; and the stores known to be indexed. */
 const indexing = new WeakMap<object, Promise<void>>()
+const indexed = new WeakSet<object>()
 
 async function submit(services: Services, request: Request, item: Pick<IngestItem, 'hit' | 'site' | 'ip' | 'plausible'>): Promise<Dropped> {
   const cf = (request as { cf?: Record<string, unknown> }).cf
