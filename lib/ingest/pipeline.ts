@@ -107,16 +107,20 @@ export class Ingestor {
     return outcomes
   }
 
-  /** Plausible's engagement reports carry the time since the last one: each becomes the page view's total so far. */
+  /**
+   * Plausible's engagement reports carry the time since the last one: each becomes its page view's
+   * total so far; a pageview starts its page's total anew.
+   */
   private async totalEngagedTime(hits: IdentifiedHit[]) {
-    const reports = hits.filter((h) => h.item.plausible && h.kind === 'engagement' && h.item.hit.engagement)
-    if (!reports.length) return
-    const pages = await hash64Many(reports.map((h) => h.item.hit.url))
-    const totals = await this.deps.repositories.visits.addEngagedTime(
-      reports.map((h, i) => ({ key: `${h.site.id}:${h.visitorId}:${pages[i]}`, ms: h.item.hit.engagement!.ms })),
+    const pages = hits.filter((h) => h.item.plausible && (h.kind === 'pageview' || (h.kind === 'engagement' && h.item.hit.engagement)))
+    if (!pages.length) return
+    const urls = await hash64Many(pages.map((h) => h.item.hit.url))
+    const totals = await this.deps.repositories.visits.runEngagedTime(
+      pages.map((h, i) => ({ key: `${h.site.id}:${h.visitorId}:${urls[i]}`, ms: h.item.hit.engagement?.ms })),
     )
-    reports.forEach((h, i) => {
-      h.item.hit.engagement = { ms: Math.min(totals[i], 86_400_000), scroll: h.item.hit.engagement!.scroll }
+    pages.forEach((h, i) => {
+      const report = h.item.hit.engagement
+      if (h.kind === 'engagement' && report) h.item.hit.engagement = { ms: Math.min(totals[i], 86_400_000), scroll: report.scroll }
     })
   }
 

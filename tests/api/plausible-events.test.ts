@@ -176,11 +176,15 @@ describe.each(STORES)("Plausible's Events API payload on POST /api/event (%s sto
     expect((await send({ n: 'engagement', sd: 70, e: 2500 })).status).toBe(202)
     // -1: not measured yet
     expect((await send({ n: 'engagement', sd: -1, e: 500 })).status).toBe(202)
+    // a new view of the page starts its total anew
+    expect((await send({ n: 'pageview' })).status).toBe(202)
+    expect((await send({ n: 'engagement', sd: 20, e: 1200 })).status).toBe(202)
     const reports = (await rows(a, '/read')).filter((r) => r.kind === 'engagement')
     expect(reports.map((r) => [Number(r.engaged_ms), Number(r.scroll_depth)])).toEqual([
       [3000, 40],
       [5500, 70],
       [6000, 0],
+      [1200, 20],
     ])
   })
 

@@ -140,6 +140,9 @@ describe.skipIf(!CHROMIUM)("Plausible's script tag and npm trackers against this
     expect(signup).toMatchObject({ p: { plan: 'pro' }, $: { amount: '19.90', currency: 'EUR' }, dropped: null })
     await tab.waitForFunction(() => (window as any).signupResult)
     expect(await tab.evaluate(() => (window as any).signupResult)).toEqual({ status: 202 })
+    // no cookie, no storage
+    expect(await ctx.cookies()).toEqual([])
+    expect(await tab.evaluate(() => localStorage.length + sessionStorage.length)).toBe(0)
 
     // hash routing: the route is a page of its own
     await tab.evaluate(() => (location.hash = '#/pricing'))
@@ -162,6 +165,8 @@ describe.skipIf(!CHROMIUM)("Plausible's script tag and npm trackers against this
     await (await plain.newPage()).goto(`${page}/plain`)
     await waitFor((e) => e.d === site.domain && e.n === 'pageview' && e.u === `${page}/plain`, 'pageview of the plain tag')
     await plain.close()
+    // let the engagement events sent as the pages closed land
+    await new Promise((r) => setTimeout(r, 1000))
 
     const all = received.filter((e) => e.d === site.domain)
     expect(all.filter((e) => e.dropped)).toEqual([])
@@ -184,6 +189,15 @@ describe.skipIf(!CHROMIUM)("Plausible's script tag and npm trackers against this
     expect(paths).toEqual(expect.arrayContaining(['/tag', '/tag/pricing', '/plain']))
     const positions = rowsOf(await read(`/api/v1/breakdown?${q}&property=prop:position`, key))
     expect(positions.map((r) => [r.value, r.events])).toEqual([['hero', 1]])
+
+    // leaving a page sent engagement events (scroll depth, time since the last report): each is an engagement report
+    const engagements = all.filter((e) => e.n === 'engagement')
+    expect(engagements.length).toBeGreaterThan(0)
+    const reports = await services.clickhouse.query<{ scroll_depth: number; engaged_ms: string }>(
+      "SELECT scroll_depth, engaged_ms FROM events WHERE site_id = {s:UUID} AND kind = 'engagement'",
+      { s: site.id },
+    )
+    expect(reports.map((r) => Number(r.scroll_depth)).sort()).toEqual(engagements.map((e) => Math.min(e.sd, 100)).sort())
   })
 
   it('works with @plausible-analytics/tracker and plausible-tracker initialised with this host', async () => {
