@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { ApiError } from '../lib/errors'
 import { collectBrowserHit } from '../lib/ingest/browser-hit'
-import { browserHitSchema } from '../lib/ingest/hit-schema'
+import { eventBodySchema } from '../lib/ingest/hit-schema'
 import { TRACKER_FILES } from '../lib/tracker/bundle.generated'
 import { defineEndpoint } from './endpoint'
 import { traceOf } from './request-log'
@@ -19,6 +19,20 @@ const javascript = (code: string, cacheControl: string, etag: string) =>
 const files = new Map<string, { path: string; code: string }>(Object.values(TRACKER_FILES).map((f) => [f.path, f]))
 const scriptEtag = TRACKER_FILES.script.path.split('.')[1]
 const HASHED_FILE = /^[a-z-]+\.[0-9a-f]{12}\.js$/
+/** The extensions of Plausible's script names (script.hash.outbound-links.js) that its compatible build has. */
+const PLAUSIBLE_EXTENSIONS = new Set([
+  'hash',
+  'outbound-links',
+  'file-downloads',
+  'tagged-events',
+  'revenue',
+  'pageview-props',
+  'manual',
+  'local',
+])
+const PLAUSIBLE_FILE = /^script\.([a-z-]+\.)+js$/
+const plausibleEtag = TRACKER_FILES.plausible.path.split('.')[1]
+const revalidated = 'public, max-age=3600, stale-while-revalidate=86400'
 
 /** The keyless collector: the tracking script and the event endpoint. */
 export const collectorEndpoints = [
@@ -27,16 +41,33 @@ export const collectorEndpoints = [
     path: '/js/{file}',
     scope: 'public',
     tool: null,
-    summary: 'The tracking script (script.js, the URL of the snippet) and its content-hashed parts.',
-    description: 'script.js revalidates hourly (ETag); the content-hashed files it loads never change and are cached for a year.',
-    params: z.object({ file: z.string().describe('script.js, or a content-hashed file such as vitals.0123456789ab.js') }),
+    summary: "The tracking script (script.js, the URL of the snippet), its content-hashed parts, and Plausible's script names.",
+    description:
+      "script.js and Plausible's names (script.outbound-links.tagged-events.js and the like: hash, outbound-links, file-downloads, tagged-events, revenue, pageview-props, manual, local) revalidate hourly (ETag); the content-hashed files never change and are cached for a year.",
+    params: z.object({
+      file: z
+        .string()
+        .describe(
+          'script.js, a Plausible script name such as script.hash.outbound-links.js, or a content-hashed file such as vitals.0123456789ab.js',
+        ),
+    }),
     response: { mediaType: 'application/javascript', description: 'The script' },
     async handler({ request }, { params }) {
       // the snippet's fixed URL revalidates hourly; the content-hashed copies never change
       if (params.file === 'script.js') {
         // a compressed copy was sent with the weak form of the tag (hono/compress)
         if (request.headers.get('if-none-match')?.replace(/^W\//, '') === `"${scriptEtag}"`) return new Response(null, { status: 304 })
-        return javascript(TRACKER_FILES.script.code, 'public, max-age=3600, stale-while-revalidate=86400', scriptEtag)
+        return javascript(TRACKER_FILES.script.code, revalidated, scriptEtag)
+      }
+      if (PLAUSIBLE_FILE.test(params.file) && !HASHED_FILE.test(params.file)) {
+        const unknown = params.file
+          .split('.')
+          .slice(1, -1)
+          .filter((e) => !PLAUSIBLE_EXTENSIONS.has(e))
+        if (unknown.length)
+          throw new ApiError(404, `no such script: the extension ${unknown.map((e) => `"${e}"`).join(', ')} is not supported`)
+        if (request.headers.get('if-none-match')?.replace(/^W\//, '') === `"${plausibleEtag}"`) return new Response(null, { status: 304 })
+        return javascript(TRACKER_FILES.plausible.code, revalidated, plausibleEtag)
       }
       const file = HASHED_FILE.test(params.file) ? files.get(`/js/${params.file}`) : undefined
       if (!file) throw new ApiError(404, 'no such script')
@@ -48,19 +79,22 @@ export const collectorEndpoints = [
     path: '/api/event',
     scope: 'public',
     tool: null,
-    summary: 'Where the tracking script sends hits: one hit a request, as JSON (text/plain is accepted, for sendBeacon).',
+    summary:
+      "Where the tracking script sends hits: one hit a request, as JSON (text/plain is accepted, for sendBeacon). Also takes Plausible's Events API payload.",
     description:
-      "No key: the site is named by its snippet id. Answers 202 with no body once the hit is accepted; a hit the site does not collect is accepted and dropped, and the answer's X-Dropped header says why: bot, localhost, unknown-hostname (the page is not on the site's domain, a subdomain, its custom domain or an allowed hostname), excluded-ip, excluded-path, kind-off (a switched-off kind) or not-collecting. At most 64 KB.",
+      "No key: the site is named by its snippet id, or in Plausible's payload by its domain (a comma list records the hit for each site; the visitor's address is the first valid one of X-Forwarded-For). Answers 202 with no body once the hit is accepted; a hit the site does not collect is accepted and dropped, and the answer's X-Dropped header says why: bot, localhost, unknown-hostname (the page is not on the site's domain, a subdomain, its custom domain or an allowed hostname), excluded-ip, excluded-path, kind-off (a switched-off kind), not-collecting or unknown-domain (Plausible's payload naming no site); Plausible's payload also gets x-plausible-dropped: 1. At most 64 KB.",
     validatesOwnInput: true,
-    body: browserHitSchema,
+    body: eventBodySchema,
     status: 202,
     response: { mediaType: null, description: 'Accepted; no body' },
     async handler({ services, request, env }) {
-      const dropped = await collectBrowserHit(services, request, env)
+      const { dropped, plausible } = await collectBrowserHit(services, request, env)
       if (!dropped) return undefined
       // a person testing an install sees why in the answer; the log says it in full at LOG_LEVEL=debug
       traceOf(request).debug({ message: 'hit dropped', dropped: dropped.code, reason: dropped.reason })
-      return new Response(null, { status: 202, headers: { 'X-Dropped': dropped.code } })
+      const headers: Record<string, string> = { 'X-Dropped': dropped.code }
+      if (plausible) headers['x-plausible-dropped'] = '1'
+      return new Response(null, { status: 202, headers })
     },
   }),
 ]

@@ -16,7 +16,7 @@ import { loadMigrations } from '../lib/storage/clickhouse/migrations-node'
  * The collector's targets: /api/event on one Node process on the embedded home under autocannon
  * (events/s sustained, p99), and the raw-hit import (hits/s), each on a fresh DATA_DIR.
  */
-async function benchEvents(duration: number, connections: number) {
+async function benchEvents(duration: number, connections: number, payload: 'ours' | 'plausible') {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-event-'))
   const child = spawn(process.execPath, ['--import', 'tsx', 'functions/node.ts'], {
     env: {
@@ -54,13 +54,24 @@ async function benchEvents(duration: number, connections: number) {
     method: 'POST' as const,
     path: '/api/event',
     headers: { 'content-type': 'text/plain', 'user-agent': ua },
-    body: JSON.stringify({
-      site: snippet,
-      name: i % 5 ? 'pageview' : 'Signup',
-      url: `https://demo.example.com/page/${i}?utm_source=bench`,
-      referrer: 'https://www.google.com/',
-      screenWidth: 1440,
-    }),
+    // Plausible's payload names the site by its domain: the same hit, found through the domain index
+    body: JSON.stringify(
+      payload === 'ours'
+        ? {
+            site: snippet,
+            name: i % 5 ? 'pageview' : 'Signup',
+            url: `https://demo.example.com/page/${i}?utm_source=bench`,
+            referrer: 'https://www.google.com/',
+            screenWidth: 1440,
+          }
+        : {
+            n: i % 5 ? 'pageview' : 'Signup',
+            u: `https://demo.example.com/page/${i}?utm_source=bench`,
+            d: 'demo.example.com',
+            r: 'https://www.google.com/',
+            w: 1440,
+          },
+    ),
   }))
   const result = await autocannon({ url, connections, duration, requests })
   child.kill('SIGTERM')
@@ -115,18 +126,23 @@ const program = new Command('bench-collector')
   .option('--hits <n>', 'hits to import', '200000')
   .option('--import-runs <n>', 'import runs, each on a fresh DATA_DIR; the median is reported', '3')
   .option('--import-only', 'skip the /api/event run')
-  .action(async (opts: { duration: string; connections: string; hits: string; importRuns: string; importOnly?: boolean }) => {
-    const events = opts.importOnly ? null : await benchEvents(Number(opts.duration), Number(opts.connections))
-    const runs = []
-    for (let i = 0; i < Number(opts.importRuns); i++) runs.push(await benchImport(Number(opts.hits)))
-    const rates = runs.map((r) => r.hitsPerSecond).sort((a, b) => a - b)
-    const imported = {
-      hits: runs[0].hits,
-      stored: runs.map((r) => r.stored),
-      seconds: runs.map((r) => r.seconds),
-      hitsPerSecond: rates,
-      medianHitsPerSecond: rates[Math.floor(rates.length / 2)],
-    }
-    process.stdout.write(`${JSON.stringify({ event: events, import: imported }, null, 2)}\n`)
-  })
+  .option('--payload <kind>', "the /api/event payload: ours (snippet id) or plausible (Plausible's, by domain)", 'ours')
+  .action(
+    async (opts: { duration: string; connections: string; hits: string; importRuns: string; importOnly?: boolean; payload: string }) => {
+      if (opts.payload !== 'ours' && opts.payload !== 'plausible') throw new Error('--payload: ours or plausible')
+      const events = opts.importOnly ? null : await benchEvents(Number(opts.duration), Number(opts.connections), opts.payload)
+      if (Number(opts.importRuns) === 0) return void process.stdout.write(`${JSON.stringify({ event: events }, null, 2)}\n`)
+      const runs = []
+      for (let i = 0; i < Number(opts.importRuns); i++) runs.push(await benchImport(Number(opts.hits)))
+      const rates = runs.map((r) => r.hitsPerSecond).sort((a, b) => a - b)
+      const imported = {
+        hits: runs[0].hits,
+        stored: runs.map((r) => r.stored),
+        seconds: runs.map((r) => r.seconds),
+        hitsPerSecond: rates,
+        medianHitsPerSecond: rates[Math.floor(rates.length / 2)],
+      }
+      process.stdout.write(`${JSON.stringify({ event: events, import: imported }, null, 2)}\n`)
+    },
+  )
 await program.parseAsync(process.argv)

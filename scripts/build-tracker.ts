@@ -4,7 +4,7 @@ import { gzipSync } from 'node:zlib'
 import { Command } from 'commander'
 import { build } from 'esbuild'
 
-/** Builds the tracker and its lazily loaded vitals files into lib/tracker/bundle.generated.ts. */
+/** Builds the tracker, its lazily loaded vitals files and the build for Plausible's script tag into lib/tracker/bundle.generated.ts. */
 export const GENERATED = new URL('../lib/tracker/bundle.generated.ts', import.meta.url)
 const source = (name: string) => new URL(`../lib/tracker/${name}`, import.meta.url).pathname
 const contentHash = (code: string) => createHash('sha256').update(code).digest('hex').slice(0, 12)
@@ -28,7 +28,10 @@ export async function buildTracker() {
   const vitalsAttribution = await bundle('vitals-attribution.ts')
   const vitalsPath = `/js/vitals.${contentHash(vitals)}.js`
   const attributionPath = `/js/vitals-attribution.${contentHash(vitalsAttribution)}.js`
+  const plausible = await bundle('plausible.ts')
+  const plausiblePath = `/js/plausible.${contentHash(plausible)}.js`
   const script = await bundle('script.ts', {
+    PLAUSIBLE_PATH: JSON.stringify(plausiblePath),
     VITALS_PATH: JSON.stringify(vitalsPath),
     VITALS_ATTRIBUTION_PATH: JSON.stringify(attributionPath),
     ATTRIBUTION_SAMPLE: '0.1',
@@ -37,6 +40,7 @@ export async function buildTracker() {
   const files = {
     script: { path: `/js/script.${contentHash(script)}.js`, code: script },
     live: { path: `/js/live.${contentHash(live)}.js`, code: live },
+    plausible: { path: plausiblePath, code: plausible },
     vitals: { path: vitalsPath, code: vitals },
     vitalsAttribution: { path: attributionPath, code: vitalsAttribution },
   }

@@ -4,10 +4,18 @@ import type { Services } from '../services'
 import type { Site } from '../sites/sites'
 import { geoFromCf } from './geo'
 import { missingKindField, parseHit } from './hit'
-import type { IngestOutcome } from './item'
+import type { IngestItem, IngestOutcome } from './item'
+import { forwardedAddress, isPlausiblePayload, parsePlausibleHit } from './plausible-hit'
 
 /** Why an accepted hit was not stored, or null when it was. */
 export type Dropped = Extract<IngestOutcome, { status: 'dropped' }> | null
+
+/** What became of a hit: null when stored; for Plausible's comma list of domains, the drops of the sites that did not store it. */
+export interface Collected {
+  dropped: Dropped
+  /** Plausible's payload: the answer carries `x-plausible-dropped: 1` when any site dropped it. */
+  plausible: boolean
+}
 
 /**
  * The visitor's address: the one a customer's proxy passes on in X-Forwarded-For when it proves
@@ -19,12 +27,12 @@ export function visitorAddress(services: Pick<Services, 'clientAddress'>, site: 
 }
 
 /**
- * POST /api/event: one hit of the tracking script, its JSON body as sent. The browser sends no
- * timestamp, address or user agent: they come from the request. 400 for a hit that cannot be
- * read or names no known site; a hit the site does not collect is accepted and dropped, and the
- * answer says why.
+ * POST /api/event: one hit of the tracking script, its JSON body as sent (or Plausible's payload,
+ * see plausible-hit.ts). The browser sends no timestamp, address or user agent: they come from the
+ * request. 400 for a hit that cannot be read or names no known site; a hit the site does not
+ * collect is accepted and dropped, and the answer says why.
  */
-export async function collectBrowserHit(services: Services, request: Request, env: unknown): Promise<Dropped> {
+export async function collectBrowserHit(services: Services, request: Request, env: unknown): Promise<Collected> {
   const text = await request.text()
   let body: unknown
   try {
@@ -32,18 +40,65 @@ export async function collectBrowserHit(services: Services, request: Request, en
   } catch {
     throw new ApiError(400, 'body: not valid JSON')
   }
+  if (isPlausiblePayload(body)) return { dropped: await collectPlausibleHit(services, request, env, body), plausible: true }
   const hit = parseHit(body, 'browser')
   if (typeof hit === 'string') throw new ApiError(400, hit)
   const missing = missingKindField(hit)
   if (missing) throw new ApiError(400, missing)
   const site = await services.sites.bySnippet(hit.site)
   if (!site) throw new ApiError(400, `site: unknown site "${hit.site}"`)
-  const ip = visitorAddress(services, site, request, env)
+  return { dropped: await submit(services, request, { hit, site, ip: visitorAddress(services, site, request, env) }), plausible: false }
+}
+
+/**
+ * Plausible's payload: recorded for each site its domain list names, the visitor being the first
+ * valid address of X-Forwarded-For (else the client's). A domain that names no site drops the hit
+ * for it, as Plausible does. Dropped when any site dropped it, with the first reason.
+ */
+async function collectPlausibleHit(services: Services, request: Request, env: unknown, body: Record<string, unknown>): Promise<Dropped> {
+  const parsed = parsePlausibleHit(body)
+  if (typeof parsed === 'string') throw new ApiError(400, parsed)
+  const sites = await Promise.all(parsed.domains.map((d) => siteOfDomain(services, d)))
+  const outcomes = await Promise.all(
+    sites.map(async (site, i): Promise<Dropped> => {
+      if (!site) return { status: 'dropped', code: 'unknown-domain', reason: `no site has the domain ${parsed.domains[i]}` }
+      const hit = { ...parsed.hit, site: site.snippetId }
+      const ip = forwardedAddress(request) ?? visitorAddress(services, site, request, env)
+      return submit(services, request, { hit, site, ip, plausible: { hashRouting: parsed.hashRouting } })
+    }),
+  )
+  return outcomes.find((o) => o !== null) ?? null
+}
+
+/** The site a Plausible domain names; sites stored before the domain index existed are indexed by the first lookup that misses. */
+async function siteOfDomain(services: Services, domain: string): Promise<Site | null> {
+  const site = await services.sites.byDomain(domain)
+  const { repositories } = services
+  if (site || indexed.has(repositories)) return site
+  if (await repositories.sites.domainsIndexed()) {
+    indexed.add(repositories)
+    return null
+  }
+  let pending = indexing.get(repositories)
+  if (!pending) {
+    pending = (async () => {
+      const all: Site[] = []
+      for (const org of await repositories.orgs.list()) all.push(...(await repositories.sites.list(org.id)))
+      await repositories.sites.indexAllDomains(all)
+    })().finally(() => indexing.delete(repositories))
+    indexing.set(repositories, pending)
+  }
+  await pending
+  return services.sites.byDomain(domain, true)
+}
+/** The indexing under way, per store: concurrent misses wait for one; and the stores known to be indexed. */
+const indexing = new WeakMap<object, Promise<void>>()
+const indexed = new WeakSet<object>()
+
+async function submit(services: Services, request: Request, item: Pick<IngestItem, 'hit' | 'site' | 'ip' | 'plausible'>): Promise<Dropped> {
   const cf = (request as { cf?: Record<string, unknown> }).cf
   const outcome = await services.ingestor.submit({
-    hit,
-    site,
-    ip,
+    ...item,
     userAgent: request.headers.get('user-agent') ?? '',
     receivedAt: services.now(),
     geo: cf ? geoFromCf(cf) : undefined,

@@ -58,3 +58,39 @@ export const importHitSchema = z.strictObject({
   userAgent: z.string().max(1000).optional(),
 })
 export const browserHitSchema = importHitSchema.omit({ timestamp: true, ip: true, userAgent: true })
+
+/*
+ * Plausible's Events API payload (lib/ingest/plausible-hit.ts checks it by hand): each field in
+ * its short or its long spelling, not both. Documents the format in the OpenAPI document.
+ */
+const plausibleRevenue = z.strictObject({ amount: z.union([z.string(), z.number()]), currency: z.string().length(3) })
+const plausibleProps = z.union([z.record(z.string(), propValue), z.string().describe('the props object as JSON text')])
+const plausibleFlag = z.union([z.boolean(), z.literal(0), z.literal(1)])
+export const plausibleEventSchema = z
+  .object({
+    n: z.string().max(120).describe('event name: pageview, engagement or a custom event name'),
+    name: z.string().max(120),
+    u: z
+      .url({ protocol: /^https?$/ })
+      .max(4000)
+      .describe("the page's URL"),
+    url: z.url({ protocol: /^https?$/ }).max(4000),
+    d: z.string().describe("the site's domain, or a comma-separated list of domains (the hit is recorded for each)"),
+    domain: z.string(),
+    r: z.string().max(4000).nullable().describe('referrer'),
+    referrer: z.string().max(4000).nullable(),
+    p: plausibleProps.describe('custom properties'),
+    props: plausibleProps,
+    $: plausibleRevenue.describe('revenue: amount and ISO 4217 currency'),
+    revenue: plausibleRevenue,
+    i: plausibleFlag.describe('interactive (accepted; every custom event counts as interactive here)'),
+    interactive: plausibleFlag,
+    h: plausibleFlag.describe('hash routing: the path includes the #/ route'),
+    w: z.number().int().min(0).max(100_000).describe('screen width'),
+    sd: z.number().int().min(-1).max(1000).describe('engagement: scroll depth in percent'),
+    e: z.number().int().min(0).max(86_400_000).describe('engagement: engaged milliseconds since the last report'),
+    v: z.union([z.string(), z.number()]).describe("the tracker's version"),
+  })
+  .partial()
+  .describe("Plausible's Events API payload: names the site by its domain")
+export const eventBodySchema = z.union([browserHitSchema, plausibleEventSchema])

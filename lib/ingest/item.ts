@@ -15,10 +15,23 @@ export interface IngestItem {
   geo?: Geo | null
   /** Where it came from: the browser tracker, the raw-hit import. */
   source: 'browser' | 'import'
+  /**
+   * Sent in Plausible's payload: its names other than pageview and engagement are custom events,
+   * its engagement time is the time since the tracker's last report, and `h: 1` asks for the hash route.
+   */
+  plausible?: { hashRouting: boolean }
 }
 
 /** Why a hit was accepted and not stored: the collector's X-Dropped header. */
-export type DropCode = 'not-collecting' | 'localhost' | 'unknown-hostname' | 'excluded-ip' | 'excluded-path' | 'bot' | 'kind-off'
+export type DropCode =
+  | 'not-collecting'
+  | 'localhost'
+  | 'unknown-hostname'
+  | 'excluded-ip'
+  | 'excluded-path'
+  | 'bot'
+  | 'kind-off'
+  | 'unknown-domain'
 
 export type IngestOutcome =
   | { status: 'stored' }

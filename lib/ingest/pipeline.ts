@@ -2,7 +2,7 @@ import type { SiteDirectory } from '../sites/site-directory'
 import type { Repositories } from '../repositories'
 import { Coalescer } from './batching'
 import { type Geo, type GeoLookup, cachedGeoLookup } from './geo'
-import { DailySalts, identify } from './identity'
+import { DailySalts, type IdentifiedHit, hash64Many, identify } from './identity'
 import type { IngestItem, IngestOutcome } from './item'
 import { type BotRow, type VisitAttrs, botRowOf, errorFingerprints, eventRow, visitAttrs } from './rows'
 import { type AcceptedHit, type BotHit, screen } from './screening'
@@ -87,6 +87,7 @@ export class Ingestor {
     })
 
     const identified = await identify(accepted, this.salts)
+    await this.totalEngagedTime(identified)
 
     // visits: one script call for the batch's runs, each with the attributes of its first hit
     const { hits, runs, runOf } = groupRuns(identified)
@@ -104,6 +105,23 @@ export class Ingestor {
     if (batch.events.length || batch.bots.length) await this.deps.sink.write(batch)
     this.deps.observe?.(outcomes)
     return outcomes
+  }
+
+  /**
+   * Plausible's engagement reports carry the time since the last one: each becomes its page view's
+   * total so far; a pageview starts its page's total anew.
+   */
+  private async totalEngagedTime(hits: IdentifiedHit[]) {
+    const pages = hits.filter((h) => h.item.plausible && (h.kind === 'pageview' || (h.kind === 'engagement' && h.item.hit.engagement)))
+    if (!pages.length) return
+    const urls = await hash64Many(pages.map((h) => h.item.hit.url))
+    const totals = await this.deps.repositories.visits.runEngagedTime(
+      pages.map((h, i) => ({ key: `${h.site.id}:${h.visitorId}:${urls[i]}`, ms: h.item.hit.engagement?.ms })),
+    )
+    pages.forEach((h, i) => {
+      const report = h.item.hit.engagement
+      if (h.kind === 'engagement' && report) h.item.hit.engagement = { ms: Math.min(totals[i], 86_400_000), scroll: report.scroll }
+    })
   }
 
   /** The visit attributes of each hit, geo looked up once per address unless the edge sent it. */

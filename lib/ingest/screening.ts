@@ -88,7 +88,8 @@ export function screen(item: IngestItem, index: number, now: number): AcceptedHi
   const at = hit.timestamp ? Date.parse(hit.timestamp) : item.receivedAt.getTime()
   if (at > now + CLOCK_SKEW_MS) return { status: 'rejected', error: 'timestamp: in the future' }
   const url = new URL(hit.url)
-  const pathname = site.tracking.hashRouting && url.hash.startsWith('#/') ? `${url.pathname}${url.hash.slice(1)}` : url.pathname
+  const hashRouting = site.tracking.hashRouting || item.plausible?.hashRouting
+  const pathname = hashRouting && url.hash.startsWith('#/') ? `${url.pathname}${url.hash.slice(1)}` : url.pathname
   if (!site.standaloneEnabled) return dropped('not-collecting', 'the site does not collect first-party data')
   // a browser's page must be one of the site's; imported history keeps the hostnames it was recorded with
   if (item.source === 'browser' && !hostnameBelongs(url.hostname, site)) {
@@ -106,7 +107,8 @@ export function screen(item: IngestItem, index: number, now: number): AcceptedHi
     return { index, item, site, at, url, pathname, bot }
   }
 
-  let kind = kindOfName(hit.name)
+  // Plausible's names are the sender's own, apart from its pageviews and engagement reports
+  let kind = item.plausible && hit.name !== 'pageview' && hit.name !== 'engagement' ? 'custom' : kindOfName(hit.name)
   if (kind === 'click') kind = linkKind(hit.click?.href, url, site.tracking.affiliatePaths) ?? 'click'
   const toggle = TRACKING_TOGGLES[kind]
   if (toggle && site.tracking[toggle] === false) return dropped('kind-off', `${toggle} is off`)

@@ -110,6 +110,28 @@ export class VisitsRepository {
   constructor(private readonly kv: Redis) {}
 
   /**
+   * Keeps each page view's running total of engaged milliseconds (`key` names the visitor's page):
+   * an entry with `ms` adds to it and answers the total, one without starts the page's total anew
+   * (a new view of the page) and answers 0. In order. Plausible's tracker reports the time since its
+   * last report; our engagement reports carry the total so far. A total is forgotten 30 minutes after its last report.
+   */
+  async runEngagedTime(entries: { key: string; ms?: number }[]): Promise<number[]> {
+    if (!entries.length) return []
+    const tx = this.kv.multi()
+    // where each entry's total is among the answers: an addition answers first, then its expiry
+    const at: number[] = []
+    let answer = 0
+    for (const { key, ms } of entries) {
+      at.push(answer)
+      if (ms === undefined) tx.del(`engaged:${key}`)
+      else tx.incrby(`engaged:${key}`, ms).pexpire(`engaged:${key}`, 30 * 60_000)
+      answer += ms === undefined ? 1 : 2
+    }
+    const answers = (await tx.exec()) as unknown[]
+    return entries.map((e, i) => (e.ms === undefined ? 0 : Number(answers[at[i]])))
+  }
+
+  /**
    * Assigns each run to a visit, in order, in one script call: a run whose first hit is within
    * `gapMs` of the visitor's last one joins that visit, otherwise it starts a new one with its
    * candidate id. attrs are those stored, for a visit begun before this call.

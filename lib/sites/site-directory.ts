@@ -1,6 +1,6 @@
 import { ApiError } from '../errors'
 import { SNIPPET_ID_PATTERN, type Site, UUID_PATTERN } from './sites'
-import type { SitesRepository } from './sites-repository'
+import { type SitesRepository, indexedDomain } from './sites-repository'
 
 /**
  * Sites by UUID or snippet id, cached for `cacheMs` (10 s unless told): every hit and every
@@ -9,6 +9,7 @@ import type { SitesRepository } from './sites-repository'
  */
 export class SiteDirectory {
   private readonly cached = new Map<string, { site: Site | null; at: number }>()
+  private readonly cachedDomains = new Map<string, { snippetId: string | null; at: number }>()
   private readonly cacheMs: number
 
   constructor(
@@ -39,6 +40,29 @@ export class SiteDirectory {
   /** The sites of these snippet ids, each looked up once. */
   async bySnippets(snippetIds: Iterable<string>): Promise<Map<string, Site | null>> {
     return new Map(await Promise.all([...new Set(snippetIds)].map(async (s) => [s, await this.bySnippet(s)] as const)))
+  }
+
+  /**
+   * The site a domain names, as Plausible's payload does: the site whose domain or custom domain it
+   * is (with or without `www.`, any case). Domains are unique within an organization only: when
+   * sites of several organizations claim one, the site created first answers to it. Cached like
+   * the snippet's answer unless `fresh`.
+   */
+  async byDomain(domain: string, fresh = false): Promise<Site | null> {
+    const name = indexedDomain(domain)
+    const entry = this.cachedDomains.get(name)
+    if (!fresh && entry && Date.now() - entry.at < this.cacheMs) return entry.snippetId ? this.bySnippet(entry.snippetId) : null
+    const ids = await this.repository.idsByDomain(name)
+    const named = (s: Site | null): s is Site =>
+      !!s && (indexedDomain(s.domain) === name || (!!s.tracking.customDomain && indexedDomain(s.tracking.customDomain) === name))
+    const sites = (await Promise.all(ids.map((id) => this.repository.get(id)))).filter(named)
+    const site = sites.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id))[0] ?? null
+    if (this.cacheMs > 0) {
+      if (this.cachedDomains.size > 100_000) this.cachedDomains.clear()
+      this.cachedDomains.set(name, { snippetId: site?.snippetId ?? null, at: Date.now() })
+    }
+    if (site) this.keep(site.snippetId, site)
+    return site
   }
 
   /**

@@ -10,7 +10,15 @@ const sitesKey = {
   ofOrg: (orgId: string) => `org:${orgId}:sites`,
   /** domain -> site id: a domain is one site of an organization at most. */
   orgDomains: (orgId: string) => `org:${orgId}:domains`,
+  /** Every site, of any organization, whose domain or custom domain is this (without `www.`): Plausible's payload names its site so. */
+  domainSites: (domain: string) => `domain-sites:${domain}`,
+  /** Set once every site stored before the domain index existed has been added to it. */
+  domainIndexed: 'domain-sites:indexed',
 }
+
+/** The names a site answers to in the domain index: its domain and its custom domain, lower case and without `www.`. */
+export const indexedDomain = (domain: string) => domain.toLowerCase().replace(/^www\./, '')
+const domainsOf = (site: Site) => [...new Set([site.domain, site.tracking.customDomain].filter((d): d is string => !!d).map(indexedDomain))]
 
 /** Compare-and-set of one string value. */
 const SWAP = `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
@@ -33,6 +41,32 @@ export class SitesRepository {
       .set(sitesKey.snippet(site.snippetId), site.id)
       .sadd(sitesKey.ofOrg(site.orgId), site.id)
       .exec()
+    await this.indexDomains(site)
+  }
+
+  /** Ids of the sites indexed under this domain (see indexedDomain); some may be gone or renamed since. */
+  async idsByDomain(domain: string): Promise<string[]> {
+    return (await this.kv.smembers(sitesKey.domainSites(indexedDomain(domain)))).map(String)
+  }
+
+  /** Whether every site stored before the domain index existed has been indexed (indexAllDomains). */
+  async domainsIndexed(): Promise<boolean> {
+    return (await this.kv.exists(sitesKey.domainIndexed)) === 1
+  }
+
+  /** Adds these sites to the domain index and records that the index is complete. */
+  async indexAllDomains(sites: Site[]) {
+    for (const site of sites) await this.indexDomains(site)
+    await this.kv.set(sitesKey.domainIndexed, '1')
+  }
+
+  private async indexDomains(site: Site, before?: Site) {
+    const now = domainsOf(site)
+    const gone = before ? domainsOf(before).filter((d) => !now.includes(d)) : []
+    await Promise.all([
+      ...now.map((d) => this.kv.sadd(sitesKey.domainSites(d), site.id)),
+      ...gone.map((d) => this.kv.srem(sitesKey.domainSites(d), site.id)),
+    ])
   }
 
   async get(id: string) {
@@ -60,7 +94,10 @@ export class SitesRepository {
    */
   async swap(before: Site, after: Site): Promise<boolean> {
     this.swapScript ??= this.kv.createScript(SWAP)
-    return Number(await this.swapScript.exec([sitesKey.site(before.id)], [JSON.stringify(before), JSON.stringify(after)])) === 1
+    const swapped = Number(await this.swapScript.exec([sitesKey.site(before.id)], [JSON.stringify(before), JSON.stringify(after)])) === 1
+    if (swapped && (before.domain !== after.domain || before.tracking.customDomain !== after.tracking.customDomain))
+      await this.indexDomains(after, before)
+    return swapped
   }
 
   /** Removes the site record, its snippet mapping and its domain claim. */
@@ -71,5 +108,6 @@ export class SitesRepository {
       .srem(sitesKey.ofOrg(site.orgId), site.id)
       .hdel(sitesKey.orgDomains(site.orgId), site.domain)
       .exec()
+    await Promise.all(domainsOf(site).map((d) => this.kv.srem(sitesKey.domainSites(d), site.id)))
   }
 }

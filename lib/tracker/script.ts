@@ -3,6 +3,7 @@
 declare const VITALS_PATH: string
 declare const VITALS_ATTRIBUTION_PATH: string
 declare const ATTRIBUTION_SAMPLE: number
+declare const PLAUSIBLE_PATH: string
 
 type Opts = { callback?: () => void; [field: string]: unknown }
 type Svc = ((name: string, opts?: Opts) => void) & { q?: IArguments[] }
@@ -11,6 +12,14 @@ type Svc = ((name: string, opts?: Opts) => void) & { q?: IArguments[] }
   const script = d.currentScript as HTMLScriptElement
   const site = script.getAttribute('data-site')
   const origin = new URL(script.src).origin
+  // Plausible's tag (data-domain) kept with this host: its compatible build takes over, with the tag's attributes
+  if (!site && script.hasAttribute('data-domain')) {
+    const s = d.createElement('script')
+    for (const a of script.getAttributeNames()) s.setAttribute(a, script.getAttribute(a)!)
+    s.setAttribute('data-plausible-src', script.src)
+    s.src = origin + PLAUSIBLE_PATH
+    return void d.head.appendChild(s)
+  }
   const endpoint = script.getAttribute('data-api') || `${origin}/api/event`
   const now = Date.now
   let lastPage = ''

@@ -16,4 +16,11 @@ describe('the tracker bundle', () => {
     expect(files.script.code).toContain(files.vitalsAttribution.path)
     expect(files.script.code).not.toMatch(/cookie|localStorage|sessionStorage/)
   })
+
+  it("has a build for Plausible's tag that script.js loads for data-domain, at most 2 KB gzipped and without storage", async () => {
+    const { files } = await buildTracker()
+    expect(files.script.code).toContain(files.plausible.path)
+    expect(gzipSync(files.plausible.code).length).toBeLessThanOrEqual(2048)
+    expect(files.plausible.code).not.toMatch(/cookie|localStorage|sessionStorage/)
+  })
 })
