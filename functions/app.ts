@@ -41,7 +41,7 @@ export function createApp(services: Services, log: LogOptions = { level: 'error'
       // the rate-limit headers exist on keyed answers only
       if (c.req.path.startsWith('/api/v1')) c.header('Access-Control-Expose-Headers', CORS_EXPOSE_HEADERS)
       // so a page's script can read why its hit was dropped
-      else if (c.req.path === '/api/event') c.header('Access-Control-Expose-Headers', 'X-Dropped')
+      else if (c.req.path === '/api/event') c.header('Access-Control-Expose-Headers', 'X-Dropped, x-plausible-dropped')
       return next()
     }
     c.header('Access-Control-Allow-Methods', 'GET, POST, PATCH, DELETE, OPTIONS')
