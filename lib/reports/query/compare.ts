@@ -159,13 +159,17 @@ export const ROW_FIGURES = [
   'conversionRate',
 ] as const
 
+const SERIES_FIGURES = ['visitors', 'visits', 'pageviews']
+const NO_CHANGE: Change = { absolute: null, relative: null }
+
 /** A timeseries bucket pairs with the compared bucket of the same position (one to one; docs/api.md, Comparisons). */
 export function alignSeries<T extends { timestamp: string }>(current: T[], compared: T[]) {
   return {
     series: current.map((bucket, i) => ({
       ...bucket,
       comparison: compared[i] ?? null,
-      change: changes(bucket, compared[i] ?? null, ['visitors', 'visits', 'pageviews']),
+      // no compared bucket is no figure to compare with, not zeros
+      change: compared[i] ? changes(bucket, compared[i], SERIES_FIGURES) : Object.fromEntries(SERIES_FIGURES.map((n) => [n, NO_CHANGE])),
     })),
     // a window of more buckets than the range (a 25-hour day against a 24-hour one): the buckets no bucket pairs with
     unpaired: compared.slice(current.length),
