@@ -1,4 +1,5 @@
 import { type Endpoint, isJsonAnswer } from './endpoint'
+import { COMPARE_MODES } from '../lib/reports/query/compare'
 import { outputSchema, toolInputSchema } from './openapi'
 
 /**
@@ -22,6 +23,9 @@ const SHARED_PARAMETERS: Record<string, Schema> = {
   to: { type: 'string' },
   // an array of filter objects, or that array as JSON text: both arrive as the JSON text the REST query carries (toolInput)
   filters: { type: ['array', 'string'] },
+  compare: { type: 'string', enum: [...COMPARE_MODES] },
+  compare_from: { type: 'string' },
+  compare_to: { type: 'string' },
 }
 
 /** The formats of JSON Schema itself (2020-12): any validator knows them. Zod's others (cidrv4, ...) make clients warn. */
