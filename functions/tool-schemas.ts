@@ -1,5 +1,4 @@
 import { type Endpoint, isJsonAnswer } from './endpoint'
-import { COMPARE_MODES } from '../lib/reports/query/compare'
 import { outputSchema, toolInputSchema } from './openapi'
 
 /**
@@ -23,7 +22,7 @@ const SHARED_PARAMETERS: Record<string, Schema> = {
   to: { type: 'string' },
   // an array of filter objects, or that array as JSON text: both arrive as the JSON text the REST query carries (toolInput)
   filters: { type: ['array', 'string'] },
-  compare: { type: 'string', enum: [...COMPARE_MODES] },
+  compare: { type: 'string' },
   compare_from: { type: 'string' },
   compare_to: { type: 'string' },
 }
@@ -109,8 +108,9 @@ const OUTPUT_BYTES = 350
  * (`additionalProperties`), and the deepest levels left as any object or array.
  */
 export function compactOutput(schema: unknown): unknown {
-  // every report echoes the window and the source it read, the same each time: the instructions describe them once
-  const { range, ...properties } = ((schema as Schema).properties ?? {}) as Record<string, Schema | undefined>
+  // every report echoes the window and the source it read, the same each time: the instructions describe them once,
+  // and the comparison a read adds with compare
+  const { range, comparison: _comparison, ...properties } = ((schema as Schema).properties ?? {}) as Record<string, Schema | undefined>
   if (range?.type === 'object') schema = { ...(schema as Schema), properties }
   if (range?.type === 'object' && properties.source?.enum)
     schema = { ...(schema as Schema), properties: { ...properties, source: { type: 'string' } } }
