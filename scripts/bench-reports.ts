@@ -51,6 +51,17 @@ import { spikes } from '../lib/reports/why/spikes'
  */
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]
 
+interface BenchOptions {
+  main: string
+  others: string
+  runs: string
+  vitals: string
+  dataDir?: string
+  only?: string
+  at?: string
+  compare?: boolean
+}
+
 const program = new Command('bench-reports')
   .option('--main <n>', 'events of the measured site', '1000000')
   .option('--others <n>', 'events of the nine other sites', '9000000')
@@ -66,41 +77,31 @@ const program = new Command('bench-reports')
     '--at <HH:MM>',
     "the measured site's local time of day the data ends at and the reads run at (a fixed clock); by default the real clock",
   )
-  .action(
-    async (opts: {
-      main: string
-      others: string
-      runs: string
-      vitals: string
-      dataDir?: string
-      only?: string
-      at?: string
-      compare?: boolean
-    }) => {
-      const dir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'bench-reports-'))
-      const stores = await openNodeStores({ DATA_DIR: dir })
-      await migrate(stores.clickhouse, loadMigrations())
-      // today's events are read from events, the finished days from the rollup: how much of today has
-      // passed decides the cost of a read, so the clock is fixed (--at) and kept with kept data
-      const clockFile = join(dir, 'bench-clock.json')
-      const now = existsSync(clockFile) ? new Date(JSON.parse(readFileSync(clockFile, 'utf8')).now) : clockAt(opts.at)
-      writeFileSync(clockFile, JSON.stringify({ now: now.toISOString() }))
-      const kept = (await stores.repositories.orgs.list()).find((o) => o.name === 'Bench')
-      const org = kept ?? (await createOrg(stores.repositories, 'Bench', now))
-      const sites = kept ? (await stores.repositories.sites.list(org.id)).sort((a, b) => a.domain.localeCompare(b.domain)) : []
-      for (let i = sites.length; i < 10; i++) {
-        const site = newSite({ domain: `site${i}.bench.test`, timezone: i === 0 ? 'Europe/Berlin' : 'UTC' }, org.id, now)
-        await stores.repositories.sites.create(site)
-        sites.push(site)
-      }
-      const key = (await createApiKey(stores.repositories, { orgId: org.id, name: 'bench', scope: 'read' }, now)).key
-      const generate = async (count: number, siteIds: string[], visitors: number, tz: string) => {
-        const started = performance.now()
-        await stores.clickhouse.command(
-          // five events a visit, 90 seconds apart: about 200k visits per million events. The tracker's mix:
-          // a visit opens with a pageview; its other events are pageviews (45%), engagement reports (30%),
-          // autocaptured clicks (15%, a fifth of them dead), custom events (7%) and captured errors (3%)
-          `INSERT INTO events (site_id, timestamp, name, kind, visitor_id, session_id, session_start, hostname, pathname, referrer_source, channel, country_code, region, city, latitude, longitude,
+  .action(async (opts: BenchOptions) => {
+    const dir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'bench-reports-'))
+    const stores = await openNodeStores({ DATA_DIR: dir })
+    await migrate(stores.clickhouse, loadMigrations())
+    // today's events are read from events, the finished days from the rollup: how much of today has
+    // passed decides the cost of a read, so the clock is fixed (--at) and kept with kept data
+    const clockFile = join(dir, 'bench-clock.json')
+    const now = existsSync(clockFile) ? new Date(JSON.parse(readFileSync(clockFile, 'utf8')).now) : clockAt(opts.at)
+    writeFileSync(clockFile, JSON.stringify({ now: now.toISOString() }))
+    const kept = (await stores.repositories.orgs.list()).find((o) => o.name === 'Bench')
+    const org = kept ?? (await createOrg(stores.repositories, 'Bench', now))
+    const sites = kept ? (await stores.repositories.sites.list(org.id)).sort((a, b) => a.domain.localeCompare(b.domain)) : []
+    for (let i = sites.length; i < 10; i++) {
+      const site = newSite({ domain: `site${i}.bench.test`, timezone: i === 0 ? 'Europe/Berlin' : 'UTC' }, org.id, now)
+      await stores.repositories.sites.create(site)
+      sites.push(site)
+    }
+    const key = (await createApiKey(stores.repositories, { orgId: org.id, name: 'bench', scope: 'read' }, now)).key
+    const generate = async (count: number, siteIds: string[], visitors: number, tz: string) => {
+      const started = performance.now()
+      await stores.clickhouse.command(
+        // five events a visit, 90 seconds apart: about 200k visits per million events. The tracker's mix:
+        // a visit opens with a pageview; its other events are pageviews (45%), engagement reports (30%),
+        // autocaptured clicks (15%, a fifth of them dead), custom events (7%) and captured errors (3%)
+        `INSERT INTO events (site_id, timestamp, name, kind, visitor_id, session_id, session_start, hostname, pathname, referrer_source, channel, country_code, region, city, latitude, longitude,
                              device, browser, os, props, engaged_ms, scroll_depth, selector, element_text, element_tag, interactive, dead_click, error_fingerprint, error_name, error_message)
          SELECT site_id, session_start + toIntervalSecond(90 * (number % 5)) AS ts, name, kind, visitor, cityHash64(visit) AS session, session_start, 'bench.test',
                 concat('/', ['blog', 'docs', 'pricing', 'about', 'changelog'][1 + (number % 5)], '/', toString(cityHash64(number) % 200)),
@@ -133,23 +134,23 @@ const program = new Command('bench-reports')
                   cityHash64(number, 5) % 30 AS error_group
          FROM numbers({count:UInt64})
          )`,
-          { sites: siteIds, visitors, count, tz, now: clickhouseTime(now) },
+        { sites: siteIds, visitors, count, tz, now: clickhouseTime(now) },
+      )
+      return (performance.now() - started) / 1000
+    }
+    const loadOthers = kept
+      ? 0
+      : await generate(
+          Number(opts.others),
+          sites.slice(1).map((s) => s.id),
+          900_000,
+          'UTC',
         )
-        return (performance.now() - started) / 1000
-      }
-      const loadOthers = kept
-        ? 0
-        : await generate(
-            Number(opts.others),
-            sites.slice(1).map((s) => s.id),
-            900_000,
-            'UTC',
-          )
-      const loadMain = kept ? 0 : await generate(Number(opts.main), [sites[0].id], 100_000, sites[0].timezone)
-      // vital samples of the measured site (five metrics a page load, each load a visit of its own), a tenth with attribution as the tracker samples it
-      if (!kept)
-        await stores.clickhouse.command(
-          `INSERT INTO events (site_id, timestamp, name, kind, visitor_id, session_id, session_start, hostname, pathname, country_code, device, browser, os, vital_name, vital_value, props)
+    const loadMain = kept ? 0 : await generate(Number(opts.main), [sites[0].id], 100_000, sites[0].timezone)
+    // vital samples of the measured site (five metrics a page load, each load a visit of its own), a tenth with attribution as the tracker samples it
+    if (!kept)
+      await stores.clickhouse.command(
+        `INSERT INTO events (site_id, timestamp, name, kind, visitor_id, session_id, session_start, hostname, pathname, country_code, device, browser, os, vital_name, vital_value, props)
        SELECT toUUID({site:String}), ts, 'vital', 'vital', cityHash64(load % 20000, 'vital'), cityHash64(load, 'vital'), ts, 'bench.test',
               concat('/', ['blog', 'docs', 'pricing', 'about', 'changelog'][1 + (load % 5)], '/', toString(cityHash64(load) % 200)),
               ['US', 'DE', 'GB', 'FR', 'IN', 'BR', 'JP'][1 + (load % 7)], ['Desktop', 'Mobile', 'Tablet'][1 + (load % 3)], ['Chrome', 'Safari', 'Firefox', 'Edge'][1 + (load % 4)],
@@ -164,278 +165,275 @@ const program = new Command('bench-reports')
        FROM (SELECT number, intDiv(number, 5) AS load, ['LCP', 'INP', 'CLS', 'FCP', 'TTFB'][1 + (number % 5)] AS metric,
                     toDateTime64({now:DateTime64(3)} - toIntervalSecond(cityHash64(load, 1) % (30 * 86400)), 3, 'UTC') AS ts
              FROM numbers({count:UInt64}))`,
-          { site: sites[0].id, count: Number(opts.vitals), now: clickhouseTime(now) },
-        )
-      // what the server's refresh does at start: roll up every finished day (lib/reports/rollup/refresh.ts)
-      const started = performance.now()
-      const rolledUpDays = await refreshRollups(stores.clickhouse, stores.repositories, now, ROLLUP_ALL_DAYS)
-      const rollupSeconds = (performance.now() - started) / 1000
-      // measure the steady state: background merges of the bulk load done, as they are minutes after any insert
-      const settleStarted = performance.now()
-      for (let quiet = 0; quiet < 10; ) {
-        // a migration's mutation (on kept data) rewrites parts in the background too
-        const [merges] = await stores.clickhouse.query<{ n: string }>(
-          'SELECT (SELECT count() FROM system.merges) + (SELECT count() FROM system.mutations WHERE NOT is_done) AS n',
-        )
-        quiet = Number(merges.n) ? 0 : quiet + 1
-        await new Promise((r) => setTimeout(r, 1000))
-      }
-      const settleSeconds = (performance.now() - settleStarted) / 1000
-      const parts = Object.fromEntries(
-        (
-          await stores.clickhouse.query<{ table: string; n: string }>(
-            'SELECT table, count() AS n FROM system.parts WHERE active AND database = currentDatabase() GROUP BY table',
-          )
-        ).map((r) => [r.table, Number(r.n)]),
+        { site: sites[0].id, count: Number(opts.vitals), now: clickhouseTime(now) },
       )
+    // what the server's refresh does at start: roll up every finished day (lib/reports/rollup/refresh.ts)
+    const started = performance.now()
+    const rolledUpDays = await refreshRollups(stores.clickhouse, stores.repositories, now, ROLLUP_ALL_DAYS)
+    const rollupSeconds = (performance.now() - started) / 1000
+    // measure the steady state: background merges of the bulk load done, as they are minutes after any insert
+    const settleStarted = performance.now()
+    for (let quiet = 0; quiet < 10; ) {
+      // a migration's mutation (on kept data) rewrites parts in the background too
+      const [merges] = await stores.clickhouse.query<{ n: string }>(
+        'SELECT (SELECT count() FROM system.merges) + (SELECT count() FROM system.mutations WHERE NOT is_done) AS n',
+      )
+      quiet = Number(merges.n) ? 0 : quiet + 1
+      await new Promise((r) => setTimeout(r, 1000))
+    }
+    const settleSeconds = (performance.now() - settleStarted) / 1000
+    const parts = Object.fromEntries(
+      (
+        await stores.clickhouse.query<{ table: string; n: string }>(
+          'SELECT table, count() AS n FROM system.parts WHERE active AND database = currentDatabase() GROUP BY table',
+        )
+      ).map((r) => [r.table, Number(r.n)]),
+    )
 
-      const siteDirectory = new SiteDirectory(stores.repositories.sites)
-      const services = {
-        clickhouse: stores.clickhouse,
-        kv: stores.kv,
-        repositories: stores.repositories,
+    const siteDirectory = new SiteDirectory(stores.repositories.sites)
+    const services = {
+      clickhouse: stores.clickhouse,
+      kv: stores.kv,
+      repositories: stores.repositories,
+      sites: siteDirectory,
+      limiter: memoryRateLimiter(Date.now, {
+        default: { max: 1e9, windowMs: 60_000 },
+        collect: { max: 1e9, windowMs: 60_000 },
+        ping: { max: 1e9, windowMs: 60_000 },
+        proxy: { max: 1e9, windowMs: 60_000 },
+      }),
+      now: () => now,
+      fetch,
+      ingestor: new Ingestor({
         sites: siteDirectory,
-        limiter: memoryRateLimiter(Date.now, {
-          default: { max: 1e9, windowMs: 60_000 },
-          collect: { max: 1e9, windowMs: 60_000 },
-          ping: { max: 1e9, windowMs: 60_000 },
-          proxy: { max: 1e9, windowMs: 60_000 },
-        }),
+        repositories: stores.repositories,
+        sink: directSink(stores.clickhouse, stores.repositories),
         now: () => now,
-        fetch,
-        ingestor: new Ingestor({
-          sites: siteDirectory,
-          repositories: stores.repositories,
-          sink: directSink(stores.clickhouse, stores.repositories),
-          now: () => now,
-        }),
-        clientAddress: () => '127.0.0.1',
-        liveCache: memoryLiveCache(),
-      }
-      const app = createApp(services)
-      const site = sites[0]
-      const filters = JSON.stringify([
-        { dimension: 'country', operator: 'is', value: ['US', 'DE'] },
-        { dimension: 'path', operator: 'contains', value: ['blog'] },
-      ])
-      const range = resolveRange({ range: '30d' }, site.timezone, now)
-      const base: Query = { siteId: site.id, range, filters: [], goals: [], limit: 100, now }
-      // what the API runs: the read's plan (the rolled-days lookup where it may use the rollup), then its statement
-      // (a copy of the range per run: the API resolves its range per request, so it looks the rolled days up every time)
-      const run = (query: Query, read: Read) => async () => runRead(stores.clickhouse, { ...query, range: { ...query.range } }, read)
-      const filtered = { ...base, filters: parseFilters(filters, 'standalone') }
-      // kept data keeps its funnel
-      const funnel =
-        (await stores.repositories.funnels.list(site.id)).find((f) => f.name === 'Docs to signup') ??
-        (await createFunnel(
-          stores.repositories,
-          site.id,
-          {
-            site_id: site.id,
-            name: 'Docs to signup',
-            steps: [
-              { type: 'page', value: '/docs/*' },
-              { type: 'page', value: '/pricing/*' },
-              { type: 'event', value: 'Signup' },
-            ],
-          },
-          now,
-        ))
-      // what the vitals and funnels reads run: their statements at once, as the verbs do
-      const statements = (fragments: ReturnType<typeof render>[]) => async () =>
-        Promise.all(fragments.map((c) => stores.clickhouse.query(c.sql, c.params)))
-      const vitalsOptions = { percentile: '75' as const }
-      const vitalsStatements = [render(vitalsSql(base, vitalsOptions))]
-      const contributorStatements = [render(contributorsSql(base, vitalsOptions))]
-      // the behaviour reads compile one statement each
-      const direct = (statement: () => Fragment) => async () => {
-        const compiled = render(statement())
-        return stores.clickhouse.query(compiled.sql, compiled.params)
-      }
-      const lastHalfHour = () => ({ ...base, range: resolveRange({ range: '30m' }, site.timezone, now) })
-      const reports: Record<string, { path: string; direct?: () => Promise<unknown> }> = {
-        stats: { path: `/api/v1/stats?site_id=${site.id}&range=30d`, direct: run(base, { kind: 'stats' }) },
-        timeseries: { path: `/api/v1/timeseries?site_id=${site.id}&range=30d`, direct: run(base, { kind: 'series' }) },
-        'breakdown path': {
-          path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=path`,
-          direct: run(base, { kind: 'breakdown', property: 'path' }),
+      }),
+      clientAddress: () => '127.0.0.1',
+      liveCache: memoryLiveCache(),
+    }
+    const app = createApp(services)
+    const site = sites[0]
+    const filters = JSON.stringify([
+      { dimension: 'country', operator: 'is', value: ['US', 'DE'] },
+      { dimension: 'path', operator: 'contains', value: ['blog'] },
+    ])
+    const range = resolveRange({ range: '30d' }, site.timezone, now)
+    const base: Query = { siteId: site.id, range, filters: [], goals: [], limit: 100, now }
+    // what the API runs: the read's plan (the rolled-days lookup where it may use the rollup), then its statement
+    // (a copy of the range per run: the API resolves its range per request, so it looks the rolled days up every time)
+    const run = (query: Query, read: Read) => async () => runRead(stores.clickhouse, { ...query, range: { ...query.range } }, read)
+    const filtered = { ...base, filters: parseFilters(filters, 'standalone') }
+    // kept data keeps its funnel
+    const funnel =
+      (await stores.repositories.funnels.list(site.id)).find((f) => f.name === 'Docs to signup') ??
+      (await createFunnel(
+        stores.repositories,
+        site.id,
+        {
+          site_id: site.id,
+          name: 'Docs to signup',
+          steps: [
+            { type: 'page', value: '/docs/*' },
+            { type: 'page', value: '/pricing/*' },
+            { type: 'event', value: 'Signup' },
+          ],
         },
-        'breakdown source': {
-          path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=source`,
-          direct: run(base, { kind: 'breakdown', property: 'source' }),
-        },
-        'filtered stats': {
-          path: `/api/v1/stats?site_id=${site.id}&range=30d&filters=${encodeURIComponent(filters)}`,
-          direct: run(filtered, { kind: 'stats' }),
-        },
-        'filtered timeseries': {
-          path: `/api/v1/timeseries?site_id=${site.id}&range=30d&filters=${encodeURIComponent(filters)}`,
-          direct: run(filtered, { kind: 'series' }),
-        },
-        'filtered breakdown path': {
-          path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=path&filters=${encodeURIComponent(filters)}`,
-          direct: run(filtered, { kind: 'breakdown', property: 'path' }),
-        },
-        'filtered breakdown source': {
-          path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=source&filters=${encodeURIComponent(filters)}`,
-          direct: run(filtered, { kind: 'breakdown', property: 'source' }),
-        },
-        vitals: { path: `/api/v1/vitals?site_id=${site.id}&range=30d`, direct: statements(vitalsStatements) },
-        'vitals attribution': {
-          path: `/api/v1/vitals?site_id=${site.id}&range=30d&attribution=1`,
-          direct: statements([...vitalsStatements, ...contributorStatements]),
-        },
-        funnels: {
-          path: `/api/v1/funnels?site_id=${site.id}&range=30d`,
-          direct: statements([render(funnelLevelsSql(base, funnel.steps))]),
-        },
-        flow: {
-          path: `/api/v1/flow?site_id=${site.id}&range=30d`,
-          direct: direct(() => flowSql({ ...base, limit: FLOW_DEFAULT_LIMIT }, { kind: 'entry' }, 0, FLOW_DEFAULT_DEPTH)),
-        },
-        'flow start_path': {
-          path: `/api/v1/flow?site_id=${site.id}&range=30d&start_path=${encodeURIComponent('/pricing/7')}`,
-          direct: direct(() =>
-            flowSql({ ...base, limit: FLOW_DEFAULT_LIMIT }, { kind: 'start', path: '/pricing/7' }, 0, FLOW_DEFAULT_DEPTH),
-          ),
-        },
-        'flow focus_path': {
-          path: `/api/v1/flow?site_id=${site.id}&range=30d&focus_path=${encodeURIComponent('/pricing/7')}`,
-          direct: direct(() =>
-            flowSql({ ...base, limit: FLOW_DEFAULT_LIMIT }, { kind: 'focus', path: '/pricing/7' }, FLOW_DEFAULT_DEPTH, FLOW_DEFAULT_DEPTH),
-          ),
-        },
-        'flow filtered': {
-          path: `/api/v1/flow?site_id=${site.id}&range=30d&filters=${encodeURIComponent(filters)}`,
-          direct: direct(() => flowSql({ ...filtered, limit: FLOW_DEFAULT_LIMIT }, { kind: 'entry' }, 0, FLOW_DEFAULT_DEPTH)),
-        },
-        errors: {
-          path: `/api/v1/errors?site_id=${site.id}&range=30d`,
-          direct: statements([
-            render(errorSummarySql(base)),
-            render(errorSummarySql({ ...base, range: previousWindow(base.range) })),
-            render(errorGroupsSql(base)),
-          ]),
-        },
-        clicks: {
-          path: `/api/v1/clicks?site_id=${site.id}&range=30d`,
-          direct: statements([render(clickSummarySql(base)), render(clickGroupsSql(base))]),
-        },
-        properties: { path: `/api/v1/properties?site_id=${site.id}&range=30d`, direct: statements([render(propertyKeyCountsSql(base))]) },
-        'geo city': {
-          path: `/api/v1/geo?site_id=${site.id}&range=30d&granularity=city`,
-          // as the read does: the rolled days, then the places of the others from events
-          direct: async () => {
-            const days = await rolledDays(stores.clickhouse, base, false)
-            const compiled = render(
-              geoPlacesSql(base, 'city', days.days.length ? { days, spans: rawDaySpans(base.range, days.days) } : undefined),
-            )
-            return stores.clickhouse.query(compiled.sql, compiled.params)
-          },
-        },
-        journeys: { path: `/api/v1/journeys?site_id=${site.id}&range=30d`, direct: direct(() => journeysSql(base, { offset: 0 })) },
-        activity: { path: `/api/v1/activity?site_id=${site.id}`, direct: direct(() => activitySql(lastHalfHour())) },
-        // the site listing: each site's totals, the previous window's and a sparkline, and when each last had an event
-        sites: { path: '/api/v1/sites', direct: async () => siteStats(services, await stores.repositories.sites.list(org.id), '7d') },
-        // the realtime view runs its five reads: direct is its verb, without HTTP
-        realtime: {
-          path: `/api/v1/realtime?site_id=${site.id}`,
-          direct: () => realtime(services, site, reportParams.parse({ site_id: site.id })),
-        },
-        // the why-traffic-changed reads run several statements and shape in between: direct is their verb, without HTTP
-        markers: { path: `/api/v1/markers?site_id=${site.id}&range=30d`, direct: () => markers(services, site, { range: '30d' }) },
-        anomalies: {
-          path: `/api/v1/anomalies?site_id=${site.id}`,
-          direct: () => anomalies(services, site, reportParams.parse({ site_id: site.id, range: '7d' })),
-        },
-        spikes: { path: `/api/v1/spikes?site_id=${site.id}&range=30d`, direct: () => spikes(services, site, { range: '30d' }) },
-        decay: { path: `/api/v1/decay?site_id=${site.id}`, direct: () => decay(services, site, {}) },
-        launches: { path: `/api/v1/pages/launches?site_id=${site.id}&range=30d`, direct: () => launches(services, site, { range: '30d' }) },
-        'anomalies vitals': {
-          path: `/api/v1/anomalies?site_id=${site.id}&vitals=1`,
-          direct: () => anomalies(services, site, { ...reportParams.parse({ site_id: site.id, range: '7d' }), vitals: '1' }),
-        },
-        'page detail': {
-          path: `/api/v1/pages/detail?site_id=${site.id}&path=/docs/7&range=30d`,
-          direct: () => pageDetail(services, site, { range: '30d', path: '/docs/7' }),
-        },
-      }
-      if (opts.compare) {
-        // the reads that take compare, each without and with it, over 14 days whose previous 14 hold events too
-        for (const name of Object.keys(reports)) delete reports[name]
-        if (!(await stores.repositories.goals.list(site.id)).some((g) => g.name === 'Signup'))
-          await createGoal(stores.repositories, site.id, { site_id: site.id, name: 'Signup', type: 'event', matchValue: 'Signup' }, now)
-        const today = Temporal.Instant.fromEpochMilliseconds(now.getTime()).toZonedDateTimeISO(site.timezone).toPlainDate()
-        const window = `range=custom&from=${today.subtract({ days: 13 })}&to=${today}`
-        const compared: Record<string, string> = {
-          stats: '/api/v1/stats?',
-          timeseries: '/api/v1/timeseries?',
-          'breakdown path': '/api/v1/breakdown?property=path&',
-          'breakdown source': '/api/v1/breakdown?property=source&',
-          goals: '/api/v1/goals?',
-          pages: '/api/v1/pages?',
-          vitals: '/api/v1/vitals?',
-        }
-        for (const [name, path] of Object.entries(compared)) {
-          reports[name] = { path: `${path}site_id=${site.id}&${window}` }
-          reports[`${name} +compare`] = { path: `${path}site_id=${site.id}&${window}&compare=previous_period` }
-        }
-      }
-      const only = opts.only?.split(',').map((name) => name.trim())
-      if (only) for (const name of Object.keys(reports)) if (!only.some((prefix) => name.startsWith(prefix))) delete reports[name]
-      // the first read of each report on its own: a filtered read rolls its finished days up then
-      const firstApiMs: Record<string, number> = {}
-      for (const [name, report] of Object.entries(reports)) {
-        const t = performance.now()
-        const res = await app.request(`http://bench${report.path}`, { headers: { authorization: `Bearer ${key}` } })
-        await res.arrayBuffer()
-        firstApiMs[name] = +(performance.now() - t).toFixed(1)
-      }
-      // round robin over the reports, so a slow spell of the machine falls on all of them alike
-      const samples = Object.fromEntries(Object.keys(reports).map((name) => [name, { api: [] as number[], engine: [] as number[] }]))
-      for (let i = 0; i < Number(opts.runs) + 2; i++) {
-        for (const [name, report] of Object.entries(reports)) {
-          let t = performance.now()
-          const res = await app.request(`http://bench${report.path}`, { headers: { authorization: `Bearer ${key}` } })
-          if (res.status !== 200) throw new Error(`${name}: ${res.status} ${await res.text()}`)
-          await res.arrayBuffer()
-          const apiMs = performance.now() - t
-          t = performance.now()
-          // a compared read has no one statement to run directly: its API time alone is measured
-          if (report.direct) await report.direct()
-          const engineMs = performance.now() - t
-          if (i >= 2) {
-            samples[name].api.push(apiMs)
-            if (report.direct) samples[name].engine.push(engineMs)
-          }
-        }
-      }
-      const quartiles = (xs: number[]) =>
-        [...xs]
-          .sort((a, b) => a - b)
-          .filter((_, i, all) => i === all.length >> 2 || i === (3 * all.length) >> 2)
-          .map((x) => +x.toFixed(1))
-      const results = Object.fromEntries(
-        Object.entries(samples).map(([name, { api, engine }]) => [
-          name,
-          {
-            firstApiMs: firstApiMs[name],
-            apiMedianMs: +median(api).toFixed(1),
-            apiQuartilesMs: quartiles(api),
-            ...(engine.length ? { engineMedianMs: +median(engine).toFixed(1), ratio: +(median(api) / median(engine)).toFixed(2) } : {}),
-          },
+        now,
+      ))
+    // what the vitals and funnels reads run: their statements at once, as the verbs do
+    const statements = (fragments: ReturnType<typeof render>[]) => async () =>
+      Promise.all(fragments.map((c) => stores.clickhouse.query(c.sql, c.params)))
+    const vitalsOptions = { percentile: '75' as const }
+    const vitalsStatements = [render(vitalsSql(base, vitalsOptions))]
+    const contributorStatements = [render(contributorsSql(base, vitalsOptions))]
+    // the behaviour reads compile one statement each
+    const direct = (statement: () => Fragment) => async () => {
+      const compiled = render(statement())
+      return stores.clickhouse.query(compiled.sql, compiled.params)
+    }
+    const lastHalfHour = () => ({ ...base, range: resolveRange({ range: '30m' }, site.timezone, now) })
+    const reports: Record<string, { path: string; direct?: () => Promise<unknown> }> = {
+      stats: { path: `/api/v1/stats?site_id=${site.id}&range=30d`, direct: run(base, { kind: 'stats' }) },
+      timeseries: { path: `/api/v1/timeseries?site_id=${site.id}&range=30d`, direct: run(base, { kind: 'series' }) },
+      'breakdown path': {
+        path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=path`,
+        direct: run(base, { kind: 'breakdown', property: 'path' }),
+      },
+      'breakdown source': {
+        path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=source`,
+        direct: run(base, { kind: 'breakdown', property: 'source' }),
+      },
+      'filtered stats': {
+        path: `/api/v1/stats?site_id=${site.id}&range=30d&filters=${encodeURIComponent(filters)}`,
+        direct: run(filtered, { kind: 'stats' }),
+      },
+      'filtered timeseries': {
+        path: `/api/v1/timeseries?site_id=${site.id}&range=30d&filters=${encodeURIComponent(filters)}`,
+        direct: run(filtered, { kind: 'series' }),
+      },
+      'filtered breakdown path': {
+        path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=path&filters=${encodeURIComponent(filters)}`,
+        direct: run(filtered, { kind: 'breakdown', property: 'path' }),
+      },
+      'filtered breakdown source': {
+        path: `/api/v1/breakdown?site_id=${site.id}&range=30d&property=source&filters=${encodeURIComponent(filters)}`,
+        direct: run(filtered, { kind: 'breakdown', property: 'source' }),
+      },
+      vitals: { path: `/api/v1/vitals?site_id=${site.id}&range=30d`, direct: statements(vitalsStatements) },
+      'vitals attribution': {
+        path: `/api/v1/vitals?site_id=${site.id}&range=30d&attribution=1`,
+        direct: statements([...vitalsStatements, ...contributorStatements]),
+      },
+      funnels: {
+        path: `/api/v1/funnels?site_id=${site.id}&range=30d`,
+        direct: statements([render(funnelLevelsSql(base, funnel.steps))]),
+      },
+      flow: {
+        path: `/api/v1/flow?site_id=${site.id}&range=30d`,
+        direct: direct(() => flowSql({ ...base, limit: FLOW_DEFAULT_LIMIT }, { kind: 'entry' }, 0, FLOW_DEFAULT_DEPTH)),
+      },
+      'flow start_path': {
+        path: `/api/v1/flow?site_id=${site.id}&range=30d&start_path=${encodeURIComponent('/pricing/7')}`,
+        direct: direct(() => flowSql({ ...base, limit: FLOW_DEFAULT_LIMIT }, { kind: 'start', path: '/pricing/7' }, 0, FLOW_DEFAULT_DEPTH)),
+      },
+      'flow focus_path': {
+        path: `/api/v1/flow?site_id=${site.id}&range=30d&focus_path=${encodeURIComponent('/pricing/7')}`,
+        direct: direct(() =>
+          flowSql({ ...base, limit: FLOW_DEFAULT_LIMIT }, { kind: 'focus', path: '/pricing/7' }, FLOW_DEFAULT_DEPTH, FLOW_DEFAULT_DEPTH),
+        ),
+      },
+      'flow filtered': {
+        path: `/api/v1/flow?site_id=${site.id}&range=30d&filters=${encodeURIComponent(filters)}`,
+        direct: direct(() => flowSql({ ...filtered, limit: FLOW_DEFAULT_LIMIT }, { kind: 'entry' }, 0, FLOW_DEFAULT_DEPTH)),
+      },
+      errors: {
+        path: `/api/v1/errors?site_id=${site.id}&range=30d`,
+        direct: statements([
+          render(errorSummarySql(base)),
+          render(errorSummarySql({ ...base, range: previousWindow(base.range) })),
+          render(errorGroupsSql(base)),
         ]),
-      )
-      const [counts] = await stores.clickhouse.query<{ n: string }>('SELECT count() AS n FROM events')
-      // the machine is shared: its load (1, 5 and 15 minutes) when the runs ended says how noisy they were
-      process.stdout.write(
-        `${JSON.stringify({ clock: Temporal.Instant.fromEpochMilliseconds(now.getTime()).toZonedDateTimeISO(site.timezone).toString(), loadAverage: loadavg().map((x) => +x.toFixed(2)), events: Number(counts.n), loadSeconds: { others: +loadOthers.toFixed(1), main: +loadMain.toFixed(1) }, rollup: { days: rolledUpDays, seconds: +rollupSeconds.toFixed(1) }, mergesSettledSeconds: +settleSeconds.toFixed(1), parts, runs: Number(opts.runs), results }, null, 2)}\n`,
-      )
-      await stores.close()
-      if (!opts.dataDir) rmSync(dir, { recursive: true, force: true })
-      process.exit(0)
-    },
-  )
+      },
+      clicks: {
+        path: `/api/v1/clicks?site_id=${site.id}&range=30d`,
+        direct: statements([render(clickSummarySql(base)), render(clickGroupsSql(base))]),
+      },
+      properties: { path: `/api/v1/properties?site_id=${site.id}&range=30d`, direct: statements([render(propertyKeyCountsSql(base))]) },
+      'geo city': {
+        path: `/api/v1/geo?site_id=${site.id}&range=30d&granularity=city`,
+        // as the read does: the rolled days, then the places of the others from events
+        direct: async () => {
+          const days = await rolledDays(stores.clickhouse, base, false)
+          const compiled = render(
+            geoPlacesSql(base, 'city', days.days.length ? { days, spans: rawDaySpans(base.range, days.days) } : undefined),
+          )
+          return stores.clickhouse.query(compiled.sql, compiled.params)
+        },
+      },
+      journeys: { path: `/api/v1/journeys?site_id=${site.id}&range=30d`, direct: direct(() => journeysSql(base, { offset: 0 })) },
+      activity: { path: `/api/v1/activity?site_id=${site.id}`, direct: direct(() => activitySql(lastHalfHour())) },
+      // the site listing: each site's totals, the previous window's and a sparkline, and when each last had an event
+      sites: { path: '/api/v1/sites', direct: async () => siteStats(services, await stores.repositories.sites.list(org.id), '7d') },
+      // the realtime view runs its five reads: direct is its verb, without HTTP
+      realtime: {
+        path: `/api/v1/realtime?site_id=${site.id}`,
+        direct: () => realtime(services, site, reportParams.parse({ site_id: site.id })),
+      },
+      // the why-traffic-changed reads run several statements and shape in between: direct is their verb, without HTTP
+      markers: { path: `/api/v1/markers?site_id=${site.id}&range=30d`, direct: () => markers(services, site, { range: '30d' }) },
+      anomalies: {
+        path: `/api/v1/anomalies?site_id=${site.id}`,
+        direct: () => anomalies(services, site, reportParams.parse({ site_id: site.id, range: '7d' })),
+      },
+      spikes: { path: `/api/v1/spikes?site_id=${site.id}&range=30d`, direct: () => spikes(services, site, { range: '30d' }) },
+      decay: { path: `/api/v1/decay?site_id=${site.id}`, direct: () => decay(services, site, {}) },
+      launches: { path: `/api/v1/pages/launches?site_id=${site.id}&range=30d`, direct: () => launches(services, site, { range: '30d' }) },
+      'anomalies vitals': {
+        path: `/api/v1/anomalies?site_id=${site.id}&vitals=1`,
+        direct: () => anomalies(services, site, { ...reportParams.parse({ site_id: site.id, range: '7d' }), vitals: '1' }),
+      },
+      'page detail': {
+        path: `/api/v1/pages/detail?site_id=${site.id}&path=/docs/7&range=30d`,
+        direct: () => pageDetail(services, site, { range: '30d', path: '/docs/7' }),
+      },
+    }
+    if (opts.compare) {
+      // the reads that take compare, each without and with it, over 14 days whose previous 14 hold events too
+      for (const name of Object.keys(reports)) delete reports[name]
+      if (!(await stores.repositories.goals.list(site.id)).some((g) => g.name === 'Signup'))
+        await createGoal(stores.repositories, site.id, { site_id: site.id, name: 'Signup', type: 'event', matchValue: 'Signup' }, now)
+      const today = Temporal.Instant.fromEpochMilliseconds(now.getTime()).toZonedDateTimeISO(site.timezone).toPlainDate()
+      const window = `range=custom&from=${today.subtract({ days: 13 })}&to=${today}`
+      const compared: Record<string, string> = {
+        stats: '/api/v1/stats?',
+        timeseries: '/api/v1/timeseries?',
+        'breakdown path': '/api/v1/breakdown?property=path&',
+        'breakdown source': '/api/v1/breakdown?property=source&',
+        goals: '/api/v1/goals?',
+        pages: '/api/v1/pages?',
+        vitals: '/api/v1/vitals?',
+      }
+      for (const [name, path] of Object.entries(compared)) {
+        reports[name] = { path: `${path}site_id=${site.id}&${window}` }
+        reports[`${name} +compare`] = { path: `${path}site_id=${site.id}&${window}&compare=previous_period` }
+      }
+    }
+    const only = opts.only?.split(',').map((name) => name.trim())
+    if (only) for (const name of Object.keys(reports)) if (!only.some((prefix) => name.startsWith(prefix))) delete reports[name]
+    // the first read of each report on its own: a filtered read rolls its finished days up then
+    const firstApiMs: Record<string, number> = {}
+    for (const [name, report] of Object.entries(reports)) {
+      const t = performance.now()
+      const res = await app.request(`http://bench${report.path}`, { headers: { authorization: `Bearer ${key}` } })
+      await res.arrayBuffer()
+      firstApiMs[name] = +(performance.now() - t).toFixed(1)
+    }
+    // round robin over the reports, so a slow spell of the machine falls on all of them alike
+    const samples = Object.fromEntries(Object.keys(reports).map((name) => [name, { api: [] as number[], engine: [] as number[] }]))
+    for (let i = 0; i < Number(opts.runs) + 2; i++) {
+      for (const [name, report] of Object.entries(reports)) {
+        let t = performance.now()
+        const res = await app.request(`http://bench${report.path}`, { headers: { authorization: `Bearer ${key}` } })
+        if (res.status !== 200) throw new Error(`${name}: ${res.status} ${await res.text()}`)
+        await res.arrayBuffer()
+        const apiMs = performance.now() - t
+        t = performance.now()
+        // a compared read has no one statement to run directly: its API time alone is measured
+        if (report.direct) await report.direct()
+        const engineMs = performance.now() - t
+        if (i >= 2) {
+          samples[name].api.push(apiMs)
+          if (report.direct) samples[name].engine.push(engineMs)
+        }
+      }
+    }
+    const quartiles = (xs: number[]) =>
+      [...xs]
+        .sort((a, b) => a - b)
+        .filter((_, i, all) => i === all.length >> 2 || i === (3 * all.length) >> 2)
+        .map((x) => +x.toFixed(1))
+    const results = Object.fromEntries(
+      Object.entries(samples).map(([name, { api, engine }]) => [
+        name,
+        {
+          firstApiMs: firstApiMs[name],
+          apiMedianMs: +median(api).toFixed(1),
+          apiQuartilesMs: quartiles(api),
+          ...(engine.length ? { engineMedianMs: +median(engine).toFixed(1), ratio: +(median(api) / median(engine)).toFixed(2) } : {}),
+        },
+      ]),
+    )
+    const [counts] = await stores.clickhouse.query<{ n: string }>('SELECT count() AS n FROM events')
+    // the machine is shared: its load (1, 5 and 15 minutes) when the runs ended says how noisy they were
+    process.stdout.write(
+      `${JSON.stringify({ clock: Temporal.Instant.fromEpochMilliseconds(now.getTime()).toZonedDateTimeISO(site.timezone).toString(), loadAverage: loadavg().map((x) => +x.toFixed(2)), events: Number(counts.n), loadSeconds: { others: +loadOthers.toFixed(1), main: +loadMain.toFixed(1) }, rollup: { days: rolledUpDays, seconds: +rollupSeconds.toFixed(1) }, mergesSettledSeconds: +settleSeconds.toFixed(1), parts, runs: Number(opts.runs), results }, null, 2)}\n`,
+    )
+    await stores.close()
+    if (!opts.dataDir) rmSync(dir, { recursive: true, force: true })
+    process.exit(0)
+  })
 /** The instant of today's HH:MM in Europe/Berlin, the measured site's timezone; the real clock without one. */
 function clockAt(at: string | undefined): Date {
   if (!at) return new Date()

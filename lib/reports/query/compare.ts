@@ -41,7 +41,8 @@ const isWholeDays = (range: ResolvedRange) => range.from.equals(range.from.start
  * - `previous_period`: the window just before. `week` (this week so far) is compared with the same
  *   weekdays of the week before; a window of whole weeks starts on its own weekday by construction.
  * - `year_over_year`: the window starting on the same date one year earlier (29 February starts on
- *   28 February), of equal length: a window over a 29 February ends a day later in the calendar.
+ *   28 February), of equal length: where one of the two windows spans a 29 February, the
+ *   comparison ends a calendar day off the range's end date.
  * - `custom`: the site-local days `from` to `to` (YYYY-MM-DD, both included), which must be as many
  *   as the window's, for a window of whole days.
  *
