@@ -22,6 +22,9 @@ const SHARED_PARAMETERS: Record<string, Schema> = {
   to: { type: 'string' },
   // an array of filter objects, or that array as JSON text: both arrive as the JSON text the REST query carries (toolInput)
   filters: { type: ['array', 'string'] },
+  compare: { type: 'string' },
+  compare_from: { type: 'string' },
+  compare_to: { type: 'string' },
 }
 
 /** The formats of JSON Schema itself (2020-12): any validator knows them. Zod's others (cidrv4, ...) make clients warn. */
@@ -105,8 +108,9 @@ const OUTPUT_BYTES = 350
  * (`additionalProperties`), and the deepest levels left as any object or array.
  */
 export function compactOutput(schema: unknown): unknown {
-  // every report echoes the window and the source it read, the same each time: the instructions describe them once
-  const { range, ...properties } = ((schema as Schema).properties ?? {}) as Record<string, Schema | undefined>
+  // every report echoes the window and the source it read, the same each time: the instructions describe them once,
+  // and the comparison a read adds with compare
+  const { range, comparison: _comparison, ...properties } = ((schema as Schema).properties ?? {}) as Record<string, Schema | undefined>
   if (range?.type === 'object') schema = { ...(schema as Schema), properties }
   if (range?.type === 'object' && properties.source?.enum)
     schema = { ...(schema as Schema), properties: { ...properties, source: { type: 'string' } } }

@@ -22,6 +22,7 @@ import { memoryRateLimiter } from '../lib/accounts/ratelimit'
 import { memoryLiveCache } from '../lib/sites/public-live'
 import { newSite } from '../lib/sites/sites'
 import { createFunnel } from '../lib/sites/funnels'
+import { createGoal } from '../lib/sites/goals'
 
 /**
  * Report latency on the embedded home: one site with 1M events over 30 days and nine more with
@@ -35,6 +36,17 @@ import { createFunnel } from '../lib/sites/funnels'
  * and prints each read's growth.
  */
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]
+
+interface BenchOptions {
+  main: string
+  others: string
+  runs: string
+  vitals: string
+  dataDir?: string
+  only?: string
+  at?: string
+  compare?: boolean
+}
 
 const program = new Command('bench-reports')
   .option(
@@ -54,7 +66,8 @@ const program = new Command('bench-reports')
     '--at <HH:MM>',
     "the measured site's local time of day the data ends at and the reads run at (a fixed clock); by default the real clock",
   )
-  .action(async (opts: { main: string; others: string; runs: string; vitals: string; dataDir?: string; only?: string; at?: string }) => {
+  .option('--compare', 'measure the reads that take compare, over the last 14 days, without and with compare=previous_period')
+  .action(async (opts: BenchOptions) => {
     if (opts.main.includes(',')) return growth(opts.main.split(',').map((n) => n.trim()))
     const dir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'bench-reports-'))
     const stores = await openNodeStores({ DATA_DIR: dir })
@@ -214,6 +227,9 @@ const program = new Command('bench-reports')
         },
         now,
       )
+    // the goals read's goal (kept data keeps it)
+    if (!(await stores.repositories.goals.list(site.id)).some((g) => g.name === 'Signup'))
+      await createGoal(stores.repositories, site.id, { site_id: site.id, name: 'Signup', type: 'event', matchValue: 'Signup' }, now)
     const filtersParam = encodeURIComponent(filters)
     const detailPath = encodeURIComponent('/docs/7')
     // the reads with the parameters that make them interesting; every other read of the registry is
@@ -245,6 +261,25 @@ const program = new Command('bench-reports')
       'page detail': `/api/v1/pages/detail?site_id=${site.id}&path=${detailPath}&range=30d`,
     }
     const reports: Record<string, string> = { ...named, ...readsOfRegistry(site.id, Object.values(named)) }
+    if (opts.compare) {
+      // the reads that take compare, each without and with it, over 14 days whose previous 14 hold events too
+      for (const name of Object.keys(reports)) delete reports[name]
+      const today = Temporal.Instant.fromEpochMilliseconds(now.getTime()).toZonedDateTimeISO(site.timezone).toPlainDate()
+      const window = `range=custom&from=${today.subtract({ days: 13 })}&to=${today}`
+      const compared: Record<string, string> = {
+        stats: '/api/v1/stats?',
+        timeseries: '/api/v1/timeseries?',
+        'breakdown path': '/api/v1/breakdown?property=path&',
+        'breakdown source': '/api/v1/breakdown?property=source&',
+        goals: '/api/v1/goals?',
+        pages: '/api/v1/pages?',
+        vitals: '/api/v1/vitals?',
+      }
+      for (const [name, path] of Object.entries(compared)) {
+        reports[name] = `${path}site_id=${site.id}&${window}`
+        reports[`${name} +compare`] = `${path}site_id=${site.id}&${window}&compare=previous_period`
+      }
+    }
     const only = opts.only?.split(',').map((name) => name.trim())
     if (only) for (const name of Object.keys(reports)) if (!only.some((prefix) => name.startsWith(prefix))) delete reports[name]
     // the first read of each report on its own: a filtered read rolls its finished days up then

@@ -7,7 +7,8 @@ import { limitParam } from '../../lib/reports/query/parse'
 import { siteRefSchema } from '../../lib/sites/sites'
 import { defineEndpoint } from '../endpoint'
 import { flagParam, uuidParam } from '../params'
-import { rangeViewSchema } from './report-schemas'
+import { compareParams } from '../../lib/reports/query/compare'
+import { changesSchema, comparisonSchema, rangeViewSchema } from './report-schemas'
 
 const count = z.number().int().nonnegative()
 const clampLimit = (limit: number | undefined) => Math.min(1000, Math.max(1, limit ?? 100))
@@ -55,6 +56,8 @@ const pageSchema = z.object({
   timeOnPage: z.number().nullable().describe('Mean engaged time of the engagement reports in the window, seconds; null without reports'),
   trend: z.array(count).optional().describe('trends=1: pageviews per bucket of the window (the range interval)'),
   bots: z.object({ hits: count, aiCrawlerHits: count }).optional().describe('bots=1: bot hits in the window, and those of AI crawlers'),
+  comparison: z.object({ visitors: count, pageviews: count }).optional().describe('compare: in the comparison window'),
+  change: changesSchema(['visitors', 'pageviews']).optional(),
 })
 
 const changeItemSchema = z.object({
@@ -97,7 +100,7 @@ export const crawlEndpoints = [
     scope: 'read',
     tool: 'list_pages',
     summary: 'The page inventory from the crawler, with status, launch date and traffic per page.',
-    description: `Every crawled page with its status (active, new: launched in the last ${NEW_PAGE_DAYS} days, removed: 404/410 or gone from the sitemap), launch date, and visitors, pageviews, scroll depth (percent) and time on page (seconds) in the window. filter=all|active|removed|new; q searches path and title across the whole inventory; sort=${PAGE_SORTS.join('|')} (default pageviews), dir=asc|desc; trends=1 adds pageviews per bucket; bots=1 adds bot and AI-crawler hits; limit and offset page. counts are per status after q. A site that reads only ga4 takes visitors and pageviews from its imported GA4 pages (visitors: the sum of daily totalUsers over the page's hostnames), with no scroll depth, time on page or trend.`,
+    description: `Every crawled page with its status (active, new: launched in the last ${NEW_PAGE_DAYS} days, removed: 404/410 or gone from the sitemap), launch date, and visitors, pageviews, scroll depth (percent) and time on page (seconds) in the window. filter=all|active|removed|new; q searches path and title across the whole inventory; sort=${PAGE_SORTS.join('|')} (default pageviews), dir=asc|desc; trends=1 adds pageviews per bucket; bots=1 adds bot and AI-crawler hits; compare=previous_period|year_over_year|custom adds each page's comparison and change (docs: Comparisons); limit and offset page. counts are per status after q. A site that reads only ga4 takes visitors and pageviews from its imported GA4 pages (visitors: the sum of daily totalUsers over the page's hostnames), with no scroll depth, time on page or trend.`,
     params: z.object({
       ...windowParams,
       filter: z.enum(PAGE_FILTERS).default('all').describe('all, active (not removed), removed or new'),
@@ -106,9 +109,11 @@ export const crawlEndpoints = [
       q: z.string().max(500).optional().describe('Case-insensitive search of path and title'),
       trends: flagParam.default(false).describe('1: pageviews per bucket of the window'),
       bots: flagParam.default(false).describe('1: bot and AI-crawler hits'),
+      ...compareParams,
     }),
     response: z.object({
       range: rangeViewSchema,
+      comparison: comparisonSchema.optional(),
       total: count.describe('Pages matching filter and q'),
       counts: z
         .object({ all: count, active: count, removed: count, new: count })

@@ -3,7 +3,8 @@ import { createGoal, deleteGoal, goalInputSchema, goalPatchSchema, goalRefSchema
 import { reportParams } from '../../lib/reports/query/parse'
 import { goalConversions } from '../../lib/reports/query/reports'
 import { defineEndpoint } from '../endpoint'
-import { breakdownRowSchema, rangeViewSchema, sourceSchema } from './report-schemas'
+import { compareParams } from '../../lib/reports/query/compare'
+import { breakdownRowSchema, changesSchema, comparisonSchema, rangeViewSchema, sourceSchema } from './report-schemas'
 
 const goalSchema = z.object({
   id: z.uuid(),
@@ -22,18 +23,29 @@ export const goalEndpoints = [
     tool: 'list_goals',
     summary: 'Goal definitions with conversions, conversion rate and revenue in the window.',
     description:
-      "visitors is unique converters; conversions counts every completion; conversionRate is converters divided by all visitors of the window, a fraction from 0 to 1; revenue sums the goal currency. Conversions are the collector's: a read of the ga4 source (source=ga4, or the default on a site that reads only ga4) answers available: false with the goal definitions and no counts; a source the site does not have is a 400.",
-    params: reportParams,
+      "visitors is unique converters; conversions counts every completion; conversionRate is converters divided by all visitors of the window, a fraction from 0 to 1; revenue sums the goal currency. Conversions are the collector's: a read of the ga4 source (source=ga4, or the default on a site that reads only ga4) answers available: false with the goal definitions and no counts; a source the site does not have is a 400. compare=previous_period|year_over_year|custom adds each goal's comparison and change (docs: Comparisons).",
+    params: reportParams.extend(compareParams),
     response: z.object({
       source: sourceSchema,
       available: z.boolean().describe('false for a read of the ga4 source: the collector alone records conversions'),
       range: rangeViewSchema.optional(),
+      comparison: comparisonSchema.optional(),
       goals: z.array(
         goalSchema.extend({
           visitors: z.number().int().optional().describe('Unique converters; absent when available is false'),
           conversions: z.number().int().optional(),
           conversionRate: z.number().optional().describe('Converters over all visitors, 0 to 1'),
           revenue: breakdownRowSchema.shape.revenue,
+          comparison: z
+            .object({
+              visitors: z.number().int(),
+              conversions: z.number().int(),
+              conversionRate: z.number(),
+              revenue: breakdownRowSchema.shape.revenue,
+            })
+            .optional()
+            .describe('compare: the figures in the comparison window'),
+          change: changesSchema(['visitors', 'conversions', 'conversionRate', 'revenue']).optional(),
         }),
       ),
     }),

@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { SOURCES } from '../../lib/sites/sites'
+import { COMPARE_MODES, ROW_FIGURES } from '../../lib/reports/query/compare'
 
 /** Pieces of the answers of the report endpoints, shared by their declarations. */
 
@@ -52,4 +53,38 @@ export const breakdownRowSchema = z.object({
   conversions: count.optional().describe('Goal rows: completions'),
   conversionRate: z.number().optional().describe('Goal rows: converters over all visitors, 0 to 1'),
   revenue: z.object({ amount: z.number(), currency: z.string() }).optional().describe('Goal rows of goals with a currency'),
+})
+
+/** The change of one figure between the window and the comparison window (docs/api.md, Comparisons). */
+export const changeSchema = z.object({
+  absolute: z.number().nullable().describe('Current minus compared; null where either is null'),
+  relative: z.number().nullable().describe('absolute over compared, to 4 decimals; null when compared is 0 or null'),
+})
+
+/** The change of each named figure. */
+export const changesSchema = (names: readonly string[]) =>
+  z.object(Object.fromEntries(names.map((n) => [n, changeSchema.optional()])) as Record<string, z.ZodOptional<typeof changeSchema>>)
+
+/** The comparison window of a read asked with compare. */
+export const comparisonSchema = z.object({
+  mode: z.enum(COMPARE_MODES),
+  range: rangeViewSchema.describe('The comparison window, of equal length, in the site timezone'),
+})
+
+const bucketSchema = seriesSchema.element
+
+export const comparedSeriesSchema = z.array(
+  bucketSchema.extend({
+    comparison: bucketSchema.nullable().optional().describe('compare: the comparison bucket of the same position; null where it has none'),
+    change: changesSchema(['visitors', 'visits', 'pageviews']).optional(),
+  }),
+)
+
+export const comparedBreakdownRowSchema = breakdownRowSchema.extend({
+  status: z
+    .enum(['continuing', 'appeared', 'vanished'])
+    .optional()
+    .describe('compare: appeared (not in the comparison window), vanished (only there; figures 0), continuing'),
+  comparison: breakdownRowSchema.nullable().optional().describe("compare: the row's figures in the comparison window"),
+  change: changesSchema(ROW_FIGURES).optional(),
 })

@@ -3,10 +3,24 @@ import { limitParam, reportParams } from '../../lib/reports/query/parse'
 import { breakdown, exportAll, realtime, series, totals } from '../../lib/reports/query/reports'
 import { ga4Events } from '../../lib/reports/query/ga4-events'
 import { defineEndpoint } from '../endpoint'
-import { breakdownRowSchema, rangeViewSchema, seriesSchema, sourceSchema, totalsSchema } from './report-schemas'
+import { TOTALS_FIGURES, compareParams } from '../../lib/reports/query/compare'
+import {
+  breakdownRowSchema,
+  changesSchema,
+  comparedBreakdownRowSchema,
+  comparedSeriesSchema,
+  comparisonSchema,
+  rangeViewSchema,
+  seriesSchema,
+  sourceSchema,
+  totalsSchema,
+} from './report-schemas'
 
 const METRICS_NOTE =
   'visitors, visits and pageviews are integer counts; bounceRate is a fraction from 0 to 1 (not a percentage); avgDuration is seconds; viewsPerVisit is pageviews per visit; events counts custom events only.'
+
+const COMPARE_NOTE =
+  'compare=previous_period|year_over_year|custom (compare_from, compare_to) adds the comparison window and the change (docs: Comparisons).'
 
 const GA4_NOTE =
   "With source=ga4 the numbers come from the imported GA4 property, its days read as the site's local days: visitors is totalUsers, and over several days (or several values one filter matches) it is the sum of the daily values, not distinct people; visits is sessions; pageviews is screenPageViews; bounceRate is (sessions - engagedSessions) / sessions; avgDuration is userEngagementDuration / sessions in seconds; viewsPerVisit is screenPageViews / sessions; events is eventCount of events other than GA4's automatic ones, null where the read's imported dataset cannot tell them apart. A dimension GA4 has no field for, and filters or a property that GA4 reports in different datasets (for example country with path, or any filter with hour buckets), are a 400 naming both."
@@ -18,9 +32,14 @@ export const reportEndpoints = [
     scope: 'read',
     tool: 'get_stats',
     summary: 'Totals for a range: visitors, visits, pageviews, bounce rate, visit duration, views per visit, custom events.',
-    description: `Aggregate numbers for one site and range (default 30d, in the site timezone). ${METRICS_NOTE} range=realtime counts the last 5 minutes. filters narrow it (see list_dimensions). ${GA4_NOTE}`,
-    params: reportParams,
-    response: z.object({ source: sourceSchema, range: rangeViewSchema, totals: totalsSchema }),
+    description: `Aggregate numbers for one site and range (default 30d, in the site timezone). ${METRICS_NOTE} range=realtime counts the last 5 minutes. filters narrow it (see list_dimensions). ${COMPARE_NOTE} ${GA4_NOTE}`,
+    params: reportParams.extend(compareParams),
+    response: z.object({
+      source: sourceSchema,
+      range: rangeViewSchema,
+      totals: totalsSchema,
+      comparison: comparisonSchema.extend({ totals: totalsSchema, change: changesSchema(TOTALS_FIGURES) }).optional(),
+    }),
     async handler(ctx, { params }) {
       return totals(ctx.services, await ctx.site(params.site_id), params)
     },
@@ -31,9 +50,16 @@ export const reportEndpoints = [
     scope: 'read',
     tool: 'get_timeseries',
     summary: 'Visitors, visits and pageviews per bucket; every bucket of the window, empty ones zero.',
-    description: `Buckets are minute (realtime: the last 30 minutes), hour (today, yesterday, one-day custom), day (up to 90 days) or month; each is labelled by its start as an ISO timestamp with the site offset. Counts are integers. ${GA4_NOTE} ga4 hour buckets come from GA4's dateHour, day and month buckets from its date.`,
-    params: reportParams,
-    response: z.object({ source: sourceSchema, range: rangeViewSchema, series: seriesSchema }),
+    description: `Buckets are minute (realtime: the last 30 minutes), hour (today, yesterday, one-day custom), day (up to 90 days) or month; each is labelled by its start as an ISO timestamp with the site offset. Counts are integers. ${COMPARE_NOTE} Buckets pair by position. ${GA4_NOTE} ga4 hour buckets come from GA4's dateHour, day and month buckets from its date.`,
+    params: reportParams.extend(compareParams),
+    response: z.object({
+      source: sourceSchema,
+      range: rangeViewSchema,
+      comparison: comparisonSchema
+        .extend({ unpaired: seriesSchema.describe('Comparison buckets past the last bucket of the window (a 25-hour day)') })
+        .optional(),
+      series: comparedSeriesSchema,
+    }),
     async handler(ctx, { params }) {
       return series(ctx.services, await ctx.site(params.site_id), params)
     },
@@ -44,15 +70,21 @@ export const reportEndpoints = [
     scope: 'read',
     tool: 'get_breakdown',
     summary: 'Top values of one property (path, source, country, prop:<key>, goal, ...) with their metrics.',
-    description: `Rows sorted by visitors, most first. property is any filter dimension, prop:<key> for a custom property, or goal (rows: visitors = unique converters, events = conversions, conversionRate 0-1, revenue where the goal has a currency). ${METRICS_NOTE} Rows of event, goal, interaction and prop: properties omit bounceRate and avgDuration. ${GA4_NOTE}`,
-    params: reportParams.extend({
+    description: `Rows sorted by visitors, most first. property is any filter dimension, prop:<key> for a custom property, or goal (rows: visitors = unique converters, events = conversions, conversionRate 0-1, revenue where the goal has a currency). ${METRICS_NOTE} Rows of event, goal, interaction and prop: properties omit bounceRate and avgDuration. ${COMPARE_NOTE} ${GA4_NOTE}`,
+    params: reportParams.extend(compareParams).extend({
       property: z
         .string({ message: 'required: the dimension to break down by' })
         .min(1, 'required')
         .max(200)
         .describe('Dimension to group by'),
     }),
-    response: z.object({ source: sourceSchema, range: rangeViewSchema, property: z.string(), results: z.array(breakdownRowSchema) }),
+    response: z.object({
+      source: sourceSchema,
+      range: rangeViewSchema,
+      property: z.string(),
+      comparison: comparisonSchema.optional(),
+      results: z.array(comparedBreakdownRowSchema),
+    }),
     async handler(ctx, { params }) {
       return breakdown(ctx.services, await ctx.site(params.site_id), params)
     },

@@ -4,7 +4,8 @@ import { limitParam } from '../../lib/reports/query/parse'
 import { searchReport, seoReport } from '../../lib/reports/search/search'
 import { siteRefSchema } from '../../lib/sites/sites'
 import { defineEndpoint } from '../endpoint'
-import { rangeViewSchema } from './report-schemas'
+import { compareParams } from '../../lib/reports/query/compare'
+import { changesSchema, comparisonSchema, rangeViewSchema } from './report-schemas'
 import { changeEvidenceSchema } from './why'
 import { lostQueriesSchema, metrics, searchChangeSchema, searchDiagnosisSchema, searchMetricsSchema } from './search-schemas'
 
@@ -36,9 +37,10 @@ export const searchEndpoints = [
     tool: 'get_search_console',
     summary: 'Google Search Console: clicks, impressions, ctr, position, daily series, top queries and pages, vs the previous window.',
     description:
-      'totals come from Search Console’s daily totals, which include anonymized queries; queries and pages come from its query rows, which do not, so they add up to less (with a path or query, totals come from the rows too). position is impression-weighted. dimension=query|page with value= gives that query’s or landing page’s trend, with its pages (a query) or queries (a page). Filters: path or entry_page (the landing page), country (ISO 3166-1 alpha-3, as Search Console names it), device (Desktop, Mobile, Tablet). Days are Search Console’s dates. Not source-scoped.',
+      'totals come from Search Console’s daily totals, which include anonymized queries; queries and pages come from its query rows, which do not, so they add up to less (with a path or query, totals come from the rows too). position is impression-weighted. dimension=query|page with value= gives that query’s or landing page’s trend, with its pages (a query) or queries (a page). Filters: path or entry_page (the landing page), country (ISO 3166-1 alpha-3, as Search Console names it), device (Desktop, Mobile, Tablet). Days are Search Console’s dates. Not source-scoped. previous and change are always against the window just before; compare=previous_period|year_over_year|custom adds comparison: the totals of that window and their change (docs: Comparisons).',
     params: z.object({
       ...windowParams,
+      ...compareParams,
       dimension: z.enum(['query', 'page']).optional(),
       value: z.string().min(1, 'required').max(2000).optional(),
       limit: limitParam(1000, 10),
@@ -50,6 +52,9 @@ export const searchEndpoints = [
       totals: searchMetricsSchema.optional(),
       previous: searchMetricsSchema.optional(),
       change: searchChangeSchema.optional(),
+      comparison: comparisonSchema
+        .extend({ totals: searchMetricsSchema, change: changesSchema(['clicks', 'impressions', 'ctr', 'position']) })
+        .optional(),
       series: z.array(z.object({ date: day, ...metrics })).optional(),
       queries: z
         .array(z.object({ query: z.string(), ...metrics, change: searchChangeSchema }))

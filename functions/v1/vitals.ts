@@ -3,7 +3,8 @@ import { CONTRIBUTORS, FORM_FACTORS, VITAL_NAMES, VITAL_PERCENTILES, VITAL_TABLE
 import { reportParams } from '../../lib/reports/query/parse'
 import { vitalsWithFieldData } from '../../lib/reports/query/vitals'
 import { defineEndpoint } from '../endpoint'
-import { rangeViewSchema, sourceSchema } from './report-schemas'
+import { compareParams } from '../../lib/reports/query/compare'
+import { changesSchema, comparisonSchema, rangeViewSchema, sourceSchema } from './report-schemas'
 
 const count = z.number().int().nonnegative()
 const share = z.number().min(0).max(1)
@@ -89,8 +90,8 @@ export const vitalEndpoints = [
     summary:
       'Real-user Core Web Vitals (LCP, INP, CLS, FCP, TTFB) at a percentile, with web.dev bands, an experience score, a daily trend and tables.',
     description:
-      "metrics: each metric at the percentile (default 75; exact, linear between ranks) with its samples and the shares that are good, need improvement or are poor by the web.dev thresholds (LCP 2500/4000 ms, INP 200/500 ms, CLS 0.1/0.25, FCP 1800/3000 ms, TTFB 800/1800 ms). summary.score: the experience score, 0-100 (per metric 100 for a good sample and 50 for one that needs improvement, averaged; weighted LCP 30%, INP 30%, CLS 25%, FCP 10%, TTFB 5% over the metrics with samples). trend: per site-local day. tables: per page, country, device, browser and OS, most samples first, at most limit. form_factor=phone|desktop keeps mobile or desktop devices. attribution=1 adds contributors from the sampled attribution build: largest-paint elements, layout-shift sources, blocking scripts and slow interaction targets, each with its share and effect. crux=1 adds crux: the Chrome UX Report field data of the site's origin (p75 and the shares of page loads per band for each metric, over its last 28 days), or available: false with the reason (no API key on this server, no data for the origin, ...); the rest of the answer does not depend on it. Shares are fractions from 0 to 1. A site that reads only ga4 answers available: false.",
-    params: reportParams.extend({
+      "metrics: each metric at the percentile (default 75; exact, linear between ranks) with its samples and the shares that are good, need improvement or are poor by the web.dev thresholds (LCP 2500/4000 ms, INP 200/500 ms, CLS 0.1/0.25, FCP 1800/3000 ms, TTFB 800/1800 ms). summary.score: the experience score, 0-100 (per metric 100 for a good sample and 50 for one that needs improvement, averaged; weighted LCP 30%, INP 30%, CLS 25%, FCP 10%, TTFB 5% over the metrics with samples). trend: per site-local day. tables: per page, country, device, browser and OS, most samples first, at most limit. form_factor=phone|desktop keeps mobile or desktop devices. attribution=1 adds contributors from the sampled attribution build: largest-paint elements, layout-shift sources, blocking scripts and slow interaction targets, each with its share and effect. crux=1 adds crux: the Chrome UX Report field data of the site's origin (p75 and the shares of page loads per band for each metric, over its last 28 days), or available: false with the reason (no API key on this server, no data for the origin, ...); the rest of the answer does not depend on it. Shares are fractions from 0 to 1. compare=previous_period|year_over_year|custom adds comparison: the summary of the comparison window and its change (docs: Comparisons). A site that reads only ga4 answers available: false.",
+    params: reportParams.extend(compareParams).extend({
       percentile: z
         .enum(Object.keys(VITAL_PERCENTILES) as [keyof typeof VITAL_PERCENTILES])
         .default('75')
@@ -109,6 +110,9 @@ export const vitalEndpoints = [
       percentile: z.number().int(),
       formFactor: formFactor.nullable(),
       summary: vitalRow.describe('The window: samples, visitors, experience score and each metric'),
+      comparison: comparisonSchema
+        .extend({ summary: vitalRow, change: changesSchema(['samples', 'visitors', 'score', ...VITAL_NAMES]) })
+        .optional(),
       metrics: z.object(
         Object.fromEntries(VITAL_NAMES.map((n) => [n, metricSchema])) as Record<(typeof VITAL_NAMES)[number], typeof metricSchema>,
       ),

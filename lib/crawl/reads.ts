@@ -4,6 +4,7 @@ import { during } from '../reports/query/compile/scope'
 import { bucket } from '../reports/query/compile/series'
 import { bind, sql } from '../storage/clickhouse/sql'
 import { type ResolvedRange, type WindowName, buckets, rangeView, resolveRange } from '../reports/query/range'
+import { type CompareInput, changes, resolveComparison } from '../reports/query/compare'
 import type { Query } from '../reports/query/model'
 import { execute } from '../storage/clickhouse/execute'
 import { runImportedRead, runRead } from '../reports/query/run'
@@ -41,7 +42,7 @@ export interface WindowParams {
   to?: string
 }
 
-export interface PagesParams extends WindowParams {
+export interface PagesParams extends WindowParams, CompareInput {
   filter: (typeof PAGE_FILTERS)[number]
   sort: PageSort
   dir?: 'asc' | 'desc'
@@ -126,7 +127,12 @@ GROUP BY pathname`,
 export async function pages(services: Services, site: Site, params: PagesParams) {
   const now = services.now()
   const range = windowOf(site, params, now)
-  const [latest, traffic] = await Promise.all([latestSnapshots(services.clickhouse, site.id), trafficByPath(services, site, range, now)])
+  const compare = resolveComparison(range, params)
+  const [latest, traffic, compared] = await Promise.all([
+    latestSnapshots(services.clickhouse, site.id),
+    trafficByPath(services, site, range, now),
+    compare ? trafficByPath(services, site, compare.window, now) : null,
+  ])
   const newSince = now.getTime() - NEW_PAGE_DAYS * 86_400_000
   const all = [...latest.values()].map((s) => {
     const t = traffic.get(s.path)
@@ -181,6 +187,7 @@ export async function pages(services: Services, site: Site, params: PagesParams)
   ])
   return {
     range: rangeView(range),
+    ...(compare ? { comparison: { mode: compare.mode, range: rangeView(compare.window) } } : {}),
     total: kept.length,
     counts,
     offset: params.offset,
@@ -188,8 +195,15 @@ export async function pages(services: Services, site: Site, params: PagesParams)
       ...p,
       ...(trends ? { trend: trends.get(p.path) ?? buckets(range).map(() => 0) } : {}),
       ...(bots ? { bots: bots.get(p.path) ?? { hits: 0, aiCrawlerHits: 0 } } : {}),
+      ...(compared ? comparedPage(p, compared.get(p.path)) : {}),
     })),
   }
+}
+
+/** A page's traffic in the comparison window, and the change (docs/api.md, Comparisons). */
+function comparedPage(page: { visitors: number; pageviews: number }, was: { visitors: number; pageviews: number } | undefined) {
+  const comparison = { visitors: was?.visitors ?? 0, pageviews: was?.pageviews ?? 0 }
+  return { comparison, change: changes(page, comparison, ['visitors', 'pageviews']) }
 }
 
 export interface ChangesParams extends WindowParams {

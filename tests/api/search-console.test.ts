@@ -333,6 +333,21 @@ describe('Search Console: bind, import, and explain search traffic', () => {
     expect(json.pages[0]).toMatchObject({ path: '/control', ...reference(cur.filter((r) => r.page.endsWith('/control') && !r.anonymized)) })
   })
 
+  it('search with compare: the totals of the compared window and their change, previous unchanged', async () => {
+    const json = await get(`/api/v1/search?site_id=${siteId}&${range}&compare=custom&compare_from=2026-10-18&compare_to=2026-10-31`)
+    const cur = reference(inWindow('2026-11-08', '2026-11-21'))
+    const was = reference(inWindow('2026-10-18', '2026-10-31'))
+    expect(was.clicks).toBeGreaterThan(0)
+    expect(json.previous).toEqual(reference(inWindow('2026-10-25', '2026-11-07')))
+    expect(json.comparison).toMatchObject({ mode: 'custom', range: { from: expect.stringMatching(/^2026-10-18T00:00:00/) }, totals: was })
+    const relative = (a: number, b: number) => (b === 0 ? null : Math.round(((a - b) / b) * 10_000) / 10_000)
+    expect(json.comparison.change.clicks).toEqual({ absolute: cur.clicks - was.clicks, relative: relative(cur.clicks, was.clicks) })
+    expect(json.comparison.change.impressions).toEqual({
+      absolute: cur.impressions - was.impressions,
+      relative: relative(cur.impressions, was.impressions),
+    })
+  })
+
   it('search: one page’s trend and queries, one query’s pages, filters, and a 400 naming a dimension it does not have', async () => {
     const pageJson = await get(`/api/v1/search?site_id=${siteId}&${range}&dimension=page&value=/rank`)
     expect(pageJson.totals).toEqual(reference(inWindow('2026-11-08', '2026-11-21', (r) => r.page.endsWith('/rank'))))

@@ -61,6 +61,20 @@ describe('the MCP tool server on a real server process', () => {
     ).json()
     expect(stats.structuredContent).toEqual(restStats)
     expect(restStats.totals.visitors).toBeGreaterThan(0)
+    // compare through a tool's parameters: the SDK checks the answer against the tool's outputSchema
+    const compared = await client.callTool({
+      name: 'get_breakdown',
+      arguments: { site_id: siteId, range: '7d', property: 'source', compare: 'previous_period' },
+    })
+    const restCompared = await (
+      await fetch(`${server.url}/api/v1/breakdown?site_id=${siteId}&range=7d&property=source&compare=previous_period`, {
+        headers: { authorization: `Bearer ${readKey}` },
+      })
+    ).json()
+    expect(compared.isError).toBeFalsy()
+    expect(compared.structuredContent).toEqual(restCompared)
+    expect(restCompared.comparison.mode).toBe('previous_period')
+    expect(restCompared.results[0].change.visitors).toEqual(expect.objectContaining({ absolute: expect.any(Number) }))
     const me = await client.callTool({ name: 'whoami', arguments: {} })
     expect(me.structuredContent).toMatchObject({ key: { scope: 'read' } })
     await client.close()

@@ -38,6 +38,7 @@ import { installOf } from '../../sites/site-install'
 import { readsBotHits } from './plan'
 import { type Ga4LiveDeps, ga4RealtimeReads } from '../../integrations/ga4/realtime'
 import { breakdownsAtOnce } from './breakdowns'
+import { type CompareInput, type CompareMode, TOTALS_FIGURES, alignSeries, changes, compareRows, resolveComparison } from './compare'
 
 /**
  * The report verbs: each reads what one report needs and answers it whole. Handlers resolve the
@@ -116,27 +117,60 @@ export async function prepare(
   return parseQuery({ params, site, source, filters, goals, segments, firstEventAt: first, now: options.now ?? deps.now() }, options)
 }
 
-/** GET /stats: the window's totals. */
-export async function totals(deps: ReportDeps, site: Site, params: ReportParams) {
+/** The comparison window of a read asked to compare (compare.ts), as the answer names it. */
+const comparisonView = (compare: { mode: CompareMode; window: ResolvedRange }) => ({ mode: compare.mode, range: rangeView(compare.window) })
+
+/** The rows a compared breakdown reads on each side, to tell rows that appeared or vanished (docs/api.md, Comparisons). */
+export const COMPARED_ROWS = 1000
+
+/** GET /stats: the window's totals, and with compare those of the comparison window and the change. */
+export async function totals(deps: ReportDeps, site: Site, params: ReportParams & CompareInput) {
   const { source, query } = await prepare(deps, site, params, { bots: true })
-  return { source, range: rangeView(query.range), totals: await sourceReader(deps.clickhouse, source).totals(query) }
-}
-
-/** GET /timeseries: every bucket of the window. */
-export async function series(deps: ReportDeps, site: Site, params: ReportParams) {
-  const { source, query } = await prepare(deps, site, params, { series: true, bots: true })
-  return { source, range: rangeView(query.range), series: await sourceReader(deps.clickhouse, source).series(query) }
-}
-
-/** GET /breakdown: the top values of one property. */
-export async function breakdown(deps: ReportDeps, site: Site, params: ReportParams & { property: string }) {
-  const { source, query } = await prepare(deps, site, params, { property: params.property, bots: true })
+  const compare = resolveComparison(query.range, params)
+  const window = compare?.window
+  const read = sourceReader(deps.clickhouse, source)
+  const [current, compared] = await Promise.all([read.totals(query), window ? read.totals({ ...query, range: window }) : null])
   return {
     source,
     range: rangeView(query.range),
-    property: params.property,
-    results: await sourceReader(deps.clickhouse, source).breakdown(query, params.property),
+    totals: current,
+    ...(compare && compared
+      ? { comparison: { ...comparisonView(compare), totals: compared, change: changes(current, compared, TOTALS_FIGURES) } }
+      : {}),
   }
+}
+
+/** GET /timeseries: every bucket of the window; with compare, each paired with the comparison window's bucket of its position. */
+export async function series(deps: ReportDeps, site: Site, params: ReportParams & CompareInput) {
+  const { source, query } = await prepare(deps, site, params, { series: true, bots: true })
+  const compare = resolveComparison(query.range, params)
+  const window = compare?.window
+  const read = sourceReader(deps.clickhouse, source)
+  const [current, compared] = await Promise.all([read.series(query), window ? read.series({ ...query, range: window }) : null])
+  if (!compare || !compared) return { source, range: rangeView(query.range), series: current }
+  const aligned = alignSeries(current, compared)
+  return {
+    source,
+    range: rangeView(query.range),
+    comparison: { ...comparisonView(compare), unpaired: aligned.unpaired },
+    series: aligned.series,
+  }
+}
+
+/** GET /breakdown: the top values of one property; with compare, each against the comparison window, and the rows that vanished. */
+export async function breakdown(deps: ReportDeps, site: Site, params: ReportParams & CompareInput & { property: string }) {
+  const { source, query } = await prepare(deps, site, params, { property: params.property, bots: true })
+  const compare = resolveComparison(query.range, params)
+  const window = compare?.window
+  const read = sourceReader(deps.clickhouse, source)
+  const answer = { source, range: rangeView(query.range), property: params.property }
+  if (!window || !compare) return { ...answer, results: await read.breakdown(query, params.property) }
+  const wide = { ...query, limit: COMPARED_ROWS }
+  const [current, compared] = await Promise.all([
+    read.breakdown(wide, params.property),
+    read.breakdown({ ...wide, range: window }, params.property),
+  ])
+  return { ...answer, comparison: comparisonView(compare), results: compareRows(current, compared, query.limit) }
 }
 
 /** GET /export: totals, series and every breakdown the source has. */
@@ -195,26 +229,47 @@ export async function realtime(deps: ReportDeps & Partial<Ga4LiveDeps>, site: Si
  * GET /goals: each goal with its conversions in the window. Conversions are first-party: a read of
  * another source (collectorSource) answers `available: false` with the goal definitions alone.
  */
-export async function goalConversions(deps: ReportDeps, site: Site, params: ReportParams) {
+export async function goalConversions(deps: ReportDeps, site: Site, params: ReportParams & CompareInput) {
   const source = collectorSource(params, site)
   if (source !== 'standalone') return { source, available: false, goals: await deps.repositories.goals.list(site.id) }
   const { query } = await prepare(deps, site, { ...params, source: 'standalone' }, { withGoals: true })
-  const rows = query.goals.length ? await sourceReader(deps.clickhouse, 'standalone').breakdown({ ...query, limit: 1000 }, 'goal') : []
-  const byName = new Map(rows.map((r) => [r.value, r]))
-  return {
-    source,
-    available: true,
-    range: rangeView(query.range),
-    goals: query.goals.map((g) => {
+  const compare = resolveComparison(query.range, params)
+  const window = compare?.window
+  const conversions = async (range: ResolvedRange) => {
+    const rows = query.goals.length
+      ? await sourceReader(deps.clickhouse, 'standalone').breakdown({ ...query, range, limit: 1000 }, 'goal')
+      : []
+    const byName = new Map(rows.map((r) => [r.value, r]))
+    return query.goals.map((g) => {
       const r = byName.get(g.name)
       return {
-        ...g,
         visitors: Number(r?.visitors ?? 0),
         conversions: Number(r?.conversions ?? 0),
         conversionRate: Number(r?.conversionRate ?? 0),
         ...(g.currency ? { revenue: r?.revenue ?? { amount: 0, currency: g.currency } } : {}),
       }
-    }),
+    })
+  }
+  const [current, compared] = await Promise.all([conversions(query.range), window ? conversions(window) : null])
+  return {
+    source,
+    available: true,
+    range: rangeView(query.range),
+    ...(compare ? { comparison: comparisonView(compare) } : {}),
+    goals: query.goals.map((g, i) => ({
+      ...g,
+      ...current[i],
+      ...(compared
+        ? {
+            comparison: compared[i],
+            change: changes(
+              { ...current[i], revenue: current[i].revenue?.amount },
+              { ...compared[i], revenue: compared[i].revenue?.amount },
+              ['visitors', 'conversions', 'conversionRate', 'revenue'],
+            ),
+          }
+        : {}),
+    })),
   }
 }
 

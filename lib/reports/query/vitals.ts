@@ -22,6 +22,7 @@ import { type ResolvedRange, rangeView } from './range'
 import type { ReportDeps } from './reports'
 import { execute } from '../../storage/clickhouse/execute'
 import { fraction, vitalValue } from './shape'
+import { type CompareInput, changes, resolveComparison } from './compare'
 
 /**
  * GET /vitals: real-user Core Web Vitals from the collector's vital events. Definitions (the
@@ -109,7 +110,7 @@ function shapeMetrics(r: Row | undefined) {
   >
 }
 
-export interface VitalsParams extends ReportParams {
+export interface VitalsParams extends ReportParams, CompareInput {
   percentile: VitalPercentile
   form_factor?: FormFactor
   attribution?: '0' | '1'
@@ -123,6 +124,9 @@ function trendDays(range: ResolvedRange): string[] {
   for (let d = range.from.toPlainDate(); Temporal.PlainDate.compare(d, last) <= 0; d = d.add({ days: 1 })) days.push(d.toString())
   return days
 }
+
+/** The figures of a summary a comparison changes. */
+const SUMMARY_FIGURES = ['samples', 'visitors', 'score', ...VITAL_NAMES]
 
 const TABLES = Object.keys(VITAL_TABLES) as VitalTable[]
 const KINDS = Object.keys(CONTRIBUTORS) as ContributorKind[]
@@ -143,9 +147,12 @@ export async function vitals(deps: ReportDeps, site: Site, params: VitalsParams)
       ...(withAttribution ? { contributors: Object.fromEntries(KINDS.map((k) => [k, []])) as Record<ContributorKind, []> } : {}),
     }
   }
-  const [rows, contributorRows] = await Promise.all([
+  const compare = resolveComparison(query.range, params)
+  const [rows, contributorRows, comparedRows] = await Promise.all([
     execute<Row>(deps.clickhouse, vitalsSql(query, options)),
     withAttribution ? execute<Row>(deps.clickhouse, contributorsSql(query, options)) : null,
+    // the comparison window's summary is its window row (group '')
+    compare ? execute<Row>(deps.clickhouse, vitalsSql({ ...query, range: compare.window }, options)) : null,
   ])
   const of = (group: VitalsGroup) => rows.filter((r) => r.group === group)
   const window = of('')
@@ -157,6 +164,16 @@ export async function vitals(deps: ReportDeps, site: Site, params: VitalsParams)
     ...echo,
     summary: shapeRow(window[0]),
     metrics,
+    ...(compare && comparedRows
+      ? {
+          comparison: {
+            mode: compare.mode,
+            range: rangeView(compare.window),
+            summary: shapeRow(comparedRows.find((r) => r.group === '')),
+            change: changes(shapeRow(window[0]), shapeRow(comparedRows.find((r) => r.group === '')), SUMMARY_FIGURES),
+          },
+        }
+      : {}),
     trend: trendDays(query.range).map((date) => ({ date, ...shapeRow(byDay.get(date)) })),
     tables: Object.fromEntries(TABLES.map((t) => [t, of(t).map((r) => ({ value: String(r.value), ...shapeRow(r) }))])) as Record<
       VitalTable,

@@ -4,6 +4,7 @@ import { ApiError } from '../../errors'
 import type { Site } from '../../sites/sites'
 import { execute } from '../../storage/clickhouse/execute'
 import { filterSchema } from '../query/parse'
+import { type CompareInput, changes, resolveComparison } from '../query/compare'
 import { type ResolvedRange, previousWindow, rangeView } from '../query/range'
 import type { RangeName } from '../dimensions'
 import { round4 } from '../why/robust'
@@ -192,7 +193,7 @@ export const evidenceView = (e: PageSearchEvidence | undefined) =>
       }
     : null
 
-export interface SearchParams {
+export interface SearchParams extends CompareInput {
   site_id: string
   range: RangeName
   from?: string
@@ -257,6 +258,7 @@ export async function searchReport(deps: WhyDeps, site: Site, params: SearchPara
   if (params.dimension === 'page' && !params.value!.startsWith('/'))
     throw new ApiError(400, 'value: a landing page is a path starting with /')
   const range = await windowOf(deps, site, params)
+  const compare = resolveComparison(range, params)
   const bound = searchConnection(site)
   if (!bound) return notConnected
   const windows = windowsOf(range)
@@ -264,7 +266,7 @@ export async function searchReport(deps: WhyDeps, site: Site, params: SearchPara
   if (params.dimension === 'page') all.push({ dimension: 'path', operator: 'is', value: [params.value!] })
   if (params.dimension === 'query') all.push({ dimension: 'query', operator: 'is', value: [params.value!] })
   const limit = clampLimit(params.limit, 10)
-  const [totals, series, queries, pages] = await Promise.all([
+  const [totals, series, queries, pages, compared] = await Promise.all([
     execute<Both>(deps.clickhouse, searchTotalsSql(site.id, windows, all)),
     execute<{ day: string; day_clicks: number | string; day_impressions: number | string; day_weighted: number | string }>(
       deps.clickhouse,
@@ -272,6 +274,8 @@ export async function searchReport(deps: WhyDeps, site: Site, params: SearchPara
     ),
     execute<Both & { value: string }>(deps.clickhouse, searchTopSql(site.id, windows, all, 'query', limit)),
     execute<Both & { value: string }>(deps.clickhouse, searchTopSql(site.id, windows, all, 'path', limit)),
+    // the comparison window's totals read as the second window of the same statement
+    compare ? execute<Both>(deps.clickhouse, searchTotalsSql(site.id, { ...windows, previous: daySpanOf(compare.window) }, all)) : null,
   ])
   const byDay = new Map(series.map((s) => [s.day, s]))
   const days: string[] = []
@@ -287,6 +291,16 @@ export async function searchReport(deps: WhyDeps, site: Site, params: SearchPara
     totals: current(totals[0]),
     previous: previous(totals[0]),
     change: changeOf(current(totals[0]), previous(totals[0])),
+    ...(compare && compared
+      ? {
+          comparison: {
+            mode: compare.mode,
+            range: rangeView(compare.window),
+            totals: previous(compared[0]),
+            change: changes(current(totals[0]), previous(compared[0]), ['clicks', 'impressions', 'ctr', 'position']),
+          },
+        }
+      : {}),
     series: days.map((date) => {
       const s = byDay.get(date)
       return { date, ...metricsOf(Number(s?.day_clicks ?? 0), Number(s?.day_impressions ?? 0), Number(s?.day_weighted ?? 0)) }
