@@ -15,19 +15,17 @@ export const heatmapEndpoints = [
     path: '/api/v1/heatmap',
     scope: 'read',
     tool: 'get_heatmap',
-    summary:
-      'Where clicks landed on one page for a device class: a density grid, the most clicked elements, dead and rage clicks, scroll reach.',
+    summary: 'Click heatmap of one page: density grid, top elements, dead and rage clicks, scroll reach.',
     description: `Clicks with a position on path from viewports of device (desktop, tablet, phone by viewport width). grid: ${HEATMAP_COLUMNS} columns across the document, rows so cells are square on the median document size (at most ${HEATMAP_MAX_ROWS}); cells list occupied cells (row 0 at the top). share is a fraction of the clicks. rageClicks: the third click on one spot within a second. scroll.reach: page loads (leave-time reports) reaching each tenth of the page. Filters honoured. A ga4-only site answers available: false.`,
     params: reportParams.extend({
-      path: z.string().min(1, 'required').max(2000).startsWith('/', 'must start with /').describe('The page’s path, starting with /'),
-      device: z.enum(VIEWPORT_CLASSES).default('desktop').describe('Viewport width class: desktop (default), tablet or phone'),
+      path: z.string().min(1, 'required').max(2000).startsWith('/', 'must start with /'),
+      device: z.enum(VIEWPORT_CLASSES).default('desktop'),
     }),
     response: z.object({
       source: sourceSchema,
       available: z.boolean().describe('false for a site that reads only ga4: the collector alone records clicks'),
       range: rangeViewSchema.optional(),
-      path: z.string(),
-      device: z.enum(VIEWPORT_CLASSES),
+      device: z.string(),
       summary: z.object({ clicks: count, visitors: count, deadClicks: count, rageClicks: count }),
       grid: z.object({
         columns: count,
