@@ -31,7 +31,6 @@ const emptyScroll = () => ({ pageLoads: 0, reach: SCROLL_STEPS.map((depth) => ({
 /** The page's click grid, most clicked elements and scroll reach for one device class. */
 async function heatmapRead(deps: ReportDeps, site: Site, params: HeatmapParams) {
   const page: HeatmapPage = { path: params.path, device: params.device }
-  const echo = { device: params.device }
   const query = await standaloneQuery(deps, site, params)
   const summaryOf = (r: Row | undefined) => ({
     clicks: numberOf(r?.clicks),
@@ -42,7 +41,7 @@ async function heatmapRead(deps: ReportDeps, site: Site, params: HeatmapParams) 
   if (!query)
     return {
       available: false,
-      ...echo,
+      device: page.device,
       summary: summaryOf(undefined),
       grid: { columns: HEATMAP_COLUMNS, rows: 0, documentWidth: 0, documentHeight: 0, cells: [] },
       elements: [],
@@ -62,7 +61,7 @@ async function heatmapRead(deps: ReportDeps, site: Site, params: HeatmapParams) 
   return {
     available: true,
     range: rangeView(query.range),
-    ...echo,
+    device: page.device,
     summary,
     grid: {
       columns: HEATMAP_COLUMNS,
