@@ -14,6 +14,7 @@ import { annotationEndpoints } from './v1/annotations'
 import { funnelEndpoints } from './v1/funnels'
 import { referencePageEndpoints } from './reference-page'
 import { behaviourEndpoints } from './v1/behaviour'
+import { heatmapEndpoints } from './v1/heatmap'
 import { vitalEndpoints } from './v1/vitals'
 import { crawlEndpoints } from './v1/crawl'
 import { geoEndpoints } from './v1/geo'
@@ -175,7 +176,7 @@ export const endpoints: Endpoint[] = [
     ...searchEndpoints,
   ]),
   ...inGroup('why', [...annotationEndpoints, ...whyEndpoints, ...backlinkEndpoints]),
-  ...inGroup('behaviour', [...behaviourEndpoints, ...journeyEndpoints]),
+  ...inGroup('behaviour', [...behaviourEndpoints, ...heatmapEndpoints, ...journeyEndpoints]),
   ...inGroup('pages', crawlEndpoints),
   ...inGroup('tracking', [...collectorEndpoints, ...publicEndpoints]),
   ...inGroup('meta', [mcpEndpoint(() => endpoints), ...referencePageEndpoints]),

@@ -10,7 +10,7 @@ export const alertEndpoints = [
     scope: 'read',
     tool: 'get_alert_settings',
     summary:
-      'The site’s reports and alerts: weekly and monthly reports, spike and drop alerts with thresholds, backlink and vitals alerts, recipients, webhook and measured source.',
+      'The site’s reports and alerts: weekly and monthly reports; spike, drop, backlink and vitals alerts; thresholds, recipients, webhook, source.',
     description:
       'Reports go out on Mondays (the week before) and on the 1st (the month before), in the site timezone, by e-mail to recipients and as signed JSON to webhookUrl. The webhook signing secret is never shown here.',
     params: z.object({ site_id: siteRefSchema }),

@@ -107,7 +107,7 @@ export const whyEndpoints = [
     scope: 'read',
     tool: 'get_markers',
     summary:
-      'Everything flagged on the traffic chart in the window, grouped by kind: annotations, search-engine ranking updates, page and site changes, vitals regressions.',
+      'Everything flagged on the traffic chart in the window, by kind: annotations, ranking updates, page and site changes, vitals regressions.',
     description:
       'Honours range; not source-scoped. pageChanges and siteChanges are the crawler’s changes detected in the window; vitalsRegressions are pages whose vitals regressed against the window before (the anomalies vitals=1 rule). backlinks: new and lost links and referring domains per day. annotations are the site’s chart markers placed in the window, oldest first (at most 500). algorithmUpdates are ranking updates announced by major search engines whose rollout overlaps the window, each with the page that announced it; end is null while a rollout is under way.',
     params: z.object(windowParams),
@@ -291,8 +291,7 @@ export const whyEndpoints = [
     scope: 'read',
     group: 'pages',
     tool: 'get_decay',
-    summary:
-      'Pages whose traffic is fading: their best 28 days of the last year against the last 28 days, adjusted for the whole site, with a diagnosis.',
+    summary: 'Fading pages: their best 28 days of the last year against the last 28, adjusted for the whole site, with a diagnosis.',
     description:
       'The whole site’s current state; takes no range. Windows are whole site-local days: current is the 28 days ending yesterday; a page’s peak is its best 28 consecutive days in the 365 before today. Listed when the peak had at least 30 visits, the current 28 days are at most 70% of it, and at most 75% once the site’s own change over the same time is taken out (adjustedChange ≤ -0.25). diagnosis is page_removed when the crawler last found the page removed (404 or 410), content_changed (confidence 0.6) when its title, h1 or text changed since the peak began, else names the channel most of the lost visits came from (lost_search, lost_referral, lost_social, lost_ai, lost_email, lost_direct, lost_paid, lost_other; no_visits when none are left), its confidence is that channel’s share of the loss, and evidence lists the channels that lost most. Most visits lost first.',
     params: z.object({ site_id: siteRefSchema, limit: limitParam(1000, 100) }),
@@ -354,8 +353,7 @@ export const whyEndpoints = [
     scope: 'read',
     group: 'pages',
     tool: 'get_page_launches',
-    summary:
-      'Pages that went live in the window, each banded over, at or under the median of the pages launched with it, and the cohort’s traffic shape.',
+    summary: 'Pages launched in the window, each banded over, at or under its launch cohort’s median, and the cohort’s traffic shape.',
     description:
       'A page goes live at the earlier of its first pageview and its first crawl. measure=launch (default) counts each page’s visits over its first 30 site-local days (fewer while it is younger: measuredDays) and compares it with the median of the cohort’s pages at least as old over as many first days; measure=30d counts every page over the same last 30 days and compares with the cohort median. band is at within ±20% of that median. cohort.shape is the median visits on each day since launch (day 0 is the launch day) over the pages that old. Most visits first, at most limit.',
     params: z.object({
@@ -406,7 +404,7 @@ export const whyEndpoints = [
     group: 'pages',
     tool: 'get_page_detail',
     summary:
-      'One page: its traffic, drivers, why its traffic last moved (ranked causes with confidence and evidence), engagement, first 30 days, changes, snapshots, errors and vitals.',
+      'One page: traffic, drivers, why it last moved (ranked causes with evidence), engagement, first 30 days, changes, snapshots, errors, vitals.',
     description:
       'By path or page_id (the base64url of the path, as page.pageId gives it), not both; a page with no pageview and no crawl is 404. Honours range (default 30d). shift is the last significant shift of the daily visits (7 days before against up to 7 after, at least 30% and 10 visits); causes rank what explains it, most confident first: the page’s crawler changes detected from 7 days before to 2 days after, a source that lost or brought more than its share, a vitals regression and an error spike across the shift, Search Console’s search_rank_drop or search_demand_drop across a fall (with the queries as evidence), and site-wide changes (rules in the docs). search: the page’s ranking queries, connected: false without Search Console.',
     params: z.object({

@@ -7,6 +7,7 @@ import { ApiError } from '../../lib/errors'
 import type { Services } from '../../lib/services'
 import { accountRoutes } from './account'
 import { dashboardRoutes } from './dashboard'
+import { heatmapRoutes } from './heatmap'
 import { ErrorPage, Page } from './layout'
 import { type WebEnv, endSessionCookie, readSession, startSessionCookie } from './session'
 
@@ -149,6 +150,7 @@ export function webApp(services: Services) {
 
   accountRoutes(web, services)
   dashboardRoutes(web, services)
+  heatmapRoutes(web, services)
 
   web.notFound((c) => c.html(<ErrorPage status={404} message="There is no such page." email={c.get('session')?.email} />, 404))
 

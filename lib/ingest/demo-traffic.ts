@@ -127,6 +127,14 @@ export function* demoHits(options: DemoOptions): Generator<Record<string, unknow
             [2, 1280],
           ] as [number, number][])
       const base = { site: options.site, ip, userAgent, screenWidth }
+      // where a click lands, for the heatmap: around a spot of the page, spread by the time of the
+      // hit (not by the random sequence, which the rest of the demo's facts are drawn from)
+      const clickedAt = (at: number, x: number, y: number, width: number, height: number) => ({
+        x: Math.round((x + width * ((at % 997) / 997)) * 10_000) / 10_000,
+        y: Math.round((y + height * ((at % 991) / 991)) * 10_000) / 10_000,
+        docWidth: screenWidth,
+        docHeight: mobile ? 4800 : 2600,
+      })
       const pages = 1 + Math.floor(random() ** 2 * maxPages)
       let path =
         landing ??
@@ -164,7 +172,14 @@ export function* demoHits(options: DemoOptions): Generator<Record<string, unknow
             ...hit,
             name: 'click',
             timestamp: new Date(at + 5000).toISOString(),
-            click: { selector: 'main>button.cta', text: 'Start free trial', tag: 'button', interactive: true, dead: random() < 0.2 },
+            click: {
+              selector: 'main>button.cta',
+              text: 'Start free trial',
+              tag: 'button',
+              interactive: true,
+              dead: random() < 0.2,
+              ...clickedAt(at, 0.42, 0.18, 0.16, 0.03),
+            },
           })
         if (random() < 0.04)
           hits.push({
@@ -204,7 +219,14 @@ export function* demoHits(options: DemoOptions): Generator<Record<string, unknow
             ...hit,
             name: 'click',
             timestamp: new Date(at + dwell - 500).toISOString(),
-            click: { selector: 'a.external', text: 'GitHub', tag: 'a', href: 'https://github.com/example/project', interactive: true },
+            click: {
+              selector: 'a.external',
+              text: 'GitHub',
+              tag: 'a',
+              href: 'https://github.com/example/project',
+              interactive: true,
+              ...clickedAt(at + dwell, 0.78, 0.955, 0.1, 0.03),
+            },
           })
         at += dwell + 1000
         path = PAGES[Math.floor(random() * PAGES.length)]

@@ -24,6 +24,16 @@ export function screenClass(width: number | null | undefined): string {
   return 'Desktop'
 }
 
+/** The heatmap's device classes, by the width of the viewport a hit was sent from. */
+export const VIEWPORT_CLASSES = ['desktop', 'tablet', 'phone'] as const
+export type ViewportClass = (typeof VIEWPORT_CLASSES)[number]
+const VIEWPORT_OF_SCREEN: Record<string, ViewportClass> = { Mobile: 'phone', Tablet: 'tablet', Laptop: 'desktop', Desktop: 'desktop' }
+
+/** A viewport width in CSS pixels to its device class, on the screen classes' bounds ('' when unknown). */
+export function viewportClass(width: number | null | undefined): ViewportClass | '' {
+  return VIEWPORT_OF_SCREEN[screenClass(width)] ?? ''
+}
+
 export interface ReferrerInfo {
   /** Full referrer URL, or '' for direct and internal traffic. */
   referrer: string

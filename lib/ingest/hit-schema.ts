@@ -7,6 +7,8 @@ import { z } from 'zod'
  * OpenAPI document, and tests/unit/hit.test.ts holds the hand-written check to it.
  */
 const shortText = (max: number) => z.string().max(max)
+const fraction = z.number().finite().min(0).max(1)
+const documentSide = z.number().int().min(1).max(1_000_000)
 const propValue = z.union([z.string().max(2000), z.number().finite(), z.boolean()])
 export const importHitSchema = z.strictObject({
   site: z.string().min(1).max(64),
@@ -32,6 +34,14 @@ export const importHitSchema = z.strictObject({
       href: shortText(4000).optional(),
       interactive: z.boolean().optional(),
       dead: z.boolean().optional(),
+      rage: z.boolean().optional(),
+      x: fraction.optional(),
+      y: fraction.optional(),
+      docWidth: documentSide.optional(),
+      docHeight: documentSide.optional(),
+    })
+    .refine((c) => new Set([c.x, c.y, c.docWidth, c.docHeight].map((v) => v === undefined)).size === 1, {
+      message: 'x, y, docWidth and docHeight come together',
     })
     .optional(),
   error: z

@@ -18,7 +18,21 @@ export interface Hit {
   screenWidth?: number | null
   props?: Record<string, PropValue> | null
   revenue?: { amount: string | number; currency: string } | null
-  click?: { selector?: string; text?: string; tag?: string; href?: string; interactive?: boolean; dead?: boolean }
+  click?: {
+    selector?: string
+    text?: string
+    tag?: string
+    href?: string
+    interactive?: boolean
+    dead?: boolean
+    /** Where it landed: fractions (0 to 1) of the document's width and height, sent with the document's size in CSS pixels */
+    x?: number
+    y?: number
+    docWidth?: number
+    docHeight?: number
+    /** The click that made three on one spot within a second */
+    rage?: boolean
+  }
   error?: { name?: string; message: string; stack?: string; source?: string; line?: number }
   vital?: {
     name: 'LCP' | 'INP' | 'CLS' | 'FCP' | 'TTFB'
@@ -127,7 +141,10 @@ const REVENUE_FIELDS = fields('amount', 'currency')
 const CLICK_TEXTS = { selector: 500, text: 500, tag: 40, href: 4000 }
 const ERROR_TEXTS = { name: 200, stack: 8000, source: 4000 }
 const FORM_TEXTS = { selector: 500, action: 4000 }
-const CLICK_FIELDS = fields(...Object.keys(CLICK_TEXTS), 'interactive', 'dead')
+const CLICK_POSITION = ['x', 'y', 'docWidth', 'docHeight'] as const
+const CLICK_FIELDS = fields(...Object.keys(CLICK_TEXTS), 'interactive', 'dead', 'rage', ...CLICK_POSITION)
+/** The largest document side taken, in CSS pixels. */
+export const MAX_DOCUMENT_SIDE = 1_000_000
 const ERROR_FIELDS = fields(...Object.keys(ERROR_TEXTS), 'message', 'line')
 const VITAL_FIELDS = fields('name', 'value', 'rating', 'attribution')
 const ENGAGEMENT_FIELDS = fields('ms', 'scroll')
@@ -190,6 +207,18 @@ function checkHit(input: unknown, from: 'browser' | 'import'): Hit {
     optionalTexts(click, 'click', CLICK_TEXTS)
     boolean(click.interactive, 'click.interactive')
     boolean(click.dead, 'click.dead')
+    boolean(click.rage, 'click.rage')
+    const given = CLICK_POSITION.filter((f) => click[f] !== undefined)
+    if (given.length && given.length < CLICK_POSITION.length)
+      fail('click', `x, y, docWidth and docHeight come together; ${CLICK_POSITION.filter((f) => !given.includes(f)).join(', ')} missing`)
+    if (given.length) {
+      for (const f of ['x', 'y'] as const) {
+        const v = finite(click[f], `click.${f}`)
+        if (v < 0 || v > 1) fail(`click.${f}`, 'must be a fraction from 0 to 1')
+      }
+      integer(click.docWidth, 'click.docWidth', 1, MAX_DOCUMENT_SIDE)
+      integer(click.docHeight, 'click.docHeight', 1, MAX_DOCUMENT_SIDE)
+    }
   }
   if (hit.error !== undefined) {
     const error = object(hit.error, 'error', ERROR_FIELDS)

@@ -1,6 +1,6 @@
 import { clickhouseTime } from '../storage/clickhouse/time'
 import type { BotInfo } from './bots'
-import { channelFor, classifyReferrer, parseUserAgent, screenClass, utmFrom } from './enrich'
+import { channelFor, classifyReferrer, parseUserAgent, screenClass, utmFrom, viewportClass } from './enrich'
 import type { Geo } from './geo'
 import type { EventKind, Hit } from './hit'
 import { hash64Many } from './identity'
@@ -62,6 +62,15 @@ export interface EventRow {
   vital_value: number
   engaged_ms: number
   scroll_depth: number
+  /** Where a click landed, in ten-thousandths of the document's width and height; 0 without a position */
+  click_x: number
+  click_y: number
+  /** The document's size in CSS pixels when clicked; 0 for a click without a position and other kinds */
+  doc_width: number
+  doc_height: number
+  rage_click: 0 | 1
+  /** The width class of the viewport the hit came from (every kind), '' when the hit had no width */
+  viewport_class: string
 }
 
 /** A row of `bot_events`. */
@@ -198,6 +207,9 @@ export async function errorFingerprints(hits: readonly AcceptedHit[]): Promise<s
   return fingerprints
 }
 
+/** A click's position is kept in ten-thousandths of the document (the tracker sends four decimals). */
+export const POSITION_SCALE = 10_000
+
 /** Form fields whose text is what a person typed: an older tracker sent it as a click's text. */
 const FORM_FIELD_TAGS = new Set(['input', 'textarea', 'select', 'option'])
 
@@ -261,6 +273,12 @@ export function eventRow(h: AcceptedHit & { readonly visitorId: string }, visit:
     vital_value: hit.vital?.value ?? 0,
     engaged_ms: hit.engagement?.ms ?? 0,
     scroll_depth: hit.engagement?.scroll ?? 0,
+    click_x: Math.round((hit.click?.x ?? 0) * POSITION_SCALE),
+    click_y: Math.round((hit.click?.y ?? 0) * POSITION_SCALE),
+    doc_width: hit.click?.docWidth ?? 0,
+    doc_height: hit.click?.docHeight ?? 0,
+    rage_click: hit.click?.rage ? 1 : 0,
+    viewport_class: viewportClass(hit.screenWidth),
   }
 }
 

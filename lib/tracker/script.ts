@@ -97,6 +97,8 @@ type Svc = ((name: string, opts?: Opts) => void) & { q?: IArguments[] }
     !(el as HTMLElement).isContentEditable
       ? ((el as HTMLElement).innerText || '').trim().slice(0, 100)
       : ''
+  // a rage click: the third on one spot (30 px) within a second of the first; [time, x, y, clicks]
+  let burst = [0, 0, 0, 0]
   d.addEventListener(
     'click',
     (event) => {
@@ -110,6 +112,20 @@ type Svc = ((name: string, opts?: Opts) => void) & { q?: IArguments[] }
         tag: el.tagName.toLowerCase(),
         href,
         interactive: el.matches(INTERACTIVE),
+      }
+      // where a pointer click landed on the document (a key press that clicks has no position)
+      const { pageX: x, pageY: y, detail } = event as MouseEvent
+      if (detail) {
+        const { scrollWidth: docWidth, scrollHeight: docHeight } = d.documentElement
+        const [t, x0, y0, n] = burst
+        burst = now() - t > 1000 || Math.abs(x - x0) > 30 || Math.abs(y - y0) > 30 ? [now(), x, y, 1] : [t, x0, y0, n + 1]
+        Object.assign(click, {
+          x: Math.min(1, +(x / docWidth).toFixed(4)),
+          y: Math.min(1, +(y / docHeight).toFixed(4)),
+          docWidth,
+          docHeight,
+        })
+        if (burst[3] === 3) click.rage = true
       }
       if (href || /^(INPUT|SELECT|TEXTAREA)$/.test(el.tagName)) return send('click', { click })
       // a dead click: no navigation and no change to the page within a second

@@ -89,6 +89,23 @@ describe('the demo', () => {
     for (const step of funnels.result.steps) expect(step.visitors).toBeGreaterThan(0)
   })
 
+  it('has a heatmap of its home page: the call to action near the top, the GitHub link in the footer', async () => {
+    const map = await read('heatmap?range=30d&path=/&device=desktop')
+    expect(map.summary.clicks).toBeGreaterThan(50)
+    expect(map.elements.map((e: any) => e.selector).sort()).toEqual(['a.external', 'main>button.cta'])
+    // the button spans 42% to 58% of the width, 18% to 21% of the height; the link 78% to 88%, 95.5% to 98.5%
+    const { rows } = map.grid
+    for (const cell of map.grid.cells) {
+      const top = cell.row < rows / 2
+      expect(cell.col, JSON.stringify(cell)).toBeGreaterThanOrEqual(top ? 8 : 15)
+      expect(cell.col, JSON.stringify(cell)).toBeLessThanOrEqual(top ? 11 : 17)
+      // the cell's band of the page, [row, row + 1) / rows, meets the element's
+      expect((cell.row + 1) / rows, JSON.stringify(cell)).toBeGreaterThan(top ? 0.18 : 0.955)
+      expect(cell.row / rows, JSON.stringify(cell)).toBeLessThanOrEqual(top ? 0.21 : 0.985)
+    }
+    expect(map.scroll.pageLoads).toBeGreaterThan(50)
+  })
+
   it('has annotations, the planted spike with its source, and the fading page', async () => {
     const annotations = await getOk(call, `/api/v1/annotations?siteId=${site}`, key)
     expect(annotations.annotations.length).toBeGreaterThanOrEqual(3)

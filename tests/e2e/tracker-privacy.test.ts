@@ -110,6 +110,7 @@ describe.skipIf(!CHROMIUM)('the tracker never sends what a person typed', () => 
       `/api/v1/export?site_id=${site}&range=today`,
       `/api/v1/breakdown?site_id=${site}&range=today&property=button`,
       `/api/v1/properties?site_id=${site}&range=today`,
+      `/api/v1/heatmap?site_id=${site}&range=today&path=/form`,
     ]
     for (const path of reads) {
       const res = await call('GET', path, { key: fx.a.read.key })

@@ -21,6 +21,7 @@ const REQUIRED: Record<string, Record<string, string>> = {
   '/api/v1/breakdown': { property: 'source' },
   '/api/v1/geo': { granularity: 'city' },
   '/api/v1/pages/detail': { path: '/' },
+  '/api/v1/heatmap': { path: '/' },
 }
 
 /** Reads of one record by its id, of which the demo site has none: both homes must still answer alike (a 404). */

@@ -39,6 +39,7 @@ describe('ClickHouse migrations', () => {
       { version: 14, name: 'search_console' },
       { version: 15, name: 'insert_deduplication' },
       { version: 16, name: 'backlinks' },
+      { version: 17, name: 'heatmap' },
       { version: 18, name: 'ai_assistants_channel' },
     ])
     const applied = await migrate(clickhouse, [

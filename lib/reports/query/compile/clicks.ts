@@ -5,9 +5,9 @@ import { selected } from './selection'
 import { type Fragment, bind, raw, sql } from '../../../storage/clickhouse/sql'
 
 /** Clicks: autocaptured ones, and the link clicks the collector files as outbound, download or affiliate. */
-const CLICK_KINDS = ['click', 'outbound', 'download', 'affiliate']
+export const CLICK_KINDS = ['click', 'outbound', 'download', 'affiliate']
 
-const clickEvents = (query: Query) => sql`${selected(query, queryWindow(query))} AND kind IN ${bind('Array(String)', CLICK_KINDS)}`
+export const clickEvents = (query: Query) => sql`${selected(query, queryWindow(query))} AND kind IN ${bind('Array(String)', CLICK_KINDS)}`
 
 /** The window's clicks, the visitors who clicked, and the clicks that did nothing. */
 export function clickSummarySql(query: Query): Fragment {
