@@ -132,7 +132,7 @@ describe('the MCP tool server on a real server process', () => {
     await client.close()
   })
 
-  it("a write key's tool list is under 56 KB of JSON, in portable JSON Schema the SDK client takes without a warning", async () => {
+  it("a write key's tool list is under 60 KB of JSON, in portable JSON Schema the SDK client takes without a warning", async () => {
     const listed = await fetch(`${server.url}/api/mcp`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${writeKey}` },
@@ -142,8 +142,10 @@ describe('the MCP tool server on a real server process', () => {
     const tools = JSON.parse(text).result.tools as { name: string; description: string; inputSchema: object; outputSchema?: object }[]
     expect(tools.map((t) => t.name).sort()).toEqual(allTools)
     // was 241,343 bytes: 65 tools, get_vitals alone with a 20 KB output schema; then 57,994; 47,831 for 65
-    // tools; about 54 KB with the GA4 and Search Console tools; under the issue's 60 KB
-    expect(Buffer.byteLength(text)).toBeLessThan(56_000)
+    // tools; about 54 KB with the GA4 and Search Console tools; 57.3 KB for 78 tools with heatmaps, AI
+    // visibility and comparisons. The bound is 60 KB: past it, a client's context pays for tools it may not use
+    // (toolsets let a connection ask for fewer)
+    expect(Buffer.byteLength(text)).toBeLessThan(60_000)
     for (const tool of tools) {
       expect(tool.description, tool.name).toMatch(/^[A-Z][\s\S]*?\./)
       expect(JSON.stringify(tool.outputSchema ?? {}).length, tool.name).toBeLessThanOrEqual(600)
