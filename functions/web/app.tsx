@@ -8,6 +8,7 @@ import type { Services } from '../../lib/services'
 import { accountRoutes } from './account'
 import { dashboardRoutes } from './dashboard'
 import { ErrorPage, Page } from './layout'
+import { shareRoutes } from './share'
 import { type WebEnv, endSessionCookie, readSession, startSessionCookie } from './session'
 
 /** The web application under /app: server-rendered pages over the same verbs as the API. */
@@ -148,6 +149,7 @@ export function webApp(services: Services) {
   })
 
   accountRoutes(web, services)
+  shareRoutes(web, services)
   dashboardRoutes(web, services)
 
   web.notFound((c) => c.html(<ErrorPage status={404} message="There is no such page." email={c.get('session')?.email} />, 404))
