@@ -19,9 +19,9 @@ const metric = (html: string, key: string) => {
   if (!match) throw new Error(`no ${key} on the page`)
   return match[1]
 }
-const unescape = (s: string) => s.replace(/&amp;/g, '&').replace(/&quot;/g, '"')
+const unescapeHtml = (s: string) => s.replace(/&amp;/g, '&').replace(/&quot;/g, '"')
 /** The URL the page loads a panel from. */
-const panelSrc = (html: string, name: string) => unescape(new RegExp(`data-src="([^"]*/panels/${name}\\?[^"]*)"`).exec(html)![1])
+const panelSrc = (html: string, name: string) => unescapeHtml(new RegExp(`data-src="([^"]*/panels/${name}\\?[^"]*)"`).exec(html)![1])
 
 /** A site of a new organization with six visitors (pages and referrers chosen so the counts are plain), a read and a write key. */
 async function siteWithVisitors() {
@@ -98,14 +98,14 @@ describe('the dashboard', () => {
     const pages = await ok(`/api/v1/breakdown?site_id=${siteId}&range=30d&property=path&limit=10`)
     expect(panelRows(pagesPanel, 'path')).toEqual(pages.results.map((r: any) => [r.value, r.visitors]))
     // a tab of a panel is in the URL: the entry pages
-    const entryLink = unescape(/<a href="([^"]+)"[^>]*>Entry pages<\/a>/.exec(pagesPanel)![1])
+    const entryLink = unescapeHtml(/<a href="([^"]+)"[^>]*>Entry pages<\/a>/.exec(pagesPanel)![1])
     expect(new URL(entryLink, ORIGIN).searchParams.get('pages')).toBe('entry_page')
     const entryPage = await (await t.request(entryLink, { cookie })).text()
     const entryPanel = await (await t.request(panelSrc(entryPage, 'pages'), { cookie })).text()
     const entries = await ok(`/api/v1/breakdown?site_id=${siteId}&range=30d&property=entry_page&limit=10`)
     expect(panelRows(entryPanel, 'entry_page')).toEqual(entries.results.map((r: any) => [r.value, r.visitors]))
 
-    const sourcesLink = unescape(
+    const sourcesLink = unescapeHtml(
       /<a href="([^"]+)"[^>]*>Sources<\/a>/.exec(await (await t.request(panelSrc(html, 'sources'), { cookie })).text())![1],
     )
     const sourcesPage = await (await t.request(sourcesLink, { cookie })).text()
@@ -122,7 +122,7 @@ describe('the dashboard', () => {
     ])
 
     // clicking a source row filters the whole page by it, and the filter shows as a removable chip
-    const googleLink = unescape(/data-panel="source"[\s\S]*?<a href="([^"]+)">Google<\/a>/.exec(sourcesPanel)![1])
+    const googleLink = unescapeHtml(/data-panel="source"[\s\S]*?<a href="([^"]+)">Google<\/a>/.exec(sourcesPanel)![1])
     const filtered = await (await t.request(googleLink, { cookie })).text()
     expect(filtered).toContain('Remove filter source is Google')
     const filters = new URL(googleLink, ORIGIN).searchParams.get('filters')!
@@ -191,7 +191,7 @@ describe('the dashboard', () => {
 
     const html = await (await t.request(`/app/sites/${siteId}?range=7d`, { cookie })).text()
     expect(html).toContain('annotation: Launch day')
-    const segmentLink = unescape(/<nav aria-label="Segments"[\s\S]*?<a href="([^"]+)"[^>]*>Hacker News<\/a>/.exec(html)![1])
+    const segmentLink = unescapeHtml(/<nav aria-label="Segments"[\s\S]*?<a href="([^"]+)"[^>]*>Hacker News<\/a>/.exec(html)![1])
     const segmented = await (await t.request(segmentLink, { cookie })).text()
     // by hand: two visitors came from Hacker News
     expect(metric(segmented, 'visitors')).toBe('2')
@@ -270,7 +270,7 @@ describe('shared dashboards', () => {
     // a new link, made in the web application by the owner, ends the old one and its cookie
     const rotated = await t.request(`/app/sites/${siteId}/share/link`, { form: {}, cookie })
     expect(rotated.status).toBe(201)
-    const newUrl = new URL(unescape(/<pre id="share-link" class="code">([^<]+)<\/pre>/.exec(await rotated.text())![1].trim()))
+    const newUrl = new URL(unescapeHtml(/<pre id="share-link" class="code">([^<]+)<\/pre>/.exec(await rotated.text())![1].trim()))
     expect((await t.request(`/share/${siteId}`, { cookie: shareCookie })).status).toBe(404)
     expect((await t.request(`${link.pathname}${link.search}`)).status).toBe(404)
     expect((await t.request(`/share/${siteId}/panels/pages`, { cookie: shareCookie })).status).toBe(404)
