@@ -212,15 +212,12 @@ export async function dashboardPage(c: Context, services: Services, view: Dashbo
   const before = previousDates(services, site, state)
   const nothing = Promise.resolve(null)
   // every read at once: the engine serves them side by side
-  const [current, chart, previous, live, markers, spikes, segments] = await Promise.all([
+  const [current, chart, previous, live, markers, segments] = await Promise.all([
     read('/api/v1/stats', params),
     read('/api/v1/timeseries', params),
     before ? read('/api/v1/stats', { ...params, ...before }).catch(() => null) : nothing,
     liveVisitors(read),
-    state.range === 'realtime' ? nothing : read('/api/v1/markers', { range: state.range, from: state.from, to: state.to }),
-    state.range === 'realtime' || (state.source ?? site.primarySource) !== 'standalone'
-      ? nothing
-      : read('/api/v1/spikes', { range: state.range, from: state.from, to: state.to, interval: 'day', limit: '20' }).catch(refused),
+    chartMarkers(read, state, false),
     view.shared ? nothing : read('/api/v1/segments'),
   ])
   const filters = filtersOf(state)
@@ -234,16 +231,6 @@ export async function dashboardPage(c: Context, services: Services, view: Dashbo
     ['avgDuration', 'Visit duration', t.avgDuration, p?.avgDuration, 'seconds'],
     ['viewsPerVisit', 'Views per visit', t.viewsPerVisit, p?.viewsPerVisit, 'ratio'],
   ]
-  const pins: Marker[] = []
-  if (markers) {
-    const m = markers.markers
-    for (const a of m.annotations) pins.push({ at: a.at, kind: 'annotation', label: a.title })
-    for (const ch of [...m.pageChanges, ...m.siteChanges])
-      pins.push({ at: ch.detectedAt, kind: ch.kind === 'site_change' ? 'site change' : 'page change', label: ch.path ?? ch.type })
-    for (const u of m.algorithmUpdates) pins.push({ at: `${u.start}T00:00:00`, kind: 'search update', label: `${u.engine}: ${u.name}` })
-  }
-  if (spikes && 'spikes' in spikes)
-    for (const s of spikes.spikes) pins.push({ at: s.peak.start, kind: 'spike', label: `${s.visitors.toLocaleString('en')} visitors` })
   const segmentList: { id: string; name: string }[] = segments?.segments ?? []
   const activeSegment = filters.find((f) => f.dimension === 'segment')?.value[0]
   const siteName = site.appearance.displayName ?? site.domain
@@ -253,7 +240,7 @@ export async function dashboardPage(c: Context, services: Services, view: Dashbo
         <h1>{siteName}</h1>
         <p class="live" role="status">
           <span class="dot" aria-hidden="true" />
-          <span id="live" data-src={`${view.base}/live`}>
+          <span id="live" data-live={`${view.base}/live`}>
             {live}
           </span>{' '}
           {live === 1 ? 'visitor' : 'visitors'} now
@@ -367,7 +354,9 @@ export async function dashboardPage(c: Context, services: Services, view: Dashbo
             </div>
           ))}
         </dl>
-        <Chart points={chart.series} end={chart.range.to} markers={pins} />
+        <div data-defer={linkTo(view, state, {}, '/panels/chart')}>
+          <Chart points={chart.series} end={chart.range.to} markers={markers} />
+        </div>
       </section>
       {view.sections ? (
         <nav aria-label="Sections" class="card sections">
@@ -380,7 +369,7 @@ export async function dashboardPage(c: Context, services: Services, view: Dashbo
         {PANELS.map((name) => {
           const src = linkTo(view, state, {}, `/panels/${name}`)
           return (
-            <section class="card panel" aria-labelledby={`panel-${name}`} data-src={src}>
+            <section class="card panel" aria-labelledby={`panel-${name}`} data-defer={src}>
               <h2 id={`panel-${name}`}>{PANEL_TITLES[name]}</h2>
               <p class="muted">
                 <a href={src}>Show {PANEL_TITLES[name].toLowerCase()}</a>
@@ -395,11 +384,35 @@ export async function dashboardPage(c: Context, services: Services, view: Dashbo
 }
 
 /**
+ * What is pinned on the chart: the `markers` read (annotations, page and site changes, search-engine
+ * updates) and, with `spikes`, the spikes read (the chart loads again with them after the page:
+ * their read looks eight weeks back).
+ */
+async function chartMarkers(read: SiteReader, state: State, spikes: boolean): Promise<Marker[]> {
+  if (state.range === 'realtime') return []
+  const window = { range: state.range, from: state.from, to: state.to }
+  const standalone = !state.source || state.source === 'standalone'
+  const [markers, found] = await Promise.all([
+    read('/api/v1/markers', window),
+    spikes && standalone ? read('/api/v1/spikes', { ...window, interval: 'day', limit: '20' }).catch(refused) : null,
+  ])
+  const pins: Marker[] = []
+  const m = markers.markers
+  for (const a of m.annotations) pins.push({ at: a.at, kind: 'annotation', label: a.title })
+  for (const ch of [...m.pageChanges, ...m.siteChanges])
+    pins.push({ at: ch.detectedAt, kind: ch.kind === 'site_change' ? 'site change' : 'page change', label: ch.path ?? ch.type })
+  for (const u of m.algorithmUpdates) pins.push({ at: `${u.start}T00:00:00`, kind: 'search update', label: `${u.engine}: ${u.name}` })
+  if (found && 'spikes' in found)
+    for (const s of found.spikes) pins.push({ at: s.peak.start, kind: 'spike', label: `${s.visitors.toLocaleString('en')} visitors` })
+  return pins
+}
+
+/**
  * The page's script: panels load after the page (each from its own URL, a section of HTML), and
  * the live figure refreshes every 15 seconds while the tab is visible.
  */
 const PAGE_SCRIPT =
-  "(function(){document.querySelectorAll('section[data-src]').forEach(function(s){fetch(s.dataset.src).then(function(r){return r.ok?r.text():null}).then(function(h){if(h)s.outerHTML=h})});var el=document.getElementById('live');setInterval(function(){if(document.hidden)return;fetch(el.dataset.src).then(function(r){return r.ok?r.json():null}).then(function(d){if(d)el.textContent=d.visitors})},15000)})()"
+  "(function(){document.querySelectorAll('[data-defer]').forEach(function(s){fetch(s.dataset.defer).then(function(r){return r.ok?r.text():null}).then(function(h){if(h)s.outerHTML=h})});var el=document.getElementById('live');setInterval(function(){if(document.hidden)return;fetch(el.dataset.live).then(function(r){return r.ok?r.json():null}).then(function(d){if(d)el.textContent=d.visitors})},15000)})()"
 
 /** The state's fields a form does not set itself, as hidden inputs, so submitting it keeps the rest of the view. */
 function Kept({ state, except }: { state: State; except: StateKey[] }) {
@@ -419,6 +432,12 @@ const chipValue = (f: Filter, segments: { id: string; name: string }[]) =>
 
 /** One panel as a section of HTML: what the page loads into its place. */
 export async function panelFragment(c: Context, services: Services, view: DashboardView, name: string) {
+  if (name === 'chart') {
+    const state = stateOf(c)
+    const read = siteReader(services, view.site, c.req.raw, c.env)
+    const [chart, markers] = await Promise.all([read('/api/v1/timeseries', reportParamsOf(state)), chartMarkers(read, state, true)])
+    return <Chart points={chart.series} end={chart.range.to} markers={markers} />
+  }
   if (!(PANELS as readonly string[]).includes(name)) throw new ApiError(404, `no panel ${name}`)
   const panel = name as PanelName
   const state = stateOf(c)

@@ -21,7 +21,7 @@ const metric = (html: string, key: string) => {
 }
 const unescapeHtml = (s: string) => s.replace(/&amp;/g, '&').replace(/&quot;/g, '"')
 /** The URL the page loads a panel from. */
-const panelSrc = (html: string, name: string) => unescapeHtml(new RegExp(`data-src="([^"]*/panels/${name}\\?[^"]*)"`).exec(html)![1])
+const panelSrc = (html: string, name: string) => unescapeHtml(new RegExp(`data-defer="([^"]*/panels/${name}\\?[^"]*)"`).exec(html)![1])
 
 /** A site of a new organization with six visitors (pages and referrers chosen so the counts are plain), a read and a write key. */
 async function siteWithVisitors() {
