@@ -490,34 +490,36 @@ export async function panelFragment(c: Context, services: Services, view: Dashbo
       ) : !answer.available ? (
         <Refused message="Goals are counted from the first-party events; this source has none." />
       ) : answer.goals.length ? (
-        <table data-panel="goal">
-          <thead>
-            <tr>
-              <th scope="col">Goal</th>
-              <th scope="col" class="num">
-                Converters
-              </th>
-              <th scope="col" class="num">
-                Conversions
-              </th>
-              <th scope="col" class="num">
-                Rate
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {answer.goals.map((g: { name: string; visitors?: number; conversions?: number; conversionRate?: number }) => (
+        <div class="table-wrap" tabindex={0} role="region" aria-label="Goals table">
+          <table data-panel="goal">
+            <thead>
               <tr>
-                <td>
-                  <a href={filterLink(view, state, 'goal', g.name)}>{g.name}</a>
-                </td>
-                <td class="num">{(g.visitors ?? 0).toLocaleString('en')}</td>
-                <td class="num">{(g.conversions ?? 0).toLocaleString('en')}</td>
-                <td class="num">{format(g.conversionRate ?? 0, 'share')}</td>
+                <th scope="col">Goal</th>
+                <th scope="col" class="num">
+                  Converters
+                </th>
+                <th scope="col" class="num">
+                  Conversions
+                </th>
+                <th scope="col" class="num">
+                  Rate
+                </th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {answer.goals.map((g: { name: string; visitors?: number; conversions?: number; conversionRate?: number }) => (
+                <tr>
+                  <td>
+                    <a href={filterLink(view, state, 'goal', g.name)}>{g.name}</a>
+                  </td>
+                  <td class="num">{(g.visitors ?? 0).toLocaleString('en')}</td>
+                  <td class="num">{(g.conversions ?? 0).toLocaleString('en')}</td>
+                  <td class="num">{format(g.conversionRate ?? 0, 'share')}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       ) : (
         <p class="muted">No goals yet: define them with POST /api/v1/goals.</p>
       )

@@ -178,7 +178,8 @@ function Value({ value, links, depth, field = '' }: { value: unknown; links: Lin
     const rows = value.filter(isRecord).slice(0, 100)
     const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))]
     return (
-      <div class="table-wrap">
+      // a table wider than the screen scrolls: it takes the focus, so a keyboard scrolls it too
+      <div class="table-wrap" tabindex={0} role="region" aria-label={humanize(field) || 'table'}>
         <table>
           <thead>
             <tr>
