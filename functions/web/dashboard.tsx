@@ -490,7 +490,7 @@ export async function panelFragment(c: Context, services: Services, view: Dashbo
       ) : !answer.available ? (
         <Refused message="Goals are counted from the first-party events; this source has none." />
       ) : answer.goals.length ? (
-        <div class="table-wrap" tabindex={0} role="region" aria-label="Goals table">
+        <section class="table-wrap" tabindex={0} aria-label="Goals table">
           <table data-panel="goal">
             <thead>
               <tr>
@@ -519,7 +519,7 @@ export async function panelFragment(c: Context, services: Services, view: Dashbo
               ))}
             </tbody>
           </table>
-        </div>
+        </section>
       ) : (
         <p class="muted">No goals yet: define them with POST /api/v1/goals.</p>
       )

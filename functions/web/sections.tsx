@@ -179,7 +179,7 @@ function Value({ value, links, depth, field = '' }: { value: unknown; links: Lin
     const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))]
     return (
       // a table wider than the screen scrolls: it takes the focus, so a keyboard scrolls it too
-      <div class="table-wrap" tabindex={0} role="region" aria-label={humanize(field) || 'table'}>
+      <section class="table-wrap" tabindex={0} aria-label={humanize(field) || 'table'}>
         <table>
           <thead>
             <tr>
@@ -209,7 +209,7 @@ function Value({ value, links, depth, field = '' }: { value: unknown; links: Lin
           </tbody>
         </table>
         {value.length > rows.length ? <p class="muted">{`${value.length - rows.length} more not shown`}</p> : null}
-      </div>
+      </section>
     )
   }
   if (isRecord(value)) {
