@@ -58,7 +58,8 @@ export async function sectionPage(c: Context, services: Services, view: Dashboar
     visitor: (value) => (name === 'journeys' ? at('journeys', { visitor: String(value) }) : null),
     fingerprint: (value) => (name === 'errors' ? at('errors', { fingerprint: String(value) }) : null),
   }
-  if (name === 'changes') links.id = links.changeId
+  // the change feed lists annotations beside changes: only a change has a word diff
+  if (name === 'changes') links.id = (value, row) => (row?.kind === 'change' ? links.changeId(value) : null)
   const siteName = view.site.appearance.displayName ?? view.site.domain
   return (
     <Page title={`${section.title} · ${siteName}`} email={view.email}>
@@ -139,12 +140,12 @@ const READ_PARAMS: Record<string, string[]> = {
 }
 
 /** Where a value of a named field links to: a page's detail, a change's diff, a visitor's journey. */
-type Links = Record<string, (value: unknown) => string | null>
+type Links = Record<string, (value: unknown, row?: Record<string, unknown>) => string | null>
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 const humanize = (key: string) => key.replace(/([a-z])([A-Z])/g, '$1 $2').replace(/_/g, ' ')
 
-function Scalar({ value, field, links }: { value: unknown; field: string; links: Links }): Child {
+function Scalar({ value, field, links, row }: { value: unknown; field: string; links: Links; row?: Record<string, unknown> }): Child {
   if (value === null || value === undefined) return <span class="muted">–</span>
   const text =
     typeof value === 'number'
@@ -156,7 +157,7 @@ function Scalar({ value, field, links }: { value: unknown; field: string; links:
           ? 'yes'
           : 'no'
         : String(value)
-  const href = links[field]?.(value)
+  const href = links[field]?.(value, row)
   return href ? <a href={href}>{text}</a> : text
 }
 
@@ -200,7 +201,7 @@ function Value({ value, links, depth, field = '' }: { value: unknown; links: Lin
                         <code>{JSON.stringify(r[c])}</code>
                       )
                     ) : (
-                      <Scalar value={r[c]} field={c} links={links} />
+                      <Scalar value={r[c]} field={c} links={links} row={r} />
                     )}
                   </td>
                 ))}
