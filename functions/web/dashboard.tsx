@@ -9,7 +9,7 @@ import { Chart, type Marker } from './chart'
 import { Page } from './layout'
 import { LocationsMap } from './map'
 import { type SiteReader, siteReader } from './reads'
-import { SECTIONS } from './sections'
+import { SECTIONS, SECTION_NAMES, sectionPage } from './sections'
 import type { WebEnv } from './session'
 
 /** The named ranges of the picker, in the API's names; custom dates go through from and to. */
@@ -215,14 +215,14 @@ export async function dashboardPage(c: Context, services: Services, view: Dashbo
   const [current, chart, previous, live, markers, segments] = await Promise.all([
     read('/api/v1/stats', params),
     read('/api/v1/timeseries', params),
-    before ? read('/api/v1/stats', { ...params, ...before }).catch(() => null) : nothing,
+    before ? read('/api/v1/stats', { ...params, ...before }).catch(refused) : nothing,
     liveVisitors(read),
     chartMarkers(read, state, false),
     view.shared ? nothing : read('/api/v1/segments'),
   ])
   const filters = filtersOf(state)
   const t = current.totals
-  const p = previous?.totals
+  const p = previous && 'totals' in previous ? previous.totals : undefined
   const stats: [string, string, number, number | undefined, 'count' | 'share' | 'seconds' | 'ratio'][] = [
     ['visitors', 'Visitors', t.visitors, p?.visitors, 'count'],
     ['visits', 'Visits', t.visits, p?.visits, 'count'],
@@ -706,4 +706,6 @@ export function dashboardRoutes(web: Hono<WebEnv>, services: Services) {
   })
   web.get('/sites/:siteId/panels/:panel', async (c) => c.html(await panelFragment(c, services, await memberView(c), c.req.param('panel'))))
   web.get('/sites/:siteId', async (c) => c.html(await dashboardPage(c, services, await memberView(c))))
+  for (const name of SECTION_NAMES)
+    web.get(`/sites/:siteId/${name}`, async (c) => c.html(await sectionPage(c, services, await memberView(c), name)))
 }

@@ -18,7 +18,7 @@ import { type DashboardView, dashboardPage, liveVisitors, memberSite, panelFragm
 import { readForm } from './forms'
 import { ErrorPage, Page } from './layout'
 import { siteReader } from './reads'
-import { SECTION_NAMES, sectionName, sectionPage } from './sections'
+import { sectionName, sectionPage } from './sections'
 import type { WebEnv } from './session'
 
 /** The cookie that keeps a shared link's hash for its dashboard's pages (its panels, its live figure). */
@@ -127,14 +127,6 @@ export function shareRoutes(web: Hono<WebEnv>, services: Services) {
     const fresh = (await services.sites.findFresh(site.id)) ?? site
     return c.html(<SharePage site={fresh} email={email} canChange origin={baseUrl(c.req.url)} created={created} />, 201)
   })
-  for (const name of SECTION_NAMES) {
-    web.get(`/sites/:siteId/${name}`, async (c) => {
-      const email = c.get('session')!.email
-      const site = await memberSite(services, email, c.req.param('siteId'))
-      const view = { site, base: `/app/sites/${site.id}`, email, shared: false, sections: true }
-      return c.html(await sectionPage(c, services, view, name))
-    })
-  }
 }
 
 function SharePage({

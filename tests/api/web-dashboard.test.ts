@@ -201,6 +201,29 @@ describe('the dashboard', () => {
     const apiGoals = await ok(`/api/v1/goals?site_id=${siteId}&range=7d`)
     expect(apiGoals.goals[0].visitors).toBe(2)
     expect(goals).toMatch(/>Pricing<\/a><\/td><td class="num">2<\/td><td class="num">2<\/td><td class="num">33%<\/td>/)
+
+    // a funnel: by hand, 3 visitors on /, 2 on /pricing, none went from one to the other in one visit
+    const funnel = await api('/api/v1/funnels', {
+      method: 'POST',
+      key: writeKey,
+      body: {
+        site_id: siteId,
+        name: 'Home to pricing',
+        steps: [
+          { type: 'page', value: '/' },
+          { type: 'page', value: '/pricing' },
+        ],
+      },
+    })
+    expect(funnel.status).toBe(201)
+    const funnels = await (await t.request(panelSrc(html, 'funnels'), { cookie })).text()
+    const apiFunnel = await ok(`/api/v1/funnels?site_id=${siteId}&range=7d`)
+    const steps = [...funnels.matchAll(/<td class="bar">([^<]+)<\/td><td class="num">([\d,]+)<\/td>/g)].map((m) => [m[1], Number(m[2])])
+    expect(steps).toEqual(apiFunnel.result.steps.map((s: any) => [s.label ?? s.value, s.visitors]))
+    expect(steps).toEqual([
+      ['/', 3],
+      ['/pricing', 0],
+    ])
   })
 
   it('opens every section with the API read it shows; a bad parameter is named', async () => {
