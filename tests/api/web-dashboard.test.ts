@@ -245,6 +245,32 @@ describe('the dashboard', () => {
   })
 })
 
+describe('the source switch', () => {
+  it('shows on a site with two sources, and the ga4 view is the API’s ga4 answer; what GA4 has no field for is said so', async () => {
+    const { t, cookie, siteId, api, writeKey, ok } = await siteWithVisitors()
+    expect((await t.request(`/app/sites/${siteId}`, { cookie }).then((r) => r.text())).includes('id="source"')).toBe(false)
+    const patched = await api(`/api/v1/sites/${siteId}`, { method: 'PATCH', key: writeKey, body: { sources: ['standalone', 'ga4'] } })
+    expect(patched.status).toBe(200)
+    const html = await (await t.request(`/app/sites/${siteId}?range=30d`, { cookie })).text()
+    expect(html).toMatch(
+      /<select id="source" name="source"[^>]*><option value="standalone" selected="">First-party<\/option><option value="ga4">Google Analytics 4<\/option>/,
+    )
+    expect(metric(html, 'visitors')).toBe('6')
+    const ga4 = await (await t.request(`/app/sites/${siteId}?range=30d&source=ga4`, { cookie })).text()
+    const ga4Stats = await ok(`/api/v1/stats?site_id=${siteId}&range=30d&source=ga4`)
+    // nothing was imported: the ga4 view is empty, as the API says
+    expect(ga4Stats.totals.visitors).toBe(0)
+    expect(metric(ga4, 'visitors')).toBe('0')
+    const screens = await (
+      await t.request(panelSrc(ga4, 'devices').replace('source=ga4', 'source=ga4&devices=screen_class'), { cookie })
+    ).text()
+    const refused = await api(`/api/v1/breakdown?site_id=${siteId}&range=30d&source=ga4&property=screen_class`)
+    expect(refused.status).toBe(400)
+    expect(screens).toContain('Not available for this view')
+    expect(screens).toContain(refused.body.error.replace(/"/g, '&quot;'))
+  })
+})
+
 describe('shared dashboards', () => {
   it('a secret link opens the read-only dashboard signed out; a new link ends the old; isPublic opens it to anyone', async () => {
     const { t, cookie, siteId, api, writeKey, key, ok } = await siteWithVisitors()
