@@ -273,7 +273,7 @@ describe('the source switch', () => {
 
 describe('shared dashboards', () => {
   it('a secret link opens the read-only dashboard signed out; a new link ends the old; isPublic opens it to anyone', async () => {
-    const { t, cookie, siteId, api, writeKey, key, ok } = await siteWithVisitors()
+    const { t, cookie, orgId, siteId, api, writeKey, key, ok } = await siteWithVisitors()
     // nothing is shared yet
     expect((await t.request(`/share/${siteId}`)).status).toBe(404)
     const none = await api(`/api/v1/sites/${siteId}/share-link`, { method: 'POST', key: writeKey })
@@ -339,5 +339,19 @@ describe('shared dashboards', () => {
     expect(open.status).toBe(200)
     expect(metric(await open.text(), 'visitors')).toBe('6')
     expect((await ok(`/api/v1/sites/${siteId}`)).sharing.isPublic).toBe(true)
+
+    // a member who is not an owner or admin sees the sharing page but changes nothing
+    const mate = email()
+    expect((await t.request(`/app/orgs/${orgId}/team/invite`, { form: { email: mate, role: 'member' }, cookie })).status).toBe(303)
+    const team = await (await t.request(`/app/orgs/${orgId}/team`, { cookie })).text()
+    const invitationId = /team\/invitations\/([0-9a-f-]{36})\/cancel/.exec(team)![1]
+    const mateCookie = await t.signIn(mate)
+    expect((await t.request(`/app/invitations/${invitationId}/accept`, { form: {}, cookie: mateCookie })).status).toBe(303)
+    const matePage = await t.request(`/app/sites/${siteId}/share`, { cookie: mateCookie })
+    expect(matePage.status).toBe(200)
+    expect(await matePage.text()).toContain('Owners and admins change how a site is shared')
+    expect((await t.request(`/app/sites/${siteId}/share`, { form: { shareLevel: 'none' }, cookie: mateCookie })).status).toBe(403)
+    expect((await t.request(`/app/sites/${siteId}/share/link`, { form: {}, cookie: mateCookie })).status).toBe(403)
+    expect((await ok(`/api/v1/sites/${siteId}`)).sharing.shareLevel).toBe('link')
   })
 })
