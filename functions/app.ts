@@ -6,6 +6,7 @@ import { asApiError } from './invoke'
 import { endpoints } from './registry'
 import { type LogOptions, requestLog } from './request-log'
 import { webApp } from './web/app'
+import { sharedDashboards } from './web/share'
 
 const CORS_EXPOSE_HEADERS = 'RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After'
 const CORS_ALLOW_HEADERS = 'Authorization, x-api-key, Content-Type, mcp-protocol-version, mcp-session-id'
@@ -62,6 +63,7 @@ export function createApp(services: Services, log: LogOptions = { level: 'error'
 
   mountEndpoints(app, endpoints, services)
   app.route('/app', webApp(services))
+  app.route('/share', sharedDashboards(services))
 
   const methodsOf = allowedMethods(endpoints)
   app.notFound((c) => {

@@ -17,7 +17,7 @@ const HEADER = 'X-Request-Id'
 const SANE_ID = /^[\w\-.:=]{1,128}$/
 /** Query parameters whose values are never logged: credentials. */
 // code and state: the OAuth callback's authorization code and signed state
-const SECRET_PARAMS = new Set(['key', 'api_key', 'apikey', 'token', 'access_token', 'secret', 'code', 'state'])
+const SECRET_PARAMS = new Set(['key', 'api_key', 'apikey', 'token', 'access_token', 'secret', 'code', 'state', 'auth'])
 
 interface Trace {
   id: string

@@ -5,6 +5,7 @@ import { applySitePatch, siteRefSchema, siteCreateSchema, sitePatchSchema, siteV
 import { assertSubdomainOf, attachCustomDomain, detachCustomDomain } from '../../lib/sites/custom-domain'
 import { createSite, deleteSite, sitesOfKey } from '../../lib/sites/site-lifecycle'
 import { withInstallState } from '../../lib/sites/site-install'
+import { rotateShareLink } from '../../lib/sites/share-link'
 import { defineEndpoint } from '../endpoint'
 import { forgetImportedGa4 } from '../../lib/integrations/ga4/import'
 import { flagParam, rangeParam } from '../params'
@@ -114,6 +115,26 @@ export const siteEndpoints = [
       const current = await site(params.site_id)
       await deleteSite(services, current, params.confirm, background)
       return { deleted: true as const, id: current.id }
+    },
+  }),
+  defineEndpoint({
+    method: 'POST',
+    path: '/api/v1/sites/{site_id}/share-link',
+    scope: 'write',
+    orgWide: true,
+    tool: 'rotate_share_link',
+    summary: 'Makes the secret link to the read-only shared dashboard, or a new one that ends the old; shown once.',
+    description:
+      'Needs shareLevel link or full. The link opens the dashboard signed out; every earlier link stops working at once. isPublic opens the dashboard at the link without its auth part.',
+    params: z.object({ site_id: siteRefSchema }),
+    status: 201,
+    response: z.object({
+      url: z.string().describe('The link, with its secret: shown only in this answer'),
+      createdAt: z.string(),
+      rotated: z.boolean().describe('An earlier link existed and no longer works'),
+    }),
+    async handler({ services, site, baseUrl }, { params }) {
+      return rotateShareLink(services, await site(params.site_id), baseUrl)
     },
   }),
 ]

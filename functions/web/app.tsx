@@ -9,6 +9,7 @@ import { accountRoutes } from './account'
 import { dashboardRoutes } from './dashboard'
 import { heatmapRoutes } from './heatmap'
 import { ErrorPage, Page } from './layout'
+import { shareRoutes } from './share'
 import { type WebEnv, endSessionCookie, readSession, startSessionCookie } from './session'
 
 /** The web application under /app: server-rendered pages over the same verbs as the API. */
@@ -149,6 +150,7 @@ export function webApp(services: Services) {
   })
 
   accountRoutes(web, services)
+  shareRoutes(web, services)
   dashboardRoutes(web, services)
   heatmapRoutes(web, services)
 

@@ -1,33 +1,87 @@
-import type { Hono } from 'hono'
+import type { Context, Hono } from 'hono'
 import { membershipIn } from '../../lib/accounts/members'
-import { ApiError, describeZodError } from '../../lib/errors'
-import { reportParams } from '../../lib/reports/query/parse'
-import { breakdown, series, totals } from '../../lib/reports/query/reports'
+import { ApiError } from '../../lib/errors'
+import { PROPERTY_PREFIX, type RANGES } from '../../lib/reports/dimensions'
+import { resolveRange } from '../../lib/reports/query/range'
 import type { Services } from '../../lib/services'
+import type { Site } from '../../lib/sites/sites'
+import { Chart, type Marker } from './chart'
 import { Page } from './layout'
+import { LocationsMap } from './map'
+import { type SiteReader, siteReader } from './reads'
+import { SECTIONS, SECTION_NAMES, sectionPage } from './sections'
 import type { WebEnv } from './session'
 
-/** The ranges the picker offers (custom dates go through from and to in the URL). */
-const PICKER = [
-  ['today', 'Today'],
-  ['yesterday', 'Yesterday'],
-  ['7d', 'Last 7 days'],
-  ['30d', 'Last 30 days'],
-  ['90d', 'Last 90 days'],
-  ['month', 'This month'],
-  ['12mo', 'Last 12 months'],
-  ['year', 'This year'],
-  ['all', 'All time'],
-] as const
+/** The named ranges of the picker, in the API's names; custom dates go through from and to. */
+const RANGE_LABELS: Record<Exclude<(typeof RANGES)[number], 'custom'>, string> = {
+  realtime: 'Last 5 minutes',
+  today: 'Today',
+  yesterday: 'Yesterday',
+  '7d': 'Last 7 days',
+  week: 'This week',
+  month: 'This month',
+  '30d': 'Last 30 days',
+  '90d': 'Last 90 days',
+  year: 'This year',
+  ytd: 'Year to date',
+  'last-year': 'Last year',
+  '12mo': 'Last 12 months',
+  all: 'All time',
+}
 
-const PANELS = [
-  ['source', 'Sources'],
-  ['path', 'Pages'],
-  ['country', 'Countries'],
-  ['browser', 'Browsers'],
-  ['device', 'Devices'],
-  ['entry_page', 'Entry pages'],
-] as const
+/** The panels with tabs: each tab a breakdown property (the locations map reads /geo as well). */
+const TABBED = {
+  sources: {
+    title: 'Sources',
+    tabs: [
+      ['channel', 'Channels'],
+      ['source', 'Sources'],
+      ['utm_source', 'UTM sources'],
+      ['utm_medium', 'UTM mediums'],
+      ['utm_campaign', 'UTM campaigns'],
+    ],
+  },
+  pages: {
+    title: 'Pages',
+    tabs: [
+      ['path', 'Top pages'],
+      ['entry_page', 'Entry pages'],
+      ['exit_page', 'Exit pages'],
+    ],
+  },
+  locations: {
+    title: 'Locations',
+    tabs: [
+      ['map', 'Map'],
+      ['country', 'Countries'],
+      ['region', 'Regions'],
+      ['city', 'Cities'],
+    ],
+  },
+  devices: {
+    title: 'Devices',
+    tabs: [
+      ['browser', 'Browsers'],
+      ['os', 'Operating systems'],
+      ['device', 'Devices'],
+      ['screen_class', 'Screen sizes'],
+    ],
+  },
+} as const
+type TabbedName = keyof typeof TABBED
+
+/** Every panel, in page order; each loads after the page (below the fold) from its own URL. */
+const PANELS = ['sources', 'pages', 'locations', 'devices', 'goals', 'funnels', 'properties'] as const
+type PanelName = (typeof PANELS)[number]
+const PANEL_TITLES: Record<PanelName, string> = {
+  sources: 'Sources',
+  pages: 'Pages',
+  locations: 'Locations',
+  devices: 'Devices',
+  goals: 'Goals',
+  funnels: 'Funnels',
+  properties: 'Properties',
+}
 
 interface Filter {
   dimension: string
@@ -35,208 +89,588 @@ interface Filter {
   value: string[]
 }
 
-/**
- * The dashboard of one site at /app/sites/{site}: the same verbs, with the same parameters, as
- * GET /api/v1/stats, /timeseries, /breakdown and /realtime, so its numbers are the API's. The
- * whole state (range, dates, filters) is in the URL.
- */
+/** The API's report parameters, passed through as given: the read checks them and names what is wrong. */
+const REPORT_KEYS = ['range', 'from', 'to', 'filters', 'source'] as const
+/** The page's own state besides them: the tab of each tabbed panel, the funnel and the property shown. */
+const VIEW_KEYS = ['sources', 'pages', 'locations', 'devices', 'funnel', 'property'] as const
+type StateKey = (typeof REPORT_KEYS)[number] | (typeof VIEW_KEYS)[number]
+type State = Partial<Record<StateKey, string>>
+
+/** Who looks, and where the pages of this dashboard are: a member under /app, or anyone with the shared view under /share. */
+export interface DashboardView {
+  site: Site
+  /** `/app/sites/{id}` or `/share/{id}`. */
+  base: string
+  /** The signed-in member; none on a shared view. */
+  email?: string
+  shared: boolean
+  /** Whether the section pages are reachable from here. */
+  sections: boolean
+}
+
+/** The dashboard's state from the URL: the report parameters (checked by the read) and the view's own keys. */
+function stateOf(c: Context): State {
+  const query = c.req.query()
+  const state: State = {}
+  for (const key of [...REPORT_KEYS, ...VIEW_KEYS]) if (query[key] !== undefined && query[key] !== '') state[key] = query[key]
+  state.range ??= '30d'
+  for (const [name, panel] of Object.entries(TABBED)) {
+    const tab = state[name as TabbedName]
+    if (tab !== undefined && !panel.tabs.some(([value]) => value === tab))
+      throw new ApiError(400, `${name}: must be one of ${panel.tabs.map(([v]) => v).join(', ')}`)
+  }
+  return state
+}
+
+const reportParamsOf = (state: State) => ({
+  range: state.range,
+  from: state.from,
+  to: state.to,
+  filters: state.filters,
+  source: state.source,
+})
+
+function filtersOf(state: State): Filter[] {
+  if (!state.filters) return []
+  try {
+    const parsed = JSON.parse(state.filters)
+    return Array.isArray(parsed) ? parsed : []
+  } catch {
+    return []
+  }
+}
+
+/** A URL of this dashboard with some of its state changed (undefined removes a key). */
+function linkTo(view: DashboardView, state: State, change: State & { filterList?: Filter[] }, path = '') {
+  const next = new URLSearchParams()
+  const merged: State = { ...state }
+  for (const [k, v] of Object.entries(change)) if (k !== 'filterList') merged[k as StateKey] = v as string | undefined
+  if (change.range && change.range !== 'custom') {
+    merged.from = undefined
+    merged.to = undefined
+  }
+  if (change.filterList) merged.filters = change.filterList.length ? JSON.stringify(change.filterList) : undefined
+  for (const key of [...REPORT_KEYS, ...VIEW_KEYS]) if (merged[key] !== undefined) next.set(key, merged[key]!)
+  return `${view.base}${path}?${next}`
+}
+
+/** The state's link with one more filter, replacing any filter of the same dimension. */
+const filterLink = (view: DashboardView, state: State, dimension: string, value: string) =>
+  linkTo(view, state, {
+    filterList: [...filtersOf(state).filter((f) => f.dimension !== dimension), { dimension, operator: 'is', value: [value] }],
+  })
+
 /**
  * A panel or comparison the read refuses for this site and view (a 400: a dimension the site's
- * source has no field for, a filter no dataset holds with it) is left out of the page; every other
- * failure is the page's failure, never an empty panel.
+ * source has no field for, a filter no dataset holds with it) is shown as not available; every
+ * other failure is the page's failure, never an empty panel.
  */
-function unanswerable(err: unknown): null {
-  if (err instanceof ApiError && err.status === 400) return null
+function refused(err: unknown): { refused: string } {
+  if (err instanceof ApiError && err.status === 400) return { refused: err.message }
   throw err
 }
 
-export function dashboardRoutes(web: Hono<WebEnv>, services: Services) {
-  const siteOf = async (email: string, siteId: string) => {
-    const site = await services.sites.findFresh(siteId)
-    if (!site) throw new ApiError(404, 'site not found')
-    try {
-      await membershipIn(services.repositories, site.orgId, email)
-    } catch {
-      throw new ApiError(404, 'site not found')
-    }
-    return site
+/** The site a signed-in member may see: another organization's is the same 404 as none. */
+export async function memberSite(services: Services, email: string, siteId: string) {
+  const site = await services.sites.findFresh(siteId)
+  if (!site) throw new ApiError(404, 'site not found')
+  try {
+    await membershipIn(services.repositories, site.orgId, email)
+  } catch {
+    throw new ApiError(404, 'site not found')
   }
+  return site
+}
 
-  /** Visitors of the last 5 minutes, unfiltered: GET /api/v1/realtime's `now`, read as GET /api/v1/stats?range=realtime reads it (one query). */
-  const liveVisitors = async (site: Awaited<ReturnType<typeof siteOf>>) =>
-    (await totals(services, site, { site_id: site.id, range: 'realtime', limit: 100 })).totals.visitors
+/** Visitors of the last 5 minutes, unfiltered: GET /api/v1/stats?range=realtime (the `now` of GET /api/v1/realtime, in one query). */
+export const liveVisitors = async (read: SiteReader) => (await read('/api/v1/stats', { range: 'realtime' })).totals.visitors as number
 
-  web.get('/sites/:siteId/live', async (c) => {
-    const site = await siteOf(c.get('session')!.email, c.req.param('siteId'))
-    return c.json({ visitors: await liveVisitors(site) })
-  })
+/** The window of equal length just before `range` (site-local days), as custom dates; none for all time. */
+function previousDates(services: Services, site: Site, state: State) {
+  if (state.range === 'all' || state.range === 'realtime') return null
+  try {
+    const range = resolveRange(
+      { range: state.range as (typeof RANGES)[number], from: state.from, to: state.to },
+      site.timezone,
+      services.now(),
+    )
+    const from = range.from.toPlainDate()
+    const days = Math.max(1, range.from.toPlainDate().until(range.to.subtract({ nanoseconds: 1 }).toPlainDate()).days + 1)
+    return { range: 'custom', from: from.subtract({ days }).toString(), to: from.subtract({ days: 1 }).toString() }
+  } catch {
+    // a range the reads refuse: they name the problem
+    return null
+  }
+}
 
-  web.get('/sites/:siteId', async (c) => {
-    const email = c.get('session')!.email
-    const site = await siteOf(email, c.req.param('siteId'))
-    const query = c.req.query()
-    const parsed = reportParams.safeParse({ ...query, site_id: site.id })
-    if (!parsed.success) throw new ApiError(400, describeZodError(parsed.error, 'query', query))
-    const params = parsed.data
-    // the chart's series resolves the window first: the previous one is computed from it
-    const chart = await series(services, site, params)
-    const [current, previous, live, ...panels] = await Promise.all([
-      totals(services, site, params),
-      totals(services, site, { ...params, ...previousWindow(chart.range.from, chart.range.to) }).catch(unanswerable),
-      liveVisitors(site),
-      ...PANELS.map(([property]) => breakdown(services, site, { ...params, property, limit: 10 }).catch(unanswerable)),
-    ])
-    const filters: Filter[] = params.filters ? JSON.parse(params.filters) : []
-    const urlWith = (change: { range?: string; filters?: Filter[] }) => {
-      const next = new URLSearchParams()
-      const range = change.range ?? params.range
-      next.set('range', range)
-      if (range === 'custom' && !change.range) {
-        if (params.from) next.set('from', params.from)
-        if (params.to) next.set('to', params.to)
-      }
-      const f = change.filters ?? filters
-      if (f.length) next.set('filters', JSON.stringify(f))
-      return `/app/sites/${site.id}?${next}`
-    }
-    const t = current.totals
-    const p = previous?.totals
-    const stats: [string, string, number, number | undefined, 'count' | 'share' | 'seconds' | 'ratio'][] = [
-      ['visitors', 'Visitors', t.visitors, p?.visitors, 'count'],
-      ['visits', 'Visits', t.visits, p?.visits, 'count'],
-      ['pageviews', 'Pageviews', t.pageviews, p?.pageviews, 'count'],
-      ['bounceRate', 'Bounce rate', t.bounceRate, p?.bounceRate, 'share'],
-      ['avgDuration', 'Visit duration', t.avgDuration, p?.avgDuration, 'seconds'],
-      ['viewsPerVisit', 'Views per visit', t.viewsPerVisit, p?.viewsPerVisit, 'ratio'],
-    ]
-    return c.html(
-      <Page title={`${site.domain} dashboard`} email={email}>
-        <div class="dash-head">
-          <h1>{site.domain}</h1>
-          <p class="live" role="status">
-            <span class="dot" aria-hidden="true" />
-            <span id="live" data-site={site.id}>
-              {live}
-            </span>{' '}
-            {live === 1 ? 'visitor' : 'visitors'} now
-          </p>
-          <form method="get" action={`/app/sites/${site.id}`} class="row">
-            <label for="range" class="sr-only">
-              Range
-            </label>
-            <select id="range" name="range" onchange="this.form.submit()">
-              {PICKER.map(([value, label]) => (
-                <option value={value} selected={value === params.range}>
-                  {label}
+/** The dashboard page: totals with their change, the chart with its markers, the live figure; panels follow from their own URLs. */
+export async function dashboardPage(c: Context, services: Services, view: DashboardView) {
+  const { site } = view
+  const state = stateOf(c)
+  const read = siteReader(services, site, c.req.raw, c.env)
+  const params = reportParamsOf(state)
+  const before = previousDates(services, site, state)
+  const nothing = Promise.resolve(null)
+  // every read at once: the engine serves them side by side
+  const [current, chart, previous, live, markers, segments] = await Promise.all([
+    read('/api/v1/stats', params),
+    read('/api/v1/timeseries', params),
+    before ? read('/api/v1/stats', { ...params, ...before }).catch(refused) : nothing,
+    liveVisitors(read),
+    chartMarkers(read, state, false),
+    view.shared ? nothing : read('/api/v1/segments'),
+  ])
+  const filters = filtersOf(state)
+  const t = current.totals
+  const p = previous && 'totals' in previous ? previous.totals : undefined
+  const stats: [string, string, number, number | undefined, 'count' | 'share' | 'seconds' | 'ratio'][] = [
+    ['visitors', 'Visitors', t.visitors, p?.visitors, 'count'],
+    ['visits', 'Visits', t.visits, p?.visits, 'count'],
+    ['pageviews', 'Pageviews', t.pageviews, p?.pageviews, 'count'],
+    ['bounceRate', 'Bounce rate', t.bounceRate, p?.bounceRate, 'share'],
+    ['avgDuration', 'Visit duration', t.avgDuration, p?.avgDuration, 'seconds'],
+    ['viewsPerVisit', 'Views per visit', t.viewsPerVisit, p?.viewsPerVisit, 'ratio'],
+  ]
+  const segmentList: { id: string; name: string }[] = segments?.segments ?? []
+  const activeSegment = filters.find((f) => f.dimension === 'segment')?.value[0]
+  const siteName = site.appearance.displayName ?? site.domain
+  return (
+    <Page title={`${siteName} dashboard`} email={view.email}>
+      <div class="dash-head">
+        <h1>{siteName}</h1>
+        <p class="live" role="status">
+          <span class="dot" aria-hidden="true" />
+          <span id="live" data-live={`${view.base}/live`}>
+            {live}
+          </span>{' '}
+          {live === 1 ? 'visitor' : 'visitors'} now
+        </p>
+        {view.shared ? (
+          <span class="muted">Shared dashboard, read-only</span>
+        ) : (
+          <nav aria-label="Site" class="links">
+            <a href={`/app/sites/${site.id}/share`}>Share</a>
+            <a href={`/app/sites/${site.id}/settings`}>Settings</a>
+          </nav>
+        )}
+      </div>
+      <div class="controls">
+        <form method="get" action={view.base} class="control">
+          <label for="range">Range</label>
+          <select id="range" name="range" onchange="this.form.submit()">
+            {Object.entries(RANGE_LABELS).map(([value, label]) => (
+              <option value={value} selected={value === state.range}>
+                {label}
+              </option>
+            ))}
+            {state.range === 'custom' ? (
+              <option value="custom" selected>
+                {`${state.from} to ${state.to}`}
+              </option>
+            ) : null}
+          </select>
+          <Kept state={state} except={['range', 'from', 'to']} />
+          <noscript>
+            <button type="submit" class="small">
+              Show
+            </button>
+          </noscript>
+        </form>
+        <form method="get" action={view.base} class="control dates">
+          <input type="hidden" name="range" value="custom" />
+          <div>
+            <label for="from">From</label>
+            <input id="from" name="from" type="date" required value={state.range === 'custom' ? state.from : undefined} />
+          </div>
+          <div>
+            <label for="to">To</label>
+            <input id="to" name="to" type="date" required value={state.range === 'custom' ? state.to : undefined} />
+          </div>
+          <Kept state={state} except={['range', 'from', 'to']} />
+          <button type="submit" class="small secondary">
+            Apply dates
+          </button>
+        </form>
+        {site.sources.length > 1 ? (
+          <form method="get" action={view.base} class="control">
+            <label for="source">Data</label>
+            <select id="source" name="source" onchange="this.form.submit()">
+              {site.sources.map((s) => (
+                <option value={s} selected={s === (state.source ?? site.primarySource)}>
+                  {s === 'ga4' ? 'Google Analytics 4' : 'First-party'}
                 </option>
               ))}
-              {params.range === 'custom' ? (
-                <option value="custom" selected>
-                  {`${params.from} to ${params.to}`}
-                </option>
-              ) : null}
             </select>
-            {filters.length ? <input type="hidden" name="filters" value={JSON.stringify(filters)} /> : null}
+            <Kept state={state} except={['source']} />
             <noscript>
-              <button type="submit">Show</button>
+              <button type="submit" class="small">
+                Show
+              </button>
             </noscript>
           </form>
-          <a href={`/app/sites/${site.id}/settings`}>Settings</a>
-        </div>
-        {filters.length ? (
-          <ul class="chips" aria-label="Filters">
-            {filters.map((f, i) => (
-              <li>
-                <a
-                  href={urlWith({ filters: filters.filter((_, j) => j !== i) })}
-                  aria-label={`Remove filter ${f.dimension} ${f.operator} ${f.value.join(', ')}`}
-                >
-                  {f.dimension} {f.operator} {f.value.join(', ')} <span aria-hidden="true">×</span>
-                </a>
-              </li>
-            ))}
-          </ul>
         ) : null}
-        <section class="card" aria-label="Totals">
-          <dl class="facts stats">
-            {stats.map(([key, label, value, before, kind]) => (
-              <div data-metric={key}>
-                <dt>{label}</dt>
-                <dd>
-                  <span class="value">{format(value, kind)}</span>
-                  <Change now={value} before={before} lowerIsBetter={key === 'bounceRate'} />
-                </dd>
-              </div>
-            ))}
-          </dl>
-          <Chart points={chart.series} />
-        </section>
-        <div class="panels">
-          {PANELS.map(([property, title], i) => {
-            const rows = panels[i]?.results ?? []
-            const max = Math.max(1, ...rows.map((r) => r.visitors))
-            return (
-              <section class="card panel" aria-labelledby={`panel-${property}`} data-panel={property}>
-                <h2 id={`panel-${property}`}>{title}</h2>
-                {rows.length ? (
-                  <table>
-                    <thead>
-                      <tr>
-                        <th scope="col">{title}</th>
-                        <th scope="col" class="num">
-                          Visitors
-                        </th>
-                      </tr>
-                    </thead>
-                    <tbody>
-                      {rows.map((r) => (
-                        <tr style={`--share:${((r.visitors / max) * 100).toFixed(1)}%`}>
-                          <td class="bar">
-                            <a
-                              href={urlWith({
-                                filters: [
-                                  ...filters.filter((f) => f.dimension !== property),
-                                  { dimension: property, operator: 'is', value: [r.value] },
-                                ],
-                              })}
-                            >
-                              {r.value || '(none)'}
-                            </a>
-                          </td>
-                          <td class="num">{r.visitors.toLocaleString('en')}</td>
-                        </tr>
-                      ))}
-                    </tbody>
-                  </table>
-                ) : (
-                  <p class="muted">Nothing in this range.</p>
-                )}
-              </section>
-            )
-          })}
+        {segmentList.length ? (
+          <nav aria-label="Segments" class="control">
+            <span class="label">Segments</span>
+            <ul class="chips">
+              {segmentList.map((s) => (
+                <li>
+                  <a
+                    href={filterLink(view, state, 'segment', s.id)}
+                    aria-current={s.id === activeSegment ? 'true' : undefined}
+                    class={s.id === activeSegment ? 'on' : undefined}
+                  >
+                    {s.name}
+                  </a>
+                </li>
+              ))}
+            </ul>
+          </nav>
+        ) : null}
+      </div>
+      {filters.length ? (
+        <ul class="chips" aria-label="Filters">
+          {filters.map((f, i) => (
+            <li>
+              <a
+                href={linkTo(view, state, { filterList: filters.filter((_, j) => j !== i) })}
+                aria-label={`Remove filter ${f.dimension} ${f.operator} ${chipValue(f, segmentList)}`}
+              >
+                {f.dimension} {f.operator} {chipValue(f, segmentList)} <span aria-hidden="true">×</span>
+              </a>
+            </li>
+          ))}
+        </ul>
+      ) : null}
+      <section class="card" aria-label="Totals">
+        <dl class="facts stats">
+          {stats.map(([key, label, value, was, kind]) => (
+            <div data-metric={key}>
+              <dt>{label}</dt>
+              <dd>
+                <span class="value">{format(value, kind)}</span>
+                <Change now={value} before={was} lowerIsBetter={key === 'bounceRate'} />
+              </dd>
+            </div>
+          ))}
+        </dl>
+        <div data-defer={linkTo(view, state, {}, '/panels/chart')}>
+          <Chart points={chart.series} end={chart.range.to} markers={markers} />
         </div>
-        <script
-          dangerouslySetInnerHTML={{
-            __html:
-              "(function(){var el=document.getElementById('live');setInterval(function(){if(document.hidden)return;fetch('/app/sites/'+el.dataset.site+'/live').then(function(r){return r.ok?r.json():null}).then(function(d){if(d)el.textContent=d.visitors})},15000)})()",
-          }}
-        />
-      </Page>,
+      </section>
+      {view.sections ? (
+        <nav aria-label="Sections" class="card sections">
+          {SECTIONS.map(([name, title]) => (
+            <a href={linkTo(view, { range: state.range, from: state.from, to: state.to, source: state.source }, {}, `/${name}`)}>{title}</a>
+          ))}
+        </nav>
+      ) : null}
+      <div class="panels">
+        {PANELS.map((name) => {
+          const src = linkTo(view, state, {}, `/panels/${name}`)
+          return (
+            <section class="card panel" aria-labelledby={`panel-${name}`} data-defer={src}>
+              <h2 id={`panel-${name}`}>{PANEL_TITLES[name]}</h2>
+              <p class="muted">
+                <a href={src}>Show {PANEL_TITLES[name].toLowerCase()}</a>
+              </p>
+            </section>
+          )
+        })}
+      </div>
+      <script dangerouslySetInnerHTML={{ __html: PAGE_SCRIPT }} />
+    </Page>
+  )
+}
+
+/**
+ * What is pinned on the chart: the `markers` read (annotations, page and site changes, search-engine
+ * updates) and, with `spikes`, the spikes read (the chart loads again with them after the page:
+ * their read looks eight weeks back).
+ */
+async function chartMarkers(read: SiteReader, state: State, spikes: boolean): Promise<Marker[]> {
+  if (state.range === 'realtime') return []
+  const window = { range: state.range, from: state.from, to: state.to }
+  const standalone = !state.source || state.source === 'standalone'
+  const [markers, found] = await Promise.all([
+    read('/api/v1/markers', window),
+    spikes && standalone ? read('/api/v1/spikes', { ...window, interval: 'day', limit: '20' }).catch(refused) : null,
+  ])
+  const pins: Marker[] = []
+  const m = markers.markers
+  for (const a of m.annotations) pins.push({ at: a.at, kind: 'annotation', label: a.title })
+  for (const ch of [...m.pageChanges, ...m.siteChanges])
+    pins.push({ at: ch.detectedAt, kind: ch.kind === 'site_change' ? 'site change' : 'page change', label: ch.path ?? ch.type })
+  for (const u of m.algorithmUpdates) pins.push({ at: `${u.start}T00:00:00`, kind: 'search update', label: `${u.engine}: ${u.name}` })
+  if (found && 'spikes' in found)
+    for (const s of found.spikes) pins.push({ at: s.peak.start, kind: 'spike', label: `${s.visitors.toLocaleString('en')} visitors` })
+  return pins
+}
+
+/**
+ * The page's script: panels load after the page (each from its own URL, a section of HTML), and
+ * the live figure refreshes every 15 seconds while the tab is visible.
+ */
+const PAGE_SCRIPT =
+  "(function(){document.querySelectorAll('[data-defer]').forEach(function(s){fetch(s.dataset.defer).then(function(r){return r.ok?r.text():null}).then(function(h){if(h)s.outerHTML=h})});var el=document.getElementById('live');setInterval(function(){if(document.hidden)return;fetch(el.dataset.live).then(function(r){return r.ok?r.json():null}).then(function(d){if(d)el.textContent=d.visitors})},15000)})()"
+
+/** The state's fields a form does not set itself, as hidden inputs, so submitting it keeps the rest of the view. */
+function Kept({ state, except }: { state: State; except: StateKey[] }) {
+  return (
+    <>
+      {Object.entries(state)
+        .filter(([k, v]) => v !== undefined && !except.includes(k as StateKey))
+        .map(([k, v]) => (
+          <input type="hidden" name={k} value={v} />
+        ))}
+    </>
+  )
+}
+
+const chipValue = (f: Filter, segments: { id: string; name: string }[]) =>
+  f.dimension === 'segment' ? f.value.map((id) => segments.find((s) => s.id === id)?.name ?? id).join(', ') : f.value.join(', ')
+
+/** One panel as a section of HTML: what the page loads into its place. */
+export async function panelFragment(c: Context, services: Services, view: DashboardView, name: string) {
+  if (name === 'chart') {
+    const state = stateOf(c)
+    const read = siteReader(services, view.site, c.req.raw, c.env)
+    const [chart, markers] = await Promise.all([read('/api/v1/timeseries', reportParamsOf(state)), chartMarkers(read, state, true)])
+    return <Chart points={chart.series} end={chart.range.to} markers={markers} />
+  }
+  if (!(PANELS as readonly string[]).includes(name)) throw new ApiError(404, `no panel ${name}`)
+  const panel = name as PanelName
+  const state = stateOf(c)
+  const read = siteReader(services, view.site, c.req.raw, c.env)
+  const params = reportParamsOf(state)
+  const title = PANEL_TITLES[panel]
+  let body: unknown
+  let tabs: unknown = null
+  if (panel in TABBED) {
+    const group = TABBED[panel as TabbedName]
+    const tab: string = state[panel as TabbedName] ?? group.tabs[0][0]
+    tabs = (
+      <nav class="tabs" aria-label={`${title} views`}>
+        {group.tabs.map(([value, label]) => (
+          <a href={linkTo(view, state, { [panel]: value })} aria-current={value === tab ? 'page' : undefined}>
+            {label}
+          </a>
+        ))}
+      </nav>
     )
-  })
+    if (tab === 'map') {
+      const [countries, places] = await Promise.all([
+        read('/api/v1/breakdown', { ...params, property: 'country', limit: '250' }).catch(refused),
+        read('/api/v1/geo', { ...params, granularity: 'city', limit: '500' }).catch(refused),
+      ])
+      body =
+        'refused' in countries ? (
+          <Refused message={countries.refused} />
+        ) : (
+          <>
+            <LocationsMap places={'refused' in places || !places.available ? [] : places.places} />
+            <Rows view={view} state={state} property="country" label="Country" rows={countries.results.slice(0, 10)} />
+          </>
+        )
+    } else {
+      const answer = await read('/api/v1/breakdown', { ...params, property: tab, limit: '10' }).catch(refused)
+      const label = group.tabs.find(([v]) => v === tab)![1]
+      body =
+        'refused' in answer ? (
+          <Refused message={answer.refused} />
+        ) : (
+          <Rows view={view} state={state} property={tab} label={label} rows={answer.results} />
+        )
+    }
+  } else if (panel === 'goals') {
+    const answer = await read('/api/v1/goals', params).catch(refused)
+    body =
+      'refused' in answer ? (
+        <Refused message={answer.refused} />
+      ) : !answer.available ? (
+        <Refused message="Goals are counted from the first-party events; this source has none." />
+      ) : answer.goals.length ? (
+        <section class="table-wrap" tabindex={0} aria-label="Goals table">
+          <table data-panel="goal">
+            <thead>
+              <tr>
+                <th scope="col">Goal</th>
+                <th scope="col" class="num">
+                  Converters
+                </th>
+                <th scope="col" class="num">
+                  Conversions
+                </th>
+                <th scope="col" class="num">
+                  Rate
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {answer.goals.map((g: { name: string; visitors?: number; conversions?: number; conversionRate?: number }) => (
+                <tr>
+                  <td>
+                    <a href={filterLink(view, state, 'goal', g.name)}>{g.name}</a>
+                  </td>
+                  <td class="num">{(g.visitors ?? 0).toLocaleString('en')}</td>
+                  <td class="num">{(g.conversions ?? 0).toLocaleString('en')}</td>
+                  <td class="num">{format(g.conversionRate ?? 0, 'share')}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </section>
+      ) : (
+        <p class="muted">No goals yet: define them with POST /api/v1/goals.</p>
+      )
+  } else if (panel === 'funnels') {
+    const answer = await read('/api/v1/funnels', { ...params, funnel_id: state.funnel }).catch(refused)
+    body =
+      'refused' in answer ? (
+        <Refused message={answer.refused} />
+      ) : !answer.available ? (
+        <Refused message="Funnels are counted from the first-party events; this source has none." />
+      ) : answer.result ? (
+        <>
+          {answer.funnels.length > 1 ? (
+            <nav class="tabs" aria-label="Funnels">
+              {answer.funnels.map((f: { id: string; name: string }) => (
+                <a href={linkTo(view, state, { funnel: f.id })} aria-current={f.id === answer.result.funnelId ? 'page' : undefined}>
+                  {f.name}
+                </a>
+              ))}
+            </nav>
+          ) : null}
+          <table data-panel="funnel">
+            <caption class="left">{answer.result.name}</caption>
+            <thead>
+              <tr>
+                <th scope="col">Step</th>
+                <th scope="col" class="num">
+                  Visitors
+                </th>
+                <th scope="col" class="num">
+                  From first
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {answer.result.steps.map((s: { label: string | null; value: string; visitors: number; conversionFromFirst: number }) => (
+                <tr style={`--share:${(s.conversionFromFirst * 100).toFixed(1)}%`}>
+                  <td class="bar">{s.label ?? s.value}</td>
+                  <td class="num">{s.visitors.toLocaleString('en')}</td>
+                  <td class="num">{format(s.conversionFromFirst, 'share')}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </>
+      ) : (
+        <p class="muted">No funnels yet: save one with POST /api/v1/funnels.</p>
+      )
+  } else {
+    const answer = await read('/api/v1/properties', { ...params, property: state.property, limit: '10' }).catch(refused)
+    body =
+      'refused' in answer ? (
+        <Refused message={answer.refused} />
+      ) : !answer.available ? (
+        <Refused message="Custom properties are recorded by the first-party collector; this source has none." />
+      ) : answer.values ? (
+        <>
+          <p>
+            <a href={linkTo(view, state, { property: undefined })}>All properties</a> · values of <strong>{answer.property}</strong>
+          </p>
+          <Rows
+            view={view}
+            state={state}
+            property={`${PROPERTY_PREFIX}${answer.property}`}
+            label="Value"
+            rows={answer.values.map((v: { value: string; visitors: number }) => ({ value: v.value, visitors: v.visitors }))}
+          />
+        </>
+      ) : answer.keys.length ? (
+        <table data-panel="properties">
+          <thead>
+            <tr>
+              <th scope="col">Property</th>
+              <th scope="col" class="num">
+                Events
+              </th>
+              <th scope="col" class="num">
+                Visitors
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {answer.keys.map((k: { key: string; events: number; visitors: number }) => (
+              <tr>
+                <td>
+                  <a href={linkTo(view, state, { property: k.key })}>{k.key}</a>
+                </td>
+                <td class="num">{k.events.toLocaleString('en')}</td>
+                <td class="num">{k.visitors.toLocaleString('en')}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : (
+        <p class="muted">No custom properties in this range.</p>
+      )
+  }
+  return (
+    <section class="card panel" aria-labelledby={`panel-${panel}`} data-panel-name={panel}>
+      <h2 id={`panel-${panel}`}>{title}</h2>
+      {tabs}
+      {body}
+    </section>
+  )
 }
 
-/** The window of equal length just before `from`..`to` (site-local days), as custom dates. */
-function previousWindow(from: string, to: string) {
-  const day = 86_400_000
-  const start = Date.parse(`${from.slice(0, 10)}T00:00:00Z`)
-  const end = Date.parse(`${to.slice(0, 10)}T00:00:00Z`)
-  const days = Math.max(1, Math.round((end - start) / day) + (to.slice(11, 19) === '00:00:00' ? 0 : 1))
-  const date = (ms: number) => new Date(ms).toISOString().slice(0, 10)
-  return { range: 'custom' as const, from: date(start - days * day), to: date(start - day) }
+function Refused({ message }: { message: string }) {
+  return <p class="muted">Not available for this view: {message}</p>
 }
 
-function format(value: number, kind: 'count' | 'share' | 'seconds' | 'ratio') {
+/** A breakdown as rows with bars; clicking a row filters the whole dashboard by it. */
+function Rows({
+  view,
+  state,
+  property,
+  label,
+  rows,
+}: {
+  view: DashboardView
+  state: State
+  property: string
+  label: string
+  rows: { value: string; visitors: number }[]
+}) {
+  if (!rows.length) return <p class="muted">Nothing in this range.</p>
+  const max = Math.max(1, ...rows.map((r) => r.visitors))
+  return (
+    <table data-panel={property}>
+      <thead>
+        <tr>
+          <th scope="col">{label}</th>
+          <th scope="col" class="num">
+            Visitors
+          </th>
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map((r) => (
+          <tr style={`--share:${((r.visitors / max) * 100).toFixed(1)}%`}>
+            <td class="bar">
+              <a href={filterLink(view, state, property, r.value)}>{r.value || '(none)'}</a>
+            </td>
+            <td class="num">{r.visitors.toLocaleString('en')}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  )
+}
+
+export function format(value: number, kind: 'count' | 'share' | 'seconds' | 'ratio') {
   if (kind === 'share') return `${Math.round(value * 100)}%`
   if (kind === 'seconds') {
     const s = Math.round(value)
@@ -259,44 +693,19 @@ function Change({ now, before, lowerIsBetter }: { now: number; before: number | 
   )
 }
 
-/** Visitors per bucket as an SVG drawn on the server: no chart script to load. */
-function Chart({ points }: { points: { timestamp: string; visitors: number; pageviews: number }[] }) {
-  const width = 900
-  const height = 220
-  const pad = 28
-  const max = Math.max(1, ...points.map((p) => p.pageviews))
-  const x = (i: number) => pad + (points.length > 1 ? (i / (points.length - 1)) * (width - 2 * pad) : 0)
-  const y = (v: number) => height - pad - (v / max) * (height - 2 * pad)
-  const line = (key: 'visitors' | 'pageviews') => points.map((p, i) => `${x(i).toFixed(1)},${y(p[key]).toFixed(1)}`).join(' ')
-  const total = points.reduce((sum, p) => sum + p.visitors, 0)
-  const label = (p: { timestamp: string }) => p.timestamp.slice(0, p.timestamp.includes('T00:00:00') ? 10 : 16).replace('T', ' ')
-  return (
-    <figure class="chart">
-      <svg
-        viewBox={`0 0 ${width} ${height}`}
-        role="img"
-        aria-label={`Visitors and pageviews per bucket: ${total.toLocaleString('en')} visitor-buckets in all, at most ${max.toLocaleString('en')} pageviews in one`}
-      >
-        <line x1={pad} y1={height - pad} x2={width - pad} y2={height - pad} stroke="#d0d7de" />
-        <text x={pad} y={14} class="axis">
-          {max.toLocaleString('en')}
-        </text>
-        <polyline points={line('pageviews')} fill="none" stroke="#9ec5fe" stroke-width="2" />
-        <polyline points={line('visitors')} fill="none" stroke="#0b57d0" stroke-width="2.5" />
-        {points.length ? (
-          <>
-            <text x={pad} y={height - 8} class="axis">
-              {label(points[0])}
-            </text>
-            <text x={width - pad} y={height - 8} class="axis" text-anchor="end">
-              {label(points[points.length - 1])}
-            </text>
-          </>
-        ) : null}
-      </svg>
-      <figcaption class="legend">
-        <span class="key visitors" /> Visitors <span class="key pageviews" /> Pageviews
-      </figcaption>
-    </figure>
-  )
+/** The member's dashboard under /app/sites/{site}: the page, its panels and the live figure. */
+export function dashboardRoutes(web: Hono<WebEnv>, services: Services) {
+  const memberView = async (c: Context<WebEnv>): Promise<DashboardView> => {
+    const email = c.get('session')!.email
+    const site = await memberSite(services, email, c.req.param('siteId')!)
+    return { site, base: `/app/sites/${site.id}`, email, shared: false, sections: true }
+  }
+  web.get('/sites/:siteId/live', async (c) => {
+    const view = await memberView(c)
+    return c.json({ visitors: await liveVisitors(siteReader(services, view.site, c.req.raw, c.env)) })
+  })
+  web.get('/sites/:siteId/panels/:panel', async (c) => c.html(await panelFragment(c, services, await memberView(c), c.req.param('panel'))))
+  web.get('/sites/:siteId', async (c) => c.html(await dashboardPage(c, services, await memberView(c))))
+  for (const name of SECTION_NAMES)
+    web.get(`/sites/:siteId/${name}`, async (c) => c.html(await sectionPage(c, services, await memberView(c), name)))
 }

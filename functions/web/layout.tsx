@@ -57,6 +57,14 @@ input:disabled,select:disabled,textarea:disabled{background:var(--bg);color:var(
 .num{text-align:right;white-space:nowrap}
 .bar{background:linear-gradient(90deg,#ddf4ff var(--share),transparent var(--share));word-break:break-all}
 .bar a{color:var(--fg);text-decoration:none}.bar a:hover{text-decoration:underline}
+.links{display:flex;gap:1rem}.controls{display:flex;gap:1rem 1.5rem;align-items:flex-end;flex-wrap:wrap;margin:0 0 1rem}.control{display:flex;gap:.5rem;align-items:flex-end;flex-wrap:wrap;margin:0}.control label,.control .label{font-size:.85rem;color:var(--muted);margin:0}.control select,.control input{width:auto}.control .chips{margin:0}.chips a.on{background:var(--accent);color:#fff}
+.dates div{display:flex;flex-direction:column}
+.tabs{display:flex;gap:.25rem 1rem;flex-wrap:wrap;margin:0 0 .75rem;font-size:.9rem}.tabs a[aria-current=page]{font-weight:700;color:var(--fg);text-decoration:none;border-bottom:2px solid var(--accent)}
+.sections{display:flex;gap:.5rem 1.25rem;flex-wrap:wrap}.sections a[aria-current=page]{font-weight:700;color:var(--fg)}
+.map{width:100%;height:auto;margin:0 0 .75rem}.markers summary{cursor:pointer}.pin{display:inline-block;width:.6rem;height:.6rem;border-radius:50%}
+.diff{white-space:pre-wrap}.diff ins{background:#dafbe1;text-decoration:none}.diff del{background:#ffebe9}
+caption.left{text-align:left;font-weight:600;padding:0 0 .5rem}.check{display:flex;gap:.5rem;align-items:center}.check input{width:auto}.check label{margin:0;font-weight:400}
+.nested{margin:1rem 0 0}.read-value h3{font-size:1rem;margin:0 0 .5rem}.small{font-size:.85rem}
 @media (max-width:600px){.stats{grid-template-columns:repeat(2,1fr)}.stats dd{font-size:1.2rem}main{padding:1rem .75rem}header{padding:.6rem .75rem}header nav{gap:.6rem;font-size:.9rem}.narrow{margin:1.5rem auto}td,th{padding:.4rem .25rem}}
 `
 

@@ -139,6 +139,8 @@ export interface Site {
   ingestKeyId?: string
   /** Signs the alert webhook's deliveries; shown once when issued (lib/sites/alerts.ts), never in reads. */
   webhookSecret?: string
+  /** The secret link to the shared dashboard (lib/sites/share-link.ts): only its SHA-256, never in reads. */
+  shareLink?: { hash: string; createdAt: string }
   tracking: GroupValues<'tracking'> & { customDomain: string | null }
   changeDetection: GroupValues<'changeDetection'> & CrawlState
   sharing: GroupValues<'sharing'>
@@ -280,7 +282,7 @@ export function applySitePatch(site: Site, patch: SitePatch): Site {
 
 /** The site as the API shows it. */
 export function siteView(site: Site, baseUrl: string) {
-  const { orgId: _org, proxySecret: _secret, ingestKeyId: _ingest, webhookSecret: _webhook, ...rest } = site
+  const { orgId: _org, proxySecret: _secret, ingestKeyId: _ingest, webhookSecret: _webhook, shareLink, ...rest } = site
   const scriptHost = site.tracking.customDomain ? `https://${site.tracking.customDomain}` : baseUrl
   return {
     ...rest,
@@ -289,6 +291,7 @@ export function siteView(site: Site, baseUrl: string) {
     changeDetection: { lastCrawlAt: null, pagesKnown: 0, crawlErrors: [], ...site.changeDetection },
     // reads pass the install state read from the events (withInstallState); a new site has none
     install: { recording: false, ...site.install },
+    sharing: { ...site.sharing, linkCreatedAt: shareLink?.createdAt ?? null },
     integrations: {
       ...site.integrations,
       ga4: {
@@ -326,7 +329,12 @@ export const siteViewSchema = z.object({
       .array(z.object({ path: z.string(), error: z.string() }))
       .describe("Pages the last run could not fetch, at most 20; path '' is the run itself failing"),
   }),
-  sharing: groupSchema('sharing'),
+  sharing: groupSchema('sharing').extend({
+    linkCreatedAt: z
+      .string()
+      .nullable()
+      .describe('When the secret link to the shared dashboard was made (POST /sites/{site_id}/share-link); null for none'),
+  }),
   appearance: groupSchema('appearance'),
   integrations: z.object({
     ga4: z.object({

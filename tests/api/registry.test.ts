@@ -16,8 +16,12 @@ describe('the endpoint registry', () => {
 
   it('declares exactly the routes the app serves', () => {
     const app = createApp(t.services)
-    // the web application's pages under /app are not API endpoints
-    const served = new Set(app.routes.filter((r) => r.method !== 'ALL' && !r.path.startsWith('/app')).map((r) => `${r.method} ${r.path}`))
+    // the web application's pages under /app and the shared dashboards under /share are not API endpoints
+    const served = new Set(
+      app.routes
+        .filter((r) => r.method !== 'ALL' && !r.path.startsWith('/app') && !r.path.startsWith('/share'))
+        .map((r) => `${r.method} ${r.path}`),
+    )
     const declared = new Set(endpoints.map((e) => `${e.method} ${honoPath(e.path)}`))
     expect([...served].sort()).toEqual([...declared].sort())
     // one declaration per method and path, one tool name per tool

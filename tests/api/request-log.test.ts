@@ -41,5 +41,7 @@ describe('request logs', () => {
     expect(loggedPath('http://x/api/v1/collect?key=wak_secret&site=a', '/api/v1/collect')).toBe('/api/v1/collect?key=redacted&site=a')
     expect(loggedPath('http://x/api/v1/stats?site_id=a&range=7d', '/api/v1/stats')).toBe('/api/v1/stats?site_id=a&range=7d')
     expect(loggedPath('http://x/health', '/health')).toBe('/health')
+    // a shared dashboard's secret link
+    expect(loggedPath('http://x/share/a?auth=s3cret&range=7d', '/share/a')).toBe('/share/a?auth=redacted&range=7d')
   })
 })

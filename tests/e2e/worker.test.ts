@@ -49,6 +49,7 @@ describe('the worker bundle under workerd', () => {
   let mf: Miniflare
   let readKey = ''
   let writeKey = ''
+  let demoSite = ''
 
   beforeAll(async () => {
     await run(process.execPath, ['node_modules/wrangler/bin/wrangler.js', 'deploy', '--dry-run', '--outdir', outdir], {
@@ -56,7 +57,7 @@ describe('the worker bundle under workerd', () => {
     })
     // neither home has a CrUX key: crux=1 must answer alike on both
     server = await startServer({ DATA_DIR: dataDir, REDIS_URL: '', UPSTASH_REDIS_REST_URL: '', CLICKHOUSE_URL: '', CRUX_API_KEY: '' })
-    ;({ readKey, writeKey } = demoKeys(server.output()))
+    ;({ readKey, writeKey, site: demoSite } = demoKeys(server.output()))
     const local = JSON.parse(readFileSync(join(dataDir, 'local-endpoints.json'), 'utf8'))
     const token = readFileSync(join(dataDir, 'local-token'), 'utf8')
     mf = new Miniflare({
@@ -181,6 +182,32 @@ describe('the worker bundle under workerd', () => {
       reason: 'no CrUX API key is configured on this server (CRUX_API_KEY)',
     })
     expect(body.summary.samples).toBeGreaterThan(0)
+  })
+
+  it('serves a public shared dashboard with its server-drawn map, with the figures the Node server shows', async () => {
+    const shared = await fetch(`${server.url}/api/v1/sites/${demoSite}`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${writeKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ shareLevel: 'link', isPublic: true }),
+    })
+    expect(shared.status).toBe(200)
+    const visitors = (html: string) => /data-metric="visitors"><dt>[^<]*<\/dt><dd><span class="value">([^<]+)</.exec(html)?.[1]
+    const onWorker = await mf.dispatchFetch(`http://worker.test/share/${demoSite}?range=30d`)
+    expect(onWorker.status).toBe(200)
+    const onNode = await fetch(`${server.url}/share/${demoSite}?range=30d`)
+    const [workerHtml, nodeHtml] = [await onWorker.text(), await onNode.text()]
+    expect(visitors(workerHtml)).toBeDefined()
+    expect(visitors(workerHtml)).toBe(visitors(nodeHtml))
+    const map = await mf.dispatchFetch(`http://worker.test/share/${demoSite}/panels/locations?range=30d`)
+    expect(map.status).toBe(200)
+    const mapHtml = await map.text()
+    expect(mapHtml).toContain('<svg class="map"')
+    expect((mapHtml.match(/<path d="/g) ?? []).length).toBeGreaterThan(100)
+    await fetch(`${server.url}/api/v1/sites/${demoSite}`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${writeKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ shareLevel: 'none', isPublic: false }),
+    })
   })
 
   it('writes through the worker are seen by the Node server, and the other way round', async () => {

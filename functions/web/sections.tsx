@@ -1,0 +1,270 @@
+import type { Context } from 'hono'
+import type { Child } from 'hono/jsx'
+import { ApiError } from '../../lib/errors'
+import type { Services } from '../../lib/services'
+import type { DashboardView } from './dashboard'
+import { Page } from './layout'
+import { siteReader } from './reads'
+
+/**
+ * The dashboard's sections, a page each: the reads of the API shown as they answer. Each page
+ * passes the URL's parameters the read takes (range, filters, source and its own, such as
+ * `path` for a page's detail), so the read checks them and a page equals `GET /api/v1/...`.
+ */
+const SECTION_READS = {
+  realtime: { title: 'Realtime', reads: ['/api/v1/realtime', '/api/v1/activity'] },
+  errors: { title: 'Errors', reads: ['/api/v1/errors'] },
+  clicks: { title: 'Clicks', reads: ['/api/v1/clicks'] },
+  vitals: { title: 'Web vitals', reads: ['/api/v1/vitals'] },
+  flow: { title: 'Flow', reads: ['/api/v1/flow'] },
+  journeys: { title: 'Journeys', reads: ['/api/v1/journeys'] },
+  pages: { title: 'Pages', reads: ['/api/v1/pages'] },
+  changes: { title: 'Changes', reads: ['/api/v1/changes'] },
+  anomalies: { title: 'Anomalies', reads: ['/api/v1/anomalies'] },
+  spikes: { title: 'Spikes', reads: ['/api/v1/spikes'] },
+  decay: { title: 'Decay', reads: ['/api/v1/decay'] },
+  launches: { title: 'Launches', reads: ['/api/v1/pages/launches'] },
+  search: { title: 'Search', reads: ['/api/v1/search'] },
+  // reached from a row of another section: a page's detail with its ranked causes, a change's word diff
+  page: { title: 'Page detail', reads: ['/api/v1/pages/detail'] },
+  diff: { title: 'Change', reads: ['/api/v1/changes/diff'] },
+} as const
+export type SectionName = keyof typeof SECTION_READS
+export const SECTION_NAMES = Object.keys(SECTION_READS) as SectionName[]
+
+/** The sections linked from the dashboard (the others open from a row). */
+export const SECTIONS = SECTION_NAMES.filter((n) => n !== 'page' && n !== 'diff').map((n) => [n, SECTION_READS[n].title] as const)
+
+/** What a section page keeps in its links: the dashboard's report parameters. */
+const KEPT = ['range', 'from', 'to', 'filters', 'source'] as const
+
+/** One section page: its reads with the URL's parameters, each answer drawn as tables. */
+export async function sectionPage(c: Context, services: Services, view: DashboardView, name: SectionName) {
+  const section = SECTION_READS[name]
+  const read = siteReader(services, view.site, c.req.raw, c.env)
+  const query = c.req.query()
+  // a name no read of this section takes is refused as the API refuses it
+  const answers = await Promise.all(section.reads.map((path) => read(path, paramsFor(path, query))))
+  const keep = new URLSearchParams()
+  for (const k of KEPT) if (query[k]) keep.set(k, query[k])
+  const at = (section: string, extra: Record<string, string> = {}) => {
+    const next = new URLSearchParams(keep)
+    for (const [k, v] of Object.entries(extra)) next.set(k, v)
+    return `${view.base}/${section}?${next}`
+  }
+  const links: Links = {
+    path: (value) => (typeof value === 'string' && value.startsWith('/') ? at('page', { path: value }) : null),
+    changeId: (value) => at('diff', { change_id: String(value) }),
+    visitor: (value) => (name === 'journeys' ? at('journeys', { visitor: String(value) }) : null),
+    fingerprint: (value) => (name === 'errors' ? at('errors', { fingerprint: String(value) }) : null),
+  }
+  // the change feed lists annotations beside changes: only a change has a word diff
+  if (name === 'changes') links.id = (value, row) => (row?.kind === 'change' ? links.changeId(value) : null)
+  const siteName = view.site.appearance.displayName ?? view.site.domain
+  return (
+    <Page title={`${section.title} · ${siteName}`} email={view.email}>
+      <div class="dash-head">
+        <h1>
+          {section.title} <span class="muted">· {siteName}</span>
+        </h1>
+        <a href={`${view.base}?${keep}`}>Back to the dashboard</a>
+      </div>
+      <nav aria-label="Sections" class="card sections">
+        {SECTIONS.map(([n, title]) => (
+          <a href={at(n)} aria-current={n === name ? 'page' : undefined}>
+            {title}
+          </a>
+        ))}
+      </nav>
+      {name !== 'realtime' && name !== 'decay' && name !== 'diff' ? (
+        <form method="get" action={`${view.base}/${name}`} class="control card">
+          <label for="range">Range</label>
+          <select id="range" name="range" onchange="this.form.submit()">
+            {['today', 'yesterday', '7d', '30d', '90d', 'month', '12mo', 'year', 'all'].map((r) => (
+              <option value={r} selected={r === (query.range ?? '30d')}>
+                {r}
+              </option>
+            ))}
+            {query.range === 'custom' ? <option value="custom" selected>{`${query.from} to ${query.to}`}</option> : null}
+          </select>
+          {Object.entries(query)
+            .filter(([k]) => k !== 'range' && k !== 'from' && k !== 'to')
+            .map(([k, v]) => (
+              <input type="hidden" name={k} value={v} />
+            ))}
+          <noscript>
+            <button type="submit" class="small">
+              Show
+            </button>
+          </noscript>
+        </form>
+      ) : null}
+      {name === 'diff' ? <WordDiff answer={answers[0]} /> : null}
+      {answers.map((answer, i) => (
+        <section class="card section-read" aria-label={section.reads[i]} data-read={section.reads[i]}>
+          <p class="muted small">
+            From <code>GET {section.reads[i]}</code>
+          </p>
+          <Value value={answer} links={links} depth={0} />
+        </section>
+      ))}
+    </Page>
+  )
+}
+
+/** The URL's parameters a read declares (its site is the page's own). */
+function paramsFor(path: string, query: Record<string, string>) {
+  const wanted = READ_PARAMS[path] ?? []
+  return Object.fromEntries(Object.entries(query).filter(([k]) => wanted.includes(k)))
+}
+
+const REPORT = ['range', 'from', 'to', 'filters', 'source', 'limit']
+const WINDOW = ['range', 'from', 'to']
+const READ_PARAMS: Record<string, string[]> = {
+  '/api/v1/realtime': ['filters', 'source', 'limit'],
+  '/api/v1/activity': ['filters', 'source', 'limit', 'window'],
+  '/api/v1/errors': [...REPORT, 'fingerprint', 'pages', 'offset'],
+  '/api/v1/clicks': REPORT,
+  '/api/v1/vitals': [...REPORT, 'percentile', 'form_factor', 'attribution', 'crux'],
+  '/api/v1/flow': [...REPORT, 'start_path', 'focus_path', 'depth'],
+  '/api/v1/journeys': [...REPORT, 'visitor', 'offset'],
+  '/api/v1/pages': [...WINDOW, 'limit', 'offset', 'filter', 'sort', 'dir', 'q', 'trends', 'bots'],
+  '/api/v1/changes': [...WINDOW, 'limit', 'offset', 'category', 'type', 'search', 'day'],
+  '/api/v1/changes/diff': ['change_id'],
+  '/api/v1/anomalies': [...REPORT, 'vitals'],
+  '/api/v1/spikes': [...WINDOW, 'interval', 'limit'],
+  '/api/v1/decay': ['limit'],
+  '/api/v1/pages/launches': [...WINDOW, 'measure', 'limit'],
+  '/api/v1/pages/detail': [...WINDOW, 'path', 'page_id'],
+  '/api/v1/search': [...REPORT.filter((k) => k !== 'source'), 'dimension', 'value'],
+}
+
+/** Where a value of a named field links to: a page's detail, a change's diff, a visitor's journey. */
+type Links = Record<string, (value: unknown, row?: Record<string, unknown>) => string | null>
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+const humanize = (key: string) => key.replace(/([a-z])([A-Z])/g, '$1 $2').replace(/_/g, ' ')
+
+function Scalar({ value, field, links, row }: { value: unknown; field: string; links: Links; row?: Record<string, unknown> }): Child {
+  if (value === null || value === undefined) return <span class="muted">–</span>
+  const text =
+    typeof value === 'number'
+      ? Number.isInteger(value)
+        ? value.toLocaleString('en')
+        : value.toLocaleString('en', { maximumFractionDigits: 3 })
+      : typeof value === 'boolean'
+        ? value
+          ? 'yes'
+          : 'no'
+        : String(value)
+  const href = links[field]?.(value, row)
+  return href ? <a href={href}>{text}</a> : text
+}
+
+/** Any answer as a person reads it: objects as lists of facts, lists of records as tables. */
+function Value({ value, links, depth, field = '' }: { value: unknown; links: Links; depth: number; field?: string }): Child {
+  if (Array.isArray(value)) {
+    if (!value.length) return <span class="muted">none</span>
+    if (value.every((v) => !isRecord(v) && !Array.isArray(v)))
+      return (
+        <span>
+          {value.map((v, i) => (
+            <>
+              {i ? ', ' : ''}
+              <Scalar value={v} field={field} links={links} />
+            </>
+          ))}
+        </span>
+      )
+    const rows = value.filter(isRecord).slice(0, 100)
+    const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))]
+    return (
+      // a table wider than the screen scrolls: it takes the focus, so a keyboard scrolls it too
+      <section class="table-wrap" tabindex={0} aria-label={humanize(field) || 'table'}>
+        <table>
+          <thead>
+            <tr>
+              {columns.map((c) => (
+                <th scope="col">{humanize(c)}</th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((r) => (
+              <tr>
+                {columns.map((c) => (
+                  <td class={typeof r[c] === 'number' ? 'num' : undefined}>
+                    {isRecord(r[c]) || Array.isArray(r[c]) ? (
+                      depth < 2 ? (
+                        <Value value={r[c]} links={links} depth={depth + 1} field={c} />
+                      ) : (
+                        <code>{JSON.stringify(r[c])}</code>
+                      )
+                    ) : (
+                      <Scalar value={r[c]} field={c} links={links} row={r} />
+                    )}
+                  </td>
+                ))}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+        {value.length > rows.length ? <p class="muted">{`${value.length - rows.length} more not shown`}</p> : null}
+      </section>
+    )
+  }
+  if (isRecord(value)) {
+    const entries = Object.entries(value)
+    if (!entries.length) return <span class="muted">none</span>
+    const Heading = depth === 0 ? 'h2' : 'h3'
+    const simple = entries.filter(([, v]) => !isRecord(v) && !Array.isArray(v))
+    const nested = entries.filter(([, v]) => isRecord(v) || Array.isArray(v))
+    return (
+      <div class="read-value">
+        {simple.length ? (
+          <dl class="facts">
+            {simple.map(([k, v]) => (
+              <div>
+                <dt>{humanize(k)}</dt>
+                <dd>
+                  <Scalar value={v} field={k} links={links} />
+                </dd>
+              </div>
+            ))}
+          </dl>
+        ) : null}
+        {nested.map(([k, v]) =>
+          depth < 3 ? (
+            <div class="nested">
+              <Heading>{humanize(k)}</Heading>
+              <Value value={v} links={links} depth={depth + 1} field={k} />
+            </div>
+          ) : (
+            <p>
+              {humanize(k)}: <code>{JSON.stringify(v)}</code>
+            </p>
+          ),
+        )}
+      </div>
+    )
+  }
+  return <Scalar value={value} field={field} links={links} />
+}
+
+/** A change's word diff: equal runs as they are, added ones marked inserted, removed ones struck. */
+function WordDiff({ answer }: { answer: { path: string; runs: { op: 'equal' | 'added' | 'removed'; text: string }[] } }) {
+  return (
+    <section class="card" aria-label="Word diff">
+      <h2>{answer.path}</h2>
+      <p class="diff">
+        {answer.runs.map((r) => (r.op === 'added' ? <ins>{r.text}</ins> : r.op === 'removed' ? <del>{r.text}</del> : r.text))}
+      </p>
+    </section>
+  )
+}
+
+/** A section's page name, or a 404 for none. */
+export function sectionName(name: string): SectionName {
+  if (!(SECTION_NAMES as string[]).includes(name)) throw new ApiError(404, 'There is no such page.')
+  return name as SectionName
+}

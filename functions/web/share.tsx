@@ -1,0 +1,226 @@
+import { type Context, Hono } from 'hono'
+import { getSignedCookie, setSignedCookie } from 'hono/cookie'
+import { z } from 'zod'
+import { membershipIn, requireRole } from '../../lib/accounts/members'
+import { serverSecret } from '../../lib/accounts/signin'
+import { ApiError } from '../../lib/errors'
+import type { Services } from '../../lib/services'
+import {
+  SHARE_SECRET_PARAM,
+  rotateShareLink,
+  shareLinkHash,
+  sharePath,
+  sharedDashboardOpen,
+  sharesSections,
+} from '../../lib/sites/share-link'
+import { type Site, applySitePatch } from '../../lib/sites/sites'
+import { type DashboardView, dashboardPage, liveVisitors, memberSite, panelFragment } from './dashboard'
+import { readForm } from './forms'
+import { ErrorPage, Page } from './layout'
+import { siteReader } from './reads'
+import { sectionName, sectionPage } from './sections'
+import type { WebEnv } from './session'
+
+/** The cookie that keeps a shared link's hash for its dashboard's pages (its panels, its live figure). */
+const cookieName = (site: Pick<Site, 'id'>) => `share_${site.id.replace(/-/g, '')}`
+
+const NOT_SHARED = 'There is no shared dashboard here, or its link was replaced.'
+
+/**
+ * The read-only shared dashboard under /share/{site}: anyone when the site is public; with the
+ * site's secret link otherwise. The link's secret is traded at once for a cookie holding its hash
+ * (scoped to this dashboard's path) and the browser is sent on to the address without it, so the
+ * secret stays out of the history and the request log. A new link ends the old one, and every
+ * cookie made from it.
+ */
+export function sharedDashboards(services: Services) {
+  const share = new Hono()
+  share.use(async (c, next) => {
+    await next()
+    c.header('Cache-Control', 'no-store')
+    c.header('X-Frame-Options', 'DENY')
+    c.header('X-Content-Type-Options', 'nosniff')
+    c.header('Referrer-Policy', 'no-referrer')
+  })
+
+  const sharedView = async (c: Context): Promise<DashboardView> => {
+    const site = await services.sites.findFresh(c.req.param('siteId')!)
+    if (!site || site.id !== c.req.param('siteId')) throw new ApiError(404, NOT_SHARED)
+    const held = await getSignedCookie(c, await serverSecret(services), cookieName(site))
+    if (!sharedDashboardOpen(site, typeof held === 'string' ? held : null)) throw new ApiError(404, NOT_SHARED)
+    return { site, base: sharePath(site), shared: true, sections: sharesSections(site) }
+  }
+
+  share.get('/:siteId', async (c) => {
+    const secret = c.req.query(SHARE_SECRET_PARAM)
+    if (secret !== undefined) {
+      const site = await services.sites.findFresh(c.req.param('siteId'))
+      const hash = site && site.id === c.req.param('siteId') ? await shareLinkHash(site, secret) : null
+      if (!site || !hash) throw new ApiError(404, NOT_SHARED)
+      const path = sharePath(site)
+      await setSignedCookie(c, cookieName(site), hash, await serverSecret(services), {
+        httpOnly: true,
+        sameSite: 'Lax',
+        secure: (services.publicUrl ?? c.req.url).startsWith('https:'),
+        path,
+      })
+      const rest = new URL(c.req.url).searchParams
+      rest.delete(SHARE_SECRET_PARAM)
+      return c.redirect(rest.size ? `${path}?${rest}` : path, 303)
+    }
+    return c.html(await dashboardPage(c, services, await sharedView(c)))
+  })
+  share.get('/:siteId/live', async (c) => {
+    const view = await sharedView(c)
+    return c.json({ visitors: await liveVisitors(siteReader(services, view.site, c.req.raw, c.env)) })
+  })
+  share.get('/:siteId/panels/:panel', async (c) => c.html(await panelFragment(c, services, await sharedView(c), c.req.param('panel'))))
+  share.get('/:siteId/:section', async (c) => {
+    const view = await sharedView(c)
+    if (!view.sections) throw new ApiError(404, 'This dashboard is shared without its sections.')
+    return c.html(await sectionPage(c, services, view, sectionName(c.req.param('section'))))
+  })
+
+  share.notFound((c) => c.html(<ErrorPage status={404} message="There is no such page." />, 404))
+  share.onError((err, c) => {
+    if (err instanceof ApiError) return c.html(<ErrorPage status={err.status} message={err.message} />, err.status)
+    console.error(`shared dashboard: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`)
+    return c.html(<ErrorPage status={500} message="An internal error happened; it was logged." />, 500)
+  })
+  return share
+}
+
+const sharingForm = z.object({
+  shareLevel: z.enum(['none', 'link', 'full']),
+  isPublic: z.enum(['on']).optional(),
+})
+
+/** The member's side under /app/sites/{site}/share: how the site is shared, and its secret link, made or replaced here. */
+export function shareRoutes(web: Hono<WebEnv>, services: Services) {
+  const baseUrl = (url: string) => services.publicUrl ?? new URL(url).origin
+  const admin = async (c: Context<WebEnv>) => {
+    const email = c.get('session')!.email
+    const site = await memberSite(services, email, c.req.param('siteId')!)
+    const { member } = await membershipIn(services.repositories, site.orgId, email)
+    return { email, site, member }
+  }
+
+  web.get('/sites/:siteId/share', async (c) => {
+    const { email, site, member } = await admin(c)
+    return c.html(
+      <SharePage site={site} email={email} canChange={member.role !== 'member'} origin={baseUrl(c.req.url)} created={undefined} />,
+    )
+  })
+  web.post('/sites/:siteId/share', async (c) => {
+    const { site, member } = await admin(c)
+    requireRole(member, ['owner', 'admin'], 'change how a site is shared')
+    const form = await readForm(c, sharingForm)
+    await services.sites.update(site.id, (fresh) =>
+      applySitePatch(fresh, { shareLevel: form.shareLevel, isPublic: form.isPublic === 'on' }),
+    )
+    return c.redirect(`/app/sites/${site.id}/share`, 303)
+  })
+  web.post('/sites/:siteId/share/link', async (c) => {
+    const { email, site, member } = await admin(c)
+    requireRole(member, ['owner', 'admin'], 'make a shared link')
+    const created = await rotateShareLink(services, site, baseUrl(c.req.url))
+    const fresh = (await services.sites.findFresh(site.id)) ?? site
+    return c.html(<SharePage site={fresh} email={email} canChange origin={baseUrl(c.req.url)} created={created} />, 201)
+  })
+}
+
+function SharePage({
+  site,
+  email,
+  canChange,
+  origin,
+  created,
+}: {
+  site: Site
+  email: string
+  canChange: boolean
+  origin: string
+  created?: { url: string; rotated: boolean }
+}) {
+  const level = site.sharing.shareLevel
+  return (
+    <Page title={`Sharing ${site.domain}`} email={email}>
+      <div class="dash-head">
+        <h1>Sharing {site.domain}</h1>
+        <a href={`/app/sites/${site.id}`}>Back to the dashboard</a>
+      </div>
+      {created ? (
+        <section class="card created" aria-labelledby="link-made">
+          <h2 id="link-made">{created.rotated ? 'New link made: the old one no longer works' : 'Link made'}</h2>
+          <p>Copy it now: it is shown only this once. Anyone with it sees the dashboard, read-only, without signing in.</p>
+          <pre id="share-link" class="code">
+            {created.url}
+          </pre>
+        </section>
+      ) : null}
+      <section class="card" aria-labelledby="how-shared">
+        <h2 id="how-shared">How this site is shared</h2>
+        <dl class="facts">
+          <div>
+            <dt>Shared with a link</dt>
+            <dd data-fact="shareLevel">
+              {level === 'none' ? 'no' : level === 'link' ? 'the dashboard' : 'the dashboard and its sections'}
+            </dd>
+          </div>
+          <div>
+            <dt>Public</dt>
+            <dd data-fact="isPublic">{site.sharing.isPublic ? 'yes, to anyone' : 'no'}</dd>
+          </div>
+          <div>
+            <dt>Secret link</dt>
+            <dd data-fact="link">{site.shareLink ? `made ${site.shareLink.createdAt.slice(0, 16).replace('T', ' ')} UTC` : 'none yet'}</dd>
+          </div>
+        </dl>
+        {site.sharing.isPublic ? (
+          <p>
+            Public address: <a href={`${origin}${sharePath(site)}`}>{`${origin}${sharePath(site)}`}</a>
+          </p>
+        ) : null}
+      </section>
+      {canChange ? (
+        <>
+          <form method="post" action={`/app/sites/${site.id}/share`} class="card">
+            <h2>Change sharing</h2>
+            <div class="field">
+              <label for="shareLevel">Share</label>
+              <select id="shareLevel" name="shareLevel">
+                <option value="none" selected={level === 'none'}>
+                  Nothing
+                </option>
+                <option value="link" selected={level === 'link'}>
+                  The dashboard, with a secret link
+                </option>
+                <option value="full" selected={level === 'full'}>
+                  The dashboard and its sections, with a secret link
+                </option>
+              </select>
+            </div>
+            <div class="field check">
+              <input id="isPublic" name="isPublic" type="checkbox" checked={site.sharing.isPublic} />
+              <label for="isPublic">Public: anyone may open the shared dashboard, without the link's secret</label>
+            </div>
+            <button type="submit">Save</button>
+          </form>
+          {level !== 'none' ? (
+            <form method="post" action={`/app/sites/${site.id}/share/link`} class="card">
+              <h2>Secret link</h2>
+              <p class="muted">
+                {site.shareLink ? 'A new link ends the current one at once.' : 'Make the link to send to people outside your team.'}
+              </p>
+              <button type="submit" class={site.shareLink ? 'danger' : undefined}>
+                {site.shareLink ? 'Replace the link' : 'Make a link'}
+              </button>
+            </form>
+          ) : null}
+        </>
+      ) : (
+        <p class="muted">Owners and admins change how a site is shared.</p>
+      )}
+    </Page>
+  )
+}

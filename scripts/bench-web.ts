@@ -1,0 +1,167 @@
+import { spawnSync } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
+import { loadavg, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { gzipSync } from 'node:zlib'
+import { Command } from 'commander'
+import { createApp } from '../functions/app'
+import { createApiKey } from '../lib/accounts/admin'
+import { memoryRateLimiter } from '../lib/accounts/ratelimit'
+import { mintSignInLink } from '../lib/accounts/signin'
+import { Ingestor } from '../lib/ingest/pipeline'
+import { directSink } from '../lib/ingest/sink'
+import { openNodeStores } from '../lib/runtime/node'
+import { memoryLiveCache } from '../lib/sites/public-live'
+import { SiteDirectory } from '../lib/sites/site-directory'
+import { migrate } from '../lib/storage/clickhouse/migrate'
+import { loadMigrations } from '../lib/storage/clickhouse/migrations-node'
+
+/**
+ * The dashboard page's latency on the embedded home, for a site of 1M events over 30 days (the
+ * data of scripts/bench-reports.ts: it generates them into --data-dir when the folder has none,
+ * and its fixed clock is this run's clock too). Medians over N requests of the signed-in page
+ * (its reads, the session and the membership), of each panel it loads after, and of the page and
+ * all its panels together as a browser asks for them (the panels at once); and the size of the
+ * page's script, gzipped. The machine is shared: every figure is an upper bound.
+ */
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]
+
+const program = new Command('bench-web')
+  .option('--data-dir <dir>', 'the data of scripts/bench-reports.ts (generated there when absent)')
+  .option('--main <n>', 'events of the measured site, when generating', '1000000')
+  .option('--others <n>', 'events of the nine other sites, when generating', '9000000')
+  .option('--runs <n>', 'requests of each', '20')
+  .option('--range <name>', 'the range the dashboard shows', '30d')
+  .action(async (opts: { dataDir?: string; main: string; others: string; runs: string; range: string }) => {
+    const dir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'bench-web-'))
+    if (!existsSync(join(dir, 'bench-clock.json'))) {
+      const generated = spawnSync(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          join(__dirname, 'bench-reports.ts'),
+          '--data-dir',
+          dir,
+          '--main',
+          opts.main,
+          '--others',
+          opts.others,
+          '--runs',
+          '1',
+          '--only',
+          'stats',
+        ],
+        { stdio: ['ignore', 'ignore', 'inherit'] },
+      )
+      if (generated.status !== 0) throw new Error('generating the data failed')
+    }
+    const now = new Date(JSON.parse(readFileSync(join(dir, 'bench-clock.json'), 'utf8')).now)
+    const stores = await openNodeStores({ DATA_DIR: dir })
+    await migrate(stores.clickhouse, loadMigrations())
+    const org = (await stores.repositories.orgs.list()).find((o) => o.name === 'Bench')
+    if (!org) throw new Error(`no Bench organization in ${dir}: not the data of scripts/bench-reports.ts`)
+    const site = (await stores.repositories.sites.list(org.id)).sort((a, b) => a.domain.localeCompare(b.domain))[0]
+    const email = 'owner@bench.test'
+    if (!(await stores.repositories.team.membershipsOf([org.id], email)).length)
+      await stores.repositories.team.addMember(org.id, { id: crypto.randomUUID(), email, role: 'owner', joinedAt: now.toISOString() })
+
+    const siteDirectory = new SiteDirectory(stores.repositories.sites)
+    const limit = { max: 1e9, windowMs: 60_000 }
+    const services = {
+      clickhouse: stores.clickhouse,
+      kv: stores.kv,
+      repositories: stores.repositories,
+      sites: siteDirectory,
+      limiter: memoryRateLimiter(Date.now, { default: limit, collect: limit, ping: limit, proxy: limit }),
+      now: () => now,
+      fetch,
+      ingestor: new Ingestor({
+        sites: siteDirectory,
+        repositories: stores.repositories,
+        sink: directSink(stores.clickhouse, stores.repositories),
+        now: () => now,
+      }),
+      clientAddress: () => '127.0.0.1',
+      liveCache: memoryLiveCache(),
+    }
+    const app = createApp(services)
+    const origin = 'http://bench.test'
+    // sign in as a person does: the link, then its one click
+    const token = new URL(await mintSignInLink(stores.repositories, email, origin, now)).searchParams.get('token')!
+    const signedIn = await app.request(`${origin}/app/signin/link`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin },
+      body: new URLSearchParams({ token }).toString(),
+    })
+    const cookie = (signedIn.headers.get('set-cookie') ?? '').split(';')[0]
+    if (signedIn.status !== 303 || !cookie) throw new Error(`signing in failed: ${signedIn.status}`)
+
+    const get = async (path: string) => {
+      const answer = await app.request(`${origin}${path}`, { headers: { cookie } })
+      const text = await answer.text()
+      if (answer.status !== 200) throw new Error(`${path}: ${answer.status} ${text.slice(0, 300)}`)
+      return text
+    }
+    const page = `/app/sites/${site.id}?range=${opts.range}`
+    const html = await get(page)
+    const panels = [...html.matchAll(/data-defer="([^"]+\/panels\/[^"]+)"/g)].map((m) =>
+      m[1].replace(/&amp;/g, '&').replace(/&quot;/g, '"'),
+    )
+    const script = [...html.matchAll(/<script>([\s\S]*?)<\/script>/g)].map((m) => m[1]).join('\n')
+    const timed = async (run: () => Promise<unknown>) => {
+      const times: number[] = []
+      await run()
+      for (let i = 0; i < Number(opts.runs); i++) {
+        const started = performance.now()
+        await run()
+        times.push(performance.now() - started)
+      }
+      return { medianMs: Math.round(median(times) * 10) / 10, minMs: Math.round(Math.min(...times) * 10) / 10 }
+    }
+    const results: Record<string, unknown> = { page: await timed(() => get(page)) }
+    // the page's reads one by one, as the API answers them
+    const key = (await createApiKey(stores.repositories, { orgId: org.id, name: 'bench-web', scope: 'read' }, now)).key
+    const range = `site_id=${site.id}&range=${opts.range}`
+    for (const read of [
+      `stats?${range}`,
+      `timeseries?${range}`,
+      `stats?site_id=${site.id}&range=realtime`,
+      `markers?${range}`,
+      `spikes?${range}&interval=day&limit=20`,
+      `segments?site_id=${site.id}`,
+    ]) {
+      results[`read ${read.split('?')[0]}${read.includes('realtime') ? ' (realtime)' : ''}`] = await timed(async () => {
+        const answer = await app.request(`${origin}/api/v1/${read}`, { headers: { authorization: `Bearer ${key}` } })
+        if (answer.status !== 200) throw new Error(`${read}: ${answer.status} ${await answer.text()}`)
+        await answer.arrayBuffer()
+      })
+    }
+    for (const src of panels) results[`panel ${/\/panels\/(\w+)/.exec(src)![1]}`] = await timed(() => get(src))
+    results['page and every panel, the panels at once'] = await timed(async () => {
+      await get(page)
+      await Promise.all(panels.map(get))
+    })
+    console.log(
+      JSON.stringify(
+        {
+          clock: now.toISOString(),
+          site: site.domain,
+          range: opts.range,
+          runs: Number(opts.runs),
+          loadAverage: loadavg().map((l) => Math.round(l * 100) / 100),
+          pageBytes: html.length,
+          scriptBytes: script.length,
+          scriptGzipBytes: gzipSync(script).length,
+          pageGzipBytes: gzipSync(html).length,
+          results,
+        },
+        null,
+        2,
+      ),
+    )
+    await stores.close?.()
+    process.exit(0)
+  })
+
+await program.parseAsync()
