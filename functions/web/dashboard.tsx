@@ -363,6 +363,7 @@ export async function dashboardPage(c: Context, services: Services, view: Dashbo
           {SECTIONS.map(([name, title]) => (
             <a href={linkTo(view, { range: state.range, from: state.from, to: state.to, source: state.source }, {}, `/${name}`)}>{title}</a>
           ))}
+          {view.shared ? null : <a href={`${view.base}/heatmap`}>Heatmaps</a>}
         </nav>
       ) : null}
       <div class="panels">
