@@ -32,6 +32,7 @@ import { siteFactEndpoints } from './v1/site-facts'
 import { siteEndpoints } from './v1/sites'
 import { whyEndpoints } from './v1/why'
 import { backlinkEndpoints } from './v1/backlinks'
+import { plausibleQueryEndpoints } from './v2/query'
 
 const healthSchema = z.object({
   status: z.enum(['ok', 'degraded']),
@@ -171,6 +172,7 @@ export const endpoints: Endpoint[] = [
     ...vitalEndpoints,
     ...geoEndpoints,
     ...searchEndpoints,
+    ...plausibleQueryEndpoints,
   ]),
   ...inGroup('why', [...annotationEndpoints, ...whyEndpoints, ...backlinkEndpoints]),
   ...inGroup('behaviour', [...behaviourEndpoints, ...journeyEndpoints]),

@@ -1,0 +1,209 @@
+import { ApiError } from '../errors'
+import { PROPERTY_PREFIX, SEGMENT, readableBy } from '../reports/dimensions'
+import type { Filter } from '../reports/query/model'
+import type { Goal } from '../sites/goals'
+import type { Source } from '../sites/source'
+
+/**
+ * Plausible's dimension and filter vocabulary (Stats API v2) onto this service's: dimension names
+ * of lib/reports/dimensions.ts and AND-ed filters of the report pipeline. Pure; what has no
+ * equivalent here is a 400 naming it, never dropped.
+ */
+
+/** Plausible's name → this service's dimension. */
+const DIMENSION_NAMES: Record<string, string> = {
+  'event:page': 'path',
+  'event:hostname': 'hostname',
+  'event:name': 'event',
+  'event:goal': 'goal',
+  'visit:entry_page': 'entry_page',
+  'visit:exit_page': 'exit_page',
+  'visit:source': 'source',
+  'visit:referrer': 'referrer',
+  'visit:channel': 'channel',
+  'visit:utm_source': 'utm_source',
+  'visit:utm_medium': 'utm_medium',
+  'visit:utm_campaign': 'utm_campaign',
+  'visit:utm_term': 'utm_term',
+  'visit:utm_content': 'utm_content',
+  'visit:device': 'device',
+  'visit:browser': 'browser',
+  'visit:os': 'os',
+  'visit:country': 'country',
+  'visit:region': 'region',
+  'visit:city': 'city',
+}
+
+/** Plausible dimensions this service does not record or cannot group by, with why. */
+const NOT_RECORDED: Record<string, string> = {
+  'visit:browser_version': 'browser versions are not kept per visit',
+  'visit:os_version': 'operating system versions are not kept per visit',
+  'visit:country_name': 'use visit:country (ISO 3166-1 alpha-2 codes)',
+  'visit:region_name': 'use visit:region',
+  'visit:city_name': 'use visit:city',
+  'visit:entry_page_hostname': 'entry page hostnames are not kept per visit; use event:hostname',
+  'visit:exit_page_hostname': 'exit page hostnames are not kept per visit; use event:hostname',
+}
+
+export const TIME_DIMENSIONS = ['time', 'time:hour', 'time:day', 'time:week', 'time:month'] as const
+export type TimeDimension = (typeof TIME_DIMENSIONS)[number]
+export const isTimeDimension = (name: string): name is TimeDimension => (TIME_DIMENSIONS as readonly string[]).includes(name)
+
+const EVENT_PROPS = 'event:props:'
+
+/** This service's dimension for a Plausible one, or a 400 naming it (`where`: the field it came in). */
+export function serviceDimension(name: string, where: string): string {
+  const known = DIMENSION_NAMES[name]
+  if (known) return known
+  if (name.startsWith(EVENT_PROPS) && name.length > EVENT_PROPS.length) return `${PROPERTY_PREFIX}${name.slice(EVENT_PROPS.length)}`
+  if (NOT_RECORDED[name]) throw new ApiError(400, `${where}: ${name} is not supported by this service (${NOT_RECORDED[name]})`)
+  throw new ApiError(400, `${where}: invalid dimension "${name}"`)
+}
+
+/** A dimension the read's source cannot answer is a 400 naming it as the query did. */
+export function checkReadable(plausibleName: string, name: string, source: Source, where: string) {
+  if (!readableBy(name, source))
+    throw new ApiError(
+      400,
+      `${where}: ${plausibleName} cannot be answered from the ${source} source (imported data has no such field); it is recorded only by the tracker`,
+    )
+}
+
+const OPERATORS = ['is', 'is_not', 'contains', 'contains_not', 'matches', 'matches_not'] as const
+type Operator = (typeof OPERATORS)[number]
+
+/** A regular expression matching `text` literally, in both RE2 (ClickHouse) and JavaScript syntax. */
+export const literalPattern = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+
+interface SimpleFilter {
+  operator: Operator
+  dimension: string
+  clauses: string[]
+  caseSensitive: boolean
+  where: string
+}
+
+function simpleFilter(raw: unknown[], where: string): SimpleFilter {
+  const [operator, dimension, clauses, modifiers, ...rest] = raw
+  if (rest.length) throw new ApiError(400, `${where}: a filter is [operator, dimension, clauses, modifiers?]`)
+  if (operator === 'has_done' || operator === 'has_not_done')
+    throw new ApiError(400, `${where}: the behavioural filter ${operator} is not supported by this service`)
+  if (typeof operator !== 'string' || !(OPERATORS as readonly string[]).includes(operator))
+    throw new ApiError(400, `${where}: invalid filter operator ${JSON.stringify(operator)} (${OPERATORS.join(', ')}, and, or, not)`)
+  if (typeof dimension !== 'string' || !dimension) throw new ApiError(400, `${where}: the dimension must be a string`)
+  if (!Array.isArray(clauses) || clauses.length === 0 || clauses.length > 100)
+    throw new ApiError(400, `${where}: clauses must be a list of 1 to 100 values`)
+  const values = clauses.map((c) => {
+    if (typeof c === 'string' && c.length <= 2000) return c
+    // segment ids and numeric values may be given as numbers
+    if (typeof c === 'number' && Number.isFinite(c)) return String(c)
+    throw new ApiError(400, `${where}: clauses must be strings`)
+  })
+  let caseSensitive = true
+  if (modifiers !== undefined) {
+    if (typeof modifiers !== 'object' || modifiers === null || Array.isArray(modifiers))
+      throw new ApiError(400, `${where}: modifiers must be an object`)
+    for (const [name, value] of Object.entries(modifiers)) {
+      if (name !== 'case_sensitive') throw new ApiError(400, `${where}: unknown modifier "${name}" (case_sensitive)`)
+      if (typeof value !== 'boolean') throw new ApiError(400, `${where}: case_sensitive must be true or false`)
+      caseSensitive = value
+    }
+  }
+  return { operator: operator as Operator, dimension, clauses: values, caseSensitive, where }
+}
+
+const sameKind = (a: SimpleFilter, b: SimpleFilter) =>
+  a.operator === b.operator && a.dimension === b.dimension && a.caseSensitive === b.caseSensitive
+
+/**
+ * Flattens the filter tree into AND-ed simple filters: `and` anywhere, `or` of filters on one
+ * dimension with one positive operator (their clauses OR-ed, as one filter's are), `not` of an is or
+ * is_not filter. Other shapes cannot be expressed as AND-ed filters here.
+ */
+function flatten(raw: unknown, where: string): SimpleFilter[] {
+  if (!Array.isArray(raw) || raw.length === 0) throw new ApiError(400, `${where}: a filter must be a non-empty list`)
+  const [head] = raw
+  if (head === 'and' || head === 'or') {
+    const list = raw[1]
+    if (raw.length !== 2 || !Array.isArray(list) || list.length === 0)
+      throw new ApiError(400, `${where}: ${head} takes one non-empty list of filters`)
+    const parts = list.flatMap((f, i) => flatten(f, `${where}[1][${i}]`))
+    if (head === 'and') return parts
+    const [first] = parts
+    if (!parts.every((p) => sameKind(p, first)) || !['is', 'contains', 'matches'].includes(first.operator))
+      throw new ApiError(
+        400,
+        `${where}: "or" is supported only between is, contains or matches filters on one dimension with the same modifiers`,
+      )
+    return [{ ...first, clauses: parts.flatMap((p) => p.clauses), where }]
+  }
+  if (head === 'not') {
+    if (raw.length !== 2) throw new ApiError(400, `${where}: not takes one filter`)
+    const inner = flatten(raw[1], `${where}[1]`)
+    if (inner.length !== 1 || (inner[0].operator !== 'is' && inner[0].operator !== 'is_not'))
+      throw new ApiError(400, `${where}: "not" is supported only around one is or is_not filter`)
+    return [{ ...inner[0], operator: inner[0].operator === 'is' ? 'is_not' : 'is', where }]
+  }
+  return [simpleFilter(raw, where)]
+}
+
+const unsupported = (f: SimpleFilter, what: string) =>
+  new ApiError(400, `${f.where}: ${what} on ${f.dimension} is not supported by this service`)
+
+/** A goal filter as goal names: Plausible's goal clauses are goal names (`Visit /blog*` for page goals here is the goal's name). */
+function goalFilter(f: SimpleFilter, goals: readonly Goal[]): Filter {
+  if (f.operator === 'is' || f.operator === 'is_not') {
+    const names = f.clauses.map((clause) => {
+      const goal = goals.find((g) => (f.caseSensitive ? g.name === clause : g.name.toLowerCase() === clause.toLowerCase()))
+      if (!goal) throw new ApiError(400, `${f.where}: the goal "${clause}" is not configured for this site`)
+      return goal.name
+    })
+    return { dimension: 'goal', operator: f.operator, value: names }
+  }
+  if (f.operator === 'contains')
+    return f.caseSensitive
+      ? { dimension: 'goal', operator: 'matches', value: f.clauses.map(literalPattern) }
+      : { dimension: 'goal', operator: 'contains', value: f.clauses }
+  if (f.operator === 'matches' && f.caseSensitive) return { dimension: 'goal', operator: 'matches', value: f.clauses }
+  throw unsupported(f, f.caseSensitive ? f.operator : `${f.operator} with case_sensitive: false`)
+}
+
+/** One simple filter as the pipeline's filter. */
+function serviceFilter(f: SimpleFilter, source: Source, goals: readonly Goal[]): Filter {
+  if (f.dimension === SEGMENT) {
+    if (f.operator !== 'is' || f.clauses.length !== 1) throw new ApiError(400, `${f.where}: a segment filter is ["is", "segment", [id]]`)
+    return { dimension: SEGMENT, operator: 'is', value: f.clauses }
+  }
+  if (isTimeDimension(f.dimension)) throw new ApiError(400, `${f.where}: filtering by ${f.dimension} is not supported; use date_range`)
+  const dimension = serviceDimension(f.dimension, f.where)
+  checkReadable(f.dimension, dimension, source, f.where)
+  if (dimension === 'goal') return goalFilter(f, goals)
+  const ci = (p: string) => `(?i)${p}`
+  switch (f.operator) {
+    case 'is':
+      return f.caseSensitive
+        ? { dimension, operator: 'is', value: f.clauses }
+        : { dimension, operator: 'matches', value: f.clauses.map((c) => ci(`^${literalPattern(c)}$`)) }
+    case 'contains':
+      // the pipeline's contains ignores case; Plausible's is case-sensitive unless told otherwise
+      return f.caseSensitive
+        ? { dimension, operator: 'matches', value: f.clauses.map(literalPattern) }
+        : { dimension, operator: 'contains', value: f.clauses }
+    case 'matches':
+      return { dimension, operator: 'matches', value: f.caseSensitive ? f.clauses : f.clauses.map(ci) }
+    case 'is_not':
+      if (f.caseSensitive) return { dimension, operator: 'is_not', value: f.clauses }
+      throw unsupported(f, 'is_not with case_sensitive: false')
+    default:
+      throw unsupported(f, f.operator)
+  }
+}
+
+/** The query's filters as the pipeline's AND-ed filters, each checked against the read's source. */
+export function translateFilters(filters: readonly unknown[], source: Source, goals: readonly Goal[]): Filter[] {
+  return filters.flatMap((f, i) => flatten(f, `filters[${i}]`)).map((f) => serviceFilter(f, source, goals))
+}
+
+/** Whether any filter (at any depth) is on goals: the site's goals are then read. */
+export const mentionsGoals = (filters: readonly unknown[]): boolean =>
+  JSON.stringify(filters).includes('"event:goal"') || JSON.stringify(filters).includes('"segment"')
