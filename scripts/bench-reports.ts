@@ -241,7 +241,7 @@ const program = new Command('bench-reports')
       return stores.clickhouse.query(compiled.sql, compiled.params)
     }
     const lastHalfHour = () => ({ ...base, range: resolveRange({ range: '30m' }, site.timezone, now) })
-    const reports: Record<string, { path: string; direct: () => Promise<unknown> }> = {
+    const reports: Record<string, { path: string; body?: unknown; direct: () => Promise<unknown> }> = {
       stats: { path: `/api/v1/stats?site_id=${site.id}&range=30d`, direct: run(base, { kind: 'stats' }) },
       timeseries: { path: `/api/v1/timeseries?site_id=${site.id}&range=30d`, direct: run(base, { kind: 'series' }) },
       'breakdown path': {
@@ -342,14 +342,68 @@ const program = new Command('bench-reports')
         path: `/api/v1/pages/detail?site_id=${site.id}&path=/docs/7&range=30d`,
         direct: () => pageDetail(services, site, { range: '30d', path: '/docs/7' }),
       },
+      // Plausible's Stats API v2: the same questions as stats, timeseries and the breakdowns above
+      'v2 query aggregate': {
+        path: '/api/v2/query',
+        body: { site_id: site.domain, metrics: ['visitors', 'visits', 'pageviews', 'bounce_rate', 'visit_duration'], date_range: '30d' },
+        direct: run(base, { kind: 'stats' }),
+      },
+      'v2 query time:day': {
+        path: '/api/v2/query',
+        body: { site_id: site.domain, metrics: ['visitors', 'visits', 'pageviews'], date_range: '30d', dimensions: ['time:day'] },
+        direct: run(base, { kind: 'series' }),
+      },
+      'v2 query source': {
+        path: '/api/v2/query',
+        body: {
+          site_id: site.domain,
+          metrics: ['visitors', 'visits', 'pageviews', 'bounce_rate', 'visit_duration'],
+          date_range: '30d',
+          dimensions: ['visit:source'],
+          pagination: { limit: 100 },
+        },
+        direct: run(base, { kind: 'breakdown', property: 'source' }),
+      },
+      'v2 query path': {
+        path: '/api/v2/query',
+        body: {
+          site_id: site.domain,
+          metrics: ['visitors', 'visits', 'pageviews'],
+          date_range: '30d',
+          dimensions: ['event:page'],
+          pagination: { limit: 100 },
+        },
+        direct: run(base, { kind: 'breakdown', property: 'path' }),
+      },
+      'v2 query filtered path': {
+        path: '/api/v2/query',
+        body: {
+          site_id: site.domain,
+          metrics: ['visitors', 'visits', 'pageviews'],
+          date_range: '30d',
+          dimensions: ['event:page'],
+          filters: [
+            ['is', 'visit:country', ['US', 'DE']],
+            ['contains', 'event:page', ['blog'], { case_sensitive: false }],
+          ],
+          pagination: { limit: 100 },
+        },
+        direct: run(filtered, { kind: 'breakdown', property: 'path' }),
+      },
     }
+    const call = (report: { path: string; body?: unknown }) =>
+      app.request(`http://bench${report.path}`, {
+        method: report.body ? 'POST' : 'GET',
+        headers: { authorization: `Bearer ${key}`, ...(report.body ? { 'content-type': 'application/json' } : {}) },
+        body: report.body ? JSON.stringify(report.body) : undefined,
+      })
     const only = opts.only?.split(',').map((name) => name.trim())
     if (only) for (const name of Object.keys(reports)) if (!only.some((prefix) => name.startsWith(prefix))) delete reports[name]
     // the first read of each report on its own: a filtered read rolls its finished days up then
     const firstApiMs: Record<string, number> = {}
     for (const [name, report] of Object.entries(reports)) {
       const t = performance.now()
-      const res = await app.request(`http://bench${report.path}`, { headers: { authorization: `Bearer ${key}` } })
+      const res = await call(report)
       await res.arrayBuffer()
       firstApiMs[name] = +(performance.now() - t).toFixed(1)
     }
@@ -358,7 +412,7 @@ const program = new Command('bench-reports')
     for (let i = 0; i < Number(opts.runs) + 2; i++) {
       for (const [name, report] of Object.entries(reports)) {
         let t = performance.now()
-        const res = await app.request(`http://bench${report.path}`, { headers: { authorization: `Bearer ${key}` } })
+        const res = await call(report)
         if (res.status !== 200) throw new Error(`${name}: ${res.status} ${await res.text()}`)
         await res.arrayBuffer()
         const apiMs = performance.now() - t
