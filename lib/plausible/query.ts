@@ -61,7 +61,6 @@ function planQuery(body: PlausibleQuery, source: Source, goals: Goal[]): Plan {
     )
   if (new Set(body.metrics).size !== body.metrics.length) throw new ApiError(400, 'metrics: a metric is listed twice')
   const time = times[0]
-  if (time === 'time:week') throw new ApiError(400, 'dimensions: time:week is not supported by this service; use time:day or time:month')
   const plausibleProperty = others[0]
   const property = plausibleProperty === undefined ? undefined : serviceDimension(plausibleProperty, 'dimensions[0]')
   if (property && plausibleProperty) checkReadable(plausibleProperty, property, source, 'dimensions[0]')
@@ -128,9 +127,10 @@ function rangeParams(dateRange: PlausibleDateRange, timezone: string, now: Date)
   return { params: custom(from.date, to.date) }
 }
 
-const INTERVALS: Record<Exclude<TimeDimension, 'time' | 'time:week'>, Interval> = {
+const INTERVALS: Record<Exclude<TimeDimension, 'time'>, Interval> = {
   'time:hour': 'hour',
   'time:day': 'day',
+  'time:week': 'week',
   'time:month': 'month',
 }
 
@@ -142,7 +142,7 @@ function windowOf(
 ) {
   let range = exact ? { ...resolved, ...exact } : resolved
   if (exact && Temporal.Duration.compare(exact.from.until(exact.to), { hours: 48 }) <= 0) range = { ...range, interval: 'hour' }
-  if (time && time !== 'time' && time !== 'time:week') range = { ...range, interval: INTERVALS[time] }
+  if (time && time !== 'time') range = { ...range, interval: INTERVALS[time] }
   if (range.interval === 'minute') range = { ...range, interval: 'hour' }
   return range
 }
