@@ -1,6 +1,6 @@
 import { Temporal } from 'temporal-polyfill'
 import { ApiError } from '../errors'
-import { hasEngagement } from '../reports/dimensions'
+import { SEGMENT, hasEngagement } from '../reports/dimensions'
 import { type Filter, type Query, goalsOfFilter } from '../reports/query/model'
 import type { ReportParams } from '../reports/query/parse'
 import { type Interval, type ResolvedRange, buckets } from '../reports/query/range'
@@ -192,7 +192,9 @@ interface Context {
 
 /** Revenue of the goals the goal filters select, over the query: [total, conversions] in one currency, or null. */
 async function filteredRevenue(ctx: Context): Promise<{ amount: number; currency: string; conversions: number } | null> {
-  const goalFilters = ctx.query.filters.filter((f) => f.dimension === 'goal')
+  // the goals every positive goal filter selects (a negative one keeps visits that converted none of its goals)
+  const goalFilters = ctx.query.filters.filter((f) => f.dimension === 'goal' && f.operator === 'is')
+  if (!goalFilters.length) return null
   const names = new Set(ctx.plan.goals.filter((g) => goalFilters.every((f) => goalsOfFilter(f, [g]).length)).map((g) => g.name))
   const rows = (await sourceReader(ctx.deps.clickhouse, 'standalone').breakdown({ ...ctx.query, limit: 1000 }, 'goal')).filter(
     (r) => names.has(r.value) && r.revenue,
@@ -358,16 +360,19 @@ export async function plausibleQuery(deps: ReportDeps, site: Site, body: Plausib
   const order = orderOf(body)
   const now = deps.now()
   const { params, exact } = rangeParams(body.date_range, site.timezone, now)
+  // segments go through parsing, which expands them into their filters; the others are translated and checked already
+  const segments = plan.filters.filter((f) => f.dimension === SEGMENT)
   const reportParams: ReportParams = {
     site_id: site.id,
     ...params,
     source,
-    filters: plan.filters.length ? JSON.stringify(plan.filters) : undefined,
+    filters: segments.length ? JSON.stringify(segments) : undefined,
     limit: undefined,
   }
   const prepared = await prepare(deps, site, reportParams, { series: plan.time !== undefined, now })
   const range = windowOf(prepared.query.range, exact, plan.time)
-  const query: Query = { ...prepared.query, range, goals }
+  const filters = [...prepared.query.filters, ...plan.filters.filter((f) => f.dimension !== SEGMENT)]
+  const query: Query = { ...prepared.query, range, filters, goals }
   const withoutGoals = () => ({ ...query, filters: query.filters.filter((f) => f.dimension !== 'goal') })
   const ctx: Context = { deps, site, plan, query, withoutGoals }
 

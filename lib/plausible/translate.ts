@@ -71,6 +71,17 @@ export function checkReadable(plausibleName: string, name: string, source: Sourc
 
 const OPERATORS = ['is', 'is_not', 'contains', 'contains_not', 'matches', 'matches_not'] as const
 type Operator = (typeof OPERATORS)[number]
+type Behaviour = 'has_done' | 'has_not_done'
+
+/** Each operator and its negation. */
+const NEGATED: Record<Operator, Operator> = {
+  is: 'is_not',
+  is_not: 'is',
+  contains: 'contains_not',
+  contains_not: 'contains',
+  matches: 'matches_not',
+  matches_not: 'matches',
+}
 
 /** A regular expression matching `text` literally, in both RE2 (ClickHouse) and JavaScript syntax. */
 export const literalPattern = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
@@ -80,16 +91,19 @@ interface SimpleFilter {
   dimension: string
   clauses: string[]
   caseSensitive: boolean
+  /** Inside has_done or has_not_done: the visits with, or without, an event the filter matches. */
+  behaviour?: Behaviour
   where: string
 }
 
 function simpleFilter(raw: unknown[], where: string): SimpleFilter {
   const [operator, dimension, clauses, modifiers, ...rest] = raw
   if (rest.length) throw new ApiError(400, `${where}: a filter is [operator, dimension, clauses, modifiers?]`)
-  if (operator === 'has_done' || operator === 'has_not_done')
-    throw new ApiError(400, `${where}: the behavioural filter ${operator} is not supported by this service`)
   if (typeof operator !== 'string' || !(OPERATORS as readonly string[]).includes(operator))
-    throw new ApiError(400, `${where}: invalid filter operator ${JSON.stringify(operator)} (${OPERATORS.join(', ')}, and, or, not)`)
+    throw new ApiError(
+      400,
+      `${where}: invalid filter operator ${JSON.stringify(operator)} (${OPERATORS.join(', ')}, and, or, not, has_done, has_not_done)`,
+    )
   if (typeof dimension !== 'string' || !dimension) throw new ApiError(400, `${where}: the dimension must be a string`)
   if (!Array.isArray(clauses) || clauses.length === 0 || clauses.length > 100)
     throw new ApiError(400, `${where}: clauses must be a list of 1 to 100 values`)
@@ -113,12 +127,13 @@ function simpleFilter(raw: unknown[], where: string): SimpleFilter {
 }
 
 const sameKind = (a: SimpleFilter, b: SimpleFilter) =>
-  a.operator === b.operator && a.dimension === b.dimension && a.caseSensitive === b.caseSensitive
+  a.operator === b.operator && a.dimension === b.dimension && a.caseSensitive === b.caseSensitive && a.behaviour === b.behaviour
 
 /**
- * Flattens the filter tree into AND-ed simple filters: `and` anywhere, `or` of filters on one
- * dimension with one positive operator (their clauses OR-ed, as one filter's are), `not` of an is or
- * is_not filter. Other shapes cannot be expressed as AND-ed filters here.
+ * Flattens the filter tree into AND-ed simple filters: `and` anywhere; `or` of filters on one
+ * dimension with one positive operator (their clauses OR-ed, as one filter's are); `not` of one
+ * filter (its operator negated); has_done and has_not_done of one filter. Other shapes cannot be
+ * expressed as AND-ed filters here.
  */
 function flatten(raw: unknown, where: string): SimpleFilter[] {
   if (!Array.isArray(raw) || raw.length === 0) throw new ApiError(400, `${where}: a filter must be a non-empty list`)
@@ -137,73 +152,99 @@ function flatten(raw: unknown, where: string): SimpleFilter[] {
       )
     return [{ ...first, clauses: parts.flatMap((p) => p.clauses), where }]
   }
-  if (head === 'not') {
-    if (raw.length !== 2) throw new ApiError(400, `${where}: not takes one filter`)
+  if (head === 'not' || head === 'has_done' || head === 'has_not_done') {
+    if (raw.length !== 2) throw new ApiError(400, `${where}: ${head} takes one filter`)
     const inner = flatten(raw[1], `${where}[1]`)
-    if (inner.length !== 1 || (inner[0].operator !== 'is' && inner[0].operator !== 'is_not'))
-      throw new ApiError(400, `${where}: "not" is supported only around one is or is_not filter`)
-    return [{ ...inner[0], operator: inner[0].operator === 'is' ? 'is_not' : 'is', where }]
+    if (inner.length !== 1) throw new ApiError(400, `${where}: "${head}" is supported only around one filter`)
+    const [f] = inner
+    if (head !== 'not') {
+      if (f.behaviour) throw new ApiError(400, `${where}: ${head} cannot hold another behavioural filter`)
+      return [{ ...f, behaviour: head, where }]
+    }
+    // not has_done is has_not_done; not of a filter, its operator negated
+    if (f.behaviour) return [{ ...f, behaviour: f.behaviour === 'has_done' ? 'has_not_done' : 'has_done', where }]
+    return [{ ...f, operator: NEGATED[f.operator], where }]
   }
   return [simpleFilter(raw, where)]
 }
 
-const unsupported = (f: SimpleFilter, what: string) =>
-  new ApiError(400, `${f.where}: ${what} on ${f.dimension} is not supported by this service`)
-
-/** A goal filter as goal names: Plausible's goal clauses are goal names (`Visit /blog*` for page goals here is the goal's name). */
+/**
+ * A goal filter as the names of the goals it selects (Plausible's goal clauses are goal names:
+ * `Signup`, `Visit /blog*`), matched here: is or is_not those names.
+ */
 function goalFilter(f: SimpleFilter, goals: readonly Goal[]): Filter {
-  if (f.operator === 'is' || f.operator === 'is_not') {
-    const names = f.clauses.map((clause) => {
-      const goal = goals.find((g) => (f.caseSensitive ? g.name === clause : g.name.toLowerCase() === clause.toLowerCase()))
-      if (!goal) throw new ApiError(400, `${f.where}: the goal "${clause}" is not configured for this site`)
-      return goal.name
+  const fold = (text: string) => (f.caseSensitive ? text : text.toLowerCase())
+  const positive = f.operator.endsWith('_not') ? (NEGATED[f.operator] as 'is' | 'contains' | 'matches') : f.operator
+  let patterns: RegExp[] = []
+  if (positive === 'matches') {
+    patterns = f.clauses.map((clause) => {
+      try {
+        return new RegExp(clause, f.caseSensitive ? '' : 'i')
+      } catch {
+        throw new ApiError(400, `${f.where}: invalid regular expression in a matches filter`)
+      }
     })
-    return { dimension: 'goal', operator: f.operator, value: names }
   }
-  if (f.operator === 'contains')
+  if (positive === 'is')
+    for (const clause of f.clauses)
+      if (!goals.some((g) => fold(g.name) === fold(clause)))
+        throw new ApiError(400, `${f.where}: the goal "${clause}" is not configured for this site`)
+  const selected = goals.filter((g) =>
+    positive === 'is'
+      ? f.clauses.some((c) => fold(c) === fold(g.name))
+      : positive === 'contains'
+        ? f.clauses.some((c) => fold(g.name).includes(fold(c)))
+        : patterns.some((p) => p.test(g.name)),
+  )
+  // has_not_done and the negated operators keep the visits that converted none of them
+  const negated = f.operator.endsWith('_not') !== (f.behaviour === 'has_not_done')
+  return { dimension: 'goal', operator: negated ? 'is_not' : 'is', value: selected.map((g) => g.name) }
+}
+
+/** A filter's operator and clauses for the pipeline: Plausible's are case-sensitive, the pipeline's contains ignores case. */
+function operatorOf(f: SimpleFilter): Pick<Filter, 'operator' | 'value'> {
+  const negated = f.operator.endsWith('_not')
+  const positive = negated ? NEGATED[f.operator] : f.operator
+  const ci = (p: string) => `(?i)${p}`
+  const as = (operator: 'is' | 'contains' | 'matches', value: string[]): Pick<Filter, 'operator' | 'value'> => ({
+    operator: negated ? (NEGATED[operator] as Filter['operator']) : operator,
+    value,
+  })
+  if (positive === 'is')
     return f.caseSensitive
-      ? { dimension: 'goal', operator: 'matches', value: f.clauses.map(literalPattern) }
-      : { dimension: 'goal', operator: 'contains', value: f.clauses }
-  if (f.operator === 'matches' && f.caseSensitive) return { dimension: 'goal', operator: 'matches', value: f.clauses }
-  throw unsupported(f, f.caseSensitive ? f.operator : `${f.operator} with case_sensitive: false`)
+      ? as('is', f.clauses)
+      : as(
+          'matches',
+          f.clauses.map((c) => ci(`^${literalPattern(c)}$`)),
+        )
+  if (positive === 'contains') return f.caseSensitive ? as('matches', f.clauses.map(literalPattern)) : as('contains', f.clauses)
+  return as('matches', f.caseSensitive ? f.clauses : f.clauses.map(ci))
 }
 
 /** One simple filter as the pipeline's filter. */
 function serviceFilter(f: SimpleFilter, source: Source, goals: readonly Goal[]): Filter {
   if (f.dimension === SEGMENT) {
-    if (f.operator !== 'is' || f.clauses.length !== 1) throw new ApiError(400, `${f.where}: a segment filter is ["is", "segment", [id]]`)
+    if (f.operator !== 'is' || f.behaviour || f.clauses.length !== 1)
+      throw new ApiError(400, `${f.where}: a segment filter is ["is", "segment", [id]]`)
     return { dimension: SEGMENT, operator: 'is', value: f.clauses }
   }
   if (isTimeDimension(f.dimension)) throw new ApiError(400, `${f.where}: filtering by ${f.dimension} is not supported; use date_range`)
   const dimension = serviceDimension(f.dimension, f.where)
   checkReadable(f.dimension, dimension, source, f.where)
+  // a goal filter keeps the visits that converted: has_done of a goal is the goal filter itself
   if (dimension === 'goal') return goalFilter(f, goals)
-  const ci = (p: string) => `(?i)${p}`
-  switch (f.operator) {
-    case 'is':
-      return f.caseSensitive
-        ? { dimension, operator: 'is', value: f.clauses }
-        : { dimension, operator: 'matches', value: f.clauses.map((c) => ci(`^${literalPattern(c)}$`)) }
-    case 'contains':
-      // the pipeline's contains ignores case; Plausible's is case-sensitive unless told otherwise
-      return f.caseSensitive
-        ? { dimension, operator: 'matches', value: f.clauses.map(literalPattern) }
-        : { dimension, operator: 'contains', value: f.clauses }
-    case 'matches':
-      return { dimension, operator: 'matches', value: f.caseSensitive ? f.clauses : f.clauses.map(ci) }
-    case 'is_not':
-      if (f.caseSensitive) return { dimension, operator: 'is_not', value: f.clauses }
-      throw unsupported(f, 'is_not with case_sensitive: false')
-    default:
-      throw unsupported(f, f.operator)
-  }
+  if (!f.behaviour) return { dimension, ...operatorOf(f) }
+  if (source !== 'standalone') throw new ApiError(400, `${f.where}: ${f.behaviour} needs the tracker source`)
+  if (!f.dimension.startsWith('event:'))
+    throw new ApiError(
+      400,
+      `${f.where}: ${f.behaviour} takes a filter on an event dimension (event:name, event:page, event:props:<key>, ...)`,
+    )
+  const { operator, value } = operatorOf(f)
+  return { dimension: f.behaviour, operator, value: [dimension, ...value] }
 }
 
 /** The query's filters as the pipeline's AND-ed filters, each checked against the read's source. */
 export function translateFilters(filters: readonly unknown[], source: Source, goals: readonly Goal[]): Filter[] {
   return filters.flatMap((f, i) => flatten(f, `filters[${i}]`)).map((f) => serviceFilter(f, source, goals))
 }
-
-/** Whether any filter (at any depth) is on goals: the site's goals are then read. */
-export const mentionsGoals = (filters: readonly unknown[]): boolean =>
-  JSON.stringify(filters).includes('"event:goal"') || JSON.stringify(filters).includes('"segment"')

@@ -316,13 +316,42 @@ describe('POST /api/v2/query', () => {
     ['event:name', [['is', 'event:name', ['Signup']]], (e) => e.name === 'Signup'],
     ['a custom property', [['is', 'event:props:plan', ['pro']]], (e) => e.plan === 'pro'],
     ['entry page', [['is', 'visit:entry_page', ['/pricing']]], (_e, v) => v.entry === '/pricing'],
+    ['contains_not', [['contains_not', 'event:page', ['blog']]], (e) => !e.path.includes('blog')],
+    [
+      'contains_not with case_sensitive: false',
+      [['contains_not', 'event:page', ['BLOG'], { case_sensitive: false }]],
+      (e) => !e.path.includes('blog'),
+    ],
+    ['matches_not', [['matches_not', 'event:page', ['^/$']]], (e) => e.path !== '/'],
+    [
+      'is_not with case_sensitive: false',
+      [['is_not', 'visit:source', ['GOOGLE'], { case_sensitive: false }]],
+      (_e, v) => v.source !== 'Google',
+    ],
+    ['not around contains', [['not', ['contains', 'event:page', ['blog']]]], (e) => !e.path.includes('blog')],
+    ['has_done an event', [['has_done', ['is', 'event:name', ['Signup']]]], (_e, v) => signedUp().has(v.id)],
+    ['has_not_done an event', [['has_not_done', ['is', 'event:name', ['Signup']]]], (_e, v) => !signedUp().has(v.id)],
+    ['not has_done', [['not', ['has_done', ['is', 'event:name', ['Signup']]]]], (_e, v) => !signedUp().has(v.id)],
+    ['has_done a goal', [['has_done', ['is', 'event:goal', ['Signup']]]], (_e, v) => signedUp().has(v.id)],
+    ['has_not_done a goal', [['has_not_done', ['is', 'event:goal', ['Signup']]]], (_e, v) => !signedUp().has(v.id)],
+    [
+      'has_done with a pro plan, and a page',
+      [
+        ['has_done', ['is', 'event:props:plan', ['pro']]],
+        ['is', 'event:page', ['/docs']],
+      ],
+      (e, v) => e.path === '/docs' && ref.events.some((x) => x.visit === v.id && x.plan === 'pro'),
+    ],
   ]
+  /** The visits with a Signup event, in the reference. */
+  const signedUp = () => new Set(ref.events.filter((e) => e.name === 'Signup').map((e) => e.visit))
 
   it.each(filterCases)('filter: %s', async (_name, filters, keep) => {
     const json = await query({ metrics: TOTAL_METRICS, date_range: CUSTOM, filters })
     const expected = expectedTotals(ref, FROM, TO, keep)
     expect(json.results[0].metrics).toEqual(plausibleTotals(expected))
     if (_name !== 'contains that differs in case matches nothing') expect(expected.visitors).toBeGreaterThan(0)
+    expect(expected.visitors).toBeLessThan(expectedTotals(ref, FROM, TO).visitors)
   })
 
   it('a saved segment filters as its filters do', async () => {
@@ -553,16 +582,16 @@ describe('POST /api/v2/query', () => {
       /bounce_rate is not available with a time dimension/,
     ],
     [
-      'has_done',
-      { metrics: ['visitors'], date_range: '7d', filters: [['has_done', ['is', 'event:name', ['Signup']]]] },
+      'has_done of a visit dimension',
+      { metrics: ['visitors'], date_range: '7d', filters: [['has_done', ['is', 'visit:source', ['Google']]]] },
       400,
-      /filters\[0\]: the behavioural filter has_done is not supported/,
+      /filters\[0\]: has_done takes a filter on an event dimension/,
     ],
     [
-      'contains_not',
-      { metrics: ['visitors'], date_range: '7d', filters: [['contains_not', 'event:page', ['blog']]] },
+      'has_done of has_done',
+      { metrics: ['visitors'], date_range: '7d', filters: [['has_done', ['has_not_done', ['is', 'event:name', ['Signup']]]]] },
       400,
-      /filters\[0\]: contains_not on event:page is not supported/,
+      /cannot hold another behavioural filter/,
     ],
     [
       'an unknown operator',
@@ -601,8 +630,23 @@ describe('POST /api/v2/query', () => {
       /"or" is supported only/,
     ],
     [
-      'not around contains',
-      { metrics: ['visitors'], date_range: '7d', filters: [['not', ['contains', 'event:page', ['blog']]]] },
+      'not around two filters',
+      {
+        metrics: ['visitors'],
+        date_range: '7d',
+        filters: [
+          [
+            'not',
+            [
+              'and',
+              [
+                ['is', 'event:page', ['/']],
+                ['is', 'visit:source', ['Google']],
+              ],
+            ],
+          ],
+        ],
+      },
       400,
       /"not" is supported only/,
     ],

@@ -51,7 +51,7 @@ export function validateDimension(name: string, source: Source, what: 'filters' 
 }
 
 /** Parses the `filters` parameter: URL-decoded JSON, an array of {dimension, operator, value}. */
-export function parseFilters(raw: string | undefined, source: Source): Filter[] {
+export function parseFilters(raw: string | undefined, source: Source): z.infer<typeof filterSchema> {
   if (raw === undefined || raw === '') return []
   let json: unknown
   try {
