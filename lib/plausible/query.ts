@@ -12,7 +12,7 @@ import type { Site } from '../sites/sites'
 import type { Source } from '../sites/source'
 import { comparisonWindow } from './comparison-window'
 import type { PlausibleAnswer, PlausibleDateRange, PlausibleMetric, PlausibleQuery } from './query-schema'
-import { type TimeDimension, checkReadable, isTimeDimension, serviceDimension, translateFilters } from './translate'
+import { type TimeDimension, checkReadable, countryName, isTimeDimension, serviceDimension, translateFilters } from './translate'
 
 /**
  * POST /api/v2/query: Plausible's Stats API v2 answered from this service's own reads. A query
@@ -39,6 +39,8 @@ interface Plan {
   filters: Filter[]
   goals: Goal[]
   metrics: PlausibleMetric[]
+  /** visit:country_name: rows by country, answered by the country's name. */
+  countryNames: boolean
 }
 
 const SERIES_METRICS: readonly PlausibleMetric[] = ['visitors', 'visits', 'pageviews', 'views_per_visit']
@@ -85,7 +87,7 @@ function planQuery(body: PlausibleQuery, source: Source, goals: Goal[]): Plan {
     if (property === 'goal' && (metric === 'visits' || metric === 'pageviews' || metric === 'views_per_visit'))
       throw metricError(metric, 'is not defined for goals (visitors, events, conversion_rate and revenue are)')
   }
-  return { source, time, property, filters, goals, metrics: body.metrics }
+  return { source, time, property, filters, goals, metrics: body.metrics, countryNames: plausibleProperty === 'visit:country_name' }
 }
 
 /** Plausible's named ranges and date pairs as the pipeline's range parameters; date-times also as the exact window. */
@@ -311,7 +313,8 @@ async function grouped(ctx: Context, property: string, limit: number): Promise<R
       }
     }
   }
-  return rows.map((row) => ({ metrics: metrics.map((m) => value(m, row)), dimensions: [row.value] }))
+  const label = ctx.plan.countryNames ? countryName : (v: string) => v
+  return rows.map((row) => ({ metrics: metrics.map((m) => value(m, row)), dimensions: [label(row.value)] }))
 }
 
 /** The order_by entries, each a metric of the query or one of its dimensions. */

@@ -32,15 +32,17 @@ const DIMENSION_NAMES: Record<string, string> = {
   'visit:country': 'country',
   'visit:region': 'region',
   'visit:city': 'city',
+  // the places are kept by name: the region and city fields hold the names Plausible's _name dimensions give
+  'visit:region_name': 'region',
+  'visit:city_name': 'city',
+  // kept as ISO 3166-1 codes, answered and matched by their English names
+  'visit:country_name': 'country',
 }
 
 /** Plausible dimensions this service does not record or cannot group by, with why. */
 const NOT_RECORDED: Record<string, string> = {
   'visit:browser_version': 'browser versions are not kept per visit',
   'visit:os_version': 'operating system versions are not kept per visit',
-  'visit:country_name': 'use visit:country (ISO 3166-1 alpha-2 codes)',
-  'visit:region_name': 'use visit:region',
-  'visit:city_name': 'use visit:city',
   'visit:entry_page_hostname': 'entry page hostnames are not kept per visit; use event:hostname',
   'visit:exit_page_hostname': 'exit page hostnames are not kept per visit; use event:hostname',
 }
@@ -221,6 +223,44 @@ function operatorOf(f: SimpleFilter): Pick<Filter, 'operator' | 'value'> {
   return as('matches', f.caseSensitive ? f.clauses : f.clauses.map(ci))
 }
 
+const regionNames = new Intl.DisplayNames(['en'], { type: 'region' })
+/** Every ISO 3166-1 alpha-2 code with its English name. */
+const COUNTRY_NAMES: ReadonlyMap<string, string> = (() => {
+  const names = new Map<string, string>()
+  const letters = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ'
+  for (const a of letters)
+    for (const b of letters) {
+      const name = regionNames.of(a + b)
+      if (name && name !== a + b) names.set(a + b, name)
+    }
+  return names
+})()
+
+/** A country's English name (visit:country_name), '' for an unknown country. */
+export const countryName = (code: string) => COUNTRY_NAMES.get(code) ?? ''
+
+/** A filter on country names as one on the codes of the countries it selects. */
+function countryNameFilter(f: SimpleFilter): Filter {
+  const negated = f.operator.endsWith('_not')
+  const positive = negated ? NEGATED[f.operator] : f.operator
+  const fold = (text: string) => (f.caseSensitive ? text : text.toLowerCase())
+  let selects: (name: string) => boolean
+  if (positive === 'is') selects = (name) => f.clauses.some((c) => fold(c) === fold(name))
+  else if (positive === 'contains') selects = (name) => f.clauses.some((c) => fold(name).includes(fold(c)))
+  else {
+    const patterns = f.clauses.map((clause) => {
+      try {
+        return new RegExp(clause, f.caseSensitive ? '' : 'i')
+      } catch {
+        throw new ApiError(400, `${f.where}: invalid regular expression in a matches filter`)
+      }
+    })
+    selects = (name) => patterns.some((p) => p.test(name))
+  }
+  const codes = [...COUNTRY_NAMES].filter(([, name]) => selects(name)).map(([code]) => code)
+  return { dimension: 'country', operator: negated ? 'is_not' : 'is', value: codes }
+}
+
 /** One simple filter as the pipeline's filter. */
 function serviceFilter(f: SimpleFilter, source: Source, goals: readonly Goal[]): Filter {
   if (f.dimension === SEGMENT) {
@@ -233,6 +273,7 @@ function serviceFilter(f: SimpleFilter, source: Source, goals: readonly Goal[]):
   checkReadable(f.dimension, dimension, source, f.where)
   // a goal filter keeps the visits that converted: has_done of a goal is the goal filter itself
   if (dimension === 'goal') return goalFilter(f, goals)
+  if (f.dimension === 'visit:country_name' && !f.behaviour) return countryNameFilter(f)
   if (!f.behaviour) return { dimension, ...operatorOf(f) }
   if (source !== 'standalone') throw new ApiError(400, `${f.where}: ${f.behaviour} needs the tracker source`)
   if (!f.dimension.startsWith('event:'))
