@@ -224,14 +224,15 @@ function operatorOf(f: SimpleFilter): Pick<Filter, 'operator' | 'value'> {
 }
 
 const regionNames = new Intl.DisplayNames(['en'], { type: 'region' })
-/** Every ISO 3166-1 alpha-2 code with its English name. */
+/** Every ISO 3166-1 alpha-2 code with its English name (not the replaced codes, such as DD for DE, that share a name). */
 const COUNTRY_NAMES: ReadonlyMap<string, string> = (() => {
   const names = new Map<string, string>()
   const letters = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ'
   for (const a of letters)
     for (const b of letters) {
-      const name = regionNames.of(a + b)
-      if (name && name !== a + b) names.set(a + b, name)
+      const code = a + b
+      const name = regionNames.of(code)
+      if (name && name !== code && new Intl.Locale(`und-${code}`).region === code) names.set(code, name)
     }
   return names
 })()
