@@ -44,6 +44,10 @@ interface Plan {
 }
 
 const SERIES_METRICS: readonly PlausibleMetric[] = ['visitors', 'visits', 'pageviews', 'views_per_visit']
+/** Metrics of a time dimension read as each bucket's totals (the series read holds the others). */
+const BUCKET_TOTALS_METRICS: readonly PlausibleMetric[] = ['bounce_rate', 'visit_duration', 'events']
+/** Buckets with data read one by one for BUCKET_TOTALS_METRICS, at most. */
+const MAX_BUCKET_READS = 400
 const GOAL_METRICS: readonly PlausibleMetric[] = ['conversion_rate', 'group_conversion_rate', 'total_revenue', 'average_revenue']
 const PAGE_METRICS: readonly PlausibleMetric[] = ['scroll_depth', 'time_on_page']
 
@@ -70,8 +74,11 @@ function planQuery(body: PlausibleQuery, source: Source, goals: Goal[]): Plan {
   const filters = translateFilters(body.filters, source, goals)
   const goalFiltered = filters.some((f) => f.dimension === 'goal')
   for (const metric of body.metrics) {
-    if (time && !SERIES_METRICS.includes(metric))
-      throw metricError(metric, `is not available with a time dimension here (${SERIES_METRICS.join(', ')} are)`)
+    if (time && !SERIES_METRICS.includes(metric) && !BUCKET_TOTALS_METRICS.includes(metric))
+      throw metricError(
+        metric,
+        `is not available with a time dimension here (${[...SERIES_METRICS, ...BUCKET_TOTALS_METRICS].join(', ')} are)`,
+      )
     if (PAGE_METRICS.includes(metric)) {
       if (property !== 'path') throw metricError(metric, 'needs the dimension event:page')
       if (source !== 'standalone') throw metricError(metric, 'is recorded only by the tracker')
@@ -233,18 +240,37 @@ async function timeseries(ctx: Context, range: ResolvedRange): Promise<{ rows: R
   const labels = starts.map((b) =>
     timeLabel(Temporal.Instant.fromEpochMilliseconds(b.epoch * 1000).toZonedDateTimeISO(range.timezone), range.interval),
   )
-  series.forEach((bucket, i) => {
-    // Plausible lists buckets with data; time_labels lists them all
-    if (!bucket.visitors && !bucket.visits && !bucket.pageviews) return
+  // Plausible lists buckets with data; time_labels lists them all
+  const filled = series.flatMap((bucket, i) => (bucket.visitors || bucket.visits || bucket.pageviews ? [{ bucket, i }] : []))
+  // bounce rate, duration and custom events: each bucket's totals, read over the bucket's part of the window
+  const perBucket = ctx.plan.metrics.some((m) => BUCKET_TOTALS_METRICS.includes(m))
+  if (perBucket && filled.length > MAX_BUCKET_READS)
+    throw new ApiError(
+      400,
+      `metrics: bounce_rate, visit_duration and events by time are read bucket by bucket, at most ${MAX_BUCKET_READS} buckets with data; this query has ${filled.length} (use a larger time dimension or a shorter date_range)`,
+    )
+  const reader = sourceReader(ctx.deps.clickhouse, ctx.plan.source)
+  const bucketTotals = async (i: number): Promise<Totals | undefined> => {
+    if (!perBucket) return undefined
+    const start = Temporal.Instant.fromEpochMilliseconds(starts[i].epoch * 1000).toZonedDateTimeISO(range.timezone)
+    const end =
+      i + 1 < starts.length
+        ? Temporal.Instant.fromEpochMilliseconds(starts[i + 1].epoch * 1000).toZonedDateTimeISO(range.timezone)
+        : range.to
+    const from = Temporal.ZonedDateTime.compare(start, range.from) < 0 ? range.from : start
+    return reader.totals({ ...ctx.query, range: { ...range, from, to: end } })
+  }
+  for (const { bucket, i } of filled) {
+    const read = await bucketTotals(i)
     const totals: Totals = {
       ...bucket,
-      bounceRate: 0,
-      avgDuration: 0,
-      events: 0,
+      bounceRate: read?.bounceRate ?? 0,
+      avgDuration: read?.avgDuration ?? 0,
+      events: read?.events ?? 0,
       viewsPerVisit: bucket.visits ? round(bucket.pageviews / bucket.visits, 2) : 0,
     }
     rows.push({ metrics: ctx.plan.metrics.map((m) => totalsMetric(m, totals)), dimensions: [labels[i]] })
-  })
+  }
   return { rows, labels }
 }
 

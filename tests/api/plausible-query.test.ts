@@ -174,6 +174,24 @@ describe('POST /api/v2/query', () => {
     expect(json.results).toEqual(expected)
   })
 
+  it('timeseries of bounce rate, visit duration and custom events: each bucket as its own totals', async () => {
+    const json = await query({
+      metrics: ['visitors', 'bounce_rate', 'visit_duration', 'events', 'views_per_visit'],
+      date_range: ['2026-11-18', '2026-11-22'],
+      dimensions: ['time:day'],
+    })
+    const days = ['2026-11-18', '2026-11-19', '2026-11-20', '2026-11-21', '2026-11-22', '2026-11-23']
+    const expected = days
+      .slice(0, -1)
+      .map((day, i) => {
+        const t = expectedTotals(ref, `${day}T00:00:00-05:00`, `${days[i + 1]}T00:00:00-05:00`)
+        return { metrics: [t.visitors, Math.round(t.bounceRate * 100), t.avgDuration, t.events, t.viewsPerVisit], dimensions: [day] }
+      })
+      .filter((r) => r.metrics[0] > 0)
+    expect(expected.some((r) => r.metrics[3] > 0)).toBe(true)
+    expect(json.results).toEqual(expected)
+  })
+
   it('timeseries by month and by hour', async () => {
     const months = await query({ metrics: ['visitors'], date_range: CUSTOM, dimensions: ['time:month'], include: { time_labels: true } })
     expect(months.meta.time_labels).toEqual(['2026-08-01', '2026-09-01', '2026-10-01', '2026-11-01'])
@@ -596,10 +614,10 @@ describe('POST /api/v2/query', () => {
     ],
     ['scroll_depth without pages', { metrics: ['scroll_depth'], date_range: '7d' }, 400, /scroll_depth needs the dimension event:page/],
     [
-      'a series of bounce rates',
-      { metrics: ['bounce_rate'], date_range: '7d', dimensions: ['time'] },
+      'a series of scroll depths',
+      { metrics: ['scroll_depth'], date_range: '7d', dimensions: ['time'] },
       400,
-      /bounce_rate is not available with a time dimension/,
+      /scroll_depth is not available with a time dimension/,
     ],
     [
       'has_done of a visit dimension',
