@@ -60,21 +60,19 @@ function planQuery(body: PlausibleQuery, source: Source, goals: Goal[]): Plan {
   const times = body.dimensions.filter(isTimeDimension)
   const others = body.dimensions.filter((d) => !isTimeDimension(d))
   if (times.length > 1) throw new ApiError(400, 'dimensions: at most one time dimension')
-  if (others.length > 1 || (times.length && others.length))
-    throw new ApiError(
-      400,
-      `dimensions: this service groups by one dimension at a time (a time dimension or another one), not ${body.dimensions.join(' and ')}`,
-    )
+  if (others.length > 1)
+    throw new ApiError(400, `dimensions: this service groups by one dimension besides time, not ${others.join(' and ')} together`)
   if (new Set(body.metrics).size !== body.metrics.length) throw new ApiError(400, 'metrics: a metric is listed twice')
   const time = times[0]
   const plausibleProperty = others[0]
-  const property = plausibleProperty === undefined ? undefined : serviceDimension(plausibleProperty, 'dimensions[0]')
-  if (property && plausibleProperty) checkReadable(plausibleProperty, property, source, 'dimensions[0]')
-  if (property === 'goal' && source !== 'standalone') throw new ApiError(400, 'dimensions[0]: event:goal needs the tracker source')
+  const where = `dimensions[${body.dimensions.indexOf(plausibleProperty)}]`
+  const property = plausibleProperty === undefined ? undefined : serviceDimension(plausibleProperty, where)
+  if (property && plausibleProperty) checkReadable(plausibleProperty, property, source, where)
+  if (property === 'goal' && source !== 'standalone') throw new ApiError(400, `${where}: event:goal needs the tracker source`)
   const filters = translateFilters(body.filters, source, goals)
   const goalFiltered = filters.some((f) => f.dimension === 'goal')
   for (const metric of body.metrics) {
-    if (time && !SERIES_METRICS.includes(metric) && !BUCKET_TOTALS_METRICS.includes(metric))
+    if (time && !property && !SERIES_METRICS.includes(metric) && !BUCKET_TOTALS_METRICS.includes(metric))
       throw metricError(
         metric,
         `is not available with a time dimension here (${[...SERIES_METRICS, ...BUCKET_TOTALS_METRICS].join(', ')} are)`,
@@ -250,16 +248,8 @@ async function timeseries(ctx: Context, range: ResolvedRange): Promise<{ rows: R
       `metrics: bounce_rate, visit_duration and events by time are read bucket by bucket, at most ${MAX_BUCKET_READS} buckets with data; this query has ${filled.length} (use a larger time dimension or a shorter date_range)`,
     )
   const reader = sourceReader(ctx.deps.clickhouse, ctx.plan.source)
-  const bucketTotals = async (i: number): Promise<Totals | undefined> => {
-    if (!perBucket) return undefined
-    const start = Temporal.Instant.fromEpochMilliseconds(starts[i].epoch * 1000).toZonedDateTimeISO(range.timezone)
-    const end =
-      i + 1 < starts.length
-        ? Temporal.Instant.fromEpochMilliseconds(starts[i + 1].epoch * 1000).toZonedDateTimeISO(range.timezone)
-        : range.to
-    const from = Temporal.ZonedDateTime.compare(start, range.from) < 0 ? range.from : start
-    return reader.totals({ ...ctx.query, range: { ...range, from, to: end } })
-  }
+  const bucketTotals = async (i: number): Promise<Totals | undefined> =>
+    perBucket ? reader.totals({ ...ctx.query, range: bucketWindow(range, starts, i) }) : undefined
   for (const { bucket, i } of filled) {
     const read = await bucketTotals(i)
     const totals: Totals = {
@@ -270,6 +260,44 @@ async function timeseries(ctx: Context, range: ResolvedRange): Promise<{ rows: R
       viewsPerVisit: bucket.visits ? round(bucket.pageviews / bucket.visits, 2) : 0,
     }
     rows.push({ metrics: ctx.plan.metrics.map((m) => totalsMetric(m, totals)), dimensions: [labels[i]] })
+  }
+  return { rows, labels }
+}
+
+/** The part of the window in bucket `i` of `starts` (the first bucket may begin before the window). */
+function bucketWindow(range: ResolvedRange, starts: { epoch: number }[], i: number): ResolvedRange {
+  const at = (epoch: number) => Temporal.Instant.fromEpochMilliseconds(epoch * 1000).toZonedDateTimeISO(range.timezone)
+  const start = at(starts[i].epoch)
+  const from = Temporal.ZonedDateTime.compare(start, range.from) < 0 ? range.from : start
+  return { ...range, from, to: i + 1 < starts.length ? at(starts[i + 1].epoch) : range.to }
+}
+
+/**
+ * A time dimension with another: the other's rows in each bucket with data, each bucket read as its
+ * own window (whole days come from the daily rollup), in the query's order of dimensions.
+ */
+async function timeBreakdown(ctx: Context, range: ResolvedRange, property: string, timeFirst: boolean) {
+  const series = await sourceReader(ctx.deps.clickhouse, ctx.plan.source).series({ ...ctx.query, range })
+  const starts = buckets(range)
+  const labels = starts.map((b) =>
+    timeLabel(Temporal.Instant.fromEpochMilliseconds(b.epoch * 1000).toZonedDateTimeISO(range.timezone), range.interval),
+  )
+  const filled = series.flatMap((bucket, i) => (bucket.visitors || bucket.visits || bucket.pageviews ? [i] : []))
+  if (filled.length > MAX_BUCKET_READS)
+    throw new ApiError(
+      400,
+      `dimensions: a time dimension with another is read bucket by bucket, at most ${MAX_BUCKET_READS} buckets with data; this query has ${filled.length} (use a larger time dimension or a shorter date_range)`,
+    )
+  const rows: ResultRow[] = []
+  for (const i of filled) {
+    const window = bucketWindow(range, starts, i)
+    const inBucket: Context = {
+      ...ctx,
+      query: { ...ctx.query, range: window },
+      withoutGoals: () => ({ ...ctx.withoutGoals(), range: window }),
+    }
+    for (const row of await grouped(inBucket, property, ALL_ROWS))
+      rows.push({ metrics: row.metrics, dimensions: timeFirst ? [labels[i], ...row.dimensions] : [...row.dimensions, labels[i]] })
   }
   return { rows, labels }
 }
@@ -345,7 +373,17 @@ async function grouped(ctx: Context, property: string, limit: number): Promise<R
 
 /** The order_by entries, each a metric of the query or one of its dimensions. */
 function orderOf(body: PlausibleQuery): [string, 'asc' | 'desc'][] {
-  const order = body.order_by ?? (body.dimensions.some(isTimeDimension) ? [[body.dimensions[0], 'asc']] : [[body.metrics[0], 'desc']])
+  const time = body.dimensions.find(isTimeDimension)
+  const order =
+    body.order_by ??
+    (time === undefined
+      ? [[body.metrics[0], 'desc']]
+      : body.dimensions.length > 1
+        ? [
+            [time, 'asc'],
+            [body.metrics[0], 'desc'],
+          ]
+        : [[time, 'asc']])
   for (const [i, [field]] of order.entries())
     if (!(body.metrics as string[]).includes(field) && !body.dimensions.includes(field))
       throw new ApiError(400, `order_by[${i}]: ${field} is neither a metric nor a dimension of the query`)
@@ -410,9 +448,11 @@ export async function plausibleQuery(deps: ReportDeps, site: Site, body: Plausib
   const fetch = body.include.total_rows || !defaultOrder ? ALL_ROWS : offset + limit
 
   const read = async (c: Context, r: ResolvedRange) =>
-    plan.time
-      ? await timeseries(c, r)
-      : { rows: plan.property ? await grouped(c, plan.property, fetch) : await aggregate(c), labels: undefined }
+    plan.time && plan.property
+      ? await timeBreakdown(c, r, plan.property, isTimeDimension(body.dimensions[0]))
+      : plan.time
+        ? await timeseries(c, r)
+        : { rows: plan.property ? await grouped(c, plan.property, fetch) : await aggregate(c), labels: undefined }
   const current = await read(ctx, range)
   const all = sortRows(current.rows, order, body)
   const results: ResultRow[] = all.slice(offset, offset + limit)
@@ -420,6 +460,8 @@ export async function plausibleQuery(deps: ReportDeps, site: Site, body: Plausib
   const meta: PlausibleAnswer['meta'] = {}
   const comparisonQuery: Partial<PlausibleAnswer['query']> = {}
   if (body.include.comparisons) {
+    if (plan.time && plan.property)
+      throw new ApiError(400, 'include.comparisons: not supported with a time dimension and another dimension together')
     const window = comparisonWindow(range, body.include.comparisons)
     const earlierQuery = { ...query, range: window }
     const earlier = await read({ ...ctx, query: earlierQuery, withoutGoals: () => ({ ...withoutGoals(), range: window }) }, window)

@@ -192,6 +192,33 @@ describe('POST /api/v2/query', () => {
     expect(json.results).toEqual(expected)
   })
 
+  it('a time dimension with another: the rows of each day, in the order of the dimensions asked', async () => {
+    const days = ['2026-11-20', '2026-11-21', '2026-11-22', '2026-11-23']
+    const expected = days.slice(0, -1).flatMap((day, i) =>
+      expectedBreakdown(ref, `${day}T00:00:00-05:00`, `${days[i + 1]}T00:00:00-05:00`, (_e, v) => v.source, true).map((r) => ({
+        metrics: [r.visitors, r.pageviews],
+        dimensions: [day, r.value],
+      })),
+    )
+    expect(new Set(expected.map((r) => r.dimensions[0])).size).toBeGreaterThan(1)
+    const json = await query({
+      metrics: ['visitors', 'pageviews'],
+      date_range: ['2026-11-20', '2026-11-22'],
+      dimensions: ['time:day', 'visit:source'],
+    })
+    expect(json.results).toEqual(expected)
+    expect(json.query.order_by).toEqual([
+      ['time:day', 'asc'],
+      ['visitors', 'desc'],
+    ])
+    const reversed = await query({
+      metrics: ['visitors', 'pageviews'],
+      date_range: ['2026-11-20', '2026-11-22'],
+      dimensions: ['visit:source', 'time:day'],
+    })
+    expect(reversed.results).toEqual(expected.map((r) => ({ ...r, dimensions: [r.dimensions[1], r.dimensions[0]] })))
+  })
+
   it('timeseries by month and by hour', async () => {
     const months = await query({ metrics: ['visitors'], date_range: CUSTOM, dimensions: ['time:month'], include: { time_labels: true } })
     expect(months.meta.time_labels).toEqual(['2026-08-01', '2026-09-01', '2026-10-01', '2026-11-01'])
@@ -597,7 +624,7 @@ describe('POST /api/v2/query', () => {
       'two dimensions',
       { metrics: ['visitors'], date_range: '7d', dimensions: ['visit:source', 'visit:country'] },
       400,
-      /one dimension at a time/,
+      /one dimension besides time, not visit:source and visit:country together/,
     ],
     [
       'a rate of an event dimension',
