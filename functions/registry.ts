@@ -34,6 +34,7 @@ import { siteFactEndpoints } from './v1/site-facts'
 import { siteEndpoints } from './v1/sites'
 import { whyEndpoints } from './v1/why'
 import { backlinkEndpoints } from './v1/backlinks'
+import { plausibleQueryEndpoints } from './v2/query'
 
 const healthSchema = z.object({
   status: z.enum(['ok', 'degraded']),
@@ -174,6 +175,7 @@ export const endpoints: Endpoint[] = [
     ...geoEndpoints,
     ...aiEndpoints,
     ...searchEndpoints,
+    ...plausibleQueryEndpoints,
   ]),
   ...inGroup('why', [...annotationEndpoints, ...whyEndpoints, ...backlinkEndpoints]),
   ...inGroup('behaviour', [...behaviourEndpoints, ...heatmapEndpoints, ...journeyEndpoints]),

@@ -37,6 +37,9 @@ import { createGoal } from '../lib/sites/goals'
  */
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]
 
+/** A read: a GET path, or a POST with its JSON body. */
+type Report = string | { path: string; body: unknown }
+
 interface BenchOptions {
   main: string
   others: string
@@ -260,7 +263,28 @@ const program = new Command('bench-reports')
       launches: `/api/v1/pages/launches?site_id=${site.id}&range=30d`,
       'page detail': `/api/v1/pages/detail?site_id=${site.id}&path=${detailPath}&range=30d`,
     }
-    const reports: Record<string, string> = { ...named, ...readsOfRegistry(site.id, Object.values(named)) }
+    // Plausible's Stats API v2: the same questions as stats, timeseries and the breakdowns above
+    const v2 = (query: object) => ({ path: '/api/v2/query', body: { site_id: site.domain, date_range: '30d', ...query } })
+    const posted: Record<string, Report> = {
+      'v2 query aggregate': v2({ metrics: ['visitors', 'visits', 'pageviews', 'bounce_rate', 'visit_duration'] }),
+      'v2 query time:day': v2({ metrics: ['visitors', 'visits', 'pageviews'], dimensions: ['time:day'] }),
+      'v2 query source': v2({
+        metrics: ['visitors', 'visits', 'pageviews', 'bounce_rate', 'visit_duration'],
+        dimensions: ['visit:source'],
+        pagination: { limit: 100 },
+      }),
+      'v2 query path': v2({ metrics: ['visitors', 'visits', 'pageviews'], dimensions: ['event:page'], pagination: { limit: 100 } }),
+      'v2 query filtered path': v2({
+        metrics: ['visitors', 'visits', 'pageviews'],
+        dimensions: ['event:page'],
+        filters: [
+          ['is', 'visit:country', ['US', 'DE']],
+          ['contains', 'event:page', ['blog'], { case_sensitive: false }],
+        ],
+        pagination: { limit: 100 },
+      }),
+    }
+    const reports: Record<string, Report> = { ...named, ...readsOfRegistry(site.id, Object.values(named)), ...posted }
     if (opts.compare) {
       // the reads that take compare, each without and with it, over 14 days whose previous 14 hold events too
       for (const name of Object.keys(reports)) delete reports[name]
@@ -285,14 +309,18 @@ const program = new Command('bench-reports')
     // the first read of each report on its own: a filtered read rolls its finished days up then
     const firstApiMs: Record<string, number> = {}
     const skipped: Record<string, string> = {}
-    const call = async (path: string) => {
-      const res = await app.request(`http://bench${path}`, { headers: { authorization: `Bearer ${key}` } })
-      const body = await res.text()
-      return { status: res.status, body }
+    const call = async (report: Report) => {
+      const { path, body } = typeof report === 'string' ? { path: report, body: undefined } : report
+      const res = await app.request(`http://bench${path}`, {
+        method: body ? 'POST' : 'GET',
+        headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        body: body ? JSON.stringify(body) : undefined,
+      })
+      return { status: res.status, body: await res.text() }
     }
-    for (const [name, path] of Object.entries(reports)) {
+    for (const [name, report] of Object.entries(reports)) {
       const t = performance.now()
-      const res = await call(path)
+      const res = await call(report)
       firstApiMs[name] = +(performance.now() - t).toFixed(1)
       // a read this data cannot answer (a source the site lacks, a provider not configured) is listed, not measured
       if (res.status !== 200) {
@@ -307,10 +335,10 @@ const program = new Command('bench-reports')
       Object.keys(reports).map((name) => [name, { api: [] as number[], engine: [] as number[], statements: 0 }]),
     )
     for (let i = 0; i < Number(opts.runs) + 2; i++) {
-      for (const [name, path] of Object.entries(reports)) {
+      for (const [name, report] of Object.entries(reports)) {
         recorder.start()
         let t = performance.now()
-        const res = await call(path)
+        const res = await call(report)
         const apiMs = performance.now() - t
         const ran = recorder.stop()
         if (res.status !== 200) throw new Error(`${name}: ${res.status} ${res.body}`)

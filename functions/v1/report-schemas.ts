@@ -10,7 +10,7 @@ export const rangeViewSchema = z.object({
   name: z.string(),
   from: z.string().describe('Start, ISO 8601 with the site offset'),
   to: z.string().describe('Exclusive end, ISO 8601 with the site offset'),
-  interval: z.enum(['minute', 'hour', 'day', 'month']),
+  interval: z.enum(['minute', 'hour', 'day', 'week', 'month']).describe('week: Plausible v2 queries only'),
   timezone: z.string(),
 })
 

@@ -190,6 +190,14 @@ export const isCustomProperty = (name: string) =>
  */
 export const SEGMENT = 'segment'
 
+/**
+ * Behavioural filters (Plausible's Stats API v2 queries): the visits with (has_done) or without
+ * (has_not_done) an event whose dimension, the filter's first value, matches the other values
+ * under the filter's operator. Like segment, not a dimension; the filters parameter does not take them.
+ */
+export const BEHAVIOURAL = ['has_done', 'has_not_done'] as const
+export const isBehavioural = (name: string) => (BEHAVIOURAL as readonly string[]).includes(name)
+
 /** Whether a source's reads take the dimension (custom properties are the collector's alone). */
 export const readableBy = (name: string, source: Source) => (dimension(name)?.sources ?? FIRST_PARTY).includes(source)
 

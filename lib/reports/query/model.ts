@@ -2,10 +2,16 @@ import type { Goal } from '../../sites/goals'
 import type { OPERATORS } from '../dimensions'
 import type { ResolvedRange } from './range'
 
+/**
+ * The operators a filter may hold: the filters parameter's, and the negated contains and matches
+ * that Plausible's Stats API v2 queries add (lib/plausible).
+ */
+export type FilterOperator = (typeof OPERATORS)[number] | 'contains_not' | 'matches_not'
+
 /** One filter: a dimension, an operator, and values OR-ed together. */
 export interface Filter {
   dimension: string
-  operator: (typeof OPERATORS)[number]
+  operator: FilterOperator
   value: string[]
 }
 

@@ -52,7 +52,7 @@ export function validateDimension(name: string, source: Source, what: 'filters' 
 }
 
 /** Parses the `filters` parameter: URL-decoded JSON, an array of {dimension, operator, value}. */
-export function parseFilters(raw: string | undefined, source: Source): Filter[] {
+export function parseFilters(raw: string | undefined, source: Source): z.infer<typeof filterSchema> {
   if (raw === undefined || raw === '') return []
   let json: unknown
   try {
@@ -73,7 +73,7 @@ export function parseFilters(raw: string | undefined, source: Source): Filter[] 
 }
 
 /** A channel filter naming the AI channel by a former name (stored rows were renamed by migration 0018) reads it by its name. */
-function renamedChannels(filter: Filter): Filter {
+function renamedChannels<F extends Filter>(filter: F): F {
   if (filter.dimension !== 'channel' || (filter.operator !== 'is' && filter.operator !== 'is_not')) return filter
   return { ...filter, value: filter.value.map((v) => (FORMER_AI_CHANNEL_NAMES.includes(v) ? AI_CHANNEL : v)) }
 }

@@ -8,7 +8,7 @@ import { chTime, daySpans, wholeDays } from './range'
  * The planner: for each read, which stored relation answers it. The one place that chooses
  * between the daily rollup, the sessions rollup, raw events and bot hits.
  *
- * - rollup: reads over whole site-local days of the window's totals, a day or month series, or a
+ * - rollup: reads over whole site-local days of the window's totals, a day, week or month series, or a
  *   rolled property. The days whose daily rollup is current come from day_rollups, the rest from
  *   events; a window of whole days is the sum of its days, because visitor ids rotate and visits
  *   end at the site-local midnight. A filtered read's days are rolled up under its filters.
@@ -73,7 +73,7 @@ export const readsBotHits = (query: Pick<Query, 'filters'>, read: Read) =>
 
 /**
  * Whether the read may use the daily rollup, before the rolled days are looked up: whole
- * site-local days, and totals, a series of day or month buckets (a rolled day is one bucket or
+ * site-local days, and totals, a series of day, week or month buckets (a rolled day is one bucket or
  * part of one), or a rolled property. A filtered read's days are rolled up per filter, on its
  * first read (see filteredRollupKey): a window of whole days is the sum of its days under any
  * filter too.
@@ -83,7 +83,7 @@ export function mayUseRollup(query: Query, read: Read): boolean {
   // rows rolled up under filters carry no engagement reports
   if (read.kind === 'breakdown' && read.reports && query.filters.length) return false
   if (read.kind === 'stats') return true
-  if (read.kind === 'series') return query.range.interval === 'day' || query.range.interval === 'month'
+  if (read.kind === 'series') return query.range.interval === 'day' || query.range.interval === 'week' || query.range.interval === 'month'
   return read.property === TOTALS || ROLLED_PROPERTIES.includes(read.property)
 }
 

@@ -2,7 +2,7 @@ import { Temporal } from 'temporal-polyfill'
 import type { RangeName } from '../dimensions'
 import { ApiError } from '../../errors'
 
-export type Interval = 'minute' | 'hour' | 'day' | 'month'
+export type Interval = 'minute' | 'hour' | 'day' | 'week' | 'month'
 /** The keyed ranges plus the live windows of the public count. */
 export type WindowName = RangeName | '5m' | '30m'
 
@@ -161,7 +161,12 @@ export function buckets(range: ResolvedRange): { epoch: number; label: string }[
         ? range.from.round({ smallestUnit: 'hour', roundingMode: 'floor' })
         : range.interval === 'day'
           ? range.from.startOfDay()
-          : range.from.with({ day: 1 }).startOfDay()
+          : range.interval === 'week'
+            ? range.from
+                .startOfDay()
+                .subtract({ days: range.from.dayOfWeek - 1 })
+                .startOfDay()
+            : range.from.with({ day: 1 }).startOfDay()
   const step = (z: Temporal.ZonedDateTime) =>
     range.interval === 'minute'
       ? z.add({ minutes: 1 })
@@ -169,7 +174,9 @@ export function buckets(range: ResolvedRange): { epoch: number; label: string }[
         ? z.add({ hours: 1 })
         : range.interval === 'day'
           ? z.add({ days: 1 }).startOfDay()
-          : z.add({ months: 1 }).with({ day: 1 }).startOfDay()
+          : range.interval === 'week'
+            ? z.add({ days: 7 }).startOfDay()
+            : z.add({ months: 1 }).with({ day: 1 }).startOfDay()
   while (Temporal.ZonedDateTime.compare(cursor, range.to) < 0 && out.length < 100_000) {
     out.push({ epoch: cursor.epochMilliseconds / 1000, label: iso(cursor) })
     cursor = step(cursor)

@@ -57,7 +57,7 @@ export interface ReportDeps {
  * (ga4, runImportedRead: the planner picks the one dataset a read takes). A site known to have no
  * events (`hasEvents` false) answers its standalone reads with zeros and empty lists, without reading.
  */
-function sourceReader(clickhouse: ClickHouse, source: Source, hasEvents = true) {
+export function sourceReader(clickhouse: ClickHouse, source: Source, hasEvents = true) {
   if (source === 'ga4') return importedReader(clickhouse)
   const answers = hasEvents
   return {

@@ -1,4 +1,4 @@
-import { PROPERTY_PREFIX, dimension } from '../../dimensions'
+import { PROPERTY_PREFIX, dimension, isBehavioural } from '../../dimensions'
 import { ApiError } from '../../../errors'
 import { type Goal, pageGoalPattern } from '../../../sites/goals'
 import { type Filter, goalsOfFilter } from '../model'
@@ -24,8 +24,12 @@ export function operatorSql(expr: Fragment, operator: Filter['operator'], values
       return sql`${expr} NOT IN ${list}`
     case 'contains':
       return sql`multiSearchAnyCaseInsensitiveUTF8(${expr}, ${list})`
+    case 'contains_not':
+      return sql`NOT multiSearchAnyCaseInsensitiveUTF8(${expr}, ${list})`
     case 'matches':
       return sql`arrayExists(pattern -> match(${expr}, pattern), ${list})`
+    case 'matches_not':
+      return sql`NOT arrayExists(pattern -> match(${expr}, pattern), ${list})`
   }
 }
 
@@ -39,10 +43,17 @@ export function goalCondition(goal: Pick<Goal, 'type' | 'matchValue'>): Fragment
  * Filter conditions on `events`. Column dimensions filter rows directly: visit-scoped ones are
  * the same on every event of a visit, so whole visits are kept. entry_page and exit_page keep
  * the visits (begun in the scope's visit span) whose first or last page matches; goal keeps the
- * visits with a converting event in the scope. Goal names were checked against `goals` by parsing.
+ * visits with a converting event in the scope, has_done those with a matching event, has_not_done
+ * the others. Goal names were checked against `goals` by parsing.
  */
 export function filterConditions(filters: readonly Filter[], goals: readonly Goal[], scope: Scope): Fragment[] {
   return filters.map((f) => {
+    if (isBehavioural(f.dimension)) {
+      // the first value names the event dimension the rest are matched against
+      const [inner, ...values] = f.value
+      const done = sql`session_id IN (SELECT session_id FROM ${raw(scope.table)} WHERE ${scope.events} AND ${operatorSql(dimensionSql(inner), f.operator, values)})`
+      return f.dimension === 'has_not_done' ? sql`NOT ${done}` : done
+    }
     if (f.dimension === 'goal') {
       const matched = goalsOfFilter(f, goals)
       const converting = matched.length ? join(matched.map(goalCondition), ' OR ') : raw('0')

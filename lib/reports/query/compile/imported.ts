@@ -67,6 +67,8 @@ function importedBucket(range: ResolvedRange): Fragment {
       return sql`toUnixTimestamp(makeDateTime(toYear(date), toMonth(date), toDayOfMonth(date), hour, 0, 0, ${tz}))`
     case 'day':
       return sql`toUnixTimestamp(toDateTime(date, ${tz}))`
+    case 'week':
+      return sql`toUnixTimestamp(toDateTime(toMonday(date), ${tz}))`
     default:
       return sql`toUnixTimestamp(toDateTime(toStartOfMonth(date), ${tz}))`
   }

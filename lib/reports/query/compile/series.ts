@@ -15,6 +15,8 @@ export function bucket(range: ResolvedRange): Fragment {
       return sql`toStartOfHour(timestamp, ${tz})`
     case 'day':
       return sql`toStartOfDay(timestamp, ${tz})`
+    case 'week':
+      return sql`toDateTime(toMonday(timestamp, ${tz}), ${tz})`
     case 'month':
       return sql`toDateTime(toStartOfMonth(timestamp, ${tz}), ${tz})`
   }
@@ -24,7 +26,7 @@ export function bucket(range: ResolvedRange): Fragment {
 export function seriesSql(query: Query, plan: HumanPlan): Fragment {
   const scope = queryScope(query, plan)
   if (plan.table === 'rollup') {
-    // day or month buckets: per-day totals summed into buckets
+    // day, week or month buckets: per-day totals summed into buckets
     const { timezone } = query.range
     const inner = rowsWithRollup(TOTALS, scope, timezone, plan.rolled, {
       day: localDay(timezone),
@@ -32,7 +34,12 @@ export function seriesSql(query: Query, plan: HumanPlan): Fragment {
       selected: selected(query, scope),
     })
     const tz = bind('String', timezone)
-    const dayBucket = query.range.interval === 'month' ? sql`toDateTime(toStartOfMonth(day), ${tz})` : sql`toDateTime(day, ${tz})`
+    const dayBucket =
+      query.range.interval === 'month'
+        ? sql`toDateTime(toStartOfMonth(day), ${tz})`
+        : query.range.interval === 'week'
+          ? sql`toDateTime(toMonday(day), ${tz})`
+          : sql`toDateTime(day, ${tz})`
     return sql`
 SELECT toUnixTimestamp(${dayBucket}) AS bucket, sum(visitors) AS visitors, sum(visits) AS visits, sum(pageviews) AS pageviews
 FROM (${inner})

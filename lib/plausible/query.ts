@@ -1,0 +1,526 @@
+import { Temporal } from 'temporal-polyfill'
+import { ApiError } from '../errors'
+import { SEGMENT, hasEngagement } from '../reports/dimensions'
+import { type Filter, type Query, goalsOfFilter } from '../reports/query/model'
+import type { ReportParams } from '../reports/query/parse'
+import { type Interval, type ResolvedRange, buckets } from '../reports/query/range'
+import { type ReportDeps, prepare, sourceReader } from '../reports/query/reports'
+import { runRead } from '../reports/query/run'
+import type { BreakdownRow, Totals } from '../reports/query/shape'
+import type { Goal } from '../sites/goals'
+import type { Site } from '../sites/sites'
+import type { Source } from '../sites/source'
+import { comparisonWindow } from './comparison-window'
+import type { PlausibleAnswer, PlausibleDateRange, PlausibleMetric, PlausibleQuery } from './query-schema'
+import { type TimeDimension, checkReadable, countryName, isTimeDimension, serviceDimension, translateFilters } from './translate'
+
+/**
+ * POST /api/v2/query: Plausible's Stats API v2 answered from this service's own reads. A query
+ * becomes one of the pipeline's reads (totals, a series, or the breakdown of one dimension) with
+ * the same planner and rollups as GET /api/v1/stats, /timeseries and /breakdown, then its rows are
+ * shaped as Plausible answers them (rates as percentages, time buckets as dates).
+ */
+
+type MetricValue = PlausibleAnswer['results'][number]['metrics'][number]
+type ResultRow = PlausibleAnswer['results'][number]
+
+/** Rows read when the whole breakdown is needed (another order, total_rows, per-group joins). */
+const ALL_ROWS = 100_000
+
+const round = (v: number, digits: number) => Math.round(v * 10 ** digits) / 10 ** digits
+const percent = (part: number, whole: number, digits: number) => (whole ? round((part / whole) * 100, digits) : 0)
+
+/** What the query asks, checked: its one read (totals, series or breakdown) and the pipeline's filters. */
+interface Plan {
+  source: Source
+  time?: TimeDimension
+  /** The service dimension of the one non-time dimension. */
+  property?: string
+  filters: Filter[]
+  goals: Goal[]
+  metrics: PlausibleMetric[]
+  /** visit:country_name: rows by country, answered by the country's name. */
+  countryNames: boolean
+}
+
+const SERIES_METRICS: readonly PlausibleMetric[] = ['visitors', 'visits', 'pageviews', 'views_per_visit']
+/** Metrics of a time dimension read as each bucket's totals (the series read holds the others). */
+const BUCKET_TOTALS_METRICS: readonly PlausibleMetric[] = ['bounce_rate', 'visit_duration', 'events']
+/** Buckets with data read one by one for BUCKET_TOTALS_METRICS, at most. */
+const MAX_BUCKET_READS = 400
+const GOAL_METRICS: readonly PlausibleMetric[] = ['conversion_rate', 'group_conversion_rate', 'total_revenue', 'average_revenue']
+const PAGE_METRICS: readonly PlausibleMetric[] = ['scroll_depth', 'time_on_page']
+
+function metricError(metric: string, why: string) {
+  return new ApiError(400, `metrics: ${metric} ${why}`)
+}
+
+/** The query's dimensions, filters and metrics against what this service reads, or a 400 naming the first that does not fit. */
+function planQuery(body: PlausibleQuery, source: Source, goals: Goal[]): Plan {
+  const times = body.dimensions.filter(isTimeDimension)
+  const others = body.dimensions.filter((d) => !isTimeDimension(d))
+  if (times.length > 1) throw new ApiError(400, 'dimensions: at most one time dimension')
+  if (others.length > 1)
+    throw new ApiError(400, `dimensions: this service groups by one dimension besides time, not ${others.join(' and ')} together`)
+  if (new Set(body.metrics).size !== body.metrics.length) throw new ApiError(400, 'metrics: a metric is listed twice')
+  const time = times[0]
+  const plausibleProperty = others[0]
+  const where = `dimensions[${body.dimensions.indexOf(plausibleProperty)}]`
+  const property = plausibleProperty === undefined ? undefined : serviceDimension(plausibleProperty, where)
+  if (property && plausibleProperty) checkReadable(plausibleProperty, property, source, where)
+  if (property === 'goal' && source !== 'standalone') throw new ApiError(400, `${where}: event:goal needs the tracker source`)
+  const filters = translateFilters(body.filters, source, goals)
+  const goalFiltered = filters.some((f) => f.dimension === 'goal')
+  for (const metric of body.metrics) {
+    if (time && !property && !SERIES_METRICS.includes(metric) && !BUCKET_TOTALS_METRICS.includes(metric))
+      throw metricError(
+        metric,
+        `is not available with a time dimension here (${[...SERIES_METRICS, ...BUCKET_TOTALS_METRICS].join(', ')} are)`,
+      )
+    if (PAGE_METRICS.includes(metric)) {
+      if (property !== 'path') throw metricError(metric, 'needs the dimension event:page')
+      if (source !== 'standalone') throw metricError(metric, 'is recorded only by the tracker')
+    }
+    if ((metric === 'bounce_rate' || metric === 'visit_duration') && property && !hasEngagement(property))
+      throw metricError(metric, `is not defined for the event dimension ${plausibleProperty}`)
+    if (metric === 'percentage' && !property) throw metricError(metric, 'needs a dimension')
+    if (metric === 'group_conversion_rate' && !property) throw metricError(metric, 'needs a dimension')
+    if (GOAL_METRICS.includes(metric) && property !== 'goal' && !goalFiltered)
+      throw metricError(metric, 'needs an event:goal filter or the event:goal dimension')
+    if ((metric === 'total_revenue' || metric === 'average_revenue') && property && property !== 'goal')
+      throw metricError(metric, 'is available with no dimension or the event:goal dimension here')
+    if (property === 'goal' && (metric === 'visits' || metric === 'pageviews' || metric === 'views_per_visit'))
+      throw metricError(metric, 'is not defined for goals (visitors, events, conversion_rate and revenue are)')
+  }
+  return { source, time, property, filters, goals, metrics: body.metrics, countryNames: plausibleProperty === 'visit:country_name' }
+}
+
+/** Plausible's named ranges and date pairs as the pipeline's range parameters; date-times also as the exact window. */
+function rangeParams(dateRange: PlausibleDateRange, timezone: string, now: Date) {
+  const today = Temporal.Instant.fromEpochMilliseconds(now.getTime()).toZonedDateTimeISO(timezone).toPlainDate()
+  const custom = (from: Temporal.PlainDate, to: Temporal.PlainDate) => ({
+    range: 'custom' as const,
+    from: from.toString(),
+    to: to.toString(),
+  })
+  if (typeof dateRange === 'string') {
+    switch (dateRange) {
+      case 'day':
+        return { params: { range: 'today' as const } }
+      case '28d':
+      case '91d':
+        return { params: custom(today.subtract({ days: Number.parseInt(dateRange, 10) - 1 }), today) }
+      case '6mo':
+        return { params: custom(today.with({ day: 1 }).subtract({ months: 5 }), today) }
+      default:
+        return { params: { range: dateRange } }
+    }
+  }
+  const [from, to] = dateRange.map((value, i) => {
+    try {
+      if (value.length === 10) return { date: Temporal.PlainDate.from(value, { overflow: 'reject' }) }
+      const at = Temporal.Instant.from(value).toZonedDateTimeISO(timezone)
+      return { date: at.toPlainDate(), at }
+    } catch {
+      throw new ApiError(400, `date_range[${i}]: ${value} is not a valid date or date-time`)
+    }
+  })
+  if (from.at && to.at) {
+    if (Temporal.ZonedDateTime.compare(from.at, to.at) > 0) throw new ApiError(400, 'date_range: the start is after the end')
+    // the end second is included, as in Plausible's "…T15:59:59"
+    return { params: custom(from.date, to.date), exact: { from: from.at, to: to.at.add({ seconds: 1 }) } }
+  }
+  if (from.at || to.at) throw new ApiError(400, 'date_range: give two dates or two date-times, not one of each')
+  return { params: custom(from.date, to.date) }
+}
+
+const INTERVALS: Record<Exclude<TimeDimension, 'time'>, Interval> = {
+  'time:hour': 'hour',
+  'time:day': 'day',
+  'time:week': 'week',
+  'time:month': 'month',
+}
+
+/** The window to read: the pipeline's resolution, the exact date-times given, the bucket a time dimension asks. */
+function windowOf(
+  resolved: ResolvedRange,
+  exact: { from: Temporal.ZonedDateTime; to: Temporal.ZonedDateTime } | undefined,
+  time?: TimeDimension,
+) {
+  let range = exact ? { ...resolved, ...exact } : resolved
+  if (exact && Temporal.Duration.compare(exact.from.until(exact.to), { hours: 48 }) <= 0) range = { ...range, interval: 'hour' }
+  if (time && time !== 'time') range = { ...range, interval: INTERVALS[time] }
+  if (range.interval === 'minute') range = { ...range, interval: 'hour' }
+  return range
+}
+
+/** A bucket's label as Plausible writes time dimensions: the date, or the date and hour for hours. */
+function timeLabel(zoned: Temporal.ZonedDateTime, interval: Interval) {
+  const date = zoned.toPlainDate().toString()
+  return interval === 'hour' || interval === 'minute' ? `${date} ${zoned.toPlainTime().toString({ smallestUnit: 'second' })}` : date
+}
+
+const revenueValue = (amount: number, currency: string): MetricValue => {
+  const format = (digits: number, notation: 'standard' | 'compact') =>
+    new Intl.NumberFormat('en-US', { style: 'currency', currency, notation, maximumFractionDigits: digits }).format(amount)
+  return { value: round(amount, 2), currency, short: format(1, 'compact'), long: format(2, 'standard') }
+}
+
+/** The value of a metric on totals (no dimension). */
+function totalsMetric(metric: PlausibleMetric, t: Totals): MetricValue {
+  switch (metric) {
+    case 'visitors':
+      return t.visitors
+    case 'visits':
+      return t.visits
+    case 'pageviews':
+      return t.pageviews
+    case 'views_per_visit':
+      return t.viewsPerVisit
+    case 'bounce_rate':
+      return Math.round(t.bounceRate * 100)
+    case 'visit_duration':
+      return t.avgDuration
+    case 'events':
+      return t.events
+    default:
+      return null
+  }
+}
+
+interface Context {
+  deps: ReportDeps
+  site: Site
+  plan: Plan
+  query: Query
+  /** The query without its goal filters: what conversion rates divide by. */
+  withoutGoals(): Query
+}
+
+/** Revenue of the goals the goal filters select, over the query: [total, conversions] in one currency, or null. */
+async function filteredRevenue(ctx: Context): Promise<{ amount: number; currency: string; conversions: number } | null> {
+  // the goals every positive goal filter selects (a negative one keeps visits that converted none of its goals)
+  const goalFilters = ctx.query.filters.filter((f) => f.dimension === 'goal' && f.operator === 'is')
+  if (!goalFilters.length) return null
+  const names = new Set(ctx.plan.goals.filter((g) => goalFilters.every((f) => goalsOfFilter(f, [g]).length)).map((g) => g.name))
+  const rows = (await sourceReader(ctx.deps.clickhouse, 'standalone').breakdown({ ...ctx.query, limit: 1000 }, 'goal')).filter(
+    (r) => names.has(r.value) && r.revenue,
+  )
+  const currencies = new Set(rows.map((r) => r.revenue?.currency))
+  if (rows.length === 0 || currencies.size !== 1) return null
+  return {
+    amount: rows.reduce((n, r) => n + (r.revenue?.amount ?? 0), 0),
+    currency: [...currencies][0] as string,
+    conversions: rows.reduce((n, r) => n + (r.conversions ?? 0), 0),
+  }
+}
+
+async function aggregate(ctx: Context): Promise<ResultRow[]> {
+  const reader = sourceReader(ctx.deps.clickhouse, ctx.plan.source)
+  const totals = await reader.totals(ctx.query)
+  const needsBase = ctx.plan.metrics.includes('conversion_rate')
+  const base = needsBase ? await reader.totals(ctx.withoutGoals()) : undefined
+  const revenue = ctx.plan.metrics.some((m) => m === 'total_revenue' || m === 'average_revenue') ? await filteredRevenue(ctx) : undefined
+  const metrics = ctx.plan.metrics.map((metric): MetricValue => {
+    if (metric === 'conversion_rate') return percent(totals.visitors, base?.visitors ?? 0, 2)
+    if (metric === 'total_revenue') return revenue ? revenueValue(revenue.amount, revenue.currency) : null
+    if (metric === 'average_revenue')
+      return revenue?.conversions ? revenueValue(revenue.amount / revenue.conversions, revenue.currency) : null
+    return totalsMetric(metric, totals)
+  })
+  return [{ metrics, dimensions: [] }]
+}
+
+async function timeseries(ctx: Context, range: ResolvedRange): Promise<{ rows: ResultRow[]; labels: string[] }> {
+  const series = await sourceReader(ctx.deps.clickhouse, ctx.plan.source).series({ ...ctx.query, range })
+  const starts = buckets(range)
+  const rows: ResultRow[] = []
+  const labels = starts.map((b) =>
+    timeLabel(Temporal.Instant.fromEpochMilliseconds(b.epoch * 1000).toZonedDateTimeISO(range.timezone), range.interval),
+  )
+  // Plausible lists buckets with data; time_labels lists them all
+  const filled = series.flatMap((bucket, i) => (bucket.visitors || bucket.visits || bucket.pageviews ? [{ bucket, i }] : []))
+  // bounce rate, duration and custom events: each bucket's totals, read over the bucket's part of the window
+  const perBucket = ctx.plan.metrics.some((m) => BUCKET_TOTALS_METRICS.includes(m))
+  if (perBucket && filled.length > MAX_BUCKET_READS)
+    throw new ApiError(
+      400,
+      `metrics: bounce_rate, visit_duration and events by time are read bucket by bucket, at most ${MAX_BUCKET_READS} buckets with data; this query has ${filled.length} (use a larger time dimension or a shorter date_range)`,
+    )
+  const reader = sourceReader(ctx.deps.clickhouse, ctx.plan.source)
+  const bucketTotals = async (i: number): Promise<Totals | undefined> =>
+    perBucket ? reader.totals({ ...ctx.query, range: bucketWindow(range, starts, i) }) : undefined
+  for (const { bucket, i } of filled) {
+    const read = await bucketTotals(i)
+    const totals: Totals = {
+      ...bucket,
+      bounceRate: read?.bounceRate ?? 0,
+      avgDuration: read?.avgDuration ?? 0,
+      events: read?.events ?? 0,
+      viewsPerVisit: bucket.visits ? round(bucket.pageviews / bucket.visits, 2) : 0,
+    }
+    rows.push({ metrics: ctx.plan.metrics.map((m) => totalsMetric(m, totals)), dimensions: [labels[i]] })
+  }
+  return { rows, labels }
+}
+
+/** The part of the window in bucket `i` of `starts` (the first bucket may begin before the window). */
+function bucketWindow(range: ResolvedRange, starts: { epoch: number }[], i: number): ResolvedRange {
+  const at = (epoch: number) => Temporal.Instant.fromEpochMilliseconds(epoch * 1000).toZonedDateTimeISO(range.timezone)
+  const start = at(starts[i].epoch)
+  const from = Temporal.ZonedDateTime.compare(start, range.from) < 0 ? range.from : start
+  return { ...range, from, to: i + 1 < starts.length ? at(starts[i + 1].epoch) : range.to }
+}
+
+/**
+ * A time dimension with another: the other's rows in each bucket with data, each bucket read as its
+ * own window (whole days come from the daily rollup), in the query's order of dimensions.
+ */
+async function timeBreakdown(ctx: Context, range: ResolvedRange, property: string, timeFirst: boolean) {
+  const series = await sourceReader(ctx.deps.clickhouse, ctx.plan.source).series({ ...ctx.query, range })
+  const starts = buckets(range)
+  const labels = starts.map((b) =>
+    timeLabel(Temporal.Instant.fromEpochMilliseconds(b.epoch * 1000).toZonedDateTimeISO(range.timezone), range.interval),
+  )
+  const filled = series.flatMap((bucket, i) => (bucket.visitors || bucket.visits || bucket.pageviews ? [i] : []))
+  if (filled.length > MAX_BUCKET_READS)
+    throw new ApiError(
+      400,
+      `dimensions: a time dimension with another is read bucket by bucket, at most ${MAX_BUCKET_READS} buckets with data; this query has ${filled.length} (use a larger time dimension or a shorter date_range)`,
+    )
+  const rows: ResultRow[] = []
+  for (const i of filled) {
+    const window = bucketWindow(range, starts, i)
+    const inBucket: Context = {
+      ...ctx,
+      query: { ...ctx.query, range: window },
+      withoutGoals: () => ({ ...ctx.withoutGoals(), range: window }),
+    }
+    for (const row of await grouped(inBucket, property, ALL_ROWS))
+      rows.push({ metrics: row.metrics, dimensions: timeFirst ? [labels[i], ...row.dimensions] : [...row.dimensions, labels[i]] })
+  }
+  return { rows, labels }
+}
+
+/** Breakdown rows with the engagement reports of each page (scroll depth, engaged time) where asked. */
+async function pageReports(ctx: Context, limit: number) {
+  const rows = await runRead<Record<string, unknown>>(
+    ctx.deps.clickhouse,
+    { ...ctx.query, limit },
+    { kind: 'breakdown', property: 'path', reports: true },
+  )
+  return new Map(
+    rows.map((r) => [
+      String(r.value),
+      { reports: Number(r.reports ?? 0), scroll: Number(r.scroll_sum ?? 0), ms: Number(r.engaged_ms_sum ?? 0) },
+    ]),
+  )
+}
+
+async function grouped(ctx: Context, property: string, limit: number): Promise<ResultRow[]> {
+  const reader = sourceReader(ctx.deps.clickhouse, ctx.plan.source)
+  const { metrics } = ctx.plan
+  const goalFiltered = ctx.query.filters.some((f) => f.dimension === 'goal')
+  const [rows, totals, base, groups, reports] = await Promise.all([
+    reader.breakdown({ ...ctx.query, limit }, property),
+    metrics.includes('percentage') ? reader.totals(ctx.query) : undefined,
+    metrics.includes('conversion_rate') && property !== 'goal' ? reader.totals(ctx.withoutGoals()) : undefined,
+    metrics.includes('group_conversion_rate') && property !== 'goal' && goalFiltered
+      ? reader.breakdown({ ...ctx.withoutGoals(), limit: ALL_ROWS }, property)
+      : undefined,
+    metrics.some((m) => PAGE_METRICS.includes(m)) ? pageReports(ctx, ALL_ROWS) : undefined,
+  ])
+  const groupVisitors = new Map(groups?.map((g) => [g.value, g.visitors]))
+  const value = (metric: PlausibleMetric, row: BreakdownRow): MetricValue => {
+    switch (metric) {
+      case 'visitors':
+        return row.visitors
+      case 'visits':
+        return row.visits ?? 0
+      case 'pageviews':
+        return row.pageviews ?? 0
+      case 'views_per_visit':
+        return row.visits ? round((row.pageviews ?? 0) / row.visits, 2) : 0
+      case 'bounce_rate':
+        return Math.round((row.bounceRate ?? 0) * 100)
+      case 'visit_duration':
+        return row.avgDuration ?? 0
+      case 'events':
+        return row.events
+      case 'percentage':
+        return percent(row.visitors, totals?.visitors ?? 0, 1)
+      case 'conversion_rate':
+        return property === 'goal' ? round((row.conversionRate ?? 0) * 100, 2) : percent(row.visitors, base?.visitors ?? 0, 2)
+      case 'group_conversion_rate':
+        return property === 'goal' ? round((row.conversionRate ?? 0) * 100, 2) : percent(row.visitors, groupVisitors.get(row.value) ?? 0, 2)
+      case 'total_revenue':
+        return row.revenue ? revenueValue(row.revenue.amount, row.revenue.currency) : null
+      case 'average_revenue':
+        return row.revenue && row.conversions ? revenueValue(row.revenue.amount / row.conversions, row.revenue.currency) : null
+      case 'scroll_depth': {
+        const r = reports?.get(row.value)
+        return r?.reports ? Math.round(r.scroll / r.reports) : null
+      }
+      case 'time_on_page': {
+        const r = reports?.get(row.value)
+        return r?.reports ? Math.round(r.ms / r.reports / 1000) : null
+      }
+    }
+  }
+  const label = ctx.plan.countryNames ? countryName : (v: string) => v
+  return rows.map((row) => ({ metrics: metrics.map((m) => value(m, row)), dimensions: [label(row.value)] }))
+}
+
+/** The order_by entries, each a metric of the query or one of its dimensions. */
+function orderOf(body: PlausibleQuery): [string, 'asc' | 'desc'][] {
+  const time = body.dimensions.find(isTimeDimension)
+  const order =
+    body.order_by ??
+    (time === undefined
+      ? [[body.metrics[0], 'desc']]
+      : body.dimensions.length > 1
+        ? [
+            [time, 'asc'],
+            [body.metrics[0], 'desc'],
+          ]
+        : [[time, 'asc']])
+  for (const [i, [field]] of order.entries())
+    if (!(body.metrics as string[]).includes(field) && !body.dimensions.includes(field))
+      throw new ApiError(400, `order_by[${i}]: ${field} is neither a metric nor a dimension of the query`)
+  return order as [string, 'asc' | 'desc'][]
+}
+
+const comparable = (v: MetricValue | string): number | string => (v === null ? -1 : typeof v === 'object' ? v.value : v)
+
+function sortRows(rows: ResultRow[], order: [string, 'asc' | 'desc'][], body: PlausibleQuery) {
+  const at = (row: ResultRow, field: string) => {
+    const m = (body.metrics as string[]).indexOf(field)
+    return comparable(m >= 0 ? row.metrics[m] : row.dimensions[body.dimensions.indexOf(field)])
+  }
+  const compare = (a: number | string, b: number | string) => (a < b ? -1 : a > b ? 1 : 0)
+  return rows.sort((a, b) => {
+    for (const [field, direction] of order) {
+      const c = compare(at(a, field), at(b, field))
+      if (c) return direction === 'asc' ? c : -c
+    }
+    // ties as the pipeline's rows: by value
+    return compare(a.dimensions[0] ?? '', b.dimensions[0] ?? '')
+  })
+}
+
+/** A comparison's change: percent change, bounce_rate the difference in points; null where the earlier value is zero or missing. */
+function change(metric: PlausibleMetric, now: MetricValue, before: MetricValue | undefined): number | null {
+  const [a, b] = [now, before ?? null].map((v) => (v === null ? null : typeof v === 'object' ? v.value : v))
+  if (a === null || b === null) return null
+  if (metric === 'bounce_rate' || metric.endsWith('conversion_rate')) return round(a - b, 2)
+  return b === 0 ? (a === 0 ? 0 : 100) : Math.round(((a - b) / b) * 100)
+}
+
+const inclusiveEnd = (to: Temporal.ZonedDateTime) => to.subtract({ seconds: 1 })
+const isoSecond = (z: Temporal.ZonedDateTime) => z.toString({ timeZoneName: 'never', smallestUnit: 'second' })
+
+/** Answers a Stats API v2 query for `site` from the site's primary source. */
+export async function plausibleQuery(deps: ReportDeps, site: Site, body: PlausibleQuery): Promise<PlausibleAnswer> {
+  const source = site.primarySource
+  const goals = await deps.repositories.goals.list(site.id)
+  const plan = planQuery(body, source, goals)
+  const order = orderOf(body)
+  const now = deps.now()
+  const { params, exact } = rangeParams(body.date_range, site.timezone, now)
+  // segments go through parsing, which expands them into their filters; the others are translated and checked already
+  const segments = plan.filters.filter((f) => f.dimension === SEGMENT)
+  const reportParams: ReportParams = {
+    site_id: site.id,
+    ...params,
+    source,
+    filters: segments.length ? JSON.stringify(segments) : undefined,
+    limit: undefined,
+  }
+  const prepared = await prepare(deps, site, reportParams, { series: plan.time !== undefined, now })
+  const range = windowOf(prepared.query.range, exact, plan.time)
+  const filters = [...prepared.query.filters, ...plan.filters.filter((f) => f.dimension !== SEGMENT)]
+  const query: Query = { ...prepared.query, range, filters, goals }
+  const withoutGoals = () => ({ ...query, filters: query.filters.filter((f) => f.dimension !== 'goal') })
+  const ctx: Context = { deps, site, plan, query, withoutGoals }
+
+  const { limit, offset } = body.pagination
+  const defaultOrder = order.length === 1 && order[0][0] === 'visitors' && order[0][1] === 'desc'
+  const fetch = body.include.total_rows || !defaultOrder ? ALL_ROWS : offset + limit
+
+  const read = async (c: Context, r: ResolvedRange) =>
+    plan.time && plan.property
+      ? await timeBreakdown(c, r, plan.property, isTimeDimension(body.dimensions[0]))
+      : plan.time
+        ? await timeseries(c, r)
+        : { rows: plan.property ? await grouped(c, plan.property, fetch) : await aggregate(c), labels: undefined }
+  const current = await read(ctx, range)
+  const all = sortRows(current.rows, order, body)
+  const results: ResultRow[] = all.slice(offset, offset + limit)
+
+  const meta: PlausibleAnswer['meta'] = {}
+  const comparisonQuery: Partial<PlausibleAnswer['query']> = {}
+  if (body.include.comparisons) {
+    if (plan.time && plan.property)
+      throw new ApiError(400, 'include.comparisons: not supported with a time dimension and another dimension together')
+    const window = comparisonWindow(range, body.include.comparisons)
+    const earlierQuery = { ...query, range: window }
+    const earlier = await read({ ...ctx, query: earlierQuery, withoutGoals: () => ({ ...withoutGoals(), range: window }) }, window)
+    comparisonQuery.comparison_date_range = [isoSecond(window.from), isoSecond(inclusiveEnd(window.to))]
+    // time rows are matched by their place in the window, others by their dimension values
+    const key = (row: ResultRow) => (plan.time ? String(current.labels?.indexOf(row.dimensions[0])) : JSON.stringify(row.dimensions))
+    const earlierKey = (row: ResultRow) => (plan.time ? String(earlier.labels?.indexOf(row.dimensions[0])) : JSON.stringify(row.dimensions))
+    const byKey = new Map(earlier.rows.map((row) => [earlierKey(row), row]))
+    for (const row of results) {
+      const before = byKey.get(key(row))
+      const dimensions = plan.time ? [earlier.labels?.[Number(key(row))] ?? ''] : row.dimensions
+      const metrics = before?.metrics ?? plan.metrics.map((m) => (m.endsWith('revenue') ? null : 0))
+      row.comparison = { dimensions, metrics, change: plan.metrics.map((m, i) => change(m, row.metrics[i], metrics[i])) }
+    }
+    if (body.include.time_labels && earlier.labels) meta.comparison_time_labels = earlier.labels
+  }
+
+  meta.imports_included = source === 'ga4'
+  if (body.include.imports && source !== 'ga4')
+    meta.imports_warning = site.sources.includes('ga4')
+      ? "Imported GA4 data is a separate source on this service and is not added to the tracker's numbers"
+      : 'This site has no imported data'
+  if (body.include.time_labels) {
+    if (!plan.time) throw new ApiError(400, 'include.time_labels: needs a time dimension')
+    meta.time_labels = current.labels
+  }
+  if (body.include.total_rows) {
+    if (!plan.property && !plan.time) throw new ApiError(400, 'include.total_rows: needs a dimension')
+    meta.total_rows = all.length
+  }
+  const warnings = metricWarnings(plan, results)
+  if (warnings) meta.metric_warnings = warnings
+
+  return {
+    results,
+    meta,
+    query: {
+      site_id: body.site_id,
+      metrics: body.metrics,
+      date_range: [isoSecond(range.from), isoSecond(inclusiveEnd(range.to))],
+      ...comparisonQuery,
+      dimensions: body.dimensions,
+      filters: body.filters,
+      order_by: order,
+      include: body.include,
+      pagination: { limit, offset },
+    },
+  }
+}
+
+/** Why a revenue metric is null: no goal with a currency among the rows, or several currencies. */
+function metricWarnings(plan: Plan, rows: ResultRow[]): PlausibleAnswer['meta']['metric_warnings'] {
+  const out: NonNullable<PlausibleAnswer['meta']['metric_warnings']> = {}
+  plan.metrics.forEach((metric, i) => {
+    if ((metric === 'total_revenue' || metric === 'average_revenue') && rows.some((r) => r.metrics[i] === null))
+      out[metric] = {
+        code: 'no_revenue_goals_matching',
+        warning: 'Revenue metrics are null where the goals counted have no currency, or have more than one',
+      }
+  })
+  return Object.keys(out).length ? out : undefined
+}

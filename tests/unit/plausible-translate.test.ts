@@ -1,0 +1,87 @@
+import { describe, expect, it } from 'vitest'
+import { countryName, literalPattern, translateFilters } from '../../lib/plausible/translate'
+import type { Goal } from '../../lib/sites/goals'
+
+const goal = (name: string): Goal => ({
+  id: name,
+  name,
+  type: 'event',
+  matchValue: name,
+  currency: null,
+  createdAt: '2026-01-01T00:00:00Z',
+})
+const GOALS = [goal('Signup'), goal('Visit /blog*'), goal('Purchase')]
+
+describe("Plausible's v2 filters as the pipeline's", () => {
+  it('a literal pattern matches its text exactly, metacharacters included', () => {
+    for (const text of ['/a.b', '/(x)?', '[utm]', 'a+b*c', '^$|\\', '{1,2}'])
+      expect(new RegExp(`^${literalPattern(text)}$`).test(text), text).toBe(true)
+    expect(new RegExp(literalPattern('/a.b')).test('/axb')).toBe(false)
+  })
+
+  it('operators keep Plausible case rules: contains is case-sensitive unless told otherwise', () => {
+    expect(translateFilters([['contains', 'event:page', ['Blog']]], 'standalone', [])).toEqual([
+      { dimension: 'path', operator: 'matches', value: ['Blog'] },
+    ])
+    expect(translateFilters([['contains', 'event:page', ['Blog'], { case_sensitive: false }]], 'standalone', [])).toEqual([
+      { dimension: 'path', operator: 'contains', value: ['Blog'] },
+    ])
+    expect(translateFilters([['is_not', 'visit:source', ['a.b'], { case_sensitive: false }]], 'standalone', [])).toEqual([
+      { dimension: 'source', operator: 'matches_not', value: ['(?i)^a\\.b$'] },
+    ])
+  })
+
+  it('and flattens, or merges clauses of one dimension, not negates, has_done wraps an event filter', () => {
+    const filters = [
+      [
+        'and',
+        [
+          ['is', 'visit:country', ['US']],
+          [
+            'or',
+            [
+              ['is', 'event:name', ['A']],
+              ['is', 'event:name', ['B']],
+            ],
+          ],
+        ],
+      ],
+      ['not', ['matches', 'event:page', ['^/x']]],
+      ['has_not_done', ['is', 'event:props:plan', ['pro']]],
+    ]
+    expect(translateFilters(filters, 'standalone', [])).toEqual([
+      { dimension: 'country', operator: 'is', value: ['US'] },
+      { dimension: 'event', operator: 'is', value: ['A', 'B'] },
+      { dimension: 'path', operator: 'matches_not', value: ['^/x'] },
+      { dimension: 'has_not_done', operator: 'is', value: ['prop:plan', 'pro'] },
+    ])
+  })
+
+  it('goal filters become the names of the goals they select', () => {
+    expect(translateFilters([['contains', 'event:goal', ['up']]], 'standalone', GOALS)).toEqual([
+      { dimension: 'goal', operator: 'is', value: ['Signup'] },
+    ])
+    expect(
+      translateFilters(
+        [['has_not_done', ['matches', 'event:goal', ['^(signup|purchase)$'], { case_sensitive: false }]]],
+        'standalone',
+        GOALS,
+      ),
+    ).toEqual([{ dimension: 'goal', operator: 'is_not', value: ['Signup', 'Purchase'] }])
+    expect(() => translateFilters([['is', 'event:goal', ['signup']]], 'standalone', GOALS)).toThrow(/goal "signup" is not configured/)
+  })
+
+  it('country names become the codes of the countries they name', () => {
+    expect(countryName('DE')).toBe('Germany')
+    expect(translateFilters([['is', 'visit:country_name', ['germany', 'France'], { case_sensitive: false }]], 'standalone', [])).toEqual([
+      { dimension: 'country', operator: 'is', value: ['DE', 'FR'] },
+    ])
+  })
+
+  it('the ga4 source refuses what its imports do not hold, naming it as the query did', () => {
+    expect(() => translateFilters([['is', 'visit:exit_page', ['/']]], 'ga4', [])).toThrow(
+      /filters\[0\]: visit:exit_page cannot be answered from the ga4 source/,
+    )
+    expect(() => translateFilters([['has_done', ['is', 'event:name', ['A']]]], 'ga4', [])).toThrow(/has_done needs the tracker source/)
+  })
+})
