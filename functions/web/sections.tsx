@@ -58,8 +58,8 @@ export async function sectionPage(c: Context, services: Services, view: Dashboar
     visitor: (value) => (name === 'journeys' ? at('journeys', { visitor: String(value) }) : null),
     fingerprint: (value) => (name === 'errors' ? at('errors', { fingerprint: String(value) }) : null),
   }
-  // the change feed lists annotations beside changes: only a change has a word diff
-  if (name === 'changes') links.id = (value, row) => (row?.kind === 'change' ? links.changeId(value) : null)
+  // the change feed lists annotations beside changes: only a change the diff read takes has a word diff
+  if (name === 'changes') links.id = (value, row) => (row?.kind === 'change' && row.diffable === true ? links.changeId(value) : null)
   const siteName = view.site.appearance.displayName ?? view.site.domain
   return (
     <Page title={`${section.title} · ${siteName}`} email={view.email}>

@@ -145,6 +145,8 @@ describe.skipIf(!CHROMIUM)('the dashboard in real Chromium', () => {
     if (await diff.count()) {
       await diff.click()
       await page.waitForURL(/\/diff\?/)
+      // only a change the diff read takes is linked: the page shows its word diff, not a refusal
+      expect(await page.locator('[aria-label="Word diff"]').count()).toBe(1)
       await checkPage(page, 'section-diff')
     }
     await context.close()
