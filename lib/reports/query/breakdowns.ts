@@ -1,11 +1,12 @@
 import { hasEngagement, isVisitAttribute } from '../dimensions'
 import { execute } from '../../storage/clickhouse/execute'
 import type { ClickHouse } from '../../storage/clickhouse/types'
-import type { Query, Read } from './model'
+import type { Query, Read, RolledDays } from './model'
 import { type ReadPlan, readsBotHits } from './plan'
 import { planOf, runRead } from './run'
-import { type BreakdownRow, shapeBreakdown } from './shape'
+import { type BreakdownRow, type Totals, shapeBreakdown, shapeTotals } from './shape'
 import {
+  WINDOW_TOTALS,
   eventPropertiesSql,
   rolledEventPropertiesSql,
   rolledVisitAttributesSql,
@@ -19,33 +20,64 @@ import { queryScope, selected, visitFilters } from './compile/selection'
  * a statement (compile/breakdowns-at-once.ts) are read together: visit attributes over rolled
  * days, visit attributes from the sessions rollup, event properties without engagement. The rest
  * are read one by one, as GET /breakdown reads them.
+ *
+ * With `totals`, the window's totals come along when their plan is that of the visit attributes
+ * over rolled days (the same rolled days, read the same way): they are that statement's row of
+ * WINDOW_TOTALS. Otherwise `totals` is null and the caller reads them.
  */
-export async function breakdownsAtOnce(clickhouse: ClickHouse, query: Query, properties: readonly string[]) {
+export async function breakdownsAtOnce(
+  clickhouse: ClickHouse,
+  query: Query,
+  properties: readonly string[],
+  options: { totals?: boolean } = {},
+): Promise<{ breakdowns: Record<string, BreakdownRow[]>; totals: Totals | null }> {
   const reads = properties.map((property): Read => ({ kind: 'breakdown', property }))
   // the first read's lookup (the window's rolled days, with today's partial rollup for a page
   // breakdown) is run once and serves the others (run.ts, lookUpOnce)
   const plans = reads.length ? [await planOf(clickhouse, query, reads[0])] : []
-  plans.push(...(await Promise.all(reads.slice(1).map((read) => planOf(clickhouse, query, read)))))
+  const [statsPlan, ...rest] = await Promise.all([
+    options.totals && reads.length ? planOf(clickhouse, query, { kind: 'stats' }) : null,
+    ...reads.slice(1).map((read) => planOf(clickhouse, query, read)),
+  ])
+  plans.push(...(rest as ReadPlan[]))
   const groups: Groups = { rolled: [], rolledEvents: [], sessions: [], events: [], alone: [] }
   plans.forEach((step, i) => groups[groupOf(query, properties[i], step)].push(i))
-  // a group of one is read alone
+  // the totals as one more visit attribute of the rolled group, read under the same plan
+  const rolledPlan = groups.rolled.length ? plans[groups.rolled[0]].plan : null
+  const withTotals =
+    statsPlan !== null &&
+    !statsPlan.builds.length &&
+    statsPlan.plan.table === 'rollup' &&
+    rolledPlan?.table === 'rollup' &&
+    !statsPlan.plan.rolled.partial &&
+    statsPlan.plan.rolled.filtersKey === undefined &&
+    sameDays(statsPlan.plan.rolled, rolledPlan.rolled)
+  // a group of one is read alone (the rolled group with the totals is two)
   for (const name of ['rolled', 'rolledEvents', 'sessions', 'events'] as const)
-    if (groups[name].length === 1) groups.alone.push(...groups[name].splice(0))
+    if (groups[name].length === 1 && !(name === 'rolled' && withTotals)) groups.alone.push(...groups[name].splice(0))
 
   const rowsByProperty = new Map<string, Record<string, unknown>[]>(properties.map((p) => [p, []]))
-  const together = async (indexes: number[], statement: (properties: string[]) => Parameters<typeof execute>[1]) => {
+  rowsByProperty.set(WINDOW_TOTALS, [])
+  const together = async (indexes: number[], statement: (properties: string[]) => Parameters<typeof execute>[1], extra: string[] = []) => {
     if (!indexes.length) return
-    const rows = await execute<Record<string, unknown> & { property: string }>(clickhouse, statement(indexes.map((i) => properties[i])))
+    const rows = await execute<Record<string, unknown> & { property: string }>(
+      clickhouse,
+      statement([...indexes.map((i) => properties[i]), ...extra]),
+    )
     for (const row of rows) rowsByProperty.get(row.property)?.push(row)
   }
   const first = (indexes: number[]) => plans[indexes[0]].plan
   const results = new Map<string, BreakdownRow[]>()
   await Promise.all([
-    together(groups.rolled, (names) => {
-      const plan = first(groups.rolled)
-      if (plan.table !== 'rollup') throw new Error('rolled visit attributes without the rollup plan')
-      return rolledVisitAttributesSql(query, names, queryScope(query, plan), plan.rolled)
-    }),
+    together(
+      groups.rolled,
+      (names) => {
+        const plan = first(groups.rolled)
+        if (plan.table !== 'rollup') throw new Error('rolled visit attributes without the rollup plan')
+        return rolledVisitAttributesSql(query, names, queryScope(query, plan), plan.rolled)
+      },
+      withTotals ? [WINDOW_TOTALS] : [],
+    ),
     together(groups.rolledEvents, (names) => {
       const plan = first(groups.rolledEvents)
       if (plan.table !== 'rollup') throw new Error('rolled event properties without the rollup plan')
@@ -71,9 +103,18 @@ export async function breakdownsAtOnce(clickhouse: ClickHouse, query: Query, pro
   const breakdowns: Record<string, BreakdownRow[]> = {}
   for (const property of properties)
     breakdowns[property] = results.get(property) ?? shapeBreakdown(property, rowsByProperty.get(property) ?? [])
-  return breakdowns
+  return { breakdowns, totals: withTotals ? totalsOf(rowsByProperty.get(WINDOW_TOTALS)?.[0]) : null }
 }
 
+const sameDays = (a: RolledDays, b: RolledDays) =>
+  a.days.join() === b.days.join() && a.events.join() === b.events.join() && a.sums.join() === b.sums.join()
+
+/**
+ * The totals from their row of rolledVisitAttributesSql, as shapeTotals takes the stats read's:
+ * the same sums, and the average duration divided as that read divides it. No row: no visits.
+ */
+const totalsOf = (row: Record<string, unknown> | undefined): Totals =>
+  shapeTotals(row && { ...row, facts_visits: row.visits, duration: row.avg_duration })
 /** Properties (their indexes) by the statement they share. */
 type Groups = Record<'rolled' | 'rolledEvents' | 'sessions' | 'events' | 'alone', number[]>
 

@@ -14,6 +14,12 @@ import { visitFacts } from './visits'
  * Values are read as text, so that properties of different column types share one column.
  */
 
+/**
+ * The property of the window's totals in the day rollups (one row, value ''), which
+ * rolledVisitAttributesSql reads as it reads any visit attribute: the totals read's own rows.
+ */
+export const WINDOW_TOTALS = ''
+
 const names = (properties: readonly string[]) => bind('Array(String)', properties)
 
 /** The top rows of each property, as breakdownSql orders and limits one. */
@@ -28,12 +34,13 @@ LIMIT ${bind('UInt32', query.limit)} BY property`
  */
 export function rolledVisitAttributesSql(query: Query, properties: readonly string[], scope: Scope, rolled: RolledDays): Fragment {
   const values = join(
-    properties.map((p) => sql`toString(any(${dimensionSql(p)}))`),
+    properties.map((p) => (p === WINDOW_TOTALS ? sql`''` : sql`toString(any(${dimensionSql(p)}))`)),
     ', ',
   )
   const columns = raw('property, value, visitors, visits, pageviews, events, bounces, duration_ms')
+  // bounces too, for the totals' row (WINDOW_TOTALS)
   return sql`
-SELECT property, value, visitors, visits, pageviews, events, bounces / visits AS bounce_rate, duration_ms / 1000 / visits AS avg_duration
+SELECT property, value, visitors, visits, pageviews, events, bounces, bounces / visits AS bounce_rate, duration_ms / 1000 / visits AS avg_duration
 FROM (
   SELECT property, value, sum(visitors) AS visitors, sum(visits) AS visits, sum(pageviews) AS pageviews, sum(events) AS events, sum(bounces) AS bounces, sum(duration_ms) AS duration_ms
   FROM (
