@@ -57,16 +57,16 @@ const program = new Command('import')
     // a file is hashed before anything is stored, so that one imported already is refused, and
     // its order is checked: one out of time order is sorted as it is read (docs/import.md)
     let fileHash: { digest: () => string | null; snippetIds: Set<string> } | null = null
-    let sorted = !opts.file
+    let sorting = !opts.file
     if (opts.file) {
       phase('checking the file against the imports done, and its time order')
       const order = orderCheck()
       const pass = hashing(readLines(createReadStream(opts.file)), order.see)
       let lines = 0
       for await (const _ of pass.lines) lines++
-      sorted = order.firstOutOfOrder !== null
+      sorting = order.firstOutOfOrder !== null
       phase(
-        sorted
+        sorting
           ? `${lines} lines, checked; line ${order.firstOutOfOrder} is older than a line before it: the hits are sorted by time first`
           : `${lines} lines, checked, in time order`,
       )
@@ -83,8 +83,8 @@ const program = new Command('import')
       const input = opts.file ? createReadStream(opts.file) : process.stdin
       const read = hashing(readLines(input))
       // standard input cannot be checked before it is read: it is always sorted
-      if (sorted) phase(opts.file ? 'sorting by time' : 'reading standard input and sorting it by time')
-      const lines = sorted ? inTimeOrder(read.lines, { onRun: (n) => phase(`sorting by time: ${n} lines read`) }) : read.lines
+      if (sorting) phase(opts.file ? 'sorting by time' : 'reading standard input and sorting it by time')
+      const lines = sorting ? inTimeOrder(read.lines, { onRun: (n) => phase(`sorting by time: ${n} lines read`) }) : read.lines
       let bar: SingleBar | null = null
       let reading = false
       const startReading = () => {
@@ -93,7 +93,7 @@ const program = new Command('import')
         if (!bar) phase('reading')
         bar?.start(total, 0, { lines: 0 })
       }
-      if (!sorted) startReading()
+      if (!sorting) startReading()
       const result = await runImport(
         lines,
         { clickhouse: stores.clickhouse, repositories: stores.repositories, geo: dbipGeo() },

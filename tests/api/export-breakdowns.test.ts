@@ -62,5 +62,5 @@ describe('the export', () => {
       }
       expect(rows, window).toBeGreaterThan(30)
     }
-  }, 300_000)
+  }, 600_000)
 })

@@ -6,6 +6,7 @@ import { type ReadPlan, readsBotHits } from './plan'
 import { planOf, runRead } from './run'
 import { type BreakdownRow, type Totals, shapeBreakdown, shapeTotals } from './shape'
 import {
+  GOAL,
   WINDOW_TOTALS,
   eventPropertiesSql,
   rolledEventPropertiesSql,
@@ -52,25 +53,39 @@ export async function breakdownsAtOnce(
     !statsPlan.plan.rolled.partial &&
     statsPlan.plan.rolled.filtersKey === undefined &&
     sameDays(statsPlan.plan.rolled, rolledPlan.rolled)
-  // a group of one is read alone (the rolled group with the totals is two)
+  // the goal breakdown with the event properties: unfiltered, it reads the same events
+  const goalAt = properties.indexOf(GOAL)
+  const withGoals = goalAt >= 0 && groups.events.length > 0 && !query.filters.length && query.goals.length > 0
+  if (withGoals) groups.alone.splice(groups.alone.indexOf(goalAt), 1)
+  // a group of one is read alone (the rolled group with the totals is two, the events with the goals)
   for (const name of ['rolled', 'rolledEvents', 'sessions', 'events'] as const)
-    if (groups[name].length === 1 && !(name === 'rolled' && withTotals)) groups.alone.push(...groups[name].splice(0))
+    if (groups[name].length === 1 && !(name === 'rolled' && withTotals) && !(name === 'events' && withGoals))
+      groups.alone.push(...groups[name].splice(0))
 
   const rowsByProperty = new Map<string, Record<string, unknown>[]>(properties.map((p) => [p, []]))
-  rowsByProperty.set(WINDOW_TOTALS, [])
-  const together = async (indexes: number[], statement: (properties: string[]) => Parameters<typeof execute>[1], extra: string[] = []) => {
+  /** The WINDOW_TOTALS row of a group's statement, by group. */
+  const windowRows = new Map<keyof Groups, Record<string, unknown>>()
+  const together = async (
+    group: keyof Groups,
+    statement: (properties: string[]) => Parameters<typeof execute>[1],
+    extra: string[] = [],
+  ) => {
+    const indexes = groups[group]
     if (!indexes.length) return
     const rows = await execute<Record<string, unknown> & { property: string }>(
       clickhouse,
       statement([...indexes.map((i) => properties[i]), ...extra]),
     )
-    for (const row of rows) rowsByProperty.get(row.property)?.push(row)
+    for (const row of rows) {
+      if (row.property === WINDOW_TOTALS) windowRows.set(group, row)
+      else rowsByProperty.get(row.property)?.push(row)
+    }
   }
   const first = (indexes: number[]) => plans[indexes[0]].plan
   const results = new Map<string, BreakdownRow[]>()
   await Promise.all([
     together(
-      groups.rolled,
+      'rolled',
       (names) => {
         const plan = first(groups.rolled)
         if (plan.table !== 'rollup') throw new Error('rolled visit attributes without the rollup plan')
@@ -78,19 +93,19 @@ export async function breakdownsAtOnce(
       },
       withTotals ? [WINDOW_TOTALS] : [],
     ),
-    together(groups.rolledEvents, (names) => {
+    together('rolledEvents', (names) => {
       const plan = first(groups.rolledEvents)
       if (plan.table !== 'rollup') throw new Error('rolled event properties without the rollup plan')
       const scope = queryScope(query, plan)
       return rolledEventPropertiesSql(query, names, scope, plan.rolled, selected(query, scope))
     }),
-    together(groups.sessions, (names) => {
+    together('sessions', (names) => {
       const scope = queryScope(query, { table: 'sessions' })
       return visitAttributesFromSessionsSql(query, names, scope, visitFilters(query, scope), selected(query, scope))
     }),
-    together(groups.events, (names) => {
+    together('events', (names) => {
       const scope = queryScope(query, { table: 'events', visits: false })
-      return eventPropertiesSql(query, names, scope, selected(query, scope))
+      return eventPropertiesSql(query, names, scope, selected(query, scope), withGoals ? query.goals : [])
     }),
     ...groups.alone.map(async (i) => {
       const read = reads[i]
@@ -100,10 +115,16 @@ export async function breakdownsAtOnce(
       )
     }),
   ])
+  if (withGoals) {
+    // as the goal read's rows: conversions are its events, and every visitor of the window its total
+    const total = windowRows.get('events')
+    const rows = (rowsByProperty.get(GOAL) ?? []).map((row) => ({ ...row, events: row.conversions, total_visitors: total?.visitors ?? 0 }))
+    results.set(GOAL, shapeBreakdown(GOAL, rows))
+  }
   const breakdowns: Record<string, BreakdownRow[]> = {}
   for (const property of properties)
     breakdowns[property] = results.get(property) ?? shapeBreakdown(property, rowsByProperty.get(property) ?? [])
-  return { breakdowns, totals: withTotals ? totalsOf(rowsByProperty.get(WINDOW_TOTALS)?.[0]) : null }
+  return { breakdowns, totals: withTotals ? totalsOf(windowRows.get('rolled')) : null }
 }
 
 const sameDays = (a: RolledDays, b: RolledDays) =>
@@ -115,6 +136,7 @@ const sameDays = (a: RolledDays, b: RolledDays) =>
  */
 const totalsOf = (row: Record<string, unknown> | undefined): Totals =>
   shapeTotals(row && { ...row, facts_visits: row.visits, duration: row.avg_duration })
+
 /** Properties (their indexes) by the statement they share. */
 type Groups = Record<'rolled' | 'rolledEvents' | 'sessions' | 'events' | 'alone', number[]>
 

@@ -1,5 +1,5 @@
 import type { Query, RolledDays } from '../model'
-import { dimensionSql } from './filters'
+import { dimensionSql, goalCondition } from './filters'
 import { partialRows, rolledRows } from './day-rollups'
 import { breakdownSource } from './rows'
 import { type Scope, siteIs } from './scope'
@@ -19,6 +19,9 @@ import { visitFacts } from './visits'
  * rolledVisitAttributesSql reads as it reads any visit attribute: the totals read's own rows.
  */
 export const WINDOW_TOTALS = ''
+
+/** The goal breakdown's property. */
+export const GOAL = 'goal'
 
 const names = (properties: readonly string[]) => bind('Array(String)', properties)
 
@@ -104,22 +107,46 @@ LEFT JOIN (
 /**
  * Event properties without visit engagement (custom properties, event names, links, clicks,
  * forms) under the events plan (breakdownRows without engagement): each selected event counted
- * under every property it carries.
+ * under every property it carries. With goals, unfiltered, the goal breakdown's rows as well
+ * (goalBreakdownSql reads the same events): property GOAL, and the window's visitors under
+ * WINDOW_TOTALS.
  */
-export function eventPropertiesSql(query: Query, properties: readonly string[], scope: Scope, selected: Fragment): Fragment {
-  const pairs = join(
-    properties.map((p) => {
-      const source = breakdownSource(p, scope)
-      return sql`(${bind('String', p)}, toString(${source.value}), toUInt8(${source.presence ?? raw('1')}))`
-    }),
-    ', ',
-  )
-  return sql`
+export function eventPropertiesSql(
+  query: Query,
+  properties: readonly string[],
+  scope: Scope,
+  selected: Fragment,
+  goals: Query['goals'] = [],
+): Fragment {
+  const pairs = properties.map((p) => {
+    const source = breakdownSource(p, scope)
+    return sql`(${bind('String', p)}, toString(${source.value}), toUInt8(${source.presence ?? raw('1')}), '')`
+  })
+  if (!goals.length)
+    return sql`
 SELECT property, value, visitors, visits, pageviews, events
 FROM (
   SELECT pair.1 AS property, pair.2 AS value, uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits,
          countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events
-  FROM ${raw(scope.table)} ARRAY JOIN arrayFilter(p -> p.3, [${pairs}]) AS pair
+  FROM ${raw(scope.table)} ARRAY JOIN arrayFilter(p -> p.3, [${join(pairs, ', ')}]) AS pair
+  WHERE ${selected}
+  GROUP BY property, value
+)
+WHERE visitors > 0${perProperty(query)}`
+  // the goal read's rows (goalBreakdownSql): a pair per goal an event converts, with the goal's
+  // currency, and one for every event, whose visitors are the window's (WINDOW_TOTALS)
+  for (const goal of goals)
+    pairs.push(
+      sql`(${bind('String', GOAL)}, ${bind('String', goal.name)}, toUInt8(${goalCondition(goal)}), ${bind('String', goal.currency ?? '')})`,
+    )
+  pairs.push(sql`(${bind('String', WINDOW_TOTALS)}, '', toUInt8(1), '')`)
+  return sql`
+SELECT property, value, visitors, visits, pageviews, events, conversions, revenue, currency
+FROM (
+  SELECT pair.1 AS property, pair.2 AS value, uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits,
+         countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events, count() AS conversions,
+         sumIf(revenue_amount, revenue_currency = pair.4 AND pair.4 != '') AS revenue, any(pair.4) AS currency
+  FROM ${raw(scope.table)} ARRAY JOIN arrayFilter(p -> p.3, [${join(pairs, ', ')}]) AS pair
   WHERE ${selected}
   GROUP BY property, value
 )
