@@ -12,9 +12,11 @@ import { loadMigrations } from '../lib/storage/clickhouse/migrations-node'
 import { newSite } from '../lib/sites/sites'
 
 /**
- * The import command's peak memory at a few file sizes: for each size, a file of demo hits is
- * imported by `npm run import` into a fresh data folder, under `/usr/bin/time -v` (Linux), and the
- * maximum resident set size is printed with the time taken.
+ * The import command's peak memory and rate at a few file sizes: for each size, a file of demo hits
+ * is imported by `npm run import` into a fresh data folder, under `/usr/bin/time -v` (Linux); the
+ * maximum resident set size is printed with the time taken, the hits a second, and what was stored
+ * (events, visitors, visits, pageviews), to compare two versions of the import on the same file.
+ * The file is the same for a size all day (the demo hits are seeded and end at today's midnight, UTC).
  *
  *   npx tsx scripts/bench-import.ts 20000 200000 2000000
  */
@@ -44,7 +46,7 @@ for (const lines of sizes) {
       domain: site.domain,
       days,
       visitorsPerDay: Math.ceil(lines / days / 3),
-      end: new Date(),
+      end: new Date(`${new Date().toISOString().slice(0, 10)}T00:00:00Z`),
     })
     for (const hit of hits) {
       if (written++ >= lines) break
@@ -58,11 +60,27 @@ for (const lines of sizes) {
       encoding: 'utf8',
     })
     const maxKb = Number(/Maximum resident set size \(kbytes\): (\d+)/.exec(run.stderr)?.[1] ?? 0)
-    const wall = /Elapsed \(wall clock\) time[^:]*: (.+)/.exec(run.stderr)?.[1] ?? '?'
-    process.stdout.write(
-      `${JSON.stringify({ lines: Math.min(written, lines), result: run.stdout.trim(), maxRssMB: Math.round(maxKb / 1024), wall })}\n`,
-    )
+    // h:mm:ss.ss or m:ss.ss
+    const wall = /Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): ([\d:.]+)/.exec(run.stderr)?.[1] ?? ''
+    const seconds = wall.split(':').reduce((total, part) => total * 60 + Number(part), 0)
     if (run.status !== 0) process.stderr.write(run.stderr.slice(-2000))
+    const check = await openNodeStores(env)
+    const [stored] = await check.clickhouse.query<Record<string, string>>(
+      `SELECT count() AS events, uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits,
+        countIf(name = 'pageview') AS pageviews FROM events`,
+      {},
+    )
+    await check.close()
+    process.stdout.write(
+      `${JSON.stringify({
+        lines: Math.min(written, lines),
+        result: run.stdout.trim(),
+        maxRssMB: Math.round(maxKb / 1024),
+        seconds,
+        hitsPerSecond: seconds ? Math.round(Math.min(written, lines) / seconds) : null,
+        stored: Object.fromEntries(Object.entries(stored).map(([k, v]) => [k, Number(v)])),
+      })}\n`,
+    )
   } finally {
     if (process.env.BENCH_KEEP) process.stdout.write(`kept ${dir}\n`)
     else await rm(dir, { recursive: true, force: true })

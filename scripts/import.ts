@@ -9,6 +9,7 @@ import { runCli } from '../lib/runtime/failure'
 import { openNodeStores } from '../lib/runtime/node'
 import { dbipGeo } from '../lib/ingest/geo-node'
 import { runImport } from '../lib/ingest/import'
+import { inTimeOrder, orderCheck } from '../lib/ingest/import-order-node'
 import { previousImport } from '../lib/sites/imports'
 import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/reports/rollup/refresh'
 
@@ -18,7 +19,7 @@ const SITE_LINES = 1000
 const readLines = (input: NodeJS.ReadableStream) => createInterface({ input, crlfDelay: Infinity })
 
 /** Hashes lines as they pass, each with its newline: a file and the same content on standard input hash alike. */
-function hashing(lines: AsyncIterable<string>) {
+function hashing(lines: AsyncIterable<string>, see?: (line: string) => void) {
   const hash = createHash('sha256')
   const snippetIds = new Set<string>()
   let read = 0
@@ -29,6 +30,7 @@ function hashing(lines: AsyncIterable<string>) {
     lines: (async function* () {
       for await (const line of lines) {
         hash.update(line).update('\n')
+        see?.(line)
         if (read++ < SITE_LINES) {
           const site = /"site"\s*:\s*"([^"]+)"/.exec(line)?.[1]
           if (site) snippetIds.add(site)
@@ -52,14 +54,22 @@ const program = new Command('import')
     const total = opts.file ? (await stat(opts.file)).size : 0
     const tty = process.stderr.isTTY
     const phase = (text: string) => tty && process.stderr.write(`${text}\n`)
-    // a file is hashed before anything is stored, so that one imported already is refused
+    // a file is hashed before anything is stored, so that one imported already is refused, and
+    // its order is checked: one out of time order is sorted as it is read (docs/import.md)
     let fileHash: { digest: () => string | null; snippetIds: Set<string> } | null = null
+    let sorting = !opts.file
     if (opts.file) {
-      phase('checking the file against the imports done')
-      const pass = hashing(readLines(createReadStream(opts.file)))
+      phase('checking the file against the imports done, and its time order')
+      const order = orderCheck()
+      const pass = hashing(readLines(createReadStream(opts.file)), order.see)
       let lines = 0
       for await (const _ of pass.lines) lines++
-      phase(`${lines} lines, checked`)
+      sorting = order.firstOutOfOrder !== null
+      phase(
+        sorting
+          ? `${lines} lines, checked; line ${order.firstOutOfOrder} is older than a line before it: the hits are sorted by time first`
+          : `${lines} lines, checked, in time order`,
+      )
       fileHash = pass
     }
     const stores = await openNodeStores(process.env, { viaRunningServer: true })
@@ -72,15 +82,28 @@ const program = new Command('import')
         )
       const input = opts.file ? createReadStream(opts.file) : process.stdin
       const read = hashing(readLines(input))
-      const bar = tty && total ? new SingleBar({ format: 'reading [{bar}] {percentage}% | {lines} lines', stream: process.stderr }) : null
-      if (!bar) phase('reading')
-      bar?.start(total, 0, { lines: 0 })
+      // standard input cannot be checked before it is read: it is always sorted
+      if (sorting) phase(opts.file ? 'sorting by time' : 'reading standard input and sorting it by time')
+      const lines = sorting ? inTimeOrder(read.lines, { onRun: (n) => phase(`sorting by time: ${n} lines read`) }) : read.lines
+      let bar: SingleBar | null = null
+      let reading = false
+      const startReading = () => {
+        reading = true
+        bar = tty && total ? new SingleBar({ format: 'reading [{bar}] {percentage}% | {lines} lines', stream: process.stderr }) : null
+        if (!bar) phase('reading')
+        bar?.start(total, 0, { lines: 0 })
+      }
+      if (!sorting) startReading()
       const result = await runImport(
-        read.lines,
+        lines,
         { clickhouse: stores.clickhouse, repositories: stores.repositories, geo: dbipGeo() },
-        ({ bytes, lines }) => bar?.update(Math.min(bytes, total), { lines }),
+        ({ bytes, lines }) => {
+          if (!reading) startReading()
+          bar?.update(Math.min(bytes, total), { lines })
+        },
         {
           contentHash: read.digest,
+          inTimeOrder: true,
           onStoring: () => {
             bar?.stop()
             phase('storing the last rows')

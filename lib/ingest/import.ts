@@ -7,6 +7,8 @@ import type { GeoLookup } from './geo'
 import type { IngestItem } from './item'
 import { Ingestor } from './pipeline'
 import { BufferedSink } from './sink'
+import type { ImportVisits } from './visits-repository'
+import { VISIT_GAP_MS } from './visits'
 
 export interface ImportResult {
   imported: number
@@ -18,6 +20,8 @@ export interface ImportResult {
 }
 
 const CHUNK = 5000
+/** Rows of one insert of an import: smaller inserts keep the embedded engine's memory lower (about 150 MB less than 50,000 at the peak), at some cost in speed. */
+const SINK_ROWS = 10_000
 
 /** A raw-hit line to an ingest item still without its site, or the reason it cannot be one. */
 export function parseImportLine(text: string): Omit<IngestItem, 'site'> | string {
@@ -37,20 +41,38 @@ export function parseImportLine(text: string): Omit<IngestItem, 'site'> | string
   return { hit, ip: hit.ip, userAgent: hit.userAgent, receivedAt: new Date(hit.timestamp), source: 'import' }
 }
 
+/** A line of the input with its number in the input, for input read in another order (import-order-node.ts). */
+export type NumberedLine = readonly [line: number, text: string]
+
 /**
  * Loads NDJSON raw hits through the same enrichment and sessionization as live traffic,
  * with each hit's own timestamp. Bad lines are reported and skipped; the rest are stored.
  */
 export async function importHits(
-  lines: AsyncIterable<string> | Iterable<string>,
+  lines: AsyncIterable<string | NumberedLine> | Iterable<string | NumberedLine>,
   ingestor: Ingestor,
   onProgress?: (done: { lines: number; bytes: number }) => void,
   /** Filled as the import goes, so a caller still has what was stored when it fails. */
   result: ImportResult = { imported: 0, rejected: 0, errors: [], bySite: new Map() },
+  options: {
+    /**
+     * The ingestor's visits, when the lines come in time order: after each chunk, the visits no
+     * later hit can extend are forgotten, so memory stays bounded; a line older than hits already
+     * read fails the import rather than split a visit that was forgotten.
+     */
+    visits?: ImportVisits
+    /** Awaited after each chunk (the CLI waits there while the engine is behind). */
+    afterChunk?: () => Promise<void>
+  } = {},
 ): Promise<ImportResult> {
   let chunk: { line: number; item: Omit<IngestItem, 'site'> }[] = []
   let lineNumber = 0
+  let read = 0
   let bytes = 0
+  /** The newest hit read, and the newest when visits were last forgotten (epoch ms). */
+  let newest = Number.NEGATIVE_INFINITY
+  let forgotAt = Number.NEGATIVE_INFINITY
+  const { visits } = options
   const reject = (line: number, error: string) => {
     result.rejected++
     if (result.errors.length < 1000) result.errors.push({ line, error })
@@ -78,21 +100,42 @@ export async function importHits(
       if (site) tally(result.bySite, site.id, null)
     })
     chunk = []
-    onProgress?.({ lines: lineNumber, bytes })
+    onProgress?.({ lines: read, bytes })
+    // no later hit (at newest or after) can extend a visit whose last hit is more than the gap before it
+    if (visits) {
+      await visits.forgetBefore(newest - VISIT_GAP_MS)
+      forgotAt = newest
+    }
+    await options.afterChunk?.()
     // a turn of the event loop: the sink sees its finished insert and starts the next one while
     // the next chunk is enriched (promises alone would keep it waiting until the import ends)
     await new Promise((resolve) => setImmediate(resolve))
   }
-  for await (const text of lines) {
-    lineNumber++
+  for await (const input of lines) {
+    read++
+    let text: string
+    if (typeof input === 'string') {
+      lineNumber++
+      text = input
+    } else [lineNumber, text] = input
     bytes += text.length + 1
     if (!text.trim()) continue
     const item = parseImportLine(text)
     if (typeof item === 'string') reject(lineNumber, item)
-    else chunk.push({ line: lineNumber, item })
+    else {
+      const at = item.receivedAt.getTime()
+      if (visits && at < forgotAt)
+        throw new Error(
+          `line ${lineNumber}: ${item.hit.timestamp} is older than hits imported before it: hits must come in time order for the visits they extend to be remembered`,
+        )
+      if (at > newest) newest = at
+      chunk.push({ line: lineNumber, item })
+    }
     if (chunk.length >= CHUNK) await flush()
   }
   if (chunk.length) await flush()
+  // lines read in another order than the input's are named in the input's
+  result.errors.sort((a, b) => a.line - b.line)
   return result
 }
 
@@ -102,7 +145,7 @@ export async function importHits(
  * reached records the run (rows, period, state), listed by GET /sites/{id}/imports.
  */
 export async function runImport(
-  lines: AsyncIterable<string> | Iterable<string>,
+  lines: AsyncIterable<string | NumberedLine> | Iterable<string | NumberedLine>,
   deps: { clickhouse: ClickHouse; repositories: Repositories; geo?: GeoLookup },
   onProgress?: (done: { lines: number; bytes: number }) => void,
   options: {
@@ -110,13 +153,16 @@ export async function runImport(
     contentHash?: () => string | null
     /** Called when every line is read and the last rows are being stored. */
     onStoring?: () => void
+    /** The lines come in time order (import-order-node.ts): visits are forgotten as the import goes, and memory stays bounded. */
+    inTimeOrder?: boolean
   } = {},
 ): Promise<ImportResult> {
-  // an insert starts as soon as the one before is done, with up to 50k rows
-  const sink = new BufferedSink(deps.clickhouse, deps.repositories, { maxRows: 50_000, intervalMs: 100 })
+  // an insert starts as soon as the one before is done, with up to SINK_ROWS rows
+  const sink = new BufferedSink(deps.clickhouse, deps.repositories, { maxRows: SINK_ROWS, intervalMs: 100 })
+  const visits = options.inTimeOrder ? deps.repositories.visits.forImport() : undefined
   const ingestor = new Ingestor({
     sites: new SiteDirectory(deps.repositories.sites),
-    repositories: deps.repositories,
+    repositories: visits ? { salts: deps.repositories.salts, visits } : deps.repositories,
     sink,
     geo: deps.geo,
     now: () => new Date(),
@@ -125,7 +171,13 @@ export async function runImport(
   const startedAt = new Date()
   let error: string | null = null
   try {
-    await importHits(lines, ingestor, onProgress, result)
+    await importHits(lines, ingestor, onProgress, result, {
+      visits,
+      // enrichment is faster than the engine's inserts: rows wait in memory for two inserts at most
+      afterChunk: async () => {
+        if (sink.backlog.rows >= 2 * SINK_ROWS) await sink.flush()
+      },
+    })
     options.onStoring?.()
     await sink.close()
     return result

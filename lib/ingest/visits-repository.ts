@@ -86,8 +86,51 @@ export function assignVisitsNative(keys: string[], args: string[], call: (comman
   return `:${out.join('\n')}`
 }
 
+/**
+ * Deletes the visits of these keys whose last hit is before ARGV[1] (epoch ms), and answers how
+ * many it deleted: a visit extended since by another writer (its last hit later) is kept.
+ */
+const FORGET_VISITS = `
+local before = tonumber(ARGV[1])
+local n = 0
+for _, key in ipairs(KEYS) do
+  local current = redis.call('GET', key)
+  if current then
+    local a = string.find(current, '|', 1, true)
+    local b = string.find(current, '|', a + 1, true)
+    local c = string.find(current, '|', b + 1, true)
+    if tonumber(string.sub(current, b + 1, c - 1)) < before then
+      redis.call('DEL', key)
+      n = n + 1
+    end
+  end
+end
+return n
+`
+
+/** FORGET_VISITS, natively for the embedded store. */
+export function forgetVisitsNative(keys: string[], args: string[], call: (command: string[]) => unknown): number {
+  const before = Number(args[0])
+  let n = 0
+  for (const key of keys) {
+    const current = call(['GET', key]) as string | null
+    if (!current) continue
+    const b = current.indexOf('|', current.indexOf('|') + 1)
+    if (Number(current.slice(b + 1, current.indexOf('|', b + 1))) < before) {
+      call(['DEL', key])
+      n++
+    }
+  }
+  return n
+}
+
+type NativeScript = (keys: string[], args: string[], call: (command: string[]) => unknown) => unknown
+
 /** Scripts the embedded store may run natively, by their Lua source. */
-export const NATIVE_SCRIPTS: [string, typeof assignVisitsNative][] = [[ASSIGN_VISITS, assignVisitsNative]]
+export const NATIVE_SCRIPTS: [string, NativeScript][] = [
+  [ASSIGN_VISITS, assignVisitsNative],
+  [FORGET_VISITS, forgetVisitsNative],
+]
 
 /** A run of one visitor's hits, each within the visit gap of the one before, as the script takes it. */
 export interface RunRequest {
@@ -106,6 +149,7 @@ export interface RunRequest {
 /** Each visitor's current visit, kept for four visit gaps after its last hit. */
 export class VisitsRepository {
   private assignScript?: ReturnType<Redis['createScript']>
+  private forgetScript?: ReturnType<Redis['createScript']>
 
   constructor(private readonly kv: Redis) {}
 
@@ -157,5 +201,67 @@ export class VisitsRepository {
         const attrs = line.slice(b + 1)
         return { id: line.slice(0, a), start: Number(line.slice(a + 1, b)), attrs: attrs || null }
       })
+  }
+
+  /** The same store, as an import of hits in time order uses it (ImportVisits). */
+  forImport(): ImportVisits {
+    return new ImportVisits(this.kv)
+  }
+
+  /** Deletes the visits of these visitors whose last hit is before `before` (epoch ms); answers how many. */
+  async forget(visitors: readonly { siteId: string; visitorId: string }[], before: number): Promise<number> {
+    if (!visitors.length) return 0
+    this.forgetScript ??= this.kv.createScript(FORGET_VISITS)
+    return Number(
+      await this.forgetScript.exec(
+        visitors.map((v) => visitKey(v.siteId, v.visitorId)),
+        [String(before)],
+      ),
+    )
+  }
+}
+
+/** Visitors forgotten in one script call at most. */
+const FORGET_BATCH = 5000
+
+/**
+ * The visits of an import of hits in time order: the store keeps a visit for four gaps of real
+ * time, but an import reads hours of history a second, so it would hold every visit it has seen.
+ * This one remembers when each visit it assigned last had a hit, and forgets (deletes from the
+ * store) those whose last hit is more than the gap older than the newest hit read: no later hit
+ * of a file in time order can extend them.
+ */
+export class ImportVisits extends VisitsRepository {
+  /** Visitor key to the visitor and the last hit of their visit. */
+  private readonly lastHits = new Map<string, { siteId: string; visitorId: string; last: number }>()
+
+  override async assignRuns(runs: RunRequest[], gapMs: number) {
+    const assigned = await super.assignRuns(runs, gapMs)
+    for (const run of runs) {
+      const key = visitKey(run.siteId, run.visitorId)
+      const known = this.lastHits.get(key)
+      if (known) known.last = Math.max(known.last, run.until)
+      else this.lastHits.set(key, { siteId: run.siteId, visitorId: run.visitorId, last: run.until })
+    }
+    return assigned
+  }
+
+  /** Visits remembered: those not forgotten yet. */
+  get remembered() {
+    return this.lastHits.size
+  }
+
+  /** Forgets the visits whose last hit is before `before` (epoch ms); answers how many the store deleted. */
+  async forgetBefore(before: number): Promise<number> {
+    // every visit is looked at: those remembered are the visits of the last gap, few next to the file
+    const visitors: { siteId: string; visitorId: string }[] = []
+    for (const [key, visit] of this.lastHits) {
+      if (visit.last >= before) continue
+      this.lastHits.delete(key)
+      visitors.push(visit)
+    }
+    let forgotten = 0
+    for (let i = 0; i < visitors.length; i += FORGET_BATCH) forgotten += await this.forget(visitors.slice(i, i + FORGET_BATCH), before)
+    return forgotten
   }
 }

@@ -6,9 +6,10 @@ import { ROLLUP_ALL_DAYS, refreshRollups } from '../../lib/reports/rollup/refres
 import { client, getOk, orgWithSites, testServices } from '../helpers'
 
 /**
- * The export reads its breakdowns several at once (lib/reports/query/breakdowns.ts): each must be
- * what the breakdown read of that property alone answers (whose numbers the reference tests
- * hold), on rolled days and today, unfiltered and filtered, over a fixture that has every kind
+ * The export reads its breakdowns several at once, and its totals with them where they share a plan
+ * (lib/reports/query/breakdowns.ts): each breakdown must be what the breakdown read of that
+ * property alone answers, and the totals and series what GET /stats and GET /timeseries answer
+ * (whose numbers the reference tests hold), on rolled days and today, unfiltered and filtered, over a fixture that has every kind
  * of property: visit attributes, pages, events, links, clicks, forms, custom properties, goals.
  */
 describe('the export', () => {
@@ -40,6 +41,11 @@ describe('the export', () => {
       `range=30d&${filters([{ dimension: 'path', operator: 'contains', value: ['/blog'] }])}`,
     ]) {
       const exported = await get(`/api/v1/export?${window}&limit=1000`)
+      // the totals (read with the visit attributes where they share a plan) and the series are the single reads'
+      const stats = await get(`/api/v1/stats?${window}`)
+      expect(exported.totals, window).toEqual(stats.totals)
+      expect(exported.totals.visits, window).toBeGreaterThan(0)
+      expect(exported.series, window).toEqual((await get(`/api/v1/timeseries?${window}`)).series)
       const properties = Object.keys(exported.breakdowns)
       for (const expected of ['source', 'country', 'city', 'path', 'entry_page', 'event', 'link', 'goal'])
         expect(properties).toContain(expected)
@@ -56,5 +62,5 @@ describe('the export', () => {
       }
       expect(rows, window).toBeGreaterThan(30)
     }
-  }, 300_000)
+  }, 600_000)
 })

@@ -85,6 +85,28 @@ describe('the import command', () => {
     expect(importCli(['--file', other]).stderr).toMatch(/imported already \(2 rows/)
   })
 
+  it('sorts a file out of time order, and standard input, naming rejected lines by their place in the input', async () => {
+    const line = (minute: number) =>
+      JSON.stringify({
+        timestamp: new Date(Date.UTC(2026, 9, 7, 10, minute)).toISOString(),
+        site: site.snippetId,
+        name: 'pageview',
+        url: `https://${site.domain}/sorted-${minute}`,
+        ip: '8.8.4.4',
+        userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0',
+      })
+    const file = join(env.DATA_DIR, 'unsorted.ndjson')
+    writeFileSync(file, `${[line(50), line(20), 'not json', line(5)].join('\n')}\n`)
+    const fromFile = importCli(['--file', file])
+    expect(fromFile.status, fromFile.stderr).toBe(0)
+    expect(JSON.parse(fromFile.stdout)).toEqual({ imported: 3, rejected: 1 })
+    expect(fromFile.stderr).toContain('line 3: not valid JSON')
+    const fromStdin = importCli([], `${[line(59), 'not json either', line(58)].join('\n')}\n`)
+    expect(fromStdin.status, fromStdin.stderr).toBe(0)
+    expect(JSON.parse(fromStdin.stdout)).toEqual({ imported: 2, rejected: 1 })
+    expect(fromStdin.stderr).toContain('line 2: not valid JSON')
+  })
+
   it('--help points at docs/import.md and names --force', () => {
     const help = importCli(['--help'])
     expect(help.status).toBe(0)

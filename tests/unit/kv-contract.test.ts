@@ -195,6 +195,39 @@ describe.each(backends)('key/value contract: $name', (backend) => {
     ])
   })
 
+  it('forgets visits whose last hit is before a time, and keeps those extended since', async () => {
+    const { visits } = openRepositories(redis)
+    const site = crypto.randomUUID()
+    const gap = 30 * 60_000
+    const t0 = Date.UTC(2026, 10, 1, 10)
+    const run = (visitorId: string, at: number, until: number, candidateId: string) => ({
+      siteId: site,
+      visitorId,
+      at,
+      until,
+      candidateId,
+      attrs: '{}',
+    })
+    await visits.assignRuns([run('1', t0, t0 + 100, '11'), run('2', t0, t0 + 5000, '21'), run('3', t0, t0, '31')], gap)
+    // before t0 + 5000: visitor 1 (last hit t0 + 100) and 3 (t0); not 2 (t0 + 5000, not before it); 4 has none
+    expect(
+      await visits.forget(
+        [
+          { siteId: site, visitorId: '1' },
+          { siteId: site, visitorId: '2' },
+          { siteId: site, visitorId: '4' },
+        ],
+        t0 + 5000,
+      ),
+    ).toBe(1)
+    expect(await visits.forget([{ siteId: site, visitorId: '3' }], t0 + 1)).toBe(1)
+    // forgotten: a hit within the gap starts a new visit; kept: it joins
+    expect(await visits.assignRuns([run('1', t0 + 200, t0 + 200, '12'), run('2', t0 + 6000, t0 + 6000, '22')], gap)).toEqual([
+      { id: '12', start: t0 + 200, attrs: null },
+      { id: '21', start: t0, attrs: '{}' },
+    ])
+  })
+
   it('runs scripts: EVAL, EVALSHA and redis.call, as @upstash/ratelimit sends them', async () => {
     const script = `#!lua flags=allow-key-locking
       local n = redis.call("INCRBY", KEYS[1], tonumber(ARGV[1]))

@@ -1,11 +1,13 @@
 import { hasEngagement, isVisitAttribute } from '../dimensions'
 import { execute } from '../../storage/clickhouse/execute'
 import type { ClickHouse } from '../../storage/clickhouse/types'
-import type { Query, Read } from './model'
+import type { Query, Read, RolledDays } from './model'
 import { type ReadPlan, readsBotHits } from './plan'
 import { planOf, runRead } from './run'
-import { type BreakdownRow, shapeBreakdown } from './shape'
+import { type BreakdownRow, type Totals, shapeBreakdown, shapeTotals } from './shape'
 import {
+  GOAL,
+  WINDOW_TOTALS,
   eventPropertiesSql,
   rolledEventPropertiesSql,
   rolledVisitAttributesSql,
@@ -19,46 +21,91 @@ import { queryScope, selected, visitFilters } from './compile/selection'
  * a statement (compile/breakdowns-at-once.ts) are read together: visit attributes over rolled
  * days, visit attributes from the sessions rollup, event properties without engagement. The rest
  * are read one by one, as GET /breakdown reads them.
+ *
+ * With `totals`, the window's totals come along when their plan is that of the visit attributes
+ * over rolled days (the same rolled days, read the same way): they are that statement's row of
+ * WINDOW_TOTALS. Otherwise `totals` is null and the caller reads them.
  */
-export async function breakdownsAtOnce(clickhouse: ClickHouse, query: Query, properties: readonly string[]) {
+export async function breakdownsAtOnce(
+  clickhouse: ClickHouse,
+  query: Query,
+  properties: readonly string[],
+  options: { totals?: boolean } = {},
+): Promise<{ breakdowns: Record<string, BreakdownRow[]>; totals: Totals | null }> {
   const reads = properties.map((property): Read => ({ kind: 'breakdown', property }))
   // the first read's lookup (the window's rolled days, with today's partial rollup for a page
   // breakdown) is run once and serves the others (run.ts, lookUpOnce)
   const plans = reads.length ? [await planOf(clickhouse, query, reads[0])] : []
-  plans.push(...(await Promise.all(reads.slice(1).map((read) => planOf(clickhouse, query, read)))))
+  const [statsPlan, ...rest] = await Promise.all([
+    options.totals && reads.length ? planOf(clickhouse, query, { kind: 'stats' }) : null,
+    ...reads.slice(1).map((read) => planOf(clickhouse, query, read)),
+  ])
+  plans.push(...(rest as ReadPlan[]))
   const groups: Groups = { rolled: [], rolledEvents: [], sessions: [], events: [], alone: [] }
   plans.forEach((step, i) => groups[groupOf(query, properties[i], step)].push(i))
-  // a group of one is read alone
+  // the totals as one more visit attribute of the rolled group, read under the same plan
+  const rolledPlan = groups.rolled.length ? plans[groups.rolled[0]].plan : null
+  const withTotals =
+    statsPlan !== null &&
+    !statsPlan.builds.length &&
+    statsPlan.plan.table === 'rollup' &&
+    rolledPlan?.table === 'rollup' &&
+    !statsPlan.plan.rolled.partial &&
+    statsPlan.plan.rolled.filtersKey === undefined &&
+    sameDays(statsPlan.plan.rolled, rolledPlan.rolled)
+  // the goal breakdown with the event properties: unfiltered, it reads the same events
+  const goalAt = properties.indexOf(GOAL)
+  const withGoals = goalAt >= 0 && groups.events.length > 0 && !query.filters.length && query.goals.length > 0
+  if (withGoals) groups.alone.splice(groups.alone.indexOf(goalAt), 1)
+  // a group of one is read alone (the rolled group with the totals is two, the events with the goals)
   for (const name of ['rolled', 'rolledEvents', 'sessions', 'events'] as const)
-    if (groups[name].length === 1) groups.alone.push(...groups[name].splice(0))
+    if (groups[name].length === 1 && !(name === 'rolled' && withTotals) && !(name === 'events' && withGoals))
+      groups.alone.push(...groups[name].splice(0))
 
   const rowsByProperty = new Map<string, Record<string, unknown>[]>(properties.map((p) => [p, []]))
-  const together = async (indexes: number[], statement: (properties: string[]) => Parameters<typeof execute>[1]) => {
+  /** The WINDOW_TOTALS row of a group's statement, by group. */
+  const windowRows = new Map<keyof Groups, Record<string, unknown>>()
+  const together = async (
+    group: keyof Groups,
+    statement: (properties: string[]) => Parameters<typeof execute>[1],
+    extra: string[] = [],
+  ) => {
+    const indexes = groups[group]
     if (!indexes.length) return
-    const rows = await execute<Record<string, unknown> & { property: string }>(clickhouse, statement(indexes.map((i) => properties[i])))
-    for (const row of rows) rowsByProperty.get(row.property)?.push(row)
+    const rows = await execute<Record<string, unknown> & { property: string }>(
+      clickhouse,
+      statement([...indexes.map((i) => properties[i]), ...extra]),
+    )
+    for (const row of rows) {
+      if (row.property === WINDOW_TOTALS) windowRows.set(group, row)
+      else rowsByProperty.get(row.property)?.push(row)
+    }
   }
   const first = (indexes: number[]) => plans[indexes[0]].plan
   const results = new Map<string, BreakdownRow[]>()
   await Promise.all([
-    together(groups.rolled, (names) => {
-      const plan = first(groups.rolled)
-      if (plan.table !== 'rollup') throw new Error('rolled visit attributes without the rollup plan')
-      return rolledVisitAttributesSql(query, names, queryScope(query, plan), plan.rolled)
-    }),
-    together(groups.rolledEvents, (names) => {
+    together(
+      'rolled',
+      (names) => {
+        const plan = first(groups.rolled)
+        if (plan.table !== 'rollup') throw new Error('rolled visit attributes without the rollup plan')
+        return rolledVisitAttributesSql(query, names, queryScope(query, plan), plan.rolled)
+      },
+      withTotals ? [WINDOW_TOTALS] : [],
+    ),
+    together('rolledEvents', (names) => {
       const plan = first(groups.rolledEvents)
       if (plan.table !== 'rollup') throw new Error('rolled event properties without the rollup plan')
       const scope = queryScope(query, plan)
       return rolledEventPropertiesSql(query, names, scope, plan.rolled, selected(query, scope))
     }),
-    together(groups.sessions, (names) => {
+    together('sessions', (names) => {
       const scope = queryScope(query, { table: 'sessions' })
       return visitAttributesFromSessionsSql(query, names, scope, visitFilters(query, scope), selected(query, scope))
     }),
-    together(groups.events, (names) => {
+    together('events', (names) => {
       const scope = queryScope(query, { table: 'events', visits: false })
-      return eventPropertiesSql(query, names, scope, selected(query, scope))
+      return eventPropertiesSql(query, names, scope, selected(query, scope), withGoals ? query.goals : [])
     }),
     ...groups.alone.map(async (i) => {
       const read = reads[i]
@@ -68,11 +115,27 @@ export async function breakdownsAtOnce(clickhouse: ClickHouse, query: Query, pro
       )
     }),
   ])
+  if (withGoals) {
+    // as the goal read's rows: conversions are its events, and every visitor of the window its total
+    const total = windowRows.get('events')
+    const rows = (rowsByProperty.get(GOAL) ?? []).map((row) => ({ ...row, events: row.conversions, total_visitors: total?.visitors ?? 0 }))
+    results.set(GOAL, shapeBreakdown(GOAL, rows))
+  }
   const breakdowns: Record<string, BreakdownRow[]> = {}
   for (const property of properties)
     breakdowns[property] = results.get(property) ?? shapeBreakdown(property, rowsByProperty.get(property) ?? [])
-  return breakdowns
+  return { breakdowns, totals: withTotals ? totalsOf(windowRows.get('rolled')) : null }
 }
+
+const sameDays = (a: RolledDays, b: RolledDays) =>
+  a.days.join() === b.days.join() && a.events.join() === b.events.join() && a.sums.join() === b.sums.join()
+
+/**
+ * The totals from their row of rolledVisitAttributesSql, as shapeTotals takes the stats read's:
+ * the same sums, and the average duration divided as that read divides it. No row: no visits.
+ */
+const totalsOf = (row: Record<string, unknown> | undefined): Totals =>
+  shapeTotals(row && { ...row, facts_visits: row.visits, duration: row.avg_duration })
 
 /** Properties (their indexes) by the statement they share. */
 type Groups = Record<'rolled' | 'rolledEvents' | 'sessions' | 'events' | 'alone', number[]>

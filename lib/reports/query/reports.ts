@@ -186,14 +186,16 @@ export async function exportAll(deps: ReportDeps, site: Site, params: ReportPara
   const keys = source === 'standalone' ? await execute<{ key: string }>(deps.clickhouse, propertyKeysSql(query, EXPORT_PROPERTY_KEYS)) : []
   const properties = [...dimensions, ...keys.map((k) => `${PROPERTY_PREFIX}${k.key}`)]
   // the collector's events: properties that share a plan are read in one statement each
+  // (with the totals, when they share the visit attributes' statement)
   const atOnce = source === 'standalone'
-  const breakdowns: Record<string, BreakdownRow[]> = atOnce ? await breakdownsAtOnce(deps.clickhouse, rows, properties) : {}
+  const together = atOnce ? await breakdownsAtOnce(deps.clickhouse, rows, properties, { totals: true }) : null
+  const breakdowns: Record<string, BreakdownRow[]> = together?.breakdowns ?? {}
   if (!atOnce) for (const property of properties) breakdowns[property] = await read.breakdown(rows, property)
   return {
     site: { id: site.id, domain: site.domain, timezone: site.timezone },
     source,
     range: rangeView(query.range),
-    totals: await read.totals(query),
+    totals: together?.totals ?? (await read.totals(query)),
     series: await read.series(query),
     breakdowns,
   }

@@ -1,5 +1,5 @@
 import type { Query, RolledDays } from '../model'
-import { dimensionSql } from './filters'
+import { dimensionSql, goalCondition } from './filters'
 import { partialRows, rolledRows } from './day-rollups'
 import { breakdownSource } from './rows'
 import { type Scope, siteIs } from './scope'
@@ -13,6 +13,15 @@ import { visitFacts } from './visits'
  * alone under the same plan; one statement costs the engine far less than one per property.
  * Values are read as text, so that properties of different column types share one column.
  */
+
+/**
+ * The property of the window's totals in the day rollups (one row, value ''), which
+ * rolledVisitAttributesSql reads as it reads any visit attribute: the totals read's own rows.
+ */
+export const WINDOW_TOTALS = ''
+
+/** The goal breakdown's property. */
+export const GOAL = 'goal'
 
 const names = (properties: readonly string[]) => bind('Array(String)', properties)
 
@@ -28,12 +37,13 @@ LIMIT ${bind('UInt32', query.limit)} BY property`
  */
 export function rolledVisitAttributesSql(query: Query, properties: readonly string[], scope: Scope, rolled: RolledDays): Fragment {
   const values = join(
-    properties.map((p) => sql`toString(any(${dimensionSql(p)}))`),
+    properties.map((p) => (p === WINDOW_TOTALS ? sql`''` : sql`toString(any(${dimensionSql(p)}))`)),
     ', ',
   )
   const columns = raw('property, value, visitors, visits, pageviews, events, bounces, duration_ms')
+  // bounces too, for the totals' row (WINDOW_TOTALS)
   return sql`
-SELECT property, value, visitors, visits, pageviews, events, bounces / visits AS bounce_rate, duration_ms / 1000 / visits AS avg_duration
+SELECT property, value, visitors, visits, pageviews, events, bounces, bounces / visits AS bounce_rate, duration_ms / 1000 / visits AS avg_duration
 FROM (
   SELECT property, value, sum(visitors) AS visitors, sum(visits) AS visits, sum(pageviews) AS pageviews, sum(events) AS events, sum(bounces) AS bounces, sum(duration_ms) AS duration_ms
   FROM (
@@ -97,22 +107,46 @@ LEFT JOIN (
 /**
  * Event properties without visit engagement (custom properties, event names, links, clicks,
  * forms) under the events plan (breakdownRows without engagement): each selected event counted
- * under every property it carries.
+ * under every property it carries. With goals, unfiltered, the goal breakdown's rows as well
+ * (goalBreakdownSql reads the same events): property GOAL, and the window's visitors under
+ * WINDOW_TOTALS.
  */
-export function eventPropertiesSql(query: Query, properties: readonly string[], scope: Scope, selected: Fragment): Fragment {
-  const pairs = join(
-    properties.map((p) => {
-      const source = breakdownSource(p, scope)
-      return sql`(${bind('String', p)}, toString(${source.value}), toUInt8(${source.presence ?? raw('1')}))`
-    }),
-    ', ',
-  )
-  return sql`
+export function eventPropertiesSql(
+  query: Query,
+  properties: readonly string[],
+  scope: Scope,
+  selected: Fragment,
+  goals: Query['goals'] = [],
+): Fragment {
+  const pairs = properties.map((p) => {
+    const source = breakdownSource(p, scope)
+    return sql`(${bind('String', p)}, toString(${source.value}), toUInt8(${source.presence ?? raw('1')}), '')`
+  })
+  if (!goals.length)
+    return sql`
 SELECT property, value, visitors, visits, pageviews, events
 FROM (
   SELECT pair.1 AS property, pair.2 AS value, uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits,
          countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events
-  FROM ${raw(scope.table)} ARRAY JOIN arrayFilter(p -> p.3, [${pairs}]) AS pair
+  FROM ${raw(scope.table)} ARRAY JOIN arrayFilter(p -> p.3, [${join(pairs, ', ')}]) AS pair
+  WHERE ${selected}
+  GROUP BY property, value
+)
+WHERE visitors > 0${perProperty(query)}`
+  // the goal read's rows (goalBreakdownSql): a pair per goal an event converts, with the goal's
+  // currency, and one for every event, whose visitors are the window's (WINDOW_TOTALS)
+  for (const goal of goals)
+    pairs.push(
+      sql`(${bind('String', GOAL)}, ${bind('String', goal.name)}, toUInt8(${goalCondition(goal)}), ${bind('String', goal.currency ?? '')})`,
+    )
+  pairs.push(sql`(${bind('String', WINDOW_TOTALS)}, '', toUInt8(1), '')`)
+  return sql`
+SELECT property, value, visitors, visits, pageviews, events, conversions, revenue, currency
+FROM (
+  SELECT pair.1 AS property, pair.2 AS value, uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits,
+         countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events, count() AS conversions,
+         sumIf(revenue_amount, revenue_currency = pair.4 AND pair.4 != '') AS revenue, any(pair.4) AS currency
+  FROM ${raw(scope.table)} ARRAY JOIN arrayFilter(p -> p.3, [${join(pairs, ', ')}]) AS pair
   WHERE ${selected}
   GROUP BY property, value
 )
