@@ -98,7 +98,7 @@ describe("the site's settings pages", () => {
     const read = (await api('GET', `/api/v1/sites/${siteId}`)).json
     expect(read.timezone).toBe('Europe/Paris')
     expect(read.changeDetection).toMatchObject({ changeDetectionEnabled: false, changeExcludedPaths: ['/search'] })
-    expect(read.sharing).toEqual({ isPublic: true, shareLevel: 'link', publicCounts: true, publicCountsDial: '30d' })
+    expect(read.sharing).toEqual({ isPublic: true, shareLevel: 'link', publicCounts: true, publicCountsDial: '30d', linkCreatedAt: null })
     expect(read.appearance).toEqual({ displayName: 'Acme shop', theme: 'dark', accentColor: '#112233' })
     // the untouched groups kept their values
     expect(read.tracking).toEqual(afterTracking.tracking)
