@@ -148,6 +148,46 @@ describe('POST /api/v2/query: dimensions together, versions and visit hostnames,
     expect(json.results).toEqual(expected)
   })
 
+  it('entry and exit pages with other dimensions: the first and last page of each visit beside each value', async () => {
+    const entry = await query({ metrics: METRICS, date_range: CUSTOM, dimensions: ['visit:entry_page', 'visit:source'] })
+    const expectedEntry = expectedRows(FROM, TO, (_e, v) => (v.entry ? [v.entry, v.source] : undefined)).sort(byVisitorsThenDimensions)
+    expect(expectedEntry.length).toBeGreaterThan(10)
+    expect(entry.results).toEqual(expectedEntry)
+    const exit = await query({ metrics: METRICS.slice(0, 3), date_range: CUSTOM, dimensions: ['event:page', 'visit:exit_page'] })
+    const expectedExit = expectedRows(FROM, TO, (e, v) => (v.exit ? [e.path, v.exit] : undefined))
+      .map((r) => ({ ...r, metrics: r.metrics.slice(0, 3) }))
+      .sort(byVisitorsThenDimensions)
+    expect(exit.results).toEqual(expectedExit)
+  })
+
+  it('comparisons of combined rows: each matched by its values in the earlier window', async () => {
+    const json = await query({
+      metrics: ['visitors', 'pageviews'],
+      date_range: ['2026-11-01', '2026-11-22'],
+      dimensions: ['visit:country', 'visit:device'],
+      include: { comparisons: { mode: 'custom', date_range: ['2026-10-01', '2026-10-22'] } },
+    })
+    const rowsOf = (from: string, to: string) =>
+      expectedRows(from, to, (_e, v) => [v.country, v.device]).map((r) => ({ ...r, metrics: [r.metrics[0], r.metrics[2]] }))
+    const now = rowsOf('2026-11-01T00:00:00-04:00', '2026-11-23T00:00:00-05:00').sort(byVisitorsThenDimensions)
+    const before = new Map(rowsOf('2026-10-01T00:00:00-04:00', '2026-10-23T00:00:00-04:00').map((r) => [JSON.stringify(r.dimensions), r]))
+    const pct = (a: number, b: number) => (b === 0 ? (a === 0 ? 0 : 100) : Math.round(((a - b) / b) * 100))
+    expect(now.length).toBeGreaterThan(4)
+    expect(json.results).toEqual(
+      now.map((r) => {
+        const earlier = (before.get(JSON.stringify(r.dimensions))?.metrics ?? [0, 0]) as number[]
+        return {
+          ...r,
+          comparison: {
+            dimensions: r.dimensions,
+            metrics: earlier,
+            change: [pct(r.metrics[0] as number, earlier[0]), pct(r.metrics[1] as number, earlier[1])],
+          },
+        }
+      }),
+    )
+  })
+
   it('agrees with a GET /api/v1/breakdown of pages filtered by the source', async () => {
     const json = await query({ metrics: METRICS.slice(0, 5), date_range: CUSTOM, dimensions: ['visit:source', 'event:page'] })
     const v1 = await call(
