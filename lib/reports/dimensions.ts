@@ -226,13 +226,13 @@ export const SEGMENT = 'segment'
  * under the filter's operator. Like segment, not a dimension; the filters parameter does not take them.
  */
 export const BEHAVIOURAL = ['has_done', 'has_not_done'] as const
+export const isBehavioural = (name: string) => (BEHAVIOURAL as readonly string[]).includes(name)
 
 /**
  * A filter over other filters (Plausible's Stats API v2 queries): an "or" across dimensions, or a
  * "not" around several filters (model.ts, Filter.groups). Like segment, not a dimension.
  */
 export const FILTER_GROUPS = 'filter_groups'
-export const isBehavioural = (name: string) => (BEHAVIOURAL as readonly string[]).includes(name)
 
 /** Whether a source's reads take the dimension (custom properties are the collector's alone). */
 export const readableBy = (name: string, source: Source) => (dimension(name)?.sources ?? FIRST_PARTY).includes(source)
