@@ -283,6 +283,25 @@ const program = new Command('bench-reports')
         ],
         pagination: { limit: 100 },
       }),
+      'v2 query source x path': v2({
+        metrics: ['visitors', 'visits', 'pageviews', 'bounce_rate', 'visit_duration'],
+        dimensions: ['visit:source', 'event:page'],
+        pagination: { limit: 100 },
+      }),
+      'v2 query country x device': v2({ metrics: ['visitors', 'visits'], dimensions: ['visit:country', 'visit:device'] }),
+      'v2 query or across dimensions': v2({
+        metrics: ['visitors', 'visits', 'pageviews'],
+        filters: [
+          [
+            'or',
+            [
+              ['contains', 'event:page', ['blog']],
+              ['is', 'visit:country', ['US']],
+            ],
+          ],
+        ],
+      }),
+      'v2 query entry hostname': v2({ metrics: ['visitors', 'visits'], dimensions: ['visit:entry_page_hostname'] }),
     }
     const reports: Record<string, Report> = { ...named, ...readsOfRegistry(site.id, Object.values(named)), ...posted }
     if (opts.compare) {

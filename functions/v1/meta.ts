@@ -1,4 +1,4 @@
-import { DIMENSIONS, METRICS, OPERATORS, PROPERTY_PREFIX, RANGES, SEGMENT } from '../../lib/reports/dimensions'
+import { V1_DIMENSIONS, METRICS, OPERATORS, PROPERTY_PREFIX, RANGES, SEGMENT } from '../../lib/reports/dimensions'
 import { findOrg } from '../../lib/accounts/org'
 import { LIMITS } from '../../lib/accounts/ratelimit'
 import { PLAN_NAMES, planFor } from '../../lib/accounts/plans'
@@ -8,7 +8,7 @@ import { defineEndpoint } from '../endpoint'
 /** Each imported GA4 dataset with the dimensions a ga4 read takes from it (the dimension table's ga4 column). */
 function ga4Datasets(): Record<string, string[]> {
   const datasets: Record<string, string[]> = {}
-  for (const d of DIMENSIONS) if (d.ga4) (datasets[d.ga4.dataset] ??= []).push(d.name)
+  for (const d of V1_DIMENSIONS) if (d.ga4) (datasets[d.ga4.dataset] ??= []).push(d.name)
   return datasets
 }
 
@@ -63,14 +63,14 @@ export const metaEndpoints = [
       metrics: z.record(z.string(), z.string()),
     }),
     async handler() {
-      const dimensions = DIMENSIONS.map((d) => d.name)
+      const dimensions = V1_DIMENSIONS.map((d) => d.name)
       return {
         filterDimensions: [...dimensions, SEGMENT],
         breakdownProperties: [...dimensions, `${PROPERTY_PREFIX}<key>`],
         propertyPrefix: PROPERTY_PREFIX,
-        firstPartyOnly: DIMENSIONS.filter((d) => !d.sources.includes('ga4')).map((d) => d.name),
+        firstPartyOnly: V1_DIMENSIONS.filter((d) => !d.sources.includes('ga4')).map((d) => d.name),
         ga4Datasets: ga4Datasets(),
-        visitScoped: DIMENSIONS.filter((d) => d.scope === 'visit').map((d) => d.name),
+        visitScoped: V1_DIMENSIONS.filter((d) => d.scope === 'visit').map((d) => d.name),
         operators: [...OPERATORS],
         ranges: [...RANGES],
         metrics: METRICS,

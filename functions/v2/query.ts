@@ -12,7 +12,7 @@ export const plausibleQueryEndpoints = [
     tool: null,
     summary: "Plausible's Stats API v2 query: metrics by dimensions over a date range, with filters, from this service's reads.",
     description:
-      "Takes Plausible's query body (site_id is the site's domain or id) and answers {results: [{metrics, dimensions}], meta, query}. bounce_rate, percentage and conversion rates are percentages here, as in Plausible; visit_duration is seconds. One dimension besides time. What this service cannot answer (a dimension it does not record, such as visit:browser_version) is a 400 naming it. Coverage and differences: docs/plausible.md.",
+      "Takes Plausible's query body (site_id is the site's domain or id) and answers {results: [{metrics, dimensions}], meta, query}. bounce_rate, percentage and conversion rates are percentages here, as in Plausible; visit_duration is seconds. What this service cannot answer is a 400 naming it. Coverage and differences: docs/plausible.md.",
     body: plausibleQuerySchema,
     response: plausibleAnswerSchema,
     async handler(ctx, { body }) {

@@ -1,6 +1,6 @@
 import { Temporal } from 'temporal-polyfill'
 import { ApiError } from '../errors'
-import { SEGMENT, hasEngagement } from '../reports/dimensions'
+import { SEGMENT, combinable, combinedProperty, hasEngagement } from '../reports/dimensions'
 import { type Filter, type Query, goalsOfFilter } from '../reports/query/model'
 import type { ReportParams } from '../reports/query/parse'
 import { type Interval, type ResolvedRange, buckets } from '../reports/query/range'
@@ -16,7 +16,7 @@ import { type TimeDimension, checkReadable, countryName, isTimeDimension, servic
 
 /**
  * POST /api/v2/query: Plausible's Stats API v2 answered from this service's own reads. A query
- * becomes one of the pipeline's reads (totals, a series, or the breakdown of one dimension) with
+ * becomes one of the pipeline's reads (totals, a series, or the breakdown of one dimension or several) with
  * the same planner and rollups as GET /api/v1/stats, /timeseries and /breakdown, then its rows are
  * shaped as Plausible answers them (rates as percentages, time buckets as dates).
  */
@@ -34,13 +34,15 @@ const percent = (part: number, whole: number, digits: number) => (whole ? round(
 interface Plan {
   source: Source
   time?: TimeDimension
-  /** The service dimension of the one non-time dimension. */
+  /** The service dimension of the non-time dimensions: one, or several as one combined property. */
   property?: string
+  /** Whether the non-time dimensions were combined: each row's value holds theirs as a JSON array. */
+  combined: boolean
   filters: Filter[]
   goals: Goal[]
   metrics: PlausibleMetric[]
-  /** visit:country_name: rows by country, answered by the country's name. */
-  countryNames: boolean
+  /** Per non-time dimension, visit:country_name: rows by country, answered by the country's name. */
+  countryNames: boolean[]
 }
 
 const SERIES_METRICS: readonly PlausibleMetric[] = ['visitors', 'visits', 'pageviews', 'views_per_visit']
@@ -60,15 +62,27 @@ function planQuery(body: PlausibleQuery, source: Source, goals: Goal[]): Plan {
   const times = body.dimensions.filter(isTimeDimension)
   const others = body.dimensions.filter((d) => !isTimeDimension(d))
   if (times.length > 1) throw new ApiError(400, 'dimensions: at most one time dimension')
-  if (others.length > 1)
-    throw new ApiError(400, `dimensions: this service groups by one dimension besides time, not ${others.join(' and ')} together`)
+  if (new Set(body.dimensions).size !== body.dimensions.length) throw new ApiError(400, 'dimensions: a dimension is listed twice')
   if (new Set(body.metrics).size !== body.metrics.length) throw new ApiError(400, 'metrics: a metric is listed twice')
   const time = times[0]
-  const plausibleProperty = others[0]
-  const where = `dimensions[${body.dimensions.indexOf(plausibleProperty)}]`
-  const property = plausibleProperty === undefined ? undefined : serviceDimension(plausibleProperty, where)
-  if (property && plausibleProperty) checkReadable(plausibleProperty, property, source, where)
-  if (property === 'goal' && source !== 'standalone') throw new ApiError(400, `${where}: event:goal needs the tracker source`)
+  const names = others.map((name) => {
+    const where = `dimensions[${body.dimensions.indexOf(name)}]`
+    const service = serviceDimension(name, where)
+    checkReadable(name, service, source, where)
+    if (service === 'goal' && source !== 'standalone') throw new ApiError(400, `${where}: event:goal needs the tracker source`)
+    if (others.length > 1 && !combinable(service))
+      throw new ApiError(400, `${where}: ${name} cannot be combined with another dimension besides time here`)
+    if (others.length > 1 && source !== 'standalone')
+      throw new ApiError(
+        400,
+        `${where}: several dimensions together need the tracker source (imported data is read one dimension at a time)`,
+      )
+    return service
+  })
+  const combined = names.length > 1
+  const property = combined ? combinedProperty(names) : names[0]
+  // the name metric errors give: the one dimension, or the combination
+  const plausibleProperty = others.join(' and ')
   const filters = translateFilters(body.filters, source, goals)
   const goalFiltered = filters.some((f) => f.dimension === 'goal')
   for (const metric of body.metrics) {
@@ -78,11 +92,11 @@ function planQuery(body: PlausibleQuery, source: Source, goals: Goal[]): Plan {
         `is not available with a time dimension here (${[...SERIES_METRICS, ...BUCKET_TOTALS_METRICS].join(', ')} are)`,
       )
     if (PAGE_METRICS.includes(metric)) {
-      if (property !== 'path') throw metricError(metric, 'needs the dimension event:page')
+      if (property !== 'path') throw metricError(metric, 'needs the dimension event:page alone')
       if (source !== 'standalone') throw metricError(metric, 'is recorded only by the tracker')
     }
     if ((metric === 'bounce_rate' || metric === 'visit_duration') && property && !hasEngagement(property))
-      throw metricError(metric, `is not defined for the event dimension ${plausibleProperty}`)
+      throw metricError(metric, `is not defined for the event dimension${combined ? 's' : ''} ${plausibleProperty}`)
     if (metric === 'percentage' && !property) throw metricError(metric, 'needs a dimension')
     if (metric === 'group_conversion_rate' && !property) throw metricError(metric, 'needs a dimension')
     if (GOAL_METRICS.includes(metric) && property !== 'goal' && !goalFiltered)
@@ -92,7 +106,8 @@ function planQuery(body: PlausibleQuery, source: Source, goals: Goal[]): Plan {
     if (property === 'goal' && (metric === 'visits' || metric === 'pageviews' || metric === 'views_per_visit'))
       throw metricError(metric, 'is not defined for goals (visitors, events, conversion_rate and revenue are)')
   }
-  return { source, time, property, filters, goals, metrics: body.metrics, countryNames: plausibleProperty === 'visit:country_name' }
+  const countryNames = others.map((d) => d === 'visit:country_name')
+  return { source, time, property, combined, filters, goals, metrics: body.metrics, countryNames }
 }
 
 /** Plausible's named ranges and date pairs as the pipeline's range parameters; date-times also as the exact window. */
@@ -276,7 +291,7 @@ function bucketWindow(range: ResolvedRange, starts: { epoch: number }[], i: numb
  * A time dimension with another: the other's rows in each bucket with data, each bucket read as its
  * own window (whole days come from the daily rollup), in the query's order of dimensions.
  */
-async function timeBreakdown(ctx: Context, range: ResolvedRange, property: string, timeFirst: boolean) {
+async function timeBreakdown(ctx: Context, range: ResolvedRange, property: string, timeAt: number) {
   const series = await sourceReader(ctx.deps.clickhouse, ctx.plan.source).series({ ...ctx.query, range })
   const starts = buckets(range)
   const labels = starts.map((b) =>
@@ -297,7 +312,7 @@ async function timeBreakdown(ctx: Context, range: ResolvedRange, property: strin
       withoutGoals: () => ({ ...ctx.withoutGoals(), range: window }),
     }
     for (const row of await grouped(inBucket, property, ALL_ROWS))
-      rows.push({ metrics: row.metrics, dimensions: timeFirst ? [labels[i], ...row.dimensions] : [...row.dimensions, labels[i]] })
+      rows.push({ metrics: row.metrics, dimensions: row.dimensions.toSpliced(timeAt, 0, labels[i]) })
   }
   return { rows, labels }
 }
@@ -367,8 +382,10 @@ async function grouped(ctx: Context, property: string, limit: number): Promise<R
       }
     }
   }
-  const label = ctx.plan.countryNames ? countryName : (v: string) => v
-  return rows.map((row) => ({ metrics: metrics.map((m) => value(m, row)), dimensions: [label(row.value)] }))
+  const { combined, countryNames } = ctx.plan
+  const dimensions = (row: BreakdownRow): string[] =>
+    (combined ? (JSON.parse(row.value) as string[]) : [row.value]).map((v, i) => (countryNames[i] ? countryName(v) : v))
+  return rows.map((row) => ({ metrics: metrics.map((m) => value(m, row)), dimensions: dimensions(row) }))
 }
 
 /** The order_by entries, each a metric of the query or one of its dimensions. */
@@ -403,8 +420,12 @@ function sortRows(rows: ResultRow[], order: [string, 'asc' | 'desc'][], body: Pl
       const c = compare(at(a, field), at(b, field))
       if (c) return direction === 'asc' ? c : -c
     }
-    // ties as the pipeline's rows: by value
-    return compare(a.dimensions[0] ?? '', b.dimensions[0] ?? '')
+    // ties as the pipeline's rows: by value, then by the next dimensions'
+    for (const [i, v] of a.dimensions.entries()) {
+      const c = compare(v, b.dimensions[i] ?? '')
+      if (c) return c
+    }
+    return 0
   })
 }
 
@@ -445,11 +466,12 @@ export async function plausibleQuery(deps: ReportDeps, site: Site, body: Plausib
 
   const { limit, offset } = body.pagination
   const defaultOrder = order.length === 1 && order[0][0] === 'visitors' && order[0][1] === 'desc'
-  const fetch = body.include.total_rows || !defaultOrder ? ALL_ROWS : offset + limit
+  // combined rows are ordered by their values one by one here, not as the pipeline orders their JSON: all of them
+  const fetch = body.include.total_rows || !defaultOrder || plan.combined ? ALL_ROWS : offset + limit
 
   const read = async (c: Context, r: ResolvedRange) =>
     plan.time && plan.property
-      ? await timeBreakdown(c, r, plan.property, isTimeDimension(body.dimensions[0]))
+      ? await timeBreakdown(c, r, plan.property, body.dimensions.findIndex(isTimeDimension))
       : plan.time
         ? await timeseries(c, r)
         : { rows: plan.property ? await grouped(c, plan.property, fetch) : await aggregate(c), labels: undefined }

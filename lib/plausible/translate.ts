@@ -1,5 +1,5 @@
 import { ApiError } from '../errors'
-import { PROPERTY_PREFIX, SEGMENT, readableBy } from '../reports/dimensions'
+import { FILTER_GROUPS, PROPERTY_PREFIX, SEGMENT, readableBy } from '../reports/dimensions'
 import type { Filter } from '../reports/query/model'
 import type { Goal } from '../sites/goals'
 import type { Source } from '../sites/source'
@@ -29,6 +29,10 @@ const DIMENSION_NAMES: Record<string, string> = {
   'visit:device': 'device',
   'visit:browser': 'browser',
   'visit:os': 'os',
+  'visit:browser_version': 'browser_version',
+  'visit:os_version': 'os_version',
+  'visit:entry_page_hostname': 'entry_page_hostname',
+  'visit:exit_page_hostname': 'exit_page_hostname',
   'visit:country': 'country',
   'visit:region': 'region',
   'visit:city': 'city',
@@ -37,14 +41,6 @@ const DIMENSION_NAMES: Record<string, string> = {
   'visit:city_name': 'city',
   // kept as ISO 3166-1 codes, answered and matched by their English names
   'visit:country_name': 'country',
-}
-
-/** Plausible dimensions this service does not record or cannot group by, with why. */
-const NOT_RECORDED: Record<string, string> = {
-  'visit:browser_version': 'browser versions are not kept per visit',
-  'visit:os_version': 'operating system versions are not kept per visit',
-  'visit:entry_page_hostname': 'entry page hostnames are not kept per visit; use event:hostname',
-  'visit:exit_page_hostname': 'exit page hostnames are not kept per visit; use event:hostname',
 }
 
 export const TIME_DIMENSIONS = ['time', 'time:hour', 'time:day', 'time:week', 'time:month'] as const
@@ -58,7 +54,6 @@ export function serviceDimension(name: string, where: string): string {
   const known = DIMENSION_NAMES[name]
   if (known) return known
   if (name.startsWith(EVENT_PROPS) && name.length > EVENT_PROPS.length) return `${PROPERTY_PREFIX}${name.slice(EVENT_PROPS.length)}`
-  if (NOT_RECORDED[name]) throw new ApiError(400, `${where}: ${name} is not supported by this service (${NOT_RECORDED[name]})`)
   throw new ApiError(400, `${where}: invalid dimension "${name}"`)
 }
 
@@ -131,34 +126,48 @@ function simpleFilter(raw: unknown[], where: string): SimpleFilter {
 const sameKind = (a: SimpleFilter, b: SimpleFilter) =>
   a.operator === b.operator && a.dimension === b.dimension && a.caseSensitive === b.caseSensitive && a.behaviour === b.behaviour
 
+/** Groups of AND-ed filters, OR-ed together, or (negated) none of them holding: an "or" across dimensions, a "not" around several filters. */
+interface FilterGroup {
+  negated: boolean
+  groups: Item[][]
+  where: string
+}
+type Item = SimpleFilter | FilterGroup
+const isSimple = (item: Item): item is SimpleFilter => 'operator' in item
+
 /**
- * Flattens the filter tree into AND-ed simple filters: `and` anywhere; `or` of filters on one
- * dimension with one positive operator (their clauses OR-ed, as one filter's are); `not` of one
- * filter (its operator negated); has_done and has_not_done of one filter. Other shapes cannot be
- * expressed as AND-ed filters here.
+ * Flattens the filter tree into AND-ed items: `and` anywhere; `or` of filters on one dimension with
+ * one positive operator as one filter (their clauses OR-ed, as one filter's are), any other `or` as
+ * a group; `not` of one filter (its operator negated), of a group (negated), of several filters (a
+ * negated group); has_done and has_not_done of one filter.
  */
-function flatten(raw: unknown, where: string): SimpleFilter[] {
+function flatten(raw: unknown, where: string): Item[] {
   if (!Array.isArray(raw) || raw.length === 0) throw new ApiError(400, `${where}: a filter must be a non-empty list`)
   const [head] = raw
   if (head === 'and' || head === 'or') {
     const list = raw[1]
     if (raw.length !== 2 || !Array.isArray(list) || list.length === 0)
       throw new ApiError(400, `${where}: ${head} takes one non-empty list of filters`)
-    const parts = list.flatMap((f, i) => flatten(f, `${where}[1][${i}]`))
-    if (head === 'and') return parts
-    const [first] = parts
-    if (!parts.every((p) => sameKind(p, first)) || !['is', 'contains', 'matches'].includes(first.operator))
-      throw new ApiError(
-        400,
-        `${where}: "or" is supported only between is, contains or matches filters on one dimension with the same modifiers`,
-      )
-    return [{ ...first, clauses: parts.flatMap((p) => p.clauses), where }]
+    const children = list.map((f, i) => flatten(f, `${where}[1][${i}]`))
+    if (head === 'and') return children.flat()
+    // one filter each, all of one kind with a positive operator: one filter, their clauses OR-ed
+    const singles = children.flatMap((c) => (c.length === 1 && isSimple(c[0]) ? [c[0]] : []))
+    const [first] = singles
+    if (
+      singles.length === children.length &&
+      singles.every((p) => sameKind(p, first)) &&
+      ['is', 'contains', 'matches'].includes(first.operator)
+    )
+      return [{ ...first, clauses: singles.flatMap((p) => p.clauses), where }]
+    return [{ negated: false, groups: children, where }]
   }
   if (head === 'not' || head === 'has_done' || head === 'has_not_done') {
     if (raw.length !== 2) throw new ApiError(400, `${where}: ${head} takes one filter`)
     const inner = flatten(raw[1], `${where}[1]`)
-    if (inner.length !== 1) throw new ApiError(400, `${where}: "${head}" is supported only around one filter`)
+    if (head === 'not' && inner.length === 1 && !isSimple(inner[0])) return [{ ...inner[0], negated: !inner[0].negated, where }]
+    if (head === 'not' && inner.length !== 1) return [{ negated: true, groups: [inner], where }]
     const [f] = inner
+    if (inner.length !== 1 || !isSimple(f)) throw new ApiError(400, `${where}: "${head}" is supported only around one filter`)
     if (head !== 'not') {
       if (f.behaviour) throw new ApiError(400, `${where}: ${head} cannot hold another behavioural filter`)
       return [{ ...f, behaviour: head, where }]
@@ -286,7 +295,30 @@ function serviceFilter(f: SimpleFilter, source: Source, goals: readonly Goal[]):
   return { dimension: f.behaviour, operator, value: [dimension, ...value] }
 }
 
+/** An item as the pipeline's filter; a group's filters are not goals or segments (conversion rates and segments read top-level filters). */
+function serviceItem(item: Item, source: Source, goals: readonly Goal[], grouped: boolean): Filter {
+  if (isSimple(item)) {
+    if (grouped && (item.dimension === SEGMENT || item.dimension === 'event:goal'))
+      throw new ApiError(
+        400,
+        `${item.where}: ${item.dimension} filters are supported outside an "or" across dimensions or a "not" around several filters`,
+      )
+    return serviceFilter(item, source, goals)
+  }
+  if (source !== 'standalone')
+    throw new ApiError(
+      400,
+      `${item.where}: an "or" across dimensions or a "not" around several filters needs the tracker source (imported data is filtered by AND-ed filters)`,
+    )
+  return {
+    dimension: FILTER_GROUPS,
+    operator: item.negated ? 'is_not' : 'is',
+    value: [],
+    groups: item.groups.map((group) => group.map((inner) => serviceItem(inner, source, goals, true))),
+  }
+}
+
 /** The query's filters as the pipeline's AND-ed filters, each checked against the read's source. */
 export function translateFilters(filters: readonly unknown[], source: Source, goals: readonly Goal[]): Filter[] {
-  return filters.flatMap((f, i) => flatten(f, `filters[${i}]`)).map((f) => serviceFilter(f, source, goals))
+  return filters.flatMap((f, i) => flatten(f, `filters[${i}]`)).map((f) => serviceItem(f, source, goals, false))
 }

@@ -64,6 +64,8 @@ export interface Dimension {
   spike?: { column: string; rank: number }
   /** The values it takes, where they are a closed list. */
   values?: readonly string[]
+  /** Read through Plausible's Stats API v2 (lib/plausible) only: the /api/v1 reads, the index and exports do not take it. */
+  v2Only?: true
 }
 
 const BOTH: readonly Source[] = ['standalone', 'ga4']
@@ -110,6 +112,9 @@ export const DIMENSIONS: readonly Dimension[] = [
     ga4: { dataset: 'entry_pages', column: 'entry_page' },
   },
   { name: 'exit_page', scope: 'visit', engagement: true, sources: FIRST_PARTY, standalone: { daily: true } },
+  // the hostname of a visit's first and last pageview, derived from its events by the reads
+  { name: 'entry_page_hostname', scope: 'visit', engagement: true, sources: FIRST_PARTY, standalone: {}, v2Only: true },
+  { name: 'exit_page_hostname', scope: 'visit', engagement: true, sources: FIRST_PARTY, standalone: {}, v2Only: true },
   visitAttribute(
     'source',
     DIRECT_SOURCE,
@@ -140,6 +145,16 @@ export const DIMENSIONS: readonly Dimension[] = [
   visitAttribute('os', 'os', { daily: true }, { ga4: { dataset: 'systems', column: 'os' } }),
   visitAttribute('device', 'device', { daily: true }, { ga4: { dataset: 'devices', column: 'device' } }),
   visitAttribute('screen_class', 'screen_class', { daily: true }),
+  // stamped on every event of a visit, but not carried by the sessions rollup: read from events
+  {
+    name: 'browser_version',
+    scope: 'visit',
+    engagement: true,
+    sources: FIRST_PARTY,
+    standalone: { events: 'browser_version' },
+    v2Only: true,
+  },
+  { name: 'os_version', scope: 'visit', engagement: true, sources: FIRST_PARTY, standalone: { events: 'os_version' }, v2Only: true },
   {
     name: 'hostname',
     scope: 'event',
@@ -180,9 +195,24 @@ const BY_NAME = new Map(DIMENSIONS.map((d) => [d.name, d]))
 /** A dimension by name; undefined for a custom property (prop:<key>) or an unknown name. */
 export const dimension = (name: string): Dimension | undefined => BY_NAME.get(name)
 
+/** The dimensions the /api/v1 reads take (not those of the Stats API v2 only), in the index's order. */
+export const V1_DIMENSIONS = DIMENSIONS.filter((d) => !d.v2Only)
+
 /** A custom property's dimension name: prop:<key>, the key at most 200 characters with the prefix. */
 export const isCustomProperty = (name: string) =>
-  name.startsWith(PROPERTY_PREFIX) && name.length > PROPERTY_PREFIX.length && name.length <= 200
+  name.startsWith(PROPERTY_PREFIX) && name.length > PROPERTY_PREFIX.length && name.length <= 200 && !name.includes(COMBINED)
+
+/**
+ * Several dimensions broken down together (Plausible's Stats API v2 queries): one property whose
+ * rows are the combinations of their values, each row's value a JSON array of them in order.
+ */
+const COMBINED = '\u001f'
+export const combinedProperty = (names: readonly string[]) => names.join(COMBINED)
+/** The dimensions of a combined property; undefined for one dimension. */
+export const combinedParts = (property: string): string[] | undefined =>
+  property.includes(COMBINED) ? property.split(COMBINED) : undefined
+/** The dimensions a combined property may hold: those with a value on each event or visit (not goal). */
+export const combinable = (name: string) => name !== 'goal' && (name.startsWith(PROPERTY_PREFIX) || dimension(name) !== undefined)
 
 /**
  * A filter that is not a dimension: `segment` names a saved segment of the site and stands for its
@@ -198,6 +228,12 @@ export const SEGMENT = 'segment'
 export const BEHAVIOURAL = ['has_done', 'has_not_done'] as const
 export const isBehavioural = (name: string) => (BEHAVIOURAL as readonly string[]).includes(name)
 
+/**
+ * A filter over other filters (Plausible's Stats API v2 queries): an "or" across dimensions, or a
+ * "not" around several filters (model.ts, Filter.groups). Like segment, not a dimension.
+ */
+export const FILTER_GROUPS = 'filter_groups'
+
 /** Whether a source's reads take the dimension (custom properties are the collector's alone). */
 export const readableBy = (name: string, source: Source) => (dimension(name)?.sources ?? FIRST_PARTY).includes(source)
 
@@ -205,7 +241,8 @@ export const readableBy = (name: string, source: Source) => (dimension(name)?.so
 export const isVisitAttribute = (name: string) => dimension(name)?.standalone.sessions !== undefined
 
 /** Whether breakdown rows of the property carry visit engagement; custom properties do not. */
-export const hasEngagement = (property: string) => dimension(property)?.engagement ?? !property.startsWith(PROPERTY_PREFIX)
+export const hasEngagement = (property: string): boolean =>
+  combinedParts(property)?.every(hasEngagement) ?? dimension(property)?.engagement ?? !property.startsWith(PROPERTY_PREFIX)
 
 /** The properties rolled up daily: the dashboard's unfiltered breakdowns (the day's totals besides). */
 export const ROLLED_PROPERTIES = DIMENSIONS.filter((d) => d.standalone.daily).map((d) => d.name)

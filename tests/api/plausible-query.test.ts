@@ -615,16 +615,22 @@ describe('POST /api/v2/query', () => {
       /dimensions\[0\]: invalid dimension "visit:planet"/,
     ],
     [
-      'a dimension not recorded',
-      { metrics: ['visitors'], date_range: '7d', dimensions: ['visit:browser_version'] },
+      'goals with another dimension',
+      { metrics: ['visitors'], date_range: '7d', dimensions: ['visit:source', 'event:goal'] },
       400,
-      /visit:browser_version is not supported/,
+      /dimensions\[1\]: event:goal cannot be combined with another dimension/,
     ],
     [
-      'two dimensions',
-      { metrics: ['visitors'], date_range: '7d', dimensions: ['visit:source', 'visit:country'] },
+      'a dimension twice',
+      { metrics: ['visitors'], date_range: '7d', dimensions: ['visit:source', 'visit:source'] },
       400,
-      /one dimension besides time, not visit:source and visit:country together/,
+      /dimensions: a dimension is listed twice/,
+    ],
+    [
+      'scroll_depth of pages with another dimension',
+      { metrics: ['scroll_depth'], date_range: '7d', dimensions: ['event:page', 'visit:source'] },
+      400,
+      /scroll_depth needs the dimension event:page/,
     ],
     [
       'a rate of an event dimension',
@@ -677,7 +683,7 @@ describe('POST /api/v2/query', () => {
       /unknown modifier "ignore"/,
     ],
     [
-      'or across dimensions',
+      'a goal filter in an or across dimensions',
       {
         metrics: ['visitors'],
         date_range: '7d',
@@ -685,35 +691,14 @@ describe('POST /api/v2/query', () => {
           [
             'or',
             [
-              ['is', 'event:page', ['/']],
+              ['is', 'event:goal', ['Signup']],
               ['is', 'visit:source', ['Google']],
             ],
           ],
         ],
       },
       400,
-      /"or" is supported only/,
-    ],
-    [
-      'not around two filters',
-      {
-        metrics: ['visitors'],
-        date_range: '7d',
-        filters: [
-          [
-            'not',
-            [
-              'and',
-              [
-                ['is', 'event:page', ['/']],
-                ['is', 'visit:source', ['Google']],
-              ],
-            ],
-          ],
-        ],
-      },
-      400,
-      /"not" is supported only/,
+      /filters\[0\]\[1\]\[0\]: event:goal filters are supported outside an "or" across dimensions/,
     ],
     [
       'a goal the site does not have',

@@ -57,6 +57,49 @@ describe("Plausible's v2 filters as the pipeline's", () => {
     ])
   })
 
+  it('or across dimensions and not around several filters become groups of AND-ed filters; not of a group negates it', () => {
+    const or = [
+      'or',
+      [
+        ['is', 'event:page', ['/a']],
+        [
+          'and',
+          [
+            ['is', 'visit:source', ['Google']],
+            ['is_not', 'visit:device', ['Mobile']],
+          ],
+        ],
+      ],
+    ]
+    const groups = [
+      [{ dimension: 'path', operator: 'is', value: ['/a'] }],
+      [
+        { dimension: 'source', operator: 'is', value: ['Google'] },
+        { dimension: 'device', operator: 'is_not', value: ['Mobile'] },
+      ],
+    ]
+    expect(translateFilters([or], 'standalone', [])).toEqual([{ dimension: 'filter_groups', operator: 'is', value: [], groups }])
+    expect(translateFilters([['not', or]], 'standalone', [])).toEqual([
+      { dimension: 'filter_groups', operator: 'is_not', value: [], groups },
+    ])
+    // not around two filters: one negated group holding both
+    expect(translateFilters([['not', ['and', [or[1][0], ['is', 'visit:os', ['iOS']]]]]], 'standalone', [])).toEqual([
+      {
+        dimension: 'filter_groups',
+        operator: 'is_not',
+        value: [],
+        groups: [
+          [
+            { dimension: 'path', operator: 'is', value: ['/a'] },
+            { dimension: 'os', operator: 'is', value: ['iOS'] },
+          ],
+        ],
+      },
+    ])
+    // imported data is filtered by AND-ed filters only
+    expect(() => translateFilters([or], 'ga4', [])).toThrow(/filters\[0\]: an "or" across dimensions .* needs the tracker source/)
+  })
+
   it('goal filters become the names of the goals they select', () => {
     expect(translateFilters([['contains', 'event:goal', ['up']]], 'standalone', GOALS)).toEqual([
       { dimension: 'goal', operator: 'is', value: ['Signup'] },

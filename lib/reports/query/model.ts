@@ -13,6 +13,11 @@ export interface Filter {
   dimension: string
   operator: FilterOperator
   value: string[]
+  /**
+   * With the dimension FILTER_GROUPS (Plausible's Stats API v2 queries): groups of AND-ed filters,
+   * OR-ed together (is), or none of them holding (is_not); value is empty.
+   */
+  groups?: readonly (readonly Filter[])[]
 }
 
 /** The query model: everything a report needs, resolved and validated. */

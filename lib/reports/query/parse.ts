@@ -46,7 +46,8 @@ export function validateDimension(name: string, source: Source, what: 'filters' 
     if (what === 'property') throw new ApiError(400, `property: ${name} is a filter, not a breakdown property`)
     return
   }
-  if (!dimension(name) && !isCustomProperty(name)) throw new ApiError(400, `${what}: unknown dimension "${name}"`)
+  if ((!dimension(name) || dimension(name)?.v2Only) && !isCustomProperty(name))
+    throw new ApiError(400, `${what}: unknown dimension "${name}"`)
   if (!readableBy(name, source))
     throw new ApiError(400, `${what}: "${name}" is recorded only by the first-party collector; the ${source} source has no such field`)
 }
@@ -122,7 +123,7 @@ export const needsSegments = (filters: readonly Filter[]) => filters.some((f) =>
  * The segment's filters are checked against this read's source, as if written out.
  */
 export function expandSegments(filters: Filter[], segments: Segment[], source: Source): Filter[] {
-  return filters.flatMap((f) => {
+  return filters.flatMap((f): Filter[] => {
     if (f.dimension !== SEGMENT) return [f]
     if (f.operator !== 'is') throw new ApiError(400, `filters: a segment filter takes only the is operator (not ${f.operator})`)
     if (f.value.length !== 1) throw new ApiError(400, 'filters: a segment filter names exactly one segment id')

@@ -1,7 +1,7 @@
 import { ROLLED_PROPERTIES, dimension, isVisitAttribute } from '../dimensions'
 import { ApiError } from '../../errors'
 import type { Ga4DatasetName } from '../../integrations/ga4/datasets'
-import { type Query, type Read, type RolledDays, TOTALS, asRolledDays } from './model'
+import { type Filter, type Query, type Read, type RolledDays, TOTALS, asRolledDays } from './model'
 import { chTime, daySpans, wholeDays } from './range'
 
 /**
@@ -119,10 +119,10 @@ export function plan(query: Query, read: Read, rolled?: RolledDays): Plan {
  * are rolled up per key on the first read that needs them.
  */
 export async function filteredRollupKey(query: Pick<Query, 'filters' | 'goals'>, property: string): Promise<string> {
-  const canonical = JSON.stringify([
-    query.filters.map((f) => [f.dimension, f.operator, f.value]),
-    query.goals.map((g) => [g.name, g.type, g.matchValue]),
-  ])
+  // groups of filters (Stats API v2 queries) keyed with their filters; the others as they always were
+  const canonicalFilter = (f: Filter): unknown[] =>
+    f.groups ? [f.dimension, f.operator, f.value, f.groups.map((g) => g.map(canonicalFilter))] : [f.dimension, f.operator, f.value]
+  const canonical = JSON.stringify([query.filters.map(canonicalFilter), query.goals.map((g) => [g.name, g.type, g.matchValue])])
   const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(canonical)))
   const hash = Array.from(digest.subarray(0, 16), (b) => b.toString(16).padStart(2, '0')).join('')
   return `filters:${hash}${property === TOTALS ? '' : `:${property}`}`

@@ -1,5 +1,5 @@
 import { Temporal } from 'temporal-polyfill'
-import { DIMENSIONS, PROPERTY_PREFIX, type RangeName } from '../dimensions'
+import { PROPERTY_PREFIX, type RangeName, V1_DIMENSIONS } from '../dimensions'
 import type { Goal } from '../../sites/goals'
 import type { ClickHouse } from '../../storage/clickhouse/types'
 import type { Site } from '../../sites/sites'
@@ -181,7 +181,7 @@ export async function exportAll(deps: ReportDeps, site: Site, params: ReportPara
   const { source, query } = await prepare(deps, site, params, { withGoals: true })
   const read = sourceReader(deps.clickhouse, source)
   const rows = { ...query, limit: Math.min(Math.max(1, params.limit ?? 10_000), 10_000) }
-  const dimensions = DIMENSIONS.filter((d) => d.name !== 'bot_kind' && d.sources.includes(source)).map((d) => d.name)
+  const dimensions = V1_DIMENSIONS.filter((d) => d.name !== 'bot_kind' && d.sources.includes(source)).map((d) => d.name)
   // and prop:<key> for every custom property key seen in the window (the collector's source only)
   const keys = source === 'standalone' ? await execute<{ key: string }>(deps.clickhouse, propertyKeysSql(query, EXPORT_PROPERTY_KEYS)) : []
   const properties = [...dimensions, ...keys.map((k) => `${PROPERTY_PREFIX}${k.key}`)]

@@ -1,4 +1,4 @@
-import { PROPERTY_PREFIX, dimension, isBehavioural } from '../../dimensions'
+import { FILTER_GROUPS, PROPERTY_PREFIX, dimension, isBehavioural } from '../../dimensions'
 import { ApiError } from '../../../errors'
 import { type Goal, pageGoalPattern } from '../../../sites/goals'
 import { type Filter, goalsOfFilter } from '../model'
@@ -42,12 +42,21 @@ export function goalCondition(goal: Pick<Goal, 'type' | 'matchValue'>): Fragment
 /**
  * Filter conditions on `events`. Column dimensions filter rows directly: visit-scoped ones are
  * the same on every event of a visit, so whole visits are kept. entry_page and exit_page keep
- * the visits (begun in the scope's visit span) whose first or last page matches; goal keeps the
+ * the visits (begun in the scope's visit span) whose first or last page matches, entry_page_hostname
+ * and exit_page_hostname those whose first or last pageview's hostname does; goal keeps the
  * visits with a converting event in the scope, has_done those with a matching event, has_not_done
- * the others. Goal names were checked against `goals` by parsing.
+ * the others; a filter of groups (FILTER_GROUPS) holds where any group's conditions all do, or
+ * (is_not) where none does. Goal names were checked against `goals` by parsing.
  */
 export function filterConditions(filters: readonly Filter[], goals: readonly Goal[], scope: Scope): Fragment[] {
-  return filters.map((f) => {
+  return filters.map((f): Fragment => {
+    if (f.dimension === FILTER_GROUPS) {
+      const groups = (f.groups ?? []).map((group) =>
+        group.length ? sql`(${join(filterConditions(group, goals, scope), ' AND ')})` : raw('1'),
+      )
+      const any = groups.length ? sql`(${join(groups, ' OR ')})` : raw('0')
+      return f.operator === 'is_not' ? sql`NOT ${any}` : any
+    }
     if (isBehavioural(f.dimension)) {
       // the first value names the event dimension the rest are matched against
       const [inner, ...values] = f.value
@@ -63,6 +72,10 @@ export function filterConditions(filters: readonly Filter[], goals: readonly Goa
     if (f.dimension === 'entry_page' || f.dimension === 'exit_page') {
       const merge = raw(f.dimension === 'entry_page' ? 'argMinMerge(entry_page)' : 'argMaxMerge(exit_page)')
       return sql`session_id IN (SELECT session_id FROM sessions WHERE site_id = ${bind('UUID', scope.siteId)} AND ${scope.visitsBegan} GROUP BY session_id HAVING ${operatorSql(merge, f.operator, f.value)})`
+    }
+    if (f.dimension === 'entry_page_hostname' || f.dimension === 'exit_page_hostname') {
+      const pick = raw(f.dimension === 'entry_page_hostname' ? 'argMinIf' : 'argMaxIf')
+      return sql`session_id IN (SELECT session_id FROM ${raw(scope.table)} WHERE ${scope.visitScan} GROUP BY session_id HAVING ${operatorSql(sql`${pick}(hostname, timestamp, kind = 'pageview')`, f.operator, f.value)})`
     }
     return operatorSql(dimensionSql(f.dimension), f.operator, f.value)
   })

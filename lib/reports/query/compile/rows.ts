@@ -1,4 +1,4 @@
-import { PROPERTY_PREFIX, dimension, hasEngagement } from '../../dimensions'
+import { PROPERTY_PREFIX, combinedParts, dimension, hasEngagement } from '../../dimensions'
 import { type RolledDays, TOTALS } from '../model'
 import { partialRows, rolledRows } from './day-rollups'
 import { dimensionSql } from './filters'
@@ -6,15 +6,33 @@ import { type Scope, siteIs } from './scope'
 import { type Fragment, bind, empty, join, raw, sql } from '../../../storage/clickhouse/sql'
 import { visitFacts } from './visits'
 
+/** The visit pages and hostnames: a visit's value derived from its events (its first or last pageview). */
+const VISIT_PAGES = ['entry_page', 'exit_page', 'entry_page_hostname', 'exit_page_hostname']
+export const isVisitPage = (property: string) => VISIT_PAGES.includes(property)
+
+/**
+ * Each visit of the scope with its entry or exit page, or the hostname of its first or last
+ * pageview, as `visit_page`: pages from the sessions rollup, hostnames from the visits' events.
+ */
+export function visitPages(property: string, scope: Scope): Fragment {
+  if (property === 'entry_page' || property === 'exit_page') {
+    // FINAL merges a visit's rows in sort order, cheaper here than grouping by visit
+    const merge = raw(property === 'entry_page' ? 'finalizeAggregation(entry_page)' : 'finalizeAggregation(exit_page)')
+    return sql`SELECT session_id, ${merge} AS visit_page FROM sessions FINAL WHERE ${siteIs(scope.siteId)} AND ${scope.visitsBegan}`
+  }
+  const pick = raw(property === 'entry_page_hostname' ? 'argMinIf' : 'argMaxIf')
+  return sql`SELECT session_id, ${pick}(hostname, timestamp, kind = 'pageview') AS visit_page FROM ${raw(scope.table)} WHERE ${scope.visitScan} GROUP BY session_id`
+}
+
 /** The relation a breakdown reads and the value expression over it. */
 export function breakdownSource(property: string, scope: Scope): { from: Fragment; value: Fragment; presence: Fragment | null } {
   const events = raw(scope.table)
   if (property === TOTALS) return { from: events, value: raw("''"), presence: null }
-  if (property === 'entry_page' || property === 'exit_page') {
-    // FINAL merges a visit's rows in sort order, cheaper here than grouping by visit
-    const merge = raw(property === 'entry_page' ? 'finalizeAggregation(entry_page)' : 'finalizeAggregation(exit_page)')
+  const parts = combinedParts(property)
+  if (parts) return combinedSource(parts, scope)
+  if (isVisitPage(property)) {
     return {
-      from: sql`${events} INNER JOIN (SELECT session_id, ${merge} AS visit_page FROM sessions FINAL WHERE ${siteIs(scope.siteId)} AND ${scope.visitsBegan}) AS visit USING session_id`,
+      from: sql`${events} INNER JOIN (${visitPages(property, scope)}) AS visit USING session_id`,
       value: raw('visit.visit_page'),
       presence: raw("visit.visit_page != ''"),
     }
@@ -28,6 +46,33 @@ export function breakdownSource(property: string, scope: Scope): { from: Fragmen
   // events; autocaptured clicks, errors, vitals and engagement reports have their own reads
   if (property === 'event') return { from: events, value, presence: raw("kind NOT IN ('click', 'error', 'vital', 'engagement')") }
   return { from: events, value, presence: dimension(property)?.sparse ? sql`${value} != ''` : null }
+}
+
+/**
+ * Several dimensions together: each event's values of all of them as one JSON array, the events
+ * where every one has a value (the visit pages each joined once, as visit_<i>).
+ */
+function combinedSource(parts: readonly string[], scope: Scope) {
+  let from: Fragment = raw(scope.table)
+  const values: Fragment[] = []
+  const presences: Fragment[] = []
+  parts.forEach((part, i) => {
+    if (isVisitPage(part)) {
+      const alias = raw(`visit_${i}`)
+      from = sql`${from} INNER JOIN (${visitPages(part, scope)}) AS ${alias} USING session_id`
+      values.push(sql`${alias}.visit_page`)
+      presences.push(sql`${alias}.visit_page != ''`)
+      return
+    }
+    const one = breakdownSource(part, scope)
+    values.push(sql`toString(${one.value})`)
+    if (one.presence) presences.push(one.presence)
+  })
+  return {
+    from,
+    value: sql`toJSONString([${join(values, ', ')}])`,
+    presence: presences.length ? join(presences, ' AND ') : null,
+  }
 }
 
 export interface RowsOptions {
