@@ -1,20 +1,16 @@
-import { mkdirSync, readFileSync, readdirSync } from 'node:fs'
+import { readFileSync, readdirSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { serve } from '@hono/node-server'
 import { Hono } from 'hono'
-import type { Browser, Page } from 'playwright-core'
+import type { Browser } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { tempDir } from '../helpers'
-import { CHROMIUM, launchChromium } from './chromium'
+import { CHROMIUM, launchChromium, pageChecker } from './chromium'
 import { type RunningServer, cli, startServer } from './server-process'
 
 /** The embedded stores of the server under test, whatever the test run's own environment names. */
 const EMBEDDED = { REDIS_URL: '', UPSTASH_REDIS_REST_URL: '', CLICKHOUSE_URL: '' }
-
-/** Screenshots of the pages, to look at: kept out of git. */
-const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'web-app')
-const AXE = readFileSync(join(process.cwd(), 'node_modules/axe-core/axe.min.js'), 'utf8')
 
 /** The newest .eml in the outbox sent to `to`, its body decoded from quoted-printable. */
 function lastMailTo(outbox: string, to: string): string {
@@ -35,27 +31,7 @@ const linkIn = (text: string) => {
   return match[1]
 }
 
-/** axe-core in the page: the serious and critical violations, by rule and the elements they name. */
-async function accessibilityViolations(page: Page) {
-  await page.addScriptTag({ content: AXE })
-  const result = await page.evaluate(async () => (window as any).axe.run(document, { resultTypes: ['violations'] }))
-  return (result.violations as any[])
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id}: ${v.nodes.map((n: any) => n.target.join(' ')).join(', ')}`)
-}
-
-/** Checks a page with axe-core and keeps screenshots of it at desktop and phone widths. */
-async function checkPage(page: Page, name: string) {
-  expect(await accessibilityViolations(page), name).toEqual([])
-  for (const [width, label] of [
-    [1280, 'desktop'],
-    [390, 'phone'],
-  ] as const) {
-    await page.setViewportSize({ width, height: width === 1280 ? 800 : 844 })
-    await page.screenshot({ path: join(ARTIFACTS, `${name}-${label}.png`), fullPage: true })
-  }
-  await page.setViewportSize({ width: 1280, height: 800 })
-}
+const checkPage = pageChecker('web-app')
 
 describe.skipIf(!CHROMIUM)('the web application in real Chromium', () => {
   const dataDir = tempDir('web-app')
@@ -64,7 +40,6 @@ describe.skipIf(!CHROMIUM)('the web application in real Chromium', () => {
   let evil: { url: string; close: () => void }
 
   beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true })
     server = await startServer({ DATA_DIR: dataDir, SKIP_DEMO_TRAFFIC: '1', REDIS_URL: '', UPSTASH_REDIS_REST_URL: '', CLICKHOUSE_URL: '' })
     browser = await launchChromium()
     // another site, whose page posts a form to the service

@@ -1,39 +1,16 @@
-import { mkdirSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { SECTIONS } from '../../functions/web/sections'
 import { tempDir } from '../helpers'
-import { CHROMIUM, launchChromium } from './chromium'
+import { CHROMIUM, launchChromium, pageChecker } from './chromium'
 import { type RunningServer, cli, demoKeys, startServer } from './server-process'
 
 /** The embedded stores of the server under test, whatever the test run's own environment names. */
 const EMBEDDED = { REDIS_URL: '', UPSTASH_REDIS_REST_URL: '', CLICKHOUSE_URL: '' }
 
-/** Screenshots of the pages, to look at: kept out of git. */
-const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'web-dashboard')
-const AXE = readFileSync(join(process.cwd(), 'node_modules/axe-core/axe.min.js'), 'utf8')
-
-async function accessibilityViolations(page: Page) {
-  await page.addScriptTag({ content: AXE })
-  const result = await page.evaluate(async () => (window as any).axe.run(document, { resultTypes: ['violations'] }))
-  return (result.violations as any[])
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id}: ${v.nodes.map((n: any) => n.target.join(' ')).join(', ')}`)
-}
-
-/** Checks a page with axe-core and keeps screenshots of it at desktop and phone widths. */
-async function checkPage(page: Page, name: string) {
-  expect(await accessibilityViolations(page), name).toEqual([])
-  for (const [width, label] of [
-    [1280, 'desktop'],
-    [390, 'phone'],
-  ] as const) {
-    await page.setViewportSize({ width, height: width === 1280 ? 800 : 844 })
-    await page.screenshot({ path: join(ARTIFACTS, `${name}-${label}.png`), fullPage: true })
-  }
-  await page.setViewportSize({ width: 1280, height: 800 })
-}
+const checkPage = pageChecker('web-dashboard')
 
 /** Waits until every panel the page loads after it is in place (a deferred one keeps its data-defer until then). */
 const panelsLoaded = (page: Page) => page.waitForFunction(() => !document.querySelector('[data-defer]'), null, { timeout: 60_000 })
@@ -45,7 +22,6 @@ describe.skipIf(!CHROMIUM)('the dashboard in real Chromium', () => {
   let demo: ReturnType<typeof demoKeys>
 
   beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true })
     // the demo: two months of traffic, goals, a funnel, annotations, a spike, crawled pages and their changes
     server = await startServer({ DATA_DIR: dataDir, DEMO_LIVE_TRAFFIC: '0', REDIS_URL: '', UPSTASH_REDIS_REST_URL: '', CLICKHOUSE_URL: '' })
     demo = demoKeys(server.stdout())

@@ -1,12 +1,12 @@
-import { mkdirSync, readFileSync, readdirSync } from 'node:fs'
+import { readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import type { Browser, Page } from 'playwright-core'
+import type { Browser } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ga4Sessions } from '../fakes/ga4-fixture'
 import { type FakeGoogle, startFakeGoogle } from '../fakes/google'
 import { fakeSearchConsole } from '../fakes/search-console'
 import { tempDir } from '../helpers'
-import { CHROMIUM, launchChromium } from './chromium'
+import { CHROMIUM, launchChromium, pageChecker } from './chromium'
 import { type RunningServer, cli, startServer } from './server-process'
 
 /**
@@ -17,31 +17,11 @@ import { type RunningServer, cli, startServer } from './server-process'
  */
 
 const EMBEDDED = { REDIS_URL: '', UPSTASH_REDIS_REST_URL: '', CLICKHOUSE_URL: '' }
-const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'web-site-settings')
-const AXE = readFileSync(join(process.cwd(), 'node_modules/axe-core/axe.min.js'), 'utf8')
 const SECRET = 'e2e-server-secret-0123456789abcdef0123'
 const SC_PROPERTY = 'sc-domain:shop.example.com'
 const SC_SCOPE = 'https://www.googleapis.com/auth/webmasters.readonly'
 
-async function accessibilityViolations(page: Page) {
-  await page.addScriptTag({ content: AXE })
-  const result = await page.evaluate(async () => (window as any).axe.run(document, { resultTypes: ['violations'] }))
-  return (result.violations as any[])
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id}: ${v.nodes.map((n: any) => n.target.join(' ')).join(', ')}`)
-}
-
-async function checkPage(page: Page, name: string) {
-  expect(await accessibilityViolations(page), name).toEqual([])
-  for (const [width, label] of [
-    [1280, 'desktop'],
-    [390, 'phone'],
-  ] as const) {
-    await page.setViewportSize({ width, height: width === 1280 ? 800 : 844 })
-    await page.screenshot({ path: join(ARTIFACTS, `${name}-${label}.png`), fullPage: true })
-  }
-  await page.setViewportSize({ width: 1280, height: 800 })
-}
+const checkPage = pageChecker('web-site-settings')
 
 describe.skipIf(!CHROMIUM)("the site's settings pages in real Chromium", () => {
   const dataDir = tempDir('web-site-settings')
@@ -51,7 +31,6 @@ describe.skipIf(!CHROMIUM)("the site's settings pages in real Chromium", () => {
   let searchConsole: Awaited<ReturnType<typeof fakeSearchConsole>>
 
   beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true })
     google = await startFakeGoogle({
       properties: [
         {
