@@ -4,7 +4,8 @@ import { SEGMENT, combinable, combinedProperty, hasEngagement } from '../reports
 import { type Filter, type Query, goalsOfFilter } from '../reports/query/model'
 import type { ReportParams } from '../reports/query/parse'
 import { type Interval, type ResolvedRange, buckets } from '../reports/query/range'
-import { type ReportDeps, prepare, sourceReader } from '../reports/query/reports'
+import { type ReportDeps, prepare, readerWithImports, sourceReader } from '../reports/query/reports'
+import { firstEventAt, firstImportedAt } from '../reports/query/site-events'
 import { runRead } from '../reports/query/run'
 import type { BreakdownRow, Totals } from '../reports/query/shape'
 import type { Goal } from '../sites/goals'
@@ -203,11 +204,15 @@ function totalsMetric(metric: PlausibleMetric, t: Totals): MetricValue {
   }
 }
 
+type Reader = Pick<ReturnType<typeof sourceReader>, 'totals' | 'series' | 'breakdown'>
+
 interface Context {
   deps: ReportDeps
   site: Site
   plan: Plan
   query: Query
+  /** The reads of the query's source, with the imported data added when include.imports adds it. */
+  reader: Reader
   /** The query without its goal filters: what conversion rates divide by. */
   withoutGoals(): Query
 }
@@ -231,7 +236,7 @@ async function filteredRevenue(ctx: Context): Promise<{ amount: number; currency
 }
 
 async function aggregate(ctx: Context): Promise<ResultRow[]> {
-  const reader = sourceReader(ctx.deps.clickhouse, ctx.plan.source)
+  const { reader } = ctx
   const totals = await reader.totals(ctx.query)
   const needsBase = ctx.plan.metrics.includes('conversion_rate')
   const base = needsBase ? await reader.totals(ctx.withoutGoals()) : undefined
@@ -247,7 +252,7 @@ async function aggregate(ctx: Context): Promise<ResultRow[]> {
 }
 
 async function timeseries(ctx: Context, range: ResolvedRange): Promise<{ rows: ResultRow[]; labels: string[] }> {
-  const series = await sourceReader(ctx.deps.clickhouse, ctx.plan.source).series({ ...ctx.query, range })
+  const series = await ctx.reader.series({ ...ctx.query, range })
   const starts = buckets(range)
   const rows: ResultRow[] = []
   const labels = starts.map((b) =>
@@ -262,7 +267,7 @@ async function timeseries(ctx: Context, range: ResolvedRange): Promise<{ rows: R
       400,
       `metrics: bounce_rate, visit_duration and events by time are read bucket by bucket, at most ${MAX_BUCKET_READS} buckets with data; this query has ${filled.length} (use a larger time dimension or a shorter date_range)`,
     )
-  const reader = sourceReader(ctx.deps.clickhouse, ctx.plan.source)
+  const { reader } = ctx
   const bucketTotals = async (i: number): Promise<Totals | undefined> =>
     perBucket ? reader.totals({ ...ctx.query, range: bucketWindow(range, starts, i) }) : undefined
   for (const { bucket, i } of filled) {
@@ -292,7 +297,7 @@ function bucketWindow(range: ResolvedRange, starts: { epoch: number }[], i: numb
  * own window (whole days come from the daily rollup), in the query's order of dimensions.
  */
 async function timeBreakdown(ctx: Context, range: ResolvedRange, property: string, timeAt: number) {
-  const series = await sourceReader(ctx.deps.clickhouse, ctx.plan.source).series({ ...ctx.query, range })
+  const series = await ctx.reader.series({ ...ctx.query, range })
   const starts = buckets(range)
   const labels = starts.map((b) =>
     timeLabel(Temporal.Instant.fromEpochMilliseconds(b.epoch * 1000).toZonedDateTimeISO(range.timezone), range.interval),
@@ -333,7 +338,7 @@ async function pageReports(ctx: Context, limit: number) {
 }
 
 async function grouped(ctx: Context, property: string, limit: number): Promise<ResultRow[]> {
-  const reader = sourceReader(ctx.deps.clickhouse, ctx.plan.source)
+  const { reader } = ctx
   const { metrics } = ctx.plan
   const goalFiltered = ctx.query.filters.some((f) => f.dimension === 'goal')
   const [rows, totals, base, groups, reports] = await Promise.all([
@@ -440,14 +445,45 @@ function change(metric: PlausibleMetric, now: MetricValue, before: MetricValue |
 const inclusiveEnd = (to: Temporal.ZonedDateTime) => to.subtract({ seconds: 1 })
 const isoSecond = (z: Temporal.ZonedDateTime) => z.toString({ timeZoneName: 'never', smallestUnit: 'second' })
 
-/** Answers a Stats API v2 query for `site` from the site's primary source. */
+/**
+ * Why include.imports cannot add a site's imported data to its tracker's numbers for this query:
+ * it has none, or the query is one a read of the imported data refuses (a dimension, filter or
+ * metric the imports do not hold); null when it can.
+ */
+function importsRefusal(body: PlausibleQuery, site: Site, goals: Goal[]): string | null {
+  if (!site.sources.includes('ga4')) return 'This site has no imported data'
+  try {
+    planQuery(body, 'ga4', goals)
+    return null
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.status !== 400) throw err
+    return `Imported stats are not included in the results because the imported data cannot answer this query (${err.message})`
+  }
+}
+
+/** Answers a Stats API v2 query for `site` from the site's primary source, with its imported data where include.imports adds it. */
 export async function plausibleQuery(deps: ReportDeps, site: Site, body: PlausibleQuery): Promise<PlausibleAnswer> {
   const source = site.primarySource
   const goals = await deps.repositories.goals.list(site.id)
   const plan = planQuery(body, source, goals)
   const order = orderOf(body)
   const now = deps.now()
-  const { params, exact } = rangeParams(body.date_range, site.timezone, now)
+  const resolved = rangeParams(body.date_range, site.timezone, now)
+  const { exact } = resolved
+  let { params } = resolved
+  // include.imports: the imported data added to the tracker's, or why not (meta.imports_warning)
+  const importsRefused = body.include.imports && source === 'standalone' ? importsRefusal(body, site, goals) : undefined
+  let reader: Reader = sourceReader(deps.clickhouse, source)
+  if (importsRefused === null) {
+    const [tracked, imported] = await Promise.all([firstEventAt(deps.clickhouse, site.id), firstImportedAt(deps.clickhouse, site)])
+    const localDay = (at: Date) => Temporal.Instant.fromEpochMilliseconds(at.getTime()).toZonedDateTimeISO(site.timezone).startOfDay()
+    reader = readerWithImports(deps.clickhouse, tracked ? localDay(tracked) : null)
+    // `all` starts at the first imported day when the imports begin before the tracker
+    if (body.date_range === 'all' && imported && (!tracked || imported < tracked)) {
+      const today = Temporal.Instant.fromEpochMilliseconds(now.getTime()).toZonedDateTimeISO(site.timezone).toPlainDate()
+      params = { range: 'custom', from: localDay(imported).toPlainDate().toString(), to: today.toString() }
+    }
+  }
   // segments go through parsing, which expands them into their filters; the others are translated and checked already
   const segments = plan.filters.filter((f) => f.dimension === SEGMENT)
   const reportParams: ReportParams = {
@@ -462,7 +498,7 @@ export async function plausibleQuery(deps: ReportDeps, site: Site, body: Plausib
   const filters = [...prepared.query.filters, ...plan.filters.filter((f) => f.dimension !== SEGMENT)]
   const query: Query = { ...prepared.query, range, filters, goals }
   const withoutGoals = () => ({ ...query, filters: query.filters.filter((f) => f.dimension !== 'goal') })
-  const ctx: Context = { deps, site, plan, query, withoutGoals }
+  const ctx: Context = { deps, site, plan, query, reader, withoutGoals }
 
   const { limit, offset } = body.pagination
   const defaultOrder = order.length === 1 && order[0][0] === 'visitors' && order[0][1] === 'desc'
@@ -501,11 +537,8 @@ export async function plausibleQuery(deps: ReportDeps, site: Site, body: Plausib
     if (body.include.time_labels && earlier.labels) meta.comparison_time_labels = earlier.labels
   }
 
-  meta.imports_included = source === 'ga4'
-  if (body.include.imports && source !== 'ga4')
-    meta.imports_warning = site.sources.includes('ga4')
-      ? "Imported GA4 data is a separate source on this service and is not added to the tracker's numbers"
-      : 'This site has no imported data'
+  meta.imports_included = source === 'ga4' || importsRefused === null
+  if (importsRefused) meta.imports_warning = importsRefused
   if (body.include.time_labels) {
     if (!plan.time) throw new ApiError(400, 'include.time_labels: needs a time dimension')
     meta.time_labels = current.labels
