@@ -522,6 +522,52 @@ describe('POST /api/v2/query: dimensions together, versions and visit hostnames,
     expect(json.results).toEqual(expected)
   })
 
+  it('event:goal between two other dimensions: group_conversion_rate over the visitors of both other values', async () => {
+    const json = await query({
+      metrics: ['visitors', 'events', 'group_conversion_rate'],
+      date_range: CUSTOM,
+      dimensions: ['visit:device', 'event:goal', 'event:page'],
+    })
+    const expected = byKey(conversions(FROM, TO), (c) => [c.v.device, c.goal, c.e.path])
+      .map(({ dimensions: [device, goal, path], cs, visitors }): Row => {
+        const ofGroup = expectedTotals(ref, FROM, TO, (e, v) => v.device === device && e.path === path).visitors
+        return { metrics: [visitors, cs.length, rate(visitors, ofGroup)], dimensions: [device, goal, path] }
+      })
+      .sort(byVisitorsThenDimensions)
+    expect(expected.length).toBeGreaterThan(8)
+    expect(json.results).toEqual(expected)
+  })
+
+  it('a visit dimension by day under a goal filter: conversion_rate over the whole window, group_conversion_rate over the day and source', async () => {
+    const days = ['2026-11-20', '2026-11-21', '2026-11-22', '2026-11-23'].map((d) => `${d}T00:00:00-05:00`)
+    const all = expectedTotals(ref, days[0], days[3]).visitors
+    const signedUp = converted('Signup')
+    const expected = days.slice(0, 3).flatMap((from, i) =>
+      expectedBreakdown(
+        ref,
+        from,
+        days[i + 1],
+        (_e, v) => v.source,
+        false,
+        (_e, v) => signedUp.has(v.id),
+      )
+        .map((r): Row => {
+          const ofSource = expectedTotals(ref, from, days[i + 1], (_e, v) => v.source === r.value).visitors
+          const visitors = r.visitors as number
+          return { metrics: [visitors, rate(visitors, all), rate(visitors, ofSource)], dimensions: [r.value as string, from.slice(0, 10)] }
+        })
+        .sort(byVisitorsThenDimensions),
+    )
+    expect(expected.length).toBeGreaterThan(2)
+    const json = await query({
+      metrics: ['visitors', 'conversion_rate', 'group_conversion_rate'],
+      date_range: ['2026-11-20', '2026-11-22'],
+      dimensions: ['visit:source', 'time:day'],
+      filters: [['is', 'event:goal', ['Signup']]],
+    })
+    expect(json.results).toEqual(expected)
+  })
+
   const goalAndSegmentFilters: [string, () => unknown[], () => Keep][] = [
     [
       'an or of a goal and a page: the events of the visits that converted, and the events on the page',
