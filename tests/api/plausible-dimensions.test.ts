@@ -497,6 +497,13 @@ describe('POST /api/v2/query: dimensions together, versions and visit hostnames,
     // Signup on every page, the page goal on /pricing only
     expect(expected.length).toBe(6)
     expect(json.results).toEqual(expected)
+    // a visit's entry page beside its conversions: the visit's, wherever the conversion happened
+    const byEntry = await query({ metrics: ['visitors', 'events'], date_range: CUSTOM, dimensions: ['event:goal', 'visit:entry_page'] })
+    const expectedByEntry = byKey(conversions(FROM, TO), (c) => [c.goal, c.v.entry])
+      .map(({ dimensions, cs, visitors }): Row => ({ metrics: [visitors, cs.length], dimensions }))
+      .sort(byVisitorsThenDimensions)
+    expect(expectedByEntry.length).toBeGreaterThan(5)
+    expect(byEntry.results).toEqual(expectedByEntry)
   })
 
   it('event:goal by day: each day with its conversions, conversion_rate over the window, group_conversion_rate over the day', async () => {
