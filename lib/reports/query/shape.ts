@@ -1,4 +1,4 @@
-import { hasEngagement } from '../dimensions'
+import { hasEngagement, holdsGoal } from '../dimensions'
 import { type ResolvedRange, buckets } from './range'
 
 /** A number from a result cell: 64-bit integers come back as strings, missing cells as zero. */
@@ -67,7 +67,7 @@ export function shapeSeries(range: ResolvedRange, rows: Row[]) {
 
 /** Breakdown rows: goal rows carry conversions, engagement properties their rates (bot hits have none). */
 export function shapeBreakdown(property: string, rows: Row[], engagement = hasEngagement(property)): BreakdownRow[] {
-  if (property === 'goal') {
+  if (holdsGoal(property)) {
     return rows.map((r) => {
       const visitors = numberOf(r.visitors)
       const row: BreakdownRow = {

@@ -1,5 +1,5 @@
 import type { Query } from '../model'
-import { hasEngagement } from '../../dimensions'
+import { hasEngagement, holdsGoal } from '../../dimensions'
 import type { HumanPlan } from '../plan'
 import { dimensionSql } from './filters'
 import { goalBreakdownSql } from './goals'
@@ -16,7 +16,7 @@ const limitOf = (query: Query) => bind('UInt32', query.limit)
  */
 export function breakdownSql(query: Query, property: string, plan: HumanPlan, reports = false): Fragment {
   if (reports && property !== 'path') throw new Error(`engagement reports are rolled up for pages only, not ${property}`)
-  if (property === 'goal') return goalBreakdownSql(query)
+  if (holdsGoal(property)) return goalBreakdownSql(query, property)
   if (plan.table === 'sessions') return visitBreakdownFromSessions(query, property)
   if (plan.table === 'events' && plan.visits) return visitBreakdown(query, property)
   const scope = queryScope(query, plan)

@@ -1,3 +1,4 @@
+import { GOAL } from '../../dimensions'
 import type { Query, RolledDays } from '../model'
 import { dimensionSql, goalCondition } from './filters'
 import { partialRows, rolledRows } from './day-rollups'
@@ -19,9 +20,6 @@ import { visitFacts } from './visits'
  * rolledVisitAttributesSql reads as it reads any visit attribute: the totals read's own rows.
  */
 export const WINDOW_TOTALS = ''
-
-/** The goal breakdown's property. */
-export const GOAL = 'goal'
 
 const names = (properties: readonly string[]) => bind('Array(String)', properties)
 

@@ -1,4 +1,4 @@
-import { PROPERTY_PREFIX, combinedParts, dimension, hasEngagement } from '../../dimensions'
+import { GOAL, PROPERTY_PREFIX, combinedParts, dimension, hasEngagement } from '../../dimensions'
 import { type RolledDays, TOTALS } from '../model'
 import { partialRows, rolledRows } from './day-rollups'
 import { dimensionSql } from './filters'
@@ -50,13 +50,18 @@ export function breakdownSource(property: string, scope: Scope): { from: Fragmen
 
 /**
  * Several dimensions together: each event's values of all of them as one JSON array, the events
- * where every one has a value (the visit pages each joined once, as visit_<i>).
+ * where every one has a value (the visit pages each joined once, as visit_<i>). The goal, where
+ * one of them, is the column `goal` the goal breakdown gives each conversion (compile/goals.ts).
  */
 function combinedSource(parts: readonly string[], scope: Scope) {
   let from: Fragment = raw(scope.table)
   const values: Fragment[] = []
   const presences: Fragment[] = []
   parts.forEach((part, i) => {
+    if (part === GOAL) {
+      values.push(raw('goal'))
+      return
+    }
     if (isVisitPage(part)) {
       const alias = raw(`visit_${i}`)
       from = sql`${from} INNER JOIN (${visitPages(part, scope)}) AS ${alias} USING session_id`
