@@ -12,8 +12,8 @@ ALTER TABLE recent_events {{on_cluster}} ADD COLUMN IF NOT EXISTS non_interactiv
 -- take bounces from it (lib/reports/query/compile/visits.ts). Parts written before this column
 -- existed have no value stored: a read (and a merge) takes the default, the part's own custom
 -- event count, which is exact since every event stored before was interactive; the view writes the
--- count itself from now on. The view's query is replaced in place, so no insert runs between two
--- views or none.
+-- count itself from now on. The view's query is replaced in place (MODIFY QUERY, a plain statement
+-- from ClickHouse 23.12), so no insert runs between two views or under none.
 ALTER TABLE sessions {{on_cluster}} ADD COLUMN IF NOT EXISTS interactive_events SimpleAggregateFunction(sum, UInt64) DEFAULT custom_events;
 ALTER TABLE sessions_mv {{on_cluster}} MODIFY QUERY
 SELECT

@@ -30,7 +30,9 @@ const hitFields = z.strictObject({
   interactive: z
     .boolean()
     .optional()
-    .describe('custom events only: false marks an event that does not count against a bounce (the visit stays a bounce); true by default'),
+    .describe(
+      'custom events only: false for an event the visitor did not cause, which leaves a visit of one pageview a bounce; true by default',
+    ),
   click: z
     .strictObject({
       selector: shortText(500).optional(),
@@ -72,12 +74,13 @@ const hitFields = z.strictObject({
   ip: z.union([z.ipv4(), z.ipv6()]).optional(),
   userAgent: z.string().max(1000).optional(),
 })
+const browserFields = hitFields.omit({ timestamp: true, ip: true, userAgent: true })
+/** `interactive` tells custom events apart; on a pageview or a collector kind it means nothing, and is refused. */
 const interactiveOnCustomEvents = <Hit extends z.infer<typeof browserFields>>(schema: z.ZodType<Hit>) =>
   schema.refine((hit) => hit.interactive === undefined || kindOfName(hit.name) === 'custom', {
     path: ['interactive'],
     message: 'only on a custom event',
   })
-const browserFields = hitFields.omit({ timestamp: true, ip: true, userAgent: true })
 export const importHitSchema = interactiveOnCustomEvents(hitFields)
 export const browserHitSchema = interactiveOnCustomEvents(browserFields)
 
@@ -106,7 +109,7 @@ export const plausibleEventSchema = z
     $: plausibleRevenue.describe('revenue: amount and ISO 4217 currency'),
     revenue: plausibleRevenue,
     i: plausibleFlag.describe(
-      'interactive: false (or 0) marks a custom event that does not count against a bounce; true by default, no effect on pageview and engagement',
+      'interactive: false (or 0) for a custom event that leaves a visit of one pageview a bounce; true by default; no effect on pageviews and engagement events',
     ),
     interactive: plausibleFlag,
     h: plausibleFlag.describe('hash routing: the path includes the #/ route'),
