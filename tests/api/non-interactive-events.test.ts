@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest'
+import { importHits } from '../../lib/ingest/import'
 import { ROLLUP_RECENT_DAYS, refreshRollups } from '../../lib/reports/rollup/refresh'
 import { checkedApp, client, orgWithSites, testServices } from '../helpers'
 
@@ -185,6 +186,35 @@ describe('non-interactive custom events and the bounce rate', () => {
     await refreshRollups(services.clickhouse, services.repositories, clock, ROLLUP_RECENT_DAYS)
     expect(await rolledPageBounces('day_rollups')).toEqual(PAGE_BOUNCES)
     await expectCounted('7d', '7d')
+  })
+
+  it('takes the flag from the raw-hit import too', async () => {
+    const imported = await orgWithSites(services, 'Imported', [{ domain: 'import.bounces.test', timezone: 'UTC' }], START)
+    const [other] = imported.sites
+    const line = (ip: string, second: number, name: string, interactive?: boolean) =>
+      JSON.stringify({
+        timestamp: `2026-11-19T08:00:0${second}Z`,
+        site: other.snippetId,
+        name,
+        url: `https://${other.domain}/`,
+        ip,
+        userAgent: FIREFOX,
+        ...(interactive === undefined ? {} : { interactive }),
+      })
+    // by hand: two visits of one pageview; the first's only event is non-interactive (a bounce), the second's interactive
+    const lines = [
+      line('203.0.113.1', 0, 'pageview'),
+      line('203.0.113.1', 1, 'Autoplay', false),
+      line('203.0.113.2', 0, 'pageview'),
+      line('203.0.113.2', 1, 'Play'),
+    ]
+    expect(await importHits(lines, services.ingestor)).toMatchObject({ imported: 4, rejected: 0 })
+    const res = await call('GET', `/api/v1/stats?site_id=${other.id}&range=custom&from=2026-11-19&to=2026-11-19`, { key: imported.key })
+    expect(res.json.totals).toMatchObject({ visits: 2, events: 2, bounceRate: 0.5 })
+    expect(await importHits([line('203.0.113.3', 0, 'pageview', false)], services.ingestor)).toMatchObject({
+      rejected: 1,
+      errors: [{ line: 1, error: 'interactive: only on a custom event' }],
+    })
   })
 
   it('stores the flag on custom events only, and refuses it where it means nothing', async () => {
