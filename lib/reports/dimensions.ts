@@ -269,7 +269,7 @@ export const METRICS = {
   visitors: 'distinct visitors (integer)',
   visits: 'distinct visits (integer)',
   pageviews: 'pageview events (integer)',
-  bounceRate: 'fraction of visits with at most one pageview and no custom event, 0 to 1',
+  bounceRate: 'fraction of visits with at most one pageview and no interactive custom event, 0 to 1',
   avgDuration: 'mean visit duration in seconds',
   viewsPerVisit: 'pageviews divided by visits',
   events: 'custom events (not pageviews, clicks, errors, vitals or engagement reports)',

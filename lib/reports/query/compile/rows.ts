@@ -4,7 +4,7 @@ import { partialRows, rolledRows } from './day-rollups'
 import { dimensionSql } from './filters'
 import { type Scope, siteIs } from './scope'
 import { type Fragment, bind, empty, join, raw, sql } from '../../../storage/clickhouse/sql'
-import { visitFacts } from './visits'
+import { BOUNCED, visitFacts } from './visits'
 
 /** The visit pages and hostnames: a visit's value derived from its events (its first or last pageview). */
 const VISIT_PAGES = ['entry_page', 'exit_page', 'entry_page_hostname', 'exit_page_hostname']
@@ -124,7 +124,7 @@ export function breakdownRows(property: string, scope: Scope, selected: Fragment
   // each visit holding a selected event: its values, and its facts (views, custom events, first to
   // last event) from the sessions rollup rather than a scan of all its events
   const engagementJoin = sql`LEFT JOIN (
-  SELECT ${byDay}value, countIf(pv <= 1 AND ce = 0) AS bounces, toUInt64(round(sum(duration) * 1000)) AS duration_ms
+  SELECT ${byDay}value, countIf(${BOUNCED}) AS bounces, toUInt64(round(sum(duration) * 1000)) AS duration_ms
   FROM (${visitFacts(scope, [])}) AS facts
   INNER JOIN (
     SELECT session_id, ${day ? sql`any(${day}) AS day, ` : empty}${raw(perVisit ? 'any(row_value) AS value' : 'groupUniqArray(row_value) AS row_values')}
