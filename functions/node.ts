@@ -10,6 +10,7 @@ import { checkInstallNow } from '../lib/sites/install-check'
 import { siteView } from '../lib/sites/sites'
 import { CRAWL_RUN, JOBS } from '../lib/jobs/schedule'
 import { jobTimers } from '../lib/jobs/timers'
+import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/reports/rollup/refresh'
 import { demoWanted, nodeEnvSchema, parseEnv } from '../lib/runtime/env'
 import { exitWithFailure } from '../lib/runtime/failure'
 import { googleConfig } from '../lib/integrations/google/config'
@@ -84,11 +85,20 @@ if (stores.chdb || stores.raw) {
 let demoWebsite: DemoWebsite | null = null
 const firstStart = (await countOrgs(stores.repositories)) === 0
 if (firstStart && demoWanted(env)) {
+  // not ready while the demo is made: its reads would race the work below
+  const readiness = services.readiness
+  services.readiness = () => {
+    const home = readiness?.()
+    return home && !home.ready ? home : { ready: false, phase: 'demo' }
+  }
   const demo = await createDemo(stores.repositories, new Date())
   const seeded = await seedDemo(services, demo.site, new Date(), {
     traffic: env.SKIP_DEMO_TRAFFIC !== '1',
     flush: () => home.sink.flush(),
   })
+  // the seed's days rolled up now, as the first rollup job would: that job yields to reads, so
+  // started with the first requests it would leave every read of the demo on the events until done
+  await refreshRollups(services.clickhouse, services.repositories, new Date(), ROLLUP_ALL_DAYS, log)
   // its website on loopback, crawled twice, so that pages and changes have something to show
   if (services.crawler && env.SKIP_DEMO_TRAFFIC !== '1') {
     demoWebsite = await startDemoWebsite('before', siteView(demo.site, baseUrl).snippet)
@@ -97,6 +107,7 @@ if (firstStart && demoWanted(env)) {
     // and its install checked there: the snippet is on its homepage
     await checkInstallNow(services, demo.site)
   }
+  services.readiness = readiness
   const signInLink = await mintSignInLink(stores.repositories, DEMO_OWNER, baseUrl, new Date())
   // on stdout: the log (stderr) goes to a log collector, and must never hold a key or a sign-in link
   process.stdout.write(

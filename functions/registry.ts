@@ -49,8 +49,10 @@ const healthSchema = z.object({
 const readySchema = z.object({
   ready: z.boolean(),
   phase: z
-    .enum(['migrating', 'replaying', 'ready'])
-    .describe('migrating: schema migrations run; replaying: the journal of the previous run is stored'),
+    .enum(['migrating', 'replaying', 'demo', 'ready'])
+    .describe(
+      'migrating: schema migrations run; replaying: the journal of the previous run is stored; demo: a first start makes the demo (its traffic, rollups and crawls)',
+    ),
 })
 
 /** The endpoints of one group (a section of the reference page, an MCP toolset), each keeping a group its declaration names. */

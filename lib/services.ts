@@ -14,10 +14,13 @@ import type { PlanName } from './accounts/plans'
 import type { SiteDirectory } from './sites/site-directory'
 import type { Repositories } from './repositories'
 
-/** Whether this instance takes traffic: not while it applies its migrations or stores the journal an earlier run left. */
+/**
+ * Whether this instance takes traffic: not while it applies its migrations, stores the journal an
+ * earlier run left, or makes the demo on a first start.
+ */
 export interface Readiness {
   ready: boolean
-  phase: 'migrating' | 'replaying' | 'ready'
+  phase: 'migrating' | 'replaying' | 'demo' | 'ready'
 }
 
 /**

@@ -1,12 +1,14 @@
 import { spawn } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 /**
  * The reads that were slow on the demo, timed end to end: `npm start` on a fresh data folder
- * (which creates the demo), then each path requested RUNS times after one warm-up; the median and
- * the slowest are printed in milliseconds.
+ * (which creates the demo), then, once it prints the line it is up (after the demo's traffic, the
+ * rollup of its days and its crawls), each path requested RUNS times after one warm-up; the median
+ * and the slowest are printed in milliseconds, with the machine's load average (1, 5 and 15 minutes)
+ * when the path's runs ended: on a shared machine it says how noisy they were.
  *
  *   npx tsx scripts/bench-slow-reads.ts [RUNS]
  */
@@ -50,7 +52,7 @@ try {
       if (i > 0) times.push(performance.now() - started)
     }
     process.stdout.write(
-      `${JSON.stringify({ path: template, runs: RUNS, medianMs: Math.round(median(times)), maxMs: Math.round(Math.max(...times)) })}\n`,
+      `${JSON.stringify({ path: template, runs: RUNS, medianMs: Math.round(median(times)), maxMs: Math.round(Math.max(...times)), loadAverage: loadavg().map((x) => +x.toFixed(2)) })}\n`,
     )
   }
 } finally {

@@ -26,6 +26,11 @@ describe('GET /ready', () => {
     // it serves while the journal is stored
     expect((await get(stats)).status).toBe(200)
 
+    // a first start making the demo: not ready, and serving (its keys are not shown yet)
+    state = { ready: false, phase: 'demo' }
+    expect(await get('/ready')).toMatchObject({ status: 503, json: { ready: false, phase: 'demo' } })
+    expect((await get(stats)).status).toBe(200)
+
     state = { ready: true, phase: 'ready' }
     expect(await get('/ready')).toEqual({ status: 200, retryAfter: null, json: { ready: true, phase: 'ready' } })
   })
