@@ -16,6 +16,20 @@ export const rangeViewSchema = z.object({
 
 const count = z.number().int().nonnegative()
 
+/** Present when the site samples (its samplingThreshold) and the answer was read from a sample of visitors; counts are then estimates. */
+export const samplingSchema = z
+  .object({
+    fraction: z.number().describe("The share of visitors read, 1/n; counts are the sample's multiplied by n"),
+    relativeError: z
+      .number()
+      .nullable()
+      .describe(
+        "The 95% margin of error of the answer's largest visitor figure (the totals, the busiest bucket, the top row), relative to it; null when that figure is 0. A figure of V visitors has 1.96 * sqrt((1/fraction - 1) / V)",
+      ),
+  })
+  .optional()
+  .describe('Present only when the answer was read from a sample (docs: Sampling)')
+
 export const totalsSchema = z.object({
   visitors: count,
   visits: count,

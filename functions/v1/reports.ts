@@ -11,6 +11,7 @@ import {
   comparedSeriesSchema,
   comparisonSchema,
   rangeViewSchema,
+  samplingSchema,
   seriesSchema,
   sourceSchema,
   totalsSchema,
@@ -37,6 +38,7 @@ export const reportEndpoints = [
     response: z.object({
       source: sourceSchema,
       range: rangeViewSchema,
+      sampling: samplingSchema,
       totals: totalsSchema,
       comparison: comparisonSchema.extend({ totals: totalsSchema, change: changesSchema(TOTALS_FIGURES) }).optional(),
     }),
@@ -55,6 +57,7 @@ export const reportEndpoints = [
     response: z.object({
       source: sourceSchema,
       range: rangeViewSchema,
+      sampling: samplingSchema,
       comparison: comparisonSchema
         .extend({ unpaired: seriesSchema.describe('Comparison buckets past the last bucket of the window (a 25-hour day)') })
         .optional(),
@@ -82,6 +85,7 @@ export const reportEndpoints = [
       source: sourceSchema,
       range: rangeViewSchema,
       property: z.string(),
+      sampling: samplingSchema,
       comparison: comparisonSchema.optional(),
       results: z.array(comparedBreakdownRowSchema),
     }),

@@ -50,6 +50,10 @@ export const sourcesSchema = z
   .max(2)
   .refine((s) => new Set(s).size === s.length, 'must not repeat a source')
 
+/** The bounds of a site's samplingThreshold: below the minimum a sample is too small to estimate from. */
+export const SAMPLING_THRESHOLD_MIN = 1000
+export const SAMPLING_THRESHOLD_MAX = 1_000_000_000_000
+
 /** Writable settings, by group. PATCH takes any of these fields flat by name. */
 const writable = {
   tracking: {
@@ -71,6 +75,15 @@ const writable = {
     trackErrors: z.boolean(),
     trackVitals: z.boolean(),
     autocapture: z.boolean(),
+    samplingThreshold: z
+      .number()
+      .int()
+      .min(SAMPLING_THRESHOLD_MIN)
+      .max(SAMPLING_THRESHOLD_MAX)
+      .nullable()
+      .describe(
+        "Events in a read's window above which the reads compiled from raw events answer from a sample of visitors, with the sample fraction and the error (docs: Sampling); null (the default) never samples",
+      ),
   },
   changeDetection: {
     changeDetectionEnabled: z.boolean(),
@@ -106,6 +119,7 @@ const defaults: { [G in Group]: GroupValues<G> } = {
     trackErrors: true,
     trackVitals: true,
     autocapture: true,
+    samplingThreshold: null,
   },
   changeDetection: { changeDetectionEnabled: true, changeExcludedPaths: [] },
   sharing: { isPublic: false, shareLevel: 'none', publicCounts: false, publicCountsDial: 'live' },

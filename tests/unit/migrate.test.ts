@@ -42,6 +42,7 @@ describe('ClickHouse migrations', () => {
       { version: 17, name: 'heatmap' },
       { version: 18, name: 'ai_assistants_channel' },
       { version: 19, name: 'non_interactive_events' },
+      { version: 20, name: 'events_sampling' },
     ])
     const applied = await migrate(clickhouse, [
       ...loadMigrations(),

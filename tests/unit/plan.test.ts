@@ -3,6 +3,9 @@ import type { Query, Read, RolledDays } from '../../lib/reports/query/model'
 import { parseFilters } from '../../lib/reports/query/parse'
 import { completePlan, mayUseRollup, plan, planImported, planRead } from '../../lib/reports/query/plan'
 import { resolveRange } from '../../lib/reports/query/range'
+import { compileRead } from '../../lib/reports/query/run'
+import { eventsFrom, windowScope } from '../../lib/reports/query/compile/scope'
+import { samplingView, scaleCounts } from '../../lib/reports/query/sampling'
 
 const now = new Date('2026-03-08T12:00:00Z')
 const rolled: RolledDays = { days: ['2026-03-03'], events: ['10'], sums: ['7'] }
@@ -132,5 +135,44 @@ describe('the planner of ga4 reads', () => {
     expect(() => planImported(ga4([device], 'today'), series)).toThrow(/filters device .* and hour buckets/)
     expect(() => planImported(ga4([event]), by('source'))).toThrow(/filters event .* and property source/)
     expect(() => planImported(ga4([], 'realtime'), stats)).toThrow(/^range: realtime/)
+  })
+})
+
+describe('the planner with a sample', () => {
+  const sampled = (filters: unknown[] = []): Query => ({ ...query(filters), sample: { denominator: 4, taken: false } })
+
+  it('samples the reads of raw events, never the rollups, the sessions rollup or goal conversions', () => {
+    expect(plan(sampled(), series)).toEqual({ table: 'events', visits: false, sample: 4 })
+    expect(plan(sampled([path]), stats)).toEqual({ table: 'events', visits: true, sample: 4 })
+    expect(plan(sampled([path]), by('city'))).toEqual({ table: 'events', visits: true, sample: 4 })
+    expect(plan(sampled(), by('city'))).toEqual({ table: 'sessions' })
+    expect(plan(sampled(), by('prop:plan'))).toEqual({ table: 'events', visits: false, sample: 4 })
+    expect(plan(sampled(), by('goal'))).toEqual({ table: 'events', visits: false })
+    expect(plan(sampled(), stats)).toEqual({ table: 'sessions' })
+    expect(plan(sampled(), series, rolled)).toEqual({ table: 'rollup', rolled })
+    // without a sample, as before
+    expect(plan(query(), series)).toEqual({ table: 'events', visits: false })
+  })
+
+  it('reads events SAMPLE 1/n where the plan samples, and the statement is otherwise the same', () => {
+    const exact = compileRead(query(), by('prop:plan')).sql
+    const sample = compileRead(sampled(), by('prop:plan')).sql
+    expect(sample).toContain('FROM events SAMPLE 1/4 WHERE')
+    expect(exact).not.toContain('SAMPLE')
+    expect(sample.replaceAll(' SAMPLE 1/4', '')).toBe(exact)
+    expect(compileRead(sampled(), by('goal')).sql).not.toContain('SAMPLE')
+    expect(() => eventsFrom({ ...windowScope(query().siteId, query().range), sample: 1.5 })).toThrow()
+    expect(() => eventsFrom({ ...windowScope(query().siteId, query().range), table: 'recent_events', sample: 4 })).toThrow()
+  })
+
+  it('scales counts by n, not rates, and states the margin of the largest visitor figure', () => {
+    expect(scaleCounts([{ value: '/', visitors: '3', visits: 4, pageviews: '10', bounce_rate: 0.5, avg_duration: 12 }], 4)).toEqual([
+      { value: '/', visitors: 12, visits: 16, pageviews: 40, bounce_rate: 0.5, avg_duration: 12 },
+    ])
+    expect(samplingView(undefined, 100)).toBeUndefined()
+    expect(samplingView({ denominator: 4, taken: false }, 100)).toBeUndefined()
+    // 1.96 * sqrt(3 / 3000) = 0.061980
+    expect(samplingView({ denominator: 4, taken: true }, 3000)).toEqual({ fraction: 0.25, relativeError: 0.062 })
+    expect(samplingView({ denominator: 3, taken: true }, 0)).toEqual({ fraction: 0.333333, relativeError: null })
   })
 })

@@ -1,6 +1,7 @@
 import type { Goal } from '../../sites/goals'
 import type { OPERATORS } from '../dimensions'
 import type { ResolvedRange } from './range'
+import type { Sample } from './sampling'
 
 /**
  * The operators a filter may hold: the filters parameter's, and the negated contains and matches
@@ -29,6 +30,8 @@ export interface Query {
   limit: number
   /** The instant the range was resolved at: the read's now. */
   now: Date
+  /** The sample the reads of raw events take, when the site samples and the window is over its threshold (sampling.ts). */
+  sample?: Sample
 }
 
 /**

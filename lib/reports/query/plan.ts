@@ -19,6 +19,9 @@ import { chTime, daySpans, wholeDays } from './range'
  *   attribute, entry or exit page), instead of scanning every event of those visits.
  * - bots: a read that counts bot hits (bot_events).
  *
+ * An events plan takes the query's sample (sampling.ts) as `sample`, the n of `SAMPLE 1/n`: every
+ * read of raw events but the goal conversions, which stay exact.
+ *
  * Where the choice depends on which days are rolled up, the planner first names the lookup it
  * needs (planRead), run executes it, and the planner completes the plan from its rows
  * (completePlan): which days to read from the rollup, and which to roll up first.
@@ -26,7 +29,7 @@ import { chTime, daySpans, wholeDays } from './range'
 export type Plan =
   | { table: 'rollup'; rolled: RolledDays }
   | { table: 'sessions' }
-  | { table: 'events'; visits: boolean }
+  | { table: 'events'; visits: boolean; sample?: number }
   | { table: 'bots' }
 
 /** The plans of reads that count humans. */
@@ -104,12 +107,14 @@ const fitsRead = (query: Query, rolled: RolledDays) =>
 export function plan(query: Query, read: Read, rolled?: RolledDays): Plan {
   if (readsBotHits(query, read)) return { table: 'bots' }
   if ((rolled?.days.length || rolled?.partial) && mayUseRollup(query, read) && fitsRead(query, rolled)) return { table: 'rollup', rolled }
-  if (read.kind === 'series') return { table: 'events', visits: false }
-  if (read.kind === 'stats') return onVisitAttributes(query) ? { table: 'sessions' } : { table: 'events', visits: true }
+  const events = (visits: boolean): Plan =>
+    query.sample ? { table: 'events', visits, sample: query.sample.denominator } : { table: 'events', visits }
+  if (read.kind === 'series') return events(false)
+  if (read.kind === 'stats') return onVisitAttributes(query) ? { table: 'sessions' } : events(true)
   const { property } = read
   if (holdsGoal(property)) return { table: 'events', visits: false }
   if (isVisitAttribute(property) && onVisitAttributes(query)) return { table: 'sessions' }
-  return { table: 'events', visits: isVisitAttribute(property) || property === 'entry_page' || property === 'exit_page' }
+  return events(isVisitAttribute(property) || property === 'entry_page' || property === 'exit_page')
 }
 
 /**

@@ -41,6 +41,7 @@ import { installOf } from '../../sites/site-install'
 import { readsBotHits } from './plan'
 import { type Ga4LiveDeps, ga4RealtimeReads } from '../../integrations/ga4/realtime'
 import { breakdownsAtOnce } from './breakdowns'
+import { sampleOf, samplingView } from './sampling'
 import { type CompareInput, type CompareMode, TOTALS_FIGURES, alignSeries, changes, compareRows, resolveComparison } from './compare'
 
 /**
@@ -138,6 +139,16 @@ export function readerWithImports(clickhouse: ClickHouse, trackedFrom: Temporal.
 const windowQuery = (siteId: string, range: ResolvedRange, now: Date): Query => ({ siteId, range, filters: [], goals: [], limit: 100, now })
 
 /**
+ * The query with its sample where the site samples (sampling.ts): the reads of the totals, series
+ * and breakdown verbs, of the collector's events. A comparison window reads the same fraction.
+ */
+async function sampled(deps: ReportDeps, site: Site, source: Source, query: Query): Promise<Query> {
+  if (source !== 'standalone') return query
+  const sample = await sampleOf(deps.clickhouse, site, query)
+  return sample ? { ...query, sample } : query
+}
+
+/**
  * Parses the source and the filters once, reads what the rest of parsing needs (the goals, the
  * segments, the first event) only when it needs it, then parses.
  */
@@ -169,14 +180,18 @@ export const COMPARED_ROWS = 1000
 
 /** GET /stats: the window's totals, and with compare those of the comparison window and the change. */
 export async function totals(deps: ReportDeps, site: Site, params: ReportParams & CompareInput) {
-  const { source, query } = await prepare(deps, site, params, { bots: true })
+  const prepared = await prepare(deps, site, params, { bots: true })
+  const { source } = prepared
+  const query = await sampled(deps, site, source, prepared.query)
   const compare = resolveComparison(query.range, params)
   const window = compare?.window
   const read = sourceReader(deps.clickhouse, source)
   const [current, compared] = await Promise.all([read.totals(query), window ? read.totals({ ...query, range: window }) : null])
+  const sampling = samplingView(query.sample, current.visitors)
   return {
     source,
     range: rangeView(query.range),
+    ...(sampling ? { sampling } : {}),
     totals: current,
     ...(compare && compared
       ? { comparison: { ...comparisonView(compare), totals: compared, change: changes(current, compared, TOTALS_FIGURES) } }
@@ -186,16 +201,19 @@ export async function totals(deps: ReportDeps, site: Site, params: ReportParams 
 
 /** GET /timeseries: every bucket of the window; with compare, each paired with the comparison window's bucket of its position. */
 export async function series(deps: ReportDeps, site: Site, params: ReportParams & CompareInput) {
-  const { source, query } = await prepare(deps, site, params, { series: true, bots: true })
+  const prepared = await prepare(deps, site, params, { series: true, bots: true })
+  const { source } = prepared
+  const query = await sampled(deps, site, source, prepared.query)
   const compare = resolveComparison(query.range, params)
   const window = compare?.window
   const read = sourceReader(deps.clickhouse, source)
   const [current, compared] = await Promise.all([read.series(query), window ? read.series({ ...query, range: window }) : null])
-  if (!compare || !compared) return { source, range: rangeView(query.range), series: current }
+  const sampling = samplingView(query.sample, Math.max(0, ...current.map((b) => b.visitors)))
+  const answer = { source, range: rangeView(query.range), ...(sampling ? { sampling } : {}) }
+  if (!compare || !compared) return { ...answer, series: current }
   const aligned = alignSeries(current, compared)
   return {
-    source,
-    range: rangeView(query.range),
+    ...answer,
     comparison: { ...comparisonView(compare), unpaired: aligned.unpaired },
     series: aligned.series,
   }
@@ -203,18 +221,28 @@ export async function series(deps: ReportDeps, site: Site, params: ReportParams 
 
 /** GET /breakdown: the top values of one property; with compare, each against the comparison window, and the rows that vanished. */
 export async function breakdown(deps: ReportDeps, site: Site, params: ReportParams & CompareInput & { property: string }) {
-  const { source, query } = await prepare(deps, site, params, { property: params.property, bots: true })
+  const prepared = await prepare(deps, site, params, { property: params.property, bots: true })
+  const { source } = prepared
+  const query = await sampled(deps, site, source, prepared.query)
   const compare = resolveComparison(query.range, params)
   const window = compare?.window
   const read = sourceReader(deps.clickhouse, source)
   const answer = { source, range: rangeView(query.range), property: params.property }
-  if (!window || !compare) return { ...answer, results: await read.breakdown(query, params.property) }
+  // rows come most visitors first: the margin is the top row's
+  const withSampling = (rows: readonly { visitors: number }[]) => {
+    const sampling = samplingView(query.sample, rows[0]?.visitors ?? 0)
+    return sampling ? { ...answer, sampling } : answer
+  }
+  if (!window || !compare) {
+    const results = await read.breakdown(query, params.property)
+    return { ...withSampling(results), results }
+  }
   const wide = { ...query, limit: COMPARED_ROWS }
   const [current, compared] = await Promise.all([
     read.breakdown(wide, params.property),
     read.breakdown({ ...wide, range: window }, params.property),
   ])
-  return { ...answer, comparison: comparisonView(compare), results: compareRows(current, compared, query.limit) }
+  return { ...withSampling(current), comparison: comparisonView(compare), results: compareRows(current, compared, query.limit) }
 }
 
 /** GET /export: totals, series and every breakdown the source has. */

@@ -5,6 +5,7 @@ import { signaturesAndBuilt } from './compile/day-rollups'
 import { importedReadSql, readSql } from './compile/read'
 import { filteredRollupInsertSql } from './compile/rollup-build'
 import type { Query, Read, RolledDays } from './model'
+import { scaleCounts } from './sampling'
 import {
   type ImportedPlan,
   type ReadPlan,
@@ -61,11 +62,17 @@ export async function planOf(clickhouse: ClickHouse, query: Query, read: Read): 
 export const compileRead = (query: Query, read: Read, rolled?: RolledDays): Compiled =>
   render(readSql(query, read, plan(query, read, rolled)))
 
-/** Runs one read: its plan's lookup and rollup builds (a filtered read's first), then its statement. */
+/**
+ * Runs one read: its plan's lookup and rollup builds (a filtered read's first), then its
+ * statement. A read of a sample has its counts scaled, and marks the query's sample taken.
+ */
 export async function runRead<Row = Record<string, unknown>>(clickhouse: ClickHouse, query: Query, read: Read): Promise<Row[]> {
   const { builds, plan } = await planOf(clickhouse, query, read)
   for (const build of builds) await executeCommand(clickhouse, filteredRollupInsertSql(query, build))
-  return execute<Row>(clickhouse, readSql(query, read, plan))
+  const rows = await execute<Row>(clickhouse, readSql(query, read, plan))
+  if (plan.table !== 'events' || !plan.sample || !query.sample) return rows
+  query.sample.taken = true
+  return scaleCounts(rows, plan.sample)
 }
 
 /** Runs one read of the ga4 source: its imported dataset (planImported), then its statement. */

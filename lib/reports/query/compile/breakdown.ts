@@ -18,7 +18,7 @@ export function breakdownSql(query: Query, property: string, plan: HumanPlan, re
   if (reports && property !== 'path') throw new Error(`engagement reports are rolled up for pages only, not ${property}`)
   if (holdsGoal(property)) return goalBreakdownSql(query, property)
   if (plan.table === 'sessions') return visitBreakdownFromSessions(query, property)
-  if (plan.table === 'events' && plan.visits) return visitBreakdown(query, property)
+  if (plan.table === 'events' && plan.visits) return visitBreakdown(query, property, plan)
   const scope = queryScope(query, plan)
   const engagement = !reports && hasEngagement(property)
   const rows =
@@ -69,8 +69,8 @@ LIMIT ${limitOf(query)}`
  * joined once to its whole-visit facts and attribute (entry and exit pages included) from the
  * sessions rollup, instead of joining every event to its visit.
  */
-function visitBreakdown(query: Query, property: string): Fragment {
-  const scope = queryScope(query, { table: 'events', visits: true })
+function visitBreakdown(query: Query, property: string, plan: HumanPlan): Fragment {
+  const scope = queryScope(query, plan)
   const page = property === 'entry_page' ? raw('argMinMerge(entry_page)') : property === 'exit_page' ? raw('argMaxMerge(exit_page)') : null
   const value = page ?? sql`any(${dimensionSql(property)})`
   return sql`

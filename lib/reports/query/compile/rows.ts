@@ -2,7 +2,7 @@ import { GOAL, PROPERTY_PREFIX, combinedParts, dimension, hasEngagement } from '
 import { type RolledDays, TOTALS } from '../model'
 import { partialRows, rolledRows } from './day-rollups'
 import { dimensionSql } from './filters'
-import { type Scope, siteIs } from './scope'
+import { type Scope, eventsFrom, siteIs } from './scope'
 import { type Fragment, bind, empty, join, raw, sql } from '../../../storage/clickhouse/sql'
 import { BOUNCED, visitFacts } from './visits'
 
@@ -21,12 +21,12 @@ export function visitPages(property: string, scope: Scope): Fragment {
     return sql`SELECT session_id, ${merge} AS visit_page FROM sessions FINAL WHERE ${siteIs(scope.siteId)} AND ${scope.visitsBegan}`
   }
   const pick = raw(property === 'entry_page_hostname' ? 'argMinIf' : 'argMaxIf')
-  return sql`SELECT session_id, ${pick}(hostname, timestamp, kind = 'pageview') AS visit_page FROM ${raw(scope.table)} WHERE ${scope.visitScan} GROUP BY session_id`
+  return sql`SELECT session_id, ${pick}(hostname, timestamp, kind = 'pageview') AS visit_page FROM ${eventsFrom(scope)} WHERE ${scope.visitScan} GROUP BY session_id`
 }
 
 /** The relation a breakdown reads and the value expression over it. */
 export function breakdownSource(property: string, scope: Scope): { from: Fragment; value: Fragment; presence: Fragment | null } {
-  const events = raw(scope.table)
+  const events = eventsFrom(scope)
   if (property === TOTALS) return { from: events, value: raw("''"), presence: null }
   const parts = combinedParts(property)
   if (parts) return combinedSource(parts, scope)
@@ -54,7 +54,7 @@ export function breakdownSource(property: string, scope: Scope): { from: Fragmen
  * one of them, is the column `goal` the goal breakdown gives each conversion (compile/goals.ts).
  */
 function combinedSource(parts: readonly string[], scope: Scope) {
-  let from: Fragment = raw(scope.table)
+  let from: Fragment = eventsFrom(scope)
   const values: Fragment[] = []
   const presences: Fragment[] = []
   parts.forEach((part, i) => {

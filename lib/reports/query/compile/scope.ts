@@ -33,6 +33,20 @@ export interface Scope {
   windowFrom: Bound
   /** Visits this scope leaves out because the partial rollup holds them (rowsWithRollup adds its rows). */
   partial?: PartialDay
+  /** n when the scope's events are read as a sample, `SAMPLE 1/n` (eventsFrom). */
+  sample?: number
+}
+
+/**
+ * The scope's events table as a FROM names it; with a sample, `SAMPLE 1/n`. The engine takes no
+ * parameter there, so n is written into the text: a whole number the planner computed from counts
+ * (sampling.ts), never input, checked here.
+ */
+export function eventsFrom(scope: Scope): Fragment {
+  if (scope.sample === undefined) return raw(scope.table)
+  if (!Number.isSafeInteger(scope.sample) || scope.sample < 2 || scope.table !== 'events')
+    throw new Error(`no sample 1/${scope.sample} of ${scope.table}`)
+  return raw(`${scope.table} SAMPLE 1/${scope.sample}`)
 }
 
 /** The live windows: the realtime view, the last 5 and 30 minutes. */

@@ -19,6 +19,7 @@ export const unrolledScope = (siteId: string, range: ResolvedRange, rolled: Roll
 /** The query's scope: its window, or under the rollup plan what the rollups do not cover. */
 export function queryScope(query: Query, plan: HumanPlan): Scope {
   if (plan.table === 'rollup') return unrolledScope(query.siteId, query.range, plan.rolled)
+  if (plan.table === 'events' && plan.sample) return { ...queryWindow(query), sample: plan.sample }
   return queryWindow(query)
 }
 

@@ -2,8 +2,9 @@ import { type Query, TOTALS } from '../model'
 import type { HumanPlan } from '../plan'
 import type { ResolvedRange } from '../range'
 import { localDay, rowsWithRollup } from './rows'
-import { type Fragment, bind, raw, sql } from '../../../storage/clickhouse/sql'
+import { type Fragment, bind, sql } from '../../../storage/clickhouse/sql'
 import { queryScope, selected } from './selection'
+import { eventsFrom } from './scope'
 
 /** The start of the bucket of the range's interval that an event falls in. */
 export function bucket(range: ResolvedRange): Fragment {
@@ -47,6 +48,6 @@ GROUP BY bucket ORDER BY bucket`
   }
   return sql`
 SELECT toUnixTimestamp(${bucket(query.range)}) AS bucket, uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits, countIf(kind = 'pageview') AS pageviews
-FROM ${raw(scope.table)} WHERE ${selected(query, scope)}
+FROM ${eventsFrom(scope)} WHERE ${selected(query, scope)}
 GROUP BY bucket ORDER BY bucket`
 }

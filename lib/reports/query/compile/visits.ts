@@ -1,4 +1,4 @@
-import { siteIs, type Scope } from './scope'
+import { eventsFrom, siteIs, type Scope } from './scope'
 import { type Fragment, empty, join, raw, sql } from '../../../storage/clickhouse/sql'
 
 /**
@@ -79,4 +79,4 @@ export function visitAttributeRows(
 
 /** The visits holding a selected event of the scope, with the selected pageviews and custom events of each. */
 export const selectedVisits = (scope: Scope, selected: Fragment) =>
-  sql`SELECT session_id, countIf(kind = 'pageview') AS sel_pv, countIf(kind = 'custom') AS sel_ce FROM ${raw(scope.table)} WHERE ${selected} GROUP BY session_id`
+  sql`SELECT session_id, countIf(kind = 'pageview') AS sel_pv, countIf(kind = 'custom') AS sel_ce FROM ${eventsFrom(scope)} WHERE ${selected} GROUP BY session_id`
