@@ -41,6 +41,7 @@ describe('ClickHouse migrations', () => {
       { version: 16, name: 'backlinks' },
       { version: 17, name: 'heatmap' },
       { version: 18, name: 'ai_assistants_channel' },
+      { version: 22, name: 'events_by_path' },
     ])
     const applied = await migrate(clickhouse, [
       ...loadMigrations(),
