@@ -5,13 +5,9 @@ import { bucket } from './series'
 import { type Fragment, bind, raw, sql } from '../../../storage/clickhouse/sql'
 import { mostFrequent } from './most-frequent'
 
-/**
- * The error events of the query: its window and filters, and one group when a fingerprint is given.
- * An error's name is its kind (lib/ingest/rows.ts), and events are ordered by name within a day:
- * stating the name too reads the errors' range of each day, not every event.
- */
+/** The error events of the query: its window and filters, and one group when a fingerprint is given. */
 function errorEvents(query: Query, fingerprint?: string): Fragment {
-  const kind = sql`name = 'error' AND kind = 'error'`
+  const kind = sql`kind = 'error'`
   const group = fingerprint === undefined ? raw('') : sql` AND error_fingerprint = ${bind('UInt64', fingerprint)}`
   return sql`${selected(query, queryWindow(query))} AND ${kind}${group}`
 }
