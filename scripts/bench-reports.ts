@@ -302,6 +302,27 @@ const program = new Command('bench-reports')
         ],
       }),
       'v2 query entry hostname': v2({ metrics: ['visitors', 'visits'], dimensions: ['visit:entry_page_hostname'] }),
+      'v2 query goal x source': v2({
+        metrics: ['visitors', 'events', 'conversion_rate', 'group_conversion_rate'],
+        dimensions: ['event:goal', 'visit:source'],
+      }),
+      'v2 query goal x path': v2({
+        metrics: ['visitors', 'events', 'group_conversion_rate'],
+        dimensions: ['event:page', 'event:goal'],
+        pagination: { limit: 100 },
+      }),
+      'v2 query goal or page': v2({
+        metrics: ['visitors', 'visits', 'pageviews'],
+        filters: [
+          [
+            'or',
+            [
+              ['is', 'event:goal', ['Signup']],
+              ['contains', 'event:page', ['blog']],
+            ],
+          ],
+        ],
+      }),
     }
     const reports: Record<string, Report> = { ...named, ...readsOfRegistry(site.id, Object.values(named)), ...posted }
     if (opts.compare) {

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { kindOfName } from './hit'
 
 /*
  * The rules of a hit as a zod schema: the raw-hit import's line, and the browser's POST to
@@ -10,7 +11,7 @@ const shortText = (max: number) => z.string().max(max)
 const fraction = z.number().finite().min(0).max(1)
 const documentSide = z.number().int().min(1).max(1_000_000)
 const propValue = z.union([z.string().max(2000), z.number().finite(), z.boolean()])
-export const importHitSchema = z.strictObject({
+const hitFields = z.strictObject({
   site: z.string().min(1).max(64),
   name: z.string().trim().min(1).max(120),
   url: z.url({ protocol: /^https?$/ }).max(4000),
@@ -26,6 +27,12 @@ export const importHitSchema = z.strictObject({
       currency: z.string().regex(/^[A-Z]{3}$/),
     })
     .nullish(),
+  interactive: z
+    .boolean()
+    .optional()
+    .describe(
+      'custom events only: false for an event the visitor did not cause, which leaves a visit of one pageview a bounce; true by default',
+    ),
   click: z
     .strictObject({
       selector: shortText(500).optional(),
@@ -67,7 +74,15 @@ export const importHitSchema = z.strictObject({
   ip: z.union([z.ipv4(), z.ipv6()]).optional(),
   userAgent: z.string().max(1000).optional(),
 })
-export const browserHitSchema = importHitSchema.omit({ timestamp: true, ip: true, userAgent: true })
+const browserFields = hitFields.omit({ timestamp: true, ip: true, userAgent: true })
+/** `interactive` tells custom events apart; on a pageview or a collector kind it means nothing, and is refused. */
+const interactiveOnCustomEvents = <Hit extends z.infer<typeof browserFields>>(schema: z.ZodType<Hit>) =>
+  schema.refine((hit) => hit.interactive === undefined || kindOfName(hit.name) === 'custom', {
+    path: ['interactive'],
+    message: 'only on a custom event',
+  })
+export const importHitSchema = interactiveOnCustomEvents(hitFields)
+export const browserHitSchema = interactiveOnCustomEvents(browserFields)
 
 /*
  * Plausible's Events API payload (lib/ingest/plausible-hit.ts checks it by hand): each field in
@@ -93,7 +108,9 @@ export const plausibleEventSchema = z
     props: plausibleProps,
     $: plausibleRevenue.describe('revenue: amount and ISO 4217 currency'),
     revenue: plausibleRevenue,
-    i: plausibleFlag.describe('interactive (accepted; every custom event counts as interactive here)'),
+    i: plausibleFlag.describe(
+      'interactive: false (or 0) for a custom event that leaves a visit of one pageview a bounce; true by default; no effect on pageviews and engagement events',
+    ),
     interactive: plausibleFlag,
     h: plausibleFlag.describe('hash routing: the path includes the #/ route'),
     w: z.number().int().min(0).max(100_000).describe('screen width'),

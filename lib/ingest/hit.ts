@@ -18,6 +18,8 @@ export interface Hit {
   screenWidth?: number | null
   props?: Record<string, PropValue> | null
   revenue?: { amount: string | number; currency: string } | null
+  /** A custom event sent with `false` does not make its visit engaged: it leaves a bounce a bounce */
+  interactive?: boolean
   click?: {
     selector?: string
     text?: string
@@ -129,6 +131,7 @@ const BROWSER_FIELDS = fields(
   'screenWidth',
   'props',
   'revenue',
+  'interactive',
   'click',
   'error',
   'vital',
@@ -201,6 +204,10 @@ function checkHit(input: unknown, from: 'browser' | 'import'): Hit {
       fail('revenue.amount', 'must be a decimal amount')
     if (typeof revenue.currency !== 'string' || !CURRENCY.test(revenue.currency))
       fail('revenue.currency', 'must be an ISO 4217 code like EUR')
+  }
+  if (hit.interactive !== undefined) {
+    boolean(hit.interactive, 'interactive')
+    if (kindOfName(hit.name as string) !== 'custom') fail('interactive', 'only on a custom event')
   }
   if (hit.click !== undefined) {
     const click = object(hit.click, 'click', CLICK_FIELDS)

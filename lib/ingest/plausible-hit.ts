@@ -110,7 +110,7 @@ function convert(body: Obj): PlausibleHit {
   if (!noRevenue)
     hit.revenue =
       isObject(revenue) && typeof revenue.currency === 'string' ? { ...revenue, currency: revenue.currency.toUpperCase() } : revenue
-  if (value('interactive') !== undefined) flag(value('interactive'), named('interactive'))
+  const interactive = value('interactive') === undefined || flag(value('interactive'), named('interactive'))
   if (value('version') !== undefined && typeof value('version') !== 'string' && typeof value('version') !== 'number')
     throw new InvalidPayload(`${named('version')}: expected a string or a number`)
 
@@ -131,6 +131,9 @@ function convert(body: Obj): PlausibleHit {
     const [head, ...tail] = path.split('.')
     throw new InvalidPayload([[given[head] ?? head, ...tail].join('.'), ...rest].join(':'))
   }
+  // Plausible's names other than pageview and engagement are custom events (screening.ts); as in
+  // Plausible, the flag only tells custom events apart: pageviews and engagement reports ignore it
+  if (!interactive && checked.name !== 'pageview' && checked.name !== 'engagement') checked.interactive = false
   return { domains, hit: checked, hashRouting: value('hash') !== undefined && flag(value('hash'), named('hash')) }
 }
 

@@ -71,6 +71,8 @@ export interface EventRow {
   rage_click: 0 | 1
   /** The width class of the viewport the hit came from (every kind), '' when the hit had no width */
   viewport_class: string
+  /** 1 for a custom event sent as non-interactive: it does not make its visit engaged (no bounce) */
+  non_interactive: 0 | 1
 }
 
 /** A row of `bot_events`. */
@@ -279,6 +281,7 @@ export function eventRow(h: AcceptedHit & { readonly visitorId: string }, visit:
     doc_height: hit.click?.docHeight ?? 0,
     rage_click: hit.click?.rage ? 1 : 0,
     viewport_class: viewportClass(hit.screenWidth),
+    non_interactive: kind === 'custom' && hit.interactive === false ? 1 : 0,
   }
 }
 

@@ -1,12 +1,14 @@
 import { Temporal } from 'temporal-polyfill'
 import { ApiError } from '../errors'
-import { SEGMENT, combinable, combinedProperty, hasEngagement } from '../reports/dimensions'
-import { type Filter, type Query, goalsOfFilter } from '../reports/query/model'
-import type { ReportParams } from '../reports/query/parse'
+import { GOAL, SEGMENT, combinable, combinedParts, combinedProperty, hasEngagement, holdsGoal } from '../reports/dimensions'
+import { type Filter, type Query, TOTALS, goalsOfFilter } from '../reports/query/model'
+import { type ReportParams, expandSegments, validateGoalFilter } from '../reports/query/parse'
 import { type Interval, type ResolvedRange, buckets } from '../reports/query/range'
-import { type ReportDeps, prepare, sourceReader } from '../reports/query/reports'
+import { type ReportDeps, prepare, readerWithImports, sourceReader } from '../reports/query/reports'
+import { firstEventAt, firstImportedAt } from '../reports/query/site-events'
 import { runRead } from '../reports/query/run'
 import type { BreakdownRow, Totals } from '../reports/query/shape'
+import type { Segment } from '../sites/definition-records'
 import type { Goal } from '../sites/goals'
 import type { Site } from '../sites/sites'
 import type { Source } from '../sites/source'
@@ -69,8 +71,8 @@ function planQuery(body: PlausibleQuery, source: Source, goals: Goal[]): Plan {
     const where = `dimensions[${body.dimensions.indexOf(name)}]`
     const service = serviceDimension(name, where)
     checkReadable(name, service, source, where)
-    if (service === 'goal' && source !== 'standalone') throw new ApiError(400, `${where}: event:goal needs the tracker source`)
-    if (others.length > 1 && !combinable(service))
+    if (service === GOAL && source !== 'standalone') throw new ApiError(400, `${where}: event:goal needs the tracker source`)
+    if (others.length > 1 && !combinable(service) && service !== GOAL)
       throw new ApiError(400, `${where}: ${name} cannot be combined with another dimension besides time here`)
     if (others.length > 1 && source !== 'standalone')
       throw new ApiError(
@@ -81,11 +83,24 @@ function planQuery(body: PlausibleQuery, source: Source, goals: Goal[]): Plan {
   })
   const combined = names.length > 1
   const property = combined ? combinedProperty(names) : names[0]
+  const goalRows = property !== undefined && holdsGoal(property)
   // the name metric errors give: the one dimension, or the combination
   const plausibleProperty = others.join(' and ')
   const filters = translateFilters(body.filters, source, goals)
-  const goalFiltered = filters.some((f) => f.dimension === 'goal')
+  const goalFiltered = filters.some((f) => f.dimension === GOAL)
   for (const metric of body.metrics) {
+    if (
+      goalRows &&
+      (metric === 'visits' ||
+        metric === 'pageviews' ||
+        metric === 'views_per_visit' ||
+        metric === 'bounce_rate' ||
+        metric === 'visit_duration')
+    )
+      throw metricError(
+        metric,
+        'is not defined for goals (visitors, events, percentage, conversion_rate, group_conversion_rate and the revenue metrics are)',
+      )
     if (time && !property && !SERIES_METRICS.includes(metric) && !BUCKET_TOTALS_METRICS.includes(metric))
       throw metricError(
         metric,
@@ -99,12 +114,10 @@ function planQuery(body: PlausibleQuery, source: Source, goals: Goal[]): Plan {
       throw metricError(metric, `is not defined for the event dimension${combined ? 's' : ''} ${plausibleProperty}`)
     if (metric === 'percentage' && !property) throw metricError(metric, 'needs a dimension')
     if (metric === 'group_conversion_rate' && !property) throw metricError(metric, 'needs a dimension')
-    if (GOAL_METRICS.includes(metric) && property !== 'goal' && !goalFiltered)
-      throw metricError(metric, 'needs an event:goal filter or the event:goal dimension')
-    if ((metric === 'total_revenue' || metric === 'average_revenue') && property && property !== 'goal')
-      throw metricError(metric, 'is available with no dimension or the event:goal dimension here')
-    if (property === 'goal' && (metric === 'visits' || metric === 'pageviews' || metric === 'views_per_visit'))
-      throw metricError(metric, 'is not defined for goals (visitors, events, conversion_rate and revenue are)')
+    if (GOAL_METRICS.includes(metric) && !goalRows && !goalFiltered)
+      throw metricError(metric, 'needs an event:goal filter (outside an "or" or "not" across dimensions) or the event:goal dimension')
+    if ((metric === 'total_revenue' || metric === 'average_revenue') && property && !goalRows)
+      throw metricError(metric, 'is available with no dimension or with the event:goal dimension here')
   }
   const countryNames = others.map((d) => d === 'visit:country_name')
   return { source, time, property, combined, filters, goals, metrics: body.metrics, countryNames }
@@ -203,21 +216,46 @@ function totalsMetric(metric: PlausibleMetric, t: Totals): MetricValue {
   }
 }
 
+type Reader = Pick<ReturnType<typeof sourceReader>, 'totals' | 'series' | 'breakdown'>
+
 interface Context {
   deps: ReportDeps
   site: Site
   plan: Plan
   query: Query
-  /** The query without its goal filters: what conversion rates divide by. */
+  /** The reads of the query's source, with the imported data added when include.imports adds it. */
+  reader: Reader
+  /** The query without its goal filters, over the part of the window read (a time bucket): what group conversion rates divide by. */
   withoutGoals(): Query
+  /** The totals of the query without its goal filters over its whole window, read once: what conversion_rate divides by. */
+  conversionTotals(): Promise<Totals>
+  /** Whether `query` is one time bucket of the window (timeBreakdown). */
+  bucket?: true
+}
+
+/** A read done once, when first asked. */
+function once<T>(read: () => Promise<T>): () => Promise<T> {
+  let answer: Promise<T> | undefined
+  return () => {
+    answer ??= read()
+    return answer
+  }
+}
+
+/**
+ * The names of the goals every positive top-level goal filter selects, or undefined without one (a
+ * negative one keeps visits that converted none of its goals, so its goals have no conversions).
+ */
+function selectedGoals(ctx: Context): Set<string> | undefined {
+  const goalFilters = ctx.query.filters.filter((f) => f.dimension === GOAL && f.operator === 'is')
+  if (!goalFilters.length) return undefined
+  return new Set(ctx.plan.goals.filter((g) => goalFilters.every((f) => goalsOfFilter(f, [g]).length)).map((g) => g.name))
 }
 
 /** Revenue of the goals the goal filters select, over the query: [total, conversions] in one currency, or null. */
 async function filteredRevenue(ctx: Context): Promise<{ amount: number; currency: string; conversions: number } | null> {
-  // the goals every positive goal filter selects (a negative one keeps visits that converted none of its goals)
-  const goalFilters = ctx.query.filters.filter((f) => f.dimension === 'goal' && f.operator === 'is')
-  if (!goalFilters.length) return null
-  const names = new Set(ctx.plan.goals.filter((g) => goalFilters.every((f) => goalsOfFilter(f, [g]).length)).map((g) => g.name))
+  const names = selectedGoals(ctx)
+  if (!names) return null
   const rows = (await sourceReader(ctx.deps.clickhouse, 'standalone').breakdown({ ...ctx.query, limit: 1000 }, 'goal')).filter(
     (r) => names.has(r.value) && r.revenue,
   )
@@ -231,10 +269,10 @@ async function filteredRevenue(ctx: Context): Promise<{ amount: number; currency
 }
 
 async function aggregate(ctx: Context): Promise<ResultRow[]> {
-  const reader = sourceReader(ctx.deps.clickhouse, ctx.plan.source)
+  const { reader } = ctx
   const totals = await reader.totals(ctx.query)
   const needsBase = ctx.plan.metrics.includes('conversion_rate')
-  const base = needsBase ? await reader.totals(ctx.withoutGoals()) : undefined
+  const base = needsBase ? await ctx.conversionTotals() : undefined
   const revenue = ctx.plan.metrics.some((m) => m === 'total_revenue' || m === 'average_revenue') ? await filteredRevenue(ctx) : undefined
   const metrics = ctx.plan.metrics.map((metric): MetricValue => {
     if (metric === 'conversion_rate') return percent(totals.visitors, base?.visitors ?? 0, 2)
@@ -247,7 +285,7 @@ async function aggregate(ctx: Context): Promise<ResultRow[]> {
 }
 
 async function timeseries(ctx: Context, range: ResolvedRange): Promise<{ rows: ResultRow[]; labels: string[] }> {
-  const series = await sourceReader(ctx.deps.clickhouse, ctx.plan.source).series({ ...ctx.query, range })
+  const series = await ctx.reader.series({ ...ctx.query, range })
   const starts = buckets(range)
   const rows: ResultRow[] = []
   const labels = starts.map((b) =>
@@ -262,7 +300,7 @@ async function timeseries(ctx: Context, range: ResolvedRange): Promise<{ rows: R
       400,
       `metrics: bounce_rate, visit_duration and events by time are read bucket by bucket, at most ${MAX_BUCKET_READS} buckets with data; this query has ${filled.length} (use a larger time dimension or a shorter date_range)`,
     )
-  const reader = sourceReader(ctx.deps.clickhouse, ctx.plan.source)
+  const { reader } = ctx
   const bucketTotals = async (i: number): Promise<Totals | undefined> =>
     perBucket ? reader.totals({ ...ctx.query, range: bucketWindow(range, starts, i) }) : undefined
   for (const { bucket, i } of filled) {
@@ -292,7 +330,7 @@ function bucketWindow(range: ResolvedRange, starts: { epoch: number }[], i: numb
  * own window (whole days come from the daily rollup), in the query's order of dimensions.
  */
 async function timeBreakdown(ctx: Context, range: ResolvedRange, property: string, timeAt: number) {
-  const series = await sourceReader(ctx.deps.clickhouse, ctx.plan.source).series({ ...ctx.query, range })
+  const series = await ctx.reader.series({ ...ctx.query, range })
   const starts = buckets(range)
   const labels = starts.map((b) =>
     timeLabel(Temporal.Instant.fromEpochMilliseconds(b.epoch * 1000).toZonedDateTimeISO(range.timezone), range.interval),
@@ -310,6 +348,7 @@ async function timeBreakdown(ctx: Context, range: ResolvedRange, property: strin
       ...ctx,
       query: { ...ctx.query, range: window },
       withoutGoals: () => ({ ...ctx.withoutGoals(), range: window }),
+      bucket: true,
     }
     for (const row of await grouped(inBucket, property, ALL_ROWS))
       rows.push({ metrics: row.metrics, dimensions: row.dimensions.toSpliced(timeAt, 0, labels[i]) })
@@ -332,20 +371,48 @@ async function pageReports(ctx: Context, limit: number) {
   )
 }
 
+/**
+ * The dimensions a row's group_conversion_rate divides by: the row's dimensions but the goal, as a
+ * property (TOTALS where the goal is the only one), and the row's values of them as a key.
+ */
+function conversionGroup(property: string) {
+  const parts = combinedParts(property) ?? [property]
+  const rest = parts.filter((p) => p !== GOAL)
+  const valuesOf = (value: string, of: string[]): string[] => (of.length > 1 ? (JSON.parse(value) as string[]) : [value])
+  return {
+    property: rest.length === 0 ? TOTALS : rest.length === 1 ? rest[0] : combinedProperty(rest),
+    /** A row's goal. */
+    goalOf: (value: string) => valuesOf(value, parts)[parts.indexOf(GOAL)],
+    /** A row's key: its values of the group's dimensions. */
+    rowKey: (value: string) => JSON.stringify(valuesOf(value, parts).filter((_, i) => parts[i] !== GOAL)),
+    /** A group's key: a row of the group's breakdown. */
+    groupKey: (value: string) => JSON.stringify(valuesOf(value, rest)),
+  }
+}
+
 async function grouped(ctx: Context, property: string, limit: number): Promise<ResultRow[]> {
-  const reader = sourceReader(ctx.deps.clickhouse, ctx.plan.source)
+  const { reader } = ctx
   const { metrics } = ctx.plan
-  const goalFiltered = ctx.query.filters.some((f) => f.dimension === 'goal')
-  const [rows, totals, base, groups, reports] = await Promise.all([
+  const goalRows = holdsGoal(property)
+  // each row's visitors without the goal filters: the goal's other dimensions' group, or the row's own value under goal filters
+  const group = goalRows ? conversionGroup(property) : { property, rowKey: (v: string) => v, groupKey: (v: string) => v, goalOf: () => '' }
+  const groupRate = metrics.includes('group_conversion_rate')
+  // the goal alone: its group is everything read, the whole window but in a time bucket
+  const groupTotals =
+    !groupRate || group.property !== TOTALS ? undefined : ctx.bucket ? reader.totals(ctx.withoutGoals()) : ctx.conversionTotals()
+  const [rows, totals, baseTotals, groupTotal, groups, reports] = await Promise.all([
     reader.breakdown({ ...ctx.query, limit }, property),
     metrics.includes('percentage') ? reader.totals(ctx.query) : undefined,
-    metrics.includes('conversion_rate') && property !== 'goal' ? reader.totals(ctx.withoutGoals()) : undefined,
-    metrics.includes('group_conversion_rate') && property !== 'goal' && goalFiltered
-      ? reader.breakdown({ ...ctx.withoutGoals(), limit: ALL_ROWS }, property)
-      : undefined,
+    metrics.includes('conversion_rate') ? ctx.conversionTotals() : undefined,
+    groupTotals,
+    groupRate && group.property !== TOTALS ? reader.breakdown({ ...ctx.withoutGoals(), limit: ALL_ROWS }, group.property) : undefined,
     metrics.some((m) => PAGE_METRICS.includes(m)) ? pageReports(ctx, ALL_ROWS) : undefined,
   ])
-  const groupVisitors = new Map(groups?.map((g) => [g.value, g.visitors]))
+  const groupVisitors = new Map(groups?.map((g) => [group.groupKey(g.value), g.visitors]))
+  // under goal filters, the conversions of the goals they select (the converting visits may hold others)
+  const goals = goalRows ? selectedGoals(ctx) : undefined
+  const visitorsOfGroup = (row: BreakdownRow) =>
+    group.property === TOTALS ? (groupTotal?.visitors ?? 0) : (groupVisitors.get(group.rowKey(row.value)) ?? 0)
   const value = (metric: PlausibleMetric, row: BreakdownRow): MetricValue => {
     switch (metric) {
       case 'visitors':
@@ -365,9 +432,9 @@ async function grouped(ctx: Context, property: string, limit: number): Promise<R
       case 'percentage':
         return percent(row.visitors, totals?.visitors ?? 0, 1)
       case 'conversion_rate':
-        return property === 'goal' ? round((row.conversionRate ?? 0) * 100, 2) : percent(row.visitors, base?.visitors ?? 0, 2)
+        return percent(row.visitors, baseTotals?.visitors ?? 0, 2)
       case 'group_conversion_rate':
-        return property === 'goal' ? round((row.conversionRate ?? 0) * 100, 2) : percent(row.visitors, groupVisitors.get(row.value) ?? 0, 2)
+        return percent(row.visitors, visitorsOfGroup(row), 2)
       case 'total_revenue':
         return row.revenue ? revenueValue(row.revenue.amount, row.revenue.currency) : null
       case 'average_revenue':
@@ -385,7 +452,9 @@ async function grouped(ctx: Context, property: string, limit: number): Promise<R
   const { combined, countryNames } = ctx.plan
   const dimensions = (row: BreakdownRow): string[] =>
     (combined ? (JSON.parse(row.value) as string[]) : [row.value]).map((v, i) => (countryNames[i] ? countryName(v) : v))
-  return rows.map((row) => ({ metrics: metrics.map((m) => value(m, row)), dimensions: dimensions(row) }))
+  return rows
+    .filter((row) => !goals || goals.has(group.goalOf(row.value)))
+    .map((row) => ({ metrics: metrics.map((m) => value(m, row)), dimensions: dimensions(row) }))
 }
 
 /** The order_by entries, each a metric of the query or one of its dimensions. */
@@ -440,34 +509,79 @@ function change(metric: PlausibleMetric, now: MetricValue, before: MetricValue |
 const inclusiveEnd = (to: Temporal.ZonedDateTime) => to.subtract({ seconds: 1 })
 const isoSecond = (z: Temporal.ZonedDateTime) => z.toString({ timeZoneName: 'never', smallestUnit: 'second' })
 
-/** Answers a Stats API v2 query for `site` from the site's primary source. */
+/**
+ * Why include.imports cannot add a site's imported data to its tracker's numbers for this query:
+ * it has none, or the query is one a read of the imported data refuses (a dimension, filter or
+ * metric the imports do not hold); null when it can.
+ */
+function importsRefusal(body: PlausibleQuery, site: Site, goals: Goal[]): string | null {
+  if (!site.sources.includes('ga4')) return 'This site has no imported data'
+  try {
+    planQuery(body, 'ga4', goals)
+    return null
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.status !== 400) throw err
+    return `Imported stats are not included in the results because the imported data cannot answer this query (${err.message})`
+  }
+}
+
+const mentionsSegment = (filters: readonly Filter[]): boolean =>
+  filters.some((f) => f.dimension === SEGMENT || f.groups?.some(mentionsSegment))
+
+/**
+ * Segment filters replaced by their segments' filters, at the top level (AND-ed with the rest) and
+ * inside groups (AND-ed with the rest of their group), checked as parsing checks a segment's filters.
+ */
+function expandSegmentsWhereTheyStand(filters: readonly Filter[], segments: Segment[], source: Source, goals: Goal[]): Filter[] {
+  const inner = filters.map((f) =>
+    f.groups ? { ...f, groups: f.groups.map((group) => expandSegmentsWhereTheyStand(group, segments, source, goals)) } : f,
+  )
+  const expanded = expandSegments(inner, segments, source)
+  for (const f of expanded) if (f.dimension === GOAL) validateGoalFilter(f, goals)
+  return expanded
+}
+
+/** Answers a Stats API v2 query for `site` from the site's primary source, with its imported data where include.imports adds it. */
 export async function plausibleQuery(deps: ReportDeps, site: Site, body: PlausibleQuery): Promise<PlausibleAnswer> {
   const source = site.primarySource
   const goals = await deps.repositories.goals.list(site.id)
   const plan = planQuery(body, source, goals)
   const order = orderOf(body)
   const now = deps.now()
-  const { params, exact } = rangeParams(body.date_range, site.timezone, now)
-  // segments go through parsing, which expands them into their filters; the others are translated and checked already
-  const segments = plan.filters.filter((f) => f.dimension === SEGMENT)
-  const reportParams: ReportParams = {
-    site_id: site.id,
-    ...params,
-    source,
-    filters: segments.length ? JSON.stringify(segments) : undefined,
-    limit: undefined,
+  const resolved = rangeParams(body.date_range, site.timezone, now)
+  const { exact } = resolved
+  let { params } = resolved
+  // include.imports: the imported data added to the tracker's, or why not (meta.imports_warning)
+  const importsRefused = body.include.imports && source === 'standalone' ? importsRefusal(body, site, goals) : undefined
+  let reader: Reader = sourceReader(deps.clickhouse, source)
+  if (importsRefused === null) {
+    const [tracked, imported] = await Promise.all([firstEventAt(deps.clickhouse, site.id), firstImportedAt(deps.clickhouse, site)])
+    const localDay = (at: Date) => Temporal.Instant.fromEpochMilliseconds(at.getTime()).toZonedDateTimeISO(site.timezone).startOfDay()
+    reader = readerWithImports(deps.clickhouse, tracked ? localDay(tracked) : null)
+    // `all` starts at the first imported day when the imports begin before the tracker
+    if (body.date_range === 'all' && imported && (!tracked || imported < tracked)) {
+      const today = Temporal.Instant.fromEpochMilliseconds(now.getTime()).toZonedDateTimeISO(site.timezone).toPlainDate()
+      params = { range: 'custom', from: localDay(imported).toPlainDate().toString(), to: today.toString() }
+    }
   }
-  const prepared = await prepare(deps, site, reportParams, { series: plan.time !== undefined, now })
+  // the filters are translated and checked already; parsing resolves the window
+  const reportParams: ReportParams = { site_id: site.id, ...params, source, filters: undefined, limit: undefined }
+  const [prepared, segments] = await Promise.all([
+    prepare(deps, site, reportParams, { series: plan.time !== undefined, now }),
+    mentionsSegment(plan.filters) ? deps.repositories.segments.list(site.id) : [],
+  ])
   const range = windowOf(prepared.query.range, exact, plan.time)
-  const filters = [...prepared.query.filters, ...plan.filters.filter((f) => f.dimension !== SEGMENT)]
+  const filters = expandSegmentsWhereTheyStand(plan.filters, segments, source, goals)
   const query: Query = { ...prepared.query, range, filters, goals }
-  const withoutGoals = () => ({ ...query, filters: query.filters.filter((f) => f.dimension !== 'goal') })
-  const ctx: Context = { deps, site, plan, query, withoutGoals }
+  const withoutGoals = () => ({ ...query, filters: query.filters.filter((f) => f.dimension !== GOAL) })
+  const ctx: Context = { deps, site, plan, query, reader, withoutGoals, conversionTotals: once(() => reader.totals(withoutGoals())) }
 
   const { limit, offset } = body.pagination
   const defaultOrder = order.length === 1 && order[0][0] === 'visitors' && order[0][1] === 'desc'
-  // combined rows are ordered by their values one by one here, not as the pipeline orders their JSON: all of them
-  const fetch = body.include.total_rows || !defaultOrder || plan.combined ? ALL_ROWS : offset + limit
+  // combined rows are ordered by their values one by one here, not as the pipeline orders their JSON, and goal rows are
+  // kept to the goals of the goal filters: all of them
+  const goalRows = plan.property !== undefined && holdsGoal(plan.property)
+  const fetch = body.include.total_rows || !defaultOrder || plan.combined || goalRows ? ALL_ROWS : offset + limit
 
   const read = async (c: Context, r: ResolvedRange) =>
     plan.time && plan.property
@@ -486,7 +600,16 @@ export async function plausibleQuery(deps: ReportDeps, site: Site, body: Plausib
       throw new ApiError(400, 'include.comparisons: not supported with a time dimension and another dimension together')
     const window = comparisonWindow(range, body.include.comparisons)
     const earlierQuery = { ...query, range: window }
-    const earlier = await read({ ...ctx, query: earlierQuery, withoutGoals: () => ({ ...withoutGoals(), range: window }) }, window)
+    const earlierWithoutGoals = () => ({ ...withoutGoals(), range: window })
+    const earlier = await read(
+      {
+        ...ctx,
+        query: earlierQuery,
+        withoutGoals: earlierWithoutGoals,
+        conversionTotals: once(() => reader.totals(earlierWithoutGoals())),
+      },
+      window,
+    )
     comparisonQuery.comparison_date_range = [isoSecond(window.from), isoSecond(inclusiveEnd(window.to))]
     // time rows are matched by their place in the window, others by their dimension values
     const key = (row: ResultRow) => (plan.time ? String(current.labels?.indexOf(row.dimensions[0])) : JSON.stringify(row.dimensions))
@@ -501,11 +624,8 @@ export async function plausibleQuery(deps: ReportDeps, site: Site, body: Plausib
     if (body.include.time_labels && earlier.labels) meta.comparison_time_labels = earlier.labels
   }
 
-  meta.imports_included = source === 'ga4'
-  if (body.include.imports && source !== 'ga4')
-    meta.imports_warning = site.sources.includes('ga4')
-      ? "Imported GA4 data is a separate source on this service and is not added to the tracker's numbers"
-      : 'This site has no imported data'
+  meta.imports_included = source === 'ga4' || importsRefused === null
+  if (importsRefused) meta.imports_warning = importsRefused
   if (body.include.time_labels) {
     if (!plan.time) throw new ApiError(400, 'include.time_labels: needs a time dimension')
     meta.time_labels = current.labels

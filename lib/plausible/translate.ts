@@ -153,10 +153,12 @@ function flatten(raw: unknown, where: string): Item[] {
     // one filter each, all of one kind with a positive operator: one filter, their clauses OR-ed
     const singles = children.flatMap((c) => (c.length === 1 && isSimple(c[0]) ? [c[0]] : []))
     const [first] = singles
+    // segments are not merged: a segment filter names one segment
     if (
       singles.length === children.length &&
       singles.every((p) => sameKind(p, first)) &&
-      ['is', 'contains', 'matches'].includes(first.operator)
+      ['is', 'contains', 'matches'].includes(first.operator) &&
+      first.dimension !== SEGMENT
     )
       return [{ ...first, clauses: singles.flatMap((p) => p.clauses), where }]
     return [{ negated: false, groups: children, where }]
@@ -168,6 +170,8 @@ function flatten(raw: unknown, where: string): Item[] {
     if (head === 'not' && inner.length !== 1) return [{ negated: true, groups: [inner], where }]
     const [f] = inner
     if (inner.length !== 1 || !isSimple(f)) throw new ApiError(400, `${where}: "${head}" is supported only around one filter`)
+    // a segment has no negated operator: not of a segment is a negated group of it
+    if (head === 'not' && f.dimension === SEGMENT) return [{ negated: true, groups: [inner], where }]
     if (head !== 'not') {
       if (f.behaviour) throw new ApiError(400, `${where}: ${head} cannot hold another behavioural filter`)
       return [{ ...f, behaviour: head, where }]
@@ -295,16 +299,13 @@ function serviceFilter(f: SimpleFilter, source: Source, goals: readonly Goal[]):
   return { dimension: f.behaviour, operator, value: [dimension, ...value] }
 }
 
-/** An item as the pipeline's filter; a group's filters are not goals or segments (conversion rates and segments read top-level filters). */
-function serviceItem(item: Item, source: Source, goals: readonly Goal[], grouped: boolean): Filter {
-  if (isSimple(item)) {
-    if (grouped && (item.dimension === SEGMENT || item.dimension === 'event:goal'))
-      throw new ApiError(
-        400,
-        `${item.where}: ${item.dimension} filters are supported outside an "or" across dimensions or a "not" around several filters`,
-      )
-    return serviceFilter(item, source, goals)
-  }
+/**
+ * An item as the pipeline's filter. Goal and segment filters may sit in groups too: a goal holds on
+ * every event of a visit that converted, as at the top level; a segment is expanded into its
+ * filters where it stands (lib/plausible/query.ts).
+ */
+function serviceItem(item: Item, source: Source, goals: readonly Goal[]): Filter {
+  if (isSimple(item)) return serviceFilter(item, source, goals)
   if (source !== 'standalone')
     throw new ApiError(
       400,
@@ -314,11 +315,11 @@ function serviceItem(item: Item, source: Source, goals: readonly Goal[], grouped
     dimension: FILTER_GROUPS,
     operator: item.negated ? 'is_not' : 'is',
     value: [],
-    groups: item.groups.map((group) => group.map((inner) => serviceItem(inner, source, goals, true))),
+    groups: item.groups.map((group) => group.map((inner) => serviceItem(inner, source, goals))),
   }
 }
 
 /** The query's filters as the pipeline's AND-ed filters, each checked against the read's source. */
 export function translateFilters(filters: readonly unknown[], source: Source, goals: readonly Goal[]): Filter[] {
-  return filters.flatMap((f, i) => flatten(f, `filters[${i}]`)).map((f) => serviceItem(f, source, goals, false))
+  return filters.flatMap((f, i) => flatten(f, `filters[${i}]`)).map((f) => serviceItem(f, source, goals))
 }

@@ -212,7 +212,15 @@ export const combinedProperty = (names: readonly string[]) => names.join(COMBINE
 export const combinedParts = (property: string): string[] | undefined =>
   property.includes(COMBINED) ? property.split(COMBINED) : undefined
 /** The dimensions a combined property may hold: those with a value on each event or visit (not goal). */
-export const combinable = (name: string) => name !== 'goal' && (name.startsWith(PROPERTY_PREFIX) || dimension(name) !== undefined)
+export const combinable = (name: string) => name !== GOAL && (name.startsWith(PROPERTY_PREFIX) || dimension(name) !== undefined)
+
+/** The goal dimension: a row per goal, counting its conversions rather than the events of the value. */
+export const GOAL = 'goal'
+/**
+ * Whether a property's rows are goals: the goal alone, or a combination holding it beside
+ * combinable dimensions (Stats API v2 queries), each row a goal and the values of its conversions.
+ */
+export const holdsGoal = (property: string) => property === GOAL || (combinedParts(property)?.includes(GOAL) ?? false)
 
 /**
  * A filter that is not a dimension: `segment` names a saved segment of the site and stands for its
@@ -261,7 +269,7 @@ export const METRICS = {
   visitors: 'distinct visitors (integer)',
   visits: 'distinct visits (integer)',
   pageviews: 'pageview events (integer)',
-  bounceRate: 'fraction of visits with at most one pageview and no custom event, 0 to 1',
+  bounceRate: 'fraction of visits with at most one pageview and no interactive custom event, 0 to 1',
   avgDuration: 'mean visit duration in seconds',
   viewsPerVisit: 'pageviews divided by visits',
   events: 'custom events (not pageviews, clicks, errors, vitals or engagement reports)',

@@ -103,7 +103,7 @@ describe('ingestion', () => {
     })
 
     it('gives bounce and duration as the metric definitions say', () => {
-      // bounce: at most one pageview and no custom event
+      // bounce: at most one pageview and no interactive custom event
       const bounces = visits.filter((v) => Number(v.pageviews) <= 1 && Number(v.custom) === 0).length
       expect(bounces).toBe(2)
       expect(visits.map((v) => Number(v.duration)).reduce((a, b) => a + b) / visits.length).toBe((720 + 1800 + 0 + 0 + 60) / 5)

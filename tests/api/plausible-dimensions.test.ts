@@ -1,14 +1,17 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { createApiKey, createOrg } from '../../lib/accounts/admin'
 import { importHits } from '../../lib/ingest/import'
+import { createGoal } from '../../lib/sites/goals'
+import { createSegment } from '../../lib/sites/segments'
 import { newSite } from '../../lib/sites/sites'
 import { client, testServices } from '../helpers'
-import { NOW, type Ref, type RefEvent, type RefVisit, UAS, expectedBreakdown, expectedTotals, fixture } from './report-reference'
+import { NOW, type Ref, type RefEvent, type RefVisit, UAS, expectedBreakdown, expectedTotals, fixture, round } from './report-reference'
 
 /**
  * POST /api/v2/query with several dimensions together, the version and visit-hostname dimensions,
  * and filter trees (or across dimensions, not around several filters), against the reference
- * computation of report-reference.ts over the fixture hits, and hand-counted hits on a second site.
+ * computation of report-reference.ts over the fixture hits, and hand-counted hits on a second site;
+ * goals beside other dimensions, and goal and segment filters inside or and not.
  */
 
 const TZ = 'America/New_York'
@@ -36,6 +39,9 @@ describe('POST /api/v2/query: dimensions together, versions and visit hostnames,
   let siteId = ''
   let hostsId = ''
   let ref: Ref
+  /** Saved segments: the mobile visits from Google; the visits that signed up. */
+  let mobileGoogle = ''
+  let signedUpSegment = ''
 
   beforeAll(async () => {
     services = await testServices({ now: () => NOW })
@@ -47,6 +53,18 @@ describe('POST /api/v2/query: dimensions together, versions and visit hostnames,
     siteId = site.id
     ref = fixture(site.snippetId, site.domain, TZ, 11)
     expect((await importHits(ref.lines, services.ingestor)).rejected).toBe(0)
+    // an event goal with a currency (the fixture's pro signups carry 10.50 EUR) and a page goal
+    await createGoal(services.repositories, site.id, { site_id: site.id, type: 'event', matchValue: 'Signup', currency: 'EUR' }, NOW)
+    await createGoal(services.repositories, site.id, { site_id: site.id, type: 'page', matchValue: '/pricing' }, NOW)
+    const segment = (name: string, filters: unknown[]) =>
+      createSegment(services.repositories, site, { site_id: site.id, name, filters }, NOW)
+    mobileGoogle = (
+      await segment('Mobile from Google', [
+        { dimension: 'device', operator: 'is', value: ['Mobile'] },
+        { dimension: 'source', operator: 'is', value: ['Google'] },
+      ])
+    ).id
+    signedUpSegment = (await segment('Signed up', [{ dimension: 'goal', operator: 'is', value: ['Signup'] }])).id
 
     // three visits over three hostnames: A enters on the site and leaves on its blog, B stays on the
     // blog, C enters on the docs and leaves on the site
@@ -397,5 +415,294 @@ describe('POST /api/v2/query: dimensions together, versions and visit hostnames,
     ]
     const again = await query({ metrics: METRICS, date_range: CUSTOM, dimensions: ['visit:source'], filters: rewritten })
     expect(again.results).toEqual(expected)
+  })
+  /** The goals an event converts: Signup (the custom event), Visit /pricing (a pageview of /pricing). */
+  const goalsOf = (e: RefEvent) => [
+    ...(e.kind === 'custom' && e.name === 'Signup' ? ['Signup'] : []),
+    ...(e.kind === 'pageview' && e.path === '/pricing' ? ['Visit /pricing'] : []),
+  ]
+  /** The conversions in [from, to): each event converting a goal, with its visit and the goal. */
+  const conversions = (from: string, to: string) =>
+    ref.events
+      .filter((e) => e.ts >= Date.parse(from) && e.ts < Date.parse(to))
+      .flatMap((e) => goalsOf(e).map((goal) => ({ e, v: ref.visits.get(e.visit) as RefVisit, goal })))
+  /** The visits that converted a goal. */
+  const converted = (goal: string) => new Set(conversions(FROM, TO).flatMap((c) => (c.goal === goal ? [c.e.visit] : [])))
+  /** The conversions grouped by a key of each (a JSON array of the row's dimensions). */
+  const byKey = (list: ReturnType<typeof conversions>, key: (c: ReturnType<typeof conversions>[number]) => string[]) => {
+    const groups = new Map<string, ReturnType<typeof conversions>>()
+    for (const c of list) groups.set(JSON.stringify(key(c)), [...(groups.get(JSON.stringify(key(c))) ?? []), c])
+    return [...groups].map(([k, cs]) => ({ dimensions: JSON.parse(k) as string[], cs, visitors: new Set(cs.map((c) => c.e.visitor)).size }))
+  }
+  const euros = (amount: number) => ({
+    value: round(amount, 2),
+    currency: 'EUR',
+    short: new Intl.NumberFormat('en-US', { style: 'currency', currency: 'EUR', notation: 'compact', maximumFractionDigits: 1 }).format(
+      amount,
+    ),
+    long: new Intl.NumberFormat('en-US', { style: 'currency', currency: 'EUR', maximumFractionDigits: 2 }).format(amount),
+  })
+  const rate = (part: number, whole: number) => round((part / whole) * 100, 2)
+
+  it('event:goal beside a visit dimension: each goal and source with its conversions, conversion rates and revenue', async () => {
+    const metrics = ['visitors', 'events', 'conversion_rate', 'group_conversion_rate', 'total_revenue', 'average_revenue']
+    const json = await query({ metrics, date_range: CUSTOM, dimensions: ['event:goal', 'visit:source'] })
+    const all = expectedTotals(ref, FROM, TO).visitors
+    const expected = byKey(conversions(FROM, TO), (c) => [c.goal, c.v.source])
+      .map(({ dimensions: [goal, source], cs, visitors }): Row => {
+        const ofSource = expectedTotals(ref, FROM, TO, (_e, v) => v.source === source).visitors
+        // the pro signups carry 10.50 EUR; the page goal has no currency
+        const amount = cs.filter((c) => c.e.plan === 'pro').length * 10.5
+        return {
+          metrics: [
+            visitors,
+            cs.length,
+            rate(visitors, all),
+            rate(visitors, ofSource),
+            goal === 'Signup' ? euros(amount) : null,
+            goal === 'Signup' ? euros(amount / cs.length) : null,
+          ],
+          dimensions: [goal, source],
+        }
+      })
+      .sort(byVisitorsThenDimensions)
+    expect(new Set(expected.map((r) => r.dimensions[0])).size).toBe(2)
+    expect(new Set(expected.map((r) => r.dimensions[1])).size).toBe(4)
+    expect(json.results).toEqual(expected)
+    // the page goal's rows have no revenue: said so
+    expect(json.meta.metric_warnings.total_revenue.code).toBe('no_revenue_goals_matching')
+    // under a filter on one goal, that goal's rows alone, with the same numbers (rates over the visitors without the goal filter)
+    const signups = await query({
+      metrics,
+      date_range: CUSTOM,
+      dimensions: ['event:goal', 'visit:source'],
+      filters: [['is', 'event:goal', ['Signup']]],
+    })
+    expect(signups.results).toEqual(expected.filter((r) => r.dimensions[0] === 'Signup'))
+  })
+
+  it('event:page beside event:goal: each page with the conversions that happened on it', async () => {
+    const json = await query({
+      metrics: ['visitors', 'events', 'conversion_rate', 'group_conversion_rate'],
+      date_range: CUSTOM,
+      dimensions: ['event:page', 'event:goal'],
+    })
+    const all = expectedTotals(ref, FROM, TO).visitors
+    const expected = byKey(conversions(FROM, TO), (c) => [c.e.path, c.goal])
+      .map(({ dimensions, cs, visitors }): Row => {
+        const ofPage = expectedTotals(ref, FROM, TO, (e) => e.path === dimensions[0]).visitors
+        return { metrics: [visitors, cs.length, rate(visitors, all), rate(visitors, ofPage)], dimensions }
+      })
+      .sort(byVisitorsThenDimensions)
+    // Signup on every page, the page goal on /pricing only
+    expect(expected.length).toBe(6)
+    expect(json.results).toEqual(expected)
+    // a visit's entry page beside its conversions: the visit's, wherever the conversion happened
+    const byEntry = await query({ metrics: ['visitors', 'events'], date_range: CUSTOM, dimensions: ['event:goal', 'visit:entry_page'] })
+    const expectedByEntry = byKey(conversions(FROM, TO), (c) => [c.goal, c.v.entry])
+      .map(({ dimensions, cs, visitors }): Row => ({ metrics: [visitors, cs.length], dimensions }))
+      .sort(byVisitorsThenDimensions)
+    expect(expectedByEntry.length).toBeGreaterThan(5)
+    expect(byEntry.results).toEqual(expectedByEntry)
+  })
+
+  it('event:goal by day: each day with its conversions, conversion_rate over the window, group_conversion_rate over the day', async () => {
+    const days = ['2026-11-20', '2026-11-21', '2026-11-22', '2026-11-23'].map((d) => `${d}T00:00:00-05:00`)
+    const all = expectedTotals(ref, days[0], days[3]).visitors
+    const expected = days.slice(0, 3).flatMap((from, i) => {
+      const ofDay = expectedTotals(ref, from, days[i + 1]).visitors
+      return byKey(conversions(from, days[i + 1]), (c) => [c.goal])
+        .map(
+          ({ dimensions: [goal], cs, visitors }): Row => ({
+            metrics: [visitors, cs.length, rate(visitors, all), rate(visitors, ofDay)],
+            dimensions: [goal, from.slice(0, 10)],
+          }),
+        )
+        .sort(byVisitorsThenDimensions)
+    })
+    expect(expected.length).toBeGreaterThan(3)
+    const json = await query({
+      metrics: ['visitors', 'events', 'conversion_rate', 'group_conversion_rate'],
+      date_range: ['2026-11-20', '2026-11-22'],
+      dimensions: ['event:goal', 'time:day'],
+    })
+    expect(json.results).toEqual(expected)
+  })
+
+  it('event:goal between two other dimensions: group_conversion_rate over the visitors of both other values', async () => {
+    const json = await query({
+      metrics: ['visitors', 'events', 'group_conversion_rate'],
+      date_range: CUSTOM,
+      dimensions: ['visit:device', 'event:goal', 'event:page'],
+    })
+    const expected = byKey(conversions(FROM, TO), (c) => [c.v.device, c.goal, c.e.path])
+      .map(({ dimensions: [device, goal, path], cs, visitors }): Row => {
+        const ofGroup = expectedTotals(ref, FROM, TO, (e, v) => v.device === device && e.path === path).visitors
+        return { metrics: [visitors, cs.length, rate(visitors, ofGroup)], dimensions: [device, goal, path] }
+      })
+      .sort(byVisitorsThenDimensions)
+    expect(expected.length).toBeGreaterThan(8)
+    expect(json.results).toEqual(expected)
+  })
+
+  it('a visit dimension by day under a goal filter: conversion_rate over the whole window, group_conversion_rate over the day and source', async () => {
+    const days = ['2026-11-20', '2026-11-21', '2026-11-22', '2026-11-23'].map((d) => `${d}T00:00:00-05:00`)
+    const all = expectedTotals(ref, days[0], days[3]).visitors
+    const signedUp = converted('Signup')
+    const expected = days.slice(0, 3).flatMap((from, i) =>
+      expectedBreakdown(
+        ref,
+        from,
+        days[i + 1],
+        (_e, v) => v.source,
+        false,
+        (_e, v) => signedUp.has(v.id),
+      )
+        .map((r): Row => {
+          const ofSource = expectedTotals(ref, from, days[i + 1], (_e, v) => v.source === r.value).visitors
+          const visitors = r.visitors as number
+          return { metrics: [visitors, rate(visitors, all), rate(visitors, ofSource)], dimensions: [r.value as string, from.slice(0, 10)] }
+        })
+        .sort(byVisitorsThenDimensions),
+    )
+    expect(expected.length).toBeGreaterThan(2)
+    const json = await query({
+      metrics: ['visitors', 'conversion_rate', 'group_conversion_rate'],
+      date_range: ['2026-11-20', '2026-11-22'],
+      dimensions: ['visit:source', 'time:day'],
+      filters: [['is', 'event:goal', ['Signup']]],
+    })
+    expect(json.results).toEqual(expected)
+  })
+
+  const goalAndSegmentFilters: [string, () => unknown[], () => Keep][] = [
+    [
+      'an or of a goal and a page: the events of the visits that converted, and the events on the page',
+      () => [
+        [
+          'or',
+          [
+            ['is', 'event:goal', ['Signup']],
+            ['is', 'event:page', ['/docs']],
+          ],
+        ],
+      ],
+      () => {
+        const signedUp = converted('Signup')
+        return (e, v) => signedUp.has(v.id) || e.path === '/docs'
+      },
+    ],
+    [
+      'not around a goal: the visits that did not convert',
+      () => [['not', ['is', 'event:goal', ['Signup']]]],
+      () => {
+        const signedUp = converted('Signup')
+        return (_e, v) => !signedUp.has(v.id)
+      },
+    ],
+    [
+      'not around an or of a goal and a source',
+      () => [
+        [
+          'not',
+          [
+            'or',
+            [
+              ['is', 'event:goal', ['Visit /pricing']],
+              ['is', 'visit:source', ['Google']],
+            ],
+          ],
+        ],
+      ],
+      () => {
+        const sawPricing = converted('Visit /pricing')
+        return (_e, v) => !(sawPricing.has(v.id) || v.source === 'Google')
+      },
+    ],
+    [
+      'a segment in an or',
+      () => [
+        [
+          'or',
+          [
+            ['is', 'segment', [mobileGoogle]],
+            ['is', 'event:page', ['/docs']],
+          ],
+        ],
+      ],
+      () => (e, v) => (v.device === 'Mobile' && v.source === 'Google') || e.path === '/docs',
+    ],
+    [
+      'not around a segment',
+      () => [['not', ['is', 'segment', [mobileGoogle]]]],
+      () => (_e, v) => !(v.device === 'Mobile' && v.source === 'Google'),
+    ],
+    [
+      'an or of two segments, one of them a goal',
+      () => [
+        [
+          'or',
+          [
+            ['is', 'segment', [mobileGoogle]],
+            ['is', 'segment', [signedUpSegment]],
+          ],
+        ],
+      ],
+      () => {
+        const signedUp = converted('Signup')
+        return (_e, v) => (v.device === 'Mobile' && v.source === 'Google') || signedUp.has(v.id)
+      },
+    ],
+    [
+      'not around a segment of a goal, in an or with a country',
+      () => [
+        [
+          'or',
+          [
+            ['not', ['is', 'segment', [signedUpSegment]]],
+            ['is', 'visit:country', ['US']],
+          ],
+        ],
+      ],
+      () => {
+        const signedUp = converted('Signup')
+        return (_e, v) => !signedUp.has(v.id) || v.country === 'US'
+      },
+    ],
+  ]
+
+  it.each(goalAndSegmentFilters)('filters: %s', async (_name, filters, keep) => {
+    const expected = totalsOf(keep())
+    expect(expected[0]).toBeGreaterThan(0)
+    expect(expected[0]).toBeLessThan(totalsOf(() => true)[0] as number)
+    const json = await query({ metrics: METRICS, date_range: CUSTOM, filters: filters() })
+    expect(json.results).toEqual([{ metrics: expected, dimensions: [] }])
+  })
+
+  it('goals by device under an or of a goal and a page', async () => {
+    const signedUp = converted('Signup')
+    const keep: Keep = (e, v) => signedUp.has(v.id) || e.path === '/docs'
+    const json = await query({
+      metrics: ['visitors', 'events'],
+      date_range: CUSTOM,
+      dimensions: ['visit:device', 'event:goal'],
+      filters: [
+        [
+          'or',
+          [
+            ['is', 'event:goal', ['Signup']],
+            ['is', 'event:page', ['/docs']],
+          ],
+        ],
+      ],
+    })
+    const expected = byKey(
+      conversions(FROM, TO).filter((c) => keep(c.e, c.v)),
+      (c) => [c.v.device, c.goal],
+    )
+      .map(({ dimensions, cs, visitors }): Row => ({ metrics: [visitors, cs.length], dimensions }))
+      .sort(byVisitorsThenDimensions)
+    expect(expected.length).toBe(4)
+    expect(json.results).toEqual(expected)
   })
 })

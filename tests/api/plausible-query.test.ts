@@ -615,10 +615,22 @@ describe('POST /api/v2/query', () => {
       /dimensions\[0\]: invalid dimension "visit:planet"/,
     ],
     [
-      'goals with another dimension',
-      { metrics: ['visitors'], date_range: '7d', dimensions: ['visit:source', 'event:goal'] },
+      'a visit metric of goals with another dimension',
+      { metrics: ['visitors', 'visits'], date_range: '7d', dimensions: ['visit:source', 'event:goal'] },
       400,
-      /dimensions\[1\]: event:goal cannot be combined with another dimension/,
+      /^metrics: visits is not defined for goals/,
+    ],
+    [
+      'bounce_rate of goals by day',
+      { metrics: ['bounce_rate'], date_range: '7d', dimensions: ['event:goal', 'time:day'] },
+      400,
+      /^metrics: bounce_rate is not defined for goals/,
+    ],
+    [
+      'engaged time of goals by page',
+      { metrics: ['time_on_page'], date_range: '7d', dimensions: ['event:page', 'event:goal'] },
+      400,
+      /^metrics: time_on_page needs the dimension event:page alone/,
     ],
     [
       'a dimension twice',
@@ -683,9 +695,9 @@ describe('POST /api/v2/query', () => {
       /unknown modifier "ignore"/,
     ],
     [
-      'a goal filter in an or across dimensions',
+      'conversion_rate with a goal filter only inside an or across dimensions',
       {
-        metrics: ['visitors'],
+        metrics: ['visitors', 'conversion_rate'],
         date_range: '7d',
         filters: [
           [
@@ -698,7 +710,7 @@ describe('POST /api/v2/query', () => {
         ],
       },
       400,
-      /filters\[0\]\[1\]\[0\]: event:goal filters are supported outside an "or" across dimensions/,
+      /^metrics: conversion_rate needs an event:goal filter \(outside an "or" or "not" across dimensions\)/,
     ],
     [
       'a goal the site does not have',

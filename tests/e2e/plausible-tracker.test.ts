@@ -12,6 +12,7 @@ import { orgWithSites, seed, testServices, type TestServices } from '../helpers'
 import { CHROMIUM, launchChromium } from './chromium'
 
 const DESKTOP_CHROME = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36'
+const DESKTOP_FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:132.0) Gecko/20100101 Firefox/132.0'
 
 // Plausible's snippet as its docs give it, with only the host changed; the queue stub takes calls made before the script loads
 const tagPage = (domain: string, api: string) => `<!doctype html>
@@ -30,6 +31,14 @@ const plainPage = (domain: string, api: string) => `<!doctype html>
 <html><head><title>Plain tag</title>
 <script defer data-domain="${domain}" src="${api}/js/script.js"></script>
 </head><body>plain</body></html>`
+
+// one pageview and one custom event through Plausible's script, interactive or not (Plausible's snippet and call)
+const oneEventPage = (domain: string, api: string, name: string, interactive: boolean) => `<!doctype html>
+<html><head><title>One event</title>
+<script>window.plausible = window.plausible || function() { (window.plausible.q = window.plausible.q || []).push(arguments) }</script>
+<script defer data-domain="${domain}" src="${api}/js/script.js"></script>
+<script>plausible(${JSON.stringify(name)}, {${interactive ? '' : 'interactive: false, '}callback: function (r) { window.eventResult = r }})</script>
+</head><body>one event</body></html>`
 
 const npmPage = (domain: string, api: string) => `<!doctype html>
 <html><head><title>npm tracker</title>
@@ -59,11 +68,13 @@ describe.skipIf(!CHROMIUM)("Plausible's script tag and npm trackers against this
   let close: () => void
   let app: ReturnType<typeof createApp>
   let fx: Awaited<ReturnType<typeof seed>>
+  let bounces: Awaited<ReturnType<typeof orgWithSites>>
   const received: Record<string, any>[] = []
 
   beforeAll(async () => {
     services = await testServices({ kv: 'embedded' })
     fx = await seed(services)
+    bounces = await orgWithSites(services, 'Bounces', [{ domain: `bounces-${crypto.randomUUID().slice(0, 8)}.example.net` }])
     app = createApp(services)
     const bundle = (
       await build({
@@ -79,11 +90,13 @@ describe.skipIf(!CHROMIUM)("Plausible's script tag and npm trackers against this
       const host = new URL(c.req.url).hostname
       // the sites' pages, on their own hostnames (Chromium resolves them here)
       if (host !== '127.0.0.1') {
-        const site = [fx.a.site, fx.b.site].find((s) => s.domain === host)!
+        const site = [fx.a.site, fx.b.site, ...bounces.sites].find((s) => s.domain === host)!
         if (c.req.path === '/npm-bundle.js') return c.body(bundle, 200, { 'content-type': 'application/javascript' })
         if (c.req.path === '/tag') return c.html(tagPage(site.domain, api))
         if (c.req.path === '/plain') return c.html(plainPage(site.domain, api))
         if (c.req.path === '/npm') return c.html(npmPage(site.domain, api))
+        if (c.req.path === '/autoplay') return c.html(oneEventPage(site.domain, api, 'Autoplay', false))
+        if (c.req.path === '/play') return c.html(oneEventPage(site.domain, api, 'Play', true))
         return c.text('a file')
       }
       const isEvent = c.req.path === '/api/event' && c.req.method === 'POST'
@@ -101,7 +114,7 @@ describe.skipIf(!CHROMIUM)("Plausible's script tag and npm trackers against this
     close = () => server.close()
     browser = await launchChromium([
       `--user-agent=${DESKTOP_CHROME}`,
-      `--host-resolver-rules=MAP ${fx.a.site.domain} 127.0.0.1, MAP ${fx.b.site.domain} 127.0.0.1, MAP elsewhere.example.org 127.0.0.1`,
+      `--host-resolver-rules=MAP ${fx.a.site.domain} 127.0.0.1, MAP ${fx.b.site.domain} 127.0.0.1, MAP ${bounces.sites[0].domain} 127.0.0.1, MAP elsewhere.example.org 127.0.0.1`,
       // navigator.webdriver would make Plausible's npm tracker ignore every event
       '--disable-blink-features=AutomationControlled',
     ])
@@ -245,6 +258,43 @@ describe.skipIf(!CHROMIUM)("Plausible's script tag and npm trackers against this
     expect(plans.map((r) => [r.value, r.events])).toEqual([['team', 1]])
     const goals = rowsOf(await read(`/api/v1/breakdown?${q}&property=goal`, key))
     expect(goals.find((r) => r.value === 'Purchase')).toMatchObject({ conversions: 1, revenue: { amount: 49, currency: 'EUR' } })
+  })
+
+  it('leaves a visit whose only custom event was sent with {interactive: false} a bounce, on /api/v1 and /api/v2/query', async () => {
+    const site = bounces.sites[0]
+    const page = `http://${site.domain}:${port}`
+    // two visitors (two browsers), each one pageview and one custom event: Autoplay non-interactive, Play interactive
+    for (const [userAgent, path, name] of [
+      [DESKTOP_CHROME, '/autoplay', 'Autoplay'],
+      [DESKTOP_FIREFOX, '/play', 'Play'],
+    ]) {
+      const ctx = await browser.newContext({ userAgent, viewport: { width: 1280, height: 800 } })
+      const tab = await ctx.newPage()
+      await tab.goto(`${page}${path}`)
+      await tab.waitForFunction(() => (window as any).eventResult)
+      expect(await tab.evaluate(() => (window as any).eventResult)).toEqual({ status: 202 })
+      await ctx.close()
+      await waitFor((e) => e.d === site.domain && e.n === name, name)
+    }
+    const sent = received.filter((e) => e.d === site.domain && e.n !== 'engagement')
+    expect(sent.filter((e) => e.dropped)).toEqual([])
+    // Plausible's script marks the non-interactive call with i: false, and sends nothing for an interactive one
+    expect(sent.filter((e) => e.n !== 'pageview').map((e) => [e.n, e.i])).toEqual([
+      ['Autoplay', false],
+      ['Play', undefined],
+    ])
+    expect(sent.filter((e) => e.n === 'pageview')).toHaveLength(2)
+
+    // by hand: two visits of one pageview each; Autoplay's leaves its visit a bounce, Play's does not
+    const stats = await read(`/api/v1/stats?site_id=${site.id}&range=today`, bounces.key)
+    expect(stats.totals).toMatchObject({ visitors: 2, visits: 2, pageviews: 2, events: 2, bounceRate: 0.5 })
+    const res = await app.request('http://api.test/api/v2/query', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${bounces.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ site_id: site.domain, metrics: ['visits', 'events', 'bounce_rate'], date_range: 'day' }),
+    })
+    expect(res.status).toBe(200)
+    expect(((await res.json()) as { results: unknown }).results).toEqual([{ metrics: [2, 2, 50], dimensions: [] }])
   })
 
   it("the Events API's curl example works as written with only the host changed", async () => {

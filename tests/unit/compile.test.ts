@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { Goal } from '../../lib/sites/goals'
+import { combinedProperty } from '../../lib/reports/dimensions'
 import { breakdownSql } from '../../lib/reports/query/compile/breakdown'
 import { ROLLUP_VERSION, outdatedRows, signaturesAndBuilt, staleDays } from '../../lib/reports/query/compile/day-rollups'
 import { filterConditions } from '../../lib/reports/query/compile/filters'
@@ -217,6 +218,18 @@ GROUP BY bucket ORDER BY bucket`,
       p5: SITE,
       p10: 5,
     })
+  })
+
+  it('goals beside other dimensions: each conversion with its goal and values as one JSON array, in the order of the property', () => {
+    const { sql: text } = render(
+      breakdownSql(query(), combinedProperty(['source', 'goal', 'entry_page']), { table: 'events', visits: false }),
+    )
+    expect(text).toContain(
+      "toJSONString([toString(if(referrer_source = '', 'Direct / None', referrer_source)), goal, visit_2.visit_page]) AS value",
+    )
+    expect(text).toContain('INNER JOIN (SELECT session_id, finalizeAggregation(entry_page) AS visit_page FROM sessions FINAL')
+    expect(text).toContain("visit_2.visit_page != ''")
+    expect(text).toContain('GROUP BY value')
   })
 
   it('rollup build: the days of a property inserted with their signatures; lookups and clean-up by signature', () => {

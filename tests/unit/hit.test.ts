@@ -109,6 +109,7 @@ const FIELDS = [
   'screenWidth',
   'props',
   'revenue',
+  'interactive',
   'click',
   'error',
   'vital',
@@ -144,7 +145,7 @@ describe('parseHit', () => {
       } else {
         // the message names a field of the payload, or the body
         expect(result as string, context).toMatch(
-          /^(body|site|name|url|referrer|screenWidth|props|revenue|click|error|vital|engagement|form|timestamp|ip|userAgent)(\.|:)|^unknown field/,
+          /^(body|site|name|url|referrer|screenWidth|props|revenue|interactive|click|error|vital|engagement|form|timestamp|ip|userAgent)(\.|:)|^unknown field/,
         )
         rejected++
       }
@@ -167,5 +168,8 @@ describe('parseHit', () => {
     expect(parseHit({ ...importBase(), ip: '256.1.1.1' }, 'import')).toBe('ip: expected an IPv4 or IPv6 address')
     expect(parseHit({ ...importBase(), timestamp: '2026-11-20 10:00:00' }, 'import')).toMatch(/^timestamp: expected an ISO 8601/)
     expect(parseHit({ ...base(), name: '  Signup ' }, 'browser')).toMatchObject({ name: 'Signup' })
+    expect(parseHit({ ...base(), interactive: false }, 'browser')).toBe('interactive: only on a custom event')
+    expect(parseHit({ ...base(), name: 'Autoplay', interactive: 0 }, 'browser')).toBe('interactive: expected true or false')
+    expect(parseHit({ ...base(), name: 'Autoplay', interactive: false }, 'browser')).toMatchObject({ interactive: false })
   })
 })

@@ -41,6 +41,7 @@ describe('ClickHouse migrations', () => {
       { version: 16, name: 'backlinks' },
       { version: 17, name: 'heatmap' },
       { version: 18, name: 'ai_assistants_channel' },
+      { version: 19, name: 'non_interactive_events' },
       { version: 22, name: 'events_by_path' },
     ])
     const applied = await migrate(clickhouse, [
@@ -219,6 +220,40 @@ describe('ClickHouse migrations', () => {
     expect(rows).toEqual([
       { session_id: '99', entry: '/', exit: '/pricing', pageviews: '2', custom: '1', duration: '450', source: 'Google' },
     ])
+  })
+
+  it('counts non-interactive custom events apart in sessions; rows written before 0019 read every custom event as interactive', async () => {
+    const clickhouse = await testClickHouse()
+    const site = crypto.randomUUID()
+    const base = { site_id: site, visitor_id: '8', session_start: '2026-11-01 10:00:00.000', pathname: '/' }
+    await clickhouse.insert('events_input', [
+      { ...base, session_id: '1', timestamp: '2026-11-01 10:00:00.000', name: 'pageview', kind: 'pageview' },
+      { ...base, session_id: '1', timestamp: '2026-11-01 10:01:00.000', name: 'Autoplay', kind: 'custom', non_interactive: 1 },
+      { ...base, session_id: '1', timestamp: '2026-11-01 10:02:00.000', name: 'Signup', kind: 'custom' },
+    ])
+    // a second part of the same visit: one more non-interactive event
+    await clickhouse.insert('events_input', [
+      { ...base, session_id: '1', timestamp: '2026-11-01 10:03:00.000', name: 'Autoplay', kind: 'custom', non_interactive: 1 },
+    ])
+    // a visit's row as the view wrote it before 0019, without the column: its 2 custom events were interactive
+    await clickhouse.command(
+      `INSERT INTO sessions (site_id, session_id, session_start, visitor_id, end, pageviews, custom_events, events)
+       VALUES ({site:UUID}, 2, '2026-11-01 10:00:00.000', 8, '2026-11-01 10:05:00.000', 1, 2, 3)`,
+      { site },
+    )
+    const read = () =>
+      clickhouse.query(
+        `SELECT session_id, sum(custom_events) AS custom, sum(interactive_events) AS interactive
+         FROM sessions WHERE site_id = {site:UUID} GROUP BY session_id ORDER BY session_id`,
+        { site },
+      )
+    const expected = [
+      { session_id: '1', custom: '3', interactive: '1' },
+      { session_id: '2', custom: '2', interactive: '2' },
+    ]
+    expect(await read()).toEqual(expected)
+    await clickhouse.command('OPTIMIZE TABLE sessions FINAL')
+    expect(await read()).toEqual(expected)
   })
 
   it('feeds visit_pages from events: a visit’s pageviews from separate inserts read as one row, as the migration’s backfill selects them', async () => {

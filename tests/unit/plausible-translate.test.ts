@@ -114,6 +114,55 @@ describe("Plausible's v2 filters as the pipeline's", () => {
     expect(() => translateFilters([['is', 'event:goal', ['signup']]], 'standalone', GOALS)).toThrow(/goal "signup" is not configured/)
   })
 
+  it('goal and segment filters inside or and not: in groups where they stand, a segment never merged or negated by operator', () => {
+    const goalOrPage = [
+      'or',
+      [
+        ['is', 'event:goal', ['Signup']],
+        ['is', 'event:page', ['/a']],
+      ],
+    ]
+    expect(translateFilters([goalOrPage], 'standalone', GOALS)).toEqual([
+      {
+        dimension: 'filter_groups',
+        operator: 'is',
+        value: [],
+        groups: [[{ dimension: 'goal', operator: 'is', value: ['Signup'] }], [{ dimension: 'path', operator: 'is', value: ['/a'] }]],
+      },
+    ])
+    // not around a goal: the visits that converted none of its goals
+    expect(translateFilters([['not', ['is', 'event:goal', ['Signup']]]], 'standalone', GOALS)).toEqual([
+      { dimension: 'goal', operator: 'is_not', value: ['Signup'] },
+    ])
+    // not around a segment: a negated group holding it (the segment's filters are put in its place when the query runs)
+    expect(translateFilters([['not', ['is', 'segment', ['s1']]]], 'standalone', GOALS)).toEqual([
+      { dimension: 'filter_groups', operator: 'is_not', value: [], groups: [[{ dimension: 'segment', operator: 'is', value: ['s1'] }]] },
+    ])
+    // an or of two segments stays two groups: a segment filter names one segment
+    expect(
+      translateFilters(
+        [
+          [
+            'or',
+            [
+              ['is', 'segment', ['s1']],
+              ['is', 'segment', ['s2']],
+            ],
+          ],
+        ],
+        'standalone',
+        GOALS,
+      ),
+    ).toEqual([
+      {
+        dimension: 'filter_groups',
+        operator: 'is',
+        value: [],
+        groups: [[{ dimension: 'segment', operator: 'is', value: ['s1'] }], [{ dimension: 'segment', operator: 'is', value: ['s2'] }]],
+      },
+    ])
+  })
+
   it('country names become the codes of the countries they name', () => {
     expect(countryName('DE')).toBe('Germany')
     expect(translateFilters([['is', 'visit:country_name', ['germany', 'France'], { case_sensitive: false }]], 'standalone', [])).toEqual([

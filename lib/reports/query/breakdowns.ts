@@ -1,4 +1,4 @@
-import { hasEngagement, isVisitAttribute } from '../dimensions'
+import { GOAL, hasEngagement, isVisitAttribute } from '../dimensions'
 import { execute } from '../../storage/clickhouse/execute'
 import type { ClickHouse } from '../../storage/clickhouse/types'
 import type { Query, Read, RolledDays } from './model'
@@ -6,7 +6,6 @@ import { type ReadPlan, readsBotHits } from './plan'
 import { planOf, runRead } from './run'
 import { type BreakdownRow, type Totals, shapeBreakdown, shapeTotals } from './shape'
 import {
-  GOAL,
   WINDOW_TOTALS,
   eventPropertiesSql,
   rolledEventPropertiesSql,

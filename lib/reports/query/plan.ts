@@ -1,4 +1,4 @@
-import { ROLLED_PROPERTIES, dimension, isVisitAttribute } from '../dimensions'
+import { ROLLED_PROPERTIES, dimension, holdsGoal, isVisitAttribute } from '../dimensions'
 import { ApiError } from '../../errors'
 import type { Ga4DatasetName } from '../../integrations/ga4/datasets'
 import { type Filter, type Query, type Read, type RolledDays, TOTALS, asRolledDays } from './model'
@@ -107,7 +107,7 @@ export function plan(query: Query, read: Read, rolled?: RolledDays): Plan {
   if (read.kind === 'series') return { table: 'events', visits: false }
   if (read.kind === 'stats') return onVisitAttributes(query) ? { table: 'sessions' } : { table: 'events', visits: true }
   const { property } = read
-  if (property === 'goal') return { table: 'events', visits: false }
+  if (holdsGoal(property)) return { table: 'events', visits: false }
   if (isVisitAttribute(property) && onVisitAttributes(query)) return { table: 'sessions' }
   return { table: 'events', visits: isVisitAttribute(property) || property === 'entry_page' || property === 'exit_page' }
 }

@@ -32,6 +32,9 @@ import {
   shapeImportedTotals,
   shapeSeries,
   shapeTotals,
+  shapeBreakdownWithImports,
+  shapeSeriesWithImports,
+  shapeTotalsWithImports,
 } from './shape'
 import { eventEdges, firstEventAt, firstImportedAt } from './site-events'
 import { installOf } from '../../sites/site-install'
@@ -86,6 +89,47 @@ function importedReader(clickhouse: ClickHouse) {
     breakdown: async (query: Query, property: string) => {
       const { plan, rows } = await runImportedRead(clickhouse, query, { kind: 'breakdown', property })
       return shapeImportedBreakdown(property, rows, plan.events !== 'none')
+    },
+  }
+}
+
+/** Rows each part of a merged breakdown reads before they are matched by value and cut to the query's limit. */
+const MERGED_ROWS = 100_000
+
+/**
+ * The collector's reads with the site's imported GA4 aggregates added, as Plausible's
+ * `include.imports` adds them: the imports count only for the site-local days before the first
+ * tracked day (`trackedFrom`; every day when nothing is tracked), so a day is never counted twice.
+ * Each read runs on both sources over its part of the window and the rows are added up (shape.ts).
+ */
+export function readerWithImports(clickhouse: ClickHouse, trackedFrom: Temporal.ZonedDateTime | null) {
+  const before = (at: Temporal.ZonedDateTime, bound: Temporal.ZonedDateTime) => Temporal.ZonedDateTime.compare(at, bound) < 0
+  // the imported part of a query's window: the days before the first tracked day, or none
+  const importedPart = (query: Query): Query | null => {
+    if (!trackedFrom) return query
+    if (!before(query.range.from, trackedFrom)) return null
+    return before(query.range.to, trackedFrom) ? query : { ...query, range: { ...query.range, to: trackedFrom } }
+  }
+  const imported = async (query: Query, read: Parameters<typeof runImportedRead>[2]) => {
+    const part = importedPart(query)
+    return part ? await runImportedRead(clickhouse, part, read) : { plan: undefined, rows: [] }
+  }
+  const withEvents = (plan: { events: string } | undefined) => plan === undefined || plan.events !== 'none'
+  return {
+    answers: false,
+    totals: async (query: Query): Promise<Totals> => {
+      const [[tracked], other] = await Promise.all([runRead(clickhouse, query, { kind: 'stats' }), imported(query, { kind: 'stats' })])
+      return shapeTotalsWithImports(tracked, other.rows[0], withEvents(other.plan))
+    },
+    series: async (query: Query) => {
+      const [tracked, other] = await Promise.all([runRead(clickhouse, query, { kind: 'series' }), imported(query, { kind: 'series' })])
+      return shapeSeriesWithImports(query.range, tracked, other.rows)
+    },
+    breakdown: async (query: Query, property: string) => {
+      const all = { ...query, limit: MERGED_ROWS }
+      const read = { kind: 'breakdown', property } as const
+      const [tracked, other] = await Promise.all([runRead(clickhouse, all, read), imported(all, read)])
+      return shapeBreakdownWithImports(property, tracked, other.rows, withEvents(other.plan), query.limit)
     },
   }
 }

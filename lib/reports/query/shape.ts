@@ -1,4 +1,4 @@
-import { hasEngagement } from '../dimensions'
+import { hasEngagement, holdsGoal } from '../dimensions'
 import { type ResolvedRange, buckets } from './range'
 
 /** A number from a result cell: 64-bit integers come back as strings, missing cells as zero. */
@@ -67,7 +67,7 @@ export function shapeSeries(range: ResolvedRange, rows: Row[]) {
 
 /** Breakdown rows: goal rows carry conversions, engagement properties their rates (bot hits have none). */
 export function shapeBreakdown(property: string, rows: Row[], engagement = hasEngagement(property)): BreakdownRow[] {
-  if (property === 'goal') {
+  if (holdsGoal(property)) {
     return rows.map((r) => {
       const visitors = numberOf(r.visitors)
       const row: BreakdownRow = {
@@ -126,4 +126,88 @@ export function shapeImportedBreakdown(property: string, rows: Row[], withEvents
     property,
     rows.map((r) => importedFacts(r, withEvents)),
   ).map((row) => (withEvents ? row : { ...row, events: null }))
+}
+
+/*
+ * The collector's rows with imported rows added (Stats API v2 `include.imports`): counts are summed,
+ * and the rates are derived again from the summed bounces and seconds, never averaged.
+ */
+
+/** Totals of collector and imported rows together; events null where the imported read had no custom-event count. */
+export function shapeTotalsWithImports(tracked: Row | undefined, imported: Row | undefined, withEvents: boolean): Totals {
+  const i = importedFacts(imported, withEvents)
+  const parts = [tracked, i]
+  const sum = (key: string) => parts.reduce((n, r) => n + numberOf(r?.[key]), 0)
+  const factsVisits = sum('facts_visits')
+  const seconds = parts.reduce((n, r) => n + numberOf(r?.duration) * numberOf(r?.facts_visits), 0)
+  const totals = shapeTotals({
+    visitors: sum('visitors'),
+    visits: sum('visits'),
+    pageviews: sum('pageviews'),
+    events: sum('events'),
+    facts_visits: factsVisits,
+    bounces: sum('bounces'),
+    duration: factsVisits ? seconds / factsVisits : 0,
+  })
+  return withEvents ? totals : { ...totals, events: null }
+}
+
+/** The window's buckets with the imported buckets' counts added to the collector's. */
+export function shapeSeriesWithImports(range: ResolvedRange, tracked: Row[], imported: Row[]) {
+  const byBucket = new Map<number, { visitors: number; visits: number; pageviews: number }>()
+  for (const r of [...tracked, ...imported]) {
+    const at = numberOf(r.bucket)
+    const b = byBucket.get(at) ?? { visitors: 0, visits: 0, pageviews: 0 }
+    b.visitors += numberOf(r.visitors)
+    b.visits += numberOf(r.visits)
+    b.pageviews += numberOf(r.pageviews)
+    byBucket.set(at, b)
+  }
+  return shapeSeries(
+    range,
+    [...byBucket].map(([bucket, b]) => ({ bucket, ...b })),
+  )
+}
+
+/**
+ * Breakdown rows of collector and imported rows together, matched by value, ordered as the
+ * pipeline orders them (visitors, then value) and cut to `limit`.
+ */
+export function shapeBreakdownWithImports(
+  property: string,
+  tracked: Row[],
+  imported: Row[],
+  withEvents: boolean,
+  limit: number,
+): BreakdownRow[] {
+  const byValue = new Map<
+    string,
+    { visitors: number; visits: number; pageviews: number; events: number; bounces: number; seconds: number }
+  >()
+  for (const r of [...tracked, ...imported.map((row) => importedFacts(row, withEvents))]) {
+    const value = String(r.value)
+    const visits = numberOf(r.visits)
+    const b = byValue.get(value) ?? { visitors: 0, visits: 0, pageviews: 0, events: 0, bounces: 0, seconds: 0 }
+    b.visitors += numberOf(r.visitors)
+    b.visits += visits
+    b.pageviews += numberOf(r.pageviews)
+    b.events += numberOf(r.events)
+    b.bounces += numberOf(r.bounce_rate) * visits
+    b.seconds += numberOf(r.avg_duration) * visits
+    byValue.set(value, b)
+  }
+  const rows = [...byValue]
+    .map(([value, b]) => ({
+      value,
+      visitors: b.visitors,
+      visits: b.visits,
+      pageviews: b.pageviews,
+      events: b.events,
+      bounce_rate: b.visits ? b.bounces / b.visits : 0,
+      avg_duration: b.visits ? b.seconds / b.visits : 0,
+    }))
+    .sort((a, b) => b.visitors - a.visitors || (a.value < b.value ? -1 : a.value > b.value ? 1 : 0))
+    .slice(0, limit)
+  const shaped = shapeBreakdown(property, rows)
+  return withEvents ? shaped : shaped.map((row) => ({ ...row, events: null }))
 }

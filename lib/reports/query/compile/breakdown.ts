@@ -1,11 +1,11 @@
 import type { Query } from '../model'
-import { hasEngagement } from '../../dimensions'
+import { hasEngagement, holdsGoal } from '../../dimensions'
 import type { HumanPlan } from '../plan'
 import { dimensionSql } from './filters'
 import { goalBreakdownSql } from './goals'
 import { breakdownRows, rowsWithRollup } from './rows'
 import { type Fragment, bind, empty, raw, sql } from '../../../storage/clickhouse/sql'
-import { selectedVisits, visitFacts } from './visits'
+import { BOUNCED, selectedVisits, visitFacts } from './visits'
 import { queryScope, selected, unrolledFromSessions, visitFilters } from './selection'
 
 const limitOf = (query: Query) => bind('UInt32', query.limit)
@@ -16,7 +16,7 @@ const limitOf = (query: Query) => bind('UInt32', query.limit)
  */
 export function breakdownSql(query: Query, property: string, plan: HumanPlan, reports = false): Fragment {
   if (reports && property !== 'path') throw new Error(`engagement reports are rolled up for pages only, not ${property}`)
-  if (property === 'goal') return goalBreakdownSql(query)
+  if (holdsGoal(property)) return goalBreakdownSql(query, property)
   if (plan.table === 'sessions') return visitBreakdownFromSessions(query, property)
   if (plan.table === 'events' && plan.visits) return visitBreakdown(query, property)
   const scope = queryScope(query, plan)
@@ -53,7 +53,7 @@ function visitBreakdownFromSessions(query: Query, property: string): Fragment {
   return sql`
 SELECT visits_by_value.value AS value, visitors, visits, pageviews, events, bounce_rate, avg_duration
 FROM (
-  SELECT value, uniqExact(visitor) AS visitors, count() AS visits, countIf(pv <= 1 AND ce = 0) / count() AS bounce_rate, avg(duration) AS avg_duration
+  SELECT value, uniqExact(visitor) AS visitors, count() AS visits, countIf(${BOUNCED}) / count() AS bounce_rate, avg(duration) AS avg_duration
   FROM (${visitFacts(scope, visitFilters(query, scope), { value: sql`any(${value})`, inWindow: true })})
   GROUP BY value
 ) AS visits_by_value
@@ -75,7 +75,7 @@ function visitBreakdown(query: Query, property: string): Fragment {
   const value = page ?? sql`any(${dimensionSql(property)})`
   return sql`
 SELECT value, uniqExact(visitor) AS visitors, count() AS visits, sum(sel_pv) AS pageviews, sum(sel_ce) AS events,
-       countIf(pv <= 1 AND ce = 0) / count() AS bounce_rate, avg(duration) AS avg_duration
+       countIf(${BOUNCED}) / count() AS bounce_rate, avg(duration) AS avg_duration
 FROM (${selectedVisits(scope, selected(query, scope))}) AS selected
 INNER JOIN (${visitFacts(scope, visitFilters(query, scope), { value })}) AS facts USING session_id
 ${page ? raw("WHERE value != ''") : empty}

@@ -1,10 +1,11 @@
+import { GOAL } from '../../dimensions'
 import type { Query, RolledDays } from '../model'
 import { dimensionSql, goalCondition } from './filters'
 import { partialRows, rolledRows } from './day-rollups'
 import { breakdownSource } from './rows'
 import { type Scope, siteIs } from './scope'
 import { type Fragment, bind, join, raw, sql } from '../../../storage/clickhouse/sql'
-import { visitFacts } from './visits'
+import { BOUNCED, VISIT_COUNTS, visitFacts } from './visits'
 
 /**
  * Several breakdowns in one statement, for a read that needs many at once (an export): each row
@@ -19,9 +20,6 @@ import { visitFacts } from './visits'
  * rolledVisitAttributesSql reads as it reads any visit attribute: the totals read's own rows.
  */
 export const WINDOW_TOTALS = ''
-
-/** The goal breakdown's property. */
-export const GOAL = 'goal'
 
 const names = (properties: readonly string[]) => bind('Array(String)', properties)
 
@@ -48,9 +46,9 @@ FROM (
   SELECT property, value, sum(visitors) AS visitors, sum(visits) AS visits, sum(pageviews) AS pageviews, sum(events) AS events, sum(bounces) AS bounces, sum(duration_ms) AS duration_ms
   FROM (
     SELECT property, value, uniqExact(visitor) AS visitors, count() AS visits, sum(pv) AS pageviews, sum(ce) AS events,
-           countIf(pv <= 1 AND ce = 0) AS bounces, toUInt64(round(sum(duration) * 1000)) AS duration_ms
+           countIf(${BOUNCED}) AS bounces, toUInt64(round(sum(duration) * 1000)) AS duration_ms
     FROM (
-      SELECT session_id, [${values}] AS visit_values, any(visitor_id) AS visitor, sum(pageviews) AS pv, sum(custom_events) AS ce,
+      SELECT session_id, [${values}] AS visit_values, any(visitor_id) AS visitor, ${VISIT_COUNTS},
              dateDiff('millisecond', min(session_start), max(end)) / 1000 AS duration
       FROM sessions WHERE ${siteIs(query.siteId)} AND ${scope.visitsBegan}
       GROUP BY session_id
@@ -91,7 +89,7 @@ export function visitAttributesFromSessionsSql(
   return sql`
 SELECT visits_by_value.property AS property, visits_by_value.attribute AS value, visitors, visits, pageviews, events, bounce_rate, avg_duration
 FROM (
-  SELECT property, attribute, uniqExact(visitor) AS visitors, count() AS visits, countIf(pv <= 1 AND ce = 0) / count() AS bounce_rate, avg(duration) AS avg_duration
+  SELECT property, attribute, uniqExact(visitor) AS visitors, count() AS visits, countIf(${BOUNCED}) / count() AS bounce_rate, avg(duration) AS avg_duration
   FROM (${visitFacts(scope, visitFilters, { value: sql`[${values}]`, inWindow: true })})
   ARRAY JOIN value AS attribute, ${names(properties)} AS property
   GROUP BY property, attribute
@@ -229,7 +227,7 @@ FROM (
   GROUP BY property, value
 ) AS counts
 LEFT JOIN (
-  SELECT visit_pair.1 AS property, visit_pair.2 AS value, countIf(pv <= 1 AND ce = 0) AS bounces, toUInt64(round(sum(duration) * 1000)) AS duration_ms
+  SELECT visit_pair.1 AS property, visit_pair.2 AS value, countIf(${BOUNCED}) AS bounces, toUInt64(round(sum(duration) * 1000)) AS duration_ms
   FROM (${visitFacts(scope, [])}) AS facts
   INNER JOIN (
     SELECT session_id, groupUniqArray((row_pair.1, row_pair.2)) AS visit_pairs

@@ -1,15 +1,23 @@
+import { GOAL } from '../../dimensions'
 import type { Query } from '../model'
 import { goalCondition } from './filters'
+import { breakdownSource } from './rows'
 import { queryWindow } from './scope'
-import { type Fragment, bind, join, sql } from '../../../storage/clickhouse/sql'
+import { type Fragment, bind, join, raw, sql } from '../../../storage/clickhouse/sql'
 import { selected } from './selection'
 
-/** One row a goal: unique converters, fires, conversion rate over all visitors, revenue in its currency. */
-export function goalBreakdownSql(query: Query): Fragment {
+/**
+ * One row a goal: unique converters, fires, conversion rate over all visitors, revenue in its
+ * currency. With other dimensions beside the goal (`property` combining them, holdsGoal), one row
+ * a goal and the values its conversions hold, as a JSON array in the property's order.
+ */
+export function goalBreakdownSql(query: Query, property = GOAL): Fragment {
   const limit = bind('UInt32', query.limit)
   if (!query.goals.length)
     return sql`SELECT '' AS value, 0 AS visitors, 0 AS events, 0 AS total_visitors, 0 AS revenue, '' AS currency WHERE 0 LIMIT ${limit}`
-  const events = selected(query, queryWindow(query))
+  const scope = queryWindow(query)
+  const events = selected(query, scope)
+  const source = property === GOAL ? { from: raw('events'), value: raw('goal'), presence: null } : breakdownSource(property, scope)
   const tags = join(
     query.goals.map((g) => sql`if(${goalCondition(g)}, ${bind('String', g.name)}, '')`),
     ', ',
@@ -23,15 +31,15 @@ export function goalBreakdownSql(query: Query): Fragment {
     query.goals.map((g) => g.currency ?? ''),
   )
   return sql`
-SELECT goal AS value, uniqExact(visitor_id) AS visitors, count() AS events, any(total.visitors) AS total_visitors,
+SELECT value, uniqExact(visitor_id) AS visitors, count() AS events, any(total.visitors) AS total_visitors,
        sumIf(revenue_amount, revenue_currency = goal_currency AND goal_currency != '') AS revenue, any(goal_currency) AS currency
 FROM (
   SELECT visitor_id, revenue_amount, revenue_currency, arrayJoin(arrayFilter(g -> g != '', [${tags}])) AS goal,
-         transform(goal, ${names}, ${currencies}, '') AS goal_currency
-  FROM events WHERE ${events}
+         transform(goal, ${names}, ${currencies}, '') AS goal_currency, ${source.value} AS value
+  FROM ${source.from} WHERE ${join(source.presence ? [events, source.presence] : [events], ' AND ')}
 ) AS conversions
 CROSS JOIN (SELECT uniqExact(visitor_id) AS visitors FROM events WHERE ${events}) AS total
-GROUP BY goal
+GROUP BY value
 ORDER BY visitors DESC, value ASC
 LIMIT ${limit}`
 }

@@ -1,10 +1,10 @@
-import { PROPERTY_PREFIX, combinedParts, dimension, hasEngagement } from '../../dimensions'
+import { GOAL, PROPERTY_PREFIX, combinedParts, dimension, hasEngagement } from '../../dimensions'
 import { type RolledDays, TOTALS } from '../model'
 import { partialRows, rolledRows } from './day-rollups'
 import { dimensionSql } from './filters'
 import { type Scope, siteIs } from './scope'
 import { type Fragment, bind, empty, join, raw, sql } from '../../../storage/clickhouse/sql'
-import { visitFacts } from './visits'
+import { BOUNCED, visitFacts } from './visits'
 
 /** The visit pages and hostnames: a visit's value derived from its events (its first or last pageview). */
 const VISIT_PAGES = ['entry_page', 'exit_page', 'entry_page_hostname', 'exit_page_hostname']
@@ -50,13 +50,18 @@ export function breakdownSource(property: string, scope: Scope): { from: Fragmen
 
 /**
  * Several dimensions together: each event's values of all of them as one JSON array, the events
- * where every one has a value (the visit pages each joined once, as visit_<i>).
+ * where every one has a value (the visit pages each joined once, as visit_<i>). The goal, where
+ * one of them, is the column `goal` the goal breakdown gives each conversion (compile/goals.ts).
  */
 function combinedSource(parts: readonly string[], scope: Scope) {
   let from: Fragment = raw(scope.table)
   const values: Fragment[] = []
   const presences: Fragment[] = []
   parts.forEach((part, i) => {
+    if (part === GOAL) {
+      values.push(raw('goal'))
+      return
+    }
     if (isVisitPage(part)) {
       const alias = raw(`visit_${i}`)
       from = sql`${from} INNER JOIN (${visitPages(part, scope)}) AS ${alias} USING session_id`
@@ -119,7 +124,7 @@ export function breakdownRows(property: string, scope: Scope, selected: Fragment
   // each visit holding a selected event: its values, and its facts (views, custom events, first to
   // last event) from the sessions rollup rather than a scan of all its events
   const engagementJoin = sql`LEFT JOIN (
-  SELECT ${byDay}value, countIf(pv <= 1 AND ce = 0) AS bounces, toUInt64(round(sum(duration) * 1000)) AS duration_ms
+  SELECT ${byDay}value, countIf(${BOUNCED}) AS bounces, toUInt64(round(sum(duration) * 1000)) AS duration_ms
   FROM (${visitFacts(scope, [])}) AS facts
   INNER JOIN (
     SELECT session_id, ${day ? sql`any(${day}) AS day, ` : empty}${raw(perVisit ? 'any(row_value) AS value' : 'groupUniqArray(row_value) AS row_values')}

@@ -3,7 +3,7 @@ import type { HumanPlan } from '../plan'
 import type { ResolvedRange } from '../range'
 import { localDay, rowsWithRollup } from './rows'
 import { type Fragment, bind, raw, sql } from '../../../storage/clickhouse/sql'
-import { selectedVisits, visitAttributeRows, visitFacts } from './visits'
+import { BOUNCED, selectedVisits, visitAttributeRows, visitFacts } from './visits'
 import { queryScope, selected, unrolledFromSessions, unrolledScope, visitFilters } from './selection'
 
 /**
@@ -28,14 +28,14 @@ FROM (
   SELECT countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events FROM ${raw(scope.table)} WHERE ${selected(query, scope)}
 ) AS counts
 CROSS JOIN (
-  SELECT uniqExact(visitor) AS visitors, count() AS visits, countIf(pv <= 1 AND ce = 0) AS bounces, if(count() = 0, 0, avg(duration)) AS duration
+  SELECT uniqExact(visitor) AS visitors, count() AS visits, countIf(${BOUNCED}) AS bounces, if(count() = 0, 0, avg(duration)) AS duration
   FROM (${visitFacts(scope, visitFilters(query, scope), { inWindow: true })})
 ) AS visits`
     case 'events':
       // the visits holding a selected event, joined to their whole-visit facts
       return sql`
 SELECT uniqExact(visitor) AS visitors, count() AS visits, sum(sel_pv) AS pageviews, sum(sel_ce) AS events,
-       count() AS facts_visits, countIf(pv <= 1 AND ce = 0) AS bounces, if(count() = 0, 0, avg(duration)) AS duration
+       count() AS facts_visits, countIf(${BOUNCED}) AS bounces, if(count() = 0, 0, avg(duration)) AS duration
 FROM (${selectedVisits(scope, selected(query, scope))}) AS selected
 INNER JOIN (${visitFacts(scope, visitFilters(query, scope))}) AS facts USING session_id`
   }

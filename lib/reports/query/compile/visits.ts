@@ -2,8 +2,21 @@ import { siteIs, type Scope } from './scope'
 import { type Fragment, empty, join, raw, sql } from '../../../storage/clickhouse/sql'
 
 /**
+ * A visit's counts, summed over its rows of the sessions rollup: pageviews (`pv`), custom events
+ * (`ce`) and, of those, the interactive ones (`ie`); custom events sent as non-interactive are in
+ * `ce` only.
+ */
+export const VISIT_COUNTS = raw('sum(pageviews) AS pv, sum(custom_events) AS ce, sum(interactive_events) AS ie')
+
+/**
+ * A visit of VISIT_COUNTS bounced: at most one pageview and no interactive custom event. The one
+ * definition of a bounce every read counts with (the rollups store what reads counted with it).
+ */
+export const BOUNCED = raw('pv <= 1 AND ie = 0')
+
+/**
  * Whole-visit facts from the sessions rollup, one row a visit begun in the scope's visit span:
- * visitor, pageviews, custom events, first to last event, and optionally a visit attribute as
+ * visitor, VISIT_COUNTS, first to last event, and optionally a visit attribute as
  * `value`. Filters on visit attributes narrow it (they are stamped on every row of a visit);
  * `inWindow` keeps only visits whose last event is in or after the window's start.
  */
@@ -23,7 +36,7 @@ export function visitFacts(
     options.inWindow && scope.table === 'recent_events'
       ? sql` AND session_id IN (SELECT session_id FROM recent_events WHERE ${siteIs(scope.siteId)} AND timestamp >= ${scope.windowFrom})`
       : empty
-  return sql`SELECT session_id, ${value}any(visitor_id) AS visitor, sum(pageviews) AS pv, sum(custom_events) AS ce,
+  return sql`SELECT session_id, ${value}any(visitor_id) AS visitor, ${VISIT_COUNTS},
          dateDiff('millisecond', min(session_start), max(end)) / 1000 AS duration
   FROM sessions
   WHERE ${siteIs(scope.siteId)} AND ${scope.visitsBegan}${filters}${recent}
@@ -54,9 +67,9 @@ export function visitAttributeRows(
     '',
   )
   return sql`SELECT value, ${raw(options.visitorStates ? 'uniqExactState' : 'uniqExact')}(visitor) AS visitors, count() AS visits, sum(pv) AS pageviews, sum(ce) AS events,
-         countIf(pv <= 1 AND ce = 0) AS bounces, toUInt64(round(sum(duration) * 1000)) AS duration_ms
+         countIf(${BOUNCED}) AS bounces, toUInt64(round(sum(duration) * 1000)) AS duration_ms
   FROM (
-    SELECT session_id, any(${value}) AS value, any(visitor_id) AS visitor, sum(pageviews) AS pv, sum(custom_events) AS ce,
+    SELECT session_id, any(${value}) AS value, any(visitor_id) AS visitor, ${VISIT_COUNTS},
            dateDiff('millisecond', min(session_start), max(end)) / 1000 AS duration
     FROM sessions WHERE ${siteIs(siteId)} AND ${began}${filters}
     GROUP BY session_id
