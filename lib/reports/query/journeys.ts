@@ -4,7 +4,8 @@ import type { Site } from '../../sites/sites'
 import { collectorRead, standaloneQuery } from './behaviour'
 import { activitySql } from './compile/activity'
 import { type FlowAnchor, OTHER_PATH, flowSql } from './compile/flow'
-import { journeysSql, visitorEventsSql } from './compile/journeys'
+import { journeyPageSql, journeysSql, visitorEventsSql } from './compile/journeys'
+import type { Query } from './model'
 import type { ReportParams } from './parse'
 import { rangeView } from './range'
 import type { ReportDeps } from './reports'
@@ -150,6 +151,22 @@ function shapeJourney(r: Row, timezone: string) {
   }
 }
 
+/** The journeys of a page of visitor ids (journeyPageSql), newest first. */
+const journeysOf = async (deps: ReportDeps, query: Query, page: Row[]) =>
+  page.length
+    ? execute<Row>(
+        deps.clickhouse,
+        journeysSql(
+          query,
+          page.map((r) => String(r.visitor)),
+        ),
+      )
+    : []
+
+/** A page of journeys: its visitor ids first, then their journeys. */
+const journeyRows = async (deps: ReportDeps, query: Query, page: { offset: number; visitor?: string }) =>
+  journeysOf(deps, query, await execute<Row>(deps.clickhouse, journeyPageSql(query, page)))
+
 /**
  * GET /journeys: the window's journeys (one per visitor and site-local day), newest first, paged
  * by offset; with `visitor`, that journey and its every event.
@@ -161,7 +178,7 @@ async function journeysRead(deps: ReportDeps, site: Site, params: JourneyParams)
     const visitor = params.visitor
     if (!query) return { available: false, note: VISITOR_ID_NOTE, visitor, journey: null, events: [], truncated: false }
     const [rows, events] = await Promise.all([
-      execute<Row>(deps.clickhouse, journeysSql({ ...query, filters: [], limit: 1 }, { offset: 0, visitor })),
+      journeyRows(deps, { ...query, filters: [], limit: 1 }, { offset: 0, visitor }),
       execute<Row>(deps.clickhouse, visitorEventsSql(query, visitor, JOURNEY_EVENTS + 1)),
     ])
     return {
@@ -175,12 +192,13 @@ async function journeysRead(deps: ReportDeps, site: Site, params: JourneyParams)
     }
   }
   if (!query) return { available: false, note: VISITOR_ID_NOTE, total: 0, offset, nextOffset: null, journeys: [] }
-  const rows = await execute<Row>(deps.clickhouse, journeysSql(query, { offset }))
-  // the total rides on every row; past the last page there is none, so count again without the offset
-  const total = rows.length
-    ? numberOf(rows[0].total)
+  const page = await execute<Row>(deps.clickhouse, journeyPageSql(query, { offset }))
+  const rows = await journeysOf(deps, query, page)
+  // the total rides on every row of the page; past the last page there is none, so count again without the offset
+  const total = page.length
+    ? numberOf(page[0].total)
     : offset
-      ? numberOf((await execute<Row>(deps.clickhouse, journeysSql({ ...query, limit: 1 }, { offset: 0 })))[0]?.total)
+      ? numberOf((await execute<Row>(deps.clickhouse, journeyPageSql({ ...query, limit: 1 }, { offset: 0 })))[0]?.total)
       : 0
   const next = offset + rows.length
   return {

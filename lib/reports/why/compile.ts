@@ -206,7 +206,9 @@ GROUP BY pathname, metric, current, contributor_kind, target`
 
 /**
  * One page's visits per site-local day with its visitors and pageviews, and its visits per day by
- * referring source and channel (dimension rows), in [from, to).
+ * referring source and channel (dimension rows), in [from, to). The page's events are selected
+ * before the ARRAY JOIN: a condition after it is not read first (PREWHERE), and every column of
+ * every event of the site was read to test the path.
  */
 export function pageDaysSql(siteId: string, timezone: string, path: string, from: Instant, to: Instant): Fragment {
   return sql`
@@ -215,8 +217,11 @@ SELECT toString(toDate(timestamp, ${bind('String', timezone)})) AS day,
        uniqExact(session_id) AS visits, uniqExact(visitor_id) AS visitors,
        -- each event is joined once per pair: counted under its first pair only
        countIf(kind = 'pageview' AND pair.1 = 'source') AS pageviews, countIf(kind = 'error' AND pair.1 = 'source') AS errors
-FROM events ARRAY JOIN [tuple('source', toString(referrer_source)), tuple('channel', toString(channel))] AS pair
-WHERE ${site(siteId)} AND ${between(from, to)} AND pathname = ${bind('String', path)}
+FROM (
+  SELECT timestamp, session_id, visitor_id, kind, referrer_source, channel
+  FROM events WHERE ${site(siteId)} AND ${between(from, to)} AND pathname = ${bind('String', path)}
+)
+ARRAY JOIN [tuple('source', toString(referrer_source)), tuple('channel', toString(channel))] AS pair
 GROUP BY GROUPING SETS ((day), (day, pair))`
 }
 
@@ -227,9 +232,12 @@ SELECT count() AS reports, avg(scroll_depth) AS scroll, avg(engaged_ms) AS engag
 FROM events WHERE ${site(siteId)} AND name = 'engagement' AND kind = 'engagement' AND ${between(from, to)} AND pathname = ${bind('String', path)}`
 }
 
-/** A page's first pageview ever (epoch ms; 0 without one) and the first crawl's launch date (0 without one). */
+/**
+ * A page's first pageview ever (epoch ms; 0 without one) and the first crawl's launch date (0 without one).
+ * A pageview's name is its kind (lib/ingest/rows.ts): the name narrows the read by the order key.
+ */
 export function pageFirstSeenSql(siteId: string, path: string): Fragment {
   return sql`
-SELECT (SELECT toUnixTimestamp64Milli(min(timestamp)) FROM events WHERE ${site(siteId)} AND kind = 'pageview' AND pathname = ${bind('String', path)} HAVING count() > 0) AS first_view,
+SELECT (SELECT toUnixTimestamp64Milli(min(timestamp)) FROM events WHERE ${site(siteId)} AND name = 'pageview' AND kind = 'pageview' AND pathname = ${bind('String', path)} HAVING count() > 0) AS first_view,
        (SELECT toUnixTimestamp64Milli(min(launched_at)) FROM crawl_snapshots WHERE ${site(siteId)} AND path = ${bind('String', path)} HAVING count() > 0) AS first_crawl`
 }

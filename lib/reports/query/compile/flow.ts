@@ -39,11 +39,19 @@ export const OTHER_PATH = '(other)'
  * every cell; each outgoing link then looks its page up among the kept pages of the next step
  * only. Lambdas take arrays as arguments rather than capturing them (a captured array is copied
  * for every element).
+ *
+ * A flow from a start or focus page keeps only the visits that viewed that page in the window,
+ * tested on each visit's pages as stored, before they are sorted (most visits never viewed it).
  */
 export function flowSql(query: Query, anchor: FlowAnchor, before: number, after: number): Fragment {
   const scope = queryWindow(query)
   const visits = query.filters.length ? sql` AND session_id IN (SELECT session_id FROM events WHERE ${selected(query, scope)})` : empty
   const at = anchor.kind === 'entry' ? sql`notEmpty(seq)` : sql`indexOf(seq, ${bind('String', anchor.path)})`
+  // the visits whose anchor is found below (anchor > 0): those that viewed the page in the window
+  const viewedAnchor =
+    anchor.kind === 'entry'
+      ? empty
+      : sql` AND arrayExists(v -> v.2 = ${bind('String', anchor.path)} AND v.1 >= ${scope.windowFrom} AND v.1 < ${scope.visitsTo}, pages)`
   const limit = bind('UInt32', query.limit)
   const other = bind('String', OTHER_PATH)
   return sql`
@@ -69,7 +77,7 @@ FROM (
                 FROM (
                   SELECT arrayMap(v -> v.2, arraySort(arrayFilter(v -> v.1 >= ${scope.windowFrom} AND v.1 < ${scope.visitsTo}, pages))) AS viewed
                   FROM visit_pages FINAL
-                  WHERE ${siteIs(query.siteId)} AND ${scope.visitsBegan}${visits}
+                  WHERE ${siteIs(query.siteId)} AND ${scope.visitsBegan}${visits}${viewedAnchor}
                 )
               )
               WHERE anchor > 0

@@ -49,6 +49,8 @@ const STEP_SLOTS = 16
  * milliseconds times 16 plus (15 - step): its later steps sort first, so it fills one step only and
  * never moves the chain ahead of its own next step. The window is two days: no visit outlasts its
  * site-local day.
+ *
+ * Only the visits that reached a step go on to be grouped by visitor.
  */
 export function funnelLevelsSql(query: Query, steps: readonly FunnelStep[]): Fragment {
   const scope = queryWindow(query)
@@ -73,9 +75,9 @@ FROM (
     FROM events ${rowPerStep}
     WHERE ${scope.events} AND name IN ${bind('Array(String)', names)} AND (${join(conditions, ' OR ')})${visits}
     GROUP BY visitor_id, session_id
+    HAVING visit_level > 0
   )
   GROUP BY visitor_id
 )
-WHERE level > 0
 GROUP BY level`
 }

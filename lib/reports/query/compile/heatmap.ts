@@ -1,7 +1,7 @@
 import type { ViewportClass } from '../../../ingest/enrich'
 import { POSITION_SCALE } from '../../../ingest/rows'
 import type { Query } from '../model'
-import { CLICK_KINDS, clickEvents } from './clicks'
+import { clickEvents } from './clicks'
 import { queryWindow } from './scope'
 import { selected } from './selection'
 import { type Fragment, bind, raw, sql } from '../../../storage/clickhouse/sql'
@@ -21,13 +21,9 @@ export interface HeatmapPage {
   device: ViewportClass
 }
 
-/**
- * The page's clicks with a position, from the device class, under the query's window and filters.
- * Every click is stored under its kind's name, so the condition on name, which changes no answer,
- * lets the engine skip the other events by the order key (site, day, name).
- */
+/** The page's clicks with a position, from the device class, under the query's window and filters. */
 const placedClicks = (query: Query, page: HeatmapPage) =>
-  sql`${clickEvents(query)} AND name IN ${bind('Array(String)', CLICK_KINDS)} AND pathname = ${bind('String', page.path)} AND viewport_class = ${bind('String', page.device)} AND doc_width > 0`
+  sql`${clickEvents(query)} AND pathname = ${bind('String', page.path)} AND viewport_class = ${bind('String', page.device)} AND doc_width > 0`
 
 /** Totals and the median document size, which sets the grid's rows. */
 export function heatmapSummarySql(query: Query, page: HeatmapPage): Fragment {
