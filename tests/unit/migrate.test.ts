@@ -43,7 +43,7 @@ describe('ClickHouse migrations', () => {
       { version: 18, name: 'ai_assistants_channel' },
       { version: 19, name: 'non_interactive_events' },
       { version: 20, name: 'events_sampling' },
-      { version: 22, name: 'events_by_path' },
+      { version: 21, name: 'events_by_path' },
     ])
     const applied = await migrate(clickhouse, [
       ...loadMigrations(),
