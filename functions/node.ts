@@ -59,7 +59,8 @@ let local: ReturnType<typeof serve> | null = null
 if (stores.chdb || stores.raw) {
   const token = localToken(dir)
   local = serve({
-    fetch: localEndpointsApp({ token, chdb: stores.chdb, raw: stores.raw }).fetch,
+    fetch: localEndpointsApp({ token, chdb: stores.chdb, raw: stores.raw, keyValueCalled: () => services.repositories.keys.forget() })
+      .fetch,
     port: env.LOCAL_PORT ?? (env.PORT ? env.PORT + 1 : 0),
     hostname: '127.0.0.1',
   })

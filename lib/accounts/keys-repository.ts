@@ -46,6 +46,11 @@ export class KeysRepository {
     await tx.exec()
   }
 
+  /** Forgets every kept record: the store was changed around this process (the admin CLI through the server's local endpoint). */
+  forget() {
+    this.found.clear()
+  }
+
   /** The auth lookup: one GET, or none while this process has the record from the last `cacheMs`. */
   async byHash(hash: string) {
     const now = this.clock()
