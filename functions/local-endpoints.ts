@@ -25,7 +25,7 @@ function clickhousePassword(request: Request): string {
  * owns them: the ClickHouse HTTP protocol at / and the Upstash REST protocol at /redis.
  * Served on 127.0.0.1 only, behind a token kept in DATA_DIR. `keyValueCalled` runs after each
  * key/value request: the server forgets what it keeps of the store in memory (a key the admin CLI
- * just revoked is refused at once).
+ * just revoked is refused at once, a site a local worker deleted is gone).
  */
 export function localEndpointsApp(options: {
   token: string

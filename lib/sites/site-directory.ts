@@ -49,6 +49,13 @@ export class SiteDirectory {
     return Promise.resolve(null)
   }
 
+  /** Forgets every cached site: the store was changed around this process (through the server's local endpoint). */
+  forget() {
+    this.cached.clear()
+    this.cachedIds.clear()
+    this.cachedDomains.clear()
+  }
+
   /** The site of a snippet id, from the cache when there. */
   bySnippet(snippetId: string): Promise<Site | null> {
     const entry = this.cached.get(snippetId)
