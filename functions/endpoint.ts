@@ -42,6 +42,14 @@ export interface EndpointContext {
   withKey(key: ApiKeyRecord): EndpointContext
 }
 
+/** A JSON answer serialised ahead (a cached body): sent as it is, in one write with its length. */
+export class SerializedAnswer {
+  constructor(
+    readonly text: string,
+    readonly headers: Record<string, string>,
+  ) {}
+}
+
 /** A success answer that is not JSON: a script, or no body at all. */
 export interface RawAnswer {
   mediaType: string | null
@@ -79,8 +87,14 @@ export interface Endpoint<P extends AnyObject = AnyObject, B extends z.ZodType =
    * call a fixed URL. URLs get logged, so only ingestion endpoints do.
    */
   keyInUrl?: boolean
-  /** The answer's data; a whole Response where the endpoint writes its own (scripts, cached answers, MCP); nothing for an empty answer. */
-  handler(ctx: EndpointContext, input: { params: z.infer<P>; body: z.infer<B> }): Promise<z.input<R> | Response | undefined>
+  /**
+   * The answer's data; a whole Response where the endpoint writes its own (scripts, MCP); a
+   * SerializedAnswer for a cached body; nothing for an empty answer.
+   */
+  handler(
+    ctx: EndpointContext,
+    input: { params: z.infer<P>; body: z.infer<B> },
+  ): Promise<z.input<R> | Response | SerializedAnswer | undefined>
 }
 
 /** What a settings write or any other small JSON body needs. */

@@ -4,7 +4,7 @@ import { credentialHash } from '../lib/accounts/auth'
 import { ApiError } from '../lib/errors'
 import type { ApiKeyRecord } from '../lib/accounts/keys'
 import type { Services } from '../lib/services'
-import { DEFAULT_MAX_BODY_BYTES, type Endpoint, isJsonAnswer } from './endpoint'
+import { DEFAULT_MAX_BODY_BYTES, type Endpoint, SerializedAnswer, isJsonAnswer } from './endpoint'
 import { CallContext, admit, invoke } from './invoke'
 import { KEY_PREFIX_VAR, keepTrace } from './request-log'
 
@@ -59,6 +59,8 @@ export function mountEndpoints(app: Hono, endpoints: Endpoint[], services: Servi
         const headers = result instanceof Response ? Object.fromEntries(result.headers) : {}
         return c.body(null, (endpoint.status ?? 200) as 200, { ...headers, 'content-length': '0' })
       }
+      // a string body: the Node adapter writes it with its length in one go, not as a stream
+      if (result instanceof SerializedAnswer) return c.body(result.text, (endpoint.status ?? 200) as 200, result.headers)
       // through c.body, so the headers set before the handler (CORS, rate limits) are kept
       if (result instanceof Response) return c.body(result.body as never, result.status as 200, Object.fromEntries(result.headers))
       return c.json(result as object, endpoint.status ?? 200)

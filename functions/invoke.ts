@@ -97,8 +97,12 @@ export async function admit(
   return { key, headers }
 }
 
-/** The site by UUID or snippet id as `key` may see it: another organization's is the same 404 as none. */
-export const siteFor = (services: Services, key: ApiKeyRecord, idOrSnippet: string) => siteForKey(services.sites, key, idOrSnippet)
+/**
+ * The site by UUID or snippet id as `key` may see it: another organization's is the same 404 as
+ * none. A read (`cached`) may take it from the site directory's cache; a write starts from the stored site.
+ */
+export const siteFor = (services: Services, key: ApiKeyRecord, idOrSnippet: string, cached = false) =>
+  siteForKey(services.sites, key, idOrSnippet, cached)
 
 /** Where work that outlives the answer is handed over: Workers' execution context; Node has none. */
 export interface CallHost {
@@ -123,7 +127,9 @@ export class CallContext implements EndpointContext {
   }
 
   get site() {
-    return (idOrSnippet: string) => siteFor(this.services, this.key, idOrSnippet)
+    // a GET changes nothing: it reads the site from the directory's cache
+    const cached = this.request.method === 'GET'
+    return (idOrSnippet: string) => siteFor(this.services, this.key, idOrSnippet, cached)
   }
 
   get background() {

@@ -23,9 +23,16 @@ function clickhousePassword(request: Request): string {
 /**
  * Local-only endpoints over the embedded stores, for CLIs and `wrangler dev` while the server
  * owns them: the ClickHouse HTTP protocol at / and the Upstash REST protocol at /redis.
- * Served on 127.0.0.1 only, behind a token kept in DATA_DIR.
+ * Served on 127.0.0.1 only, behind a token kept in DATA_DIR. `keyValueCalled` runs after each
+ * key/value request: the server forgets what it keeps of the store in memory (a key the admin CLI
+ * just revoked is refused at once, a site a local worker deleted is gone).
  */
-export function localEndpointsApp(options: { token: string; chdb: EmbeddedClickHouse | null; raw: RawRedis | null }) {
+export function localEndpointsApp(options: {
+  token: string
+  chdb: EmbeddedClickHouse | null
+  raw: RawRedis | null
+  keyValueCalled?: () => void
+}) {
   const app = new Hono()
 
   app.get('/local/ping', (c) => {
@@ -79,6 +86,7 @@ export function localEndpointsApp(options: { token: string; chdb: EmbeddedClickH
       return json({ error: 'ERR body is not JSON' }, 400)
     }
     const response = await runUpstashRequest(options.raw, route ? [route] : [], body)
+    options.keyValueCalled?.()
     return json(encodeUpstashResponse(response, request.headers.get('upstash-encoding') ?? undefined), isUpstashError(response) ? 400 : 200)
   }
 

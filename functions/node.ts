@@ -57,10 +57,16 @@ const baseUrl = services.publicUrl ?? `http://${listening}:${port}`
 
 let stopping = false
 let local: ReturnType<typeof serve> | null = null
+// the admin CLI and `wrangler dev` change the store through the local endpoint: what this process
+// keeps of it in memory (keys, sites) is read again, so their changes apply at once
+const forgetKeptRecords = () => {
+  services.repositories.keys.forget()
+  services.sites.forget()
+}
 if (stores.chdb || stores.raw) {
   const token = localToken(dir)
   local = serve({
-    fetch: localEndpointsApp({ token, chdb: stores.chdb, raw: stores.raw }).fetch,
+    fetch: localEndpointsApp({ token, chdb: stores.chdb, raw: stores.raw, keyValueCalled: forgetKeptRecords }).fetch,
     port: env.LOCAL_PORT ?? (env.PORT ? env.PORT + 1 : 0),
     hostname: '127.0.0.1',
   })

@@ -68,6 +68,11 @@ async function benchServer() {
   const outer = new Hono()
   outer.get('/bare', (c) => c.json({ ok: true }))
   outer.get('/bench/engine-queries', (c) => c.json({ engineQueries }))
+  // the server's own CPU (user + system, microseconds): CPU per request is less at the mercy of other load than requests/s
+  outer.get('/bench/cpu', (c) => {
+    const { user, system } = process.cpuUsage()
+    return c.json({ micros: user + system })
+  })
   outer.route('/', app)
   const server = serve({ fetch: outer.fetch, port: 0, hostname: '127.0.0.1' })
   await new Promise((r) => server.once('listening', r))
@@ -82,7 +87,12 @@ async function drive(opts: { duration: string }) {
     await new Promise<string>((resolve) => createInterface({ input: child.stdout! }).once('line', resolve)),
   )
   const duration = Number(opts.duration)
-  const run = (path: string, connections: number) => autocannon({ url: base + path, connections, duration })
+  const cpu = async () => ((await (await fetch(`${base}/bench/cpu`)).json()) as { micros: number }).micros
+  const run = async (path: string, connections: number) => {
+    const before = await cpu()
+    const result = await autocannon({ url: base + path, connections, duration })
+    return { ...result, cpuMicrosPerRequest: ((await cpu()) - before) / result.requests.total }
+  }
   const live = `/api/public/live?site=${snippet}`
   const period = `/api/public/live?site=${snippet}&range=7d`
   await fetch(base + live)
@@ -105,6 +115,16 @@ async function drive(opts: { duration: string }) {
         ratioToBare: {
           live: +(cachedLive.requests.average / bare.requests.average).toFixed(2),
           period: +(cachedPeriod.requests.average / bare.requests.average).toFixed(2),
+        },
+        // the server process's CPU per answered request, and the bare route's as a share of it
+        cpuMicrosPerRequest: {
+          bare: +bare.cpuMicrosPerRequest.toFixed(1),
+          cachedLive: +cachedLive.cpuMicrosPerRequest.toFixed(1),
+          cachedPeriod: +cachedPeriod.cpuMicrosPerRequest.toFixed(1),
+        },
+        cpuRatioToBare: {
+          live: +(bare.cpuMicrosPerRequest / cachedLive.cpuMicrosPerRequest).toFixed(2),
+          period: +(bare.cpuMicrosPerRequest / cachedPeriod.cpuMicrosPerRequest).toFixed(2),
         },
         thousandClients: {
           seconds: duration,

@@ -64,10 +64,11 @@ const SITE_NOT_FOUND = 'site not found'
 /**
  * Looks a site up by UUID or snippet id, as the key may see it. Another organization's site,
  * or one outside a site-bound key's site, is the same 404 as a site that does not exist.
- * Lookups go through the site directory the home built over this store.
+ * Lookups go through the site directory the home built over this store: as stored now, or from
+ * its cache for a read (`cached`).
  */
-export async function siteForKey(sites: SiteDirectory, key: ApiKeyRecord, idOrSnippet: string): Promise<Site> {
-  const site = await sites.findFresh(idOrSnippet)
+export async function siteForKey(sites: SiteDirectory, key: ApiKeyRecord, idOrSnippet: string, cached = false): Promise<Site> {
+  const site = await (cached ? sites.find(idOrSnippet) : sites.findFresh(idOrSnippet))
   if (!site || site.orgId !== key.orgId || (key.siteId && key.siteId !== site.id)) throw new ApiError(404, SITE_NOT_FOUND)
   return site
 }

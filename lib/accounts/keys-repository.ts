@@ -14,9 +14,26 @@ const keysKey = {
   boundToSite: (siteId: string) => `site:${siteId}:apikeys`,
 }
 
+/**
+ * How long this process answers the auth lookup from memory. A key revoked here is refused at
+ * once; one revoked by another process (another instance, the admin CLI) within this time.
+ */
+export const KEY_CACHE_MS = 5_000
+
 /** API keys: the auth record by hash, the listing's metadata by id, and each key's last use. */
 export class KeysRepository {
-  constructor(private readonly kv: Redis) {}
+  /** Found records by hash, for KEY_CACHE_MS: every keyed request looks its key up. Unknown hashes are never kept. */
+  private readonly found = new Map<string, { record: ApiKeyRecord; until: number }>()
+  private readonly cacheMs: number
+  private readonly clock: () => number
+
+  constructor(
+    private readonly kv: Redis,
+    options: { cacheMs?: number; clock?: () => number } = {},
+  ) {
+    this.cacheMs = options.cacheMs ?? KEY_CACHE_MS
+    this.clock = options.clock ?? Date.now
+  }
 
   async create(meta: ApiKeyMeta) {
     const { hash, revokedAt: _revoked, ...record } = meta
@@ -29,9 +46,23 @@ export class KeysRepository {
     await tx.exec()
   }
 
-  /** The auth lookup: one GET. */
+  /** Forgets every kept record: the store was changed around this process (the admin CLI through the server's local endpoint). */
+  forget() {
+    this.found.clear()
+  }
+
+  /** The auth lookup: one GET, or none while this process has the record from the last `cacheMs`. */
   async byHash(hash: string) {
-    return asRecord<ApiKeyRecord>(await this.kv.get(keysKey.byHash(hash)))
+    const now = this.clock()
+    const kept = this.found.get(hash)
+    if (kept && kept.until > now) return kept.record
+    const record = asRecord<ApiKeyRecord>(await this.kv.get(keysKey.byHash(hash)))
+    if (!record) this.found.delete(hash)
+    else if (this.cacheMs > 0) {
+      if (this.found.size >= 10_000) this.found.clear()
+      this.found.set(hash, { record, until: now + this.cacheMs })
+    }
+    return record
   }
 
   /** When the key of this hash was revoked; null for a hash no key ever had. */
@@ -68,6 +99,7 @@ export class KeysRepository {
   }
 
   async revoke(meta: ApiKeyMeta, at: string) {
+    this.found.delete(meta.hash)
     const tx = this.kv
       .multi()
       .del(keysKey.byHash(meta.hash))
@@ -75,6 +107,8 @@ export class KeysRepository {
       .set(keysKey.meta(meta.id), JSON.stringify({ ...meta, revokedAt: meta.revokedAt ?? at }))
     if (meta.siteId) tx.srem(keysKey.boundToSite(meta.siteId), meta.id)
     await tx.exec()
+    // again: a lookup answered while the revocation was on its way would have kept the record
+    this.found.delete(meta.hash)
   }
 
   /** Revokes every key bound to a site (a deleted one), keeping their metadata for the listing. */
@@ -84,11 +118,13 @@ export class KeysRepository {
     const tx = this.kv.multi().del(keysKey.boundToSite(siteId))
     for (const meta of metas) {
       if (!meta) continue
+      this.found.delete(meta.hash)
       tx.del(keysKey.byHash(meta.hash))
         .set(keysKey.revokedByHash(meta.hash), meta.revokedAt ?? at)
         .set(keysKey.meta(meta.id), JSON.stringify({ ...meta, revokedAt: meta.revokedAt ?? at }))
     }
     await tx.exec()
+    for (const meta of metas) if (meta) this.found.delete(meta.hash)
   }
 
   async touch(orgId: string, id: string, at: string) {

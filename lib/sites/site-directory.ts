@@ -9,14 +9,18 @@ import { type SitesRepository, indexedDomain } from './sites-repository'
  */
 export class SiteDirectory {
   private readonly cached = new Map<string, { site: Site | null; at: number }>()
+  /** The same sites by id (found ones only): the keyed API's reads name sites by UUID. */
+  private readonly cachedIds = new Map<string, { site: Site; at: number }>()
   private readonly cachedDomains = new Map<string, { snippetId: string | null; at: number }>()
   private readonly cacheMs: number
+  private readonly clock: () => number
 
   constructor(
     private readonly repository: SitesRepository,
-    options: { cacheMs?: number } = {},
+    options: { cacheMs?: number; clock?: () => number } = {},
   ) {
     this.cacheMs = options.cacheMs ?? 10_000
+    this.clock = options.clock ?? Date.now
   }
 
   /**
@@ -30,10 +34,32 @@ export class SiteDirectory {
     return Promise.resolve(null)
   }
 
+  /**
+   * The site of a UUID or a snippet id, from the cache when there: for reads (the keyed API's
+   * GET requests), which change nothing. A change saved through this directory is seen at once;
+   * one saved by another process, within the cache time.
+   */
+  find(idOrSnippet: string): Promise<Site | null> {
+    if (UUID_PATTERN.test(idOrSnippet)) {
+      const entry = this.cachedIds.get(idOrSnippet.toLowerCase())
+      if (entry && this.clock() - entry.at < this.cacheMs) return Promise.resolve(entry.site)
+      return this.readById(idOrSnippet.toLowerCase())
+    }
+    if (SNIPPET_ID_PATTERN.test(idOrSnippet)) return this.bySnippet(idOrSnippet)
+    return Promise.resolve(null)
+  }
+
+  /** Forgets every cached site: the store was changed around this process (through the server's local endpoint). */
+  forget() {
+    this.cached.clear()
+    this.cachedIds.clear()
+    this.cachedDomains.clear()
+  }
+
   /** The site of a snippet id, from the cache when there. */
   bySnippet(snippetId: string): Promise<Site | null> {
     const entry = this.cached.get(snippetId)
-    if (entry && Date.now() - entry.at < this.cacheMs) return Promise.resolve(entry.site)
+    if (entry && this.clock() - entry.at < this.cacheMs) return Promise.resolve(entry.site)
     return this.readBySnippet(snippetId)
   }
 
@@ -51,7 +77,7 @@ export class SiteDirectory {
   async byDomain(domain: string, fresh = false): Promise<Site | null> {
     const name = indexedDomain(domain)
     const entry = this.cachedDomains.get(name)
-    if (!fresh && entry && Date.now() - entry.at < this.cacheMs) return entry.snippetId ? this.bySnippet(entry.snippetId) : null
+    if (!fresh && entry && this.clock() - entry.at < this.cacheMs) return entry.snippetId ? this.bySnippet(entry.snippetId) : null
     const ids = await this.repository.idsByDomain(name)
     const named = (s: Site | null): s is Site =>
       !!s && (indexedDomain(s.domain) === name || (!!s.tracking.customDomain && indexedDomain(s.tracking.customDomain) === name))
@@ -59,7 +85,7 @@ export class SiteDirectory {
     const site = sites.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id))[0] ?? null
     if (this.cacheMs > 0) {
       if (this.cachedDomains.size > 100_000) this.cachedDomains.clear()
-      this.cachedDomains.set(name, { snippetId: site?.snippetId ?? null, at: Date.now() })
+      this.cachedDomains.set(name, { snippetId: site?.snippetId ?? null, at: this.clock() })
     }
     if (site) this.keep(site.snippetId, site)
     return site
@@ -90,6 +116,7 @@ export class SiteDirectory {
   async remove(site: Site) {
     await this.repository.delete(site)
     this.keep(site.snippetId, null)
+    this.cachedIds.delete(site.id)
   }
 
   private async readBySnippet(snippetId: string): Promise<Site | null> {
@@ -110,6 +137,10 @@ export class SiteDirectory {
   private keep(snippetId: string, site: Site | null) {
     if (this.cacheMs <= 0) return
     if (this.cached.size > 100_000) this.cached.clear()
-    this.cached.set(snippetId, { site, at: Date.now() })
+    const at = this.clock()
+    this.cached.set(snippetId, { site, at })
+    if (!site) return
+    if (this.cachedIds.size > 100_000) this.cachedIds.clear()
+    this.cachedIds.set(site.id, { site, at })
   }
 }
