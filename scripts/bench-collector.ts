@@ -1,10 +1,13 @@
 import { spawn } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import autocannon from 'autocannon'
+import { serve } from '@hono/node-server'
 import { Command } from 'commander'
+import { Hono } from 'hono'
 import { openNodeStores } from '../lib/runtime/node'
 import { demoHits } from '../lib/ingest/demo-traffic'
 import { dbipGeo } from '../lib/ingest/geo-node'
@@ -14,11 +17,14 @@ import { loadMigrations } from '../lib/storage/clickhouse/migrations-node'
 
 /**
  * The collector's targets: /api/event on one Node process on the embedded home under autocannon
- * (events/s sustained, p99), and the raw-hit import (hits/s), each on a fresh DATA_DIR.
+ * (events/s sustained, p99), as a ratio to a bare Hono route answering 202 to the same requests in
+ * a process of its own, run just before it under the same load; and the raw-hit import (hits/s),
+ * each on a fresh DATA_DIR. CPU per event is the server process's CPU time (every thread, from
+ * /proc) over the events it answered, which the machine's load moves less than the rate.
  */
 async function benchEvents(duration: number, connections: number, payload: 'ours' | 'plausible') {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-event-'))
-  const child = spawn(process.execPath, ['--import', 'tsx', 'functions/node.ts'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...cpuProfile('collector'), 'functions/node.ts'], {
     env: {
       ...process.env,
       DATA_DIR: dataDir,
@@ -73,17 +79,69 @@ async function benchEvents(duration: number, connections: number, payload: 'ours
           },
     ),
   }))
-  const result = await autocannon({ url, connections, duration, requests })
+
+  // the bare route first, in its own process, with the same requests and connections
+  const bareChild = spawn(process.execPath, ['--import', 'tsx', process.argv[1], '--bare'], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const bareUrl = await new Promise<string>((resolve) => createInterface({ input: bareChild.stdout! }).once('line', resolve))
+  const bare = await load(bareUrl, bareChild.pid!, { connections, duration, requests })
+  bareChild.kill('SIGTERM')
+  await new Promise((r) => bareChild.once('exit', r))
+
+  const collector = await load(url, child.pid!, { connections, duration, requests })
   child.kill('SIGTERM')
   await new Promise((r) => child.once('exit', r))
   rmSync(dataDir, { recursive: true, force: true })
   return {
+    bare,
+    collector,
+    ratio: +(collector.eventsPerSecond / bare.eventsPerSecond).toFixed(2),
+    loadAverage: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '),
+  }
+}
+
+/** With BENCH_CPU_PROF=dir, the collector's server writes a V8 CPU profile there when it stops. */
+function cpuProfile(name: string): string[] {
+  const dir = process.env.BENCH_CPU_PROF
+  return dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : []
+}
+
+/** A process's CPU time so far (user and system), in seconds: of every thread, and of its main (JavaScript) thread. */
+function cpuSeconds(pid: number): { all: number; main: number } {
+  // /proc/<pid>/stat: fields 14 and 15 (utime, stime) in clock ticks, after the parenthesized name
+  const ticks = (file: string) => {
+    const fields = readFileSync(file, 'utf8').split(') ')[1].split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / 100
+  }
+  return { all: ticks(`/proc/${pid}/stat`), main: ticks(`/proc/${pid}/task/${pid}/stat`) }
+}
+
+async function load(url: string, pid: number, options: { connections: number; duration: number; requests: autocannon.Request[] }) {
+  const before = cpuSeconds(pid)
+  const result = await autocannon({ url, ...options })
+  const after = cpuSeconds(pid)
+  const cpu = after.all - before.all
+  const main = after.main - before.main
+  const answered = result['2xx']
+  return {
     eventsPerSecond: Math.round(result.requests.average),
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
-    accepted: result['2xx'],
+    accepted: answered,
     errors: result.errors + result.non2xx,
+    cpuSeconds: +cpu.toFixed(2),
+    cpuMicrosecondsPerEvent: answered ? Math.round((cpu / answered) * 1e6) : null,
+    // the JavaScript thread alone: the engine's insert threads and the thread pool are the rest
+    mainThreadCpuMicrosecondsPerEvent: answered ? Math.round((main / answered) * 1e6) : null,
   }
+}
+
+/** The bare route: a Hono app answering 202 to POST /api/event, on the Node adapter the server uses. */
+async function serveBare() {
+  const app = new Hono()
+  app.post('/api/event', (c) => c.body(null, 202))
+  const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' })
+  await new Promise((r) => server.once('listening', r))
+  process.stdout.write(`http://127.0.0.1:${(server.address() as AddressInfo).port}\n`)
 }
 
 async function benchImport(hits: number) {
@@ -126,10 +184,20 @@ const program = new Command('bench-collector')
   .option('--hits <n>', 'hits to import', '200000')
   .option('--import-runs <n>', 'import runs, each on a fresh DATA_DIR; the median is reported', '3')
   .option('--import-only', 'skip the /api/event run')
+  .option('--bare', 'serve the bare route (the benchmark starts it itself)')
   .option('--payload <kind>', "the /api/event payload: ours (snippet id) or plausible (Plausible's, by domain)", 'ours')
   .action(
-    async (opts: { duration: string; connections: string; hits: string; importRuns: string; importOnly?: boolean; payload: string }) => {
+    async (opts: {
+      duration: string
+      connections: string
+      hits: string
+      importRuns: string
+      importOnly?: boolean
+      bare?: boolean
+      payload: string
+    }) => {
       if (opts.payload !== 'ours' && opts.payload !== 'plausible') throw new Error('--payload: ours or plausible')
+      if (opts.bare) return void (await serveBare())
       const events = opts.importOnly ? null : await benchEvents(Number(opts.duration), Number(opts.connections), opts.payload)
       if (Number(opts.importRuns) === 0) return void process.stdout.write(`${JSON.stringify({ event: events }, null, 2)}\n`)
       const runs = []

@@ -1,6 +1,7 @@
 import type { ClickHouse } from '../storage/clickhouse/types'
 import type { Repositories } from '../repositories'
-import type { BotRow, EventRow } from './rows'
+import type { BotRow, EventRow, RowHit } from './rows'
+import { eventRowsOf } from './visits'
 
 /** Where event rows are inserted: a Null table whose view fills `events` (clickhouse/0004_events_input.sql). */
 export const EVENTS_INPUT = 'events_input'
@@ -9,7 +10,8 @@ export const EVENTS_INPUT = 'events_input'
 export type SiteUsage = Record<string, Record<string, number>>
 
 export interface IngestBatch {
-  events: EventRow[]
+  /** Human hits: their rows are made where the batch is stored (eventRowsOf) */
+  hits: RowHit[]
   bots: BotRow[]
   /** orgId -> month -> siteId -> kind -> count */
   usage: Map<string, Map<string, SiteUsage>>
@@ -35,19 +37,23 @@ export interface WriteAheadLog {
   release(segments: number[]): void
 }
 
+/** The stores a batch needs: the engine, the visits its hits join, the usage counters. */
+type SinkRepositories = Pick<Repositories, 'usage' | 'visits'>
+
 export async function addUsage(repositories: Pick<Repositories, 'usage'>, usage: IngestBatch['usage']) {
   await Promise.all(
     [...usage].flatMap(([orgId, months]) => [...months].map(([month, counts]) => repositories.usage.add(orgId, month, counts))),
   )
 }
 
-async function store(clickhouse: ClickHouse, repositories: Pick<Repositories, 'usage'>, batch: IngestBatch) {
-  await Promise.all([clickhouse.insert(EVENTS_INPUT, batch.events), clickhouse.insert('bot_events', batch.bots)])
+async function store(clickhouse: ClickHouse, repositories: SinkRepositories, batch: IngestBatch) {
+  const events = await eventRowsOf(repositories.visits, batch.hits)
+  await Promise.all([clickhouse.insert(EVENTS_INPUT, events), clickhouse.insert('bot_events', batch.bots)])
   await addUsage(repositories, batch.usage)
 }
 
 /** Inserts before answering: for Workers, where nothing outlives the request. */
-export function directSink(clickhouse: ClickHouse, repositories: Pick<Repositories, 'usage'>): EventSink {
+export function directSink(clickhouse: ClickHouse, repositories: SinkRepositories): EventSink {
   return { write: (batch) => store(clickhouse, repositories, batch), flush: async () => {} }
 }
 
@@ -80,7 +86,7 @@ export interface SinkObserver {
 
 /** The parts of one flush, each stored once: what a failure leaves is retried as it was, under the same tokens. */
 interface Attempt {
-  steps: { name: 'events' | 'bots' | 'usage'; run: () => Promise<void> }[]
+  steps: { name: 'visits' | 'events' | 'bots' | 'usage'; run: () => Promise<void> }[]
   /** Rows still to be inserted. */
   rows: number
   /** When the oldest of them was written. */
@@ -120,7 +126,7 @@ export class BufferedSink implements EventSink {
 
   constructor(
     private readonly clickhouse: ClickHouse,
-    private readonly repositories: Pick<Repositories, 'usage'>,
+    private readonly repositories: SinkRepositories,
     private readonly options: {
       maxRows?: number
       intervalMs?: number
@@ -147,11 +153,11 @@ export class BufferedSink implements EventSink {
     const durable = this.options.log?.append(batch)
     const entry = { batch, durable, at: Date.now() }
     this.pending.push(entry)
-    this.pendingRows += batch.events.length + batch.bots.length
+    this.pendingRows += batch.hits.length + batch.bots.length
     if (this.pendingRows >= (this.options.maxRows ?? 20_000) && Date.now() >= this.retryAt) {
       void this.flush().catch((err) => console.error('event flush failed; will retry', err))
     }
-    const rows = batch.events.length + batch.bots.length
+    const rows = batch.hits.length + batch.bots.length
     try {
       await durable
       if (durable) this.options.observe?.journaled(rows, true)
@@ -161,7 +167,7 @@ export class BufferedSink implements EventSink {
       const i = this.pending.indexOf(entry)
       if (i >= 0) {
         this.pending.splice(i, 1)
-        this.pendingRows -= batch.events.length + batch.bots.length
+        this.pendingRows -= batch.hits.length + batch.bots.length
       }
       throw err
     }
@@ -191,21 +197,24 @@ export class BufferedSink implements EventSink {
     const segments = log ? [log.seal()] : []
     // a batch the log refused was answered 503: it is not stored
     const settled = await Promise.allSettled(taken.map((t) => t.durable))
-    const batch: IngestBatch = { events: [], bots: [], usage: new Map() }
+    const batch: IngestBatch = { hits: [], bots: [], usage: new Map() }
     taken.forEach(({ batch: b }, i) => {
       if (settled[i].status === 'rejected') return
-      batch.events.push(...b.events)
+      for (const hit of b.hits) batch.hits.push(hit)
       batch.bots.push(...b.bots)
       mergeUsage(batch.usage, b.usage)
     })
     const token = crypto.randomUUID()
+    let events: EventRow[] = []
     const attempt: Attempt = {
       steps: [
+        // the hits' visits and rows, once: a retry inserts the same rows
+        { name: 'visits', run: async () => void (events = await eventRowsOf(this.repositories.visits, batch.hits)) },
         {
           name: 'events',
           run: async () => {
-            await this.insert('events', EVENTS_INPUT, batch.events, `${token}:events`)
-            attempt.rows -= batch.events.length
+            await this.insert('events', EVENTS_INPUT, events, `${token}:events`)
+            attempt.rows -= events.length
           },
         },
         {
@@ -217,7 +226,7 @@ export class BufferedSink implements EventSink {
         },
         { name: 'usage', run: () => addUsage(this.repositories, batch.usage) },
       ],
-      rows: batch.events.length + batch.bots.length,
+      rows: batch.hits.length + batch.bots.length,
       since: taken[0].at,
       segments,
     }

@@ -1,5 +1,5 @@
 import { clickhouseTime } from '../storage/clickhouse/time'
-import type { IdentifiedHit } from './identity'
+import { type EventRow, type RowHit, type VisitAttrs, errorFingerprints, eventRow, visitAttrs } from './rows'
 import type { VisitsRepository } from './visits-repository'
 
 /** A visit is a run of one visitor's events with no gap longer than this. */
@@ -21,7 +21,7 @@ function newVisitId(): string {
 
 /** A visitor's hits in a batch, each within the visit gap of the one before. */
 export interface Run {
-  readonly first: IdentifiedHit
+  readonly first: RowHit
   /** Time of its last hit. */
   readonly until: number
 }
@@ -31,13 +31,14 @@ export interface Run {
  * previous one in this batch surely joins that one's visit, so only a run's first hit may start
  * one. `runOf[i]` is the run of `hits[i]`.
  */
-export function groupRuns(batch: readonly IdentifiedHit[]): { hits: IdentifiedHit[]; runs: Run[]; runOf: number[] } {
-  const hits = [...batch].sort((a, b) => a.at - b.at || a.index - b.index)
-  const runs: { first: IdentifiedHit; until: number }[] = []
+export function groupRuns(batch: readonly RowHit[]): { hits: RowHit[]; runs: Run[]; runOf: number[] } {
+  // a stable sort: hits of one time keep the order they came in
+  const hits = [...batch].sort((a, b) => a.at - b.at)
+  const runs: { first: RowHit; until: number }[] = []
   const runOf: number[] = new Array(hits.length)
   const open = new Map<string, number>()
   hits.forEach((hit, i) => {
-    const key = `${hit.site.id}:${hit.visitorId}`
+    const key = `${hit.siteId}:${hit.visitorId}`
     let r = open.get(key)
     if (r !== undefined && hit.at - runs[r].until <= VISIT_GAP_MS) runs[r].until = hit.at
     else {
@@ -68,7 +69,7 @@ export async function assignVisits<Attrs>(
 ): Promise<Visit<Attrs>[]> {
   const assigned = await visits.assignRuns(
     runs.map((r, i) => ({
-      siteId: r.first.site.id,
+      siteId: r.first.siteId,
       visitorId: r.first.visitorId,
       at: r.first.at,
       until: r.until,
@@ -83,4 +84,22 @@ export async function assignVisits<Attrs>(
     if (!visitAttrs) startedHere.set(visit.id, (visitAttrs = attrs[i]))
     return { id: visit.id, start: clickhouseTime(visit.start), attrs: visitAttrs }
   })
+}
+
+/**
+ * The rows of a batch's hits, in time order: each run's visit (one script call for the batch),
+ * with the attributes of its first hit (user agent, referrer, campaign, place). Where a batch is
+ * stored: the collector's request path only journals the hits.
+ */
+export async function eventRowsOf(visits: VisitsRepository, batch: readonly RowHit[]): Promise<EventRow[]> {
+  if (!batch.length) return []
+  const { hits, runs, runOf } = groupRuns(batch)
+  const urls = hits.map((h) => new URL(h.hit.url))
+  // a run's first hit is the first of the hits (in time order) that belong to it
+  const firstHit: number[] = []
+  runOf.forEach((r, i) => (firstHit[r] ??= i))
+  const attrs = runs.map((r, n) => visitAttrs(r.first, urls[firstHit[n]]))
+  const assigned = await assignVisits(visits, runs, attrs)
+  const fingerprints = await errorFingerprints(hits)
+  return hits.map((h, i) => eventRow(h, urls[i], assigned[runOf[i]], fingerprints[i]))
 }
