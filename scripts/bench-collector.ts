@@ -22,7 +22,7 @@ import { loadMigrations } from '../lib/storage/clickhouse/migrations-node'
  * each on a fresh DATA_DIR. CPU per event is the server process's CPU time (every thread, from
  * /proc) over the events it answered, which the machine's load moves less than the rate.
  */
-async function benchEvents(duration: number, connections: number, payload: 'ours' | 'plausible') {
+async function benchEvents(duration: number, connections: number, payload: 'ours' | 'plausible', rounds: number) {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-event-'))
   const child = spawn(process.execPath, ['--import', 'tsx', ...cpuProfile('collector'), 'functions/node.ts'], {
     env: {
@@ -80,22 +80,59 @@ async function benchEvents(duration: number, connections: number, payload: 'ours
     ),
   }))
 
-  // the bare route first, in its own process, with the same requests and connections
+  // the bare route in a process of its own, with the same requests and connections; the two take
+  // turns in short slices (in alternating order), so that both meet the same load of the machine
   const bareChild = spawn(process.execPath, ['--import', 'tsx', process.argv[1], '--bare'], { stdio: ['ignore', 'pipe', 'inherit'] })
   const bareUrl = await new Promise<string>((resolve) => createInterface({ input: bareChild.stdout! }).once('line', resolve))
-  const bare = await load(bareUrl, bareChild.pid!, { connections, duration, requests })
+  const slice = { connections, duration: Math.max(1, Math.round(duration / rounds)), requests }
+  const slices = { bare: [] as Slice[], collector: [] as Slice[] }
+  const loads: string[] = []
+  for (let round = 0; round < rounds; round++) {
+    for (const target of round % 2 ? (['collector', 'bare'] as const) : (['bare', 'collector'] as const)) {
+      slices[target].push(target === 'bare' ? await load(bareUrl, bareChild.pid!, slice) : await load(url, child.pid!, slice))
+    }
+    loads.push(readFileSync('/proc/loadavg', 'utf8').split(' ')[0])
+  }
   bareChild.kill('SIGTERM')
   await new Promise((r) => bareChild.once('exit', r))
-
-  const collector = await load(url, child.pid!, { connections, duration, requests })
   child.kill('SIGTERM')
   await new Promise((r) => child.once('exit', r))
   rmSync(dataDir, { recursive: true, force: true })
+  const bare = summary(slices.bare)
+  const collector = summary(slices.collector)
   return {
     bare,
     collector,
     ratio: +(collector.eventsPerSecond / bare.eventsPerSecond).toFixed(2),
-    loadAverage: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '),
+    // the 1-minute load average after each round
+    loadAverages: loads,
+  }
+}
+
+interface Slice {
+  seconds: number
+  accepted: number
+  errors: number
+  p50Ms: number
+  p99Ms: number
+  cpu: number
+  main: number
+}
+
+/** The slices of one target together: events/s over all of them, the worst p99, CPU per event. */
+function summary(slices: Slice[]) {
+  const sum = (f: (s: Slice) => number) => slices.reduce((n, s) => n + f(s), 0)
+  const accepted = sum((s) => s.accepted)
+  return {
+    eventsPerSecond: Math.round(accepted / sum((s) => s.seconds)),
+    p50Ms: slices.map((s) => s.p50Ms),
+    p99Ms: slices.map((s) => s.p99Ms),
+    accepted,
+    errors: sum((s) => s.errors),
+    cpuSeconds: +sum((s) => s.cpu).toFixed(2),
+    cpuMicrosecondsPerEvent: accepted ? Math.round((sum((s) => s.cpu) / accepted) * 1e6) : null,
+    // the JavaScript thread alone: the engine's insert threads and the thread pool are the rest
+    mainThreadCpuMicrosecondsPerEvent: accepted ? Math.round((sum((s) => s.main) / accepted) * 1e6) : null,
   }
 }
 
@@ -115,23 +152,22 @@ function cpuSeconds(pid: number): { all: number; main: number } {
   return { all: ticks(`/proc/${pid}/stat`), main: ticks(`/proc/${pid}/task/${pid}/stat`) }
 }
 
-async function load(url: string, pid: number, options: { connections: number; duration: number; requests: autocannon.Request[] }) {
+async function load(
+  url: string,
+  pid: number,
+  options: { connections: number; duration: number; requests: autocannon.Request[] },
+): Promise<Slice> {
   const before = cpuSeconds(pid)
   const result = await autocannon({ url, ...options })
   const after = cpuSeconds(pid)
-  const cpu = after.all - before.all
-  const main = after.main - before.main
-  const answered = result['2xx']
   return {
-    eventsPerSecond: Math.round(result.requests.average),
+    seconds: result.duration,
+    accepted: result['2xx'],
+    errors: result.errors + result.non2xx,
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
-    accepted: answered,
-    errors: result.errors + result.non2xx,
-    cpuSeconds: +cpu.toFixed(2),
-    cpuMicrosecondsPerEvent: answered ? Math.round((cpu / answered) * 1e6) : null,
-    // the JavaScript thread alone: the engine's insert threads and the thread pool are the rest
-    mainThreadCpuMicrosecondsPerEvent: answered ? Math.round((main / answered) * 1e6) : null,
+    cpu: after.all - before.all,
+    main: after.main - before.main,
   }
 }
 
@@ -184,6 +220,7 @@ const program = new Command('bench-collector')
   .option('--hits <n>', 'hits to import', '200000')
   .option('--import-runs <n>', 'import runs, each on a fresh DATA_DIR; the median is reported', '3')
   .option('--import-only', 'skip the /api/event run')
+  .option('--rounds <n>', 'slices of load each target takes in turn (the duration is shared among them)', '3')
   .option('--bare', 'serve the bare route (the benchmark starts it itself)')
   .option('--payload <kind>', "the /api/event payload: ours (snippet id) or plausible (Plausible's, by domain)", 'ours')
   .action(
@@ -194,11 +231,14 @@ const program = new Command('bench-collector')
       importRuns: string
       importOnly?: boolean
       bare?: boolean
+      rounds: string
       payload: string
     }) => {
       if (opts.payload !== 'ours' && opts.payload !== 'plausible') throw new Error('--payload: ours or plausible')
       if (opts.bare) return void (await serveBare())
-      const events = opts.importOnly ? null : await benchEvents(Number(opts.duration), Number(opts.connections), opts.payload)
+      const events = opts.importOnly
+        ? null
+        : await benchEvents(Number(opts.duration), Number(opts.connections), opts.payload, Number(opts.rounds))
       if (Number(opts.importRuns) === 0) return void process.stdout.write(`${JSON.stringify({ event: events }, null, 2)}\n`)
       const runs = []
       for (let i = 0; i < Number(opts.importRuns); i++) runs.push(await benchImport(Number(opts.hits)))

@@ -4,9 +4,8 @@ import { notYetStored } from '../storage/clickhouse/stored-rows'
 import type { ClickHouse } from '../storage/clickhouse/types'
 import { StoreUnavailableError } from '../storage/errors'
 import type { Repositories } from '../repositories'
-import type { EventRow } from './rows'
 import { EVENTS_INPUT, type IngestBatch, type SiteUsage, type WriteAheadLog, addUsage, mergeUsage } from './sink'
-import { eventRowsOf } from './visits'
+import { eventRowsOf } from './sessionize'
 
 /**
  * The write-ahead journal of the Node home: a batch of rows is written to the journal file
@@ -44,10 +43,7 @@ interface Segment {
 
 /** Rows as their values under one list of columns: a batch's rows share their shape, and naming every field of every row was most of the journal's cost. */
 type Table = [columns: string[], rows: unknown[][]]
-/**
- * One line. The hits are made into rows when they are stored; `events` holds rows as the journal
- * wrote them before it kept hits, so that a segment an older version left is still stored.
- */
+/** One line: rows, and the hits whose visits and rows are made when they are stored (none in lines of older versions). */
 type JournalLine = [events: Table, bots: Table, usage: [orgId: string, month: string, bySite: SiteUsage][], hits?: Table]
 
 function toTable(rows: readonly object[]): Table {
@@ -68,15 +64,14 @@ const segmentFile = (dir: string, n: number) => join(dir, `${n}.log`)
 
 const NO_ROWS: Table = [[], []]
 
-/** A batch as one line: its hits and rows under one list of columns each. */
+/** A batch as one line: its rows and hits under one list of columns each. */
 function encode(batch: IngestBatch): string {
   const usage: JournalLine[2] = []
   for (const [orgId, months] of batch.usage) for (const [month, counts] of months) usage.push([orgId, month, counts])
-  return `${JSON.stringify([NO_ROWS, toTable(batch.bots), usage, toTable(batch.hits)] satisfies JournalLine)}\n`
+  return `${JSON.stringify([toTable(batch.events), toTable(batch.bots), usage, toTable(batch.hits)] satisfies JournalLine)}\n`
 }
 
-/** A line's batch, and the event rows an older journal line holds instead of hits. */
-function decode(line: string): { batch: IngestBatch; events: EventRow[] } | null {
+function decode(line: string): IngestBatch | null {
   let record: JournalLine
   try {
     record = JSON.parse(line)
@@ -88,7 +83,7 @@ function decode(line: string): { batch: IngestBatch; events: EventRow[] } | null
     if (!usage.has(orgId)) usage.set(orgId, new Map())
     usage.get(orgId)!.set(month, counts)
   }
-  return { batch: { hits: fromTable(record[3] ?? NO_ROWS), bots: fromTable(record[1]), usage }, events: fromTable(record[0]) }
+  return { events: fromTable(record[0]), hits: fromTable(record[3] ?? NO_ROWS), bots: fromTable(record[1]), usage }
 }
 
 function segmentNumbers(dir: string): number[] {
@@ -149,20 +144,30 @@ export class Journal implements WriteAheadLog {
     let replayed = 0
     while (this.leftover.length) {
       const n = this.leftover[0]
-      const lines = readFileSync(segmentFile(dir, n), 'utf8')
+      const batches = readFileSync(segmentFile(dir, n), 'utf8')
         .split('\n')
         .map(decode)
-        .filter((b) => b !== null)
-      const merged: IngestBatch = { hits: lines.flatMap((l) => l.batch.hits), bots: lines.flatMap((l) => l.batch.bots), usage: new Map() }
-      for (const l of lines) mergeUsage(merged.usage, l.batch.usage)
+        .filter((b): b is IngestBatch => b !== null)
+      const usage: IngestBatch['usage'] = new Map()
+      for (const b of batches) mergeUsage(usage, b.usage)
       // the hits join the visits the store holds: those a flush cut short by the crash assigned already, so their rows come out the same
-      const rows = [...lines.flatMap((l) => l.events), ...(await eventRowsOf(repositories.visits, merged.hits))]
+      const rows = [
+        ...batches.flatMap((b) => b.events),
+        ...(await eventRowsOf(
+          repositories.visits,
+          batches.flatMap((b) => b.hits),
+        )),
+      ]
       // rows an insert stored before the crash are found in the table: only the others are inserted
       const events = await notYetStored(clickhouse, 'events', rows)
       if (events.length) await clickhouse.insert(EVENTS_INPUT, events)
-      const bots = await notYetStored(clickhouse, 'bot_events', merged.bots)
+      const bots = await notYetStored(
+        clickhouse,
+        'bot_events',
+        batches.flatMap((b) => b.bots),
+      )
       if (bots.length) await clickhouse.insert('bot_events', bots)
-      await addUsage(repositories, merged.usage)
+      await addUsage(repositories, usage)
       replayed += events.length + bots.length
       rmSync(segmentFile(dir, n), { force: true })
       this.leftover.shift()

@@ -4,10 +4,12 @@ import { Coalescer } from './batching'
 import { type Geo, type GeoLookup, cachedGeoLookup } from './geo'
 import { DailySalts, type IdentifiedHit, hash64Many, identify } from './identity'
 import type { IngestItem, IngestOutcome } from './item'
-import { type BotRow, type RowHit, botRowOf } from './rows'
+import type { RowHit } from './item'
+import { type BotRow, botRowOf } from './rows'
 import { type AcceptedHit, type BotHit, screen } from './screening'
 import { type EventSink, type IngestBatch, countUsage } from './sink'
 import { clickhouseTime } from '../storage/clickhouse/time'
+import { eventRowsOf } from './sessionize'
 
 const STORED: IngestOutcome = Object.freeze({ status: 'stored' })
 
@@ -32,6 +34,12 @@ export class Ingestor {
       now: () => Date
       /** Coalesce concurrent live hits into batches (Node). Workers keep each request's I/O its own. */
       coalesce?: boolean
+      /**
+       * Leave the hits' visits and rows to the sink, which makes them where it stores the batch (the
+       * Node server's journaled sink): a live hit's request ends once it is journaled. Without it
+       * (imports, Workers) the rows are made here, with this ingestor's visits.
+       */
+      rowsInSink?: boolean
       /** Told of the outcomes of the hits taken in, once stored or dropped (metrics). */
       observe?: (outcomes: readonly IngestOutcome[]) => void
     },
@@ -61,13 +69,13 @@ export class Ingestor {
     const usage: IngestBatch['usage'] = new Map()
     const now = this.deps.now().toISOString()
     for (const row of rows) countUsage(usage, orgId, row.site_id, now, 'bot')
-    await this.deps.sink.write({ hits: [], bots: rows, usage })
+    await this.deps.sink.write({ events: [], hits: [], bots: rows, usage })
     this.deps.observe?.(rows.map(() => STORED))
   }
 
   async ingest(items: IngestItem[]): Promise<IngestOutcome[]> {
     const outcomes: IngestOutcome[] = new Array(items.length)
-    const batch: IngestBatch = { hits: [], bots: [], usage: new Map() }
+    const batch: IngestBatch = { events: [], hits: [], bots: [], usage: new Map() }
     const now = this.deps.now().getTime()
 
     // screening: nothing here waits; a bot the site keeps goes to its row, placed by its address
@@ -111,7 +119,11 @@ export class Ingestor {
       if (h.item.source !== 'import') countUsage(batch.usage, h.site.orgId, h.site.id, clickhouseTime(h.at), h.kind)
       outcomes[h.index] = STORED
     })
-    if (batch.hits.length || batch.bots.length) await this.deps.sink.write(batch)
+    if (!this.deps.rowsInSink && batch.hits.length) {
+      batch.events = await eventRowsOf(this.deps.repositories.visits, batch.hits)
+      batch.hits = []
+    }
+    if (batch.events.length || batch.hits.length || batch.bots.length) await this.deps.sink.write(batch)
     this.deps.observe?.(outcomes)
     return outcomes
   }

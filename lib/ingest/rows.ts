@@ -5,30 +5,9 @@ import type { Geo } from './geo'
 import type { EventKind, Hit } from './hit'
 import { hash64Many } from './identity'
 import { memo } from './memo'
+import type { RowHit } from './item'
 import type { BotHit } from './screening'
 import type { Visit } from './visits'
-
-/**
- * A human's hit that passed its site's checks, with its visitor and its place: what the journal
- * keeps of it until the batch that stores it makes its row (the visit, the user agent, the
- * referrer). The client's address is not in it: the visitor id and the place are what came of it.
- */
-export interface RowHit {
-  readonly siteId: string
-  /** The site's capturedQueryParams when the hit came */
-  readonly capturedQueryParams: string[]
-  /** When it happened, epoch milliseconds */
-  readonly at: number
-  readonly visitorId: string
-  readonly kind: EventKind
-  /** The path, with the hash route when the site uses hash routing */
-  readonly pathname: string
-  /** As sent, without an address */
-  readonly hit: Hit
-  readonly userAgent: string
-  readonly source: 'browser' | 'import'
-  readonly geo: Geo | null
-}
 
 /** Where a row came from: the browser tracker, the raw-hit import, server-side collection. */
 export type CollectionSource = 'browser' | 'import' | 'server'

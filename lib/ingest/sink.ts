@@ -1,7 +1,8 @@
 import type { ClickHouse } from '../storage/clickhouse/types'
 import type { Repositories } from '../repositories'
-import type { BotRow, EventRow, RowHit } from './rows'
-import { eventRowsOf } from './visits'
+import type { RowHit } from './item'
+import type { BotRow, EventRow } from './rows'
+import { eventRowsOf } from './sessionize'
 
 /** Where event rows are inserted: a Null table whose view fills `events` (clickhouse/0004_events_input.sql). */
 export const EVENTS_INPUT = 'events_input'
@@ -10,7 +11,9 @@ export const EVENTS_INPUT = 'events_input'
 export type SiteUsage = Record<string, Record<string, number>>
 
 export interface IngestBatch {
-  /** Human hits: their rows are made where the batch is stored (eventRowsOf) */
+  /** Rows of human hits, made by the ingestor */
+  events: EventRow[]
+  /** Human hits whose visits and rows are made where the batch is stored (eventRowsOf): the Node server's live hits */
   hits: RowHit[]
   bots: BotRow[]
   /** orgId -> month -> siteId -> kind -> count */
@@ -26,16 +29,18 @@ export interface EventSink {
 
 /**
  * A write-ahead log the buffered sink writes through (the Node home's journal.ts): a write
- * resolves once its rows are on disk, so what was acknowledged survives a crash of the process.
+ * resolves once its batch is written to the log's file, so what was acknowledged survives a crash of the process.
  */
 export interface WriteAheadLog {
-  /** Appends synchronously; the promise resolves once the batch is durable. */
+  /** Appends synchronously; the promise resolves once the batch survives the process (refused: a full disk). */
   append(batch: IngestBatch): Promise<void>
   /** Starts a new segment; the rows appended so far are in the sealed ones. */
   seal(): number
   /** Every row of these segments is stored. */
   release(segments: number[]): void
 }
+
+const rowsOf = (batch: IngestBatch) => batch.events.length + batch.hits.length + batch.bots.length
 
 /** The stores a batch needs: the engine, the visits its hits join, the usage counters. */
 type SinkRepositories = Pick<Repositories, 'usage' | 'visits'>
@@ -47,7 +52,7 @@ export async function addUsage(repositories: Pick<Repositories, 'usage'>, usage:
 }
 
 async function store(clickhouse: ClickHouse, repositories: SinkRepositories, batch: IngestBatch) {
-  const events = await eventRowsOf(repositories.visits, batch.hits)
+  const events = [...batch.events, ...(await eventRowsOf(repositories.visits, batch.hits))]
   await Promise.all([clickhouse.insert(EVENTS_INPUT, events), clickhouse.insert('bot_events', batch.bots)])
   await addUsage(repositories, batch.usage)
 }
@@ -100,16 +105,17 @@ const LAST_RETRY_MS = 5_000
 
 /**
  * Batches rows in memory and inserts them every `intervalMs` or `maxRows` rows, one flush at a
- * time. With a write-ahead log, a write resolves once its rows are on disk, and the log's segments
- * are released as their rows are stored; a write the log refuses (a full disk) is dropped from the
- * batch and its caller answered 503, so a refused hit is never stored. The Node server calls
- * close() on SIGTERM before it exits.
+ * time. With a write-ahead log, a write resolves once its batch is in the log's file, and the
+ * log's segments are released as their rows are stored; a write the log refuses (a full disk) is
+ * dropped from the batch and its caller answered 503, so a refused hit is never stored. The Node
+ * server calls close() on SIGTERM before it exits.
  *
- * Every row is stored once. A flush inserts its events, its bot hits and its usage one after the
- * other; a step that fails (the engine out of disk part-way through its views) is retried, before
- * anything newer, with the same rows under the same deduplication token, so what the engine took
- * the first time is not stored again; steps already done are not retried. Retries back off from
- * 200 ms to 5 s while the failure lasts.
+ * Every row is stored once. A flush makes its hits' rows (their visits: visits.ts), then inserts
+ * its events, its bot hits and its usage one after the other; a step that fails (the engine out
+ * of disk part-way through its views) is retried, before anything newer, with the same rows
+ * under the same deduplication token, so what the engine took the first time is not stored
+ * again; steps already done are not retried. Retries back off from 200 ms to 5 s while the
+ * failure lasts.
  */
 export class BufferedSink implements EventSink {
   /** Written batches not yet taken by a flush, each with whether the log made it durable. */
@@ -153,11 +159,11 @@ export class BufferedSink implements EventSink {
     const durable = this.options.log?.append(batch)
     const entry = { batch, durable, at: Date.now() }
     this.pending.push(entry)
-    this.pendingRows += batch.hits.length + batch.bots.length
+    this.pendingRows += rowsOf(batch)
     if (this.pendingRows >= (this.options.maxRows ?? 20_000) && Date.now() >= this.retryAt) {
       void this.flush().catch((err) => console.error('event flush failed; will retry', err))
     }
-    const rows = batch.hits.length + batch.bots.length
+    const rows = rowsOf(batch)
     try {
       await durable
       if (durable) this.options.observe?.journaled(rows, true)
@@ -167,7 +173,7 @@ export class BufferedSink implements EventSink {
       const i = this.pending.indexOf(entry)
       if (i >= 0) {
         this.pending.splice(i, 1)
-        this.pendingRows -= batch.hits.length + batch.bots.length
+        this.pendingRows -= rows
       }
       throw err
     }
@@ -197,19 +203,25 @@ export class BufferedSink implements EventSink {
     const segments = log ? [log.seal()] : []
     // a batch the log refused was answered 503: it is not stored
     const settled = await Promise.allSettled(taken.map((t) => t.durable))
-    const batch: IngestBatch = { hits: [], bots: [], usage: new Map() }
+    const batch: IngestBatch = { events: [], hits: [], bots: [], usage: new Map() }
     taken.forEach(({ batch: b }, i) => {
       if (settled[i].status === 'rejected') return
+      for (const row of b.events) batch.events.push(row)
       for (const hit of b.hits) batch.hits.push(hit)
       batch.bots.push(...b.bots)
       mergeUsage(batch.usage, b.usage)
     })
     const token = crypto.randomUUID()
-    let events: EventRow[] = []
+    const events = batch.events
     const attempt: Attempt = {
       steps: [
         // the hits' visits and rows, once: a retry inserts the same rows
-        { name: 'visits', run: async () => void (events = await eventRowsOf(this.repositories.visits, batch.hits)) },
+        {
+          name: 'visits',
+          run: async () => {
+            for (const row of await eventRowsOf(this.repositories.visits, batch.hits)) events.push(row)
+          },
+        },
         {
           name: 'events',
           run: async () => {
@@ -226,7 +238,7 @@ export class BufferedSink implements EventSink {
         },
         { name: 'usage', run: () => addUsage(this.repositories, batch.usage) },
       ],
-      rows: batch.hits.length + batch.bots.length,
+      rows: rowsOf(batch),
       since: taken[0].at,
       segments,
     }

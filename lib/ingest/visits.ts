@@ -1,5 +1,5 @@
 import { clickhouseTime } from '../storage/clickhouse/time'
-import { type EventRow, type RowHit, type VisitAttrs, errorFingerprints, eventRow, visitAttrs } from './rows'
+import type { RowHit } from './item'
 import type { VisitsRepository } from './visits-repository'
 
 /** A visit is a run of one visitor's events with no gap longer than this. */
@@ -84,22 +84,4 @@ export async function assignVisits<Attrs>(
     if (!visitAttrs) startedHere.set(visit.id, (visitAttrs = attrs[i]))
     return { id: visit.id, start: clickhouseTime(visit.start), attrs: visitAttrs }
   })
-}
-
-/**
- * The rows of a batch's hits, in time order: each run's visit (one script call for the batch),
- * with the attributes of its first hit (user agent, referrer, campaign, place). Where a batch is
- * stored: the collector's request path only journals the hits.
- */
-export async function eventRowsOf(visits: VisitsRepository, batch: readonly RowHit[]): Promise<EventRow[]> {
-  if (!batch.length) return []
-  const { hits, runs, runOf } = groupRuns(batch)
-  const urls = hits.map((h) => new URL(h.hit.url))
-  // a run's first hit is the first of the hits (in time order) that belong to it
-  const firstHit: number[] = []
-  runOf.forEach((r, i) => (firstHit[r] ??= i))
-  const attrs = runs.map((r, n) => visitAttrs(r.first, urls[firstHit[n]]))
-  const assigned = await assignVisits(visits, runs, attrs)
-  const fingerprints = await errorFingerprints(hits)
-  return hits.map((h, i) => eventRow(h, urls[i], assigned[runOf[i]], fingerprints[i]))
 }

@@ -4,9 +4,10 @@ import { join } from 'node:path'
 import { createOrg } from '../../lib/accounts/admin'
 import { Journal } from '../../lib/ingest/journal'
 import { Ingestor } from '../../lib/ingest/pipeline'
-import { type RowHit, botRow } from '../../lib/ingest/rows'
+import type { RowHit } from '../../lib/ingest/item'
+import { botRow } from '../../lib/ingest/rows'
 import { BufferedSink } from '../../lib/ingest/sink'
-import { eventRowsOf } from '../../lib/ingest/visits'
+import { eventRowsOf } from '../../lib/ingest/sessionize'
 import type { ClickHouse } from '../../lib/storage/clickhouse/types'
 import { SiteDirectory } from '../../lib/sites/site-directory'
 import { newSite } from '../../lib/sites/sites'
@@ -62,6 +63,8 @@ async function journalAndCrash(dir: string, clickhouse: ClickHouse, f: Awaited<R
     repositories: f.services.repositories,
     sink,
     now: () => new Date(),
+    // as the server journals its live hits: visits and rows are made where they are stored
+    rowsInSink: true,
   })
   // collected live: usage counts these rows
   const result = await collectLines(f.lines(humans, bots), ingestor)
@@ -116,6 +119,7 @@ describe('the write-ahead journal', () => {
     const { journal } = await Journal.open(dir, f.services.clickhouse, f.services.repositories)
     const at = Date.now() - 3600_000
     const batches = Array.from({ length: 40 }, (_, i) => ({
+      events: [],
       hits: [],
       bots: [
         botRow({
