@@ -88,6 +88,24 @@ describe('the write-ahead journal', () => {
     expect(await f.count('events')).toBe(50)
   })
 
+  it("keeps each hit's visitor id and never the client's address", async () => {
+    const f = await fixture()
+    const dir = join(tempDir('journal'), 'journal')
+    await journalAndCrash(dir, f.services.clickhouse, f, 3, 1)
+    const text = readdirSync(dir)
+      .filter((name) => name.endsWith('.log'))
+      .map((name) => readFileSync(join(dir, name), 'utf8'))
+      .join('')
+    // the fixture's hits come from 203.0.113.7 (people) and 203.0.113.8 (a crawler)
+    expect(text).not.toContain('203.0.113')
+    const [columns, hits] = JSON.parse(text.split('\n')[0])[3] as [string[], unknown[][]]
+    expect(hits).toHaveLength(3)
+    // one visitor: the same address and user agent on one day
+    const visitors = new Set(hits.map((h) => h[columns.indexOf('visitorId')]))
+    expect(visitors.size).toBe(1)
+    expect([...visitors][0]).toMatch(/^\d+$/)
+  })
+
   it('a crash between the steps of a flush replays only the steps not stored', async () => {
     const f = await fixture()
     const dir = join(tempDir('journal'), 'journal')
