@@ -1,10 +1,13 @@
 import { spawn } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import autocannon from 'autocannon'
+import { serve } from '@hono/node-server'
 import { Command } from 'commander'
+import { Hono } from 'hono'
 import { openNodeStores } from '../lib/runtime/node'
 import { demoHits } from '../lib/ingest/demo-traffic'
 import { dbipGeo } from '../lib/ingest/geo-node'
@@ -14,11 +17,14 @@ import { loadMigrations } from '../lib/storage/clickhouse/migrations-node'
 
 /**
  * The collector's targets: /api/event on one Node process on the embedded home under autocannon
- * (events/s sustained, p99), and the raw-hit import (hits/s), each on a fresh DATA_DIR.
+ * (events/s sustained, p99), as a ratio to a bare Hono route answering 202 to the same requests in
+ * a process of its own, run just before it under the same load; and the raw-hit import (hits/s),
+ * each on a fresh DATA_DIR. CPU per event is the server process's CPU time (every thread, from
+ * /proc) over the events it answered, which the machine's load moves less than the rate.
  */
-async function benchEvents(duration: number, connections: number, payload: 'ours' | 'plausible') {
+async function benchEvents(duration: number, connections: number, payload: 'ours' | 'plausible', rounds: number) {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-event-'))
-  const child = spawn(process.execPath, ['--import', 'tsx', 'functions/node.ts'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...cpuProfile('collector'), 'functions/node.ts'], {
     env: {
       ...process.env,
       DATA_DIR: dataDir,
@@ -73,17 +79,105 @@ async function benchEvents(duration: number, connections: number, payload: 'ours
           },
     ),
   }))
-  const result = await autocannon({ url, connections, duration, requests })
+
+  // the bare route in a process of its own, with the same requests and connections; the two take
+  // turns in short slices (in alternating order), so that both meet the same load of the machine
+  const bareChild = spawn(process.execPath, ['--import', 'tsx', process.argv[1], '--bare'], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const bareUrl = await new Promise<string>((resolve) => createInterface({ input: bareChild.stdout! }).once('line', resolve))
+  const slice = { connections, duration: Math.max(1, Math.round(duration / rounds)), requests }
+  const slices = { bare: [] as Slice[], collector: [] as Slice[] }
+  const loads: string[] = []
+  for (let round = 0; round < rounds; round++) {
+    for (const target of round % 2 ? (['collector', 'bare'] as const) : (['bare', 'collector'] as const)) {
+      slices[target].push(target === 'bare' ? await load(bareUrl, bareChild.pid!, slice) : await load(url, child.pid!, slice))
+    }
+    loads.push(readFileSync('/proc/loadavg', 'utf8').split(' ')[0])
+  }
+  bareChild.kill('SIGTERM')
+  await new Promise((r) => bareChild.once('exit', r))
   child.kill('SIGTERM')
   await new Promise((r) => child.once('exit', r))
   rmSync(dataDir, { recursive: true, force: true })
+  const bare = summary(slices.bare)
+  const collector = summary(slices.collector)
   return {
-    eventsPerSecond: Math.round(result.requests.average),
-    p50Ms: result.latency.p50,
-    p99Ms: result.latency.p99,
+    bare,
+    collector,
+    ratio: +(collector.eventsPerSecond / bare.eventsPerSecond).toFixed(2),
+    // the 1-minute load average after each round
+    loadAverages: loads,
+  }
+}
+
+interface Slice {
+  seconds: number
+  accepted: number
+  errors: number
+  p50Ms: number
+  p99Ms: number
+  cpu: number
+  main: number
+}
+
+/** The slices of one target together: events/s over all of them, the worst p99, CPU per event. */
+function summary(slices: Slice[]) {
+  const sum = (f: (s: Slice) => number) => slices.reduce((n, s) => n + f(s), 0)
+  const accepted = sum((s) => s.accepted)
+  return {
+    eventsPerSecond: Math.round(accepted / sum((s) => s.seconds)),
+    p50Ms: slices.map((s) => s.p50Ms),
+    p99Ms: slices.map((s) => s.p99Ms),
+    accepted,
+    errors: sum((s) => s.errors),
+    cpuSeconds: +sum((s) => s.cpu).toFixed(2),
+    cpuMicrosecondsPerEvent: accepted ? Math.round((sum((s) => s.cpu) / accepted) * 1e6) : null,
+    // the JavaScript thread alone: the engine's insert threads and the thread pool are the rest
+    mainThreadCpuMicrosecondsPerEvent: accepted ? Math.round((sum((s) => s.main) / accepted) * 1e6) : null,
+  }
+}
+
+/** With BENCH_CPU_PROF=dir, the collector's server writes a V8 CPU profile there when it stops. */
+function cpuProfile(name: string): string[] {
+  const dir = process.env.BENCH_CPU_PROF
+  return dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : []
+}
+
+/** A process's CPU time so far (user and system), in seconds: of every thread, and of its main (JavaScript) thread. */
+function cpuSeconds(pid: number): { all: number; main: number } {
+  // /proc/<pid>/stat: fields 14 and 15 (utime, stime) in clock ticks, after the parenthesized name
+  const ticks = (file: string) => {
+    const fields = readFileSync(file, 'utf8').split(') ')[1].split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / 100
+  }
+  return { all: ticks(`/proc/${pid}/stat`), main: ticks(`/proc/${pid}/task/${pid}/stat`) }
+}
+
+async function load(
+  url: string,
+  pid: number,
+  options: { connections: number; duration: number; requests: autocannon.Request[] },
+): Promise<Slice> {
+  const before = cpuSeconds(pid)
+  const result = await autocannon({ url, ...options })
+  const after = cpuSeconds(pid)
+  return {
+    seconds: result.duration,
     accepted: result['2xx'],
     errors: result.errors + result.non2xx,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    cpu: after.all - before.all,
+    main: after.main - before.main,
   }
+}
+
+/** The bare route: a Hono app answering 202 to POST /api/event, on the Node adapter the server uses. */
+async function serveBare() {
+  const app = new Hono()
+  app.post('/api/event', (c) => c.body(null, 202))
+  const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' })
+  await new Promise((r) => server.once('listening', r))
+  process.stdout.write(`http://127.0.0.1:${(server.address() as AddressInfo).port}\n`)
 }
 
 async function benchImport(hits: number) {
@@ -126,11 +220,25 @@ const program = new Command('bench-collector')
   .option('--hits <n>', 'hits to import', '200000')
   .option('--import-runs <n>', 'import runs, each on a fresh DATA_DIR; the median is reported', '3')
   .option('--import-only', 'skip the /api/event run')
+  .option('--rounds <n>', 'slices of load each target takes in turn (the duration is shared among them)', '3')
+  .option('--bare', 'serve the bare route (the benchmark starts it itself)')
   .option('--payload <kind>', "the /api/event payload: ours (snippet id) or plausible (Plausible's, by domain)", 'ours')
   .action(
-    async (opts: { duration: string; connections: string; hits: string; importRuns: string; importOnly?: boolean; payload: string }) => {
+    async (opts: {
+      duration: string
+      connections: string
+      hits: string
+      importRuns: string
+      importOnly?: boolean
+      bare?: boolean
+      rounds: string
+      payload: string
+    }) => {
       if (opts.payload !== 'ours' && opts.payload !== 'plausible') throw new Error('--payload: ours or plausible')
-      const events = opts.importOnly ? null : await benchEvents(Number(opts.duration), Number(opts.connections), opts.payload)
+      if (opts.bare) return void (await serveBare())
+      const events = opts.importOnly
+        ? null
+        : await benchEvents(Number(opts.duration), Number(opts.connections), opts.payload, Number(opts.rounds))
       if (Number(opts.importRuns) === 0) return void process.stdout.write(`${JSON.stringify({ event: events }, null, 2)}\n`)
       const runs = []
       for (let i = 0; i < Number(opts.importRuns); i++) runs.push(await benchImport(Number(opts.hits)))

@@ -1,6 +1,6 @@
 import type { Site } from '../sites/sites'
 import type { Geo } from './geo'
-import type { Hit } from './hit'
+import type { EventKind, Hit } from './hit'
 
 /** A hit on its way in, with what its receiver knows: the site, the client, the time. */
 export interface IngestItem {
@@ -37,3 +37,25 @@ export type IngestOutcome =
   | { status: 'stored' }
   | { status: 'dropped'; code: DropCode; reason: string }
   | { status: 'rejected'; error: string }
+
+/**
+ * A human's hit that passed its site's checks, with its visitor and its place: what the journal
+ * keeps of it until the batch that stores it makes its row (the visit, the user agent, the
+ * referrer). The client's address is not in it: the visitor id and the place are what came of it.
+ */
+export interface RowHit {
+  readonly siteId: string
+  /** The site's capturedQueryParams when the hit came */
+  readonly capturedQueryParams: string[]
+  /** When it happened, epoch milliseconds */
+  readonly at: number
+  readonly visitorId: string
+  readonly kind: EventKind
+  /** The path, with the hash route when the site uses hash routing */
+  readonly pathname: string
+  /** As sent, without an address */
+  readonly hit: Hit
+  readonly userAgent: string
+  readonly source: 'browser' | 'import'
+  readonly geo: Geo | null
+}

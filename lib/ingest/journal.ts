@@ -5,25 +5,29 @@ import type { ClickHouse } from '../storage/clickhouse/types'
 import { StoreUnavailableError } from '../storage/errors'
 import type { Repositories } from '../repositories'
 import { EVENTS_INPUT, type IngestBatch, type SiteUsage, type WriteAheadLog, addUsage, mergeUsage } from './sink'
+import { eventRowsOf } from './sessionize'
 
 /**
- * The write-ahead journal of the Node home: a batch of rows is on disk (written and fdatasync'ed)
- * before the hits in it are acknowledged, so a 202 survives `kill -9`. The buffered sink still
- * inserts in batches (every second on the Node server); the journal's segments are deleted once
- * their rows are stored, and at start every segment left behind is replayed.
+ * The write-ahead journal of the Node home: a batch of rows is written to the journal file
+ * (write(2), into the kernel's page cache) before the hits in it are acknowledged, so a 202
+ * survives the process being killed (`kill -9`), as the embedded key/value store's writes do.
+ * The file is fdatasync'ed in the background as soon as the write returns, one sync covering every
+ * line written while the one before ran: a crash of the machine itself (power, kernel) loses at
+ * most the lines of the sync under way, a few milliseconds' worth. Waiting for that sync before
+ * answering would bound the collector by the disk's sync latency per round of requests.
+ * The buffered sink still inserts in batches (every second on the Node server); the journal's
+ * segments are deleted once their rows are stored, and at start every segment left behind is
+ * replayed.
  *
- * Group commit: batches appended while a sync runs wait in memory and go to disk together, as
- * one line and one fdatasync, when it ends; each is acknowledged only after its own sync.
- *
- * A segment is `<n>.log`, one JSON line per sync. A replay stores only the event and bot rows the
- * engine does not hold yet (lib/storage/clickhouse/stored-rows.ts), so a crash between two steps of a flush
+ * A segment is `<n>.log`, one JSON line per append. A replay stores only the event and bot rows
+ * the engine does not hold yet (lib/storage/clickhouse/stored-rows.ts), so a crash between two steps of a flush
  * stores no row twice. Usage counters are added last and cannot be checked that way: a crash in
  * the moment between adding them and deleting the segment counts that flush's usage twice (never
- * less than once). A torn last line is a sync that never returned: never acknowledged.
+ * less than once). A torn last line is a write that never returned: never acknowledged.
  *
- * A write or sync that fails (a full disk) is cut off the segment again and its batches are
- * refused with StoreUnavailableError (answered 503): a batch refused is never replayed, and a
- * torn line never glues itself to the next one.
+ * A write that fails (a full disk) is cut off the segment again and its batch is refused with
+ * StoreUnavailableError (answered 503): a batch refused is never replayed, and a torn line never
+ * glues itself to the next one.
  */
 
 interface Segment {
@@ -31,16 +35,16 @@ interface Segment {
   fd: number
   /** Bytes of whole lines in the file: a failed write is cut back to this. */
   size: number
-  /** Batches not yet written, and their waiters: the next sync writes them as one line. */
-  batches: IngestBatch[]
-  waiting: { resolve(): void; reject(err: unknown): void }[]
+  /** A background fdatasync runs; `dirty`: lines were written since it started. */
   syncing: boolean
+  dirty: boolean
   sealed: boolean
 }
 
 /** Rows as their values under one list of columns: a batch's rows share their shape, and naming every field of every row was most of the journal's cost. */
 type Table = [columns: string[], rows: unknown[][]]
-type JournalLine = [events: Table, bots: Table, usage: [orgId: string, month: string, bySite: SiteUsage][]]
+/** One line: rows, and the hits whose visits and rows are made when they are stored (none in lines of older versions). */
+type JournalLine = [events: Table, bots: Table, usage: [orgId: string, month: string, bySite: SiteUsage][], hits?: Table]
 
 function toTable(rows: readonly object[]): Table {
   if (!rows.length) return [[], []]
@@ -58,15 +62,13 @@ function fromTable<Row>([columns, rows]: Table): Row[] {
 
 const segmentFile = (dir: string, n: number) => join(dir, `${n}.log`)
 
-/** Batches as one line: the rows of all of them under one list of columns each. */
-function encode(batches: IngestBatch[]): string {
-  const usage = new Map<string, Map<string, SiteUsage>>()
-  for (const batch of batches) mergeUsage(usage, batch.usage)
-  const lines: JournalLine[2] = []
-  for (const [orgId, months] of usage) for (const [month, counts] of months) lines.push([orgId, month, counts])
-  const events = batches.length === 1 ? batches[0].events : batches.flatMap((b) => b.events)
-  const bots = batches.length === 1 ? batches[0].bots : batches.flatMap((b) => b.bots)
-  return `${JSON.stringify([toTable(events), toTable(bots), lines] satisfies JournalLine)}\n`
+const NO_ROWS: Table = [[], []]
+
+/** A batch as one line: its rows and hits under one list of columns each. */
+function encode(batch: IngestBatch): string {
+  const usage: JournalLine[2] = []
+  for (const [orgId, months] of batch.usage) for (const [month, counts] of months) usage.push([orgId, month, counts])
+  return `${JSON.stringify([toTable(batch.events), toTable(batch.bots), usage, toTable(batch.hits)] satisfies JournalLine)}\n`
 }
 
 function decode(line: string): IngestBatch | null {
@@ -81,7 +83,7 @@ function decode(line: string): IngestBatch | null {
     if (!usage.has(orgId)) usage.set(orgId, new Map())
     usage.get(orgId)!.set(month, counts)
   }
-  return { events: fromTable(record[0]), bots: fromTable(record[1]), usage }
+  return { events: fromTable(record[0]), hits: fromTable(record[3] ?? NO_ROWS), bots: fromTable(record[1]), usage }
 }
 
 function segmentNumbers(dir: string): number[] {
@@ -115,7 +117,7 @@ export class Journal implements WriteAheadLog {
   static async open(
     dir: string,
     clickhouse: ClickHouse,
-    repositories: Pick<Repositories, 'usage'>,
+    repositories: Pick<Repositories, 'usage' | 'visits'>,
   ): Promise<{ journal: Journal; replayed: number }> {
     const journal = Journal.create(dir)
     return { journal, replayed: await journal.replay(clickhouse, repositories) }
@@ -137,7 +139,7 @@ export class Journal implements WriteAheadLog {
    * and deletes each once stored; returns how many rows it stored. A failure leaves the segments
    * not yet stored for the next call.
    */
-  async replay(clickhouse: ClickHouse, repositories: Pick<Repositories, 'usage'>): Promise<number> {
+  async replay(clickhouse: ClickHouse, repositories: Pick<Repositories, 'usage' | 'visits'>): Promise<number> {
     const dir = this.dir
     let replayed = 0
     while (this.leftover.length) {
@@ -146,14 +148,26 @@ export class Journal implements WriteAheadLog {
         .split('\n')
         .map(decode)
         .filter((b): b is IngestBatch => b !== null)
-      const merged: IngestBatch = { events: batches.flatMap((b) => b.events), bots: batches.flatMap((b) => b.bots), usage: new Map() }
-      for (const b of batches) mergeUsage(merged.usage, b.usage)
+      const usage: IngestBatch['usage'] = new Map()
+      for (const b of batches) mergeUsage(usage, b.usage)
+      // the hits join the visits the store holds: those a flush cut short by the crash assigned already, so their rows come out the same
+      const rows = [
+        ...batches.flatMap((b) => b.events),
+        ...(await eventRowsOf(
+          repositories.visits,
+          batches.flatMap((b) => b.hits),
+        )),
+      ]
       // rows an insert stored before the crash are found in the table: only the others are inserted
-      const events = await notYetStored(clickhouse, 'events', merged.events)
+      const events = await notYetStored(clickhouse, 'events', rows)
       if (events.length) await clickhouse.insert(EVENTS_INPUT, events)
-      const bots = await notYetStored(clickhouse, 'bot_events', merged.bots)
+      const bots = await notYetStored(
+        clickhouse,
+        'bot_events',
+        batches.flatMap((b) => b.bots),
+      )
       if (bots.length) await clickhouse.insert('bot_events', bots)
-      await addUsage(repositories, merged.usage)
+      await addUsage(repositories, usage)
       replayed += events.length + bots.length
       rmSync(segmentFile(dir, n), { force: true })
       this.leftover.shift()
@@ -164,54 +178,52 @@ export class Journal implements WriteAheadLog {
   private open(): Segment {
     const n = this.next++
     const fd = openSync(segmentFile(this.dir, n), 'a', 0o600)
-    return { n, fd, size: fstatSync(fd).size, batches: [], waiting: [], syncing: false, sealed: false }
+    return { n, fd, size: fstatSync(fd).size, syncing: false, dirty: false, sealed: false }
   }
 
-  /** Appends a batch to the current segment; resolves once it is on disk. Appends that arrive while a sync runs share the next one. */
+  /**
+   * Writes a batch to the current segment as one line; resolves at once when the write succeeded
+   * (the line survives the process), and is refused (StoreUnavailableError) when it did not.
+   */
   append(batch: IngestBatch): Promise<void> {
     const segment = this.current
-    segment.batches.push(batch)
-    return new Promise((resolve, reject) => {
-      segment.waiting.push({ resolve, reject })
-      this.sync(segment)
-    })
-  }
-
-  private sync(segment: Segment): void {
-    if (segment.syncing || !segment.waiting.length) return
-    segment.syncing = true
-    const covered = segment.waiting
-    const batches = segment.batches
-    segment.waiting = []
-    segment.batches = []
-    const line = Buffer.from(encode(batches))
-    // the next line if appends came meanwhile, else the segment is closed if it was sealed
-    const next = () => {
-      segment.syncing = false
-      if (segment.waiting.length) this.sync(segment)
-      else if (segment.sealed) closeSync(segment.fd)
-    }
-    // what a write or sync that failed left in the file goes: those batches were refused
-    const cutBack = (err: unknown) => {
-      try {
-        ftruncateSync(segment.fd, segment.size)
-      } catch {}
-      for (const waiter of covered) waiter.reject(unavailable(err))
-      next()
-    }
+    const line = Buffer.from(encode(batch))
     try {
       // a short write (the disk filled part-way) is a failed one
       const written = writeSync(segment.fd, line)
       if (written !== line.length) throw Object.assign(new Error(`ENOSPC: wrote ${written} of ${line.length} bytes`), { code: 'ENOSPC' })
     } catch (err) {
-      cutBack(err)
+      // what the failed write left in the file goes: the batch is refused
+      try {
+        ftruncateSync(segment.fd, segment.size)
+      } catch {}
+      return Promise.reject(unavailable(err))
+    }
+    segment.size += line.length
+    segment.dirty = true
+    this.sync(segment)
+    return Promise.resolve()
+  }
+
+  /** One fdatasync at a time per segment, for every line written before it started; a sealed segment is closed after its last. */
+  private sync(segment: Segment): void {
+    if (segment.syncing) return
+    if (!segment.dirty) {
+      if (segment.sealed) closeSync(segment.fd)
       return
     }
+    segment.syncing = true
+    segment.dirty = false
     fdatasync(segment.fd, (err) => {
-      if (err) return cutBack(err)
-      segment.size += line.length
-      for (const waiter of covered) waiter.resolve()
-      next()
+      segment.syncing = false
+      // the lines are in the page cache and were acknowledged: a failed sync is retried with the next
+      if (err) {
+        segment.dirty = true
+        console.error('event journal: fdatasync failed; trying again with the next sync', err)
+        if (segment.sealed) return void setTimeout(() => this.sync(segment), 1000).unref()
+        return
+      }
+      this.sync(segment)
     })
   }
 
@@ -224,7 +236,7 @@ export class Journal implements WriteAheadLog {
     const sealed = this.current
     sealed.sealed = true
     this.current = this.open()
-    if (!sealed.syncing && !sealed.waiting.length) closeSync(sealed.fd)
+    this.sync(sealed)
     return sealed.n
   }
 

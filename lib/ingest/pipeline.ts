@@ -4,16 +4,20 @@ import { Coalescer } from './batching'
 import { type Geo, type GeoLookup, cachedGeoLookup } from './geo'
 import { DailySalts, type IdentifiedHit, hash64Many, identify } from './identity'
 import type { IngestItem, IngestOutcome } from './item'
-import { type BotRow, type VisitAttrs, botRowOf, errorFingerprints, eventRow, visitAttrs } from './rows'
+import type { RowHit } from './item'
+import { type BotRow, botRowOf } from './rows'
 import { type AcceptedHit, type BotHit, screen } from './screening'
 import { type EventSink, type IngestBatch, countUsage } from './sink'
-import { assignVisits, groupRuns } from './visits'
+import { clickhouseTime } from '../storage/clickhouse/time'
+import { eventRowsOf } from './sessionize'
 
 const STORED: IngestOutcome = Object.freeze({ status: 'stored' })
 
 /**
  * The one ingestion path of browser hits and imported raw hits, in stages: screening against the
- * site's settings, identity, visits, rows, and the sink.
+ * site's settings, identity and place (what needs the client's address), and the sink, which makes
+ * the visits and rows where it stores the batch (on the Node server, after the hit is journaled and
+ * answered; see sink.ts).
  */
 export class Ingestor {
   private readonly salts: DailySalts
@@ -30,6 +34,12 @@ export class Ingestor {
       now: () => Date
       /** Coalesce concurrent live hits into batches (Node). Workers keep each request's I/O its own. */
       coalesce?: boolean
+      /**
+       * Leave the hits' visits and rows to the sink, which makes them where it stores the batch (the
+       * Node server's journaled sink): a live hit's request ends once it is journaled. Without it
+       * (imports, Workers) the rows are made here, with this ingestor's visits.
+       */
+      rowsInSink?: boolean
       /** Told of the outcomes of the hits taken in, once stored or dropped (metrics). */
       observe?: (outcomes: readonly IngestOutcome[]) => void
     },
@@ -59,13 +69,13 @@ export class Ingestor {
     const usage: IngestBatch['usage'] = new Map()
     const now = this.deps.now().toISOString()
     for (const row of rows) countUsage(usage, orgId, row.site_id, now, 'bot')
-    await this.deps.sink.write({ events: [], bots: rows, usage })
+    await this.deps.sink.write({ events: [], hits: [], bots: rows, usage })
     this.deps.observe?.(rows.map(() => STORED))
   }
 
   async ingest(items: IngestItem[]): Promise<IngestOutcome[]> {
     const outcomes: IngestOutcome[] = new Array(items.length)
-    const batch: IngestBatch = { events: [], bots: [], usage: new Map() }
+    const batch: IngestBatch = { events: [], hits: [], bots: [], usage: new Map() }
     const now = this.deps.now().getTime()
 
     // screening: nothing here waits; a bot the site keeps goes to its row, placed by its address
@@ -88,21 +98,32 @@ export class Ingestor {
 
     const identified = await identify(accepted, this.salts)
     await this.totalEngagedTime(identified)
+    const geos = await this.geosOf(identified)
 
-    // visits: one script call for the batch's runs, each with the attributes of its first hit
-    const { hits, runs, runOf } = groupRuns(identified)
-    const attrs = await this.visitAttrsOf(runs.map((r) => r.first))
-    const visits = await assignVisits(this.deps.repositories.visits, runs, attrs)
-
-    // rows, in time order
-    const fingerprints = await errorFingerprints(hits)
-    hits.forEach((hit, i) => {
-      const row = eventRow(hit, visits[runOf[i]], fingerprints[i])
-      batch.events.push(row)
-      if (hit.item.source !== 'import') countUsage(batch.usage, hit.site.orgId, hit.site.id, row.timestamp, hit.kind)
-      outcomes[hit.index] = STORED
+    identified.forEach((h, i) => {
+      const { hit } = h.item
+      const row: RowHit = {
+        siteId: h.site.id,
+        capturedQueryParams: h.site.tracking.capturedQueryParams,
+        at: h.at,
+        visitorId: h.visitorId,
+        kind: h.kind,
+        pathname: h.pathname,
+        // an imported hit names its address: it is not kept (the visitor id and the place are)
+        hit: hit.ip === undefined ? hit : { ...hit, ip: undefined },
+        userAgent: h.item.userAgent,
+        source: h.item.source,
+        geo: geos[i],
+      }
+      batch.hits.push(row)
+      if (h.item.source !== 'import') countUsage(batch.usage, h.site.orgId, h.site.id, clickhouseTime(h.at), h.kind)
+      outcomes[h.index] = STORED
     })
-    if (batch.events.length || batch.bots.length) await this.deps.sink.write(batch)
+    if (!this.deps.rowsInSink && batch.hits.length) {
+      batch.events = await eventRowsOf(this.deps.repositories.visits, batch.hits)
+      batch.hits = []
+    }
+    if (batch.events.length || batch.hits.length || batch.bots.length) await this.deps.sink.write(batch)
     this.deps.observe?.(outcomes)
     return outcomes
   }
@@ -124,11 +145,11 @@ export class Ingestor {
     })
   }
 
-  /** The visit attributes of each hit, geo looked up once per address unless the edge sent it. */
-  private async visitAttrsOf(firsts: AcceptedHit[]): Promise<VisitAttrs[]> {
+  /** The place of each hit, looked up once per address unless the edge sent it. */
+  private async geosOf(hits: AcceptedHit[]): Promise<(Geo | null)[]> {
     const addresses = new Set<string>()
-    for (const h of firsts) if (h.item.geo === undefined) addresses.add(h.item.ip)
+    for (const h of hits) if (h.item.geo === undefined) addresses.add(h.item.ip)
     const geos = new Map(await Promise.all([...addresses].map(async (ip) => [ip, await this.geo(ip)] as const)))
-    return firsts.map((h) => visitAttrs(h, h.item.geo !== undefined ? h.item.geo : (geos.get(h.item.ip) ?? null)))
+    return hits.map((h) => (h.item.geo !== undefined ? h.item.geo : (geos.get(h.item.ip) ?? null)))
   }
 }

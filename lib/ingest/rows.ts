@@ -5,7 +5,8 @@ import type { Geo } from './geo'
 import type { EventKind, Hit } from './hit'
 import { hash64Many } from './identity'
 import { memo } from './memo'
-import type { AcceptedHit, BotHit } from './screening'
+import type { RowHit } from './item'
+import type { BotHit } from './screening'
 import type { Visit } from './visits'
 
 /** Where a row came from: the browser tracker, the raw-hit import, server-side collection. */
@@ -124,10 +125,11 @@ const referrerOf = memo((key: string) => {
 })
 
 /** The visit-scoped attributes a hit would give the visit it starts. */
-export function visitAttrs(hit: AcceptedHit, geo: Geo | null): VisitAttrs {
-  const ua = userAgentOf(hit.item.userAgent)
-  const ref = referrerOf(`${hit.url.hostname} ${hit.item.hit.referrer ?? ''}`)
-  const utm = utmFrom(hit.url)
+export function visitAttrs(hit: RowHit, url: URL): VisitAttrs {
+  const { geo } = hit
+  const ua = userAgentOf(hit.userAgent)
+  const ref = referrerOf(`${url.hostname} ${hit.hit.referrer ?? ''}`)
+  const utm = utmFrom(url)
   return {
     referrer: ref.referrer.slice(0, 2000),
     referrer_source: ref.source,
@@ -144,7 +146,7 @@ export function visitAttrs(hit: AcceptedHit, geo: Geo | null): VisitAttrs {
     os: ua.os,
     os_version: ua.osVersion,
     device: ua.device,
-    screen_class: screenClass(hit.item.hit.screenWidth),
+    screen_class: screenClass(hit.hit.screenWidth),
   }
 }
 
@@ -199,12 +201,12 @@ export function errorGroupKey(kind: EventKind, error: NonNullable<Hit['error']>)
 }
 
 /** Each hit's error-group fingerprint ('0' for a hit without an error), hashed in one call. */
-export async function errorFingerprints(hits: readonly AcceptedHit[]): Promise<string[]> {
+export async function errorFingerprints(hits: readonly RowHit[]): Promise<string[]> {
   const fingerprints = new Array<string>(hits.length).fill('0')
   const withError: number[] = []
-  hits.forEach((h, i) => h.item.hit.error && withError.push(i))
+  hits.forEach((h, i) => h.hit.error && withError.push(i))
   if (!withError.length) return fingerprints
-  const hashes = await hash64Many(withError.map((i) => errorGroupKey(hits[i].kind, hits[i].item.hit.error!)))
+  const hashes = await hash64Many(withError.map((i) => errorGroupKey(hits[i].kind, hits[i].hit.error!)))
   withError.forEach((i, n) => (fingerprints[i] = hashes[n]))
   return fingerprints
 }
@@ -221,14 +223,13 @@ function clickLabel(click: Hit['click']): string {
 }
 
 /** One literal with every column, visit attributes included, keeps rows in one fast shape. */
-export function eventRow(h: AcceptedHit & { readonly visitorId: string }, visit: Visit<VisitAttrs>, errorFingerprint: string): EventRow {
-  const { hit } = h.item
-  const { kind, url } = h
+export function eventRow(h: RowHit, url: URL, visit: Visit<VisitAttrs>, errorFingerprint: string): EventRow {
+  const { hit, kind } = h
   const a = visit.attrs
   let props = stringProps(hit.props)
   if (hit.vital?.attribution) props = { ...props, ...stringProps(hit.vital.attribution, 'attribution.') }
   return {
-    site_id: h.site.id,
+    site_id: h.siteId,
     timestamp: clickhouseTime(h.at),
     name: kind === 'outbound' || kind === 'download' || kind === 'affiliate' ? kind : hit.name,
     kind,
@@ -257,8 +258,8 @@ export function eventRow(h: AcceptedHit & { readonly visitorId: string }, visit:
     screen_class: a.screen_class,
     hostname: url.hostname,
     pathname: h.pathname.slice(0, 2000),
-    query: capturedQuery(url, h.site.tracking.capturedQueryParams),
-    collection_source: h.item.source,
+    query: capturedQuery(url, h.capturedQueryParams),
+    collection_source: h.source,
     props,
     revenue_amount: hit.revenue ? String(hit.revenue.amount) : '0',
     revenue_currency: hit.revenue?.currency ?? '',

@@ -1,6 +1,8 @@
 import type { ClickHouse } from '../storage/clickhouse/types'
 import type { Repositories } from '../repositories'
+import type { RowHit } from './item'
 import type { BotRow, EventRow } from './rows'
+import { eventRowsOf } from './sessionize'
 
 /** Where event rows are inserted: a Null table whose view fills `events` (clickhouse/0004_events_input.sql). */
 export const EVENTS_INPUT = 'events_input'
@@ -9,7 +11,10 @@ export const EVENTS_INPUT = 'events_input'
 export type SiteUsage = Record<string, Record<string, number>>
 
 export interface IngestBatch {
+  /** Rows of human hits, made by the ingestor */
   events: EventRow[]
+  /** Human hits whose visits and rows are made where the batch is stored (eventRowsOf): the Node server's live hits */
+  hits: RowHit[]
   bots: BotRow[]
   /** orgId -> month -> siteId -> kind -> count */
   usage: Map<string, Map<string, SiteUsage>>
@@ -24,10 +29,10 @@ export interface EventSink {
 
 /**
  * A write-ahead log the buffered sink writes through (the Node home's journal.ts): a write
- * resolves once its rows are on disk, so what was acknowledged survives a crash of the process.
+ * resolves once its batch is written to the log's file, so what was acknowledged survives a crash of the process.
  */
 export interface WriteAheadLog {
-  /** Appends synchronously; the promise resolves once the batch is durable. */
+  /** Appends synchronously; the promise resolves once the batch survives the process (refused: a full disk). */
   append(batch: IngestBatch): Promise<void>
   /** Starts a new segment; the rows appended so far are in the sealed ones. */
   seal(): number
@@ -35,19 +40,25 @@ export interface WriteAheadLog {
   release(segments: number[]): void
 }
 
+const rowsOf = (batch: IngestBatch) => batch.events.length + batch.hits.length + batch.bots.length
+
+/** The stores a batch needs: the engine, the visits its hits join, the usage counters. */
+type SinkRepositories = Pick<Repositories, 'usage' | 'visits'>
+
 export async function addUsage(repositories: Pick<Repositories, 'usage'>, usage: IngestBatch['usage']) {
   await Promise.all(
     [...usage].flatMap(([orgId, months]) => [...months].map(([month, counts]) => repositories.usage.add(orgId, month, counts))),
   )
 }
 
-async function store(clickhouse: ClickHouse, repositories: Pick<Repositories, 'usage'>, batch: IngestBatch) {
-  await Promise.all([clickhouse.insert(EVENTS_INPUT, batch.events), clickhouse.insert('bot_events', batch.bots)])
+async function store(clickhouse: ClickHouse, repositories: SinkRepositories, batch: IngestBatch) {
+  const events = [...batch.events, ...(await eventRowsOf(repositories.visits, batch.hits))]
+  await Promise.all([clickhouse.insert(EVENTS_INPUT, events), clickhouse.insert('bot_events', batch.bots)])
   await addUsage(repositories, batch.usage)
 }
 
 /** Inserts before answering: for Workers, where nothing outlives the request. */
-export function directSink(clickhouse: ClickHouse, repositories: Pick<Repositories, 'usage'>): EventSink {
+export function directSink(clickhouse: ClickHouse, repositories: SinkRepositories): EventSink {
   return { write: (batch) => store(clickhouse, repositories, batch), flush: async () => {} }
 }
 
@@ -80,7 +91,7 @@ export interface SinkObserver {
 
 /** The parts of one flush, each stored once: what a failure leaves is retried as it was, under the same tokens. */
 interface Attempt {
-  steps: { name: 'events' | 'bots' | 'usage'; run: () => Promise<void> }[]
+  steps: { name: 'visits' | 'events' | 'bots' | 'usage'; run: () => Promise<void> }[]
   /** Rows still to be inserted. */
   rows: number
   /** When the oldest of them was written. */
@@ -94,16 +105,17 @@ const LAST_RETRY_MS = 5_000
 
 /**
  * Batches rows in memory and inserts them every `intervalMs` or `maxRows` rows, one flush at a
- * time. With a write-ahead log, a write resolves once its rows are on disk, and the log's segments
- * are released as their rows are stored; a write the log refuses (a full disk) is dropped from the
- * batch and its caller answered 503, so a refused hit is never stored. The Node server calls
- * close() on SIGTERM before it exits.
+ * time. With a write-ahead log, a write resolves once its batch is in the log's file, and the
+ * log's segments are released as their rows are stored; a write the log refuses (a full disk) is
+ * dropped from the batch and its caller answered 503, so a refused hit is never stored. The Node
+ * server calls close() on SIGTERM before it exits.
  *
- * Every row is stored once. A flush inserts its events, its bot hits and its usage one after the
- * other; a step that fails (the engine out of disk part-way through its views) is retried, before
- * anything newer, with the same rows under the same deduplication token, so what the engine took
- * the first time is not stored again; steps already done are not retried. Retries back off from
- * 200 ms to 5 s while the failure lasts.
+ * Every row is stored once. A flush makes its hits' rows (their visits: visits.ts), then inserts
+ * its events, its bot hits and its usage one after the other; a step that fails (the engine out
+ * of disk part-way through its views) is retried, before anything newer, with the same rows
+ * under the same deduplication token, so what the engine took the first time is not stored
+ * again; steps already done are not retried. Retries back off from 200 ms to 5 s while the
+ * failure lasts.
  */
 export class BufferedSink implements EventSink {
   /** Written batches not yet taken by a flush, each with whether the log made it durable. */
@@ -120,7 +132,7 @@ export class BufferedSink implements EventSink {
 
   constructor(
     private readonly clickhouse: ClickHouse,
-    private readonly repositories: Pick<Repositories, 'usage'>,
+    private readonly repositories: SinkRepositories,
     private readonly options: {
       maxRows?: number
       intervalMs?: number
@@ -147,11 +159,11 @@ export class BufferedSink implements EventSink {
     const durable = this.options.log?.append(batch)
     const entry = { batch, durable, at: Date.now() }
     this.pending.push(entry)
-    this.pendingRows += batch.events.length + batch.bots.length
+    this.pendingRows += rowsOf(batch)
     if (this.pendingRows >= (this.options.maxRows ?? 20_000) && Date.now() >= this.retryAt) {
       void this.flush().catch((err) => console.error('event flush failed; will retry', err))
     }
-    const rows = batch.events.length + batch.bots.length
+    const rows = rowsOf(batch)
     try {
       await durable
       if (durable) this.options.observe?.journaled(rows, true)
@@ -161,7 +173,7 @@ export class BufferedSink implements EventSink {
       const i = this.pending.indexOf(entry)
       if (i >= 0) {
         this.pending.splice(i, 1)
-        this.pendingRows -= batch.events.length + batch.bots.length
+        this.pendingRows -= rows
       }
       throw err
     }
@@ -191,21 +203,30 @@ export class BufferedSink implements EventSink {
     const segments = log ? [log.seal()] : []
     // a batch the log refused was answered 503: it is not stored
     const settled = await Promise.allSettled(taken.map((t) => t.durable))
-    const batch: IngestBatch = { events: [], bots: [], usage: new Map() }
+    const batch: IngestBatch = { events: [], hits: [], bots: [], usage: new Map() }
     taken.forEach(({ batch: b }, i) => {
       if (settled[i].status === 'rejected') return
-      batch.events.push(...b.events)
+      for (const row of b.events) batch.events.push(row)
+      for (const hit of b.hits) batch.hits.push(hit)
       batch.bots.push(...b.bots)
       mergeUsage(batch.usage, b.usage)
     })
     const token = crypto.randomUUID()
+    const events = batch.events
     const attempt: Attempt = {
       steps: [
+        // the hits' visits and rows, once: a retry inserts the same rows
+        {
+          name: 'visits',
+          run: async () => {
+            for (const row of await eventRowsOf(this.repositories.visits, batch.hits)) events.push(row)
+          },
+        },
         {
           name: 'events',
           run: async () => {
-            await this.insert('events', EVENTS_INPUT, batch.events, `${token}:events`)
-            attempt.rows -= batch.events.length
+            await this.insert('events', EVENTS_INPUT, events, `${token}:events`)
+            attempt.rows -= events.length
           },
         },
         {
@@ -217,7 +238,7 @@ export class BufferedSink implements EventSink {
         },
         { name: 'usage', run: () => addUsage(this.repositories, batch.usage) },
       ],
-      rows: batch.events.length + batch.bots.length,
+      rows: rowsOf(batch),
       since: taken[0].at,
       segments,
     }

@@ -1,5 +1,5 @@
 import { clickhouseTime } from '../storage/clickhouse/time'
-import type { IdentifiedHit } from './identity'
+import type { RowHit } from './item'
 import type { VisitsRepository } from './visits-repository'
 
 /** A visit is a run of one visitor's events with no gap longer than this. */
@@ -21,7 +21,7 @@ function newVisitId(): string {
 
 /** A visitor's hits in a batch, each within the visit gap of the one before. */
 export interface Run {
-  readonly first: IdentifiedHit
+  readonly first: RowHit
   /** Time of its last hit. */
   readonly until: number
 }
@@ -31,13 +31,14 @@ export interface Run {
  * previous one in this batch surely joins that one's visit, so only a run's first hit may start
  * one. `runOf[i]` is the run of `hits[i]`.
  */
-export function groupRuns(batch: readonly IdentifiedHit[]): { hits: IdentifiedHit[]; runs: Run[]; runOf: number[] } {
-  const hits = [...batch].sort((a, b) => a.at - b.at || a.index - b.index)
-  const runs: { first: IdentifiedHit; until: number }[] = []
+export function groupRuns(batch: readonly RowHit[]): { hits: RowHit[]; runs: Run[]; runOf: number[] } {
+  // a stable sort: hits of one time keep the order they came in
+  const hits = [...batch].sort((a, b) => a.at - b.at)
+  const runs: { first: RowHit; until: number }[] = []
   const runOf: number[] = new Array(hits.length)
   const open = new Map<string, number>()
   hits.forEach((hit, i) => {
-    const key = `${hit.site.id}:${hit.visitorId}`
+    const key = `${hit.siteId}:${hit.visitorId}`
     let r = open.get(key)
     if (r !== undefined && hit.at - runs[r].until <= VISIT_GAP_MS) runs[r].until = hit.at
     else {
@@ -68,7 +69,7 @@ export async function assignVisits<Attrs>(
 ): Promise<Visit<Attrs>[]> {
   const assigned = await visits.assignRuns(
     runs.map((r, i) => ({
-      siteId: r.first.site.id,
+      siteId: r.first.siteId,
       visitorId: r.first.visitorId,
       at: r.first.at,
       until: r.until,

@@ -299,7 +299,7 @@ export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Servic
     limiter,
     now,
     ingestor: inputs.sink
-      ? new Ingestor({ sites, repositories, sink: inputs.sink, geo: dbipGeo(), now, coalesce: true, observe })
+      ? new Ingestor({ sites, repositories, sink: inputs.sink, geo: dbipGeo(), now, coalesce: true, rowsInSink: true, observe })
       : new Ingestor({ sites, repositories, sink: directSink(clickhouse, repositories), geo: dbipGeo(), now, observe }),
     metrics,
     sharedProcess: true,

@@ -35,6 +35,8 @@ describe('acknowledged hits survive SIGKILL', () => {
     )
 
   const stored = async (round: string) => {
+    // a restarted server answers while it stores what the killed one journaled: /ready says when it is done
+    for (let i = 0; i < 300 && (await fetch(`${server.url}/ready`)).status !== 200; i++) await new Promise((r) => setTimeout(r, 100))
     const filters = encodeURIComponent(JSON.stringify([{ dimension: 'path', operator: 'contains', value: [`/${round}/`] }]))
     const res = await fetch(`${server.url}/api/v1/stats?site_id=${siteId}&range=today&filters=${filters}`, {
       headers: { authorization: `Bearer ${readKey}` },

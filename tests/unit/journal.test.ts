@@ -4,8 +4,10 @@ import { join } from 'node:path'
 import { createOrg } from '../../lib/accounts/admin'
 import { Journal } from '../../lib/ingest/journal'
 import { Ingestor } from '../../lib/ingest/pipeline'
+import type { RowHit } from '../../lib/ingest/item'
 import { botRow } from '../../lib/ingest/rows'
 import { BufferedSink } from '../../lib/ingest/sink'
+import { eventRowsOf } from '../../lib/ingest/sessionize'
 import type { ClickHouse } from '../../lib/storage/clickhouse/types'
 import { SiteDirectory } from '../../lib/sites/site-directory'
 import { newSite } from '../../lib/sites/sites'
@@ -61,6 +63,8 @@ async function journalAndCrash(dir: string, clickhouse: ClickHouse, f: Awaited<R
     repositories: f.services.repositories,
     sink,
     now: () => new Date(),
+    // as the server journals its live hits: visits and rows are made where they are stored
+    rowsInSink: true,
   })
   // collected live: usage counts these rows
   const result = await collectLines(f.lines(humans, bots), ingestor)
@@ -82,6 +86,24 @@ describe('the write-ahead journal', () => {
     // replayed segments are gone: a second start stores nothing again
     expect((await Journal.open(dir, f.services.clickhouse, f.services.repositories)).replayed).toBe(0)
     expect(await f.count('events')).toBe(50)
+  })
+
+  it("keeps each hit's visitor id and never the client's address", async () => {
+    const f = await fixture()
+    const dir = join(tempDir('journal'), 'journal')
+    await journalAndCrash(dir, f.services.clickhouse, f, 3, 1)
+    const text = readdirSync(dir)
+      .filter((name) => name.endsWith('.log'))
+      .map((name) => readFileSync(join(dir, name), 'utf8'))
+      .join('')
+    // the fixture's hits come from 203.0.113.7 (people) and 203.0.113.8 (a crawler)
+    expect(text).not.toContain('203.0.113')
+    const [columns, hits] = JSON.parse(text.split('\n')[0])[3] as [string[], unknown[][]]
+    expect(hits).toHaveLength(3)
+    // one visitor: the same address and user agent on one day
+    const visitors = new Set(hits.map((h) => h[columns.indexOf('visitorId')]))
+    expect(visitors.size).toBe(1)
+    expect([...visitors][0]).toMatch(/^\d+$/)
   })
 
   it('a crash between the steps of a flush replays only the steps not stored', async () => {
@@ -109,13 +131,14 @@ describe('the write-ahead journal', () => {
     expect(await f.usage()).toBe(20)
   })
 
-  it('appends made while a sync runs go to disk together, each acknowledged, and are replayed', async () => {
+  it('each append is in the file when it is acknowledged, a line of its own, and is replayed', async () => {
     const f = await fixture()
     const dir = join(tempDir('journal'), 'journal')
     const { journal } = await Journal.open(dir, f.services.clickhouse, f.services.repositories)
     const at = Date.now() - 3600_000
     const batches = Array.from({ length: 40 }, (_, i) => ({
       events: [],
+      hits: [],
       bots: [
         botRow({
           siteId: f.site.id,
@@ -132,13 +155,20 @@ describe('the write-ahead journal', () => {
       ],
       usage: new Map(),
     }))
-    await Promise.all(batches.map((b) => journal.append(b)))
-    const lines = readdirSync(dir)
-      .filter((name) => name.endsWith('.log'))
-      .flatMap((name) => readFileSync(join(dir, name), 'utf8').split('\n').filter(Boolean))
-    // the first append syncs alone; the 39 that came while it ran share the next line
-    expect(lines).toHaveLength(2)
-    expect(lines.map((line) => (JSON.parse(line)[1] as [string[], unknown[][]])[1].length)).toEqual([1, 39])
+    const linesNow = () =>
+      readdirSync(dir)
+        .filter((name) => name.endsWith('.log'))
+        .flatMap((name) => readFileSync(join(dir, name), 'utf8').split('\n').filter(Boolean))
+    // read as each is acknowledged: a process killed then finds it in the file
+    for (const [i, batch] of batches.entries()) {
+      await journal.append(batch)
+      expect(linesNow()).toHaveLength(i + 1)
+    }
+    const pathnames = linesNow().map((line) => {
+      const [columns, rows] = JSON.parse(line)[1] as [string[], unknown[][]]
+      return rows.map((row) => row[columns.indexOf('pathname')])
+    })
+    expect(pathnames).toEqual(batches.map((_, i) => [`/g${i}`]))
     expect((await Journal.open(dir, f.services.clickhouse, f.services.repositories)).replayed).toBe(40)
     expect(await f.count('bot_events')).toBe(40)
   })
@@ -157,15 +187,17 @@ describe('the write-ahead journal', () => {
     const f = await fixture()
     const dir = join(tempDir('journal'), 'journal')
     await journalAndCrash(dir, f.services.clickhouse, f, 30, 2)
-    // the engine took the events of the journal and the process died before marking them
+    // a flush made the hits' rows (their visits assigned in the store), the engine took them, and
+    // the process died before releasing the segment: the replay makes the same rows again
     for (const name of readdirSync(dir).filter((n) => n.endsWith('.log'))) {
       for (const line of readFileSync(join(dir, name), 'utf8').split('\n').filter(Boolean)) {
-        // a line holds the events as one list of columns and each row's values
-        const [columns, rows] = JSON.parse(line)[0] as [string[], unknown[][]]
-        await f.services.clickhouse.insert(
-          'events_input',
-          rows.map((values) => Object.fromEntries(columns.map((c, i) => [c, values[i]]))),
+        // a line holds the hits as one list of columns and each hit's values
+        const [columns, hits] = JSON.parse(line)[3] as [string[], unknown[][]]
+        const rows = await eventRowsOf(
+          f.services.repositories.visits,
+          hits.map((values) => Object.fromEntries(columns.map((c, i) => [c, values[i]])) as unknown as RowHit),
         )
+        await f.services.clickhouse.insert('events_input', rows)
       }
     }
     expect(await f.count('events')).toBe(30)
