@@ -51,7 +51,7 @@ const program = new Command('import')
   .option('--force', 'import a file even though the same content was imported before (its hits are then stored twice)')
   .option(
     '--threads <n>',
-    `worker threads that parse and enrich the lines (default: one per core but one, here ${defaultImportThreads()}); 0 parses on the main thread`,
+    `worker threads that parse and enrich the lines (default: one per core but two, here ${defaultImportThreads()}); 0 parses on the main thread`,
   )
   .addHelpText('after', '\nSee docs/import.md for the format of a line and examples.')
   .action(async (opts: { file?: string; force?: boolean; threads?: string }) => {

@@ -14,8 +14,12 @@ import { type LineParser, type NumberedLine, PARSE_BATCH, type ParsedLine, numbe
  * every lookup, each address once. Nothing here writes to disk: raw addresses stay in memory.
  */
 
-/** Worker threads by default: one per core but the one the main thread and the engine share, at least one. */
-export const defaultImportThreads = () => Math.max(1, availableParallelism() - 1)
+/**
+ * Worker threads by default: one per core but two, for the main thread and the engine's inserts
+ * and merges. On two cores there are none: a worker there takes CPU from those two and adds its
+ * own memory (about 60 MB), for no gain in speed.
+ */
+export const defaultImportThreads = () => Math.max(0, availableParallelism() - 2)
 
 /** Batches on their way per worker: one being parsed, one waiting, so a worker never idles for the main thread. */
 const IN_FLIGHT_PER_WORKER = 2
