@@ -10,6 +10,7 @@ import { openNodeStores } from '../lib/runtime/node'
 import { dbipGeo } from '../lib/ingest/geo-node'
 import { runImport } from '../lib/ingest/import'
 import { inTimeOrder, orderCheck } from '../lib/ingest/import-order-node'
+import { defaultImportThreads, parseInWorkers } from '../lib/ingest/import-workers-node'
 import { previousImport } from '../lib/sites/imports'
 import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/reports/rollup/refresh'
 
@@ -48,8 +49,14 @@ const program = new Command('import')
   )
   .option('--file <path>', 'NDJSON file (default: standard input)')
   .option('--force', 'import a file even though the same content was imported before (its hits are then stored twice)')
+  .option(
+    '--threads <n>',
+    `worker threads that parse and enrich the lines (default: one per core but two, here ${defaultImportThreads()}); 0 parses on the main thread`,
+  )
   .addHelpText('after', '\nSee docs/import.md for the format of a line and examples.')
-  .action(async (opts: { file?: string; force?: boolean }) => {
+  .action(async (opts: { file?: string; force?: boolean; threads?: string }) => {
+    const threads = opts.threads === undefined ? defaultImportThreads() : Number(opts.threads)
+    if (!Number.isInteger(threads) || threads < 0) throw new UserError(`--threads is ${opts.threads}: a whole number, 0 or more`)
     // a file that cannot be read is told before the stores are opened
     const total = opts.file ? (await stat(opts.file)).size : 0
     const tty = process.stderr.isTTY
@@ -72,7 +79,8 @@ const program = new Command('import')
       )
       fileHash = pass
     }
-    const stores = await openNodeStores(process.env, { viaRunningServer: true })
+    // an engine of its own is set for bulk inserts, with bounded memory (lib/storage/clickhouse/chdb.ts)
+    const stores = await openNodeStores(process.env, { viaRunningServer: true, engine: 'import' })
     try {
       const hash = fileHash?.digest()
       const earlier = hash && !opts.force ? await previousImport(stores.repositories, fileHash!.snippetIds, hash) : null
@@ -104,6 +112,7 @@ const program = new Command('import')
         {
           contentHash: read.digest,
           inTimeOrder: true,
+          parse: threads ? parseInWorkers(threads) : undefined,
           onStoring: () => {
             bar?.stop()
             phase('storing the last rows')

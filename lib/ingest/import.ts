@@ -20,6 +20,8 @@ export interface ImportResult {
 }
 
 const CHUNK = 5000
+/** Lines parsed at a time (here or on a worker thread). */
+export const PARSE_BATCH = 1000
 /** Rows of one insert of an import: smaller inserts keep the embedded engine's memory lower (about 150 MB less than 50,000 at the peak), at some cost in speed. */
 const SINK_ROWS = 10_000
 
@@ -44,6 +46,46 @@ export function parseImportLine(text: string): Omit<IngestItem, 'site'> | string
 /** A line of the input with its number in the input, for input read in another order (import-order-node.ts). */
 export type NumberedLine = readonly [line: number, text: string]
 
+/** A line read: its number in the input, its length in bytes (with its newline), and its item, why it is refused, or null when blank. */
+export interface ParsedLine {
+  line: number
+  bytes: number
+  item: Omit<IngestItem, 'site'> | string | null
+}
+
+/** Turns the input's lines into parsed lines, a batch at a time, in the input's order: here, or on worker threads (import-workers-node.ts). */
+export type LineParser = (lines: AsyncIterable<string | NumberedLine> | Iterable<string | NumberedLine>) => AsyncIterable<ParsedLine[]>
+
+/** Lines of the input in batches, each with its number: its own, or its place in the input. */
+export async function* numberedBatches(
+  lines: AsyncIterable<string | NumberedLine> | Iterable<string | NumberedLine>,
+  size: number,
+): AsyncGenerator<NumberedLine[]> {
+  let batch: NumberedLine[] = []
+  let lineNumber = 0
+  for await (const input of lines) {
+    if (typeof input === 'string') batch.push([++lineNumber, input])
+    else batch.push(input)
+    if (batch.length >= size) {
+      yield batch
+      batch = []
+    }
+  }
+  if (batch.length) yield batch
+}
+
+/** A batch of lines parsed. */
+export function parseBatch(batch: readonly NumberedLine[]): ParsedLine[] {
+  return batch.map(([line, text]) => ({ line, bytes: text.length + 1, item: text.trim() ? parseImportLine(text) : null }))
+}
+
+/** Parses the lines on this thread, as they are read. */
+export async function* parseHere(
+  lines: AsyncIterable<string | NumberedLine> | Iterable<string | NumberedLine>,
+): AsyncGenerator<ParsedLine[]> {
+  for await (const batch of numberedBatches(lines, PARSE_BATCH)) yield parseBatch(batch)
+}
+
 /**
  * Loads NDJSON raw hits through the same enrichment and sessionization as live traffic,
  * with each hit's own timestamp. Bad lines are reported and skipped; the rest are stored.
@@ -63,10 +105,11 @@ export async function importHits(
     visits?: ImportVisits
     /** Awaited after each chunk (the CLI waits there while the engine is behind). */
     afterChunk?: () => Promise<void>
+    /** Where lines are parsed: on this thread by default. */
+    parse?: LineParser
   } = {},
 ): Promise<ImportResult> {
   let chunk: { line: number; item: Omit<IngestItem, 'site'> }[] = []
-  let lineNumber = 0
   let read = 0
   let bytes = 0
   /** The newest hit read, and the newest when visits were last forgotten (epoch ms). */
@@ -111,27 +154,23 @@ export async function importHits(
     // the next chunk is enriched (promises alone would keep it waiting until the import ends)
     await new Promise((resolve) => setImmediate(resolve))
   }
-  for await (const input of lines) {
-    read++
-    let text: string
-    if (typeof input === 'string') {
-      lineNumber++
-      text = input
-    } else [lineNumber, text] = input
-    bytes += text.length + 1
-    if (!text.trim()) continue
-    const item = parseImportLine(text)
-    if (typeof item === 'string') reject(lineNumber, item)
-    else {
-      const at = item.receivedAt.getTime()
-      if (visits && at < forgotAt)
-        throw new Error(
-          `line ${lineNumber}: ${item.hit.timestamp} is older than hits imported before it: hits must come in time order for the visits they extend to be remembered`,
-        )
-      if (at > newest) newest = at
-      chunk.push({ line: lineNumber, item })
+  for await (const parsed of (options.parse ?? parseHere)(lines)) {
+    for (const { line, bytes: size, item } of parsed) {
+      read++
+      bytes += size
+      if (item === null) continue
+      if (typeof item === 'string') reject(line, item)
+      else {
+        const at = item.receivedAt.getTime()
+        if (visits && at < forgotAt)
+          throw new Error(
+            `line ${line}: ${item.hit.timestamp} is older than hits imported before it: hits must come in time order for the visits they extend to be remembered`,
+          )
+        if (at > newest) newest = at
+        chunk.push({ line, item })
+      }
+      if (chunk.length >= CHUNK) await flush()
     }
-    if (chunk.length >= CHUNK) await flush()
   }
   if (chunk.length) await flush()
   // lines read in another order than the input's are named in the input's
@@ -155,6 +194,8 @@ export async function runImport(
     onStoring?: () => void
     /** The lines come in time order (import-order-node.ts): visits are forgotten as the import goes, and memory stays bounded. */
     inTimeOrder?: boolean
+    /** Where lines are parsed: on this thread by default, on worker threads with import-workers-node.ts. */
+    parse?: LineParser
   } = {},
 ): Promise<ImportResult> {
   // an insert starts as soon as the one before is done, with up to SINK_ROWS rows
@@ -173,6 +214,7 @@ export async function runImport(
   try {
     await importHits(lines, ingestor, onProgress, result, {
       visits,
+      parse: options.parse,
       // enrichment is faster than the engine's inserts: rows wait in memory for two inserts at most
       afterChunk: async () => {
         if (sink.backlog.rows >= 2 * SINK_ROWS) await sink.flush()

@@ -1,6 +1,7 @@
 import type { Site } from '../sites/sites'
 import type { Geo } from './geo'
 import type { EventKind, Hit } from './hit'
+import type { HitEnrichment } from './rows'
 
 /** A hit on its way in, with what its receiver knows: the site, the client, the time. */
 export interface IngestItem {
@@ -13,6 +14,8 @@ export interface IngestItem {
   receivedAt: Date
   /** Geo known from the edge (request.cf); otherwise looked up from the IP. */
   geo?: Geo | null
+  /** What the user agent and referrer say, worked out ahead (the import's worker threads); otherwise worked out here. */
+  enriched?: HitEnrichment
   /** Where it came from: the browser tracker, the raw-hit import. */
   source: 'browser' | 'import'
   /**
@@ -58,4 +61,6 @@ export interface RowHit {
   readonly userAgent: string
   readonly source: 'browser' | 'import'
   readonly geo: Geo | null
+  /** What its user agent and referrer say, when worked out ahead (the import's worker threads) */
+  readonly enriched?: HitEnrichment
 }

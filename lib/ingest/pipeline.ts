@@ -114,6 +114,7 @@ export class Ingestor {
         userAgent: h.item.userAgent,
         source: h.item.source,
         geo: geos[i],
+        ...(h.item.enriched ? { enriched: h.item.enriched } : {}),
       }
       batch.hits.push(row)
       if (h.item.source !== 'import') countUsage(batch.usage, h.site.orgId, h.site.id, clickhouseTime(h.at), h.kind)

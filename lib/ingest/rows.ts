@@ -1,12 +1,12 @@
 import { clickhouseTime } from '../storage/clickhouse/time'
 import type { BotInfo } from './bots'
-import { channelFor, classifyReferrer, parseUserAgent, screenClass, utmFrom, viewportClass } from './enrich'
+import { type ReferrerInfo, channelFor, classifyReferrer, parseUserAgent, screenClass, utmFrom, viewportClass } from './enrich'
 import type { Geo } from './geo'
 import type { EventKind, Hit } from './hit'
 import { hash64Many } from './identity'
 import { memo } from './memo'
 import type { RowHit } from './item'
-import type { BotHit } from './screening'
+import { type BotHit, botOf } from './screening'
 import type { Visit } from './visits'
 
 /** Where a row came from: the browser tracker, the raw-hit import, server-side collection. */
@@ -124,11 +124,28 @@ const referrerOf = memo((key: string) => {
   return classifyReferrer(key.slice(cut + 1) || null, key.slice(0, cut))
 })
 
+/** What a hit's user agent and referrer say, which depends on the hit alone: the bot it is, if any, its browser, and its source. */
+export interface HitEnrichment {
+  bot: BotInfo | null
+  agent: ReturnType<typeof parseUserAgent>
+  referrer: ReferrerInfo
+}
+
+/** A hit's enrichment worked out ahead of the pipeline, off its thread (import-workers-node.ts): the pipeline then uses it as it is. */
+export function enrichHit(hit: Pick<Hit, 'url' | 'referrer'>, userAgent: string): HitEnrichment {
+  return {
+    // as screening has it: a hit without a user agent is a bot of no name
+    bot: userAgent ? botOf(userAgent) : { name: 'unknown', kind: 'other' },
+    agent: userAgentOf(userAgent),
+    referrer: referrerOf(`${new URL(hit.url).hostname} ${hit.referrer ?? ''}`),
+  }
+}
+
 /** The visit-scoped attributes a hit would give the visit it starts. */
 export function visitAttrs(hit: RowHit, url: URL): VisitAttrs {
-  const { geo } = hit
-  const ua = userAgentOf(hit.userAgent)
-  const ref = referrerOf(`${url.hostname} ${hit.hit.referrer ?? ''}`)
+  const { geo, enriched } = hit
+  const ua = enriched ? enriched.agent : userAgentOf(hit.userAgent)
+  const ref = enriched ? enriched.referrer : referrerOf(`${url.hostname} ${hit.hit.referrer ?? ''}`)
   const utm = utmFrom(url)
   return {
     referrer: ref.referrer.slice(0, 2000),

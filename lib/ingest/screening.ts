@@ -42,7 +42,7 @@ const TRACKING_TOGGLES: Partial<Record<EventKind, keyof Site['tracking']>> = {
 const CLOCK_SKEW_MS = 5 * 60_000
 
 // user agents repeat a lot
-const botOf = memo(classifyBot)
+export const botOf = memo(classifyBot)
 
 function ipExcluded(ip: string, rules: string[]): boolean {
   if (!rules.length || !ipaddr.isValid(ip)) return false
@@ -101,7 +101,7 @@ export function screen(item: IngestItem, index: number, now: number): AcceptedHi
   if (site.tracking.excludedPaths.some((p) => pathMatches(p, pathname))) return dropped('excluded-path', 'excluded path')
 
   // a hit without a user agent is a bot of no name
-  const bot = item.userAgent ? botOf(item.userAgent) : { name: 'unknown', kind: 'other' as const }
+  const bot = item.enriched ? item.enriched.bot : item.userAgent ? botOf(item.userAgent) : { name: 'unknown', kind: 'other' as const }
   if (bot) {
     if (!site.tracking.includeBots) return dropped('bot', `a bot (${bot.name}) and the site does not keep bots`)
     return { index, item, site, at, url, pathname, bot }

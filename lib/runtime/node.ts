@@ -4,7 +4,7 @@ import type { IncomingMessage } from 'node:http'
 import { dirname, join, resolve } from 'node:path'
 import { ClickHouseLogLevel, createClient } from '@clickhouse/client'
 import { Redis } from '@upstash/redis'
-import type { EmbeddedClickHouse } from '../storage/clickhouse/chdb'
+import type { EmbeddedClickHouse, EngineProfile } from '../storage/clickhouse/chdb'
 import { CLICKHOUSE_SETTINGS, type ClickHouseClientLike, clickhouseOverClient } from '../storage/clickhouse/client'
 import type { ClickHouse } from '../storage/clickhouse/types'
 import { EmbeddedRedis } from '../storage/kv/embedded'
@@ -165,7 +165,14 @@ function clickhouseOverHttp(url: string, username?: string, password?: string, d
  * Opens the stores the environment names. Embedded stores are opened directly, unless
  * `viaRunningServer` is set and a server already owns them: then through its local endpoints.
  */
-export async function openNodeStores(env: NodeEnv, options: { viaRunningServer?: boolean } = {}): Promise<NodeStores> {
+export async function openNodeStores(
+  env: NodeEnv,
+  options: {
+    viaRunningServer?: boolean
+    /** How the embedded engine is set, when this process opens it: for a server's reads (the default), or for an import's inserts (chdb.ts). */
+    engine?: EngineProfile
+  } = {},
+): Promise<NodeStores> {
   const dir = dataDir(env)
   // what the stores write (the engine's parts, the key/value log with secrets and salts) is the owner's alone
   process.umask(0o077)
@@ -195,7 +202,7 @@ export async function openNodeStores(env: NodeEnv, options: { viaRunningServer?:
       )
     })
     try {
-      chdb = new EmbeddedClickHouse(join(dir, 'clickhouse'))
+      chdb = new EmbeddedClickHouse(join(dir, 'clickhouse'), { profile: options.engine })
     } catch (err) {
       // the engine locks its folder: a server or CLI on the same DATA_DIR that is starting or stopping
       throw new UserError(

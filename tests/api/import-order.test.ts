@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { importHits, runImport } from '../../lib/ingest/import'
+import { dbipGeo } from '../../lib/ingest/geo-node'
 import { inTimeOrder } from '../../lib/ingest/import-order-node'
+import { parseInWorkers } from '../../lib/ingest/import-workers-node'
 import { Ingestor } from '../../lib/ingest/pipeline'
 import { directSink } from '../../lib/ingest/sink'
 import { SiteDirectory } from '../../lib/sites/site-directory'
@@ -141,6 +143,55 @@ describe.each(kinds)('an import in time order (%s key/value store)', (kind) => {
         pageviews: expected.pageviews,
       })
     }
+  }, 120_000)
+
+  it('parses and enriches on worker threads: the same visitors, visits and pageviews as the reference, rejected lines named, and the same places and browsers as on one thread', async () => {
+    const services = await testServices({ kv: kind, now: () => new Date('2026-11-20T12:00:00Z') })
+    const {
+      sites: [threads, one],
+    } = await orgWithSites(services, 'Threads', [
+      { domain: 'threads.import.test', timezone: 'UTC' },
+      { domain: 'one.import.test', timezone: 'UTC' },
+    ])
+    const hits = fixture().sort((a, b) => a.at - b.at)
+    const expected = reference(hits)
+    const linesOf = (site: typeof threads) => {
+      const lines = hits.map((h) => lineOf(site, h))
+      // a bad line, a blank one and one with an unknown field, among the first batch sent to a worker and the last
+      lines.splice(10, 0, 'not json', '', lineOf(site, hits[10]).replace('"name"', '"nmae"'))
+      lines.push('{"timestamp": "2026-11-13T00:00:00Z"}')
+      return lines
+    }
+    const deps = { clickhouse: services.clickhouse, repositories: services.repositories, geo: dbipGeo() }
+    // three threads for batches of 1,000 lines: every worker gets several, and they come back in order
+    const onThreads = await runImport(linesOf(threads), deps, undefined, { inTimeOrder: true, parse: parseInWorkers(3) })
+    const onOne = await runImport(linesOf(one), deps, undefined, { inTimeOrder: true })
+    for (const result of [onThreads, onOne]) {
+      expect(result.imported).toBe(hits.length)
+      expect(result.errors.map((e) => e.line)).toEqual([11, 13, hits.length + 4])
+      expect(result.errors[0].error).toBe('not valid JSON')
+    }
+
+    const stored = async (site: typeof threads) => {
+      const [counts] = await services.clickhouse.query<Record<string, string>>(
+        `SELECT uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits, countIf(name = 'pageview') AS pageviews
+         FROM events WHERE site_id = {site:UUID}`,
+        { site: site.id },
+      )
+      const places = await services.clickhouse.query<Record<string, string>>(
+        `SELECT country_code, city, browser, os, count() AS n FROM events WHERE site_id = {site:UUID}
+         GROUP BY country_code, city, browser, os ORDER BY country_code, city, browser, os`,
+        { site: site.id },
+      )
+      return { counts: { visitors: Number(counts.visitors), visits: Number(counts.visits), pageviews: Number(counts.pageviews) }, places }
+    }
+    const [fromThreads, fromOne] = [await stored(threads), await stored(one)]
+    expect(fromThreads.counts).toEqual({ visitors: expected.visitors, visits: expected.visits, pageviews: expected.pageviews })
+    expect(fromOne.counts).toEqual(fromThreads.counts)
+    // the fixture's two browsers, placed by their addresses (8.8.x.x is in the United States)
+    expect(new Set(fromThreads.places.map((p) => p.browser))).toEqual(new Set(['Firefox', 'Chrome']))
+    expect(new Set(fromThreads.places.map((p) => p.country_code))).toEqual(new Set(['US']))
+    expect(fromThreads.places).toEqual(fromOne.places)
   }, 120_000)
 
   it('forgets the visits no later hit can extend, and refuses a line older than what it forgot', async () => {

@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 import { Session } from 'chdb'
 import { StoreUnavailableError, isOutOfSpace } from '../errors'
 import type { ClickHouse, InsertOptions, QueryParams } from './types'
@@ -29,15 +30,33 @@ async function withSpace<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * How a process sets its engine: `server` (the default) for reads; `import` for a process that
+ * only inserts and must stay small (the import command). The engine's memory there is mostly its
+ * inserts and merges: each statement runs on one thread and inserts on one, the marks and primary
+ * index caches stay small (the import reads next to nothing), and merges go column by column in
+ * small blocks and stop at parts of 64 MB (the server merges further once it runs again). These
+ * apply to that process alone: the data folder keeps no setting of it.
+ */
+export type EngineProfile = 'server' | 'import'
+
+const IMPORT_ENGINE_CONFIG = fileURLToPath(new URL('./import-engine.xml', import.meta.url))
+const importEngineArgs = () => ['--max_threads=1', '--max_insert_threads=1', `--config-file=${IMPORT_ENGINE_CONFIG}`]
+
 /** The embedded ClickHouse engine, in process, with data under `dir`. One process per folder. */
 export class EmbeddedClickHouse implements ClickHouse {
   readonly session: Session
 
-  constructor(dir: string) {
+  constructor(dir: string, options: { profile?: EngineProfile } = {}) {
     mkdirSync(dir, { recursive: true })
     this.session = new Session(dir, {
       // every statement runs at the highest priority unless it says it is background work (execute.ts)
-      connectionArgs: ['--output_format_json_quote_64bit_integers=1', `--session_timezone=${SESSION_TIMEZONE}`, '--priority=1'],
+      connectionArgs: [
+        '--output_format_json_quote_64bit_integers=1',
+        `--session_timezone=${SESSION_TIMEZONE}`,
+        '--priority=1',
+        ...(options.profile === 'import' ? importEngineArgs() : []),
+      ],
     })
   }
 
