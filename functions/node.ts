@@ -8,6 +8,7 @@ import { DEMO_OWNER, crawlDemoWebsite, createDemo, findDemoSite, seedDemo, start
 import { type DemoWebsite, startDemoWebsite } from '../lib/demo-website-node'
 import { checkInstallNow } from '../lib/sites/install-check'
 import { siteView } from '../lib/sites/sites'
+import { forgetKeptRecords } from '../lib/services'
 import { CRAWL_RUN, JOBS } from '../lib/jobs/schedule'
 import { jobTimers } from '../lib/jobs/timers'
 import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/reports/rollup/refresh'
@@ -59,14 +60,10 @@ let stopping = false
 let local: ReturnType<typeof serve> | null = null
 // the admin CLI and `wrangler dev` change the store through the local endpoint: what this process
 // keeps of it in memory (keys, sites) is read again, so their changes apply at once
-const forgetKeptRecords = () => {
-  services.repositories.keys.forget()
-  services.sites.forget()
-}
 if (stores.chdb || stores.raw) {
   const token = localToken(dir)
   local = serve({
-    fetch: localEndpointsApp({ token, chdb: stores.chdb, raw: stores.raw, keyValueCalled: forgetKeptRecords }).fetch,
+    fetch: localEndpointsApp({ token, chdb: stores.chdb, raw: stores.raw, keyValueCalled: () => forgetKeptRecords(services) }).fetch,
     port: env.LOCAL_PORT ?? (env.PORT ? env.PORT + 1 : 0),
     hostname: '127.0.0.1',
   })

@@ -91,3 +91,12 @@ export interface Services {
   /** The Google connection (lib/integrations/google): GA4 and Search Console; absent without GOOGLE_CLIENT_ID, where the ga4 read says so. */
   google?: GoogleConfig
 }
+
+/**
+ * Drops what this process keeps in memory of the key/value store (API keys, sites), so that a
+ * change made outside it (the admin CLI, `wrangler dev`) applies at once.
+ */
+export function forgetKeptRecords(services: Pick<Services, 'repositories' | 'sites'>) {
+  services.repositories.keys.forget()
+  services.sites.forget()
+}

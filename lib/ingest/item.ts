@@ -1,7 +1,15 @@
 import type { Site } from '../sites/sites'
 import type { Geo } from './geo'
 import type { EventKind, Hit } from './hit'
-import type { HitEnrichment } from './rows'
+import type { BotInfo } from './bots'
+import type { ReferrerInfo, parseUserAgent } from './enrich'
+
+/** What a hit's user agent and referrer say, which depends on the hit alone: the bot it is, if any, its browser, and its source. */
+export interface HitEnrichment {
+  bot: BotInfo | null
+  agent: ReturnType<typeof parseUserAgent>
+  referrer: ReferrerInfo
+}
 
 /** A hit on its way in, with what its receiver knows: the site, the client, the time. */
 export interface IngestItem {

@@ -1,11 +1,11 @@
 import { clickhouseTime } from '../storage/clickhouse/time'
 import type { BotInfo } from './bots'
-import { type ReferrerInfo, channelFor, classifyReferrer, parseUserAgent, screenClass, utmFrom, viewportClass } from './enrich'
+import { channelFor, classifyReferrer, parseUserAgent, screenClass, utmFrom, viewportClass } from './enrich'
 import type { Geo } from './geo'
 import type { EventKind, Hit } from './hit'
 import { hash64Many } from './identity'
 import { memo } from './memo'
-import type { RowHit } from './item'
+import type { HitEnrichment, RowHit } from './item'
 import { type BotHit, botOf } from './screening'
 import type { Visit } from './visits'
 
@@ -123,13 +123,6 @@ const referrerOf = memo((key: string) => {
   const cut = key.indexOf(' ')
   return classifyReferrer(key.slice(cut + 1) || null, key.slice(0, cut))
 })
-
-/** What a hit's user agent and referrer say, which depends on the hit alone: the bot it is, if any, its browser, and its source. */
-export interface HitEnrichment {
-  bot: BotInfo | null
-  agent: ReturnType<typeof parseUserAgent>
-  referrer: ReferrerInfo
-}
 
 /** A hit's enrichment worked out ahead of the pipeline, off its thread (import-workers-node.ts): the pipeline then uses it as it is. */
 export function enrichHit(hit: Pick<Hit, 'url' | 'referrer'>, userAgent: string): HitEnrichment {

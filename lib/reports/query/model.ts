@@ -1,7 +1,6 @@
 import type { Goal } from '../../sites/goals'
 import type { OPERATORS } from '../dimensions'
 import type { ResolvedRange } from './range'
-import type { Sample } from './sampling'
 
 /**
  * The operators a filter may hold: the filters parameter's, and the negated contains and matches
@@ -89,4 +88,20 @@ export function goalsOfFilter(filter: Filter, goals: readonly Goal[]): Goal[] {
         ? filter.value.some((v) => new RegExp(v).test(name))
         : filter.value.includes(name)
   return goals.filter((g) => wanted(g.name))
+}
+
+/**
+ * Sampling by visitor, opt-in per site (tracking.samplingThreshold): when a window holds more
+ * events than the site's threshold, the reads the planner takes from raw events (plan.ts: the
+ * events plan) read `SAMPLE 1/n` of the events table, the rows of about one visitor in n
+ * (migration 0020: the sampling key is the visitor id, itself a hash), and their counts are
+ * multiplied by n, the engine's _sample_factor for that clause. n is the window's events over the
+ * threshold, rounded up, so a sampled read scans about as many events as the threshold. Reads from
+ * the rollups (whole days already rolled up, the sessions rollup) are cheap and stay exact.
+ */
+export interface Sample {
+  /** n of `SAMPLE 1/n`, at least 2. */
+  denominator: number
+  /** Set by the first read of the request that took the sample: its answer says so (samplingView). */
+  taken: boolean
 }

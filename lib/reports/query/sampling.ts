@@ -3,24 +3,10 @@ import { execute } from '../../storage/clickhouse/execute'
 import { bind, sql } from '../../storage/clickhouse/sql'
 import type { ClickHouse } from '../../storage/clickhouse/types'
 import { queryWindow } from './compile/scope'
-import type { Query } from './model'
+import type { Query, Sample } from './model'
 import { chTime } from './range'
 
-/**
- * Sampling by visitor, opt-in per site (tracking.samplingThreshold): when a window holds more
- * events than the site's threshold, the reads the planner takes from raw events (plan.ts: the
- * events plan) read `SAMPLE 1/n` of the events table, the rows of about one visitor in n
- * (migration 0020: the sampling key is the visitor id, itself a hash), and their counts are
- * multiplied by n, the engine's _sample_factor for that clause. n is the window's events over the
- * threshold, rounded up, so a sampled read scans about as many events as the threshold. Reads from
- * the rollups (whole days already rolled up, the sessions rollup) are cheap and stay exact.
- */
-export interface Sample {
-  /** n of `SAMPLE 1/n`, at least 2. */
-  denominator: number
-  /** Set by the first read of the request that took the sample: its answer says so (samplingView). */
-  taken: boolean
-}
+/* Sampling by visitor, opt-in per site: what a read samples and how its answer says so (the Sample type, model.ts). */
 
 /** The window's events, from the quarter-hour counts of event_quarters (the quarters it overlaps): about a hundred rows a day. */
 export const windowEventsSql = (query: Pick<Query, 'siteId' | 'range'>) =>
