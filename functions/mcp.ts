@@ -51,7 +51,7 @@ const MCP_INSTRUCTIONS =
   'range=custom takes from and to as YYYY-MM-DD (to included). filters is an array of {dimension, operator: is|is_not|contains|matches, value: [strings]} ' +
   '(values OR-ed, filters AND-ed; list_dimensions has the dimensions), or that array as a JSON string. source is standalone or ga4 (default: the site primary source). ' +
   'compare (previous_period, year_over_year, or custom with compare_from and compare_to as YYYY-MM-DD) adds comparison: the compared window, its figures and each change {absolute, relative}, relative null from 0. ' +
-  'limit is the most rows to answer (at most 1000; export_report 10000, get_flow 100). A report answers range: {name, from, to, interval, timezone}, the window it read, and source, the source it read. Counts are integers; bounceRate and other rates are fractions from 0 to 1, not percentages; durations are seconds. ' +
+  'limit is the most rows to answer (at most 1000; export_report 10000, get_flow 100). A report answers range: {name, from, to, interval, timezone}, the window it read, and source, the source it read. A site that samples adds sampling: {fraction, relativeError} to a read that sampled (its counts are estimates). Counts are integers; bounceRate and other rates are fractions from 0 to 1, not percentages; durations are seconds. ' +
   'A failed call is isError with {status, error} as the REST API answers it.'
 
 /**

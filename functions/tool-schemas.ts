@@ -109,8 +109,13 @@ const OUTPUT_BYTES = 350
  */
 export function compactOutput(schema: unknown): unknown {
   // every report echoes the window and the source it read, the same each time: the instructions describe them once,
-  // and the comparison a read adds with compare
-  const { range, comparison: _comparison, ...properties } = ((schema as Schema).properties ?? {}) as Record<string, Schema | undefined>
+  // and the comparison a read adds with compare, and the sampling note a sampled read adds
+  const {
+    range,
+    comparison: _comparison,
+    sampling: _sampling,
+    ...properties
+  } = ((schema as Schema).properties ?? {}) as Record<string, Schema | undefined>
   if (range?.type === 'object') schema = { ...(schema as Schema), properties }
   if (range?.type === 'object' && properties.source?.enum)
     schema = { ...(schema as Schema), properties: { ...properties, source: { type: 'string' } } }

@@ -4,6 +4,13 @@ import { importHits } from '../../lib/ingest/import'
 import { client, getOk, orgWithSites, testServices } from '../helpers'
 
 /**
+ * The stated margin is a 95% one (1.96 standard errors), and which visitors fall in the sample
+ * depends on the day's random salt: each estimate is checked against twice the margin (3.9
+ * standard errors, missed about once in 10,000), so the test does not fail one run in twenty.
+ */
+const TOLERANCE = 2
+
+/**
  * Sampling by visitor (a site's samplingThreshold): the reads of raw events answer from a sample
  * of visitors once the window holds more events than the threshold, with counts scaled and the
  * sample's fraction and error in the answer; off by default, and exact then.
@@ -96,7 +103,7 @@ describe('sampling', () => {
     expect(stats.sampling.relativeError).toBeCloseTo(margin(stats.totals.visitors), 4)
     const within = (estimate: number, truth: number) => {
       expect(estimate % n, 'an estimate is a sampled count times n').toBe(0)
-      expect(Math.abs(estimate - truth) / truth).toBeLessThanOrEqual(stats.sampling.relativeError)
+      expect(Math.abs(estimate - truth) / truth).toBeLessThanOrEqual(TOLERANCE * stats.sampling.relativeError)
     }
     within(stats.totals.visitors, VISITORS)
     within(stats.totals.visits, VISITORS)
@@ -112,7 +119,7 @@ describe('sampling', () => {
     expect(series.sampling.relativeError).toBeCloseTo(margin(Math.max(...series.series.map((b: { visitors: number }) => b.visitors))), 4)
     const [hour, hourVisitors] = [...busiest].sort((a, b) => b[1].size - a[1].size)[0]
     const bucket = series.series.find((b: { timestamp: string }) => Date.parse(b.timestamp) === hour * 3_600_000)
-    expect(Math.abs(bucket.visitors - hourVisitors.size) / hourVisitors.size).toBeLessThanOrEqual(margin(bucket.visitors))
+    expect(Math.abs(bucket.visitors - hourVisitors.size) / hourVisitors.size).toBeLessThanOrEqual(TOLERANCE * margin(bucket.visitors))
     for (const b of series.series) expect(b.visitors % n).toBe(0)
 
     // a path breakdown: the margin is the top row's; the truly top path within its own
@@ -120,7 +127,7 @@ describe('sampling', () => {
     expect(paths.sampling.fraction).toBeCloseTo(1 / n, 6)
     expect(paths.sampling.relativeError).toBeCloseTo(margin(paths.results[0].visitors), 4)
     const row = paths.results.find((r: { value: string }) => r.value === topPath[0])
-    expect(Math.abs(row.visitors - topPath[1].size) / topPath[1].size).toBeLessThanOrEqual(margin(row.visitors))
+    expect(Math.abs(row.visitors - topPath[1].size) / topPath[1].size).toBeLessThanOrEqual(TOLERANCE * margin(row.visitors))
     expect(paths.results.map((r: { value: string }) => r.value).sort()).toEqual([...PATHS].sort())
 
     // reads from the rollups stay exact and say nothing of sampling: unfiltered totals and a
