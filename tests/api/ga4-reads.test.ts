@@ -4,6 +4,7 @@ import { GA4_AUTOMATIC_EVENTS } from '../../lib/integrations/ga4/datasets'
 import { DIMENSIONS } from '../../lib/reports/dimensions'
 import { createApiKey } from '../../lib/accounts/admin'
 import { client, orgWithSites, testServices } from '../helpers'
+import { type ImportedRow, type ImportUnit, importedRowsOf } from '../imported-rows'
 import { mcpClient } from '../e2e/mcp-client'
 
 /**
@@ -142,105 +143,60 @@ function fixture(): Session[] {
 const eventsOf = (s: Session) => ['session_start', ...s.pages.map(() => 'page_view'), ...Array(s.scrolls).fill('scroll'), ...s.custom]
 const secondsOf = (s: Session) => s.pages.reduce((n, p) => n + p.seconds, 0)
 
-type Row = Record<string, string | number>
-const COLUMNS = [
-  'source_name',
-  'referrer',
-  'channel',
-  'utm_source',
-  'utm_medium',
-  'utm_campaign',
-  'utm_content',
-  'utm_term',
-  'hostname',
-  'path',
-  'entry_page',
-  'country',
-  'region',
-  'city',
-  'device',
-  'browser',
-  'os',
-  'event',
-]
-
-/**
- * The reference import: per dataset, one unit per session (or per page or event name of a
- * session), grouped by date (and hour) and the dataset's columns; totalUsers is distinct users.
- */
-function importedRows(siteId: string, sessions: Session[], version: number): Row[] {
-  type Unit = { s: Session; dims: Record<string, string>; hourly?: boolean; pageviews: number; seconds: number; events: number }
-  const whole = (s: Session, dims: Record<string, string>, hourly = false): Unit => ({
-    s,
+/** The reference import: per dataset, one unit per session (or per page or event name of a session). */
+function importedRows(siteId: string, sessions: Session[], version: number): ImportedRow[] {
+  const whole = (s: Session, dims: Record<string, string>, hourly = false): ImportUnit => ({
+    user: s.user,
+    date: s.date,
+    hour: hourly ? s.hour : undefined,
+    engaged: s.engaged,
     dims,
-    hourly,
     pageviews: s.pages.length,
     seconds: secondsOf(s),
     events: eventsOf(s).length,
   })
-  const datasets: Record<string, Unit[]> = {
-    visitors: sessions.map((s) => whole(s, {})),
-    visitors_hourly: sessions.map((s) => whole(s, {}, true)),
-    sources: sessions.map((s) =>
-      whole(s, {
-        source_name: s.source,
-        utm_source: s.manualSource,
-        utm_medium: s.medium,
-        utm_campaign: s.campaign,
-        utm_content: s.content,
-        utm_term: s.term,
-        channel: s.channel,
-        referrer: s.referrer,
-      }),
-    ),
-    entry_pages: sessions.map((s) => whole(s, { entry_page: s.pages[0].path })),
-    locations: sessions.map((s) => whole(s, { country: s.country, region: s.region, city: s.city })),
-    devices: sessions.map((s) => whole(s, { device: s.device })),
-    browsers: sessions.map((s) => whole(s, { browser: s.browser })),
-    systems: sessions.map((s) => whole(s, { os: s.os })),
-    pages: sessions.flatMap((s) =>
-      [...new Set(s.pages.map((p) => p.path))].map((path) => {
-        const views = s.pages.filter((p) => p.path === path)
-        return {
-          s,
-          dims: { hostname: s.host, path },
-          pageviews: views.length,
-          seconds: views.reduce((n, p) => n + p.seconds, 0),
-          events: views.length,
-        }
-      }),
-    ),
-    events: sessions.flatMap((s) =>
-      [...new Set(eventsOf(s))].map((event) => {
-        const count = eventsOf(s).filter((e) => e === event).length
-        return { s, dims: { event }, pageviews: event === 'page_view' ? count : 0, seconds: 0, events: count }
-      }),
-    ),
-  }
-  const rows: Row[] = []
-  for (const [dataset, units] of Object.entries(datasets)) {
-    const groups = new Map<string, Unit[]>()
-    for (const u of units) {
-      const key = JSON.stringify([u.s.date, u.hourly ? u.s.hour : 0, u.dims])
-      groups.set(key, [...(groups.get(key) ?? []), u])
-    }
-    for (const [key, group] of groups) {
-      const [date, hour, dims] = JSON.parse(key) as [string, number, Record<string, string>]
-      const row: Row = { site_id: siteId, source: 'ga4', dataset, date, hour }
-      for (const c of COLUMNS) row[c] = dims[c] ?? ''
-      Object.assign(row, {
-        visitors: new Set(group.map((u) => u.s.user)).size,
-        visits: group.length,
-        engaged_visits: group.filter((u) => u.s.engaged).length,
-        pageviews: group.reduce((n, u) => n + u.pageviews, 0),
-        engagement_seconds: group.reduce((n, u) => n + u.seconds, 0),
-        events: group.reduce((n, u) => n + u.events, 0),
-        version,
-      })
-      rows.push(row)
-    }
-  }
-  return rows
+  return importedRowsOf(
+    siteId,
+    {
+      visitors: sessions.map((s) => whole(s, {})),
+      visitors_hourly: sessions.map((s) => whole(s, {}, true)),
+      sources: sessions.map((s) =>
+        whole(s, {
+          source_name: s.source,
+          utm_source: s.manualSource,
+          utm_medium: s.medium,
+          utm_campaign: s.campaign,
+          utm_content: s.content,
+          utm_term: s.term,
+          channel: s.channel,
+          referrer: s.referrer,
+        }),
+      ),
+      entry_pages: sessions.map((s) => whole(s, { entry_page: s.pages[0].path })),
+      locations: sessions.map((s) => whole(s, { country: s.country, region: s.region, city: s.city })),
+      devices: sessions.map((s) => whole(s, { device: s.device })),
+      browsers: sessions.map((s) => whole(s, { browser: s.browser })),
+      systems: sessions.map((s) => whole(s, { os: s.os })),
+      pages: sessions.flatMap((s) =>
+        [...new Set(s.pages.map((p) => p.path))].map((path) => {
+          const views = s.pages.filter((p) => p.path === path)
+          return {
+            ...whole(s, { hostname: s.host, path }),
+            pageviews: views.length,
+            seconds: views.reduce((n, p) => n + p.seconds, 0),
+            events: views.length,
+          }
+        }),
+      ),
+      events: sessions.flatMap((s) =>
+        [...new Set(eventsOf(s))].map((event) => {
+          const count = eventsOf(s).filter((e) => e === event).length
+          return { ...whole(s, { event }), pageviews: event === 'page_view' ? count : 0, seconds: 0, events: count }
+        }),
+      ),
+    },
+    version,
+  )
 }
 
 // --- expectations, from the sessions directly

@@ -3,6 +3,7 @@ import { createApiKey, createOrg } from '../../lib/accounts/admin'
 import { importHits } from '../../lib/ingest/import'
 import { newSite } from '../../lib/sites/sites'
 import { client, testServices } from '../helpers'
+import { type ImportUnit, importedRowsOf } from '../imported-rows'
 
 /**
  * Stats API v2 `include.imports` on a site with both the tracker and imported GA4 data: the
@@ -53,51 +54,30 @@ const IMPORTED: Session[] = [
   { user: 'u6', date: '2026-11-20', source: '', pages: ['/'], engaged: false, seconds: 1 },
 ]
 
-const COLUMNS = ['source_name', 'referrer', 'channel', 'utm_source', 'utm_medium', 'utm_campaign', 'utm_content', 'utm_term']
-const COLUMNS_ALL = [...COLUMNS, 'hostname', 'path', 'entry_page', 'country', 'region', 'city', 'device', 'browser', 'os', 'event']
-
-/** The rows an import stores for the sessions: per dataset, grouped by date and the dataset's columns; visitors are distinct users. */
+/** The rows an import stores for the sessions (the datasets these reads use). */
 function importedRows(siteId: string) {
-  type Unit = { s: Session; dims: Record<string, string>; pageviews: number; seconds: number }
-  const whole = (s: Session, dims: Record<string, string>): Unit => ({ s, dims, pageviews: s.pages.length, seconds: s.seconds })
-  const datasets: Record<string, Unit[]> = {
+  const whole = (s: Session, dims: Record<string, string>): ImportUnit => ({
+    user: s.user,
+    date: s.date,
+    engaged: s.engaged,
+    dims,
+    pageviews: s.pages.length,
+    seconds: s.seconds,
+    events: 0,
+  })
+  return importedRowsOf(siteId, {
     visitors: IMPORTED.map((s) => whole(s, {})),
     visitors_hourly: IMPORTED.map((s) => whole(s, {})),
     sources: IMPORTED.map((s) => whole(s, { source_name: s.source, channel: s.source ? 'Referral' : 'Direct' })),
     entry_pages: IMPORTED.map((s) => whole(s, { entry_page: s.pages[0] })),
     pages: IMPORTED.flatMap((s) =>
       [...new Set(s.pages)].map((path) => ({
-        s,
-        dims: { hostname: DOMAIN, path },
+        ...whole(s, { hostname: DOMAIN, path }),
         pageviews: s.pages.filter((p) => p === path).length,
         seconds: 0,
       })),
     ),
-  }
-  const rows: Record<string, string | number>[] = []
-  for (const [dataset, units] of Object.entries(datasets)) {
-    const groups = new Map<string, Unit[]>()
-    for (const u of units) {
-      const key = JSON.stringify([u.s.date, u.dims])
-      groups.set(key, [...(groups.get(key) ?? []), u])
-    }
-    for (const [key, group] of groups) {
-      const [date, dims] = JSON.parse(key) as [string, Record<string, string>]
-      const row: Record<string, string | number> = { site_id: siteId, source: 'ga4', dataset, date, hour: 0 }
-      for (const c of COLUMNS_ALL) row[c] = dims[c] ?? ''
-      Object.assign(row, {
-        visitors: new Set(group.map((u) => u.s.user)).size,
-        visits: group.length,
-        engaged_visits: group.filter((u) => u.s.engaged).length,
-        pageviews: group.reduce((n, u) => n + u.pageviews, 0),
-        engagement_seconds: group.reduce((n, u) => n + u.seconds, 0),
-        events: 0,
-        version: 1,
-      })
-      rows.push(row)
-    }
-  }
-  return rows
+  })
 }
 
 /** The imported sessions that count: days before the first tracked day (2026-11-20), within [from, to]. */
