@@ -151,6 +151,15 @@ function shapeJourney(r: Row, timezone: string) {
   }
 }
 
+/**
+ * When the visits of a page of visitor ids began at the earliest (epoch ms): a visitor id lives
+ * within one site-local day (25 hours at most, on a clock change), so its visits began less than
+ * 26 hours before its last event.
+ */
+function pageBegan(page: Row[]): number {
+  return Math.min(...page.map((r) => Date.parse(`${String(r.last_end).replace(' ', 'T')}Z`))) - 26 * 3_600_000
+}
+
 /** The journeys of a page of visitor ids (journeyPageSql), newest first. */
 const journeysOf = async (deps: ReportDeps, query: Query, page: Row[]) =>
   page.length
@@ -159,6 +168,7 @@ const journeysOf = async (deps: ReportDeps, query: Query, page: Row[]) =>
         journeysSql(
           query,
           page.map((r) => String(r.visitor)),
+          pageBegan(page),
         ),
       )
     : []

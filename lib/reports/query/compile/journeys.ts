@@ -1,5 +1,5 @@
 import type { Query } from '../model'
-import { queryWindow } from './scope'
+import { during, queryWindow } from './scope'
 import { ACTION_COLUMNS } from './activity'
 import { selected } from './selection'
 import { type Fragment, bind, empty, sql } from '../../../storage/clickhouse/sql'
@@ -38,8 +38,13 @@ ORDER BY last_end DESC, visitor_id ASC
 LIMIT ${bind('UInt32', query.limit)} OFFSET ${bind('UInt32', page.offset)}`
 }
 
-/** The journeys of the given visitor ids (a page of journeyPageSql), newest last event first. */
-export function journeysSql(query: Query, visitors: readonly string[]): Fragment {
+/**
+ * The journeys of the given visitor ids (a page of journeyPageSql), newest last event first. A
+ * visitor id lives within one site-local day, so every visit of the page began from `beganFrom`
+ * on (epoch ms, a day before the page's earliest last event): the visits are read from those days,
+ * not from the whole window.
+ */
+export function journeysSql(query: Query, visitors: readonly string[], beganFrom: number): Fragment {
   return sql`
 SELECT toString(visitor) AS visitor, toUnixTimestamp64Milli(min(start)) AS first_seen, toUnixTimestamp64Milli(max(finish)) AS last_seen,
        argMinIf(entry, start, pv > 0) AS landing, argMaxIf(exit, finish, pv > 0) AS exit_page,
@@ -52,7 +57,7 @@ FROM (
          argMinMerge(entry_page) AS entry, argMaxMerge(exit_page) AS exit, sum(pageviews) AS pv, sum(custom_events) AS ce,
          any(referrer_source) AS source, any(referrer) AS referrer, any(country_code) AS country, any(device) AS device, any(browser) AS browser
   FROM sessions
-  WHERE ${journeyVisits(query)} AND visitor_id IN (SELECT toUInt64(arrayJoin(${bind('Array(String)', visitors)})))
+  WHERE ${journeyVisits(query)} AND ${during('session_start', beganFrom, query.range.to.epochMilliseconds)} AND visitor_id IN (SELECT toUInt64(arrayJoin(${bind('Array(String)', visitors)})))
   GROUP BY session_id
 )
 GROUP BY visitor
