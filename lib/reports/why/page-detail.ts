@@ -253,7 +253,10 @@ export async function pageDetail(deps: ReportDeps, site: Site, params: PageDetai
 
   // the first 30 days from launch
   const launchDay = launchedAt ? zoned(launchedAt, tz).toPlainDate() : null
-  const first30 = launchDay && events ? await firstDays(deps, site, path, launchDay, today) : null
+  const first30 =
+    launchDay && events
+      ? await firstDays(deps, site, path, launchDay, today, { from: seriesFrom, to: windowEndDay.add({ days: 1 }), rows: dayRows })
+      : null
 
   const e = engagement[0]
   const reports = Number(e?.reports ?? 0)
@@ -302,19 +305,34 @@ export async function pageDetail(deps: ReportDeps, site: Site, params: PageDetai
   }
 }
 
-async function firstDays(deps: ReportDeps, site: Site, path: string, launchDay: Temporal.PlainDate, today: Temporal.PlainDate) {
+/**
+ * The page's first 30 days from its launch. Its days' rows are those of the daily series when the
+ * series read them all (`read`: its rows over the days [from, to)); each day's row depends on that
+ * day's events alone.
+ */
+async function firstDays(
+  deps: ReportDeps,
+  site: Site,
+  path: string,
+  launchDay: Temporal.PlainDate,
+  today: Temporal.PlainDate,
+  read: { from: Temporal.PlainDate; to: Temporal.PlainDate; rows: DayRow[] },
+) {
   const endDay = launchDay.add({ days: 30 })
   const end = Temporal.PlainDate.compare(endDay, today.add({ days: 1 })) < 0 ? endDay : today.add({ days: 1 })
-  const rows = await execute<DayRow>(
-    deps.clickhouse,
-    pageDaysSql(
-      site.id,
-      site.timezone,
-      path,
-      launchDay.toZonedDateTime({ timeZone: site.timezone }),
-      end.toZonedDateTime({ timeZone: site.timezone }),
-    ),
-  )
+  const covered = Temporal.PlainDate.compare(read.from, launchDay) <= 0 && Temporal.PlainDate.compare(end, read.to) <= 0
+  const rows = covered
+    ? read.rows
+    : await execute<DayRow>(
+        deps.clickhouse,
+        pageDaysSql(
+          site.id,
+          site.timezone,
+          path,
+          launchDay.toZonedDateTime({ timeZone: site.timezone }),
+          end.toZonedDateTime({ timeZone: site.timezone }),
+        ),
+      )
   const by = new Map(rows.filter((r) => r.dimension === '').map((r) => [String(r.day), Number(r.visits)]))
   const list = days(launchDay, end).map((date, day) => ({ day, date, visits: by.get(date) ?? 0 }))
   return {
