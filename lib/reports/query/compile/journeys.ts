@@ -1,4 +1,5 @@
 import type { Query } from '../model'
+import { chTime } from '../range'
 import { during, queryWindow } from './scope'
 import { ACTION_COLUMNS } from './activity'
 import { selected } from './selection'
@@ -18,22 +19,31 @@ const journeyVisits = (query: Query) => sql`site_id = ${bind('UUID', query.siteI
  * first; `total` counts every journey of the window, before the limit and offset.
  *
  * It takes two statements. The page of visitor ids is found first from two plain columns
- * (visitor, end), with the total (journeyPageSql); then only those visitors' visits have their
+ * (visitor, end), with the total (journeyPageSql; with `since`, among the journeys ending from
+ * then on); then only those visitors' visits have their
  * aggregate states (entry and exit pages) merged (journeysSql): merging every visit's states of
  * the window to show a hundred rows was most of the cost, and a page found inside the second
  * statement was found twice (once to select the visits, once to join its total).
  */
-export function journeyPageSql(query: Query, page: { offset: number; visitor?: string }): Fragment {
+export function journeyPageSql(query: Query, page: { offset: number; visitor?: string; since?: number }): Fragment {
   const scope = queryWindow(query)
   const oneVisitor = page.visitor === undefined ? empty : sql` AND visitor_id = ${bind('UInt64', page.visitor)}`
   const selectedVisitors = query.filters.length
     ? sql` AND visitor_id IN (SELECT visitor_id FROM events WHERE ${selected(query, scope)})`
     : empty
+  // only the journeys that end from `since` on (epoch ms): their visits began at most 26 hours before it (journeysSql)
+  const recent =
+    page.since === undefined
+      ? { visits: empty, ends: empty }
+      : {
+          visits: sql` AND ${during('session_start', page.since - 26 * 3_600_000, query.range.to.epochMilliseconds)}`,
+          ends: sql` AND last_end >= ${bind('DateTime64(3)', chTime(page.since))}`,
+        }
   return sql`
 SELECT toString(visitor_id) AS visitor, max(end) AS last_end, count() OVER () AS total
-FROM sessions WHERE ${journeyVisits(query)}${oneVisitor}
+FROM sessions WHERE ${journeyVisits(query)}${oneVisitor}${recent.visits}
 GROUP BY visitor_id
-HAVING last_end >= ${scope.windowFrom}${selectedVisitors}
+HAVING last_end >= ${scope.windowFrom}${recent.ends}${selectedVisitors}
 ORDER BY last_end DESC, visitor_id ASC
 LIMIT ${bind('UInt32', query.limit)} OFFSET ${bind('UInt32', page.offset)}`
 }
