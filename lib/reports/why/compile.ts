@@ -266,20 +266,23 @@ GROUP BY pathname, metric, current, contributor_kind, target`
 }
 
 /**
- * One page's visits per site-local day with its visitors and pageviews, and its visits per day by
+ * One page's visits per site-local day with its visitors, pageviews, errors and engagement reports
+ * (their count and the sums of their scroll depth and engaged time), and its visits per day by
  * referring source and channel (dimension rows), in [from, to). The page's events are selected
  * before the ARRAY JOIN: a condition after it is not read first (PREWHERE), and every column of
  * every event of the site was read to test the path.
  */
 export function pageDaysSql(siteId: string, timezone: string, path: string, from: Instant, to: Instant): Fragment {
+  const reported = raw("name = 'engagement' AND kind = 'engagement' AND pair.1 = 'source'")
   return sql`
 SELECT toString(toDate(timestamp, ${bind('String', timezone)})) AS day,
        if(grouping(pair) = 1, '', pair.1) AS dimension, if(grouping(pair) = 1, '', pair.2) AS value,
        uniqExact(session_id) AS visits, uniqExact(visitor_id) AS visitors,
        -- each event is joined once per pair: counted under its first pair only
-       countIf(kind = 'pageview' AND pair.1 = 'source') AS pageviews, countIf(kind = 'error' AND pair.1 = 'source') AS errors
+       countIf(kind = 'pageview' AND pair.1 = 'source') AS pageviews, countIf(kind = 'error' AND pair.1 = 'source') AS errors,
+       countIf(${reported}) AS reports, sumIf(scroll_depth, ${reported}) AS scroll_sum, sumIf(engaged_ms, ${reported}) AS engaged_sum
 FROM (
-  SELECT timestamp, session_id, visitor_id, kind, referrer_source, channel
+  SELECT timestamp, session_id, visitor_id, name, kind, referrer_source, channel, scroll_depth, engaged_ms
   FROM events WHERE ${site(siteId)} AND ${between(from, to)} AND pathname = ${bind('String', path)}
 )
 ARRAY JOIN [tuple('source', toString(referrer_source)), tuple('channel', toString(channel))] AS pair
