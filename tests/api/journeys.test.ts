@@ -2,7 +2,8 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { createApiKey, createOrg } from '../../lib/accounts/admin'
 import { importHits } from '../../lib/ingest/import'
 import { newSite } from '../../lib/sites/sites'
-import { client, getOk, orgWithSites, testServices } from '../helpers'
+import { ROLLUP_ALL_DAYS, refreshRollups } from '../../lib/reports/rollup/refresh'
+import { type TestServices, client, getOk, orgWithSites, testServices } from '../helpers'
 import { NOW, UAS, localDate } from './report-reference'
 
 /**
@@ -329,8 +330,10 @@ describe('flow, journeys and activity', () => {
   let days: RefDay[]
   const ids = { berlin: '', la: '', empty: '', ga4: '' }
 
+  let services: TestServices
+
   beforeAll(async () => {
-    const services = await testServices({ now: () => NOW })
+    services = await testServices({ now: () => NOW })
     call = client(services)
     const org = await createOrg(services.repositories, 'Journeys', NOW)
     key = (await createApiKey(services.repositories, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
@@ -456,6 +459,23 @@ describe('flow, journeys and activity', () => {
       expect(foreign).toMatchObject({ journey: null, events: [] })
       const yesterday = await get(`/api/v1/journeys?site_id=${ids.berlin}&range=yesterday&visitor=${list.journeys[0].visitor}`)
       expect(yesterday).toMatchObject({ journey: null, events: [] })
+    })
+
+    it('pages the same once the finished days are rolled up: the total from the days, each page from its last days', async () => {
+      await refreshRollups(services.clickhouse, services.repositories, NOW, ROLLUP_ALL_DAYS)
+      for (const site of ['berlin', 'la'] as const) {
+        const range = (await get(`/api/v1/journeys?site_id=${ids[site]}&range=30d&limit=1`)).range
+        const expected = expectedJourneys(daysOf(site), range)
+        // pages within the last day, across days, and the last one
+        for (const offset of [0, 3, 17, 40, expected.length - 4]) {
+          const page = await get(`/api/v1/journeys?site_id=${ids[site]}&range=30d&limit=7&offset=${offset}`)
+          expect(page.total, `${site} ${offset}`).toBe(expected.length)
+          expect(
+            page.journeys.map(({ visitor, ...rest }: { visitor: string }) => rest),
+            `${site} ${offset}`,
+          ).toEqual(expected.slice(offset, offset + 7))
+        }
+      }
     })
   })
 

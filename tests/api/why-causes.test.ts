@@ -328,6 +328,18 @@ describe('why a page changed: planted causes', () => {
     expect(json.errors.groups.map((g: { errorName: string; count: number }) => [g.errorName, g.count])).toEqual([
       ['TypeError', inWindow.length],
     ])
+    // the page's errors are read from the projection of events by path (migration 0025), which holds
+    // every column of the errors read, and it answers what the table does
+    const pageErrors = (settings: string) =>
+      services.clickhouse.query<{ errors: string; groups: string; names: string[]; browsers: string }>(
+        `SELECT count() AS errors, uniqExact(error_fingerprint) AS groups, uniqExact(visitor_id) AS visitors, groupUniqArray(error_name) AS names,
+                uniqExact(browser) AS browsers, argMax(error_message, timestamp) AS message
+         FROM events WHERE site_id = {site:UUID} AND pathname = {path:String} AND kind = 'error' SETTINGS ${settings}`,
+        { site: ids.news, path: '/referred' },
+      )
+    const [projected] = await pageErrors("force_optimize_projection = 1, force_optimize_projection_name = 'events_by_path'")
+    expect(projected).toMatchObject({ errors: String(errorHits.length), groups: '1', names: ['TypeError'] })
+    expect(await pageErrors('optimize_use_projections = 0')).toEqual([projected])
   })
 
   it('vitals: the INP regression after the script, with the script behind it, in anomalies vitals=1 and the page detail', async () => {

@@ -310,6 +310,12 @@ describe('why traffic changed', () => {
       expect(json.cohort.shape).toHaveLength(Math.max(...pages.map((p) => p.days)))
       for (const s of json.cohort.shape)
         expect(s.medianVisits).toBe(median(pages.filter((p) => p.days > s.day).map((p) => p.perDay[s.day])))
+      // a page's detail says the same first days; launched inside its daily series, they are taken from that series
+      for (const page of pages.filter((p) => ['/new/1', '/blog/launch-post'].includes(p.path))) {
+        const detail = await get(`/api/v1/pages/detail?site_id=${ids.news}&path=${page.path}&range=30d`)
+        expect(detail.first30).toMatchObject({ days: page.days, complete: page.days === 30, visits: firstDays(page, page.days) })
+        expect(detail.first30.byDay.map((d: { visits: number }) => d.visits)).toEqual(page.perDay)
+      }
     })
 
     it('measure=30d: every page over the same last 30 days', async () => {

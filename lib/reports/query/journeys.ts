@@ -10,6 +10,7 @@ import type { ReportParams } from './parse'
 import { rangeView } from './range'
 import type { ReportDeps } from './reports'
 import { execute } from '../../storage/clickhouse/execute'
+import { runRead } from './run'
 
 /**
  * The reads that follow visitors through the site: the behaviour flow, journeys (one visitor's
@@ -151,6 +152,15 @@ function shapeJourney(r: Row, timezone: string) {
   }
 }
 
+/**
+ * When the visits of a page of visitor ids began at the earliest (epoch ms): a visitor id lives
+ * within one site-local day (25 hours at most, on a clock change), so its visits began less than
+ * 26 hours before its last event.
+ */
+function pageBegan(page: Row[]): number {
+  return Math.min(...page.map((r) => Date.parse(`${String(r.last_end).replace(' ', 'T')}Z`))) - 26 * 3_600_000
+}
+
 /** The journeys of a page of visitor ids (journeyPageSql), newest first. */
 const journeysOf = async (deps: ReportDeps, query: Query, page: Row[]) =>
   page.length
@@ -159,6 +169,7 @@ const journeysOf = async (deps: ReportDeps, query: Query, page: Row[]) =>
         journeysSql(
           query,
           page.map((r) => String(r.visitor)),
+          pageBegan(page),
         ),
       )
     : []
@@ -166,6 +177,44 @@ const journeysOf = async (deps: ReportDeps, query: Query, page: Row[]) =>
 /** A page of journeys: its visitor ids first, then their journeys. */
 const journeyRows = async (deps: ReportDeps, query: Query, page: { offset: number; visitor?: string }) =>
   journeysOf(deps, query, await execute<Row>(deps.clickhouse, journeyPageSql(query, page)))
+
+/** A page of visitor ids and the window's total, from every visit of the window. */
+async function pageOfWindow(deps: ReportDeps, query: Query, offset: number): Promise<{ page: Row[]; total: number }> {
+  const page = await execute<Row>(deps.clickhouse, journeyPageSql(query, { offset }))
+  // the total rides on every row of the page; past the last page there is none, so count again without the offset
+  const total = page.length
+    ? numberOf(page[0].total)
+    : offset
+      ? numberOf((await execute<Row>(deps.clickhouse, journeyPageSql({ ...query, limit: 1 }, { offset: 0 })))[0]?.total)
+      : 0
+  return { page, total }
+}
+
+/**
+ * An unfiltered read's page and total from the window's visitors per site-local day (the daily
+ * series, its finished days from the daily rollup). A visitor id lives within one day, so the
+ * total is their sum, as the window's visitors are. The journeys ending on the last days that hold
+ * offset + limit visitors come first in the page's order, so only those days' visits are grouped
+ * (journeyPageSql with `since`); should they hold fewer, the whole window is read.
+ */
+async function pageByDays(deps: ReportDeps, query: Query, offset: number): Promise<{ page: Row[]; total: number }> {
+  const days = await runRead<Row>(
+    deps.clickhouse,
+    { ...query, sample: undefined, range: { ...query.range, interval: 'day' } },
+    { kind: 'series' },
+  )
+  const newestFirst = days
+    .map((r) => ({ start: numberOf(r.bucket) * 1000, visitors: numberOf(r.visitors) }))
+    .sort((a, b) => b.start - a.start)
+  const total = newestFirst.reduce((n, d) => n + d.visitors, 0)
+  if (offset >= total) return { page: [], total }
+  let held = 0
+  const since = newestFirst.find((d) => (held += d.visitors) >= offset + query.limit)?.start
+  if (since === undefined) return { page: (await pageOfWindow(deps, query, offset)).page, total }
+  const page = await execute<Row>(deps.clickhouse, journeyPageSql(query, { offset, since }))
+  if (page.length < Math.min(query.limit, total - offset)) return { page: (await pageOfWindow(deps, query, offset)).page, total }
+  return { page, total }
+}
 
 /**
  * GET /journeys: the window's journeys (one per visitor and site-local day), newest first, paged
@@ -192,14 +241,8 @@ async function journeysRead(deps: ReportDeps, site: Site, params: JourneyParams)
     }
   }
   if (!query) return { available: false, note: VISITOR_ID_NOTE, total: 0, offset, nextOffset: null, journeys: [] }
-  const page = await execute<Row>(deps.clickhouse, journeyPageSql(query, { offset }))
+  const { page, total } = query.filters.length ? await pageOfWindow(deps, query, offset) : await pageByDays(deps, query, offset)
   const rows = await journeysOf(deps, query, page)
-  // the total rides on every row of the page; past the last page there is none, so count again without the offset
-  const total = page.length
-    ? numberOf(page[0].total)
-    : offset
-      ? numberOf((await execute<Row>(deps.clickhouse, journeyPageSql({ ...query, limit: 1 }, { offset: 0 })))[0]?.total)
-      : 0
   const next = offset + rows.length
   return {
     available: true,

@@ -5,7 +5,9 @@ import { type ResolvedRange, chTime } from '../query/range'
 import { mostFrequent } from '../query/compile/most-frequent'
 import { during, windowScope } from '../query/compile/scope'
 import { selected } from '../query/compile/selection'
-import { type Fragment, bind, join, raw, sql } from '../../storage/clickhouse/sql'
+import { type Fragment, bind, empty, join, raw, sql } from '../../storage/clickhouse/sql'
+import type { RolledDays } from '../query/model'
+import { ROLLUP_VERSION, rolledRows, uint64s } from '../query/compile/day-rollups'
 import { VITAL_PERCENTILES, type VitalPercentile } from '../query/compile/vitals'
 
 /**
@@ -26,12 +28,71 @@ function grainStart(grain: Grain, timezone: string): Fragment {
   return grain === 'hour' ? sql`toStartOfHour(timestamp, ${tz})` : sql`toStartOfDay(timestamp, ${tz})`
 }
 
-/** Distinct visitors per site-local hour or day (bucket start as epoch seconds); empty buckets have no row. */
-export function visitorsByBucketSql(siteId: string, timezone: string, grain: Grain, from: Instant, to: Instant): Fragment {
-  return sql`
+/**
+ * The daily rollup's property holding a finished day's distinct visitors per site-local hour or
+ * day, the value being the bucket's start in epoch seconds (bucket-rollup.ts). Only `visitors` is
+ * stored; the other counts stay 0.
+ */
+export const bucketVisitorsProperty = (grain: Grain) => `visitors:${grain}`
+
+/**
+ * Distinct visitors per site-local hour or day (bucket start as epoch seconds); empty buckets have
+ * no row. The finished days of `rolled` come from their rows in the daily rollup, the spans of
+ * `unrolled` from events. A bucket never crosses the site-local midnight, so both never count the
+ * same bucket.
+ */
+export function visitorsByBucketSql(
+  siteId: string,
+  timezone: string,
+  grain: Grain,
+  unrolled: readonly { from: Instant; to: Instant }[],
+  rolled: RolledDays,
+): Fragment {
+  const fromEvents = unrolled.length
+    ? sql`
 SELECT toUnixTimestamp(${grainStart(grain, timezone)}) AS bucket, uniqExact(visitor_id) AS visitors
-FROM events WHERE ${site(siteId)} AND ${between(from, to)}
-GROUP BY bucket ORDER BY bucket`
+FROM events WHERE ${site(siteId)} AND (${join(
+        unrolled.map((s) => between(s.from, s.to)),
+        ' OR ',
+      )})
+GROUP BY bucket`
+    : empty
+  const fromRollup = rolled.days.length
+    ? rolledRows(siteId, timezone, bucketVisitorsProperty(grain), rolled, sql`toUInt32(value) AS bucket, visitors`)
+    : empty
+  const parts = [fromEvents, fromRollup].filter((part) => part !== empty)
+  if (!parts.length) return sql`SELECT toUInt32(0) AS bucket, toUInt64(0) AS visitors WHERE 0`
+  return sql`SELECT bucket, visitors FROM (${join(parts, ' UNION ALL ')}) ORDER BY bucket`
+}
+
+/**
+ * Builds the rows of `bucketVisitorsProperty(grain)` for whole finished site-local days (`days`,
+ * with the signatures they are stamped with, spans their runs), as visitorsByBucketSql reads them
+ * from events.
+ */
+export function bucketVisitorsInsertSql(
+  siteId: string,
+  timezone: string,
+  grain: Grain,
+  spans: readonly { from: Instant; to: Instant }[],
+  days: RolledDays,
+): Fragment {
+  const tz = bind('String', timezone)
+  const dayList = bind('Array(Date)', days.days)
+  return sql`
+INSERT INTO day_rollups (site_id, timezone, version, property, day, day_events, day_sum, value, visitors)
+SELECT ${bind('UUID', siteId)}, ${tz}, ${bind('UInt16', ROLLUP_VERSION)}, ${bind('String', bucketVisitorsProperty(grain))}, day,
+       transform(day, ${dayList}, ${uint64s(days.events)}, toUInt64(0)), transform(day, ${dayList}, ${uint64s(days.sums)}, toUInt64(0)),
+       toString(bucket), visitors
+FROM (
+  SELECT toDate(timestamp, ${tz}) AS day, toUnixTimestamp(${grainStart(grain, timezone)}) AS bucket, uniqExact(visitor_id) AS visitors
+  FROM events WHERE ${site(siteId)} AND (${join(
+    spans.map((s) => between(s.from, s.to)),
+    ' OR ',
+  )})
+  GROUP BY day, bucket
+)
+WHERE has(${dayList}, day)`
 }
 
 /**
@@ -205,20 +266,23 @@ GROUP BY pathname, metric, current, contributor_kind, target`
 }
 
 /**
- * One page's visits per site-local day with its visitors and pageviews, and its visits per day by
+ * One page's visits per site-local day with its visitors, pageviews, errors and engagement reports
+ * (their count and the sums of their scroll depth and engaged time), and its visits per day by
  * referring source and channel (dimension rows), in [from, to). The page's events are selected
  * before the ARRAY JOIN: a condition after it is not read first (PREWHERE), and every column of
  * every event of the site was read to test the path.
  */
 export function pageDaysSql(siteId: string, timezone: string, path: string, from: Instant, to: Instant): Fragment {
+  const reported = raw("name = 'engagement' AND kind = 'engagement' AND pair.1 = 'source'")
   return sql`
 SELECT toString(toDate(timestamp, ${bind('String', timezone)})) AS day,
        if(grouping(pair) = 1, '', pair.1) AS dimension, if(grouping(pair) = 1, '', pair.2) AS value,
        uniqExact(session_id) AS visits, uniqExact(visitor_id) AS visitors,
        -- each event is joined once per pair: counted under its first pair only
-       countIf(kind = 'pageview' AND pair.1 = 'source') AS pageviews, countIf(kind = 'error' AND pair.1 = 'source') AS errors
+       countIf(kind = 'pageview' AND pair.1 = 'source') AS pageviews, countIf(kind = 'error' AND pair.1 = 'source') AS errors,
+       countIf(${reported}) AS reports, sumIf(scroll_depth, ${reported}) AS scroll_sum, sumIf(engaged_ms, ${reported}) AS engaged_sum
 FROM (
-  SELECT timestamp, session_id, visitor_id, kind, referrer_source, channel
+  SELECT timestamp, session_id, visitor_id, name, kind, referrer_source, channel, scroll_depth, engaged_ms
   FROM events WHERE ${site(siteId)} AND ${between(from, to)} AND pathname = ${bind('String', path)}
 )
 ARRAY JOIN [tuple('source', toString(referrer_source)), tuple('channel', toString(channel))] AS pair

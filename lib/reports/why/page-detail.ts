@@ -98,6 +98,16 @@ type DayRow = {
   visitors: number | string
   pageviews: number | string
   errors: number | string
+  reports: number | string
+  scroll_sum: number | string
+  engaged_sum: number | string
+}
+
+/** The engagement reports of the given days (pageDaysSql's day rows): their count and mean scroll depth and engaged time. */
+function engagementOfDays(days: DayRow[]) {
+  const reports = sum(days.map((r) => Number(r.reports)))
+  const mean = (column: 'scroll_sum' | 'engaged_sum') => (reports ? sum(days.map((r) => Number(r[column]))) / reports : 0)
+  return { reports, scroll: mean('scroll_sum'), engaged: mean('engaged_sum') }
 }
 
 function pathOf(params: PageDetailParams): string {
@@ -160,12 +170,14 @@ export async function pageDetail(deps: ReportDeps, site: Site, params: PageDetai
   const filters = JSON.stringify([{ dimension: 'path', operator: 'is', value: [path] }])
   const reportParams = { site_id: site.id, range: params.range, from: params.from, to: params.to, filters, limit: 20 }
 
-  const [seen, dayRows, engagement, history, snapshots, errorRead, vitalsRead, regressions, search] = await Promise.all([
+  const wholeDays = range.from.equals(range.from.startOfDay()) && range.to.equals(range.to.startOfDay())
+  const [seen, dayRows, engagementRead, history, snapshots, errorRead, vitalsRead, regressions, search] = await Promise.all([
     execute<{ first_view: number | string | null; first_crawl: number | string | null }>(deps.clickhouse, pageFirstSeenSql(site.id, path)),
     events
       ? execute<DayRow>(deps.clickhouse, pageDaysSql(site.id, tz, path, startOf(seriesFrom), startOf(windowEndDay.add({ days: 1 }))))
       : [],
-    events
+    // a window of whole days takes its engagement from the daily series' rows
+    events && !wholeDays
       ? execute<{ reports: number | string; scroll: number | string; engaged: number | string }>(
           deps.clickhouse,
           pageEngagementSql(site.id, path, range.from, range.to),
@@ -208,6 +220,9 @@ export async function pageDetail(deps: ReportDeps, site: Site, params: PageDetai
   })
   const windowVisits = sum(series.map((s) => s.visits))
   const inWindow = new Set(windowDays)
+  const engagement = wholeDays
+    ? [engagementOfDays(dayRows.filter((r) => r.dimension === '' && inWindow.has(String(r.day))))]
+    : engagementRead
   const drivers = (dimension: string) => {
     const by = new Map<string, number>()
     for (const r of dayRows)
@@ -253,7 +268,10 @@ export async function pageDetail(deps: ReportDeps, site: Site, params: PageDetai
 
   // the first 30 days from launch
   const launchDay = launchedAt ? zoned(launchedAt, tz).toPlainDate() : null
-  const first30 = launchDay && events ? await firstDays(deps, site, path, launchDay, today) : null
+  const first30 =
+    launchDay && events
+      ? await firstDays(deps, site, path, launchDay, today, { from: seriesFrom, to: windowEndDay.add({ days: 1 }), rows: dayRows })
+      : null
 
   const e = engagement[0]
   const reports = Number(e?.reports ?? 0)
@@ -302,19 +320,34 @@ export async function pageDetail(deps: ReportDeps, site: Site, params: PageDetai
   }
 }
 
-async function firstDays(deps: ReportDeps, site: Site, path: string, launchDay: Temporal.PlainDate, today: Temporal.PlainDate) {
+/**
+ * The page's first 30 days from its launch. Its days' rows are those of the daily series when the
+ * series read them all (`read`: its rows over the days [from, to)); each day's row depends on that
+ * day's events alone.
+ */
+async function firstDays(
+  deps: ReportDeps,
+  site: Site,
+  path: string,
+  launchDay: Temporal.PlainDate,
+  today: Temporal.PlainDate,
+  read: { from: Temporal.PlainDate; to: Temporal.PlainDate; rows: DayRow[] },
+) {
   const endDay = launchDay.add({ days: 30 })
   const end = Temporal.PlainDate.compare(endDay, today.add({ days: 1 })) < 0 ? endDay : today.add({ days: 1 })
-  const rows = await execute<DayRow>(
-    deps.clickhouse,
-    pageDaysSql(
-      site.id,
-      site.timezone,
-      path,
-      launchDay.toZonedDateTime({ timeZone: site.timezone }),
-      end.toZonedDateTime({ timeZone: site.timezone }),
-    ),
-  )
+  const covered = Temporal.PlainDate.compare(read.from, launchDay) <= 0 && Temporal.PlainDate.compare(end, read.to) <= 0
+  const rows = covered
+    ? read.rows
+    : await execute<DayRow>(
+        deps.clickhouse,
+        pageDaysSql(
+          site.id,
+          site.timezone,
+          path,
+          launchDay.toZonedDateTime({ timeZone: site.timezone }),
+          end.toZonedDateTime({ timeZone: site.timezone }),
+        ),
+      )
   const by = new Map(rows.filter((r) => r.dimension === '').map((r) => [String(r.day), Number(r.visits)]))
   const list = days(launchDay, end).map((date, day) => ({ day, date, visits: by.get(date) ?? 0 }))
   return {

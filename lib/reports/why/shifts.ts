@@ -1,7 +1,7 @@
 import type { Temporal } from 'temporal-polyfill'
-import { execute } from '../../storage/clickhouse/execute'
 import type { Site } from '../../sites/sites'
-import { type Grain, visitorsByBucketSql } from './compile'
+import type { Grain } from './compile'
+import { visitorsByBucket } from './bucket-rollup'
 import { MAD_SCALE, median, medianAbsoluteDeviation } from './robust'
 import { type WhyDeps, firstQuarterOf, zoned } from './window'
 
@@ -77,10 +77,7 @@ export async function judgeBuckets(
   const firstBucket = floor(zoned(first, site.timezone), grain).epochMilliseconds / 1000
   const start = floor(from, grain)
   const scanFrom = start.subtract({ weeks: SHIFT_RULE.baselineWeeks })
-  const rows = await execute<{ bucket: number | string; visitors: number | string }>(
-    deps.clickhouse,
-    visitorsByBucketSql(site.id, site.timezone, grain, scanFrom, to),
-  )
+  const rows = await visitorsByBucket(deps, site, grain, scanFrom, to)
   const visitors = new Map(rows.map((r) => [Number(r.bucket), Number(r.visitors)]))
   // every bucket of the scan by its local wall-clock start, so that "the same hour a week before"
   // is a lookup (Temporal arithmetic per sample costs more than the query)
