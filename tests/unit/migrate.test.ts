@@ -2,6 +2,10 @@ import { describe, expect, it } from 'vitest'
 import { migrate, parseMigrationFile, renderMigration } from '../../lib/storage/clickhouse/migrate'
 import { loadMigrations } from '../../lib/storage/clickhouse/migrations-node'
 import { testClickHouse } from '../helpers'
+import { propertyKeyCountsSql, propertyValuesSql } from '../../lib/reports/query/compile/properties'
+import { resolveRange } from '../../lib/reports/query/range'
+import type { Query } from '../../lib/reports/query/model'
+import { render } from '../../lib/storage/clickhouse/sql'
 
 describe('ClickHouse migrations', () => {
   it('are numbered files, rendered plain for one server and ON CLUSTER with Replicated engines for a cluster', () => {
@@ -44,6 +48,7 @@ describe('ClickHouse migrations', () => {
       { version: 19, name: 'non_interactive_events' },
       { version: 20, name: 'events_sampling' },
       { version: 21, name: 'events_by_path' },
+      { version: 24, name: 'events_props_index' },
       { version: 25, name: 'page_errors_by_path' },
     ])
     const applied = await migrate(clickhouse, [
@@ -288,5 +293,45 @@ describe('ClickHouse migrations', () => {
     expect(
       await clickhouse.query(`SELECT session_id, arraySort(pages) AS pages FROM (${select}) WHERE site_id = {site:UUID}`, { site }),
     ).toEqual(expected)
+  })
+
+  it('indexes events by their property count (0024): the properties reads skip granules without properties and answer what reading every granule answers', async () => {
+    const clickhouse = await testClickHouse()
+    const site = crypto.randomUUID()
+    // one day of one site in one part: 30,000 pageviews without properties, then 100 Signup events
+    // (plan pro on odd numbers, free on even; visitor number % 10) and 20 vitals carrying only the
+    // collector's attribution keys. Signup sorts before pageview and vital after it, so the pageviews
+    // fill granules of their own.
+    await clickhouse.command(
+      `INSERT INTO events (site_id, timestamp, name, kind, visitor_id, session_id, session_start, pathname, props)
+       SELECT {site:UUID}, toDateTime64('2026-11-01 10:00:00', 3, 'UTC') + toIntervalSecond(number % 3600) AS ts,
+              multiIf(number < 30000, 'pageview', number < 30100, 'Signup', 'vital'),
+              multiIf(number < 30000, 'pageview', number < 30100, 'custom', 'vital'),
+              number % 10, number, ts, '/',
+              multiIf(number < 30000, map(), number < 30100, map('plan', if(number % 2 = 1, 'pro', 'free')), map('attribution.target', 'img'))
+       FROM numbers(30120)`,
+      { site },
+    )
+    const now = new Date('2026-11-02T12:00:00Z')
+    const range = resolveRange({ range: 'custom', from: '2026-11-01', to: '2026-11-01' }, 'UTC', now)
+    const query: Query = { siteId: site, range, filters: [], goals: [], limit: 10, now }
+    const run = async (statement: ReturnType<typeof render>, settings = '') =>
+      clickhouse.query(`${statement.sql}${settings}`, statement.params)
+    const marks = async (statement: ReturnType<typeof render>, settings = '') =>
+      Number((await clickhouse.query<{ marks: string }>(`EXPLAIN ESTIMATE ${statement.sql}${settings}`, statement.params))[0].marks)
+
+    const keys = render(propertyKeyCountsSql(query))
+    const values = render(propertyValuesSql(query, 'plan'))
+    // counted by hand: 100 Signup events on visitors 0-9; pro on the 50 odd numbers (visitors 1, 3, 5, 7, 9), free on the 50 even
+    expect(await run(keys)).toEqual([{ key: 'plan', events: '100', visitors: '10' }])
+    expect(await run(values)).toEqual([
+      { value: 'free', events: '50', visitors: '5' },
+      { value: 'pro', events: '50', visitors: '5' },
+    ])
+    // the same statements reading every granule answer the same
+    expect(await run(keys, '\nSETTINGS use_skip_indexes = 0')).toEqual(await run(keys))
+    expect(await run(values, '\nSETTINGS use_skip_indexes = 0')).toEqual(await run(values))
+    // and the index leaves out the pageviews' granules
+    expect(await marks(keys)).toBeLessThan(await marks(keys, '\nSETTINGS use_skip_indexes = 0'))
   })
 })

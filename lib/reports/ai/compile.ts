@@ -118,37 +118,34 @@ function hitsAndVisits(ai: AiQuery): Fragment {
 }
 
 /**
- * Per company and crawler (crawler '' holds the company's visits), and per bucket: crawls, verified
- * crawls and visits. Rows of the one grouping have the other's keys null.
+ * The whole read in one pass over the crawler hits and visits, as one row, grouped three ways at
+ * once (GROUPING SETS; the keys of the other groupings are null in each grouping's rows):
+ * - `by_company`: per company and crawler (crawler '' holds the company's visits), [company,
+ *   crawler, purpose, crawls, verified crawls, visits];
+ * - `by_bucket`: per bucket, [bucket start (epoch seconds), crawls, verified crawls, visits];
+ * - the page lists, each at most the query's limit, a page being [path, crawls, verified crawls,
+ *   training, search and user crawls, visits]: `crawled`, pages with crawls, most crawls first;
+ *   `crawled_not_visited`, those no assistant sent a visit to; `visited`, pages with visits, most
+ *   visits first. Ties by the other count, then by path.
  */
-export function aiCountsSql(ai: AiQuery): Fragment {
-  return sql`
-SELECT company, crawler, toUnixTimestamp(bucket) AS bucket, any(purpose) AS purpose,
-       sum(crawl) AS crawls, sum(verified) AS verified_crawls, sum(visit) AS visits
-FROM (${hitsAndVisits(ai)})
-GROUP BY GROUPING SETS ((company, crawler), (bucket))
-SETTINGS group_by_use_nulls = 1`
-}
-
-/**
- * The page lists, each at most the query's limit, from one pass: per page, [path, crawls, verified
- * crawls, training, search and user crawls, visits]. `crawled`: pages with crawls, most crawls
- * first; `crawled_not_visited`: those no assistant sent a visit to; `visited`: pages with visits,
- * most visits first. Ties by the other count, then by path.
- */
-export function aiPagesSql(ai: AiQuery): Fragment {
+export function aiVisibilitySql(ai: AiQuery): Fragment {
   const n = bind('UInt32', ai.query.limit)
   return sql`
-SELECT arraySlice(arraySort(r -> (-toInt64(r.2), -toInt64(r.7), r.1), arrayFilter(r -> r.2 > 0, rows)), 1, ${n}) AS crawled,
-       arraySlice(arraySort(r -> (-toInt64(r.2), r.1), arrayFilter(r -> r.2 > 0 AND r.7 = 0, rows)), 1, ${n}) AS crawled_not_visited,
-       arraySlice(arraySort(r -> (-toInt64(r.7), -toInt64(r.2), r.1), arrayFilter(r -> r.7 > 0, rows)), 1, ${n}) AS visited
+SELECT by_company, by_bucket,
+       arraySlice(arraySort(r -> (-toInt64(r.2), -toInt64(r.7), r.1), arrayFilter(r -> r.2 > 0, pages)), 1, ${n}) AS crawled,
+       arraySlice(arraySort(r -> (-toInt64(r.2), r.1), arrayFilter(r -> r.2 > 0 AND r.7 = 0, pages)), 1, ${n}) AS crawled_not_visited,
+       arraySlice(arraySort(r -> (-toInt64(r.7), -toInt64(r.2), r.1), arrayFilter(r -> r.7 > 0, pages)), 1, ${n}) AS visited
 FROM (
-  SELECT groupArray((path, crawls, verified_crawls, training, search, user, visits)) AS rows
+  SELECT groupArrayIf((company, crawler, crawler_purpose, crawls, verified_crawls, visits), company IS NOT NULL) AS by_company,
+         groupArrayIf((toUnixTimestamp(bucket), crawls, verified_crawls, visits), bucket IS NOT NULL) AS by_bucket,
+         groupArrayIf((assumeNotNull(path), crawls, verified_crawls, training, search, user, visits), path IS NOT NULL) AS pages
   FROM (
-    SELECT path, sum(crawl) AS crawls, sum(verified) AS verified_crawls, countIf(crawl = 1 AND purpose = 'training') AS training,
-           countIf(crawl = 1 AND purpose = 'search') AS search, countIf(crawl = 1 AND purpose = 'user') AS user, sum(visit) AS visits
+    SELECT company, crawler, bucket, path, any(purpose) AS crawler_purpose, sum(crawl) AS crawls, sum(verified) AS verified_crawls, sum(visit) AS visits,
+           countIf(crawl = 1 AND purpose = 'training') AS training, countIf(crawl = 1 AND purpose = 'search') AS search,
+           countIf(crawl = 1 AND purpose = 'user') AS user
     FROM (${hitsAndVisits(ai)})
-    GROUP BY path
+    GROUP BY GROUPING SETS ((company, crawler), (bucket), (path))
+    SETTINGS group_by_use_nulls = 1
   )
 )`
 }

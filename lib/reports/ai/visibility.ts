@@ -6,7 +6,7 @@ import { collectorRead } from '../query/behaviour'
 import { type ReportParams, collectorSource } from '../query/parse'
 import { buckets, rangeView } from '../query/range'
 import { type ReportDeps, prepare } from '../query/reports'
-import { AI_FILTER_DIMENSIONS, type AiQuery, type CrawlerSelection, aiCountsSql, aiPagesSql } from './compile'
+import { AI_FILTER_DIMENSIONS, type AiQuery, type CrawlerSelection, aiVisibilitySql } from './compile'
 
 export interface AiParams extends ReportParams {
   company?: string
@@ -23,7 +23,7 @@ export const COMPANY_IDS = [...AI_COMPANIES.map((c) => c.id), OTHER_COMPANY.id]
 type Purposes = Record<CrawlerPurpose, number>
 const noPurposes = (): Purposes => ({ training: 0, search: 0, user: 0 })
 
-/** A page of a list: [path, crawls, verified crawls, training, search and user crawls, visits] (aiPagesSql). */
+/** A page of a list: [path, crawls, verified crawls, training, search and user crawls, visits] (aiVisibilitySql). */
 function pageOf([path, crawls, verified, training, search, user, visits]: unknown[]) {
   return {
     path: String(path),
@@ -51,29 +51,28 @@ async function aiQuery(deps: ReportDeps, site: Site, params: AiParams): Promise<
 
 async function aiVisibilityRead(deps: ReportDeps, site: Site, params: AiParams) {
   const ai = await aiQuery(deps, site, params)
-  const counts = await execute<Row>(deps.clickhouse, aiCountsSql(ai))
-  const [lists] = await execute<Row>(deps.clickhouse, aiPagesSql(ai))
+  const [lists] = await execute<Row>(deps.clickhouse, aiVisibilitySql(ai))
 
-  // rows per company and crawler (crawler '' carries the company's visits), and rows per bucket (company null)
-  const byCompany = counts.filter((r) => r.company !== null)
-  const ids = [...new Set(byCompany.map((r) => String(r.company)))]
+  // per company and crawler (crawler '' carries the company's visits): [company, crawler, purpose, crawls, verified crawls, visits]
+  const byCompany = (lists?.by_company ?? []) as unknown[][]
+  const ids = [...new Set(byCompany.map(([company]) => String(company)))]
   const companies = ids.map((id) => {
     const listed = AI_COMPANIES.find((c) => c.id === id)
-    const rows = byCompany.filter((r) => String(r.company) === id)
+    const rows = byCompany.filter(([company]) => String(company) === id)
     const crawlers = rows
-      .filter((r) => String(r.crawler) !== '')
-      .map((r) => ({
-        name: String(r.crawler),
+      .filter(([, crawler]) => String(crawler) !== '')
+      .map(([, crawler, purpose, crawls, verified]) => ({
+        name: String(crawler),
         // the SQL answers one of CRAWLER_PURPOSES for every hit
-        purpose: String(r.purpose) as CrawlerPurpose,
-        crawls: numberOf(r.crawls),
-        verifiedCrawls: numberOf(r.verified_crawls),
+        purpose: String(purpose) as CrawlerPurpose,
+        crawls: numberOf(crawls),
+        verifiedCrawls: numberOf(verified),
       }))
       .sort((a, b) => b.crawls - a.crawls || (a.name < b.name ? -1 : 1))
     const purposes = noPurposes()
     for (const c of crawlers) purposes[c.purpose] += c.crawls
     const crawls = crawlers.reduce((n, c) => n + c.crawls, 0)
-    const visits = rows.reduce((n, r) => n + numberOf(r.visits), 0)
+    const visits = rows.reduce((n, r) => n + numberOf(r[5]), 0)
     return {
       id,
       name: listed?.name ?? OTHER_COMPANY.name,
@@ -93,14 +92,15 @@ async function aiVisibilityRead(deps: ReportDeps, site: Site, params: AiParams) 
   const crawls = companies.reduce((n, c) => n + c.crawls, 0)
   const visits = companies.reduce((n, c) => n + c.visits, 0)
 
-  const byBucket = new Map(counts.filter((r) => r.company === null).map((r) => [numberOf(r.bucket), r]))
+  // per bucket: [bucket start, crawls, verified crawls, visits]
+  const byBucket = new Map(((lists?.by_bucket ?? []) as unknown[][]).map((r) => [numberOf(r[0]), r]))
   const series = buckets(ai.query.range).map(({ epoch, label }) => {
-    const r = byBucket.get(epoch)
-    const [bucketCrawls, bucketVisits] = [numberOf(r?.crawls), numberOf(r?.visits)]
+    const [, crawls, verified, visits] = byBucket.get(epoch) ?? []
+    const [bucketCrawls, bucketVisits] = [numberOf(crawls), numberOf(visits)]
     return {
       timestamp: label,
       crawls: bucketCrawls,
-      verifiedCrawls: numberOf(r?.verified_crawls),
+      verifiedCrawls: numberOf(verified),
       visits: bucketVisits,
       ratio: crawlRatio(bucketCrawls, bucketVisits),
     }

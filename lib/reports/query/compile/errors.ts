@@ -5,11 +5,15 @@ import { bucket } from './series'
 import { type Fragment, bind, raw, sql } from '../../../storage/clickhouse/sql'
 import { mostFrequent } from './most-frequent'
 
-/** The error events of the query: its window and filters, and one group when a fingerprint is given. */
+/**
+ * The error events of the query: its window and filters, and one group when a fingerprint is given.
+ * An error's name is its kind (kindOfName in lib/ingest/hit.ts), and events are ordered by name
+ * within a day: stating the name too reads the errors' range of each day, not every event.
+ */
 function errorEvents(query: Query, fingerprint?: string): Fragment {
-  const kind = sql`kind = 'error'`
-  const group = fingerprint === undefined ? raw('') : sql` AND error_fingerprint = ${bind('UInt64', fingerprint)}`
-  return sql`${selected(query, queryWindow(query))} AND ${kind}${group}`
+  const events = selected(query, queryWindow(query))
+  if (fingerprint === undefined) return sql`${events} AND name = 'error' AND kind = 'error'`
+  return sql`${events} AND kind = 'error' AND error_fingerprint = ${bind('UInt64', fingerprint)} AND name = 'error'`
 }
 
 /** The window's error count, groups and affected visitors. */
