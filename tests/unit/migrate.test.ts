@@ -44,6 +44,7 @@ describe('ClickHouse migrations', () => {
       { version: 19, name: 'non_interactive_events' },
       { version: 20, name: 'events_sampling' },
       { version: 21, name: 'events_by_path' },
+      { version: 22, name: 'flow_rollups' },
     ])
     const applied = await migrate(clickhouse, [
       ...loadMigrations(),

@@ -3,11 +3,12 @@ import { ApiError } from '../../errors'
 import type { Site } from '../../sites/sites'
 import { collectorRead, standaloneQuery } from './behaviour'
 import { activitySql } from './compile/activity'
-import { type FlowAnchor, OTHER_PATH, flowSql } from './compile/flow'
+import { type FlowAnchor, OTHER_PATH, flowRolledDaysSql, flowSql } from './compile/flow'
 import { journeyPageSql, journeysSql, visitorEventsSql } from './compile/journeys'
 import type { Query } from './model'
 import type { ReportParams } from './parse'
-import { rangeView } from './range'
+import { type SignatureRow, rolledDaysOf } from './plan'
+import { rangeView, wholeDays } from './range'
 import type { ReportDeps } from './reports'
 import { execute } from '../../storage/clickhouse/execute'
 
@@ -86,7 +87,12 @@ async function flowRead(deps: ReportDeps, site: Site, params: FlowParams) {
   const head = { anchor: anchor.kind, path: anchor.kind === 'entry' ? null : anchor.path, depth }
   const query = await standaloneQuery(deps, site, { ...params, limit: Math.min(params.limit ?? FLOW_DEFAULT_LIMIT, FLOW_MAX_LIMIT) })
   if (!query) return { available: false, ...head, visits: 0, nodes: [], links: [] }
-  const rows = await execute<Row>(deps.clickhouse, flowSql(query, anchor, anchor.kind === 'focus' ? depth : 0, depth))
+  // an unfiltered flow over whole days takes the days whose flow rollup is current from it
+  const rolled =
+    query.filters.length || !wholeDays(query.range)
+      ? undefined
+      : rolledDaysOf(query, await execute<SignatureRow>(deps.clickhouse, flowRolledDaysSql(query.siteId, query.range)))
+  const rows = await execute<Row>(deps.clickhouse, flowSql(query, anchor, anchor.kind === 'focus' ? depth : 0, depth, rolled))
   const graph = flowGraph(rows, query.limit)
   const visits = graph.nodes.filter((n) => n.step === 0).reduce((sum, n) => sum + n.visits, 0)
   return { available: true, range: rangeView(query.range), ...head, visits, ...graph }

@@ -1,7 +1,10 @@
-import type { Query } from '../model'
-import { siteIs, queryWindow } from './scope'
+import type { Query, RolledDays } from '../model'
+import { type DaySpan, type ResolvedRange, rawDaySpans } from '../range'
+import { ROLLUP_VERSION, daySignatures, uint64s } from './day-rollups'
+import { type Scope, daySpansScope, queryWindow, siteIs } from './scope'
 import { selected } from './selection'
-import { type Fragment, bind, empty, sql } from '../../../storage/clickhouse/sql'
+import { BACKGROUND_PRIORITY } from '../../../storage/clickhouse/execute'
+import { type Bound, type Fragment, bind, empty, raw, sql } from '../../../storage/clickhouse/sql'
 
 /**
  * Where a flow is anchored in each visit's page sequence: the landing page (the first page of
@@ -43,15 +46,19 @@ export const OTHER_PATH = '(other)'
  * A flow from a start or focus page keeps only the visits that viewed that page in the window,
  * tested on each visit's pages as stored, before they are sorted (most visits never viewed it).
  */
-export function flowSql(query: Query, anchor: FlowAnchor, before: number, after: number): Fragment {
-  const scope = queryWindow(query)
-  const visits = query.filters.length ? sql` AND session_id IN (SELECT session_id FROM events WHERE ${selected(query, scope)})` : empty
-  const at = anchor.kind === 'entry' ? sql`notEmpty(seq)` : sql`indexOf(seq, ${bind('String', anchor.path)})`
-  // the visits whose anchor is found below (anchor > 0): those that viewed the page in the window
-  const viewedAnchor =
-    anchor.kind === 'entry'
-      ? empty
-      : sql` AND arrayExists(v -> v.2 = ${bind('String', anchor.path)} AND v.1 >= ${scope.windowFrom} AND v.1 < ${scope.visitsTo}, pages)`
+export function flowSql(query: Query, anchor: FlowAnchor, before: number, after: number, rolled?: RolledDays): Fragment {
+  const rolledCells = rolled?.days.length ? flowRolledCells(query, anchor, before, after, rolled) : undefined
+  const spans = rolled ? rawDaySpans(query.range, rolled.days) : undefined
+  // the days not rolled up (today) from visit_pages; none when every day is rolled up
+  const rawCells = !spans
+    ? flowRawCells(query, queryWindow(query), anchor, before, after)
+    : spans.length
+      ? flowRawCells(query, daySpansScope(query.siteId, spans), anchor, before, after)
+      : undefined
+  const cells =
+    rolledCells && rawCells
+      ? sql`${rolledCells} UNION ALL ${rawCells}`
+      : (rolledCells ?? rawCells ?? sql`SELECT toInt32(0) AS step, '' AS path, '' AS next_path, toUInt64(0) AS visits WHERE 0`)
   const limit = bind('UInt32', query.limit)
   const other = bind('String', OTHER_PATH)
   return sql`
@@ -68,23 +75,7 @@ FROM (
         SELECT step, path, outs, row_number() OVER (PARTITION BY step ORDER BY node_visits DESC, path ASC) AS node_rank
         FROM (
           SELECT step, path, sum(visits) AS node_visits, groupArray((next_path, visits)) AS outs
-          FROM (
-            SELECT step, path, next_path, count() AS visits
-            FROM (
-              SELECT anchor, greatest(1, anchor - ${bind('UInt32', before)}) AS first, arraySlice(seq, first, least(toInt64(length(seq)), anchor + ${bind('UInt32', after)}) - first + 1) AS pages
-              FROM (
-                SELECT arrayFilter((p, previous) -> p != previous, viewed, arrayPopBack(arrayPushFront(viewed, ''))) AS seq, toInt64(${at}) AS anchor
-                FROM (
-                  SELECT arrayMap(v -> v.2, arraySort(arrayFilter(v -> v.1 >= ${scope.windowFrom} AND v.1 < ${scope.visitsTo}, pages))) AS viewed
-                  FROM visit_pages FINAL
-                  WHERE ${siteIs(query.siteId)} AND ${scope.visitsBegan}${visits}${viewedAnchor}
-                )
-              )
-              WHERE anchor > 0
-            )
-            ARRAY JOIN arrayMap(i -> toInt32(i + first - anchor - 1), arrayEnumerate(pages)) AS step, pages AS path, arrayPushBack(arrayPopFront(pages), '') AS next_path
-            GROUP BY step, path, next_path
-          )
+          FROM (${cells})
           GROUP BY step, path
         )
       )
@@ -94,4 +85,131 @@ FROM (
 )
 GROUP BY step, node, next_node
 SETTINGS do_not_merge_across_partitions_select_final = 1, use_skip_indexes_if_final = 1`
+}
+
+/** Each visit's pageviews in [from, to) in time order, as paths (the column `pages` of visit_pages). */
+const viewedPages = (from: Bound, to: Bound) => sql`arrayMap(v -> v.2, arraySort(arrayFilter(v -> v.1 >= ${from} AND v.1 < ${to}, pages)))`
+
+/** The page sequence of `viewed`: a page repeated right after itself (a reload, or a pageview stored twice) once. */
+const WITHOUT_RELOADS = sql`arrayFilter((p, previous) -> p != previous, viewed, arrayPopBack(arrayPushFront(viewed, '')))`
+
+/** The (step, page, next page) cells of the visits of a scope, read from visit_pages, with their visits. */
+function flowRawCells(query: Query, scope: Scope, anchor: FlowAnchor, before: number, after: number): Fragment {
+  const visits = query.filters.length ? sql` AND session_id IN (SELECT session_id FROM events WHERE ${selected(query, scope)})` : empty
+  const at = anchor.kind === 'entry' ? sql`notEmpty(seq)` : sql`indexOf(seq, ${bind('String', anchor.path)})`
+  // the visits whose anchor is found below (anchor > 0): those that viewed the page in the window
+  const viewedAnchor =
+    anchor.kind === 'entry'
+      ? empty
+      : sql` AND arrayExists(v -> v.2 = ${bind('String', anchor.path)} AND v.1 >= ${scope.windowFrom} AND v.1 < ${scope.visitsTo}, pages)`
+  return sql`SELECT step, path, next_path, count() AS visits
+    FROM (
+      SELECT anchor, greatest(1, anchor - ${bind('UInt32', before)}) AS first, arraySlice(seq, first, least(toInt64(length(seq)), anchor + ${bind('UInt32', after)}) - first + 1) AS pages
+      FROM (
+        SELECT ${WITHOUT_RELOADS} AS seq, toInt64(${at}) AS anchor
+        FROM (
+          SELECT ${viewedPages(scope.windowFrom, scope.visitsTo)} AS viewed
+          FROM visit_pages FINAL
+          WHERE ${siteIs(query.siteId)} AND ${scope.visitsBegan}${visits}${viewedAnchor}
+        )
+      )
+      WHERE anchor > 0
+    )
+    ARRAY JOIN arrayMap(i -> toInt32(i + first - anchor - 1), arrayEnumerate(pages)) AS step, pages AS path, arrayPushBack(arrayPopFront(pages), '') AS next_path
+    GROUP BY step, path, next_path`
+}
+
+// --- the flow rollup (migration 0022)
+
+/** The most steps a flow shows on either side of its anchor: the flow rollup holds this many. */
+export const FLOW_MAX_DEPTH = 5
+/** The flow rollup's anchor of a visit's landing page; other anchors are paths, which start with "/". */
+const ENTRY_ANCHOR = '(entry)'
+/** The flow rollup's row that marks a day built, written after the day's cells. */
+const BUILT_ANCHOR = '(built)'
+
+const flowRollupOf = (siteId: string, timezone: string) =>
+  sql`${siteIs(siteId)} AND timezone = ${bind('String', timezone)} AND version = ${bind('UInt16', ROLLUP_VERSION)}`
+
+/**
+ * The cells of the rolled days: every step of every anchor was counted when the day was built, so
+ * a read keeps the steps it shows, and its last step's next page becomes '' (where the flow ends).
+ */
+function flowRolledCells(query: Query, anchor: FlowAnchor, before: number, after: number, rolled: RolledDays): Fragment {
+  const last = bind('UInt32', after)
+  return sql`SELECT toInt32(step) AS step, path, if(step = ${last}, '', next_path) AS next_path, sum(visits) AS visits
+    FROM flow_rollups FINAL
+    WHERE ${flowRollupOf(query.siteId, query.range.timezone)} AND anchor = ${bind('String', anchor.kind === 'entry' ? ENTRY_ANCHOR : anchor.path)}
+      AND (day, day_events, day_sum) IN arrayZip(${bind('Array(Date)', rolled.days)}, ${uint64s(rolled.events)}, ${uint64s(rolled.sums)})
+      AND step >= -${bind('UInt32', before)} AND step <= ${last}
+    GROUP BY step, path, next_path`
+}
+
+/**
+ * The flow rollup of whole site-local days: per day, for the landing page and for the first view
+ * of each page a visit viewed, the visits at each step up to FLOW_MAX_DEPTH either side (the
+ * landing page has none before it) that went from a page to the next ('' where the visit left),
+ * stamped with the day's signature (day-rollups.ts). A visit never crosses the site-local
+ * midnight, so a day's visits are the window's visits of that day with all their pages, and a
+ * flow over whole days is the sum of its days' cells. Then the day's marker row.
+ */
+export function flowRollupInsertSql(siteId: string, timezone: string, spans: DaySpan[], days: RolledDays): Fragment[] {
+  const scope = daySpansScope(siteId, spans)
+  const tz = bind('String', timezone)
+  const dayList = bind('Array(Date)', days.days)
+  const stamp = sql`${bind('UUID', siteId)}, ${tz}, ${bind('UInt16', ROLLUP_VERSION)}`
+  const signature = sql`transform(day, ${dayList}, ${uint64s(days.events)}, toUInt64(0)), transform(day, ${dayList}, ${uint64s(days.sums)}, toUInt64(0))`
+  const depth = bind('UInt16', FLOW_MAX_DEPTH)
+  // the cell of the page at index i, anchored at index a: (anchor, step, page, next page)
+  const cell = (anchorPath: Fragment | Bound, a: Fragment) =>
+    sql`(${anchorPath}, toInt8(i - ${a}), seq[i], if(i < length(seq), seq[i + 1], ''))`
+  return [
+    sql`
+INSERT INTO flow_rollups (site_id, timezone, version, anchor, day, day_events, day_sum, step, path, next_path, visits)
+SELECT ${stamp}, cell.1, day, ${signature}, cell.2, cell.3, cell.4, count()
+FROM (
+  SELECT day, ${WITHOUT_RELOADS} AS seq
+  FROM (
+    SELECT toDate(session_start, ${tz}) AS day, ${viewedPages(scope.windowFrom, scope.visitsTo)} AS viewed
+    FROM visit_pages FINAL
+    WHERE ${scope.visitsBegan} AND ${siteIs(siteId)}
+  )
+  WHERE has(${dayList}, day)
+)
+ARRAY JOIN arrayConcat(
+  arrayMap(i -> ${cell(bind('String', ENTRY_ANCHOR), raw('1'))}, range(1, least(length(seq), ${depth} + 1) + 1)),
+  arrayFlatten(arrayMap(
+    a -> arrayMap(i -> ${cell(raw('seq[a]'), raw('a'))}, range(toUInt64(greatest(1, toInt64(a) - ${depth})), least(length(seq), a + ${depth}) + 1)),
+    arrayFilter(a -> indexOf(seq, seq[a]) = a, arrayEnumerate(seq))))
+) AS cell
+GROUP BY day, cell
+SETTINGS do_not_merge_across_partitions_select_final = 1, use_skip_indexes_if_final = 1, priority = ${raw(String(BACKGROUND_PRIORITY))}`,
+    sql`
+INSERT INTO flow_rollups (site_id, timezone, version, anchor, day, day_events, day_sum, step, path, next_path, visits)
+SELECT ${stamp}, ${bind('String', BUILT_ANCHOR)}, day, ${signature}, 0, '', '', 0
+FROM (SELECT arrayJoin(${dayList}) AS day)`,
+  ]
+}
+
+/**
+ * The lookup of a window's days whose flow rollup is current: each day's signature (rolled 0) and
+ * the signatures its flow rollup was built from (rolled 1), as plan.ts's rolledDaysOf reads them.
+ */
+export function flowRolledDaysSql(siteId: string, window: Pick<ResolvedRange, 'from' | 'to' | 'timezone'>): Fragment {
+  return sql`SELECT 0 AS rolled, toString(day) AS d, n, s, '' AS b FROM (${daySignatures(siteId, window)})
+  UNION ALL
+  SELECT 1, toString(day), day_events, day_sum, '' FROM flow_rollups
+  WHERE ${flowRollupOf(siteId, window.timezone)} AND anchor = ${bind('String', BUILT_ANCHOR)}
+    AND day >= ${bind('Date', window.from.toPlainDate().toString())} AND day < ${bind('Date', window.to.toPlainDate().toString())}`
+}
+
+/** The days of the window whose current signature has no flow rollup. Rows: d, n, s. */
+export function flowStaleDaysSql(siteId: string, window: Pick<ResolvedRange, 'from' | 'to' | 'timezone'>): Fragment {
+  return sql`SELECT toString(day) AS d, n, s FROM (${daySignatures(siteId, window)}) AS sig
+  LEFT ANTI JOIN (
+    SELECT day, day_events AS n, day_sum AS s FROM flow_rollups
+    WHERE ${flowRollupOf(siteId, window.timezone)} AND anchor = ${bind('String', BUILT_ANCHOR)}
+      AND day >= ${bind('Date', window.from.toPlainDate().toString())} AND day < ${bind('Date', window.to.toPlainDate().toString())}
+  ) AS built USING (day, n, s)
+  ORDER BY day`
 }
