@@ -46,19 +46,12 @@ export const OTHER_PATH = '(other)'
  * A flow from a start or focus page keeps only the visits that viewed that page in the window,
  * tested on each visit's pages as stored, before they are sorted (most visits never viewed it).
  */
-export function flowSql(query: Query, anchor: FlowAnchor, before: number, after: number, rolled?: RolledDays): Fragment {
-  const rolledCells = rolled?.days.length ? flowRolledCells(query, anchor, before, after, rolled) : undefined
-  const spans = rolled ? rawDaySpans(query.range, rolled.days) : undefined
-  // the days not rolled up (today) from visit_pages; none when every day is rolled up
-  const rawCells = !spans
-    ? flowRawCells(query, queryWindow(query), anchor, before, after)
-    : spans.length
-      ? flowRawCells(query, daySpansScope(query.siteId, spans), anchor, before, after)
-      : undefined
-  const cells =
-    rolledCells && rawCells
-      ? sql`${rolledCells} UNION ALL ${rawCells}`
-      : (rolledCells ?? rawCells ?? sql`SELECT toInt32(0) AS step, '' AS path, '' AS next_path, toUInt64(0) AS visits WHERE 0`)
+export function flowSql(query: Query, anchor: FlowAnchor, before: number, after: number): Fragment {
+  return foldedFlow(query, flowRawCells(visitSlices(query, queryWindow(query), anchor, before, after)))
+}
+
+/** The graph folded from the cells (step, path, next_path, visits) in one pass (flowSql). */
+function foldedFlow(query: Query, cells: Fragment): Fragment {
   const limit = bind('UInt32', query.limit)
   const other = bind('String', OTHER_PATH)
   return sql`
@@ -93,8 +86,11 @@ const viewedPages = (from: Bound, to: Bound) => sql`arrayMap(v -> v.2, arraySort
 /** The page sequence of `viewed`: a page repeated right after itself (a reload, or a pageview stored twice) once. */
 const WITHOUT_RELOADS = sql`arrayFilter((p, previous) -> p != previous, viewed, arrayPopBack(arrayPushFront(viewed, '')))`
 
-/** The (step, page, next page) cells of the visits of a scope, read from visit_pages, with their visits. */
-function flowRawCells(query: Query, scope: Scope, anchor: FlowAnchor, before: number, after: number): Fragment {
+/**
+ * The visits of a scope that have the anchor, each as the slice of its page sequence the flow
+ * shows (`pages`), the index in its sequence of the slice's first page (`first`) and of the anchor.
+ */
+function visitSlices(query: Query, scope: Scope, anchor: FlowAnchor, before: number, after: number): Fragment {
   const visits = query.filters.length ? sql` AND session_id IN (SELECT session_id FROM events WHERE ${selected(query, scope)})` : empty
   const at = anchor.kind === 'entry' ? sql`notEmpty(seq)` : sql`indexOf(seq, ${bind('String', anchor.path)})`
   // the visits whose anchor is found below (anchor > 0): those that viewed the page in the window
@@ -102,9 +98,7 @@ function flowRawCells(query: Query, scope: Scope, anchor: FlowAnchor, before: nu
     anchor.kind === 'entry'
       ? empty
       : sql` AND arrayExists(v -> v.2 = ${bind('String', anchor.path)} AND v.1 >= ${scope.windowFrom} AND v.1 < ${scope.visitsTo}, pages)`
-  return sql`SELECT step, path, next_path, count() AS visits
-    FROM (
-      SELECT anchor, greatest(1, anchor - ${bind('UInt32', before)}) AS first, arraySlice(seq, first, least(toInt64(length(seq)), anchor + ${bind('UInt32', after)}) - first + 1) AS pages
+  return sql`SELECT anchor, greatest(1, anchor - ${bind('UInt32', before)}) AS first, arraySlice(seq, first, least(toInt64(length(seq)), anchor + ${bind('UInt32', after)}) - first + 1) AS pages
       FROM (
         SELECT ${WITHOUT_RELOADS} AS seq, toInt64(${at}) AS anchor
         FROM (
@@ -113,11 +107,18 @@ function flowRawCells(query: Query, scope: Scope, anchor: FlowAnchor, before: nu
           WHERE ${siteIs(query.siteId)} AND ${scope.visitsBegan}${visits}${viewedAnchor}
         )
       )
-      WHERE anchor > 0
-    )
-    ARRAY JOIN arrayMap(i -> toInt32(i + first - anchor - 1), arrayEnumerate(pages)) AS step, pages AS path, arrayPushBack(arrayPopFront(pages), '') AS next_path
-    GROUP BY step, path, next_path`
+      WHERE anchor > 0`
 }
+
+/** The slices' steps: each page with its step, the next page ('' where the slice ends) and whether it is the visit's first page. */
+const SLICE_STEPS = sql`ARRAY JOIN arrayMap(i -> toInt32(i + first - anchor - 1), arrayEnumerate(pages)) AS step, pages AS path,
+      arrayPushBack(arrayPopFront(pages), '') AS next_path, arrayMap(i -> i + first = 2, arrayEnumerate(pages)) AS opens`
+
+/** The (step, page, next page) cells of the slices, with their visits. */
+const flowRawCells = (slices: Fragment) => sql`SELECT step, path, next_path, count() AS visits
+    FROM (${slices})
+    ${SLICE_STEPS}
+    GROUP BY step, path, next_path`
 
 // --- the flow rollup (migration 0022)
 
@@ -132,17 +133,58 @@ const flowRollupOf = (siteId: string, timezone: string) =>
   sql`${siteIs(siteId)} AND timezone = ${bind('String', timezone)} AND version = ${bind('UInt16', ROLLUP_VERSION)}`
 
 /**
- * The cells of the rolled days: every step of every anchor was counted when the day was built, so
- * a read keeps the steps it shows, and its last step's next page becomes '' (where the flow ends).
+ * A flow over whole days, some of them rolled up, as the nodes and links foldRolledFlow (in
+ * journeys.ts) folds: one row per page of each step with its visits, the visits that left there
+ * (`exits`, every visit at the last step shown) and those whose sequence begins there (`opens`);
+ * and the links between two pages each kept at its step, with their visits. The pages kept at a
+ * step are the `limit` with the most visits (ties to the smaller path), so only the links between
+ * those are read, found by the rollup's order; every other link folds into a count the node rows
+ * give. Rows: kind (0 node, 1 link), step, path, next_path, visits, exits, opens, and a node's rank at its step.
+ *
+ * The nodes of the days not rolled up (`unrolled`, today) are computed from visit_pages once, as
+ * one array, and read by both parts.
  */
-function flowRolledCells(query: Query, anchor: FlowAnchor, before: number, after: number, rolled: RolledDays): Fragment {
+export function rolledFlowSql(query: Query, anchor: FlowAnchor, before: number, after: number, rolled: RolledDays): Fragment {
   const last = bind('UInt32', after)
-  return sql`SELECT toInt32(step) AS step, path, if(step = ${last}, '', next_path) AS next_path, sum(visits) AS visits
-    FROM flow_rollups FINAL
+  const spans = rawDaySpans(query.range, rolled.days)
+  const unrolled = spans.length
+    ? sql`(SELECT groupArray((step, path, visits, exits, opens, outs)) FROM (
+      SELECT step, path, count() AS visits, countIf(next_path = '') AS exits, countIf(opens) AS opens, groupArrayIf((next_path, toUInt64(1)), next_path != '') AS outs
+      FROM (${visitSlices(query, daySpansScope(query.siteId, spans), anchor, before, after)})
+      ${SLICE_STEPS}
+      GROUP BY step, path))`
+    : sql`CAST([], 'Array(Tuple(Int32, String, UInt64, UInt64, UInt64, Array(Tuple(String, UInt64))))')`
+  const rolledRows = sql`FROM flow_rollups FINAL
     WHERE ${flowRollupOf(query.siteId, query.range.timezone)} AND anchor = ${bind('String', anchor.kind === 'entry' ? ENTRY_ANCHOR : anchor.path)}
       AND (day, day_events, day_sum) IN arrayZip(${bind('Array(Date)', rolled.days)}, ${uint64s(rolled.events)}, ${uint64s(rolled.sums)})
-      AND step >= -${bind('UInt32', before)} AND step <= ${last}
-    GROUP BY step, path, next_path`
+      AND step >= -${bind('UInt32', before)} AND step <= ${last}`
+  const unrolledRows = sql`FROM (SELECT arrayJoin(unrolled) AS n)`
+  const nodes = sql`SELECT step, path, sum(visits) AS visits, sum(exits) AS exits, sum(opens) AS opens FROM (
+      SELECT toInt32(step) AS step, path, visits, if(step = ${last}, visits, exits) AS exits, opens ${rolledRows}
+      UNION ALL
+      SELECT n.1, n.2, n.3, n.4, n.5 ${unrolledRows}
+    ) GROUP BY step, path`
+  // a page's links are read only where it and the next page are both kept
+  const isKept = (step: Fragment, path: Fragment) => sql`(${step}, ${path}) IN (SELECT arrayJoin(kept))`
+  return sql`
+WITH ${unrolled} AS unrolled,
+  (SELECT groupArray((step, path, visits, exits, opens, node_rank)) FROM (
+    SELECT step, path, visits, exits, opens, row_number() OVER (PARTITION BY step ORDER BY visits DESC, path ASC) AS node_rank FROM (${nodes})
+  )) AS ranked,
+  arrayMap(n -> (n.1, n.2), arrayFilter(n -> n.6 <= ${bind('UInt32', query.limit)}, ranked)) AS kept
+SELECT 0 AS kind, n.1 AS step, n.2 AS path, '' AS next_path, n.3 AS visits, n.4 AS exits, n.5 AS opens, n.6 AS node_rank
+FROM (SELECT arrayJoin(ranked) AS n)
+UNION ALL
+SELECT 1, step, path, out.1 AS next_path, sum(out.2), 0, 0, 0
+FROM (
+  SELECT toInt32(step) AS step, path, outs ${rolledRows} AND step < ${last} AND ${isKept(raw('toInt32(step)'), raw('path'))}
+  UNION ALL
+  SELECT n.1, n.2, n.6 ${unrolledRows} WHERE n.1 < ${last} AND ${isKept(raw('n.1'), raw('n.2'))}
+)
+ARRAY JOIN outs AS out
+WHERE ${isKept(raw('step + 1'), raw('out.1'))}
+GROUP BY step, path, next_path
+SETTINGS do_not_merge_across_partitions_select_final = 1`
 }
 
 /**
@@ -160,13 +202,16 @@ export function flowRollupInsertSql(siteId: string, timezone: string, spans: Day
   const stamp = sql`${bind('UUID', siteId)}, ${tz}, ${bind('UInt16', ROLLUP_VERSION)}`
   const signature = sql`transform(day, ${dayList}, ${uint64s(days.events)}, toUInt64(0)), transform(day, ${dayList}, ${uint64s(days.sums)}, toUInt64(0))`
   const depth = bind('UInt16', FLOW_MAX_DEPTH)
-  // the cell of the page at index i, anchored at index a: (anchor, step, page, next page)
+  // the cell of the page at index i, anchored at index a: (anchor, step, page, next page, whether the visit opens there)
   const cell = (anchorPath: Fragment | Bound, a: Fragment) =>
-    sql`(${anchorPath}, toInt8(i - ${a}), seq[i], if(i < length(seq), seq[i + 1], ''))`
+    sql`(${anchorPath}, toInt8(i - ${a}), seq[i], if(i < length(seq), seq[i + 1], ''), i = 1)`
   return [
     sql`
-INSERT INTO flow_rollups (site_id, timezone, version, anchor, day, day_events, day_sum, step, path, next_path, visits)
-SELECT ${stamp}, cell.1, day, ${signature}, cell.2, cell.3, cell.4, count()
+INSERT INTO flow_rollups (site_id, timezone, version, anchor, step, path, day, day_events, day_sum, visits, exits, opens, outs)
+SELECT ${stamp}, anchor, step, path, day, ${signature},
+       sum(n) AS visits, sumIf(n, next_path = '') AS exits, sumIf(n, opens) AS opens, groupArrayIf((next_path, n), next_path != '') AS outs
+FROM (
+SELECT day, cell.1 AS anchor, cell.2 AS step, cell.3 AS path, cell.4 AS next_path, cell.5 AS opens, count() AS n
 FROM (
   SELECT day, ${WITHOUT_RELOADS} AS seq
   FROM (
@@ -183,10 +228,12 @@ ARRAY JOIN arrayConcat(
     arrayFilter(a -> indexOf(seq, seq[a]) = a, arrayEnumerate(seq))))
 ) AS cell
 GROUP BY day, cell
+)
+GROUP BY day, anchor, step, path
 SETTINGS do_not_merge_across_partitions_select_final = 1, use_skip_indexes_if_final = 1, priority = ${raw(String(BACKGROUND_PRIORITY))}`,
     sql`
-INSERT INTO flow_rollups (site_id, timezone, version, anchor, day, day_events, day_sum, step, path, next_path, visits)
-SELECT ${stamp}, ${bind('String', BUILT_ANCHOR)}, day, ${signature}, 0, '', '', 0
+INSERT INTO flow_rollups (site_id, timezone, version, anchor, step, path, day, day_events, day_sum, visits, exits, opens, outs)
+SELECT ${stamp}, ${bind('String', BUILT_ANCHOR)}, 0, '', day, ${signature}, 0, 0, 0, []
 FROM (SELECT arrayJoin(${dayList}) AS day)`,
   ]
 }
