@@ -4,7 +4,8 @@
 -- '(entry)' for the landing page, or a path for a visit's first view of that page; steps run
 -- as far as a flow can show either side of it. A row of anchor '(built)' marks the day built.
 -- A flow over whole days ranks each step's pages from its days' rows and reads the links of the
--- pages it keeps only (the order puts a page's days together), instead of sorting every visit's
+-- pages it keeps only (the order puts a page's days together, and small granules let the read
+-- skip the other pages' links), instead of sorting every visit's
 -- pageviews; the days not rolled up (today) it reads from visit_pages. Rows are stamped with the
 -- day's signature and the rollup version, as day_rollups' are: reads use a day's rows only while
 -- both still match. Filled by the rollup refresh, which builds every finished day that has no
@@ -27,4 +28,5 @@ CREATE TABLE IF NOT EXISTS flow_rollups {{on_cluster}} (
 )
 ENGINE = {{replicated}}ReplacingMergeTree
 PARTITION BY toYYYYMM(day)
-ORDER BY (site_id, timezone, version, anchor, step, path, day, day_events, day_sum);
+ORDER BY (site_id, timezone, version, anchor, step, path, day, day_events, day_sum)
+SETTINGS index_granularity = 128;

@@ -45,6 +45,9 @@ export const OTHER_PATH = '(other)'
  *
  * A flow from a start or focus page keeps only the visits that viewed that page in the window,
  * tested on each visit's pages as stored, before they are sorted (most visits never viewed it).
+ *
+ * This is the flow of any window from visit_pages alone; an unfiltered flow over whole days with
+ * rolled-up days is rolledFlowSql's, which answers the same graph.
  */
 export function flowSql(query: Query, anchor: FlowAnchor, before: number, after: number): Fragment {
   return foldedFlow(query, flowRawCells(visitSlices(query, queryWindow(query), anchor, before, after)))
@@ -110,9 +113,12 @@ function visitSlices(query: Query, scope: Scope, anchor: FlowAnchor, before: num
       WHERE anchor > 0`
 }
 
-/** The slices' steps: each page with its step, the next page ('' where the slice ends) and whether it is the visit's first page. */
+/** The slices' steps: each page with its step and the next page ('' where the slice ends). */
 const SLICE_STEPS = sql`ARRAY JOIN arrayMap(i -> toInt32(i + first - anchor - 1), arrayEnumerate(pages)) AS step, pages AS path,
-      arrayPushBack(arrayPopFront(pages), '') AS next_path, arrayMap(i -> i + first = 2, arrayEnumerate(pages)) AS opens`
+      arrayPushBack(arrayPopFront(pages), '') AS next_path`
+
+/** The same, and whether the visit's sequence opens with the page. */
+const SLICE_STEPS_AND_OPENS = sql`${SLICE_STEPS}, arrayMap(i -> i + first = 2, arrayEnumerate(pages)) AS opens`
 
 /** The (step, page, next page) cells of the slices, with their visits. */
 const flowRawCells = (slices: Fragment) => sql`SELECT step, path, next_path, count() AS visits
@@ -151,7 +157,7 @@ export function rolledFlowSql(query: Query, anchor: FlowAnchor, before: number, 
     ? sql`(SELECT groupArray((step, path, visits, exits, opens, outs)) FROM (
       SELECT step, path, count() AS visits, countIf(next_path = '') AS exits, countIf(opens) AS opens, groupArrayIf((next_path, toUInt64(1)), next_path != '') AS outs
       FROM (${visitSlices(query, daySpansScope(query.siteId, spans), anchor, before, after)})
-      ${SLICE_STEPS}
+      ${SLICE_STEPS_AND_OPENS}
       GROUP BY step, path))`
     : sql`CAST([], 'Array(Tuple(Int32, String, UInt64, UInt64, UInt64, Array(Tuple(String, UInt64))))')`
   const rolledRows = sql`FROM flow_rollups FINAL
@@ -177,7 +183,8 @@ FROM (SELECT arrayJoin(ranked) AS n)
 UNION ALL
 SELECT 1, step, path, out.1 AS next_path, sum(out.2), 0, 0, 0
 FROM (
-  SELECT toInt32(step) AS step, path, outs ${rolledRows} AND step < ${last} AND ${isKept(raw('toInt32(step)'), raw('path'))}
+  SELECT toInt32(step) AS step, path, outs ${rolledRows} AND step < ${last}
+    AND (flow_rollups.step, flow_rollups.path) IN (SELECT toInt8(k.1), k.2 FROM (SELECT arrayJoin(kept) AS k))
   UNION ALL
   SELECT n.1, n.2, n.6 ${unrolledRows} WHERE n.1 < ${last} AND ${isKept(raw('n.1'), raw('n.2'))}
 )
