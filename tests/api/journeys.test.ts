@@ -1,6 +1,11 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { createApiKey, createOrg } from '../../lib/accounts/admin'
 import { importHits } from '../../lib/ingest/import'
+import { flowRolledDaysSql } from '../../lib/reports/query/compile/flow'
+import { type SignatureRow, rolledDaysOf } from '../../lib/reports/query/plan'
+import { resolveRange } from '../../lib/reports/query/range'
+import { refreshRollups } from '../../lib/reports/rollup/refresh'
+import { execute } from '../../lib/storage/clickhouse/execute'
 import { newSite } from '../../lib/sites/sites'
 import { ROLLUP_ALL_DAYS, refreshRollups } from '../../lib/reports/rollup/refresh'
 import { type TestServices, client, getOk, orgWithSites, testServices } from '../helpers'
@@ -324,6 +329,7 @@ const flowAsMaps = (json: FlowAnswer) => ({
 })
 
 describe('flow, journeys and activity', () => {
+  let services: Awaited<ReturnType<typeof testServices>>
   let call: ReturnType<typeof client>
   let key = ''
   let hits: RefHit[]
@@ -621,6 +627,48 @@ describe('flow, journeys and activity', () => {
       expect(res.json.error, `${path}?${query}`).toMatch(
         new RegExp(`^${query.split('=')[0] === 'start_path' && query.includes('focus') ? 'focus_path' : query.split('=')[0]}`),
       )
+    }
+  })
+
+  // last: it rolls up the sites' finished days, which the reads above take from raw pageviews
+  it('flow: the same graphs once finished days are rolled up, the days rolled up summed and today read from visit_pages', async () => {
+    expect(await refreshRollups(services.clickhouse, services.repositories, NOW, 40)).toBeGreaterThan(0)
+    const builtDays = async (site: string) =>
+      Number(
+        (
+          await services.clickhouse.query<{ n: string }>(
+            "SELECT count() AS n FROM flow_rollups WHERE site_id = {site:UUID} AND anchor = '(built)'",
+            { site },
+          )
+        )[0].n,
+      )
+    // the finished days with events have their flow rolled up
+    expect(await builtDays(ids.berlin)).toBeGreaterThan(5)
+    expect(await builtDays(ids.la)).toBeGreaterThan(5)
+    // and a flow over the last 30 days takes them from the rollup: every finished day with events
+    const range = resolveRange({ range: '30d' }, TZ.berlin, NOW)
+    const rolled = rolledDaysOf({ range }, await execute<SignatureRow>(services.clickhouse, flowRolledDaysSql(ids.berlin, range)))
+    expect(rolled.days).toHaveLength(await builtDays(ids.berlin))
+    const cases: [RefHit['site'], string, string | null, number, number][] = [
+      // site, parameters, anchor, steps before, steps after (limit 10 unless given)
+      ['berlin', 'depth=3&limit=3', null, 0, 3],
+      ['berlin', 'depth=2', null, 0, 2],
+      ['berlin', 'depth=5', null, 0, 5],
+      ['la', 'depth=1', null, 0, 1],
+      ['la', 'start_path=%2Fpricing&depth=2', '/pricing', 0, 2],
+      ['berlin', 'start_path=%2Fdocs&depth=5&limit=2', '/docs', 0, 5],
+      ['la', 'focus_path=%2Fdocs&depth=2', '/docs', 2, 2],
+      ['berlin', 'focus_path=%2Fpricing&depth=5', '/pricing', 5, 5],
+      ['berlin', 'focus_path=%2Fsignup&depth=1&limit=1', '/signup', 1, 1],
+    ]
+    for (const range of ['range=30d', 'range=7d', 'range=custom&from=2026-11-01&to=2026-11-20']) {
+      for (const [site, params, anchor, before, after] of cases) {
+        const json = await get(`/api/v1/flow?site_id=${ids[site]}&${range}&${params}`)
+        const limit = Number(/limit=(\d+)/.exec(params)?.[1] ?? 10)
+        const expected = expectedFlow(pageSequences(daysOf(site), json.range), anchor, before, after, limit)
+        expect(flowAsMaps(json), `${site} ${range} ${params}`).toEqual(expected)
+        expect(json.visits, `${site} ${range} ${params}`).toBeGreaterThan(0)
+      }
     }
   })
 })

@@ -48,6 +48,7 @@ describe('ClickHouse migrations', () => {
       { version: 19, name: 'non_interactive_events' },
       { version: 20, name: 'events_sampling' },
       { version: 21, name: 'events_by_path' },
+      { version: 22, name: 'flow_rollups' },
       { version: 24, name: 'events_props_index' },
       { version: 25, name: 'page_errors_by_path' },
     ])

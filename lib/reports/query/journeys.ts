@@ -3,11 +3,12 @@ import { ApiError } from '../../errors'
 import type { Site } from '../../sites/sites'
 import { collectorRead, standaloneQuery } from './behaviour'
 import { activitySql } from './compile/activity'
-import { type FlowAnchor, OTHER_PATH, flowSql } from './compile/flow'
+import { type FlowAnchor, OTHER_PATH, flowRolledDaysSql, flowSql, rolledFlowSql } from './compile/flow'
 import { journeyPageSql, journeysSql, visitorEventsSql } from './compile/journeys'
 import type { Query } from './model'
 import type { ReportParams } from './parse'
-import { rangeView } from './range'
+import { type SignatureRow, rolledDaysOf } from './plan'
+import { rangeView, wholeDays } from './range'
 import type { ReportDeps } from './reports'
 import { execute } from '../../storage/clickhouse/execute'
 import { runRead } from './run'
@@ -71,6 +72,83 @@ function flowGraph(rows: Row[], limit: number) {
 }
 
 /**
+ * The folded graph's rows (step, node, next node, visits, pages of the step), as flowSql answers
+ * them, from rolledFlowSql's nodes and the links between kept pages. At each step the `limit`
+ * pages with the most visits (ties to the smaller path) are kept; a visit at a page either left
+ * there or went on to the next step, so what a kept page sent to pages folded is what it sent on
+ * less its links to kept ones, what a kept page received from folded ones is its visits that came
+ * from the step before (all but those whose sequence opens there) less its links from kept ones,
+ * and the folded node sent on the rest of the step's visits that went on.
+ */
+export function foldRolledFlow(rows: Row[], limit: number, after: number): Row[] {
+  type Node = { path: string; visits: number; exits: number; opens: number; rank: number }
+  const steps = new Map<number, Node[]>()
+  const links = new Map<string, number>()
+  const linkKey = (step: number, path: string, next: string) => JSON.stringify([step, path, next])
+  for (const r of rows) {
+    const step = numberOf(r.step)
+    if (numberOf(r.kind) === 1) links.set(linkKey(step, String(r.path), String(r.next_path)), numberOf(r.visits))
+    else {
+      const nodes = steps.get(step) ?? []
+      nodes.push({
+        path: String(r.path),
+        visits: numberOf(r.visits),
+        exits: numberOf(r.exits),
+        opens: numberOf(r.opens),
+        rank: numberOf(r.node_rank),
+      })
+      steps.set(step, nodes)
+    }
+  }
+  const keptAt = new Map<number, Node[]>()
+  const foldedAt = new Map<number, Node[]>()
+  for (const [step, nodes] of steps) {
+    // ranked by the engine (most visits, ties to the smaller path), as flowSql ranks them
+    nodes.sort((a, b) => a.rank - b.rank)
+    keptAt.set(step, nodes.slice(0, limit))
+    foldedAt.set(step, nodes.slice(limit))
+  }
+  const out: Row[] = []
+  const sum = (nodes: Node[], f: (n: Node) => number) => nodes.reduce((total, n) => total + f(n), 0)
+  for (const [step, nodes] of steps) {
+    const paths = nodes.length
+    const push = (node: string, next: string, visits: number) => {
+      if (visits > 0) out.push({ step, node, next_node: next, visits, paths })
+    }
+    const kept = keptAt.get(step) ?? []
+    const folded = foldedAt.get(step) ?? []
+    const nextKept = step < after ? (keptAt.get(step + 1) ?? []) : []
+    const nextFolded = step < after ? (foldedAt.get(step + 1) ?? []) : []
+    const onward = (n: Node) => n.visits - n.exits
+    // from folded pages to each kept page of the next step: its visits from this step less those from kept pages
+    let foldedToKept = 0
+    for (const next of nextKept) {
+      const fromKept = sum(kept, (n) => links.get(linkKey(step, n.path, next.path)) ?? 0)
+      const fromFolded = next.visits - next.opens - fromKept
+      push(OTHER_PATH, next.path, fromFolded)
+      foldedToKept += fromFolded
+    }
+    for (const n of kept) {
+      push(n.path, '', n.exits)
+      let toKept = 0
+      for (const next of nextKept) {
+        const visits = links.get(linkKey(step, n.path, next.path)) ?? 0
+        push(n.path, next.path, visits)
+        toKept += visits
+      }
+      if (nextFolded.length) push(n.path, OTHER_PATH, onward(n) - toKept)
+    }
+    push(
+      OTHER_PATH,
+      '',
+      sum(folded, (n) => n.exits),
+    )
+    if (nextFolded.length) push(OTHER_PATH, OTHER_PATH, sum(folded, onward) - foldedToKept)
+  }
+  return out
+}
+
+/**
  * GET /flow: from the landing page, a start page (forward) or a focus page (before and after),
  * `depth` steps of the pages visits went through, rare pages folded per step.
  */
@@ -87,7 +165,15 @@ async function flowRead(deps: ReportDeps, site: Site, params: FlowParams) {
   const head = { anchor: anchor.kind, path: anchor.kind === 'entry' ? null : anchor.path, depth }
   const query = await standaloneQuery(deps, site, { ...params, limit: Math.min(params.limit ?? FLOW_DEFAULT_LIMIT, FLOW_MAX_LIMIT) })
   if (!query) return { available: false, ...head, visits: 0, nodes: [], links: [] }
-  const rows = await execute<Row>(deps.clickhouse, flowSql(query, anchor, anchor.kind === 'focus' ? depth : 0, depth))
+  const before = anchor.kind === 'focus' ? depth : 0
+  // an unfiltered flow over whole days takes the days whose flow rollup is current from it
+  const rolled =
+    query.filters.length || !wholeDays(query.range)
+      ? undefined
+      : rolledDaysOf(query, await execute<SignatureRow>(deps.clickhouse, flowRolledDaysSql(query.siteId, query.range)))
+  const rows = rolled?.days.length
+    ? foldRolledFlow(await execute<Row>(deps.clickhouse, rolledFlowSql(query, anchor, before, depth, rolled)), query.limit, depth)
+    : await execute<Row>(deps.clickhouse, flowSql(query, anchor, before, depth))
   const graph = flowGraph(rows, query.limit)
   const visits = graph.nodes.filter((n) => n.step === 0).reduce((sum, n) => sum + n.visits, 0)
   return { available: true, range: rangeView(query.range), ...head, visits, ...graph }

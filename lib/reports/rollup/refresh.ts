@@ -9,6 +9,7 @@ import { type RolledDays, TOTALS, asRolledDays } from '../query/model'
 import { chTime, daySpans } from '../query/range'
 import { execute, executeCommand, inBackground } from '../../storage/clickhouse/execute'
 import type { Repositories } from '../../repositories'
+import { refreshFlowRollups } from './flow'
 import { refreshPartial } from './partial'
 
 /**
@@ -76,6 +77,8 @@ async function refreshSite(
   }
   // and today's visits that have ended (lib/reports/rollup/partial.ts)
   await refreshPartial(clickhouse, siteId, site.timezone, now)
+  // the behaviour flow's own rollup of the finished days (lib/reports/rollup/flow.ts)
+  await refreshFlowRollups(clickhouse, siteId, window)
   return built
 }
 

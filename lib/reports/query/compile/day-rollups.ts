@@ -62,7 +62,7 @@ const PARTIAL_FRESH_HOURS = 2
 type Window = Pick<ResolvedRange, 'from' | 'to' | 'timezone'>
 
 /** Each day's current signature, from the quarter-hour counts. */
-const signatures = (siteId: string, window: Window) => sql`
+export const daySignatures = (siteId: string, window: Window) => sql`
 SELECT toDate(quarter, ${bind('String', window.timezone)}) AS day, sum(events) AS n, sum(session_sum) AS s
 FROM event_quarters
 WHERE ${siteIs(siteId)} AND quarter >= ${bind('DateTime64(3)', chTime(window.from))} AND quarter < ${bind('DateTime64(3)', chTime(window.to))}
@@ -100,13 +100,13 @@ function latestPartial(siteId: string, window: Window): Fragment {
  * `withPartial` is false, also the newest partial rollup of the window's last day (latestPartial).
  */
 export const signaturesAndBuilt = (siteId: string, window: Window, marker = '', withPartial = marker === '') =>
-  sql`SELECT 0 AS rolled, toString(day) AS d, n, s, '' AS b FROM (${signatures(siteId, window)}) UNION ALL SELECT 1, toString(day), n, s, '' FROM ${built(siteId, window, marker)}${
+  sql`SELECT 0 AS rolled, toString(day) AS d, n, s, '' AS b FROM (${daySignatures(siteId, window)}) UNION ALL SELECT 1, toString(day), n, s, '' FROM ${built(siteId, window, marker)}${
     withPartial && marker === '' ? sql` UNION ALL ${latestPartial(siteId, window)}` : empty
   }`
 
 /** The days whose current signature has no built rows. Rows: d, n, s. */
 export const staleDays = (siteId: string, window: Window) =>
-  sql`SELECT toString(day) AS d, n, s FROM (${signatures(siteId, window)}) AS sig LEFT ANTI JOIN ${built(siteId, window)} USING (day, n, s) ORDER BY day`
+  sql`SELECT toString(day) AS d, n, s FROM (${daySignatures(siteId, window)}) AS sig LEFT ANTI JOIN ${built(siteId, window)} USING (day, n, s) ORDER BY day`
 
 /** Rows of the given days from another signature, timezone or version: never read, dropped after a build. */
 export function outdatedRows(siteId: string, timezone: string, days: RolledDays): Fragment {
