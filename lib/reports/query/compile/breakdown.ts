@@ -28,8 +28,9 @@ export function breakdownSql(query: Query, property: string, plan: HumanPlan, re
           unrolled: unrolledFromSessions(query, property, plan, scope),
           engagement,
           reports,
+          visitFilters: visitFilters(query, scope),
         })
-      : breakdownRows(property, scope, selected(query, scope), { engagement, reports })
+      : breakdownRows(property, scope, selected(query, scope), { engagement, reports, visitFilters: visitFilters(query, scope) })
   const rates = raw(
     engagement
       ? ', bounces / visits AS bounce_rate, duration_ms / 1000 / visits AS avg_duration'

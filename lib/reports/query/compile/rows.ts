@@ -93,6 +93,12 @@ export interface RowsOptions {
   reports?: boolean
   /** Whether visitors are a uniqExact state rather than a count: rows that merge with a partial rollup's. */
   visitorStates?: boolean
+  /**
+   * The filters on visit attributes among those selecting the events (selection.ts, visitFilters):
+   * the visits whose facts the engagement join reads are narrowed by them before grouping. Every
+   * visit holding a selected event passes them, so the rows are the same, from fewer visits.
+   */
+  visitFilters?: readonly Fragment[]
 }
 
 /** The properties whose daily rollup rows carry engagement reports: a page's. */
@@ -107,42 +113,43 @@ const REPORT_COLUMNS = ['reports', 'scroll_sum', 'engaged_ms_sum']
  * properties the bounces and summed duration (ms) of the visits holding the value. With `day`,
  * per site-local day and value: the shape the daily rollup stores. Reports, totals and the
  * rollup build all build on it.
+ *
+ * With engagement, the selected events are read once: grouped by visit (and day and value), each
+ * group is one visit holding the value, joined to its visit's facts (views, custom events, first
+ * to last event) from the sessions rollup rather than a scan of all its events. A visit the
+ * sessions rollup does not hold yet counts in visitors, visits and views, not in bounces or
+ * duration.
  */
 export function breakdownRows(property: string, scope: Scope, selected: Fragment, options: RowsOptions = {}): Fragment {
   const { day } = options
   const engagement = options.engagement ?? hasEngagement(property)
   const source = breakdownSource(property, scope)
   const rows = join(source.presence ? [selected, source.presence] : [selected], ' AND ')
-  // a visit-scoped value is the same on every event of a visit: one value a visit, no arrays
-  const perVisit = property === TOTALS || dimension(property)?.scope === 'visit'
   const byDay = day ? raw('day, ') : empty
-  const reports = options.reports
-    ? raw(
-        ", countIf(kind = 'engagement') AS reports, sumIf(scroll_depth, kind = 'engagement') AS scroll_sum, sumIf(engaged_ms, kind = 'engagement') AS engaged_ms_sum",
-      )
-    : empty
-  // each visit holding a selected event: its values, and its facts (views, custom events, first to
-  // last event) from the sessions rollup rather than a scan of all its events
-  const engagementJoin = sql`LEFT JOIN (
-  SELECT ${byDay}value, countIf(${BOUNCED}) AS bounces, toUInt64(round(sum(duration) * 1000)) AS duration_ms
-  FROM (${visitFacts(scope, [])}) AS facts
-  INNER JOIN (
-    SELECT session_id, ${day ? sql`any(${day}) AS day, ` : empty}${raw(perVisit ? 'any(row_value) AS value' : 'groupUniqArray(row_value) AS row_values')}
-    FROM (SELECT session_id, timestamp, ${source.value} AS row_value FROM ${source.from} WHERE ${rows})
-    GROUP BY session_id
-  ) AS selected USING session_id
-  ${raw(perVisit ? '' : 'ARRAY JOIN row_values AS value')}
-  GROUP BY ${byDay}value
-) AS engagement ON engagement.value = counts.value${raw(day ? ' AND engagement.day = counts.day' : '')}`
+  const dayColumn = day ? sql`${day} AS day, ` : empty
+  const visitors = raw(options.visitorStates ? 'uniqExactState' : 'uniqExact')
+  const reportsOfEvents = raw(
+    options.reports
+      ? ", countIf(kind = 'engagement') AS reports, sumIf(scroll_depth, kind = 'engagement') AS scroll_sum, sumIf(engaged_ms, kind = 'engagement') AS engaged_ms_sum"
+      : '',
+  )
+  if (!engagement)
+    return sql`
+SELECT ${dayColumn}${source.value} AS value, ${visitors}(visitor_id) AS visitors, uniqExact(session_id) AS visits,
+       countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events${reportsOfEvents}
+FROM ${source.from} WHERE ${rows}
+GROUP BY ${byDay}value`
   return sql`
-SELECT ${raw(day ? 'counts.day AS day, ' : '')}counts.value AS value, visitors, visits, pageviews, events${raw(engagement ? ', bounces, duration_ms' : '')}${raw(options.reports ? `, ${REPORT_COLUMNS.join(', ')}` : '')}
+SELECT ${byDay}value, ${visitors}(visitor) AS visitors, count() AS visits, sum(sel_pv) AS pageviews, sum(sel_ce) AS events,
+       countIf(known AND ${BOUNCED}) AS bounces, toUInt64(round(sumIf(duration, known) * 1000)) AS duration_ms${raw(options.reports ? `, ${REPORT_COLUMNS.map((c) => `sum(${c}) AS ${c}`).join(', ')}` : '')}
 FROM (
-  SELECT ${day ? sql`${day} AS day, ` : empty}${source.value} AS value, ${raw(options.visitorStates ? 'uniqExactState' : 'uniqExact')}(visitor_id) AS visitors, uniqExact(session_id) AS visits,
-         countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events${reports}
+  SELECT session_id, ${dayColumn}${source.value} AS value, any(visitor_id) AS visitor,
+         countIf(kind = 'pageview') AS sel_pv, countIf(kind = 'custom') AS sel_ce${reportsOfEvents}
   FROM ${source.from} WHERE ${rows}
-  GROUP BY ${byDay}value
-) AS counts
-${engagement ? engagementJoin : empty}`
+  GROUP BY session_id, ${byDay}value
+) AS selected
+LEFT JOIN (SELECT session_id, 1 AS known, pv, ie, duration FROM (${visitFacts(scope, options.visitFilters ?? [])})) AS facts USING session_id
+GROUP BY ${byDay}value`
 }
 
 /**
@@ -174,6 +181,7 @@ export function rowsWithRollup(property: string, scope: Scope, timezone: string,
       engagement,
       reports: options.reports,
       visitorStates: !!partial,
+      visitFilters: options.visitFilters,
     })
   const unrolled = partial
     ? sql`SELECT ${raw(keep)}value, ${raw(metrics.map((m) => (m === 'visitors' ? 'uniqExactMerge(visitors) AS visitors' : `sum(${m}) AS ${m}`)).join(', '))}
