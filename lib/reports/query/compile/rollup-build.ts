@@ -56,7 +56,7 @@ export function filteredRollupInsertSql(query: Query, { key, property, days }: R
   const rows = breakdownRows(property, scope, selectedEvents(query.filters, query.goals, scope), {
     day: localDay(timezone),
     engagement: true,
-    visitFilters: visitFilters(query, scope),
+    filtered: { visitFilters: visitFilters(query, scope) },
   })
   return sql`
 INSERT INTO day_rollups (site_id, timezone, version, property, day, day_events, day_sum, value, visitors, visits, pageviews, events, bounces, duration_ms)

@@ -94,11 +94,13 @@ export interface RowsOptions {
   /** Whether visitors are a uniqExact state rather than a count: rows that merge with a partial rollup's. */
   visitorStates?: boolean
   /**
-   * The filters on visit attributes among those selecting the events (selection.ts, visitFilters):
-   * the visits whose facts the engagement join reads are narrowed by them before grouping. Every
-   * visit holding a selected event passes them, so the rows are the same, from fewer visits.
+   * Set when the events are a selection under filters (a filtered read's or a filter's rollup
+   * build): they are read once, grouped by visit (engagementBySelectedVisit), and the visits whose
+   * facts are joined are narrowed by the filters on visit attributes (selection.ts, visitFilters),
+   * which every visit holding a selected event passes. Over all events (the daily rollup) the two
+   * reads of the default shape cost less.
    */
-  visitFilters?: readonly Fragment[]
+  filtered?: { visitFilters: readonly Fragment[] }
 }
 
 /** The properties whose daily rollup rows carry engagement reports: a page's. */
@@ -113,42 +115,69 @@ const REPORT_COLUMNS = ['reports', 'scroll_sum', 'engaged_ms_sum']
  * properties the bounces and summed duration (ms) of the visits holding the value. With `day`,
  * per site-local day and value: the shape the daily rollup stores. Reports, totals and the
  * rollup build all build on it.
- *
- * With engagement, the selected events are read once: grouped by visit (and day and value), each
- * group is one visit holding the value, joined to its visit's facts (views, custom events, first
- * to last event) from the sessions rollup rather than a scan of all its events. A visit the
- * sessions rollup does not hold yet counts in visitors, visits and views, not in bounces or
- * duration.
  */
 export function breakdownRows(property: string, scope: Scope, selected: Fragment, options: RowsOptions = {}): Fragment {
   const { day } = options
   const engagement = options.engagement ?? hasEngagement(property)
   const source = breakdownSource(property, scope)
   const rows = join(source.presence ? [selected, source.presence] : [selected], ' AND ')
+  if (engagement && options.filtered) return engagementBySelectedVisit(source, scope, rows, options, options.filtered.visitFilters)
+  // a visit-scoped value is the same on every event of a visit: one value a visit, no arrays
+  const perVisit = property === TOTALS || dimension(property)?.scope === 'visit'
   const byDay = day ? raw('day, ') : empty
-  const dayColumn = day ? sql`${day} AS day, ` : empty
-  const visitors = raw(options.visitorStates ? 'uniqExactState' : 'uniqExact')
-  const reportsOfEvents = raw(
-    options.reports
-      ? ", countIf(kind = 'engagement') AS reports, sumIf(scroll_depth, kind = 'engagement') AS scroll_sum, sumIf(engaged_ms, kind = 'engagement') AS engaged_ms_sum"
-      : '',
-  )
-  if (!engagement)
-    return sql`
-SELECT ${dayColumn}${source.value} AS value, ${visitors}(visitor_id) AS visitors, uniqExact(session_id) AS visits,
-       countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events${reportsOfEvents}
-FROM ${source.from} WHERE ${rows}
-GROUP BY ${byDay}value`
+  // each visit holding a selected event: its values, and its facts (views, custom events, first to
+  // last event) from the sessions rollup rather than a scan of all its events
+  const engagementJoin = sql`LEFT JOIN (
+  SELECT ${byDay}value, countIf(${BOUNCED}) AS bounces, toUInt64(round(sum(duration) * 1000)) AS duration_ms
+  FROM (${visitFacts(scope, [])}) AS facts
+  INNER JOIN (
+    SELECT session_id, ${day ? sql`any(${day}) AS day, ` : empty}${raw(perVisit ? 'any(row_value) AS value' : 'groupUniqArray(row_value) AS row_values')}
+    FROM (SELECT session_id, timestamp, ${source.value} AS row_value FROM ${source.from} WHERE ${rows})
+    GROUP BY session_id
+  ) AS selected USING session_id
+  ${raw(perVisit ? '' : 'ARRAY JOIN row_values AS value')}
+  GROUP BY ${byDay}value
+) AS engagement ON engagement.value = counts.value${raw(day ? ' AND engagement.day = counts.day' : '')}`
   return sql`
-SELECT ${byDay}value, ${visitors}(visitor) AS visitors, count() AS visits, sum(sel_pv) AS pageviews, sum(sel_ce) AS events,
+SELECT ${raw(day ? 'counts.day AS day, ' : '')}counts.value AS value, visitors, visits, pageviews, events${raw(engagement ? ', bounces, duration_ms' : '')}${raw(options.reports ? `, ${REPORT_COLUMNS.join(', ')}` : '')}
+FROM (
+  SELECT ${day ? sql`${day} AS day, ` : empty}${source.value} AS value, ${raw(options.visitorStates ? 'uniqExactState' : 'uniqExact')}(visitor_id) AS visitors, uniqExact(session_id) AS visits,
+         countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events${raw(options.reports ? REPORTS_OF_EVENTS : '')}
+  FROM ${source.from} WHERE ${rows}
+  GROUP BY ${byDay}value
+) AS counts
+${engagement ? engagementJoin : empty}`
+}
+
+/** The engagement reports of a group of events, as REPORT_COLUMNS. */
+const REPORTS_OF_EVENTS =
+  ", countIf(kind = 'engagement') AS reports, sumIf(scroll_depth, kind = 'engagement') AS scroll_sum, sumIf(engaged_ms, kind = 'engagement') AS engaged_ms_sum"
+
+/**
+ * breakdownRows with engagement over a selection under filters, its events read once: grouped by
+ * visit, day and value, each group is one visit holding the value, joined to its visit's facts
+ * from the sessions rollup (narrowed by `visitFilters`). A visit the sessions rollup does not
+ * hold yet counts in visitors, visits and views, not in bounces or duration, as in the default shape.
+ */
+function engagementBySelectedVisit(
+  source: ReturnType<typeof breakdownSource>,
+  scope: Scope,
+  rows: Fragment,
+  options: RowsOptions,
+  visitFilters: readonly Fragment[],
+): Fragment {
+  const { day } = options
+  const byDay = day ? raw('day, ') : empty
+  return sql`
+SELECT ${byDay}value, ${raw(options.visitorStates ? 'uniqExactState' : 'uniqExact')}(visitor) AS visitors, count() AS visits, sum(sel_pv) AS pageviews, sum(sel_ce) AS events,
        countIf(known AND ${BOUNCED}) AS bounces, toUInt64(round(sumIf(duration, known) * 1000)) AS duration_ms${raw(options.reports ? `, ${REPORT_COLUMNS.map((c) => `sum(${c}) AS ${c}`).join(', ')}` : '')}
 FROM (
-  SELECT session_id, ${dayColumn}${source.value} AS value, any(visitor_id) AS visitor,
-         countIf(kind = 'pageview') AS sel_pv, countIf(kind = 'custom') AS sel_ce${reportsOfEvents}
+  SELECT session_id, ${day ? sql`${day} AS day, ` : empty}${source.value} AS value, any(visitor_id) AS visitor,
+         countIf(kind = 'pageview') AS sel_pv, countIf(kind = 'custom') AS sel_ce${raw(options.reports ? REPORTS_OF_EVENTS : '')}
   FROM ${source.from} WHERE ${rows}
   GROUP BY session_id, ${byDay}value
 ) AS selected
-LEFT JOIN (SELECT session_id, 1 AS known, pv, ie, duration FROM (${visitFacts(scope, options.visitFilters ?? [])})) AS facts USING session_id
+LEFT JOIN (SELECT session_id, 1 AS known, pv, ie, duration FROM (${visitFacts(scope, visitFilters)})) AS facts USING session_id
 GROUP BY ${byDay}value`
 }
 
@@ -181,7 +210,7 @@ export function rowsWithRollup(property: string, scope: Scope, timezone: string,
       engagement,
       reports: options.reports,
       visitorStates: !!partial,
-      visitFilters: options.visitFilters,
+      filtered: options.filtered,
     })
   const unrolled = partial
     ? sql`SELECT ${raw(keep)}value, ${raw(metrics.map((m) => (m === 'visitors' ? 'uniqExactMerge(visitors) AS visitors' : `sum(${m}) AS ${m}`)).join(', '))}
