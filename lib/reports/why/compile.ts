@@ -220,7 +220,8 @@ HAVING first >= ${bind('UInt64', from.epochMilliseconds)}`
 
 /**
  * Vital samples per page, metric and period (1: from `currentFrom` on, 0: before), with the
- * percentile of each, between `from` and `to`; only `path` with it.
+ * percentile of each, between `from` and `to`; only `path` with it. Periods with fewer than
+ * `minSamples` samples are left out: no rule compares them, and a page of rare vitals is the common case.
  */
 export function vitalsByPagePeriodSql(
   siteId: string,
@@ -228,6 +229,7 @@ export function vitalsByPagePeriodSql(
   currentFrom: Instant,
   to: Instant,
   level: VitalPercentile,
+  minSamples: number,
   path?: string,
 ): Fragment {
   const onPath = path === undefined ? raw('') : sql` AND pathname = ${bind('String', path)}`
@@ -235,7 +237,8 @@ export function vitalsByPagePeriodSql(
 SELECT pathname, vital_name AS metric, timestamp >= ${time(currentFrom)} AS current, count() AS samples,
        ${raw(`quantileExactInclusive(${VITAL_PERCENTILES[level]})(vital_value)`)} AS value
 FROM events WHERE ${site(siteId)} AND ${between(from, to)} AND name = 'vital' AND kind = 'vital'${onPath}
-GROUP BY pathname, metric, current`
+GROUP BY pathname, metric, current
+HAVING samples >= ${bind('UInt32', minSamples)}`
 }
 
 /**

@@ -52,7 +52,18 @@ export async function vitalsRegressions(
     current: number | string
     samples: number | string
     value: number | string
-  }>(clickhouse, vitalsByPagePeriodSql(siteId, window.baselineFrom, window.currentFrom, window.to, LEVEL, options.path))
+  }>(
+    clickhouse,
+    vitalsByPagePeriodSql(
+      siteId,
+      window.baselineFrom,
+      window.currentFrom,
+      window.to,
+      LEVEL,
+      VITALS_REGRESSION_RULE.minSamples,
+      options.path,
+    ),
+  )
   const key = (path: string, metric: string) => `${path}\u0000${metric}`
   const periods = new Map<
     string,

@@ -21,6 +21,7 @@ export function breakdownSql(query: Query, property: string, plan: HumanPlan, re
   if (plan.table === 'events' && plan.visits) return visitBreakdown(query, property, plan)
   const scope = queryScope(query, plan)
   const engagement = !reports && hasEngagement(property)
+  const filtered = query.filters.length ? { visitFilters: visitFilters(query, scope) } : undefined
   const rows =
     plan.table === 'rollup'
       ? rowsWithRollup(property, scope, query.range.timezone, plan.rolled, {
@@ -28,8 +29,9 @@ export function breakdownSql(query: Query, property: string, plan: HumanPlan, re
           unrolled: unrolledFromSessions(query, property, plan, scope),
           engagement,
           reports,
+          filtered,
         })
-      : breakdownRows(property, scope, selected(query, scope), { engagement, reports })
+      : breakdownRows(property, scope, selected(query, scope), { engagement, reports, filtered })
   const rates = raw(
     engagement
       ? ', bounces / visits AS bounce_rate, duration_ms / 1000 / visits AS avg_duration'

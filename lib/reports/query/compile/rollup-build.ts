@@ -5,6 +5,7 @@ import { ROLLUP_VERSION, uint64s } from './day-rollups'
 import { selectedEvents } from './filters'
 import { breakdownRows, carriesReports, localDay } from './rows'
 import { daySpansScope } from './scope'
+import { visitFilters } from './selection'
 import { type Fragment, bind, raw, sql } from '../../../storage/clickhouse/sql'
 
 /**
@@ -55,6 +56,7 @@ export function filteredRollupInsertSql(query: Query, { key, property, days }: R
   const rows = breakdownRows(property, scope, selectedEvents(query.filters, query.goals, scope), {
     day: localDay(timezone),
     engagement: true,
+    filtered: { visitFilters: visitFilters(query, scope) },
   })
   return sql`
 INSERT INTO day_rollups (site_id, timezone, version, property, day, day_events, day_sum, value, visitors, visits, pageviews, events, bounces, duration_ms)

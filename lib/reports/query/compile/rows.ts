@@ -93,6 +93,14 @@ export interface RowsOptions {
   reports?: boolean
   /** Whether visitors are a uniqExact state rather than a count: rows that merge with a partial rollup's. */
   visitorStates?: boolean
+  /**
+   * Set when the events are a selection under filters (a filtered read's or a filter's rollup
+   * build): they are read once, grouped by visit (engagementBySelectedVisit), and the visits whose
+   * facts are joined are narrowed by the filters on visit attributes (selection.ts, visitFilters),
+   * which every visit holding a selected event passes. Over all events (the daily rollup) the two
+   * reads of the default shape cost less.
+   */
+  filtered?: { visitFilters: readonly Fragment[] }
 }
 
 /** The properties whose daily rollup rows carry engagement reports: a page's. */
@@ -113,14 +121,10 @@ export function breakdownRows(property: string, scope: Scope, selected: Fragment
   const engagement = options.engagement ?? hasEngagement(property)
   const source = breakdownSource(property, scope)
   const rows = join(source.presence ? [selected, source.presence] : [selected], ' AND ')
+  if (engagement && options.filtered) return engagementBySelectedVisit(source, scope, rows, options, options.filtered.visitFilters)
   // a visit-scoped value is the same on every event of a visit: one value a visit, no arrays
   const perVisit = property === TOTALS || dimension(property)?.scope === 'visit'
   const byDay = day ? raw('day, ') : empty
-  const reports = options.reports
-    ? raw(
-        ", countIf(kind = 'engagement') AS reports, sumIf(scroll_depth, kind = 'engagement') AS scroll_sum, sumIf(engaged_ms, kind = 'engagement') AS engaged_ms_sum",
-      )
-    : empty
   // each visit holding a selected event: its values, and its facts (views, custom events, first to
   // last event) from the sessions rollup rather than a scan of all its events
   const engagementJoin = sql`LEFT JOIN (
@@ -138,11 +142,43 @@ export function breakdownRows(property: string, scope: Scope, selected: Fragment
 SELECT ${raw(day ? 'counts.day AS day, ' : '')}counts.value AS value, visitors, visits, pageviews, events${raw(engagement ? ', bounces, duration_ms' : '')}${raw(options.reports ? `, ${REPORT_COLUMNS.join(', ')}` : '')}
 FROM (
   SELECT ${day ? sql`${day} AS day, ` : empty}${source.value} AS value, ${raw(options.visitorStates ? 'uniqExactState' : 'uniqExact')}(visitor_id) AS visitors, uniqExact(session_id) AS visits,
-         countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events${reports}
+         countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events${raw(options.reports ? REPORTS_OF_EVENTS : '')}
   FROM ${source.from} WHERE ${rows}
   GROUP BY ${byDay}value
 ) AS counts
 ${engagement ? engagementJoin : empty}`
+}
+
+/** The engagement reports of a group of events, as REPORT_COLUMNS. */
+const REPORTS_OF_EVENTS =
+  ", countIf(kind = 'engagement') AS reports, sumIf(scroll_depth, kind = 'engagement') AS scroll_sum, sumIf(engaged_ms, kind = 'engagement') AS engaged_ms_sum"
+
+/**
+ * breakdownRows with engagement over a selection under filters, its events read once: grouped by
+ * visit, day and value, each group is one visit holding the value, joined to its visit's facts
+ * from the sessions rollup (narrowed by `visitFilters`). A visit the sessions rollup does not
+ * hold yet counts in visitors, visits and views, not in bounces or duration, as in the default shape.
+ */
+function engagementBySelectedVisit(
+  source: ReturnType<typeof breakdownSource>,
+  scope: Scope,
+  rows: Fragment,
+  options: RowsOptions,
+  visitFilters: readonly Fragment[],
+): Fragment {
+  const { day } = options
+  const byDay = day ? raw('day, ') : empty
+  return sql`
+SELECT ${byDay}value, ${raw(options.visitorStates ? 'uniqExactState' : 'uniqExact')}(visitor) AS visitors, count() AS visits, sum(sel_pv) AS pageviews, sum(sel_ce) AS events,
+       countIf(known AND ${BOUNCED}) AS bounces, toUInt64(round(sumIf(duration, known) * 1000)) AS duration_ms${raw(options.reports ? `, ${REPORT_COLUMNS.map((c) => `sum(${c}) AS ${c}`).join(', ')}` : '')}
+FROM (
+  SELECT session_id, ${day ? sql`${day} AS day, ` : empty}${source.value} AS value, any(visitor_id) AS visitor,
+         countIf(kind = 'pageview') AS sel_pv, countIf(kind = 'custom') AS sel_ce${raw(options.reports ? REPORTS_OF_EVENTS : '')}
+  FROM ${source.from} WHERE ${rows}
+  GROUP BY session_id, ${byDay}value
+) AS selected
+LEFT JOIN (SELECT session_id, 1 AS known, pv, ie, duration FROM (${visitFacts(scope, visitFilters)})) AS facts USING session_id
+GROUP BY ${byDay}value`
 }
 
 /**
@@ -174,6 +210,7 @@ export function rowsWithRollup(property: string, scope: Scope, timezone: string,
       engagement,
       reports: options.reports,
       visitorStates: !!partial,
+      filtered: options.filtered,
     })
   const unrolled = partial
     ? sql`SELECT ${raw(keep)}value, ${raw(metrics.map((m) => (m === 'visitors' ? 'uniqExactMerge(visitors) AS visitors' : `sum(${m}) AS ${m}`)).join(', '))}
