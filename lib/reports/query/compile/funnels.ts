@@ -2,6 +2,7 @@ import type { Goal } from '../../../sites/goals'
 import type { FunnelStep } from '../../../sites/definition-records'
 import type { Query } from '../model'
 import { goalCondition } from './filters'
+import { goalEventName } from './goals'
 import { queryWindow } from './scope'
 import { selected } from './selection'
 import { type Fragment, bind, empty, join, raw, sql } from '../../../storage/clickhouse/sql'
@@ -17,15 +18,12 @@ function stepMatch(step: FunnelStep, goals: readonly Goal[]): StepMatch {
   return goals.find((g) => g.id === step.value) ?? null
 }
 
-/** The event name of a step's events, which the sort key narrows to. */
-const eventName = (m: NonNullable<StepMatch>) => (m.type === 'page' ? 'pageview' : m.matchValue)
-
 /**
  * Whether one event can meet both steps. Paths can meet both patterns unless their literal parts
  * before the first * already differ (a sound test that keeps the check small).
  */
 function mayOverlap(a: StepMatch, b: StepMatch): boolean {
-  if (!a || !b || eventName(a) !== eventName(b)) return false
+  if (!a || !b || goalEventName(a) !== goalEventName(b)) return false
   if (a.type === 'event' || b.type === 'event') return true
   const prefix = (pattern: string) => pattern.split('*')[0]
   const [pa, pb] = [prefix(a.matchValue), prefix(b.matchValue)]
@@ -56,7 +54,7 @@ export function funnelLevelsSql(query: Query, steps: readonly FunnelStep[]): Fra
   const scope = queryWindow(query)
   const matches = steps.map((s) => stepMatch(s, query.goals))
   const conditions = matches.map((m) => (m ? sql`(${goalCondition(m)})` : raw('toUInt8(0)')))
-  const names = [...new Set(matches.flatMap((m) => (m ? [eventName(m)] : [])))]
+  const names = [...new Set(matches.flatMap((m) => (m ? [goalEventName(m)] : [])))]
   const visits = query.filters.length ? sql` AND session_id IN (SELECT session_id FROM events WHERE ${selected(query, scope)})` : empty
   const time = raw('toUInt64(toUnixTimestamp64Milli(timestamp))')
   const perStep = matches.some((m, i) => i > 0 && mayOverlap(matches[i - 1], m))
