@@ -94,5 +94,5 @@ describe('goal conversions over rolled-up days', () => {
       new Set(docsSignups.map((e) => e.visitor)).size,
       docsSignups.length,
     ])
-  })
+  }, 180_000)
 })

@@ -51,16 +51,20 @@ export function goalBreakdownSql(query: Query, property = GOAL, plan: HumanPlan 
     plan.table === 'rollup'
       ? sql`SELECT visitors FROM (${statsSql(query, plan)})`
       : sql`SELECT uniqExact(visitor_id) AS visitors FROM events WHERE ${events}`
+  // the conversions grouped first, then the one row of the total beside each of their few rows
   return sql`
-SELECT value, uniqExact(visitor_id) AS visitors, count() AS events, any(total.visitors) AS total_visitors,
-       sumIf(revenue_amount, revenue_currency = goal_currency AND goal_currency != '') AS revenue, any(goal_currency) AS currency
+SELECT value, conversions.visitors AS visitors, events, total.visitors AS total_visitors, revenue, currency
 FROM (
-  SELECT visitor_id, revenue_amount, revenue_currency, arrayJoin(arrayFilter(g -> g != '', [${tags}])) AS goal,
-         transform(goal, ${names}, ${currencies}, '') AS goal_currency, ${source.value} AS value
-  FROM ${source.from} WHERE ${join(source.presence ? [events, source.presence] : [events], ' AND ')} AND name IN ${goalEventNames(query.goals)}
+  SELECT value, uniqExact(visitor_id) AS visitors, count() AS events,
+         sumIf(revenue_amount, revenue_currency = goal_currency AND goal_currency != '') AS revenue, any(goal_currency) AS currency
+  FROM (
+    SELECT visitor_id, revenue_amount, revenue_currency, arrayJoin(arrayFilter(g -> g != '', [${tags}])) AS goal,
+           transform(goal, ${names}, ${currencies}, '') AS goal_currency, ${source.value} AS value
+    FROM ${source.from} WHERE ${join(source.presence ? [events, source.presence] : [events], ' AND ')} AND name IN ${goalEventNames(query.goals)}
+  )
+  GROUP BY value
 ) AS conversions
 CROSS JOIN (${total}) AS total
-GROUP BY value
 ORDER BY visitors DESC, value ASC
 LIMIT ${limit}`
 }
