@@ -125,11 +125,12 @@ describe('funnel results', () => {
     blog: { id: '', steps: [] },
   }
   const goalMatch = new Map<string, (h: RawHit) => boolean>()
+  let services: Awaited<ReturnType<typeof testServices>>
 
   beforeAll(async () => {
     // funnels are listed oldest first: each is saved a second after the one before
     let clock = NOW
-    const services = await testServices({ now: () => clock })
+    services = await testServices({ now: () => clock })
     call = client(services)
     const org = await createOrg(services.repositories, 'Funnels', NOW)
     read = (await createApiKey(services.repositories, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
@@ -315,6 +316,49 @@ describe('funnel results', () => {
   it('a site that reads only ga4 lists its funnels and answers available: false', async () => {
     const json = await get(`/api/v1/funnels?site_id=${ids.ga4}`)
     expect(json).toEqual({ source: 'ga4', available: false, funnels: [expect.objectContaining({ name: 'Trial' })], result: null })
+  })
+
+  it('reads finished days from their rolled-up levels, and a late hit sends its day back to events until it is rolled up again', async () => {
+    const storedDays = async () =>
+      Number(
+        (
+          await services.clickhouse.query<{ n: string }>(
+            "SELECT count() AS n FROM day_rollups FINAL WHERE site_id = {site:UUID} AND startsWith(property, 'filters:funnel:') AND value = ''",
+            { site: ids.shop },
+          )
+        )[0].n,
+      )
+    // the reads above rolled up the finished days of each funnel they computed; reading again uses them
+    expect(await storedDays()).toBeGreaterThan(20)
+    for (const which of ['trial', 'pro', 'blog'] as const)
+      for (const range of ['30d', '7d']) {
+        const json = await get(`/api/v1/funnels?site_id=${ids.shop}&range=${range}&funnel_id=${funnels[which].id}`)
+        expect(stepsOf(json), `${which} ${range}`).toEqual(expectedSteps(funnels[which].steps, json.range))
+      }
+    const before = stepsOf(await get(`/api/v1/funnels?site_id=${ids.shop}&range=30d`))
+    // a visitor of a finished day who completes the trial funnel, imported late
+    const late = [page('/pricing'), event('Start trial'), event('Signup')].map((a, i) => ({
+      ...a,
+      ts: Date.parse('2026-11-19T10:00:00Z') + i * MINUTE,
+      ip: '203.0.113.99',
+      ua: 0,
+    }))
+    const lines = late.map((h) =>
+      JSON.stringify({
+        timestamp: new Date(h.ts).toISOString(),
+        site: JSON.parse(fx.lines[0]).site,
+        name: h.name,
+        url: `https://shop.funnels.test${h.path}`,
+        ip: h.ip,
+        userAgent: UAS[h.ua],
+      }),
+    )
+    expect((await importHits(lines, services.ingestor)).rejected).toBe(0)
+    fx.hits.push(...late)
+    const json = await get(`/api/v1/funnels?site_id=${ids.shop}&range=30d`)
+    const expected = expectedSteps(funnels.trial.steps, json.range)
+    expect(stepsOf(json)).toEqual(expected)
+    expect(expected.map((s) => s.visitors)).toEqual(before.map((s) => Number(s.visitors) + 1))
   })
 
   it('refuses a malformed or unknown funnel id', async () => {

@@ -1,13 +1,55 @@
 import { ApiError } from '../../errors'
 import type { Site } from '../../sites/sites'
 import type { Repositories } from '../../repositories'
-import { funnelLevelsSql } from './compile/funnels'
+import { funnelLevelsSql, funnelLevelsWithRollupSql, funnelRollupInsertSql } from './compile/funnels'
+import { signaturesAndBuilt } from './compile/day-rollups'
+import type { FunnelStep } from '../../sites/definition-records'
+import type { ClickHouse } from '../../storage/clickhouse/types'
+import { type Query, asRolledDays } from './model'
+import type { SignatureRow } from './plan'
 import { type ReportParams, collectorSource } from './parse'
 import { collectorRead } from './behaviour'
-import { rangeView } from './range'
+import { rangeView, wholeDays } from './range'
 import { type ReportDeps, prepare } from './reports'
-import { execute } from '../../storage/clickhouse/execute'
+import { execute, executeCommand } from '../../storage/clickhouse/execute'
 import { fraction } from './shape'
+
+type LevelRow = { level: number | string; visitors: number | string }
+
+/**
+ * The rollup key of a funnel's levels: a hash of what its steps match (a goal step by its goal's
+ * definition, so a redefined goal is another key). Under the filtered rollups' prefix, whose rows
+ * expire 30 days after their build (migration 0007).
+ */
+async function funnelRollupKey(query: Query, steps: readonly FunnelStep[]): Promise<string> {
+  const matches = steps.map((s) => (s.type === 'goal' ? (query.goals.find((g) => g.id === s.value) ?? null) : s))
+  const canonical = JSON.stringify(matches.map((m) => (m ? [m.type, 'matchValue' in m ? m.matchValue : m.value] : null)))
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(canonical)))
+  return `filters:funnel:${Array.from(digest.subarray(0, 16), (b) => b.toString(16).padStart(2, '0')).join('')}`
+}
+
+/**
+ * Visitors per furthest level of a funnel. Unfiltered over whole days, the finished days come from
+ * their levels rolled up under the funnel's key, built on the first read that needs them (as a
+ * filtered read's days are, plan.ts) and used while the day's signature is the one they were built
+ * from; the rest (today) from events. A visitor id lives one site-local day and a visit never
+ * crosses its midnight, so per level the window is the sum of its days.
+ */
+async function funnelLevels(clickhouse: ClickHouse, query: Query, steps: readonly FunnelStep[]): Promise<LevelRow[]> {
+  if (query.filters.length || !wholeDays(query.range)) return execute<LevelRow>(clickhouse, funnelLevelsSql(query, steps))
+  const key = await funnelRollupKey(query, steps)
+  const rows = await execute<SignatureRow>(clickhouse, signaturesAndBuilt(query.siteId, query.range, key, false))
+  const signature = (r: SignatureRow) => `${r.d}|${r.n}|${r.s}`
+  const built = new Set(rows.filter((r) => Number(r.rolled) === 1).map(signature))
+  const current = rows.filter((r) => Number(r.rolled) === 0).sort((a, b) => a.d.localeCompare(b.d))
+  // the last day of the window (today for the relative ranges) is read from events
+  const lastDay = query.range.to.subtract({ days: 1 }).toPlainDate().toString()
+  const missing = current.filter((r) => !built.has(signature(r)) && r.d < lastDay)
+  if (missing.length) await executeCommand(clickhouse, funnelRollupInsertSql(query, steps, key, asRolledDays(missing)))
+  for (const r of missing) built.add(signature(r))
+  const rolled = asRolledDays(current.filter((r) => built.has(signature(r))))
+  return execute<LevelRow>(clickhouse, funnelLevelsWithRollupSql(query, steps, key, rolled))
+}
 
 /** Visitors of a step over visitors of another, 0 when there were none. */
 const rate = (part: number, whole: number) => (whole ? fraction(part / whole) : 0)
@@ -30,7 +72,7 @@ async function funnelReportRead(
   const { query } = await prepare(deps, site, { ...params, source: 'standalone' }, { withGoals: true })
   const range = rangeView(query.range)
   if (!funnel) return { available: true, range, funnels, result: null }
-  const rows = await execute<{ level: number | string; visitors: number | string }>(deps.clickhouse, funnelLevelsSql(query, funnel.steps))
+  const rows = await funnelLevels(deps.clickhouse, query, funnel.steps)
   // a visitor whose furthest visit reached step k reached every step before it
   const furthest = new Map(rows.map((r) => [Number(r.level), Number(r.visitors)]))
   const reached = funnel.steps.map((_, i) => [...furthest].filter(([level]) => level > i).reduce((sum, [, n]) => sum + n, 0))

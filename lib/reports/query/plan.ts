@@ -11,7 +11,9 @@ import { chTime, daySpans, wholeDays } from './range'
  * - rollup: reads over whole site-local days of the window's totals, a day, week or month series, or a
  *   rolled property. The days whose daily rollup is current come from day_rollups, the rest from
  *   events; a window of whole days is the sum of its days, because visitor ids rotate and visits
- *   end at the site-local midnight. A filtered read's days are rolled up under its filters.
+ *   end at the site-local midnight. A filtered read's days are rolled up under its filters. An
+ *   unfiltered goal breakdown takes this plan for the visitors its rate is over, which it reads as
+ *   the totals read does; its conversions come from events (compile/goals.ts).
  * - sessions: totals, and breakdowns by a visit attribute, whose filters are all on visit
  *   attributes: visits come from the sessions rollup alone (views still from events).
  * - events: everything else. `visits` marks the reads that join the visits holding a selected
@@ -137,11 +139,20 @@ export async function filteredRollupKey(query: Pick<Query, 'filters' | 'goals'>,
 const rolledProperty = (read: Read) => (read.kind === 'breakdown' ? read.property : TOTALS)
 
 /**
+ * Whether a read is an unfiltered goal breakdown over whole days: its conversions come from events,
+ * and the window's visitors its rate is over from the rolled days (and the sessions rollup for the
+ * rest), as the totals read counts them, rather than from every event of the window.
+ */
+const ratesGoalsOverRollup = (query: Query, read: Read) =>
+  read.kind === 'breakdown' && holdsGoal(read.property) && !query.filters.length && mayUseRollup(query, { kind: 'stats' })
+
+/**
  * A read's plan, or the lookup of rolled days it needs first: an unfiltered read the window's
  * rolled days (with today's partial rollup where it reads today from events), a filtered read the
  * days rolled up under its filters.
  */
 export async function planRead(query: Query, read: Read): Promise<PlanStep> {
+  if (ratesGoalsOverRollup(query, read)) return { lookup: { key: '', partial: false } }
   if (!mayUseRollup(query, read)) return { plan: { builds: [], plan: plan(query, read) } }
   if (!query.filters.length) return { lookup: { key: '', partial: readsTodayFromEvents(read) } }
   return { lookup: { key: await filteredRollupKey(query, rolledProperty(read)), partial: false } }
@@ -207,6 +218,10 @@ function filteredPlan(query: Query, read: Read, key: string, rows: readonly Sign
 /** The plan of a read from the rows of the lookup planRead named. */
 export function completePlan(query: Query, read: Read, lookup: RolledDaysLookup, rows: readonly SignatureRow[]): ReadPlan {
   if (lookup.key) return filteredPlan(query, read, lookup.key, rows)
+  if (ratesGoalsOverRollup(query, read)) {
+    const rolled = rolledDaysOf(query, rows)
+    return { builds: [], plan: rolled.days.length ? { table: 'rollup', rolled } : plan(query, read) }
+  }
   return { builds: [], plan: plan(query, read, rolledDaysOf(query, rows)) }
 }
 

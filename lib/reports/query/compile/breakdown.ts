@@ -16,7 +16,7 @@ const limitOf = (query: Query) => bind('UInt32', query.limit)
  */
 export function breakdownSql(query: Query, property: string, plan: HumanPlan, reports = false): Fragment {
   if (reports && property !== 'path') throw new Error(`engagement reports are rolled up for pages only, not ${property}`)
-  if (holdsGoal(property)) return goalBreakdownSql(query, property)
+  if (holdsGoal(property)) return goalBreakdownSql(query, property, plan)
   if (plan.table === 'sessions') return visitBreakdownFromSessions(query, property)
   if (plan.table === 'events' && plan.visits) return visitBreakdown(query, property, plan)
   const scope = queryScope(query, plan)

@@ -1,9 +1,13 @@
 import type { Goal } from '../../../sites/goals'
 import type { FunnelStep } from '../../../sites/definition-records'
-import type { Query } from '../model'
+import type { Query, RolledDays } from '../model'
 import { goalCondition } from './filters'
-import { queryWindow } from './scope'
-import { selected } from './selection'
+import { goalEventName } from './goals'
+import { type Scope, daySpansScope, queryWindow } from './scope'
+import { selected, unrolledScope } from './selection'
+import { ROLLUP_VERSION, rolledRows, uint64s } from './day-rollups'
+import { localDay } from './rows'
+import { daySpans } from '../range'
 import { type Fragment, bind, empty, join, raw, sql } from '../../../storage/clickhouse/sql'
 
 /** The longest a visit can last: it ends when the visitor id rotates at the site-local midnight. */
@@ -17,15 +21,12 @@ function stepMatch(step: FunnelStep, goals: readonly Goal[]): StepMatch {
   return goals.find((g) => g.id === step.value) ?? null
 }
 
-/** The event name of a step's events, which the sort key narrows to. */
-const eventName = (m: NonNullable<StepMatch>) => (m.type === 'page' ? 'pageview' : m.matchValue)
-
 /**
  * Whether one event can meet both steps. Paths can meet both patterns unless their literal parts
  * before the first * already differ (a sound test that keeps the check small).
  */
 function mayOverlap(a: StepMatch, b: StepMatch): boolean {
-  if (!a || !b || eventName(a) !== eventName(b)) return false
+  if (!a || !b || goalEventName(a) !== goalEventName(b)) return false
   if (a.type === 'event' || b.type === 'event') return true
   const prefix = (pattern: string) => pattern.split('*')[0]
   const [pa, pb] = [prefix(a.matchValue), prefix(b.matchValue)]
@@ -52,11 +53,17 @@ const STEP_SLOTS = 16
  *
  * Only the visits that reached a step go on to be grouped by visitor.
  */
-export function funnelLevelsSql(query: Query, steps: readonly FunnelStep[]): Fragment {
-  const scope = queryWindow(query)
+export const funnelLevelsSql = (query: Query, steps: readonly FunnelStep[]): Fragment => visitorLevels(query, steps, queryWindow(query))
+
+/**
+ * funnelLevelsSql over a scope; with `timezone`, per site-local day as well (column `day`). A
+ * visitor id lives one site-local day and a visit never crosses its midnight, so a window of
+ * whole days has, per level, the sum of its days' visitors.
+ */
+function visitorLevels(query: Query, steps: readonly FunnelStep[], scope: Scope, timezone?: string): Fragment {
   const matches = steps.map((s) => stepMatch(s, query.goals))
   const conditions = matches.map((m) => (m ? sql`(${goalCondition(m)})` : raw('toUInt8(0)')))
-  const names = [...new Set(matches.flatMap((m) => (m ? [eventName(m)] : [])))]
+  const names = [...new Set(matches.flatMap((m) => (m ? [goalEventName(m)] : [])))]
   const visits = query.filters.length ? sql` AND session_id IN (SELECT session_id FROM events WHERE ${selected(query, scope)})` : empty
   const time = raw('toUInt64(toUnixTimestamp64Milli(timestamp))')
   const perStep = matches.some((m, i) => i > 0 && mayOverlap(matches[i - 1], m))
@@ -66,18 +73,58 @@ export function funnelLevelsSql(query: Query, steps: readonly FunnelStep[]): Fra
   const rowPerStep = perStep
     ? sql`ARRAY JOIN arrayFilter(k -> [${join(conditions, ', ')}][k + 1], range(${raw(String(steps.length))})) AS step`
     : empty
+  const [day, visitDay, visitorDay] = timezone
+    ? [raw('day, '), sql`min(${localDay(timezone)}) AS day, `, raw('any(day) AS day, ')]
+    : [empty, empty, empty]
   return sql`
-SELECT level, count() AS visitors
+SELECT ${day}level, count() AS visitors
 FROM (
-  SELECT visitor_id, max(visit_level) AS level
+  SELECT visitor_id, ${visitorDay}max(visit_level) AS level
   FROM (
-    SELECT visitor_id, session_id, ${funnel} AS visit_level
+    SELECT visitor_id, session_id, ${visitDay}${funnel} AS visit_level
     FROM events ${rowPerStep}
     WHERE ${scope.events} AND name IN ${bind('Array(String)', names)} AND (${join(conditions, ' OR ')})${visits}
     GROUP BY visitor_id, session_id
     HAVING visit_level > 0
   )
   GROUP BY visitor_id
+)
+GROUP BY ${day}level`
+}
+
+/**
+ * A funnel's levels rolled up per finished site-local day under `key` (lib/reports/query/funnels.ts):
+ * per day and level the visitors funnelLevelsSql counts, value the level, stamped with the day's
+ * signature. Every day gets a row of value '' so a day without a visitor in the funnel counts as
+ * built; reads skip it.
+ */
+export function funnelRollupInsertSql(query: Query, steps: readonly FunnelStep[], key: string, days: RolledDays): Fragment {
+  const { timezone } = query.range
+  const dayList = bind('Array(Date)', days.days)
+  const levels = visitorLevels(query, steps, daySpansScope(query.siteId, daySpans(days.days, timezone)), timezone)
+  return sql`
+INSERT INTO day_rollups (site_id, timezone, version, property, day, day_events, day_sum, value, visitors, visits, pageviews, events, bounces, duration_ms)
+SELECT ${bind('UUID', query.siteId)}, ${bind('String', timezone)}, ${bind('UInt16', ROLLUP_VERSION)}, ${bind('String', key)}, day,
+       transform(day, ${dayList}, ${uint64s(days.events)}, toUInt64(0)), transform(day, ${dayList}, ${uint64s(days.sums)}, toUInt64(0)),
+       value, sum(visitors), 0, 0, 0, 0, 0
+FROM (
+  SELECT day, toString(level) AS value, visitors FROM (${levels})
+  UNION ALL
+  SELECT arrayJoin(${dayList}) AS day, '' AS value, toUInt64(0)
+)
+WHERE has(${dayList}, day)
+GROUP BY day, value`
+}
+
+/** The levels of a funnel over a window of whole days: the rolled days' from the rollup under `key`, the rest's from events. */
+export function funnelLevelsWithRollupSql(query: Query, steps: readonly FunnelStep[], key: string, rolled: RolledDays): Fragment {
+  const stored = rolledRows(query.siteId, query.range.timezone, key, rolled, raw('value, visitors'))
+  return sql`
+SELECT level, sum(visitors) AS visitors
+FROM (
+  SELECT toUInt8(value) AS level, visitors FROM (${stored}) WHERE value != ''
+  UNION ALL
+  SELECT level, visitors FROM (${visitorLevels(query, steps, unrolledScope(query.siteId, query.range, rolled))})
 )
 GROUP BY level`
 }
