@@ -328,7 +328,7 @@ describe('why a page changed: planted causes', () => {
     expect(json.errors.groups.map((g: { errorName: string; count: number }) => [g.errorName, g.count])).toEqual([
       ['TypeError', inWindow.length],
     ])
-    // the page's errors are read from the projection of events by path (migration 0025), which holds
+    // the page's errors are read from the projection of events by path (migration 0024), which holds
     // every column of the errors read, and it answers what the table does
     const pageErrors = (settings: string) =>
       services.clickhouse.query<{ errors: string; groups: string; names: string[]; browsers: string }>(

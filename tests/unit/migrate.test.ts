@@ -49,8 +49,8 @@ describe('ClickHouse migrations', () => {
       { version: 20, name: 'events_sampling' },
       { version: 21, name: 'events_by_path' },
       { version: 22, name: 'flow_rollups' },
-      { version: 24, name: 'events_props_index' },
-      { version: 25, name: 'page_errors_by_path' },
+      { version: 23, name: 'events_props_index' },
+      { version: 24, name: 'page_errors_by_path' },
     ])
     const applied = await migrate(clickhouse, [
       ...loadMigrations(),
@@ -296,7 +296,7 @@ describe('ClickHouse migrations', () => {
     ).toEqual(expected)
   })
 
-  it('indexes events by their property count (0024): the properties reads skip granules without properties and answer what reading every granule answers', async () => {
+  it('indexes events by their property count (0023): the properties reads skip granules without properties and answer what reading every granule answers', async () => {
     const clickhouse = await testClickHouse()
     const site = crypto.randomUUID()
     // one day of one site in one part: 30,000 pageviews without properties, then 100 Signup events

@@ -8,7 +8,7 @@ const inWindow = (query: Query) => selected(query, queryWindow(query))
 
 /**
  * Every event a properties read counts carries a property. Stated, it lets the engine skip the
- * granules whose events carry none (the index on length(props), migration 0024).
+ * granules whose events carry none (the index on length(props), migration 0023).
  */
 const CARRIES_PROPERTIES = raw('length(props) > 0')
 
