@@ -4,7 +4,6 @@ import { importHits } from '../../lib/ingest/import'
 import { flowRolledDaysSql } from '../../lib/reports/query/compile/flow'
 import { type SignatureRow, rolledDaysOf } from '../../lib/reports/query/plan'
 import { resolveRange } from '../../lib/reports/query/range'
-import { refreshRollups } from '../../lib/reports/rollup/refresh'
 import { execute } from '../../lib/storage/clickhouse/execute'
 import { newSite } from '../../lib/sites/sites'
 import { ROLLUP_ALL_DAYS, refreshRollups } from '../../lib/reports/rollup/refresh'
@@ -329,7 +328,6 @@ const flowAsMaps = (json: FlowAnswer) => ({
 })
 
 describe('flow, journeys and activity', () => {
-  let services: Awaited<ReturnType<typeof testServices>>
   let call: ReturnType<typeof client>
   let key = ''
   let hits: RefHit[]
