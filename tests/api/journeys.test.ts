@@ -628,9 +628,10 @@ describe('flow, journeys and activity', () => {
     }
   })
 
-  // last: it rolls up the sites' finished days, which the reads above take from raw pageviews
+  // last: the sites' finished days are rolled up (by the journeys paging test above, or here), and the flow
+  // tests before that one read them from raw pageviews
   it('flow: the same graphs once finished days are rolled up, the days rolled up summed and today read from visit_pages', async () => {
-    expect(await refreshRollups(services.clickhouse, services.repositories, NOW, 40)).toBeGreaterThan(0)
+    await refreshRollups(services.clickhouse, services.repositories, NOW, 40)
     const builtDays = async (site: string) =>
       Number(
         (
