@@ -52,14 +52,21 @@ function writeDefault(line: string) {
   else console.log(line)
 }
 
+/** A query of plain name=value pairs (no escapes, no empty parts): URLSearchParams writes it back as it is. */
+const PLAIN_QUERY = /^[\w.*-]+=[\w.*-]*(?:&[\w.*-]+=[\w.*-]*)*$/
+const SECRET_NAME = new RegExp(`(?:^|&)(?:${[...SECRET_PARAMS].join('|')})=`, 'i')
+
 /** The path as logged: the values of credential parameters replaced, so a URL-borne key never reaches a log. */
 export function loggedPath(url: string, pathname: string): string {
   const q = url.indexOf('?')
   if (q < 0) return pathname
-  const params = new URLSearchParams(url.slice(q + 1))
+  const query = url.slice(q + 1)
+  // most queries (the public count's) have nothing to redact and nothing to re-encode: not parsed
+  if (PLAIN_QUERY.test(query) && !SECRET_NAME.test(query)) return `${pathname}?${query}`
+  const params = new URLSearchParams(query)
   for (const name of params.keys()) if (SECRET_PARAMS.has(name.toLowerCase())) params.set(name, 'redacted')
-  const query = params.toString()
-  return query ? `${pathname}?${query}` : pathname
+  const written = params.toString()
+  return written ? `${pathname}?${written}` : pathname
 }
 
 /** Set by the transport once a key is admitted, so the line names the key by its prefix. */
