@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process'
-import { mkdtempSync, openSync, readFileSync, writeSync } from 'node:fs'
+import { mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -25,7 +25,13 @@ import { newSite } from '../lib/sites/sites'
 
 /** The public live count: cached throughput against a bare route, and engine queries under 1000 polling clients. */
 async function benchServer() {
-  const stores = await openNodeStores({ DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-public-')) })
+  const dataDir = mkdtempSync(join(tmpdir(), 'bench-public-'))
+  // the driver stops this process when it is done: its data goes with it
+  process.on('SIGTERM', () => {
+    rmSync(dataDir, { recursive: true, force: true })
+    process.exit(0)
+  })
+  const stores = await openNodeStores({ DATA_DIR: dataDir })
   await migrate(stores.clickhouse, loadMigrations())
   const now = () => new Date()
   const org = await createOrg(stores.repositories, 'Bench', now())
