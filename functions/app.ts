@@ -1,10 +1,10 @@
 import { Hono } from 'hono'
 import { compress } from 'hono/compress'
 import type { Services } from '../lib/services'
-import { allowedMethods, mountEndpoints } from './http'
-import { asApiError } from './invoke'
+import { EVENT_EXPOSE_HEADERS, STARTING_MESSAGE, mountHotPaths } from './hot-path'
+import { allowedMethods, failureAnswer, mountEndpoints } from './http'
 import { endpoints } from './registry'
-import { type LogOptions, requestLog } from './request-log'
+import { type LogOptions, requestLog, requestTracer } from './request-log'
 import { webApp } from './web/app'
 import { sharedDashboards } from './web/share'
 
@@ -13,12 +13,25 @@ const CORS_ALLOW_HEADERS = 'Authorization, x-api-key, Content-Type, mcp-protocol
 
 const ANSWERED_WHILE_STARTING = new Set(['/health', '/ready', '/metrics'])
 
-/** Builds the whole HTTP app from its services. Handlers never know which home they run in. */
-export function createApp(services: Services, log: LogOptions = { level: 'error' }, options: { compress?: boolean } = {}) {
+/**
+ * Builds the whole HTTP app from its services. Handlers never know which home they run in.
+ * `hotPaths: false` serves the hot paths through the middleware like every endpoint (what their
+ * lean transport must answer the same as).
+ */
+export function createApp(
+  services: Services,
+  log: LogOptions = { level: 'error' },
+  options: { compress?: boolean; hotPaths?: boolean } = {},
+) {
   // a trailing slash names the same endpoint (`/api/v1/` is the index, as `/api/v1`)
   const app = new Hono({ strict: false })
+  const tracer = requestTracer(log)
 
-  app.use(requestLog(log))
+  // the collector and the public count, called by every page view, come first with their own lean transport
+  const hot = options.hotPaths === false ? [] : endpoints.filter((e) => e.hotPath)
+  mountHotPaths(app, hot, services, tracer)
+
+  app.use(requestLog(tracer))
   // requests by the route they matched (its declared path), method, status and duration
   const { metrics } = services
   if (metrics) {
@@ -31,11 +44,7 @@ export function createApp(services: Services, log: LogOptions = { level: 'error'
   }
   // Node compresses its own answers (JSON, scripts, the MCP tool list) of 1 KB or more when the
   // client accepts gzip or deflate; event streams never are. Cloudflare compresses the Workers'.
-  // The collector's answers have no body: it skips the middleware, whose wait is a measurable share of a hit.
-  if (options.compress) {
-    const compressing = compress()
-    app.use((c, next) => (c.req.path === '/api/event' ? next() : compressing(c, next)))
-  }
+  if (options.compress) app.use(compress())
 
   // Every /api response, errors and preflight included, is readable from any origin. Written with
   // c.header() before the handler runs: hono/cors touches c.res first, which makes the Node adapter
@@ -46,7 +55,7 @@ export function createApp(services: Services, log: LogOptions = { level: 'error'
       // the rate-limit headers exist on keyed answers only
       if (c.req.path.startsWith('/api/v1')) c.header('Access-Control-Expose-Headers', CORS_EXPOSE_HEADERS)
       // so a page's script can read why its hit was dropped
-      else if (c.req.path === '/api/event') c.header('Access-Control-Expose-Headers', 'X-Dropped, x-plausible-dropped')
+      else if (c.req.path === '/api/event') c.header('Access-Control-Expose-Headers', EVENT_EXPOSE_HEADERS)
       return next()
     }
     c.header('Access-Control-Allow-Methods', 'GET, POST, PATCH, DELETE, OPTIONS')
@@ -61,11 +70,15 @@ export function createApp(services: Services, log: LogOptions = { level: 'error'
     app.use('*', async (c, next) => {
       if (services.readiness!().phase !== 'migrating' || ANSWERED_WHILE_STARTING.has(c.req.path)) return next()
       c.header('Retry-After', '2')
-      return c.json({ error: 'the service is starting (applying its migrations); retry in 2 s' }, 503)
+      return c.json({ error: STARTING_MESSAGE }, 503)
     })
   }
 
-  mountEndpoints(app, endpoints, services)
+  mountEndpoints(
+    app,
+    endpoints.filter((e) => !hot.includes(e)),
+    services,
+  )
   app.route('/app', webApp(services))
   app.route('/share', sharedDashboards(services))
 
@@ -80,11 +93,7 @@ export function createApp(services: Services, log: LogOptions = { level: 'error'
     return c.json({ error: `no endpoint ${c.req.method} ${path}` }, 404)
   })
 
-  app.onError((err, c) => {
-    const failure = asApiError(err, c.req.raw)
-    for (const [name, value] of Object.entries(failure.headers)) c.header(name, value)
-    return c.json({ error: failure.message }, failure.status)
-  })
+  app.onError(failureAnswer)
 
   return app
 }

@@ -83,6 +83,7 @@ export const collectorEndpoints = [
       "Where the tracking script sends hits: one hit a request, as JSON (text/plain is accepted, for sendBeacon). Also takes Plausible's Events API payload.",
     description:
       "No key: the site is named by its snippet id, or in Plausible's payload by its domain (a comma list records the hit for each site; the visitor's address is the first valid one of X-Forwarded-For). Answers 202 with no body once the hit is accepted; a hit the site does not collect is accepted and dropped, and the answer's X-Dropped header says why: bot, localhost, unknown-hostname (the page is not on the site's domain, a subdomain, its custom domain or an allowed hostname), excluded-ip, excluded-path, kind-off (a switched-off kind), not-collecting or unknown-domain (Plausible's payload naming no site); Plausible's payload also gets x-plausible-dropped: 1. At most 64 KB.",
+    hotPath: true,
     validatesOwnInput: true,
     body: eventBodySchema,
     status: 202,

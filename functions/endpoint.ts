@@ -73,6 +73,11 @@ export interface Endpoint<P extends AnyObject = AnyObject, B extends z.ZodType =
   body?: B
   /** The handler reads and checks its own input (hot paths); `params` and `body` then only document it. */
   validatesOwnInput?: boolean
+  /**
+   * Called by every page view (the collector, the public count): answered ahead of the app's
+   * middleware by a transport that does only what it needs (hot-path.ts). Public, and validates its own input.
+   */
+  hotPath?: boolean
   /** The largest body taken, in bytes (default DEFAULT_MAX_BODY_BYTES); a larger one is 413 before it is read whole. */
   maxBodyBytes?: number
   /** The status of a success (default 200). */

@@ -5,7 +5,7 @@ import { ApiError } from '../lib/errors'
 import type { ApiKeyRecord } from '../lib/accounts/keys'
 import type { Services } from '../lib/services'
 import { DEFAULT_MAX_BODY_BYTES, type Endpoint, SerializedAnswer, isJsonAnswer } from './endpoint'
-import { CallContext, admit, invoke } from './invoke'
+import { CallContext, admit, asApiError, invoke } from './invoke'
 import { KEY_PREFIX_VAR, keepTrace } from './request-log'
 
 export const honoPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1')
@@ -25,23 +25,10 @@ export function mountEndpoints(app: Hono, endpoints: Endpoint[], services: Servi
   for (const endpoint of endpoints) {
     // keyed endpoints get every query parameter, so one they do not take is refused by name
     const hasParams = (endpoint.params !== undefined || endpoint.scope !== 'public') && !endpoint.validatesOwnInput
-    // the cap holds while the body is read: by Content-Length when the request has one (read here
-    // from the header alone, so the Node adapter keeps its fast body path), else by counted bytes
-    const maxSize = endpoint.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
-    const tooLarge = (c: Context) => c.json({ error: `body: larger than ${maxSize} bytes` }, 413)
-    const counted = bodyLimit({ maxSize, onError: tooLarge })
-    const takesBody = endpoint.method !== 'GET'
+    const capped = bodyCap(endpoint)
     const emptyAnswer = !isJsonAnswer(endpoint.response) && endpoint.response.mediaType === null
     app.on(endpoint.method, honoPath(endpoint.path), async (c) => {
-      if (takesBody) {
-        const length = c.req.header('content-length')
-        if (length === undefined || c.req.header('transfer-encoding') !== undefined) {
-          const raw = c.req.raw
-          const refused = await counted(c, async () => {})
-          if (refused) return refused
-          keepTrace(raw, c.req.raw)
-        } else if (Number(length) > maxSize) return tooLarge(c)
-      }
+      if (capped) await capped(c)
       // public endpoints never read the key
       let ctx = new CallContext(services, null as unknown as ApiKeyRecord, c.req.raw, c.env, c)
       if (endpoint.scope !== 'public') {
@@ -66,6 +53,35 @@ export function mountEndpoints(app: Hono, endpoints: Endpoint[], services: Servi
       return c.json(result as object, endpoint.status ?? 200)
     })
   }
+}
+
+/**
+ * The cap of an endpoint that takes a body, or null: a larger body is refused (413). It holds while
+ * the body is read: by Content-Length when the request has one (read here from the header alone,
+ * so the Node adapter keeps its fast body path), else by counted bytes.
+ */
+export function bodyCap(endpoint: Endpoint): ((c: Context) => Promise<void>) | null {
+  if (endpoint.method === 'GET') return null
+  const maxSize = endpoint.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
+  const tooLarge = (): never => {
+    throw new ApiError(413, `body: larger than ${maxSize} bytes`)
+  }
+  const counted = bodyLimit({ maxSize, onError: tooLarge })
+  return async (c) => {
+    const length = c.req.header('content-length')
+    if (length === undefined || c.req.header('transfer-encoding') !== undefined) {
+      const raw = c.req.raw
+      await counted(c, async () => {})
+      keepTrace(raw, c.req.raw)
+    } else if (Number(length) > maxSize) tooLarge()
+  }
+}
+
+/** Any failure as its JSON answer (see asApiError), with the headers set before it was thrown. */
+export function failureAnswer(err: unknown, c: Context) {
+  const failure = asApiError(err, c.req.raw)
+  for (const [name, value] of Object.entries(failure.headers)) c.header(name, value)
+  return c.json({ error: failure.message }, failure.status)
 }
 
 /** `?key=` is a credential, never a parameter. */

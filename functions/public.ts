@@ -9,7 +9,7 @@ const serialized = new WeakMap<LiveAnswer, SerializedAnswer>()
 function answer(live: LiveAnswer) {
   let prepared = serialized.get(live)
   if (prepared === undefined) {
-    // Access-Control-Allow-Origin comes from the app's /api middleware, as on every /api answer
+    // Access-Control-Allow-Origin comes from the hot path's transport, as on every /api answer
     const headers = { 'Content-Type': 'application/json', 'Cache-Control': `public, max-age=${live.ttl}` }
     serialized.set(live, (prepared = new SerializedAnswer(JSON.stringify(live.body), headers)))
   }
@@ -41,6 +41,7 @@ export const publicEndpoints = [
     summary: "A site's public visitor count: live (the last 5 minutes, plus halfHour) or a period, humans only, from the primary source.",
     description:
       'No key. The site must publish its counts (publicCounts), and its dial (publicCountsDial) bounds the windows it answers; unknown, unpublished and out-of-dial questions are the same 404. Cached 10 s (live) or 60 s (periods). A site answers a limited number of distinct uncached windows a minute (429 past it; cached windows are still served).',
+    hotPath: true,
     // a repeat within the TTL is answered before validation
     validatesOwnInput: true,
     params: z

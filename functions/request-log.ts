@@ -12,7 +12,7 @@ export interface LogOptions {
   write?: (line: string) => void
 }
 
-const HEADER = 'X-Request-Id'
+export const REQUEST_ID_HEADER = 'X-Request-Id'
 /** A caller's own id is kept when it is short and plain, so it cannot forge log fields. */
 const SANE_ID = /^[\w\-.:=]{1,128}$/
 /** Query parameters whose values are never logged: credentials. */
@@ -52,14 +52,21 @@ function writeDefault(line: string) {
   else console.log(line)
 }
 
+/** A query of plain name=value pairs (no escapes, no empty parts): URLSearchParams writes it back as it is. */
+const PLAIN_QUERY = /^[\w.*-]+=[\w.*-]*(?:&[\w.*-]+=[\w.*-]*)*$/
+const SECRET_NAME = new RegExp(`(?:^|&)(?:${[...SECRET_PARAMS].join('|')})=`, 'i')
+
 /** The path as logged: the values of credential parameters replaced, so a URL-borne key never reaches a log. */
 export function loggedPath(url: string, pathname: string): string {
   const q = url.indexOf('?')
   if (q < 0) return pathname
-  const params = new URLSearchParams(url.slice(q + 1))
+  const query = url.slice(q + 1)
+  // most queries (the public count's) have nothing to redact and nothing to re-encode: not parsed
+  if (PLAIN_QUERY.test(query) && !SECRET_NAME.test(query)) return `${pathname}?${query}`
+  const params = new URLSearchParams(query)
   for (const name of params.keys()) if (SECRET_PARAMS.has(name.toLowerCase())) params.set(name, 'redacted')
-  const query = params.toString()
-  return query ? `${pathname}?${query}` : pathname
+  const written = params.toString()
+  return written ? `${pathname}?${written}` : pathname
 }
 
 /** Set by the transport once a key is admitted, so the line names the key by its prefix. */
@@ -67,33 +74,53 @@ export const KEY_PREFIX_VAR = 'keyPrefix'
 
 const noDebug = () => {}
 
-/** The middleware: an id for every request, its header on every answer, and the request's line. */
-export function requestLog({ level, write = writeDefault }: LogOptions): MiddlewareHandler {
+/** What every request's answer goes through: its id and trace first, its line once answered. */
+export interface RequestTracer {
+  /** Whether a line is written per request (`info` and `debug`). */
+  readonly logRequests: boolean
+  /** Registers the request's trace; returns its id: the caller's own when given and plain, else a fresh one. */
+  begin(request: Request, given: string | null | undefined): string
+  /** The request's line: `started` is `performance.now()` when it came in. */
+  line(request: { method: string; url: string; path: string }, status: number, started: number, id: string, keyPrefix?: string): void
+}
+
+export function requestTracer({ level, write = writeDefault }: LogOptions): RequestTracer {
   const logError =
     level === 'silent'
       ? () => {}
       : (fields: Record<string, unknown>) => write(JSON.stringify({ time: new Date().toISOString(), level: 'error', ...fields }))
-  const logRequests = level === 'info' || level === 'debug'
+  return {
+    logRequests: level === 'info' || level === 'debug',
+    begin(request, given) {
+      const id = given && SANE_ID.test(given) ? given : crypto.randomUUID()
+      const debug =
+        level === 'debug'
+          ? (fields: Record<string, unknown>) =>
+              write(JSON.stringify({ time: new Date().toISOString(), level: 'debug', ...fields, requestId: id }))
+          : noDebug
+      traces.set(request, { id, logError, debug })
+      return id
+    },
+    line({ method, url, path }, status, started, id, keyPrefix) {
+      // built by hand: JSON.stringify of an object is a measurable share of a collector request
+      const ms = Math.round((performance.now() - started) * 10) / 10
+      write(
+        `{"time":"${new Date().toISOString()}","level":"info","method":${JSON.stringify(method)},"path":${JSON.stringify(loggedPath(url, path))},"status":${status},"ms":${ms},"requestId":"${id}"${keyPrefix ? `,"keyPrefix":${JSON.stringify(keyPrefix)}` : ''}}`,
+      )
+    },
+  }
+}
+
+/** The middleware: an id for every request, its header on every answer, and the request's line. */
+export function requestLog(tracer: RequestTracer): MiddlewareHandler {
   return async (c, next) => {
-    const given = c.req.header(HEADER)
-    const id = given && SANE_ID.test(given) ? given : crypto.randomUUID()
-    const debug =
-      level === 'debug'
-        ? (fields: Record<string, unknown>) =>
-            write(JSON.stringify({ time: new Date().toISOString(), level: 'debug', ...fields, requestId: id }))
-        : noDebug
-    traces.set(c.req.raw, { id, logError, debug })
+    const id = tracer.begin(c.req.raw, c.req.header(REQUEST_ID_HEADER))
     // set before the handler runs, like the CORS headers (see app.ts)
-    c.header(HEADER, id)
-    if (!logRequests) return next()
+    c.header(REQUEST_ID_HEADER, id)
+    if (!tracer.logRequests) return next()
     const started = performance.now()
     await next()
-    // built by hand: JSON.stringify of an object is a measurable share of a collector request
-    const ms = Math.round((performance.now() - started) * 10) / 10
-    const keyPrefix = c.get(KEY_PREFIX_VAR as never) as string | undefined
-    write(
-      `{"time":"${new Date().toISOString()}","level":"info","method":${JSON.stringify(c.req.method)},"path":${JSON.stringify(loggedPath(c.req.url, c.req.path))},"status":${c.res.status},"ms":${ms},"requestId":"${id}"${keyPrefix ? `,"keyPrefix":${JSON.stringify(keyPrefix)}` : ''}}`,
-    )
+    tracer.line(c.req, c.res.status, started, id, c.get(KEY_PREFIX_VAR as never) as string | undefined)
   }
 }
 

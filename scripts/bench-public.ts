@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -9,6 +9,7 @@ import autocannon from 'autocannon'
 import { Command } from 'commander'
 import { Hono } from 'hono'
 import { createApp } from '../functions/app'
+import { batchedLines } from '../functions/request-log'
 import { createOrg } from '../lib/accounts/admin'
 import { openNodeStores } from '../lib/runtime/node'
 import { demoHits } from '../lib/ingest/demo-traffic'
@@ -24,7 +25,13 @@ import { newSite } from '../lib/sites/sites'
 
 /** The public live count: cached throughput against a bare route, and engine queries under 1000 polling clients. */
 async function benchServer() {
-  const stores = await openNodeStores({ DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-public-')) })
+  const dataDir = mkdtempSync(join(tmpdir(), 'bench-public-'))
+  // the driver stops this process when it is done: its data goes with it
+  process.on('SIGTERM', () => {
+    rmSync(dataDir, { recursive: true, force: true })
+    process.exit(0)
+  })
+  const stores = await openNodeStores({ DATA_DIR: dataDir })
   await migrate(stores.clickhouse, loadMigrations())
   const now = () => new Date()
   const org = await createOrg(stores.repositories, 'Bench', now())
@@ -52,27 +59,28 @@ async function benchServer() {
     engineQueries++
     return query(sql, params)
   }) as typeof stores.clickhouse.query
-  const app = createApp({
-    clickhouse: stores.clickhouse,
-    kv: stores.kv,
-    repositories: stores.repositories,
-    sites,
-    limiter: memoryRateLimiter(),
-    now,
-    fetch,
-    ingestor,
-    clientAddress: () => '127.0.0.1',
-    sharedProcess: true,
-    liveCache: memoryLiveCache(),
-  })
+  const discarded = openSync('/dev/null', 'w')
+  const app = createApp(
+    {
+      clickhouse: stores.clickhouse,
+      kv: stores.kv,
+      repositories: stores.repositories,
+      sites,
+      limiter: memoryRateLimiter(),
+      now,
+      fetch,
+      ingestor,
+      clientAddress: () => '127.0.0.1',
+      sharedProcess: true,
+      liveCache: memoryLiveCache(),
+    },
+    // as the Node server runs it: a request line each (batched, written synchronously as to a pipe), compression on
+    { level: 'info', write: batchedLines({ write: (chunk: string) => writeSync(discarded, chunk) }).write },
+    { compress: true },
+  )
   const outer = new Hono()
   outer.get('/bare', (c) => c.json({ ok: true }))
   outer.get('/bench/engine-queries', (c) => c.json({ engineQueries }))
-  // the server's own CPU (user + system, microseconds): CPU per request is less at the mercy of other load than requests/s
-  outer.get('/bench/cpu', (c) => {
-    const { user, system } = process.cpuUsage()
-    return c.json({ micros: user + system })
-  })
   outer.route('/', app)
   const server = serve({ fetch: outer.fetch, port: 0, hostname: '127.0.0.1' })
   await new Promise((r) => server.once('listening', r))
@@ -81,54 +89,91 @@ async function benchServer() {
   )
 }
 
-async function drive(opts: { duration: string }) {
+async function drive(opts: { duration: string; rounds: string }) {
   const child = spawn(process.execPath, ['--import', 'tsx', process.argv[1], 'serve'], { stdio: ['ignore', 'pipe', 'inherit'] })
   const { base, snippet } = JSON.parse(
     await new Promise<string>((resolve) => createInterface({ input: child.stdout! }).once('line', resolve)),
   )
   const duration = Number(opts.duration)
-  const cpu = async () => ((await (await fetch(`${base}/bench/cpu`)).json()) as { micros: number }).micros
-  const run = async (path: string, connections: number) => {
-    const before = await cpu()
-    const result = await autocannon({ url: base + path, connections, duration })
-    return { ...result, cpuMicrosPerRequest: ((await cpu()) - before) / result.requests.total }
+  // the server's own CPU, read from /proc: CPU per request is less at the mercy of other load than requests/s
+  const run = async (path: string, connections: number, seconds: number) => {
+    const before = cpuSeconds(child.pid!)
+    const result = await autocannon({ url: base + path, connections, duration: seconds })
+    const after = cpuSeconds(child.pid!)
+    return {
+      requests: result.requests.total,
+      seconds: result.duration,
+      non2xx: result.non2xx,
+      cpuMicros: (after.all - before.all) * 1e6,
+      mainMicros: (after.main - before.main) * 1e6,
+    }
   }
   const live = `/api/public/live?site=${snippet}`
   const period = `/api/public/live?site=${snippet}&range=7d`
   await fetch(base + live)
   await fetch(base + period)
-  const bare = await run('/bare', 10)
-  const cachedLive = await run(live, 10)
-  const cachedPeriod = await run(period, 10)
+  // a second of each first, unmeasured: the code warms up and the engine merges what the set-up imported
+  for (const path of ['/bare', live, period]) await run(path, 10, 1)
+  // the three take turns in short slices (in alternating order), so that each meets the same load of the machine
+  const targets = { bare: '/bare', cachedLive: live, cachedPeriod: period }
+  const names = Object.keys(targets) as (keyof typeof targets)[]
+  const totals = Object.fromEntries(names.map((n) => [n, { requests: 0, seconds: 0, cpuMicros: 0, mainMicros: 0 }])) as Record<
+    keyof typeof targets,
+    { requests: number; seconds: number; cpuMicros: number; mainMicros: number }
+  >
+  const rounds = Number(opts.rounds)
+  const loads: string[] = []
+  const slice = Math.max(1, Math.round(duration / rounds))
+  for (let round = 0; round < rounds; round++) {
+    for (const name of round % 2 ? [...names].reverse() : names) {
+      const result = await run(targets[name], 10, slice)
+      totals[name].requests += result.requests
+      totals[name].seconds += result.seconds
+      totals[name].cpuMicros += result.cpuMicros
+      totals[name].mainMicros += result.mainMicros
+    }
+    loads.push(readFileSync('/proc/loadavg', 'utf8').split(' ')[0])
+  }
+  const rps = (name: keyof typeof targets) => totals[name].requests / totals[name].seconds
+  const cpuPerRequest = (name: keyof typeof targets) => totals[name].cpuMicros / totals[name].requests
+  const mainPerRequest = (name: keyof typeof targets) => totals[name].mainMicros / totals[name].requests
   const before = ((await (await fetch(`${base}/bench/engine-queries`)).json()) as { engineQueries: number }).engineQueries
-  const polling = await run(live, 1000)
+  const polling = await run(live, 1000, duration)
   const after = ((await (await fetch(`${base}/bench/engine-queries`)).json()) as { engineQueries: number }).engineQueries
   child.kill()
   process.stdout.write(
     `${JSON.stringify(
       {
         rps: {
-          bare: Math.round(bare.requests.average),
-          cachedLive: Math.round(cachedLive.requests.average),
-          cachedPeriod: Math.round(cachedPeriod.requests.average),
+          bare: Math.round(rps('bare')),
+          cachedLive: Math.round(rps('cachedLive')),
+          cachedPeriod: Math.round(rps('cachedPeriod')),
         },
         ratioToBare: {
-          live: +(cachedLive.requests.average / bare.requests.average).toFixed(2),
-          period: +(cachedPeriod.requests.average / bare.requests.average).toFixed(2),
+          live: +(rps('cachedLive') / rps('bare')).toFixed(2),
+          period: +(rps('cachedPeriod') / rps('bare')).toFixed(2),
         },
         // the server process's CPU per answered request, and the bare route's as a share of it
         cpuMicrosPerRequest: {
-          bare: +bare.cpuMicrosPerRequest.toFixed(1),
-          cachedLive: +cachedLive.cpuMicrosPerRequest.toFixed(1),
-          cachedPeriod: +cachedPeriod.cpuMicrosPerRequest.toFixed(1),
+          bare: +cpuPerRequest('bare').toFixed(1),
+          cachedLive: +cpuPerRequest('cachedLive').toFixed(1),
+          cachedPeriod: +cpuPerRequest('cachedPeriod').toFixed(1),
+        },
+        // the JavaScript thread alone: the engine's background merges are on other threads
+        mainThreadCpuMicrosPerRequest: {
+          bare: +mainPerRequest('bare').toFixed(1),
+          cachedLive: +mainPerRequest('cachedLive').toFixed(1),
+          cachedPeriod: +mainPerRequest('cachedPeriod').toFixed(1),
         },
         cpuRatioToBare: {
-          live: +(bare.cpuMicrosPerRequest / cachedLive.cpuMicrosPerRequest).toFixed(2),
-          period: +(bare.cpuMicrosPerRequest / cachedPeriod.cpuMicrosPerRequest).toFixed(2),
+          live: +(cpuPerRequest('bare') / cpuPerRequest('cachedLive')).toFixed(2),
+          period: +(cpuPerRequest('bare') / cpuPerRequest('cachedPeriod')).toFixed(2),
         },
+        // the 1-minute load average after each round
+        loadAverages: loads,
         thousandClients: {
           seconds: duration,
-          requests: polling.requests.total,
+          requests: polling.requests,
           non2xx: polling.non2xx,
           engineQueries: after - before,
           // a live answer takes two queries (5 minutes and halfHour); its TTL is 10 s
@@ -143,9 +188,27 @@ async function drive(opts: { duration: string }) {
   )
 }
 
+/** A process's CPU time so far (user and system), in seconds: of every thread, and of its main (JavaScript) thread. */
+function cpuSeconds(pid: number): { all: number; main: number } {
+  // /proc/<pid>/stat: fields 14 and 15 (utime, stime) in clock ticks, after the parenthesized name
+  const ticks = (file: string) => {
+    const fields = readFileSync(file, 'utf8').split(') ')[1].split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / 100
+  }
+  return { all: ticks(`/proc/${pid}/stat`), main: ticks(`/proc/${pid}/task/${pid}/stat`) }
+}
+
 const program = new Command('bench-public').description(
   'Throughput of cached public counts against a bare route, and engine queries while 1000 clients poll.',
 )
-program.command('run', { isDefault: true }).option('--duration <s>', 'seconds per run', '10').action(drive)
+program
+  .command('run', { isDefault: true })
+  .option(
+    '--duration <s>',
+    'seconds of load for each of the bare route, the live count and the period count, and for the 1000 clients',
+    '10',
+  )
+  .option('--rounds <n>', 'slices each of the three takes in turn (the duration is shared among them)', '3')
+  .action(drive)
 program.command('serve').description('(internal) the server side').action(benchServer)
 await program.parseAsync(process.argv)

@@ -97,8 +97,12 @@ const indexed = new WeakSet<object>()
 
 async function submit(services: Services, request: Request, item: Pick<IngestItem, 'hit' | 'site' | 'ip' | 'plausible'>): Promise<Dropped> {
   const cf = (request as { cf?: Record<string, unknown> }).cf
+  // a literal rather than a spread, which costs more than a microsecond a hit
   const outcome = await services.ingestor.submit({
-    ...item,
+    hit: item.hit,
+    site: item.site,
+    ip: item.ip,
+    plausible: item.plausible,
     userAgent: request.headers.get('user-agent') ?? '',
     receivedAt: services.now(),
     geo: cf ? geoFromCf(cf) : undefined,

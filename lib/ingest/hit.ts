@@ -113,12 +113,8 @@ const HTTP_URL = /^https?:\/\//i
 
 function httpUrl(value: unknown, path: string): string {
   const trimmed = text(value, path, 4000).trim()
-  if (!HTTP_URL.test(trimmed)) fail(path, 'must be an absolute http(s) URL')
-  try {
-    new URL(trimmed)
-  } catch {
-    fail(path, 'must be an absolute http(s) URL')
-  }
+  // checked without building the URL: screening parses it where it is used
+  if (!HTTP_URL.test(trimmed) || !URL.canParse(trimmed)) fail(path, 'must be an absolute http(s) URL')
   return trimmed
 }
 
@@ -161,13 +157,7 @@ const IPV6_CHARACTERS = /^[0-9a-fA-F:.]+$/
 
 /** An IPv6 address as a URL host takes it (embedded IPv4 included). */
 function isIPv6(value: string): boolean {
-  if (!IPV6_CHARACTERS.test(value)) return false
-  try {
-    new URL(`http://[${value}]`)
-    return true
-  } catch {
-    return false
-  }
+  return IPV6_CHARACTERS.test(value) && URL.canParse(`http://[${value}]`)
 }
 
 /** A flat object of strings (at most `maxText` long), finite numbers and booleans, and null where allowed. */

@@ -187,11 +187,13 @@ export class Journal implements WriteAheadLog {
    */
   append(batch: IngestBatch): Promise<void> {
     const segment = this.current
-    const line = Buffer.from(encode(batch))
+    // written as the string it is: a Buffer of it first would be one more copy of every line
+    const line = encode(batch)
+    const bytes = Buffer.byteLength(line)
     try {
       // a short write (the disk filled part-way) is a failed one
       const written = writeSync(segment.fd, line)
-      if (written !== line.length) throw Object.assign(new Error(`ENOSPC: wrote ${written} of ${line.length} bytes`), { code: 'ENOSPC' })
+      if (written !== bytes) throw Object.assign(new Error(`ENOSPC: wrote ${written} of ${bytes} bytes`), { code: 'ENOSPC' })
     } catch (err) {
       // what the failed write left in the file goes: the batch is refused
       try {
@@ -199,7 +201,7 @@ export class Journal implements WriteAheadLog {
       } catch {}
       return Promise.reject(unavailable(err))
     }
-    segment.size += line.length
+    segment.size += bytes
     segment.dirty = true
     this.sync(segment)
     return Promise.resolve()

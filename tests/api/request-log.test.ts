@@ -44,4 +44,16 @@ describe('request logs', () => {
     // a shared dashboard's secret link
     expect(loggedPath('http://x/share/a?auth=s3cret&range=7d', '/share/a')).toBe('/share/a?auth=redacted&range=7d')
   })
+
+  it('logs a query as the URL parser writes it back, plain or not', () => {
+    const logged = (query: string) => loggedPath(`http://x/p?${query}`, '/p')
+    expect(logged('site=ab_c-1.2&range=7d')).toBe('/p?site=ab_c-1.2&range=7d')
+    expect(logged('Api_Key=s&x=1')).toBe('/p?Api_Key=redacted&x=1')
+    expect(logged('x=1&TOKEN=s')).toBe('/p?x=1&TOKEN=redacted')
+    // escaped, or written otherwise by the parser: the same as before
+    expect(logged('k%65y=s')).toBe('/p?key=redacted')
+    expect(logged('a=b%20c&d=e/f')).toBe('/p?a=b+c&d=e%2Ff')
+    expect(logged('a&b=')).toBe('/p?a=&b=')
+    expect(logged('tokens=1&subkey=2')).toBe('/p?tokens=1&subkey=2')
+  })
 })
