@@ -13,11 +13,13 @@ import { newSite } from '../lib/sites/sites'
 
 /**
  * The import command's peak memory, rate and CPU at a few file sizes: for each size, a file of demo
- * hits is imported by `npm run import` into a fresh data folder, under `/usr/bin/time -v` (Linux),
- * `--runs` times (each on a copy of the same fresh folder). Each run prints the maximum resident
- * set size, the time taken, the hits a second, the process's CPU time (user and system, the
- * engine's threads and the import's workers included) per hit, and what was stored (events,
- * visitors, visits, pageviews), to compare two versions of the import on the same file; with
+ * hits is imported by the command `npm run import` runs (package.json: its node options and
+ * environment) into a fresh data folder, under `/usr/bin/time -v` (Linux), `--runs` times (each on
+ * a copy of the same fresh folder). Each run prints the maximum resident set size, its split at the
+ * peak (anonymous memory: the heaps of node and the engine; and file-mapped: the engine's library
+ * and node's code), sampled every 100 ms, the time taken, the hits a second, the process's CPU
+ * time (user and system, the engine's threads and the import's workers included) per hit, and what
+ * was stored (events, visitors, visits, pageviews), to compare two versions of the import on the same file; with
  * several runs, a last line gives the medians. The file is the same for a size all day (the demo
  * hits are seeded and end at today's midnight, UTC). `--cpu-prof DIR` writes a V8 CPU profile of
  * each run's main thread (and of its workers) under DIR.
