@@ -1,5 +1,5 @@
-import { spawnSync } from 'node:child_process'
-import { createWriteStream } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { createWriteStream, readFileSync } from 'node:fs'
 import { cp, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -13,11 +13,13 @@ import { newSite } from '../lib/sites/sites'
 
 /**
  * The import command's peak memory, rate and CPU at a few file sizes: for each size, a file of demo
- * hits is imported by `npm run import` into a fresh data folder, under `/usr/bin/time -v` (Linux),
- * `--runs` times (each on a copy of the same fresh folder). Each run prints the maximum resident
- * set size, the time taken, the hits a second, the process's CPU time (user and system, the
- * engine's threads and the import's workers included) per hit, and what was stored (events,
- * visitors, visits, pageviews), to compare two versions of the import on the same file; with
+ * hits is imported by the command `npm run import` runs (package.json: its node options and
+ * environment) into a fresh data folder, under `/usr/bin/time -v` (Linux), `--runs` times (each on
+ * a copy of the same fresh folder). Each run prints the maximum resident set size, its split at the
+ * peak (anonymous memory: the heaps of node and the engine; and file-mapped: the engine's library
+ * and node's code), sampled every 100 ms, the time taken, the hits a second, the process's CPU
+ * time (user and system, the engine's threads and the import's workers included) per hit, and what
+ * was stored (events, visitors, visits, pageviews), to compare two versions of the import on the same file; with
  * several runs, a last line gives the medians. The file is the same for a size all day (the demo
  * hits are seeded and end at today's midnight, UTC). `--cpu-prof DIR` writes a V8 CPU profile of
  * each run's main thread (and of its workers) under DIR.
@@ -45,6 +47,67 @@ const median = (values: number[]) => {
   return sorted[Math.floor(sorted.length / 2)]
 }
 const timeField = (stderr: string, name: string) => Number(new RegExp(`${name}: ([\\d.]+)`).exec(stderr)?.[1] ?? 0)
+
+/** A process's resident set (MB) from /proc: all of it, its anonymous memory and what is mapped from files. */
+function residentSet(pid: number) {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+    const mb = (name: string) => Math.round(Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0) / 1024)
+    return { rss: mb('VmRSS'), anon: mb('RssAnon'), file: mb('RssFile') }
+  } catch {
+    return null
+  }
+}
+
+/** The import's process under /usr/bin/time: its only child. */
+function childOf(pid: number) {
+  try {
+    return Number(readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(' ')[0]) || null
+  } catch {
+    return null
+  }
+}
+
+/**
+ * What `npm run import` runs (package.json): its environment and node's options, so that the bench
+ * measures the command as it is run. The script is `[NAME=value ...] node [option ...] scripts/import.ts`.
+ */
+function importCommand() {
+  const script: string = JSON.parse(readFileSync('package.json', 'utf8')).scripts.import
+  const words = script.trim().split(/\s+/)
+  const node = words.indexOf('node')
+  if (node < 0) throw new Error(`the import script is not a node command: ${script}`)
+  const env = Object.fromEntries(words.slice(0, node).map((word) => [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)]))
+  return { env, args: words.slice(node + 1) }
+}
+
+/**
+ * Runs a command under `/usr/bin/time -v` and samples its resident set every 100 ms, for the split
+ * at the peak (anonymous memory, the heaps of the JS and the engine, against file-mapped code).
+ */
+async function measured(command: string[], env: NodeJS.ProcessEnv) {
+  const child = spawn('/usr/bin/time', ['-v', ...command], { env })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (d) => {
+    stdout += d
+  })
+  child.stderr.on('data', (d) => {
+    stderr += d
+  })
+  const peak = { rss: 0, anon: 0, file: 0, anonMax: 0, fileMax: 0 }
+  const sampler = setInterval(() => {
+    const pid = childOf(child.pid!)
+    const now = pid && residentSet(pid)
+    if (!now) return
+    if (now.rss > peak.rss) Object.assign(peak, { rss: now.rss, anon: now.anon, file: now.file })
+    peak.anonMax = Math.max(peak.anonMax, now.anon)
+    peak.fileMax = Math.max(peak.fileMax, now.file)
+  }, 100)
+  const status = await new Promise<number | null>((resolve) => child.on('close', resolve))
+  clearInterval(sampler)
+  return { status, stdout, stderr, peak }
+}
 
 for (const lines of sizes) {
   const dir = await mkdtemp(join(tmpdir(), 'bench-import-'))
@@ -82,10 +145,8 @@ for (const lines of sizes) {
       await cp(fresh, data, { recursive: true })
       const env = { ...process.env, DATA_DIR: data }
       const profile = cpuProf ? ['--cpu-prof', '--cpu-prof-dir', join(cpuProf, `${count}-${i}`)] : []
-      const run = spawnSync('/usr/bin/time', ['-v', process.execPath, ...profile, '--import', 'tsx', 'scripts/import.ts', '--file', file], {
-        env,
-        encoding: 'utf8',
-      })
+      const command = importCommand()
+      const run = await measured([process.execPath, ...profile, ...command.args, '--file', file], { ...env, ...command.env })
       const maxKb = timeField(run.stderr, 'Maximum resident set size \\(kbytes\\)')
       // h:mm:ss.ss or m:ss.ss
       const wall = /Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): ([\d:.]+)/.exec(run.stderr)?.[1] ?? ''
@@ -104,6 +165,8 @@ for (const lines of sizes) {
         lines: count,
         result: run.stdout.trim(),
         maxRssMB: Math.round(maxKb / 1024),
+        // sampled every 100 ms: the split at the sampled peak, and each part's own peak
+        sampledPeakMB: run.peak,
         seconds,
         hitsPerSecond: seconds ? Math.round(count / seconds) : null,
         cpuSeconds: +cpuSeconds.toFixed(2),

@@ -104,7 +104,7 @@ const program = new Command('import')
       if (!sorting) startReading()
       const result = await runImport(
         lines,
-        { clickhouse: stores.clickhouse, repositories: stores.repositories, geo: dbipGeo() },
+        { clickhouse: stores.clickhouse, repositories: stores.repositories, geo: dbipGeo({ database: 'file' }) },
         ({ bytes, lines }) => {
           if (!reading) startReading()
           bar?.update(Math.min(bytes, total), { lines })
