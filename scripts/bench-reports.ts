@@ -262,6 +262,7 @@ const program = new Command('bench-reports')
       decay: `/api/v1/decay?site_id=${site.id}`,
       launches: `/api/v1/pages/launches?site_id=${site.id}&range=30d`,
       'page detail': `/api/v1/pages/detail?site_id=${site.id}&path=${detailPath}&range=30d`,
+      heatmap: `/api/v1/heatmap?site_id=${site.id}&path=${detailPath}&range=30d`,
     }
     // Plausible's Stats API v2: the same questions as stats, timeseries and the breakdowns above
     const v2 = (query: object) => ({ path: '/api/v2/query', body: { site_id: site.domain, date_range: '30d', ...query } })

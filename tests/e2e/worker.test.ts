@@ -270,10 +270,13 @@ describe('the worker bundle under workerd', () => {
       expect(res.status, await res.clone().text()).toBe(200)
       return (await res.text()).trim()
     }
+    // the rows the refresh builds: not those a read builds on demand (a filter's days, the spike
+    // rule's visitors per hour and day, a funnel's levels), which earlier reads may have added
+    const refreshed = "SELECT count() FROM day_rollups WHERE property NOT LIKE 'filters:%' AND property NOT LIKE 'visitors:%'"
     // the Node server rolls up the demo days at start; wait until that is done, then drop them all
     let built = ''
     for (let stable = 0; stable < 3; await new Promise((r) => setTimeout(r, 500))) {
-      const now = await sql('SELECT count() FROM day_rollups')
+      const now = await sql(refreshed)
       stable = now === built && now !== '0' ? stable + 1 : 0
       built = now
     }
@@ -281,7 +284,7 @@ describe('the worker bundle under workerd', () => {
     expect(await sql('SELECT count() FROM day_rollups')).toBe('0')
     const handler = (await mf.getWorker()) as unknown as { scheduled(event: { cron: string }): Promise<unknown> }
     await handler.scheduled({ cron: '17 */6 * * *' })
-    expect(await sql('SELECT count() FROM day_rollups')).toBe(built)
+    expect(await sql(refreshed)).toBe(built)
   })
 
   it('serves the MCP tools: list and call', async () => {
