@@ -22,10 +22,14 @@ import { newSite } from '../lib/sites/sites'
  * was stored (events, visitors, visits, pageviews), to compare two versions of the import on the same file; with
  * several runs, a last line gives the medians. The file is the same for a size all day (the demo
  * hits are seeded and end at today's midnight, UTC). `--cpu-prof DIR` writes a V8 CPU profile of
- * each run's main thread (and of its workers) under DIR.
+ * each run's main thread (and of its workers) under DIR. `--via-server` starts the server on each
+ * run's folder first (without the demo), so that the command stores through it, as it does when a
+ * server owns the folder: the command then holds neither the engine nor the store, and the line
+ * gives the server's resident set before and at its peak beside the command's.
  *
  *   npx tsx scripts/bench-import.ts 20000 200000 2000000
  *   npx tsx scripts/bench-import.ts --runs 5 2000000
+ *   npx tsx scripts/bench-import.ts --via-server 2000000
  */
 const args = process.argv.slice(2)
 const option = (name: string) => {
@@ -36,9 +40,12 @@ const option = (name: string) => {
 }
 const runs = Number(option('--runs') ?? 1)
 const cpuProf = option('--cpu-prof')
+const viaServerAt = args.indexOf('--via-server')
+const viaServer = viaServerAt >= 0
+if (viaServer) args.splice(viaServerAt, 1)
 const sizes = args.map(Number)
 if (!sizes.length || sizes.some((n) => !Number.isInteger(n) || n < 1) || !Number.isInteger(runs) || runs < 1) {
-  process.stderr.write('usage: tsx scripts/bench-import.ts [--runs N] [--cpu-prof DIR] LINES [LINES...]\n')
+  process.stderr.write('usage: tsx scripts/bench-import.ts [--runs N] [--cpu-prof DIR] [--via-server] LINES [LINES...]\n')
   process.exit(1)
 }
 
@@ -109,6 +116,36 @@ async function measured(command: string[], env: NodeJS.ProcessEnv) {
   return { status, stdout, stderr, peak }
 }
 
+/** The server on a data folder, without the demo, on ports of its own; resolves once it answers /ready. */
+async function startServer(env: NodeJS.ProcessEnv) {
+  const port = 18700 + Math.floor(Math.random() * 200) * 2
+  const server = spawn(process.execPath, ['--import', 'tsx', 'functions/node.ts'], {
+    env: { ...env, PORT: String(port), LOCAL_PORT: String(port + 1), HOST: '127.0.0.1', DEMO: '0', SKIP_DEMO_TRAFFIC: '1' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  })
+  let out = ''
+  server.stderr.on('data', (d) => {
+    out += d
+  })
+  for (let waited = 0; ; waited += 200) {
+    if ((await fetch(`http://127.0.0.1:${port}/ready`).catch(() => null))?.ok) break
+    if (server.exitCode !== null || waited > 120_000) throw new Error(`the server did not start: ${out.slice(-500)}`)
+    await new Promise((r) => setTimeout(r, 200))
+  }
+  const peak = { before: residentSet(server.pid!)?.rss ?? 0, max: 0 }
+  const sampler = setInterval(() => {
+    peak.max = Math.max(peak.max, residentSet(server.pid!)?.rss ?? 0)
+  }, 100)
+  return {
+    peak,
+    async stop() {
+      clearInterval(sampler)
+      server.kill('SIGTERM')
+      await once(server, 'close')
+    },
+  }
+}
+
 for (const lines of sizes) {
   const dir = await mkdtemp(join(tmpdir(), 'bench-import-'))
   try {
@@ -146,12 +183,14 @@ for (const lines of sizes) {
       const env = { ...process.env, DATA_DIR: data }
       const profile = cpuProf ? ['--cpu-prof', '--cpu-prof-dir', join(cpuProf, `${count}-${i}`)] : []
       const command = importCommand()
+      const server = viaServer ? await startServer(env) : null
       const run = await measured([process.execPath, ...profile, ...command.args, '--file', file], { ...env, ...command.env })
       const maxKb = timeField(run.stderr, 'Maximum resident set size \\(kbytes\\)')
       // h:mm:ss.ss or m:ss.ss
       const wall = /Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): ([\d:.]+)/.exec(run.stderr)?.[1] ?? ''
       const seconds = wall.split(':').reduce((total, part) => total * 60 + Number(part), 0)
       const cpuSeconds = timeField(run.stderr, 'User time \\(seconds\\)') + timeField(run.stderr, 'System time \\(seconds\\)')
+      await server?.stop()
       if (run.status !== 0) process.stderr.write(run.stderr.slice(-2000))
       const check = await openNodeStores(env)
       const [stored] = await check.clickhouse.query<Record<string, string>>(
@@ -163,6 +202,7 @@ for (const lines of sizes) {
       if (!process.env.BENCH_KEEP) await rm(data, { recursive: true, force: true })
       const result = {
         lines: count,
+        ...(server ? { viaServer: true, serverRssMB: server.peak } : {}),
         result: run.stdout.trim(),
         maxRssMB: Math.round(maxKb / 1024),
         // sampled every 100 ms: the split at the sampled peak, and each part's own peak
