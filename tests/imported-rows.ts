@@ -3,6 +3,7 @@
  * session, or one of its pages or event names) grouped per dataset by date, hour and the dataset's
  * columns, as an import stores them. Visitors are distinct users of the group (GA4's totalUsers).
  */
+import { IMPORTED_DIMENSION_COLUMNS } from '../lib/integrations/ga4/datasets'
 
 /** One session's share of one dataset group. */
 export interface ImportUnit {
@@ -19,28 +20,6 @@ export interface ImportUnit {
 
 export type ImportedRow = Record<string, string | number>
 
-/** Every dimension column of `imported_aggregates`; a dataset leaves the ones it lacks empty. */
-export const IMPORTED_COLUMNS = [
-  'source_name',
-  'referrer',
-  'channel',
-  'utm_source',
-  'utm_medium',
-  'utm_campaign',
-  'utm_content',
-  'utm_term',
-  'hostname',
-  'path',
-  'entry_page',
-  'country',
-  'region',
-  'city',
-  'device',
-  'browser',
-  'os',
-  'event',
-] as const
-
 export function importedRowsOf(siteId: string, datasets: Record<string, ImportUnit[]>, version = 1): ImportedRow[] {
   const rows: ImportedRow[] = []
   for (const [dataset, units] of Object.entries(datasets)) {
@@ -52,7 +31,7 @@ export function importedRowsOf(siteId: string, datasets: Record<string, ImportUn
     for (const [key, group] of groups) {
       const [date, hour, dims] = JSON.parse(key) as [string, number, Record<string, string>]
       const row: ImportedRow = { site_id: siteId, source: 'ga4', dataset, date, hour }
-      for (const c of IMPORTED_COLUMNS) row[c] = dims[c] ?? ''
+      for (const c of IMPORTED_DIMENSION_COLUMNS) row[c] = dims[c] ?? ''
       Object.assign(row, {
         visitors: new Set(group.map((u) => u.user)).size,
         visits: group.length,

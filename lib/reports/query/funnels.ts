@@ -6,7 +6,7 @@ import { signaturesAndBuilt } from './compile/day-rollups'
 import type { FunnelStep } from '../../sites/definition-records'
 import type { ClickHouse } from '../../storage/clickhouse/types'
 import { type Query, asRolledDays } from './model'
-import type { SignatureRow } from './plan'
+import { type SignatureRow, daysOnDemand, lastDayOf } from './plan'
 import { type ReportParams, collectorSource } from './parse'
 import { collectorRead } from './behaviour'
 import { rangeView, wholeDays } from './range'
@@ -39,15 +39,8 @@ async function funnelLevels(clickhouse: ClickHouse, query: Query, steps: readonl
   if (query.filters.length || !wholeDays(query.range)) return execute<LevelRow>(clickhouse, funnelLevelsSql(query, steps))
   const key = await funnelRollupKey(query, steps)
   const rows = await execute<SignatureRow>(clickhouse, signaturesAndBuilt(query.siteId, query.range, key, false))
-  const signature = (r: SignatureRow) => `${r.d}|${r.n}|${r.s}`
-  const built = new Set(rows.filter((r) => Number(r.rolled) === 1).map(signature))
-  const current = rows.filter((r) => Number(r.rolled) === 0).sort((a, b) => a.d.localeCompare(b.d))
-  // the last day of the window (today for the relative ranges) is read from events
-  const lastDay = query.range.to.subtract({ days: 1 }).toPlainDate().toString()
-  const missing = current.filter((r) => !built.has(signature(r)) && r.d < lastDay)
+  const { missing, rolled } = daysOnDemand(rows, lastDayOf(query.range))
   if (missing.length) await executeCommand(clickhouse, funnelRollupInsertSql(query, steps, key, asRolledDays(missing)))
-  for (const r of missing) built.add(signature(r))
-  const rolled = asRolledDays(current.filter((r) => built.has(signature(r))))
   return execute<LevelRow>(clickhouse, funnelLevelsWithRollupSql(query, steps, key, rolled))
 }
 

@@ -205,14 +205,27 @@ export function rolledDaysOf(query: Pick<Query, 'range'>, rows: readonly Signatu
  * day's events change) read them from the rollup.
  */
 function filteredPlan(query: Query, read: Read, key: string, rows: readonly SignatureRow[]): ReadPlan {
+  const { missing, rolled } = daysOnDemand(rows, lastDayOf(query.range))
+  const builds = missing.length ? [{ key, property: rolledProperty(read), days: asRolledDays(missing) }] : []
+  return { builds, plan: plan(query, read, { ...rolled, filtersKey: key }) }
+}
+
+/** The last site-local day of a window (today, for the relative ranges), which is read from events. */
+export const lastDayOf = (range: Pick<Query['range'], 'to'>) => range.to.subtract({ days: 1 }).toPlainDate().toString()
+
+/**
+ * The days of a rollup built on the first read that needs them (a filter's, a funnel's, the spike
+ * rule's), from the rows of its lookup (compile/day-rollups.ts, signaturesAndBuilt): `missing` are
+ * the days before `lastDay` whose rows are absent or were built from other events (their
+ * signature differs), to build now, in day order; `rolled` are the days the read then takes from
+ * the rollup, every day before `lastDay` with events.
+ */
+export function daysOnDemand(rows: readonly SignatureRow[], lastDay: string): { missing: SignatureRow[]; rolled: RolledDays } {
   const built = new Set(rows.filter((r) => Number(r.rolled) === 1).map(signature))
   const current = rows.filter((r) => Number(r.rolled) === 0).sort((a, b) => a.d.localeCompare(b.d))
-  const lastDay = query.range.to.subtract({ days: 1 }).toPlainDate().toString()
   const missing = current.filter((r) => !built.has(signature(r)) && r.d < lastDay)
-  const builds = missing.length ? [{ key, property: rolledProperty(read), days: asRolledDays(missing) }] : []
   for (const r of missing) built.add(signature(r))
-  const rolled = { ...asRolledDays(current.filter((r) => built.has(signature(r)))), filtersKey: key }
-  return { builds, plan: plan(query, read, rolled) }
+  return { missing, rolled: asRolledDays(current.filter((r) => built.has(signature(r)))) }
 }
 
 /** The plan of a read from the rows of the lookup planRead named. */

@@ -1,7 +1,7 @@
 import { Temporal } from 'temporal-polyfill'
 import { execute, executeCommand } from '../../storage/clickhouse/execute'
 import { signaturesAndBuilt } from '../query/compile/day-rollups'
-import type { SignatureRow } from '../query/plan'
+import { type SignatureRow, daysOnDemand } from '../query/plan'
 import { type RolledDays, asRolledDays } from '../query/model'
 import { daySpans } from '../query/range'
 import type { Site } from '../../sites/sites'
@@ -39,15 +39,12 @@ export async function visitorsByBucket(
   const property = bucketVisitorsProperty(grain)
   const window = { timezone: site.timezone, from: first, to: last }
   const rows = await execute<SignatureRow>(deps.clickhouse, signaturesAndBuilt(site.id, window, property, false))
-  const signature = (r: SignatureRow) => `${r.d}|${r.n}|${r.s}`
-  const built = new Set(rows.filter((r) => Number(r.rolled) === 1).map(signature))
-  const missing = rows.filter((r) => Number(r.rolled) === 0 && !built.has(signature(r))).sort((a, b) => a.d.localeCompare(b.d))
+  // the lookup holds only the window's finished days: every one is taken from the rollup
+  const { missing, rolled } = daysOnDemand(rows, last.toPlainDate().toString())
   for (let i = 0; i < missing.length; i += DAYS_PER_BUILD) {
     const days = asRolledDays(missing.slice(i, i + DAYS_PER_BUILD))
     await executeCommand(deps.clickhouse, bucketVisitorsInsertSql(site.id, site.timezone, grain, daySpans(days.days, site.timezone), days))
   }
-  // every day with events is now built at its current signature
-  const rolled = asRolledDays(rows.filter((r) => Number(r.rolled) === 0).sort((a, b) => a.d.localeCompare(b.d)))
   return read(deps, site, grain, from, to, rolled)
 }
 
