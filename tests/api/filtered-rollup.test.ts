@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { importHits } from '../../lib/ingest/import'
-import { client, getOk, orgWithSites, testServices } from '../helpers'
-import { NOW, type RefEvent, type RefVisit, UAS, expectedBreakdown, expectedTotals, fixture, localDate } from './report-reference'
+import { type RefEvent, type RefVisit, UAS, expectedBreakdown, expectedTotals, fixture, localDate } from './report-reference'
+import { referenceSite } from './reference-site'
 
 /**
  * Filtered totals and day series roll their finished days up under their filters on the first
@@ -11,16 +11,8 @@ import { NOW, type RefEvent, type RefVisit, UAS, expectedBreakdown, expectedTota
  */
 describe('filtered reads over whole days', () => {
   it('roll their finished days up per filter, exactly, and never serve a day whose events changed', async () => {
-    const services = await testServices({ now: () => NOW })
-    const call = client(services)
     const tz = 'America/New_York'
-    const {
-      key,
-      sites: [site],
-    } = await orgWithSites(services, 'Filtered', [{ domain: 'filtered.rollup.test', timezone: tz }], NOW)
-    const ref = fixture(site.snippetId, site.domain, tz, 23)
-    expect((await importHits(ref.lines, services.ingestor)).rejected).toBe(0)
-    const get = (path: string) => getOk(call, `${path}&site_id=${site.id}`, key)
+    const { services, site, ref, get } = await referenceSite('Filtered', 'filtered.rollup.test', tz, 23)
     const filters = [
       { dimension: 'country', operator: 'is', value: ['GB', 'US'] },
       { dimension: 'path', operator: 'contains', value: ['BLOG'] },

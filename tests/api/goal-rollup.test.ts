@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest'
-import { importHits } from '../../lib/ingest/import'
 import { resolveRange } from '../../lib/reports/query/range'
 import { planOf } from '../../lib/reports/query/run'
 import { refreshRollups } from '../../lib/reports/rollup/refresh'
 import { createGoal } from '../../lib/sites/goals'
-import { client, getOk, orgWithSites, testServices } from '../helpers'
-import { NOW, type Ref, type RefEvent, fixture, round } from './report-reference'
+import { getOk } from '../helpers'
+import { NOW, type Ref, type RefEvent, round } from './report-reference'
+import { referenceSite } from './reference-site'
 
 /** Each goal's converters, completions, rate over all visitors of [from, to) and revenue, counted over the reference events. */
 function expectedConversions(ref: Ref, from: string, to: string) {
@@ -26,15 +26,8 @@ function expectedConversions(ref: Ref, from: string, to: string) {
 
 describe('goal conversions over rolled-up days', () => {
   it('rate converters over the visitors the rollup holds, and answer what they answer from events alone', async () => {
-    const services = await testServices({ now: () => NOW })
-    const call = client(services)
     const tz = 'Europe/Berlin'
-    const {
-      key,
-      sites: [site],
-    } = await orgWithSites(services, 'Goal rollup', [{ domain: 'goals.rollup.test', timezone: tz }], NOW)
-    const ref = fixture(site.snippetId, site.domain, tz, 11)
-    expect((await importHits(ref.lines, services.ingestor)).rejected).toBe(0)
+    const { services, call, key, site, ref } = await referenceSite('Goal rollup', 'goals.rollup.test', tz, 11)
     // goals defined after the data they count
     await createGoal(services.repositories, site.id, { site_id: site.id, type: 'event', matchValue: 'Signup', currency: 'EUR' }, NOW)
     await createGoal(services.repositories, site.id, { site_id: site.id, type: 'page', matchValue: '/blog/*' }, NOW)

@@ -3,8 +3,8 @@ import { importHits } from '../../lib/ingest/import'
 import { resolveRange } from '../../lib/reports/query/range'
 import { compileRead, rolledDays, runRead } from '../../lib/reports/query/run'
 import { refreshRollups } from '../../lib/reports/rollup/refresh'
-import { client, getOk, orgWithSites, testServices } from '../helpers'
 import { ROLLED_BREAKDOWNS, NOW, UAS, expectedBreakdown, expectedTotals, fixture, type RawHit, type Ref } from './report-reference'
+import { referenceSite } from './reference-site'
 
 const at = (iso: string) => Date.parse(iso)
 const hit = (iso: string, ip: string, ua: string, path: string, name = 'pageview', referrer: string | null = null): RawHit => ({
@@ -38,17 +38,9 @@ const TODAY = [
 
 describe('partial rollup of today', () => {
   it("reads today's ended visits from the partial rollup and the later ones from recent events, exactly, and events again after a late hit", async () => {
-    const services = await testServices({ now: () => NOW })
-    const call = client(services)
     const tz = 'Europe/Berlin'
-    const {
-      key,
-      sites: [site],
-    } = await orgWithSites(services, 'Partial', [{ domain: 'partial.reports.test', timezone: tz }], NOW)
+    const { services, site, ref, get } = await referenceSite('Partial', 'partial.reports.test', tz, 11, TODAY)
     const linesOf = (ref: Ref, from = 0) => ref.lines.slice(from)
-    const ref = fixture(site.snippetId, site.domain, tz, 11, TODAY)
-    expect((await importHits(linesOf(ref), services.ingestor)).rejected).toBe(0)
-    const get = (path: string) => getOk(call, `${path}&site_id=${site.id}`, key)
     const to = '2026-11-23T00:00:00+01:00'
     const breakdowns = ROLLED_BREAKDOWNS
     const pageRows = async (range: string) =>

@@ -4,21 +4,13 @@ import { importHits } from '../../lib/ingest/import'
 import { resolveRange } from '../../lib/reports/query/range'
 import { rolledDays, runRead } from '../../lib/reports/query/run'
 import { refreshRollups } from '../../lib/reports/rollup/refresh'
-import { client, getOk, orgWithSites, testServices } from '../helpers'
 import { ROLLED_BREAKDOWNS, NOW, UAS, localDate, fixture, expectedTotals, expectedBreakdown, type Ref } from './report-reference'
+import { referenceSite } from './reference-site'
 
 describe('daily rollup', () => {
   it('unfiltered reads sum finished days from day_rollups, exactly, and read a day that changed from events until it is rebuilt', async () => {
-    const services = await testServices({ now: () => NOW })
-    const call = client(services)
     const tz = 'Europe/Berlin'
-    const {
-      key,
-      sites: [site],
-    } = await orgWithSites(services, 'Rollup', [{ domain: 'rollup.reports.test', timezone: tz }], NOW)
-    const ref = fixture(site.snippetId, site.domain, tz, 7)
-    expect((await importHits(ref.lines, services.ingestor)).rejected).toBe(0)
-    const get = (path: string) => getOk(call, `${path}&site_id=${site.id}`, key)
+    const { services, site, ref, get } = await referenceSite('Rollup', 'rollup.reports.test', tz, 7)
     // the 30 days end with today, 22 November, and span the end of summer time on 25 October
     const from = '2026-10-24T00:00:00+02:00'
     const to = '2026-11-23T00:00:00+01:00'
