@@ -1,10 +1,9 @@
 import type { ClickHouse } from '../../storage/clickhouse/types'
-import { outdatedRows } from '../query/compile/day-rollups'
 import { flowRollupInsertSql, flowStaleDaysSql } from '../query/compile/flow'
 import { type RolledDays, asRolledDays } from '../query/model'
 import { type ResolvedRange, daySpans } from '../query/range'
 import { execute, executeCommand, inBackground } from '../../storage/clickhouse/execute'
-import { sql } from '../../storage/clickhouse/sql'
+import { dropOutdatedRows } from './outdated'
 
 /** Days built by one statement of the flow rollup: bounds its groups, and how long a read can wait behind it. */
 const FLOW_DAYS_PER_STATEMENT = 7
@@ -30,8 +29,5 @@ async function buildFlowDays(clickhouse: ClickHouse, siteId: string, timezone: s
   const [cells, built] = flowRollupInsertSql(siteId, timezone, daySpans(days.days, timezone), days)
   await executeCommand(clickhouse, cells)
   await executeCommand(clickhouse, inBackground(built))
-  // rows of another signature, timezone or version are never read; drop them when there are any
-  const outdated = outdatedRows(siteId, timezone, days)
-  const [old] = await execute<{ n: string }>(clickhouse, sql`SELECT count() AS n FROM flow_rollups WHERE ${outdated}`)
-  if (Number(old?.n)) await executeCommand(clickhouse, sql`ALTER TABLE flow_rollups DELETE WHERE ${outdated}`)
+  await dropOutdatedRows(clickhouse, 'flow_rollups', siteId, timezone, days)
 }

@@ -1,6 +1,6 @@
 import { Temporal } from 'temporal-polyfill'
 import type { ClickHouse } from '../../storage/clickhouse/types'
-import { outdatedRows, staleDays } from '../query/compile/day-rollups'
+import { staleDays } from '../query/compile/day-rollups'
 import { rollupInsertSql } from '../query/compile/rollup-build'
 import { GEO_GRANULARITIES, geoRollupInsertSql } from '../query/compile/geo'
 import { bind, sql } from '../../storage/clickhouse/sql'
@@ -10,6 +10,7 @@ import { chTime, daySpans } from '../query/range'
 import { execute, executeCommand, inBackground } from '../../storage/clickhouse/execute'
 import type { Repositories } from '../../repositories'
 import { refreshFlowRollups } from './flow'
+import { dropOutdatedRows } from './outdated'
 import { refreshPartial } from './partial'
 
 /**
@@ -90,8 +91,5 @@ export async function buildDays(clickhouse: ClickHouse, siteId: string, timezone
   for (const granularity of GEO_GRANULARITIES)
     await executeCommand(clickhouse, inBackground(geoRollupInsertSql(siteId, timezone, granularity, spans, days)))
   await executeCommand(clickhouse, inBackground(rollupInsertSql(siteId, timezone, TOTALS, spans, days)))
-  // rows of another signature, timezone or version are never read; drop them when there are any
-  const outdated = outdatedRows(siteId, timezone, days)
-  const [old] = await execute<{ n: string }>(clickhouse, sql`SELECT count() AS n FROM day_rollups WHERE ${outdated}`)
-  if (Number(old?.n)) await executeCommand(clickhouse, sql`ALTER TABLE day_rollups DELETE WHERE ${outdated}`)
+  await dropOutdatedRows(clickhouse, 'day_rollups', siteId, timezone, days)
 }

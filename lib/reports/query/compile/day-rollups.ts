@@ -1,7 +1,7 @@
 import type { PartialDay, RolledDays } from '../model'
 import { type ResolvedRange, chTime } from '../range'
 import { siteIs } from './scope'
-import { type Fragment, bind, empty, sql } from '../../../storage/clickhouse/sql'
+import { type Fragment, bind, empty, raw, sql } from '../../../storage/clickhouse/sql'
 
 /**
  * The daily rollup's rows and signatures. Per site, site-local day, property and value,
@@ -107,6 +107,26 @@ export const signaturesAndBuilt = (siteId: string, window: Window, marker = '', 
 /** The days whose current signature has no built rows. Rows: d, n, s. */
 export const staleDays = (siteId: string, window: Window) =>
   sql`SELECT toString(day) AS d, n, s FROM (${daySignatures(siteId, window)}) AS sig LEFT ANTI JOIN ${built(siteId, window)} USING (day, n, s) ORDER BY day`
+
+/**
+ * The rollups of their own table built by the rollup refresh (flow_rollups): each
+ * built day has a marker row, written after the day's other rows. The signatures the window's
+ * built days were built from, `marker` naming the marker rows.
+ */
+export const markedBuiltDays = (table: 'flow_rollups', marker: Fragment, siteId: string, window: Window) =>
+  sql`SELECT day, day_events AS n, day_sum AS s FROM ${raw(table)}
+    WHERE ${siteIs(siteId)} AND timezone = ${bind('String', window.timezone)} AND version = ${version()} AND ${marker}
+      AND day >= ${bind('Date', window.from.toPlainDate().toString())} AND day < ${bind('Date', window.to.toPlainDate().toString())}`
+
+/** The lookup of a window's days whose marked rollup is current: each day's signature (rolled 0) and the built ones (rolled 1), as plan.ts's rolledDaysOf reads them. */
+export const markedRolledDaysSql = (siteId: string, window: Window, built: Fragment) =>
+  sql`SELECT 0 AS rolled, toString(day) AS d, n, s, '' AS b FROM (${daySignatures(siteId, window)})
+  UNION ALL
+  SELECT 1, toString(day), n, s, '' FROM (${built})`
+
+/** The days of the window whose current signature has no marked rollup. Rows: d, n, s. */
+export const markedStaleDaysSql = (siteId: string, window: Window, built: Fragment) =>
+  sql`SELECT toString(day) AS d, n, s FROM (${daySignatures(siteId, window)}) AS sig LEFT ANTI JOIN (${built}) AS built USING (day, n, s) ORDER BY day`
 
 /** Rows of the given days from another signature, timezone or version: never read, dropped after a build. */
 export function outdatedRows(siteId: string, timezone: string, days: RolledDays): Fragment {

@@ -1,6 +1,6 @@
 import type { Query, RolledDays } from '../model'
 import { type DaySpan, type ResolvedRange, rawDaySpans } from '../range'
-import { ROLLUP_VERSION, daySignatures, uint64s } from './day-rollups'
+import { ROLLUP_VERSION, markedBuiltDays, markedRolledDaysSql, markedStaleDaysSql, uint64s } from './day-rollups'
 import { type Scope, daySpansScope, queryWindow, siteIs } from './scope'
 import { selected } from './selection'
 import { BACKGROUND_PRIORITY } from '../../../storage/clickhouse/execute'
@@ -245,25 +245,17 @@ FROM (SELECT arrayJoin(${dayList}) AS day)`,
   ]
 }
 
+/** The signatures the window's days' flow rollup was built from: their '(built)' rows. */
+const flowBuilt = (siteId: string, window: Pick<ResolvedRange, 'from' | 'to' | 'timezone'>) =>
+  markedBuiltDays('flow_rollups', sql`anchor = ${bind('String', BUILT_ANCHOR)}`, siteId, window)
+
 /**
  * The lookup of a window's days whose flow rollup is current: each day's signature (rolled 0) and
  * the signatures its flow rollup was built from (rolled 1), as plan.ts's rolledDaysOf reads them.
  */
-export function flowRolledDaysSql(siteId: string, window: Pick<ResolvedRange, 'from' | 'to' | 'timezone'>): Fragment {
-  return sql`SELECT 0 AS rolled, toString(day) AS d, n, s, '' AS b FROM (${daySignatures(siteId, window)})
-  UNION ALL
-  SELECT 1, toString(day), day_events, day_sum, '' FROM flow_rollups
-  WHERE ${flowRollupOf(siteId, window.timezone)} AND anchor = ${bind('String', BUILT_ANCHOR)}
-    AND day >= ${bind('Date', window.from.toPlainDate().toString())} AND day < ${bind('Date', window.to.toPlainDate().toString())}`
-}
+export const flowRolledDaysSql = (siteId: string, window: Pick<ResolvedRange, 'from' | 'to' | 'timezone'>): Fragment =>
+  markedRolledDaysSql(siteId, window, flowBuilt(siteId, window))
 
 /** The days of the window whose current signature has no flow rollup. Rows: d, n, s. */
-export function flowStaleDaysSql(siteId: string, window: Pick<ResolvedRange, 'from' | 'to' | 'timezone'>): Fragment {
-  return sql`SELECT toString(day) AS d, n, s FROM (${daySignatures(siteId, window)}) AS sig
-  LEFT ANTI JOIN (
-    SELECT day, day_events AS n, day_sum AS s FROM flow_rollups
-    WHERE ${flowRollupOf(siteId, window.timezone)} AND anchor = ${bind('String', BUILT_ANCHOR)}
-      AND day >= ${bind('Date', window.from.toPlainDate().toString())} AND day < ${bind('Date', window.to.toPlainDate().toString())}
-  ) AS built USING (day, n, s)
-  ORDER BY day`
-}
+export const flowStaleDaysSql = (siteId: string, window: Pick<ResolvedRange, 'from' | 'to' | 'timezone'>): Fragment =>
+  markedStaleDaysSql(siteId, window, flowBuilt(siteId, window))
