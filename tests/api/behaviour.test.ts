@@ -1,6 +1,11 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { createApiKey, createOrg } from '../../lib/accounts/admin'
 import { importHits } from '../../lib/ingest/import'
+import { clickRolledDaysSql } from '../../lib/reports/query/compile/clicks'
+import { type SignatureRow, rolledDaysOf } from '../../lib/reports/query/plan'
+import { resolveRange } from '../../lib/reports/query/range'
+import { ROLLUP_ALL_DAYS, refreshRollups } from '../../lib/reports/rollup/refresh'
+import { execute } from '../../lib/storage/clickhouse/execute'
 import { newSite } from '../../lib/sites/sites'
 import { client, getOk, testServices } from '../helpers'
 import { NOW, UAS, localDate } from './report-reference'
@@ -428,5 +433,121 @@ describe('behaviour reads', () => {
       clicks: [],
     })
     expect(await get(`/api/v1/properties?site_id=${ids.ga4}`)).toEqual({ source: 'ga4', available: false, keys: [] })
+  })
+})
+
+describe('clicks over rolled-up days', () => {
+  it('answers what events alone answer: finished days from the rollup, today and a day changed by a late hit from events, filters from events', async () => {
+    const services = await testServices({ now: () => NOW })
+    const org = await createOrg(services.repositories, 'Clicks rollup', NOW)
+    const key = (await createApiKey(services.repositories, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
+    const site = newSite({ domain: 'rolled.behaviour.test', timezone: TZ }, org.id, NOW)
+    await services.repositories.sites.create(site)
+    const fx = behaviourFixture(site.snippetId, site.domain, 11)
+    expect((await importHits(fx.lines, services.ingestor)).rejected).toBe(0)
+    const call = client(services)
+    const get = (path: string) => getOk(call, path, key)
+    const mobile = [{ dimension: 'device', operator: 'is', value: ['Mobile'] }]
+    const reads: { params: string; limit?: number; mobileOnly?: boolean }[] = [
+      { params: 'range=30d' },
+      { params: 'range=7d' },
+      { params: 'range=custom&from=2026-10-01&to=2026-11-20' },
+      { params: 'range=90d&limit=2', limit: 2 },
+      { params: 'range=yesterday' },
+      { params: 'range=today' },
+      { params: `range=30d&filters=${encodeURIComponent(JSON.stringify(mobile))}`, mobileOnly: true },
+    ]
+    const answers = () => Promise.all(reads.map((r) => get(`/api/v1/clicks?site_id=${site.id}&${r.params}`)))
+    /** Every read against the reference over these clicks. */
+    const expectReference = async (clicks: ClickHit[]) => {
+      const jsons = await answers()
+      reads.forEach((r, i) => {
+        const current = within(clicks, jsons[i].range).filter((c) => !r.mobileOnly || DEVICES[c.ua] === 'Mobile')
+        expect(current.length, r.params).toBeGreaterThan(0)
+        expect(jsons[i].summary, r.params).toEqual({
+          clicks: current.length,
+          visitors: distinct(current.map(visitorOf)),
+          deadClicks: current.filter((c) => c.dead).length,
+        })
+        expect(jsons[i].clicks, r.params).toEqual(expectedClicks(current).slice(0, r.limit ?? 100))
+      })
+      return jsons
+    }
+    const month = resolveRange({ range: '30d' }, TZ, NOW)
+    const today = localDate(NOW.getTime(), TZ)
+    const rolledDays = async () =>
+      rolledDaysOf({ range: month }, await execute<SignatureRow>(services.clickhouse, clickRolledDaysSql(site.id, month))).days
+
+    const fromEvents = await expectReference(fx.clicks)
+    expect(await rolledDays()).toEqual([])
+    await refreshRollups(services.clickhouse, services.repositories, NOW, ROLLUP_ALL_DAYS)
+    // every finished day of the window with events is rolled up, today is not
+    const rolled = await rolledDays()
+    expect(rolled.length).toBeGreaterThan(20)
+    expect(rolled).not.toContain(today)
+    expect(await expectReference(fx.clicks)).toEqual(fromEvents)
+
+    // late hits on a rolled day (a new element, and a known one on a new page, dead) and today: that day goes back to events
+    const lateAt = NOW.getTime() - 3 * 86_400_000
+    const lateDay = localDate(lateAt, TZ)
+    expect(rolled).toContain(lateDay)
+    const late: ClickHit[] = [
+      {
+        ts: lateAt,
+        ip: 0,
+        ua: 2,
+        path: '/late',
+        selector: 'button.late',
+        text: 'Late',
+        tag: 'button',
+        url: '',
+        interactive: true,
+        dead: false,
+      },
+      {
+        ts: lateAt + 60_000,
+        ip: 1,
+        ua: 0,
+        path: '/late',
+        selector: '#buy',
+        text: 'Buy now',
+        tag: 'button',
+        url: '',
+        interactive: true,
+        dead: true,
+      },
+      {
+        ts: NOW.getTime() - 600_000,
+        ip: 2,
+        ua: 1,
+        path: '/cart',
+        selector: 'span.price',
+        text: '€10',
+        tag: 'span',
+        url: '',
+        interactive: false,
+        dead: true,
+      },
+    ]
+    const lines = late.map((c) =>
+      JSON.stringify({
+        timestamp: new Date(c.ts).toISOString(),
+        site: site.snippetId,
+        name: 'click',
+        url: `https://${site.domain}${c.path}`,
+        ip: IPS[c.ip][0],
+        userAgent: UAS[c.ua],
+        click: { selector: c.selector, text: c.text, tag: c.tag, interactive: c.interactive, dead: c.dead },
+      }),
+    )
+    expect((await importHits(lines, services.ingestor)).rejected).toBe(0)
+    const afterLate = await rolledDays()
+    expect(afterLate).not.toContain(lateDay)
+    expect(afterLate).toHaveLength(rolled.length - 1)
+    const withLate = await expectReference([...fx.clicks, ...late])
+    // the next refresh rolls that day up again, at its new signature: the same answers
+    await refreshRollups(services.clickhouse, services.repositories, NOW, ROLLUP_ALL_DAYS)
+    expect(await rolledDays()).toEqual(rolled)
+    expect(await expectReference([...fx.clicks, ...late])).toEqual(withLate)
   })
 })

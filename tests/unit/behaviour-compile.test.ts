@@ -1,10 +1,17 @@
 import { describe, expect, it } from 'vitest'
-import { clickGroupsSql, clickSummarySql } from '../../lib/reports/query/compile/clicks'
+import {
+  clickGroupsSql,
+  clickRollupInsertSql,
+  clickSummarySql,
+  rolledClickGroupsSql,
+  rolledClickSummarySql,
+} from '../../lib/reports/query/compile/clicks'
+import { asRolledDays } from '../../lib/reports/query/model'
 import { errorBreakdownSql, errorGroupsSql, errorSummarySql, recentErrorsSql } from '../../lib/reports/query/compile/errors'
 import { propertyKeyCountsSql, propertyValuesSql } from '../../lib/reports/query/compile/properties'
 import { render } from '../../lib/storage/clickhouse/sql'
 import type { Query } from '../../lib/reports/query/model'
-import { resolveRange } from '../../lib/reports/query/range'
+import { daySpans, resolveRange } from '../../lib/reports/query/range'
 
 const SITE = '00000000-0000-4000-8000-000000000001'
 const now = new Date('2026-11-22T12:00:00Z')
@@ -50,6 +57,36 @@ describe('behaviour builders', () => {
     expect(flat(render(clickSummarySql(query())).sql)).toMatch(
       /^SELECT count\(\) AS clicks, uniqExact\(visitor_id\) AS visitors, countIf\(dead_click = 1\) AS dead_clicks FROM events WHERE /,
     )
+  })
+
+  it('clicks over rolled-up days: the rolled days by signature from click_rollups, the others (today) from events', () => {
+    const rolled = asRolledDays([
+      { d: '2026-11-16', n: '10', s: '99' },
+      { d: '2026-11-18', n: '12', s: '7' },
+    ])
+    const summary = render(rolledClickSummarySql(query(), rolled))
+    expect(flat(summary.sql)).toContain('SELECT clicks, visitors, dead_clicks FROM click_rollups FINAL WHERE site_id = {p0:UUID}')
+    expect(flat(summary.sql)).toContain(
+      'AND grain = 0 AND (day, day_events, day_sum) IN arrayZip({p3:Array(Date)}, arrayMap(x -> toUInt64(x), {p4:Array(String)}), arrayMap(x -> toUInt64(x), {p5:Array(String)}))',
+    )
+    expect(summary.params).toMatchObject({ p3: rolled.days, p4: rolled.events, p5: rolled.sums })
+    // the window's other days as runs of days (Berlin: from 23:00 UTC the day before): the 17th, and the 19th to today
+    expect(Object.values(summary.params).filter((v) => typeof v === 'string' && v.endsWith(':00.000'))).toEqual([
+      '2026-11-16 23:00:00.000',
+      '2026-11-17 23:00:00.000',
+      '2026-11-18 23:00:00.000',
+      '2026-11-22 23:00:00.000',
+    ])
+    const groups = render(rolledClickGroupsSql(query({ limit: 3 }), rolled))
+    expect(flat(groups.sql)).toContain('AND grain = 2 AND (day, day_events, day_sum) IN')
+    expect(flat(groups.sql)).toContain('AND grain = 1 AND (day, day_events, day_sum) IN')
+    expect(flat(groups.sql)).toMatch(
+      /\) AS element_visitors USING \(selector, text, tag, url\) ORDER BY count DESC, selector ASC, text ASC, tag ASC, url ASC LIMIT \{p\d+:UInt32\} SETTINGS do_not_merge_across_partitions_select_final = 1$/,
+    )
+    const [cells, dayRows] = clickRollupInsertSql(SITE, 'Europe/Berlin', daySpans(rolled.days, 'Europe/Berlin'), rolled).map(render)
+    expect(flat(cells.sql)).toContain('ARRAY JOIN [1, 2] AS grain')
+    expect(flat(dayRows.sql)).toMatch(/^INSERT INTO click_rollups .* SELECT .*, 0, day, /)
+    for (const { params } of [cells, dayRows]) expect(Object.values(params)).toContainEqual(rolled.days)
   })
 
   it('properties: keys without the collector prefix; one key’s values with the key bound', () => {

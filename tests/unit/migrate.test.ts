@@ -51,6 +51,7 @@ describe('ClickHouse migrations', () => {
       { version: 22, name: 'flow_rollups' },
       { version: 23, name: 'events_props_index' },
       { version: 24, name: 'page_errors_by_path' },
+      { version: 25, name: 'click_rollups' },
     ])
     const applied = await migrate(clickhouse, [
       ...loadMigrations(),

@@ -1,6 +1,6 @@
 import { ApiError } from '../../errors'
 import type { Site } from '../../sites/sites'
-import { clickGroupsSql, clickSummarySql } from './compile/clicks'
+import { clickGroupsSql, clickRolledDaysSql, clickSummarySql, rolledClickGroupsSql, rolledClickSummarySql } from './compile/clicks'
 import {
   ERROR_BREAKDOWNS,
   type ErrorBreakdown,
@@ -15,7 +15,8 @@ import { propertyKeyCountsSql, propertyValuesSql } from './compile/properties'
 import type { Query } from './model'
 import { type ParseOptions, type ReportParams, collectorSource } from './parse'
 import type { Source } from '../../sites/source'
-import { buckets, previousWindow, rangeView } from './range'
+import { type SignatureRow, rolledDaysOf } from './plan'
+import { buckets, previousWindow, rangeView, wholeDays } from './range'
 import { type ReportDeps, prepare } from './reports'
 import { execute } from '../../storage/clickhouse/execute'
 
@@ -160,10 +161,19 @@ async function errorsRead(deps: ReportDeps, site: Site, params: ErrorParams) {
 async function clicksRead(deps: ReportDeps, site: Site, params: ReportParams) {
   const query = await standaloneQuery(deps, site, params)
   if (!query) return { available: false, summary: { clicks: 0, visitors: 0, deadClicks: 0 }, clicks: [] }
-  const [summary, rows] = await Promise.all([
-    execute<Row>(deps.clickhouse, clickSummarySql(query)),
-    execute<Row>(deps.clickhouse, clickGroupsSql(query)),
-  ])
+  // an unfiltered read over whole days takes the days whose clicks rollup is current from it
+  const rolled =
+    query.filters.length || !wholeDays(query.range)
+      ? undefined
+      : rolledDaysOf(query, await execute<SignatureRow>(deps.clickhouse, clickRolledDaysSql(query.siteId, query.range)))
+  const [summary, rows] = await Promise.all(
+    rolled?.days.length
+      ? [
+          execute<Row>(deps.clickhouse, rolledClickSummarySql(query, rolled)),
+          execute<Row>(deps.clickhouse, rolledClickGroupsSql(query, rolled)),
+        ]
+      : [execute<Row>(deps.clickhouse, clickSummarySql(query)), execute<Row>(deps.clickhouse, clickGroupsSql(query))],
+  )
   return {
     available: true,
     range: rangeView(query.range),

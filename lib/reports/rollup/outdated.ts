@@ -7,7 +7,7 @@ import { raw, sql } from '../../storage/clickhouse/sql'
 /** After a build of these days, drops a rollup table's rows of them from another signature, timezone or version (never read), when there are any. */
 export async function dropOutdatedRows(
   clickhouse: ClickHouse,
-  table: 'day_rollups' | 'flow_rollups',
+  table: 'day_rollups' | 'flow_rollups' | 'click_rollups',
   siteId: string,
   timezone: string,
   days: RolledDays,

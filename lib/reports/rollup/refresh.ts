@@ -9,6 +9,7 @@ import { type RolledDays, TOTALS, asRolledDays } from '../query/model'
 import { chTime, daySpans } from '../query/range'
 import { execute, executeCommand, inBackground } from '../../storage/clickhouse/execute'
 import type { Repositories } from '../../repositories'
+import { refreshClickRollups } from './clicks'
 import { refreshFlowRollups } from './flow'
 import { dropOutdatedRows } from './outdated'
 import { refreshPartial } from './partial'
@@ -80,6 +81,8 @@ async function refreshSite(
   await refreshPartial(clickhouse, siteId, site.timezone, now)
   // the behaviour flow's own rollup of the finished days (lib/reports/rollup/flow.ts)
   await refreshFlowRollups(clickhouse, siteId, window)
+  // and the clicks read's (lib/reports/rollup/clicks.ts)
+  await refreshClickRollups(clickhouse, siteId, window)
   return built
 }
 
