@@ -6,6 +6,7 @@ import { propertyKeyCountsSql, propertyValuesSql } from '../../lib/reports/query
 import { resolveRange } from '../../lib/reports/query/range'
 import type { Query } from '../../lib/reports/query/model'
 import { render } from '../../lib/storage/clickhouse/sql'
+import { SITE_TABLES } from '../../lib/storage/clickhouse/site-data'
 
 describe('ClickHouse migrations', () => {
   it('are numbered files, rendered plain for one server and ON CLUSTER with Replicated engines for a cluster', () => {
@@ -59,6 +60,16 @@ describe('ClickHouse migrations', () => {
     ])
     expect(applied.map((m) => m.version)).toEqual([100])
     expect((await clickhouse.query('SELECT count() AS n FROM schema_migrations'))[0]).toEqual({ n: String(rows.length + 1) })
+  })
+
+  it('lists every table holding rows of a site in SITE_TABLES, so deleting a site deletes all of its rows', async () => {
+    const clickhouse = await testClickHouse()
+    const tables = await clickhouse.query<{ table: string }>(
+      `SELECT DISTINCT c.table AS table FROM system.columns AS c INNER JOIN system.tables AS t ON t.database = c.database AND t.name = c.table
+       WHERE c.database = currentDatabase() AND c.name = 'site_id' AND t.engine NOT IN ('Null', 'MaterializedView', 'View') ORDER BY table`,
+    )
+    expect(tables.length).toBeGreaterThan(10)
+    expect([...SITE_TABLES].sort()).toEqual(tables.map((t) => t.table))
   })
 
   it('clears stored click text that is not a button or link label (what an older tracker took from form fields)', async () => {

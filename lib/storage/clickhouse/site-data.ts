@@ -11,6 +11,7 @@ export const SITE_TABLES = [
   'visit_quarters',
   'day_rollups',
   'partial_rollups',
+  'flow_rollups',
   'click_rollups',
   'crawl_snapshots',
   'crawl_changes',
