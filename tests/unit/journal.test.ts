@@ -206,4 +206,31 @@ describe('the write-ahead journal', () => {
     expect(await f.count('events')).toBe(30)
     expect(await f.count('bot_events')).toBe(2)
   })
+  it('rows stored before the crash are not stored again when the replay comes after their visits expired', async () => {
+    const f = await fixture()
+    const dir = join(tempDir('journal'), 'journal')
+    await journalAndCrash(dir, f.services.clickhouse, f, 12, 0)
+    for (const name of readdirSync(dir).filter((n) => n.endsWith('.log'))) {
+      for (const line of readFileSync(join(dir, name), 'utf8').split('\n').filter(Boolean)) {
+        const [columns, hits] = JSON.parse(line)[3] as [string[], unknown[][]]
+        const rows = await eventRowsOf(
+          f.services.repositories.visits,
+          hits.map((values) => Object.fromEntries(columns.map((c, i) => [c, values[i]])) as unknown as RowHit),
+        )
+        await f.services.clickhouse.insert('events_input', rows)
+      }
+    }
+    expect(await f.count('events')).toBe(12)
+    // the process stays down past the visits' expiry: the store no longer holds them, so the
+    // replay's rows get other session ids
+    const afterExpiry = (await testServices()).repositories.visits
+    const { replayed } = await Journal.open(dir, f.services.clickhouse, { usage: f.services.repositories.usage, visits: afterExpiry })
+    expect(replayed).toBe(0)
+    expect(await f.count('events')).toBe(12)
+    const sessions = await f.services.clickhouse.query<{ n: string }>(
+      'SELECT uniqExact(session_id) AS n FROM events WHERE site_id = {s:UUID}',
+      { s: f.site.id },
+    )
+    expect(Number(sessions[0].n)).toBe(1)
+  })
 })

@@ -1,8 +1,12 @@
 import type { ClickHouse } from './types'
 
-/** The columns that tell one stored row from another, as text. */
+/**
+ * The columns that tell one stored row from another, as text. An event's visitor id, not its
+ * session id: the id is journaled with the hit, while its visit is assigned again from the visits
+ * store when the rows are made, so a replay after that visit expired makes another session id.
+ */
 const IDENTITY = {
-  events: ['site_id', 'session_id', 'timestamp', 'kind', 'name', 'pathname'],
+  events: ['site_id', 'visitor_id', 'timestamp', 'kind', 'name', 'pathname'],
   bot_events: ['site_id', 'timestamp', 'user_agent', 'pathname', 'bot_name'],
 } as const
 
