@@ -2,6 +2,8 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { createApiKey, createOrg } from '../../lib/accounts/admin'
 import { importHits } from '../../lib/ingest/import'
 import { newSite } from '../../lib/sites/sites'
+import { FUNNEL_AHEAD_DAYS } from '../../lib/reports/query/funnels'
+import { ROLLUP_ALL_DAYS, refreshRollups } from '../../lib/reports/rollup/refresh'
 import { client, getOk, testServices } from '../helpers'
 import { NOW, UAS, localDate } from './report-reference'
 
@@ -359,6 +361,36 @@ describe('funnel results', () => {
     const expected = expectedSteps(funnels.trial.steps, json.range)
     expect(stepsOf(json)).toEqual(expected)
     expect(expected.map((s) => s.visitors)).toEqual(before.map((s) => Number(s.visitors) + 1))
+  })
+
+  it("the rollup refresh builds each saved funnel's finished days of the last month ahead of its first read", async () => {
+    const funnelRows = async () =>
+      (
+        await services.clickhouse.query<{ property: string; d: string }>(
+          "SELECT property, toString(day) AS d FROM day_rollups FINAL WHERE site_id = {site:UUID} AND startsWith(property, 'filters:funnel:') AND value = '' ORDER BY property, d",
+          { site: ids.shop },
+        )
+      ).map((r) => `${r.property} ${r.d}`)
+    await services.clickhouse.command(
+      "ALTER TABLE day_rollups DELETE WHERE site_id = {site:UUID} AND startsWith(property, 'filters:funnel:') SETTINGS mutations_sync = 2",
+      { site: ids.shop },
+    )
+    expect(await funnelRows()).toEqual([])
+    await refreshRollups(services.clickhouse, services.repositories, NOW, ROLLUP_ALL_DAYS)
+    // every finished site-local day with hits since a month before today, once per saved funnel (three, each its own key)
+    const today = localDate(NOW.getTime(), TZ)
+    const monthAgo = localDate(NOW.getTime() - FUNNEL_AHEAD_DAYS * 86_400_000, TZ)
+    const days = [...new Set(fx.hits.map((h) => localDate(h.ts, TZ)))].filter((d) => d >= monthAgo && d < today).sort()
+    const rows = await funnelRows()
+    expect(days.length).toBeGreaterThan(20)
+    expect(new Set(rows.map((r) => r.split(' ')[0])).size).toBe(3)
+    expect(rows.map((r) => r.split(' ')[1]).sort()).toEqual([...days, ...days, ...days].sort())
+    // a read finds them built: it answers the reference and builds nothing more
+    for (const which of ['trial', 'pro', 'blog'] as const) {
+      const json = await get(`/api/v1/funnels?site_id=${ids.shop}&range=30d&funnel_id=${funnels[which].id}`)
+      expect(stepsOf(json), which).toEqual(expectedSteps(funnels[which].steps, json.range))
+    }
+    expect(await funnelRows()).toEqual(rows)
   })
 
   it('refuses a malformed or unknown funnel id', async () => {

@@ -22,6 +22,9 @@ describe('the daily rollup refresh', () => {
           return { id, timezone: id === 'bad-zone' ? 'Not/AZone' : 'Europe/Berlin' }
         },
       },
+      // no saved funnels: the refresh builds none of their days
+      funnels: { list: async () => [] },
+      goals: { list: async () => [] },
     } as unknown as Repositories
     const logged: string[] = []
     const built = await refreshRollups(clickhouse, repositories, new Date('2026-11-22T15:00:00Z'), 3, (message) => logged.push(message))

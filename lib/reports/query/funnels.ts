@@ -1,3 +1,4 @@
+import { Temporal } from 'temporal-polyfill'
 import { ApiError } from '../../errors'
 import type { Site } from '../../sites/sites'
 import type { Repositories } from '../../repositories'
@@ -37,11 +38,44 @@ async function funnelRollupKey(query: Query, steps: readonly FunnelStep[]): Prom
  */
 async function funnelLevels(clickhouse: ClickHouse, query: Query, steps: readonly FunnelStep[]): Promise<LevelRow[]> {
   if (query.filters.length || !wholeDays(query.range)) return execute<LevelRow>(clickhouse, funnelLevelsSql(query, steps))
+  const { key, rolled } = await rollFunnelDays(clickhouse, query, steps)
+  return execute<LevelRow>(clickhouse, funnelLevelsWithRollupSql(query, steps, key, rolled))
+}
+
+/** Builds the funnel's finished days of the window that are not rolled up, or changed since; returns its key and the days rolled. */
+async function rollFunnelDays(clickhouse: ClickHouse, query: Query, steps: readonly FunnelStep[]) {
   const key = await funnelRollupKey(query, steps)
   const rows = await execute<SignatureRow>(clickhouse, signaturesAndBuilt(query.siteId, query.range, key, false))
   const { missing, rolled } = daysOnDemand(rows, lastDayOf(query.range))
   if (missing.length) await executeCommand(clickhouse, funnelRollupInsertSql(query, steps, key, asRolledDays(missing)))
-  return execute<LevelRow>(clickhouse, funnelLevelsWithRollupSql(query, steps, key, rolled))
+  return { key, rolled }
+}
+
+/** How many finished days the refresh rolls up ahead for each saved funnel: the dashboard's month. */
+export const FUNNEL_AHEAD_DAYS = 31
+
+/**
+ * Rolls up the finished days (at most FUNNEL_AHEAD_DAYS back, never today) of each of a site's
+ * saved funnels, as their first read would: called by the rollup refresh, so that a dashboard's
+ * funnel read finds its days built. Returns the number of funnels.
+ */
+export async function refreshFunnelRollups(
+  clickhouse: ClickHouse,
+  repositories: Pick<Repositories, 'funnels' | 'goals'>,
+  siteId: string,
+  window: { timezone: string; from: Temporal.ZonedDateTime; to: Temporal.ZonedDateTime },
+  now: Date,
+): Promise<number> {
+  const funnels = await repositories.funnels.list(siteId)
+  if (!funnels.length) return 0
+  const goals = await repositories.goals.list(siteId)
+  const earliest = window.to.subtract({ days: FUNNEL_AHEAD_DAYS })
+  const from = Temporal.ZonedDateTime.compare(window.from, earliest) < 0 ? earliest : window.from
+  // a window ending tomorrow: its last day (today) is read from events and never built
+  const range = { name: 'custom', timezone: window.timezone, from, to: window.to.add({ days: 1 }), interval: 'day' } as const
+  const query: Query = { siteId, range, filters: [], goals, limit: 0, now }
+  for (const funnel of funnels) await rollFunnelDays(clickhouse, query, funnel.steps)
+  return funnels.length
 }
 
 /** Visitors of a step over visitors of another, 0 when there were none. */

@@ -11,6 +11,7 @@ import { execute, executeCommand, inBackground } from '../../storage/clickhouse/
 import type { Repositories } from '../../repositories'
 import { refreshClickRollups } from './clicks'
 import { refreshFlowRollups } from './flow'
+import { refreshFunnelRollups } from '../query/funnels'
 import { dropOutdatedRows } from './outdated'
 import { refreshPartial } from './partial'
 
@@ -37,7 +38,7 @@ const DAYS_PER_STATEMENT = 7
  */
 export async function refreshRollups(
   clickhouse: ClickHouse,
-  repositories: Pick<Repositories, 'sites'>,
+  repositories: Pick<Repositories, 'sites' | 'funnels' | 'goals'>,
   now: Date,
   lookbackDays: number,
   log: (message: string) => void = console.error,
@@ -60,7 +61,7 @@ export async function refreshRollups(
 
 async function refreshSite(
   clickhouse: ClickHouse,
-  repositories: Pick<Repositories, 'sites'>,
+  repositories: Pick<Repositories, 'sites' | 'funnels' | 'goals'>,
   siteId: string,
   now: Date,
   lookbackDays: number,
@@ -83,6 +84,8 @@ async function refreshSite(
   await refreshFlowRollups(clickhouse, siteId, window)
   // and the clicks read's (lib/reports/rollup/clicks.ts)
   await refreshClickRollups(clickhouse, siteId, window)
+  // and the saved funnels' levels, which their first read would otherwise build (query/funnels.ts)
+  await refreshFunnelRollups(clickhouse, repositories, siteId, window, now)
   return built
 }
 
