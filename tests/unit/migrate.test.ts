@@ -53,6 +53,7 @@ describe('ClickHouse migrations', () => {
       { version: 23, name: 'events_props_index' },
       { version: 24, name: 'page_errors_by_path' },
       { version: 25, name: 'click_rollups' },
+      { version: 26, name: 'filtered_flow_rollup_expiry' },
     ])
     const applied = await migrate(clickhouse, [
       ...loadMigrations(),
@@ -160,6 +161,23 @@ describe('ClickHouse migrations', () => {
       { site },
     )
     expect(left.map((r) => r.property)).toEqual(['', 'filters:new', 'path'])
+  })
+
+  it('expires the flow rows a filtered read rolled up 30 days after they were built, never the flow rollup', async () => {
+    const clickhouse = await testClickHouse()
+    const site = crypto.randomUUID()
+    const row = (anchor: string, daysAgo: number) =>
+      `({site:UUID}, 'UTC', 1, '${anchor}', 0, '/', today() - 40, 1, 1, 1, 0, 0, [], now() - toIntervalDay(${daysAgo}))`
+    await clickhouse.command(
+      `INSERT INTO flow_rollups (site_id, timezone, version, anchor, step, path, day, day_events, day_sum, visits, exits, opens, outs, built_at)
+       VALUES ${[row('filters:old:flow:(entry)', 31), row('filters:new:flow:(entry)', 29), row('(entry)', 31), row('(built)', 31), row('/docs', 31)].join(', ')}`,
+      { site },
+    )
+    await clickhouse.command('OPTIMIZE TABLE flow_rollups FINAL')
+    const left = await clickhouse.query<{ anchor: string }>('SELECT anchor FROM flow_rollups WHERE site_id = {site:UUID} ORDER BY anchor', {
+      site,
+    })
+    expect(left.map((r) => r.anchor)).toEqual(['(built)', '(entry)', '/docs', 'filters:new:flow:(entry)'])
   })
 
   it('passes rows inserted into events_input on to events and its views; the three tables keep the same columns', async () => {

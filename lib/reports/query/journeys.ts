@@ -12,6 +12,7 @@ import { rangeView, wholeDays } from './range'
 import type { ReportDeps } from './reports'
 import { execute } from '../../storage/clickhouse/execute'
 import { runRead } from './run'
+import { filteredFlowDays } from '../rollup/flow'
 
 /**
  * The reads that follow visitors through the site: the behaviour flow, journeys (one visitor's
@@ -166,10 +167,12 @@ async function flowRead(deps: ReportDeps, site: Site, params: FlowParams) {
   const query = await standaloneQuery(deps, site, { ...params, limit: Math.min(params.limit ?? FLOW_DEFAULT_LIMIT, FLOW_MAX_LIMIT) })
   if (!query) return { available: false, ...head, visits: 0, nodes: [], links: [] }
   const before = anchor.kind === 'focus' ? depth : 0
-  // an unfiltered flow over whole days takes the days whose flow rollup is current from it
-  const rolled =
-    query.filters.length || !wholeDays(query.range)
-      ? undefined
+  // a flow over whole days takes the days whose flow rollup is current from it: without filters the
+  // rollup the refresh builds, with filters its anchor's rolled up under them on the first read
+  const rolled = !wholeDays(query.range)
+    ? undefined
+    : query.filters.length
+      ? await filteredFlowDays(deps.clickhouse, query, anchor)
       : rolledDaysOf(query, await execute<SignatureRow>(deps.clickhouse, flowRolledDaysSql(query.siteId, query.range)))
   const rows = rolled?.days.length
     ? foldRolledFlow(await execute<Row>(deps.clickhouse, rolledFlowSql(query, anchor, before, depth, rolled)), query.limit, depth)

@@ -1,6 +1,7 @@
 import type { ClickHouse } from '../../storage/clickhouse/types'
-import { flowRollupInsertSql, flowStaleDaysSql } from '../query/compile/flow'
-import { type RolledDays, asRolledDays } from '../query/model'
+import { type FlowAnchor, flowRolledDaysSql, flowRollupInsertSql, flowRollupProperty, flowStaleDaysSql } from '../query/compile/flow'
+import { type Query, type RolledDays, asRolledDays } from '../query/model'
+import { type SignatureRow, daysOnDemand, filteredRollupKey, lastDayOf } from '../query/plan'
 import { type ResolvedRange, daySpans } from '../query/range'
 import { execute, executeCommand, inBackground } from '../../storage/clickhouse/execute'
 import { dropOutdatedRows } from './outdated'
@@ -30,4 +31,31 @@ async function buildFlowDays(clickhouse: ClickHouse, siteId: string, timezone: s
   await executeCommand(clickhouse, cells)
   await executeCommand(clickhouse, inBackground(built))
   await dropOutdatedRows(clickhouse, 'flow_rollups', siteId, timezone, days)
+}
+
+/**
+ * A filtered flow's rolled days over a window of whole days, as a filtered read's (plan.ts,
+ * filteredPlan): its anchor's flow rolled up under the filters' key (compile/flow.ts,
+ * flowRollupInsertSql), the finished days not rolled up at their current signature built first, in
+ * one statement: the first read of a filter pays for its days once, later reads take them from the
+ * rollup until a day's events change (a late hit), when that day is built again. Rows of another
+ * signature are never read, and expire with the others.
+ */
+export async function filteredFlowDays(clickhouse: ClickHouse, query: Query, anchor: FlowAnchor): Promise<RolledDays> {
+  const key = await filteredRollupKey(query, flowRollupProperty(anchor))
+  const rows = await execute<SignatureRow>(clickhouse, flowRolledDaysSql(query.siteId, query.range, key))
+  const { missing, rolled } = daysOnDemand(rows, lastDayOf(query.range))
+  if (missing.length) {
+    const days = asRolledDays(missing)
+    const filtered = { query, key, anchor }
+    for (const statement of flowRollupInsertSql(
+      query.siteId,
+      query.range.timezone,
+      daySpans(days.days, query.range.timezone),
+      days,
+      filtered,
+    ))
+      await executeCommand(clickhouse, statement)
+  }
+  return { ...rolled, filtersKey: key }
 }

@@ -89,25 +89,29 @@ const viewedPages = (from: Bound, to: Bound) => sql`arrayMap(v -> v.2, arraySort
 /** The page sequence of `viewed`: a page repeated right after itself (a reload, or a pageview stored twice) once. */
 const WITHOUT_RELOADS = sql`arrayFilter((p, previous) -> p != previous, viewed, arrayPopBack(arrayPushFront(viewed, '')))`
 
+/** The visits holding an event the query's filters select (every visit without filters). */
+const selectedVisits = (query: Query, scope: Scope) =>
+  query.filters.length ? sql` AND session_id IN (SELECT session_id FROM events WHERE ${selected(query, scope)})` : empty
+
+/** The visits that viewed a start or focus page in the scope, tested on their pages as stored (most visits never viewed it). */
+const viewedAnchor = (scope: Scope, anchor: FlowAnchor) =>
+  anchor.kind === 'entry'
+    ? empty
+    : sql` AND arrayExists(v -> v.2 = ${bind('String', anchor.path)} AND v.1 >= ${scope.windowFrom} AND v.1 < ${scope.visitsTo}, pages)`
+
 /**
  * The visits of a scope that have the anchor, each as the slice of its page sequence the flow
  * shows (`pages`), the index in its sequence of the slice's first page (`first`) and of the anchor.
  */
 function visitSlices(query: Query, scope: Scope, anchor: FlowAnchor, before: number, after: number): Fragment {
-  const visits = query.filters.length ? sql` AND session_id IN (SELECT session_id FROM events WHERE ${selected(query, scope)})` : empty
   const at = anchor.kind === 'entry' ? sql`notEmpty(seq)` : sql`indexOf(seq, ${bind('String', anchor.path)})`
-  // the visits whose anchor is found below (anchor > 0): those that viewed the page in the window
-  const viewedAnchor =
-    anchor.kind === 'entry'
-      ? empty
-      : sql` AND arrayExists(v -> v.2 = ${bind('String', anchor.path)} AND v.1 >= ${scope.windowFrom} AND v.1 < ${scope.visitsTo}, pages)`
   return sql`SELECT anchor, greatest(1, anchor - ${bind('UInt32', before)}) AS first, arraySlice(seq, first, least(toInt64(length(seq)), anchor + ${bind('UInt32', after)}) - first + 1) AS pages
       FROM (
         SELECT ${WITHOUT_RELOADS} AS seq, toInt64(${at}) AS anchor
         FROM (
           SELECT ${viewedPages(scope.windowFrom, scope.visitsTo)} AS viewed
           FROM visit_pages FINAL
-          WHERE ${siteIs(query.siteId)} AND ${scope.visitsBegan}${visits}${viewedAnchor}
+          WHERE ${siteIs(query.siteId)} AND ${scope.visitsBegan}${selectedVisits(query, scope)}${viewedAnchor(scope, anchor)}
         )
       )
       WHERE anchor > 0`
@@ -135,6 +139,26 @@ const ENTRY_ANCHOR = '(entry)'
 /** The flow rollup's row that marks a day built, written after the day's cells. */
 const BUILT_ANCHOR = '(built)'
 
+/** The flow rollup's anchor of a flow without filters: the landing page's, or the page's. */
+const anchorOf = (anchor: FlowAnchor) => (anchor.kind === 'entry' ? ENTRY_ANCHOR : anchor.path)
+
+/**
+ * A filtered flow's rows have the filters' key as their anchor (plan.ts, filteredRollupKey, with
+ * the property flowRollupProperty names); the row that marks one of its days built has this step,
+ * which no flow shows.
+ */
+const FILTERED_BUILT_STEP = -128
+
+/** The property of a filtered flow's key: one per anchor (a start and a focus page share it). */
+export const flowRollupProperty = (anchor: FlowAnchor) => `flow:${anchorOf(anchor)}`
+
+/** A filtered flow's rollup (flowRollupInsertSql): the filters, their key and the one anchor it holds. */
+export interface FilteredFlow {
+  query: Query
+  key: string
+  anchor: FlowAnchor
+}
+
 const flowRollupOf = (siteId: string, timezone: string) =>
   sql`${siteIs(siteId)} AND timezone = ${bind('String', timezone)} AND version = ${bind('UInt16', ROLLUP_VERSION)}`
 
@@ -161,7 +185,7 @@ export function rolledFlowSql(query: Query, anchor: FlowAnchor, before: number, 
       GROUP BY step, path))`
     : sql`CAST([], 'Array(Tuple(Int32, String, UInt64, UInt64, UInt64, Array(Tuple(String, UInt64))))')`
   const rolledRows = sql`FROM flow_rollups FINAL
-    WHERE ${flowRollupOf(query.siteId, query.range.timezone)} AND anchor = ${bind('String', anchor.kind === 'entry' ? ENTRY_ANCHOR : anchor.path)}
+    WHERE ${flowRollupOf(query.siteId, query.range.timezone)} AND anchor = ${bind('String', rolled.filtersKey ?? anchorOf(anchor))}
       AND (day, day_events, day_sum) IN arrayZip(${bind('Array(Date)', rolled.days)}, ${uint64s(rolled.events)}, ${uint64s(rolled.sums)})
       AND step >= -${bind('UInt32', before)} AND step <= ${last}`
   const unrolledRows = sql`FROM (SELECT arrayJoin(unrolled) AS n)`
@@ -201,8 +225,20 @@ SETTINGS do_not_merge_across_partitions_select_final = 1`
  * stamped with the day's signature (day-rollups.ts). A visit never crosses the site-local
  * midnight, so a day's visits are the window's visits of that day with all their pages, and a
  * flow over whole days is the sum of its days' cells. Then the day's marker row.
+ *
+ * A filtered flow's (`filtered`, built on its first read, lib/reports/rollup/flow.ts): the visits
+ * holding a selected event (on their day, as a visit's events all are), and their cells of its one
+ * anchor, under the filters' key; its marker is that key's row of step FILTERED_BUILT_STEP. Its
+ * rows expire 30 days after their build (migration 0026), the marker a day before its cells: a
+ * day is never marked built without them.
  */
-export function flowRollupInsertSql(siteId: string, timezone: string, spans: DaySpan[], days: RolledDays): Fragment[] {
+export function flowRollupInsertSql(
+  siteId: string,
+  timezone: string,
+  spans: DaySpan[],
+  days: RolledDays,
+  filtered?: FilteredFlow,
+): Fragment[] {
   const scope = daySpansScope(siteId, spans)
   const tz = bind('String', timezone)
   const dayList = bind('Array(Date)', days.days)
@@ -212,10 +248,23 @@ export function flowRollupInsertSql(siteId: string, timezone: string, spans: Day
   // the cell of the page at index i, anchored at index a: (anchor, step, page, next page, whether the visit opens there)
   const cell = (anchorPath: Fragment | Bound, a: Fragment) =>
     sql`(${anchorPath}, toInt8(i - ${a}), seq[i], if(i < length(seq), seq[i + 1], ''), i = 1)`
+  // the cells anchored at each index of `indexes`: the pages up to FLOW_MAX_DEPTH either side
+  const anchoredAt = (anchorPath: Fragment | Bound, indexes: Fragment) =>
+    sql`arrayFlatten(arrayMap(a -> arrayMap(i -> ${cell(anchorPath, raw('a'))}, range(toUInt64(greatest(1, toInt64(a) - ${depth})), least(length(seq), a + ${depth}) + 1)), ${indexes}))`
+  // a filtered rollup's one anchor is its key, set once per row rather than carried by every cell
+  const key = filtered ? bind('String', filtered.key) : undefined
+  const cells = !filtered
+    ? sql`arrayConcat(${anchoredAt(bind('String', ENTRY_ANCHOR), raw('[1]'))}, ${anchoredAt(raw('seq[a]'), raw('arrayFilter(a -> indexOf(seq, seq[a]) = a, arrayEnumerate(seq))'))})`
+    : filtered.anchor.kind === 'entry'
+      ? anchoredAt(raw("''"), raw('[1]'))
+      : anchoredAt(raw("''"), sql`arrayFilter(a -> a > 0, [indexOf(seq, ${bind('String', filtered.anchor.path)})])`)
+  const visits = filtered ? sql`${selectedVisits(filtered.query, scope)}${viewedAnchor(scope, filtered.anchor)}` : empty
+  // the refresh's builds run at background priority; a read waits for a filtered one
+  const priority = filtered ? empty : sql`, priority = ${raw(String(BACKGROUND_PRIORITY))}`
   return [
     sql`
 INSERT INTO flow_rollups (site_id, timezone, version, anchor, step, path, day, day_events, day_sum, visits, exits, opens, outs)
-SELECT ${stamp}, anchor, step, path, day, ${signature},
+SELECT ${stamp}, ${key ?? raw('anchor')}, step, path, day, ${signature},
        sum(n) AS visits, sumIf(n, next_path = '') AS exits, sumIf(n, opens) AS opens, groupArrayIf((next_path, n), next_path != '') AS outs
 FROM (
 SELECT day, cell.1 AS anchor, cell.2 AS step, cell.3 AS path, cell.4 AS next_path, cell.5 AS opens, count() AS n
@@ -224,37 +273,48 @@ FROM (
   FROM (
     SELECT toDate(session_start, ${tz}) AS day, ${viewedPages(scope.windowFrom, scope.visitsTo)} AS viewed
     FROM visit_pages FINAL
-    WHERE ${scope.visitsBegan} AND ${siteIs(siteId)}
+    WHERE ${scope.visitsBegan} AND ${siteIs(siteId)}${visits}
   )
   WHERE has(${dayList}, day)
 )
-ARRAY JOIN arrayConcat(
-  arrayMap(i -> ${cell(bind('String', ENTRY_ANCHOR), raw('1'))}, range(1, least(length(seq), ${depth} + 1) + 1)),
-  arrayFlatten(arrayMap(
-    a -> arrayMap(i -> ${cell(raw('seq[a]'), raw('a'))}, range(toUInt64(greatest(1, toInt64(a) - ${depth})), least(length(seq), a + ${depth}) + 1)),
-    arrayFilter(a -> indexOf(seq, seq[a]) = a, arrayEnumerate(seq))))
-) AS cell
+ARRAY JOIN ${cells} AS cell
 GROUP BY day, cell
 )
 GROUP BY day, anchor, step, path
-SETTINGS do_not_merge_across_partitions_select_final = 1, use_skip_indexes_if_final = 1, priority = ${raw(String(BACKGROUND_PRIORITY))}`,
-    sql`
+SETTINGS do_not_merge_across_partitions_select_final = 1, use_skip_indexes_if_final = 1${priority}`,
+    filtered
+      ? sql`
+INSERT INTO flow_rollups (site_id, timezone, version, anchor, step, path, day, day_events, day_sum, visits, exits, opens, outs, built_at)
+SELECT ${stamp}, ${bind('String', filtered.key)}, ${raw(String(FILTERED_BUILT_STEP))}, '', day, ${signature}, 0, 0, 0, [], now() - INTERVAL 1 DAY
+FROM (SELECT arrayJoin(${dayList}) AS day)`
+      : sql`
 INSERT INTO flow_rollups (site_id, timezone, version, anchor, step, path, day, day_events, day_sum, visits, exits, opens, outs)
 SELECT ${stamp}, ${bind('String', BUILT_ANCHOR)}, 0, '', day, ${signature}, 0, 0, 0, []
 FROM (SELECT arrayJoin(${dayList}) AS day)`,
   ]
 }
 
-/** The signatures the window's days' flow rollup was built from: their '(built)' rows. */
-const flowBuilt = (siteId: string, window: Pick<ResolvedRange, 'from' | 'to' | 'timezone'>) =>
-  markedBuiltDays('flow_rollups', sql`anchor = ${bind('String', BUILT_ANCHOR)}`, siteId, window)
+/**
+ * The signatures the window's days' flow rollup was built from: their '(built)' rows; with
+ * `filtersKey`, a filtered flow's marker rows under that key.
+ */
+const flowBuilt = (siteId: string, window: Pick<ResolvedRange, 'from' | 'to' | 'timezone'>, filtersKey?: string) =>
+  markedBuiltDays(
+    'flow_rollups',
+    filtersKey === undefined
+      ? sql`anchor = ${bind('String', BUILT_ANCHOR)}`
+      : sql`anchor = ${bind('String', filtersKey)} AND step = ${raw(String(FILTERED_BUILT_STEP))}`,
+    siteId,
+    window,
+  )
 
 /**
  * The lookup of a window's days whose flow rollup is current: each day's signature (rolled 0) and
- * the signatures its flow rollup was built from (rolled 1), as plan.ts's rolledDaysOf reads them.
+ * the signatures its flow rollup was built from (rolled 1), as plan.ts's rolledDaysOf and
+ * daysOnDemand read them; with `filtersKey`, those of a filtered flow's rollup under that key.
  */
-export const flowRolledDaysSql = (siteId: string, window: Pick<ResolvedRange, 'from' | 'to' | 'timezone'>): Fragment =>
-  markedRolledDaysSql(siteId, window, flowBuilt(siteId, window))
+export const flowRolledDaysSql = (siteId: string, window: Pick<ResolvedRange, 'from' | 'to' | 'timezone'>, filtersKey?: string): Fragment =>
+  markedRolledDaysSql(siteId, window, flowBuilt(siteId, window, filtersKey))
 
 /** The days of the window whose current signature has no flow rollup. Rows: d, n, s. */
 export const flowStaleDaysSql = (siteId: string, window: Pick<ResolvedRange, 'from' | 'to' | 'timezone'>): Fragment =>
