@@ -73,8 +73,9 @@ export function resolveRange(
     interval,
   })
   const lastDays = (n: number) => make(today.subtract({ days: n - 1 }).startOfDay(), tomorrow, 'day')
-  const monthStart = today.with({ day: 1 }).startOfDay()
-  const yearStart = today.with({ month: 1, day: 1 }).startOfDay()
+  // made only by the ranges that start there: each walk of the site's calendar costs
+  const monthStart = () => today.with({ day: 1 }).startOfDay()
+  const yearStart = () => today.with({ month: 1, day: 1 }).startOfDay()
   // a series has whole one-minute buckets ending with the current one; totals take the exact last n minutes
   const minutes = (n: number) =>
     options.series
@@ -105,14 +106,14 @@ export function resolveRange(
     case 'week':
       return make(today.subtract({ days: today.dayOfWeek - 1 }).startOfDay(), tomorrow, 'day')
     case 'month':
-      return make(monthStart, tomorrow, 'day')
+      return make(monthStart(), tomorrow, 'day')
     case 'year':
     case 'ytd':
-      return make(yearStart, tomorrow, 'month')
+      return make(yearStart(), tomorrow, 'month')
     case 'last-year':
-      return make(yearStart.subtract({ years: 1 }).startOfDay(), yearStart, 'month')
+      return make(yearStart().subtract({ years: 1 }).startOfDay(), yearStart(), 'month')
     case '12mo':
-      return make(monthStart.subtract({ months: 11 }).startOfDay(), tomorrow, 'month')
+      return make(monthStart().subtract({ months: 11 }).startOfDay(), tomorrow, 'month')
     case 'all': {
       const first = options.firstEventAt
         ? Temporal.Instant.fromEpochMilliseconds(options.firstEventAt.getTime()).toZonedDateTimeISO(timezone).startOfDay()
@@ -151,9 +152,31 @@ export function rangeView(range: ResolvedRange) {
   return { name: range.name, from: iso(range.from), to: iso(range.to), interval: range.interval, timezone: range.timezone }
 }
 
-/** Every bucket start of the window, as epoch seconds and as an ISO label with the site's offset. */
-export function buckets(range: ResolvedRange): { epoch: number; label: string }[] {
-  const out: { epoch: number; label: string }[] = []
+export type Bucket = { readonly epoch: number; readonly label: string }
+
+/** Windows whose buckets are kept: a site's reads ask for the same few windows all day long. */
+const KEPT_BUCKET_WINDOWS = 256
+const bucketsByWindow = new Map<string, readonly Bucket[]>()
+
+/**
+ * Every bucket start of the window, as epoch seconds and as an ISO label with the site's offset.
+ * Walking the site's calendar is most of a series read's own time, and the same windows are asked
+ * again and again (a day's 30d series, every page's trend of a listing): the last windows' buckets
+ * are kept, shared and never changed.
+ */
+export function buckets(range: ResolvedRange): readonly Bucket[] {
+  const key = `${range.timezone}|${range.interval}|${range.from.epochMilliseconds}|${range.to.epochMilliseconds}`
+  let kept = bucketsByWindow.get(key)
+  if (!kept) {
+    kept = Object.freeze(walkBuckets(range))
+    if (bucketsByWindow.size >= KEPT_BUCKET_WINDOWS) bucketsByWindow.delete(bucketsByWindow.keys().next().value!)
+    bucketsByWindow.set(key, kept)
+  }
+  return kept
+}
+
+function walkBuckets(range: ResolvedRange): Bucket[] {
+  const out: Bucket[] = []
   let cursor =
     range.interval === 'minute'
       ? range.from.round({ smallestUnit: 'minute', roundingMode: 'floor' })
@@ -196,13 +219,18 @@ export interface DaySpan {
 /** The window is whole site-local days: it starts and ends at a local midnight. */
 export const wholeDays = (range: ResolvedRange) => range.from.equals(range.from.startOfDay()) && range.to.equals(range.to.startOfDay())
 
-/** The site-local days of a window made of whole days, as YYYY-MM-DD. */
-export function windowDays(range: ResolvedRange): string[] {
-  const days: string[] = []
-  for (let d = range.from.toPlainDate(); Temporal.PlainDate.compare(d, range.to.toPlainDate()) < 0; d = d.add({ days: 1 }))
-    days.push(d.toString())
-  return days
+const DAY_MS = 86_400_000
+
+/** The dates from `from` up to `to` (excluded), as YYYY-MM-DD: counted on the calendar alone, a day being a date. */
+export function datesBetween(from: Temporal.PlainDate, to: Temporal.PlainDate): string[] {
+  const dates: string[] = []
+  const end = Date.parse(to.toString())
+  for (let day = Date.parse(from.toString()); day < end; day += DAY_MS) dates.push(new Date(day).toISOString().slice(0, 10))
+  return dates
 }
+
+/** The site-local days of a window made of whole days, as YYYY-MM-DD. */
+export const windowDays = (range: ResolvedRange): string[] => datesBetween(range.from.toPlainDate(), range.to.toPlainDate())
 
 /** The runs of days in the window other than `rolled`, as spans for a raw scan. */
 export function rawDaySpans(range: ResolvedRange, rolled: readonly string[]): DaySpan[] {
