@@ -3,7 +3,7 @@ import { ApiError } from '../errors'
 import { during } from '../reports/query/compile/scope'
 import { bucket } from '../reports/query/compile/series'
 import { bind, sql } from '../storage/clickhouse/sql'
-import { type ResolvedRange, type WindowName, buckets, datesBetween, rangeView, resolveRange } from '../reports/query/range'
+import { type ResolvedRange, type WindowName, buckets, datesBetween, rangeView, resolveRange, startsDay } from '../reports/query/range'
 import { type CompareInput, changes, resolveComparison } from '../reports/query/compare'
 import type { Query } from '../reports/query/model'
 import { execute } from '../storage/clickhouse/execute'
@@ -306,7 +306,7 @@ export async function changeFeed(services: Services, site: Site, params: Changes
     perDay.set(day, (perDay.get(day) ?? 0) + 1)
   }
   // every day the window touches, a part of one included
-  const lastDay = range.to.equals(range.to.startOfDay()) ? range.to.toPlainDate() : range.to.toPlainDate().add({ days: 1 })
+  const lastDay = startsDay(range.to) ? range.to.toPlainDate() : range.to.toPlainDate().add({ days: 1 })
   const activity = datesBetween(range.from.toPlainDate(), lastDay).map((date) => ({ date, changes: perDay.get(date) ?? 0 }))
   const listed = params.day === undefined ? typed : typed.filter((i) => localDay(i.at) === params.day)
   return {

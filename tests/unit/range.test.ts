@@ -1,6 +1,6 @@
 import { Temporal } from 'temporal-polyfill'
 import { describe, expect, it } from 'vitest'
-import { type ResolvedRange, buckets, resolveRange, windowDays } from '../../lib/reports/query/range'
+import { type ResolvedRange, buckets, daySpans, resolveRange, wholeDays, windowDays } from '../../lib/reports/query/range'
 
 const window = (from: string, to: string, timezone: string, interval: ResolvedRange['interval']): ResolvedRange => ({
   name: 'custom',
@@ -62,5 +62,42 @@ describe('the days and buckets of a window', () => {
     expect(view('last-year')).toEqual(['2025-01-01T00:00:00+01:00[Europe/Berlin]', '2026-01-01T00:00:00+01:00[Europe/Berlin]', 'month'])
     expect(view('12mo')).toEqual(['2025-12-01T00:00:00+01:00[Europe/Berlin]', '2026-11-25T00:00:00+01:00[Europe/Berlin]', 'month'])
     expect(view('30d')).toEqual(['2026-10-26T00:00:00+01:00[Europe/Berlin]', '2026-11-25T00:00:00+01:00[Europe/Berlin]', 'day'])
+  })
+
+  it('moves to the next local day at midnight, whatever was resolved before it, and keeps days apart across timezones', () => {
+    const today = (iso: string, timezone = 'Europe/Berlin') => resolveRange({ range: 'today' }, timezone, new Date(iso)).from.toString()
+    expect(today('2026-10-24T21:59:59.999Z')).toBe('2026-10-24T00:00:00+02:00[Europe/Berlin]')
+    // the clocks go back that night: a 25-hour day
+    expect(today('2026-10-24T22:00:00Z')).toBe('2026-10-25T00:00:00+02:00[Europe/Berlin]')
+    expect(today('2026-10-25T22:59:59.999Z')).toBe('2026-10-25T00:00:00+02:00[Europe/Berlin]')
+    expect(today('2026-10-25T23:00:00Z')).toBe('2026-10-26T00:00:00+01:00[Europe/Berlin]')
+    // an earlier instant after a later one
+    expect(today('2026-10-24T12:00:00Z')).toBe('2026-10-24T00:00:00+02:00[Europe/Berlin]')
+    expect(today('2026-10-24T12:00:00Z', 'America/New_York')).toBe('2026-10-24T00:00:00-04:00[America/New_York]')
+    expect(today('2026-10-24T23:00:00Z', 'Asia/Tokyo')).toBe('2026-10-25T00:00:00+09:00[Asia/Tokyo]')
+    const minutes = resolveRange({ range: 'realtime' }, 'Europe/Berlin', new Date('2026-10-24T12:00:30Z'))
+    expect([minutes.from.toString(), minutes.to.toString()]).toEqual([
+      '2026-10-24T13:55:30+02:00[Europe/Berlin]',
+      '2026-10-24T14:00:30+02:00[Europe/Berlin]',
+    ])
+    expect(wholeDays(minutes)).toBe(false)
+    expect(wholeDays(resolveRange({ range: '7d' }, 'Europe/Berlin', new Date('2026-10-24T12:00:30Z')))).toBe(true)
+  })
+
+  it('joins consecutive days into spans, and a span made once is not changed by the next', () => {
+    const view = (spans: ReturnType<typeof daySpans>) => spans.map((s) => `${s.from.toString()}..${s.to.toString()}`)
+    const first = daySpans(['2026-10-24', '2026-10-25', '2026-10-27'], 'Europe/Berlin')
+    expect(view(first)).toEqual([
+      '2026-10-24T00:00:00+02:00[Europe/Berlin]..2026-10-26T00:00:00+01:00[Europe/Berlin]',
+      '2026-10-27T00:00:00+01:00[Europe/Berlin]..2026-10-28T00:00:00+01:00[Europe/Berlin]',
+    ])
+    expect(view(daySpans(['2026-10-25'], 'Europe/Berlin'))).toEqual([
+      '2026-10-25T00:00:00+02:00[Europe/Berlin]..2026-10-26T00:00:00+01:00[Europe/Berlin]',
+    ])
+    expect(view(daySpans(['2026-10-24'], 'Europe/Berlin'))).toEqual([
+      '2026-10-24T00:00:00+02:00[Europe/Berlin]..2026-10-25T00:00:00+02:00[Europe/Berlin]',
+    ])
+    expect(view(daySpans(['2026-10-24'], 'UTC'))).toEqual(['2026-10-24T00:00:00+00:00[UTC]..2026-10-25T00:00:00+00:00[UTC]'])
+    expect(view(first)[0]).toBe('2026-10-24T00:00:00+02:00[Europe/Berlin]..2026-10-26T00:00:00+01:00[Europe/Berlin]')
   })
 })

@@ -47,6 +47,19 @@ function plainDate(value: string | undefined, name: 'from' | 'to'): Temporal.Pla
   return date
 }
 
+/** The local day last resolved in each timezone: reads of a site ask for the same day all day long. */
+const localDays = new Map<string, { today: Temporal.ZonedDateTime; tomorrow: Temporal.ZonedDateTime }>()
+
+/** The start of the site-local day holding `now`, and of the next day: the last ones found while `now` is within them. */
+function localDayOf(timezone: string, now: number) {
+  const kept = localDays.get(timezone)
+  if (kept && now >= kept.today.epochMilliseconds && now < kept.tomorrow.epochMilliseconds) return kept
+  const today = Temporal.Instant.fromEpochMilliseconds(now).toZonedDateTimeISO(timezone).startOfDay()
+  const day = { today, tomorrow: today.add({ days: 1 }).startOfDay() }
+  localDays.set(timezone, day)
+  return day
+}
+
 /**
  * Resolves a symbolic range in the site's timezone at an injected `now`.
  * `series` asks for the timeseries window, which differs for realtime (30 minutes, not 5).
@@ -62,9 +75,7 @@ export function resolveRange(
   if (input.range !== 'custom' && (input.from !== undefined || input.to !== undefined)) {
     throw new ApiError(400, `${input.from !== undefined ? 'from' : 'to'}: taken only with range=custom (the range here is ${input.range})`)
   }
-  const at = Temporal.Instant.fromEpochMilliseconds(now.getTime()).toZonedDateTimeISO(timezone)
-  const today = at.startOfDay()
-  const tomorrow = today.add({ days: 1 }).startOfDay()
+  const { today, tomorrow } = localDayOf(timezone, now.getTime())
   const make = (from: Temporal.ZonedDateTime, to: Temporal.ZonedDateTime, interval: Interval): ResolvedRange => ({
     name: input.range,
     timezone,
@@ -77,14 +88,16 @@ export function resolveRange(
   const monthStart = () => today.with({ day: 1 }).startOfDay()
   const yearStart = () => today.with({ month: 1, day: 1 }).startOfDay()
   // a series has whole one-minute buckets ending with the current one; totals take the exact last n minutes
-  const minutes = (n: number) =>
-    options.series
+  const minutes = (n: number) => {
+    const at = Temporal.Instant.fromEpochMilliseconds(now.getTime()).toZonedDateTimeISO(timezone)
+    return options.series
       ? make(
           at.round({ smallestUnit: 'minute', roundingMode: 'floor' }).subtract({ minutes: n - 1 }),
           at.round({ smallestUnit: 'minute', roundingMode: 'floor' }).add({ minutes: 1 }),
           'minute',
         )
       : make(at.subtract({ minutes: n }), at, 'minute')
+  }
 
   switch (input.range) {
     case 'realtime':
@@ -216,8 +229,18 @@ export interface DaySpan {
   to: Temporal.ZonedDateTime
 }
 
+/** Instants already told apart: a read asks of its window's ends several times, and the local day's ends are shared (localDayOf). */
+const dayStarts = new WeakMap<Temporal.ZonedDateTime, boolean>()
+
+/** Whether an instant is the start of its site-local day. */
+export function startsDay(at: Temporal.ZonedDateTime): boolean {
+  let starts = dayStarts.get(at)
+  if (starts === undefined) dayStarts.set(at, (starts = at.equals(at.startOfDay())))
+  return starts
+}
+
 /** The window is whole site-local days: it starts and ends at a local midnight. */
-export const wholeDays = (range: ResolvedRange) => range.from.equals(range.from.startOfDay()) && range.to.equals(range.to.startOfDay())
+export const wholeDays = (range: ResolvedRange) => startsDay(range.from) && startsDay(range.to)
 
 const DAY_MS = 86_400_000
 
@@ -241,12 +264,28 @@ export function rawDaySpans(range: ResolvedRange, rolled: readonly string[]): Da
   )
 }
 
+/** Days whose bounds are kept: the days of the windows read lately, in the timezones of their sites. */
+const KEPT_DAYS = 4096
+const dayBounds = new Map<string, DaySpan>()
+
+/** A site-local day's start and end (the next day's start), kept: every read of a window asks for them again. */
+function boundsOf(day: string, timezone: string): DaySpan {
+  const key = `${timezone}|${day}`
+  let bounds = dayBounds.get(key)
+  if (!bounds) {
+    const from = Temporal.PlainDate.from(day).toZonedDateTime({ timeZone: timezone })
+    bounds = { from, to: from.add({ days: 1 }).startOfDay() }
+    if (dayBounds.size >= KEPT_DAYS) dayBounds.delete(dayBounds.keys().next().value!)
+    dayBounds.set(key, bounds)
+  }
+  return bounds
+}
+
 /** Runs of consecutive site-local days (YYYY-MM-DD, ascending), as spans. */
 export function daySpans(days: readonly string[], timezone: string): DaySpan[] {
   const spans: DaySpan[] = []
   for (const day of days) {
-    const from = Temporal.PlainDate.from(day).toZonedDateTime({ timeZone: timezone })
-    const to = from.add({ days: 1 }).startOfDay()
+    const { from, to } = boundsOf(day, timezone)
     const last = spans[spans.length - 1]
     if (last?.to.equals(from)) last.to = to
     else spans.push({ from, to })
