@@ -62,6 +62,13 @@ describe('the days and buckets of a window', () => {
     expect(view('last-year')).toEqual(['2025-01-01T00:00:00+01:00[Europe/Berlin]', '2026-01-01T00:00:00+01:00[Europe/Berlin]', 'month'])
     expect(view('12mo')).toEqual(['2025-12-01T00:00:00+01:00[Europe/Berlin]', '2026-11-25T00:00:00+01:00[Europe/Berlin]', 'month'])
     expect(view('30d')).toEqual(['2026-10-26T00:00:00+01:00[Europe/Berlin]', '2026-11-25T00:00:00+01:00[Europe/Berlin]', 'day'])
+    // 2026-11-24 is a Tuesday; asked twice, as a read after a read
+    for (let i = 0; i < 2; i++) {
+      expect(view('7d')).toEqual(['2026-11-18T00:00:00+01:00[Europe/Berlin]', '2026-11-25T00:00:00+01:00[Europe/Berlin]', 'day'])
+      expect(view('week')).toEqual(['2026-11-23T00:00:00+01:00[Europe/Berlin]', '2026-11-25T00:00:00+01:00[Europe/Berlin]', 'day'])
+      expect(view('yesterday')).toEqual(['2026-11-23T00:00:00+01:00[Europe/Berlin]', '2026-11-24T00:00:00+01:00[Europe/Berlin]', 'hour'])
+      expect(view('90d')[0]).toBe('2026-08-27T00:00:00+02:00[Europe/Berlin]')
+    }
   })
 
   it('moves to the next local day at midnight, whatever was resolved before it, and keeps days apart across timezones', () => {

@@ -48,16 +48,30 @@ function plainDate(value: string | undefined, name: 'from' | 'to'): Temporal.Pla
 }
 
 /** The local day last resolved in each timezone: reads of a site ask for the same day all day long. */
-const localDays = new Map<string, { today: Temporal.ZonedDateTime; tomorrow: Temporal.ZonedDateTime }>()
+const localDays = new Map<string, LocalDay>()
+
+interface LocalDay {
+  today: Temporal.ZonedDateTime
+  tomorrow: Temporal.ZonedDateTime
+  /** The starts of the days before it, by how many days before (the 7d, 30d and 90d windows' first days). */
+  before: Map<number, Temporal.ZonedDateTime>
+}
 
 /** The start of the site-local day holding `now`, and of the next day: the last ones found while `now` is within them. */
-function localDayOf(timezone: string, now: number) {
+function localDayOf(timezone: string, now: number): LocalDay {
   const kept = localDays.get(timezone)
   if (kept && now >= kept.today.epochMilliseconds && now < kept.tomorrow.epochMilliseconds) return kept
   const today = Temporal.Instant.fromEpochMilliseconds(now).toZonedDateTimeISO(timezone).startOfDay()
-  const day = { today, tomorrow: today.add({ days: 1 }).startOfDay() }
+  const day = { today, tomorrow: today.add({ days: 1 }).startOfDay(), before: new Map() }
   localDays.set(timezone, day)
   return day
+}
+
+/** The start of the day `days` before a local day. */
+function daysBefore(day: LocalDay, days: number): Temporal.ZonedDateTime {
+  let start = day.before.get(days)
+  if (!start) day.before.set(days, (start = day.today.subtract({ days }).startOfDay()))
+  return start
 }
 
 /**
@@ -75,7 +89,8 @@ export function resolveRange(
   if (input.range !== 'custom' && (input.from !== undefined || input.to !== undefined)) {
     throw new ApiError(400, `${input.from !== undefined ? 'from' : 'to'}: taken only with range=custom (the range here is ${input.range})`)
   }
-  const { today, tomorrow } = localDayOf(timezone, now.getTime())
+  const day = localDayOf(timezone, now.getTime())
+  const { today, tomorrow } = day
   const make = (from: Temporal.ZonedDateTime, to: Temporal.ZonedDateTime, interval: Interval): ResolvedRange => ({
     name: input.range,
     timezone,
@@ -83,7 +98,7 @@ export function resolveRange(
     to,
     interval,
   })
-  const lastDays = (n: number) => make(today.subtract({ days: n - 1 }).startOfDay(), tomorrow, 'day')
+  const lastDays = (n: number) => make(daysBefore(day, n - 1), tomorrow, 'day')
   // made only by the ranges that start there: each walk of the site's calendar costs
   const monthStart = () => today.with({ day: 1 }).startOfDay()
   const yearStart = () => today.with({ month: 1, day: 1 }).startOfDay()
@@ -109,7 +124,7 @@ export function resolveRange(
     case 'today':
       return make(today, tomorrow, 'hour')
     case 'yesterday':
-      return make(today.subtract({ days: 1 }).startOfDay(), today, 'hour')
+      return make(daysBefore(day, 1), today, 'hour')
     case '7d':
       return lastDays(7)
     case '30d':
@@ -117,7 +132,7 @@ export function resolveRange(
     case '90d':
       return lastDays(90)
     case 'week':
-      return make(today.subtract({ days: today.dayOfWeek - 1 }).startOfDay(), tomorrow, 'day')
+      return make(daysBefore(day, today.dayOfWeek - 1), tomorrow, 'day')
     case 'month':
       return make(monthStart(), tomorrow, 'day')
     case 'year':
@@ -158,7 +173,13 @@ export function previousWindow(range: ResolvedRange): ResolvedRange {
   return { ...range, from: range.from.subtract(length), to: range.from }
 }
 
-const iso = (z: Temporal.ZonedDateTime) => z.toString({ timeZoneName: 'never', smallestUnit: 'second' })
+/** Labels already written: the local day's bounds are shared by the reads of a day (localDayOf), and so are their labels. */
+const labels = new WeakMap<Temporal.ZonedDateTime, string>()
+function iso(z: Temporal.ZonedDateTime): string {
+  let label = labels.get(z)
+  if (label === undefined) labels.set(z, (label = z.toString({ timeZoneName: 'never', smallestUnit: 'second' })))
+  return label
+}
 
 /** The range object every report echoes. `to` is the exclusive end. */
 export function rangeView(range: ResolvedRange) {
