@@ -1,6 +1,6 @@
 import { Hono } from 'hono'
-import { compress } from 'hono/compress'
 import type { Services } from '../lib/services'
+import { compression } from './compression'
 import { EVENT_EXPOSE_HEADERS, STARTING_MESSAGE, mountHotPaths } from './hot-path'
 import { allowedMethods, failureAnswer, mountEndpoints } from './http'
 import { endpoints } from './registry'
@@ -44,7 +44,7 @@ export function createApp(
   }
   // Node compresses its own answers (JSON, scripts, the MCP tool list) of 1 KB or more when the
   // client accepts gzip or deflate; event streams never are. Cloudflare compresses the Workers'.
-  if (options.compress) app.use(compress())
+  if (options.compress) app.use(compression())
 
   // Every /api response, errors and preflight included, is readable from any origin. Written with
   // c.header() before the handler runs: hono/cors touches c.res first, which makes the Node adapter

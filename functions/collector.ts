@@ -55,7 +55,7 @@ export const collectorEndpoints = [
     async handler({ request }, { params }) {
       // the snippet's fixed URL revalidates hourly; the content-hashed copies never change
       if (params.file === 'script.js') {
-        // a compressed copy was sent with the weak form of the tag (hono/compress)
+        // a compressed copy was sent with the weak form of the tag (functions/compression.ts)
         if (request.headers.get('if-none-match')?.replace(/^W\//, '') === `"${scriptEtag}"`) return new Response(null, { status: 304 })
         return javascript(TRACKER_FILES.script.code, revalidated, scriptEtag)
       }

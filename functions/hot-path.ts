@@ -20,9 +20,9 @@ export const STARTING_MESSAGE = 'the service is starting (applying its migration
  * request's id and log line, the request metric, the CORS headers, the 503 while the migrations
  * are applied and the body cap are the same; the answer's headers are one plain object, which the
  * Node adapter writes as they are, in one write. Their answers are never compressed: they are
- * empty or a few hundred bytes (through the middleware, the compression's Vary header, set once
+ * empty or a few hundred bytes (through the middleware, hono/compress's Vary header, set once
  * the answer was made, rebuilt it as a stream, which with the Headers objects was half of a
- * cached public count's CPU on the JS thread).
+ * cached public count's CPU on the JS thread; functions/compression.ts no longer does).
  */
 export function mountHotPaths(app: Hono, endpoints: Endpoint[], services: Services, tracer: RequestTracer) {
   for (const endpoint of endpoints) {

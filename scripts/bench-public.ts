@@ -10,7 +10,7 @@ import { Command } from 'commander'
 import { Hono } from 'hono'
 import { createApp } from '../functions/app'
 import { batchedLines } from '../functions/request-log'
-import { createOrg } from '../lib/accounts/admin'
+import { createApiKey, createOrg } from '../lib/accounts/admin'
 import { openNodeStores } from '../lib/runtime/node'
 import { demoHits } from '../lib/ingest/demo-traffic'
 import { importHits } from '../lib/ingest/import'
@@ -38,6 +38,7 @@ async function benchServer() {
   const site = newSite({ domain: 'public.bench.test' }, org.id, now())
   site.sharing = { ...site.sharing, publicCounts: true, publicCountsDial: 'all' }
   await stores.repositories.sites.create(site)
+  const { key } = await createApiKey(stores.repositories, { orgId: org.id, name: 'bench', scope: 'read' }, now())
   const sites = new SiteDirectory(stores.repositories.sites)
   const ingestor = new Ingestor({
     sites,
@@ -66,7 +67,8 @@ async function benchServer() {
       kv: stores.kv,
       repositories: stores.repositories,
       sites,
-      limiter: memoryRateLimiter(),
+      // the keyed read is measured, not limited
+      limiter: memoryRateLimiter(Date.now, { default: { max: 1e9, windowMs: 60_000 } }),
       now,
       fetch,
       ingestor,
@@ -85,20 +87,27 @@ async function benchServer() {
   const server = serve({ fetch: outer.fetch, port: 0, hostname: '127.0.0.1' })
   await new Promise((r) => server.once('listening', r))
   process.stdout.write(
-    `${JSON.stringify({ base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, snippet: site.snippetId })}\n`,
+    `${JSON.stringify({ base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, snippet: site.snippetId, key })}\n`,
   )
+}
+
+/** A path asked with headers. */
+interface Target {
+  path: string
+  headers: Record<string, string>
 }
 
 async function drive(opts: { duration: string; rounds: string }) {
   const child = spawn(process.execPath, ['--import', 'tsx', process.argv[1], 'serve'], { stdio: ['ignore', 'pipe', 'inherit'] })
-  const { base, snippet } = JSON.parse(
+  const { base, snippet, key } = JSON.parse(
     await new Promise<string>((resolve) => createInterface({ input: child.stdout! }).once('line', resolve)),
   )
   const duration = Number(opts.duration)
   // the server's own CPU, read from /proc: CPU per request is less at the mercy of other load than requests/s
-  const run = async (path: string, connections: number, seconds: number) => {
+  const run = async (target: string | Target, connections: number, seconds: number) => {
+    const { path, headers } = typeof target === 'string' ? { path: target, headers: {} } : target
     const before = cpuSeconds(child.pid!)
-    const result = await autocannon({ url: base + path, connections, duration: seconds })
+    const result = await autocannon({ url: base + path, connections, duration: seconds, headers })
     const after = cpuSeconds(child.pid!)
     return {
       requests: result.requests.total,
@@ -110,13 +119,18 @@ async function drive(opts: { duration: string; rounds: string }) {
   }
   const live = `/api/public/live?site=${snippet}`
   const period = `/api/public/live?site=${snippet}&range=7d`
+  // a keyed read through the app's middleware (key, rate limit, compression): its answer as is and gzipped
+  const keyed = (encoding: string): Target => ({
+    path: `/api/v1/dimensions`,
+    headers: { authorization: `Bearer ${key}`, 'accept-encoding': encoding },
+  })
   await fetch(base + live)
   await fetch(base + period)
-  // a second of each first, unmeasured: the code warms up and the engine merges what the set-up imported
-  for (const path of ['/bare', live, period]) await run(path, 10, 1)
-  // the three take turns in short slices (in alternating order), so that each meets the same load of the machine
-  const targets = { bare: '/bare', cachedLive: live, cachedPeriod: period }
+  const targets = { bare: '/bare', cachedLive: live, cachedPeriod: period, keyedRead: keyed('identity'), keyedReadGzip: keyed('gzip') }
   const names = Object.keys(targets) as (keyof typeof targets)[]
+  // a second of each first, unmeasured: the code warms up and the engine merges what the set-up imported
+  for (const name of names) await run(targets[name], 10, 1)
+  // they take turns in short slices (in alternating order), so that each meets the same load of the machine
   const totals = Object.fromEntries(names.map((n) => [n, { requests: 0, seconds: 0, cpuMicros: 0, mainMicros: 0 }])) as Record<
     keyof typeof targets,
     { requests: number; seconds: number; cpuMicros: number; mainMicros: number }
@@ -137,6 +151,7 @@ async function drive(opts: { duration: string; rounds: string }) {
   const rps = (name: keyof typeof targets) => totals[name].requests / totals[name].seconds
   const cpuPerRequest = (name: keyof typeof targets) => totals[name].cpuMicros / totals[name].requests
   const mainPerRequest = (name: keyof typeof targets) => totals[name].mainMicros / totals[name].requests
+  const each = (value: (name: keyof typeof targets) => number) => Object.fromEntries(names.map((n) => [n, +value(n).toFixed(1)]))
   const before = ((await (await fetch(`${base}/bench/engine-queries`)).json()) as { engineQueries: number }).engineQueries
   const polling = await run(live, 1000, duration)
   const after = ((await (await fetch(`${base}/bench/engine-queries`)).json()) as { engineQueries: number }).engineQueries
@@ -144,27 +159,15 @@ async function drive(opts: { duration: string; rounds: string }) {
   process.stdout.write(
     `${JSON.stringify(
       {
-        rps: {
-          bare: Math.round(rps('bare')),
-          cachedLive: Math.round(rps('cachedLive')),
-          cachedPeriod: Math.round(rps('cachedPeriod')),
-        },
+        rps: each((n) => Math.round(rps(n))),
         ratioToBare: {
           live: +(rps('cachedLive') / rps('bare')).toFixed(2),
           period: +(rps('cachedPeriod') / rps('bare')).toFixed(2),
         },
         // the server process's CPU per answered request, and the bare route's as a share of it
-        cpuMicrosPerRequest: {
-          bare: +cpuPerRequest('bare').toFixed(1),
-          cachedLive: +cpuPerRequest('cachedLive').toFixed(1),
-          cachedPeriod: +cpuPerRequest('cachedPeriod').toFixed(1),
-        },
+        cpuMicrosPerRequest: each(cpuPerRequest),
         // the JavaScript thread alone: the engine's background merges are on other threads
-        mainThreadCpuMicrosPerRequest: {
-          bare: +mainPerRequest('bare').toFixed(1),
-          cachedLive: +mainPerRequest('cachedLive').toFixed(1),
-          cachedPeriod: +mainPerRequest('cachedPeriod').toFixed(1),
-        },
+        mainThreadCpuMicrosPerRequest: each(mainPerRequest),
         cpuRatioToBare: {
           live: +(cpuPerRequest('bare') / cpuPerRequest('cachedLive')).toFixed(2),
           period: +(cpuPerRequest('bare') / cpuPerRequest('cachedPeriod')).toFixed(2),
@@ -199,16 +202,16 @@ function cpuSeconds(pid: number): { all: number; main: number } {
 }
 
 const program = new Command('bench-public').description(
-  'Throughput of cached public counts against a bare route, and engine queries while 1000 clients poll.',
+  'Throughput of cached public counts and of a keyed read against a bare route, and engine queries while 1000 clients poll.',
 )
 program
   .command('run', { isDefault: true })
   .option(
     '--duration <s>',
-    'seconds of load for each of the bare route, the live count and the period count, and for the 1000 clients',
+    'seconds of load for each of the bare route, the live count, the period count and the keyed read (plain and gzipped), and for the 1000 clients',
     '10',
   )
-  .option('--rounds <n>', 'slices each of the three takes in turn (the duration is shared among them)', '3')
+  .option('--rounds <n>', 'slices each of them takes in turn (the duration is shared among them)', '3')
   .action(drive)
 program.command('serve').description('(internal) the server side').action(benchServer)
 await program.parseAsync(process.argv)

@@ -373,23 +373,29 @@ const program = new Command('bench-reports')
     // call records the statements it ran (recorder); the engine time is those statements run again
     // directly, with the concurrency the read gave them.
     const samples = Object.fromEntries(
-      Object.keys(reports).map((name) => [name, { api: [] as number[], engine: [] as number[], statements: 0 }]),
+      Object.keys(reports).map((name) => [name, { api: [] as number[], engine: [] as number[], statements: 0, apiCpu: 0, engineCpu: 0 }]),
     )
     for (let i = 0; i < Number(opts.runs) + 2; i++) {
       for (const [name, report] of Object.entries(reports)) {
         recorder.start()
+        let cpu = processCpuMs()
         let t = performance.now()
         const res = await call(report)
         const apiMs = performance.now() - t
+        const apiCpu = processCpuMs() - cpu
         const ran = recorder.stop()
         if (res.status !== 200) throw new Error(`${name}: ${res.status} ${res.body}`)
+        cpu = processCpuMs()
         t = performance.now()
         await recorder.replay(ran)
         const engineMs = performance.now() - t
+        const engineCpu = processCpuMs() - cpu
         if (i >= 2) {
           samples[name].api.push(apiMs)
           samples[name].engine.push(engineMs)
           samples[name].statements = ran.length
+          samples[name].apiCpu += apiCpu
+          samples[name].engineCpu += engineCpu
         }
       }
     }
@@ -399,7 +405,7 @@ const program = new Command('bench-reports')
         .filter((_, i, all) => i === all.length >> 2 || i === (3 * all.length) >> 2)
         .map((x) => +x.toFixed(1))
     const results = Object.fromEntries(
-      Object.entries(samples).map(([name, { api, engine, statements }]) => [
+      Object.entries(samples).map(([name, { api, engine, statements, apiCpu, engineCpu }]) => [
         name,
         {
           firstApiMs: firstApiMs[name],
@@ -407,6 +413,9 @@ const program = new Command('bench-reports')
           apiQuartilesMs: quartiles(api),
           engineMedianMs: +median(engine).toFixed(1),
           ratio: +(median(api) / median(engine)).toFixed(2),
+          // the process's CPU a call, on average, the engine's threads included: the API's own work
+          // is the difference, far less at the mercy of other load than the times
+          cpuMs: { api: +(apiCpu / api.length).toFixed(2), engine: +(engineCpu / engine.length).toFixed(2) },
           statements,
         },
       ]),
@@ -420,6 +429,12 @@ const program = new Command('bench-reports')
     if (!opts.dataDir) rmSync(dir, { recursive: true, force: true })
     process.exit(0)
   })
+/** CPU time of this process so far (every thread, user and system), in ms. */
+function processCpuMs(): number {
+  const { user, system } = process.cpuUsage()
+  return (user + system) / 1000
+}
+
 /** The instant of today's HH:MM in Europe/Berlin, the measured site's timezone; the real clock without one. */
 function clockAt(at: string | undefined): Date {
   if (!at) return new Date()

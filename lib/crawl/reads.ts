@@ -3,7 +3,7 @@ import { ApiError } from '../errors'
 import { during } from '../reports/query/compile/scope'
 import { bucket } from '../reports/query/compile/series'
 import { bind, sql } from '../storage/clickhouse/sql'
-import { type ResolvedRange, type WindowName, buckets, rangeView, resolveRange } from '../reports/query/range'
+import { type ResolvedRange, type WindowName, buckets, datesBetween, rangeView, resolveRange, startsDay } from '../reports/query/range'
 import { type CompareInput, changes, resolveComparison } from '../reports/query/compare'
 import type { Query } from '../reports/query/model'
 import { execute } from '../storage/clickhouse/execute'
@@ -301,16 +301,13 @@ export async function changeFeed(services: Services, site: Site, params: Changes
   for (const i of matching) totals[i.type]++
   const typed = matching.filter((i) => !params.type || i.type === params.type)
   const perDay = new Map<string, number>()
-  for (const i of typed) perDay.set(localDay(i.at), (perDay.get(localDay(i.at)) ?? 0) + 1)
-  const activity: { date: string; changes: number }[] = []
-  for (
-    let d = range.from.toPlainDate();
-    Temporal.PlainDate.compare(d, range.to.toPlainDate()) < 0 ||
-    (Temporal.PlainDate.compare(d, range.to.toPlainDate()) === 0 && !range.to.equals(range.to.startOfDay()));
-    d = d.add({ days: 1 })
-  ) {
-    activity.push({ date: d.toString(), changes: perDay.get(d.toString()) ?? 0 })
+  for (const i of typed) {
+    const day = localDay(i.at)
+    perDay.set(day, (perDay.get(day) ?? 0) + 1)
   }
+  // every day the window touches, a part of one included
+  const lastDay = startsDay(range.to) ? range.to.toPlainDate() : range.to.toPlainDate().add({ days: 1 })
+  const activity = datesBetween(range.from.toPlainDate(), lastDay).map((date) => ({ date, changes: perDay.get(date) ?? 0 }))
   const listed = params.day === undefined ? typed : typed.filter((i) => localDay(i.at) === params.day)
   return {
     range: rangeView(range),

@@ -318,7 +318,7 @@ async function timeseries(ctx: Context, range: ResolvedRange): Promise<{ rows: R
 }
 
 /** The part of the window in bucket `i` of `starts` (the first bucket may begin before the window). */
-function bucketWindow(range: ResolvedRange, starts: { epoch: number }[], i: number): ResolvedRange {
+function bucketWindow(range: ResolvedRange, starts: readonly { epoch: number }[], i: number): ResolvedRange {
   const at = (epoch: number) => Temporal.Instant.fromEpochMilliseconds(epoch * 1000).toZonedDateTimeISO(range.timezone)
   const start = at(starts[i].epoch)
   const from = Temporal.ZonedDateTime.compare(start, range.from) < 0 ? range.from : start

@@ -47,6 +47,33 @@ function plainDate(value: string | undefined, name: 'from' | 'to'): Temporal.Pla
   return date
 }
 
+/** The local day last resolved in each timezone: reads of a site ask for the same day all day long. */
+const localDays = new Map<string, LocalDay>()
+
+interface LocalDay {
+  today: Temporal.ZonedDateTime
+  tomorrow: Temporal.ZonedDateTime
+  /** The starts of the days before it, by how many days before (the 7d, 30d and 90d windows' first days). */
+  before: Map<number, Temporal.ZonedDateTime>
+}
+
+/** The start of the site-local day holding `now`, and of the next day: the last ones found while `now` is within them. */
+function localDayOf(timezone: string, now: number): LocalDay {
+  const kept = localDays.get(timezone)
+  if (kept && now >= kept.today.epochMilliseconds && now < kept.tomorrow.epochMilliseconds) return kept
+  const today = Temporal.Instant.fromEpochMilliseconds(now).toZonedDateTimeISO(timezone).startOfDay()
+  const day = { today, tomorrow: today.add({ days: 1 }).startOfDay(), before: new Map() }
+  localDays.set(timezone, day)
+  return day
+}
+
+/** The start of the day `days` before a local day. */
+function daysBefore(day: LocalDay, days: number): Temporal.ZonedDateTime {
+  let start = day.before.get(days)
+  if (!start) day.before.set(days, (start = day.today.subtract({ days }).startOfDay()))
+  return start
+}
+
 /**
  * Resolves a symbolic range in the site's timezone at an injected `now`.
  * `series` asks for the timeseries window, which differs for realtime (30 minutes, not 5).
@@ -62,9 +89,8 @@ export function resolveRange(
   if (input.range !== 'custom' && (input.from !== undefined || input.to !== undefined)) {
     throw new ApiError(400, `${input.from !== undefined ? 'from' : 'to'}: taken only with range=custom (the range here is ${input.range})`)
   }
-  const at = Temporal.Instant.fromEpochMilliseconds(now.getTime()).toZonedDateTimeISO(timezone)
-  const today = at.startOfDay()
-  const tomorrow = today.add({ days: 1 }).startOfDay()
+  const day = localDayOf(timezone, now.getTime())
+  const { today, tomorrow } = day
   const make = (from: Temporal.ZonedDateTime, to: Temporal.ZonedDateTime, interval: Interval): ResolvedRange => ({
     name: input.range,
     timezone,
@@ -72,18 +98,21 @@ export function resolveRange(
     to,
     interval,
   })
-  const lastDays = (n: number) => make(today.subtract({ days: n - 1 }).startOfDay(), tomorrow, 'day')
-  const monthStart = today.with({ day: 1 }).startOfDay()
-  const yearStart = today.with({ month: 1, day: 1 }).startOfDay()
+  const lastDays = (n: number) => make(daysBefore(day, n - 1), tomorrow, 'day')
+  // made only by the ranges that start there: each walk of the site's calendar costs
+  const monthStart = () => today.with({ day: 1 }).startOfDay()
+  const yearStart = () => today.with({ month: 1, day: 1 }).startOfDay()
   // a series has whole one-minute buckets ending with the current one; totals take the exact last n minutes
-  const minutes = (n: number) =>
-    options.series
+  const minutes = (n: number) => {
+    const at = Temporal.Instant.fromEpochMilliseconds(now.getTime()).toZonedDateTimeISO(timezone)
+    return options.series
       ? make(
           at.round({ smallestUnit: 'minute', roundingMode: 'floor' }).subtract({ minutes: n - 1 }),
           at.round({ smallestUnit: 'minute', roundingMode: 'floor' }).add({ minutes: 1 }),
           'minute',
         )
       : make(at.subtract({ minutes: n }), at, 'minute')
+  }
 
   switch (input.range) {
     case 'realtime':
@@ -95,7 +124,7 @@ export function resolveRange(
     case 'today':
       return make(today, tomorrow, 'hour')
     case 'yesterday':
-      return make(today.subtract({ days: 1 }).startOfDay(), today, 'hour')
+      return make(daysBefore(day, 1), today, 'hour')
     case '7d':
       return lastDays(7)
     case '30d':
@@ -103,16 +132,16 @@ export function resolveRange(
     case '90d':
       return lastDays(90)
     case 'week':
-      return make(today.subtract({ days: today.dayOfWeek - 1 }).startOfDay(), tomorrow, 'day')
+      return make(daysBefore(day, today.dayOfWeek - 1), tomorrow, 'day')
     case 'month':
-      return make(monthStart, tomorrow, 'day')
+      return make(monthStart(), tomorrow, 'day')
     case 'year':
     case 'ytd':
-      return make(yearStart, tomorrow, 'month')
+      return make(yearStart(), tomorrow, 'month')
     case 'last-year':
-      return make(yearStart.subtract({ years: 1 }).startOfDay(), yearStart, 'month')
+      return make(yearStart().subtract({ years: 1 }).startOfDay(), yearStart(), 'month')
     case '12mo':
-      return make(monthStart.subtract({ months: 11 }).startOfDay(), tomorrow, 'month')
+      return make(monthStart().subtract({ months: 11 }).startOfDay(), tomorrow, 'month')
     case 'all': {
       const first = options.firstEventAt
         ? Temporal.Instant.fromEpochMilliseconds(options.firstEventAt.getTime()).toZonedDateTimeISO(timezone).startOfDay()
@@ -144,16 +173,44 @@ export function previousWindow(range: ResolvedRange): ResolvedRange {
   return { ...range, from: range.from.subtract(length), to: range.from }
 }
 
-const iso = (z: Temporal.ZonedDateTime) => z.toString({ timeZoneName: 'never', smallestUnit: 'second' })
+/** Labels already written: the local day's bounds are shared by the reads of a day (localDayOf), and so are their labels. */
+const labels = new WeakMap<Temporal.ZonedDateTime, string>()
+function iso(z: Temporal.ZonedDateTime): string {
+  let label = labels.get(z)
+  if (label === undefined) labels.set(z, (label = z.toString({ timeZoneName: 'never', smallestUnit: 'second' })))
+  return label
+}
 
 /** The range object every report echoes. `to` is the exclusive end. */
 export function rangeView(range: ResolvedRange) {
   return { name: range.name, from: iso(range.from), to: iso(range.to), interval: range.interval, timezone: range.timezone }
 }
 
-/** Every bucket start of the window, as epoch seconds and as an ISO label with the site's offset. */
-export function buckets(range: ResolvedRange): { epoch: number; label: string }[] {
-  const out: { epoch: number; label: string }[] = []
+export type Bucket = { readonly epoch: number; readonly label: string }
+
+/** Windows whose buckets are kept: a site's reads ask for the same few windows all day long. */
+const KEPT_BUCKET_WINDOWS = 256
+const bucketsByWindow = new Map<string, readonly Bucket[]>()
+
+/**
+ * Every bucket start of the window, as epoch seconds and as an ISO label with the site's offset.
+ * Walking the site's calendar is most of a series read's own time, and the same windows are asked
+ * again and again (a day's 30d series, every page's trend of a listing): the last windows' buckets
+ * are kept, shared and never changed.
+ */
+export function buckets(range: ResolvedRange): readonly Bucket[] {
+  const key = `${range.timezone}|${range.interval}|${range.from.epochMilliseconds}|${range.to.epochMilliseconds}`
+  let kept = bucketsByWindow.get(key)
+  if (!kept) {
+    kept = Object.freeze(walkBuckets(range))
+    if (bucketsByWindow.size >= KEPT_BUCKET_WINDOWS) bucketsByWindow.delete(bucketsByWindow.keys().next().value!)
+    bucketsByWindow.set(key, kept)
+  }
+  return kept
+}
+
+function walkBuckets(range: ResolvedRange): Bucket[] {
+  const out: Bucket[] = []
   let cursor =
     range.interval === 'minute'
       ? range.from.round({ smallestUnit: 'minute', roundingMode: 'floor' })
@@ -193,16 +250,31 @@ export interface DaySpan {
   to: Temporal.ZonedDateTime
 }
 
+/** Instants already told apart: a read asks of its window's ends several times, and the local day's ends are shared (localDayOf). */
+const dayStarts = new WeakMap<Temporal.ZonedDateTime, boolean>()
+
+/** Whether an instant is the start of its site-local day. */
+export function startsDay(at: Temporal.ZonedDateTime): boolean {
+  let starts = dayStarts.get(at)
+  if (starts === undefined) dayStarts.set(at, (starts = at.equals(at.startOfDay())))
+  return starts
+}
+
 /** The window is whole site-local days: it starts and ends at a local midnight. */
-export const wholeDays = (range: ResolvedRange) => range.from.equals(range.from.startOfDay()) && range.to.equals(range.to.startOfDay())
+export const wholeDays = (range: ResolvedRange) => startsDay(range.from) && startsDay(range.to)
+
+const DAY_MS = 86_400_000
+
+/** The dates from `from` up to `to` (excluded), as YYYY-MM-DD: counted on the calendar alone, a day being a date. */
+export function datesBetween(from: Temporal.PlainDate, to: Temporal.PlainDate): string[] {
+  const dates: string[] = []
+  const end = Date.parse(to.toString())
+  for (let day = Date.parse(from.toString()); day < end; day += DAY_MS) dates.push(new Date(day).toISOString().slice(0, 10))
+  return dates
+}
 
 /** The site-local days of a window made of whole days, as YYYY-MM-DD. */
-export function windowDays(range: ResolvedRange): string[] {
-  const days: string[] = []
-  for (let d = range.from.toPlainDate(); Temporal.PlainDate.compare(d, range.to.toPlainDate()) < 0; d = d.add({ days: 1 }))
-    days.push(d.toString())
-  return days
-}
+export const windowDays = (range: ResolvedRange): string[] => datesBetween(range.from.toPlainDate(), range.to.toPlainDate())
 
 /** The runs of days in the window other than `rolled`, as spans for a raw scan. */
 export function rawDaySpans(range: ResolvedRange, rolled: readonly string[]): DaySpan[] {
@@ -213,12 +285,28 @@ export function rawDaySpans(range: ResolvedRange, rolled: readonly string[]): Da
   )
 }
 
+/** Days whose bounds are kept: the days of the windows read lately, in the timezones of their sites. */
+const KEPT_DAYS = 4096
+const dayBounds = new Map<string, DaySpan>()
+
+/** A site-local day's start and end (the next day's start), kept: every read of a window asks for them again. */
+function boundsOf(day: string, timezone: string): DaySpan {
+  const key = `${timezone}|${day}`
+  let bounds = dayBounds.get(key)
+  if (!bounds) {
+    const from = Temporal.PlainDate.from(day).toZonedDateTime({ timeZone: timezone })
+    bounds = { from, to: from.add({ days: 1 }).startOfDay() }
+    if (dayBounds.size >= KEPT_DAYS) dayBounds.delete(dayBounds.keys().next().value!)
+    dayBounds.set(key, bounds)
+  }
+  return bounds
+}
+
 /** Runs of consecutive site-local days (YYYY-MM-DD, ascending), as spans. */
 export function daySpans(days: readonly string[], timezone: string): DaySpan[] {
   const spans: DaySpan[] = []
   for (const day of days) {
-    const from = Temporal.PlainDate.from(day).toZonedDateTime({ timeZone: timezone })
-    const to = from.add({ days: 1 }).startOfDay()
+    const { from, to } = boundsOf(day, timezone)
     const last = spans[spans.length - 1]
     if (last?.to.equals(from)) last.to = to
     else spans.push({ from, to })
