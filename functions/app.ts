@@ -1,6 +1,7 @@
 import { Hono } from 'hono'
 import type { Services } from '../lib/services'
 import { compression } from './compression'
+import { rollupBuildsSettled } from '../lib/reports/query/run'
 import { EVENT_EXPOSE_HEADERS, STARTING_MESSAGE, mountHotPaths } from './hot-path'
 import { allowedMethods, failureAnswer, mountEndpoints } from './http'
 import { endpoints } from './registry'
@@ -32,6 +33,17 @@ export function createApp(
   mountHotPaths(app, hot, services, tracer)
 
   app.use(requestLog(tracer))
+  // a filter's first read rolls its days up after the answer (lib/reports/query/run.ts): a Worker keeps that work alive
+  app.use(async (c, next) => {
+    await next()
+    const builds = rollupBuildsSettled()
+    if (!builds) return
+    try {
+      c.executionCtx.waitUntil(builds)
+    } catch {
+      // Node has no execution context; the builds run on their own
+    }
+  })
   // requests by the route they matched (its declared path), method, status and duration
   const { metrics } = services
   if (metrics) {

@@ -18,6 +18,7 @@ import { migrate } from '../lib/storage/clickhouse/migrate'
 import { loadMigrations } from '../lib/storage/clickhouse/migrations-node'
 import { clickhouseTime } from '../lib/storage/clickhouse/time'
 import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/reports/rollup/refresh'
+import { rollupBuildsSettled } from '../lib/reports/query/run'
 import { memoryRateLimiter } from '../lib/accounts/ratelimit'
 import { memoryLiveCache } from '../lib/sites/public-live'
 import { newSite } from '../lib/sites/sites'
@@ -49,6 +50,7 @@ interface BenchOptions {
   only?: string
   at?: string
   compare?: boolean
+  firstRead?: boolean
 }
 
 const program = new Command('bench-reports')
@@ -70,6 +72,10 @@ const program = new Command('bench-reports')
     "the measured site's local time of day the data ends at and the reads run at (a fixed clock); by default the real clock",
   )
   .option('--compare', 'measure the reads that take compare, over the last 14 days, without and with compare=previous_period')
+  .option(
+    '--first-read',
+    "measure first reads: every filter's rolled days are deleted before each call, and before its statements (the builds included) run again on the engine",
+  )
   .action(async (opts: BenchOptions) => {
     if (opts.main.includes(',')) return growth(opts.main.split(',').map((n) => n.trim()))
     const dir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'bench-reports-'))
@@ -185,7 +191,13 @@ const program = new Command('bench-reports')
     )
 
     const siteDirectory = new SiteDirectory(stores.repositories.sites)
-    const recorder = statementRecorder(stores.clickhouse)
+    const recorder = statementRecorder(stores.clickhouse, !!opts.firstRead)
+    // a filtered read rolls up its finished days on its first call (plan.ts): with --first-read every call is a first
+    const forgetFilters = async () => {
+      if (!opts.firstRead) return
+      await stores.clickhouse.command("DELETE FROM day_rollups WHERE startsWith(property, 'filters:')")
+      await stores.clickhouse.command("DELETE FROM flow_rollups WHERE startsWith(anchor, 'filters:')")
+    }
     const services = {
       clickhouse: recorder.clickhouse,
       kv: stores.kv,
@@ -350,19 +362,29 @@ const program = new Command('bench-reports')
     // the first read of each report on its own: a filtered read rolls its finished days up then
     const firstApiMs: Record<string, number> = {}
     const skipped: Record<string, string> = {}
-    const call = async (report: Report) => {
+    // the answer, its time and the process's CPU time meanwhile (the engine runs in the process); a
+    // filter's first read rolls its days up after its answer, which the call then waits for, so that
+    // the next measured read does not overlap that work
+    const call = async (report: Report, answered?: () => void) => {
       const { path, body } = typeof report === 'string' ? { path: report, body: undefined } : report
+      const t = performance.now()
+      const cpu = process.cpuUsage()
       const res = await app.request(`http://bench${path}`, {
         method: body ? 'POST' : 'GET',
         headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
         body: body ? JSON.stringify(body) : undefined,
       })
-      return { status: res.status, body: await res.text() }
+      const text = await res.text()
+      const used = process.cpuUsage(cpu)
+      const answer = { status: res.status, body: text, ms: performance.now() - t, cpuMs: (used.user + used.system) / 1000 }
+      answered?.()
+      await rollupBuildsSettled()
+      return answer
     }
     for (const [name, report] of Object.entries(reports)) {
-      const t = performance.now()
+      await forgetFilters()
       const res = await call(report)
-      firstApiMs[name] = +(performance.now() - t).toFixed(1)
+      firstApiMs[name] = +res.ms.toFixed(1)
       // a read this data cannot answer (a source the site lacks, a provider not configured) is listed, not measured
       if (res.status !== 200) {
         skipped[name] = `${res.status} ${res.body.slice(0, 160)}`
@@ -373,28 +395,32 @@ const program = new Command('bench-reports')
     // call records the statements it ran (recorder); the engine time is those statements run again
     // directly, with the concurrency the read gave them.
     const samples = Object.fromEntries(
-      Object.keys(reports).map((name) => [name, { api: [] as number[], engine: [] as number[], statements: 0, apiCpu: 0, engineCpu: 0 }]),
+      Object.keys(reports).map((name) => [
+        name,
+        { api: [] as number[], cpu: [] as number[], engine: [] as number[], statements: 0, engineCpu: 0 },
+      ]),
     )
     for (let i = 0; i < Number(opts.runs) + 2; i++) {
       for (const [name, report] of Object.entries(reports)) {
+        await forgetFilters()
         recorder.start()
-        let cpu = processCpuMs()
-        let t = performance.now()
-        const res = await call(report)
-        const apiMs = performance.now() - t
-        const apiCpu = processCpuMs() - cpu
-        const ran = recorder.stop()
+        let ran: Ran[] = []
+        const res = await call(report, () => {
+          ran = recorder.stop()
+        })
+        const apiMs = res.ms
         if (res.status !== 200) throw new Error(`${name}: ${res.status} ${res.body}`)
-        cpu = processCpuMs()
-        t = performance.now()
+        await forgetFilters()
+        const cpu = processCpuMs()
+        const t = performance.now()
         await recorder.replay(ran)
         const engineMs = performance.now() - t
         const engineCpu = processCpuMs() - cpu
         if (i >= 2) {
           samples[name].api.push(apiMs)
+          samples[name].cpu.push(res.cpuMs)
           samples[name].engine.push(engineMs)
           samples[name].statements = ran.length
-          samples[name].apiCpu += apiCpu
           samples[name].engineCpu += engineCpu
         }
       }
@@ -405,17 +431,18 @@ const program = new Command('bench-reports')
         .filter((_, i, all) => i === all.length >> 2 || i === (3 * all.length) >> 2)
         .map((x) => +x.toFixed(1))
     const results = Object.fromEntries(
-      Object.entries(samples).map(([name, { api, engine, statements, apiCpu, engineCpu }]) => [
+      Object.entries(samples).map(([name, { api, cpu, engine, statements, engineCpu }]) => [
         name,
         {
           firstApiMs: firstApiMs[name],
           apiMedianMs: +median(api).toFixed(1),
           apiQuartilesMs: quartiles(api),
+          cpuMedianMs: +median(cpu).toFixed(1),
           engineMedianMs: +median(engine).toFixed(1),
           ratio: +(median(api) / median(engine)).toFixed(2),
           // the process's CPU a call, on average, the engine's threads included: the API's own work
           // is the difference, far less at the mercy of other load than the times
-          cpuMs: { api: +(apiCpu / api.length).toFixed(2), engine: +(engineCpu / engine.length).toFixed(2) },
+          cpuMs: { api: +(cpu.reduce((a, b) => a + b, 0) / cpu.length).toFixed(2), engine: +(engineCpu / engine.length).toFixed(2) },
           statements,
         },
       ]),
@@ -423,7 +450,7 @@ const program = new Command('bench-reports')
     const [counts] = await stores.clickhouse.query<{ n: string }>('SELECT count() AS n FROM events')
     // the machine is shared: its load (1, 5 and 15 minutes) when the runs ended says how noisy they were
     process.stdout.write(
-      `${JSON.stringify({ clock: Temporal.Instant.fromEpochMilliseconds(now.getTime()).toZonedDateTimeISO(site.timezone).toString(), loadAverage: loadavg().map((x) => +x.toFixed(2)), events: Number(counts.n), loadSeconds: { others: +loadOthers.toFixed(1), main: +loadMain.toFixed(1) }, rollup: { days: rolledUpDays, seconds: +rollupSeconds.toFixed(1) }, mergesSettledSeconds: +settleSeconds.toFixed(1), parts, runs: Number(opts.runs), results, skipped }, null, 2)}\n`,
+      `${JSON.stringify({ clock: Temporal.Instant.fromEpochMilliseconds(now.getTime()).toZonedDateTimeISO(site.timezone).toString(), loadAverage: loadavg().map((x) => +x.toFixed(2)), events: Number(counts.n), loadSeconds: { others: +loadOthers.toFixed(1), main: +loadMain.toFixed(1) }, rollup: { days: rolledUpDays, seconds: +rollupSeconds.toFixed(1) }, mergesSettledSeconds: +settleSeconds.toFixed(1), parts, runs: Number(opts.runs), firstRead: !!opts.firstRead, results, skipped }, null, 2)}\n`,
     )
     await stores.close()
     if (!opts.dataDir) rmSync(dir, { recursive: true, force: true })
@@ -465,13 +492,15 @@ interface Ran {
   params?: QueryParams
   start: number
   end: number
+  command?: boolean
 }
 
 /**
- * A ClickHouse that records the SELECTs it runs between start() and stop(), with when each began
- * and ended; replay() runs them again directly on the engine, those that overlapped at once.
+ * A ClickHouse that records the SELECTs it runs between start() and stop() (with `commands`, its
+ * commands too: a first read's rollup builds), with when each began and ended; replay() runs them
+ * again directly on the engine, those that overlapped at once.
  */
-function statementRecorder(inner: ClickHouse) {
+function statementRecorder(inner: ClickHouse, commands: boolean) {
   let ran: Ran[] | null = null
   const clickhouse: ClickHouse = {
     ...inner,
@@ -481,7 +510,11 @@ function statementRecorder(inner: ClickHouse) {
       ran?.push({ sql, params, start, end: performance.now() })
       return rows
     },
-    command: (sql, params) => inner.command(sql, params),
+    command: async (sql, params) => {
+      const start = performance.now()
+      await inner.command(sql, params)
+      if (commands) ran?.push({ sql, params, start, end: performance.now(), command: true })
+    },
     insert: (table, rows, options) => inner.insert(table, rows, options),
     close: () => inner.close(),
   }
@@ -503,7 +536,8 @@ function statementRecorder(inner: ClickHouse) {
         if (wave && s.start < Math.min(...wave.map((w) => w.end))) wave.push(s)
         else waves.push([s])
       }
-      for (const wave of waves) await Promise.all(wave.map((s) => inner.query(s.sql, s.params)))
+      for (const wave of waves)
+        await Promise.all(wave.map((s) => (s.command ? inner.command(s.sql, s.params) : inner.query(s.sql, s.params))))
     },
   }
 }

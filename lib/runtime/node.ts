@@ -35,6 +35,7 @@ import { loadMigrations } from '../storage/clickhouse/migrations-node'
 import { type NodeConfig, UserError, deploymentPlan } from './env'
 import { swaggerUiAssets } from './reference-assets-node'
 import { nodeMetrics } from './metrics-node'
+import { rollupBuildsSettled } from '../reports/query/run'
 
 export interface NodeEnv {
   DATA_DIR?: string
@@ -260,6 +261,8 @@ export async function openNodeStores(
     limiter,
     describe: { clickhouse: clickhouseDescription, keyValue },
     async close() {
+      // a filter's rollup build started after an answer finishes first
+      await rollupBuildsSettled()
       await clickhouse.close()
       await raw?.close()
     },

@@ -105,6 +105,21 @@ describe('the planner', () => {
       builds: [{ key, property: 'path', days: { days: ['2026-03-04'], events: ['5'], sums: ['1'] } }],
       plan: { table: 'rollup', rolled: { days: ['2026-03-03', '2026-03-04'], events: ['10', '5'], sums: ['7', '1'], filtersKey: key } },
     })
+
+    // a filter's first read, none of its days rolled up yet: it answers from events and rolls them up after the answer
+    const none = filtered.filter((r) => r.rolled === 0)
+    const all = { key, property: 'path', days: { days: ['2026-03-03', '2026-03-04'], events: ['10', '5'], sums: ['7', '1'] } }
+    expect(completePlan(query([country]), by('path'), { key, partial: false }, none)).toEqual({
+      builds: [],
+      plan: { table: 'events', visits: false },
+      after: [all],
+    })
+    // unless the query is sampled: its days are rolled up first, and the answer stays exact
+    const sampled = { ...query([country]), sample: { denominator: 4, taken: false } } as Query
+    expect(completePlan(sampled, by('path'), { key, partial: false }, none)).toEqual({
+      builds: [all],
+      plan: { table: 'rollup', rolled: { ...all.days, filtersKey: key } },
+    })
   })
 })
 

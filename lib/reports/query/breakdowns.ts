@@ -140,8 +140,8 @@ const totalsOf = (row: Record<string, unknown> | undefined): Totals =>
 type Groups = Record<'rolled' | 'rolledEvents' | 'sessions' | 'events' | 'alone', number[]>
 
 /** Which statement a property's breakdown can share, from its plan; `alone` when none. */
-function groupOf(query: Query, property: string, { builds, plan }: ReadPlan): keyof Groups {
-  if (builds.length || property === 'goal' || readsBotHits(query, { kind: 'breakdown', property })) return 'alone'
+function groupOf(query: Query, property: string, { builds, plan, after }: ReadPlan): keyof Groups {
+  if (builds.length || after?.length || property === 'goal' || readsBotHits(query, { kind: 'breakdown', property })) return 'alone'
   if (plan.table === 'rollup') {
     // unfiltered: the rows of the days not rolled up need no filters, and are the same for every property of a group
     if (query.filters.length || plan.rolled.filtersKey !== undefined) return 'alone'

@@ -57,10 +57,14 @@ export interface RollupBuild {
   days: RolledDays
 }
 
-/** A complete plan: the rollups to build first, then the relation the read takes. */
+/**
+ * A complete plan: the rollups to build first, then the relation the read takes, and the rollups
+ * to build once it has answered (`after`: a filter's first read, see filteredPlan).
+ */
 export interface ReadPlan {
   builds: RollupBuild[]
   plan: Plan
+  after?: RollupBuild[]
 }
 
 /** The planner's first answer: the complete plan, or the lookup it needs to finish it (completePlan). */
@@ -202,11 +206,15 @@ export function rolledDaysOf(query: Pick<Query, 'range'>, rows: readonly Signatu
  * A filtered read's rolled days. Finished days of the window (all but its last, which is today
  * for the relative ranges) that are not yet rolled up under its key at their current signature
  * are rolled up first: the first read of a filter pays for its days once, later reads (until a
- * day's events change) read them from the rollup.
+ * day's events change) read them from the rollup. The first read, when none of its days is rolled
+ * up yet, answers from events instead (the same numbers: a window of whole days is the sum of its
+ * days) and rolls them up after the answer: reading the window once costs less than rolling it up
+ * and then reading the rollup. A sampled query builds first, so that its answer stays exact.
  */
 function filteredPlan(query: Query, read: Read, key: string, rows: readonly SignatureRow[]): ReadPlan {
   const { missing, rolled } = daysOnDemand(rows, lastDayOf(query.range))
   const builds = missing.length ? [{ key, property: rolledProperty(read), days: asRolledDays(missing) }] : []
+  if (builds.length && missing.length === rolled.days.length && !query.sample) return { builds: [], plan: plan(query, read), after: builds }
   return { builds, plan: plan(query, read, { ...rolled, filtersKey: key }) }
 }
 

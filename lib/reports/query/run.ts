@@ -1,5 +1,5 @@
 import { type Compiled, render } from '../../storage/clickhouse/sql'
-import { execute, executeCommand } from '../../storage/clickhouse/execute'
+import { execute, executeCommand, inBackground } from '../../storage/clickhouse/execute'
 import type { ClickHouse } from '../../storage/clickhouse/types'
 import { signaturesAndBuilt } from './compile/day-rollups'
 import { importedReadSql, readSql } from './compile/read'
@@ -9,6 +9,7 @@ import { scaleCounts } from './sampling'
 import {
   type ImportedPlan,
   type ReadPlan,
+  type RollupBuild,
   type RolledDaysLookup,
   type SignatureRow,
   completePlan,
@@ -63,13 +64,37 @@ export const compileRead = (query: Query, read: Read, rolled?: RolledDays): Comp
   render(readSql(query, read, plan(query, read, rolled)))
 
 /**
- * Runs one read: its plan's lookup and rollup builds (a filtered read's first), then its
- * statement. A read of a sample has its counts scaled, and marks the query's sample taken.
+ * The rollup builds started after an answer (a filter's first read, plan.ts), by site, timezone
+ * and key: a read that finds its key's build under way starts none. They run as background work;
+ * the request's host keeps them alive past the answer (functions/app.ts).
+ */
+const buildsAfter = new Map<string, Promise<void>>()
+
+function buildAfter(clickhouse: ClickHouse, query: Query, build: RollupBuild) {
+  const id = `${query.siteId}|${query.range.timezone}|${build.key}`
+  if (buildsAfter.has(id)) return
+  const task = executeCommand(clickhouse, inBackground(filteredRollupInsertSql(query, build)))
+    .catch((err) => console.error('filtered rollup build failed', err))
+    .finally(() => buildsAfter.delete(id))
+  buildsAfter.set(id, task)
+}
+
+/** Settles once no rollup build started after an answer is under way; null when none is. */
+export function rollupBuildsSettled(): Promise<void> | null {
+  if (!buildsAfter.size) return null
+  return Promise.all(buildsAfter.values()).then(() => rollupBuildsSettled() ?? undefined)
+}
+
+/**
+ * Runs one read: its plan's lookup and rollup builds (a filtered read's), then its statement,
+ * then the builds its plan leaves for after the answer. A read of a sample has its counts scaled,
+ * and marks the query's sample taken.
  */
 export async function runRead<Row = Record<string, unknown>>(clickhouse: ClickHouse, query: Query, read: Read): Promise<Row[]> {
-  const { builds, plan } = await planOf(clickhouse, query, read)
+  const { builds, plan, after = [] } = await planOf(clickhouse, query, read)
   for (const build of builds) await executeCommand(clickhouse, filteredRollupInsertSql(query, build))
   const rows = await execute<Row>(clickhouse, readSql(query, read, plan))
+  for (const build of after) buildAfter(clickhouse, query, build)
   if (plan.table !== 'events' || !plan.sample || !query.sample) return rows
   query.sample.taken = true
   return scaleCounts(rows, plan.sample)
