@@ -169,14 +169,16 @@ async function flowRead(deps: ReportDeps, site: Site, params: FlowParams) {
   const before = anchor.kind === 'focus' ? depth : 0
   // a flow over whole days takes the days whose flow rollup is current from it: without filters the
   // rollup the refresh builds, with filters its anchor's rolled up under them on the first read
-  const rolled = !wholeDays(query.range)
-    ? undefined
+  const { rolled, buildAfter } = !wholeDays(query.range)
+    ? { rolled: undefined }
     : query.filters.length
       ? await filteredFlowDays(deps.clickhouse, query, anchor)
-      : rolledDaysOf(query, await execute<SignatureRow>(deps.clickhouse, flowRolledDaysSql(query.siteId, query.range)))
+      : { rolled: rolledDaysOf(query, await execute<SignatureRow>(deps.clickhouse, flowRolledDaysSql(query.siteId, query.range))) }
   const rows = rolled?.days.length
     ? foldRolledFlow(await execute<Row>(deps.clickhouse, rolledFlowSql(query, anchor, before, depth, rolled)), query.limit, depth)
     : await execute<Row>(deps.clickhouse, flowSql(query, anchor, before, depth))
+  // a filter's first flow answered from visit_pages: its days are rolled up now
+  buildAfter?.()
   const graph = flowGraph(rows, query.limit)
   const visits = graph.nodes.filter((n) => n.step === 0).reduce((sum, n) => sum + n.visits, 0)
   return { available: true, range: rangeView(query.range), ...head, visits, ...graph }

@@ -64,19 +64,27 @@ export const compileRead = (query: Query, read: Read, rolled?: RolledDays): Comp
   render(readSql(query, read, plan(query, read, rolled)))
 
 /**
- * The rollup builds started after an answer (a filter's first read, plan.ts), by site, timezone
- * and key: a read that finds its key's build under way starts none. They run as background work;
- * the request's host keeps them alive past the answer (functions/app.ts).
+ * The rollup builds started after an answer (a filter's first read, plan.ts; a filtered flow's,
+ * rollup/flow.ts), by site, timezone and key: a read that finds its key's build under way starts
+ * none. They run as background work; the request's host keeps them alive past the answer
+ * (functions/app.ts).
  */
 const buildsAfter = new Map<string, Promise<void>>()
 
-function buildAfter(clickhouse: ClickHouse, query: Query, build: RollupBuild) {
-  const id = `${query.siteId}|${query.range.timezone}|${build.key}`
+/** Starts a rollup build once a read has answered, unless the same one (`id`) is under way. */
+export function buildAfterAnswer(id: string, build: () => Promise<unknown>) {
   if (buildsAfter.has(id)) return
-  const task = executeCommand(clickhouse, inBackground(filteredRollupInsertSql(query, build)))
+  const task = build()
+    .then(() => undefined)
     .catch((err) => console.error('filtered rollup build failed', err))
     .finally(() => buildsAfter.delete(id))
   buildsAfter.set(id, task)
+}
+
+function buildAfter(clickhouse: ClickHouse, query: Query, build: RollupBuild) {
+  buildAfterAnswer(`${query.siteId}|${query.range.timezone}|${build.key}`, () =>
+    executeCommand(clickhouse, inBackground(filteredRollupInsertSql(query, build))),
+  )
 }
 
 /** Settles once no rollup build started after an answer is under way; null when none is. */

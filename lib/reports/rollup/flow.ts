@@ -5,6 +5,7 @@ import { type SignatureRow, daysOnDemand, filteredRollupKey, lastDayOf } from '.
 import { type ResolvedRange, daySpans } from '../query/range'
 import { execute, executeCommand, inBackground } from '../../storage/clickhouse/execute'
 import { dropOutdatedRows } from './outdated'
+import { buildAfterAnswer } from '../query/run'
 
 /** Days built by one statement of the flow rollup: bounds its groups, and how long a read can wait behind it. */
 const FLOW_DAYS_PER_STATEMENT = 7
@@ -36,26 +37,36 @@ async function buildFlowDays(clickhouse: ClickHouse, siteId: string, timezone: s
 /**
  * A filtered flow's rolled days over a window of whole days, as a filtered read's (plan.ts,
  * filteredPlan): its anchor's flow rolled up under the filters' key (compile/flow.ts,
- * flowRollupInsertSql), the finished days not rolled up at their current signature built first, in
- * one statement: the first read of a filter pays for its days once, later reads take them from the
- * rollup until a day's events change (a late hit), when that day is built again. Rows of another
- * signature are never read, and expire with the others.
+ * flowRollupInsertSql). Finished days not rolled up at their current signature are built first, in
+ * one statement; when none of the window's days is rolled up yet (a filter's first read), the read
+ * answers from visit_pages instead and `buildAfter` builds them once it has answered: reading the
+ * window once costs less than rolling it up and then reading the rollup. Later reads take the days
+ * from the rollup until a day's events change (a late hit), when that day is built again. Rows of
+ * another signature are never read, and expire with the others.
  */
-export async function filteredFlowDays(clickhouse: ClickHouse, query: Query, anchor: FlowAnchor): Promise<RolledDays> {
+export async function filteredFlowDays(
+  clickhouse: ClickHouse,
+  query: Query,
+  anchor: FlowAnchor,
+): Promise<{ rolled: RolledDays; buildAfter?: () => void }> {
   const key = await filteredRollupKey(query, flowRollupProperty(anchor))
   const rows = await execute<SignatureRow>(clickhouse, flowRolledDaysSql(query.siteId, query.range, key))
   const { missing, rolled } = daysOnDemand(rows, lastDayOf(query.range))
-  if (missing.length) {
-    const days = asRolledDays(missing)
-    const filtered = { query, key, anchor }
-    for (const statement of flowRollupInsertSql(
-      query.siteId,
-      query.range.timezone,
-      daySpans(days.days, query.range.timezone),
-      days,
-      filtered,
-    ))
-      await executeCommand(clickhouse, statement)
+  if (!missing.length) return { rolled: { ...rolled, filtersKey: key } }
+  const days = asRolledDays(missing)
+  const statements = flowRollupInsertSql(query.siteId, query.range.timezone, daySpans(days.days, query.range.timezone), days, {
+    query,
+    key,
+    anchor,
+  })
+  const build = async () => {
+    for (const statement of statements) await executeCommand(clickhouse, statement)
   }
-  return { ...rolled, filtersKey: key }
+  if (missing.length === rolled.days.length)
+    return {
+      rolled: asRolledDays([]),
+      buildAfter: () => buildAfterAnswer(`${query.siteId}|${query.range.timezone}|${key}`, build),
+    }
+  await build()
+  return { rolled: { ...rolled, filtersKey: key } }
 }
