@@ -146,6 +146,27 @@ describe('POST /api/v2/query: dimensions together, versions and visit hostnames,
     expect(json.meta.total_rows).toBe(8)
   })
 
+  it('two visit dimensions under a visit filter, an event filter, and over a window of hours ending today', async () => {
+    const dimensions = ['visit:country', 'visit:device']
+    const values = (_e: RefEvent, v: RefVisit) => [v.country, v.device]
+    // a filter on a visit attribute keeps whole visits
+    const sources = ['Google', 'Direct / None']
+    const byVisit = await query({ metrics: METRICS, date_range: CUSTOM, dimensions, filters: [['is', 'visit:source', sources]] })
+    const expectedByVisit = expectedRows(FROM, TO, values, (_e, v) => sources.includes(v.source)).sort(byVisitorsThenDimensions)
+    expect(expectedByVisit.length).toBeGreaterThan(4)
+    expect(byVisit.results).toEqual(expectedByVisit)
+    // a filter on events keeps the visits holding a selected event, their bounces and duration whole
+    const byEvent = await query({ metrics: METRICS, date_range: CUSTOM, dimensions, filters: [['contains', 'event:page', ['blog']]] })
+    const expectedByEvent = expectedRows(FROM, TO, values, (e) => e.path.includes('blog')).sort(byVisitorsThenDimensions)
+    expect(expectedByEvent.length).toBeGreaterThan(4)
+    expect(byEvent.results).toEqual(expectedByEvent)
+    // yesterday morning to the current hour: visits begun before the window and today's partial day
+    const hours = await query({ metrics: METRICS, date_range: ['2026-11-21T06:00:00-05:00', '2026-11-22T09:59:59-05:00'], dimensions })
+    const expectedHours = expectedRows('2026-11-21T06:00:00-05:00', '2026-11-22T10:00:00-05:00', values).sort(byVisitorsThenDimensions)
+    expect(expectedHours.length).toBeGreaterThan(2)
+    expect(hours.results).toEqual(expectedHours)
+  })
+
   it('a time dimension between two others: each day with data, the combinations of its events', async () => {
     const days = ['2026-11-20', '2026-11-21', '2026-11-22', '2026-11-23']
     const expected = days.slice(0, 3).flatMap((day, i) =>

@@ -1,7 +1,7 @@
 import { GOAL, PROPERTY_PREFIX, combinedParts, dimension, hasEngagement } from '../../dimensions'
 import { type RolledDays, TOTALS } from '../model'
 import { partialRows, rolledRows } from './day-rollups'
-import { dimensionSql } from './filters'
+import { combinedValue, dimensionSql } from './filters'
 import { type Scope, eventsFrom, siteIs } from './scope'
 import { type Fragment, bind, empty, join, raw, sql } from '../../../storage/clickhouse/sql'
 import { BOUNCED, visitFacts } from './visits'
@@ -75,7 +75,7 @@ function combinedSource(parts: readonly string[], scope: Scope) {
   })
   return {
     from,
-    value: sql`toJSONString([${join(values, ', ')}])`,
+    value: combinedValue(values),
     presence: presences.length ? join(presences, ' AND ') : null,
   }
 }
