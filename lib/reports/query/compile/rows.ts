@@ -98,7 +98,8 @@ export interface RowsOptions {
    * build): they are read once, grouped by visit (engagementBySelectedVisit), and the visits whose
    * facts are joined are narrowed by the filters on visit attributes (selection.ts, visitFilters),
    * which every visit holding a selected event passes. Over all events (the daily rollup) the two
-   * reads of the default shape cost less.
+   * reads of the default shape cost less, except for a visit-scoped value without `day`, read this
+   * way unfiltered too (its groups are one a visit either way).
    */
   filtered?: { visitFilters: readonly Fragment[] }
 }
@@ -121,9 +122,12 @@ export function breakdownRows(property: string, scope: Scope, selected: Fragment
   const engagement = options.engagement ?? hasEngagement(property)
   const source = breakdownSource(property, scope)
   const rows = join(source.presence ? [selected, source.presence] : [selected], ' AND ')
-  if (engagement && options.filtered) return engagementBySelectedVisit(source, scope, rows, options, options.filtered.visitFilters)
-  // a visit-scoped value is the same on every event of a visit: one value a visit, no arrays
-  const perVisit = property === TOTALS || dimension(property)?.scope === 'visit'
+  // a visit-scoped value (several together too) is the same on every event of a visit: one value a visit, no arrays
+  const perVisit = property === TOTALS || (combinedParts(property) ?? [property]).every((part) => dimension(part)?.scope === 'visit')
+  // grouped by visit and value, a visit-scoped value's events are one group a visit: read once (and
+  // a visit page derived once), not once for the counts and again for the engagement
+  if (engagement && (options.filtered || (perVisit && !day)))
+    return engagementBySelectedVisit(source, scope, rows, options, options.filtered?.visitFilters ?? [])
   const byDay = day ? raw('day, ') : empty
   // each visit holding a selected event: its values, and its facts (views, custom events, first to
   // last event) from the sessions rollup rather than a scan of all its events
@@ -154,7 +158,7 @@ const REPORTS_OF_EVENTS =
   ", countIf(kind = 'engagement') AS reports, sumIf(scroll_depth, kind = 'engagement') AS scroll_sum, sumIf(engaged_ms, kind = 'engagement') AS engaged_ms_sum"
 
 /**
- * breakdownRows with engagement over a selection under filters, its events read once: grouped by
+ * breakdownRows with engagement over a selection under filters (or a visit-scoped value's), its events read once: grouped by
  * visit, day and value, each group is one visit holding the value, joined to its visit's facts
  * from the sessions rollup (narrowed by `visitFilters`). A visit the sessions rollup does not
  * hold yet counts in visitors, visits and views, not in bounces or duration, as in the default shape.
