@@ -167,6 +167,32 @@ describe('POST /api/v2/query: dimensions together, versions and visit hostnames,
     expect(hours.results).toEqual(expectedHours)
   })
 
+  it.each([
+    ['two visit dimensions', { dimensions: ['visit:country', 'visit:device'] }],
+    [
+      'two visit dimensions under an event filter',
+      { dimensions: ['visit:country', 'visit:device'], filters: [['contains', 'event:page', ['blog']]] },
+    ],
+    ['a visit and an event dimension', { dimensions: ['visit:source', 'event:page'] }],
+    ['an entry page beside a source', { dimensions: ['visit:entry_page', 'visit:source'] }],
+    ['a visit hostname', { dimensions: ['visit:entry_page_hostname'] }],
+    ['a rolled dimension over whole days', { dimensions: ['visit:source'], date_range: ['2026-11-01', '2026-11-21'] }],
+    ['a rolled dimension under a visit filter', { dimensions: ['visit:device'], filters: [['is', 'visit:source', ['Google']]] }],
+  ])('visitors and visits alone: the numbers of the full read, %s', async (_name, asked) => {
+    const body = { date_range: CUSTOM, ...asked }
+    const full = await query({ ...body, metrics: METRICS })
+    expect(full.results.length).toBeGreaterThan(0)
+    const visits = await query({ ...body, metrics: ['visitors', 'visits', 'percentage'] })
+    const totals = await query({ ...body, dimensions: [], metrics: ['visitors'] })
+    const percentage = (visitors: number) => Math.round((visitors / totals.results[0].metrics[0]) * 1000) / 10
+    expect(visits.results).toEqual(
+      full.results.map((r: Row) => ({
+        dimensions: r.dimensions,
+        metrics: [r.metrics[0], r.metrics[1], percentage(r.metrics[0] as number)],
+      })),
+    )
+  })
+
   it('a time dimension between two others: each day with data, the combinations of its events', async () => {
     const days = ['2026-11-20', '2026-11-21', '2026-11-22', '2026-11-23']
     const expected = days.slice(0, 3).flatMap((day, i) =>
