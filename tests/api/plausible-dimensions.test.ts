@@ -335,6 +335,20 @@ describe('POST /api/v2/query: dimensions together, versions and visit hostnames,
       { metrics: [2, 3], dimensions: [`blog.${HOSTS}`] },
       { metrics: [1, 2], dimensions: [HOSTS] },
     ])
+    // with each visit's bounce and duration: B bounced, A lasted 5 minutes, C 10
+    const engaged = ['visitors', 'visits', 'pageviews', 'bounce_rate', 'visit_duration']
+    const entryEngaged = await query({ metrics: engaged, date_range: range, dimensions: ['visit:entry_page_hostname'] }, HOSTS)
+    expect(entryEngaged.results).toEqual([
+      { metrics: [1, 1, 1, 100, 0], dimensions: [`blog.${HOSTS}`] },
+      { metrics: [1, 1, 2, 0, 600], dimensions: [`docs.${HOSTS}`] },
+      { metrics: [1, 1, 2, 0, 300], dimensions: [HOSTS] },
+    ])
+    // under an event filter: the visits holding a selected event, their pageviews the selected ones
+    const exitOfDocs = await query(
+      { metrics: engaged, date_range: range, dimensions: ['visit:exit_page_hostname'], filters: [['is', 'event:page', ['/d']]] },
+      HOSTS,
+    )
+    expect(exitOfDocs.results).toEqual([{ metrics: [1, 1, 1, 0, 600], dimensions: [HOSTS] }])
     // a visit filter keeps whole visits: C's two pageviews
     const leftOnSite = await query(
       { metrics: ['visitors', 'pageviews'], date_range: range, filters: [['is', 'visit:exit_page_hostname', [HOSTS]]] },

@@ -120,6 +120,8 @@ const REPORT_COLUMNS = ['reports', 'scroll_sum', 'engaged_ms_sum']
 export function breakdownRows(property: string, scope: Scope, selected: Fragment, options: RowsOptions = {}): Fragment {
   const { day } = options
   const engagement = options.engagement ?? hasEngagement(property)
+  if (VISIT_HOSTNAMES.includes(property) && !day && !options.reports)
+    return visitHostnameRows(property, scope, selected, engagement, options)
   const source = breakdownSource(property, scope)
   const rows = join(source.presence ? [selected, source.presence] : [selected], ' AND ')
   // a visit-scoped value (several together too) is the same on every event of a visit: one value a visit, no arrays
@@ -151,6 +153,37 @@ FROM (
   GROUP BY ${byDay}value
 ) AS counts
 ${engagement ? engagementJoin : empty}`
+}
+
+/** The visit pages derived from events: the hostname of a visit's first or last pageview. */
+const VISIT_HOSTNAMES = ['entry_page_hostname', 'exit_page_hostname']
+
+/**
+ * breakdownRows of a visit hostname, without days: one pass over the events of the visits of the
+ * scope, grouped by visit, each visit's hostname and its selected events counted together, rather
+ * than its hostname derived in one read and joined to its events in another. The visits holding a
+ * selected event and a hostname are the rows; with `engagement`, joined to their facts as in
+ * engagementBySelectedVisit.
+ */
+function visitHostnameRows(property: string, scope: Scope, selected: Fragment, engagement: boolean, options: RowsOptions): Fragment {
+  const pick = raw(property === 'entry_page_hostname' ? 'argMinIf' : 'argMaxIf')
+  return sql`
+SELECT value, ${raw(options.visitorStates ? 'uniqExactState' : 'uniqExact')}(visitor) AS visitors, count() AS visits, sum(sel_pv) AS pageviews, sum(sel_ce) AS events${
+    engagement ? sql`, countIf(known AND ${BOUNCED}) AS bounces, toUInt64(round(sumIf(duration, known) * 1000)) AS duration_ms` : empty
+  }
+FROM (
+  SELECT session_id, ${pick}(hostname, timestamp, kind = 'pageview') AS value, any(visitor_id) AS visitor,
+         countIf(${selected} AND kind = 'pageview') AS sel_pv, countIf(${selected} AND kind = 'custom') AS sel_ce, countIf(${selected}) AS selected_events
+  FROM ${eventsFrom(scope)} WHERE ${scope.visitScan}
+  GROUP BY session_id
+  HAVING selected_events > 0 AND value != ''
+) AS selected${
+    engagement
+      ? sql`
+LEFT JOIN (SELECT session_id, 1 AS known, pv, ie, duration FROM (${visitFacts(scope, options.filtered?.visitFilters ?? [])})) AS facts USING session_id`
+      : empty
+  }
+GROUP BY value`
 }
 
 /** The engagement reports of a group of events, as REPORT_COLUMNS. */
