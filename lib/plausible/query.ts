@@ -54,6 +54,8 @@ const BUCKET_TOTALS_METRICS: readonly PlausibleMetric[] = ['bounce_rate', 'visit
 const MAX_BUCKET_READS = 400
 const GOAL_METRICS: readonly PlausibleMetric[] = ['conversion_rate', 'group_conversion_rate', 'total_revenue', 'average_revenue']
 const PAGE_METRICS: readonly PlausibleMetric[] = ['scroll_depth', 'time_on_page']
+/** Metrics of a breakdown row from its visitors and visits alone (and the reads beside it): such a query's rows read nothing else. */
+const VISIT_METRICS: readonly PlausibleMetric[] = ['visitors', 'visits', 'percentage', 'conversion_rate', 'group_conversion_rate']
 
 function metricError(metric: string, why: string) {
   return new ApiError(400, `metrics: ${metric} ${why}`)
@@ -400,12 +402,15 @@ async function grouped(ctx: Context, property: string, limit: number): Promise<R
   // the goal alone: its group is everything read, the whole window but in a time bucket
   const groupTotals =
     !groupRate || group.property !== TOTALS ? undefined : ctx.bucket ? reader.totals(ctx.withoutGoals()) : ctx.conversionTotals()
+  const visitsOnly = metrics.every((m) => VISIT_METRICS.includes(m)) ? ({ visitsOnly: true } as const) : {}
   const [rows, totals, baseTotals, groupTotal, groups, reports] = await Promise.all([
-    reader.breakdown({ ...ctx.query, limit }, property),
+    reader.breakdown({ ...ctx.query, limit }, property, visitsOnly),
     metrics.includes('percentage') ? reader.totals(ctx.query) : undefined,
     metrics.includes('conversion_rate') ? ctx.conversionTotals() : undefined,
     groupTotals,
-    groupRate && group.property !== TOTALS ? reader.breakdown({ ...ctx.withoutGoals(), limit: ALL_ROWS }, group.property) : undefined,
+    groupRate && group.property !== TOTALS
+      ? reader.breakdown({ ...ctx.withoutGoals(), limit: ALL_ROWS }, group.property, { visitsOnly: true })
+      : undefined,
     metrics.some((m) => PAGE_METRICS.includes(m)) ? pageReports(ctx, ALL_ROWS) : undefined,
   ])
   const groupVisitors = new Map(groups?.map((g) => [group.groupKey(g.value), g.visitors]))

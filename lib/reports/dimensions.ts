@@ -245,8 +245,13 @@ export const FILTER_GROUPS = 'filter_groups'
 /** Whether a source's reads take the dimension (custom properties are the collector's alone). */
 export const readableBy = (name: string, source: Source) => (dimension(name)?.sources ?? FIRST_PARTY).includes(source)
 
-/** Visit attributes stamped on every event and carried by the sessions rollup: filters on them narrow visits there too. */
-export const isVisitAttribute = (name: string) => dimension(name)?.standalone.sessions !== undefined
+/**
+ * Visit attributes stamped on every event and carried by the sessions rollup: filters on them narrow
+ * visits there too. A combination of visit attributes (Stats API v2 queries) is one as well: its
+ * value, theirs together, is the same on every row of a visit.
+ */
+export const isVisitAttribute = (name: string): boolean =>
+  combinedParts(name)?.every(isVisitAttribute) ?? dimension(name)?.standalone.sessions !== undefined
 
 /** Whether breakdown rows of the property carry visit engagement; custom properties do not. */
 export const hasEngagement = (property: string): boolean =>

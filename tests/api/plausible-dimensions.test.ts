@@ -146,6 +146,53 @@ describe('POST /api/v2/query: dimensions together, versions and visit hostnames,
     expect(json.meta.total_rows).toBe(8)
   })
 
+  it('two visit dimensions under a visit filter, an event filter, and over a window of hours ending today', async () => {
+    const dimensions = ['visit:country', 'visit:device']
+    const values = (_e: RefEvent, v: RefVisit) => [v.country, v.device]
+    // a filter on a visit attribute keeps whole visits
+    const sources = ['Google', 'Direct / None']
+    const byVisit = await query({ metrics: METRICS, date_range: CUSTOM, dimensions, filters: [['is', 'visit:source', sources]] })
+    const expectedByVisit = expectedRows(FROM, TO, values, (_e, v) => sources.includes(v.source)).sort(byVisitorsThenDimensions)
+    expect(expectedByVisit.length).toBeGreaterThan(4)
+    expect(byVisit.results).toEqual(expectedByVisit)
+    // a filter on events keeps the visits holding a selected event, their bounces and duration whole
+    const byEvent = await query({ metrics: METRICS, date_range: CUSTOM, dimensions, filters: [['contains', 'event:page', ['blog']]] })
+    const expectedByEvent = expectedRows(FROM, TO, values, (e) => e.path.includes('blog')).sort(byVisitorsThenDimensions)
+    expect(expectedByEvent.length).toBeGreaterThan(4)
+    expect(byEvent.results).toEqual(expectedByEvent)
+    // yesterday morning to the current hour: visits begun before the window and today's partial day
+    const hours = await query({ metrics: METRICS, date_range: ['2026-11-21T06:00:00-05:00', '2026-11-22T09:59:59-05:00'], dimensions })
+    const expectedHours = expectedRows('2026-11-21T06:00:00-05:00', '2026-11-22T10:00:00-05:00', values).sort(byVisitorsThenDimensions)
+    expect(expectedHours.length).toBeGreaterThan(2)
+    expect(hours.results).toEqual(expectedHours)
+  })
+
+  it.each([
+    ['two visit dimensions', { dimensions: ['visit:country', 'visit:device'] }],
+    [
+      'two visit dimensions under an event filter',
+      { dimensions: ['visit:country', 'visit:device'], filters: [['contains', 'event:page', ['blog']]] },
+    ],
+    ['a visit and an event dimension', { dimensions: ['visit:source', 'event:page'] }],
+    ['an entry page beside a source', { dimensions: ['visit:entry_page', 'visit:source'] }],
+    ['a visit hostname', { dimensions: ['visit:entry_page_hostname'] }],
+    ['a rolled dimension over whole days', { dimensions: ['visit:source'], date_range: ['2026-11-01', '2026-11-21'] }],
+    ['a rolled dimension under a visit filter', { dimensions: ['visit:device'], filters: [['is', 'visit:source', ['Google']]] }],
+  ])('visitors and visits alone: the numbers of the full read, %s', async (_name, asked) => {
+    const body = { date_range: CUSTOM, ...asked }
+    const full = await query({ ...body, metrics: METRICS })
+    expect(full.results.length).toBeGreaterThan(0)
+    const visits = await query({ ...body, metrics: ['visitors', 'visits', 'percentage'] })
+    const totals = await query({ ...body, dimensions: [], metrics: ['visitors'] })
+    const percentage = (visitors: number) => Math.round((visitors / totals.results[0].metrics[0]) * 1000) / 10
+    expect(visits.results).toEqual(
+      full.results.map((r: Row) => ({
+        dimensions: r.dimensions,
+        metrics: [r.metrics[0], r.metrics[1], percentage(r.metrics[0] as number)],
+      })),
+    )
+  })
+
   it('a time dimension between two others: each day with data, the combinations of its events', async () => {
     const days = ['2026-11-20', '2026-11-21', '2026-11-22', '2026-11-23']
     const expected = days.slice(0, 3).flatMap((day, i) =>
@@ -288,6 +335,20 @@ describe('POST /api/v2/query: dimensions together, versions and visit hostnames,
       { metrics: [2, 3], dimensions: [`blog.${HOSTS}`] },
       { metrics: [1, 2], dimensions: [HOSTS] },
     ])
+    // with each visit's bounce and duration: B bounced, A lasted 5 minutes, C 10
+    const engaged = ['visitors', 'visits', 'pageviews', 'bounce_rate', 'visit_duration']
+    const entryEngaged = await query({ metrics: engaged, date_range: range, dimensions: ['visit:entry_page_hostname'] }, HOSTS)
+    expect(entryEngaged.results).toEqual([
+      { metrics: [1, 1, 1, 100, 0], dimensions: [`blog.${HOSTS}`] },
+      { metrics: [1, 1, 2, 0, 600], dimensions: [`docs.${HOSTS}`] },
+      { metrics: [1, 1, 2, 0, 300], dimensions: [HOSTS] },
+    ])
+    // under an event filter: the visits holding a selected event, their pageviews the selected ones
+    const exitOfDocs = await query(
+      { metrics: engaged, date_range: range, dimensions: ['visit:exit_page_hostname'], filters: [['is', 'event:page', ['/d']]] },
+      HOSTS,
+    )
+    expect(exitOfDocs.results).toEqual([{ metrics: [1, 1, 1, 0, 600], dimensions: [HOSTS] }])
     // a visit filter keeps whole visits: C's two pageviews
     const leftOnSite = await query(
       { metrics: ['visitors', 'pageviews'], date_range: range, filters: [['is', 'visit:exit_page_hostname', [HOSTS]]] },

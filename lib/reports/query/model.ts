@@ -37,8 +37,14 @@ export interface Query {
  * What a report reads: the window's totals, its series, or the rows of one property. A path
  * breakdown with `reports` carries each page's leave-time engagement reports (their count and the
  * sums of scroll depth and engaged time) instead of its visits' bounces and duration: the pages read.
+ * A breakdown with `visitsOnly` is asked for visitors and visits alone: the read may skip what only
+ * the other numbers need (the engagement of visits read from events, views where visits come from
+ * the sessions rollup), and its rows then carry those as zeros.
  */
-export type Read = { kind: 'stats' } | { kind: 'series' } | { kind: 'breakdown'; property: string; reports?: true }
+export type Read = { kind: 'stats' } | { kind: 'series' } | { kind: 'breakdown'; property: string; reports?: true; visitsOnly?: true }
+
+/** The options of a breakdown read besides its property. */
+export type BreakdownOptions = Pick<Extract<Read, { kind: 'breakdown' }>, 'visitsOnly'>
 
 /** The breakdown "property" of a window's totals: one row, value ''. */
 export const TOTALS = ''

@@ -5,7 +5,7 @@ import type { ClickHouse } from '../../storage/clickhouse/types'
 import type { Site } from '../../sites/sites'
 import type { Repositories } from '../../repositories'
 import type { Source } from '../../sites/source'
-import type { Query } from './model'
+import type { BreakdownOptions, Query } from './model'
 import { dailyTotalsSql } from './compile/stats'
 import {
   type ParseOptions,
@@ -69,9 +69,9 @@ export function sourceReader(clickhouse: ClickHouse, source: Source, hasEvents =
     totals: async (query: Query): Promise<Totals> =>
       answers ? shapeTotals((await runRead(clickhouse, query, { kind: 'stats' }))[0]) : ZERO_TOTALS,
     series: async (query: Query) => shapeSeries(query.range, answers ? await runRead(clickhouse, query, { kind: 'series' }) : []),
-    breakdown: async (query: Query, property: string) => {
+    breakdown: async (query: Query, property: string, options: BreakdownOptions = {}) => {
       if (!answers) return []
-      const read = { kind: 'breakdown', property } as const
+      const read = { kind: 'breakdown', property, ...options } as const
       return shapeBreakdown(property, await runRead(clickhouse, query, read), readsBotHits(query, read) ? false : undefined)
     },
   }

@@ -12,15 +12,22 @@ const limitOf = (query: Query) => bind('UInt32', query.limit)
 
 /**
  * The rows of one property, most visitors first, up to the query's limit. With `reports` (a path
- * breakdown only), rows carry the engagement reports of the page instead of bounces and duration.
+ * breakdown only), rows carry the engagement reports of the page instead of bounces and duration;
+ * with `visitsOnly`, visitors and visits alone (model.ts, Read).
  */
-export function breakdownSql(query: Query, property: string, plan: HumanPlan, reports = false): Fragment {
+export function breakdownSql(
+  query: Query,
+  property: string,
+  plan: HumanPlan,
+  { reports = false, visitsOnly = false }: { reports?: boolean; visitsOnly?: boolean } = {},
+): Fragment {
   if (reports && property !== 'path') throw new Error(`engagement reports are rolled up for pages only, not ${property}`)
   if (holdsGoal(property)) return goalBreakdownSql(query, property, plan)
-  if (plan.table === 'sessions') return visitBreakdownFromSessions(query, property)
+  if (plan.table === 'sessions') return visitBreakdownFromSessions(query, property, visitsOnly)
   if (plan.table === 'events' && plan.visits) return visitBreakdown(query, property, plan)
   const scope = queryScope(query, plan)
-  const engagement = !reports && hasEngagement(property)
+  // the rollups hold the engagement already: only a read from events skips it
+  const engagement = !reports && !(visitsOnly && plan.table === 'events') && hasEngagement(property)
   const filtered = query.filters.length ? { visitFilters: visitFilters(query, scope) } : undefined
   const rows =
     plan.table === 'rollup'
@@ -37,7 +44,9 @@ export function breakdownSql(query: Query, property: string, plan: HumanPlan, re
       ? ', bounces / visits AS bounce_rate, duration_ms / 1000 / visits AS avg_duration'
       : reports
         ? ', reports, scroll_sum, engaged_ms_sum'
-        : '',
+        : visitsOnly && hasEngagement(property)
+          ? ', 0 AS bounce_rate, 0 AS avg_duration'
+          : '',
   )
   // a filtered rollup marks each day with a row of value '', zeros where that value had no visitor
   return sql`
@@ -48,16 +57,26 @@ ORDER BY visitors DESC, value ASC
 LIMIT ${limitOf(query)}`
 }
 
-/** A visit-attribute breakdown with visit-attribute filters: visits from the sessions rollup, views from events. */
-function visitBreakdownFromSessions(query: Query, property: string): Fragment {
+/**
+ * A visit-attribute breakdown with visit-attribute filters: visits from the sessions rollup, views
+ * from events (none with `visitsOnly`: no event is read).
+ */
+function visitBreakdownFromSessions(query: Query, property: string, visitsOnly: boolean): Fragment {
   const scope = queryScope(query, { table: 'sessions' })
   const value = dimensionSql(property)
-  return sql`
-SELECT visits_by_value.value AS value, visitors, visits, pageviews, events, bounce_rate, avg_duration
-FROM (
+  const visits = sql`
   SELECT value, uniqExact(visitor) AS visitors, count() AS visits, countIf(${BOUNCED}) / count() AS bounce_rate, avg(duration) AS avg_duration
   FROM (${visitFacts(scope, visitFilters(query, scope), { value: sql`any(${value})`, inWindow: true })})
-  GROUP BY value
+  GROUP BY value`
+  if (visitsOnly)
+    return sql`
+SELECT value, visitors, visits, 0 AS pageviews, 0 AS events, bounce_rate, avg_duration
+FROM (${visits})
+ORDER BY visitors DESC, value ASC
+LIMIT ${limitOf(query)}`
+  return sql`
+SELECT visits_by_value.value AS value, visitors, visits, pageviews, events, bounce_rate, avg_duration
+FROM (${visits}
 ) AS visits_by_value
 LEFT JOIN (
   SELECT ${value} AS value, countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events FROM ${raw(scope.table)} WHERE ${selected(query, scope)} GROUP BY value

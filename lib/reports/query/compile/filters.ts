@@ -1,18 +1,26 @@
-import { FILTER_GROUPS, PROPERTY_PREFIX, dimension, isBehavioural } from '../../dimensions'
+import { FILTER_GROUPS, PROPERTY_PREFIX, combinedParts, dimension, isBehavioural } from '../../dimensions'
 import { ApiError } from '../../../errors'
 import { type Goal, pageGoalPattern } from '../../../sites/goals'
 import { type Filter, goalsOfFilter } from '../model'
 import type { Scope } from './scope'
 import { type Fragment, bind, join, raw, sql } from '../../../storage/clickhouse/sql'
 
-/** A dimension's value on an event: its allow-listed SQL over events (dimensions.ts), or a custom property by bound key. */
+/**
+ * A dimension's value on an event: its allow-listed SQL over events (dimensions.ts), or a custom
+ * property by bound key; a combination of dimensions, their values together (combinedValue).
+ */
 export function dimensionSql(name: string): Fragment {
+  const parts = combinedParts(name)
+  if (parts) return combinedValue(parts.map((part) => sql`toString(${dimensionSql(part)})`))
   if (name.startsWith(PROPERTY_PREFIX)) return sql`props[${bind('String', name.slice(PROPERTY_PREFIX.length))}]`
   const column = dimension(name)?.standalone.events
   // parsing rejects unknown dimensions; this guards the allow-list itself
   if (!column) throw new ApiError(400, `unknown dimension "${name}"`)
   return raw(column)
 }
+
+/** The values of several dimensions (strings) as one row value: a JSON array of them, in order. */
+export const combinedValue = (values: readonly Fragment[]): Fragment => sql`toJSONString([${join(values, ', ')}])`
 
 /** The operator applied to an expression, the values bound. */
 export function operatorSql(expr: Fragment, operator: Filter['operator'], values: string[]): Fragment {

@@ -12,7 +12,7 @@ export function readSql(query: Query, read: Read, plan: Plan): Fragment {
   if (plan.table === 'bots') return botReadSql(query, read)
   if (read.kind === 'stats') return statsSql(query, plan)
   if (read.kind === 'series') return seriesSql(query, plan)
-  return breakdownSql(query, read.property, plan, read.reports)
+  return breakdownSql(query, read.property, plan, read)
 }
 
 /** The statement of a read of the ga4 source's imported aggregates under its plan. */

@@ -1,7 +1,7 @@
 import { GOAL, PROPERTY_PREFIX, combinedParts, dimension, hasEngagement } from '../../dimensions'
 import { type RolledDays, TOTALS } from '../model'
 import { partialRows, rolledRows } from './day-rollups'
-import { dimensionSql } from './filters'
+import { combinedValue, dimensionSql } from './filters'
 import { type Scope, eventsFrom, siteIs } from './scope'
 import { type Fragment, bind, empty, join, raw, sql } from '../../../storage/clickhouse/sql'
 import { BOUNCED, visitFacts } from './visits'
@@ -75,7 +75,7 @@ function combinedSource(parts: readonly string[], scope: Scope) {
   })
   return {
     from,
-    value: sql`toJSONString([${join(values, ', ')}])`,
+    value: combinedValue(values),
     presence: presences.length ? join(presences, ' AND ') : null,
   }
 }
@@ -98,7 +98,8 @@ export interface RowsOptions {
    * build): they are read once, grouped by visit (engagementBySelectedVisit), and the visits whose
    * facts are joined are narrowed by the filters on visit attributes (selection.ts, visitFilters),
    * which every visit holding a selected event passes. Over all events (the daily rollup) the two
-   * reads of the default shape cost less.
+   * reads of the default shape cost less, except for a visit-scoped value without `day`, read this
+   * way unfiltered too (its groups are one a visit either way).
    */
   filtered?: { visitFilters: readonly Fragment[] }
 }
@@ -119,11 +120,16 @@ const REPORT_COLUMNS = ['reports', 'scroll_sum', 'engaged_ms_sum']
 export function breakdownRows(property: string, scope: Scope, selected: Fragment, options: RowsOptions = {}): Fragment {
   const { day } = options
   const engagement = options.engagement ?? hasEngagement(property)
+  if (VISIT_HOSTNAMES.includes(property) && !day && !options.reports)
+    return visitHostnameRows(property, scope, selected, engagement, options)
   const source = breakdownSource(property, scope)
   const rows = join(source.presence ? [selected, source.presence] : [selected], ' AND ')
-  if (engagement && options.filtered) return engagementBySelectedVisit(source, scope, rows, options, options.filtered.visitFilters)
-  // a visit-scoped value is the same on every event of a visit: one value a visit, no arrays
-  const perVisit = property === TOTALS || dimension(property)?.scope === 'visit'
+  // a visit-scoped value (several together too) is the same on every event of a visit: one value a visit, no arrays
+  const perVisit = property === TOTALS || (combinedParts(property) ?? [property]).every((part) => dimension(part)?.scope === 'visit')
+  // grouped by visit and value, a visit-scoped value's events are one group a visit: read once (and
+  // a visit page derived once), not once for the counts and again for the engagement
+  if (engagement && (options.filtered || (perVisit && !day)))
+    return engagementBySelectedVisit(source, scope, rows, options, options.filtered?.visitFilters ?? [])
   const byDay = day ? raw('day, ') : empty
   // each visit holding a selected event: its values, and its facts (views, custom events, first to
   // last event) from the sessions rollup rather than a scan of all its events
@@ -149,12 +155,43 @@ FROM (
 ${engagement ? engagementJoin : empty}`
 }
 
+/** The visit pages derived from events: the hostname of a visit's first or last pageview. */
+const VISIT_HOSTNAMES = ['entry_page_hostname', 'exit_page_hostname']
+
+/**
+ * breakdownRows of a visit hostname, without days: one pass over the events of the visits of the
+ * scope, grouped by visit, each visit's hostname and its selected events counted together, rather
+ * than its hostname derived in one read and joined to its events in another. The visits holding a
+ * selected event and a hostname are the rows; with `engagement`, joined to their facts as in
+ * engagementBySelectedVisit.
+ */
+function visitHostnameRows(property: string, scope: Scope, selected: Fragment, engagement: boolean, options: RowsOptions): Fragment {
+  const pick = raw(property === 'entry_page_hostname' ? 'argMinIf' : 'argMaxIf')
+  return sql`
+SELECT value, ${raw(options.visitorStates ? 'uniqExactState' : 'uniqExact')}(visitor) AS visitors, count() AS visits, sum(sel_pv) AS pageviews, sum(sel_ce) AS events${
+    engagement ? sql`, countIf(known AND ${BOUNCED}) AS bounces, toUInt64(round(sumIf(duration, known) * 1000)) AS duration_ms` : empty
+  }
+FROM (
+  SELECT session_id, ${pick}(hostname, timestamp, kind = 'pageview') AS value, any(visitor_id) AS visitor,
+         countIf(${selected} AND kind = 'pageview') AS sel_pv, countIf(${selected} AND kind = 'custom') AS sel_ce, countIf(${selected}) AS selected_events
+  FROM ${eventsFrom(scope)} WHERE ${scope.visitScan}
+  GROUP BY session_id
+  HAVING selected_events > 0 AND value != ''
+) AS selected${
+    engagement
+      ? sql`
+LEFT JOIN (SELECT session_id, 1 AS known, pv, ie, duration FROM (${visitFacts(scope, options.filtered?.visitFilters ?? [])})) AS facts USING session_id`
+      : empty
+  }
+GROUP BY value`
+}
+
 /** The engagement reports of a group of events, as REPORT_COLUMNS. */
 const REPORTS_OF_EVENTS =
   ", countIf(kind = 'engagement') AS reports, sumIf(scroll_depth, kind = 'engagement') AS scroll_sum, sumIf(engaged_ms, kind = 'engagement') AS engaged_ms_sum"
 
 /**
- * breakdownRows with engagement over a selection under filters, its events read once: grouped by
+ * breakdownRows with engagement over a selection under filters (or a visit-scoped value's), its events read once: grouped by
  * visit, day and value, each group is one visit holding the value, joined to its visit's facts
  * from the sessions rollup (narrowed by `visitFilters`). A visit the sessions rollup does not
  * hold yet counts in visitors, visits and views, not in bounces or duration, as in the default shape.
