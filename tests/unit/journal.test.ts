@@ -72,6 +72,21 @@ async function journalAndCrash(dir: string, clickhouse: ClickHouse, f: Awaited<R
   return sink
 }
 
+/** Makes the rows of every hit journaled in `dir` (their visits assigned in the store) and inserts them, as a flush the engine took would have. */
+async function insertJournaledRows(dir: string, f: Awaited<ReturnType<typeof fixture>>) {
+  for (const name of readdirSync(dir).filter((n) => n.endsWith('.log'))) {
+    for (const line of readFileSync(join(dir, name), 'utf8').split('\n').filter(Boolean)) {
+      // a line holds the hits as one list of columns and each hit's values
+      const [columns, hits] = JSON.parse(line)[3] as [string[], unknown[][]]
+      const rows = await eventRowsOf(
+        f.services.repositories.visits,
+        hits.map((values) => Object.fromEntries(columns.map((c, i) => [c, values[i]])) as unknown as RowHit),
+      )
+      await f.services.clickhouse.insert('events_input', rows)
+    }
+  }
+}
+
 describe('the write-ahead journal', () => {
   it('stores at the next start every row journaled and never inserted, once', async () => {
     const f = await fixture()
@@ -189,17 +204,7 @@ describe('the write-ahead journal', () => {
     await journalAndCrash(dir, f.services.clickhouse, f, 30, 2)
     // a flush made the hits' rows (their visits assigned in the store), the engine took them, and
     // the process died before releasing the segment: the replay makes the same rows again
-    for (const name of readdirSync(dir).filter((n) => n.endsWith('.log'))) {
-      for (const line of readFileSync(join(dir, name), 'utf8').split('\n').filter(Boolean)) {
-        // a line holds the hits as one list of columns and each hit's values
-        const [columns, hits] = JSON.parse(line)[3] as [string[], unknown[][]]
-        const rows = await eventRowsOf(
-          f.services.repositories.visits,
-          hits.map((values) => Object.fromEntries(columns.map((c, i) => [c, values[i]])) as unknown as RowHit),
-        )
-        await f.services.clickhouse.insert('events_input', rows)
-      }
-    }
+    await insertJournaledRows(dir, f)
     expect(await f.count('events')).toBe(30)
     const { replayed } = await Journal.open(dir, f.services.clickhouse, f.services.repositories)
     expect(replayed).toBe(2)
@@ -210,16 +215,7 @@ describe('the write-ahead journal', () => {
     const f = await fixture()
     const dir = join(tempDir('journal'), 'journal')
     await journalAndCrash(dir, f.services.clickhouse, f, 12, 0)
-    for (const name of readdirSync(dir).filter((n) => n.endsWith('.log'))) {
-      for (const line of readFileSync(join(dir, name), 'utf8').split('\n').filter(Boolean)) {
-        const [columns, hits] = JSON.parse(line)[3] as [string[], unknown[][]]
-        const rows = await eventRowsOf(
-          f.services.repositories.visits,
-          hits.map((values) => Object.fromEntries(columns.map((c, i) => [c, values[i]])) as unknown as RowHit),
-        )
-        await f.services.clickhouse.insert('events_input', rows)
-      }
-    }
+    await insertJournaledRows(dir, f)
     expect(await f.count('events')).toBe(12)
     // the process stays down past the visits' expiry: the store no longer holds them, so the
     // replay's rows get other session ids

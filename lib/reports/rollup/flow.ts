@@ -4,35 +4,19 @@ import { type Query, type RolledDays, asRolledDays } from '../query/model'
 import { type SignatureRow, daysOnDemand, filteredRollupKey, lastDayOf } from '../query/plan'
 import { type ResolvedRange, daySpans } from '../query/range'
 import { execute, executeCommand, inBackground } from '../../storage/clickhouse/execute'
-import { dropOutdatedRows } from './outdated'
+import { buildStaleDays } from './outdated'
 import { buildAfterAnswer } from '../query/run'
-
-/** Days built by one statement of the flow rollup: bounds its groups, and how long a read can wait behind it. */
-const FLOW_DAYS_PER_STATEMENT = 7
 
 /**
  * Builds the flow rollup (compile/flow.ts, flowRollupInsertSql: its cells run at background priority) of every finished day of the
  * window that has none at its current signature, then drops the flow rows of earlier builds of
  * those days. Returns the number of days built.
  */
-export async function refreshFlowRollups(
-  clickhouse: ClickHouse,
-  siteId: string,
-  window: Pick<ResolvedRange, 'from' | 'to' | 'timezone'>,
-): Promise<number> {
-  // the signatures are read before the pageviews: a hit landing in between makes the rows mismatch, never stale
-  const stale = await execute<{ d: string; n: string; s: string }>(clickhouse, flowStaleDaysSql(siteId, window))
-  for (let i = 0; i < stale.length; i += FLOW_DAYS_PER_STATEMENT)
-    await buildFlowDays(clickhouse, siteId, window.timezone, asRolledDays(stale.slice(i, i + FLOW_DAYS_PER_STATEMENT)))
-  return stale.length
-}
-
-async function buildFlowDays(clickhouse: ClickHouse, siteId: string, timezone: string, days: RolledDays) {
-  const [cells, built] = flowRollupInsertSql(siteId, timezone, daySpans(days.days, timezone), days)
-  await executeCommand(clickhouse, cells)
-  await executeCommand(clickhouse, inBackground(built))
-  await dropOutdatedRows(clickhouse, 'flow_rollups', siteId, timezone, days)
-}
+export const refreshFlowRollups = (clickhouse: ClickHouse, siteId: string, window: Pick<ResolvedRange, 'from' | 'to' | 'timezone'>) =>
+  buildStaleDays(clickhouse, 'flow_rollups', siteId, window.timezone, flowStaleDaysSql(siteId, window), (spans, days) => {
+    const [cells, built] = flowRollupInsertSql(siteId, window.timezone, spans, days)
+    return [cells, inBackground(built)]
+  })
 
 /**
  * A filtered flow's rolled days over a window of whole days, as a filtered read's (plan.ts,
