@@ -7,6 +7,7 @@ import { ApiError } from '../errors'
 import type { Repositories } from '../repositories'
 import type { Services } from '../services'
 import { deleteSiteData } from '../storage/clickhouse/site-data'
+import { rollupBuildsSettled } from '../reports/query/run'
 import { assertEngineKnowsTimezone } from '../storage/clickhouse/timezones'
 import { type Site, newSite, type siteCreateSchema } from './sites'
 import { forgetGoogleConnection } from '../integrations/ga4/connection'
@@ -64,5 +65,6 @@ export async function deleteSite(services: Services, site: Site, confirm: string
   ])
   await forgetCrawls(services, site.id)
   await services.repositories.backlinks.forget(site.id)
-  background(deleteSiteData(services.clickhouse, site.id))
+  // after the rollup builds a read of it left running, which would write its rows again
+  background(Promise.resolve(rollupBuildsSettled(site.id)).then(() => deleteSiteData(services.clickhouse, site.id)))
 }

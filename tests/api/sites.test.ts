@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it, vi } from 'vitest'
 import { importHits } from '../../lib/ingest/import'
+import { rollupBuildsSettled } from '../../lib/reports/query/run'
 import { harness, type Harness } from '../helpers'
 
 describe('sites', () => {
@@ -243,6 +244,71 @@ describe('sites', () => {
     expect((await t.call('GET', `/api/v1/sites/${created.snippetId}`, { key: t.a.read.key })).status).toBe(404)
     // the domain is free again
     expect((await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body: { domain: 'gone.example.com' } })).status).toBe(201)
+  })
+
+  it("waits for a filter's rollup build under way before deleting the site's rows, which would otherwise stay behind", async () => {
+    const created = (await t.call('POST', '/api/v1/sites', { key: t.a.write.key, body: { domain: 'built.example.com' } })).json
+    const hits = [0, 1, 2].map((second) =>
+      JSON.stringify({
+        timestamp: `2026-11-19T09:00:0${second}Z`,
+        site: created.snippetId,
+        name: 'pageview',
+        url: `https://built.example.com/p${second}`,
+        ip: `203.0.113.${second + 1}`,
+        userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0',
+      }),
+    )
+    expect(await importHits(hits, t.services.ingestor)).toMatchObject({ imported: 3, rejected: 0 })
+    const rolled = async () =>
+      Number(
+        (
+          await t.clickhouse.query<{ n: string }>('SELECT count() AS n FROM day_rollups WHERE site_id = {id:UUID}', {
+            id: created.id,
+          })
+        )[0].n,
+      )
+    // the filter's first read answers from events and rolls its days up after the answer: that build
+    // is held until the deletion has deleted the site's rolled rows, or for 2 s when the deletion waits for it
+    const engine = t.services.clickhouse
+    let release = () => {}
+    const held = new Promise<void>((resolve) => (release = resolve))
+    let buildsHeld = 0
+    t.services.clickhouse = new Proxy(engine, {
+      get(target, prop) {
+        if (prop === 'command')
+          return async (query: string, params?: Record<string, unknown>) => {
+            if (/INSERT INTO day_rollups/.test(query)) {
+              buildsHeld++
+              await held
+            }
+            const done = await target.command(query, params)
+            if (/ALTER TABLE day_rollups DELETE/.test(query)) release()
+            return done
+          }
+        const value = Reflect.get(target, prop, target)
+        return typeof value === 'function' ? value.bind(target) : value
+      },
+    })
+    const filters = encodeURIComponent(JSON.stringify([{ dimension: 'path', operator: 'is', value: ['/p1'] }]))
+    const read = await t.call('GET', `/api/v1/stats?site_id=${created.id}&range=7d&filters=${filters}`, { key: t.a.read.key })
+    expect(read.status).toBe(200)
+    expect(read.json.totals.pageviews).toBe(1)
+    await vi.waitFor(() => expect(buildsHeld).toBe(1), { timeout: 10_000, interval: 10 })
+    expect(await rolled()).toBe(0)
+    const res = await t.call('DELETE', `/api/v1/sites/${created.id}?confirm=built.example.com`, { key: t.a.write.key })
+    expect(res.status).toBe(200)
+    setTimeout(release, 2000)
+    const events = async () =>
+      Number(
+        (await t.clickhouse.query<{ n: string }>('SELECT count() AS n FROM events WHERE site_id = {id:UUID}', { id: created.id }))[0].n,
+      )
+    await vi.waitFor(async () => expect(await events()).toBe(0), { timeout: 60_000, interval: 100 })
+    await rollupBuildsSettled()
+    await vi.waitFor(async () => expect(await rolled()).toBe(0), { timeout: 60_000, interval: 100 })
+    t.services.clickhouse = engine
+    // the build did write its rows, before the deletion deleted them: nothing is left behind
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect(await rolled()).toBe(0)
   })
 
   it('rejects bad list parameters', async () => {

@@ -69,28 +69,34 @@ export const compileRead = (query: Query, read: Read, rolled?: RolledDays): Comp
  * none. They run as background work; the request's host keeps them alive past the answer
  * (functions/app.ts).
  */
-const buildsAfter = new Map<string, Promise<void>>()
+const buildsAfter = new Map<string, { siteId: string; task: Promise<void> }>()
 
-/** Starts a rollup build once a read has answered, unless the same one (`id`) is under way. */
-export function buildAfterAnswer(id: string, build: () => Promise<unknown>) {
+/** Starts a rollup build of a site once a read has answered, unless the same one (`key`: timezone and rollup) is under way. */
+export function buildAfterAnswer(siteId: string, key: string, build: () => Promise<unknown>) {
+  const id = `${siteId}|${key}`
   if (buildsAfter.has(id)) return
   const task = build()
     .then(() => undefined)
     .catch((err) => console.error('filtered rollup build failed', err))
     .finally(() => buildsAfter.delete(id))
-  buildsAfter.set(id, task)
+  buildsAfter.set(id, { siteId, task })
 }
 
 function buildAfter(clickhouse: ClickHouse, query: Query, build: RollupBuild) {
-  buildAfterAnswer(`${query.siteId}|${query.range.timezone}|${build.key}`, () =>
+  buildAfterAnswer(query.siteId, `${query.range.timezone}|${build.key}`, () =>
     executeCommand(clickhouse, inBackground(filteredRollupInsertSql(query, build))),
   )
 }
 
-/** Settles once no rollup build started after an answer is under way; null when none is. */
-export function rollupBuildsSettled(): Promise<void> | null {
-  if (!buildsAfter.size) return null
-  return Promise.all(buildsAfter.values()).then(() => rollupBuildsSettled() ?? undefined)
+/**
+ * Settles once no rollup build started after an answer is under way (of one site, or of any);
+ * null when none is. A site's deletion waits for its builds, which would otherwise write rows of
+ * it after its rows were deleted.
+ */
+export function rollupBuildsSettled(siteId?: string): Promise<void> | null {
+  const tasks = [...buildsAfter.values()].filter((b) => siteId === undefined || b.siteId === siteId).map((b) => b.task)
+  if (!tasks.length) return null
+  return Promise.all(tasks).then(() => rollupBuildsSettled(siteId) ?? undefined)
 }
 
 /**

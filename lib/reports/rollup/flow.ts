@@ -49,7 +49,7 @@ export async function filteredFlowDays(
   if (missing.length === rolled.days.length)
     return {
       rolled: asRolledDays([]),
-      buildAfter: () => buildAfterAnswer(`${query.siteId}|${query.range.timezone}|${key}`, build),
+      buildAfter: () => buildAfterAnswer(query.siteId, `${query.range.timezone}|${key}`, build),
     }
   await build()
   return { rolled: { ...rolled, filtersKey: key } }
