@@ -1,11 +1,13 @@
 import { ApiError } from '../../errors'
 import { AI_CHANNEL, AI_COMPANIES, OTHER_COMPANY } from '../../ingest/ai-assistants'
 import { dimension } from '../dimensions'
-import type { Filter, Query } from '../query/model'
+import type { Filter, Query, RolledDays } from '../query/model'
+import { rawDaySpans } from '../query/range'
+import { currentRows } from '../query/compile/day-rollups'
 import { operatorSql } from '../query/compile/filters'
-import { queryWindow } from '../query/compile/scope'
-import { bucket } from '../query/compile/series'
-import { type Fragment, bind, join, raw, sql } from '../../storage/clickhouse/sql'
+import { daySpansScope, queryWindow } from '../query/compile/scope'
+import { bucket, dayBucket } from '../query/compile/series'
+import { type Fragment, bind, empty, join, raw, sql } from '../../storage/clickhouse/sql'
 
 /** The dimensions both crawler hits and visits record: what the AI read filters by. */
 export const AI_FILTER_DIMENSIONS = ['path', 'hostname', 'country'] as const
@@ -64,45 +66,45 @@ const filterSql = (filters: readonly Filter[], table: 'events' | 'bots') =>
     return operatorSql(raw(column), f.operator, f.value)
   })
 
-/** The AI crawler hits the read counts: in the window, of an AI kind or a listed name, verified or not as asked. */
-function crawlHits({ query, crawlers }: AiQuery): Fragment {
-  const names = strings(CRAWLERS.map((c) => c.name))
+/** The names of the listed crawlers: with the AI kinds, they decide which bot hits are AI crawls (and which ai_rollups keeps). */
+export const CRAWLER_NAMES = CRAWLERS.map((c) => c.name)
+
+/** The bot hits of AI crawlers: of an AI kind or a listed name. */
+export const aiCrawls = () => sql`(bot_name IN ${strings(CRAWLER_NAMES)} OR bot_kind IN ${AI_KINDS})`
+
+/** The crawls a crawler selection keeps, by their `verified` column (of bot_events, or of ai_rollups). */
+const selectedCrawlers = (crawlers: CrawlerSelection) =>
+  crawlers === 'verified' ? [raw('verified = 1')] : crawlers === 'claimed' ? [raw('verified = 0')] : []
+
+/** The AI crawler hits the read counts: in the scope, of an AI kind or a listed name, verified or not as asked. */
+function crawlHits({ query, crawlers }: AiQuery, scope: Fragment): Fragment {
+  return join([scope, aiCrawls(), ...selectedCrawlers(crawlers), ...filterSql(query.filters, 'bots')], ' AND ')
+}
+
+/** The pageviews of visits in the AI assistants channel in the scope (`name` first: events are ordered by it within a day). */
+export function assistantPageviews(scope: Fragment, filters: readonly Filter[] = []): Fragment {
   return join(
-    [
-      queryWindow(query).events,
-      sql`(bot_name IN ${names} OR bot_kind IN ${AI_KINDS})`,
-      ...(crawlers === 'verified' ? [raw('verified = 1')] : crawlers === 'claimed' ? [raw('verified = 0')] : []),
-      ...filterSql(query.filters, 'bots'),
-    ],
+    [scope, sql`name = 'pageview' AND kind = 'pageview' AND channel = ${bind('String', AI_CHANNEL)}`, ...filterSql(filters, 'events')],
     ' AND ',
   )
 }
 
-/** The pageviews of visits in the AI assistants channel in the window (`name` first: events are ordered by it within a day). */
-function assistantPageviews({ query }: AiQuery): Fragment {
-  return join(
-    [
-      queryWindow(query).events,
-      sql`name = 'pageview' AND kind = 'pageview' AND channel = ${bind('String', AI_CHANNEL)}`,
-      ...filterSql(query.filters, 'events'),
-    ],
-    ' AND ',
-  )
-}
+/** The rows of ai_rollups (lib/reports/ai/rollup.ts): a day's marker (written last, it marks the day built), crawls, visits. */
+export const AI_GRAIN = { day: 0, crawls: 1, visits: 2 } as const
 
 /**
- * One row per crawler hit and per assistant visit, the hits and visits the read counts: the
- * company, the crawler and its purpose (empty for a visit), the bucket and the page, and whether it
- * is a crawl, a verified one, or a visit. A visit counts once, on the first page it viewed in the
- * window (where the assistant's link led), in the bucket of that view; its company is found once
- * per visit, from the source and utm_source every event of the visit carries.
+ * One row per crawler hit and per assistant visit in the scope, the hits and visits the read
+ * counts: the company, the crawler and its purpose (empty for a visit), the bucket and the page,
+ * and whether it is a crawl (`crawl` 1), a verified one, or a visit. A visit counts once, on the
+ * first page it viewed in the scope (where the assistant's link led), in the bucket of that view;
+ * its company is found once per visit, from the source and utm_source every event of the visit carries.
  */
-function hitsAndVisits(ai: AiQuery): Fragment {
+function rawHitsAndVisits(ai: AiQuery, scope: Fragment): Fragment {
   const bucketOf = bucket(ai.query.range)
-  const rows = sql`
+  return sql`
   SELECT ${crawlCompany()} AS company, bot_name AS crawler, ${crawlPurpose()} AS purpose, ${bucketOf} AS bucket, pathname AS path,
          toUInt8(1) AS crawl, verified, toUInt8(0) AS visit
-  FROM bot_events WHERE ${crawlHits(ai)}
+  FROM bot_events WHERE ${crawlHits(ai, scope)}
   UNION ALL
   SELECT company, '', '', bucket, page, 0, 0, 1
   FROM (
@@ -110,16 +112,49 @@ function hitsAndVisits(ai: AiQuery): Fragment {
     FROM (
       SELECT session_id, any(referrer_source) AS visit_source, any(utm_source) AS visit_utm_source,
              argMin(pathname, timestamp) AS page, min(${bucketOf}) AS bucket
-      FROM events WHERE ${assistantPageviews(ai)}
+      FROM events WHERE ${assistantPageviews(scope, ai.query.filters)}
       GROUP BY session_id
     )
   )`
+}
+
+/**
+ * The rolled days' rows of ai_rollups as rawHitsAndVisits' rows, each counting its crawls or
+ * visits (`crawl`, `verified`, `visit` are counts here): the company and purpose derived from the
+ * stored crawler name and kind, or from the visits' source and utm_source, as from bot_events and events.
+ */
+function rolledHitsAndVisits(ai: AiQuery, rolled: RolledDays): Fragment {
+  const { query } = ai
+  const rows = (grain: keyof typeof AI_GRAIN) =>
+    join([currentRows(query.siteId, query.range.timezone, rolled), raw(`grain = ${AI_GRAIN[grain]}`)], ' AND ')
+  const bucketOf = dayBucket(query.range, raw('day'))
+  return sql`
+  SELECT ${crawlCompany()}, bot_name, ${crawlPurpose()}, ${bucketOf}, path, crawls, verified * crawls, toUInt64(0)
+  FROM ai_rollups FINAL WHERE ${join([rows('crawls'), ...selectedCrawlers(ai.crawlers)], ' AND ')}
+  UNION ALL
+  SELECT ${visitCompany(raw('source'), raw('utm_source'))}, '', '', ${bucketOf}, path, 0, 0, visits
+  FROM ai_rollups FINAL WHERE ${rows('visits')}`
+}
+
+/**
+ * The hits and visits the read counts (rawHitsAndVisits' rows): of the window, or, over a window
+ * of whole days some of which are rolled up, those days' rows of ai_rollups and the other days'
+ * (today, a day changed since its build) from bot_events and events. A visit ends at the
+ * site-local midnight, so its first page in the window is its first page on its day.
+ */
+function hitsAndVisits(ai: AiQuery, rolled?: RolledDays): Fragment {
+  const { query } = ai
+  const rows = rolled
+    ? sql`${rawHitsAndVisits(ai, daySpansScope(query.siteId, rawDaySpans(query.range, rolled.days)).events)}
+  UNION ALL ${rolledHitsAndVisits(ai, rolled)}`
+    : rawHitsAndVisits(ai, queryWindow(query).events)
   return ai.company ? sql`SELECT * FROM (${rows}) WHERE company = ${bind('String', ai.company)}` : rows
 }
 
 /**
  * The whole read in one pass over the crawler hits and visits, as one row, grouped three ways at
- * once (GROUPING SETS; the keys of the other groupings are null in each grouping's rows):
+ * once (GROUPING SETS; the keys of the other groupings are null in each grouping's rows), the
+ * rolled days (whole days of a day, week or month series, without filters) from ai_rollups:
  * - `by_company`: per company and crawler (crawler '' holds the company's visits), [company,
  *   crawler, purpose, crawls, verified crawls, visits];
  * - `by_bucket`: per bucket, [bucket start (epoch seconds), crawls, verified crawls, visits];
@@ -128,7 +163,7 @@ function hitsAndVisits(ai: AiQuery): Fragment {
  *   `crawled_not_visited`, those no assistant sent a visit to; `visited`, pages with visits, most
  *   visits first. Ties by the other count, then by path.
  */
-export function aiVisibilitySql(ai: AiQuery): Fragment {
+export function aiVisibilitySql(ai: AiQuery, rolled?: RolledDays): Fragment {
   const n = bind('UInt32', ai.query.limit)
   return sql`
 SELECT by_company, by_bucket,
@@ -141,11 +176,10 @@ FROM (
          groupArrayIf((assumeNotNull(path), crawls, verified_crawls, training, search, user, visits), path IS NOT NULL) AS pages
   FROM (
     SELECT company, crawler, bucket, path, any(purpose) AS crawler_purpose, sum(crawl) AS crawls, sum(verified) AS verified_crawls, sum(visit) AS visits,
-           countIf(crawl = 1 AND purpose = 'training') AS training, countIf(crawl = 1 AND purpose = 'search') AS search,
-           countIf(crawl = 1 AND purpose = 'user') AS user
-    FROM (${hitsAndVisits(ai)})
+           sumIf(crawl, purpose = 'training') AS training, sumIf(crawl, purpose = 'search') AS search, sumIf(crawl, purpose = 'user') AS user
+    FROM (${hitsAndVisits(ai, rolled)})
     GROUP BY GROUPING SETS ((company, crawler), (bucket), (path))
     SETTINGS group_by_use_nulls = 1
   )
-)`
+)${rolled ? raw('\nSETTINGS do_not_merge_across_partitions_select_final = 1') : empty}`
 }
