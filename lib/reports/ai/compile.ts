@@ -125,15 +125,14 @@ function rawHitsAndVisits(ai: AiQuery, scope: Fragment): Fragment {
  */
 function rolledHitsAndVisits(ai: AiQuery, rolled: RolledDays): Fragment {
   const { query } = ai
-  const rows = (grain: keyof typeof AI_GRAIN) =>
-    join([currentRows(query.siteId, query.range.timezone, rolled), raw(`grain = ${AI_GRAIN[grain]}`)], ' AND ')
-  const bucketOf = dayBucket(query.range, raw('day'))
+  const crawls = raw(`grain = ${AI_GRAIN.crawls}`)
+  const kept = join([crawls, ...selectedCrawlers(ai.crawlers)], ' AND ')
+  // one pass over the table: a visit's row holds no crawler (bot_name '', no crawls)
   return sql`
-  SELECT ${crawlCompany()}, bot_name, ${crawlPurpose()}, ${bucketOf}, path, crawls, verified * crawls, toUInt64(0)
-  FROM ai_rollups FINAL WHERE ${join([rows('crawls'), ...selectedCrawlers(ai.crawlers)], ' AND ')}
-  UNION ALL
-  SELECT ${visitCompany(raw('source'), raw('utm_source'))}, '', '', ${bucketOf}, path, 0, 0, visits
-  FROM ai_rollups FINAL WHERE ${rows('visits')}`
+  SELECT if(${crawls}, ${crawlCompany()}, ${visitCompany(raw('source'), raw('utm_source'))}), bot_name, if(${crawls}, ${crawlPurpose()}, ''),
+         ${dayBucket(query.range, raw('day'))}, path, crawls, verified * crawls, visits
+  FROM ai_rollups FINAL
+  WHERE ${currentRows(query.siteId, query.range.timezone, rolled)} AND (grain = ${raw(String(AI_GRAIN.visits))} OR (${kept}))`
 }
 
 /**
