@@ -430,6 +430,7 @@ describe('GET /api/v1/ai', () => {
       { crawlers: 'verified' },
       { crawlers: 'claimed' },
       { company: 'other' },
+      { company: 'microsoft' },
       { pathContains: 'BLOG' },
     ]
     /** Every read, each checked against the reference over these hits and visits. */

@@ -35,7 +35,7 @@ const AI_KINDS = raw("('ai-training', 'ai-search', 'ai-assistant')")
 const crawlCompany = () =>
   sql`transform(bot_name, ${strings(CRAWLERS.map((c) => c.name))}, ${strings(CRAWLERS.map((c) => c.company))}, ${bind('String', OTHER_COMPANY.id)})`
 /** A crawler's purpose: the list's, else the one its kind says. */
-const crawlPurpose = () =>
+export const crawlPurpose = () =>
   sql`transform(bot_name, ${strings(CRAWLERS.map((c) => c.name))}, ${strings(CRAWLERS.map((c) => c.purpose))}, multiIf(bot_kind = 'ai-training', 'training', bot_kind = 'ai-search', 'search', 'user'))`
 
 /**
@@ -66,11 +66,11 @@ const filterSql = (filters: readonly Filter[], table: 'events' | 'bots') =>
     return operatorSql(raw(column), f.operator, f.value)
   })
 
-/** The names of the listed crawlers: with the AI kinds, they decide which bot hits are AI crawls (and which ai_rollups keeps). */
-export const CRAWLER_NAMES = CRAWLERS.map((c) => c.name)
+/** The listed crawlers, name and purpose: they decide which bot hits are AI crawls and their purposes (what ai_rollups keeps). */
+export const CRAWLER_LIST = CRAWLERS.map((c) => `${c.name}:${c.purpose}`)
 
 /** The bot hits of AI crawlers: of an AI kind or a listed name. */
-export const aiCrawls = () => sql`(bot_name IN ${strings(CRAWLER_NAMES)} OR bot_kind IN ${AI_KINDS})`
+export const aiCrawls = () => sql`(bot_name IN ${strings(CRAWLERS.map((c) => c.name))} OR bot_kind IN ${AI_KINDS})`
 
 /** The crawls a crawler selection keeps, by their `verified` column (of bot_events, or of ai_rollups). */
 const selectedCrawlers = (crawlers: CrawlerSelection) =>
@@ -89,24 +89,29 @@ export function assistantPageviews(scope: Fragment, filters: readonly Filter[] =
   )
 }
 
-/** The rows of ai_rollups (lib/reports/ai/rollup.ts): a day's marker (written last, it marks the day built), crawls, visits. */
-export const AI_GRAIN = { day: 0, crawls: 1, visits: 2 } as const
+/**
+ * The rows of ai_rollups (lib/reports/ai/rollup.ts): a day's marker (written last, it marks the
+ * day built); crawls per page and crawler; visits; crawls per crawler alone; crawls per page alone.
+ */
+export const AI_GRAIN = { day: 0, crawls: 1, visits: 2, crawlers: 3, pages: 4 } as const
 
 /**
  * One row per crawler hit and per assistant visit in the scope, the hits and visits the read
  * counts: the company, the crawler and its purpose (empty for a visit), the bucket and the page,
- * and whether it is a crawl (`crawl` 1), a verified one, or a visit. A visit counts once, on the
- * first page it viewed in the scope (where the assistant's link led), in the bucket of that view;
- * its company is found once per visit, from the source and utm_source every event of the visit carries.
+ * whether it is a crawl (`crawl` 1), a verified one, one of each purpose, or a visit. A visit
+ * counts once, on the first page it viewed in the scope (where the assistant's link led), in the
+ * bucket of that view; its company is found once per visit, from the source and utm_source every
+ * event of the visit carries.
  */
 function rawHitsAndVisits(ai: AiQuery, scope: Fragment): Fragment {
   const bucketOf = bucket(ai.query.range)
   return sql`
   SELECT ${crawlCompany()} AS company, bot_name AS crawler, ${crawlPurpose()} AS purpose, ${bucketOf} AS bucket, pathname AS path,
-         toUInt8(1) AS crawl, verified, toUInt8(0) AS visit
+         toUInt8(1) AS crawl, verified, purpose = 'training' AS n_training, purpose = 'search' AS n_search, purpose = 'user' AS n_user,
+         toUInt8(0) AS visit
   FROM bot_events WHERE ${crawlHits(ai, scope)}
   UNION ALL
-  SELECT company, '', '', bucket, page, 0, 0, 1
+  SELECT company, '', '', bucket, page, 0, 0, 0, 0, 0, 1
   FROM (
     SELECT ${visitCompany(raw('visit_source'), raw('visit_utm_source'))} AS company, page, bucket
     FROM (
@@ -118,21 +123,35 @@ function rawHitsAndVisits(ai: AiQuery, scope: Fragment): Fragment {
   )`
 }
 
+/** The crawler names of a company (crawlCompany's inverse): ai_rollups is ordered by crawler, so its rows of them are read alone. */
+const crawlersOf = (company: string) =>
+  company === OTHER_COMPANY.id
+    ? sql`bot_name NOT IN ${strings(CRAWLERS.map((c) => c.name))}`
+    : sql`bot_name IN ${strings(CRAWLERS.filter((c) => c.company === company).map((c) => c.name))}`
+
 /**
  * The rolled days' rows of ai_rollups as rawHitsAndVisits' rows, each counting its crawls or
- * visits (`crawl`, `verified`, `visit` are counts here): the company and purpose derived from the
- * stored crawler name and kind, or from the visits' source and utm_source, as from bot_events and events.
+ * visits: the company and purpose of a crawler derived from its stored name and kind, a visit's
+ * company from its source and utm_source, as from bot_events and events. A read of one company
+ * takes the crawls per page and crawler, which it narrows by company; any other read the crawls
+ * per crawler (without a page: they count in the companies and the buckets only) and per page
+ * (without a crawler or bucket: they count in the pages only), as many rows as pages or crawlers
+ * a day, instead of one per page and crawler. A null key keeps a row out of that grouping
+ * (aiVisibilitySql keeps the groups whose own key is not null).
  */
 function rolledHitsAndVisits(ai: AiQuery, rolled: RolledDays): Fragment {
   const { query } = ai
-  const crawls = raw(`grain = ${AI_GRAIN.crawls}`)
-  const kept = join([crawls, ...selectedCrawlers(ai.crawlers)], ' AND ')
+  const is = (...grains: (keyof typeof AI_GRAIN)[]) => raw(`grain IN (${grains.map((g) => AI_GRAIN[g]).join(', ')})`)
+  const crawls = ai.company ? sql`${is('crawls')} AND ${crawlersOf(ai.company)}` : is('crawlers', 'pages')
   // one pass over the table: a visit's row holds no crawler (bot_name '', no crawls)
   return sql`
-  SELECT if(${crawls}, ${crawlCompany()}, ${visitCompany(raw('source'), raw('utm_source'))}), bot_name, if(${crawls}, ${crawlPurpose()}, ''),
-         ${dayBucket(query.range, raw('day'))}, path, crawls, verified * crawls, visits
+  SELECT multiIf(${is('crawls', 'crawlers')}, ${crawlCompany()}, ${is('visits')}, ${visitCompany(raw('source'), raw('utm_source'))}, NULL),
+         if(${is('pages')}, NULL, bot_name), multiIf(${is('crawls', 'crawlers')}, ${crawlPurpose()}, ${is('visits')}, '', NULL),
+         if(${is('pages')}, NULL, ${dayBucket(query.range, raw('day'))}), if(${is('crawlers')}, NULL, path),
+         crawls, verified * crawls, training, search, user, visits
   FROM ai_rollups FINAL
-  WHERE ${currentRows(query.siteId, query.range.timezone, rolled)} AND (grain = ${raw(String(AI_GRAIN.visits))} OR (${kept}))`
+  WHERE ${currentRows(query.siteId, query.range.timezone, rolled)}
+    AND (${is('visits')} OR (${join([crawls, ...selectedCrawlers(ai.crawlers)], ' AND ')}))`
 }
 
 /**
@@ -175,7 +194,7 @@ FROM (
          groupArrayIf((assumeNotNull(path), crawls, verified_crawls, training, search, user, visits), path IS NOT NULL) AS pages
   FROM (
     SELECT company, crawler, bucket, path, any(purpose) AS crawler_purpose, sum(crawl) AS crawls, sum(verified) AS verified_crawls, sum(visit) AS visits,
-           sumIf(crawl, purpose = 'training') AS training, sumIf(crawl, purpose = 'search') AS search, sumIf(crawl, purpose = 'user') AS user
+           sum(n_training) AS training, sum(n_search) AS search, sum(n_user) AS user
     FROM (${hitsAndVisits(ai, rolled)})
     GROUP BY GROUPING SETS ((company, crawler), (bucket), (path))
     SETTINGS group_by_use_nulls = 1

@@ -14,30 +14,30 @@ import { buildStaleDays } from '../rollup/outdated'
 import { BACKGROUND_PRIORITY } from '../../storage/clickhouse/execute'
 import { type Fragment, bind, raw, sql } from '../../storage/clickhouse/sql'
 import type { ClickHouse } from '../../storage/clickhouse/types'
-import { AI_GRAIN, CRAWLER_NAMES, aiCrawls, assistantPageviews } from './compile'
+import { AI_GRAIN, CRAWLER_LIST, aiCrawls, assistantPageviews, crawlPurpose } from './compile'
 
 /**
  * The AI visibility read's rollup (migration 0027): per finished site-local day, the AI crawler
- * hits per page, crawler name, kind and verification, and the assistants' visits per first page,
- * source and utm_source. What a company or a purpose is derived from is stored, not the company:
- * the read derives them as it does from bot_events and events, so an edit of the lists
- * (lib/ingest/ai-assistants.ts) needs no rebuild, except of which bot hits are AI crawls, which
- * the listed crawler names decide; those are part of the day's signature.
+ * hits per page and crawler (name, kind and verification), per crawler alone and per page alone,
+ * and the assistants' visits per first page, source and utm_source. A crawler's company and a
+ * visit's are derived at read time from what they come from, as from bot_events and events, so an
+ * edit of the assistants needs no rebuild; the listed crawlers' names and purposes decide which
+ * bot hits are kept and the purpose counts stored, so they are part of the day's signature.
  */
 
 type Window = Pick<ResolvedRange, 'from' | 'to' | 'timezone'>
 
 /**
  * Each day's signature for ai_rollups: its events' (daySignatures) and its bot hits' (bot_quarters)
- * added up, the hits' sum moved by a hash of the listed crawler names. A late hit of either kind,
- * or a crawler listed or unlisted, changes the signature of the days it touches (a day without
- * bot hits keeps no crawls), which then read raw until the next refresh rebuilds them.
+ * added up, the hits' sum moved by a hash of the listed crawlers' names and purposes. A late hit
+ * of either kind, or an edit of the crawlers, changes the signature of the days it touches (a day
+ * without bot hits keeps no crawls), which then read raw until the next refresh rebuilds them.
  */
 export const aiDaySignatures = (siteId: string, window: Window) => sql`
 SELECT day, sum(n) AS n, sum(s) AS s FROM (
   ${daySignatures(siteId, window)}
   UNION ALL
-  SELECT toDate(quarter, ${bind('String', window.timezone)}) AS day, sum(hits) AS n, sum(time_sum) + cityHash64(${bind('Array(String)', CRAWLER_NAMES)}) AS s
+  SELECT toDate(quarter, ${bind('String', window.timezone)}) AS day, sum(hits) AS n, sum(time_sum) + cityHash64(${bind('Array(String)', CRAWLER_LIST)}) AS s
   FROM bot_quarters
   WHERE ${siteIs(siteId)} AND quarter >= ${bind('DateTime64(3)', chTime(window.from))} AND quarter < ${bind('DateTime64(3)', chTime(window.to))}
   GROUP BY day
@@ -57,28 +57,38 @@ export const aiStaleDaysSql = (siteId: string, window: Window): Fragment =>
 
 /**
  * The AI rollup of whole site-local days, stamped with each day's signature: the AI crawler hits
- * per day, page, crawler name, kind and verification; the assistants' visits per day, first page
- * viewed, source and utm_source (a visit ends at the site-local midnight: its first page on its
- * day is its first page in any window of whole days); then each day's marker row.
+ * per day, page, crawler name, kind and verification, per day, crawler and verification, and per
+ * day, page and verification, each with its crawls of each purpose; the assistants' visits per
+ * day, first page viewed, source and utm_source (a visit ends at the site-local midnight: its
+ * first page on its day is its first page in any window of whole days); then each day's marker row.
  */
 export function aiRollupInsertSql(siteId: string, timezone: string, spans: DaySpan[], days: RolledDays): Fragment[] {
   const scope = daySpansScope(siteId, spans).events
   const dayList = bind('Array(Date)', days.days)
   const stamp = sql`${bind('UUID', siteId)}, ${bind('String', timezone)}, ${bind('UInt16', ROLLUP_VERSION)}`
   const columns = raw(
-    'INSERT INTO ai_rollups (site_id, timezone, version, grain, day, day_events, day_sum, path, bot_name, bot_kind, verified, source, utm_source, crawls, visits)',
+    'INSERT INTO ai_rollups (site_id, timezone, version, grain, day, day_events, day_sum, path, bot_name, bot_kind, verified, source, utm_source, crawls, training, search, user, visits)',
   )
   const background = raw(`SETTINGS priority = ${BACKGROUND_PRIORITY}`)
+  const grain = (g: keyof typeof AI_GRAIN) => raw(String(AI_GRAIN[g]))
   return [
     sql`
 ${columns}
-SELECT ${stamp}, ${raw(String(AI_GRAIN.crawls))}, ${localDay(timezone)} AS day, ${signatureOf(days)}, pathname, bot_name, bot_kind, verified, '', '', count(), 0
-FROM bot_events WHERE ${scope} AND ${aiCrawls()} AND has(${dayList}, day)
-GROUP BY day, pathname, bot_name, bot_kind, verified
+SELECT ${stamp}, grain, day, ${signatureOf(days)}, if(grain = ${grain('crawlers')}, '', pathname) AS page,
+       if(grain = ${grain('pages')}, '', bot_name) AS crawler, if(grain = ${grain('pages')}, '', bot_kind) AS kind, verified, '', '',
+       sum(hits), sumIf(hits, purpose = 'training'), sumIf(hits, purpose = 'search'), sumIf(hits, purpose = 'user'), 0
+FROM (
+  SELECT ${localDay(timezone)} AS day, pathname, bot_name, bot_kind, ${crawlPurpose()} AS purpose, verified, count() AS hits
+  FROM bot_events WHERE ${scope} AND ${aiCrawls()}
+  GROUP BY day, pathname, bot_name, bot_kind, verified
+)
+ARRAY JOIN [${grain('crawls')}, ${grain('crawlers')}, ${grain('pages')}] AS grain
+WHERE has(${dayList}, day)
+GROUP BY grain, day, page, crawler, kind, verified
 ${background}`,
     sql`
 ${columns}
-SELECT ${stamp}, ${raw(String(AI_GRAIN.visits))}, day, ${signatureOf(days)}, page, '', '', 0, visit_source, visit_utm_source, 0, count()
+SELECT ${stamp}, ${grain('visits')}, day, ${signatureOf(days)}, page, '', '', 0, visit_source, visit_utm_source, 0, 0, 0, 0, count()
 FROM (
   SELECT toDate(min(timestamp), ${bind('String', timezone)}) AS day, argMin(pathname, timestamp) AS page,
          any(referrer_source) AS visit_source, any(utm_source) AS visit_utm_source
@@ -90,7 +100,7 @@ GROUP BY day, page, visit_source, visit_utm_source
 ${background}`,
     sql`
 ${columns}
-SELECT ${stamp}, ${raw(String(AI_GRAIN.day))}, day, ${signatureOf(days)}, '', '', '', 0, '', '', 0, 0
+SELECT ${stamp}, ${grain('day')}, day, ${signatureOf(days)}, '', '', '', 0, '', '', 0, 0, 0, 0, 0
 FROM (SELECT arrayJoin(${dayList}) AS day)
 ${background}`,
   ]
