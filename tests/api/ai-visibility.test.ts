@@ -2,6 +2,11 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { createApiKey } from '../../lib/accounts/admin'
 import type { DnsResolver } from '../../lib/ingest/bots'
 import { importHits } from '../../lib/ingest/import'
+import { aiRolledDaysSql } from '../../lib/reports/ai/rollup'
+import { type SignatureRow, rolledDaysOf } from '../../lib/reports/query/plan'
+import { resolveRange } from '../../lib/reports/query/range'
+import { refreshRollups } from '../../lib/reports/rollup/refresh'
+import { execute } from '../../lib/storage/clickhouse/execute'
 import { newSite } from '../../lib/sites/sites'
 import { type Harness, harness } from '../helpers'
 import { NOW, UAS, localDate } from './report-reference'
@@ -244,19 +249,11 @@ describe('GET /api/v1/ai', () => {
   const ids = { site: '', ga4: '' }
   const fx = fixture(23)
 
-  beforeAll(async () => {
-    t = await harness({ now: () => NOW, with: { dns } })
-    const write = (await createApiKey(t.repositories, { orgId: t.a.org.id, name: 'w', scope: 'write' }, NOW)).key
-    key = t.a.read.key
-    const site = newSite({ domain: 'ai.visibility.test', timezone: TZ }, t.a.org.id, NOW)
-    const ga4 = {
-      ...newSite({ domain: 'ga4.visibility.test', timezone: 'UTC' }, t.a.org.id, NOW),
-      sources: ['ga4' as const],
-      primarySource: 'ga4' as const,
-    }
-    for (const s of [site, ga4]) await t.repositories.sites.create(s)
-    Object.assign(ids, { site: site.id, ga4: ga4.id })
-    const lines = fx.visits.flatMap((v) =>
+  let write = ''
+  let site: ReturnType<typeof newSite>
+  /** Sends the visits' pageviews through the import, and the crawler hits to the collector. */
+  const send = async ({ visits, bots }: { visits: Visit[]; bots: BotHit[] }) => {
+    const lines = visits.flatMap((v) =>
       v.views.map((p, k) =>
         JSON.stringify({
           timestamp: new Date(p.ts).toISOString(),
@@ -271,8 +268,8 @@ describe('GET /api/v1/ai', () => {
     )
     const result = await importHits(lines, t.services.ingestor)
     expect(result.rejected, JSON.stringify(result.errors)).toBe(0)
-    for (let i = 0; i < fx.bots.length; i += 200) {
-      const events = fx.bots.slice(i, i + 200).map((h) => ({
+    for (let i = 0; i < bots.length; i += 200) {
+      const events = bots.slice(i, i + 200).map((h) => ({
         path: h.path,
         userAgent: CRAWLERS[h.crawler].ua,
         timestamp: new Date(h.ts).toISOString(),
@@ -281,6 +278,21 @@ describe('GET /api/v1/ai', () => {
       const res = await t.call('POST', '/api/v1/collect', { key: write, body: { site_id: site.snippetId, events } })
       expect(res.json).toEqual({ ingested: events.length, dropped: 0 })
     }
+  }
+
+  beforeAll(async () => {
+    t = await harness({ now: () => NOW, with: { dns } })
+    write = (await createApiKey(t.repositories, { orgId: t.a.org.id, name: 'w', scope: 'write' }, NOW)).key
+    key = t.a.read.key
+    site = newSite({ domain: 'ai.visibility.test', timezone: TZ }, t.a.org.id, NOW)
+    const ga4 = {
+      ...newSite({ domain: 'ga4.visibility.test', timezone: 'UTC' }, t.a.org.id, NOW),
+      sources: ['ga4' as const],
+      primarySource: 'ga4' as const,
+    }
+    for (const s of [site, ga4]) await t.repositories.sites.create(s)
+    Object.assign(ids, { site: site.id, ga4: ga4.id })
+    await send(fx)
   })
 
   const get = async (query: string, status = 200) => {
@@ -291,11 +303,17 @@ describe('GET /api/v1/ai', () => {
   const pathContains = (value: string) =>
     `&filters=${encodeURIComponent(JSON.stringify([{ dimension: 'path', operator: 'contains', value: [value] }]))}`
   const stripNames = (companies: { name: string; assistants: string[] }[]) => companies.map(({ name, assistants, ...rest }) => rest)
+  const queryOf = (o: Options, range = '30d') =>
+    `site_id=${ids.site}&range=${range}${o.company ? `&company=${o.company}` : ''}${o.crawlers ? `&crawlers=${o.crawlers}` : ''}${o.pathContains ? pathContains(o.pathContains) : ''}`
 
-  function check(json: Record<string, any>, want: ReturnType<typeof expected>) {
+  function check(json: Record<string, any>, want: ReturnType<typeof expected>, limit = 100) {
     expect(json.totals).toEqual(want.totals)
     expect(stripNames(json.companies)).toEqual(want.companies)
-    expect(json.pages).toEqual({ crawled: want.pages, crawledNotVisited: want.crawledNotVisited, mostVisited: want.mostVisited })
+    expect(json.pages).toEqual({
+      crawled: want.pages.slice(0, limit),
+      crawledNotVisited: want.crawledNotVisited.slice(0, limit),
+      mostVisited: want.mostVisited.slice(0, limit),
+    })
     for (const b of json.series) {
       const d = want.days.get(b.timestamp.slice(0, 10)) ?? { crawls: 0, verifiedCrawls: 0, visits: 0 }
       expect(b, b.timestamp).toEqual({ timestamp: b.timestamp, ...d, ratio: ratio(d.crawls, d.visits) })
@@ -337,7 +355,7 @@ describe('GET /api/v1/ai', () => {
       { company: 'other' },
       { pathContains: 'BLOG' },
     ]) {
-      const query = `site_id=${ids.site}&range=30d${o.company ? `&company=${o.company}` : ''}${o.crawlers ? `&crawlers=${o.crawlers}` : ''}${o.pathContains ? pathContains(o.pathContains) : ''}`
+      const query = queryOf(o)
       const json = await get(query)
       const want = expected(fx, json.range, o)
       expect(want.totals.crawls + want.totals.visits, query).toBeGreaterThan(0)
@@ -398,5 +416,86 @@ describe('GET /api/v1/ai', () => {
       { key },
     )
     expect(former.json.totals.visits).toBe(allIn)
+  })
+  it('reads the finished days from the AI rollup after the refresh, with the same answers; a late crawler hit or visit sends its day back to raw until the next refresh', async () => {
+    const month = resolveRange({ range: '30d' }, TZ, NOW)
+    const today = localDate(NOW.getTime(), TZ)
+    const rolledDays = async () =>
+      rolledDaysOf({ range: month }, await execute<SignatureRow>(t.clickhouse, aiRolledDaysSql(ids.site, month))).days
+    // the company and crawler selections the rollup answers, a filter it leaves to raw reads, a limit, and week and month buckets
+    const selections: Options[] = [
+      {},
+      { company: 'openai' },
+      { company: 'meta', crawlers: 'verified' },
+      { crawlers: 'verified' },
+      { crawlers: 'claimed' },
+      { company: 'other' },
+      { company: 'microsoft' },
+      { pathContains: 'BLOG' },
+    ]
+    /** Every read, each checked against the reference over these hits and visits. */
+    const expectReference = async (hits: ReturnType<typeof fixture>) => {
+      const jsons = []
+      for (const o of selections) {
+        const json = await get(queryOf(o))
+        check(json, expected(hits, json.range, o))
+        jsons.push(json)
+      }
+      const week = await get(`${queryOf({}, '7d')}&limit=2`)
+      check(week, expected(hits, week.range), 2)
+      // month buckets; hour buckets (read raw); and finished days alone (none left to raw reads once rolled up)
+      const past = `custom&from=${localDate(NOW.getTime() - 10 * 86_400_000, TZ)}&to=${localDate(NOW.getTime() - 2 * 86_400_000, TZ)}`
+      const more = await Promise.all(
+        [
+          queryOf({ company: 'anthropic' }, '12mo'),
+          queryOf({}, 'yesterday'),
+          queryOf({ crawlers: 'verified' }, past),
+          queryOf({}, past),
+        ].map((q) => get(q)),
+      )
+      const pastJson = more[more.length - 1]
+      check(pastJson, expected(hits, pastJson.range))
+      jsons.push(week, ...more)
+      return jsons
+    }
+
+    const fromEvents = await expectReference(fx)
+    expect(await rolledDays()).toEqual([])
+    await refreshRollups(t.clickhouse, t.repositories, NOW, 40)
+    // every finished day of the window with hits or visits is rolled up, today is not
+    const rolled = await rolledDays()
+    expect(rolled.length).toBeGreaterThan(20)
+    expect(rolled).not.toContain(today)
+    expect(await expectReference(fx)).toEqual(fromEvents)
+
+    // a late crawler hit on a rolled day: the day goes back to raw reads, and the next refresh rolls it up again
+    const lateAt = NOW.getTime() - 3 * 86_400_000
+    const lateDay = localDate(lateAt, TZ)
+    expect(rolled).toContain(lateDay)
+    const lateHit: BotHit = { ts: lateAt, crawler: 0, path: '/late', ip: '198.51.100.5' }
+    const withHit = { bots: [...fx.bots, lateHit], visits: fx.visits }
+    await send({ bots: [lateHit], visits: [] })
+    expect(await rolledDays()).toEqual(rolled.filter((d) => d !== lateDay))
+    const rawAfterHit = await expectReference(withHit)
+    await refreshRollups(t.clickhouse, t.repositories, NOW, 40)
+    expect(await rolledDays()).toEqual(rolled)
+    expect(await expectReference(withHit)).toEqual(rawAfterHit)
+
+    // and a late visit an assistant sent to that day, landing on the same new page
+    const lateVisit: Visit = {
+      source: 0,
+      ip: '2001:db8::ffff',
+      views: [
+        { ts: lateAt + 60_000, path: '/late' },
+        { ts: lateAt + 100_000, path: '/' },
+      ],
+    }
+    const withVisit = { bots: withHit.bots, visits: [...fx.visits, lateVisit] }
+    await send({ bots: [], visits: [lateVisit] })
+    expect(await rolledDays()).toEqual(rolled.filter((d) => d !== lateDay))
+    const rawAfterVisit = await expectReference(withVisit)
+    await refreshRollups(t.clickhouse, t.repositories, NOW, 40)
+    expect(await rolledDays()).toEqual(rolled)
+    expect(await expectReference(withVisit)).toEqual(rawAfterVisit)
   })
 })

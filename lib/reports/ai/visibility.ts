@@ -4,9 +4,11 @@ import type { Site } from '../../sites/sites'
 import { execute } from '../../storage/clickhouse/execute'
 import { collectorRead } from '../query/behaviour'
 import { type ReportParams, collectorSource } from '../query/parse'
-import { buckets, rangeView } from '../query/range'
+import { type SignatureRow, rolledDaysOf } from '../query/plan'
+import { buckets, rangeView, wholeDays } from '../query/range'
 import { type ReportDeps, prepare } from '../query/reports'
 import { AI_FILTER_DIMENSIONS, type AiQuery, type CrawlerSelection, aiVisibilitySql } from './compile'
+import { aiRolledDaysSql } from './rollup'
 
 export interface AiParams extends ReportParams {
   company?: string
@@ -49,9 +51,18 @@ async function aiQuery(deps: ReportDeps, site: Site, params: AiParams): Promise<
   return { query, company: params.company, crawlers: params.crawlers ?? 'all' }
 }
 
+/** The series intervals whose buckets are made of whole days: the only ones a read of rolled days can answer. */
+const DAY_INTERVALS: readonly string[] = ['day', 'week', 'month']
+
 async function aiVisibilityRead(deps: ReportDeps, site: Site, params: AiParams) {
   const ai = await aiQuery(deps, site, params)
-  const [lists] = await execute<Row>(deps.clickhouse, aiVisibilitySql(ai))
+  // an unfiltered read over whole days in day, week or month buckets takes the days whose AI rollup is current from it
+  const { query } = ai
+  const rolled =
+    query.filters.length || !wholeDays(query.range) || !DAY_INTERVALS.includes(query.range.interval)
+      ? undefined
+      : rolledDaysOf(query, await execute<SignatureRow>(deps.clickhouse, aiRolledDaysSql(query.siteId, query.range)))
+  const [lists] = await execute<Row>(deps.clickhouse, aiVisibilitySql(ai, rolled?.days.length ? rolled : undefined))
 
   // per company and crawler (crawler '' carries the company's visits): [company, crawler, purpose, crawls, verified crawls, visits]
   const byCompany = (lists?.by_company ?? []) as unknown[][]

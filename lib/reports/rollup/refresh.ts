@@ -9,6 +9,7 @@ import { type RolledDays, TOTALS, asRolledDays } from '../query/model'
 import { chTime, daySpans } from '../query/range'
 import { execute, executeCommand, inBackground } from '../../storage/clickhouse/execute'
 import type { Repositories } from '../../repositories'
+import { refreshAiRollups } from '../ai/rollup'
 import { refreshClickRollups } from './clicks'
 import { refreshFlowRollups } from './flow'
 import { refreshFunnelRollups } from '../query/funnels'
@@ -84,6 +85,8 @@ async function refreshSite(
   await refreshFlowRollups(clickhouse, siteId, window)
   // and the clicks read's (lib/reports/rollup/clicks.ts)
   await refreshClickRollups(clickhouse, siteId, window)
+  // and the AI visibility read's (lib/reports/ai/rollup.ts)
+  await refreshAiRollups(clickhouse, siteId, window)
   // and the saved funnels' levels, which their first read would otherwise build (query/funnels.ts)
   await refreshFunnelRollups(clickhouse, repositories, siteId, window, now)
   return built

@@ -109,24 +109,42 @@ export const staleDays = (siteId: string, window: Window) =>
   sql`SELECT toString(day) AS d, n, s FROM (${daySignatures(siteId, window)}) AS sig LEFT ANTI JOIN ${built(siteId, window)} USING (day, n, s) ORDER BY day`
 
 /**
- * The rollups of their own table built by the rollup refresh (flow_rollups, click_rollups): each
- * built day has a marker row, written after the day's other rows. The signatures the window's
- * built days were built from, `marker` naming the marker rows.
+ * The rollups of their own table built by the rollup refresh (flow_rollups, click_rollups,
+ * ai_rollups): each built day has a marker row, written after the day's other rows. The
+ * signatures the window's built days were built from, `marker` naming the marker rows.
  */
-export const markedBuiltDays = (table: 'flow_rollups' | 'click_rollups', marker: Fragment, siteId: string, window: Window) =>
+export const markedBuiltDays = (table: 'flow_rollups' | 'click_rollups' | 'ai_rollups', marker: Fragment, siteId: string, window: Window) =>
   sql`SELECT day, day_events AS n, day_sum AS s FROM ${raw(table)}
     WHERE ${siteIs(siteId)} AND timezone = ${bind('String', window.timezone)} AND version = ${version()} AND ${marker}
       AND day >= ${bind('Date', window.from.toPlainDate().toString())} AND day < ${bind('Date', window.to.toPlainDate().toString())}`
 
-/** The lookup of a window's days whose marked rollup is current: each day's signature (rolled 0) and the built ones (rolled 1), as plan.ts's rolledDaysOf reads them. */
-export const markedRolledDaysSql = (siteId: string, window: Window, built: Fragment) =>
-  sql`SELECT 0 AS rolled, toString(day) AS d, n, s, '' AS b FROM (${daySignatures(siteId, window)})
+/**
+ * The lookup of a window's days whose marked rollup is current: each day's signature (rolled 0)
+ * and the built ones (rolled 1), as plan.ts's rolledDaysOf reads them. `signatures` are the
+ * events' (daySignatures) unless the rollup reads more than events.
+ */
+export const markedRolledDaysSql = (siteId: string, window: Window, built: Fragment, signatures = daySignatures(siteId, window)) =>
+  sql`SELECT 0 AS rolled, toString(day) AS d, n, s, '' AS b FROM (${signatures})
   UNION ALL
   SELECT 1, toString(day), n, s, '' FROM (${built})`
 
-/** The days of the window whose current signature has no marked rollup. Rows: d, n, s. */
-export const markedStaleDaysSql = (siteId: string, window: Window, built: Fragment) =>
-  sql`SELECT toString(day) AS d, n, s FROM (${daySignatures(siteId, window)}) AS sig LEFT ANTI JOIN (${built}) AS built USING (day, n, s) ORDER BY day`
+/** The days of the window whose current signature (as markedRolledDaysSql's) has no marked rollup. Rows: d, n, s. */
+export const markedStaleDaysSql = (siteId: string, window: Window, built: Fragment, signatures = daySignatures(siteId, window)) =>
+  sql`SELECT toString(day) AS d, n, s FROM (${signatures}) AS sig LEFT ANTI JOIN (${built}) AS built USING (day, n, s) ORDER BY day`
+
+/**
+ * A marked rollup's rows of the site's rolled days, at their current signature, in this timezone
+ * and version. The days alone too: the engine narrows the table's key by them, not by the tuples.
+ */
+export const currentRows = (siteId: string, timezone: string, rolled: RolledDays) =>
+  sql`${siteIs(siteId)} AND timezone = ${bind('String', timezone)} AND version = ${version()} AND day IN ${bind('Array(Date)', rolled.days)}
+    AND (day, day_events, day_sum) IN arrayZip(${bind('Array(Date)', rolled.days)}, ${uint64s(rolled.events)}, ${uint64s(rolled.sums)})`
+
+/** A built row's signature columns (day_events, day_sum), by its `day`, from the days a build is given. */
+export function signatureOf(days: RolledDays): Fragment {
+  const dayList = bind('Array(Date)', days.days)
+  return sql`transform(day, ${dayList}, ${uint64s(days.events)}, toUInt64(0)), transform(day, ${dayList}, ${uint64s(days.sums)}, toUInt64(0))`
+}
 
 /** Rows of the given days from another signature, timezone or version: never read, dropped after a build. */
 export function outdatedRows(siteId: string, timezone: string, days: RolledDays): Fragment {
