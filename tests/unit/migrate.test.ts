@@ -54,6 +54,7 @@ describe('ClickHouse migrations', () => {
       { version: 24, name: 'page_errors_by_path' },
       { version: 25, name: 'click_rollups' },
       { version: 26, name: 'filtered_flow_rollup_expiry' },
+      { version: 28, name: 'error_rollups' },
     ])
     const applied = await migrate(clickhouse, [
       ...loadMigrations(),

@@ -10,6 +10,7 @@ import { chTime, daySpans } from '../query/range'
 import { execute, executeCommand, inBackground } from '../../storage/clickhouse/execute'
 import type { Repositories } from '../../repositories'
 import { refreshClickRollups } from './clicks'
+import { refreshErrorRollups } from './errors'
 import { refreshFlowRollups } from './flow'
 import { refreshFunnelRollups } from '../query/funnels'
 import { dropOutdatedRows } from './outdated'
@@ -84,6 +85,8 @@ async function refreshSite(
   await refreshFlowRollups(clickhouse, siteId, window)
   // and the clicks read's (lib/reports/rollup/clicks.ts)
   await refreshClickRollups(clickhouse, siteId, window)
+  // and the errors read's (lib/reports/rollup/errors.ts)
+  await refreshErrorRollups(clickhouse, siteId, window)
   // and the saved funnels' levels, which their first read would otherwise build (query/funnels.ts)
   await refreshFunnelRollups(clickhouse, repositories, siteId, window, now)
   return built

@@ -13,6 +13,7 @@ export const SITE_TABLES = [
   'partial_rollups',
   'flow_rollups',
   'click_rollups',
+  'error_rollups',
   'crawl_snapshots',
   'crawl_changes',
   'backlink_checks',

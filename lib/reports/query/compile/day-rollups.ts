@@ -109,11 +109,16 @@ export const staleDays = (siteId: string, window: Window) =>
   sql`SELECT toString(day) AS d, n, s FROM (${daySignatures(siteId, window)}) AS sig LEFT ANTI JOIN ${built(siteId, window)} USING (day, n, s) ORDER BY day`
 
 /**
- * The rollups of their own table built by the rollup refresh (flow_rollups, click_rollups): each
+ * The rollups of their own table built by the rollup refresh (flow_rollups, click_rollups, error_rollups): each
  * built day has a marker row, written after the day's other rows. The signatures the window's
  * built days were built from, `marker` naming the marker rows.
  */
-export const markedBuiltDays = (table: 'flow_rollups' | 'click_rollups', marker: Fragment, siteId: string, window: Window) =>
+export const markedBuiltDays = (
+  table: 'flow_rollups' | 'click_rollups' | 'error_rollups',
+  marker: Fragment,
+  siteId: string,
+  window: Window,
+) =>
   sql`SELECT day, day_events AS n, day_sum AS s FROM ${raw(table)}
     WHERE ${siteIs(siteId)} AND timezone = ${bind('String', window.timezone)} AND version = ${version()} AND ${marker}
       AND day >= ${bind('Date', window.from.toPlainDate().toString())} AND day < ${bind('Date', window.to.toPlainDate().toString())}`

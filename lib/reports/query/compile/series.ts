@@ -2,7 +2,7 @@ import { type Query, TOTALS } from '../model'
 import type { HumanPlan } from '../plan'
 import type { ResolvedRange } from '../range'
 import { localDay, rowsWithRollup } from './rows'
-import { type Fragment, bind, sql } from '../../../storage/clickhouse/sql'
+import { type Fragment, bind, raw, sql } from '../../../storage/clickhouse/sql'
 import { queryScope, selected } from './selection'
 import { eventsFrom } from './scope'
 
@@ -23,6 +23,14 @@ export function bucket(range: ResolvedRange): Fragment {
   }
 }
 
+/** The start of the day, week or month bucket of the range that a site-local day (a Date) falls in. */
+export function dayBucket(range: ResolvedRange, day: Fragment): Fragment {
+  const tz = bind('String', range.timezone)
+  if (range.interval === 'month') return sql`toDateTime(toStartOfMonth(${day}), ${tz})`
+  if (range.interval === 'week') return sql`toDateTime(toMonday(${day}), ${tz})`
+  return sql`toDateTime(${day}, ${tz})`
+}
+
 /** Visitors, visits and pageviews per bucket start (epoch seconds); buckets without events have no row. */
 export function seriesSql(query: Query, plan: HumanPlan): Fragment {
   const scope = queryScope(query, plan)
@@ -34,15 +42,8 @@ export function seriesSql(query: Query, plan: HumanPlan): Fragment {
       engagement: false,
       selected: selected(query, scope),
     })
-    const tz = bind('String', timezone)
-    const dayBucket =
-      query.range.interval === 'month'
-        ? sql`toDateTime(toStartOfMonth(day), ${tz})`
-        : query.range.interval === 'week'
-          ? sql`toDateTime(toMonday(day), ${tz})`
-          : sql`toDateTime(day, ${tz})`
     return sql`
-SELECT toUnixTimestamp(${dayBucket}) AS bucket, sum(visitors) AS visitors, sum(visits) AS visits, sum(pageviews) AS pageviews
+SELECT toUnixTimestamp(${dayBucket(query.range, raw('day'))}) AS bucket, sum(visitors) AS visitors, sum(visits) AS visits, sum(pageviews) AS pageviews
 FROM (${inner})
 GROUP BY bucket ORDER BY bucket`
   }
