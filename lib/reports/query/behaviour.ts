@@ -172,10 +172,11 @@ async function errorsRead(deps: ReportDeps, site: Site, params: ErrorParams) {
           query,
           await execute<SignatureRow>(deps.clickhouse, errorRolledDaysSql(query.siteId, { ...query.range, from: previous.range.from })),
         )
+  const rolledNow = rolled && rolledWithin(rolled, query.range)
   const [current, before, groups] = await Promise.all([
-    errorSummary(deps, query, rolled && rolledWithin(rolled, query.range)),
+    errorSummary(deps, query, rolledNow),
     errorSummary(deps, previous, rolled && rolledWithin(rolled, previous.range)),
-    errorGroups(deps, query, undefined, rolled && rolledWithin(rolled, query.range)),
+    errorGroups(deps, query, undefined, rolledNow),
   ])
   return {
     available: true,
