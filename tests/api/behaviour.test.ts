@@ -554,17 +554,18 @@ describe('clicks over rolled-up days', () => {
 })
 
 describe('errors over rolled-up days', () => {
-  /** Local hours as the site sees them, for hour buckets. */
-  const hourFormat = new Intl.DateTimeFormat('en-CA', {
-    timeZone: TZ,
-    year: 'numeric',
-    month: '2-digit',
-    day: '2-digit',
-    hour: '2-digit',
-    hourCycle: 'h23',
-  })
+  /** Site-local dates and hours, formatted once per call (a formatter is costly to make). */
+  const local = (hour: boolean) =>
+    new Intl.DateTimeFormat('en-CA', {
+      timeZone: TZ,
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      ...(hour ? { hour: '2-digit', hourCycle: 'h23' } : {}),
+    })
+  const [localDay, localHour] = [local(false), local(true)]
   const bucketOf = (interval: string) => (ts: number) =>
-    interval === 'hour' ? hourFormat.format(new Date(ts)) : interval === 'month' ? localDate(ts, TZ).slice(0, 7) : localDate(ts, TZ)
+    interval === 'hour' ? localHour.format(ts) : interval === 'month' ? localDay.format(ts).slice(0, 7) : localDay.format(ts)
   /** The window's buckets in order, found by walking it an hour at a time. */
   function windowBuckets(range: { from: string; to: string; interval: string }) {
     const bucket = bucketOf(range.interval)
@@ -575,13 +576,15 @@ describe('errors over rolled-up days', () => {
   /** The groups read over these errors: most occurrences first, ties by visitors, then by fingerprint as text. */
   function expectedGroupList(errors: ErrorHit[], range: { from: string; to: string; interval: string }, fingerprints: Map<string, string>) {
     const bucket = bucketOf(range.interval)
+    const perBucket = new Map<string, number>()
+    for (const e of errors) perBucket.set(`${e.group}|${bucket(e.ts)}`, (perBucket.get(`${e.group}|${bucket(e.ts)}`) ?? 0) + 1)
     const keys = windowBuckets(range)
     return Object.entries(expectedErrorGroups(errors))
       .map(([group, g]) => ({
         fingerprint: fingerprints.get(group)!,
         kind: 'error',
         ...g,
-        sparkline: keys.map((k) => errors.filter((e) => e.group === group && bucket(e.ts) === k).length),
+        sparkline: keys.map((k) => perBucket.get(`${group}|${k}`) ?? 0),
       }))
       .sort((a, b) => b.count - a.count || b.visitors - a.visitors || (a.fingerprint < b.fingerprint ? -1 : 1))
   }
