@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { createApiKey, createOrg } from '../../lib/accounts/admin'
 import { importHits } from '../../lib/ingest/import'
 import { clickRolledDaysSql } from '../../lib/reports/query/compile/clicks'
+import { errorRolledDaysSql } from '../../lib/reports/query/compile/errors'
 import { type SignatureRow, rolledDaysOf } from '../../lib/reports/query/plan'
 import { resolveRange } from '../../lib/reports/query/range'
 import { ROLLUP_ALL_DAYS, refreshRollups } from '../../lib/reports/rollup/refresh'
@@ -549,5 +550,156 @@ describe('clicks over rolled-up days', () => {
     await refreshRollups(services.clickhouse, services.repositories, NOW, ROLLUP_ALL_DAYS)
     expect(await rolledDays()).toEqual(rolled)
     expect(await expectReference([...fx.clicks, ...late])).toEqual(withLate)
+  })
+})
+
+describe('errors over rolled-up days', () => {
+  /** Site-local dates and hours, formatted once per call (a formatter is costly to make). */
+  const local = (hour: boolean) =>
+    new Intl.DateTimeFormat('en-CA', {
+      timeZone: TZ,
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      ...(hour ? { hour: '2-digit', hourCycle: 'h23' } : {}),
+    })
+  const [localDay, localHour] = [local(false), local(true)]
+  const bucketOf = (interval: string) => (ts: number) =>
+    interval === 'hour' ? localHour.format(ts) : interval === 'month' ? localDay.format(ts).slice(0, 7) : localDay.format(ts)
+  /** The window's buckets in order, found by walking it an hour at a time. */
+  function windowBuckets(range: { from: string; to: string; interval: string }) {
+    const bucket = bucketOf(range.interval)
+    const keys: string[] = []
+    for (let t = Date.parse(range.from); t < Date.parse(range.to); t += 3_600_000) if (keys.at(-1) !== bucket(t)) keys.push(bucket(t))
+    return keys
+  }
+  /** The groups read over these errors: most occurrences first, ties by visitors, then by fingerprint as text. */
+  function expectedGroupList(errors: ErrorHit[], range: { from: string; to: string; interval: string }, fingerprints: Map<string, string>) {
+    const bucket = bucketOf(range.interval)
+    const perBucket = new Map<string, number>()
+    for (const e of errors) perBucket.set(`${e.group}|${bucket(e.ts)}`, (perBucket.get(`${e.group}|${bucket(e.ts)}`) ?? 0) + 1)
+    const keys = windowBuckets(range)
+    return Object.entries(expectedErrorGroups(errors))
+      .map(([group, g]) => ({
+        fingerprint: fingerprints.get(group)!,
+        kind: 'error',
+        ...g,
+        sparkline: keys.map((k) => perBucket.get(`${group}|${k}`) ?? 0),
+      }))
+      .sort((a, b) => b.count - a.count || b.visitors - a.visitors || (a.fingerprint < b.fingerprint ? -1 : 1))
+  }
+
+  it('answers what events alone answer: finished days of both windows from the rollup, today and a day changed by a late error from events, filters from events', async () => {
+    const services = await testServices({ now: () => NOW })
+    const org = await createOrg(services.repositories, 'Errors rollup', NOW)
+    const key = (await createApiKey(services.repositories, { orgId: org.id, name: 'r', scope: 'read' }, NOW)).key
+    const site = newSite({ domain: 'errors.behaviour.test', timezone: TZ }, org.id, NOW)
+    await services.repositories.sites.create(site)
+    const fx = behaviourFixture(site.snippetId, site.domain, 13)
+    expect((await importHits(fx.lines, services.ingestor)).rejected).toBe(0)
+    const call = client(services)
+    const get = (path: string) => getOk(call, path, key)
+    const checkout = [{ dimension: 'path', operator: 'is', value: ['/checkout'] }]
+    const reads: { params: string; limit?: number; checkoutOnly?: boolean }[] = [
+      { params: 'range=30d' },
+      { params: 'range=7d' },
+      { params: 'range=custom&from=2026-10-01&to=2026-11-20' },
+      { params: 'range=90d&limit=2', limit: 2 },
+      { params: 'range=12mo' },
+      { params: 'range=yesterday' },
+      { params: 'range=today' },
+      { params: `range=30d&filters=${encodeURIComponent(JSON.stringify(checkout))}`, checkoutOnly: true },
+    ]
+    const answers = () => Promise.all(reads.map((r) => get(`/api/v1/errors?site_id=${site.id}&${r.params}`)))
+    /** Every read against the reference over these errors; fingerprints are the API's, found by each group's name. */
+    const expectReference = async (errors: ErrorHit[]) => {
+      const jsons = await answers()
+      const fingerprints = new Map<string, string>(
+        jsons[4].groups.map((g: { fingerprint: string; errorName: string }) => [
+          errors.find((e) => e.name === g.errorName)!.group,
+          g.fingerprint,
+        ]),
+      )
+      reads.forEach((r, i) => {
+        const { range } = jsons[i]
+        const among = errors.filter((e) => !r.checkoutOnly || e.path === '/checkout')
+        const current = within(among, range)
+        const length = Date.parse(range.to) - Date.parse(range.from)
+        const before = within(among, { from: new Date(Date.parse(range.from) - length).toISOString(), to: range.from })
+        expect(current.length, r.params).toBeGreaterThan(0)
+        expect(jsons[i].summary, r.params).toEqual(errorSummary(current))
+        expect(jsons[i].previous, r.params).toEqual(errorSummary(before))
+        expect(jsons[i].groups, r.params).toEqual(expectedGroupList(current, range, fingerprints).slice(0, r.limit ?? 100))
+      })
+      return jsons
+    }
+    // the days of the 30d window and of the one before it
+    const range = resolveRange({ range: '30d' }, TZ, NOW)
+    const both = { ...range, from: range.from.subtract({ days: 30 }) }
+    const today = localDate(NOW.getTime(), TZ)
+    const rolledDays = async () =>
+      rolledDaysOf({ range: both }, await execute<SignatureRow>(services.clickhouse, errorRolledDaysSql(site.id, both))).days
+
+    const fromEvents = await expectReference(fx.errors)
+    expect(await rolledDays()).toEqual([])
+    await refreshRollups(services.clickhouse, services.repositories, NOW, ROLLUP_ALL_DAYS)
+    // every finished day with events is rolled up, in the previous window too; today is not
+    const rolled = await rolledDays()
+    expect(rolled.length).toBeGreaterThan(45)
+    expect(rolled.filter((d) => d < range.from.toPlainDate().toString()).length).toBeGreaterThan(20)
+    expect(rolled).not.toContain(today)
+    expect(await expectReference(fx.errors)).toEqual(fromEvents)
+
+    // late errors on a rolled day (a new group, and a known one on a new page) and today: that day goes back to events
+    const lateAt = NOW.getTime() - 3 * 86_400_000
+    const lateDay = localDate(lateAt, TZ)
+    expect(rolled).toContain(lateDay)
+    const r = prng(99)
+    const render = ERROR_GROUPS[0].make(r)
+    const late: (ErrorHit & { error: object })[] = [
+      {
+        ts: lateAt,
+        ip: 0,
+        ua: 2,
+        path: '/late',
+        group: 'late',
+        error: { name: 'RangeError', message: 'Late 1', stack: 'at late (https://shop.test/late.js:1:1)' },
+      },
+      {
+        ts: lateAt + 60_000,
+        ip: 0,
+        ua: 2,
+        path: '/late',
+        group: 'late',
+        error: { name: 'RangeError', message: 'Late 2', stack: 'at late (https://shop.test/late.js:1:1)' },
+      },
+      { ts: lateAt + 120_000, ip: 1, ua: 0, path: '/late', group: 'render', error: render },
+      { ts: NOW.getTime() - 600_000, ip: 2, ua: 1, path: '/cart', group: 'render', error: ERROR_GROUPS[0].make(r) },
+    ].map((e) => ({ ...e, name: (e.error as { name: string }).name, message: (e.error as { message: string }).message }))
+    const lines = late.map((e) =>
+      JSON.stringify({
+        timestamp: new Date(e.ts).toISOString(),
+        site: site.snippetId,
+        name: 'error',
+        url: `https://${site.domain}${e.path}`,
+        ip: IPS[e.ip][0],
+        userAgent: UAS[e.ua],
+        error: e.error,
+      }),
+    )
+    expect((await importHits(lines, services.ingestor)).rejected).toBe(0)
+    const afterLate = await rolledDays()
+    expect(afterLate).not.toContain(lateDay)
+    expect(afterLate).toHaveLength(rolled.length - 1)
+    const withLate = await expectReference([...fx.errors, ...late])
+    // the new group is read from events beside the rolled days
+    expect(withLate[0].groups.find((g: { errorName: string }) => g.errorName === 'RangeError')).toMatchObject({
+      count: 2,
+      message: 'Late 2',
+    })
+    // the next refresh rolls that day up again, at its new signature: the same answers
+    await refreshRollups(services.clickhouse, services.repositories, NOW, ROLLUP_ALL_DAYS)
+    expect(await rolledDays()).toEqual(rolled)
+    expect(await expectReference([...fx.errors, ...late])).toEqual(withLate)
   })
 })

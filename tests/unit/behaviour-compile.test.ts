@@ -7,7 +7,15 @@ import {
   rolledClickSummarySql,
 } from '../../lib/reports/query/compile/clicks'
 import { asRolledDays } from '../../lib/reports/query/model'
-import { errorBreakdownSql, errorGroupsSql, errorSummarySql, recentErrorsSql } from '../../lib/reports/query/compile/errors'
+import {
+  errorBreakdownSql,
+  errorGroupsSql,
+  errorRollupInsertSql,
+  errorSummarySql,
+  recentErrorsSql,
+  rolledErrorGroupsSql,
+  rolledErrorSummarySql,
+} from '../../lib/reports/query/compile/errors'
 import { propertyKeyCountsSql, propertyValuesSql } from '../../lib/reports/query/compile/properties'
 import { render } from '../../lib/storage/clickhouse/sql'
 import type { Query } from '../../lib/reports/query/model'
@@ -87,6 +95,42 @@ describe('behaviour builders', () => {
     expect(flat(cells.sql)).toContain('ARRAY JOIN [1, 2] AS grain')
     expect(flat(dayRows.sql)).toMatch(/^INSERT INTO click_rollups .* SELECT .*, 0, day, /)
     for (const { params } of [cells, dayRows]) expect(Object.values(params)).toContainEqual(rolled.days)
+  })
+
+  it('errors over rolled-up days: the rolled days by signature from error_rollups, the others (today) from events', () => {
+    const rolled = asRolledDays([
+      { d: '2026-11-16', n: '10', s: '99' },
+      { d: '2026-11-18', n: '12', s: '7' },
+    ])
+    const summary = render(rolledErrorSummarySql(query(), rolled))
+    expect(flat(summary.sql)).toContain(
+      'SELECT grain, fingerprint AS fp, errors AS n, visitors AS v FROM error_rollups FINAL WHERE site_id = {p0:UUID}',
+    )
+    expect(flat(summary.sql)).toContain(
+      'AND grain IN (0, 1) AND (day, day_events, day_sum) IN arrayZip({p3:Array(Date)}, arrayMap(x -> toUInt64(x), {p4:Array(String)}), arrayMap(x -> toUInt64(x), {p5:Array(String)}))',
+    )
+    expect(summary.params).toMatchObject({ p3: rolled.days, p4: rolled.events, p5: rolled.sums })
+    // the window's other days as runs of days (Berlin: from 23:00 UTC the day before): the 17th, and the 19th to today
+    expect(Object.values(summary.params).filter((v) => typeof v === 'string' && v.endsWith(':00.000'))).toEqual([
+      '2026-11-16 23:00:00.000',
+      '2026-11-17 23:00:00.000',
+      '2026-11-18 23:00:00.000',
+      '2026-11-22 23:00:00.000',
+    ])
+    const groups = render(rolledErrorGroupsSql(query({ limit: 3 }), rolled))
+    expect(flat(groups.sql)).toContain('AND grain IN (1) AND (day, day_events, day_sum) IN')
+    // day buckets of the rolled days, the bucket of each event for the others
+    expect(flat(groups.sql)).toContain('map(toUnixTimestamp(toDateTime(day, {p0:String})), errors) AS buckets')
+    expect(flat(groups.sql)).toContain('sumMap(map(toUnixTimestamp(toStartOfDay(timestamp, {p0:String})), toUInt64(1)))')
+    expect(flat(groups.sql)).toMatch(
+      /GROUP BY fp ORDER BY count DESC, visitors DESC, fingerprint ASC LIMIT \{p\d+:UInt32\} SETTINGS do_not_merge_across_partitions_select_final = 1$/,
+    )
+    const [groupRows, dayRows] = errorRollupInsertSql(SITE, 'Europe/Berlin', daySpans(rolled.days, 'Europe/Berlin'), rolled).map(render)
+    expect(flat(groupRows.sql)).toMatch(
+      /^INSERT INTO error_rollups .* SELECT .*, 1, toDate\(timestamp, \{p\d+:String\}\) AS day, .* GROUP BY day, error_fingerprint HAVING has/,
+    )
+    expect(flat(dayRows.sql)).toMatch(/^INSERT INTO error_rollups .* SELECT .*, 0, day, /)
+    for (const { params } of [groupRows, dayRows]) expect(Object.values(params)).toContainEqual(rolled.days)
   })
 
   it('properties: keys without the collector prefix; one key’s values with the key bound', () => {

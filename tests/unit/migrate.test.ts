@@ -55,6 +55,7 @@ describe('ClickHouse migrations', () => {
       { version: 25, name: 'click_rollups' },
       { version: 26, name: 'filtered_flow_rollup_expiry' },
       { version: 27, name: 'ai_rollups' },
+      { version: 28, name: 'error_rollups' },
     ])
     const applied = await migrate(clickhouse, [
       ...loadMigrations(),

@@ -7,16 +7,19 @@ import {
   errorBreakdownSql,
   errorGroupsSql,
   errorPageCountSql,
+  errorRolledDaysSql,
   errorSummarySql,
   recentErrorsSql,
+  rolledErrorGroupsSql,
+  rolledErrorSummarySql,
 } from './compile/errors'
 import { COLLECTOR_PREFIX } from './compile/property-keys'
 import { propertyKeyCountsSql, propertyValuesSql } from './compile/properties'
-import type { Query } from './model'
+import type { Query, RolledDays } from './model'
 import { type ParseOptions, type ReportParams, collectorSource } from './parse'
 import type { Source } from '../../sites/source'
 import { type SignatureRow, rolledDaysOf } from './plan'
-import { buckets, previousWindow, rangeView, wholeDays } from './range'
+import { type ResolvedRange, buckets, previousWindow, rangeView, wholeDays, windowDays } from './range'
 import { type ReportDeps, prepare } from './reports'
 import { execute } from '../../storage/clickhouse/execute'
 
@@ -67,9 +70,26 @@ const shapeErrorSummary = (r: Row | undefined) => ({
 })
 const shapeCounts = (rows: Row[]) => rows.map((r) => ({ value: String(r.value), count: numberOf(r.count), visitors: numberOf(r.visitors) }))
 
-/** Error groups with a sparkline each: occurrences per bucket of the window, empty buckets zero. */
-async function errorGroups(deps: ReportDeps, query: Query, fingerprint?: string) {
-  const rows = await execute<Row>(deps.clickhouse, errorGroupsSql(query, fingerprint))
+/** The rolled days of a window among those of a wider one. */
+function rolledWithin(rolled: RolledDays, range: ResolvedRange): RolledDays {
+  const days = new Set(windowDays(range))
+  const keep = rolled.days.map((d) => days.has(d))
+  const kept = <T>(values: T[]) => values.filter((_, i) => keep[i])
+  return { days: kept(rolled.days), events: kept(rolled.events), sums: kept(rolled.sums) }
+}
+
+/** The window's error summary: from the errors rollup where some of its days are rolled up. */
+const errorSummary = (deps: ReportDeps, query: Query, rolled?: RolledDays) =>
+  execute<Row>(deps.clickhouse, rolled?.days.length ? rolledErrorSummarySql(query, rolled) : errorSummarySql(query))
+
+/**
+ * Error groups with a sparkline each: occurrences per bucket of the window, empty buckets zero.
+ * From the errors rollup where some of the window's days are rolled up and its buckets are days,
+ * weeks or months (a window of one day has hour buckets, which the rollup does not hold).
+ */
+async function errorGroups(deps: ReportDeps, query: Query, fingerprint?: string, rolled?: RolledDays) {
+  const fromRollup = fingerprint === undefined && rolled?.days.length && query.range.interval !== 'hour'
+  const rows = await execute<Row>(deps.clickhouse, fromRollup ? rolledErrorGroupsSql(query, rolled) : errorGroupsSql(query, fingerprint))
   const windowBuckets = buckets(query.range)
   return rows.map((r) => ({
     fingerprint: String(r.fingerprint),
@@ -143,10 +163,20 @@ async function errorsRead(deps: ReportDeps, site: Site, params: ErrorParams) {
     return { available: true, range: rangeView(query.range), ...(await errorDetail(deps, query, fingerprint)) }
   }
   if (!query) return { available: false, summary: ZERO_ERROR_SUMMARY, previous: ZERO_ERROR_SUMMARY, groups: [] }
+  const previous = { ...query, range: previousWindow(query.range) }
+  // an unfiltered read over whole days takes the days of both windows whose errors rollup is current from it
+  const rolled =
+    query.filters.length || !wholeDays(query.range)
+      ? undefined
+      : rolledDaysOf(
+          query,
+          await execute<SignatureRow>(deps.clickhouse, errorRolledDaysSql(query.siteId, { ...query.range, from: previous.range.from })),
+        )
+  const rolledNow = rolled && rolledWithin(rolled, query.range)
   const [current, before, groups] = await Promise.all([
-    execute<Row>(deps.clickhouse, errorSummarySql(query)),
-    execute<Row>(deps.clickhouse, errorSummarySql({ ...query, range: previousWindow(query.range) })),
-    errorGroups(deps, query),
+    errorSummary(deps, query, rolledNow),
+    errorSummary(deps, previous, rolled && rolledWithin(rolled, previous.range)),
+    errorGroups(deps, query, undefined, rolledNow),
   ])
   return {
     available: true,

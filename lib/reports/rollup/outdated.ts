@@ -5,13 +5,13 @@ import { type DaySpan, daySpans } from '../query/range'
 import { execute, executeCommand } from '../../storage/clickhouse/execute'
 import { type Fragment, raw, sql } from '../../storage/clickhouse/sql'
 
-type RollupTable = 'day_rollups' | 'flow_rollups' | 'click_rollups' | 'ai_rollups'
+type RollupTable = 'day_rollups' | 'flow_rollups' | 'click_rollups' | 'ai_rollups' | 'error_rollups'
 
 /** Days built by one build of a rollup with its own day marker: bounds its groups, and how long a read can wait behind it. */
 const MARKED_DAYS_PER_BUILD = 7
 
 /**
- * Builds a rollup table with its own day marker (flow, clicks, AI visibility) for every day `stale` names (the
+ * Builds a rollup table with its own day marker (flow, clicks, AI visibility, errors) for every day `stale` names (the
  * finished days of a window with no rows at their current signature), a few days a build, each
  * build's statements run in order and followed by dropping the table's rows of earlier builds of
  * its days. The signatures are read before the events: a hit landing in between makes the rows

@@ -11,6 +11,7 @@ import { execute, executeCommand, inBackground } from '../../storage/clickhouse/
 import type { Repositories } from '../../repositories'
 import { refreshAiRollups } from '../ai/rollup'
 import { refreshClickRollups } from './clicks'
+import { refreshErrorRollups } from './errors'
 import { refreshFlowRollups } from './flow'
 import { refreshFunnelRollups } from '../query/funnels'
 import { dropOutdatedRows } from './outdated'
@@ -87,6 +88,8 @@ async function refreshSite(
   await refreshClickRollups(clickhouse, siteId, window)
   // and the AI visibility read's (lib/reports/ai/rollup.ts)
   await refreshAiRollups(clickhouse, siteId, window)
+  // and the errors read's (lib/reports/rollup/errors.ts)
+  await refreshErrorRollups(clickhouse, siteId, window)
   // and the saved funnels' levels, which their first read would otherwise build (query/funnels.ts)
   await refreshFunnelRollups(clickhouse, repositories, siteId, window, now)
   return built

@@ -15,6 +15,7 @@ export const SITE_TABLES = [
   'flow_rollups',
   'click_rollups',
   'ai_rollups',
+  'error_rollups',
   'crawl_snapshots',
   'crawl_changes',
   'backlink_checks',

@@ -110,10 +110,15 @@ export const staleDays = (siteId: string, window: Window) =>
 
 /**
  * The rollups of their own table built by the rollup refresh (flow_rollups, click_rollups,
- * ai_rollups): each built day has a marker row, written after the day's other rows. The
- * signatures the window's built days were built from, `marker` naming the marker rows.
+ * ai_rollups, error_rollups): each built day has a marker row, written after the day's other rows.
+ * The signatures the window's built days were built from, `marker` naming the marker rows.
  */
-export const markedBuiltDays = (table: 'flow_rollups' | 'click_rollups' | 'ai_rollups', marker: Fragment, siteId: string, window: Window) =>
+export const markedBuiltDays = (
+  table: 'flow_rollups' | 'click_rollups' | 'ai_rollups' | 'error_rollups',
+  marker: Fragment,
+  siteId: string,
+  window: Window,
+) =>
   sql`SELECT day, day_events AS n, day_sum AS s FROM ${raw(table)}
     WHERE ${siteIs(siteId)} AND timezone = ${bind('String', window.timezone)} AND version = ${version()} AND ${marker}
       AND day >= ${bind('Date', window.from.toPlainDate().toString())} AND day < ${bind('Date', window.to.toPlainDate().toString())}`
