@@ -119,7 +119,7 @@ const program = new Command('bench-reports')
                 if(kind = 'click', ['button', 'a', 'div', 'img', 'a'][1 + element], ''),
                 kind = 'click' AND element IN (0, 1, 4), kind = 'click' AND element IN (2, 3) AND cityHash64(number, 7) % 2 = 0,
                 if(kind = 'error', cityHash64('bench-error', error_group), 0), if(kind = 'error', ['TypeError', 'ReferenceError', 'SyntaxError'][1 + (error_group % 3)], ''),
-                if(kind = 'error', concat('Cannot read properties of undefined (reading '', toString(error_group), '')'), '')
+                if(kind = 'error', concat('Cannot read properties of undefined (reading ''', toString(error_group), ''')'), '')
          FROM (
            SELECT number, intDiv(number, 5) AS visit,
                   toUUID({sites:Array(String)}[1 + (visit % length({sites:Array(String)}))]) AS site_id,
