@@ -5,6 +5,7 @@ import { importHits } from '../../lib/ingest/import'
 import { type Site, newSite } from '../../lib/sites/sites'
 import { visitorsByBucket } from '../../lib/reports/why/bucket-rollup'
 import type { Grain } from '../../lib/reports/why/compile'
+import type { WhyDeps } from '../../lib/reports/why/window'
 import { testServices } from '../helpers'
 import { UAS } from './report-reference'
 
@@ -69,11 +70,30 @@ describe('spike buckets from the daily rollup', () => {
     const to = Temporal.Instant.fromEpochMilliseconds(NOW.getTime()).toZonedDateTimeISO(TZ)
     return { from: to.subtract({ days: 12 }).startOfDay(), to }
   }
-  const read = async (grain: Grain) => {
+  // the statements a read ran: queries and commands (the builds)
+  let ran: { queries: number; commands: number }
+  const counted = (): WhyDeps => ({
+    now: services.now,
+    clickhouse: {
+      ...services.clickhouse,
+      query: (sql, params) => {
+        ran.queries++
+        return services.clickhouse.query(sql, params)
+      },
+      command: (sql, params) => {
+        ran.commands++
+        return services.clickhouse.command(sql, params)
+      },
+    },
+  })
+  const read = async (grain: Grain, of = site) => {
     const { from, to } = window()
-    const rows = await visitorsByBucket(services, site, grain, from, to)
-    return new Map(rows.map((r) => [Number(r.bucket), Number(r.visitors)]))
+    ran = { queries: 0, commands: 0 }
+    const { rows, first } = await visitorsByBucket(counted(), of, grain, from, to)
+    return { buckets: new Map(rows.map((r) => [Number(r.bucket), Number(r.visitors)])), first }
   }
+  // the quarter hour of the earliest hit
+  const firstQuarter = () => Math.floor(Math.min(...hits.map((h) => h.ts)) / (HOUR / 4)) * (HOUR / 4)
   const expected = (grain: Grain) => reference(hits, grain, window().from.epochMilliseconds, NOW.getTime())
   const stored = async (grain: Grain) => {
     const rows = await services.clickhouse.query<{ value: string; visitors: string }>(
@@ -99,14 +119,24 @@ describe('spike buckets from the daily rollup', () => {
       const want = expected(grain)
       // most hours have a visitor who came back within them: the counts are of visitors, not hits
       expect([...want.values()].reduce((a, b) => a + b, 0)).toBeLessThan(hits.length)
-      expect(await read(grain)).toEqual(want)
-      // the first read built the finished days (not today); their rows are the reference's buckets
+      expect(await read(grain)).toEqual({ buckets: want, first: firstQuarter() })
+      // the first read built the finished days (not today), then read them in a statement of their own
+      expect(ran).toEqual({ queries: 2, commands: 1 })
+      // their rows are the reference's buckets
       const rows = await stored(grain)
       const finished = [...want].filter(([bucket]) => bucket < today)
       expect(new Map(rows.map((r) => [Number(r.value), Number(r.visitors)]))).toEqual(new Map(finished))
-      // read again, from those rows
-      expect(await read(grain)).toEqual(want)
+      // read again, from those rows: one statement, nothing built
+      expect(await read(grain)).toEqual({ buckets: want, first: firstQuarter() })
+      expect(ran).toEqual({ queries: 1, commands: 0 })
     }
+  })
+
+  it('says a site has no first event before its first hit', async () => {
+    const empty = newSite({ domain: 'empty-buckets.test', timezone: TZ }, site.orgId, NOW)
+    await services.repositories.sites.create(empty)
+    expect(await read('hour', empty)).toEqual({ buckets: new Map(), first: null })
+    expect(ran).toEqual({ queries: 1, commands: 0 })
   })
 
   it('rebuilds a finished day that changed: a late hit counts at once', async () => {
@@ -118,6 +148,10 @@ describe('spike buckets from the daily rollup', () => {
     const result = await importHits(lines(site, late), services.ingestor)
     expect(result.rejected).toBe(0)
     hits = [...hits, ...late]
-    for (const grain of ['hour', 'day'] as const) expect(await read(grain)).toEqual(expected(grain))
+    for (const grain of ['hour', 'day'] as const) {
+      expect(await read(grain)).toEqual({ buckets: expected(grain), first: firstQuarter() })
+      // the two changed days were built again
+      expect(ran).toEqual({ queries: 2, commands: 1 })
+    }
   })
 })

@@ -1,11 +1,9 @@
 import { Temporal } from 'temporal-polyfill'
 import { execute, executeCommand } from '../../storage/clickhouse/execute'
-import { signaturesAndBuilt } from '../query/compile/day-rollups'
-import { type SignatureRow, daysOnDemand } from '../query/plan'
-import { type RolledDays, asRolledDays } from '../query/model'
+import { asRolledDays } from '../query/model'
 import { daySpans } from '../query/range'
 import type { Site } from '../../sites/sites'
-import { type Grain, bucketVisitorsInsertSql, bucketVisitorsProperty, visitorsByBucketSql } from './compile'
+import { type Grain, bucketVisitorsAndSignaturesSql, bucketVisitorsInsertSql, visitorsByBucketSql } from './compile'
 import { type WhyDeps, zoned } from './window'
 
 /**
@@ -16,12 +14,25 @@ import { type WhyDeps, zoned } from './window'
  * matches (compile/day-rollups.ts). The first read after a day finished, or changed, builds that
  * day's rows from events, as a filtered read builds its days; today and any day not whole in the
  * window are read from events. The answer is the one events alone give.
+ *
+ * The read is one statement: the stored rows of the finished days come with the signature each
+ * was built from and the days' current signatures beside them, matched here rather than looked
+ * up by a statement of their own first; it also says when the site's first event came. Only days
+ * found not built (or changed) take two more: their build, and the read of what it built.
  */
 
 /** Days built by one statement, so that a long window (`all`) does not group months of events at once. */
 const DAYS_PER_BUILD = 31
 
 type Visitors = { bucket: number | string; visitors: number | string }
+type Row = Visitors & { kind: number; d: string; n: string; s: string }
+
+export interface BucketVisitors {
+  /** A row per bucket with visitors (bucket: its start in epoch seconds). */
+  rows: Visitors[]
+  /** The quarter hour of the site's first event (epoch ms); null before any. */
+  first: number | null
+}
 
 export async function visitorsByBucket(
   deps: WhyDeps,
@@ -29,33 +40,57 @@ export async function visitorsByBucket(
   grain: Grain,
   from: Temporal.ZonedDateTime,
   to: Temporal.ZonedDateTime,
-): Promise<Visitors[]> {
+): Promise<BucketVisitors> {
   const today = zoned(deps.now().getTime(), site.timezone).startOfDay()
   // the whole finished days of the window: from its first midnight to the last one before both its end and today
   const first = from.equals(from.startOfDay()) ? from : from.add({ days: 1 }).startOfDay()
   const end = Temporal.ZonedDateTime.compare(to, today) < 0 ? to : today
   const last = end.startOfDay()
-  if (Temporal.ZonedDateTime.compare(first, last) >= 0) return read(deps, site, grain, from, to, asRolledDays([]))
-  const property = bucketVisitorsProperty(grain)
-  const window = { timezone: site.timezone, from: first, to: last }
-  const rows = await execute<SignatureRow>(deps.clickhouse, signaturesAndBuilt(site.id, window, property, false))
-  // the lookup holds only the window's finished days: every one is taken from the rollup
-  const { missing, rolled } = daysOnDemand(rows, last.toPlainDate().toString())
-  for (let i = 0; i < missing.length; i += DAYS_PER_BUILD) {
-    const days = asRolledDays(missing.slice(i, i + DAYS_PER_BUILD))
-    await executeCommand(deps.clickhouse, bucketVisitorsInsertSql(site.id, site.timezone, grain, daySpans(days.days, site.timezone), days))
+  const finished = Temporal.ZonedDateTime.compare(first, last) < 0 ? { timezone: site.timezone, from: first, to: last } : null
+  // the rest of the window is read from events
+  const unrolled = (
+    finished
+      ? [
+          { from, to: first },
+          { from: last, to },
+        ]
+      : [{ from, to }]
+  ).filter((span) => Temporal.ZonedDateTime.compare(span.from, span.to) < 0)
+  const rows = await execute<Row>(deps.clickhouse, bucketVisitorsAndSignaturesSql(site.id, site.timezone, grain, unrolled, finished))
+  const current = new Map<string, string>()
+  let firstQuarter: number | null = null
+  for (const row of rows) {
+    const kind = Number(row.kind)
+    if (kind === 2) current.set(row.d, signatureOf(row))
+    else if (kind === 3 && Number(row.visitors) > 0) firstQuarter = Number(row.bucket) * 1000
   }
-  return read(deps, site, grain, from, to, rolled)
+  // a stored row counts while its day's events are still those it was built from
+  const counted: Visitors[] = []
+  const built = new Set<string>()
+  for (const row of rows) {
+    const kind = Number(row.kind)
+    if (kind === 0) counted.push(row)
+    else if (kind === 1 && current.get(row.d) === signatureOf(row)) {
+      counted.push(row)
+      built.add(row.d)
+    }
+  }
+  const stale = rows.filter((row) => Number(row.kind) === 2 && !built.has(row.d))
+  if (stale.length) counted.push(...(await buildAndRead(deps, site, grain, stale)))
+  return { rows: counted, first: firstQuarter }
 }
 
-/** The rows: the rolled days from the rollup, the rest of [from, to) from events. */
-function read(deps: WhyDeps, site: Site, grain: Grain, from: Temporal.ZonedDateTime, to: Temporal.ZonedDateTime, rolled: RolledDays) {
-  const unrolled: { from: Temporal.ZonedDateTime; to: Temporal.ZonedDateTime }[] = []
-  let at = from
-  for (const span of daySpans(rolled.days, site.timezone)) {
-    if (Temporal.ZonedDateTime.compare(at, span.from) < 0) unrolled.push({ from: at, to: span.from })
-    at = span.to
+const signatureOf = (row: { n: string; s: string }) => `${row.n}|${row.s}`
+
+/** Builds the rows of finished days that have none current, then reads them. */
+async function buildAndRead(deps: WhyDeps, site: Site, grain: Grain, stale: Row[]): Promise<Visitors[]> {
+  const days = [...stale].sort((a, b) => a.d.localeCompare(b.d))
+  for (let i = 0; i < days.length; i += DAYS_PER_BUILD) {
+    const built = asRolledDays(days.slice(i, i + DAYS_PER_BUILD))
+    await executeCommand(
+      deps.clickhouse,
+      bucketVisitorsInsertSql(site.id, site.timezone, grain, daySpans(built.days, site.timezone), built),
+    )
   }
-  if (Temporal.ZonedDateTime.compare(at, to) < 0) unrolled.push({ from: at, to })
-  return execute<Visitors>(deps.clickhouse, visitorsByBucketSql(site.id, site.timezone, grain, unrolled, rolled))
+  return execute<Visitors>(deps.clickhouse, visitorsByBucketSql(site.id, site.timezone, grain, [], asRolledDays(days)))
 }

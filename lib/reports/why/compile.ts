@@ -7,7 +7,7 @@ import { during, windowScope } from '../query/compile/scope'
 import { selected } from '../query/compile/selection'
 import { type Fragment, bind, empty, join, raw, sql } from '../../storage/clickhouse/sql'
 import type { RolledDays } from '../query/model'
-import { ROLLUP_VERSION, rolledRows, uint64s } from '../query/compile/day-rollups'
+import { ROLLUP_VERSION, daySignatures, rolledRows, storedRows, uint64s } from '../query/compile/day-rollups'
 import { VITAL_PERCENTILES, type VitalPercentile } from '../query/compile/vitals'
 
 /**
@@ -48,21 +48,60 @@ export function visitorsByBucketSql(
   unrolled: readonly { from: Instant; to: Instant }[],
   rolled: RolledDays,
 ): Fragment {
-  const fromEvents = unrolled.length
-    ? sql`
-SELECT toUnixTimestamp(${grainStart(grain, timezone)}) AS bucket, uniqExact(visitor_id) AS visitors
-FROM events WHERE ${site(siteId)} AND (${join(
-        unrolled.map((s) => between(s.from, s.to)),
-        ' OR ',
-      )})
-GROUP BY bucket`
-    : empty
+  const fromEvents = visitorsFromEvents(siteId, timezone, grain, unrolled)
   const fromRollup = rolled.days.length
     ? rolledRows(siteId, timezone, bucketVisitorsProperty(grain), rolled, sql`toUInt32(value) AS bucket, visitors`)
     : empty
   const parts = [fromEvents, fromRollup].filter((part) => part !== empty)
   if (!parts.length) return sql`SELECT toUInt32(0) AS bucket, toUInt64(0) AS visitors WHERE 0`
   return sql`SELECT bucket, visitors FROM (${join(parts, ' UNION ALL ')}) ORDER BY bucket`
+}
+
+/** Distinct visitors per bucket of the spans, from events; nothing without spans. */
+function visitorsFromEvents(siteId: string, timezone: string, grain: Grain, spans: readonly { from: Instant; to: Instant }[]): Fragment {
+  if (!spans.length) return empty
+  return sql`
+SELECT toUnixTimestamp(${grainStart(grain, timezone)}) AS bucket, uniqExact(visitor_id) AS visitors
+FROM events WHERE ${site(siteId)} AND (${join(
+    spans.map((s) => between(s.from, s.to)),
+    ' OR ',
+  )})
+GROUP BY bucket`
+}
+
+/**
+ * visitorsByBucketSql with the lookup of the rolled days folded in, and the site's first quarter
+ * hour, in one statement: the caller keeps the stored rows whose day's signature still matches.
+ * Rows by kind:
+ * - 0: bucket and visitors of the `unrolled` spans, from events;
+ * - 1: bucket and visitors of the stored rows of the days of `finished`, each with the signature
+ *   (d, n, s) it was built from;
+ * - 2: the current signature (d, n, s) of each of those days that has events;
+ * - 3: the site's first quarter hour as bucket (epoch seconds), with its count of quarter hours as
+ *   visitors (0: no event yet).
+ */
+export function bucketVisitorsAndSignaturesSql(
+  siteId: string,
+  timezone: string,
+  grain: Grain,
+  unrolled: readonly { from: Instant; to: Instant }[],
+  finished: Pick<ResolvedRange, 'from' | 'to' | 'timezone'> | null,
+): Fragment {
+  const fromEvents = visitorsFromEvents(siteId, timezone, grain, unrolled)
+  // the first part, always there, names the columns
+  const parts = [
+    sql`SELECT 3 AS kind, toUInt32(toUnixTimestamp(min(quarter))) AS bucket, count() AS visitors, '' AS d, toUInt64(0) AS n, toUInt64(0) AS s
+FROM event_quarters WHERE ${site(siteId)}`,
+    fromEvents === empty ? empty : sql`SELECT 0, bucket, visitors, '', toUInt64(0), toUInt64(0) FROM (${fromEvents})`,
+    finished
+      ? storedRows(siteId, finished, bucketVisitorsProperty(grain), sql`1, toUInt32(value), visitors, toString(day), day_events, day_sum`)
+      : empty,
+    finished ? sql`SELECT 2, toUInt32(0), toUInt64(0), toString(day), n, s FROM (${daySignatures(siteId, finished)})` : empty,
+  ]
+  return join(
+    parts.filter((part) => part !== empty),
+    ' UNION ALL ',
+  )
 }
 
 /**

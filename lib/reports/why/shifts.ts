@@ -2,8 +2,8 @@ import type { Temporal } from 'temporal-polyfill'
 import type { Site } from '../../sites/sites'
 import type { Grain } from './compile'
 import { visitorsByBucket } from './bucket-rollup'
-import { MAD_SCALE, median, medianAbsoluteDeviation } from './robust'
-import { type WhyDeps, firstQuarterOf, zoned } from './window'
+import { MAD_SCALE, medianAndDeviation } from './robust'
+import { type WhyDeps, zoned } from './window'
 
 /**
  * Hours or days whose visitors are far from the site's own baseline for that hour of the week
@@ -72,12 +72,11 @@ export async function judgeBuckets(
   from: Temporal.ZonedDateTime,
   to: Temporal.ZonedDateTime,
 ): Promise<JudgedBucket[]> {
-  const first = await firstQuarterOf(deps.clickhouse, site.id)
-  if (first === null) return []
-  const firstBucket = floor(zoned(first, site.timezone), grain).epochMilliseconds / 1000
   const start = floor(from, grain)
   const scanFrom = start.subtract({ weeks: SHIFT_RULE.baselineWeeks })
-  const rows = await visitorsByBucket(deps, site, grain, scanFrom, to)
+  const { rows, first } = await visitorsByBucket(deps, site, grain, scanFrom, to)
+  if (first === null) return []
+  const firstBucket = floor(zoned(first, site.timezone), grain).epochMilliseconds / 1000
   const visitors = new Map(rows.map((r) => [Number(r.bucket), Number(r.visitors)]))
   // every bucket of the scan by its local wall-clock start, so that "the same hour a week before"
   // is a lookup (Temporal arithmetic per sample costs more than the query)
@@ -110,8 +109,8 @@ export async function judgeBuckets(
     const count = visitors.get(at) ?? 0
     if (at < firstBucket || baseline.length < SHIFT_RULE.minBaselineWeeks) continue
     const samples = baseline.map((s) => visitors.get(s) ?? 0)
-    const expected = median(samples)
-    const spread = Math.max(MAD_SCALE * medianAbsoluteDeviation(samples), Math.sqrt(expected), 1)
+    const { median: expected, deviation } = medianAndDeviation(samples)
+    const spread = Math.max(MAD_SCALE * deviation, Math.sqrt(expected), 1)
     const margin = Math.max(SHIFT_RULE.k * spread, SHIFT_RULE.minExcess[grain])
     const direction = count - expected >= margin ? 'up' : expected - count >= margin ? 'down' : null
     judged.push({ start: at, end, visitors: count, expected, baseline, direction })

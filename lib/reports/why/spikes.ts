@@ -106,7 +106,10 @@ export async function spikes(deps: WhyDeps & { repositories: Pick<Repositories, 
   const found = shiftsOf(judged, grain, 'up')
     .reverse()
     .slice(0, Math.min(1000, Math.max(1, params.limit ?? 100)))
-  const [sources, annotations] = await Promise.all([attribute(deps, site, grain, found), deps.repositories.annotations.list(site.id)])
+  // a window without spikes has no sources to attribute nor annotations to attach
+  const [sources, annotations] = found.length
+    ? await Promise.all([attribute(deps, site, grain, found), deps.repositories.annotations.list(site.id)])
+    : [[], []]
   const attached = attachedSources(annotations)
   const at = (seconds: number) => isoLocal(zoned(seconds * 1000, site.timezone))
   return {

@@ -2,9 +2,7 @@ import { Temporal } from 'temporal-polyfill'
 import type { RangeName } from '../dimensions'
 import type { ClickHouse } from '../../storage/clickhouse/types'
 import { type ResolvedRange, resolveRange } from '../query/range'
-import { execute } from '../../storage/clickhouse/execute'
 import { firstEventAt } from '../query/site-events'
-import { bind, sql } from '../../storage/clickhouse/sql'
 import type { Site } from '../../sites/sites'
 
 /** What the "why traffic changed" reads use: the engine, the store and the clock. */
@@ -27,18 +25,6 @@ export async function windowOf(deps: WhyDeps, site: Site, params: WindowParams, 
 
 /** These reads count the collector's own events; a site without that source has none here. */
 export const readsEvents = (site: Site) => site.sources.includes('standalone')
-
-/**
- * The quarter hour of the site's first event (epoch ms), from the per-quarter counts rather than
- * the events; null before any.
- */
-export async function firstQuarterOf(clickhouse: ClickHouse, siteId: string): Promise<number | null> {
-  const [row] = await execute<{ n: string; first: string }>(
-    clickhouse,
-    sql`SELECT count() AS n, toUnixTimestamp(min(quarter)) AS first FROM event_quarters WHERE site_id = ${bind('UUID', siteId)}`,
-  )
-  return row && Number(row.n) > 0 ? Number(row.first) * 1000 : null
-}
 
 export const zoned = (epochMs: number, timezone: string) => Temporal.Instant.fromEpochMilliseconds(epochMs).toZonedDateTimeISO(timezone)
 

@@ -39,6 +39,18 @@ export function rolledRows(
 }
 
 /**
+ * The stored rows of one property on the window's days, whichever signature each was built from
+ * (its day, day_events and day_sum): for a read that matches them against the days' current
+ * signatures itself, taken in the same statement (daySignatures) instead of looked up first.
+ */
+export function storedRows(siteId: string, window: Window, property: string, columns: Fragment): Fragment {
+  return sql`SELECT ${columns}
+  FROM day_rollups FINAL
+  WHERE ${siteIs(siteId)} AND timezone = ${bind('String', window.timezone)} AND version = ${version()} AND ${propertyIs(property)}
+    AND day >= ${bind('Date', window.from.toPlainDate().toString())} AND day < ${bind('Date', window.to.toPlainDate().toString())}`
+}
+
+/**
  * The partial rollup's rows of one property: the day's visits begun before its cutoff, visitors as
  * a uniqExact state (lib/reports/rollup/partial.ts).
  */
