@@ -66,7 +66,8 @@ export function mountHotPaths(app: Hono, endpoints: Endpoint[], services: Servic
 
     const serve = (c: Context) => {
       const started = performance.now()
-      const id = tracer.begin(c.req.raw, c.req.header(REQUEST_ID_HEADER))
+      // the trace is registered when a failure is answered (failed), not for every request
+      const id = tracer.idOf(c.req.raw, c.req.header(REQUEST_ID_HEADER))
       // the middleware records what it answers before routing (while migrating) as `unmatched`
       let label = route
       const done = (answer: Response) => {
@@ -79,7 +80,7 @@ export function mountHotPaths(app: Hono, endpoints: Endpoint[], services: Servic
         try {
           answer = answerOf(await pending, id)
         } catch (err) {
-          answer = failed(c, err, id, exposed)
+          answer = failed(c, err, id, exposed, tracer)
         }
         return done(answer)
       }
@@ -96,7 +97,7 @@ export function mountHotPaths(app: Hono, endpoints: Endpoint[], services: Servic
         if (result instanceof Promise) return settle(result)
         answer = answerOf(result, id)
       } catch (err) {
-        answer = failed(c, err, id, exposed)
+        answer = failed(c, err, id, exposed, tracer)
       }
       return done(answer)
     }
@@ -112,7 +113,9 @@ export function mountHotPaths(app: Hono, endpoints: Endpoint[], services: Servic
 }
 
 /** A failure answered as the app answers it, with the headers the middleware would have set. */
-function failed(c: Context, err: unknown, id: string, exposed: string | undefined) {
+function failed(c: Context, err: unknown, id: string, exposed: string | undefined, tracer: RequestTracer) {
+  // an unknown failure is logged under the request's id (asApiError reads it from the trace)
+  tracer.keep(c.req.raw, id)
   c.header(REQUEST_ID_HEADER, id)
   c.header('Access-Control-Allow-Origin', '*')
   if (exposed) c.header('Access-Control-Expose-Headers', exposed)

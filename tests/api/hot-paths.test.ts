@@ -148,6 +148,41 @@ describe('the hot paths answer as the middleware does', () => {
     expect((await both('/api/event/', post(hit()))).status).toBe(202)
   })
 
+  it('an unknown failure: 500 naming the request id, logged under the same id', async () => {
+    const submit = t.services.ingestor.submit
+    t.services.ingestor.submit = () => Promise.reject(new Error('the store fell over'))
+    try {
+      for (const which of ['lean', 'general'] as const) {
+        into = which
+        const before = logged[which].length
+        const res = await (which === 'lean' ? lean : general).request('http://api.test/api/event', post(hit()))
+        const id = res.headers.get('x-request-id')
+        expect(res.status).toBe(500)
+        expect(await res.json()).toEqual({ error: `internal error (request ${id})` })
+        const errors = logged[which].slice(before).filter((l) => l.level === 'error')
+        expect(errors).toMatchObject([{ requestId: id, path: '/api/event', error: expect.stringContaining('the store fell over') }])
+      }
+      // at `info` the lean transport registers a request's trace only when it answers a failure
+      const metrics = t.services.metrics
+      t.services.metrics = undefined
+      try {
+        const lines: Record<string, unknown>[] = []
+        const info = createApp(t.services, { level: 'info', write: (line) => lines.push(JSON.parse(line)) })
+        const res = await info.request('http://api.test/api/event', post(hit()))
+        const id = res.headers.get('x-request-id')
+        expect(await res.json()).toEqual({ error: `internal error (request ${id})` })
+        expect(lines.map((l) => [l.level, l.requestId])).toEqual([
+          ['error', id],
+          ['info', id],
+        ])
+      } finally {
+        t.services.metrics = metrics
+      }
+    } finally {
+      t.services.ingestor.submit = submit
+    }
+  })
+
   it('what still goes through the middleware: preflight, a wrong method', async () => {
     const preflight = await both('/api/event', { method: 'OPTIONS', headers: { 'access-control-request-headers': 'content-type' } })
     expect(preflight.status).toBe(204)
