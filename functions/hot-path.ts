@@ -56,12 +56,15 @@ export function mountHotPaths(app: Hono, endpoints: Endpoint[], services: Servic
         headers['content-length'] = '0'
         return new Response(null, { status, headers })
       }
-      if (result instanceof SerializedAnswer) return new Response(result.text, { status, headers: { ...headers, ...result.headers } })
+      // added to the one object, not spread into a new one: an object spread of two objects was
+      // about 4 µs of a cached count's 25 (the object it makes is slow to build and to write)
+      if (result instanceof SerializedAnswer) return new Response(result.text, { status, headers: Object.assign(headers, result.headers) })
       if (result instanceof Response) {
         for (const [name, value] of result.headers) headers[name] = value
         return new Response(result.body, { status: result.status, headers })
       }
-      return new Response(JSON.stringify(result), { status, headers: { ...headers, 'Content-Type': 'application/json' } })
+      headers['Content-Type'] = 'application/json'
+      return new Response(JSON.stringify(result), { status, headers })
     }
 
     /** Logs and counts a request's answer, as the middleware does. */
