@@ -94,13 +94,13 @@ export interface Endpoint<P extends AnyObject = AnyObject, B extends z.ZodType =
   keyInUrl?: boolean
   /**
    * The answer's data; a whole Response where the endpoint writes its own (scripts, MCP); a
-   * SerializedAnswer for a cached body; nothing for an empty answer.
+   * SerializedAnswer for a cached body; nothing for an empty answer. A hot path may answer at once
+   * (not a promise): its transport then writes the answer in the turn the request came in.
    */
-  handler(
-    ctx: EndpointContext,
-    input: { params: z.infer<P>; body: z.infer<B> },
-  ): Promise<z.input<R> | Response | SerializedAnswer | undefined>
+  handler(ctx: EndpointContext, input: { params: z.infer<P>; body: z.infer<B> }): Answer<R> | Promise<Answer<R>>
 }
+
+type Answer<R extends z.ZodType> = z.input<R> | Response | SerializedAnswer | undefined
 
 /** What a settings write or any other small JSON body needs. */
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024

@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { LIVE_WINDOWS, type LiveAnswer, liveParams } from '../lib/sites/public-live'
-import { publicLiveCount } from '../lib/sites/public-live-count'
+import { publicLiveCount, repeatedLiveCount } from '../lib/sites/public-live-count'
 import { TRACKER_FILES } from '../lib/tracker/bundle.generated'
 import { SerializedAnswer, defineEndpoint } from './endpoint'
 
@@ -53,10 +53,13 @@ export const publicEndpoints = [
       })
       .partial(),
     response: liveAnswerSchema,
-    async handler({ services, request }) {
+    handler({ services, request }) {
       // the query alone: parsing the whole URL is a measurable share of a cached answer
       const q = request.url.indexOf('?')
-      return answer(await publicLiveCount(services, new URLSearchParams(q < 0 ? '' : request.url.slice(q + 1))))
+      const query = new URLSearchParams(q < 0 ? '' : request.url.slice(q + 1))
+      // a repeat within the TTL is answered at once, without a promise
+      const repeat = repeatedLiveCount(services, query)
+      return repeat ? answer(repeat) : publicLiveCount(services, query).then(answer)
     },
   }),
   defineEndpoint({

@@ -74,12 +74,32 @@ export const KEY_PREFIX_VAR = 'keyPrefix'
 
 const noDebug = () => {}
 
+let isoMs = 0
+let iso = ''
+/** The time as toISOString writes it, formatted once per millisecond: many requests' lines share one. */
+function isoNow(): string {
+  const now = Date.now()
+  if (now !== isoMs) {
+    isoMs = now
+    iso = new Date(now).toISOString()
+  }
+  return iso
+}
+
 /** What every request's answer goes through: its id and trace first, its line once answered. */
 export interface RequestTracer {
   /** Whether a line is written per request (`info` and `debug`). */
   readonly logRequests: boolean
   /** Registers the request's trace; returns its id: the caller's own when given and plain, else a fresh one. */
   begin(request: Request, given: string | null | undefined): string
+  /**
+   * The request's id as `begin` gives it, its trace registered only where a handler may write to
+   * it without failing (debug lines, at `debug`). A transport that registers it with `keep` before
+   * answering a failure gives the same lines as `begin`, without a registration per request.
+   */
+  idOf(request: Request, given: string | null | undefined): string
+  /** Registers the trace of a request whose id `idOf` gave. */
+  keep(request: Request, id: string): void
   /** The request's line: `started` is `performance.now()` when it came in. */
   line(request: { method: string; url: string; path: string }, status: number, started: number, id: string, keyPrefix?: string): void
 }
@@ -89,23 +109,33 @@ export function requestTracer({ level, write = writeDefault }: LogOptions): Requ
     level === 'silent'
       ? () => {}
       : (fields: Record<string, unknown>) => write(JSON.stringify({ time: new Date().toISOString(), level: 'error', ...fields }))
+  // a WeakMap entry per request is a measurable share of a hot path's CPU (the collector's, the public count's)
+  const keep = (request: Request, id: string) => {
+    const debug =
+      level === 'debug'
+        ? (fields: Record<string, unknown>) =>
+            write(JSON.stringify({ time: new Date().toISOString(), level: 'debug', ...fields, requestId: id }))
+        : noDebug
+    traces.set(request, { id, logError, debug })
+  }
   return {
     logRequests: level === 'info' || level === 'debug',
     begin(request, given) {
       const id = given && SANE_ID.test(given) ? given : crypto.randomUUID()
-      const debug =
-        level === 'debug'
-          ? (fields: Record<string, unknown>) =>
-              write(JSON.stringify({ time: new Date().toISOString(), level: 'debug', ...fields, requestId: id }))
-          : noDebug
-      traces.set(request, { id, logError, debug })
+      keep(request, id)
       return id
     },
+    idOf(request, given) {
+      const id = given && SANE_ID.test(given) ? given : crypto.randomUUID()
+      if (level === 'debug') keep(request, id)
+      return id
+    },
+    keep,
     line({ method, url, path }, status, started, id, keyPrefix) {
       // built by hand: JSON.stringify of an object is a measurable share of a collector request
       const ms = Math.round((performance.now() - started) * 10) / 10
       write(
-        `{"time":"${new Date().toISOString()}","level":"info","method":${JSON.stringify(method)},"path":${JSON.stringify(loggedPath(url, path))},"status":${status},"ms":${ms},"requestId":"${id}"${keyPrefix ? `,"keyPrefix":${JSON.stringify(keyPrefix)}` : ''}}`,
+        `{"time":"${isoNow()}","level":"info","method":${JSON.stringify(method)},"path":${JSON.stringify(loggedPath(url, path))},"status":${status},"ms":${ms},"requestId":"${id}"${keyPrefix ? `,"keyPrefix":${JSON.stringify(keyPrefix)}` : ''}}`,
       )
     },
   }

@@ -80,15 +80,19 @@ async function benchServer() {
     { level: 'info', write: batchedLines({ write: (chunk: string) => writeSync(discarded, chunk) }).write },
     { compress: true },
   )
-  const outer = new Hono()
-  outer.get('/bare', (c) => c.json({ ok: true }))
-  outer.get('/bench/engine-queries', (c) => c.json({ engineQueries }))
-  outer.route('/', app)
-  const server = serve({ fetch: outer.fetch, port: 0, hostname: '127.0.0.1' })
-  await new Promise((r) => server.once('listening', r))
-  process.stdout.write(
-    `${JSON.stringify({ base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, snippet: site.snippetId, key })}\n`,
-  )
+  // the app served as the Node server serves it (its own fetch), and the bare route by a Hono app
+  // of its own, in the same process: each request meets one router, its own app's
+  const bare = new Hono()
+  bare.get('/bare', (c) => c.json({ ok: true }))
+  bare.get('/bench/engine-queries', (c) => c.json({ engineQueries }))
+  const listen = async (fetch: typeof app.fetch) => {
+    const server = serve({ fetch, port: 0, hostname: '127.0.0.1' })
+    await new Promise((r) => server.once('listening', r))
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  }
+  const base = await listen(app.fetch)
+  const bareBase = await listen(bare.fetch)
+  process.stdout.write(`${JSON.stringify({ base, bareBase, snippet: site.snippetId, key })}\n`)
 }
 
 /** A path asked with headers. */
@@ -99,7 +103,7 @@ interface Target {
 
 async function drive(opts: { duration: string; rounds: string }) {
   const child = spawn(process.execPath, ['--import', 'tsx', process.argv[1], 'serve'], { stdio: ['ignore', 'pipe', 'inherit'] })
-  const { base, snippet, key } = JSON.parse(
+  const { base, bareBase, snippet, key } = JSON.parse(
     await new Promise<string>((resolve) => createInterface({ input: child.stdout! }).once('line', resolve)),
   )
   const duration = Number(opts.duration)
@@ -107,7 +111,7 @@ async function drive(opts: { duration: string; rounds: string }) {
   const run = async (target: string | Target, connections: number, seconds: number) => {
     const { path, headers } = typeof target === 'string' ? { path: target, headers: {} } : target
     const before = cpuSeconds(child.pid!)
-    const result = await autocannon({ url: base + path, connections, duration: seconds, headers })
+    const result = await autocannon({ url: (path === '/bare' ? bareBase : base) + path, connections, duration: seconds, headers })
     const after = cpuSeconds(child.pid!)
     return {
       requests: result.requests.total,
@@ -152,9 +156,9 @@ async function drive(opts: { duration: string; rounds: string }) {
   const cpuPerRequest = (name: keyof typeof targets) => totals[name].cpuMicros / totals[name].requests
   const mainPerRequest = (name: keyof typeof targets) => totals[name].mainMicros / totals[name].requests
   const each = (value: (name: keyof typeof targets) => number) => Object.fromEntries(names.map((n) => [n, +value(n).toFixed(1)]))
-  const before = ((await (await fetch(`${base}/bench/engine-queries`)).json()) as { engineQueries: number }).engineQueries
+  const before = ((await (await fetch(`${bareBase}/bench/engine-queries`)).json()) as { engineQueries: number }).engineQueries
   const polling = await run(live, 1000, duration)
-  const after = ((await (await fetch(`${base}/bench/engine-queries`)).json()) as { engineQueries: number }).engineQueries
+  const after = ((await (await fetch(`${bareBase}/bench/engine-queries`)).json()) as { engineQueries: number }).engineQueries
   child.kill()
   process.stdout.write(
     `${JSON.stringify(

@@ -2,6 +2,7 @@ import { ApiError, describeZodError } from '../errors'
 import { firstEventAt } from '../reports/query/site-events'
 import { rangeView, resolveRange } from '../reports/query/range'
 import type { Services } from '../services'
+import type { Site } from './sites'
 import { ga4LiveCounts } from '../integrations/ga4/realtime'
 import {
   DISTINCT_WINDOWS_PER_MINUTE,
@@ -49,6 +50,24 @@ function asAsked(live: LiveAnswer, name: string, explicitRange: boolean): LiveAn
 }
 
 /**
+ * The question as asked, under the site's current dial: a repeat within the TTL is answered
+ * before validation and range arithmetic (it was valid and admitted when first answered).
+ */
+const askedKey = (site: Site, query: URLSearchParams) =>
+  `asked|${site.id}|${site.sharing.publicCounts}|${site.sharing.publicCountsDial}|${query.get('range') ?? ''}|${query.get('from') ?? ''}|${query.get('to') ?? ''}`
+
+/**
+ * The cached answer to a repeat, when the site's record and the answer are both at hand without
+ * waiting (in process on Node); undefined otherwise, and publicLiveCount answers. Answered this
+ * way, the request is served in the turn it came in: no promise between the request and its write.
+ */
+export function repeatedLiveCount(services: Services, query: URLSearchParams): LiveAnswer | undefined {
+  const snippet = query.get('site')
+  const site = snippet && services.liveCache.peek ? services.sites.cachedBySnippet(snippet) : undefined
+  return site ? services.liveCache.peek!(askedKey(site, query)) : undefined
+}
+
+/**
  * GET /api/public/live: a site's public count for the question `query` asks. Polled by every
  * visitor of every page with a badge: answers are cached for their TTL, concurrent misses share
  * one engine query, and unknown, unpublished and out-of-dial questions all get the same 404.
@@ -56,13 +75,9 @@ function asAsked(live: LiveAnswer, name: string, explicitRange: boolean): LiveAn
 export async function publicLiveCount(services: Services, query: URLSearchParams): Promise<LiveAnswer> {
   const coalesce = services.sharedProcess === true
   const { inflight } = liveState(services)
-  // the question as asked, under the site's current dial: a repeat within the TTL is answered
-  // before validation and range arithmetic (it was valid and admitted when first answered)
   const snippet = query.get('site')
   const site = snippet ? await services.sites.bySnippet(snippet) : null
-  const asked =
-    site &&
-    `asked|${site.id}|${site.sharing.publicCounts}|${site.sharing.publicCountsDial}|${query.get('range') ?? ''}|${query.get('from') ?? ''}|${query.get('to') ?? ''}`
+  const asked = site && askedKey(site, query)
   const repeat = asked ? await services.liveCache.get(asked) : undefined
   if (repeat) return repeat
 

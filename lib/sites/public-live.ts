@@ -77,20 +77,24 @@ export const NOT_FOUND = new ApiError(404, 'not found')
 export interface LiveCache {
   get(key: string): Promise<LiveAnswer | undefined>
   put(key: string, answer: LiveAnswer): Promise<void>
+  /** The same as `get` without waiting, where the cache can tell at once (in process). */
+  peek?(key: string): LiveAnswer | undefined
 }
 
 export function memoryLiveCache(now: () => number = Date.now): LiveCache {
   const entries = new Map<string, { answer: LiveAnswer; expires: number }>()
+  const peek = (key: string) => {
+    const entry = entries.get(key)
+    if (!entry) return undefined
+    if (entry.expires <= now()) {
+      entries.delete(key)
+      return undefined
+    }
+    return entry.answer
+  }
   return {
-    async get(key) {
-      const entry = entries.get(key)
-      if (!entry) return undefined
-      if (entry.expires <= now()) {
-        entries.delete(key)
-        return undefined
-      }
-      return entry.answer
-    },
+    peek,
+    get: async (key) => peek(key),
     async put(key, answer) {
       if (entries.size > 50_000) entries.clear()
       entries.set(key, { answer, expires: now() + answer.ttl * 1000 })

@@ -58,9 +58,17 @@ export class SiteDirectory {
 
   /** The site of a snippet id, from the cache when there. */
   bySnippet(snippetId: string): Promise<Site | null> {
+    const site = this.cachedBySnippet(snippetId)
+    return site === undefined ? this.readBySnippet(snippetId) : Promise.resolve(site)
+  }
+
+  /**
+   * The site of a snippet id when the cache holds it (null: there is none), undefined when it
+   * must be read: lets the public count answer a repeat without waiting on anything.
+   */
+  cachedBySnippet(snippetId: string): Site | null | undefined {
     const entry = this.cached.get(snippetId)
-    if (entry && this.clock() - entry.at < this.cacheMs) return Promise.resolve(entry.site)
-    return this.readBySnippet(snippetId)
+    return entry && this.clock() - entry.at < this.cacheMs ? entry.site : undefined
   }
 
   /** The sites of these snippet ids, each looked up once. */

@@ -21,7 +21,8 @@ describe('the hot paths answer as the middleware does', () => {
   let into: 'lean' | 'general' = 'lean'
 
   beforeAll(async () => {
-    t = await harness()
+    // the site cache on, as on the Node server: a repeat of a cached count is then answered at once
+    t = await harness({ siteCacheMs: 60_000 })
     const metrics: Metrics = {
       admits: async () => false,
       render: async () => ({ contentType: 'text/plain', body: '' }),
@@ -124,6 +125,62 @@ describe('the hot paths answer as the middleware does', () => {
     expect((await both('/api/public/live?site=nosuchsite')).status).toBe(404)
     expect((await both(`/api/public/live?site=${t.a.site.snippetId}&range=forever`)).status).toBe(400)
     expect((await both('/api/public/live/?site=nosuchsite')).status).toBe(404)
+  })
+
+  it('a repeat of a cached count is answered at once (no promise), the same as the middleware answers it', async () => {
+    const path = `/api/public/live?site=${t.a.site.snippetId}&range=today`
+    const first = await both(path)
+    expect(first.status).toBe(200)
+    into = 'lean'
+    const repeat = lean.fetch(new Request(`http://api.test${path}`))
+    // the Node adapter writes an answer it gets at once in the same turn; a promise costs it a close handler and an async write
+    expect(repeat).toBeInstanceOf(Response)
+    expect(await (repeat as Response).text()).toBe(first.body)
+    into = 'general'
+    expect(await (await general.fetch(new Request(`http://api.test${path}`))).text()).toBe(first.body)
+    const again = await both(path)
+    expect(again.body).toBe(first.body)
+    expect(again.headers).toEqual(first.headers)
+    // HEAD and a trailing slash reach the same route, as in the app's router
+    const head = await both(path, { method: 'HEAD' })
+    expect([head.status, head.body, head.headers['cache-control']]).toEqual([200, '', 'public, max-age=60'])
+    expect((await both(`/api/public/live/?site=${t.a.site.snippetId}&range=today`)).body).toBe(first.body)
+    expect((await both('/api/event/', post(hit()))).status).toBe(202)
+  })
+
+  it('an unknown failure: 500 naming the request id, logged under the same id', async () => {
+    const submit = t.services.ingestor.submit
+    t.services.ingestor.submit = () => Promise.reject(new Error('the store fell over'))
+    try {
+      for (const which of ['lean', 'general'] as const) {
+        into = which
+        const before = logged[which].length
+        const res = await (which === 'lean' ? lean : general).request('http://api.test/api/event', post(hit()))
+        const id = res.headers.get('x-request-id')
+        expect(res.status).toBe(500)
+        expect(await res.json()).toEqual({ error: `internal error (request ${id})` })
+        const errors = logged[which].slice(before).filter((l) => l.level === 'error')
+        expect(errors).toMatchObject([{ requestId: id, path: '/api/event', error: expect.stringContaining('the store fell over') }])
+      }
+      // at `info` the lean transport registers a request's trace only when it answers a failure
+      const metrics = t.services.metrics
+      t.services.metrics = undefined
+      try {
+        const lines: Record<string, unknown>[] = []
+        const info = createApp(t.services, { level: 'info', write: (line) => lines.push(JSON.parse(line)) })
+        const res = await info.request('http://api.test/api/event', post(hit()))
+        const id = res.headers.get('x-request-id')
+        expect(await res.json()).toEqual({ error: `internal error (request ${id})` })
+        expect(lines.map((l) => [l.level, l.requestId])).toEqual([
+          ['error', id],
+          ['info', id],
+        ])
+      } finally {
+        t.services.metrics = metrics
+      }
+    } finally {
+      t.services.ingestor.submit = submit
+    }
   })
 
   it('what still goes through the middleware: preflight, a wrong method', async () => {
