@@ -7,7 +7,7 @@ import { during, windowScope } from '../query/compile/scope'
 import { selected } from '../query/compile/selection'
 import { type Fragment, bind, empty, join, raw, sql } from '../../storage/clickhouse/sql'
 import type { RolledDays } from '../query/model'
-import { ROLLUP_VERSION, daySignatures, rolledRows, storedRows, uint64s } from '../query/compile/day-rollups'
+import { ROLLUP_VERSION, daySignatures, rolledRows, storedRows, signatureOf } from '../query/compile/day-rollups'
 import { VITAL_PERCENTILES, type VitalPercentile } from '../query/compile/vitals'
 
 /**
@@ -121,7 +121,7 @@ export function bucketVisitorsInsertSql(
   return sql`
 INSERT INTO day_rollups (site_id, timezone, version, property, day, day_events, day_sum, value, visitors)
 SELECT ${bind('UUID', siteId)}, ${tz}, ${bind('UInt16', ROLLUP_VERSION)}, ${bind('String', bucketVisitorsProperty(grain))}, day,
-       transform(day, ${dayList}, ${uint64s(days.events)}, toUInt64(0)), transform(day, ${dayList}, ${uint64s(days.sums)}, toUInt64(0)),
+       ${signatureOf(days)},
        toString(bucket), visitors
 FROM (
   SELECT toDate(timestamp, ${tz}) AS day, toUnixTimestamp(${grainStart(grain, timezone)}) AS bucket, uniqExact(visitor_id) AS visitors

@@ -1,6 +1,6 @@
 import type { Query, RolledDays } from '../model'
 import { type DaySpan, type ResolvedRange, rawDaySpans } from '../range'
-import { ROLLUP_VERSION, markedBuiltDays, markedRolledDaysSql, markedStaleDaysSql, uint64s } from './day-rollups'
+import { ROLLUP_VERSION, markedBuiltDays, markedRolledDaysSql, markedStaleDaysSql, atSignature, signatureOf } from './day-rollups'
 import { mostFrequentCounted } from './most-frequent'
 import { localDay } from './rows'
 import { type Scope, daySpansScope, queryWindow, siteIs } from './scope'
@@ -70,7 +70,7 @@ const clickRollupOf = (siteId: string, timezone: string) =>
 /** The rows of one grain on the rolled days whose signature still matches. */
 const rolledClickRows = (query: Query, rolled: RolledDays, grain: keyof typeof GRAIN) => sql`FROM click_rollups FINAL
     WHERE ${clickRollupOf(query.siteId, query.range.timezone)} AND grain = ${raw(String(GRAIN[grain]))}
-      AND (day, day_events, day_sum) IN arrayZip(${bind('Array(Date)', rolled.days)}, ${uint64s(rolled.events)}, ${uint64s(rolled.sums)})`
+      AND ${atSignature(rolled)}`
 
 /** The clicks of the window's days not rolled up (today, a day changed since its build). */
 const unrolledClicks = (query: Query, rolled: RolledDays) =>
@@ -138,7 +138,7 @@ export function clickRollupInsertSql(siteId: string, timezone: string, spans: Da
   const dayList = bind('Array(Date)', days.days)
   const day = localDay(timezone)
   const stamp = sql`${bind('UUID', siteId)}, ${bind('String', timezone)}, ${bind('UInt16', ROLLUP_VERSION)}`
-  const signature = sql`transform(day, ${dayList}, ${uint64s(days.events)}, toUInt64(0)), transform(day, ${dayList}, ${uint64s(days.sums)}, toUInt64(0))`
+  const signature = signatureOf(days)
   const columns = raw(
     'INSERT INTO click_rollups (site_id, timezone, version, grain, day, day_events, day_sum, selector, text, tag, url, pathname, clicks, dead_clicks, interactive, visitors)',
   )

@@ -35,7 +35,7 @@ export function rolledRows(
   return sql`SELECT ${columns}
   FROM day_rollups FINAL
   WHERE ${siteIs(siteId)} AND timezone = ${bind('String', timezone)} AND version = ${version()} AND ${propertyIs(property)}
-    AND (day, day_events, day_sum) IN arrayZip(${bind('Array(Date)', rolled.days)}, ${uint64s(rolled.events)}, ${uint64s(rolled.sums)})`
+    AND ${atSignature(rolled)}`
 }
 
 /**
@@ -149,13 +149,16 @@ export const markedRolledDaysSql = (siteId: string, window: Window, built: Fragm
 export const markedStaleDaysSql = (siteId: string, window: Window, built: Fragment, signatures = daySignatures(siteId, window)) =>
   sql`SELECT toString(day) AS d, n, s FROM (${signatures}) AS sig LEFT ANTI JOIN (${built}) AS built USING (day, n, s) ORDER BY day`
 
-/**
- * A marked rollup's rows of the site's rolled days, at their current signature, in this timezone
- * and version. The days alone too: the engine narrows the table's key by them, not by the tuples.
- */
+/** A marked rollup's rows of the site's rolled days, at their current signature, in this timezone and version. */
 export const currentRows = (siteId: string, timezone: string, rolled: RolledDays) =>
-  sql`${siteIs(siteId)} AND timezone = ${bind('String', timezone)} AND version = ${version()} AND day IN ${bind('Array(Date)', rolled.days)}
-    AND (day, day_events, day_sum) IN arrayZip(${bind('Array(Date)', rolled.days)}, ${uint64s(rolled.events)}, ${uint64s(rolled.sums)})`
+  sql`${siteIs(siteId)} AND timezone = ${bind('String', timezone)} AND version = ${version()} AND ${atSignature(rolled)}`
+
+/**
+ * A rollup's rows of the rolled days built at the signature each still has. The days alone too:
+ * the engine narrows a table's key by them, not by the tuples.
+ */
+export const atSignature = (rolled: RolledDays) =>
+  sql`day IN ${bind('Array(Date)', rolled.days)} AND (day, day_events, day_sum) IN arrayZip(${bind('Array(Date)', rolled.days)}, ${uint64s(rolled.events)}, ${uint64s(rolled.sums)})`
 
 /** A built row's signature columns (day_events, day_sum), by its `day`, from the days a build is given. */
 export function signatureOf(days: RolledDays): Fragment {

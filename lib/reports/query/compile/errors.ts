@@ -1,6 +1,6 @@
 import type { Query, RolledDays } from '../model'
 import { type DaySpan, type ResolvedRange, rawDaySpans } from '../range'
-import { ROLLUP_VERSION, markedBuiltDays, markedRolledDaysSql, markedStaleDaysSql, uint64s } from './day-rollups'
+import { ROLLUP_VERSION, markedBuiltDays, markedRolledDaysSql, markedStaleDaysSql, atSignature, signatureOf } from './day-rollups'
 import { mostFrequent, mostFrequentOfTally, tally } from './most-frequent'
 import { localDay } from './rows'
 import { type Scope, daySpansScope, queryWindow, siteIs } from './scope'
@@ -101,7 +101,7 @@ const errorRollupOf = (siteId: string, timezone: string) =>
 /** The rows of the given grains on the rolled days whose signature still matches. */
 const rolledErrorRows = (query: Query, rolled: RolledDays, grains: (keyof typeof GRAIN)[]) => sql`FROM error_rollups FINAL
     WHERE ${errorRollupOf(query.siteId, query.range.timezone)} AND grain IN (${raw(grains.map((g) => GRAIN[g]).join(', '))})
-      AND (day, day_events, day_sum) IN arrayZip(${bind('Array(Date)', rolled.days)}, ${uint64s(rolled.events)}, ${uint64s(rolled.sums)})`
+      AND ${atSignature(rolled)}`
 
 /** The errors of the window's days not rolled up (today, a day changed since its build). */
 const unrolledErrors = (query: Query, rolled: RolledDays) =>
@@ -165,7 +165,7 @@ export function errorRollupInsertSql(siteId: string, timezone: string, spans: Da
   const dayList = bind('Array(Date)', days.days)
   const day = localDay(timezone)
   const stamp = sql`${bind('UUID', siteId)}, ${bind('String', timezone)}, ${bind('UInt16', ROLLUP_VERSION)}`
-  const signature = sql`transform(day, ${dayList}, ${uint64s(days.events)}, toUInt64(0)), transform(day, ${dayList}, ${uint64s(days.sums)}, toUInt64(0))`
+  const signature = signatureOf(days)
   const background = raw(`SETTINGS priority = ${BACKGROUND_PRIORITY}`)
   return [
     sql`

@@ -1,6 +1,6 @@
 import type { Query, RolledDays } from '../model'
 import { type DaySpan, type ResolvedRange, rawDaySpans } from '../range'
-import { ROLLUP_VERSION, markedBuiltDays, markedRolledDaysSql, markedStaleDaysSql, uint64s } from './day-rollups'
+import { ROLLUP_VERSION, markedBuiltDays, markedRolledDaysSql, markedStaleDaysSql, atSignature, signatureOf } from './day-rollups'
 import { type Scope, daySpansScope, queryWindow, siteIs } from './scope'
 import { selected } from './selection'
 import { BACKGROUND_PRIORITY } from '../../../storage/clickhouse/execute'
@@ -186,7 +186,7 @@ export function rolledFlowSql(query: Query, anchor: FlowAnchor, before: number, 
     : sql`CAST([], 'Array(Tuple(Int32, String, UInt64, UInt64, UInt64, Array(Tuple(String, UInt64))))')`
   const rolledRows = sql`FROM flow_rollups FINAL
     WHERE ${flowRollupOf(query.siteId, query.range.timezone)} AND anchor = ${bind('String', rolled.filtersKey ?? anchorOf(anchor))}
-      AND (day, day_events, day_sum) IN arrayZip(${bind('Array(Date)', rolled.days)}, ${uint64s(rolled.events)}, ${uint64s(rolled.sums)})
+      AND ${atSignature(rolled)}
       AND step >= -${bind('UInt32', before)} AND step <= ${last}`
   const unrolledRows = sql`FROM (SELECT arrayJoin(unrolled) AS n)`
   const nodes = sql`SELECT step, path, sum(visits) AS visits, sum(exits) AS exits, sum(opens) AS opens FROM (
@@ -243,7 +243,7 @@ export function flowRollupInsertSql(
   const tz = bind('String', timezone)
   const dayList = bind('Array(Date)', days.days)
   const stamp = sql`${bind('UUID', siteId)}, ${tz}, ${bind('UInt16', ROLLUP_VERSION)}`
-  const signature = sql`transform(day, ${dayList}, ${uint64s(days.events)}, toUInt64(0)), transform(day, ${dayList}, ${uint64s(days.sums)}, toUInt64(0))`
+  const signature = signatureOf(days)
   const depth = bind('UInt16', FLOW_MAX_DEPTH)
   // the cell of the page at index i, anchored at index a: (anchor, step, page, next page, whether the visit opens there)
   const cell = (anchorPath: Fragment | Bound, a: Fragment) =>

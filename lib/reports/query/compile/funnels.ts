@@ -5,7 +5,7 @@ import { goalCondition } from './filters'
 import { goalEventName } from './goals'
 import { type Scope, daySpansScope, queryWindow } from './scope'
 import { selected, unrolledScope } from './selection'
-import { ROLLUP_VERSION, rolledRows, uint64s } from './day-rollups'
+import { ROLLUP_VERSION, rolledRows, signatureOf } from './day-rollups'
 import { localDay } from './rows'
 import { daySpans } from '../range'
 import { type Fragment, bind, empty, join, raw, sql } from '../../../storage/clickhouse/sql'
@@ -105,7 +105,7 @@ export function funnelRollupInsertSql(query: Query, steps: readonly FunnelStep[]
   return sql`
 INSERT INTO day_rollups (site_id, timezone, version, property, day, day_events, day_sum, value, visitors, visits, pageviews, events, bounces, duration_ms)
 SELECT ${bind('UUID', query.siteId)}, ${bind('String', timezone)}, ${bind('UInt16', ROLLUP_VERSION)}, ${bind('String', key)}, day,
-       transform(day, ${dayList}, ${uint64s(days.events)}, toUInt64(0)), transform(day, ${dayList}, ${uint64s(days.sums)}, toUInt64(0)),
+       ${signatureOf(days)},
        value, sum(visitors), 0, 0, 0, 0, 0
 FROM (
   SELECT day, toString(level) AS value, visitors FROM (${levels})

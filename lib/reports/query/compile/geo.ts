@@ -1,6 +1,6 @@
 import type { Query, RolledDays } from '../model'
 import type { DaySpan } from '../range'
-import { ROLLUP_VERSION, rolledRows, uint64s } from './day-rollups'
+import { ROLLUP_VERSION, rolledRows, signatureOf } from './day-rollups'
 import { localDay } from './rows'
 import { type Scope, daySpansScope, queryWindow } from './scope'
 import { selected } from './selection'
@@ -93,7 +93,7 @@ export function geoRollupInsertSql(
   return sql`
 INSERT INTO day_rollups (site_id, timezone, version, property, day, day_events, day_sum, value, visitors, visits, pageviews, events, bounces, duration_ms, located, lat_sum, lon_sum)
 SELECT ${bind('UUID', siteId)}, ${bind('String', timezone)}, ${bind('UInt16', ROLLUP_VERSION)}, ${bind('String', geoRollupProperty(granularity))}, day,
-       transform(day, ${dayList}, ${uint64s(days.events)}, toUInt64(0)), transform(day, ${dayList}, ${uint64s(days.sums)}, toUInt64(0)),
+       ${signatureOf(days)},
        ${placeValue(granularity)}, place_visitors, place_visits, 0, 0, 0, 0, place_located, lat_sum, lon_sum
 FROM (${placeRows(granularity, scope.events, localDay(timezone))})
 WHERE has(${dayList}, day)`

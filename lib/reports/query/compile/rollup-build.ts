@@ -1,7 +1,7 @@
 import type { PartialDay, Query, RolledDays } from '../model'
 import type { RollupBuild } from '../plan'
 import { type DaySpan, daySpans } from '../range'
-import { ROLLUP_VERSION, uint64s } from './day-rollups'
+import { ROLLUP_VERSION, signatureOf } from './day-rollups'
 import { selectedEvents } from './filters'
 import { breakdownRows, carriesReports, localDay } from './rows'
 import { daySpansScope } from './scope'
@@ -20,7 +20,7 @@ export function rollupInsertSql(siteId: string, timezone: string, property: stri
   return sql`
 INSERT INTO day_rollups (site_id, timezone, version, property, day, day_events, day_sum, value, visitors, visits, pageviews, events, bounces, duration_ms, reports, scroll_sum, engaged_ms_sum)
 SELECT ${bind('UUID', siteId)}, ${tz}, ${bind('UInt16', ROLLUP_VERSION)}, ${bind('String', property)}, day,
-       transform(day, ${dayList}, ${uint64s(days.events)}, toUInt64(0)), transform(day, ${dayList}, ${uint64s(days.sums)}, toUInt64(0)),
+       ${signatureOf(days)},
        value, visitors, visits, pageviews, events, bounces, duration_ms, ${raw(reports ? 'reports, scroll_sum, engaged_ms_sum' : '0, 0, 0')}
 FROM (${breakdownRows(property, scope, scope.events, { day: localDay(timezone), reports })})
 WHERE has(${dayList}, day)`
@@ -61,7 +61,7 @@ export function filteredRollupInsertSql(query: Query, { key, property, days }: R
   return sql`
 INSERT INTO day_rollups (site_id, timezone, version, property, day, day_events, day_sum, value, visitors, visits, pageviews, events, bounces, duration_ms)
 SELECT ${bind('UUID', query.siteId)}, ${tz}, ${bind('UInt16', ROLLUP_VERSION)}, ${bind('String', key)}, day,
-       transform(day, ${dayList}, ${uint64s(days.events)}, toUInt64(0)), transform(day, ${dayList}, ${uint64s(days.sums)}, toUInt64(0)),
+       ${signatureOf(days)},
        value, sum(visitors), sum(visits), sum(pageviews), sum(events), sum(bounces), sum(duration_ms)
 FROM (
   SELECT day, value, visitors, visits, pageviews, events, bounces, duration_ms FROM (${rows})
