@@ -1,13 +1,6 @@
 import type { RolledDays } from '../query/model'
 import { type DaySpan, type ResolvedRange, chTime } from '../query/range'
-import {
-  ROLLUP_VERSION,
-  daySignatures,
-  markedBuiltDays,
-  markedRolledDaysSql,
-  markedStaleDaysSql,
-  signatureOf,
-} from '../query/compile/day-rollups'
+import { ROLLUP_VERSION, daySignatures, markedDayLookups, signatureOf } from '../query/compile/day-rollups'
 import { localDay } from '../query/compile/rows'
 import { daySpansScope, siteIs } from '../query/compile/scope'
 import { buildStaleDays } from '../rollup/outdated'
@@ -44,16 +37,12 @@ SELECT day, sum(n) AS n, sum(s) AS s FROM (
 )
 GROUP BY day`
 
-/** The signatures the window's days' AI rollup was built from: their marker rows. */
-const aiBuilt = (siteId: string, window: Window) => markedBuiltDays('ai_rollups', raw(`grain = ${AI_GRAIN.day}`), siteId, window)
-
-/** The lookup of a window's days whose AI rollup is current, as plan.ts's rolledDaysOf reads it. */
-export const aiRolledDaysSql = (siteId: string, window: Window): Fragment =>
-  markedRolledDaysSql(siteId, window, aiBuilt(siteId, window), aiDaySignatures(siteId, window))
-
-/** The days of the window whose current signature has no AI rollup. Rows: d, n, s. */
-export const aiStaleDaysSql = (siteId: string, window: Window): Fragment =>
-  markedStaleDaysSql(siteId, window, aiBuilt(siteId, window), aiDaySignatures(siteId, window))
+/** The lookups of a window's days whose AI rollup is current (plan.ts's rolledDaysOf reads them), and of those with none at their current signature (rows: d, n, s). */
+export const { rolledDaysSql: aiRolledDaysSql, staleDaysSql: aiStaleDaysSql } = markedDayLookups(
+  'ai_rollups',
+  raw(`grain = ${AI_GRAIN.day}`),
+  aiDaySignatures,
+)
 
 /**
  * The AI rollup of whole site-local days, stamped with each day's signature: the AI crawler hits

@@ -1,6 +1,6 @@
 import type { Query, RolledDays } from '../model'
-import { type DaySpan, type ResolvedRange, rawDaySpans } from '../range'
-import { ROLLUP_VERSION, markedBuiltDays, markedRolledDaysSql, markedStaleDaysSql, atSignature, signatureOf } from './day-rollups'
+import { type DaySpan, rawDaySpans } from '../range'
+import { ROLLUP_VERSION, markedDayLookups, atSignature, signatureOf } from './day-rollups'
 import { mostFrequentCounted } from './most-frequent'
 import { localDay } from './rows'
 import { type Scope, daySpansScope, queryWindow, siteIs } from './scope'
@@ -171,15 +171,8 @@ ${background}`,
   ]
 }
 
-type Window = Pick<ResolvedRange, 'from' | 'to' | 'timezone'>
-
-/** The signatures the window's days' clicks rollup was built from: their day rows. */
-const clicksBuilt = (siteId: string, window: Window) => markedBuiltDays('click_rollups', raw(`grain = ${GRAIN.day}`), siteId, window)
-
-/** The lookup of a window's days whose clicks rollup is current, as plan.ts's rolledDaysOf reads it. */
-export const clickRolledDaysSql = (siteId: string, window: Window): Fragment =>
-  markedRolledDaysSql(siteId, window, clicksBuilt(siteId, window))
-
-/** The days of the window whose current signature has no clicks rollup. Rows: d, n, s. */
-export const clickStaleDaysSql = (siteId: string, window: Window): Fragment =>
-  markedStaleDaysSql(siteId, window, clicksBuilt(siteId, window))
+/** The lookups of a window's days whose clicks rollup is current (plan.ts's rolledDaysOf reads them), and of those with none at their current signature (rows: d, n, s). */
+export const { rolledDaysSql: clickRolledDaysSql, staleDaysSql: clickStaleDaysSql } = markedDayLookups(
+  'click_rollups',
+  raw(`grain = ${GRAIN.day}`),
+)

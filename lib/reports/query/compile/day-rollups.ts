@@ -149,6 +149,25 @@ export const markedRolledDaysSql = (siteId: string, window: Window, built: Fragm
 export const markedStaleDaysSql = (siteId: string, window: Window, built: Fragment, signatures = daySignatures(siteId, window)) =>
   sql`SELECT toString(day) AS d, n, s FROM (${signatures}) AS sig LEFT ANTI JOIN (${built}) AS built USING (day, n, s) ORDER BY day`
 
+/**
+ * A marked rollup's two day lookups, for a read (rolledDaysSql) and for its build (staleDaysSql),
+ * from its table and marker rows; `signatures` are the events' (daySignatures) unless the rollup
+ * reads more than events.
+ */
+export function markedDayLookups(
+  table: Parameters<typeof markedBuiltDays>[0],
+  marker: Fragment,
+  signatures: (siteId: string, window: Window) => Fragment = daySignatures,
+) {
+  const built = (siteId: string, window: Window) => markedBuiltDays(table, marker, siteId, window)
+  return {
+    rolledDaysSql: (siteId: string, window: Window): Fragment =>
+      markedRolledDaysSql(siteId, window, built(siteId, window), signatures(siteId, window)),
+    staleDaysSql: (siteId: string, window: Window): Fragment =>
+      markedStaleDaysSql(siteId, window, built(siteId, window), signatures(siteId, window)),
+  }
+}
+
 /** A marked rollup's rows of the site's rolled days, at their current signature, in this timezone and version. */
 export const currentRows = (siteId: string, timezone: string, rolled: RolledDays) =>
   sql`${siteIs(siteId)} AND timezone = ${bind('String', timezone)} AND version = ${version()} AND ${atSignature(rolled)}`

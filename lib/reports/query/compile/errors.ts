@@ -1,6 +1,6 @@
 import type { Query, RolledDays } from '../model'
-import { type DaySpan, type ResolvedRange, rawDaySpans } from '../range'
-import { ROLLUP_VERSION, markedBuiltDays, markedRolledDaysSql, markedStaleDaysSql, atSignature, signatureOf } from './day-rollups'
+import { type DaySpan, rawDaySpans } from '../range'
+import { ROLLUP_VERSION, markedDayLookups, atSignature, signatureOf } from './day-rollups'
 import { mostFrequent, mostFrequentOfTally, tally } from './most-frequent'
 import { localDay } from './rows'
 import { type Scope, daySpansScope, queryWindow, siteIs } from './scope'
@@ -190,15 +190,8 @@ ${background}`,
   ]
 }
 
-type Window = Pick<ResolvedRange, 'from' | 'to' | 'timezone'>
-
-/** The signatures the window's days' errors rollup was built from: their day rows. */
-const errorsBuilt = (siteId: string, window: Window) => markedBuiltDays('error_rollups', raw(`grain = ${GRAIN.day}`), siteId, window)
-
-/** The lookup of a window's days whose errors rollup is current, as plan.ts's rolledDaysOf reads it. */
-export const errorRolledDaysSql = (siteId: string, window: Window): Fragment =>
-  markedRolledDaysSql(siteId, window, errorsBuilt(siteId, window))
-
-/** The days of the window whose current signature has no errors rollup. Rows: d, n, s. */
-export const errorStaleDaysSql = (siteId: string, window: Window): Fragment =>
-  markedStaleDaysSql(siteId, window, errorsBuilt(siteId, window))
+/** The lookups of a window's days whose errors rollup is current (plan.ts's rolledDaysOf reads them), and of those with none at their current signature (rows: d, n, s). */
+export const { rolledDaysSql: errorRolledDaysSql, staleDaysSql: errorStaleDaysSql } = markedDayLookups(
+  'error_rollups',
+  raw(`grain = ${GRAIN.day}`),
+)
