@@ -1,21 +1,29 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { importHits } from '../../lib/ingest/import'
-import { client, orgWithSites, testServices } from '../helpers'
+import { flowRolledDaysSql } from '../../lib/reports/query/compile/flow'
+import { type SignatureRow, rolledDaysOf } from '../../lib/reports/query/plan'
+import { resolveRange } from '../../lib/reports/query/range'
+import { refreshRollups } from '../../lib/reports/rollup/refresh'
+import { execute } from '../../lib/storage/clickhouse/execute'
+import { type TestServices, client, orgWithSites, testServices } from '../helpers'
 import { NOW, UAS } from './report-reference'
 
 /**
  * The flow reads each visit's pageviews from visit_pages, where pageviews stored by separate
  * inserts are separate rows until the engine merges them. With merges stopped, a visit whose
- * pages came one import at a time is still one sequence. The expected graph is worked out by hand.
+ * pages came one import at a time is still one sequence, read alone (FINAL) or as today's part of a
+ * flow whose finished days are rolled up (grouped by visit). The expected graphs are worked out by hand.
  */
 describe('flow over visits stored in pieces', () => {
+  let services: TestServices
   let call: ReturnType<typeof client>
   let key = ''
   let siteId = ''
   let rows = 0
+  let hit: (minutesAgo: number, path: string, ip: string) => string
 
   beforeAll(async () => {
-    const services = await testServices({ now: () => NOW })
+    services = await testServices({ now: () => NOW })
     // this file has the engine to itself (one process per test file)
     await services.clickhouse.command('SYSTEM STOP MERGES visit_pages')
     call = client(services)
@@ -24,7 +32,7 @@ describe('flow over visits stored in pieces', () => {
     const [site] = created.sites
     siteId = site.id
     const at = (minutesAgo: number) => new Date(NOW.getTime() - 3 * 3_600_000 - minutesAgo * 60_000).toISOString()
-    const hit = (minutesAgo: number, path: string, ip: string) =>
+    hit = (minutesAgo: number, path: string, ip: string) =>
       JSON.stringify({
         timestamp: at(minutesAgo),
         site: site.snippetId,
@@ -69,6 +77,41 @@ describe('flow over visits stored in pieces', () => {
       ),
     ).toEqual({
       '0:/ -> 1:/docs': 1,
+      '0:/ -> 1:/pricing': 1,
+      '1:/pricing -> 2:/docs': 1,
+    })
+  })
+
+  it('joins a visit’s rows into one sequence in today’s part of a flow whose finished days are rolled up', async () => {
+    // a visit two days before, / then /docs, its pageviews in two imports too; its day is then rolled up
+    const earlier = 2 * 24 * 60
+    for (const line of [hit(earlier + 10, '/', '9.9.9.9'), hit(earlier + 5, '/docs', '9.9.9.9')])
+      expect((await importHits([line], services.ingestor)).imported).toBe(1)
+    await refreshRollups(services.clickhouse, services.repositories, NOW, 40)
+    const range = resolveRange({ range: '7d' }, 'Europe/Berlin', NOW)
+    const rolled = rolledDaysOf({ range }, await execute<SignatureRow>(services.clickhouse, flowRolledDaysSql(siteId, range)))
+    expect(rolled.days).toEqual([new Date(NOW.getTime() - 3 * 3_600_000 - earlier * 60_000).toISOString().slice(0, 10)])
+    // today's rows are still apart
+    const today = await services.clickhouse.query<{ n: string }>(
+      'SELECT count() AS n FROM visit_pages WHERE site_id = {site:UUID} AND session_start >= {from:DateTime64(3)}',
+      { site: siteId, from: '2026-11-22 00:00:00.000' },
+    )
+    expect(Number(today[0].n)).toBe(6)
+    const res = await call('GET', `/api/v1/flow?site_id=${siteId}&range=7d&depth=3`, { key })
+    expect(res.status).toBe(200)
+    expect(res.json.visits).toBe(3)
+    expect(Object.fromEntries(res.json.nodes.map((n: { id: string; visits: number }) => [n.id, n.visits]))).toEqual({
+      '0:/': 3,
+      '1:/docs': 2,
+      '1:/pricing': 1,
+      '2:/docs': 1,
+    })
+    expect(
+      Object.fromEntries(
+        res.json.links.map((l: { source: string; target: string; visits: number }) => [`${l.source} -> ${l.target}`, l.visits]),
+      ),
+    ).toEqual({
+      '0:/ -> 1:/docs': 2,
       '0:/ -> 1:/pricing': 1,
       '1:/pricing -> 2:/docs': 1,
     })

@@ -173,16 +173,30 @@ export const currentRows = (siteId: string, timezone: string, rolled: RolledDays
   sql`${siteIs(siteId)} AND timezone = ${bind('String', timezone)} AND version = ${version()} AND ${atSignature(rolled)}`
 
 /**
- * A rollup's rows of the rolled days built at the signature each still has. The days alone too:
- * the engine narrows a table's key by them, not by the tuples.
+ * A rollup's rows of the rolled days built at the signature each still has: the days themselves
+ * (the engine narrows a table's key by them), and each row's signature columns equal to its day's,
+ * looked up as a build stamps them (signatureOf). A lookup by day costs a third of testing the
+ * (day, day_events, day_sum) tuple against the list, which the engine does row by row, tuple by
+ * tuple (the flow's 58,000 rolled rows at 10M: 17 ms against 5).
  */
-export const atSignature = (rolled: RolledDays) =>
-  sql`day IN ${bind('Array(Date)', rolled.days)} AND (day, day_events, day_sum) IN arrayZip(${bind('Array(Date)', rolled.days)}, ${uint64s(rolled.events)}, ${uint64s(rolled.sums)})`
+export const atSignature = (rolled: RolledDays) => {
+  const [events, sums] = signatureColumns(rolled)
+  return sql`day IN ${bind('Array(Date)', rolled.days)} AND day_events = ${events} AND day_sum = ${sums}`
+}
+
+/** A row's signature (day_events, day_sum) by its `day`, from the given days' signatures; 0 for a day not given. */
+function signatureColumns(days: RolledDays): [Fragment, Fragment] {
+  const dayList = bind('Array(Date)', days.days)
+  return [
+    sql`transform(day, ${dayList}, ${uint64s(days.events)}, toUInt64(0))`,
+    sql`transform(day, ${dayList}, ${uint64s(days.sums)}, toUInt64(0))`,
+  ]
+}
 
 /** A built row's signature columns (day_events, day_sum), by its `day`, from the days a build is given. */
 export function signatureOf(days: RolledDays): Fragment {
-  const dayList = bind('Array(Date)', days.days)
-  return sql`transform(day, ${dayList}, ${uint64s(days.events)}, toUInt64(0)), transform(day, ${dayList}, ${uint64s(days.sums)}, toUInt64(0))`
+  const [events, sums] = signatureColumns(days)
+  return sql`${events}, ${sums}`
 }
 
 /** Rows of the given days from another signature, timezone or version: never read, dropped after a build. */
