@@ -75,7 +75,7 @@ describe('behaviour builders', () => {
     const summary = render(rolledClickSummarySql(query(), rolled))
     expect(flat(summary.sql)).toContain('SELECT clicks, visitors, dead_clicks FROM click_rollups FINAL WHERE site_id = {p0:UUID}')
     expect(flat(summary.sql)).toContain(
-      'AND grain = 0 AND day IN {p3:Array(Date)} AND (day, day_events, day_sum) IN arrayZip({p3:Array(Date)}, arrayMap(x -> toUInt64(x), {p4:Array(String)}), arrayMap(x -> toUInt64(x), {p5:Array(String)}))',
+      'AND grain = 0 AND day IN {p3:Array(Date)} AND day_events = transform(day, {p3:Array(Date)}, arrayMap(x -> toUInt64(x), {p4:Array(String)}), toUInt64(0)) AND day_sum = transform(day, {p3:Array(Date)}, arrayMap(x -> toUInt64(x), {p5:Array(String)}), toUInt64(0))',
     )
     expect(summary.params).toMatchObject({ p3: rolled.days, p4: rolled.events, p5: rolled.sums })
     // the window's other days as runs of days (Berlin: from 23:00 UTC the day before): the 17th, and the 19th to today
@@ -86,8 +86,8 @@ describe('behaviour builders', () => {
       '2026-11-22 23:00:00.000',
     ])
     const groups = render(rolledClickGroupsSql(query({ limit: 3 }), rolled))
-    expect(flat(groups.sql)).toContain('AND grain = 2 AND day IN {p3:Array(Date)} AND (day, day_events, day_sum) IN')
-    expect(flat(groups.sql)).toContain('AND grain = 1 AND day IN {p3:Array(Date)} AND (day, day_events, day_sum) IN')
+    expect(flat(groups.sql)).toContain('AND grain = 2 AND day IN {p3:Array(Date)} AND day_events = transform(day, {p3:Array(Date)}')
+    expect(flat(groups.sql)).toContain('AND grain = 1 AND day IN {p3:Array(Date)} AND day_events = transform(day, {p3:Array(Date)}')
     expect(flat(groups.sql)).toMatch(
       /\) AS element_visitors USING \(selector, text, tag, url\) ORDER BY count DESC, selector ASC, text ASC, tag ASC, url ASC LIMIT \{p\d+:UInt32\} SETTINGS do_not_merge_across_partitions_select_final = 1$/,
     )
@@ -107,7 +107,7 @@ describe('behaviour builders', () => {
       'SELECT grain, fingerprint AS fp, errors AS n, visitors AS v FROM error_rollups FINAL WHERE site_id = {p0:UUID}',
     )
     expect(flat(summary.sql)).toContain(
-      'AND grain IN (0, 1) AND day IN {p3:Array(Date)} AND (day, day_events, day_sum) IN arrayZip({p3:Array(Date)}, arrayMap(x -> toUInt64(x), {p4:Array(String)}), arrayMap(x -> toUInt64(x), {p5:Array(String)}))',
+      'AND grain IN (0, 1) AND day IN {p3:Array(Date)} AND day_events = transform(day, {p3:Array(Date)}, arrayMap(x -> toUInt64(x), {p4:Array(String)}), toUInt64(0)) AND day_sum = transform(day, {p3:Array(Date)}, arrayMap(x -> toUInt64(x), {p5:Array(String)}), toUInt64(0))',
     )
     expect(summary.params).toMatchObject({ p3: rolled.days, p4: rolled.events, p5: rolled.sums })
     // the window's other days as runs of days (Berlin: from 23:00 UTC the day before): the 17th, and the 19th to today
@@ -118,7 +118,7 @@ describe('behaviour builders', () => {
       '2026-11-22 23:00:00.000',
     ])
     const groups = render(rolledErrorGroupsSql(query({ limit: 3 }), rolled))
-    expect(flat(groups.sql)).toContain('AND grain IN (1) AND day IN {p3:Array(Date)} AND (day, day_events, day_sum) IN')
+    expect(flat(groups.sql)).toContain('AND grain IN (1) AND day IN {p3:Array(Date)} AND day_events = transform(day, {p3:Array(Date)}')
     // day buckets of the rolled days, the bucket of each event for the others
     expect(flat(groups.sql)).toContain('map(toUnixTimestamp(toDateTime(day, {p0:String})), errors) AS buckets')
     expect(flat(groups.sql)).toContain('sumMap(map(toUnixTimestamp(toStartOfDay(timestamp, {p0:String})), toUInt64(1)))')
