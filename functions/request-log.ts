@@ -171,20 +171,31 @@ export function requestLog(tracer: RequestTracer): MiddlewareHandler {
   }
 }
 
+/** How long a line may wait for others to share its write, and how much may wait. */
+export const LINES_DELAY_MS = 10
+export const LINES_MAX_CHARS = 64 * 1024
+
 /**
- * Lines for a stream, written once per turn of the event loop: a write per request would be a
- * system call per request on the hot path.
+ * Lines for a stream, written together at most LINES_DELAY_MS after the first of them (or at once
+ * past LINES_MAX_CHARS): a write per request, or per turn of the event loop, is a system call for
+ * every request or two on the hot paths. What waits is written by `flush` (the Node server calls it
+ * on exit); a process killed outright loses at most those few milliseconds of lines.
  */
 export function batchedLines(stream: { write(chunk: string): unknown }) {
-  let pending: string[] = []
+  let pending = ''
+  let timer: ReturnType<typeof setTimeout> | undefined
   const flush = () => {
-    if (pending.length === 0) return
+    if (timer !== undefined) clearTimeout(timer)
+    timer = undefined
+    if (pending === '') return
     const lines = pending
-    pending = []
-    stream.write(`${lines.join('\n')}\n`)
+    pending = ''
+    stream.write(lines)
   }
   const write = (line: string) => {
-    if (pending.push(line) === 1) setImmediate(flush)
+    pending += `${line}\n`
+    if (pending.length >= LINES_MAX_CHARS) flush()
+    else if (timer === undefined) timer = setTimeout(flush, LINES_DELAY_MS)
   }
   return { write, flush }
 }
