@@ -20,7 +20,7 @@ type HotRoute = (request: Request, env: unknown, host: CallHost | undefined, pat
 
 /**
  * The transport of the endpoints every page view calls (the collector, the public count).
- * `app.fetch` looks their `METHOD /path` up in a Map before anything else and calls their route,
+ * `app.fetch` looks their path and method up in a Map before anything else and calls their route,
  * a plain function from the request to its answer: no router, no middleware chain and no Context
  * object are on their path (a Hono app pays for those on every request, even one a route answers
  * at once). The route does what that middleware would do for them, and no more: the request's id
@@ -32,24 +32,27 @@ type HotRoute = (request: Request, env: unknown, host: CallHost | undefined, pat
  */
 export function mountHotPaths(app: Hono, endpoints: Endpoint[], services: Services, tracer: RequestTracer) {
   if (!endpoints.length) return
-  /** Each hot route by `METHOD /path`; a GET route answers HEAD too, as in every Hono app */
-  const routes = new Map<string, HotRoute>()
+  /** Each hot route by its path, then its method; a GET route answers HEAD too, as in every Hono app */
+  const routes = new Map<string, Map<string, HotRoute>>()
   for (const endpoint of endpoints) {
     if (endpoint.scope !== 'public' || !endpoint.validatesOwnInput)
       throw new Error(`${endpoint.method} ${endpoint.path}: a hot path is public and validates its own input`)
     const path = honoPath(endpoint.path)
     if (path.includes(':')) throw new Error(`${endpoint.path}: a hot path has no path parameters`)
     const route = hotRoute(endpoint, path, services, tracer)
-    routes.set(`${endpoint.method} ${path}`, route)
-    if (endpoint.method === 'GET') routes.set(`HEAD ${path}`, (...args) => withoutBody(route(...args)))
+    let methods = routes.get(path)
+    if (!methods) routes.set(path, (methods = new Map()))
+    methods.set(endpoint.method, route)
+    if (endpoint.method === 'GET') methods.set('HEAD', (...args) => withoutBody(route(...args)))
     // in the app's router too, first: what reaches the app by its routes (an app mounting it) gets the same
     app.on(endpoint.method, path, (c) => route(c.req.raw, c.env, c, c.req.path))
   }
   const general = app.fetch
   app.fetch = (request, env, executionCtx) => {
-    // a trailing slash names the same route, as in the app's router (strict: false)
+    // a trailing slash names the same route, as in the app's router (strict: false); looked up by
+    // the path as it is, then the method: a string made of the two would be one more per request
     const path = getPathNoStrict(request)
-    const route = routes.get(`${request.method} ${path}`)
+    const route = routes.get(path)?.get(request.method)
     if (route === undefined) return general(request, env, executionCtx)
     return route(request, env, executionCtx ? { executionCtx } : undefined, path)
   }
