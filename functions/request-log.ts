@@ -29,14 +29,14 @@ interface Trace {
 /**
  * A fresh request id, shaped as a random UUID: its first 24 characters are a random UUID's, drawn
  * once per process (74 random bits: two processes practically never draw the same), the last 12 a
- * counter in hex. A random UUID per request is a measurable share of
- * a hot path's CPU; the counter stays a small integer, whose hex digits are cheap to write, and a
- * new prefix is drawn when it runs out.
+ * counter in hex. A random UUID per request is a measurable share of a hot path's CPU; the counter
+ * stays a small integer, whose hex digits are cheap to write, and a new prefix is drawn when it
+ * runs out. The first is drawn on first use: a Worker may not draw random values in its global scope.
  */
-let idPrefix = crypto.randomUUID().slice(0, 24)
-let idCounter = 0
+let idPrefix = ''
+let idCounter = 2 ** 30
 export function freshRequestId(): string {
-  if (++idCounter === 2 ** 30) {
+  if (++idCounter >= 2 ** 30) {
     idPrefix = crypto.randomUUID().slice(0, 24)
     idCounter = 1
   }
