@@ -104,22 +104,22 @@ function hotRoute(endpoint: Endpoint, path: string, services: Services, tracer: 
   }
 
   /** Logs and counts a request's answer, as the middleware does. */
-  const done = (request: Request, path: string, answer: Response, started: number, id: string, label: string) => {
-    if (tracer.logRequests) tracer.line(request.method, request.url, path, answer.status, started, id)
+  const done = (request: Request, requestPath: string, answer: Response, started: number, id: string, label: string) => {
+    if (tracer.logRequests) tracer.line(request.method, request.url, requestPath, answer.status, started, id)
     services.metrics?.request(label, request.method, answer.status, (performance.now() - started) / 1000)
     return answer
   }
   // public endpoints never read the key; a hot path validates its own input (see invoke)
   const handle = (request: Request, env: unknown, host: CallHost | undefined) =>
     endpoint.handler(new CallContext(services, null as unknown as ApiKeyRecord, request, env, host), NO_INPUT)
-  const settle = async (request: Request, url: string, pending: Promise<unknown>, started: number, id: string) => {
+  const settle = async (request: Request, requestPath: string, pending: Promise<unknown>, started: number, id: string) => {
     let answer: Response
     try {
       answer = answerOf(await pending, id)
     } catch (err) {
       answer = failed(request, err, id)
     }
-    return done(request, url, answer, started, id, path)
+    return done(request, requestPath, answer, started, id, path)
   }
 
   // no function is made per request: under tsx each named one is also given its name, a measurable cost here
