@@ -1,5 +1,4 @@
 import type { Context, Hono } from 'hono'
-import { bodyLimit } from 'hono/body-limit'
 import { credentialHash } from '../lib/accounts/auth'
 import { ApiError } from '../lib/errors'
 import type { ApiKeyRecord } from '../lib/accounts/keys'
@@ -28,7 +27,7 @@ export function mountEndpoints(app: Hono, endpoints: Endpoint[], services: Servi
     const capped = bodyCap(endpoint)
     const emptyAnswer = !isJsonAnswer(endpoint.response) && endpoint.response.mediaType === null
     app.on(endpoint.method, honoPath(endpoint.path), async (c) => {
-      if (capped) await capped(c)
+      if (capped) c.req.raw = await capped(c.req.raw)
       // public endpoints never read the key
       let ctx = new CallContext(services, null as unknown as ApiKeyRecord, c.req.raw, c.env, c)
       if (endpoint.scope !== 'public') {
@@ -58,23 +57,45 @@ export function mountEndpoints(app: Hono, endpoints: Endpoint[], services: Servi
 /**
  * The cap of an endpoint that takes a body, or null: a larger body is refused (413). It holds while
  * the body is read: by Content-Length when the request has one (read here from the header alone,
- * so the Node adapter keeps its fast body path), else by counted bytes.
+ * so the Node adapter keeps its fast body path), else by counted bytes. It gives the request to
+ * read the body from: the same one, or (counted) one holding the body read.
  */
-export function bodyCap(endpoint: Endpoint): ((c: Context) => Promise<void>) | null {
+export function bodyCap(endpoint: Endpoint): ((request: Request) => Request | Promise<Request>) | null {
   if (endpoint.method === 'GET') return null
   const maxSize = endpoint.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
   const tooLarge = (): never => {
     throw new ApiError(413, `body: larger than ${maxSize} bytes`)
   }
-  const counted = bodyLimit({ maxSize, onError: tooLarge })
-  return async (c) => {
-    const length = c.req.header('content-length')
-    if (length === undefined || c.req.header('transfer-encoding') !== undefined) {
-      const raw = c.req.raw
-      await counted(c, async () => {})
-      keepTrace(raw, c.req.raw)
-    } else if (Number(length) > maxSize) tooLarge()
+  return (request) => {
+    const length = request.headers.get('content-length')
+    if (length === null || request.headers.has('transfer-encoding')) return countedBody(request, maxSize, tooLarge)
+    if (Number(length) > maxSize) tooLarge()
+    return request
   }
+}
+
+/** The body read up to `maxSize` bytes (as hono/body-limit reads it), into a request that keeps the trace of the one it replaces. */
+async function countedBody(request: Request, maxSize: number, tooLarge: () => never): Promise<Request> {
+  if (!request.body) return request
+  let size = 0
+  let buffer = new Uint8Array(0)
+  const reader = request.body.getReader()
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    const offset = size
+    size += value.length
+    if (size > maxSize) tooLarge()
+    if (size > buffer.length) {
+      const grown = new Uint8Array(Math.min(maxSize, Math.max(size, buffer.length * 2)))
+      grown.set(buffer.subarray(0, offset))
+      buffer = grown
+    }
+    buffer.set(value, offset)
+  }
+  const counted = new Request(request, { body: buffer.subarray(0, size) })
+  keepTrace(request, counted)
+  return counted
 }
 
 /** Any failure as its JSON answer (see asApiError), with the headers set before it was thrown. */

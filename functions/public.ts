@@ -56,10 +56,10 @@ export const publicEndpoints = [
     handler({ services, request }) {
       // the query alone: parsing the whole URL is a measurable share of a cached answer
       const q = request.url.indexOf('?')
-      const query = new URLSearchParams(q < 0 ? '' : request.url.slice(q + 1))
+      const query = q < 0 ? '' : request.url.slice(q + 1)
       // a repeat within the TTL is answered at once, without a promise
       const repeat = repeatedLiveCount(services, query)
-      return repeat ? answer(repeat) : publicLiveCount(services, query).then(answer)
+      return repeat ? answer(repeat) : publicLiveCount(services, new URLSearchParams(query)).then(answer)
     },
   }),
   defineEndpoint({

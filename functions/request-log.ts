@@ -26,6 +26,23 @@ interface Trace {
   debug: (fields: Record<string, unknown>) => void
 }
 
+/**
+ * A fresh request id, shaped as a random UUID: its first 24 characters are a random UUID's, drawn
+ * once per process (74 random bits: two processes practically never draw the same), the last 12 a
+ * counter in hex. A random UUID per request is a measurable share of a hot path's CPU; the counter
+ * stays a small integer, whose hex digits are cheap to write, and a new prefix is drawn when it
+ * runs out. The first is drawn on first use: a Worker may not draw random values in its global scope.
+ */
+let idPrefix = ''
+let idCounter = 2 ** 30
+export function freshRequestId(): string {
+  if (++idCounter >= 2 ** 30) {
+    idPrefix = crypto.randomUUID().slice(0, 24)
+    idCounter = 1
+  }
+  return idPrefix + idCounter.toString(16).padStart(12, '0')
+}
+
 /** Per request: its id and where its failures are logged (read by `asApiError`, which has the request alone). */
 const traces = new WeakMap<Request, Trace>()
 
@@ -33,7 +50,7 @@ const traces = new WeakMap<Request, Trace>()
 export function traceOf(request: Request): Trace {
   return (
     traces.get(request) ?? {
-      id: crypto.randomUUID(),
+      id: freshRequestId(),
       logError: (fields) => writeDefault(JSON.stringify({ level: 'error', ...fields })),
       debug: () => {},
     }
@@ -100,8 +117,8 @@ export interface RequestTracer {
   idOf(request: Request, given: string | null | undefined): string
   /** Registers the trace of a request whose id `idOf` gave. */
   keep(request: Request, id: string): void
-  /** The request's line: `started` is `performance.now()` when it came in. */
-  line(request: { method: string; url: string; path: string }, status: number, started: number, id: string, keyPrefix?: string): void
+  /** The request's line: `path` is its URL's path, `started` is `performance.now()` when it came in. */
+  line(method: string, url: string, path: string, status: number, started: number, id: string, keyPrefix?: string): void
 }
 
 export function requestTracer({ level, write = writeDefault }: LogOptions): RequestTracer {
@@ -121,17 +138,17 @@ export function requestTracer({ level, write = writeDefault }: LogOptions): Requ
   return {
     logRequests: level === 'info' || level === 'debug',
     begin(request, given) {
-      const id = given && SANE_ID.test(given) ? given : crypto.randomUUID()
+      const id = given && SANE_ID.test(given) ? given : freshRequestId()
       keep(request, id)
       return id
     },
     idOf(request, given) {
-      const id = given && SANE_ID.test(given) ? given : crypto.randomUUID()
+      const id = given && SANE_ID.test(given) ? given : freshRequestId()
       if (level === 'debug') keep(request, id)
       return id
     },
     keep,
-    line({ method, url, path }, status, started, id, keyPrefix) {
+    line(method, url, path, status, started, id, keyPrefix) {
       // built by hand: JSON.stringify of an object is a measurable share of a collector request
       const ms = Math.round((performance.now() - started) * 10) / 10
       write(
@@ -150,24 +167,35 @@ export function requestLog(tracer: RequestTracer): MiddlewareHandler {
     if (!tracer.logRequests) return next()
     const started = performance.now()
     await next()
-    tracer.line(c.req, c.res.status, started, id, c.get(KEY_PREFIX_VAR as never) as string | undefined)
+    tracer.line(c.req.method, c.req.url, c.req.path, c.res.status, started, id, c.get(KEY_PREFIX_VAR as never) as string | undefined)
   }
 }
 
+/** How long a line may wait for others to share its write, and how much may wait. */
+export const LINES_DELAY_MS = 10
+export const LINES_MAX_CHARS = 64 * 1024
+
 /**
- * Lines for a stream, written once per turn of the event loop: a write per request would be a
- * system call per request on the hot path.
+ * Lines for a stream, written together at most LINES_DELAY_MS after the first of them (or at once
+ * past LINES_MAX_CHARS): a write per request, or per turn of the event loop, is a system call for
+ * every request or two on the hot paths. What waits is written by `flush` (the Node server calls it
+ * on exit); a process killed outright loses at most those few milliseconds of lines.
  */
 export function batchedLines(stream: { write(chunk: string): unknown }) {
-  let pending: string[] = []
+  let pending = ''
+  let timer: ReturnType<typeof setTimeout> | undefined
   const flush = () => {
-    if (pending.length === 0) return
+    if (timer !== undefined) clearTimeout(timer)
+    timer = undefined
+    if (pending === '') return
     const lines = pending
-    pending = []
-    stream.write(`${lines.join('\n')}\n`)
+    pending = ''
+    stream.write(lines)
   }
   const write = (line: string) => {
-    if (pending.push(line) === 1) setImmediate(flush)
+    pending += `${line}\n`
+    if (pending.length >= LINES_MAX_CHARS) flush()
+    else if (timer === undefined) timer = setTimeout(flush, LINES_DELAY_MS)
   }
   return { write, flush }
 }

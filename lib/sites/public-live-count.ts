@@ -16,15 +16,28 @@ import {
   liveWindow,
 } from './public-live'
 
-/** Per set of services: concurrent misses in flight, and each site's first event (it bounds `all`). */
+/** A query as a repeat reads it: its snippet, and its cache key under the site's settings when it was first read. */
+interface AskedQuery {
+  snippet: string
+  siteId: string
+  publicCounts: boolean
+  dial: string
+  key: string
+}
+
+/** Per set of services: concurrent misses in flight, each site's first event (it bounds `all`), and the queries repeats asked. */
 const perServices = new WeakMap<
   Services,
-  { inflight: Map<string, Promise<LiveAnswer>>; firstEvents: Map<string, { at: Date | null; until: number }> }
+  {
+    inflight: Map<string, Promise<LiveAnswer>>
+    firstEvents: Map<string, { at: Date | null; until: number }>
+    askedQueries: Map<string, AskedQuery>
+  }
 >()
 
 function liveState(services: Services) {
   let state = perServices.get(services)
-  if (!state) perServices.set(services, (state = { inflight: new Map(), firstEvents: new Map() }))
+  if (!state) perServices.set(services, (state = { inflight: new Map(), firstEvents: new Map(), askedQueries: new Map() }))
   return state
 }
 
@@ -60,11 +73,31 @@ const askedKey = (site: Site, query: URLSearchParams) =>
  * The cached answer to a repeat, when the site's record and the answer are both at hand without
  * waiting (in process on Node); undefined otherwise, and publicLiveCount answers. Answered this
  * way, the request is served in the turn it came in: no promise between the request and its write.
+ * `query` is the URL's query as sent: a query read before is not parsed again, nor its key made
+ * again, while the site's settings are those it was read under.
  */
-export function repeatedLiveCount(services: Services, query: URLSearchParams): LiveAnswer | undefined {
-  const snippet = query.get('site')
-  const site = snippet && services.liveCache.peek ? services.sites.cachedBySnippet(snippet) : undefined
-  return site ? services.liveCache.peek!(askedKey(site, query)) : undefined
+export function repeatedLiveCount(services: Services, query: string): LiveAnswer | undefined {
+  if (!services.liveCache.peek) return undefined
+  const { askedQueries } = liveState(services)
+  let asked = askedQueries.get(query)
+  let site = asked && services.sites.cachedBySnippet(asked.snippet)
+  if (
+    !asked ||
+    !site ||
+    site.id !== asked.siteId ||
+    site.sharing.publicCounts !== asked.publicCounts ||
+    site.sharing.publicCountsDial !== asked.dial
+  ) {
+    const params = new URLSearchParams(query)
+    const snippet = params.get('site')
+    site = snippet ? services.sites.cachedBySnippet(snippet) : undefined
+    if (!snippet || !site) return undefined
+    const { publicCounts, publicCountsDial: dial } = site.sharing
+    asked = { snippet, siteId: site.id, publicCounts, dial, key: askedKey(site, params) }
+    if (askedQueries.size > 10_000) askedQueries.clear()
+    askedQueries.set(query, asked)
+  }
+  return services.liveCache.peek(asked.key)
 }
 
 /**

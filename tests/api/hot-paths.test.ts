@@ -148,6 +148,24 @@ describe('the hot paths answer as the middleware does', () => {
     expect((await both('/api/event/', post(hit()))).status).toBe(202)
   })
 
+  it("a repeat follows the site's settings: a window the dial no longer admits, or an unpublished count, is 404 at once", async () => {
+    const path = `/api/public/live?site=${t.a.site.snippetId}&range=today&v=2`
+    const settings = (body: Record<string, unknown>) => t.call('PATCH', `/api/v1/sites/${t.a.site.id}`, { key: t.a.write.key, body })
+    expect((await both(path)).status).toBe(200)
+    expect((await both(path)).status).toBe(200)
+    try {
+      await settings({ publicCountsDial: 'live' })
+      expect((await both(path)).status).toBe(404)
+      await settings({ publicCountsDial: '30d' })
+      expect((await both(path)).status).toBe(200)
+      await settings({ publicCounts: false })
+      expect((await both(path)).status).toBe(404)
+    } finally {
+      await settings({ publicCounts: true, publicCountsDial: '30d' })
+    }
+    expect((await both(path)).status).toBe(200)
+  })
+
   it('an unknown failure: 500 naming the request id, logged under the same id', async () => {
     const submit = t.services.ingestor.submit
     t.services.ingestor.submit = () => Promise.reject(new Error('the store fell over'))

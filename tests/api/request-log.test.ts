@@ -1,6 +1,6 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { createApp } from '../../functions/app'
-import { loggedPath } from '../../functions/request-log'
+import { LINES_DELAY_MS, LINES_MAX_CHARS, batchedLines, freshRequestId, loggedPath } from '../../functions/request-log'
 import { testServices } from '../helpers'
 
 describe('request logs', () => {
@@ -55,5 +55,50 @@ describe('request logs', () => {
     expect(logged('a=b%20c&d=e/f')).toBe('/p?a=b+c&d=e%2Ff')
     expect(logged('a&b=')).toBe('/p?a=&b=')
     expect(logged('tokens=1&subkey=2')).toBe('/p?tokens=1&subkey=2')
+  })
+
+  it('fresh ids are UUID-shaped, never repeat in a process, and differ between processes', async () => {
+    const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+    const ids = Array.from({ length: 5000 }, freshRequestId)
+    expect(ids.filter((id) => !UUID.test(id))).toEqual([])
+    expect(new Set(ids).size).toBe(ids.length)
+    // another process loads the module afresh: it draws its own prefix, so its ids are not these
+    vi.resetModules()
+    const other = (await import('../../functions/request-log')).freshRequestId
+    const theirs = Array.from({ length: 5000 }, other)
+    expect(theirs.filter((id) => !UUID.test(id))).toEqual([])
+    expect(theirs.filter((id) => ids.includes(id))).toEqual([])
+    expect(theirs[0].slice(0, 24)).not.toBe(ids[0].slice(0, 24))
+  })
+
+  it('lines are written together: after a short delay, at once past the size limit, and on flush', () => {
+    vi.useFakeTimers()
+    try {
+      const writes: string[] = []
+      const lines = batchedLines({ write: (chunk) => writes.push(chunk) })
+      lines.write('a')
+      lines.write('b')
+      vi.advanceTimersByTime(LINES_DELAY_MS - 1)
+      expect(writes).toEqual([])
+      vi.advanceTimersByTime(1)
+      expect(writes).toEqual(['a\nb\n'])
+      // the delay counts from the first line that waits
+      lines.write('c')
+      vi.advanceTimersByTime(LINES_DELAY_MS / 2)
+      lines.write('d')
+      vi.advanceTimersByTime(LINES_DELAY_MS / 2)
+      expect(writes).toEqual(['a\nb\n', 'c\nd\n'])
+      // a long line goes at once, with what waited before it
+      lines.write('e')
+      lines.write('x'.repeat(LINES_MAX_CHARS))
+      expect(writes).toEqual(['a\nb\n', 'c\nd\n', `e\n${'x'.repeat(LINES_MAX_CHARS)}\n`])
+      lines.write('f')
+      lines.flush()
+      lines.flush()
+      vi.advanceTimersByTime(LINES_DELAY_MS)
+      expect(writes.slice(3)).toEqual(['f\n'])
+    } finally {
+      vi.useRealTimers()
+    }
   })
 })
