@@ -30,6 +30,7 @@ import { newSite } from '../lib/sites/sites'
  *   npx tsx scripts/bench-import.ts 20000 200000 2000000
  *   npx tsx scripts/bench-import.ts --runs 5 2000000
  *   npx tsx scripts/bench-import.ts --via-server 2000000
+ *   npx tsx scripts/bench-import.ts --threads 2 2000000   (the import's worker threads; its default otherwise)
  */
 const args = process.argv.slice(2)
 const option = (name: string) => {
@@ -40,12 +41,14 @@ const option = (name: string) => {
 }
 const runs = Number(option('--runs') ?? 1)
 const cpuProf = option('--cpu-prof')
+const threads = option('--threads')
 const viaServerAt = args.indexOf('--via-server')
 const viaServer = viaServerAt >= 0
 if (viaServer) args.splice(viaServerAt, 1)
 const sizes = args.map(Number)
-if (!sizes.length || sizes.some((n) => !Number.isInteger(n) || n < 1) || !Number.isInteger(runs) || runs < 1) {
-  process.stderr.write('usage: tsx scripts/bench-import.ts [--runs N] [--cpu-prof DIR] [--via-server] LINES [LINES...]\n')
+const badThreads = threads !== undefined && !/^\d+$/.test(threads)
+if (!sizes.length || sizes.some((n) => !Number.isInteger(n) || n < 1) || !Number.isInteger(runs) || runs < 1 || badThreads) {
+  process.stderr.write('usage: tsx scripts/bench-import.ts [--runs N] [--threads N] [--cpu-prof DIR] [--via-server] LINES [LINES...]\n')
   process.exit(1)
 }
 
@@ -184,7 +187,10 @@ for (const lines of sizes) {
       const profile = cpuProf ? ['--cpu-prof', '--cpu-prof-dir', join(cpuProf, `${count}-${i}`)] : []
       const command = importCommand()
       const server = viaServer ? await startServer(env) : null
-      const run = await measured([process.execPath, ...profile, ...command.args, '--file', file], { ...env, ...command.env })
+      const run = await measured(
+        [process.execPath, ...profile, ...command.args, '--file', file, ...(threads === undefined ? [] : ['--threads', threads])],
+        { ...env, ...command.env },
+      )
       const maxKb = timeField(run.stderr, 'Maximum resident set size \\(kbytes\\)')
       // h:mm:ss.ss or m:ss.ss
       const wall = /Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): ([\d:.]+)/.exec(run.stderr)?.[1] ?? ''
