@@ -11,8 +11,8 @@ import { NOW, UAS } from './report-reference'
 /**
  * The flow reads each visit's pageviews from visit_pages, where pageviews stored by separate
  * inserts are separate rows until the engine merges them. With merges stopped, a visit whose
- * pages came one import at a time is still one sequence, read alone (FINAL) or as today's part of a
- * flow whose finished days are rolled up (grouped by visit). The expected graphs are worked out by hand.
+ * pages came one import at a time is still one sequence, in a flow read from visits alone or in
+ * today’s part of a flow whose finished days are rolled up. The expected graphs are worked out by hand.
  */
 describe('flow over visits stored in pieces', () => {
   let services: TestServices

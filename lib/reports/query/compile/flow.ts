@@ -100,42 +100,17 @@ const viewedAnchor = (scope: Scope, anchor: FlowAnchor) =>
     : sql` AND arrayExists(v -> v.2 = ${bind('String', anchor.path)} AND v.1 >= ${scope.windowFrom} AND v.1 < ${scope.visitsTo}, pages)`
 
 /**
- * Each visit's row of visit_pages, its rows not yet merged in the background merged, as `merge`
- * says. FINAL merges every row of the scope's UTC days in the table's order before the condition
- * on session_start can drop any; grouping by visit reads every such row's start but merges only the
- * scope's visits. Over a window of weeks FINAL costs less (the visits of 30 days at 10M: 0.9 s of
- * CPU against 2.2 s); over the few days a rolled flow reads here (today), grouping costs half as
- * much (today at noon at 10M: 54 ms of CPU against 109). The read's own conditions (filters, the
- * anchor page) apply to the grouped rows, so a test of a visit's pages sees all of them.
- */
-function visitPages(scope: Scope, merge: 'final' | 'group'): Fragment {
-  return merge === 'final'
-    ? raw('visit_pages FINAL')
-    : sql`(SELECT site_id, session_start, session_id, groupArrayArray(pages) AS pages FROM visit_pages
-          WHERE ${siteIs(scope.siteId)} AND ${scope.visitsBegan}
-          GROUP BY site_id, session_start, session_id)`
-}
-
-/**
  * The visits of a scope that have the anchor, each as the slice of its page sequence the flow
  * shows (`pages`), the index in its sequence of the slice's first page (`first`) and of the anchor.
- * `merge`: how each visit's rows are merged (visitPages).
  */
-function visitSlices(
-  query: Query,
-  scope: Scope,
-  anchor: FlowAnchor,
-  before: number,
-  after: number,
-  merge: 'final' | 'group' = 'final',
-): Fragment {
+function visitSlices(query: Query, scope: Scope, anchor: FlowAnchor, before: number, after: number): Fragment {
   const at = anchor.kind === 'entry' ? sql`notEmpty(seq)` : sql`indexOf(seq, ${bind('String', anchor.path)})`
   return sql`SELECT anchor, greatest(1, anchor - ${bind('UInt32', before)}) AS first, arraySlice(seq, first, least(toInt64(length(seq)), anchor + ${bind('UInt32', after)}) - first + 1) AS pages
       FROM (
         SELECT ${WITHOUT_RELOADS} AS seq, toInt64(${at}) AS anchor
         FROM (
           SELECT ${viewedPages(scope.windowFrom, scope.visitsTo)} AS viewed
-          FROM ${visitPages(scope, merge)}
+          FROM visit_pages FINAL
           WHERE ${siteIs(query.siteId)} AND ${scope.visitsBegan}${selectedVisits(query, scope)}${viewedAnchor(scope, anchor)}
         )
       )
@@ -197,7 +172,7 @@ const flowRollupOf = (siteId: string, timezone: string) =>
  * give. Rows: kind (0 node, 1 link), step, path, next_path, visits, exits, opens, and a node's rank at its step.
  *
  * The nodes of the days not rolled up (`unrolled`, today) are computed from visit_pages once, as
- * one array, and read by both parts; the few visits of those days are grouped by visit (visitPages).
+ * one array, and read by both parts.
  */
 export function rolledFlowSql(query: Query, anchor: FlowAnchor, before: number, after: number, rolled: RolledDays): Fragment {
   const last = bind('UInt32', after)
@@ -205,7 +180,7 @@ export function rolledFlowSql(query: Query, anchor: FlowAnchor, before: number, 
   const unrolled = spans.length
     ? sql`(SELECT groupArray((step, path, visits, exits, opens, outs)) FROM (
       SELECT step, path, count() AS visits, countIf(next_path = '') AS exits, countIf(opens) AS opens, groupArrayIf((next_path, toUInt64(1)), next_path != '') AS outs
-      FROM (${visitSlices(query, daySpansScope(query.siteId, spans), anchor, before, after, 'group')})
+      FROM (${visitSlices(query, daySpansScope(query.siteId, spans), anchor, before, after)})
       ${SLICE_STEPS_AND_OPENS}
       GROUP BY step, path))`
     : sql`CAST([], 'Array(Tuple(Int32, String, UInt64, UInt64, UInt64, Array(Tuple(String, UInt64))))')`
