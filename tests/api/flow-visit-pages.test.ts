@@ -8,6 +8,12 @@ import { execute } from '../../lib/storage/clickhouse/execute'
 import { type TestServices, client, orgWithSites, testServices } from '../helpers'
 import { NOW, UAS } from './report-reference'
 
+/** A flow answer's nodes and links as visits by id and by "source -> target". */
+const graphOf = (flow: { nodes: { id: string; visits: number }[]; links: { source: string; target: string; visits: number }[] }) => ({
+  nodes: Object.fromEntries(flow.nodes.map((n) => [n.id, n.visits])),
+  links: Object.fromEntries(flow.links.map((l) => [`${l.source} -> ${l.target}`, l.visits])),
+})
+
 /**
  * The flow reads each visit's pageviews from visit_pages, where pageviews stored by separate
  * inserts are separate rows until the engine merges them. With merges stopped, a visit whose
@@ -65,17 +71,13 @@ describe('flow over visits stored in pieces', () => {
     const res = await call('GET', `/api/v1/flow?site_id=${siteId}&range=today&depth=3`, { key })
     expect(res.status).toBe(200)
     expect(res.json.visits).toBe(2)
-    expect(Object.fromEntries(res.json.nodes.map((n: { id: string; visits: number }) => [n.id, n.visits]))).toEqual({
+    expect(graphOf(res.json).nodes).toEqual({
       '0:/': 2,
       '1:/docs': 1,
       '1:/pricing': 1,
       '2:/docs': 1,
     })
-    expect(
-      Object.fromEntries(
-        res.json.links.map((l: { source: string; target: string; visits: number }) => [`${l.source} -> ${l.target}`, l.visits]),
-      ),
-    ).toEqual({
+    expect(graphOf(res.json).links).toEqual({
       '0:/ -> 1:/docs': 1,
       '0:/ -> 1:/pricing': 1,
       '1:/pricing -> 2:/docs': 1,
@@ -100,17 +102,13 @@ describe('flow over visits stored in pieces', () => {
     const res = await call('GET', `/api/v1/flow?site_id=${siteId}&range=7d&depth=3`, { key })
     expect(res.status).toBe(200)
     expect(res.json.visits).toBe(3)
-    expect(Object.fromEntries(res.json.nodes.map((n: { id: string; visits: number }) => [n.id, n.visits]))).toEqual({
+    expect(graphOf(res.json).nodes).toEqual({
       '0:/': 3,
       '1:/docs': 2,
       '1:/pricing': 1,
       '2:/docs': 1,
     })
-    expect(
-      Object.fromEntries(
-        res.json.links.map((l: { source: string; target: string; visits: number }) => [`${l.source} -> ${l.target}`, l.visits]),
-      ),
-    ).toEqual({
+    expect(graphOf(res.json).links).toEqual({
       '0:/ -> 1:/docs': 2,
       '0:/ -> 1:/pricing': 1,
       '1:/pricing -> 2:/docs': 1,
