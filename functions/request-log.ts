@@ -86,6 +86,28 @@ export function loggedPath(url: string, pathname: string): string {
   return written ? `${pathname}?${written}` : pathname
 }
 
+/**
+ * A line's method and path as JSON, for the URLs logged last: the hot paths' requests repeat a few
+ * URLs, and redacting and quoting each again was a share of their CPU. Only a URL with nothing to
+ * redact is kept, so that no credential stays in memory past its request.
+ */
+const linePaths = new Map<string, { method: string; path: string; json: string }>()
+const LINE_PATHS_MAX = 1000
+const LINE_URL_MAX = 512
+
+function methodAndPath(method: string, url: string, path: string): string {
+  const cached = linePaths.get(url)
+  if (cached !== undefined && cached.method === method && cached.path === path) return cached.json
+  const json = `"method":${JSON.stringify(method)},"path":${JSON.stringify(loggedPath(url, path))}`
+  const q = url.indexOf('?')
+  const query = q < 0 ? '' : url.slice(q + 1)
+  if (url.length <= LINE_URL_MAX && (query === '' || (PLAIN_QUERY.test(query) && !SECRET_NAME.test(query)))) {
+    if (linePaths.size >= LINE_PATHS_MAX) linePaths.clear()
+    linePaths.set(url, { method, path, json })
+  }
+  return json
+}
+
 /** Set by the transport once a key is admitted, so the line names the key by its prefix. */
 export const KEY_PREFIX_VAR = 'keyPrefix'
 
@@ -152,7 +174,7 @@ export function requestTracer({ level, write = writeDefault }: LogOptions): Requ
       // built by hand: JSON.stringify of an object is a measurable share of a collector request
       const ms = Math.round((performance.now() - started) * 10) / 10
       write(
-        `{"time":"${isoNow()}","level":"info","method":${JSON.stringify(method)},"path":${JSON.stringify(loggedPath(url, path))},"status":${status},"ms":${ms},"requestId":"${id}"${keyPrefix ? `,"keyPrefix":${JSON.stringify(keyPrefix)}` : ''}}`,
+        `{"time":"${isoNow()}","level":"info",${methodAndPath(method, url, path)},"status":${status},"ms":${ms},"requestId":"${id}"${keyPrefix ? `,"keyPrefix":${JSON.stringify(keyPrefix)}` : ''}}`,
       )
     },
   }

@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest'
 import { createApp } from '../../functions/app'
-import { LINES_DELAY_MS, LINES_MAX_CHARS, batchedLines, freshRequestId, loggedPath } from '../../functions/request-log'
+import { LINES_DELAY_MS, LINES_MAX_CHARS, batchedLines, freshRequestId, loggedPath, requestTracer } from '../../functions/request-log'
 import { testServices } from '../helpers'
 
 describe('request logs', () => {
@@ -55,6 +55,36 @@ describe('request logs', () => {
     expect(logged('a=b%20c&d=e/f')).toBe('/p?a=b+c&d=e%2Ff')
     expect(logged('a&b=')).toBe('/p?a=&b=')
     expect(logged('tokens=1&subkey=2')).toBe('/p?tokens=1&subkey=2')
+  })
+
+  it('a line repeated for the same URL names its own method, path and status each time, credentials redacted every time', () => {
+    const lines: string[] = []
+    const tracer = requestTracer({ level: 'info', write: (line) => lines.push(line) })
+    const asked = [
+      ['GET', 'http://x/api/public/live?site=ab&range=day', '/api/public/live', 200],
+      ['GET', 'http://x/api/public/live?site=ab&range=day', '/api/public/live', 404],
+      ['HEAD', 'http://x/api/public/live?site=ab&range=day', '/api/public/live', 200],
+      ['GET', 'http://x/api/public/live?site=ab&range=day', '/api/public/live', 200],
+      ['GET', 'http://x/api/public/live?site=ab&range=week', '/api/public/live', 200],
+      ['POST', 'http://x/api/v1/collect?key=wak_one&site=a', '/api/v1/collect', 202],
+      ['POST', 'http://x/api/v1/collect?key=wak_one&site=a', '/api/v1/collect', 202],
+      ['POST', 'http://x/api/v1/collect?k%65y=wak_two', '/api/v1/collect', 202],
+      ['POST', 'http://x/api/v1/collect?k%65y=wak_two', '/api/v1/collect', 202],
+    ] as const
+    asked.forEach(([method, url, path, status], i) => tracer.line(method, url, path, status, performance.now(), `id-${i}`))
+    const logged = lines.map((l) => JSON.parse(l))
+    expect(logged.map((l) => [l.method, l.path, l.status, l.requestId])).toEqual([
+      ['GET', '/api/public/live?site=ab&range=day', 200, 'id-0'],
+      ['GET', '/api/public/live?site=ab&range=day', 404, 'id-1'],
+      ['HEAD', '/api/public/live?site=ab&range=day', 200, 'id-2'],
+      ['GET', '/api/public/live?site=ab&range=day', 200, 'id-3'],
+      ['GET', '/api/public/live?site=ab&range=week', 200, 'id-4'],
+      ['POST', '/api/v1/collect?key=redacted&site=a', 202, 'id-5'],
+      ['POST', '/api/v1/collect?key=redacted&site=a', 202, 'id-6'],
+      ['POST', '/api/v1/collect?key=redacted', 202, 'id-7'],
+      ['POST', '/api/v1/collect?key=redacted', 202, 'id-8'],
+    ])
+    expect(lines.join('\n')).not.toMatch(/wak_/)
   })
 
   it('fresh ids are UUID-shaped, never repeat in a process, and differ between processes', async () => {
