@@ -100,6 +100,9 @@ interface Attempt {
   segments: number[]
 }
 
+/** Hits whose rows a flush makes at a time (see the visits step). */
+const HITS_AT_A_TIME = 1000
+
 const FIRST_RETRY_MS = 200
 const LAST_RETRY_MS = 5_000
 
@@ -213,13 +216,22 @@ export class BufferedSink implements EventSink {
     })
     const token = crypto.randomUUID()
     const events = batch.events
+    let rowsMade = 0
     const attempt: Attempt = {
       steps: [
-        // the hits' visits and rows, once: a retry inserts the same rows
+        // the hits' visits and rows, once: a retry inserts the same rows, and goes on from the
+        // first hit without its row. A thousand hits at a time, with a turn of the event loop
+        // between: a second's worth of the collector's hits made in one go held its requests for
+        // tens of milliseconds. A visit's hits in two of them join it as hits of two flushes do.
         {
           name: 'visits',
           run: async () => {
-            for (const row of await eventRowsOf(this.repositories.visits, batch.hits)) events.push(row)
+            while (rowsMade < batch.hits.length) {
+              if (rowsMade > 0) await new Promise((resolve) => setImmediate(resolve))
+              const hits = batch.hits.slice(rowsMade, rowsMade + HITS_AT_A_TIME)
+              for (const row of await eventRowsOf(this.repositories.visits, hits)) events.push(row)
+              rowsMade += hits.length
+            }
           },
         },
         {

@@ -85,4 +85,50 @@ describe('an insert of events that fails part-way', () => {
     expect(readdirSync(dir).filter((name) => name.endsWith('.log')).length).toBeLessThanOrEqual(2)
     await clickhouse.command('DROP VIEW fail_mv')
   })
+
+  it('a flush whose hits fail to join their visits part-way goes on from the first hit without a row, and stores each once', async () => {
+    const services = await testServices()
+    const { clickhouse, repositories } = services
+    const org = await createOrg(repositories, 'Resume', new Date())
+    const site = newSite({ domain: `resume-${crypto.randomUUID().slice(0, 8)}.example.com` }, org.id, new Date())
+    await repositories.sites.create(site)
+    const start = Date.now() - 3600_000
+    // 2,500 hits of 250 visitors, ten each a second apart: more than one part of a flush's rows
+    const lines = Array.from({ length: 2500 }, (_, i) =>
+      JSON.stringify({
+        timestamp: new Date(start + Math.floor(i / 250) * 1000).toISOString(),
+        site: site.snippetId,
+        name: 'pageview',
+        url: `https://${site.domain}/p${i % 7}`,
+        ip: `198.51.100.${i % 250}`,
+        userAgent: FIREFOX,
+      }),
+    )
+    // the visits store fails once, on the second part's call
+    let calls = 0
+    const assignRuns = repositories.visits.assignRuns.bind(repositories.visits)
+    const visits = Object.create(repositories.visits) as typeof repositories.visits
+    visits.assignRuns = (...args: Parameters<typeof assignRuns>) => {
+      if (++calls === 2) return Promise.reject(new Error('the visits store fell over'))
+      return assignRuns(...args)
+    }
+    const sink = new BufferedSink(clickhouse, { usage: repositories.usage, visits }, { intervalMs: 3_600_000 })
+    const ingestor = new Ingestor({
+      sites: new SiteDirectory(repositories.sites),
+      repositories,
+      sink,
+      now: () => new Date(),
+      rowsInSink: true,
+    })
+    expect((await collectLines(lines, ingestor)).imported).toBe(2500)
+    await expect(sink.flush()).rejects.toThrow(/the visits store fell over/)
+    await sink.flush()
+    expect(calls).toBe(4)
+    const [stored] = await clickhouse.query<{ events: string; visitors: string; visits: string }>(
+      'SELECT count() AS events, uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits FROM events WHERE site_id = {s:UUID}',
+      { s: site.id },
+    )
+    // every hit once; each visitor's ten hits, ten seconds in all, one visit
+    expect(stored).toEqual({ events: '2500', visitors: '250', visits: '250' })
+  })
 })

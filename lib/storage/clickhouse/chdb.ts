@@ -20,6 +20,24 @@ function sameKeys(row: object, columns: string[]) {
   return i === columns.length
 }
 
+/** Rows written to JSON at a time, between which other work runs (the collector's requests). */
+const ROWS_AT_A_TIME = 1000
+
+/**
+ * Rows sharing their keys as JSONCompactEachRow (arrays separated by commas), written a thousand at
+ * a time with a turn of the event loop between: a second's worth of the collector's rows written in
+ * one call held its requests for tens of milliseconds, which was its p99.
+ */
+async function compactRows(rows: readonly object[]): Promise<string> {
+  if (rows.length <= ROWS_AT_A_TIME) return JSON.stringify(rows.map((r) => Object.values(r))).slice(1, -1)
+  const parts: string[] = []
+  for (let i = 0; i < rows.length; i += ROWS_AT_A_TIME) {
+    if (i > 0) await new Promise((resolve) => setImmediate(resolve))
+    parts.push(JSON.stringify(rows.slice(i, i + ROWS_AT_A_TIME).map((r) => Object.values(r))).slice(1, -1))
+  }
+  return parts.join(',')
+}
+
 /** A full disk is an outage of the engine, answered 503 until space returns; any other failure passes as it is. */
 async function withSpace<T>(work: () => Promise<T>): Promise<T> {
   try {
@@ -81,14 +99,14 @@ export class EmbeddedClickHouse implements ClickHouse {
     if (!rows.length) return
     if (!TABLE_NAME.test(table)) throw new Error(`bad table name ${table}`)
     // rows built from one literal share their keys in order: sent as arrays under one column list,
-    // they are smaller to write and to parse; anything else goes as objects. The arrays are
-    // written in one JSON.stringify call: JSONCompactEachRow reads rows separated by commas.
+    // they are smaller to write and to parse; anything else goes as objects. JSONCompactEachRow
+    // reads rows separated by commas (compactRows).
     // the same rows retried under the same token are stored once, in the table and in its views
     const settings = { insert_deduplication_token: insertToken(options), ...(options.background ? { priority: BACKGROUND_PRIORITY } : {}) }
     const columns = Object.keys(rows[0])
     if (rows.every((row) => sameKeys(row, columns))) {
-      const body = JSON.stringify(rows.map((r) => Object.values(r)))
-      await withSpace(() => this.session.insert({ table, values: body.slice(1, -1), format: 'JSONCompactEachRow', columns, settings }))
+      const values = await compactRows(rows)
+      await withSpace(() => this.session.insert({ table, values, format: 'JSONCompactEachRow', columns, settings }))
     } else {
       const values = rows.map((r) => JSON.stringify(r)).join('\n')
       await withSpace(() => this.session.insert({ table, values, format: 'JSONEachRow', settings }))
