@@ -102,7 +102,9 @@ interface Target {
 }
 
 async function drive(opts: { duration: string; rounds: string }) {
-  const child = spawn(process.execPath, ['--import', 'tsx', process.argv[1], 'serve'], { stdio: ['ignore', 'pipe', 'inherit'] })
+  // BENCH_CPU_PROF=DIR writes a CPU profile of the server process there, as bench:collector does
+  const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', process.argv[1], 'serve'], { stdio: ['ignore', 'pipe', 'inherit'] })
   const { base, bareBase, snippet, key } = JSON.parse(
     await new Promise<string>((resolve) => createInterface({ input: child.stdout! }).once('line', resolve)),
   )
