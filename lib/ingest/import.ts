@@ -9,6 +9,7 @@ import { Ingestor } from './pipeline'
 import { BufferedSink } from './sink'
 import type { ImportVisits } from './visits-repository'
 import { VISIT_GAP_MS } from './visits'
+import { nextTurn } from '../runtime/turn'
 
 export interface ImportResult {
   imported: number
@@ -152,7 +153,7 @@ export async function importHits(
     await options.afterChunk?.()
     // a turn of the event loop: the sink sees its finished insert and starts the next one while
     // the next chunk is enriched (promises alone would keep it waiting until the import ends)
-    await new Promise((resolve) => setImmediate(resolve))
+    await nextTurn()
   }
   for await (const parsed of (options.parse ?? parseHere)(lines)) {
     for (const { line, bytes: size, item } of parsed) {

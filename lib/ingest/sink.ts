@@ -3,6 +3,7 @@ import type { Repositories } from '../repositories'
 import type { RowHit } from './item'
 import type { BotRow, EventRow } from './rows'
 import { eventRowsOf } from './sessionize'
+import { nextTurn } from '../runtime/turn'
 
 /** Where event rows are inserted: a Null table whose view fills `events` (clickhouse/0004_events_input.sql). */
 export const EVENTS_INPUT = 'events_input'
@@ -227,7 +228,7 @@ export class BufferedSink implements EventSink {
           name: 'visits',
           run: async () => {
             while (rowsMade < batch.hits.length) {
-              if (rowsMade > 0) await new Promise((resolve) => setImmediate(resolve))
+              if (rowsMade > 0) await nextTurn()
               const hits = batch.hits.slice(rowsMade, rowsMade + HITS_AT_A_TIME)
               for (const row of await eventRowsOf(this.repositories.visits, hits)) events.push(row)
               rowsMade += hits.length

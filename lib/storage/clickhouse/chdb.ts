@@ -5,6 +5,7 @@ import { StoreUnavailableError, isOutOfSpace } from '../errors'
 import type { ClickHouse, InsertOptions, QueryParams } from './types'
 import { SESSION_TIMEZONE, insertToken } from './client'
 import { BACKGROUND_PRIORITY } from './execute'
+import { nextTurn } from '../../runtime/turn'
 
 const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_.]*$/
 
@@ -32,7 +33,7 @@ async function compactRows(rows: readonly object[]): Promise<string> {
   if (rows.length <= ROWS_AT_A_TIME) return JSON.stringify(rows.map((r) => Object.values(r))).slice(1, -1)
   const parts: string[] = []
   for (let i = 0; i < rows.length; i += ROWS_AT_A_TIME) {
-    if (i > 0) await new Promise((resolve) => setImmediate(resolve))
+    if (i > 0) await nextTurn()
     parts.push(JSON.stringify(rows.slice(i, i + ROWS_AT_A_TIME).map((r) => Object.values(r))).slice(1, -1))
   }
   return parts.join(',')
