@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -51,6 +51,7 @@ interface BenchOptions {
   at?: string
   compare?: boolean
   firstRead?: boolean
+  sqlDir?: string
 }
 
 const program = new Command('bench-reports')
@@ -76,6 +77,7 @@ const program = new Command('bench-reports')
     '--first-read',
     "measure first reads: every filter's rolled days are deleted before each call, and before its statements (the builds included) run again on the engine",
   )
+  .option('--sql-dir <dir>', 'write the statements each read ran (its last run, parameters as a comment) to DIR/<read>.sql, to profile them')
   .action(async (opts: BenchOptions) => {
     if (opts.main.includes(',')) return growth(opts.main.split(',').map((n) => n.trim()))
     const dir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'bench-reports-'))
@@ -416,6 +418,7 @@ const program = new Command('bench-reports')
         await recorder.replay(ran)
         const engineMs = performance.now() - t
         const engineCpu = processCpuMs() - cpu
+        if (opts.sqlDir) writeStatements(opts.sqlDir, name, ran)
         if (i >= 2) {
           samples[name].api.push(apiMs)
           samples[name].cpu.push(res.cpuMs)
@@ -485,6 +488,13 @@ function readsOfRegistry(siteId: string, measured: string[]): Record<string, str
     reads[endpoint.path.replace('/api/v1/', '')] = `${endpoint.path}?${query}`
   }
   return reads
+}
+
+/** The statements of one read as a file of their own: each with its parameters in a comment before it. */
+function writeStatements(dir: string, name: string, ran: Ran[]) {
+  mkdirSync(dir, { recursive: true })
+  const text = ran.map((s) => `-- params: ${JSON.stringify(s.params ?? {})}\n${s.sql};\n`).join('\n')
+  writeFileSync(join(dir, `${name.replace(/[^\w.-]+/g, '_')}.sql`), text)
 }
 
 interface Ran {

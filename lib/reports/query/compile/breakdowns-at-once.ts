@@ -217,25 +217,26 @@ function eventRowsWithEngagement(properties: readonly string[], scope: Scope, se
     ', ',
   )
   const rowPairs = sql`arrayFilter(p -> p.3, [${pairs}])`
+  // a visit's pairs gathered by their hash, distinct of the visit's array: cheaper than a set of (property, value) strings a visit
   return sql`
 SELECT counts.property AS property, counts.value AS value, visitors, visits, pageviews, events, bounces, duration_ms
 FROM (
   SELECT row_pair.1 AS property, row_pair.2 AS value, ${raw(visitorStates ? 'uniqExactState' : 'uniqExact')}(visitor_id) AS visitors, uniqExact(session_id) AS visits,
-         countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events
+         countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events, cityHash64(property, value) AS pair_key
   FROM ${from} ARRAY JOIN ${rowPairs} AS row_pair
   WHERE ${selected}
   GROUP BY property, value
 ) AS counts
 LEFT JOIN (
-  SELECT visit_pair.1 AS property, visit_pair.2 AS value, countIf(${BOUNCED}) AS bounces, toUInt64(round(sum(duration) * 1000)) AS duration_ms
+  SELECT pair_key, countIf(${BOUNCED}) AS bounces, toUInt64(round(sum(duration) * 1000)) AS duration_ms
   FROM (${visitFacts(scope, [])}) AS facts
   INNER JOIN (
-    SELECT session_id, groupUniqArray((row_pair.1, row_pair.2)) AS visit_pairs
+    SELECT session_id, arrayDistinct(groupArray(cityHash64(row_pair.1, row_pair.2))) AS pair_keys
     FROM ${from} ARRAY JOIN ${rowPairs} AS row_pair
     WHERE ${selected}
     GROUP BY session_id
   ) AS selected USING session_id
-  ARRAY JOIN visit_pairs AS visit_pair
-  GROUP BY property, value
-) AS engagement ON engagement.property = counts.property AND engagement.value = counts.value`
+  ARRAY JOIN pair_keys AS pair_key
+  GROUP BY pair_key
+) AS engagement ON engagement.pair_key = counts.pair_key`
 }

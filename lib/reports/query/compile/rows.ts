@@ -25,35 +25,46 @@ export function visitPages(property: string, scope: Scope): Fragment {
 }
 
 /** The relation a breakdown reads and the value expression over it. */
-export function breakdownSource(property: string, scope: Scope): { from: Fragment; value: Fragment; presence: Fragment | null } {
+export interface BreakdownSource {
+  from: Fragment
+  value: Fragment
+  presence: Fragment | null
+  /** The row's values the value is made of: the value itself, or a combination's parts before they are joined into its JSON. */
+  parts: readonly Fragment[]
+  combined?: true
+}
+
+export function breakdownSource(property: string, scope: Scope): BreakdownSource {
   const events = eventsFrom(scope)
-  if (property === TOTALS) return { from: events, value: raw("''"), presence: null }
+  if (property === TOTALS) return single(events, raw("''"), null)
   const parts = combinedParts(property)
   if (parts) return combinedSource(parts, scope)
   if (isVisitPage(property)) {
-    return {
-      from: sql`${events} INNER JOIN (${visitPages(property, scope)}) AS visit USING session_id`,
-      value: raw('visit.visit_page'),
-      presence: raw("visit.visit_page != ''"),
-    }
+    return single(
+      sql`${events} INNER JOIN (${visitPages(property, scope)}) AS visit USING session_id`,
+      raw('visit.visit_page'),
+      raw("visit.visit_page != ''"),
+    )
   }
   if (property.startsWith(PROPERTY_PREFIX)) {
     const key = bind('String', property.slice(PROPERTY_PREFIX.length))
-    return { from: events, value: sql`props[${key}]`, presence: sql`mapContains(props, ${key})` }
+    return single(events, sql`props[${key}]`, sql`mapContains(props, ${key})`)
   }
   const value = dimensionSql(property)
   // the event breakdown lists what sites send and count: pageviews, custom events and link and form
   // events; autocaptured clicks, errors, vitals and engagement reports have their own reads
-  if (property === 'event') return { from: events, value, presence: raw("kind NOT IN ('click', 'error', 'vital', 'engagement')") }
-  return { from: events, value, presence: dimension(property)?.sparse ? sql`${value} != ''` : null }
+  if (property === 'event') return single(events, value, raw("kind NOT IN ('click', 'error', 'vital', 'engagement')"))
+  return single(events, value, dimension(property)?.sparse ? sql`${value} != ''` : null)
 }
+
+const single = (from: Fragment, value: Fragment, presence: Fragment | null): BreakdownSource => ({ from, value, presence, parts: [value] })
 
 /**
  * Several dimensions together: each event's values of all of them as one JSON array, the events
  * where every one has a value (the visit pages each joined once, as visit_<i>). The goal, where
  * one of them, is the column `goal` the goal breakdown gives each conversion (compile/goals.ts).
  */
-function combinedSource(parts: readonly string[], scope: Scope) {
+function combinedSource(parts: readonly string[], scope: Scope): BreakdownSource {
   let from: Fragment = eventsFrom(scope)
   const values: Fragment[] = []
   const presences: Fragment[] = []
@@ -77,8 +88,22 @@ function combinedSource(parts: readonly string[], scope: Scope) {
     from,
     value: combinedValue(values),
     presence: presences.length ? join(presences, ' AND ') : null,
+    parts: values,
+    combined: true,
   }
 }
+
+/**
+ * A row's value as a hash of its parts, to group rows by and to gather per visit: a number is
+ * cheaper to hash, compare and keep in arrays than the value's string (a page's, a combination's
+ * JSON, which is then made once a group rather than once a row). Two values sharing a hash are
+ * about one in 2^64 a pair.
+ */
+const valueKey = (source: BreakdownSource) => sql`cityHash64(${join(source.parts, ', ')})`
+
+/** The value of a group of rows of one valueKey: its parts are the same on every row. */
+const groupValue = (source: BreakdownSource) =>
+  source.combined ? combinedValue(source.parts.map((part) => sql`any(${part})`)) : sql`any(${source.value})`
 
 export interface RowsOptions {
   /** An expression of the event's site-local day: rows are per day and value. */
@@ -132,25 +157,26 @@ export function breakdownRows(property: string, scope: Scope, selected: Fragment
     return engagementBySelectedVisit(source, scope, rows, options, options.filtered?.visitFilters ?? [])
   const byDay = day ? raw('day, ') : empty
   // each visit holding a selected event: its values, and its facts (views, custom events, first to
-  // last event) from the sessions rollup rather than a scan of all its events
+  // last event) from the sessions rollup rather than a scan of all its events; values by their key,
+  // and a visit's distinct keys by distinct of its array (cheaper than a set a visit)
   const engagementJoin = sql`LEFT JOIN (
-  SELECT ${byDay}value, countIf(${BOUNCED}) AS bounces, toUInt64(round(sum(duration) * 1000)) AS duration_ms
+  SELECT ${byDay}value_key, countIf(${BOUNCED}) AS bounces, toUInt64(round(sum(duration) * 1000)) AS duration_ms
   FROM (${visitFacts(scope, [])}) AS facts
   INNER JOIN (
-    SELECT session_id, ${day ? sql`any(${day}) AS day, ` : empty}${raw(perVisit ? 'any(row_value) AS value' : 'groupUniqArray(row_value) AS row_values')}
-    FROM (SELECT session_id, timestamp, ${source.value} AS row_value FROM ${source.from} WHERE ${rows})
+    SELECT session_id, ${day ? sql`any(${day}) AS day, ` : empty}${raw(perVisit ? 'any(row_key) AS value_key' : 'arrayDistinct(groupArray(row_key)) AS row_keys')}
+    FROM (SELECT session_id, timestamp, ${valueKey(source)} AS row_key FROM ${source.from} WHERE ${rows})
     GROUP BY session_id
   ) AS selected USING session_id
-  ${raw(perVisit ? '' : 'ARRAY JOIN row_values AS value')}
-  GROUP BY ${byDay}value
-) AS engagement ON engagement.value = counts.value${raw(day ? ' AND engagement.day = counts.day' : '')}`
+  ${raw(perVisit ? '' : 'ARRAY JOIN row_keys AS value_key')}
+  GROUP BY ${byDay}value_key
+) AS engagement ON engagement.value_key = counts.value_key${raw(day ? ' AND engagement.day = counts.day' : '')}`
   return sql`
 SELECT ${raw(day ? 'counts.day AS day, ' : '')}counts.value AS value, visitors, visits, pageviews, events${raw(engagement ? ', bounces, duration_ms' : '')}${raw(options.reports ? `, ${REPORT_COLUMNS.join(', ')}` : '')}
 FROM (
-  SELECT ${day ? sql`${day} AS day, ` : empty}${source.value} AS value, ${raw(options.visitorStates ? 'uniqExactState' : 'uniqExact')}(visitor_id) AS visitors, uniqExact(session_id) AS visits,
+  SELECT ${day ? sql`${day} AS day, ` : empty}${valueKey(source)} AS value_key, ${groupValue(source)} AS value, ${raw(options.visitorStates ? 'uniqExactState' : 'uniqExact')}(visitor_id) AS visitors, uniqExact(session_id) AS visits,
          countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events${raw(options.reports ? REPORTS_OF_EVENTS : '')}
   FROM ${source.from} WHERE ${rows}
-  GROUP BY ${byDay}value
+  GROUP BY ${byDay}value_key
 ) AS counts
 ${engagement ? engagementJoin : empty}`
 }
@@ -197,7 +223,7 @@ const REPORTS_OF_EVENTS =
  * hold yet counts in visitors, visits and views, not in bounces or duration, as in the default shape.
  */
 function engagementBySelectedVisit(
-  source: ReturnType<typeof breakdownSource>,
+  source: BreakdownSource,
   scope: Scope,
   rows: Fragment,
   options: RowsOptions,
@@ -206,16 +232,16 @@ function engagementBySelectedVisit(
   const { day } = options
   const byDay = day ? raw('day, ') : empty
   return sql`
-SELECT ${byDay}value, ${raw(options.visitorStates ? 'uniqExactState' : 'uniqExact')}(visitor) AS visitors, count() AS visits, sum(sel_pv) AS pageviews, sum(sel_ce) AS events,
+SELECT ${byDay}any(value) AS value, ${raw(options.visitorStates ? 'uniqExactState' : 'uniqExact')}(visitor) AS visitors, count() AS visits, sum(sel_pv) AS pageviews, sum(sel_ce) AS events,
        countIf(known AND ${BOUNCED}) AS bounces, toUInt64(round(sumIf(duration, known) * 1000)) AS duration_ms${raw(options.reports ? `, ${REPORT_COLUMNS.map((c) => `sum(${c}) AS ${c}`).join(', ')}` : '')}
 FROM (
-  SELECT session_id, ${day ? sql`${day} AS day, ` : empty}${source.value} AS value, any(visitor_id) AS visitor,
+  SELECT session_id, ${day ? sql`${day} AS day, ` : empty}${valueKey(source)} AS value_key, ${groupValue(source)} AS value, any(visitor_id) AS visitor,
          countIf(kind = 'pageview') AS sel_pv, countIf(kind = 'custom') AS sel_ce${raw(options.reports ? REPORTS_OF_EVENTS : '')}
   FROM ${source.from} WHERE ${rows}
-  GROUP BY session_id, ${byDay}value
+  GROUP BY session_id, ${byDay}value_key
 ) AS selected
 LEFT JOIN (SELECT session_id, 1 AS known, pv, ie, duration FROM (${visitFacts(scope, visitFilters)})) AS facts USING session_id
-GROUP BY ${byDay}value`
+GROUP BY ${byDay}value_key`
 }
 
 /**
