@@ -77,7 +77,10 @@ const program = new Command('bench-reports')
     '--first-read',
     "measure first reads: every filter's rolled days are deleted before each call, and before its statements (the builds included) run again on the engine",
   )
-  .option('--sql-dir <dir>', 'write the statements each read ran (its last run, parameters as a comment) to DIR/<read>.sql, to profile them')
+  .option(
+    '--sql-dir <dir>',
+    'write the statements each read ran (its last run, parameters as a comment) to DIR/<read>.sql, to profile them',
+  )
   .action(async (opts: BenchOptions) => {
     if (opts.main.includes(',')) return growth(opts.main.split(',').map((n) => n.trim()))
     const dir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'bench-reports-'))
