@@ -3,8 +3,8 @@ import { previousWindow, rangeView, wholeDays } from '../query/range'
 import { type ReportDeps, prepare } from '../query/reports'
 import { execute } from '../../storage/clickhouse/execute'
 import type { Site } from '../../sites/sites'
-import { pageVisitsByPeriodFromDaysSql, pageVisitsByPeriodSql, siteVisitsByDaySql } from './compile'
-import { pathDaysSql } from './path-days'
+import { pageVisitsByPeriodFromDaysSql, pageVisitsByPeriodSql } from './compile'
+import { dayRowsSql } from './path-days'
 import { siteChanges } from '../../crawl/changes'
 import { candidateOf } from './candidates'
 import { round4 } from './robust'
@@ -52,11 +52,8 @@ export async function anomalies(deps: ReportDeps, site: Site, params: ReportPara
   // unfiltered whole days read the daily rollup where it is current, as the path breakdown does
   const statement =
     !query.filters.length && wholeDays(query.range)
-      ? pageVisitsByPeriodFromDaysSql(
-          await pathDaysSql(deps.clickhouse, site.id, site.timezone, previous.from, query.range.to),
-          siteVisitsByDaySql(site.id, site.timezone, previous.from, query.range.to),
-          query.range.from.toPlainDate().toString(),
-          ANOMALY_RULE.minVisits,
+      ? await dayRowsSql(deps.clickhouse, site.id, site.timezone, previous.from, query.range.to).then((days) =>
+          pageVisitsByPeriodFromDaysSql(days.paths, days.site, query.range.from.toPlainDate().toString(), ANOMALY_RULE.minVisits),
         )
       : pageVisitsByPeriodSql(query, previous, ANOMALY_RULE.minVisits)
   const leadFrom = new Date(query.range.from.epochMilliseconds - CANDIDATE_LEAD_DAYS * 86_400_000)

@@ -182,7 +182,7 @@ SELECT page, current, previous FROM (
 WHERE page IS NULL OR greatest(current, previous) >= ${bind('UInt32', minVisits)}`
 }
 
-/** The same, unfiltered, from per-day path rows (pathDaysSql) and the site's visits per day. */
+/** The same, unfiltered, from per-day path rows and the site's own per day (dayRowsSql). */
 export function pageVisitsByPeriodFromDaysSql(pathDays: Fragment, siteDays: Fragment, currentFromDay: string, minVisits: number): Fragment {
   const current = sql`day >= ${bind('Date', currentFromDay)}`
   return sql`
@@ -197,7 +197,7 @@ WHERE page IS NULL OR greatest(current, previous) >= ${bind('UInt32', minVisits)
 /**
  * Per page: its visits in the current 28 days, and its best 28 consecutive days (the peak)
  * among the windows ending from `peaksFromDay` on, with the last day of that window (the latest
- * of equal ones), from per-day path rows (pathDaysSql). A visit never crosses the site-local
+ * of equal ones), from per-day path rows (dayRowsSql). A visit never crosses the site-local
  * midnight, so days add up.
  */
 export function pagePeaksSql(pathDays: Fragment, currentFromDay: string, peaksFromDay: string, minPeak: number): Fragment {
@@ -210,17 +210,6 @@ SELECT pathname, max(rolling) AS peak, argMax(day, (rolling, day)) AS peak_end, 
 WHERE day >= ${bind('Date', peaksFromDay)}
 GROUP BY pathname
 HAVING peak >= ${bind('UInt32', minPeak)}`
-}
-
-/**
- * The site's visits per site-local day, from the visits rollup: a visit belongs to the day it
- * began on and never crosses the site-local midnight.
- */
-export function siteVisitsByDaySql(siteId: string, timezone: string, from: Instant, to: Instant): Fragment {
-  return sql`
-SELECT toDate(session_start, ${bind('String', timezone)}) AS day, uniqExact(session_id) AS visits
-FROM sessions WHERE ${site(siteId)} AND ${during('session_start', from.epochMilliseconds, to.epochMilliseconds)}
-GROUP BY day`
 }
 
 /** Visits per page, channel and site-local day, for the given pages (any event on the path, as the path breakdown counts). */

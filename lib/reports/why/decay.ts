@@ -2,12 +2,13 @@ import { Temporal } from 'temporal-polyfill'
 import { AI_CHANNEL } from '../../ingest/ai-assistants'
 import { latestSnapshots, siteChanges } from '../../crawl/changes'
 import { execute } from '../../storage/clickhouse/execute'
+import { sql } from '../../storage/clickhouse/sql'
 import { candidateOf } from './candidates'
 import type { Site } from '../../sites/sites'
-import { pageChannelVisitsByDaySql, pagePeaksSql, siteVisitsByDaySql } from './compile'
+import { pageChannelVisitsByDaySql, pagePeaksSql } from './compile'
 import { round4 } from './robust'
 import { sum } from './shifts'
-import { pathDaysSql } from './path-days'
+import { dayRowsSql } from './path-days'
 import { type WhyDeps, readsEvents } from './window'
 import { type PageSearchEvidence, evidenceView, pagesSearchEvidence, searchConnection } from '../search/search'
 
@@ -61,17 +62,13 @@ export async function decay(deps: WhyDeps, site: Site, params: { limit?: number 
   if (!readsEvents(site))
     return { available: false, ...base, site: { current: 0, peak: 0, peakFrom: null, peakTo: null, change: null }, pages: [] }
 
+  const rows = await dayRowsSql(deps.clickhouse, site.id, site.timezone, zonedStart(lookbackFrom), zonedStart(currentTo))
   const [peaks, siteDays] = await Promise.all([
-    pathDaysSql(deps.clickhouse, site.id, site.timezone, zonedStart(lookbackFrom), zonedStart(currentTo)).then((pathDays) =>
-      execute<{ pathname: string; peak: number | string; peak_end: string; current: number | string }>(
-        deps.clickhouse,
-        pagePeaksSql(pathDays, day(currentFrom), day(firstPeakEnd), DECAY_RULE.minPeakVisits),
-      ),
-    ),
-    execute<{ day: string; visits: number | string }>(
+    execute<{ pathname: string; peak: number | string; peak_end: string; current: number | string }>(
       deps.clickhouse,
-      siteVisitsByDaySql(site.id, site.timezone, zonedStart(lookbackFrom), zonedStart(currentTo)),
+      pagePeaksSql(rows.paths, day(currentFrom), day(firstPeakEnd), DECAY_RULE.minPeakVisits),
     ),
+    execute<{ day: string; visits: number | string }>(deps.clickhouse, sql`SELECT toString(day) AS day, visits FROM (${rows.site})`),
   ])
   const siteByDay = new Map(siteDays.map((r) => [String(r.day).slice(0, 10), Number(r.visits)]))
   // the days of the lookback once, with running totals, so a 28-day sum is a difference

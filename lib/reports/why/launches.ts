@@ -4,7 +4,7 @@ import { execute } from '../../storage/clickhouse/execute'
 import type { Site } from '../../sites/sites'
 import { bind, sql } from '../../storage/clickhouse/sql'
 import { launchedPagesSql } from './compile'
-import { pathDaysSql } from './path-days'
+import { dayRowsSql } from './path-days'
 import { median, round4 } from './robust'
 import { sum } from './shifts'
 import { type WhyDeps, type WindowParams, isoLocal, readsEvents, windowOf, zoned } from './window'
@@ -67,7 +67,7 @@ export async function launches(deps: WhyDeps, site: Site, params: LaunchParams) 
     }
   })
   const scanFrom = Temporal.PlainDate.compare(range.from.toPlainDate(), shared.from) < 0 ? range.from.toPlainDate() : shared.from
-  const pathDays = await pathDaysSql(
+  const { paths: pathDays } = await dayRowsSql(
     deps.clickhouse,
     site.id,
     site.timezone,

@@ -1,5 +1,6 @@
 import type { Temporal } from 'temporal-polyfill'
 import type { ClickHouse } from '../../storage/clickhouse/types'
+import { TOTALS } from '../query/model'
 import type { ResolvedRange } from '../query/range'
 import { rolledDays } from '../query/run'
 import { breakdownRows, localDay, rowsWithRollup } from '../query/compile/rows'
@@ -8,24 +9,29 @@ import { unrolledScope } from '../query/compile/selection'
 import type { Fragment } from '../../storage/clickhouse/sql'
 
 /**
- * Per site-local day and path, the numbers of the path breakdown (columns day, value, visitors,
- * visits, pageviews, events) over whole days [from, to): the daily rollup's rows for the days it
- * holds current, events for the others, as unfiltered reports read them. A page's visits are thus
- * the same number the path breakdown shows.
+ * Per site-local day over whole days [from, to), the numbers unfiltered reports show (columns day,
+ * value, visitors, visits, pageviews, events): `paths` per path, as the path breakdown counts a
+ * page, and `site` the site's own (value ''), as the totals count it. Both read the daily rollup's
+ * rows for the days it holds current and events for the others, after one lookup of the rolled
+ * days: a year of the site's visits per day is a year of rolled rows, not a count of every visit
+ * of the year.
  */
-export async function pathDaysSql(
+export async function dayRowsSql(
   clickhouse: ClickHouse,
   siteId: string,
   timezone: string,
   from: Temporal.ZonedDateTime,
   to: Temporal.ZonedDateTime,
-): Promise<Fragment> {
+): Promise<{ paths: Fragment; site: Fragment }> {
   const range: ResolvedRange = { name: 'custom', timezone, from, to, interval: 'day' }
   const rolled = await rolledDays(clickhouse, { siteId, range })
   const day = localDay(timezone)
-  if (!rolled.days.length && !rolled.partial) {
-    const scope = windowScope(siteId, range)
-    return breakdownRows('path', scope, scope.events, { day, engagement: false })
+  const rows = (property: string) => {
+    if (!rolled.days.length && !rolled.partial) {
+      const scope = windowScope(siteId, range)
+      return breakdownRows(property, scope, scope.events, { day, engagement: false })
+    }
+    return rowsWithRollup(property, unrolledScope(siteId, range, rolled), timezone, rolled, { day, engagement: false })
   }
-  return rowsWithRollup('path', unrolledScope(siteId, range, rolled), timezone, rolled, { day, engagement: false })
+  return { paths: rows('path'), site: rows(TOTALS) }
 }
