@@ -7,6 +7,8 @@ import { resolveRange } from '../../lib/reports/query/range'
 import type { Query } from '../../lib/reports/query/model'
 import { render } from '../../lib/storage/clickhouse/sql'
 import { SITE_TABLES } from '../../lib/storage/clickhouse/site-data'
+import { launchedPagesSql } from '../../lib/reports/why/compile'
+import { Temporal } from 'temporal-polyfill'
 
 describe('ClickHouse migrations', () => {
   it('are numbered files, rendered plain for one server and ON CLUSTER with Replicated engines for a cluster', () => {
@@ -56,6 +58,7 @@ describe('ClickHouse migrations', () => {
       { version: 26, name: 'filtered_flow_rollup_expiry' },
       { version: 27, name: 'ai_rollups' },
       { version: 28, name: 'error_rollups' },
+      { version: 29, name: 'page_first_views' },
     ])
     const applied = await migrate(clickhouse, [
       ...loadMigrations(),
@@ -366,5 +369,60 @@ describe('ClickHouse migrations', () => {
     expect(await run(values, '\nSETTINGS use_skip_indexes = 0')).toEqual(await run(values))
     // and the index leaves out the pageviews' granules
     expect(await marks(keys)).toBeLessThan(await marks(keys, '\nSETTINGS use_skip_indexes = 0'))
+  })
+})
+
+describe('page_first_views (0029)', () => {
+  it("keeps each page's first pageview as events arrive, the same after the backfill runs again, and the launches read finds pages by it", async () => {
+    const clickhouse = await testClickHouse()
+    const site = crypto.randomUUID()
+    const insert = (rows: [string, string, string][]) =>
+      clickhouse.insert(
+        'events',
+        rows.map(([timestamp, kind, pathname], i) => ({
+          site_id: site,
+          timestamp,
+          name: kind === 'pageview' ? 'pageview' : 'Signup',
+          kind,
+          visitor_id: i,
+          session_id: i,
+          session_start: timestamp,
+          pathname,
+        })),
+      )
+    // /a first viewed on the 3rd (a later view on the 5th in the same insert, an earlier one on the 2nd in
+    // a later insert); /b has a custom event on the 1st but its first pageview on the 6th; /c only on the 20th
+    await insert([
+      ['2026-10-05 10:00:00.000', 'pageview', '/a'],
+      ['2026-10-03 10:00:00.000', 'pageview', '/a'],
+      ['2026-10-01 10:00:00.000', 'custom', '/b'],
+      ['2026-10-06 09:30:00.000', 'pageview', '/b'],
+    ])
+    await insert([
+      ['2026-10-02 08:00:00.000', 'pageview', '/a'],
+      ['2026-10-20 12:00:00.000', 'pageview', '/c'],
+    ])
+    const firsts = async () =>
+      clickhouse.query<{ pathname: string; first: string }>(
+        'SELECT pathname, toString(min(first_view)) AS first FROM page_first_views WHERE site_id = {site:UUID} GROUP BY pathname ORDER BY pathname',
+        { site },
+      )
+    const expected = [
+      { pathname: '/a', first: '2026-10-02 08:00:00.000' },
+      { pathname: '/b', first: '2026-10-06 09:30:00.000' },
+      { pathname: '/c', first: '2026-10-20 12:00:00.000' },
+    ]
+    expect(await firsts()).toEqual(expected)
+    // the migration's backfill, run again over the same events (as rows inserted while it ran are): nothing changes
+    const migration = loadMigrations().find((m) => m.version === 29)!
+    const backfill = renderMigration(migration.sql).find((s) => s.startsWith('INSERT INTO page_first_views'))!
+    await clickhouse.command(backfill)
+    expect(await firsts()).toEqual(expected)
+    // launched in [Oct 4, Oct 10): /b only (/a came before, /c after the window's end)
+    const at = (iso: string) => Temporal.Instant.from(iso)
+    const launched = render(launchedPagesSql(site, at('2026-10-04T00:00:00Z'), at('2026-10-10T00:00:00Z')))
+    expect(await clickhouse.query(launched.sql, launched.params)).toEqual([
+      { pathname: '/b', first: String(Date.parse('2026-10-06T09:30:00Z')) },
+    ])
   })
 })

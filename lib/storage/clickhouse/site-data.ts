@@ -16,6 +16,7 @@ export const SITE_TABLES = [
   'click_rollups',
   'ai_rollups',
   'error_rollups',
+  'page_first_views',
   'crawl_snapshots',
   'crawl_changes',
   'backlink_checks',
