@@ -34,7 +34,14 @@ import { loadMigrations } from '../lib/storage/clickhouse/migrations-node'
  *   npm run -s bench:engine-insert -- [--visitors-per-day 4000] [--days 20] [--batch 5000] [--runs 3]
  */
 
-const VIEWS_ON_EVENTS = ['sessions_mv', 'event_quarters_mv', 'visit_pages_mv', 'visit_quarters_mv', 'recent_events_mv', 'page_first_views_mv']
+const VIEWS_ON_EVENTS = [
+  'sessions_mv',
+  'event_quarters_mv',
+  'visit_pages_mv',
+  'visit_quarters_mv',
+  'recent_events_mv',
+  'page_first_views_mv',
+]
 const SETUPS = ['stored', 'no-views', 'table', 'stored-unparsed'] as const
 type Setup = (typeof SETUPS)[number]
 
