@@ -421,7 +421,7 @@ const program = new Command('bench-reports')
         await recorder.replay(ran)
         const engineMs = performance.now() - t
         const engineCpu = processCpuMs() - cpu
-        if (opts.sqlDir) writeStatements(opts.sqlDir, name, ran)
+        if (opts.sqlDir && i === Number(opts.runs) + 1) writeStatements(opts.sqlDir, name, ran)
         if (i >= 2) {
           samples[name].api.push(apiMs)
           samples[name].cpu.push(res.cpuMs)

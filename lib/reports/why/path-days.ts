@@ -26,12 +26,10 @@ export async function dayRowsSql(
   const range: ResolvedRange = { name: 'custom', timezone, from, to, interval: 'day' }
   const rolled = await rolledDays(clickhouse, { siteId, range })
   const day = localDay(timezone)
-  const rows = (property: string) => {
-    if (!rolled.days.length && !rolled.partial) {
-      const scope = windowScope(siteId, range)
-      return breakdownRows(property, scope, scope.events, { day, engagement: false })
-    }
-    return rowsWithRollup(property, unrolledScope(siteId, range, rolled), timezone, rolled, { day, engagement: false })
-  }
+  const options = { day, engagement: false }
+  const unrolled = !rolled.days.length && !rolled.partial
+  const scope = unrolled ? windowScope(siteId, range) : unrolledScope(siteId, range, rolled)
+  const rows = (property: string) =>
+    unrolled ? breakdownRows(property, scope, scope.events, options) : rowsWithRollup(property, scope, timezone, rolled, options)
   return { paths: rows('path'), site: rows(TOTALS) }
 }
