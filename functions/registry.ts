@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { ApiError } from '../lib/errors'
 import { storesHealth } from '../lib/storage/health'
+import { COLLECTOR_STALL_SECONDS } from '../lib/ingest/recover'
 import { collectorEndpoints } from './collector'
 import { alertEndpoints } from './v1/alerts'
 import { memberEndpoints } from './v1/members'
@@ -36,6 +37,19 @@ import { whyEndpoints } from './v1/why'
 import { backlinkEndpoints } from './v1/backlinks'
 import { plausibleQueryEndpoints } from './v2/query'
 
+const collectorSchema = z
+  .object({
+    status: z.enum(['ok', 'stalled']),
+    pendingRows: z.number().int().describe('Rows acknowledged and not yet stored'),
+    oldestPendingSeconds: z.number().int().describe('How long the oldest of them has waited'),
+    lastInsertError: z
+      .object({ at: z.string(), message: z.string() })
+      .optional()
+      .describe('The last failure to store them, while no flush since stored everything'),
+    quarantined: z.number().int().describe('Entries set aside in the quarantine (npm run -s admin -- quarantine list)'),
+  })
+  .describe(`The Node server's collector: stalled once an acknowledged hit has waited more than ${COLLECTOR_STALL_SECONDS} s to be stored`)
+
 const healthSchema = z.object({
   status: z.enum(['ok', 'degraded']),
   clickhouse: z.enum(['ok', 'unavailable']),
@@ -44,6 +58,7 @@ const healthSchema = z.object({
     .object({ clickhouse: z.string().optional(), keyValue: z.string().optional() })
     .optional()
     .describe('When this instance first saw each failing store fail (ISO 8601)'),
+  collector: collectorSchema.optional(),
 })
 
 const readySchema = z.object({
@@ -53,6 +68,7 @@ const readySchema = z.object({
     .describe(
       'migrating: schema migrations run; replaying: the journal of the previous run is stored; demo: a first start makes the demo (its traffic, rollups and crawls)',
     ),
+  collector: collectorSchema.optional(),
 })
 
 /** The endpoints of one group (a section of the reference page, an MCP toolset), each keeping a group its declaration names. */
@@ -113,10 +129,14 @@ export const endpoints: Endpoint[] = [
     group: 'meta',
     scope: 'public',
     tool: null,
-    summary: 'Whether ClickHouse and the key/value store answer: 200 when both do, 503 otherwise, naming the failing store and since when.',
+    summary:
+      'Whether ClickHouse and the key/value store answer and acknowledged hits are being stored: 200 when all is well, 503 otherwise, naming the failing store and since when, or the stalled collector with its last error.',
     response: healthSchema,
     async handler({ services }) {
-      const health = await storesHealth(services, services.now())
+      const stores = await storesHealth(services, services.now())
+      const collector = services.collector?.()
+      const health = collector ? { ...stores, collector } : stores
+      if (collector?.status === 'stalled') health.status = 'degraded'
       return health.status === 'ok' ? health : Response.json(health, { status: 503 })
     },
   }),
@@ -129,11 +149,13 @@ export const endpoints: Endpoint[] = [
     summary:
       'Whether this instance takes traffic: 503 while it applies its migrations or stores the journal of hits its previous run left, 200 after.',
     description:
-      'For a load balancer or an orchestrator (a readiness probe); /health says whether the stores answer. While the migrations are applied every other request answers 503 with Retry-After; while the journal is stored the instance serves, and its reads may miss the hits of the previous run.',
+      'For a load balancer or an orchestrator (a readiness probe); /health says whether the stores answer. While the migrations are applied every other request answers 503 with Retry-After; while the journal is stored the instance serves, and its reads may miss the hits of the previous run. A stalled collector is reported here too, without taking the instance out of service: it still journals every hit it acknowledges, and /health answers 503 for it.',
     response: readySchema,
     async handler({ services }) {
       const readiness = services.readiness?.() ?? { ready: true, phase: 'ready' as const }
-      return readiness.ready ? readiness : Response.json(readiness, { status: 503 })
+      const collector = services.collector?.()
+      const answer = collector ? { ...readiness, collector } : readiness
+      return readiness.ready ? answer : Response.json(answer, { status: 503 })
     },
   }),
   defineEndpoint({

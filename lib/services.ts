@@ -1,3 +1,4 @@
+import type { CollectorHealth } from './ingest/recover'
 import type { Redis } from '@upstash/redis'
 import type { CrawlerConfig } from './crawl/config'
 import type { CruxConfig } from './integrations/crux'
@@ -76,6 +77,8 @@ export interface Services {
   metrics?: Metrics
   /** Where an instance starts up before it serves (the Node server); absent, it is always ready. */
   readiness?: () => Readiness
+  /** Whether acknowledged hits are being stored (the Node server's journaled sink); absent where hits are stored before the answer. */
+  collector?: () => CollectorHealth
   /** Signs session cookies (SERVER_SECRET); absent, one is made once and kept in the key/value store (lib/accounts/signin.ts). */
   serverSecret?: string
   /** Sends reports and invitations; absent where no mail can be sent (Workers). */

@@ -5,7 +5,9 @@ import { acceptInvitation, organizationsOf } from '../lib/accounts/members'
 import { mintSignInLink } from '../lib/accounts/signin'
 import { emailSchema } from '../lib/accounts/team'
 import { runCli } from '../lib/runtime/failure'
-import { openNodeStores } from '../lib/runtime/node'
+import { dataDir, openNodeStores } from '../lib/runtime/node'
+import { FileQuarantine } from '../lib/ingest/quarantine-node'
+import { join } from 'node:path'
 
 /** The account area's stand-in. Prints only JSON on stdout; works with or without a running server. */
 const program = new Command('admin').description('Manage organizations and API keys (keys are never created through the API).')
@@ -103,5 +105,43 @@ program
       return { email: opts.email, link: await mintSignInLink(repositories, opts.email, origin, new Date()), expiresInMinutes: 15 }
     }),
   )
+
+/** Prints a command's answer as JSON; an id that names no entry is exit code 2. */
+function printQuarantine(work: (quarantine: FileQuarantine) => unknown) {
+  const answer = work(new FileQuarantine(join(dataDir(process.env), 'quarantine')))
+  if (answer === null) {
+    process.stderr.write('error: no quarantined entry has that id\n')
+    process.exitCode = 2
+    return
+  }
+  process.stdout.write(`${JSON.stringify(answer, null, 2)}\n`)
+}
+
+const quarantine = program
+  .command('quarantine')
+  .description(
+    'Acknowledged rows, hits and journal lines the store refused, set aside under DATA_DIR/quarantine; kept until dropped here (works with or without a running server)',
+  )
+quarantine
+  .command('list')
+  .description('List the entries, oldest first: id, when, what (rows of a table, hits, a journal line), how many, why')
+  .action(() => printQuarantine((q) => q.list()))
+quarantine
+  .command('show')
+  .description('Print one entry in full, with its rows')
+  .argument('<id>', 'entry id, as listed')
+  .action((id: string) => printQuarantine((q) => q.show(id)))
+quarantine
+  .command('retry')
+  .description(
+    'Hand an entry back to the server, which repairs its text and stores it within seconds (or at its next start); what is refused again returns here',
+  )
+  .argument('<id>', 'entry id, as listed')
+  .action((id: string) => printQuarantine((q) => (q.retry(id) ? { id, retrying: true } : null)))
+quarantine
+  .command('drop')
+  .description('Delete an entry for good: its rows are never stored')
+  .argument('<id>', 'entry id, as listed')
+  .action((id: string) => printQuarantine((q) => (q.drop(id) ? { id, dropped: true } : null)))
 
 await runCli(program)

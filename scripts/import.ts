@@ -6,7 +6,9 @@ import { SingleBar } from 'cli-progress'
 import { Command } from 'commander'
 import { UserError } from '../lib/runtime/env'
 import { runCli } from '../lib/runtime/failure'
-import { openNodeStores } from '../lib/runtime/node'
+import { dataDir, openNodeStores } from '../lib/runtime/node'
+import { FileQuarantine } from '../lib/ingest/quarantine-node'
+import { join } from 'node:path'
 import { dbipGeo } from '../lib/ingest/geo-node'
 import { runImport } from '../lib/ingest/import'
 import { inTimeOrder, orderCheck } from '../lib/ingest/import-order-node'
@@ -104,7 +106,13 @@ const program = new Command('import')
       if (!sorting) startReading()
       const result = await runImport(
         lines,
-        { clickhouse: stores.clickhouse, repositories: stores.repositories, geo: dbipGeo({ database: 'file' }) },
+        {
+          clickhouse: stores.clickhouse,
+          repositories: stores.repositories,
+          geo: dbipGeo({ database: 'file' }),
+          // rows the store refuses are set aside where the server's are (npm run -s admin -- quarantine list)
+          quarantine: new FileQuarantine(join(dataDir(process.env), 'quarantine')),
+        },
         ({ bytes, lines }) => {
           if (!reading) startReading()
           bar?.update(Math.min(bytes, total), { lines })
@@ -127,6 +135,8 @@ const program = new Command('import')
         phase('rolling up days')
         await refreshRollups(stores.clickhouse, stores.repositories, new Date(), ROLLUP_ALL_DAYS)
       }
+      if (result.quarantined)
+        process.stderr.write(`${result.quarantined} rows the store refused were set aside: npm run -s admin -- quarantine list\n`)
       process.stdout.write(`${JSON.stringify({ imported: result.imported, rejected: result.rejected })}\n`)
       if (result.rejected && !result.imported)
         throw new UserError(`all ${result.rejected} lines were rejected and nothing was imported: see docs/import.md for the format`)

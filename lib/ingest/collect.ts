@@ -2,6 +2,7 @@ import { z } from 'zod'
 import type { Site } from '../sites/sites'
 import { type DnsResolver, botVerifier, classifyBot } from './bots'
 import { type BotRow, botRow } from './rows'
+import { wellFormedInput } from './well-formed'
 
 export const MAX_COLLECT_HITS = 500
 
@@ -53,7 +54,7 @@ export async function collectBotHits(
   const now = deps.now().getTime()
   await Promise.all(
     raw.map(async (candidate) => {
-      const parsed = collectedHitSchema.safeParse(candidate)
+      const parsed = collectedHitSchema.safeParse(wellFormedInput(candidate))
       if (!parsed.success) return void dropped++
       const hit = parsed.data
       const at = hit.timestamp ? new Date(hit.timestamp) : new Date(now)

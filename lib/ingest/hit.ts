@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { wellFormedInput } from './well-formed'
 
 /** Names the collector gives its own kinds; any other name is a custom event. */
 export const COLLECTOR_KINDS = ['pageview', 'click', 'error', 'vital', 'engagement', 'form'] as const
@@ -178,6 +179,8 @@ function scalars(value: unknown, path: string, rules: { maxText: number; nullabl
 
 function checkHit(input: unknown, from: 'browser' | 'import'): Hit {
   if (!isObject(input)) fail('body', 'expected a JSON object')
+  // lone surrogates and control characters are repaired before anything is checked or kept (well-formed.ts)
+  wellFormedInput(input)
   onlyFields(input, from === 'import' ? IMPORT_FIELDS : BROWSER_FIELDS, '')
   const hit = input
   text(hit.site, 'site', 64, 1)

@@ -6,6 +6,7 @@ import type { Repositories } from '../repositories'
 import type { GeoLookup } from './geo'
 import type { IngestItem } from './item'
 import { Ingestor } from './pipeline'
+import type { Quarantine } from './quarantine'
 import { BufferedSink } from './sink'
 import type { ImportVisits } from './visits-repository'
 import { VISIT_GAP_MS } from './visits'
@@ -18,6 +19,8 @@ export interface ImportResult {
   errors: { line: number; error: string }[]
   /** Per site reached: rows stored and rejected, and the period they cover. */
   bySite: Map<string, SiteTally>
+  /** Rows the store refused for what they hold, set aside in the quarantine (counted in `imported`: they are kept there). */
+  quarantined: number
 }
 
 const CHUNK = 5000
@@ -96,7 +99,7 @@ export async function importHits(
   ingestor: Ingestor,
   onProgress?: (done: { lines: number; bytes: number }) => void,
   /** Filled as the import goes, so a caller still has what was stored when it fails. */
-  result: ImportResult = { imported: 0, rejected: 0, errors: [], bySite: new Map() },
+  result: ImportResult = { imported: 0, rejected: 0, errors: [], bySite: new Map(), quarantined: 0 },
   options: {
     /**
      * The ingestor's visits, when the lines come in time order: after each chunk, the visits no
@@ -186,7 +189,7 @@ export async function importHits(
  */
 export async function runImport(
   lines: AsyncIterable<string | NumberedLine> | Iterable<string | NumberedLine>,
-  deps: { clickhouse: ClickHouse; repositories: Repositories; geo?: GeoLookup },
+  deps: { clickhouse: ClickHouse; repositories: Repositories; geo?: GeoLookup; quarantine?: Quarantine },
   onProgress?: (done: { lines: number; bytes: number }) => void,
   options: {
     /** The content's hash, recorded with the run (read once the lines are read: standard input is hashed as it goes). */
@@ -200,7 +203,13 @@ export async function runImport(
   } = {},
 ): Promise<ImportResult> {
   // an insert starts as soon as the one before is done, with up to SINK_ROWS rows
-  const sink = new BufferedSink(deps.clickhouse, deps.repositories, { maxRows: SINK_ROWS, intervalMs: 100 })
+  const result: ImportResult = { imported: 0, rejected: 0, errors: [], bySite: new Map(), quarantined: 0 }
+  const sink = new BufferedSink(deps.clickhouse, deps.repositories, {
+    maxRows: SINK_ROWS,
+    intervalMs: 100,
+    quarantine: deps.quarantine,
+    observe: { inserted() {}, journaled() {}, quarantined: (_table, rows) => void (result.quarantined += rows) },
+  })
   const visits = options.inTimeOrder ? deps.repositories.visits.forImport() : undefined
   const ingestor = new Ingestor({
     sites: new SiteDirectory(deps.repositories.sites),
@@ -209,7 +218,6 @@ export async function runImport(
     geo: deps.geo,
     now: () => new Date(),
   })
-  const result: ImportResult = { imported: 0, rejected: 0, errors: [], bySite: new Map() }
   const startedAt = new Date()
   let error: string | null = null
   try {

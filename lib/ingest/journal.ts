@@ -1,11 +1,14 @@
 import { closeSync, fdatasync, fstatSync, ftruncateSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
-import { notYetStored } from '../storage/clickhouse/stored-rows'
+import { createHash } from 'node:crypto'
 import type { ClickHouse } from '../storage/clickhouse/types'
 import { StoreUnavailableError } from '../storage/errors'
 import type { Repositories } from '../repositories'
-import { EVENTS_INPUT, type IngestBatch, type SiteUsage, type WriteAheadLog, addUsage, mergeUsage } from './sink'
-import { eventRowsOf } from './sessionize'
+import type { Quarantine } from './quarantine'
+import { FileQuarantine } from './quarantine-node'
+import { storeRecovered } from './recover'
+import { type IngestBatch, type WriteAheadLog, mergeUsage } from './sink'
+import { decode, encode } from './journal-line'
 
 /**
  * The write-ahead journal of the Node home: a batch of rows is written to the journal file
@@ -41,50 +44,7 @@ interface Segment {
   sealed: boolean
 }
 
-/** Rows as their values under one list of columns: a batch's rows share their shape, and naming every field of every row was most of the journal's cost. */
-type Table = [columns: string[], rows: unknown[][]]
-/** One line: rows, and the hits whose visits and rows are made when they are stored (none in lines of older versions). */
-type JournalLine = [events: Table, bots: Table, usage: [orgId: string, month: string, bySite: SiteUsage][], hits?: Table]
-
-function toTable(rows: readonly object[]): Table {
-  if (!rows.length) return [[], []]
-  const columns = Object.keys(rows[0])
-  return [columns, rows.map((row) => columns.map((column) => (row as Record<string, unknown>)[column]))]
-}
-
-function fromTable<Row>([columns, rows]: Table): Row[] {
-  return rows.map((values) => {
-    const row: Record<string, unknown> = {}
-    for (let i = 0; i < columns.length; i++) row[columns[i]] = values[i]
-    return row as Row
-  })
-}
-
 const segmentFile = (dir: string, n: number) => join(dir, `${n}.log`)
-
-const NO_ROWS: Table = [[], []]
-
-/** A batch as one line: its rows and hits under one list of columns each. */
-function encode(batch: IngestBatch): string {
-  const usage: JournalLine[2] = []
-  for (const [orgId, months] of batch.usage) for (const [month, counts] of months) usage.push([orgId, month, counts])
-  return `${JSON.stringify([toTable(batch.events), toTable(batch.bots), usage, toTable(batch.hits)] satisfies JournalLine)}\n`
-}
-
-function decode(line: string): IngestBatch | null {
-  let record: JournalLine
-  try {
-    record = JSON.parse(line)
-  } catch {
-    return null
-  }
-  const usage: IngestBatch['usage'] = new Map()
-  for (const [orgId, month, counts] of record[2]) {
-    if (!usage.has(orgId)) usage.set(orgId, new Map())
-    usage.get(orgId)!.set(month, counts)
-  }
-  return { events: fromTable(record[0]), hits: fromTable(record[3] ?? NO_ROWS), bots: fromTable(record[1]), usage }
-}
 
 function segmentNumbers(dir: string): number[] {
   return readdirSync(dir)
@@ -103,7 +63,10 @@ export class Journal implements WriteAheadLog {
   /** Segments an earlier process left behind, not yet replayed. */
   private leftover: number[]
 
-  private constructor(private readonly dir: string) {
+  private constructor(
+    private readonly dir: string,
+    private readonly quarantine: Quarantine,
+  ) {
     const existing = segmentNumbers(dir)
     this.leftover = existing
     this.next = (existing.at(-1) ?? 0) + 1
@@ -118,15 +81,19 @@ export class Journal implements WriteAheadLog {
     dir: string,
     clickhouse: ClickHouse,
     repositories: Pick<Repositories, 'usage' | 'visits'>,
+    quarantine?: Quarantine,
   ): Promise<{ journal: Journal; replayed: number }> {
-    const journal = Journal.create(dir)
+    const journal = Journal.create(dir, quarantine)
     return { journal, replayed: await journal.replay(clickhouse, repositories) }
   }
 
-  /** Opens the journal in `dir` for appends at once; what an earlier process left is stored by `replay`. */
-  static create(dir: string): Journal {
+  /**
+   * Opens the journal in `dir` for appends at once; what an earlier process left is stored by
+   * `replay`, and what of it cannot be stored goes to `quarantine` (by default a folder inside `dir`).
+   */
+  static create(dir: string, quarantine?: Quarantine): Journal {
     mkdirSync(dir, { recursive: true, mode: 0o700 })
-    return new Journal(dir)
+    return new Journal(dir, quarantine ?? new FileQuarantine(join(dir, 'quarantine')))
   }
 
   /** Whether segments of an earlier process wait to be stored. */
@@ -136,39 +103,32 @@ export class Journal implements WriteAheadLog {
 
   /**
    * Stores the rows of the segments an earlier process left (those it did not insert), oldest first,
-   * and deletes each once stored; returns how many rows it stored. A failure leaves the segments
-   * not yet stored for the next call.
+   * and deletes each once stored; returns how many rows it stored. A line that cannot be read, a
+   * hit or row that cannot be stored, is set aside in the quarantine with the reason, and the rest
+   * of its segment is stored. An outage leaves the segments not yet stored for the next call.
    */
   async replay(clickhouse: ClickHouse, repositories: Pick<Repositories, 'usage' | 'visits'>): Promise<number> {
     const dir = this.dir
     let replayed = 0
     while (this.leftover.length) {
       const n = this.leftover[0]
-      const batches = readFileSync(segmentFile(dir, n), 'utf8')
-        .split('\n')
-        .map(decode)
-        .filter((b): b is IngestBatch => b !== null)
-      const usage: IngestBatch['usage'] = new Map()
-      for (const b of batches) mergeUsage(usage, b.usage)
+      const text = readFileSync(segmentFile(dir, n), 'utf8')
+      // the piece after the last newline is a write that never returned: never acknowledged
+      const lines = text.split('\n').slice(0, -1)
+      const batch: IngestBatch = { events: [], hits: [], bots: [], usage: new Map() }
+      const source = `journal-${n}-${createHash('sha256').update(text).digest('hex').slice(0, 12)}`
+      lines.forEach((line, i) => {
+        if (!line.trim()) return
+        const decoded = decode(line)
+        if (typeof decoded === 'string')
+          return this.quarantine.setAside(`${source}-line-${i + 1}`, { kind: 'line', line, segment: n }, decoded)
+        for (const row of decoded.events) batch.events.push(row)
+        for (const hit of decoded.hits) batch.hits.push(hit)
+        for (const row of decoded.bots) batch.bots.push(row)
+        mergeUsage(batch.usage, decoded.usage)
+      })
       // the hits join the visits the store holds: those a flush cut short by the crash assigned already, so their rows come out the same
-      const rows = [
-        ...batches.flatMap((b) => b.events),
-        ...(await eventRowsOf(
-          repositories.visits,
-          batches.flatMap((b) => b.hits),
-        )),
-      ]
-      // rows an insert stored before the crash are found in the table: only the others are inserted
-      const events = await notYetStored(clickhouse, 'events', rows)
-      if (events.length) await clickhouse.insert(EVENTS_INPUT, events)
-      const bots = await notYetStored(
-        clickhouse,
-        'bot_events',
-        batches.flatMap((b) => b.bots),
-      )
-      if (bots.length) await clickhouse.insert('bot_events', bots)
-      await addUsage(repositories, usage)
-      replayed += events.length + bots.length
+      replayed += await storeRecovered(clickhouse, repositories, this.quarantine, batch, source)
       rmSync(segmentFile(dir, n), { force: true })
       this.leftover.shift()
     }

@@ -4,6 +4,7 @@ import type { RowHit } from './item'
 import type { BotRow, EventRow } from './rows'
 import { eventRowsOf } from './sessionize'
 import { nextTurn } from '../runtime/turn'
+import { type Quarantine, eventRowsSettingAside, insertSettingAside, reasonOf } from './quarantine'
 
 /** Where event rows are inserted: a Null table whose view fills `events` (clickhouse/0004_events_input.sql). */
 export const EVENTS_INPUT = 'events_input'
@@ -88,6 +89,8 @@ export function mergeUsage(into: IngestBatch['usage'], from: IngestBatch['usage'
 export interface SinkObserver {
   inserted(table: 'events' | 'bots', rows: number, seconds: number, error?: unknown): void
   journaled(rows: number, ok: boolean): void
+  /** Rows the store refused for what they hold, set aside in the quarantine. */
+  quarantined?(table: 'events' | 'bots', rows: number): void
 }
 
 /** The parts of one flush, each stored once: what a failure leaves is retried as it was, under the same tokens. */
@@ -132,6 +135,7 @@ export class BufferedSink implements EventSink {
   private flushing: Promise<void> | null = null
   private failures = 0
   private retryAt = 0
+  private lastFailure: { at: number; message: string } | null = null
   private readonly timer: ReturnType<typeof setInterval>
 
   constructor(
@@ -143,6 +147,8 @@ export class BufferedSink implements EventSink {
       log?: WriteAheadLog
       /** Told of each insert, stored or failed, and of each write the log took or refused (metrics). */
       observe?: SinkObserver
+      /** Where rows the store refuses for what they hold are set aside; without it such a batch is retried like an outage. */
+      quarantine?: Quarantine
     } = {},
   ) {
     this.timer = setInterval(() => {
@@ -156,6 +162,11 @@ export class BufferedSink implements EventSink {
   get backlog() {
     const current = this.current ?? this.retry
     return { rows: this.pendingRows + (current?.rows ?? 0), oldestAt: current?.since ?? this.pending[0]?.at ?? null }
+  }
+
+  /** The last failure of a flush, while it is not followed by a flush that stored everything; null when all went well. */
+  get lastError(): { at: number; message: string } | null {
+    return this.lastFailure
   }
 
   async write(batch: IngestBatch) {
@@ -230,7 +241,11 @@ export class BufferedSink implements EventSink {
             while (rowsMade < batch.hits.length) {
               if (rowsMade > 0) await nextTurn()
               const hits = batch.hits.slice(rowsMade, rowsMade + HITS_AT_A_TIME)
-              for (const row of await eventRowsOf(this.repositories.visits, hits)) events.push(row)
+              const { quarantine } = this.options
+              const made = quarantine
+                ? await eventRowsSettingAside(this.repositories.visits, hits, quarantine, `${token}-hits-${rowsMade}`)
+                : await eventRowsOf(this.repositories.visits, hits)
+              for (const row of made) events.push(row)
               rowsMade += hits.length
             }
           },
@@ -258,14 +273,17 @@ export class BufferedSink implements EventSink {
     await this.attempt(attempt)
   }
 
+  /** A refused row is set aside (quarantine.ts) and the rest of its batch stored; an outage fails the step, to be retried. */
   private async insert(step: 'events' | 'bots', table: string, rows: object[], token: string) {
     if (!rows.length) return
     const started = performance.now()
+    const { observe, quarantine } = this.options
     try {
-      await this.clickhouse.insert(table, rows, { token, background: true })
-      this.options.observe?.inserted(step, rows.length, (performance.now() - started) / 1000)
+      const setAside = await insertSettingAside(this.clickhouse, table, rows, { token, background: true, quarantine })
+      if (setAside) observe?.quarantined?.(step, setAside)
+      observe?.inserted(step, rows.length - setAside, (performance.now() - started) / 1000)
     } catch (err) {
-      this.options.observe?.inserted(step, rows.length, (performance.now() - started) / 1000, err)
+      observe?.inserted(step, rows.length, (performance.now() - started) / 1000, err)
       throw err
     }
   }
@@ -280,6 +298,7 @@ export class BufferedSink implements EventSink {
         this.current = null
         this.retry = attempt
         this.failures++
+        this.lastFailure = { at: Date.now(), message: reasonOf(err) }
         this.retryAt = Date.now() + Math.min(LAST_RETRY_MS, FIRST_RETRY_MS * 2 ** (this.failures - 1))
         throw err
       }
@@ -288,6 +307,7 @@ export class BufferedSink implements EventSink {
     this.current = null
     this.failures = 0
     this.retryAt = 0
+    this.lastFailure = null
     this.options.log?.release(attempt.segments)
   }
 

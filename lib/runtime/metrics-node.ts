@@ -50,6 +50,12 @@ export class NodeMetrics {
     labelNames: ['table'],
     registers: [this.registry],
   })
+  readonly quarantined = new Counter({
+    name: 'events_quarantined_total',
+    help: 'Acknowledged rows the store refused for what they hold, set aside in the quarantine (admin quarantine list), by table',
+    labelNames: ['table'],
+    registers: [this.registry],
+  })
   readonly insertFailures = new Counter({
     name: 'events_insert_failures_total',
     help: 'Inserts of the buffered sink that failed (retried under the same deduplication token), by table',
@@ -107,15 +113,16 @@ export class NodeMetrics {
     collectDefaultMetrics({ register: this.registry })
   }
 
-  private backlog: () => { rows: number; oldestAt: number | null; replaying: boolean } = () => ({
+  private backlog: () => { rows: number; oldestAt: number | null; replaying: boolean; quarantined: number } = () => ({
     rows: 0,
     oldestAt: null,
     replaying: false,
+    quarantined: 0,
   })
   private journalWatched = false
 
   /** The journal's depth and age, read when the metrics are (the home's sink and journal; the last one given). */
-  watchJournal(backlog: () => { rows: number; oldestAt: number | null; replaying: boolean }) {
+  watchJournal(backlog: () => { rows: number; oldestAt: number | null; replaying: boolean; quarantined: number }) {
     this.backlog = backlog
     if (this.journalWatched) return
     this.journalWatched = true
@@ -143,6 +150,14 @@ export class NodeMetrics {
       registers: [this.registry],
       collect() {
         this.set(read().replaying ? 1 : 0)
+      },
+    })
+    new Gauge({
+      name: 'quarantine_entries',
+      help: 'Entries in the quarantine: acknowledged rows, hits or journal lines the store refused, kept until an operator drops them',
+      registers: [this.registry],
+      collect() {
+        this.set(read().quarantined)
       },
     })
   }

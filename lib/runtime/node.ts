@@ -17,6 +17,9 @@ import { NATIVE_SCRIPTS } from '../ingest/visits-repository'
 import { type Repositories, openRepositories } from '../repositories'
 import { dbipGeo } from '../ingest/geo-node'
 import { Journal } from '../ingest/journal'
+import { reasonOf } from '../ingest/quarantine'
+import { FileQuarantine } from '../ingest/quarantine-node'
+import { collectorHealth, retryQuarantined } from '../ingest/recover'
 import { Ingestor } from '../ingest/pipeline'
 import { BufferedSink, directSink } from '../ingest/sink'
 import { crawlerConfig } from '../crawl/config'
@@ -371,6 +374,8 @@ export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Servic
 
 /** How often the server inserts the journal's rows: reads see a hit at most this much later. */
 const FLUSH_INTERVAL_MS = 1000
+/** How often the server looks for quarantined entries an operator handed back. */
+const QUARANTINE_RETRY_MS = 5000
 
 /** The Node server's home: its stores, migrated, the journal of hits, and its services. */
 export interface NodeHome {
@@ -408,9 +413,12 @@ export async function openNodeHome(env: NodeConfig, options: Pick<NodeServiceInp
   const stores = await openNodeStores(env)
   // a hit is acknowledged once it is in the journal on disk; what an earlier process journaled and
   // did not insert (a crash, kill -9) is stored as soon as the migrations are applied
-  const journal = Journal.create(join(dataDir(env), 'journal'))
+  // what the store refuses for what it holds is set aside there, never retried in front of the rest
+  const quarantine = new FileQuarantine(join(dataDir(env), 'quarantine'))
+  const journal = Journal.create(join(dataDir(env), 'journal'), quarantine)
   const sink = new BufferedSink(stores.clickhouse, stores.repositories, {
     log: journal,
+    quarantine,
     // hits are durable in the journal already: inserting once a second makes a fifth of the parts
     // (each insert writes one to events and to each table fed from it) and leaves the engine to reads
     intervalMs: FLUSH_INTERVAL_MS,
@@ -421,30 +429,48 @@ export async function openNodeHome(env: NodeConfig, options: Pick<NodeServiceInp
         else nodeMetrics.stored.inc({ table }, rows)
       },
       journaled: (rows, ok) => nodeMetrics.journaled.inc({ result: ok ? 'durable' : 'refused' }, rows),
+      quarantined: (table, rows) => nodeMetrics.quarantined.inc({ table }, rows),
     },
   })
-  nodeMetrics.watchJournal(() => ({ ...sink.backlog, replaying: journal.replaying }))
+  nodeMetrics.watchJournal(() => ({ ...sink.backlog, replaying: journal.replaying, quarantined: quarantine.count() }))
   let phase: Readiness['phase'] = stores.chdb ? 'migrating' : journal.replaying ? 'replaying' : 'ready'
   let closing = false
   const stopped = () => closing
   const migrated = stores.chdb
     ? untilDone('applying the migrations', () => migrate(stores.chdb!, loadMigrations()), log, stopped).then(() => {})
     : Promise.resolve()
+  // the replay's own failures, told by /health as a flush's are
+  let replay: { since: number; error?: { at: number; message: string } } | null = null
   const replayed = migrated.then(async () => {
     if (phase === 'migrating') phase = 'replaying'
+    replay = { since: Date.now() }
     const rows = await untilDone(
       'storing the journal of the previous run',
-      () => journal.replay(stores.clickhouse, stores.repositories),
+      () =>
+        journal.replay(stores.clickhouse, stores.repositories).catch((err) => {
+          if (replay) replay.error = { at: Date.now(), message: reasonOf(err) }
+          throw err
+        }),
       log,
       stopped,
     )
+    replay = null
     phase = 'ready'
     return rows
   })
   // a start that is stopped before it is done is not a failure of its own
   replayed.catch(() => {})
+  // what an operator hands back from the quarantine is stored by the running server, every few seconds
+  const retrying = setInterval(() => {
+    if (phase !== 'ready') return
+    void retryQuarantined(stores.clickhouse, stores.repositories, quarantine).catch((err: unknown) =>
+      log(`quarantined rows handed back could not be stored yet: ${reasonOf(err)}`),
+    )
+  }, QUARANTINE_RETRY_MS)
+  retrying.unref()
   const services = nodeServices(env, { stores, sink, ...options })
   services.readiness = () => ({ ready: phase === 'ready', phase })
+  services.collector = () => collectorHealth(sink, quarantine, replay, Date.now())
   return {
     services,
     stores,
@@ -453,6 +479,7 @@ export async function openNodeHome(env: NodeConfig, options: Pick<NodeServiceInp
     replayed,
     async close() {
       closing = true
+      clearInterval(retrying)
       try {
         await sink.close()
         journal.close()
