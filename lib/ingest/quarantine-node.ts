@@ -41,13 +41,20 @@ export interface QuarantineSummary {
 export class FileQuarantine implements Quarantine {
   private readonly retryDir: string
 
+  /** Makes no folder until an entry is set aside: a server starting on a full disk must not fail here. */
   constructor(readonly dir: string) {
     this.retryDir = join(dir, 'retry')
-    mkdirSync(this.retryDir, { recursive: true, mode: 0o700 })
   }
 
   private ids(dir = this.dir): string[] {
-    return readdirSync(dir)
+    let names: string[]
+    try {
+      names = readdirSync(dir)
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return []
+      throw err
+    }
+    return names
       .map((name) => ENTRY.exec(name)?.[1])
       .filter((id): id is string => id !== undefined)
       .sort()
@@ -56,6 +63,7 @@ export class FileQuarantine implements Quarantine {
   setAside(id: string, content: QuarantinedContent, reason: string, retries = 0): void {
     const name = fileId(id)
     const entry: QuarantineEntry = { ...content, id: name, at: new Date().toISOString(), reason, retries }
+    mkdirSync(this.dir, { recursive: true, mode: 0o700 })
     writeDurably(join(this.dir, `${name}.json`), JSON.stringify(entry))
   }
 
@@ -101,6 +109,7 @@ export class FileQuarantine implements Quarantine {
   /** Hands an entry back to the server; false when there is none of that id. */
   retry(id: string): boolean {
     try {
+      mkdirSync(this.retryDir, { recursive: true, mode: 0o700 })
       renameSync(join(this.dir, `${fileId(id)}.json`), join(this.retryDir, `${fileId(id)}.json`))
       return true
     } catch {

@@ -4,7 +4,8 @@ import type { RowHit } from './item'
 import type { BotRow, EventRow } from './rows'
 import { eventRowsOf } from './sessionize'
 import { nextTurn } from '../runtime/turn'
-import { type Quarantine, eventRowsSettingAside, insertSettingAside, reasonOf } from './quarantine'
+import { ApiError } from '../errors'
+import { type Quarantine, eventRowsSettingAside, insertSettingAside, isRowRefusal, reasonOf } from './quarantine'
 
 /** Where event rows are inserted: a Null table whose view fills `events` (clickhouse/0004_events_input.sql). */
 export const EVENTS_INPUT = 'events_input'
@@ -59,9 +60,19 @@ async function store(clickhouse: ClickHouse, repositories: SinkRepositories, bat
   await addUsage(repositories, batch.usage)
 }
 
-/** Inserts before answering: for Workers, where nothing outlives the request. */
+/**
+ * Inserts before answering: for Workers, where nothing outlives the request. A batch the store
+ * refuses for a value it holds is refused to its sender (400, with the store's reason): nothing
+ * was acknowledged, so nothing needs setting aside.
+ */
 export function directSink(clickhouse: ClickHouse, repositories: SinkRepositories): EventSink {
-  return { write: (batch) => store(clickhouse, repositories, batch), flush: async () => {} }
+  return {
+    write: (batch) =>
+      store(clickhouse, repositories, batch).catch((err) => {
+        throw isRowRefusal(err) ? new ApiError(400, `body: the store refused a value of this hit (${reasonOf(err)})`) : err
+      }),
+    flush: async () => {},
+  }
 }
 
 /** Counts stored rows of one site in the batch's usage (per site, so the organization's usage breaks down by site). */

@@ -8,7 +8,7 @@ import { Ingestor } from '../../lib/ingest/pipeline'
 import { insertSettingAside } from '../../lib/ingest/quarantine'
 import { FileQuarantine } from '../../lib/ingest/quarantine-node'
 import { collectorHealth, retryQuarantined } from '../../lib/ingest/recover'
-import { BufferedSink, type IngestBatch } from '../../lib/ingest/sink'
+import { BufferedSink, type IngestBatch, directSink } from '../../lib/ingest/sink'
 import { eventRowsOf } from '../../lib/ingest/sessionize'
 import type { RowHit } from '../../lib/ingest/item'
 import type { EventRow } from '../../lib/ingest/rows'
@@ -111,6 +111,15 @@ describe('rows the store refuses are set aside, and the rest of their batch is s
     const down = { insert: async () => Promise.reject(new StoreUnavailableError('ClickHouse')) } as unknown as ClickHouse
     await expect(insertSettingAside(down, 'events_input', [{}, {}], { token: 't', quarantine })).rejects.toThrow(StoreUnavailableError)
     expect(quarantine.count()).toBe(0)
+  })
+
+  it('where a hit is stored before its answer (Workers), a refused row is a 400 to its sender, not a 500', async () => {
+    const f = await fixture()
+    const [row] = await f.rows(1, 'direct')
+    const sink = directSink(f.services.clickhouse, f.services.repositories)
+    const refused = sink.write({ events: [{ ...row, timestamp: 'garbage' }], hits: [], bots: [], usage: new Map() })
+    await expect(refused).rejects.toMatchObject({ status: 400, message: expect.stringMatching(/^body: the store refused a value/) })
+    expect(await f.stored('direct')).toBe(0)
   })
 
   it("the server's sink stores the rest of a flush, sets the refused row aside, and goes on with later hits", async () => {
