@@ -49,12 +49,15 @@ const server = serve({
 })
 answerMalformedRequestsInJson(server as unknown as Server)
 await new Promise((resolve) => server.once('listening', resolve))
-// it listens while it migrates: /health and /ready answer, everything else 503 until the migrations are applied
-await home.migrated
 const port = (server.address() as { port: number }).port
 // the address it listens on, unless that is every address of the machine
 const listening = env.HOST === '0.0.0.0' || env.HOST === '::' ? 'localhost' : env.HOST.includes(':') ? `[${env.HOST}]` : env.HOST
-const baseUrl = services.publicUrl ?? `http://${listening}:${port}`
+// links that leave the server (sign-in and invitation e-mails, shared links) are built from this
+// origin, never from a request's Host; the port is known once it listens, and this runs before any request is handled
+services.publicUrl ??= `http://${listening}:${port}`
+const baseUrl = services.publicUrl
+// it listens while it migrates: /health and /ready answer, everything else 503 until the migrations are applied
+await home.migrated
 
 let stopping = false
 let local: ReturnType<typeof serve> | null = null

@@ -59,7 +59,8 @@ const page = `<!doctype html>
     url: '/api/v1/openapi.json',
     dom_id: '#reference',
     deepLinking: true,
-    persistAuthorization: true,
+    // a key typed into Authorize lasts as long as the tab: in localStorage it would outlive it on the machine, readable by any script of this origin
+    persistAuthorization: false,
     displayOperationId: true,
     tryItOutEnabled: true,
     filter: true,

@@ -71,7 +71,10 @@ export interface Services {
    * absent, each organization's own plan applies (the hosted service's billing).
    */
   plan?: PlanName
-  /** Public origin used in snippets; defaults to the request's origin. */
+  /**
+   * The origin of links that leave the server (lib/network/origin.ts): PUBLIC_URL, or on the Node
+   * server without it the address it listens on, set once it listens; absent on Workers without PUBLIC_URL.
+   */
   publicUrl?: string
   /** Operations metrics for GET /metrics; absent where they are off (no METRICS_TOKEN) and on Workers. */
   metrics?: Metrics

@@ -18,6 +18,7 @@ import {
 import { orgOverview } from '../../lib/accounts/org'
 import { MEMBER_ROLES, type Member, emailSchema } from '../../lib/accounts/team'
 import { ApiError } from '../../lib/errors'
+import { configuredOrigin } from '../../lib/network/origin'
 import type { Services } from '../../lib/services'
 import { createSite, sitesOfKey } from '../../lib/sites/site-lifecycle'
 import { siteCreateSchema } from '../../lib/sites/sites'
@@ -32,7 +33,6 @@ const ADMINS: Member['role'][] = ['owner', 'admin']
 /** The account area: organizations, their sites, keys and team. Every route here runs signed in. */
 export function accountRoutes(web: Hono<WebEnv>, services: Services) {
   const email = (c: { get: (k: 'session') => WebEnv['Variables']['session'] }) => c.get('session')!.email
-  const baseUrl = (url: string) => services.publicUrl ?? new URL(url).origin
 
   web.get('/', async (c) => {
     const address = email(c)
@@ -441,7 +441,8 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
   web.post('/orgs/:orgId/team/invite', async (c) => {
     const { org } = await adminOf(c, 'invite people')
     const input = await readForm(c, z.object({ email: emailSchema, role: z.enum(MEMBER_ROLES) }))
-    await inviteMember(services, org.id, input, baseUrl(c.req.url))
+    // the e-mail links to the configured origin alone; without one (Workers without PUBLIC_URL) it holds no link
+    await inviteMember(services, org.id, input, configuredOrigin(services))
     return c.redirect(`/app/orgs/${org.id}/team`, 303)
   })
 

@@ -10,13 +10,15 @@ import { dashboardRoutes } from './dashboard'
 import { heatmapRoutes } from './heatmap'
 import { ErrorPage, Page } from './layout'
 import { shareRoutes } from './share'
+import { securityHeaders } from './security'
 import { type WebEnv, endSessionCookie, readSession, startSessionCookie } from './session'
 
 /** The web application under /app: server-rendered pages over the same verbs as the API. */
 export function webApp(services: Services) {
   const web = new Hono<WebEnv>()
-  const baseUrl = (url: string) => services.publicUrl ?? new URL(url).origin
 
+  // first, so that every answer below, error pages too, carries its policy and its nonce
+  web.use(securityHeaders(services))
   // a form posted from another site is refused: its Origin must be this one (or PUBLIC_URL's)
   web.use(csrf({ origin: (origin, c) => origin === new URL(c.req.url).origin || origin === services.publicUrl }))
   web.use(readSession(services))
@@ -39,18 +41,16 @@ export function webApp(services: Services) {
     const form = await c.req.parseBody()
     const email = emailSchema.safeParse(typeof form.email === 'string' ? form.email.trim() : '')
     if (!email.success) return c.html(<SignInPage error="email: must be an e-mail address" value={String(form.email ?? '')} />, 400)
-    await requestSignInLink(services, {
-      email: email.data,
-      clientAddress: services.clientAddress(c.req.raw, c.env),
-      baseUrl: baseUrl(c.req.url),
-    })
+    await requestSignInLink(services, { email: email.data, clientAddress: services.clientAddress(c.req.raw, c.env) })
+    // the same answer whether a link went out now or one sent earlier is still unused
     return c.html(
       <Page title="Check your inbox">
         <div class="card narrow">
           <h1>Check your inbox</h1>
           <p>
-            We sent a sign-in link to <strong>{email.data}</strong>. It works once, within 15 minutes.
+            A sign-in link is on its way to <strong>{email.data}</strong>. It works once, within 15 minutes.
           </p>
+          <p class="muted">One link at a time: if you asked in the last 15 minutes, use the link sent then.</p>
         </div>
       </Page>,
     )

@@ -6,10 +6,11 @@ import { resolveRange } from '../../lib/reports/query/range'
 import type { Services } from '../../lib/services'
 import type { Site } from '../../lib/sites/sites'
 import { Chart, type Marker } from './chart'
-import { Page } from './layout'
+import { Page, SubmitOnChange } from './layout'
 import { LocationsMap } from './map'
 import { type SiteReader, siteReader } from './reads'
 import { SECTIONS, SECTION_NAMES, sectionPage } from './sections'
+import { pageNonce } from './security'
 import type { WebEnv } from './session'
 
 /** The named ranges of the picker, in the API's names; custom dates go through from and to. */
@@ -257,7 +258,7 @@ export async function dashboardPage(c: Context, services: Services, view: Dashbo
       <div class="controls">
         <form method="get" action={view.base} class="control">
           <label for="range">Range</label>
-          <select id="range" name="range" onchange="this.form.submit()">
+          <select id="range" name="range" data-submit-on-change>
             {Object.entries(RANGE_LABELS).map(([value, label]) => (
               <option value={value} selected={value === state.range}>
                 {label}
@@ -294,7 +295,7 @@ export async function dashboardPage(c: Context, services: Services, view: Dashbo
         {site.sources.length > 1 ? (
           <form method="get" action={view.base} class="control">
             <label for="source">Data</label>
-            <select id="source" name="source" onchange="this.form.submit()">
+            <select id="source" name="source" data-submit-on-change>
               {site.sources.map((s) => (
                 <option value={s} selected={s === (state.source ?? site.primarySource)}>
                   {s === 'ga4' ? 'Google Analytics 4' : 'First-party'}
@@ -379,7 +380,8 @@ export async function dashboardPage(c: Context, services: Services, view: Dashbo
           )
         })}
       </div>
-      <script dangerouslySetInnerHTML={{ __html: PAGE_SCRIPT }} />
+      <SubmitOnChange />
+      <script nonce={pageNonce()} dangerouslySetInnerHTML={{ __html: PAGE_SCRIPT }} />
     </Page>
   )
 }

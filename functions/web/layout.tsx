@@ -1,4 +1,5 @@
 import type { Child } from 'hono/jsx'
+import { pageNonce } from './security'
 
 /** The web application's stylesheet: one small block, inlined in every page (no request of its own). */
 const STYLE = `
@@ -84,7 +85,7 @@ export function Page({ title, email, children }: PageProps) {
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <meta name="referrer" content="no-referrer" />
         <title>{`${title} · Analytics`}</title>
-        <style dangerouslySetInnerHTML={{ __html: STYLE }} />
+        <style nonce={pageNonce()} dangerouslySetInnerHTML={{ __html: STYLE }} />
       </head>
       <body>
         <header>
@@ -106,6 +107,22 @@ export function Page({ title, email, children }: PageProps) {
         <main>{children}</main>
       </body>
     </html>
+  )
+}
+
+/**
+ * Submits the form of a select marked `data-submit-on-change` when its value changes: the policy
+ * refuses inline event handlers (`onchange=`), so this nonce'd script attaches them. Placed after the selects.
+ */
+export function SubmitOnChange() {
+  return (
+    <script
+      nonce={pageNonce()}
+      dangerouslySetInnerHTML={{
+        __html:
+          "document.querySelectorAll('select[data-submit-on-change]').forEach(function(s){s.addEventListener('change',function(){s.form.submit()})})",
+      }}
+    />
   )
 }
 

@@ -3,7 +3,7 @@ import type { Child } from 'hono/jsx'
 import { ApiError } from '../../lib/errors'
 import type { Services } from '../../lib/services'
 import type { DashboardView } from './dashboard'
-import { Page } from './layout'
+import { Page, SubmitOnChange } from './layout'
 import { siteReader } from './reads'
 
 /**
@@ -79,7 +79,7 @@ export async function sectionPage(c: Context, services: Services, view: Dashboar
       {name !== 'realtime' && name !== 'decay' && name !== 'diff' ? (
         <form method="get" action={`${view.base}/${name}`} class="control card">
           <label for="range">Range</label>
-          <select id="range" name="range" onchange="this.form.submit()">
+          <select id="range" name="range" data-submit-on-change>
             {['today', 'yesterday', '7d', '30d', '90d', 'month', '12mo', 'year', 'all'].map((r) => (
               <option value={r} selected={r === (query.range ?? '30d')}>
                 {r}
@@ -108,6 +108,7 @@ export async function sectionPage(c: Context, services: Services, view: Dashboar
           <Value value={answer} links={links} depth={0} />
         </section>
       ))}
+      <SubmitOnChange />
     </Page>
   )
 }

@@ -4,6 +4,7 @@ import { z } from 'zod'
 import { membershipIn, requireRole } from '../../lib/accounts/members'
 import { serverSecret } from '../../lib/accounts/signin'
 import { ApiError } from '../../lib/errors'
+import { configuredOrigin, linkOrigin } from '../../lib/network/origin'
 import type { Services } from '../../lib/services'
 import {
   SHARE_SECRET_PARAM,
@@ -19,6 +20,7 @@ import { readForm } from './forms'
 import { ErrorPage, Page } from './layout'
 import { siteReader } from './reads'
 import { sectionName, sectionPage } from './sections'
+import { securityHeaders } from './security'
 import type { WebEnv } from './session'
 
 /** The cookie that keeps a shared link's hash for its dashboard's pages (its panels, its live figure). */
@@ -35,6 +37,7 @@ const NOT_SHARED = 'There is no shared dashboard here, or its link was replaced.
  */
 export function sharedDashboards(services: Services) {
   const share = new Hono()
+  share.use(securityHeaders(services))
   share.use(async (c, next) => {
     await next()
     c.header('Cache-Control', 'no-store')
@@ -97,7 +100,6 @@ const sharingForm = z.object({
 
 /** The member's side under /app/sites/{site}/share: how the site is shared, and its secret link, made or replaced here. */
 export function shareRoutes(web: Hono<WebEnv>, services: Services) {
-  const baseUrl = (url: string) => services.publicUrl ?? new URL(url).origin
   const admin = async (c: Context<WebEnv>) => {
     const email = c.get('session')!.email
     const site = await memberSite(services, email, c.req.param('siteId')!)
@@ -108,7 +110,7 @@ export function shareRoutes(web: Hono<WebEnv>, services: Services) {
   web.get('/sites/:siteId/share', async (c) => {
     const { email, site, member } = await admin(c)
     return c.html(
-      <SharePage site={site} email={email} canChange={member.role !== 'member'} origin={baseUrl(c.req.url)} created={undefined} />,
+      <SharePage site={site} email={email} canChange={member.role !== 'member'} origin={configuredOrigin(services)} created={undefined} />,
     )
   })
   web.post('/sites/:siteId/share', async (c) => {
@@ -123,9 +125,11 @@ export function shareRoutes(web: Hono<WebEnv>, services: Services) {
   web.post('/sites/:siteId/share/link', async (c) => {
     const { email, site, member } = await admin(c)
     requireRole(member, ['owner', 'admin'], 'make a shared link')
-    const created = await rotateShareLink(services, site, baseUrl(c.req.url))
+    // before the link is replaced: without an origin to show it on, the old link stays
+    const origin = linkOrigin(services, 'a shared link')
+    const created = await rotateShareLink(services, site, origin)
     const fresh = (await services.sites.findFresh(site.id)) ?? site
-    return c.html(<SharePage site={fresh} email={email} canChange origin={baseUrl(c.req.url)} created={created} />, 201)
+    return c.html(<SharePage site={fresh} email={email} canChange origin={origin} created={created} />, 201)
   })
 }
 
@@ -139,7 +143,8 @@ function SharePage({
   site: Site
   email: string
   canChange: boolean
-  origin: string
+  /** The configured origin; none, the public address is shown as its path. */
+  origin: string | undefined
   created?: { url: string; rotated: boolean }
 }) {
   const level = site.sharing.shareLevel
@@ -178,7 +183,7 @@ function SharePage({
         </dl>
         {site.sharing.isPublic ? (
           <p>
-            Public address: <a href={`${origin}${sharePath(site)}`}>{`${origin}${sharePath(site)}`}</a>
+            Public address: <a href={`${origin ?? ''}${sharePath(site)}`}>{`${origin ?? ''}${sharePath(site)}`}</a>
           </p>
         ) : null}
       </section>

@@ -15,6 +15,7 @@ import { CallContext, asApiError, invoke } from '../invoke'
 import { endpoints } from '../registry'
 import { readForm } from './forms'
 import { Page } from './layout'
+import { pageNonce } from './security'
 import type { WebEnv } from './session'
 
 /**
@@ -479,6 +480,7 @@ function ImportsTable({ imports }: { imports: Json[] }) {
 function ImportsWatch({ siteId }: { siteId: string }) {
   return (
     <script
+      nonce={pageNonce()}
       dangerouslySetInnerHTML={{
         __html: `(function(){var t=setInterval(function(){var l=document.getElementById('imports-list');if(!l||l.dataset.moving!=='true'){clearInterval(t);return}fetch('/app/sites/${siteId}/settings/imports').then(function(r){return r.ok?r.text():null}).then(function(h){if(h){l.outerHTML=h}})},5000)})()`,
       }}
@@ -1047,6 +1049,7 @@ export function siteSettingsRoutes(web: Hono<WebEnv>, services: Services) {
 export function CopyScript() {
   return (
     <script
+      nonce={pageNonce()}
       dangerouslySetInnerHTML={{
         __html:
           "document.querySelectorAll('[data-copy]').forEach(function(b){b.addEventListener('click',function(){navigator.clipboard.writeText(document.getElementById(b.dataset.copy).textContent.trim()).then(function(){b.textContent='Copied'})})})",
@@ -1059,6 +1062,7 @@ export function CopyScript() {
 function InstallWatch({ siteId }: { siteId: string }) {
   return (
     <script
+      nonce={pageNonce()}
       dangerouslySetInnerHTML={{
         __html: `(function(){var t=setInterval(function(){fetch('/app/sites/${siteId}/install').then(function(r){return r.json()}).then(function(s){if(s.installed){clearInterval(t);document.getElementById('install-state').textContent='Installed: the first event arrived '+s.firstEventAt+'.'}})},5000)})()`,
       }}

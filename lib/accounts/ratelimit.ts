@@ -7,9 +7,11 @@ export const LIMITS = {
   collect: { max: 600, windowMs: 60_000 },
   ping: { max: 60, windowMs: 60_000 },
   proxy: { max: 60, windowMs: 60_000 },
-  /** Sign-in links asked for one address, and from one client address (lib/accounts/signin.ts). */
-  signinEmail: { max: 5, windowMs: 15 * 60_000 },
-  signinClient: { max: 20, windowMs: 15 * 60_000 },
+  /**
+   * Sign-in links asked for from one client address (lib/accounts/signin.ts). None per e-mail
+   * address: anyone could spend it and lock the owner out; an address holds one unused link instead.
+   */
+  signinClient: { max: 5, windowMs: 15 * 60_000 },
 } as const
 export type LimitClass = keyof typeof LIMITS
 

@@ -18,6 +18,8 @@ export interface SessionRecord {
 
 const sessionsKey = {
   link: (tokenHash: string) => `signin-link:${tokenHash}`,
+  /** The address's one e-mailed link not used yet: `{token hash}:{made at, epoch ms}`. */
+  heldLink: (email: string) => `signin-held:${email}`,
   session: (id: string) => `session:${id}`,
   /** The ids of one address's sessions (some may have expired since). */
   ofEmail: (email: string) => `sessions-of:${email}`,
@@ -25,9 +27,49 @@ const sessionsKey = {
   serverSecret: 'server-secret',
 }
 
+/**
+ * Holds the address for a new link unless it holds one made less than the link's lifetime ago.
+ * The age is read from the value against the caller's clock, the one the link's own expiry is
+ * checked against; the key's TTL only clears it away.
+ */
+const HOLD = `local held = redis.call('GET', KEYS[1])
+if held then
+  local at = tonumber(string.match(held, ':(%d+)$'))
+  if at and tonumber(ARGV[2]) - at < tonumber(ARGV[3]) then return 0 end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
+return 1`
+
+/** Lets the address go if it is still held for that link (and not for a newer one). */
+const RELEASE = `local held = redis.call('GET', KEYS[1])
+if held and string.sub(held, 1, string.len(ARGV[1]) + 1) == ARGV[1] .. ':' then return redis.call('DEL', KEYS[1]) end
+return 0`
+
 /** Sign-in links, browser sessions and the generated server secret. */
 export class SessionsRepository {
+  private holdScript?: ReturnType<Redis['createScript']>
+  private releaseScript?: ReturnType<Redis['createScript']>
+
   constructor(private readonly kv: Redis) {}
+
+  /**
+   * Holds `email` for the link of `tokenHash`, made at `now`: false when the address already holds
+   * a link made less than `ttlMs` before, so that at most one e-mailed link per address is unused.
+   */
+  async holdLink(email: string, tokenHash: string, now: Date, ttlMs: number): Promise<boolean> {
+    this.holdScript ??= this.kv.createScript(HOLD)
+    const held = await this.holdScript.exec(
+      [sessionsKey.heldLink(email)],
+      [`${tokenHash}:${now.getTime()}`, String(now.getTime()), String(ttlMs)],
+    )
+    return Number(held) === 1
+  }
+
+  /** Ends the hold of `email` if it is the link of `tokenHash`'s (used, or never sent). */
+  async releaseLink(email: string, tokenHash: string) {
+    this.releaseScript ??= this.kv.createScript(RELEASE)
+    await this.releaseScript.exec([sessionsKey.heldLink(email)], [tokenHash])
+  }
 
   async saveLink(tokenHash: string, link: SignInLinkRecord, ttlSeconds: number) {
     await this.kv.set(sessionsKey.link(tokenHash), JSON.stringify(link), { ex: ttlSeconds })

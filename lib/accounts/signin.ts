@@ -2,6 +2,7 @@ import { ApiError } from '../errors'
 import { parseUserAgent } from '../ingest/enrich'
 import type { Repositories } from '../repositories'
 import type { Services } from '../services'
+import { linkOrigin } from '../network/origin'
 import { randomString, sha256Hex } from './keys'
 import type { SessionRecord } from './sessions-repository'
 
@@ -17,50 +18,80 @@ export const SIGN_IN_LINK_TTL_SECONDS = 15 * 60
 export const SESSION_TTL_SECONDS = 30 * 24 * 3600
 export const SIGN_IN_PATH = '/app/signin/link'
 
-/** A new link for `email`, valid for 15 minutes and one use: the banner, `admin login` and the e-mail. */
+const linkTo = (origin: string, token: string) => `${origin.replace(/\/$/, '')}${SIGN_IN_PATH}?token=${token}`
+
+/** A new link for `email`, valid for 15 minutes and one use: the banner and `admin login`. */
 export async function mintSignInLink(repositories: Pick<Repositories, 'sessions'>, email: string, baseUrl: string, now: Date) {
   const token = randomString(43)
   await repositories.sessions.saveLink(await sha256Hex(token), { email, createdAt: now.toISOString() }, SIGN_IN_LINK_TTL_SECONDS)
-  return `${baseUrl.replace(/\/$/, '')}${SIGN_IN_PATH}?token=${token}`
+  return linkTo(baseUrl, token)
 }
 
 /**
- * E-mails a sign-in link, within the budgets per address and per client address (429 past
- * them, with Retry-After). The answer is the same whether or not the address is known.
+ * E-mails a sign-in link to `email`, built on the configured origin (never the request's). A
+ * client address (its /64 for IPv6) asks for at most 5 links in 15 minutes (`signinClient`): 429
+ * past that, with Retry-After. An address holds at most one unused link: asking again while it
+ * does sends nothing, and the caller answers the same as when it sent one, so the form tells
+ * nobody whether a link was out, nor whether the address is known. Nobody else's asking ever
+ * refuses the owner a link: the one they are told to look for is in their mailbox.
  */
 export async function requestSignInLink(
-  services: Pick<Services, 'repositories' | 'limiter' | 'mailer' | 'now'>,
-  input: { email: string; clientAddress: string; baseUrl: string },
+  services: Pick<Services, 'repositories' | 'limiter' | 'mailer' | 'now' | 'publicUrl'>,
+  input: { email: string; clientAddress: string },
 ) {
   if (!services.mailer) throw new ApiError(503, 'this deployment cannot send e-mail; ask an administrator for a link (admin login --email)')
-  for (const [limitClass, identifier] of [
-    ['signinClient', input.clientAddress],
-    ['signinEmail', input.email],
-  ] as const) {
-    const result = await services.limiter.limit(limitClass, identifier)
-    if (!result.success) {
-      const seconds = Math.ceil((result.retryAfterMs ?? result.reset - Date.now()) / 1000)
-      throw new ApiError(
-        429,
-        `too many sign-in links asked for ${limitClass === 'signinEmail' ? 'this address' : 'from this network address'}; try again in ${Math.ceil(seconds / 60)} minutes`,
-        {
-          'Retry-After': String(Math.max(1, seconds)),
-        },
-      )
-    }
+  const origin = linkOrigin(services, 'a sign-in link')
+  const limited = await services.limiter.limit('signinClient', clientNetwork(input.clientAddress))
+  if (!limited.success) {
+    const seconds = Math.max(1, Math.ceil((limited.retryAfterMs ?? limited.reset - Date.now()) / 1000))
+    throw new ApiError(429, `too many sign-in links asked for from this network address; try again in ${Math.ceil(seconds / 60)} minutes`, {
+      'Retry-After': String(seconds),
+    })
   }
-  const link = await mintSignInLink(services.repositories, input.email, input.baseUrl, services.now())
-  await services.mailer.send({
-    to: [input.email],
-    subject: 'Your sign-in link',
-    text: [
-      'Open this link to sign in. It works once, within 15 minutes:',
-      '',
-      link,
-      '',
-      'If you did not ask for it, ignore this message: nobody can sign in without it.',
-    ].join('\n'),
-  })
+  const now = services.now()
+  const token = randomString(43)
+  const tokenHash = await sha256Hex(token)
+  const { sessions } = services.repositories
+  if (!(await sessions.holdLink(input.email, tokenHash, now, SIGN_IN_LINK_TTL_SECONDS * 1000))) return
+  await sessions.saveLink(tokenHash, { email: input.email, createdAt: now.toISOString() }, SIGN_IN_LINK_TTL_SECONDS)
+  try {
+    await services.mailer.send({
+      to: [input.email],
+      subject: 'Your sign-in link',
+      text: [
+        'Open this link to sign in. It works once, within 15 minutes:',
+        '',
+        linkTo(origin, token),
+        '',
+        'If you did not ask for it, ignore this message: nobody can sign in without it.',
+      ].join('\n'),
+    })
+  } catch (err) {
+    // a link nobody received holds nothing: asking again sends one
+    await sessions.takeLink(tokenHash)
+    await sessions.releaseLink(input.email, tokenHash)
+    throw err
+  }
+}
+
+/**
+ * Whom the per-client budget counts: the address, or for IPv6 its /64, which one client (a
+ * household, a server) holds whole and can pick any address in.
+ */
+export function clientNetwork(address: string): string {
+  const bare = address.replace(/%.*$/, '').toLowerCase()
+  if (!bare.includes(':')) return bare
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(bare)
+  if (mapped) return mapped[1]
+  const [head, tail, ...more] = bare.split('::')
+  if (more.length) return bare
+  const groups = (part: string | undefined) => (part ? part.split(':').flatMap((g) => (g.includes('.') ? ['0', '0'] : [g])) : [])
+  const front = groups(head)
+  const back = groups(tail)
+  const full = tail === undefined ? front : [...front, ...Array(Math.max(0, 8 - front.length - back.length)).fill('0'), ...back]
+  const prefix = full.slice(0, 4).map((g) => (/^[0-9a-f]{1,4}$/.test(g) ? Number.parseInt(g, 16).toString(16) : null))
+  if (full.length !== 8 || prefix.includes(null)) return bare
+  return `${prefix.join(':')}::/64`
 }
 
 const usedOrExpired = () => new ApiError(400, 'this sign-in link was already used or has expired; ask for a new one')
@@ -79,7 +110,10 @@ export async function redeemSignInLink(
   userAgent: string,
   now: Date,
 ): Promise<SessionRecord> {
-  const link = token ? await repositories.sessions.takeLink(await sha256Hex(token)) : null
+  const tokenHash = token ? await sha256Hex(token) : ''
+  const link = tokenHash ? await repositories.sessions.takeLink(tokenHash) : null
+  // the address may be sent a new link at once: this one is gone, used or expired
+  if (link) await repositories.sessions.releaseLink(link.email, tokenHash)
   if (!link || now.getTime() - Date.parse(link.createdAt) > SIGN_IN_LINK_TTL_SECONDS * 1000) throw usedOrExpired()
   const session: SessionRecord = {
     id: randomString(32),

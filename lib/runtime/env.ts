@@ -122,7 +122,12 @@ export const nodeEnvSchema = z.object({
     .describe(
       'port of the local-only endpoints (default `PORT + 1`, on 127.0.0.1), which CLIs and `wrangler dev` use to reach the embedded stores',
     ),
-  PUBLIC_URL: z.url().optional().describe("the origin used in tracking snippets and the OpenAPI document (default: the request's)"),
+  PUBLIC_URL: z
+    .url()
+    .optional()
+    .describe(
+      "the origin people open the service at, which every link it makes starts with: sign-in and invitation e-mails, shared links, tracking snippets, the OpenAPI document. Without it the Node server uses the address it listens on (`http://127.0.0.1:8787` by default), never a request's `Host`; on Workers without it the web application makes no sign-in or shared link, and API answers use the request's origin. An `https` origin also sends `Strict-Transport-Security` on `/app` and `/share`",
+    ),
   DATA_DIR: z.string().optional().describe('where the embedded stores live (default `./.data`)'),
   LOG_LEVEL: logLevelSchema.default('info'),
   CLICKHOUSE_URL: z

@@ -47,6 +47,9 @@ describe.skipIf(!CHROMIUM)('the API reference page in real Chromium', () => {
     await page.locator('.modal-ux .auth-container input').first().fill(readKey)
     await page.locator('.modal-ux .auth-container .authorize').first().click()
     await page.locator('.modal-ux .btn-done').first().click()
+    // the key is kept for this tab alone, never in storage that outlives it
+    const stored = await page.evaluate(() => JSON.stringify({ local: { ...localStorage }, session: { ...sessionStorage } }))
+    expect(stored).not.toContain(readKey)
 
     await operation.locator('.opblock-summary').click()
     await operation.locator('tr[data-param-name="site_id"] input').fill(site)

@@ -72,6 +72,8 @@ describe('the worker bundle under workerd', () => {
         UPSTASH_REDIS_REST_URL: `${local.url}/redis`,
         UPSTASH_REDIS_REST_TOKEN: token,
         LOG_LEVEL: 'error',
+        // the origin the Node server builds its links on (the address it listens on, without PUBLIC_URL): answers such as the snippet name it
+        PUBLIC_URL: server.url,
       },
     })
   })
@@ -91,7 +93,12 @@ describe('the worker bundle under workerd', () => {
     const page = await mf.dispatchFetch('http://worker.test/app/signin')
     expect(page.status).toBe(200)
     expect(page.headers.get('content-type')).toContain('text/html')
-    expect(await page.text()).toContain('<form method="post" action="/app/signin"')
+    const html = await page.text()
+    expect(html).toContain('<form method="post" action="/app/signin"')
+    // under its policy, whose nonce the page's stylesheet carries
+    const nonce = /script-src 'nonce-([^']+)'/.exec(page.headers.get('content-security-policy') ?? '')?.[1]
+    expect(nonce).toBeTruthy()
+    expect(html).toContain(`<style nonce="${nonce}">`)
     // Workers send no e-mail: asking for a link says so
     const asked = await mf.dispatchFetch('http://worker.test/app/signin', {
       method: 'POST',
@@ -144,7 +151,7 @@ describe('the worker bundle under workerd', () => {
       const siteParam = Object.keys(read.params?.shape ?? {}).find((name) => /^site_?id$/i.test(name))
       const query = new URLSearchParams({ ...(siteParam ? { [siteParam]: demo.id } : {}), ...REQUIRED[read.path], ...BY_ID[read.path] })
       const path = `${read.path.replace(/\{\w+\}/g, demo.id)}${query.size ? `?${query}` : ''}`
-      // asked of both under one host (answers such as the snippet name it), back to back; a live window that moved in between is asked again
+      // asked of both under one host, back to back; a live window that moved in between is asked again
       let same = false
       for (let attempt = 0; attempt < 3 && !same; attempt++) {
         const [viaNode, viaWorker] = await Promise.all([
