@@ -31,6 +31,9 @@ const PLAUSIBLE_EXTENSIONS = new Set([
   'local',
 ])
 const PLAUSIBLE_FILE = /^script\.([a-z-]+\.)+js$/
+/** The one drop answer of Plausible's payload, whatever the reason. */
+const PLAUSIBLE_DROPPED = 'not-kept'
+
 const plausibleEtag = TRACKER_FILES.plausible.path.split('.')[1]
 const revalidated = 'public, max-age=3600, stale-while-revalidate=86400'
 
@@ -82,7 +85,7 @@ export const collectorEndpoints = [
     summary:
       "Where the tracking script sends hits: one hit a request, as JSON (text/plain is accepted, for sendBeacon). Also takes Plausible's Events API payload.",
     description:
-      "No key: the site is named by its snippet id, or in Plausible's payload by its domain (a comma list records the hit for each site; the visitor's address is the first valid one of X-Forwarded-For). Answers 202 with no body once the hit is accepted; a hit the site does not collect is accepted and dropped, and the answer's X-Dropped header says why: bot, localhost, unknown-hostname (the page is not on the site's domain, a subdomain, its custom domain or an allowed hostname), excluded-ip, excluded-path, kind-off (a switched-off kind), not-collecting or unknown-domain (Plausible's payload naming no site); Plausible's payload also gets x-plausible-dropped: 1. At most 64 KB.",
+      "No key: the site is named by its snippet id, or in Plausible's payload by its domain (a comma list records the hit for each site; the visitor's address is the first valid one of X-Forwarded-For). Answers 202 with no body once the hit is accepted; a hit the site does not collect is accepted and dropped, and the answer's X-Dropped header says why: bot, localhost, unknown-hostname (the page is not on the site's domain, a subdomain, its custom domain or an allowed hostname), excluded-ip, excluded-path, kind-off (a switched-off kind), or not-collecting. An event in Plausible's payload that is not kept, for any reason (its domain names no site, or one whose claim is unverified, or any reason above), is answered alike: X-Dropped: not-kept and x-plausible-dropped: 1, so the answer never tells which domains are tracked. At most 64 KB.",
     hotPath: true,
     validatesOwnInput: true,
     body: eventBodySchema,
@@ -93,8 +96,11 @@ export const collectorEndpoints = [
       if (!dropped) return undefined
       // a person testing an install sees why in the answer; the log says it in full at LOG_LEVEL=debug
       traceOf(request).debug({ message: 'hit dropped', dropped: dropped.code, reason: dropped.reason })
-      const headers: Record<string, string> = { 'X-Dropped': dropped.code }
-      if (plausible) headers['x-plausible-dropped'] = '1'
+      // Plausible's payload names its site by domain: every drop is answered alike, so that no answer
+      // tells a domain some organization tracks from one nobody does
+      const headers: Record<string, string> = plausible
+        ? { 'X-Dropped': PLAUSIBLE_DROPPED, 'x-plausible-dropped': '1' }
+        : { 'X-Dropped': dropped.code }
       return new Response(null, { status: 202, headers })
     },
   }),

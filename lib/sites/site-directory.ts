@@ -7,6 +7,13 @@ import { type SitesRepository, indexedDomain } from './sites-repository'
  * public count looks its site up. Settings saved through here are seen by this process at once;
  * other processes see them within the cache time, or at once when they read fresh.
  */
+/**
+ * Whether a site proved it controls its domain: an install check found its snippet on the
+ * domain's homepage (a site's stored install flag follows only those checks), or its custom
+ * tracking domain verified by its CNAME record. Events alone prove nothing: anyone can send them.
+ */
+export const controlsItsDomain = (site: Site) => site.install.installed || !!site.tracking.customDomain
+
 export class SiteDirectory {
   private readonly cached = new Map<string, { site: Site | null; at: number }>()
   /** The same sites by id (found ones only): the keyed API's reads name sites by UUID. */
@@ -79,8 +86,9 @@ export class SiteDirectory {
   /**
    * The site a domain names, as Plausible's payload does: the site whose domain or custom domain it
    * is (with or without `www.`, any case). Domains are unique within an organization only: when
-   * sites of several organizations claim one, the site created first answers to it. Cached like
-   * the snippet's answer unless `fresh`.
+   * sites of several organizations claim one, only a site that proved it controls the domain
+   * answers to it (the first created of those): none answers while none has. Cached like the
+   * snippet's answer unless `fresh`.
    */
   async byDomain(domain: string, fresh = false): Promise<Site | null> {
     const name = indexedDomain(domain)
@@ -90,7 +98,9 @@ export class SiteDirectory {
     const named = (s: Site | null): s is Site =>
       !!s && (indexedDomain(s.domain) === name || (!!s.tracking.customDomain && indexedDomain(s.tracking.customDomain) === name))
     const sites = (await Promise.all(ids.map((id) => this.repository.get(id)))).filter(named)
-    const site = sites.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id))[0] ?? null
+    sites.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id))
+    const contested = new Set(sites.map((s) => s.orgId)).size > 1
+    const site = (contested ? sites.filter(controlsItsDomain) : sites)[0] ?? null
     if (this.cacheMs > 0) {
       if (this.cachedDomains.size > 100_000) this.cachedDomains.clear()
       this.cachedDomains.set(name, { snippetId: site?.snippetId ?? null, at: this.clock() })

@@ -110,7 +110,7 @@ describe.each(STORES)("Plausible's Events API payload on POST /api/event (%s sto
     const [a, b] = [t.a.site, t.b.site]
     // each site still checks the page's hostname: other's drops a's page, and the answer says so
     const res = await post({ n: 'pageview', u: url(a, '/rollup'), d: `${a.domain}, ${other.domain}` })
-    expect([res.status, res.headers.get('x-plausible-dropped'), res.headers.get('x-dropped')]).toEqual([202, '1', 'unknown-hostname'])
+    expect([res.status, res.headers.get('x-plausible-dropped'), res.headers.get('x-dropped')]).toEqual([202, '1', 'not-kept'])
     expect(await rows(a, '/rollup')).toHaveLength(1)
     expect(await rows(other, '/rollup')).toHaveLength(0)
 
@@ -127,22 +127,19 @@ describe.each(STORES)("Plausible's Events API payload on POST /api/event (%s sto
     const partly = await post({ n: 'pageview', u: 'https://shared.example.io/partly', d: `${a.domain},nobody-here.example` })
     expect(partly.status).toBe(202)
     expect(partly.headers.get('x-plausible-dropped')).toBe('1')
-    expect(partly.headers.get('x-dropped')).toBe('unknown-domain')
+    expect(partly.headers.get('x-dropped')).toBe('not-kept')
     expect(await rows(a, '/partly')).toHaveLength(1)
   })
 
-  it('answers 202 with x-plausible-dropped and X-Dropped when it drops an event', async () => {
+  it('answers 202 with x-plausible-dropped and X-Dropped: not-kept whatever the reason, so no answer tells a tracked domain', async () => {
     const a = t.a.site
     const unknown = await post({ n: 'pageview', u: 'https://nobody-here.example/x', d: 'nobody-here.example' })
-    expect([unknown.status, unknown.headers.get('x-plausible-dropped'), unknown.headers.get('x-dropped')]).toEqual([
-      202,
-      '1',
-      'unknown-domain',
-    ])
+    expect([unknown.status, unknown.headers.get('x-plausible-dropped'), unknown.headers.get('x-dropped')]).toEqual([202, '1', 'not-kept'])
     const bot = await post({ n: 'pageview', u: url(a, '/bot'), d: a.domain }, { ua: 'curl/8.5.0' })
-    expect([bot.status, bot.headers.get('x-plausible-dropped'), bot.headers.get('x-dropped')]).toEqual([202, '1', 'bot'])
+    expect([bot.status, bot.headers.get('x-plausible-dropped'), bot.headers.get('x-dropped')]).toEqual([202, '1', 'not-kept'])
     const elsewhere = await post({ n: 'pageview', u: 'https://copycat.example.net/bot', d: a.domain })
-    expect([elsewhere.headers.get('x-plausible-dropped'), elsewhere.headers.get('x-dropped')]).toEqual(['1', 'unknown-hostname'])
+    expect([elsewhere.headers.get('x-plausible-dropped'), elsewhere.headers.get('x-dropped')]).toEqual(['1', 'not-kept'])
+    expect(await rows(a, '/bot')).toHaveLength(0)
     expect(await rows(a, '/bot')).toHaveLength(0)
   })
 
@@ -221,7 +218,32 @@ describe.each(STORES)("Plausible's Events API payload on POST /api/event (%s sto
     // once detached, the custom domain names no site
     await t.services.sites.update(b.id, (s) => ({ ...s, tracking: { ...s.tracking, customDomain: null } }))
     const res = await post({ n: 'pageview', u: url(b, '/by-custom'), d: custom })
-    expect(res.headers.get('x-dropped')).toBe('unknown-domain')
+    expect(res.headers.get('x-dropped')).toBe('not-kept')
+  })
+
+  it('a domain several organizations claim is kept only for one that proved it controls it, and for none before', async () => {
+    const domain = `claimed-${crypto.randomUUID().slice(0, 8)}.example`
+    const {
+      sites: [first],
+    } = await orgWithSites(t.services, 'First claimant', [{ domain }])
+    // one claim: kept, as before
+    expect((await post({ n: 'pageview', u: `https://${domain}/one-claim`, d: domain })).headers.get('x-dropped')).toBeNull()
+    expect(await rows(first, '/one-claim')).toHaveLength(1)
+    const {
+      sites: [second],
+    } = await orgWithSites(t.services, 'Second claimant', [{ domain }])
+    // two organizations, neither proved the domain: kept by none, answered exactly as a domain nobody tracks
+    const contested = await post({ n: 'pageview', u: `https://${domain}/contested`, d: domain })
+    const nobody = await post({ n: 'pageview', u: 'https://nobody-at-all.example/contested', d: 'nobody-at-all.example' })
+    const answer = (res: Response) => [res.status, ...[...res.headers].filter(([name]) => name !== 'x-request-id')]
+    expect(answer(contested)).toEqual(answer(nobody))
+    expect(await rows(first, '/contested')).toHaveLength(0)
+    expect(await rows(second, '/contested')).toHaveLength(0)
+    // the second proves it: an install check found its snippet on the domain's homepage
+    await t.services.sites.update(second.id, (s) => ({ ...s, install: { ...s.install, installed: true } }))
+    expect((await post({ n: 'pageview', u: `https://${domain}/proved`, d: domain })).headers.get('x-dropped')).toBeNull()
+    expect(await rows(second, '/proved')).toHaveLength(1)
+    expect(await rows(first, '/proved')).toHaveLength(0)
   })
 
   it('indexes the sites stored before the domain index existed, once, at the first lookup that misses', async () => {
@@ -239,7 +261,7 @@ describe.each(STORES)("Plausible's Events API payload on POST /api/event (%s sto
     expect(await t.kv.exists('domain-sites:indexed')).toBe(1)
   })
 
-  it('when sites of two organizations claim a domain, the site created first answers to it', async () => {
+  it('when sites of two organizations both proved a domain they claim, the site created first answers to it', async () => {
     const domain = `twice-${crypto.randomUUID().slice(0, 8)}.example.com`
     const {
       sites: [first],
@@ -247,6 +269,9 @@ describe.each(STORES)("Plausible's Events API payload on POST /api/event (%s sto
     const {
       sites: [second],
     } = await orgWithSites(t.services, 'Second', [{ domain }])
+    for (const site of [first, second]) {
+      await t.services.sites.update(site.id, (s) => ({ ...s, install: { ...s.install, installed: true } }))
+    }
     await post({ n: 'pageview', u: `https://${domain}/claimed`, d: domain })
     expect(await rows(first, '/claimed')).toHaveLength(1)
     expect(await rows(second, '/claimed')).toHaveLength(0)
