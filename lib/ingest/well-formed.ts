@@ -26,8 +26,11 @@ export function wellFormedText(text: string): string {
   return CONTROL.test(paired) ? paired.replace(CONTROLS, '\uFFFD') : paired
 }
 
+// one test finds both in the common case, text with neither: a surrogate found may be half of a pair
+const SUSPECT = new RegExp(`${CONTROL_CLASS.slice(0, -1)}\\uD800-\\uDFFF]`)
+
 /** Whether the text needs no repair. */
-export const isWellFormedText = (text: string) => text.isWellFormed() && !CONTROL.test(text)
+export const isWellFormedText = (text: string) => !SUSPECT.test(text) || (text.isWellFormed() && !CONTROL.test(text))
 
 /** Deeper than this, a payload is not walked: no hit or row nests so deep, and its checks refuse it. */
 const MAX_DEPTH = 8
@@ -48,7 +51,7 @@ export function wellFormedInput<T>(value: T, depth = 0): T {
     return value
   }
   const record = value as Record<string, unknown>
-  for (const key of Object.keys(record)) {
+  for (const key in record) {
     const item = record[key]
     const repaired = typeof item === 'string' ? (isWellFormedText(item) ? item : wellFormedText(item)) : wellFormedInput(item, depth + 1)
     if (isWellFormedText(key)) {
