@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Command } from 'commander'
 import { createOrg } from '../lib/accounts/admin'
-import { bindGa4Property, completeGoogleConnect, ga4Connection } from '../lib/integrations/ga4/connection'
+import { bindGa4Property } from '../lib/integrations/ga4/connection'
+import { completeGoogleConnect, confirmGoogleConnect, startGoogleConnect } from '../lib/integrations/google/connect'
+import { GA4_SCOPE } from '../lib/integrations/google/oauth'
 import { historyDays, importSite, queueGa4Import } from '../lib/integrations/ga4/import'
 import { nodeEnvSchema, parseEnv } from '../lib/runtime/env'
 import { nodeServices, openNodeStores } from '../lib/runtime/node'
@@ -53,11 +55,13 @@ const program = new Command('bench-ga4-import')
       const site = newSite({ domain: 'ga4.bench.test', timezone: 'UTC' }, org.id, now)
       await services.repositories.sites.create(site)
       const baseUrl = 'https://bench.test'
-      // the user's path: the connect URL, Google's consent, the callback, the binding
-      const { connectUrl } = await ga4Connection(services, site, baseUrl)
-      const consent = await fetch(connectUrl!, { redirect: 'manual' })
+      // the user's path: the connect started in their browser, Google's consent, the callback, the confirmation, the binding
+      const owner = 'owner@bench.test'
+      const { url, binding } = await startGoogleConnect(services, site, baseUrl, GA4_SCOPE, owner)
+      const consent = await fetch(url, { redirect: 'manual' })
       const back = new URL(consent.headers.get('location')!)
-      await completeGoogleConnect(services, Object.fromEntries(back.searchParams), baseUrl)
+      await completeGoogleConnect(services, Object.fromEntries(back.searchParams), baseUrl, binding)
+      if (!(await confirmGoogleConnect(services, site, binding, owner))) throw new Error('the connection was not confirmed')
       const deps = { ...services, google: services.google! }
       let first: Promise<unknown> = Promise.resolve()
       const started = performance.now()

@@ -1,16 +1,16 @@
 import { z } from 'zod'
-import { ApiError } from '../../lib/errors'
+import { keyConnectsGoogle } from '../../lib/accounts/members'
+import { bindGa4Property, disconnectGa4, ga4Connection } from '../../lib/integrations/ga4/connection'
 import {
   CALLBACK_PATH,
   GoogleConnectFailed,
-  bindGa4Property,
   completeGoogleConnect,
-  disconnectGa4,
-  ga4Connection,
-} from '../../lib/integrations/ga4/connection'
-import { SEARCH_CONSOLE_SCOPE } from '../../lib/integrations/search-console/connector'
+  confirmPagePath,
+  googleSettingsPath,
+} from '../../lib/integrations/google/connect'
 import { siteRefSchema } from '../../lib/sites/sites'
 import { defineEndpoint } from '../endpoint'
+import { connectBinding } from '../web/google-connect'
 
 const importSchema = z
   .object({
@@ -34,6 +34,17 @@ const importSchema = z
 
 const propertySchema = z.object({ propertyId: z.string(), displayName: z.string(), accountId: z.string(), accountName: z.string() })
 
+/** Where to connect Google, as the ga4 and search-console reads offer it. */
+export const connectOfferSchema = z.object({
+  connectUrl: z
+    .string()
+    .nullable()
+    .describe(
+      "Where a connection is needed: the web application's page where an owner or admin, signed in, connects the site to Google. Given to write keys of owners and admins",
+    ),
+  connectNote: z.string().nullable().describe('Why connectUrl is null although a connection is needed (this key cannot connect)'),
+})
+
 const connectionSchema = z.object({
   connected: z.boolean(),
   status: z.enum(['not_configured', 'not_connected', 'connected', 'needs_reconnect']),
@@ -42,13 +53,9 @@ const connectionSchema = z.object({
   propertyId: z.string().nullable(),
   propertyName: z.string().nullable(),
   properties: z.array(propertySchema),
-  connectUrl: z.string().nullable().describe('Single use, good for 15 minutes'),
+  ...connectOfferSchema.shape,
   import: importSchema,
 })
-
-const page = (title: string, text: string) =>
-  `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${title}</title></head><body style="font-family:system-ui,sans-serif;max-width:36rem;margin:4rem auto;padding:0 1rem"><h1>${title}</h1><p>${text}</p></body></html>`
-const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 
 export const ga4Endpoints = [
   defineEndpoint({
@@ -56,11 +63,13 @@ export const ga4Endpoints = [
     path: '/api/v1/sites/{site_id}/ga4',
     scope: 'read',
     tool: 'get_ga4_connection',
-    summary: "The site's GA4 connection: state, readable properties, the bound one, connect URL (for a browser), latest import.",
+    summary: "The site's GA4 connection: state, readable properties, the bound one, where to connect (a browser page), latest import.",
+    description:
+      'Connecting Google happens in the browser of an owner or admin: connectUrl opens the web application, which sends them to Google and asks them to confirm the Google account before the connection is stored. A read key, or a key of a plain member, gets connectUrl null and connectNote saying so.',
     params: z.object({ site_id: siteRefSchema }),
     response: connectionSchema,
-    async handler({ services, site, baseUrl }, { params }) {
-      return ga4Connection(services, await site(params.site_id), baseUrl)
+    async handler({ services, site, baseUrl, key }, { params }) {
+      return ga4Connection(services, await site(params.site_id), baseUrl, await keyConnectsGoogle(services.repositories, key))
     },
   }),
   defineEndpoint({
@@ -103,47 +112,32 @@ export const ga4Endpoints = [
     path: CALLBACK_PATH,
     scope: 'public',
     tool: null,
-    summary: "Where Google's consent page sends the browser back: connects the site and shows a short page.",
+    summary: "Where Google's consent page sends the browser back: on to the web application, to confirm the Google account.",
     description:
-      "No key: the signed, single-use state names the organization and site. A bad, expired or reused state is a 400 and stores nothing. A connect started in the web application's site page goes back there (303).",
+      "No key: the signed, single-use state names the organization and site, and is taken only from the browser that started the connect (its cookie). A bad state, or one started in another browser, is a 400; an expired or reused one, or Google's refusal, goes back to the site's page in the web application, which says why (303); none stores anything. A good one holds Google's grant until the person who started the connect confirms it on the page the answer (303) leads to.",
     params: z.object({
       state: z.string().max(2000).optional(),
       code: z.string().max(2000).optional(),
       error: z.string().max(200).optional(),
     }),
-    response: { mediaType: 'text/html', description: 'A page saying what was connected' },
-    async handler({ services, baseUrl }, { params }) {
-      // a connect started in the web application goes back to the site's page there, with what happened
-      const backToApp = (siteId: string, outcome: string) =>
+    // a redirect, never a body of its own: the media type only keeps the transport from answering it as empty
+    response: {
+      mediaType: 'text/html',
+      description: "A redirect (303) to the web application: the confirmation page, or the site's Google settings",
+    },
+    async handler({ services, baseUrl, request }, { params }) {
+      const to = (path: string) =>
         new Response(null, {
           status: 303,
-          headers: {
-            location: `${baseUrl}/app/sites/${siteId}/settings/integrations?google=${outcome}#google`,
-            'cache-control': 'no-store',
-          },
+          headers: { location: `${baseUrl}${path}`, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' },
         })
-      let connected: Awaited<ReturnType<typeof completeGoogleConnect>>
       try {
-        connected = await completeGoogleConnect(services, params, baseUrl)
+        const { siteId } = await completeGoogleConnect(services, params, baseUrl, connectBinding(request))
+        return to(confirmPagePath(siteId))
       } catch (err) {
-        if (err instanceof GoogleConnectFailed) return backToApp(err.siteId, err.reason)
+        if (err instanceof GoogleConnectFailed) return to(googleSettingsPath(err.siteId, err.reason))
         throw err
       }
-      if (!connected) throw new ApiError(400, 'nothing connected')
-      if (connected.returnTo === 'app') return backToApp(connected.siteId, 'connected')
-      const searchConsole = connected.scopes.includes(SEARCH_CONSOLE_SCOPE)
-      return new Response(
-        searchConsole
-          ? page(
-              'Google Analytics and Search Console connected',
-              `${escapeHtml(connected.domain)} is connected to Google with read access to Google Analytics and Search Console. Choose its properties with PATCH /api/v1/sites/{site_id}/ga4 and PATCH /api/v1/sites/{site_id}/search-console; you can close this page.`,
-            )
-          : page(
-              'Google Analytics connected',
-              `${escapeHtml(connected.domain)} is connected to Google with read access to Google Analytics. Choose its GA4 property with PATCH /api/v1/sites/{site_id}/ga4; you can close this page.`,
-            ),
-        { headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' } },
-      )
     },
   }),
 ]

@@ -79,9 +79,9 @@ export const ingestEndpoints = [
       siteId: z.uuid(),
       rotated: z.boolean().describe('Whether an earlier ingest key was revoked'),
     }),
-    async handler({ services, site }, { params }) {
+    async handler({ services, site, key }, { params }) {
       const current = await site(params.site_id)
-      return rotateIngestKey(services, current)
+      return rotateIngestKey(services, current, key.madeBy)
     },
   }),
   defineEndpoint({

@@ -57,16 +57,22 @@ export const memberEndpoints = [
     scope: 'write',
     orgWide: true,
     tool: 'remove_member',
-    summary: 'Removes a member (member_id) or cancels a pending invitation (invitation_id). The owner cannot be removed.',
+    summary:
+      'Removes a member (member_id), revoking the API keys they made, or cancels a pending invitation (invitation_id). The owner cannot be removed.',
     params: z.object({
       member_id: uuidParam.optional().describe('The member to remove'),
       invitation_id: uuidParam.optional().describe('The invitation to cancel'),
     }),
-    response: z.object({ deleted: z.literal(true), kind: z.enum(['member', 'invitation']), id: z.uuid() }),
+    response: z.object({
+      deleted: z.literal(true),
+      kind: z.enum(['member', 'invitation']),
+      id: z.uuid(),
+      keysRevoked: z.number().int().describe('The API keys the removed member had made, revoked with them (0 for an invitation)'),
+    }),
     async handler({ services, key }, { params }) {
       if (!params.member_id === !params.invitation_id) throw new ApiError(400, 'member_id: give exactly one of member_id and invitation_id')
-      if (params.member_id) return removeMember(services.repositories, key.orgId, params.member_id)
-      return cancelInvitation(services.repositories, key.orgId, params.invitation_id!)
+      if (params.member_id) return removeMember(services.repositories, key.orgId, params.member_id, services.now())
+      return { ...(await cancelInvitation(services.repositories, key.orgId, params.invitation_id!)), keysRevoked: 0 }
     },
   }),
 ]

@@ -1,4 +1,5 @@
 import { V1_DIMENSIONS, METRICS, OPERATORS, PROPERTY_PREFIX, RANGES, SEGMENT } from '../../lib/reports/dimensions'
+import { keyActor } from '../../lib/accounts/members'
 import { findOrg } from '../../lib/accounts/org'
 import { LIMITS } from '../../lib/accounts/ratelimit'
 import { PLAN_NAMES, planFor } from '../../lib/accounts/plans'
@@ -24,15 +25,22 @@ export const metaEndpoints = [
     response: z.object({
       key: z.object({ id: z.uuid(), name: z.string(), prefix: z.string(), scope: z.enum(['read', 'write']), siteId: z.uuid().nullable() }),
       organization: z.object({ id: z.uuid(), name: z.string().nullable() }),
+      member: z
+        .object({ id: z.uuid(), email: z.string(), role: z.enum(['owner', 'admin', 'member']) })
+        .nullable()
+        .describe(
+          "The member who made the key, with their role now: a plain member's key lists and revokes only its maker's keys. null for a key no member made (the admin CLI), which acts for the organization within its scope",
+        ),
       plan: z.enum(PLAN_NAMES),
       permissions: z.array(z.enum(['read', 'write'])),
       rateLimits: z.record(z.string(), z.object({ requests: z.number().int(), perSeconds: z.number() })),
     }),
     async handler({ services, key }) {
-      const org = await findOrg(services.repositories, key.orgId)
+      const [org, member] = await Promise.all([findOrg(services.repositories, key.orgId), keyActor(services.repositories, key)])
       return {
         key: { id: key.id, name: key.name, prefix: key.prefix, scope: key.scope, siteId: key.siteId },
         organization: org ? { id: org.id, name: org.name } : { id: key.orgId, name: null },
+        member: member && { id: member.id, email: member.email, role: member.role },
         plan: planFor(org, services.plan).name,
         permissions: key.scope === 'write' ? (['read', 'write'] as ('read' | 'write')[]) : (['read'] as ('read' | 'write')[]),
         rateLimits: Object.fromEntries(

@@ -1,5 +1,6 @@
 import { z } from 'zod'
-import { listApiKeys, revokeApiKey } from '../../lib/accounts/admin'
+import { keyMakerOf, listApiKeys, revokeApiKey } from '../../lib/accounts/admin'
+import { keyActor } from '../../lib/accounts/members'
 import { orgOverview } from '../../lib/accounts/org'
 import { FEATURES, PLAN_NAMES } from '../../lib/accounts/plans'
 import { defineEndpoint } from '../endpoint'
@@ -75,7 +76,9 @@ export const orgEndpoints = [
     scope: 'read',
     tool: 'list_api_keys',
     orgWide: true,
-    summary: 'Every key of the organization: name, prefix, scope, site binding, last use. Never the secret.',
+    summary: 'The keys of the organization: name, prefix, scope, site binding, maker, last use. Never the secret.',
+    description:
+      "A key made by a plain member lists only the keys that member made; other keys list every key. madeBy is the member who made the key, admin_cli for one no member made (the admin CLI, the first start's demo keys), unknown for one made before makers were recorded.",
     response: z.object({
       keys: z.array(
         z.object({
@@ -85,15 +88,26 @@ export const orgEndpoints = [
           scope: z.enum(['read', 'write']),
           siteId: z.uuid().nullable().describe('Set for a site-bound ingest key'),
           createdAt: z.string(),
+          madeBy: z.union([z.object({ memberId: z.uuid(), email: z.string() }), z.enum(['admin_cli', 'unknown'])]),
           revokedAt: z.string().nullable(),
           lastUsedAt: z.string().nullable(),
         }),
       ),
     }),
     async handler({ services, key }) {
-      const keys = await listApiKeys(services.repositories, key.orgId)
+      const keys = await listApiKeys(services.repositories, key.orgId, await keyActor(services.repositories, key))
       return {
-        keys: keys.map(({ hash: _hash, orgId: _org, ...meta }) => meta),
+        keys: keys.map((k) => ({
+          id: k.id,
+          name: k.name,
+          prefix: k.prefix,
+          scope: k.scope,
+          siteId: k.siteId,
+          createdAt: k.createdAt,
+          madeBy: keyMakerOf(k),
+          revokedAt: k.revokedAt,
+          lastUsedAt: k.lastUsedAt,
+        })),
       }
     },
   }),
@@ -104,10 +118,11 @@ export const orgEndpoints = [
     orgWide: true,
     tool: 'revoke_api_key',
     summary: 'Revokes one key by id. It stops working at once. Keys cannot be created through the API.',
+    description: 'A key made by a plain member revokes only the keys that member made (403 for another).',
     params: z.object({ id: uuidParam.describe('The key id from list_api_keys') }),
     response: z.object({ revoked: z.literal(true), id: z.uuid() }),
     async handler({ services, key }, { params }) {
-      return revokeApiKey(services.repositories, params.id, services.now(), key.orgId)
+      return revokeApiKey(services.repositories, params.id, services.now(), key.orgId, await keyActor(services.repositories, key))
     },
   }),
 ]

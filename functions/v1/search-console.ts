@@ -4,8 +4,10 @@ import {
   disconnectSearchConsole,
   searchConsoleConnection,
 } from '../../lib/integrations/search-console/connection'
+import { keyConnectsGoogle } from '../../lib/accounts/members'
 import { siteRefSchema } from '../../lib/sites/sites'
 import { defineEndpoint } from '../endpoint'
+import { connectOfferSchema } from './ga4'
 
 const importSchema = z
   .object({
@@ -37,7 +39,7 @@ const connectionSchema = z.object({
     .describe("The site's Google connection (shared with GA4)"),
   reason: z.string().nullable(),
   sites: z.array(propertySchema),
-  connectUrl: z.string().nullable(),
+  ...connectOfferSchema.shape,
   import: importSchema,
 })
 
@@ -47,13 +49,13 @@ export const searchConsoleEndpoints = [
     path: '/api/v1/sites/{site_id}/search-console',
     scope: 'read',
     tool: 'get_search_console_connection',
-    summary: 'Search Console connection: bound property, readable properties, connect URL (for a browser), import.',
+    summary: 'Search Console connection: bound property, readable properties, where to connect (a browser page), import.',
     description:
-      'connectUrl (single use, 15 minutes) asks Google for the Analytics and Search Console read scopes; a connection made for GA4 only is google needs_reconnect until it is opened. An unverified property is listed but cannot be bound.',
+      "connectUrl is the web application's page where an owner or admin connects the site to Google, asking for the Analytics and Search Console read scopes (null, with connectNote, for a read key or a plain member's key); a connection made for GA4 only is google needs_reconnect until it is made again. An unverified property is listed but cannot be bound.",
     params: z.object({ site_id: siteRefSchema }),
     response: connectionSchema,
-    async handler({ services, site, baseUrl }, { params }) {
-      return searchConsoleConnection(services, await site(params.site_id), baseUrl)
+    async handler({ services, site, baseUrl, key }, { params }) {
+      return searchConsoleConnection(services, await site(params.site_id), baseUrl, await keyConnectsGoogle(services.repositories, key))
     },
   }),
   defineEndpoint({

@@ -1,6 +1,6 @@
 import type { Hono } from 'hono'
 import { z } from 'zod'
-import { createApiKey, createOrg, listApiKeys, revokeApiKey } from '../../lib/accounts/admin'
+import { createApiKey, createOrg, keyMakerOf, listApiKeys, revokeApiKey } from '../../lib/accounts/admin'
 import {
   acceptInvitationAs,
   cancelInvitation,
@@ -17,7 +17,6 @@ import {
 } from '../../lib/accounts/members'
 import { orgOverview } from '../../lib/accounts/org'
 import { MEMBER_ROLES, type Member, emailSchema } from '../../lib/accounts/team'
-import { ApiError } from '../../lib/errors'
 import { configuredOrigin } from '../../lib/network/origin'
 import type { Services } from '../../lib/services'
 import { createSite, sitesOfKey } from '../../lib/sites/site-lifecycle'
@@ -204,7 +203,7 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
   const keysPage = async (orgId: string, address: string, created?: { key: string; name: string; scope: string }) => {
     const { org, member } = await membershipIn(services.repositories, orgId, address)
     const [keys, sites] = await Promise.all([
-      listApiKeys(services.repositories, org.id),
+      listApiKeys(services.repositories, org.id, member),
       sitesOfKey(services.repositories, { orgId: org.id, siteId: null }),
     ])
     const domains = new Map<string, string>(sites.map((s: Site) => [s.id, s.domain]))
@@ -225,6 +224,7 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
         ) : null}
         <section class="card" aria-labelledby="keys">
           <h1 id="keys">API keys</h1>
+          {ADMINS.includes(member.role) ? null : <p class="muted">The keys you made. Owners and admins see every key.</p>}
           <div class="table-wrap">
             <table>
               <thead>
@@ -233,6 +233,7 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
                   <th scope="col">Prefix</th>
                   <th scope="col">Scope</th>
                   <th scope="col">Site</th>
+                  <th scope="col">Made by</th>
                   <th scope="col">Last used</th>
                   <th scope="col">
                     <span class="muted">Action</span>
@@ -248,17 +249,18 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
                     </td>
                     <td>{k.scope}</td>
                     <td>{k.siteId ? (domains.get(k.siteId) ?? 'deleted site') : 'all sites'}</td>
+                    <td>{makerLabel(keyMakerOf(k))}</td>
                     <td>{k.lastUsedAt ? k.lastUsedAt.slice(0, 16).replace('T', ' ') : 'never'}</td>
                     <td>
                       {k.revokedAt ? (
                         <span class="muted">revoked</span>
-                      ) : ADMINS.includes(member.role) || k.scope === 'read' ? (
+                      ) : (
                         <form method="post" action={`/app/orgs/${org.id}/keys/${k.id}/revoke`} class="inline">
                           <button type="submit" class="danger small" aria-label={`Revoke ${k.name}`}>
                             Revoke
                           </button>
                         </form>
-                      ) : null}
+                      )}
                     </td>
                   </tr>
                 ))}
@@ -305,16 +307,17 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
       z.object({ name: z.string().min(1).max(100), scope: z.enum(['read', 'write']), siteId: z.uuid().optional() }),
     )
     checkKeyScope(member, input.scope)
-    const created = await createApiKey(services.repositories, { orgId: org.id, ...input }, services.now())
+    const created = await createApiKey(
+      services.repositories,
+      { orgId: org.id, ...input, madeBy: { memberId: member.id, email: member.email } },
+      services.now(),
+    )
     return c.html(await keysPage(org.id, address, { key: created.key, name: input.name, scope: created.scope }), 201)
   })
 
   web.post('/orgs/:orgId/keys/:keyId/revoke', async (c) => {
     const { org, member } = await membershipIn(services.repositories, c.req.param('orgId'), email(c))
-    const key = (await listApiKeys(services.repositories, org.id)).find((k) => k.id === c.req.param('keyId'))
-    if (!key) throw new ApiError(404, 'api key not found')
-    if (key.scope === 'write') requireRole(member, ADMINS, 'revoke write keys')
-    await revokeApiKey(services.repositories, key.id, services.now(), org.id)
+    await revokeApiKey(services.repositories, c.req.param('keyId'), services.now(), org.id, member)
     return c.redirect(`/app/orgs/${org.id}/keys`, 303)
   })
 
@@ -455,7 +458,7 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
 
   web.post('/orgs/:orgId/team/:memberId/remove', async (c) => {
     const { org } = await adminOf(c, 'remove members')
-    await removeMember(services.repositories, org.id, c.req.param('memberId'))
+    await removeMember(services.repositories, org.id, c.req.param('memberId'), services.now())
     return c.redirect(`/app/orgs/${org.id}/team`, 303)
   })
 
@@ -474,6 +477,9 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
 
   siteSettingsRoutes(web, services)
 }
+
+const makerLabel = (maker: ReturnType<typeof keyMakerOf>) =>
+  maker === 'admin_cli' ? 'admin CLI' : maker === 'unknown' ? 'unknown' : maker.email
 
 /** The organization's name, its sections, and the switch to the person's other organizations. */
 function OrgNav({

@@ -8,7 +8,7 @@ export const SESSION_COOKIE = 'session'
 export type WebEnv = { Variables: { session: SessionRecord | null } }
 
 /** Over https the cookie is Secure; a local http server (the embedded home) cannot keep a Secure cookie. */
-const isHttps = (c: Context, services: Services) => (services.publicUrl ?? c.req.url).startsWith('https:')
+export const isHttps = (c: Context, services: Services) => (services.publicUrl ?? c.req.url).startsWith('https:')
 
 /** Reads the signed session cookie: a forged or unknown one is no session at all. */
 export function readSession(services: Services): MiddlewareHandler<WebEnv> {

@@ -4,9 +4,6 @@ import type { ApiKeyRecord } from '../../lib/accounts/keys'
 import { membershipIn, requireRole } from '../../lib/accounts/members'
 import type { Member } from '../../lib/accounts/team'
 import { ApiError } from '../../lib/errors'
-import { googleConnectUrl } from '../../lib/integrations/ga4/connection'
-import { GA4_SCOPE } from '../../lib/integrations/google/oauth'
-import { SEARCH_CONSOLE_CONNECT_SCOPE } from '../../lib/integrations/search-console/connection'
 import type { Services } from '../../lib/services'
 import { withInstallState } from '../../lib/sites/site-install'
 import { deleteSite } from '../../lib/sites/site-lifecycle'
@@ -14,6 +11,7 @@ import type { Site } from '../../lib/sites/sites'
 import { CallContext, asApiError, invoke } from '../invoke'
 import { endpoints } from '../registry'
 import { readForm } from './forms'
+import { googleConnectRoutes } from './google-connect'
 import { Page } from './layout'
 import { pageNonce } from './security'
 import type { WebEnv } from './session'
@@ -405,6 +403,7 @@ const GOOGLE_OUTCOMES: Record<string, { ok: boolean; text: string }> = {
     text: 'That connect link expired (they last 15 minutes) or was already used; nothing was changed. Connect again.',
   },
   failed: { ok: false, text: 'The connection with Google could not be completed; nothing was changed. Try connecting again.' },
+  cancelled: { ok: false, text: 'You did not confirm the Google account; nothing was changed.' },
 }
 
 /** Imports still moving: the list refreshes while one is. */
@@ -490,7 +489,6 @@ function ImportsWatch({ siteId }: { siteId: string }) {
 
 export function siteSettingsRoutes(web: Hono<WebEnv>, services: Services) {
   const email = (c: Context<WebEnv>) => c.get('session')!.email
-  const baseUrl = (url: string) => services.publicUrl ?? new URL(url).origin
 
   /** A site of one of the signed-in person's organizations; 404 otherwise, as for one that does not exist. */
   const siteOf = async (c: Context<WebEnv>) => {
@@ -521,6 +519,7 @@ export function siteSettingsRoutes(web: Hono<WebEnv>, services: Services) {
       scope: scope.canWrite ? 'write' : 'read',
       siteId: null,
       createdAt: scope.site.createdAt,
+      madeBy: { memberId: scope.member.id, email: scope.member.email },
     }
     try {
       return (await invoke(endpoint, new CallContext(services, key, c.req.raw, c.env, c), {
@@ -1009,19 +1008,7 @@ export function siteSettingsRoutes(web: Hono<WebEnv>, services: Services) {
     return c.html(<ImportsTable imports={await importsOf(c, scope)} />)
   })
 
-  web.post('/sites/:siteId/settings/google/connect', async (c) => {
-    const scope = await siteOf(c)
-    requireRole(scope.member, ADMINS, 'connect Google')
-    const url = await googleConnectUrl(
-      services,
-      scope.site,
-      baseUrl(c.req.url),
-      services.searchConsole ? SEARCH_CONSOLE_CONNECT_SCOPE : GA4_SCOPE,
-      'app',
-    )
-    if (!url) throw new ApiError(409, 'this server has no Google OAuth client')
-    return c.redirect(url, 303)
-  })
+  googleConnectRoutes(web, services)
 
   const bind = (name: 'ga4' | 'search-console', field: 'propertyId' | 'siteUrl') => {
     web.post(`/sites/:siteId/settings/${name}`, async (c) => {

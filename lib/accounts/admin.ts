@@ -1,6 +1,6 @@
 import { ApiError } from '../errors'
-import { addOwner } from './members'
-import { type ApiKeyMeta, type Scope, newKeySecret, sha256Hex } from './keys'
+import { type KeyActor, addOwner, managesKey } from './members'
+import { type ApiKeyMeta, type KeyMaker, type Scope, newKeySecret, sha256Hex } from './keys'
 import type { Repositories } from '../repositories'
 import type { Org } from './org-record'
 
@@ -18,22 +18,29 @@ export async function createOrg(
   return org
 }
 
-/** Revokes a key (of `orgId`, when given); revoking a revoked key is a no-op. 404 for a key not found. */
+/**
+ * Revokes a key (of `orgId`, when given) as `actor` (a plain member revokes only the keys they
+ * made; none given: the organization, as the admin CLI); revoking a revoked key is a no-op. 404
+ * for a key not found.
+ */
 export async function revokeApiKey(
   repositories: Pick<Repositories, 'keys'>,
   id: string,
   now: Date,
   orgId?: string,
+  actor: KeyActor = null,
 ): Promise<{ revoked: true; id: string }> {
   const meta = await repositories.keys.meta(id)
   if (!meta || (orgId && meta.orgId !== orgId)) throw new ApiError(404, 'api key not found')
+  if (!managesKey(actor, meta)) throw new ApiError(403, 'members who are not admins revoke only the keys they made')
   if (!meta.revokedAt) await repositories.keys.revoke(meta, now.toISOString())
   return { revoked: true, id: meta.id }
 }
 
 export async function createApiKey(
   repositories: Pick<Repositories, 'orgs' | 'sites' | 'keys'>,
-  input: { orgId: string; name: string; scope: Scope; siteId?: string | null },
+  /** `madeBy`: the member making it (the web application); none for the admin CLI. */
+  input: { orgId: string; name: string; scope: Scope; siteId?: string | null; madeBy?: KeyMaker | null },
   now: Date,
 ): Promise<{ key: string; prefix: string; scope: Scope; id: string; siteId: string | null }> {
   if (!(await repositories.orgs.get(input.orgId))) throw new ApiError(404, `organization ${input.orgId} not found`)
@@ -53,6 +60,7 @@ export async function createApiKey(
     scope: input.scope,
     siteId,
     createdAt: now.toISOString(),
+    madeBy: input.madeBy ?? null,
     hash: await sha256Hex(secret),
     revokedAt: null,
   }
@@ -70,7 +78,11 @@ export function countOrgs(repositories: Pick<Repositories, 'orgs'>) {
   return repositories.orgs.count()
 }
 
-/** An organization's keys with their last use, for the admin CLI and GET /org/keys. */
-export function listApiKeys(repositories: Pick<Repositories, 'keys'>, orgId: string) {
-  return repositories.keys.list(orgId)
+/** An organization's keys with their last use, for the admin CLI and GET /org/keys; with `actor`, the keys they see (managesKey). */
+export async function listApiKeys(repositories: Pick<Repositories, 'keys'>, orgId: string, actor: KeyActor = null) {
+  return (await repositories.keys.list(orgId)).filter((k) => managesKey(actor, k))
 }
+
+/** Who made a key, as the key lists show it: the member, `admin_cli` (no member made it) or `unknown` (made before makers were recorded). */
+export const keyMakerOf = (key: Pick<ApiKeyMeta, 'madeBy'>) =>
+  key.madeBy ?? (key.madeBy === null ? ('admin_cli' as const) : ('unknown' as const))

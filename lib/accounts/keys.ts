@@ -4,6 +4,12 @@ const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz
 
 export type Scope = 'read' | 'write'
 
+/** The member who made a key in the web application (or with a key of theirs). */
+export interface KeyMaker {
+  memberId: string
+  email: string
+}
+
 /** What the auth path needs, stored under the key's hash. */
 export interface ApiKeyRecord {
   id: string
@@ -14,6 +20,12 @@ export interface ApiKeyRecord {
   /** Set for a site-bound ingest key. */
   siteId: string | null
   createdAt: string
+  /**
+   * Who made it: removing them revokes it, and a plain member's key sees only its maker's keys.
+   * null for a key no member made (the admin CLI, the first start's demo keys); absent on keys
+   * made before makers were recorded.
+   */
+  madeBy?: KeyMaker | null
 }
 
 export interface ApiKeyMeta extends ApiKeyRecord {

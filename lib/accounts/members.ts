@@ -1,6 +1,7 @@
 import { ApiError } from '../errors'
 import type { Services } from '../services'
 import type { Repositories } from '../repositories'
+import type { ApiKeyRecord } from './keys'
 import type { Invitation, Member, MemberRole, Role } from './team'
 import { checkLimit, planFor } from './plans'
 
@@ -85,12 +86,15 @@ export async function setMemberRole(
   return next
 }
 
-export async function removeMember(repositories: Pick<Repositories, 'team'>, orgId: string, memberId: string) {
+/** Removes a member and revokes the keys they made: they hold those secrets, and would keep using them. */
+export async function removeMember(repositories: Pick<Repositories, 'team' | 'keys'>, orgId: string, memberId: string, now: Date) {
   const member = await findMember(repositories, orgId, memberId)
   if (member.role === 'owner')
     throw new ApiError(403, 'the owner cannot be removed; ownership is transferred in the browser (account settings)')
   await repositories.team.removeMember(orgId, member)
-  return { deleted: true as const, kind: 'member' as const, id: member.id }
+  const theirs = (await repositories.keys.list(orgId)).filter((k) => !k.revokedAt && k.madeBy?.memberId === member.id)
+  await Promise.all(theirs.map((k) => repositories.keys.revoke(k, now.toISOString())))
+  return { deleted: true as const, kind: 'member' as const, id: member.id, keysRevoked: theirs.length }
 }
 
 export async function cancelInvitation(repositories: Pick<Repositories, 'team'>, orgId: string, invitationId: string) {
@@ -144,6 +148,34 @@ export function requireRole(member: Pick<Member, 'role'>, roles: Role[], what: s
   if (!roles.includes(member.role)) throw new ApiError(403, `only ${roles.join(' or ')}s can ${what}`)
 }
 
+const ADMIN_ROLES: Role[] = ['owner', 'admin']
+
+/** Whom a key acts for beside its scope: a member of the team, or (null) the organization itself. */
+export type KeyActor = Pick<Member, 'id' | 'email' | 'role'> | null
+
+/**
+ * A key's maker as the team holds them now (a role changed since the key was made counts), or
+ * null for a key no member made (the admin CLI, keys older than makers), which acts for the
+ * organization. A maker no longer on the team has no rights beyond their own keys.
+ */
+export async function keyActor(repositories: Pick<Repositories, 'team'>, key: Pick<ApiKeyRecord, 'orgId' | 'madeBy'>): Promise<KeyActor> {
+  const maker = key.madeBy
+  if (!maker) return null
+  const { members } = await repositories.team.list(key.orgId)
+  return members.find((m) => m.id === maker.memberId) ?? { id: maker.memberId, email: maker.email, role: 'member' }
+}
+
+/** Owners, admins and the organization's own keys see and revoke every key; a plain member the keys they made. */
+export const managesKey = (actor: KeyActor, key: Pick<ApiKeyRecord, 'madeBy'>) =>
+  !actor || ADMIN_ROLES.includes(actor.role) || key.madeBy?.memberId === actor.id
+
+/** Whether a key may connect a site to Google or replace its connection: a write key of an owner or admin, or of the organization. */
+export async function keyConnectsGoogle(repositories: Pick<Repositories, 'team'>, key: ApiKeyRecord): Promise<boolean> {
+  if (key.scope !== 'write') return false
+  const actor = await keyActor(repositories, key)
+  return !actor || ADMIN_ROLES.includes(actor.role)
+}
+
 /** Members who are not admins create read keys only. */
 export function checkKeyScope(member: Pick<Member, 'role'>, scope: 'read' | 'write') {
   if (scope === 'write' && member.role === 'member') throw new ApiError(403, 'members who are not admins cannot create write keys')
@@ -154,7 +186,8 @@ export async function transferOwnership(repositories: Pick<Repositories, 'team'>
   if (owner.role !== 'owner') throw new ApiError(403, 'only the owner can transfer ownership')
   const target = await findMember(repositories, orgId, toMemberId)
   if (target.id === owner.id) throw new ApiError(400, 'member_id: you are already the owner')
-  await repositories.team.transferOwnership(orgId, owner, target)
+  if (!(await repositories.team.transferOwnership(orgId, owner, target)))
+    throw new ApiError(409, 'the team changed meanwhile (another transfer, or a role change): reload it and try again')
   return { ...target, role: 'owner' as const }
 }
 

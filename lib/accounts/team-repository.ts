@@ -14,6 +14,8 @@ const teamKey = {
 
 /** An organization's members and open invitations; an address is on the team at most once. */
 export class TeamRepository {
+  private transferScript?: ReturnType<Redis['createScript']>
+
   constructor(private readonly kv: Redis) {}
 
   async list(orgId: string): Promise<{ members: Member[]; invitations: Invitation[] }> {
@@ -127,14 +129,29 @@ export class TeamRepository {
     })
   }
 
-  /** Makes `to` the owner and the owner `from` an admin, in one transaction. */
-  async transferOwnership(orgId: string, from: Member, to: Member) {
-    await this.kv
-      .multi()
-      .hset(teamKey.members(orgId), {
-        [from.id]: JSON.stringify({ ...from, role: 'admin' }),
-        [to.id]: JSON.stringify({ ...to, role: 'owner' }),
-      })
-      .exec()
+  /**
+   * Makes `to` the owner and the owner `from` an admin, only while both records are still as read:
+   * of two transfers at once, the second finds the owner an admin already and changes nothing
+   * (false), so the organization never has two owners.
+   */
+  async transferOwnership(orgId: string, from: Member, to: Member): Promise<boolean> {
+    this.transferScript ??= this.kv.createScript(TRANSFER)
+    const done = await this.transferScript.exec(
+      [teamKey.members(orgId)],
+      [
+        from.id,
+        JSON.stringify(from),
+        to.id,
+        JSON.stringify(to),
+        JSON.stringify({ ...from, role: 'admin' }),
+        JSON.stringify({ ...to, role: 'owner' }),
+      ],
+    )
+    return Number(done) === 1
   }
 }
+
+/** Compare-and-set of two members' records in one step (records are stored as JSON.stringify of the member, and read back unchanged). */
+const TRANSFER = `if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] or redis.call('HGET', KEYS[1], ARGV[3]) ~= ARGV[4] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[5], ARGV[3], ARGV[6])
+return 1`

@@ -1,4 +1,5 @@
 import { createApiKey } from '../accounts/admin'
+import type { KeyMaker } from '../accounts/keys'
 import type { Services } from '../services'
 import type { Site } from './sites'
 
@@ -16,15 +17,22 @@ export async function ingestKeyOf(services: Pick<Services, 'repositories'>, site
   return { exists: true, id: meta.id, prefix: meta.prefix, createdAt: meta.createdAt }
 }
 
-/** Mints a write key bound to the site for server-side ingestion, and revokes every earlier one: the secret is in the answer only. */
-export async function rotateIngestKey(services: Pick<Services, 'repositories' | 'sites' | 'now'>, site: Site) {
+/**
+ * Mints a write key bound to the site for server-side ingestion, and revokes every earlier one: the
+ * secret is in the answer only. The new key is made by whoever made the calling key (`madeBy`).
+ */
+export async function rotateIngestKey(
+  services: Pick<Services, 'repositories' | 'sites' | 'now'>,
+  site: Site,
+  madeBy: KeyMaker | null | undefined,
+) {
   const { repositories } = services
   const now = services.now()
   // rotating revokes every earlier key bound to the site, the ones made in the account area included
   const previous = (await repositories.keys.list(site.orgId)).filter((k) => k.siteId === site.id && !k.revokedAt)
   const created = await createApiKey(
     repositories,
-    { orgId: site.orgId, name: `ingest key for ${site.domain}`, scope: 'write', siteId: site.id },
+    { orgId: site.orgId, name: `ingest key for ${site.domain}`, scope: 'write', siteId: site.id, madeBy },
     now,
   )
   await services.sites.update(site.id, (fresh) => ({ ...fresh, ingestKeyId: created.id }))

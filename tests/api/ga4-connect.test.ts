@@ -1,12 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createApp } from '../../functions/app'
 import { createApiKey } from '../../lib/accounts/admin'
+import { addOwner } from '../../lib/accounts/members'
 import { GOOGLE_NOT_CONFIGURED, googleConfig } from '../../lib/integrations/google/config'
 import { importSite, runGa4Imports } from '../../lib/integrations/ga4/import'
 import { nodeEnvSchema, parseEnv } from '../../lib/runtime/env'
 import { type Site, newSite } from '../../lib/sites/sites'
 import { COLUMNS, expectedRows, ga4Sessions } from '../fakes/ga4-fixture'
 import { type FakeGoogle, startFakeGoogle } from '../fakes/google'
+import { type Browser, connectGoogle, consent, signedIn, startConnect } from '../google-connect'
 import { REDIS_URL, type Harness, checkAnswer, harness } from '../helpers'
 
 /**
@@ -85,12 +87,8 @@ describe('the GA4 connection and import', () => {
     }
     throw new Error('the background import did not settle')
   }
-  async function connect(target: Site, key = t.a.read.key) {
-    const read = await call('GET', `/api/v1/sites/${target.id}/ga4`, { key })
-    const consent = await fetch(read.json.connectUrl, { redirect: 'manual' })
-    const back = new URL(consent.headers.get('location')!)
-    return { read, back, callback: await call('GET', `${back.pathname}${back.search}`) }
-  }
+  /** The organization's owner, signed in: Google is connected in their browser. */
+  let owner: Browser
 
   beforeAll(async () => {
     fake = await startFakeGoogle({
@@ -105,6 +103,8 @@ describe('the GA4 connection and import', () => {
     t = await harness({ kv: REDIS_URL ? 'redis' : 'embedded', now: () => at, with: { google: googleConfig(env) } })
     site = t.a.site
     const app = createApp(t.services, { level: 'debug', write: (line) => lines.push(line) })
+    await addOwner(t.repositories, t.a.org.id, 'owner@example.com', at)
+    owner = await signedIn(t.services, 'https://api.test', (url, init) => app.request(url, init), 'owner@example.com')
     call = async (method, path, options = {}) => {
       const url = `https://api.test${path}`
       const headers: Record<string, string> = {}
@@ -126,28 +126,27 @@ describe('the GA4 connection and import', () => {
     await fake?.stop()
   })
 
-  it('offers the Google consent URL: offline access, consent, the read-only Analytics scope and a signed state', async () => {
-    const { json } = await call('GET', `/api/v1/sites/${site.id}/ga4`, { key: t.a.read.key })
+  it('offers the page to connect at; the browser goes on to Google: offline access, consent, the read-only Analytics scope and a signed state', async () => {
+    const { json } = await call('GET', `/api/v1/sites/${site.id}/ga4`, { key: t.a.write.key })
     expect(json).toMatchObject({ connected: false, status: 'not_connected', reason: null, properties: [], propertyId: null, import: null })
-    const url = new URL(json.connectUrl)
+    expect(json.connectUrl).toBe(`https://api.test/app/sites/${site.id}/settings/google/connect`)
+    const url = new URL(await startConnect(owner, site.id))
     expect(`${url.origin}${url.pathname}`).toBe(`${fake.url}/o/oauth2/v2/auth`)
     expect(Object.fromEntries(url.searchParams)).toMatchObject({
       response_type: 'code',
       client_id: fake.clientId,
       redirect_uri: 'https://api.test/oauth/google/callback',
-      scope: 'https://www.googleapis.com/auth/analytics.readonly',
+      scope: 'openid email https://www.googleapis.com/auth/analytics.readonly',
       access_type: 'offline',
       prompt: 'consent',
     })
     expect(url.searchParams.get('state')).toMatch(/^[\w-]+\.[\w-]+$/)
   })
 
-  it('refuses a bad, tampered, expired or reused state with a 400 and stores nothing', async () => {
+  it('refuses a bad or tampered state with a 400, sends an expired or reused one back to the site page, and stores nothing', async () => {
     const other = newSite({ domain: 'other-ga4.example.com' }, t.a.org.id, at)
     await t.repositories.sites.create(other)
-    const read = await call('GET', `/api/v1/sites/${other.id}/ga4`, { key: t.a.read.key })
-    const consent = await fetch(read.json.connectUrl, { redirect: 'manual' })
-    const back = new URL(consent.headers.get('location')!)
+    const back = new URL(await consent(await startConnect(owner, other.id)))
     const state = back.searchParams.get('state')!
     const code = back.searchParams.get('code')!
     const tampered = `${state.split('.')[0].slice(0, -2)}AA.${state.split('.')[1]}`
@@ -156,29 +155,28 @@ describe('the GA4 connection and import', () => {
       expect(res.status, bad).toBe(400)
       expect(res.json.error).toMatch(/^state: /)
     }
-    // 15 minutes later the state is expired
+    // 15 minutes later the state is expired: back to the site's page, which says so
     const later = at
     at = new Date(at.getTime() + 15 * 60_000 + 1000)
-    const expired = await call('GET', `${back.pathname}${back.search}`)
+    const expired = await owner.open(`${back.pathname}${back.search}`)
     at = later
-    expect(expired).toMatchObject({ status: 400, json: { error: expect.stringMatching(/^state: expired/) } })
+    expect(expired.headers.get('location')).toBe(`https://api.test/app/sites/${other.id}/settings/integrations?google=expired#google`)
     expect(await t.repositories.google.get(other.id)).toBeNull()
-    // a fresh state works once; the same callback again is a 400 that changes nothing
-    const { callback, back: used } = await connect(other)
-    expect(callback.status).toBe(200)
+    // a fresh state works once; the same callback again changes nothing
+    const { back: used } = await connectGoogle(owner, other.id)
     const stored = await t.repositories.google.get(other.id)
-    const again = await call('GET', `${used.pathname}${used.search}`)
-    expect(again).toMatchObject({ status: 400, json: { error: expect.stringMatching(/^state: already used/) } })
+    expect(stored).toMatchObject({ status: 'connected' })
+    const again = await owner.open(used)
+    expect(again.headers.get('location')).toMatch(/google=expired/)
     expect(await t.repositories.google.get(other.id)).toEqual(stored)
     await t.repositories.google.delete(other.id)
   })
 
-  it('connects through the callback, keeps the refresh token sealed, and lists the readable properties across pages', async () => {
-    const { callback, back } = await connect(site)
-    expect(callback.status).toBe(200)
-    expect(callback.headers.get('content-type')).toMatch(/^text\/html/)
-    expect(callback.text).toContain(site.domain)
-    expect(back.origin).toBe('https://api.test')
+  it('connects through the callback once confirmed, keeps the refresh token sealed, and lists the readable properties across pages', async () => {
+    const { page, back } = await connectGoogle(owner, site.id)
+    expect(page).toContain(site.domain)
+    expect(page).toContain(fake.account)
+    expect(new URL(back).origin).toBe('https://api.test')
     const stored = await t.repositories.google.get(site.id)
     expect(stored).toMatchObject({ status: 'connected', orgId: t.a.org.id, ga4: null })
     const raw = JSON.stringify(await t.kv.get(`google:site:${site.id}`))
@@ -348,15 +346,14 @@ describe('the GA4 connection and import', () => {
     const [failed] = await imports()
     expect(failed).toMatchObject({ kind: 'ga4', trigger: 'hourly', state: 'failed' })
     expect(failed.error).toMatch(/Google refused the stored authorization \(invalid_grant\)/)
-    const { json } = await call('GET', `/api/v1/sites/${site.id}/ga4`, { key: t.a.read.key })
+    const { json } = await call('GET', `/api/v1/sites/${site.id}/ga4`, { key: t.a.write.key })
     expect(json).toMatchObject({ connected: false, status: 'needs_reconnect', propertyId: PROPERTY })
     expect(json.reason).toMatch(/connect the site to Google again/)
-    expect(json.connectUrl).toMatch(/^http/)
+    expect(json.connectUrl).toBe(`https://api.test/app/sites/${site.id}/settings/google/connect`)
     const read = await call('GET', `/api/v1/sites/${site.id}`, { key: t.a.read.key })
     expect(read.json.integrations.ga4).toMatchObject({ connected: false, status: 'needs_reconnect' })
     // connecting again keeps the property bound
-    const { callback } = await connect(site)
-    expect(callback.status).toBe(200)
+    await connectGoogle(owner, site.id)
     expect((await call('GET', `/api/v1/sites/${site.id}/ga4`, { key: t.a.read.key })).json).toMatchObject({
       connected: true,
       propertyId: PROPERTY,

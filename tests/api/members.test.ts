@@ -79,12 +79,14 @@ describe('team members', () => {
       deleted: true,
       kind: 'member',
       id: carol.id,
+      keysRevoked: 0,
     })
     const dan = (await team()).invitations[0]
     expect((await t.call('DELETE', `/api/v1/org/members?invitation_id=${dan.id}`, { key: t.a.write.key })).json).toEqual({
       deleted: true,
       kind: 'invitation',
       id: dan.id,
+      keysRevoked: 0,
     })
     expect(await team()).toEqual({ members: [expect.objectContaining({ id: ownerId })], invitations: [] })
     // a removed address may be invited again

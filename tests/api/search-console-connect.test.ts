@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../functions/app'
+import { addOwner } from '../../lib/accounts/members'
 import { googleConfig } from '../../lib/integrations/google/config'
 import {
   SEARCH_CONSOLE_MAX_BYTES,
@@ -10,14 +11,16 @@ import { runSearchConsoleImports } from '../../lib/integrations/search-console/i
 import { guardedFetch } from '../../lib/network/guarded-fetch'
 import { nodeEnvSchema, parseEnv } from '../../lib/runtime/env'
 import { type FakeGoogle, startFakeGoogle } from '../fakes/google'
+import { type Browser, connectGoogle, signedIn, startConnect } from '../google-connect'
 import { type FixtureRow, fakeSearchConsole } from '../fakes/search-console'
 import { REDIS_URL, type Harness, checkAnswer, harness } from '../helpers'
 
 /**
  * Search Console through REST, wired to the site's Google connection: the fake Google grants the
  * tokens (authorization code, refresh) and the fake Search Console accepts only access tokens whose
- * grant holds the webmasters.readonly scope. Connect URL with both scopes -> consent -> callback ->
- * the readable properties -> PATCH binds and imports -> /search answers from the import -> DELETE.
+ * grant holds the webmasters.readonly scope. The owner connects in the browser with both scopes ->
+ * consent -> callback -> confirmation -> the readable properties -> PATCH binds and imports ->
+ * /search answers from the import -> DELETE.
  * Expected numbers are sums over the fixture rows below.
  */
 
@@ -55,6 +58,7 @@ describe('Search Console wired to the Google connection, through REST', () => {
   const rows = fixtureRows()
   const pending: Promise<unknown>[] = []
   const answers: string[] = []
+  let owner: Browser
   let call: (
     method: string,
     path: string,
@@ -96,6 +100,8 @@ describe('Search Console wired to the Google connection, through REST', () => {
       checkAnswer(method, url, res.status, json)
       return { status: res.status, json, text }
     }
+    await addOwner(t.repositories, t.a.org.id, 'owner@example.com', NOW)
+    owner = await signedIn(t.services, 'https://api.test', (url, init) => app.request(url, init, {}, executionCtx), 'owner@example.com')
   })
 
   afterAll(async () => {
@@ -104,31 +110,31 @@ describe('Search Console wired to the Google connection, through REST', () => {
   })
 
   const path = () => `/api/v1/sites/${t.a.site.id}/search-console`
-  async function consent(connectUrl: string) {
-    const back = new URL((await fetch(connectUrl, { redirect: 'manual' })).headers.get('location')!)
-    return call('GET', `${back.pathname}${back.search}`)
-  }
+  const connectPage = () => `https://api.test/app/sites/${t.a.site.id}/settings/google/connect`
 
-  it('a connection made for GA4 only cannot read Search Console: the read says so and offers a URL with both scopes', async () => {
-    const before = await call('GET', path(), { key: t.a.read.key })
+  it('a connection made for GA4 only cannot read Search Console: the read says so, and connecting asks for both scopes', async () => {
+    const before = await call('GET', path(), { key: t.a.write.key })
     expect(before.json).toMatchObject({ connected: false, siteUrl: null, google: 'not_connected', sites: [], import: null })
-    expect(new URL(before.json.connectUrl).searchParams.get('scope')).toBe(`${GA4} ${SEARCH_CONSOLE_SCOPE}`)
-    // connected through the GA4 read: the analytics scope only
-    const ga4 = await call('GET', `/api/v1/sites/${t.a.site.id}/ga4`, { key: t.a.read.key })
-    expect((await consent(ga4.json.connectUrl)).status).toBe(200)
-    const read = await call('GET', path(), { key: t.a.read.key })
+    expect(before.json.connectUrl).toBe(connectPage())
+    expect(new URL(await startConnect(owner, t.a.site.id)).searchParams.get('scope')).toBe(`openid email ${GA4} ${SEARCH_CONSOLE_SCOPE}`)
+    // a connection made while this server did not read Search Console: the analytics scope only
+    const connector = t.services.searchConsole
+    t.services.searchConsole = undefined
+    await connectGoogle(owner, t.a.site.id)
+    t.services.searchConsole = connector
+    const read = await call('GET', path(), { key: t.a.write.key })
     expect(read.json).toMatchObject({ google: 'needs_reconnect', sites: [], reason: expect.stringContaining('GA4 only') })
-    expect(new URL(read.json.connectUrl).searchParams.get('scope')).toBe(`${GA4} ${SEARCH_CONSOLE_SCOPE}`)
+    expect(read.json.connectUrl).toBe(connectPage())
+    // a read key is told the same, with no page to connect at
+    expect((await call('GET', path(), { key: t.a.read.key })).json).toMatchObject({ google: 'needs_reconnect', connectUrl: null })
     const refused = await call('PATCH', path(), { key: t.a.write.key, body: { siteUrl: PROPERTY } })
     expect(refused.status).toBe(409)
     expect(refused.json.error).toMatch(/GA4 only/)
   })
 
   it('connects with both scopes, lists the properties, refuses an unverified one and binds the verified one', async () => {
-    const read = await call('GET', path(), { key: t.a.read.key })
-    const callback = await consent(read.json.connectUrl)
-    expect(callback.status).toBe(200)
-    expect(callback.text).toContain('Search Console connected')
+    const { page } = await connectGoogle(owner, t.a.site.id)
+    expect(page).toContain('which will read its Google Analytics and Search Console data')
     const connected = await call('GET', path(), { key: t.a.read.key })
     expect(connected.json).toMatchObject({ connected: false, google: 'connected', reason: null, connectUrl: null })
     expect(connected.json.sites.map((s: { siteUrl: string; verified: boolean }) => [s.siteUrl, s.verified])).toEqual([

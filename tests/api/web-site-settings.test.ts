@@ -3,6 +3,7 @@ import { createApp } from '../../functions/app'
 import { googleConfig } from '../../lib/integrations/google/config'
 import { nodeEnvSchema, parseEnv } from '../../lib/runtime/env'
 import { type FakeGoogle, startFakeGoogle } from '../fakes/google'
+import { type Browser, consent, signedIn } from '../google-connect'
 import { ORIGIN, email, webHarness } from './web-harness'
 
 /**
@@ -350,34 +351,38 @@ describe('the Google connection from the site page', () => {
     await google?.stop()
   })
 
-  /** Google's consent page, which the fake grants at once: where it sends the browser back. */
-  const consent = async (connectUrl: string) => {
-    const back = await fetch(connectUrl, { redirect: 'manual' })
-    return new URL(back.headers.get('location')!)
-  }
+  /** The owner's browser: the session and the connect's cookie kept between requests. */
+  const browserOf = (owner: string): Promise<Browser> =>
+    signedIn(t.services, ORIGIN, (url, init) => t.request(url.slice(ORIGIN.length), init), owner)
 
-  it('connects, comes back to the site page with a message, binds a property, lists its import and disconnects', async () => {
-    const { cookie, siteId, api } = await orgWithSite(t)
+  it('connects, confirms the account, comes back to the site page with a message, binds a property, lists its import and disconnects', async () => {
+    const { owner, cookie, siteId, api } = await orgWithSite(t)
+    const browser = await browserOf(owner)
     const before = await (await t.request(`/app/sites/${siteId}/settings/integrations`, { cookie })).text()
     expect(textOf(before, 'google-status')).toBe('not connected')
     expect(before).toContain(`action="/app/sites/${siteId}/settings/google/connect"`)
 
-    const connect = await t.request(`/app/sites/${siteId}/settings/google/connect`, { form: {}, cookie })
+    const connect = await browser.open(`/app/sites/${siteId}/settings/google/connect`, {})
     expect(connect.status).toBe(303)
     const authorize = new URL(connect.headers.get('location')!)
     expect(`${authorize.origin}${authorize.pathname}`).toBe(`${google.url}/o/oauth2/v2/auth`)
     expect(authorize.searchParams.get('redirect_uri')).toBe(`${ORIGIN}/oauth/google/callback`)
     const back = await consent(authorize.href)
-    // the callback sends the browser back to the site's page, not to a page of its own
-    const callback = await t.request(`${back.pathname}${back.search}`)
+    // the callback sends the browser on to confirm the account, not to a page of its own
+    const callback = await browser.open(back)
     expect(callback.status).toBe(303)
-    expect(callback.headers.get('location')).toBe(`${ORIGIN}/app/sites/${siteId}/settings/integrations?google=connected#google`)
+    expect(callback.headers.get('location')).toBe(`${ORIGIN}/app/sites/${siteId}/settings/google/confirm`)
     // the same state a second time changes nothing and goes back to the page, which says so
-    const reused = await t.request(`${back.pathname}${back.search}`)
+    const reused = await browser.open(back)
     expect(reused.status).toBe(303)
     expect(reused.headers.get('location')).toBe(`${ORIGIN}/app/sites/${siteId}/settings/integrations?google=expired#google`)
     const reusedPage = await (await t.request(`/app/sites/${siteId}/settings/integrations?google=expired`, { cookie })).text()
     expect(reusedPage).toContain('That connect link expired (they last 15 minutes) or was already used; nothing was changed.')
+    const confirmation = await (await browser.open(`/app/sites/${siteId}/settings/google/confirm`)).text()
+    expect(textOf(confirmation, 'google-account')).toBe(google.account)
+    expect(textOf(confirmation, 'google-site')).toBe('acme.example.com')
+    const confirmed = await browser.open(`/app/sites/${siteId}/settings/google/confirm`, {})
+    expect(confirmed.headers.get('location')).toBe(`/app/sites/${siteId}/settings/integrations?google=connected#google`)
 
     const connected = await (await t.request(`/app/sites/${siteId}/settings/integrations?google=connected`, { cookie })).text()
     expect(connected).toContain('Google is connected.')
@@ -414,11 +419,12 @@ describe('the Google connection from the site page', () => {
     )
   })
 
-  it('comes back with a clear message when Google does not authorize; a connect URL of the API keeps its own page', async () => {
-    const { cookie, siteId, api } = await orgWithSite(t, 'denied.example.com')
-    const connect = await t.request(`/app/sites/${siteId}/settings/google/connect`, { form: {}, cookie })
+  it('comes back with a clear message when Google does not authorize; a connect URL of the API opens the page that starts it', async () => {
+    const { owner, cookie, siteId, api } = await orgWithSite(t, 'denied.example.com')
+    const browser = await browserOf(owner)
+    const connect = await browser.open(`/app/sites/${siteId}/settings/google/connect`, {})
     const state = new URL(connect.headers.get('location')!).searchParams.get('state')!
-    const denied = await t.request(`/oauth/google/callback?state=${encodeURIComponent(state)}&error=access_denied`)
+    const denied = await browser.open(`/oauth/google/callback?state=${encodeURIComponent(state)}&error=access_denied`)
     expect(denied.status).toBe(303)
     expect(denied.headers.get('location')).toBe(`${ORIGIN}/app/sites/${siteId}/settings/integrations?google=denied#google`)
     const page = await (await t.request(`/app/sites/${siteId}/settings/integrations?google=denied`, { cookie })).text()
@@ -429,20 +435,20 @@ describe('the Google connection from the site page', () => {
     expect(other).not.toContain('Call us')
 
     // a connect link older than 15 minutes: back to the page too, nothing stored
-    const late = await t.request(`/app/sites/${siteId}/settings/google/connect`, { form: {}, cookie })
+    const late = await browser.open(`/app/sites/${siteId}/settings/google/connect`, {})
     const lateBack = await consent(late.headers.get('location')!)
     t.advance(16 * 60_000)
-    const expired = await t.request(`${lateBack.pathname}${lateBack.search}`)
+    const expired = await browser.open(lateBack)
     expect(expired.headers.get('location')).toBe(`${ORIGIN}/app/sites/${siteId}/settings/integrations?google=expired#google`)
     expect((await api('GET', `/api/v1/sites/${siteId}/ga4`)).json.status).toBe('not_connected')
     // a state another server signed, or none: the API's 400, as before
     expect((await t.request('/oauth/google/callback?state=forged.value&code=x')).status).toBe(400)
 
-    // the connect URL the API hands out still ends on the callback's own page
+    // the connect URL the API hands out (to the owner's write key) is the page that starts the same flow
     const read = (await api('GET', `/api/v1/sites/${siteId}/ga4`)).json
-    const back = await consent(read.connectUrl)
-    const callback = await t.request(`${back.pathname}${back.search}`)
-    expect(callback.status).toBe(200)
-    expect(await callback.text()).toContain('Google Analytics connected')
+    expect(read.connectUrl).toBe(`${ORIGIN}/app/sites/${siteId}/settings/google/connect`)
+    const start = await browser.open(read.connectUrl)
+    expect(start.status).toBe(200)
+    expect(await start.text()).toContain(`action="/app/sites/${siteId}/settings/google/connect"`)
   })
 })

@@ -6,15 +6,17 @@ import { Miniflare } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { expectedRows, ga4Sessions } from '../fakes/ga4-fixture'
 import { type FakeGoogle, startFakeGoogle } from '../fakes/google'
+import { Browser, connectGoogle } from '../google-connect'
 import { tempDir } from '../helpers'
 import { mcpClient } from './mcp-client'
-import { type RunningServer, demoKeys, startServer } from './server-process'
+import { type RunningServer, cli, demoKeys, startServer } from './server-process'
 
 /**
  * Connecting a site to GA4 as a user does it, against the stand-in for Google: on the Node server
  * (REST, and the ga4 read through an MCP client), then under workerd (the Worker bundle, on the
- * Node server's stores): connect URL, Google's consent, the callback, binding a property, and the
- * import running in the background until GET /imports says done with every row.
+ * Node server's stores): the connect page of the demo owner's browser, Google's consent, the
+ * callback, the account confirmed, binding a property, and the import running in the background
+ * until GET /imports says done with every row.
  */
 
 const run = promisify(execFile)
@@ -32,6 +34,7 @@ describe('GA4 on both homes', () => {
   let readKey = ''
   let writeKey = ''
   let siteId = ''
+  const dataDir = tempDir('ga4-e2e')
 
   beforeAll(async () => {
     fake = await startFakeGoogle({
@@ -39,7 +42,6 @@ describe('GA4 on both homes', () => {
       maxPageRows: 25,
     })
     const google = { ...fake.env(), SERVER_SECRET: SECRET, OUTBOUND_ALLOW_PRIVATE: '1' }
-    const dataDir = tempDir('ga4-e2e')
     server = await startServer({
       DATA_DIR: dataDir,
       REDIS_URL: '',
@@ -68,6 +70,7 @@ describe('GA4 on both homes', () => {
         UPSTASH_REDIS_REST_TOKEN: token,
         LOG_LEVEL: 'error',
         CRAWLER: '0',
+        PUBLIC_URL: 'http://worker.test',
         ...google,
       },
     })
@@ -79,20 +82,32 @@ describe('GA4 on both homes', () => {
     await fake?.stop()
   })
 
-  /** Connects, binds and waits for the import through `ask` (one home), returning the finished import. */
-  async function connectBindImport(ask: (path: string, init?: RequestInit) => Promise<Response>, site: string) {
+  /** The demo owner's browser on the home at `origin`, signed in with a link of `admin login`. */
+  async function ownerBrowser(origin: string, ask: (path: string, init?: RequestInit) => Promise<Response>) {
+    const browser = new Browser(origin, (url, init) => ask(url.slice(origin.length), init))
+    const { link } = await cli('admin', ['login', '--email', 'owner@demo.example.com', '--url', origin], {
+      DATA_DIR: dataDir,
+      REDIS_URL: '',
+      UPSTASH_REDIS_REST_URL: '',
+      CLICKHOUSE_URL: '',
+      SERVER_SECRET: SECRET,
+    })
+    expect((await browser.open('/app/signin/link', { token: new URL(link).searchParams.get('token')! })).status).toBe(303)
+    return browser
+  }
+
+  /** Connects, binds and waits for the import through `ask` (one home, at `origin`), returning the finished import. */
+  async function connectBindImport(ask: (path: string, init?: RequestInit) => Promise<Response>, origin: string, site: string) {
     const auth = (key: string) => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json' })
-    const before = (await (await ask(`/api/v1/sites/${site}/ga4`, { headers: auth(readKey) })).json()) as {
+    const before = (await (await ask(`/api/v1/sites/${site}/ga4`, { headers: auth(writeKey) })).json()) as {
       connectUrl: string
       status: string
     }
     expect(before.status).toBe('not_connected')
-    // the browser: Google's consent page sends it back to the callback with a code and the state
-    const consent = await fetch(before.connectUrl, { redirect: 'manual' })
-    const back = new URL(consent.headers.get('location')!)
-    const page = await ask(`${back.pathname}${back.search}`)
-    expect(page.status).toBe(200)
-    expect(await page.text()).toContain('Google Analytics connected')
+    expect(before.connectUrl).toBe(`${origin}/app/sites/${site}/settings/google/connect`)
+    // the owner's browser: the connect page, Google's consent, the callback, the account confirmed
+    const { page } = await connectGoogle(await ownerBrowser(origin, ask), site)
+    expect(page).toContain(fake.account)
     const listed = (await (await ask(`/api/v1/sites/${site}/ga4`, { headers: auth(readKey) })).json()) as {
       properties: { propertyId: string }[]
     }
@@ -120,9 +135,10 @@ describe('GA4 on both homes', () => {
     expect(first.structuredContent).toMatchObject({
       connected: false,
       status: 'not_connected',
-      connectUrl: expect.stringContaining(fake.url),
+      connectUrl: null,
+      connectNote: expect.stringContaining('only an owner or admin connects Google'),
     })
-    const done = await connectBindImport((path, init) => fetch(`${server.url}${path}`, init), siteId)
+    const done = await connectBindImport((path, init) => fetch(`${server.url}${path}`, init), server.url, siteId)
     expect(done).toMatchObject({ state: 'done', error: null, from: day(6), rows: expected.length })
     const after = await reader.callTool({ name: 'get_ga4_connection', arguments: { site_id: siteId } })
     expect(after.structuredContent).toMatchObject({
@@ -146,7 +162,7 @@ describe('GA4 on both homes', () => {
     })
     expect(created.status).toBe(201)
     const site = ((await created.json()) as { id: string }).id
-    const done = await connectBindImport(ask, site)
+    const done = await connectBindImport(ask, 'http://worker.test', site)
     expect(done).toMatchObject({ state: 'done', error: null, from: day(6), rows: expected.length })
     // the Node server reads what the Worker stored
     const read = await fetch(`${server.url}/api/v1/sites/${site}`, { headers: { authorization: `Bearer ${readKey}` } })

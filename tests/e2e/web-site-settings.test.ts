@@ -12,7 +12,8 @@ import { type RunningServer, cli, startServer } from './server-process'
 /**
  * The site's settings pages in real Chromium, on a server whose Google is a local stand-in
  * (tests/fakes/google.ts and search-console.ts): each form saved and refused, the whole OAuth round
- * trip in the browser back to the site's page, a property bound and its import listed. Every page
+ * trip in the browser (the Google account confirmed) back to the site's page, a property bound and
+ * its import listed. Every page
  * is checked with axe-core and kept as screenshots at desktop and phone widths.
  */
 
@@ -172,10 +173,15 @@ describe.skipIf(!CHROMIUM)("the site's settings pages in real Chromium", () => {
     await expect(page.locator('main').innerText()).resolves.toContain('stats.shop.example.com')
     await checkPage(page, 'domain')
 
-    // Google: the consent round trip in the browser comes back to this page with a message
+    // Google: the consent round trip in the browser, the account confirmed, back to this page with a message
     await page.goto(`${settingsUrl}/integrations`)
     await checkPage(page, 'integrations-not-connected')
     await page.getByRole('button', { name: 'Connect Google' }).click()
+    await page.waitForURL(/\/settings\/google\/confirm$/)
+    await expect(page.locator('#google-account').innerText()).resolves.toBe(google.account)
+    await expect(page.locator('#google-site').innerText()).resolves.toBe('shop.example.com')
+    await checkPage(page, 'google-confirm')
+    await page.getByRole('button', { name: 'Connect this account' }).click()
     await page.waitForURL(/\/settings\/integrations\?google=connected/)
     await expect(page.locator('#google [role=status]').innerText()).resolves.toContain('Google is connected')
     await expect(page.locator('#google-status').innerText()).resolves.toBe('connected')

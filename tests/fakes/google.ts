@@ -8,7 +8,8 @@ import type { AddressInfo } from 'node:net'
  * - OAuth 2.0 for web server applications: the authorization page (it consents at once and sends
  *   the browser back to redirect_uri with a code and the state), the token endpoint (form-encoded
  *   `authorization_code` and `refresh_token` grants, `invalid_grant` for a code used twice or a
- *   revoked grant, `invalid_client` for a wrong client), and revocation (`token=`).
+ *   revoked grant, `invalid_client` for a wrong client; an ID token naming `account` where the
+ *   scope asks for `openid`), and revocation (`token=`).
  * - The Analytics Admin API's `GET /v1beta/accountSummaries`, paged by `pageToken`.
  * - The Analytics Data API's `:runReport`, `:batchRunReports` and `:runRealtimeReport`, computed
  *   from fixture sessions and events (a user counts once per group however many events it has),
@@ -138,7 +139,9 @@ export class FakeGoogle {
   readonly clientSecret: string
   url = ''
   private server: Server | null = null
-  private codes = new Map<string, { redirectUri: string; scope: string; used: boolean }>()
+  /** The Google account signed in where the consent page is opened: whose grant a code stands for (its ID token names it). */
+  account = 'analyst@example.com'
+  private codes = new Map<string, { redirectUri: string; scope: string; used: boolean; account: string }>()
   /** refresh token -> whether it was revoked */
   private grants = new Map<string, { revoked: boolean; scope: string }>()
   private accessTokens = new Map<string, { grant: string; expiresAt: number }>()
@@ -272,7 +275,7 @@ export class FakeGoogle {
         error_description: 'expected access_type=offline, prompt=consent, a scope and a state',
       })
     const code = `4/fake-code-${randomUUID()}`
-    this.codes.set(code, { redirectUri, scope: q.get('scope')!, used: false })
+    this.codes.set(code, { redirectUri, scope: q.get('scope')!, used: false, account: this.account })
     const back = new URL(redirectUri)
     back.searchParams.set('code', code)
     back.searchParams.set('state', q.get('state')!)
@@ -310,6 +313,7 @@ export class FakeGoogle {
         refresh_token: refresh,
         scope: code.scope,
         token_type: 'Bearer',
+        ...(code.scope.split(' ').includes('openid') ? { id_token: this.idToken(code.account) } : {}),
       })
     }
     if (form.get('grant_type') === 'refresh_token') {
@@ -320,6 +324,13 @@ export class FakeGoogle {
       return this.json(res, 200, { access_token: access.token, expires_in: access.seconds, scope: grant.scope, token_type: 'Bearer' })
     }
     return this.json(res, 400, { error: 'unsupported_grant_type', error_description: 'Invalid grant_type' })
+  }
+
+  /** An ID token naming the account (unsigned: the service reads it from the token endpoint's answer, over TLS at Google). */
+  private idToken(email: string) {
+    const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url')
+    const now = Math.floor(Date.now() / 1000)
+    return `${part({ alg: 'none', typ: 'JWT' })}.${part({ iss: 'https://accounts.google.com', aud: this.clientId, sub: email, email, email_verified: true, iat: now, exp: now + 3600 })}.`
   }
 
   private revoke(req: IncomingMessage, body: string, res: ServerResponse) {

@@ -33,12 +33,28 @@ export interface GoogleConnection {
 export interface PendingConnect {
   orgId: string
   siteId: string
-  /** Where the callback sends the browser: the site's page in the web application ('app'), or a page of its own. */
-  returnTo?: 'app'
+  /** The SHA-256 of the secret the starting browser holds in a cookie: the callback takes the state from that browser only. */
+  binding: string
+  /** The e-mail address of the owner or admin who started it, the only one who may confirm it. */
+  by: string
+}
+
+/** Google's grant, held between the callback and its confirmation (tokens sealed as in a connection). */
+export interface PendingGrant {
+  orgId: string
+  siteId: string
+  by: string
+  /** The Google account's e-mail address, as Google's ID token names it; null where it named none. */
+  account: string | null
+  scopes: string[]
+  refreshToken: string
+  accessToken: string
+  accessTokenExpiresAt: string
 }
 
 const connectionKey = (siteId: string) => `google:site:${siteId}`
 const stateKey = (nonce: string) => `google:state:${nonce}`
+const grantKey = (binding: string) => `google:grant:${binding}`
 const BOUND_SITES = 'google:ga4:bound'
 
 export class GoogleConnectionsRepository {
@@ -77,5 +93,20 @@ export class GoogleConnectionsRepository {
     // whoever deletes it consumed it: of two concurrent callbacks, one only
     if (!pending || (await this.kv.del(key)) !== 1) return null
     return pending
+  }
+
+  /** Holds a grant for `seconds` under the binding of the browser that will confirm it. */
+  async holdGrant(binding: string, grant: PendingGrant, seconds: number) {
+    await this.kv.set(grantKey(binding), JSON.stringify(grant), { ex: seconds })
+  }
+
+  async heldGrant(binding: string): Promise<PendingGrant | null> {
+    return asRecord<PendingGrant>(await this.kv.get(grantKey(binding)))
+  }
+
+  /** The held grant, once: of two concurrent confirmations, one gets it. */
+  async takeGrant(binding: string): Promise<PendingGrant | null> {
+    const [value, deleted] = await this.kv.multi().get(grantKey(binding)).del(grantKey(binding)).exec<[unknown, number]>()
+    return deleted === 1 ? asRecord<PendingGrant>(value) : null
   }
 }

@@ -1,6 +1,7 @@
 import { OAuth2RequestResult, TokenRequestResult } from '@oslojs/oauth2'
 import { OutboundError } from '../../network/guarded-fetch'
 import type { GoogleConfig } from './config'
+import { fromBase64Url } from './secrets'
 
 /**
  * Google's OAuth 2.0 authorization code flow for a web server application: the authorization
@@ -10,6 +11,8 @@ import type { GoogleConfig } from './config'
  */
 
 export const GA4_SCOPE = 'https://www.googleapis.com/auth/analytics.readonly'
+/** The scopes of Google's ID token with the account's e-mail address: what a connection shows before it is stored. */
+export const IDENTITY_SCOPES = 'openid email'
 
 /** A refusal or failure of Google's, told without tokens. `code` is OAuth's error code or the API's status (RESOURCE_EXHAUSTED). */
 export class GoogleError extends Error {
@@ -74,6 +77,22 @@ export interface Tokens {
   /** Google sends one on the first consent (prompt=consent makes every consent a first one). */
   refreshToken: string | null
   scopes: string[]
+  /** The e-mail address of the Google account that consented, from the ID token; null without one. */
+  account: string | null
+}
+
+/**
+ * The e-mail address an ID token names. Its signature is not checked: the token came straight
+ * from Google's token endpoint over TLS, which OpenID Connect allows in place of the signature.
+ */
+function accountOf(idToken: unknown): string | null {
+  if (typeof idToken !== 'string') return null
+  try {
+    const claims = JSON.parse(new TextDecoder().decode(fromBase64Url(idToken.split('.')[1] ?? '')))
+    return typeof claims.email === 'string' && claims.email_verified !== false ? claims.email : null
+  } catch {
+    return null
+  }
 }
 
 function readTokens(body: object): Tokens {
@@ -83,6 +102,7 @@ function readTokens(body: object): Tokens {
     expiresInSeconds: result.accessTokenExpiresInSeconds(),
     refreshToken: result.hasRefreshToken() ? result.refreshToken() : null,
     scopes: result.hasScopes() ? result.scopes() : [],
+    account: accountOf((body as { id_token?: unknown }).id_token),
   }
 }
 

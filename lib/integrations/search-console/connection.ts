@@ -1,8 +1,8 @@
 import { ApiError } from '../../errors'
 import type { Repositories } from '../../repositories'
 import type { Services } from '../../services'
-import { googleConnectUrl } from '../ga4/connection'
 import { GOOGLE_NOT_CONFIGURED } from '../google/config'
+import { connectOffer } from '../google/connect'
 import { GA4_SCOPE } from '../google/oauth'
 import type { Site } from '../../sites/sites'
 import type { SiteDirectory } from '../../sites/site-directory'
@@ -152,45 +152,45 @@ export async function searchConsoleState(
   return { connected: bound.connected, siteUrl: bound.siteUrl, sites, import: importView(state) }
 }
 
-/** Search Console's connect URL asks for both scopes: the site's one Google connection serves GA4 and Search Console. */
+/** Where this server reads Search Console, connecting asks for both scopes: the site's one Google connection serves GA4 and Search Console. */
 export const SEARCH_CONSOLE_CONNECT_SCOPE = `${GA4_SCOPE} ${SEARCH_CONSOLE_SCOPE}`
 
-/** Where the site's Google connection stands for Search Console, and the connection to call it with when it works. */
-async function googleLink(services: Services, site: Site, baseUrl: string) {
+/**
+ * Where the site's Google connection stands for Search Console, where to connect it when that is
+ * needed (for a caller that `mayConnect`), and the connection to call it with when it works.
+ */
+async function googleLink(services: Services, site: Site, baseUrl: string, mayConnect: boolean) {
   const none = { connection: null as SearchConsoleConnection | null }
+  const noOffer = { connectUrl: null, connectNote: null }
   if (!services.google || !services.searchConsole)
-    return { ...none, google: 'not_configured' as const, reason: GOOGLE_NOT_CONFIGURED, connectUrl: null }
-  const connectUrl = () => googleConnectUrl(services, site, baseUrl, SEARCH_CONSOLE_CONNECT_SCOPE)
+    return { ...none, ...noOffer, google: 'not_configured' as const, reason: GOOGLE_NOT_CONFIGURED }
+  const offer = connectOffer(baseUrl, site, mayConnect)
   const connection = await services.repositories.google.get(site.id)
   if (!connection)
     return {
       ...none,
+      ...offer,
       google: 'not_connected' as const,
-      reason: site.integrations.searchConsole.siteUrl
-        ? 'the site has no Google connection any more: open connectUrl to connect it again'
-        : null,
-      connectUrl: await connectUrl(),
+      reason: site.integrations.searchConsole.siteUrl ? 'the site has no Google connection any more: connect it again' : null,
     }
-  if (connection.status !== 'connected')
-    return { ...none, google: 'needs_reconnect' as const, reason: connection.reason, connectUrl: await connectUrl() }
+  if (connection.status !== 'connected') return { ...none, ...offer, google: 'needs_reconnect' as const, reason: connection.reason }
   if (lacksSearchConsoleScope(connection))
     return {
       ...none,
+      ...offer,
       google: 'needs_reconnect' as const,
-      reason:
-        'the Google connection was made for GA4 only and cannot read Search Console: open connectUrl to grant it (GA4 stays connected)',
-      connectUrl: await connectUrl(),
+      reason: 'the Google connection was made for GA4 only and cannot read Search Console: connect again to grant it (GA4 stays connected)',
     }
-  return { connection: await services.searchConsole.connectionFor(site), google: 'connected' as const, reason: null, connectUrl: null }
+  return { connection: await services.searchConsole.connectionFor(site), ...noOffer, google: 'connected' as const, reason: null }
 }
 
 /**
  * GET /sites/{id}/search-console: the bound property (`connected` once one is bound), the Google
- * connection's status (and the connect URL, with both scopes, where one is needed), the properties
- * it can read and the import's progress.
+ * connection's status (and where to connect it, where that is needed), the properties it can read
+ * and the import's progress.
  */
-export async function searchConsoleConnection(services: Services, site: Site, baseUrl: string) {
-  const link = await googleLink(services, site, baseUrl)
+export async function searchConsoleConnection(services: Services, site: Site, baseUrl: string, mayConnect: boolean) {
+  const link = await googleLink(services, site, baseUrl, mayConnect)
   const { connection: _, ...google } = link
   try {
     return { ...(await searchConsoleState(services, link.connection, site)), ...google }
@@ -200,12 +200,7 @@ export async function searchConsoleConnection(services: Services, site: Site, ba
     const offline = await searchConsoleState(services, null, site)
     const now = await services.repositories.google.get(site.id)
     if (now && now.status !== 'connected')
-      return {
-        ...offline,
-        google: 'needs_reconnect' as const,
-        reason: now.reason,
-        connectUrl: await googleConnectUrl(services, site, baseUrl, SEARCH_CONSOLE_CONNECT_SCOPE),
-      }
+      return { ...offline, ...connectOffer(baseUrl, site, mayConnect), google: 'needs_reconnect' as const, reason: now.reason }
     return { ...offline, ...google, reason: `the readable properties could not be listed: ${err.message}` }
   }
 }
@@ -218,11 +213,12 @@ export async function bindSearchConsoleProperty(
   baseUrl: string,
   background: (task: Promise<unknown>) => void,
 ) {
-  const link = await googleLink(services, site, baseUrl)
+  const link = await googleLink(services, site, baseUrl, false)
   if (!link.connection)
     throw new ApiError(
       409,
-      link.reason ?? 'the site is not connected to Google: open connectUrl of GET /sites/{site_id}/search-console first',
+      link.reason ??
+        'the site is not connected to Google: an owner or admin connects it at connectUrl of GET /sites/{site_id}/search-console first',
     )
   const bound = await bindSearchConsole(services, link.connection, site, siteUrl)
   // the first requests at once; the job goes on from the cursor every run
