@@ -4,7 +4,7 @@ import { InvalidPatternError } from '../lib/storage/clickhouse/execute'
 import type { ApiKeyRecord } from '../lib/accounts/keys'
 import { LIMITS, type LimitResult } from '../lib/accounts/ratelimit'
 import type { Services } from '../lib/services'
-import { ConflictError, StoreUnavailableError } from '../lib/storage/errors'
+import { ConflictError, storeOutageIn } from '../lib/storage/errors'
 import { type Endpoint, type EndpointContext, pathParamNames } from './endpoint'
 import { unknownParameterMessage } from './params'
 import { traceOf } from './request-log'
@@ -150,14 +150,16 @@ export class CallContext implements EndpointContext {
 }
 
 /**
- * Any failure as the ApiError answered for it: a storage conflict is 409 with its message; unknown
- * ones are logged with a request id and answered as a generic 500.
+ * Any failure as the ApiError answered for it: a storage conflict is 409 with its message, a store
+ * outage (however wrapped) 503 with Retry-After; unknown ones are logged with a request id and
+ * answered as a generic 500.
  */
 export function asApiError(err: unknown, request: Request): ApiError {
   if (err instanceof ApiError) return err
   if (err instanceof InvalidPatternError) return new ApiError(400, 'filters: invalid regular expression in a matches filter')
   if (err instanceof ConflictError) return new ApiError(409, err.message)
-  if (err instanceof StoreUnavailableError) return new ApiError(503, err.message, { 'Retry-After': String(err.retryAfterSeconds) })
+  const outage = storeOutageIn(err)
+  if (outage) return new ApiError(503, outage.message, { 'Retry-After': String(outage.retryAfterSeconds) })
   const { id, logError } = traceOf(request)
   logError({ requestId: id, method: request.method, path: new URL(request.url).pathname, error: String((err as Error)?.stack ?? err) })
   return new ApiError(500, `internal error (request ${id})`)
@@ -170,6 +172,26 @@ function knownParams(endpoint: Endpoint): ReadonlySet<string> {
   if (!known)
     knownParamsOf.set(endpoint, (known = new Set([...pathParamNames(endpoint.path), ...Object.keys(endpoint.params?.shape ?? {})])))
   return known
+}
+
+/**
+ * Far deeper than any body an endpoint takes (a Plausible query's filters nested as deep as they
+ * may be are 24), and far below what overflows the stack of what walks a body recursively
+ * (JSON.stringify, a schema of nested filters): a deeper body is refused before anything walks it.
+ */
+export const MAX_BODY_DEPTH = 256
+
+/** Whether arrays and objects nest more than `max` deep in a parsed JSON value; walked without recursion. */
+function nestedDeeperThan(value: unknown, max: number): boolean {
+  const pending: [unknown, number][] = [[value, 1]]
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const [at, depth] = next
+    if (at === null || typeof at !== 'object') continue
+    if (depth > max) return true
+    for (const inner of Array.isArray(at) ? at : Object.values(at))
+      if (inner !== null && typeof inner === 'object') pending.push([inner, depth + 1])
+  }
+  return false
 }
 
 /** Validates the parameters and body against the declaration, then runs the handler. */
@@ -194,6 +216,7 @@ export async function invoke(
   let body: unknown
   if (endpoint.body) {
     if (input.body === undefined) throw new ApiError(400, 'body: a JSON body is required')
+    if (nestedDeeperThan(input.body, MAX_BODY_DEPTH)) throw new ApiError(400, `body: nested more than ${MAX_BODY_DEPTH} deep`)
     const parsed = endpoint.body.safeParse(input.body)
     if (!parsed.success) throw new ApiError(400, describeZodError(parsed.error, 'body', input.body))
     body = parsed.data

@@ -14,12 +14,15 @@ import { jobTimers } from '../lib/jobs/timers'
 import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/reports/rollup/refresh'
 import { demoWanted, nodeEnvSchema, parseEnv } from '../lib/runtime/env'
 import { exitWithFailure } from '../lib/runtime/failure'
+import { dropFailedOutputWrites } from '../lib/runtime/output-node'
 import { googleConfig } from '../lib/integrations/google/config'
 import { dataDir, localInfoFile, localToken, openNodeHome } from '../lib/runtime/node'
 import { localEndpointsApp } from './local-endpoints'
 import { createApp } from './app'
 import { batchedLines } from './request-log'
 
+// a log line that cannot be written (a full disk, a closed pipe) is dropped and counted, never the end of the process
+dropFailedOutputWrites()
 // a failure the user can fix (a bad variable, a busy port, a data folder in use) is one sentence
 process.on('uncaughtException', exitWithFailure)
 process.on('unhandledRejection', exitWithFailure)

@@ -3,12 +3,11 @@ import { csrf } from 'hono/csrf'
 import { HTTPException } from 'hono/http-exception'
 import { emailSchema } from '../../lib/accounts/team'
 import { endSession, listSessions, redeemSignInLink, requestSignInLink, signInLinkAddress } from '../../lib/accounts/signin'
-import { ApiError } from '../../lib/errors'
 import type { Services } from '../../lib/services'
 import { accountRoutes } from './account'
 import { dashboardRoutes } from './dashboard'
 import { heatmapRoutes } from './heatmap'
-import { ErrorPage, Page } from './layout'
+import { ErrorPage, Page, failurePage } from './layout'
 import { shareRoutes } from './share'
 import { securityHeaders } from './security'
 import { type WebEnv, endSessionCookie, readSession, startSessionCookie } from './session'
@@ -158,14 +157,9 @@ export function webApp(services: Services) {
 
   web.onError((err, c) => {
     const email = c.get('session')?.email
-    if (err instanceof ApiError) {
-      for (const [name, value] of Object.entries(err.headers)) c.header(name, value)
-      return c.html(<ErrorPage status={err.status} message={err.message} email={email} />, err.status)
-    }
     if (err instanceof HTTPException && err.status === 403)
       return c.html(<ErrorPage status={403} message="This form was sent from another site, and was refused." email={email} />, 403)
-    console.error(`web application: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`)
-    return c.html(<ErrorPage status={500} message="An internal error happened; it was logged." email={email} />, 500)
+    return failurePage(c, err, email)
   })
 
   return web

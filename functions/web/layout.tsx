@@ -1,4 +1,6 @@
+import type { Context } from 'hono'
 import type { Child } from 'hono/jsx'
+import { asApiError } from '../invoke'
 import { pageNonce } from './security'
 
 /** The web application's stylesheet: one small block, inlined in every page (no request of its own). */
@@ -129,7 +131,15 @@ export function SubmitOnChange() {
 /** A page that says what went wrong, for the browser (the API answers JSON). */
 export function ErrorPage({ status, message, email }: { status: number; message: string; email?: string }) {
   const title =
-    status === 404 ? 'Not found' : status === 429 ? 'Too many requests' : status === 403 ? 'Not allowed' : 'Something went wrong'
+    status === 404
+      ? 'Not found'
+      : status === 429
+        ? 'Too many requests'
+        : status === 403
+          ? 'Not allowed'
+          : status === 503
+            ? 'Briefly unavailable'
+            : 'Something went wrong'
   return (
     <Page title={title} email={email}>
       <div class="card narrow">
@@ -143,4 +153,17 @@ export function ErrorPage({ status, message, email }: { status: number; message:
       </div>
     </Page>
   )
+}
+
+/**
+ * Any failure of a page as its error page, with the status and headers the API would answer
+ * (asApiError): a store outage is 503 with Retry-After, so a browser or a proxy knows to come back.
+ */
+export function failurePage(c: Context, err: unknown, email?: string) {
+  const failure = asApiError(err, c.req.raw)
+  for (const [name, value] of Object.entries(failure.headers)) c.header(name, value)
+  const retryAfter = failure.status === 503 ? failure.headers['Retry-After'] : undefined
+  // the store's name and state mean nothing to a visitor: what to do does
+  const message = retryAfter ? `The service is briefly unavailable; try again in ${retryAfter} seconds.` : failure.message
+  return c.html(<ErrorPage status={failure.status} message={message} email={email} />, failure.status)
 }

@@ -17,7 +17,7 @@ import {
 import { type Site, applySitePatch } from '../../lib/sites/sites'
 import { type DashboardView, dashboardPage, liveVisitors, memberSite, panelFragment } from './dashboard'
 import { readForm } from './forms'
-import { ErrorPage, Page } from './layout'
+import { ErrorPage, Page, failurePage } from './layout'
 import { siteReader } from './reads'
 import { sectionName, sectionPage } from './sections'
 import { securityHeaders } from './security'
@@ -85,11 +85,7 @@ export function sharedDashboards(services: Services) {
   })
 
   share.notFound((c) => c.html(<ErrorPage status={404} message="There is no such page." />, 404))
-  share.onError((err, c) => {
-    if (err instanceof ApiError) return c.html(<ErrorPage status={err.status} message={err.message} />, err.status)
-    console.error(`shared dashboard: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`)
-    return c.html(<ErrorPage status={500} message="An internal error happened; it was logged." />, 500)
-  })
+  share.onError((err, c) => failurePage(c, err))
   return share
 }
 

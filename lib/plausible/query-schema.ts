@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { MAX_FILTERS } from '../reports/query/parse'
 
 /**
  * The request body of Plausible's Stats API v2 (`POST /api/v2/query`), as its reference documents
@@ -44,17 +45,21 @@ export type PlausibleComparison = z.infer<typeof comparisonSchema>
 
 export const plausibleQuerySchema = z.strictObject({
   site_id: z.string().min(1, 'required').max(253).describe("The site's domain, or its UUID or snippet id"),
-  metrics: z.array(z.enum(PLAUSIBLE_METRICS)).min(1, 'at least one metric').max(PLAUSIBLE_METRICS.length),
+  metrics: z
+    .array(z.enum(PLAUSIBLE_METRICS))
+    .min(1, 'at least one metric')
+    .max(PLAUSIBLE_METRICS.length, `at most ${PLAUSIBLE_METRICS.length} metrics`),
   date_range: dateRangeSchema,
-  dimensions: z.array(z.string().min(1).max(200)).max(8).default([]),
+  dimensions: z.array(z.string().min(1).max(200)).max(8, 'at most 8 dimensions').default([]),
+  // the filters inside and, or and not count too, and nest at most MAX_FILTER_DEPTH deep (translate.ts)
   filters: z
     .array(z.array(z.unknown()))
-    .max(50)
+    .max(MAX_FILTERS, `at most ${MAX_FILTERS} filters`)
     .default([])
     .describe('[operator, dimension, clauses, modifiers?], combined with ["and" | "or", [...]] and ["not", filter]'),
   order_by: z
     .array(z.tuple([z.string().min(1).max(200), z.enum(['asc', 'desc'])]))
-    .max(10)
+    .max(10, 'at most 10 orderings')
     .optional(),
   include: z
     .strictObject({

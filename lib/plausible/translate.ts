@@ -1,6 +1,7 @@
 import { ApiError } from '../errors'
 import { FILTER_GROUPS, PROPERTY_PREFIX, SEGMENT, readableBy } from '../reports/dimensions'
 import type { Filter } from '../reports/query/model'
+import { MAX_FILTERS, MAX_FILTER_VALUES, MAX_FILTER_VALUE_LENGTH } from '../reports/query/parse'
 import type { Goal } from '../sites/goals'
 import type { Source } from '../sites/source'
 
@@ -102,13 +103,13 @@ function simpleFilter(raw: unknown[], where: string): SimpleFilter {
       `${where}: invalid filter operator ${JSON.stringify(operator)} (${OPERATORS.join(', ')}, and, or, not, has_done, has_not_done)`,
     )
   if (typeof dimension !== 'string' || !dimension) throw new ApiError(400, `${where}: the dimension must be a string`)
-  if (!Array.isArray(clauses) || clauses.length === 0 || clauses.length > 100)
-    throw new ApiError(400, `${where}: clauses must be a list of 1 to 100 values`)
+  if (!Array.isArray(clauses) || clauses.length === 0 || clauses.length > MAX_FILTER_VALUES)
+    throw new ApiError(400, `${where}: clauses must be a list of 1 to ${MAX_FILTER_VALUES} values`)
   const values = clauses.map((c) => {
-    if (typeof c === 'string' && c.length <= 2000) return c
+    if (typeof c === 'string' && c.length <= MAX_FILTER_VALUE_LENGTH) return c
     // segment ids and numeric values may be given as numbers
     if (typeof c === 'number' && Number.isFinite(c)) return String(c)
-    throw new ApiError(400, `${where}: clauses must be strings`)
+    throw new ApiError(400, `${where}: clauses must be strings of at most ${MAX_FILTER_VALUE_LENGTH} characters`)
   })
   let caseSensitive = true
   if (modifiers !== undefined) {
@@ -136,19 +137,35 @@ type Item = SimpleFilter | FilterGroup
 const isSimple = (item: Item): item is SimpleFilter => 'operator' in item
 
 /**
+ * How deep `and`, `or`, `not`, `has_done` and `has_not_done` may nest (docs/plausible.md): each
+ * level nests the statement's conditions too, and the engine refuses them past its own depth.
+ */
+export const MAX_FILTER_DEPTH = 10
+
+/** Where a filter sits in the tree: its `and`/`or`/`not` depth, and the filters met so far in the query. */
+interface Placement {
+  depth: number
+  seen: { filters: number }
+}
+
+/**
  * Flattens the filter tree into AND-ed items: `and` anywhere; `or` of filters on one dimension with
  * one positive operator as one filter (their clauses OR-ed, as one filter's are), any other `or` as
  * a group; `not` of one filter (its operator negated), of a group (negated), of several filters (a
  * negated group); has_done and has_not_done of one filter.
  */
-function flatten(raw: unknown, where: string): Item[] {
+function flatten(raw: unknown, where: string, at: Placement): Item[] {
   if (!Array.isArray(raw) || raw.length === 0) throw new ApiError(400, `${where}: a filter must be a non-empty list`)
   const [head] = raw
+  const logical = head === 'and' || head === 'or' || head === 'not' || head === 'has_done' || head === 'has_not_done'
+  if (logical && at.depth >= MAX_FILTER_DEPTH)
+    throw new ApiError(400, `${where}: nested more than ${MAX_FILTER_DEPTH} deep (and, or, not, has_done, has_not_done)`)
+  const inside = { ...at, depth: at.depth + 1 }
   if (head === 'and' || head === 'or') {
     const list = raw[1]
     if (raw.length !== 2 || !Array.isArray(list) || list.length === 0)
       throw new ApiError(400, `${where}: ${head} takes one non-empty list of filters`)
-    const children = list.map((f, i) => flatten(f, `${where}[1][${i}]`))
+    const children = list.map((f, i) => flatten(f, `${where}[1][${i}]`, inside))
     if (head === 'and') return children.flat()
     // one filter each, all of one kind with a positive operator: one filter, their clauses OR-ed
     const singles = children.flatMap((c) => (c.length === 1 && isSimple(c[0]) ? [c[0]] : []))
@@ -165,7 +182,7 @@ function flatten(raw: unknown, where: string): Item[] {
   }
   if (head === 'not' || head === 'has_done' || head === 'has_not_done') {
     if (raw.length !== 2) throw new ApiError(400, `${where}: ${head} takes one filter`)
-    const inner = flatten(raw[1], `${where}[1]`)
+    const inner = flatten(raw[1], `${where}[1]`, inside)
     if (head === 'not' && inner.length === 1 && !isSimple(inner[0])) return [{ ...inner[0], negated: !inner[0].negated, where }]
     if (head === 'not' && inner.length !== 1) return [{ negated: true, groups: [inner], where }]
     const [f] = inner
@@ -180,6 +197,8 @@ function flatten(raw: unknown, where: string): Item[] {
     if (f.behaviour) return [{ ...f, behaviour: f.behaviour === 'has_done' ? 'has_not_done' : 'has_done', where }]
     return [{ ...f, operator: NEGATED[f.operator], where }]
   }
+  if (++at.seen.filters > MAX_FILTERS)
+    throw new ApiError(400, `filters: more than ${MAX_FILTERS} filters in all, counting those inside and, or and not`)
   return [simpleFilter(raw, where)]
 }
 
@@ -321,5 +340,6 @@ function serviceItem(item: Item, source: Source, goals: readonly Goal[]): Filter
 
 /** The query's filters as the pipeline's AND-ed filters, each checked against the read's source. */
 export function translateFilters(filters: readonly unknown[], source: Source, goals: readonly Goal[]): Filter[] {
-  return filters.flatMap((f, i) => flatten(f, `filters[${i}]`)).map((f) => serviceItem(f, source, goals))
+  const top: Placement = { depth: 0, seen: { filters: 0 } }
+  return filters.flatMap((f, i) => flatten(f, `filters[${i}]`, top)).map((f) => serviceItem(f, source, goals))
 }

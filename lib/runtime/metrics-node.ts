@@ -4,6 +4,7 @@ import type { Requester, UpstashRequest, UpstashResponse } from '@upstash/redis'
 import type { ClickHouse } from '../storage/clickhouse/types'
 import { StoreUnavailableError } from '../storage/errors'
 import type { Metrics } from '../services'
+import { droppedOutputWrites } from './output-node'
 
 /**
  * The Node server's operations metrics, in the Prometheus text format (prom-client): requests,
@@ -94,6 +95,15 @@ export class NodeMetrics {
     help: 'Key/value calls that failed: outage (timed out, refused, full disk) or error (the store refused the command)',
     labelNames: ['call', 'cause'],
     registers: [this.registry],
+  })
+  readonly logWritesDropped = new Counter({
+    name: 'log_writes_dropped_total',
+    help: 'Writes to standard output or error that failed (a full disk, a closed pipe) and were dropped; the server goes on',
+    registers: [this.registry],
+    collect() {
+      this.reset()
+      this.inc(droppedOutputWrites())
+    },
   })
   readonly jobRuns = new Counter({
     name: 'job_runs_total',

@@ -24,6 +24,16 @@ export class StoreUnavailableError extends Error {
   }
 }
 
+/** The outage behind a failure, when one is: libraries that call the store may wrap its error as their own's cause. */
+export function storeOutageIn(err: unknown): StoreUnavailableError | undefined {
+  const seen = new Set<unknown>()
+  for (let at = err; at && typeof at === 'object' && !seen.has(at); at = (at as { cause?: unknown }).cause) {
+    if (at instanceof StoreUnavailableError) return at
+    seen.add(at)
+  }
+  return undefined
+}
+
 /**
  * A failure for want of disk space: the file system's (ENOSPC, EDQUOT) or the engine's own
  * (NOT_ENOUGH_SPACE, code 243, when it cannot reserve room for a part). Nothing the caller did

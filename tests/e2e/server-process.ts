@@ -11,17 +11,22 @@ export interface RunningServer {
   stop(signal?: NodeJS.Signals): Promise<number | null>
 }
 
-/** Starts `functions/node.ts` as `npm start` does, on a free port, and waits until it listens. */
-export async function startServer(env: Record<string, string>): Promise<RunningServer> {
+/**
+ * Starts `functions/node.ts` as `npm start` does, on a free port, and waits until it listens.
+ * `stdout` sends its standard output elsewhere: a file descriptor it writes to (`> file`), or
+ * `closed`, a pipe whose reader is gone before it writes (its writes fail with EPIPE).
+ */
+export async function startServer(env: Record<string, string>, options: { stdout?: number | 'closed' } = {}): Promise<RunningServer> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'functions/node.ts'], {
     // no live demo visitors unless a test asks: they would move the numbers it reads
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DEMO_LIVE_TRAFFIC: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', typeof options.stdout === 'number' ? options.stdout : 'pipe', 'pipe'],
   })
   let output = ''
   let stdout = ''
   let stderr = ''
-  child.stdout!.on('data', (d) => ((output += d), (stdout += d)))
+  if (options.stdout === 'closed') child.stdout!.destroy()
+  else child.stdout?.on('data', (d) => ((output += d), (stdout += d)))
   child.stderr!.on('data', (d) => ((output += d), (stderr += d)))
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 60_000)

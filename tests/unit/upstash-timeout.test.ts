@@ -17,6 +17,7 @@ import { harness } from '../helpers'
 describe('Upstash over REST that stalls (the Workers home, and Node with UPSTASH_REDIS_REST_URL)', () => {
   const raw = new EmbeddedRedis()
   let stalled = false
+  let throttled = false
   const held: ServerResponse[] = []
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     let body = ''
@@ -24,6 +25,8 @@ describe('Upstash over REST that stalls (the Workers home, and Node with UPSTASH
     req.on('end', async () => {
       if (req.headers.authorization !== 'Bearer token') return void res.writeHead(401).end('{"error":"Unauthorized"}')
       if (stalled) return void held.push(res)
+      if (throttled)
+        return void res.writeHead(429, { 'content-type': 'application/json' }).end('{"error":"ERR max requests limit exceeded"}')
       const path = new URL(req.url!, 'http://x').pathname.split('/').filter(Boolean)
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(await runUpstashRequest(raw, path, JSON.parse(body))))
     })
@@ -55,6 +58,18 @@ describe('Upstash over REST that stalls (the Workers home, and Node with UPSTASH
     const refused = await redis.incr('k').catch((err: unknown) => err)
     expect(refused).not.toBeInstanceOf(StoreUnavailableError)
     expect(String(refused)).toMatch(/not an integer/)
+  })
+
+  it('a call Upstash throttles (429) is an outage too, a single command or a pipeline', async () => {
+    const redis = redisAt(300)
+    throttled = true
+    try {
+      await expect(redis.get('k')).rejects.toBeInstanceOf(StoreUnavailableError)
+      await expect(redis.pipeline().get('k').incr('n').exec()).rejects.toBeInstanceOf(StoreUnavailableError)
+    } finally {
+      throttled = false
+    }
+    expect(await redis.get('k')).toBe('v')
   })
 
   it('makes a keyed request answer 503 with Retry-After while it stalls, and heals', async () => {

@@ -33,13 +33,25 @@ export const reportParams = z.object({
 })
 export type ReportParams = z.infer<typeof reportParams>
 
-export const filterSchema = z.array(
-  z.strictObject({
-    dimension: z.string().min(1),
-    operator: z.enum(OPERATORS),
-    value: z.array(z.string().max(2000), { message: 'must be an array of strings' }).min(1).max(100),
-  }),
-)
+/** The bounds of a read's filters (docs/api.md, Filters), Plausible's queries' too (docs/plausible.md). */
+export const MAX_FILTERS = 50
+export const MAX_FILTER_VALUES = 100
+export const MAX_FILTER_VALUE_LENGTH = 2000
+
+export const filterSchema = z
+  .array(
+    z.strictObject({
+      dimension: z.string().min(1).max(200),
+      operator: z.enum(OPERATORS),
+      value: z
+        .array(z.string().max(MAX_FILTER_VALUE_LENGTH, `at most ${MAX_FILTER_VALUE_LENGTH} characters a value`), {
+          message: 'must be an array of strings',
+        })
+        .min(1)
+        .max(MAX_FILTER_VALUES, `at most ${MAX_FILTER_VALUES} values`),
+    }),
+  )
+  .max(MAX_FILTERS, `at most ${MAX_FILTERS} filters`)
 
 export function validateDimension(name: string, source: Source, what: 'filters' | 'property'): void {
   if (name === SEGMENT) {

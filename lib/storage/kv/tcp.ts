@@ -28,13 +28,11 @@ export class TcpRedis implements RawRedis {
     this.client.on('error', () => {})
   }
 
-  /** Runs a call; an error that is not Redis's own reply (a timeout, a refused or lost connection) is an outage. */
   private async call<T>(run: () => Promise<T>): Promise<T> {
     try {
       return await run()
     } catch (err) {
-      if ((err as Error)?.name === 'ReplyError') throw err
-      throw new StoreUnavailableError('key/value store', 5, { cause: err })
+      throw isRedisReply(err) ? err : outage(err)
     }
   }
 
@@ -86,7 +84,16 @@ function flatReply(reply: unknown): unknown {
   return reply
 }
 
+/** Only Redis's own reply (ReplyError) answers a command; anything else (a timeout, a refused or lost connection) is an outage. */
+const isRedisReply = (err: unknown) => (err as Error)?.name === 'ReplyError'
+const outage = (err: unknown) => new StoreUnavailableError('key/value store', 5, { cause: err })
+
+/** ioredis fails each command of a pipeline or transaction on its own: one that never reached Redis fails the whole call, as a single command does. */
 function toResults(replies: [Error | null, unknown][] | null): CommandResult[] {
   if (!replies) return [{ error: 'EXECABORT transaction aborted' }]
-  return replies.map(([err, result]) => (err ? { error: err.message } : { result: flatReply(result) }))
+  return replies.map(([err, result]) => {
+    if (!err) return { result: flatReply(result) }
+    if (!isRedisReply(err)) throw outage(err)
+    return { error: err.message }
+  })
 }

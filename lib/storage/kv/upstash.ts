@@ -15,8 +15,8 @@ export interface UpstashOptions {
 /**
  * Upstash Redis over REST, for `new Redis(requester)`: one POST a call (path [] a command,
  * ['pipeline'] a list, ['multi-exec'] a transaction), as `@upstash/redis` sends it, with a timeout
- * of its own. A call that does not answer in time, cannot connect, or meets a server error is an
- * outage (StoreUnavailableError, answered 503); Redis's own refusals are answers (`{error}`).
+ * of its own. A call that does not answer in time, cannot connect, meets a server error or is
+ * throttled (429) is an outage (StoreUnavailableError, answered 503); Redis's own refusals are answers (`{error}`).
  * The sync token Upstash returns is sent back, so each call reads the writes made before it.
  */
 export function upstashRequester(options: UpstashOptions): Requester {
@@ -47,7 +47,8 @@ export function upstashRequester(options: UpstashOptions): Requester {
           // the answer is read under the same timeout: a server that stalls mid-answer is an outage too
           signal: AbortSignal.timeout(timeoutMs),
         })
-        if (res.status >= 500) throw new Error(`Upstash answered ${res.status}`)
+        // 429: the database's request or bandwidth limit, which clears by itself like an outage
+        if (res.status >= 500 || res.status === 429) throw new Error(`Upstash answered ${res.status}`)
         answer = (await res.json()) as UpstashResponse<T>
       } catch (err) {
         throw new StoreUnavailableError('key/value store', 5, { cause: err })
