@@ -1,6 +1,7 @@
 import type { Hono } from 'hono'
 import { z } from 'zod'
 import { createApiKey, createOrg, keyMakerOf, listApiKeys, revokeApiKey } from '../../lib/accounts/admin'
+import { orgNameSchema } from '../../lib/accounts/org-record'
 import {
   acceptInvitationAs,
   cancelInvitation,
@@ -86,7 +87,7 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
   })
 
   web.post('/orgs', async (c) => {
-    const { name } = await readForm(c, z.object({ name: z.string().min(1).max(100) }))
+    const { name } = await readForm(c, z.object({ name: orgNameSchema }))
     const org = await createOrg(services.repositories, name, services.now(), email(c))
     return c.redirect(`/app/orgs/${org.id}`, 303)
   })

@@ -2,7 +2,7 @@ import { ApiError } from '../errors'
 import { type KeyActor, addOwner, managesKey } from './members'
 import { type ApiKeyMeta, type KeyMaker, type Scope, newKeySecret, sha256Hex } from './keys'
 import type { Repositories } from '../repositories'
-import type { Org } from './org-record'
+import { type Org, orgNameSchema } from './org-record'
 
 /** The account area's operations on organizations and keys: the admin CLI, the first-start demo and the key endpoints. */
 export async function createOrg(
@@ -11,7 +11,9 @@ export async function createOrg(
   now: Date,
   ownerEmail?: string,
 ): Promise<Org> {
-  const org: Org = { id: crypto.randomUUID(), name, plan: 'free', createdAt: now.toISOString() }
+  const checked = orgNameSchema.safeParse(name)
+  if (!checked.success) throw new ApiError(400, `name: ${checked.error.issues[0].message}`)
+  const org: Org = { id: crypto.randomUUID(), name: checked.data, plan: 'free', createdAt: now.toISOString() }
   await repositories.orgs.create(org)
   // the creator owns the organization
   if (ownerEmail) await addOwner(repositories, org.id, ownerEmail, now)

@@ -29,12 +29,32 @@ export async function addOwner(repositories: Pick<Repositories, 'team'>, orgId: 
   return owner
 }
 
+/** A name stored before names were kept to one line, as one line. */
+const oneLine = (text: string) => text.replace(/[\p{Cc}\p{Zl}\p{Zp}]+/gu, ' ').trim()
+
+/** 429 naming the budget an invitation would exceed, with when it renews. */
+async function withinInvitationBudget(services: Pick<Services, 'limiter'>, orgId: string, email: string) {
+  for (const [limitClass, who, what] of [
+    ['invitationsOrg', orgId, 'this organization sends'],
+    ['invitationsAddress', email, `${email} is sent, by every organization together`],
+  ] as const) {
+    const result = await services.limiter.limit(limitClass, who)
+    if (result.success) continue
+    const seconds = Math.max(1, Math.ceil((result.retryAfterMs ?? 60_000) / 1000))
+    throw new ApiError(429, `invitations: at most ${result.limit} a day that ${what}; try again in ${seconds} s`, {
+      'Retry-After': String(seconds),
+    })
+  }
+}
+
 /**
  * Invites an address and e-mails the invitation; the invitation stands even when no e-mail could
- * be sent. 403 when the plan's team is full, open invitations counted.
+ * be sent. 403 when the plan's team is full, open invitations counted; 429 past the daily
+ * invitations of the organization or of the address. An address with an invitation open already
+ * (in any organization) is not e-mailed again: it sees every open invitation when it signs in.
  */
 export async function inviteMember(
-  services: Pick<Services, 'repositories' | 'mailer' | 'now' | 'plan'>,
+  services: Pick<Services, 'repositories' | 'mailer' | 'now' | 'plan' | 'limiter'>,
   orgId: string,
   input: { email: string; role: MemberRole },
   /** The web application's origin: the e-mail links to its account area, where the invitation is accepted. */
@@ -44,16 +64,20 @@ export async function inviteMember(
   if (!org) throw new ApiError(404, 'organization not found')
   // the owner is on the team even where it was never recorded (organizations made before owners were)
   checkLimit(planFor(org, services.plan), 'teamMembers', Math.max(1, team.members.length) + team.invitations.length)
+  // an address on the team is a 409 that spends no budget (createInvitation decides a race)
+  if ([...team.members, ...team.invitations].some((m) => m.email === input.email)) throw alreadyOnTeam(input.email)
+  await withinInvitationBudget(services, org.id, input.email)
   const invitation: Invitation = { id: crypto.randomUUID(), email: input.email, role: input.role, invitedAt: services.now().toISOString() }
-  if (!(await services.repositories.team.createInvitation(org.id, invitation))) throw alreadyOnTeam(input.email)
+  const recorded = await services.repositories.team.createInvitation(org.id, invitation)
+  if (!recorded) throw alreadyOnTeam(input.email)
   let emailed = false
-  if (services.mailer) {
+  if (services.mailer && recorded.othersOpen === 0) {
     try {
       await services.mailer.send({
         to: [invitation.email],
-        subject: `You are invited to join ${org.name}`,
+        subject: `You are invited to join ${oneLine(org.name)}`,
         text: [
-          `You have been invited to join ${org.name} as ${invitation.role === 'admin' ? 'an admin' : 'a member'}.`,
+          `You have been invited to join ${oneLine(org.name)} as ${invitation.role === 'admin' ? 'an admin' : 'a member'}.`,
           '',
           `Invitation id: ${invitation.id}`,
           baseUrl ? `Sign in with this address to accept it: ${baseUrl.replace(/\/$/, '')}/app` : 'Sign in with this address to accept it.',

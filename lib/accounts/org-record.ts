@@ -1,3 +1,16 @@
+import { z } from 'zod'
+
+/**
+ * An organization's name: one line of at most 100 characters. It is the subject line of the
+ * invitations the organization sends: a line break would let it write the e-mail's text.
+ */
+export const orgNameSchema = z
+  .string()
+  .trim()
+  .min(1, 'must not be empty')
+  .max(100, 'at most 100 characters')
+  .regex(/^[^\p{Cc}\p{Zl}\p{Zp}]*$/u, 'one line, without control characters')
+
 /** An organization as stored (lib/accounts/orgs-repository.ts). */
 export interface Org {
   id: string

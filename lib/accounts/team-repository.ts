@@ -10,6 +10,8 @@ const teamKey = {
   invitationOrg: (invitationId: string) => `invitation:${invitationId}`,
   /** An accepted invitation's member, so accepting it again is answered as such and not as unknown. */
   acceptedInvitation: (invitationId: string) => `invitation:${invitationId}:accepted`,
+  /** The open invitations of an address, in every organization: one e-mail while any is open. */
+  openInvitations: (email: string) => `invitations-of:${email}`,
 }
 
 /** An organization's members and open invitations; an address is on the team at most once. */
@@ -42,15 +44,20 @@ export class TeamRepository {
     await this.kv.multi().hdel(teamKey.members(orgId), member.id).hdel(teamKey.emails(orgId), member.email).exec()
   }
 
-  /** Records an invitation unless the address is already on the team; false then. */
-  async createInvitation(orgId: string, invitation: Invitation): Promise<boolean> {
-    if (!(await this.kv.hsetnx(teamKey.emails(orgId), invitation.email, `invitation:${invitation.id}`))) return false
-    await this.kv
+  /**
+   * Records an invitation unless the address is already on the team (null then); answers how many
+   * other invitations of the address were open, in any organization, as it was recorded.
+   */
+  async createInvitation(orgId: string, invitation: Invitation): Promise<{ othersOpen: number } | null> {
+    if (!(await this.kv.hsetnx(teamKey.emails(orgId), invitation.email, `invitation:${invitation.id}`))) return null
+    const [, , , open] = await this.kv
       .multi()
       .hset(teamKey.invitations(orgId), { [invitation.id]: JSON.stringify(invitation) })
       .set(teamKey.invitationOrg(invitation.id), orgId)
-      .exec()
-    return true
+      .sadd(teamKey.openInvitations(invitation.email), invitation.id)
+      .scard(teamKey.openInvitations(invitation.email))
+      .exec<[unknown, unknown, unknown, number]>()
+    return { othersOpen: Number(open) - 1 }
   }
 
   async invitationOrg(invitationId: string): Promise<string | null> {
@@ -70,6 +77,7 @@ export class TeamRepository {
       .hdel(teamKey.invitations(orgId), invitation.id)
       .hdel(teamKey.emails(orgId), invitation.email)
       .del(teamKey.invitationOrg(invitation.id))
+      .srem(teamKey.openInvitations(invitation.email), invitation.id)
       .exec()
   }
 
@@ -78,6 +86,7 @@ export class TeamRepository {
       .multi()
       .hdel(teamKey.invitations(orgId), invitation.id)
       .del(teamKey.invitationOrg(invitation.id))
+      .srem(teamKey.openInvitations(invitation.email), invitation.id)
       .set(
         teamKey.acceptedInvitation(invitation.id),
         JSON.stringify({ orgId, memberId: member.id, email: member.email, at: member.joinedAt }),
