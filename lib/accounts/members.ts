@@ -33,18 +33,18 @@ export async function addOwner(repositories: Pick<Repositories, 'team'>, orgId: 
 const oneLine = (text: string) => text.replace(/[\p{Cc}\p{Zl}\p{Zp}]+/gu, ' ').trim()
 
 /** 429 naming the budget an invitation would exceed, with when it renews. */
-async function withinInvitationBudget(services: Pick<Services, 'limiter'>, orgId: string, email: string) {
-  for (const [limitClass, who, what] of [
-    ['invitationsOrg', orgId, 'this organization sends'],
-    ['invitationsAddress', email, `${email} is sent, by every organization together`],
-  ] as const) {
-    const result = await services.limiter.limit(limitClass, who)
-    if (result.success) continue
-    const seconds = Math.max(1, Math.ceil((result.retryAfterMs ?? 60_000) / 1000))
-    throw new ApiError(429, `invitations: at most ${result.limit} a day that ${what}; try again in ${seconds} s`, {
-      'Retry-After': String(seconds),
-    })
-  }
+async function withinBudget(
+  services: Pick<Services, 'limiter'>,
+  limitClass: 'invitationsOrg' | 'invitationsAddress',
+  who: string,
+  what: string,
+) {
+  const result = await services.limiter.limit(limitClass, who)
+  if (result.success) return
+  const seconds = Math.max(1, Math.ceil((result.retryAfterMs ?? 60_000) / 1000))
+  throw new ApiError(429, `invitations: at most ${result.limit} a day that ${what}; try again in ${seconds} s`, {
+    'Retry-After': String(seconds),
+  })
 }
 
 /**
@@ -66,12 +66,15 @@ export async function inviteMember(
   checkLimit(planFor(org, services.plan), 'teamMembers', Math.max(1, team.members.length) + team.invitations.length)
   // an address on the team is a 409 that spends no budget (createInvitation decides a race)
   if ([...team.members, ...team.invitations].some((m) => m.email === input.email)) throw alreadyOnTeam(input.email)
-  await withinInvitationBudget(services, org.id, input.email)
+  // an address's budget is of the mails it is sent: spent only when this invitation would mail it
+  const mails = !!services.mailer && !(await services.repositories.team.hasOpenInvitation(input.email))
+  if (mails) await withinBudget(services, 'invitationsAddress', input.email, `${input.email} is sent, by every organization together`)
+  await withinBudget(services, 'invitationsOrg', org.id, 'this organization sends')
   const invitation: Invitation = { id: crypto.randomUUID(), email: input.email, role: input.role, invitedAt: services.now().toISOString() }
   const recorded = await services.repositories.team.createInvitation(org.id, invitation)
   if (!recorded) throw alreadyOnTeam(input.email)
   let emailed = false
-  if (services.mailer && recorded.othersOpen === 0) {
+  if (services.mailer && mails && recorded.othersOpen === 0) {
     try {
       await services.mailer.send({
         to: [invitation.email],

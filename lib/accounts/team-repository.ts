@@ -60,6 +60,11 @@ export class TeamRepository {
     return { othersOpen: Number(open) - 1 }
   }
 
+  /** Whether the address has an invitation open, in any organization. */
+  async hasOpenInvitation(email: string): Promise<boolean> {
+    return (await this.kv.scard(teamKey.openInvitations(email))) > 0
+  }
+
   async invitationOrg(invitationId: string): Promise<string | null> {
     return asString(await this.kv.get(teamKey.invitationOrg(invitationId)))
   }

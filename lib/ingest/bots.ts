@@ -1,4 +1,5 @@
 import crawlerList from 'crawler-user-agents'
+import { cutText } from './well-formed'
 import { isbot } from 'isbot'
 import type { BotKind } from './bot-kinds'
 
@@ -58,9 +59,9 @@ export function classifyBot(userAgent: string): BotInfo | null {
   for (const c of catalogue) {
     // the name is what the pattern matched: "Googlebot/" gives Googlebot
     const match = c.regex.exec(userAgent)
-    if (match) return { name: match[0].replace(/[\s/;:(),-]+$/, '').slice(0, 60) || 'unknown', kind: c.kind }
+    if (match) return { name: cutText(match[0].replace(/[\s/;:(),-]+$/, ''), 60) || 'unknown', kind: c.kind }
   }
-  return isbot(userAgent) ? { name: userAgent.split(/[\s/;(]/)[0].slice(0, 60) || 'unknown', kind: 'other' } : null
+  return isbot(userAgent) ? { name: cutText(userAgent.split(/[\s/;(]/)[0], 60) || 'unknown', kind: 'other' } : null
 }
 
 /** Crawlers that publish the reverse-DNS domains their addresses resolve to. */

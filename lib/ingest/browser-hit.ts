@@ -3,6 +3,7 @@ import { ApiError } from '../errors'
 import type { Services } from '../services'
 import type { Site } from '../sites/sites'
 import { geoFromCf } from './geo'
+import { wellFormedText } from './well-formed'
 import { missingKindField, parseHit } from './hit'
 import type { IngestItem, IngestOutcome } from './item'
 import { forwardedAddress, isPlausiblePayload, parsePlausibleHit } from './plausible-hit'
@@ -103,7 +104,8 @@ async function submit(services: Services, request: Request, item: Pick<IngestIte
     site: item.site,
     ip: item.ip,
     plausible: item.plausible,
-    userAgent: request.headers.get('user-agent') ?? '',
+    // header bytes 0x80-0x9F arrive as C1 control characters
+    userAgent: wellFormedText(request.headers.get('user-agent') ?? ''),
     receivedAt: services.now(),
     geo: cf ? geoFromCf(cf) : undefined,
     source: 'browser',

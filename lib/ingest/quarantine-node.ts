@@ -14,14 +14,29 @@ const fileId = (id: string) => id.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 200)
 
 function writeDurably(path: string, text: string) {
   const temporary = `${path}.tmp`
+  const bytes = Buffer.from(text)
   const fd = openSync(temporary, 'w', 0o600)
   try {
-    writeSync(fd, text)
+    // a short write (the disk filled part-way) is a failed one: the entry must be whole to count
+    const written = writeSync(fd, bytes)
+    if (written !== bytes.length) throw Object.assign(new Error(`ENOSPC: wrote ${written} of ${bytes.length} bytes`), { code: 'ENOSPC' })
     fdatasyncSync(fd)
-  } finally {
+  } catch (err) {
     closeSync(fd)
+    rmSync(temporary, { force: true })
+    throw err
   }
+  closeSync(fd)
   renameSync(temporary, path)
+}
+
+/** A file's JSON, or null when it is gone (the server settled it, the CLI dropped it) or unreadable. */
+function readEntry(path: string): QuarantineEntry | null {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as QuarantineEntry
+  } catch {
+    return null
+  }
 }
 
 /** A summary of an entry, without its rows: what `quarantine list` prints. */
@@ -40,6 +55,8 @@ export interface QuarantineSummary {
 
 export class FileQuarantine implements Quarantine {
   private readonly retryDir: string
+  /** Entries this process claimed and has not settled yet. */
+  private readonly claims = new Set<string>()
 
   /** Makes no folder until an entry is set aside: a server starting on a full disk must not fail here. */
   constructor(readonly dir: string) {
@@ -67,16 +84,21 @@ export class FileQuarantine implements Quarantine {
     writeDurably(join(this.dir, `${name}.json`), JSON.stringify(entry))
   }
 
-  /** Entries set aside, those handed back included: read from the folder, which the admin CLI changes too. */
+  /** Entries set aside, those handed back included: read from the folder, which the admin CLI changes too (0 where it cannot be read). */
   count(): number {
-    return this.ids().length + this.ids(this.retryDir).length
+    try {
+      return this.ids().length + this.ids(this.retryDir).length
+    } catch {
+      return 0
+    }
   }
 
   /** Every entry, oldest first, without its rows; those handed back and not yet taken are marked. */
   list(): QuarantineSummary[] {
     const summaries = [...this.ids().map((id) => [id, false] as const), ...this.ids(this.retryDir).map((id) => [id, true] as const)].map(
       ([id, retrying]) => {
-        const entry = this.read(id, retrying)
+        const entry = readEntry(join(retrying ? this.retryDir : this.dir, `${id}.json`))
+        if (!entry) return null
         return {
           id,
           at: entry.at,
@@ -89,21 +111,12 @@ export class FileQuarantine implements Quarantine {
         }
       },
     )
-    return summaries.sort((a, b) => a.at.localeCompare(b.at))
-  }
-
-  private read(id: string, retrying = false): QuarantineEntry {
-    return JSON.parse(readFileSync(join(retrying ? this.retryDir : this.dir, `${id}.json`), 'utf8')) as QuarantineEntry
+    return summaries.filter((s) => s !== null).sort((a, b) => a.at.localeCompare(b.at))
   }
 
   /** One entry in full, or null when there is none of that id. */
   show(id: string): QuarantineEntry | null {
-    for (const retrying of [false, true]) {
-      try {
-        return this.read(fileId(id), retrying)
-      } catch {}
-    }
-    return null
+    return readEntry(join(this.dir, `${fileId(id)}.json`)) ?? readEntry(join(this.retryDir, `${fileId(id)}.json`))
   }
 
   /** Hands an entry back to the server; false when there is none of that id. */
@@ -132,23 +145,41 @@ export class FileQuarantine implements Quarantine {
     return false
   }
 
+  /**
+   * Claims the entries handed back, each by renaming it to `<id>.taking` so that a second pass, or
+   * the CLI handing the same id back again, never takes the same file; claims a process left
+   * unsettled (it stopped part-way) are taken again first.
+   */
   takeRetries(): QuarantineEntry[] {
     const taken: QuarantineEntry[] = []
-    for (const id of this.ids(this.retryDir)) {
-      const path = join(this.retryDir, `${id}.json`)
-      let entry: QuarantineEntry
-      try {
-        entry = JSON.parse(readFileSync(path, 'utf8')) as QuarantineEntry
-      } catch {
-        continue
-      }
+    let names: string[]
+    try {
+      names = readdirSync(this.retryDir)
+    } catch {
+      return taken
+    }
+    for (const name of names.sort()) {
+      const claimed = /^(.+)\.taking$/.exec(name)?.[1] ?? ENTRY.exec(name)?.[1]
+      if (!claimed) continue
+      const claim = join(this.retryDir, `${claimed}.taking`)
+      if (!name.endsWith('.taking')) {
+        try {
+          renameSync(join(this.retryDir, name), claim)
+        } catch {
+          continue
+        }
+      } else if (this.claims.has(claimed)) continue
+      const entry = readEntry(claim)
+      if (!entry) continue
+      this.claims.add(claimed)
       taken.push(entry)
     }
     return taken
   }
 
-  /** An entry taken back is done with: stored, or set aside again under its own id. */
+  /** An entry taken back is done with: stored, or set aside again under ids of its own. */
   settled(id: string) {
-    rmSync(join(this.retryDir, `${fileId(id)}.json`), { force: true })
+    rmSync(join(this.retryDir, `${fileId(id)}.taking`), { force: true })
+    this.claims.delete(fileId(id))
   }
 }

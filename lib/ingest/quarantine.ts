@@ -49,6 +49,7 @@ export interface Quarantine {
  */
 const ROW_REFUSALS = new Set([
   6, // CANNOT_PARSE_TEXT
+  16, // NO_SUCH_COLUMN_IN_TABLE (a row of an older journal with a column the table no longer has)
   25, // CANNOT_PARSE_ESCAPE_SEQUENCE (a lone surrogate)
   26, // CANNOT_PARSE_QUOTED_STRING
   27, // CANNOT_PARSE_INPUT_ASSERTION_FAILED
@@ -127,12 +128,19 @@ export async function insertSettingAside(
   }
 }
 
+/**
+ * An outage of the key/value store, or a refusal of its own (out of memory, read-only, loading):
+ * trouble of the store the visits are in, never of a hit. Bad values in a hit fail as JavaScript errors.
+ */
+const isStoreTrouble = (err: unknown) =>
+  err instanceof StoreUnavailableError || ['UpstashError', 'ReplyError'].includes((err as Error | null)?.name ?? '')
+
 /** The hits' rows; a hit whose row cannot be made (a value no check foresaw) is set aside alone, and the others' rows are made. */
 export async function eventRowsSettingAside(visits: VisitsRepository, hits: RowHit[], quarantine: Quarantine, id: string) {
   try {
     return await eventRowsOf(visits, hits)
   } catch (err) {
-    if (err instanceof StoreUnavailableError) throw err
+    if (isStoreTrouble(err)) throw err
   }
   const rows: EventRow[] = []
   const failed: { hit: RowHit; i: number; err: unknown }[] = []
@@ -140,7 +148,7 @@ export async function eventRowsSettingAside(visits: VisitsRepository, hits: RowH
     try {
       rows.push(...(await eventRowsOf(visits, [hit])))
     } catch (err) {
-      if (err instanceof StoreUnavailableError) throw err
+      if (isStoreTrouble(err)) throw err
       failed.push({ hit, i, err })
     }
   }

@@ -107,11 +107,11 @@ export async function storeRecovered(
 export async function retryQuarantined(clickhouse: ClickHouse, repositories: RecoverRepositories, quarantine: Quarantine): Promise<number> {
   let stored = 0
   for (const entry of quarantine.takeRetries()) {
-    let parts = 0
+    // each part refused again is an entry of its own, under an id no other entry has
     const again: Quarantine = {
       ...quarantine,
       setAside: (_id, content, reason) =>
-        quarantine.setAside(parts++ ? `${entry.id}-${parts}` : entry.id, content, reason, entry.retries + 1),
+        quarantine.setAside(`${entry.id}.r${entry.retries + 1}.${crypto.randomUUID().slice(0, 8)}`, content, reason, entry.retries + 1),
     }
     const batch: IngestBatch = { events: [], hits: [], bots: [], usage: new Map() }
     if (entry.kind === 'line') {
@@ -158,7 +158,8 @@ export function collectorHealth(
   now: number,
 ): CollectorHealth {
   const { rows, oldestAt } = sink.backlog
-  const since = Math.min(oldestAt ?? now, replay?.since ?? now)
+  // a replay that is only long is not a stall: one that keeps failing is
+  const since = Math.min(oldestAt ?? now, replay?.error ? replay.since : now)
   const error = sink.lastError ?? replay?.error
   const oldestPendingSeconds = Math.max(0, Math.round((now - since) / 1000))
   return {

@@ -1,4 +1,5 @@
 import { clickhouseTime } from '../storage/clickhouse/time'
+import { cutText } from './well-formed'
 import type { BotInfo } from './bots'
 import { channelFor, classifyReferrer, parseUserAgent, screenClass, utmFrom, viewportClass } from './enrich'
 import type { Geo } from './geo'
@@ -141,7 +142,7 @@ export function visitAttrs(hit: RowHit, url: URL): VisitAttrs {
   const ref = enriched ? enriched.referrer : referrerOf(`${url.hostname} ${hit.hit.referrer ?? ''}`)
   const utm = utmFrom(url)
   return {
-    referrer: ref.referrer.slice(0, 2000),
+    referrer: cutText(ref.referrer, 2000),
     referrer_source: ref.source,
     referrer_medium: ref.medium,
     channel: channelFor(ref, utm),
@@ -193,7 +194,7 @@ const VARYING_PARTS: [RegExp, string][] = [
 export function normalizedErrorMessage(message: string): string {
   let text = message
   for (const [pattern, mask] of VARYING_PARTS) text = text.replace(pattern, mask)
-  return text.slice(0, 300)
+  return cutText(text, 300)
 }
 
 /** A stack line that names a frame: V8's `at fn (file:1:2)`, or Firefox's and Safari's `fn@file:1:2`. */
@@ -319,7 +320,7 @@ export function botRow(b: {
     hostname: b.hostname,
     pathname: b.pathname,
     referrer: b.referrer ?? '',
-    user_agent: b.userAgent.slice(0, 1000),
+    user_agent: cutText(b.userAgent, 1000),
     country_code: b.countryCode ?? '',
   }
 }

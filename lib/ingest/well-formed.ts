@@ -63,3 +63,10 @@ export function wellFormedInput<T>(value: T, depth = 0): T {
   }
   return value
 }
+
+/** The first `max` code units of the text, one fewer where the cut would split a surrogate pair. */
+export function cutText(text: string, max: number): string {
+  if (text.length <= max) return text
+  const last = text.charCodeAt(max - 1)
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? max - 1 : max)
+}

@@ -461,11 +461,16 @@ export async function openNodeHome(env: NodeConfig, options: Pick<NodeServiceInp
   // a start that is stopped before it is done is not a failure of its own
   replayed.catch(() => {})
   // what an operator hands back from the quarantine is stored by the running server, every few seconds
+  let retryRunning = false
   const retrying = setInterval(() => {
-    if (phase !== 'ready') return
-    void retryQuarantined(stores.clickhouse, stores.repositories, quarantine).catch((err: unknown) =>
-      log(`quarantined rows handed back could not be stored yet: ${reasonOf(err)}`),
-    )
+    // one pass at a time: a slow pass is not joined by the next
+    if (phase !== 'ready' || retryRunning) return
+    retryRunning = true
+    void retryQuarantined(stores.clickhouse, stores.repositories, quarantine)
+      .catch((err: unknown) => log(`quarantined rows handed back could not be stored yet: ${reasonOf(err)}`))
+      .finally(() => {
+        retryRunning = false
+      })
   }, QUARANTINE_RETRY_MS)
   retrying.unref()
   const services = nodeServices(env, { stores, sink, ...options })

@@ -45,12 +45,19 @@ describe('invitations cannot be turned into a mail relay', () => {
     expect(statuses.at(-1)).toBe(429)
   })
 
-  it('an address with an invitation open is not mailed a second one, from any organization', async () => {
+  it('an address with an invitation open is not mailed a second one, from any organization, and that spends none of its budget', async () => {
     const { t, sent, invite } = await setup()
     expect((await invite(t.a.write.key, 'popular@example.com')).json.emailed).toBe(true)
     const second = await invite(t.b.write.key, 'popular@example.com')
     expect(second.status).toBe(201)
     expect(second.json.emailed).toBe(false)
+    expect(sent.filter((m) => m.to.includes('popular@example.com'))).toHaveLength(1)
+    // more organizations inviting while one invitation is open: recorded, not mailed, within no budget of the address
+    for (let i = 0; i < LIMITS.invitationsAddress.max + 1; i++) {
+      const org = await createOrg(t.repositories, `Org ${i}`, t.services.now())
+      const key = await createApiKey(t.repositories, { orgId: org.id, name: 'w', scope: 'write' }, t.services.now())
+      expect((await invite(key.key, 'popular@example.com')).status).toBe(201)
+    }
     expect(sent.filter((m) => m.to.includes('popular@example.com'))).toHaveLength(1)
   })
 

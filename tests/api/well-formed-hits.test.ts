@@ -89,6 +89,23 @@ describe('hits holding lone surrogates are stored repaired, and collection goes 
     expect(await stored('events', '/after', 'count() AS n')).toEqual([{ n: '1' }])
   })
 
+  it('a value cut to its column never splits a surrogate pair, and a user agent with C1 controls is repaired', async () => {
+    const site = t.a.site.snippetId
+    // 499 characters and an emoji: a cut at 500 code units would keep half of the emoji
+    const campaign = `${'a'.repeat(499)}%F0%9F%98%80`
+    const res = await post({ site, name: 'pageview', url: `https://${t.a.site.domain}/cut?utm_campaign=${campaign}` }, undefined, '7.7.7.7')
+    expect(res.status).toBe(202)
+    const [row] = await stored('events', '/cut', 'utm_campaign')
+    expect(row.utm_campaign).toBe('a'.repeat(499))
+    const ua = await t.app.request('http://api.test/api/event', {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain', 'user-agent': `${FIREFOX}\u0085`, 'x-forwarded-for': '6.6.6.6' },
+      body: JSON.stringify({ site, name: 'pageview', url: `https://${t.a.site.domain}/c1` }),
+    })
+    expect(ua.status).toBe(202)
+    expect(await stored('events', '/c1', 'count() AS n')).toEqual([{ n: '1' }])
+  })
+
   it('/api/v1/collect with lone surrogates in the path, user agent and referrer', async () => {
     const res = await post(
       { site_id: t.a.site.snippetId, events: [{ path: '/bot\ud800', userAgent: `${GPTBOT}\udc00`, referrer: 'https://x.example/\ud800' }] },
