@@ -148,7 +148,8 @@ describe('the MCP tool server on a real server process', () => {
     expect(Buffer.byteLength(text)).toBeLessThan(60_000)
     for (const tool of tools) {
       expect(tool.description, tool.name).toMatch(/^[A-Z][\s\S]*?\./)
-      expect(JSON.stringify(tool.outputSchema ?? {}).length, tool.name).toBeLessThanOrEqual(600)
+      // 600 until get_ga4_connection gained connectNote (609): why a key that may not connect gets no connectUrl
+      expect(JSON.stringify(tool.outputSchema ?? {}).length, tool.name).toBeLessThanOrEqual(640)
     }
     // only the formats of JSON Schema itself: no cidrv4, cidrv6, e164, ...
     const formats = new Set<string>()
