@@ -8,11 +8,12 @@ import { type SitesRepository, indexedDomain } from './sites-repository'
  * other processes see them within the cache time, or at once when they read fresh.
  */
 /**
- * Whether a site proved it controls its domain: an install check found its snippet on the
- * domain's homepage (a site's stored install flag follows only those checks), or its custom
- * tracking domain verified by its CNAME record. Events alone prove nothing: anyone can send them.
+ * Whether a site proved it controls its domain: an install check found the site's own snippet
+ * (its data-site id, which no other site has) on the domain's homepage; a site's stored install
+ * flag follows only those checks. Events prove nothing (anyone can send them), nor does a custom
+ * tracking domain (its CNAME names this service, not an organization).
  */
-export const controlsItsDomain = (site: Site) => site.install.installed || !!site.tracking.customDomain
+export const controlsItsDomain = (site: Site) => site.install.installed
 
 export class SiteDirectory {
   private readonly cached = new Map<string, { site: Site | null; at: number }>()
