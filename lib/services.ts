@@ -60,6 +60,12 @@ export interface Services {
   clientAddress(request: Request, env: unknown): string
   /** Requests share one long-lived process (Node): concurrent identical work may be coalesced in memory. */
   sharedProcess?: boolean
+  /**
+   * Never set by a home: set on the services of one call made for someone who is neither a
+   * signed-in member nor a key (a shared or public dashboard, functions/web/reads.ts). Its report
+   * queries are transient (lib/reports/query/model.ts): anyone could otherwise store a rollup per filter.
+   */
+  anonymousReads?: true
   /** Answers of the public live count, kept for their TTL. */
   liveCache: LiveCache
   /** Reverse and forward DNS, to verify crawlers. */

@@ -80,7 +80,7 @@ export const siteEndpoints = [
     tool: 'update_site_settings',
     summary: 'Changes site settings, flat by field name; returns the updated site.',
     description:
-      'Send only the fields to change, flat by name: any field of tracking, changeDetection, sharing or appearance (for example includeBots, excludedPaths, isPublic, shareLevel, publicCounts, publicCountsDial, theme), plus standaloneEnabled, primarySource, sources, timezone and customDomain (a subdomain of the site, or null; as POST and DELETE /sites/{site_id}/custom-domain). Dropping ga4 from sources deletes its imported data. An unknown field or a wrong type is rejected and nothing changes.',
+      'Send only the fields to change, flat by name: any field of tracking, changeDetection, sharing or appearance (for example includeBots, excludedPaths, shareLevel, publicCounts, publicCountsDial, theme), plus access (private, link or public: who opens the shared dashboard; isPublic and shareLevel map onto it, and fields naming two states are a 400), standaloneEnabled, primarySource, sources, timezone and customDomain (a subdomain of the site, or null; as POST and DELETE /sites/{site_id}/custom-domain). Dropping ga4 from sources deletes its imported data. An unknown field or a wrong type is rejected and nothing changes.',
     params: z.object({ site_id: siteRefSchema }),
     body: sitePatchSchema,
     response: siteViewSchema,
@@ -125,7 +125,7 @@ export const siteEndpoints = [
     tool: 'rotate_share_link',
     summary: 'Makes the secret link to the read-only shared dashboard, or a new one that ends the old; shown once.',
     description:
-      'Needs shareLevel link or full. The link opens the dashboard signed out; every earlier link stops working at once. isPublic opens the dashboard at the link without its auth part.',
+      'Needs access link or public (a private site is a 400). The link opens the dashboard signed out; every earlier link, and every browser it opened, stops working at once, as they do when the site goes private. A public dashboard opens at the link without its auth part.',
     params: z.object({ site_id: siteRefSchema }),
     status: 201,
     response: z.object({

@@ -5,6 +5,7 @@ import { emailSchema } from '../../lib/accounts/team'
 import { endSession, listSessions, redeemSignInLink, requestSignInLink, signInLinkAddress } from '../../lib/accounts/signin'
 import type { Services } from '../../lib/services'
 import { accountRoutes } from './account'
+import { webBudget } from './budget'
 import { dashboardRoutes } from './dashboard'
 import { heatmapRoutes } from './heatmap'
 import { ErrorPage, Page, failurePage } from './layout'
@@ -18,6 +19,8 @@ export function webApp(services: Services) {
 
   // first, so that every answer below, error pages too, carries its policy and its nonce
   web.use(securityHeaders(services))
+  // before the session is read: a client past its budget costs one count, nothing more
+  web.use(webBudget(services))
   // a form posted from another site is refused: its Origin must be this one (or PUBLIC_URL's)
   web.use(csrf({ origin: (origin, c) => origin === new URL(c.req.url).origin || origin === services.publicUrl }))
   web.use(readSession(services))

@@ -208,7 +208,7 @@ function previousDates(services: Services, site: Site, state: State) {
 export async function dashboardPage(c: Context, services: Services, view: DashboardView) {
   const { site } = view
   const state = stateOf(c)
-  const read = siteReader(services, site, c.req.raw, c.env)
+  const read = siteReader(services, view, c.req.raw, c.env)
   const params = reportParamsOf(state)
   const before = previousDates(services, site, state)
   const nothing = Promise.resolve(null)
@@ -437,14 +437,14 @@ const chipValue = (f: Filter, segments: { id: string; name: string }[]) =>
 export async function panelFragment(c: Context, services: Services, view: DashboardView, name: string) {
   if (name === 'chart') {
     const state = stateOf(c)
-    const read = siteReader(services, view.site, c.req.raw, c.env)
+    const read = siteReader(services, view, c.req.raw, c.env)
     const [chart, markers] = await Promise.all([read('/api/v1/timeseries', reportParamsOf(state)), chartMarkers(read, state, true)])
     return <Chart points={chart.series} end={chart.range.to} markers={markers} />
   }
   if (!(PANELS as readonly string[]).includes(name)) throw new ApiError(404, `no panel ${name}`)
   const panel = name as PanelName
   const state = stateOf(c)
-  const read = siteReader(services, view.site, c.req.raw, c.env)
+  const read = siteReader(services, view, c.req.raw, c.env)
   const params = reportParamsOf(state)
   const title = PANEL_TITLES[panel]
   let body: unknown
@@ -705,7 +705,7 @@ export function dashboardRoutes(web: Hono<WebEnv>, services: Services) {
   }
   web.get('/sites/:siteId/live', async (c) => {
     const view = await memberView(c)
-    return c.json({ visitors: await liveVisitors(siteReader(services, view.site, c.req.raw, c.env)) })
+    return c.json({ visitors: await liveVisitors(siteReader(services, view, c.req.raw, c.env)) })
   })
   web.get('/sites/:siteId/panels/:panel', async (c) => c.html(await panelFragment(c, services, await memberView(c), c.req.param('panel'))))
   web.get('/sites/:siteId', async (c) => c.html(await dashboardPage(c, services, await memberView(c))))

@@ -12,9 +12,10 @@ const reads = new Map<string, Endpoint>(endpoints.filter((e) => e.method === 'GE
  * The API's read verbs as the web application calls them for one site: the endpoint of the
  * registry with that path, its parameters checked as a REST call's are, and a read-only caller
  * bound to the site (the signed-in member's or the shared link's view reaches that one site only).
- * A page therefore shows exactly what `GET /api/v1/...` answers for the same parameters.
+ * A page therefore shows exactly what `GET /api/v1/...` answers for the same parameters. A shared
+ * view's reads are anonymous: they store no rollup of their filters (Services.anonymousReads).
  */
-export function siteReader(services: Services, site: Site, request: Request, env?: unknown) {
+export function siteReader(services: Services, { site, shared }: { site: Site; shared: boolean }, request: Request, env?: unknown) {
   const key: ApiKeyRecord = {
     id: `web:${site.id}`,
     orgId: site.orgId,
@@ -24,7 +25,7 @@ export function siteReader(services: Services, site: Site, request: Request, env
     siteId: site.id,
     createdAt: site.createdAt,
   }
-  const ctx = new CallContext(services, key, request, env)
+  const ctx = new CallContext(shared ? { ...services, anonymousReads: true } : services, key, request, env)
   // biome-ignore lint/suspicious/noExplicitAny: the answer's shape is the endpoint's declared schema, read by each page
   return async <T = any>(path: string, params: Record<string, string | undefined> = {}): Promise<T> => {
     const endpoint = reads.get(path)

@@ -41,7 +41,7 @@ const KEPT = ['range', 'from', 'to', 'filters', 'source'] as const
 /** One section page: its reads with the URL's parameters, each answer drawn as tables. */
 export async function sectionPage(c: Context, services: Services, view: DashboardView, name: SectionName) {
   const section = SECTION_READS[name]
-  const read = siteReader(services, view.site, c.req.raw, c.env)
+  const read = siteReader(services, view, c.req.raw, c.env)
   const query = c.req.query()
   // a name no read of this section takes is refused as the API refuses it
   const answers = await Promise.all(section.reads.map((path) => read(path, paramsFor(path, query))))

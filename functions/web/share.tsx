@@ -14,8 +14,9 @@ import {
   sharedDashboardOpen,
   sharesSections,
 } from '../../lib/sites/share-link'
-import { type Site, applySitePatch } from '../../lib/sites/sites'
+import { SHARE_ACCESS, type ShareAccess, type Site, type SitePatch, applySitePatch, shareAccess } from '../../lib/sites/sites'
 import { type DashboardView, dashboardPage, liveVisitors, memberSite, panelFragment } from './dashboard'
+import { webBudget } from './budget'
 import { readForm } from './forms'
 import { ErrorPage, Page, failurePage } from './layout'
 import { siteReader } from './reads'
@@ -45,6 +46,10 @@ export function sharedDashboards(services: Services) {
     c.header('X-Content-Type-Options', 'nosniff')
     c.header('Referrer-Policy', 'no-referrer')
   })
+  share.use(
+    '/:siteId/*',
+    webBudget(services, (c) => c.req.param('siteId')),
+  )
 
   const sharedView = async (c: Context): Promise<DashboardView> => {
     const site = await services.sites.findFresh(c.req.param('siteId')!)
@@ -75,7 +80,7 @@ export function sharedDashboards(services: Services) {
   })
   share.get('/:siteId/live', async (c) => {
     const view = await sharedView(c)
-    return c.json({ visitors: await liveVisitors(siteReader(services, view.site, c.req.raw, c.env)) })
+    return c.json({ visitors: await liveVisitors(siteReader(services, view, c.req.raw, c.env)) })
   })
   share.get('/:siteId/panels/:panel', async (c) => c.html(await panelFragment(c, services, await sharedView(c), c.req.param('panel'))))
   share.get('/:siteId/:section', async (c) => {
@@ -90,9 +95,22 @@ export function sharedDashboards(services: Services) {
 }
 
 const sharingForm = z.object({
-  shareLevel: z.enum(['none', 'link', 'full']),
+  access: z.enum(SHARE_ACCESS).optional(),
+  shareLevel: z.enum(['none', 'link', 'full']).optional(),
   isPublic: z.enum(['on']).optional(),
 })
+
+/**
+ * The patch a sharing form asks for. The page's form names the state and what a shared dashboard
+ * shows, which a private one does not (sent with private it would name two states). A form
+ * without the state (an older page still open) gives the older fields, an unticked box being false.
+ */
+function sharingPatch(form: z.infer<typeof sharingForm>): SitePatch {
+  if (form.access)
+    return form.access === 'private' || !form.shareLevel ? { access: form.access } : { access: form.access, shareLevel: form.shareLevel }
+  if (!form.shareLevel) throw new ApiError(400, 'access: required: private, link or public')
+  return { shareLevel: form.shareLevel, isPublic: form.isPublic === 'on' }
+}
 
 /** The member's side under /app/sites/{site}/share: how the site is shared, and its secret link, made or replaced here. */
 export function shareRoutes(web: Hono<WebEnv>, services: Services) {
@@ -110,13 +128,16 @@ export function shareRoutes(web: Hono<WebEnv>, services: Services) {
     )
   })
   web.post('/sites/:siteId/share', async (c) => {
-    const { site, member } = await admin(c)
+    const { email, site, member } = await admin(c)
     requireRole(member, ['owner', 'admin'], 'change how a site is shared')
-    const form = await readForm(c, sharingForm)
-    await services.sites.update(site.id, (fresh) =>
-      applySitePatch(fresh, { shareLevel: form.shareLevel, isPublic: form.isPublic === 'on' }),
-    )
-    return c.redirect(`/app/sites/${site.id}/share`, 303)
+    const patch = sharingPatch(await readForm(c, sharingForm))
+    const next = await services.sites.update(site.id, (fresh) => applySitePatch(fresh, patch))
+    // a dashboard shared by link is nothing without one: after private, the old one is gone, so a new one is made and shown once
+    const origin = configuredOrigin(services)
+    if (shareAccess(next.sharing) !== 'link' || next.shareLink || !origin) return c.redirect(`/app/sites/${site.id}/share`, 303)
+    const created = await rotateShareLink(services, next, origin)
+    const fresh = (await services.sites.findFresh(site.id)) ?? next
+    return c.html(<SharePage site={fresh} email={email} canChange origin={origin} created={created} />, 201)
   })
   web.post('/sites/:siteId/share/link', async (c) => {
     const { email, site, member } = await admin(c)
@@ -127,6 +148,21 @@ export function shareRoutes(web: Hono<WebEnv>, services: Services) {
     const fresh = (await services.sites.findFresh(site.id)) ?? site
     return c.html(<SharePage site={fresh} email={email} canChange origin={origin} created={created} />, 201)
   })
+}
+
+const ACCESS_FACTS: Record<ShareAccess, string> = {
+  private: 'nobody: private',
+  link: 'whoever has the secret link',
+  public: 'anyone, no link needed',
+}
+
+const ACCESS_CHOICES: Record<ShareAccess, [string, string]> = {
+  private: [
+    'Private',
+    'Members of the organization only. Ends the secret link and every browser it opened; sharing again makes a new link.',
+  ],
+  link: ['With a secret link', 'Whoever has the link you send them.'],
+  public: ['Public', 'Anyone who has the address, without a link.'],
 }
 
 function SharePage({
@@ -143,7 +179,8 @@ function SharePage({
   origin: string | undefined
   created?: { url: string; rotated: boolean }
 }) {
-  const level = site.sharing.shareLevel
+  const access = shareAccess(site.sharing)
+  const shows = site.sharing.shareLevel
   return (
     <Page title={`Sharing ${site.domain}`} email={email}>
       <div class="dash-head">
@@ -163,21 +200,23 @@ function SharePage({
         <h2 id="how-shared">How this site is shared</h2>
         <dl class="facts">
           <div>
-            <dt>Shared with a link</dt>
+            <dt>Who sees it signed out</dt>
+            <dd data-fact="access">{ACCESS_FACTS[access]}</dd>
+          </div>
+          <div>
+            <dt>What it shows</dt>
             <dd data-fact="shareLevel">
-              {level === 'none' ? 'no' : level === 'link' ? 'the dashboard' : 'the dashboard and its sections'}
+              {access === 'private' ? 'nothing' : shows === 'full' ? 'the dashboard and its sections' : 'the dashboard'}
             </dd>
           </div>
           <div>
-            <dt>Public</dt>
-            <dd data-fact="isPublic">{site.sharing.isPublic ? 'yes, to anyone' : 'no'}</dd>
-          </div>
-          <div>
             <dt>Secret link</dt>
-            <dd data-fact="link">{site.shareLink ? `made ${site.shareLink.createdAt.slice(0, 16).replace('T', ' ')} UTC` : 'none yet'}</dd>
+            <dd data-fact="link">
+              {access !== 'private' && site.shareLink ? `made ${site.shareLink.createdAt.slice(0, 16).replace('T', ' ')} UTC` : 'none'}
+            </dd>
           </div>
         </dl>
-        {site.sharing.isPublic ? (
+        {access === 'public' ? (
           <p>
             Public address: <a href={`${origin ?? ''}${sharePath(site)}`}>{`${origin ?? ''}${sharePath(site)}`}</a>
           </p>
@@ -187,27 +226,46 @@ function SharePage({
         <>
           <form method="post" action={`/app/sites/${site.id}/share`} class="card">
             <h2>Change sharing</h2>
-            <div class="field">
-              <label for="shareLevel">Share</label>
-              <select id="shareLevel" name="shareLevel">
-                <option value="none" selected={level === 'none'}>
-                  Nothing
-                </option>
-                <option value="link" selected={level === 'link'}>
-                  The dashboard, with a secret link
-                </option>
-                <option value="full" selected={level === 'full'}>
-                  The dashboard and its sections, with a secret link
-                </option>
-              </select>
-            </div>
-            <div class="field check">
-              <input id="isPublic" name="isPublic" type="checkbox" checked={site.sharing.isPublic} />
-              <label for="isPublic">Public: anyone may open the shared dashboard, without the link's secret</label>
-            </div>
+            <fieldset class="field">
+              <legend>Who sees the dashboard, read-only and signed out</legend>
+              {SHARE_ACCESS.map((option) => (
+                <div class="field check">
+                  <input type="radio" id={`access-${option}`} name="access" value={option} checked={access === option} />
+                  <label for={`access-${option}`}>{ACCESS_CHOICES[option][0]}</label>
+                  <p class="hint muted">{ACCESS_CHOICES[option][1]}</p>
+                </div>
+              ))}
+            </fieldset>
+            <fieldset class="field">
+              <legend>What a shared dashboard shows</legend>
+              <div class="field check">
+                <input type="radio" id="shows-link" name="shareLevel" value="link" checked={shows !== 'full'} />
+                <label for="shows-link">The dashboard</label>
+                <p class="hint muted">
+                  Totals, the chart, and the panels of sources, pages, locations, devices, goals, funnels and properties.
+                </p>
+              </div>
+              <div class="field check">
+                <input
+                  type="radio"
+                  id="shows-full"
+                  name="shareLevel"
+                  value="full"
+                  checked={shows === 'full'}
+                  aria-describedby="shows-full-exposes"
+                />
+                <label for="shows-full">The dashboard and its sections</label>
+                <p class="hint notice" id="shows-full-exposes">
+                  The sections show single visitors: journeys lists recent visitors by visitor id, one row per visitor and day, and opens
+                  each one's events in order; the realtime section's activity tape shows every page load, click, custom event and error of
+                  the last minutes as they come. Errors, clicks, vitals, flow, pages, changes and search come with them. Whoever opens the
+                  shared dashboard sees all of this.
+                </p>
+              </div>
+            </fieldset>
             <button type="submit">Save</button>
           </form>
-          {level !== 'none' ? (
+          {access !== 'private' ? (
             <form method="post" action={`/app/sites/${site.id}/share/link`} class="card">
               <h2>Secret link</h2>
               <p class="muted">

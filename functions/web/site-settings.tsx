@@ -98,16 +98,16 @@ const SITE_GROUPS: FormGroup[] = [
     id: 'sharing',
     title: 'Sharing',
     fields: [
-      check('isPublic', 'Public dashboard', 'Anyone with the link sees the dashboard.'),
       {
-        name: 'shareLevel',
-        label: 'Shared links',
+        name: 'access',
+        label: 'Shared dashboard',
         kind: 'select',
         options: [
-          ['none', 'No shared links'],
-          ['link', 'Shared links show the dashboard'],
-          ['full', 'Shared links show every report'],
+          ['private', 'Private: members only'],
+          ['link', 'Whoever has the secret link'],
+          ['public', 'Public: anyone, no link needed'],
         ],
+        hint: 'Private ends the secret link and every browser it opened. What a shared dashboard shows, and its link: on the Sharing page.',
       },
       check('publicCounts', 'Public visitor count', 'The badge and the public count endpoint answer for this site.'),
       {
@@ -372,6 +372,7 @@ function SiteNav({ site, orgId, orgName, current }: { site: Site; orgId: string;
       <h1>{site.domain}</h1>
       <nav aria-label="Site">
         <a href={`/app/sites/${site.id}`}>Dashboard</a>
+        <a href={`/app/sites/${site.id}/share`}>Sharing</a>
         {TABS.map(([tab, label, path]) => (
           <a href={`/app/sites/${site.id}/settings${path}`} aria-current={tab === current ? 'page' : undefined}>
             {label}

@@ -12,6 +12,10 @@ export const LIMITS = {
    * address: anyone could spend it and lock the owner out; an address holds one unused link instead.
    */
   signinClient: { max: 5, windowMs: 15 * 60_000 },
+  /** Pages, panels and live figures of the web application and the shared dashboards, per client address (functions/web/budget.ts). */
+  webClient: { max: 300, windowMs: 60_000 },
+  /** Those of one shared dashboard, from every client together: what a crowd of addresses may ask of one site's reads. */
+  sharedSite: { max: 600, windowMs: 60_000 },
   /** Invitations an organization sends a day (lib/accounts/members.ts): its mail goes to addresses it does not own. */
   invitationsOrg: { max: 20, windowMs: 24 * 3600_000 },
   /** Invitations one address is sent a day, by every organization together: an invite-and-cancel loop cannot flood it. */

@@ -90,8 +90,12 @@ const writable = {
     changeExcludedPaths: z.array(pathPattern).max(100),
   },
   sharing: {
-    isPublic: z.boolean(),
-    shareLevel: z.enum(['none', 'link', 'full']),
+    isPublic: z.boolean().describe('Kept for older clients: true is access public; false takes a public dashboard back to access link'),
+    shareLevel: z
+      .enum(['none', 'link', 'full'])
+      .describe(
+        'What a shared dashboard shows: link the dashboard, full its sections too (journeys by visitor id, the activity tape); none is access private. Sent alone, link or full opens a private dashboard to its secret link',
+      ),
     publicCounts: z.boolean(),
     publicCountsDial: z.enum(['live', '30d', 'year', 'all']),
   },
@@ -218,9 +222,20 @@ export const siteCreateSchema = z.strictObject({
 
 const flatWritable = { ...writable.tracking, ...writable.changeDetection, ...writable.sharing, ...writable.appearance }
 
+/** Who may open a site's shared dashboard (/share/{site id}) signed out: members only, whoever holds its secret link, or anyone. */
+export const SHARE_ACCESS = ['private', 'link', 'public'] as const
+export type ShareAccess = (typeof SHARE_ACCESS)[number]
+
+const shareAccessSchema = z
+  .enum(SHARE_ACCESS)
+  .describe(
+    'Who opens the shared dashboard signed out: private (nobody; ends its secret link, so a later link is a new one), link (whoever has the secret link) or public (anyone)',
+  )
+
 export const sitePatchSchema = z
   .strictObject({
     ...flatWritable,
+    access: shareAccessSchema,
     standaloneEnabled: z.boolean(),
     primarySource: z.enum(SOURCES),
     sources: sourcesSchema,
@@ -277,6 +292,48 @@ export function newSite(input: z.infer<typeof siteCreateSchema>, orgId: string, 
   }
 }
 
+/**
+ * The one sharing state of a site. A record saved with isPublic beside shareLevel none (before the
+ * two fields were one state) shares nothing, as none says: which of the two its owner set last is
+ * not known, and reading it closed publishes nothing they did not mean to.
+ */
+export function shareAccess(sharing: Pick<Site['sharing'], 'shareLevel' | 'isPublic'>): ShareAccess {
+  if (sharing.shareLevel === 'none') return 'private'
+  return sharing.isPublic ? 'public' : 'link'
+}
+
+/**
+ * The sharing a patch asks for. Each field names a span of the states, ordered from closed to
+ * open: access one state; shareLevel none private, link or full either open one; isPublic true
+ * public, false either closed one. The site moves to the state of the span nearest its own, so
+ * an older client's `shareLevel: link` opens a private site to its link, and `isPublic: false`
+ * takes a public one back to its link, as they always did. Fields whose spans do not meet name
+ * two states: refused, naming them.
+ */
+function patchedSharing(site: Site, patch: SitePatch): Pick<Site['sharing'], 'shareLevel' | 'isPublic'> {
+  const spans: [string, number, number][] = []
+  if (patch.access !== undefined) {
+    const at = SHARE_ACCESS.indexOf(patch.access)
+    spans.push([`access ${patch.access}`, at, at])
+  }
+  if (patch.shareLevel !== undefined)
+    spans.push(patch.shareLevel === 'none' ? ['shareLevel none is private', 0, 0] : [`shareLevel ${patch.shareLevel} shares it`, 1, 2])
+  if (patch.isPublic !== undefined) spans.push(patch.isPublic ? ['isPublic true is public', 2, 2] : ['isPublic false is not public', 0, 1])
+  const low = Math.max(0, ...spans.map((s) => s[1]))
+  const high = Math.min(2, ...spans.map((s) => s[2]))
+  if (low > high) {
+    const fields = (['access', 'shareLevel', 'isPublic'] as const).filter((f) => patch[f] !== undefined)
+    throw new ApiError(
+      400,
+      `${fields.join(', ')}: they name different sharing states (${spans.map((s) => s[0]).join('; ')}); send access alone: private, link or public`,
+    )
+  }
+  const access = SHARE_ACCESS[Math.min(high, Math.max(low, SHARE_ACCESS.indexOf(shareAccess(site.sharing))))]
+  if (access === 'private') return { shareLevel: 'none', isPublic: false }
+  const shows = patch.shareLevel ?? site.sharing.shareLevel
+  return { shareLevel: shows === 'none' ? 'link' : shows, isPublic: access === 'public' }
+}
+
 /** Applies a validated flat patch; a 400 naming the field when the result would be inconsistent. */
 export function applySitePatch(site: Site, patch: SitePatch): Site {
   const next: Site = structuredClone(site)
@@ -285,6 +342,9 @@ export function applySitePatch(site: Site, patch: SitePatch): Site {
       if (field in patch) (next[group] as Record<string, unknown>)[field] = (patch as Record<string, unknown>)[field]
     }
   }
+  Object.assign(next.sharing, patchedSharing(site, patch))
+  // a private site holds no link: one made before it closed never opens it again, nor do its cookies
+  if (shareAccess(site.sharing) === 'private' || shareAccess(next.sharing) === 'private') delete next.shareLink
   if (patch.timezone !== undefined) next.timezone = patch.timezone
   if (patch.sources !== undefined) next.sources = patch.sources
   if (patch.primarySource !== undefined) next.primarySource = patch.primarySource
@@ -296,7 +356,7 @@ export function applySitePatch(site: Site, patch: SitePatch): Site {
 
 /** The site as the API shows it. */
 export function siteView(site: Site, baseUrl: string) {
-  const { orgId: _org, proxySecret: _secret, ingestKeyId: _ingest, webhookSecret: _webhook, shareLink, ...rest } = site
+  const { orgId: _org, proxySecret: _secret, ingestKeyId: _ingest, webhookSecret: _webhook, shareLink: _link, ...rest } = site
   const scriptHost = site.tracking.customDomain ? `https://${site.tracking.customDomain}` : baseUrl
   return {
     ...rest,
@@ -305,7 +365,7 @@ export function siteView(site: Site, baseUrl: string) {
     changeDetection: { lastCrawlAt: null, pagesKnown: 0, crawlErrors: [], ...site.changeDetection },
     // reads pass the install state read from the events (withInstallState); a new site has none
     install: { recording: false, ...site.install },
-    sharing: { ...site.sharing, linkCreatedAt: shareLink?.createdAt ?? null },
+    sharing: sharingView(site),
     integrations: {
       ...site.integrations,
       ga4: {
@@ -317,6 +377,17 @@ export function siteView(site: Site, baseUrl: string) {
       searchConsole: { lastImport: null, ...site.integrations.searchConsole },
     },
     snippet: `<script defer data-site="${site.snippetId}" src="${scriptHost}/js/script.js"></script>`,
+  }
+}
+
+/** The sharing settings as reads show them: the state, and the older fields consistent with it. */
+function sharingView(site: Site) {
+  const access = shareAccess(site.sharing)
+  return {
+    ...site.sharing,
+    access,
+    isPublic: access === 'public',
+    linkCreatedAt: (access === 'private' ? undefined : site.shareLink?.createdAt) ?? null,
   }
 }
 
@@ -344,6 +415,7 @@ export const siteViewSchema = z.object({
       .describe("Pages the last run could not fetch, at most 20; path '' is the run itself failing"),
   }),
   sharing: groupSchema('sharing').extend({
+    access: shareAccessSchema,
     linkCreatedAt: z
       .string()
       .nullable()

@@ -92,14 +92,21 @@ describe("the site's settings pages", () => {
     for (const [group, form] of [
       ['general', { timezone: 'Europe/Paris' }],
       ['changeDetection', { changeExcludedPaths: '/search' }],
-      ['sharing', { isPublic: 'on', shareLevel: 'link', publicCounts: 'on', publicCountsDial: '30d' }],
+      ['sharing', { access: 'public', publicCounts: 'on', publicCountsDial: '30d' }],
       ['appearance', { displayName: 'Acme shop', theme: 'dark', accentColor: '#112233' }],
     ] as const)
       expect((await t.request(`/app/sites/${siteId}/settings/${group}`, { form, cookie })).status, group).toBe(303)
     const read = (await api('GET', `/api/v1/sites/${siteId}`)).json
     expect(read.timezone).toBe('Europe/Paris')
     expect(read.changeDetection).toMatchObject({ changeDetectionEnabled: false, changeExcludedPaths: ['/search'] })
-    expect(read.sharing).toEqual({ isPublic: true, shareLevel: 'link', publicCounts: true, publicCountsDial: '30d', linkCreatedAt: null })
+    expect(read.sharing).toEqual({
+      access: 'public',
+      isPublic: true,
+      shareLevel: 'link',
+      publicCounts: true,
+      publicCountsDial: '30d',
+      linkCreatedAt: null,
+    })
     expect(read.appearance).toEqual({ displayName: 'Acme shop', theme: 'dark', accentColor: '#112233' })
     // the untouched groups kept their values
     expect(read.tracking).toEqual(afterTracking.tracking)
@@ -109,7 +116,9 @@ describe("the site's settings pages", () => {
     expect(textOf(page, 'tracking-excludedPaths')).toBe('/admin/*\n/private')
     expect(page).toMatch(/id="appearance-displayName" name="displayName" value="Acme shop"/)
     expect(page).toMatch(/<option value="dark" selected="">/)
-    expect(page).toMatch(/id="sharing-isPublic" name="isPublic" checked=""/)
+    expect(page).toMatch(
+      /id="sharing-access" name="access"[^>]*><option value="private">[^<]*<\/option><option value="link">[^<]*<\/option><option value="public" selected="">/,
+    )
     expect(page).toMatch(/id="sharing-title">Sharing<\/h2><p class="saved" role="status">Saved\.<\/p>/)
 
     // emptying the display name sends null
@@ -159,9 +168,12 @@ describe("the site's settings pages", () => {
     const zone = await t.request(`/app/sites/${siteId}/settings/general`, { form: { timezone: 'Mars/Olympus' }, cookie })
     expect(zone.status).toBe(400)
     expect(textOf(await zone.text(), 'general-timezone-error')).toBe('timezone: unknown IANA time zone "Mars/Olympus"')
-    const select = await t.request(`/app/sites/${siteId}/settings/sharing`, { form: { shareLevel: 'everyone' }, cookie })
+    const select = await t.request(`/app/sites/${siteId}/settings/sharing`, {
+      form: { access: 'everyone', publicCountsDial: 'live' },
+      cookie,
+    })
     expect(select.status).toBe(400)
-    expect(textOf(await select.text(), 'sharing-shareLevel-error')).toMatch(/^shareLevel: /)
+    expect(textOf(await select.text(), 'sharing-access-error')).toMatch(/^access: /)
     expect((await api('GET', `/api/v1/sites/${siteId}`)).json).toEqual(before)
   })
 

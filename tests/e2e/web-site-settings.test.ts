@@ -123,8 +123,7 @@ describe.skipIf(!CHROMIUM)("the site's settings pages in real Chromium", () => {
     await page.waitForURL(/saved=tracking/)
     await expect(page.locator('form#tracking [role=status]').innerText()).resolves.toBe('Saved.')
     expect(await page.locator('form#tracking').getByLabel('Form submissions').isChecked()).toBe(false)
-    await page.locator('form#sharing').getByLabel('Public dashboard').check()
-    await page.locator('form#sharing').getByLabel('Shared links', { exact: true }).selectOption('link')
+    await page.locator('form#sharing').getByLabel('Shared dashboard', { exact: true }).selectOption('public')
     await page.locator('form#sharing').getByRole('button', { name: 'Save' }).click()
     await page.waitForURL(/saved=sharing/)
     await checkPage(page, 'settings')
@@ -138,7 +137,7 @@ describe.skipIf(!CHROMIUM)("the site's settings pages in real Chromium", () => {
     const key = (await page.locator('#secret').innerText()).trim()
     const read = await (await fetch(`${server.url}/api/v1/sites/${siteId}`, { headers: { authorization: `Bearer ${key}` } })).json()
     expect(read.tracking).toMatchObject({ trackForms: false, excludedPaths: ['/admin/*', '/private'] })
-    expect(read.sharing).toMatchObject({ isPublic: true, shareLevel: 'link' })
+    expect(read.sharing).toMatchObject({ access: 'public', isPublic: true, shareLevel: 'link' })
 
     // alerts
     await page.goto(`${settingsUrl}/alerts`)

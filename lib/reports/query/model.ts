@@ -31,6 +31,13 @@ export interface Query {
   now: Date
   /** The sample the reads of raw events take, when the site samples and the window is over its threshold (sampling.ts). */
   sample?: Sample
+  /**
+   * Reads for a caller who is neither a signed-in member nor a key (a shared or public dashboard):
+   * they store none of the rollups a read builds under its filters on demand (a filter's days, a
+   * filtered flow's), which such a caller could grow without bound, one new filter after another.
+   * They take what is rolled up already and read the rest from events.
+   */
+  transient?: true
 }
 
 /**

@@ -212,7 +212,9 @@ export function rolledDaysOf(query: Pick<Query, 'range'>, rows: readonly Signatu
  * and then reading the rollup. A sampled query builds first, so that its answer stays exact.
  */
 function filteredPlan(query: Query, read: Read, key: string, rows: readonly SignatureRow[]): ReadPlan {
-  const { missing, rolled } = daysOnDemand(rows, lastDayOf(query.range))
+  const { missing, rolled, ready } = daysOnDemand(rows, lastDayOf(query.range))
+  // a transient query builds nothing: the days a member's or a key's read rolled up, the rest from events
+  if (query.transient) return { builds: [], plan: plan(query, read, { ...ready, filtersKey: key }) }
   const builds = missing.length ? [{ key, property: rolledProperty(read), days: asRolledDays(missing) }] : []
   if (builds.length && missing.length === rolled.days.length && !query.sample) return { builds: [], plan: plan(query, read), after: builds }
   return { builds, plan: plan(query, read, { ...rolled, filtersKey: key }) }
@@ -226,14 +228,19 @@ export const lastDayOf = (range: Pick<Query['range'], 'to'>) => range.to.subtrac
  * rule's), from the rows of its lookup (compile/day-rollups.ts, signaturesAndBuilt): `missing` are
  * the days before `lastDay` whose rows are absent or were built from other events (their
  * signature differs), to build now, in day order; `rolled` are the days the read then takes from
- * the rollup, every day before `lastDay` with events.
+ * the rollup, every day before `lastDay` with events; `ready` those of them built already, all a
+ * read that builds nothing (a transient query's) takes from it.
  */
-export function daysOnDemand(rows: readonly SignatureRow[], lastDay: string): { missing: SignatureRow[]; rolled: RolledDays } {
+export function daysOnDemand(
+  rows: readonly SignatureRow[],
+  lastDay: string,
+): { missing: SignatureRow[]; rolled: RolledDays; ready: RolledDays } {
   const built = new Set(rows.filter((r) => Number(r.rolled) === 1).map(signature))
   const current = rows.filter((r) => Number(r.rolled) === 0).sort((a, b) => a.d.localeCompare(b.d))
+  const ready = asRolledDays(current.filter((r) => built.has(signature(r))))
   const missing = current.filter((r) => !built.has(signature(r)) && r.d < lastDay)
   for (const r of missing) built.add(signature(r))
-  return { missing, rolled: asRolledDays(current.filter((r) => built.has(signature(r)))) }
+  return { missing, rolled: asRolledDays(current.filter((r) => built.has(signature(r)))), ready }
 }
 
 /** The plan of a read from the rows of the lookup planRead named. */

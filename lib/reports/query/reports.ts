@@ -54,6 +54,8 @@ export interface ReportDeps {
   clickhouse: ClickHouse
   repositories: Pick<Repositories, 'goals' | 'segments'>
   now(): Date
+  /** The caller is neither a signed-in member nor a key (Services.anonymousReads): its queries are transient. */
+  anonymousReads?: true
 }
 
 /**
@@ -169,7 +171,11 @@ export async function prepare(
         : firstEventAt(deps.clickhouse, site.id)
       : Promise.resolve(null),
   ])
-  return parseQuery({ params, site, source, filters, goals, segments, firstEventAt: first, now: options.now ?? deps.now() }, options)
+  const parsed = parseQuery(
+    { params, site, source, filters, goals, segments, firstEventAt: first, now: options.now ?? deps.now() },
+    options,
+  )
+  return deps.anonymousReads ? { ...parsed, query: { ...parsed.query, transient: true } } : parsed
 }
 
 /** The comparison window of a read asked to compare (compare.ts), as the answer names it. */

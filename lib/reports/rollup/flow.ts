@@ -26,7 +26,8 @@ export const refreshFlowRollups = (clickhouse: ClickHouse, siteId: string, windo
  * answers from visit_pages instead and `buildAfter` builds them once it has answered: reading the
  * window once costs less than rolling it up and then reading the rollup. Later reads take the days
  * from the rollup until a day's events change (a late hit), when that day is built again. Rows of
- * another signature are never read, and expire with the others.
+ * another signature are never read, and expire with the others. A transient query builds nothing:
+ * it takes the days rolled up already and reads the rest from visit_pages.
  */
 export async function filteredFlowDays(
   clickhouse: ClickHouse,
@@ -35,7 +36,8 @@ export async function filteredFlowDays(
 ): Promise<{ rolled: RolledDays; buildAfter?: () => void }> {
   const key = await filteredRollupKey(query, flowRollupProperty(anchor))
   const rows = await execute<SignatureRow>(clickhouse, flowRolledDaysSql(query.siteId, query.range, key))
-  const { missing, rolled } = daysOnDemand(rows, lastDayOf(query.range))
+  const { missing, rolled, ready } = daysOnDemand(rows, lastDayOf(query.range))
+  if (query.transient) return { rolled: { ...ready, filtersKey: key } }
   if (!missing.length) return { rolled: { ...rolled, filtersKey: key } }
   const days = asRolledDays(missing)
   const statements = flowRollupInsertSql(query.siteId, query.range.timezone, daySpans(days.days, query.range.timezone), days, {
