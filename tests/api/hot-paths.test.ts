@@ -91,9 +91,9 @@ describe('the hot paths answer as the middleware does', () => {
     const a = await both('/api/event', post(hit({ url: `https://${t.a.site.domain}/private/x` })))
     expect(a.headers['x-dropped']).toBe('excluded-path')
     expect(a.lines.map((l) => l.level)).toEqual(['debug', 'info'])
-    // Plausible's payload, by domain, with its own header
+    // Plausible's payload, by domain, with its own header: the same whatever the reason (tracker.md)
     const plausible = await both('/api/event', post(JSON.stringify({ n: 'pageview', u: 'https://elsewhere.test/', d: t.a.site.domain })))
-    expect(plausible.headers).toMatchObject({ 'x-dropped': 'unknown-hostname', 'x-plausible-dropped': '1' })
+    expect(plausible.headers).toMatchObject({ 'x-dropped': 'not-kept', 'x-plausible-dropped': '1' })
   })
 
   it('refusals: bad JSON, an unknown site, a body over the cap (by its length and counted), with the caller id kept', async () => {
