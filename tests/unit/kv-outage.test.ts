@@ -2,7 +2,7 @@ import { Redis } from '@upstash/redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { asApiError } from '../../functions/invoke'
 import { StoreUnavailableError } from '../../lib/storage/errors'
-import { rawRequester } from '../../lib/storage/kv/raw'
+import { type RedisCommand, rawRequester } from '../../lib/storage/kv/raw'
 import { TcpRedis } from '../../lib/storage/kv/tcp'
 import { type OwnRedis, REDIS_SERVER, startOwnRedis } from '../own-redis'
 
@@ -40,21 +40,20 @@ describe.skipIf(!REDIS_SERVER)('TcpRedis pipelines and transactions when Redis s
     ).toEqual([{ error: 'ERR value is not an integer or out of range' }, { result: 'x' }])
   })
 
+  /** A pipeline and a transaction both fail as an outage, not as per-command answers. */
+  const expectPipelineAndTransactionOutages = async () => {
+    const commands: RedisCommand[] = [
+      ['SET', 'a', '1'],
+      ['GET', 'a'],
+    ]
+    await expect(tcp.pipeline(commands)).rejects.toBeInstanceOf(StoreUnavailableError)
+    await expect(tcp.transaction(commands)).rejects.toBeInstanceOf(StoreUnavailableError)
+  }
+
   it('fails a pipeline and a transaction as an outage while the server is paused', async () => {
     redis.pause()
     try {
-      await expect(
-        tcp.pipeline([
-          ['SET', 'a', '1'],
-          ['GET', 'a'],
-        ]),
-      ).rejects.toBeInstanceOf(StoreUnavailableError)
-      await expect(
-        tcp.transaction([
-          ['SET', 'a', '1'],
-          ['GET', 'a'],
-        ]),
-      ).rejects.toBeInstanceOf(StoreUnavailableError)
+      await expectPipelineAndTransactionOutages()
     } finally {
       redis.resume()
     }
@@ -62,18 +61,7 @@ describe.skipIf(!REDIS_SERVER)('TcpRedis pipelines and transactions when Redis s
 
   it('fails them as an outage once the server is stopped, through @upstash/redis too', async () => {
     await redis.kill()
-    await expect(
-      tcp.pipeline([
-        ['SET', 'a', '1'],
-        ['GET', 'a'],
-      ]),
-    ).rejects.toBeInstanceOf(StoreUnavailableError)
-    await expect(
-      tcp.transaction([
-        ['SET', 'a', '1'],
-        ['GET', 'a'],
-      ]),
-    ).rejects.toBeInstanceOf(StoreUnavailableError)
+    await expectPipelineAndTransactionOutages()
     // the daily salt's write: SET NX then GET, pipelined
     const client = new Redis(rawRequester(tcp))
     await expect(client.pipeline().set('salt', 's', { nx: true }).get('salt').exec()).rejects.toBeInstanceOf(StoreUnavailableError)
