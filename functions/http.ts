@@ -30,15 +30,22 @@ export function mountEndpoints(app: Hono, endpoints: Endpoint[], services: Servi
       if (capped) c.req.raw = await capped(c.req.raw)
       // public endpoints never read the key
       let ctx = new CallContext(services, null as unknown as ApiKeyRecord, c.req.raw, c.env, c)
-      if (endpoint.scope !== 'public') {
-        const admitted = await admit(services, endpoint, await credentialHash(c.req.raw), ctx)
-        ctx = ctx.withKey(admitted.key)
-        c.set(KEY_PREFIX_VAR as never, admitted.key.prefix as never)
-        for (const [name, value] of Object.entries(admitted.headers)) c.header(name, value)
+      let done: (() => void) | undefined
+      let result: unknown
+      try {
+        if (endpoint.scope !== 'public') {
+          const admitted = await admit(services, endpoint, await credentialHash(c.req.raw), ctx)
+          done = admitted.done
+          ctx = ctx.withKey(admitted.key)
+          c.set(KEY_PREFIX_VAR as never, admitted.key.prefix as never)
+          for (const [name, value] of Object.entries(admitted.headers)) c.header(name, value)
+        }
+        const params = hasParams ? { ...withoutKey(c.req.query()), ...c.req.param() } : {}
+        const body = endpoint.body && !endpoint.validatesOwnInput ? await readJsonBody(c.req.raw) : undefined
+        result = await invoke(endpoint, ctx, { params, body })
+      } finally {
+        done?.()
       }
-      const params = hasParams ? { ...withoutKey(c.req.query()), ...c.req.param() } : {}
-      const body = endpoint.body && !endpoint.validatesOwnInput ? await readJsonBody(c.req.raw) : undefined
-      const result = await invoke(endpoint, ctx, { params, body })
       // an empty answer has an explicit empty length: no chunked encoding, so one write a response
       if (emptyAnswer) {
         // a Response here carries headers only (the collector's X-Dropped)

@@ -1,11 +1,11 @@
 import { type Credential, authorize, keyOfHash, recordKeyUse, siteForKey, unknownKeyError } from '../lib/accounts/auth'
 import { ApiError, describeZodError } from '../lib/errors'
-import { InvalidPatternError } from '../lib/storage/clickhouse/execute'
+import { InvalidPatternError, StatementTimeLimitError } from '../lib/storage/clickhouse/execute'
 import type { ApiKeyRecord } from '../lib/accounts/keys'
-import { LIMITS, type LimitResult } from '../lib/accounts/ratelimit'
+import { CONCURRENT_READS, LIMITS, type LimitResult } from '../lib/accounts/ratelimit'
 import type { Services } from '../lib/services'
 import { ConflictError, storeOutageIn } from '../lib/storage/errors'
-import { type Endpoint, type EndpointContext, pathParamNames } from './endpoint'
+import { type Endpoint, type EndpointContext, type Group, pathParamNames } from './endpoint'
 import { unknownParameterMessage } from './params'
 import { traceOf } from './request-log'
 
@@ -24,6 +24,8 @@ export interface Admitted {
   key: ApiKeyRecord
   /** RateLimit-* headers of the answer. */
   headers: Record<string, string>
+  /** Ends the call: gives back the key's concurrent-read slot a read holds while it runs. */
+  done(): void
 }
 
 function rateLimitHeaders(result: LimitResult, now: number) {
@@ -35,6 +37,10 @@ function rateLimitHeaders(result: LimitResult, now: number) {
 }
 
 const LAST_USED_EVERY_MS = 60_000
+
+/** The sections whose reads run on the analytics store: each holds one of its key's concurrent-read slots while it runs. */
+const STORE_READS: ReadonlySet<Group | undefined> = new Set<Group>(['reports', 'behaviour', 'pages', 'why'])
+const holdsReadSlot = (endpoint: Endpoint) => endpoint.scope === 'read' && STORE_READS.has(endpoint.group)
 
 /** Per set of services: when each key's use was last recorded. */
 const lastUseWritten = new WeakMap<Services, Map<string, number>>()
@@ -53,7 +59,8 @@ export async function identify(services: Services, presented: Presented): Promis
 
 /**
  * Admits a caller of a keyed endpoint: 401 for a missing or unknown key, 403 for a scope too
- * small, 429 past the key's budget. `known` is the key already looked up for this credential
+ * small, 429 past the key's budget or, for a read of the analytics store, while the key has its
+ * most such reads running (the caller ends the call with `done`). `known` is the key already looked up for this credential
  * (an MCP request's tool calls): the budget is still counted, once per call.
  */
 export async function admit(
@@ -64,37 +71,54 @@ export async function admit(
   known?: ApiKeyRecord,
 ): Promise<Admitted> {
   const limitClass = endpoint.limit ?? 'default'
-  // the budget is per key, counted under the key's hash, so lookup and count go out together
-  const [record, result] = await Promise.all([
+  // the budget is per key, counted under the key's hash, so lookup, count and a read's slot go out together
+  const [record, result, slot] = await Promise.all([
     known ?? keyOfHash(services.repositories, presented.hash),
     services.limiter.limit(limitClass, presented.hash),
+    holdsReadSlot(endpoint) ? services.limiter.enter(presented.hash) : undefined,
   ])
-  if (presented.credential.via === 'query' && !endpoint.keyInUrl) {
-    throw new ApiError(
-      401,
-      'the key query parameter is accepted only by the ingestion endpoints (collect, proxy-config), with a site-bound ingest key; send keys in the Authorization header',
-    )
+  const done = () => {
+    if (slot) call.background(slot())
   }
-  if (!record) throw await unknownKeyError(services.repositories, presented.hash)
-  const key = authorize(record, presented.credential, endpoint.scope === 'write' ? 'write' : 'read')
-  if (endpoint.orgWide && key.siteId) throw new ApiError(403, 'this endpoint needs an organization-wide key; this key is bound to one site')
-  const now = services.now().getTime()
-  const headers = rateLimitHeaders(result, now)
-  if (!result.success) {
-    // when a request will be admitted again, rounded up: a client that waits this long succeeds
-    const retryAfter = String(Math.max(1, Math.ceil((result.retryAfterMs ?? result.reset - now) / 1000)))
-    throw new ApiError(429, `rate limit exceeded: ${LIMITS[limitClass].max} requests per minute for this key`, {
-      ...headers,
-      'RateLimit-Reset': retryAfter,
-      'Retry-After': retryAfter,
-    })
+  try {
+    if (presented.credential.via === 'query' && !endpoint.keyInUrl) {
+      throw new ApiError(
+        401,
+        'the key query parameter is accepted only by the ingestion endpoints (collect, proxy-config), with a site-bound ingest key; send keys in the Authorization header',
+      )
+    }
+    if (!record) throw await unknownKeyError(services.repositories, presented.hash)
+    const key = authorize(record, presented.credential, endpoint.scope === 'write' ? 'write' : 'read')
+    if (endpoint.orgWide && key.siteId)
+      throw new ApiError(403, 'this endpoint needs an organization-wide key; this key is bound to one site')
+    const now = services.now().getTime()
+    const headers = rateLimitHeaders(result, now)
+    if (!result.success) {
+      // when a request will be admitted again, rounded up: a client that waits this long succeeds
+      const retryAfter = String(Math.max(1, Math.ceil((result.retryAfterMs ?? result.reset - now) / 1000)))
+      throw new ApiError(429, `rate limit exceeded: ${LIMITS[limitClass].max} requests per minute for this key`, {
+        ...headers,
+        'RateLimit-Reset': retryAfter,
+        'Retry-After': retryAfter,
+      })
+    }
+    if (slot === null) {
+      throw new ApiError(
+        429,
+        `too many reads at once: this key has ${CONCURRENT_READS.max} running, the most one key may; send the next when one has answered`,
+        { ...headers, 'Retry-After': '1' },
+      )
+    }
+    const lastUsedWritten = lastUseOf(services)
+    if ((lastUsedWritten.get(key.id) ?? 0) < now - LAST_USED_EVERY_MS) {
+      lastUsedWritten.set(key.id, now)
+      call.background(recordKeyUse(services.repositories, key, new Date(now)))
+    }
+    return { key, headers, done }
+  } catch (err) {
+    done()
+    throw err
   }
-  const lastUsedWritten = lastUseOf(services)
-  if ((lastUsedWritten.get(key.id) ?? 0) < now - LAST_USED_EVERY_MS) {
-    lastUsedWritten.set(key.id, now)
-    call.background(recordKeyUse(services.repositories, key, new Date(now)))
-  }
-  return { key, headers }
 }
 
 /**
@@ -157,6 +181,11 @@ export class CallContext implements EndpointContext {
 export function asApiError(err: unknown, request: Request): ApiError {
   if (err instanceof ApiError) return err
   if (err instanceof InvalidPatternError) return new ApiError(400, 'filters: invalid regular expression in a matches filter')
+  if (err instanceof StatementTimeLimitError)
+    return new ApiError(
+      400,
+      `the read ran past the time limit of one statement (${err.limitMs / 1000} s) and was stopped: ask for a shorter range, fewer dimensions or simpler filters`,
+    )
   if (err instanceof ConflictError) return new ApiError(409, err.message)
   const outage = storeOutageIn(err)
   if (outage) return new ApiError(503, outage.message, { 'Retry-After': String(outage.retryAfterSeconds) })

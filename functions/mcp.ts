@@ -99,7 +99,9 @@ export function mcpEndpoint(registry: () => Endpoint[]) {
         if (!endpoint) throw new McpError(ErrorCode.InvalidParams, `unknown tool ${request.params.name}`)
         try {
           const admitted = await admit(ctx.services, endpoint, presented, ctx, key)
-          const result = await invoke(endpoint, ctx.withKey(admitted.key), toolInput(endpoint, request.params.arguments ?? {}))
+          const result = await invoke(endpoint, ctx.withKey(admitted.key), toolInput(endpoint, request.params.arguments ?? {})).finally(
+            admitted.done,
+          )
           return {
             content: [{ type: 'text' as const, text: JSON.stringify(result) }],
             structuredContent: result as Record<string, unknown>,

@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { ApiError } from '../../lib/errors'
 import { cancelInvitation, inviteMember, listTeam, removeMember, setMemberRole } from '../../lib/accounts/members'
 import { MEMBER_ROLES, emailSchema, invitationSchema, memberSchema } from '../../lib/accounts/team'
+import { configuredOrigin } from '../../lib/network/origin'
 import { defineEndpoint } from '../endpoint'
 import { uuidParam } from '../params'
 
@@ -34,8 +35,9 @@ export const memberEndpoints = [
     body: z.strictObject({ email: emailSchema, role: roleSchema }),
     status: 201,
     response: invitationSchema.extend({ emailed: z.boolean().describe('Whether the invitation e-mail was sent') }),
-    async handler({ services, key, baseUrl }, { body }) {
-      return inviteMember(services, key.orgId, body, baseUrl)
+    async handler({ services, key }, { body }) {
+      // the e-mail's link starts with the configured origin only, never the request's Host
+      return inviteMember(services, key.orgId, body, configuredOrigin(services))
     },
   }),
   defineEndpoint({

@@ -1,3 +1,4 @@
+import { StatementTimeLimitError } from '../../lib/storage/clickhouse/execute'
 import type { Context, Hono } from 'hono'
 import { membershipIn } from '../../lib/accounts/members'
 import { ApiError } from '../../lib/errors'
@@ -168,6 +169,10 @@ const filterLink = (view: DashboardView, state: State, dimension: string, value:
  */
 function refused(err: unknown): { refused: string } {
   if (err instanceof ApiError && err.status === 400) return { refused: err.message }
+  if (err instanceof StatementTimeLimitError)
+    return {
+      refused: `this took longer than the ${err.limitMs / 1000} s one read may run, and was stopped: try a shorter range or fewer filters`,
+    }
   throw err
 }
 

@@ -49,14 +49,52 @@ export function retryAfterMs(max: number, windowMs: number, now: number, previou
 
 export type Limits = Record<LimitClass, { max: number; windowMs: number }>
 
+/**
+ * Reads one key may have running at once (docs/api.md, Limits): as many as a dashboard asks for
+ * at once. One more is refused, not queued. A slot whose release never comes (its instance died)
+ * is free again after `leaseMs`.
+ */
+export const CONCURRENT_READS = { max: 10, leaseMs: 60_000 }
+export type ConcurrencyLimit = typeof CONCURRENT_READS
+
+/** Gives a slot back; calling it again does nothing. */
+export type Release = () => Promise<void>
+
 export interface RateLimiter {
   limit(limitClass: LimitClass, identifier: string): Promise<LimitResult>
+  /** Takes one of the concurrent-read slots of `identifier`: what gives it back, or null while every slot is held. */
+  enter(identifier: string): Promise<Release | null>
 }
+
+/** Once-only: a release called twice (an error path and a finally) frees one slot. */
+function once(release: () => Promise<unknown>): Release {
+  let done = false
+  return async () => {
+    if (done) return
+    done = true
+    await release()
+  }
+}
+
+/**
+ * A counting semaphore in a sorted set: members are the slots held, scored by when their lease
+ * ends. Expired slots go first, then a slot is taken while fewer than the most are held.
+ */
+const ENTER = `redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return 1`
 
 /** Shared across instances: `@upstash/ratelimit` sliding windows in Redis. */
 /** Budgets not given keep their defaults. */
-export function redisRateLimiter(redis: Redis, given: Partial<Limits> = LIMITS): RateLimiter {
+export function redisRateLimiter(
+  redis: Redis,
+  given: Partial<Limits> = LIMITS,
+  concurrent: ConcurrencyLimit = CONCURRENT_READS,
+): RateLimiter {
   const limits: Limits = { ...LIMITS, ...given }
+  const enterScript = redis.createScript<number>(ENTER)
   const limiters = Object.fromEntries(
     Object.entries(limits).map(([name, { max, windowMs }]) => [
       name,
@@ -71,6 +109,14 @@ export function redisRateLimiter(redis: Redis, given: Partial<Limits> = LIMITS):
     ]),
   ) as Record<LimitClass, Ratelimit>
   return {
+    async enter(identifier) {
+      const key = `cr:${identifier}`
+      const token = crypto.randomUUID()
+      const now = Date.now()
+      const args = [now, concurrent.max, now + concurrent.leaseMs, token, concurrent.leaseMs].map(String)
+      if (Number(await enterScript.exec([key], args)) !== 1) return null
+      return once(() => redis.zrem(key, token))
+    },
     async limit(limitClass, identifier) {
       const { success, limit, remaining, reset } = await limiters[limitClass].limit(identifier)
       if (success) return { success, limit, remaining: Math.max(0, remaining), reset }
@@ -97,11 +143,27 @@ export function redisRateLimiter(redis: Redis, given: Partial<Limits> = LIMITS):
  * The embedded home's limiter: the same sliding-window rule as the Redis one (the previous
  * window's count weighted by how much of it still overlaps), in process memory.
  */
-export function memoryRateLimiter(now: () => number = Date.now, given: Partial<Limits> = LIMITS): RateLimiter {
+export function memoryRateLimiter(
+  now: () => number = Date.now,
+  given: Partial<Limits> = LIMITS,
+  concurrent: ConcurrencyLimit = CONCURRENT_READS,
+): RateLimiter {
   const limits: Limits = { ...LIMITS, ...given }
   const windows = new Map<string, { start: number; count: number; previous: number }>()
   let prunedAt = 0
+  // one process: a slot is held until released (no lease: the process holding it is this one)
+  const running = new Map<string, number>()
   return {
+    async enter(identifier) {
+      const held = running.get(identifier) ?? 0
+      if (held >= concurrent.max) return null
+      running.set(identifier, held + 1)
+      return once(async () => {
+        const left = (running.get(identifier) ?? 1) - 1
+        if (left > 0) running.set(identifier, left)
+        else running.delete(identifier)
+      })
+    },
     async limit(limitClass, identifier) {
       const { max, windowMs } = limits[limitClass]
       const t = now()

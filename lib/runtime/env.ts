@@ -39,6 +39,17 @@ export const kvTimeoutMs = z.coerce
     'how long one call to the key/value store (Redis over `REDIS_URL`, Upstash over REST) may take: past it, or when the store refuses connections, requests that need it answer 503 with Retry-After',
   )
 
+/** Shared by both homes' schemas: the time limit of one read on the engine (lib/storage/clickhouse/execute.ts). */
+export const queryTimeLimitMs = z.coerce
+  .number({ message: 'must be milliseconds' })
+  .int({ message: 'must be whole milliseconds' })
+  .min(100, { message: 'must be at least 100' })
+  .max(600_000, { message: 'must be at most 600000' })
+  .default(10_000)
+  .describe(
+    'how long one read may run on ClickHouse: past it the engine stops it and the request answers 400 naming the limit (background work, such as the rollup builds and imports, is not bounded)',
+  )
+
 export const cruxApiKey = z
   .string()
   .optional()
@@ -166,6 +177,7 @@ export const nodeEnvSchema = z.object({
       'crawl every site, and check its install, from this origin instead of `https://<domain>`: a local copy of a site under test (with `OUTBOUND_ALLOW_PRIVATE=1` for a private address)',
     ),
   KV_TIMEOUT_MS: kvTimeoutMs,
+  QUERY_TIME_LIMIT_MS: queryTimeLimitMs,
   REQUEST_TIMEOUT_MS: z.coerce
     .number({ message: 'must be milliseconds' })
     .int({ message: 'must be whole milliseconds' })

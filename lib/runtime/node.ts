@@ -53,6 +53,8 @@ export interface NodeEnv {
   REDIS_PREFIX?: string
   /** Milliseconds one Redis call may take before it is an outage (2000 when unset). */
   KV_TIMEOUT_MS?: number
+  /** Milliseconds one read may run on ClickHouse (10000 when unset). */
+  QUERY_TIME_LIMIT_MS?: number
 }
 
 export const dataDir = (env: NodeEnv) => resolve(env.DATA_DIR || '.data')
@@ -151,7 +153,7 @@ function checkClickHouseUrl(url: string) {
   }
 }
 
-function clickhouseOverHttp(url: string, username?: string, password?: string, database?: string): ClickHouse {
+function clickhouseOverHttp(url: string, username?: string, password?: string, database?: string, readTimeLimitMs?: number): ClickHouse {
   checkClickHouseUrl(url)
   const client = createClient({
     // its failures reach the caller, which tells them in a sentence or logs them: the client's own log would repeat them
@@ -162,7 +164,7 @@ function clickhouseOverHttp(url: string, username?: string, password?: string, d
     database,
     clickhouse_settings: CLICKHOUSE_SETTINGS,
   })
-  return clickhouseOverClient(client as unknown as ClickHouseClientLike)
+  return clickhouseOverClient(client as unknown as ClickHouseClientLike, { readTimeLimitMs })
 }
 
 /**
@@ -192,7 +194,13 @@ export async function openNodeStores(
   let chdb: EmbeddedClickHouse | null = null
   let clickhouseDescription: string
   if (env.CLICKHOUSE_URL) {
-    clickhouse = clickhouseOverHttp(env.CLICKHOUSE_URL, env.CLICKHOUSE_USER, env.CLICKHOUSE_PASSWORD, env.CLICKHOUSE_DATABASE)
+    clickhouse = clickhouseOverHttp(
+      env.CLICKHOUSE_URL,
+      env.CLICKHOUSE_USER,
+      env.CLICKHOUSE_PASSWORD,
+      env.CLICKHOUSE_DATABASE,
+      env.QUERY_TIME_LIMIT_MS,
+    )
     clickhouseDescription = `server ${new URL(env.CLICKHOUSE_URL).host}`
   } else if (running?.clickhouse) {
     clickhouse = clickhouseOverHttp(running.url, 'default', token)
@@ -206,7 +214,7 @@ export async function openNodeStores(
       )
     })
     try {
-      chdb = new EmbeddedClickHouse(join(dir, 'clickhouse'), { profile: options.engine })
+      chdb = new EmbeddedClickHouse(join(dir, 'clickhouse'), { profile: options.engine, readTimeLimitMs: env.QUERY_TIME_LIMIT_MS })
     } catch (err) {
       // the engine locks its folder: a server or CLI on the same DATA_DIR that is starting or stopping
       throw new UserError(

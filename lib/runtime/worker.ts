@@ -25,6 +25,7 @@ import {
   googleEnv,
   kvTimeoutMs,
   logLevelSchema,
+  queryTimeLimitMs,
   planSetting,
 } from './env'
 import { upstashRequester } from '../storage/kv/upstash'
@@ -39,6 +40,7 @@ export const workerEnvSchema = z.object({
   UPSTASH_REDIS_REST_URL: z.url({ message: 'UPSTASH_REDIS_REST_URL must be set to an Upstash REST URL' }),
   UPSTASH_REDIS_REST_TOKEN: z.string({ message: 'UPSTASH_REDIS_REST_TOKEN must be set' }).min(1),
   KV_TIMEOUT_MS: kvTimeoutMs,
+  QUERY_TIME_LIMIT_MS: queryTimeLimitMs,
   PUBLIC_URL: z.url().optional(),
   OUTBOUND_ALLOW_PRIVATE: z.enum(['0', '1']).default('0'),
   CRAWLER: z.enum(['0', '1']).default('1'),
@@ -94,7 +96,7 @@ export function workerServices(rawEnv: WorkerEnv): Services {
     clickhouse_settings: CLICKHOUSE_SETTINGS,
   })
   const outbound = guardedFetch({ allowPrivate: env.OUTBOUND_ALLOW_PRIVATE === '1' })
-  const clickhouse = clickhouseOverClient(client as unknown as ClickHouseClientLike)
+  const clickhouse = clickhouseOverClient(client as unknown as ClickHouseClientLike, { readTimeLimitMs: env.QUERY_TIME_LIMIT_MS })
   const repositories = openRepositories(redis)
   const sites = new SiteDirectory(repositories.sites)
   const now = () => new Date()

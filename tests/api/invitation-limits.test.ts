@@ -76,4 +76,26 @@ describe('invitations cannot be turned into a mail relay', () => {
     expect(mail.subject).toBe('You are invited to join Old Bcc: everyone@example.com')
     expect(mail.text.split('\n')[0]).toBe('You have been invited to join Old Bcc: everyone@example.com as a member.')
   })
+
+  it("an invitation's e-mail links only to the configured origin, never to a request's Host", async () => {
+    const sent: MailMessage[] = []
+    const mailer = { send: async (message: MailMessage) => void sent.push(message) }
+    const invite = (t: Awaited<ReturnType<typeof harness>>, email: string) =>
+      t.app.request('http://attacker.example:8080/api/v1/org/members', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${t.a.write.key}`, 'content-type': 'application/json', host: 'attacker.example:8080' },
+        body: JSON.stringify({ email, role: 'member' }),
+      })
+    const configured = await harness({ with: { mailer } })
+    expect((await invite(configured, 'configured@example.com')).status).toBe(201)
+    const mail = sent.find((m) => m.to.includes('configured@example.com'))!
+    expect(mail.text).toContain('https://api.test/app')
+    expect(mail.text).not.toContain('attacker.example')
+    // a Workers deployment without PUBLIC_URL has no configured origin: the e-mail carries no link at all
+    const unset = await harness({ with: { mailer, publicUrl: undefined } })
+    expect((await invite(unset, 'unset@example.com')).status).toBe(201)
+    const bare = sent.find((m) => m.to.includes('unset@example.com'))!
+    expect(bare.text).toContain('Sign in with this address to accept it.')
+    expect(bare.text).not.toMatch(/https?:\/\//)
+  })
 })

@@ -4,7 +4,7 @@ import { ROLLUP_VERSION, daySignatures, markedDayLookups, signatureOf } from '..
 import { localDay } from '../query/compile/rows'
 import { daySpansScope, siteIs } from '../query/compile/scope'
 import { buildStaleDays } from '../rollup/outdated'
-import { BACKGROUND_PRIORITY } from '../../storage/clickhouse/execute'
+import { BACKGROUND_SETTINGS } from '../../storage/clickhouse/execute'
 import { type Fragment, bind, raw, sql } from '../../storage/clickhouse/sql'
 import type { ClickHouse } from '../../storage/clickhouse/types'
 import { AI_GRAIN, CRAWLER_LIST, aiCrawls, assistantPageviews, crawlPurpose } from './compile'
@@ -58,7 +58,7 @@ export function aiRollupInsertSql(siteId: string, timezone: string, spans: DaySp
   const columns = raw(
     'INSERT INTO ai_rollups (site_id, timezone, version, grain, day, day_events, day_sum, path, bot_name, bot_kind, verified, source, utm_source, crawls, training, search, user, visits)',
   )
-  const background = raw(`SETTINGS priority = ${BACKGROUND_PRIORITY}`)
+  const background = raw(`SETTINGS ${BACKGROUND_SETTINGS}`)
   const grain = (g: keyof typeof AI_GRAIN) => raw(String(AI_GRAIN[g]))
   return [
     sql`

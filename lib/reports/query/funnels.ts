@@ -47,7 +47,7 @@ async function rollFunnelDays(clickhouse: ClickHouse, query: Query, steps: reado
   const key = await funnelRollupKey(query, steps)
   const rows = await execute<SignatureRow>(clickhouse, signaturesAndBuilt(query.siteId, query.range, key, false))
   const { missing, rolled } = daysOnDemand(rows, lastDayOf(query.range))
-  if (missing.length) await executeCommand(clickhouse, funnelRollupInsertSql(query, steps, key, asRolledDays(missing)))
+  if (missing.length) await executeCommand(clickhouse, funnelRollupInsertSql(query, steps, key, asRolledDays(missing)), { bounded: true })
   return { key, rolled }
 }
 

@@ -106,7 +106,7 @@ export function rollupBuildsSettled(siteId?: string): Promise<void> | null {
  */
 export async function runRead<Row = Record<string, unknown>>(clickhouse: ClickHouse, query: Query, read: Read): Promise<Row[]> {
   const { builds, plan, after = [] } = await planOf(clickhouse, query, read)
-  for (const build of builds) await executeCommand(clickhouse, filteredRollupInsertSql(query, build))
+  for (const build of builds) await executeCommand(clickhouse, filteredRollupInsertSql(query, build), { bounded: true })
   const rows = await execute<Row>(clickhouse, readSql(query, read, plan))
   for (const build of after) buildAfter(clickhouse, query, build)
   if (plan.table !== 'events' || !plan.sample || !query.sample) return rows

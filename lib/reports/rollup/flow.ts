@@ -46,7 +46,7 @@ export async function filteredFlowDays(
     anchor,
   })
   const build = async () => {
-    for (const statement of statements) await executeCommand(clickhouse, statement)
+    for (const statement of statements) await executeCommand(clickhouse, statement, { bounded: true })
   }
   if (missing.length === rolled.days.length)
     return {

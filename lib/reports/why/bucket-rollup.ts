@@ -90,6 +90,7 @@ async function buildAndRead(deps: WhyDeps, site: Site, grain: Grain, stale: Row[
     await executeCommand(
       deps.clickhouse,
       bucketVisitorsInsertSql(site.id, site.timezone, grain, daySpans(built.days, site.timezone), built),
+      { bounded: true },
     )
   }
   return execute<Visitors>(deps.clickhouse, visitorsByBucketSql(site.id, site.timezone, grain, [], asRolledDays(days)))

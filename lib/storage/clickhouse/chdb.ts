@@ -2,9 +2,9 @@ import { mkdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { Session } from 'chdb'
 import { StoreUnavailableError, isOutOfSpace } from '../errors'
-import type { ClickHouse, InsertOptions, QueryParams } from './types'
+import type { ClickHouse, CommandOptions, InsertOptions, QueryParams } from './types'
 import { SESSION_TIMEZONE, insertToken } from './client'
-import { BACKGROUND_PRIORITY } from './execute'
+import { BACKGROUND_PRIORITY, DEFAULT_READ_TIME_LIMIT_MS, withTimeLimit } from './execute'
 import { nextTurn } from '../../runtime/turn'
 
 const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_.]*$/
@@ -65,9 +65,12 @@ const importEngineArgs = () => ['--max_threads=1', '--max_insert_threads=1', `--
 /** The embedded ClickHouse engine, in process, with data under `dir`. One process per folder. */
 export class EmbeddedClickHouse implements ClickHouse {
   readonly session: Session
+  /** How long one read may run (ms): the engine stops it past this (execute.ts). */
+  readonly readTimeLimitMs: number
 
-  constructor(dir: string, options: { profile?: EngineProfile } = {}) {
+  constructor(dir: string, options: { profile?: EngineProfile; readTimeLimitMs?: number } = {}) {
     mkdirSync(dir, { recursive: true })
+    this.readTimeLimitMs = options.readTimeLimitMs ?? DEFAULT_READ_TIME_LIMIT_MS
     this.session = new Session(dir, {
       // every statement runs at the highest priority unless it says it is background work (execute.ts)
       connectionArgs: [
@@ -88,12 +91,12 @@ export class EmbeddedClickHouse implements ClickHouse {
   }
 
   async query<Row>(sql: string, params: QueryParams = {}): Promise<Row[]> {
-    const bytes = await this.raw(sql, params, 'JSONEachRow')
+    const bytes = await this.raw(withTimeLimit(sql, this.readTimeLimitMs), params, 'JSONEachRow')
     return parseRows<Row>(new TextDecoder().decode(bytes))
   }
 
-  async command(sql: string, params: QueryParams = {}) {
-    await this.raw(sql, params)
+  async command(sql: string, params: QueryParams = {}, options: CommandOptions = {}) {
+    await this.raw(options.bounded ? withTimeLimit(sql, this.readTimeLimitMs) : sql, params)
   }
 
   async insert(table: string, rows: readonly object[], options: InsertOptions = {}) {

@@ -1,10 +1,15 @@
 import { StoreUnavailableError, isOutOfSpace } from '../errors'
-import type { ClickHouse, InsertOptions, QueryParams } from './types'
-import { BACKGROUND_PRIORITY } from './execute'
+import type { ClickHouse, CommandOptions, InsertOptions, QueryParams } from './types'
+import { BACKGROUND_PRIORITY, DEFAULT_READ_TIME_LIMIT_MS } from './execute'
 
 /** The part of `@clickhouse/client` and `@clickhouse/client-web` this service uses; both share it. */
 export interface ClickHouseClientLike {
-  query(args: { query: string; query_params?: QueryParams; format: 'JSONEachRow' }): Promise<{ json<T>(): Promise<T[]> }>
+  query(args: {
+    query: string
+    query_params?: QueryParams
+    format: 'JSONEachRow'
+    clickhouse_settings?: Record<string, unknown>
+  }): Promise<{ json<T>(): Promise<T[]> }>
   command(args: { query: string; query_params?: QueryParams; clickhouse_settings?: Record<string, unknown> }): Promise<unknown>
   insert(args: {
     table: string
@@ -49,13 +54,21 @@ async function reachable<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-/** ClickHouse over HTTP. Inserts are async inserts that wait for the flush, so an acknowledged insert is stored. */
-export function clickhouseOverClient(client: ClickHouseClientLike): ClickHouse {
+/**
+ * ClickHouse over HTTP. Inserts are async inserts that wait for the flush, so an acknowledged
+ * insert is stored. Reads carry the time limit of one read as a setting beside the statement (one
+ * the statement sets itself, in its SETTINGS clause, wins).
+ */
+export function clickhouseOverClient(client: ClickHouseClientLike, options: { readTimeLimitMs?: number } = {}): ClickHouse {
+  const bound = { max_execution_time: (options.readTimeLimitMs ?? DEFAULT_READ_TIME_LIMIT_MS) / 1000 }
   return {
     query: <Row>(sql: string, params?: QueryParams) =>
-      reachable(async () => (await client.query({ query: sql, query_params: params, format: 'JSONEachRow' })).json<Row>()),
-    async command(sql: string, params?: QueryParams) {
-      await reachable(() => client.command({ query: sql, query_params: params, clickhouse_settings: { mutations_sync: 1 } }))
+      reachable(async () =>
+        (await client.query({ query: sql, query_params: params, format: 'JSONEachRow', clickhouse_settings: bound })).json<Row>(),
+      ),
+    async command(sql: string, params?: QueryParams, options: CommandOptions = {}) {
+      const settings = { mutations_sync: 1, ...(options.bounded ? bound : {}) }
+      await reachable(() => client.command({ query: sql, query_params: params, clickhouse_settings: settings }))
     },
     async insert(table: string, rows: readonly object[], options: InsertOptions = {}) {
       if (!rows.length) return

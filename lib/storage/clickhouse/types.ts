@@ -3,10 +3,13 @@ export type QueryParams = Record<string, unknown>
 
 /** The OLAP querier: ClickHouse embedded (chdb) or over HTTP, behind one interface. */
 export interface ClickHouse {
-  /** Runs a SELECT and returns its rows (64-bit integers come back as strings). */
+  /**
+   * Runs a SELECT and returns its rows (64-bit integers come back as strings). It may run for the
+   * engine's time limit of one read (`QUERY_TIME_LIMIT_MS`), unless it sets its own.
+   */
   query<Row = Record<string, unknown>>(sql: string, params?: QueryParams): Promise<Row[]>
-  /** Runs a statement that returns no rows (DDL, ALTER, INSERT ... SELECT). */
-  command(sql: string, params?: QueryParams): Promise<void>
+  /** Runs a statement that returns no rows (DDL, ALTER, INSERT ... SELECT); unbounded unless `bounded`. */
+  command(sql: string, params?: QueryParams, options?: CommandOptions): Promise<void>
   /**
    * Inserts rows as JSONEachRow. An insert that failed part-way (a view's table written, another
    * not) is retried with the same rows in the same order and the same `token`: what landed the
@@ -14,6 +17,11 @@ export interface ClickHouse {
    */
   insert(table: string, rows: readonly object[], options?: InsertOptions): Promise<void>
   close(): Promise<void>
+}
+
+export interface CommandOptions {
+  /** A build a read waits for (a filtered rollup asked for by a request): bounded as reads are. */
+  bounded?: boolean
 }
 
 export interface InsertOptions {

@@ -5,7 +5,7 @@ import { mostFrequentCounted } from './most-frequent'
 import { localDay } from './rows'
 import { type Scope, daySpansScope, queryWindow, siteIs } from './scope'
 import { selected } from './selection'
-import { BACKGROUND_PRIORITY } from '../../../storage/clickhouse/execute'
+import { BACKGROUND_SETTINGS } from '../../../storage/clickhouse/execute'
 import { type Fragment, bind, raw, sql } from '../../../storage/clickhouse/sql'
 
 /** Clicks: autocaptured ones, and the link clicks the collector files as outbound, download or affiliate. */
@@ -142,7 +142,7 @@ export function clickRollupInsertSql(siteId: string, timezone: string, spans: Da
   const columns = raw(
     'INSERT INTO click_rollups (site_id, timezone, version, grain, day, day_events, day_sum, selector, text, tag, url, pathname, clicks, dead_clicks, interactive, visitors)',
   )
-  const background = raw(`SETTINGS priority = ${BACKGROUND_PRIORITY}`)
+  const background = raw(`SETTINGS ${BACKGROUND_SETTINGS}`)
   return [
     sql`
 ${columns}

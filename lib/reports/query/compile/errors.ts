@@ -6,7 +6,7 @@ import { localDay } from './rows'
 import { type Scope, daySpansScope, queryWindow, siteIs } from './scope'
 import { selected } from './selection'
 import { bucket, dayBucket } from './series'
-import { BACKGROUND_PRIORITY } from '../../../storage/clickhouse/execute'
+import { BACKGROUND_SETTINGS } from '../../../storage/clickhouse/execute'
 import { type Fragment, bind, raw, sql } from '../../../storage/clickhouse/sql'
 
 /**
@@ -166,7 +166,7 @@ export function errorRollupInsertSql(siteId: string, timezone: string, spans: Da
   const day = localDay(timezone)
   const stamp = sql`${bind('UUID', siteId)}, ${bind('String', timezone)}, ${bind('UInt16', ROLLUP_VERSION)}`
   const signature = signatureOf(days)
-  const background = raw(`SETTINGS priority = ${BACKGROUND_PRIORITY}`)
+  const background = raw(`SETTINGS ${BACKGROUND_SETTINGS}`)
   return [
     sql`
 INSERT INTO error_rollups (site_id, timezone, version, grain, day, day_events, day_sum, fingerprint,

@@ -3,7 +3,7 @@ import { type DaySpan, type ResolvedRange, rawDaySpans } from '../range'
 import { ROLLUP_VERSION, markedBuiltDays, markedRolledDaysSql, markedStaleDaysSql, atSignature, signatureOf } from './day-rollups'
 import { type Scope, daySpansScope, queryWindow, siteIs } from './scope'
 import { selected } from './selection'
-import { BACKGROUND_PRIORITY } from '../../../storage/clickhouse/execute'
+import { BACKGROUND_SETTINGS } from '../../../storage/clickhouse/execute'
 import { type Bound, type Fragment, bind, empty, raw, sql } from '../../../storage/clickhouse/sql'
 
 /**
@@ -260,7 +260,7 @@ export function flowRollupInsertSql(
       : anchoredAt(raw("''"), sql`arrayFilter(a -> a > 0, [indexOf(seq, ${bind('String', filtered.anchor.path)})])`)
   const visits = filtered ? sql`${selectedVisits(filtered.query, scope)}${viewedAnchor(scope, filtered.anchor)}` : empty
   // the refresh's builds run at background priority; a read waits for a filtered one
-  const priority = filtered ? empty : sql`, priority = ${raw(String(BACKGROUND_PRIORITY))}`
+  const priority = filtered ? empty : sql`, ${raw(BACKGROUND_SETTINGS)}`
   return [
     sql`
 INSERT INTO flow_rollups (site_id, timezone, version, anchor, step, path, day, day_events, day_sum, visits, exits, opens, outs)
