@@ -87,9 +87,14 @@ export const crawlEndpoints = [
     limit: 'ping',
     summary: 'Publish ping: queues an immediate recrawl of one page, for a deploy or publish hook.',
     description:
-      "url must be an absolute http(s) URL whose hostname is a site's domain, a subdomain of it, or its custom domain (else 400). Answers {accepted, path}: accepted is false when the site's change detection is off or the path is excluded. 503 with Retry-After when the crawler is off or the site's queue of pings is full: retry then. 60 requests a minute.",
+      "url must be an absolute http(s) URL whose hostname is a site's domain, a subdomain of it, or its custom domain (else 400). Answers {accepted, path}: accepted is false, with the reason, when the site's change detection is off, the path is excluded, or the site's crawl budget of the day (its plan's pages a day, per UTC day) is spent, then with renewsAt, when it renews. 503 with Retry-After when the crawler is off or the site's queue of pings is full: retry then. 60 requests a minute.",
     body: z.strictObject({ url: z.string({ message: 'required: the absolute URL of the page to recrawl' }).max(4000) }),
-    response: z.object({ accepted: z.boolean(), path: z.string() }),
+    response: z.object({
+      accepted: z.boolean().describe('Whether the page will be fetched at the next run'),
+      path: z.string(),
+      reason: z.string().optional().describe('Why it will not be, when accepted is false'),
+      renewsAt: z.string().optional().describe("When the site's crawl budget renews (ISO 8601 UTC), when it is spent"),
+    }),
     async handler(ctx, { body }) {
       return pingPage(ctx.services, ctx.key, body.url)
     },
@@ -163,8 +168,11 @@ export const crawlEndpoints = [
     tool: 'get_change_diff',
     summary: 'The word-level before and after of one page change, as equal, added and removed runs.',
     description:
-      'change_id comes from the change feed. runs, read in order, spell the old text (equal and removed runs) and the new one (equal and added runs). 422 when the change is not diffable: only title, meta description, h1 and main-text changes of HTML pages whose text is under the size limit are.',
-    params: z.object({ change_id: uuidParam.describe('A change id from the change feed') }),
+      'change_id comes from the change feed; site_id is optional, and when given the change must be that site\'s (else 404). runs, read in order, spell the old text (equal and removed runs) and the new one (equal and added runs). 422 when the change is not diffable: only title, meta description, h1 and main-text changes of HTML pages whose text is under the size limit are.',
+    params: z.object({
+      change_id: uuidParam.describe('A change id from the change feed'),
+      site_id: siteRefSchema.optional().describe("The change's site, as every read takes it: a change of another site is 404"),
+    }),
     response: z.object({
       id: z.string(),
       siteId: z.string(),
@@ -178,7 +186,7 @@ export const crawlEndpoints = [
       runs: z.array(z.object({ op: z.enum(['equal', 'added', 'removed']), text: z.string() })),
     }),
     async handler(ctx, { params }) {
-      return changeDiff(ctx.services, params.change_id, ctx.site)
+      return changeDiff(ctx.services, params.change_id, ctx.site, params.site_id)
     },
   }),
 ]

@@ -1,6 +1,7 @@
 import { ApiError } from '../errors'
 import { pathMatches } from '../ingest/enrich'
 import type { ApiKeyRecord } from '../accounts/keys'
+import { planFor } from '../accounts/plans'
 import type { Services } from '../services'
 import { sitesOfKey } from '../sites/site-lifecycle'
 import type { Site } from '../sites/sites'
@@ -14,12 +15,22 @@ function siteOfHost(sites: Site[], host: string): Site | undefined {
   return matches.sort((a, b) => b.domain.length - a.domain.length)[0]
 }
 
+export interface PingAnswer {
+  accepted: boolean
+  path: string
+  /** Why nothing will be fetched, when it will not. */
+  reason?: string
+  /** When the site's crawl budget renews (the next UTC midnight), when it is spent. */
+  renewsAt?: string
+}
+
 /**
- * POST /ping: queues an immediate recrawl of one page. `accepted` is false when the site's change
- * detection is off or the path is excluded from it; 503 when there is no crawler or the site's
- * pings waiting have reached the limit.
+ * POST /ping: queues an immediate recrawl of one page. `accepted` is false, with the reason, when
+ * the site's change detection is off, the path is excluded from it, or the site's pages of the day
+ * are all fetched (then with when they renew); 503 when there is no crawler or the site's pings
+ * waiting have reached the limit.
  */
-export async function pingPage(services: Services, key: ApiKeyRecord, rawUrl: string): Promise<{ accepted: boolean; path: string }> {
+export async function pingPage(services: Services, key: ApiKeyRecord, rawUrl: string): Promise<PingAnswer> {
   let url: URL
   try {
     url = new URL(rawUrl)
@@ -39,13 +50,26 @@ export async function pingPage(services: Services, key: ApiKeyRecord, rawUrl: st
   const queue = services.repositories.crawlQueue
   if ((await queue.pingCount(site.id)) >= config.maxQueuedPings)
     throw unavailable(`${config.maxQueuedPings} pings of this site are waiting`)
-  const accepted =
-    site.changeDetection.changeDetectionEnabled && !site.changeDetection.changeExcludedPaths.some((p) => pathMatches(p, path))
-  if (accepted) {
-    const now = services.now().getTime()
-    await queue.addPing(site.id, path, now)
-    await queue.schedule(site.id, now)
-    config.wake?.()
+  if (!site.changeDetection.changeDetectionEnabled)
+    return { accepted: false, path, reason: 'change detection is off for this site' }
+  if (site.changeDetection.changeExcludedPaths.some((p) => pathMatches(p, path)))
+    return { accepted: false, path, reason: 'the path is excluded from change detection (changeExcludedPaths)' }
+  const now = services.now()
+  // the crawl's budget is the plan's pages a site a UTC day (lib/crawl/crawl.ts): spent, a ping would wait for the next day
+  const day = now.toISOString().slice(0, 10)
+  const [org, used] = await Promise.all([services.repositories.orgs.get(site.orgId), queue.budgetUsed(site.id, day)])
+  const { crawlPagesPerDay } = planFor(org, services.plan).limits
+  if (used >= crawlPagesPerDay) {
+    const renewsAt = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1)).toISOString()
+    return {
+      accepted: false,
+      path,
+      reason: `this site's crawl budget of ${crawlPagesPerDay} pages a day is spent for today (UTC): nothing is fetched until it renews`,
+      renewsAt,
+    }
   }
-  return { accepted, path }
+  await queue.addPing(site.id, path, now.getTime())
+  await queue.schedule(site.id, now.getTime())
+  config.wake?.()
+  return { accepted: true, path }
 }

@@ -323,10 +323,12 @@ export async function changeFeed(services: Services, site: Site, params: Changes
 const DIFFED_FIELD = { title: 'title', meta_description: 'metaDescription', h1: 'h1', text: 'mainText' } as const
 
 /** GET /changes/diff: the change's site (for the caller's access check) and its word-level runs. */
-export async function changeDiff(services: Services, changeId: string, siteOf: (siteId: string) => Promise<Site>) {
+export async function changeDiff(services: Services, changeId: string, siteOf: (siteId: string) => Promise<Site>, siteRef?: string) {
+  // a site named (as UUID or snippet id) is checked first: one the key cannot see is its own 404
+  const named = siteRef === undefined ? undefined : await siteOf(siteRef)
   const change = await changeById(services.clickhouse, changeId)
-  const noSuchChange = new ApiError(404, 'change_id: no such change')
-  if (!change) throw noSuchChange
+  const noSuchChange = new ApiError(404, named ? 'change_id: no such change of this site' : 'change_id: no such change')
+  if (!change || (named && change.siteId !== named.id)) throw noSuchChange
   // another organization's change is answered exactly as one that does not exist
   const site = await siteOf(change.siteId).catch((err: unknown) => {
     throw err instanceof ApiError && err.status === 404 ? noSuchChange : err

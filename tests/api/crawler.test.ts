@@ -6,6 +6,7 @@ import { type CrawlerConfig, DEFAULT_USER_AGENT } from '../../lib/crawl/config'
 import { pageSnapshots, siteChanges } from '../../lib/crawl/changes'
 import { runCrawls } from '../../lib/crawl/crawl'
 import { importHits } from '../../lib/ingest/import'
+import { newSite } from '../../lib/sites/sites'
 import { guardedFetch } from '../../lib/network/guarded-fetch'
 import { checkedApp, client, REDIS_URL, testServices } from '../helpers'
 
@@ -449,6 +450,20 @@ describe('the crawler against a fixture website', () => {
     // another organization's change and one that does not exist are told apart by nothing
     expect(foreign.json).toEqual(unknown.json)
     expect((await call('GET', '/api/v1/changes/diff?change_id=nope', { key: read })).status).toBe(400)
+    // site_id, the parameter of every read, is taken: the change must be that site's
+    const named = await call('GET', `/api/v1/changes/diff?site_id=${siteId}&change_id=${text.id}`, { key: read })
+    expect(named.status).toBe(200)
+    expect(named.json).toEqual(diff.json)
+    // a second site of the organization, stored directly (the free plan takes one site through the API)
+    const crawled = (await services.repositories.sites.get(siteId))!
+    const sibling = newSite({ domain: `sibling-${crypto.randomUUID().slice(0, 6)}.test` }, crawled.orgId, new Date(now))
+    await services.repositories.sites.create(sibling)
+    const elsewhere = await call('GET', `/api/v1/changes/diff?site_id=${sibling.id}&change_id=${text.id}`, { key: read })
+    expect(elsewhere.status).toBe(404)
+    expect(elsewhere.json.error).toBe('change_id: no such change of this site')
+    const foreignSite = await call('GET', `/api/v1/changes/diff?site_id=${siteId}&change_id=${text.id}`, { key: otherKey })
+    expect(foreignSite.status).toBe(404)
+    await services.repositories.sites.delete(sibling)
   })
 
   it('records a change on most pages at once (a template edit) once, as a site change', async () => {
@@ -486,7 +501,11 @@ describe('the crawler against a fixture website', () => {
     expect(ok.status).toBe(200)
     expect(ok.json).toEqual({ accepted: true, path: '/blog/a' })
     expect((await ping(`https://www.${domain}/blog/b`)).json).toEqual({ accepted: true, path: '/blog/b' })
-    expect((await ping(`https://${domain}/admin/panel`)).json).toEqual({ accepted: false, path: '/admin/panel' })
+    expect((await ping(`https://${domain}/admin/panel`)).json).toEqual({
+      accepted: false,
+      path: '/admin/panel',
+      reason: 'the path is excluded from change detection (changeExcludedPaths)',
+    })
     const queue = services.repositories.crawlQueue
     expect(await queue.dueAt(siteId)).toBe(now)
     await ping(`https://${domain}/blog/c`)
@@ -546,6 +565,17 @@ describe('the crawler against a fixture website', () => {
     expect(run.left).toBeGreaterThan(0)
     expect(requests.filter((r) => !r.path.endsWith('.xml') && r.path !== '/robots.txt').map((r) => r.path)).toEqual(['/'])
     expect(await queue.dueAt(siteId)).toBe(Date.parse(`${day}T00:00:00Z`) + DAY)
+    // the day's 200 pages are fetched: a ping says so, and when they renew, and queues nothing
+    const pingsBefore = await queue.pingCount(siteId)
+    const refused = await call('POST', '/api/v1/ping', { key: write, body: { url: `https://${domain}/blog/a` } })
+    expect(refused.json).toEqual({
+      accepted: false,
+      path: '/blog/a',
+      reason: "this site's crawl budget of 200 pages a day is spent for today (UTC): nothing is fetched until it renews",
+      renewsAt: new Date(Date.parse(`${day}T00:00:00Z`) + DAY).toISOString(),
+    })
+    expect(await queue.pingCount(siteId)).toBe(pingsBefore)
+    expect(await queue.dueAt(siteId)).toBe(Date.parse(`${day}T00:00:00Z`) + DAY)
   })
 
   it('fetches nothing while robots.txt cannot be read, and tries again an hour later', async () => {
@@ -573,6 +603,7 @@ describe('the crawler against a fixture website', () => {
     expect((await call('POST', '/api/v1/ping', { key: write, body: { url: `https://${domain}/blog/a` } })).json).toEqual({
       accepted: false,
       path: '/blog/a',
+      reason: 'change detection is off for this site',
     })
     const queue = services.repositories.crawlQueue
     await queue.schedule(siteId, now, { replace: true })
