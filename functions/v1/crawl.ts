@@ -168,7 +168,7 @@ export const crawlEndpoints = [
     tool: 'get_change_diff',
     summary: 'The word-level before and after of one page change, as equal, added and removed runs.',
     description:
-      'change_id comes from the change feed; site_id is optional, and when given the change must be that site\'s (else 404). runs, read in order, spell the old text (equal and removed runs) and the new one (equal and added runs). 422 when the change is not diffable: only title, meta description, h1 and main-text changes of HTML pages whose text is under the size limit are.',
+      "change_id comes from the change feed; site_id is optional, and when given the change must be that site's (else 404). runs, read in order, spell the old text (equal and removed runs) and the new one (equal and added runs). 422 when the change is not diffable: only title, meta description, h1 and main-text changes of HTML pages whose text is under the size limit are.",
     params: z.object({
       change_id: uuidParam.describe('A change id from the change feed'),
       site_id: siteRefSchema.optional().describe("The change's site, as every read takes it: a change of another site is 404"),

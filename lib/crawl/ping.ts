@@ -50,8 +50,7 @@ export async function pingPage(services: Services, key: ApiKeyRecord, rawUrl: st
   const queue = services.repositories.crawlQueue
   if ((await queue.pingCount(site.id)) >= config.maxQueuedPings)
     throw unavailable(`${config.maxQueuedPings} pings of this site are waiting`)
-  if (!site.changeDetection.changeDetectionEnabled)
-    return { accepted: false, path, reason: 'change detection is off for this site' }
+  if (!site.changeDetection.changeDetectionEnabled) return { accepted: false, path, reason: 'change detection is off for this site' }
   if (site.changeDetection.changeExcludedPaths.some((p) => pathMatches(p, path)))
     return { accepted: false, path, reason: 'the path is excluded from change detection (changeExcludedPaths)' }
   const now = services.now()
