@@ -1,17 +1,25 @@
+import { execFileSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { TcpRedis } from '../lib/storage/kv/tcp'
 
 /**
  * One folder and one Redis key prefix per test run, both removed when it ends: the test processes
- * inherit them as TEST_TMP_DIR (see tempDir) and REDIS_PREFIX, so parallel runs never meet.
+ * inherit them as TEST_TMP_DIR (see tempDir) and REDIS_PREFIX, so parallel runs never meet. The
+ * engine's migrations are applied once, to a folder each test file copies (TEST_ENGINE_TEMPLATE).
  */
 export function setup() {
   const root = mkdtempSync(join(tmpdir(), 'wa-run-'))
   const prefix = `wa-test:${crypto.randomUUID().slice(0, 8)}:`
   process.env.TEST_TMP_DIR = root
   process.env.REDIS_PREFIX = prefix
+  const template = join(root, 'engine-template')
+  execFileSync(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./engine-template.ts', import.meta.url)), template], {
+    stdio: 'inherit',
+  })
+  process.env.TEST_ENGINE_TEMPLATE = template
   return async () => {
     rmSync(root, { recursive: true, force: true })
     if (process.env.REDIS_URL) await deleteKeys(process.env.REDIS_URL, prefix)

@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs'
+import { cpSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { isDeepStrictEqual } from 'node:util'
@@ -33,10 +33,16 @@ if (process.env.CI && !REDIS_URL) throw new Error('CI is set but REDIS_URL is no
 export const tempDir = (name: string) => mkdtempSync(join(process.env.TEST_TMP_DIR ?? tmpdir(), `wa-${name}-`))
 
 let engine: Promise<EmbeddedClickHouse> | null = null
-/** One embedded ClickHouse per test process (chdb allows one), migrated once. */
+/**
+ * One embedded ClickHouse per test process (chdb allows one): a copy of the run's migrated folder
+ * (tests/global-setup.ts), so that migrating it applies nothing; migrated here when there is none.
+ */
 export function testClickHouse(): Promise<EmbeddedClickHouse> {
   engine ??= (async () => {
-    const clickhouse = new EmbeddedClickHouse(join(tempDir('chdb'), 'clickhouse'))
+    const dir = join(tempDir('chdb'), 'clickhouse')
+    const template = process.env.TEST_ENGINE_TEMPLATE
+    if (template) cpSync(template, dir, { recursive: true, verbatimSymlinks: true })
+    const clickhouse = new EmbeddedClickHouse(dir)
     await migrate(clickhouse, loadMigrations())
     return clickhouse
   })()
