@@ -47,17 +47,21 @@ const npmPage = (domain: string, api: string) => `<!doctype html>
 </head><body>
 <button id="buy" onclick="window.pa.track('Purchase', {props: {plan: 'team'}, revenue: {amount: 49, currency: 'EUR'}})">Buy</button>
 <button id="legacy" onclick="window.legacy.trackEvent('Legacy Event', {props: {tracker: 'old'}})">Old tracker</button>
+<button id="client" onclick="window.client.sendEvent('Trial', {props: {plan: 'solo', seats: 3}, revenue: {currency: 'EUR', amount: 12.5}})">Client</button>
 <button id="tagged" class="plausible-event-name=Newsletter plausible-event-list=weekly">Subscribe</button>
 <a id="out" href="https://elsewhere.example.org/npm">Elsewhere</a>
 </body></html>`
 
-// the official npm trackers, bundled for the browser as an app would; each initialised with this host
+// the official npm trackers and the community client plausible-client (its apiHost setting), bundled
+// for the browser as an app would; each initialised with this host
 const NPM_ENTRY = `
 import { init, track } from '@plausible-analytics/tracker'
 import Plausible from 'plausible-tracker'
+import { Plausible as PlausibleClient } from 'plausible-client'
 init({ domain: window.PLAUSIBLE_DOMAIN, endpoint: window.PLAUSIBLE_API + '/api/event', outboundLinks: true })
 window.pa = { track }
 window.legacy = Plausible({ domain: window.PLAUSIBLE_DOMAIN, apiHost: window.PLAUSIBLE_API })
+window.client = new PlausibleClient({ domain: window.PLAUSIBLE_DOMAIN, apiHost: window.PLAUSIBLE_API })
 `
 
 describe.skipIf(!CHROMIUM)("Plausible's script tag and npm trackers against this host, in real Chromium", () => {
@@ -213,7 +217,7 @@ describe.skipIf(!CHROMIUM)("Plausible's script tag and npm trackers against this
     expect(reports.map((r) => Number(r.scroll_depth)).sort()).toEqual(engagements.map((e) => Math.min(e.sd, 100)).sort())
   })
 
-  it('works with @plausible-analytics/tracker and plausible-tracker initialised with this host', async () => {
+  it('works with @plausible-analytics/tracker, plausible-tracker and plausible-client initialised with this host', async () => {
     const site = fx.b.site
     const page = `http://${site.domain}:${port}`
     const ctx = await context()
@@ -229,6 +233,10 @@ describe.skipIf(!CHROMIUM)("Plausible's script tag and npm trackers against this
     const legacy = await waitFor((e) => e.d === site.domain && e.n === 'Legacy Event', 'older npm tracker event')
     // the older tracker sends its props as JSON text
     expect(legacy.p).toBe('{"tracker":"old"}')
+    await tab.click('#client')
+    const trial = await waitFor((e) => e.d === site.domain && e.n === 'Trial', 'plausible-client event')
+    // plausible-client sends props and revenue as JSON text, under p and revenue
+    expect(trial).toMatchObject({ p: '{"plan":"solo","seats":3}', revenue: '{"currency":"EUR","amount":12.5}' })
     await tab.click('#out')
     await waitFor((e) => e.d === site.domain && e.n === 'Outbound Link: Click', 'outbound link click')
     await ctx.close()
@@ -242,11 +250,17 @@ describe.skipIf(!CHROMIUM)("Plausible's script tag and npm trackers against this
       body: JSON.stringify({ site_id: site.id, name: 'Purchase', type: 'event', matchValue: 'Purchase', currency: 'EUR' }),
     })
     expect(goal.status).toBe(201)
+    const trialGoal = await app.request('http://api.test/api/v1/goals', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${write.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ site_id: site.id, name: 'Trial', type: 'event', matchValue: 'Trial', currency: 'EUR' }),
+    })
+    expect(trialGoal.status).toBe(201)
 
     const q = `site_id=${site.id}&range=today`
     const key = fx.b.read.key
     const byEvent = Object.fromEntries(rowsOf(await read(`/api/v1/breakdown?${q}&property=event`, key)).map((r) => [r.value, r.events]))
-    expect(byEvent).toMatchObject({ Purchase: 1, Newsletter: 1, 'Legacy Event': 1, 'Outbound Link: Click': 1 })
+    expect(byEvent).toMatchObject({ Purchase: 1, Newsletter: 1, 'Legacy Event': 1, 'Outbound Link: Click': 1, Trial: 1 })
     const stats = await read(`/api/v1/stats?${q}`, key)
     const sent = all.filter((e) => e.n !== 'engagement')
     expect(stats.totals).toMatchObject({
@@ -255,9 +269,16 @@ describe.skipIf(!CHROMIUM)("Plausible's script tag and npm trackers against this
       visitors: 1,
     })
     const plans = rowsOf(await read(`/api/v1/breakdown?${q}&property=prop:plan`, key))
-    expect(plans.map((r) => [r.value, r.events])).toEqual([['team', 1]])
+    expect(plans.map((r) => [r.value, r.events]).sort()).toEqual([
+      ['solo', 1],
+      ['team', 1],
+    ])
+    const seats = rowsOf(await read(`/api/v1/breakdown?${q}&property=prop:seats`, key))
+    expect(seats.map((r) => [r.value, r.events])).toEqual([['3', 1]])
     const goals = rowsOf(await read(`/api/v1/breakdown?${q}&property=goal`, key))
     expect(goals.find((r) => r.value === 'Purchase')).toMatchObject({ conversions: 1, revenue: { amount: 49, currency: 'EUR' } })
+    // plausible-client's revenue, sent as JSON text, is read as Plausible reads it
+    expect(goals.find((r) => r.value === 'Trial')).toMatchObject({ conversions: 1, revenue: { amount: 12.5, currency: 'EUR' } })
   })
 
   it('leaves a visit whose only custom event was sent with {interactive: false} a bounce, on /api/v1 and /api/v2/query', async () => {
