@@ -144,6 +144,8 @@ export class CallContext implements EndpointContext {
     readonly request: Request,
     readonly env: unknown,
     private readonly host?: CallHost,
+    /** The method of the endpoint called: the request's, or a tool's (an MCP call is a POST whatever it calls). */
+    private readonly method = request.method,
   ) {}
 
   get baseUrl() {
@@ -152,7 +154,7 @@ export class CallContext implements EndpointContext {
 
   get site() {
     // a GET changes nothing: it reads the site from the directory's cache
-    const cached = this.request.method === 'GET'
+    const cached = this.method === 'GET'
     return (idOrSnippet: string) => siteFor(this.services, this.key, idOrSnippet, cached)
   }
 
@@ -169,7 +171,12 @@ export class CallContext implements EndpointContext {
 
   /** The same call made with another key (an MCP tool call, admitted on its own). */
   withKey(key: ApiKeyRecord) {
-    return new CallContext(this.services, key, this.request, this.env, this.host)
+    return new CallContext(this.services, key, this.request, this.env, this.host, this.method)
+  }
+
+  /** The same call, of an endpoint with this method. */
+  calling(method: string) {
+    return method === this.method ? this : new CallContext(this.services, this.key, this.request, this.env, this.host, method)
   }
 }
 
@@ -250,5 +257,7 @@ export async function invoke(
     if (!parsed.success) throw new ApiError(400, describeZodError(parsed.error, 'body', input.body))
     body = parsed.data
   }
-  return endpoint.handler(ctx, { params, body } as never)
+  // a tool call reads the site as the endpoint it calls does: a read from the directory's cache
+  const call = ctx instanceof CallContext ? ctx.calling(endpoint.method) : ctx
+  return endpoint.handler(call, { params, body } as never)
 }

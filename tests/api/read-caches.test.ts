@@ -78,4 +78,40 @@ describe('in-process caches of the keyed read path', () => {
     await elsewhere.update(t.b.site.id, (s) => ({ ...s, timezone: cached.timezone }))
     expect((await here.findFresh(t.b.site.id))!.timezone).toBe(cached.timezone)
   })
+
+  it('an MCP tool call of a read takes the site from the cache, as the REST read does', async () => {
+    const elsewhere = new SiteDirectory(t.repositories.sites, { cacheMs: 10_000 })
+    const stats = async () => {
+      const res = await t.app.request('http://api.test/api/mcp', {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${t.b.read.key}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: { name: 'get_stats', arguments: { site_id: t.b.site.id, range: 'today' } },
+        }),
+      })
+      return ((await res.json()) as { result: { structuredContent: { range: { from: string } } } }).result.structuredContent.range.from
+    }
+    const rest = async () =>
+      (await t.call('GET', `/api/v1/stats?site_id=${t.b.site.id}&range=today`, { key: t.b.read.key })).json.range.from
+    // both reads have the site cached
+    const before = await rest()
+    expect(await stats()).toBe(before)
+    const stored = (await t.repositories.sites.get(t.b.site.id))!
+    const timezone = stored.timezone === 'Asia/Tokyo' ? 'America/Lima' : 'Asia/Tokyo'
+    // changed by another process: within the cache time both reads still answer in the cached timezone
+    await elsewhere.update(t.b.site.id, (s) => ({ ...s, timezone }))
+    try {
+      expect(await rest()).toBe(before)
+      expect(await stats()).toBe(before)
+    } finally {
+      await elsewhere.update(t.b.site.id, (s) => ({ ...s, timezone: stored.timezone }))
+    }
+  })
 })
