@@ -42,7 +42,7 @@ export function testClickHouse(): Promise<EmbeddedClickHouse> {
     const dir = join(tempDir('chdb'), 'clickhouse')
     const template = process.env.TEST_ENGINE_TEMPLATE
     if (template) cpSync(template, dir, { recursive: true, verbatimSymlinks: true })
-    const clickhouse = new EmbeddedClickHouse(dir)
+    const clickhouse = new EmbeddedClickHouse(dir, { readTimeLimitMs: Number(process.env.QUERY_TIME_LIMIT_MS ?? 60_000) })
     await migrate(clickhouse, loadMigrations())
     return clickhouse
   })()
