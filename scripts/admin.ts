@@ -5,6 +5,8 @@ import { acceptInvitation, organizationsOf } from '../lib/accounts/members'
 import { mintSignInLink } from '../lib/accounts/signin'
 import { emailSchema } from '../lib/accounts/team'
 import { runCli } from '../lib/runtime/failure'
+import { deploymentPlan, planSetting } from '../lib/runtime/env'
+import { planFor } from '../lib/accounts/plans'
 import { dataDir, openNodeStores } from '../lib/runtime/node'
 import { FileQuarantine } from '../lib/ingest/quarantine-node'
 import { join } from 'node:path'
@@ -47,11 +49,17 @@ org
   )
 org
   .command('list')
-  .description('List organizations')
+  .description("List organizations, each with the plan it is on (the deployment's PLAN, as the API answers it)")
   .action(() =>
-    withStore(async ({ repositories }) =>
-      (await listOrgs(repositories)).map(({ id, name, plan, createdAt }) => ({ id, name, plan, createdAt })),
-    ),
+    withStore(async ({ repositories }) => {
+      const deployment = deploymentPlan(planSetting.parse(process.env.PLAN || undefined))
+      return (await listOrgs(repositories)).map((o) => ({
+        id: o.id,
+        name: o.name,
+        plan: planFor(o, deployment).name,
+        createdAt: o.createdAt,
+      }))
+    }),
   )
 
 const key = program.command('key').description('API keys')

@@ -177,6 +177,8 @@ describe('the Node server on embedded stores', () => {
     expect(await server.stop('SIGTERM')).toBe(0)
     const orgs = await cli('admin', ['org', 'list'], env)
     expect(orgs.map((o: { name: string }) => o.name).sort()).toEqual(['CLI Org', 'Demo organization'])
+    // the plan each is on, as the API answers it: the deployment's (PLAN unset: unlimited), not the record's default
+    expect(orgs.map((o: { plan: string }) => o.plan)).toEqual(['unlimited', 'unlimited'])
     server = await startServer(env)
     expect((await api('/api/v1/me', writeKey)).status).toBe(200)
   })
