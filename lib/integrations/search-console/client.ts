@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { retryAfterMs } from '../../network/retry-after'
 
 /**
  * The Search Console API, as the import and the connection's verbs call it: the sites list
@@ -86,15 +87,6 @@ export interface SearchConsoleProperty {
   permissionLevel: string
 }
 
-function retryAfterOf(res: Response): number | null {
-  const header = res.headers.get('retry-after')
-  if (!header) return null
-  const seconds = Number(header)
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000)
-  const at = Date.parse(header)
-  return Number.isNaN(at) ? null : Math.max(0, at - Date.now())
-}
-
 async function call(connection: SearchConsoleConnection, method: 'GET' | 'POST', path: string, body?: unknown): Promise<unknown> {
   const send = async () => {
     const token = await connection.accessToken()
@@ -139,7 +131,12 @@ async function call(connection: SearchConsoleConnection, method: 'GET' | 'POST',
         : res.status === 429
           ? 'quota is used up for now'
           : 'answered an error'
-  throw new SearchConsoleError(`the Search Console API ${what} (${detail})`, res.status, retryable, retryAfterOf(res))
+  throw new SearchConsoleError(
+    `the Search Console API ${what} (${detail})`,
+    res.status,
+    retryable,
+    retryAfterMs(res.headers.get('retry-after'), Date.now()),
+  )
 }
 
 /** The properties the connection's Google account can see, verified or not. */

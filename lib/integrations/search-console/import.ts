@@ -15,6 +15,7 @@ import {
 } from './client'
 import { alpha2OfSearchConsoleCountry } from './countries'
 import type { SearchConsoleImportState } from './search-console-imports-repository'
+import { wakeImportAt } from '../import-wakeups-repository'
 
 /**
  * The Search Console import (docs/import.md, Search Console): per day, searchAnalytics/query by
@@ -23,8 +24,8 @@ import type { SearchConsoleImportState } from './search-console-imports-reposito
  * bind the 16 months Search Console keeps, newest first; then, once a day, the last three days
  * again. Settled days are asked with dataState final, the last three with all. Each stored page
  * moves the cursor in the key/value store, so a stopped run continues where it was; quota (429)
- * and Google's failures (5xx) end the run with a growing wait before the next, never holding a
- * request open while waiting.
+ * and Google's failures (5xx) end the run with a wait (Google's Retry-After, or a growing one), and
+ * the run is due again then (lib/integrations/due-imports.ts), never holding a request open while waiting.
  */
 export const SEARCH_CONSOLE_IMPORT_RULE = {
   /** Search Console keeps 16 months of data. */
@@ -34,7 +35,7 @@ export const SEARCH_CONSOLE_IMPORT_RULE = {
   /** Waits after quota or server failures in a row: first, doubling up to the last. */
   firstWaitMs: 60_000,
   maxWaitMs: 6 * 3600_000,
-  /** After this many failures in a row the import is failed (the next bind or the next day's queue starts it again). */
+  /** After this many of Google's failures in a row the import is failed (the next bind or the next day's queue starts it again); quota answers only wait. */
   maxFailures: 12,
 }
 
@@ -46,9 +47,11 @@ export interface SearchConsoleConnector {
 
 export interface SearchConsoleImportDeps {
   clickhouse: ClickHouse
-  repositories: Pick<Repositories, 'searchConsoleImports'>
+  repositories: Pick<Repositories, 'searchConsoleImports' | 'importWakeups'>
   /** Where the site read shows the import (integrations.searchConsole.lastImport); absent, only the cursor records it. */
   sites?: Pick<SiteDirectory, 'update'>
+  /** The home's timer for an import due again (Node); absent, the one-minute job finds it. */
+  wakeJob?: (job: string, atMs: number) => void
 }
 
 const DEVICES: Record<string, string> = { DESKTOP: 'Desktop', MOBILE: 'Mobile', TABLET: 'Tablet' }
@@ -205,7 +208,11 @@ export async function importSearchConsole(
   const renew = () => repository.lease(site.id, holder, IMPORT_LEASE_SECONDS)
   if (!(await renew())) return repository.get(site.id)
   try {
-    return await importUnderLease(deps, site, bound.siteUrl, now, options, renew)
+    const state = await importUnderLease(deps, site, bound.siteUrl, now, options, renew)
+    // a wait Google asked for, or a run cut short: due again then, not at the job's next run
+    const left = state.state === 'running' || state.state === 'waiting' || state.state === 'queued'
+    if (left) await wakeImportAt(deps, 'search_console', site.id, state.retryAt ? Date.parse(state.retryAt) : now.getTime())
+    return state
   } finally {
     await repository.release(site.id, holder)
   }
@@ -302,9 +309,10 @@ async function importUnderLease(
   } catch (err) {
     if (!(err instanceof SearchConsoleError)) throw err
     const failures = state.failures + 1
-    if (err.retryable && failures < SEARCH_CONSOLE_IMPORT_RULE.maxFailures) {
+    // a quota answer only ever waits; Google's own failures fail the import after maxFailures in a row
+    if (err.retryable && (err.status === 429 || failures < SEARCH_CONSOLE_IMPORT_RULE.maxFailures)) {
       const rule = SEARCH_CONSOLE_IMPORT_RULE
-      const wait = Math.max(err.retryAfterMs ?? 0, Math.min(rule.maxWaitMs, rule.firstWaitMs * 2 ** (failures - 1)))
+      const wait = Math.max(1000, err.retryAfterMs ?? Math.min(rule.maxWaitMs, rule.firstWaitMs * 2 ** (failures - 1)))
       log(`search console import of ${site.id}: ${err.message}; next try in ${Math.round(wait / 1000)} s`)
       await save({ state: 'waiting', failures, retryAt: new Date(now.getTime() + wait).toISOString(), error: err.message })
     } else {
