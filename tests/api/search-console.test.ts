@@ -15,7 +15,7 @@ import {
 } from '../../lib/integrations/search-console/connection'
 import { importSearchConsole, runSearchConsoleImports } from '../../lib/integrations/search-console/import'
 import { guardedFetch } from '../../lib/network/guarded-fetch'
-import { REDIS_URL, client, getOk, testServices } from '../helpers'
+import { REDIS_URL, UNPACED_IMPORTS, client, getOk, testServices } from '../helpers'
 import { type FixtureRow, aggregate, fakeSearchConsole } from '../fakes/search-console'
 import { UAS } from './report-reference'
 
@@ -153,6 +153,7 @@ describe('Search Console: bind, import, and explain search traffic', () => {
       kv: REDIS_URL ? 'redis' : 'embedded',
       ownKeys: true,
       now: () => new Date(now),
+      limits: UNPACED_IMPORTS,
     })
     services.crawler = {
       fetch: guardedFetch({ allowPrivate: true, maxBytes: 64 * 1024, timeoutMs: 5000 }),

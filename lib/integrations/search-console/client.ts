@@ -17,6 +17,8 @@ export interface SearchConsoleConnection {
   /** Without a trailing slash: GOOGLE_SEARCH_CONSOLE_URL, by default DEFAULT_SEARCH_CONSOLE_URL. */
   baseUrl: string
   fetch: typeof fetch
+  /** The Google account it acts for, whose queries a minute Search Console counts together; absent, the site's own. */
+  account?: string
   /** A current access token with the webmasters.readonly scope. */
   accessToken: () => Promise<string>
   /** Called once when Google answers 401 (the token expired or was revoked): refresh it, or throw to give up. */

@@ -8,7 +8,7 @@ import type { Site } from '../../sites/sites'
 import type { SiteDirectory } from '../../sites/site-directory'
 import { type SearchConsoleConnection, SearchConsoleError, type SearchConsoleProperty, listSearchConsoleSites } from './client'
 import { lacksSearchConsoleScope, SEARCH_CONSOLE_SCOPE } from './connector'
-import { SEARCH_CONSOLE_REQUESTS_PER_RUN, type SearchConsoleImportDeps, importSearchConsole, startSearchConsoleImport } from './import'
+import { type SearchConsoleImportDeps, importSearchConsole, startSearchConsoleImport } from './import'
 import { handOverLater } from '../import-wakeups-repository'
 import type { SearchConsoleImportState } from './search-console-imports-repository'
 
@@ -226,7 +226,6 @@ export async function bindSearchConsoleProperty(
   background(
     importSearchConsole({ ...services, connection: link.connection }, bound.site, services.now(), {
       log: (line) => console.error(line),
-      maxRequests: SEARCH_CONSOLE_REQUESTS_PER_RUN,
       shouldStop: handOverLater(),
     }),
   )

@@ -37,6 +37,7 @@ export function searchConsoleConnectionOf(deps: SearchConsoleConnectorDeps, conn
   const session = new GoogleSession(deps, connection)
   return {
     baseUrl: deps.google.searchConsoleUrl,
+    account: connection.account ?? undefined,
     fetch: deps.searchConsoleFetch,
     timeoutMs: SEARCH_CONSOLE_TIMEOUT_MS,
     accessToken: () => session.token().catch(asSearchConsoleError),
