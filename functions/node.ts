@@ -35,7 +35,11 @@ const log = (message: string) => process.stderr.write(`${message}\n`)
 const dir = dataDir(env)
 // the timers are made before anything can wake them: a site added while the server still starts wakes the crawler
 let timers: ReturnType<typeof jobTimers> | undefined
-const home = await openNodeHome(env, { log, wakeCrawler: () => timers?.wake(CRAWL_RUN) })
+const home = await openNodeHome(env, {
+  log,
+  wakeCrawler: () => timers?.wake(CRAWL_RUN),
+  wakeJob: (job, atMs) => timers?.wakeAt(job, atMs),
+})
 const { services, stores } = home
 void home.replayed.then((rows) => rows && log(`stored ${rows} journaled rows left by the previous run`))
 timers = jobTimers(JOBS, services, log)

@@ -11,6 +11,7 @@ import { VisitsRepository } from './ingest/visits-repository'
 import { CruxAnswersRepository } from './integrations/crux-answers-repository'
 import { SearchConsoleImportsRepository } from './integrations/search-console/search-console-imports-repository'
 import { Ga4ImportsRepository } from './integrations/ga4/ga4-imports-repository'
+import { ImportWakeupsRepository } from './integrations/import-wakeups-repository'
 import { GoogleConnectionsRepository } from './integrations/google/google-connections-repository'
 import { DeliveriesRepository } from './jobs/deliveries-repository'
 import { AnnotationsRepository } from './sites/annotations-repository'
@@ -47,6 +48,7 @@ export interface Repositories {
   searchConsoleImports: SearchConsoleImportsRepository
   google: GoogleConnectionsRepository
   ga4Imports: Ga4ImportsRepository
+  importWakeups: ImportWakeupsRepository
   crawlQueue: CrawlQueue
   backlinks: BacklinksRepository
 }
@@ -74,6 +76,7 @@ export function openRepositories(kv: Redis): Repositories {
     searchConsoleImports: new SearchConsoleImportsRepository(kv),
     google: new GoogleConnectionsRepository(kv),
     ga4Imports: new Ga4ImportsRepository(kv),
+    importWakeups: new ImportWakeupsRepository(kv),
     crawlQueue: new CrawlQueue(kv),
     backlinks: new BacklinksRepository(kv),
   }

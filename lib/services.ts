@@ -92,6 +92,11 @@ export interface Services {
   serverSecret?: string
   /** Sends reports and invitations; absent where no mail can be sent (Workers). */
   mailer?: Mailer
+  /**
+   * Runs the scheduled jobs of this name at `atMs` (an import due again when Google said): the Node
+   * scheduler's timer. Absent on Workers, where the job's one-minute cron finds what is due.
+   */
+  wakeJob?: (job: string, atMs: number) => void
   /** The crawler (lib/crawl); absent where it is turned off: pings answer 503 and nothing is crawled. */
   crawler?: CrawlerConfig
   /** The Chrome UX Report API (lib/integrations/crux.ts); absent without an API key: `crux=1` then says so. */

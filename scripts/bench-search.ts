@@ -3,6 +3,7 @@ import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Redis } from '@upstash/redis'
 import { Command } from 'commander'
+import { memoryRateLimiter } from '../lib/accounts/ratelimit'
 import { importSearchConsole } from '../lib/integrations/search-console/import'
 import { guardedFetch } from '../lib/network/guarded-fetch'
 import { openRepositories } from '../lib/repositories'
@@ -122,7 +123,7 @@ try {
       accessToken: async () => 'token-1',
     }
     started = performance.now()
-    const state = await importSearchConsole({ clickhouse, repositories, connection }, imported, NOW)
+    const state = await importSearchConsole({ clickhouse, repositories, limiter: memoryRateLimiter(), connection }, imported, NOW)
     const ms = performance.now() - started
     process.stdout.write(
       `${JSON.stringify({ import: state?.state, days: state?.daysDone, requests: fake.queries.length, rows: state?.rows, seconds: Math.round(ms / 100) / 10, rowsPerSecond: Math.round((state?.rows ?? 0) / (ms / 1000)) })}\n`,

@@ -17,7 +17,7 @@ import { EmbeddedClickHouse } from '../lib/storage/clickhouse/chdb'
 import { migrate } from '../lib/storage/clickhouse/migrate'
 import { loadMigrations } from '../lib/storage/clickhouse/migrations-node'
 import { guardedFetch } from '../lib/network/guarded-fetch'
-import { type RateLimiter, memoryRateLimiter, redisRateLimiter } from '../lib/accounts/ratelimit'
+import { LIMITS, type Limits, type RateLimiter, memoryRateLimiter, redisRateLimiter } from '../lib/accounts/ratelimit'
 import { nodeEnvSchema, parseEnv } from '../lib/runtime/env'
 import { nodeServices } from '../lib/runtime/node'
 import type { Services } from '../lib/services'
@@ -66,16 +66,24 @@ export function rawRedis(kind: KvKind, own?: boolean): RawRedis {
 /** The environment of the Node home in tests: no crawler unless a test builds one, no CrUX key. */
 const TEST_ENV = parseEnv(nodeEnvSchema, { PUBLIC_URL: 'https://api.test', OUTBOUND_ALLOW_PRIVATE: '1', CRAWLER: '0' })
 
+/** Budgets under which imports from Google are not paced: for tests of what they import, not of how fast they may ask. */
+export const UNPACED_IMPORTS: Partial<Limits> = {
+  searchConsoleSite: { max: 1_000_000, windowMs: 60_000 },
+  searchConsoleUser: { max: 1_000_000, windowMs: 60_000 },
+}
+
 /** The Node home's services (lib/runtime/node.ts) on real stores: embedded ClickHouse, and the embedded store or a real Redis. */
 export async function testServices(
-  options: { kv?: KvKind; ownKeys?: boolean; now?: () => Date; limiter?: RateLimiter; siteCacheMs?: number } = {},
+  options: { kv?: KvKind; ownKeys?: boolean; now?: () => Date; limiter?: RateLimiter; limits?: Partial<Limits>; siteCacheMs?: number } = {},
 ): Promise<Services & { raw: RawRedis }> {
   const raw = rawRedis(options.kv ?? 'embedded', options.ownKeys)
   const redis = new Redis(rawRequester(raw))
   const now = options.now ?? (() => new Date())
   const clickhouse = await testClickHouse()
   const repositories = openRepositories(redis)
-  const limiter = options.limiter ?? (options.kv === 'redis' ? redisRateLimiter(redis) : memoryRateLimiter(() => now().getTime()))
+  const limits = { ...LIMITS, ...options.limits }
+  const limiter =
+    options.limiter ?? (options.kv === 'redis' ? redisRateLimiter(redis, limits) : memoryRateLimiter(() => now().getTime(), limits))
   // no sink: hits are inserted before the answer, so a test reads what it sent; the site cache is
   // off unless asked for, so settings written to the store directly apply at once
   const services = nodeServices(TEST_ENV, {

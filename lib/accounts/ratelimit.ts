@@ -20,6 +20,13 @@ export const LIMITS = {
   invitationsOrg: { max: 20, windowMs: 24 * 3600_000 },
   /** Invitations one address is sent a day, by every organization together: an invite-and-cancel loop cannot flood it. */
   invitationsAddress: { max: 3, windowMs: 24 * 3600_000 },
+  /**
+   * Search Console queries the import asks a minute, per property and per Google account
+   * (lib/integrations/search-console/import.ts). Search Console allows 1,200 of each; a sliding
+   * window admits up to twice its budget within one rolling minute, so the budget is half of it.
+   */
+  searchConsoleSite: { max: 600, windowMs: 60_000 },
+  searchConsoleUser: { max: 600, windowMs: 60_000 },
 } as const
 export type LimitClass = keyof typeof LIMITS
 

@@ -2,6 +2,8 @@ import { runCrawls } from '../crawl/crawl'
 import { runSearchConsoleImports } from '../integrations/search-console/import'
 import { listAllSites } from '../sites/site-lifecycle'
 import { runGa4Imports } from '../integrations/ga4/import'
+import { runDueImports } from '../integrations/due-imports'
+import { IMPORTS_DUE_JOB } from '../integrations/import-wakeups-repository'
 import { ROLLUP_ALL_DAYS, ROLLUP_RECENT_DAYS, refreshRollups } from '../reports/rollup/refresh'
 import type { Services } from '../services'
 import { deliverReports } from './report-delivery'
@@ -75,6 +77,9 @@ export const JOBS: readonly Job[] = [
   // waited for a quota or a failure of Google's); every hour today and yesterday are imported again, and once a
   // day the three days before (GA4 data settles within 72 hours), each replacing what it imported before
   { name: 'ga4 import', cron: '*/10 * * * *', run: (services, now, context) => runGa4Imports(services, now, context) },
+  // the imports due at a time of their own (lib/integrations/due-imports.ts): a wait Google asked for is over, a run
+  // was cut short. Every minute (nothing due is one read); on Node also by a timer at the earliest one due
+  { name: IMPORTS_DUE_JOB, cron: '* * * * *', run: (services, _now, context) => runDueImports(services, context) },
   { name: 'ga4 hourly import', cron: '23 * * * *', run: (services, now, context) => runGa4Imports(services, now, context, 'hourly') },
   { name: 'ga4 daily import', cron: '47 3 * * *', run: (services, now, context) => runGa4Imports(services, now, context, 'daily') },
 ]

@@ -6,6 +6,8 @@ export interface JobTimers {
   start(): void
   /** Runs the jobs of this name now (a site added or pinged wakes the crawler). */
   wake(name: string): void
+  /** Runs the jobs of this name at `atMs` (an import due again); one timer per name, for the earliest time asked. */
+  wakeAt(name: string, atMs: number): void
   /** No run starts any more; resolves when the runs under way have ended, or waited their `stopWaitMs`. */
   stop(): Promise<void>
 }
@@ -20,6 +22,7 @@ export function jobTimers(jobs: readonly Job[], services: Services, log: (line: 
   const running = new Map<string, { job: Job; done: Promise<void> }>()
   const waiting = new Map<string, Job[]>()
   const intervals: ReturnType<typeof setInterval>[] = []
+  const alarms = new Map<string, { atMs: number; timer: ReturnType<typeof setTimeout> }>()
   const context: JobContext = { log, shouldStop: () => stopping }
 
   const run = (job: Job) => {
@@ -48,6 +51,10 @@ export function jobTimers(jobs: readonly Job[], services: Services, log: (line: 
     running.set(job.name, { job, done })
   }
 
+  const wake = (name: string) => {
+    for (const job of jobs) if (job.name === name) run(job)
+  }
+
   return {
     start() {
       for (const job of jobs) {
@@ -55,12 +62,25 @@ export function jobTimers(jobs: readonly Job[], services: Services, log: (line: 
         intervals.push(setInterval(() => run(job), everyMinutes(job.cron) * 60_000).unref())
       }
     },
-    wake(name) {
-      for (const job of jobs) if (job.name === name) run(job)
+    wake,
+    wakeAt(name, atMs) {
+      const alarm = alarms.get(name)
+      // a later time is asked again by the run the earlier one starts
+      if (stopping || (alarm && alarm.atMs <= atMs)) return
+      if (alarm) clearTimeout(alarm.timer)
+      // setTimeout takes at most 2^31 - 1 ms; a later alarm is set again by the run it starts
+      const delay = Math.min(2 ** 31 - 1, Math.max(0, atMs - services.now().getTime()))
+      const timer = setTimeout(() => {
+        alarms.delete(name)
+        wake(name)
+      }, delay)
+      timer.unref()
+      alarms.set(name, { atMs, timer })
     },
     async stop() {
       stopping = true
       for (const interval of intervals) clearInterval(interval)
+      for (const alarm of alarms.values()) clearTimeout(alarm.timer)
       const waits = [...running.values()].map(({ job, done }) =>
         job.stopWaitMs === undefined ? done : Promise.race([done, new Promise<void>((resolve) => setTimeout(resolve, job.stopWaitMs))]),
       )

@@ -292,6 +292,8 @@ export interface NodeServiceInputs {
   log?: (line: string) => void
   /** Called when a site is added or pinged: the scheduler crawls at once. */
   wakeCrawler?: () => void
+  /** Called when a job is due at a time of its own (an import Google asked to wait): the scheduler's timer runs it then. */
+  wakeJob?: (job: string, atMs: number) => void
 }
 
 /** The services of the Node home, from its environment and its stores. */
@@ -354,6 +356,7 @@ export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Servic
             wake: () => inputs.wakeCrawler?.(),
           }
         : undefined,
+    wakeJob: inputs.wakeJob,
     crux: cruxConfig(env),
     backlinkProvider: backlinkProvider(env, (limits) => guardedFetch({ ...outboundRules, ...limits })),
     google,
@@ -416,7 +419,10 @@ async function untilDone<T>(what: string, work: () => Promise<T>, log: (line: st
   }
 }
 
-export async function openNodeHome(env: NodeConfig, options: Pick<NodeServiceInputs, 'log' | 'wakeCrawler'>): Promise<NodeHome> {
+export async function openNodeHome(
+  env: NodeConfig,
+  options: Pick<NodeServiceInputs, 'log' | 'wakeCrawler' | 'wakeJob'>,
+): Promise<NodeHome> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`))
   const stores = await openNodeStores(env)
   // a hit is acknowledged once it is in the journal on disk; what an earlier process journaled and

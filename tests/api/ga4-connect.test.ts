@@ -4,6 +4,7 @@ import { createApiKey } from '../../lib/accounts/admin'
 import { addOwner } from '../../lib/accounts/members'
 import { GOOGLE_NOT_CONFIGURED, googleConfig } from '../../lib/integrations/google/config'
 import { importSite, runGa4Imports } from '../../lib/integrations/ga4/import'
+import { runDueImports } from '../../lib/integrations/due-imports'
 import { nodeEnvSchema, parseEnv } from '../../lib/runtime/env'
 import { type Site, newSite } from '../../lib/sites/sites'
 import { COLUMNS, expectedRows, ga4Sessions } from '../fakes/ga4-fixture'
@@ -76,6 +77,9 @@ describe('the GA4 connection and import', () => {
   }
   const job = (trigger?: 'hourly' | 'daily') =>
     runGa4Imports(t.services, at, { log: (line) => lines.push(line), shouldStop: () => false }, trigger)
+  /** The job of imports due at a time of their own, which the Node home's timer runs when `wakeJob` asks it to. */
+  const dueJob = () => runDueImports(t.services, { log: (line) => lines.push(line), shouldStop: () => false })
+  const wakes: { job: string; atMs: number }[] = []
   const imports = async (siteId = site.id) => (await call('GET', `/api/v1/sites/${siteId}/imports`, { key: t.a.read.key })).json.imports
   /** Waits for the background work a request started (Node runs it on its own) to settle: the site's lease is free again. */
   async function settled(siteId = site.id) {
@@ -100,7 +104,11 @@ describe('the GA4 connection and import', () => {
       maxPageRows: 9,
     })
     const env = parseEnv(nodeEnvSchema, { ...fake.env(), SERVER_SECRET: SECRET })
-    t = await harness({ kv: REDIS_URL ? 'redis' : 'embedded', now: () => at, with: { google: googleConfig(env) } })
+    t = await harness({
+      kv: REDIS_URL ? 'redis' : 'embedded',
+      now: () => at,
+      with: { google: googleConfig(env), wakeJob: (job, atMs) => void wakes.push({ job, atMs }) },
+    })
     site = t.a.site
     const app = createApp(t.services, { level: 'debug', write: (line) => lines.push(line) })
     await addOwner(t.repositories, t.a.org.id, 'owner@example.com', at)
@@ -221,24 +229,32 @@ describe('the GA4 connection and import', () => {
       account: { id: '1001', name: 'Example account' },
     })
     await settled()
-    // the first report answered 429: the run records when to go on, and waits for the job
+    // the first report answered 429 with Retry-After: 30: the run records when to go on, and the
+    // job of due imports is woken then (on Node its timer; on Workers its one-minute cron finds it)
     const [waiting] = await imports()
     expect(waiting).toMatchObject({ kind: 'ga4', state: 'running', trigger: 'bind', to: '2026-11-20', rows: 0 })
     expect(waiting.error).toMatch(/429 RESOURCE_EXHAUSTED/)
+    expect(waiting.error).not.toMatch(/attempt/)
     expect(Date.parse(waiting.retryAt)).toBe(at.getTime() + 30_000)
-    // too early: the job leaves it waiting
-    await job()
+    expect(wakes).toContainEqual({ job: 'imports due', atMs: at.getTime() + 30_000 })
+    expect(await t.repositories.importWakeups.list()).toEqual([{ kind: 'ga4', siteId: site.id, atMs: at.getTime() + 30_000 }])
+    // too early: the due job asks Google nothing and leaves it waiting
+    const reportsBefore = fake.reports.length
+    await dueJob()
+    expect(fake.reports.length).toBe(reportsBefore)
     expect((await imports())[0].rows).toBe(0)
-    at = new Date(at.getTime() + 31_000)
+    at = new Date(at.getTime() + 30_000)
     fake.expireAccessTokens()
     const refreshes = fake.requests.filter((r) => r.path === '/token').length
-    await job()
+    await dueJob()
     expect(fake.requests.filter((r) => r.path === '/token').length).toBe(refreshes + 1)
     const [done] = await imports()
     const expected = expectedRows(history)
     expect(done).toMatchObject({ state: 'done', error: null, from: '2026-11-14', to: '2026-11-20', rows: expected.length, retryAt: null })
     expect(done.progress).toEqual({ tasksDone: 10, tasksTotal: 10, fraction: 1 })
     expect(await storedRows(t, site.id)).toEqual(expected)
+    // nothing is due any more: the next minute's run is one read
+    expect(await t.repositories.importWakeups.list()).toEqual([])
     // pages of at most 9 rows: paging by offset went on until rowCount
     expect(fake.reports.some((r) => Number(r.offset) > 0)).toBe(true)
     expect(fake.reports.every((r) => r.returnPropertyQuota)).toBe(true)
@@ -299,6 +315,23 @@ describe('the GA4 connection and import', () => {
     at = new Date(at.getTime() + 3_600_000)
     await job()
     expect((await imports())[0]).toMatchObject({ state: 'done', error: null, retryAt: null })
+    expect(await storedRows(t, site.id)).toEqual(expectedRows(property.sessions))
+  })
+
+  it('a quota answer only ever waits: more 429s in a row than 5xx failures may have, each wait the one Google asked for', async () => {
+    fake.fail(...Array.from({ length: 9 }, () => '429' as const))
+    fake.retryAfterSeconds = 45
+    at = new Date(at.getTime() + 3_600_000)
+    await job('hourly')
+    for (let attempt = 1; attempt <= 9; attempt++) {
+      const [run] = await imports()
+      expect(run, `attempt ${attempt}`).toMatchObject({ trigger: 'hourly', state: 'running' })
+      expect(Date.parse(run.retryAt)).toBe(at.getTime() + 45_000)
+      at = new Date(at.getTime() + 45_000)
+      await dueJob()
+    }
+    fake.retryAfterSeconds = 30
+    expect((await imports())[0]).toMatchObject({ trigger: 'hourly', state: 'done', error: null, retryAt: null })
     expect(await storedRows(t, site.id)).toEqual(expectedRows(property.sessions))
   })
 

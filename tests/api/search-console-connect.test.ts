@@ -13,7 +13,7 @@ import { nodeEnvSchema, parseEnv } from '../../lib/runtime/env'
 import { type FakeGoogle, startFakeGoogle } from '../fakes/google'
 import { type Browser, connectGoogle, signedIn, startConnect } from '../google-connect'
 import { type FixtureRow, fakeSearchConsole } from '../fakes/search-console'
-import { REDIS_URL, type Harness, checkAnswer, harness } from '../helpers'
+import { REDIS_URL, type Harness, UNPACED_IMPORTS, checkAnswer, harness } from '../helpers'
 
 /**
  * Search Console through REST, wired to the site's Google connection: the fake Google grants the
@@ -78,7 +78,7 @@ describe('Search Console wired to the Google connection, through REST', () => {
     })
     const env = parseEnv(nodeEnvSchema, { ...google.env(), GOOGLE_SEARCH_CONSOLE_URL: searchConsole.url, SERVER_SECRET: SECRET })
     const config = googleConfig(env)!
-    t = await harness({ kv: REDIS_URL ? 'redis' : 'embedded', now: () => NOW, with: { google: config } })
+    t = await harness({ kv: REDIS_URL ? 'redis' : 'embedded', now: () => NOW, limits: UNPACED_IMPORTS, with: { google: config } })
     t.services.searchConsole = googleSearchConsoleConnector({
       ...t.services,
       google: config,

@@ -15,7 +15,7 @@ import {
 } from '../../lib/integrations/search-console/connection'
 import { importSearchConsole, runSearchConsoleImports } from '../../lib/integrations/search-console/import'
 import { guardedFetch } from '../../lib/network/guarded-fetch'
-import { REDIS_URL, client, getOk, testServices } from '../helpers'
+import { REDIS_URL, UNPACED_IMPORTS, client, getOk, testServices } from '../helpers'
 import { type FixtureRow, aggregate, fakeSearchConsole } from '../fakes/search-console'
 import { UAS } from './report-reference'
 
@@ -149,7 +149,12 @@ describe('Search Console: bind, import, and explain search traffic', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
     for (const name of ['/robots.txt', '/sitemap.xml']) pages[name] = pages[name].replaceAll('ORIGIN', origin)
-    services = await testServices({ kv: REDIS_URL ? 'redis' : 'embedded', ownKeys: true, now: () => new Date(now) })
+    services = await testServices({
+      kv: REDIS_URL ? 'redis' : 'embedded',
+      ownKeys: true,
+      now: () => new Date(now),
+      limits: UNPACED_IMPORTS,
+    })
     services.crawler = {
       fetch: guardedFetch({ allowPrivate: true, maxBytes: 64 * 1024, timeoutMs: 5000 }),
       userAgent: DEFAULT_USER_AGENT,
@@ -259,11 +264,20 @@ describe('Search Console: bind, import, and explain search traffic', () => {
     const fresh = (await services.repositories.sites.get(siteId))!
     fake.failNext(429, 20)
     const first = await importSearchConsole({ ...services, connection }, fresh, new Date(NOW), { rowLimit: 4 })
-    expect(first).toMatchObject({ state: 'waiting', failures: 1, retryAt: new Date(NOW + 60_000).toISOString() })
+    // the wait the 429 asked for (Retry-After: 30), from the moment it came
+    expect(first).toMatchObject({ state: 'waiting', failures: 1 })
+    expect(Date.parse(first!.retryAt!) - NOW).toBeGreaterThanOrEqual(30_000)
+    expect(Date.parse(first!.retryAt!) - NOW).toBeLessThan(60_000)
     expect(first!.error).toMatch(/quota/)
+    // the job of due imports is to go on then, not at its ten-minute run
+    expect(await services.repositories.importWakeups.list()).toContainEqual({
+      kind: 'search_console',
+      siteId,
+      atMs: Date.parse(first!.retryAt!),
+    })
     const asked = fake.queries.length
     // before retryAt nothing is asked
-    expect(await importSearchConsole({ ...services, connection }, fresh, new Date(NOW + 30_000), { rowLimit: 4 })).toMatchObject({
+    expect(await importSearchConsole({ ...services, connection }, fresh, new Date(NOW + 29_000), { rowLimit: 4 })).toMatchObject({
       state: 'waiting',
     })
     expect(fake.queries.length).toBe(asked)

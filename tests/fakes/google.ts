@@ -15,8 +15,9 @@ import type { AddressInfo } from 'node:net'
  *   from fixture sessions and events (a user counts once per group however many events it has),
  *   with `limit`/`offset` paging, `rowCount`, `orderBys` on a dimension, and `propertyQuota`.
  *
- * Faults are asked for by the test: the next Data API calls answer 429 RESOURCE_EXHAUSTED or 503,
- * or every access token issued so far expires (the next call answers 401).
+ * Faults are asked for by the test: the next Data API calls answer 429 RESOURCE_EXHAUSTED (with
+ * `Retry-After`, as Google's quota answers may carry it) or 503, or every access token issued so
+ * far expires (the next call answers 401).
  */
 
 export interface FakeEvent {
@@ -146,6 +147,8 @@ export class FakeGoogle {
   private grants = new Map<string, { revoked: boolean; scope: string }>()
   private accessTokens = new Map<string, { grant: string; expiresAt: number }>()
   private faults: ('429' | '503')[] = []
+  /** The seconds a 429 asks to wait in its Retry-After header; null, none is sent. */
+  retryAfterSeconds: number | null = 30
   /** Every request, for the tests' assertions: method, path, and the body as sent (tokens included: the fake is the only place they may be). */
   readonly requests: { method: string; path: string; body: string; authorization: string | null }[] = []
   /** Reports answered (runReport, each of a batch), with their request bodies. */
@@ -220,8 +223,8 @@ export class FakeGoogle {
     return [...this.codes.keys()]
   }
 
-  private json(res: ServerResponse, status: number, body: unknown) {
-    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' })
+  private json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
+    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers })
     res.end(JSON.stringify(body))
   }
 
@@ -257,7 +260,9 @@ export class FakeGoogle {
       throw new ApiFailure(404, 'NOT_FOUND', `no such method: ${req.method} ${url.pathname}`)
     } catch (err) {
       if (!(err instanceof ApiFailure)) throw err
-      return this.json(res, err.code, { error: { code: err.code, message: err.message, status: err.status } })
+      const wait: Record<string, string> =
+        err.code === 429 && this.retryAfterSeconds !== null ? { 'retry-after': String(this.retryAfterSeconds) } : {}
+      return this.json(res, err.code, { error: { code: err.code, message: err.message, status: err.status } }, wait)
     }
   }
 

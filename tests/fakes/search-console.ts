@@ -10,7 +10,9 @@ import type { AddressInfo } from 'node:net'
  * by rowLimit and startRow. Rows of anonymized queries count in every grouping without `query`
  * only, as Search Console hides them from query rows. A fresh day's rows answer only with
  * dataState all. Requests need `Authorization: Bearer` with a token the fake accepts; `failNext`
- * plants a 429 (quota) or 500 on a later query.
+ * plants a 429 (quota) or 500 on a later query. With `quota`, it enforces Search Console's queries
+ * a minute per property and per user (the bearer token) over a rolling window: a query beyond
+ * either answers 429 RESOURCE_EXHAUSTED with Retry-After, as Google does on a bad day.
  */
 
 export interface FixtureRow {
@@ -37,6 +39,12 @@ export interface FakeSearchConsoleOptions {
   tokens?: string[]
   /** Who else may vouch for a token (the fake Google's token endpoint issued it with the Search Console scope). */
   vouchFor?: (token: string) => boolean
+  /** Queries admitted per window, per property and per user; the window is a minute unless a test shrinks it. */
+  quota?: { perMinute: number; windowMs?: number }
+  /** How long a query takes to answer (Search Console computes each; a test wants them to overlap), 0 unless set. */
+  latencyMs?: number
+  /** A property's rows of one day, made when asked (a large history without holding it in memory); instead of `rows`. */
+  rowsOf?: (siteUrl: string, day: string) => FixtureRow[]
 }
 
 export interface LoggedQuery {
@@ -92,6 +100,31 @@ export async function fakeSearchConsole(options: FakeSearchConsoleOptions) {
   const planted: { status: number; afterQueries: number }[] = []
   let queryCount = 0
   let sitesRequests = 0
+  let inFlight = 0
+  let maxInFlight = 0
+  let refused = 0
+  const admitted = new Map<string, number[]>()
+  /** Milliseconds until `keys` all have room in the quota's window, 0 when they have: then the query is counted. */
+  const quotaWait = (keys: string[]) => {
+    if (!options.quota) return 0
+    const { perMinute, windowMs = 60_000 } = options.quota
+    const now = Date.now()
+    const lists = keys.map((key) => {
+      const list = (admitted.get(key) ?? []).filter((at) => at > now - windowMs)
+      admitted.set(key, list)
+      return list
+    })
+    const full = lists.filter((list) => list.length >= perMinute)
+    if (full.length) return Math.max(...full.map((list) => list[list.length - perMinute] + windowMs - now))
+    for (const list of lists) list.push(now)
+    return 0
+  }
+  const daysFrom = (from: string, to: string) => {
+    const days: string[] = []
+    for (let d = Date.parse(from); d <= Date.parse(to) && days.length < 600; d += 86_400_000)
+      days.push(new Date(d).toISOString().slice(0, 10))
+    return days
+  }
 
   const json = (res: import('node:http').ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) =>
     void res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers }).end(JSON.stringify(body))
@@ -108,9 +141,21 @@ export async function fakeSearchConsole(options: FakeSearchConsoleOptions) {
     }
     const match = /^\/webmasters\/v3\/sites\/([^/]+)\/searchAnalytics\/query$/.exec(url.pathname)
     if (req.method === 'POST' && match) {
+      inFlight++
+      maxInFlight = Math.max(maxInFlight, inFlight)
+      res.on('close', () => inFlight--)
       const siteUrl = decodeURIComponent(match[1])
       const body = JSON.parse((await readBody(req)) || '{}') as LoggedQuery['body']
+      if (options.latencyMs) await new Promise((resolve) => setTimeout(resolve, options.latencyMs))
       queryCount++
+      const wait = quotaWait([`site:${siteUrl}`, `user:${auth.slice(7)}`])
+      if (wait > 0) {
+        refused++
+        queries.push({ siteUrl, body, status: 429 })
+        return json(res, 429, error(429, 'RESOURCE_EXHAUSTED', 'Search Analytics QPM quota exceeded.'), {
+          'retry-after': String(Math.ceil(wait / 1000)),
+        })
+      }
       const failure = planted.findIndex((p) => p.afterQueries < queryCount)
       if (failure >= 0) {
         const [{ status }] = planted.splice(failure, 1)
@@ -133,9 +178,10 @@ export async function fakeSearchConsole(options: FakeSearchConsoleOptions) {
         queries.push({ siteUrl, body, status: 400 })
         return json(res, 400, error(400, 'INVALID_ARGUMENT', 'Invalid dimension or rowLimit.'))
       }
-      const within = (options.rows[siteUrl] ?? []).filter(
-        (r) => r.date >= body.startDate && r.date <= body.endDate && (body.dataState === 'all' || !fresh.has(r.date)),
-      )
+      const rowsOf = options.rowsOf
+      const within = (
+        rowsOf ? daysFrom(body.startDate, body.endDate).flatMap((day) => rowsOf(siteUrl, day)) : (options.rows[siteUrl] ?? [])
+      ).filter((r) => r.date >= body.startDate && r.date <= body.endDate && (body.dataState === 'all' || !fresh.has(r.date)))
       const all = aggregate(within, dimensions)
       const start = body.startRow ?? 0
       const rows = all.slice(start, start + (body.rowLimit ?? 1000))
@@ -150,6 +196,14 @@ export async function fakeSearchConsole(options: FakeSearchConsoleOptions) {
     queries,
     get sitesRequests() {
       return sitesRequests
+    },
+    /** The most queries it was answering at once. */
+    get maxInFlight() {
+      return maxInFlight
+    },
+    /** Queries answered 429 for the quota (`quota`). */
+    get refused() {
+      return refused
     },
     /** The next query after `afterQueries` more answers `status` (429 with Retry-After: 30, or a 5xx), once. */
     failNext(status: 429 | 500 | 503, afterQueries = 0) {

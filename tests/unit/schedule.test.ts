@@ -34,6 +34,7 @@ describe('the job list', () => {
       ['crawl run', 1],
       ['search console import', 10],
       ['ga4 import', 10],
+      ['imports due', 1],
       ['ga4 hourly import', 60],
       ['ga4 daily import', 1440],
     ])

@@ -9,6 +9,7 @@ import { GoogleSession } from '../google/session'
 import { type Ga4Property, readableProperties } from './client'
 import type { Ga4ImportRun } from './ga4-imports-repository'
 import { historyDays, importSite, queueGa4Import, runProgress, stopImports } from './import'
+import { handOverLater } from '../import-wakeups-repository'
 
 /**
  * The verbs of a site's GA4 connection: what it is (GET), binding a property (PATCH) and
@@ -153,7 +154,8 @@ export async function bindGa4Property(
     (r) => r.trigger === 'bind' && r.propertyId === property.propertyId && (r.state === 'queued' || r.state === 'running'),
   )
   if (!pending) await queueGa4Import(deps, updated, property.propertyId, 'bind', historyDays(updated, deps.now()))
-  background(importSite(deps, site.id))
+  // at once, for as long as a request's background work may last; the job of due imports goes on from the cursor
+  background(importSite(deps, site.id, { shouldStop: handOverLater() }))
   return ga4Connection(services, updated, baseUrl, false)
 }
 

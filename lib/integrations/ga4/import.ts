@@ -9,6 +9,7 @@ import { GoogleSession } from '../google/session'
 import { type ReportAnswer, runReport } from './client'
 import { GA4_DATASETS, GA4_METRICS, type Ga4Dataset, IMPORTED_DIMENSION_COLUMNS } from './datasets'
 import type { Ga4ImportRun, Ga4ImportTrigger } from './ga4-imports-repository'
+import { wakeImportAt } from '../import-wakeups-repository'
 
 /**
  * The GA4 import: each dataset of GA4_DATASETS over a run's days, asked of the Data API in chunks
@@ -24,7 +25,10 @@ export const GA4_PAGE_ROWS = 100_000
 export const CHUNK_DAYS = 92
 /** GA4 has no data before this day (its launch), so a history never starts earlier. */
 const GA4_FIRST_DAY = '2015-08-14'
-/** A quota or a failure of Google's: waits of 30 s, doubling, up to an hour; the run fails after this many. */
+/**
+ * A quota or a failure of Google's: the wait Google asked for (Retry-After), else 30 s doubling up to
+ * an hour. A quota answer only ever waits; Google's failures fail the run after this many in a row.
+ */
 const MAX_ATTEMPTS = 8
 export const backoffMs = (attempts: number) => Math.min(30_000 * 2 ** Math.max(0, attempts - 1), 3_600_000)
 /** Below these many tokens left, the run waits for the quota to come back rather than be refused. */
@@ -286,13 +290,14 @@ async function workOnRun(
     await flush().catch(() => {
       run = saved
     })
-    if (err instanceof GoogleError && err.transient && !err.grantRevoked && run.attempts + 1 < MAX_ATTEMPTS) {
+    const quota = err instanceof GoogleError && err.status === 429
+    if (err instanceof GoogleError && err.transient && !err.grantRevoked && (quota || run.attempts + 1 < MAX_ATTEMPTS)) {
       const attempts = run.attempts + 1
       run = {
         ...run,
         attempts,
-        retryAt: new Date(deps.now().getTime() + backoffMs(attempts)).toISOString(),
-        reason: `waiting after ${err.message} (attempt ${attempts} of ${MAX_ATTEMPTS})`,
+        retryAt: new Date(deps.now().getTime() + Math.max(1000, err.retryAfterMs ?? backoffMs(attempts))).toISOString(),
+        reason: `waiting after ${err.message}${quota ? '' : ` (attempt ${attempts} of ${MAX_ATTEMPTS})`}`,
       }
       await repositories.ga4Imports.save(run)
       return 'waiting'
@@ -361,29 +366,55 @@ export async function importSite(
     if (!site || !connection?.ga4 || connection.status !== 'connected' || !site.sources.includes('ga4')) return 'idle'
     const session = new GoogleSession(deps, connection)
     const renew = () => repositories.ga4Imports.lease(siteId, holder, LEASE_SECONDS)
-    for (;;) {
-      const now = deps.now().getTime()
-      const due = (await repositories.ga4Imports.list(siteId)).filter(
-        (r) => (r.state === 'queued' || r.state === 'running') && (!r.retryAt || Date.parse(r.retryAt) <= now),
-      )
-      const run = due[0]
-      if (!run) return 'idle'
-      if (run.propertyId !== connection.ga4.propertyId) {
-        await finish(deps, siteId, {
-          ...run,
-          state: 'failed',
-          reason: 'the site was bound to another property',
-          finishedAt: deps.now().toISOString(),
-        })
-        continue
-      }
-      const outcome = await workOnRun(deps, session, site, run, renew, shouldStop, options.pageRows ?? GA4_PAGE_ROWS)
-      if (outcome !== 'finished') return outcome
-      if (session.current.status !== 'connected') return 'finished'
-    }
+    const outcome = await workOnDueRuns(deps, session, site, connection.ga4.propertyId, renew, shouldStop, options.pageRows)
+    // a run that waits, or was cut short, is due again at its own time, not at the job's next run
+    if (outcome !== 'idle') await wakeAtNextRun(deps, siteId)
+    return outcome
   } finally {
     await repositories.ga4Imports.release(siteId, holder)
   }
+}
+
+/** The site's due runs, oldest first, until none is due. */
+async function workOnDueRuns(
+  deps: Ga4ImportDeps,
+  session: GoogleSession,
+  site: Site,
+  propertyId: string,
+  renew: () => Promise<boolean>,
+  shouldStop: () => boolean,
+  pageRows = GA4_PAGE_ROWS,
+): Promise<Outcome | 'idle'> {
+  const siteId = site.id
+  for (;;) {
+    const now = deps.now().getTime()
+    const due = (await deps.repositories.ga4Imports.list(siteId)).filter(
+      (r) => (r.state === 'queued' || r.state === 'running') && (!r.retryAt || Date.parse(r.retryAt) <= now),
+    )
+    const run = due[0]
+    if (!run) return 'idle'
+    if (run.propertyId !== propertyId) {
+      await finish(deps, siteId, {
+        ...run,
+        state: 'failed',
+        reason: 'the site was bound to another property',
+        finishedAt: deps.now().toISOString(),
+      })
+      continue
+    }
+    const outcome = await workOnRun(deps, session, site, run, renew, shouldStop, pageRows)
+    if (outcome !== 'finished') return outcome
+    if (session.current.status !== 'connected') return 'finished'
+  }
+}
+
+/** Records when the site's earliest unfinished run is due: its retryAt, or now for one that can go on at once. */
+async function wakeAtNextRun(deps: Ga4ImportDeps, siteId: string) {
+  const now = deps.now().getTime()
+  const times = (await deps.repositories.ga4Imports.list(siteId))
+    .filter((r) => r.state === 'queued' || r.state === 'running')
+    .map((r) => (r.retryAt ? Math.max(now, Date.parse(r.retryAt)) : now))
+  if (times.length) await wakeImportAt(deps, 'ga4', siteId, Math.min(...times))
 }
 
 /** Marks every unfinished run of a site failed with the reason (a disconnect, a new binding). */

@@ -188,6 +188,7 @@ export async function confirmGoogleConnect(services: Services, site: Site, bindi
     scopes: grant.scopes,
     connectedAt: deps.now().toISOString(),
     ga4: previous?.ga4 ?? null,
+    account: grant.account,
   }
   await deps.repositories.google.save(connection)
   await deps.sites.update(site.id, (fresh) => ({

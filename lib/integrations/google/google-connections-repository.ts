@@ -27,6 +27,8 @@ export interface GoogleConnection {
   scopes: string[]
   connectedAt: string
   ga4: Ga4Binding | null
+  /** The Google account's e-mail address, as its ID token named it: whose quotas a call counts against. Absent on older connections. */
+  account?: string | null
 }
 
 /** What a signed state's nonce stands for until the callback consumes it. */

@@ -20,6 +20,8 @@ export class GoogleError extends Error {
     message: string,
     readonly status: number,
     readonly code: string | null = null,
+    /** How long Google asked to wait before asking again (its Retry-After), when it said so. */
+    readonly retryAfterMs: number | null = null,
   ) {
     super(message)
     this.name = 'GoogleError'

@@ -1,4 +1,5 @@
 import { OutboundError } from '../../network/guarded-fetch'
+import { retryAfterMs } from '../../network/retry-after'
 import type { Repositories } from '../../repositories'
 import type { SiteDirectory } from '../../sites/site-directory'
 import type { GoogleConfig } from './config'
@@ -111,7 +112,12 @@ export class GoogleSession {
       if (res.ok && body && typeof body === 'object') return body as T
       const status = body?.error?.status ?? null
       const message = body?.error?.message ? `: ${body.error.message.slice(0, 300)}` : ''
-      throw new GoogleError(`${what} answered ${res.status}${status ? ` ${status}` : ''}${message}`, res.ok ? 502 : res.status, status)
+      throw new GoogleError(
+        `${what} answered ${res.status}${status ? ` ${status}` : ''}${message}`,
+        res.ok ? 502 : res.status,
+        status,
+        retryAfterMs(res.headers.get('retry-after'), this.deps.now().getTime()),
+      )
     }
   }
 }

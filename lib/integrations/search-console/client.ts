@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { retryAfterMs } from '../../network/retry-after'
 
 /**
  * The Search Console API, as the import and the connection's verbs call it: the sites list
@@ -16,6 +17,8 @@ export interface SearchConsoleConnection {
   /** Without a trailing slash: GOOGLE_SEARCH_CONSOLE_URL, by default DEFAULT_SEARCH_CONSOLE_URL. */
   baseUrl: string
   fetch: typeof fetch
+  /** The Google account it acts for, whose queries a minute Search Console counts together; absent, the site's own. */
+  account?: string
   /** A current access token with the webmasters.readonly scope. */
   accessToken: () => Promise<string>
   /** Called once when Google answers 401 (the token expired or was revoked): refresh it, or throw to give up. */
@@ -86,15 +89,6 @@ export interface SearchConsoleProperty {
   permissionLevel: string
 }
 
-function retryAfterOf(res: Response): number | null {
-  const header = res.headers.get('retry-after')
-  if (!header) return null
-  const seconds = Number(header)
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000)
-  const at = Date.parse(header)
-  return Number.isNaN(at) ? null : Math.max(0, at - Date.now())
-}
-
 async function call(connection: SearchConsoleConnection, method: 'GET' | 'POST', path: string, body?: unknown): Promise<unknown> {
   const send = async () => {
     const token = await connection.accessToken()
@@ -139,7 +133,12 @@ async function call(connection: SearchConsoleConnection, method: 'GET' | 'POST',
         : res.status === 429
           ? 'quota is used up for now'
           : 'answered an error'
-  throw new SearchConsoleError(`the Search Console API ${what} (${detail})`, res.status, retryable, retryAfterOf(res))
+  throw new SearchConsoleError(
+    `the Search Console API ${what} (${detail})`,
+    res.status,
+    retryable,
+    retryAfterMs(res.headers.get('retry-after'), Date.now()),
+  )
 }
 
 /** The properties the connection's Google account can see, verified or not. */

@@ -8,7 +8,8 @@ import type { Site } from '../../sites/sites'
 import type { SiteDirectory } from '../../sites/site-directory'
 import { type SearchConsoleConnection, SearchConsoleError, type SearchConsoleProperty, listSearchConsoleSites } from './client'
 import { lacksSearchConsoleScope, SEARCH_CONSOLE_SCOPE } from './connector'
-import { SEARCH_CONSOLE_REQUESTS_PER_RUN, type SearchConsoleImportDeps, importSearchConsole, startSearchConsoleImport } from './import'
+import { type SearchConsoleImportDeps, importSearchConsole, startSearchConsoleImport } from './import'
+import { handOverLater } from '../import-wakeups-repository'
 import type { SearchConsoleImportState } from './search-console-imports-repository'
 
 /**
@@ -221,11 +222,11 @@ export async function bindSearchConsoleProperty(
         'the site is not connected to Google: an owner or admin connects it at connectUrl of GET /sites/{site_id}/search-console first',
     )
   const bound = await bindSearchConsole(services, link.connection, site, siteUrl)
-  // the first requests at once; the job goes on from the cursor every run
+  // at once, for as long as a request's background work may last; the job of due imports goes on from the cursor
   background(
     importSearchConsole({ ...services, connection: link.connection }, bound.site, services.now(), {
       log: (line) => console.error(line),
-      maxRequests: SEARCH_CONSOLE_REQUESTS_PER_RUN,
+      shouldStop: handOverLater(),
     }),
   )
   return { connected: true as const, siteUrl, property: bound.property, import: importView(bound.import) }

@@ -27,7 +27,8 @@ export interface SearchConsoleConnectorDeps extends GoogleDeps {
 
 /** A Google failure to get a token, as the Search Console client reports failures: worth retrying unless the grant is gone. */
 function asSearchConsoleError(err: unknown): never {
-  if (err instanceof GoogleError) throw new SearchConsoleError(err.message, err.status === 0 ? 503 : err.status, err.transient)
+  if (err instanceof GoogleError)
+    throw new SearchConsoleError(err.message, err.status === 0 ? 503 : err.status, err.transient, err.retryAfterMs)
   throw err
 }
 
@@ -36,6 +37,7 @@ export function searchConsoleConnectionOf(deps: SearchConsoleConnectorDeps, conn
   const session = new GoogleSession(deps, connection)
   return {
     baseUrl: deps.google.searchConsoleUrl,
+    account: connection.account ?? undefined,
     fetch: deps.searchConsoleFetch,
     timeoutMs: SEARCH_CONSOLE_TIMEOUT_MS,
     accessToken: () => session.token().catch(asSearchConsoleError),

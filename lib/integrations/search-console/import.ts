@@ -4,7 +4,7 @@ import type { Repositories } from '../../repositories'
 import type { SiteDirectory } from '../../sites/site-directory'
 import type { Site } from '../../sites/sites'
 import { execute, executeCommand } from '../../storage/clickhouse/execute'
-import { bind, raw, sql } from '../../storage/clickhouse/sql'
+import { bind, join, raw, sql } from '../../storage/clickhouse/sql'
 import type { ClickHouse } from '../../storage/clickhouse/types'
 import {
   SEARCH_CONSOLE_ROW_LIMIT,
@@ -14,17 +14,21 @@ import {
   querySearchAnalytics,
 } from './client'
 import { alpha2OfSearchConsoleCountry } from './countries'
-import type { SearchConsoleImportState } from './search-console-imports-repository'
+import type { DayCursor, SearchConsoleImportState } from './search-console-imports-repository'
+import type { RateLimiter } from '../../accounts/ratelimit'
+import { wakeImportAt } from '../import-wakeups-repository'
 
 /**
  * The Search Console import (docs/import.md, Search Console): per day, searchAnalytics/query by
  * date, query, page, country and device, paged by startRow until a page comes back short, then
  * the day's totals by date, country and device (anonymized queries are in the totals only). On
  * bind the 16 months Search Console keeps, newest first; then, once a day, the last three days
- * again. Settled days are asked with dataState final, the last three with all. Each stored page
- * moves the cursor in the key/value store, so a stopped run continues where it was; quota (429)
- * and Google's failures (5xx) end the run with a growing wait before the next, never holding a
- * request open while waiting.
+ * again. Settled days are asked with dataState final, the last three with all. Several days are
+ * asked at once, paced within Search Console's queries a minute per property and per Google
+ * account, and a run goes on until every day is in. Each stored page moves the cursor in the
+ * key/value store, so a stopped run continues where it was; a quota answer (429) or Google's
+ * failure (5xx) ends the run with a wait (Google's Retry-After, or a growing one), and the run is
+ * due again then (lib/integrations/due-imports.ts), never holding a request open while waiting.
  */
 export const SEARCH_CONSOLE_IMPORT_RULE = {
   /** Search Console keeps 16 months of data. */
@@ -34,8 +38,10 @@ export const SEARCH_CONSOLE_IMPORT_RULE = {
   /** Waits after quota or server failures in a row: first, doubling up to the last. */
   firstWaitMs: 60_000,
   maxWaitMs: 6 * 3600_000,
-  /** After this many failures in a row the import is failed (the next bind or the next day's queue starts it again). */
+  /** After this many of Google's failures in a row the import is failed (the next bind or the next day's queue starts it again); quota answers only wait. */
   maxFailures: 12,
+  /** Days asked at once; the pace is the limiter's (LIMITS.searchConsoleSite and searchConsoleUser). */
+  concurrency: 8,
 }
 
 /** How a home reaches a site's Search Console property: the Google connection plugs in here. */
@@ -46,9 +52,13 @@ export interface SearchConsoleConnector {
 
 export interface SearchConsoleImportDeps {
   clickhouse: ClickHouse
-  repositories: Pick<Repositories, 'searchConsoleImports'>
+  repositories: Pick<Repositories, 'searchConsoleImports' | 'importWakeups'>
+  /** Paces the queries within Search Console's quotas (LIMITS.searchConsoleSite and searchConsoleUser). */
+  limiter: RateLimiter
   /** Where the site read shows the import (integrations.searchConsole.lastImport); absent, only the cursor records it. */
   sites?: Pick<SiteDirectory, 'update'>
+  /** The home's timer for an import due again (Node); absent, the one-minute job finds it. */
+  wakeJob?: (job: string, atMs: number) => void
 }
 
 const DEVICES: Record<string, string> = { DESKTOP: 'Desktop', MOBILE: 'Mobile', TABLET: 'Tablet' }
@@ -90,7 +100,8 @@ export function newImport(siteUrl: string, now: Date): SearchConsoleImportState 
     siteUrl,
     state: 'queued',
     days,
-    current: null,
+    underway: [],
+    unreplaced: [],
     from: days[days.length - 1],
     to: days[0],
     daysTotal: days.length,
@@ -117,10 +128,9 @@ function queueRecentDays(state: SearchConsoleImportState, now: Date): SearchCons
   const today = utcDay(now).toString()
   if (state.recentQueuedOn === today) return state
   const recent = recentDays(now)
-  const under = state.current?.day
-  const rest = state.days.filter((d) => !recent.includes(d) || d === under)
-  const queued = recent.filter((d) => d !== under)
-  const days = under ? [under, ...queued, ...rest.filter((d) => d !== under)] : [...queued, ...rest]
+  // a day under way goes on where it is; the others of the three go to the front
+  const queued = recent.filter((d) => !state.underway.some((c) => c.day === d))
+  const days = [...queued, ...state.days.filter((d) => !queued.includes(d))]
   return {
     ...state,
     days,
@@ -167,13 +177,24 @@ function storedTotals(siteId: string, day: string, rows: SearchAnalyticsRow[], v
   })
 }
 
-/** Once a day is stored whole, its rows of earlier imports go: the newest import of a day is what reads see. */
-async function dropOlderVersions(clickhouse: ClickHouse, siteId: string, day: string, version: number) {
+/**
+ * Once days are stored whole, their rows of earlier imports go: the newest import of a day is what
+ * reads see. Once a run, for all its days in one statement a table (a delete is a mutation of every
+ * part it touches and takes seconds whatever its size), and only where such rows exist (never on a
+ * first import). Until then a read (FINAL) already sees the newest import of each row it kept.
+ */
+async function dropOlderVersions(clickhouse: ClickHouse, siteId: string, stored: SearchConsoleImportState['unreplaced']) {
+  if (!stored.length) return
+  const byVersion = new Map<number, string[]>()
+  for (const { day, version } of stored) byVersion.set(version, [...(byVersion.get(version) ?? []), day])
+  const older = join(
+    [...byVersion].map(([version, days]) => sql`(date IN ${bind('Array(Date)', days)} AND version < ${bind('UInt64', version)})`),
+    ' OR ',
+  )
   for (const table of ['search_console_rows', 'search_console_totals'] as const) {
-    const where = sql`site_id = ${bind('UUID', siteId)} AND date = ${bind('Date', day)} AND version < ${bind('UInt64', version)}`
-    const [older] = await execute<{ n: string }>(clickhouse, sql`SELECT count() AS n FROM ${raw(table)} WHERE ${where}`)
-    if (Number(older?.n ?? 0) > 0)
-      await executeCommand(clickhouse, sql`ALTER TABLE ${raw(table)} DELETE WHERE ${where} SETTINGS mutations_sync = 2`)
+    const where = sql`site_id = ${bind('UUID', siteId)} AND (${older})`
+    const [found] = await execute<{ found: number }>(clickhouse, sql`SELECT 1 AS found FROM ${raw(table)} WHERE ${where} LIMIT 1`)
+    if (found) await executeCommand(clickhouse, sql`DELETE FROM ${raw(table)} WHERE ${where}`)
   }
 }
 
@@ -182,8 +203,6 @@ export interface SearchConsoleImportOptions {
   shouldStop?: () => boolean
   /** Rows asked per page (Search Console's largest, 25,000, unless a test asks for less). */
   rowLimit?: number
-  /** Requests this run may make before it yields to the next site. */
-  maxRequests?: number
 }
 
 /**
@@ -205,7 +224,11 @@ export async function importSearchConsole(
   const renew = () => repository.lease(site.id, holder, IMPORT_LEASE_SECONDS)
   if (!(await renew())) return repository.get(site.id)
   try {
-    return await importUnderLease(deps, site, bound.siteUrl, now, options, renew)
+    const state = await importUnderLease(deps, site, bound.siteUrl, now, options, renew)
+    // a wait Google asked for, or a run cut short: due again then, not at the job's next run
+    const left = state.state === 'running' || state.state === 'waiting' || state.state === 'queued'
+    if (left) await wakeImportAt(deps, 'search_console', site.id, state.retryAt ? Date.parse(state.retryAt) : now.getTime())
+    return state
   } finally {
     await repository.release(site.id, holder)
   }
@@ -245,78 +268,147 @@ async function importUnderLease(
   options: SearchConsoleImportOptions,
   renew: () => Promise<boolean>,
 ): Promise<SearchConsoleImportState> {
-  const bound = { siteUrl }
   const repository = deps.repositories.searchConsoleImports
   const log = options.log ?? (() => {})
   const rowLimit = Math.min(SEARCH_CONSOLE_ROW_LIMIT, Math.max(1, options.rowLimit ?? SEARCH_CONSOLE_ROW_LIMIT))
   const stored = await repository.get(site.id)
-  let state = stored && stored.siteUrl === bound.siteUrl ? stored : newImport(bound.siteUrl, now)
+  let state = stored && stored.siteUrl === siteUrl ? stored : newImport(siteUrl, now)
   state = queueRecentDays(state, now)
   if (state.retryAt && Date.parse(state.retryAt) > now.getTime()) return state
-  if (state.state === 'failed' || (!state.days.length && !state.current)) {
+  if (state.state === 'failed' || !state.days.length) {
     await repository.save(site.id, state)
     return state
   }
-  const save = async (change: Partial<SearchConsoleImportState>) => {
-    state = { ...state, ...change, updatedAt: now.toISOString() }
-    await repository.save(site.id, state)
-    if (change.state) await showOnSite(deps, site.id, state)
+  // `now` is when the run began: what it records later is that much later
+  const began = performance.now()
+  const clock = () => now.getTime() + Math.round(performance.now() - began)
+  // the workers change `state` in turn; each change is saved after the one before
+  let saved = Promise.resolve()
+  const save = (change: Partial<SearchConsoleImportState>) => {
+    state = { ...state, ...change, updatedAt: new Date(clock()).toISOString() }
+    const snapshot = state
+    saved = saved.then(async () => {
+      await repository.save(site.id, snapshot)
+      if (change.state) await showOnSite(deps, site.id, snapshot)
+    })
+    return saved
   }
   await save({ state: 'running', retryAt: null })
-  let requests = 0
-  const budget = options.maxRequests ?? Number.POSITIVE_INFINITY
-  try {
-    while ((state.current || state.days.length) && !options.shouldStop?.() && requests < budget) {
-      const current = state.current ?? { day: state.days[0], part: 'rows' as const, startRow: 0, version: Date.now() }
-      const page = await querySearchAnalytics(deps.connection, bound.siteUrl, {
-        startDate: current.day,
-        endDate: current.day,
-        dimensions: current.part === 'rows' ? ['date', 'query', 'page', 'country', 'device'] : ['date', 'country', 'device'],
-        dataState: dataStateOf(current.day, now),
+  let halt: { error: unknown; failures: number } | 'stopped' | null = null
+  // failures in a row: a page stored by this run before the one that failed ends the row
+  let progressed = false
+  const halted = () => halt !== null || !!options.shouldStop?.()
+  const taken = new Set<string>()
+  // the days this run starts share a version: their earlier imports' rows go with one condition
+  const version = Date.now()
+  const nextDay = (): DayCursor | null => {
+    const resumed = state.underway.find((c) => !taken.has(c.day))
+    if (resumed) return resumed
+    const day = state.days.find((d) => !taken.has(d) && !state.underway.some((c) => c.day === d))
+    return day ? { day, part: 'rows', startRow: 0, version } : null
+  }
+
+  const withCursor = (cursor: DayCursor) => [...state.underway.filter((c) => c.day !== cursor.day), cursor]
+
+  /** One day, page by page: its rows, then its totals; once both are stored, its older import goes. */
+  const importDay = async (first: DayCursor) => {
+    let cursor = first
+    while (!halted()) {
+      if (!(await withinQuota(deps.limiter, siteUrl, deps.connection.account ?? site.id, halted))) return
+      const page = await querySearchAnalytics(deps.connection, siteUrl, {
+        startDate: cursor.day,
+        endDate: cursor.day,
+        dimensions: cursor.part === 'rows' ? ['date', 'query', 'page', 'country', 'device'] : ['date', 'country', 'device'],
+        dataState: dataStateOf(cursor.day, now),
         rowLimit,
-        startRow: current.startRow,
+        startRow: cursor.startRow,
       })
-      requests++
-      if (!(await renew())) break
-      if (current.part === 'rows') {
-        if (page.length) await deps.clickhouse.insert('search_console_rows', storedRows(site.id, current.day, page, current.version))
-      } else if (page.length)
-        await deps.clickhouse.insert('search_console_totals', storedTotals(site.id, current.day, page, current.version))
-      const added = state.rows + page.length
-      if (page.length === rowLimit) {
-        await save({ current: { ...current, startRow: current.startRow + rowLimit }, rows: added, failures: 0 })
-      } else if (current.part === 'rows') {
-        await save({ current: { ...current, part: 'totals', startRow: 0 }, rows: added, failures: 0 })
-      } else {
-        await dropOlderVersions(deps.clickhouse, site.id, current.day, current.version)
-        await save({
-          current: null,
-          days: state.days.filter((d) => d !== current.day),
-          daysDone: state.daysDone + 1,
-          rows: added,
-          failures: 0,
-        })
+      if (!(await renew())) {
+        halt = 'stopped'
+        return
       }
-    }
-    await save({ state: state.current || state.days.length ? 'running' : 'done', error: null })
-  } catch (err) {
-    if (!(err instanceof SearchConsoleError)) throw err
-    const failures = state.failures + 1
-    if (err.retryable && failures < SEARCH_CONSOLE_IMPORT_RULE.maxFailures) {
-      const rule = SEARCH_CONSOLE_IMPORT_RULE
-      const wait = Math.max(err.retryAfterMs ?? 0, Math.min(rule.maxWaitMs, rule.firstWaitMs * 2 ** (failures - 1)))
-      log(`search console import of ${site.id}: ${err.message}; next try in ${Math.round(wait / 1000)} s`)
-      await save({ state: 'waiting', failures, retryAt: new Date(now.getTime() + wait).toISOString(), error: err.message })
-    } else {
-      log(`search console import of ${site.id} failed: ${err.message}`)
-      await save({ state: 'failed', failures, retryAt: null, error: err.message })
+      if (page.length)
+        await deps.clickhouse.insert(
+          cursor.part === 'rows' ? 'search_console_rows' : 'search_console_totals',
+          (cursor.part === 'rows' ? storedRows : storedTotals)(site.id, cursor.day, page, cursor.version),
+        )
+      if (!halt) progressed = true
+      const rows = state.rows + page.length
+      if (page.length === rowLimit) cursor = { ...cursor, startRow: cursor.startRow + rowLimit }
+      else if (cursor.part === 'rows') cursor = { ...cursor, part: 'totals', startRow: 0 }
+      else {
+        const { day } = cursor
+        await save({
+          underway: state.underway.filter((c) => c.day !== day),
+          days: state.days.filter((d) => d !== day),
+          unreplaced: [...state.unreplaced, { day, version: cursor.version }],
+          daysDone: state.daysDone + 1,
+          rows: state.rows + page.length,
+        })
+        return
+      }
+      await save({ underway: withCursor(cursor), rows })
     }
   }
+  const worker = async () => {
+    for (let cursor = nextDay(); cursor && !halted(); cursor = nextDay()) {
+      taken.add(cursor.day)
+      try {
+        await importDay(cursor)
+      } catch (error) {
+        // the first answer that stops the run is the one told; the other workers end after their page
+        halt ??= { error, failures: (progressed ? 0 : state.failures) + 1 }
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: SEARCH_CONSOLE_IMPORT_RULE.concurrency }, worker))
+  await saved
+  // the lease went to another import of the site, which goes on from what was saved
+  if (halt === 'stopped') return state
+  if (state.unreplaced.length) {
+    await dropOlderVersions(deps.clickhouse, site.id, state.unreplaced)
+    await save({ unreplaced: [] })
+  }
+  const stop = halt as { error: unknown; failures: number } | null
+  if (stop === null) {
+    await save({ state: state.days.length ? 'running' : 'done', error: null, failures: 0 })
+    await saved
+    return state
+  }
+  const { error: err, failures } = stop
+  if (!(err instanceof SearchConsoleError)) throw err
+  // a quota answer only ever waits; Google's own failures fail the import after maxFailures in a row
+  if (err.retryable && (err.status === 429 || failures < SEARCH_CONSOLE_IMPORT_RULE.maxFailures)) {
+    const rule = SEARCH_CONSOLE_IMPORT_RULE
+    const wait = Math.max(1000, err.retryAfterMs ?? Math.min(rule.maxWaitMs, rule.firstWaitMs * 2 ** (failures - 1)))
+    log(`search console import of ${site.id}: ${err.message}; next try in ${Math.round(wait / 1000)} s`)
+    await save({ state: 'waiting', failures, retryAt: new Date(clock() + wait).toISOString(), error: err.message })
+  } else {
+    log(`search console import of ${site.id} failed: ${err.message}`)
+    await save({ state: 'failed', failures, retryAt: null, error: err.message })
+  }
+  await saved
   return state
 }
 
-/** Requests one site may make in one run of the job, so that every bound site moves on. */
-export const SEARCH_CONSOLE_REQUESTS_PER_RUN = 200
+/**
+ * Waits until both quotas a query counts against have room: the property's and the Google
+ * account's queries a minute. False when the run is told to stop meanwhile.
+ */
+async function withinQuota(limiter: RateLimiter, siteUrl: string, account: string, halted: () => boolean) {
+  for (const [limitClass, id] of [
+    ['searchConsoleSite', siteUrl],
+    ['searchConsoleUser', account],
+  ] as const) {
+    for (;;) {
+      if (halted()) return false
+      const { success, retryAfterMs } = await limiter.limit(limitClass, id)
+      if (success) break
+      await new Promise((resolve) => setTimeout(resolve, Math.min(retryAfterMs ?? 1000, 5000)))
+    }
+  }
+  return true
+}
 
 /**
  * The job (lib/jobs/schedule.ts): every site with a bound property and a working connection, one
@@ -335,11 +427,7 @@ export async function runSearchConsoleImports(
     try {
       const connection = await deps.searchConsole.connectionFor(site)
       if (!connection) continue
-      await importSearchConsole({ ...deps, connection }, site, now, {
-        log: context.log,
-        shouldStop: context.shouldStop,
-        maxRequests: SEARCH_CONSOLE_REQUESTS_PER_RUN,
-      })
+      await importSearchConsole({ ...deps, connection }, site, now, { log: context.log, shouldStop: context.shouldStop })
     } catch (err) {
       context.log(`search console import of ${site.id} failed: ${(err as Error).message}`)
     }

@@ -1,14 +1,24 @@
 import type { Redis } from '@upstash/redis'
 import { asRecord } from '../../storage/kv/records'
 
+/** Where the import of one day stands: the part asked (its rows, then its totals), the next row, and the version its rows are written with. */
+export interface DayCursor {
+  day: string
+  part: 'rows' | 'totals'
+  startRow: number
+  version: number
+}
+
 /** Where a site's Search Console import stands: what is left, the page under way, and when to ask Google again. */
 export interface SearchConsoleImportState {
   siteUrl: string
   state: 'queued' | 'running' | 'waiting' | 'done' | 'failed'
-  /** Days still to import (YYYY-MM-DD), in the order they are taken: the newest first. */
+  /** Days still to import (YYYY-MM-DD), those under way included, in the order they are taken: the newest first. */
   days: string[]
-  /** The day being imported: its part, the next row to ask for, and the version its rows are written with. */
-  current: { day: string; part: 'rows' | 'totals'; startRow: number; version: number } | null
+  /** The days being imported (several at once): each one's part, the next row to ask for, and the version its rows are written with. */
+  underway: DayCursor[]
+  /** Days stored whole, with their version, whose earlier imports' rows are still to be deleted. */
+  unreplaced: { day: string; version: number }[]
   /** The first and last day the import covers. */
   from: string
   to: string
@@ -33,7 +43,11 @@ export class SearchConsoleImportsRepository {
   constructor(private readonly kv: Redis) {}
 
   async get(siteId: string): Promise<SearchConsoleImportState | null> {
-    return asRecord<SearchConsoleImportState>(await this.kv.get(importKey(siteId)))
+    const stored = asRecord<SearchConsoleImportState & { current?: DayCursor | null }>(await this.kv.get(importKey(siteId)))
+    if (!stored) return null
+    // a cursor saved before days were imported several at once had one day under way, as `current`
+    const { current, ...state } = stored
+    return { ...state, underway: state.underway ?? (current ? [current] : []), unreplaced: state.unreplaced ?? [] }
   }
 
   async save(siteId: string, state: SearchConsoleImportState) {
