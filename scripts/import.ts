@@ -14,7 +14,7 @@ import { runImport } from '../lib/ingest/import'
 import { inTimeOrder, orderCheck } from '../lib/ingest/import-order-node'
 import { defaultImportThreads, parseInWorkers } from '../lib/ingest/import-workers-node'
 import { previousImport } from '../lib/sites/imports'
-import { importPlausibleFile } from '../lib/plausible/csv-import-node'
+import { importPlausibleZip, readPlausibleFile } from '../lib/plausible/csv-import-node'
 import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/reports/rollup/refresh'
 
 /** Lines read from the first ones on whose site a file is looked for in the imports done. */
@@ -49,9 +49,10 @@ function hashing(lines: AsyncIterable<string>, see?: (line: string) => void) {
 /** --plausible: a Plausible export stored as the site's imported history (docs/import.md). */
 async function plausibleExport(file: string | undefined, site: string | undefined) {
   if (!file || !site) throw new UserError('--plausible and --site go together: npm run import -- --plausible export.zip --site <id>')
+  const zip = await readPlausibleFile(file)
   const stores = await openNodeStores(process.env, { viaRunningServer: true, engine: 'import' })
   try {
-    const result = await importPlausibleFile(stores, file, site)
+    const result = await importPlausibleZip(stores, zip, site)
     process.stdout.write(`${JSON.stringify(result)}\n`)
   } finally {
     await stores.close()

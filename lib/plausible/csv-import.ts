@@ -405,6 +405,12 @@ async function readExport(zip: Uint8Array, base: { site_id: string; version: num
   }
 }
 
+/** Reads the whole zip and stores nothing: a bad file is refused (ApiError 400) as the import refuses it. */
+export async function checkPlausibleExport(zip: Uint8Array) {
+  if (zip.length > MAX_ZIP_BYTES) throw new ApiError(400, `the zip is larger than ${MAX_ZIP_BYTES / 2 ** 20} MB`)
+  return readExport(zip, { site_id: '', version: 0 }, async () => {})
+}
+
 export interface PlausibleImportDeps {
   clickhouse: ClickHouse
   repositories: Pick<Repositories, 'importRuns'>
@@ -420,7 +426,7 @@ const plausibleRows = (siteId: string) => sql`site_id = ${bind('UUID', siteId)} 
  * deleted. Listed among the site's imports, and its days recorded on the site.
  */
 export async function importPlausibleExport(deps: PlausibleImportDeps, site: Site, zip: Uint8Array): Promise<PlausibleImportResult> {
-  if (zip.length > MAX_ZIP_BYTES) throw new ApiError(400, `the zip is larger than ${MAX_ZIP_BYTES / 2 ** 20} MB`)
+  await checkPlausibleExport(zip)
   const startedAt = deps.now()
   const [latest] = await execute<{ version: string }>(
     deps.clickhouse,
@@ -428,7 +434,6 @@ export async function importPlausibleExport(deps: PlausibleImportDeps, site: Sit
   )
   const version = Math.max(startedAt.getTime(), Number(latest?.version ?? 0) + 1)
   const base = { site_id: site.id, version }
-  await readExport(zip, base, async () => {})
   let pending: Row[] = []
   let rows = 0
   const flush = async () => {

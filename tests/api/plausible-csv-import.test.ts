@@ -1,10 +1,11 @@
+import { spawnSync } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Zip, ZipPassThrough, strToU8, zipSync } from 'fflate'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { createApiKey, createOrg } from '../../lib/accounts/admin'
 import { importHits } from '../../lib/ingest/import'
-import { importPlausibleFile } from '../../lib/plausible/csv-import-node'
+import { importPlausibleZip, readPlausibleFile } from '../../lib/plausible/csv-import-node'
 import { newSite } from '../../lib/sites/sites'
 import { checkedApp, client, tempDir, testServices } from '../helpers'
 import { importedRowsOf } from '../imported-rows'
@@ -342,11 +343,13 @@ describe('a Plausible CSV export imported', () => {
     })
     return { status: res.status, json: await res.json() }
   }
-  const viaCommand = (zip: Uint8Array, ref = site.id) => {
+  const written = (zip: Uint8Array) => {
     const file = join(dir, `${crypto.randomUUID()}.zip`)
     writeFileSync(file, zip)
-    return importPlausibleFile(services, file, ref)
+    return file
   }
+  /** What the command does: the file read and checked, then imported. */
+  const viaCommand = async (zip: Uint8Array, ref = site.id) => importPlausibleZip(services, await readPlausibleFile(written(zip)), ref)
   const breakdown = async (dimension: string, date_range: unknown) =>
     (await query({ metrics: METRICS, date_range, dimensions: [dimension], include: { imports: true } })).results
 
@@ -539,6 +542,16 @@ describe('a Plausible CSV export imported', () => {
       expect(uploaded.json.error, what).toMatch(message)
       await expect(viaCommand(zip), what).rejects.toThrow(message)
     }
+    // the command itself: one line on standard error, exit code 1
+    const [, zip, message] = cases[1]
+    const command = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/import.ts', '--plausible', written(zip), '--site', site.id], {
+      env: { ...process.env, DATA_DIR: dir },
+      encoding: 'utf8',
+      timeout: 60_000,
+    })
+    expect(command.status).toBe(1)
+    expect(command.stderr.trimEnd().split('\n')).toHaveLength(1)
+    expect(command.stderr.replace(/^error: /, '')).toMatch(message)
     expect(await query({ metrics: METRICS, date_range: '7d', include: { imports: true } })).toEqual(before)
     const imports = (await call('GET', `/api/v1/sites/${site.id}/imports`, { key: readKey })).json.imports
     expect(imports.filter((i: { kind: string }) => i.kind === 'plausible')).toHaveLength(1)
