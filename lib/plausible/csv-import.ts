@@ -324,6 +324,10 @@ async function walkZip(
 ) {
   if (zip.length < 4 || zip[0] !== 0x50 || zip[1] !== 0x4b)
     throw new ApiError(400, "the upload is not a zip file (Plausible's export is one)")
+  // the files are read from their own headers, front to back; the zip's end record says how many there are
+  const files = filesInZip(zip)
+  if (files === null) throw new ApiError(400, 'the zip file is cut short: it has no end record (download the export again)')
+  let seen = 0
   // what the files say they hold, and what they were found to hold as they inflate
   let declared = 0
   let unzipped = 0
@@ -332,6 +336,7 @@ async function walkZip(
     new ApiError(400, `${name}: the zip's files hold more than ${MAX_UNZIPPED_BYTES / 2 ** 20} MB unzipped, more than an import takes`)
   const chunks: { name: string; chunk: Uint8Array; final: boolean }[] = []
   const unzip = new Unzip((file) => {
+    seen++
     if ((declared += file.originalSize ?? 0) > MAX_UNZIPPED_BYTES) {
       unzipFailure ??= tooLarge(file.name)
       return
@@ -345,20 +350,31 @@ async function walkZip(
     file.start()
   })
   unzip.register(UnzipInflate)
-  let current = null as { name: string; sink: ReturnType<typeof onFile> } | null
+  let current = null as { name: string; sink: ReturnType<typeof onFile>; ended: boolean } | null
   for (let at = 0; at < zip.length; at += SLICE_BYTES) {
     try {
       unzip.push(zip.subarray(at, at + SLICE_BYTES), at + SLICE_BYTES >= zip.length)
     } catch (err) {
-      throw new ApiError(400, `the zip file cannot be read (${(err as Error).message})`)
+      throw new ApiError(400, `${current ? `${current.name}: ` : ''}the zip file cannot be read (${(err as Error).message})`)
     }
     if (unzipFailure) throw unzipFailure
     for (const { name, chunk, final } of chunks.splice(0)) {
-      if (current?.name !== name) current = { name, sink: onFile(name) }
+      if (current?.name !== name) current = { name, sink: onFile(name), ended: false }
       if (chunk.length) await current.sink?.write(chunk)
       if (final) await current.sink?.end()
+      current.ended = final
     }
   }
+  if (current && !current.ended) throw new ApiError(400, `${current.name}: the zip file is cut short before the end of this file`)
+  if (seen !== files) throw new ApiError(400, `the zip file is damaged: its end record lists ${files} files, ${seen} could be read`)
+}
+
+/** The number of files the zip's end-of-central-directory record lists; null without one (the zip is cut short). */
+function filesInZip(zip: Uint8Array): number | null {
+  // the record is the last 22 bytes, before a comment of up to 65,535 bytes
+  for (let at = zip.length - 22; at >= Math.max(0, zip.length - 22 - 0xffff); at--)
+    if (zip[at] === 0x50 && zip[at + 1] === 0x4b && zip[at + 2] === 0x05 && zip[at + 3] === 0x06) return zip[at + 10] | (zip[at + 11] << 8)
+  return null
 }
 
 export interface PlausibleImportResult {
@@ -442,7 +458,7 @@ export async function importPlausibleExport(deps: PlausibleImportDeps, site: Sit
     pending = []
   }
   const read = await readExport(zip, base, async (day) => {
-    pending.push(...day)
+    for (const row of day) pending.push(row)
     if (pending.length >= INSERT_ROWS) await flush()
   })
   await flush()

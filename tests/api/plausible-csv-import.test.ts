@@ -534,6 +534,7 @@ describe('a Plausible CSV export imported', () => {
       ],
       ['zip bomb', bomb, /^imported_[a-z_]+_20261115_20261120\.csv: the zip's files hold more than 1024 MB unzipped/],
       ['not a zip', bytes('date,visitors\n'), /^the upload is not a zip file/],
+      ['cut short', deflatedZip(good).subarray(0, 1500), /^the zip file is cut short: it has no end record/],
     ]
     const before = await query({ metrics: METRICS, date_range: '7d', include: { imports: true } })
     for (const [what, zip, message] of cases) {
