@@ -14,6 +14,7 @@ import { runImport } from '../lib/ingest/import'
 import { inTimeOrder, orderCheck } from '../lib/ingest/import-order-node'
 import { defaultImportThreads, parseInWorkers } from '../lib/ingest/import-workers-node'
 import { previousImport } from '../lib/sites/imports'
+import { importPlausibleZip, readPlausibleFile } from '../lib/plausible/csv-import-node'
 import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/reports/rollup/refresh'
 
 /** Lines read from the first ones on whose site a file is looked for in the imports done. */
@@ -45,18 +46,34 @@ function hashing(lines: AsyncIterable<string>, see?: (line: string) => void) {
   }
 }
 
+/** --plausible: a Plausible export stored as the site's imported history (docs/import.md). */
+async function plausibleExport(file: string | undefined, site: string | undefined) {
+  if (!file || !site) throw new UserError('--plausible and --site go together: npm run import -- --plausible export.zip --site <id>')
+  const zip = await readPlausibleFile(file)
+  const stores = await openNodeStores(process.env, { viaRunningServer: true, engine: 'import' })
+  try {
+    const result = await importPlausibleZip(stores, zip, site)
+    process.stdout.write(`${JSON.stringify(result)}\n`)
+  } finally {
+    await stores.close()
+  }
+}
+
 const program = new Command('import')
   .description(
-    "Load raw hits (NDJSON) through the collector's enrichment and sessionization, with their own timestamps. Works while the server runs. The format, what is refused and how usage is counted: docs/import.md.",
+    "Load raw hits (NDJSON) through the collector's enrichment and sessionization, with their own timestamps, or a Plausible CSV export (--plausible). Works while the server runs. The formats, what is refused and how usage is counted: docs/import.md.",
   )
   .option('--file <path>', 'NDJSON file (default: standard input)')
   .option('--force', 'import a file even though the same content was imported before (its hits are then stored twice)')
+  .option('--plausible <zip>', 'a Plausible CSV export (the zip of imported_*.csv files) to import into --site, replacing its earlier one')
+  .option('--site <id>', 'with --plausible: the site, by its id or snippet id')
   .option(
     '--threads <n>',
     `worker threads that parse and enrich the lines (default: one per core but two, here ${defaultImportThreads()}); 0 parses on the main thread`,
   )
   .addHelpText('after', '\nSee docs/import.md for the format of a line and examples.')
-  .action(async (opts: { file?: string; force?: boolean; threads?: string }) => {
+  .action(async (opts: { file?: string; force?: boolean; threads?: string; plausible?: string; site?: string }) => {
+    if (opts.plausible || opts.site) return await plausibleExport(opts.plausible, opts.site)
     const threads = opts.threads === undefined ? defaultImportThreads() : Number(opts.threads)
     if (!Number.isInteger(threads) || threads < 0) throw new UserError(`--threads is ${opts.threads}: a whole number, 0 or more`)
     // a file that cannot be read is told before the stores are opened

@@ -1,9 +1,11 @@
 import type { Context, Hono } from 'hono'
+import { bodyLimit } from 'hono/body-limit'
 import { z } from 'zod'
 import type { ApiKeyRecord } from '../../lib/accounts/keys'
 import { membershipIn, requireRole } from '../../lib/accounts/members'
 import type { Member } from '../../lib/accounts/team'
 import { ApiError } from '../../lib/errors'
+import { MAX_ZIP_BYTES, importPlausibleExport } from '../../lib/plausible/csv-import'
 import type { Services } from '../../lib/services'
 import { withInstallState } from '../../lib/sites/site-install'
 import { deleteSite } from '../../lib/sites/site-lifecycle'
@@ -415,6 +417,7 @@ const IMPORT_KINDS: Record<string, string> = {
   standalone: 'Collected events',
   ga4: 'GA4',
   search_console: 'Search Console',
+  plausible: 'Plausible export',
 }
 
 function ImportsTable({ imports }: { imports: Json[] }) {
@@ -992,6 +995,36 @@ export function siteSettingsRoutes(web: Hono<WebEnv>, services: Services) {
           </section>
         ) : null}
 
+        {canWrite ? (
+          <section class="card" id="plausible" aria-labelledby="plausible-title">
+            <h2 id="plausible-title">Plausible export</h2>
+            <p class="muted">
+              The zip of CSV files Plausible exports from its site settings. Its days before this site's first tracked day are added to the
+              numbers of Stats API queries with imports included; a new export replaces the one imported before.
+            </p>
+            <form method="post" action={`/app/sites/${site.id}/settings/imports/plausible`} enctype="multipart/form-data">
+              <div class="field">
+                <label for="plausible-export">Export (.zip)</label>
+                <input
+                  id="plausible-export"
+                  name="export"
+                  type="file"
+                  accept=".zip,application/zip"
+                  required
+                  aria-describedby={refusedHere('plausible') ? 'plausible-error' : undefined}
+                  aria-invalid={refusedHere('plausible') ? 'true' : undefined}
+                />
+                {refusedHere('plausible') ? (
+                  <p class="error" id="plausible-error" role="alert">
+                    {refusedHere('plausible')!.message}
+                  </p>
+                ) : null}
+              </div>
+              <button type="submit">Import</button>
+            </form>
+          </section>
+        ) : null}
+
         <section class="card" aria-labelledby="imports-title">
           <h2 id="imports-title">Imports</h2>
           <ImportsTable imports={imports} />
@@ -1010,6 +1043,26 @@ export function siteSettingsRoutes(web: Hono<WebEnv>, services: Services) {
   })
 
   googleConnectRoutes(web, services)
+
+  // a Plausible export, uploaded as a form's file: stored as the API's POST /imports/plausible stores it
+  web.post(
+    '/sites/:siteId/settings/imports/plausible',
+    bodyLimit({ maxSize: MAX_ZIP_BYTES + 64 * 1024, onError: () => new Response('The upload is too large.', { status: 413 }) }),
+    async (c) => {
+      const scope = await siteOf(c)
+      requireRole(scope.member, ADMINS, 'import data')
+      const result = await refusedOr(
+        async () => {
+          const file = (await c.req.parseBody()).export
+          if (!(file instanceof File) || !file.size) throw new ApiError(400, 'choose the zip file of a Plausible export')
+          return importPlausibleExport(services, scope.site, new Uint8Array(await file.arrayBuffer()))
+        },
+        (refused) => integrationsPage(c, scope, refused),
+        { form: 'plausible', values: {} },
+      )
+      return result.response ?? c.redirect(`/app/sites/${scope.site.id}/settings/integrations#imports-title`, 303)
+    },
+  )
 
   const bind = (name: 'ga4' | 'search-console', field: 'propertyId' | 'siteUrl') => {
     web.post(`/sites/:siteId/settings/${name}`, async (c) => {

@@ -10,7 +10,7 @@ import { runRead } from '../reports/query/run'
 import type { BreakdownRow, Totals } from '../reports/query/shape'
 import type { Segment } from '../sites/definition-records'
 import type { Goal } from '../sites/goals'
-import type { Site } from '../sites/sites'
+import { type Site, hasImportedData } from '../sites/sites'
 import type { Source } from '../sites/source'
 import { comparisonWindow } from './comparison-window'
 import type { PlausibleAnswer, PlausibleDateRange, PlausibleMetric, PlausibleQuery } from './query-schema'
@@ -520,7 +520,7 @@ const isoSecond = (z: Temporal.ZonedDateTime) => z.toString({ timeZoneName: 'nev
  * metric the imports do not hold); null when it can.
  */
 function importsRefusal(body: PlausibleQuery, site: Site, goals: Goal[]): string | null {
-  if (!site.sources.includes('ga4')) return 'This site has no imported data'
+  if (!hasImportedData(site)) return 'This site has no imported data'
   try {
     planQuery(body, 'ga4', goals)
     return null
@@ -560,7 +560,7 @@ export async function plausibleQuery(deps: ReportDeps, site: Site, body: Plausib
   const importsRefused = body.include.imports && source === 'standalone' ? importsRefusal(body, site, goals) : undefined
   let reader: Reader = sourceReader(deps.clickhouse, source)
   if (importsRefused === null) {
-    const [tracked, imported] = await Promise.all([firstEventAt(deps.clickhouse, site.id), firstImportedAt(deps.clickhouse, site)])
+    const [tracked, imported] = await Promise.all([firstEventAt(deps.clickhouse, site.id), firstImportedAt(deps.clickhouse, site, 'all')])
     const localDay = (at: Date) => Temporal.Instant.fromEpochMilliseconds(at.getTime()).toZonedDateTimeISO(site.timezone).startOfDay()
     reader = readerWithImports(deps.clickhouse, tracked ? localDay(tracked) : null)
     // `all` starts at the first imported day when the imports begin before the tracker

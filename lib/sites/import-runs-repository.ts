@@ -3,13 +3,14 @@ import type { Redis } from '@upstash/redis'
 /** One run of a data import into a site: what it loaded and the period its rows cover. */
 export interface ImportRun {
   id: string
-  kind: 'raw_hits'
+  /** Raw hits (NDJSON), or a Plausible export (lib/plausible/csv-import.ts). */
+  kind: 'raw_hits' | 'plausible'
   state: 'completed' | 'failed'
   startedAt: string
   finishedAt: string
   rows: number
   rejected: number
-  /** The first and last timestamp of the rows it stored; null when it stored none. */
+  /** The first and last timestamp of the rows it stored (a Plausible export: its first and last day); null when it stored none. */
   from: string | null
   to: string | null
   error: string | null

@@ -178,8 +178,13 @@ export interface Site {
     source: Source | null
   }
   install: { installed: boolean; firstEventAt: string | null; lastEventAt: string | null; checkedAt: string | null }
-  imports: { source: Source; from: string; to: string; importedAt: string }[]
+  /** The days each product's imported aggregates cover (GA4's import, a Plausible export). */
+  imports: { source: Source | 'plausible'; from: string; to: string; importedAt: string }[]
 }
+
+/** Whether a site holds imported aggregates that include.imports adds: a bound GA4 property, or an imported Plausible export. */
+export const hasImportedData = (site: Pick<Site, 'sources' | 'imports'>) =>
+  site.sources.includes('ga4') || site.imports.some((p) => p.source === 'plausible')
 
 /** The site's GA4 integration as its record keeps it (lib/integrations/ga4/connection.ts writes it); older records lack the optional fields. */
 export interface Ga4Integration {
@@ -478,6 +483,6 @@ export const siteViewSchema = z.object({
     lastEventAt: z.string().nullable(),
     checkedAt: z.string().nullable().describe('The last install check'),
   }),
-  imports: z.array(z.object({ source: z.enum(SOURCES), from: z.string(), to: z.string(), importedAt: z.string() })),
+  imports: z.array(z.object({ source: z.enum([...SOURCES, 'plausible']), from: z.string(), to: z.string(), importedAt: z.string() })),
   snippet: z.string().describe('The tracking snippet to paste'),
 })

@@ -264,7 +264,12 @@ export function completePlan(query: Query, read: Read, lookup: RolledDaysLookup,
 export interface ImportedPlan {
   dataset: Ga4DatasetName
   events: 'same' | 'separate' | 'none'
+  /** Whose imports it reads: GA4's (a ga4 read; absent), or every product's, a day counted once (include.imports; compile/imported.ts). */
+  origins?: ImportOrigins
 }
+
+/** Whose imported aggregates a read takes: GA4's alone, or GA4's and Plausible's together. */
+export type ImportOrigins = 'ga4' | 'all'
 
 /** The imported dataset of a read, or a 400 naming what no single dataset holds together. */
 export function planImported(query: Pick<Query, 'filters' | 'range'>, read: Read): ImportedPlan {

@@ -100,8 +100,8 @@ function importedReader(clickhouse: ClickHouse) {
 const MERGED_ROWS = 100_000
 
 /**
- * The collector's reads with the site's imported GA4 aggregates added, as Plausible's
- * `include.imports` adds them: the imports count only for the site-local days before the first
+ * The collector's reads with the site's imported aggregates (GA4's and Plausible's, a day counted
+ * once: compile/imported.ts) added, as Plausible's `include.imports` adds them: the imports count only for the site-local days before the first
  * tracked day (`trackedFrom`; every day when nothing is tracked), so a day is never counted twice.
  * Each read runs on both sources over its part of the window and the rows are added up (shape.ts).
  */
@@ -115,7 +115,7 @@ export function readerWithImports(clickhouse: ClickHouse, trackedFrom: Temporal.
   }
   const imported = async (query: Query, read: Parameters<typeof runImportedRead>[2]) => {
     const part = importedPart(query)
-    return part ? await runImportedRead(clickhouse, part, read) : { plan: undefined, rows: [] }
+    return part ? await runImportedRead(clickhouse, part, read, 'all') : { plan: undefined, rows: [] }
   }
   const withEvents = (plan: { events: string } | undefined) => plan === undefined || plan.events !== 'none'
   return {

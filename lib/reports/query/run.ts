@@ -7,6 +7,7 @@ import { filteredRollupInsertSql } from './compile/rollup-build'
 import type { Query, Read, RolledDays } from './model'
 import { scaleCounts } from './sampling'
 import {
+  type ImportOrigins,
   type ImportedPlan,
   type ReadPlan,
   type RollupBuild,
@@ -114,12 +115,13 @@ export async function runRead<Row = Record<string, unknown>>(clickhouse: ClickHo
   return scaleCounts(rows, plan.sample)
 }
 
-/** Runs one read of the ga4 source: its imported dataset (planImported), then its statement. */
+/** Runs one read of imported aggregates (GA4's, or every product's): its dataset (planImported), then its statement. */
 export async function runImportedRead<Row = Record<string, unknown>>(
   clickhouse: ClickHouse,
   query: Query,
   read: Read,
+  origins: ImportOrigins = 'ga4',
 ): Promise<{ plan: ImportedPlan; rows: Row[] }> {
-  const plan = planImported(query, read)
+  const plan: ImportedPlan = { ...planImported(query, read), origins }
   return { plan, rows: await execute<Row>(clickhouse, importedReadSql(query, read, plan)) }
 }

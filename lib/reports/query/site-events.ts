@@ -1,6 +1,7 @@
 import { Temporal } from 'temporal-polyfill'
 import type { Site } from '../../sites/sites'
 import { firstImportedDaySql } from './compile/imported'
+import type { ImportOrigins } from './plan'
 import { clickhouseTime } from '../../storage/clickhouse/time'
 import type { ClickHouse } from '../../storage/clickhouse/types'
 import { during } from './compile/scope'
@@ -33,9 +34,13 @@ export async function firstEventAt(clickhouse: ClickHouse, siteId: string): Prom
   return first ? new Date(first) : null
 }
 
-/** The start of the first site-local day a site has imported GA4 data for, which bounds the `all` range of a ga4 read; null before any. */
-export async function firstImportedAt(clickhouse: ClickHouse, site: Pick<Site, 'id' | 'timezone'>): Promise<Date | null> {
-  const [row] = await execute<{ first: string; n: string }>(clickhouse, firstImportedDaySql(site.id))
+/** The start of the first site-local day a site has imported data for (GA4's, or any product's), which bounds the `all` range of a read of imports; null before any. */
+export async function firstImportedAt(
+  clickhouse: ClickHouse,
+  site: Pick<Site, 'id' | 'timezone'>,
+  origins: ImportOrigins = 'ga4',
+): Promise<Date | null> {
+  const [row] = await execute<{ first: string; n: string }>(clickhouse, firstImportedDaySql(site.id, origins))
   if (!row || !Number(row.n)) return null
   return new Date(Temporal.PlainDate.from(row.first).toZonedDateTime({ timeZone: site.timezone }).epochMilliseconds)
 }

@@ -1,7 +1,7 @@
 import { dimension } from '../../dimensions'
 import { GA4_AUTOMATIC_EVENTS } from '../../../integrations/ga4/datasets'
 import type { Filter, Query } from '../model'
-import type { ImportedPlan } from '../plan'
+import type { ImportOrigins, ImportedPlan } from '../plan'
 import type { ResolvedRange } from '../range'
 import { operatorSql } from './filters'
 import { type Fragment, bind, join, raw, sql } from '../../../storage/clickhouse/sql'
@@ -26,11 +26,29 @@ export function importedValueSql(name: string): Fragment {
 
 const day = (date: { toPlainDate(): { toString(): string } }) => bind('Date', date.toPlainDate().toString())
 
+/**
+ * Whose rows a read takes: GA4's alone, or every import with each day counted once. A day from
+ * the first to the last day of the site's Plausible import takes Plausible's rows (the same
+ * definitions as the tracker's), any other day GA4's.
+ */
+function originsSql(siteId: string, origins: ImportOrigins): Fragment {
+  if (origins === 'ga4') return raw("source = 'ga4'")
+  const plausibleDays = (edge: string) =>
+    sql`(SELECT ${raw(edge)}(date) FROM imported_aggregates WHERE site_id = ${bind('UUID', siteId)} AND source = 'plausible' AND dataset = 'visitors')`
+  return sql`(source = 'plausible' OR (source = 'ga4' AND NOT (date BETWEEN ${plausibleDays('min')} AND ${plausibleDays('max')})))`
+}
+
 /** The rows of one dataset of the site in the window's days (read FINAL: the newest import of a day), under the filters. */
-function datasetRows(siteId: string, range: ResolvedRange, dataset: string, filters: readonly Filter[]): Fragment {
+function datasetRows(
+  siteId: string,
+  range: ResolvedRange,
+  dataset: string,
+  filters: readonly Filter[],
+  origins: ImportOrigins = 'ga4',
+): Fragment {
   const conditions = [
     sql`site_id = ${bind('UUID', siteId)}`,
-    raw("source = 'ga4'"),
+    originsSql(siteId, origins),
     sql`dataset = ${bind('String', dataset)}`,
     sql`date >= ${day(range.from)} AND date < ${day(range.to)}`,
     ...filters.map((f) => operatorSql(importedValueSql(f.dimension), f.operator, f.value)),
@@ -50,10 +68,10 @@ const SUMS =
  * plan reads it (the only one that tells GA4's automatic events apart), else absent.
  */
 export function importedStatsSql(query: Query, plan: ImportedPlan): Fragment {
-  const rows = datasetRows(query.siteId, query.range, plan.dataset, query.filters)
+  const rows = datasetRows(query.siteId, query.range, plan.dataset, query.filters, plan.origins)
   if (plan.events === 'same') return sql`SELECT ${raw(SUMS)}, ${customEventsSql()} AS events FROM ${rows}`
   if (plan.events === 'separate') {
-    const events = datasetRows(query.siteId, query.range, 'events', [])
+    const events = datasetRows(query.siteId, query.range, 'events', [], plan.origins)
     return sql`SELECT ${raw(SUMS)}, (SELECT ${customEventsSql()} FROM ${events}) AS events FROM ${rows}`
   }
   return sql`SELECT ${raw(SUMS)} FROM ${rows}`
@@ -78,7 +96,7 @@ function importedBucket(range: ResolvedRange): Fragment {
 export function importedSeriesSql(query: Query, plan: ImportedPlan): Fragment {
   return sql`
 SELECT ${importedBucket(query.range)} AS bucket, sum(visitors) AS visitors, sum(visits) AS visits, sum(pageviews) AS pageviews
-FROM ${datasetRows(query.siteId, query.range, plan.dataset, query.filters)}
+FROM ${datasetRows(query.siteId, query.range, plan.dataset, query.filters, plan.origins)}
 GROUP BY bucket ORDER BY bucket`
 }
 
@@ -89,7 +107,7 @@ export function importedBreakdownSql(query: Query, property: string, plan: Impor
   const events = plan.events === 'same' ? sql`, ${customEventsSql()} AS events` : raw('')
   return sql`
 SELECT ${value} AS value, ${raw(SUMS)}${events}
-FROM ${datasetRows(query.siteId, query.range, plan.dataset, query.filters)}${sparse}
+FROM ${datasetRows(query.siteId, query.range, plan.dataset, query.filters, plan.origins)}${sparse}
 GROUP BY value
 ORDER BY visitors DESC, value ASC
 LIMIT ${bind('UInt32', query.limit)}`
@@ -106,6 +124,7 @@ ORDER BY count DESC, name ASC
 LIMIT ${bind('UInt32', query.limit)}`
 }
 
-/** The first day a site has imported GA4 data for (YYYY-MM-DD), which bounds the `all` range of a ga4 read. */
-export const firstImportedDaySql = (siteId: string) =>
-  sql`SELECT toString(min(date)) AS first, count() AS n FROM imported_aggregates WHERE site_id = ${bind('UUID', siteId)} AND source = 'ga4' AND dataset = 'visitors'`
+/** The first day a site has imported data for (YYYY-MM-DD; GA4's, or any product's), which bounds the `all` range of a read of imports. */
+export const firstImportedDaySql = (siteId: string, origins: ImportOrigins = 'ga4') =>
+  sql`SELECT toString(min(date)) AS first, count() AS n FROM imported_aggregates WHERE site_id = ${bind('UUID', siteId)}
+    AND source IN ${bind('Array(String)', origins === 'ga4' ? ['ga4'] : ['ga4', 'plausible'])} AND dataset = 'visitors'`
