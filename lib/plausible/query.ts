@@ -190,6 +190,10 @@ function timeLabel(zoned: Temporal.ZonedDateTime, interval: Interval) {
   return interval === 'hour' || interval === 'minute' ? `${date} ${zoned.toPlainTime().toString({ smallestUnit: 'second' })}` : date
 }
 
+/** Plausible's `events`: pageviews and custom events (the pipeline's `events` are the custom ones); null where those are unknown. */
+const pageviewsAndCustomEvents = (pageviews: number | undefined, custom: number | null) =>
+  custom === null ? null : (pageviews ?? 0) + custom
+
 const revenueValue = (amount: number, currency: string): MetricValue => {
   const format = (digits: number, notation: 'standard' | 'compact') =>
     new Intl.NumberFormat('en-US', { style: 'currency', currency, notation, maximumFractionDigits: digits }).format(amount)
@@ -212,7 +216,7 @@ function totalsMetric(metric: PlausibleMetric, t: Totals): MetricValue {
     case 'visit_duration':
       return t.avgDuration
     case 'events':
-      return t.events
+      return pageviewsAndCustomEvents(t.pageviews, t.events)
     default:
       return null
   }
@@ -433,7 +437,8 @@ async function grouped(ctx: Context, property: string, limit: number): Promise<R
       case 'visit_duration':
         return row.avgDuration ?? 0
       case 'events':
-        return row.events
+        // a goal row's events are its conversions
+        return goalRows ? row.events : pageviewsAndCustomEvents(row.pageviews, row.events)
       case 'percentage':
         return percent(row.visitors, totals?.visitors ?? 0, 1)
       case 'conversion_rate':

@@ -102,7 +102,7 @@ describe('POST /api/v2/query', () => {
   }
   const refused = async (body: Record<string, unknown>) => call('POST', '/api/v2/query', { key, body: { site_id: DOMAIN, ...body } })
 
-  /** Plausible's aggregate metrics from the reference totals: rates as whole percentages. */
+  /** Plausible's aggregate metrics from the reference totals: rates as whole percentages, events the pageviews and custom events. */
   const plausibleTotals = (t: ReturnType<typeof expectedTotals>) => [
     t.visitors,
     t.visits,
@@ -110,7 +110,7 @@ describe('POST /api/v2/query', () => {
     t.viewsPerVisit,
     Math.round(t.bounceRate * 100),
     t.avgDuration,
-    t.events,
+    t.pageviews + t.events,
   ]
   const TOTAL_METRICS = ['visitors', 'visits', 'pageviews', 'views_per_visit', 'bounce_rate', 'visit_duration', 'events']
 
@@ -131,6 +131,33 @@ describe('POST /api/v2/query', () => {
     // the site's id is taken as well as its domain
     const byId = await query({ site_id: siteId, metrics: ['visitors'], date_range: CUSTOM })
     expect(byId.results[0].metrics).toEqual([expectedTotals(ref, FROM, TO).visitors])
+  })
+
+  it("events counts pageviews and custom events, as Plausible's Stats API does; /api/v1 keeps custom events only", async () => {
+    // counted here from the fixture's events, engagement reports apart
+    const [lo, hi] = [Date.parse(FROM), Date.parse(TO)]
+    const inWindow = ref.events.filter((e) => e.ts >= lo && e.ts < hi)
+    const count = (kind: string, keep: (e: RefEvent) => boolean = () => true) => inWindow.filter((e) => e.kind === kind && keep(e)).length
+    expect(count('custom')).toBeGreaterThan(0)
+    expect(count('engagement')).toBeGreaterThan(0)
+    const json = await query({ metrics: ['events', 'pageviews'], date_range: CUSTOM })
+    expect(json.results[0].metrics).toEqual([count('pageview') + count('custom'), count('pageview')])
+    // per page, and under a filter
+    const paths = [...new Set(inWindow.map((e) => e.path))]
+    const byPage = await query({ metrics: ['events'], date_range: CUSTOM, dimensions: ['event:page'], order_by: [['event:page', 'asc']] })
+    expect(byPage.results).toEqual(
+      paths.sort().map((path) => ({
+        metrics: [count('pageview', (e) => e.path === path) + count('custom', (e) => e.path === path)],
+        dimensions: [path],
+      })),
+    )
+    const onPricing = await query({ metrics: ['events'], date_range: CUSTOM, filters: [['is', 'event:page', ['/pricing']]] })
+    expect(onPricing.results[0].metrics).toEqual([
+      count('pageview', (e) => e.path === '/pricing') + count('custom', (e) => e.path === '/pricing'),
+    ])
+    const v1 = await call('GET', `/api/v1/stats?site_id=${siteId}&range=custom&from=${CUSTOM[0]}&to=${CUSTOM[1]}`, { key })
+    expect(v1.status).toBe(200)
+    expect(v1.json.totals.events).toBe(count('custom'))
   })
 
   it.each([
@@ -185,7 +212,10 @@ describe('POST /api/v2/query', () => {
       .slice(0, -1)
       .map((day, i) => {
         const t = expectedTotals(ref, `${day}T00:00:00-05:00`, `${days[i + 1]}T00:00:00-05:00`)
-        return { metrics: [t.visitors, Math.round(t.bounceRate * 100), t.avgDuration, t.events, t.viewsPerVisit], dimensions: [day] }
+        return {
+          metrics: [t.visitors, Math.round(t.bounceRate * 100), t.avgDuration, t.pageviews + t.events, t.viewsPerVisit],
+          dimensions: [day],
+        }
       })
       .filter((r) => r.metrics[0] > 0)
     expect(expected.some((r) => r.metrics[3] > 0)).toBe(true)
@@ -434,7 +464,9 @@ describe('POST /api/v2/query', () => {
     const json = await query({ metrics: ['visitors', 'events'], date_range: CUSTOM, dimensions: ['event:props:plan'] })
     const rows = expectedBreakdown(ref, FROM, TO, (e) => e.plan, false)
     expect(rows.length).toBe(2)
-    expect(json.results).toEqual(rows.map((r) => ({ metrics: [r.visitors, r.events], dimensions: [r.value] })))
+    expect(json.results).toEqual(
+      rows.map((r) => ({ metrics: [r.visitors, (r.pageviews as number) + (r.events as number)], dimensions: [r.value] })),
+    )
   })
 
   it('pagination: limit and offset over the ordered rows, total_rows counting them all', async () => {
