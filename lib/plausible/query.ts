@@ -3,7 +3,7 @@ import { ApiError } from '../errors'
 import { GOAL, SEGMENT, combinable, combinedParts, combinedProperty, hasEngagement, holdsGoal } from '../reports/dimensions'
 import { type Filter, type Query, TOTALS, goalsOfFilter } from '../reports/query/model'
 import { type ReportParams, expandSegments, validateGoalFilter } from '../reports/query/parse'
-import { type Interval, type ResolvedRange, buckets } from '../reports/query/range'
+import { type Interval, type ResolvedRange, buckets, startsDay } from '../reports/query/range'
 import { type ReportDeps, prepare, readerWithImports, sourceReader } from '../reports/query/reports'
 import { firstEventAt, firstImportedAt } from '../reports/query/site-events'
 import { runRead } from '../reports/query/run'
@@ -171,12 +171,11 @@ const INTERVALS: Record<Exclude<TimeDimension, 'time'>, Interval> = {
   'time:month': 'month',
 }
 
+/** The date-times of a date_range given as two date-times, in the site's timezone, the end excluded. */
+type ExactWindow = { from: Temporal.ZonedDateTime; to: Temporal.ZonedDateTime }
+
 /** The window to read: the pipeline's resolution, the exact date-times given, the bucket a time dimension asks. */
-function windowOf(
-  resolved: ResolvedRange,
-  exact: { from: Temporal.ZonedDateTime; to: Temporal.ZonedDateTime } | undefined,
-  time?: TimeDimension,
-) {
+function windowOf(resolved: ResolvedRange, exact: ExactWindow | undefined, time?: TimeDimension) {
   let range = exact ? { ...resolved, ...exact } : resolved
   if (exact && Temporal.Duration.compare(exact.from.until(exact.to), { hours: 48 }) <= 0) range = { ...range, interval: 'hour' }
   if (time && time !== 'time') range = { ...range, interval: INTERVALS[time] }
@@ -524,8 +523,10 @@ const isoSecond = (z: Temporal.ZonedDateTime) => z.toString({ timeZoneName: 'nev
  * it has none, or the query is one a read of the imported data refuses (a dimension, filter or
  * metric the imports do not hold); null when it can.
  */
-function importsRefusal(body: PlausibleQuery, site: Site, goals: Goal[]): string | null {
+function importsRefusal(body: PlausibleQuery, site: Site, goals: Goal[], exact: ExactWindow | undefined): string | null {
   if (!site.sources.includes('ga4')) return 'This site has no imported data'
+  if (exact && !(startsDay(exact.from) && startsDay(exact.to)))
+    return 'Imported stats are not included in the results because the imported data holds whole days and date_range is not whole days in the site timezone'
   try {
     planQuery(body, 'ga4', goals)
     return null
@@ -562,7 +563,7 @@ export async function plausibleQuery(deps: ReportDeps, site: Site, body: Plausib
   const { exact } = resolved
   let { params } = resolved
   // include.imports: the imported data added to the tracker's, or why not (meta.imports_warning)
-  const importsRefused = body.include.imports && source === 'standalone' ? importsRefusal(body, site, goals) : undefined
+  const importsRefused = body.include.imports && source === 'standalone' ? importsRefusal(body, site, goals, exact) : undefined
   let reader: Reader = sourceReader(deps.clickhouse, source)
   if (importsRefused === null) {
     const [tracked, imported] = await Promise.all([firstEventAt(deps.clickhouse, site.id), firstImportedAt(deps.clickhouse, site)])

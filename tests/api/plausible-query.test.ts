@@ -182,6 +182,33 @@ describe('POST /api/v2/query', () => {
     expect(json.query.date_range).toEqual(['2026-11-20T00:00:00-05:00', '2026-11-21T11:59:59-05:00'])
   })
 
+  it('a date-time date_range with a time dimension: each site-local day the window touches, read over its part of the window', async () => {
+    // Plausible's documented timeseries example, in an offset other than the site's: the window is
+    // 2026-11-15 17:00 to 2026-11-22 17:00 in New York
+    const [from, to] = ['2026-11-16T00:00:00+02:00', '2026-11-22T23:59:59+02:00']
+    const json = await query({ metrics: ['visitors', 'pageviews'], date_range: [from, to], dimensions: ['time:day'] })
+    const [lo, hi] = [Date.parse(from), Date.parse(to) + 1000]
+    const expected = []
+    for (let day = 15; day <= 22; day++) {
+      const start = Math.max(lo, Date.parse(`2026-11-${day}T00:00:00-05:00`))
+      const end = Math.min(hi, Date.parse(`2026-11-${day + 1}T00:00:00-05:00`))
+      const t = expectedTotals(ref, new Date(start).toISOString(), new Date(end).toISOString())
+      if (t.visitors) expected.push({ metrics: [t.visitors, t.pageviews], dimensions: [`2026-11-${day}`] })
+    }
+    expect(expected.length).toBeGreaterThan(4)
+    expect(json.results).toEqual(expected)
+    expect(json.query.date_range).toEqual(['2026-11-15T17:00:00-05:00', '2026-11-22T16:59:59-05:00'])
+    // whole site-local days given as date-times, in the site's offset: the same rows as the dates
+    const days = await query({ metrics: ['visitors', 'pageviews'], date_range: ['2026-11-10', '2026-11-16'], dimensions: ['time:day'] })
+    const times = await query({
+      metrics: ['visitors', 'pageviews'],
+      date_range: ['2026-11-10T00:00:00-05:00', '2026-11-16T23:59:59-05:00'],
+      dimensions: ['time:day'],
+    })
+    expect(days.results.length).toBeGreaterThan(4)
+    expect(times.results).toEqual(days.results)
+  })
+
   it('timeseries by day with time labels: every day labelled, rows only for days with data', async () => {
     const json = await query({
       metrics: ['visitors', 'pageviews'],
