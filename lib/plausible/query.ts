@@ -14,7 +14,7 @@ import type { Site } from '../sites/sites'
 import type { Source } from '../sites/source'
 import { comparisonWindow } from './comparison-window'
 import type { PlausibleAnswer, PlausibleDateRange, PlausibleMetric, PlausibleQuery } from './query-schema'
-import { type TimeDimension, checkReadable, countryName, isTimeDimension, serviceDimension, translateFilters } from './translate'
+import { type TimeDimension, checkReadable, isTimeDimension, plausibleValue, serviceDimension, translateFilters } from './translate'
 
 /**
  * POST /api/v2/query: Plausible's Stats API v2 answered from this service's own reads. A query
@@ -43,8 +43,8 @@ interface Plan {
   filters: Filter[]
   goals: Goal[]
   metrics: PlausibleMetric[]
-  /** Per non-time dimension, visit:country_name: rows by country, answered by the country's name. */
-  countryNames: boolean[]
+  /** The non-time dimensions, in the query's order: each row value is answered as Plausible labels it (plausibleValue). */
+  others: string[]
 }
 
 const SERIES_METRICS: readonly PlausibleMetric[] = ['visitors', 'visits', 'pageviews', 'views_per_visit']
@@ -121,8 +121,7 @@ function planQuery(body: PlausibleQuery, source: Source, goals: Goal[]): Plan {
     if ((metric === 'total_revenue' || metric === 'average_revenue') && property && !goalRows)
       throw metricError(metric, 'is available with no dimension or with the event:goal dimension here')
   }
-  const countryNames = others.map((d) => d === 'visit:country_name')
-  return { source, time, property, combined, filters, goals, metrics: body.metrics, countryNames }
+  return { source, time, property, combined, filters, goals, metrics: body.metrics, others }
 }
 
 /** Plausible's named ranges and date pairs as the pipeline's range parameters; date-times also as the exact window. */
@@ -458,9 +457,9 @@ async function grouped(ctx: Context, property: string, limit: number): Promise<R
       }
     }
   }
-  const { combined, countryNames } = ctx.plan
+  const { combined, others } = ctx.plan
   const dimensions = (row: BreakdownRow): string[] =>
-    (combined ? (JSON.parse(row.value) as string[]) : [row.value]).map((v, i) => (countryNames[i] ? countryName(v) : v))
+    (combined ? (JSON.parse(row.value) as string[]) : [row.value]).map((v, i) => plausibleValue(others[i], v))
   return rows
     .filter((row) => !goals || goals.has(group.goalOf(row.value)))
     .map((row) => ({ metrics: metrics.map((m) => value(m, row)), dimensions: dimensions(row) }))

@@ -32,6 +32,33 @@ const CUSTOM = ['2026-08-01', '2026-11-22']
 
 type Keep = (e: RefEvent, v: RefVisit) => boolean
 
+/**
+ * The campaign site's pageviews: four visitors, one visit each (their hits minutes apart), tagged by
+ * their first page's query: two from the newsletter (one of them twice), one from twitter, one untagged.
+ */
+const UTM_HITS: [string, string, string][] = [
+  ['2026-11-20T10:00:00Z', '8.8.8.8', '?utm_source=newsletter&utm_medium=email&utm_campaign=launch'],
+  ['2026-11-20T10:05:00Z', '8.8.8.8', ''],
+  ['2026-11-20T11:00:00Z', '1.1.1.1', '?utm_source=newsletter&utm_medium=email&utm_campaign=launch'],
+  ['2026-11-21T09:00:00Z', '81.2.69.142', '?utm_source=twitter&utm_medium=social&utm_campaign=launch'],
+  ['2026-11-21T12:00:00Z', '46.114.0.1', ''],
+  ['2026-11-21T12:03:00Z', '46.114.0.1', '?utm_source=late'],
+]
+
+/** Rows of a campaign field over UTM_HITS, as Plausible labels a visit without it: [visitors, pageviews] by value, most visitors first. */
+function utmRows(field: string) {
+  const firstQuery = new Map<string, string>()
+  for (const [, ip, query] of UTM_HITS) if (!firstQuery.has(ip)) firstQuery.set(ip, query)
+  const valueOf = (ip: string) => new URLSearchParams(firstQuery.get(ip)).get(field) || '(not set)'
+  const values = [...new Set(UTM_HITS.map(([, ip]) => valueOf(ip)))]
+  return values
+    .map((value) => {
+      const hits = UTM_HITS.filter(([, ip]) => valueOf(ip) === value)
+      return { metrics: [new Set(hits.map(([, ip]) => ip)).size, hits.length], dimensions: [value] }
+    })
+    .sort((a, b) => b.metrics[0] - a.metrics[0] || (a.dimensions[0] < b.dimensions[0] ? -1 : 1))
+}
+
 describe('POST /api/v2/query', () => {
   let services: Awaited<ReturnType<typeof testServices>>
   let call: ReturnType<typeof client>
@@ -69,12 +96,7 @@ describe('POST /api/v2/query', () => {
         ip,
         userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0',
       })
-    const utmLines = [
-      hit('2026-11-20T10:00:00Z', '8.8.8.8', '?utm_source=newsletter&utm_medium=email&utm_campaign=launch'),
-      hit('2026-11-20T10:05:00Z', '8.8.8.8', ''),
-      hit('2026-11-20T11:00:00Z', '1.1.1.1', '?utm_source=newsletter&utm_medium=email&utm_campaign=launch'),
-      hit('2026-11-21T09:00:00Z', '81.2.69.142', '?utm_source=twitter&utm_medium=social&utm_campaign=launch'),
-    ]
+    const utmLines = UTM_HITS.map(([ts, ip, query]) => hit(ts, ip, query))
     expect((await importHits(utmLines, services.ingestor)).rejected).toBe(0)
 
     // a site read from imported GA4 data only (no rows: its reads are zeros)
@@ -576,10 +598,33 @@ describe('POST /api/v2/query', () => {
       date_range: ['2026-11-20', '2026-11-21'],
       dimensions: ['visit:utm_source'],
     })
-    expect(bySource.results).toEqual([
-      { metrics: [2, 3], dimensions: ['newsletter'] },
-      { metrics: [1, 1], dimensions: ['twitter'] },
-    ])
+    expect(bySource.results).toEqual(utmRows('utm_source'))
+    expect(bySource.results.map((r: { dimensions: string[] }) => r.dimensions[0])).toContain('(not set)')
+    for (const field of ['utm_medium', 'utm_campaign', 'utm_content']) {
+      const json = await query({
+        site_id: utmDomain,
+        metrics: ['visitors', 'pageviews'],
+        date_range: ['2026-11-20', '2026-11-21'],
+        dimensions: [`visit:${field}`],
+      })
+      expect(json.results, field).toEqual(utmRows(field))
+    }
+    // "(not set)" in a filter selects the visits without the tag, as in Plausible
+    const untagged = await query({
+      site_id: utmDomain,
+      metrics: ['visitors', 'pageviews'],
+      date_range: ['2026-11-20', '2026-11-21'],
+      filters: [['is', 'visit:utm_source', ['(not set)']]],
+    })
+    const notSet = utmRows('utm_source').find((r) => r.dimensions[0] === '(not set)')
+    expect(untagged.results[0].metrics).toEqual(notSet?.metrics)
+    const tagged = await query({
+      site_id: utmDomain,
+      metrics: ['visitors'],
+      date_range: ['2026-11-20', '2026-11-21'],
+      filters: [['is_not', 'visit:utm_source', ['(not set)']]],
+    })
+    expect(tagged.results[0].metrics).toEqual([new Set(UTM_HITS.map(([, ip]) => ip)).size - (notSet?.metrics[0] ?? 0)])
     const campaign = await query({
       site_id: utmDomain,
       metrics: ['visitors', 'visits'],
