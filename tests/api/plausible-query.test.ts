@@ -49,11 +49,11 @@ const UTM_HITS: [string, string, string][] = [
 function utmRows(field: string) {
   const firstQuery = new Map<string, string>()
   for (const [, ip, query] of UTM_HITS) if (!firstQuery.has(ip)) firstQuery.set(ip, query)
-  const valueOf = (ip: string) => new URLSearchParams(firstQuery.get(ip)).get(field) || '(not set)'
-  const values = [...new Set(UTM_HITS.map(([, ip]) => valueOf(ip)))]
+  const tagOf = (ip: string) => new URLSearchParams(firstQuery.get(ip)).get(field) || '(not set)'
+  const values = [...new Set(UTM_HITS.map(([, ip]) => tagOf(ip)))]
   return values
     .map((value) => {
-      const hits = UTM_HITS.filter(([, ip]) => valueOf(ip) === value)
+      const hits = UTM_HITS.filter(([, ip]) => tagOf(ip) === value)
       return { metrics: [new Set(hits.map(([, ip]) => ip)).size, hits.length], dimensions: [value] }
     })
     .sort((a, b) => b.metrics[0] - a.metrics[0] || (a.dimensions[0] < b.dimensions[0] ? -1 : 1))
