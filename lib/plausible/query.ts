@@ -173,11 +173,26 @@ const INTERVALS: Record<Exclude<TimeDimension, 'time'>, Interval> = {
 /** The date-times of a date_range given as two date-times, in the site's timezone, the end excluded. */
 type ExactWindow = { from: Temporal.ZonedDateTime; to: Temporal.ZonedDateTime }
 
+const HOUR_S = 3600
+const DAY_S = 24 * HOUR_S
+
+/**
+ * Plausible's bucket of the `time` dimension over a window: whole hours, days and weeks from its
+ * first to its last second counted, hours up to 48 of them, days up to 40, weeks up to 52, else months.
+ */
+function intervalOfTime(from: Temporal.ZonedDateTime, to: Temporal.ZonedDateTime): Interval {
+  const seconds = (to.epochMilliseconds - from.epochMilliseconds) / 1000 - 1
+  if (seconds < 49 * HOUR_S) return 'hour'
+  if (seconds < 41 * DAY_S) return 'day'
+  if (seconds < 53 * 7 * DAY_S) return 'week'
+  return 'month'
+}
+
 /** The window to read: the pipeline's resolution, the exact date-times given, the bucket a time dimension asks. */
 function windowOf(resolved: ResolvedRange, exact: ExactWindow | undefined, time?: TimeDimension) {
   let range = exact ? { ...resolved, ...exact } : resolved
   if (exact && Temporal.Duration.compare(exact.from.until(exact.to), { hours: 48 }) <= 0) range = { ...range, interval: 'hour' }
-  if (time && time !== 'time') range = { ...range, interval: INTERVALS[time] }
+  if (time) range = { ...range, interval: time === 'time' ? intervalOfTime(range.from, range.to) : INTERVALS[time] }
   if (range.interval === 'minute') range = { ...range, interval: 'hour' }
   return range
 }
@@ -465,19 +480,11 @@ async function grouped(ctx: Context, property: string, limit: number): Promise<R
     .map((row) => ({ metrics: metrics.map((m) => value(m, row)), dimensions: dimensions(row) }))
 }
 
-/** The order_by entries, each a metric of the query or one of its dimensions. */
+/** The order_by entries, each a metric of the query or one of its dimensions; Plausible's default: the time dimension ascending, then the first metric descending. */
 function orderOf(body: PlausibleQuery): [string, 'asc' | 'desc'][] {
   const time = body.dimensions.find(isTimeDimension)
-  const order =
-    body.order_by ??
-    (time === undefined
-      ? [[body.metrics[0], 'desc']]
-      : body.dimensions.length > 1
-        ? [
-            [time, 'asc'],
-            [body.metrics[0], 'desc'],
-          ]
-        : [[time, 'asc']])
+  const first: [string, 'desc'] = [body.metrics[0], 'desc']
+  const order = body.order_by ?? (time === undefined ? [first] : [[time, 'asc'], first])
   for (const [i, [field]] of order.entries())
     if (!(body.metrics as string[]).includes(field) && !body.dimensions.includes(field))
       throw new ApiError(400, `order_by[${i}]: ${field} is neither a metric nor a dimension of the query`)
@@ -600,7 +607,11 @@ export async function plausibleQuery(deps: ReportDeps, site: Site, body: Plausib
         ? await timeseries(c, r)
         : { rows: plan.property ? await grouped(c, plan.property, fetch) : await aggregate(c), labels: undefined }
   const current = await read(ctx, range)
-  const all = sortRows(current.rows, order, body)
+  // "time" answered as the bucket it was read by, in the dimensions and the order echoed
+  const resolvedName = (name: string) => (name === 'time' ? `time:${range.interval}` : name)
+  const dimensions = body.dimensions.map(resolvedName)
+  const applied = order.map(([field, direction]): [string, 'asc' | 'desc'] => [resolvedName(field), direction])
+  const all = sortRows(current.rows, applied, { ...body, dimensions })
   const results: ResultRow[] = all.slice(offset, offset + limit)
 
   const meta: PlausibleAnswer['meta'] = {}
@@ -655,9 +666,9 @@ export async function plausibleQuery(deps: ReportDeps, site: Site, body: Plausib
       metrics: body.metrics,
       date_range: [isoSecond(range.from), isoSecond(inclusiveEnd(range.to))],
       ...comparisonQuery,
-      dimensions: body.dimensions,
+      dimensions,
       filters: body.filters,
-      order_by: order,
+      order_by: applied,
       include: body.include,
       pagination: { limit, offset },
     },

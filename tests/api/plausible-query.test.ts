@@ -298,6 +298,38 @@ describe('POST /api/v2/query', () => {
     expect(reversed.results).toEqual(expected.map((r) => ({ ...r, dimensions: [r.dimensions[1], r.dimensions[0]] })))
   })
 
+  it("the echoed order_by is the order applied, as Plausible's: the time dimension ascending, then the first metric descending", async () => {
+    const echo = async (body: Record<string, unknown>) => (await query({ metrics: ['pageviews', 'visitors'], ...body })).query
+    // a time dimension alone, or beside another
+    expect((await echo({ date_range: '7d', dimensions: ['time:day'] })).order_by).toEqual([
+      ['time:day', 'asc'],
+      ['pageviews', 'desc'],
+    ])
+    expect((await echo({ date_range: '7d', dimensions: ['visit:source', 'time:week'] })).order_by).toEqual([
+      ['time:week', 'asc'],
+      ['pageviews', 'desc'],
+    ])
+    // no time dimension: the first metric, descending
+    expect((await echo({ date_range: '7d', dimensions: ['visit:source'] })).order_by).toEqual([['pageviews', 'desc']])
+    // an order asked for is echoed as asked
+    expect((await echo({ date_range: '7d', dimensions: ['time:day'], order_by: [['visitors', 'asc']] })).order_by).toEqual([
+      ['visitors', 'asc'],
+    ])
+    // "time" is echoed as the bucket it was read by: hours up to 48 hours, days up to 40 days, weeks up to 52 weeks, else months
+    const cases: [unknown, string][] = [
+      [['2026-11-21', '2026-11-22'], 'time:hour'],
+      [['2026-11-20', '2026-11-22'], 'time:day'],
+      [['2026-10-14', '2026-11-22'], 'time:day'],
+      [['2026-10-12', '2026-11-22'], 'time:week'],
+      [['2025-11-24', '2026-11-22'], 'time:week'],
+      [['2025-11-16', '2026-11-22'], 'time:month'],
+    ]
+    for (const [date_range, resolved] of cases) {
+      const json = await echo({ date_range, dimensions: ['time'], order_by: [['time', 'desc']] })
+      expect([json.dimensions, json.order_by], JSON.stringify(date_range)).toEqual([[resolved], [[resolved, 'desc']]])
+    }
+  })
+
   it('timeseries by month and by hour', async () => {
     const months = await query({ metrics: ['visitors'], date_range: CUSTOM, dimensions: ['time:month'], include: { time_labels: true } })
     expect(months.meta.time_labels).toEqual(['2026-08-01', '2026-09-01', '2026-10-01', '2026-11-01'])
