@@ -250,6 +250,8 @@ interface Context {
   conversionTotals(): Promise<Totals>
   /** Whether `query` is one time bucket of the window (timeBreakdown). */
   bucket?: true
+  /** The currency of the revenue metrics without the goal dimension, or why they are null (revenueCurrency). */
+  revenue: ReturnType<typeof revenueCurrency>
 }
 
 /** A read done once, when first asked. */
@@ -271,20 +273,36 @@ function selectedGoals(ctx: Context): Set<string> | undefined {
   return new Set(ctx.plan.goals.filter((g) => goalFilters.every((f) => goalsOfFilter(f, [g]).length)).map((g) => g.name))
 }
 
-/** Revenue of the goals the goal filters select, over the query: [total, conversions] in one currency, or null. */
-async function filteredRevenue(ctx: Context): Promise<{ amount: number; currency: string; conversions: number } | null> {
-  const names = selectedGoals(ctx)
-  if (!names) return null
+/** Revenue of the goals the goal filters select in `currency`, over the query: the total and the conversions. */
+async function filteredRevenue(ctx: Context, currency: string): Promise<{ amount: number; conversions: number }> {
+  const names = selectedGoals(ctx) ?? new Set()
   const rows = (await sourceReader(ctx.deps.clickhouse, 'standalone').breakdown({ ...ctx.query, limit: 1000 }, 'goal')).filter(
-    (r) => names.has(r.value) && r.revenue,
+    (r) => names.has(r.value) && r.revenue?.currency === currency,
   )
-  const currencies = new Set(rows.map((r) => r.revenue?.currency))
-  if (rows.length === 0 || currencies.size !== 1) return null
   return {
     amount: rows.reduce((n, r) => n + (r.revenue?.amount ?? 0), 0),
-    currency: [...currencies][0] as string,
     conversions: rows.reduce((n, r) => n + (r.conversions ?? 0), 0),
   }
+}
+
+/** Plausible's warnings of revenue metrics, by code. */
+const REVENUE_WARNINGS = {
+  no_single_revenue_currency: 'Revenue metrics are null as there are multiple currencies for the selected event:goals.',
+  no_revenue_goals_matching: 'Revenue metrics are null as there are no matching revenue goals.',
+} as const
+
+/**
+ * The currency revenue metrics are answered in, as Plausible decides it from the goals the top-level
+ * goal filters select (all goals without one): their one currency; by goal, each goal's own; else
+ * why the revenue metrics are null.
+ */
+function revenueCurrency(plan: Plan, filters: readonly Filter[]): { currency?: string; warning?: keyof typeof REVENUE_WARNINGS } {
+  const goalFilters = filters.filter((f) => f.dimension === GOAL && f.operator === 'is')
+  const goals = plan.goals.filter((g) => goalFilters.every((f) => goalsOfFilter(f, [g]).length))
+  const currencies = [...new Set(goals.flatMap((g) => (g.currency ? [g.currency] : [])))]
+  if (currencies.length === 0) return { warning: 'no_revenue_goals_matching' }
+  if (plan.property !== undefined && holdsGoal(plan.property)) return {}
+  return currencies.length === 1 ? { currency: currencies[0] } : { warning: 'no_single_revenue_currency' }
 }
 
 async function aggregate(ctx: Context): Promise<ResultRow[]> {
@@ -292,12 +310,14 @@ async function aggregate(ctx: Context): Promise<ResultRow[]> {
   const totals = await reader.totals(ctx.query)
   const needsBase = ctx.plan.metrics.includes('conversion_rate')
   const base = needsBase ? await ctx.conversionTotals() : undefined
-  const revenue = ctx.plan.metrics.some((m) => m === 'total_revenue' || m === 'average_revenue') ? await filteredRevenue(ctx) : undefined
+  const { currency } = ctx.revenue
+  const asksRevenue = ctx.plan.metrics.some((m) => m === 'total_revenue' || m === 'average_revenue')
+  const revenue = asksRevenue && currency ? await filteredRevenue(ctx, currency) : undefined
   const metrics = ctx.plan.metrics.map((metric): MetricValue => {
     if (metric === 'conversion_rate') return percent(totals.visitors, base?.visitors ?? 0, 2)
-    if (metric === 'total_revenue') return revenue ? revenueValue(revenue.amount, revenue.currency) : null
+    if (metric === 'total_revenue') return revenue && currency ? revenueValue(revenue.amount, currency) : null
     if (metric === 'average_revenue')
-      return revenue?.conversions ? revenueValue(revenue.amount / revenue.conversions, revenue.currency) : null
+      return revenue && currency ? revenueValue(revenue.conversions ? revenue.amount / revenue.conversions : 0, currency) : null
     return totalsMetric(metric, totals)
   })
   return [{ metrics, dimensions: [] }]
@@ -524,21 +544,28 @@ function change(metric: PlausibleMetric, now: MetricValue, before: MetricValue |
 const inclusiveEnd = (to: Temporal.ZonedDateTime) => to.subtract({ seconds: 1 })
 const isoSecond = (z: Temporal.ZonedDateTime) => z.toString({ timeZoneName: 'never', smallestUnit: 'second' })
 
+/** Plausible's sentence for a query its imported data cannot answer; what these imports lack follows it. */
+const UNSUPPORTED_QUERY = 'Imported stats are not included in the results because query parameters are not supported.'
+
+/** Why include.imports did not add imported data: Plausible's reason code, and its warning where something was left out. */
+type ImportsSkipped = { reason: 'no_imported_data' | 'unsupported_query'; warning?: string }
+
 /**
  * Why include.imports cannot add a site's imported data to its tracker's numbers for this query:
  * it has none, or the query is one a read of the imported data refuses (a dimension, filter or
- * metric the imports do not hold); null when it can.
+ * metric the imports do not hold, a window that is not whole days); null when it can.
  */
-function importsRefusal(body: PlausibleQuery, site: Site, goals: Goal[], exact: ExactWindow | undefined): string | null {
-  if (!site.sources.includes('ga4')) return 'This site has no imported data'
+function importsRefusal(body: PlausibleQuery, site: Site, goals: Goal[], exact: ExactWindow | undefined): ImportsSkipped | null {
+  if (!site.sources.includes('ga4')) return { reason: 'no_imported_data' }
+  const unsupported = (why: string): ImportsSkipped => ({ reason: 'unsupported_query', warning: `${UNSUPPORTED_QUERY} ${why}` })
   if (exact && !(startsDay(exact.from) && startsDay(exact.to)))
-    return 'Imported stats are not included in the results because the imported data holds whole days and date_range is not whole days in the site timezone'
+    return unsupported('The imported data holds whole days, and date_range is not whole days in the site timezone.')
   try {
     planQuery(body, 'ga4', goals)
     return null
   } catch (err) {
     if (!(err instanceof ApiError) || err.status !== 400) throw err
-    return `Imported stats are not included in the results because the imported data cannot answer this query (${err.message})`
+    return unsupported(`The imported data cannot answer it (${err.message}).`)
   }
 }
 
@@ -591,7 +618,17 @@ export async function plausibleQuery(deps: ReportDeps, site: Site, body: Plausib
   const filters = expandSegmentsWhereTheyStand(plan.filters, segments, source, goals)
   const query: Query = { ...prepared.query, range, filters, goals }
   const withoutGoals = () => ({ ...query, filters: query.filters.filter((f) => f.dimension !== GOAL) })
-  const ctx: Context = { deps, site, plan, query, reader, withoutGoals, conversionTotals: once(() => reader.totals(withoutGoals())) }
+  const revenue = revenueCurrency(plan, filters)
+  const ctx: Context = {
+    deps,
+    site,
+    plan,
+    query,
+    reader,
+    withoutGoals,
+    conversionTotals: once(() => reader.totals(withoutGoals())),
+    revenue,
+  }
 
   const { limit, offset } = body.pagination
   const defaultOrder = order.length === 1 && order[0][0] === 'visitors' && order[0][1] === 'desc'
@@ -646,7 +683,8 @@ export async function plausibleQuery(deps: ReportDeps, site: Site, body: Plausib
   }
 
   meta.imports_included = source === 'ga4' || importsRefused === null
-  if (importsRefused) meta.imports_warning = importsRefused
+  if (importsRefused) meta.imports_skip_reason = importsRefused.reason
+  if (importsRefused?.warning) meta.imports_warning = importsRefused.warning
   if (body.include.time_labels) {
     if (!plan.time) throw new ApiError(400, 'include.time_labels: needs a time dimension')
     meta.time_labels = current.labels
@@ -655,8 +693,11 @@ export async function plausibleQuery(deps: ReportDeps, site: Site, body: Plausib
     if (!plan.property && !plan.time) throw new ApiError(400, 'include.total_rows: needs a dimension')
     meta.total_rows = all.length
   }
-  const warnings = metricWarnings(plan, results)
-  if (warnings) meta.metric_warnings = warnings
+  const warning = revenue.warning
+  if (warning && plan.metrics.some((m) => m === 'total_revenue' || m === 'average_revenue'))
+    meta.metric_warnings = Object.fromEntries(
+      plan.metrics.filter((m) => m.endsWith('_revenue')).map((m) => [m, { code: warning, warning: REVENUE_WARNINGS[warning] }]),
+    )
 
   return {
     results,
@@ -673,17 +714,4 @@ export async function plausibleQuery(deps: ReportDeps, site: Site, body: Plausib
       pagination: { limit, offset },
     },
   }
-}
-
-/** Why a revenue metric is null: no goal with a currency among the rows, or several currencies. */
-function metricWarnings(plan: Plan, rows: ResultRow[]): PlausibleAnswer['meta']['metric_warnings'] {
-  const out: NonNullable<PlausibleAnswer['meta']['metric_warnings']> = {}
-  plan.metrics.forEach((metric, i) => {
-    if ((metric === 'total_revenue' || metric === 'average_revenue') && rows.some((r) => r.metrics[i] === null))
-      out[metric] = {
-        code: 'no_revenue_goals_matching',
-        warning: 'Revenue metrics are null where the goals counted have no currency, or have more than one',
-      }
-  })
-  return Object.keys(out).length ? out : undefined
 }

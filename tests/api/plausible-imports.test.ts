@@ -196,6 +196,7 @@ describe('POST /api/v2/query include.imports', () => {
       }),
     )
     expect(json.meta.imports_included).toBe(false)
+    expect(json.meta.imports_skip_reason).toBe('unsupported_query')
     expect(json.meta.imports_warning).toMatch(/whole days/)
   })
 
@@ -263,10 +264,16 @@ describe('POST /api/v2/query include.imports', () => {
       include: { imports: true },
     })
     expect(json.results).toEqual([{ metrics: [0], dimensions: [] }])
+    // Plausible's reason and sentence, then what the imports lack
+    const plausibleSentence = 'Imported stats are not included in the results because query parameters are not supported.'
     expect(json.meta.imports_included).toBe(false)
-    expect(json.meta.imports_warning).toMatch(/^Imported stats are not included.*event:props:plan/)
+    expect(json.meta.imports_skip_reason).toBe('unsupported_query')
+    expect(json.meta.imports_warning.startsWith(plausibleSentence)).toBe(true)
+    expect(json.meta.imports_warning).toMatch(/event:props:plan/)
     const exits = await query({ metrics: ['visitors'], date_range: '7d', dimensions: ['visit:exit_page'], include: { imports: true } })
     expect(exits.meta.imports_included).toBe(false)
+    expect(exits.meta.imports_skip_reason).toBe('unsupported_query')
+    expect(exits.meta.imports_warning.startsWith(plausibleSentence)).toBe(true)
     expect(exits.meta.imports_warning).toMatch(/visit:exit_page/)
     expect(exits.results.reduce((n: number, r: { metrics: number[] }) => n + r.metrics[0], 0)).toBe(3)
   })

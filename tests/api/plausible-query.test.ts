@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { createApiKey, createOrg } from '../../lib/accounts/admin'
 import { importHits } from '../../lib/ingest/import'
+import { createGoal } from '../../lib/sites/goals'
 import { newSite } from '../../lib/sites/sites'
 import { client, testServices } from '../helpers'
 import {
@@ -45,6 +46,20 @@ const UTM_HITS: [string, string, string][] = [
   ['2026-11-21T12:03:00Z', '46.114.0.1', '?utm_source=late'],
 ]
 
+/** The shop site's hits: a Signup paid in EUR, two Purchases paid in USD, a visit of /pricing. */
+const SHOP_HITS: { ip: string; name: string; path: string; revenue?: { amount: number; currency: string } }[] = [
+  { ip: '8.8.8.8', name: 'pageview', path: '/' },
+  { ip: '8.8.8.8', name: 'Signup', path: '/', revenue: { amount: 10, currency: 'EUR' } },
+  { ip: '1.1.1.1', name: 'Purchase', path: '/', revenue: { amount: 20, currency: 'USD' } },
+  { ip: '1.1.1.1', name: 'Purchase', path: '/', revenue: { amount: 5, currency: 'USD' } },
+  { ip: '81.2.69.142', name: 'pageview', path: '/pricing' },
+]
+const SHOP_GOALS = [
+  { type: 'event' as const, matchValue: 'Signup', currency: 'EUR' },
+  { type: 'event' as const, matchValue: 'Purchase', currency: 'USD' },
+  { type: 'page' as const, matchValue: '/pricing' },
+]
+
 /** Rows of a campaign field over UTM_HITS, as Plausible labels a visit without it: [visitors, pageviews] by value, most visitors first. */
 function utmRows(field: string) {
   const firstQuery = new Map<string, string>()
@@ -69,6 +84,7 @@ describe('POST /api/v2/query', () => {
   let otherSiteDomain = ''
   let ga4Domain = ''
   let utmDomain = ''
+  let shopDomain = ''
   let ref: Ref
 
   beforeAll(async () => {
@@ -98,6 +114,24 @@ describe('POST /api/v2/query', () => {
       })
     const utmLines = UTM_HITS.map(([ts, ip, query]) => hit(ts, ip, query))
     expect((await importHits(utmLines, services.ingestor)).rejected).toBe(0)
+
+    // a site whose goals have several currencies, and a goal with none: each visitor converts once
+    const shop = newSite({ domain: 'shop.plausible.test', timezone: 'UTC' }, org.id, NOW)
+    await services.repositories.sites.create(shop)
+    shopDomain = shop.domain
+    const shopLines = SHOP_HITS.map(({ ip, name, path, revenue }, i) =>
+      JSON.stringify({
+        timestamp: new Date(Date.parse('2026-11-21T10:00:00Z') + i * 60_000).toISOString(),
+        site: shop.snippetId,
+        name,
+        url: `https://${shop.domain}${path}`,
+        ip,
+        userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0',
+        ...(revenue ? { revenue: { amount: String(revenue.amount), currency: revenue.currency } } : {}),
+      }),
+    )
+    expect((await importHits(shopLines, services.ingestor)).rejected).toBe(0)
+    for (const goal of SHOP_GOALS) await createGoal(services.repositories, shop.id, { site_id: shop.id, ...goal }, NOW)
 
     // a site read from imported GA4 data only (no rows: its reads are zeros)
     const ga4 = newSite({ domain: 'ga4.plausible.test', timezone: 'UTC' }, org.id, NOW)
@@ -623,6 +657,47 @@ describe('POST /api/v2/query', () => {
     expect(bySource.results).toEqual(expected)
   })
 
+  it("revenue warnings: Plausible's codes and texts, decided by the currencies of the goals the query selects", async () => {
+    const revenueQuery = (body: Record<string, unknown>) =>
+      query({ site_id: shopDomain, metrics: ['total_revenue', 'average_revenue'], date_range: ['2026-11-21', '2026-11-21'], ...body })
+    const both = (code: string, warning: string) => ({ total_revenue: { code, warning }, average_revenue: { code, warning } })
+    // goals of two currencies together: no sum
+    const mixed = await revenueQuery({ filters: [['is', 'event:goal', ['Signup', 'Purchase']]] })
+    expect(mixed.results).toEqual([{ metrics: [null, null], dimensions: [] }])
+    expect(mixed.meta.metric_warnings).toEqual(
+      both('no_single_revenue_currency', 'Revenue metrics are null as there are multiple currencies for the selected event:goals.'),
+    )
+    // a goal without a currency
+    const none = await revenueQuery({ filters: [['is', 'event:goal', ['Visit /pricing']]] })
+    expect(none.results).toEqual([{ metrics: [null, null], dimensions: [] }])
+    expect(none.meta.metric_warnings).toEqual(
+      both('no_revenue_goals_matching', 'Revenue metrics are null as there are no matching revenue goals.'),
+    )
+    // one currency: the sum of its conversions' revenue, and no warning
+    const purchases = SHOP_HITS.filter((h) => h.name === 'Purchase')
+    const usd = purchases.reduce((n, h) => n + (h.revenue?.amount ?? 0), 0)
+    const single = await revenueQuery({ filters: [['is', 'event:goal', ['Purchase', 'Visit /pricing']]] })
+    expect(single.results[0].metrics.map((m: { value: number; currency: string }) => [m.value, m.currency])).toEqual([
+      [usd, 'USD'],
+      [usd / purchases.length, 'USD'],
+    ])
+    expect(single.meta.metric_warnings).toBeUndefined()
+    // by goal, each goal in its own currency and no warning, though a goal without one has no revenue
+    const byGoal = await revenueQuery({ metrics: ['visitors', 'total_revenue'], dimensions: ['event:goal'] })
+    expect(
+      byGoal.results.map((r: { metrics: [number, { value: number; currency: string } | null]; dimensions: string[] }) => [
+        r.dimensions[0],
+        r.metrics[0],
+        r.metrics[1] && [r.metrics[1].value, r.metrics[1].currency],
+      ]),
+    ).toEqual([
+      ['Purchase', 1, [usd, 'USD']],
+      ['Signup', 1, [10, 'EUR']],
+      ['Visit /pricing', 1, null],
+    ])
+    expect(byGoal.meta.metric_warnings).toBeUndefined()
+  })
+
   it('UTM: breakdowns and filters by campaign fields', async () => {
     const bySource = await query({
       site_id: utmDomain,
@@ -690,8 +765,8 @@ describe('POST /api/v2/query', () => {
 
   it('imports: a site read from its tracker says imports are not added; a GA4-only site reads its imports and refuses what they lack', async () => {
     const json = await query({ metrics: ['visitors'], date_range: '7d', include: { imports: true } })
-    expect(json.meta.imports_included).toBe(false)
-    expect(json.meta.imports_warning).toMatch(/no imported data/)
+    // Plausible's reason, and no warning: nothing was left out
+    expect(json.meta).toEqual({ imports_included: false, imports_skip_reason: 'no_imported_data' })
     const ga4 = await query({ site_id: ga4Domain, metrics: ['visitors', 'pageviews'], date_range: '7d', include: { imports: true } })
     expect(ga4.results).toEqual([{ metrics: [0, 0], dimensions: [] }])
     expect(ga4.meta.imports_included).toBe(true)
