@@ -7,7 +7,7 @@ import { type Interval, type ResolvedRange, buckets, startsDay } from '../report
 import { type ReportDeps, prepare, readerWithImports, sourceReader } from '../reports/query/reports'
 import { firstEventAt, firstImportedAt } from '../reports/query/site-events'
 import { runRead } from '../reports/query/run'
-import type { BreakdownRow, Totals } from '../reports/query/shape'
+import { type BreakdownRow, type Totals, shapeBreakdown } from '../reports/query/shape'
 import type { Segment } from '../sites/definition-records'
 import type { Goal } from '../sites/goals'
 import type { Site } from '../sites/sites'
@@ -252,6 +252,8 @@ interface Context {
   bucket?: true
   /** The currency of the revenue metrics without the goal dimension, or why they are null (revenueCurrency). */
   revenue: ReturnType<typeof revenueCurrency>
+  /** The reader is the tracker's alone, no imported data added: a read run directly (runRead) answers the same. */
+  trackerOnly: boolean
 }
 
 /** A read done once, when first asked. */
@@ -364,21 +366,47 @@ function bucketWindow(range: ResolvedRange, starts: readonly { epoch: number }[]
   return { ...range, from, to: i + 1 < starts.length ? at(starts[i + 1].epoch) : range.to }
 }
 
+/** The metrics of a time dimension beside others that one read by bucket answers (bucketRows). */
+const BY_BUCKET_METRICS: readonly PlausibleMetric[] = [
+  'visitors',
+  'visits',
+  'pageviews',
+  'views_per_visit',
+  'bounce_rate',
+  'visit_duration',
+  'events',
+  'percentage',
+  'conversion_rate',
+]
+
 /**
- * A time dimension with another: the other's rows in each bucket with data, each bucket read as its
- * own window (whole days come from the daily rollup), in the query's order of dimensions.
+ * Whether a time dimension beside others is one read by bucket: the tracker's own data, rows that
+ * are not goals, metrics of BY_BUCKET_METRICS (hour buckets carry no engagement). The others, such
+ * as goal rows and group conversion rates, are read bucket by bucket.
+ */
+const readByBucket = (ctx: Context, range: ResolvedRange, property: string) =>
+  ctx.trackerOnly &&
+  !holdsGoal(property) &&
+  ctx.plan.metrics.every((m) => BY_BUCKET_METRICS.includes(m)) &&
+  !(range.interval === 'hour' && ctx.plan.metrics.some((m) => m === 'bounce_rate' || m === 'visit_duration'))
+
+/**
+ * A time dimension with another: the other's rows in each bucket with data, in the query's order of
+ * dimensions. One statement grouped by bucket and value where readByBucket allows (and the series
+ * beside it for percentage); otherwise each bucket with data read as its own window.
  */
 async function timeBreakdown(ctx: Context, range: ResolvedRange, property: string, timeAt: number) {
-  const series = await ctx.reader.series({ ...ctx.query, range })
   const starts = buckets(range)
   const labels = starts.map((b) =>
     timeLabel(Temporal.Instant.fromEpochMilliseconds(b.epoch * 1000).toZonedDateTimeISO(range.timezone), range.interval),
   )
+  if (readByBucket(ctx, range, property)) return { rows: await bucketRows(ctx, range, property, timeAt, labels), labels }
+  const series = await ctx.reader.series({ ...ctx.query, range })
   const filled = series.flatMap((bucket, i) => (bucket.visitors || bucket.visits || bucket.pageviews ? [i] : []))
   if (filled.length > MAX_BUCKET_READS)
     throw new ApiError(
       400,
-      `dimensions: a time dimension with another is read bucket by bucket, at most ${MAX_BUCKET_READS} buckets with data; this query has ${filled.length} (use a larger time dimension or a shorter date_range)`,
+      `dimensions: a time dimension with another is read bucket by bucket here (goal rows, group conversion rates, imported data), at most ${MAX_BUCKET_READS} buckets with data; this query has ${filled.length} (use a larger time dimension or a shorter date_range)`,
     )
   const rows: ResultRow[] = []
   for (const i of filled) {
@@ -393,6 +421,28 @@ async function timeBreakdown(ctx: Context, range: ResolvedRange, property: strin
       rows.push({ metrics: row.metrics, dimensions: row.dimensions.toSpliced(timeAt, 0, labels[i]) })
   }
   return { rows, labels }
+}
+
+/** The rows of a time dimension beside others in one read grouped by bucket and value (readByBucket). */
+async function bucketRows(ctx: Context, range: ResolvedRange, property: string, timeAt: number, labels: string[]) {
+  const { metrics } = ctx.plan
+  const query = { ...ctx.query, range, limit: ALL_ROWS }
+  const [read, series, base] = await Promise.all([
+    runRead<Record<string, unknown>>(ctx.deps.clickhouse, query, { kind: 'breakdown', property, byBucket: true }),
+    metrics.includes('percentage') ? ctx.reader.series(query) : undefined,
+    metrics.includes('conversion_rate') ? ctx.conversionTotals() : undefined,
+  ])
+  const bucketAt = new Map(buckets(range).map((b, i) => [b.epoch, i]))
+  const shaped = shapeBreakdown(property, read)
+  return read.flatMap((r, k): ResultRow[] => {
+    const i = bucketAt.get(Number(r.bucket))
+    if (i === undefined) return []
+    const of: RowContext = { goalRows: false, allVisitors: series?.[i].visitors ?? 0, baseVisitors: base?.visitors ?? 0 }
+    const row = shaped[k]
+    return [
+      { metrics: metrics.map((m) => rowMetric(m, row, of)), dimensions: rowDimensions(ctx.plan, row).toSpliced(timeAt, 0, labels[i]) },
+    ]
+  })
 }
 
 /** Breakdown rows with the engagement reports of each page (scroll depth, engaged time) where asked. */
@@ -429,6 +479,63 @@ function conversionGroup(property: string) {
   }
 }
 
+/** What a breakdown row's metrics take besides the row, read beside the rows. */
+interface RowContext {
+  /** The rows are goals (their events are conversions). */
+  goalRows: boolean
+  /** The visitors percentage divides by. */
+  allVisitors: number
+  /** The visitors conversion_rate divides by. */
+  baseVisitors: number
+  /** The visitors group_conversion_rate divides a row's by. */
+  groupVisitors?: (row: BreakdownRow) => number
+  /** Each page's engagement reports (pageReports). */
+  reports?: Awaited<ReturnType<typeof pageReports>>
+}
+
+/** A metric of a breakdown row. */
+function rowMetric(metric: PlausibleMetric, row: BreakdownRow, of: RowContext): MetricValue {
+  switch (metric) {
+    case 'visitors':
+      return row.visitors
+    case 'visits':
+      return row.visits ?? 0
+    case 'pageviews':
+      return row.pageviews ?? 0
+    case 'views_per_visit':
+      return row.visits ? round((row.pageviews ?? 0) / row.visits, 2) : 0
+    case 'bounce_rate':
+      return Math.round((row.bounceRate ?? 0) * 100)
+    case 'visit_duration':
+      return row.avgDuration ?? 0
+    case 'events':
+      // a goal row's events are its conversions
+      return of.goalRows ? row.events : pageviewsAndCustomEvents(row.pageviews, row.events)
+    case 'percentage':
+      return percent(row.visitors, of.allVisitors, 1)
+    case 'conversion_rate':
+      return percent(row.visitors, of.baseVisitors, 2)
+    case 'group_conversion_rate':
+      return percent(row.visitors, of.groupVisitors?.(row) ?? 0, 2)
+    case 'total_revenue':
+      return row.revenue ? revenueValue(row.revenue.amount, row.revenue.currency) : null
+    case 'average_revenue':
+      return row.revenue && row.conversions ? revenueValue(row.revenue.amount / row.conversions, row.revenue.currency) : null
+    case 'scroll_depth': {
+      const r = of.reports?.get(row.value)
+      return r?.reports ? Math.round(r.scroll / r.reports) : null
+    }
+    case 'time_on_page': {
+      const r = of.reports?.get(row.value)
+      return r?.reports ? Math.round(r.ms / r.reports / 1000) : null
+    }
+  }
+}
+
+/** A row's values of the query's non-time dimensions, as Plausible answers them. */
+const rowDimensions = (plan: Plan, row: BreakdownRow): string[] =>
+  (plan.combined ? (JSON.parse(row.value) as string[]) : [row.value]).map((v, i) => plausibleValue(plan.others[i], v))
+
 async function grouped(ctx: Context, property: string, limit: number): Promise<ResultRow[]> {
   const { reader } = ctx
   const { metrics } = ctx.plan
@@ -455,49 +562,16 @@ async function grouped(ctx: Context, property: string, limit: number): Promise<R
   const goals = goalRows ? selectedGoals(ctx) : undefined
   const visitorsOfGroup = (row: BreakdownRow) =>
     group.property === TOTALS ? (groupTotal?.visitors ?? 0) : (groupVisitors.get(group.rowKey(row.value)) ?? 0)
-  const value = (metric: PlausibleMetric, row: BreakdownRow): MetricValue => {
-    switch (metric) {
-      case 'visitors':
-        return row.visitors
-      case 'visits':
-        return row.visits ?? 0
-      case 'pageviews':
-        return row.pageviews ?? 0
-      case 'views_per_visit':
-        return row.visits ? round((row.pageviews ?? 0) / row.visits, 2) : 0
-      case 'bounce_rate':
-        return Math.round((row.bounceRate ?? 0) * 100)
-      case 'visit_duration':
-        return row.avgDuration ?? 0
-      case 'events':
-        // a goal row's events are its conversions
-        return goalRows ? row.events : pageviewsAndCustomEvents(row.pageviews, row.events)
-      case 'percentage':
-        return percent(row.visitors, totals?.visitors ?? 0, 1)
-      case 'conversion_rate':
-        return percent(row.visitors, baseTotals?.visitors ?? 0, 2)
-      case 'group_conversion_rate':
-        return percent(row.visitors, visitorsOfGroup(row), 2)
-      case 'total_revenue':
-        return row.revenue ? revenueValue(row.revenue.amount, row.revenue.currency) : null
-      case 'average_revenue':
-        return row.revenue && row.conversions ? revenueValue(row.revenue.amount / row.conversions, row.revenue.currency) : null
-      case 'scroll_depth': {
-        const r = reports?.get(row.value)
-        return r?.reports ? Math.round(r.scroll / r.reports) : null
-      }
-      case 'time_on_page': {
-        const r = reports?.get(row.value)
-        return r?.reports ? Math.round(r.ms / r.reports / 1000) : null
-      }
-    }
+  const of: RowContext = {
+    goalRows,
+    allVisitors: totals?.visitors ?? 0,
+    baseVisitors: baseTotals?.visitors ?? 0,
+    groupVisitors: visitorsOfGroup,
+    reports,
   }
-  const { combined, others } = ctx.plan
-  const dimensions = (row: BreakdownRow): string[] =>
-    (combined ? (JSON.parse(row.value) as string[]) : [row.value]).map((v, i) => plausibleValue(others[i], v))
   return rows
     .filter((row) => !goals || goals.has(group.goalOf(row.value)))
-    .map((row) => ({ metrics: metrics.map((m) => value(m, row)), dimensions: dimensions(row) }))
+    .map((row) => ({ metrics: metrics.map((m) => rowMetric(m, row, of)), dimensions: rowDimensions(ctx.plan, row) }))
 }
 
 /** The order_by entries, each a metric of the query or one of its dimensions; Plausible's default: the time dimension ascending, then the first metric descending. */
@@ -628,6 +702,7 @@ export async function plausibleQuery(deps: ReportDeps, site: Site, body: Plausib
     withoutGoals,
     conversionTotals: once(() => reader.totals(withoutGoals())),
     revenue,
+    trackerOnly: source === 'standalone' && importsRefused !== null,
   }
 
   const { limit, offset } = body.pagination
