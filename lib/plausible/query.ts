@@ -334,16 +334,23 @@ async function timeseries(ctx: Context, range: ResolvedRange): Promise<{ rows: R
   )
   // Plausible lists buckets with data; time_labels lists them all
   const filled = series.flatMap((bucket, i) => (bucket.visitors || bucket.visits || bucket.pageviews ? [{ bucket, i }] : []))
-  // bounce rate, duration and custom events: each bucket's totals, read over the bucket's part of the window
+  // bounce rate, duration and custom events: each bucket's totals, in one read by bucket where readByBucket allows, else
+  // read over each bucket's part of the window
   const perBucket = ctx.plan.metrics.some((m) => BUCKET_TOTALS_METRICS.includes(m))
-  if (perBucket && filled.length > MAX_BUCKET_READS)
+  const byBucket = perBucket && readByBucket(ctx, range, TOTALS)
+  if (perBucket && !byBucket && filled.length > MAX_BUCKET_READS)
     throw new ApiError(
       400,
-      `metrics: bounce_rate, visit_duration and events by time are read bucket by bucket, at most ${MAX_BUCKET_READS} buckets with data; this query has ${filled.length} (use a larger time dimension or a shorter date_range)`,
+      `metrics: bounce_rate and visit_duration by hour, and imported data by time, are read bucket by bucket, at most ${MAX_BUCKET_READS} buckets with data; this query has ${filled.length} (use a larger time dimension or a shorter date_range)`,
     )
   const { reader } = ctx
-  const bucketTotals = async (i: number): Promise<Totals | undefined> =>
-    perBucket ? reader.totals({ ...ctx.query, range: bucketWindow(range, starts, i) }) : undefined
+  const inOneRead = byBucket ? await totalsByBucket(ctx, range) : undefined
+  const bucketTotals = async (i: number): Promise<Partial<Totals> | undefined> =>
+    inOneRead
+      ? (inOneRead.get(starts[i].epoch) ?? {})
+      : perBucket
+        ? reader.totals({ ...ctx.query, range: bucketWindow(range, starts, i) })
+        : undefined
   for (const { bucket, i } of filled) {
     const read = await bucketTotals(i)
     const totals: Totals = {
@@ -356,6 +363,19 @@ async function timeseries(ctx: Context, range: ResolvedRange): Promise<{ rows: R
     rows.push({ metrics: ctx.plan.metrics.map((m) => totalsMetric(m, totals)), dimensions: [labels[i]] })
   }
   return { rows, labels }
+}
+
+/** Each bucket's totals in one read by bucket (readByBucket), by the bucket's start (epoch seconds). */
+async function totalsByBucket(ctx: Context, range: ResolvedRange): Promise<Map<number, Partial<Totals>>> {
+  const query = { ...ctx.query, range, limit: ALL_ROWS }
+  const rows = await runRead<Record<string, unknown>>(ctx.deps.clickhouse, query, { kind: 'breakdown', property: TOTALS, byBucket: true })
+  const shaped = shapeBreakdown(TOTALS, rows, range.interval !== 'hour')
+  return new Map(
+    rows.map((r, k) => [
+      Number(r.bucket),
+      { ...shaped[k], bounceRate: shaped[k].bounceRate ?? 0, avgDuration: shaped[k].avgDuration ?? 0 },
+    ]),
+  )
 }
 
 /** The part of the window in bucket `i` of `starts` (the first bucket may begin before the window). */

@@ -4,7 +4,18 @@ import { importHits } from '../../lib/ingest/import'
 import { refreshRollups } from '../../lib/reports/rollup/refresh'
 import { newSite } from '../../lib/sites/sites'
 import { client, testServices } from '../helpers'
-import { NOW, type RawHit, type Ref, type RefEvent, type RefVisit, UAS, expectedBreakdown, fixture, round } from './report-reference'
+import {
+  NOW,
+  type RawHit,
+  type Ref,
+  type RefEvent,
+  type RefVisit,
+  UAS,
+  expectedBreakdown,
+  expectedTotals,
+  fixture,
+  round,
+} from './report-reference'
 
 /**
  * POST /api/v2/query with a time dimension beside other dimensions, read as one statement grouped
@@ -150,6 +161,31 @@ describe('POST /api/v2/query: a time dimension beside others, one read by bucket
       expect((await query(body)).results).toEqual(expected)
     },
   )
+
+  it("a time dimension alone with bounce rate, visit duration and events: each bucket's totals in one read", async () => {
+    const totalsOf = (from: string, to: string, unit: 'hour' | 'week') => {
+      const starts = bucketStarts(from, to, unit)
+      return starts
+        .map(({ at, label }, i) => {
+          const t = expectedTotals(ref, new Date(at).toISOString(), new Date(starts[i + 1]?.at ?? Date.parse(to)).toISOString())
+          return { metrics: [t.visitors, Math.round(t.bounceRate * 100), t.avgDuration, t.pageviews + t.events], dimensions: [label] }
+        })
+        .filter((r) => r.metrics[0] > 0)
+    }
+    const hours = totalsOf('2026-09-01T00:00:00-04:00', '2026-09-19T00:00:00-04:00', 'hour').map((r) => ({
+      ...r,
+      metrics: [r.metrics[0], r.metrics[3]],
+    }))
+    expect(hours.length).toBeGreaterThan(400)
+    const hourly = await query({ metrics: ['visitors', 'events'], date_range: ['2026-09-01', '2026-09-18'], dimensions: ['time:hour'] })
+    expect(hourly.results).toEqual(hours)
+    const weekly = await query({
+      metrics: ['visitors', 'bounce_rate', 'visit_duration', 'events'],
+      date_range: CUSTOM,
+      dimensions: ['time:week'],
+    })
+    expect(weekly.results).toEqual(totalsOf(FROM, TO, 'week'))
+  })
 
   it('under a filter, two dimensions beside the days', async () => {
     const filters = [['is', 'visit:device', ['Desktop']]]
