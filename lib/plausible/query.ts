@@ -368,8 +368,14 @@ async function timeseries(ctx: Context, range: ResolvedRange): Promise<{ rows: R
 /** Each bucket's totals in one read by bucket (readByBucket), by the bucket's start (epoch seconds). */
 async function totalsByBucket(ctx: Context, range: ResolvedRange): Promise<Map<number, Partial<Totals>>> {
   const query = { ...ctx.query, range, limit: ALL_ROWS }
-  const rows = await runRead<Record<string, unknown>>(ctx.deps.clickhouse, query, { kind: 'breakdown', property: TOTALS, byBucket: true })
-  const shaped = shapeBreakdown(TOTALS, rows, range.interval !== 'hour')
+  const engagement = range.interval !== 'hour' && ctx.plan.metrics.some((m) => m === 'bounce_rate' || m === 'visit_duration')
+  const rows = await runRead<Record<string, unknown>>(ctx.deps.clickhouse, query, {
+    kind: 'breakdown',
+    property: TOTALS,
+    byBucket: true,
+    ...(engagement ? {} : { withoutEngagement: true as const }),
+  })
+  const shaped = shapeBreakdown(TOTALS, rows, engagement)
   return new Map(
     rows.map((r, k) => [
       Number(r.bucket),
@@ -447,13 +453,20 @@ async function timeBreakdown(ctx: Context, range: ResolvedRange, property: strin
 async function bucketRows(ctx: Context, range: ResolvedRange, property: string, timeAt: number, labels: string[]) {
   const { metrics } = ctx.plan
   const query = { ...ctx.query, range, limit: ALL_ROWS }
+  // the visits' facts only where asked for
+  const engagement = metrics.some((m) => m === 'bounce_rate' || m === 'visit_duration')
   const [read, series, base] = await Promise.all([
-    runRead<Record<string, unknown>>(ctx.deps.clickhouse, query, { kind: 'breakdown', property, byBucket: true }),
+    runRead<Record<string, unknown>>(ctx.deps.clickhouse, query, {
+      kind: 'breakdown',
+      property,
+      byBucket: true,
+      ...(engagement ? {} : { withoutEngagement: true as const }),
+    }),
     metrics.includes('percentage') ? ctx.reader.series(query) : undefined,
     metrics.includes('conversion_rate') ? ctx.conversionTotals() : undefined,
   ])
   const bucketAt = new Map(buckets(range).map((b, i) => [b.epoch, i]))
-  const shaped = shapeBreakdown(property, read)
+  const shaped = shapeBreakdown(property, read, engagement && hasEngagement(property))
   return read.flatMap((r, k): ResultRow[] => {
     const i = bucketAt.get(Number(r.bucket))
     if (i === undefined) return []

@@ -49,12 +49,12 @@ export interface Query {
  * the sessions rollup), and its rows then carry those as zeros. A breakdown `byBucket` has rows per
  * time bucket of the range's interval and value, each with its bucket's start as `bucket` (epoch
  * seconds): a time dimension beside others in Plausible's Stats API v2 queries. Its hour buckets
- * carry no engagement.
+ * carry no engagement, nor do its rows `withoutEngagement` (asked for no bounce rate or duration).
  */
 export type Read =
   | { kind: 'stats' }
   | { kind: 'series' }
-  | { kind: 'breakdown'; property: string; reports?: true; visitsOnly?: true; byBucket?: true }
+  | { kind: 'breakdown'; property: string; reports?: true; visitsOnly?: true; byBucket?: true; withoutEngagement?: true }
 
 /** The options of a breakdown read besides its property. */
 export type BreakdownOptions = Pick<Extract<Read, { kind: 'breakdown' }>, 'visitsOnly'>

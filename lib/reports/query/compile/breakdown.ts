@@ -20,10 +20,15 @@ export function breakdownSql(
   query: Query,
   property: string,
   plan: HumanPlan,
-  { reports = false, visitsOnly = false, byBucket = false }: { reports?: boolean; visitsOnly?: boolean; byBucket?: boolean } = {},
+  {
+    reports = false,
+    visitsOnly = false,
+    byBucket = false,
+    withoutEngagement = false,
+  }: { reports?: boolean; visitsOnly?: boolean; byBucket?: boolean; withoutEngagement?: boolean } = {},
 ): Fragment {
   if (reports && property !== 'path') throw new Error(`engagement reports are rolled up for pages only, not ${property}`)
-  if (byBucket) return bucketBreakdownSql(query, property, plan)
+  if (byBucket) return bucketBreakdownSql(query, property, plan, !withoutEngagement)
   if (holdsGoal(property)) return goalBreakdownSql(query, property, plan)
   if (plan.table === 'sessions') return visitBreakdownFromSessions(query, property, visitsOnly)
   if (plan.table === 'events' && plan.visits) return visitBreakdown(query, property, plan)
@@ -112,9 +117,10 @@ LIMIT ${limitOf(query)}`
  * per site-local day (per hour for hour buckets) and value, from the daily rollup where the plan
  * takes it and from events otherwise, summed into the buckets. Visitors and visits add up across
  * days because ids rotate and visits end at the site-local midnight; a visit spans hours, so hour
- * buckets carry no engagement. Goal rows are not read this way.
+ * buckets carry no engagement (nor rows read without it, which skip the visits' facts). Goal rows
+ * are not read this way.
  */
-function bucketBreakdownSql(query: Query, property: string, plan: HumanPlan): Fragment {
+function bucketBreakdownSql(query: Query, property: string, plan: HumanPlan, withEngagement: boolean): Fragment {
   if (holdsGoal(property)) throw new Error('goal rows are not read by bucket')
   const { timezone, interval } = query.range
   const hourly = interval === 'hour' || interval === 'minute'
@@ -122,7 +128,7 @@ function bucketBreakdownSql(query: Query, property: string, plan: HumanPlan): Fr
   // the sessions rollup holds no days: a visit attribute's rows come from events here too
   const read: HumanPlan = plan.table === 'rollup' || plan.table === 'events' ? plan : { table: 'events', visits: false }
   const scope = queryScope(query, read)
-  const engagement = !hourly && hasEngagement(property)
+  const engagement = withEngagement && !hourly && hasEngagement(property)
   const filtered = query.filters.length ? { visitFilters: visitFilters(query, scope) } : undefined
   const rows =
     read.table === 'rollup'
