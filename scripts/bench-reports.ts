@@ -307,6 +307,25 @@ const program = new Command('bench-reports')
         pagination: { limit: 100 },
       }),
       'v2 query country x device': v2({ metrics: ['visitors', 'visits'], dimensions: ['visit:country', 'visit:device'] }),
+      'v2 query time:day bounce': v2({
+        metrics: ['visitors', 'visits', 'pageviews', 'bounce_rate', 'visit_duration', 'events'],
+        dimensions: ['time:day'],
+      }),
+      'v2 query time:day x source': v2({
+        metrics: ['visitors', 'visits', 'pageviews', 'bounce_rate', 'visit_duration'],
+        dimensions: ['time:day', 'visit:source'],
+      }),
+      'v2 query time:day x source x path': v2({
+        metrics: ['visitors', 'visits', 'pageviews'],
+        dimensions: ['time:day', 'visit:source', 'event:page'],
+        pagination: { limit: 1000 },
+      }),
+      'v2 query time:week x country filtered': v2({
+        metrics: ['visitors', 'visits', 'bounce_rate', 'percentage'],
+        dimensions: ['time:week', 'visit:country'],
+        filters: [['contains', 'event:page', ['blog']]],
+      }),
+      'v2 query time:hour x device': v2({ metrics: ['visitors', 'pageviews'], dimensions: ['time:hour', 'visit:device'] }),
       'v2 query or across dimensions': v2({
         metrics: ['visitors', 'visits', 'pageviews'],
         filters: [

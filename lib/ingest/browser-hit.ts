@@ -7,6 +7,7 @@ import { wellFormedText } from './well-formed'
 import { missingKindField, parseHit } from './hit'
 import type { IngestItem, IngestOutcome } from './item'
 import { forwardedAddress, isPlausiblePayload, parsePlausibleHit } from './plausible-hit'
+import { hostnameBelongs } from './screening'
 
 /** Why an accepted hit was not stored, or null when it was. */
 export type Dropped = Extract<IngestOutcome, { status: 'dropped' }> | null
@@ -54,18 +55,22 @@ export async function collectBrowserHit(services: Services, request: Request, en
 /**
  * Plausible's payload: recorded for each site its domain list names, the visitor being the first
  * valid address of X-Forwarded-For (else the client's). A domain that names no site drops the hit
- * for it, as Plausible does. Dropped when any site dropped it, with the first reason.
+ * for it, as Plausible does. A page of one of the sites listed counts for all of them (Plausible's
+ * rollups: `data-domain="site.com,rollup.com"`); a page of none is checked by each site's hostnames.
+ * Dropped when any site dropped it, with the first reason.
  */
 async function collectPlausibleHit(services: Services, request: Request, env: unknown, body: Record<string, unknown>): Promise<Dropped> {
   const parsed = parsePlausibleHit(body)
   if (typeof parsed === 'string') throw new ApiError(400, parsed)
   const sites = await Promise.all(parsed.domains.map((d) => siteOfDomain(services, d)))
+  const pageHost = new URL(parsed.hit.url).hostname
+  const pageOfListedSite = parsed.domains.length > 1 && sites.some((site) => site && hostnameBelongs(pageHost, site))
   const outcomes = await Promise.all(
     sites.map(async (site, i): Promise<Dropped> => {
       if (!site) return { status: 'dropped', code: 'unknown-domain', reason: `no site has the domain ${parsed.domains[i]}` }
       const hit = { ...parsed.hit, site: site.snippetId }
       const ip = forwardedAddress(request) ?? visitorAddress(services, site, request, env)
-      return submit(services, request, { hit, site, ip, plausible: { hashRouting: parsed.hashRouting } })
+      return submit(services, request, { hit, site, ip, plausible: { hashRouting: parsed.hashRouting, pageOfListedSite } })
     }),
   )
   return outcomes.find((o) => o !== null) ?? null

@@ -29,8 +29,10 @@ export interface IngestItem {
   /**
    * Sent in Plausible's payload: its names other than pageview and engagement are custom events,
    * its engagement time is the time since the tracker's last report, and `h: 1` asks for the hash route.
+   * `pageOfListedSite`: its comma list of domains names a site the page is on, so every site the list
+   * names keeps it (a rollup site, as in Plausible), whatever its own hostnames.
    */
-  plausible?: { hashRouting: boolean }
+  plausible?: { hashRouting: boolean; pageOfListedSite?: boolean }
 }
 
 /** Why a hit was accepted and not stored: the collector's X-Dropped header. */

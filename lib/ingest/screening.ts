@@ -92,7 +92,7 @@ export function screen(item: IngestItem, index: number, now: number): AcceptedHi
   const pathname = hashRouting && url.hash.startsWith('#/') ? `${url.pathname}${url.hash.slice(1)}` : url.pathname
   if (!site.standaloneEnabled) return dropped('not-collecting', 'the site does not collect first-party data')
   // a browser's page must be one of the site's; imported history keeps the hostnames it was recorded with
-  if (item.source === 'browser' && !hostnameBelongs(url.hostname, site)) {
+  if (item.source === 'browser' && !item.plausible?.pageOfListedSite && !hostnameBelongs(url.hostname, site)) {
     return LOOPBACK_HOSTNAMES.has(url.hostname)
       ? dropped('localhost', `the page is on ${url.hostname}; add it to the site's allowedHostnames to count it`)
       : dropped('unknown-hostname', `the page's hostname ${url.hostname} is not ${site.domain}, a subdomain, or an allowed hostname`)

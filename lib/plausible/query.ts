@@ -3,18 +3,18 @@ import { ApiError } from '../errors'
 import { GOAL, SEGMENT, combinable, combinedParts, combinedProperty, hasEngagement, holdsGoal } from '../reports/dimensions'
 import { type Filter, type Query, TOTALS, goalsOfFilter } from '../reports/query/model'
 import { type ReportParams, expandSegments, validateGoalFilter } from '../reports/query/parse'
-import { type Interval, type ResolvedRange, buckets } from '../reports/query/range'
+import { type Interval, type ResolvedRange, buckets, startsDay } from '../reports/query/range'
 import { type ReportDeps, prepare, readerWithImports, sourceReader } from '../reports/query/reports'
 import { firstEventAt, firstImportedAt } from '../reports/query/site-events'
 import { runRead } from '../reports/query/run'
-import type { BreakdownRow, Totals } from '../reports/query/shape'
+import { type BreakdownRow, type Totals, shapeBreakdown } from '../reports/query/shape'
 import type { Segment } from '../sites/definition-records'
 import type { Goal } from '../sites/goals'
 import { type Site, hasImportedData } from '../sites/sites'
 import type { Source } from '../sites/source'
 import { comparisonWindow } from './comparison-window'
 import type { PlausibleAnswer, PlausibleDateRange, PlausibleMetric, PlausibleQuery } from './query-schema'
-import { type TimeDimension, checkReadable, countryName, isTimeDimension, serviceDimension, translateFilters } from './translate'
+import { type TimeDimension, checkReadable, isTimeDimension, plausibleValue, serviceDimension, translateFilters } from './translate'
 
 /**
  * POST /api/v2/query: Plausible's Stats API v2 answered from this service's own reads. A query
@@ -43,8 +43,8 @@ interface Plan {
   filters: Filter[]
   goals: Goal[]
   metrics: PlausibleMetric[]
-  /** Per non-time dimension, visit:country_name: rows by country, answered by the country's name. */
-  countryNames: boolean[]
+  /** The non-time dimensions, in the query's order: each row value is answered as Plausible labels it (plausibleValue). */
+  others: string[]
 }
 
 const SERIES_METRICS: readonly PlausibleMetric[] = ['visitors', 'visits', 'pageviews', 'views_per_visit']
@@ -121,8 +121,7 @@ function planQuery(body: PlausibleQuery, source: Source, goals: Goal[]): Plan {
     if ((metric === 'total_revenue' || metric === 'average_revenue') && property && !goalRows)
       throw metricError(metric, 'is available with no dimension or with the event:goal dimension here')
   }
-  const countryNames = others.map((d) => d === 'visit:country_name')
-  return { source, time, property, combined, filters, goals, metrics: body.metrics, countryNames }
+  return { source, time, property, combined, filters, goals, metrics: body.metrics, others }
 }
 
 /** Plausible's named ranges and date pairs as the pipeline's range parameters; date-times also as the exact window. */
@@ -171,15 +170,29 @@ const INTERVALS: Record<Exclude<TimeDimension, 'time'>, Interval> = {
   'time:month': 'month',
 }
 
+/** The date-times of a date_range given as two date-times, in the site's timezone, the end excluded. */
+type ExactWindow = { from: Temporal.ZonedDateTime; to: Temporal.ZonedDateTime }
+
+const HOUR_S = 3600
+const DAY_S = 24 * HOUR_S
+
+/**
+ * Plausible's bucket of the `time` dimension over a window: whole hours, days and weeks from its
+ * first to its last second counted, hours up to 48 of them, days up to 40, weeks up to 52, else months.
+ */
+function intervalOfTime(from: Temporal.ZonedDateTime, to: Temporal.ZonedDateTime): Interval {
+  const seconds = (to.epochMilliseconds - from.epochMilliseconds) / 1000 - 1
+  if (seconds < 49 * HOUR_S) return 'hour'
+  if (seconds < 41 * DAY_S) return 'day'
+  if (seconds < 53 * 7 * DAY_S) return 'week'
+  return 'month'
+}
+
 /** The window to read: the pipeline's resolution, the exact date-times given, the bucket a time dimension asks. */
-function windowOf(
-  resolved: ResolvedRange,
-  exact: { from: Temporal.ZonedDateTime; to: Temporal.ZonedDateTime } | undefined,
-  time?: TimeDimension,
-) {
+function windowOf(resolved: ResolvedRange, exact: ExactWindow | undefined, time?: TimeDimension) {
   let range = exact ? { ...resolved, ...exact } : resolved
   if (exact && Temporal.Duration.compare(exact.from.until(exact.to), { hours: 48 }) <= 0) range = { ...range, interval: 'hour' }
-  if (time && time !== 'time') range = { ...range, interval: INTERVALS[time] }
+  if (time) range = { ...range, interval: time === 'time' ? intervalOfTime(range.from, range.to) : INTERVALS[time] }
   if (range.interval === 'minute') range = { ...range, interval: 'hour' }
   return range
 }
@@ -189,6 +202,10 @@ function timeLabel(zoned: Temporal.ZonedDateTime, interval: Interval) {
   const date = zoned.toPlainDate().toString()
   return interval === 'hour' || interval === 'minute' ? `${date} ${zoned.toPlainTime().toString({ smallestUnit: 'second' })}` : date
 }
+
+/** Plausible's `events`: pageviews and custom events (the pipeline's `events` are the custom ones); null where those are unknown. */
+const pageviewsAndCustomEvents = (pageviews: number | undefined, custom: number | null) =>
+  custom === null ? null : (pageviews ?? 0) + custom
 
 const revenueValue = (amount: number, currency: string): MetricValue => {
   const format = (digits: number, notation: 'standard' | 'compact') =>
@@ -212,7 +229,7 @@ function totalsMetric(metric: PlausibleMetric, t: Totals): MetricValue {
     case 'visit_duration':
       return t.avgDuration
     case 'events':
-      return t.events
+      return pageviewsAndCustomEvents(t.pageviews, t.events)
     default:
       return null
   }
@@ -233,6 +250,10 @@ interface Context {
   conversionTotals(): Promise<Totals>
   /** Whether `query` is one time bucket of the window (timeBreakdown). */
   bucket?: true
+  /** The currency of the revenue metrics without the goal dimension, or why they are null (revenueCurrency). */
+  revenue: ReturnType<typeof revenueCurrency>
+  /** The reader is the tracker's alone, no imported data added: a read run directly (runRead) answers the same. */
+  trackerOnly: boolean
 }
 
 /** A read done once, when first asked. */
@@ -254,20 +275,36 @@ function selectedGoals(ctx: Context): Set<string> | undefined {
   return new Set(ctx.plan.goals.filter((g) => goalFilters.every((f) => goalsOfFilter(f, [g]).length)).map((g) => g.name))
 }
 
-/** Revenue of the goals the goal filters select, over the query: [total, conversions] in one currency, or null. */
-async function filteredRevenue(ctx: Context): Promise<{ amount: number; currency: string; conversions: number } | null> {
-  const names = selectedGoals(ctx)
-  if (!names) return null
+/** Revenue of the goals the goal filters select in `currency`, over the query: the total and the conversions. */
+async function filteredRevenue(ctx: Context, currency: string): Promise<{ amount: number; conversions: number }> {
+  const names = selectedGoals(ctx) ?? new Set()
   const rows = (await sourceReader(ctx.deps.clickhouse, 'standalone').breakdown({ ...ctx.query, limit: 1000 }, 'goal')).filter(
-    (r) => names.has(r.value) && r.revenue,
+    (r) => names.has(r.value) && r.revenue?.currency === currency,
   )
-  const currencies = new Set(rows.map((r) => r.revenue?.currency))
-  if (rows.length === 0 || currencies.size !== 1) return null
   return {
     amount: rows.reduce((n, r) => n + (r.revenue?.amount ?? 0), 0),
-    currency: [...currencies][0] as string,
     conversions: rows.reduce((n, r) => n + (r.conversions ?? 0), 0),
   }
+}
+
+/** Plausible's warnings of revenue metrics, by code. */
+const REVENUE_WARNINGS = {
+  no_single_revenue_currency: 'Revenue metrics are null as there are multiple currencies for the selected event:goals.',
+  no_revenue_goals_matching: 'Revenue metrics are null as there are no matching revenue goals.',
+} as const
+
+/**
+ * The currency revenue metrics are answered in, as Plausible decides it from the goals the top-level
+ * goal filters select (all goals without one): their one currency; by goal, each goal's own; else
+ * why the revenue metrics are null.
+ */
+function revenueCurrency(plan: Plan, filters: readonly Filter[]): { currency?: string; warning?: keyof typeof REVENUE_WARNINGS } {
+  const goalFilters = filters.filter((f) => f.dimension === GOAL && f.operator === 'is')
+  const goals = plan.goals.filter((g) => goalFilters.every((f) => goalsOfFilter(f, [g]).length))
+  const currencies = [...new Set(goals.flatMap((g) => (g.currency ? [g.currency] : [])))]
+  if (currencies.length === 0) return { warning: 'no_revenue_goals_matching' }
+  if (plan.property !== undefined && holdsGoal(plan.property)) return {}
+  return currencies.length === 1 ? { currency: currencies[0] } : { warning: 'no_single_revenue_currency' }
 }
 
 async function aggregate(ctx: Context): Promise<ResultRow[]> {
@@ -275,12 +312,14 @@ async function aggregate(ctx: Context): Promise<ResultRow[]> {
   const totals = await reader.totals(ctx.query)
   const needsBase = ctx.plan.metrics.includes('conversion_rate')
   const base = needsBase ? await ctx.conversionTotals() : undefined
-  const revenue = ctx.plan.metrics.some((m) => m === 'total_revenue' || m === 'average_revenue') ? await filteredRevenue(ctx) : undefined
+  const { currency } = ctx.revenue
+  const asksRevenue = ctx.plan.metrics.some((m) => m === 'total_revenue' || m === 'average_revenue')
+  const revenue = asksRevenue && currency ? await filteredRevenue(ctx, currency) : undefined
   const metrics = ctx.plan.metrics.map((metric): MetricValue => {
     if (metric === 'conversion_rate') return percent(totals.visitors, base?.visitors ?? 0, 2)
-    if (metric === 'total_revenue') return revenue ? revenueValue(revenue.amount, revenue.currency) : null
+    if (metric === 'total_revenue') return revenue && currency ? revenueValue(revenue.amount, currency) : null
     if (metric === 'average_revenue')
-      return revenue?.conversions ? revenueValue(revenue.amount / revenue.conversions, revenue.currency) : null
+      return revenue && currency ? revenueValue(revenue.conversions ? revenue.amount / revenue.conversions : 0, currency) : null
     return totalsMetric(metric, totals)
   })
   return [{ metrics, dimensions: [] }]
@@ -295,16 +334,23 @@ async function timeseries(ctx: Context, range: ResolvedRange): Promise<{ rows: R
   )
   // Plausible lists buckets with data; time_labels lists them all
   const filled = series.flatMap((bucket, i) => (bucket.visitors || bucket.visits || bucket.pageviews ? [{ bucket, i }] : []))
-  // bounce rate, duration and custom events: each bucket's totals, read over the bucket's part of the window
+  // bounce rate, duration and custom events: each bucket's totals, in one read by bucket where readByBucket allows, else
+  // read over each bucket's part of the window
   const perBucket = ctx.plan.metrics.some((m) => BUCKET_TOTALS_METRICS.includes(m))
-  if (perBucket && filled.length > MAX_BUCKET_READS)
+  const byBucket = perBucket && readByBucket(ctx, range, TOTALS)
+  if (perBucket && !byBucket && filled.length > MAX_BUCKET_READS)
     throw new ApiError(
       400,
-      `metrics: bounce_rate, visit_duration and events by time are read bucket by bucket, at most ${MAX_BUCKET_READS} buckets with data; this query has ${filled.length} (use a larger time dimension or a shorter date_range)`,
+      `metrics: bounce_rate and visit_duration by hour, and imported data by time, are read bucket by bucket, at most ${MAX_BUCKET_READS} buckets with data; this query has ${filled.length} (use a larger time dimension or a shorter date_range)`,
     )
   const { reader } = ctx
-  const bucketTotals = async (i: number): Promise<Totals | undefined> =>
-    perBucket ? reader.totals({ ...ctx.query, range: bucketWindow(range, starts, i) }) : undefined
+  const inOneRead = byBucket ? await totalsByBucket(ctx, range) : undefined
+  const bucketTotals = async (i: number): Promise<Partial<Totals> | undefined> =>
+    inOneRead
+      ? (inOneRead.get(starts[i].epoch) ?? {})
+      : perBucket
+        ? reader.totals({ ...ctx.query, range: bucketWindow(range, starts, i) })
+        : undefined
   for (const { bucket, i } of filled) {
     const read = await bucketTotals(i)
     const totals: Totals = {
@@ -319,6 +365,25 @@ async function timeseries(ctx: Context, range: ResolvedRange): Promise<{ rows: R
   return { rows, labels }
 }
 
+/** Each bucket's totals in one read by bucket (readByBucket), by the bucket's start (epoch seconds). */
+async function totalsByBucket(ctx: Context, range: ResolvedRange): Promise<Map<number, Partial<Totals>>> {
+  const query = { ...ctx.query, range, limit: ALL_ROWS }
+  const engagement = range.interval !== 'hour' && ctx.plan.metrics.some((m) => m === 'bounce_rate' || m === 'visit_duration')
+  const rows = await runRead<Record<string, unknown>>(ctx.deps.clickhouse, query, {
+    kind: 'breakdown',
+    property: TOTALS,
+    byBucket: true,
+    ...(engagement ? {} : { withoutEngagement: true as const }),
+  })
+  const shaped = shapeBreakdown(TOTALS, rows, engagement)
+  return new Map(
+    rows.map((r, k) => [
+      Number(r.bucket),
+      { ...shaped[k], bounceRate: shaped[k].bounceRate ?? 0, avgDuration: shaped[k].avgDuration ?? 0 },
+    ]),
+  )
+}
+
 /** The part of the window in bucket `i` of `starts` (the first bucket may begin before the window). */
 function bucketWindow(range: ResolvedRange, starts: readonly { epoch: number }[], i: number): ResolvedRange {
   const at = (epoch: number) => Temporal.Instant.fromEpochMilliseconds(epoch * 1000).toZonedDateTimeISO(range.timezone)
@@ -327,21 +392,47 @@ function bucketWindow(range: ResolvedRange, starts: readonly { epoch: number }[]
   return { ...range, from, to: i + 1 < starts.length ? at(starts[i + 1].epoch) : range.to }
 }
 
+/** The metrics of a time dimension beside others that one read by bucket answers (bucketRows). */
+const BY_BUCKET_METRICS: readonly PlausibleMetric[] = [
+  'visitors',
+  'visits',
+  'pageviews',
+  'views_per_visit',
+  'bounce_rate',
+  'visit_duration',
+  'events',
+  'percentage',
+  'conversion_rate',
+]
+
 /**
- * A time dimension with another: the other's rows in each bucket with data, each bucket read as its
- * own window (whole days come from the daily rollup), in the query's order of dimensions.
+ * Whether a time dimension beside others is one read by bucket: the tracker's own data, rows that
+ * are not goals, metrics of BY_BUCKET_METRICS (hour buckets carry no engagement). The others, such
+ * as goal rows and group conversion rates, are read bucket by bucket.
+ */
+const readByBucket = (ctx: Context, range: ResolvedRange, property: string) =>
+  ctx.trackerOnly &&
+  !holdsGoal(property) &&
+  ctx.plan.metrics.every((m) => BY_BUCKET_METRICS.includes(m)) &&
+  !(range.interval === 'hour' && ctx.plan.metrics.some((m) => m === 'bounce_rate' || m === 'visit_duration'))
+
+/**
+ * A time dimension with another: the other's rows in each bucket with data, in the query's order of
+ * dimensions. One statement grouped by bucket and value where readByBucket allows (and the series
+ * beside it for percentage); otherwise each bucket with data read as its own window.
  */
 async function timeBreakdown(ctx: Context, range: ResolvedRange, property: string, timeAt: number) {
-  const series = await ctx.reader.series({ ...ctx.query, range })
   const starts = buckets(range)
   const labels = starts.map((b) =>
     timeLabel(Temporal.Instant.fromEpochMilliseconds(b.epoch * 1000).toZonedDateTimeISO(range.timezone), range.interval),
   )
+  if (readByBucket(ctx, range, property)) return { rows: await bucketRows(ctx, range, property, timeAt, labels), labels }
+  const series = await ctx.reader.series({ ...ctx.query, range })
   const filled = series.flatMap((bucket, i) => (bucket.visitors || bucket.visits || bucket.pageviews ? [i] : []))
   if (filled.length > MAX_BUCKET_READS)
     throw new ApiError(
       400,
-      `dimensions: a time dimension with another is read bucket by bucket, at most ${MAX_BUCKET_READS} buckets with data; this query has ${filled.length} (use a larger time dimension or a shorter date_range)`,
+      `dimensions: a time dimension with another is read bucket by bucket here (goal rows, group conversion rates, imported data), at most ${MAX_BUCKET_READS} buckets with data; this query has ${filled.length} (use a larger time dimension or a shorter date_range)`,
     )
   const rows: ResultRow[] = []
   for (const i of filled) {
@@ -356,6 +447,35 @@ async function timeBreakdown(ctx: Context, range: ResolvedRange, property: strin
       rows.push({ metrics: row.metrics, dimensions: row.dimensions.toSpliced(timeAt, 0, labels[i]) })
   }
   return { rows, labels }
+}
+
+/** The rows of a time dimension beside others in one read grouped by bucket and value (readByBucket). */
+async function bucketRows(ctx: Context, range: ResolvedRange, property: string, timeAt: number, labels: string[]) {
+  const { metrics } = ctx.plan
+  const query = { ...ctx.query, range, limit: ALL_ROWS }
+  // the visits' facts only where asked for
+  const engagement = metrics.some((m) => m === 'bounce_rate' || m === 'visit_duration')
+  const [read, series, base] = await Promise.all([
+    runRead<Record<string, unknown>>(ctx.deps.clickhouse, query, {
+      kind: 'breakdown',
+      property,
+      byBucket: true,
+      ...(engagement ? {} : { withoutEngagement: true as const }),
+    }),
+    metrics.includes('percentage') ? ctx.reader.series(query) : undefined,
+    metrics.includes('conversion_rate') ? ctx.conversionTotals() : undefined,
+  ])
+  const bucketAt = new Map(buckets(range).map((b, i) => [b.epoch, i]))
+  const shaped = shapeBreakdown(property, read, engagement && hasEngagement(property))
+  return read.flatMap((r, k): ResultRow[] => {
+    const i = bucketAt.get(Number(r.bucket))
+    if (i === undefined) return []
+    const of: RowContext = { goalRows: false, allVisitors: series?.[i].visitors ?? 0, baseVisitors: base?.visitors ?? 0 }
+    const row = shaped[k]
+    return [
+      { metrics: metrics.map((m) => rowMetric(m, row, of)), dimensions: rowDimensions(ctx.plan, row).toSpliced(timeAt, 0, labels[i]) },
+    ]
+  })
 }
 
 /** Breakdown rows with the engagement reports of each page (scroll depth, engaged time) where asked. */
@@ -392,6 +512,63 @@ function conversionGroup(property: string) {
   }
 }
 
+/** What a breakdown row's metrics take besides the row, read beside the rows. */
+interface RowContext {
+  /** The rows are goals (their events are conversions). */
+  goalRows: boolean
+  /** The visitors percentage divides by. */
+  allVisitors: number
+  /** The visitors conversion_rate divides by. */
+  baseVisitors: number
+  /** The visitors group_conversion_rate divides a row's by. */
+  groupVisitors?: (row: BreakdownRow) => number
+  /** Each page's engagement reports (pageReports). */
+  reports?: Awaited<ReturnType<typeof pageReports>>
+}
+
+/** A metric of a breakdown row. */
+function rowMetric(metric: PlausibleMetric, row: BreakdownRow, of: RowContext): MetricValue {
+  switch (metric) {
+    case 'visitors':
+      return row.visitors
+    case 'visits':
+      return row.visits ?? 0
+    case 'pageviews':
+      return row.pageviews ?? 0
+    case 'views_per_visit':
+      return row.visits ? round((row.pageviews ?? 0) / row.visits, 2) : 0
+    case 'bounce_rate':
+      return Math.round((row.bounceRate ?? 0) * 100)
+    case 'visit_duration':
+      return row.avgDuration ?? 0
+    case 'events':
+      // a goal row's events are its conversions
+      return of.goalRows ? row.events : pageviewsAndCustomEvents(row.pageviews, row.events)
+    case 'percentage':
+      return percent(row.visitors, of.allVisitors, 1)
+    case 'conversion_rate':
+      return percent(row.visitors, of.baseVisitors, 2)
+    case 'group_conversion_rate':
+      return percent(row.visitors, of.groupVisitors?.(row) ?? 0, 2)
+    case 'total_revenue':
+      return row.revenue ? revenueValue(row.revenue.amount, row.revenue.currency) : null
+    case 'average_revenue':
+      return row.revenue && row.conversions ? revenueValue(row.revenue.amount / row.conversions, row.revenue.currency) : null
+    case 'scroll_depth': {
+      const r = of.reports?.get(row.value)
+      return r?.reports ? Math.round(r.scroll / r.reports) : null
+    }
+    case 'time_on_page': {
+      const r = of.reports?.get(row.value)
+      return r?.reports ? Math.round(r.ms / r.reports / 1000) : null
+    }
+  }
+}
+
+/** A row's values of the query's non-time dimensions, as Plausible answers them. */
+const rowDimensions = (plan: Plan, row: BreakdownRow): string[] =>
+  (plan.combined ? (JSON.parse(row.value) as string[]) : [row.value]).map((v, i) => plausibleValue(plan.others[i], v))
+
 async function grouped(ctx: Context, property: string, limit: number): Promise<ResultRow[]> {
   const { reader } = ctx
   const { metrics } = ctx.plan
@@ -418,63 +595,23 @@ async function grouped(ctx: Context, property: string, limit: number): Promise<R
   const goals = goalRows ? selectedGoals(ctx) : undefined
   const visitorsOfGroup = (row: BreakdownRow) =>
     group.property === TOTALS ? (groupTotal?.visitors ?? 0) : (groupVisitors.get(group.rowKey(row.value)) ?? 0)
-  const value = (metric: PlausibleMetric, row: BreakdownRow): MetricValue => {
-    switch (metric) {
-      case 'visitors':
-        return row.visitors
-      case 'visits':
-        return row.visits ?? 0
-      case 'pageviews':
-        return row.pageviews ?? 0
-      case 'views_per_visit':
-        return row.visits ? round((row.pageviews ?? 0) / row.visits, 2) : 0
-      case 'bounce_rate':
-        return Math.round((row.bounceRate ?? 0) * 100)
-      case 'visit_duration':
-        return row.avgDuration ?? 0
-      case 'events':
-        return row.events
-      case 'percentage':
-        return percent(row.visitors, totals?.visitors ?? 0, 1)
-      case 'conversion_rate':
-        return percent(row.visitors, baseTotals?.visitors ?? 0, 2)
-      case 'group_conversion_rate':
-        return percent(row.visitors, visitorsOfGroup(row), 2)
-      case 'total_revenue':
-        return row.revenue ? revenueValue(row.revenue.amount, row.revenue.currency) : null
-      case 'average_revenue':
-        return row.revenue && row.conversions ? revenueValue(row.revenue.amount / row.conversions, row.revenue.currency) : null
-      case 'scroll_depth': {
-        const r = reports?.get(row.value)
-        return r?.reports ? Math.round(r.scroll / r.reports) : null
-      }
-      case 'time_on_page': {
-        const r = reports?.get(row.value)
-        return r?.reports ? Math.round(r.ms / r.reports / 1000) : null
-      }
-    }
+  const of: RowContext = {
+    goalRows,
+    allVisitors: totals?.visitors ?? 0,
+    baseVisitors: baseTotals?.visitors ?? 0,
+    groupVisitors: visitorsOfGroup,
+    reports,
   }
-  const { combined, countryNames } = ctx.plan
-  const dimensions = (row: BreakdownRow): string[] =>
-    (combined ? (JSON.parse(row.value) as string[]) : [row.value]).map((v, i) => (countryNames[i] ? countryName(v) : v))
   return rows
     .filter((row) => !goals || goals.has(group.goalOf(row.value)))
-    .map((row) => ({ metrics: metrics.map((m) => value(m, row)), dimensions: dimensions(row) }))
+    .map((row) => ({ metrics: metrics.map((m) => rowMetric(m, row, of)), dimensions: rowDimensions(ctx.plan, row) }))
 }
 
-/** The order_by entries, each a metric of the query or one of its dimensions. */
+/** The order_by entries, each a metric of the query or one of its dimensions; Plausible's default: the time dimension ascending, then the first metric descending. */
 function orderOf(body: PlausibleQuery): [string, 'asc' | 'desc'][] {
   const time = body.dimensions.find(isTimeDimension)
-  const order =
-    body.order_by ??
-    (time === undefined
-      ? [[body.metrics[0], 'desc']]
-      : body.dimensions.length > 1
-        ? [
-            [time, 'asc'],
-            [body.metrics[0], 'desc'],
-          ]
-        : [[time, 'asc']])
+  const first: [string, 'desc'] = [body.metrics[0], 'desc']
+  const order = body.order_by ?? (time === undefined ? [first] : [[time, 'asc'], first])
   for (const [i, [field]] of order.entries())
     if (!(body.metrics as string[]).includes(field) && !body.dimensions.includes(field))
       throw new ApiError(400, `order_by[${i}]: ${field} is neither a metric nor a dimension of the query`)
@@ -514,19 +651,28 @@ function change(metric: PlausibleMetric, now: MetricValue, before: MetricValue |
 const inclusiveEnd = (to: Temporal.ZonedDateTime) => to.subtract({ seconds: 1 })
 const isoSecond = (z: Temporal.ZonedDateTime) => z.toString({ timeZoneName: 'never', smallestUnit: 'second' })
 
+/** Plausible's sentence for a query its imported data cannot answer; what these imports lack follows it. */
+const UNSUPPORTED_QUERY = 'Imported stats are not included in the results because query parameters are not supported.'
+
+/** Why include.imports did not add imported data: Plausible's reason code, and its warning where something was left out. */
+type ImportsSkipped = { reason: 'no_imported_data' | 'unsupported_query'; warning?: string }
+
 /**
  * Why include.imports cannot add a site's imported data to its tracker's numbers for this query:
  * it has none, or the query is one a read of the imported data refuses (a dimension, filter or
- * metric the imports do not hold); null when it can.
+ * metric the imports do not hold, a window that is not whole days); null when it can.
  */
-function importsRefusal(body: PlausibleQuery, site: Site, goals: Goal[]): string | null {
-  if (!hasImportedData(site)) return 'This site has no imported data'
+function importsRefusal(body: PlausibleQuery, site: Site, goals: Goal[], exact: ExactWindow | undefined): ImportsSkipped | null {
+  if (!hasImportedData(site)) return { reason: 'no_imported_data' }
+  const unsupported = (why: string): ImportsSkipped => ({ reason: 'unsupported_query', warning: `${UNSUPPORTED_QUERY} ${why}` })
+  if (exact && !(startsDay(exact.from) && startsDay(exact.to)))
+    return unsupported('The imported data holds whole days, and date_range is not whole days in the site timezone.')
   try {
     planQuery(body, 'ga4', goals)
     return null
   } catch (err) {
     if (!(err instanceof ApiError) || err.status !== 400) throw err
-    return `Imported stats are not included in the results because the imported data cannot answer this query (${err.message})`
+    return unsupported(`The imported data cannot answer it (${err.message}).`)
   }
 }
 
@@ -557,7 +703,7 @@ export async function plausibleQuery(deps: ReportDeps, site: Site, body: Plausib
   const { exact } = resolved
   let { params } = resolved
   // include.imports: the imported data added to the tracker's, or why not (meta.imports_warning)
-  const importsRefused = body.include.imports && source === 'standalone' ? importsRefusal(body, site, goals) : undefined
+  const importsRefused = body.include.imports && source === 'standalone' ? importsRefusal(body, site, goals, exact) : undefined
   let reader: Reader = sourceReader(deps.clickhouse, source)
   if (importsRefused === null) {
     const [tracked, imported] = await Promise.all([firstEventAt(deps.clickhouse, site.id), firstImportedAt(deps.clickhouse, site, 'all')])
@@ -579,7 +725,18 @@ export async function plausibleQuery(deps: ReportDeps, site: Site, body: Plausib
   const filters = expandSegmentsWhereTheyStand(plan.filters, segments, source, goals)
   const query: Query = { ...prepared.query, range, filters, goals }
   const withoutGoals = () => ({ ...query, filters: query.filters.filter((f) => f.dimension !== GOAL) })
-  const ctx: Context = { deps, site, plan, query, reader, withoutGoals, conversionTotals: once(() => reader.totals(withoutGoals())) }
+  const revenue = revenueCurrency(plan, filters)
+  const ctx: Context = {
+    deps,
+    site,
+    plan,
+    query,
+    reader,
+    withoutGoals,
+    conversionTotals: once(() => reader.totals(withoutGoals())),
+    revenue,
+    trackerOnly: source === 'standalone' && importsRefused !== null,
+  }
 
   const { limit, offset } = body.pagination
   const defaultOrder = order.length === 1 && order[0][0] === 'visitors' && order[0][1] === 'desc'
@@ -595,7 +752,11 @@ export async function plausibleQuery(deps: ReportDeps, site: Site, body: Plausib
         ? await timeseries(c, r)
         : { rows: plan.property ? await grouped(c, plan.property, fetch) : await aggregate(c), labels: undefined }
   const current = await read(ctx, range)
-  const all = sortRows(current.rows, order, body)
+  // "time" answered as the bucket it was read by, in the dimensions and the order echoed
+  const resolvedName = (name: string) => (name === 'time' ? `time:${range.interval}` : name)
+  const dimensions = body.dimensions.map(resolvedName)
+  const applied = order.map(([field, direction]): [string, 'asc' | 'desc'] => [resolvedName(field), direction])
+  const all = sortRows(current.rows, applied, { ...body, dimensions })
   const results: ResultRow[] = all.slice(offset, offset + limit)
 
   const meta: PlausibleAnswer['meta'] = {}
@@ -630,7 +791,8 @@ export async function plausibleQuery(deps: ReportDeps, site: Site, body: Plausib
   }
 
   meta.imports_included = source === 'ga4' || importsRefused === null
-  if (importsRefused) meta.imports_warning = importsRefused
+  if (importsRefused) meta.imports_skip_reason = importsRefused.reason
+  if (importsRefused?.warning) meta.imports_warning = importsRefused.warning
   if (body.include.time_labels) {
     if (!plan.time) throw new ApiError(400, 'include.time_labels: needs a time dimension')
     meta.time_labels = current.labels
@@ -639,8 +801,11 @@ export async function plausibleQuery(deps: ReportDeps, site: Site, body: Plausib
     if (!plan.property && !plan.time) throw new ApiError(400, 'include.total_rows: needs a dimension')
     meta.total_rows = all.length
   }
-  const warnings = metricWarnings(plan, results)
-  if (warnings) meta.metric_warnings = warnings
+  const warning = revenue.warning
+  if (warning && plan.metrics.some((m) => m === 'total_revenue' || m === 'average_revenue'))
+    meta.metric_warnings = Object.fromEntries(
+      plan.metrics.filter((m) => m.endsWith('_revenue')).map((m) => [m, { code: warning, warning: REVENUE_WARNINGS[warning] }]),
+    )
 
   return {
     results,
@@ -650,24 +815,11 @@ export async function plausibleQuery(deps: ReportDeps, site: Site, body: Plausib
       metrics: body.metrics,
       date_range: [isoSecond(range.from), isoSecond(inclusiveEnd(range.to))],
       ...comparisonQuery,
-      dimensions: body.dimensions,
+      dimensions,
       filters: body.filters,
-      order_by: order,
+      order_by: applied,
       include: body.include,
       pagination: { limit, offset },
     },
   }
-}
-
-/** Why a revenue metric is null: no goal with a currency among the rows, or several currencies. */
-function metricWarnings(plan: Plan, rows: ResultRow[]): PlausibleAnswer['meta']['metric_warnings'] {
-  const out: NonNullable<PlausibleAnswer['meta']['metric_warnings']> = {}
-  plan.metrics.forEach((metric, i) => {
-    if ((metric === 'total_revenue' || metric === 'average_revenue') && rows.some((r) => r.metrics[i] === null))
-      out[metric] = {
-        code: 'no_revenue_goals_matching',
-        warning: 'Revenue metrics are null where the goals counted have no currency, or have more than one',
-      }
-  })
-  return Object.keys(out).length ? out : undefined
 }

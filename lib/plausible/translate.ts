@@ -272,6 +272,37 @@ const COUNTRY_NAMES: ReadonlyMap<string, string> = (() => {
 /** A country's English name (visit:country_name), '' for an unknown country. */
 export const countryName = (code: string) => COUNTRY_NAMES.get(code) ?? ''
 
+const NOT_SET = '(not set)'
+/**
+ * How Plausible labels a visit without a value of these dimensions, in rows and in `is` and
+ * `is_not` filters (visit:source and visit:referrer are labelled `Direct / None` by the reads).
+ */
+const EMPTY_LABELS: Record<string, string> = {
+  'visit:utm_source': NOT_SET,
+  'visit:utm_medium': NOT_SET,
+  'visit:utm_campaign': NOT_SET,
+  'visit:utm_term': NOT_SET,
+  'visit:utm_content': NOT_SET,
+  'visit:device': NOT_SET,
+  'visit:browser': NOT_SET,
+  'visit:browser_version': NOT_SET,
+  'visit:os': NOT_SET,
+  'visit:os_version': NOT_SET,
+  'visit:channel': 'Direct',
+}
+
+/** A row's value of a Plausible dimension as Plausible answers it: a country's name, or the label of no value. */
+export function plausibleValue(name: string, value: string): string {
+  if (name === 'visit:country_name') return countryName(value)
+  return value === '' ? (EMPTY_LABELS[name] ?? value) : value
+}
+
+/** An `is` clause as the stored value it names: `(not set)` (and `Direct / None` of a campaign field) the empty value. */
+function storedValue(name: string, clause: string): string {
+  if (name === 'visit:channel' || !(name in EMPTY_LABELS)) return clause
+  return clause === NOT_SET || (name.startsWith('visit:utm_') && clause === 'Direct / None') ? '' : clause
+}
+
 /** A filter on country names as one on the codes of the countries it selects. */
 function countryNameFilter(f: SimpleFilter): Filter {
   const negated = f.operator.endsWith('_not')
@@ -307,7 +338,10 @@ function serviceFilter(f: SimpleFilter, source: Source, goals: readonly Goal[]):
   // a goal filter keeps the visits that converted: has_done of a goal is the goal filter itself
   if (dimension === 'goal') return goalFilter(f, goals)
   if (f.dimension === 'visit:country_name' && !f.behaviour) return countryNameFilter(f)
-  if (!f.behaviour) return { dimension, ...operatorOf(f) }
+  if (!f.behaviour) {
+    const exact = f.operator === 'is' || f.operator === 'is_not'
+    return { dimension, ...operatorOf(exact ? { ...f, clauses: f.clauses.map((c) => storedValue(f.dimension, c)) } : f) }
+  }
   if (source !== 'standalone') throw new ApiError(400, `${f.where}: ${f.behaviour} needs the tracker source`)
   if (!f.dimension.startsWith('event:'))
     throw new ApiError(

@@ -148,9 +148,9 @@ describe('non-interactive custom events and the bounce rate', () => {
     )
     expect(scrolled.totals, range).toMatchObject({ visits: 4, events: 4, bounceRate: 0.5 })
 
-    // Plausible's Stats API: bounce_rate as a whole percentage
+    // Plausible's Stats API: bounce_rate as a whole percentage, events the pageviews and custom events
     expect(await query({ metrics: ['visits', 'pageviews', 'events', 'bounce_rate'], date_range: dateRange })).toEqual([
-      { metrics: [9, 10, 7, 67], dimensions: [] },
+      { metrics: [9, 10, 10 + 7, 67], dimensions: [] },
     ])
     expect(await query({ metrics: ['visits', 'bounce_rate'], date_range: dateRange, dimensions: ['event:page'] })).toEqual(
       PAGES.map((p) => ({ metrics: [p.visits, p.bounceRate * 100], dimensions: [p.value] })),

@@ -108,11 +108,19 @@ describe.each(STORES)("Plausible's Events API payload on POST /api/event (%s sto
 
   it("records a comma list's event for each site it names, across organizations, and drops the names of no site", async () => {
     const [a, b] = [t.a.site, t.b.site]
-    // each site still checks the page's hostname: other's drops a's page, and the answer says so
-    const res = await post({ n: 'pageview', u: url(a, '/rollup'), d: `${a.domain}, ${other.domain}` })
-    expect([res.status, res.headers.get('x-plausible-dropped'), res.headers.get('x-dropped')]).toEqual([202, '1', 'not-kept'])
+    // a rollup, as Plausible keeps it: a page of one site listed is kept by every site listed, without a space too
+    const res = await post({ n: 'pageview', u: url(a, '/rollup'), d: `${a.domain},${other.domain}` })
+    expect([res.status, res.headers.get('x-plausible-dropped'), res.headers.get('x-dropped')]).toEqual([202, null, null])
     expect(await rows(a, '/rollup')).toHaveLength(1)
-    expect(await rows(other, '/rollup')).toHaveLength(0)
+    expect(await rows(other, '/rollup')).toHaveLength(1)
+    const custom = await post({ n: 'Signup', u: url(b, '/rollup-event'), d: `${other.domain}, ${b.domain}`, p: { plan: 'pro' } })
+    expect([custom.status, custom.headers.get('x-dropped')]).toEqual([202, null])
+    for (const site of [b, other]) expect(await rows(site, '/rollup-event')).toMatchObject([{ name: 'Signup', props: { plan: 'pro' } }])
+    // a page of none of the sites listed is still dropped by each (a copy of the site elsewhere)
+    const copy = await post({ n: 'pageview', u: 'https://copycat.example.net/rollup', d: `${a.domain},${other.domain}` })
+    expect([copy.status, copy.headers.get('x-dropped')]).toEqual([202, 'not-kept'])
+    expect(await rows(a, '/rollup')).toHaveLength(1)
+    expect(await rows(other, '/rollup')).toHaveLength(1)
 
     // a page on a hostname both sites allow is recorded for each, once however often it is listed
     for (const site of [a, b]) {

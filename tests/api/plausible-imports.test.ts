@@ -175,6 +175,31 @@ describe('POST /api/v2/query include.imports', () => {
     )
   })
 
+  it('a date-time date_range that is not whole days: the tracked rows of each day it touches, the imports left out and why', async () => {
+    // 2026-11-15 22:00 to 2026-11-22 22:00 UTC: the imports hold whole days only
+    const [from, to] = ['2026-11-16T00:00:00+02:00', '2026-11-22T23:59:59+02:00']
+    const json = await query({
+      metrics: ['visitors', 'pageviews'],
+      date_range: [from, to],
+      dimensions: ['time:day'],
+      include: { imports: true },
+    })
+    const views = TRACKED.flatMap((v) => v.views.map(([at]) => ({ ip: v.ip, at }))).filter(
+      ({ at }) => Date.parse(at) >= Date.parse(from) && Date.parse(at) <= Date.parse(to),
+    )
+    const days = [...new Set(views.map(({ at }) => at.slice(0, 10)))].sort()
+    expect(days.length).toBe(2)
+    expect(json.results).toEqual(
+      days.map((day) => {
+        const mine = views.filter(({ at }) => at.startsWith(day))
+        return { metrics: [new Set(mine.map(({ ip }) => ip)).size, mine.length], dimensions: [day] }
+      }),
+    )
+    expect(json.meta.imports_included).toBe(false)
+    expect(json.meta.imports_skip_reason).toBe('unsupported_query')
+    expect(json.meta.imports_warning).toMatch(/whole days/)
+  })
+
   it('breakdowns by source and by page: rows matched by value, ordered by the summed visitors', async () => {
     const sessions = counted('2026-11-16', '2026-11-22')
     const bySource = await query({
@@ -239,10 +264,16 @@ describe('POST /api/v2/query include.imports', () => {
       include: { imports: true },
     })
     expect(json.results).toEqual([{ metrics: [0], dimensions: [] }])
+    // Plausible's reason and sentence, then what the imports lack
+    const plausibleSentence = 'Imported stats are not included in the results because query parameters are not supported.'
     expect(json.meta.imports_included).toBe(false)
-    expect(json.meta.imports_warning).toMatch(/^Imported stats are not included.*event:props:plan/)
+    expect(json.meta.imports_skip_reason).toBe('unsupported_query')
+    expect(json.meta.imports_warning.startsWith(plausibleSentence)).toBe(true)
+    expect(json.meta.imports_warning).toMatch(/event:props:plan/)
     const exits = await query({ metrics: ['visitors'], date_range: '7d', dimensions: ['visit:exit_page'], include: { imports: true } })
     expect(exits.meta.imports_included).toBe(false)
+    expect(exits.meta.imports_skip_reason).toBe('unsupported_query')
+    expect(exits.meta.imports_warning.startsWith(plausibleSentence)).toBe(true)
     expect(exits.meta.imports_warning).toMatch(/visit:exit_page/)
     expect(exits.results.reduce((n: number, r: { metrics: number[] }) => n + r.metrics[0], 0)).toBe(3)
   })

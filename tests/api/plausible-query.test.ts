@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { createApiKey, createOrg } from '../../lib/accounts/admin'
 import { importHits } from '../../lib/ingest/import'
+import { createGoal } from '../../lib/sites/goals'
 import { newSite } from '../../lib/sites/sites'
 import { client, testServices } from '../helpers'
 import {
@@ -32,6 +33,47 @@ const CUSTOM = ['2026-08-01', '2026-11-22']
 
 type Keep = (e: RefEvent, v: RefVisit) => boolean
 
+/**
+ * The campaign site's pageviews: four visitors, one visit each (their hits minutes apart), tagged by
+ * their first page's query: two from the newsletter (one of them twice), one from twitter, one untagged.
+ */
+const UTM_HITS: [string, string, string][] = [
+  ['2026-11-20T10:00:00Z', '8.8.8.8', '?utm_source=newsletter&utm_medium=email&utm_campaign=launch'],
+  ['2026-11-20T10:05:00Z', '8.8.8.8', ''],
+  ['2026-11-20T11:00:00Z', '1.1.1.1', '?utm_source=newsletter&utm_medium=email&utm_campaign=launch'],
+  ['2026-11-21T09:00:00Z', '81.2.69.142', '?utm_source=twitter&utm_medium=social&utm_campaign=launch'],
+  ['2026-11-21T12:00:00Z', '46.114.0.1', ''],
+  ['2026-11-21T12:03:00Z', '46.114.0.1', '?utm_source=late'],
+]
+
+/** The shop site's hits: a Signup paid in EUR, two Purchases paid in USD, a visit of /pricing. */
+const SHOP_HITS: { ip: string; name: string; path: string; revenue?: { amount: number; currency: string } }[] = [
+  { ip: '8.8.8.8', name: 'pageview', path: '/' },
+  { ip: '8.8.8.8', name: 'Signup', path: '/', revenue: { amount: 10, currency: 'EUR' } },
+  { ip: '1.1.1.1', name: 'Purchase', path: '/', revenue: { amount: 20, currency: 'USD' } },
+  { ip: '1.1.1.1', name: 'Purchase', path: '/', revenue: { amount: 5, currency: 'USD' } },
+  { ip: '81.2.69.142', name: 'pageview', path: '/pricing' },
+]
+const SHOP_GOALS = [
+  { type: 'event' as const, matchValue: 'Signup', currency: 'EUR' },
+  { type: 'event' as const, matchValue: 'Purchase', currency: 'USD' },
+  { type: 'page' as const, matchValue: '/pricing' },
+]
+
+/** Rows of a campaign field over UTM_HITS, as Plausible labels a visit without it: [visitors, pageviews] by value, most visitors first. */
+function utmRows(field: string) {
+  const firstQuery = new Map<string, string>()
+  for (const [, ip, query] of UTM_HITS) if (!firstQuery.has(ip)) firstQuery.set(ip, query)
+  const tagOf = (ip: string) => new URLSearchParams(firstQuery.get(ip)).get(field) || '(not set)'
+  const values = [...new Set(UTM_HITS.map(([, ip]) => tagOf(ip)))]
+  return values
+    .map((value) => {
+      const hits = UTM_HITS.filter(([, ip]) => tagOf(ip) === value)
+      return { metrics: [new Set(hits.map(([, ip]) => ip)).size, hits.length], dimensions: [value] }
+    })
+    .sort((a, b) => b.metrics[0] - a.metrics[0] || (a.dimensions[0] < b.dimensions[0] ? -1 : 1))
+}
+
 describe('POST /api/v2/query', () => {
   let services: Awaited<ReturnType<typeof testServices>>
   let call: ReturnType<typeof client>
@@ -42,6 +84,7 @@ describe('POST /api/v2/query', () => {
   let otherSiteDomain = ''
   let ga4Domain = ''
   let utmDomain = ''
+  let shopDomain = ''
   let ref: Ref
 
   beforeAll(async () => {
@@ -69,13 +112,26 @@ describe('POST /api/v2/query', () => {
         ip,
         userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0',
       })
-    const utmLines = [
-      hit('2026-11-20T10:00:00Z', '8.8.8.8', '?utm_source=newsletter&utm_medium=email&utm_campaign=launch'),
-      hit('2026-11-20T10:05:00Z', '8.8.8.8', ''),
-      hit('2026-11-20T11:00:00Z', '1.1.1.1', '?utm_source=newsletter&utm_medium=email&utm_campaign=launch'),
-      hit('2026-11-21T09:00:00Z', '81.2.69.142', '?utm_source=twitter&utm_medium=social&utm_campaign=launch'),
-    ]
+    const utmLines = UTM_HITS.map(([ts, ip, query]) => hit(ts, ip, query))
     expect((await importHits(utmLines, services.ingestor)).rejected).toBe(0)
+
+    // a site whose goals have several currencies, and a goal with none: each visitor converts once
+    const shop = newSite({ domain: 'shop.plausible.test', timezone: 'UTC' }, org.id, NOW)
+    await services.repositories.sites.create(shop)
+    shopDomain = shop.domain
+    const shopLines = SHOP_HITS.map(({ ip, name, path, revenue }, i) =>
+      JSON.stringify({
+        timestamp: new Date(Date.parse('2026-11-21T10:00:00Z') + i * 60_000).toISOString(),
+        site: shop.snippetId,
+        name,
+        url: `https://${shop.domain}${path}`,
+        ip,
+        userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0',
+        ...(revenue ? { revenue: { amount: String(revenue.amount), currency: revenue.currency } } : {}),
+      }),
+    )
+    expect((await importHits(shopLines, services.ingestor)).rejected).toBe(0)
+    for (const goal of SHOP_GOALS) await createGoal(services.repositories, shop.id, { site_id: shop.id, ...goal }, NOW)
 
     // a site read from imported GA4 data only (no rows: its reads are zeros)
     const ga4 = newSite({ domain: 'ga4.plausible.test', timezone: 'UTC' }, org.id, NOW)
@@ -102,7 +158,7 @@ describe('POST /api/v2/query', () => {
   }
   const refused = async (body: Record<string, unknown>) => call('POST', '/api/v2/query', { key, body: { site_id: DOMAIN, ...body } })
 
-  /** Plausible's aggregate metrics from the reference totals: rates as whole percentages. */
+  /** Plausible's aggregate metrics from the reference totals: rates as whole percentages, events the pageviews and custom events. */
   const plausibleTotals = (t: ReturnType<typeof expectedTotals>) => [
     t.visitors,
     t.visits,
@@ -110,7 +166,7 @@ describe('POST /api/v2/query', () => {
     t.viewsPerVisit,
     Math.round(t.bounceRate * 100),
     t.avgDuration,
-    t.events,
+    t.pageviews + t.events,
   ]
   const TOTAL_METRICS = ['visitors', 'visits', 'pageviews', 'views_per_visit', 'bounce_rate', 'visit_duration', 'events']
 
@@ -133,6 +189,33 @@ describe('POST /api/v2/query', () => {
     expect(byId.results[0].metrics).toEqual([expectedTotals(ref, FROM, TO).visitors])
   })
 
+  it("events counts pageviews and custom events, as Plausible's Stats API does; /api/v1 keeps custom events only", async () => {
+    // counted here from the fixture's events, engagement reports apart
+    const [lo, hi] = [Date.parse(FROM), Date.parse(TO)]
+    const inWindow = ref.events.filter((e) => e.ts >= lo && e.ts < hi)
+    const count = (kind: string, keep: (e: RefEvent) => boolean = () => true) => inWindow.filter((e) => e.kind === kind && keep(e)).length
+    expect(count('custom')).toBeGreaterThan(0)
+    expect(count('engagement')).toBeGreaterThan(0)
+    const json = await query({ metrics: ['events', 'pageviews'], date_range: CUSTOM })
+    expect(json.results[0].metrics).toEqual([count('pageview') + count('custom'), count('pageview')])
+    // per page, and under a filter
+    const paths = [...new Set(inWindow.map((e) => e.path))]
+    const byPage = await query({ metrics: ['events'], date_range: CUSTOM, dimensions: ['event:page'], order_by: [['event:page', 'asc']] })
+    expect(byPage.results).toEqual(
+      paths.sort().map((path) => ({
+        metrics: [count('pageview', (e) => e.path === path) + count('custom', (e) => e.path === path)],
+        dimensions: [path],
+      })),
+    )
+    const onPricing = await query({ metrics: ['events'], date_range: CUSTOM, filters: [['is', 'event:page', ['/pricing']]] })
+    expect(onPricing.results[0].metrics).toEqual([
+      count('pageview', (e) => e.path === '/pricing') + count('custom', (e) => e.path === '/pricing'),
+    ])
+    const v1 = await call('GET', `/api/v1/stats?site_id=${siteId}&range=custom&from=${CUSTOM[0]}&to=${CUSTOM[1]}`, { key })
+    expect(v1.status).toBe(200)
+    expect(v1.json.totals.events).toBe(count('custom'))
+  })
+
   it.each([
     ['7d', '2026-11-16T00:00:00-05:00', '2026-11-23T00:00:00-05:00'],
     ['28d', '2026-10-26T00:00:00-04:00', '2026-11-23T00:00:00-05:00'],
@@ -153,6 +236,33 @@ describe('POST /api/v2/query', () => {
     const t = expectedTotals(ref, '2026-11-20T00:00:00-05:00', '2026-11-21T12:00:00-05:00')
     expect(json.results[0].metrics).toEqual([t.visitors, t.pageviews])
     expect(json.query.date_range).toEqual(['2026-11-20T00:00:00-05:00', '2026-11-21T11:59:59-05:00'])
+  })
+
+  it('a date-time date_range with a time dimension: each site-local day the window touches, read over its part of the window', async () => {
+    // Plausible's documented timeseries example, in an offset other than the site's: the window is
+    // 2026-11-15 17:00 to 2026-11-22 17:00 in New York
+    const [from, to] = ['2026-11-16T00:00:00+02:00', '2026-11-22T23:59:59+02:00']
+    const json = await query({ metrics: ['visitors', 'pageviews'], date_range: [from, to], dimensions: ['time:day'] })
+    const [lo, hi] = [Date.parse(from), Date.parse(to) + 1000]
+    const expected = []
+    for (let day = 15; day <= 22; day++) {
+      const start = Math.max(lo, Date.parse(`2026-11-${day}T00:00:00-05:00`))
+      const end = Math.min(hi, Date.parse(`2026-11-${day + 1}T00:00:00-05:00`))
+      const t = expectedTotals(ref, new Date(start).toISOString(), new Date(end).toISOString())
+      if (t.visitors) expected.push({ metrics: [t.visitors, t.pageviews], dimensions: [`2026-11-${day}`] })
+    }
+    expect(expected.length).toBeGreaterThan(4)
+    expect(json.results).toEqual(expected)
+    expect(json.query.date_range).toEqual(['2026-11-15T17:00:00-05:00', '2026-11-22T16:59:59-05:00'])
+    // whole site-local days given as date-times, in the site's offset: the same rows as the dates
+    const days = await query({ metrics: ['visitors', 'pageviews'], date_range: ['2026-11-10', '2026-11-16'], dimensions: ['time:day'] })
+    const times = await query({
+      metrics: ['visitors', 'pageviews'],
+      date_range: ['2026-11-10T00:00:00-05:00', '2026-11-16T23:59:59-05:00'],
+      dimensions: ['time:day'],
+    })
+    expect(days.results.length).toBeGreaterThan(4)
+    expect(times.results).toEqual(days.results)
   })
 
   it('timeseries by day with time labels: every day labelled, rows only for days with data', async () => {
@@ -185,7 +295,10 @@ describe('POST /api/v2/query', () => {
       .slice(0, -1)
       .map((day, i) => {
         const t = expectedTotals(ref, `${day}T00:00:00-05:00`, `${days[i + 1]}T00:00:00-05:00`)
-        return { metrics: [t.visitors, Math.round(t.bounceRate * 100), t.avgDuration, t.events, t.viewsPerVisit], dimensions: [day] }
+        return {
+          metrics: [t.visitors, Math.round(t.bounceRate * 100), t.avgDuration, t.pageviews + t.events, t.viewsPerVisit],
+          dimensions: [day],
+        }
       })
       .filter((r) => r.metrics[0] > 0)
     expect(expected.some((r) => r.metrics[3] > 0)).toBe(true)
@@ -217,6 +330,38 @@ describe('POST /api/v2/query', () => {
       dimensions: ['visit:source', 'time:day'],
     })
     expect(reversed.results).toEqual(expected.map((r) => ({ ...r, dimensions: [r.dimensions[1], r.dimensions[0]] })))
+  })
+
+  it("the echoed order_by is the order applied, as Plausible's: the time dimension ascending, then the first metric descending", async () => {
+    const echo = async (body: Record<string, unknown>) => (await query({ metrics: ['pageviews', 'visitors'], ...body })).query
+    // a time dimension alone, or beside another
+    expect((await echo({ date_range: '7d', dimensions: ['time:day'] })).order_by).toEqual([
+      ['time:day', 'asc'],
+      ['pageviews', 'desc'],
+    ])
+    expect((await echo({ date_range: '7d', dimensions: ['visit:source', 'time:week'] })).order_by).toEqual([
+      ['time:week', 'asc'],
+      ['pageviews', 'desc'],
+    ])
+    // no time dimension: the first metric, descending
+    expect((await echo({ date_range: '7d', dimensions: ['visit:source'] })).order_by).toEqual([['pageviews', 'desc']])
+    // an order asked for is echoed as asked
+    expect((await echo({ date_range: '7d', dimensions: ['time:day'], order_by: [['visitors', 'asc']] })).order_by).toEqual([
+      ['visitors', 'asc'],
+    ])
+    // "time" is echoed as the bucket it was read by: hours up to 48 hours, days up to 40 days, weeks up to 52 weeks, else months
+    const cases: [unknown, string][] = [
+      [['2026-11-21', '2026-11-22'], 'time:hour'],
+      [['2026-11-20', '2026-11-22'], 'time:day'],
+      [['2026-10-14', '2026-11-22'], 'time:day'],
+      [['2026-10-12', '2026-11-22'], 'time:week'],
+      [['2025-11-24', '2026-11-22'], 'time:week'],
+      [['2025-11-16', '2026-11-22'], 'time:month'],
+    ]
+    for (const [date_range, resolved] of cases) {
+      const json = await echo({ date_range, dimensions: ['time'], order_by: [['time', 'desc']] })
+      expect([json.dimensions, json.order_by], JSON.stringify(date_range)).toEqual([[resolved], [[resolved, 'desc']]])
+    }
   })
 
   it('timeseries by month and by hour', async () => {
@@ -434,7 +579,9 @@ describe('POST /api/v2/query', () => {
     const json = await query({ metrics: ['visitors', 'events'], date_range: CUSTOM, dimensions: ['event:props:plan'] })
     const rows = expectedBreakdown(ref, FROM, TO, (e) => e.plan, false)
     expect(rows.length).toBe(2)
-    expect(json.results).toEqual(rows.map((r) => ({ metrics: [r.visitors, r.events], dimensions: [r.value] })))
+    expect(json.results).toEqual(
+      rows.map((r) => ({ metrics: [r.visitors, (r.pageviews as number) + (r.events as number)], dimensions: [r.value] })),
+    )
   })
 
   it('pagination: limit and offset over the ordered rows, total_rows counting them all', async () => {
@@ -510,6 +657,47 @@ describe('POST /api/v2/query', () => {
     expect(bySource.results).toEqual(expected)
   })
 
+  it("revenue warnings: Plausible's codes and texts, decided by the currencies of the goals the query selects", async () => {
+    const revenueQuery = (body: Record<string, unknown>) =>
+      query({ site_id: shopDomain, metrics: ['total_revenue', 'average_revenue'], date_range: ['2026-11-21', '2026-11-21'], ...body })
+    const both = (code: string, warning: string) => ({ total_revenue: { code, warning }, average_revenue: { code, warning } })
+    // goals of two currencies together: no sum
+    const mixed = await revenueQuery({ filters: [['is', 'event:goal', ['Signup', 'Purchase']]] })
+    expect(mixed.results).toEqual([{ metrics: [null, null], dimensions: [] }])
+    expect(mixed.meta.metric_warnings).toEqual(
+      both('no_single_revenue_currency', 'Revenue metrics are null as there are multiple currencies for the selected event:goals.'),
+    )
+    // a goal without a currency
+    const none = await revenueQuery({ filters: [['is', 'event:goal', ['Visit /pricing']]] })
+    expect(none.results).toEqual([{ metrics: [null, null], dimensions: [] }])
+    expect(none.meta.metric_warnings).toEqual(
+      both('no_revenue_goals_matching', 'Revenue metrics are null as there are no matching revenue goals.'),
+    )
+    // one currency: the sum of its conversions' revenue, and no warning
+    const purchases = SHOP_HITS.filter((h) => h.name === 'Purchase')
+    const usd = purchases.reduce((n, h) => n + (h.revenue?.amount ?? 0), 0)
+    const single = await revenueQuery({ filters: [['is', 'event:goal', ['Purchase', 'Visit /pricing']]] })
+    expect(single.results[0].metrics.map((m: { value: number; currency: string }) => [m.value, m.currency])).toEqual([
+      [usd, 'USD'],
+      [usd / purchases.length, 'USD'],
+    ])
+    expect(single.meta.metric_warnings).toBeUndefined()
+    // by goal, each goal in its own currency and no warning, though a goal without one has no revenue
+    const byGoal = await revenueQuery({ metrics: ['visitors', 'total_revenue'], dimensions: ['event:goal'] })
+    expect(
+      byGoal.results.map((r: { metrics: [number, { value: number; currency: string } | null]; dimensions: string[] }) => [
+        r.dimensions[0],
+        r.metrics[0],
+        r.metrics[1] && [r.metrics[1].value, r.metrics[1].currency],
+      ]),
+    ).toEqual([
+      ['Purchase', 1, [usd, 'USD']],
+      ['Signup', 1, [10, 'EUR']],
+      ['Visit /pricing', 1, null],
+    ])
+    expect(byGoal.meta.metric_warnings).toBeUndefined()
+  })
+
   it('UTM: breakdowns and filters by campaign fields', async () => {
     const bySource = await query({
       site_id: utmDomain,
@@ -517,10 +705,33 @@ describe('POST /api/v2/query', () => {
       date_range: ['2026-11-20', '2026-11-21'],
       dimensions: ['visit:utm_source'],
     })
-    expect(bySource.results).toEqual([
-      { metrics: [2, 3], dimensions: ['newsletter'] },
-      { metrics: [1, 1], dimensions: ['twitter'] },
-    ])
+    expect(bySource.results).toEqual(utmRows('utm_source'))
+    expect(bySource.results.map((r: { dimensions: string[] }) => r.dimensions[0])).toContain('(not set)')
+    for (const field of ['utm_medium', 'utm_campaign', 'utm_content']) {
+      const json = await query({
+        site_id: utmDomain,
+        metrics: ['visitors', 'pageviews'],
+        date_range: ['2026-11-20', '2026-11-21'],
+        dimensions: [`visit:${field}`],
+      })
+      expect(json.results, field).toEqual(utmRows(field))
+    }
+    // "(not set)" in a filter selects the visits without the tag, as in Plausible
+    const untagged = await query({
+      site_id: utmDomain,
+      metrics: ['visitors', 'pageviews'],
+      date_range: ['2026-11-20', '2026-11-21'],
+      filters: [['is', 'visit:utm_source', ['(not set)']]],
+    })
+    const notSet = utmRows('utm_source').find((r) => r.dimensions[0] === '(not set)')
+    expect(untagged.results[0].metrics).toEqual(notSet?.metrics)
+    const tagged = await query({
+      site_id: utmDomain,
+      metrics: ['visitors'],
+      date_range: ['2026-11-20', '2026-11-21'],
+      filters: [['is_not', 'visit:utm_source', ['(not set)']]],
+    })
+    expect(tagged.results[0].metrics).toEqual([new Set(UTM_HITS.map(([, ip]) => ip)).size - (notSet?.metrics[0] ?? 0)])
     const campaign = await query({
       site_id: utmDomain,
       metrics: ['visitors', 'visits'],
@@ -554,8 +765,8 @@ describe('POST /api/v2/query', () => {
 
   it('imports: a site read from its tracker says imports are not added; a GA4-only site reads its imports and refuses what they lack', async () => {
     const json = await query({ metrics: ['visitors'], date_range: '7d', include: { imports: true } })
-    expect(json.meta.imports_included).toBe(false)
-    expect(json.meta.imports_warning).toMatch(/no imported data/)
+    // Plausible's reason, and no warning: nothing was left out
+    expect(json.meta).toEqual({ imports_included: false, imports_skip_reason: 'no_imported_data' })
     const ga4 = await query({ site_id: ga4Domain, metrics: ['visitors', 'pageviews'], date_range: '7d', include: { imports: true } })
     expect(ga4.results).toEqual([{ metrics: [0, 0], dimensions: [] }])
     expect(ga4.meta.imports_included).toBe(true)

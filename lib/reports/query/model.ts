@@ -46,9 +46,15 @@ export interface Query {
  * sums of scroll depth and engaged time) instead of its visits' bounces and duration: the pages read.
  * A breakdown with `visitsOnly` is asked for visitors and visits alone: the read may skip what only
  * the other numbers need (the engagement of visits read from events, views where visits come from
- * the sessions rollup), and its rows then carry those as zeros.
+ * the sessions rollup), and its rows then carry those as zeros. A breakdown `byBucket` has rows per
+ * time bucket of the range's interval and value, each with its bucket's start as `bucket` (epoch
+ * seconds): a time dimension beside others in Plausible's Stats API v2 queries. Its hour buckets
+ * carry no engagement, nor do its rows `withoutEngagement` (asked for no bounce rate or duration).
  */
-export type Read = { kind: 'stats' } | { kind: 'series' } | { kind: 'breakdown'; property: string; reports?: true; visitsOnly?: true }
+export type Read =
+  | { kind: 'stats' }
+  | { kind: 'series' }
+  | { kind: 'breakdown'; property: string; reports?: true; visitsOnly?: true; byBucket?: true; withoutEngagement?: true }
 
 /** The options of a breakdown read besides its property. */
 export type BreakdownOptions = Pick<Extract<Read, { kind: 'breakdown' }>, 'visitsOnly'>

@@ -92,7 +92,9 @@ export function mayUseRollup(query: Query, read: Read): boolean {
   // rows rolled up under filters carry no engagement reports
   if (read.kind === 'breakdown' && read.reports && query.filters.length) return false
   if (read.kind === 'stats') return true
-  if (read.kind === 'series') return query.range.interval === 'day' || query.range.interval === 'week' || query.range.interval === 'month'
+  const dayBuckets = query.range.interval === 'day' || query.range.interval === 'week' || query.range.interval === 'month'
+  if (read.kind === 'series') return dayBuckets
+  if (read.byBucket && !dayBuckets) return false
   return read.property === TOTALS || ROLLED_PROPERTIES.includes(read.property)
 }
 

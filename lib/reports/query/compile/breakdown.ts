@@ -3,7 +3,8 @@ import { hasEngagement, holdsGoal } from '../../dimensions'
 import type { HumanPlan } from '../plan'
 import { dimensionSql } from './filters'
 import { goalBreakdownSql } from './goals'
-import { breakdownRows, rowsWithRollup } from './rows'
+import { breakdownRows, localDay, rowsWithRollup } from './rows'
+import { dayBucket } from './series'
 import { type Fragment, bind, empty, raw, sql } from '../../../storage/clickhouse/sql'
 import { BOUNCED, selectedVisits, visitFacts } from './visits'
 import { queryScope, selected, unrolledFromSessions, visitFilters } from './selection'
@@ -19,9 +20,15 @@ export function breakdownSql(
   query: Query,
   property: string,
   plan: HumanPlan,
-  { reports = false, visitsOnly = false }: { reports?: boolean; visitsOnly?: boolean } = {},
+  {
+    reports = false,
+    visitsOnly = false,
+    byBucket = false,
+    withoutEngagement = false,
+  }: { reports?: boolean; visitsOnly?: boolean; byBucket?: boolean; withoutEngagement?: boolean } = {},
 ): Fragment {
   if (reports && property !== 'path') throw new Error(`engagement reports are rolled up for pages only, not ${property}`)
+  if (byBucket) return bucketBreakdownSql(query, property, plan, !withoutEngagement)
   if (holdsGoal(property)) return goalBreakdownSql(query, property, plan)
   if (plan.table === 'sessions') return visitBreakdownFromSessions(query, property, visitsOnly)
   if (plan.table === 'events' && plan.visits) return visitBreakdown(query, property, plan)
@@ -102,5 +109,40 @@ INNER JOIN (${visitFacts(scope, visitFilters(query, scope), { value })}) AS fact
 ${page ? raw("WHERE value != ''") : empty}
 GROUP BY value
 ORDER BY visitors DESC, value ASC
+LIMIT ${limitOf(query)}`
+}
+
+/**
+ * The rows of one property in each time bucket of the window (read.byBucket), one statement: rows
+ * per site-local day (per hour for hour buckets) and value, from the daily rollup where the plan
+ * takes it and from events otherwise, summed into the buckets. Visitors and visits add up across
+ * days because ids rotate and visits end at the site-local midnight; a visit spans hours, so hour
+ * buckets carry no engagement (nor rows read without it, which skip the visits' facts). Goal rows
+ * are not read this way.
+ */
+function bucketBreakdownSql(query: Query, property: string, plan: HumanPlan, withEngagement: boolean): Fragment {
+  if (holdsGoal(property)) throw new Error('goal rows are not read by bucket')
+  const { timezone, interval } = query.range
+  const hourly = interval === 'hour' || interval === 'minute'
+  const day = hourly ? sql`toStartOfHour(timestamp, ${bind('String', timezone)})` : localDay(timezone)
+  // the sessions rollup holds no days: a visit attribute's rows come from events here too
+  const read: HumanPlan = plan.table === 'rollup' || plan.table === 'events' ? plan : { table: 'events', visits: false }
+  const scope = queryScope(query, read)
+  const engagement = withEngagement && !hourly && hasEngagement(property)
+  const filtered = query.filters.length ? { visitFilters: visitFilters(query, scope) } : undefined
+  const rows =
+    read.table === 'rollup'
+      ? rowsWithRollup(property, scope, timezone, read.rolled, { day, selected: selected(query, scope), engagement, filtered })
+      : breakdownRows(property, scope, selected(query, scope), { day, engagement, filtered })
+  return sql`
+SELECT bucket, value, visitors, visits, pageviews, events${raw(engagement ? ', bounces / visits AS bounce_rate, duration_ms / 1000 / visits AS avg_duration' : '')}
+FROM (
+  SELECT toUnixTimestamp(${hourly ? raw('day') : dayBucket(query.range, raw('day'))}) AS bucket, value,
+         sum(visitors) AS visitors, sum(visits) AS visits, sum(pageviews) AS pageviews, sum(events) AS events${raw(engagement ? ', sum(bounces) AS bounces, sum(duration_ms) AS duration_ms' : '')}
+  FROM (${rows})
+  GROUP BY bucket, value
+)
+WHERE visitors > 0
+ORDER BY bucket, visitors DESC, value ASC
 LIMIT ${limitOf(query)}`
 }
