@@ -84,12 +84,18 @@ function once(release: () => Promise<unknown>): Release {
 }
 
 /**
- * A counting semaphore in a sorted set: members are the slots held, scored by when their lease
- * ends. Expired slots go first, then a slot is taken while fewer than the most are held.
+ * A counting semaphore in a hash: its fields are the slots held, each with when its lease ends.
+ * Expired slots go first, then a slot is taken while fewer than the most are held. A hash, not a
+ * sorted set, so that the embedded store (which has no sorted sets) runs it too; it holds at most
+ * `max` fields.
  */
-const ENTER = `redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
-redis.call('ZADD', KEYS[1], ARGV[3], ARGV[4])
+const ENTER = `local now = tonumber(ARGV[1])
+local held = redis.call('HGETALL', KEYS[1])
+for i = 1, #held, 2 do
+  if tonumber(held[i + 1]) <= now then redis.call('HDEL', KEYS[1], held[i]) end
+end
+if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
+redis.call('HSET', KEYS[1], ARGV[4], ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return 1`
 
@@ -122,7 +128,7 @@ export function redisRateLimiter(
       const now = Date.now()
       const args = [now, concurrent.max, now + concurrent.leaseMs, token, concurrent.leaseMs].map(String)
       if (Number(await enterScript.exec([key], args)) !== 1) return null
-      return once(() => redis.zrem(key, token))
+      return once(() => redis.hdel(key, token))
     },
     async limit(limitClass, identifier) {
       const { success, limit, remaining, reset } = await limiters[limitClass].limit(identifier)

@@ -205,25 +205,29 @@ describe.each<KvKind>(['embedded', ...(REDIS_URL ? (['redis'] as const) : [])])(
   })
 })
 
-describe('slots in Redis', () => {
-  it.runIf(REDIS_URL)('a slot never given back (its instance died) is free again after its lease', async () => {
-    const redis = new Redis(rawRequester(rawRedis('redis', true)))
-    const limiter = redisRateLimiter(redis, undefined, { max: 2, leaseMs: 300 })
-    const id = crypto.randomUUID()
-    const first = await limiter.enter(id)
-    expect(first).not.toBeNull()
-    expect(await limiter.enter(id)).not.toBeNull()
-    expect(await limiter.enter(id)).toBeNull()
-    // a release called twice frees one slot, not two
-    await first!()
-    await first!()
-    expect(await limiter.enter(id)).not.toBeNull()
-    expect(await limiter.enter(id)).toBeNull()
-    await new Promise((resolve) => setTimeout(resolve, 350))
-    expect(await limiter.enter(id)).not.toBeNull()
-    expect(await limiter.enter(id)).not.toBeNull()
-    expect(await limiter.enter(id)).toBeNull()
-  })
+describe('slots in the key/value store', () => {
+  // Redis, and the embedded store (what a Worker reaches through Upstash's protocol in the tests and with wrangler dev)
+  it.each<KvKind>(['embedded', ...(REDIS_URL ? (['redis'] as const) : [])])(
+    'a slot never given back (its instance died) is free again after its lease (%s)',
+    async (kind) => {
+      const redis = new Redis(rawRequester(rawRedis(kind, true)))
+      const limiter = redisRateLimiter(redis, undefined, { max: 2, leaseMs: 300 })
+      const id = crypto.randomUUID()
+      const first = await limiter.enter(id)
+      expect(first).not.toBeNull()
+      expect(await limiter.enter(id)).not.toBeNull()
+      expect(await limiter.enter(id)).toBeNull()
+      // a release called twice frees one slot, not two
+      await first!()
+      await first!()
+      expect(await limiter.enter(id)).not.toBeNull()
+      expect(await limiter.enter(id)).toBeNull()
+      await new Promise((resolve) => setTimeout(resolve, 350))
+      expect(await limiter.enter(id)).not.toBeNull()
+      expect(await limiter.enter(id)).not.toBeNull()
+      expect(await limiter.enter(id)).toBeNull()
+    },
+  )
 
   it('in process memory, a release called twice frees one slot', async () => {
     const limiter = memoryRateLimiter(Date.now, undefined, { max: 1, leaseMs: 60_000 })
