@@ -262,6 +262,26 @@ describe('the MCP tool server on a real server process', () => {
     // visibility and comparisons. The bound is 60 KB: past it, a client's context pays for tools it may not use
     // (toolsets let a connection ask for fewer)
     expect(Buffer.byteLength(text)).toBeLessThan(60_000)
+    // 2026-07-28 answers the same tools, with its cache hints and the server's name added
+    const modern = await fetch(`${server.url}/api/mcp`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${writeKey}`,
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'tools/list',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/list',
+        params: { _meta: { [PROTOCOL_VERSION_META_KEY]: '2026-07-28', [CLIENT_CAPABILITIES_META_KEY]: {} } },
+      }),
+    })
+    const modernText = await modern.text()
+    expect(JSON.parse(modernText).result).toMatchObject({ tools, ttlMs: 0, cacheScope: 'private' })
+    expect(Buffer.byteLength(modernText)).toBeLessThan(60_000)
     for (const tool of tools) {
       expect(tool.description, tool.name).toMatch(/^[A-Z][\s\S]*?\./)
       // 600 until get_ga4_connection gained connectNote (609): why a key that may not connect gets no connectUrl
