@@ -82,7 +82,7 @@ export function mcpEndpoint(registry: () => Endpoint[]) {
     tool: null,
     summary: 'The MCP tool server: stateless Streamable HTTP, JSON-RPC over POST, one tool per endpoint. Authorization: Bearer <API_KEY>.',
     description:
-      'Tools are the endpoints of this API with the same parameters, checks and per-key rate limit; a read key sees the read tools, a write key all of them. A tool call counts one request against the key. toolsets (comma-separated: reports, behaviour, pages, why, settings, team, tracking, meta) offers only those tools.',
+      'Protocol revision 2026-07-28 (no handshake; MCP-Protocol-Version, Mcp-Method and Mcp-Name headers that match the body) and the revisions before it (initialize first), chosen by the request. Tools are the endpoints of this API with the same parameters, checks and per-key rate limit; a read key sees the read tools, a write key all of them. A tool call counts one request against the key. toolsets (comma-separated: reports, behaviour, pages, why, settings, team, tracking, meta) offers only those tools.',
     params: z.object({
       toolsets: z
         .string()
