@@ -85,6 +85,8 @@ export interface Endpoint<P extends AnyObject = AnyObject, B extends z.ZodType =
   /** The schema of a success answer: the OpenAPI document, MCP's outputSchema and the API tests read it. */
   response: R | RawAnswer
   limit?: LimitClass
+  /** Ends something that cannot be had back, as a DELETE does: a rotation that revokes the old secret (MCP's destructiveHint). */
+  destructive?: boolean
   /** Refuses site-bound keys (the organization's keys and team, adding or deleting sites). */
   orgWide?: boolean
   /**

@@ -8,7 +8,7 @@ import { memberEndpoints } from './v1/members'
 import { installEndpoints } from './v1/install'
 import { customDomainEndpoints } from './v1/custom-domain'
 import { type Endpoint, type Group, defineEndpoint } from './endpoint'
-import { mcpEndpoint } from './mcp'
+import { mcpDiscoveryEndpoints, mcpEndpoint } from './mcp'
 import { endpointIndex, openApiDocument } from './openapi'
 import { publicEndpoints } from './public'
 import { annotationEndpoints } from './v1/annotations'
@@ -205,5 +205,5 @@ export const endpoints: Endpoint[] = [
   ...inGroup('behaviour', [...behaviourEndpoints, ...heatmapEndpoints, ...journeyEndpoints]),
   ...inGroup('pages', crawlEndpoints),
   ...inGroup('tracking', [...collectorEndpoints, ...publicEndpoints]),
-  ...inGroup('meta', [mcpEndpoint(() => endpoints), ...referencePageEndpoints]),
+  ...inGroup('meta', [mcpEndpoint(() => endpoints), ...mcpDiscoveryEndpoints, ...referencePageEndpoints]),
 ]

@@ -1,8 +1,9 @@
+import type { Tool, ToolAnnotations } from '@modelcontextprotocol/server'
 import { type Endpoint, isJsonAnswer } from './endpoint'
 import { outputSchema, toolInputSchema } from './openapi'
 
 /**
- * The MCP tool list, compact: a write key's whole list stays under 49 KB (tests/e2e/mcp.test.ts
+ * The MCP tool list, compact: a write key's whole list stays under 60 KB (tests/e2e/mcp.test.ts
  * measures it), in portable JSON Schema. The REST API and its OpenAPI document keep the full
  * schemas; the tools share their meaning through the server's instructions (MCP_INSTRUCTIONS).
  */
@@ -20,8 +21,9 @@ const SHARED_PARAMETERS: Record<string, Schema> = {
   source: { type: 'string' },
   from: { type: 'string' },
   to: { type: 'string' },
-  // an array of filter objects, or that array as JSON text: both arrive as the JSON text the REST query carries (toolInput)
-  filters: { type: ['array', 'string'] },
+  // an array of filter objects; that array as JSON text is taken too (both arrive as the JSON text the REST query carries,
+  // toolInput), but a schema says one type: a list of types is what some clients cannot take
+  filters: { type: 'array' },
   compare: { type: 'string' },
   compare_from: { type: 'string' },
   compare_to: { type: 'string' },
@@ -71,7 +73,7 @@ export function portableInput(schema: unknown): unknown {
     if (SERVER_CHECKS.has(key)) continue
     out[key] = key === 'properties' ? mapValues(value as Schema, portableInput) : portableInput(value)
   }
-  return simplifyAnyOf(out)
+  return portable(out)
 }
 
 /** Alternatives said once each: four kinds of IP address left as four plain strings are one string. */
@@ -83,16 +85,28 @@ const dedupe = (list: unknown[]) => {
   })
 }
 
-/** anyOf (or oneOf) with one alternative is that alternative; a simple type or null is a type list. */
-function simplifyAnyOf(schema: Schema): Schema {
+/**
+ * The same schema in the JSON Schema every client takes: anyOf (or oneOf) with one alternative, or
+ * with a plain type every alternative has, is that, a const is an enum of one value, and a list of types (`["string", "null"]`)
+ * is anyOf its types. A nullable value stays anyOf a type and null.
+ */
+function portable(schema: Schema): Schema {
+  if ('const' in schema) {
+    const { const: value, ...rest } = schema
+    return portable({ ...rest, enum: [value] })
+  }
+  if (Array.isArray(schema.type)) {
+    const { type, ...rest } = schema
+    return { anyOf: (type as string[]).map((t) => ({ type: t })), ...rest }
+  }
   const keyword = schema.anyOf ? 'anyOf' : 'oneOf'
   const options = schema[keyword] as Schema[] | undefined
   if (!options) return schema
   const { [keyword]: _, ...rest } = schema
   if (options.length === 1) return { ...rest, ...options[0] }
-  const [plain, none] = options
-  const simple = (s: Schema) => Object.keys(s).length === 1 && typeof s.type === 'string'
-  if (options.length === 2 && none?.type === 'null' && simple(none) && simple(plain)) return { ...rest, type: [plain.type, 'null'] }
+  // an IPv4 address, an IPv6 address or any string is any string
+  const any = options.find((o) => Object.keys(o).length === 1 && typeof o.type === 'string')
+  if (any && options.every((o) => o.type === any.type)) return { ...rest, ...any }
   return schema
 }
 
@@ -146,7 +160,13 @@ function compactTo(schema: unknown, maxDepth: number, depth = 0): unknown {
     const { properties, ...rest } = out
     return { ...rest, additionalProperties: Object.values(properties as Schema)[0] }
   }
-  return simplifyAnyOf(out)
+  const compact = portable(out)
+  // a value of a plain type or null is named without its type: anyOf the two takes three times the bytes
+  const options = compact.anyOf as Schema[] | undefined
+  const plain = (s: Schema) => Object.keys(s).length === 1 && typeof s.type === 'string'
+  if (Object.keys(compact).length === 1 && options?.length === 2 && options.every(plain) && options.some((o) => o.type === 'null'))
+    return {}
+  return compact
 }
 
 const mapValues = (object: Schema, f: (value: unknown) => unknown) =>
@@ -203,17 +223,32 @@ function toolDescription(endpoint: Endpoint) {
   return text
 }
 
+/** A tool's name as people read it: `list_api_keys` is "List API keys". */
+export function toolTitle(name: string) {
+  const words = name.split('_').map((word) => (/^(api|ga4|seo|url|ip|ai)$/.test(word) ? word.toUpperCase() : word))
+  return words.join(' ').replace(/^./, (first) => first.toUpperCase())
+}
+
+/**
+ * What a client may assume of a tool (MCP's defaults are: not read-only, destructive, not
+ * idempotent): a read only reads; a write is destructive when it deletes or revokes, and
+ * idempotent when the same call again changes nothing more (a PATCH, a DELETE).
+ */
+export function toolAnnotations(endpoint: Endpoint): ToolAnnotations {
+  if (endpoint.method === 'GET') return { readOnlyHint: true }
+  // said only where a write differs from the defaults, which the list would otherwise repeat 30 times
+  const destructiveHint = endpoint.method === 'DELETE' || endpoint.destructive === true
+  return endpoint.method === 'POST' ? { destructiveHint } : { destructiveHint, idempotentHint: true }
+}
+
 /** The tools as tools/list answers them. */
-export function toolList(endpoints: Endpoint[]) {
+export function toolList(endpoints: Endpoint[]): Tool[] {
   return endpoints.map((e) => ({
     name: e.tool!,
+    title: toolTitle(e.tool!),
     description: toolDescription(e),
-    inputSchema: toolParameters(e),
-    outputSchema: toolOutputSchema(e),
-    // only what differs from MCP's defaults (not read-only, destructive, not idempotent)
-    annotations:
-      e.method === 'GET'
-        ? { readOnlyHint: true }
-        : { ...(e.method !== 'DELETE' && { destructiveHint: false }), ...(e.method !== 'POST' && { idempotentHint: true }) },
+    inputSchema: toolParameters(e) as Tool['inputSchema'],
+    outputSchema: toolOutputSchema(e) as Tool['outputSchema'],
+    annotations: toolAnnotations(e),
   }))
 }

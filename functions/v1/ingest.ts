@@ -65,6 +65,7 @@ export const ingestEndpoints = [
     path: '/api/v1/sites/{site_id}/ingest-key',
     scope: 'write',
     orgWide: true,
+    destructive: true,
     tool: 'rotate_ingest_key',
     summary: 'Mints, or rotates, the site-bound write key for server-side ingestion; the secret is shown once.',
     description:

@@ -122,6 +122,7 @@ export const siteEndpoints = [
     path: '/api/v1/sites/{site_id}/share-link',
     scope: 'write',
     orgWide: true,
+    destructive: true,
     tool: 'rotate_share_link',
     summary: 'Makes the secret link to the read-only shared dashboard, or a new one that ends the old; shown once.',
     description:

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { endpoints } from '../../functions/registry'
 import { tempDir } from '../helpers'
-import { mcpClient } from './mcp-client'
+import { CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY } from '@modelcontextprotocol/client'
+import { mcpClient, mcpClientV2 } from './mcp-client'
 import { type RunningServer, cli, startServer, demoKeys } from './server-process'
 
 const readTools = endpoints
@@ -80,6 +81,121 @@ describe('the MCP tool server on a real server process', () => {
     await client.close()
   })
 
+  it('the v1 client (2025-11-25) and the v2 client (2026-07-28) get the same tools and the same answers', async () => {
+    const v1 = await mcpClient(server.url, readKey)
+    const v2 = await mcpClientV2(server.url, readKey)
+    expect(v1.getServerVersion()).toMatchObject({ name: 'web-analytics' })
+    expect(v2.getProtocolEra()).toBe('modern')
+    expect(v2.getNegotiatedProtocolVersion()).toBe('2026-07-28')
+    expect(v2.getInstructions()).toBe(v1.getInstructions())
+    const tools = (await v1.listTools()).tools
+    expect((await v2.listTools()).tools).toEqual(tools)
+    expect(tools.map((t) => t.name).sort()).toEqual(readTools)
+    const filters = [{ dimension: 'device', operator: 'is', value: ['Mobile'] }]
+    const calls = [
+      { name: 'get_site', arguments: { site_id: siteId } },
+      { name: 'get_stats', arguments: { site_id: siteId, range: '7d', filters } },
+      { name: 'get_breakdown', arguments: { site_id: siteId, range: '7d', property: 'source', compare: 'previous_period' } },
+      { name: 'get_site', arguments: { site_id: 'zzzzzzzzzz' } },
+      { name: 'update_site_settings', arguments: { site_id: siteId, includeBots: true } },
+    ]
+    const rest = [
+      `/api/v1/sites/${siteId}`,
+      `/api/v1/stats?site_id=${siteId}&range=7d&filters=${encodeURIComponent(JSON.stringify(filters))}`,
+      `/api/v1/breakdown?site_id=${siteId}&range=7d&property=source&compare=previous_period`,
+    ]
+    for (const [i, call] of calls.entries()) {
+      const old = await v1.callTool(call)
+      const modern = await v2.callTool(call)
+      expect(modern.structuredContent, call.name).toEqual(old.structuredContent)
+      expect(modern.content, call.name).toEqual(old.content)
+      expect(modern.isError ?? false, call.name).toBe(old.isError ?? false)
+      if (rest[i]) {
+        const answer = await fetch(`${server.url}${rest[i]}`, { headers: { authorization: `Bearer ${readKey}` } })
+        expect(modern.structuredContent, call.name).toEqual(await answer.json())
+      }
+    }
+    expect((await v2.callTool(calls[3])).structuredContent).toEqual({ status: 404, error: 'site not found' })
+    expect((await v2.callTool(calls[4])).structuredContent).toMatchObject({ status: 403 })
+    await expect(v2.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toThrow(/unknown tool/)
+    // a client that does not know the server asks server/discover first, and is offered 2026-07-28
+    const auto = await mcpClientV2(server.url, readKey, '/api/mcp?toolsets=meta', 'auto')
+    expect(auto.getDiscoverResult()?.supportedVersions).toEqual(['2026-07-28'])
+    expect((await auto.listTools()).tools.map((t) => t.name).sort()).toEqual(['list_dimensions', 'whoami'])
+    for (const client of [v1, v2, auto]) await client.close()
+  })
+
+  it('2026-07-28 on the wire: headers that disagree with the body are refused, and no session is made', async () => {
+    const meta = { [PROTOCOL_VERSION_META_KEY]: '2026-07-28', [CLIENT_CAPABILITIES_META_KEY]: {} }
+    const post = (headers: Record<string, string>, body: object) =>
+      fetch(`${server.url}/api/mcp`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          authorization: `Bearer ${readKey}`,
+          'mcp-protocol-version': '2026-07-28',
+          ...headers,
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 7, ...body }),
+      })
+    const call = { method: 'tools/call', params: { name: 'whoami', arguments: {}, _meta: meta } }
+    const answered = await post({ 'mcp-method': 'tools/call', 'mcp-name': 'whoami' }, call)
+    expect(answered.status).toBe(200)
+    expect(answered.headers.get('mcp-session-id')).toBeNull()
+    expect((await answered.json()).result.structuredContent).toMatchObject({ key: { scope: 'read' } })
+    // the method or the tool named in a header is not the body's: 400 with the revision's error, and nothing is called
+    for (const headers of [
+      { 'mcp-method': 'tools/list', 'mcp-name': 'whoami' },
+      { 'mcp-method': 'tools/call', 'mcp-name': 'list_sites' },
+    ]) {
+      const refused = await post(headers, call)
+      expect(refused.status).toBe(400)
+      expect((await refused.json()).error).toMatchObject({ code: -32020 })
+    }
+    // a revision the server does not serve is named as such, with the ones it does
+    const unknown = await post(
+      { 'mcp-protocol-version': '2099-01-01', 'mcp-method': 'tools/list' },
+      { method: 'tools/list', params: { _meta: { ...meta, [PROTOCOL_VERSION_META_KEY]: '2099-01-01' } } },
+    )
+    expect(unknown.status).toBe(400)
+    expect((await unknown.json()).error.data.supported).toEqual(expect.arrayContaining(['2026-07-28']))
+    // the handshake of the old revisions is no method of the new one
+    const handshake = await post({ 'mcp-method': 'initialize' }, { method: 'initialize', params: { _meta: meta } })
+    expect(handshake.status).toBe(404)
+    expect((await handshake.json()).error).toMatchObject({ code: -32601 })
+  })
+
+  it('a client finds the server from the site: the catalog names the card, the card the endpoint, its revisions and its key', async () => {
+    const catalog = await fetch(`${server.url}/.well-known/mcp/catalog.json`)
+    expect(catalog.headers.get('access-control-allow-origin')).toBe('*')
+    const { entries } = await catalog.json()
+    expect(entries).toEqual([
+      {
+        identifier: 'urn:air:127.0.0.1:web-analytics',
+        displayName: 'Web analytics',
+        type: 'application/mcp-server-card+json',
+        url: `${server.url}/api/mcp/server-card`,
+      },
+    ])
+    const answer = await fetch(entries[0].url, { headers: { accept: 'application/mcp-server-card+json' } })
+    expect(answer.headers.get('content-type')).toBe('application/mcp-server-card+json')
+    const card = await answer.json()
+    expect(card).toMatchObject({ name: '1.0.0.127/web-analytics', version: '1.0.0', title: 'Web analytics' })
+    expect(card.description.length).toBeLessThanOrEqual(100)
+    const [remote] = card.remotes
+    expect(remote).toMatchObject({ type: 'streamable-http', url: `${server.url}/api/mcp` })
+    expect(remote.supportedProtocolVersions).toEqual(expect.arrayContaining(['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26']))
+    expect(remote.headers).toEqual([
+      expect.objectContaining({ name: 'Authorization', value: 'Bearer {api_key}', isRequired: true, isSecret: true }),
+    ])
+    expect(card._meta.toolsets).toMatch(/reports \(reports\), behaviour .* meta \(meta\)$/)
+    // what the card says is what the server does: the revisions it names, with the key it describes
+    const v2 = await mcpClientV2(remote.url, readKey)
+    expect(v2.getServerVersion()).toMatchObject({ name: 'web-analytics', version: card.version, title: card.title })
+    await v2.close()
+  })
+
   it('a write tool called with a read key is a failed call saying it needs a write key', async () => {
     const client = await mcpClient(server.url, readKey)
     const refused = await client.callTool({ name: 'update_site_settings', arguments: { site_id: siteId, includeBots: true } })
@@ -146,11 +262,46 @@ describe('the MCP tool server on a real server process', () => {
     // visibility and comparisons. The bound is 60 KB: past it, a client's context pays for tools it may not use
     // (toolsets let a connection ask for fewer)
     expect(Buffer.byteLength(text)).toBeLessThan(60_000)
+    // 2026-07-28 answers the same tools, with its cache hints and the server's name added
+    const modern = await fetch(`${server.url}/api/mcp`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${writeKey}`,
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'tools/list',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/list',
+        params: { _meta: { [PROTOCOL_VERSION_META_KEY]: '2026-07-28', [CLIENT_CAPABILITIES_META_KEY]: {} } },
+      }),
+    })
+    const modernText = await modern.text()
+    expect(JSON.parse(modernText).result).toMatchObject({ tools, ttlMs: 0, cacheScope: 'private' })
+    expect(Buffer.byteLength(modernText)).toBeLessThan(60_000)
     for (const tool of tools) {
       expect(tool.description, tool.name).toMatch(/^[A-Z][\s\S]*?\./)
       // 600 until get_ga4_connection gained connectNote (609): why a key that may not connect gets no connectUrl
       expect(JSON.stringify(tool.outputSchema ?? {}).length, tool.name).toBeLessThanOrEqual(640)
     }
+    // no list of types (["string", "null"]) and no const: anyOf and enum say the same to every client
+    const schemas = JSON.stringify(tools.map((t) => [t.inputSchema, t.outputSchema]))
+    expect(schemas).not.toMatch(/"type":\[/)
+    expect(schemas).not.toContain('"const"')
+    // a title, and what a client may assume: reads only read, deletes and revocations destroy, a repeated update changes nothing more
+    const byName = new Map(tools.map((t) => [t.name, t as typeof t & { title: string; annotations: Record<string, boolean> }]))
+    expect(byName.get('list_api_keys')!.title).toBe('List API keys')
+    for (const e of endpoints.filter((e) => e.tool && e.scope !== 'public'))
+      expect(byName.get(e.tool!)!.annotations.readOnlyHint ?? false, e.tool!).toBe(e.method === 'GET')
+    expect(byName.get('get_stats')!.annotations).toEqual({ readOnlyHint: true })
+    for (const name of ['delete_site', 'revoke_api_key', 'remove_member'])
+      expect(byName.get(name)!.annotations, name).toEqual({ destructiveHint: true, idempotentHint: true })
+    expect(byName.get('rotate_ingest_key')!.annotations).toEqual({ destructiveHint: true })
+    expect(byName.get('update_site_settings')!.annotations).toEqual({ destructiveHint: false, idempotentHint: true })
+    expect(byName.get('create_goal')!.annotations).toEqual({ destructiveHint: false })
     // only the formats of JSON Schema itself: no cidrv4, cidrv6, e164, ...
     const formats = new Set<string>()
     JSON.stringify(tools, (key, value) => (key === 'format' && formats.add(value), value))
@@ -199,10 +350,11 @@ describe('the MCP tool server on a real server process', () => {
     expect((await unknown.json()).error).toMatch(/^toolsets: unknown toolset "reprots"; the toolsets are reports, behaviour, pages/)
   })
 
-  it('filters is an array or that array as a JSON string, and says so', async () => {
+  it('filters is an array, and that array as a JSON string is taken too', async () => {
     const client = await mcpClient(server.url, readKey)
     const stats = (await client.listTools()).tools.find((t) => t.name === 'get_stats')!
-    expect(stats.inputSchema.properties!.filters).toMatchObject({ type: ['array', 'string'] })
+    // one type: a list of types is what some clients cannot take; the JSON text is taken all the same
+    expect(stats.inputSchema.properties!.filters).toEqual({ type: 'array' })
     const filters = [{ dimension: 'device', operator: 'is', value: ['Desktop'] }]
     const asArray = await client.callTool({ name: 'get_stats', arguments: { site_id: siteId, filters } })
     const asText = await client.callTool({ name: 'get_stats', arguments: { site_id: siteId, filters: JSON.stringify(filters) } })

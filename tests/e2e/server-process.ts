@@ -29,7 +29,8 @@ export async function startServer(env: Record<string, string>, options: { stdout
   else child.stdout?.on('data', (d) => ((output += d), (stdout += d)))
   child.stderr!.on('data', (d) => ((output += d), (stderr += d)))
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 60_000)
+    // a first start makes the demo (two months of hits): on a busy machine that takes most of a minute
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 110_000)
     const check = () => {
       // the listening line comes last, after the first-start banner
       const match = /analytics API on (http:\/\/\S+)/.exec(output)

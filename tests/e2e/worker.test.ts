@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { endpoints } from '../../functions/registry'
 import worker from '../../functions/worker'
 import { tempDir } from '../helpers'
-import { mcpClient } from './mcp-client'
+import { mcpClient, mcpClientV2 } from './mcp-client'
 import { type RunningServer, cli, startServer, demoKeys } from './server-process'
 
 const run = promisify(execFile)
@@ -308,6 +308,18 @@ describe('the worker bundle under workerd', () => {
     const writer = await mcpClient(url, writeKey)
     expect((await writer.listTools()).tools.map((t) => t.name)).toContain('update_site_settings')
     await writer.close()
+    // 2026-07-28 from the same declarations: the same tools and answers
+    const modern = await mcpClientV2(url, readKey)
+    expect(modern.getNegotiatedProtocolVersion()).toBe('2026-07-28')
+    const v1 = await mcpClient(url, readKey)
+    expect((await modern.listTools()).tools).toEqual((await v1.listTools()).tools)
+    expect((await modern.callTool({ name: 'list_sites', arguments: {} })).structuredContent).toEqual(sites.structuredContent)
+    expect((await modern.callTool({ name: 'get_site', arguments: { site_id: 'zzzzzzzzzz' } })).structuredContent).toEqual({
+      status: 404,
+      error: 'site not found',
+    })
+    await modern.close()
+    await v1.close()
   })
 })
 
