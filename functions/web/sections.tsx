@@ -3,8 +3,11 @@ import type { Child } from 'hono/jsx'
 import { ApiError } from '../../lib/errors'
 import type { Services } from '../../lib/services'
 import type { DashboardView } from './dashboard'
+import { RANGE_LABELS } from './format'
 import { Page, SubmitOnChange } from './layout'
 import { siteReader } from './reads'
+import type { SectionProps } from './sections/parts'
+import { Realtime } from './sections/realtime'
 
 /**
  * The dashboard's sections, a page each: the reads of the API shown as they answer. Each page
@@ -31,6 +34,11 @@ const SECTION_READS = {
 } as const
 export type SectionName = keyof typeof SECTION_READS
 export const SECTION_NAMES = Object.keys(SECTION_READS) as SectionName[]
+
+/** The sections drawn for what a person asks of them; the others show their answer as tables. */
+const DESIGNED: Partial<Record<SectionName, (props: SectionProps) => Child>> = {
+  realtime: Realtime,
+}
 
 /** The sections linked from the dashboard (the others open from a row). */
 export const SECTIONS = SECTION_NAMES.filter((n) => n !== 'page' && n !== 'diff').map((n) => [n, SECTION_READS[n].title] as const)
@@ -61,6 +69,7 @@ export async function sectionPage(c: Context, services: Services, view: Dashboar
   // the change feed lists annotations beside changes: only a change the diff read takes has a word diff
   if (name === 'changes') links.id = (value, row) => (row?.kind === 'change' && row.diffable === true ? links.changeId(value) : null)
   const siteName = view.site.appearance.displayName ?? view.site.domain
+  const Designed = DESIGNED[name]
   return (
     <Page title={`${section.title} · ${siteName}`} email={view.email}>
       <div class="dash-head">
@@ -80,11 +89,13 @@ export async function sectionPage(c: Context, services: Services, view: Dashboar
         <form method="get" action={`${view.base}/${name}`} class="control card">
           <label for="range">Range</label>
           <select id="range" name="range" data-submit-on-change>
-            {['today', 'yesterday', '7d', '30d', '90d', 'month', '12mo', 'year', 'all'].map((r) => (
-              <option value={r} selected={r === (query.range ?? '30d')}>
-                {r}
-              </option>
-            ))}
+            {Object.entries(RANGE_LABELS)
+              .filter(([r]) => r !== 'realtime')
+              .map(([r, label]) => (
+                <option value={r} selected={r === (query.range ?? '30d')}>
+                  {label}
+                </option>
+              ))}
             {query.range === 'custom' ? <option value="custom" selected>{`${query.from} to ${query.to}`}</option> : null}
           </select>
           {Object.entries(query)
@@ -100,14 +111,18 @@ export async function sectionPage(c: Context, services: Services, view: Dashboar
         </form>
       ) : null}
       {name === 'diff' ? <WordDiff answer={answers[0]} /> : null}
-      {answers.map((answer, i) => (
-        <section class="card section-read" aria-label={section.reads[i]} data-read={section.reads[i]}>
-          <p class="muted small">
-            From <code>GET {section.reads[i]}</code>
-          </p>
-          <Value value={answer} links={links} depth={0} />
-        </section>
-      ))}
+      {Designed ? (
+        <Designed answers={answers} timezone={view.site.timezone} now={services.now().getTime()} query={query} at={at} />
+      ) : (
+        answers.map((answer, i) => (
+          <section class="card section-read" aria-label={section.reads[i]} data-read={section.reads[i]}>
+            <p class="muted small">
+              From <code>GET {section.reads[i]}</code>
+            </p>
+            <Value value={answer} links={links} depth={0} />
+          </section>
+        ))
+      )}
       <SubmitOnChange />
     </Page>
   )

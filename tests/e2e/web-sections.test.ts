@@ -1,0 +1,115 @@
+import type { Browser, BrowserContext, Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { tempDir } from '../helpers'
+import { CHROMIUM, launchChromium, pageChecker } from './chromium'
+import { type RunningServer, cli, demoKeys, startServer } from './server-process'
+
+/** The embedded stores of the server under test, whatever the test run's own environment names. */
+const EMBEDDED = { REDIS_URL: '', UPSTASH_REDIS_REST_URL: '', CLICKHOUSE_URL: '' }
+const CHROME = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36'
+const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0'
+
+const checkPage = pageChecker('web-sections')
+
+/** The page's overflow to the side at a phone's and a desktop's width: none may scroll sideways. */
+async function sideways(page: Page) {
+  const over: Record<number, number> = {}
+  for (const width of [390, 1280]) {
+    await page.setViewportSize({ width, height: 800 })
+    over[width] = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)
+  }
+  await page.setViewportSize({ width: 1280, height: 800 })
+  return over
+}
+const NONE = { 390: 0, 1280: 0 }
+
+/** A table's rows (marked data-list) as [label, figure] pairs. */
+const listRows = (page: Page, list: string) =>
+  page
+    .locator(`table[data-list="${list}"] tbody tr`)
+    .evaluateAll((rows) =>
+      rows.map((r) => [r.querySelector('td.bar')!.textContent!.trim(), Number(r.querySelector('td.num')!.textContent!.replace(/,/g, ''))]),
+    )
+
+describe.skipIf(!CHROMIUM)('the section pages in real Chromium', () => {
+  const dataDir = tempDir('web-sections')
+  let server: RunningServer
+  let browser: Browser
+  let context: BrowserContext
+  let page: Page
+  let demo: ReturnType<typeof demoKeys>
+
+  const api = async (path: string) => {
+    const answer = await fetch(
+      `${server.url}${path}${path === '/api/v1/sites' ? '' : `${path.includes('?') ? '&' : '?'}site_id=${demo.site}`}`,
+      {
+        headers: { authorization: `Bearer ${demo.readKey}` },
+      },
+    )
+    expect(answer.status, path).toBe(200)
+    return (await answer.json()) as any
+  }
+  const open = async (section: string) => {
+    await page.goto(`${server.url}/app/sites/${demo.site}/${section}`)
+    expect(await sideways(page), section).toEqual(NONE)
+  }
+
+  beforeAll(async () => {
+    // the demo's first start makes two months of traffic: slow on a busy machine
+    server = await startServer({ DATA_DIR: dataDir, DEMO_LIVE_TRAFFIC: '0', ...EMBEDDED }, { startTimeoutMs: 420_000 })
+    demo = demoKeys(server.stdout())
+    browser = await launchChromium()
+    const { link } = await cli('admin', ['login', '--email', 'owner@demo.example.com', '--url', server.url], {
+      DATA_DIR: dataDir,
+      ...EMBEDDED,
+    })
+    context = await browser.newContext()
+    page = await context.newPage()
+    await page.goto(link)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.waitForURL(`${server.url}/app`)
+  }, 480_000)
+  afterAll(async () => {
+    await context?.close()
+    await browser?.close()
+    await server?.stop()
+  })
+
+  it('realtime: the live figures, the minute bars, the active pages and the feed are the API’s', async () => {
+    // two visitors now (the demo's own live traffic is off)
+    const { snippetId, domain } = (await api('/api/v1/sites')).sites.find((s: { id: string }) => s.id === demo.site)
+    for (const [ua, path] of [
+      [CHROME, '/pricing'],
+      [FIREFOX, '/docs'],
+    ]) {
+      const hit = await fetch(`${server.url}/api/event`, {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain', 'user-agent': ua },
+        body: JSON.stringify({ site: snippetId, name: 'pageview', url: `https://${domain}${path}`, referrer: 'https://www.google.com/' }),
+      })
+      expect(hit.status).toBe(202)
+    }
+    // the collector writes in batches: wait until both are read back
+    await expect
+      .poll(
+        async () => (await api('/api/v1/activity')).actions.filter((a: { path: string }) => ['/pricing', '/docs'].includes(a.path)).length,
+        {
+          timeout: 30_000,
+        },
+      )
+      .toBeGreaterThanOrEqual(2)
+    await open('realtime')
+    const [live, activity] = await Promise.all([api('/api/v1/realtime'), api('/api/v1/activity')])
+    expect(live.now).toBeGreaterThan(0)
+    await expect(page.locator('[data-metric=now] .value').innerText()).resolves.toBe(String(live.now))
+    await expect(page.locator('[data-metric=halfHour] .value').innerText()).resolves.toBe(String(live.halfHour))
+    const bars = await page.locator('.minute').evaluateAll((els) => els.map((e) => Number((e as HTMLElement).dataset.visitors)))
+    expect(bars).toEqual(live.series.map((s: { visitors: number }) => s.visitors))
+    expect(await listRows(page, 'Page')).toEqual(live.pages.map((p: { value: string; visitors: number }) => [p.value, p.visitors]))
+    expect(await listRows(page, 'Source')).toEqual(live.sources.map((p: { value: string; visitors: number }) => [p.value, p.visitors]))
+    const feed = await page.locator('.feed li[data-kind] strong').allInnerTexts()
+    expect(feed).toEqual(activity.actions.slice(0, 40).map((a: { path: string }) => a.path))
+    await expect(page.locator('.feed').innerText()).resolves.toContain('from Google')
+    await checkPage(page, 'realtime')
+  }, 60_000)
+})
