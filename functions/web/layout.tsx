@@ -75,8 +75,10 @@ caption.left{text-align:left;font-weight:600;padding:0 0 .5rem}.check{display:fl
 .feed time{color:var(--muted);font-size:.85rem;white-space:nowrap}.feed .what{overflow-wrap:anywhere;min-width:0}.feed .who{grid-column:3}
 .kind{justify-self:start;display:inline-block;padding:0 .45rem;border-radius:999px;background:#eaeef2;font-size:.75rem;font-weight:600;white-space:nowrap}.kind-error{background:#ffebe9;color:#a40e26}.kind-click,.kind-outbound{background:#fff8c5;color:#6a4d00}.kind-pageview{background:#ddf4ff;color:#0a3069}
 .badge{display:inline-block;padding:0 .5rem;border-radius:999px;font-size:.8rem;font-weight:600;background:#eaeef2;white-space:nowrap}.good{background:#dafbe1;color:#116329}.ni{background:#fff8c5;color:#6a4d00}.poor{background:#ffebe9;color:#a40e26}
+.groups{list-style:none;margin:0;padding:0}.groups li{display:grid;grid-template-columns:1fr 6rem 6rem 120px;gap:.5rem 1rem;align-items:center;padding:.7rem 0;border-bottom:1px solid var(--line)}.groups li:last-child{border:0}
+.group-main{display:flex;flex-direction:column;min-width:0}.group-title{font-weight:600;overflow-wrap:anywhere}.group-fig{text-align:right;white-space:nowrap}.error-message{white-space:pre-wrap;word-break:break-word;font-size:.95rem}
 .bars td.bar{word-break:break-word;overflow-wrap:anywhere}
-@media (max-width:600px){.feed li{grid-template-columns:5rem 1fr}.feed .what,.feed .who{grid-column:1/-1}}
+@media (max-width:600px){.groups li{grid-template-columns:1fr 1fr}.group-main{grid-column:1/-1}.group-fig{text-align:left}.feed li{grid-template-columns:5rem 1fr}.feed .what,.feed .who{grid-column:1/-1}}
 @media (max-width:600px){.stats{grid-template-columns:repeat(2,1fr)}.stats dd{font-size:1.2rem}main{padding:1rem .75rem}header{padding:.6rem .75rem}header nav{gap:.6rem;font-size:.9rem}.narrow{margin:1.5rem auto}td,th{padding:.4rem .25rem}}
 `
 

@@ -7,6 +7,7 @@ import { RANGE_LABELS } from './format'
 import { Page, SubmitOnChange } from './layout'
 import { siteReader } from './reads'
 import type { SectionProps } from './sections/parts'
+import { Errors } from './sections/errors'
 import { Realtime } from './sections/realtime'
 
 /**
@@ -38,6 +39,7 @@ export const SECTION_NAMES = Object.keys(SECTION_READS) as SectionName[]
 /** The sections drawn for what a person asks of them; the others show their answer as tables. */
 const DESIGNED: Partial<Record<SectionName, (props: SectionProps) => Child>> = {
   realtime: Realtime,
+  errors: Errors,
 }
 
 /** The sections linked from the dashboard (the others open from a row). */

@@ -112,4 +112,40 @@ describe.skipIf(!CHROMIUM)('the section pages in real Chromium', () => {
     await expect(page.locator('.feed').innerText()).resolves.toContain('from Google')
     await checkPage(page, 'realtime')
   }, 60_000)
+
+  it('errors: the totals and each group are the API’s; a group shows its message and breakdowns', async () => {
+    await open('errors?range=30d')
+    const answer = await api('/api/v1/errors?range=30d')
+    expect(answer.groups.length).toBeGreaterThan(0)
+    for (const key of ['errors', 'groups', 'visitors'])
+      await expect(page.locator(`[data-metric=${key}] .value`).innerText()).resolves.toBe(answer.summary[key].toLocaleString('en'))
+    const groups = await page
+      .locator('.groups li')
+      .evaluateAll((items) =>
+        items.map((li) => [
+          (li as HTMLElement).dataset.fingerprint,
+          Number((li.querySelector('[data-count]') as HTMLElement).dataset.count),
+          Number((li.querySelector('[data-visitors]') as HTMLElement).dataset.visitors),
+        ]),
+      )
+    expect(groups).toEqual(
+      answer.groups.map((g: { fingerprint: string; count: number; visitors: number }) => [g.fingerprint, g.count, g.visitors]),
+    )
+    await expect(page.locator('.groups').innerText()).resolves.toMatch(/first seen .+ ago/)
+    await checkPage(page, 'errors')
+
+    const first = answer.groups[0]
+    await page.locator('.groups a.group-title').first().click()
+    await page.waitForURL(/fingerprint=/)
+    expect(await sideways(page)).toEqual(NONE)
+    const detail = await api(`/api/v1/errors?range=30d&fingerprint=${first.fingerprint}`)
+    await expect(page.locator('pre.error-message').innerText()).resolves.toBe(detail.group.message)
+    await expect(page.locator('[data-metric=count] .value').innerText()).resolves.toBe(detail.group.count.toLocaleString('en'))
+    expect(await listRows(page, 'Page')).toEqual(detail.breakdowns.pages.map((r: { value: string; count: number }) => [r.value, r.count]))
+    const countries = new Intl.DisplayNames(['en'], { type: 'region' })
+    expect(await listRows(page, 'Country')).toEqual(
+      detail.breakdowns.countries.map((r: { value: string; count: number }) => [countries.of(r.value), r.count]),
+    )
+    await checkPage(page, 'error-group')
+  }, 60_000)
 })
