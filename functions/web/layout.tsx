@@ -77,8 +77,12 @@ caption.left{text-align:left;font-weight:600;padding:0 0 .5rem}.check{display:fl
 .badge{display:inline-block;padding:0 .5rem;border-radius:999px;font-size:.8rem;font-weight:600;background:#eaeef2;white-space:nowrap}.good{background:#dafbe1;color:#116329}.ni{background:#fff8c5;color:#6a4d00}.poor{background:#ffebe9;color:#a40e26}
 .groups{list-style:none;margin:0;padding:0}.groups li{display:grid;grid-template-columns:1fr 6rem 6rem 120px;gap:.5rem 1rem;align-items:center;padding:.7rem 0;border-bottom:1px solid var(--line)}.groups li:last-child{border:0}
 .group-main{display:flex;flex-direction:column;min-width:0}.group-title{font-weight:600;overflow-wrap:anywhere}.group-fig{text-align:right;white-space:nowrap}.error-message{white-space:pre-wrap;word-break:break-word;font-size:.95rem}
+.vitals{display:grid;grid-template-columns:repeat(auto-fit,minmax(300px,1fr));gap:0 1.25rem}.vital p{margin:.25rem 0}.vital-value .value{font-size:1.6rem;font-weight:700;margin-right:.4rem}
+.stack{display:flex;height:.8rem;border-radius:4px;overflow:hidden;margin:.5rem 0 .25rem;background:#eaeef2}.stack .good{background:#1a7f37}.stack .ni{background:#d4a72c}.stack .poor{background:#cf222e}
+.stack-key{display:flex;gap:.25rem 1rem;flex-wrap:wrap}.key-dot{display:inline-block;width:.6rem;height:.6rem;border-radius:2px;vertical-align:baseline}.key-dot.good{background:#1a7f37}.key-dot.ni{background:#d4a72c}.key-dot.poor{background:#cf222e}
+.rated{padding:0 .3rem;border-radius:4px}.rated.good,.rated.ni,.rated.poor{font-weight:600}.cell-wrap{overflow-wrap:anywhere;word-break:break-word}
 .bars td.bar{word-break:break-word;overflow-wrap:anywhere}
-@media (max-width:600px){.groups li{grid-template-columns:1fr 1fr}.group-main{grid-column:1/-1}.group-fig{text-align:left}.feed li{grid-template-columns:5rem 1fr}.feed .what,.feed .who{grid-column:1/-1}}
+@media (max-width:600px){.opt{display:none}.vitals-table td,.vitals-table th{font-size:.85rem}.groups li{grid-template-columns:1fr 1fr}.group-main{grid-column:1/-1}.group-fig{text-align:left}.feed li{grid-template-columns:5rem 1fr}.feed .what,.feed .who{grid-column:1/-1}}
 @media (max-width:600px){.stats{grid-template-columns:repeat(2,1fr)}.stats dd{font-size:1.2rem}main{padding:1rem .75rem}header{padding:.6rem .75rem}header nav{gap:.6rem;font-size:.9rem}.narrow{margin:1.5rem auto}td,th{padding:.4rem .25rem}}
 `
 

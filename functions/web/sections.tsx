@@ -9,6 +9,7 @@ import { siteReader } from './reads'
 import type { SectionProps } from './sections/parts'
 import { Errors } from './sections/errors'
 import { Realtime } from './sections/realtime'
+import { Vitals } from './sections/vitals'
 
 /**
  * The dashboard's sections, a page each: the reads of the API shown as they answer. Each page
@@ -40,6 +41,7 @@ export const SECTION_NAMES = Object.keys(SECTION_READS) as SectionName[]
 const DESIGNED: Partial<Record<SectionName, (props: SectionProps) => Child>> = {
   realtime: Realtime,
   errors: Errors,
+  vitals: Vitals,
 }
 
 /** The sections linked from the dashboard (the others open from a row). */

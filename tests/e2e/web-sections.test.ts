@@ -148,4 +148,27 @@ describe.skipIf(!CHROMIUM)('the section pages in real Chromium', () => {
     )
     await checkPage(page, 'error-group')
   }, 60_000)
+
+  it('web vitals: each metric’s percentile, its distribution and the per-page table are the API’s', async () => {
+    await open('vitals?range=30d')
+    const answer = await api('/api/v1/vitals?range=30d')
+    expect(answer.summary.samples).toBeGreaterThan(0)
+    await expect(page.locator('[data-metric=samples] .value').innerText()).resolves.toBe(answer.summary.samples.toLocaleString('en'))
+    for (const key of ['LCP', 'INP', 'CLS', 'FCP', 'TTFB']) {
+      const m = answer.metrics[key]
+      const card = page.locator(`[data-vital=${key}]`)
+      await expect(card.locator('.value').getAttribute('data-value')).resolves.toBe(String(m.value))
+      await expect(card.locator('.stack').getAttribute('aria-label')).resolves.toBe(
+        `${Math.round(m.good * 100)}% good, ${Math.round(m.needsImprovement * 100)}% need improvement, ${Math.round(m.poor * 100)}% poor`,
+      )
+      await expect(card.locator('.badge').innerText()).resolves.toMatch(/^(Good|Needs improvement|Poor)$/i)
+    }
+    const rows = await page
+      .locator('[data-vitals=Page] tbody tr')
+      .evaluateAll((trs) =>
+        trs.map((tr) => [(tr as HTMLElement).dataset.value, Number(tr.querySelectorAll('td')[1].textContent!.replace(/,/g, ''))]),
+      )
+    expect(rows).toEqual(answer.tables.pages.map((r: { value: string; visitors: number }) => [r.value, r.visitors]))
+    await checkPage(page, 'vitals')
+  }, 60_000)
 })
