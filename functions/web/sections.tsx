@@ -8,6 +8,7 @@ import { Page, SubmitOnChange } from './layout'
 import { siteReader } from './reads'
 import type { SectionProps } from './sections/parts'
 import { Errors } from './sections/errors'
+import { Flow } from './sections/flow'
 import { Realtime } from './sections/realtime'
 import { Vitals } from './sections/vitals'
 
@@ -42,6 +43,7 @@ const DESIGNED: Partial<Record<SectionName, (props: SectionProps) => Child>> = {
   realtime: Realtime,
   errors: Errors,
   vitals: Vitals,
+  flow: Flow,
 }
 
 /** The sections linked from the dashboard (the others open from a row). */

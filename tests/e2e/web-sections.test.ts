@@ -171,4 +171,25 @@ describe.skipIf(!CHROMIUM)('the section pages in real Chromium', () => {
     expect(rows).toEqual(answer.tables.pages.map((r: { value: string; visitors: number }) => [r.value, r.visitors]))
     await checkPage(page, 'vitals')
   }, 60_000)
+
+  it('flow: a Sankey diagram of the API’s nodes and links, and each step’s pages with their visits', async () => {
+    await open('flow?range=30d')
+    const answer = await api('/api/v1/flow?range=30d')
+    expect(answer.nodes.length).toBeGreaterThan(0)
+    expect(await page.locator('svg.sankey rect.node').count()).toBe(answer.nodes.length)
+    expect(await page.locator('svg.sankey path.band').count()).toBe(answer.links.length)
+    const shown = await page
+      .locator('tr[data-node]')
+      .evaluateAll((trs) =>
+        trs.map((tr) => [(tr as HTMLElement).dataset.node, Number(tr.querySelector('td.num')!.textContent!.replace(/,/g, ''))] as const),
+      )
+    expect(new Map(shown)).toEqual(new Map(answer.nodes.map((n: { id: string; visits: number }) => [n.id, n.visits])))
+    await expect(page.locator('#flow-title').innerText()).resolves.toContain(`${answer.visits.toLocaleString('en')} visits`)
+    await checkPage(page, 'flow')
+    // a page of a step opens the flow around it
+    await page.locator('tr[data-node] td.bar a').first().click()
+    await page.waitForURL(/focus_path=/)
+    expect(await sideways(page)).toEqual(NONE)
+    expect(await page.locator('svg.sankey rect.node').count()).toBeGreaterThan(0)
+  }, 60_000)
 })
