@@ -9,6 +9,7 @@ import { siteReader } from './reads'
 import type { SectionProps } from './sections/parts'
 import { Errors } from './sections/errors'
 import { Flow } from './sections/flow'
+import { Journeys } from './sections/journeys'
 import { Realtime } from './sections/realtime'
 import { Vitals } from './sections/vitals'
 
@@ -44,6 +45,7 @@ const DESIGNED: Partial<Record<SectionName, (props: SectionProps) => Child>> = {
   errors: Errors,
   vitals: Vitals,
   flow: Flow,
+  journeys: Journeys,
 }
 
 /** The sections linked from the dashboard (the others open from a row). */
@@ -58,7 +60,7 @@ export async function sectionPage(c: Context, services: Services, view: Dashboar
   const read = siteReader(services, view, c.req.raw, c.env)
   const query = c.req.query()
   // a name no read of this section takes is refused as the API refuses it
-  const answers = await Promise.all(section.reads.map((path) => read(path, paramsFor(path, query))))
+  const answers = await Promise.all(section.reads.map((path) => read(path, { ...PAGE_SIZES[path], ...paramsFor(path, query) })))
   const keep = new URLSearchParams()
   for (const k of KEPT) if (query[k]) keep.set(k, query[k])
   const at = (section: string, extra: Record<string, string> = {}) => {
@@ -139,6 +141,9 @@ function paramsFor(path: string, query: Record<string, string>) {
   const wanted = READ_PARAMS[path] ?? []
   return Object.fromEntries(Object.entries(query).filter(([k]) => wanted.includes(k)))
 }
+
+/** A page's own default where the read's would make a page too long to read: the link keeps it, so the page equals the read with it. */
+const PAGE_SIZES: Record<string, Record<string, string>> = { '/api/v1/journeys': { limit: '25' } }
 
 const REPORT = ['range', 'from', 'to', 'filters', 'source', 'limit']
 const WINDOW = ['range', 'from', 'to']

@@ -192,4 +192,34 @@ describe.skipIf(!CHROMIUM)('the section pages in real Chromium', () => {
     expect(await sideways(page)).toEqual(NONE)
     expect(await page.locator('svg.sankey rect.node').count()).toBeGreaterThan(0)
   }, 60_000)
+
+  it('journeys: the visitors with landing and exit page and time spent are the API’s; one opens as a timeline', async () => {
+    await open('journeys?range=30d')
+    const answer = await api('/api/v1/journeys?range=30d&limit=25')
+    expect(answer.journeys.length).toBeGreaterThan(0)
+    const shown = await page
+      .locator('.journeys li')
+      .evaluateAll((items) =>
+        items.map((li) => [
+          (li as HTMLElement).dataset.visitor,
+          li.querySelector('.journey-path')!.textContent!.replace(/\s+/g, ' ').trim(),
+          Number((li.querySelector('[data-duration]') as HTMLElement).dataset.duration),
+        ]),
+      )
+    expect(shown).toEqual(
+      answer.journeys.map((j: { visitor: string; landingPage: string; exitPage: string; duration: number; pageviews: number }) => [
+        j.visitor,
+        j.exitPage !== j.landingPage || j.pageviews > 1 ? `${j.landingPage} → ${j.exitPage}` : j.landingPage,
+        j.duration,
+      ]),
+    )
+    await expect(page.locator('#journeys').innerText()).resolves.toContain(answer.total.toLocaleString('en'))
+    await checkPage(page, 'journeys')
+    await page.locator('.journeys a.journey-path').first().click()
+    await page.waitForURL(/visitor=/)
+    expect(await sideways(page)).toEqual(NONE)
+    const one = await api(`/api/v1/journeys?range=30d&visitor=${answer.journeys[0].visitor}`)
+    expect(await page.locator('.timeline li[data-kind] strong').allInnerTexts()).toEqual(one.events.map((e: { path: string }) => e.path))
+    await checkPage(page, 'journey')
+  }, 60_000)
 })
