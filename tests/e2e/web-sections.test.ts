@@ -79,8 +79,8 @@ describe.skipIf(!CHROMIUM)('the section pages in real Chromium', () => {
     // two visitors now (the demo's own live traffic is off)
     const { snippetId, domain } = (await api('/api/v1/sites')).sites.find((s: { id: string }) => s.id === demo.site)
     for (const [ua, path] of [
-      [CHROME, '/pricing'],
-      [FIREFOX, '/docs'],
+      [CHROME, '/realtime-check-a'],
+      [FIREFOX, '/realtime-check-b'],
     ]) {
       const hit = await fetch(`${server.url}/api/event`, {
         method: 'POST',
@@ -89,15 +89,13 @@ describe.skipIf(!CHROMIUM)('the section pages in real Chromium', () => {
       })
       expect(hit.status).toBe(202)
     }
-    // the collector writes in batches: wait until both are read back
-    await expect
-      .poll(
-        async () => (await api('/api/v1/activity')).actions.filter((a: { path: string }) => ['/pricing', '/docs'].includes(a.path)).length,
-        {
-          timeout: 30_000,
-        },
-      )
-      .toBeGreaterThanOrEqual(2)
+    // the collector writes in batches: wait until both are read back, in the feed and in the figures
+    const seen = async () => {
+      const [live, activity] = await Promise.all([api('/api/v1/realtime'), api('/api/v1/activity')])
+      const paths = [live.pages.map((p: { value: string }) => p.value), activity.actions.map((a: { path: string }) => a.path)]
+      return ['/realtime-check-a', '/realtime-check-b'].every((p) => paths.every((list) => list.includes(p)))
+    }
+    await expect.poll(seen, { timeout: 30_000 }).toBe(true)
     await open('realtime')
     const [live, activity] = await Promise.all([api('/api/v1/realtime'), api('/api/v1/activity')])
     expect(live.now).toBeGreaterThan(0)
