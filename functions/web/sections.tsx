@@ -10,6 +10,7 @@ import type { SectionProps } from './sections/parts'
 import { Errors } from './sections/errors'
 import { Flow } from './sections/flow'
 import { Journeys } from './sections/journeys'
+import { Pages } from './sections/pages'
 import { Realtime } from './sections/realtime'
 import { Vitals } from './sections/vitals'
 
@@ -46,6 +47,7 @@ const DESIGNED: Partial<Record<SectionName, (props: SectionProps) => Child>> = {
   vitals: Vitals,
   flow: Flow,
   journeys: Journeys,
+  pages: Pages,
 }
 
 /** The sections linked from the dashboard (the others open from a row). */
@@ -142,8 +144,8 @@ function paramsFor(path: string, query: Record<string, string>) {
   return Object.fromEntries(Object.entries(query).filter(([k]) => wanted.includes(k)))
 }
 
-/** A page's own default where the read's would make a page too long to read: the link keeps it, so the page equals the read with it. */
-const PAGE_SIZES: Record<string, Record<string, string>> = { '/api/v1/journeys': { limit: '25' } }
+/** A page's own defaults (fewer journeys than the read's 100, the pages' trends): the link keeps it, so the page equals the read with it. */
+const PAGE_SIZES: Record<string, Record<string, string>> = { '/api/v1/journeys': { limit: '25' }, '/api/v1/pages': { trends: '1' } }
 
 const REPORT = ['range', 'from', 'to', 'filters', 'source', 'limit']
 const WINDOW = ['range', 'from', 'to']

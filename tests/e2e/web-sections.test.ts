@@ -220,4 +220,26 @@ describe.skipIf(!CHROMIUM)('the section pages in real Chromium', () => {
     expect(await page.locator('.timeline li[data-kind] strong').allInnerTexts()).toEqual(one.events.map((e: { path: string }) => e.path))
     await checkPage(page, 'journey')
   }, 60_000)
+
+  it('pages: each page’s status, visitors and trend are the API’s; the status tabs count as the API does', async () => {
+    await open('pages?range=30d')
+    const answer = await api('/api/v1/pages?range=30d&trends=1')
+    expect(answer.pages.length).toBeGreaterThan(0)
+    const rows = await page
+      .locator('.pages-table tbody tr')
+      .evaluateAll((trs) =>
+        trs.map((tr) => [
+          (tr as HTMLElement).dataset.path,
+          tr.querySelector('.badge')!.textContent,
+          Number((tr.querySelector('[data-visitors]') as HTMLElement).dataset.visitors),
+          tr.querySelectorAll('svg.spark').length,
+        ]),
+      )
+    const names: Record<string, string> = { active: 'Live', new: 'New', removed: 'Removed' }
+    expect(rows).toEqual(
+      answer.pages.map((p: { path: string; status: string; visitors: number }) => [p.path, names[p.status] ?? p.status, p.visitors, 1]),
+    )
+    await expect(page.locator('nav[aria-label="Pages by status"]').innerText()).resolves.toContain(`Removed (${answer.counts.removed})`)
+    await checkPage(page, 'pages')
+  }, 60_000)
 })
