@@ -85,9 +85,9 @@ caption.left{text-align:left;font-weight:600;padding:0 0 .5rem}.check{display:fl
 .flow-picker div{display:flex;flex-direction:column}.flow-picker input{width:14rem;max-width:100%}
 .journeys{list-style:none;margin:0;padding:0}.journeys li{display:grid;grid-template-columns:1fr auto;gap:.1rem 1rem;padding:.55rem 0;border-bottom:1px solid var(--line)}.journeys li>.small{grid-column:1/-1}
 .journey-path{font-weight:600;overflow-wrap:anywhere;min-width:0}.journey-facts{white-space:nowrap;text-align:right}.pager{display:flex;justify-content:space-between;align-items:center;margin:.75rem 0}
-.page-title{display:block;overflow-wrap:anywhere}.pages-table td{vertical-align:middle}
+.stack .base{background:#8c959f}.stack .extra{background:var(--accent)}.page-title{display:block;overflow-wrap:anywhere}.pages-table td{vertical-align:middle}
 .bars td.bar{word-break:break-word;overflow-wrap:anywhere}
-@media (max-width:600px){.opt{display:none}.vitals-table td,.vitals-table th{font-size:.85rem}.groups li{grid-template-columns:1fr 1fr}.group-main{grid-column:1/-1}.group-fig{text-align:left}.feed li{grid-template-columns:5rem 1fr}.feed .what,.feed .who{grid-column:1/-1}}
+@media (max-width:600px){.spikes .stack{grid-column:1/-1}.opt{display:none}.vitals-table td,.vitals-table th{font-size:.85rem}.groups li{grid-template-columns:1fr 1fr}.group-main{grid-column:1/-1}.group-fig{text-align:left}.feed li{grid-template-columns:5rem 1fr}.feed .what,.feed .who{grid-column:1/-1}}
 @media (max-width:600px){.stats{grid-template-columns:repeat(2,1fr)}.stats dd{font-size:1.2rem}main{padding:1rem .75rem}header{padding:.6rem .75rem}header nav{gap:.6rem;font-size:.9rem}.narrow{margin:1.5rem auto}td,th{padding:.4rem .25rem}}
 `
 

@@ -12,6 +12,7 @@ import { Flow } from './sections/flow'
 import { Journeys } from './sections/journeys'
 import { Pages } from './sections/pages'
 import { Realtime } from './sections/realtime'
+import { Spikes } from './sections/spikes'
 import { Vitals } from './sections/vitals'
 
 /**
@@ -48,6 +49,7 @@ const DESIGNED: Partial<Record<SectionName, (props: SectionProps) => Child>> = {
   flow: Flow,
   journeys: Journeys,
   pages: Pages,
+  spikes: Spikes,
 }
 
 /** The sections linked from the dashboard (the others open from a row). */

@@ -242,4 +242,19 @@ describe.skipIf(!CHROMIUM)('the section pages in real Chromium', () => {
     await expect(page.locator('nav[aria-label="Pages by status"]').innerText()).resolves.toContain(`Removed (${answer.counts.removed})`)
     await checkPage(page, 'pages')
   }, 60_000)
+
+  it('spikes: each spike’s visitors and source are the API’s', async () => {
+    await open('spikes?range=30d')
+    const answer = await api('/api/v1/spikes?range=30d')
+    const shown = await page
+      .locator('li[data-spike]')
+      .evaluateAll((items) =>
+        items.map((li) => [
+          (li as HTMLElement).dataset.spike,
+          Number((li.querySelector('[data-visitors]') as HTMLElement).dataset.visitors),
+        ]),
+      )
+    expect(shown).toEqual(answer.spikes.map((s: { id: string; visitors: number }) => [s.id, s.visitors]))
+    await checkPage(page, 'spikes')
+  }, 60_000)
 })
