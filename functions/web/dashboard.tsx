@@ -3,6 +3,7 @@ import type { Context, Hono } from 'hono'
 import { membershipIn } from '../../lib/accounts/members'
 import { ApiError } from '../../lib/errors'
 import { PROPERTY_PREFIX, type RANGES } from '../../lib/reports/dimensions'
+import { RANGE_LABELS } from './format'
 import { resolveRange } from '../../lib/reports/query/range'
 import type { Services } from '../../lib/services'
 import type { Site } from '../../lib/sites/sites'
@@ -13,23 +14,6 @@ import { type SiteReader, siteReader } from './reads'
 import { SECTIONS, SECTION_NAMES, sectionPage } from './sections'
 import { pageNonce } from './security'
 import type { WebEnv } from './session'
-
-/** The named ranges of the picker, in the API's names; custom dates go through from and to. */
-const RANGE_LABELS: Record<Exclude<(typeof RANGES)[number], 'custom'>, string> = {
-  realtime: 'Last 5 minutes',
-  today: 'Today',
-  yesterday: 'Yesterday',
-  '7d': 'Last 7 days',
-  week: 'This week',
-  month: 'This month',
-  '30d': 'Last 30 days',
-  '90d': 'Last 90 days',
-  year: 'This year',
-  ytd: 'Year to date',
-  'last-year': 'Last year',
-  '12mo': 'Last 12 months',
-  all: 'All time',
-}
 
 /** The panels with tabs: each tab a breakdown property (the locations map reads /geo as well). */
 const TABBED = {

@@ -68,6 +68,26 @@ input:disabled,select:disabled,textarea:disabled{background:var(--bg);color:var(
 .diff{white-space:pre-wrap}.diff ins{background:#dafbe1;text-decoration:none}.diff del{background:#ffebe9}
 caption.left{text-align:left;font-weight:600;padding:0 0 .5rem}.check{display:flex;gap:.5rem;align-items:center}.check input{width:auto}.check label{margin:0;font-weight:400}
 .nested{margin:1rem 0 0}.read-value h3{font-size:1rem;margin:0 0 .5rem}.small{font-size:.85rem}
+.control.card{margin:0 0 1.25rem;align-items:center}.panels+.card,.panels+section{margin-top:1.25rem}.spark{color:var(--accent);vertical-align:middle;max-width:100%}.empty{padding:.5rem 0}.empty p{margin:0 0 .25rem}
+.minutes-fig{margin:1.25rem 0 0}.minutes{display:flex;align-items:flex-end;gap:2px;height:120px;border-bottom:1px solid var(--line)}.minute{flex:1 1 0;background:var(--accent);border-radius:2px 2px 0 0;min-width:0}
+.axis-row{display:flex;justify-content:space-between;gap:.5rem;margin:.35rem 0 0}
+.feed{list-style:none;margin:0;padding:0}.feed li{display:grid;grid-template-columns:5.5rem 5rem 1fr;gap:.1rem .6rem;padding:.45rem 0;border-bottom:1px solid var(--line);align-items:baseline}.feed li:last-child{border:0}
+.feed time{color:var(--muted);font-size:.85rem;white-space:nowrap}.feed .what{overflow-wrap:anywhere;min-width:0}.feed .who{grid-column:3}
+.kind{justify-self:start;display:inline-block;padding:0 .45rem;border-radius:999px;background:#eaeef2;font-size:.75rem;font-weight:600;white-space:nowrap}.kind-error{background:#ffebe9;color:#a40e26}.kind-click,.kind-outbound{background:#fff8c5;color:#6a4d00}.kind-pageview{background:#ddf4ff;color:#0a3069}
+.badge{display:inline-block;padding:0 .5rem;border-radius:999px;font-size:.8rem;font-weight:600;background:#eaeef2;white-space:nowrap}.good{background:#dafbe1;color:#116329}.ni{background:#fff8c5;color:#6a4d00}.poor{background:#ffebe9;color:#a40e26}
+.groups{list-style:none;margin:0;padding:0}.groups li{display:grid;grid-template-columns:1fr 6rem 6rem 120px;gap:.5rem 1rem;align-items:center;padding:.7rem 0;border-bottom:1px solid var(--line)}.groups li:last-child{border:0}
+.group-main{display:flex;flex-direction:column;min-width:0}.group-title{font-weight:600;overflow-wrap:anywhere}.group-fig{text-align:right;white-space:nowrap}.error-message{white-space:pre-wrap;word-break:break-word;font-size:.95rem}
+.vitals{display:grid;grid-template-columns:repeat(auto-fit,minmax(300px,1fr));gap:0 1.25rem}.vital p{margin:.25rem 0}.vital-value .value{font-size:1.6rem;font-weight:700;margin-right:.4rem}
+.stack{display:flex;height:.8rem;border-radius:4px;overflow:hidden;margin:.5rem 0 .25rem;background:#eaeef2}.stack .good{background:#1a7f37}.stack .ni{background:#d4a72c}.stack .poor{background:#cf222e}
+.stack-key{display:flex;gap:.25rem 1rem;flex-wrap:wrap}.key-dot{display:inline-block;width:.6rem;height:.6rem;border-radius:2px;vertical-align:baseline}.key-dot.good{background:#1a7f37}.key-dot.ni{background:#d4a72c}.key-dot.poor{background:#cf222e}
+.rated{padding:0 .3rem;border-radius:4px}.rated.good,.rated.ni,.rated.poor{font-weight:600}.cell-wrap{overflow-wrap:anywhere;word-break:break-word}
+.sankey{width:100%;height:auto;display:block}.band{fill:none;stroke:#0b57d0;stroke-opacity:.18}.band:hover{stroke-opacity:.45}.node{fill:#0b57d0}.node.other{fill:#8c959f}.node-label{font-size:13px;fill:var(--fg);paint-order:stroke;stroke:#fff;stroke-width:3px}
+.flow-picker div{display:flex;flex-direction:column}.flow-picker input{width:14rem;max-width:100%}
+.journeys{list-style:none;margin:0;padding:0}.journeys li{display:grid;grid-template-columns:1fr auto;gap:.1rem 1rem;padding:.55rem 0;border-bottom:1px solid var(--line)}.journeys li>.small{grid-column:1/-1}
+.journey-path{font-weight:600;overflow-wrap:anywhere;min-width:0}.journey-facts{white-space:nowrap;text-align:right}.pager{display:flex;justify-content:space-between;align-items:center;margin:.75rem 0}
+.stack .base{background:#8c959f}.stack .extra{background:var(--accent)}.page-title{display:block;overflow-wrap:anywhere}.pages-table td{vertical-align:middle}
+.bars td.bar{word-break:break-word;overflow-wrap:anywhere}
+@media (max-width:600px){.spikes .stack{grid-column:1/-1}.opt{display:none}.vitals-table td,.vitals-table th{font-size:.85rem}.groups li{grid-template-columns:1fr 1fr}.group-main{grid-column:1/-1}.group-fig{text-align:left}.feed li{grid-template-columns:5rem 1fr}.feed .what,.feed .who{grid-column:1/-1}}
 @media (max-width:600px){.stats{grid-template-columns:repeat(2,1fr)}.stats dd{font-size:1.2rem}main{padding:1rem .75rem}header{padding:.6rem .75rem}header nav{gap:.6rem;font-size:.9rem}.narrow{margin:1.5rem auto}td,th{padding:.4rem .25rem}}
 `
 

@@ -3,8 +3,17 @@ import type { Child } from 'hono/jsx'
 import { ApiError } from '../../lib/errors'
 import type { Services } from '../../lib/services'
 import type { DashboardView } from './dashboard'
+import { RANGE_LABELS } from './format'
 import { Page, SubmitOnChange } from './layout'
 import { siteReader } from './reads'
+import type { SectionProps } from './sections/parts'
+import { Errors } from './sections/errors'
+import { Flow } from './sections/flow'
+import { Journeys } from './sections/journeys'
+import { Pages } from './sections/pages'
+import { Realtime } from './sections/realtime'
+import { Spikes } from './sections/spikes'
+import { Vitals } from './sections/vitals'
 
 /**
  * The dashboard's sections, a page each: the reads of the API shown as they answer. Each page
@@ -32,6 +41,17 @@ const SECTION_READS = {
 export type SectionName = keyof typeof SECTION_READS
 export const SECTION_NAMES = Object.keys(SECTION_READS) as SectionName[]
 
+/** The sections drawn for what a person asks of them; the others show their answer as tables. */
+const DESIGNED: Partial<Record<SectionName, (props: SectionProps) => Child>> = {
+  realtime: Realtime,
+  errors: Errors,
+  vitals: Vitals,
+  flow: Flow,
+  journeys: Journeys,
+  pages: Pages,
+  spikes: Spikes,
+}
+
 /** The sections linked from the dashboard (the others open from a row). */
 export const SECTIONS = SECTION_NAMES.filter((n) => n !== 'page' && n !== 'diff').map((n) => [n, SECTION_READS[n].title] as const)
 
@@ -44,7 +64,7 @@ export async function sectionPage(c: Context, services: Services, view: Dashboar
   const read = siteReader(services, view, c.req.raw, c.env)
   const query = c.req.query()
   // a name no read of this section takes is refused as the API refuses it
-  const answers = await Promise.all(section.reads.map((path) => read(path, paramsFor(path, query))))
+  const answers = await Promise.all(section.reads.map((path) => read(path, { ...PAGE_SIZES[path], ...paramsFor(path, query) })))
   const keep = new URLSearchParams()
   for (const k of KEPT) if (query[k]) keep.set(k, query[k])
   const at = (section: string, extra: Record<string, string> = {}) => {
@@ -61,6 +81,7 @@ export async function sectionPage(c: Context, services: Services, view: Dashboar
   // the change feed lists annotations beside changes: only a change the diff read takes has a word diff
   if (name === 'changes') links.id = (value, row) => (row?.kind === 'change' && row.diffable === true ? links.changeId(value) : null)
   const siteName = view.site.appearance.displayName ?? view.site.domain
+  const Designed = DESIGNED[name]
   return (
     <Page title={`${section.title} · ${siteName}`} email={view.email}>
       <div class="dash-head">
@@ -80,11 +101,13 @@ export async function sectionPage(c: Context, services: Services, view: Dashboar
         <form method="get" action={`${view.base}/${name}`} class="control card">
           <label for="range">Range</label>
           <select id="range" name="range" data-submit-on-change>
-            {['today', 'yesterday', '7d', '30d', '90d', 'month', '12mo', 'year', 'all'].map((r) => (
-              <option value={r} selected={r === (query.range ?? '30d')}>
-                {r}
-              </option>
-            ))}
+            {Object.entries(RANGE_LABELS)
+              .filter(([r]) => r !== 'realtime')
+              .map(([r, label]) => (
+                <option value={r} selected={r === (query.range ?? '30d')}>
+                  {label}
+                </option>
+              ))}
             {query.range === 'custom' ? <option value="custom" selected>{`${query.from} to ${query.to}`}</option> : null}
           </select>
           {Object.entries(query)
@@ -100,14 +123,18 @@ export async function sectionPage(c: Context, services: Services, view: Dashboar
         </form>
       ) : null}
       {name === 'diff' ? <WordDiff answer={answers[0]} /> : null}
-      {answers.map((answer, i) => (
-        <section class="card section-read" aria-label={section.reads[i]} data-read={section.reads[i]}>
-          <p class="muted small">
-            From <code>GET {section.reads[i]}</code>
-          </p>
-          <Value value={answer} links={links} depth={0} />
-        </section>
-      ))}
+      {Designed ? (
+        <Designed answers={answers} timezone={view.site.timezone} now={services.now().getTime()} query={query} at={at} />
+      ) : (
+        answers.map((answer, i) => (
+          <section class="card section-read" aria-label={section.reads[i]} data-read={section.reads[i]}>
+            <p class="muted small">
+              From <code>GET {section.reads[i]}</code>
+            </p>
+            <Value value={answer} links={links} depth={0} />
+          </section>
+        ))
+      )}
       <SubmitOnChange />
     </Page>
   )
@@ -118,6 +145,9 @@ function paramsFor(path: string, query: Record<string, string>) {
   const wanted = READ_PARAMS[path] ?? []
   return Object.fromEntries(Object.entries(query).filter(([k]) => wanted.includes(k)))
 }
+
+/** A page's own defaults (fewer journeys than the read's 100, the pages' trends): the link keeps it, so the page equals the read with it. */
+const PAGE_SIZES: Record<string, Record<string, string>> = { '/api/v1/journeys': { limit: '25' }, '/api/v1/pages': { trends: '1' } }
 
 const REPORT = ['range', 'from', 'to', 'filters', 'source', 'limit']
 const WINDOW = ['range', 'from', 'to']

@@ -16,7 +16,10 @@ export interface RunningServer {
  * `stdout` sends its standard output elsewhere: a file descriptor it writes to (`> file`), or
  * `closed`, a pipe whose reader is gone before it writes (its writes fail with EPIPE).
  */
-export async function startServer(env: Record<string, string>, options: { stdout?: number | 'closed' } = {}): Promise<RunningServer> {
+export async function startServer(
+  env: Record<string, string>,
+  options: { stdout?: number | 'closed'; startTimeoutMs?: number } = {},
+): Promise<RunningServer> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'functions/node.ts'], {
     // no live demo visitors unless a test asks: they would move the numbers it reads
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DEMO_LIVE_TRAFFIC: '0', ...env },
@@ -30,7 +33,7 @@ export async function startServer(env: Record<string, string>, options: { stdout
   child.stderr!.on('data', (d) => ((output += d), (stderr += d)))
   const url = await new Promise<string>((resolve, reject) => {
     // a first start makes the demo (two months of hits): on a busy machine that takes most of a minute
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 110_000)
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), options.startTimeoutMs ?? 110_000)
     const check = () => {
       // the listening line comes last, after the first-start banner
       const match = /analytics API on (http:\/\/\S+)/.exec(output)
