@@ -9,7 +9,10 @@ const OFFLINE = { WRANGLER_SEND_METRICS: 'false', WRANGLER_HIDE_BANNER: 'true', 
 
 /** Plain `wrangler dev` on the repository's worker, with its config (and so its .dev.vars) in `dir`. */
 async function wranglerDev(dir: string) {
-  const config = readFileSync('wrangler.toml', 'utf8').replace(/^main = .*$/m, `main = ${JSON.stringify(resolve('functions/worker.ts'))}`)
+  // paths in the config are the repository's: main, and the [alias] modules
+  const config = readFileSync('wrangler.toml', 'utf8')
+    .replace(/^main = .*$/m, `main = ${JSON.stringify(resolve('functions/worker.ts'))}`)
+    .replace(/"\.\/(functions\/[^"]+)"/g, (_, path: string) => JSON.stringify(resolve(path)))
   writeFileSync(join(dir, 'wrangler.toml'), config)
   const child = spawn(
     process.execPath,
