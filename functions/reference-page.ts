@@ -37,7 +37,7 @@ const page = `<!doctype html>
     .swagger-ui .opblock .opblock-summary-method { min-width: 56px; padding: 4px 0; }
     .swagger-ui .opblock .opblock-summary-path-description-wrapper { flex: 1 1 0; min-width: 0; padding: 0 0 0 8px; }
     .swagger-ui .opblock .opblock-summary-path { font-size: 14px; word-break: break-all; }
-    .swagger-ui .opblock .opblock-summary-operation-id { flex: 1 1 100%; font-size: 12px; padding: 4px 0 0 64px; word-break: normal; }
+    .swagger-ui .opblock .opblock-summary-operation-id { flex: 1 1 100%; font-size: 12px; padding: 4px 0 0 64px; word-break: normal; overflow-wrap: anywhere; }
     .swagger-ui .opblock .opblock-section-header { padding: 8px 10px; }
     .swagger-ui .opblock-description-wrapper, .swagger-ui .opblock-external-docs-wrapper, .swagger-ui .opblock-title_normal { padding: 10px; }
     .swagger-ui .table-container { padding: 10px; }
