@@ -34,13 +34,16 @@ export const totalsSchema = z.object({
   visitors: count,
   visits: count,
   pageviews: count,
-  bounceRate: z.number().describe('Fraction from 0 to 1'),
-  avgDuration: z.number().describe('Seconds'),
+  bounceRate: z
+    .number()
+    .nullable()
+    .describe("Fraction from 0 to 1; null on a ga4 read of range=realtime (GA4's Realtime API reports no sessions or engagement)"),
+  avgDuration: z.number().nullable().describe('Seconds; null on a ga4 read of range=realtime'),
   viewsPerVisit: z.number(),
   events: count
     .nullable()
     .describe(
-      "Custom events; on a ga4 read GA4's events that are not automatic ones, null where the read's imported dataset cannot tell them apart (filters other than event)",
+      "Custom events; on a ga4 read GA4's events that are not automatic ones, null where the read's imported dataset cannot tell them apart (filters other than event) and on range=realtime",
     ),
 })
 

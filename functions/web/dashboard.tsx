@@ -172,8 +172,19 @@ export async function memberSite(services: Services, email: string, siteId: stri
   return site
 }
 
-/** Visitors of the last 5 minutes, unfiltered: GET /api/v1/stats?range=realtime (the `now` of GET /api/v1/realtime, in one query). */
-export const liveVisitors = async (read: SiteReader) => (await read('/api/v1/stats', { range: 'realtime' })).totals.visitors as number
+/**
+ * Visitors of the last 5 minutes, unfiltered: GET /api/v1/stats?range=realtime (the `now` of GET
+ * /api/v1/realtime, in one query). A ga4 site whose Google connection cannot answer (not
+ * connected, Google unavailable) has no live figure: null, and the page says so.
+ */
+export async function liveVisitors(read: SiteReader): Promise<number | null> {
+  try {
+    return (await read('/api/v1/stats', { range: 'realtime' })).totals.visitors as number
+  } catch (err) {
+    if (err instanceof ApiError && (err.status === 409 || err.status === 503)) return null
+    throw err
+  }
+}
 
 /** The window of equal length just before `range` (site-local days), as custom dates; none for all time. */
 function previousDates(services: Services, site: Site, state: State) {
@@ -213,7 +224,7 @@ export async function dashboardPage(c: Context, services: Services, view: Dashbo
   const filters = filtersOf(state)
   const t = current.totals
   const p = previous && 'totals' in previous ? previous.totals : undefined
-  const stats: [string, string, number, number | undefined, 'count' | 'share' | 'seconds' | 'ratio'][] = [
+  const stats: [string, string, number | null, number | null | undefined, 'count' | 'share' | 'seconds' | 'ratio'][] = [
     ['visitors', 'Visitors', t.visitors, p?.visitors, 'count'],
     ['visits', 'Visits', t.visits, p?.visits, 'count'],
     ['pageviews', 'Pageviews', t.pageviews, p?.pageviews, 'count'],
@@ -231,9 +242,9 @@ export async function dashboardPage(c: Context, services: Services, view: Dashbo
         <p class="live" role="status">
           <span class="dot" aria-hidden="true" />
           <span id="live" data-live={`${view.base}/live`}>
-            {live}
-          </span>{' '}
-          {live === 1 ? 'visitor' : 'visitors'} now
+            {live ?? 'No live count'}
+          </span>
+          {live === null ? '' : live === 1 ? ' visitor now' : ' visitors now'}
         </p>
         {view.shared ? (
           <span class="muted">Shared dashboard, read-only</span>
@@ -404,7 +415,7 @@ async function chartMarkers(read: SiteReader, state: State, spikes: boolean): Pr
  * the live figure refreshes every 15 seconds while the tab is visible.
  */
 const PAGE_SCRIPT =
-  "(function(){document.querySelectorAll('[data-defer]').forEach(function(s){fetch(s.dataset.defer).then(function(r){return r.ok?r.text():null}).then(function(h){if(h)s.outerHTML=h})});var el=document.getElementById('live');setInterval(function(){if(document.hidden)return;fetch(el.dataset.live).then(function(r){return r.ok?r.json():null}).then(function(d){if(d)el.textContent=d.visitors})},15000)})()"
+  "(function(){document.querySelectorAll('[data-defer]').forEach(function(s){fetch(s.dataset.defer).then(function(r){return r.ok?r.text():null}).then(function(h){if(h)s.outerHTML=h})});var el=document.getElementById('live');setInterval(function(){if(document.hidden)return;fetch(el.dataset.live).then(function(r){return r.ok?r.json():null}).then(function(d){if(d&&d.visitors!=null)el.textContent=d.visitors})},15000)})()"
 
 /** The state's fields a form does not set itself, as hidden inputs, so submitting it keeps the rest of the view. */
 function Kept({ state, except }: { state: State; except: StateKey[] }) {
@@ -662,7 +673,9 @@ function Rows({
   )
 }
 
-export function format(value: number, kind: 'count' | 'share' | 'seconds' | 'ratio') {
+export function format(value: number | null, kind: 'count' | 'share' | 'seconds' | 'ratio') {
+  // a figure the source does not report (GA4's Realtime API has no sessions or engagement)
+  if (value === null) return '–'
   if (kind === 'share') return `${Math.round(value * 100)}%`
   if (kind === 'seconds') {
     const s = Math.round(value)
@@ -672,8 +685,8 @@ export function format(value: number, kind: 'count' | 'share' | 'seconds' | 'rat
   return value.toLocaleString('en')
 }
 
-function Change({ now, before, lowerIsBetter }: { now: number; before: number | undefined; lowerIsBetter: boolean }) {
-  if (before === undefined) return null
+function Change({ now, before, lowerIsBetter }: { now: number | null; before: number | null | undefined; lowerIsBetter: boolean }) {
+  if (before === undefined || before === null || now === null) return null
   if (before === 0) return now === 0 ? <span class="change">no change</span> : <span class="change up">new</span>
   const change = (now - before) / before
   const better = lowerIsBetter ? change < 0 : change > 0

@@ -187,7 +187,7 @@ async function buildReport(deps: DeliveryDeps, site: Site, period: Period): Prom
       const now = current.totals[name]
       const before = previous.totals[name]
       // bounce rate is a fraction already: its change is the difference in points, the others relative
-      const change = name === 'bounceRate' ? now - before : before ? (now - before) / before : null
+      const change = now === null || before === null ? null : name === 'bounceRate' ? now - before : before ? (now - before) / before : null
       return [name, { current: now, previous: before, change }]
     }),
   ) as SiteReport['metrics']

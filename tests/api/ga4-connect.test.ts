@@ -67,9 +67,9 @@ describe('the GA4 connection and import', () => {
     accountName: 'Example account',
     sessions: history,
     realtime: [
-      { user: 'r1', minutesAgo: 0, views: 2 },
-      { user: 'r2', minutesAgo: 3, views: 1 },
-      { user: 'r1', minutesAgo: 4, views: 1 },
+      { user: 'r1', minutesAgo: 0, views: 2, countryId: 'DE', deviceCategory: 'desktop', eventName: 'page_view' },
+      { user: 'r2', minutesAgo: 3, views: 1, countryId: 'FR', deviceCategory: 'mobile', eventName: 'sign_up' },
+      { user: 'r1', minutesAgo: 4, views: 1, countryId: 'DE', deviceCategory: 'desktop', eventName: 'sign_up' },
       { user: 'r3', minutesAgo: 12, views: 5 },
       { user: 'r4', minutesAgo: 29, views: 1 },
       { user: 'r5', minutesAgo: 31, views: 1 },
@@ -370,6 +370,92 @@ describe('the GA4 connection and import', () => {
     await call('GET', `/api/public/live?site=${site.snippetId}&range=30m`)
     expect(fake.requests.filter((r) => r.path.endsWith(':runRealtimeReport')).length).toBe(calls)
     await t.services.sites.update(site.id, (s) => ({ ...s, primarySource: 'standalone' }))
+  })
+
+  it('answers range=realtime of stats, timeseries and breakdown on ga4 from the Realtime API, and the dashboard of a ga4-primary site', async () => {
+    await t.services.sites.update(site.id, (s) => ({ ...s, primarySource: 'ga4' }))
+    // the reference: the fixture's activity of the last 5 minutes, grouped by hand
+    const five = property.realtime.filter((r) => r.minutesAgo <= 4)
+    const users = (rows: typeof five) => new Set(rows.map((r) => r.user)).size
+    const views = (rows: typeof five) => rows.reduce((n, r) => n + r.views, 0)
+    const byField = (field: 'countryId' | 'deviceCategory' | 'eventName', name: (v: string) => string) => {
+      const values = [...new Set(five.map((r) => r[field]).filter((v): v is string => v !== undefined))]
+      return values
+        .map((v) => ({ value: name(v), rows: five.filter((r) => r[field] === v) }))
+        .map(({ value, rows }) => ({ value, visitors: users(rows), visits: users(rows), pageviews: views(rows) }))
+        .sort((a, b) => b.visitors - a.visitors || a.value.localeCompare(b.value))
+    }
+    const stats = await call('GET', `/api/v1/stats?site_id=${site.id}&range=realtime`, { key: t.a.read.key })
+    expect(stats.status).toBe(200)
+    expect(stats.json.source).toBe('ga4')
+    expect(stats.json.range).toMatchObject({ name: 'realtime', interval: 'minute' })
+    expect(stats.json.totals).toEqual({
+      visitors: users(five),
+      visits: users(five),
+      pageviews: views(five),
+      bounceRate: null,
+      avgDuration: null,
+      viewsPerVisit: Math.round((views(five) / users(five)) * 100) / 100,
+      events: null,
+    })
+    const series = await call('GET', `/api/v1/timeseries?site_id=${site.id}&range=realtime`, { key: t.a.read.key })
+    expect(series.status).toBe(200)
+    expect(series.json.series).toHaveLength(30)
+    expect(series.json.series.reduce((n: number, b: { pageviews: number }) => n + b.pageviews, 0)).toBe(
+      views(property.realtime.filter((r) => r.minutesAgo <= 29)),
+    )
+    const breakdown = async (prop: string) =>
+      call('GET', `/api/v1/breakdown?site_id=${site.id}&range=realtime&property=${prop}`, { key: t.a.read.key })
+    const countries = await breakdown('country')
+    expect(countries.status).toBe(200)
+    expect(countries.json.results).toEqual(byField('countryId', (v) => v).map((r) => ({ ...r, events: null })))
+    expect((await breakdown('device')).json.results).toEqual(
+      byField('deviceCategory', (v) => ({ desktop: 'Desktop', mobile: 'Mobile', tablet: 'Tablet' })[v]!).map((r) => ({
+        ...r,
+        events: null,
+      })),
+    )
+    // events count only the custom ones: page_view is automatic
+    const events = (await breakdown('event')).json.results
+    expect(events).toEqual(
+      byField('eventName', (v) => v).map((r) => ({
+        ...r,
+        events: r.value === 'page_view' ? 0 : five.filter((e) => e.eventName === r.value).length,
+      })),
+    )
+    // what the Realtime API does not report is refused by name, as is a comparison
+    const path = await breakdown('path')
+    expect(path.status).toBe(400)
+    expect(path.json.error).toMatch(/property: GA4's Realtime API reports no path/)
+    const compared = await call('GET', `/api/v1/stats?site_id=${site.id}&range=realtime&compare=previous_period`, { key: t.a.read.key })
+    expect(compared.status).toBe(400)
+    expect(compared.json.error).toMatch(/^compare: /)
+    const filtered = await call(
+      'GET',
+      `/api/v1/stats?site_id=${site.id}&range=realtime&filters=${encodeURIComponent(JSON.stringify([{ dimension: 'country', operator: 'is', value: ['DE'] }]))}`,
+      { key: t.a.read.key },
+    )
+    expect(filtered.status).toBe(400)
+    expect(filtered.json.error).toMatch(/^filters: /)
+
+    // the dashboard of a ga4-primary site: the page, its live figure and the realtime view
+    const metricOf = (html: string, key: string) =>
+      new RegExp(`data-metric="${key}"><dt>[^<]*</dt><dd><span class="value">([^<]+)</span>`).exec(html)?.[1]
+    const page = await owner.open(`/app/sites/${site.id}`)
+    expect(page.status).toBe(200)
+    const html = await page.text()
+    expect(html).toMatch(new RegExp(`<span id="live"[^>]*>${users(five)}</span> visitors now`))
+    const live = await owner.open(`/app/sites/${site.id}?range=realtime`)
+    expect(live.status).toBe(200)
+    const liveHtml = await live.text()
+    expect(metricOf(liveHtml, 'visitors')).toBe(String(users(five)))
+    expect(metricOf(liveHtml, 'pageviews')).toBe(String(views(five)))
+    expect(metricOf(liveHtml, 'bounceRate')).toBe('–')
+    // the source switch: a site whose primary source is the collector, viewed as ga4
+    await t.services.sites.update(site.id, (s) => ({ ...s, primarySource: 'standalone' }))
+    const switched = await owner.open(`/app/sites/${site.id}?range=realtime&source=ga4`)
+    expect(switched.status).toBe(200)
+    expect(metricOf(await switched.text(), 'visitors')).toBe(String(users(five)))
   })
 
   it('marks the connection needs_reconnect when Google says the grant is gone, and stops importing', async () => {

@@ -510,7 +510,10 @@ describe('reads with source=ga4', () => {
       /country/,
       /hour buckets/,
     )
-    await refused(`/api/v1/stats?site_id=${ga4Site.id}&range=realtime`, /range/)
+    // range=realtime reads GA4's Realtime API (tests/api/ga4-connect.test.ts): without a Google client it says what to configure
+    expect((await get(`/api/v1/stats?site_id=${ga4Site.id}&range=realtime`, 409)).error).toMatch(/GOOGLE_CLIENT_ID/)
+    // a property the Realtime API does not report is named before Google is asked
+    await refused(`/api/v1/breakdown?site_id=${ga4Site.id}&range=realtime&property=path`, /path/)
     // a source the site does not have
     await refused(`/api/v1/stats?site_id=${plainSite.id}&source=ga4`, /source/, /ga4/)
     await refused(`/api/v1/stats?site_id=${ga4Site.id}&source=standalone`, /source/, /standalone/)

@@ -60,7 +60,16 @@ export interface FakeProperty {
   accountName: string
   sessions: FakeSession[]
   /** Users active now: their minutes ago (0-29) and page views. */
-  realtime?: { user: string; minutesAgo: number; views: number }[]
+  /** Realtime activity: per user and minute, with the Realtime API dimensions a read may break it down by. */
+  realtime?: {
+    user: string
+    minutesAgo: number
+    views: number
+    countryId?: string
+    city?: string
+    deviceCategory?: string
+    eventName?: string
+  }[]
 }
 
 export interface FakeGoogleOptions {
@@ -447,18 +456,44 @@ export class FakeGoogle {
     const metrics = (request.metrics ?? []).map((m) => m.name)
     const value = (list: typeof active, m: string) =>
       String(
-        m === 'activeUsers' ? new Set(list.map((r) => r.user)).size : m === 'screenPageViews' ? list.reduce((s, r) => s + r.views, 0) : 0,
+        m === 'activeUsers'
+          ? new Set(list.map((r) => r.user)).size
+          : m === 'screenPageViews'
+            ? list.reduce((s, r) => s + r.views, 0)
+            : // each activity row is one event of its eventName
+              m === 'eventCount'
+              ? list.length
+              : 0,
       )
-    const byMinute = (request.dimensions ?? []).some((d) => d.name === 'minutesAgo')
-    const groups = byMinute
-      ? [...new Set(active.map((r) => r.minutesAgo))]
-          .sort((a, b) => a - b)
-          .map((m) => ({ key: [String(m).padStart(2, '0')], list: active.filter((r) => r.minutesAgo === m) }))
+    // rows grouped by the asked dimensions (minutesAgo as two digits, as GA4 writes it), most active users first
+    const dimensions = (request.dimensions ?? []).map((d) => d.name)
+    const known = new Set(['minutesAgo', 'countryId', 'city', 'deviceCategory', 'eventName'])
+    const unknown = dimensions.find((d) => !known.has(d))
+    if (unknown) throw new ApiFailure(400, 'INVALID_ARGUMENT', `Field ${unknown} is not a valid dimension.`)
+    const keyOf = (r: (typeof active)[number]) =>
+      dimensions.map((d) =>
+        d === 'minutesAgo'
+          ? String(r.minutesAgo).padStart(2, '0')
+          : (r[d as 'countryId' | 'city' | 'deviceCategory' | 'eventName'] ?? '(not set)'),
+      )
+    const grouped = new Map<string, { key: string[]; list: typeof active }>()
+    for (const r of active) {
+      const key = keyOf(r)
+      const group = grouped.get(JSON.stringify(key)) ?? { key, list: [] }
+      group.list.push(r)
+      grouped.set(JSON.stringify(key), group)
+    }
+    const groups = dimensions.length
+      ? [...grouped.values()].sort((a, b) =>
+          dimensions[0] === 'minutesAgo'
+            ? a.key[0].localeCompare(b.key[0])
+            : new Set(b.list.map((r) => r.user)).size - new Set(a.list.map((r) => r.user)).size,
+        )
       : active.length
         ? [{ key: [] as string[], list: active }]
         : []
     return {
-      dimensionHeaders: byMinute ? [{ name: 'minutesAgo' }] : [],
+      dimensionHeaders: dimensions.map((name) => ({ name })),
       metricHeaders: metrics.map((name) => ({ name, type: 'TYPE_INTEGER' })),
       ...(groups.length
         ? {

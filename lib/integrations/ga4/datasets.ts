@@ -102,3 +102,21 @@ export const GA4_AUTOMATIC_EVENTS = [
   'video_progress',
   'video_complete',
 ] as const
+
+/** GA4 placeholders that mean "no value": stored as '' like a first-party empty value. */
+const NO_VALUE = new Set(['(not set)', '(data not available)'])
+/** Placeholders GA4 puts in traffic-source fields of direct, organic and referral sessions: no source or campaign was given. */
+const NO_SOURCE = new Set(['(direct)', '(none)', '(organic)', '(referral)'])
+const SOURCE_COLUMNS = new Set(['source_name', 'utm_source', 'utm_medium', 'utm_campaign', 'utm_content', 'utm_term'])
+
+/** GA4's device categories under the names the collector gives devices, so a `device` filter takes the same values on both sources. */
+const DEVICES: Record<string, string> = { desktop: 'Desktop', mobile: 'Mobile', tablet: 'Tablet', 'smart tv': 'TV' }
+
+/** A GA4 dimension value as the reads expect it in `column`. */
+export function normalizeValue(column: string, value: string): string {
+  if (NO_VALUE.has(value)) return ''
+  if (SOURCE_COLUMNS.has(column) && NO_SOURCE.has(value)) return ''
+  if (column === 'device') return DEVICES[value.toLowerCase()] ?? value
+  if (column === 'country') return value.toUpperCase()
+  return value
+}

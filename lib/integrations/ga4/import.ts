@@ -7,7 +7,7 @@ import { GoogleError } from '../google/oauth'
 import type { GoogleConfig } from '../google/config'
 import { GoogleSession } from '../google/session'
 import { type ReportAnswer, runReport } from './client'
-import { GA4_DATASETS, GA4_METRICS, type Ga4Dataset, IMPORTED_DIMENSION_COLUMNS } from './datasets'
+import { GA4_DATASETS, GA4_METRICS, type Ga4Dataset, IMPORTED_DIMENSION_COLUMNS, normalizeValue } from './datasets'
 import type { Ga4ImportRun, Ga4ImportTrigger } from './ga4-imports-repository'
 import { wakeImportAt } from '../import-wakeups-repository'
 
@@ -61,24 +61,6 @@ export function taskOf(run: Pick<Ga4ImportRun, 'from' | 'to'>, index: number) {
   return { dataset: DATASETS[index % DATASETS.length], from, to: earlierDay(last, run.to) }
 }
 const taskCount = (from: string, to: string) => Math.ceil(daysBetween(from, to) / CHUNK_DAYS) * DATASETS.length
-
-/** GA4 placeholders that mean "no value": stored as '' like a first-party empty value. */
-const NO_VALUE = new Set(['(not set)', '(data not available)'])
-/** Placeholders GA4 puts in traffic-source fields of direct, organic and referral sessions: no source or campaign was given. */
-const NO_SOURCE = new Set(['(direct)', '(none)', '(organic)', '(referral)'])
-const SOURCE_COLUMNS = new Set(['source_name', 'utm_source', 'utm_medium', 'utm_campaign', 'utm_content', 'utm_term'])
-
-/** GA4's device categories under the names the collector gives devices, so a `device` filter takes the same values on both sources. */
-const DEVICES: Record<string, string> = { desktop: 'Desktop', mobile: 'Mobile', tablet: 'Tablet', 'smart tv': 'TV' }
-
-/** A GA4 dimension value as the reads expect it in `column`. */
-export function normalizeValue(column: string, value: string): string {
-  if (NO_VALUE.has(value)) return ''
-  if (SOURCE_COLUMNS.has(column) && NO_SOURCE.has(value)) return ''
-  if (column === 'device') return DEVICES[value.toLowerCase()] ?? value
-  if (column === 'country') return value.toUpperCase()
-  return value
-}
 
 const isoDate = (yyyymmdd: string) => `${yyyymmdd.slice(0, 4)}-${yyyymmdd.slice(4, 6)}-${yyyymmdd.slice(6, 8)}`
 const metricNumber = (value: string | undefined) => {

@@ -1,4 +1,5 @@
 import { Temporal } from 'temporal-polyfill'
+import { ApiError } from '../../errors'
 import { PROPERTY_PREFIX, type RangeName, V1_DIMENSIONS } from '../dimensions'
 import type { Goal } from '../../sites/goals'
 import type { ClickHouse } from '../../storage/clickhouse/types'
@@ -39,7 +40,13 @@ import {
 import { eventEdges, firstEventAt, firstImportedAt } from './site-events'
 import { installOf } from '../../sites/site-install'
 import { readsBotHits } from './plan'
-import { type Ga4LiveDeps, ga4RealtimeReads } from '../../integrations/ga4/realtime'
+import {
+  type Ga4LiveDeps,
+  ga4RealtimeBreakdown,
+  ga4RealtimeReads,
+  ga4RealtimeSeries,
+  ga4RealtimeTotals,
+} from '../../integrations/ga4/realtime'
 import { breakdownsAtOnce } from './breakdowns'
 import { sampleOf, samplingView } from './sampling'
 import { type CompareInput, type CompareMode, TOTALS_FIGURES, alignSeries, changes, compareRows, resolveComparison } from './compare'
@@ -137,6 +144,26 @@ export function readerWithImports(clickhouse: ClickHouse, trackedFrom: Temporal.
   }
 }
 
+/**
+ * A ga4 read of `range=realtime` (spec 4.1 rule 2): answered from GA4's Realtime API, which keeps
+ * no earlier window to compare with. Other ga4 reads are of the imported days.
+ */
+function liveGa4(source: Source, query: Query, params: CompareInput): boolean {
+  if (source !== 'ga4' || query.range.name !== 'realtime') return false
+  if (params.compare)
+    throw new ApiError(
+      400,
+      "compare: GA4's Realtime API keeps only the last 30 minutes; a ga4 read of range=realtime compares with nothing",
+    )
+  return true
+}
+
+/** The report deps as the live reads need them: the app's services carry the Google connection and the live cache; a bare reader (a benchmark) does not. */
+function liveDeps(deps: ReportDeps): Ga4LiveDeps {
+  if (!('liveCache' in deps)) throw new ApiError(409, "GA4's Realtime API is not reachable from this reader")
+  return deps as ReportDeps & Ga4LiveDeps
+}
+
 /** A query over a window with no filters, read at `now`: site listings and the public count. */
 const windowQuery = (siteId: string, range: ResolvedRange, now: Date): Query => ({ siteId, range, filters: [], goals: [], limit: 100, now })
 
@@ -188,6 +215,8 @@ export const COMPARED_ROWS = 1000
 export async function totals(deps: ReportDeps, site: Site, params: ReportParams & CompareInput) {
   const prepared = await prepare(deps, site, params, { bots: true })
   const { source } = prepared
+  if (liveGa4(source, prepared.query, params))
+    return { source, range: rangeView(prepared.query.range), totals: await ga4RealtimeTotals(liveDeps(deps), site, prepared.query) }
   const query = await sampled(deps, site, source, prepared.query)
   const compare = resolveComparison(query.range, params)
   const window = compare?.window
@@ -209,6 +238,10 @@ export async function totals(deps: ReportDeps, site: Site, params: ReportParams 
 export async function series(deps: ReportDeps, site: Site, params: ReportParams & CompareInput) {
   const prepared = await prepare(deps, site, params, { series: true, bots: true })
   const { source } = prepared
+  if (liveGa4(source, prepared.query, params)) {
+    const { query } = prepared
+    return { source, range: rangeView(query.range), series: await ga4RealtimeSeries(liveDeps(deps), site, query, query.now) }
+  }
   const query = await sampled(deps, site, source, prepared.query)
   const compare = resolveComparison(query.range, params)
   const window = compare?.window
@@ -229,6 +262,11 @@ export async function series(deps: ReportDeps, site: Site, params: ReportParams 
 export async function breakdown(deps: ReportDeps, site: Site, params: ReportParams & CompareInput & { property: string }) {
   const prepared = await prepare(deps, site, params, { property: params.property, bots: true })
   const { source } = prepared
+  if (liveGa4(source, prepared.query, params)) {
+    const { query } = prepared
+    const results = await ga4RealtimeBreakdown(liveDeps(deps), site, query, params.property)
+    return { source, range: rangeView(query.range), property: params.property, results }
+  }
   const query = await sampled(deps, site, source, prepared.query)
   const compare = resolveComparison(query.range, params)
   const window = compare?.window
@@ -280,7 +318,7 @@ export async function exportAll(deps: ReportDeps, site: Site, params: ReportPara
 }
 
 /** GET /realtime: the last 5 and 30 minutes, a minute series, active pages and sources. */
-export async function realtime(deps: ReportDeps & Partial<Ga4LiveDeps>, site: Site, params: Omit<ReportParams, 'range' | 'from' | 'to'>) {
+export async function realtime(deps: ReportDeps, site: Site, params: Omit<ReportParams, 'range' | 'from' | 'to'>) {
   const now = deps.now()
   // one parse; the three windows derive from the same instant
   const { source, query } = await prepare(deps, site, { ...params, range: 'realtime' }, { now })
@@ -291,7 +329,7 @@ export async function realtime(deps: ReportDeps & Partial<Ga4LiveDeps>, site: Si
   // five small reads of the last half hour, at once; a ga4 site's come from GA4's Realtime API
   const [now5, now30, series, pages, sources] =
     source === 'ga4'
-      ? await ga4RealtimeReads(deps as Ga4LiveDeps, site, query, minutes.range, now)
+      ? await ga4RealtimeReads(liveDeps(deps), site, query, minutes.range, now)
       : await Promise.all([
           read.totals(query),
           read.totals(halfHour),
