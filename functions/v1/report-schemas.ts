@@ -105,3 +105,9 @@ export const comparedBreakdownRowSchema = breakdownRowSchema.extend({
   comparison: breakdownRowSchema.nullable().optional().describe("compare: the row's figures in the comparison window"),
   change: changesSchema(ROW_FIGURES).optional(),
 })
+
+/** The parts of an answer its source cannot give (a ga4 read), each with why; absent when the answer is whole. */
+export const notAvailableSchema = z
+  .array(z.object({ part: z.string().describe('The fields concerned'), reason: z.string() }))
+  .optional()
+  .describe('ga4 reads: the parts of this answer GA4’s data cannot give, and why; absent when nothing is missing')

@@ -1,11 +1,11 @@
 import { z } from 'zod'
 import { RANGES } from '../../lib/reports/dimensions'
-import { limitParam } from '../../lib/reports/query/parse'
+import { limitParam, reportParams } from '../../lib/reports/query/parse'
 import { searchReport, seoReport } from '../../lib/reports/search/search'
 import { siteRefSchema } from '../../lib/sites/sites'
 import { defineEndpoint } from '../endpoint'
 import { compareParams } from '../../lib/reports/query/compare'
-import { changesSchema, comparisonSchema, rangeViewSchema } from './report-schemas'
+import { changesSchema, comparisonSchema, rangeViewSchema, sourceSchema } from './report-schemas'
 import { changeEvidenceSchema } from './why'
 import { lostQueriesSchema, metrics, searchChangeSchema, searchDiagnosisSchema, searchMetricsSchema } from './search-schemas'
 
@@ -82,9 +82,11 @@ export const searchEndpoints = [
       range: windowParams.range,
       from: windowParams.from,
       to: windowParams.to,
+      source: reportParams.shape.source,
       limit: limitParam(1000, 100),
     }),
     response: z.object({
+      source: sourceSchema.describe('The source named (default the primary one); Search Console is read whichever it is'),
       ...notConnected,
       siteUrl,
       range: rangeViewSchema.optional(),

@@ -10,7 +10,7 @@ import { markers } from '../../lib/reports/why/markers'
 import { pageDetail } from '../../lib/reports/why/page-detail'
 import { attachSpikeSource, spikes } from '../../lib/reports/why/spikes'
 import { defineEndpoint } from '../endpoint'
-import { rangeViewSchema, sourceSchema } from './report-schemas'
+import { notAvailableSchema, rangeViewSchema, sourceSchema } from './report-schemas'
 import { errorGroupSchema, errorSummarySchema } from './behaviour'
 import { contributorSchema, metricSchema } from './vitals'
 import { searchChangeSchema, searchDiagnosisSchema, searchEvidenceSchema, searchMetricsSchema } from './search-schemas'
@@ -19,7 +19,9 @@ import { searchChangeSchema, searchDiagnosisSchema, searchEvidenceSchema, search
 
 const count = z.number().int().nonnegative()
 const fraction = z.number().nullable()
-const available = z.boolean().describe('false for a site without the standalone source: these reads count the collector’s own events')
+const available = z.boolean().describe('true: the read counts the source it names (the collector’s events, or GA4’s imported days)')
+/** The source parameter of a source-aware read: the site's primary source by default. */
+const sourceParam = reportParams.shape.source
 const windowParams = {
   site_id: siteRefSchema,
   range: z.enum(RANGES).default('30d').describe('Named range, resolved in the site timezone; custom needs from and to'),
@@ -184,6 +186,7 @@ export const whyEndpoints = [
     response: z.object({
       source: sourceSchema,
       available,
+      notAvailable: notAvailableSchema,
       range: rangeViewSchema,
       previousRange: rangeViewSchema,
       rule: z.object({ minVisits: count, minChange: count, minRelativeChange: z.number() }),
@@ -228,12 +231,15 @@ export const whyEndpoints = [
       'Baseline: the same site-local hour (interval=day: day) in each of the 8 weeks before; a spike is at least 5 robust deviations (1.4826 × median absolute deviation, at least √median and 1) and at least 10 visitors (30 a day) over the median. Consecutive spiking buckets are one spike; newest first, at most limit. id is stable (site and start). source is the UTM campaign, referring source or channel with the largest excess over its baseline mean, the most specific one that holds at least half of the spike’s excess; attached is a source named by hand with POST.',
     params: z.object({
       ...windowParams,
+      source: sourceParam,
       interval: z.enum(['hour', 'day']).default('hour').describe('Bucket size: hour (default) or day'),
       limit: limitParam(1000, 100),
     }),
     response: z.object({
+      source: sourceSchema,
       available,
       range: rangeViewSchema,
+      notAvailable: notAvailableSchema,
       rule: z.object({ interval: z.enum(['hour', 'day']), baselineWeeks: count, k: z.number(), minExcess: count }),
       spikes: z.array(
         z.object({
@@ -294,9 +300,11 @@ export const whyEndpoints = [
     summary: 'Fading pages: their best 28 days of the last year against the last 28, adjusted for the whole site, with a diagnosis.',
     description:
       'The whole site’s current state; takes no range. Windows are whole site-local days: current is the 28 days ending yesterday; a page’s peak is its best 28 consecutive days in the 365 before today. Listed when the peak had at least 30 visits, the current 28 days are at most 70% of it, and at most 75% once the site’s own change over the same time is taken out (adjustedChange ≤ -0.25). diagnosis is page_removed when the crawler last found the page removed (404 or 410), content_changed (confidence 0.6) when its title, h1 or text changed since the peak began, else names the channel most of the lost visits came from (lost_search, lost_referral, lost_social, lost_ai, lost_email, lost_direct, lost_paid, lost_other; no_visits when none are left), its confidence is that channel’s share of the loss, and evidence lists the channels that lost most. Most visits lost first.',
-    params: z.object({ site_id: siteRefSchema, limit: limitParam(1000, 100) }),
+    params: z.object({ site_id: siteRefSchema, source: sourceParam, limit: limitParam(1000, 100) }),
     response: z.object({
+      source: sourceSchema,
       available,
+      notAvailable: notAvailableSchema,
       timezone: z.string(),
       windows: z.object({ current: z.object({ from: day, to: day.describe('Included') }), lookback: z.object({ from: day, to: day }) }),
       rule: z.object({
@@ -358,6 +366,7 @@ export const whyEndpoints = [
       'A page goes live at the earlier of its first pageview and its first crawl. measure=launch (default) counts each page’s visits over its first 30 site-local days (fewer while it is younger: measuredDays) and compares it with the median of the cohort’s pages at least as old over as many first days; measure=30d counts every page over the same last 30 days and compares with the cohort median. band is at within ±20% of that median. cohort.shape is the median visits on each day since launch (day 0 is the launch day) over the pages that old. Most visits first, at most limit.',
     params: z.object({
       ...windowParams,
+      source: sourceParam,
       measure: z
         .enum(['launch', '30d'])
         .default('launch')
@@ -365,6 +374,7 @@ export const whyEndpoints = [
       limit: limitParam(1000, 100),
     }),
     response: z.object({
+      source: sourceSchema,
       available,
       range: rangeViewSchema,
       measure: z.enum(['launch', '30d']),
@@ -409,11 +419,14 @@ export const whyEndpoints = [
       'By path or page_id (the base64url of the path, as page.pageId gives it), not both; a page with no pageview and no crawl is 404. Honours range (default 30d). shift is the last significant shift of the daily visits (7 days before against up to 7 after, at least 30% and 10 visits); causes rank what explains it, most confident first: the page’s crawler changes detected from 7 days before to 2 days after, a source that lost or brought more than its share, a vitals regression and an error spike across the shift, Search Console’s search_rank_drop or search_demand_drop across a fall (with the queries as evidence), and site-wide changes (rules in the docs). search: the page’s ranking queries, connected: false without Search Console.',
     params: z.object({
       ...windowParams,
+      source: sourceParam,
       path: z.string().min(1, 'required').max(2000).optional().describe('The page’s path, starting with /'),
       page_id: z.string().min(1, 'required').max(2800).optional().describe('The page id (page.pageId): the base64url of its path'),
     }),
     response: z.object({
+      source: sourceSchema,
       available,
+      notAvailable: notAvailableSchema,
       range: rangeViewSchema,
       page: z.object({
         path: z.string(),

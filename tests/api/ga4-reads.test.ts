@@ -598,7 +598,16 @@ describe('reads with source=ga4', () => {
     const goals = await get(`/api/v1/goals?site_id=${ga4Site.id}&${WEEK}`)
     expect(goals).toMatchObject({ source: 'ga4', available: false, goals: [{ name: 'Signup', type: 'event', matchValue: 'signup' }] })
     expect(goals.goals[0].conversions).toBeUndefined()
-    const reads = ['errors', 'clicks', 'properties', 'flow', 'journeys', 'activity', 'vitals', 'funnels', 'geo', 'goals', 'anomalies']
+    const reads = ['errors', 'clicks', 'properties', 'flow', 'journeys', 'activity', 'vitals', 'funnels', 'goals']
+    // geo and anomalies read GA4's imported days (tests/api/ga4-why-reads.test.ts); the source is the primary one unless named
+    for (const read of ['geo', 'anomalies']) {
+      const path = `/api/v1/${read}?${read === 'geo' ? 'granularity=city&' : ''}site_id=`
+      expect(await get(`${path}${ga4Site.id}`), read).toMatchObject({ source: 'ga4', available: true })
+      expect(await get(`${path}${bothSite.id}&source=ga4`), read).toMatchObject({ source: 'ga4', available: true })
+      expect(await get(`${path}${bothSite.id}`), read).toMatchObject({ source: 'standalone', available: true })
+      expect((await get(`${path}${ga4Site.id}&source=standalone`, 400)).error, read).toMatch(/^source: .*standalone/)
+      expect((await get(`${path}${plainSite.id}&source=ga4`, 400)).error, read).toMatch(/^source: .*ga4/)
+    }
     for (const read of reads) {
       const path = `/api/v1/${read}?${read === 'geo' ? 'granularity=city&' : ''}site_id=`
       expect(await get(`${path}${ga4Site.id}`), read).toMatchObject({ source: 'ga4', available: false })

@@ -240,13 +240,14 @@ describe('GET /api/v1/geo', () => {
     expectSamePlaces(json.places, expectedPlaces(fx.berlin.visits, json.range, 'city').slice(0, 2))
   })
 
-  it('an empty site has no places; a ga4-only site answers available: false', async () => {
+  it('an empty site has no places; a ga4-only site without imports has none either, and says GA4 gives no coordinates', async () => {
     expect((await get(`/api/v1/geo?site_id=${ids.empty}&granularity=region`)).places).toEqual([])
-    expect(await get(`/api/v1/geo?site_id=${ids.ga4}&granularity=city`)).toEqual({
+    expect(await get(`/api/v1/geo?site_id=${ids.ga4}&granularity=city`)).toMatchObject({
       source: 'ga4',
-      available: false,
+      available: true,
       granularity: 'city',
       places: [],
+      notAvailable: [{ part: 'latitude, longitude', reason: expect.stringMatching(/without coordinates/) }],
     })
   })
 

@@ -248,8 +248,9 @@ describe('Search Console: bind, import, and explain search traffic', () => {
   })
 
   it('reads answer connected: false before a property is bound', async () => {
-    for (const path of ['/api/v1/search', '/api/v1/seo'])
-      expect(await get(`${path}?site_id=${siteId}`)).toEqual({ connected: false, siteUrl: null })
+    expect(await get(`/api/v1/search?site_id=${siteId}`)).toEqual({ connected: false, siteUrl: null })
+    // seo takes the common source parameter: it reads Search Console whichever it names, and echoes it
+    expect(await get(`/api/v1/seo?site_id=${siteId}`)).toEqual({ source: 'standalone', connected: false, siteUrl: null })
     const detail = await get(`/api/v1/pages/detail?site_id=${siteId}&path=/rank`)
     expect(detail.search).toEqual({ connected: false })
   })

@@ -398,10 +398,14 @@ describe('why traffic changed', () => {
       expect((await get(`/api/v1/anomalies?site_id=${ids.flat}`)).site.current).toBeGreaterThan(0)
     })
 
-    it('answers available: false for a site that reads only ga4', async () => {
+    it('reads the ga4 source of a site that reads only ga4 (nothing imported: nothing found), and refuses the collector for it', async () => {
       for (const path of ['spikes', 'anomalies', 'decay', 'pages/launches']) {
         const json = await get(`/api/v1/${path}?site_id=${ids.ga4}`)
-        expect(json.available, path).toBe(false)
+        expect(json, path).toMatchObject({ source: 'ga4', available: true })
+        expect(json[path === 'spikes' ? 'spikes' : 'pages'], path).toEqual([])
+        const refused = await call('GET', `/api/v1/${path}?site_id=${ids.ga4}&source=standalone`, { key: read })
+        expect(refused.status, path).toBe(400)
+        expect(refused.json.error, path).toMatch(/^source: .*standalone/)
       }
     })
 

@@ -1,7 +1,8 @@
 import type { Site } from '../../sites/sites'
 import { type GeoGranularity, geoPlacesSql } from './compile/geo'
-import { type ReportParams, collectorSource } from './parse'
-import { collectorRead } from './behaviour'
+import { type ReportParams, parseSource } from './parse'
+import { planImported } from './plan'
+import { importedPlacesSql } from './compile/imported'
 import { rangeView, rawDaySpans, wholeDays } from './range'
 import { type ReportDeps, prepare } from './reports'
 import { execute } from '../../storage/clickhouse/execute'
@@ -13,13 +14,14 @@ const numberOf = (v: unknown) => Number(v ?? 0)
 const degrees = (v: unknown) => Math.round(numberOf(v) * 1e4) / 1e4
 
 /**
- * GET /geo: visitors and visits per region or city with the place's coordinates. The places come
- * from the collector's lookup of each visit's address, so the read is the standalone source's;
- * a site without it answers `available: false` (the ga4 source holds no places with coordinates).
+ * GET /geo: visitors and visits per region or city with the place's coordinates. The collector's
+ * places come from its lookup of each visit's address; the ga4 source's from GA4's locations
+ * (users and sessions per country, region and city), which carry no coordinates.
  */
 async function geoRead(deps: ReportDeps, site: Site, params: ReportParams & { granularity: GeoGranularity }) {
   const { granularity } = params
-  if (collectorSource(params, site) !== 'standalone') return { available: false, granularity, places: [] }
+  const source = parseSource(params, site)
+  if (source === 'ga4') return importedGeo(deps, site, params)
   const { query } = await prepare(deps, site, { ...params, source: 'standalone' })
   // an unfiltered read of whole days takes the days rolled up from the daily rollup
   const days = !query.filters.length && wholeDays(query.range) ? await rolledDays(deps.clickhouse, query, false) : undefined
@@ -44,5 +46,30 @@ async function geoRead(deps: ReportDeps, site: Site, params: ReportParams & { gr
   }
 }
 
-export const geo = (deps: ReportDeps, site: Site, params: ReportParams & { granularity: GeoGranularity }) =>
-  collectorRead(site, params, () => geoRead(deps, site, params))
+/** The geo read of the ga4 source: GA4's places, the coordinates said to be missing. */
+async function importedGeo(deps: ReportDeps, site: Site, params: ReportParams & { granularity: GeoGranularity }) {
+  const { granularity } = params
+  const { query } = await prepare(deps, site, { ...params, source: 'ga4' })
+  // the planner refuses what GA4's locations cannot answer: a filter of another dataset, a window of minutes
+  planImported(query, { kind: 'breakdown', property: granularity })
+  const rows = await execute<Row>(deps.clickhouse, importedPlacesSql(query, granularity))
+  return {
+    available: true,
+    range: rangeView(query.range),
+    granularity,
+    places: rows.map((r) => ({
+      country: String(r.country),
+      region: String(r.region),
+      ...(granularity === 'city' ? { city: String(r.city) } : {}),
+      latitude: null,
+      longitude: null,
+      visitors: numberOf(r.visitors),
+      visits: numberOf(r.visits),
+    })),
+    notAvailable: [{ part: 'latitude, longitude', reason: 'GA4 reports places by name, without coordinates' }],
+  }
+}
+
+export async function geo(deps: ReportDeps, site: Site, params: ReportParams & { granularity: GeoGranularity }) {
+  return { source: parseSource(params, site), ...(await geoRead(deps, site, params)) }
+}

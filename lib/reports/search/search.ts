@@ -1,3 +1,5 @@
+import { parseSource } from '../query/parse'
+import type { Source } from '../../sites/source'
 import { Temporal } from 'temporal-polyfill'
 import { type StoredChange, siteChanges } from '../../crawl/changes'
 import { ApiError } from '../../errors'
@@ -316,10 +318,16 @@ export const SEO_CHANGE_TYPES = new Set(['title', 'meta_description', 'h1', 'can
 export const SEO_CANDIDATE_LEAD_DAYS = 7
 
 /** GET /seo. */
-export async function seoReport(deps: WhyDeps, site: Site, params: Omit<SearchParams, 'dimension' | 'value' | 'filters'>) {
+export async function seoReport(
+  deps: WhyDeps,
+  site: Site,
+  params: Omit<SearchParams, 'dimension' | 'value' | 'filters'> & { source?: Source },
+) {
+  // Search Console is read whichever traffic source is named; the source is still one the site must have
+  const source = parseSource(params, site)
   const range = await windowOf(deps, site, params)
   const bound = searchConnection(site)
-  if (!bound) return notConnected
+  if (!bound) return { source, ...notConnected }
   const windows = windowsOf(range)
   const from = range.from.epochMilliseconds
   const to = range.to.epochMilliseconds
@@ -343,6 +351,7 @@ export async function seoReport(deps: WhyDeps, site: Site, params: Omit<SearchPa
     .sort((a, b) => a.change.clicks - b.change.clicks || b.previous.clicks - a.previous.clicks || (a.path < b.path ? -1 : 1))
     .slice(0, clampLimit(params.limit, 100))
   return {
+    source,
     ...bound,
     range: rangeView(range),
     rule: SEARCH_DIAGNOSIS_RULE,

@@ -1,5 +1,9 @@
-import { type ReportParams, collectorSource } from '../query/parse'
-import { previousWindow, rangeView, wholeDays } from '../query/range'
+import { type ReportParams, parseSource } from '../query/parse'
+import type { Query } from '../query/model'
+import { ApiError } from '../../errors'
+import type { Fragment } from '../../storage/clickhouse/sql'
+import { importedDayRowsSql } from './imported-days'
+import { type ResolvedRange, previousWindow, rangeView, wholeDays } from '../query/range'
 import { type ReportDeps, prepare } from '../query/reports'
 import { execute } from '../../storage/clickhouse/execute'
 import type { Site } from '../../sites/sites'
@@ -28,34 +32,48 @@ export type MoverStatus = 'rose' | 'fell' | 'appeared' | 'went_quiet'
 
 const relative = (current: number, previous: number) => (previous ? round4((current - previous) / previous) : null)
 
+/**
+ * The day rows of a ga4 read of both windows: GA4's pages carry no other dimension a filter could
+ * take with the site's own sessions beside them, and hold whole days only.
+ */
+function importedDays(query: Query, previous: ResolvedRange) {
+  if (query.filters.length)
+    throw new ApiError(
+      400,
+      "filters: page movers of the ga4 source take no filters (GA4's pages and the site's sessions are separate datasets)",
+    )
+  if (!wholeDays(query.range))
+    throw new ApiError(400, `range: ${query.range.name} is not whole days; the ga4 source holds the days GA4 reported`)
+  return importedDayRowsSql(query.siteId, previous.from.toPlainDate(), query.range.to.toPlainDate())
+}
+
 export async function anomalies(deps: ReportDeps, site: Site, params: ReportParams & { vitals?: '0' | '1' }) {
-  // a read of the ga4 source is still parsed (its range and filters checked) under that source
-  const source = collectorSource(params, site)
-  const reads = source === 'standalone'
+  const source = parseSource(params, site)
   const { query } = await prepare(deps, site, { ...params, source })
   const previous = previousWindow(query.range)
   const base = { source, range: rangeView(query.range), previousRange: rangeView(previous), rule: ANOMALY_RULE }
   const none = { current: 0, previous: 0, change: 0, relativeChange: null }
   if (params.vitals === '1') {
-    // the regressions of each page against the window before, as markers and the page detail find them
-    const regressions = reads
-      ? await vitalsRegressions(
-          deps.clickhouse,
-          site.id,
-          { baselineFrom: previous.from, currentFrom: query.range.from, to: query.range.to },
-          { limit: query.limit },
-        )
-      : []
-    return { available: reads, ...base, vitalsRule: VITALS_REGRESSION_RULE, site: none, pages: [], regressions }
+    // the regressions of each page against the window before, as markers and the page detail find them;
+    // vitals are measured by the collector's script whichever source the traffic is read from
+    const regressions = await vitalsRegressions(
+      deps.clickhouse,
+      site.id,
+      { baselineFrom: previous.from, currentFrom: query.range.from, to: query.range.to },
+      { limit: query.limit },
+    )
+    return { available: true, ...base, vitalsRule: VITALS_REGRESSION_RULE, site: none, pages: [], regressions }
   }
-  if (!reads) return { available: false, ...base, site: none, pages: [] }
-  // unfiltered whole days read the daily rollup where it is current, as the path breakdown does
+  const fromDays = (days: { paths: Fragment; site: Fragment }) =>
+    pageVisitsByPeriodFromDaysSql(days.paths, days.site, query.range.from.toPlainDate().toString(), ANOMALY_RULE.minVisits)
+  // the ga4 source: GA4's sessions per page and day; unfiltered whole days of the collector read
+  // the daily rollup where it is current, as the path breakdown does
   const statement =
-    !query.filters.length && wholeDays(query.range)
-      ? await dayRowsSql(deps.clickhouse, site.id, site.timezone, previous.from, query.range.to).then((days) =>
-          pageVisitsByPeriodFromDaysSql(days.paths, days.site, query.range.from.toPlainDate().toString(), ANOMALY_RULE.minVisits),
-        )
-      : pageVisitsByPeriodSql(query, previous, ANOMALY_RULE.minVisits)
+    source === 'ga4'
+      ? fromDays(importedDays(query, previous))
+      : !query.filters.length && wholeDays(query.range)
+        ? fromDays(await dayRowsSql(deps.clickhouse, site.id, site.timezone, previous.from, query.range.to))
+        : pageVisitsByPeriodSql(query, previous, ANOMALY_RULE.minVisits)
   const leadFrom = new Date(query.range.from.epochMilliseconds - CANDIDATE_LEAD_DAYS * 86_400_000)
   const [rows, changes, linkEvents] = await Promise.all([
     execute<{ page: string | null; current: number | string; previous: number | string }>(deps.clickhouse, statement),

@@ -232,13 +232,16 @@ GROUP BY pathname, channel, day`
  * fetch, or an earlier pageview it saw) from a fetch that found the page (an error or a 404
  * launches nothing). A page first viewed after the window's end has no pageview before it.
  */
-export function launchedPagesSql(siteId: string, from: Instant, to: Instant): Fragment {
-  return sql`
-SELECT pathname, min(first) AS first FROM (
-  SELECT pathname, toUnixTimestamp64Milli(min(first_view)) AS first
+export function launchedPagesSql(siteId: string, from: Instant, to: Instant, firstViews?: Fragment): Fragment {
+  const views =
+    firstViews ??
+    sql`SELECT pathname, toUnixTimestamp64Milli(min(first_view)) AS first
   FROM page_first_views WHERE ${site(siteId)}
   GROUP BY pathname
-  HAVING min(first_view) < ${time(to)}
+  HAVING min(first_view) < ${time(to)}`
+  return sql`
+SELECT pathname, min(first) AS first FROM (
+  ${views}
   UNION ALL
   SELECT path AS pathname, toUnixTimestamp64Milli(min(launched_at)) AS first
   FROM crawl_snapshots WHERE ${site(siteId)} AND launched_at < ${time(to)} AND status > 0 AND status < 400

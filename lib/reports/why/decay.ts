@@ -9,7 +9,10 @@ import { pageChannelVisitsByDaySql, pagePeaksSql } from './compile'
 import { round4 } from './robust'
 import { sum } from './shifts'
 import { dayRowsSql } from './path-days'
-import { type WhyDeps, readsEvents } from './window'
+import type { WhyDeps } from './window'
+import { importedDayRowsSql } from './imported-days'
+import { parseSource } from '../query/parse'
+import type { Source } from '../../sites/source'
 import { type PageSearchEvidence, evidenceView, pagesSearchEvidence, searchConnection } from '../search/search'
 
 /**
@@ -47,7 +50,15 @@ function lossKind(channel: string): string {
 
 const day = (d: Temporal.PlainDate) => d.toString()
 
-export async function decay(deps: WhyDeps, site: Site, params: { limit?: number }) {
+/** What a ga4 read of decay cannot tell: GA4's pages carry no channel. */
+const GA4_NO_CHANNEL = {
+  part: 'pages.diagnosis, pages.diagnosis.evidence',
+  reason:
+    "GA4's imported pages carry no channel, so the channel a page lost its visits from cannot be told (kind channel_unknown); the crawler's page_removed and content_changed still apply",
+}
+
+export async function decay(deps: WhyDeps, site: Site, params: { limit?: number; source?: Source }) {
+  const source = parseSource(params, site)
   const today = Temporal.Instant.fromEpochMilliseconds(deps.now().getTime()).toZonedDateTimeISO(site.timezone).toPlainDate()
   const currentTo = today
   const currentFrom = today.subtract({ days: DECAY_RULE.windowDays })
@@ -58,11 +69,18 @@ export async function decay(deps: WhyDeps, site: Site, params: { limit?: number 
     lookback: { from: day(lookbackFrom), to: day(currentTo.subtract({ days: 1 })) },
   }
   const zonedStart = (d: Temporal.PlainDate) => d.toZonedDateTime({ timeZone: site.timezone })
-  const base = { timezone: site.timezone, windows, rule: DECAY_RULE }
-  if (!readsEvents(site))
-    return { available: false, ...base, site: { current: 0, peak: 0, peakFrom: null, peakTo: null, change: null }, pages: [] }
+  const base = {
+    source,
+    timezone: site.timezone,
+    windows,
+    rule: DECAY_RULE,
+    ...(source === 'ga4' ? { notAvailable: [GA4_NO_CHANNEL] } : {}),
+  }
 
-  const rows = await dayRowsSql(deps.clickhouse, site.id, site.timezone, zonedStart(lookbackFrom), zonedStart(currentTo))
+  const rows =
+    source === 'ga4'
+      ? importedDayRowsSql(site.id, lookbackFrom, currentTo)
+      : await dayRowsSql(deps.clickhouse, site.id, site.timezone, zonedStart(lookbackFrom), zonedStart(currentTo))
   const [peaks, siteDays] = await Promise.all([
     execute<{ pathname: string; peak: number | string; peak_end: string; current: number | string }>(
       deps.clickhouse,
@@ -119,19 +137,20 @@ export async function decay(deps: WhyDeps, site: Site, params: { limit?: number 
     .sort((a, b) => b.lost - a.lost || (a.path < b.path ? -1 : 1))
     .slice(0, Math.min(1000, Math.max(1, params.limit ?? 100)))
 
-  // the diagnosis: which channel the lost visits came from
-  const channelRows = fading.length
-    ? await execute<{ pathname: string; channel: string; day: string; visits: number | string }>(
-        deps.clickhouse,
-        pageChannelVisitsByDaySql(
-          site.id,
-          site.timezone,
-          fading.map((p) => p.path),
-          zonedStart(Temporal.PlainDate.from(fading.map((p) => p.peakFrom).sort()[0])),
-          zonedStart(currentTo),
-        ),
-      )
-    : []
+  // the diagnosis: which channel the lost visits came from (the collector's visits only)
+  const channelRows =
+    fading.length && source === 'standalone'
+      ? await execute<{ pathname: string; channel: string; day: string; visits: number | string }>(
+          deps.clickhouse,
+          pageChannelVisitsByDaySql(
+            site.id,
+            site.timezone,
+            fading.map((p) => p.path),
+            zonedStart(Temporal.PlainDate.from(fading.map((p) => p.peakFrom).sort()[0])),
+            zonedStart(currentTo),
+          ),
+        )
+      : []
   // the crawler's view: removed pages and content changes since each peak began
   const earliestPeak = fading.length ? zonedStart(Temporal.PlainDate.from(fading.map((p) => p.peakFrom).sort()[0])).epochMilliseconds : 0
   const [latest, changes] = fading.length
@@ -195,9 +214,11 @@ export async function decay(deps: WhyDeps, site: Site, params: { limit?: number 
           ? { kind: 'content_changed', confidence: DECAY_RULE.contentChangeConfidence, evidence }
           : p.current === 0
             ? { kind: 'no_visits', confidence: 1, evidence }
-            : top
-              ? { kind: lossKind(top.channel), confidence: top.share, evidence }
-              : { kind: 'lost_other', confidence: 0, evidence }
+            : source === 'ga4'
+              ? { kind: 'channel_unknown', confidence: 0, evidence }
+              : top
+                ? { kind: lossKind(top.channel), confidence: top.share, evidence }
+                : { kind: 'lost_other', confidence: 0, evidence }
       const refreshed = since.some((c) => c.type === 'text' && Date.parse(c.detectedAt) >= peakEnd)
       return { ...p, diagnosis, contentChanges: since.map(candidateOf), refreshed, search: evidenceView(search.get(p.path)) }
     }),

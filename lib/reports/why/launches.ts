@@ -7,7 +7,10 @@ import { launchedPagesSql } from './compile'
 import { dayRowsSql } from './path-days'
 import { median, round4 } from './robust'
 import { sum } from './shifts'
-import { type WhyDeps, type WindowParams, isoLocal, readsEvents, windowOf, zoned } from './window'
+import { type WhyDeps, type WindowParams, isoLocal, windowOf, zoned } from './window'
+import { importedDayRowsSql, importedFirstViewsSql } from './imported-days'
+import { parseSource } from '../query/parse'
+import type { Source } from '../../sites/source'
 
 /**
  * GET /pages/launches: pages that went live in the window, and how each does against the others
@@ -23,6 +26,7 @@ export const LAUNCH_RULE = {
 
 export type LaunchMeasure = 'launch' | '30d'
 export interface LaunchParams extends WindowParams {
+  source?: Source
   measure?: LaunchMeasure
   limit?: number
 }
@@ -35,23 +39,24 @@ const bandOf = (value: number, mid: number | null): 'over' | 'at' | 'under' | nu
 }
 
 export async function launches(deps: WhyDeps, site: Site, params: LaunchParams) {
+  const source = parseSource(params, site)
   const measure = params.measure ?? 'launch'
   const now = deps.now()
-  const range = await windowOf(deps, site, params, now)
+  const range = await windowOf(deps, site, params, now, source)
   const today = zoned(now.getTime(), site.timezone).toPlainDate()
   const shared = { from: today.subtract({ days: LAUNCH_RULE.days - 1 }), to: today }
   const base = {
+    source,
     range: rangeView(range),
     measure,
     rule: LAUNCH_RULE,
     sharedWindow: measure === '30d' ? { from: shared.from.toString(), to: shared.to.toString() } : null,
   }
   const empty = { pages: 0, median: null, shape: [] as { day: number; medianVisits: number; pages: number }[] }
-  if (!readsEvents(site)) return { available: false, ...base, cohort: empty, pages: [] }
-
+  // the ga4 source: a page's first view is the first day GA4 reported one
   const launched = await execute<{ pathname: string; first: number | string }>(
     deps.clickhouse,
-    launchedPagesSql(site.id, range.from, range.to),
+    launchedPagesSql(site.id, range.from, range.to, source === 'ga4' ? importedFirstViewsSql(site.id, site.timezone, range.to) : undefined),
   )
   if (!launched.length) return { available: true, ...base, cohort: empty, pages: [] }
   const pages = launched.map((r) => {
@@ -67,13 +72,16 @@ export async function launches(deps: WhyDeps, site: Site, params: LaunchParams) 
     }
   })
   const scanFrom = Temporal.PlainDate.compare(range.from.toPlainDate(), shared.from) < 0 ? range.from.toPlainDate() : shared.from
-  const { paths: pathDays } = await dayRowsSql(
-    deps.clickhouse,
-    site.id,
-    site.timezone,
-    scanFrom.toZonedDateTime({ timeZone: site.timezone }),
-    today.add({ days: 1 }).toZonedDateTime({ timeZone: site.timezone }),
-  )
+  const { paths: pathDays } =
+    source === 'ga4'
+      ? importedDayRowsSql(site.id, scanFrom, today.add({ days: 1 }))
+      : await dayRowsSql(
+          deps.clickhouse,
+          site.id,
+          site.timezone,
+          scanFrom.toZonedDateTime({ timeZone: site.timezone }),
+          today.add({ days: 1 }).toZonedDateTime({ timeZone: site.timezone }),
+        )
   const rows = await execute<{ pathname: string; day: string; visits: number | string }>(
     deps.clickhouse,
     sql`SELECT value AS pathname, toString(day) AS day, visits FROM (${pathDays}) WHERE value IN ${bind(

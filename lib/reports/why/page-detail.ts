@@ -14,7 +14,10 @@ import { sum } from './shifts'
 import { vitalsRegressions } from './vitals-regressions'
 import { backlinkCauses } from './backlink-causes'
 import { pageSearch, searchCauseOf } from '../search/search'
-import { type WindowParams, isoLocal, readsEvents, windowOf, zoned } from './window'
+import { type WindowParams, isoLocal, windowOf, zoned } from './window'
+import { importedPageDaysSql, importedPageFirstViewSql } from './imported-days'
+import { parseSource } from '../query/parse'
+import type { Source } from '../../sites/source'
 
 /**
  * GET /pages/detail: everything about one page, and why its traffic last moved
@@ -85,6 +88,7 @@ export const CAUSE_RULE = {
 }
 
 export interface PageDetailParams extends WindowParams {
+  source?: Source
   path?: string
   page_id?: string
 }
@@ -156,48 +160,75 @@ export function lastShift(all: string[], visitsOn: (day: string) => number, judg
   return run.reduce((best, f) => (Math.abs(f.diff) > Math.abs(best.diff) ? f : best))
 }
 
+/** What a ga4 read of a page cannot give: GA4's pages carry no traffic source. */
+const GA4_PAGE_PARTS = [
+  {
+    part: 'drivers, causes (source_shift)',
+    reason: "GA4's imported pages carry no source or channel, so the page's drivers and a source's shift cannot be told",
+  },
+]
+
 export async function pageDetail(deps: ReportDeps, site: Site, params: PageDetailParams) {
   const path = pathOf(params)
+  const source = parseSource(params, site)
   const now = deps.now()
-  const range = await windowOf(deps, site, params, now)
+  const range = await windowOf(deps, site, params, now, source)
   const tz = site.timezone
   const today = zoned(now.getTime(), tz).toPlainDate()
   const windowFrom = range.from.toPlainDate()
   const windowEndDay = range.to.subtract({ nanoseconds: 1 }).toPlainDate()
   const seriesFrom = windowFrom.subtract({ days: PAGE_SHIFT_RULE.beforeDays })
   const startOf = (d: Temporal.PlainDate) => d.toZonedDateTime({ timeZone: tz })
-  const events = readsEvents(site)
+  // errors, engagement reports and vitals are the collector's whichever source counts the traffic
+  const collector = site.sources.includes('standalone')
   const filters = JSON.stringify([{ dimension: 'path', operator: 'is', value: [path] }])
   const reportParams = { site_id: site.id, range: params.range, from: params.from, to: params.to, filters, limit: 20 }
+  /** The page's day rows of [from, to) from the source read: the collector's events, or GA4's imported pages. */
+  const pageDays = (from: Temporal.PlainDate, to: Temporal.PlainDate) =>
+    execute<DayRow>(
+      deps.clickhouse,
+      source === 'ga4' ? importedPageDaysSql(site.id, path, from, to) : pageDaysSql(site.id, tz, path, startOf(from), startOf(to)),
+    )
+  const seriesTo = windowEndDay.add({ days: 1 })
 
   const wholeDays = range.from.equals(range.from.startOfDay()) && range.to.equals(range.to.startOfDay())
-  const [seen, dayRows, engagementRead, history, snapshots, errorRead, vitalsRead, regressions, search] = await Promise.all([
-    execute<{ first_view: number | string | null; first_crawl: number | string | null }>(deps.clickhouse, pageFirstSeenSql(site.id, path)),
-    events
-      ? execute<DayRow>(deps.clickhouse, pageDaysSql(site.id, tz, path, startOf(seriesFrom), startOf(windowEndDay.add({ days: 1 }))))
-      : [],
-    // a window of whole days takes its engagement from the daily series' rows
-    events && !wholeDays
-      ? execute<{ reports: number | string; scroll: number | string; engaged: number | string }>(
-          deps.clickhouse,
-          pageEngagementSql(site.id, path, range.from, range.to),
-        )
-      : [],
-    siteChanges(deps.clickhouse, site.id, new Date(now.getTime() - 365 * DAY_MS), new Date(now.getTime() + 1), { path }),
-    pageSnapshots(deps.clickhouse, site.id, path, 20),
-    errors(deps, site, reportParams),
-    vitals(deps, site, { ...reportParams, percentile: '75', attribution: '1' }),
-    events
-      ? vitalsRegressions(
-          deps.clickhouse,
-          site.id,
-          { baselineFrom: previousWindow(range).from, currentFrom: range.from, to: range.to },
-          { path },
-        )
-      : [],
-    pageSearch(deps, site, path, range),
-  ])
-  const firstView = Number(seen[0]?.first_view ?? 0)
+  const [seen, importedFirst, dayRows, collectorDays, engagementRead, history, snapshots, errorRead, vitalsRead, regressions, search] =
+    await Promise.all([
+      execute<{ first_view: number | string | null; first_crawl: number | string | null }>(
+        deps.clickhouse,
+        pageFirstSeenSql(site.id, path),
+      ),
+      source === 'ga4'
+        ? execute<{ first_view: number | string }>(deps.clickhouse, importedPageFirstViewSql(site.id, tz, path))
+        : Promise.resolve([]),
+      source === 'ga4' || collector ? pageDays(seriesFrom, seriesTo) : Promise.resolve([] as DayRow[]),
+      // the collector's own rows beside GA4's, for errors and engagement
+      source === 'ga4' && collector
+        ? execute<DayRow>(deps.clickhouse, pageDaysSql(site.id, tz, path, startOf(seriesFrom), startOf(seriesTo)))
+        : Promise.resolve(null),
+      // a window of whole days takes its engagement from the daily series' rows
+      collector && !wholeDays
+        ? execute<{ reports: number | string; scroll: number | string; engaged: number | string }>(
+            deps.clickhouse,
+            pageEngagementSql(site.id, path, range.from, range.to),
+          )
+        : [],
+      siteChanges(deps.clickhouse, site.id, new Date(now.getTime() - 365 * DAY_MS), new Date(now.getTime() + 1), { path }),
+      pageSnapshots(deps.clickhouse, site.id, path, 20),
+      errors(deps, site, reportParams),
+      vitals(deps, site, { ...reportParams, percentile: '75', attribution: '1' }),
+      collector
+        ? vitalsRegressions(
+            deps.clickhouse,
+            site.id,
+            { baselineFrom: previousWindow(range).from, currentFrom: range.from, to: range.to },
+            { path },
+          )
+        : [],
+      pageSearch(deps, site, path, range),
+    ])
+  const ownRows = collectorDays ?? dayRows
+  const firstView = Number((source === 'ga4' ? importedFirst[0]?.first_view : seen[0]?.first_view) ?? 0)
   const firstCrawl = Number(seen[0]?.first_crawl ?? 0)
   if (!firstView && !firstCrawl && !snapshots.length) throw new ApiError(404, 'path: no pageview or crawl of this page')
   const launchedAt = firstView && firstCrawl ? Math.min(firstView, firstCrawl) : firstView || firstCrawl
@@ -205,8 +236,10 @@ export async function pageDetail(deps: ReportDeps, site: Site, params: PageDetai
   // the daily series
   const totals = new Map<string, DayRow>()
   for (const r of dayRows) if (r.dimension === '') totals.set(String(r.day), r)
+  const own = new Map<string, DayRow>()
+  for (const r of ownRows) if (r.dimension === '') own.set(String(r.day), r)
   const visitsOn = (day: string) => Number(totals.get(day)?.visits ?? 0)
-  const errorsOn = (day: string) => Number(totals.get(day)?.errors ?? 0)
+  const errorsOn = (day: string) => Number(own.get(day)?.errors ?? 0)
   const windowDays = days(windowFrom, windowEndDay.add({ days: 1 }))
   const series = windowDays.map((date) => {
     const r = totals.get(date)
@@ -215,13 +248,13 @@ export async function pageDetail(deps: ReportDeps, site: Site, params: PageDetai
       visits: Number(r?.visits ?? 0),
       visitors: Number(r?.visitors ?? 0),
       pageviews: Number(r?.pageviews ?? 0),
-      errors: Number(r?.errors ?? 0),
+      errors: errorsOn(date),
     }
   })
   const windowVisits = sum(series.map((s) => s.visits))
   const inWindow = new Set(windowDays)
   const engagement = wholeDays
-    ? [engagementOfDays(dayRows.filter((r) => r.dimension === '' && inWindow.has(String(r.day))))]
+    ? [engagementOfDays(ownRows.filter((r) => r.dimension === '' && inWindow.has(String(r.day))))]
     : engagementRead
   const drivers = (dimension: string) => {
     const by = new Map<string, number>()
@@ -236,7 +269,7 @@ export async function pageDetail(deps: ReportDeps, site: Site, params: PageDetai
   // the last significant shift among complete days (today is under way)
   const lastComplete = Temporal.PlainDate.compare(windowEndDay, today) < 0 ? windowEndDay : today.subtract({ days: 1 })
   const judgedDays = days(seriesFrom, lastComplete.add({ days: 1 }))
-  const found = events ? lastShift(judgedDays, visitsOn, inWindow) : null
+  const found = lastShift(judgedDays, visitsOn, inWindow)
   const shift = found
     ? {
         day: found.day,
@@ -268,15 +301,14 @@ export async function pageDetail(deps: ReportDeps, site: Site, params: PageDetai
 
   // the first 30 days from launch
   const launchDay = launchedAt ? zoned(launchedAt, tz).toPlainDate() : null
-  const first30 =
-    launchDay && events
-      ? await firstDays(deps, site, path, launchDay, today, { from: seriesFrom, to: windowEndDay.add({ days: 1 }), rows: dayRows })
-      : null
+  const first30 = launchDay ? await firstDays(launchDay, today, { from: seriesFrom, to: seriesTo, rows: dayRows }, pageDays) : null
 
   const e = engagement[0]
   const reports = Number(e?.reports ?? 0)
   return {
-    available: events,
+    source,
+    available: true,
+    ...(source === 'ga4' ? { notAvailable: GA4_PAGE_PARTS } : {}),
     range: rangeView(range),
     page: {
       path,
@@ -326,28 +358,15 @@ export async function pageDetail(deps: ReportDeps, site: Site, params: PageDetai
  * day's events alone.
  */
 async function firstDays(
-  deps: ReportDeps,
-  site: Site,
-  path: string,
   launchDay: Temporal.PlainDate,
   today: Temporal.PlainDate,
   read: { from: Temporal.PlainDate; to: Temporal.PlainDate; rows: DayRow[] },
+  pageDays: (from: Temporal.PlainDate, to: Temporal.PlainDate) => Promise<DayRow[]>,
 ) {
   const endDay = launchDay.add({ days: 30 })
   const end = Temporal.PlainDate.compare(endDay, today.add({ days: 1 })) < 0 ? endDay : today.add({ days: 1 })
   const covered = Temporal.PlainDate.compare(read.from, launchDay) <= 0 && Temporal.PlainDate.compare(end, read.to) <= 0
-  const rows = covered
-    ? read.rows
-    : await execute<DayRow>(
-        deps.clickhouse,
-        pageDaysSql(
-          site.id,
-          site.timezone,
-          path,
-          launchDay.toZonedDateTime({ timeZone: site.timezone }),
-          end.toZonedDateTime({ timeZone: site.timezone }),
-        ),
-      )
+  const rows = covered ? read.rows : await pageDays(launchDay, end)
   const by = new Map(rows.filter((r) => r.dimension === '').map((r) => [String(r.day), Number(r.visits)]))
   const list = days(launchDay, end).map((date, day) => ({ day, date, visits: by.get(date) ?? 0 }))
   return {

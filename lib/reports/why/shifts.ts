@@ -2,6 +2,8 @@ import type { Temporal } from 'temporal-polyfill'
 import type { Site } from '../../sites/sites'
 import type { Grain } from './compile'
 import { visitorsByBucket } from './bucket-rollup'
+import { importedVisitorsByBucket } from './imported-days'
+import type { Source } from '../../sites/source'
 import { MAD_SCALE, medianAndDeviation } from './robust'
 import { type WhyDeps, zoned } from './window'
 
@@ -71,10 +73,14 @@ export async function judgeBuckets(
   grain: Grain,
   from: Temporal.ZonedDateTime,
   to: Temporal.ZonedDateTime,
+  source: Source = 'standalone',
 ): Promise<JudgedBucket[]> {
   const start = floor(from, grain)
   const scanFrom = start.subtract({ weeks: SHIFT_RULE.baselineWeeks })
-  const { rows, first } = await visitorsByBucket(deps, site, grain, scanFrom, to)
+  const { rows, first } =
+    source === 'ga4'
+      ? await importedVisitorsByBucket(deps, site, grain, scanFrom, to)
+      : await visitorsByBucket(deps, site, grain, scanFrom, to)
   if (first === null) return []
   const firstBucket = floor(zoned(first, site.timezone), grain).epochMilliseconds / 1000
   const visitors = new Map(rows.map((r) => [Number(r.bucket), Number(r.visitors)]))

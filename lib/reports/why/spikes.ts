@@ -9,7 +9,10 @@ import { SPIKE_DIMENSIONS } from '../dimensions'
 import { type Grain, visitorsBySourceSql } from './compile'
 import { round4 } from './robust'
 import { SHIFT_RULE, type Shift, judgeBuckets, parseShiftId, shiftId, shiftsOf, sum } from './shifts'
-import { type WhyDeps, type WindowParams, isoLocal, readsEvents, windowOf, zoned } from './window'
+import { type WhyDeps, type WindowParams, isoLocal, windowOf, zoned } from './window'
+import { importedVisitorsBySourceSql } from './imported-days'
+import { parseSource } from '../query/parse'
+import type { Source } from '../../sites/source'
 
 /**
  * GET /spikes: the window's spikes (docs/traffic-changes.md), newest first, each with the source
@@ -17,6 +20,7 @@ import { type WhyDeps, type WindowParams, isoLocal, readsEvents, windowOf, zoned
  */
 
 export interface SpikeParams extends WindowParams {
+  source?: Source
   interval?: Grain
   limit?: number
 }
@@ -39,8 +43,10 @@ export interface SpikeSource {
 type Row = { bucket: number | string; dimension: string; value: string; visitors: number | string; referrer: string }
 
 /** The source of each spike's excess, read for all of them in one statement. */
-async function attribute(deps: WhyDeps, site: Site, grain: Grain, spikes: Shift[]): Promise<(SpikeSource | null)[]> {
+async function attribute(deps: WhyDeps, site: Site, grain: Grain, spikes: Shift[], source: Source): Promise<(SpikeSource | null)[]> {
   if (!spikes.length) return []
+  // GA4's sources are daily: an hour's spike of the ga4 source has none to attribute (GA4_HOURLY_SOURCES)
+  if (source === 'ga4' && grain === 'hour') return spikes.map(() => null)
   const seconds = new Set<number>()
   for (const s of spikes) for (const b of s.buckets) for (const at of [b.start, ...b.baseline]) seconds.add(at)
   const spans = [...seconds]
@@ -49,7 +55,16 @@ async function attribute(deps: WhyDeps, site: Site, grain: Grain, spikes: Shift[
       const from = zoned(at * 1000, site.timezone)
       return { from, to: grain === 'hour' ? from.add({ hours: 1 }) : from.add({ days: 1 }).startOfDay() }
     })
-  const rows = await execute<Row>(deps.clickhouse, visitorsBySourceSql(site.id, site.timezone, grain, spans))
+  const rows = await execute<Row>(
+    deps.clickhouse,
+    source === 'ga4'
+      ? importedVisitorsBySourceSql(
+          site.id,
+          site.timezone,
+          spans.map((s) => s.from.toPlainDate()),
+        )
+      : visitorsBySourceSql(site.id, site.timezone, grain, spans),
+  )
   const cell = new Map<string, Row>()
   for (const r of rows) cell.set(`${Number(r.bucket)}|${r.dimension}|${r.value}`, r)
   const visitorsAt = (at: number, dimension: string, value: string) => Number(cell.get(`${at}|${dimension}|${value}`)?.visitors ?? 0)
@@ -97,24 +112,32 @@ function attachedSources(annotations: Annotation[]): Map<number, Annotation> {
   return byStart
 }
 
+/** What an hour-grain spike read of the ga4 source cannot tell. */
+const GA4_HOURLY_SOURCES = {
+  part: 'spikes.source',
+  reason: "GA4's imported traffic sources are per day, not per hour: ask interval=day to have each spike's source",
+}
+
 export async function spikes(deps: WhyDeps & { repositories: Pick<Repositories, 'annotations'> }, site: Site, params: SpikeParams) {
+  const source = parseSource(params, site)
   const grain = params.interval ?? 'hour'
-  const range = await windowOf(deps, site, params)
+  const range = await windowOf(deps, site, params, deps.now(), source)
   const rule = { interval: grain, baselineWeeks: SHIFT_RULE.baselineWeeks, k: SHIFT_RULE.k, minExcess: SHIFT_RULE.minExcess[grain] }
-  if (!readsEvents(site)) return { available: false, range: rangeView(range), rule, spikes: [] }
-  const judged = await judgeBuckets(deps, site, grain, range.from, range.to)
+  const judged = await judgeBuckets(deps, site, grain, range.from, range.to, source)
   const found = shiftsOf(judged, grain, 'up')
     .reverse()
     .slice(0, Math.min(1000, Math.max(1, params.limit ?? 100)))
   // a window without spikes has no sources to attribute nor annotations to attach
   const [sources, annotations] = found.length
-    ? await Promise.all([attribute(deps, site, grain, found), deps.repositories.annotations.list(site.id)])
+    ? await Promise.all([attribute(deps, site, grain, found, source), deps.repositories.annotations.list(site.id)])
     : [[], []]
   const attached = attachedSources(annotations)
   const at = (seconds: number) => isoLocal(zoned(seconds * 1000, site.timezone))
   return {
+    source,
     available: true,
     range: rangeView(range),
+    ...(source === 'ga4' && grain === 'hour' ? { notAvailable: [GA4_HOURLY_SOURCES] } : {}),
     rule,
     spikes: await Promise.all(
       found.map(async (spike, i) => {
@@ -137,12 +160,17 @@ export async function spikes(deps: WhyDeps & { repositories: Pick<Repositories, 
 }
 
 /** Whether a spike starts at the id's bucket on this site: the bucket is judged again. */
-export async function findSpike(deps: WhyDeps, site: Site, id: string): Promise<{ grain: Grain; start: number } | null> {
+export async function findSpike(
+  deps: WhyDeps,
+  site: Site,
+  id: string,
+  source: Source = site.primarySource,
+): Promise<{ grain: Grain; start: number } | null> {
   const parsed = parseShiftId(id)
   if (!parsed || (await shiftId(site.id, parsed.grain, parsed.start)) !== id) return null
   const from = zoned(parsed.start * 1000, site.timezone)
   const to = parsed.grain === 'hour' ? from.add({ hours: 1 }) : from.add({ days: 1 }).startOfDay()
-  const [bucket] = await judgeBuckets(deps, site, parsed.grain, from, to)
+  const [bucket] = await judgeBuckets(deps, site, parsed.grain, from, to, source)
   return bucket?.start === parsed.start && bucket.direction === 'up' ? parsed : null
 }
 
@@ -152,7 +180,8 @@ export async function attachSpikeSource(
   site: Site,
   input: { spike_id: string; url: string; title: string },
 ) {
-  const spike = readsEvents(site) ? await findSpike(deps, site, input.spike_id) : null
+  // the spike as the site's primary source finds it, as GET /spikes lists it by default
+  const spike = await findSpike(deps, site, input.spike_id)
   if (!spike) throw new ApiError(404, 'spike_id: no spike of this site starts where this id says; take ids from GET /api/v1/spikes')
   const annotation = await createAnnotation(
     deps.repositories,

@@ -2,7 +2,8 @@ import { Temporal } from 'temporal-polyfill'
 import type { RangeName } from '../dimensions'
 import type { ClickHouse } from '../../storage/clickhouse/types'
 import { type ResolvedRange, resolveRange } from '../query/range'
-import { firstEventAt } from '../query/site-events'
+import { firstEventAt, firstImportedAt } from '../query/site-events'
+import type { Source } from '../../sites/source'
 import type { Site } from '../../sites/sites'
 
 /** What the "why traffic changed" reads use: the engine, the store and the clock. */
@@ -17,9 +18,20 @@ export interface WindowParams {
   to?: string
 }
 
-/** The window of a read, resolved in the site's timezone; `all` reads the site's first event. */
-export async function windowOf(deps: WhyDeps, site: Site, params: WindowParams, now = deps.now()): Promise<ResolvedRange> {
-  const first = params.range === 'all' ? await firstEventAt(deps.clickhouse, site.id) : null
+/** The window of a read, resolved in the site's timezone; `all` reads the site's first event (of the ga4 source: its first imported day). */
+export async function windowOf(
+  deps: WhyDeps,
+  site: Site,
+  params: WindowParams,
+  now = deps.now(),
+  source: Source = 'standalone',
+): Promise<ResolvedRange> {
+  const first =
+    params.range !== 'all'
+      ? null
+      : source === 'ga4'
+        ? await firstImportedAt(deps.clickhouse, site)
+        : await firstEventAt(deps.clickhouse, site.id)
   return resolveRange(params, site.timezone, now, { firstEventAt: first })
 }
 

@@ -128,3 +128,14 @@ LIMIT ${bind('UInt32', query.limit)}`
 export const firstImportedDaySql = (siteId: string, origins: ImportOrigins = 'ga4') =>
   sql`SELECT toString(min(date)) AS first, count() AS n FROM imported_aggregates WHERE site_id = ${bind('UUID', siteId)}
     AND source IN ${bind('Array(String)', origins === 'ga4' ? ['ga4'] : ['ga4', 'plausible'])} AND dataset = 'visitors'`
+
+/** Users and sessions per country and region (and city), most users first: the geo read of the ga4 source (GA4 gives no coordinates). */
+export function importedPlacesSql(query: Query, granularity: 'region' | 'city'): Fragment {
+  const city = granularity === 'city' ? raw(', city') : raw('')
+  return sql`
+SELECT country, region${city}, sum(visitors) AS visitors, sum(visits) AS visits
+FROM ${datasetRows(query.siteId, query.range, 'locations', query.filters)} AND country != ''
+GROUP BY country, region${city}
+ORDER BY visitors DESC, country ASC, region ASC${city}
+LIMIT ${bind('UInt32', query.limit)}`
+}
