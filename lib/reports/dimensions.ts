@@ -56,7 +56,11 @@ export interface Dimension {
   sources: readonly Source[]
   standalone: StandaloneColumns
   /** The imported GA4 dataset and column (lib/integrations/ga4/datasets.ts) a ga4 read takes it from; absent: a ga4 read refuses it. */
-  ga4?: { dataset: Ga4DatasetName; column: ImportedColumn }
+  /**
+   * The imported dataset holding the dimension with its own users, and the column; `alsoIn`: other
+   * datasets that hold it beside their own dimension (a read that needs one of those takes it there).
+   */
+  ga4?: { dataset: Ga4DatasetName; column: ImportedColumn; alsoIn?: readonly Ga4DatasetName[] }
   /**
    * A spike's excess may be attributed to its values: the column over `events` read for that, and
    * its rank when naming one (1, the most specific, first).
@@ -161,7 +165,7 @@ export const DIMENSIONS: readonly Dimension[] = [
     engagement: true,
     sources: BOTH,
     standalone: { events: 'hostname', daily: true, bots: 'hostname' },
-    ga4: { dataset: 'pages', column: 'hostname' },
+    ga4: { dataset: 'hostnames', column: 'hostname', alsoIn: ['pages'] },
   },
   {
     name: 'event',

@@ -251,7 +251,7 @@ describe('the GA4 connection and import', () => {
     const [done] = await imports()
     const expected = expectedRows(history)
     expect(done).toMatchObject({ state: 'done', error: null, from: '2026-11-14', to: '2026-11-20', rows: expected.length, retryAt: null })
-    expect(done.progress).toEqual({ tasksDone: 10, tasksTotal: 10, fraction: 1 })
+    expect(done.progress).toEqual({ tasksDone: 11, tasksTotal: 11, fraction: 1 })
     expect(await storedRows(t, site.id)).toEqual(expected)
     // nothing is due any more: the next minute's run is one read
     expect(await t.repositories.importWakeups.list()).toEqual([])
@@ -352,6 +352,45 @@ describe('the GA4 connection and import', () => {
     const finished = (await t.repositories.ga4Imports.list(site.id)).find((r) => r.id === run.id)!
     expect(finished.state).toBe('done')
     expect(await storedRows(t, site.id)).toEqual(expectedRows(property.sessions))
+  })
+
+  it('imports hostnames with their own users: no hostname row exceeds the total, each is its distinct users per day', async () => {
+    // the property's sessions as the hourly re-import left them
+    const sessions = property.sessions
+    const window = 'range=custom&from=2026-11-14&to=2026-11-20&source=ga4'
+    const { json: stats } = await call('GET', `/api/v1/stats?site_id=${site.id}&${window}`, { key: t.a.read.key })
+    const { json } = await call('GET', `/api/v1/breakdown?site_id=${site.id}&${window}&property=hostname`, { key: t.a.read.key })
+    const days = [...new Set(sessions.map((s) => s.date))]
+    const hosts = [...new Set(sessions.flatMap((s) => s.events.map((e) => e.host)))]
+    const usersOn = (host: string, date: string) =>
+      new Set(sessions.filter((s) => s.date === date && s.events.some((e) => e.host === host)).map((s) => s.user)).size
+    const expected = hosts
+      .map((host) => ({ value: host, visitors: days.reduce((n, d) => n + usersOn(host, d), 0) }))
+      .sort((a, b) => b.visitors - a.visitors || a.value.localeCompare(b.value))
+    expect(json.results.map((r: { value: string; visitors: number }) => ({ value: r.value, visitors: r.visitors }))).toEqual(expected)
+    for (const row of json.results) expect(row.visitors).toBeLessThanOrEqual(stats.totals.visitors)
+    // the pages dataset summed over paths counts a user of two pages of a host twice: what the read no longer does
+    const overPages = days.reduce(
+      (n, d) =>
+        n +
+        [...new Set(sessions.flatMap((s) => s.events.filter((e) => e.host === 'example.com').map((e) => e.path)))].reduce(
+          (m, path) =>
+            m +
+            new Set(
+              sessions.filter((s) => s.date === d && s.events.some((e) => e.host === 'example.com' && e.path === path)).map((s) => s.user),
+            ).size,
+          0,
+        ),
+      0,
+    )
+    expect(overPages).toBeGreaterThan(expected.find((r) => r.value === 'example.com')!.visitors)
+    // a hostname filter beside a path breakdown still reads the pages, which hold both
+    const filters = encodeURIComponent(JSON.stringify([{ dimension: 'hostname', operator: 'is', value: ['www.example.com'] }]))
+    const paths = await call('GET', `/api/v1/breakdown?site_id=${site.id}&${window}&property=path&filters=${filters}`, {
+      key: t.a.read.key,
+    })
+    expect(paths.status).toBe(200)
+    expect(paths.json.results.length).toBeGreaterThan(0)
   })
 
   it('answers realtime and the public live count of a ga4-primary site from the Realtime API', async () => {

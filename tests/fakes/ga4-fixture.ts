@@ -128,6 +128,7 @@ const REFERENCE: Record<string, Key> = {
     referrer: noValue(s.referrer),
   }),
   pages: ({ e }) => ({ hostname: e.host, path: e.path }),
+  hostnames: ({ e }) => ({ hostname: e.host }),
   entry_pages: ({ s }) => ({ entry_page: s.landingPage }),
   locations: ({ s }) => ({ country: s.countryId, region: noValue(s.region), city: noValue(s.city) }),
   // stored under the collector's device names

@@ -69,6 +69,8 @@ export const GA4_DATASETS = [
       { ga4: 'pagePath', column: 'path' },
     ],
   },
+  // users per hostname on their own: summed over the pages dataset's rows, a user of two pages of a host counts twice
+  { name: 'hostnames', dimensions: [{ ga4: 'hostName', column: 'hostname' }] },
   { name: 'entry_pages', dimensions: [{ ga4: 'landingPage', column: 'entry_page' }] },
   {
     name: 'locations',

@@ -274,31 +274,38 @@ export interface ImportedPlan {
 export type ImportOrigins = 'ga4' | 'all'
 
 /** The imported dataset of a read, or a 400 naming what no single dataset holds together. */
-export function planImported(query: Pick<Query, 'filters' | 'range'>, read: Read): ImportedPlan {
+export function planImported(query: Pick<Query, 'filters' | 'range'>, read: Read, origins: ImportOrigins = 'ga4'): ImportedPlan {
   if (!wholeDays(query.range))
     throw new ApiError(
       400,
       `range: ${query.range.name} is a window of minutes; the ga4 source holds the days and hours GA4 reported (the realtime read and the live count read GA4's last minutes)`,
     )
-  const needs: { what: string; dataset: Ga4DatasetName }[] = []
+  // each need: the datasets that hold it, its own first
+  const needs: { what: string; datasets: readonly Ga4DatasetName[] }[] = []
   const mapped = (name: string, what: string) => {
     const ga4 = dimension(name)?.ga4
     if (!ga4) throw new ApiError(400, `${what}: ${name} has no field in the imported GA4 data`)
-    needs.push({ what: `${what} ${name} (GA4 dataset ${ga4.dataset})`, dataset: ga4.dataset })
+    // Plausible's imports hold hostnames only beside their pages: a read of every import takes them there
+    const datasets = origins === 'all' && ga4.alsoIn ? ga4.alsoIn : [ga4.dataset, ...(ga4.alsoIn ?? [])]
+    needs.push({ what: `${what} ${name} (GA4 dataset ${datasets[0]})`, datasets })
   }
   for (const f of query.filters) mapped(f.dimension, 'filters')
   if (read.kind === 'breakdown') mapped(read.property, 'property')
   if (read.kind === 'series' && query.range.interval === 'hour')
-    needs.push({ what: 'hour buckets (GA4 dataset visitors_hourly, which has no dimension)', dataset: 'visitors_hourly' })
-  const other = needs.find((n) => n.dataset !== needs[0].dataset)
-  if (other)
+    needs.push({ what: 'hour buckets (GA4 dataset visitors_hourly, which has no dimension)', datasets: ['visitors_hourly'] })
+  // the first dataset, in the order the needs name them, that holds every need
+  const candidates = needs.flatMap((n) => n.datasets)
+  const chosen = candidates.find((d) => needs.every((n) => n.datasets.includes(d)))
+  if (needs.length && !chosen) {
+    const other = needs.find((n) => !n.datasets.some((d) => needs[0].datasets.includes(d))) ?? needs[1]
     throw new ApiError(
       400,
       `${needs[0].what} and ${other.what}: no imported GA4 dataset holds both, so this ga4 read cannot be answered${
-        other.dataset === 'visitors_hourly' ? ' (ask for day buckets: a range of more than one day)' : ''
+        other.datasets.includes('visitors_hourly') ? ' (ask for day buckets: a range of more than one day)' : ''
       }`,
     )
-  const dataset = needs[0]?.dataset ?? 'visitors'
+  }
+  const dataset = chosen ?? 'visitors'
   const events =
     dataset === 'events' && read.kind !== 'series' ? 'same' : dataset === 'visitors' && read.kind === 'stats' ? 'separate' : 'none'
   return { dataset, events }

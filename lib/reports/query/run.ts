@@ -122,6 +122,6 @@ export async function runImportedRead<Row = Record<string, unknown>>(
   read: Read,
   origins: ImportOrigins = 'ga4',
 ): Promise<{ plan: ImportedPlan; rows: Row[] }> {
-  const plan: ImportedPlan = { ...planImported(query, read), origins }
+  const plan: ImportedPlan = { ...planImported(query, read, origins), origins }
   return { plan, rows: await execute<Row>(clickhouse, importedReadSql(query, read, plan)) }
 }
