@@ -3,7 +3,7 @@ import { CATEGORIES, CHANGE_TYPES } from '../../lib/crawl/detect'
 import { pingPage } from '../../lib/crawl/ping'
 import { NEW_PAGE_DAYS, PAGE_FILTERS, PAGE_SORTS, changeDiff, changeFeed, pages } from '../../lib/crawl/reads'
 import { RANGES } from '../../lib/reports/dimensions'
-import { limitParam } from '../../lib/reports/query/parse'
+import { limitParam, reportParams } from '../../lib/reports/query/parse'
 import { siteRefSchema } from '../../lib/sites/sites'
 import { defineEndpoint } from '../endpoint'
 import { flagParam, uuidParam } from '../params'
@@ -108,6 +108,7 @@ export const crawlEndpoints = [
     description: `Every crawled page with its status (active, new: launched in the last ${NEW_PAGE_DAYS} days, removed: 404/410 or gone from the sitemap), launch date, and visitors, pageviews, scroll depth (percent) and time on page (seconds) in the window. filter=all|active|removed|new; q searches path and title across the whole inventory; sort=${PAGE_SORTS.join('|')} (default pageviews), dir=asc|desc; trends=1 adds pageviews per bucket; bots=1 adds bot and AI-crawler hits; compare=previous_period|year_over_year|custom adds each page's comparison and change (docs: Comparisons); limit and offset page. counts are per status after q. A site that reads only ga4 takes visitors and pageviews from its imported GA4 pages (visitors: the sum of daily totalUsers over the page's hostnames), with no scroll depth, time on page or trend.`,
     params: z.object({
       ...windowParams,
+      filters: reportParams.shape.filters,
       filter: z.enum(PAGE_FILTERS).default('all').describe('all, active (not removed), removed or new'),
       sort: z.enum(PAGE_SORTS).default('pageviews').describe('The field to sort by'),
       dir: z.enum(['asc', 'desc']).optional().describe('Default: asc for path and title, desc otherwise'),

@@ -22,6 +22,8 @@ const fraction = z.number().nullable()
 const available = z.boolean().describe('true: the read counts the source it names (the collector’s events, or GA4’s imported days)')
 /** The source parameter of a source-aware read: the site's primary source by default. */
 const sourceParam = reportParams.shape.source
+/** The common filters, on reads that otherwise read their own windows (a goal keeps the visits that converted). */
+const filtersParam = reportParams.shape.filters
 const windowParams = {
   site_id: siteRefSchema,
   range: z.enum(RANGES).default('30d').describe('Named range, resolved in the site timezone; custom needs from and to'),
@@ -232,6 +234,7 @@ export const whyEndpoints = [
     params: z.object({
       ...windowParams,
       source: sourceParam,
+      filters: filtersParam,
       interval: z.enum(['hour', 'day']).default('hour').describe('Bucket size: hour (default) or day'),
       limit: limitParam(1000, 100),
     }),
@@ -367,6 +370,7 @@ export const whyEndpoints = [
     params: z.object({
       ...windowParams,
       source: sourceParam,
+      filters: filtersParam,
       measure: z
         .enum(['launch', '30d'])
         .default('launch')
@@ -420,6 +424,7 @@ export const whyEndpoints = [
     params: z.object({
       ...windowParams,
       source: sourceParam,
+      filters: filtersParam,
       path: z.string().min(1, 'required').max(2000).optional().describe('The page’s path, starting with /'),
       page_id: z.string().min(1, 'required').max(2800).optional().describe('The page id (page.pageId): the base64url of its path'),
     }),

@@ -9,6 +9,7 @@ import type { Query } from '../reports/query/model'
 import { execute } from '../storage/clickhouse/execute'
 import { runImportedRead, runRead } from '../reports/query/run'
 import type { Services } from '../services'
+import { filteredQuery } from '../reports/why/filters'
 import type { Site } from '../sites/sites'
 import type { StoredChange } from './changes'
 import { changeById, latestSnapshots, siteChanges, snapshotDetail } from './changes'
@@ -43,6 +44,8 @@ export interface WindowParams {
 }
 
 export interface PagesParams extends WindowParams, CompareInput {
+  /** The common filters (JSON), as every report takes them: a page's traffic is what they keep. */
+  filters?: string
   filter: (typeof PAGE_FILTERS)[number]
   sort: PageSort
   dir?: 'asc' | 'desc'
@@ -70,8 +73,10 @@ const MAX_TRAFFIC_PATHS = 20_000
  * pageviews from the imported GA4 pages (summed over its hostnames; visitors a sum of daily values),
  * which have no engagement reports.
  */
-async function trafficByPath(services: Services, site: Site, range: ResolvedRange, now: Date) {
-  const query: Query = { siteId: site.id, range, filters: [], goals: [], limit: MAX_TRAFFIC_PATHS, now }
+async function trafficByPath(services: Services, site: Site, range: ResolvedRange, now: Date, filtered: Query | null = null) {
+  const query: Query = filtered
+    ? { ...filtered, range, limit: MAX_TRAFFIC_PATHS }
+    : { siteId: site.id, range, filters: [], goals: [], limit: MAX_TRAFFIC_PATHS, now }
   if (!site.sources.includes('standalone')) {
     const { rows } = await runImportedRead(services.clickhouse, query, { kind: 'breakdown', property: 'path' })
     return new Map(
@@ -128,10 +133,17 @@ export async function pages(services: Services, site: Site, params: PagesParams)
   const now = services.now()
   const range = windowOf(site, params, now)
   const compare = resolveComparison(range, params)
+  // a site that reads only ga4 takes its pages' traffic from the imported pages, which hold no other dimension
+  const filtered = await filteredQuery(services, site, params, site.sources.includes('standalone') ? 'standalone' : 'ga4', range)
+  if (filtered && (params.trends || params.bots))
+    throw new ApiError(
+      400,
+      `${params.trends ? 'trends' : 'bots'}: not taken with filters (pageviews per bucket and bot hits are counted unfiltered)`,
+    )
   const [latest, traffic, compared] = await Promise.all([
     latestSnapshots(services.clickhouse, site.id),
-    trafficByPath(services, site, range, now),
-    compare ? trafficByPath(services, site, compare.window, now) : null,
+    trafficByPath(services, site, range, now, filtered),
+    compare ? trafficByPath(services, site, compare.window, now, filtered) : null,
   ])
   const newSince = now.getTime() - NEW_PAGE_DAYS * 86_400_000
   const all = [...latest.values()].map((s) => {

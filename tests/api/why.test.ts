@@ -423,4 +423,76 @@ describe('why traffic changed', () => {
       }
     })
   })
+
+  describe('the common filters on spikes, launches, page detail and pages', () => {
+    const filterOf = (goal: string) =>
+      `&filters=${encodeURIComponent(JSON.stringify([{ dimension: 'goal', operator: 'is', value: [goal] }]))}`
+    beforeAll(async () => {
+      // every planted hit is a visitor and a visit of its own: a page goal keeps the visits of that page
+      for (const [name, matchValue] of [
+        ['Launch post', '/blog/launch-post'],
+        ['First new page', '/new/1'],
+      ]) {
+        const res = await call('POST', '/api/v1/goals', { key: write, body: { site_id: ids.news, name, type: 'page', matchValue } })
+        expect(res.status, JSON.stringify(res.json)).toBe(201)
+      }
+    })
+
+    it('spikes: a goal keeps the visitors that converted; the spike of visitors who did not is gone', async () => {
+      const launch = await get(`/api/v1/spikes?site_id=${ids.news}&range=30d${filterOf('Launch post')}`)
+      // the 60 Hacker News visitors all read the post; no one did in that hour of the weeks before
+      expect(launch.spikes).toHaveLength(1)
+      expect(launch.spikes[0]).toMatchObject({ start: '2026-11-18T14:00:00+01:00', visitors: 60, expected: 0, excess: 60 })
+      expect(launch.spikes[0].source).toMatchObject({ dimension: 'source', value: 'Hacker News', visitors: 60, share: 1 })
+      const other = await get(`/api/v1/spikes?site_id=${ids.news}&range=30d${filterOf('First new page')}`)
+      expect(other.spikes.map((s: { start: string }) => s.start)).not.toContain('2026-11-18T14:00:00+01:00')
+      // a goal the site does not have is named
+      const res = await call('GET', `/api/v1/spikes?site_id=${ids.news}${filterOf('Nope')}`, { key: read })
+      expect(res.status).toBe(400)
+      expect(res.json.error).toMatch(/^filters: /)
+    })
+
+    it('launches and page detail: a page counts only the visits the goal keeps', async () => {
+      const all = await get(`/api/v1/pages/launches?site_id=${ids.news}&range=30d`)
+      const kept = await get(`/api/v1/pages/launches?site_id=${ids.news}&range=30d${filterOf('First new page')}`)
+      const visits = (json: { pages: { path: string; visits: number }[] }) => new Map(json.pages.map((p) => [p.path, p.visits]))
+      // the same pages launched; /new/1's visits all converted, the others' none
+      expect([...visits(kept).keys()].sort()).toEqual([...visits(all).keys()].sort())
+      expect(visits(all).get('/new/1')).toBeGreaterThan(0)
+      for (const [path, n] of visits(kept)) expect(n, path).toBe(path === '/new/1' ? visits(all).get(path) : 0)
+
+      const detail = (path: string, goal = '') => get(`/api/v1/pages/detail?site_id=${ids.news}&path=${path}&range=30d${goal}`)
+      const one = await detail('/new/1')
+      expect(one.totals.visits).toBeGreaterThan(0)
+      expect((await detail('/new/1', filterOf('First new page'))).totals).toEqual(one.totals)
+      const two = await detail('/new/2', filterOf('First new page'))
+      expect(two.totals).toEqual({ visits: 0, visitors: 0, pageviews: 0 })
+      expect((await detail('/new/2')).totals.visits).toBeGreaterThan(0)
+    })
+
+    it('pages: the inventory with the traffic the goal keeps; trends are not taken with filters', async () => {
+      await services.clickhouse.insert(
+        'crawl_snapshots',
+        ['/new/1', '/new/2'].map((path) => ({
+          site_id: ids.news,
+          path,
+          fetched_at: '2026-11-21 00:00:00.000',
+          id: crypto.randomUUID(),
+          status: 200,
+          title: path,
+          launched_at: '2026-11-21 00:00:00.000',
+        })),
+      )
+      const by = (json: { pages: { path: string; visitors: number }[] }) => new Map(json.pages.map((p) => [p.path, p.visitors]))
+      const all = by(await get(`/api/v1/pages?site_id=${ids.news}&range=30d`))
+      const kept = by(await get(`/api/v1/pages?site_id=${ids.news}&range=30d${filterOf('First new page')}`))
+      expect(all.get('/new/1')).toBeGreaterThan(0)
+      expect(kept.get('/new/1')).toBe(all.get('/new/1'))
+      expect(kept.get('/new/2')).toBe(0)
+      expect(all.get('/new/2')).toBeGreaterThan(0)
+      const refused = await call('GET', `/api/v1/pages?site_id=${ids.news}&trends=1${filterOf('First new page')}`, { key: read })
+      expect(refused.status).toBe(400)
+      expect(refused.json.error).toMatch(/^trends: /)
+    })
+  })
 })

@@ -143,6 +143,7 @@ export function visitorsBySourceSql(
   timezone: string,
   grain: Grain,
   spans: readonly { from: Instant; to: Instant }[],
+  filtered?: Query,
 ): Fragment {
   const pairs = join(
     SPIKE_DIMENSIONS.map((d) => sql`tuple(${raw(`'${d.name}'`)}, toString(${raw(d.column)}))`),
@@ -158,7 +159,7 @@ export function visitorsBySourceSql(
 SELECT toUnixTimestamp(${grainStart(grain, timezone)}) AS bucket, pair.1 AS dimension, pair.2 AS value,
        uniqExact(visitor_id) AS visitors, ${mostFrequent(raw('referrer'))} AS referrer
 FROM events ARRAY JOIN [${pairs}] AS pair
-WHERE ${site(siteId)} AND (${within})
+WHERE ${site(siteId)} AND (${within})${filtered ? sql` AND ${selected(filtered, windowScope(siteId, filtered.range))}` : empty}
 GROUP BY bucket, dimension, value`
 }
 
@@ -308,7 +309,7 @@ GROUP BY pathname, metric, current, contributor_kind, target`
  * before the ARRAY JOIN: a condition after it is not read first (PREWHERE), and every column of
  * every event of the site was read to test the path.
  */
-export function pageDaysSql(siteId: string, timezone: string, path: string, from: Instant, to: Instant): Fragment {
+export function pageDaysSql(siteId: string, timezone: string, path: string, from: Instant, to: Instant, filtered?: Query): Fragment {
   const reported = raw("name = 'engagement' AND kind = 'engagement' AND pair.1 = 'source'")
   return sql`
 SELECT toString(toDate(timestamp, ${bind('String', timezone)})) AS day,
@@ -319,7 +320,10 @@ SELECT toString(toDate(timestamp, ${bind('String', timezone)})) AS day,
        countIf(${reported}) AS reports, sumIf(scroll_depth, ${reported}) AS scroll_sum, sumIf(engaged_ms, ${reported}) AS engaged_sum
 FROM (
   SELECT timestamp, session_id, visitor_id, name, kind, referrer_source, channel, scroll_depth, engaged_ms
-  FROM events WHERE ${site(siteId)} AND ${between(from, to)} AND pathname = ${bind('String', path)}
+  FROM events WHERE ${site(siteId)} AND ${between(from, to)} AND pathname = ${bind('String', path)}${
+    // the filters' selection over the query's window, which the caller makes the same as [from, to)
+    filtered ? sql` AND ${selected(filtered, windowScope(siteId, filtered.range))}` : empty
+  }
 )
 ARRAY JOIN [tuple('source', toString(referrer_source)), tuple('channel', toString(channel))] AS pair
 GROUP BY GROUPING SETS ((day), (day, pair))`
@@ -340,4 +344,28 @@ export function pageFirstSeenSql(siteId: string, path: string): Fragment {
   return sql`
 SELECT (SELECT toUnixTimestamp64Milli(min(timestamp)) FROM events WHERE ${site(siteId)} AND name = 'pageview' AND kind = 'pageview' AND pathname = ${bind('String', path)} HAVING count() > 0) AS first_view,
        (SELECT toUnixTimestamp64Milli(min(launched_at)) FROM crawl_snapshots WHERE ${site(siteId)} AND path = ${bind('String', path)} HAVING count() > 0) AS first_crawl`
+}
+
+/**
+ * dayRowsSql's rows under the query's filters, over its window: per site-local day, `paths` per
+ * path and `site` the site's own (value ''), from the events the filters select (a visit-scoped
+ * filter such as a goal keeps the visits that match it). No rollup holds a filtered day.
+ */
+export function filteredDayRowsSql(query: Query): { paths: Fragment; site: Fragment } {
+  const selection = selected(query, windowScope(query.siteId, query.range))
+  const day = sql`toDate(timestamp, ${bind('String', query.range.timezone)})`
+  const rows = (value: Fragment) => sql`
+SELECT ${day} AS day, ${value} AS value, uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits,
+       countIf(kind = 'pageview') AS pageviews, toUInt64(0) AS events
+FROM events WHERE ${selection}
+GROUP BY day, value`
+  return { paths: rows(raw('toString(pathname)')), site: rows(raw("''")) }
+}
+
+/** Distinct visitors per site-local hour or day of the query's window under its filters (bucket start as epoch seconds). */
+export function filteredVisitorsByBucketSql(query: Query, grain: Grain): Fragment {
+  return sql`
+SELECT toUnixTimestamp(${grainStart(grain, query.range.timezone)}) AS bucket, uniqExact(visitor_id) AS visitors
+FROM events WHERE ${selected(query, windowScope(query.siteId, query.range))}
+GROUP BY bucket`
 }

@@ -3,11 +3,13 @@ import { rangeView } from '../query/range'
 import { execute } from '../../storage/clickhouse/execute'
 import type { Site } from '../../sites/sites'
 import { bind, sql } from '../../storage/clickhouse/sql'
-import { launchedPagesSql } from './compile'
+import { filteredDayRowsSql, launchedPagesSql } from './compile'
+import { filteredQuery } from './filters'
+import type { ReportDeps } from '../query/reports'
 import { dayRowsSql } from './path-days'
 import { median, round4 } from './robust'
 import { sum } from './shifts'
-import { type WhyDeps, type WindowParams, isoLocal, windowOf, zoned } from './window'
+import { type WindowParams, isoLocal, windowOf, zoned } from './window'
 import { importedDayRowsSql, importedFirstViewsSql } from './imported-days'
 import { parseSource } from '../query/parse'
 import type { Source } from '../../sites/source'
@@ -27,6 +29,7 @@ export const LAUNCH_RULE = {
 export type LaunchMeasure = 'launch' | '30d'
 export interface LaunchParams extends WindowParams {
   source?: Source
+  filters?: string
   measure?: LaunchMeasure
   limit?: number
 }
@@ -38,7 +41,7 @@ const bandOf = (value: number, mid: number | null): 'over' | 'at' | 'under' | nu
   return 'at'
 }
 
-export async function launches(deps: WhyDeps, site: Site, params: LaunchParams) {
+export async function launches(deps: ReportDeps, site: Site, params: LaunchParams) {
   const source = parseSource(params, site)
   const measure = params.measure ?? 'launch'
   const now = deps.now()
@@ -53,6 +56,14 @@ export async function launches(deps: WhyDeps, site: Site, params: LaunchParams) 
     sharedWindow: measure === '30d' ? { from: shared.from.toString(), to: shared.to.toString() } : null,
   }
   const empty = { pages: 0, median: null, shape: [] as { day: number; medianVisits: number; pages: number }[] }
+  const scanFrom = Temporal.PlainDate.compare(range.from.toPlainDate(), shared.from) < 0 ? range.from.toPlainDate() : shared.from
+  const scan = {
+    ...range,
+    from: scanFrom.toZonedDateTime({ timeZone: site.timezone }),
+    to: today.add({ days: 1 }).toZonedDateTime({ timeZone: site.timezone }),
+  }
+  // under filters (a goal: the visits that converted) each launched page's visits are those the filters keep
+  const filtered = await filteredQuery(deps, site, params, source, scan)
   // the ga4 source: a page's first view is the first day GA4 reported one
   const launched = await execute<{ pathname: string; first: number | string }>(
     deps.clickhouse,
@@ -71,9 +82,9 @@ export async function launches(deps: WhyDeps, site: Site, params: LaunchParams) 
       complete: age > LAUNCH_RULE.days,
     }
   })
-  const scanFrom = Temporal.PlainDate.compare(range.from.toPlainDate(), shared.from) < 0 ? range.from.toPlainDate() : shared.from
-  const { paths: pathDays } =
-    source === 'ga4'
+  const { paths: pathDays } = filtered
+    ? filteredDayRowsSql(filtered)
+    : source === 'ga4'
       ? importedDayRowsSql(site.id, scanFrom, today.add({ days: 1 }))
       : await dayRowsSql(
           deps.clickhouse,

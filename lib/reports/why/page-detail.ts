@@ -17,6 +17,7 @@ import { pageSearch, searchCauseOf } from '../search/search'
 import { type WindowParams, isoLocal, windowOf, zoned } from './window'
 import { importedPageDaysSql, importedPageFirstViewSql } from './imported-days'
 import { parseSource } from '../query/parse'
+import { filteredQuery } from './filters'
 import type { Source } from '../../sites/source'
 
 /**
@@ -89,6 +90,7 @@ export const CAUSE_RULE = {
 
 export interface PageDetailParams extends WindowParams {
   source?: Source
+  filters?: string
   path?: string
   page_id?: string
 }
@@ -181,15 +183,22 @@ export async function pageDetail(deps: ReportDeps, site: Site, params: PageDetai
   const startOf = (d: Temporal.PlainDate) => d.toZonedDateTime({ timeZone: tz })
   // errors, engagement reports and vitals are the collector's whichever source counts the traffic
   const collector = site.sources.includes('standalone')
-  const filters = JSON.stringify([{ dimension: 'path', operator: 'is', value: [path] }])
+  const seriesTo = windowEndDay.add({ days: 1 })
+  // under the common filters (a goal: the visits that converted) the page's days count what they keep; its errors and vitals too
+  const filtered = await filteredQuery(deps, site, params, source, { ...range, from: startOf(seriesFrom), to: startOf(seriesTo) })
+  const over = (from: Temporal.PlainDate, to: Temporal.PlainDate) =>
+    filtered ? { ...filtered, range: { ...filtered.range, from: startOf(from), to: startOf(to) } } : undefined
+  const written = filtered && params.filters ? (JSON.parse(params.filters) as unknown[]) : []
+  const filters = JSON.stringify([{ dimension: 'path', operator: 'is', value: [path] }, ...written])
   const reportParams = { site_id: site.id, range: params.range, from: params.from, to: params.to, filters, limit: 20 }
   /** The page's day rows of [from, to) from the source read: the collector's events, or GA4's imported pages. */
   const pageDays = (from: Temporal.PlainDate, to: Temporal.PlainDate) =>
     execute<DayRow>(
       deps.clickhouse,
-      source === 'ga4' ? importedPageDaysSql(site.id, path, from, to) : pageDaysSql(site.id, tz, path, startOf(from), startOf(to)),
+      source === 'ga4'
+        ? importedPageDaysSql(site.id, path, from, to)
+        : pageDaysSql(site.id, tz, path, startOf(from), startOf(to), over(from, to)),
     )
-  const seriesTo = windowEndDay.add({ days: 1 })
 
   const wholeDays = range.from.equals(range.from.startOfDay()) && range.to.equals(range.to.startOfDay())
   const [seen, importedFirst, dayRows, collectorDays, engagementRead, history, snapshots, errorRead, vitalsRead, regressions, search] =
@@ -204,7 +213,10 @@ export async function pageDetail(deps: ReportDeps, site: Site, params: PageDetai
       source === 'ga4' || collector ? pageDays(seriesFrom, seriesTo) : Promise.resolve([] as DayRow[]),
       // the collector's own rows beside GA4's, for errors and engagement
       source === 'ga4' && collector
-        ? execute<DayRow>(deps.clickhouse, pageDaysSql(site.id, tz, path, startOf(seriesFrom), startOf(seriesTo)))
+        ? execute<DayRow>(
+            deps.clickhouse,
+            pageDaysSql(site.id, tz, path, startOf(seriesFrom), startOf(seriesTo), over(seriesFrom, seriesTo)),
+          )
         : Promise.resolve(null),
       // a window of whole days takes its engagement from the daily series' rows
       collector && !wholeDays

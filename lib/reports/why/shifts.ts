@@ -1,8 +1,11 @@
 import type { Temporal } from 'temporal-polyfill'
 import type { Site } from '../../sites/sites'
-import type { Grain } from './compile'
 import { visitorsByBucket } from './bucket-rollup'
 import { importedVisitorsByBucket } from './imported-days'
+import { type Grain, filteredVisitorsByBucketSql } from './compile'
+import type { Query } from '../query/model'
+import { execute } from '../../storage/clickhouse/execute'
+import { firstEventAt } from '../query/site-events'
 import type { Source } from '../../sites/source'
 import { MAD_SCALE, medianAndDeviation } from './robust'
 import { type WhyDeps, zoned } from './window'
@@ -66,7 +69,16 @@ export function offsetsOver(from: Temporal.ZonedDateTime, to: Temporal.ZonedDate
   }
 }
 
-/** Every bucket starting in [from, to), judged against its baseline. */
+/** Visitors per bucket under a query's filters, read from events; the baseline starts at the site's first event. */
+async function filteredVisitorsByBucket(deps: WhyDeps, site: Site, grain: Grain, query: Query) {
+  const [rows, first] = await Promise.all([
+    execute<{ bucket: number | string; visitors: number | string }>(deps.clickhouse, filteredVisitorsByBucketSql(query, grain)),
+    firstEventAt(deps.clickhouse, site.id),
+  ])
+  return { rows, first: first?.getTime() ?? null }
+}
+
+/** Every bucket starting in [from, to), judged against its baseline (under the query's filters, when given). */
 export async function judgeBuckets(
   deps: WhyDeps,
   site: Site,
@@ -74,11 +86,13 @@ export async function judgeBuckets(
   from: Temporal.ZonedDateTime,
   to: Temporal.ZonedDateTime,
   source: Source = 'standalone',
+  filtered: Query | null = null,
 ): Promise<JudgedBucket[]> {
   const start = floor(from, grain)
   const scanFrom = start.subtract({ weeks: SHIFT_RULE.baselineWeeks })
-  const { rows, first } =
-    source === 'ga4'
+  const { rows, first } = filtered
+    ? await filteredVisitorsByBucket(deps, site, grain, { ...filtered, range: { ...filtered.range, from: scanFrom, to } })
+    : source === 'ga4'
       ? await importedVisitorsByBucket(deps, site, grain, scanFrom, to)
       : await visitorsByBucket(deps, site, grain, scanFrom, to)
   if (first === null) return []

@@ -12,6 +12,9 @@ import { SHIFT_RULE, type Shift, judgeBuckets, parseShiftId, shiftId, shiftsOf, 
 import { type WhyDeps, type WindowParams, isoLocal, windowOf, zoned } from './window'
 import { importedVisitorsBySourceSql } from './imported-days'
 import { parseSource } from '../query/parse'
+import { filteredQuery } from './filters'
+import type { ReportDeps } from '../query/reports'
+import type { Query } from '../query/model'
 import type { Source } from '../../sites/source'
 
 /**
@@ -21,6 +24,7 @@ import type { Source } from '../../sites/source'
 
 export interface SpikeParams extends WindowParams {
   source?: Source
+  filters?: string
   interval?: Grain
   limit?: number
 }
@@ -43,7 +47,14 @@ export interface SpikeSource {
 type Row = { bucket: number | string; dimension: string; value: string; visitors: number | string; referrer: string }
 
 /** The source of each spike's excess, read for all of them in one statement. */
-async function attribute(deps: WhyDeps, site: Site, grain: Grain, spikes: Shift[], source: Source): Promise<(SpikeSource | null)[]> {
+async function attribute(
+  deps: WhyDeps,
+  site: Site,
+  grain: Grain,
+  spikes: Shift[],
+  source: Source,
+  filtered: Query | null,
+): Promise<(SpikeSource | null)[]> {
   if (!spikes.length) return []
   // GA4's sources are daily: an hour's spike of the ga4 source has none to attribute (GA4_HOURLY_SOURCES)
   if (source === 'ga4' && grain === 'hour') return spikes.map(() => null)
@@ -63,7 +74,13 @@ async function attribute(deps: WhyDeps, site: Site, grain: Grain, spikes: Shift[
           site.timezone,
           spans.map((s) => s.from.toPlainDate()),
         )
-      : visitorsBySourceSql(site.id, site.timezone, grain, spans),
+      : visitorsBySourceSql(
+          site.id,
+          site.timezone,
+          grain,
+          spans,
+          filtered ? { ...filtered, range: { ...filtered.range, from: spans[0].from, to: spans[spans.length - 1].to } } : undefined,
+        ),
   )
   const cell = new Map<string, Row>()
   for (const r of rows) cell.set(`${Number(r.bucket)}|${r.dimension}|${r.value}`, r)
@@ -118,18 +135,24 @@ const GA4_HOURLY_SOURCES = {
   reason: "GA4's imported traffic sources are per day, not per hour: ask interval=day to have each spike's source",
 }
 
-export async function spikes(deps: WhyDeps & { repositories: Pick<Repositories, 'annotations'> }, site: Site, params: SpikeParams) {
+export async function spikes(
+  deps: ReportDeps & { repositories: Pick<Repositories, 'annotations' | 'goals' | 'segments'> },
+  site: Site,
+  params: SpikeParams,
+) {
   const source = parseSource(params, site)
   const grain = params.interval ?? 'hour'
   const range = await windowOf(deps, site, params, deps.now(), source)
   const rule = { interval: grain, baselineWeeks: SHIFT_RULE.baselineWeeks, k: SHIFT_RULE.k, minExcess: SHIFT_RULE.minExcess[grain] }
-  const judged = await judgeBuckets(deps, site, grain, range.from, range.to, source)
+  // under filters (a goal: the visitors of visits that converted) the buckets and the sources count the visitors they keep
+  const filtered = await filteredQuery(deps, site, params, source, range)
+  const judged = await judgeBuckets(deps, site, grain, range.from, range.to, source, filtered)
   const found = shiftsOf(judged, grain, 'up')
     .reverse()
     .slice(0, Math.min(1000, Math.max(1, params.limit ?? 100)))
   // a window without spikes has no sources to attribute nor annotations to attach
   const [sources, annotations] = found.length
-    ? await Promise.all([attribute(deps, site, grain, found, source), deps.repositories.annotations.list(site.id)])
+    ? await Promise.all([attribute(deps, site, grain, found, source, filtered), deps.repositories.annotations.list(site.id)])
     : [[], []]
   const attached = attachedSources(annotations)
   const at = (seconds: number) => isoLocal(zoned(seconds * 1000, site.timezone))
