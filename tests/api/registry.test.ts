@@ -94,7 +94,12 @@ describe('the endpoint registry', () => {
     expect(res.json.ranges).toHaveLength(14)
     expect(res.json.filterDimensions).toHaveLength(30)
     expect(res.json.firstPartyOnly).toContain('collection_source')
-    expect(res.json.ga4Datasets).toMatchObject({ locations: ['country', 'region', 'city'], pages: ['path'], hostnames: ['hostname'], events: ['event'] })
+    expect(res.json.ga4Datasets).toMatchObject({
+      locations: ['country', 'region', 'city'],
+      pages: ['path'],
+      hostnames: ['hostname'],
+      events: ['event'],
+    })
     expect(res.json.breakdownProperties).toContain('prop:<key>')
   })
 
