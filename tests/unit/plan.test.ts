@@ -138,7 +138,13 @@ describe('the planner of ga4 reads', () => {
     expect(planImported(ga4([], 'today'), stats)).toEqual({ dataset: 'visitors', events: 'separate' })
     expect(planImported(ga4([country]), stats)).toEqual({ dataset: 'locations', events: 'none' })
     expect(planImported(ga4([country]), by('city'))).toEqual({ dataset: 'locations', events: 'none' })
-    expect(planImported(ga4(), by('hostname'))).toEqual({ dataset: 'pages', events: 'none' })
+    // a hostname alone reads its own users; beside a path, the pages that hold both; with Plausible's imports, their pages
+    expect(planImported(ga4(), by('hostname'))).toEqual({ dataset: 'hostnames', events: 'none' })
+    const host = { dimension: 'hostname', operator: 'is', value: ['example.com'] }
+    expect(planImported(ga4([host]), by('path'))).toEqual({ dataset: 'pages', events: 'none' })
+    expect(planImported(ga4([host]), stats)).toEqual({ dataset: 'hostnames', events: 'none' })
+    expect(planImported(ga4(), by('hostname'), 'all')).toEqual({ dataset: 'pages', events: 'none' })
+    expect(() => planImported(ga4([host]), by('country'))).toThrow(/filters hostname .*hostnames.* and property country .*locations/)
     expect(planImported(ga4([event]), stats)).toEqual({ dataset: 'events', events: 'same' })
     expect(planImported(ga4(), by('event'))).toEqual({ dataset: 'events', events: 'same' })
     expect(planImported(ga4([event]), series)).toEqual({ dataset: 'events', events: 'none' })
