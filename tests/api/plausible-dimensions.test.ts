@@ -279,6 +279,37 @@ describe('POST /api/v2/query: dimensions together, versions and visit hostnames,
     }
   })
 
+  it('a page of combined rows in the default order: the rows tied in visitors at its edges ordered by their values', async () => {
+    // a page that begins inside a run of rows with as many visitors as each other
+    const tiedWithPrevious = (rows: Row[], i: number) =>
+      i > 0 && rows[i].metrics[0] === rows[i - 1].metrics[0] && rows[i].dimensions[0] === rows[i - 1].dimensions[0]
+    const all = expectedRows(FROM, TO, (e, v) => [v.source, e.path]).sort(byVisitorsThenDimensions)
+    const offset = all.findIndex((_r, i) => tiedWithPrevious(all, i) && tiedWithPrevious(all, i + 4))
+    expect(offset).toBeGreaterThan(0)
+    const page = await query({
+      metrics: METRICS,
+      date_range: CUSTOM,
+      dimensions: ['visit:source', 'event:page'],
+      pagination: { limit: 5, offset },
+    })
+    expect(page.results).toEqual(all.slice(offset, offset + 5))
+    const days = ['2026-11-20', '2026-11-21', '2026-11-22', '2026-11-23']
+    const byDay = days.slice(0, 3).flatMap((day, i) =>
+      expectedRows(`${day}T00:00:00-05:00`, `${days[i + 1]}T00:00:00-05:00`, (e, v) => [v.source, e.path])
+        .sort(byVisitorsThenDimensions)
+        .map((r) => ({ metrics: r.metrics.slice(0, 3), dimensions: [day, ...r.dimensions] })),
+    )
+    const dayOffset = byDay.findIndex((_r, i) => tiedWithPrevious(byDay, i) && i + 3 < byDay.length)
+    expect(dayOffset).toBeGreaterThan(0)
+    const onePage = await query({
+      metrics: ['visitors', 'visits', 'pageviews'],
+      date_range: ['2026-11-20', '2026-11-22'],
+      dimensions: ['time:day', 'visit:source', 'event:page'],
+      pagination: { limit: 3, offset: dayOffset },
+    })
+    expect(onePage.results).toEqual(byDay.slice(dayOffset, dayOffset + 3))
+  })
+
   it('entry and exit pages with other dimensions: the first and last page of each visit beside each value', async () => {
     const entry = await query({ metrics: METRICS, date_range: CUSTOM, dimensions: ['visit:entry_page', 'visit:source'] })
     const expectedEntry = expectedRows(FROM, TO, (_e, v) => (v.entry ? [v.entry, v.source] : undefined)).sort(byVisitorsThenDimensions)
