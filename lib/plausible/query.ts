@@ -254,6 +254,11 @@ interface Context {
   revenue: ReturnType<typeof revenueCurrency>
   /** The reader is the tracker's alone, no imported data added: a read run directly (runRead) answers the same. */
   trackerOnly: boolean
+  /**
+   * The rows a read by bucket and value (bucketRows) takes: the first in the order of buckets, then
+   * visitors, with every row tied with the last; all of them for another order or total_rows.
+   */
+  bucketRows?: number
 }
 
 /** A read done once, when first asked. */
@@ -452,7 +457,7 @@ async function timeBreakdown(ctx: Context, range: ResolvedRange, property: strin
 /** The rows of a time dimension beside others in one read grouped by bucket and value (readByBucket). */
 async function bucketRows(ctx: Context, range: ResolvedRange, property: string, timeAt: number, labels: string[]) {
   const { metrics } = ctx.plan
-  const query = { ...ctx.query, range, limit: ALL_ROWS }
+  const query = { ...ctx.query, range, limit: ctx.bucketRows ?? ALL_ROWS }
   // the visits' facts only where asked for
   const engagement = metrics.some((m) => m === 'bounce_rate' || m === 'visit_duration')
   const [read, series, base] = await Promise.all([
@@ -743,7 +748,12 @@ export async function plausibleQuery(deps: ReportDeps, site: Site, body: Plausib
   // combined rows are ordered by their values one by one here, not as the pipeline orders their JSON, and goal rows are
   // kept to the goals of the goal filters: all of them
   const goalRows = plan.property !== undefined && holdsGoal(plan.property)
-  const fetch = body.include.total_rows || !defaultOrder || plan.combined || goalRows ? ALL_ROWS : offset + limit
+  // combined rows come as the first by visitors and every row tied with the last (breakdown.ts, orderedRows); compared, all of them
+  const fetch =
+    body.include.total_rows || !defaultOrder || goalRows || (plan.combined && body.include.comparisons) ? ALL_ROWS : offset + limit
+  // a time dimension beside others in Plausible's default order (the bucket, then visitors): the rows up to the page's last, with their ties
+  const timeFirst = plan.time !== undefined && order.length === 2 && order[0][0] === plan.time && order[0][1] === 'asc'
+  ctx.bucketRows = timeFirst && order[1][0] === 'visitors' && order[1][1] === 'desc' && !body.include.total_rows ? offset + limit : ALL_ROWS
 
   const read = async (c: Context, r: ResolvedRange) =>
     plan.time && plan.property

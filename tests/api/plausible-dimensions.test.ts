@@ -3,8 +3,10 @@ import { createApiKey, createOrg } from '../../lib/accounts/admin'
 import { importHits } from '../../lib/ingest/import'
 import { createGoal } from '../../lib/sites/goals'
 import { createSegment } from '../../lib/sites/segments'
+import { rollupBuildsSettled } from '../../lib/reports/query/run'
 import { newSite } from '../../lib/sites/sites'
 import { client, testServices } from '../helpers'
+import { combinedProperty } from '../../lib/reports/dimensions'
 import { NOW, type Ref, type RefEvent, type RefVisit, UAS, expectedBreakdown, expectedTotals, fixture, round } from './report-reference'
 
 /**
@@ -218,6 +220,94 @@ describe('POST /api/v2/query: dimensions together, versions and visit hostnames,
       ],
     })
     expect(json.results).toEqual(expected)
+  })
+
+  it('dimensions together, and those not rolled up every day: their finished days rolled up by the first read answer the next', async () => {
+    // the days before today (22 November) are rolled up after the first answer, under the property's own key
+    const storedDays = async (property: string) => {
+      const [row] = await services.clickhouse.query<{ n: string }>(
+        'SELECT uniqExact(day) AS n FROM day_rollups FINAL WHERE property = {key:String}',
+        { key: `filters:none:${property}` },
+      )
+      return Number(row.n)
+    }
+    const reference = {
+      'source and page': {
+        body: { metrics: METRICS, date_range: CUSTOM, dimensions: ['visit:source', 'event:page'] },
+        property: combinedProperty(['source', 'path']),
+        expected: expectedRows(FROM, TO, (e, v) => [v.source, e.path]).sort(byVisitorsThenDimensions),
+      },
+      'country and device': {
+        body: { metrics: METRICS, date_range: CUSTOM, dimensions: ['visit:country', 'visit:device'] },
+        property: combinedProperty(['country', 'device']),
+        expected: expectedRows(FROM, TO, (_e, v) => [v.country, v.device]).sort(byVisitorsThenDimensions),
+      },
+      'entry page and source': {
+        body: { metrics: METRICS, date_range: CUSTOM, dimensions: ['visit:entry_page', 'visit:source'] },
+        property: combinedProperty(['entry_page', 'source']),
+        expected: expectedRows(FROM, TO, (_e, v) => (v.entry ? [v.entry, v.source] : undefined)).sort(byVisitorsThenDimensions),
+      },
+    }
+    for (const [name, { body, property, expected }] of Object.entries(reference)) {
+      expect(expected.length, name).toBeGreaterThan(4)
+      expect((await query(body)).results, name).toEqual(expected)
+      await rollupBuildsSettled()
+      expect(await storedDays(property), name).toBeGreaterThan(20)
+      expect((await query(body)).results, name).toEqual(expected)
+    }
+    // by day between them: each finished day's rows from the rollup, today's from events
+    const days = ['2026-11-20', '2026-11-21', '2026-11-22', '2026-11-23']
+    const byDay = days.slice(0, 3).flatMap((day, i) =>
+      expectedRows(`${day}T00:00:00-05:00`, `${days[i + 1]}T00:00:00-05:00`, (e, v) => [v.source, e.path])
+        .sort(byVisitorsThenDimensions)
+        .map((r) => ({ metrics: r.metrics.slice(0, 3), dimensions: [day, ...r.dimensions] })),
+    )
+    const bodyByDay = {
+      metrics: ['visitors', 'visits', 'pageviews'],
+      date_range: ['2026-11-20', '2026-11-22'],
+      dimensions: ['time:day', 'visit:source', 'event:page'],
+    }
+    expect((await query(bodyByDay)).results).toEqual(byDay)
+    // a dimension the refresh does not roll up: a visit hostname, a browser version, a city
+    for (const dimension of ['visit:entry_page_hostname', 'visit:browser_version', 'visit:city_name']) {
+      const body = { metrics: METRICS, date_range: CUSTOM, dimensions: [dimension] }
+      const fromEvents = await query(body)
+      expect(fromEvents.results.length, dimension).toBeGreaterThan(0)
+      await rollupBuildsSettled()
+      expect(await storedDays(dimension === 'visit:city_name' ? 'city' : dimension.slice('visit:'.length)), dimension).toBeGreaterThan(20)
+      expect((await query(body)).results, dimension).toEqual(fromEvents.results)
+    }
+  })
+
+  it('a page of combined rows in the default order: the rows tied in visitors at its edges ordered by their values', async () => {
+    // a page that begins inside a run of rows with as many visitors as each other
+    const tiedWithPrevious = (rows: Row[], i: number) =>
+      i > 0 && rows[i].metrics[0] === rows[i - 1].metrics[0] && rows[i].dimensions[0] === rows[i - 1].dimensions[0]
+    const all = expectedRows(FROM, TO, (e, v) => [v.source, e.path]).sort(byVisitorsThenDimensions)
+    const offset = all.findIndex((_r, i) => tiedWithPrevious(all, i) && tiedWithPrevious(all, i + 4))
+    expect(offset).toBeGreaterThan(0)
+    const page = await query({
+      metrics: METRICS,
+      date_range: CUSTOM,
+      dimensions: ['visit:source', 'event:page'],
+      pagination: { limit: 5, offset },
+    })
+    expect(page.results).toEqual(all.slice(offset, offset + 5))
+    const days = ['2026-11-20', '2026-11-21', '2026-11-22', '2026-11-23']
+    const byDay = days.slice(0, 3).flatMap((day, i) =>
+      expectedRows(`${day}T00:00:00-05:00`, `${days[i + 1]}T00:00:00-05:00`, (e, v) => [v.source, e.path])
+        .sort(byVisitorsThenDimensions)
+        .map((r) => ({ metrics: r.metrics.slice(0, 3), dimensions: [day, ...r.dimensions] })),
+    )
+    const dayOffset = byDay.findIndex((_r, i) => tiedWithPrevious(byDay, i) && i + 3 < byDay.length)
+    expect(dayOffset).toBeGreaterThan(0)
+    const onePage = await query({
+      metrics: ['visitors', 'visits', 'pageviews'],
+      date_range: ['2026-11-20', '2026-11-22'],
+      dimensions: ['time:day', 'visit:source', 'event:page'],
+      pagination: { limit: 3, offset: dayOffset },
+    })
+    expect(onePage.results).toEqual(byDay.slice(dayOffset, dayOffset + 3))
   })
 
   it('entry and exit pages with other dimensions: the first and last page of each visit beside each value', async () => {

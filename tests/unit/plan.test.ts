@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { Query, Read, RolledDays } from '../../lib/reports/query/model'
 import { parseFilters } from '../../lib/reports/query/parse'
+import { combinedProperty } from '../../lib/reports/dimensions'
 import { completePlan, mayUseRollup, plan, planImported, planRead } from '../../lib/reports/query/plan'
 import { resolveRange } from '../../lib/reports/query/range'
 import { compileRead } from '../../lib/reports/query/run'
@@ -34,10 +35,10 @@ describe('the planner', () => {
     expect(mayUseRollup(query([country]), stats)).toBe(true)
     expect(mayUseRollup(query([country]), series)).toBe(true)
     expect(mayUseRollup(query([country]), by('path'))).toBe(true)
-    // hour buckets are parts of a day; city and goal are not rolled; bot reads and partial days never
+    // hour buckets are parts of a day; goal is not rolled; bot reads and partial days never
     expect(mayUseRollup(query([], 'today'), series)).toBe(false)
-    expect(mayUseRollup(query(), by('city'))).toBe(false)
     expect(mayUseRollup(query(), by('goal'))).toBe(false)
+    expect(mayUseRollup(query(), by(combinedProperty(['goal', 'source'])))).toBe(false)
     expect(mayUseRollup(query([{ dimension: 'bot_kind', operator: 'is', value: ['seo'] }]), stats)).toBe(false)
     expect(mayUseRollup(query([], 'realtime'), stats)).toBe(false)
   })
@@ -48,7 +49,7 @@ describe('the planner', () => {
     expect(plan(query(), by('source'), rolled)).toEqual({ table: 'rollup', rolled })
     // no rolled day, or a read the rollup cannot answer: as if there were none
     expect(plan(query(), stats, { days: [], events: [], sums: [] })).toEqual({ table: 'sessions' })
-    expect(plan(query(), by('city'), rolled)).toEqual({ table: 'sessions' })
+    expect(plan(query(), by('goal'), rolled)).toEqual({ table: 'events', visits: false })
     // days rolled up unfiltered never answer a filtered read, nor days rolled up under filters an unfiltered one
     expect(plan(query([country]), stats, rolled)).toEqual({ table: 'sessions' })
     const filteredDays = { ...rolled, filtersKey: 'filters:0123' }
@@ -120,6 +121,39 @@ describe('the planner', () => {
       builds: [all],
       plan: { table: 'rollup', rolled: { ...all.days, filtersKey: key } },
     })
+  })
+})
+
+describe('the planner of properties rolled up on demand', () => {
+  const sourceAndPage = combinedProperty(['source', 'path'])
+  const lookups = [
+    { rolled: 0, d: '2026-03-03', n: '10', s: '7', b: '' },
+    { rolled: 0, d: '2026-03-04', n: '5', s: '1', b: '' },
+    { rolled: 0, d: '2026-03-08', n: '2', s: '3', b: '' },
+  ]
+  const days = { days: ['2026-03-03', '2026-03-04'], events: ['10', '5'], sums: ['7', '1'] }
+
+  it('rolls up the days of two dimensions together, and of a dimension the refresh does not roll, unfiltered too', async () => {
+    for (const property of [sourceAndPage, combinedProperty(['country', 'device']), 'city', 'entry_page_hostname', 'browser_version']) {
+      expect(mayUseRollup(query(), by(property))).toBe(true)
+      const key = `filters:none:${property}`
+      expect(await planRead(query(), by(property))).toEqual({ lookup: { key, partial: false } })
+      // the first read answers from events and rolls the finished days up after its answer
+      const first = completePlan(query(), by(property), { key, partial: false }, lookups)
+      expect(first.plan.table).not.toBe('rollup')
+      expect(first.after).toEqual([{ key, property, days }])
+      // the next reads take those days from the rollup, under that key alone
+      const built = [...lookups, ...lookups.slice(0, 2).map((r) => ({ ...r, rolled: 1 }))]
+      expect(completePlan(query(), by(property), { key, partial: false }, built)).toEqual({
+        builds: [],
+        plan: { table: 'rollup', rolled: { ...days, filtersKey: key } },
+      })
+      expect(plan(query(), by(property), days).table).not.toBe('rollup')
+    }
+    // a time bucket beside them: the same days, by day
+    expect(mayUseRollup(query(), { kind: 'breakdown', property: sourceAndPage, byBucket: true })).toBe(true)
+    // under filters, the filters' key as for any property
+    expect((await planRead(query([country]), by(sourceAndPage))).lookup?.key).toMatch(/^filters:[0-9a-f]{32}:/)
   })
 })
 

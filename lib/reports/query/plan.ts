@@ -1,4 +1,4 @@
-import { ROLLED_PROPERTIES, dimension, holdsGoal, isVisitAttribute } from '../dimensions'
+import { ROLLED_PROPERTIES, combinedParts, dimension, holdsGoal, isVisitAttribute } from '../dimensions'
 import { ApiError } from '../../errors'
 import type { Ga4DatasetName } from '../../integrations/ga4/datasets'
 import { type Filter, type Query, type Read, type RolledDays, TOTALS, asRolledDays } from './model'
@@ -95,8 +95,27 @@ export function mayUseRollup(query: Query, read: Read): boolean {
   const dayBuckets = query.range.interval === 'day' || query.range.interval === 'week' || query.range.interval === 'month'
   if (read.kind === 'series') return dayBuckets
   if (read.byBucket && !dayBuckets) return false
-  return read.property === TOTALS || ROLLED_PROPERTIES.includes(read.property)
+  return read.property === TOTALS || ROLLED_PROPERTIES.includes(read.property) || rolledOnDemand(read.property)
 }
+
+/**
+ * Whether a property's days are rolled up on the first read that asks for them, unfiltered too,
+ * rather than every day by the refresh: the dimensions the dashboard does not break down by every
+ * day (a city, a browser version, a visit's entry hostname) and several dimensions together
+ * (Stats API v2 queries: source and page, country and device). Read from events, their reads grow
+ * with the window's events; from the rollup, with its values. Not goals (their conversions are
+ * read from events, compile/goals.ts) nor custom properties (read by keys of their own).
+ */
+export const rolledOnDemand = (property: string) =>
+  !holdsGoal(property) &&
+  !ROLLED_PROPERTIES.includes(property) &&
+  (combinedParts(property) !== undefined || dimension(property) !== undefined)
+
+/**
+ * The key an unfiltered read of a property rolled up on demand (rolledOnDemand) stores its days
+ * under: a filtered read's (filteredRollupKey) without filters, so that they expire as those do.
+ */
+export const unfilteredRollupKey = (property: string) => `filters:none:${property}`
 
 /**
  * Whether an unfiltered read under the rollup plan takes the days not rolled up from events: a
@@ -107,14 +126,20 @@ export function mayUseRollup(query: Query, read: Read): boolean {
 export const readsTodayFromEvents = (read: Read) =>
   read.kind === 'series' || (read.kind === 'breakdown' && !isVisitAttribute(read.property))
 
-/** Whether rolled days fit the read: a filtered read only reads days rolled up under its own filters (and property). */
-const fitsRead = (query: Query, rolled: RolledDays) =>
-  query.filters.length ? rolled.filtersKey !== undefined : rolled.filtersKey === undefined
+/**
+ * Whether rolled days fit the read: a filtered read, or one of a property rolled up on demand, only
+ * reads days rolled up under its own key (filters and property).
+ */
+const fitsRead = (query: Query, read: Read, rolled: RolledDays) =>
+  query.filters.length || (read.kind === 'breakdown' && rolledOnDemand(read.property))
+    ? rolled.filtersKey !== undefined
+    : rolled.filtersKey === undefined
 
 /** The relation of a read, given the rolled days of its window where it may use them. */
 export function plan(query: Query, read: Read, rolled?: RolledDays): Plan {
   if (readsBotHits(query, read)) return { table: 'bots' }
-  if ((rolled?.days.length || rolled?.partial) && mayUseRollup(query, read) && fitsRead(query, rolled)) return { table: 'rollup', rolled }
+  if ((rolled?.days.length || rolled?.partial) && mayUseRollup(query, read) && fitsRead(query, read, rolled))
+    return { table: 'rollup', rolled }
   const events = (visits: boolean): Plan =>
     query.sample ? { table: 'events', visits, sample: query.sample.denominator } : { table: 'events', visits }
   if (read.kind === 'series') return events(false)
@@ -160,7 +185,10 @@ const ratesGoalsOverRollup = (query: Query, read: Read) =>
 export async function planRead(query: Query, read: Read): Promise<PlanStep> {
   if (ratesGoalsOverRollup(query, read)) return { lookup: { key: '', partial: false } }
   if (!mayUseRollup(query, read)) return { plan: { builds: [], plan: plan(query, read) } }
-  if (!query.filters.length) return { lookup: { key: '', partial: readsTodayFromEvents(read) } }
+  if (!query.filters.length)
+    return read.kind === 'breakdown' && rolledOnDemand(read.property)
+      ? { lookup: { key: unfilteredRollupKey(read.property), partial: false } }
+      : { lookup: { key: '', partial: readsTodayFromEvents(read) } }
   return { lookup: { key: await filteredRollupKey(query, rolledProperty(read)), partial: false } }
 }
 

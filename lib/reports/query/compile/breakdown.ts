@@ -1,5 +1,5 @@
 import type { Query } from '../model'
-import { hasEngagement, holdsGoal } from '../../dimensions'
+import { combinedParts, hasEngagement, holdsGoal } from '../../dimensions'
 import type { HumanPlan } from '../plan'
 import { dimensionSql } from './filters'
 import { goalBreakdownSql } from './goals'
@@ -10,6 +10,19 @@ import { BOUNCED, selectedVisits, visitFacts } from './visits'
 import { queryScope, selected, unrolledFromSessions, visitFilters } from './selection'
 
 const limitOf = (query: Query) => bind('UInt32', query.limit)
+
+/**
+ * The order and limit of a breakdown's rows: most visitors first, then by value. Rows of several
+ * dimensions together are ordered again by their values one by one (Stats API v2,
+ * lib/plausible/query.ts), not by the JSON of the combination: those are the first rows by
+ * visitors with every row tied with the last (WITH TIES), in any order among equal visitors.
+ */
+const orderedRows = (query: Query, property: string) =>
+  combinedParts(property)
+    ? sql`ORDER BY visitors DESC
+LIMIT ${limitOf(query)} WITH TIES`
+    : sql`ORDER BY visitors DESC, value ASC
+LIMIT ${limitOf(query)}`
 
 /**
  * The rows of one property, most visitors first, up to the query's limit. With `reports` (a path
@@ -60,8 +73,7 @@ export function breakdownSql(
 SELECT value, visitors, visits, pageviews, events${rates}
 FROM (${rows})
 WHERE visitors > 0
-ORDER BY visitors DESC, value ASC
-LIMIT ${limitOf(query)}`
+${orderedRows(query, property)}`
 }
 
 /**
@@ -79,8 +91,7 @@ function visitBreakdownFromSessions(query: Query, property: string, visitsOnly: 
     return sql`
 SELECT value, visitors, visits, 0 AS pageviews, 0 AS events, bounce_rate, avg_duration
 FROM (${visits})
-ORDER BY visitors DESC, value ASC
-LIMIT ${limitOf(query)}`
+${orderedRows(query, property)}`
   return sql`
 SELECT visits_by_value.value AS value, visitors, visits, pageviews, events, bounce_rate, avg_duration
 FROM (${visits}
@@ -88,8 +99,7 @@ FROM (${visits}
 LEFT JOIN (
   SELECT ${value} AS value, countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events FROM ${raw(scope.table)} WHERE ${selected(query, scope)} GROUP BY value
 ) AS views USING value
-ORDER BY visitors DESC, value ASC
-LIMIT ${limitOf(query)}`
+${orderedRows(query, property)}`
 }
 
 /**
@@ -108,8 +118,7 @@ FROM (${selectedVisits(scope, selected(query, scope))}) AS selected
 INNER JOIN (${visitFacts(scope, visitFilters(query, scope), { value })}) AS facts USING session_id
 ${page ? raw("WHERE value != ''") : empty}
 GROUP BY value
-ORDER BY visitors DESC, value ASC
-LIMIT ${limitOf(query)}`
+${orderedRows(query, property)}`
 }
 
 /**
@@ -143,6 +152,6 @@ FROM (
   GROUP BY bucket, value
 )
 WHERE visitors > 0
-ORDER BY bucket, visitors DESC, value ASC
-LIMIT ${limitOf(query)}`
+ORDER BY bucket, visitors DESC
+LIMIT ${limitOf(query)} WITH TIES`
 }
