@@ -9,7 +9,10 @@ import { siteReader } from './reads'
 import type { SectionProps } from './sections/parts'
 import { Anomalies } from './sections/anomalies'
 import { Decay } from './sections/decay'
+import { Clicks } from './sections/clicks'
 import { Launches } from './sections/launches'
+import { Search } from './sections/search'
+import { PageDetail } from './sections/page-detail'
 import { CHANGES_PAGE, Changes, INLINE_DIFFS } from './sections/changes'
 import { Errors } from './sections/errors'
 import { Flow } from './sections/flow'
@@ -58,6 +61,9 @@ const DESIGNED: Partial<Record<SectionName, (props: SectionProps) => Child>> = {
   anomalies: Anomalies,
   decay: Decay,
   launches: Launches,
+  page: PageDetail,
+  clicks: Clicks,
+  search: Search,
 }
 
 /** A section whose read has another default range than the dashboard's: its picker shows that one. */

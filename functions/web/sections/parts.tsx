@@ -176,6 +176,13 @@ export function SeriesChart({
       .join(' ')
   }
   const mid = (a: number, b: number) => a + (b - a) / 2
+  // markers of one bucket share a pin, which names their numbers
+  const pins: [index: number, numbers: number[], tone: string][] = []
+  markers.forEach((m, k) => {
+    const pin = pins.find(([index]) => index === m.index)
+    if (pin) pin[1].push(k + 1)
+    else pins.push([m.index, [k + 1], m.tone ?? 'note'])
+  })
   const ticks = n > 2 ? [0, Math.floor((n - 1) / 2), n - 1] : n === 2 ? [0, 1] : n ? [0] : []
   const hover = (i: number) =>
     `${buckets[i]}: ${series
@@ -215,9 +222,9 @@ export function SeriesChart({
             <polyline points={line(s)} class={`line ${s.tone}`} />
           ))}
         </svg>
-        {markers.map((m, k) => (
-          <span class={`pin-num ${m.tone ?? 'note'}`} style={`left:${((x(m.index) / W) * 100).toFixed(2)}%`} aria-hidden="true">
-            {k + 1}
+        {pins.map(([index, numbers, tone]) => (
+          <span class={`pin-num ${tone}`} style={`left:${((x(index) / W) * 100).toFixed(2)}%`} aria-hidden="true">
+            {numbers.join(',')}
           </span>
         ))}
         <div class="hits" style={`grid-template-columns:repeat(${Math.max(1, n)},1fr)`}>
