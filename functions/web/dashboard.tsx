@@ -339,7 +339,7 @@ export async function dashboardPage(c: Context, services: Services, view: Dashbo
               <dt>{label}</dt>
               <dd>
                 <span class="value">{format(value, kind)}</span>
-                <Change now={value} before={was} lowerIsBetter={key === 'bounceRate'} />
+                <Change now={value} before={was} lowerIsBetter={key === 'bounceRate'} kind={kind} />
               </dd>
             </div>
           ))}
@@ -672,8 +672,29 @@ export function format(value: number, kind: 'count' | 'share' | 'seconds' | 'rat
   return value.toLocaleString('en')
 }
 
-function Change({ now, before, lowerIsBetter }: { now: number; before: number | undefined; lowerIsBetter: boolean }) {
+function Change({
+  now,
+  before,
+  lowerIsBetter,
+  kind,
+}: {
+  now: number
+  before: number | undefined
+  lowerIsBetter: boolean
+  kind?: 'count' | 'share' | 'seconds' | 'ratio'
+}) {
   if (before === undefined) return null
+  // a rate changes by points: 40% to 45% is 5 points, not 12%
+  if (kind === 'share') {
+    const points = Math.round((now - before) * 100)
+    const better = lowerIsBetter ? points < 0 : points > 0
+    return (
+      <span class={`change ${points === 0 ? '' : better ? 'up' : 'down'}`}>
+        {points > 0 ? '↑' : points < 0 ? '↓' : ''} {Math.abs(points)} {Math.abs(points) === 1 ? 'point' : 'points'}
+        <span class="sr-only"> against the previous period</span>
+      </span>
+    )
+  }
   if (before === 0) return now === 0 ? <span class="change">no change</span> : <span class="change up">new</span>
   const change = (now - before) / before
   const better = lowerIsBetter ? change < 0 : change > 0

@@ -104,6 +104,7 @@ caption.left{text-align:left;font-weight:600;padding:0 0 .5rem}.check{display:fl
 .change-feed{list-style:none;margin:0;padding:0}.change-feed li{padding:.75rem 0;border-bottom:1px solid var(--line)}.change-feed li:last-child{border:0}
 .change-head{display:flex;gap:.25rem .75rem;flex-wrap:wrap;align-items:baseline}.change-head time{color:var(--muted);font-size:.85rem}.change-summary{margin:.3rem 0;overflow-wrap:anywhere}
 .change-feed .diff{margin:.3rem 0;padding:.5rem .65rem;background:var(--bg);border-radius:6px;overflow-wrap:anywhere}.change-feed p.small{margin:.2rem 0 0}
+th[aria-sort] a{color:var(--fg);text-decoration:none}th[aria-sort] a::after{content:" ▾"}
 .cause-cards{list-style:none;margin:0;padding:0;display:grid;gap:.75rem}.cause-card{border:1px solid var(--line);border-radius:8px;padding:.75rem 1rem}.cause-card p{margin:.35rem 0}.cause-card .row{flex-wrap:nowrap;align-items:baseline}.cause-card .row>a{min-width:0}
 .evidence{margin:.25rem 0 0;padding-left:1.1rem;font-size:.9rem}.evidence li{margin:.15rem 0;overflow-wrap:anywhere}.evidence del{background:#ffebe9}.evidence ins{background:#dafbe1;text-decoration:none}.marker-list del{background:#ffebe9}.marker-list ins{background:#dafbe1;text-decoration:none}
 .against-peak{max-width:28rem}.vs-median{display:flex;gap:.5rem;align-items:center;min-width:9rem}.vs-median .stack{flex:1;margin:0}.launches-table td{vertical-align:middle}
@@ -127,6 +128,7 @@ export function Page({ title, email, children }: PageProps) {
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <meta name="referrer" content="no-referrer" />
         <title>{`${title} · Analytics`}</title>
+        <link rel="icon" type="image/svg+xml" href="/app/favicon.svg" />
         <style nonce={pageNonce()} dangerouslySetInnerHTML={{ __html: STYLE }} />
       </head>
       <body>

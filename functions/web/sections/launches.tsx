@@ -13,9 +13,9 @@ interface Launch {
 }
 
 const BANDS: Record<string, [tone: string, label: string]> = {
-  over: ['good', 'Above the median'],
-  at: ['', 'At the median'],
-  under: ['poor', 'Below the median'],
+  over: ['good', 'Above'],
+  at: ['', 'At'],
+  under: ['poor', 'Below'],
 }
 
 /** The launches section: pages launched in the range, each against the median of its cohort, and the cohort's first days as a chart. */
@@ -100,7 +100,10 @@ export function Launches({ answers, at, timezone, now, query }: SectionProps) {
                       {launch && !p.complete ? <span class="muted small page-title">{`first ${p.measuredDays} days so far`}</span> : null}
                     </td>
                     <td>
-                      <span class={`badge ${tone}`}>{label}</span>
+                      <span class={`badge ${tone}`}>
+                        {label}
+                        {p.band ? <span class="opt"> the median</span> : null}
+                      </span>
                     </td>
                     <td class="num" data-visits={p.visits}>
                       {count(p.visits)}
