@@ -482,36 +482,47 @@ export async function panelFragment(c: Context, services: Services, view: Dashbo
       ) : !answer.available ? (
         <Refused message="Goals are counted from the first-party events; this source has none." />
       ) : answer.goals.length ? (
-        <section class="table-wrap" tabindex={0} aria-label="Goals table">
-          <table data-panel="goal">
-            <thead>
-              <tr>
-                <th scope="col">Goal</th>
-                <th scope="col" class="num">
-                  Converters
-                </th>
-                <th scope="col" class="num">
-                  Conversions
-                </th>
-                <th scope="col" class="num">
-                  Rate
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {answer.goals.map((g: { name: string; visitors?: number; conversions?: number; conversionRate?: number }) => (
+        <table data-panel="goal" class="goals-table">
+          <thead>
+            <tr>
+              <th scope="col">Goal</th>
+              <th scope="col" class="num">
+                Converters
+              </th>
+              <th scope="col" class="num">
+                Conversions
+              </th>
+              <th scope="col" class="num">
+                Rate
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {answer.goals.map(
+              (g: {
+                name: string
+                visitors?: number
+                conversions?: number
+                conversionRate?: number
+                revenue?: { amount: number; currency: string }
+              }) => (
                 <tr>
-                  <td>
+                  <td class="cell-wrap">
                     <a href={filterLink(view, state, 'goal', g.name)}>{g.name}</a>
+                    {g.revenue ? (
+                      <span class="muted small page-title">
+                        {new Intl.NumberFormat('en', { style: 'currency', currency: g.revenue.currency }).format(g.revenue.amount)} revenue
+                      </span>
+                    ) : null}
                   </td>
                   <td class="num">{(g.visitors ?? 0).toLocaleString('en')}</td>
                   <td class="num">{(g.conversions ?? 0).toLocaleString('en')}</td>
                   <td class="num">{format(g.conversionRate ?? 0, 'share')}</td>
                 </tr>
-              ))}
-            </tbody>
-          </table>
-        </section>
+              ),
+            )}
+          </tbody>
+        </table>
       ) : (
         <p class="muted">No goals yet: define them with POST /api/v1/goals.</p>
       )

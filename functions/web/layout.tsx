@@ -93,8 +93,8 @@ caption.left{text-align:left;font-weight:600;padding:0 0 .5rem}.check{display:fl
 .series-chart .grid{stroke:#eaeef2;vector-effect:non-scaling-stroke}.series-chart .base-line{stroke:#d0d7de;vector-effect:non-scaling-stroke}
 .mark-line{stroke-dasharray:4 4;vector-effect:non-scaling-stroke;stroke:#8250df}.mark-line.poor{stroke:#cf222e}.mark-line.good{stroke:#1a7f37}.mark-line.ni{stroke:#bf8700}
 .ylab{position:absolute;left:-2.6rem;width:2.3rem;text-align:right;font-size:.75rem;color:var(--muted);line-height:1;transform:translateY(-50%)}.ylab.top{top:0}.ylab.mid{top:50%}.ylab.bottom{top:100%}.ylab.right{left:auto;right:-2.6rem;text-align:left}
-.pin-num{position:absolute;top:-1.1rem;transform:translateX(-50%);min-width:1.1rem;height:1.1rem;padding:0 .2rem;border-radius:999px;background:#8250df;color:#fff;font-size:.7rem;font-weight:700;line-height:1.1rem;text-align:center}
-.pin-num.poor{background:#cf222e}.pin-num.good{background:#1a7f37}.pin-num.ni{background:#9a6700}.pin-num.static{position:static;display:inline-block;transform:none;margin-right:.35rem}
+.pin-num{position:absolute;top:-1.1rem;white-space:nowrap;transform:translateX(-50%);min-width:1.1rem;height:1.1rem;padding:0 .2rem;border-radius:999px;background:#8250df;color:#fff;font-size:.7rem;font-weight:700;line-height:1.1rem;text-align:center}
+.pin-num.poor{background:#cf222e}.pin-num.good{background:#1a7f37}.pin-num.ni{background:#9a6700}.pin-num.end{transform:translateX(-100%)}.pin-num.start{transform:none}.pin-num.static{position:static;display:inline-block;transform:none;margin-right:.35rem}
 .hits{position:absolute;inset:0;display:grid}.hit{position:relative;outline-offset:-2px}.hit:hover,.hit:focus{background:rgba(11,87,208,.08)}
 .hit:hover::after,.hit:focus::after{content:attr(data-tip);position:absolute;top:.25rem;left:50%;z-index:2;width:max-content;max-width:14rem;padding:.3rem .5rem;border-radius:6px;background:#1b1f24;color:#fff;font-size:.8rem;line-height:1.3;white-space:normal}
 .hit.flip:hover::after,.hit.flip:focus::after{left:auto;right:50%}

@@ -157,7 +157,14 @@ export async function sectionPage(c: Context, services: Services, view: Dashboar
       ) : null}
       {name === 'diff' ? <WordDiff answer={answers[0]} /> : null}
       {Designed ? (
-        <Designed answers={answers} timezone={view.site.timezone} now={services.now().getTime()} query={query} at={at} />
+        <Designed
+          answers={answers}
+          timezone={view.site.timezone}
+          now={services.now().getTime()}
+          query={query}
+          at={at}
+          shared={view.shared}
+        />
       ) : (
         answers.map((answer, i) => (
           <section class="card section-read" aria-label={section.reads[i]} data-read={section.reads[i]}>

@@ -12,6 +12,7 @@ import { deleteSite } from '../../lib/sites/site-lifecycle'
 import type { Site } from '../../lib/sites/sites'
 import { CallContext, asApiError, invoke } from '../invoke'
 import { endpoints } from '../registry'
+import { TIMEZONES } from './format'
 import { readForm } from './forms'
 import { googleConnectRoutes } from './google-connect'
 import { Page } from './layout'
@@ -60,8 +61,9 @@ const SITE_GROUPS: FormGroup[] = [
       {
         name: 'timezone',
         label: 'Timezone',
-        kind: 'text',
-        hint: 'An IANA zone such as Europe/Paris: relative ranges (today, this month) resolve in it.',
+        kind: 'select',
+        options: TIMEZONES,
+        hint: 'Relative ranges (today, this month) resolve in it.',
       },
     ],
     values: (site) => ({ timezone: site.timezone }),
@@ -326,7 +328,10 @@ function SettingsForm({
                       aria-describedby={describedBy}
                       aria-invalid={invalid ? 'true' : undefined}
                     >
-                      {field.options!.map(([option, label]) => (
+                      {(field.options!.some(([option]) => option === value) || value === ''
+                        ? field.options!
+                        : [[String(value), String(value)] as const, ...field.options!]
+                      ).map(([option, label]) => (
                         <option value={option} selected={option === value}>
                           {label}
                         </option>

@@ -17,7 +17,7 @@ interface ClickGroup {
 const TAGS: Record<string, string> = { a: 'Link', button: 'Button', input: 'Field', select: 'Menu', img: 'Image', summary: 'Toggle' }
 
 /** The clicks section: what visitors click, each element with its clicks, visitors and dead clicks marked, opening its page's heatmap. */
-export function Clicks({ answers, at }: SectionProps) {
+export function Clicks({ answers, at, shared }: SectionProps) {
   const [answer] = answers
   if (!answer.available) return <Unavailable what="Clicks" />
   const groups: ClickGroup[] = answer.clicks
@@ -51,9 +51,13 @@ export function Clicks({ answers, at }: SectionProps) {
                   <span class="muted small cell-wrap">
                     {g.text ? <code>{g.selector}</code> : null}
                     {g.url ? ` → ${g.url}` : ''} · mostly on{' '}
-                    <a href={at('heatmap', { path: g.topPath })} title={`The heatmap of ${g.topPath}`}>
-                      {g.topPath}
-                    </a>
+                    {shared ? (
+                      g.topPath
+                    ) : (
+                      <a href={at('heatmap', { path: g.topPath })} title={`The heatmap of ${g.topPath}`}>
+                        {g.topPath}
+                      </a>
+                    )}
                     {g.paths > 1 ? `, on ${count(g.paths)} pages` : ''}
                   </span>
                   {g.deadClicks ? (
@@ -72,9 +76,7 @@ export function Clicks({ answers, at }: SectionProps) {
                 <span class="group-fig" data-visitors={g.visitors}>
                   <strong>{count(g.visitors)}</strong> <span class="muted small">{g.visitors === 1 ? 'visitor' : 'visitors'}</span>
                 </span>
-                <span class="group-fig">
-                  <a href={at('heatmap', { path: g.topPath })}>Heatmap</a>
-                </span>
+                <span class="group-fig">{shared ? null : <a href={at('heatmap', { path: g.topPath })}>Heatmap</a>}</span>
               </li>
             ))}
           </ul>

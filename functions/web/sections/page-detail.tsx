@@ -72,7 +72,7 @@ function CauseEvidence({ cause, timezone, at }: { cause: Cause; timezone: string
 }
 
 /** A page's detail: its visits by day with the changes and the shift marked, why it last moved (the causes ranked, with their evidence), where its visits come from, its engagement, errors, vitals and first 30 days. */
-export function PageDetail({ answers, timezone, now, at }: SectionProps) {
+export function PageDetail({ answers, timezone, now, at, shared }: SectionProps) {
   const [answer] = answers
   if (!answer.available) return <Unavailable what="Page details" />
   const { page, totals, shift, engagement, first30 } = answer
@@ -102,7 +102,7 @@ export function PageDetail({ answers, timezone, now, at }: SectionProps) {
         </h2>
         <p class="muted small">
           {page.launchedAt ? `Live since ${dateTime(page.launchedAt, timezone).split(',')[0]} (${ago(page.launchedAt, now)}). ` : ''}
-          <a href={at('heatmap', { path: page.path })}>Click heatmap</a>
+          {shared ? null : <a href={at('heatmap', { path: page.path })}>Click heatmap</a>}
         </p>
         <Tiles
           tiles={[

@@ -10,6 +10,8 @@ export interface SectionProps {
   query: Record<string, string>
   /** A section's URL keeping the page's range, filters and source, with some parameters of its own. */
   at: (section: string, extra?: Record<string, string>) => string
+  /** A shared dashboard's section: no links to the member pages (heatmaps, settings). */
+  shared?: boolean
 }
 
 /** A series as a small line, drawn to SVG; the last value is named for screen readers. */
@@ -119,9 +121,12 @@ export interface ChartSeries {
 
 /** Something that happened at a bucket: drawn as a numbered line on the chart and listed under it. */
 export interface ChartMarker {
+  /** The bucket, or a place between two (2.5: half way from the third to the fourth). */
   index: number
   label: Child
   tone?: 'good' | 'ni' | 'poor' | 'note'
+  /** What it is (a spike, an annotation), on the drawn line. */
+  kind?: string
 }
 
 const nice = (max: number) => {
@@ -142,6 +147,7 @@ export function SeriesChart({
   series,
   markers = [],
   name = 'chart',
+  foldMarkers = false,
 }: {
   label: string
   /** Each bucket's label, in words (7 Dec). */
@@ -149,6 +155,8 @@ export function SeriesChart({
   series: ChartSeries[]
   markers?: ChartMarker[]
   name?: string
+  /** The list of markers folded under a summary that counts them. */
+  foldMarkers?: boolean
 }) {
   const W = 1000
   const H = 200
@@ -179,7 +187,7 @@ export function SeriesChart({
   // markers of one bucket share a pin, which names their numbers
   const pins: [index: number, numbers: number[], tone: string][] = []
   markers.forEach((m, k) => {
-    const pin = pins.find(([index]) => index === m.index)
+    const pin = pins.find(([index]) => Math.abs(x(index) - x(m.index)) < 12)
     if (pin) pin[1].push(k + 1)
     else pins.push([m.index, [k + 1], m.tone ?? 'note'])
   })
@@ -216,17 +224,22 @@ export function SeriesChart({
           <line x1="0" x2={W} y1={H / 2} y2={H / 2} class="grid" />
           <line x1="0" x2={W} y1={H - 1} y2={H - 1} class="base-line" />
           {markers.map((m) => (
-            <line x1={x(m.index)} x2={x(m.index)} y1="0" y2={H} class={`mark-line ${m.tone ?? 'note'}`} />
+            <line x1={x(m.index)} x2={x(m.index)} y1="0" y2={H} class={`mark-line marker ${m.tone ?? 'note'}`} data-kind={m.kind} />
           ))}
           {series.map((s) => (
             <polyline points={line(s)} class={`line ${s.tone}`} />
           ))}
         </svg>
-        {pins.map(([index, numbers, tone]) => (
-          <span class={`pin-num ${tone}`} style={`left:${((x(index) / W) * 100).toFixed(2)}%`} aria-hidden="true">
-            {numbers.join(',')}
-          </span>
-        ))}
+        {pins.map(([index, numbers, tone]) => {
+          const at = x(index) / W
+          // a pin at an edge grows inwards, so that it stays within the chart
+          const edge = at > 0.92 ? ' end' : at < 0.08 ? ' start' : ''
+          return (
+            <span class={`pin-num ${tone}${edge}`} style={`left:${(at * 100).toFixed(2)}%`} aria-hidden="true">
+              {numbers.length > 2 ? `${numbers[0]}–${numbers.at(-1)}` : numbers.join(',')}
+            </span>
+          )
+        })}
         <div class="hits" style={`grid-template-columns:repeat(${Math.max(1, n)},1fr)`}>
           {buckets.map((_, i) => (
             <span class={`hit${i > n / 2 ? ' flip' : ''}`} tabindex={0} role="img" data-tip={hover(i)} aria-label={hover(i)} />
@@ -248,18 +261,33 @@ export function SeriesChart({
         ))}
       </figcaption>
       {markers.length ? (
-        <ol class="marker-list">
-          {markers.map((m, k) => (
-            <li>
-              <span class={`pin-num static ${m.tone ?? 'note'}`} aria-hidden="true">
-                {k + 1}
-              </span>
-              {buckets[m.index]}: {m.label}
-            </li>
-          ))}
-        </ol>
+        foldMarkers ? (
+          <details class="markers">
+            <summary>
+              {markers.length} {markers.length === 1 ? 'marker' : 'markers'}
+            </summary>
+            <MarkerList markers={markers} buckets={buckets} />
+          </details>
+        ) : (
+          <MarkerList markers={markers} buckets={buckets} />
+        )
       ) : null}
     </figure>
+  )
+}
+
+function MarkerList({ markers, buckets }: { markers: ChartMarker[]; buckets: string[] }) {
+  return (
+    <ol class="marker-list">
+      {markers.map((m, k) => (
+        <li data-kind={m.kind}>
+          <span class={`pin-num static ${m.tone ?? 'note'}`} aria-hidden="true">
+            {k + 1}
+          </span>
+          {buckets[Math.floor(m.index)]}: {m.label}
+        </li>
+      ))}
+    </ol>
   )
 }
 

@@ -28,7 +28,7 @@ type Sort = (typeof SORTS)[number]
 const SORT_NAMES: Record<Sort, string> = { clicks: 'Clicks', impressions: 'Impressions', ctr: 'Click rate', position: 'Position' }
 
 /** The search section: Search Console's totals with their changes, clicks and impressions by day, the position over time, and the queries and landing pages, sortable. */
-export function Search({ answers, at, query }: SectionProps) {
+export function Search({ answers, at, query, shared }: SectionProps) {
   const [answer] = answers
   if (!answer.connected)
     return (
@@ -36,11 +36,15 @@ export function Search({ answers, at, query }: SectionProps) {
         <Empty
           why="This site is not connected to Google Search Console."
           next={
-            <>
-              Connect a Google account and choose the Search Console property in the{' '}
-              <a href={at('settings/integrations')}>site's integrations</a> (owners and admins); the last 16 months are imported, then every
-              day.
-            </>
+            shared ? (
+              'Its owners can connect it in the site settings.'
+            ) : (
+              <>
+                Connect a Google account and choose the Search Console property in the{' '}
+                <a href={at('settings/integrations')}>site's integrations</a> (owners and admins); the last 16 months are imported, then
+                every day.
+              </>
+            )
           }
         />
       </section>
