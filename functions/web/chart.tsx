@@ -52,11 +52,7 @@ export function Chart({
       index,
       kind: m.kind,
       tone: TONES[m.kind],
-      label: (
-        <>
-          <strong>{m.kind}</strong>: {m.label}
-        </>
-      ),
+      label: `${m.kind}: ${m.label}`,
     }))
     .sort((a, b) => a.index - b.index)
   const total = points.reduce((sum, p) => sum + p.visitors, 0)

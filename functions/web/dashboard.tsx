@@ -3,7 +3,7 @@ import type { Context, Hono } from 'hono'
 import { membershipIn } from '../../lib/accounts/members'
 import { ApiError } from '../../lib/errors'
 import { PROPERTY_PREFIX, type RANGES } from '../../lib/reports/dimensions'
-import { RANGE_LABELS } from './format'
+import { RANGE_LABELS, country as countryName } from './format'
 import { resolveRange } from '../../lib/reports/query/range'
 import type { Services } from '../../lib/services'
 import type { Site } from '../../lib/sites/sites'
@@ -217,7 +217,8 @@ export async function dashboardPage(c: Context, services: Services, view: Dashbo
     ['visitors', 'Visitors', t.visitors, p?.visitors, 'count'],
     ['visits', 'Visits', t.visits, p?.visits, 'count'],
     ['pageviews', 'Pageviews', t.pageviews, p?.pageviews, 'count'],
-    ['bounceRate', 'Bounce rate', t.bounceRate, p?.bounceRate, 'share'],
+    // a window without visits has no bounce rate to compare with
+    ['bounceRate', 'Bounce rate', t.bounceRate, p?.visits ? p.bounceRate : undefined, 'share'],
     ['avgDuration', 'Visit duration', t.avgDuration, p?.avgDuration, 'seconds'],
     ['viewsPerVisit', 'Views per visit', t.viewsPerVisit, p?.viewsPerVisit, 'ratio'],
   ]
@@ -420,7 +421,11 @@ function Kept({ state, except }: { state: State; except: StateKey[] }) {
 }
 
 const chipValue = (f: Filter, segments: { id: string; name: string }[]) =>
-  f.dimension === 'segment' ? f.value.map((id) => segments.find((s) => s.id === id)?.name ?? id).join(', ') : f.value.join(', ')
+  f.dimension === 'segment'
+    ? f.value.map((id) => segments.find((s) => s.id === id)?.name ?? id).join(', ')
+    : f.dimension === 'country' && f.operator !== 'contains' && f.operator !== 'matches'
+      ? f.value.map(countryName).join(', ')
+      : f.value.join(', ')
 
 /** One panel as a section of HTML: what the page loads into its place. */
 export async function panelFragment(c: Context, services: Services, view: DashboardView, name: string) {
@@ -461,7 +466,7 @@ export async function panelFragment(c: Context, services: Services, view: Dashbo
         ) : (
           <>
             <LocationsMap places={'refused' in places || !places.available ? [] : places.places} />
-            <Rows view={view} state={state} property="country" label="Country" rows={countries.results.slice(0, 10)} />
+            <Rows view={view} state={state} property="country" label="Country" rows={countries.results.slice(0, 10)} name={countryName} />
           </>
         )
     } else {
@@ -640,12 +645,15 @@ function Rows({
   property,
   label,
   rows,
+  name,
 }: {
   view: DashboardView
   state: State
   property: string
   label: string
   rows: { value: string; visitors: number }[]
+  /** A value as people read it (a country's name for its code). */
+  name?: (value: string) => string
 }) {
   if (!rows.length) return <p class="muted">Nothing in this range.</p>
   const max = Math.max(1, ...rows.map((r) => r.visitors))
@@ -663,7 +671,10 @@ function Rows({
         {rows.map((r) => (
           <tr style={`--share:${((r.visitors / max) * 100).toFixed(1)}%`}>
             <td class="bar">
-              <a href={filterLink(view, state, property, r.value)}>{r.value || '(none)'}</a>
+              {/* a named value keeps its code beside the name */}
+              <a href={filterLink(view, state, property, r.value)} data-value={name ? r.value : undefined}>
+                {name ? name(r.value) : r.value || '(none)'}
+              </a>
             </td>
             <td class="num">{r.visitors.toLocaleString('en')}</td>
           </tr>

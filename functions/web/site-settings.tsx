@@ -578,6 +578,27 @@ export function siteSettingsRoutes(web: Hono<WebEnv>, services: Services) {
           <p id="install-state" role="status">
             {view.install.installed ? `Installed: the first event arrived ${view.install.firstEventAt}.` : 'Waiting for the first event…'}
           </p>
+          <details class="spaced">
+            <summary>Trying it on a page on your own machine</summary>
+            <ul>
+              <li>
+                Pages on <code>localhost</code>, <code>127.0.0.1</code> and <code>file:</code> send nothing unless the tag opts in: add{' '}
+                <code>data-allow-localhost</code> to it.
+              </li>
+              <li>
+                Add <code>localhost</code> to <em>Other hostnames</em> under Tracking below: a hit from a hostname the site does not list is
+                dropped.
+              </li>
+              <li>
+                Open the page in an ordinary browser. A headless one (Playwright's or Puppeteer's, Lighthouse) counts as a bot and is
+                dropped; give it an ordinary user agent to count its visits as people's.
+              </li>
+              <li>
+                The browser's network panel shows the <code>POST</code> to <code>/api/event</code>: <code>202</code> without an{' '}
+                <code>X-Dropped</code> header means the hit was stored; with one, the header says why not.
+              </li>
+            </ul>
+          </details>
         </section>
         <ReadOnlyNotice canWrite={canWrite} />
         {SITE_GROUPS.map((group) => (
