@@ -476,7 +476,14 @@ export async function panelFragment(c: Context, services: Services, view: Dashbo
         'refused' in answer ? (
           <Refused message={answer.refused} />
         ) : (
-          <Rows view={view} state={state} property={tab} label={label} rows={answer.results} />
+          <Rows
+            view={view}
+            state={state}
+            property={tab}
+            label={label}
+            rows={answer.results}
+            name={tab === 'country' ? countryName : undefined}
+          />
         )
     }
   } else if (panel === 'goals') {
