@@ -498,11 +498,11 @@ export async function panelFragment(c: Context, services: Services, view: Dashbo
           <thead>
             <tr>
               <th scope="col">Goal</th>
-              <th scope="col" class="num">
-                Converters
+              <th scope="col" class="num" title="Visitors who converted">
+                Visitors
               </th>
-              <th scope="col" class="num">
-                Conversions
+              <th scope="col" class="num" title="Conversions">
+                Total
               </th>
               <th scope="col" class="num">
                 Rate
@@ -519,7 +519,7 @@ export async function panelFragment(c: Context, services: Services, view: Dashbo
                 revenue?: { amount: number; currency: string }
               }) => (
                 <tr>
-                  <td class="cell-wrap">
+                  <td class="goal-name">
                     <a href={filterLink(view, state, 'goal', g.name)}>{g.name}</a>
                     {g.revenue ? (
                       <span class="muted small page-title">

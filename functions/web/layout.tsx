@@ -107,7 +107,7 @@ caption.left{text-align:left;font-weight:600;padding:0 0 .5rem}.check{display:fl
 th[aria-sort] a{color:var(--fg);text-decoration:none}th[aria-sort] a::after{content:" ▾"}
 .cause-cards{list-style:none;margin:0;padding:0;display:grid;gap:.75rem}.cause-card{border:1px solid var(--line);border-radius:8px;padding:.75rem 1rem}.cause-card p{margin:.35rem 0}.cause-card .row{flex-wrap:nowrap;align-items:baseline}.cause-card .row>a{min-width:0}
 .evidence{margin:.25rem 0 0;padding-left:1.1rem;font-size:.9rem}.evidence li{margin:.15rem 0;overflow-wrap:anywhere}.evidence del{background:#ffebe9}.evidence ins{background:#dafbe1;text-decoration:none}.marker-list del{background:#ffebe9}.marker-list ins{background:#dafbe1;text-decoration:none}
-.against-peak{max-width:28rem}.vs-median{display:flex;gap:.5rem;align-items:center;min-width:9rem}.vs-median .stack{flex:1;margin:0}.launches-table td{vertical-align:middle}
+.against-peak{max-width:28rem}.vs-median{display:flex;gap:.5rem;align-items:center;min-width:9rem}.vs-median .stack{flex:1;margin:0}.launches-table td{vertical-align:middle}.goal-name{min-width:6rem;overflow-wrap:break-word}
 @media (max-width:600px){.spikes .stack{grid-column:1/-1}.opt{display:none}.vitals-table td,.vitals-table th{font-size:.85rem}.groups li{grid-template-columns:1fr 1fr}.group-main{grid-column:1/-1}.group-fig{text-align:left}.feed li{grid-template-columns:5rem 1fr}.feed .what,.feed .who{grid-column:1/-1}}
 @media (max-width:600px){.stats{grid-template-columns:repeat(2,1fr)}.stats dd{font-size:1.2rem}main{padding:1rem .75rem}header{padding:.6rem .75rem}header nav{gap:.6rem;font-size:.9rem}.narrow{margin:1.5rem auto}td,th{padding:.4rem .25rem}}
 `
