@@ -12,7 +12,7 @@ import { deleteSite } from '../../lib/sites/site-lifecycle'
 import type { Site } from '../../lib/sites/sites'
 import { CallContext, asApiError, invoke } from '../invoke'
 import { endpoints } from '../registry'
-import { TIMEZONES } from './format'
+import { TIMEZONES, dateTime } from './format'
 import { readForm } from './forms'
 import { googleConnectRoutes } from './google-connect'
 import { Page } from './layout'
@@ -576,7 +576,9 @@ export function siteSettingsRoutes(web: Hono<WebEnv>, services: Services) {
             Copy snippet
           </button>
           <p id="install-state" role="status">
-            {view.install.installed ? `Installed: the first event arrived ${view.install.firstEventAt}.` : 'Waiting for the first event…'}
+            {view.install.installed
+              ? `Installed: the first event arrived ${view.install.firstEventAt ? `on ${dateTime(view.install.firstEventAt, view.timezone)}` : ''}.`
+              : 'Waiting for the first event…'}
           </p>
           <details class="spaced">
             <summary>Trying it on a page on your own machine</summary>
@@ -1131,7 +1133,7 @@ function InstallWatch({ siteId }: { siteId: string }) {
     <script
       nonce={pageNonce()}
       dangerouslySetInnerHTML={{
-        __html: `(function(){var t=setInterval(function(){fetch('/app/sites/${siteId}/install').then(function(r){return r.json()}).then(function(s){if(s.installed){clearInterval(t);document.getElementById('install-state').textContent='Installed: the first event arrived '+s.firstEventAt+'.'}})},5000)})()`,
+        __html: `(function(){var t=setInterval(function(){fetch('/app/sites/${siteId}/install').then(function(r){return r.json()}).then(function(s){if(s.installed){clearInterval(t);document.getElementById('install-state').textContent='Installed: the first event arrived just now.'}})},5000)})()`,
       }}
     />
   )
