@@ -3,7 +3,7 @@ import type { Child } from 'hono/jsx'
 import { ApiError } from '../../lib/errors'
 import type { Services } from '../../lib/services'
 import type { DashboardView } from './dashboard'
-import { RANGE_LABELS } from './format'
+import { RANGE_LABELS, country } from './format'
 import { Page, SubmitOnChange } from './layout'
 import { siteReader } from './reads'
 import type { SectionProps } from './sections/parts'
@@ -155,6 +155,7 @@ export async function sectionPage(c: Context, services: Services, view: Dashboar
           </noscript>
         </form>
       ) : null}
+      <SectionFilters view={view} name={name} query={query} />
       {name === 'diff' ? <WordDiff answer={answers[0]} /> : null}
       {Designed ? (
         <Designed
@@ -345,4 +346,64 @@ function WordDiff({ answer }: { answer: { path: string; runs: { op: 'equal' | 'a
 export function sectionName(name: string): SectionName {
   if (!(SECTION_NAMES as string[]).includes(name)) throw new ApiError(404, 'There is no such page.')
   return name as SectionName
+}
+
+/** The dashboard's other controls on a section: the data source switch (a site with two) and the filters as chips, a click removing one. */
+function SectionFilters({ view, name, query }: { view: DashboardView; name: SectionName; query: Record<string, string> }) {
+  let filters: { dimension: string; operator: string; value: string[] }[] = []
+  try {
+    const parsed = JSON.parse(query.filters ?? '[]')
+    if (Array.isArray(parsed)) filters = parsed.filter((f) => f && typeof f.dimension === 'string' && Array.isArray(f.value))
+  } catch {
+    // a malformed filter is the read's to refuse, with its message
+  }
+  const sources = view.site.sources
+  if (!filters.length && sources.length < 2) return null
+  const without = (i: number) => {
+    const next = new URLSearchParams(query)
+    const rest = filters.filter((_, j) => j !== i)
+    if (rest.length) next.set('filters', JSON.stringify(rest))
+    else next.delete('filters')
+    return `${view.base}/${name}?${next}`
+  }
+  return (
+    <div class="controls">
+      {sources.length > 1 ? (
+        <form method="get" action={`${view.base}/${name}`} class="control">
+          <label for="source">Data</label>
+          <select id="source" name="source" data-submit-on-change>
+            {sources.map((s) => (
+              <option value={s} selected={s === (query.source ?? view.site.primarySource)}>
+                {s === 'ga4' ? 'Google Analytics 4' : 'First-party'}
+              </option>
+            ))}
+          </select>
+          {Object.entries(query)
+            .filter(([k]) => k !== 'source')
+            .map(([k, v]) => (
+              <input type="hidden" name={k} value={v} />
+            ))}
+          <noscript>
+            <button type="submit" class="small">
+              Show
+            </button>
+          </noscript>
+        </form>
+      ) : null}
+      {filters.length ? (
+        <ul class="chips" aria-label="Filters">
+          {filters.map((f, i) => {
+            const value = f.dimension === 'country' ? f.value.map(country).join(', ') : f.value.join(', ')
+            return (
+              <li>
+                <a href={without(i)} aria-label={`Remove filter ${f.dimension} ${f.operator} ${value}`}>
+                  {f.dimension} {f.operator} {value} <span aria-hidden="true">×</span>
+                </a>
+              </li>
+            )
+          })}
+        </ul>
+      ) : null}
+    </div>
+  )
 }

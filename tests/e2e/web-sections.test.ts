@@ -404,6 +404,20 @@ describe.skipIf(!CHROMIUM)('the section pages in real Chromium', () => {
     await checkPage(page, 'heatmap')
   }, 60_000)
 
+  it('a section shows the dashboard’s filters as chips, its figures filtered as the API’s; a chip removes its filter', async () => {
+    const filters = JSON.stringify([{ dimension: 'country', operator: 'is', value: ['US'] }])
+    await open(`clicks?range=30d&filters=${encodeURIComponent(filters)}`)
+    const answer = await api(`/api/v1/clicks?range=30d&filters=${encodeURIComponent(filters)}`)
+    await expect(page.locator('[data-metric=clicks] .value').innerText()).resolves.toBe(answer.summary.clicks.toLocaleString('en'))
+    const chip = page.locator('ul.chips[aria-label=Filters] a')
+    await expect(chip.innerText()).resolves.toContain('country is United States')
+    await checkPage(page, 'clicks-filtered')
+    await chip.click()
+    await page.waitForURL((url) => url.pathname.endsWith('/clicks') && !url.searchParams.has('filters'))
+    const all = await api('/api/v1/clicks?range=30d')
+    await expect(page.locator('[data-metric=clicks] .value').innerText()).resolves.toBe(all.summary.clicks.toLocaleString('en'))
+  }, 60_000)
+
   it('bad parameters of a section are a 400 with the API’s message, not a 500', async () => {
     for (const path of ['anomalies?range=nope', 'launches?measure=nope', 'page?range=30d', 'changes?category=nope', 'heatmap?path=nope']) {
       const answer = await page.request.get(`${server.url}/app/sites/${demo.site}/${path}`)
