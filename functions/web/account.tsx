@@ -23,6 +23,7 @@ import type { Services } from '../../lib/services'
 import { createSite, sitesOfKey } from '../../lib/sites/site-lifecycle'
 import { siteCreateSchema } from '../../lib/sites/sites'
 import type { Site } from '../../lib/sites/sites'
+import { TIMEZONES } from './format'
 import { readForm } from './forms'
 import { Page } from './layout'
 import { CopyScript, siteSettingsRoutes } from './site-settings'
@@ -184,7 +185,13 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
             </div>
             <div class="field">
               <label for="timezone">Timezone</label>
-              <input id="timezone" name="timezone" value="UTC" />
+              <select id="timezone" name="timezone">
+                {TIMEZONES.map(([zone, label]) => (
+                  <option value={zone} selected={zone === 'UTC'}>
+                    {label}
+                  </option>
+                ))}
+              </select>
             </div>
             <button type="submit">Add site</button>
           </form>

@@ -3,7 +3,7 @@ import type { Context, Hono } from 'hono'
 import { membershipIn } from '../../lib/accounts/members'
 import { ApiError } from '../../lib/errors'
 import { PROPERTY_PREFIX, type RANGES } from '../../lib/reports/dimensions'
-import { RANGE_LABELS } from './format'
+import { RANGE_LABELS, country as countryName } from './format'
 import { resolveRange } from '../../lib/reports/query/range'
 import type { Services } from '../../lib/services'
 import type { Site } from '../../lib/sites/sites'
@@ -228,7 +228,8 @@ export async function dashboardPage(c: Context, services: Services, view: Dashbo
     ['visitors', 'Visitors', t.visitors, p?.visitors, 'count'],
     ['visits', 'Visits', t.visits, p?.visits, 'count'],
     ['pageviews', 'Pageviews', t.pageviews, p?.pageviews, 'count'],
-    ['bounceRate', 'Bounce rate', t.bounceRate, p?.bounceRate, 'share'],
+    // a window without visits has no bounce rate to compare with
+    ['bounceRate', 'Bounce rate', t.bounceRate, p?.visits ? p.bounceRate : undefined, 'share'],
     ['avgDuration', 'Visit duration', t.avgDuration, p?.avgDuration, 'seconds'],
     ['viewsPerVisit', 'Views per visit', t.viewsPerVisit, p?.viewsPerVisit, 'ratio'],
   ]
@@ -350,7 +351,7 @@ export async function dashboardPage(c: Context, services: Services, view: Dashbo
               <dt>{label}</dt>
               <dd>
                 <span class="value">{format(value, kind)}</span>
-                <Change now={value} before={was} lowerIsBetter={key === 'bounceRate'} />
+                <Change now={value} before={was} lowerIsBetter={key === 'bounceRate'} kind={kind} />
               </dd>
             </div>
           ))}
@@ -431,7 +432,11 @@ function Kept({ state, except }: { state: State; except: StateKey[] }) {
 }
 
 const chipValue = (f: Filter, segments: { id: string; name: string }[]) =>
-  f.dimension === 'segment' ? f.value.map((id) => segments.find((s) => s.id === id)?.name ?? id).join(', ') : f.value.join(', ')
+  f.dimension === 'segment'
+    ? f.value.map((id) => segments.find((s) => s.id === id)?.name ?? id).join(', ')
+    : f.dimension === 'country' && f.operator !== 'contains' && f.operator !== 'matches'
+      ? f.value.map(countryName).join(', ')
+      : f.value.join(', ')
 
 /** One panel as a section of HTML: what the page loads into its place. */
 export async function panelFragment(c: Context, services: Services, view: DashboardView, name: string) {
@@ -472,7 +477,7 @@ export async function panelFragment(c: Context, services: Services, view: Dashbo
         ) : (
           <>
             <LocationsMap places={'refused' in places || !places.available ? [] : places.places} />
-            <Rows view={view} state={state} property="country" label="Country" rows={countries.results.slice(0, 10)} />
+            <Rows view={view} state={state} property="country" label="Country" rows={countries.results.slice(0, 10)} name={countryName} />
           </>
         )
     } else {
@@ -482,7 +487,14 @@ export async function panelFragment(c: Context, services: Services, view: Dashbo
         'refused' in answer ? (
           <Refused message={answer.refused} />
         ) : (
-          <Rows view={view} state={state} property={tab} label={label} rows={answer.results} />
+          <Rows
+            view={view}
+            state={state}
+            property={tab}
+            label={label}
+            rows={answer.results}
+            name={tab === 'country' ? countryName : undefined}
+          />
         )
     }
   } else if (panel === 'goals') {
@@ -493,36 +505,47 @@ export async function panelFragment(c: Context, services: Services, view: Dashbo
       ) : !answer.available ? (
         <Refused message="Goals are counted from the first-party events; this source has none." />
       ) : answer.goals.length ? (
-        <section class="table-wrap" tabindex={0} aria-label="Goals table">
-          <table data-panel="goal">
-            <thead>
-              <tr>
-                <th scope="col">Goal</th>
-                <th scope="col" class="num">
-                  Converters
-                </th>
-                <th scope="col" class="num">
-                  Conversions
-                </th>
-                <th scope="col" class="num">
-                  Rate
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {answer.goals.map((g: { name: string; visitors?: number; conversions?: number; conversionRate?: number }) => (
+        <table data-panel="goal" class="goals-table">
+          <thead>
+            <tr>
+              <th scope="col">Goal</th>
+              <th scope="col" class="num" title="Visitors who converted">
+                Visitors
+              </th>
+              <th scope="col" class="num" title="Conversions">
+                Total
+              </th>
+              <th scope="col" class="num">
+                Rate
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {answer.goals.map(
+              (g: {
+                name: string
+                visitors?: number
+                conversions?: number
+                conversionRate?: number
+                revenue?: { amount: number; currency: string }
+              }) => (
                 <tr>
-                  <td>
+                  <td class="goal-name">
                     <a href={filterLink(view, state, 'goal', g.name)}>{g.name}</a>
+                    {g.revenue ? (
+                      <span class="muted small page-title">
+                        {new Intl.NumberFormat('en', { style: 'currency', currency: g.revenue.currency }).format(g.revenue.amount)} revenue
+                      </span>
+                    ) : null}
                   </td>
                   <td class="num">{(g.visitors ?? 0).toLocaleString('en')}</td>
                   <td class="num">{(g.conversions ?? 0).toLocaleString('en')}</td>
                   <td class="num">{format(g.conversionRate ?? 0, 'share')}</td>
                 </tr>
-              ))}
-            </tbody>
-          </table>
-        </section>
+              ),
+            )}
+          </tbody>
+        </table>
       ) : (
         <p class="muted">No goals yet: define them with POST /api/v1/goals.</p>
       )
@@ -640,12 +663,15 @@ function Rows({
   property,
   label,
   rows,
+  name,
 }: {
   view: DashboardView
   state: State
   property: string
   label: string
   rows: { value: string; visitors: number }[]
+  /** A value as people read it (a country's name for its code). */
+  name?: (value: string) => string
 }) {
   if (!rows.length) return <p class="muted">Nothing in this range.</p>
   const max = Math.max(1, ...rows.map((r) => r.visitors))
@@ -663,7 +689,10 @@ function Rows({
         {rows.map((r) => (
           <tr style={`--share:${((r.visitors / max) * 100).toFixed(1)}%`}>
             <td class="bar">
-              <a href={filterLink(view, state, property, r.value)}>{r.value || '(none)'}</a>
+              {/* a named value keeps its code beside the name */}
+              <a href={filterLink(view, state, property, r.value)} data-value={name ? r.value : undefined}>
+                {name ? name(r.value) : r.value || '(none)'}
+              </a>
             </td>
             <td class="num">{r.visitors.toLocaleString('en')}</td>
           </tr>
@@ -685,8 +714,30 @@ export function format(value: number | null, kind: 'count' | 'share' | 'seconds'
   return value.toLocaleString('en')
 }
 
-function Change({ now, before, lowerIsBetter }: { now: number | null; before: number | null | undefined; lowerIsBetter: boolean }) {
+function Change({
+  now,
+  before,
+  lowerIsBetter,
+  kind,
+}: {
+  now: number | null
+  before: number | null | undefined
+  lowerIsBetter: boolean
+  kind?: 'count' | 'share' | 'seconds' | 'ratio'
+}) {
+  // nothing to compare: no previous window, or a figure the source does not report
   if (before === undefined || before === null || now === null) return null
+  // a rate changes by points: 40% to 45% is 5 points, not 12%
+  if (kind === 'share') {
+    const points = Math.round((now - before) * 100)
+    const better = lowerIsBetter ? points < 0 : points > 0
+    return (
+      <span class={`change ${points === 0 ? '' : better ? 'up' : 'down'}`}>
+        {points > 0 ? '↑' : points < 0 ? '↓' : ''} {Math.abs(points)} {Math.abs(points) === 1 ? 'point' : 'points'}
+        <span class="sr-only"> against the previous period</span>
+      </span>
+    )
+  }
   if (before === 0) return now === 0 ? <span class="change">no change</span> : <span class="change up">new</span>
   const change = (now - before) / before
   const better = lowerIsBetter ? change < 0 : change > 0

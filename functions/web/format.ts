@@ -89,3 +89,11 @@ export function country(code: string | null | undefined) {
     return code
   }
 }
+
+/** The IANA zones the runtime knows, by region and city as people look for them (Europe/Paris: Europe / Paris), UTC first. */
+export const TIMEZONES: readonly (readonly [string, string])[] = [
+  ['UTC', 'UTC'],
+  ...Intl.supportedValuesOf('timeZone')
+    .filter((zone) => zone !== 'UTC')
+    .map((zone) => [zone, zone.replaceAll('_', ' ').replaceAll('/', ' / ')] as const),
+]

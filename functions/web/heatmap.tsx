@@ -7,6 +7,7 @@ import { heatmap } from '../../lib/reports/query/heatmap'
 import { reportParams } from '../../lib/reports/query/parse'
 import type { Services } from '../../lib/services'
 import { Page } from './layout'
+import { pageNonce } from './security'
 import type { WebEnv } from './session'
 
 const RANGES = [
@@ -18,10 +19,10 @@ const RANGES = [
 
 /** The page's own styles: the outline, the cells, the scroll marks. */
 const STYLE = `
-.heat-layout{display:grid;grid-template-columns:minmax(0,auto) minmax(260px,1fr);gap:1.25rem;align-items:start}
-.heatmap svg{display:block;max-width:100%;height:auto}
+.heat-layout{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:1.25rem;align-items:start}
+.heatmap svg{display:block;width:100%;height:auto;margin:0 auto}.heat-layout>*{min-width:0}.heatmap-form{align-items:flex-end}.heatmap-form .field{margin:0}
 .heatmap .outline{fill:#fff;stroke:#8c959f;stroke-width:2}
-.heatmap .cell{fill:#d1242f}.heatmap .rage{fill:none;stroke:#1b1f24;stroke-width:2}
+.heatmap .cell{fill:#d1242f}.heatmap table code{overflow-wrap:anywhere}.heatmap-side td:first-child{overflow-wrap:anywhere}.heatmap .rage{fill:none;stroke:#1b1f24;stroke-width:2}
 .heatmap .fold{stroke:#57606a;stroke-dasharray:4 4}.heatmap .reach{font-size:11px;fill:#57606a}
 @media (max-width:800px){.heat-layout{grid-template-columns:1fr}}
 `
@@ -56,12 +57,15 @@ export function heatmapRoutes(web: Hono<WebEnv>, services: Services) {
     const map = await heatmap(services, site, parsed.data)
     return c.html(
       <Page title={`Heatmap of ${form.path} on ${site.domain}`} email={email}>
-        <style dangerouslySetInnerHTML={{ __html: STYLE }} />
+        <style nonce={pageNonce()} dangerouslySetInnerHTML={{ __html: STYLE }} />
         <div class="dash-head">
           <h1>Heatmap</h1>
-          <a href={`/app/sites/${site.id}`}>Dashboard</a>
+          <span class="links">
+            <a href={`/app/sites/${site.id}/clicks?range=${form.range}`}>All clicks</a>
+            <a href={`/app/sites/${site.id}`}>Dashboard</a>
+          </span>
         </div>
-        <form method="get" action={`/app/sites/${site.id}/heatmap`} class="card row">
+        <form method="get" action={`/app/sites/${site.id}/heatmap`} class="card row heatmap-form">
           <div class="field">
             <label for="path">Page</label>
             <input id="path" name="path" value={form.path} required />
@@ -71,7 +75,7 @@ export function heatmapRoutes(web: Hono<WebEnv>, services: Services) {
             <select id="device" name="device">
               {VIEWPORT_CLASSES.map((d) => (
                 <option value={d} selected={d === form.device}>
-                  {d}
+                  {d[0].toUpperCase() + d.slice(1)}
                 </option>
               ))}
             </select>
@@ -185,7 +189,7 @@ function Grid({ map }: { map: Heatmap }) {
   return (
     <svg
       viewBox={`0 0 ${DRAWN_WIDTH} ${height}`}
-      width={Math.round(shown)}
+      style={`max-width:${Math.round(shown)}px`}
       role="img"
       aria-label={`Click density on a grid of ${columns} by ${rows} cells`}
     >

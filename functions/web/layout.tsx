@@ -87,6 +87,27 @@ caption.left{text-align:left;font-weight:600;padding:0 0 .5rem}.check{display:fl
 .journey-path{font-weight:600;overflow-wrap:anywhere;min-width:0}.journey-facts{white-space:nowrap;text-align:right}.pager{display:flex;justify-content:space-between;align-items:center;margin:.75rem 0}
 .stack .base{background:#8c959f}.stack .extra{background:var(--accent)}.page-title{display:block;overflow-wrap:anywhere}.pages-table td{vertical-align:middle}
 .bars td.bar{word-break:break-word;overflow-wrap:anywhere}
+.series-chart{margin:.5rem 0 0}.series-chart .plot{position:relative;height:180px;margin:1.1rem 0 0 2.6rem}.series-chart .plot.two-axes{margin-right:2.6rem}
+.series-chart svg{position:absolute;inset:0;width:100%;height:100%;overflow:visible}.series-chart .line{fill:none;stroke-width:2.5;vector-effect:non-scaling-stroke;stroke-linejoin:round}
+.line.main{stroke:#0b57d0}.line.soft{stroke:#9ec5fe}.line.grey{stroke:#8c959f;stroke-dasharray:6 4}.line.warm{stroke:#bf8700}
+.series-chart .grid{stroke:#eaeef2;vector-effect:non-scaling-stroke}.series-chart .base-line{stroke:#d0d7de;vector-effect:non-scaling-stroke}
+.mark-line{stroke-dasharray:4 4;vector-effect:non-scaling-stroke;stroke:#8250df}.mark-line.poor{stroke:#cf222e}.mark-line.good{stroke:#1a7f37}.mark-line.ni{stroke:#bf8700}
+.ylab{position:absolute;left:-2.6rem;width:2.3rem;text-align:right;font-size:.75rem;color:var(--muted);line-height:1;transform:translateY(-50%)}.ylab.top{top:0}.ylab.mid{top:50%}.ylab.bottom{top:100%}.ylab.right{left:auto;right:-2.6rem;text-align:left}
+.pin-num{position:absolute;top:-1.1rem;white-space:nowrap;transform:translateX(-50%);min-width:1.1rem;height:1.1rem;padding:0 .2rem;border-radius:999px;background:#8250df;color:#fff;font-size:.7rem;font-weight:700;line-height:1.1rem;text-align:center}
+.pin-num.poor{background:#cf222e}.pin-num.good{background:#1a7f37}.pin-num.ni{background:#9a6700}.pin-num.end{transform:translateX(-100%)}.pin-num.start{transform:none}.pin-num.static{position:static;display:inline-block;transform:none;margin-right:.35rem}
+.hits{position:absolute;inset:0;display:grid}.hit{position:relative;outline-offset:-2px}.hit:hover,.hit:focus{background:rgba(11,87,208,.08)}
+.hit:hover::after,.hit:focus::after{content:attr(data-tip);position:absolute;top:.25rem;left:50%;z-index:2;width:max-content;max-width:14rem;padding:.3rem .5rem;border-radius:6px;background:#1b1f24;color:#fff;font-size:.8rem;line-height:1.3;white-space:normal}
+.hit.flip:hover::after,.hit.flip:focus::after{left:auto;right:50%}
+.series-chart .axis-row{margin-left:2.6rem}.series-chart .axis-row.two-axes{margin-right:2.6rem}.legend-item{margin-right:1rem;white-space:nowrap}
+.key-line{display:inline-block;width:1rem;height:0;border-top:3px solid #0b57d0;vertical-align:middle}.key-line.soft{border-color:#9ec5fe}.key-line.grey{border-top-style:dashed;border-color:#8c959f}.key-line.warm{border-color:#bf8700}
+.marker-list{list-style:none;margin:.75rem 0 0;padding:0;font-size:.9rem}.marker-list>li{padding:.2rem 0;overflow-wrap:anywhere;display:grid;grid-template-columns:auto auto 1fr;gap:.35rem;align-items:baseline}.marker-list .evidence{margin:0}
+.change-feed{list-style:none;margin:0;padding:0}.change-feed li{padding:.75rem 0;border-bottom:1px solid var(--line)}.change-feed li:last-child{border:0}
+.change-head{display:flex;gap:.25rem .75rem;flex-wrap:wrap;align-items:baseline}.change-head time{color:var(--muted);font-size:.85rem}.change-summary{margin:.3rem 0;overflow-wrap:anywhere}
+.change-feed .diff{margin:.3rem 0;padding:.5rem .65rem;background:var(--bg);border-radius:6px;overflow-wrap:anywhere}.change-feed p.small{margin:.2rem 0 0}
+th[aria-sort] a{color:var(--fg);text-decoration:none}th[aria-sort] a::after{content:" ▾"}
+.cause-cards{list-style:none;margin:0;padding:0;display:grid;gap:.75rem}.cause-card{border:1px solid var(--line);border-radius:8px;padding:.75rem 1rem}.cause-card p{margin:.35rem 0}.cause-card .row{flex-wrap:nowrap;align-items:baseline}.cause-card .row>a{min-width:0}
+.evidence{margin:.25rem 0 0;padding-left:1.1rem;font-size:.9rem}.evidence li{margin:.15rem 0;overflow-wrap:anywhere}.evidence del{background:#ffebe9}.evidence ins{background:#dafbe1;text-decoration:none}.marker-list del{background:#ffebe9}.marker-list ins{background:#dafbe1;text-decoration:none}
+.against-peak{max-width:28rem}.vs-median{display:flex;gap:.5rem;align-items:center;min-width:9rem}.vs-median .stack{flex:1;margin:0}.launches-table td{vertical-align:middle}.goal-name{min-width:6rem;overflow-wrap:break-word}
 @media (max-width:600px){.spikes .stack{grid-column:1/-1}.opt{display:none}.vitals-table td,.vitals-table th{font-size:.85rem}.groups li{grid-template-columns:1fr 1fr}.group-main{grid-column:1/-1}.group-fig{text-align:left}.feed li{grid-template-columns:5rem 1fr}.feed .what,.feed .who{grid-column:1/-1}}
 @media (max-width:600px){.stats{grid-template-columns:repeat(2,1fr)}.stats dd{font-size:1.2rem}main{padding:1rem .75rem}header{padding:.6rem .75rem}header nav{gap:.6rem;font-size:.9rem}.narrow{margin:1.5rem auto}td,th{padding:.4rem .25rem}}
 `
@@ -107,6 +128,7 @@ export function Page({ title, email, children }: PageProps) {
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <meta name="referrer" content="no-referrer" />
         <title>{`${title} · Analytics`}</title>
+        <link rel="icon" type="image/svg+xml" href="/app/favicon.svg" />
         <style nonce={pageNonce()} dangerouslySetInnerHTML={{ __html: STYLE }} />
       </head>
       <body>

@@ -3,10 +3,17 @@ import type { Child } from 'hono/jsx'
 import { ApiError } from '../../lib/errors'
 import type { Services } from '../../lib/services'
 import type { DashboardView } from './dashboard'
-import { RANGE_LABELS } from './format'
+import { RANGE_LABELS, country } from './format'
 import { Page, SubmitOnChange } from './layout'
 import { siteReader } from './reads'
 import type { SectionProps } from './sections/parts'
+import { Anomalies } from './sections/anomalies'
+import { Decay } from './sections/decay'
+import { Clicks } from './sections/clicks'
+import { Launches } from './sections/launches'
+import { Search } from './sections/search'
+import { PageDetail } from './sections/page-detail'
+import { CHANGES_PAGE, Changes, INLINE_DIFFS } from './sections/changes'
 import { Errors } from './sections/errors'
 import { Flow } from './sections/flow'
 import { Journeys } from './sections/journeys'
@@ -29,7 +36,7 @@ const SECTION_READS = {
   journeys: { title: 'Journeys', reads: ['/api/v1/journeys'] },
   pages: { title: 'Pages', reads: ['/api/v1/pages'] },
   changes: { title: 'Changes', reads: ['/api/v1/changes'] },
-  anomalies: { title: 'Anomalies', reads: ['/api/v1/anomalies'] },
+  anomalies: { title: 'Anomalies', reads: ['/api/v1/anomalies', '/api/v1/timeseries'] },
   spikes: { title: 'Spikes', reads: ['/api/v1/spikes'] },
   decay: { title: 'Decay', reads: ['/api/v1/decay'] },
   launches: { title: 'Launches', reads: ['/api/v1/pages/launches'] },
@@ -50,6 +57,28 @@ const DESIGNED: Partial<Record<SectionName, (props: SectionProps) => Child>> = {
   journeys: Journeys,
   pages: Pages,
   spikes: Spikes,
+  changes: Changes,
+  anomalies: Anomalies,
+  decay: Decay,
+  launches: Launches,
+  page: PageDetail,
+  clicks: Clicks,
+  search: Search,
+}
+
+/** A section whose read has another default range than the dashboard's: its picker shows that one. */
+const DEFAULT_RANGE: Partial<Record<SectionName, string>> = { anomalies: '7d' }
+
+/** Reads a section makes after its first ones, from their answers: the word diffs of the changes listed. */
+// biome-ignore lint/suspicious/noExplicitAny: each follow-up reads its section's declared answer
+const FOLLOW_UPS: Partial<Record<SectionName, (answers: any[], read: ReturnType<typeof siteReader>) => Promise<unknown[]>>> = {
+  changes: ([changes], read) =>
+    Promise.all(
+      (changes.changes as { id: string; diffable: boolean }[])
+        .filter((c) => c.diffable)
+        .slice(0, INLINE_DIFFS)
+        .map((c) => read('/api/v1/changes/diff', { change_id: c.id })),
+    ),
 }
 
 /** The sections linked from the dashboard (the others open from a row). */
@@ -63,8 +92,12 @@ export async function sectionPage(c: Context, services: Services, view: Dashboar
   const section = SECTION_READS[name]
   const read = siteReader(services, view, c.req.raw, c.env)
   const query = c.req.query()
+  const defaultRange = DEFAULT_RANGE[name]
+  if (defaultRange && !query.range) query.range = defaultRange
   // a name no read of this section takes is refused as the API refuses it
   const answers = await Promise.all(section.reads.map((path) => read(path, { ...PAGE_SIZES[path], ...paramsFor(path, query) })))
+  const follow = FOLLOW_UPS[name]
+  if (follow) answers.push(...(await follow(answers, read)))
   const keep = new URLSearchParams()
   for (const k of KEPT) if (query[k]) keep.set(k, query[k])
   const at = (section: string, extra: Record<string, string> = {}) => {
@@ -122,9 +155,17 @@ export async function sectionPage(c: Context, services: Services, view: Dashboar
           </noscript>
         </form>
       ) : null}
+      <SectionFilters view={view} name={name} query={query} />
       {name === 'diff' ? <WordDiff answer={answers[0]} /> : null}
       {Designed ? (
-        <Designed answers={answers} timezone={view.site.timezone} now={services.now().getTime()} query={query} at={at} />
+        <Designed
+          answers={answers}
+          timezone={view.site.timezone}
+          now={services.now().getTime()}
+          query={query}
+          at={at}
+          shared={view.shared}
+        />
       ) : (
         answers.map((answer, i) => (
           <section class="card section-read" aria-label={section.reads[i]} data-read={section.reads[i]}>
@@ -147,7 +188,13 @@ function paramsFor(path: string, query: Record<string, string>) {
 }
 
 /** A page's own defaults (fewer journeys than the read's 100, the pages' trends): the link keeps it, so the page equals the read with it. */
-const PAGE_SIZES: Record<string, Record<string, string>> = { '/api/v1/journeys': { limit: '25' }, '/api/v1/pages': { trends: '1' } }
+const PAGE_SIZES: Record<string, Record<string, string>> = {
+  '/api/v1/journeys': { limit: '25' },
+  '/api/v1/pages': { trends: '1' },
+  '/api/v1/changes': { limit: String(CHANGES_PAGE) },
+  // the anomalies' chart: the site's visits with the period before, the window the anomalies compare with
+  '/api/v1/timeseries': { compare: 'previous_period' },
+}
 
 const REPORT = ['range', 'from', 'to', 'filters', 'source', 'limit']
 const WINDOW = ['range', 'from', 'to']
@@ -163,6 +210,7 @@ const READ_PARAMS: Record<string, string[]> = {
   '/api/v1/changes': [...WINDOW, 'limit', 'offset', 'category', 'type', 'search', 'day'],
   '/api/v1/changes/diff': ['change_id'],
   '/api/v1/anomalies': [...REPORT, 'vitals'],
+  '/api/v1/timeseries': REPORT,
   '/api/v1/spikes': [...WINDOW, 'interval', 'limit'],
   '/api/v1/decay': ['limit'],
   '/api/v1/pages/launches': [...WINDOW, 'measure', 'limit'],
@@ -298,4 +346,64 @@ function WordDiff({ answer }: { answer: { path: string; runs: { op: 'equal' | 'a
 export function sectionName(name: string): SectionName {
   if (!(SECTION_NAMES as string[]).includes(name)) throw new ApiError(404, 'There is no such page.')
   return name as SectionName
+}
+
+/** The dashboard's other controls on a section: the data source switch (a site with two) and the filters as chips, a click removing one. */
+function SectionFilters({ view, name, query }: { view: DashboardView; name: SectionName; query: Record<string, string> }) {
+  let filters: { dimension: string; operator: string; value: string[] }[] = []
+  try {
+    const parsed = JSON.parse(query.filters ?? '[]')
+    if (Array.isArray(parsed)) filters = parsed.filter((f) => f && typeof f.dimension === 'string' && Array.isArray(f.value))
+  } catch {
+    // a malformed filter is the read's to refuse, with its message
+  }
+  const sources = view.site.sources
+  if (!filters.length && sources.length < 2) return null
+  const without = (i: number) => {
+    const next = new URLSearchParams(query)
+    const rest = filters.filter((_, j) => j !== i)
+    if (rest.length) next.set('filters', JSON.stringify(rest))
+    else next.delete('filters')
+    return `${view.base}/${name}?${next}`
+  }
+  return (
+    <div class="controls">
+      {sources.length > 1 ? (
+        <form method="get" action={`${view.base}/${name}`} class="control">
+          <label for="source">Data</label>
+          <select id="source" name="source" data-submit-on-change>
+            {sources.map((s) => (
+              <option value={s} selected={s === (query.source ?? view.site.primarySource)}>
+                {s === 'ga4' ? 'Google Analytics 4' : 'First-party'}
+              </option>
+            ))}
+          </select>
+          {Object.entries(query)
+            .filter(([k]) => k !== 'source')
+            .map(([k, v]) => (
+              <input type="hidden" name={k} value={v} />
+            ))}
+          <noscript>
+            <button type="submit" class="small">
+              Show
+            </button>
+          </noscript>
+        </form>
+      ) : null}
+      {filters.length ? (
+        <ul class="chips" aria-label="Filters">
+          {filters.map((f, i) => {
+            const value = f.dimension === 'country' ? f.value.map(country).join(', ') : f.value.join(', ')
+            return (
+              <li>
+                <a href={without(i)} aria-label={`Remove filter ${f.dimension} ${f.operator} ${value}`}>
+                  {f.dimension} {f.operator} {value} <span aria-hidden="true">×</span>
+                </a>
+              </li>
+            )
+          })}
+        </ul>
+      ) : null}
+    </div>
+  )
 }

@@ -12,6 +12,7 @@ import { deleteSite } from '../../lib/sites/site-lifecycle'
 import type { Site } from '../../lib/sites/sites'
 import { CallContext, asApiError, invoke } from '../invoke'
 import { endpoints } from '../registry'
+import { TIMEZONES, dateTime } from './format'
 import { readForm } from './forms'
 import { googleConnectRoutes } from './google-connect'
 import { Page } from './layout'
@@ -60,8 +61,9 @@ const SITE_GROUPS: FormGroup[] = [
       {
         name: 'timezone',
         label: 'Timezone',
-        kind: 'text',
-        hint: 'An IANA zone such as Europe/Paris: relative ranges (today, this month) resolve in it.',
+        kind: 'select',
+        options: TIMEZONES,
+        hint: 'Relative ranges (today, this month) resolve in it.',
       },
     ],
     values: (site) => ({ timezone: site.timezone }),
@@ -326,7 +328,10 @@ function SettingsForm({
                       aria-describedby={describedBy}
                       aria-invalid={invalid ? 'true' : undefined}
                     >
-                      {field.options!.map(([option, label]) => (
+                      {(field.options!.some(([option]) => option === value) || value === ''
+                        ? field.options!
+                        : [[String(value), String(value)] as const, ...field.options!]
+                      ).map(([option, label]) => (
                         <option value={option} selected={option === value}>
                           {label}
                         </option>
@@ -571,8 +576,31 @@ export function siteSettingsRoutes(web: Hono<WebEnv>, services: Services) {
             Copy snippet
           </button>
           <p id="install-state" role="status">
-            {view.install.installed ? `Installed: the first event arrived ${view.install.firstEventAt}.` : 'Waiting for the first event…'}
+            {view.install.installed
+              ? `Installed: the first event arrived ${view.install.firstEventAt ? `on ${dateTime(view.install.firstEventAt, view.timezone)}` : ''}.`
+              : 'Waiting for the first event…'}
           </p>
+          <details class="spaced">
+            <summary>Trying it on a page on your own machine</summary>
+            <ul>
+              <li>
+                Pages on <code>localhost</code>, <code>127.0.0.1</code> and <code>file:</code> send nothing unless the tag opts in: add{' '}
+                <code>data-allow-localhost</code> to it.
+              </li>
+              <li>
+                Add <code>localhost</code> to <em>Other hostnames</em> under Tracking below: a hit from a hostname the site does not list is
+                dropped.
+              </li>
+              <li>
+                Open the page in an ordinary browser. A headless one (Playwright's or Puppeteer's, Lighthouse) counts as a bot and is
+                dropped; give it an ordinary user agent to count its visits as people's.
+              </li>
+              <li>
+                The browser's network panel shows the <code>POST</code> to <code>/api/event</code>: <code>202</code> without an{' '}
+                <code>X-Dropped</code> header means the hit was stored; with one, the header says why not.
+              </li>
+            </ul>
+          </details>
         </section>
         <ReadOnlyNotice canWrite={canWrite} />
         {SITE_GROUPS.map((group) => (
@@ -1105,7 +1133,7 @@ function InstallWatch({ siteId }: { siteId: string }) {
     <script
       nonce={pageNonce()}
       dangerouslySetInnerHTML={{
-        __html: `(function(){var t=setInterval(function(){fetch('/app/sites/${siteId}/install').then(function(r){return r.json()}).then(function(s){if(s.installed){clearInterval(t);document.getElementById('install-state').textContent='Installed: the first event arrived '+s.firstEventAt+'.'}})},5000)})()`,
+        __html: `(function(){var t=setInterval(function(){fetch('/app/sites/${siteId}/install').then(function(r){return r.json()}).then(function(s){if(s.installed){clearInterval(t);document.getElementById('install-state').textContent='Installed: the first event arrived just now.'}})},5000)})()`,
       }}
     />
   )

@@ -75,12 +75,15 @@ describe.skipIf(!CHROMIUM)('the dashboard in real Chromium', () => {
     await page.locator('[aria-label="Locations views"] a', { hasText: 'Countries' }).click()
     await page.waitForURL(/locations=country/)
     await panelsLoaded(page)
-    const country = (await page.locator('[data-panel=country] td.bar a').first().innerText()).trim()
+    // the row names the country; the filter holds its code
+    const country = (await page.locator('[data-panel=country] td.bar a').first().getAttribute('data-value'))!
+    const countryName = new Intl.DisplayNames(['en'], { type: 'region' }).of(country)
+    await expect(page.locator('[data-panel=country] td.bar a').first().innerText()).resolves.toBe(countryName)
     await page.locator('[data-panel=country] td.bar a').first().click()
     await page.waitForURL(/country/)
     await panelsLoaded(page)
     await expect(page.locator('ul.chips[aria-label=Filters]').innerText()).resolves.toContain(`source is ${source}`)
-    await expect(page.locator('ul.chips[aria-label=Filters]').innerText()).resolves.toContain(`country is ${country}`)
+    await expect(page.locator('ul.chips[aria-label=Filters]').innerText()).resolves.toContain(`country is ${countryName}`)
     const filters = JSON.stringify([
       { dimension: 'source', operator: 'is', value: [source] },
       { dimension: 'country', operator: 'is', value: [country] },

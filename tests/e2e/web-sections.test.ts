@@ -257,4 +257,172 @@ describe.skipIf(!CHROMIUM)('the section pages in real Chromium', () => {
     expect(shown).toEqual(answer.spikes.map((s: { id: string; visitors: number }) => [s.id, s.visitors]))
     await checkPage(page, 'spikes')
   }, 60_000)
+
+  it('changes: the feed’s kinds and the category counts are the API’s; a word diff shows inline', async () => {
+    await open('changes?range=30d')
+    const answer = await api('/api/v1/changes?range=30d&limit=25')
+    expect(answer.changes.length).toBeGreaterThan(0)
+    const shown = await page
+      .locator('li[data-change]')
+      .evaluateAll((items) => items.map((li) => [(li as HTMLElement).dataset.change, (li as HTMLElement).dataset.type]))
+    expect(shown).toEqual(answer.changes.map((c: { id: string; type: string }) => [c.id, c.type]))
+    const all = Object.values(answer.totals as Record<string, number>).reduce((s, n) => s + n, 0)
+    await expect(page.locator('nav[aria-label="Changes by kind"] a').first().innerText()).resolves.toBe(`All (${all})`)
+    const diffable = answer.changes.find((c: { diffable: boolean }) => c.diffable)
+    if (diffable) {
+      const diff = await api(`/api/v1/changes/diff?change_id=${diffable.id}`)
+      const added = diff.runs.filter((r: { op: string }) => r.op === 'added').map((r: { text: string }) => r.text)
+      // each inserted run is read out as added (a hidden word) before its text
+      const ins = await page.locator(`li[data-change="${diffable.id}"] .diff ins`).evaluateAll((els) => els.map((e) => e.textContent ?? ''))
+      expect(ins).toEqual(added.map((t: string) => `added: ${t}`))
+    }
+    await checkPage(page, 'changes')
+  }, 60_000)
+
+  it('anomalies: the site’s visits, the chart’s buckets and each page that moved are the API’s', async () => {
+    await open('anomalies')
+    const [answer, series] = await Promise.all([api('/api/v1/anomalies'), api('/api/v1/timeseries?range=7d&compare=previous_period')])
+    await expect(page.locator('[data-metric=current] .value').innerText()).resolves.toBe(answer.site.current.toLocaleString('en'))
+    await expect(page.locator('[data-metric=previous] .value').innerText()).resolves.toBe(answer.site.previous.toLocaleString('en'))
+    expect(await page.locator('[data-chart=anomalies] .hit').count()).toBe(series.series.length)
+    const first = await page.locator('[data-chart=anomalies] .hit').first().getAttribute('aria-label')
+    expect(first).toContain(`${series.series[0].visits.toLocaleString('en')} visits`)
+    const movers = await page
+      .locator('.cause-card[data-path]')
+      .evaluateAll((items) =>
+        items.map((li) => [(li as HTMLElement).dataset.path, Number((li.querySelector('[data-current]') as HTMLElement).dataset.current)]),
+      )
+    expect(movers).toEqual(answer.pages.map((p: { path: string; current: number }) => [p.path, p.current]))
+    await checkPage(page, 'anomalies')
+  }, 60_000)
+
+  it('decay: the site against its peak and each fading page are the API’s', async () => {
+    await open('decay')
+    const answer = await api('/api/v1/decay')
+    await expect(page.locator('[data-metric=current] .value').innerText()).resolves.toBe(answer.site.current.toLocaleString('en'))
+    await expect(page.locator('[data-metric=peak] .value').innerText()).resolves.toBe(answer.site.peak.toLocaleString('en'))
+    const shown = await page
+      .locator('.cause-card[data-path]')
+      .evaluateAll((items) =>
+        items.map((li) => [
+          (li as HTMLElement).dataset.path,
+          Number((li.querySelector('[data-current]') as HTMLElement).dataset.current),
+          Number((li.querySelector('[data-peak]') as HTMLElement).dataset.peak),
+        ]),
+      )
+    expect(shown).toEqual(answer.pages.map((p: { path: string; current: number; peak: number }) => [p.path, p.current, p.peak]))
+    await checkPage(page, 'decay')
+  }, 60_000)
+
+  it('launches: each launched page’s visits and band, and the cohort’s days, are the API’s', async () => {
+    await open('launches?range=90d')
+    const answer = await api('/api/v1/pages/launches?range=90d')
+    expect(answer.pages.length).toBeGreaterThan(0)
+    const shown = await page
+      .locator('.launches-table tbody tr')
+      .evaluateAll((trs) =>
+        trs.map((tr) => [
+          (tr as HTMLElement).dataset.path,
+          Number((tr.querySelector('[data-visits]') as HTMLElement).dataset.visits),
+          tr.querySelector('.badge')!.textContent,
+        ]),
+      )
+    const bands: Record<string, string> = { over: 'Above the median', at: 'At the median', under: 'Below the median' }
+    expect(shown).toEqual(
+      answer.pages.map((p: { path: string; visits: number; band: string | null }) => [
+        p.path,
+        p.visits,
+        p.band ? bands[p.band] : 'Too young to tell',
+      ]),
+    )
+    expect(await page.locator('[data-chart=cohort] .hit').count()).toBe(answer.cohort.shape.length)
+    await checkPage(page, 'launches')
+  }, 60_000)
+
+  it('page detail: its totals, its visits by day, the shift and the ranked causes are the API’s', async () => {
+    const path = '/blog/launch-week'
+    await open(`page?range=30d&path=${encodeURIComponent(path)}`)
+    const answer = await api(`/api/v1/pages/detail?range=30d&path=${encodeURIComponent(path)}`)
+    for (const key of ['visits', 'visitors', 'pageviews'])
+      await expect(page.locator(`[data-metric=${key}] .value`).innerText()).resolves.toBe(answer.totals[key].toLocaleString('en'))
+    const hits = await page.locator('[data-chart=page] .hit').evaluateAll((els) => els.map((e) => e.getAttribute('aria-label')))
+    expect(hits.length).toBe(answer.series.length)
+    answer.series.forEach((s: { visits: number }, i: number) => expect(hits[i]).toContain(`${s.visits.toLocaleString('en')} visits`))
+    expect(await page.locator('.cause-card[data-cause]').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.cause))).toEqual(
+      answer.causes.map((c: { kind: string }) => c.kind),
+    )
+    expect(await listRows(page, 'Source')).toEqual(
+      answer.drivers.sources.map((s: { value: string; visits: number }) => [s.value || 'Direct', s.visits]),
+    )
+    await checkPage(page, 'page-detail')
+  }, 60_000)
+
+  it('search: a site without Search Console says so and where to connect it', async () => {
+    await open('search?range=30d')
+    const answer = await api('/api/v1/search?range=30d')
+    expect(answer.connected).toBe(false)
+    await expect(page.locator('[data-read="/api/v1/search"]').innerText()).resolves.toContain('not connected to Google Search Console')
+    await checkPage(page, 'search')
+  }, 60_000)
+
+  it('clicks: the totals and each clicked element, dead clicks marked, are the API’s; an element opens its page’s heatmap', async () => {
+    await open('clicks?range=30d')
+    const answer = await api('/api/v1/clicks?range=30d')
+    expect(answer.clicks.length).toBeGreaterThan(0)
+    for (const key of ['clicks', 'visitors', 'deadClicks'])
+      await expect(page.locator(`[data-metric=${key}] .value`).innerText()).resolves.toBe(answer.summary[key].toLocaleString('en'))
+    const shown = await page
+      .locator('.groups li[data-selector]')
+      .evaluateAll((items) =>
+        items.map((li) => [
+          (li as HTMLElement).dataset.selector,
+          Number((li.querySelector('[data-count]') as HTMLElement).dataset.count),
+          Number((li.querySelector('[data-dead]') as HTMLElement | null)?.dataset.dead ?? 0),
+        ]),
+      )
+    expect(shown).toEqual(
+      answer.clicks.map((g: { selector: string; count: number; deadClicks: number }) => [g.selector, g.count, g.deadClicks]),
+    )
+    await checkPage(page, 'clicks')
+
+    await page.locator('.groups li[data-selector] .group-fig a').first().click()
+    await page.waitForURL(/heatmap\?/)
+    expect(await sideways(page)).toEqual(NONE)
+    const map = await api(`/api/v1/heatmap?range=30d&path=${encodeURIComponent(answer.clicks[0].topPath)}&limit=20`)
+    await expect(page.locator('#grid-title').innerText()).resolves.toContain(map.summary.clicks.toLocaleString('en'))
+    expect(await page.locator('.heatmap rect.cell').count()).toBe(map.grid.cells.length)
+    // the drawing stays inside its card
+    const [svg, card] = await Promise.all([page.locator('.heatmap svg').boundingBox(), page.locator('section.heatmap').boundingBox()])
+    expect(svg!.x + svg!.width).toBeLessThanOrEqual(card!.x + card!.width)
+    await page.setViewportSize({ width: 390, height: 844 })
+    const [svgPhone, cardPhone] = await Promise.all([
+      page.locator('.heatmap svg').boundingBox(),
+      page.locator('section.heatmap').boundingBox(),
+    ])
+    expect(svgPhone!.x + svgPhone!.width).toBeLessThanOrEqual(cardPhone!.x + cardPhone!.width)
+    await page.setViewportSize({ width: 1280, height: 800 })
+    await checkPage(page, 'heatmap')
+  }, 60_000)
+
+  it('a section shows the dashboard’s filters as chips, its figures filtered as the API’s; a chip removes its filter', async () => {
+    const filters = JSON.stringify([{ dimension: 'country', operator: 'is', value: ['US'] }])
+    await open(`clicks?range=30d&filters=${encodeURIComponent(filters)}`)
+    const answer = await api(`/api/v1/clicks?range=30d&filters=${encodeURIComponent(filters)}`)
+    await expect(page.locator('[data-metric=clicks] .value').innerText()).resolves.toBe(answer.summary.clicks.toLocaleString('en'))
+    const chip = page.locator('ul.chips[aria-label=Filters] a')
+    await expect(chip.innerText()).resolves.toContain('country is United States')
+    await checkPage(page, 'clicks-filtered')
+    await chip.click()
+    await page.waitForURL((url) => url.pathname.endsWith('/clicks') && !url.searchParams.has('filters'))
+    const all = await api('/api/v1/clicks?range=30d')
+    await expect(page.locator('[data-metric=clicks] .value').innerText()).resolves.toBe(all.summary.clicks.toLocaleString('en'))
+  }, 60_000)
+
+  it('bad parameters of a section are a 400 with the API’s message, not a 500', async () => {
+    for (const path of ['anomalies?range=nope', 'launches?measure=nope', 'page?range=30d', 'changes?category=nope', 'heatmap?path=nope']) {
+      const answer = await page.request.get(`${server.url}/app/sites/${demo.site}/${path}`)
+      expect(answer.status(), path).toBeGreaterThanOrEqual(400)
+      expect(answer.status(), path).toBeLessThan(500)
+    }
+  }, 60_000)
 })
