@@ -1,4 +1,5 @@
 import { Hono } from 'hono'
+import { getCookie } from 'hono/cookie'
 import { csrf } from 'hono/csrf'
 import { HTTPException } from 'hono/http-exception'
 import { emailSchema } from '../../lib/accounts/team'
@@ -6,7 +7,7 @@ import { endSession, listSessions, redeemSignInLink, requestSignInLink, signInLi
 import type { Services } from '../../lib/services'
 import { accountRoutes } from './account'
 import { webBudget } from './budget'
-import { dashboardRoutes } from './dashboard'
+import { LAST_SITE_COOKIE, dashboardRoutes, landingOf } from './dashboard'
 import { heatmapRoutes } from './heatmap'
 import { ErrorPage, Page, failurePage } from './layout'
 import { shareRoutes } from './share'
@@ -85,7 +86,7 @@ export function webApp(services: Services) {
       services.now(),
     )
     await startSessionCookie(c, services, session)
-    return c.redirect('/app', 303)
+    return c.redirect(await landingOf(services, session.email, getCookie(c, LAST_SITE_COOKIE)), 303)
   })
 
   web.post('/signout', async (c) => {

@@ -1,6 +1,7 @@
 import { StatementTimeLimitError } from '../../lib/storage/clickhouse/execute'
 import type { Context, Hono } from 'hono'
 import { membershipIn } from '../../lib/accounts/members'
+import { setCookie } from 'hono/cookie'
 import { ApiError } from '../../lib/errors'
 import { PROPERTY_PREFIX, type RANGES } from '../../lib/reports/dimensions'
 import { RANGE_LABELS, country as countryName } from './format'
@@ -13,7 +14,7 @@ import { LocationsMap } from './map'
 import { type SiteReader, siteReader } from './reads'
 import { SECTIONS, SECTION_NAMES, sectionPage } from './sections'
 import { pageNonce } from './security'
-import type { WebEnv } from './session'
+import { type WebEnv, isHttps } from './session'
 
 /** The panels with tabs: each tab a breakdown property (the locations map reads /geo as well). */
 const TABBED = {
@@ -749,6 +750,18 @@ function Change({
   )
 }
 
+/** The site a member last opened the dashboard of, in this browser: where the next sign-in lands. */
+export const LAST_SITE_COOKIE = 'last_site'
+
+/**
+ * Where a sign-in lands: the dashboard last viewed in this browser while the member may still see
+ * it, else the list of organizations.
+ */
+export async function landingOf(services: Services, email: string, lastSite: string | undefined): Promise<string> {
+  const site = lastSite ? await memberSite(services, email, lastSite).catch(() => null) : null
+  return site ? `/app/sites/${site.id}` : '/app'
+}
+
 /** The member's dashboard under /app/sites/{site}: the page, its panels and the live figure. */
 export function dashboardRoutes(web: Hono<WebEnv>, services: Services) {
   const memberView = async (c: Context<WebEnv>): Promise<DashboardView> => {
@@ -761,7 +774,18 @@ export function dashboardRoutes(web: Hono<WebEnv>, services: Services) {
     return c.json({ visitors: await liveVisitors(siteReader(services, view, c.req.raw, c.env)) })
   })
   web.get('/sites/:siteId/panels/:panel', async (c) => c.html(await panelFragment(c, services, await memberView(c), c.req.param('panel'))))
-  web.get('/sites/:siteId', async (c) => c.html(await dashboardPage(c, services, await memberView(c))))
+  web.get('/sites/:siteId', async (c) => {
+    const view = await memberView(c)
+    // the next sign-in lands here (app.tsx, landingOf)
+    setCookie(c, LAST_SITE_COOKIE, view.site.id, {
+      httpOnly: true,
+      sameSite: 'Lax',
+      secure: isHttps(c, services),
+      path: '/app',
+      maxAge: 365 * 86_400,
+    })
+    return c.html(await dashboardPage(c, services, view))
+  })
   for (const name of SECTION_NAMES)
     web.get(`/sites/:siteId/${name}`, async (c) => c.html(await sectionPage(c, services, await memberView(c), name)))
 }

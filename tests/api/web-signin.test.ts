@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import { createApp } from '../../functions/app'
 import { serverSecret } from '../../lib/accounts/signin'
+import { createOrg } from '../../lib/accounts/admin'
+import { addOwner } from '../../lib/accounts/members'
+import { newSite } from '../../lib/sites/sites'
 import { REDIS_URL } from '../helpers'
 import { ORIGIN, cookieOf, email, webHarness } from './web-harness'
 
@@ -205,5 +208,41 @@ describe('signing in to the web application by e-mail link', () => {
     // a configured secret signs instead: cookies signed with the generated one no longer count
     const configured = createApp({ ...t.services, serverSecret: 'c'.repeat(40) })
     expect((await configured.request(`${ORIGIN}/app`, { headers: { cookie } })).status).toBe(303)
+  })
+})
+
+describe('where signing in lands', () => {
+  it('on the dashboard last viewed in this browser, and on the list before any or once that site is out of reach', async () => {
+    const t = await webHarness()
+    const address = email()
+    const now = t.services.now()
+    const org = await createOrg(t.services.repositories, 'Landing', now)
+    await addOwner(t.services.repositories, org.id, address, now)
+    const first = newSite({ domain: 'first.landing.test', timezone: 'UTC' }, org.id, now)
+    await t.services.repositories.sites.create(first)
+    /** Signs in and answers where the link sends the browser; `cookies` are the browser's others. */
+    const landing = async (cookies = '') => {
+      await t.request('/app/signin', { form: { email: address } })
+      const token = new URL(t.linkIn(t.sent.at(-1)!), ORIGIN).searchParams.get('token')!
+      const used = await t.request('/app/signin/link', { form: { token }, cookie: cookies })
+      expect(used.status).toBe(303)
+      return { location: used.headers.get('location'), cookie: cookieOf(used) }
+    }
+    const second = newSite({ domain: 'second.landing.test', timezone: 'UTC' }, org.id, now)
+    await t.services.repositories.sites.create(second)
+    const { location, cookie } = await landing()
+    expect(location).toBe('/app')
+    // the dashboard viewed last in this browser
+    const viewed = await t.request(`/app/sites/${second.id}`, { cookie })
+    expect(viewed.status).toBe(200)
+    const last = viewed.headers.get('set-cookie')!
+    expect(last).toMatch(new RegExp(`^last_site=${second.id};`))
+    expect(last).toContain('HttpOnly')
+    expect((await landing(last.split(';')[0])).location).toBe(`/app/sites/${second.id}`)
+    // a site of an organization the person is not in is never a landing
+    const other = await createOrg(t.services.repositories, 'Other', now)
+    const foreign = newSite({ domain: 'foreign.landing.test', timezone: 'UTC' }, other.id, now)
+    await t.services.repositories.sites.create(foreign)
+    expect((await landing(`last_site=${foreign.id}`)).location).toBe('/app')
   })
 })
