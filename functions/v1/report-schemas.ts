@@ -108,6 +108,6 @@ export const comparedBreakdownRowSchema = breakdownRowSchema.extend({
 
 /** The parts of an answer its source cannot give (a ga4 read), each with why; absent when the answer is whole. */
 export const notAvailableSchema = z
-  .array(z.object({ part: z.string().describe('The fields concerned'), reason: z.string() }))
+  .array(z.object({ part: z.string(), reason: z.string() }))
   .optional()
-  .describe('ga4 reads: the parts of this answer GA4’s data cannot give, and why; absent when nothing is missing')
+  .describe('ga4 reads: the parts GA4 cannot give, and why')

@@ -19,7 +19,7 @@ import { searchChangeSchema, searchDiagnosisSchema, searchEvidenceSchema, search
 
 const count = z.number().int().nonnegative()
 const fraction = z.number().nullable()
-const available = z.boolean().describe('true: the read counts the source it names (the collector’s events, or GA4’s imported days)')
+const available = z.boolean().describe('true: the read counts the source it names')
 /** The source parameter of a source-aware read: the site's primary source by default. */
 const sourceParam = reportParams.shape.source
 /** The common filters, on reads that otherwise read their own windows (a goal keeps the visits that converted). */

@@ -27,7 +27,7 @@ export const reportParams = z.object({
   range: z.enum(RANGES).default('30d').describe('Named range, resolved in the site timezone; custom needs from and to'),
   from: z.string().optional().describe('YYYY-MM-DD, with range=custom'),
   to: z.string().optional().describe('YYYY-MM-DD, with range=custom (included)'),
-  filters: z.string().optional().describe('URL-encoded JSON array of {dimension, operator: is|is_not|contains|matches, value: [strings]}'),
+  filters: z.string().optional().describe('JSON array of {dimension, operator: is|is_not|contains|matches, value: [strings]}'),
   source: z.enum(SOURCES).optional().describe("standalone or ga4; default: the site's primary source"),
   limit: limitParam(1000, 100),
 })
