@@ -208,7 +208,7 @@ function toolParameters(endpoint: Endpoint) {
 }
 
 /** The characters of a tool's description: what it does, then the first of its details that fit. */
-const DESCRIPTION_CHARS = 160
+const DESCRIPTION_CHARS = 150
 
 /**
  * What the tool does in one sentence, then as many whole sentences of how to read it as fit;

@@ -188,7 +188,6 @@ export const whyEndpoints = [
     response: z.object({
       source: sourceSchema,
       available,
-      notAvailable: notAvailableSchema,
       range: rangeViewSchema,
       previousRange: rangeViewSchema,
       rule: z.object({ minVisits: count, minChange: count, minRelativeChange: z.number() }),
