@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { ApiError } from '../lib/errors'
+import { ApiError } from '../lib/core/errors'
 import { collectBrowserHit } from '../lib/ingest/browser-hit'
 import { eventBodySchema } from '../lib/ingest/hit-schema'
 import { TRACKER_FILES } from '../lib/tracker/bundle.generated'

@@ -1,7 +1,7 @@
 import type { Hono } from 'hono'
 import { getPathNoStrict } from 'hono/utils/url'
 import type { ApiKeyRecord } from '../lib/accounts/keys'
-import { ApiError } from '../lib/errors'
+import { ApiError } from '../lib/core/errors'
 import type { Services } from '../lib/services'
 import { type Endpoint, SerializedAnswer, isJsonAnswer } from './endpoint'
 import { bodyCap, honoPath } from './http'

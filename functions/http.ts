@@ -1,6 +1,6 @@
 import type { Context, Hono } from 'hono'
 import { credentialHash } from '../lib/accounts/auth'
-import { ApiError } from '../lib/errors'
+import { ApiError } from '../lib/core/errors'
 import type { ApiKeyRecord } from '../lib/accounts/keys'
 import type { Services } from '../lib/services'
 import { DEFAULT_MAX_BODY_BYTES, type Endpoint, SerializedAnswer, isJsonAnswer } from './endpoint'

@@ -1,5 +1,5 @@
 import { type Credential, authorize, keyOfHash, recordKeyUse, siteForKey, unknownKeyError } from '../lib/accounts/auth'
-import { ApiError, describeZodError } from '../lib/errors'
+import { ApiError, describeZodError } from '../lib/core/errors'
 import { InvalidPatternError, StatementTimeLimitError } from '../lib/storage/clickhouse/execute'
 import type { ApiKeyRecord } from '../lib/accounts/keys'
 import { CONCURRENT_READS, LIMITS, type LimitResult } from '../lib/accounts/ratelimit'

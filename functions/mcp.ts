@@ -12,7 +12,7 @@ import {
   originValidationResponse,
 } from '@modelcontextprotocol/server'
 import { z } from 'zod'
-import { ApiError } from '../lib/errors'
+import { ApiError } from '../lib/core/errors'
 import { RANGES } from '../lib/reports/dimensions'
 import { credentialHash } from '../lib/accounts/auth'
 import type { ApiKeyRecord } from '../lib/accounts/keys'

@@ -1,6 +1,6 @@
 import { z } from 'zod'
-import { LIVE_WINDOWS, type LiveAnswer, liveParams } from '../lib/sites/public-live'
-import { publicLiveCount, repeatedLiveCount } from '../lib/sites/public-live-count'
+import { LIVE_WINDOWS, type LiveAnswer, liveParams } from '../lib/operations/public-live'
+import { publicLiveCount, repeatedLiveCount } from '../lib/operations/public-live-count'
 import { TRACKER_FILES } from '../lib/tracker/bundle.generated'
 import { SerializedAnswer, defineEndpoint } from './endpoint'
 

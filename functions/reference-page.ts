@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { ApiError } from '../lib/errors'
+import { ApiError } from '../lib/core/errors'
 import { defineEndpoint } from './endpoint'
 
 /**

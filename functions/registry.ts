@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { ApiError } from '../lib/errors'
+import { ApiError } from '../lib/core/errors'
 import { storesHealth } from '../lib/storage/health'
 import { COLLECTOR_STALL_SECONDS } from '../lib/ingest/recover'
 import { collectorEndpoints } from './collector'

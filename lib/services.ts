@@ -9,11 +9,13 @@ import type { Mailer } from './network/mail'
 import type { DnsResolver } from './ingest/bots'
 import type { Ingestor } from './ingest/pipeline'
 import type { ClickHouse } from './storage/clickhouse/types'
-import type { LiveCache } from './sites/public-live'
+import type { LiveCache } from './operations/public-live'
 import type { RateLimiter } from './accounts/ratelimit'
 import type { PlanName } from './accounts/plans'
 import type { SiteDirectory } from './sites/site-directory'
 import type { Repositories } from './repositories'
+import type { LiveSource } from './reports/query/ga4-live'
+import { ga4LiveSource } from './integrations/ga4/realtime'
 
 /**
  * Whether this instance takes traffic: not while it applies its migrations, stores the journal an
@@ -107,6 +109,13 @@ export interface Services {
   searchConsole?: SearchConsoleConnector
   /** The Google connection (lib/integrations/google): GA4 and Search Console; absent without GOOGLE_CLIENT_ID, where the ga4 read says so. */
   google?: GoogleConfig
+  /** GA4's Realtime API as the reports read it (lib/integrations/ga4/realtime.ts), set by `withPorts`. */
+  ga4Live?: LiveSource
+}
+
+/** The services with the ports that lower floors read through, built over the services themselves. */
+export function withPorts(services: Services): Services {
+  return Object.assign(services, { ga4Live: ga4LiveSource(services) })
 }
 
 /**

@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander'
 import { createApiKey, createOrg, listApiKeys, listOrgs, revokeApiKey } from '../lib/accounts/admin'
-import { ApiError } from '../lib/errors'
+import { ApiError } from '../lib/core/errors'
 import { acceptInvitation, organizationsOf } from '../lib/accounts/members'
 import { mintSignInLink } from '../lib/accounts/signin'
 import { emailSchema } from '../lib/accounts/team'

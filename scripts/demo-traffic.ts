@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError } from 'commander'
-import { UserError } from '../lib/runtime/env'
+import { UserError } from '../lib/core/errors'
 import { runCli } from '../lib/runtime/failure'
 import { openNodeStores } from '../lib/runtime/node'
 import { demoHits } from '../lib/ingest/demo-traffic'

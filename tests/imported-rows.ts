@@ -3,7 +3,7 @@
  * session, or one of its pages or event names) grouped per dataset by date, hour and the dataset's
  * columns, as an import stores them. Visitors are distinct users of the group (GA4's totalUsers).
  */
-import { IMPORTED_DIMENSION_COLUMNS } from '../lib/integrations/ga4/datasets'
+import { IMPORTED_DIMENSION_COLUMNS } from '../lib/reports/query/ga4-datasets'
 
 /** One session's share of one dataset group. */
 export interface ImportUnit {

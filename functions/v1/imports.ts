@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { MAX_ZIP_BYTES, importPlausibleExport } from '../../lib/plausible/csv-import'
-import { siteImports } from '../../lib/sites/imports'
+import { siteImports } from '../../lib/operations/imports'
 import { siteRefSchema } from '../../lib/sites/sites'
 import { defineEndpoint } from '../endpoint'
 

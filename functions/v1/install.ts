@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { checkInstallNow, installState, installStateSchema } from '../../lib/sites/install-check'
+import { checkInstallNow, installState, installStateSchema } from '../../lib/operations/install-check'
 import { siteRefSchema } from '../../lib/sites/sites'
 import { defineEndpoint } from '../endpoint'
 

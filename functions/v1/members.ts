@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { ApiError } from '../../lib/errors'
+import { ApiError } from '../../lib/core/errors'
 import { cancelInvitation, inviteMember, listTeam, removeMember, setMemberRole } from '../../lib/accounts/members'
 import { MEMBER_ROLES, emailSchema, invitationSchema, memberSchema } from '../../lib/accounts/team'
 import { configuredOrigin } from '../../lib/network/origin'

@@ -1,6 +1,6 @@
 import { V1_DIMENSIONS, METRICS, OPERATORS, PROPERTY_PREFIX, RANGES, SEGMENT } from '../../lib/reports/dimensions'
 import { keyActor } from '../../lib/accounts/members'
-import { findOrg } from '../../lib/accounts/org'
+import { findOrg } from '../../lib/operations/org'
 import { LIMITS } from '../../lib/accounts/ratelimit'
 import { PLAN_NAMES, planFor } from '../../lib/accounts/plans'
 import { z } from 'zod'

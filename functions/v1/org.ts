@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { keyMakerOf, listApiKeys, revokeApiKey } from '../../lib/accounts/admin'
 import { keyActor } from '../../lib/accounts/members'
-import { orgOverview } from '../../lib/accounts/org'
+import { orgOverview } from '../../lib/operations/org'
 import { FEATURES, PLAN_NAMES } from '../../lib/accounts/plans'
 import { defineEndpoint } from '../endpoint'
 import { uuidParam } from '../params'

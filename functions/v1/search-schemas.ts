@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { SEARCH_DIAGNOSES } from '../../lib/reports/search/search'
+import { SEARCH_DIAGNOSES } from '../../lib/insights/search/search'
 
 /** Pieces of the Search Console answers: the search read, seo, and the search evidence of page detail, anomalies and decay. */
 

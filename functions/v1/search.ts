@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { RANGES } from '../../lib/reports/dimensions'
 import { limitParam, reportParams } from '../../lib/reports/query/parse'
-import { searchReport, seoReport } from '../../lib/reports/search/search'
+import { searchReport, seoReport } from '../../lib/insights/search/search'
 import { siteRefSchema } from '../../lib/sites/sites'
 import { defineEndpoint } from '../endpoint'
 import { compareParams } from '../../lib/reports/query/compare'

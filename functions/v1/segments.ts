@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { OPERATORS } from '../../lib/reports/dimensions'
-import { createSegment, deleteSegment, listSegments, segmentInputSchema } from '../../lib/sites/segments'
+import { createSegment, deleteSegment, listSegments, segmentInputSchema } from '../../lib/operations/segments'
 import { siteRefSchema } from '../../lib/sites/sites'
 import { defineEndpoint } from '../endpoint'
 import { uuidParam } from '../params'

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { siteFacts } from '../../lib/accounts/org'
+import { siteFacts } from '../../lib/operations/org'
 import { PLAN_NAMES } from '../../lib/accounts/plans'
 import { SOURCES, siteRefSchema } from '../../lib/sites/sites'
 import { defineEndpoint } from '../endpoint'

@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { CONTRIBUTORS, FORM_FACTORS, VITAL_NAMES, VITAL_PERCENTILES, VITAL_TABLES } from '../../lib/reports/query/compile/vitals'
 import { reportParams } from '../../lib/reports/query/parse'
-import { vitalsWithFieldData } from '../../lib/reports/query/vitals'
+import { vitalsWithFieldData } from '../../lib/insights/vitals'
 import { defineEndpoint } from '../endpoint'
 import { compareParams } from '../../lib/reports/query/compare'
 import { changesSchema, comparisonSchema, rangeViewSchema, sourceSchema } from './report-schemas'

@@ -16,11 +16,12 @@ import {
   setMemberRole,
   transferOwnership,
 } from '../../lib/accounts/members'
-import { orgOverview } from '../../lib/accounts/org'
+import { orgOverview } from '../../lib/operations/org'
 import { MEMBER_ROLES, type Member, emailSchema } from '../../lib/accounts/team'
 import { configuredOrigin } from '../../lib/network/origin'
 import type { Services } from '../../lib/services'
-import { createSite, sitesOfKey } from '../../lib/sites/site-lifecycle'
+import { createSite } from '../../lib/operations/site-lifecycle'
+import { sitesOfKey } from '../../lib/sites/listing'
 import { siteCreateSchema } from '../../lib/sites/sites'
 import type { Site } from '../../lib/sites/sites'
 import { TIMEZONES } from './format'

@@ -1,6 +1,6 @@
 import type { Context } from 'hono'
 import type { z } from 'zod'
-import { ApiError, describeZodError } from '../../lib/errors'
+import { ApiError, describeZodError } from '../../lib/core/errors'
 
 /** A posted form read with a zod schema: a 400 naming the field, as the API answers bad input. */
 export async function readForm<S extends z.ZodType>(c: Context, schema: S): Promise<z.infer<S>> {

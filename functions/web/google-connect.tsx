@@ -2,7 +2,7 @@ import type { Context, Hono } from 'hono'
 import { deleteCookie, setCookie } from 'hono/cookie'
 import { parse } from 'hono/utils/cookie'
 import { membershipIn, requireRole } from '../../lib/accounts/members'
-import { ApiError } from '../../lib/errors'
+import { ApiError } from '../../lib/core/errors'
 import {
   STATE_SECONDS,
   cancelGoogleConnect,

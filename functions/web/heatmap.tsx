@@ -1,7 +1,7 @@
 import type { Hono } from 'hono'
 import { z } from 'zod'
 import { membershipIn } from '../../lib/accounts/members'
-import { ApiError, describeZodError } from '../../lib/errors'
+import { ApiError, describeZodError } from '../../lib/core/errors'
 import { VIEWPORT_CLASSES } from '../../lib/ingest/enrich'
 import { heatmap } from '../../lib/reports/query/heatmap'
 import { reportParams } from '../../lib/reports/query/parse'

@@ -1,5 +1,5 @@
 import type { ApiKeyRecord } from '../../lib/accounts/keys'
-import { ApiError } from '../../lib/errors'
+import { ApiError } from '../../lib/core/errors'
 import type { Services } from '../../lib/services'
 import type { Site } from '../../lib/sites/sites'
 import type { Endpoint } from '../endpoint'

@@ -1,6 +1,6 @@
 import type { Context } from 'hono'
 import type { Child } from 'hono/jsx'
-import { ApiError } from '../../lib/errors'
+import { ApiError } from '../../lib/core/errors'
 import type { Services } from '../../lib/services'
 import type { DashboardView } from './dashboard'
 import { RANGE_LABELS, country } from './format'

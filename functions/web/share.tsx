@@ -3,7 +3,7 @@ import { getSignedCookie, setSignedCookie } from 'hono/cookie'
 import { z } from 'zod'
 import { membershipIn, requireRole } from '../../lib/accounts/members'
 import { serverSecret } from '../../lib/accounts/signin'
-import { ApiError } from '../../lib/errors'
+import { ApiError } from '../../lib/core/errors'
 import { configuredOrigin, linkOrigin } from '../../lib/network/origin'
 import type { Services } from '../../lib/services'
 import {

@@ -1,6 +1,7 @@
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 import { type KeyActor, addOwner, managesKey } from './members'
-import { type ApiKeyMeta, type KeyMaker, type Scope, newKeySecret, sha256Hex } from './keys'
+import { type ApiKeyMeta, type KeyMaker, type Scope, newKeySecret } from './keys'
+import { sha256Hex } from '../core/crypto'
 import type { Repositories } from '../repositories'
 import { type Org, orgNameSchema } from './org-record'
 

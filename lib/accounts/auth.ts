@@ -1,6 +1,7 @@
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 import type { Repositories } from '../repositories'
-import { type ApiKeyRecord, type Scope, sha256Hex } from './keys'
+import type { ApiKeyRecord, Scope } from './keys'
+import { sha256Hex } from '../core/crypto'
 import type { SiteDirectory } from '../sites/site-directory'
 import type { Site } from '../sites/sites'
 

@@ -1,9 +1,9 @@
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 import { parseUserAgent } from '../ingest/enrich'
 import type { Repositories } from '../repositories'
 import type { Services } from '../services'
 import { linkOrigin } from '../network/origin'
-import { randomString, sha256Hex } from './keys'
+import { randomString, sha256Hex } from '../core/crypto'
 import type { SessionRecord } from './sessions-repository'
 
 export type { SessionRecord }

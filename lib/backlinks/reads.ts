@@ -1,4 +1,4 @@
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 import type { Services } from '../services'
 import type { Site } from '../sites/sites'
 import { execute } from '../storage/clickhouse/execute'

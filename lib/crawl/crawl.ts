@@ -1,4 +1,4 @@
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 import { pathMatches } from '../ingest/enrich'
 import { clickhouseTime } from '../storage/clickhouse/time'
 import { planFor } from '../accounts/plans'

@@ -1,9 +1,9 @@
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 import { pathMatches } from '../ingest/enrich'
 import type { ApiKeyRecord } from '../accounts/keys'
 import { planFor } from '../accounts/plans'
 import type { Services } from '../services'
-import { sitesOfKey } from '../sites/site-lifecycle'
+import { sitesOfKey } from '../sites/listing'
 import type { Site } from '../sites/sites'
 
 /** How long a deploy hook should wait before pinging again when the crawler cannot take a ping. */

@@ -1,5 +1,5 @@
-import { secretsEqual } from '../accounts/keys'
-import { ApiError } from '../errors'
+import { secretsEqual } from '../core/crypto'
+import { ApiError } from '../core/errors'
 import type { Services } from '../services'
 import type { Site } from '../sites/sites'
 import { geoFromCf } from './geo'

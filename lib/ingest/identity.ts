@@ -1,4 +1,4 @@
-import { nodeCrypto, randomString } from '../accounts/keys'
+import { nodeCrypto, randomString } from '../core/crypto'
 import type { SaltsRepository } from './salts-repository'
 import type { AcceptedHit } from './screening'
 

@@ -10,7 +10,7 @@ import type { Quarantine } from './quarantine'
 import { BufferedSink } from './sink'
 import type { ImportVisits } from './visits-repository'
 import { VISIT_GAP_MS } from './visits'
-import { nextTurn } from '../runtime/turn'
+import { nextTurn } from '../core/turn'
 
 export interface ImportResult {
   imported: number

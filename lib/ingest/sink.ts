@@ -3,8 +3,8 @@ import type { Repositories } from '../repositories'
 import type { RowHit } from './item'
 import type { BotRow, EventRow } from './rows'
 import { eventRowsOf } from './sessionize'
-import { nextTurn } from '../runtime/turn'
-import { ApiError } from '../errors'
+import { nextTurn } from '../core/turn'
+import { ApiError } from '../core/errors'
 import { type Quarantine, eventRowsSettingAside, insertSettingAside, isRowRefusal, reasonOf } from './quarantine'
 
 /** Where event rows are inserted: a Null table whose view fills `events` (clickhouse/0004_events_input.sql). */

@@ -1,8 +1,8 @@
 import { backlinkEvents } from '../backlinks/reads'
 import { WEBHOOK_RETRY_DELAYS_MS, sendWebhook } from '../network/webhook'
-import { type VitalsRegression, vitalsRegressions } from '../reports/why/vitals-regressions'
-import { readsEvents } from '../reports/why/window'
-import { listAllSites } from '../sites/site-lifecycle'
+import { type VitalsRegression, vitalsRegressions } from '../insights/why/vitals-regressions'
+import { readsEvents } from '../reports/query/window'
+import { listAllSites } from '../sites/listing'
 import type { Site } from '../sites/sites'
 import { type DeliveryDeps, type DeliveryOptions, channelsOf } from './report-delivery'
 

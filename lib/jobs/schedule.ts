@@ -1,6 +1,6 @@
 import { runCrawls } from '../crawl/crawl'
 import { runSearchConsoleImports } from '../integrations/search-console/import'
-import { listAllSites } from '../sites/site-lifecycle'
+import { listAllSites } from '../sites/listing'
 import { runGa4Imports } from '../integrations/ga4/import'
 import { runDueImports } from '../integrations/due-imports'
 import { IMPORTS_DUE_JOB } from '../integrations/import-wakeups-repository'

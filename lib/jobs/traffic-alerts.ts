@@ -1,7 +1,7 @@
-import { listAllSites } from '../sites/site-lifecycle'
+import { listAllSites } from '../sites/listing'
 import type { Site } from '../sites/sites'
-import { judgeBuckets, shiftId, shiftsOf, sum, type Shift } from '../reports/why/shifts'
-import { isoLocal, readsEvents, zoned } from '../reports/why/window'
+import { judgeBuckets, shiftId, shiftsOf, sum, type Shift } from '../insights/why/shifts'
+import { isoLocal, readsEvents, zoned } from '../reports/query/window'
 import { type DeliveryDeps, type DeliveryOptions, channelsOf } from './report-delivery'
 import { WEBHOOK_RETRY_DELAYS_MS, sendWebhook } from '../network/webhook'
 

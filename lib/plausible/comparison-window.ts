@@ -1,5 +1,5 @@
 import { Temporal } from 'temporal-polyfill'
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 import { comparisonWindow as sameLengthWindow } from '../reports/query/compare'
 import type { ResolvedRange } from '../reports/query/range'
 import type { PlausibleComparison } from './query-schema'

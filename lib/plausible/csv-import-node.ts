@@ -1,5 +1,5 @@
 import { readFile, stat } from 'node:fs/promises'
-import { UserError } from '../runtime/env'
+import { UserError } from '../core/errors'
 import type { Repositories } from '../repositories'
 import { SiteDirectory } from '../sites/site-directory'
 import type { ClickHouse } from '../storage/clickhouse/types'

@@ -1,5 +1,5 @@
 import { Temporal } from 'temporal-polyfill'
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 import { GOAL, SEGMENT, combinable, combinedParts, combinedProperty, hasEngagement, holdsGoal } from '../reports/dimensions'
 import { type Filter, type Query, TOTALS, goalsOfFilter } from '../reports/query/model'
 import { type ReportParams, expandSegments, validateGoalFilter } from '../reports/query/parse'

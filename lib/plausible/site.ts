@@ -1,6 +1,6 @@
 import type { ApiKeyRecord } from '../accounts/keys'
 import { siteForKey } from '../accounts/auth'
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 import type { Repositories } from '../repositories'
 import type { SiteDirectory } from '../sites/site-directory'
 import type { Site } from '../sites/sites'

@@ -1,4 +1,4 @@
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 import { FILTER_GROUPS, PROPERTY_PREFIX, SEGMENT, readableBy } from '../reports/dimensions'
 import type { Filter } from '../reports/query/model'
 import { MAX_FILTERS, MAX_FILTER_VALUES, MAX_FILTER_VALUE_LENGTH } from '../reports/query/parse'

@@ -1,5 +1,5 @@
 import { BOT_KINDS } from '../ingest/bot-kinds'
-import type { Ga4DatasetName, ImportedColumn } from '../integrations/ga4/datasets'
+import type { Ga4DatasetName, ImportedColumn } from './query/ga4-datasets'
 import type { Source } from '../sites/source'
 
 /**

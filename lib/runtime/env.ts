@@ -1,17 +1,10 @@
 import { z } from 'zod'
+import { UserError } from '../core/errors'
 
 /**
  * The Node server's environment, in one schema: the server parses it, and `docs/configuration.md`
  * is generated from it (`npm run docs:config`; a test keeps the page current).
  */
-
-/** A failure the user can fix, told in one sentence: CLIs and the server print it without a stack. */
-export class UserError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options)
-    this.name = 'UserError'
-  }
-}
 
 export const logLevelSchema = z
   .enum(['silent', 'error', 'info', 'debug'])

@@ -1,7 +1,7 @@
 import type { Command } from 'commander'
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 import { StoreUnavailableError } from '../storage/errors'
-import { UserError } from './env'
+import { UserError } from '../core/errors'
 
 /**
  * What the server and the CLIs print when they cannot go on: a failure the user can fix is one

@@ -30,12 +30,13 @@ import { SEARCH_CONSOLE_MAX_BYTES, SEARCH_CONSOLE_TIMEOUT_MS, googleSearchConsol
 import { guardedFetch } from '../network/guarded-fetch'
 import { pinnedNodeFetch } from '../network/guarded-fetch-node'
 import { nodeMailer } from '../network/mail-node'
-import { memoryLiveCache } from '../sites/public-live'
+import { memoryLiveCache } from '../operations/public-live'
 import { SiteDirectory } from '../sites/site-directory'
-import type { Readiness, Services } from '../services'
+import { type Readiness, type Services, withPorts } from '../services'
 import { migrate } from '../storage/clickhouse/migrate'
 import { loadMigrations } from '../storage/clickhouse/migrations-node'
-import { type NodeConfig, UserError, deploymentPlan } from './env'
+import { type NodeConfig, deploymentPlan } from './env'
+import { UserError } from '../core/errors'
 import { swaggerUiAssets } from './reference-assets-node'
 import { nodeMetrics } from './metrics-node'
 import { rollupBuildsSettled } from '../reports/query/run'
@@ -314,7 +315,7 @@ export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Servic
   const resolver = new Resolver({ timeout: 2000, tries: 2 })
   const outbound = guardedFetch(outboundRules)
   const google = googleConfig(env)
-  return {
+  return withPorts({
     clickhouse,
     kv,
     repositories,
@@ -380,7 +381,7 @@ export function nodeServices(env: NodeConfig, inputs: NodeServiceInputs): Servic
       log,
     }),
     referenceAssets: swaggerUiAssets(),
-  }
+  })
 }
 
 /** How often the server inserts the journal's rows: reads see a hit at most this much later. */

@@ -11,10 +11,10 @@ import { backlinkProvider } from '../backlinks/provider'
 import { googleConfig } from '../integrations/google/config'
 import { SEARCH_CONSOLE_MAX_BYTES, SEARCH_CONSOLE_TIMEOUT_MS, googleSearchConsoleConnector } from '../integrations/search-console/connector'
 import { guardedFetch } from '../network/guarded-fetch'
-import type { LiveAnswer, LiveCache } from '../sites/public-live'
+import type { LiveAnswer, LiveCache } from '../operations/public-live'
 import { redisRateLimiter } from '../accounts/ratelimit'
 import { SiteDirectory } from '../sites/site-directory'
-import type { Services } from '../services'
+import { type Services, withPorts } from '../services'
 import { openRepositories } from '../repositories'
 import {
   backlinksApiKey,
@@ -101,7 +101,7 @@ export function workerServices(rawEnv: WorkerEnv): Services {
   const sites = new SiteDirectory(repositories.sites)
   const now = () => new Date()
   const google = googleConfig(env)
-  return {
+  return withPorts({
     clickhouse,
     kv: redis,
     repositories,
@@ -144,5 +144,5 @@ export function workerServices(rawEnv: WorkerEnv): Services {
           timeoutMs: SEARCH_CONSOLE_TIMEOUT_MS,
         }),
       }),
-  }
+  })
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod'
-import { ApiError } from '../errors'
-import { randomString } from '../accounts/keys'
+import { ApiError } from '../core/errors'
+import { randomString } from '../core/crypto'
 import { OutboundError, outboundCheckOf } from '../network/guarded-fetch'
 import type { Services } from '../services'
 import { SOURCES, type Site, siteViewSchema } from './sites'

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 import type { Site } from './sites'
 import { domainSchema, siteRefSchema } from './sites'
 import type { Repositories } from '../repositories'

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 import type { Services } from '../services'
 import { type Site, siteView } from './sites'
 

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 import { siteRefSchema } from './sites'
 import type { Repositories } from '../repositories'
 import { FUNNEL_STEP_TYPES, type Funnel, type FunnelStep } from './definition-records'

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 import type { Repositories } from '../repositories'
 import type { Goal } from './definition-records'
 import { siteRefSchema } from './sites'

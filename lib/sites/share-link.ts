@@ -1,5 +1,5 @@
-import { ApiError } from '../errors'
-import { randomString, secretsEqual, sha256Hex } from '../accounts/keys'
+import { ApiError } from '../core/errors'
+import { randomString, secretsEqual, sha256Hex } from '../core/crypto'
 import type { SiteDirectory } from './site-directory'
 import { type Site, shareAccess } from './sites'
 

@@ -1,4 +1,4 @@
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 import { SNIPPET_ID_PATTERN, type Site, UUID_PATTERN } from './sites'
 import { type SitesRepository, indexedDomain } from './sites-repository'
 

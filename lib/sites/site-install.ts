@@ -1,5 +1,3 @@
-import { eventEdges } from '../reports/query/site-events'
-import type { ClickHouse } from '../storage/clickhouse/types'
 import type { Site } from './sites'
 
 /** A site's install state as the reads answer it: the stored one, and whether events arrived in the last 24 hours. */
@@ -21,17 +19,4 @@ export function installOf(site: Site, edges: { first: string; last: string } | u
     lastEventAt: edges?.last ?? null,
     checkedAt: site.install.checkedAt,
   }
-}
-
-/** The sites with their install state, read in one statement. */
-export async function withInstallState<S extends Site>(
-  clickhouse: ClickHouse,
-  sites: S[],
-  now: Date,
-): Promise<(S & { install: SiteInstall })[]> {
-  const edges = await eventEdges(
-    clickhouse,
-    sites.map((s) => s.id),
-  )
-  return sites.map((site) => ({ ...site, install: installOf(site, edges.get(site.id), now) }))
 }

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../functions/app'
-import { GA4_AUTOMATIC_EVENTS } from '../../lib/integrations/ga4/datasets'
+import { GA4_AUTOMATIC_EVENTS } from '../../lib/reports/query/ga4-datasets'
 import { DIMENSIONS } from '../../lib/reports/dimensions'
 import { createApiKey } from '../../lib/accounts/admin'
 import { client, orgWithSites, testServices } from '../helpers'

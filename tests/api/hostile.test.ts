@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { importHits } from '../../lib/ingest/import'
-import { DISTINCT_WINDOWS_PER_MINUTE } from '../../lib/sites/public-live'
+import { DISTINCT_WINDOWS_PER_MINUTE } from '../../lib/operations/public-live'
 import { client, harness, type Harness } from '../helpers'
 
 /** A body of `total` bytes made on demand, counting how much of it the server pulled. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { createOrg } from '../../lib/accounts/admin'
 import { acceptInvitation, inviteMember, listTeam, membershipIn, transferOwnership } from '../../lib/accounts/members'
-import { ApiError } from '../../lib/errors'
+import { ApiError } from '../../lib/core/errors'
 import { REDIS_URL, type KvKind, testServices } from '../helpers'
 
 /**

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { createApiKey, createOrg } from '../../lib/accounts/admin'
 import { importHits } from '../../lib/ingest/import'
-import { DISTINCT_WINDOWS_PER_MINUTE } from '../../lib/sites/public-live'
+import { DISTINCT_WINDOWS_PER_MINUTE } from '../../lib/operations/public-live'
 import { newSite } from '../../lib/sites/sites'
 import { checkedApp, client, testServices } from '../helpers'
 

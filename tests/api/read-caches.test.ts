@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { createApiKey, revokeApiKey } from '../../lib/accounts/admin'
 import { KEY_CACHE_MS, KeysRepository } from '../../lib/accounts/keys-repository'
-import { sha256Hex } from '../../lib/accounts/keys'
+import { sha256Hex } from '../../lib/core/crypto'
 import { SiteDirectory } from '../../lib/sites/site-directory'
 import { harness, type Harness } from '../helpers'
 

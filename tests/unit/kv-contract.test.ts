@@ -132,7 +132,7 @@ describe.each(backends)('key/value contract: $name', (backend) => {
 
     const key = await createApiKey(repositories, { orgId: org.id, name: 'k', scope: 'write', siteId: site.snippetId }, now)
     expect(key.siteId).toBe(site.id)
-    const { sha256Hex } = await import('../../lib/accounts/keys')
+    const { sha256Hex } = await import('../../lib/core/crypto')
     expect(await repositories.keys.byHash(await sha256Hex(key.key))).toMatchObject({ id: key.id, scope: 'write', siteId: site.id })
     await repositories.keys.touch(org.id, key.id, '2026-11-02T00:00:00.000Z')
     expect(await repositories.keys.list(org.id)).toEqual([

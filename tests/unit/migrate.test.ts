@@ -7,7 +7,7 @@ import { resolveRange } from '../../lib/reports/query/range'
 import type { Query } from '../../lib/reports/query/model'
 import { render } from '../../lib/storage/clickhouse/sql'
 import { SITE_TABLES } from '../../lib/storage/clickhouse/site-data'
-import { launchedPagesSql } from '../../lib/reports/why/compile'
+import { launchedPagesSql } from '../../lib/insights/why/compile'
 import { Temporal } from 'temporal-polyfill'
 
 describe('ClickHouse migrations', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { median, medianAndDeviation } from '../../lib/reports/why/robust'
+import { median, medianAndDeviation } from '../../lib/insights/why/robust'
 
 /**
  * The spike rule's statistics (lib/reports/why/robust.ts), worked by hand: the median of an odd

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import { checkSiteUrlShape } from '../../lib/integrations/search-console/connection'
 import { backfillDays, dataStateOf, pathOfPage, recentDays } from '../../lib/integrations/search-console/import'
-import { searchPagesSql, searchTopSql } from '../../lib/reports/search/compile'
-import { diagnoseSearch, metricsOf, parseSearchFilters } from '../../lib/reports/search/search'
-import { updatesWithin } from '../../lib/reports/why/markers'
+import { searchPagesSql, searchTopSql } from '../../lib/insights/search/compile'
+import { diagnoseSearch, metricsOf, parseSearchFilters } from '../../lib/insights/search/search'
+import { updatesWithin } from '../../lib/insights/why/markers'
 import { render } from '../../lib/storage/clickhouse/sql'
 
 /** The pure parts of Search Console: the diagnosis rules, the import's days, property shapes, the compiled SQL. */

@@ -1,7 +1,7 @@
 import { readFileSync, readdirSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { secretsEqual } from '../../lib/accounts/keys'
+import { secretsEqual } from '../../lib/core/crypto'
 
 const root = resolve(__dirname, '../..')
 const sourceFiles = (dir: string): string[] =>

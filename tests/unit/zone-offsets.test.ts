@@ -1,6 +1,6 @@
 import { Temporal } from 'temporal-polyfill'
 import { describe, expect, it } from 'vitest'
-import { offsetsOver } from '../../lib/reports/why/shifts'
+import { offsetsOver } from '../../lib/insights/why/shifts'
 
 /**
  * The hourly spikes read steps through hours with plain arithmetic and the zone's offsets found

@@ -7,7 +7,7 @@ import { GoogleError } from '../google/oauth'
 import type { GoogleConfig } from '../google/config'
 import { GoogleSession } from '../google/session'
 import { type ReportAnswer, runReport } from './client'
-import { GA4_DATASETS, GA4_METRICS, type Ga4Dataset, IMPORTED_DIMENSION_COLUMNS, normalizeValue } from './datasets'
+import { GA4_DATASETS, GA4_METRICS, type Ga4Dataset, IMPORTED_DIMENSION_COLUMNS, normalizeValue } from '../../reports/query/ga4-datasets'
 import type { Ga4ImportRun, Ga4ImportTrigger } from './ga4-imports-repository'
 import { wakeImportAt } from '../import-wakeups-repository'
 

@@ -1,4 +1,4 @@
-import { ApiError } from '../../errors'
+import { ApiError } from '../../core/errors'
 import type { GoogleDeps } from '../google/session'
 import type { GoogleConfig } from '../google/config'
 import type { Site } from '../../sites/sites'
@@ -6,10 +6,9 @@ import { GOOGLE_NOT_CONFIGURED } from '../google/config'
 import { GoogleError } from '../google/oauth'
 import { GoogleSession } from '../google/session'
 import { runRealtimeReport } from './client'
-import { GA4_AUTOMATIC_EVENTS, normalizeValue } from './datasets'
-import type { Query } from '../../reports/query/model'
+import { normalizeValue } from '../../reports/query/ga4-datasets'
+import type { Ga4Live, LiveRow, LiveSource } from '../../reports/query/ga4-live'
 import { type ResolvedRange, rangeView } from '../../reports/query/range'
-import { type BreakdownRow, shapeSeries } from '../../reports/query/shape'
 
 /**
  * The live numbers of a ga4 site, from GA4's Realtime API (`:runRealtimeReport`): active users
@@ -17,14 +16,6 @@ import { type BreakdownRow, shapeSeries } from '../../reports/query/shape'
  * minute range each) and per minute (`minutesAgo`). Kept for the live count's 10 seconds, so
  * badges and dashboards polling a site share one set of calls.
  */
-
-export interface Ga4Live {
-  /** Active users and views of the last 5 minutes. */
-  now: { activeUsers: number; views: number }
-  halfHour: { activeUsers: number; views: number }
-  /** Index = minutes ago (0: the current minute), 30 entries. */
-  perMinute: { activeUsers: number; views: number }[]
-}
 
 const LIVE_SECONDS = 10
 const METRICS = [{ name: 'activeUsers' }, { name: 'screenPageViews' }]
@@ -66,7 +57,7 @@ async function cachedLive<T>(services: Ga4LiveDeps, key: string, build: () => Pr
   }
 }
 
-export async function ga4Live(services: Ga4LiveDeps, site: Site): Promise<Ga4Live> {
+async function ga4Live(services: Ga4LiveDeps, site: Site): Promise<Ga4Live> {
   return cachedLive(services, `ga4-live|${site.id}`, async () => {
     const ask = await liveSession(services, site)
     const window = (startMinutesAgo: number) =>
@@ -96,65 +87,6 @@ export async function ga4Live(services: Ga4LiveDeps, site: Site): Promise<Ga4Liv
   })
 }
 
-/** GA4's Realtime API answers no read under filters. */
-function refuseFilters(query: Query) {
-  if (query.filters.length) throw new ApiError(400, "filters: GA4's Realtime API takes none of this read's filters; ask without filters")
-}
-
-/**
- * The realtime read of a ga4 site in the shapes of the first-party one: visitors of the last 5 and
- * 30 minutes, the minute series of the last 30 (visits there are GA4's active users: its Realtime
- * API counts no sessions), and no pages or sources (it reports neither paths nor traffic sources).
- */
-export async function ga4RealtimeReads(services: Ga4LiveDeps, site: Site, query: Query, minutes: ResolvedRange, now: Date) {
-  refuseFilters(query)
-  const live = await ga4Live(services, site)
-  return [
-    { visitors: live.now.activeUsers },
-    { visitors: live.halfHour.activeUsers },
-    liveSeries(live, minutes, now),
-    [] as BreakdownRow[],
-    [] as BreakdownRow[],
-  ] as const
-}
-
-/** The minute series of the last 30 minutes; a minute's visits are its active users (the Realtime API counts no sessions). */
-function liveSeries(live: Ga4Live, minutes: ResolvedRange, now: Date) {
-  const minute = Math.floor(now.getTime() / 60_000) * 60
-  const rows = live.perMinute.map((m, ago) => ({
-    bucket: minute - ago * 60,
-    visitors: m.activeUsers,
-    visits: m.activeUsers,
-    pageviews: m.views,
-  }))
-  return shapeSeries(minutes, rows)
-}
-
-/**
- * The totals of `range=realtime` on a ga4 read (the last 5 minutes): active users as visitors and
- * visits, views as pageviews. GA4's Realtime API reports no sessions, engagement or event kinds,
- * so bounce rate, visit duration and custom events are null.
- */
-export async function ga4RealtimeTotals(services: Ga4LiveDeps, site: Site, query: Query) {
-  refuseFilters(query)
-  const { now } = await ga4Live(services, site)
-  return {
-    visitors: now.activeUsers,
-    visits: now.activeUsers,
-    pageviews: now.views,
-    bounceRate: null,
-    avgDuration: null,
-    viewsPerVisit: now.activeUsers ? Math.round((now.views / now.activeUsers) * 100) / 100 : 0,
-    events: null,
-  }
-}
-
-/** The timeseries of `range=realtime` on a ga4 read: the last 30 minutes, a bucket a minute. */
-export async function ga4RealtimeSeries(services: Ga4LiveDeps, site: Site, query: Query, now: Date) {
-  refuseFilters(query)
-  return liveSeries(await ga4Live(services, site), query.range, now)
-}
-
 /** The Realtime API dimension of each property a realtime breakdown of the ga4 source takes, and the imported column whose values it matches. */
 const LIVE_PROPERTIES: Record<string, { ga4: string; column: string }> = {
   country: { ga4: 'countryId', column: 'country' },
@@ -164,12 +96,11 @@ const LIVE_PROPERTIES: Record<string, { ga4: string; column: string }> = {
 }
 
 /**
- * A breakdown of `range=realtime` on a ga4 read: active users and views of the last 5 minutes per
+ * The rows of a realtime breakdown of a ga4 read: active users and views of the last 5 minutes per
  * value of the property, from the Realtime API (which has countries, cities, devices and event
  * names, but no pages or traffic sources). Values are named as the import names them.
  */
-export async function ga4RealtimeBreakdown(services: Ga4LiveDeps, site: Site, query: Query, property: string): Promise<BreakdownRow[]> {
-  refuseFilters(query)
+async function liveBreakdown(services: Ga4LiveDeps, site: Site, property: string): Promise<LiveRow[]> {
   const live = LIVE_PROPERTIES[property]
   if (!live)
     throw new ApiError(
@@ -198,18 +129,7 @@ export async function ga4RealtimeBreakdown(services: Ga4LiveDeps, site: Site, qu
     }
     return [...byValue].map(([value, sums]) => ({ value, ...sums }))
   })
-  const automatic = new Set<string>(GA4_AUTOMATIC_EVENTS)
   return rows
-    .filter((r) => r.value !== '')
-    .map((r) => ({
-      value: r.value,
-      visitors: r.visitors,
-      visits: r.visitors,
-      pageviews: r.pageviews,
-      events: property === 'event' ? (automatic.has(r.value) ? 0 : r.events) : null,
-    }))
-    .sort((a, b) => b.visitors - a.visitors || (a.value < b.value ? -1 : a.value > b.value ? 1 : 0))
-    .slice(0, query.limit)
 }
 
 /** The public live count of a ga4-primary site's live windows: 5 minutes (with halfHour) or 30. */
@@ -228,4 +148,9 @@ export async function ga4LiveCounts(services: Ga4LiveDeps, site: Site, range: Re
     pageviews: window.views,
     ...(range.name === '30m' ? {} : { halfHour: live.halfHour.activeUsers }),
   }
+}
+
+/** GA4's Realtime API as the reports read it (the port of lib/reports/query/ga4-live.ts), over the app's services. */
+export function ga4LiveSource(services: Ga4LiveDeps): LiveSource {
+  return { live: (site) => ga4Live(services, site), breakdown: (site, property) => liveBreakdown(services, site, property) }
 }

@@ -1,4 +1,4 @@
-import { UserError } from '../../runtime/env'
+import { UserError } from '../../core/errors'
 
 /**
  * How a home reaches Google: its OAuth client, the server secret that encrypts refresh tokens and

@@ -1,5 +1,5 @@
-import { randomString, secretsEqual, sha256Hex } from '../../accounts/keys'
-import { ApiError } from '../../errors'
+import { randomString, secretsEqual, sha256Hex } from '../../core/crypto'
+import { ApiError } from '../../core/errors'
 import type { Services } from '../../services'
 import type { Site } from '../../sites/sites'
 import { GOOGLE_NOT_CONFIGURED, type GoogleConfig } from './config'

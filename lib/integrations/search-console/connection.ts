@@ -1,4 +1,4 @@
-import { ApiError } from '../../errors'
+import { ApiError } from '../../core/errors'
 import type { Repositories } from '../../repositories'
 import type { Services } from '../../services'
 import { GOOGLE_NOT_CONFIGURED } from '../google/config'

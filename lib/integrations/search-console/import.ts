@@ -1,5 +1,5 @@
 import { Temporal } from 'temporal-polyfill'
-import { ApiError } from '../../errors'
+import { ApiError } from '../../core/errors'
 import type { Repositories } from '../../repositories'
 import type { SiteDirectory } from '../../sites/site-directory'
 import type { Site } from '../../sites/sites'

@@ -1,4 +1,4 @@
-import { ApiError } from '../../errors'
+import { ApiError } from '../../core/errors'
 import { AI_CHANNEL, AI_COMPANIES, OTHER_COMPANY } from '../../ingest/ai-assistants'
 import { dimension } from '../dimensions'
 import type { Filter, Query, RolledDays } from '../query/model'

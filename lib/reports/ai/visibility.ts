@@ -1,5 +1,5 @@
 import { AI_COMPANIES, CRAWLER_PURPOSES, type CrawlerPurpose, OTHER_COMPANY } from '../../ingest/ai-assistants'
-import { ApiError } from '../../errors'
+import { ApiError } from '../../core/errors'
 import type { Site } from '../../sites/sites'
 import { execute } from '../../storage/clickhouse/execute'
 import { collectorRead } from '../query/behaviour'

@@ -1,4 +1,4 @@
-import { ApiError } from '../../errors'
+import { ApiError } from '../../core/errors'
 import type { Site } from '../../sites/sites'
 import { clickGroupsSql, clickRolledDaysSql, clickSummarySql, rolledClickGroupsSql, rolledClickSummarySql } from './compile/clicks'
 import {

@@ -1,6 +1,6 @@
 import type { Temporal } from 'temporal-polyfill'
 import { z } from 'zod'
-import { ApiError } from '../../errors'
+import { ApiError } from '../../core/errors'
 import { type ResolvedRange, previousWindow, resolveRange } from './range'
 import { fraction } from './shape'
 

@@ -1,5 +1,5 @@
 import { Temporal } from 'temporal-polyfill'
-import { ApiError } from '../../errors'
+import { ApiError } from '../../core/errors'
 import type { Site } from '../../sites/sites'
 import { collectorRead, standaloneQuery } from './behaviour'
 import { activitySql } from './compile/activity'

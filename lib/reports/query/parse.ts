@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { BOT_DIMENSIONS, OPERATORS, RANGES, SEGMENT, dimension, isCustomProperty, readableBy } from '../dimensions'
-import { ApiError } from '../../errors'
+import { ApiError } from '../../core/errors'
 import { AI_CHANNEL, FORMER_AI_CHANNEL_NAMES } from '../../ingest/ai-assistants'
 import type { Goal } from '../../sites/goals'
 import { type Site, siteRefSchema } from '../../sites/sites'

@@ -1,6 +1,6 @@
 import { ROLLED_PROPERTIES, combinedParts, dimension, holdsGoal, isVisitAttribute } from '../dimensions'
-import { ApiError } from '../../errors'
-import type { Ga4DatasetName } from '../../integrations/ga4/datasets'
+import { ApiError } from '../../core/errors'
+import type { Ga4DatasetName } from './ga4-datasets'
 import { type Filter, type Query, type Read, type RolledDays, TOTALS, asRolledDays } from './model'
 import { chTime, daySpans, wholeDays } from './range'
 

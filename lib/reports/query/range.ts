@@ -1,6 +1,6 @@
 import { Temporal } from 'temporal-polyfill'
 import type { RangeName } from '../dimensions'
-import { ApiError } from '../../errors'
+import { ApiError } from '../../core/errors'
 
 export type Interval = 'minute' | 'hour' | 'day' | 'week' | 'month'
 /** The keyed ranges plus the live windows of the public count. */

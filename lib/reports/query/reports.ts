@@ -1,5 +1,5 @@
 import { Temporal } from 'temporal-polyfill'
-import { ApiError } from '../../errors'
+import { ApiError } from '../../core/errors'
 import { PROPERTY_PREFIX, type RangeName, V1_DIMENSIONS } from '../dimensions'
 import type { Goal } from '../../sites/goals'
 import type { ClickHouse } from '../../storage/clickhouse/types'
@@ -40,13 +40,7 @@ import {
 import { eventEdges, firstEventAt, firstImportedAt } from './site-events'
 import { installOf } from '../../sites/site-install'
 import { readsBotHits } from './plan'
-import {
-  type Ga4LiveDeps,
-  ga4RealtimeBreakdown,
-  ga4RealtimeReads,
-  ga4RealtimeSeries,
-  ga4RealtimeTotals,
-} from '../../integrations/ga4/realtime'
+import { type LiveSource, ga4RealtimeBreakdown, ga4RealtimeReads, ga4RealtimeSeries, ga4RealtimeTotals } from './ga4-live'
 import { breakdownsAtOnce } from './breakdowns'
 import { sampleOf, samplingView } from './sampling'
 import { type CompareInput, type CompareMode, TOTALS_FIGURES, alignSeries, changes, compareRows, resolveComparison } from './compare'
@@ -63,6 +57,8 @@ export interface ReportDeps {
   now(): Date
   /** The caller is neither a signed-in member nor a key (Services.anonymousReads): its queries are transient. */
   anonymousReads?: true
+  /** GA4's Realtime API, for a ga4 read of `range=realtime` (Services.ga4Live). */
+  ga4Live?: LiveSource
 }
 
 /**
@@ -158,10 +154,10 @@ function liveGa4(source: Source, query: Query, params: CompareInput): boolean {
   return true
 }
 
-/** The report deps as the live reads need them: the app's services carry the Google connection and the live cache; a bare reader (a benchmark) does not. */
-function liveDeps(deps: ReportDeps): Ga4LiveDeps {
-  if (!('liveCache' in deps)) throw new ApiError(409, "GA4's Realtime API is not reachable from this reader")
-  return deps as ReportDeps & Ga4LiveDeps
+/** GA4's Realtime API as the deps carry it: the app's services do; a bare reader (a benchmark) does not. */
+function liveDeps(deps: ReportDeps): LiveSource {
+  if (!deps.ga4Live) throw new ApiError(409, "GA4's Realtime API is not reachable from this reader")
+  return deps.ga4Live
 }
 
 /** A query over a window with no filters, read at `now`: site listings and the public count. */

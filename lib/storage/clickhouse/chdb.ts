@@ -5,7 +5,7 @@ import { StoreUnavailableError, isOutOfSpace } from '../errors'
 import type { ClickHouse, CommandOptions, InsertOptions, QueryParams } from './types'
 import { SESSION_TIMEZONE, insertToken } from './client'
 import { BACKGROUND_PRIORITY, DEFAULT_READ_TIME_LIMIT_MS, withTimeLimit } from './execute'
-import { nextTurn } from '../../runtime/turn'
+import { nextTurn } from '../../core/turn'
 
 const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_.]*$/
 

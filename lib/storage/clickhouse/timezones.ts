@@ -1,4 +1,4 @@
-import { ApiError } from '../../errors'
+import { ApiError } from '../../core/errors'
 import type { ClickHouse } from './types'
 
 const zonesByEngine = new WeakMap<ClickHouse, Promise<Set<string>>>()

@@ -1,4 +1,4 @@
-import { ApiError } from '../../../errors'
+import { ApiError } from '../../../core/errors'
 import { dimension } from '../../dimensions'
 import type { Query, Read } from '../model'
 import type { ResolvedRange } from '../range'

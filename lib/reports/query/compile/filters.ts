@@ -1,5 +1,5 @@
 import { FILTER_GROUPS, PROPERTY_PREFIX, combinedParts, dimension, isBehavioural } from '../../dimensions'
-import { ApiError } from '../../../errors'
+import { ApiError } from '../../../core/errors'
 import { type Goal, pageGoalPattern } from '../../../sites/goals'
 import { type Filter, goalsOfFilter } from '../model'
 import type { Scope } from './scope'

@@ -1,5 +1,5 @@
 import { dimension } from '../../dimensions'
-import { GA4_AUTOMATIC_EVENTS } from '../../../integrations/ga4/datasets'
+import { GA4_AUTOMATIC_EVENTS } from '../ga4-datasets'
 import type { Filter, Query } from '../model'
 import type { ImportOrigins, ImportedPlan } from '../plan'
 import type { ResolvedRange } from '../range'

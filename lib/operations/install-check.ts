@@ -1,11 +1,11 @@
 import { parseHTML } from 'linkedom'
 import { z } from 'zod'
-import { cspBlocksTracker, parsePolicies } from './content-security-policy'
+import { cspBlocksTracker, parsePolicies } from '../sites/content-security-policy'
 import { siteActivity } from '../reports/query/site-events'
 import type { Services } from '../services'
 import { siteOrigin } from '../crawl/config'
-import type { Site } from './sites'
-import { type InstallCheck, type InstallResult, installCheckSchema } from './install-check-result'
+import type { Site } from '../sites/sites'
+import { type InstallCheck, type InstallResult, installCheckSchema } from '../sites/install-check-result'
 
 /**
  * Whether a site's tracking is installed: the events it has sent, and the last look at its

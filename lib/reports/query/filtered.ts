@@ -1,9 +1,9 @@
-import { ApiError } from '../../errors'
+import { ApiError } from '../../core/errors'
 import type { Site } from '../../sites/sites'
 import type { Source } from '../../sites/source'
-import type { Query } from '../query/model'
-import type { ResolvedRange } from '../query/range'
-import { type ReportDeps, prepare } from '../query/reports'
+import type { Query } from './model'
+import type { ResolvedRange } from './range'
+import { type ReportDeps, prepare } from './reports'
 import type { WindowParams } from './window'
 
 /**

@@ -1,5 +1,5 @@
-import type { Filter } from '../query/model'
-import { operatorSql } from '../query/compile/filters'
+import type { Filter } from '../../reports/query/model'
+import { operatorSql } from '../../reports/query/compile/filters'
 import { type Fragment, bind, join, raw, sql } from '../../storage/clickhouse/sql'
 
 /**

@@ -1,8 +1,8 @@
 import { Temporal } from 'temporal-polyfill'
 import type { RangeName } from '../dimensions'
 import type { ClickHouse } from '../../storage/clickhouse/types'
-import { type ResolvedRange, resolveRange } from '../query/range'
-import { firstEventAt, firstImportedAt } from '../query/site-events'
+import { type ResolvedRange, resolveRange } from './range'
+import { firstEventAt, firstImportedAt } from './site-events'
 import type { Source } from '../../sites/source'
 import type { Site } from '../../sites/sites'
 

@@ -34,3 +34,11 @@ function valueAt(input: unknown, path: PropertyKey[]): unknown {
   }
   return value
 }
+
+/** A failure the user can fix, told in one sentence: CLIs and the server print it without a stack. */
+export class UserError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.name = 'UserError'
+  }
+}

@@ -1,28 +1,14 @@
 import type { z } from 'zod'
-import type { ApiKeyRecord } from '../accounts/keys'
 import { checkLimit, planFor } from '../accounts/plans'
 import { forgetCrawls, queueFirstCrawl } from '../crawl/crawl'
 import { queueFirstBacklinks } from '../backlinks/onboarding'
-import { ApiError } from '../errors'
-import type { Repositories } from '../repositories'
+import { ApiError } from '../core/errors'
 import type { Services } from '../services'
 import { deleteSiteData } from '../storage/clickhouse/site-data'
 import { rollupBuildsSettled } from '../reports/query/run'
 import { assertEngineKnowsTimezone } from '../storage/clickhouse/timezones'
-import { type Site, newSite, type siteCreateSchema } from './sites'
+import { type Site, newSite, type siteCreateSchema } from '../sites/sites'
 import { forgetGoogleConnection } from '../integrations/ga4/connection'
-
-/** The sites a key can reach: its organization's, or the one it is bound to. */
-export async function sitesOfKey(repositories: Pick<Repositories, 'sites'>, key: Pick<ApiKeyRecord, 'orgId' | 'siteId'>): Promise<Site[]> {
-  return (await repositories.sites.list(key.orgId)).filter((s) => !key.siteId || s.id === key.siteId)
-}
-
-/** Every site of every organization: what the scheduled deliveries go through, site by site. */
-export async function listAllSites(repositories: Pick<Repositories, 'orgs' | 'sites'>): Promise<Site[]> {
-  const sites: Site[] = []
-  for (const org of await repositories.orgs.list()) sites.push(...(await repositories.sites.list(org.id)))
-  return sites
-}
 
 /**
  * Adds a site to an organization and queues its first crawl. 409 when the organization has a site

@@ -1,12 +1,12 @@
 import { siteChanges } from '../../crawl/changes'
-import { previousWindow, rangeView } from '../query/range'
+import { previousWindow, rangeView } from '../../reports/query/range'
 import type { Site } from '../../sites/sites'
 import type { Repositories } from '../../repositories'
 import updates from './search-engine-updates.json'
 import { candidateOf } from './candidates'
 import { vitalsRegressions } from './vitals-regressions'
 import { backlinkDays } from '../../backlinks/reads'
-import { type WhyDeps, type WindowParams, readsEvents, windowOf } from './window'
+import { type WhyDeps, type WindowParams, readsEvents, windowOf } from '../../reports/query/window'
 
 /**
  * GET /markers: what is flagged on the traffic chart in the window, grouped by kind. Not

@@ -1,9 +1,9 @@
-import { CONTRIBUTORS, VITAL_NAMES, VITAL_THRESHOLDS, type VitalName } from '../query/compile/vitals'
+import { CONTRIBUTORS, VITAL_NAMES, VITAL_THRESHOLDS, type VitalName } from '../../reports/query/compile/vitals'
 import type { ClickHouse } from '../../storage/clickhouse/types'
 import { execute } from '../../storage/clickhouse/execute'
 import { vitalContributorsByPagePeriodSql, vitalsByPagePeriodSql } from './compile'
 import { round4 } from './robust'
-import { vitalValue } from '../query/shape'
+import { vitalValue } from '../../reports/query/shape'
 
 /**
  * Vitals regressions: a page's metric, at the 75th percentile, in a window against its baseline

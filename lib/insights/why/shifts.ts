@@ -3,12 +3,12 @@ import type { Site } from '../../sites/sites'
 import { visitorsByBucket } from './bucket-rollup'
 import { importedVisitorsByBucket } from './imported-days'
 import { type Grain, filteredVisitorsByBucketSql } from './compile'
-import type { Query } from '../query/model'
+import type { Query } from '../../reports/query/model'
 import { execute } from '../../storage/clickhouse/execute'
-import { firstEventAt } from '../query/site-events'
+import { firstEventAt } from '../../reports/query/site-events'
 import type { Source } from '../../sites/source'
 import { MAD_SCALE, medianAndDeviation } from './robust'
-import { type WhyDeps, zoned } from './window'
+import { type WhyDeps, zoned } from '../../reports/query/window'
 
 /**
  * Hours or days whose visitors are far from the site's own baseline for that hour of the week

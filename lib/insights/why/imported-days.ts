@@ -1,12 +1,12 @@
 import type { Temporal } from 'temporal-polyfill'
-import { SPIKE_DIMENSIONS, dimension } from '../dimensions'
+import { SPIKE_DIMENSIONS, dimension } from '../../reports/dimensions'
 import { type Fragment, bind, join, raw, sql } from '../../storage/clickhouse/sql'
 import type { Grain } from './compile'
 import type { BucketVisitors } from './bucket-rollup'
-import type { WhyDeps } from './window'
+import type { WhyDeps } from '../../reports/query/window'
 import type { Site } from '../../sites/sites'
 import { execute } from '../../storage/clickhouse/execute'
-import { firstImportedAt } from '../query/site-events'
+import { firstImportedAt } from '../../reports/query/site-events'
 
 /**
  * The "why traffic changed" reads of the ga4 source: the same rows the collector's statements

@@ -1,9 +1,9 @@
-import { type Plan, type PlanName, QUOTA_WARNING_SHARE, billableTotal, planFor } from './plans'
+import { type Plan, type PlanName, QUOTA_WARNING_SHARE, billableTotal, planFor } from '../accounts/plans'
 import type { ClickHouse } from '../storage/clickhouse/types'
-import { withInstallState } from '../sites/site-install'
+import { withInstallState } from './install-state'
 import type { Site } from '../sites/sites'
 import type { Repositories } from '../repositories'
-import type { Org } from './org-record'
+import type { Org } from '../accounts/org-record'
 
 /**
  * The organization's account facts: plan, subscription, the billing period and its usage, and

@@ -1,14 +1,14 @@
-import { SPIKE_DIMENSIONS } from '../dimensions'
+import { SPIKE_DIMENSIONS } from '../../reports/dimensions'
 import type { Temporal } from 'temporal-polyfill'
-import type { Query } from '../query/model'
-import { type ResolvedRange, chTime } from '../query/range'
-import { mostFrequent } from '../query/compile/most-frequent'
-import { during, windowScope } from '../query/compile/scope'
-import { selected } from '../query/compile/selection'
+import type { Query } from '../../reports/query/model'
+import { type ResolvedRange, chTime } from '../../reports/query/range'
+import { mostFrequent } from '../../reports/query/compile/most-frequent'
+import { during, windowScope } from '../../reports/query/compile/scope'
+import { selected } from '../../reports/query/compile/selection'
 import { type Fragment, bind, empty, join, raw, sql } from '../../storage/clickhouse/sql'
-import type { RolledDays } from '../query/model'
-import { ROLLUP_VERSION, daySignatures, rolledRows, storedRows, signatureOf } from '../query/compile/day-rollups'
-import { VITAL_PERCENTILES, type VitalPercentile } from '../query/compile/vitals'
+import type { RolledDays } from '../../reports/query/model'
+import { ROLLUP_VERSION, daySignatures, rolledRows, storedRows, signatureOf } from '../../reports/query/compile/day-rollups'
+import { VITAL_PERCENTILES, type VitalPercentile } from '../../reports/query/compile/vitals'
 
 /**
  * The statements of the "why traffic changed" reads. Every value is bound; the only identifiers

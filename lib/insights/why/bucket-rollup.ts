@@ -1,10 +1,10 @@
 import { Temporal } from 'temporal-polyfill'
 import { execute, executeCommand } from '../../storage/clickhouse/execute'
-import { asRolledDays } from '../query/model'
-import { daySpans } from '../query/range'
+import { asRolledDays } from '../../reports/query/model'
+import { daySpans } from '../../reports/query/range'
 import type { Site } from '../../sites/sites'
 import { type Grain, bucketVisitorsAndSignaturesSql, bucketVisitorsInsertSql, visitorsByBucketSql } from './compile'
-import { type WhyDeps, zoned } from './window'
+import { type WhyDeps, zoned } from '../../reports/query/window'
 
 /**
  * Distinct visitors per site-local hour or day over [from, to), for the spike rule (shifts.ts).

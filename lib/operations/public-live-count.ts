@@ -1,8 +1,8 @@
-import { ApiError, describeZodError } from '../errors'
+import { ApiError, describeZodError } from '../core/errors'
 import { firstEventAt } from '../reports/query/site-events'
 import { rangeView, resolveRange } from '../reports/query/range'
 import type { Services } from '../services'
-import type { Site } from './sites'
+import type { Site } from '../sites/sites'
 import { ga4LiveCounts } from '../integrations/ga4/realtime'
 import {
   DISTINCT_WINDOWS_PER_MINUTE,

@@ -1,11 +1,11 @@
 import { Temporal } from 'temporal-polyfill'
 import { z } from 'zod'
 import { RANGES } from '../reports/dimensions'
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 import type { ClickHouse } from '../storage/clickhouse/types'
 import { type ResolvedRange, type WindowName, rangeView, resolveRange } from '../reports/query/range'
 import { windowTotals } from '../reports/query/reports'
-import type { Site } from './sites'
+import type { Site } from '../sites/sites'
 
 export const LIVE_WINDOWS = ['5m', '30m'] as const
 export const liveParams = z.object({

@@ -1,9 +1,9 @@
 import { z } from 'zod'
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 import { parseFilters, validateGoalFilter } from '../reports/query/parse'
-import { type Site, siteRefSchema } from './sites'
+import { type Site, siteRefSchema } from '../sites/sites'
 import type { Repositories } from '../repositories'
-import type { Segment } from './definition-records'
+import type { Segment } from '../sites/definition-records'
 
 export const segmentInputSchema = z.strictObject({
   site_id: siteRefSchema,

@@ -1,11 +1,11 @@
 import type { Temporal } from 'temporal-polyfill'
 import type { ClickHouse } from '../../storage/clickhouse/types'
-import { TOTALS } from '../query/model'
-import type { ResolvedRange } from '../query/range'
-import { rolledDays } from '../query/run'
-import { breakdownRows, localDay, rowsWithRollup } from '../query/compile/rows'
-import { windowScope } from '../query/compile/scope'
-import { unrolledScope } from '../query/compile/selection'
+import { TOTALS } from '../../reports/query/model'
+import type { ResolvedRange } from '../../reports/query/range'
+import { rolledDays } from '../../reports/query/run'
+import { breakdownRows, localDay, rowsWithRollup } from '../../reports/query/compile/rows'
+import { windowScope } from '../../reports/query/compile/scope'
+import { unrolledScope } from '../../reports/query/compile/selection'
 import type { Fragment } from '../../storage/clickhouse/sql'
 
 /**
