@@ -1,5 +1,5 @@
 import { Hono } from 'hono'
-import type { Services } from '../lib/services'
+import type { Services } from '../lib/runtime/services'
 import { compression } from './compression'
 import { rollupBuildsSettled } from '../lib/reports/query/run'
 import { EVENT_EXPOSE_HEADERS, STARTING_MESSAGE, mountHotPaths } from './hot-path'

@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import type { ApiKeyRecord } from '../lib/accounts/keys'
 import type { LimitClass } from '../lib/accounts/ratelimit'
-import type { Services } from '../lib/services'
+import type { Services } from '../lib/runtime/services'
 import type { Site } from '../lib/sites/sites'
 
 export type EndpointScope = 'public' | 'read' | 'write'

@@ -1,6 +1,6 @@
 import { jobsOn } from '../lib/jobs/schedule'
 import { type WorkerEnv, workerEnvSchema, workerServices } from '../lib/runtime/worker'
-import type { Services } from '../lib/services'
+import type { Services } from '../lib/runtime/services'
 import { createApp } from './app'
 
 /** How long the jobs of one cron run may go on starting work (a crawl stops after the page it is fetching); what is left waits for the next run. */

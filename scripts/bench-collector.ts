@@ -184,7 +184,7 @@ async function benchImport(hits: number) {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-import-'))
   const stores = await openNodeStores({ DATA_DIR: dataDir })
   await migrate(stores.clickhouse, loadMigrations())
-  const { createDemo } = await import('../lib/demo')
+  const { createDemo } = await import('../lib/operations/demo')
   const demo = await createDemo(stores.repositories, new Date())
   const lines: string[] = []
   for (const hit of demoHits({

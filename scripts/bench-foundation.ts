@@ -23,7 +23,7 @@ import { directSink } from '../lib/ingest/sink'
 import { memoryLiveCache } from '../lib/operations/public-live'
 import { SiteDirectory } from '../lib/sites/site-directory'
 import { newSite } from '../lib/sites/sites'
-import { openRepositories } from '../lib/repositories'
+import { openRepositories } from '../lib/runtime/repositories'
 
 /** Counts what reaches the key/value store: calls (round trips) and the commands in them. */
 function counting(raw: RawRedis) {

@@ -1,6 +1,6 @@
 import { expect } from 'vitest'
 import { mintSignInLink } from '../lib/accounts/signin'
-import type { Services } from '../lib/services'
+import type { Services } from '../lib/runtime/services'
 
 type Send = (url: string, init: RequestInit) => Response | Promise<Response>
 

@@ -20,9 +20,9 @@ import { guardedFetch } from '../lib/network/guarded-fetch'
 import { LIMITS, type Limits, type RateLimiter, memoryRateLimiter, redisRateLimiter } from '../lib/accounts/ratelimit'
 import { nodeEnvSchema, parseEnv } from '../lib/runtime/env'
 import { nodeServices } from '../lib/runtime/node'
-import type { Services } from '../lib/services'
+import { type Services, withPorts } from '../lib/runtime/services'
 import { type Site, newSite } from '../lib/sites/sites'
-import { openRepositories } from '../lib/repositories'
+import { openRepositories } from '../lib/runtime/repositories'
 import { parseImportLine } from '../lib/ingest/import'
 
 export const REDIS_URL = process.env.REDIS_URL
@@ -111,7 +111,8 @@ export type TestServices = Awaited<ReturnType<typeof testServices>>
  * answers are checked against their schemas; and a request client.
  */
 export async function harness(options: Parameters<typeof testServices>[0] & { with?: Partial<Services> } = {}) {
-  const services: TestServices = { ...(await testServices(options)), ...options.with }
+  // the ports are built over the services as given: rebuilt over the replaced ones
+  const services = withPorts({ ...(await testServices(options)), ...options.with }) as TestServices
   const seeded = await seed(services)
   return {
     services,

@@ -10,7 +10,7 @@ import {
 } from '../../lib/integrations/google/connect'
 import { siteRefSchema } from '../../lib/sites/sites'
 import { defineEndpoint } from '../endpoint'
-import { connectBinding } from '../web/google-connect'
+import { connectBinding } from '../google-binding'
 
 const importSchema = z
   .object({

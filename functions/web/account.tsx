@@ -19,7 +19,7 @@ import {
 import { orgOverview } from '../../lib/operations/org'
 import { MEMBER_ROLES, type Member, emailSchema } from '../../lib/accounts/team'
 import { configuredOrigin } from '../../lib/network/origin'
-import type { Services } from '../../lib/services'
+import type { Services } from '../../lib/runtime/services'
 import { createSite } from '../../lib/operations/site-lifecycle'
 import { sitesOfKey } from '../../lib/sites/listing'
 import { siteCreateSchema } from '../../lib/sites/sites'

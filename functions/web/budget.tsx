@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from 'hono'
 import type { LimitClass, LimitResult } from '../../lib/accounts/ratelimit'
 import { clientNetwork } from '../../lib/accounts/signin'
-import type { Services } from '../../lib/services'
+import type { Services } from '../../lib/runtime/services'
 import { UUID_PATTERN } from '../../lib/sites/sites'
 import { ErrorPage } from './layout'
 

@@ -1,3 +1,4 @@
+import type { DashboardView } from './view'
 import { StatementTimeLimitError } from '../../lib/storage/clickhouse/execute'
 import type { Context, Hono } from 'hono'
 import { membershipIn } from '../../lib/accounts/members'
@@ -6,7 +7,7 @@ import { ApiError } from '../../lib/core/errors'
 import { PROPERTY_PREFIX, type RANGES } from '../../lib/reports/dimensions'
 import { RANGE_LABELS, country as countryName } from './format'
 import { resolveRange } from '../../lib/reports/query/range'
-import type { Services } from '../../lib/services'
+import type { Services } from '../../lib/runtime/services'
 import type { Site } from '../../lib/sites/sites'
 import { Chart, type Marker } from './chart'
 import { Page, SubmitOnChange } from './layout'
@@ -82,18 +83,6 @@ const REPORT_KEYS = ['range', 'from', 'to', 'filters', 'source'] as const
 const VIEW_KEYS = ['sources', 'pages', 'locations', 'devices', 'funnel', 'property'] as const
 type StateKey = (typeof REPORT_KEYS)[number] | (typeof VIEW_KEYS)[number]
 type State = Partial<Record<StateKey, string>>
-
-/** Who looks, and where the pages of this dashboard are: a member under /app, or anyone with the shared view under /share. */
-export interface DashboardView {
-  site: Site
-  /** `/app/sites/{id}` or `/share/{id}`. */
-  base: string
-  /** The signed-in member; none on a shared view. */
-  email?: string
-  shared: boolean
-  /** Whether the section pages are reachable from here. */
-  sections: boolean
-}
 
 /** The dashboard's state from the URL: the report parameters (checked by the read) and the view's own keys. */
 function stateOf(c: Context): State {

@@ -1,6 +1,6 @@
 import type { Context, Hono } from 'hono'
 import { deleteCookie, setCookie } from 'hono/cookie'
-import { parse } from 'hono/utils/cookie'
+import { CONNECT_COOKIE as COOKIE, connectBinding } from '../google-binding'
 import { membershipIn, requireRole } from '../../lib/accounts/members'
 import { ApiError } from '../../lib/core/errors'
 import {
@@ -15,7 +15,7 @@ import {
 import { GA4_SCOPE } from '../../lib/integrations/google/oauth'
 import { SEARCH_CONSOLE_SCOPE } from '../../lib/integrations/search-console/connector'
 import { SEARCH_CONSOLE_CONNECT_SCOPE } from '../../lib/integrations/search-console/connection'
-import type { Services } from '../../lib/services'
+import type { Services } from '../../lib/runtime/services'
 import { Page } from './layout'
 import { type WebEnv, isHttps } from './session'
 
@@ -24,12 +24,6 @@ import { type WebEnv, isHttps } from './session'
  * opens, the start (a secret kept in this browser's cookie, then Google's consent page), and the
  * confirmation of the Google account once Google sent the browser back through the callback.
  */
-
-/** The cookie holding the secret that binds a connect to the browser that started it. */
-const COOKIE = 'google_connect'
-
-/** The connect secret a request's browser holds, if any: the callback and the confirmation take a connect only from it. */
-export const connectBinding = (request: Request): string | null => parse(request.headers.get('cookie') ?? '', COOKIE)[COOKIE] || null
 
 export function googleConnectRoutes(web: Hono<WebEnv>, services: Services) {
   /** The site, for an owner or admin of its organization: 404 for anyone else's site, 403 for a plain member. */

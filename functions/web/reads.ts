@@ -1,6 +1,6 @@
 import type { ApiKeyRecord } from '../../lib/accounts/keys'
 import { ApiError } from '../../lib/core/errors'
-import type { Services } from '../../lib/services'
+import type { Services } from '../../lib/runtime/services'
 import type { Site } from '../../lib/sites/sites'
 import type { Endpoint } from '../endpoint'
 import { CallContext, invoke } from '../invoke'

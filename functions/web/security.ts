@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from 'hono'
-import type { Services } from '../../lib/services'
+import type { Services } from '../../lib/runtime/services'
 
 const randomNonce = () => btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(18))))
 

@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from 'hono'
 import { deleteCookie, getSignedCookie, setSignedCookie } from 'hono/cookie'
 import { SESSION_TTL_SECONDS, type SessionRecord, findSession, serverSecret } from '../../lib/accounts/signin'
-import type { Services } from '../../lib/services'
+import type { Services } from '../../lib/runtime/services'
 
 export const SESSION_COOKIE = 'session'
 

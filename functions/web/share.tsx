@@ -5,7 +5,7 @@ import { membershipIn, requireRole } from '../../lib/accounts/members'
 import { serverSecret } from '../../lib/accounts/signin'
 import { ApiError } from '../../lib/core/errors'
 import { configuredOrigin, linkOrigin } from '../../lib/network/origin'
-import type { Services } from '../../lib/services'
+import type { Services } from '../../lib/runtime/services'
 import {
   SHARE_SECRET_PARAM,
   rotateShareLink,
@@ -15,7 +15,8 @@ import {
   sharesSections,
 } from '../../lib/sites/share-link'
 import { SHARE_ACCESS, type ShareAccess, type Site, type SitePatch, applySitePatch, shareAccess } from '../../lib/sites/sites'
-import { type DashboardView, dashboardPage, liveVisitors, memberSite, panelFragment } from './dashboard'
+import { dashboardPage, liveVisitors, memberSite, panelFragment } from './dashboard'
+import type { DashboardView } from './view'
 import { webBudget } from './budget'
 import { readForm } from './forms'
 import { ErrorPage, Page, failurePage } from './layout'

@@ -1,13 +1,13 @@
+import type { DomainRepositories } from '../sites/domain-services'
 import { ApiError } from '../core/errors'
 import { type KeyActor, addOwner, managesKey } from './members'
 import { type ApiKeyMeta, type KeyMaker, type Scope, newKeySecret } from './keys'
 import { sha256Hex } from '../core/crypto'
-import type { Repositories } from '../repositories'
 import { type Org, orgNameSchema } from './org-record'
 
 /** The account area's operations on organizations and keys: the admin CLI, the first-start demo and the key endpoints. */
 export async function createOrg(
-  repositories: Pick<Repositories, 'orgs' | 'team'>,
+  repositories: Pick<DomainRepositories, 'orgs' | 'team'>,
   name: string,
   now: Date,
   ownerEmail?: string,
@@ -27,7 +27,7 @@ export async function createOrg(
  * for a key not found.
  */
 export async function revokeApiKey(
-  repositories: Pick<Repositories, 'keys'>,
+  repositories: Pick<DomainRepositories, 'keys'>,
   id: string,
   now: Date,
   orgId?: string,
@@ -41,7 +41,7 @@ export async function revokeApiKey(
 }
 
 export async function createApiKey(
-  repositories: Pick<Repositories, 'orgs' | 'sites' | 'keys'>,
+  repositories: Pick<DomainRepositories, 'orgs' | 'sites' | 'keys'>,
   /** `madeBy`: the member making it (the web application); none for the admin CLI. */
   input: { orgId: string; name: string; scope: Scope; siteId?: string | null; madeBy?: KeyMaker | null },
   now: Date,
@@ -72,17 +72,17 @@ export async function createApiKey(
 }
 
 /** Every organization, for the admin CLI and the first start's hints. */
-export function listOrgs(repositories: Pick<Repositories, 'orgs'>) {
+export function listOrgs(repositories: Pick<DomainRepositories, 'orgs'>) {
   return repositories.orgs.list()
 }
 
 /** How many organizations there are: none on a first start. Also the health check's key/value probe. */
-export function countOrgs(repositories: Pick<Repositories, 'orgs'>) {
+export function countOrgs(repositories: Pick<DomainRepositories, 'orgs'>) {
   return repositories.orgs.count()
 }
 
 /** An organization's keys with their last use, for the admin CLI and GET /org/keys; with `actor`, the keys they see (managesKey). */
-export async function listApiKeys(repositories: Pick<Repositories, 'keys'>, orgId: string, actor: KeyActor = null) {
+export async function listApiKeys(repositories: Pick<DomainRepositories, 'keys'>, orgId: string, actor: KeyActor = null) {
   return (await repositories.keys.list(orgId)).filter((k) => managesKey(actor, k))
 }
 

@@ -1,5 +1,5 @@
+import type { DomainRepositories } from '../sites/domain-services'
 import { ApiError } from '../core/errors'
-import type { Repositories } from '../repositories'
 import type { ApiKeyRecord, Scope } from './keys'
 import { sha256Hex } from '../core/crypto'
 import type { SiteDirectory } from '../sites/site-directory'
@@ -31,18 +31,18 @@ export async function credentialHash(request: Request): Promise<{ credential: Cr
 }
 
 /** The key stored under a credential's hash: the auth path's one lookup. Null for none (or a revoked key). */
-export function keyOfHash(repositories: Pick<Repositories, 'keys'>, hash: string): Promise<ApiKeyRecord | null> {
+export function keyOfHash(repositories: Pick<DomainRepositories, 'keys'>, hash: string): Promise<ApiKeyRecord | null> {
   return repositories.keys.byHash(hash)
 }
 
 /** The 401 for a credential no key answers to: a revoked key is told apart from one that never existed. */
-export async function unknownKeyError(repositories: Pick<Repositories, 'keys'>, hash: string): Promise<ApiError> {
+export async function unknownKeyError(repositories: Pick<DomainRepositories, 'keys'>, hash: string): Promise<ApiError> {
   const revokedAt = await repositories.keys.revokedAt(hash)
   return new ApiError(401, revokedAt ? `API key was revoked (at ${revokedAt})` : 'invalid API key')
 }
 
 /** Records when a key was last used, as the key listing shows it. */
-export function recordKeyUse(repositories: Pick<Repositories, 'keys'>, key: Pick<ApiKeyRecord, 'orgId' | 'id'>, at: Date) {
+export function recordKeyUse(repositories: Pick<DomainRepositories, 'keys'>, key: Pick<ApiKeyRecord, 'orgId' | 'id'>, at: Date) {
   return repositories.keys.touch(key.orgId, key.id, at.toISOString())
 }
 

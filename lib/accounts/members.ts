@@ -1,6 +1,5 @@
+import type { DomainServices, DomainRepositories } from '../sites/domain-services'
 import { ApiError } from '../core/errors'
-import type { Services } from '../services'
-import type { Repositories } from '../repositories'
 import type { ApiKeyRecord } from './keys'
 import type { Invitation, Member, MemberRole, Role } from './team'
 import { checkLimit, planFor } from './plans'
@@ -11,7 +10,7 @@ import { checkLimit, planFor } from './plans'
  * organization's creator; their role is changed, and they are removed, only in the browser.
  */
 
-export async function listTeam(repositories: Pick<Repositories, 'team'>, orgId: string) {
+export async function listTeam(repositories: Pick<DomainRepositories, 'team'>, orgId: string) {
   const { members, invitations } = await repositories.team.list(orgId)
   const roleOrder: Record<Role, number> = { owner: 0, admin: 1, member: 2 }
   return {
@@ -23,7 +22,7 @@ export async function listTeam(repositories: Pick<Repositories, 'team'>, orgId: 
 const alreadyOnTeam = (email: string) => new ApiError(409, `email: ${email} is already a member or invited`)
 
 /** Makes `email` the organization's owner (its creator). */
-export async function addOwner(repositories: Pick<Repositories, 'team'>, orgId: string, email: string, now: Date): Promise<Member> {
+export async function addOwner(repositories: Pick<DomainRepositories, 'team'>, orgId: string, email: string, now: Date): Promise<Member> {
   const owner: Member = { id: crypto.randomUUID(), email, role: 'owner', joinedAt: now.toISOString() }
   if (!(await repositories.team.addMember(orgId, owner))) throw alreadyOnTeam(email)
   return owner
@@ -34,7 +33,7 @@ const oneLine = (text: string) => text.replace(/[\p{Cc}\p{Zl}\p{Zp}]+/gu, ' ').t
 
 /** 429 naming the budget an invitation would exceed, with when it renews. */
 async function withinBudget(
-  services: Pick<Services, 'limiter'>,
+  services: Pick<DomainServices, 'limiter'>,
   limitClass: 'invitationsOrg' | 'invitationsAddress',
   who: string,
   what: string,
@@ -54,7 +53,7 @@ async function withinBudget(
  * (in any organization) is not e-mailed again: it sees every open invitation when it signs in.
  */
 export async function inviteMember(
-  services: Pick<Services, 'repositories' | 'mailer' | 'now' | 'plan' | 'limiter'>,
+  services: Pick<DomainServices, 'repositories' | 'mailer' | 'now' | 'plan' | 'limiter'>,
   orgId: string,
   input: { email: string; role: MemberRole },
   /** The web application's origin: the e-mail links to its account area, where the invitation is accepted. */
@@ -94,14 +93,14 @@ export async function inviteMember(
   return { ...invitation, emailed }
 }
 
-async function findMember(repositories: Pick<Repositories, 'team'>, orgId: string, memberId: string): Promise<Member> {
+async function findMember(repositories: Pick<DomainRepositories, 'team'>, orgId: string, memberId: string): Promise<Member> {
   const member = (await repositories.team.list(orgId)).members.find((m) => m.id === memberId)
   if (!member) throw new ApiError(404, 'member not found')
   return member
 }
 
 export async function setMemberRole(
-  repositories: Pick<Repositories, 'team'>,
+  repositories: Pick<DomainRepositories, 'team'>,
   orgId: string,
   memberId: string,
   role: MemberRole,
@@ -114,7 +113,7 @@ export async function setMemberRole(
 }
 
 /** Removes a member and revokes the keys they made: they hold those secrets, and would keep using them. */
-export async function removeMember(repositories: Pick<Repositories, 'team' | 'keys'>, orgId: string, memberId: string, now: Date) {
+export async function removeMember(repositories: Pick<DomainRepositories, 'team' | 'keys'>, orgId: string, memberId: string, now: Date) {
   const member = await findMember(repositories, orgId, memberId)
   if (member.role === 'owner')
     throw new ApiError(403, 'the owner cannot be removed; ownership is transferred in the browser (account settings)')
@@ -124,7 +123,7 @@ export async function removeMember(repositories: Pick<Repositories, 'team' | 'ke
   return { deleted: true as const, kind: 'member' as const, id: member.id, keysRevoked: theirs.length }
 }
 
-export async function cancelInvitation(repositories: Pick<Repositories, 'team'>, orgId: string, invitationId: string) {
+export async function cancelInvitation(repositories: Pick<DomainRepositories, 'team'>, orgId: string, invitationId: string) {
   const invitation = (await repositories.team.list(orgId)).invitations.find((i) => i.id === invitationId)
   if (!invitation) throw new ApiError(404, 'invitation not found')
   await repositories.team.removeInvitation(orgId, invitation)
@@ -133,7 +132,7 @@ export async function cancelInvitation(repositories: Pick<Repositories, 'team'>,
 
 /** Turns a pending invitation into a member with its role (the admin CLI, standing in for the browser sign-in). */
 export async function acceptInvitation(
-  repositories: Pick<Repositories, 'team'>,
+  repositories: Pick<DomainRepositories, 'team'>,
   invitationId: string,
   now: Date,
 ): Promise<Member & { orgId: string }> {
@@ -150,7 +149,7 @@ export async function acceptInvitation(
 }
 
 /** The organizations `email` is a member of, with its role in each, by name. */
-export async function organizationsOf(repositories: Pick<Repositories, 'team' | 'orgs'>, email: string) {
+export async function organizationsOf(repositories: Pick<DomainRepositories, 'team' | 'orgs'>, email: string) {
   const orgs = await repositories.orgs.list()
   const memberships = await repositories.team.membershipsOf(
     orgs.map((o) => o.id),
@@ -163,7 +162,7 @@ export async function organizationsOf(repositories: Pick<Repositories, 'team' | 
 }
 
 /** `email`'s place in an organization; 404 (as for one that does not exist) when it is not a member. */
-export async function membershipIn(repositories: Pick<Repositories, 'team' | 'orgs'>, orgId: string, email: string) {
+export async function membershipIn(repositories: Pick<DomainRepositories, 'team' | 'orgs'>, orgId: string, email: string) {
   const org = await repositories.orgs.get(orgId)
   const [membership] = org ? await repositories.team.membershipsOf([org.id], email) : []
   if (!org || !membership) throw new ApiError(404, 'organization not found')
@@ -185,7 +184,10 @@ export type KeyActor = Pick<Member, 'id' | 'email' | 'role'> | null
  * null for a key no member made (the admin CLI, keys older than makers), which acts for the
  * organization. A maker no longer on the team has no rights beyond their own keys.
  */
-export async function keyActor(repositories: Pick<Repositories, 'team'>, key: Pick<ApiKeyRecord, 'orgId' | 'madeBy'>): Promise<KeyActor> {
+export async function keyActor(
+  repositories: Pick<DomainRepositories, 'team'>,
+  key: Pick<ApiKeyRecord, 'orgId' | 'madeBy'>,
+): Promise<KeyActor> {
   const maker = key.madeBy
   if (!maker) return null
   const { members } = await repositories.team.list(key.orgId)
@@ -197,7 +199,7 @@ export const managesKey = (actor: KeyActor, key: Pick<ApiKeyRecord, 'madeBy'>) =
   !actor || ADMIN_ROLES.includes(actor.role) || key.madeBy?.memberId === actor.id
 
 /** Whether a key may connect a site to Google or replace its connection: a write key of an owner or admin, or of the organization. */
-export async function keyConnectsGoogle(repositories: Pick<Repositories, 'team'>, key: ApiKeyRecord): Promise<boolean> {
+export async function keyConnectsGoogle(repositories: Pick<DomainRepositories, 'team'>, key: ApiKeyRecord): Promise<boolean> {
   if (key.scope !== 'write') return false
   const actor = await keyActor(repositories, key)
   return !actor || ADMIN_ROLES.includes(actor.role)
@@ -209,7 +211,7 @@ export function checkKeyScope(member: Pick<Member, 'role'>, scope: 'read' | 'wri
 }
 
 /** Ownership passes from the owner to another member, who must already be on the team; the old owner stays as an admin. */
-export async function transferOwnership(repositories: Pick<Repositories, 'team'>, orgId: string, owner: Member, toMemberId: string) {
+export async function transferOwnership(repositories: Pick<DomainRepositories, 'team'>, orgId: string, owner: Member, toMemberId: string) {
   if (owner.role !== 'owner') throw new ApiError(403, 'only the owner can transfer ownership')
   const target = await findMember(repositories, orgId, toMemberId)
   if (target.id === owner.id) throw new ApiError(400, 'member_id: you are already the owner')
@@ -219,7 +221,7 @@ export async function transferOwnership(repositories: Pick<Repositories, 'team'>
 }
 
 /** The open invitations addressed to `email`, with their organizations. */
-export async function invitationsFor(repositories: Pick<Repositories, 'team' | 'orgs'>, email: string) {
+export async function invitationsFor(repositories: Pick<DomainRepositories, 'team' | 'orgs'>, email: string) {
   const orgs = await repositories.orgs.list()
   const byId = new Map(orgs.map((o) => [o.id, o]))
   return (
@@ -232,7 +234,7 @@ export async function invitationsFor(repositories: Pick<Repositories, 'team' | '
 
 /** Accepts an invitation signed in as its address: another address's invitation is not found. */
 export async function acceptInvitationAs(
-  repositories: Pick<Repositories, 'team' | 'orgs'>,
+  repositories: Pick<DomainRepositories, 'team' | 'orgs'>,
   invitationId: string,
   email: string,
   now: Date,

@@ -1,7 +1,6 @@
+import type { DomainServices, DomainRepositories } from '../sites/domain-services'
 import { ApiError } from '../core/errors'
 import { parseUserAgent } from '../ingest/enrich'
-import type { Repositories } from '../repositories'
-import type { Services } from '../services'
 import { linkOrigin } from '../network/origin'
 import { randomString, sha256Hex } from '../core/crypto'
 import type { SessionRecord } from './sessions-repository'
@@ -21,7 +20,7 @@ export const SIGN_IN_PATH = '/app/signin/link'
 const linkTo = (origin: string, token: string) => `${origin.replace(/\/$/, '')}${SIGN_IN_PATH}?token=${token}`
 
 /** A new link for `email`, valid for 15 minutes and one use: the banner and `admin login`. */
-export async function mintSignInLink(repositories: Pick<Repositories, 'sessions'>, email: string, baseUrl: string, now: Date) {
+export async function mintSignInLink(repositories: Pick<DomainRepositories, 'sessions'>, email: string, baseUrl: string, now: Date) {
   const token = randomString(43)
   await repositories.sessions.saveLink(await sha256Hex(token), { email, createdAt: now.toISOString() }, SIGN_IN_LINK_TTL_SECONDS)
   return linkTo(baseUrl, token)
@@ -36,7 +35,7 @@ export async function mintSignInLink(repositories: Pick<Repositories, 'sessions'
  * refuses the owner a link: the one they are told to look for is in their mailbox.
  */
 export async function requestSignInLink(
-  services: Pick<Services, 'repositories' | 'limiter' | 'mailer' | 'now' | 'publicUrl'>,
+  services: Pick<DomainServices, 'repositories' | 'limiter' | 'mailer' | 'now' | 'publicUrl'>,
   input: { email: string; clientAddress: string },
 ) {
   if (!services.mailer) throw new ApiError(503, 'this deployment cannot send e-mail; ask an administrator for a link (admin login --email)')
@@ -97,7 +96,7 @@ export function clientNetwork(address: string): string {
 const usedOrExpired = () => new ApiError(400, 'this sign-in link was already used or has expired; ask for a new one')
 
 /** Whom an unused link signs in, without using it (the confirmation page); 400 for a used or expired one. */
-export async function signInLinkAddress(repositories: Pick<Repositories, 'sessions'>, token: string) {
+export async function signInLinkAddress(repositories: Pick<DomainRepositories, 'sessions'>, token: string) {
   const link = token ? await repositories.sessions.peekLink(await sha256Hex(token)) : null
   if (!link) throw usedOrExpired()
   return link.email
@@ -105,7 +104,7 @@ export async function signInLinkAddress(repositories: Pick<Repositories, 'sessio
 
 /** Uses the link (once) and opens a session for its address. */
 export async function redeemSignInLink(
-  repositories: Pick<Repositories, 'sessions'>,
+  repositories: Pick<DomainRepositories, 'sessions'>,
   token: string,
   userAgent: string,
   now: Date,
@@ -127,13 +126,13 @@ export async function redeemSignInLink(
 }
 
 /** The live session of that id, or null. */
-export async function findSession(repositories: Pick<Repositories, 'sessions'>, id: string, now: Date) {
+export async function findSession(repositories: Pick<DomainRepositories, 'sessions'>, id: string, now: Date) {
   const session = await repositories.sessions.session(id)
   return session && Date.parse(session.expiresAt) > now.getTime() ? session : null
 }
 
 /** An address's live sessions, newest first, each with its browser named ("Chrome 131 on Linux"). */
-export async function listSessions(repositories: Pick<Repositories, 'sessions'>, email: string, now: Date) {
+export async function listSessions(repositories: Pick<DomainRepositories, 'sessions'>, email: string, now: Date) {
   const sessions = await repositories.sessions.sessionsOf(email)
   return sessions
     .filter((s) => Date.parse(s.expiresAt) > now.getTime())
@@ -148,7 +147,7 @@ function describeBrowser(userAgent: string) {
 }
 
 /** Ends one of the address's sessions; 404 for a session of someone else or none. */
-export async function endSession(repositories: Pick<Repositories, 'sessions'>, email: string, id: string) {
+export async function endSession(repositories: Pick<DomainRepositories, 'sessions'>, email: string, id: string) {
   const session = await repositories.sessions.session(id)
   if (!session || session.email !== email) throw new ApiError(404, 'session not found')
   await repositories.sessions.deleteSession(session)
@@ -160,7 +159,7 @@ const secrets = new WeakMap<object, Promise<string>>()
  * The secret that signs session cookies: SERVER_SECRET when set, otherwise one made at random on
  * the first start and kept in the key/value store, so sessions survive a restart.
  */
-export function serverSecret(services: Pick<Services, 'repositories' | 'serverSecret'>): Promise<string> {
+export function serverSecret(services: Pick<DomainServices, 'repositories' | 'serverSecret'>): Promise<string> {
   if (services.serverSecret) return Promise.resolve(services.serverSecret)
   let secret = secrets.get(services.repositories)
   if (!secret) {

@@ -1,8 +1,8 @@
+import type { SourceServices } from '../integrations/source-services'
 import { planFor } from '../accounts/plans'
 import { CRAWLER_NAME, type CrawlerConfig } from '../crawl/config'
 import { decode, fetchPolitely } from '../crawl/crawl'
 import { type Robots, readRobots, readSitemap } from '../crawl/discover'
-import type { Services } from '../services'
 import { listAllSites } from '../sites/listing'
 import type { Site } from '../sites/sites'
 import { execute } from '../storage/clickhouse/execute'
@@ -45,7 +45,7 @@ const NEXT_RUN_MS = 60 * 60_000
 const NOT_LINKS = ['search', 'ai']
 
 /** The external referrers of the site's pageviews since `since`, by referrer URL (fragment cut). */
-export async function referrersSince(services: Pick<Services, 'clickhouse'>, siteId: string, since: Date): Promise<Referrer[]> {
+export async function referrersSince(services: Pick<SourceServices, 'clickhouse'>, siteId: string, since: Date): Promise<Referrer[]> {
   const rows = await execute<{ url: string; visits: number | string; last_ms: number | string }>(
     services.clickhouse,
     sql`SELECT cutFragment(referrer) AS url, uniqExact(session_id) AS visits, toUnixTimestamp64Milli(max(timestamp)) AS last_ms
@@ -63,7 +63,7 @@ interface LastCheck {
   outcome: string
 }
 
-async function lastChecks(services: Services, siteId: string): Promise<Map<string, LastCheck>> {
+async function lastChecks(services: SourceServices, siteId: string): Promise<Map<string, LastCheck>> {
   const rows = await execute<{ source_url: string; at: number | string; last_outcome: string }>(
     services.clickhouse,
     sql`SELECT source_url, toUnixTimestamp64Milli(max(checked_at)) AS at, argMax(outcome, checked_at) AS last_outcome
@@ -97,7 +97,7 @@ export interface BacklinkRun {
 
 /** One run over one site: check the due referring pages, ask the provider, take the day's snapshot. */
 export async function discoverSite(
-  services: Services,
+  services: SourceServices,
   site: Site,
   options: { log?: (line: string) => void; shouldStop?: () => boolean } = {},
 ): Promise<BacklinkRun> {
@@ -301,7 +301,7 @@ async function checkPage(
  * site that fails is logged with its id and tried again at its next run.
  */
 export async function runBacklinks(
-  services: Services,
+  services: SourceServices,
   options: { log?: (line: string) => void; shouldStop?: () => boolean } = {},
 ): Promise<BacklinkRun[]> {
   const runs: BacklinkRun[] = []

@@ -1,5 +1,5 @@
+import type { SourceServices } from '../integrations/source-services'
 import { ApiError } from '../core/errors'
-import type { Services } from '../services'
 import type { Site } from '../sites/sites'
 import { execute } from '../storage/clickhouse/execute'
 import { type Fragment, bind, empty, join, sql } from '../storage/clickhouse/sql'
@@ -44,7 +44,7 @@ export interface BacklinkEvent {
 
 /** The events of the days [fromDay, toDay] (UTC, YYYY-MM-DD), newest first; with `kinds`, those only. */
 export async function backlinkEvents(
-  clickhouse: Services['clickhouse'],
+  clickhouse: SourceServices['clickhouse'],
   siteId: string,
   fromDay: string,
   toDay: string,
@@ -75,7 +75,7 @@ export async function backlinkEvents(
 }
 
 /** New and lost links and referring domains per day (markers). */
-export async function backlinkDays(clickhouse: Services['clickhouse'], siteId: string, fromDay: string, toDay: string) {
+export async function backlinkDays(clickhouse: SourceServices['clickhouse'], siteId: string, fromDay: string, toDay: string) {
   const rows = await execute<{ day: string; new_links: number; lost_links: number; new_domains: number; lost_domains: number }>(
     clickhouse,
     sql`SELECT day, countIf(kind IN ('new', 'regained')) AS new_links, countIf(kind = 'lost') AS lost_links,
@@ -94,7 +94,7 @@ export async function backlinkDays(clickhouse: Services['clickhouse'], siteId: s
   }))
 }
 
-export async function backlinks(services: Services, site: Site, params: BacklinkParams) {
+export async function backlinks(services: SourceServices, site: Site, params: BacklinkParams) {
   const ch = services.clickhouse
   const id = bind('UUID', site.id)
   const limit = params.limit ?? 10

@@ -1,4 +1,4 @@
-import type { Services } from '../services'
+import type { SourceServices } from '../integrations/source-services'
 import type { Site } from '../sites/sites'
 import { execute } from '../storage/clickhouse/execute'
 import { type Fragment, bind, sql } from '../storage/clickhouse/sql'
@@ -47,7 +47,7 @@ const discoveredSql = (siteId: string): Fragment => sql`
     SELECT source_url, max(checked_at) FROM backlink_checks
     WHERE site_id = ${bind('UUID', siteId)} AND outcome IN ('linked', 'unlinked', 'gone') GROUP BY source_url)`
 
-export async function takeSnapshot(services: Pick<Services, 'clickhouse'>, site: Site, now: Date, referrers: Referrer[]) {
+export async function takeSnapshot(services: Pick<SourceServices, 'clickhouse'>, site: Site, now: Date, referrers: Referrer[]) {
   const ch = services.clickhouse
   const id = bind('UUID', site.id)
   const day = now.toISOString().slice(0, 10)

@@ -1,10 +1,10 @@
+import type { SourceServices } from '../integrations/source-services'
 import { ApiError } from '../core/errors'
 import { pathMatches } from '../ingest/enrich'
 import { clickhouseTime } from '../storage/clickhouse/time'
 import { planFor } from '../accounts/plans'
 import { bind, sql } from '../storage/clickhouse/sql'
 import { execute } from '../storage/clickhouse/execute'
-import type { Services } from '../services'
 import type { Site } from '../sites/sites'
 import { NO_SNAPSHOT, type StoredSnapshot, latestSnapshots, snapshotTexts } from './changes'
 import { CRAWLER_NAME, type CrawlerConfig, siteOrigin } from './config'
@@ -169,7 +169,7 @@ export interface CrawlRun {
  * and every path's first pageview ever (epoch ms), which a page's launch date may be.
  */
 async function pageviewPaths(
-  services: Services,
+  services: SourceServices,
   siteId: string,
   now: Date,
   cap: number,
@@ -190,7 +190,7 @@ async function pageviewPaths(
 
 /** One run over one site. Throws only when the site could not be crawled at all (its stores failing). */
 export async function crawlSite(
-  services: Services,
+  services: SourceServices,
   config: CrawlerConfig,
   site: Site,
   shouldStop: () => boolean = () => false,
@@ -379,7 +379,7 @@ export async function crawlSite(
   return { siteId: site.id, fetched: snapshots.length, changes: changes.length, errors, left, pagesKnown }
 }
 
-async function store(services: Services, siteId: string, snapshots: SnapshotRow[], changes: DetectedChange[], now: Date) {
+async function store(services: SourceServices, siteId: string, snapshots: SnapshotRow[], changes: DetectedChange[], now: Date) {
   if (snapshots.length) {
     await services.clickhouse.insert(
       'crawl_snapshots',
@@ -434,7 +434,7 @@ async function store(services: Services, siteId: string, snapshots: SnapshotRow[
 }
 
 /** The crawl's state on the site record, changed as one compare-and-set so a settings write in between is kept. */
-async function recordCrawlState(services: Services, siteId: string, state: Partial<Site['changeDetection']>) {
+async function recordCrawlState(services: SourceServices, siteId: string, state: Partial<Site['changeDetection']>) {
   await services.sites
     .update(siteId, (current) => ({ ...current, changeDetection: { ...current.changeDetection, ...state } }))
     // a site deleted while it was crawled has no record left to show the crawl on
@@ -444,13 +444,13 @@ async function recordCrawlState(services: Services, siteId: string, state: Parti
 }
 
 /** Queues a site's first crawl, due at once (adding a site). */
-export async function queueFirstCrawl(services: Services, site: Site) {
+export async function queueFirstCrawl(services: SourceServices, site: Site) {
   await services.repositories.crawlQueue.schedule(site.id, services.now().getTime())
   services.crawler?.wake?.()
 }
 
 /** Drops a deleted site from the queue and its crawl bookkeeping. */
-export async function forgetCrawls(services: Services, siteId: string) {
+export async function forgetCrawls(services: SourceServices, siteId: string) {
   await services.repositories.crawlQueue.forget(siteId)
 }
 
@@ -466,7 +466,7 @@ export interface CrawlJobOptions {
  * One run of the job: every due site, a few at a time. A site that fails is logged with its id,
  * marked failed and retried after an hour; the others go on.
  */
-export async function runCrawls(services: Services, config: CrawlerConfig, options: CrawlJobOptions = {}): Promise<CrawlRun[]> {
+export async function runCrawls(services: SourceServices, config: CrawlerConfig, options: CrawlJobOptions = {}): Promise<CrawlRun[]> {
   const queue = services.repositories.crawlQueue
   const due = await queue.dueSites(services.now().getTime())
   const runs: CrawlRun[] = []

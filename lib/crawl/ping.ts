@@ -1,8 +1,8 @@
+import type { SourceServices } from '../integrations/source-services'
 import { ApiError } from '../core/errors'
 import { pathMatches } from '../ingest/enrich'
 import type { ApiKeyRecord } from '../accounts/keys'
 import { planFor } from '../accounts/plans'
-import type { Services } from '../services'
 import { sitesOfKey } from '../sites/listing'
 import type { Site } from '../sites/sites'
 
@@ -30,7 +30,7 @@ export interface PingAnswer {
  * are all fetched (then with when they renew); 503 when there is no crawler or the site's pings
  * waiting have reached the limit.
  */
-export async function pingPage(services: Services, key: ApiKeyRecord, rawUrl: string): Promise<PingAnswer> {
+export async function pingPage(services: SourceServices, key: ApiKeyRecord, rawUrl: string): Promise<PingAnswer> {
   let url: URL
   try {
     url = new URL(rawUrl)

@@ -1,3 +1,4 @@
+import type { SourceServices } from '../integrations/source-services'
 import { Temporal } from 'temporal-polyfill'
 import { ApiError } from '../core/errors'
 import { during } from '../reports/query/compile/scope'
@@ -8,7 +9,6 @@ import { type CompareInput, changes, resolveComparison } from '../reports/query/
 import type { Query } from '../reports/query/model'
 import { execute } from '../storage/clickhouse/execute'
 import { runImportedRead, runRead } from '../reports/query/run'
-import type { Services } from '../services'
 import { filteredQuery } from '../reports/query/filtered'
 import type { Site } from '../sites/sites'
 import type { StoredChange } from './changes'
@@ -73,7 +73,7 @@ const MAX_TRAFFIC_PATHS = 20_000
  * pageviews from the imported GA4 pages (summed over its hostnames; visitors a sum of daily values),
  * which have no engagement reports.
  */
-async function trafficByPath(services: Services, site: Site, range: ResolvedRange, now: Date, filtered: Query | null = null) {
+async function trafficByPath(services: SourceServices, site: Site, range: ResolvedRange, now: Date, filtered: Query | null = null) {
   const query: Query = filtered
     ? { ...filtered, range, limit: MAX_TRAFFIC_PATHS }
     : { siteId: site.id, range, filters: [], goals: [], limit: MAX_TRAFFIC_PATHS, now }
@@ -105,7 +105,7 @@ async function trafficByPath(services: Services, site: Site, range: ResolvedRang
   )
 }
 
-async function botsByPath(services: Services, site: Site, range: ResolvedRange, paths: string[]) {
+async function botsByPath(services: SourceServices, site: Site, range: ResolvedRange, paths: string[]) {
   const rows = await execute<Row>(
     services.clickhouse,
     sql`SELECT pathname, count() AS hits, countIf(startsWith(bot_kind, 'ai-')) AS ai
@@ -115,7 +115,7 @@ GROUP BY pathname`,
   return new Map(rows.map((r) => [String(r.pathname), { hits: Number(r.hits), aiCrawlerHits: Number(r.ai) }]))
 }
 
-async function trendsByPath(services: Services, site: Site, range: ResolvedRange, paths: string[]) {
+async function trendsByPath(services: SourceServices, site: Site, range: ResolvedRange, paths: string[]) {
   const rows = await execute<Row>(
     services.clickhouse,
     sql`SELECT pathname, sumMap(map(toUnixTimestamp(${bucket(range)}), toUInt64(1))) AS per_bucket
@@ -129,7 +129,7 @@ GROUP BY pathname`,
 }
 
 /** GET /pages: the crawled inventory with its traffic, filtered, searched, sorted and paged. */
-export async function pages(services: Services, site: Site, params: PagesParams) {
+export async function pages(services: SourceServices, site: Site, params: PagesParams) {
   const now = services.now()
   const range = windowOf(site, params, now)
   const compare = resolveComparison(range, params)
@@ -249,7 +249,7 @@ function summaryOf(c: StoredChange): string {
 }
 
 /** GET /changes: page changes, site changes and annotations, newest first, with totals by type and a daily strip. */
-export async function changeFeed(services: Services, site: Site, params: ChangesParams) {
+export async function changeFeed(services: SourceServices, site: Site, params: ChangesParams) {
   const range = windowOf(site, params, services.now())
   const from = new Date(range.from.epochMilliseconds)
   const to = new Date(range.to.epochMilliseconds)
@@ -335,7 +335,7 @@ export async function changeFeed(services: Services, site: Site, params: Changes
 const DIFFED_FIELD = { title: 'title', meta_description: 'metaDescription', h1: 'h1', text: 'mainText' } as const
 
 /** GET /changes/diff: the change's site (for the caller's access check) and its word-level runs. */
-export async function changeDiff(services: Services, changeId: string, siteOf: (siteId: string) => Promise<Site>, siteRef?: string) {
+export async function changeDiff(services: SourceServices, changeId: string, siteOf: (siteId: string) => Promise<Site>, siteRef?: string) {
   // a site named (as UUID or snippet id) is checked first: one the key cannot see is its own 404
   const named = siteRef === undefined ? undefined : await siteOf(siteRef)
   const change = await changeById(services.clickhouse, changeId)

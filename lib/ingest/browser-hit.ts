@@ -1,6 +1,6 @@
+import type { DomainServices } from '../sites/domain-services'
 import { secretsEqual } from '../core/crypto'
 import { ApiError } from '../core/errors'
-import type { Services } from '../services'
 import type { Site } from '../sites/sites'
 import { geoFromCf } from './geo'
 import { wellFormedText } from './well-formed'
@@ -23,7 +23,7 @@ export interface Collected {
  * The visitor's address: the one a customer's proxy passes on in X-Forwarded-For when it proves
  * the site's proxy secret, else the client's address as this home knows it.
  */
-export function visitorAddress(services: Pick<Services, 'clientAddress'>, site: Site, request: Request, env: unknown): string {
+export function visitorAddress(services: Pick<DomainServices, 'clientAddress'>, site: Site, request: Request, env: unknown): string {
   const proxied = site.proxySecret && secretsEqual(request.headers.get('x-proxy-secret') ?? '', site.proxySecret)
   return (proxied && request.headers.get('x-forwarded-for')?.split(',')[0].trim()) || services.clientAddress(request, env)
 }
@@ -34,7 +34,7 @@ export function visitorAddress(services: Pick<Services, 'clientAddress'>, site: 
  * request. 400 for a hit that cannot be read or names no known site; a hit the site does not
  * collect is accepted and dropped, and the answer says why.
  */
-export async function collectBrowserHit(services: Services, request: Request, env: unknown): Promise<Collected> {
+export async function collectBrowserHit(services: DomainServices, request: Request, env: unknown): Promise<Collected> {
   const text = await request.text()
   let body: unknown
   try {
@@ -59,7 +59,12 @@ export async function collectBrowserHit(services: Services, request: Request, en
  * rollups: `data-domain="site.com,rollup.com"`); a page of none is checked by each site's hostnames.
  * Dropped when any site dropped it, with the first reason.
  */
-async function collectPlausibleHit(services: Services, request: Request, env: unknown, body: Record<string, unknown>): Promise<Dropped> {
+async function collectPlausibleHit(
+  services: DomainServices,
+  request: Request,
+  env: unknown,
+  body: Record<string, unknown>,
+): Promise<Dropped> {
   const parsed = parsePlausibleHit(body)
   if (typeof parsed === 'string') throw new ApiError(400, parsed)
   const sites = await Promise.all(parsed.domains.map((d) => siteOfDomain(services, d)))
@@ -77,7 +82,7 @@ async function collectPlausibleHit(services: Services, request: Request, env: un
 }
 
 /** The site a Plausible domain names; sites stored before the domain index existed are indexed by the first lookup that misses. */
-async function siteOfDomain(services: Services, domain: string): Promise<Site | null> {
+async function siteOfDomain(services: DomainServices, domain: string): Promise<Site | null> {
   const site = await services.sites.byDomain(domain)
   const { repositories } = services
   if (site || indexed.has(repositories)) return site
@@ -101,7 +106,11 @@ async function siteOfDomain(services: Services, domain: string): Promise<Site | 
 const indexing = new WeakMap<object, Promise<void>>()
 const indexed = new WeakSet<object>()
 
-async function submit(services: Services, request: Request, item: Pick<IngestItem, 'hit' | 'site' | 'ip' | 'plausible'>): Promise<Dropped> {
+async function submit(
+  services: DomainServices,
+  request: Request,
+  item: Pick<IngestItem, 'hit' | 'site' | 'ip' | 'plausible'>,
+): Promise<Dropped> {
   const cf = (request as { cf?: Record<string, unknown> }).cf
   // a literal rather than a spread, which costs more than a microsecond a hit
   const outcome = await services.ingestor.submit({

@@ -1,8 +1,8 @@
+import type { DomainRepositories } from '../sites/domain-services'
 import { missingKindField, parseHit } from './hit'
 import { type SiteTally, recordImportRuns, tally } from '../sites/imports'
 import type { ClickHouse } from '../storage/clickhouse/types'
 import { SiteDirectory } from '../sites/site-directory'
-import type { Repositories } from '../repositories'
 import type { GeoLookup } from './geo'
 import type { IngestItem } from './item'
 import { Ingestor } from './pipeline'
@@ -189,7 +189,7 @@ export async function importHits(
  */
 export async function runImport(
   lines: AsyncIterable<string | NumberedLine> | Iterable<string | NumberedLine>,
-  deps: { clickhouse: ClickHouse; repositories: Repositories; geo?: GeoLookup; quarantine?: Quarantine },
+  deps: { clickhouse: ClickHouse; repositories: DomainRepositories; geo?: GeoLookup; quarantine?: Quarantine },
   onProgress?: (done: { lines: number; bytes: number }) => void,
   options: {
     /** The content's hash, recorded with the run (read once the lines are read: standard input is hashed as it goes). */

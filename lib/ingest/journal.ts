@@ -1,9 +1,9 @@
+import type { DomainRepositories } from '../sites/domain-services'
 import { closeSync, fdatasync, fstatSync, ftruncateSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { createHash } from 'node:crypto'
 import type { ClickHouse } from '../storage/clickhouse/types'
 import { StoreUnavailableError } from '../storage/errors'
-import type { Repositories } from '../repositories'
 import type { Quarantine } from './quarantine'
 import { FileQuarantine } from './quarantine-node'
 import { storeRecovered } from './recover'
@@ -80,7 +80,7 @@ export class Journal implements WriteAheadLog {
   static async open(
     dir: string,
     clickhouse: ClickHouse,
-    repositories: Pick<Repositories, 'usage' | 'visits'>,
+    repositories: Pick<DomainRepositories, 'usage' | 'visits'>,
     quarantine?: Quarantine,
   ): Promise<{ journal: Journal; replayed: number }> {
     const journal = Journal.create(dir, quarantine)
@@ -107,7 +107,7 @@ export class Journal implements WriteAheadLog {
    * hit or row that cannot be stored, is set aside in the quarantine with the reason, and the rest
    * of its segment is stored. An outage leaves the segments not yet stored for the next call.
    */
-  async replay(clickhouse: ClickHouse, repositories: Pick<Repositories, 'usage' | 'visits'>): Promise<number> {
+  async replay(clickhouse: ClickHouse, repositories: Pick<DomainRepositories, 'usage' | 'visits'>): Promise<number> {
     const dir = this.dir
     let replayed = 0
     while (this.leftover.length) {

@@ -1,5 +1,6 @@
+import type { SaltsRepository } from './salts-repository'
+import type { VisitsRepository } from './visits-repository'
 import type { SiteDirectory } from '../sites/site-directory'
-import type { Repositories } from '../repositories'
 import { Coalescer } from './batching'
 import { type Geo, type GeoLookup, cachedGeoLookup } from './geo'
 import { DailySalts, type IdentifiedHit, hash64Many, identify } from './identity'
@@ -28,7 +29,7 @@ export class Ingestor {
     private readonly deps: {
       /** Where imports look their hits' sites up; live hits come with theirs. */
       sites: SiteDirectory
-      repositories: Pick<Repositories, 'salts' | 'visits'>
+      repositories: { salts: SaltsRepository; visits: VisitsRepository }
       sink: EventSink
       geo?: GeoLookup
       now: () => Date

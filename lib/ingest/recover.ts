@@ -1,4 +1,5 @@
-import type { Repositories } from '../repositories'
+import type { UsageRepository } from '../accounts/usage-repository'
+import type { VisitsRepository } from './visits-repository'
 import { notYetStored } from '../storage/clickhouse/stored-rows'
 import type { ClickHouse } from '../storage/clickhouse/types'
 import type { RowHit } from './item'
@@ -44,7 +45,7 @@ export function rowProblem(value: unknown): string | null {
   return null
 }
 
-type RecoverRepositories = Pick<Repositories, 'usage' | 'visits'>
+type RecoverRepositories = { usage: UsageRepository; visits: VisitsRepository }
 
 /** Splits what passes a check from what does not; the latter is set aside under `id`. */
 function checked<T>(

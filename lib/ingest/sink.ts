@@ -1,5 +1,6 @@
+import type { UsageRepository } from '../accounts/usage-repository'
+import type { VisitsRepository } from './visits-repository'
 import type { ClickHouse } from '../storage/clickhouse/types'
-import type { Repositories } from '../repositories'
 import type { RowHit } from './item'
 import type { BotRow, EventRow } from './rows'
 import { eventRowsOf } from './sessionize'
@@ -46,9 +47,9 @@ export interface WriteAheadLog {
 const rowsOf = (batch: IngestBatch) => batch.events.length + batch.hits.length + batch.bots.length
 
 /** The stores a batch needs: the engine, the visits its hits join, the usage counters. */
-type SinkRepositories = Pick<Repositories, 'usage' | 'visits'>
+type SinkRepositories = { usage: UsageRepository; visits: VisitsRepository }
 
-export async function addUsage(repositories: Pick<Repositories, 'usage'>, usage: IngestBatch['usage']) {
+export async function addUsage(repositories: { usage: UsageRepository }, usage: IngestBatch['usage']) {
   await Promise.all(
     [...usage].flatMap(([orgId, months]) => [...months].map(([month, counts]) => repositories.usage.add(orgId, month, counts))),
   )

@@ -1,8 +1,8 @@
+import type { CruxAnswersRepository } from './crux-answers-repository'
 import { z } from 'zod'
 import { OutboundError } from '../network/guarded-fetch'
 import { type FormFactor, VITAL_NAMES, type VitalName } from '../reports/query/compile/vitals'
 import type { Site } from '../sites/sites'
-import type { Repositories } from '../repositories'
 
 /**
  * Field data from the Chrome UX Report (CrUX) API: how Chrome users experienced a site's origin
@@ -182,7 +182,7 @@ export async function queryCruxRecord(
 }
 
 export interface CruxDeps {
-  repositories: Pick<Repositories, 'crux'>
+  repositories: { crux: CruxAnswersRepository }
   fetch: typeof fetch
   crux?: CruxConfig
 }

@@ -1,4 +1,4 @@
-import type { Services } from '../services'
+import type { SourceServices } from './source-services'
 import { importSite } from './ga4/import'
 import { IMPORTS_DUE_JOB } from './import-wakeups-repository'
 import { importSearchConsole } from './search-console/import'
@@ -9,7 +9,7 @@ import { importSearchConsole } from './search-console/import'
  * others. With nothing due it is one read of the key/value store. On Node it ends by setting the
  * timer for the next one due; on Workers its one-minute cron finds it.
  */
-export async function runDueImports(services: Services, context: { log: (line: string) => void; shouldStop: () => boolean }) {
+export async function runDueImports(services: SourceServices, context: { log: (line: string) => void; shouldStop: () => boolean }) {
   const wakeups = services.repositories.importWakeups
   const now = services.now().getTime()
   for (const { kind, siteId, atMs } of await wakeups.list()) {

@@ -1,8 +1,8 @@
+import type { JobRepositories } from './job-services'
 import { Temporal } from 'temporal-polyfill'
 import { reportSource } from '../sites/alerts'
 import { reportParams } from '../reports/query/parse'
 import { type ReportDeps, breakdown, totals } from '../reports/query/reports'
-import type { Repositories } from '../repositories'
 import { listAllSites } from '../sites/listing'
 import type { Site } from '../sites/sites'
 import type { Mailer } from '../network/mail'
@@ -20,7 +20,7 @@ export type ReportKind = 'weekly' | 'monthly'
 type Channel = 'email' | 'webhook'
 
 export interface DeliveryDeps extends ReportDeps {
-  repositories: Repositories
+  repositories: JobRepositories
   /** The guarded outbound fetch. */
   fetch: typeof fetch
   /** Absent on Workers: e-mail is then left for a home that has one. */

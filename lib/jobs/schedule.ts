@@ -1,3 +1,4 @@
+import type { JobServices } from './job-services'
 import { runCrawls } from '../crawl/crawl'
 import { runSearchConsoleImports } from '../integrations/search-console/import'
 import { listAllSites } from '../sites/listing'
@@ -5,7 +6,6 @@ import { runGa4Imports } from '../integrations/ga4/import'
 import { runDueImports } from '../integrations/due-imports'
 import { IMPORTS_DUE_JOB } from '../integrations/import-wakeups-repository'
 import { ROLLUP_ALL_DAYS, ROLLUP_RECENT_DAYS, refreshRollups } from '../reports/rollup/refresh'
-import type { Services } from '../services'
 import { deliverReports } from './report-delivery'
 import { deliverTrafficAlerts } from './traffic-alerts'
 import { deliverDailyAlerts } from './backlink-alerts'
@@ -24,7 +24,7 @@ export interface Job {
   cron: string
   /** How long a stopping server waits for a run under way; unset, until it ends. */
   stopWaitMs?: number
-  run(services: Services, now: Date, context: JobContext): Promise<unknown>
+  run(services: JobServices, now: Date, context: JobContext): Promise<unknown>
 }
 
 /** The crawler's job, which a site added or pinged wakes on Node. */

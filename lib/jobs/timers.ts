@@ -1,4 +1,4 @@
-import type { Services } from '../services'
+import type { JobServices } from './job-services'
 import { type Job, type JobContext, everyMinutes } from './schedule'
 
 export interface JobTimers {
@@ -17,7 +17,7 @@ export interface JobTimers {
  * its name is under way starts once after it, so a wake during a crawl is not lost and two
  * refreshes of the daily rollup never overlap.
  */
-export function jobTimers(jobs: readonly Job[], services: Services, log: (line: string) => void): JobTimers {
+export function jobTimers(jobs: readonly Job[], services: JobServices, log: (line: string) => void): JobTimers {
   let stopping = false
   const running = new Map<string, { job: Job; done: Promise<void> }>()
   const waiting = new Map<string, Job[]>()

@@ -1,5 +1,4 @@
 import { ApiError } from '../core/errors'
-import type { Services } from '../services'
 
 /**
  * The origin of every link that leaves the server: a sign-in or invitation e-mail, a shared link
@@ -8,12 +7,12 @@ import type { Services } from '../services'
  * there is none. Never the request's Host: anyone can send any Host, and a link built from it would
  * carry a sign-in token or a shared link's secret to whichever host they named.
  */
-export function configuredOrigin(services: Pick<Services, 'publicUrl'>): string | undefined {
+export function configuredOrigin(services: { publicUrl?: string }): string | undefined {
   return services.publicUrl
 }
 
 /** The configured origin for a link that is nothing without it (`what`): a 503 naming PUBLIC_URL where there is none. */
-export function linkOrigin(services: Pick<Services, 'publicUrl'>, what: string): string {
+export function linkOrigin(services: { publicUrl?: string }, what: string): string {
   const origin = configuredOrigin(services)
   if (!origin)
     throw new ApiError(

@@ -1,12 +1,15 @@
+import type { SourceRepositories } from '../integrations/source-services'
 import type { Ga4ImportRun } from '../integrations/ga4/ga4-imports-repository'
 import { runProgress } from '../integrations/ga4/import'
 import type { SearchConsoleImportState } from '../integrations/search-console/search-console-imports-repository'
-import type { Repositories } from '../repositories'
 import type { ImportRun } from '../sites/import-runs-repository'
 import type { Site } from '../sites/sites'
 
 /** Every import of a site, newest first: raw-hit runs, the GA4 import runs and the Search Console import, with their state and progress. */
-export async function siteImports(repositories: Pick<Repositories, 'importRuns' | 'ga4Imports' | 'searchConsoleImports'>, site: Site) {
+export async function siteImports(
+  repositories: Pick<SourceRepositories, 'importRuns' | 'ga4Imports' | 'searchConsoleImports'>,
+  site: Site,
+) {
   // the content hash is bookkeeping of the import command, not part of the answer
   const runs = (await repositories.importRuns.list(site.id)).map(({ contentHash: _, ...r }) => ({
     ...r,
@@ -61,7 +64,7 @@ export async function siteImports(repositories: Pick<Repositories, 'importRuns' 
 
 /** The completed import of one of these sites (by snippet id) that loaded the same content, if there is one. */
 export async function previousImport(
-  repositories: Pick<Repositories, 'importRuns' | 'sites'>,
+  repositories: Pick<SourceRepositories, 'importRuns' | 'sites'>,
   snippetIds: Iterable<string>,
   contentHash: string,
 ): Promise<{ domain: string; run: ImportRun } | null> {

@@ -1,8 +1,8 @@
+import type { OperationServices } from './operation-services'
 import { parseHTML } from 'linkedom'
 import { z } from 'zod'
 import { cspBlocksTracker, parsePolicies } from '../sites/content-security-policy'
 import { siteActivity } from '../reports/query/site-events'
-import type { Services } from '../services'
 import { siteOrigin } from '../crawl/config'
 import type { Site } from '../sites/sites'
 import { type InstallCheck, type InstallResult, installCheckSchema } from '../sites/install-check-result'
@@ -24,7 +24,7 @@ export const installStateSchema = z.object({
 })
 
 export async function installState(
-  services: Services,
+  services: OperationServices,
   site: Site,
   lastCheck?: InstallCheck | null,
 ): Promise<z.infer<typeof installStateSchema>> {
@@ -44,7 +44,7 @@ export async function installState(
 }
 
 /** Fetches the homepage now, looks for the tag, records the result, and answers the install state. */
-export async function checkInstallNow(services: Services, site: Site) {
+export async function checkInstallNow(services: OperationServices, site: Site) {
   const crawler = services.crawler
   const homepage = `${crawler ? siteOrigin(crawler, site) : `https://${site.domain}`}/`
   const check = await inspectHomepage(crawler?.fetch ?? services.fetch, homepage, site, services.now())

@@ -1,8 +1,8 @@
+import type { SourceRepositories } from '../integrations/source-services'
 import { type Plan, type PlanName, QUOTA_WARNING_SHARE, billableTotal, planFor } from '../accounts/plans'
 import type { ClickHouse } from '../storage/clickhouse/types'
 import { withInstallState } from './install-state'
 import type { Site } from '../sites/sites'
-import type { Repositories } from '../repositories'
 import type { Org } from '../accounts/org-record'
 
 /**
@@ -39,7 +39,8 @@ export function subscriptionOf(org: Org, now: Date) {
 }
 
 /** Team size: the members GET /org/members lists, the owner included, and no one else. */
-const teamSize = async (repositories: Pick<Repositories, 'team'>, orgId: string) => (await repositories.team.list(orgId)).members.length
+const teamSize = async (repositories: Pick<SourceRepositories, 'team'>, orgId: string) =>
+  (await repositories.team.list(orgId)).members.length
 
 function notices(plan: Plan, org: Org, billable: number, siteCount: number, now: Date): Notice[] {
   const found: Notice[] = []
@@ -89,12 +90,12 @@ function notices(plan: Plan, org: Org, billable: number, siteCount: number, now:
 }
 
 /** The organization of an id; null when there is none. */
-export function findOrg(repositories: Pick<Repositories, 'orgs'>, orgId: string): Promise<Org | null> {
+export function findOrg(repositories: Pick<SourceRepositories, 'orgs'>, orgId: string): Promise<Org | null> {
   return repositories.orgs.get(orgId)
 }
 
 /** GET /org: the whole account picture, on the deployment's plan when it sets one. */
-export async function orgOverview(repositories: Repositories, orgId: string, now: Date, deploymentPlan?: PlanName) {
+export async function orgOverview(repositories: SourceRepositories, orgId: string, now: Date, deploymentPlan?: PlanName) {
   const period = billingPeriod(now)
   const [org, sites, byKind, bySite, team] = await Promise.all([
     repositories.orgs.get(orgId),
@@ -131,7 +132,11 @@ export async function orgOverview(repositories: Repositories, orgId: string, now
 }
 
 /** GET /site: one site's facts, its events this month, and the organization's billing and quota notices. */
-export async function siteFacts(deps: { clickhouse: ClickHouse; repositories: Repositories; plan?: PlanName }, site: Site, now: Date) {
+export async function siteFacts(
+  deps: { clickhouse: ClickHouse; repositories: SourceRepositories; plan?: PlanName },
+  site: Site,
+  now: Date,
+) {
   const period = billingPeriod(now)
   const [org, sites, orgKinds, bySite, [withInstall]] = await Promise.all([
     deps.repositories.orgs.get(site.orgId),

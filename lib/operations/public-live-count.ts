@@ -1,7 +1,7 @@
+import type { OperationServices } from './operation-services'
 import { ApiError, describeZodError } from '../core/errors'
 import { firstEventAt } from '../reports/query/site-events'
 import { rangeView, resolveRange } from '../reports/query/range'
-import type { Services } from '../services'
 import type { Site } from '../sites/sites'
 import { ga4LiveCounts } from '../integrations/ga4/realtime'
 import {
@@ -27,7 +27,7 @@ interface AskedQuery {
 
 /** Per set of services: concurrent misses in flight, each site's first event (it bounds `all`), and the queries repeats asked. */
 const perServices = new WeakMap<
-  Services,
+  OperationServices,
   {
     inflight: Map<string, Promise<LiveAnswer>>
     firstEvents: Map<string, { at: Date | null; until: number }>
@@ -35,14 +35,14 @@ const perServices = new WeakMap<
   }
 >()
 
-function liveState(services: Services) {
+function liveState(services: OperationServices) {
   let state = perServices.get(services)
   if (!state) perServices.set(services, (state = { inflight: new Map(), firstEvents: new Map(), askedQueries: new Map() }))
   return state
 }
 
 // a site's first event bounds `all`; it moves only when older data is imported
-async function firstEvent(services: Services, siteId: string) {
+async function firstEvent(services: OperationServices, siteId: string) {
   const { firstEvents } = liveState(services)
   const cached = firstEvents.get(siteId)
   if (cached && cached.until > Date.now()) return cached.at
@@ -76,7 +76,7 @@ const askedKey = (site: Site, query: URLSearchParams) =>
  * `query` is the URL's query as sent: a query read before is not parsed again, nor its key made
  * again, while the site's settings are those it was read under.
  */
-export function repeatedLiveCount(services: Services, query: string): LiveAnswer | undefined {
+export function repeatedLiveCount(services: OperationServices, query: string): LiveAnswer | undefined {
   if (!services.liveCache.peek) return undefined
   const { askedQueries } = liveState(services)
   let asked = askedQueries.get(query)
@@ -105,7 +105,7 @@ export function repeatedLiveCount(services: Services, query: string): LiveAnswer
  * visitor of every page with a badge: answers are cached for their TTL, concurrent misses share
  * one engine query, and unknown, unpublished and out-of-dial questions all get the same 404.
  */
-export async function publicLiveCount(services: Services, query: URLSearchParams): Promise<LiveAnswer> {
+export async function publicLiveCount(services: OperationServices, query: URLSearchParams): Promise<LiveAnswer> {
   const coalesce = services.sharedProcess === true
   const { inflight } = liveState(services)
   const snippet = query.get('site')

@@ -1,8 +1,8 @@
+import type { SourceRepositories } from '../integrations/source-services'
 import { z } from 'zod'
 import { ApiError } from '../core/errors'
 import { parseFilters, validateGoalFilter } from '../reports/query/parse'
 import { type Site, siteRefSchema } from '../sites/sites'
-import type { Repositories } from '../repositories'
 import type { Segment } from '../sites/definition-records'
 
 export const segmentInputSchema = z.strictObject({
@@ -17,7 +17,7 @@ export const segmentInputSchema = z.strictObject({
  * source when it has one (a ga4 read of a segment with first-party filters is then a 400).
  */
 export async function createSegment(
-  repositories: Pick<Repositories, 'segments' | 'goals'>,
+  repositories: Pick<SourceRepositories, 'segments' | 'goals'>,
   site: Site,
   input: z.infer<typeof segmentInputSchema>,
   now: Date,
@@ -42,10 +42,10 @@ export async function createSegment(
 }
 
 /** A site's segments, oldest first. */
-export function listSegments(repositories: Pick<Repositories, 'segments'>, site: Site): Promise<Segment[]> {
+export function listSegments(repositories: Pick<SourceRepositories, 'segments'>, site: Site): Promise<Segment[]> {
   return repositories.segments.list(site.id)
 }
 
-export async function deleteSegment(repositories: Pick<Repositories, 'segments'>, site: Site, id: string) {
+export async function deleteSegment(repositories: Pick<SourceRepositories, 'segments'>, site: Site, id: string) {
   if (!(await repositories.segments.delete(site.id, id.toLowerCase()))) throw new ApiError(404, 'segment not found')
 }

@@ -1,9 +1,9 @@
+import type { OperationServices } from './operation-services'
 import type { z } from 'zod'
 import { checkLimit, planFor } from '../accounts/plans'
 import { forgetCrawls, queueFirstCrawl } from '../crawl/crawl'
 import { queueFirstBacklinks } from '../backlinks/onboarding'
 import { ApiError } from '../core/errors'
-import type { Services } from '../services'
 import { deleteSiteData } from '../storage/clickhouse/site-data'
 import { rollupBuildsSettled } from '../reports/query/run'
 import { assertEngineKnowsTimezone } from '../storage/clickhouse/timezones'
@@ -14,7 +14,7 @@ import { forgetGoogleConnection } from '../integrations/ga4/connection'
  * Adds a site to an organization and queues its first crawl. 409 when the organization has a site
  * of that domain; 403 when its plan allows no more sites.
  */
-export async function createSite(services: Services, orgId: string, input: z.infer<typeof siteCreateSchema>): Promise<Site> {
+export async function createSite(services: OperationServices, orgId: string, input: z.infer<typeof siteCreateSchema>): Promise<Site> {
   if (input.timezone) await assertEngineKnowsTimezone(services.clickhouse, input.timezone)
   const [org, sites] = await Promise.all([services.repositories.orgs.get(orgId), services.repositories.sites.list(orgId)])
   checkLimit(planFor(org, services.plan), 'sites', sites.length)
@@ -32,7 +32,7 @@ export async function createSite(services: Services, orgId: string, input: z.inf
  * by `background` after the answer: Workers keep the task alive with waitUntil, Node's process
  * runs it on. The steps are not one transaction, so their order keeps each moment safe.
  */
-export async function deleteSite(services: Services, site: Site, confirm: string, background: (task: Promise<unknown>) => void) {
+export async function deleteSite(services: OperationServices, site: Site, confirm: string, background: (task: Promise<unknown>) => void) {
   if (confirm.trim().toLowerCase() !== site.domain) throw new ApiError(400, `confirm: must repeat the site's domain (${site.domain})`)
   const { repositories } = services
   // the record first: from here every read and every hit finds no site, whatever is left behind

@@ -1,6 +1,6 @@
+import type { SourceRepositories } from '../integrations/source-services'
 import { readFile, stat } from 'node:fs/promises'
 import { UserError } from '../core/errors'
-import type { Repositories } from '../repositories'
 import { SiteDirectory } from '../sites/site-directory'
 import type { ClickHouse } from '../storage/clickhouse/types'
 import { MAX_ZIP_BYTES, checkPlausibleExport, importPlausibleExport } from './csv-import'
@@ -19,7 +19,7 @@ export async function readPlausibleFile(file: string): Promise<Uint8Array> {
 }
 
 export async function importPlausibleZip(
-  stores: { clickhouse: ClickHouse; repositories: Repositories; now?: () => Date },
+  stores: { clickhouse: ClickHouse; repositories: SourceRepositories; now?: () => Date },
   zip: Uint8Array,
   siteRef: string,
 ) {

@@ -1,9 +1,9 @@
+import type { SourceRepositories } from '../integrations/source-services'
 import { CsvError, parse } from 'csv-parse/stream'
 import { Unzip, UnzipInflate } from 'fflate'
 import { Temporal } from 'temporal-polyfill'
 import { ApiError } from '../core/errors'
 import { IMPORTED_DIMENSION_COLUMNS, type ImportedColumn } from '../reports/query/ga4-datasets'
-import type { Repositories } from '../repositories'
 import type { SiteDirectory } from '../sites/site-directory'
 import type { Site } from '../sites/sites'
 import { execute, executeCommand } from '../storage/clickhouse/execute'
@@ -435,7 +435,7 @@ export async function checkPlausibleExport(zip: Uint8Array) {
 
 export interface PlausibleImportDeps {
   clickhouse: ClickHouse
-  repositories: Pick<Repositories, 'importRuns'>
+  repositories: Pick<SourceRepositories, 'importRuns'>
   sites: Pick<SiteDirectory, 'update'>
   now(): Date
 }

@@ -1,7 +1,7 @@
+import type { SourceRepositories } from '../integrations/source-services'
 import type { ApiKeyRecord } from '../accounts/keys'
 import { siteForKey } from '../accounts/auth'
 import { ApiError } from '../core/errors'
-import type { Repositories } from '../repositories'
 import type { SiteDirectory } from '../sites/site-directory'
 import type { Site } from '../sites/sites'
 
@@ -11,7 +11,7 @@ import type { Site } from '../sites/sites'
  * a domain no site has.
  */
 export async function siteOfQuery(
-  services: { sites: SiteDirectory; repositories: Pick<Repositories, 'sites'> },
+  services: { sites: SiteDirectory; repositories: Pick<SourceRepositories, 'sites'> },
   key: ApiKeyRecord,
   ref: string,
 ): Promise<Site> {

@@ -3,7 +3,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Requester, UpstashRequest, UpstashResponse } from '@upstash/redis'
 import type { ClickHouse } from '../storage/clickhouse/types'
 import { StoreUnavailableError } from '../storage/errors'
-import type { Metrics } from '../services'
+import type { Metrics } from '../sites/domain-services'
 import { droppedOutputWrites } from './output-node'
 
 /**

@@ -14,8 +14,8 @@ import { guardedFetch } from '../network/guarded-fetch'
 import type { LiveAnswer, LiveCache } from '../operations/public-live'
 import { redisRateLimiter } from '../accounts/ratelimit'
 import { SiteDirectory } from '../sites/site-directory'
-import { type Services, withPorts } from '../services'
-import { openRepositories } from '../repositories'
+import { type Services, withPorts } from './services'
+import { openRepositories } from './repositories'
 import {
   backlinksApiKey,
   backlinksApiUrl,

@@ -1,8 +1,8 @@
+import type { DomainServices } from './domain-services'
 import { z } from 'zod'
 import { ApiError } from '../core/errors'
 import { randomString } from '../core/crypto'
 import { OutboundError, outboundCheckOf } from '../network/guarded-fetch'
-import type { Services } from '../services'
 import { SOURCES, type Site, siteViewSchema } from './sites'
 
 /** The most addresses one site's reports and alerts go to. */
@@ -61,7 +61,7 @@ export const reportSource = (site: Site) =>
   site.alerts.source && site.sources.includes(site.alerts.source) ? site.alerts.source : site.primarySource
 
 /** A webhook URL the guarded fetch would refuse is refused when it is saved, not at the first delivery. */
-async function checkWebhookUrl(services: Services, url: string) {
+async function checkWebhookUrl(services: DomainServices, url: string) {
   try {
     await outboundCheckOf(services.fetch)(new URL(url))
   } catch (err) {
@@ -71,7 +71,7 @@ async function checkWebhookUrl(services: Services, url: string) {
 }
 
 /** Merges a validated patch into the site's alert settings and saves it; a new webhook gets a new secret, shown once. */
-export async function updateAlerts(services: Services, site: Site, patch: AlertsPatch): Promise<z.input<typeof alertsAnswerSchema>> {
+export async function updateAlerts(services: DomainServices, site: Site, patch: AlertsPatch): Promise<z.input<typeof alertsAnswerSchema>> {
   const { rotateWebhookSecret, ...fields } = patch
   if (fields.webhookUrl && fields.webhookUrl !== site.alerts.webhookUrl) await checkWebhookUrl(services, fields.webhookUrl)
   const secret = newWebhookSecret()

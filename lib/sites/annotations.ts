@@ -1,8 +1,8 @@
+import type { DomainRepositories } from './domain-services'
 import { z } from 'zod'
 import { ApiError } from '../core/errors'
 import type { Site } from './sites'
 import { domainSchema, siteRefSchema } from './sites'
-import type { Repositories } from '../repositories'
 import { ANNOTATION_KINDS, type Annotation } from './definition-records'
 
 export const ANNOTATION_LIST_MAX = 500
@@ -34,7 +34,7 @@ export type AnnotationInput = z.infer<typeof annotationInputSchema>
 
 /** The site an annotation names, by UUID or by domain, as the key may see it. */
 export async function annotatedSite(
-  repositories: Pick<Repositories, 'sites'>,
+  repositories: Pick<DomainRepositories, 'sites'>,
   siteFor: (id: string) => Promise<Site>,
   orgId: string,
   input: Pick<AnnotationInput, 'siteId' | 'site_id' | 'domain'>,
@@ -54,7 +54,7 @@ export async function annotatedSite(
 }
 
 export async function createAnnotation(
-  repositories: Pick<Repositories, 'annotations'>,
+  repositories: Pick<DomainRepositories, 'annotations'>,
   site: Site,
   input: AnnotationInput,
   now: Date,
@@ -75,7 +75,7 @@ export async function createAnnotation(
 
 /** The site's annotations placed from `from` to `to` (both included), newest first, at most 500. */
 export async function listAnnotations(
-  repositories: Pick<Repositories, 'annotations'>,
+  repositories: Pick<DomainRepositories, 'annotations'>,
   site: Site,
   window: { from?: string; to?: string },
 ): Promise<Annotation[]> {
@@ -90,7 +90,7 @@ export async function listAnnotations(
 
 /** Deletes an annotation by id alone; one of a site the key cannot see is the same 404 as none. */
 export async function deleteAnnotation(
-  repositories: Pick<Repositories, 'annotations'>,
+  repositories: Pick<DomainRepositories, 'annotations'>,
   siteFor: (id: string) => Promise<Site>,
   id: string,
 ): Promise<void> {

@@ -1,6 +1,6 @@
+import type { DomainServices } from './domain-services'
 import { z } from 'zod'
 import { ApiError } from '../core/errors'
-import type { Services } from '../services'
 import { type Site, siteView } from './sites'
 
 /**
@@ -37,7 +37,7 @@ export function assertSubdomainOf(site: Site, domain: string, field = 'domain') 
 
 const normalize = (name: string) => name.toLowerCase().replace(/\.$/, '')
 
-async function resolveStatus(services: Services, domain: string, target: string): Promise<{ status: Status; detail: string }> {
+async function resolveStatus(services: DomainServices, domain: string, target: string): Promise<{ status: Status; detail: string }> {
   const dns = services.dns
   if (!dns?.cname) return { status: 'error', detail: 'this deployment has no DNS resolver to check the record' }
   try {
@@ -67,14 +67,14 @@ const NEEDS_PUBLIC_URL =
   'this service has no public hostname to point a CNAME record at: set PUBLIC_URL to the address people reach it at (for example https://analytics.example.com)'
 
 /** Sets the domain the snippet names (null: the service host) on the stored record. */
-function setTrackingDomain(services: Services, siteId: string, customDomain: string | null) {
+function setTrackingDomain(services: DomainServices, siteId: string, customDomain: string | null) {
   return services.sites.update(siteId, (fresh) =>
     fresh.tracking.customDomain === customDomain ? fresh : { ...fresh, tracking: { ...fresh.tracking, customDomain } },
   )
 }
 
 /** Checks DNS now; the snippet follows the answer (a DNS failure changes nothing). Answers the state. */
-export async function customDomainState(services: Services, site: Site, baseUrl: string) {
+export async function customDomainState(services: DomainServices, site: Site, baseUrl: string) {
   const target = new URL(baseUrl).hostname
   // without PUBLIC_URL the host is the one the request named, often 127.0.0.1: never a CNAME target
   const cnameTarget = isPublicHostname(target) ? target : null
@@ -110,7 +110,7 @@ export async function customDomainState(services: Services, site: Site, baseUrl:
 }
 
 /** Attaches (or replaces) the site's custom domain; the snippet keeps the service host until DNS points the new one here. */
-export async function attachCustomDomain(services: Services, site: Site, domain: string, baseUrl: string) {
+export async function attachCustomDomain(services: DomainServices, site: Site, domain: string, baseUrl: string) {
   assertSubdomainOf(site, domain)
   const existing = await services.repositories.siteChecks.customDomain(site.id)
   if (existing?.domain !== domain)
@@ -123,7 +123,7 @@ export async function attachCustomDomain(services: Services, site: Site, domain:
 }
 
 /** Detaches the custom domain: the snippet goes back to the service host. */
-export async function detachCustomDomain(services: Services, site: Site, baseUrl: string) {
+export async function detachCustomDomain(services: DomainServices, site: Site, baseUrl: string) {
   await services.repositories.siteChecks.deleteCustomDomain(site.id)
   let current = site
   if (site.tracking.customDomain) {

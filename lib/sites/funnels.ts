@@ -1,7 +1,7 @@
+import type { DomainRepositories } from './domain-services'
 import { z } from 'zod'
 import { ApiError } from '../core/errors'
 import { siteRefSchema } from './sites'
-import type { Repositories } from '../repositories'
 import { FUNNEL_STEP_TYPES, type Funnel, type FunnelStep } from './definition-records'
 
 const stepSchema = z
@@ -33,7 +33,7 @@ export const funnelPatchSchema = z
 type StepInput = z.infer<typeof stepSchema>
 
 /** Steps as stored; a goal step must name a goal of the site. */
-async function checkedSteps(repositories: Pick<Repositories, 'goals'>, siteId: string, steps: StepInput[]): Promise<FunnelStep[]> {
+async function checkedSteps(repositories: Pick<DomainRepositories, 'goals'>, siteId: string, steps: StepInput[]): Promise<FunnelStep[]> {
   if (steps.some((s) => s.type === 'goal')) {
     const goals = new Set((await repositories.goals.list(siteId)).map((g) => g.id))
     steps.forEach((s, i) => {
@@ -49,7 +49,7 @@ function assertNameFree(funnels: Funnel[], name: string, except?: string) {
 }
 
 export async function createFunnel(
-  repositories: Pick<Repositories, 'funnels' | 'goals'>,
+  repositories: Pick<DomainRepositories, 'funnels' | 'goals'>,
   siteId: string,
   input: z.infer<typeof funnelCreateSchema>,
   now: Date,
@@ -70,7 +70,7 @@ export async function createFunnel(
 
 /** Renames a funnel or replaces its steps (the whole list). */
 export async function updateFunnel(
-  repositories: Pick<Repositories, 'funnels' | 'goals'>,
+  repositories: Pick<DomainRepositories, 'funnels' | 'goals'>,
   siteId: string,
   input: z.infer<typeof funnelPatchSchema>,
   now: Date,
@@ -89,6 +89,6 @@ export async function updateFunnel(
   return next
 }
 
-export async function deleteFunnel(repositories: Pick<Repositories, 'funnels'>, siteId: string, funnelId: string) {
+export async function deleteFunnel(repositories: Pick<DomainRepositories, 'funnels'>, siteId: string, funnelId: string) {
   if (!(await repositories.funnels.delete(siteId, funnelId.toLowerCase()))) throw new ApiError(404, 'funnel not found')
 }

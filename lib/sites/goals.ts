@@ -1,6 +1,6 @@
+import type { DomainRepositories } from './domain-services'
 import { z } from 'zod'
 import { ApiError } from '../core/errors'
-import type { Repositories } from '../repositories'
 import type { Goal } from './definition-records'
 import { siteRefSchema } from './sites'
 
@@ -29,7 +29,7 @@ const nameTaken = (name: string) => new ApiError(409, `name: the site already ha
 
 /** Defines a goal of a site; 409 when the site has a goal of that name. */
 export async function createGoal(
-  repositories: Pick<Repositories, 'goals'>,
+  repositories: Pick<DomainRepositories, 'goals'>,
   siteId: string,
   input: z.infer<typeof goalInputSchema>,
   now: Date,
@@ -51,7 +51,7 @@ export async function createGoal(
 
 /** Redefines a goal: the fields given. 404 for a goal not of the site, 409 for a name another goal has. */
 export async function updateGoal(
-  repositories: Pick<Repositories, 'goals'>,
+  repositories: Pick<DomainRepositories, 'goals'>,
   siteId: string,
   input: z.infer<typeof goalPatchSchema>,
 ): Promise<Goal> {
@@ -71,7 +71,7 @@ export async function updateGoal(
 }
 
 /** Deletes a goal; 404 for a goal not of the site. */
-export async function deleteGoal(repositories: Pick<Repositories, 'goals'>, siteId: string, goalId: string) {
+export async function deleteGoal(repositories: Pick<DomainRepositories, 'goals'>, siteId: string, goalId: string) {
   if (!(await repositories.goals.delete(siteId, goalId))) throw new ApiError(404, 'goal not found')
   return { deleted: true as const, id: goalId }
 }

@@ -1,6 +1,6 @@
+import type { DomainServices } from './domain-services'
 import { createApiKey } from '../accounts/admin'
 import type { KeyMaker } from '../accounts/keys'
-import type { Services } from '../services'
 import type { Site } from './sites'
 
 /**
@@ -8,7 +8,7 @@ import type { Site } from './sites'
  * rotated here or made with the admin CLI), with its prefix (never the secret): the one rotated
  * here when it still works, else the newest.
  */
-export async function ingestKeyOf(services: Pick<Services, 'repositories'>, site: Site) {
+export async function ingestKeyOf(services: Pick<DomainServices, 'repositories'>, site: Site) {
   const working = (await services.repositories.keys.boundTo(site.id)).filter((k) => k.scope === 'write')
   const meta =
     working.find((k) => k.id === site.ingestKeyId) ??
@@ -22,7 +22,7 @@ export async function ingestKeyOf(services: Pick<Services, 'repositories'>, site
  * secret is in the answer only. The new key is made by whoever made the calling key (`madeBy`).
  */
 export async function rotateIngestKey(
-  services: Pick<Services, 'repositories' | 'sites' | 'now'>,
+  services: Pick<DomainServices, 'repositories' | 'sites' | 'now'>,
   site: Site,
   madeBy: KeyMaker | null | undefined,
 ) {

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../functions/app'
-import type { Metrics, Readiness } from '../../lib/services'
+import type { Metrics } from '../../lib/sites/domain-services'
+import type { Readiness } from '../../lib/runtime/services'
 import { type Harness, harness } from '../helpers'
 
 const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0'

@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { createApp } from '../../functions/app'
 import { createApiKey } from '../../lib/accounts/admin'
 import { addOwner, acceptInvitation } from '../../lib/accounts/members'
-import { createDemo } from '../../lib/demo'
+import { createDemo } from '../../lib/operations/demo'
 import { importHits } from '../../lib/ingest/import'
 import { REDIS_URL, type Harness, harness } from '../helpers'
 

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { type KvKind, REDIS_URL, orgWithSites, harness, type Harness } from '../helpers'
 import { createApp } from '../../functions/app'
-import { openRepositories } from '../../lib/repositories'
+import { openRepositories } from '../../lib/runtime/repositories'
 import type { Site } from '../../lib/sites/sites'
 
 const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:132.0) Gecko/20100101 Firefox/132.0'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import type { Readiness } from '../../lib/services'
+import type { Readiness } from '../../lib/runtime/services'
 import { harness } from '../helpers'
 
 describe('GET /ready', () => {

@@ -1,7 +1,7 @@
 import { expect } from 'vitest'
 import { createApp } from '../../functions/app'
 import type { MailMessage } from '../../lib/network/mail'
-import type { Services } from '../../lib/services'
+import type { Services } from '../../lib/runtime/services'
 import { type KvKind, testServices } from '../helpers'
 
 export const ORIGIN = 'https://api.test'

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { createApp } from '../../functions/app'
 import { mintSignInLink } from '../../lib/accounts/signin'
-import type { Services } from '../../lib/services'
+import type { Services } from '../../lib/runtime/services'
 import { ORIGIN, cookieOf, email, webHarness } from './web-harness'
 
 /** Where the requests below claim to come from and to be sent to: anyone can name any Host. */

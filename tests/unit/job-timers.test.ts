@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import type { Job } from '../../lib/jobs/schedule'
 import { jobTimers } from '../../lib/jobs/timers'
-import type { Services } from '../../lib/services'
+import type { Services } from '../../lib/runtime/services'
 
 /** The Node scheduler's timer for a job due at a time of its own (an import Google asked to wait), on a fake clock. */
 describe('jobTimers.wakeAt', () => {

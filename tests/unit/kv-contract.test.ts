@@ -8,7 +8,7 @@ import { type RawRedis, rawRequester } from '../../lib/storage/kv/raw'
 import { localEndpointsApp } from '../../functions/local-endpoints'
 import { newSite } from '../../lib/sites/sites'
 import { NATIVE_SCRIPTS } from '../../lib/ingest/visits-repository'
-import { openRepositories } from '../../lib/repositories'
+import { openRepositories } from '../../lib/runtime/repositories'
 import { REDIS_URL, rawRedis } from '../helpers'
 
 type Backend = { name: string; open(): Promise<{ raw?: RawRedis; redis: Redis; close(): Promise<void> }> }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { ClickHouse } from '../../lib/storage/clickhouse/types'
 import { refreshRollups } from '../../lib/reports/rollup/refresh'
-import type { Repositories } from '../../lib/repositories'
+import type { Repositories } from '../../lib/runtime/repositories'
 
 describe('the daily rollup refresh', () => {
   it('goes site by site: a site that fails is logged with its id and the others are still built', async () => {

@@ -2,7 +2,7 @@ import { type IncomingMessage, type ServerResponse, createServer } from 'node:ht
 import type { AddressInfo } from 'node:net'
 import { Redis } from '@upstash/redis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { openRepositories } from '../../lib/repositories'
+import { openRepositories } from '../../lib/runtime/repositories'
 import { StoreUnavailableError } from '../../lib/storage/errors'
 import { EmbeddedRedis } from '../../lib/storage/kv/embedded'
 import { runUpstashRequest } from '../../lib/storage/kv/raw'

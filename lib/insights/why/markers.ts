@@ -1,7 +1,7 @@
+import type { SourceRepositories } from '../../integrations/source-services'
 import { siteChanges } from '../../crawl/changes'
 import { previousWindow, rangeView } from '../../reports/query/range'
 import type { Site } from '../../sites/sites'
-import type { Repositories } from '../../repositories'
 import updates from './search-engine-updates.json'
 import { candidateOf } from './candidates'
 import { vitalsRegressions } from './vitals-regressions'
@@ -39,7 +39,7 @@ export function updatesWithin(fromMs: number, toMs: number, now: number): Algori
   }).sort((a, b) => a.start.localeCompare(b.start) || a.name.localeCompare(b.name))
 }
 
-export async function markers(deps: WhyDeps & { repositories: Pick<Repositories, 'annotations'> }, site: Site, params: WindowParams) {
+export async function markers(deps: WhyDeps & { repositories: Pick<SourceRepositories, 'annotations'> }, site: Site, params: WindowParams) {
   const range = await windowOf(deps, site, params)
   const from = range.from.epochMilliseconds
   const to = range.to.epochMilliseconds

@@ -1,9 +1,9 @@
+import type { SourceRepositories } from '../../integrations/source-services'
 import { createAnnotation } from '../../sites/annotations'
 import { ApiError } from '../../core/errors'
 import { rangeView } from '../../reports/query/range'
 import { execute } from '../../storage/clickhouse/execute'
 import type { Site } from '../../sites/sites'
-import type { Repositories } from '../../repositories'
 import type { Annotation } from '../../sites/definition-records'
 import { SPIKE_DIMENSIONS } from '../../reports/dimensions'
 import { type Grain, visitorsBySourceSql } from './compile'
@@ -136,7 +136,7 @@ const GA4_HOURLY_SOURCES = {
 }
 
 export async function spikes(
-  deps: ReportDeps & { repositories: Pick<Repositories, 'annotations' | 'goals' | 'segments'> },
+  deps: ReportDeps & { repositories: Pick<SourceRepositories, 'annotations' | 'goals' | 'segments'> },
   site: Site,
   params: SpikeParams,
 ) {
@@ -199,7 +199,7 @@ export async function findSpike(
 
 /** POST /spikes: names a spike's source by hand, kept as a spike_source annotation at the spike's start. */
 export async function attachSpikeSource(
-  deps: WhyDeps & { repositories: Repositories },
+  deps: WhyDeps & { repositories: SourceRepositories },
   site: Site,
   input: { spike_id: string; url: string; title: string },
 ) {

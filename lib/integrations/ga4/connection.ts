@@ -1,5 +1,5 @@
+import type { SourceServices } from '../source-services'
 import { ApiError } from '../../core/errors'
-import type { Services } from '../../services'
 import type { Site } from '../../sites/sites'
 import { GOOGLE_NOT_CONFIGURED, type GoogleConfig } from '../google/config'
 import { connectOffer } from '../google/connect'
@@ -17,8 +17,8 @@ import { handOverLater } from '../import-wakeups-repository'
  * Console shares; it is made in the browser (lib/integrations/google/connect.ts).
  */
 
-type Deps = Services & { google: GoogleConfig }
-const configured = (services: Services): Deps | null => (services.google ? { ...services, google: services.google } : null)
+type Deps = SourceServices & { google: GoogleConfig }
+const configured = (services: SourceServices): Deps | null => (services.google ? { ...services, google: services.google } : null)
 
 const importView = (run: Ga4ImportRun) => ({
   id: run.id,
@@ -35,7 +35,7 @@ const importView = (run: Ga4ImportRun) => ({
 })
 
 /** The newest run of a site, as the ga4 read shows it. */
-async function latestImport(services: Services, siteId: string) {
+async function latestImport(services: SourceServices, siteId: string) {
   const runs = await services.repositories.ga4Imports.list(siteId)
   const run = runs.at(-1)
   return run ? importView(run) : null
@@ -45,7 +45,7 @@ async function latestImport(services: Services, siteId: string) {
  * GET /sites/{id}/ga4: the connection, the properties it can read, the bound one, where to
  * connect when a connection is needed (for a caller that `mayConnect`, else why not), the latest import.
  */
-export async function ga4Connection(services: Services, site: Site, baseUrl: string, mayConnect: boolean) {
+export async function ga4Connection(services: SourceServices, site: Site, baseUrl: string, mayConnect: boolean) {
   const connected = { connectUrl: null, connectNote: null }
   const empty = {
     connected: false,
@@ -101,7 +101,7 @@ const propertyIdOf = (given: string) => given.trim().replace(/^properties\//, ''
  * to the site's sources and starts the import of its history in the background.
  */
 export async function bindGa4Property(
-  services: Services,
+  services: SourceServices,
   site: Site,
   givenPropertyId: string,
   baseUrl: string,
@@ -163,7 +163,7 @@ export async function bindGa4Property(
  * DELETE /sites/{id}/ga4: revokes the grant at Google, forgets the tokens and stops the imports.
  * The imported rows stay until the site drops ga4 from its sources.
  */
-export async function disconnectGa4(services: Services, site: Site) {
+export async function disconnectGa4(services: SourceServices, site: Site) {
   const connection = await services.repositories.google.get(site.id)
   let revoked = false
   let reason: string | null = connection ? null : 'the site was not connected'
@@ -192,6 +192,6 @@ export async function disconnectGa4(services: Services, site: Site) {
 }
 
 /** Forgets a deleted site's connection and runs (the grant stays at Google: nothing is asked of it for a deleted site). */
-export async function forgetGoogleConnection(services: Pick<Services, 'repositories'>, siteId: string) {
+export async function forgetGoogleConnection(services: Pick<SourceServices, 'repositories'>, siteId: string) {
   await Promise.all([services.repositories.google.delete(siteId), services.repositories.ga4Imports.deleteAll(siteId)])
 }

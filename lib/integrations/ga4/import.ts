@@ -1,5 +1,5 @@
+import type { SourceServices } from '../source-services'
 import { Temporal } from 'temporal-polyfill'
-import type { Services } from '../../services'
 import type { Site } from '../../sites/sites'
 import { sql, bind } from '../../storage/clickhouse/sql'
 import { execute, executeCommand } from '../../storage/clickhouse/execute'
@@ -40,7 +40,7 @@ const LEASE_SECONDS = 300
 /** Runs kept per site: every unfinished one, and the newest finished ones. */
 const KEPT_RUNS = 30
 
-export type Ga4ImportDeps = Services & { google: GoogleConfig }
+export type Ga4ImportDeps = SourceServices & { google: GoogleConfig }
 
 const DATASETS: readonly Ga4Dataset[] = GA4_DATASETS
 
@@ -113,7 +113,7 @@ export function reportRequest(dataset: Ga4Dataset, from: string, to: string, off
 
 /** A new run of a site's bound property over `days` (a history: from its first day with data). */
 export async function queueGa4Import(
-  deps: Pick<Services, 'repositories' | 'now'>,
+  deps: Pick<SourceServices, 'repositories' | 'now'>,
   site: Site,
   propertyId: string,
   trigger: Ga4ImportTrigger,
@@ -309,7 +309,7 @@ async function finish(deps: Ga4ImportDeps, siteId: string, run: Ga4ImportRun) {
 }
 
 /** The site record shows the import: its GA4 state, and the days imported (the imported periods of the site read). */
-async function reflectOnSite(deps: Pick<Services, 'sites' | 'now'>, siteId: string, run: Ga4ImportRun) {
+async function reflectOnSite(deps: Pick<SourceServices, 'sites' | 'now'>, siteId: string, run: Ga4ImportRun) {
   await deps.sites
     .update(siteId, (site) => {
       const ga4 = site.integrations.ga4
@@ -400,7 +400,7 @@ async function wakeAtNextRun(deps: Ga4ImportDeps, siteId: string) {
 }
 
 /** Marks every unfinished run of a site failed with the reason (a disconnect, a new binding). */
-export async function stopImports(deps: Pick<Services, 'repositories' | 'now'>, siteId: string, reason: string) {
+export async function stopImports(deps: Pick<SourceServices, 'repositories' | 'now'>, siteId: string, reason: string) {
   for (const run of await deps.repositories.ga4Imports.list(siteId)) {
     if (run.state === 'queued' || run.state === 'running')
       await deps.repositories.ga4Imports.save({ ...run, state: 'failed', reason, finishedAt: deps.now().toISOString(), retryAt: null })
@@ -408,7 +408,7 @@ export async function stopImports(deps: Pick<Services, 'repositories' | 'now'>, 
 }
 
 /** What a job run needs: the home's services with a Google client. */
-const importDeps = (services: Services): Ga4ImportDeps | null => (services.google ? { ...services, google: services.google } : null)
+const importDeps = (services: SourceServices): Ga4ImportDeps | null => (services.google ? { ...services, google: services.google } : null)
 
 /**
  * The job: for every site bound to a GA4 property, queues the re-import `trigger` asks for (none:
@@ -416,7 +416,7 @@ const importDeps = (services: Services): Ga4ImportDeps | null => (services.googl
  * never stops the others.
  */
 export async function runGa4Imports(
-  services: Services,
+  services: SourceServices,
   now: Date,
   context: { log: (line: string) => void; shouldStop: () => boolean },
   trigger?: Exclude<Ga4ImportTrigger, 'bind'>,
@@ -444,7 +444,7 @@ async function queueReimport(deps: Ga4ImportDeps, siteId: string, trigger: 'hour
 }
 
 /** Deletes a site's imported GA4 rows: the site dropped ga4 from its sources. */
-export async function forgetImportedGa4(deps: Pick<Services, 'clickhouse'>, siteId: string) {
+export async function forgetImportedGa4(deps: Pick<SourceServices, 'clickhouse'>, siteId: string) {
   await executeCommand(
     deps.clickhouse,
     sql`ALTER TABLE imported_aggregates DELETE WHERE site_id = ${bind('UUID', siteId)} AND source = 'ga4' SETTINGS mutations_sync = 2`,

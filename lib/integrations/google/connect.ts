@@ -1,6 +1,6 @@
+import type { SourceServices } from '../source-services'
 import { randomString, secretsEqual, sha256Hex } from '../../core/crypto'
 import { ApiError } from '../../core/errors'
-import type { Services } from '../../services'
 import type { Site } from '../../sites/sites'
 import { GOOGLE_NOT_CONFIGURED, type GoogleConfig } from './config'
 import type { GoogleConnection, PendingConnect } from './google-connections-repository'
@@ -29,8 +29,8 @@ export const googleSettingsPath = (siteId: string, outcome: string) => `/app/sit
 export const CONNECT_NEEDS_ADMIN =
   "only an owner or admin connects Google: ask one to connect it in the web application (the site's Google settings), or read this with a write key an owner or admin made"
 
-type Deps = Services & { google: GoogleConfig }
-function configured(services: Services, status: 404 | 409 = 409): Deps {
+type Deps = SourceServices & { google: GoogleConfig }
+function configured(services: SourceServices, status: 404 | 409 = 409): Deps {
   if (!services.google) throw new ApiError(status, GOOGLE_NOT_CONFIGURED)
   return { ...services, google: services.google }
 }
@@ -58,7 +58,7 @@ export function connectOffer(baseUrl: string, site: Site, mayConnect: boolean) {
  * for `scope` (space-separated) and the account's address, and the secret the starting browser
  * keeps, without which the callback stores nothing.
  */
-export async function startGoogleConnect(services: Services, site: Site, baseUrl: string, scope: string, by: string) {
+export async function startGoogleConnect(services: SourceServices, site: Site, baseUrl: string, scope: string, by: string) {
   const deps = configured(services)
   const nonce = crypto.randomUUID()
   const binding = randomString(43)
@@ -91,7 +91,7 @@ export class GoogleConnectFailed extends ApiError {
  * state is a 400 that exchanges and stores nothing.
  */
 export async function completeGoogleConnect(
-  services: Services,
+  services: SourceServices,
   query: { state?: string; code?: string; error?: string },
   baseUrl: string,
   binding: string | null,
@@ -154,7 +154,7 @@ async function exchangeAndHold(deps: Deps, pending: PendingConnect, query: { cod
 }
 
 /** The held grant of this browser (`binding`) for the site, if `by` started it: what the confirmation page shows. */
-async function heldGrant(services: Services, site: Site, binding: string | null, by: string) {
+async function heldGrant(services: SourceServices, site: Site, binding: string | null, by: string) {
   if (!binding) return null
   const key = await sha256Hex(binding)
   const grant = await services.repositories.google.heldGrant(key)
@@ -162,7 +162,7 @@ async function heldGrant(services: Services, site: Site, binding: string | null,
 }
 
 /** The Google account and scopes waiting for `by`'s confirmation in this browser; null when none (expired, or another browser's). */
-export async function pendingGoogleGrant(services: Services, site: Site, binding: string | null, by: string) {
+export async function pendingGoogleGrant(services: SourceServices, site: Site, binding: string | null, by: string) {
   const held = await heldGrant(services, site, binding, by)
   return held ? { account: held.grant.account, scopes: held.grant.scopes } : null
 }
@@ -171,7 +171,7 @@ export async function pendingGoogleGrant(services: Services, site: Site, binding
  * Stores the held grant as the site's Google connection (replacing any, keeping the bound GA4
  * property: its imports go on). False when there is nothing to confirm.
  */
-export async function confirmGoogleConnect(services: Services, site: Site, binding: string | null, by: string): Promise<boolean> {
+export async function confirmGoogleConnect(services: SourceServices, site: Site, binding: string | null, by: string): Promise<boolean> {
   const deps = configured(services)
   const held = await heldGrant(deps, site, binding, by)
   const grant = held && (await deps.repositories.google.takeGrant(held.key))
@@ -199,7 +199,7 @@ export async function confirmGoogleConnect(services: Services, site: Site, bindi
 }
 
 /** Drops the held grant and revokes it at Google: the account was not the one meant. */
-export async function cancelGoogleConnect(services: Services, site: Site, binding: string | null, by: string) {
+export async function cancelGoogleConnect(services: SourceServices, site: Site, binding: string | null, by: string) {
   const deps = configured(services)
   const held = await heldGrant(deps, site, binding, by)
   const grant = held && (await deps.repositories.google.takeGrant(held.key))

@@ -1,6 +1,6 @@
+import type { SourceRepositories } from '../source-services'
 import { OutboundError } from '../../network/guarded-fetch'
 import { retryAfterMs } from '../../network/retry-after'
-import type { Repositories } from '../../repositories'
 import type { SiteDirectory } from '../../sites/site-directory'
 import type { GoogleConfig } from './config'
 import type { GoogleConnection } from './google-connections-repository'
@@ -10,7 +10,7 @@ import { decryptSecret, encryptSecret } from './secrets'
 /** What a call to Google on a site's behalf needs. */
 export interface GoogleDeps {
   fetch: typeof fetch
-  repositories: Pick<Repositories, 'google'>
+  repositories: Pick<SourceRepositories, 'google'>
   now(): Date
   sites: Pick<SiteDirectory, 'update'>
   google: GoogleConfig

@@ -1,6 +1,5 @@
+import type { SourceServices, SourceRepositories } from '../source-services'
 import { ApiError } from '../../core/errors'
-import type { Repositories } from '../../repositories'
-import type { Services } from '../../services'
 import { GOOGLE_NOT_CONFIGURED } from '../google/config'
 import { connectOffer } from '../google/connect'
 import { GA4_SCOPE } from '../google/oauth'
@@ -107,7 +106,7 @@ export async function bindSearchConsole(
 
 /** Disconnects the site (the DELETE): the import stops; imported rows stay until the site is deleted. */
 export async function unbindSearchConsole(
-  deps: { sites: Pick<SiteDirectory, 'update'>; repositories: Pick<Repositories, 'searchConsoleImports'> },
+  deps: { sites: Pick<SiteDirectory, 'update'>; repositories: Pick<SourceRepositories, 'searchConsoleImports'> },
   site: Site,
 ): Promise<Site> {
   const updated = await deps.sites.update(site.id, (fresh) => ({
@@ -141,7 +140,7 @@ export function importView(state: SearchConsoleImportState | null) {
  * connection), and the import's progress.
  */
 export async function searchConsoleState(
-  deps: { repositories: Pick<Repositories, 'searchConsoleImports'> },
+  deps: { repositories: Pick<SourceRepositories, 'searchConsoleImports'> },
   connection: SearchConsoleConnection | null,
   site: Site,
 ) {
@@ -160,7 +159,7 @@ export const SEARCH_CONSOLE_CONNECT_SCOPE = `${GA4_SCOPE} ${SEARCH_CONSOLE_SCOPE
  * Where the site's Google connection stands for Search Console, where to connect it when that is
  * needed (for a caller that `mayConnect`), and the connection to call it with when it works.
  */
-async function googleLink(services: Services, site: Site, baseUrl: string, mayConnect: boolean) {
+async function googleLink(services: SourceServices, site: Site, baseUrl: string, mayConnect: boolean) {
   const none = { connection: null as SearchConsoleConnection | null }
   const noOffer = { connectUrl: null, connectNote: null }
   if (!services.google || !services.searchConsole)
@@ -190,7 +189,7 @@ async function googleLink(services: Services, site: Site, baseUrl: string, mayCo
  * connection's status (and where to connect it, where that is needed), the properties it can read
  * and the import's progress.
  */
-export async function searchConsoleConnection(services: Services, site: Site, baseUrl: string, mayConnect: boolean) {
+export async function searchConsoleConnection(services: SourceServices, site: Site, baseUrl: string, mayConnect: boolean) {
   const link = await googleLink(services, site, baseUrl, mayConnect)
   const { connection: _, ...google } = link
   try {
@@ -208,7 +207,7 @@ export async function searchConsoleConnection(services: Services, site: Site, ba
 
 /** PATCH /sites/{id}/search-console: binds a property the connection can read and starts its import in the background. */
 export async function bindSearchConsoleProperty(
-  services: Services,
+  services: SourceServices,
   site: Site,
   siteUrl: string,
   baseUrl: string,
@@ -233,7 +232,7 @@ export async function bindSearchConsoleProperty(
 }
 
 /** DELETE /sites/{id}/search-console: unbinds the property; the Google grant stays (GA4 may use it; DELETE /sites/{id}/ga4 revokes it). */
-export async function disconnectSearchConsole(services: Services, site: Site) {
+export async function disconnectSearchConsole(services: SourceServices, site: Site) {
   const previous = site.integrations.searchConsole.siteUrl
   await unbindSearchConsole(services, site)
   return { disconnected: true as const, siteUrl: previous }

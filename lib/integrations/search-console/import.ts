@@ -1,6 +1,9 @@
+import type { OrgsRepository } from '../../accounts/orgs-repository'
+import type { SitesRepository } from '../../sites/sites-repository'
+import type { ImportWakeupsRepository } from '../import-wakeups-repository'
+import type { SearchConsoleImportsRepository } from './search-console-imports-repository'
 import { Temporal } from 'temporal-polyfill'
 import { ApiError } from '../../core/errors'
-import type { Repositories } from '../../repositories'
 import type { SiteDirectory } from '../../sites/site-directory'
 import type { Site } from '../../sites/sites'
 import { execute, executeCommand } from '../../storage/clickhouse/execute'
@@ -52,7 +55,7 @@ export interface SearchConsoleConnector {
 
 export interface SearchConsoleImportDeps {
   clickhouse: ClickHouse
-  repositories: Pick<Repositories, 'searchConsoleImports' | 'importWakeups'>
+  repositories: { searchConsoleImports: SearchConsoleImportsRepository; importWakeups: ImportWakeupsRepository }
   /** Paces the queries within Search Console's quotas (LIMITS.searchConsoleSite and searchConsoleUser). */
   limiter: RateLimiter
   /** Where the site read shows the import (integrations.searchConsole.lastImport); absent, only the cursor records it. */
@@ -415,7 +418,10 @@ async function withinQuota(limiter: RateLimiter, siteUrl: string, account: strin
  * after the other; a site that fails is logged and tried again on the next run.
  */
 export async function runSearchConsoleImports(
-  deps: SearchConsoleImportDeps & { repositories: Pick<Repositories, 'orgs' | 'sites'>; searchConsole?: SearchConsoleConnector },
+  deps: SearchConsoleImportDeps & {
+    repositories: { orgs: OrgsRepository; sites: SitesRepository }
+    searchConsole?: SearchConsoleConnector
+  },
   sites: () => Promise<Site[]>,
   now: Date,
   context: { log: (line: string) => void; shouldStop: () => boolean },

@@ -1,7 +1,7 @@
+import type { DomainRepositories } from '../../sites/domain-services'
 import { Temporal } from 'temporal-polyfill'
 import { ApiError } from '../../core/errors'
 import type { Site } from '../../sites/sites'
-import type { Repositories } from '../../repositories'
 import { funnelLevelsSql, funnelLevelsWithRollupSql, funnelRollupInsertSql } from './compile/funnels'
 import { signaturesAndBuilt } from './compile/day-rollups'
 import type { FunnelStep } from '../../sites/definition-records'
@@ -61,7 +61,7 @@ export const FUNNEL_AHEAD_DAYS = 31
  */
 export async function refreshFunnelRollups(
   clickhouse: ClickHouse,
-  repositories: Pick<Repositories, 'funnels' | 'goals'>,
+  repositories: Pick<DomainRepositories, 'funnels' | 'goals'>,
   siteId: string,
   window: { timezone: string; from: Temporal.ZonedDateTime; to: Temporal.ZonedDateTime },
   now: Date,
@@ -88,7 +88,7 @@ const rate = (part: number, whole: number) => (whole ? fraction(part / whole) : 
  * standalone source lists its funnels and answers `available: false`.
  */
 async function funnelReportRead(
-  deps: ReportDeps & { repositories: Pick<Repositories, 'funnels'> },
+  deps: ReportDeps & { repositories: Pick<DomainRepositories, 'funnels'> },
   site: Site,
   params: ReportParams & { funnel_id?: string },
 ) {
@@ -122,7 +122,7 @@ async function funnelReportRead(
 }
 
 export const funnelReport = (
-  deps: ReportDeps & { repositories: Pick<Repositories, 'funnels'> },
+  deps: ReportDeps & { repositories: Pick<DomainRepositories, 'funnels'> },
   site: Site,
   params: ReportParams & { funnel_id?: string },
 ) => collectorRead(site, params, () => funnelReportRead(deps, site, params))

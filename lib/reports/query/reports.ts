@@ -1,10 +1,10 @@
+import type { DomainRepositories } from '../../sites/domain-services'
 import { Temporal } from 'temporal-polyfill'
 import { ApiError } from '../../core/errors'
 import { PROPERTY_PREFIX, type RangeName, V1_DIMENSIONS } from '../dimensions'
 import type { Goal } from '../../sites/goals'
 import type { ClickHouse } from '../../storage/clickhouse/types'
 import type { Site } from '../../sites/sites'
-import type { Repositories } from '../../repositories'
 import type { Source } from '../../sites/source'
 import type { BreakdownOptions, Query } from './model'
 import { dailyTotalsSql } from './compile/stats'
@@ -53,11 +53,11 @@ import { type CompareInput, type CompareMode, TOTALS_FIGURES, alignSeries, chang
 /** What the verbs read from: the engine, the goals of a site, and the clock. */
 export interface ReportDeps {
   clickhouse: ClickHouse
-  repositories: Pick<Repositories, 'goals' | 'segments'>
+  repositories: Pick<DomainRepositories, 'goals' | 'segments'>
   now(): Date
-  /** The caller is neither a signed-in member nor a key (Services.anonymousReads): its queries are transient. */
+  /** The caller is neither a signed-in member nor a key (DomainServices.anonymousReads): its queries are transient. */
   anonymousReads?: true
-  /** GA4's Realtime API, for a ga4 read of `range=realtime` (Services.ga4Live). */
+  /** GA4's Realtime API, for a ga4 read of `range=realtime` (SourceServices.ga4Live). */
   ga4Live?: LiveSource
 }
 

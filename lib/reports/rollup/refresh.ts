@@ -1,3 +1,4 @@
+import type { DomainRepositories } from '../../sites/domain-services'
 import { Temporal } from 'temporal-polyfill'
 import type { ClickHouse } from '../../storage/clickhouse/types'
 import { staleDays } from '../query/compile/day-rollups'
@@ -8,7 +9,6 @@ import { ROLLED_PROPERTIES } from '../dimensions'
 import { type RolledDays, TOTALS, asRolledDays } from '../query/model'
 import { chTime, daySpans } from '../query/range'
 import { execute, executeCommand, inBackground } from '../../storage/clickhouse/execute'
-import type { Repositories } from '../../repositories'
 import { refreshAiRollups } from '../ai/rollup'
 import { refreshClickRollups } from './clicks'
 import { refreshErrorRollups } from './errors'
@@ -40,7 +40,7 @@ const DAYS_PER_STATEMENT = 7
  */
 export async function refreshRollups(
   clickhouse: ClickHouse,
-  repositories: Pick<Repositories, 'sites' | 'funnels' | 'goals'>,
+  repositories: Pick<DomainRepositories, 'sites' | 'funnels' | 'goals'>,
   now: Date,
   lookbackDays: number,
   log: (message: string) => void = console.error,
@@ -63,7 +63,7 @@ export async function refreshRollups(
 
 async function refreshSite(
   clickhouse: ClickHouse,
-  repositories: Pick<Repositories, 'sites' | 'funnels' | 'goals'>,
+  repositories: Pick<DomainRepositories, 'sites' | 'funnels' | 'goals'>,
   siteId: string,
   now: Date,
   lookbackDays: number,

@@ -1,29 +1,51 @@
-import type { CollectorHealth } from './ingest/recover'
 import type { Redis } from '@upstash/redis'
-import type { CrawlerConfig } from './crawl/config'
-import type { CruxConfig } from './integrations/crux'
-import type { BacklinkProvider } from './backlinks/provider'
-import type { SearchConsoleConnector } from './integrations/search-console/import'
-import type { GoogleConfig } from './integrations/google/config'
-import type { Mailer } from './network/mail'
-import type { DnsResolver } from './ingest/bots'
-import type { Ingestor } from './ingest/pipeline'
-import type { ClickHouse } from './storage/clickhouse/types'
-import type { LiveCache } from './operations/public-live'
-import type { RateLimiter } from './accounts/ratelimit'
-import type { PlanName } from './accounts/plans'
-import type { SiteDirectory } from './sites/site-directory'
-import type { Repositories } from './repositories'
-import type { LiveSource } from './reports/query/ga4-live'
-import { ga4LiveSource } from './integrations/ga4/realtime'
+import type { KeysRepository } from '../accounts/keys-repository'
+import type { OrgsRepository } from '../accounts/orgs-repository'
+import type { PlanName } from '../accounts/plans'
+import type { RateLimiter } from '../accounts/ratelimit'
+import type { SessionsRepository } from '../accounts/sessions-repository'
+import type { TeamRepository } from '../accounts/team-repository'
+import type { UsageRepository } from '../accounts/usage-repository'
+import type { DnsResolver } from '../ingest/bots'
+import type { Ingestor } from '../ingest/pipeline'
+import type { CollectorHealth } from '../ingest/recover'
+import type { SaltsRepository } from '../ingest/salts-repository'
+import type { VisitsRepository } from '../ingest/visits-repository'
+import type { Mailer } from '../network/mail'
+import type { ClickHouse } from '../storage/clickhouse/types'
+import type { AnnotationsRepository } from './annotations-repository'
+import type { Funnel, Goal, Segment } from './definition-records'
+import type { ImportRunsRepository } from './import-runs-repository'
+import type { LiveWindowsRepository } from './live-windows-repository'
+import type { NamedRecordsRepository } from './named-records-repository'
+import type { SiteChecksRepository } from './site-checks-repository'
+import type { SiteDirectory } from './site-directory'
+import type { SitesRepository } from './sites-repository'
 
 /**
- * Whether this instance takes traffic: not while it applies its migrations, stores the journal an
- * earlier run left, or makes the demo on a first start.
+ * What the verbs of the domains (accounts, sites, ingest) and the reports may use: the first floor
+ * of the app's services. Each floor above adds what its own folders bring (SourceServices in
+ * lib/integrations/source-services.ts, OperationServices, JobServices), and the homes build the
+ * whole (Services, lib/runtime/services.ts). A verb takes the floor it sits on, or a Pick of it.
  */
-export interface Readiness {
-  ready: boolean
-  phase: 'migrating' | 'replaying' | 'demo' | 'ready'
+
+/** The key/value store's repositories of the domains: one per aggregate, over one client. */
+export interface DomainRepositories {
+  orgs: OrgsRepository
+  keys: KeysRepository
+  team: TeamRepository
+  usage: UsageRepository
+  sessions: SessionsRepository
+  sites: SitesRepository
+  goals: NamedRecordsRepository<Goal>
+  funnels: NamedRecordsRepository<Funnel>
+  segments: NamedRecordsRepository<Segment>
+  annotations: AnnotationsRepository
+  siteChecks: SiteChecksRepository
+  importRuns: ImportRunsRepository
+  liveWindows: LiveWindowsRepository
+  salts: SaltsRepository
+  visits: VisitsRepository
 }
 
 /**
@@ -43,13 +65,12 @@ export interface Metrics {
   job(name: string, ok: boolean, seconds: number): void
 }
 
-/** What the app is built from. Each home (Node, Worker, tests) builds its own set. */
-export interface Services {
+export interface DomainServices {
   clickhouse: ClickHouse
   /** The key/value client the repositories share; verbs go through the repositories. */
   kv: Redis
   /** The key/value store's repositories, built once over `kv` (lib/repositories.ts); for verbs in lib/, never for handlers. */
-  repositories: Repositories
+  repositories: DomainRepositories
   /** Sites by UUID or snippet id, cached; settings are saved through it. */
   sites: SiteDirectory
   limiter: RateLimiter
@@ -68,12 +89,8 @@ export interface Services {
    * queries are transient (lib/reports/query/model.ts): anyone could otherwise store a rollup per filter.
    */
   anonymousReads?: true
-  /** Answers of the public live count, kept for their TTL. */
-  liveCache: LiveCache
   /** Reverse and forward DNS, to verify crawlers. */
   dns?: DnsResolver
-  /** Files of the API reference page by name (Node reads them from swagger-ui-dist); without it, no page. */
-  referenceAssets?: (file: string) => Promise<Uint8Array>
   /**
    * The plan every organization is on (a self-hosted deployment: \`PLAN\`, by default unlimited);
    * absent, each organization's own plan applies (the hosted service's billing).
@@ -86,8 +103,6 @@ export interface Services {
   publicUrl?: string
   /** Operations metrics for GET /metrics; absent where they are off (no METRICS_TOKEN) and on Workers. */
   metrics?: Metrics
-  /** Where an instance starts up before it serves (the Node server); absent, it is always ready. */
-  readiness?: () => Readiness
   /** Whether acknowledged hits are being stored (the Node server's journaled sink); absent where hits are stored before the answer. */
   collector?: () => CollectorHealth
   /** Signs session cookies (SERVER_SECRET); absent, one is made once and kept in the key/value store (lib/accounts/signin.ts). */
@@ -99,30 +114,4 @@ export interface Services {
    * scheduler's timer. Absent on Workers, where the job's one-minute cron finds what is due.
    */
   wakeJob?: (job: string, atMs: number) => void
-  /** The crawler (lib/crawl); absent where it is turned off: pings answer 503 and nothing is crawled. */
-  crawler?: CrawlerConfig
-  /** The Chrome UX Report API (lib/integrations/crux.ts); absent without an API key: `crux=1` then says so. */
-  crux?: CruxConfig
-  /** The backlink data provider (lib/backlinks/provider.ts); absent without BACKLINKS_API_KEY: authority is then not available. */
-  backlinkProvider?: BacklinkProvider
-  /** Search Console through the site's Google connection (lib/integrations/search-console); absent, nothing is imported from it. */
-  searchConsole?: SearchConsoleConnector
-  /** The Google connection (lib/integrations/google): GA4 and Search Console; absent without GOOGLE_CLIENT_ID, where the ga4 read says so. */
-  google?: GoogleConfig
-  /** GA4's Realtime API as the reports read it (lib/integrations/ga4/realtime.ts), set by `withPorts`. */
-  ga4Live?: LiveSource
-}
-
-/** The services with the ports that lower floors read through, built over the services themselves. */
-export function withPorts(services: Services): Services {
-  return Object.assign(services, { ga4Live: ga4LiveSource(services) })
-}
-
-/**
- * Drops what this process keeps in memory of the key/value store (API keys, sites), so that a
- * change made outside it (the admin CLI, `wrangler dev`) applies at once.
- */
-export function forgetKeptRecords(services: Pick<Services, 'repositories' | 'sites'>) {
-  services.repositories.keys.forget()
-  services.sites.forget()
 }

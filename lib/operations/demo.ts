@@ -1,17 +1,17 @@
-import { createApiKey, createOrg, listOrgs } from './accounts/admin'
-import type { CrawlerConfig } from './crawl/config'
-import { crawlSite } from './crawl/crawl'
+import type { OperationServices } from './operation-services'
+import type { SourceRepositories } from '../integrations/source-services'
+import { createApiKey, createOrg, listOrgs } from '../accounts/admin'
+import type { CrawlerConfig } from '../crawl/config'
+import { crawlSite } from '../crawl/crawl'
 import type { DemoWebsite } from './demo-website-node'
-import { demoHits } from './ingest/demo-traffic'
-import { importHits, parseImportLine } from './ingest/import'
-import type { IngestItem } from './ingest/item'
-import type { Repositories } from './repositories'
-import type { Services } from './services'
-import { createAnnotation } from './sites/annotations'
-import { createFunnel } from './sites/funnels'
-import { createGoal } from './sites/goals'
-import { recordImportRuns } from './sites/imports'
-import { type Site, newSite } from './sites/sites'
+import { demoHits } from '../ingest/demo-traffic'
+import { importHits, parseImportLine } from '../ingest/import'
+import type { IngestItem } from '../ingest/item'
+import { createAnnotation } from '../sites/annotations'
+import { createFunnel } from '../sites/funnels'
+import { createGoal } from '../sites/goals'
+import { recordImportRuns } from '../sites/imports'
+import { type Site, newSite } from '../sites/sites'
 
 /** The demo site's domain: the one site a first start makes. */
 export const DEMO_DOMAIN = 'demo.example.com'
@@ -20,7 +20,7 @@ const DAY_MS = 86_400_000
 export const DEMO_OWNER = 'owner@demo.example.com'
 
 /** The demo organization, site and keys made on an empty first start. */
-export async function createDemo(repositories: Repositories, now: Date) {
+export async function createDemo(repositories: SourceRepositories, now: Date) {
   // with an owner, so the team the org read counts is the one org/members lists
   const org = await createOrg(repositories, 'Demo organization', now, DEMO_OWNER)
   const site = newSite({ domain: DEMO_DOMAIN, timezone: 'UTC' }, org.id, now)
@@ -36,7 +36,12 @@ export async function createDemo(repositories: Repositories, now: Date) {
  * vitals, a planted spike and a fading page, recorded as an import run of the site. `flush`
  * stores what the ingestor buffered.
  */
-export async function seedDemo(services: Services, site: Site, now: Date, options: { traffic: boolean; flush: () => Promise<void> }) {
+export async function seedDemo(
+  services: OperationServices,
+  site: Site,
+  now: Date,
+  options: { traffic: boolean; flush: () => Promise<void> },
+) {
   const { repositories } = services
   const goal = (type: 'event' | 'page', name: string, matchValue: string, currency?: string) =>
     createGoal(repositories, site.id, { site_id: site.id, type, name, matchValue, currency }, now)
@@ -83,7 +88,7 @@ export async function seedDemo(services: Services, site: Site, now: Date, option
 }
 
 /** The demo site, if this deployment has one (the first start made it). */
-export async function findDemoSite(repositories: Repositories): Promise<Site | null> {
+export async function findDemoSite(repositories: SourceRepositories): Promise<Site | null> {
   for (const org of await listOrgs(repositories)) {
     const site = (await repositories.sites.list(org.id)).find((s) => s.domain === DEMO_DOMAIN)
     if (site) return site
@@ -95,7 +100,7 @@ export async function findDemoSite(repositories: Repositories): Promise<Site | n
 export const DEMO_LIVE_EVERY_MS = 20_000
 
 /** Sends one generated visit to the demo site as live browser hits, its last hit now. */
-export async function sendDemoVisit(services: Services, site: Site, seed: number) {
+export async function sendDemoVisit(services: OperationServices, site: Site, seed: number) {
   const now = services.now().getTime()
   // the first visitor of a generated day, moved so that its visit ends now
   const day = demoHits({ site: site.snippetId, domain: site.domain, days: 1, visitorsPerDay: 3, end: new Date(now + DAY_MS), seed })
@@ -118,7 +123,7 @@ export async function sendDemoVisit(services: Services, site: Site, seed: number
  * A light trickle of live visitors on the demo site while the server runs, so that the realtime,
  * activity and badge reads show someone: one visit every `everyMs`. Returns what stops it.
  */
-export function startDemoTraffic(services: Services, site: Site, everyMs = DEMO_LIVE_EVERY_MS): () => void {
+export function startDemoTraffic(services: OperationServices, site: Site, everyMs = DEMO_LIVE_EVERY_MS): () => void {
   let seed = 1
   const send = () => void sendDemoVisit(services, site, seed++).catch(() => {})
   const timer = setInterval(send, everyMs)
@@ -149,7 +154,7 @@ export function withDemoWebsite(config: CrawlerConfig, demoSiteId: string, origi
  * at `now`, so that the page inventory lists its pages and the changes read shows what changed,
  * with word diffs. The website is left on its second edition.
  */
-export async function crawlDemoWebsite(services: Services, config: CrawlerConfig, site: Site, website: DemoWebsite, now: Date) {
+export async function crawlDemoWebsite(services: OperationServices, config: CrawlerConfig, site: Site, website: DemoWebsite, now: Date) {
   // its own server on this process: no need to pace the requests
   const fast = { ...config, hostIntervalMs: 0 }
   website.edition = 'before'
