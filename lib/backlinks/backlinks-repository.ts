@@ -1,4 +1,5 @@
 import type { Redis } from '@upstash/redis'
+import { Lease } from '../storage/kv/lease'
 
 /**
  * Each site's backlink bookkeeping in the key/value store: when its next discovery run is due,
@@ -15,7 +16,11 @@ const backlinkKey = {
 }
 
 export class BacklinksRepository {
-  constructor(private readonly redis: Redis) {}
+  private readonly lease: Lease
+
+  constructor(private readonly redis: Redis) {
+    this.lease = new Lease(redis)
+  }
 
   /** Makes the site due at `atMs` (at once for a new site). */
   async schedule(siteId: string, atMs: number) {
@@ -28,12 +33,13 @@ export class BacklinksRepository {
     return at === null || at === undefined ? null : Number(at)
   }
 
-  async claim(siteId: string, seconds: number): Promise<boolean> {
-    return (await this.redis.set(backlinkKey.lease(siteId), '1', { nx: true, ex: seconds })) === 'OK'
+  /** True for the one caller (`holder`) that may discover the site's backlinks for the next `seconds`. */
+  claim(siteId: string, holder: string, seconds: number): Promise<boolean> {
+    return this.lease.take(backlinkKey.lease(siteId), holder, seconds)
   }
 
-  async release(siteId: string) {
-    await this.redis.del(backlinkKey.lease(siteId))
+  async release(siteId: string, holder: string) {
+    await this.lease.release(backlinkKey.lease(siteId), holder)
   }
 
   async budgetUsed(siteId: string, day: string): Promise<number> {

@@ -306,19 +306,21 @@ export async function runBacklinks(
 ): Promise<BacklinkRun[]> {
   const runs: BacklinkRun[] = []
   const repo = services.repositories.backlinks
+  // this run's name on the leases it takes: only it renews or frees them
+  const holder = crypto.randomUUID()
   for (const site of await listAllSites(services.repositories)) {
     if (options.shouldStop?.()) break
     let claimed = false
     try {
       const due = await repo.dueAt(site.id)
       if (due !== null && due > services.now().getTime()) continue
-      if (!(claimed = await repo.claim(site.id, 30 * 60))) continue
+      if (!(claimed = await repo.claim(site.id, holder, 30 * 60))) continue
       runs.push(await discoverSite(services, site, options))
     } catch (err) {
       options.log?.(`backlinks of site ${site.id} failed: ${(err as Error).message}`)
       await repo.schedule(site.id, services.now().getTime() + NEXT_RUN_MS).catch(() => {})
     } finally {
-      if (claimed) await repo.release(site.id).catch(() => {})
+      if (claimed) await repo.release(site.id, holder).catch(() => {})
     }
   }
   return runs

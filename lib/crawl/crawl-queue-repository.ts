@@ -1,4 +1,5 @@
 import type { Redis } from '@upstash/redis'
+import { Lease } from '../storage/kv/lease'
 
 /**
  * The crawl queue and each site's crawl bookkeeping, in the key/value store so that they survive a
@@ -25,7 +26,11 @@ export interface SiteCrawlMemory {
 }
 
 export class CrawlQueue {
-  constructor(private readonly redis: Redis) {}
+  private readonly lease: Lease
+
+  constructor(private readonly redis: Redis) {
+    this.lease = new Lease(redis)
+  }
 
   /** Makes the site due at `atMs`, or keeps an earlier due time unless `replace`. */
   async schedule(siteId: string, atMs: number, options: { replace?: boolean } = {}) {
@@ -83,13 +88,13 @@ export class CrawlQueue {
     return pingedAgain.size - gone.length
   }
 
-  /** True for the one caller that may crawl the site for the next `seconds`. */
-  async claim(siteId: string, seconds: number): Promise<boolean> {
-    return (await this.redis.set(crawlKey.lease(siteId), '1', { nx: true, ex: seconds })) === 'OK'
+  /** True for the one caller (`holder`) that may crawl the site for the next `seconds`. */
+  claim(siteId: string, holder: string, seconds: number): Promise<boolean> {
+    return this.lease.take(crawlKey.lease(siteId), holder, seconds)
   }
 
-  async release(siteId: string) {
-    await this.redis.del(crawlKey.lease(siteId))
+  async release(siteId: string, holder: string) {
+    await this.lease.release(crawlKey.lease(siteId), holder)
   }
 
   /** Pages already fetched for the site on the UTC day. */

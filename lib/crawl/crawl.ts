@@ -471,6 +471,8 @@ export async function runCrawls(services: SourceServices, config: CrawlerConfig,
   const due = await queue.dueSites(services.now().getTime())
   const runs: CrawlRun[] = []
   const leaseSeconds = Math.ceil(config.siteRunMs / 1000) + 300
+  // this run's name on the leases it takes: only it renews or frees them
+  const holder = crypto.randomUUID()
   const crawlOne = async (siteId: string) => {
     let claimed = false
     try {
@@ -478,7 +480,7 @@ export async function runCrawls(services: SourceServices, config: CrawlerConfig,
       if (!site) return await queue.forget(siteId)
       if (!site.changeDetection.changeDetectionEnabled)
         return await queue.schedule(siteId, services.now().getTime() + DAY_MS, { replace: true })
-      if (!(claimed = await queue.claim(siteId, leaseSeconds))) return
+      if (!(claimed = await queue.claim(siteId, holder, leaseSeconds))) return
       const run = await crawlSite(services, config, site, options.shouldStop)
       if (run.failed) options.log?.(`crawl of site ${siteId} failed: ${run.failed}`)
       runs.push(run)
@@ -491,7 +493,7 @@ export async function runCrawls(services: SourceServices, config: CrawlerConfig,
         crawlErrors: [{ path: '', error: String((err as Error).message).slice(0, 300) }],
       }).catch(() => {})
     } finally {
-      if (claimed) await queue.release(siteId).catch(() => {})
+      if (claimed) await queue.release(siteId, holder).catch(() => {})
     }
   }
   const waiting = [...due]

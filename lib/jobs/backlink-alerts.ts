@@ -1,10 +1,9 @@
 import { backlinkEvents } from '../backlinks/reads'
-import { WEBHOOK_RETRY_DELAYS_MS, sendWebhook } from '../network/webhook'
 import { type VitalsRegression, vitalsRegressions } from '../insights/why/vitals-regressions'
 import { readsEvents } from '../reports/query/window'
 import { listAllSites } from '../sites/listing'
 import type { Site } from '../sites/sites'
-import { type DeliveryDeps, type DeliveryOptions, channelsOf } from './report-delivery'
+import { type DeliveryDeps, type DeliveryOptions, channelsOf, deliverOnce } from './deliver'
 
 /**
  * The daily backlink and vitals alerts (docs/backlinks.md): at most one message a day per site
@@ -15,9 +14,7 @@ import { type DeliveryDeps, type DeliveryOptions, channelsOf } from './report-de
  * sends it twice; a failed send gives the claim back.
  */
 
-type Channel = 'email' | 'webhook'
 const DAY_MS = 86_400_000
-const SENDING_LEASE_SECONDS = 15 * 60
 /** Days of each vitals window. */
 const VITALS_DAYS = 7
 
@@ -81,44 +78,23 @@ export async function deliverDailyAlerts(
   for (const site of await listAllSites(deps.repositories)) {
     try {
       if (!site.alerts.backlinkAlerts && !site.alerts.vitalsAlerts) continue
-      const channels = channelsOf(deps, site, log, 'alerts')
-      const deliveryKey = (channel: Channel) => `${site.id}:daily-alert:${utcDay(now.getTime() - DAY_MS)}:${channel}`
-      const claimed: Channel[] = []
-      for (const channel of channels)
-        if (await deps.repositories.deliveries.claim(deliveryKey(channel), SENDING_LEASE_SECONDS)) claimed.push(channel)
-      if (!claimed.length) continue
-      let alert: DailyAlert | null
-      try {
-        alert = await dueDailyAlert(deps, site, now)
-      } catch (err) {
-        await Promise.all(claimed.map((c) => deps.repositories.deliveries.release(deliveryKey(c))))
-        throw err
-      }
-      const failures: string[] = []
-      for (const channel of claimed) {
-        // nothing to say is settled for the day too: a later run does not look again
-        if (!alert) {
-          await deps.repositories.deliveries.markSent(deliveryKey(channel))
-          continue
-        }
-        try {
-          if (channel === 'email')
-            await deps.mailer!.send({ to: site.alerts.recipients, subject: subjectOf(site, alert), text: alertText(site, alert) })
-          else
-            await sendWebhook(
-              deps.fetch,
-              { url: site.alerts.webhookUrl!, secret: site.webhookSecret! },
-              { deliveryId: deliveryKey(channel), event: 'alert.daily', site: { id: site.id, domain: site.domain }, alert },
-              options.retryDelaysMs ?? WEBHOOK_RETRY_DELAYS_MS,
-            )
-          await deps.repositories.deliveries.markSent(deliveryKey(channel))
-          sent++
-        } catch (err) {
-          await deps.repositories.deliveries.release(deliveryKey(channel))
-          failures.push(`${channel}: ${(err as Error).message}`)
-        }
-      }
-      if (failures.length) throw new Error(failures.join('; '))
+      sent += await deliverOnce(
+        deps,
+        site,
+        channelsOf(deps, site, log, 'alerts'),
+        (channel) => `${site.id}:daily-alert:${utcDay(now.getTime() - DAY_MS)}:${channel}`,
+        async () => {
+          const alert = await dueDailyAlert(deps, site, now)
+          return (
+            alert && {
+              subject: subjectOf(site, alert),
+              text: alertText(site, alert),
+              webhook: { event: 'alert.daily', site: { id: site.id, domain: site.domain }, alert },
+            }
+          )
+        },
+        { ...options, log },
+      )
     } catch (err) {
       failed++
       log(`daily alerts of site ${site.id} failed: ${(err as Error).message}`)

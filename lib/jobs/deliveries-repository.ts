@@ -1,6 +1,7 @@
 import type { Redis } from '@upstash/redis'
+import { Lease } from '../storage/kv/lease'
 
-/** A delivery's state: `sending` while claimed, `sent` once delivered. */
+/** A delivery's state: its sender's id while claimed (a lease), `sent` once delivered. */
 const deliveryKey = (id: string) => `delivery:${id}`
 
 /** A sent report's record outlives its period (a month) and the next due day. */
@@ -8,11 +9,15 @@ const DELIVERY_RECORD_SECONDS = 400 * 86_400
 
 /** Which scheduled deliveries (reports, alerts) are being sent or were sent, so each goes out once. */
 export class DeliveriesRepository {
-  constructor(private readonly kv: Redis) {}
+  private readonly lease: Lease
 
-  /** Claims one delivery for `leaseSeconds`: true for the one caller that may send it, false once claimed or sent. */
-  async claim(id: string, leaseSeconds: number): Promise<boolean> {
-    return (await this.kv.set(deliveryKey(id), 'sending', { nx: true, ex: leaseSeconds })) === 'OK'
+  constructor(private readonly kv: Redis) {
+    this.lease = new Lease(kv)
+  }
+
+  /** Claims one delivery for `holder`, for `leaseSeconds`: true for the one caller that may send it, false once claimed or sent. */
+  claim(id: string, holder: string, leaseSeconds: number): Promise<boolean> {
+    return this.lease.take(deliveryKey(id), holder, leaseSeconds)
   }
 
   /** Records a delivery as sent, for long enough that its period is never due again. */
@@ -20,8 +25,8 @@ export class DeliveriesRepository {
     await this.kv.set(deliveryKey(id), 'sent', { ex: DELIVERY_RECORD_SECONDS })
   }
 
-  /** Gives a failed delivery's claim back, so the next run retries it. */
-  async release(id: string) {
-    await this.kv.del(deliveryKey(id))
+  /** Gives a failed delivery's claim back, so the next run retries it; a claim that passed to another holder stays. */
+  async release(id: string, holder: string) {
+    await this.lease.release(deliveryKey(id), holder)
   }
 }

@@ -1,12 +1,10 @@
-import type { JobRepositories } from './job-services'
 import { Temporal } from 'temporal-polyfill'
 import { reportSource } from '../sites/alerts'
 import { reportParams } from '../reports/query/parse'
-import { type ReportDeps, breakdown, totals } from '../reports/query/reports'
+import { breakdown, totals } from '../reports/query/reports'
 import { listAllSites } from '../sites/listing'
 import type { Site } from '../sites/sites'
-import type { Mailer } from '../network/mail'
-import { WEBHOOK_RETRY_DELAYS_MS, sendWebhook } from '../network/webhook'
+import { type DeliveryDeps, type DeliveryOptions, channelsOf, deliverOnce } from './deliver'
 
 /**
  * The weekly and monthly reports: due on Monday (the week before) and on the 1st (the month
@@ -17,23 +15,6 @@ import { WEBHOOK_RETRY_DELAYS_MS, sendWebhook } from '../network/webhook'
  */
 
 export type ReportKind = 'weekly' | 'monthly'
-type Channel = 'email' | 'webhook'
-
-export interface DeliveryDeps extends ReportDeps {
-  repositories: JobRepositories
-  /** The guarded outbound fetch. */
-  fetch: typeof fetch
-  /** Absent on Workers: e-mail is then left for a home that has one. */
-  mailer?: Mailer
-}
-
-export interface DeliveryOptions {
-  log?: (message: string) => void
-  retryDelaysMs?: number[]
-}
-
-/** How long a claim holds while its message is being sent; a sender that dies leaves it to expire and be retried. */
-const SENDING_LEASE_SECONDS = 15 * 60
 
 interface Period {
   kind: ReportKind
@@ -92,57 +73,23 @@ export async function deliverReports(
   return { sent, failed }
 }
 
-/** Where a site's deliveries go: e-mail when it has recipients and the home a mailer, the webhook when it has one. */
-export function channelsOf(deps: DeliveryDeps, site: Site, log: (message: string) => void, what = 'reports'): Channel[] {
-  const channels: Channel[] = []
-  if (site.alerts.recipients.length) {
-    if (deps.mailer) channels.push('email')
-    else log(`${site.id}: ${what} have recipients, but this home has no mailer`)
-  }
-  if (site.alerts.webhookUrl && site.webhookSecret) channels.push('webhook')
-  return channels
-}
-
 async function deliverSiteReport(
   deps: DeliveryDeps,
   site: Site,
   period: Period,
   options: DeliveryOptions & { log: (m: string) => void },
 ): Promise<number> {
-  const deliveryKey = (channel: Channel) => `${site.id}:${period.kind}:${period.from}:${channel}`
-  const claimed: Channel[] = []
-  for (const channel of channelsOf(deps, site, options.log)) {
-    if (await deps.repositories.deliveries.claim(deliveryKey(channel), SENDING_LEASE_SECONDS)) claimed.push(channel)
-  }
-  if (!claimed.length) return 0
-  let report: SiteReport
-  try {
-    report = await buildReport(deps, site, period)
-  } catch (err) {
-    await Promise.all(claimed.map((channel) => deps.repositories.deliveries.release(deliveryKey(channel))))
-    throw err
-  }
-  const failures: string[] = []
-  let sent = 0
-  for (const channel of claimed) {
-    try {
-      if (channel === 'email') await deps.mailer!.send({ to: site.alerts.recipients, subject: report.subject, text: reportText(report) })
-      else
-        await sendWebhook(
-          deps.fetch,
-          { url: site.alerts.webhookUrl!, secret: site.webhookSecret! },
-          { deliveryId: deliveryKey(channel), ...report.payload },
-          options.retryDelaysMs ?? WEBHOOK_RETRY_DELAYS_MS,
-        )
-      await deps.repositories.deliveries.markSent(deliveryKey(channel))
-      sent++
-    } catch (err) {
-      await deps.repositories.deliveries.release(deliveryKey(channel))
-      failures.push(`${channel}: ${(err as Error).message}`)
-    }
-  }
-  if (failures.length) throw new Error(failures.join('; '))
-  return sent
+  return deliverOnce(
+    deps,
+    site,
+    channelsOf(deps, site, options.log),
+    (channel) => `${site.id}:${period.kind}:${period.from}:${channel}`,
+    async () => {
+      const report = await buildReport(deps, site, period)
+      return { subject: report.subject, text: reportText(report), webhook: report.payload }
+    },
+    options,
+  )
 }
 
 const METRICS = [

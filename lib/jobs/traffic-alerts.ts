@@ -2,8 +2,7 @@ import { listAllSites } from '../sites/listing'
 import type { Site } from '../sites/sites'
 import { judgeBuckets, shiftId, shiftsOf, sum, type Shift } from '../insights/why/shifts'
 import { isoLocal, readsEvents, zoned } from '../reports/query/window'
-import { type DeliveryDeps, type DeliveryOptions, channelsOf } from './report-delivery'
-import { WEBHOOK_RETRY_DELAYS_MS, sendWebhook } from '../network/webhook'
+import { type DeliveryDeps, type DeliveryOptions, channelsOf, deliverOnce } from './deliver'
 
 /**
  * Spike and drop alerts (docs/traffic-changes.md): the job runs every ten minutes, site by site,
@@ -13,13 +12,10 @@ import { WEBHOOK_RETRY_DELAYS_MS, sendWebhook } from '../network/webhook'
  * failed send gives the claim back for the next run, and a sent one is never sent again.
  */
 
-type Channel = 'email' | 'webhook'
-
 /** Hours judged each run: a day, so that a run that was missed is made up by the next. */
 const LOOKBACK_HOURS = 24
 /** A shift is news while its last hour ended at most this long ago. */
 const RECENT_HOURS = 3
-const SENDING_LEASE_SECONDS = 15 * 60
 
 export interface TrafficAlert {
   kind: 'spike' | 'drop'
@@ -99,36 +95,18 @@ async function deliverAlert(
   alert: TrafficAlert,
   options: DeliveryOptions & { log: (m: string) => void },
 ): Promise<number> {
-  const channels = channelsOf(deps, site, options.log, 'alerts')
-  const deliveryKey = (channel: Channel) => `${site.id}:alert:${alert.id}:${channel}`
-  const failures: string[] = []
-  let sent = 0
-  for (const channel of channels) {
-    if (!(await deps.repositories.deliveries.claim(deliveryKey(channel), SENDING_LEASE_SECONDS))) continue
-    try {
-      if (channel === 'email')
-        await deps.mailer!.send({ to: site.alerts.recipients, subject: alertSubject(site, alert), text: alertText(site, alert) })
-      else
-        await sendWebhook(
-          deps.fetch,
-          { url: site.alerts.webhookUrl!, secret: site.webhookSecret! },
-          {
-            deliveryId: deliveryKey(channel),
-            event: `alert.${alert.kind}`,
-            site: { id: site.id, domain: site.domain, timezone: site.timezone },
-            alert,
-          },
-          options.retryDelaysMs ?? WEBHOOK_RETRY_DELAYS_MS,
-        )
-      await deps.repositories.deliveries.markSent(deliveryKey(channel))
-      sent++
-    } catch (err) {
-      await deps.repositories.deliveries.release(deliveryKey(channel))
-      failures.push(`${channel}: ${(err as Error).message}`)
-    }
-  }
-  if (failures.length) throw new Error(failures.join('; '))
-  return sent
+  return deliverOnce(
+    deps,
+    site,
+    channelsOf(deps, site, options.log, 'alerts'),
+    (channel) => `${site.id}:alert:${alert.id}:${channel}`,
+    async () => ({
+      subject: alertSubject(site, alert),
+      text: alertText(site, alert),
+      webhook: { event: `alert.${alert.kind}`, site: { id: site.id, domain: site.domain, timezone: site.timezone }, alert },
+    }),
+    options,
+  )
 }
 
 const alertSubject = (site: Site, alert: TrafficAlert) =>

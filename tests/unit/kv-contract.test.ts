@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net'
 import { serve } from '@hono/node-server'
 import { Redis } from '@upstash/redis'
+import { Lease } from '../../lib/storage/kv/lease'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createApiKey, createOrg } from '../../lib/accounts/admin'
 import { EmbeddedRedis } from '../../lib/storage/kv/embedded'
@@ -63,6 +64,35 @@ describe.each(backends)('key/value contract: $name', (backend) => {
     ;({ redis, close } = await backend.open())
   })
   afterAll(() => close())
+
+  it('a lease has one owner at a time: taken, renewed and released only by its owner, atomically', async () => {
+    const lease = new Lease(redis)
+    const key = `${ns}lease`
+    expect(await lease.take(key, 'a', 60)).toBe(true)
+    // another owner can neither take nor free it
+    expect(await lease.take(key, 'b', 60)).toBe(false)
+    expect(await lease.release(key, 'b')).toBe(false)
+    expect(await redis.ttl(key)).toBeGreaterThan(50)
+    // its owner renews it: the expiry moves out
+    expect(await redis.expire(key, 5)).toBe(1)
+    expect(await lease.take(key, 'a', 120)).toBe(true)
+    expect(await redis.ttl(key)).toBeGreaterThan(100)
+    expect(await lease.release(key, 'a')).toBe(true)
+    expect(await lease.release(key, 'a')).toBe(false)
+    // free again: the next owner takes it
+    expect(await lease.take(key, 'b', 60)).toBe(true)
+    // twenty takers at once: exactly one holds it
+    const raced = `${ns}lease-raced`
+    const taken = await Promise.all(Array.from({ length: 20 }, (_, i) => lease.take(raced, `worker-${i}`, 60)))
+    expect(taken.filter(Boolean)).toHaveLength(1)
+    // an expired lease is free, and its old owner cannot free its successor's
+    const short = `${ns}lease-short`
+    expect(await lease.take(short, 'old', 1)).toBe(true)
+    await redis.del(short) // as if it expired
+    expect(await lease.take(short, 'new', 60)).toBe(true)
+    expect(await lease.release(short, 'old')).toBe(false)
+    expect(await lease.take(short, 'old', 60)).toBe(false)
+  })
 
   it('strings, counters and expiry behave like Redis', async () => {
     expect(await redis.set(`${ns}s`, 'hello')).toBe('OK')

@@ -1,4 +1,5 @@
 import type { Redis } from '@upstash/redis'
+import { Lease } from '../../storage/kv/lease'
 
 /** Why a run was started: the history on bind, or the job's hourly and daily re-imports. */
 export type Ga4ImportTrigger = 'bind' | 'hourly' | 'daily'
@@ -38,7 +39,11 @@ const leaseKey = (siteId: string) => `ga4:site:${siteId}:lease`
 
 /** The GA4 import runs of each site, and the lease one worker holds while it imports a site. */
 export class Ga4ImportsRepository {
-  constructor(private readonly kv: Redis) {}
+  private readonly siteLease: Lease
+
+  constructor(private readonly kv: Redis) {
+    this.siteLease = new Lease(kv)
+  }
 
   async list(siteId: string): Promise<Ga4ImportRun[]> {
     const runs = Object.values((await this.kv.hgetall<Record<string, Ga4ImportRun>>(runsKey(siteId))) ?? {})
@@ -58,14 +63,11 @@ export class Ga4ImportsRepository {
   }
 
   /** Takes (or renews, with the same holder) the site's import lease; false while another holds it. */
-  async lease(siteId: string, holder: string, seconds: number): Promise<boolean> {
-    if ((await this.kv.set(leaseKey(siteId), holder, { nx: true, ex: seconds })) === 'OK') return true
-    if ((await this.kv.get<string>(leaseKey(siteId))) !== holder) return false
-    await this.kv.set(leaseKey(siteId), holder, { ex: seconds })
-    return true
+  lease(siteId: string, holder: string, seconds: number): Promise<boolean> {
+    return this.siteLease.take(leaseKey(siteId), holder, seconds)
   }
 
   async release(siteId: string, holder: string) {
-    if ((await this.kv.get<string>(leaseKey(siteId))) === holder) await this.kv.del(leaseKey(siteId))
+    await this.siteLease.release(leaseKey(siteId), holder)
   }
 }

@@ -1,4 +1,5 @@
 import type { Redis } from '@upstash/redis'
+import { Lease } from '../../storage/kv/lease'
 import { asRecord } from '../../storage/kv/records'
 
 /** Where the import of one day stands: the part asked (its rows, then its totals), the next row, and the version its rows are written with. */
@@ -40,7 +41,11 @@ const leaseKey = (siteId: string) => `site:${siteId}:search-console-import-lease
 
 /** Each site's Search Console import cursor: a restart continues from the last stored page. */
 export class SearchConsoleImportsRepository {
-  constructor(private readonly kv: Redis) {}
+  private readonly siteLease: Lease
+
+  constructor(private readonly kv: Redis) {
+    this.siteLease = new Lease(kv)
+  }
 
   async get(siteId: string): Promise<SearchConsoleImportState | null> {
     const stored = asRecord<SearchConsoleImportState & { current?: DayCursor | null }>(await this.kv.get(importKey(siteId)))
@@ -59,14 +64,11 @@ export class SearchConsoleImportsRepository {
   }
 
   /** Takes (or renews, with the same holder) the site's import lease; false while another holds it. */
-  async lease(siteId: string, holder: string, seconds: number): Promise<boolean> {
-    if ((await this.kv.set(leaseKey(siteId), holder, { nx: true, ex: seconds })) === 'OK') return true
-    if ((await this.kv.get<string>(leaseKey(siteId))) !== holder) return false
-    await this.kv.set(leaseKey(siteId), holder, { ex: seconds })
-    return true
+  lease(siteId: string, holder: string, seconds: number): Promise<boolean> {
+    return this.siteLease.take(leaseKey(siteId), holder, seconds)
   }
 
   async release(siteId: string, holder: string) {
-    if ((await this.kv.get<string>(leaseKey(siteId))) === holder) await this.kv.del(leaseKey(siteId))
+    await this.siteLease.release(leaseKey(siteId), holder)
   }
 }
