@@ -55,7 +55,7 @@ export interface Dimension {
   /** The sources whose reads take it: the collector records every dimension, a ga4 read takes the shared ones. */
   sources: readonly Source[]
   standalone: StandaloneColumns
-  /** The imported GA4 dataset and column (lib/integrations/ga4/datasets.ts) a ga4 read takes it from; absent: a ga4 read refuses it. */
+  /** The imported GA4 dataset and column (lib/reports/query/ga4-datasets.ts) a ga4 read takes it from; absent: a ga4 read refuses it. */
   /**
    * The imported dataset holding the dimension with its own users, and the column; `alsoIn`: other
    * datasets that hold it beside their own dimension (a read that needs one of those takes it there).

@@ -69,7 +69,7 @@ export interface DomainServices {
   clickhouse: ClickHouse
   /** The key/value client the repositories share; verbs go through the repositories. */
   kv: Redis
-  /** The key/value store's repositories, built once over `kv` (lib/repositories.ts); for verbs in lib/, never for handlers. */
+  /** The key/value store's repositories, built once over `kv` (lib/runtime/repositories.ts); for verbs in lib/, never for handlers. */
   repositories: DomainRepositories
   /** Sites by UUID or snippet id, cached; settings are saved through it. */
   sites: SiteDirectory

@@ -1,6 +1,6 @@
 import type { Redis } from '@upstash/redis'
 
-/** How many uncached public-count windows a site was asked for in a minute (lib/sites/public-live.ts). */
+/** How many uncached public-count windows a site was asked for in a minute (lib/operations/public-live.ts). */
 const liveWindowsKey = (siteId: string, minute: number) => `live:${siteId}:${minute}`
 
 export class LiveWindowsRepository {

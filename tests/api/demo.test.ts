@@ -9,7 +9,7 @@ import { client, getOk, testServices } from '../helpers'
 
 /**
  * What a first start's demo makes: every read of the demo site answers something, as a person
- * trying the quick start expects. The expectations are the planted facts of lib/demo.ts and
+ * trying the quick start expects. The expectations are the planted facts of lib/operations/demo.ts and
  * lib/ingest/demo-traffic.ts, not numbers read back from the code under test.
  */
 describe('the demo', () => {

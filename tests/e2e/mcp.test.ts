@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { endpoints } from '../../functions/registry'
 import { tempDir } from '../helpers'
@@ -379,6 +380,36 @@ describe('the MCP tool server on a real server process', () => {
     const viaHeader = await fetch(`${server.url}/api/mcp`, { method: 'POST', headers: { ...headers, 'x-api-key': readKey }, body })
     expect(viaHeader.status).toBe(401)
     expect((await fetch(`${server.url}/api/mcp`, { headers: { authorization: `Bearer ${readKey}` } })).status).toBe(405)
+  })
+
+  it('the tool counts and sizes docs/mcp.md quotes are those listed to each kind of key', async () => {
+    const org = (await (await fetch(`${server.url}/api/v1/me`, { headers: { authorization: `Bearer ${readKey}` } })).json()).organization.id
+    const bound = await cli('admin', ['key', 'create', '--org', org, '--name', 'bound', '--scope', 'write', '--site', siteId], env)
+    const listed = async (key: string) => {
+      const text = await (
+        await fetch(`${server.url}/api/mcp`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${key}` },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+        })
+      ).text()
+      return { tools: JSON.parse(text).result.tools.length as number, kb: Buffer.byteLength(text) / 1000 }
+    }
+    const [write, read, siteBound] = await Promise.all([listed(writeKey), listed(readKey), listed(bound.key)])
+    const doc = readFileSync(new URL('../../docs/mcp.md', import.meta.url), 'utf8').replace(/\s+/g, ' ')
+    // "just under 60 KB of JSON (78 tools; ...), a read key's 36 KB (47 tools) and a write key bound to one site 52 KB (67 tools)"
+    const quoted = doc.match(
+      /just under (\d+) KB of JSON \((\d+) tools;.*?a read key's (\d+) KB \((\d+) tools\) and a write key bound to one site (\d+) KB \((\d+) tools\)/,
+    )
+    expect(quoted, 'the figures sentence of docs/mcp.md').not.toBeNull()
+    const [, writeBound, writeTools, readKb, readTools, boundKb, boundTools] = quoted!.map(Number)
+    expect(write.tools).toBe(writeTools)
+    expect(write.kb).toBeLessThan(writeBound)
+    expect(write.kb).toBeGreaterThan(writeBound - 3)
+    expect(read.tools).toBe(readTools)
+    expect(Math.round(read.kb)).toBe(readKb)
+    expect(siteBound.tools).toBe(boundTools)
+    expect(Math.round(siteBound.kb)).toBe(boundKb)
   })
 
   it('tools declare their answer as outputSchema, and one tool call counts one request against the key', async () => {

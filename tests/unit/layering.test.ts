@@ -130,6 +130,16 @@ describe('the layering of the code', () => {
     ])
   })
 
+  it('docs/architecture.md shows the same floors, in the same order', () => {
+    const doc = readFileSync(join(root, 'docs/architecture.md'), 'utf8')
+    const rows = [...doc.matchAll(/^\| (\d+)\. [^|]+\| ([^|]+)\|/gm)].map(([, n, folders]) => ({ n: Number(n), folders }))
+    expect(rows.map((r) => r.n)).toEqual(FLOORS.map((_, i) => i + 1))
+    FLOORS.forEach(([name, prefixes], i) => {
+      // each floor's folders (and its first file) are named in its row
+      for (const prefix of prefixes.filter((p, j) => p.endsWith('/') || j === 0)) expect(rows[i].folders, name).toContain(`\`${prefix}\``)
+    })
+  })
+
   it('the floor check sees what it must: .tsx files, type imports and import()', () => {
     expect(files.some((f) => f.endsWith('.tsx'))).toBe(true)
     expect(importsOf('lib/runtime/services.ts')).toContain('lib/jobs/job-services.ts')

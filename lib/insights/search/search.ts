@@ -5,7 +5,7 @@ import { type StoredChange, siteChanges } from '../../crawl/changes'
 import { ApiError } from '../../core/errors'
 import type { Site } from '../../sites/sites'
 import { execute } from '../../storage/clickhouse/execute'
-import { filterSchema } from '../../reports/query/parse'
+import { checkPatterns, parseFilterJson } from '../../reports/query/parse'
 import { type CompareInput, changes, resolveComparison } from '../../reports/query/compare'
 import { type ResolvedRange, previousWindow, rangeView } from '../../reports/query/range'
 import type { RangeName } from '../../reports/dimensions'
@@ -208,32 +208,13 @@ export interface SearchParams extends CompareInput {
 
 /** The filters of a search read: a landing page (path or entry_page), country or device; any other dimension is a 400 naming it. */
 export function parseSearchFilters(raw: string | undefined): SearchFilter[] {
-  if (raw === undefined || raw === '') return []
-  let json: unknown
-  try {
-    json = JSON.parse(raw)
-  } catch {
-    throw new ApiError(400, 'filters: not valid JSON')
-  }
-  const parsed = filterSchema.safeParse(json)
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]
-    throw new ApiError(400, `filters${issue.path.length ? `[${issue.path.join('].')}` : ''}: ${issue.message}`)
-  }
-  return parsed.data.map((f) => {
+  return parseFilterJson(raw).map((f) => {
     if (!['path', 'entry_page', 'country', 'device'].includes(f.dimension))
       throw new ApiError(
         400,
         `filters: "${f.dimension}" is not a Search Console dimension; search reads filter by path (or entry_page), country and device`,
       )
-    if (f.operator === 'matches')
-      for (const pattern of f.value) {
-        try {
-          new RegExp(pattern)
-        } catch {
-          throw new ApiError(400, 'filters: invalid regular expression in a matches filter')
-        }
-      }
+    checkPatterns(f)
     // countries are stored as ISO 3166-1 alpha-2 (US), as every other read names them; devices as Desktop, Mobile, Tablet
     const value =
       f.dimension === 'country' && f.operator !== 'matches'

@@ -20,7 +20,7 @@ import { type ResolvedRange, rangeView } from '../../reports/query/range'
 const LIVE_SECONDS = 10
 const METRICS = [{ name: 'activeUsers' }, { name: 'screenPageViews' }]
 
-/** What the live reads need: the Google connection's, and the live count's cache (lib/sites/public-live.ts, named by its shape here). */
+/** What the live reads need: the Google connection's, and the live count's cache (lib/operations/public-live.ts, named by its shape here). */
 export type Ga4LiveDeps = Omit<GoogleDeps, 'google'> & {
   google?: GoogleConfig
   liveCache: {

@@ -64,8 +64,12 @@ export function validateDimension(name: string, source: Source, what: 'filters' 
     throw new ApiError(400, `${what}: "${name}" is recorded only by the first-party collector; the ${source} source has no such field`)
 }
 
-/** Parses the `filters` parameter: URL-decoded JSON, an array of {dimension, operator, value}. */
-export function parseFilters(raw: string | undefined, source: Source): z.infer<typeof filterSchema> {
+/**
+ * The `filters` parameter as written: URL-decoded JSON, an array of {dimension, operator, value};
+ * a 400 naming the filter and field at fault. The one filter parser of the reads: each read then
+ * checks the dimensions it takes (parseFilters: every report's; search: Search Console's).
+ */
+export function parseFilterJson(raw: string | undefined): z.infer<typeof filterSchema> {
   if (raw === undefined || raw === '') return []
   let json: unknown
   try {
@@ -81,8 +85,26 @@ export function parseFilters(raw: string | undefined, source: Source): z.infer<t
     const message = issue.code === 'unrecognized_keys' ? `unknown field ${issue.keys.map((k) => `"${k}"`).join(', ')}` : issue.message
     throw new ApiError(400, `${where}: ${message}`)
   }
-  for (const f of parsed.data) validateDimension(f.dimension, source, 'filters')
-  return source === 'standalone' ? parsed.data.map(renamedChannels) : parsed.data
+  return parsed.data
+}
+
+/** Parses the `filters` parameter of a report on `source`: each dimension is one the source records. */
+export function parseFilters(raw: string | undefined, source: Source): z.infer<typeof filterSchema> {
+  const filters = parseFilterJson(raw)
+  for (const f of filters) validateDimension(f.dimension, source, 'filters')
+  return source === 'standalone' ? filters.map(renamedChannels) : filters
+}
+
+/** A matches filter's patterns are valid regular expressions; a 400 otherwise. */
+export function checkPatterns(filter: Filter) {
+  if (filter.operator !== 'matches') return
+  for (const pattern of filter.value) {
+    try {
+      new RegExp(pattern)
+    } catch {
+      throw new ApiError(400, 'filters: invalid regular expression in a matches filter')
+    }
+  }
 }
 
 /** A channel filter naming the AI channel by a former name (stored rows were renamed by migration 0018) reads it by its name. */
@@ -97,15 +119,7 @@ export function validateGoalFilter(filter: Filter, goals: Goal[]) {
     for (const name of filter.value)
       if (!goals.some((g) => g.name === name)) throw new ApiError(400, `filters: no goal named "${name}" on this site`)
   }
-  if (filter.operator === 'matches') {
-    for (const pattern of filter.value) {
-      try {
-        new RegExp(pattern)
-      } catch {
-        throw new ApiError(400, 'filters: invalid regular expression in a matches filter')
-      }
-    }
-  }
+  checkPatterns(filter)
 }
 
 export interface ParseOptions {

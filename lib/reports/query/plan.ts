@@ -284,7 +284,7 @@ export function completePlan(query: Query, read: Read, lookup: RolledDaysLookup,
 }
 
 /**
- * The plan of a read of the ga4 source: the one imported dataset (lib/integrations/ga4/datasets.ts)
+ * The plan of a read of the ga4 source: the one imported dataset (lib/reports/query/ga4-datasets.ts)
  * that holds every dimension the read names (its filters, its breakdown property, hour buckets),
  * and where its custom `events` come from: the events dataset itself (`same`), the events dataset
  * read beside an unfiltered read of the daily totals (`separate`), or nowhere (`none`: only the
