@@ -116,7 +116,7 @@ describe('the planner', () => {
       after: [all],
     })
     // unless the query is sampled: its days are rolled up first, and the answer stays exact
-    const sampled = { ...query([country]), sample: { denominator: 4, taken: false } } as Query
+    const sampled = { ...query([country]), sample: { denominator: 4 } } as Query
     expect(completePlan(sampled, by('path'), { key, partial: false }, none)).toEqual({
       builds: [all],
       plan: { table: 'rollup', rolled: { ...all.days, filtersKey: key } },
@@ -194,7 +194,7 @@ describe('the planner of ga4 reads', () => {
 })
 
 describe('the planner with a sample', () => {
-  const sampled = (filters: unknown[] = []): Query => ({ ...query(filters), sample: { denominator: 4, taken: false } })
+  const sampled = (filters: unknown[] = []): Query => ({ ...query(filters), sample: { denominator: 4 } })
 
   it('samples the reads of raw events, never the rollups, the sessions rollup or goal conversions', () => {
     expect(plan(sampled(), series)).toEqual({ table: 'events', visits: false, sample: 4 })
@@ -224,10 +224,10 @@ describe('the planner with a sample', () => {
     expect(scaleCounts([{ value: '/', visitors: '3', visits: 4, pageviews: '10', bounce_rate: 0.5, avg_duration: 12 }], 4)).toEqual([
       { value: '/', visitors: 12, visits: 16, pageviews: 40, bounce_rate: 0.5, avg_duration: 12 },
     ])
-    expect(samplingView(undefined, 100)).toBeUndefined()
-    expect(samplingView({ denominator: 4, taken: false }, 100)).toBeUndefined()
+    expect(samplingView(undefined, true, 100)).toBeUndefined()
+    expect(samplingView({ denominator: 4 }, false, 100)).toBeUndefined()
     // 1.96 * sqrt(3 / 3000) = 0.061980
-    expect(samplingView({ denominator: 4, taken: true }, 3000)).toEqual({ fraction: 0.25, relativeError: 0.062 })
-    expect(samplingView({ denominator: 3, taken: true }, 0)).toEqual({ fraction: 0.333333, relativeError: null })
+    expect(samplingView({ denominator: 4 }, true, 3000)).toEqual({ fraction: 0.25, relativeError: 0.062 })
+    expect(samplingView({ denominator: 3 }, true, 0)).toEqual({ fraction: 0.333333, relativeError: null })
   })
 })

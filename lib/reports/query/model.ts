@@ -121,6 +121,4 @@ export function goalsOfFilter(filter: Filter, goals: readonly Goal[]): Goal[] {
 export interface Sample {
   /** n of `SAMPLE 1/n`, at least 2. */
   denominator: number
-  /** Set by the first read of the request that took the sample: its answer says so (samplingView). */
-  taken: boolean
 }

@@ -22,7 +22,7 @@ import {
 } from './parse'
 import { type ResolvedRange, previousWindow, rangeView, resolveRange, wholeDays } from './range'
 import { execute } from '../../storage/clickhouse/execute'
-import { rolledDays, runImportedRead, runRead } from './run'
+import { rolledDays, runImportedRead, runRead, runSampledRead } from './run'
 import { propertyKeysSql } from './compile/property-keys'
 import {
   type BreakdownRow,
@@ -67,17 +67,46 @@ export interface ReportDeps {
  * events (`hasEvents` false) answers its standalone reads with zeros and empty lists, without reading.
  */
 export function sourceReader(clickhouse: ClickHouse, source: Source, hasEvents = true) {
-  if (source === 'ga4') return importedReader(clickhouse)
+  if (source === 'ga4') return withSampledReads(importedReader(clickhouse))
   const answers = hasEvents
+  const none = { rows: [], sampled: false }
+  // each read with whether it read the query's sample: the totals, series and breakdown answers say so
+  const reads = {
+    totals: async (query: Query) => {
+      const { rows, sampled } = answers ? await runSampledRead(clickhouse, query, { kind: 'stats' }) : none
+      return { value: answers ? shapeTotals(rows[0]) : ZERO_TOTALS, sampled }
+    },
+    series: async (query: Query) => {
+      const { rows, sampled } = answers ? await runSampledRead(clickhouse, query, { kind: 'series' }) : none
+      return { value: shapeSeries(query.range, rows), sampled }
+    },
+    breakdown: async (query: Query, property: string, options: BreakdownOptions = {}) => {
+      const read = { kind: 'breakdown', property, ...options } as const
+      const { rows, sampled } = answers ? await runSampledRead(clickhouse, query, read) : none
+      return { value: answers ? shapeBreakdown(property, rows, readsBotHits(query, read) ? false : undefined) : [], sampled }
+    },
+  }
   return {
     answers,
-    totals: async (query: Query): Promise<Totals> =>
-      answers ? shapeTotals((await runRead(clickhouse, query, { kind: 'stats' }))[0]) : ZERO_TOTALS,
-    series: async (query: Query) => shapeSeries(query.range, answers ? await runRead(clickhouse, query, { kind: 'series' }) : []),
-    breakdown: async (query: Query, property: string, options: BreakdownOptions = {}) => {
-      if (!answers) return []
-      const read = { kind: 'breakdown', property, ...options } as const
-      return shapeBreakdown(property, await runRead(clickhouse, query, read), readsBotHits(query, read) ? false : undefined)
+    sampled: reads,
+    totals: async (query: Query): Promise<Totals> => (await reads.totals(query)).value,
+    series: async (query: Query) => (await reads.series(query)).value,
+    breakdown: async (query: Query, property: string, options: BreakdownOptions = {}) =>
+      (await reads.breakdown(query, property, options)).value,
+  }
+}
+
+/** A reader of reads that never sample (the imported aggregates), with the sampled reads of sourceReader's shape. */
+function withSampledReads<R extends Pick<ReturnType<typeof importedReader>, 'totals' | 'series' | 'breakdown'>>(reader: R) {
+  return {
+    ...reader,
+    sampled: {
+      totals: async (query: Query) => ({ value: await reader.totals(query), sampled: false }),
+      series: async (query: Query) => ({ value: await reader.series(query), sampled: false }),
+      breakdown: async (query: Query, property: string, _options?: BreakdownOptions) => ({
+        value: await reader.breakdown(query, property),
+        sampled: false,
+      }),
     },
   }
 }
@@ -217,8 +246,13 @@ export async function totals(deps: ReportDeps, site: Site, params: ReportParams 
   const compare = resolveComparison(query.range, params)
   const window = compare?.window
   const read = sourceReader(deps.clickhouse, source)
-  const [current, compared] = await Promise.all([read.totals(query), window ? read.totals({ ...query, range: window }) : null])
-  const sampling = samplingView(query.sample, current.visitors)
+  const [{ value: current, sampled: fromSample }, other] = await Promise.all([
+    read.sampled.totals(query),
+    window ? read.sampled.totals({ ...query, range: window }) : null,
+  ])
+  const compared = other?.value
+  // either window read from the sample: the answer says so
+  const sampling = samplingView(query.sample, fromSample || !!other?.sampled, current.visitors)
   return {
     source,
     range: rangeView(query.range),
@@ -242,8 +276,12 @@ export async function series(deps: ReportDeps, site: Site, params: ReportParams 
   const compare = resolveComparison(query.range, params)
   const window = compare?.window
   const read = sourceReader(deps.clickhouse, source)
-  const [current, compared] = await Promise.all([read.series(query), window ? read.series({ ...query, range: window }) : null])
-  const sampling = samplingView(query.sample, Math.max(0, ...current.map((b) => b.visitors)))
+  const [{ value: current, sampled: fromSample }, other] = await Promise.all([
+    read.sampled.series(query),
+    window ? read.sampled.series({ ...query, range: window }) : null,
+  ])
+  const compared = other?.value
+  const sampling = samplingView(query.sample, fromSample || !!other?.sampled, Math.max(0, ...current.map((b) => b.visitors)))
   const answer = { source, range: rangeView(query.range), ...(sampling ? { sampling } : {}) }
   if (!compare || !compared) return { ...answer, series: current }
   const aligned = alignSeries(current, compared)
@@ -269,20 +307,24 @@ export async function breakdown(deps: ReportDeps, site: Site, params: ReportPara
   const read = sourceReader(deps.clickhouse, source)
   const answer = { source, range: rangeView(query.range), property: params.property }
   // rows come most visitors first: the margin is the top row's
-  const withSampling = (rows: readonly { visitors: number }[]) => {
-    const sampling = samplingView(query.sample, rows[0]?.visitors ?? 0)
+  const withSampling = (rows: readonly { visitors: number }[], fromSample: boolean) => {
+    const sampling = samplingView(query.sample, fromSample, rows[0]?.visitors ?? 0)
     return sampling ? { ...answer, sampling } : answer
   }
   if (!window || !compare) {
-    const results = await read.breakdown(query, params.property)
-    return { ...withSampling(results), results }
+    const { value: results, sampled: fromSample } = await read.sampled.breakdown(query, params.property)
+    return { ...withSampling(results, fromSample), results }
   }
   const wide = { ...query, limit: COMPARED_ROWS }
-  const [current, compared] = await Promise.all([
-    read.breakdown(wide, params.property),
-    read.breakdown({ ...wide, range: window }, params.property),
+  const [{ value: current, sampled: fromSample }, { value: compared, sampled: comparedFromSample }] = await Promise.all([
+    read.sampled.breakdown(wide, params.property),
+    read.sampled.breakdown({ ...wide, range: window }, params.property),
   ])
-  return { ...withSampling(current), comparison: comparisonView(compare), results: compareRows(current, compared, query.limit) }
+  return {
+    ...withSampling(current, fromSample || comparedFromSample),
+    comparison: comparisonView(compare),
+    results: compareRows(current, compared, query.limit),
+  }
 }
 
 /** GET /export: totals, series and every breakdown the source has. */

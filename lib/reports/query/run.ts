@@ -100,19 +100,33 @@ export function rollupBuildsSettled(siteId?: string): Promise<void> | null {
   return Promise.all(tasks).then(() => rollupBuildsSettled(siteId) ?? undefined)
 }
 
+/** The rows of a read, and whether they were read from the query's sample (their counts scaled). */
+export interface ReadAnswer<Row> {
+  rows: Row[]
+  sampled: boolean
+}
+
 /**
  * Runs one read: its plan's lookup and rollup builds (a filtered read's), then its statement,
  * then the builds its plan leaves for after the answer. A read of a sample has its counts scaled,
- * and marks the query's sample taken.
+ * and says so; a read the plan takes from the rollups is exact.
  */
-export async function runRead<Row = Record<string, unknown>>(clickhouse: ClickHouse, query: Query, read: Read): Promise<Row[]> {
+export async function runSampledRead<Row = Record<string, unknown>>(
+  clickhouse: ClickHouse,
+  query: Query,
+  read: Read,
+): Promise<ReadAnswer<Row>> {
   const { builds, plan, after = [] } = await planOf(clickhouse, query, read)
   for (const build of builds) await executeCommand(clickhouse, filteredRollupInsertSql(query, build), { bounded: true })
   const rows = await execute<Row>(clickhouse, readSql(query, read, plan))
   for (const build of after) buildAfter(clickhouse, query, build)
-  if (plan.table !== 'events' || !plan.sample || !query.sample) return rows
-  query.sample.taken = true
-  return scaleCounts(rows, plan.sample)
+  if (plan.table !== 'events' || !plan.sample || !query.sample) return { rows, sampled: false }
+  return { rows: scaleCounts(rows, plan.sample), sampled: true }
+}
+
+/** Runs one read (runSampledRead) for its rows. */
+export async function runRead<Row = Record<string, unknown>>(clickhouse: ClickHouse, query: Query, read: Read): Promise<Row[]> {
+  return (await runSampledRead<Row>(clickhouse, query, read)).rows
 }
 
 /** Runs one read of imported aggregates (GA4's, or every product's): its dataset (planImported), then its statement. */

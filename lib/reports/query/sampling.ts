@@ -25,7 +25,7 @@ export async function sampleOf(clickhouse: ClickHouse, site: Pick<Site, 'trackin
   if (threshold === null || queryWindow(query).table !== 'events') return undefined
   const [row] = await execute<{ n: string }>(clickhouse, windowEventsSql(query))
   const events = Number(row?.n ?? 0)
-  return events > threshold ? { denominator: Math.ceil(events / threshold), taken: false } : undefined
+  return events > threshold ? { denominator: Math.ceil(events / threshold) } : undefined
 }
 
 /** The columns of read rows that count (visitors, visits, views, sums): scaled by the sample's n. Rates and means are not. */
@@ -61,8 +61,8 @@ const Z95 = 1.96
  * z·√((n − 1)/V). A smaller figure's margin is larger (docs/api.md, Sampling). Undefined when nothing
  * was sampled (no field); the margin is null when the figure is 0.
  */
-export function samplingView(sample: Sample | undefined, largestVisitors: number) {
-  if (!sample?.taken) return undefined
+export function samplingView(sample: Sample | undefined, sampled: boolean, largestVisitors: number) {
+  if (!sample || !sampled) return undefined
   const n = sample.denominator
   return {
     fraction: Math.round((1 / n) * 1e6) / 1e6,
