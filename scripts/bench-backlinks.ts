@@ -40,7 +40,7 @@ try {
     const domain = `site${d}.example.${TLDS[d % TLDS.length]}`
     return {
       source_url: `https://${domain}/page-${Math.floor(i / DOMAINS)}`,
-      target_url: `https://bench-links.example/${['', 'pricing', 'docs', 'blog/post-' + (i % 50)][i % 4]}`,
+      target_url: `https://bench-links.example/${['', 'pricing', 'docs', `blog/post-${i % 50}`][i % 4]}`,
       domain,
       tld: tldOf(domain),
       anchor: ['Bench analytics', 'bench-links.example', 'great tool', 'click here', `post ${i % 300}`][i % 5],

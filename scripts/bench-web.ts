@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { gzipSync } from 'node:zlib'
 import { Command } from 'commander'
 import { createApp } from '../functions/app'
@@ -40,7 +41,7 @@ const program = new Command('bench-web')
         [
           '--import',
           'tsx',
-          join(__dirname, 'bench-reports.ts'),
+          fileURLToPath(new URL('bench-reports.ts', import.meta.url)),
           '--data-dir',
           dir,
           '--main',

@@ -178,7 +178,7 @@ describe('no hostile input stops collection', () => {
     expect(await server.stop('SIGKILL')).toBeNull()
     const journal = join(env.DATA_DIR, 'journal')
     const segments = readdirSync(journal).filter((n) => /^\d+\.log$/.test(n))
-    const next = Math.max(0, ...segments.map((n) => Number.parseInt(n))) + 1
+    const next = Math.max(0, ...segments.map((n) => Number.parseInt(n, 10))) + 1
     writeFileSync(join(journal, `${next}.log`), '[1,2,3]\n{"at":"garbage"}\n[[[],[]],[[],[]],[],[["siteId","at"],[["x","garbage"]]]]\n')
     server = await startServer(env)
     let ready = 0
