@@ -1,6 +1,6 @@
 import { StatementTimeLimitError } from '../../lib/storage/clickhouse/execute'
 import type { Context, Hono } from 'hono'
-import { membershipIn } from '../../lib/accounts/members'
+import { invitationsFor, membershipIn, organizationsOf } from '../../lib/accounts/members'
 import { setCookie } from 'hono/cookie'
 import { ApiError } from '../../lib/errors'
 import { PROPERTY_PREFIX } from '../../lib/reports/dimensions'
@@ -753,11 +753,19 @@ export const LAST_SITE_COOKIE = 'last_site'
 
 /**
  * Where a sign-in lands: the dashboard last viewed in this browser while the member may still see
- * it, else the list of organizations.
+ * it; else the dashboard of the only site the member sees (in all their organizations), unless an
+ * invitation waits for them on the list; else the list of organizations.
  */
 export async function landingOf(services: Services, email: string, lastSite: string | undefined): Promise<string> {
   const site = lastSite ? await memberSite(services, email, lastSite).catch(() => null) : null
-  return site ? `/app/sites/${site.id}` : '/app'
+  if (site) return `/app/sites/${site.id}`
+  const [memberships, invitations] = await Promise.all([
+    organizationsOf(services.repositories, email),
+    invitationsFor(services.repositories, email),
+  ])
+  if (invitations.length) return '/app'
+  const sites = (await Promise.all(memberships.map(({ org }) => services.repositories.sites.list(org.id)))).flat()
+  return sites.length === 1 ? `/app/sites/${sites[0].id}` : '/app'
 }
 
 /** The member's dashboard under /app/sites/{site}: the page, its panels and the live figure. */
