@@ -25,10 +25,11 @@ const STYLE = `
 .heat-layout{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:1.25rem;align-items:start}
 .heat-layout>*{min-width:0}.heatmap-form{align-items:flex-end}.heatmap-form .field{margin:0}
 .heat-page{position:relative;width:100%;margin:0 auto;border:2px solid #8c959f;border-radius:4px;background:#fff;overflow:hidden}
-.heat-outline{position:absolute;inset:0;display:flex;flex-direction:column;justify-content:space-between;gap:.4rem;padding:.5rem .6rem;overflow:hidden;color:#57606a}
+.heat-outline{position:absolute;inset:0;display:flex;flex-direction:column;gap:.4rem;padding:.5rem .6rem;overflow:hidden;color:#57606a}
+.heat-outline>.bar:last-child{margin-top:auto}.heat-text{flex:1;min-height:0;display:flex;flex-direction:column;justify-content:space-between;gap:.4rem;overflow:hidden}.heat-text.short{justify-content:flex-start}
 .heat-outline .bar{height:.55rem;border-radius:2px;background:#eaeef2;flex:none}
 .heat-outline .heading{font-weight:600;font-size:.8rem;line-height:1.25;color:#1f2328;flex:none;overflow-wrap:anywhere}
-.heat-outline p{margin:0;font-size:.7rem;line-height:1.3;overflow:hidden;display:-webkit-box;-webkit-line-clamp:3;-webkit-box-orient:vertical;overflow-wrap:anywhere}
+.heat-outline p{flex:none;margin:0;font-size:.7rem;line-height:1.3;overflow:hidden;display:-webkit-box;-webkit-line-clamp:3;-webkit-box-orient:vertical;overflow-wrap:anywhere}
 .heat-page svg{position:absolute;inset:0;width:100%;height:100%;display:block}
 .heatmap .cell{fill:#d1242f}.heatmap .rage{fill:none;stroke:#1b1f24;stroke-width:2}
 .heatmap .fold{stroke:#57606a;stroke-dasharray:4 4}
@@ -37,7 +38,7 @@ const STYLE = `
 [data-table=elements] td:first-child{overflow-wrap:anywhere;word-break:break-word}
 .heat-source{font-size:.85rem;margin:.6rem 0 0}
 @media (max-width:800px){.heat-layout{grid-template-columns:1fr}}
-@media (max-width:520px){[data-table=elements] .wide{display:none}.heat-outline p:nth-of-type(2n){display:none}}
+@media (max-width:520px){[data-table=elements] .wide{display:none}.heat-text:not(.short) p:nth-of-type(2n){display:none}}
 `
 
 /** Drawn width of the page outline, in SVG units; a cell is square. */
@@ -124,10 +125,12 @@ export function heatmapRoutes(web: Hono<WebEnv>, services: Services) {
                 <Drawing map={map} outline={outline} />
               ) : (
                 <div class="empty">
-                  <p>No click with a position on {form.path} from a {form.device} in this range.</p>
+                  <p>
+                    No click with a position on {form.path} from a {form.device} in this range.
+                  </p>
                   <p class="muted">
-                    The tracking script records where each click lands on the pages it runs on. Try a longer range, another device, or
-                    the path as the pages list writes it.
+                    The tracking script records where each click lands on the pages it runs on. Try a longer range, another device, or the
+                    path as the pages list writes it.
                   </p>
                 </div>
               )}
@@ -221,13 +224,22 @@ async function pageOutline(services: Services, site: Site, path: string) {
 const WORDS_PER_BLOCK = 24
 const ROWS_PER_BLOCK = 4
 
-/** The main text cut into blocks of words, as many as the drawing has room for, from the start of the page. */
-function textBlocks(text: string, rows: number): string[] {
+/**
+ * The main text cut into blocks of words, as many as the drawing has room for, from the start of
+ * the page, spread down it; a text too short to fill the page stays at its top, as a short page's does.
+ */
+function TextBlocks({ text, rows }: { text: string; rows: number }) {
   const words = text.split(/\s+/).filter(Boolean)
   const blocks: string[] = []
   const room = Math.max(1, Math.floor(rows / ROWS_PER_BLOCK))
   for (let i = 0; i < words.length && blocks.length < room; i += WORDS_PER_BLOCK) blocks.push(words.slice(i, i + WORDS_PER_BLOCK).join(' '))
-  return blocks
+  return (
+    <div class={blocks.length < room ? 'heat-text short' : 'heat-text'}>
+      {blocks.map((block) => (
+        <p>{block}</p>
+      ))}
+    </div>
+  )
 }
 
 /**
@@ -249,14 +261,14 @@ function Drawing({ map, outline }: { map: Heatmap; outline: Outline }) {
         {outline ? (
           <>
             {outline.heading ? <span class="heading">{outline.heading}</span> : null}
-            {textBlocks(outline.text, rows).map((block) => (
-              <p>{block}</p>
-            ))}
+            <TextBlocks text={outline.text} rows={rows} />
           </>
         ) : (
-          Array.from({ length: Math.max(1, Math.floor(rows / ROWS_PER_BLOCK)) }, (_, i) => (
-            <span class="bar" style={`width:${[92, 78, 85, 64][i % 4]}%`} />
-          ))
+          <div class="heat-text">
+            {Array.from({ length: Math.max(1, Math.floor(rows / ROWS_PER_BLOCK)) }, (_, i) => (
+              <span class="bar" style={`width:${[92, 78, 85, 64][i % 4]}%`} />
+            ))}
+          </div>
         )}
         <span class="bar" style="width:100%" />
       </div>
@@ -317,8 +329,8 @@ function OutlineSource({ outline, site, path, crawler }: { outline: Outline; sit
   if (outline)
     return (
       <p class="muted heat-source">
-        The outline is the crawler’s copy of {path} from {day(outline.fetchedAt, site.timezone)}: its heading and text, spread evenly
-        down the page. The clicks are exactly where they landed; the text shows what the page says there, not its exact layout.
+        The outline is the crawler’s copy of {path} from {day(outline.fetchedAt, site.timezone)}: its heading and text, spread evenly down
+        the page. The clicks are exactly where they landed; the text shows what the page says there, not its exact layout.
       </p>
     )
   const why = !crawler
