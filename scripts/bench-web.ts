@@ -76,7 +76,7 @@ const program = new Command('bench-web')
       kv: stores.kv,
       repositories: stores.repositories,
       sites: siteDirectory,
-      limiter: memoryRateLimiter(Date.now, { default: limit, collect: limit, ping: limit, proxy: limit }),
+      limiter: memoryRateLimiter(Date.now, { default: limit, collect: limit, ping: limit, proxy: limit, webClient: limit }),
       now: () => now,
       fetch,
       ingestor: new Ingestor({
