@@ -329,8 +329,8 @@ function OutlineSource({ outline, site, path, crawler }: { outline: Outline; sit
   if (outline)
     return (
       <p class="muted heat-source">
-        The outline is the crawler’s copy of {path} from {day(outline.fetchedAt, site.timezone)}: its heading and text, spread evenly down
-        the page. The clicks are exactly where they landed; the text shows what the page says there, not its exact layout.
+        The outline is the crawler’s copy of {path} from {day(outline.fetchedAt, site.timezone)}: its heading and its text from the top
+        down. The clicks are exactly where they landed; the text shows what the page says, not its exact layout.
       </p>
     )
   const why = !crawler
