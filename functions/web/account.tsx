@@ -141,10 +141,10 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
             </div>
           </dl>
           <p class="muted" data-usage-note>
-            Events this month are what the tracking script and server-side collection recorded since the 1st (UTC): pageviews,
-            custom events, clicks, errors and form submissions. Not counted: bot and AI-crawler hits, leave-time engagement
-            reports, Web Vitals samples, and imported data (raw-hit imports, Google Analytics and Search Console imports,
-            Plausible exports){hasDemo ? ', the demo site’s generated history among them' : ''}.
+            Events this month are what the tracking script and server-side collection recorded since the 1st (UTC): pageviews, custom
+            events, clicks, errors and form submissions. Not counted: bot and AI-crawler hits, leave-time engagement reports, Web Vitals
+            samples, and imported data (raw-hit imports, Google Analytics and Search Console imports, Plausible exports)
+            {hasDemo ? ', the demo site’s generated history among them' : ''}.
             {hasDemo ? ' The demo site’s live visitors, one every 20 seconds while the server runs, are counted as any visitor.' : ''}
           </p>
           {overview.notices.map((n) => (
