@@ -19,6 +19,7 @@ import {
 import { orgOverview } from '../../lib/operations/org'
 import { MEMBER_ROLES, type Member, emailSchema } from '../../lib/accounts/team'
 import { configuredOrigin } from '../../lib/network/origin'
+import { DEMO_DOMAIN } from '../../lib/operations/demo'
 import type { Services } from '../../lib/runtime/services'
 import { createSite } from '../../lib/operations/site-lifecycle'
 import { sitesOfKey } from '../../lib/sites/listing'
@@ -109,6 +110,8 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
       organizationsOf(services.repositories, address),
     ])
     const limit = (value: number | null) => (value === null ? 'unlimited' : value.toLocaleString('en'))
+    // the demo's history is imported (not counted), its live visitors collected (counted)
+    const hasDemo = sites.some((s) => s.domain === DEMO_DOMAIN)
     return c.html(
       <Page title={org.name} email={address}>
         <OrgNav orgId={org.id} name={org.name} current="overview" others={memberships.map((m) => m.org)} />
@@ -138,6 +141,13 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
               </dd>
             </div>
           </dl>
+          <p class="muted" data-usage-note>
+            Events this month are what the tracking script and server-side collection recorded since the 1st (UTC): pageviews, custom
+            events, clicks, errors and form submissions. Not counted: bot and AI-crawler hits, leave-time engagement reports, Web Vitals
+            samples, and imported data (raw-hit imports, Google Analytics and Search Console imports, Plausible exports)
+            {hasDemo ? ', the demo site’s generated history among them' : ''}.
+            {hasDemo ? ' The demo site’s live visitors, one every 20 seconds while the server runs, are counted as any visitor.' : ''}
+          </p>
           {overview.notices.map((n) => (
             <p class="notice">{n.message}</p>
           ))}

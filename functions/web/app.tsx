@@ -46,13 +46,27 @@ export function webApp(services: Services) {
     if (!email.success) return c.html(<SignInPage error="email: must be an e-mail address" value={String(form.email ?? '')} />, 400)
     await requestSignInLink(services, { email: email.data, clientAddress: services.clientAddress(c.req.raw, c.env) })
     // the same answer whether a link went out now or one sent earlier is still unused
+    const outbox = services.mailer?.outbox
     return c.html(
-      <Page title="Check your inbox">
+      <Page title={outbox ? 'Check the outbox' : 'Check your inbox'}>
         <div class="card narrow">
-          <h1>Check your inbox</h1>
-          <p>
-            A sign-in link is on its way to <strong>{email.data}</strong>. It works once, within 15 minutes.
-          </p>
+          {outbox ? (
+            <>
+              <h1>Check the outbox</h1>
+              <p>
+                This server has no mail server configured (<code>SMTP_URL</code>), so nothing was e-mailed: the sign-in link for{' '}
+                <strong>{email.data}</strong> is written as an <code>.eml</code> file to the outbox folder on the server,{' '}
+                <code class="path">{outbox}</code>, and the server's log names the file. It works once, within 15 minutes.
+              </p>
+            </>
+          ) : (
+            <>
+              <h1>Check your inbox</h1>
+              <p>
+                A sign-in link is on its way to <strong>{email.data}</strong>. It works once, within 15 minutes.
+              </p>
+            </>
+          )}
           <p class="muted">One link at a time: if you asked in the last 15 minutes, use the link sent then.</p>
         </div>
       </Page>,

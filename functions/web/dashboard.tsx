@@ -1,12 +1,11 @@
 import type { DashboardView } from './view'
 import { StatementTimeLimitError } from '../../lib/storage/clickhouse/execute'
 import type { Context, Hono } from 'hono'
-import { membershipIn } from '../../lib/accounts/members'
+import { invitationsFor, membershipIn, organizationsOf } from '../../lib/accounts/members'
 import { setCookie } from 'hono/cookie'
 import { ApiError } from '../../lib/core/errors'
-import { PROPERTY_PREFIX, type RANGES } from '../../lib/reports/dimensions'
-import { RANGE_LABELS, country as countryName } from './format'
-import { resolveRange } from '../../lib/reports/query/range'
+import { PROPERTY_PREFIX } from '../../lib/reports/dimensions'
+import { RANGE_LABELS, clock, country as countryName, day } from './format'
 import type { Services } from '../../lib/runtime/services'
 import type { Site } from '../../lib/sites/sites'
 import { Chart, type Marker } from './chart'
@@ -176,23 +175,11 @@ export async function liveVisitors(read: SiteReader): Promise<number | null> {
   }
 }
 
-/** The window of equal length just before `range` (site-local days), as custom dates; none for all time. */
-function previousDates(services: Services, site: Site, state: State) {
-  if (state.range === 'all' || state.range === 'realtime') return null
-  try {
-    const range = resolveRange(
-      { range: state.range as (typeof RANGES)[number], from: state.from, to: state.to },
-      site.timezone,
-      services.now(),
-    )
-    const from = range.from.toPlainDate()
-    const days = Math.max(1, range.from.toPlainDate().until(range.to.subtract({ nanoseconds: 1 }).toPlainDate()).days + 1)
-    return { range: 'custom', from: from.subtract({ days }).toString(), to: from.subtract({ days: 1 }).toString() }
-  } catch {
-    // a range the reads refuse: they name the problem
-    return null
-  }
-}
+/**
+ * Whether the totals carry their change: against the API's previous period (compare.ts: the window
+ * just before; today against yesterday up to the same time of day); none for all time or the last minutes.
+ */
+const comparesTotals = (state: State) => state.range !== 'all' && state.range !== 'realtime'
 
 /** The dashboard page: totals with their change, the chart with its markers, the live figure; panels follow from their own URLs. */
 export async function dashboardPage(c: Context, services: Services, view: DashboardView) {
@@ -200,20 +187,18 @@ export async function dashboardPage(c: Context, services: Services, view: Dashbo
   const state = stateOf(c)
   const read = siteReader(services, view, c.req.raw, c.env)
   const params = reportParamsOf(state)
-  const before = previousDates(services, site, state)
   const nothing = Promise.resolve(null)
   // every read at once: the engine serves them side by side
-  const [current, chart, previous, live, markers, segments] = await Promise.all([
-    read('/api/v1/stats', params),
+  const [current, chart, live, markers, segments] = await Promise.all([
+    read('/api/v1/stats', comparesTotals(state) ? { ...params, compare: 'previous_period' } : params),
     read('/api/v1/timeseries', params),
-    before ? read('/api/v1/stats', { ...params, ...before }).catch(refused) : nothing,
     liveVisitors(read),
     chartMarkers(read, state, false),
     view.shared ? nothing : read('/api/v1/segments'),
   ])
   const filters = filtersOf(state)
   const t = current.totals
-  const p = previous && 'totals' in previous ? previous.totals : undefined
+  const p = 'comparison' in current ? current.comparison?.totals : undefined
   const stats: [string, string, number | null, number | null | undefined, 'count' | 'share' | 'seconds' | 'ratio'][] = [
     ['visitors', 'Visitors', t.visitors, p?.visitors, 'count'],
     ['visits', 'Visits', t.visits, p?.visits, 'count'],
@@ -346,6 +331,11 @@ export async function dashboardPage(c: Context, services: Services, view: Dashbo
             </div>
           ))}
         </dl>
+        {'comparison' in current && current.comparison ? (
+          <p class="muted compared" data-compared>
+            Changes against {comparedWindow(current.comparison.range, site.timezone, state.range)}.
+          </p>
+        ) : null}
         <div data-defer={linkTo(view, state, {}, '/panels/chart')}>
           <Chart points={chart.series} end={chart.range.to} markers={markers} />
         </div>
@@ -704,6 +694,14 @@ export function format(value: number | null, kind: 'count' | 'share' | 'seconds'
   return value.toLocaleString('en')
 }
 
+/** The window the totals' changes are against, in words: "yesterday up to 15:30", "1 Nov 2026 to 7 Nov 2026". */
+function comparedWindow(range: { from: string; to: string }, timezone: string, name: string | undefined) {
+  if (name === 'today') return `yesterday up to ${clock(range.to, timezone)}`
+  const first = day(range.from, timezone)
+  const last = day(new Date(Date.parse(range.to) - 1).toISOString(), timezone)
+  return first === last ? first : `${first} to ${last}`
+}
+
 function Change({
   now,
   before,
@@ -744,11 +742,19 @@ export const LAST_SITE_COOKIE = 'last_site'
 
 /**
  * Where a sign-in lands: the dashboard last viewed in this browser while the member may still see
- * it, else the list of organizations.
+ * it; else the dashboard of the only site the member sees (in all their organizations), unless an
+ * invitation waits for them on the list; else the list of organizations.
  */
 export async function landingOf(services: Services, email: string, lastSite: string | undefined): Promise<string> {
   const site = lastSite ? await memberSite(services, email, lastSite).catch(() => null) : null
-  return site ? `/app/sites/${site.id}` : '/app'
+  if (site) return `/app/sites/${site.id}`
+  const [memberships, invitations] = await Promise.all([
+    organizationsOf(services.repositories, email),
+    invitationsFor(services.repositories, email),
+  ])
+  if (invitations.length) return '/app'
+  const sites = (await Promise.all(memberships.map(({ org }) => services.repositories.sites.list(org.id)))).flat()
+  return sites.length === 1 ? `/app/sites/${sites[0].id}` : '/app'
 }
 
 /** The member's dashboard under /app/sites/{site}: the page, its panels and the live figure. */

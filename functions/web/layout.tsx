@@ -31,6 +31,7 @@ a{color:var(--accent)}
 .facts{display:grid;grid-template-columns:repeat(auto-fit,minmax(160px,1fr));gap:1rem;margin:0}.facts dt{color:var(--muted);font-size:.85rem}.facts dd{margin:0;font-size:1.2rem;font-weight:600}
 .notice{background:#fff8c5;border:1px solid #d4a72c;border-radius:6px;padding:.5rem .75rem}
 .code{background:#f6f8fa;border:1px solid var(--line);border-radius:6px;padding:.75rem;overflow-x:auto;white-space:pre-wrap;word-break:break-all;font-size:.85rem}
+code.path{overflow-wrap:anywhere;word-break:break-all}
 .created{border-color:#1a7f37;background:#f0fff4}
 .danger-zone{border-color:#f1aeb5}
 .org-nav{margin:0 0 1.25rem}.org-nav h1{margin:0 0 .5rem}.org-nav nav{display:flex;gap:1.25rem;flex-wrap:wrap}

@@ -54,22 +54,34 @@ export async function requestSignInLink(
   if (!(await sessions.holdLink(input.email, tokenHash, now, SIGN_IN_LINK_TTL_SECONDS * 1000))) return
   await sessions.saveLink(tokenHash, { email: input.email, createdAt: now.toISOString() }, SIGN_IN_LINK_TTL_SECONDS)
   try {
-    await services.mailer.send({
-      to: [input.email],
-      subject: 'Your sign-in link',
-      text: [
-        'Open this link to sign in. It works once, within 15 minutes:',
-        '',
-        linkTo(origin, token),
-        '',
-        'If you did not ask for it, ignore this message: nobody can sign in without it.',
-      ].join('\n'),
-    })
+    await services.mailer.send(signInMail(input.email, linkTo(origin, token)))
   } catch (err) {
     // a link nobody received holds nothing: asking again sends one
     await sessions.takeLink(tokenHash)
     await sessions.releaseLink(input.email, tokenHash)
     throw err
+  }
+}
+
+const escapeHtml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
+
+/** The sign-in e-mail: HTML with a button-like link, and a plain-text part with the link on a line of its own, to copy whole. */
+export function signInMail(email: string, link: string) {
+  const lead = 'Open this link to sign in. It works once, within 15 minutes:'
+  const ignore = 'If you did not ask for it, ignore this message: nobody can sign in without it.'
+  const href = escapeHtml(link)
+  return {
+    to: [email],
+    subject: 'Your sign-in link',
+    text: [lead, '', link, '', ignore].join('\n'),
+    html: [
+      '<!doctype html><html><body style="font-family:system-ui,sans-serif;line-height:1.5;color:#1f2328">',
+      `<p>${escapeHtml(lead)}</p>`,
+      `<p><a href="${href}" style="display:inline-block;padding:8px 16px;background:#0b57d0;color:#fff;border-radius:6px;text-decoration:none">Sign in</a></p>`,
+      `<p style="color:#57606a">Or copy this address into your browser:<br><span style="word-break:break-all">${href}</span></p>`,
+      `<p style="color:#57606a">${escapeHtml(ignore)}</p>`,
+      '</body></html>',
+    ].join('\n'),
   }
 }
 

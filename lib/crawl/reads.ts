@@ -132,7 +132,7 @@ GROUP BY pathname`,
 export async function pages(services: SourceServices, site: Site, params: PagesParams) {
   const now = services.now()
   const range = windowOf(site, params, now)
-  const compare = resolveComparison(range, params)
+  const compare = resolveComparison(range, params, now)
   // a site that reads only ga4 takes its pages' traffic from the imported pages, which hold no other dimension
   const filtered = await filteredQuery(services, site, params, site.sources.includes('standalone') ? 'standalone' : 'ga4', range)
   if (filtered && (params.trends || params.bots))

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { createApp } from '../../functions/app'
+import { DEMO_DOMAIN, sendDemoVisit } from '../../lib/operations/demo'
+import { importHits } from '../../lib/ingest/import'
+import { newSite } from '../../lib/sites/sites'
 import { ORIGIN, email, webHarness } from './web-harness'
 
 /** The id at the end of a redirect such as /app/orgs/<id>. */
@@ -131,5 +134,75 @@ describe('the account area', () => {
     expect(badScope.status).toBe(400)
     expect(await badScope.text()).toContain('scope')
     expect((await t.request('/app/orgs', { form: { name: '' }, cookie })).status).toBe(400)
+  })
+
+  it('counts the usage of collected hits, not imported ones, and says so; the demo site’s live visitors count', async () => {
+    const t = await webHarness()
+    const cookie = await t.signIn(email())
+    const orgId = idIn(await t.request('/app/orgs', { form: { name: 'Usage' }, cookie }), /^\/app\/orgs\/([0-9a-f-]+)$/)
+    const siteId = idIn(
+      await t.request(`/app/orgs/${orgId}/sites`, { form: { domain: 'usage.example.com' }, cookie }),
+      /^\/app\/sites\/([0-9a-f-]+)\/settings$/,
+    )
+    const snippetId = /data-site=(?:&quot;|")([a-z0-9]{10})/.exec(
+      await (await t.request(`/app/sites/${siteId}/settings`, { cookie })).text(),
+    )![1]
+    const keyHtml = await (await t.request(`/app/orgs/${orgId}/keys`, { form: { name: 'r', scope: 'read' }, cookie })).text()
+    const key = /<pre id="secret" class="code">([^<]+)<\/pre>/.exec(keyHtml)![1].trim()
+    const app = createApp(t.services)
+    const UA = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36'
+    // four imported pageviews of this month, an hour ago
+    const at = new Date(t.services.now().getTime() - 3_600_000).toISOString()
+    const imported = [1, 2, 3, 4].map((i) =>
+      JSON.stringify({
+        timestamp: at,
+        site: snippetId,
+        name: 'pageview',
+        url: `https://usage.example.com/${i}`,
+        ip: `198.51.100.${i}`,
+        userAgent: UA,
+      }),
+    )
+    expect((await importHits(imported, t.services.ingestor)).imported).toBe(4)
+    // three collected pageviews
+    for (const ip of ['203.0.113.1', '203.0.113.2', '203.0.113.3']) {
+      const hit = await app.request(`${ORIGIN}/api/event`, {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain', 'x-forwarded-for': ip, 'user-agent': UA },
+        body: JSON.stringify({ site: snippetId, name: 'pageview', url: 'https://usage.example.com/', referrer: '' }),
+      })
+      expect(hit.status).toBe(202)
+    }
+    const usage = async () => {
+      const answer = await app.request(`${ORIGIN}/api/v1/org`, { headers: { authorization: `Bearer ${key}` } })
+      return ((await answer.json()) as { usage: { events: number } }).usage.events
+    }
+    /** "Events this month" on the organization's page, and the note under the figures. */
+    const shown = async () => {
+      const html = await (await t.request(`/app/orgs/${orgId}`, { cookie })).text()
+      const events = /<dt>Events this month<\/dt><dd>([\d,]+) of /.exec(html)![1]
+      const note = /<p class="muted" data-usage-note[^>]*>([\s\S]*?)<\/p>/.exec(html)![1].replace(/\s+/g, ' ')
+      return { events: Number(events.replace(/,/g, '')), note }
+    }
+    // by hand: the three collected, not the four imported
+    expect(await usage()).toBe(3)
+    const before = await shown()
+    expect(before.events).toBe(3)
+    expect(before.note).toContain('Not counted: bot and AI-crawler hits')
+    expect(before.note).toContain('imported data (raw-hit imports, Google Analytics and Search Console imports, Plausible exports)')
+    expect(before.note).not.toContain('demo')
+
+    // the demo site's live visits go through the collector as any visitor's: counted, and the note says so
+    const demo = newSite({ domain: DEMO_DOMAIN, timezone: 'UTC' }, orgId, t.services.now())
+    await t.services.repositories.sites.create(demo)
+    await sendDemoVisit(t.services, demo, 1)
+    const after = await usage()
+    expect(after).toBeGreaterThan(3)
+    const withDemo = await shown()
+    expect(withDemo.events).toBe(after)
+    expect(withDemo.note).toContain('the demo site’s generated history among them')
+    expect(withDemo.note).toContain(
+      'The demo site’s live visitors, one every 20 seconds while the server runs, are counted as any visitor.',
+    )
   })
 })

@@ -1,10 +1,14 @@
+import { readFileSync, readdirSync } from 'node:fs'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { createApp } from '../../functions/app'
 import { serverSecret } from '../../lib/accounts/signin'
 import { createOrg } from '../../lib/accounts/admin'
-import { addOwner } from '../../lib/accounts/members'
+import { acceptInvitationAs, addOwner, inviteMember } from '../../lib/accounts/members'
 import { newSite } from '../../lib/sites/sites'
-import { REDIS_URL } from '../helpers'
+import { nodeMailer } from '../../lib/network/mail-node'
+import { REDIS_URL, tempDir } from '../helpers'
+import { smtpSink } from '../sinks'
 import { ORIGIN, cookieOf, email, webHarness } from './web-harness'
 
 describe('signing in to the web application by e-mail link', () => {
@@ -244,5 +248,123 @@ describe('where signing in lands', () => {
     const foreign = newSite({ domain: 'foreign.landing.test', timezone: 'UTC' }, other.id, now)
     await t.services.repositories.sites.create(foreign)
     expect((await landing(`last_site=${foreign.id}`)).location).toBe('/app')
+  })
+
+  it('on the only site the member sees, without a last viewed one; on the list with two sites or an invitation waiting', async () => {
+    const t = await webHarness()
+    const address = email()
+    const now = t.services.now()
+    const landing = async (cookies = '') => {
+      // past the 5 links a client may ask for in 15 minutes
+      t.advance(5 * 60_000)
+      await t.request('/app/signin', { form: { email: address } })
+      const token = new URL(t.linkIn(t.sent.at(-1)!), ORIGIN).searchParams.get('token')!
+      const used = await t.request('/app/signin/link', { form: { token }, cookie: cookies })
+      expect(used.status).toBe(303)
+      return used.headers.get('location')
+    }
+    // no organization, then one without a site: the list
+    expect(await landing()).toBe('/app')
+    const org = await createOrg(t.services.repositories, 'Only', now)
+    await addOwner(t.services.repositories, org.id, address, now)
+    expect(await landing()).toBe('/app')
+    // one site: its dashboard
+    const only = newSite({ domain: 'only.landing.test', timezone: 'UTC' }, org.id, now)
+    await t.services.repositories.sites.create(only)
+    expect(await landing()).toBe(`/app/sites/${only.id}`)
+    // a last viewed site out of reach does not stop it
+    const stranger = await createOrg(t.services.repositories, 'Stranger', now)
+    const foreign = newSite({ domain: 'foreign.only.test', timezone: 'UTC' }, stranger.id, now)
+    await t.services.repositories.sites.create(foreign)
+    expect(await landing(`last_site=${foreign.id}`)).toBe(`/app/sites/${only.id}`)
+    // an invitation waits on the list: the list
+    const inviting = await createOrg(t.services.repositories, 'Inviting', now)
+    const invitation = await inviteMember(t.services, inviting.id, { email: address, role: 'member' })
+    expect(await landing()).toBe('/app')
+    // accepted, and a second site among the organizations: the list
+    await acceptInvitationAs(t.services.repositories, invitation.id, address, now)
+    expect(await landing()).toBe(`/app/sites/${only.id}`)
+    await t.services.repositories.sites.create(newSite({ domain: 'second.only.test', timezone: 'UTC' }, inviting.id, now))
+    expect(await landing()).toBe('/app')
+  })
+})
+
+/** The parts of a multipart message: each part's headers (lower-case names) and body, undecoded. */
+function mimeParts(raw: string) {
+  const boundary = /boundary="([^"]+)"/.exec(raw)?.[1]
+  if (!boundary) throw new Error(`not a multipart message:\n${raw}`)
+  return raw
+    .split(`--${boundary}`)
+    .slice(1, -1)
+    .map((part) => {
+      const [head, ...body] = part.replace(/^\r?\n/, '').split(/\r?\n\r?\n/)
+      const headers = Object.fromEntries(
+        head.split(/\r?\n/).map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]),
+      )
+      return { headers, body: body.join('\n\n').replace(/\r?\n$/, '') }
+    })
+}
+const quotedPrintable = (text: string) =>
+  text.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_, hex) => String.fromCharCode(Number.parseInt(hex, 16)))
+
+/**
+ * The sign-in e-mail as it leaves the server: HTML and plain text, the text part holding the link
+ * on a line of its own and unencoded (no quoted-printable soft line break or =3D in it), the very
+ * link the HTML part's button opens, which signs in.
+ */
+async function checkSignInMessage(t: Awaited<ReturnType<typeof webHarness>>, raw: string) {
+  expect(raw).toMatch(/^Subject: Your sign-in link$/m)
+  expect(raw).toMatch(/^Content-Type: multipart\/alternative;/m)
+  const parts = mimeParts(raw)
+  const text = parts.find((p) => p.headers['content-type'].startsWith('text/plain'))!
+  const html = parts.find((p) => p.headers['content-type'].startsWith('text/html'))!
+  expect(text.headers['content-transfer-encoding']).toBe('7bit')
+  const link = /<a href="([^"]+)"/.exec(quotedPrintable(html.body))![1]
+  expect(link).toMatch(/^https:\/\/api\.test\/app\/signin\/link\?token=[A-Za-z0-9]{43}$/)
+  // longer than the 76 characters after which quoted-printable would have cut it
+  expect(link.length).toBeGreaterThan(76)
+  expect(text.body.split(/\r?\n/)).toContain(link)
+  const token = new URL(link).searchParams.get('token')!
+  const used = await t.request('/app/signin/link', { form: { token } })
+  expect(used.status).toBe(303)
+}
+
+describe('the sign-in e-mail', () => {
+  it('over SMTP: HTML and a plain-text part whose link is a whole line of its own', async () => {
+    const sink = await smtpSink()
+    try {
+      const t = await webHarness('embedded', {
+        mailer: nodeMailer({ smtpUrl: sink.url, dataDir: tempDir('signin-smtp'), from: 'no-reply@api.test', log: () => {} }),
+      })
+      const address = email()
+      const asked = await t.request('/app/signin', { form: { email: address } })
+      expect(asked.status).toBe(200)
+      const page = await asked.text()
+      expect(page).toContain('<h1>Check your inbox</h1>')
+      expect(page).not.toContain('outbox')
+      expect(sink.received).toHaveLength(1)
+      expect(sink.received[0].to).toEqual([address])
+      await checkSignInMessage(t, sink.received[0].raw)
+    } finally {
+      await sink.close()
+    }
+  })
+
+  it('without a mail server: the page says the message is in the outbox folder, where the .eml holds the link whole', async () => {
+    const dataDir = tempDir('signin-outbox')
+    const logged: string[] = []
+    const mailer = nodeMailer({ dataDir, from: 'no-reply@api.test', log: (line) => logged.push(line) })
+    const t = await webHarness('embedded', { mailer })
+    const address = email()
+    const asked = await t.request('/app/signin', { form: { email: address } })
+    expect(asked.status).toBe(200)
+    const page = await asked.text()
+    expect(page).toContain('<h1>Check the outbox</h1>')
+    const outbox = join(dataDir, 'outbox')
+    expect(page).toContain(`<code class="path">${outbox}</code>`)
+    const files = readdirSync(outbox)
+    expect(files).toHaveLength(1)
+    expect(logged.join('\n')).toContain(join(outbox, files[0]))
+    await checkSignInMessage(t, readFileSync(join(outbox, files[0]), 'utf8'))
   })
 })

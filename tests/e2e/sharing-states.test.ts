@@ -37,7 +37,8 @@ describe.skipIf(!CHROMIUM)('sharing states in real Chromium', () => {
     const owner = await (await browser.newContext()).newPage()
     await owner.goto(signIn)
     await owner.getByRole('button', { name: 'Sign in' }).click()
-    await owner.waitForURL(`${server.url}/app`)
+    // the demo organization's only site: signing in lands on its dashboard
+    await owner.waitForURL(`${server.url}/app/sites/${demo.site}`)
     const sharePage = `${server.url}/app/sites/${demo.site}/share`
     const shared = `${server.url}/share/${demo.site}`
     const save = async (

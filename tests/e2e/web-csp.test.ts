@@ -49,7 +49,9 @@ describe.skipIf(!CHROMIUM)('the pages under their Content-Security-Policy in rea
     // the demo owner, with the banner's one-time link
     await page.goto(/(http:\/\/\S+\/app\/signin\/link\?token=[A-Za-z0-9]+)/.exec(server.stdout())![1])
     await page.getByRole('button', { name: 'Sign in' }).click()
-    await page.waitForURL(`${server.url}/app`)
+    // the demo organization's only site: signing in lands on its dashboard
+    await page.waitForURL(`${server.url}/app/sites/${demo.site}`)
+    await page.goto(`${server.url}/app`)
 
     // the policy bites: a script the server did not write does not run, and is reported
     const reported = page.waitForEvent('console', { predicate: (message) => /Content Security Policy/i.test(message.text()) })

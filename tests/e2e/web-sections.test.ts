@@ -67,7 +67,8 @@ describe.skipIf(!CHROMIUM)('the section pages in real Chromium', () => {
     page = await context.newPage()
     await page.goto(link)
     await page.getByRole('button', { name: 'Sign in' }).click()
-    await page.waitForURL(`${server.url}/app`)
+    // the demo organization's only site: signing in lands on its dashboard
+    await page.waitForURL(`${server.url}/app/sites/${demo.site}`)
   }, 480_000)
   afterAll(async () => {
     await context?.close()

@@ -21,6 +21,23 @@ describe('comparisonWindow', () => {
     expect(span(comparisonWindow(thisWeek, 'previous_period'))).toEqual(['2026-10-19T00:00:00+02:00', '2026-10-20T00:00:00+02:00'])
   })
 
+  it('previous_period of today, given now: yesterday up to the same time of day on the clock, across the clock change', () => {
+    const today = resolveRange({ range: 'today' }, TZ, NOW)
+    // 10:30 on Monday; Sunday had 25 hours, and its 10:30 is 11.5 hours after its start
+    expect(span(comparisonWindow(today, 'previous_period', {}, NOW))).toEqual(['2026-10-25T00:00:00+02:00', '2026-10-25T10:30:00+01:00'])
+    expect(span(resolveComparison(today, { compare: 'previous_period' }, NOW)!.window)).toEqual([
+      '2026-10-25T00:00:00+02:00',
+      '2026-10-25T10:30:00+01:00',
+    ])
+    // only today is cut: yesterday and year_over_year keep whole days
+    const yesterday = resolveRange({ range: 'yesterday' }, TZ, NOW)
+    expect(span(comparisonWindow(yesterday, 'previous_period', {}, NOW))).toEqual([
+      '2026-10-24T00:00:00+02:00',
+      '2026-10-25T00:00:00+02:00',
+    ])
+    expect(span(comparisonWindow(today, 'year_over_year', {}, NOW))).toEqual(['2025-10-26T00:00:00+02:00', '2025-10-27T00:00:00+01:00'])
+  })
+
   it('year_over_year: minutes for realtime, days for whole days', () => {
     const realtime = resolveRange({ range: 'realtime' }, TZ, NOW)
     expect(span(comparisonWindow(realtime, 'year_over_year'))).toEqual(['2025-10-26T10:25:00+01:00', '2025-10-26T10:30:00+01:00'])

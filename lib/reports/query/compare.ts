@@ -1,4 +1,4 @@
-import type { Temporal } from 'temporal-polyfill'
+import { Temporal } from 'temporal-polyfill'
 import { z } from 'zod'
 import { ApiError } from '../../core/errors'
 import { type ResolvedRange, previousWindow, resolveRange } from './range'
@@ -40,6 +40,8 @@ const isWholeDays = (range: ResolvedRange) => range.from.equals(range.from.start
  *
  * - `previous_period`: the window just before. `week` (this week so far) is compared with the same
  *   weekdays of the week before; a window of whole weeks starts on its own weekday by construction.
+ *   `today`, given the read's `now`, is compared with yesterday up to the same time of day (site-local
+ *   clock), not with the whole of yesterday: a day that has not ended is not set against one that has.
  * - `year_over_year`: the window starting on the same date one year earlier (29 February starts on
  *   28 February), of equal length: where one of the two windows spans a 29 February, the
  *   comparison ends a calendar day off the range's end date.
@@ -48,9 +50,15 @@ const isWholeDays = (range: ResolvedRange) => range.from.equals(range.from.start
  *
  * Pure: a bad custom window is an ApiError(400) naming compare_from or compare_to.
  */
-export function comparisonWindow(range: ResolvedRange, mode: CompareMode, custom: { from?: string; to?: string } = {}): ResolvedRange {
+export function comparisonWindow(
+  range: ResolvedRange,
+  mode: CompareMode,
+  custom: { from?: string; to?: string } = {},
+  now?: Date,
+): ResolvedRange {
   if (mode === 'previous_period') {
     if (range.name === 'week') return shiftDays(range, -7)
+    if (range.name === 'today' && now) return yesterdaySoFar(range, now)
     return previousWindow(range)
   }
   if (mode === 'year_over_year') {
@@ -96,6 +104,15 @@ function customWindow(from: string, to: string, timezone: string): ResolvedRange
   }
 }
 
+/** Yesterday from its start up to the time of day `now` is at today, on the site's clock. */
+function yesterdaySoFar(range: ResolvedRange, now: Date): ResolvedRange {
+  const at = Temporal.Instant.fromEpochMilliseconds(now.getTime()).toZonedDateTimeISO(range.timezone)
+  const yesterday = range.from.toPlainDate().subtract({ days: 1 })
+  const from = yesterday.toZonedDateTime({ timeZone: range.timezone })
+  const to = yesterday.toPlainDateTime(at.toPlainTime()).toZonedDateTime(range.timezone, { disambiguation: 'compatible' })
+  return { ...range, from, to: Temporal.ZonedDateTime.compare(to, from) < 0 ? from : to }
+}
+
 const shiftDays = (range: ResolvedRange, days: number): ResolvedRange => {
   const shift = (z: Temporal.ZonedDateTime) =>
     z.toPlainDateTime().add({ days }).toZonedDateTime(range.timezone, { disambiguation: 'compatible' })
@@ -104,9 +121,14 @@ const shiftDays = (range: ResolvedRange, days: number): ResolvedRange => {
 
 /**
  * Checks the comparison parameters and resolves the window, or null without `compare`.
- * compare_from and compare_to without compare=custom are a 400 naming them.
+ * compare_from and compare_to without compare=custom are a 400 naming them. `now` is the read's
+ * (it cuts `today`'s previous period at the same time of day).
  */
-export function resolveComparison(range: ResolvedRange, params: CompareInput): { mode: CompareMode; window: ResolvedRange } | null {
+export function resolveComparison(
+  range: ResolvedRange,
+  params: CompareInput,
+  now?: Date,
+): { mode: CompareMode; window: ResolvedRange } | null {
   if (params.compare !== 'custom') {
     for (const name of ['compare_from', 'compare_to'] as const)
       if (params[name] !== undefined)
@@ -116,7 +138,10 @@ export function resolveComparison(range: ResolvedRange, params: CompareInput): {
         )
   }
   if (!params.compare) return null
-  return { mode: params.compare, window: comparisonWindow(range, params.compare, { from: params.compare_from, to: params.compare_to }) }
+  return {
+    mode: params.compare,
+    window: comparisonWindow(range, params.compare, { from: params.compare_from, to: params.compare_to }, now),
+  }
 }
 
 /** The change of one figure: current minus compared, and that over compared (null from zero or where either is null). */

@@ -243,7 +243,7 @@ export async function totals(deps: ReportDeps, site: Site, params: ReportParams 
   if (liveGa4(source, prepared.query, params))
     return { source, range: rangeView(prepared.query.range), totals: await ga4RealtimeTotals(liveDeps(deps), site, prepared.query) }
   const query = await sampled(deps, site, source, prepared.query)
-  const compare = resolveComparison(query.range, params)
+  const compare = resolveComparison(query.range, params, query.now)
   const window = compare?.window
   const read = sourceReader(deps.clickhouse, source)
   const [{ value: current, sampled: fromSample }, other] = await Promise.all([
@@ -273,7 +273,7 @@ export async function series(deps: ReportDeps, site: Site, params: ReportParams 
     return { source, range: rangeView(query.range), series: await ga4RealtimeSeries(liveDeps(deps), site, query, query.now) }
   }
   const query = await sampled(deps, site, source, prepared.query)
-  const compare = resolveComparison(query.range, params)
+  const compare = resolveComparison(query.range, params, query.now)
   const window = compare?.window
   const read = sourceReader(deps.clickhouse, source)
   const [{ value: current, sampled: fromSample }, other] = await Promise.all([
@@ -302,7 +302,7 @@ export async function breakdown(deps: ReportDeps, site: Site, params: ReportPara
     return { source, range: rangeView(query.range), property: params.property, results }
   }
   const query = await sampled(deps, site, source, prepared.query)
-  const compare = resolveComparison(query.range, params)
+  const compare = resolveComparison(query.range, params, query.now)
   const window = compare?.window
   const read = sourceReader(deps.clickhouse, source)
   const answer = { source, range: rangeView(query.range), property: params.property }
@@ -389,7 +389,7 @@ export async function goalConversions(deps: ReportDeps, site: Site, params: Repo
   const source = collectorSource(params, site)
   if (source !== 'standalone') return { source, available: false, goals: await deps.repositories.goals.list(site.id) }
   const { query } = await prepare(deps, site, { ...params, source: 'standalone' }, { withGoals: true })
-  const compare = resolveComparison(query.range, params)
+  const compare = resolveComparison(query.range, params, query.now)
   const window = compare?.window
   const conversions = async (range: ResolvedRange) => {
     const rows = query.goals.length

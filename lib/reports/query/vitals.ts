@@ -146,7 +146,7 @@ export async function vitals(deps: ReportDeps, site: Site, params: VitalsParams)
       ...(withAttribution ? { contributors: Object.fromEntries(KINDS.map((k) => [k, []])) as Record<ContributorKind, []> } : {}),
     }
   }
-  const compare = resolveComparison(query.range, params)
+  const compare = resolveComparison(query.range, params, query.now)
   const [rows, contributorRows, comparedRows] = await Promise.all([
     execute<Row>(deps.clickhouse, vitalsSql(query, options)),
     withAttribution ? execute<Row>(deps.clickhouse, contributorsSql(query, options)) : null,
