@@ -1,13 +1,13 @@
 import type { DashboardView } from './view'
 import { StatementTimeLimitError } from '../../lib/storage/clickhouse/execute'
 import type { Context, Hono } from 'hono'
-import { invitationsFor, membershipIn, organizationsOf } from '../../lib/accounts/members'
+import { invitationsFor, membershipIn } from '../../lib/accounts/members'
+import { sitesOfMember } from '../../lib/sites/listing'
 import { setCookie } from 'hono/cookie'
 import { ApiError } from '../../lib/core/errors'
 import { PROPERTY_PREFIX } from '../../lib/reports/dimensions'
 import { RANGE_LABELS, clock, country as countryName, day } from './format'
 import type { Services } from '../../lib/runtime/services'
-import type { Site } from '../../lib/sites/sites'
 import { Chart, type Marker } from './chart'
 import { Page, SubmitOnChange } from './layout'
 import { LocationsMap } from './map'
@@ -748,12 +748,11 @@ export const LAST_SITE_COOKIE = 'last_site'
 export async function landingOf(services: Services, email: string, lastSite: string | undefined): Promise<string> {
   const site = lastSite ? await memberSite(services, email, lastSite).catch(() => null) : null
   if (site) return `/app/sites/${site.id}`
-  const [memberships, invitations] = await Promise.all([
-    organizationsOf(services.repositories, email),
+  const [sites, invitations] = await Promise.all([
+    sitesOfMember(services.repositories, email),
     invitationsFor(services.repositories, email),
   ])
   if (invitations.length) return '/app'
-  const sites = (await Promise.all(memberships.map(({ org }) => services.repositories.sites.list(org.id)))).flat()
   return sites.length === 1 ? `/app/sites/${sites[0].id}` : '/app'
 }
 

@@ -1,3 +1,5 @@
+import { organizationsOf } from '../accounts/members'
+import type { DomainRepositories } from './domain-services'
 import type { ApiKeyRecord } from '../accounts/keys'
 import type { OrgsRepository } from '../accounts/orgs-repository'
 import type { Site } from './sites'
@@ -13,4 +15,10 @@ export async function listAllSites(repositories: { orgs: OrgsRepository; sites: 
   const sites: Site[] = []
   for (const org of await repositories.orgs.list()) sites.push(...(await repositories.sites.list(org.id)))
   return sites
+}
+
+/** Every site of the organizations a member belongs to. */
+export async function sitesOfMember(repositories: Pick<DomainRepositories, 'orgs' | 'team' | 'sites'>, email: string): Promise<Site[]> {
+  const memberships = await organizationsOf(repositories, email)
+  return (await Promise.all(memberships.map(({ org }) => repositories.sites.list(org.id)))).flat()
 }
