@@ -1,4 +1,4 @@
-import { type Compiled, render } from '../../storage/clickhouse/sql'
+import { type Compiled, render, sql } from '../../storage/clickhouse/sql'
 import { execute, executeCommand, inBackground } from '../../storage/clickhouse/execute'
 import type { ClickHouse } from '../../storage/clickhouse/types'
 import { signaturesAndBuilt } from './compile/day-rollups'
@@ -106,13 +106,39 @@ export function rollupBuildsSettled(siteId?: string): Promise<void> | null {
  * and marks the query's sample taken.
  */
 export async function runRead<Row = Record<string, unknown>>(clickhouse: ClickHouse, query: Query, read: Read): Promise<Row[]> {
-  const { builds, plan, after = [] } = await planOf(clickhouse, query, read)
+  return runPlanned<Row>(clickhouse, query, read, await planOf(clickhouse, query, read))
+}
+
+/** runRead under a plan planOf gave for the same query and read (a caller that planned several reads at once). */
+export async function runPlanned<Row = Record<string, unknown>>(
+  clickhouse: ClickHouse,
+  query: Query,
+  read: Read,
+  { builds, plan, after = [] }: ReadPlan,
+): Promise<Row[]> {
   for (const build of builds) await executeCommand(clickhouse, filteredRollupInsertSql(query, build), { bounded: true })
   const rows = await execute<Row>(clickhouse, readSql(query, read, plan))
   for (const build of after) buildAfter(clickhouse, query, build)
   if (plan.table !== 'events' || !plan.sample || !query.sample) return rows
   query.sample.taken = true
   return scaleCounts(rows, plan.sample)
+}
+
+/** The most rows a read can be asked for (its LIMIT is a UInt32): all of them. */
+const EVERY_ROW = 4_294_967_295
+
+/**
+ * How many rows a read answers with no limit (a breakdown's, Stats API v2 total_rows): its plan's
+ * builds first, as runRead, then its statement counted by the engine, the rows never sent.
+ */
+export async function countRows(clickhouse: ClickHouse, query: Query, read: Read): Promise<number> {
+  const { builds, plan } = await planOf(clickhouse, query, read)
+  for (const build of builds) await executeCommand(clickhouse, filteredRollupInsertSql(query, build), { bounded: true })
+  const [row] = await execute<{ n: string }>(
+    clickhouse,
+    sql`SELECT count() AS n FROM (${readSql({ ...query, limit: EVERY_ROW }, read, plan)})`,
+  )
+  return Number(row?.n ?? 0)
 }
 
 /** Runs one read of imported aggregates (GA4's, or every product's): its dataset (planImported), then its statement. */

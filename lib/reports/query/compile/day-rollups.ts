@@ -39,6 +39,13 @@ export function rolledRows(
 }
 
 /**
+ * Per rolled day, the values of a property (or of a filtered read's key) with visitors: the rows a
+ * breakdown by day takes from the rollup. Rows: d (the day), n.
+ */
+export const valuesPerRolledDaySql = (siteId: string, timezone: string, property: string, rolled: RolledDays): Fragment =>
+  sql`SELECT toString(day) AS d, countIf(visitors > 0) AS n FROM (${rolledRows(siteId, timezone, rolled.filtersKey ?? property, rolled, raw('day, visitors'))}) GROUP BY day`
+
+/**
  * The stored rows of one property on the window's days, whichever signature each was built from
  * (its day, day_events and day_sum): for a read that matches them against the days' current
  * signatures itself, taken in the same statement (daySignatures) instead of looked up first.
