@@ -3,7 +3,7 @@ import { execute } from '../../storage/clickhouse/execute'
 import type { ClickHouse } from '../../storage/clickhouse/types'
 import type { Query, Read, RolledDays } from './model'
 import { type ReadPlan, readsBotHits } from './plan'
-import { planOf, runRead } from './run'
+import { planOf, runPlanned } from './run'
 import { type BreakdownRow, type Totals, shapeBreakdown, shapeTotals } from './shape'
 import {
   WINDOW_TOTALS,
@@ -13,6 +13,8 @@ import {
   visitAttributesFromSessionsSql,
 } from './compile/breakdowns-at-once'
 import { queryScope, selected, visitFilters } from './compile/selection'
+import { statsSql } from './compile/stats'
+import { sql } from '../../storage/clickhouse/sql'
 
 /**
  * Many breakdowns of one query (an export's every property) from the collector's events, each
@@ -56,6 +58,11 @@ export async function breakdownsAtOnce(
   const goalAt = properties.indexOf(GOAL)
   const withGoals = goalAt >= 0 && groups.events.length > 0 && !query.filters.length && query.goals.length > 0
   if (withGoals) groups.alone.splice(groups.alone.indexOf(goalAt), 1)
+  // the window's visitors the goals' rate is over: under the rollup plan the goal read takes them from
+  // the totals read's statement (goalBreakdownSql), so they are not counted again over every event
+  const goalPlan = withGoals ? plans[goalAt].plan : null
+  const goalTotal = goalPlan?.table === 'rollup' ? (withTotals ? 'rolled' : 'read') : 'events'
+  let goalTotalRow: Record<string, unknown> | undefined
   // a group of one is read alone (the rolled group with the totals is two, the events with the goals)
   for (const name of ['rolled', 'rolledEvents', 'sessions', 'events'] as const)
     if (groups[name].length === 1 && !(name === 'rolled' && withTotals) && !(name === 'events' && withGoals))
@@ -104,19 +111,25 @@ export async function breakdownsAtOnce(
     }),
     together('events', (names) => {
       const scope = queryScope(query, { table: 'events', visits: false })
-      return eventPropertiesSql(query, names, scope, selected(query, scope), withGoals ? query.goals : [])
+      return eventPropertiesSql(query, names, scope, selected(query, scope), withGoals ? query.goals : [], goalTotal === 'events')
     }),
+    withGoals && goalPlan?.table === 'rollup' && goalTotal === 'read'
+      ? execute<Record<string, unknown>>(clickhouse, sql`SELECT visitors FROM (${statsSql(query, goalPlan)})`).then((rows) => {
+          goalTotalRow = rows[0]
+        })
+      : undefined,
     ...groups.alone.map(async (i) => {
       const read = reads[i]
       results.set(
         properties[i],
-        shapeBreakdown(properties[i], await runRead(clickhouse, query, read), readsBotHits(query, read) ? false : undefined),
+        // under the plan made above: its lookup is not run again
+        shapeBreakdown(properties[i], await runPlanned(clickhouse, query, read, plans[i]), readsBotHits(query, read) ? false : undefined),
       )
     }),
   ])
   if (withGoals) {
     // as the goal read's rows: conversions are its events, and every visitor of the window its total
-    const total = windowRows.get('events')
+    const total = goalTotal === 'events' ? windowRows.get('events') : goalTotal === 'rolled' ? windowRows.get('rolled') : goalTotalRow
     const rows = (rowsByProperty.get(GOAL) ?? []).map((row) => ({ ...row, events: row.conversions, total_visitors: total?.visitors ?? 0 }))
     results.set(GOAL, shapeBreakdown(GOAL, rows))
   }

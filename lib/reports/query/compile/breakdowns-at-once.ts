@@ -1,4 +1,4 @@
-import { GOAL } from '../../dimensions'
+import { GOAL, PROPERTY_PREFIX } from '../../dimensions'
 import type { Query, RolledDays } from '../model'
 import { dimensionSql, goalCondition } from './filters'
 import { partialRows, rolledRows } from './day-rollups'
@@ -106,8 +106,14 @@ LEFT JOIN (
  * Event properties without visit engagement (custom properties, event names, links, clicks,
  * forms) under the events plan (breakdownRows without engagement): each selected event counted
  * under every property it carries. With goals, unfiltered, the goal breakdown's rows as well
- * (goalBreakdownSql reads the same events): property GOAL, and the window's visitors under
- * WINDOW_TOTALS.
+ * (goalBreakdownSql reads the same events): property GOAL, and with `windowTotals` the window's
+ * visitors under WINDOW_TOTALS (every event; without it, the caller has them from elsewhere).
+ *
+ * The events are read in two parts, each narrowed to the events that can carry one of its pairs
+ * (an event outside both carries none, so it adds no row): the custom properties' to the events
+ * with properties (`length(props) > 0`, which the events' props index answers by granule, migration
+ * 0023), the rest to the events that carry one of them (an event goal's name narrows by the sort
+ * key). The window's totals need every event: with them, the second part reads all of them.
  */
 export function eventPropertiesSql(
   query: Query,
@@ -115,37 +121,60 @@ export function eventPropertiesSql(
   scope: Scope,
   selected: Fragment,
   goals: Query['goals'] = [],
+  windowTotals = true,
 ): Fragment {
-  const pairs = properties.map((p) => {
+  const pairOf = (p: string) => {
     const source = breakdownSource(p, scope)
-    return sql`(${bind('String', p)}, toString(${source.value}), toUInt8(${source.presence ?? raw('1')}), '')`
-  })
+    return {
+      pair: sql`(${bind('String', p)}, toString(${source.value}), toUInt8(${source.presence ?? raw('1')}), '')`,
+      presence: source.presence,
+    }
+  }
+  const custom = properties.filter((p) => p.startsWith(PROPERTY_PREFIX)).map(pairOf)
+  const rest = properties.filter((p) => !p.startsWith(PROPERTY_PREFIX)).map(pairOf)
+  // the goal read's rows (goalBreakdownSql): a pair per goal an event converts, with the goal's
+  // currency, and one for every event, whose visitors are the window's (WINDOW_TOTALS)
+  for (const goal of goals)
+    rest.push({
+      pair: sql`(${bind('String', GOAL)}, ${bind('String', goal.name)}, toUInt8(${goalCondition(goal)}), ${bind('String', goal.currency ?? '')})`,
+      presence: goalCondition(goal),
+    })
+  if (goals.length && windowTotals) rest.push({ pair: sql`(${bind('String', WINDOW_TOTALS)}, '', toUInt8(1), '')`, presence: null })
+  const columns = raw(
+    goals.length ? 'visitor_id, session_id, kind, revenue_amount, revenue_currency, pair' : 'visitor_id, session_id, kind, pair',
+  )
+  const part = (pairs: { pair: Fragment; presence: Fragment | null }[], narrowed: Fragment | null) => sql`
+    SELECT ${columns} FROM ${raw(scope.table)} ARRAY JOIN arrayFilter(p -> p.3, [${join(
+      pairs.map((p) => p.pair),
+      ', ',
+    )}]) AS pair
+    WHERE ${selected}${narrowed ? sql` AND ${narrowed}` : raw('')}`
+  const parts: Fragment[] = []
+  if (custom.length) parts.push(part(custom, raw('length(props) > 0')))
+  if (rest.length) {
+    const presences = rest.map((p) => p.presence)
+    parts.push(part(rest, presences.every((p) => p !== null) ? sql`(${join(presences as Fragment[], ' OR ')})` : null))
+  }
+  const events = join(parts, '\n    UNION ALL')
   if (!goals.length)
     return sql`
 SELECT property, value, visitors, visits, pageviews, events
 FROM (
   SELECT pair.1 AS property, pair.2 AS value, uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits,
          countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events
-  FROM ${raw(scope.table)} ARRAY JOIN arrayFilter(p -> p.3, [${join(pairs, ', ')}]) AS pair
-  WHERE ${selected}
+  FROM (${events}
+  )
   GROUP BY property, value
 )
 WHERE visitors > 0${perProperty(query)}`
-  // the goal read's rows (goalBreakdownSql): a pair per goal an event converts, with the goal's
-  // currency, and one for every event, whose visitors are the window's (WINDOW_TOTALS)
-  for (const goal of goals)
-    pairs.push(
-      sql`(${bind('String', GOAL)}, ${bind('String', goal.name)}, toUInt8(${goalCondition(goal)}), ${bind('String', goal.currency ?? '')})`,
-    )
-  pairs.push(sql`(${bind('String', WINDOW_TOTALS)}, '', toUInt8(1), '')`)
   return sql`
 SELECT property, value, visitors, visits, pageviews, events, conversions, revenue, currency
 FROM (
   SELECT pair.1 AS property, pair.2 AS value, uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits,
          countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events, count() AS conversions,
          sumIf(revenue_amount, revenue_currency = pair.4 AND pair.4 != '') AS revenue, any(pair.4) AS currency
-  FROM ${raw(scope.table)} ARRAY JOIN arrayFilter(p -> p.3, [${join(pairs, ', ')}]) AS pair
-  WHERE ${selected}
+  FROM (${events}
+  )
   GROUP BY property, value
 )
 WHERE visitors > 0${perProperty(query)}`
