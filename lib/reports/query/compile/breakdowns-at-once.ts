@@ -33,12 +33,17 @@ LIMIT ${bind('UInt32', query.limit)} BY property`
  * sessions rollup (unrolledFromSessions, visitAttributeRows): their rolled days' rows plus those
  * days' visits, per property and value.
  */
-export function rolledVisitAttributesSql(query: Query, properties: readonly string[], scope: Scope, rolled: RolledDays): Fragment {
+export function rolledVisitAttributesSql(
+  query: Query,
+  properties: readonly string[],
+  scope: Scope,
+  rolled: RolledDays,
+  stored: readonly string[] = properties,
+): Fragment {
   const values = join(
     properties.map((p) => (p === WINDOW_TOTALS ? sql`''` : sql`toString(any(${dimensionSql(p)}))`)),
     ', ',
   )
-  const columns = raw('property, value, visitors, visits, pageviews, events, bounces, duration_ms')
   // bounces too, for the totals' row (WINDOW_TOTALS)
   return sql`
 SELECT property, value, visitors, visits, pageviews, events, bounces, bounces / visits AS bounce_rate, duration_ms / 1000 / visits AS avg_duration
@@ -58,7 +63,70 @@ FROM (
       rolled.days.length
         ? sql`
     UNION ALL
-    ${rolledRows(query.siteId, query.range.timezone, properties, rolled, columns)}`
+    ${storedRowsOf(query, properties, stored, rolled, raw('value, visitors, visits, pageviews, events, bounces, duration_ms'))}`
+        : sql``
+    }
+  )
+  GROUP BY property, value
+)
+WHERE visitors > 0${perProperty(query)}`
+}
+
+/**
+ * The rolled days' rows of several properties, each stored under its own name (the daily rollup)
+ * or under the key of its rows rolled up on demand (`stored`, plan.ts's unfilteredRollupKey), as
+ * rows of the property: `property`, then `columns`.
+ */
+function storedRowsOf(
+  query: Query,
+  properties: readonly string[],
+  stored: readonly string[],
+  rolled: RolledDays,
+  columns: Fragment,
+): Fragment {
+  if (stored.every((key, i) => key === properties[i]))
+    return rolledRows(query.siteId, query.range.timezone, properties, rolled, sql`property, ${columns}`)
+  return sql`SELECT transform(stored_as, ${names(stored)}, ${names(properties)}, '') AS property, ${columns}
+    FROM (${rolledRows(query.siteId, query.range.timezone, stored, rolled, sql`property AS stored_as, ${columns}`)})`
+}
+
+/**
+ * Event properties without visit engagement whose finished days are rolled up on demand (plan.ts,
+ * rolledOnDemand: event names, links, clicks, forms), unfiltered, all over the same rolled days:
+ * each property's rows as its read under the rollup plan gives them (rowsWithRollup over
+ * breakdownRows without engagement), the days not rolled up read once for all of them (each event
+ * counted under every property it carries), the rolled days from the rows stored under each
+ * property's key (`stored`).
+ */
+export function rolledOnDemandEventsSql(
+  query: Query,
+  properties: readonly string[],
+  stored: readonly string[],
+  scope: Scope,
+  rolled: RolledDays,
+  selected: Fragment,
+): Fragment {
+  const sources = properties.map((p) => ({ p, source: breakdownSource(p, scope) }))
+  const pairs = join(
+    sources.map(({ p, source }) => sql`(${bind('String', p)}, toString(${source.value}), toUInt8(${source.presence ?? raw('1')}))`),
+    ', ',
+  )
+  const presences = sources.map(({ source }) => source.presence)
+  const narrowed = presences.every((p) => p !== null) ? sql` AND (${join(presences as Fragment[], ' OR ')})` : raw('')
+  return sql`
+SELECT property, value, visitors, visits, pageviews, events
+FROM (
+  SELECT property, value, sum(visitors) AS visitors, sum(visits) AS visits, sum(pageviews) AS pageviews, sum(events) AS events
+  FROM (
+    SELECT pair.1 AS property, pair.2 AS value, uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits,
+           countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events
+    FROM ${raw(scope.table)} ARRAY JOIN arrayFilter(p -> p.3, [${pairs}]) AS pair
+    WHERE ${selected}${narrowed}
+    GROUP BY property, value${
+      rolled.days.length
+        ? sql`
+    UNION ALL
+    ${storedRowsOf(query, properties, stored, rolled, raw('value, visitors, visits, pageviews, events'))}`
         : sql``
     }
   )
