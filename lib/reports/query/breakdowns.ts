@@ -3,7 +3,7 @@ import { execute } from '../../storage/clickhouse/execute'
 import type { ClickHouse } from '../../storage/clickhouse/types'
 import type { Query, Read, RolledDays } from './model'
 import { type ReadPlan, readsBotHits, unfilteredRollupKey } from './plan'
-import { planOf, runPlanned } from './run'
+import { planOf, plansOf, runPlanned } from './run'
 import { type BreakdownRow, type Totals, shapeBreakdown, shapeTotals } from './shape'
 import {
   WINDOW_TOTALS,
@@ -38,11 +38,12 @@ export async function breakdownsAtOnce(
   // the first read's lookup (the window's rolled days, with today's partial rollup for a page
   // breakdown) is run once and serves the others (run.ts, lookUpOnce)
   const plans = reads.length ? [await planOf(clickhouse, query, reads[0])] : []
-  const [statsPlan, ...rest] = await Promise.all([
+  // the lookups of the properties rolled up on demand in one statement (run.ts, plansOf)
+  const [statsPlan, rest] = await Promise.all([
     options.totals && reads.length ? planOf(clickhouse, query, { kind: 'stats' }) : null,
-    ...reads.slice(1).map((read) => planOf(clickhouse, query, read)),
+    plansOf(clickhouse, query, reads.slice(1)),
   ])
-  plans.push(...(rest as ReadPlan[]))
+  plans.push(...rest)
   const groups: Groups = { rolled: [], rolledEvents: [], demandEvents: [], sessions: [], events: [], alone: [] }
   plans.forEach((step, i) => groups[groupOf(query, properties[i], step)].push(i))
   // a group over rolled days reads the days not rolled up once for all its members: those of its first (a

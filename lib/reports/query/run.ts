@@ -1,7 +1,7 @@
 import { type Compiled, render, sql } from '../../storage/clickhouse/sql'
 import { execute, executeCommand, inBackground } from '../../storage/clickhouse/execute'
 import type { ClickHouse } from '../../storage/clickhouse/types'
-import { signaturesAndBuilt } from './compile/day-rollups'
+import { signaturesAndBuilt, signaturesAndBuiltOfKeys } from './compile/day-rollups'
 import { importedReadSql, readSql } from './compile/read'
 import { filteredRollupInsertSql } from './compile/rollup-build'
 import type { Query, Read, RolledDays } from './model'
@@ -58,6 +58,28 @@ export async function planOf(clickhouse: ClickHouse, query: Query, read: Read): 
   const step = await planRead(query, read)
   if (!step.lookup) return step.plan
   return completePlan(query, read, step.lookup, await lookUpOnce(clickhouse, query, step.lookup))
+}
+
+/**
+ * The complete plans of several reads of one query (an export's breakdowns): as planOf gives each,
+ * the lookups of the rollups built on demand (each its own key, without the partial rollup) run as
+ * one statement rather than one each.
+ */
+export async function plansOf(clickhouse: ClickHouse, query: Query, reads: readonly Read[]): Promise<ReadPlan[]> {
+  const steps = await Promise.all(reads.map((read) => planRead(query, read)))
+  const keys = [...new Set(steps.flatMap((step) => (step.lookup?.key && !step.lookup.partial ? [step.lookup.key] : [])))]
+  const byKey =
+    keys.length > 1
+      ? await execute<SignatureRow & { k: string }>(clickhouse, signaturesAndBuiltOfKeys(query.siteId, query.range, keys))
+      : null
+  const rowsOf = (key: string) => byKey?.filter((r) => Number(r.rolled) === 0 || r.k === key) ?? []
+  return Promise.all(
+    steps.map((step, i) => {
+      if (!step.lookup) return step.plan
+      if (byKey && step.lookup.key && !step.lookup.partial) return completePlan(query, reads[i], step.lookup, rowsOf(step.lookup.key))
+      return planOf(clickhouse, query, reads[i])
+    }),
+  )
 }
 
 /** The SQL and parameters of a read, given the rolled days of its window (for tests and the bench). */

@@ -123,6 +123,16 @@ export const signaturesAndBuilt = (siteId: string, window: Window, marker = '', 
     withPartial && marker === '' ? sql` UNION ALL ${latestPartial(siteId, window)}` : empty
   }`
 
+/**
+ * signaturesAndBuilt of several keys without the partial rollup (rollups built on demand), in one
+ * statement: the current signatures once (rolled 0, key ''), then each key's built days (rolled 1,
+ * its key as `k`). Rows: rolled, k, d, n, s.
+ */
+export const signaturesAndBuiltOfKeys = (siteId: string, window: Window, keys: readonly string[]) =>
+  sql`SELECT 0 AS rolled, '' AS k, toString(day) AS d, n, s FROM (${daySignatures(siteId, window)}) UNION ALL SELECT 1, property, toString(day), n, s FROM (SELECT DISTINCT property, day, day_events AS n, day_sum AS s FROM day_rollups
+  WHERE ${siteIs(siteId)} AND timezone = ${bind('String', window.timezone)} AND version = ${version()} AND property IN ${bind('Array(String)', keys)}
+    AND day >= ${bind('Date', window.from.toPlainDate().toString())} AND day < ${bind('Date', window.to.toPlainDate().toString())}) AS rolled`
+
 /** The days whose current signature has no built rows. Rows: d, n, s. */
 export const staleDays = (siteId: string, window: Window) =>
   sql`SELECT toString(day) AS d, n, s FROM (${daySignatures(siteId, window)}) AS sig LEFT ANTI JOIN ${built(siteId, window)} USING (day, n, s) ORDER BY day`
