@@ -805,10 +805,11 @@ export async function plausibleQuery(deps: ReportDeps, site: Site, body: Plausib
   // combined rows are ordered by their values one by one here, not as the pipeline orders their JSON, and goal rows are
   // kept to the goals of the goal filters: all of them
   const goalRows = plan.property !== undefined && holdsGoal(plan.property)
-  // total_rows counted by the engine where the rows are one read's (the tracker's alone, no goal rows), however many: the
-  // rows themselves are then read as without it
+  // total_rows counted by the engine where the rows are one read's (the tracker's alone, no goal rows, not compared),
+  // however many: the rows themselves are then read as without it
   const counted =
     body.include.total_rows &&
+    !body.include.comparisons &&
     ctx.trackerOnly &&
     plan.property !== undefined &&
     !goalRows &&
