@@ -1,4 +1,4 @@
-import { GOAL, dimension, hasEngagement, isVisitAttribute } from '../dimensions'
+import { GOAL, PROPERTY_PREFIX, dimension, hasEngagement, isVisitAttribute } from '../dimensions'
 import { execute } from '../../storage/clickhouse/execute'
 import type { ClickHouse } from '../../storage/clickhouse/types'
 import type { Query, Read, RolledDays } from './model'
@@ -187,7 +187,9 @@ function groupOf(query: Query, property: string, { builds, plan, after }: ReadPl
       // rolled up on demand, unfiltered (plan.ts): visit attributes with the daily ones, event properties without engagement together
       if (plan.rolled.filtersKey !== unfilteredRollupKey(property) || plan.rolled.partial) return 'alone'
       if (isVisitAttribute(property)) return 'rolled'
-      return dimension(property)?.scope === 'event' && !hasEngagement(property) ? 'demandEvents' : 'alone'
+      return (dimension(property)?.scope === 'event' || property.startsWith(PROPERTY_PREFIX)) && !hasEngagement(property)
+        ? 'demandEvents'
+        : 'alone'
     }
     // the days not rolled up from the sessions rollup (unrolledFromSessions): visit attributes take no partial rollup
     if (isVisitAttribute(property)) return plan.rolled.partial ? 'alone' : 'rolled'
