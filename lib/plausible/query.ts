@@ -1,12 +1,14 @@
 import { Temporal } from 'temporal-polyfill'
 import { ApiError } from '../core/errors'
 import { GOAL, SEGMENT, combinable, combinedParts, combinedProperty, hasEngagement, holdsGoal } from '../reports/dimensions'
-import { type Filter, type Query, TOTALS, goalsOfFilter } from '../reports/query/model'
+import { type Filter, type Query, type Read, TOTALS, goalsOfFilter } from '../reports/query/model'
 import { type ReportParams, expandSegments, validateGoalFilter } from '../reports/query/parse'
 import { type Interval, type ResolvedRange, buckets, startsDay } from '../reports/query/range'
 import { type ReportDeps, prepare, readerWithImports, sourceReader } from '../reports/query/reports'
 import { firstEventAt, firstImportedAt } from '../reports/query/site-events'
-import { runRead } from '../reports/query/run'
+import { countRows, planOf, runRead } from '../reports/query/run'
+import { valuesPerRolledDaySql } from '../reports/query/compile/day-rollups'
+import { execute } from '../storage/clickhouse/execute'
 import { type BreakdownRow, type Totals, shapeBreakdown } from '../reports/query/shape'
 import type { Segment } from '../sites/definition-records'
 import type { Goal } from '../sites/goals'
@@ -454,19 +456,54 @@ async function timeBreakdown(ctx: Context, range: ResolvedRange, property: strin
   return { rows, labels }
 }
 
+/**
+ * A read by bucket of the rows up to the page's last with their ties (the bucket, then visitors:
+ * ctx.bucketRows), its window cut after the first buckets that hold that many rows for sure: every
+ * row it answers is in those buckets, so the rest of the window need not be read. A bucket holds at
+ * least as many rows as its fullest rolled day has values with visitors (counted from the rollup
+ * rows the read takes; a day not rolled up counts none). The whole window where those do not reach
+ * the page, or where the read takes no rolled days.
+ */
+async function firstBucketsQuery(clickhouse: ReportDeps['clickhouse'], query: Query, read: Read): Promise<Query> {
+  const { range } = query
+  const starts = buckets(range)
+  if (starts.length < 2 || read.kind !== 'breakdown') return query
+  const { plan } = await planOf(clickhouse, query, read)
+  if (plan.table !== 'rollup' || !plan.rolled.days.length) return query
+  const perDay = await execute<{ d: string; n: string }>(
+    clickhouse,
+    valuesPerRolledDaySql(query.siteId, range.timezone, read.property, plan.rolled),
+  )
+  const least = starts.map(() => 0)
+  for (const { d, n } of perDay) {
+    const epoch = Temporal.PlainDate.from(d).toZonedDateTime(range.timezone).epochMilliseconds / 1000
+    const i = starts.findLastIndex((b) => b.epoch <= epoch)
+    if (i >= 0) least[i] = Math.max(least[i], Number(n))
+  }
+  let held = 0
+  for (let i = 0; i + 1 < starts.length; i++) {
+    held += least[i]
+    if (held >= query.limit) {
+      const to = Temporal.Instant.fromEpochMilliseconds(starts[i + 1].epoch * 1000).toZonedDateTimeISO(range.timezone)
+      return { ...query, range: { ...range, to } }
+    }
+  }
+  return query
+}
+
 /** The rows of a time dimension beside others in one read grouped by bucket and value (readByBucket). */
 async function bucketRows(ctx: Context, range: ResolvedRange, property: string, timeAt: number, labels: string[]) {
   const { metrics } = ctx.plan
   const query = { ...ctx.query, range, limit: ctx.bucketRows ?? ALL_ROWS }
   // the visits' facts only where asked for
   const engagement = metrics.some((m) => m === 'bounce_rate' || m === 'visit_duration')
+  const byBucket: Read = { kind: 'breakdown', property, byBucket: true, ...(engagement ? {} : { withoutEngagement: true as const }) }
   const [read, series, base] = await Promise.all([
-    runRead<Record<string, unknown>>(ctx.deps.clickhouse, query, {
-      kind: 'breakdown',
-      property,
-      byBucket: true,
-      ...(engagement ? {} : { withoutEngagement: true as const }),
-    }),
+    (async () => {
+      // the page's rows in the default order lie in the first buckets: the rest of the window is not read
+      const asked = query.limit < ALL_ROWS ? await firstBucketsQuery(ctx.deps.clickhouse, query, byBucket) : query
+      return runRead<Record<string, unknown>>(ctx.deps.clickhouse, asked, byBucket)
+    })(),
     metrics.includes('percentage') ? ctx.reader.series(query) : undefined,
     metrics.includes('conversion_rate') ? ctx.conversionTotals() : undefined,
   ])
@@ -481,6 +518,26 @@ async function bucketRows(ctx: Context, range: ResolvedRange, property: string, 
       { metrics: metrics.map((m) => rowMetric(m, row, of)), dimensions: rowDimensions(ctx.plan, row).toSpliced(timeAt, 0, labels[i]) },
     ]
   })
+}
+
+/**
+ * total_rows of a query whose rows are one read's (counted in plausibleQuery): the rows the read
+ * answers with no limit, counted by the engine; the same read as grouped's, or bucketRows' with a
+ * time dimension.
+ */
+async function rowCount(ctx: Context, range: ResolvedRange): Promise<number> {
+  const { metrics, property, time } = ctx.plan
+  if (property === undefined) throw new Error('total_rows is counted for a dimension')
+  if (time) {
+    const engagement = metrics.some((m) => m === 'bounce_rate' || m === 'visit_duration')
+    return countRows(
+      ctx.deps.clickhouse,
+      { ...ctx.query, range },
+      { kind: 'breakdown', property, byBucket: true, ...(engagement ? {} : { withoutEngagement: true as const }) },
+    )
+  }
+  const visitsOnly = metrics.every((m) => VISIT_METRICS.includes(m)) ? ({ visitsOnly: true } as const) : {}
+  return countRows(ctx.deps.clickhouse, ctx.query, { kind: 'breakdown', property, ...visitsOnly })
 }
 
 /** Breakdown rows with the engagement reports of each page (scroll depth, engaged time) where asked. */
@@ -748,12 +805,21 @@ export async function plausibleQuery(deps: ReportDeps, site: Site, body: Plausib
   // combined rows are ordered by their values one by one here, not as the pipeline orders their JSON, and goal rows are
   // kept to the goals of the goal filters: all of them
   const goalRows = plan.property !== undefined && holdsGoal(plan.property)
+  // total_rows counted by the engine where the rows are one read's (the tracker's alone, no goal rows, not compared),
+  // however many: the rows themselves are then read as without it
+  const counted =
+    body.include.total_rows &&
+    !body.include.comparisons &&
+    ctx.trackerOnly &&
+    plan.property !== undefined &&
+    !goalRows &&
+    (!plan.time || readByBucket(ctx, range, plan.property))
+  const allRows = body.include.total_rows && !counted
   // combined rows come as the first by visitors and every row tied with the last (breakdown.ts, orderedRows); compared, all of them
-  const fetch =
-    body.include.total_rows || !defaultOrder || goalRows || (plan.combined && body.include.comparisons) ? ALL_ROWS : offset + limit
+  const fetch = allRows || !defaultOrder || goalRows || (plan.combined && body.include.comparisons) ? ALL_ROWS : offset + limit
   // a time dimension beside others in Plausible's default order (the bucket, then visitors): the rows up to the page's last, with their ties
   const timeFirst = plan.time !== undefined && order.length === 2 && order[0][0] === plan.time && order[0][1] === 'asc'
-  ctx.bucketRows = timeFirst && order[1][0] === 'visitors' && order[1][1] === 'desc' && !body.include.total_rows ? offset + limit : ALL_ROWS
+  ctx.bucketRows = timeFirst && order[1][0] === 'visitors' && order[1][1] === 'desc' && !allRows ? offset + limit : ALL_ROWS
 
   const read = async (c: Context, r: ResolvedRange) =>
     plan.time && plan.property
@@ -809,7 +875,7 @@ export async function plausibleQuery(deps: ReportDeps, site: Site, body: Plausib
   }
   if (body.include.total_rows) {
     if (!plan.property && !plan.time) throw new ApiError(400, 'include.total_rows: needs a dimension')
-    meta.total_rows = all.length
+    meta.total_rows = counted ? await rowCount(ctx, range) : all.length
   }
   const warning = revenue.warning
   if (warning && plan.metrics.some((m) => m === 'total_revenue' || m === 'average_revenue'))

@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { createApiKey, createOrg } from '../../lib/accounts/admin'
 import { importHits } from '../../lib/ingest/import'
 import { refreshRollups } from '../../lib/reports/rollup/refresh'
+import { rollupBuildsSettled } from '../../lib/reports/query/run'
 import { newSite } from '../../lib/sites/sites'
 import { client, testServices } from '../helpers'
 import {
@@ -185,6 +186,70 @@ describe('POST /api/v2/query: a time dimension beside others, one read by bucket
       dimensions: ['time:week'],
     })
     expect(weekly.results).toEqual(totalsOf(FROM, TO, 'week'))
+  })
+
+  it('the first page in the default order reads the first buckets alone once their days are rolled up: the rows of the whole window', async () => {
+    await refreshRollups(services.clickhouse, services.repositories, NOW, 120)
+    // the statements the service runs: the count of each rolled day's values tells that the window was cut
+    const ran: string[] = []
+    const query0 = services.clickhouse.query
+    services.clickhouse.query = ((sql: string, params?: Record<string, unknown>) => {
+      ran.push(sql)
+      return query0.call(services.clickhouse, sql, params)
+    }) as typeof query0
+    try {
+      const bySourceAndPage: ValueFor = (e, v) => JSON.stringify([v.source, e.path])
+      const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+      // the reference rows in the service's order: the bucket, visitors descending, then each dimension's value
+      const reference = (from: string, unit: 'day' | 'week', timeAt: number) =>
+        expectedRows(from, TO, unit, bySourceAndPage)
+          .map((r) => ({ metrics: r.metrics.slice(0, 3), values: JSON.parse(r.dimensions[1]) as string[], label: r.dimensions[0] }))
+          .sort(
+            (a, b) =>
+              compare(a.label, b.label) ||
+              b.metrics[0] - a.metrics[0] ||
+              compare(a.values[0], b.values[0]) ||
+              compare(a.values[1], b.values[1]),
+          )
+          .map((r) => ({ metrics: r.metrics, dimensions: r.values.toSpliced(timeAt, 0, r.label) }))
+      for (const [unit, dateRange, from, dimensions, timeAt] of [
+        ['day', ['2026-11-01', '2026-11-22'], '2026-11-01T00:00:00-04:00', ['time:day', 'visit:source', 'event:page'], 0],
+        ['week', CUSTOM, FROM, ['visit:source', 'event:page', 'time:week'], 2],
+      ] as const) {
+        const expected = reference(from, unit, timeAt)
+        for (const pagination of [
+          { limit: 3, offset: 0 },
+          { limit: 10, offset: 5 },
+        ]) {
+          const body = { metrics: ['visitors', 'visits', 'pageviews'], date_range: dateRange, dimensions, pagination }
+          // the first read rolls the combination's days up after its answer
+          await query(body)
+          await rollupBuildsSettled()
+          ran.length = 0
+          const fast = await query(body)
+          expect(ran.some((s) => s.includes('countIf(visitors > 0)'))).toBe(true)
+          // the same order spelt out in full is not the default: every row of the window is read and sorted
+          const time = dimensions[timeAt]
+          const whole = await query({
+            ...body,
+            order_by: [
+              [time, 'asc'],
+              ['visitors', 'desc'],
+              ['visit:source', 'asc'],
+              ['event:page', 'asc'],
+            ],
+          })
+          expect(fast.results, `${unit} ${JSON.stringify(pagination)}`).toEqual(whole.results)
+          expect(fast.results).toEqual(expected.slice(pagination.offset, pagination.offset + pagination.limit))
+          // total_rows counted by the engine, the page read as without it
+          const counted = await query({ ...body, include: { total_rows: true } })
+          expect(counted.results).toEqual(fast.results)
+          expect(counted.meta.total_rows).toBe(expected.length)
+        }
+      }
+    } finally {
+      services.clickhouse.query = query0
+    }
   })
 
   it('under a filter, two dimensions beside the days', async () => {

@@ -1,4 +1,4 @@
-import { ROLLED_PROPERTIES, combinedParts, dimension, holdsGoal, isVisitAttribute } from '../dimensions'
+import { PROPERTY_PREFIX, ROLLED_PROPERTIES, combinedParts, dimension, holdsGoal, isVisitAttribute } from '../dimensions'
 import { ApiError } from '../../core/errors'
 import type { Ga4DatasetName } from './ga4-datasets'
 import { type Filter, type Query, type Read, type RolledDays, TOTALS, asRolledDays } from './model'
@@ -103,13 +103,13 @@ export function mayUseRollup(query: Query, read: Read): boolean {
  * rather than every day by the refresh: the dimensions the dashboard does not break down by every
  * day (a city, a browser version, a visit's entry hostname) and several dimensions together
  * (Stats API v2 queries: source and page, country and device). Read from events, their reads grow
- * with the window's events; from the rollup, with its values. Not goals (their conversions are
- * read from events, compile/goals.ts) nor custom properties (read by keys of their own).
+ * with the window's events; from the rollup, with its values. Custom properties too (each key its
+ * own property, `prop:<key>`). Not goals (their conversions are read from events, compile/goals.ts).
  */
 export const rolledOnDemand = (property: string) =>
   !holdsGoal(property) &&
   !ROLLED_PROPERTIES.includes(property) &&
-  (combinedParts(property) !== undefined || dimension(property) !== undefined)
+  (combinedParts(property) !== undefined || dimension(property) !== undefined || property.startsWith(PROPERTY_PREFIX))
 
 /**
  * The key an unfiltered read of a property rolled up on demand (rolledOnDemand) stores its days

@@ -1,7 +1,7 @@
-import { type Compiled, render } from '../../storage/clickhouse/sql'
+import { type Compiled, render, sql } from '../../storage/clickhouse/sql'
 import { execute, executeCommand, inBackground } from '../../storage/clickhouse/execute'
 import type { ClickHouse } from '../../storage/clickhouse/types'
-import { signaturesAndBuilt } from './compile/day-rollups'
+import { signaturesAndBuilt, signaturesAndBuiltOfKeys } from './compile/day-rollups'
 import { importedReadSql, readSql } from './compile/read'
 import { filteredRollupInsertSql } from './compile/rollup-build'
 import type { Query, Read, RolledDays } from './model'
@@ -60,6 +60,28 @@ export async function planOf(clickhouse: ClickHouse, query: Query, read: Read): 
   return completePlan(query, read, step.lookup, await lookUpOnce(clickhouse, query, step.lookup))
 }
 
+/**
+ * The complete plans of several reads of one query (an export's breakdowns): as planOf gives each,
+ * the lookups of the rollups built on demand (each its own key, without the partial rollup) run as
+ * one statement rather than one each.
+ */
+export async function plansOf(clickhouse: ClickHouse, query: Query, reads: readonly Read[]): Promise<ReadPlan[]> {
+  const steps = await Promise.all(reads.map((read) => planRead(query, read)))
+  const keys = [...new Set(steps.flatMap((step) => (step.lookup?.key && !step.lookup.partial ? [step.lookup.key] : [])))]
+  const byKey =
+    keys.length > 1
+      ? await execute<SignatureRow & { k: string }>(clickhouse, signaturesAndBuiltOfKeys(query.siteId, query.range, keys))
+      : null
+  const rowsOf = (key: string) => byKey?.filter((r) => Number(r.rolled) === 0 || r.k === key) ?? []
+  return Promise.all(
+    steps.map((step, i) => {
+      if (!step.lookup) return step.plan
+      if (byKey && step.lookup.key && !step.lookup.partial) return completePlan(query, reads[i], step.lookup, rowsOf(step.lookup.key))
+      return planOf(clickhouse, query, reads[i])
+    }),
+  )
+}
+
 /** The SQL and parameters of a read, given the rolled days of its window (for tests and the bench). */
 export const compileRead = (query: Query, read: Read, rolled?: RolledDays): Compiled =>
   render(readSql(query, read, plan(query, read, rolled)))
@@ -116,7 +138,30 @@ export async function runSampledRead<Row = Record<string, unknown>>(
   query: Query,
   read: Read,
 ): Promise<ReadAnswer<Row>> {
-  const { builds, plan, after = [] } = await planOf(clickhouse, query, read)
+  return plannedRead<Row>(clickhouse, query, read, await planOf(clickhouse, query, read))
+}
+
+/** Runs one read (runSampledRead) for its rows. */
+export async function runRead<Row = Record<string, unknown>>(clickhouse: ClickHouse, query: Query, read: Read): Promise<Row[]> {
+  return (await runSampledRead<Row>(clickhouse, query, read)).rows
+}
+
+/** runRead under a plan planOf gave for the same query and read (a caller that planned several reads at once). */
+export async function runPlanned<Row = Record<string, unknown>>(
+  clickhouse: ClickHouse,
+  query: Query,
+  read: Read,
+  plan: ReadPlan,
+): Promise<Row[]> {
+  return (await plannedRead<Row>(clickhouse, query, read, plan)).rows
+}
+
+async function plannedRead<Row>(
+  clickhouse: ClickHouse,
+  query: Query,
+  read: Read,
+  { builds, plan, after = [] }: ReadPlan,
+): Promise<ReadAnswer<Row>> {
   for (const build of builds) await executeCommand(clickhouse, filteredRollupInsertSql(query, build), { bounded: true })
   const rows = await execute<Row>(clickhouse, readSql(query, read, plan))
   for (const build of after) buildAfter(clickhouse, query, build)
@@ -124,9 +169,21 @@ export async function runSampledRead<Row = Record<string, unknown>>(
   return { rows: scaleCounts(rows, plan.sample), sampled: true }
 }
 
-/** Runs one read (runSampledRead) for its rows. */
-export async function runRead<Row = Record<string, unknown>>(clickhouse: ClickHouse, query: Query, read: Read): Promise<Row[]> {
-  return (await runSampledRead<Row>(clickhouse, query, read)).rows
+/** The most rows a read can be asked for (its LIMIT is a UInt32): all of them. */
+const EVERY_ROW = 4_294_967_295
+
+/**
+ * How many rows a read answers with no limit (a breakdown's, Stats API v2 total_rows): its plan's
+ * builds first, as runRead, then its statement counted by the engine, the rows never sent.
+ */
+export async function countRows(clickhouse: ClickHouse, query: Query, read: Read): Promise<number> {
+  const { builds, plan } = await planOf(clickhouse, query, read)
+  for (const build of builds) await executeCommand(clickhouse, filteredRollupInsertSql(query, build), { bounded: true })
+  const [row] = await execute<{ n: string }>(
+    clickhouse,
+    sql`SELECT count() AS n FROM (${readSql({ ...query, limit: EVERY_ROW }, read, plan)})`,
+  )
+  return Number(row?.n ?? 0)
 }
 
 /** Runs one read of imported aggregates (GA4's, or every product's): its dataset (planImported), then its statement. */

@@ -1,4 +1,4 @@
-import { GOAL } from '../../dimensions'
+import { GOAL, PROPERTY_PREFIX } from '../../dimensions'
 import type { Query, RolledDays } from '../model'
 import { dimensionSql, goalCondition } from './filters'
 import { partialRows, rolledRows } from './day-rollups'
@@ -33,12 +33,17 @@ LIMIT ${bind('UInt32', query.limit)} BY property`
  * sessions rollup (unrolledFromSessions, visitAttributeRows): their rolled days' rows plus those
  * days' visits, per property and value.
  */
-export function rolledVisitAttributesSql(query: Query, properties: readonly string[], scope: Scope, rolled: RolledDays): Fragment {
+export function rolledVisitAttributesSql(
+  query: Query,
+  properties: readonly string[],
+  scope: Scope,
+  rolled: RolledDays,
+  stored: readonly string[] = properties,
+): Fragment {
   const values = join(
     properties.map((p) => (p === WINDOW_TOTALS ? sql`''` : sql`toString(any(${dimensionSql(p)}))`)),
     ', ',
   )
-  const columns = raw('property, value, visitors, visits, pageviews, events, bounces, duration_ms')
   // bounces too, for the totals' row (WINDOW_TOTALS)
   return sql`
 SELECT property, value, visitors, visits, pageviews, events, bounces, bounces / visits AS bounce_rate, duration_ms / 1000 / visits AS avg_duration
@@ -58,7 +63,70 @@ FROM (
       rolled.days.length
         ? sql`
     UNION ALL
-    ${rolledRows(query.siteId, query.range.timezone, properties, rolled, columns)}`
+    ${storedRowsOf(query, properties, stored, rolled, raw('value, visitors, visits, pageviews, events, bounces, duration_ms'))}`
+        : sql``
+    }
+  )
+  GROUP BY property, value
+)
+WHERE visitors > 0${perProperty(query)}`
+}
+
+/**
+ * The rolled days' rows of several properties, each stored under its own name (the daily rollup)
+ * or under the key of its rows rolled up on demand (`stored`, plan.ts's unfilteredRollupKey), as
+ * rows of the property: `property`, then `columns`.
+ */
+function storedRowsOf(
+  query: Query,
+  properties: readonly string[],
+  stored: readonly string[],
+  rolled: RolledDays,
+  columns: Fragment,
+): Fragment {
+  if (stored.every((key, i) => key === properties[i]))
+    return rolledRows(query.siteId, query.range.timezone, properties, rolled, sql`property, ${columns}`)
+  return sql`SELECT transform(stored_as, ${names(stored)}, ${names(properties)}, '') AS property, ${columns}
+    FROM (${rolledRows(query.siteId, query.range.timezone, stored, rolled, sql`property AS stored_as, ${columns}`)})`
+}
+
+/**
+ * Event properties without visit engagement whose finished days are rolled up on demand (plan.ts,
+ * rolledOnDemand: event names, links, clicks, forms), unfiltered, all over the same rolled days:
+ * each property's rows as its read under the rollup plan gives them (rowsWithRollup over
+ * breakdownRows without engagement), the days not rolled up read once for all of them (each event
+ * counted under every property it carries), the rolled days from the rows stored under each
+ * property's key (`stored`).
+ */
+export function rolledOnDemandEventsSql(
+  query: Query,
+  properties: readonly string[],
+  stored: readonly string[],
+  scope: Scope,
+  rolled: RolledDays,
+  selected: Fragment,
+): Fragment {
+  const sources = properties.map((p) => ({ p, source: breakdownSource(p, scope) }))
+  const pairs = join(
+    sources.map(({ p, source }) => sql`(${bind('String', p)}, toString(${source.value}), toUInt8(${source.presence ?? raw('1')}))`),
+    ', ',
+  )
+  const presences = sources.map(({ source }) => source.presence)
+  const narrowed = presences.every((p) => p !== null) ? sql` AND (${join(presences as Fragment[], ' OR ')})` : raw('')
+  return sql`
+SELECT property, value, visitors, visits, pageviews, events
+FROM (
+  SELECT property, value, sum(visitors) AS visitors, sum(visits) AS visits, sum(pageviews) AS pageviews, sum(events) AS events
+  FROM (
+    SELECT pair.1 AS property, pair.2 AS value, uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits,
+           countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events
+    FROM ${raw(scope.table)} ARRAY JOIN arrayFilter(p -> p.3, [${pairs}]) AS pair
+    WHERE ${selected}${narrowed}
+    GROUP BY property, value${
+      rolled.days.length
+        ? sql`
+    UNION ALL
+    ${storedRowsOf(query, properties, stored, rolled, raw('value, visitors, visits, pageviews, events'))}`
         : sql``
     }
   )
@@ -106,8 +174,14 @@ LEFT JOIN (
  * Event properties without visit engagement (custom properties, event names, links, clicks,
  * forms) under the events plan (breakdownRows without engagement): each selected event counted
  * under every property it carries. With goals, unfiltered, the goal breakdown's rows as well
- * (goalBreakdownSql reads the same events): property GOAL, and the window's visitors under
- * WINDOW_TOTALS.
+ * (goalBreakdownSql reads the same events): property GOAL, and with `windowTotals` the window's
+ * visitors under WINDOW_TOTALS (every event; without it, the caller has them from elsewhere).
+ *
+ * The events are read in two parts, each narrowed to the events that can carry one of its pairs
+ * (an event outside both carries none, so it adds no row): the custom properties' to the events
+ * with properties (`length(props) > 0`, which the events' props index answers by granule, migration
+ * 0023), the rest to the events that carry one of them (an event goal's name narrows by the sort
+ * key). The window's totals need every event: with them, the second part reads all of them.
  */
 export function eventPropertiesSql(
   query: Query,
@@ -115,37 +189,60 @@ export function eventPropertiesSql(
   scope: Scope,
   selected: Fragment,
   goals: Query['goals'] = [],
+  windowTotals = true,
 ): Fragment {
-  const pairs = properties.map((p) => {
+  const pairOf = (p: string) => {
     const source = breakdownSource(p, scope)
-    return sql`(${bind('String', p)}, toString(${source.value}), toUInt8(${source.presence ?? raw('1')}), '')`
-  })
+    return {
+      pair: sql`(${bind('String', p)}, toString(${source.value}), toUInt8(${source.presence ?? raw('1')}), '')`,
+      presence: source.presence,
+    }
+  }
+  const custom = properties.filter((p) => p.startsWith(PROPERTY_PREFIX)).map(pairOf)
+  const rest = properties.filter((p) => !p.startsWith(PROPERTY_PREFIX)).map(pairOf)
+  // the goal read's rows (goalBreakdownSql): a pair per goal an event converts, with the goal's
+  // currency, and one for every event, whose visitors are the window's (WINDOW_TOTALS)
+  for (const goal of goals)
+    rest.push({
+      pair: sql`(${bind('String', GOAL)}, ${bind('String', goal.name)}, toUInt8(${goalCondition(goal)}), ${bind('String', goal.currency ?? '')})`,
+      presence: goalCondition(goal),
+    })
+  if (goals.length && windowTotals) rest.push({ pair: sql`(${bind('String', WINDOW_TOTALS)}, '', toUInt8(1), '')`, presence: null })
+  const columns = raw(
+    goals.length ? 'visitor_id, session_id, kind, revenue_amount, revenue_currency, pair' : 'visitor_id, session_id, kind, pair',
+  )
+  const part = (pairs: { pair: Fragment; presence: Fragment | null }[], narrowed: Fragment | null) => sql`
+    SELECT ${columns} FROM ${raw(scope.table)} ARRAY JOIN arrayFilter(p -> p.3, [${join(
+      pairs.map((p) => p.pair),
+      ', ',
+    )}]) AS pair
+    WHERE ${selected}${narrowed ? sql` AND ${narrowed}` : raw('')}`
+  const parts: Fragment[] = []
+  if (custom.length) parts.push(part(custom, raw('length(props) > 0')))
+  if (rest.length) {
+    const presences = rest.map((p) => p.presence)
+    parts.push(part(rest, presences.every((p) => p !== null) ? sql`(${join(presences as Fragment[], ' OR ')})` : null))
+  }
+  const events = join(parts, '\n    UNION ALL')
   if (!goals.length)
     return sql`
 SELECT property, value, visitors, visits, pageviews, events
 FROM (
   SELECT pair.1 AS property, pair.2 AS value, uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits,
          countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events
-  FROM ${raw(scope.table)} ARRAY JOIN arrayFilter(p -> p.3, [${join(pairs, ', ')}]) AS pair
-  WHERE ${selected}
+  FROM (${events}
+  )
   GROUP BY property, value
 )
 WHERE visitors > 0${perProperty(query)}`
-  // the goal read's rows (goalBreakdownSql): a pair per goal an event converts, with the goal's
-  // currency, and one for every event, whose visitors are the window's (WINDOW_TOTALS)
-  for (const goal of goals)
-    pairs.push(
-      sql`(${bind('String', GOAL)}, ${bind('String', goal.name)}, toUInt8(${goalCondition(goal)}), ${bind('String', goal.currency ?? '')})`,
-    )
-  pairs.push(sql`(${bind('String', WINDOW_TOTALS)}, '', toUInt8(1), '')`)
   return sql`
 SELECT property, value, visitors, visits, pageviews, events, conversions, revenue, currency
 FROM (
   SELECT pair.1 AS property, pair.2 AS value, uniqExact(visitor_id) AS visitors, uniqExact(session_id) AS visits,
          countIf(kind = 'pageview') AS pageviews, countIf(kind = 'custom') AS events, count() AS conversions,
          sumIf(revenue_amount, revenue_currency = pair.4 AND pair.4 != '') AS revenue, any(pair.4) AS currency
-  FROM ${raw(scope.table)} ARRAY JOIN arrayFilter(p -> p.3, [${join(pairs, ', ')}]) AS pair
-  WHERE ${selected}
+  FROM (${events}
+  )
   GROUP BY property, value
 )
 WHERE visitors > 0${perProperty(query)}`

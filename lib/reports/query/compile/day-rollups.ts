@@ -39,6 +39,13 @@ export function rolledRows(
 }
 
 /**
+ * Per rolled day, the values of a property (or of a filtered read's key) with visitors: the rows a
+ * breakdown by day takes from the rollup. Rows: d (the day), n.
+ */
+export const valuesPerRolledDaySql = (siteId: string, timezone: string, property: string, rolled: RolledDays): Fragment =>
+  sql`SELECT toString(day) AS d, countIf(visitors > 0) AS n FROM (${rolledRows(siteId, timezone, rolled.filtersKey ?? property, rolled, raw('day, visitors'))}) GROUP BY day`
+
+/**
  * The stored rows of one property on the window's days, whichever signature each was built from
  * (its day, day_events and day_sum): for a read that matches them against the days' current
  * signatures itself, taken in the same statement (daySignatures) instead of looked up first.
@@ -115,6 +122,16 @@ export const signaturesAndBuilt = (siteId: string, window: Window, marker = '', 
   sql`SELECT 0 AS rolled, toString(day) AS d, n, s, '' AS b FROM (${daySignatures(siteId, window)}) UNION ALL SELECT 1, toString(day), n, s, '' FROM ${built(siteId, window, marker)}${
     withPartial && marker === '' ? sql` UNION ALL ${latestPartial(siteId, window)}` : empty
   }`
+
+/**
+ * signaturesAndBuilt of several keys without the partial rollup (rollups built on demand), in one
+ * statement: the current signatures once (rolled 0, key ''), then each key's built days (rolled 1,
+ * its key as `k`). Rows: rolled, k, d, n, s.
+ */
+export const signaturesAndBuiltOfKeys = (siteId: string, window: Window, keys: readonly string[]) =>
+  sql`SELECT 0 AS rolled, '' AS k, toString(day) AS d, n, s FROM (${daySignatures(siteId, window)}) UNION ALL SELECT 1, property, toString(day), n, s FROM (SELECT DISTINCT property, day, day_events AS n, day_sum AS s FROM day_rollups
+  WHERE ${siteIs(siteId)} AND timezone = ${bind('String', window.timezone)} AND version = ${version()} AND property IN ${bind('Array(String)', keys)}
+    AND day >= ${bind('Date', window.from.toPlainDate().toString())} AND day < ${bind('Date', window.to.toPlainDate().toString())}) AS rolled`
 
 /** The days whose current signature has no built rows. Rows: d, n, s. */
 export const staleDays = (siteId: string, window: Window) =>
