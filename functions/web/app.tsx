@@ -55,8 +55,8 @@ export function webApp(services: Services) {
               <h1>Check the outbox</h1>
               <p>
                 This server has no mail server configured (<code>SMTP_URL</code>), so nothing was e-mailed: the sign-in link for{' '}
-                <strong>{email.data}</strong> is written as an <code>.eml</code> file to the outbox folder on the server,{' '}
-                <code class="path">{outbox}</code>, and the server's log names the file. It works once, within 15 minutes.
+                <strong>{email.data}</strong> is written as an <code>.eml</code> file to the <code>outbox</code> folder of the server's data
+                directory (<code>DATA_DIR/outbox</code>), and the server's log names the file. It works once, within 15 minutes.
               </p>
             </>
           ) : (

@@ -190,7 +190,10 @@ export async function dashboardPage(c: Context, services: Services, view: Dashbo
   const nothing = Promise.resolve(null)
   // every read at once: the engine serves them side by side
   const [current, chart, live, markers, segments] = await Promise.all([
-    read('/api/v1/stats', comparesTotals(state) ? { ...params, compare: 'previous_period' } : params),
+    // a comparison the read refuses (a 400, a read stopped at its time limit) leaves the totals without their change
+    comparesTotals(state)
+      ? read('/api/v1/stats', { ...params, compare: 'previous_period' }).catch((err) => (refused(err), read('/api/v1/stats', params)))
+      : read('/api/v1/stats', params),
     read('/api/v1/timeseries', params),
     liveVisitors(read),
     chartMarkers(read, state, false),
