@@ -1,10 +1,14 @@
 import { defineConfig } from 'vitest/config'
 
+/**
+ * Three tiers, each a project with a script of its own (`npm run test:unit`, `test:api`,
+ * `test:e2e`); `npm test` runs them all. Every test file runs in a process of its own (chdb allows
+ * one engine per process), except in `unit`: its files share their worker's process and modules,
+ * so each worker imports the code once, and its few engine tests share that worker's one engine.
+ */
 export default defineConfig({
   test: {
-    include: ['tests/**/*.test.ts'],
     globalSetup: ['tests/global-setup.ts'],
-    // chdb allows one engine per process: every test file runs in its own process
     pool: 'forks',
     testTimeout: 60_000,
     // servers started by the tests log errors only; a test that reads request lines asks for them. A
@@ -12,5 +16,10 @@ export default defineConfig({
     // one; the bound itself is tested with limits of its own (tests/api/read-bounds.test.ts)
     env: { LOG_LEVEL: 'error', QUERY_TIME_LIMIT_MS: '60000' },
     hookTimeout: 120_000,
+    projects: [
+      { extends: true, test: { name: 'unit', include: ['tests/unit/**/*.test.ts'], isolate: false } },
+      { extends: true, test: { name: 'api', include: ['tests/api/**/*.test.ts'] } },
+      { extends: true, test: { name: 'e2e', include: ['tests/e2e/**/*.test.ts'] } },
+    ],
   },
 })

@@ -9,8 +9,11 @@ import { TcpRedis } from '../lib/storage/kv/tcp'
  * One folder and one Redis key prefix per test run, both removed when it ends: the test processes
  * inherit them as TEST_TMP_DIR (see tempDir) and REDIS_PREFIX, so parallel runs never meet. The
  * engine's migrations are applied once, to a folder each test file copies (TEST_ENGINE_TEMPLATE).
+ * Each tier (vitest.config.ts) calls this; the first call of a run makes them, and its teardown,
+ * which runs when every tier is done, removes them.
  */
 export function setup() {
+  if (process.env.TEST_ENGINE_TEMPLATE) return
   const root = mkdtempSync(join(tmpdir(), 'wa-run-'))
   const prefix = `wa-test:${crypto.randomUUID().slice(0, 8)}:`
   process.env.TEST_TMP_DIR = root

@@ -48,6 +48,8 @@ describe('GA4 on both homes', () => {
       UPSTASH_REDIS_REST_URL: '',
       CLICKHOUSE_URL: '',
       CRAWLER: '0',
+      // the connection and its import are what this reads: no demo traffic
+      SKIP_DEMO_TRAFFIC: '1',
       ...google,
     })
     ;({ readKey, writeKey, site: siteId } = demoKeys(server.output()))

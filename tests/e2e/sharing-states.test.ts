@@ -20,7 +20,8 @@ describe.skipIf(!CHROMIUM)('sharing states in real Chromium', () => {
   let demo: ReturnType<typeof demoKeys>
 
   beforeAll(async () => {
-    server = await startServer({ DATA_DIR: dataDir, DEMO_LIVE_TRAFFIC: '0', ...EMBEDDED })
+    // the sharing states are what this reads: the demo site without its traffic
+    server = await startServer({ DATA_DIR: dataDir, SKIP_DEMO_TRAFFIC: '1', ...EMBEDDED })
     demo = demoKeys(server.stdout())
     browser = await launchChromium()
   }, 240_000)
