@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { ClickHouse } from '../../lib/storage/clickhouse/types'
 import { refreshRollups } from '../../lib/reports/rollup/refresh'
+import { buildBatches } from '../../lib/reports/rollup/outdated'
 import type { Repositories } from '../../lib/runtime/repositories'
 
 describe('the daily rollup refresh', () => {
@@ -33,5 +34,23 @@ describe('the daily rollup refresh', () => {
     expect(logged[0]).toContain('bad-zone')
     expect(commands.length).toBeGreaterThan(0)
     expect(commands.every((c) => Object.values(c.params ?? {}).includes('good'))).toBe(true)
+  })
+
+  it('builds a week at a time, and more small days at once: up to 100,000 events or a year of days', () => {
+    const days = (events: number[]) => events.map((n, i) => ({ d: `day ${i}`, n: String(n) }))
+    const sizes = (events: number[]) => buildBatches(days(events)).map((batch) => batch.length)
+    // big days: a week a build, however many events the week holds
+    expect(sizes(Array(16).fill(50_000))).toEqual([7, 7, 2])
+    // small days: 100,000 events (here 400 days of 100) fit together, but no more than 366 days
+    expect(sizes(Array(400).fill(100))).toEqual([366, 34])
+    // past the week, a day is added while the build stays within 100,000 events: 7 x 10,000 + 3 x 10,000 = 100,000
+    expect(sizes(Array(12).fill(10_000))).toEqual([10, 2])
+    // every day is built once, in order
+    const mixed = [5, 90_000, 3, 3, 3, 3, 3, 20_000, 1, 1, 200_000, 1]
+    const batches = buildBatches(days(mixed))
+    expect(batches.flat().map((d) => d.d)).toEqual(days(mixed).map((d) => d.d))
+    // 7 days (90,020 events), then 20,000 would pass 100,000: a new build of the rest, whose 200,000-event day fits in its first week
+    expect(batches.map((b) => b.length)).toEqual([7, 5])
+    expect(buildBatches([])).toEqual([])
   })
 })

@@ -14,7 +14,7 @@ import { refreshClickRollups } from './clicks'
 import { refreshErrorRollups } from './errors'
 import { refreshFlowRollups } from './flow'
 import { refreshFunnelRollups } from '../query/funnels'
-import { dropOutdatedRows } from './outdated'
+import { buildBatches, dropOutdatedRows } from './outdated'
 import { refreshPartial } from './partial'
 
 /**
@@ -30,8 +30,6 @@ import { refreshPartial } from './partial'
 /** How far back a routine refresh looks, and a full one (at start, after an import, daily). */
 export const ROLLUP_RECENT_DAYS = 3
 export const ROLLUP_ALL_DAYS = 800
-/** Days built by one statement: bounds its groups, and on the embedded engine (one query at a time) how long a read can wait behind it. */
-const DAYS_PER_STATEMENT = 7
 
 /**
  * Builds the rollup of every finished day in the last `lookbackDays` whose rows are missing or no
@@ -75,8 +73,8 @@ async function refreshSite(
   // the signatures are read before the events: a hit landing in between makes the rows mismatch, never stale
   const stale = await execute<{ d: string; n: string; s: string }>(clickhouse, staleDays(siteId, window))
   let built = 0
-  for (let i = 0; i < stale.length; i += DAYS_PER_STATEMENT) {
-    const chunk = asRolledDays(stale.slice(i, i + DAYS_PER_STATEMENT))
+  for (const batch of buildBatches(stale)) {
+    const chunk = asRolledDays(batch)
     await buildDays(clickhouse, siteId, site.timezone, chunk)
     built += chunk.days.length
   }
