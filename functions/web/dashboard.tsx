@@ -697,12 +697,17 @@ export function format(value: number | null, kind: 'count' | 'share' | 'seconds'
   return value.toLocaleString('en')
 }
 
-/** The window the totals' changes are against, in words: "yesterday up to 15:30", "1 Nov 2026 to 7 Nov 2026". */
+/**
+ * The window the totals' changes are against, in words: "yesterday up to 15:30", "1 Nov 2026 to
+ * 7 Nov 2026", "9 Nov 2026 to 11 Nov 2026 up to 15:30" (this week so far).
+ */
 function comparedWindow(range: { from: string; to: string }, timezone: string, name: string | undefined) {
-  if (name === 'today') return `yesterday up to ${clock(range.to, timezone)}`
+  const upTo = clock(range.to, timezone)
+  if (name === 'today') return `yesterday up to ${upTo}`
   const first = day(range.from, timezone)
   const last = day(new Date(Date.parse(range.to) - 1).toISOString(), timezone)
-  return first === last ? first : `${first} to ${last}`
+  const days = first === last ? first : `${first} to ${last}`
+  return upTo === '00:00' ? days : `${days} up to ${upTo}`
 }
 
 function Change({
