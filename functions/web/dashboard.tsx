@@ -187,7 +187,7 @@ export async function dashboardPage(c: Context, services: Services, view: Dashbo
       : api('GET', '/api/v1/stats', { params }),
     api('GET', '/api/v1/timeseries', { params }),
     liveVisitors(api),
-    chartMarkers(api, state, false),
+    chartMarkers(api, state),
     view.shared ? nothing : api('GET', '/api/v1/segments'),
   ])
   const filters = filtersOf(state)
@@ -330,9 +330,7 @@ export async function dashboardPage(c: Context, services: Services, view: Dashbo
             Changes against {comparedWindow(current.comparison.range, site.timezone, state.range)}.
           </p>
         ) : null}
-        <div data-defer={linkTo(view, state, {}, '/panels/chart')}>
-          <Chart points={chart.series} end={chart.range.to} markers={markers} />
-        </div>
+        <Chart points={chart.series} end={chart.range.to} markers={markers} />
       </section>
       {view.sections ? (
         <nav aria-label="Sections" class="card sections">
@@ -363,16 +361,17 @@ export async function dashboardPage(c: Context, services: Services, view: Dashbo
 
 /**
  * What is pinned on the chart: the `markers` read (annotations, page and site changes, search-engine
- * updates) and, with `spikes`, the spikes read (the chart loads again with them after the page:
- * their read looks eight weeks back).
+ * updates) and the spikes read (daily, first-party data only). Read with the page's other reads: a
+ * chart loaded again after the page to add the spikes read the series and the markers twice, one
+ * statement after another on the embedded engine.
  */
-async function chartMarkers(api: Api, state: State, spikes: boolean): Promise<Marker[]> {
+async function chartMarkers(api: Api, state: State): Promise<Marker[]> {
   if (state.range === 'realtime') return []
   const window = { range: state.range, from: state.from, to: state.to }
   const standalone = !state.source || state.source === 'standalone'
   const [markers, found] = await Promise.all([
     api('GET', '/api/v1/markers', { params: window }),
-    spikes && standalone ? api('GET', '/api/v1/spikes', { params: { ...window, interval: 'day', limit: '20' } }).catch(refused) : null,
+    standalone ? api('GET', '/api/v1/spikes', { params: { ...window, interval: 'day', limit: '20' } }).catch(refused) : null,
   ])
   const pins: Marker[] = []
   const m = markers.markers
@@ -414,15 +413,6 @@ const chipValue = (f: Filter, segments: { id: string; name: string }[]) =>
 
 /** One panel as a section of HTML: what the page loads into its place. */
 export async function panelFragment(c: Context, services: Services, view: DashboardView, name: string) {
-  if (name === 'chart') {
-    const state = stateOf(c)
-    const api = apiFor(c, services, view)
-    const [chart, markers] = await Promise.all([
-      api('GET', '/api/v1/timeseries', { params: reportParamsOf(state) }),
-      chartMarkers(api, state, true),
-    ])
-    return <Chart points={chart.series} end={chart.range.to} markers={markers} />
-  }
   if (!(PANELS as readonly string[]).includes(name)) throw new ApiError(404, `no panel ${name}`)
   const panel = name as PanelName
   const state = stateOf(c)

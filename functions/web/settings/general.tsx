@@ -2,7 +2,6 @@ import type { Context, Hono } from 'hono'
 import { z } from 'zod'
 import { requireRole } from '../../../lib/accounts/members'
 import { withInstallState } from '../../../lib/operations/install-state'
-import { deleteSite } from '../../../lib/operations/site-lifecycle'
 import type { Services } from '../../../lib/runtime/services'
 import { ADMINS, type AnswerOf, apiFor } from '../api'
 import { TIMEZONES, dateTime } from '../format'
@@ -239,11 +238,11 @@ export function generalSettingsRoutes(web: Hono<WebEnv>, services: Services) {
   })
 
   web.post('/sites/:siteId/delete', async (c) => {
-    const { site, org, member } = memberOf(c)
-    requireRole(member, ADMINS, 'delete sites')
+    const scope = memberOf(c)
+    requireRole(scope.member, ADMINS, 'delete sites')
     const { confirm } = await readForm(c, z.object({ confirm: z.string({ message: "required: type the site's domain" }) }))
-    await deleteSite(services, site, confirm, (task) => void task.catch((err) => console.error('background task failed', err)))
-    return c.redirect(`/app/orgs/${org.id}`, 303)
+    await apiFor(c, services, scope)('DELETE', '/api/v1/sites/{site_id}', { params: { confirm } })
+    return c.redirect(`/app/orgs/${scope.org.id}`, 303)
   })
 
   for (const group of SITE_GROUPS) {
