@@ -16,7 +16,7 @@ import {
   transferOwnership,
 } from '../../lib/accounts/members'
 import { orgOverview } from '../../lib/operations/org'
-import { MEMBER_ROLES, type Member, emailSchema } from '../../lib/accounts/team'
+import { MEMBER_ROLES, emailSchema } from '../../lib/accounts/team'
 import { configuredOrigin } from '../../lib/network/origin'
 import { DEMO_DOMAIN } from '../../lib/operations/demo'
 import type { Services } from '../../lib/runtime/services'
@@ -27,11 +27,10 @@ import type { Site } from '../../lib/sites/sites'
 import { TIMEZONES } from './format'
 import { readForm } from './forms'
 import { Page } from './layout'
+import { ADMINS } from './api'
 import { CopyScript } from './settings/parts'
 import { siteSettingsRoutes } from './site-settings'
 import type { Membership, WebEnv } from './session'
-
-const ADMINS: Member['role'][] = ['owner', 'admin']
 
 /** The account area: organizations, their sites, keys and team. Every route here runs signed in. */
 export function accountRoutes(web: Hono<WebEnv>, services: Services) {

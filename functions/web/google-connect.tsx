@@ -15,6 +15,7 @@ import { GA4_SCOPE } from '../../lib/integrations/google/oauth'
 import { SEARCH_CONSOLE_SCOPE } from '../../lib/integrations/search-console/connector'
 import { SEARCH_CONSOLE_CONNECT_SCOPE } from '../../lib/integrations/search-console/connection'
 import type { Services } from '../../lib/runtime/services'
+import { ADMINS } from './api'
 import { Page } from './layout'
 import { memberOf } from './membership'
 import { type WebEnv, isHttps } from './session'
@@ -29,7 +30,7 @@ export function googleConnectRoutes(web: Hono<WebEnv>, services: Services) {
   /** The site, for an owner or admin of its organization: 404 for anyone else's site, 403 for a plain member. */
   const adminSite = (c: Context<WebEnv>) => {
     const { site, member } = memberOf(c)
-    requireRole(member, ['owner', 'admin'], 'connect Google')
+    requireRole(member, ADMINS, 'connect Google')
     return { site, email: c.get('session')!.email }
   }
   const forget = (c: Context<WebEnv>) => deleteCookie(c, COOKIE, { path: '/', secure: isHttps(c, services) })

@@ -21,7 +21,7 @@ import type { DashboardView } from './view'
 import { webBudget } from './budget'
 import { readForm } from './forms'
 import { ErrorPage, Page, failurePage } from './layout'
-import { apiFor } from './api'
+import { ADMINS, apiFor } from './api'
 import { sectionName, sectionPage } from './sections'
 import { securityHeaders } from './security'
 import type { WebEnv } from './session'
@@ -126,7 +126,7 @@ export function shareRoutes(web: Hono<WebEnv>, services: Services) {
   })
   web.post('/sites/:siteId/share', async (c) => {
     const { email, site, member } = admin(c)
-    requireRole(member, ['owner', 'admin'], 'change how a site is shared')
+    requireRole(member, ADMINS, 'change how a site is shared')
     const patch = sharingPatch(await readForm(c, sharingForm))
     const next = await services.sites.update(site.id, (fresh) => applySitePatch(fresh, patch))
     // a dashboard shared by link is nothing without one: after private, the old one is gone, so a new one is made and shown once
@@ -138,7 +138,7 @@ export function shareRoutes(web: Hono<WebEnv>, services: Services) {
   })
   web.post('/sites/:siteId/share/link', async (c) => {
     const { email, site, member } = admin(c)
-    requireRole(member, ['owner', 'admin'], 'make a shared link')
+    requireRole(member, ADMINS, 'make a shared link')
     // before the link is replaced: without an origin to show it on, the old link stays
     const origin = linkOrigin(services, 'a shared link')
     const created = await rotateShareLink(services, site, origin)
