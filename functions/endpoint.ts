@@ -107,9 +107,26 @@ type Answer<R extends z.ZodType> = z.input<R> | Response | SerializedAnswer | un
 /** What a settings write or any other small JSON body needs. */
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024
 
-export const defineEndpoint = <P extends AnyObject = AnyObject, B extends z.ZodType = z.ZodType, R extends z.ZodType = z.ZodType>(
-  e: Endpoint<P, B, R>,
-) => e as unknown as Endpoint
+/**
+ * An endpoint as declared: an Endpoint whose type still names its method, its path and what its
+ * handler answers, so that a caller naming the method and path (the web application's, functions/web/api.ts)
+ * is given the answer's type. `answer` is a type only: no endpoint carries it.
+ */
+export type Declared<M extends Method = Method, Path extends string = string, R extends z.ZodType = z.ZodType> = Endpoint & {
+  method: M
+  path: Path
+  readonly answer?: z.input<R>
+}
+
+export const defineEndpoint = <
+  M extends Method,
+  Path extends string,
+  P extends AnyObject = AnyObject,
+  B extends z.ZodType = z.ZodType,
+  R extends z.ZodType = z.ZodType,
+>(
+  e: Endpoint<P, B, R> & { method: M; path: Path },
+) => e as unknown as Declared<M, Path, R>
 
 export const isJsonAnswer = (response: Endpoint['response']): response is z.ZodType => response instanceof z.ZodType
 

@@ -72,14 +72,10 @@ const readySchema = z.object({
 })
 
 /** The endpoints of one group (a section of the reference page, an MCP toolset), each keeping a group its declaration names. */
-const inGroup = (group: Group, list: Endpoint[]) => list.map((e) => ({ ...e, group: e.group ?? group }))
+const inGroup = <E extends Endpoint>(group: Group, list: E[]) => list.map((e) => ({ ...e, group: e.group ?? group }))
 
-/**
- * The one endpoint registry: the REST routes, the index, the OpenAPI document and the MCP tools
- * all come from it. Keyless routes (the collector, the public count, MCP, health) are declared
- * here too, as `public` endpoints.
- */
-export const endpoints: Endpoint[] = [
+/** Every endpoint but MCP's own (which lists the others), each with its declared type. */
+const declared = [
   defineEndpoint({
     method: 'GET',
     path: '/api/v1',
@@ -205,5 +201,17 @@ export const endpoints: Endpoint[] = [
   ...inGroup('behaviour', [...behaviourEndpoints, ...heatmapEndpoints, ...journeyEndpoints]),
   ...inGroup('pages', crawlEndpoints),
   ...inGroup('tracking', [...collectorEndpoints, ...publicEndpoints]),
+]
+
+/**
+ * The one endpoint registry: the REST routes, the index, the OpenAPI document and the MCP tools
+ * all come from it. Keyless routes (the collector, the public count, MCP, health) are declared
+ * here too, as `public` endpoints.
+ */
+export const endpoints: Endpoint[] = [
+  ...declared,
   ...inGroup('meta', [mcpEndpoint(() => endpoints), ...mcpDiscoveryEndpoints, ...referencePageEndpoints]),
 ]
+
+/** The registry's endpoints as declared: a method and path name one, and with it the type of its answer. */
+export type Registered = (typeof declared)[number]

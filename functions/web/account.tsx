@@ -9,7 +9,6 @@ import {
   invitationsFor,
   inviteMember,
   listTeam,
-  membershipIn,
   organizationsOf,
   removeMember,
   requireRole,
@@ -17,7 +16,7 @@ import {
   transferOwnership,
 } from '../../lib/accounts/members'
 import { orgOverview } from '../../lib/operations/org'
-import { MEMBER_ROLES, type Member, emailSchema } from '../../lib/accounts/team'
+import { MEMBER_ROLES, emailSchema } from '../../lib/accounts/team'
 import { configuredOrigin } from '../../lib/network/origin'
 import { DEMO_DOMAIN } from '../../lib/operations/demo'
 import type { Services } from '../../lib/runtime/services'
@@ -28,10 +27,10 @@ import type { Site } from '../../lib/sites/sites'
 import { TIMEZONES } from './format'
 import { readForm } from './forms'
 import { Page } from './layout'
-import { CopyScript, siteSettingsRoutes } from './site-settings'
-import type { WebEnv } from './session'
-
-const ADMINS: Member['role'][] = ['owner', 'admin']
+import { ADMINS } from './api'
+import { CopyScript } from './settings/parts'
+import { siteSettingsRoutes } from './site-settings'
+import type { Membership, WebEnv } from './session'
 
 /** The account area: organizations, their sites, keys and team. Every route here runs signed in. */
 export function accountRoutes(web: Hono<WebEnv>, services: Services) {
@@ -103,7 +102,7 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
   // ---- an organization: overview and sites
   web.get('/orgs/:orgId', async (c) => {
     const address = email(c)
-    const { org, member } = await membershipIn(services.repositories, c.req.param('orgId'), address)
+    const { org, member } = c.get('membership')
     const [overview, sites, memberships] = await Promise.all([
       orgOverview(services.repositories, org.id, services.now(), services.plan),
       sitesOfKey(services.repositories, { orgId: org.id, siteId: null }),
@@ -212,15 +211,14 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
   })
 
   web.post('/orgs/:orgId/sites', async (c) => {
-    const { org, member } = await membershipIn(services.repositories, c.req.param('orgId'), email(c))
+    const { org, member } = c.get('membership')
     requireRole(member, ADMINS, 'add sites')
     const site = await createSite(services, org.id, await readForm(c, siteCreateSchema))
     return c.redirect(`/app/sites/${site.id}/settings`, 303)
   })
 
   // ---- API keys: the only place they are created
-  const keysPage = async (orgId: string, address: string, created?: { key: string; name: string; scope: string }) => {
-    const { org, member } = await membershipIn(services.repositories, orgId, address)
+  const keysPage = async ({ org, member }: Membership, address: string, created?: { key: string; name: string; scope: string }) => {
     const [keys, sites] = await Promise.all([
       listApiKeys(services.repositories, org.id, member),
       sitesOfKey(services.repositories, { orgId: org.id, siteId: null }),
@@ -316,11 +314,11 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
     )
   }
 
-  web.get('/orgs/:orgId/keys', async (c) => c.html(await keysPage(c.req.param('orgId'), email(c))))
+  web.get('/orgs/:orgId/keys', async (c) => c.html(await keysPage(c.get('membership'), email(c))))
 
   web.post('/orgs/:orgId/keys', async (c) => {
     const address = email(c)
-    const { org, member } = await membershipIn(services.repositories, c.req.param('orgId'), address)
+    const { org, member } = c.get('membership')
     const input = await readForm(
       c,
       z.object({ name: z.string().min(1).max(100), scope: z.enum(['read', 'write']), siteId: z.uuid().optional() }),
@@ -331,11 +329,11 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
       { orgId: org.id, ...input, madeBy: { memberId: member.id, email: member.email } },
       services.now(),
     )
-    return c.html(await keysPage(org.id, address, { key: created.key, name: input.name, scope: created.scope }), 201)
+    return c.html(await keysPage(c.get('membership'), address, { key: created.key, name: input.name, scope: created.scope }), 201)
   })
 
   web.post('/orgs/:orgId/keys/:keyId/revoke', async (c) => {
-    const { org, member } = await membershipIn(services.repositories, c.req.param('orgId'), email(c))
+    const { org, member } = c.get('membership')
     await revokeApiKey(services.repositories, c.req.param('keyId'), services.now(), org.id, member)
     return c.redirect(`/app/orgs/${org.id}/keys`, 303)
   })
@@ -343,7 +341,7 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
   // ---- the team
   web.get('/orgs/:orgId/team', async (c) => {
     const address = email(c)
-    const { org, member: me } = await membershipIn(services.repositories, c.req.param('orgId'), address)
+    const { org, member: me } = c.get('membership')
     const team = await listTeam(services.repositories, org.id)
     const isAdmin = ADMINS.includes(me.role)
     return c.html(
@@ -454,14 +452,14 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
     )
   })
 
-  const adminOf = async (c: Parameters<typeof email>[0] & { req: { param: (name: 'orgId') => string } }, what: string) => {
-    const { org, member } = await membershipIn(services.repositories, c.req.param('orgId'), email(c))
+  const adminOf = (c: { get: (k: 'membership') => Membership }, what: string) => {
+    const { org, member } = c.get('membership')
     requireRole(member, ADMINS, what)
     return { org, member }
   }
 
   web.post('/orgs/:orgId/team/invite', async (c) => {
-    const { org } = await adminOf(c, 'invite people')
+    const { org } = adminOf(c, 'invite people')
     const input = await readForm(c, z.object({ email: emailSchema, role: z.enum(MEMBER_ROLES) }))
     // the e-mail links to the configured origin alone; without one (Workers without PUBLIC_URL) it holds no link
     await inviteMember(services, org.id, input, configuredOrigin(services))
@@ -469,26 +467,26 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
   })
 
   web.post('/orgs/:orgId/team/:memberId/role', async (c) => {
-    const { org } = await adminOf(c, 'change roles')
+    const { org } = adminOf(c, 'change roles')
     const { role } = await readForm(c, z.object({ role: z.enum(MEMBER_ROLES) }))
     await setMemberRole(services.repositories, org.id, c.req.param('memberId'), role)
     return c.redirect(`/app/orgs/${org.id}/team`, 303)
   })
 
   web.post('/orgs/:orgId/team/:memberId/remove', async (c) => {
-    const { org } = await adminOf(c, 'remove members')
+    const { org } = adminOf(c, 'remove members')
     await removeMember(services.repositories, org.id, c.req.param('memberId'), services.now())
     return c.redirect(`/app/orgs/${org.id}/team`, 303)
   })
 
   web.post('/orgs/:orgId/team/invitations/:id/cancel', async (c) => {
-    const { org } = await adminOf(c, 'cancel invitations')
+    const { org } = adminOf(c, 'cancel invitations')
     await cancelInvitation(services.repositories, org.id, c.req.param('id'))
     return c.redirect(`/app/orgs/${org.id}/team`, 303)
   })
 
   web.post('/orgs/:orgId/team/transfer', async (c) => {
-    const { org, member } = await membershipIn(services.repositories, c.req.param('orgId'), email(c))
+    const { org, member } = c.get('membership')
     const { memberId } = await readForm(c, z.object({ memberId: z.uuid() }))
     await transferOwnership(services.repositories, org.id, member, memberId)
     return c.redirect(`/app/orgs/${org.id}/team`, 303)

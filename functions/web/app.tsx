@@ -10,6 +10,7 @@ import { webBudget } from './budget'
 import { LAST_SITE_COOKIE, dashboardRoutes, landingOf } from './dashboard'
 import { heatmapRoutes } from './heatmap'
 import { ErrorPage, Page, failurePage } from './layout'
+import { requireMembership } from './membership'
 import { shareRoutes } from './share'
 import { securityHeaders } from './security'
 import { type WebEnv, endSessionCookie, readSession, startSessionCookie } from './session'
@@ -120,6 +121,9 @@ export function webApp(services: Services) {
     if (!signedIn(c)) return c.redirect(`/app/signin`, 303)
     await next()
   })
+  // and an organization's or a site's pages, membership of that organization
+  web.use('/orgs/:orgId/*', requireMembership(services))
+  web.use('/sites/:siteId/*', requireMembership(services))
 
   web.get('/sessions', async (c) => {
     const session = signedIn(c)!

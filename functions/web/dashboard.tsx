@@ -1,7 +1,7 @@
 import type { DashboardView } from './view'
 import { StatementTimeLimitError } from '../../lib/storage/clickhouse/execute'
 import type { Context, Hono } from 'hono'
-import { invitationsFor, membershipIn } from '../../lib/accounts/members'
+import { invitationsFor } from '../../lib/accounts/members'
 import { sitesOfMember } from '../../lib/sites/listing'
 import { setCookie } from 'hono/cookie'
 import { ApiError } from '../../lib/core/errors'
@@ -11,7 +11,8 @@ import type { Services } from '../../lib/runtime/services'
 import { Chart, type Marker } from './chart'
 import { Page, SubmitOnChange } from './layout'
 import { LocationsMap } from './map'
-import { type SiteReader, siteReader } from './reads'
+import { type Api, apiFor } from './api'
+import { memberOf, siteMembership } from './membership'
 import { SECTIONS, SECTION_NAMES, sectionPage } from './sections'
 import { pageNonce } from './security'
 import { type WebEnv, isHttps } from './session'
@@ -149,26 +150,14 @@ function refused(err: unknown): { refused: string } {
   throw err
 }
 
-/** The site a signed-in member may see: another organization's is the same 404 as none. */
-export async function memberSite(services: Services, email: string, siteId: string) {
-  const site = await services.sites.findFresh(siteId)
-  if (!site) throw new ApiError(404, 'site not found')
-  try {
-    await membershipIn(services.repositories, site.orgId, email)
-  } catch {
-    throw new ApiError(404, 'site not found')
-  }
-  return site
-}
-
 /**
  * Visitors of the last 5 minutes, unfiltered: GET /api/v1/stats?range=realtime (the `now` of GET
  * /api/v1/realtime, in one query). A ga4 site whose Google connection cannot answer (not
  * connected, Google unavailable) has no live figure: null, and the page says so.
  */
-export async function liveVisitors(read: SiteReader): Promise<number | null> {
+export async function liveVisitors(api: Api): Promise<number | null> {
   try {
-    return (await read('/api/v1/stats', { range: 'realtime' })).totals.visitors as number
+    return (await api('GET', '/api/v1/stats', { params: { range: 'realtime' } })).totals.visitors
   } catch (err) {
     if (err instanceof ApiError && (err.status === 409 || err.status === 503)) return null
     throw err
@@ -185,19 +174,21 @@ const comparesTotals = (state: State) => state.range !== 'all' && state.range !=
 export async function dashboardPage(c: Context, services: Services, view: DashboardView) {
   const { site } = view
   const state = stateOf(c)
-  const read = siteReader(services, view, c.req.raw, c.env)
+  const api = apiFor(c, services, view)
   const params = reportParamsOf(state)
   const nothing = Promise.resolve(null)
   // every read at once: the engine serves them side by side
   const [current, chart, live, markers, segments] = await Promise.all([
     // a comparison the read refuses (a 400, a read stopped at its time limit) leaves the totals without their change
     comparesTotals(state)
-      ? read('/api/v1/stats', { ...params, compare: 'previous_period' }).catch((err) => (refused(err), read('/api/v1/stats', params)))
-      : read('/api/v1/stats', params),
-    read('/api/v1/timeseries', params),
-    liveVisitors(read),
-    chartMarkers(read, state, false),
-    view.shared ? nothing : read('/api/v1/segments'),
+      ? api('GET', '/api/v1/stats', { params: { ...params, compare: 'previous_period' } }).catch(
+          (err) => (refused(err), api('GET', '/api/v1/stats', { params })),
+        )
+      : api('GET', '/api/v1/stats', { params }),
+    api('GET', '/api/v1/timeseries', { params }),
+    liveVisitors(api),
+    chartMarkers(api, state),
+    view.shared ? nothing : api('GET', '/api/v1/segments'),
   ])
   const filters = filtersOf(state)
   const t = current.totals
@@ -339,9 +330,7 @@ export async function dashboardPage(c: Context, services: Services, view: Dashbo
             Changes against {comparedWindow(current.comparison.range, site.timezone, state.range)}.
           </p>
         ) : null}
-        <div data-defer={linkTo(view, state, {}, '/panels/chart')}>
-          <Chart points={chart.series} end={chart.range.to} markers={markers} />
-        </div>
+        <Chart points={chart.series} end={chart.range.to} markers={markers} />
       </section>
       {view.sections ? (
         <nav aria-label="Sections" class="card sections">
@@ -372,16 +361,17 @@ export async function dashboardPage(c: Context, services: Services, view: Dashbo
 
 /**
  * What is pinned on the chart: the `markers` read (annotations, page and site changes, search-engine
- * updates) and, with `spikes`, the spikes read (the chart loads again with them after the page:
- * their read looks eight weeks back).
+ * updates) and the spikes read (daily, first-party data only). Read with the page's other reads: a
+ * chart loaded again after the page to add the spikes read the series and the markers twice, one
+ * statement after another on the embedded engine.
  */
-async function chartMarkers(read: SiteReader, state: State, spikes: boolean): Promise<Marker[]> {
+async function chartMarkers(api: Api, state: State): Promise<Marker[]> {
   if (state.range === 'realtime') return []
   const window = { range: state.range, from: state.from, to: state.to }
   const standalone = !state.source || state.source === 'standalone'
   const [markers, found] = await Promise.all([
-    read('/api/v1/markers', window),
-    spikes && standalone ? read('/api/v1/spikes', { ...window, interval: 'day', limit: '20' }).catch(refused) : null,
+    api('GET', '/api/v1/markers', { params: window }),
+    standalone ? api('GET', '/api/v1/spikes', { params: { ...window, interval: 'day', limit: '20' } }).catch(refused) : null,
   ])
   const pins: Marker[] = []
   const m = markers.markers
@@ -423,16 +413,10 @@ const chipValue = (f: Filter, segments: { id: string; name: string }[]) =>
 
 /** One panel as a section of HTML: what the page loads into its place. */
 export async function panelFragment(c: Context, services: Services, view: DashboardView, name: string) {
-  if (name === 'chart') {
-    const state = stateOf(c)
-    const read = siteReader(services, view, c.req.raw, c.env)
-    const [chart, markers] = await Promise.all([read('/api/v1/timeseries', reportParamsOf(state)), chartMarkers(read, state, true)])
-    return <Chart points={chart.series} end={chart.range.to} markers={markers} />
-  }
   if (!(PANELS as readonly string[]).includes(name)) throw new ApiError(404, `no panel ${name}`)
   const panel = name as PanelName
   const state = stateOf(c)
-  const read = siteReader(services, view, c.req.raw, c.env)
+  const api = apiFor(c, services, view)
   const params = reportParamsOf(state)
   const title = PANEL_TITLES[panel]
   let body: unknown
@@ -451,8 +435,8 @@ export async function panelFragment(c: Context, services: Services, view: Dashbo
     )
     if (tab === 'map') {
       const [countries, places] = await Promise.all([
-        read('/api/v1/breakdown', { ...params, property: 'country', limit: '250' }).catch(refused),
-        read('/api/v1/geo', { ...params, granularity: 'city', limit: '500' }).catch(refused),
+        api('GET', '/api/v1/breakdown', { params: { ...params, property: 'country', limit: '250' } }).catch(refused),
+        api('GET', '/api/v1/geo', { params: { ...params, granularity: 'city', limit: '500' } }).catch(refused),
       ])
       body =
         'refused' in countries ? (
@@ -464,7 +448,7 @@ export async function panelFragment(c: Context, services: Services, view: Dashbo
           </>
         )
     } else {
-      const answer = await read('/api/v1/breakdown', { ...params, property: tab, limit: '10' }).catch(refused)
+      const answer = await api('GET', '/api/v1/breakdown', { params: { ...params, property: tab, limit: '10' } }).catch(refused)
       const label = group.tabs.find(([v]) => v === tab)![1]
       body =
         'refused' in answer ? (
@@ -481,7 +465,7 @@ export async function panelFragment(c: Context, services: Services, view: Dashbo
         )
     }
   } else if (panel === 'goals') {
-    const answer = await read('/api/v1/goals', params).catch(refused)
+    const answer = await api('GET', '/api/v1/goals', { params }).catch(refused)
     body =
       'refused' in answer ? (
         <Refused message={answer.refused} />
@@ -533,7 +517,7 @@ export async function panelFragment(c: Context, services: Services, view: Dashbo
         <p class="muted">No goals yet: define them with POST /api/v1/goals.</p>
       )
   } else if (panel === 'funnels') {
-    const answer = await read('/api/v1/funnels', { ...params, funnel_id: state.funnel }).catch(refused)
+    const answer = await api('GET', '/api/v1/funnels', { params: { ...params, funnel_id: state.funnel } }).catch(refused)
     body =
       'refused' in answer ? (
         <Refused message={answer.refused} />
@@ -544,7 +528,7 @@ export async function panelFragment(c: Context, services: Services, view: Dashbo
           {answer.funnels.length > 1 ? (
             <nav class="tabs" aria-label="Funnels">
               {answer.funnels.map((f: { id: string; name: string }) => (
-                <a href={linkTo(view, state, { funnel: f.id })} aria-current={f.id === answer.result.funnelId ? 'page' : undefined}>
+                <a href={linkTo(view, state, { funnel: f.id })} aria-current={f.id === answer.result?.funnelId ? 'page' : undefined}>
                   {f.name}
                 </a>
               ))}
@@ -578,7 +562,7 @@ export async function panelFragment(c: Context, services: Services, view: Dashbo
         <p class="muted">No funnels yet: save one with POST /api/v1/funnels.</p>
       )
   } else {
-    const answer = await read('/api/v1/properties', { ...params, property: state.property, limit: '10' }).catch(refused)
+    const answer = await api('GET', '/api/v1/properties', { params: { ...params, property: state.property, limit: '10' } }).catch(refused)
     body =
       'refused' in answer ? (
         <Refused message={answer.refused} />
@@ -597,7 +581,7 @@ export async function panelFragment(c: Context, services: Services, view: Dashbo
             rows={answer.values.map((v: { value: string; visitors: number }) => ({ value: v.value, visitors: v.visitors }))}
           />
         </>
-      ) : answer.keys.length ? (
+      ) : answer.keys?.length ? (
         <table data-panel="properties">
           <thead>
             <tr>
@@ -697,12 +681,17 @@ export function format(value: number | null, kind: 'count' | 'share' | 'seconds'
   return value.toLocaleString('en')
 }
 
-/** The window the totals' changes are against, in words: "yesterday up to 15:30", "1 Nov 2026 to 7 Nov 2026". */
+/**
+ * The window the totals' changes are against, in words: "yesterday up to 15:30", "1 Nov 2026 to
+ * 7 Nov 2026", "9 Nov 2026 to 11 Nov 2026 up to 15:30" (this week so far).
+ */
 function comparedWindow(range: { from: string; to: string }, timezone: string, name: string | undefined) {
-  if (name === 'today') return `yesterday up to ${clock(range.to, timezone)}`
+  const upTo = clock(range.to, timezone)
+  if (name === 'today') return `yesterday up to ${upTo}`
   const first = day(range.from, timezone)
   const last = day(new Date(Date.parse(range.to) - 1).toISOString(), timezone)
-  return first === last ? first : `${first} to ${last}`
+  const days = first === last ? first : `${first} to ${last}`
+  return upTo === '00:00' ? days : `${days} up to ${upTo}`
 }
 
 function Change({
@@ -749,8 +738,8 @@ export const LAST_SITE_COOKIE = 'last_site'
  * invitation waits for them on the list; else the list of organizations.
  */
 export async function landingOf(services: Services, email: string, lastSite: string | undefined): Promise<string> {
-  const site = lastSite ? await memberSite(services, email, lastSite).catch(() => null) : null
-  if (site) return `/app/sites/${site.id}`
+  const last = lastSite ? await siteMembership(services, email, lastSite).catch(() => null) : null
+  if (last?.site) return `/app/sites/${last.site.id}`
   const [sites, invitations] = await Promise.all([
     sitesOfMember(services.repositories, email),
     invitationsFor(services.repositories, email),
@@ -761,18 +750,17 @@ export async function landingOf(services: Services, email: string, lastSite: str
 
 /** The member's dashboard under /app/sites/{site}: the page, its panels and the live figure. */
 export function dashboardRoutes(web: Hono<WebEnv>, services: Services) {
-  const memberView = async (c: Context<WebEnv>): Promise<DashboardView> => {
-    const email = c.get('session')!.email
-    const site = await memberSite(services, email, c.req.param('siteId')!)
-    return { site, base: `/app/sites/${site.id}`, email, shared: false, sections: true }
+  const memberView = (c: Context<WebEnv>): DashboardView => {
+    const { site, member } = memberOf(c)
+    return { site, member, base: `/app/sites/${site.id}`, email: c.get('session')!.email, shared: false, sections: true }
   }
   web.get('/sites/:siteId/live', async (c) => {
-    const view = await memberView(c)
-    return c.json({ visitors: await liveVisitors(siteReader(services, view, c.req.raw, c.env)) })
+    const view = memberView(c)
+    return c.json({ visitors: await liveVisitors(apiFor(c, services, view)) })
   })
-  web.get('/sites/:siteId/panels/:panel', async (c) => c.html(await panelFragment(c, services, await memberView(c), c.req.param('panel'))))
+  web.get('/sites/:siteId/panels/:panel', async (c) => c.html(await panelFragment(c, services, memberView(c), c.req.param('panel'))))
   web.get('/sites/:siteId', async (c) => {
-    const view = await memberView(c)
+    const view = memberView(c)
     // the next sign-in lands here (app.tsx, landingOf)
     setCookie(c, LAST_SITE_COOKIE, view.site.id, {
       httpOnly: true,
@@ -784,5 +772,5 @@ export function dashboardRoutes(web: Hono<WebEnv>, services: Services) {
     return c.html(await dashboardPage(c, services, view))
   })
   for (const name of SECTION_NAMES)
-    web.get(`/sites/:siteId/${name}`, async (c) => c.html(await sectionPage(c, services, await memberView(c), name)))
+    web.get(`/sites/:siteId/${name}`, async (c) => c.html(await sectionPage(c, services, memberView(c), name)))
 }

@@ -1,8 +1,7 @@
 import type { Context, Hono } from 'hono'
 import { deleteCookie, setCookie } from 'hono/cookie'
 import { CONNECT_COOKIE as COOKIE, connectBinding } from '../google-binding'
-import { membershipIn, requireRole } from '../../lib/accounts/members'
-import { ApiError } from '../../lib/core/errors'
+import { requireRole } from '../../lib/accounts/members'
 import {
   STATE_SECONDS,
   cancelGoogleConnect,
@@ -16,7 +15,9 @@ import { GA4_SCOPE } from '../../lib/integrations/google/oauth'
 import { SEARCH_CONSOLE_SCOPE } from '../../lib/integrations/search-console/connector'
 import { SEARCH_CONSOLE_CONNECT_SCOPE } from '../../lib/integrations/search-console/connection'
 import type { Services } from '../../lib/runtime/services'
+import { ADMINS } from './api'
 import { Page } from './layout'
+import { memberOf } from './membership'
 import { type WebEnv, isHttps } from './session'
 
 /**
@@ -27,18 +28,15 @@ import { type WebEnv, isHttps } from './session'
 
 export function googleConnectRoutes(web: Hono<WebEnv>, services: Services) {
   /** The site, for an owner or admin of its organization: 404 for anyone else's site, 403 for a plain member. */
-  const adminSite = async (c: Context<WebEnv>) => {
-    const email = c.get('session')!.email
-    const site = await services.sites.findFresh(c.req.param('siteId') ?? '')
-    const membership = site && (await membershipIn(services.repositories, site.orgId, email).catch(() => null))
-    if (!site || !membership) throw new ApiError(404, 'site not found')
-    requireRole(membership.member, ['owner', 'admin'], 'connect Google')
-    return { site, email }
+  const adminSite = (c: Context<WebEnv>) => {
+    const { site, member } = memberOf(c)
+    requireRole(member, ADMINS, 'connect Google')
+    return { site, email: c.get('session')!.email }
   }
   const forget = (c: Context<WebEnv>) => deleteCookie(c, COOKIE, { path: '/', secure: isHttps(c, services) })
 
   web.get('/sites/:siteId/settings/google/connect', async (c) => {
-    const { site, email } = await adminSite(c)
+    const { site, email } = adminSite(c)
     return c.html(
       <Page title={`Connect ${site.domain} to Google`} email={email}>
         <form method="post" action={connectPagePath(site.id)} class="card narrow">
@@ -54,7 +52,7 @@ export function googleConnectRoutes(web: Hono<WebEnv>, services: Services) {
   })
 
   web.post('/sites/:siteId/settings/google/connect', async (c) => {
-    const { site, email } = await adminSite(c)
+    const { site, email } = adminSite(c)
     const { url, binding } = await startGoogleConnect(
       services,
       site,
@@ -70,7 +68,7 @@ export function googleConnectRoutes(web: Hono<WebEnv>, services: Services) {
   })
 
   web.get('/sites/:siteId/settings/google/confirm', async (c) => {
-    const { site, email } = await adminSite(c)
+    const { site, email } = adminSite(c)
     const pending = await pendingGoogleGrant(services, site, connectBinding(c.req.raw), email)
     if (!pending) return c.redirect(googleSettingsPath(site.id, 'expired'), 303)
     const reads = pending.scopes.includes(SEARCH_CONSOLE_SCOPE) ? 'Google Analytics and Search Console' : 'Google Analytics'
@@ -97,14 +95,14 @@ export function googleConnectRoutes(web: Hono<WebEnv>, services: Services) {
   })
 
   web.post('/sites/:siteId/settings/google/confirm', async (c) => {
-    const { site, email } = await adminSite(c)
+    const { site, email } = adminSite(c)
     const confirmed = await confirmGoogleConnect(services, site, connectBinding(c.req.raw), email)
     forget(c)
     return c.redirect(googleSettingsPath(site.id, confirmed ? 'connected' : 'expired'), 303)
   })
 
   web.post('/sites/:siteId/settings/google/cancel', async (c) => {
-    const { site, email } = await adminSite(c)
+    const { site, email } = adminSite(c)
     await cancelGoogleConnect(services, site, connectBinding(c.req.raw), email)
     forget(c)
     return c.redirect(googleSettingsPath(site.id, 'cancelled'), 303)

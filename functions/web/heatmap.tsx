@@ -1,15 +1,12 @@
 import type { Hono } from 'hono'
-import { z } from 'zod'
-import { membershipIn } from '../../lib/accounts/members'
 import { pageSnapshots, snapshotDetail } from '../../lib/crawl/changes'
-import { ApiError, describeZodError } from '../../lib/core/errors'
 import { VIEWPORT_CLASSES } from '../../lib/ingest/enrich'
-import { heatmap } from '../../lib/reports/query/heatmap'
-import { reportParams } from '../../lib/reports/query/parse'
 import type { Services } from '../../lib/runtime/services'
 import type { Site } from '../../lib/sites/sites'
+import { type AnswerOf, apiFor } from './api'
 import { day } from './format'
 import { Page } from './layout'
+import { memberOf } from './membership'
 import { pageNonce } from './security'
 import type { WebEnv } from './session'
 
@@ -46,7 +43,7 @@ const DRAWN_WIDTH = 400
 /** The tallest drawing shown, in CSS pixels: a long page is drawn narrower. */
 const MAX_DRAWN_HEIGHT = 1400
 
-type Heatmap = Awaited<ReturnType<typeof heatmap>>
+type Heatmap = AnswerOf<'GET', '/api/v1/heatmap'>
 
 /**
  * A page's click heatmap at /app/sites/{site}/heatmap?path=: the same verb, with the same
@@ -55,20 +52,15 @@ type Heatmap = Awaited<ReturnType<typeof heatmap>>
 export function heatmapRoutes(web: Hono<WebEnv>, services: Services) {
   web.get('/sites/:siteId/heatmap', async (c) => {
     const email = c.get('session')!.email
-    const site = await services.sites.findFresh(c.req.param('siteId'))
-    if (!site) throw new ApiError(404, 'site not found')
-    await membershipIn(services.repositories, site.orgId, email).catch(() => {
-      throw new ApiError(404, 'site not found')
-    })
+    const caller = memberOf(c)
+    const { site } = caller
     const query = c.req.query()
     const form = { path: query.path ?? '/', device: query.device ?? 'desktop', range: query.range ?? '30d' }
-    const schema = reportParams.extend({
-      path: z.string().min(1, 'required').max(2000).startsWith('/', 'must start with /'),
-      device: z.enum(VIEWPORT_CLASSES),
-    })
-    const parsed = schema.safeParse({ ...query, ...form, site_id: site.id, limit: query.limit ?? '20' })
-    if (!parsed.success) throw new ApiError(400, describeZodError(parsed.error, 'query', query))
-    const [map, outline] = await Promise.all([heatmap(services, site, parsed.data), pageOutline(services, site, form.path)])
+    const params = { from: query.from, to: query.to, filters: query.filters, source: query.source, limit: query.limit ?? '20', ...form }
+    const [map, outline] = await Promise.all([
+      apiFor(c, services, caller)('GET', '/api/v1/heatmap', { params }),
+      pageOutline(services, site, form.path),
+    ])
     return c.html(
       <Page title={`Heatmap of ${form.path} on ${site.domain}`} email={email}>
         <style nonce={pageNonce()} dangerouslySetInnerHTML={{ __html: STYLE }} />

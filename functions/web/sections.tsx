@@ -5,7 +5,7 @@ import type { Services } from '../../lib/runtime/services'
 import type { DashboardView } from './view'
 import { RANGE_LABELS, country } from './format'
 import { Page, SubmitOnChange } from './layout'
-import { siteReader } from './reads'
+import { type Api, type AnswerOf, apiFor } from './api'
 import type { SectionProps } from './sections/parts'
 import { Anomalies } from './sections/anomalies'
 import { Decay } from './sections/decay'
@@ -71,13 +71,13 @@ const DEFAULT_RANGE: Partial<Record<SectionName, string>> = { anomalies: '7d' }
 
 /** Reads a section makes after its first ones, from their answers: the word diffs of the changes listed. */
 // biome-ignore lint/suspicious/noExplicitAny: each follow-up reads its section's declared answer
-const FOLLOW_UPS: Partial<Record<SectionName, (answers: any[], read: ReturnType<typeof siteReader>) => Promise<unknown[]>>> = {
-  changes: ([changes], read) =>
+const FOLLOW_UPS: Partial<Record<SectionName, (answers: any[], api: Api) => Promise<unknown[]>>> = {
+  changes: ([changes], api) =>
     Promise.all(
       (changes.changes as { id: string; diffable: boolean }[])
         .filter((c) => c.diffable)
         .slice(0, INLINE_DIFFS)
-        .map((c) => read('/api/v1/changes/diff', { change_id: c.id })),
+        .map((c) => api('GET', '/api/v1/changes/diff', { params: { change_id: c.id } })),
     ),
 }
 
@@ -90,14 +90,16 @@ const KEPT = ['range', 'from', 'to', 'filters', 'source'] as const
 /** One section page: its reads with the URL's parameters, each answer drawn as tables. */
 export async function sectionPage(c: Context, services: Services, view: DashboardView, name: SectionName) {
   const section = SECTION_READS[name]
-  const read = siteReader(services, view, c.req.raw, c.env)
+  const api = apiFor(c, services, view)
   const query = c.req.query()
   const defaultRange = DEFAULT_RANGE[name]
   if (defaultRange && !query.range) query.range = defaultRange
   // a name no read of this section takes is refused as the API refuses it
-  const answers = await Promise.all(section.reads.map((path) => read(path, { ...PAGE_SIZES[path], ...paramsFor(path, query) })))
+  const answers: unknown[] = await Promise.all(
+    section.reads.map((path) => api('GET', path, { params: { ...PAGE_SIZES[path], ...paramsFor(path, query) } })),
+  )
   const follow = FOLLOW_UPS[name]
-  if (follow) answers.push(...(await follow(answers, read)))
+  if (follow) answers.push(...(await follow(answers, api)))
   const keep = new URLSearchParams()
   for (const k of KEPT) if (query[k]) keep.set(k, query[k])
   const at = (section: string, extra: Record<string, string> = {}) => {
@@ -156,7 +158,7 @@ export async function sectionPage(c: Context, services: Services, view: Dashboar
         </form>
       ) : null}
       <SectionFilters view={view} name={name} query={query} />
-      {name === 'diff' ? <WordDiff answer={answers[0]} /> : null}
+      {name === 'diff' ? <WordDiff answer={answers[0] as AnswerOf<'GET', '/api/v1/changes/diff'>} /> : null}
       {Designed ? (
         <Designed
           answers={answers}
@@ -331,7 +333,7 @@ function Value({ value, links, depth, field = '' }: { value: unknown; links: Lin
 }
 
 /** A change's word diff: equal runs as they are, added ones marked inserted, removed ones struck. */
-function WordDiff({ answer }: { answer: { path: string; runs: { op: 'equal' | 'added' | 'removed'; text: string }[] } }) {
+function WordDiff({ answer }: { answer: AnswerOf<'GET', '/api/v1/changes/diff'> }) {
   return (
     <section class="card" aria-label="Word diff">
       <h2>{answer.path}</h2>

@@ -1,11 +1,24 @@
 import type { Context, MiddlewareHandler } from 'hono'
 import { deleteCookie, getSignedCookie, setSignedCookie } from 'hono/cookie'
 import { SESSION_TTL_SECONDS, type SessionRecord, findSession, serverSecret } from '../../lib/accounts/signin'
+import type { Org } from '../../lib/accounts/org-record'
+import type { Member } from '../../lib/accounts/team'
 import type { Services } from '../../lib/runtime/services'
+import type { Site } from '../../lib/sites/sites'
 
 export const SESSION_COOKIE = 'session'
 
-export type WebEnv = { Variables: { session: SessionRecord | null } }
+/** The signed-in person's place in the organization a page under /orgs/{org} or /sites/{site} is of (membership.ts). */
+export interface Membership {
+  org: Org
+  member: Member
+  /** An owner or admin: changes settings. */
+  canWrite: boolean
+  /** The site of a page under /sites/{site}. */
+  site?: Site
+}
+
+export type WebEnv = { Variables: { session: SessionRecord | null; membership: Membership } }
 
 /** Over https the cookie is Secure; a local http server (the embedded home) cannot keep a Secure cookie. */
 export const isHttps = (c: Context, services: Services) => (services.publicUrl ?? c.req.url).startsWith('https:')

@@ -1,7 +1,7 @@
 import { type Context, Hono } from 'hono'
 import { getSignedCookie, setSignedCookie } from 'hono/cookie'
 import { z } from 'zod'
-import { membershipIn, requireRole } from '../../lib/accounts/members'
+import { requireRole } from '../../lib/accounts/members'
 import { serverSecret } from '../../lib/accounts/signin'
 import { ApiError } from '../../lib/core/errors'
 import { configuredOrigin, linkOrigin } from '../../lib/network/origin'
@@ -15,12 +15,13 @@ import {
   sharesSections,
 } from '../../lib/sites/share-link'
 import { SHARE_ACCESS, type ShareAccess, type Site, type SitePatch, applySitePatch, shareAccess } from '../../lib/sites/sites'
-import { dashboardPage, liveVisitors, memberSite, panelFragment } from './dashboard'
+import { dashboardPage, liveVisitors, panelFragment } from './dashboard'
+import { memberOf } from './membership'
 import type { DashboardView } from './view'
 import { webBudget } from './budget'
 import { readForm } from './forms'
 import { ErrorPage, Page, failurePage } from './layout'
-import { siteReader } from './reads'
+import { ADMINS, apiFor } from './api'
 import { sectionName, sectionPage } from './sections'
 import { securityHeaders } from './security'
 import type { WebEnv } from './session'
@@ -81,7 +82,7 @@ export function sharedDashboards(services: Services) {
   })
   share.get('/:siteId/live', async (c) => {
     const view = await sharedView(c)
-    return c.json({ visitors: await liveVisitors(siteReader(services, view, c.req.raw, c.env)) })
+    return c.json({ visitors: await liveVisitors(apiFor(c, services, view)) })
   })
   share.get('/:siteId/panels/:panel', async (c) => c.html(await panelFragment(c, services, await sharedView(c), c.req.param('panel'))))
   share.get('/:siteId/:section', async (c) => {
@@ -115,22 +116,17 @@ function sharingPatch(form: z.infer<typeof sharingForm>): SitePatch {
 
 /** The member's side under /app/sites/{site}/share: how the site is shared, and its secret link, made or replaced here. */
 export function shareRoutes(web: Hono<WebEnv>, services: Services) {
-  const admin = async (c: Context<WebEnv>) => {
-    const email = c.get('session')!.email
-    const site = await memberSite(services, email, c.req.param('siteId')!)
-    const { member } = await membershipIn(services.repositories, site.orgId, email)
-    return { email, site, member }
-  }
+  const admin = (c: Context<WebEnv>) => ({ ...memberOf(c), email: c.get('session')!.email })
 
   web.get('/sites/:siteId/share', async (c) => {
-    const { email, site, member } = await admin(c)
+    const { email, site, member } = admin(c)
     return c.html(
       <SharePage site={site} email={email} canChange={member.role !== 'member'} origin={configuredOrigin(services)} created={undefined} />,
     )
   })
   web.post('/sites/:siteId/share', async (c) => {
-    const { email, site, member } = await admin(c)
-    requireRole(member, ['owner', 'admin'], 'change how a site is shared')
+    const { email, site, member } = admin(c)
+    requireRole(member, ADMINS, 'change how a site is shared')
     const patch = sharingPatch(await readForm(c, sharingForm))
     const next = await services.sites.update(site.id, (fresh) => applySitePatch(fresh, patch))
     // a dashboard shared by link is nothing without one: after private, the old one is gone, so a new one is made and shown once
@@ -141,8 +137,8 @@ export function shareRoutes(web: Hono<WebEnv>, services: Services) {
     return c.html(<SharePage site={fresh} email={email} canChange origin={origin} created={created} />, 201)
   })
   web.post('/sites/:siteId/share/link', async (c) => {
-    const { email, site, member } = await admin(c)
-    requireRole(member, ['owner', 'admin'], 'make a shared link')
+    const { email, site, member } = admin(c)
+    requireRole(member, ADMINS, 'make a shared link')
     // before the link is replaced: without an origin to show it on, the old link stays
     const origin = linkOrigin(services, 'a shared link')
     const created = await rotateShareLink(services, site, origin)

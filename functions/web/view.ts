@@ -1,3 +1,4 @@
+import type { Member } from '../../lib/accounts/team'
 import type { Site } from '../../lib/sites/sites'
 
 /** Who looks, and where the pages of this dashboard are: a member under /app, or anyone with the shared view under /share. */
@@ -5,7 +6,8 @@ export interface DashboardView {
   site: Site
   /** `/app/sites/{id}` or `/share/{id}`. */
   base: string
-  /** The signed-in member; none on a shared view. */
+  /** The signed-in member and their address; none on a shared view. */
+  member?: Member
   email?: string
   shared: boolean
   /** Whether the section pages are reachable from here. */

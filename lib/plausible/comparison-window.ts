@@ -6,11 +6,13 @@ import type { PlausibleComparison } from './query-schema'
 
 /**
  * The window a comparison reads: the one just before (previous_period) or the same days a year
- * earlier (year_over_year), resolved as the v1 reads' `compare` resolves them; or, as Plausible
- * allows, custom dates of any length (site-local days, both included).
+ * earlier (year_over_year), resolved as the v1 reads' `compare` resolves them at the query's `now`
+ * (`day` against yesterday up to the same time of day); or, as Plausible allows, custom dates of
+ * any length (site-local days, both included).
  */
-export function comparisonWindow(range: ResolvedRange, comparison: PlausibleComparison): ResolvedRange {
-  if (comparison.mode === 'previous_period' || comparison.mode === 'year_over_year') return sameLengthWindow(range, comparison.mode)
+export function comparisonWindow(range: ResolvedRange, comparison: PlausibleComparison, now: Date): ResolvedRange {
+  if (comparison.mode === 'previous_period' || comparison.mode === 'year_over_year')
+    return sameLengthWindow(range, comparison.mode, {}, now)
   const dates = comparison.date_range
   if (!dates) throw new ApiError(400, 'include.comparisons.date_range: required with mode custom')
   const [from, to] = dates.map((d, i) => {

@@ -840,7 +840,7 @@ export async function plausibleQuery(deps: ReportDeps, site: Site, body: Plausib
   if (body.include.comparisons) {
     if (plan.time && plan.property)
       throw new ApiError(400, 'include.comparisons: not supported with a time dimension and another dimension together')
-    const window = comparisonWindow(range, body.include.comparisons)
+    const window = comparisonWindow(range, body.include.comparisons, now)
     const earlierQuery = { ...query, range: window }
     const earlierWithoutGoals = () => ({ ...withoutGoals(), range: window })
     const earlier = await read(

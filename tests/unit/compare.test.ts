@@ -38,6 +38,18 @@ describe('comparisonWindow', () => {
     expect(span(comparisonWindow(today, 'year_over_year', {}, NOW))).toEqual(['2025-10-26T00:00:00+02:00', '2025-10-27T00:00:00+01:00'])
   })
 
+  it('previous_period of week, given now: the week before up to the same weekday and time of day, across the clock change', () => {
+    // Monday 10:30 (+01:00): the Monday before, 00:00 to 10:30 (+02:00), not its whole day
+    const thisWeek = resolveRange({ range: 'week' }, TZ, NOW)
+    expect(span(comparisonWindow(thisWeek, 'previous_period', {}, NOW))).toEqual(['2026-10-19T00:00:00+02:00', '2026-10-19T10:30:00+02:00'])
+    // Thursday 18:05: Monday to Thursday 18:05 of the week before
+    const thursday = new Date('2026-10-29T17:05:00Z')
+    expect(span(comparisonWindow(resolveRange({ range: 'week' }, TZ, thursday), 'previous_period', {}, thursday))).toEqual([
+      '2026-10-19T00:00:00+02:00',
+      '2026-10-22T18:05:00+02:00',
+    ])
+  })
+
   it('year_over_year: minutes for realtime, days for whole days', () => {
     const realtime = resolveRange({ range: 'realtime' }, TZ, NOW)
     expect(span(comparisonWindow(realtime, 'year_over_year'))).toEqual(['2025-10-26T10:25:00+01:00', '2025-10-26T10:30:00+01:00'])

@@ -76,11 +76,18 @@ export async function visitorsByBucket(
     }
   }
   const stale = rows.filter((row) => Number(row.kind) === 2 && !built.has(row.d))
-  if (stale.length) counted.push(...(await buildAndRead(deps, site, grain, stale)))
+  if (stale.length) counted.push(...(await (deps.anonymousReads ? readFromEvents : buildAndRead)(deps, site, grain, stale)))
   return { rows: counted, first: firstQuarter }
 }
 
 const signatureOf = (row: { n: string; s: string }) => `${row.n}|${row.s}`
+
+/** The finished days that have no current rows, read from events: an anonymous read builds nothing. */
+const readFromEvents = (deps: WhyDeps, site: Site, grain: Grain, stale: Row[]) =>
+  execute<Visitors>(
+    deps.clickhouse,
+    visitorsByBucketSql(site.id, site.timezone, grain, daySpans(asRolledDays(stale).days, site.timezone), asRolledDays([])),
+  )
 
 /** Builds the rows of finished days that have none current, then reads them. */
 async function buildAndRead(deps: WhyDeps, site: Site, grain: Grain, stale: Row[]): Promise<Visitors[]> {

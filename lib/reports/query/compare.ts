@@ -40,8 +40,9 @@ const isWholeDays = (range: ResolvedRange) => range.from.equals(range.from.start
  *
  * - `previous_period`: the window just before. `week` (this week so far) is compared with the same
  *   weekdays of the week before; a window of whole weeks starts on its own weekday by construction.
- *   `today`, given the read's `now`, is compared with yesterday up to the same time of day (site-local
- *   clock), not with the whole of yesterday: a day that has not ended is not set against one that has.
+ *   `today` and `week`, given the read's `now`, are compared up to the same time of day (site-local
+ *   clock): yesterday up to now's time, last week up to now's weekday and time, not whole days: a
+ *   window that has not ended is not set against one that has.
  * - `year_over_year`: the window starting on the same date one year earlier (29 February starts on
  *   28 February), of equal length: where one of the two windows spans a 29 February, the
  *   comparison ends a calendar day off the range's end date.
@@ -57,8 +58,8 @@ export function comparisonWindow(
   now?: Date,
 ): ResolvedRange {
   if (mode === 'previous_period') {
-    if (range.name === 'week') return shiftDays(range, -7)
-    if (range.name === 'today' && now) return yesterdaySoFar(range, now)
+    if (range.name === 'week') return now ? soFar(range, 7, now) : shiftDays(range, -7)
+    if (range.name === 'today' && now) return soFar(range, 1, now)
     return previousWindow(range)
   }
   if (mode === 'year_over_year') {
@@ -104,12 +105,19 @@ function customWindow(from: string, to: string, timezone: string): ResolvedRange
   }
 }
 
-/** Yesterday from its start up to the time of day `now` is at today, on the site's clock. */
-function yesterdaySoFar(range: ResolvedRange, now: Date): ResolvedRange {
+/**
+ * A window that runs up to `now` set against the same window `days` earlier, cut at the same time
+ * of day on the site's clock: `today` against yesterday 00:00 up to now's time, `week` against the
+ * week before's Monday 00:00 up to now's weekday and time.
+ */
+function soFar(range: ResolvedRange, days: number, now: Date): ResolvedRange {
   const at = Temporal.Instant.fromEpochMilliseconds(now.getTime()).toZonedDateTimeISO(range.timezone)
-  const yesterday = range.from.toPlainDate().subtract({ days: 1 })
-  const from = yesterday.toZonedDateTime({ timeZone: range.timezone })
-  const to = yesterday.toPlainDateTime(at.toPlainTime()).toZonedDateTime(range.timezone, { disambiguation: 'compatible' })
+  const from = range.from.toPlainDate().subtract({ days }).toZonedDateTime({ timeZone: range.timezone })
+  const to = at
+    .toPlainDate()
+    .subtract({ days })
+    .toPlainDateTime(at.toPlainTime())
+    .toZonedDateTime(range.timezone, { disambiguation: 'compatible' })
   return { ...range, from, to: Temporal.ZonedDateTime.compare(to, from) < 0 ? from : to }
 }
 

@@ -10,6 +10,8 @@ import type { Site } from '../../sites/sites'
 export interface WhyDeps {
   clickhouse: ClickHouse
   now(): Date
+  /** A shared dashboard's read (DomainServices.anonymousReads): it builds no rollup, reading from events what is not rolled up. */
+  anonymousReads?: true
 }
 
 export interface WindowParams {

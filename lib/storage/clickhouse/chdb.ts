@@ -90,9 +90,25 @@ export class EmbeddedClickHouse implements ClickHouse {
     return result.bytes()
   }
 
+  /** The reads running now, by their statement and parameters (query). */
+  private readonly running = new Map<string, Promise<Uint8Array>>()
+
+  /**
+   * A read. The engine runs statements with parameters one at a time (chdb binds them process-wide),
+   * so a read asked while the same statement with the same parameters is running takes that
+   * statement's answer instead of queueing a second run: the dashboard's panels, loaded at once,
+   * each look up the same rolled days of the window. Each caller parses its own rows.
+   */
   async query<Row>(sql: string, params: QueryParams = {}): Promise<Row[]> {
-    const bytes = await this.raw(withTimeLimit(sql, this.readTimeLimitMs), params, 'JSONEachRow')
-    return parseRows<Row>(new TextDecoder().decode(bytes))
+    const key = `${sql}\u0000${JSON.stringify(params, (_, v) => (typeof v === 'bigint' ? `${v}n` : v))}`
+    let bytes = this.running.get(key)
+    if (!bytes) {
+      bytes = this.raw(withTimeLimit(sql, this.readTimeLimitMs), params, 'JSONEachRow')
+      this.running.set(key, bytes)
+      const done = () => this.running.delete(key)
+      bytes.then(done, done)
+    }
+    return parseRows<Row>(new TextDecoder().decode(await bytes))
   }
 
   async command(sql: string, params: QueryParams = {}, options: CommandOptions = {}) {
