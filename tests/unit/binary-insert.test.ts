@@ -10,7 +10,7 @@ import { binaryRows } from '../../lib/storage/clickhouse/native'
 import { collectLines, testClickHouse, testServices } from '../helpers'
 
 const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0'
-const CONTROLS = Array.from({ length: 32 }, (_, i) => String.fromCharCode(i)).join('') + '\u007f\u0085\u009f'
+const CONTROLS = `${Array.from({ length: 32 }, (_, i) => String.fromCharCode(i)).join('')}\u007f\u0085\u009f`
 const NESTED = JSON.stringify({ a: { b: [1, { c: '"quoted" \\ back' }] }, d: null })
 const HUGE = 'ж😀x'.repeat(400_000)
 

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url'
 import { Session } from 'chdb'
 import { StoreUnavailableError, isOutOfSpace } from '../errors'
 import type { ClickHouse, CommandOptions, InsertOptions, QueryParams } from './types'
-import { SESSION_TIMEZONE, insertToken } from './client'
+import { SESSION_TIMEZONE, insertToken, sameKeys } from './client'
 import { BACKGROUND_PRIORITY, DEFAULT_READ_TIME_LIMIT_MS, withTimeLimit } from './execute'
 import { nextTurn } from '../../core/turn'
 import { type BinaryFormat, type NativeColumn, binaryRows, binaryWritable } from './native'
@@ -25,12 +25,6 @@ function parseRows<Row>(text: string): Row[] {
   const rows: Row[] = []
   for (const line of text.split('\n')) if (line) rows.push(JSON.parse(line) as Row)
   return rows
-}
-
-function sameKeys(row: object, columns: string[]) {
-  let i = 0
-  for (const key in row) if (key !== columns[i++]) return false
-  return i === columns.length
 }
 
 /** Rows written to JSON at a time, between which other work runs (the collector's requests). */
@@ -168,7 +162,6 @@ export class EmbeddedClickHouse implements ClickHouse {
     const data = binaryRows(format, columns, rows)
     if (!data) return false
     const file = join(this.insertsDir, `${crypto.randomUUID()}.bin`)
-    await writeFile(file, data)
     // RowBinary names no types: the columns' own (a LowCardinality column's values are read plain)
     const params: QueryParams = { file, token: settings.insert_deduplication_token }
     let source = "file({file:String}, 'Native')"
@@ -182,6 +175,8 @@ export class EmbeddedClickHouse implements ClickHouse {
       params.priority = settings.priority
     }
     try {
+      // a full disk refuses the file as it would the parts: an outage (withSpace)
+      await withSpace(() => writeFile(file, data))
       await this.raw(
         `INSERT INTO ${table} (${keys.join(', ')}) SETTINGS insert_deduplication_token = {token:String}${priority} SELECT * FROM ${source}`,
         params,
