@@ -28,8 +28,8 @@ import { loadMigrations } from '../lib/storage/clickhouse/migrations-node'
  * - `stored-unparsed`: as `stored`, the rows inserted from an in-memory table (INSERT SELECT):
  *   what the engine spends beyond parsing the rows' JSON.
  *
- * The first three are measured once for each format rows are sent in (`--format`, a list: Native,
- * the default since #51, RowBinary, JSONCompactEachRow, the format before, JSONEachRow), each
+ * The first three are measured once for each format rows are sent in (`--format`, a list:
+ * JSONCompactEachRow, the default, JSONEachRow, and the binary Native and RowBinary), each
  * beside the others in the same run. The CPU counted includes writing the rows in their format,
  * as the sink's flush does.
  *

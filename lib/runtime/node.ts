@@ -178,7 +178,7 @@ export async function openNodeStores(
     viaRunningServer?: boolean
     /** How the embedded engine is set, when this process opens it: for a server's reads (the default), or for an import's inserts (chdb.ts). */
     engine?: EngineProfile
-    /** How the embedded engine is sent inserted rows (chdb.ts): Native unless a benchmark compares another. */
+    /** How the embedded engine is sent inserted rows (chdb.ts): JSONCompactEachRow unless a benchmark compares another. */
     insertFormat?: InsertFormat
   } = {},
 ): Promise<NodeStores> {

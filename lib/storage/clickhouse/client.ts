@@ -65,9 +65,9 @@ async function reachable<T>(work: () => Promise<T>): Promise<T> {
 /**
  * ClickHouse over HTTP. Inserts are async inserts that wait for the flush, so an acknowledged
  * insert is stored. Rows sharing their keys go as JSONCompactEachRow (arrays under one column
- * list), the cheapest format the client's insert takes besides Parquet, which the server parses
- * for about two thirds of JSONEachRow's cost; other rows go as JSONEachRow. Reads carry the time limit of one read as a setting beside the statement (one
- * the statement sets itself, in its SETTINGS clause, wins).
+ * list): of the formats the client's insert takes, the cheapest to write and for the server to
+ * parse but Parquet; other rows go as JSONEachRow. Reads carry the time limit of one read as a
+ * setting beside the statement (one the statement sets itself, in its SETTINGS clause, wins).
  */
 export function clickhouseOverClient(client: ClickHouseClientLike, options: { readTimeLimitMs?: number } = {}): ClickHouse {
   const bound = { max_execution_time: (options.readTimeLimitMs ?? DEFAULT_READ_TIME_LIMIT_MS) / 1000 }
