@@ -3,8 +3,11 @@
  * and type, the values of one column after another in the engine's own layout: the engine takes
  * such a column into memory nearly as it is, where text (JSONEachRow) has every value parsed.
  * RowBinary is the same values row after row. Only the types the event tables hold are written; a
- * value the text path would read differently (a number that is not finite, a date that does not
- * exist) makes the whole result null, and the caller sends those rows as text, as before.
+ * value the text path would read differently (a lone surrogate, a number that is not finite, a date
+ * that does not exist) makes the whole result null, and the caller sends those rows as text, as
+ * before. Sent through a file (chdb.ts), neither format cost the engine less than
+ * JSONCompactEachRow with the views on events (docs/performance.md), so they are what
+ * `bench:engine-insert --format` compares, not the default.
  */
 
 /** A column of a table, as `system.columns` names it. */
