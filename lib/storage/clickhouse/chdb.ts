@@ -1,5 +1,5 @@
 import { mkdirSync, rmSync } from 'node:fs'
-import { rm, writeFile } from 'node:fs/promises'
+import { mkdir, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Session } from 'chdb'
@@ -77,7 +77,7 @@ export class EmbeddedClickHouse implements ClickHouse {
   readonly readTimeLimitMs: number
   /** How rows are sent; a test sets it to compare formats on the one engine of its process. */
   insertFormat: InsertFormat
-  /** Where the rows of a binary insert wait for the engine to read them, a file an insert; emptied at start (one process per folder). */
+  /** Where the rows of a binary insert wait for the engine to read them, a file an insert; made on the first, removed at start (one process per folder). */
   private readonly insertsDir: string
   /** Each table's columns and types, read once. */
   private readonly columns = new Map<string, Promise<Map<string, string>>>()
@@ -88,7 +88,6 @@ export class EmbeddedClickHouse implements ClickHouse {
     this.insertFormat = options.insertFormat ?? 'JSONCompactEachRow'
     this.insertsDir = join(dir, 'inserts')
     rmSync(this.insertsDir, { recursive: true, force: true })
-    mkdirSync(this.insertsDir)
     this.session = new Session(dir, {
       // every statement runs at the highest priority unless it says it is background work (execute.ts)
       connectionArgs: [
@@ -178,7 +177,10 @@ export class EmbeddedClickHouse implements ClickHouse {
     }
     try {
       // a full disk refuses the file as it would the parts: an outage (withSpace)
-      await withSpace(() => writeFile(file, data))
+      await withSpace(async () => {
+        await mkdir(this.insertsDir, { recursive: true })
+        await writeFile(file, data)
+      })
       await this.raw(
         `INSERT INTO ${table} (${keys.join(', ')}) SETTINGS insert_deduplication_token = {token:String}${priority} SELECT * FROM ${source}`,
         params,
