@@ -12,6 +12,7 @@ import { EVENTS_INPUT } from '../lib/ingest/sink'
 import { openNodeStores } from '../lib/runtime/node'
 import { SiteDirectory } from '../lib/sites/site-directory'
 import { newSite } from '../lib/sites/sites'
+import type { InsertFormat } from '../lib/storage/clickhouse/chdb'
 import { migrate } from '../lib/storage/clickhouse/migrate'
 import { loadMigrations } from '../lib/storage/clickhouse/migrations-node'
 
@@ -27,11 +28,17 @@ import { loadMigrations } from '../lib/storage/clickhouse/migrations-node'
  * - `stored-unparsed`: as `stored`, the rows inserted from an in-memory table (INSERT SELECT):
  *   what the engine spends beyond parsing the rows' JSON.
  *
+ * The first three are measured once for each format rows are sent in (`--format`, a list:
+ * JSONCompactEachRow, the default, JSONEachRow, and the binary Native and RowBinary), each
+ * beside the others in the same run. The CPU counted includes writing the rows in their format,
+ * as the sink's flush does.
+ *
  * The rows are made once, by the import's enrichment and sessionization, from the demo traffic.
  * It tells what a hit of the collector or the import cannot cost less than, whatever the
  * JavaScript does, while the engine runs in the same process.
  *
  *   npm run -s bench:engine-insert -- [--visitors-per-day 4000] [--days 20] [--batch 5000] [--runs 3]
+ *     [--format JSONCompactEachRow,Native] [--setups stored,no-views,table,stored-unparsed]
  */
 
 const VIEWS_ON_EVENTS = [
@@ -44,6 +51,7 @@ const VIEWS_ON_EVENTS = [
 ]
 const SETUPS = ['stored', 'no-views', 'table', 'stored-unparsed'] as const
 type Setup = (typeof SETUPS)[number]
+const FORMATS: InsertFormat[] = ['Native', 'RowBinary', 'JSONCompactEachRow', 'JSONEachRow']
 
 /** This process's CPU seconds (user and system, every thread): fields 14 and 15 of /proc/self/stat, in clock ticks. */
 function cpuSeconds(): number {
@@ -90,9 +98,9 @@ async function eventRows(visitorsPerDay: number, days: number): Promise<EventRow
 }
 
 /** One setup's CPU per row, in a fresh data folder. */
-async function measure(setup: Setup, rows: EventRow[], batch: number): Promise<number> {
+async function measure(setup: Setup, format: InsertFormat, rows: EventRow[], batch: number): Promise<number> {
   const dir = await mkdtemp(join(tmpdir(), 'bench-engine-'))
-  const stores = await openNodeStores({ DATA_DIR: dir })
+  const stores = await openNodeStores({ DATA_DIR: dir }, { insertFormat: format })
   const engine = stores.clickhouse
   try {
     await migrate(engine, loadMigrations())
@@ -126,30 +134,50 @@ async function measure(setup: Setup, rows: EventRow[], batch: number): Promise<n
   }
 }
 
+/** A list option's values, each one of `allowed`. */
+function listOf<T extends string>(value: string, allowed: readonly T[], option: string): T[] {
+  const values = value.split(',').map((v) => v.trim())
+  for (const v of values) if (!allowed.includes(v as T)) throw new Error(`${option}: ${v} is not one of ${allowed.join(', ')}`)
+  return values as T[]
+}
+
 const program = new Command('bench-engine-insert')
-  .description("The embedded engine's CPU per event row inserted, with and without the views on events")
+  .description("The embedded engine's CPU per event row inserted, with and without the views on events, in each format")
   .option('--visitors-per-day <n>', 'demo visitors a day', '4000')
   .option('--days <n>', 'days of demo traffic', '20')
   .option('--batch <n>', 'rows per insert', '5000')
   .option('--runs <n>', 'runs of each setup, alternating; the median is reported', '3')
-  .action(async (opts: { visitorsPerDay: string; days: string; batch: string; runs: string }) => {
+  .option('--format <list>', `formats the rows are sent in, measured alternating (${FORMATS.join(', ')})`, 'JSONCompactEachRow,Native')
+  .option('--setups <list>', `setups measured (${SETUPS.join(', ')})`, SETUPS.join(','))
+  .action(async (opts: { visitorsPerDay: string; days: string; batch: string; runs: string; format: string; setups: string }) => {
     const [visitorsPerDay, days, batch, runs] = [opts.visitorsPerDay, opts.days, opts.batch, opts.runs].map(Number)
     if (![visitorsPerDay, days, batch, runs].every((n) => Number.isInteger(n) && n > 0))
       throw new Error('every option is a whole number above 0')
+    const formats = listOf(opts.format, FORMATS, '--format')
+    const setups = listOf(opts.setups, SETUPS, '--setups')
+    // rows read from an in-memory table are sent in no format: measured once
+    const cases = setups.flatMap((setup): { setup: Setup; format: InsertFormat; name: string }[] =>
+      setup === 'stored-unparsed'
+        ? [{ setup, format: formats[0], name: setup }]
+        : formats.map((format) => ({ setup, format, name: `${setup} ${format}` })),
+    )
     const rows = await eventRows(visitorsPerDay, days)
     process.stderr.write(`${rows.length} event rows, ${batch} an insert\n`)
-    const results = new Map<Setup, number[]>(SETUPS.map((s) => [s, []]))
+    const results = new Map<string, number[]>(cases.map((c) => [c.name, []]))
+    const loads: string[] = []
     for (let run = 0; run < runs; run++) {
-      for (const setup of SETUPS) {
-        const micros = await measure(setup, rows, batch)
-        results.get(setup)!.push(micros)
-        process.stderr.write(`run ${run + 1} ${setup}: ${micros.toFixed(1)} µs a row\n`)
+      for (const { setup, format, name } of cases) {
+        const micros = await measure(setup, format, rows, batch)
+        results.get(name)!.push(micros)
+        const load = readFileSync('/proc/loadavg', 'utf8').split(' ')[0]
+        loads.push(load)
+        process.stderr.write(`run ${run + 1} ${name}: ${micros.toFixed(1)} µs a row (load ${load})\n`)
       }
     }
-    const load = readFileSync('/proc/loadavg', 'utf8').split(' ')[0]
-    const medians = Object.fromEntries([...results].map(([setup, values]) => [setup, Math.round(median(values) * 10) / 10]))
+    const medians = Object.fromEntries([...results].map(([name, values]) => [name, Math.round(median(values) * 10) / 10]))
+    const runsOf = Object.fromEntries([...results].map(([name, values]) => [name, values.map((v) => Math.round(v * 10) / 10)]))
     process.stdout.write(
-      `${JSON.stringify({ rows: rows.length, batch, runs, cpuMicrosecondsPerRow: medians, loadAverage: load }, null, 2)}\n`,
+      `${JSON.stringify({ rows: rows.length, batch, runs, cpuMicrosecondsPerRow: medians, eachRun: runsOf, loadAverages: loads }, null, 2)}\n`,
     )
   })
 

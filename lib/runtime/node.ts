@@ -4,7 +4,7 @@ import type { IncomingMessage } from 'node:http'
 import { dirname, join, resolve } from 'node:path'
 import { ClickHouseLogLevel, createClient } from '@clickhouse/client'
 import { Redis } from '@upstash/redis'
-import type { EmbeddedClickHouse, EngineProfile } from '../storage/clickhouse/chdb'
+import type { EmbeddedClickHouse, EngineProfile, InsertFormat } from '../storage/clickhouse/chdb'
 import { CLICKHOUSE_SETTINGS, type ClickHouseClientLike, clickhouseOverClient } from '../storage/clickhouse/client'
 import type { ClickHouse } from '../storage/clickhouse/types'
 import { EmbeddedRedis } from '../storage/kv/embedded'
@@ -178,6 +178,8 @@ export async function openNodeStores(
     viaRunningServer?: boolean
     /** How the embedded engine is set, when this process opens it: for a server's reads (the default), or for an import's inserts (chdb.ts). */
     engine?: EngineProfile
+    /** How the embedded engine is sent inserted rows (chdb.ts): JSONCompactEachRow unless a benchmark compares another. */
+    insertFormat?: InsertFormat
   } = {},
 ): Promise<NodeStores> {
   const dir = dataDir(env)
@@ -215,7 +217,11 @@ export async function openNodeStores(
       )
     })
     try {
-      chdb = new EmbeddedClickHouse(join(dir, 'clickhouse'), { profile: options.engine, readTimeLimitMs: env.QUERY_TIME_LIMIT_MS })
+      chdb = new EmbeddedClickHouse(join(dir, 'clickhouse'), {
+        profile: options.engine,
+        readTimeLimitMs: env.QUERY_TIME_LIMIT_MS,
+        insertFormat: options.insertFormat,
+      })
     } catch (err) {
       // the engine locks its folder: a server or CLI on the same DATA_DIR that is starting or stopping
       throw new UserError(

@@ -1,24 +1,32 @@
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, rmSync } from 'node:fs'
+import { mkdir, rm, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Session } from 'chdb'
 import { StoreUnavailableError, isOutOfSpace } from '../errors'
 import type { ClickHouse, CommandOptions, InsertOptions, QueryParams } from './types'
-import { SESSION_TIMEZONE, insertToken } from './client'
+import { SESSION_TIMEZONE, insertToken, sameKeys } from './client'
 import { BACKGROUND_PRIORITY, DEFAULT_READ_TIME_LIMIT_MS, withTimeLimit } from './execute'
 import { nextTurn } from '../../core/turn'
+import { type BinaryFormat, type NativeColumn, binaryRows, binaryWritable } from './native'
 
 const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_.]*$/
+const COLUMN_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
+
+/**
+ * How rows are sent to the engine: as text, JSONCompactEachRow (the default; JSONEachRow for rows
+ * whose keys differ), or in a binary format, Native or RowBinary, written to a file in the data
+ * folder that an INSERT ... SELECT FROM file() reads (the binding takes text formats alone as an
+ * insert's body). `bench:engine-insert --format` measures each beside the others: the binary
+ * formats cost the engine no less than JSONCompactEachRow with the views on events
+ * (docs/performance.md), so the text stays the default.
+ */
+export type InsertFormat = BinaryFormat | 'JSONCompactEachRow' | 'JSONEachRow'
 
 function parseRows<Row>(text: string): Row[] {
   const rows: Row[] = []
   for (const line of text.split('\n')) if (line) rows.push(JSON.parse(line) as Row)
   return rows
-}
-
-function sameKeys(row: object, columns: string[]) {
-  let i = 0
-  for (const key in row) if (key !== columns[i++]) return false
-  return i === columns.length
 }
 
 /** Rows written to JSON at a time, between which other work runs (the collector's requests). */
@@ -67,10 +75,19 @@ export class EmbeddedClickHouse implements ClickHouse {
   readonly session: Session
   /** How long one read may run (ms): the engine stops it past this (execute.ts). */
   readonly readTimeLimitMs: number
+  /** How rows are sent; a test sets it to compare formats on the one engine of its process. */
+  insertFormat: InsertFormat
+  /** Where the rows of a binary insert wait for the engine to read them, a file an insert; made on the first, removed at start (one process per folder). */
+  private readonly insertsDir: string
+  /** Each table's columns and types, read once. */
+  private readonly columns = new Map<string, Promise<Map<string, string>>>()
 
-  constructor(dir: string, options: { profile?: EngineProfile; readTimeLimitMs?: number } = {}) {
+  constructor(dir: string, options: { profile?: EngineProfile; readTimeLimitMs?: number; insertFormat?: InsertFormat } = {}) {
     mkdirSync(dir, { recursive: true })
     this.readTimeLimitMs = options.readTimeLimitMs ?? DEFAULT_READ_TIME_LIMIT_MS
+    this.insertFormat = options.insertFormat ?? 'JSONCompactEachRow'
+    this.insertsDir = join(dir, 'inserts')
+    rmSync(this.insertsDir, { recursive: true, force: true })
     this.session = new Session(dir, {
       // every statement runs at the highest priority unless it says it is background work (execute.ts)
       connectionArgs: [
@@ -118,19 +135,93 @@ export class EmbeddedClickHouse implements ClickHouse {
   async insert(table: string, rows: readonly object[], options: InsertOptions = {}) {
     if (!rows.length) return
     if (!TABLE_NAME.test(table)) throw new Error(`bad table name ${table}`)
-    // rows built from one literal share their keys in order: sent as arrays under one column list,
-    // they are smaller to write and to parse; anything else goes as objects. JSONCompactEachRow
-    // reads rows separated by commas (compactRows).
     // the same rows retried under the same token are stored once, in the table and in its views
     const settings = { insert_deduplication_token: insertToken(options), ...(options.background ? { priority: BACKGROUND_PRIORITY } : {}) }
     const columns = Object.keys(rows[0])
-    if (rows.every((row) => sameKeys(row, columns))) {
+    const shared = rows.every((row) => sameKeys(row, columns))
+    const format = this.insertFormat
+    if (shared && (format === 'Native' || format === 'RowBinary')) {
+      if (await this.insertBinary(format, table, columns, rows, settings)) return
+    }
+    // rows built from one literal share their keys in order: sent as arrays under one column list,
+    // they are smaller to write and to parse; anything else goes as objects. JSONCompactEachRow
+    // reads rows separated by commas (compactRows).
+    if (shared && format !== 'JSONEachRow') {
       const values = await compactRows(rows)
       await withSpace(() => this.session.insert({ table, values, format: 'JSONCompactEachRow', columns, settings }))
     } else {
       const values = rows.map((r) => JSON.stringify(r)).join('\n')
       await withSpace(() => this.session.insert({ table, values, format: 'JSONEachRow', settings }))
     }
+  }
+
+  /**
+   * Inserts rows sharing their keys in a binary format, through a file the insert reads; false,
+   * having sent nothing, when a key is not a column of the table or a value is not one the format
+   * carries as text would store it (the caller then sends them as text, which stores or refuses
+   * them as before).
+   */
+  private async insertBinary(
+    format: BinaryFormat,
+    table: string,
+    keys: string[],
+    rows: readonly object[],
+    settings: { insert_deduplication_token: string; priority?: number },
+  ): Promise<boolean> {
+    const types = await this.columnTypes(table)
+    const columns: NativeColumn[] = []
+    for (const name of keys) {
+      const type = types.get(name)
+      if (!type || !COLUMN_NAME.test(name)) return false
+      columns.push({ name, type })
+    }
+    if (!binaryWritable(columns)) return false
+    const data = binaryRows(format, columns, rows)
+    if (!data) return false
+    const file = join(this.insertsDir, `${crypto.randomUUID()}.bin`)
+    // RowBinary names no types: the columns' own (a LowCardinality column's values are read plain)
+    const params: QueryParams = { file, token: settings.insert_deduplication_token }
+    let source = "file({file:String}, 'Native')"
+    if (format === 'RowBinary') {
+      source = "file({file:String}, 'RowBinary', {structure:String})"
+      params.structure = columns.map((c) => `${c.name} ${c.type}`).join(', ')
+    }
+    let priority = ''
+    if (settings.priority !== undefined) {
+      priority = ', priority = {priority:UInt64}'
+      params.priority = settings.priority
+    }
+    try {
+      // a full disk refuses the file as it would the parts: an outage (withSpace)
+      await withSpace(async () => {
+        await mkdir(this.insertsDir, { recursive: true })
+        await writeFile(file, data)
+      })
+      await this.raw(
+        `INSERT INTO ${table} (${keys.join(', ')}) SETTINGS insert_deduplication_token = {token:String}${priority} SELECT * FROM ${source}`,
+        params,
+      )
+    } catch (err) {
+      this.columns.delete(table)
+      throw err
+    } finally {
+      await rm(file, { force: true })
+    }
+    return true
+  }
+
+  /** A table's columns and their types; read again after a failed insert, in case the table changed. */
+  private columnTypes(table: string): Promise<Map<string, string>> {
+    let types = this.columns.get(table)
+    if (!types) {
+      types = this.query<{ name: string; type: string }>(
+        'SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = {table:String}',
+        { table },
+      ).then((rows) => new Map(rows.map((r) => [r.name, r.type])))
+      types.catch(() => this.columns.delete(table))
+      this.columns.set(table, types)
+    }
+    return types
   }
 
   async close() {

@@ -14,7 +14,8 @@ export interface ClickHouseClientLike {
   insert(args: {
     table: string
     values: readonly object[]
-    format: 'JSONEachRow'
+    format: 'JSONEachRow' | 'JSONCompactEachRow'
+    columns?: [string, ...string[]]
     clickhouse_settings?: Record<string, unknown>
   }): Promise<unknown>
   close(): Promise<void>
@@ -34,6 +35,13 @@ export const CLICKHOUSE_SETTINGS = { output_format_json_quote_64bit_integers: 1,
  * so that two inserts of equal rows are never taken for one (as they would be by their hash).
  */
 export const insertToken = (options: InsertOptions) => options.token ?? crypto.randomUUID()
+
+/** Whether a row's keys are these columns, in this order (rows built from one literal share them). */
+export function sameKeys(row: object, columns: string[]) {
+  let i = 0
+  for (const key in row) if (key !== columns[i++]) return false
+  return i === columns.length
+}
 
 /**
  * A failure to reach the server (refused, reset, unreachable, timed out) rather than an answer
@@ -56,8 +64,10 @@ async function reachable<T>(work: () => Promise<T>): Promise<T> {
 
 /**
  * ClickHouse over HTTP. Inserts are async inserts that wait for the flush, so an acknowledged
- * insert is stored. Reads carry the time limit of one read as a setting beside the statement (one
- * the statement sets itself, in its SETTINGS clause, wins).
+ * insert is stored. Rows sharing their keys go as JSONCompactEachRow (arrays under one column
+ * list): of the formats the client's insert takes, the cheapest to write and for the server to
+ * parse but Parquet; other rows go as JSONEachRow. Reads carry the time limit of one read as a
+ * setting beside the statement (one the statement sets itself, in its SETTINGS clause, wins).
  */
 export function clickhouseOverClient(client: ClickHouseClientLike, options: { readTimeLimitMs?: number } = {}): ClickHouse {
   const bound = { max_execution_time: (options.readTimeLimitMs ?? DEFAULT_READ_TIME_LIMIT_MS) / 1000 }
@@ -72,11 +82,14 @@ export function clickhouseOverClient(client: ClickHouseClientLike, options: { re
     },
     async insert(table: string, rows: readonly object[], options: InsertOptions = {}) {
       if (!rows.length) return
+      const columns = Object.keys(rows[0]) as [string, ...string[]]
+      const compact = columns.length > 0 && rows.every((row) => sameKeys(row, columns))
       await reachable(() =>
         client.insert({
           table,
-          values: rows,
-          format: 'JSONEachRow',
+          ...(compact
+            ? { values: rows.map((r) => Object.values(r)), format: 'JSONCompactEachRow', columns }
+            : { values: rows, format: 'JSONEachRow' }),
           clickhouse_settings: {
             async_insert: 1,
             wait_for_async_insert: 1,

@@ -11,7 +11,7 @@ export interface ClickHouse {
   /** Runs a statement that returns no rows (DDL, ALTER, INSERT ... SELECT); unbounded unless `bounded`. */
   command(sql: string, params?: QueryParams, options?: CommandOptions): Promise<void>
   /**
-   * Inserts rows as JSONEachRow. An insert that failed part-way (a view's table written, another
+   * Inserts rows as JSON (JSONCompactEachRow where they share their keys). An insert that failed part-way (a view's table written, another
    * not) is retried with the same rows in the same order and the same `token`: what landed the
    * first time is not stored again (migration 0015 keeps the tables' deduplication logs).
    */
