@@ -107,8 +107,10 @@ export class EmbeddedClickHouse implements ClickHouse {
     return result.bytes()
   }
 
-  /** The reads running now, by their statement and parameters (query). */
+  /** The reads running now, by their statement and parameters (query), and the writes finished before them. */
   private readonly running = new Map<string, Promise<Uint8Array>>()
+  /** Writes (commands and inserts) finished so far: a read asked after a write never takes the answer of one begun before it. */
+  private writes = 0
 
   /**
    * A read. The engine runs statements with parameters one at a time (chdb binds them process-wide),
@@ -117,7 +119,7 @@ export class EmbeddedClickHouse implements ClickHouse {
    * each look up the same rolled days of the window. Each caller parses its own rows.
    */
   async query<Row>(sql: string, params: QueryParams = {}): Promise<Row[]> {
-    const key = `${sql}\u0000${JSON.stringify(params, (_, v) => (typeof v === 'bigint' ? `${v}n` : v))}`
+    const key = `${this.writes}\u0000${sql}\u0000${JSON.stringify(params, (_, v) => (typeof v === 'bigint' ? `${v}n` : v))}`
     let bytes = this.running.get(key)
     if (!bytes) {
       bytes = this.raw(withTimeLimit(sql, this.readTimeLimitMs), params, 'JSONEachRow')
@@ -129,10 +131,22 @@ export class EmbeddedClickHouse implements ClickHouse {
   }
 
   async command(sql: string, params: QueryParams = {}, options: CommandOptions = {}) {
-    await this.raw(options.bounded ? withTimeLimit(sql, this.readTimeLimitMs) : sql, params)
+    try {
+      await this.raw(options.bounded ? withTimeLimit(sql, this.readTimeLimitMs) : sql, params)
+    } finally {
+      this.writes++
+    }
   }
 
   async insert(table: string, rows: readonly object[], options: InsertOptions = {}) {
+    try {
+      await this.insertRows(table, rows, options)
+    } finally {
+      this.writes++
+    }
+  }
+
+  private async insertRows(table: string, rows: readonly object[], options: InsertOptions) {
     if (!rows.length) return
     if (!TABLE_NAME.test(table)) throw new Error(`bad table name ${table}`)
     // the same rows retried under the same token are stored once, in the table and in its views
