@@ -25,16 +25,25 @@ describe('reads of the embedded engine asked at once', () => {
     // once answered, the same read runs again: nothing is kept after it
     await clickhouse.query(sql, { p: 1 })
     expect(raw).toHaveBeenCalledTimes(3)
-    // a read asked after a write has finished never takes the answer of one begun before it
-    const slow = 'SELECT sum(sleepEachRow(0.1)) AS s, {p:UInt32} AS p FROM numbers(5)'
-    let firstDone = false
-    const first = clickhouse.query(slow, { p: 1 }).then((rows) => ((firstDone = true), rows))
+    // a read asked after a write has finished never takes the answer of one begun before it: the
+    // first read is held until the second is asked, so that it is still running then
+    const run = raw.getMockImplementation() ?? clickhouse.raw.bind(clickhouse)
+    let release = () => {}
+    const held = new Promise<void>((resolve) => (release = resolve))
+    raw.mockImplementationOnce(async (...args) => {
+      await held
+      return run(...args)
+    })
+    const first = clickhouse.query<{ p: number }>(sql, { p: 4 })
     // a write (one refused, for want of its table, counts as well: the engine may have applied part of it)
     await clickhouse.insert('wa_shared_reads', [{ x: 1 }]).catch(() => undefined)
-    const firstRunning = !firstDone
-    await Promise.all([first, clickhouse.query(slow, { p: 1 })])
-    expect(firstRunning).toBe(true)
+    const second = clickhouse.query<{ p: number }>(sql, { p: 4 })
     expect(raw).toHaveBeenCalledTimes(5)
+    // and a read asked with nothing written since the second takes the second's answer
+    const third = clickhouse.query<{ p: number }>(sql, { p: 4 })
+    expect(raw).toHaveBeenCalledTimes(5)
+    release()
+    for (const rows of await Promise.all([first, second, third])) expect(rows.map((r) => r.p)).toEqual([4, 4, 4])
     // the engine is the worker's, shared with the unit tier's other files: left open, unwatched
     raw.mockRestore()
   })
