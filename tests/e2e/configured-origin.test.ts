@@ -1,6 +1,7 @@
 import { request } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { tempDir } from '../helpers'
+import { readMail } from '../mail'
 import { smtpSink } from '../sinks'
 import { type RunningServer, demoKeys, startServer } from './server-process'
 
@@ -32,21 +33,16 @@ function send(base: string, method: string, path: string, headers: Record<string
   })
 }
 
-/** A received message's text, its quoted-printable soft breaks and escapes undone. */
-const decoded = (raw: string) =>
-  /quoted-printable/i.test(raw)
-    ? raw.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_, hex) => String.fromCharCode(Number.parseInt(hex, 16)))
-    : raw
-
 describe('links that leave the quick-start server (no PUBLIC_URL) are built on the address it listens on', () => {
   let server: RunningServer
   let mail: Awaited<ReturnType<typeof smtpSink>>
   let demo: ReturnType<typeof demoKeys>
   const form = { 'content-type': 'application/x-www-form-urlencoded', host: ATTACKER, origin: `http://${ATTACKER}` }
-  const mailTo = (address: string) => {
+  /** The one message to `address`, every part decoded (tests/mail.ts): its headers, text and HTML. */
+  const mailTo = async (address: string) => {
     const found = mail.received.filter((m) => m.to.includes(address))
     expect(found, address).toHaveLength(1)
-    return decoded(found[0].raw)
+    return (await readMail(found[0].raw)).all
   }
 
   beforeAll(async () => {
@@ -71,7 +67,7 @@ describe('links that leave the quick-start server (no PUBLIC_URL) are built on t
     // curl -X POST $B/app/signin -H 'Host: attacker.example:8080' -H 'Origin: http://attacker.example:8080' -d email=owner@demo.example.com
     const asked = await send(server.url, 'POST', '/app/signin', form, 'email=owner%40demo.example.com')
     expect(asked.status).toBe(200)
-    const signIn = mailTo('owner@demo.example.com')
+    const signIn = await mailTo('owner@demo.example.com')
     const link = /(http:\/\/\S+\/app\/signin\/link\?token=[A-Za-z0-9]+)/.exec(signIn)?.[1]
     expect(link?.startsWith(`${server.url}/app/signin/link?token=`), signIn).toBe(true)
     expect(signIn).not.toContain('attacker')
@@ -96,7 +92,7 @@ describe('links that leave the quick-start server (no PUBLIC_URL) are built on t
       `email=${encodeURIComponent(invitee)}&role=member`,
     )
     expect(invited.status).toBe(303)
-    const invitation = mailTo(invitee)
+    const invitation = await mailTo(invitee)
     expect(invitation).toContain(`${server.url}/app`)
     expect(invitation).not.toContain('attacker')
 
@@ -105,8 +101,8 @@ describe('links that leave the quick-start server (no PUBLIC_URL) are built on t
     const api = { authorization: `Bearer ${demo.writeKey}`, 'content-type': 'application/json', host: ATTACKER }
     const invitedByKey = await send(server.url, 'POST', '/api/v1/org/members', api, JSON.stringify({ email: byKey, role: 'member' }))
     expect(invitedByKey.status).toBe(201)
-    expect(mailTo(byKey)).toContain(`${server.url}/app`)
-    expect(mailTo(byKey)).not.toContain('attacker')
+    expect(await mailTo(byKey)).toContain(`${server.url}/app`)
+    expect(await mailTo(byKey)).not.toContain('attacker')
 
     // the shared link, shown once to be copied, on the page and in the API's answer
     const sharing = await send(server.url, 'POST', `/app/sites/${demo.site}/share`, { ...form, cookie }, 'shareLevel=link')

@@ -8,21 +8,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { tempDir } from '../helpers'
 import { CHROMIUM, launchChromium, pageChecker } from './chromium'
 import { type RunningServer, cli, startServer } from './server-process'
+import { readMail } from '../mail'
 
 /** The embedded stores of the server under test, whatever the test run's own environment names. */
 const EMBEDDED = { REDIS_URL: '', UPSTASH_REDIS_REST_URL: '', CLICKHOUSE_URL: '' }
 
-/** The newest .eml in the outbox sent to `to`, its body decoded from quoted-printable. */
-function lastMailTo(outbox: string, to: string): string {
+/** The newest .eml in the outbox sent to `to`, read as a mail client reads it (tests/mail.ts). */
+async function lastMailTo(outbox: string, to: string) {
   const messages = readdirSync(outbox)
     .sort()
     .map((f) => readFileSync(join(outbox, f), 'utf8'))
     .filter((raw) => new RegExp(`^To: ${to.replace(/[.+]/g, '\\$&')}$`, 'im').test(raw))
   if (!messages.length) throw new Error(`no e-mail to ${to} in ${outbox}`)
-  const raw = messages.at(-1)!
-  return /quoted-printable/i.test(raw)
-    ? raw.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_, hex) => String.fromCharCode(Number.parseInt(hex, 16)))
-    : raw
+  return readMail(messages.at(-1)!)
 }
 
 const linkIn = (text: string) => {
@@ -71,7 +69,7 @@ describe.skipIf(!CHROMIUM)('the web application in real Chromium', () => {
     await page.getByRole('button', { name: 'E-mail me a link' }).click()
     // no SMTP_URL here: the page says the message is in the outbox
     await page.locator('h1', { hasText: 'Check the outbox' }).waitFor()
-    await page.goto(linkIn(lastMailTo(join(dataDir, 'outbox'), address)))
+    await page.goto(linkIn((await lastMailTo(join(dataDir, 'outbox'), address)).text))
     await page.getByRole('button', { name: 'Sign in' }).click()
     await page.waitForURL(landing)
     return { context, page }
@@ -120,7 +118,7 @@ describe.skipIf(!CHROMIUM)('the web application in real Chromium', () => {
     await expect(page.locator('main').innerText()).resolves.not.toContain(dataDir)
     await checkPage(page, 'signin-sent')
 
-    await page.goto(linkIn(lastMailTo(join(dataDir, 'outbox'), address)))
+    await page.goto(linkIn((await lastMailTo(join(dataDir, 'outbox'), address)).text))
     await page.getByRole('button', { name: 'Sign in' }).click()
     await page.waitForURL(`${server.url}/app`)
     await page.getByRole('link', { name: 'Sessions' }).click()
@@ -239,7 +237,7 @@ describe.skipIf(!CHROMIUM)('the web application in real Chromium', () => {
     await page.waitForURL(`${orgUrl}/team`)
     await checkPage(page, 'team')
     // the invitation e-mail links to the account area
-    expect(lastMailTo(join(dataDir, 'outbox'), invitee)).toContain(`${server.url}/app`)
+    expect((await lastMailTo(join(dataDir, 'outbox'), invitee)).text).toContain(`${server.url}/app`)
 
     const mate = await signedIn(invitee)
     await mate.page.getByRole('button', { name: 'Accept' }).click()
