@@ -3,7 +3,8 @@ import type { Child } from 'hono/jsx'
 import { ApiError } from '../../lib/core/errors'
 import type { Services } from '../../lib/runtime/services'
 import type { DashboardView } from './view'
-import { RANGE_LABELS, country } from './format'
+import { RANGE_LABELS } from './format'
+import { FilterChips, REPORT_KEYS, filtersParam, parseFilters } from './filters'
 import { Page, SubmitOnChange } from './layout'
 import { type Api, type AnswerOf, type PathOf, apiFor } from './api'
 import type { SectionProps } from './sections/parts'
@@ -87,9 +88,6 @@ const FOLLOW_UPS: { [N in SectionName]?: (answers: AnswersOf<N>, api: Api) => Pr
 /** The sections linked from the dashboard (the others open from a row). */
 export const SECTIONS = SECTION_NAMES.filter((n) => n !== 'page' && n !== 'diff').map((n) => [n, SECTION_READS[n].title] as const)
 
-/** What a section page keeps in its links: the dashboard's report parameters. */
-const KEPT = ['range', 'from', 'to', 'filters', 'source'] as const
-
 /** One section page: its reads with the URL's parameters, each answer drawn as tables. */
 export async function sectionPage<N extends SectionName>(c: Context, services: Services, view: DashboardView, name: N) {
   const section = SECTION_READS[name]
@@ -105,7 +103,8 @@ export async function sectionPage<N extends SectionName>(c: Context, services: S
   // the follow-ups' answers come after the reads' (the changes view takes its word diffs there)
   if (follow) (answers as unknown[]).push(...(await follow(answers, api)))
   const keep = new URLSearchParams()
-  for (const k of KEPT) if (query[k]) keep.set(k, query[k])
+  // a section's links keep the dashboard's report parameters
+  for (const k of REPORT_KEYS) if (query[k]) keep.set(k, query[k])
   const at = (section: string, extra: Record<string, string> = {}) => {
     const next = new URLSearchParams(keep)
     for (const [k, v] of Object.entries(extra)) next.set(k, v)
@@ -356,19 +355,14 @@ export function sectionName(name: string): SectionName {
 
 /** The dashboard's other controls on a section: the data source switch (a site with two) and the filters as chips, a click removing one. */
 function SectionFilters({ view, name, query }: { view: DashboardView; name: SectionName; query: Record<string, string> }) {
-  let filters: { dimension: string; operator: string; value: string[] }[] = []
-  try {
-    const parsed = JSON.parse(query.filters ?? '[]')
-    if (Array.isArray(parsed)) filters = parsed.filter((f) => f && typeof f.dimension === 'string' && Array.isArray(f.value))
-  } catch {
-    // a malformed filter is the read's to refuse, with its message
-  }
+  // a malformed filter is the read's to refuse, with its message
+  const filters = parseFilters(query.filters)
   const sources = view.site.sources
   if (!filters.length && sources.length < 2) return null
   const without = (i: number) => {
     const next = new URLSearchParams(query)
-    const rest = filters.filter((_, j) => j !== i)
-    if (rest.length) next.set('filters', JSON.stringify(rest))
+    const rest = filtersParam(filters.filter((_, j) => j !== i))
+    if (rest) next.set('filters', rest)
     else next.delete('filters')
     return `${view.base}/${name}?${next}`
   }
@@ -396,20 +390,7 @@ function SectionFilters({ view, name, query }: { view: DashboardView; name: Sect
           </noscript>
         </form>
       ) : null}
-      {filters.length ? (
-        <ul class="chips" aria-label="Filters">
-          {filters.map((f, i) => {
-            const value = f.dimension === 'country' ? f.value.map(country).join(', ') : f.value.join(', ')
-            return (
-              <li>
-                <a href={without(i)} aria-label={`Remove filter ${f.dimension} ${f.operator} ${value}`}>
-                  {f.dimension} {f.operator} {value} <span aria-hidden="true">×</span>
-                </a>
-              </li>
-            )
-          })}
-        </ul>
-      ) : null}
+      <FilterChips filters={filters} without={without} />
     </div>
   )
 }
