@@ -9,6 +9,7 @@ import { PROPERTY_PREFIX } from '../../lib/reports/dimensions'
 import { RANGE_LABELS, clock, country as countryName, day } from './format'
 import type { Services } from '../../lib/runtime/services'
 import { Chart, type Marker } from './chart'
+import { type Filter, FilterChips, REPORT_KEYS, filtersParam, parseFilters } from './filters'
 import { Page, SubmitOnChange } from './layout'
 import { LocationsMap } from './map'
 import { type Api, apiFor } from './api'
@@ -71,15 +72,7 @@ const PANEL_TITLES: Record<PanelName, string> = {
   properties: 'Properties',
 }
 
-interface Filter {
-  dimension: string
-  operator: string
-  value: string[]
-}
-
-/** The API's report parameters, passed through as given: the read checks them and names what is wrong. */
-const REPORT_KEYS = ['range', 'from', 'to', 'filters', 'source'] as const
-/** The page's own state besides them: the tab of each tabbed panel, the funnel and the property shown. */
+/** The page's own state besides the report parameters (REPORT_KEYS): the tab of each tabbed panel, the funnel and the property shown. */
 const VIEW_KEYS = ['sources', 'pages', 'locations', 'devices', 'funnel', 'property'] as const
 type StateKey = (typeof REPORT_KEYS)[number] | (typeof VIEW_KEYS)[number]
 type State = Partial<Record<StateKey, string>>
@@ -106,16 +99,6 @@ const reportParamsOf = (state: State) => ({
   source: state.source,
 })
 
-function filtersOf(state: State): Filter[] {
-  if (!state.filters) return []
-  try {
-    const parsed = JSON.parse(state.filters)
-    return Array.isArray(parsed) ? parsed : []
-  } catch {
-    return []
-  }
-}
-
 /** A URL of this dashboard with some of its state changed (undefined removes a key). */
 function linkTo(view: DashboardView, state: State, change: State & { filterList?: Filter[] }, path = '') {
   const next = new URLSearchParams()
@@ -125,7 +108,7 @@ function linkTo(view: DashboardView, state: State, change: State & { filterList?
     merged.from = undefined
     merged.to = undefined
   }
-  if (change.filterList) merged.filters = change.filterList.length ? JSON.stringify(change.filterList) : undefined
+  if (change.filterList) merged.filters = filtersParam(change.filterList)
   for (const key of [...REPORT_KEYS, ...VIEW_KEYS]) if (merged[key] !== undefined) next.set(key, merged[key]!)
   return `${view.base}${path}?${next}`
 }
@@ -133,7 +116,7 @@ function linkTo(view: DashboardView, state: State, change: State & { filterList?
 /** The state's link with one more filter, replacing any filter of the same dimension. */
 const filterLink = (view: DashboardView, state: State, dimension: string, value: string) =>
   linkTo(view, state, {
-    filterList: [...filtersOf(state).filter((f) => f.dimension !== dimension), { dimension, operator: 'is', value: [value] }],
+    filterList: [...parseFilters(state.filters).filter((f) => f.dimension !== dimension), { dimension, operator: 'is', value: [value] }],
   })
 
 /**
@@ -190,7 +173,7 @@ export async function dashboardPage(c: Context, services: Services, view: Dashbo
     chartMarkers(api, state),
     view.shared ? nothing : api('GET', '/api/v1/segments'),
   ])
-  const filters = filtersOf(state)
+  const filters = parseFilters(state.filters)
   const t = current.totals
   const p = 'comparison' in current ? current.comparison?.totals : undefined
   const stats: [string, string, number | null, number | null | undefined, 'count' | 'share' | 'seconds' | 'ratio'][] = [
@@ -299,20 +282,11 @@ export async function dashboardPage(c: Context, services: Services, view: Dashbo
           </nav>
         ) : null}
       </div>
-      {filters.length ? (
-        <ul class="chips" aria-label="Filters">
-          {filters.map((f, i) => (
-            <li>
-              <a
-                href={linkTo(view, state, { filterList: filters.filter((_, j) => j !== i) })}
-                aria-label={`Remove filter ${f.dimension} ${f.operator} ${chipValue(f, segmentList)}`}
-              >
-                {f.dimension} {f.operator} {chipValue(f, segmentList)} <span aria-hidden="true">×</span>
-              </a>
-            </li>
-          ))}
-        </ul>
-      ) : null}
+      <FilterChips
+        filters={filters}
+        segments={segmentList}
+        without={(i) => linkTo(view, state, { filterList: filters.filter((_, j) => j !== i) })}
+      />
       <section class="card" aria-label="Totals">
         <dl class="facts stats">
           {stats.map(([key, label, value, was, kind]) => (
@@ -403,13 +377,6 @@ function Kept({ state, except }: { state: State; except: StateKey[] }) {
     </>
   )
 }
-
-const chipValue = (f: Filter, segments: { id: string; name: string }[]) =>
-  f.dimension === 'segment'
-    ? f.value.map((id) => segments.find((s) => s.id === id)?.name ?? id).join(', ')
-    : f.dimension === 'country' && f.operator !== 'contains' && f.operator !== 'matches'
-      ? f.value.map(countryName).join(', ')
-      : f.value.join(', ')
 
 /** One panel as a section of HTML: what the page loads into its place. */
 export async function panelFragment(c: Context, services: Services, view: DashboardView, name: string) {

@@ -3,9 +3,10 @@ import type { Child } from 'hono/jsx'
 import { ApiError } from '../../lib/core/errors'
 import type { Services } from '../../lib/runtime/services'
 import type { DashboardView } from './view'
-import { RANGE_LABELS, country } from './format'
+import { RANGE_LABELS } from './format'
+import { FilterChips, REPORT_KEYS, filtersParam, parseFilters } from './filters'
 import { Page, SubmitOnChange } from './layout'
-import { type Api, type AnswerOf, apiFor } from './api'
+import { type Api, type AnswerOf, type PathOf, apiFor } from './api'
 import type { SectionProps } from './sections/parts'
 import { Anomalies } from './sections/anomalies'
 import { Decay } from './sections/decay'
@@ -48,8 +49,12 @@ const SECTION_READS = {
 export type SectionName = keyof typeof SECTION_READS
 export const SECTION_NAMES = Object.keys(SECTION_READS) as SectionName[]
 
+/** The answers of a section's reads, in their order, each as its endpoint declares it. */
+type Answers<R extends readonly string[]> = { -readonly [K in keyof R]: AnswerOf<'GET', R[K] & PathOf<'GET'>> }
+type AnswersOf<N extends SectionName> = Answers<(typeof SECTION_READS)[N]['reads']>
+
 /** The sections drawn for what a person asks of them; the others show their answer as tables. */
-const DESIGNED: Partial<Record<SectionName, (props: SectionProps) => Child>> = {
+const DESIGNED: { [N in SectionName]?: (props: SectionProps<AnswersOf<N>>) => Child } = {
   realtime: Realtime,
   errors: Errors,
   vitals: Vitals,
@@ -70,11 +75,10 @@ const DESIGNED: Partial<Record<SectionName, (props: SectionProps) => Child>> = {
 const DEFAULT_RANGE: Partial<Record<SectionName, string>> = { anomalies: '7d' }
 
 /** Reads a section makes after its first ones, from their answers: the word diffs of the changes listed. */
-// biome-ignore lint/suspicious/noExplicitAny: each follow-up reads its section's declared answer
-const FOLLOW_UPS: Partial<Record<SectionName, (answers: any[], api: Api) => Promise<unknown[]>>> = {
+const FOLLOW_UPS: { [N in SectionName]?: (answers: AnswersOf<N>, api: Api) => Promise<unknown[]> } = {
   changes: ([changes], api) =>
     Promise.all(
-      (changes.changes as { id: string; diffable: boolean }[])
+      changes.changes
         .filter((c) => c.diffable)
         .slice(0, INLINE_DIFFS)
         .map((c) => api('GET', '/api/v1/changes/diff', { params: { change_id: c.id } })),
@@ -84,24 +88,23 @@ const FOLLOW_UPS: Partial<Record<SectionName, (answers: any[], api: Api) => Prom
 /** The sections linked from the dashboard (the others open from a row). */
 export const SECTIONS = SECTION_NAMES.filter((n) => n !== 'page' && n !== 'diff').map((n) => [n, SECTION_READS[n].title] as const)
 
-/** What a section page keeps in its links: the dashboard's report parameters. */
-const KEPT = ['range', 'from', 'to', 'filters', 'source'] as const
-
 /** One section page: its reads with the URL's parameters, each answer drawn as tables. */
-export async function sectionPage(c: Context, services: Services, view: DashboardView, name: SectionName) {
+export async function sectionPage<N extends SectionName>(c: Context, services: Services, view: DashboardView, name: N) {
   const section = SECTION_READS[name]
   const api = apiFor(c, services, view)
   const query = c.req.query()
   const defaultRange = DEFAULT_RANGE[name]
   if (defaultRange && !query.range) query.range = defaultRange
   // a name no read of this section takes is refused as the API refuses it
-  const answers: unknown[] = await Promise.all(
-    section.reads.map((path) => api('GET', path, { params: { ...PAGE_SIZES[path], ...paramsFor(path, query) } })),
-  )
+  const answers = (await Promise.all(
+    section.reads.map((path: PathOf<'GET'>) => api('GET', path, { params: { ...PAGE_SIZES[path], ...paramsFor(path, query) } })),
+  )) as AnswersOf<N>
   const follow = FOLLOW_UPS[name]
-  if (follow) answers.push(...(await follow(answers, api)))
+  // the follow-ups' answers come after the reads' (the changes view takes its word diffs there)
+  if (follow) (answers as unknown[]).push(...(await follow(answers, api)))
   const keep = new URLSearchParams()
-  for (const k of KEPT) if (query[k]) keep.set(k, query[k])
+  // a section's links keep the dashboard's report parameters
+  for (const k of REPORT_KEYS) if (query[k]) keep.set(k, query[k])
   const at = (section: string, extra: Record<string, string> = {}) => {
     const next = new URLSearchParams(keep)
     for (const [k, v] of Object.entries(extra)) next.set(k, v)
@@ -352,19 +355,14 @@ export function sectionName(name: string): SectionName {
 
 /** The dashboard's other controls on a section: the data source switch (a site with two) and the filters as chips, a click removing one. */
 function SectionFilters({ view, name, query }: { view: DashboardView; name: SectionName; query: Record<string, string> }) {
-  let filters: { dimension: string; operator: string; value: string[] }[] = []
-  try {
-    const parsed = JSON.parse(query.filters ?? '[]')
-    if (Array.isArray(parsed)) filters = parsed.filter((f) => f && typeof f.dimension === 'string' && Array.isArray(f.value))
-  } catch {
-    // a malformed filter is the read's to refuse, with its message
-  }
+  // a malformed filter is the read's to refuse, with its message
+  const filters = parseFilters(query.filters)
   const sources = view.site.sources
   if (!filters.length && sources.length < 2) return null
   const without = (i: number) => {
     const next = new URLSearchParams(query)
-    const rest = filters.filter((_, j) => j !== i)
-    if (rest.length) next.set('filters', JSON.stringify(rest))
+    const rest = filtersParam(filters.filter((_, j) => j !== i))
+    if (rest) next.set('filters', rest)
     else next.delete('filters')
     return `${view.base}/${name}?${next}`
   }
@@ -392,20 +390,7 @@ function SectionFilters({ view, name, query }: { view: DashboardView; name: Sect
           </noscript>
         </form>
       ) : null}
-      {filters.length ? (
-        <ul class="chips" aria-label="Filters">
-          {filters.map((f, i) => {
-            const value = f.dimension === 'country' ? f.value.map(country).join(', ') : f.value.join(', ')
-            return (
-              <li>
-                <a href={without(i)} aria-label={`Remove filter ${f.dimension} ${f.operator} ${value}`}>
-                  {f.dimension} {f.operator} {value} <span aria-hidden="true">×</span>
-                </a>
-              </li>
-            )
-          })}
-        </ul>
-      ) : null}
+      <FilterChips filters={filters} without={without} />
     </div>
   )
 }

@@ -56,6 +56,9 @@ describe("the site's settings pages", () => {
     const t = await webHarness()
     const { cookie, siteId, api } = await orgWithSite(t)
     const before = (await api('GET', `/api/v1/sites/${siteId}`)).json
+    // the settings page's install poll answers the site read's install state
+    const polled = await t.request(`/app/sites/${siteId}/install`, { cookie })
+    expect(await polled.json()).toEqual({ installed: before.install.installed, firstEventAt: before.install.firstEventAt })
 
     // tracking: the boxes posted are on, the others off; lists one per line
     const tracking = await t.request(`/app/sites/${siteId}/settings/tracking`, {

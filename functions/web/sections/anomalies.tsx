@@ -1,3 +1,4 @@
+import type { AnswerOf } from '../api'
 import { count, percent } from '../format'
 import { type Evidence, EvidenceLine } from './changes'
 import { type ChartMarker, Empty, type SectionProps, SeriesChart, Tiles, Unavailable, bucketLabel } from './parts'
@@ -9,7 +10,7 @@ interface Mover {
   previous: number
   change: number
   relativeChange: number | null
-  impact: number
+  impact: number | null
   candidates: Evidence[]
   search: { diagnosis: string; change: { clicks: number; position: number | null } } | null
 }
@@ -34,11 +35,15 @@ const SEARCH_DIAGNOSES: Record<string, string> = {
 }
 
 /** The anomalies section: the site's visits against the period before, the moves marked where the changes behind them happened, and each page that moved with its likely causes. */
-export function Anomalies({ answers, timezone, at }: SectionProps) {
+export function Anomalies({
+  answers,
+  timezone,
+  at,
+}: SectionProps<[AnswerOf<'GET', '/api/v1/anomalies'>, AnswerOf<'GET', '/api/v1/timeseries'>]>) {
   const [answer, series] = answers
   if (!answer.available) return <Unavailable what="Anomalies" />
   const movers: Mover[] = answer.pages
-  const points: { timestamp: string; visits: number; comparison?: { visits: number } }[] = series.series
+  const points: { timestamp: string; visits: number; comparison?: { visits: number } | null }[] = series.series
   const interval = answer.range.interval
   const buckets = points.map((p) => bucketLabel(p.timestamp, interval))
   // each change behind a move, once, at the bucket it happened in; changes of one bucket share a marker
@@ -114,7 +119,7 @@ export function Anomalies({ answers, timezone, at }: SectionProps) {
                   </div>
                   <p class="mover-figs">
                     <strong data-current={m.current}>{count(m.current)}</strong> visits, against {count(m.previous)} before (
-                    {signed(m.relativeChange)}); {m.change >= 0 ? 'added' : 'took'} {percent(Math.abs(m.impact), 1)}{' '}
+                    {signed(m.relativeChange)}); {m.change >= 0 ? 'added' : 'took'} {percent(Math.abs(m.impact ?? 0), 1)}{' '}
                     {m.change >= 0 ? 'to' : 'from'} the site's visits
                   </p>
                   {m.search ? (

@@ -1,3 +1,4 @@
+import type { AnswerOf } from '../api'
 import { CHANGE_CATEGORIES } from '../../../lib/crawl/detect'
 import { ago, count, dateTime } from '../format'
 import { Empty, type SectionProps, SeriesChart, bucketLabel } from './parts'
@@ -73,7 +74,13 @@ export function DiffRuns({ runs }: { runs: DiffAnswer['runs'] }) {
 }
 
 /** The changes section: a strip of changes by day, the category tabs with their counts, and the feed with each change's word diff inline. */
-export function Changes({ answers, timezone, now, at, query }: SectionProps) {
+export function Changes({
+  answers,
+  timezone,
+  now,
+  at,
+  query,
+}: SectionProps<[AnswerOf<'GET', '/api/v1/changes'>, ...AnswerOf<'GET', '/api/v1/changes/diff'>[]]>) {
   const [answer, ...rest] = answers
   const diffs: DiffAnswer[] = rest
   const items: ChangeItem[] = answer.changes

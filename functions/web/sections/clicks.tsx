@@ -1,3 +1,4 @@
+import type { AnswerOf } from '../api'
 import { count, percent } from '../format'
 import { Empty, type SectionProps, Tiles, Unavailable } from './parts'
 
@@ -17,7 +18,7 @@ interface ClickGroup {
 const TAGS: Record<string, string> = { a: 'Link', button: 'Button', input: 'Field', select: 'Menu', img: 'Image', summary: 'Toggle' }
 
 /** The clicks section: what visitors click, each element with its clicks, visitors and dead clicks marked, opening its page's heatmap. */
-export function Clicks({ answers, at, shared }: SectionProps) {
+export function Clicks({ answers, at, shared }: SectionProps<[AnswerOf<'GET', '/api/v1/clicks'>]>) {
   const [answer] = answers
   if (!answer.available) return <Unavailable what="Clicks" />
   const groups: ClickGroup[] = answer.clicks

@@ -1,3 +1,4 @@
+import type { AnswerOf } from '../api'
 import { count, day, percent } from '../format'
 import { signed } from './anomalies'
 import { type Evidence, EvidenceLine } from './changes'
@@ -10,8 +11,8 @@ interface Fading {
   peakTo: string
   current: number
   change: number
-  siteChange: number
-  adjustedChange: number
+  siteChange: number | null
+  adjustedChange: number | null
   lost: number
   diagnosis: {
     kind: string
@@ -38,7 +39,7 @@ const DIAGNOSES: Record<string, [tone: string, label: string, why: string]> = {
 }
 
 /** The decay section: pages past their best, each drawn against its peak, with why it faded. */
-export function Decay({ answers, at, timezone }: SectionProps) {
+export function Decay({ answers, at, timezone }: SectionProps<[AnswerOf<'GET', '/api/v1/decay'>]>) {
   const [answer] = answers
   if (!answer.available) return <Unavailable what="Fading pages" />
   const pages: Fading[] = answer.pages
@@ -59,7 +60,7 @@ export function Decay({ answers, at, timezone }: SectionProps) {
               'peak',
               'Its best 28 days',
               count(site.peak),
-              site.peakFrom ? `${day(site.peakFrom)} to ${day(site.peakTo)}` : 'no visits in the last year',
+              site.peakFrom && site.peakTo ? `${day(site.peakFrom)} to ${day(site.peakTo)}` : 'no visits in the last year',
             ],
             ['change', 'Change', signed(site.change)],
             ['fading', 'Fading pages', count(pages.length)],

@@ -1,3 +1,4 @@
+import type { AnswerOf } from '../api'
 import { ago, count, country, dateTime } from '../format'
 import { BarList, Empty, type SectionProps, Sparkline, Tiles, Unavailable } from './parts'
 
@@ -27,19 +28,22 @@ function versus(now: number, before: number | undefined) {
 const title = (g: Group) => (g.errorName ? `${g.errorName}: ${g.message}` : g.message || '(no message)')
 
 /** The errors section: the window's groups with their counts and trend; with `fingerprint`, one group in full. */
-export function Errors({ answers, timezone, now, at, query }: SectionProps) {
+export function Errors({ answers, timezone, now, at, query }: SectionProps<[AnswerOf<'GET', '/api/v1/errors'>]>) {
   const [answer] = answers
   if (!answer.available) return <Unavailable what="JavaScript errors" />
   if (answer.group) return <ErrorGroup answer={answer} timezone={timezone} now={now} at={at} query={query} />
-  const groups: Group[] = answer.groups
+  // an available answer has its groups, summary and range; the schema marks them optional for the unavailable one
+  const groups: Group[] = answer.groups!
+  const summary = answer.summary!
+  const interval = answer.range!.interval
   return (
     <>
       <section class="card" aria-label="Errors in this range" data-read="/api/v1/errors">
         <Tiles
           tiles={[
-            ['errors', 'Errors', count(answer.summary.errors), versus(answer.summary.errors, answer.previous?.errors)],
-            ['groups', 'Distinct errors', count(answer.summary.groups), versus(answer.summary.groups, answer.previous?.groups)],
-            ['visitors', 'Visitors affected', count(answer.summary.visitors), versus(answer.summary.visitors, answer.previous?.visitors)],
+            ['errors', 'Errors', count(summary.errors), versus(summary.errors, answer.previous?.errors)],
+            ['groups', 'Distinct errors', count(summary.groups), versus(summary.groups, answer.previous?.groups)],
+            ['visitors', 'Visitors affected', count(summary.visitors), versus(summary.visitors, answer.previous?.visitors)],
           ]}
         />
       </section>
@@ -65,7 +69,7 @@ export function Errors({ answers, timezone, now, at, query }: SectionProps) {
                 <span class="group-fig" data-visitors={g.visitors}>
                   <strong>{count(g.visitors)}</strong> <span class="muted small">{g.visitors === 1 ? 'visitor' : 'visitors'}</span>
                 </span>
-                <Sparkline values={g.sparkline} label={`Occurrences per ${answer.range.interval}`} />
+                <Sparkline values={g.sparkline} label={`Occurrences per ${interval}`} />
               </li>
             ))}
           </ul>
@@ -87,14 +91,16 @@ function ErrorGroup({
   now,
   at,
 }: {
-  answer: SectionProps['answers'][number]
+  answer: AnswerOf<'GET', '/api/v1/errors'>
   timezone: string
   now: number
   at: SectionProps['at']
   query: Record<string, string>
 }) {
-  const g: Group = answer.group
-  const b = answer.breakdowns
+  // a group's answer has its breakdowns, range and latest occurrences
+  const g: Group = answer.group!
+  const b = answer.breakdowns!
+  const interval = answer.range!.interval
   const rows = (list: { value: string; count: number }[]) => list.map((r) => ({ value: r.value, n: r.count }))
   return (
     <>
@@ -114,7 +120,7 @@ function ErrorGroup({
           ]}
         />
         <p class="muted small spaced">
-          Occurrences per {answer.range.interval} <Sparkline values={g.sparkline} label={`Occurrences per ${answer.range.interval}`} />
+          Occurrences per {interval} <Sparkline values={g.sparkline} label={`Occurrences per ${interval}`} />
         </p>
       </section>
       <div class="panels">
@@ -137,7 +143,7 @@ function ErrorGroup({
       <section class="card" aria-labelledby="recent">
         <h2 id="recent">Latest occurrences</h2>
         <ol class="feed">
-          {answer.recent.map(
+          {answer.recent!.map(
             (r: { timestamp: string; path: string; message: string; browser: string; os: string; device: string; country: string }) => (
               <li>
                 <time datetime={r.timestamp} title={dateTime(r.timestamp, timezone)}>

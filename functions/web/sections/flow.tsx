@@ -1,3 +1,4 @@
+import type { AnswerOf } from '../api'
 import { count, percent } from '../format'
 import { Empty, type SectionProps, Unavailable } from './parts'
 
@@ -84,7 +85,7 @@ const stepName = (step: number, anchor: string) =>
       : `${-step} ${step === -1 ? 'step' : 'steps'} before`
 
 /** The flow section: where visits go from page to page, as a Sankey diagram, and each step's pages as a list. */
-export function Flow({ answers, query, at: link }: SectionProps) {
+export function Flow({ answers, query, at: link }: SectionProps<[AnswerOf<'GET', '/api/v1/flow'>]>) {
   const [answer] = answers
   if (!answer.available) return <Unavailable what="Page flows" />
   const nodes: FlowNode[] = answer.nodes

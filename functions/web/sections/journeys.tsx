@@ -1,3 +1,4 @@
+import type { AnswerOf } from '../api'
 import { ago, clock, count, country, dateTime, duration } from '../format'
 import { type Action, FeedEntry } from './feed'
 import { Empty, type SectionProps, Unavailable } from './parts'
@@ -24,12 +25,12 @@ const where = (j: Journey) =>
     .join(' · ')
 
 /** The journeys section: the range's visitors, newest first, each with landing and exit page and time spent; with `visitor`, that visitor's timeline. */
-export function Journeys({ answers, timezone, now, at, query }: SectionProps) {
+export function Journeys({ answers, timezone, now, at, query }: SectionProps<[AnswerOf<'GET', '/api/v1/journeys'>]>) {
   const [answer] = answers
   if (!answer.available) return <Unavailable what="Journeys" />
   if (answer.journey) {
     const j: Journey = answer.journey
-    const events: Action[] = answer.events
+    const events: Action[] = answer.events!
     return (
       <>
         <p>
@@ -53,11 +54,14 @@ export function Journeys({ answers, timezone, now, at, query }: SectionProps) {
       </>
     )
   }
-  const journeys: Journey[] = answer.journeys
+  // a list's answer has its journeys, total and offset
+  const journeys: Journey[] = answer.journeys!
+  const total = answer.total!
+  const offset = answer.offset!
   return (
     <section class="card" aria-labelledby="journeys" data-read="/api/v1/journeys">
       <h2 id="journeys">
-        {count(answer.total)} {answer.total === 1 ? 'visitor' : 'visitors'}, the latest first
+        {count(total)} {total === 1 ? 'visitor' : 'visitors'}, the latest first
       </h2>
       {journeys.length ? (
         <>
@@ -87,13 +91,13 @@ export function Journeys({ answers, timezone, now, at, query }: SectionProps) {
             ))}
           </ul>
           <nav class="pager" aria-label="More journeys">
-            {answer.offset > 0 ? (
-              <a href={at('journeys', { ...offsetOf(query), offset: String(Math.max(0, answer.offset - journeys.length)) })}>Newer</a>
+            {offset > 0 ? (
+              <a href={at('journeys', { ...offsetOf(query), offset: String(Math.max(0, offset - journeys.length)) })}>Newer</a>
             ) : (
               <span />
             )}
             <span class="muted small">
-              {count(answer.offset + 1)}–{count(answer.offset + journeys.length)} of {count(answer.total)}
+              {count(offset + 1)}–{count(offset + journeys.length)} of {count(total)}
             </span>
             {answer.nextOffset !== null && answer.nextOffset !== undefined ? (
               <a href={at('journeys', { ...offsetOf(query), offset: String(answer.nextOffset) })}>Older</a>

@@ -1,3 +1,4 @@
+import type { AnswerOf } from '../api'
 import { ago, count, dateTime, day, percent } from '../format'
 import { Empty, type SectionProps, SeriesChart, Tiles, Unavailable } from './parts'
 
@@ -19,7 +20,7 @@ const BANDS: Record<string, [tone: string, label: string]> = {
 }
 
 /** The launches section: pages launched in the range, each against the median of its cohort, and the cohort's first days as a chart. */
-export function Launches({ answers, at, timezone, now, query }: SectionProps) {
+export function Launches({ answers, at, timezone, now, query }: SectionProps<[AnswerOf<'GET', '/api/v1/pages/launches'>]>) {
   const [answer] = answers
   if (!answer.available) return <Unavailable what="Launches" />
   const pages: Launch[] = answer.pages

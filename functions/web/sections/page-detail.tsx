@@ -1,3 +1,4 @@
+import type { AnswerOf } from '../api'
 import { ago, count, dateTime, duration, millis, percent } from '../format'
 import { signed } from './anomalies'
 import { CHANGE_NAMES, type Evidence, EvidenceLine } from './changes'
@@ -72,7 +73,7 @@ function CauseEvidence({ cause, timezone, at }: { cause: Cause; timezone: string
 }
 
 /** A page's detail: its visits by day with the changes and the shift marked, why it last moved (the causes ranked, with their evidence), where its visits come from, its engagement, errors, vitals and first 30 days. */
-export function PageDetail({ answers, timezone, now, at, shared }: SectionProps) {
+export function PageDetail({ answers, timezone, now, at, shared }: SectionProps<[AnswerOf<'GET', '/api/v1/pages/detail'>]>) {
   const [answer] = answers
   if (!answer.available) return <Unavailable what="Page details" />
   const { page, totals, shift, engagement, first30 } = answer

@@ -1,3 +1,4 @@
+import type { AnswerOf } from '../api'
 import { count, dateTime, duration, percent } from '../format'
 import { Empty, type SectionProps, Sparkline } from './parts'
 
@@ -28,7 +29,7 @@ const FILTERS = [
 ] as const
 
 /** The pages section: the site's crawled pages with their status, visitors and trend; a page opens its detail. */
-export function Pages({ answers, timezone, at, query }: SectionProps) {
+export function Pages({ answers, timezone, at, query }: SectionProps<[AnswerOf<'GET', '/api/v1/pages'>]>) {
   const [answer] = answers
   const pages: PageRow[] = answer.pages
   const current = query.filter ?? 'all'

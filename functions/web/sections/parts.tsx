@@ -2,9 +2,9 @@ import type { Child } from 'hono/jsx'
 import { count } from '../format'
 
 /** What a designed section is given: its reads' answers, the site's timezone, the time of the answer, and links within the sections. */
-export interface SectionProps {
-  // biome-ignore lint/suspicious/noExplicitAny: each view reads its endpoint's declared answer
-  answers: any[]
+export interface SectionProps<A extends unknown[] = unknown[]> {
+  /** The answers of the section's reads, in their order, each typed as its endpoint declares it. */
+  answers: A
   timezone: string
   now: number
   query: Record<string, string>

@@ -1,10 +1,16 @@
+import type { AnswerOf } from '../api'
 import { ago, clock, count, country } from '../format'
 import { pageNonce } from '../security'
 import { type Action, FeedEntry } from './feed'
 import { BarList, Empty, type SectionProps, Tiles } from './parts'
 
 /** The realtime section: the live figures, the last 30 minutes as minute bars, the active pages and sources, and the activity feed. */
-export function Realtime({ answers, timezone, now, at }: SectionProps) {
+export function Realtime({
+  answers,
+  timezone,
+  now,
+  at,
+}: SectionProps<[AnswerOf<'GET', '/api/v1/realtime'>, AnswerOf<'GET', '/api/v1/activity'>]>) {
   const [live, activity] = answers
   const series: { timestamp: string; visitors: number; pageviews: number }[] = live.series
   const max = Math.max(1, ...series.map((s) => s.visitors))

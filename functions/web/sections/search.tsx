@@ -1,3 +1,4 @@
+import type { AnswerOf } from '../api'
 import { count, percent } from '../format'
 import { Empty, type SectionProps, SeriesChart, Tiles, bucketLabel } from './parts'
 
@@ -28,7 +29,7 @@ type Sort = (typeof SORTS)[number]
 const SORT_NAMES: Record<Sort, string> = { clicks: 'Clicks', impressions: 'Impressions', ctr: 'Click rate', position: 'Position' }
 
 /** The search section: Search Console's totals with their changes, clicks and impressions by day, the position over time, and the queries and landing pages, sortable. */
-export function Search({ answers, at, query, shared }: SectionProps) {
+export function Search({ answers, at, query, shared }: SectionProps<[AnswerOf<'GET', '/api/v1/search'>]>) {
   const [answer] = answers
   if (!answer.connected)
     return (
@@ -49,7 +50,9 @@ export function Search({ answers, at, query, shared }: SectionProps) {
         />
       </section>
     )
-  const { totals, change: delta } = answer
+  // a connected site's answer has its totals
+  const totals = answer.totals!
+  const delta = answer.change
   const series: ({ date: string } & Metrics)[] = answer.series ?? []
   const sort: Sort = (SORTS as readonly string[]).includes(query.sort) ? (query.sort as Sort) : 'clicks'
   const sorted = <T extends Metrics>(rows: T[]) =>

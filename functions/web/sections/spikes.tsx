@@ -1,3 +1,4 @@
+import type { AnswerOf } from '../api'
 import { count, dateTime } from '../format'
 import { Empty, type SectionProps, Unavailable } from './parts'
 
@@ -12,7 +13,7 @@ interface Spike {
 }
 
 /** The spikes section: each burst of visitors well above the usual for its hour or day, with what brought it. */
-export function Spikes({ answers, timezone }: SectionProps) {
+export function Spikes({ answers, timezone }: SectionProps<[AnswerOf<'GET', '/api/v1/spikes'>]>) {
   const [answer] = answers
   if (!answer.available) return <Unavailable what="Spikes" />
   const spikes: Spike[] = answer.spikes

@@ -1,3 +1,4 @@
+import type { AnswerOf } from '../api'
 import type { Child } from 'hono/jsx'
 import { count, country, millis, percent } from '../format'
 import { Empty, type SectionProps, Sparkline, Tiles, Unavailable } from './parts'
@@ -31,7 +32,7 @@ function rating(v: number | null | undefined, t: { good: number; poor: number })
 }
 
 /** The web vitals section: each metric's percentile against its thresholds with its distribution and trend, and the tables by page, country, device and browser. */
-export function Vitals({ answers }: SectionProps) {
+export function Vitals({ answers }: SectionProps<[AnswerOf<'GET', '/api/v1/vitals'>]>) {
   const [answer] = answers
   if (!answer.available) return <Unavailable what="Web vitals" />
   const metrics: Record<MetricKey, Metric> = answer.metrics
@@ -100,11 +101,7 @@ export function Vitals({ answers }: SectionProps) {
                 Good up to {show(key, m.thresholds.good)}, poor above {show(key, m.thresholds.poor)} · {count(m.samples)} measurements
               </p>
               <p class="muted small">
-                By day{' '}
-                <Sparkline
-                  values={answer.trend.map((d: Record<string, number | null>) => d[key] ?? 0)}
-                  label={`${key} by ${answer.range.interval}`}
-                />
+                By day <Sparkline values={answer.trend.map((d) => d[key] ?? 0)} label={`${key} by ${answer.range!.interval}`} />
               </p>
             </section>
           )

@@ -1,7 +1,6 @@
 import type { Context, Hono } from 'hono'
 import { z } from 'zod'
 import { requireRole } from '../../../lib/accounts/members'
-import { withInstallState } from '../../../lib/operations/install-state'
 import type { Services } from '../../../lib/runtime/services'
 import { ADMINS, type AnswerOf, apiFor } from '../api'
 import { TIMEZONES, dateTime } from '../format'
@@ -232,9 +231,8 @@ export function generalSettingsRoutes(web: Hono<WebEnv>, services: Services) {
 
   // the install state, polled by the settings page until the first event arrives
   web.get('/sites/:siteId/install', async (c) => {
-    const { site } = memberOf(c)
-    const [withState] = await withInstallState(services.clickhouse, [site], services.now())
-    return c.json({ installed: withState.install.installed, firstEventAt: withState.install.firstEventAt })
+    const { install } = await apiFor(c, services, memberOf(c))('GET', '/api/v1/sites/{site_id}')
+    return c.json({ installed: install.installed, firstEventAt: install.firstEventAt })
   })
 
   web.post('/sites/:siteId/delete', async (c) => {
