@@ -41,14 +41,7 @@ import { loadMigrations } from '../lib/storage/clickhouse/migrations-node'
  *     [--format JSONCompactEachRow,Native] [--setups stored,no-views,table,stored-unparsed]
  */
 
-const VIEWS_ON_EVENTS = [
-  'sessions_mv',
-  'event_quarters_mv',
-  'visit_pages_mv',
-  'visit_quarters_mv',
-  'recent_events_mv',
-  'page_first_views_mv',
-]
+const VIEWS_ON_EVENTS = ['sessions_mv', 'quarters_mv', 'visit_pages_mv', 'recent_events_mv', 'page_first_views_mv']
 const SETUPS = ['stored', 'no-views', 'table', 'stored-unparsed'] as const
 type Setup = (typeof SETUPS)[number]
 const FORMATS: InsertFormat[] = ['Native', 'RowBinary', 'JSONCompactEachRow', 'JSONEachRow']

@@ -253,7 +253,7 @@ GROUP BY bucket ORDER BY bucket`,
     )
     // the unfiltered lookup also reads the newest partial rollup of the window's last day and that day's visit counts; a filtered one does not
     expect(lookup).toContain('FROM partial_rollups')
-    expect(lookup).toContain('FROM visit_quarters')
+    expect(lookup).toContain('visit_session_sum')
     expect(flat(render(signaturesAndBuilt(SITE, window, 'filters:abc')).sql)).not.toContain('partial_rollups')
     expect(flat(render(staleDays(SITE, window)).sql)).toContain('LEFT ANTI JOIN')
     expect(render(outdatedRows(SITE, 'UTC', rolled)).params).toEqual({

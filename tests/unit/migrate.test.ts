@@ -59,6 +59,7 @@ describe('ClickHouse migrations', () => {
       { version: 27, name: 'ai_rollups' },
       { version: 28, name: 'error_rollups' },
       { version: 29, name: 'page_first_views' },
+      { version: 30, name: 'quarters' },
     ])
     const applied = await migrate(clickhouse, [
       ...loadMigrations(),
@@ -220,12 +221,12 @@ describe('ClickHouse migrations', () => {
     expect(await clickhouse.query('SELECT sum(pageviews) AS pageviews FROM sessions WHERE site_id = {site:UUID}', { site })).toEqual([
       { pageviews: '1' },
     ])
-    expect(await clickhouse.query('SELECT sum(events) AS events FROM event_quarters WHERE site_id = {site:UUID}', { site })).toEqual([
+    expect(await clickhouse.query('SELECT sum(events) AS events FROM quarters WHERE site_id = {site:UUID}', { site })).toEqual([
       { events: '1' },
     ])
     expect(
       await clickhouse.query(
-        'SELECT toString(quarter) AS quarter, sum(events) AS events FROM visit_quarters WHERE site_id = {site:UUID} GROUP BY quarter',
+        'SELECT toString(quarter) AS quarter, sum(visit_events) AS events FROM quarters WHERE site_id = {site:UUID} GROUP BY quarter',
         { site },
       ),
     ).toEqual([{ quarter: '2026-11-01 10:00:00', events: '1' }])
@@ -424,5 +425,111 @@ describe('page_first_views (0029)', () => {
     expect(await clickhouse.query(launched.sql, launched.params)).toEqual([
       { pathname: '/b', first: String(Date.parse('2026-10-06T09:30:00Z')) },
     ])
+  })
+})
+
+describe('quarters (0030)', () => {
+  const quarterOf = (iso: string) => {
+    const t = Date.parse(`${iso.replace(' ', 'T')}Z`)
+    return new Date(t - (t % (15 * 60_000))).toISOString().replace('T', ' ').slice(0, 19)
+  }
+
+  it('counts each event by its quarter hour and by its visit start quarter, in one table', async () => {
+    const clickhouse = await testClickHouse()
+    const site = crypto.randomUUID()
+    // [time, visit id, visit start]: visit 5 crosses a quarter hour and midnight, visit 9 starts in the same quarter as an event of 5
+    const fixture: [string, bigint, string][] = [
+      ['2026-10-01 23:50:00.000', 5n, '2026-10-01 23:50:00.000'],
+      ['2026-10-01 23:58:00.000', 5n, '2026-10-01 23:50:00.000'],
+      ['2026-10-02 00:05:00.000', 5n, '2026-10-01 23:50:00.000'],
+      ['2026-10-02 00:07:00.000', 9n, '2026-10-02 00:07:00.000'],
+      ['2026-10-02 00:20:00.000', 18446744073709551615n, '2026-10-02 00:20:00.000'],
+    ]
+    await clickhouse.insert(
+      'events_input',
+      fixture.map(([timestamp, session, start], i) => ({
+        site_id: site,
+        timestamp,
+        name: 'pageview',
+        kind: 'pageview',
+        visitor_id: String(i),
+        session_id: String(session),
+        session_start: start,
+        pathname: '/',
+      })),
+    )
+    // the expected sums, from the fixture (session-id sums wrap at 2^64, as the engine's)
+    const expected = new Map<string, { events: number; session: bigint; visits: number; visitSession: bigint }>()
+    const at = (q: string) => expected.get(q) ?? expected.set(q, { events: 0, session: 0n, visits: 0, visitSession: 0n }).get(q)!
+    for (const [time, session, start] of fixture) {
+      const byTime = at(quarterOf(time))
+      byTime.events++
+      byTime.session = (byTime.session + session) % 2n ** 64n
+      const byStart = at(quarterOf(start))
+      byStart.visits++
+      byStart.visitSession = (byStart.visitSession + session) % 2n ** 64n
+    }
+    const rows = await clickhouse.query(
+      `SELECT toString(quarter) AS quarter, sum(events) AS events, toString(sum(session_sum)) AS session,
+         sum(visit_events) AS visits, toString(sum(visit_session_sum)) AS visit_session
+       FROM quarters WHERE site_id = {site:UUID} GROUP BY quarter ORDER BY quarter`,
+      { site },
+    )
+    expect(rows).toEqual(
+      [...expected]
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([quarter, e]) => ({
+          quarter,
+          events: String(e.events),
+          session: String(e.session),
+          visits: String(e.visits),
+          visit_session: String(e.visitSession),
+        })),
+    )
+    // one row per quarter: the 23:45 quarter holds both sums of visit 5's first two events
+    expect(rows).toHaveLength(3)
+  })
+
+  it('copies the two old tables in, once when it runs again, and drops them', async () => {
+    const clickhouse = await testClickHouse()
+    const statements = renderMigration(loadMigrations().find((m) => m.version === 30)!.sql)
+    const site = crypto.randomUUID()
+    // the old tables as an installation at 0029 had them (their views are gone already: the migration's first statements)
+    const oldRows = async () => {
+      for (const statement of statements.filter((s) => /^CREATE TABLE IF NOT EXISTS (event|visit)_quarters/.test(s)))
+        await clickhouse.command(statement)
+      await clickhouse.insert('event_quarters', [
+        { site_id: site, quarter: '2026-09-01 10:00:00', events: 3, session_sum: 30 },
+        { site_id: site, quarter: '2026-09-01 10:00:00', events: 2, session_sum: 20 },
+        { site_id: site, quarter: '2026-10-02 00:15:00', events: 1, session_sum: 7 },
+      ])
+      await clickhouse.insert('visit_quarters', [{ site_id: site, quarter: '2026-09-01 09:45:00', events: 4, session_sum: 40 }])
+    }
+    const copied = () =>
+      clickhouse.query(
+        `SELECT toString(quarter) AS quarter, sum(events) AS events, sum(session_sum) AS s, sum(visit_events) AS visits, sum(visit_session_sum) AS vs
+         FROM quarters WHERE site_id = {site:UUID} GROUP BY quarter ORDER BY quarter`,
+        { site },
+      )
+    const expected = [
+      { quarter: '2026-09-01 09:45:00', events: '0', s: '0', visits: '4', vs: '40' },
+      { quarter: '2026-09-01 10:00:00', events: '5', s: '50', visits: '0', vs: '0' },
+      { quarter: '2026-10-02 00:15:00', events: '1', s: '7', visits: '0', vs: '0' },
+    ]
+    await oldRows()
+    for (const statement of statements) await clickhouse.command(statement)
+    expect(await copied()).toEqual(expected)
+    const tables = async () =>
+      (
+        await clickhouse.query<{ name: string }>(
+          "SELECT name FROM system.tables WHERE database = currentDatabase() AND name IN ('event_quarters', 'visit_quarters', 'event_quarters_mv', 'visit_quarters_mv')",
+        )
+      ).map((t) => t.name)
+    expect(await tables()).toEqual([])
+    // a run that failed after copying and is repeated: the old tables still hold the same rows; nothing is counted twice
+    await oldRows()
+    for (const statement of statements) await clickhouse.command(statement)
+    expect(await copied()).toEqual(expected)
+    expect(await tables()).toEqual([])
   })
 })

@@ -76,8 +76,8 @@ describe('an insert of events that fails part-way', () => {
     expect(await count('events')).toBe(250)
     expect(await count('recent_events')).toBe(250)
     // the views that count pageviews saw each row once
-    expect(await pageviews('event_quarters', 'events')).toBe(250)
-    expect(await pageviews('visit_quarters', 'events')).toBe(250)
+    expect(await pageviews('quarters', 'events')).toBe(250)
+    expect(await pageviews('quarters', 'visit_events')).toBe(250)
     expect(await pageviews('sessions', 'pageviews')).toBe(250)
     expect((await services.repositories.usage.get(org.id, at.slice(0, 7))).pageview).toBe(250)
     // every segment is released: a restart stores nothing again

@@ -91,7 +91,7 @@ export function bucketVisitorsAndSignaturesSql(
   // the first part, always there, names the columns
   const parts = [
     sql`SELECT 3 AS kind, toUInt32(toUnixTimestamp(min(quarter))) AS bucket, count() AS visitors, '' AS d, toUInt64(0) AS n, toUInt64(0) AS s
-FROM event_quarters WHERE ${site(siteId)}`,
+FROM quarters WHERE ${site(siteId)} AND events > 0`,
     fromEvents === empty ? empty : sql`SELECT 0, bucket, visitors, '', toUInt64(0), toUInt64(0) FROM (${fromEvents})`,
     finished
       ? storedRows(siteId, finished, bucketVisitorsProperty(grain), sql`1, toUInt32(value), visitors, toString(day), day_events, day_sum`)

@@ -8,9 +8,9 @@ import { chTime } from './range'
 
 /* Sampling by visitor, opt-in per site: what a read samples and how its answer says so (the Sample type, model.ts). */
 
-/** The window's events, from the quarter-hour counts of event_quarters (the quarters it overlaps): about a hundred rows a day. */
+/** The window's events, from the quarter-hour counts of events (`quarters`) (the quarters it overlaps): about a hundred rows a day. */
 export const windowEventsSql = (query: Pick<Query, 'siteId' | 'range'>) =>
-  sql`SELECT sum(events) AS n FROM event_quarters
+  sql`SELECT sum(events) AS n FROM quarters
 WHERE site_id = ${bind('UUID', query.siteId)}
   AND quarter > ${bind('DateTime64(3)', chTime(query.range.from.epochMilliseconds - 15 * 60_000))}
   AND quarter < ${bind('DateTime64(3)', chTime(query.range.to.epochMilliseconds))}`

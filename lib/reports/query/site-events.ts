@@ -10,7 +10,7 @@ import { execute } from '../../storage/clickhouse/execute'
 
 /**
  * When sites had their first and last event, exactly, without a scan of their history:
- * event_quarters (fed by a view, one row per site and quarter hour, removed with the site's events)
+ * `quarters` (fed by a view, one row per site and quarter hour, removed with the site's events)
  * gives the UTC days of each site's first and last event, and events, ordered by site and UTC day
  * first, is read on those two days only. Sites without events are absent.
  */
@@ -20,7 +20,7 @@ export async function eventEdges(clickhouse: ClickHouse, ids: string[]): Promise
     clickhouse,
     sql`SELECT toString(site_id) AS site, toString(min(timestamp)) AS first, toString(max(timestamp)) AS last FROM events
 WHERE (site_id, toDate(timestamp)) IN (
-  SELECT site_id, arrayJoin([toDate(min(quarter)), toDate(max(quarter))]) FROM event_quarters WHERE site_id IN ${bind('Array(UUID)', ids)} GROUP BY site_id
+  SELECT site_id, arrayJoin([toDate(min(quarter)), toDate(max(quarter))]) FROM quarters WHERE site_id IN ${bind('Array(UUID)', ids)} AND events > 0 GROUP BY site_id
 )
 GROUP BY site_id`,
   )
@@ -54,7 +54,7 @@ const QUARTER_MS = 15 * 60_000
 
 /**
  * A site's first and last event (ISO, null before any) and how many events arrived since `since`:
- * the quarter hours wholly after it from event_quarters, the part of a quarter before them from events.
+ * the quarter hours wholly after it from `quarters`, the part of a quarter before them from events.
  */
 export async function siteActivity(
   clickhouse: ClickHouse,
@@ -66,7 +66,7 @@ export async function siteActivity(
   const [[counts], edges] = await Promise.all([
     execute<{ n: string }>(
       clickhouse,
-      sql`SELECT (SELECT sum(events) FROM event_quarters WHERE site_id = ${site} AND quarter >= ${bind('DateTime64(3)', clickhouseTime(whole))})
+      sql`SELECT (SELECT sum(events) FROM quarters WHERE site_id = ${site} AND quarter >= ${bind('DateTime64(3)', clickhouseTime(whole))})
         + (SELECT count() FROM events WHERE site_id = ${site} AND ${during('timestamp', since.getTime(), whole)}) AS n`,
     ),
     eventEdges(clickhouse, [siteId]),

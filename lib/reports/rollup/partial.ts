@@ -53,7 +53,7 @@ export async function refreshPartial(clickhouse: ClickHouse, siteId: string, tim
   // the signature is read before the events: an event landing in between makes the rows mismatch, never stale
   const [signature] = await execute<{ n: string; s: string }>(
     clickhouse,
-    sql`SELECT sum(events) AS n, sum(session_sum) AS s FROM visit_quarters
+    sql`SELECT sum(visit_events) AS n, sum(visit_session_sum) AS s FROM quarters
   WHERE ${siteIs(siteId)} AND quarter >= ${bind('DateTime64(3)', chTime(dayStart))} AND quarter < ${bind('DateTime64(3)', chTime(cutoff))}`,
   )
   if (!Number(signature?.n)) return null

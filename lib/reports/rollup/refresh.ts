@@ -46,7 +46,7 @@ export async function refreshRollups(
   const since = Temporal.Instant.fromEpochMilliseconds(now.getTime() - (lookbackDays + 1) * 86_400_000)
   const sites = await execute<{ site: string }>(
     clickhouse,
-    sql`SELECT DISTINCT toString(site_id) AS site FROM event_quarters WHERE quarter >= ${bind('DateTime64(3)', chTime(since))}`,
+    sql`SELECT DISTINCT toString(site_id) AS site FROM quarters WHERE events > 0 AND quarter >= ${bind('DateTime64(3)', chTime(since))}`,
   )
   let built = 0
   for (const { site } of sites) {

@@ -7,7 +7,7 @@ import { type Fragment, bind, empty, raw, sql } from '../../../storage/clickhous
  * The daily rollup's rows and signatures. Per site, site-local day, property and value,
  * `day_rollups` holds the finished numbers of a breakdown, plus the day's totals under the
  * property ''. Each rolled day carries a signature of the events it was built from: the day's
- * event count and session-id sum, from the quarter-hour counts of event_quarters. A read uses a
+ * event count and session-id sum, from the quarter-hour counts of `quarters`. A read uses a
  * day's rows only while the day's current signature still matches, so a late hit or an import
  * into a rolled day sends that day back to events until the next refresh rebuilds it, and rows
  * of another timezone or rollup version never match. Nothing is served stale.
@@ -83,8 +83,8 @@ type Window = Pick<ResolvedRange, 'from' | 'to' | 'timezone'>
 /** Each day's current signature, from the quarter-hour counts. */
 export const daySignatures = (siteId: string, window: Window) => sql`
 SELECT toDate(quarter, ${bind('String', window.timezone)}) AS day, sum(events) AS n, sum(session_sum) AS s
-FROM event_quarters
-WHERE ${siteIs(siteId)} AND quarter >= ${bind('DateTime64(3)', chTime(window.from))} AND quarter < ${bind('DateTime64(3)', chTime(window.to))}
+FROM quarters
+WHERE ${siteIs(siteId)} AND events > 0 AND quarter >= ${bind('DateTime64(3)', chTime(window.from))} AND quarter < ${bind('DateTime64(3)', chTime(window.to))}
 GROUP BY day`
 
 /**
@@ -109,8 +109,8 @@ function latestPartial(siteId: string, window: Window): Fragment {
       AND built_at >= now() - toIntervalHour(${bind('UInt16', PARTIAL_FRESH_HOURS)})
     ORDER BY began_before DESC, built_at DESC LIMIT 1)
   UNION ALL
-  SELECT 3, toString(quarter), events, session_sum, '' FROM visit_quarters
-  WHERE ${siteIs(siteId)} AND quarter >= ${bind('DateTime64(3)', chTime(lastDay))} AND quarter < ${bind('DateTime64(3)', chTime(window.to))}`
+  SELECT 3, toString(quarter), visit_events, visit_session_sum, '' FROM quarters
+  WHERE ${siteIs(siteId)} AND visit_events > 0 AND quarter >= ${bind('DateTime64(3)', chTime(lastDay))} AND quarter < ${bind('DateTime64(3)', chTime(window.to))}`
 }
 
 /**
