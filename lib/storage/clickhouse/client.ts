@@ -36,6 +36,19 @@ export const CLICKHOUSE_SETTINGS = { output_format_json_quote_64bit_integers: 1,
  */
 export const insertToken = (options: InsertOptions) => options.token ?? crypto.randomUUID()
 
+/**
+ * Whether a server of this version (`SELECT version()`: '26.2.1.1') deduplicates async inserts
+ * under their token in the table and in every table its views write, as it does synchronous
+ * ones: from 26.2, where one switch (deduplicate_insert, on by default) covers both and the views'
+ * tables are deduplicated too. An unreadable version is taken as an older server.
+ */
+export function asyncInsertsDeduplicate(version: string): boolean {
+  const match = /^(\d+)\.(\d+)\./.exec(version)
+  if (!match) return false
+  const [major, minor] = [Number(match[1]), Number(match[2])]
+  return major > 26 || (major === 26 && minor >= 2)
+}
+
 /** Whether a row's keys are these columns, in this order (rows built from one literal share them). */
 export function sameKeys(row: object, columns: string[]) {
   let i = 0
@@ -63,14 +76,30 @@ async function reachable<T>(work: () => Promise<T>): Promise<T> {
 }
 
 /**
- * ClickHouse over HTTP. Inserts are async inserts that wait for the flush, so an acknowledged
- * insert is stored. Rows sharing their keys go as JSONCompactEachRow (arrays under one column
- * list): of the formats the client's insert takes, the cheapest to write and for the server to
- * parse but Parquet; other rows go as JSONEachRow. Reads carry the time limit of one read as a
+ * ClickHouse over HTTP. Rows sharing their keys go as JSONCompactEachRow (arrays under one
+ * column list): of the formats the client's insert takes, the cheapest to write and for the server
+ * to parse but Parquet; other rows go as JSONEachRow. Reads carry the time limit of one read as a
  * setting beside the statement (one the statement sets itself, in its SETTINGS clause, wins).
+ *
+ * Inserts are async inserts that wait for the flush (an acknowledged insert is stored, and the
+ * server gathers many small inserts, a Worker's one hit each, into one part), except where a
+ * retry must not store rows twice and the server cannot promise it: an insert under the caller's
+ * token (the batching sink's and the import's, which retry a failed insert under the same token)
+ * is synchronous on a server before 26.2, whose async inserts skip the deduplication log by
+ * default and, before 25.12, do not deduplicate the tables the views write (asyncInsertsDeduplicate).
  */
 export function clickhouseOverClient(client: ClickHouseClientLike, options: { readTimeLimitMs?: number } = {}): ClickHouse {
   const bound = { max_execution_time: (options.readTimeLimitMs ?? DEFAULT_READ_TIME_LIMIT_MS) / 1000 }
+  // asked once, on the first insert under a caller's token; asked again after a failure
+  let deduplicated: Promise<boolean> | undefined
+  const asyncDeduplicated = () =>
+    (deduplicated ??= reachable(async () => {
+      const [row] = await (await client.query({ query: 'SELECT version() AS v', format: 'JSONEachRow' })).json<{ v: string }>()
+      return asyncInsertsDeduplicate(row?.v ?? '')
+    }).catch((err) => {
+      deduplicated = undefined
+      throw err
+    }))
   return {
     query: <Row>(sql: string, params?: QueryParams) =>
       reachable(async () =>
@@ -84,6 +113,7 @@ export function clickhouseOverClient(client: ClickHouseClientLike, options: { re
       if (!rows.length) return
       const columns = Object.keys(rows[0]) as [string, ...string[]]
       const compact = columns.length > 0 && rows.every((row) => sameKeys(row, columns))
+      const asynchronous = options.token === undefined || (await asyncDeduplicated())
       await reachable(() =>
         client.insert({
           table,
@@ -91,8 +121,8 @@ export function clickhouseOverClient(client: ClickHouseClientLike, options: { re
             ? { values: rows.map((r) => Object.values(r)), format: 'JSONCompactEachRow', columns }
             : { values: rows, format: 'JSONEachRow' }),
           clickhouse_settings: {
-            async_insert: 1,
-            wait_for_async_insert: 1,
+            ...(asynchronous ? { async_insert: 1, wait_for_async_insert: 1 } : {}),
+            ...(asynchronous && options.token !== undefined ? { deduplicate_insert: 'enable' } : {}),
             insert_deduplication_token: insertToken(options),
             ...(options.background ? { priority: BACKGROUND_PRIORITY } : {}),
           },
