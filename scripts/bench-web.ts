@@ -25,7 +25,10 @@ import { loadMigrations } from '../lib/storage/clickhouse/migrations-node'
  * all its panels together as a browser asks for them (the panels at once); and the size of the
  * page's script, gzipped; for each range of --range (by default 30d, and today, whose totals are
  * compared with yesterday up to the same time of day, a window the rollups do not hold). The
- * machine is shared: every figure is an upper bound.
+ * machine is shared: every figure is an upper bound. Each request runs after a write to the
+ * engine, as on a site taking hits, so none is answered from a read of an earlier one. With
+ * --trace, the statements of one page with its panels are listed with their times, then each
+ * read again alone.
  */
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]
 
@@ -35,7 +38,8 @@ const program = new Command('bench-web')
   .option('--others <n>', 'events of the nine other sites, when generating', '9000000')
   .option('--runs <n>', 'requests of each', '20')
   .option('--range <names>', 'the ranges the dashboard shows, comma-separated, each measured in turn', '30d,today')
-  .action(async (opts: { dataDir?: string; main: string; others: string; runs: string; range: string }) => {
+  .option('--trace', 'also list the statements of one page with every panel, each with its time, on standard error')
+  .action(async (opts: { dataDir?: string; main: string; others: string; runs: string; range: string; trace?: boolean }) => {
     const dir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'bench-web-'))
     if (!existsSync(join(dir, 'bench-clock.json'))) {
       const generated = spawnSync(
@@ -69,10 +73,31 @@ const program = new Command('bench-web')
     if (!(await stores.repositories.team.membershipsOf([org.id], email)).length)
       await stores.repositories.team.addMember(org.id, { id: crypto.randomUUID(), email, role: 'owner', joinedAt: now.toISOString() })
 
+    // --trace: every statement while `tracing` is set, with when it was asked and how long it took
+    let tracing: { at: number; ms: number; sql: string; args: unknown[]; read: boolean }[] | null = null
+    const engine = stores.clickhouse
+    const traced =
+      <A extends unknown[], R>(run: (...args: A) => Promise<R>, read = false) =>
+      async (...args: A): Promise<R> => {
+        const started = performance.now()
+        try {
+          return await run(...args)
+        } finally {
+          const sql = String(args[0]).replace(/\s+/g, ' ').slice(0, 150)
+          tracing?.push({ at: started, ms: performance.now() - started, sql, args, read })
+        }
+      }
+    const clickhouse = opts.trace
+      ? (Object.assign(Object.create(engine), {
+          query: traced(engine.query.bind(engine), true),
+          command: traced(engine.command.bind(engine)),
+          insert: traced(engine.insert.bind(engine)),
+        }) as typeof engine)
+      : engine
     const siteDirectory = new SiteDirectory(stores.repositories.sites)
     const limit = { max: 1e9, windowMs: 60_000 }
     const services = {
-      clickhouse: stores.clickhouse,
+      clickhouse,
       kv: stores.kv,
       repositories: stores.repositories,
       sites: siteDirectory,
@@ -106,10 +131,13 @@ const program = new Command('bench-web')
       if (answer.status !== 200) throw new Error(`${path}: ${answer.status} ${text.slice(0, 300)}`)
       return text
     }
+    // each run after a write, as on a site taking hits: no read answers from one of an earlier run (ReadOptions.reuseMs)
+    const written = () => engine.command('SELECT 1')
     const timed = async (run: () => Promise<unknown>) => {
       const times: number[] = []
       await run()
       for (let i = 0; i < Number(opts.runs); i++) {
+        await written()
         const started = performance.now()
         await run()
         times.push(performance.now() - started)
@@ -149,6 +177,33 @@ const program = new Command('bench-web')
         await Promise.all(panels.map(get))
       })
       results['page and every panel, the panels at once'] = whole
+      if (opts.trace) {
+        await written()
+        tracing = []
+        const started = performance.now()
+        await get(page)
+        await Promise.all(panels.map(get))
+        const total = performance.now() - started
+        console.error(`\n${rangeName}: ${tracing.length} statements, ${Math.round(total)} ms in all`)
+        for (const t of tracing)
+          console.error(`${String(Math.round(t.at - started)).padStart(5)} +${t.ms.toFixed(1).padStart(6)} ms  ${t.sql}`)
+        // each read again, alone: what it costs the engine without the others beside it
+        const reads = tracing.filter((t) => t.read)
+        tracing = null
+        const alone: { ms: number; sql: string }[] = []
+        for (const t of reads) {
+          const times: number[] = []
+          for (let i = 0; i < 3; i++) {
+            const at = performance.now()
+            await engine.query(t.args[0] as string, t.args[1] as Record<string, unknown>)
+            times.push(performance.now() - at)
+          }
+          alone.push({ ms: median(times), sql: t.sql })
+        }
+        const sum = alone.reduce((n, a) => n + a.ms, 0)
+        console.error(`${rangeName}: the same ${alone.length} reads one at a time, medians of 3: ${Math.round(sum)} ms together`)
+        for (const a of alone.sort((x, y) => y.ms - x.ms)) console.error(`${a.ms.toFixed(1).padStart(7)} ms  ${a.sql}`)
+      }
       return {
         pageBytes: html.length,
         scriptBytes: script.length,

@@ -25,9 +25,19 @@ import {
  * read's statement.
  */
 
+/**
+ * How long a rolled-days lookup may be answered again without a write in between (ReadOptions):
+ * the reads of a dashboard and of its panels, asked together, each look up the same window. Its
+ * answer changes only with what is written, and with the two hours a partial rollup is fresh for
+ * (far longer than this; its rows are kept an hour beyond).
+ */
+const LOOKUP_REUSE_MS = 10_000
+
 /** The rows of a rolled-days lookup. */
 const lookUp = (clickhouse: ClickHouse, query: Pick<Query, 'siteId' | 'range'>, lookup: RolledDaysLookup) =>
-  execute<SignatureRow>(clickhouse, signaturesAndBuilt(query.siteId, query.range, lookup.key, lookup.partial))
+  execute<SignatureRow>(clickhouse, signaturesAndBuilt(query.siteId, query.range, lookup.key, lookup.partial), {
+    reuseMs: LOOKUP_REUSE_MS,
+  })
 
 /**
  * The unfiltered rolled-days lookup, run once per resolved range and site (with or without the
@@ -70,7 +80,9 @@ export async function plansOf(clickhouse: ClickHouse, query: Query, reads: reado
   const keys = [...new Set(steps.flatMap((step) => (step.lookup?.key && !step.lookup.partial ? [step.lookup.key] : [])))]
   const byKey =
     keys.length > 1
-      ? await execute<SignatureRow & { k: string }>(clickhouse, signaturesAndBuiltOfKeys(query.siteId, query.range, keys))
+      ? await execute<SignatureRow & { k: string }>(clickhouse, signaturesAndBuiltOfKeys(query.siteId, query.range, keys), {
+          reuseMs: LOOKUP_REUSE_MS,
+        })
       : null
   const rowsOf = (key: string) => byKey?.filter((r) => Number(r.rolled) === 0 || r.k === key) ?? []
   return Promise.all(

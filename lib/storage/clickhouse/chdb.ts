@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Session } from 'chdb'
 import { StoreUnavailableError, isOutOfSpace } from '../errors'
-import type { ClickHouse, CommandOptions, InsertOptions, QueryParams } from './types'
+import type { ClickHouse, CommandOptions, InsertOptions, QueryParams, ReadOptions } from './types'
 import { SESSION_TIMEZONE, insertToken, sameKeys } from './client'
 import { BACKGROUND_PRIORITY, DEFAULT_READ_TIME_LIMIT_MS, withTimeLimit } from './execute'
 import { nextTurn } from '../../core/turn'
@@ -31,6 +31,9 @@ function parseRows<Row>(text: string): Row[] {
 
 /** Rows written to JSON at a time, between which other work runs (the collector's requests). */
 const ROWS_AT_A_TIME = 1000
+
+/** The most reads kept for reuse between two writes (ReadOptions.reuseMs): the oldest leaves first. */
+const KEPT_READS = 256
 
 /**
  * Rows sharing their keys as JSONCompactEachRow (arrays separated by commas), written a thousand at
@@ -99,42 +102,70 @@ export class EmbeddedClickHouse implements ClickHouse {
     })
   }
 
-  /** Runs SQL as the ClickHouse HTTP interface would; the local endpoint serves this. */
+  /**
+   * Runs SQL as the ClickHouse HTTP interface would; the local endpoint serves this. Any statement
+   * may write, so it counts as a write: no read asked after it takes an answer from before it.
+   */
   async raw(sql: string, params: QueryParams = {}, format = 'TabSeparated'): Promise<Uint8Array> {
+    try {
+      return await this.run(sql, params, format)
+    } finally {
+      this.wrote()
+    }
+  }
+
+  private async run(sql: string, params: QueryParams, format: string): Promise<Uint8Array> {
     const result = await withSpace(() =>
       Object.keys(params).length ? this.session.queryBindAsync(sql, params, { format }) : this.session.queryAsync(sql, { format }),
     )
     return result.bytes()
   }
 
+  /** A write finished: reads asked from now on share nothing with reads asked before. */
+  private wrote() {
+    this.writes++
+    this.kept.clear()
+  }
+
   /** The reads running now, by their statement and parameters (query), and the writes finished before them. */
   private readonly running = new Map<string, Promise<Uint8Array>>()
   /** Writes (commands and inserts) finished so far: a read asked after a write never takes the answer of one begun before it. */
   private writes = 0
+  /** Reads asked with `reuseMs` since the last write, by the same key, with when they were asked. */
+  private readonly kept = new Map<string, { at: number; bytes: Promise<Uint8Array> }>()
 
   /**
    * A read. The engine runs statements with parameters one at a time (chdb binds them process-wide),
    * so a read asked while the same statement with the same parameters is running takes that
    * statement's answer instead of queueing a second run: the dashboard's panels, loaded at once,
-   * each look up the same rolled days of the window. Each caller parses its own rows.
+   * each look up the same rolled days of the window. Each caller parses its own rows. A read asked
+   * with `reuseMs` may take the answer of the same read asked that recently, when no write has
+   * finished since (ReadOptions); a failed read is not kept.
    */
-  async query<Row>(sql: string, params: QueryParams = {}): Promise<Row[]> {
+  async query<Row>(sql: string, params: QueryParams = {}, options: ReadOptions = {}): Promise<Row[]> {
     const key = `${this.writes}\u0000${sql}\u0000${JSON.stringify(params, (_, v) => (typeof v === 'bigint' ? `${v}n` : v))}`
-    let bytes = this.running.get(key)
+    const now = Date.now()
+    const kept = options.reuseMs ? this.kept.get(key) : undefined
+    let bytes = kept && now - kept.at <= options.reuseMs! ? kept.bytes : this.running.get(key)
     if (!bytes) {
-      bytes = this.raw(withTimeLimit(sql, this.readTimeLimitMs), params, 'JSONEachRow')
-      this.running.set(key, bytes)
+      const asked = (bytes = this.run(withTimeLimit(sql, this.readTimeLimitMs), params, 'JSONEachRow'))
+      this.running.set(key, asked)
       const done = () => this.running.delete(key)
-      bytes.then(done, done)
+      asked.then(done, done)
+      if (options.reuseMs) {
+        if (this.kept.size >= KEPT_READS) this.kept.delete(this.kept.keys().next().value!)
+        this.kept.set(key, { at: now, bytes: asked })
+        asked.catch(() => this.kept.get(key)?.bytes === asked && this.kept.delete(key))
+      }
     }
     return parseRows<Row>(new TextDecoder().decode(await bytes))
   }
 
   async command(sql: string, params: QueryParams = {}, options: CommandOptions = {}) {
     try {
-      await this.raw(options.bounded ? withTimeLimit(sql, this.readTimeLimitMs) : sql, params)
+      await this.run(options.bounded ? withTimeLimit(sql, this.readTimeLimitMs) : sql, params, 'TabSeparated')
     } finally {
-      this.writes++
+      this.wrote()
     }
   }
 
@@ -142,7 +173,7 @@ export class EmbeddedClickHouse implements ClickHouse {
     try {
       await this.insertRows(table, rows, options)
     } finally {
-      this.writes++
+      this.wrote()
     }
   }
 
@@ -211,9 +242,10 @@ export class EmbeddedClickHouse implements ClickHouse {
         await mkdir(this.insertsDir, { recursive: true })
         await writeFile(file, data)
       })
-      await this.raw(
+      await this.run(
         `INSERT INTO ${table} (${keys.join(', ')}) SETTINGS insert_deduplication_token = {token:String}${priority} SELECT * FROM ${source}`,
         params,
+        'TabSeparated',
       )
     } catch (err) {
       this.columns.delete(table)

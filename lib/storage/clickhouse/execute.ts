@@ -1,5 +1,5 @@
 import { type Fragment, raw, render, sql } from './sql'
-import type { ClickHouse, CommandOptions } from './types'
+import type { ClickHouse, CommandOptions, ReadOptions } from './types'
 
 /**
  * A `matches` pattern the engine's RE2 could not compile. Parsing checks patterns with the
@@ -66,9 +66,9 @@ async function withPatternErrors<T>(work: Promise<T>): Promise<T> {
 }
 
 /** Runs a statement and returns its rows. */
-export async function execute<Row>(clickhouse: ClickHouse, statement: Fragment): Promise<Row[]> {
+export async function execute<Row>(clickhouse: ClickHouse, statement: Fragment, options?: ReadOptions): Promise<Row[]> {
   const compiled = render(statement)
-  return withPatternErrors(clickhouse.query<Row>(compiled.sql, compiled.params))
+  return withPatternErrors(clickhouse.query<Row>(compiled.sql, compiled.params, options))
 }
 
 /**

@@ -7,7 +7,7 @@ export interface ClickHouse {
    * Runs a SELECT and returns its rows (64-bit integers come back as strings). It may run for the
    * engine's time limit of one read (`QUERY_TIME_LIMIT_MS`), unless it sets its own.
    */
-  query<Row = Record<string, unknown>>(sql: string, params?: QueryParams): Promise<Row[]>
+  query<Row = Record<string, unknown>>(sql: string, params?: QueryParams, options?: ReadOptions): Promise<Row[]>
   /** Runs a statement that returns no rows (DDL, ALTER, INSERT ... SELECT); unbounded unless `bounded`. */
   command(sql: string, params?: QueryParams, options?: CommandOptions): Promise<void>
   /**
@@ -17,6 +17,17 @@ export interface ClickHouse {
    */
   insert(table: string, rows: readonly object[], options?: InsertOptions): Promise<void>
   close(): Promise<void>
+}
+
+export interface ReadOptions {
+  /**
+   * The read's rows may be those of the same statement with the same parameters asked at most this
+   * long ago, when no write (insert, command) has finished on the engine since: the embedded engine,
+   * the one writer of its data, keeps them. A server, written by other processes, runs every read.
+   * For reads whose answer changes only with what is written (not with the clock, beyond what the
+   * time allows), asked by several reads of one page.
+   */
+  reuseMs?: number
 }
 
 export interface CommandOptions {
