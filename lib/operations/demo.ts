@@ -102,8 +102,18 @@ export const DEMO_LIVE_EVERY_MS = 20_000
 /** Sends one generated visit to the demo site as live browser hits, its last hit now. */
 export async function sendDemoVisit(services: OperationServices, site: Site, seed: number) {
   const now = services.now().getTime()
-  // the first visitor of a generated day, moved so that its visit ends now
-  const day = demoHits({ site: site.snippetId, domain: site.domain, days: 1, visitorsPerDay: 3, end: new Date(now + DAY_MS), seed })
+  // the first visitor of a whole generated day (tomorrow's, to its last millisecond: a day that
+  // ends before its visits begin has none, as one ending early in the morning had), moved so that
+  // its visit ends now
+  const tomorrow = (Math.floor(now / DAY_MS) + 1) * DAY_MS
+  const day = demoHits({
+    site: site.snippetId,
+    domain: site.domain,
+    days: 1,
+    visitorsPerDay: 3,
+    end: new Date(tomorrow + DAY_MS - 1),
+    seed,
+  })
   const visit: Record<string, unknown>[] = []
   for (const hit of day) {
     if (visit.length && hit.ip !== visit[0].ip) break

@@ -130,3 +130,32 @@ describe('the demo', () => {
     expect((await read('activity')).actions.length).toBeGreaterThan(0)
   })
 })
+
+describe("the demo's live trickle", () => {
+  it('sends a visit ending now at any hour of the day, weekends included', async () => {
+    // 00:05 and 03:00 UTC had none: the generated day ended before its visits began
+    for (const iso of [
+      '2026-12-08T00:05:00Z',
+      '2026-12-08T03:00:00Z',
+      '2026-12-08T12:00:00Z',
+      '2026-12-12T23:59:00Z',
+      '2026-12-13T01:00:00Z',
+    ]) {
+      const now = new Date(iso)
+      const services = await testServices({ now: () => now })
+      const demo = await createDemo(services.repositories, now)
+      const sent: { timestamp: string }[] = []
+      const ingest = services.ingestor.ingest.bind(services.ingestor)
+      services.ingestor.ingest = async (items) => {
+        sent.push(...items.map((item) => ({ timestamp: String(item.hit.timestamp) })))
+        return ingest(items)
+      }
+      await sendDemoVisit(services, demo.site, 1)
+      expect(sent.length, iso).toBeGreaterThan(0)
+      // the visit ends now, and began no earlier than an hour before
+      const times = sent.map((s) => Date.parse(s.timestamp))
+      expect(Math.max(...times), iso).toBe(now.getTime())
+      expect(Math.min(...times), iso).toBeGreaterThan(now.getTime() - 3_600_000)
+    }
+  })
+})
