@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process'
+import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -8,7 +8,7 @@ import autocannon from 'autocannon'
 import { serve } from '@hono/node-server'
 import { Command } from 'commander'
 import { Hono } from 'hono'
-import { openNodeStores } from '../lib/runtime/node'
+import { localInfoFile, openNodeStores } from '../lib/runtime/node'
 import { demoHits } from '../lib/ingest/demo-traffic'
 import { dbipGeo } from '../lib/ingest/geo-node'
 import { runImport } from '../lib/ingest/import'
@@ -21,27 +21,23 @@ import { loadMigrations } from '../lib/storage/clickhouse/migrations-node'
  * a process of its own, run just before it under the same load; and the raw-hit import (hits/s),
  * each on a fresh DATA_DIR. CPU per event is the server process's CPU time (every thread, from
  * /proc) over the events it answered, which the machine's load moves less than the rate.
+ *
+ * With --engine-elsewhere, the collector is a production start whose stores are in another
+ * process, as with a ClickHouse server (`CLICKHOUSE_URL`): a second Node server holds the embedded
+ * engine and key-value store and serves them over the ClickHouse HTTP and Upstash REST protocols on
+ * loopback. The API process's CPU per event is then reported apart from the stores process's.
  */
-async function benchEvents(duration: number, connections: number, payload: 'ours' | 'plausible', rounds: number) {
-  const dataDir = mkdtempSync(join(tmpdir(), 'bench-event-'))
-  const child = spawn(process.execPath, ['--import', 'tsx', ...cpuProfile('collector'), 'functions/node.ts'], {
-    env: {
-      ...process.env,
-      DATA_DIR: dataDir,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      REDIS_URL: '',
-      CLICKHOUSE_URL: '',
-      UPSTASH_REDIS_REST_URL: '',
-      SKIP_DEMO_TRAFFIC: '1',
-    },
+async function startServer(env: Record<string, string>, profile?: string) {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...(profile ? cpuProfile(profile) : []), 'functions/node.ts'], {
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', REDIS_URL: '', CLICKHOUSE_URL: '', UPSTASH_REDIS_REST_URL: '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   // the first-start banner (with the demo site's snippet) is on stdout, the log on stderr
   let banner = ''
   child.stdout!.on('data', (d) => (banner += d))
   let log = ''
-  const url = await new Promise<string>((resolve) => {
+  const url = await new Promise<string>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`the server stopped (${code}):\n${log}`)))
     const lines = createInterface({ input: child.stderr! }).on('line', (line) => {
       log += `${line}\n`
       const match = /analytics API on (\S+)/.exec(line)
@@ -52,9 +48,36 @@ async function benchEvents(duration: number, connections: number, payload: 'ours
       resolve(match[1])
     })
   })
-  for (let i = 0; i < 50 && !/snippet \w+\)/.test(banner); i++) await new Promise((r) => setTimeout(r, 100))
-  const snippet = /snippet (\w+)\)/.exec(banner)?.[1]
-  if (!snippet) throw new Error(`no demo site in the first-start banner:\n${banner}${log}`)
+  return { child, url, banner: () => banner, log: () => log }
+}
+
+async function benchEvents(duration: number, connections: number, payload: 'ours' | 'plausible', rounds: number, elsewhere: boolean) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'bench-event-'))
+  const first = await startServer({ DATA_DIR: dataDir, SKIP_DEMO_TRAFFIC: '1' }, elsewhere ? undefined : 'collector')
+  for (let i = 0; i < 50 && !/snippet \w+\)/.test(first.banner()); i++) await new Promise((r) => setTimeout(r, 100))
+  const snippet = /snippet (\w+)\)/.exec(first.banner())?.[1]
+  if (!snippet) throw new Error(`no demo site in the first-start banner:\n${first.banner()}${first.log()}`)
+  // the stores process, when the engine is elsewhere: the first server; the collector is a second one reaching it
+  let stores: ChildProcess | null = null
+  let serverDir: string | null = null
+  let { child, url } = first
+  if (elsewhere) {
+    stores = first.child
+    const local = JSON.parse(readFileSync(localInfoFile(dataDir), 'utf8')) as { url: string }
+    const token = readFileSync(join(dataDir, 'local-token'), 'utf8')
+    serverDir = mkdtempSync(join(tmpdir(), 'bench-event-api-'))
+    ;({ child, url } = await startServer(
+      {
+        DATA_DIR: serverDir,
+        CLICKHOUSE_URL: local.url,
+        CLICKHOUSE_PASSWORD: token,
+        UPSTASH_REDIS_REST_URL: `${local.url}/redis`,
+        UPSTASH_REDIS_REST_TOKEN: token,
+        REDIS_PREFIX: '',
+      },
+      'collector',
+    ))
+  }
   const agents = Array.from({ length: 50 }, (_, i) => `Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.${i}`)
   const requests = agents.map((ua, i) => ({
     method: 'POST' as const,
@@ -89,15 +112,19 @@ async function benchEvents(duration: number, connections: number, payload: 'ours
   const loads: string[] = []
   for (let round = 0; round < rounds; round++) {
     for (const target of round % 2 ? (['collector', 'bare'] as const) : (['bare', 'collector'] as const)) {
-      slices[target].push(target === 'bare' ? await load(bareUrl, bareChild.pid!, slice) : await load(url, child.pid!, slice))
+      slices[target].push(target === 'bare' ? await load(bareUrl, bareChild.pid!, slice) : await load(url, child.pid!, slice, stores?.pid))
     }
     loads.push(readFileSync('/proc/loadavg', 'utf8').split(' ')[0])
   }
   bareChild.kill('SIGTERM')
   await new Promise((r) => bareChild.once('exit', r))
-  child.kill('SIGTERM')
-  await new Promise((r) => child.once('exit', r))
-  rmSync(dataDir, { recursive: true, force: true })
+  for (const server of [child, stores]) {
+    if (!server) continue
+    const exited = new Promise((r) => server.once('exit', r))
+    server.kill('SIGTERM')
+    await exited
+  }
+  for (const dir of [dataDir, serverDir]) if (dir) rmSync(dir, { recursive: true, force: true })
   const bare = summary(slices.bare)
   const collector = summary(slices.collector)
   return {
@@ -117,6 +144,8 @@ interface Slice {
   p99Ms: number
   cpu: number
   main: number
+  /** The stores process's CPU, when the engine is elsewhere. */
+  stores: number
 }
 
 /** The slices of one target together: events/s over all of them, the worst p99, CPU per event. */
@@ -133,6 +162,10 @@ function summary(slices: Slice[]) {
     cpuMicrosecondsPerEvent: accepted ? Math.round((sum((s) => s.cpu) / accepted) * 1e6) : null,
     // the JavaScript thread alone: the engine's insert threads and the thread pool are the rest
     mainThreadCpuMicrosecondsPerEvent: accepted ? Math.round((sum((s) => s.main) / accepted) * 1e6) : null,
+    // with --engine-elsewhere: the process holding the engine and the key-value store, serving them over HTTP
+    ...(sum((s) => s.stores) > 0
+      ? { storesCpuMicrosecondsPerEvent: accepted ? Math.round((sum((s) => s.stores) / accepted) * 1e6) : null }
+      : {}),
   }
 }
 
@@ -156,10 +189,15 @@ async function load(
   url: string,
   pid: number,
   options: { connections: number; duration: number; requests: autocannon.Request[] },
+  storesPid?: number,
 ): Promise<Slice> {
   const before = cpuSeconds(pid)
+  const storesBefore = storesPid ? cpuSeconds(storesPid).all : 0
   const result = await autocannon({ url, ...options })
   const after = cpuSeconds(pid)
+  // the stores process finishes the last slice's inserts after the load stops: its flush waits a second at most
+  if (storesPid) await new Promise((r) => setTimeout(r, 1500))
+  const storesAfter = storesPid ? cpuSeconds(storesPid).all : 0
   return {
     seconds: result.duration,
     accepted: result['2xx'],
@@ -168,6 +206,7 @@ async function load(
     p99Ms: result.latency.p99,
     cpu: after.all - before.all,
     main: after.main - before.main,
+    stores: storesAfter - storesBefore,
   }
 }
 
@@ -223,6 +262,7 @@ const program = new Command('bench-collector')
   .option('--rounds <n>', 'slices of load each target takes in turn (the duration is shared among them)', '3')
   .option('--bare', 'serve the bare route (the benchmark starts it itself)')
   .option('--payload <kind>', "the /api/event payload: ours (snippet id) or plausible (Plausible's, by domain)", 'ours')
+  .option('--engine-elsewhere', 'the collector reaches its stores over HTTP in another process, as with CLICKHOUSE_URL')
   .action(
     async (opts: {
       duration: string
@@ -233,12 +273,13 @@ const program = new Command('bench-collector')
       bare?: boolean
       rounds: string
       payload: string
+      engineElsewhere?: boolean
     }) => {
       if (opts.payload !== 'ours' && opts.payload !== 'plausible') throw new Error('--payload: ours or plausible')
       if (opts.bare) return void (await serveBare())
       const events = opts.importOnly
         ? null
-        : await benchEvents(Number(opts.duration), Number(opts.connections), opts.payload, Number(opts.rounds))
+        : await benchEvents(Number(opts.duration), Number(opts.connections), opts.payload, Number(opts.rounds), !!opts.engineElsewhere)
       if (Number(opts.importRuns) === 0) return void process.stdout.write(`${JSON.stringify({ event: events }, null, 2)}\n`)
       const runs = []
       for (let i = 0; i < Number(opts.importRuns); i++) runs.push(await benchImport(Number(opts.hits)))
