@@ -28,13 +28,19 @@ import { TIMEZONES } from './format'
 import { readForm } from './forms'
 import { Page } from './layout'
 import { ADMINS } from './api'
-import { CopyScript } from './settings/parts'
+import { CopyScript, Field } from './settings/parts'
 import { siteSettingsRoutes } from './site-settings'
 import type { Membership, WebEnv } from './session'
 
 /** The account area: organizations, their sites, keys and team. Every route here runs signed in. */
 export function accountRoutes(web: Hono<WebEnv>, services: Services) {
   const email = (c: { get: (k: 'session') => WebEnv['Variables']['session'] }) => c.get('session')!.email
+  /** The organization and member of a page under /orgs/{org}, for an owner or admin only (a plain member is refused, 403). */
+  const adminOf = (c: { get: (k: 'membership') => Membership }, what: string) => {
+    const { org, member } = c.get('membership')
+    requireRole(member, ADMINS, what)
+    return { org, member }
+  }
 
   web.get('/', async (c) => {
     const address = email(c)
@@ -78,10 +84,7 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
         </section>
         <form method="post" action="/app/orgs" class="card">
           <h2>Create an organization</h2>
-          <div class="field">
-            <label for="org-name">Name</label>
-            <input id="org-name" name="name" required maxlength={100} />
-          </div>
+          <Field id="org-name" name="name" label="Name" attrs={{ required: true, maxlength: 100 }} />
           <button type="submit">Create</button>
         </form>
       </Page>,
@@ -189,20 +192,14 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
         {ADMINS.includes(member.role) ? (
           <form method="post" action={`/app/orgs/${org.id}/sites`} class="card">
             <h2>Add a site</h2>
-            <div class="field">
-              <label for="domain">Domain</label>
-              <input id="domain" name="domain" placeholder="example.com" required />
-            </div>
-            <div class="field">
-              <label for="timezone">Timezone</label>
-              <select id="timezone" name="timezone">
-                {TIMEZONES.map(([zone, label]) => (
-                  <option value={zone} selected={zone === 'UTC'}>
-                    {label}
-                  </option>
-                ))}
-              </select>
-            </div>
+            <Field id="domain" name="domain" label="Domain" attrs={{ placeholder: 'example.com', required: true }} />
+            <Field id="timezone" name="timezone" label="Timezone" kind="select">
+              {TIMEZONES.map(([zone, label]) => (
+                <option value={zone} selected={zone === 'UTC'}>
+                  {label}
+                </option>
+              ))}
+            </Field>
             <button type="submit">Add site</button>
           </form>
         ) : null}
@@ -211,8 +208,7 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
   })
 
   web.post('/orgs/:orgId/sites', async (c) => {
-    const { org, member } = c.get('membership')
-    requireRole(member, ADMINS, 'add sites')
+    const { org } = adminOf(c, 'add sites')
     const site = await createSite(services, org.id, await readForm(c, siteCreateSchema))
     return c.redirect(`/app/sites/${site.id}/settings`, 303)
   })
@@ -287,26 +283,17 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
         </section>
         <form method="post" action={`/app/orgs/${org.id}/keys`} class="card">
           <h2>Create a key</h2>
-          <div class="field">
-            <label for="key-name">Name</label>
-            <input id="key-name" name="name" required maxlength={100} />
-          </div>
-          <div class="field">
-            <label for="key-scope">Scope</label>
-            <select id="key-scope" name="scope">
-              <option value="read">read</option>
-              {ADMINS.includes(member.role) ? <option value="write">write</option> : null}
-            </select>
-          </div>
-          <div class="field">
-            <label for="key-site">Site</label>
-            <select id="key-site" name="siteId">
-              <option value="">All sites</option>
-              {sites.map((s: Site) => (
-                <option value={s.id}>{s.domain}</option>
-              ))}
-            </select>
-          </div>
+          <Field id="key-name" name="name" label="Name" attrs={{ required: true, maxlength: 100 }} />
+          <Field id="key-scope" name="scope" label="Scope" kind="select">
+            <option value="read">read</option>
+            {ADMINS.includes(member.role) ? <option value="write">write</option> : null}
+          </Field>
+          <Field id="key-site" name="siteId" label="Site" kind="select">
+            <option value="">All sites</option>
+            {sites.map((s: Site) => (
+              <option value={s.id}>{s.domain}</option>
+            ))}
+          </Field>
           <button type="submit">Create key</button>
         </form>
         <CopyScript />
@@ -415,17 +402,11 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
         {isAdmin ? (
           <form method="post" action={`/app/orgs/${org.id}/team/invite`} class="card">
             <h2>Invite someone</h2>
-            <div class="field">
-              <label for="invite-email">E-mail address</label>
-              <input id="invite-email" name="email" type="email" required />
-            </div>
-            <div class="field">
-              <label for="invite-role">Role</label>
-              <select id="invite-role" name="role">
-                <option value="member">member</option>
-                <option value="admin">admin</option>
-              </select>
-            </div>
+            <Field id="invite-email" name="email" label="E-mail address" attrs={{ type: 'email', required: true }} />
+            <Field id="invite-role" name="role" label="Role" kind="select">
+              <option value="member">member</option>
+              <option value="admin">admin</option>
+            </Field>
             <button type="submit">Invite</button>
           </form>
         ) : null}
@@ -433,16 +414,13 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
           <form method="post" action={`/app/orgs/${org.id}/team/transfer`} class="card danger-zone">
             <h2>Transfer ownership</h2>
             <p>The new owner gets every right over the organization; you stay on as an admin.</p>
-            <div class="field">
-              <label for="transfer-to">New owner</label>
-              <select id="transfer-to" name="memberId">
-                {team.members
-                  .filter((m) => m.role !== 'owner')
-                  .map((m) => (
-                    <option value={m.id}>{m.email}</option>
-                  ))}
-              </select>
-            </div>
+            <Field id="transfer-to" name="memberId" label="New owner" kind="select">
+              {team.members
+                .filter((m) => m.role !== 'owner')
+                .map((m) => (
+                  <option value={m.id}>{m.email}</option>
+                ))}
+            </Field>
             <button type="submit" class="danger">
               Transfer ownership
             </button>
@@ -451,12 +429,6 @@ export function accountRoutes(web: Hono<WebEnv>, services: Services) {
       </Page>,
     )
   })
-
-  const adminOf = (c: { get: (k: 'membership') => Membership }, what: string) => {
-    const { org, member } = c.get('membership')
-    requireRole(member, ADMINS, what)
-    return { org, member }
-  }
 
   web.post('/orgs/:orgId/team/invite', async (c) => {
     const { org } = adminOf(c, 'invite people')

@@ -6,9 +6,10 @@ import { sitesOfMember } from '../../lib/sites/listing'
 import { setCookie } from 'hono/cookie'
 import { ApiError } from '../../lib/core/errors'
 import { PROPERTY_PREFIX } from '../../lib/reports/dimensions'
-import { RANGE_LABELS, clock, country as countryName, day } from './format'
+import { clock, country as countryName, day } from './format'
 import type { Services } from '../../lib/runtime/services'
 import { Chart, type Marker } from './chart'
+import { RangePicker, SourcePicker } from './controls'
 import { type Filter, FilterChips, REPORT_KEYS, filtersParam, parseFilters } from './filters'
 import { Page, SubmitOnChange } from './layout'
 import { LocationsMap } from './map'
@@ -209,59 +210,9 @@ export async function dashboardPage(c: Context, services: Services, view: Dashbo
         )}
       </div>
       <div class="controls">
-        <form method="get" action={view.base} class="control">
-          <label for="range">Range</label>
-          <select id="range" name="range" data-submit-on-change>
-            {Object.entries(RANGE_LABELS).map(([value, label]) => (
-              <option value={value} selected={value === state.range}>
-                {label}
-              </option>
-            ))}
-            {state.range === 'custom' ? (
-              <option value="custom" selected>
-                {`${state.from} to ${state.to}`}
-              </option>
-            ) : null}
-          </select>
-          <Kept state={state} except={['range', 'from', 'to']} />
-          <noscript>
-            <button type="submit" class="small">
-              Show
-            </button>
-          </noscript>
-        </form>
-        <form method="get" action={view.base} class="control dates">
-          <input type="hidden" name="range" value="custom" />
-          <div>
-            <label for="from">From</label>
-            <input id="from" name="from" type="date" required value={state.range === 'custom' ? state.from : undefined} />
-          </div>
-          <div>
-            <label for="to">To</label>
-            <input id="to" name="to" type="date" required value={state.range === 'custom' ? state.to : undefined} />
-          </div>
-          <Kept state={state} except={['range', 'from', 'to']} />
-          <button type="submit" class="small secondary">
-            Apply dates
-          </button>
-        </form>
+        <RangePicker action={view.base} range={state.range!} from={state.from} to={state.to} params={state} />
         {site.sources.length > 1 ? (
-          <form method="get" action={view.base} class="control">
-            <label for="source">Data</label>
-            <select id="source" name="source" data-submit-on-change>
-              {site.sources.map((s) => (
-                <option value={s} selected={s === (state.source ?? site.primarySource)}>
-                  {s === 'ga4' ? 'Google Analytics 4' : 'First-party'}
-                </option>
-              ))}
-            </select>
-            <Kept state={state} except={['source']} />
-            <noscript>
-              <button type="submit" class="small">
-                Show
-              </button>
-            </noscript>
-          </form>
+          <SourcePicker action={view.base} sources={site.sources} source={state.source ?? site.primarySource} params={state} />
         ) : null}
         {segmentList.length ? (
           <nav aria-label="Segments" class="control">
@@ -364,19 +315,6 @@ async function chartMarkers(api: Api, state: State): Promise<Marker[]> {
  */
 const PAGE_SCRIPT =
   "(function(){document.querySelectorAll('[data-defer]').forEach(function(s){fetch(s.dataset.defer).then(function(r){return r.ok?r.text():null}).then(function(h){if(h)s.outerHTML=h})});var el=document.getElementById('live');setInterval(function(){if(document.hidden)return;fetch(el.dataset.live).then(function(r){return r.ok?r.json():null}).then(function(d){if(d&&d.visitors!=null)el.textContent=d.visitors})},15000)})()"
-
-/** The state's fields a form does not set itself, as hidden inputs, so submitting it keeps the rest of the view. */
-function Kept({ state, except }: { state: State; except: StateKey[] }) {
-  return (
-    <>
-      {Object.entries(state)
-        .filter(([k, v]) => v !== undefined && !except.includes(k as StateKey))
-        .map(([k, v]) => (
-          <input type="hidden" name={k} value={v} />
-        ))}
-    </>
-  )
-}
 
 /** One panel as a section of HTML: what the page loads into its place. */
 export async function panelFragment(c: Context, services: Services, view: DashboardView, name: string) {

@@ -3,7 +3,7 @@ import type { Child } from 'hono/jsx'
 import { ApiError } from '../../lib/core/errors'
 import type { Services } from '../../lib/runtime/services'
 import type { DashboardView } from './view'
-import { RANGE_LABELS } from './format'
+import { RangePicker, SourcePicker } from './controls'
 import { FilterChips, REPORT_KEYS, filtersParam, parseFilters } from './filters'
 import { Page, SubmitOnChange } from './layout'
 import { type Api, type AnswerOf, type PathOf, apiFor } from './api'
@@ -135,32 +135,7 @@ export async function sectionPage<N extends SectionName>(c: Context, services: S
           </a>
         ))}
       </nav>
-      {name !== 'realtime' && name !== 'decay' && name !== 'diff' ? (
-        <form method="get" action={`${view.base}/${name}`} class="control card">
-          <label for="range">Range</label>
-          <select id="range" name="range" data-submit-on-change>
-            {Object.entries(RANGE_LABELS)
-              .filter(([r]) => r !== 'realtime')
-              .map(([r, label]) => (
-                <option value={r} selected={r === (query.range ?? '30d')}>
-                  {label}
-                </option>
-              ))}
-            {query.range === 'custom' ? <option value="custom" selected>{`${query.from} to ${query.to}`}</option> : null}
-          </select>
-          {Object.entries(query)
-            .filter(([k]) => k !== 'range' && k !== 'from' && k !== 'to')
-            .map(([k, v]) => (
-              <input type="hidden" name={k} value={v} />
-            ))}
-          <noscript>
-            <button type="submit" class="small">
-              Show
-            </button>
-          </noscript>
-        </form>
-      ) : null}
-      <SectionFilters view={view} name={name} query={query} />
+      <SectionControls view={view} name={name} query={query} />
       {name === 'diff' ? <WordDiff answer={answers[0] as AnswerOf<'GET', '/api/v1/changes/diff'>} /> : null}
       {Designed ? (
         <Designed
@@ -353,42 +328,31 @@ export function sectionName(name: string): SectionName {
   return name as SectionName
 }
 
-/** The dashboard's other controls on a section: the data source switch (a site with two) and the filters as chips, a click removing one. */
-function SectionFilters({ view, name, query }: { view: DashboardView; name: SectionName; query: Record<string, string> }) {
+/**
+ * The dashboard's controls on a section: the range picker (on a section whose read takes a range),
+ * the data source switch (a site with two), and the filters as chips, a click removing one.
+ */
+function SectionControls({ view, name, query }: { view: DashboardView; name: SectionName; query: Record<string, string> }) {
   // a malformed filter is the read's to refuse, with its message
   const filters = parseFilters(query.filters)
   const sources = view.site.sources
-  if (!filters.length && sources.length < 2) return null
+  const ranged = name !== 'realtime' && name !== 'decay' && name !== 'diff'
+  if (!ranged && !filters.length && sources.length < 2) return null
+  const action = `${view.base}/${name}`
   const without = (i: number) => {
     const next = new URLSearchParams(query)
     const rest = filtersParam(filters.filter((_, j) => j !== i))
     if (rest) next.set('filters', rest)
     else next.delete('filters')
-    return `${view.base}/${name}?${next}`
+    return `${action}?${next}`
   }
   return (
     <div class="controls">
+      {ranged ? (
+        <RangePicker action={action} range={query.range ?? '30d'} from={query.from} to={query.to} params={query} realtime={false} />
+      ) : null}
       {sources.length > 1 ? (
-        <form method="get" action={`${view.base}/${name}`} class="control">
-          <label for="source">Data</label>
-          <select id="source" name="source" data-submit-on-change>
-            {sources.map((s) => (
-              <option value={s} selected={s === (query.source ?? view.site.primarySource)}>
-                {s === 'ga4' ? 'Google Analytics 4' : 'First-party'}
-              </option>
-            ))}
-          </select>
-          {Object.entries(query)
-            .filter(([k]) => k !== 'source')
-            .map(([k, v]) => (
-              <input type="hidden" name={k} value={v} />
-            ))}
-          <noscript>
-            <button type="submit" class="small">
-              Show
-            </button>
-          </noscript>
-        </form>
+        <SourcePicker action={action} sources={sources} source={query.source ?? view.site.primarySource} params={query} />
       ) : null}
       <FilterChips filters={filters} without={without} />
     </div>

@@ -1,7 +1,6 @@
 import type { Context, Hono } from 'hono'
-import { requireRole } from '../../../lib/accounts/members'
 import type { Services } from '../../../lib/runtime/services'
-import { ADMINS, type AnswerOf, apiFor } from '../api'
+import { type AnswerOf, apiFor } from '../api'
 import { Page } from '../layout'
 import { memberOf } from '../membership'
 import type { WebEnv } from '../session'
@@ -10,13 +9,13 @@ import {
   type FormGroup,
   ReadOnlyNotice,
   type Refused,
+  type Scope,
   SettingsForm,
   SiteNav,
   changedFields,
   check,
   lines,
-  postedText,
-  refusedOr,
+  settingsPost,
 } from './parts'
 
 /** The alerts tab: weekly and monthly reports, traffic, backlink and vitals alerts, recipients, the webhook and its secret. */
@@ -62,8 +61,6 @@ const ALERT_GROUP: FormGroup<AlertsRead> = {
   ],
   values: (alerts) => alerts,
 }
-
-type Scope = ReturnType<typeof memberOf>
 
 export function alertSettingsRoutes(web: Hono<WebEnv>, services: Services) {
   const alertsPage = async (c: Context<WebEnv>, scope: Scope, refused?: Refused, webhookSecret?: string) => {
@@ -112,25 +109,22 @@ export function alertSettingsRoutes(web: Hono<WebEnv>, services: Services) {
 
   web.get('/sites/:siteId/settings/alerts', async (c) => alertsPage(c, memberOf(c)))
 
-  web.post('/sites/:siteId/settings/alerts', async (c) => {
-    const scope = memberOf(c)
-    requireRole(scope.member, ADMINS, 'change site settings')
-    const form = await postedText(c)
-    const current = await apiFor(c, services, scope)('GET', '/api/v1/sites/{site_id}/alerts')
-    const result = await refusedOr(
-      c,
-      async () => {
-        const body = changedFields(ALERT_GROUP.fields, form, current)
-        return Object.keys(body).length ? apiFor(c, services, scope)('PATCH', '/api/v1/sites/{site_id}/alerts', { body }) : null
+  web.post(
+    '/sites/:siteId/settings/alerts',
+    settingsPost(services, {
+      form: 'alerts',
+      page: alertsPage,
+      work: async ({ form, api }) => {
+        const body = changedFields(ALERT_GROUP.fields, form, await api('GET', '/api/v1/sites/{site_id}/alerts'))
+        return Object.keys(body).length ? api('PATCH', '/api/v1/sites/{site_id}/alerts', { body }) : null
       },
-      (refused) => alertsPage(c, scope, refused),
-      { form: 'alerts', values: form },
-    )
-    if (result.response) return result.response
-    // a new webhook's secret is shown once, on this answer, never in a URL
-    if (result.done?.webhookSecret) return alertsPage(c, scope, undefined, result.done.webhookSecret)
-    return c.redirect(`/app/sites/${scope.site.id}/settings/alerts?saved=alerts#alerts`, 303)
-  })
+      // a new webhook's secret is shown once, on this answer, never in a URL
+      done: (c, scope, done) =>
+        done?.webhookSecret
+          ? alertsPage(c, scope, undefined, done.webhookSecret)
+          : `/app/sites/${scope.site.id}/settings/alerts?saved=alerts#alerts`,
+    }),
+  )
 
   web.post('/sites/:siteId/settings/alerts/rotate', async (c) => {
     const scope = memberOf(c)

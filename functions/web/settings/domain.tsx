@@ -1,15 +1,12 @@
 import type { Context, Hono } from 'hono'
-import { requireRole } from '../../../lib/accounts/members'
 import type { Services } from '../../../lib/runtime/services'
-import { ADMINS, apiFor } from '../api'
+import { apiFor } from '../api'
 import { Page } from '../layout'
 import { memberOf } from '../membership'
 import type { WebEnv } from '../session'
-import { ReadOnlyNotice, type Refused, SiteNav, postedText, refusedOr, when } from './parts'
+import { Field, ReadOnlyNotice, type Refused, type Scope, SiteNav, settingsPost, when } from './parts'
 
 /** The custom domain tab: the tracking subdomain, its CNAME target and DNS status, set or removed. */
-
-type Scope = ReturnType<typeof memberOf>
 
 export function domainSettingsRoutes(web: Hono<WebEnv>, services: Services) {
   const domainPage = async (c: Context<WebEnv>, scope: Scope, refused?: Refused) => {
@@ -57,23 +54,14 @@ export function domainSettingsRoutes(web: Hono<WebEnv>, services: Services) {
                 Saved.
               </p>
             ) : null}
-            <div class="field">
-              <label for="domain-input">Subdomain</label>
-              <input
-                id="domain-input"
-                name="domain"
-                placeholder={`stats.${site.domain}`}
-                value={mine ? mine.values.domain : undefined}
-                aria-describedby={mine ? 'domain-error' : undefined}
-                aria-invalid={mine ? 'true' : undefined}
-                autofocus={!!mine}
-              />
-              {mine ? (
-                <p class="error" id="domain-error" role="alert">
-                  {mine.message}
-                </p>
-              ) : null}
-            </div>
+            <Field
+              id="domain-input"
+              name="domain"
+              label="Subdomain"
+              refused={mine?.message}
+              errorId="domain-error"
+              attrs={{ placeholder: `stats.${site.domain}`, value: mine ? mine.values.domain : undefined }}
+            />
             <button type="submit">Save domain</button>
           </form>
         ) : null}
@@ -92,19 +80,18 @@ export function domainSettingsRoutes(web: Hono<WebEnv>, services: Services) {
 
   web.get('/sites/:siteId/settings/domain', async (c) => domainPage(c, memberOf(c)))
 
-  web.post('/sites/:siteId/settings/domain', async (c) => {
-    const scope = memberOf(c)
-    requireRole(scope.member, ADMINS, 'change site settings')
-    const form = await postedText(c)
-    const domain = (form.domain ?? '').trim()
-    const result = await refusedOr(
-      c,
-      () => apiFor(c, services, scope)('POST', '/api/v1/sites/{site_id}/custom-domain', { body: domain ? { domain } : {} }),
-      (refused) => domainPage(c, scope, refused),
-      { form: 'domain', values: form },
-    )
-    return result.response ?? c.redirect(`/app/sites/${scope.site.id}/settings/domain?saved=domain#domain`, 303)
-  })
+  web.post(
+    '/sites/:siteId/settings/domain',
+    settingsPost(services, {
+      form: 'domain',
+      page: domainPage,
+      work: ({ form, api }) => {
+        const domain = (form.domain ?? '').trim()
+        return api('POST', '/api/v1/sites/{site_id}/custom-domain', { body: domain ? { domain } : {} })
+      },
+      done: (_c, scope) => `/app/sites/${scope.site.id}/settings/domain?saved=domain#domain`,
+    }),
+  )
 
   web.post('/sites/:siteId/settings/domain/remove', async (c) => {
     const scope = memberOf(c)

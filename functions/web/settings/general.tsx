@@ -1,8 +1,7 @@
 import type { Context, Hono } from 'hono'
 import { z } from 'zod'
-import { requireRole } from '../../../lib/accounts/members'
 import type { Services } from '../../../lib/runtime/services'
-import { ADMINS, type AnswerOf, apiFor } from '../api'
+import { type AnswerOf, apiFor } from '../api'
 import { TIMEZONES, dateTime } from '../format'
 import { readForm } from '../forms'
 import { Page } from '../layout'
@@ -11,16 +10,18 @@ import { pageNonce } from '../security'
 import type { WebEnv } from '../session'
 import {
   CopyScript,
+  Field,
   type FormGroup,
   ReadOnlyNotice,
   type Refused,
+  type Scope,
   SettingsForm,
   SiteNav,
   changedFields,
   check,
   lines,
-  postedText,
-  refusedOr,
+  settingsPost,
+  siteAdmin,
   when,
 } from './parts'
 
@@ -125,8 +126,6 @@ const SITE_GROUPS: FormGroup<SiteRead>[] = [
   },
 ]
 
-type Scope = ReturnType<typeof memberOf>
-
 export function generalSettingsRoutes(web: Hono<WebEnv>, services: Services) {
   const settingsPage = async (c: Context<WebEnv>, scope: Scope, refused?: Refused) => {
     const { site, org, canWrite } = scope
@@ -212,10 +211,7 @@ export function generalSettingsRoutes(web: Hono<WebEnv>, services: Services) {
           <form method="post" action={`/app/sites/${site.id}/delete`} class="card danger-zone">
             <h2>Delete this site</h2>
             <p>This deletes the site and all its data, for good. Type its domain to confirm.</p>
-            <div class="field">
-              <label for="confirm">Domain</label>
-              <input id="confirm" name="confirm" required autocomplete="off" />
-            </div>
+            <Field id="confirm" name="confirm" label="Domain" attrs={{ required: true, autocomplete: 'off' }} />
             <button type="submit" class="danger">
               Delete {site.domain}
             </button>
@@ -236,32 +232,25 @@ export function generalSettingsRoutes(web: Hono<WebEnv>, services: Services) {
   })
 
   web.post('/sites/:siteId/delete', async (c) => {
-    const scope = memberOf(c)
-    requireRole(scope.member, ADMINS, 'delete sites')
+    const scope = siteAdmin(c, 'delete sites')
     const { confirm } = await readForm(c, z.object({ confirm: z.string({ message: "required: type the site's domain" }) }))
     await apiFor(c, services, scope)('DELETE', '/api/v1/sites/{site_id}', { params: { confirm } })
     return c.redirect(`/app/orgs/${scope.org.id}`, 303)
   })
 
-  for (const group of SITE_GROUPS) {
-    web.post(`/sites/:siteId/settings/${group.id}`, async (c) => {
-      const scope = memberOf(c)
-      requireRole(scope.member, ADMINS, 'change site settings')
-      const form = await postedText(c)
-      const current = group.values(await apiFor(c, services, scope)('GET', '/api/v1/sites/{site_id}'))
-      const result = await refusedOr(
-        c,
-        async () => {
-          const body = changedFields(group.fields, form, current)
-          if (Object.keys(body).length) await apiFor(c, services, scope)('PATCH', '/api/v1/sites/{site_id}', { body })
+  for (const group of SITE_GROUPS)
+    web.post(
+      `/sites/:siteId/settings/${group.id}`,
+      settingsPost(services, {
+        form: group.id,
+        page: settingsPage,
+        work: async ({ form, api }) => {
+          const body = changedFields(group.fields, form, group.values(await api('GET', '/api/v1/sites/{site_id}')))
+          if (Object.keys(body).length) await api('PATCH', '/api/v1/sites/{site_id}', { body })
         },
-        (refused) => settingsPage(c, scope, refused),
-        { form: group.id, values: form },
-      )
-      if (result.response) return result.response
-      return c.redirect(`/app/sites/${scope.site.id}/settings?saved=${group.id}#${group.id}`, 303)
-    })
-  }
+        done: (_c, scope) => `/app/sites/${scope.site.id}/settings?saved=${group.id}#${group.id}`,
+      }),
+    )
 }
 
 /** Asks every 5 seconds whether the first event arrived, and says so once it has. */

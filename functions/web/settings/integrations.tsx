@@ -2,15 +2,14 @@ import type { Context, Hono } from 'hono'
 import { bodyLimit } from 'hono/body-limit'
 import { ApiError } from '../../../lib/core/errors'
 import { MAX_ZIP_BYTES, importPlausibleExport } from '../../../lib/plausible/csv-import'
-import { requireRole } from '../../../lib/accounts/members'
 import type { Services } from '../../../lib/runtime/services'
-import { ADMINS, type AnswerOf, apiFor } from '../api'
+import { type AnswerOf, apiFor } from '../api'
 import { Page } from '../layout'
 import { memberOf } from '../membership'
 import type { WebEnv } from '../session'
 import { googleConnectRoutes } from '../google-connect'
 import { pageNonce } from '../security'
-import { ReadOnlyNotice, type Refused, SiteNav, postedText, refusedOr, when } from './parts'
+import { Field, ReadOnlyNotice, type Refused, type Scope, SiteNav, settingsPost, when } from './parts'
 
 /** The Google and imports tab: the site's Google connection, its GA4 property and Search Console site, a Plausible export, and every import. */
 
@@ -114,8 +113,6 @@ function ImportsWatch({ siteId }: { siteId: string }) {
   )
 }
 
-type Scope = ReturnType<typeof memberOf>
-
 export function integrationSettingsRoutes(web: Hono<WebEnv>, services: Services) {
   const importsOf = async (c: Context<WebEnv>, scope: Scope) =>
     (await apiFor(c, services, scope)('GET', '/api/v1/sites/{site_id}/imports')).imports
@@ -135,6 +132,14 @@ export function integrationSettingsRoutes(web: Hono<WebEnv>, services: Services)
     const refusedHere = (form: string) => (refused?.form === form ? refused : undefined)
     const ga4Refused = refusedHere('ga4')
     const scRefused = refusedHere('search-console')
+    // the property picker: a list of the connection's properties, or a field for its id where it lists none
+    const ga4Field = {
+      id: 'ga4-propertyId',
+      name: 'propertyId',
+      label: 'Property to import',
+      refused: ga4Refused?.message,
+      errorId: 'ga4-error',
+    }
     return c.html(
       <Page title={`${site.domain} Google and imports`} email={c.get('session')!.email}>
         <SiteNav site={site} orgId={org.id} orgName={org.name} current="integrations" />
@@ -187,38 +192,17 @@ export function integrationSettingsRoutes(web: Hono<WebEnv>, services: Services)
             </p>
             {connected && canWrite ? (
               <form method="post" action={`/app/sites/${site.id}/settings/ga4`}>
-                <div class="field">
-                  <label for="ga4-propertyId">Property to import</label>
-                  {ga4.properties.length ? (
-                    <select
-                      id="ga4-propertyId"
-                      name="propertyId"
-                      aria-describedby={ga4Refused ? 'ga4-error' : undefined}
-                      aria-invalid={ga4Refused ? 'true' : undefined}
-                      autofocus={!!ga4Refused}
-                    >
-                      {ga4.properties.map((p) => (
-                        <option value={p.propertyId} selected={p.propertyId === (ga4Refused?.values.propertyId ?? ga4.propertyId)}>
-                          {p.displayName} ({p.propertyId}) · {p.accountName}
-                        </option>
-                      ))}
-                    </select>
-                  ) : (
-                    <input
-                      id="ga4-propertyId"
-                      name="propertyId"
-                      value={ga4Refused?.values.propertyId}
-                      aria-describedby={ga4Refused ? 'ga4-error' : undefined}
-                      aria-invalid={ga4Refused ? 'true' : undefined}
-                      autofocus={!!ga4Refused}
-                    />
-                  )}
-                  {ga4Refused ? (
-                    <p class="error" id="ga4-error" role="alert">
-                      {ga4Refused.message}
-                    </p>
-                  ) : null}
-                </div>
+                {ga4.properties.length ? (
+                  <Field {...ga4Field} kind="select">
+                    {ga4.properties.map((p) => (
+                      <option value={p.propertyId} selected={p.propertyId === (ga4Refused?.values.propertyId ?? ga4.propertyId)}>
+                        {p.displayName} ({p.propertyId}) · {p.accountName}
+                      </option>
+                    ))}
+                  </Field>
+                ) : (
+                  <Field {...ga4Field} attrs={{ value: ga4Refused?.values.propertyId }} />
+                )}
                 <button type="submit">{ga4.propertyId ? 'Import this property instead' : 'Import this property'}</button>
               </form>
             ) : null}
@@ -235,28 +219,21 @@ export function integrationSettingsRoutes(web: Hono<WebEnv>, services: Services)
             </p>
             {canWrite && searchConsole.google === 'connected' ? (
               <form method="post" action={`/app/sites/${site.id}/settings/search-console`}>
-                <div class="field">
-                  <label for="sc-siteUrl">Search Console site</label>
-                  <select
-                    id="sc-siteUrl"
-                    name="siteUrl"
-                    aria-describedby={scRefused ? 'sc-error' : undefined}
-                    aria-invalid={scRefused ? 'true' : undefined}
-                    autofocus={!!scRefused}
-                  >
-                    {searchConsole.sites.map((p) => (
-                      <option value={p.siteUrl} selected={p.siteUrl === (scRefused?.values.siteUrl ?? searchConsole.siteUrl)}>
-                        {p.siteUrl}
-                        {p.verified ? '' : ' (not verified)'}
-                      </option>
-                    ))}
-                  </select>
-                  {scRefused ? (
-                    <p class="error" id="sc-error" role="alert">
-                      {scRefused.message}
-                    </p>
-                  ) : null}
-                </div>
+                <Field
+                  id="sc-siteUrl"
+                  name="siteUrl"
+                  label="Search Console site"
+                  refused={scRefused?.message}
+                  errorId="sc-error"
+                  kind="select"
+                >
+                  {searchConsole.sites.map((p) => (
+                    <option value={p.siteUrl} selected={p.siteUrl === (scRefused?.values.siteUrl ?? searchConsole.siteUrl)}>
+                      {p.siteUrl}
+                      {p.verified ? '' : ' (not verified)'}
+                    </option>
+                  ))}
+                </Field>
                 <button type="submit">{searchConsole.siteUrl ? 'Import this site instead' : 'Import this site'}</button>
               </form>
             ) : null}
@@ -281,23 +258,15 @@ export function integrationSettingsRoutes(web: Hono<WebEnv>, services: Services)
               numbers of Stats API queries with imports included; a new export replaces the one imported before.
             </p>
             <form method="post" action={`/app/sites/${site.id}/settings/imports/plausible`} enctype="multipart/form-data">
-              <div class="field">
-                <label for="plausible-export">Export (.zip)</label>
-                <input
-                  id="plausible-export"
-                  name="export"
-                  type="file"
-                  accept=".zip,application/zip"
-                  required
-                  aria-describedby={refusedHere('plausible') ? 'plausible-error' : undefined}
-                  aria-invalid={refusedHere('plausible') ? 'true' : undefined}
-                />
-                {refusedHere('plausible') ? (
-                  <p class="error" id="plausible-error" role="alert">
-                    {refusedHere('plausible')!.message}
-                  </p>
-                ) : null}
-              </div>
+              <Field
+                id="plausible-export"
+                name="export"
+                label="Export (.zip)"
+                refused={refusedHere('plausible')?.message}
+                errorId="plausible-error"
+                // a file input is not focused after a refusal
+                attrs={{ type: 'file', accept: '.zip,application/zip', required: true, autofocus: false }}
+              />
               <button type="submit">Import</button>
             </form>
           </section>
@@ -326,36 +295,30 @@ export function integrationSettingsRoutes(web: Hono<WebEnv>, services: Services)
   web.post(
     '/sites/:siteId/settings/imports/plausible',
     bodyLimit({ maxSize: MAX_ZIP_BYTES + 64 * 1024, onError: () => new Response('The upload is too large.', { status: 413 }) }),
-    async (c) => {
-      const scope = memberOf(c)
-      requireRole(scope.member, ADMINS, 'import data')
-      const result = await refusedOr(
-        c,
-        async () => {
-          const file = (await c.req.parseBody()).export
-          if (!(file instanceof File) || !file.size) throw new ApiError(400, 'choose the zip file of a Plausible export')
-          return importPlausibleExport(services, scope.site, new Uint8Array(await file.arrayBuffer()))
-        },
-        (refused) => integrationsPage(c, scope, refused),
-        { form: 'plausible', values: {} },
-      )
-      return result.response ?? c.redirect(`/app/sites/${scope.site.id}/settings/integrations#imports-title`, 303)
-    },
+    settingsPost(services, {
+      form: 'plausible',
+      what: 'import data',
+      text: false,
+      page: integrationsPage,
+      work: async ({ c, scope }) => {
+        const file = (await c.req.parseBody()).export
+        if (!(file instanceof File) || !file.size) throw new ApiError(400, 'choose the zip file of a Plausible export')
+        return importPlausibleExport(services, scope.site, new Uint8Array(await file.arrayBuffer()))
+      },
+      done: (_c, scope) => `/app/sites/${scope.site.id}/settings/integrations#imports-title`,
+    }),
   )
 
   const bind = (name: 'ga4' | 'search-console', field: 'propertyId' | 'siteUrl') => {
-    web.post(`/sites/:siteId/settings/${name}`, async (c) => {
-      const scope = memberOf(c)
-      requireRole(scope.member, ADMINS, 'change site settings')
-      const form = await postedText(c)
-      const result = await refusedOr(
-        c,
-        () => apiFor(c, services, scope)('PATCH', `/api/v1/sites/{site_id}/${name}`, { body: { [field]: form[field] ?? '' } }),
-        (refused) => integrationsPage(c, scope, refused),
-        { form: name, values: form },
-      )
-      return result.response ?? c.redirect(`/app/sites/${scope.site.id}/settings/integrations#${name}`, 303)
-    })
+    web.post(
+      `/sites/:siteId/settings/${name}`,
+      settingsPost(services, {
+        form: name,
+        page: integrationsPage,
+        work: ({ form, api }) => api('PATCH', `/api/v1/sites/{site_id}/${name}`, { body: { [field]: form[field] ?? '' } }),
+        done: (_c, scope) => `/app/sites/${scope.site.id}/settings/integrations#${name}`,
+      }),
+    )
     web.post(`/sites/:siteId/settings/${name}/disconnect`, async (c) => {
       const scope = memberOf(c)
       await apiFor(c, services, scope)('DELETE', `/api/v1/sites/{site_id}/${name}`)

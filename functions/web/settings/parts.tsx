@@ -1,7 +1,12 @@
 import type { Context } from 'hono'
+import type { Child } from 'hono/jsx'
+import { requireRole } from '../../../lib/accounts/members'
 import { ApiError } from '../../../lib/core/errors'
+import type { Services } from '../../../lib/runtime/services'
 import type { Site } from '../../../lib/sites/sites'
 import { asApiError } from '../../invoke'
+import { ADMINS, type Api, apiFor } from '../api'
+import { memberOf } from '../membership'
 import { pageNonce } from '../security'
 import type { WebEnv } from '../session'
 
@@ -16,7 +21,7 @@ import type { WebEnv } from '../session'
 export type Values = Record<string, unknown>
 
 /** A field of a settings form: how it is drawn and how its posted text becomes the API's value. */
-export interface Field {
+export interface FieldSpec {
   name: string
   label: string
   kind: 'check' | 'lines' | 'text' | 'optional-text' | 'number' | 'select'
@@ -28,16 +33,16 @@ export interface FormGroup<A> {
   id: string
   title: string
   intro?: string
-  fields: Field[]
+  fields: FieldSpec[]
   /** The current values, from the API's read `A`. */
   values: (answer: A) => Values
 }
 
-export const check = (name: string, label: string, hint?: string): Field => ({ name, label, kind: 'check', hint })
-export const lines = (name: string, label: string, hint: string): Field => ({ name, label, kind: 'lines', hint })
+export const check = (name: string, label: string, hint?: string): FieldSpec => ({ name, label, kind: 'check', hint })
+export const lines = (name: string, label: string, hint: string): FieldSpec => ({ name, label, kind: 'lines', hint })
 
 /** The posted text of a form as the API's values; only the fields that differ from `current` (PATCH sends what changes). */
-export function changedFields(fields: Field[], form: Record<string, string>, current: Values): Values {
+export function changedFields(fields: FieldSpec[], form: Record<string, string>, current: Values): Values {
   const body: Values = {}
   for (const field of fields) {
     const raw = (form[field.name] ?? '').trim()
@@ -71,12 +76,79 @@ export interface Refused {
 const fieldOf = (message: string) => /^([A-Za-z]+)[.:]/.exec(message)?.[1]
 
 /** The text a field shows: what was posted after a refusal, else the current value. */
-function shown(field: Field, current: Values, refused?: Refused): string {
+function shown(field: FieldSpec, current: Values, refused?: Refused): string {
   if (refused) return refused.values[field.name] ?? ''
   const value = current[field.name]
   if (field.kind === 'check') return value ? 'on' : ''
   if (Array.isArray(value)) return value.join('\n')
   return value === null || value === undefined ? '' : String(value)
+}
+
+/**
+ * A form field: its label and its input (an input, a select, a textarea, or a checkbox with its
+ * label after it), a hint under it, and a refusal's wiring: the input described by the message,
+ * marked invalid and focused, the message in an alert paragraph under it (`${id}-error` unless
+ * `errorId` says). `attrs` are the input's other attributes (an `autofocus` of theirs wins).
+ */
+export function Field({
+  id,
+  name,
+  label,
+  refused,
+  errorId = `${id}-error`,
+  hint,
+  kind = 'input',
+  attrs = {},
+  children,
+}: {
+  id: string
+  name: string
+  label: Child
+  /** The message of a refusal that names this field. */
+  refused?: string
+  errorId?: string
+  hint?: string
+  kind?: 'input' | 'select' | 'textarea' | 'check'
+  attrs?: Record<string, unknown> & { autofocus?: boolean }
+  /** A select's options, a textarea's text. */
+  children?: Child
+}) {
+  const hintId = hint ? `${id}-hint` : undefined
+  const wiring = {
+    id,
+    name,
+    ...attrs,
+    'aria-describedby': [refused === undefined ? undefined : errorId, hintId].filter(Boolean).join(' ') || undefined,
+    'aria-invalid': refused === undefined ? undefined : 'true',
+    autofocus: attrs.autofocus ?? refused !== undefined,
+  }
+  const input =
+    kind === 'select' ? (
+      <select {...wiring}>{children}</select>
+    ) : kind === 'textarea' ? (
+      <textarea {...wiring}>{children}</textarea>
+    ) : kind === 'check' ? (
+      <input type="checkbox" {...wiring} />
+    ) : (
+      <input {...wiring} />
+    )
+  const labelled = <label for={id}>{label}</label>
+  return (
+    <div class={kind === 'check' ? 'field check' : 'field'}>
+      {kind === 'check' ? input : labelled}
+      {kind === 'check' ? labelled : input}
+      {hint ? (
+        <p class="hint muted" id={hintId}>
+          {hint}
+        </p>
+      ) : null}
+      {refused === undefined ? null : (
+        <p class="error" id={errorId} role="alert">
+          {refused}
+        </p>
+      )}
+    </div>
+  )
 }
 
 export function SettingsForm<A>({
@@ -99,7 +171,6 @@ export function SettingsForm<A>({
   const mine = refused?.form === group.id ? refused : undefined
   const errorField = mine ? fieldOf(mine.message) : undefined
   const onField = mine && group.fields.some((f) => f.name === errorField)
-  const errorId = (name: string) => `${group.id}-${name}-error`
   return (
     <form method="post" action={action} class="card" id={group.id} aria-labelledby={`${group.id}-title`}>
       <h2 id={`${group.id}-title`}>{group.title}</h2>
@@ -118,88 +189,35 @@ export function SettingsForm<A>({
         list.length ? (
           <div class="fields">
             {list.map((field) => {
-              const id = `${group.id}-${field.name}`
               const value = shown(field, current, mine)
-              const invalid = onField && errorField === field.name
-              const hintId = field.hint ? `${id}-hint` : undefined
-              const describedBy = [invalid ? errorId(field.name) : undefined, hintId].filter(Boolean).join(' ') || undefined
-              const error = invalid ? (
-                <p class="error" id={errorId(field.name)} role="alert">
-                  {mine!.message}
-                </p>
-              ) : null
-              const hint = field.hint ? (
-                <p class="hint muted" id={hintId}>
-                  {field.hint}
-                </p>
-              ) : null
-              if (field.kind === 'check')
+              const drawn = {
+                id: `${group.id}-${field.name}`,
+                name: field.name,
+                label: field.label,
+                hint: field.hint,
+                refused: onField && errorField === field.name ? mine!.message : undefined,
+              }
+              if (field.kind === 'check') return <Field {...drawn} kind="check" attrs={{ checked: value === 'on', disabled: !canWrite }} />
+              if (field.kind === 'lines')
                 return (
-                  <div class="field check">
-                    <input
-                      type="checkbox"
-                      id={id}
-                      name={field.name}
-                      checked={value === 'on'}
-                      disabled={!canWrite}
-                      aria-describedby={describedBy}
-                      aria-invalid={invalid ? 'true' : undefined}
-                      autofocus={invalid}
-                    />
-                    <label for={id}>{field.label}</label>
-                    {hint}
-                    {error}
-                  </div>
+                  <Field {...drawn} kind="textarea" attrs={{ rows: 3, disabled: !canWrite }}>
+                    {value}
+                  </Field>
                 )
-              return (
-                <div class="field">
-                  <label for={id}>{field.label}</label>
-                  {field.kind === 'lines' ? (
-                    <textarea
-                      id={id}
-                      name={field.name}
-                      rows={3}
-                      disabled={!canWrite}
-                      autofocus={invalid}
-                      aria-describedby={describedBy}
-                      aria-invalid={invalid ? 'true' : undefined}
-                    >
-                      {value}
-                    </textarea>
-                  ) : field.kind === 'select' ? (
-                    <select
-                      id={id}
-                      name={field.name}
-                      disabled={!canWrite}
-                      autofocus={invalid}
-                      aria-describedby={describedBy}
-                      aria-invalid={invalid ? 'true' : undefined}
-                    >
-                      {(field.options!.some(([option]) => option === value) || value === ''
-                        ? field.options!
-                        : [[String(value), String(value)] as const, ...field.options!]
-                      ).map(([option, label]) => (
-                        <option value={option} selected={option === value}>
-                          {label}
-                        </option>
-                      ))}
-                    </select>
-                  ) : (
-                    <input
-                      id={id}
-                      name={field.name}
-                      value={value}
-                      inputmode={field.kind === 'number' ? 'decimal' : undefined}
-                      disabled={!canWrite}
-                      autofocus={invalid}
-                      aria-describedby={describedBy}
-                      aria-invalid={invalid ? 'true' : undefined}
-                    />
-                  )}
-                  {hint}
-                  {error}
-                </div>
-              )
+              if (field.kind === 'select')
+                return (
+                  <Field {...drawn} kind="select" attrs={{ disabled: !canWrite }}>
+                    {(field.options!.some(([option]) => option === value) || value === ''
+                      ? field.options!
+                      : [[String(value), String(value)] as const, ...field.options!]
+                    ).map(([option, label]) => (
+                      <option value={option} selected={option === value}>
+                        {label}
+                      </option>
+                    ))}
+                  </Field>
+                )
+              return <Field {...drawn} attrs={{ value, inputmode: field.kind === 'number' ? 'decimal' : undefined, disabled: !canWrite }} />
             })}
           </div>
         ) : null,
@@ -268,6 +286,49 @@ export async function refusedOr<T>(
 /** The text fields of a posted form. */
 export const postedText = async (c: Context<WebEnv>) =>
   Object.fromEntries(Object.entries(await c.req.parseBody()).filter((e): e is [string, string] => typeof e[1] === 'string'))
+
+/** The member and the site of a settings page. */
+export type Scope = ReturnType<typeof memberOf>
+
+/** The member and the site of a page under /sites/{site}, for an owner or admin only (a plain member is refused, 403). */
+export function siteAdmin(c: Context<WebEnv>, what: string): Scope {
+  const scope = memberOf(c)
+  requireRole(scope.member, ADMINS, what)
+  return scope
+}
+
+/**
+ * A settings form's post, for an owner or admin (`what` names the right, "change site settings"
+ * unless said): its text fields read (none for a form of files, `text: false`), `work` done through
+ * the API as the member; refused (refusedOr), the `page` again with the message and what was typed,
+ * under the form's id; done, `done`'s answer, or a redirect (303) to the address it gives.
+ */
+export function settingsPost<T>(
+  services: Services,
+  post: {
+    form: string
+    what?: string
+    text?: boolean
+    page: (c: Context<WebEnv>, scope: Scope, refused: Refused) => Promise<Response>
+    work: (input: { c: Context<WebEnv>; scope: Scope; form: Record<string, string>; api: Api }) => Promise<T>
+    done: (c: Context<WebEnv>, scope: Scope, done: T) => string | Response | Promise<Response>
+  },
+) {
+  return async (c: Context<WebEnv>) => {
+    const scope = siteAdmin(c, post.what ?? 'change site settings')
+    const form = post.text === false ? {} : await postedText(c)
+    const api = apiFor(c, services, scope)
+    const result = await refusedOr(
+      c,
+      () => post.work({ c, scope, form, api }),
+      (refused) => post.page(c, scope, refused),
+      { form: post.form, values: form },
+    )
+    if (result.response) return result.response
+    const answer = await post.done(c, scope, result.done as T)
+    return typeof answer === 'string' ? c.redirect(answer, 303) : answer
+  }
+}
 
 /** Copies the text of the element a button names (data-copy) to the clipboard. */
 export function CopyScript() {
