@@ -97,7 +97,7 @@ async function readLoop(server: Awaited<ReturnType<typeof startServer>>, until: 
   return { reads: ms.length, failed, medianMs: +quantile(ms, 0.5).toFixed(1), p99Ms: +quantile(ms, 0.99).toFixed(1) }
 }
 
-async function run(seconds: number, connections: number) {
+async function run(seconds: number, connections: number, rate?: number) {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-reads-'))
   const server = await startServer(dataDir)
   try {
@@ -128,7 +128,7 @@ async function run(seconds: number, connections: number) {
       }),
     }))
     let loading = true
-    const load = autocannon({ url: server.url, connections, duration: seconds, requests })
+    const load = autocannon({ url: server.url, connections, duration: seconds, requests, ...(rate ? { overallRate: rate } : {}) })
     const underLoad = readLoop(server, () => !loading)
     const result = await load
     loading = false
@@ -153,9 +153,11 @@ const program = new Command('bench-reads-under-ingest')
   .option('--seconds <s>', 'seconds of each read loop (alone, then under load)', '20')
   .option('--connections <n>', 'concurrent connections of the event load', '50')
   .option('--runs <n>', 'runs, each on a fresh DATA_DIR', '1')
-  .action(async (opts: { seconds: string; connections: string; runs: string }) => {
+  .option('--rate <n>', 'events a second the load sends (all of them) instead of as many as it can, e.g. 500')
+  .action(async (opts: { seconds: string; connections: string; runs: string; rate?: string }) => {
     const runs = []
-    for (let i = 0; i < Number(opts.runs); i++) runs.push(await run(Number(opts.seconds), Number(opts.connections)))
+    for (let i = 0; i < Number(opts.runs); i++)
+      runs.push(await run(Number(opts.seconds), Number(opts.connections), opts.rate ? Number(opts.rate) : undefined))
     process.stdout.write(`${JSON.stringify(runs, null, 2)}\n`)
   })
 await program.parseAsync(process.argv)
