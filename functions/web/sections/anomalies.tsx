@@ -3,17 +3,8 @@ import { count, percent } from '../format'
 import { type Evidence, EvidenceLine } from './changes'
 import { type ChartMarker, Empty, type SectionProps, SeriesChart, Tiles, Unavailable, bucketLabel } from './parts'
 
-interface Mover {
-  path: string
-  status: 'rose' | 'fell' | 'appeared' | 'went_quiet'
-  current: number
-  previous: number
-  change: number
-  relativeChange: number | null
-  impact: number | null
-  candidates: Evidence[]
-  search: { diagnosis: string; change: { clicks: number; position: number | null } } | null
-}
+/** A page that moved, its candidates read as evidence lines (either kind's fields, each optional). */
+type Mover = Omit<AnswerOf<'GET', '/api/v1/anomalies'>['pages'][number], 'candidates'> & { candidates: Evidence[] }
 
 export const MOVES: Record<Mover['status'], [tone: string, label: string]> = {
   rose: ['good', 'Rose'],
@@ -43,7 +34,7 @@ export function Anomalies({
   const [answer, series] = answers
   if (!answer.available) return <Unavailable what="Anomalies" />
   const movers: Mover[] = answer.pages
-  const points: { timestamp: string; visits: number; comparison?: { visits: number } | null }[] = series.series
+  const points = series.series
   const interval = answer.range.interval
   const buckets = points.map((p) => bucketLabel(p.timestamp, interval))
   // each change behind a move, once, at the bucket it happened in; changes of one bucket share a marker

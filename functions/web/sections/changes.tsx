@@ -3,28 +3,11 @@ import { CHANGE_CATEGORIES } from '../../../lib/crawl/detect'
 import { ago, count, dateTime } from '../format'
 import { Empty, type SectionProps, SeriesChart, bucketLabel } from './parts'
 
-export interface ChangeItem {
-  id: string
-  kind: 'change' | 'annotation'
-  at: string
-  scope: 'site' | 'page'
-  path: string
-  type: string
-  category: string
-  summary: string
-  before: string
-  after: string
-  wordsAdded: number
-  wordsRemoved: number
-  diffable: boolean
-  pages: number
-  samplePaths: string[]
-}
+/** A change or a note of the change feed. */
+export type ChangeItem = AnswerOf<'GET', '/api/v1/changes'>['changes'][number]
 
-export interface DiffAnswer {
-  id: string
-  runs: { op: 'equal' | 'added' | 'removed'; text: string }[]
-}
+/** A change's word diff. */
+export type DiffAnswer = AnswerOf<'GET', '/api/v1/changes/diff'>
 
 /** What each kind of change is called, for people. */
 export const CHANGE_NAMES: Record<string, string> = {
@@ -91,7 +74,7 @@ export function Changes({
     if (category) byCategory[category] = (byCategory[category] ?? 0) + n
   }
   const current = query.category ?? ''
-  const activity: { date: string; changes: number }[] = answer.activity
+  const activity = answer.activity
   const offset = Number(answer.offset ?? 0)
   const limit = Number(query.limit ?? CHANGES_PAGE)
   return (
@@ -201,25 +184,15 @@ export function Changes({
 const keepOwn = (query: Record<string, string>) =>
   Object.fromEntries(Object.entries(query).filter(([k]) => k === 'category' || k === 'type' || k === 'search'))
 
-/** A crawler change or a link found, as evidence beside a page that moved (anomalies, decay, a page's causes). */
-export interface Evidence {
-  kind: string
-  changeId?: string
-  detectedAt?: string
-  type?: string
-  path?: string | null
-  before?: string
-  after?: string
-  wordsAdded?: number
-  wordsRemoved?: number
-  pages?: number
-  day?: string
-  event?: string
-  from?: string
-  domain?: string
-  anchor?: string
-  visits?: number
-}
+/** What may lie behind a move, as the anomalies read lists it: a crawler change or a link lost or found. */
+type Candidate = AnswerOf<'GET', '/api/v1/anomalies'>['pages'][number]['candidates'][number]
+type ChangeEvidence = Extract<Candidate, { kind: 'page_change' | 'site_change' }>
+type LinkEvidence = Exclude<Candidate, ChangeEvidence>
+/**
+ * A crawler change or a link found, as evidence beside a page that moved (anomalies, decay, a page's causes):
+ * the kind, and the fields of either kind of candidate, each optional, so that one line reads them both.
+ */
+export type Evidence = { kind: Candidate['kind'] } & Partial<Omit<ChangeEvidence, 'kind'> & Omit<LinkEvidence, 'kind'>>
 
 /** One piece of evidence in words: "Title changed on 7 Dec: A → B", "Link from example.com lost on 3 Dec". */
 export function EvidenceLine({ e, timezone, at }: { e: Evidence; timezone: string; at: SectionProps['at'] }) {

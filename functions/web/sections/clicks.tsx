@@ -2,18 +2,8 @@ import type { AnswerOf } from '../api'
 import { count, percent } from '../format'
 import { Empty, type SectionProps, Tiles, Unavailable } from './parts'
 
-interface ClickGroup {
-  selector: string
-  text: string
-  tag: string
-  url: string
-  interactive: boolean
-  count: number
-  visitors: number
-  deadClicks: number
-  topPath: string
-  paths: number
-}
+/** An element clicked, with its clicks, visitors and dead clicks. */
+type ClickGroup = AnswerOf<'GET', '/api/v1/clicks'>['clicks'][number]
 
 const TAGS: Record<string, string> = { a: 'Link', button: 'Button', input: 'Field', select: 'Menu', img: 'Image', summary: 'Toggle' }
 

@@ -1,27 +1,11 @@
 import type { AnswerOf } from '../api'
 import { count, day, percent } from '../format'
 import { signed } from './anomalies'
-import { type Evidence, EvidenceLine } from './changes'
+import { EvidenceLine } from './changes'
 import { Empty, type SectionProps, Tiles, Unavailable } from './parts'
 
-interface Fading {
-  path: string
-  peak: number
-  peakFrom: string
-  peakTo: string
-  current: number
-  change: number
-  siteChange: number | null
-  adjustedChange: number | null
-  lost: number
-  diagnosis: {
-    kind: string
-    confidence: number
-    evidence: { channel: string; peak: number; current: number; lost: number; share: number }[]
-  }
-  contentChanges: Evidence[]
-  refreshed: boolean
-}
+/** A page past its best, with why it faded. */
+type Fading = AnswerOf<'GET', '/api/v1/decay'>['pages'][number]
 
 /** What each diagnosis says, for people. */
 const DIAGNOSES: Record<string, [tone: string, label: string, why: string]> = {

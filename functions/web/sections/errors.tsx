@@ -2,20 +2,10 @@ import type { AnswerOf } from '../api'
 import { ago, count, country, dateTime } from '../format'
 import { BarList, Empty, type SectionProps, Sparkline, Tiles, Unavailable } from './parts'
 
-interface Group {
-  fingerprint: string
-  kind: string
-  errorName: string
-  message: string
-  count: number
-  visitors: number
-  paths: number
-  topPath: string
-  topBrowser: string
-  firstSeen: string
-  lastSeen: string
-  sparkline: number[]
-}
+/** An error group, as the list and a group's own answer have it. */
+type Group = NonNullable<AnswerOf<'GET', '/api/v1/errors'>['groups']>[number]
+/** A group's occurrences by one dimension: page, browser, operating system, device or country. */
+type Breakdown = NonNullable<AnswerOf<'GET', '/api/v1/errors'>['breakdowns']>['pages']
 
 /** A figure against the previous window's, in words. */
 function versus(now: number, before: number | undefined) {
@@ -101,7 +91,7 @@ function ErrorGroup({
   const g: Group = answer.group!
   const b = answer.breakdowns!
   const interval = answer.range!.interval
-  const rows = (list: { value: string; count: number }[]) => list.map((r) => ({ value: r.value, n: r.count }))
+  const rows = (list: Breakdown) => list.map((r) => ({ value: r.value, n: r.count }))
   return (
     <>
       <p>
@@ -143,20 +133,18 @@ function ErrorGroup({
       <section class="card" aria-labelledby="recent">
         <h2 id="recent">Latest occurrences</h2>
         <ol class="feed">
-          {answer.recent!.map(
-            (r: { timestamp: string; path: string; message: string; browser: string; os: string; device: string; country: string }) => (
-              <li>
-                <time datetime={r.timestamp} title={dateTime(r.timestamp, timezone)}>
-                  {ago(r.timestamp, now)}
-                </time>
-                <span class="kind kind-error">error</span>
-                <span class="what">
-                  on <strong>{r.path}</strong>
-                </span>
-                <span class="who muted small">{[country(r.country), r.device, r.browser, r.os].filter(Boolean).join(' · ')}</span>
-              </li>
-            ),
-          )}
+          {answer.recent!.map((r) => (
+            <li>
+              <time datetime={r.timestamp} title={dateTime(r.timestamp, timezone)}>
+                {ago(r.timestamp, now)}
+              </time>
+              <span class="kind kind-error">error</span>
+              <span class="what">
+                on <strong>{r.path}</strong>
+              </span>
+              <span class="who muted small">{[country(r.country), r.device, r.browser, r.os].filter(Boolean).join(' · ')}</span>
+            </li>
+          ))}
         </ol>
       </section>
     </>

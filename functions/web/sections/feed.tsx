@@ -1,19 +1,13 @@
+import type { AnswerOf } from '../api'
 import { duration, percent } from '../format'
 
-/** One action of a visitor as the activity and journey reads answer it. */
-export interface Action {
-  timestamp: string
-  kind: string
-  name: string
-  path: string
-  source?: string
-  country?: string
-  device?: string
-  browser?: string
-  engagement?: { ms: number; scroll: number }
-  element?: { text: string; url: string; tag: string; dead: boolean }
-  error?: { name: string; message: string }
-}
+/**
+ * One action of a visitor as the activity and journey reads answer it: the activity read's carry
+ * who did it (source, place, device), a journey's events are one visitor's and do not.
+ */
+export type Action =
+  | AnswerOf<'GET', '/api/v1/activity'>['actions'][number]
+  | NonNullable<AnswerOf<'GET', '/api/v1/journeys'>['events']>[number]
 
 /** Each kind of action's badge. */
 const KINDS: Record<string, string> = { pageview: 'view', engagement: 'read', click: 'click', outbound: 'outbound', error: 'error' }

@@ -2,19 +2,10 @@ import type { AnswerOf } from '../api'
 import { count, percent } from '../format'
 import { Empty, type SectionProps, Unavailable } from './parts'
 
-interface FlowNode {
-  id: string
-  step: number
-  path: string
-  other: boolean
-  visits: number
-  folded: number
-}
-interface FlowLink {
-  source: string
-  target: string
-  visits: number
-}
+/** A page at a step of the flow, or the pages folded into "other". */
+type FlowNode = AnswerOf<'GET', '/api/v1/flow'>['nodes'][number]
+/** The visits from one node to the next step's. */
+type FlowLink = AnswerOf<'GET', '/api/v1/flow'>['links'][number]
 
 const W = 1000
 const NODE = 10

@@ -3,21 +3,8 @@ import { ago, clock, count, country, dateTime, duration } from '../format'
 import { type Action, FeedEntry } from './feed'
 import { Empty, type SectionProps, Unavailable } from './parts'
 
-interface Journey {
-  visitor: string
-  day: string
-  firstSeen: string
-  lastSeen: string
-  landingPage: string
-  exitPage: string
-  duration: number
-  visits: number
-  pageviews: number
-  source: string
-  country: string
-  device: string
-  browser: string
-}
+/** A visitor's day on the site, as the list and a visitor's timeline have it. */
+type Journey = NonNullable<AnswerOf<'GET', '/api/v1/journeys'>['journeys']>[number]
 
 const where = (j: Journey) =>
   [j.source ? `from ${j.source}` : 'direct', country(j.country), [j.device, j.browser].filter(Boolean).join(', ')]

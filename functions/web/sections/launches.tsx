@@ -2,16 +2,8 @@ import type { AnswerOf } from '../api'
 import { ago, count, dateTime, day, percent } from '../format'
 import { Empty, type SectionProps, SeriesChart, Tiles, Unavailable } from './parts'
 
-interface Launch {
-  path: string
-  launchedAt: string
-  measuredDays: number
-  complete: boolean
-  visits: number
-  cohortMedian: number | null
-  band: 'over' | 'at' | 'under' | null
-  vsMedian: number | null
-}
+/** A page launched in the range, against the median of its cohort. */
+type Launch = AnswerOf<'GET', '/api/v1/pages/launches'>['pages'][number]
 
 const BANDS: Record<string, [tone: string, label: string]> = {
   over: ['good', 'Above'],
@@ -56,11 +48,11 @@ export function Launches({ answers, at, timezone, now, query }: SectionProps<[An
           <SeriesChart
             name="cohort"
             label={`Median visits on each day since launch, over ${count(cohort.pages)} pages`}
-            buckets={cohort.shape.map((d: { day: number }) => (d.day === 0 ? 'Launch day' : `Day ${d.day}`))}
+            buckets={cohort.shape.map((d) => (d.day === 0 ? 'Launch day' : `Day ${d.day}`))}
             series={[
               {
                 name: 'Median visits of the cohort',
-                values: cohort.shape.map((d: { medianVisits: number }) => d.medianVisits),
+                values: cohort.shape.map((d) => d.medianVisits),
                 tone: 'main',
                 format: (v) => `${v.toLocaleString('en')} visits`,
               },

@@ -4,12 +4,8 @@ import { signed } from './anomalies'
 import { CHANGE_NAMES, type Evidence, EvidenceLine } from './changes'
 import { BarList, type ChartMarker, Empty, type SectionProps, SeriesChart, Sparkline, Tiles, Unavailable, bucketLabel } from './parts'
 
-interface Cause {
-  kind: string
-  confidence: number
-  summary: string
-  evidence: Record<string, unknown>
-}
+/** A likely cause of the page's last shift, with its evidence. */
+type Cause = AnswerOf<'GET', '/api/v1/pages/detail'>['causes'][number]
 
 const CAUSES: Record<string, string> = {
   page_change: 'The page changed',
@@ -77,9 +73,9 @@ export function PageDetail({ answers, timezone, now, at, shared }: SectionProps<
   const [answer] = answers
   if (!answer.available) return <Unavailable what="Page details" />
   const { page, totals, shift, engagement, first30 } = answer
-  const series: { date: string; visits: number; visitors: number; pageviews: number; errors: number }[] = answer.series
+  const series = answer.series
   const causes: Cause[] = answer.causes
-  const changes: Evidence[] = answer.changes
+  const changes = answer.changes
   const index = (date: string) => series.findIndex((s) => s.date === date.slice(0, 10))
   const markers: ChartMarker[] = []
   if (shift && index(shift.day) >= 0)
@@ -93,8 +89,8 @@ export function PageDetail({ answers, timezone, now, at, shared }: SectionProps<
     if (i >= 0) markers.push({ index: i, tone: 'note', label: <EvidenceLine e={c} timezone={timezone} at={at} /> })
   }
   markers.sort((a, b) => a.index - b.index)
-  const sources: { value: string; visits: number }[] = answer.drivers.sources
-  const channels: { value: string; visits: number }[] = answer.drivers.channels
+  const sources = answer.drivers.sources
+  const channels = answer.drivers.channels
   return (
     <>
       <section class="card" aria-labelledby="page-title" data-read="/api/v1/pages/detail">
@@ -186,7 +182,7 @@ export function PageDetail({ answers, timezone, now, at, shared }: SectionProps<
               <p>
                 <strong>{count(first30.visits)}</strong> visits{first30.complete ? '' : ' so far'}
               </p>
-              <Sparkline values={first30.byDay.map((d: { visits: number }) => d.visits)} label="Visits on each of its first days" />
+              <Sparkline values={first30.byDay.map((d) => d.visits)} label="Visits on each of its first days" />
             </>
           ) : (
             <Empty why="Not known: it has no first visit yet." />
@@ -196,7 +192,7 @@ export function PageDetail({ answers, timezone, now, at, shared }: SectionProps<
           <h2 id="page-errors-title">Errors on this page</h2>
           {answer.errors.summary.errors ? (
             <ul class="plain">
-              {answer.errors.groups.slice(0, 5).map((g: { fingerprint: string; errorName: string; message: string; count: number }) => (
+              {answer.errors.groups.slice(0, 5).map((g) => (
                 <li>
                   <a href={at('errors', { fingerprint: g.fingerprint })} class="cell-wrap">
                     {g.errorName ? `${g.errorName}: ` : ''}
@@ -215,17 +211,15 @@ export function PageDetail({ answers, timezone, now, at, shared }: SectionProps<
         <h2 id="page-changes-title">What the crawler saw</h2>
         {answer.snapshots.length ? (
           <ul class="plain">
-            {answer.snapshots
-              .slice(0, 10)
-              .map((s: { fetchedAt: string; status: number; title: string; wordCount: number; removed: boolean; error: string | null }) => (
-                <li class="cell-wrap">
-                  <span class={`badge ${s.removed || s.error ? 'poor' : 'good'}`}>
-                    {s.removed ? 'Gone' : s.error ? 'Failed' : `HTTP ${s.status}`}
-                  </span>{' '}
-                  {dateTime(s.fetchedAt, timezone)}: {s.title ? `“${s.title}”, ` : ''}
-                  {count(s.wordCount)} words{s.error ? ` (${s.error})` : ''}
-                </li>
-              ))}
+            {answer.snapshots.slice(0, 10).map((s) => (
+              <li class="cell-wrap">
+                <span class={`badge ${s.removed || s.error ? 'poor' : 'good'}`}>
+                  {s.removed ? 'Gone' : s.error ? 'Failed' : `HTTP ${s.status}`}
+                </span>{' '}
+                {dateTime(s.fetchedAt, timezone)}: {s.title ? `“${s.title}”, ` : ''}
+                {count(s.wordCount)} words{s.error ? ` (${s.error})` : ''}
+              </li>
+            ))}
           </ul>
         ) : (
           <Empty why="The crawler has not read this page." next="Turn on change detection in the site's settings to keep its snapshots." />

@@ -2,19 +2,8 @@ import type { AnswerOf } from '../api'
 import { count, dateTime, duration, percent } from '../format'
 import { Empty, type SectionProps, Sparkline } from './parts'
 
-interface PageRow {
-  path: string
-  title: string | null
-  status: string
-  httpStatus: number | null
-  error: string | null
-  launchedAt: string | null
-  visitors: number
-  pageviews: number
-  scrollDepth: number | null
-  timeOnPage: number | null
-  trend?: number[]
-}
+/** A page of the site, crawled or visited, with its status, visitors and trend. */
+type PageRow = AnswerOf<'GET', '/api/v1/pages'>['pages'][number]
 
 const STATUS: Record<string, [string, string]> = {
   active: ['good', 'Live'],

@@ -1,7 +1,7 @@
 import type { AnswerOf } from '../api'
 import { ago, clock, count, country } from '../format'
 import { pageNonce } from '../security'
-import { type Action, FeedEntry } from './feed'
+import { FeedEntry } from './feed'
 import { BarList, Empty, type SectionProps, Tiles } from './parts'
 
 /** The realtime section: the live figures, the last 30 minutes as minute bars, the active pages and sources, and the activity feed. */
@@ -12,9 +12,9 @@ export function Realtime({
   at,
 }: SectionProps<[AnswerOf<'GET', '/api/v1/realtime'>, AnswerOf<'GET', '/api/v1/activity'>]>) {
   const [live, activity] = answers
-  const series: { timestamp: string; visitors: number; pageviews: number }[] = live.series
+  const series = live.series
   const max = Math.max(1, ...series.map((s) => s.visitors))
-  const actions: Action[] = activity.available ? activity.actions : []
+  const actions = activity.available ? activity.actions : []
   return (
     <>
       <div id="realtime">
@@ -50,7 +50,7 @@ export function Realtime({
               <BarList
                 label="Page"
                 unit="Visitors"
-                rows={live.pages.map((p: { value: string; visitors: number }) => ({ value: p.value, n: p.visitors }))}
+                rows={live.pages.map((p) => ({ value: p.value, n: p.visitors }))}
                 link={(path) => (path.startsWith('/') ? at('page', { path }) : null)}
               />
             ) : (
@@ -60,11 +60,7 @@ export function Realtime({
           <section class="card panel" aria-labelledby="rt-sources">
             <h2 id="rt-sources">Sources</h2>
             {live.sources.length ? (
-              <BarList
-                label="Source"
-                unit="Visitors"
-                rows={live.sources.map((p: { value: string; visitors: number }) => ({ value: p.value, n: p.visitors }))}
-              />
+              <BarList label="Source" unit="Visitors" rows={live.sources.map((p) => ({ value: p.value, n: p.visitors }))} />
             ) : (
               <Empty why="No visits in the last 30 minutes." />
             )}

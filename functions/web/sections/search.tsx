@@ -2,19 +2,16 @@ import type { AnswerOf } from '../api'
 import { count, percent } from '../format'
 import { Empty, type SectionProps, SeriesChart, Tiles, bucketLabel } from './parts'
 
-interface Metrics {
-  clicks: number
-  impressions: number
-  ctr: number | null
-  position: number | null
-}
-type Row = Metrics & { change: Metrics }
+/** Search Console's figures: the totals, a day's, a query's or a page's. */
+type Metrics = NonNullable<AnswerOf<'GET', '/api/v1/search'>['totals']>
+/** A query's figures with their change against the period before (a page's have the same, with its path). */
+type Row = Omit<NonNullable<AnswerOf<'GET', '/api/v1/search'>['queries']>[number], 'query'>
 
 const position = (p: number | null) => (p === null ? '–' : p.toFixed(1))
 const ctr = (c: number | null) => (c === null ? '–' : percent(c, 1))
 
 /** A change in words: more clicks is up; a higher position number is worse. */
-function change(key: keyof Metrics, c: Metrics | undefined) {
+function change(key: keyof Metrics, c: Row['change'] | undefined) {
   const v = c?.[key]
   if (v === null || v === undefined) return null
   if (v === 0) return 'as before'
@@ -53,7 +50,7 @@ export function Search({ answers, at, query, shared }: SectionProps<[AnswerOf<'G
   // a connected site's answer has its totals
   const totals = answer.totals!
   const delta = answer.change
-  const series: ({ date: string } & Metrics)[] = answer.series ?? []
+  const series = answer.series ?? []
   const sort: Sort = (SORTS as readonly string[]).includes(query.sort) ? (query.sort as Sort) : 'clicks'
   const sorted = <T extends Metrics>(rows: T[]) =>
     [...rows].sort((a, b) =>
@@ -144,11 +141,11 @@ export function Search({ answers, at, query, shared }: SectionProps<[AnswerOf<'G
       </section>
       {table(
         'Queries',
-        (answer.queries ?? []).map((q: Row & { query: string }) => ({ ...q, name: q.query })),
+        (answer.queries ?? []).map((q) => ({ ...q, name: q.query })),
       )}
       {table(
         'Pages',
-        (answer.pages ?? []).map((p: Row & { path: string }) => ({ ...p, name: p.path, href: at('page', { path: p.path }) })),
+        (answer.pages ?? []).map((p) => ({ ...p, name: p.path, href: at('page', { path: p.path }) })),
       )}
     </>
   )

@@ -2,15 +2,8 @@ import type { AnswerOf } from '../api'
 import { count, dateTime } from '../format'
 import { Empty, type SectionProps, Unavailable } from './parts'
 
-interface Spike {
-  id: string
-  start: string
-  end: string
-  visitors: number
-  expected: number
-  excess: number
-  source: { dimension: string; value: string; referrerUrl: string | null; visitors: number; share: number } | null
-}
+/** A burst of visitors, with the source that brought it. */
+type Spike = AnswerOf<'GET', '/api/v1/spikes'>['spikes'][number]
 
 /** The spikes section: each burst of visitors well above the usual for its hour or day, with what brought it. */
 export function Spikes({ answers, timezone }: SectionProps<[AnswerOf<'GET', '/api/v1/spikes'>]>) {

@@ -12,21 +12,17 @@ const METRICS = [
 ] as const
 type MetricKey = (typeof METRICS)[number][0]
 
-interface Metric {
-  value: number | null
-  samples: number
-  good: number
-  needsImprovement: number
-  poor: number
-  thresholds: { good: number; poor: number }
-}
+/** Each metric's percentile, distribution and thresholds. */
+type Metrics = AnswerOf<'GET', '/api/v1/vitals'>['metrics']
+/** A row of a table by page, country, device or browser: its visitors and each metric's percentile. */
+type TableRow = AnswerOf<'GET', '/api/v1/vitals'>['tables']['pages'][number]
 
 /** A metric's value with its unit: CLS has none. */
 const show = (key: MetricKey, v: number | null | undefined) =>
   v === null || v === undefined ? '–' : key === 'CLS' ? v.toFixed(2) : millis(v)
 
 /** Where a value stands against a metric's thresholds: good up to the first, poor above the second. */
-function rating(v: number | null | undefined, t: { good: number; poor: number }) {
+function rating(v: number | null | undefined, t: Metrics[MetricKey]['thresholds']) {
   if (v === null || v === undefined) return null
   return v <= t.good ? (['good', 'Good'] as const) : v <= t.poor ? (['ni', 'Needs improvement'] as const) : (['poor', 'Poor'] as const)
 }
@@ -35,7 +31,7 @@ function rating(v: number | null | undefined, t: { good: number; poor: number })
 export function Vitals({ answers }: SectionProps<[AnswerOf<'GET', '/api/v1/vitals'>]>) {
   const [answer] = answers
   if (!answer.available) return <Unavailable what="Web vitals" />
-  const metrics: Record<MetricKey, Metric> = answer.metrics
+  const metrics: Metrics = answer.metrics
   const p = `p${answer.percentile}`
   if (!answer.summary.samples)
     return (
@@ -124,17 +120,7 @@ export function Vitals({ answers }: SectionProps<[AnswerOf<'GET', '/api/v1/vital
   )
 }
 
-function VitalsTable({
-  rows,
-  label,
-  name,
-  metrics,
-}: {
-  rows: ({ value: string; visitors: number } & Record<MetricKey, number | null>)[]
-  label: string
-  name: (v: string) => Child
-  metrics: Record<MetricKey, Metric>
-}) {
+function VitalsTable({ rows, label, name, metrics }: { rows: TableRow[]; label: string; name: (v: string) => Child; metrics: Metrics }) {
   if (!rows.length) return <p class="muted">No measurements.</p>
   const shown = ['LCP', 'INP', 'CLS'] as const
   return (
