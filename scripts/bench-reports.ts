@@ -5,22 +5,18 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { Command } from 'commander'
+import { benchServices } from './bench-services'
 import { Temporal } from 'temporal-polyfill'
 import { createApp } from '../functions/app'
 import { endpoints } from '../functions/registry'
 import type { ClickHouse, QueryParams } from '../lib/storage/clickhouse/types'
 import { createApiKey, createOrg } from '../lib/accounts/admin'
 import { openNodeStores } from '../lib/runtime/node'
-import { Ingestor } from '../lib/ingest/pipeline'
-import { SiteDirectory } from '../lib/sites/site-directory'
-import { directSink } from '../lib/ingest/sink'
 import { migrate } from '../lib/storage/clickhouse/migrate'
 import { loadMigrations } from '../lib/storage/clickhouse/migrations-node'
 import { clickhouseTime } from '../lib/storage/clickhouse/time'
 import { ROLLUP_ALL_DAYS, refreshRollups } from '../lib/reports/rollup/refresh'
 import { rollupBuildsSettled } from '../lib/reports/query/run'
-import { memoryRateLimiter } from '../lib/accounts/ratelimit'
-import { memoryLiveCache } from '../lib/operations/public-live'
 import { newSite } from '../lib/sites/sites'
 import { createFunnel } from '../lib/sites/funnels'
 import { createGoal } from '../lib/sites/goals'
@@ -196,7 +192,6 @@ const program = new Command('bench-reports')
       ).map((r) => [r.table, Number(r.n)]),
     )
 
-    const siteDirectory = new SiteDirectory(stores.repositories.sites)
     const recorder = statementRecorder(stores.clickhouse, !!opts.firstRead)
     // a filtered read rolls up its finished days on its first call (plan.ts): with --first-read every call is a first
     const forgetFilters = async () => {
@@ -204,28 +199,7 @@ const program = new Command('bench-reports')
       await stores.clickhouse.command("DELETE FROM day_rollups WHERE startsWith(property, 'filters:')")
       await stores.clickhouse.command("DELETE FROM flow_rollups WHERE startsWith(anchor, 'filters:')")
     }
-    const services = {
-      clickhouse: recorder.clickhouse,
-      kv: stores.kv,
-      repositories: stores.repositories,
-      sites: siteDirectory,
-      limiter: memoryRateLimiter(Date.now, {
-        default: { max: 1e9, windowMs: 60_000 },
-        collect: { max: 1e9, windowMs: 60_000 },
-        ping: { max: 1e9, windowMs: 60_000 },
-        proxy: { max: 1e9, windowMs: 60_000 },
-      }),
-      now: () => now,
-      fetch,
-      ingestor: new Ingestor({
-        sites: siteDirectory,
-        repositories: stores.repositories,
-        sink: directSink(stores.clickhouse, stores.repositories),
-        now: () => now,
-      }),
-      clientAddress: () => '127.0.0.1',
-      liveCache: memoryLiveCache(),
-    }
+    const services = benchServices({ ...stores, clickhouse: recorder.clickhouse }, () => now)
     const app = createApp(services)
     const site = sites[0]
     const filters = JSON.stringify([

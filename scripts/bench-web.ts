@@ -5,15 +5,11 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { gzipSync } from 'node:zlib'
 import { Command } from 'commander'
+import { benchServices } from './bench-services'
 import { createApp } from '../functions/app'
 import { createApiKey } from '../lib/accounts/admin'
-import { memoryRateLimiter } from '../lib/accounts/ratelimit'
 import { mintSignInLink } from '../lib/accounts/signin'
-import { Ingestor } from '../lib/ingest/pipeline'
-import { directSink } from '../lib/ingest/sink'
 import { openNodeStores } from '../lib/runtime/node'
-import { memoryLiveCache } from '../lib/operations/public-live'
-import { SiteDirectory } from '../lib/sites/site-directory'
 import { migrate } from '../lib/storage/clickhouse/migrate'
 import { loadMigrations } from '../lib/storage/clickhouse/migrations-node'
 
@@ -94,25 +90,7 @@ const program = new Command('bench-web')
           insert: traced(engine.insert.bind(engine)),
         }) as typeof engine)
       : engine
-    const siteDirectory = new SiteDirectory(stores.repositories.sites)
-    const limit = { max: 1e9, windowMs: 60_000 }
-    const services = {
-      clickhouse,
-      kv: stores.kv,
-      repositories: stores.repositories,
-      sites: siteDirectory,
-      limiter: memoryRateLimiter(Date.now, { default: limit, collect: limit, ping: limit, proxy: limit, webClient: limit }),
-      now: () => now,
-      fetch,
-      ingestor: new Ingestor({
-        sites: siteDirectory,
-        repositories: stores.repositories,
-        sink: directSink(stores.clickhouse, stores.repositories),
-        now: () => now,
-      }),
-      clientAddress: () => '127.0.0.1',
-      liveCache: memoryLiveCache(),
-    }
+    const services = benchServices({ ...stores, clickhouse }, () => now)
     const app = createApp(services)
     const origin = 'http://bench.test'
     // sign in as a person does: the link, then its one click
