@@ -36,11 +36,15 @@ class HostPacer {
   private readonly next = new Map<string, number>()
   constructor(private readonly intervalMs: number) {}
 
-  /** Resolves when a request to `host` may be sent: the interval after the last one actually sent, however late a timer fired. */
+  /**
+   * Resolves when a request to `host` may be sent: the interval after the last one let go, however
+   * late a timer fired. Timed on the monotonic clock, in fractions of a millisecond: the wall clock
+   * moves in whole milliseconds, and a correction of it would send early or stall.
+   */
   async wait(host: string) {
     if (this.intervalMs <= 0) return
     for (;;) {
-      const now = Date.now()
+      const now = performance.now()
       const next = this.next.get(host) ?? 0
       if (now >= next) {
         if (this.next.size > 10_000) this.next.clear()

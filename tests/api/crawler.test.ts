@@ -230,10 +230,13 @@ describe('the crawler against a fixture website', () => {
     const fetched = fetchedPaths()
     for (const never of ['/private/secret', '/private/hidden', '/admin/panel']) expect(fetched.has(never), never).toBe(false)
     expect(new Set(requests.map((r) => r.agent))).toEqual(new Set([DEFAULT_USER_AGENT]))
-    // at most one request per host interval: every request was sent that long after the one before (timers may fire a millisecond early)
+    // at most one request per host interval: every request was sent that long after the one before.
+    // The time is taken when the fetch is called, a turn of the event loop after the pacer let it
+    // go; on a busy machine one such turn runs a few milliseconds later than another (97.98 ms was
+    // seen with a 2 ms allowance), so 5 ms are allowed: unpaced, the gaps would be a few ms in all
     expect(sent).toHaveLength(requests.length)
     const gaps = sent.slice(1).map((at, i) => at - sent[i])
-    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(HOST_INTERVAL_MS - 2)
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(HOST_INTERVAL_MS - 5)
 
     // the first crawl is the baseline: no changes; the site read shows the crawl's state
     expect((await feed()).changes).toEqual([])
