@@ -110,6 +110,44 @@ describe('site listing statistics and export', () => {
     expect(Object.keys(exported.json.breakdowns)).toHaveLength(28)
   })
 
+  it('lists many sites in different timezones from one lookup and one read of their days, each with its own numbers', async () => {
+    const services = await testServices({ now: () => NOW })
+    const call = client(services)
+    // 30 sites (more than one statement takes), alternately in UTC and in Tokyo (UTC+9), site n with n + 1 visitors
+    const inputs = Array.from({ length: 30 }, (_, n) => ({ domain: `s${n}.many.test`, timezone: n % 2 ? 'Asia/Tokyo' : 'UTC' }))
+    const { key, sites } = await orgWithSites(services, 'Many', inputs, NOW)
+    const lines: string[] = []
+    sites.forEach((site, n) => {
+      for (let v = 0; v <= n; v++) {
+        // on 20 November at 20:00 UTC: the 20th in UTC, the 21st in Tokyo; and one visitor of the week before
+        const hit = (ts: string, ip: string) =>
+          JSON.stringify({ timestamp: ts, site: site.snippetId, name: 'pageview', url: `https://${site.domain}/`, ip, userAgent: UAS[0] })
+        lines.push(hit('2026-11-20T20:00:00Z', `10.0.${n}.${v + 1}`))
+        if (v === 0) lines.push(hit('2026-11-12T12:00:00Z', `10.1.${n}.1`))
+      }
+    })
+    lines.sort((a, b) => JSON.parse(a).timestamp.localeCompare(JSON.parse(b).timestamp))
+    expect((await importHits(lines, services.ingestor)).imported).toBe(lines.length)
+    const listed = (await call('GET', '/api/v1/sites?range=7d', { key })).json.sites as any[]
+    expect(listed).toHaveLength(30)
+    for (const [n, row] of listed.map((r) => [Number(/^s(\d+)\./.exec(r.domain)![1]), r] as const)) {
+      const tokyo = n % 2 === 1
+      expect(row.stats.visitors, row.domain).toBe(n + 1)
+      expect(row.stats.pageviews, row.domain).toBe(n + 1)
+      expect(row.stats.previous.visitors, row.domain).toBe(1)
+      // the hits of 20 November 20:00 UTC fall on the 20th in UTC and on the 21st in Tokyo: that day's place in the week
+      const day = (iso: string) => Date.parse(`${iso.slice(0, 10)}T00:00:00Z`) / 86_400_000
+      const spark = [0, 0, 0, 0, 0, 0, 0]
+      spark[day(tokyo ? '2026-11-21' : '2026-11-20') - day(row.stats.range.from)] = n + 1
+      expect(row.stats.sparkline, row.domain).toEqual(spark)
+      // and, for the first few, the same as the stats read of that site alone
+      if (n > 3) continue
+      const alone = (await call('GET', `/api/v1/stats?site_id=${row.id}&range=7d&compare=previous_period`, { key })).json
+      expect(row.stats.visitors).toBe(alone.totals.visitors)
+      expect(row.stats.previous.visitors).toBe(alone.comparison.totals.visitors)
+    }
+  })
+
   it('first and last events and the events since a time are exact, found by day without a scan of the history', async () => {
     const services = await testServices({ now: () => NOW })
     const {

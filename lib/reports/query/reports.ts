@@ -22,7 +22,7 @@ import {
 } from './parse'
 import { type ResolvedRange, previousWindow, rangeView, resolveRange, wholeDays } from './range'
 import { execute } from '../../storage/clickhouse/execute'
-import { rolledDays, runImportedRead, runRead, runSampledRead } from './run'
+import { runImportedRead, runRead, runSampledRead } from './run'
 import { propertyKeysSql } from './compile/property-keys'
 import {
   type BreakdownRow,
@@ -39,7 +39,9 @@ import {
 } from './shape'
 import { eventEdges, firstEventAt, firstImportedAt } from './site-events'
 import { installOf } from '../../sites/site-install'
-import { readsBotHits } from './plan'
+import { type SignatureRow, readsBotHits, rolledDaysOf } from './plan'
+import { signaturesAndBuilt } from './compile/day-rollups'
+import { type Fragment, bind, join, sql } from '../../storage/clickhouse/sql'
 import { type LiveSource, ga4RealtimeBreakdown, ga4RealtimeReads, ga4RealtimeSeries, ga4RealtimeTotals } from './ga4-live'
 import { breakdownsAtOnce } from './breakdowns'
 import { sampleOf, samplingView } from './sampling'
@@ -441,22 +443,28 @@ export async function siteStats(deps: ReportDeps, sites: Site[], rangeName: Excl
     deps.clickhouse,
     sites.map((s) => s.id),
   )
+  const now = deps.now()
+  const listed = sites.map((site) => {
+    const range = resolveRange({ range: rangeName }, site.timezone, now, { firstEventAt: null })
+    // a site that never had an event lists zeros without reading them
+    const source = sourceOf(site)
+    const read = sourceReader(deps.clickhouse, source, edges.has(site.id))
+    return { site, range, previous: previousWindow(range), source, read, daily: read.answers && dailySparkline(range) }
+  })
+  // the sites whose windows are whole days: all of them from two statements
+  const byDays = await fromDays(
+    deps.clickhouse,
+    listed.filter((l) => l.daily).map((l) => ({ siteId: l.site.id, range: l.range, previous: l.previous })),
+  )
   return Promise.all(
-    sites.map(async (site) => {
-      const now = deps.now()
-      const range = resolveRange({ range: rangeName }, site.timezone, now, { firstEventAt: null })
-      const previous = previousWindow(range)
-      // a site that never had an event lists zeros without reading them
-      const source = sourceOf(site)
-      const read = sourceReader(deps.clickhouse, source, edges.has(site.id))
-      const [current, before, spark] =
-        read.answers && dailySparkline(range)
-          ? await fromDays(deps.clickhouse, site.id, range, previous)
-          : await Promise.all([
-              read.totals(windowQuery(site.id, range, now)),
-              read.totals(windowQuery(site.id, previous, now)),
-              read.series(windowQuery(site.id, range, now)),
-            ])
+    listed.map(async ({ site, range, previous, source, read, daily }) => {
+      const [current, before, spark] = daily
+        ? byDays.get(site.id)!
+        : await Promise.all([
+            read.totals(windowQuery(site.id, range, now)),
+            read.totals(windowQuery(site.id, previous, now)),
+            read.series(windowQuery(site.id, range, now)),
+          ])
       return {
         site: { ...site, install: installOf(site, edges.get(site.id), now) },
         stats: {
@@ -474,21 +482,67 @@ export async function siteStats(deps: ReportDeps, sites: Site[], rangeName: Excl
 /** Whether a window's totals and sparkline are sums of its site-local days: whole days, in day or month buckets. */
 const dailySparkline = (range: ResolvedRange) => wholeDays(range) && (range.interval === 'day' || range.interval === 'month')
 
+/** The most sites whose days one statement reads: each adds its own part to the statement. */
+const SITES_A_STATEMENT = 25
+
+type WindowsFromDays = [Totals, Totals, ReturnType<typeof shapeSeries>]
+
 /**
- * A listing's two windows of whole days from one statement: the site's totals per day over both
- * (dailyTotalsSql), summed into each window's totals and into the window's day or month buckets.
+ * A listing's two windows of whole days, for many sites from two statements a few dozen sites:
+ * one looks up the rolled days of each site's windows (the lookup of rolledDays, a part per site),
+ * the other reads each site's totals per day over both windows (dailyTotalsSql, a part per site);
+ * each site's days are summed into its windows' totals and into its window's day or month buckets.
  */
 async function fromDays(
   clickhouse: ClickHouse,
-  siteId: string,
-  range: ResolvedRange,
-  previous: ResolvedRange,
-): Promise<[Totals, Totals, ReturnType<typeof shapeSeries>]> {
-  const both = { ...range, from: previous.from }
-  const days = await execute<Record<string, string>>(
-    clickhouse,
-    dailyTotalsSql(siteId, both, await rolledDays(clickhouse, { siteId, range: both })),
-  )
+  listed: { siteId: string; range: ResolvedRange; previous: ResolvedRange }[],
+): Promise<Map<string, WindowsFromDays>> {
+  const answers = new Map<string, WindowsFromDays>()
+  for (let start = 0; start < listed.length; start += SITES_A_STATEMENT) {
+    const chunk = listed.slice(start, start + SITES_A_STATEMENT).map((l) => ({ ...l, both: { ...l.range, from: l.previous.from } }))
+    const tagged = (k: number, part: Fragment) => sql`SELECT ${bind('UInt32', k)} AS k, * FROM (${part})`
+    const lookups = await execute<SignatureRow & { k: number }>(
+      clickhouse,
+      join(
+        chunk.map((l, k) => tagged(k, signaturesAndBuilt(l.siteId, l.both))),
+        ' UNION ALL ',
+      ),
+    )
+    const days = await execute<Record<string, string>>(
+      clickhouse,
+      join(
+        chunk.map((l, k) =>
+          tagged(
+            k,
+            dailyTotalsSql(
+              l.siteId,
+              l.both,
+              rolledDaysOf(
+                { range: l.both },
+                lookups.filter((r) => Number(r.k) === k),
+              ),
+            ),
+          ),
+        ),
+        ' UNION ALL ',
+      ),
+    )
+    chunk.forEach((l, k) =>
+      answers.set(
+        l.siteId,
+        windowsFromDays(
+          days.filter((d) => Number(d.k) === k),
+          l.range,
+          l.previous,
+        ),
+      ),
+    )
+  }
+  return answers
+}
+
+/** A site's two windows from its totals per day over both. */
+function windowsFromDays(days: Record<string, string>[], range: ResolvedRange, previous: ResolvedRange): WindowsFromDays {
   const total = (window: ResolvedRange) => {
     const [from, to] = [window.from.toPlainDate().toString(), window.to.toPlainDate().toString()]
     const sum = (column: string) => days.filter((d) => d.day >= from && d.day < to).reduce((n, d) => n + Number(d[column]), 0)
